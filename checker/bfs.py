@@ -1,0 +1,282 @@
+"""The local breadth-first engine: level-synchronous, with a compact visited set.
+
+Each level expands the frontier in order, keeping the first occurrence of each new fingerprint
+(so the result does not depend on how the level is split among workers), then removes the ones
+already visited with one vectorised lookup, checks every invariant on the new states and appends
+their parent pointers. The first violation found at a level is a shortest counterexample.
+Everything mutable changes only between levels, which is what makes checkpoints and Ctrl-C safe.
+"""
+
+from __future__ import annotations
+
+import os
+import time
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from checker import checkpoint as ckpt
+from checker.result import CheckResult, Verdict, Violation
+from checker.search import (
+    ActionTable,
+    Progress,
+    SearchOptions,
+    rebuild_trace,
+    uses_bounds,
+    uses_symmetry,
+    validate_initial,
+)
+from checker.visited import FingerprintSet, ParentLog
+from spec.model import Model
+
+_CHECK_EVERY = 2048  # successors between two looks at the clock
+
+
+class BudgetExceeded(Exception):
+    def __init__(self, reason: str) -> None:
+        super().__init__(reason)
+        self.reason = reason
+
+
+@dataclass
+class SearchState:
+    """Everything needed to continue a search from a level boundary (what a checkpoint holds)."""
+
+    visited: FingerprintSet = field(default_factory=FingerprintSet)
+    log: ParentLog = field(default_factory=ParentLog)
+    actions: ActionTable = field(default_factory=ActionTable)
+    frontier: list[Any] = field(default_factory=list)
+    frontier_base: int = 0  # global index of frontier[0]
+    depth: int = 0
+    generated: int = 0
+    elapsed: float = 0.0
+    #: invariant name -> global index of its first (shortest) violating state
+    found: dict[str, int] = field(default_factory=dict)
+    deadlock: int | None = None
+    edges: list[tuple[int, int, int]] | None = None
+
+
+def rss_mb() -> float:
+    try:
+        with open("/proc/self/statm") as f:
+            return int(f.read().split()[1]) * os.sysconf("SC_PAGE_SIZE") / 2**20
+    except OSError:  # not Linux: fall back to the peak
+        import resource
+
+        return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+
+
+def default_memory_budget_mb() -> float:
+    """80% of physical memory: run out of budget (undetermined) before the OOM killer acts."""
+    try:
+        return os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES") / 2**20 * 0.8
+    except (ValueError, OSError):
+        return float("inf")
+
+
+class LocalBFS:
+    engine = "bfs"
+
+    def __init__(self, model: Model, options: SearchOptions) -> None:
+        self.model = model
+        self.options = options
+        self.symmetry = uses_symmetry(model, options)
+        self.invariants = options.safety_invariants()
+        self.memory_budget = options.max_memory_mb or default_memory_budget_mb()
+
+    # -- the search ------------------------------------------------------------------------------
+    def run(self) -> CheckResult:
+        opts = self.options
+        started = time.monotonic()
+        if opts.resume_from:
+            st = ckpt.load(opts.resume_from, self.model, opts)
+        else:
+            st = self._initial_level()
+        base_elapsed = st.elapsed
+        self._started = started - base_elapsed
+        last_checkpoint = time.monotonic()
+        reason = None
+        checkpoint_file = None
+        try:
+            while st.frontier and not self._should_stop(st):
+                if opts.max_depth is not None and st.depth >= opts.max_depth:
+                    reason = f"depth bound {opts.max_depth} reached with {len(st.frontier)} states unexplored"
+                    break
+                if opts.max_states is not None and len(st.log) >= opts.max_states:
+                    reason = f"state budget {opts.max_states} reached with {len(st.frontier)} states unexplored"
+                    break
+                self._expand_level(st)
+                st.elapsed = time.monotonic() - self._started
+                if opts.checkpoint_path and time.monotonic() - last_checkpoint >= opts.checkpoint_every:
+                    ckpt.save(opts.checkpoint_path, self.model, opts, st)
+                    last_checkpoint = time.monotonic()
+        except BudgetExceeded as exc:
+            reason = exc.reason
+        except KeyboardInterrupt:
+            if opts.checkpoint_path:
+                st.elapsed = time.monotonic() - self._started
+                ckpt.save(opts.checkpoint_path, self.model, opts, st)
+            raise
+        if reason and opts.checkpoint_path and st.frontier:
+            st.elapsed = time.monotonic() - self._started
+            ckpt.save(opts.checkpoint_path, self.model, opts, st)
+            checkpoint_file = opts.checkpoint_path
+        elapsed = time.monotonic() - self._started
+        self._report(st, elapsed, force=True)
+        return self._result(st, elapsed, reason, checkpoint_file)
+
+    def _should_stop(self, st: SearchState) -> bool:
+        if not self.options.stop_at_first:
+            return False
+        return bool(st.found) or st.deadlock is not None
+
+    def _initial_level(self) -> SearchState:
+        st = SearchState(edges=[] if self.options.keep_graph else None)
+        inits = list(self.model.init_states())
+        validate_initial(self.model, inits)
+        st.generated = len(inits)
+        canonical = self.model.canonical if self.symmetry else None
+        fresh: dict[int, Any] = {}
+        for state in inits:
+            if canonical is not None:
+                state = canonical(state)
+            if uses_bounds(self.model) and not self.model.within_bounds(state):
+                continue
+            fresh.setdefault(hash(state), state)
+        self._commit_level(st, fresh, {fp: (-1, -1) for fp in fresh})
+        return st
+
+    def _expand_level(self, st: SearchState) -> None:
+        model = self.model
+        successors = model.successors
+        within = model.within_bounds if uses_bounds(model) else None
+        canonical = model.canonical if self.symmetry else None
+        check_deadlock = self.options.check_deadlock
+        edges = st.edges
+        action_id = st.actions.id
+        fresh: dict[int, Any] = {}
+        origin: dict[int, tuple[int, int]] = {}
+        generated = 0
+        next_check = _CHECK_EVERY
+        index = st.frontier_base
+        for state in st.frontier:
+            count = 0
+            for act, succ in successors(state):
+                count += 1
+                if within is not None and not within(succ):
+                    continue
+                if canonical is not None:
+                    succ = canonical(succ)
+                fp = hash(succ)
+                if edges is not None:
+                    edges.append((index, fp, action_id(act)))
+                if fp not in fresh:
+                    fresh[fp] = succ
+                    origin[fp] = (index, action_id(act))
+            generated += count
+            if count == 0 and check_deadlock and st.deadlock is None:
+                st.deadlock = index
+            index += 1
+            if generated >= next_check:
+                next_check = generated + _CHECK_EVERY
+                self._check_budgets(st, st.generated + generated, len(fresh))
+        st.generated += generated
+        self._commit_level(st, fresh, origin)
+
+    def _commit_level(self, st: SearchState, fresh: dict[int, Any], origin: dict[int, tuple[int, int]]) -> None:
+        """Keep the fingerprints not visited before, in discovery order, and check invariants."""
+        if fresh:
+            fps = np.fromiter(fresh.keys(), dtype=np.int64, count=len(fresh))
+            new_mask = ~st.visited.contains(fps)
+            new_fps = fps[new_mask]
+            states = list(fresh.values())
+            new_states = [states[i] for i in np.flatnonzero(new_mask)]
+        else:
+            new_fps = np.zeros(0, np.int64)
+            new_states = []
+        base = len(st.log)
+        if new_states:
+            parents = np.fromiter((origin[int(fp)][0] for fp in new_fps), np.int64, len(new_fps))
+            acts = np.fromiter((origin[int(fp)][1] for fp in new_fps), np.int64, len(new_fps))
+            self._check_invariants(st, new_states, base)
+            st.visited.add(new_fps)
+            st.log.append(new_fps, parents, acts)
+            st.depth += 1
+        st.frontier = new_states
+        st.frontier_base = base
+        self._report(st, time.monotonic() - self._started_or_now())
+
+    def _started_or_now(self) -> float:
+        return getattr(self, "_started", time.monotonic())
+
+    def _check_invariants(self, st: SearchState, states: list[Any], base: int) -> None:
+        for inv in self.invariants:
+            if inv.name in st.found:
+                continue
+            holds = inv.holds
+            for offset, state in enumerate(states):
+                if not holds(state):
+                    st.found[inv.name] = base + offset
+                    break
+
+    def _check_budgets(self, st: SearchState, generated: int, pending: int) -> None:
+        now = time.monotonic()
+        elapsed = now - self._started
+        if self.options.max_seconds is not None and elapsed > self.options.max_seconds:
+            raise BudgetExceeded(f"time budget of {self.options.max_seconds:g} s ran out at depth {st.depth}")
+        if rss_mb() > self.memory_budget:
+            raise BudgetExceeded(f"memory budget of {self.memory_budget:.0f} MB ran out at depth {st.depth}")
+        if self.options.progress and now - getattr(self, "_last_report", 0.0) >= self.options.progress_every:
+            self._last_report = now
+            self.options.progress(Progress(st.depth + 1, generated, len(st.log) + pending, len(st.frontier), elapsed))
+
+    def _report(self, st: SearchState, elapsed: float, force: bool = False) -> None:
+        if self.options.progress:
+            self._last_report = time.monotonic()
+            self.options.progress(Progress(st.depth, st.generated, len(st.log), len(st.frontier), elapsed))
+
+    # -- the result ------------------------------------------------------------------------------
+    def _result(self, st: SearchState, elapsed: float, reason: str | None, checkpoint_file: str | None) -> CheckResult:
+        violations = []
+        by_name = {inv.name: inv for inv in self.invariants}
+        for name, index in sorted(st.found.items(), key=lambda item: (item[1], item[0])):
+            inv = by_name[name]
+            trace = rebuild_trace(self.model, st.log.path_to(index), st.actions.actions, self.options, name, inv.why)
+            violations.append(Violation(name, "safety", trace))
+        if st.deadlock is not None:
+            trace = rebuild_trace(
+                self.model, st.log.path_to(st.deadlock), st.actions.actions, self.options, "deadlock",
+                lambda s: "deadlock: no action is enabled in the last state",
+            )
+            violations.append(Violation("deadlock", "deadlock", trace))
+        if violations:
+            verdict = Verdict.VIOLATED
+        elif reason:
+            verdict = Verdict.UNDETERMINED
+        else:
+            verdict = Verdict.HOLDS
+        result = CheckResult(
+            model=self.model.name,
+            constants=dict(self.model.constants),
+            verdict=verdict,
+            distinct_states=len(st.log),
+            states_generated=st.generated,
+            depth=st.depth,
+            seconds=elapsed,
+            violations=violations,
+            invariants=[inv.name for inv in self.invariants],
+            engine=self.engine,
+            symmetry=self.symmetry,
+            reason=reason if verdict is Verdict.UNDETERMINED else None,
+            queue=len(st.frontier),
+            checkpoint_file=checkpoint_file,
+        )
+        if st.edges is not None:
+            result.graph = (st.log, st.edges, st.actions)
+        return result
+
+
+def check(model: Model, options: SearchOptions | None = None) -> CheckResult:
+    """Breadth-first check of ``model`` with the local single-process engine."""
+    return LocalBFS(model, options or SearchOptions()).run()

@@ -1,0 +1,130 @@
+"""What every engine shares: search options, progress reports, the level expansion step and the
+rebuilding of a shortest counterexample from parent pointers by replay."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from typing import Any, NamedTuple
+
+from checker.errors import ModelError
+from checker.fingerprint import validate_state
+from invariants.base import SAFETY, Invariant
+from spec.model import Action, Model
+from traces.trace import Step, Trace
+
+CHECKER_VERSION = "0.1.0"
+
+
+class Progress(NamedTuple):
+    depth: int
+    states_generated: int
+    distinct_states: int
+    queue: int
+    seconds: float
+
+
+@dataclass
+class SearchOptions:
+    invariants: Sequence[Invariant] = ()
+    stop_at_first: bool = True
+    check_deadlock: bool = False
+    max_states: int | None = None
+    max_seconds: float | None = None
+    max_depth: int | None = None
+    max_memory_mb: float | None = None
+    symmetry: bool = False
+    checkpoint_path: str | None = None
+    checkpoint_every: float = 300.0
+    resume_from: str | None = None
+    progress: Callable[[Progress], None] | None = None
+    progress_every: float = 0.5
+    keep_graph: bool = False
+    #: written into every trace header (protocol, features, ...)
+    header: dict[str, Any] = field(default_factory=dict)
+
+    def safety_invariants(self) -> list[Invariant]:
+        return [inv for inv in self.invariants if inv.kind == SAFETY or inv.holds is not None]
+
+
+def uses_bounds(model: Model) -> bool:
+    return type(model).within_bounds is not Model.within_bounds
+
+
+def uses_symmetry(model: Model, options: SearchOptions) -> bool:
+    if options.symmetry and not model.has_symmetry:
+        raise ModelError(f"model {model.name} has no symmetry to reduce by; drop --symmetry")
+    return options.symmetry
+
+
+def trace_header(model: Model, options: SearchOptions) -> dict[str, Any]:
+    header = {"checker": "kmc", "checker_version": CHECKER_VERSION, **model.describe()}
+    header.update(options.header)
+    header["symmetry"] = bool(options.symmetry)
+    return header
+
+
+def rebuild_trace(
+    model: Model,
+    path: Sequence[tuple[int, int]],
+    actions: Sequence[Action],
+    options: SearchOptions,
+    invariant: str | None,
+    explanation: Callable[[Any], str] | None = None,
+) -> Trace:
+    """Replay the recorded (fingerprint, action id) path from its initial state.
+
+    Each step takes the successor with the recorded action whose fingerprint matches. Under
+    symmetry the recorded action was taken in a canonical state, so the step takes whichever
+    successor of the real state has the recorded canonical fingerprint: the trace stays a real
+    behaviour of the model.
+    """
+    canonical = model.canonical if options.symmetry else (lambda s: s)
+    root_fp = path[0][0]
+    current = next((s for s in model.init_states() if hash(canonical(s)) == root_fp), None)
+    if current is None:
+        raise ModelError("cannot rebuild a trace: no initial state has the recorded fingerprint")
+    initial = current
+    steps: list[Step] = []
+    for fp, action_id in path[1:]:
+        wanted = actions[action_id]
+        chosen = None
+        for act, succ in model.successors(current):
+            if hash(canonical(succ)) == fp and (options.symmetry or act == wanted):
+                chosen = (act, succ)
+                break
+        if chosen is None:
+            raise ModelError(f"cannot rebuild a trace: {wanted} is not deterministic in this model")
+        steps.append(Step(*chosen))
+        current = chosen[1]
+    why = explanation(current) if explanation and invariant else None
+    return Trace(
+        header=trace_header(model, options),
+        initial=initial,
+        steps=tuple(steps),
+        invariant=invariant,
+        violation_index=len(steps) if invariant else None,
+        explanation=why,
+    )
+
+
+def validate_initial(model: Model, states: Sequence[Any]) -> None:
+    if not states:
+        raise ModelError(f"model {model.name} has no initial state")
+    for state in states:
+        validate_state(state, "initial state")
+
+
+class ActionTable:
+    """Interns actions to small ids for the parent log."""
+
+    def __init__(self, actions: Sequence[Action] = ()) -> None:
+        self.actions: list[Action] = list(actions)
+        self._ids = {a: i for i, a in enumerate(self.actions)}
+
+    def id(self, action: Action) -> int:
+        found = self._ids.get(action)
+        if found is None:
+            found = self._ids[action] = len(self.actions)
+            self.actions.append(action)
+        return found

@@ -1,0 +1,34 @@
+"""The invariant type: a named, described, pure predicate on states."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+SAFETY = "safety"
+LIVENESS = "liveness"
+
+
+@dataclass(frozen=True)
+class Invariant:
+    """A property checked on every distinct reachable state (safety) or on the state graph.
+
+    ``holds(state) -> bool`` for safety properties. ``explain(state) -> str``, when given, says in
+    a sentence why a violating state violates it (which brokers, which offsets).
+    For ``kind == LIVENESS`` the property is checked on the explored graph by
+    ``graph_check(model, graph) -> list of violating state fingerprints`` (see checker.liveness);
+    ``holds`` may still give a safety approximation that engines check state by state.
+    """
+
+    name: str
+    description: str
+    holds: Callable[[Any], bool]
+    kind: str = SAFETY
+    explain: Callable[[Any], str] | None = None
+    graph_check: Callable[..., Any] | None = None
+
+    def why(self, state: Any) -> str:
+        if self.explain is not None:
+            return self.explain(state)
+        return f"{self.name} does not hold: {self.description}"

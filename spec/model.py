@@ -1,0 +1,114 @@
+"""The model interface every checked system implements.
+
+In the spirit of Stateright and TLA+: a model gives its initial states, the enabled actions of a
+state (each a named action *with parameters*) with their successor states, an optional state
+constraint (the bounds) and an optional symmetry (a canonical form of a state). It knows nothing
+about search.
+
+States are immutable, hashable values with named variables: ``typing.NamedTuple`` instances whose
+fields hold ints, bools, tuples, frozensets and further NamedTuples. Strings, floats and ``None``
+are not allowed inside a state because their hashes are not stable across processes (see
+``checker.fingerprint``); encode "no leader" as -1, an enumeration as a small int.
+"""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from collections.abc import Iterable, Iterator, Mapping, Sequence
+from typing import Any, NamedTuple
+
+State = Any  # a NamedTuple; kept as Any so models can use their own NamedTuple classes
+
+
+class Action(NamedTuple):
+    """A named action with its parameters, e.g. ``Fetch(follower=2, leader=1)``.
+
+    Models should build their actions once (they are small immutable values) and reuse them, so
+    that successor generation allocates nothing per action.
+    """
+
+    name: str
+    params: tuple[tuple[str, Any], ...] = ()
+
+    def __str__(self) -> str:
+        if not self.params:
+            return self.name
+        inner = ", ".join(f"{key}={value}" for key, value in self.params)
+        return f"{self.name}({inner})"
+
+    def param(self, key: str, default: Any = None) -> Any:
+        for name, value in self.params:
+            if name == key:
+                return value
+        return default
+
+    def to_data(self) -> dict[str, Any]:
+        return {"name": self.name, "params": {k: v for k, v in self.params}}
+
+    @classmethod
+    def from_data(cls, data: Mapping[str, Any]) -> Action:
+        params = data.get("params", {}) or {}
+        return cls(str(data["name"]), tuple((str(k), v) for k, v in params.items()))
+
+
+def action(name: str, **params: Any) -> Action:
+    """Build an action: ``action("Fetch", follower=2, leader=1)``."""
+    return Action(name, tuple(params.items()))
+
+
+class Model(ABC):
+    """A finite transition system to check.
+
+    Subclasses set ``name`` (the registry name, e.g. ``"two-phase"``), ``family`` (which set of
+    invariants applies, see ``invariants.registry``) and ``constants`` (the parameters, as TLA+
+    calls them), and implement ``init_states`` and ``successors``.
+    """
+
+    name: str = "model"
+    family: str = "model"
+    constants: Mapping[str, Any] = {}
+    #: True when ``canonical`` implements a real symmetry reduction.
+    has_symmetry: bool = False
+
+    @abstractmethod
+    def init_states(self) -> Sequence[State]:
+        """The initial states, in a fixed order."""
+
+    @abstractmethod
+    def successors(self, state: State) -> Iterable[tuple[Action, State]]:
+        """Every enabled action of ``state`` with its successor, in a fixed order.
+
+        Like TLC, a successor equal to ``state`` (a stuttering step) is still yielded: it counts
+        as a generated state. The order must be deterministic: traces are rebuilt by replay.
+        """
+
+    def within_bounds(self, state: State) -> bool:
+        """The state constraint: states outside it are generated but neither stored nor expanded."""
+        return True
+
+    def canonical(self, state: State) -> State:
+        """A canonical representative of ``state`` under the model's symmetry (identity if none)."""
+        return state
+
+    def state_types(self) -> tuple[type, ...]:
+        """The NamedTuple classes a state is built from (used to decode checkpoints safely)."""
+        return ()
+
+    def describe(self) -> dict[str, Any]:
+        """What identifies this configuration in a checkpoint or a trace header."""
+        return {"model": self.name, "constants": dict(self.constants)}
+
+    def enabled(self, state: State) -> Iterator[Action]:
+        for act, _ in self.successors(state):
+            yield act
+
+
+def state_to_data(value: Any) -> Any:
+    """A JSON-friendly view of a state: NamedTuples become dicts keyed by field name."""
+    if isinstance(value, tuple) and hasattr(value, "_fields"):
+        return {field: state_to_data(getattr(value, field)) for field in value._fields}
+    if isinstance(value, tuple):
+        return [state_to_data(item) for item in value]
+    if isinstance(value, frozenset):
+        return sorted((state_to_data(item) for item in value), key=repr)
+    return value

@@ -1,0 +1,144 @@
+"""The models ``kmc`` knows, by name, with their constants (parameters) and how to build them.
+
+Model packages register a ``ModelInfo`` here; ``build_model`` parses ``--const NAME=VALUE``
+strings, checks the bounds and returns a ready model, raising ``UsageError`` with a fix otherwise.
+"""
+
+from __future__ import annotations
+
+import importlib
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from checker.errors import UsageError
+from spec.model import Model
+
+
+@dataclass(frozen=True)
+class Constant:
+    """A model parameter: ``--const name=value``."""
+
+    name: str
+    default: Any
+    description: str
+    kind: type = int  # int or bool
+    minimum: int | None = None
+    maximum: int | None = None
+
+    def parse(self, text: str) -> Any:
+        if self.kind is bool:
+            lowered = text.strip().lower()
+            if lowered in ("1", "true", "on", "yes"):
+                return True
+            if lowered in ("0", "false", "off", "no"):
+                return False
+            raise UsageError(f"constant {self.name} takes on/off, not {text!r}")
+        try:
+            value = int(text)
+        except ValueError:
+            raise UsageError(f"constant {self.name} takes an integer, not {text!r}") from None
+        return self.check(value)
+
+    def check(self, value: Any) -> Any:
+        if self.kind is int:
+            if self.minimum is not None and value < self.minimum:
+                raise UsageError(f"constant {self.name}={value} is below its minimum {self.minimum}")
+            if self.maximum is not None and value > self.maximum:
+                raise UsageError(f"constant {self.name}={value} is above its maximum {self.maximum}")
+        return value
+
+
+@dataclass(frozen=True)
+class ModelInfo:
+    name: str
+    description: str
+    constants: tuple[Constant, ...]
+    build: Callable[..., Model]
+    #: named protocol versions (empty if the model has none) and the default one
+    protocols: Mapping[str, str] = field(default_factory=dict)
+    default_protocol: str | None = None
+    #: feature flags that ``--feature NAME=on|off`` may switch, with descriptions
+    features: Mapping[str, str] = field(default_factory=dict)
+
+
+_MODELS: dict[str, ModelInfo] = {}
+# modules that register models, imported lazily on first lookup
+_MODULES = ("spec.two_phase", "spec.kafka", "spec.reference")
+
+
+def register(info: ModelInfo) -> ModelInfo:
+    _MODELS[info.name] = info
+    return info
+
+
+def _load_all() -> None:
+    for module in _MODULES:
+        try:
+            importlib.import_module(module)
+        except ModuleNotFoundError as exc:  # a model package not written yet
+            if exc.name != module:
+                raise
+
+
+def all_models() -> dict[str, ModelInfo]:
+    _load_all()
+    return dict(sorted(_MODELS.items()))
+
+
+def get_model_info(name: str) -> ModelInfo:
+    models = all_models()
+    if name not in models:
+        known = ", ".join(models) or "none"
+        raise UsageError(f"unknown model {name!r}; known models: {known} (see 'kmc list')")
+    return models[name]
+
+
+def parse_constants(info: ModelInfo, assignments: list[str]) -> dict[str, Any]:
+    values = {c.name: c.default for c in info.constants}
+    by_name = {c.name.lower(): c for c in info.constants}
+    for text in assignments:
+        if "=" not in text:
+            raise UsageError(f"--const takes NAME=VALUE, not {text!r}")
+        key, _, raw = text.partition("=")
+        const = by_name.get(key.strip().lower())
+        if const is None:
+            names = ", ".join(c.name for c in info.constants) or "none"
+            raise UsageError(f"model {info.name} has no constant {key.strip()!r}; its constants: {names}")
+        values[const.name] = const.parse(raw)
+    return values
+
+
+def parse_features(info: ModelInfo, assignments: list[str]) -> dict[str, bool]:
+    out: dict[str, bool] = {}
+    for text in assignments:
+        key, sep, raw = text.partition("=")
+        key = key.strip()
+        if key not in info.features:
+            names = ", ".join(info.features) or "none"
+            raise UsageError(f"model {info.name} has no feature flag {key!r}; its flags: {names}")
+        lowered = raw.strip().lower() if sep else "on"
+        if lowered not in ("on", "off", "true", "false", "1", "0"):
+            raise UsageError(f"--feature {key} takes on or off, not {raw!r}")
+        out[key] = lowered in ("on", "true", "1")
+    return out
+
+
+def build_model(
+    name: str,
+    const_assignments: list[str] | None = None,
+    protocol: str | None = None,
+    feature_assignments: list[str] | None = None,
+) -> Model:
+    info = get_model_info(name)
+    constants = parse_constants(info, const_assignments or [])
+    features = parse_features(info, feature_assignments or [])
+    if protocol is not None and not info.protocols:
+        raise UsageError(f"model {info.name} has no protocol versions; drop --protocol")
+    if info.protocols:
+        protocol = protocol or info.default_protocol
+        if protocol not in info.protocols:
+            known = ", ".join(info.protocols)
+            raise UsageError(f"unknown protocol {protocol!r} for model {info.name}; known: {known}")
+        return info.build(constants, protocol=protocol, features=features)
+    return info.build(constants)
