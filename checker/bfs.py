@@ -103,6 +103,9 @@ class LocalBFS:
                 if opts.max_depth is not None and st.depth >= opts.max_depth:
                     reason = f"depth bound {opts.max_depth} reached with {len(st.frontier)} states unexplored"
                     break
+                if opts.max_seconds is not None and time.monotonic() - self._started > opts.max_seconds:
+                    reason = f"time budget of {opts.max_seconds:g} s ran out at depth {st.depth}"
+                    break
                 if opts.max_states is not None and len(st.log) >= opts.max_states:
                     reason = f"state budget {opts.max_states} reached with {len(st.frontier)} states unexplored"
                     break
@@ -280,3 +283,7 @@ class LocalBFS:
 def check(model: Model, options: SearchOptions | None = None) -> CheckResult:
     """Breadth-first check of ``model`` with the local single-process engine."""
     return LocalBFS(model, options or SearchOptions()).run()
+
+
+def run_engine(model: Model, options: SearchOptions, engine_options: Any = None) -> CheckResult:
+    return check(model, options)

@@ -3,14 +3,14 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from enum import Enum
+from enum import StrEnum
 from typing import Any
 
 from checker.errors import ExitCode
 from traces.trace import Trace
 
 
-class Verdict(str, Enum):
+class Verdict(StrEnum):
     HOLDS = "holds"
     VIOLATED = "violated"
     UNDETERMINED = "undetermined"  # a budget ran out: never a pass
