@@ -35,4 +35,30 @@ def get_engine(name: str) -> Callable[[Model, SearchOptions, EngineOptions], Che
 
 
 def run(model: Model, options: SearchOptions, engine: str = "bfs", engine_options: EngineOptions | None = None):
-    return get_engine(engine)(model, options, engine_options or EngineOptions())
+    """Run the safety search on the chosen engine, then any liveness property on the state graph."""
+    result = get_engine(engine)(model, options, engine_options or EngineOptions())
+    liveness = options.liveness_properties()
+    if not liveness:
+        return result
+    return add_liveness(model, options, result, liveness)
+
+
+def add_liveness(model: Model, options: SearchOptions, result: CheckResult, properties: list) -> CheckResult:
+    from checker.liveness import check_leads_to
+    from checker.result import Verdict, Violation
+
+    if result.verdict is Verdict.UNDETERMINED or (result.violations and options.stop_at_first):
+        return result  # the graph is incomplete, or the run already failed: nothing sound to add
+    forms = {}
+    for prop in properties:
+        outcome = check_leads_to(model, prop, options, max_states=options.max_states)
+        forms[prop.name] = "liveness (state graph)"
+        if outcome.truncated:
+            result.verdict = Verdict.UNDETERMINED
+            result.reason = f"state budget reached while building the graph for {prop.name}"
+        elif not outcome.holds:
+            result.violations.append(Violation(prop.name, "liveness", outcome.trace))
+            result.verdict = Verdict.VIOLATED
+    result.invariants = result.invariants + [p.name for p in properties]
+    result.extra["property_forms"] = forms
+    return result

@@ -44,7 +44,10 @@ class SearchOptions:
     header: dict[str, Any] = field(default_factory=dict)
 
     def safety_invariants(self) -> list[Invariant]:
-        return [inv for inv in self.invariants if inv.kind == SAFETY or inv.holds is not None]
+        return [inv for inv in self.invariants if inv.kind == SAFETY and inv.holds is not None]
+
+    def liveness_properties(self) -> list[Invariant]:
+        return [inv for inv in self.invariants if inv.kind != SAFETY]
 
 
 def uses_bounds(model: Model) -> bool:

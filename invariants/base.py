@@ -19,14 +19,22 @@ class Invariant:
     For ``kind == LIVENESS`` the property is checked on the explored graph by
     ``graph_check(model, graph) -> list of violating state fingerprints`` (see checker.liveness);
     ``holds`` may still give a safety approximation that engines check state by state.
+
+    A liveness property here has the form "from every reachable state where ``premise`` holds, a
+    state where ``goal`` holds is reachable using only actions for which ``healing(action)`` is
+    true" (AG(premise => EF goal) restricted to healing steps), checked on the explored state
+    graph by ``checker.liveness``.
     """
 
     name: str
     description: str
-    holds: Callable[[Any], bool]
+    holds: Callable[[Any], bool] | None
     kind: str = SAFETY
     explain: Callable[[Any], str] | None = None
     graph_check: Callable[..., Any] | None = None
+    premise: Callable[[Any], bool] | None = None
+    goal: Callable[[Any], bool] | None = None
+    healing: Callable[[Any], bool] | None = None
 
     def why(self, state: Any) -> str:
         if self.explain is not None:
