@@ -1,46 +1,453 @@
-"""Reading and writing traces. Our own JSON format (``.json``); the traces package extends this
-with ITF JSON and msgpack. Nothing here ever executes or unpickles file content."""
+"""Reading and writing traces in three formats, chosen by the file name when writing and by the
+content when reading:
+
+* ``.itf.json``: the Informal Trace Format of Apalache and Quint (ADR-015). The top-level
+  ``#meta`` holds ``format: "ITF"`` and our header under ``kmc``; ``vars`` lists the state
+  variables; each state is a record of them, with ``#meta: {"index": i, "action": {...}}`` naming
+  the action that led to it (``null`` for the initial state), so TLA+ tools still parse the file.
+* ``.json``: our own JSON, ``{"format": "kmc-trace", "version": 2, "header", "invariant",
+  "violation_index", "explanation", "extra", "initial", "steps": [{"action", "state"}]}`` with
+  states in the ITF value encoding (see ``traces.values``). Version 1 files (untagged sets) are
+  read too.
+* ``.msgpack``: our binary format, the same document packed with ``checker.codec`` (typed, exact).
+
+Reading any of them back gives an equal ``Trace``. Reading is two steps: ``read_document`` parses
+the file without knowing the model (errors: ``BadFileError``), and ``decode_trace`` types its
+states with a model built from the header (errors: ``WrongModelError``). Nothing here executes
+or unpickles file content.
+"""
 
 from __future__ import annotations
 
 import json
 import os
 import re
+from collections.abc import Callable
+from dataclasses import dataclass, field
 from typing import Any
 
-from spec.model import state_to_data
-from traces.trace import Trace
+from checker.codec import Codec, packb
+from checker.errors import BadFileError, UsageError, WrongModelError
+from spec.model import Action, Model
+from traces.trace import Step, Trace
+from traces.values import ShapeError, ValueDecoder, encode, json_to_plain, plain_to_json
 
 FORMAT = "kmc-trace"
-VERSION = 1
+VERSION = 2
+MSGPACK_FORMAT = "kmc-trace-msgpack"
+MSGPACK_VERSION = 1
+ITF_DESCRIPTION = "https://apalache-mc.org/docs/adr/015adr-trace.html"
+FORMATS = ("json", "itf", "msgpack")
+MAX_FILE_BYTES = 512 * 2**20
+
+
+# -- writing --------------------------------------------------------------------------------------
+def _action_json(action: Action) -> dict[str, Any]:
+    return {"name": action.name, "params": {key: encode(value) for key, value in action.params}}
+
+
+def _meta(trace: Trace) -> dict[str, Any]:
+    return {
+        "header": plain_to_json(trace.header),
+        "invariant": trace.invariant,
+        "violation_index": trace.violation_index,
+        "explanation": trace.explanation,
+        "extra": plain_to_json(trace.extra),
+    }
 
 
 def trace_to_data(trace: Trace) -> dict[str, Any]:
+    """Our own JSON document."""
     return {
         "format": FORMAT,
         "version": VERSION,
+        **_meta(trace),
+        "initial": encode(trace.initial),
+        "steps": [{"action": _action_json(step.action), "state": encode(step.state)} for step in trace.steps],
+    }
+
+
+def trace_to_itf(trace: Trace) -> dict[str, Any]:
+    """The ITF document: TLA+ tools read the states, we read the header and actions from ``#meta``."""
+    variables = list(getattr(trace.initial, "_fields", ()))
+    if not variables:
+        raise TypeError("an ITF trace needs states that are records (NamedTuples)")
+    states = []
+    for index, (action, state) in enumerate([(None, trace.initial)] + [(s.action, s.state) for s in trace.steps]):
+        record = encode(state)
+        meta = {"index": index, "action": None if action is None else _action_json(action)}
+        states.append({"#meta": meta, **record})
+    header = trace.header
+    return {
+        "#meta": {
+            "format": "ITF",
+            "format-description": ITF_DESCRIPTION,
+            "source": str(header.get("model", "model")),
+            "description": f"kmc {header.get('checker_version', '')} counterexample"
+            + (f": {trace.invariant} violated" if trace.invariant else ""),
+            "kmc": _meta(trace),
+        },
+        "vars": variables,
+        "states": states,
+    }
+
+
+def trace_to_msgpack(trace: Trace) -> bytes:
+    meta = {
+        "format": MSGPACK_FORMAT,
+        "version": MSGPACK_VERSION,
         "header": trace.header,
         "invariant": trace.invariant,
         "violation_index": trace.violation_index,
         "explanation": trace.explanation,
-        "initial": state_to_data(trace.initial),
-        "steps": [{"action": step.action.to_data(), "state": state_to_data(step.state)} for step in trace.steps],
+        "extra": trace.extra,
+        # states and parameters are packed apart, so the outer document reads without the model
+        "initial": packb(trace.initial),
+        "steps": [[step.action.name, packb(tuple(step.action.params)), packb(step.state)] for step in trace.steps],
     }
+    return packb(meta)
 
 
-def save_trace(trace: Trace, path: str) -> str:
+def format_of_path(path: str) -> str:
+    lowered = path.lower()
+    if lowered.endswith(".itf.json") or lowered.endswith(".itf"):
+        return "itf"
+    if lowered.endswith(".msgpack") or lowered.endswith(".mpk"):
+        return "msgpack"
+    return "json"
+
+
+def save_trace(trace: Trace, path: str, fmt: str | None = None) -> str:
+    """Write ``trace`` to ``path`` (format from ``fmt`` or the file name) and return the path."""
+    fmt = fmt or format_of_path(path)
+    if fmt not in FORMATS:
+        raise UsageError(f"unknown trace format {fmt!r}; known: {', '.join(FORMATS)}")
     os.makedirs(os.path.dirname(path) or ".", exist_ok=True)
+    if fmt == "msgpack":
+        with open(path, "wb") as f:
+            f.write(trace_to_msgpack(trace))
+        return path
+    data = trace_to_itf(trace) if fmt == "itf" else trace_to_data(trace)
     with open(path, "w") as f:
-        json.dump(trace_to_data(trace), f, indent=1)
+        json.dump(data, f, indent=1)
         f.write("\n")
     return path
 
 
-def default_trace_path(directory: str, trace: Trace) -> str:
+def default_trace_path(directory: str, trace: Trace, suffix: str = ".json") -> str:
     header = trace.header
     parts = [header.get("model", "model")]
     if header.get("protocol"):
         parts.append(str(header["protocol"]))
     parts.append(trace.invariant or "trace")
-    name = re.sub(r"[^A-Za-z0-9_.-]+", "_", "-".join(parts))
-    return os.path.join(directory, f"{name}.json")
+    name = re.sub(r"[^A-Za-z0-9_.-]+", "_", "-".join(str(p) for p in parts))
+    return os.path.join(directory, f"{name}{suffix}")
+
+
+# -- reading: the document ------------------------------------------------------------------------
+@dataclass
+class TraceDocument:
+    """A parsed trace file whose states are not yet typed (that needs the model)."""
+
+    path: str
+    fmt: str
+    header: dict[str, Any]
+    invariant: str | None
+    violation_index: int | None
+    explanation: str | None
+    extra: dict[str, Any]
+    #: (raw action or None for the initial state, raw state) in order
+    raw_states: list[tuple[Any, Any]] = field(default_factory=list)
+    #: decodes one raw state with a model's decoder; set per format
+    decode_state: Callable[[Any, Any, str], Any] | None = None
+    decode_action: Callable[[Any, Any, str], Action] | None = None
+
+    @property
+    def model_name(self) -> str:
+        return str(self.header.get("model"))
+
+    @property
+    def length(self) -> int:
+        return len(self.raw_states) - 1
+
+
+def _bad(path: str, message: str) -> BadFileError:
+    return BadFileError(f"{path}: {message}")
+
+
+def read_bytes(path: str) -> bytes:
+    try:
+        size = os.path.getsize(path)
+        if size > MAX_FILE_BYTES:
+            raise _bad(path, f"file is too large for a trace ({size:,} bytes)")
+        with open(path, "rb") as f:
+            return f.read()
+    except FileNotFoundError:
+        raise UsageError(f"no such file: {path}") from None
+    except IsADirectoryError:
+        raise UsageError(f"{path} is a directory, not a trace file") from None
+    except OSError as exc:
+        raise UsageError(f"cannot read {path}: {exc.strerror or exc}") from None
+
+
+def parse_json(path: str, data: bytes) -> Any:
+    def no_constant(name: str) -> Any:
+        raise ValueError(f"{name} is not JSON")
+
+    try:
+        return json.loads(data.decode("utf-8"), parse_constant=no_constant)
+    except UnicodeDecodeError:
+        raise _bad(path, "not UTF-8 text") from None
+    except json.JSONDecodeError as exc:
+        raise _bad(path, f"corrupt or truncated JSON at line {exc.lineno} column {exc.colno}: {exc.msg}") from None
+    except (ValueError, RecursionError) as exc:
+        raise _bad(path, f"not valid JSON ({exc})") from None
+
+
+def read_document(path: str) -> TraceDocument:
+    """Parse a trace file of any of the formats, without the model."""
+    data = read_bytes(path)
+    if not data.strip():
+        raise _bad(path, "empty file")
+    if data.lstrip()[:1] in (b"{", b"["):
+        doc = parse_json(path, data)
+        if isinstance(doc, dict) and "#meta" in doc and "states" in doc:
+            return _itf_document(path, doc)
+        if isinstance(doc, dict) and doc.get("format") == FORMAT:
+            return _json_document(path, doc)
+        if isinstance(doc, dict) and "steps" in doc and "format" not in doc:
+            raise _bad(path, "this is a scenario, not a trace: use 'kmc trace replay' (see traces/scenarios/README.md)")
+        raise _bad(path, f"not a kmc trace: expected an ITF trace or {{\"format\": \"{FORMAT}\"}}")
+    return _msgpack_document(path, data)
+
+
+def _check_meta(path: str, meta: Any) -> tuple[dict, str | None, int | None, str | None, dict]:
+    if not isinstance(meta, dict):
+        raise _bad(path, "the trace metadata is not an object")
+    header = json_to_plain(meta.get("header"))
+    if not isinstance(header, dict) or not isinstance(header.get("model"), str):
+        raise _bad(path, "the trace header is missing or names no model")
+    if not isinstance(header.get("constants", {}), dict):
+        raise _bad(path, "the trace header's constants are not an object")
+    invariant = meta.get("invariant")
+    index = meta.get("violation_index")
+    explanation = meta.get("explanation")
+    extra = json_to_plain(meta.get("extra") or {})
+    if invariant is not None and not isinstance(invariant, str):
+        raise _bad(path, "invariant is not a string")
+    if index is not None and (not isinstance(index, int) or isinstance(index, bool) or index < 0):
+        raise _bad(path, "violation_index is not a non-negative integer")
+    if explanation is not None and not isinstance(explanation, str):
+        raise _bad(path, "explanation is not a string")
+    if not isinstance(extra, dict):
+        raise _bad(path, "extra is not an object")
+    return header, invariant, index, explanation, extra
+
+
+def _json_action(decoder: ValueDecoder, raw: Any, where: str) -> Action:
+    if not isinstance(raw, dict) or not isinstance(raw.get("name"), str):
+        raise ShapeError(where, "an action must be an object with a string name")
+    params = raw.get("params") or {}
+    if not isinstance(params, dict):
+        raise ShapeError(where, "action params must be an object")
+    return Action(raw["name"], tuple((str(k), decoder.value(v, f"{where}.{k}")) for k, v in params.items()))
+
+
+def _json_document(path: str, doc: dict) -> TraceDocument:
+    version = doc.get("version")
+    if version not in (1, VERSION):
+        raise _bad(path, f"unsupported {FORMAT} version {version!r} (this kmc reads 1 and {VERSION})")
+    header, invariant, index, explanation, extra = _check_meta(path, doc)
+    steps = doc.get("steps")
+    if "initial" not in doc or not isinstance(steps, list):
+        raise _bad(path, "a trace needs 'initial' and a list of 'steps'")
+    raw = [(None, doc["initial"])]
+    for i, step in enumerate(steps, start=1):
+        if not isinstance(step, dict) or "action" not in step or "state" not in step:
+            raise _bad(path, f"step {i} needs 'action' and 'state'")
+        raw.append((step["action"], step["state"]))
+    return TraceDocument(
+        path, "json", header, invariant, index, explanation, extra, raw,
+        decode_state=lambda decoder, value, where: decoder.state(value, where),
+        decode_action=_json_action,
+    )
+
+
+def _itf_document(path: str, doc: dict) -> TraceDocument:
+    meta = doc.get("#meta")
+    if not isinstance(meta, dict) or not isinstance(meta.get("kmc"), dict):
+        raise _bad(path, "an ITF trace without kmc metadata (#meta.kmc): kmc reads back only the ITF traces it wrote")
+    header, invariant, index, explanation, extra = _check_meta(path, meta["kmc"])
+    states = doc.get("states")
+    variables = doc.get("vars")
+    if not isinstance(states, list) or not states:
+        raise _bad(path, "an ITF trace needs a non-empty list of states")
+    if not isinstance(variables, list) or not all(isinstance(v, str) for v in variables):
+        raise _bad(path, "an ITF trace needs 'vars', a list of variable names")
+    raw = []
+    for i, state in enumerate(states):
+        if not isinstance(state, dict):
+            raise _bad(path, f"ITF state {i} is not an object")
+        smeta = state.get("#meta", {})
+        if not isinstance(smeta, dict):
+            raise _bad(path, f"ITF state {i} has a bad #meta")
+        action = smeta.get("action")
+        if i > 0 and action is None:
+            raise _bad(path, f"ITF state {i} has no #meta.action: kmc cannot tell which action led to it")
+        record = {k: v for k, v in state.items() if k != "#meta"}
+        raw.append((action, record))
+    return TraceDocument(
+        path, "itf", header, invariant, index, explanation, extra, raw,
+        decode_state=lambda decoder, value, where: decoder.state(value, where),
+        decode_action=_json_action,
+    )
+
+
+def _msgpack_document(path: str, data: bytes) -> TraceDocument:
+    outer = Codec(())
+    try:
+        doc = outer.decode(data)
+    except BadFileError:
+        raise _bad(path, "not a trace: neither JSON nor a complete kmc msgpack document (corrupt or truncated?)") from None
+    if not isinstance(doc, dict) or doc.get("format") != MSGPACK_FORMAT:
+        raise _bad(path, "not a kmc trace (unknown binary format)")
+    if doc.get("version") != MSGPACK_VERSION:
+        raise _bad(path, f"unsupported {MSGPACK_FORMAT} version {doc.get('version')!r}")
+    header, invariant, index, explanation, extra = _check_meta(path, doc)
+    steps = doc.get("steps")
+    if not isinstance(doc.get("initial"), bytes) or not isinstance(steps, list):
+        raise _bad(path, "a msgpack trace needs 'initial' and 'steps'")
+    raw: list[tuple[Any, Any]] = [(None, doc["initial"])]
+    for i, step in enumerate(steps, start=1):
+        if (not isinstance(step, list | tuple) or len(step) != 3 or not isinstance(step[0], str)
+                or not isinstance(step[1], bytes) or not isinstance(step[2], bytes)):
+            raise _bad(path, f"step {i} is malformed")
+        raw.append(((step[0], step[1]), step[2]))
+    return TraceDocument(
+        path, "msgpack", header, invariant, index, explanation, extra, raw,
+        decode_state=_msgpack_state, decode_action=_msgpack_action,
+    )
+
+
+def _msgpack_state(codec: Codec, value: bytes, where: str) -> Any:
+    return codec.decode(value)
+
+
+def _msgpack_action(codec: Codec, raw: tuple[str, bytes], where: str) -> Action:
+    name, params = raw
+    decoded = codec.decode(params)
+    if not isinstance(decoded, tuple) or not all(isinstance(p, tuple) and len(p) == 2 and isinstance(p[0], str)
+                                                 for p in decoded):
+        raise ShapeError(where, "action parameters are malformed")
+    return Action(name, decoded)
+
+
+# -- reading: typing the states with the model ------------------------------------------------------
+def model_for_header(
+    header: dict[str, Any],
+    protocol: str | None = None,
+    features: list[str] | None = None,
+    model_name: str | None = None,
+) -> Model:
+    """Build the model a trace header describes; ``protocol``/``features`` override the header's.
+
+    ``model_name`` is the model the user asked for: a different one in the header is a
+    ``WrongModelError``. Errors in the user's own options stay ``UsageError``.
+    """
+    from spec.registry import get_model_info, parse_features
+
+    name = header.get("model")
+    if model_name is not None and model_name != name:
+        raise WrongModelError(f"the trace is of model {name!r}, not {model_name!r}")
+    try:
+        info = get_model_info(str(name))
+    except UsageError as exc:
+        raise WrongModelError(f"the trace is of a model this kmc does not know: {exc}") from None
+    if protocol is not None:
+        if not info.protocols:
+            raise UsageError(f"model {info.name} has no protocol versions; drop --protocol")
+        if protocol not in info.protocols:
+            raise UsageError(f"unknown protocol {protocol!r} for model {info.name}; known: {', '.join(info.protocols)}")
+    user_features = list(features or [])
+    parse_features(info, user_features)  # the user's flags: UsageError if bad
+    constants = [f"{k}={_const_text(v)}" for k, v in (header.get("constants") or {}).items()]
+    header_features: list[str] = []
+    if protocol is None and isinstance(header.get("features"), dict):
+        header_features = [f"{k}={'on' if v else 'off'}" for k, v in header["features"].items() if k in info.features]
+    chosen = protocol if protocol is not None else header.get("protocol")
+    if chosen is not None and not info.protocols:
+        chosen = None
+    from spec.registry import build_model
+
+    try:
+        return build_model(info.name, constants, chosen, header_features + user_features)
+    except UsageError as exc:
+        raise WrongModelError(f"the trace header does not fit model {info.name}: {exc}") from None
+
+
+def _const_text(value: Any) -> str:
+    if isinstance(value, bool):
+        return "on" if value else "off"
+    return str(value)
+
+
+def _constants_text(model: Model) -> str:
+    return ", ".join(f"{k}={_const_text(v)}" for k, v in model.constants.items()) or "no constants"
+
+
+def decode_trace(doc: TraceDocument, model: Model, strict_initial: bool = True) -> Trace:
+    """Type a parsed document's states and actions with ``model``."""
+    initial_sample = model.init_states()[0]
+    if doc.fmt == "msgpack":
+        decoder: Any = Codec(tuple(ValueDecoder(model.state_types(), initial_sample).types.values()))
+        root = type(initial_sample)
+    else:
+        decoder = ValueDecoder(model.state_types(), initial_sample)
+        root = None
+    assert doc.decode_state is not None and doc.decode_action is not None
+    states: list[Any] = []
+    actions: list[Action] = []
+    for i, (raw_action, raw_state) in enumerate(doc.raw_states):
+        where = "initial state" if i == 0 else f"state after step {i}"
+        try:
+            if i > 0:
+                actions.append(doc.decode_action(decoder, raw_action, f"action of step {i}"))
+            state = doc.decode_state(decoder, raw_state, where)
+        except ShapeError as exc:
+            raise WrongModelError(f"{doc.path}: the trace does not fit model {model.name}: {exc}") from None
+        except BadFileError as exc:
+            raise WrongModelError(f"{doc.path}: the trace does not fit model {model.name}: {where}: {exc}") from None
+        except RecursionError:
+            raise BadFileError(f"{doc.path}: {where} is nested too deeply") from None
+        if root is not None and type(state) is not root:
+            raise WrongModelError(f"{doc.path}: the trace does not fit model {model.name}: {where} is not a {root.__name__}")
+        states.append(state)
+    if strict_initial and states[0] not in model.init_states():
+        raise WrongModelError(f"{doc.path}: the trace does not fit model {model.name}: its initial state is not one of the "
+                              f"model's (other constants? {_constants_text(model)})")
+    return Trace(
+        header=doc.header,
+        initial=states[0],
+        steps=tuple(Step(a, s) for a, s in zip(actions, states[1:], strict=True)),
+        invariant=doc.invariant,
+        violation_index=doc.violation_index,
+        explanation=doc.explanation,
+        extra=doc.extra,
+    )
+
+
+def load_trace(
+    path: str,
+    model: Model | None = None,
+    *,
+    protocol: str | None = None,
+    features: list[str] | None = None,
+    model_name: str | None = None,
+) -> tuple[Trace, Model]:
+    """Read a trace file of any format and type it with the model of its header (or ``model``)."""
+    doc = read_document(path)
+    if model is None:
+        model = model_for_header(doc.header, protocol, features, model_name)
+    elif model_name is not None and doc.model_name != model_name:
+        raise WrongModelError(f"the trace is of model {doc.model_name!r}, not {model_name!r}")
+    return decode_trace(doc, model, strict_initial=protocol is None and not features), model
