@@ -348,13 +348,14 @@ def model_for_header(
     protocol: str | None = None,
     features: list[str] | None = None,
     model_name: str | None = None,
+    constants: list[str] | None = None,
 ) -> Model:
-    """Build the model a trace header describes; ``protocol``/``features`` override the header's.
+    """Build the model a trace header describes; ``protocol``/``features``/``constants`` override the header's.
 
     ``model_name`` is the model the user asked for: a different one in the header is a
     ``WrongModelError``. Errors in the user's own options stay ``UsageError``.
     """
-    from spec.registry import get_model_info, parse_features
+    from spec.registry import get_model_info, parse_constants, parse_features
 
     name = header.get("model")
     if model_name is not None and model_name != name:
@@ -370,7 +371,9 @@ def model_for_header(
             raise UsageError(f"unknown protocol {protocol!r} for model {info.name}; known: {', '.join(info.protocols)}")
     user_features = list(features or [])
     parse_features(info, user_features)  # the user's flags: UsageError if bad
-    constants = [f"{k}={_const_text(v)}" for k, v in (header.get("constants") or {}).items()]
+    user_constants = list(constants or [])
+    parse_constants(info, user_constants)
+    header_constants = [f"{k}={_const_text(v)}" for k, v in (header.get("constants") or {}).items()]
     header_features: list[str] = []
     if protocol is None and isinstance(header.get("features"), dict):
         header_features = [f"{k}={'on' if v else 'off'}" for k, v in header["features"].items() if k in info.features]
@@ -380,7 +383,7 @@ def model_for_header(
     from spec.registry import build_model
 
     try:
-        return build_model(info.name, constants, chosen, header_features + user_features)
+        return build_model(info.name, header_constants + user_constants, chosen, header_features + user_features)
     except UsageError as exc:
         raise WrongModelError(f"the trace header does not fit model {info.name}: {exc}") from None
 
@@ -443,11 +446,12 @@ def load_trace(
     protocol: str | None = None,
     features: list[str] | None = None,
     model_name: str | None = None,
+    constants: list[str] | None = None,
 ) -> tuple[Trace, Model]:
     """Read a trace file of any format and type it with the model of its header (or ``model``)."""
     doc = read_document(path)
     if model is None:
-        model = model_for_header(doc.header, protocol, features, model_name)
+        model = model_for_header(doc.header, protocol, features, model_name, constants)
     elif model_name is not None and doc.model_name != model_name:
         raise WrongModelError(f"the trace is of model {doc.model_name!r}, not {model_name!r}")
-    return decode_trace(doc, model, strict_initial=protocol is None and not features), model
+    return decode_trace(doc, model, strict_initial=protocol is None and not features and not constants), model

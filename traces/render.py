@@ -1,51 +1,188 @@
-"""Printing a trace with rich: each step names its action and shows only what changed."""
+"""Printing a trace with rich: each step names its action and shows only what changed
+(old -> new), and for Kafka-like models the per-broker logs are drawn after every step that touched
+them, one row a broker, so divergence is visible at a glance:
+
+    broker  role     epoch  0      1      2     HW  LEO
+    1       leader   2      e1:0   e1:1  |      1   2
+    2       follower 2      e1:0   e2:2         1   2
+
+Each cell is ``e<epoch>:<record>``; a bar marks the HW; cells where this log differs from another
+replica's are red, and cells below the HW are bold (committed as far as this replica knows).
+"""
 
 from __future__ import annotations
 
 from typing import Any
 
 from rich.console import Console
+from rich.table import Table
 from rich.text import Text
 
-from spec.model import state_to_data
 from traces.trace import Trace
+from traces.views import BrokerView, broker_views, diverging_offsets
 
 
-def _flatten(value: Any, prefix: str = "") -> dict[str, Any]:
-    if isinstance(value, dict):
-        out: dict[str, Any] = {}
-        for key, item in value.items():
-            out.update(_flatten(item, f"{prefix}.{key}" if prefix else str(key)))
-        return out
-    if isinstance(value, list) and value and all(isinstance(v, dict) for v in value):
-        out = {}
-        for i, item in enumerate(value):
-            out.update(_flatten(item, f"{prefix}[{i}]"))
-        return out
-    return {prefix: value}
+def fmt(value: Any) -> str:
+    """A compact text form of a state value: records ``(id=0, epoch=2)``, tuples ``[..]``, sets ``{..}``."""
+    if isinstance(value, tuple) and hasattr(value, "_fields"):
+        return "(" + ", ".join(f"{k}={fmt(v)}" for k, v in zip(value._fields, value, strict=True)) + ")"
+    if isinstance(value, tuple):
+        return "[" + ", ".join(fmt(v) for v in value) + "]"
+    if isinstance(value, frozenset):
+        return "{" + ", ".join(sorted((fmt(v) for v in value), key=lambda t: (len(t), t))) + "}"
+    return str(value)
+
+
+def flat_state(state: Any) -> dict[str, Any]:
+    """Variable name -> value, one level into the per-replica tuples of the state.
+
+    A record becomes one entry a field (``quorum_state.leader``); a top-level tuple of records or of
+    tuples is indexed (``replica_state[0].hw``, ``replica_log[1]``); anything deeper stays whole.
+    """
+    out: dict[str, Any] = {}
+
+    def record(value: Any, prefix: str, top: bool) -> None:
+        for name, item in zip(value._fields, value, strict=True):
+            key = f"{prefix}{name}"
+            if isinstance(item, tuple) and hasattr(item, "_fields"):
+                record(item, key + ".", False)
+            elif top and isinstance(item, tuple) and item and all(isinstance(v, tuple) for v in item):
+                for i, element in enumerate(item):
+                    if hasattr(element, "_fields"):
+                        record(element, f"{key}[{i}].", False)
+                    else:
+                        out[f"{key}[{i}]"] = element
+            else:
+                out[key] = item
+
+    if isinstance(state, tuple) and hasattr(state, "_fields"):
+        record(state, "", True)
+    else:
+        out["state"] = state
+    return out
 
 
 def state_diff(before: Any, after: Any) -> list[tuple[str, Any, Any]]:
     """(variable, old, new) for every variable that changed, by name."""
-    old, new = _flatten(state_to_data(before)), _flatten(state_to_data(after))
+    old, new = flat_state(before), flat_state(after)
     return [(k, old.get(k), new.get(k)) for k in dict.fromkeys([*old, *new]) if old.get(k) != new.get(k)]
 
 
-def print_trace(console: Console, trace: Trace) -> None:
-    console.print(Text("State 1: initial state", style="bold"))
-    for key, value in _flatten(state_to_data(trace.initial)).items():
-        console.print(f"  {key} = {value}")
-    previous = trace.initial
-    for number, step in enumerate(trace.steps, start=2):
-        console.print(Text(f"State {number}: ", style="bold") + Text(str(step.action), style="bold cyan"))
-        for key, old, new in state_diff(previous, step.state):
-            line = Text(f"  {key}: ")
-            line.append(str(old), style="red")
-            line.append(" -> ")
-            line.append(str(new), style="green")
-            console.print(line)
-        previous = step.state
+def _for_broker(diff: list[tuple[str, Any, Any]], broker: int) -> list[tuple[str, Any, Any]]:
+    """The changes that concern one broker (index ``broker - 1`` of per-broker variables)."""
+    index = broker - 1
+    out = []
+    for key, old, new in diff:
+        if f"[{index}]" in key:
+            out.append((key, old, new))
+        elif (isinstance(old, tuple) and isinstance(new, tuple) and not hasattr(old, "_fields")
+              and len(old) == len(new) > index and not any(isinstance(v, tuple) for v in old)):
+            if old[index] != new[index]:
+                out.append((f"{key}[{index}]", old[index], new[index]))
+    return out
+
+
+def _change_line(key: str, old: Any, new: Any) -> Text:
+    line = Text(f"  {key}: ")
+    line.append(fmt(old), style="red")
+    line.append(" -> ")
+    line.append(fmt(new), style="bold green")
+    return line
+
+
+def log_table(views: list[BrokerView], only: int | None = None, changed: set[int] | None = None) -> Table:
+    """The per-broker logs of one state as a rich table."""
+    diverging = diverging_offsets(views)
+    width = max((v.leo for v in views), default=0)
+    table = Table(box=None, pad_edge=False, show_header=True, header_style="dim")
+    for column in ("broker", "role", "epoch"):
+        table.add_column(column)
+    for offset in range(width):
+        table.add_column(str(offset))
+    table.add_column("HW", justify="right")
+    table.add_column("LEO", justify="right")
+    for view in views:
+        if only is not None and view.broker != only:
+            continue
+        cells: list[Any] = []
+        for offset in range(width):
+            if offset >= view.leo:
+                cells.append(Text("|" if offset == view.hw else "", style="yellow"))
+                continue
+            style = "bold" if offset < view.hw else "dim"
+            if offset in diverging.get(view.broker, ()):
+                style = "bold white on red"
+            cell = Text("|" if offset == view.hw else "", style="yellow")
+            cell.append(view.log[offset].label(), style=style)
+            cells.append(cell)
+        name = Text(str(view.broker), style="bold cyan" if changed and view.broker in changed else "")
+        role = Text(view.role, style="green" if view.role == "leader" else ("red" if view.role == "offline" else ""))
+        epoch = "" if view.leader_epoch is None else str(view.leader_epoch)
+        table.add_row(name, role, epoch, *cells, str(view.hw), str(view.leo))
+    return table
+
+
+def _changed_brokers(before: list[BrokerView] | None, after: list[BrokerView] | None) -> set[int]:
+    if not before or not after:
+        return set()
+    return {a.broker for a, b in zip(after, before, strict=False) if a != b}
+
+
+def describe_header(trace: Trace) -> str:
+    h = trace.header
+    parts = [f"model {h.get('model')}"]
+    if h.get("protocol"):
+        parts.append(f"protocol {h['protocol']}")
+    consts = h.get("constants") or {}
+    if consts:
+        parts.append(", ".join(f"{k}={v}" for k, v in consts.items()))
+    features = h.get("features") or {}
+    if isinstance(features, dict) and features:
+        parts.append("features " + ", ".join(f"{k}={'on' if v else 'off'}" for k, v in features.items()))
+    if h.get("checker_version"):
+        parts.append(f"{h.get('checker', 'kmc')} {h['checker_version']}")
+    return "; ".join(parts)
+
+
+def print_trace(console: Console, trace: Trace, full: bool = False, broker: int | None = None, logs: bool = True) -> None:
+    """Step by step: the action, what changed, and the broker logs when they changed."""
+    views = broker_views(trace.initial) if logs else None
+    console.print(Text(f"State 1: initial state  ({describe_header(trace)})", style="bold"))
+    for key, value in flat_state(trace.initial).items():
+        if broker is not None and views is not None and "[" in key:
+            continue
+        console.print(f"  {key} = {fmt(value)}")
+    if views:
+        console.print(log_table(views, broker))
+    previous, previous_views = trace.initial, views
+    violation = trace.violation_index if trace.invariant else None
+    for number, step in enumerate(trace.steps, start=1):
+        title = Text(f"State {number + 1}: ", style="bold") + Text(f"step {number}, ", style="dim")
+        title.append(str(step.action), style="bold cyan")
+        console.print(title)
+        diff = state_diff(previous, step.state)
+        if broker is not None:
+            diff = _for_broker(diff, broker)
+        if full:
+            changed = {key for key, _, _ in diff}
+            for key, value in flat_state(step.state).items():
+                if key in changed:
+                    old = next(o for k, o, _ in diff if k == key)
+                    console.print(_change_line(key, old, value))
+                else:
+                    console.print(f"  {key} = {fmt(value)}", style="dim")
+        else:
+            for key, old, new in diff:
+                console.print(_change_line(key, old, new))
+            if not diff:
+                console.print("  (no change)", style="dim")
+        current_views = broker_views(step.state) if logs else None
+        if current_views and (current_views != previous_views or number == violation or full):
+            console.print(log_table(current_views, broker, _changed_brokers(previous_views, current_views)))
+        previous, previous_views = step.state, current_views
     if trace.invariant:
-        console.print(Text(f"Invariant {trace.invariant} is violated in state {len(trace.steps) + 1}.", style="bold red"))
+        where = trace.violation_index if trace.violation_index is not None else trace.length
+        what = "A deadlock is reached" if trace.invariant == "deadlock" else f"Invariant {trace.invariant} is violated"
+        console.print(Text(f"{what} in state {where + 1} (after step {where}).", style="bold red"))
         if trace.explanation:
             console.print(f"  {trace.explanation}")

@@ -1,0 +1,181 @@
+"""Replaying a trace or a hand-written scenario against a protocol version.
+
+Replay goes by action, not by state: from the initial state, each step takes the successor whose
+action is the recorded one (a trace: name and every parameter; a scenario: the parameters it
+names). That is what lets a counterexample found under one version be run under another, whose
+states differ: under the fixed version either a step is no longer enabled (*blocked*) or the whole
+behaviour runs and the invariants hold. After each step every safety invariant of the model is
+checked; the first one broken ends the replay (*violated*).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from checker.errors import ExitCode, NotReplayableError
+from invariants.base import SAFETY, Invariant
+from invariants.registry import for_family
+from spec.model import Action, Model
+from traces.explain import explain
+from traces.scenario import Expectation, Scenario, StepSpec
+from traces.trace import Step, Trace
+
+
+@dataclass
+class ReplayResult:
+    outcome: str  # "holds", "violated", "blocked" or "deadlock"
+    model: Model
+    trace: Trace  # the behaviour replayed, up to the violation or the blocked step
+    total_steps: int
+    step: int | None = None  # the violating state's step number (0: initial) or the blocked step
+    action: Any = None  # the blocked step (a StepSpec) or the action of the violating step
+    invariant: Invariant | None = None
+    explanation: str | None = None
+    enabled: list[Action] = field(default_factory=list)
+    #: first step whose replayed state differs from the recorded one (None: all equal or none recorded)
+    diverged_at: int | None = None
+
+    @property
+    def protocol(self) -> str | None:
+        return getattr(self.model, "protocol", None)
+
+    @property
+    def exit_code(self) -> ExitCode:
+        return {
+            "holds": ExitCode.HOLDS,
+            "violated": ExitCode.SAFETY_VIOLATED,
+            "deadlock": ExitCode.DEADLOCK,
+            "blocked": ExitCode.NOT_REPLAYABLE,
+        }[self.outcome]
+
+    def under(self) -> str:
+        return f"protocol {self.protocol}" if self.protocol else f"model {self.model.name}"
+
+    def summary(self) -> str:
+        """One line: what happened."""
+        if self.outcome == "blocked":
+            shown = ", ".join(str(a) for a in self.enabled[:8]) or "none"
+            more = f" and {len(self.enabled) - 8} more" if len(self.enabled) > 8 else ""
+            return (f"step {self.step} of {self.total_steps}, {self.action}, is not enabled under {self.under()} "
+                    f"(enabled there: {shown}{more})")
+        if self.outcome == "violated":
+            assert self.invariant is not None
+            return f"invariant {self.invariant.name} is violated at step {self.step} of {self.total_steps} under {self.under()}"
+        if self.outcome == "deadlock":
+            return f"the replay ends in a deadlock after {self.total_steps} steps under {self.under()}"
+        return f"all {self.total_steps} steps replay under {self.under()} and every invariant holds"
+
+    def matches(self, expected: Expectation) -> bool:
+        if expected.outcome != self.outcome:
+            return False
+        if expected.step is not None and expected.step != self.step:
+            return False
+        if expected.invariant is not None and (self.invariant is None or self.invariant.name != expected.invariant):
+            return False
+        return True
+
+
+def safety_invariants(model: Model, prefer: str | None = None) -> list[Invariant]:
+    found = [inv for inv in for_family(model.family).values() if inv.kind == SAFETY or inv.holds is not None]
+    found = [inv for inv in found if inv.holds is not None]
+    found.sort(key=lambda inv: inv.name != prefer)  # the recorded invariant first, else registry order
+    return found
+
+
+def _first_broken(invariants: Sequence[Invariant], state: Any) -> Invariant | None:
+    for inv in invariants:
+        if not inv.holds(state):
+            return inv
+    return None
+
+
+def replay(
+    model: Model,
+    steps: Sequence[StepSpec],
+    *,
+    initial: Any = None,
+    recorded: Sequence[Any] | None = None,
+    header: dict[str, Any] | None = None,
+    prefer: str | None = None,
+    expect_deadlock: bool = False,
+    invariants: Sequence[Invariant] | None = None,
+) -> ReplayResult:
+    """Run ``steps`` from ``initial`` (default: the model's first initial state) under ``model``.
+
+    ``recorded`` are the states a trace recorded after each step, to report where the replay
+    starts to differ from it.
+    """
+    inits = list(model.init_states())
+    diverged: int | None = None
+    if initial is None:
+        current = inits[0]
+    elif initial in inits:
+        current = initial
+    elif len(inits) == 1:
+        current, diverged = inits[0], 0
+    else:
+        raise NotReplayableError(f"the trace's initial state is not an initial state of model {model.name} here")
+    checks = list(invariants) if invariants is not None else safety_invariants(model, prefer)
+    base_header = dict(header or model.describe())
+    if getattr(model, "protocol", None) is not None:
+        base_header["protocol"] = model.protocol
+    start = current
+    taken: list[Step] = []
+
+    def result(outcome: str, **kw: Any) -> ReplayResult:
+        inv = kw.get("invariant")
+        trace = Trace(base_header, start, tuple(taken), inv.name if inv else ("deadlock" if outcome == "deadlock" else None),
+                      len(taken) if outcome in ("violated", "deadlock") else None)
+        out = ReplayResult(outcome, model, trace, len(steps), diverged_at=diverged, **kw)
+        if outcome in ("violated", "deadlock"):
+            out.explanation = explain(trace, inv)
+            out.trace = Trace(trace.header, trace.initial, trace.steps, trace.invariant, trace.violation_index,
+                              inv.why(taken[-1].state if taken else start) if inv else None)
+        return out
+
+    broken = _first_broken(checks, current)
+    if broken is not None:
+        return result("violated", step=0, invariant=broken)
+    for number, spec in enumerate(steps, start=1):
+        candidates = [(act, succ) for act, succ in model.successors(current) if spec.matches(act)]
+        if not candidates:
+            enabled = list(dict.fromkeys(act for act, _ in model.successors(current)))
+            return result("blocked", step=number, action=spec, enabled=enabled)
+        distinct = list(dict.fromkeys(succ for _, succ in candidates))
+        if len(distinct) > 1:
+            options = ", ".join(str(a) for a in dict.fromkeys(act for act, _ in candidates))
+            raise NotReplayableError(f"step {number}, {spec}, is ambiguous under {model.name}"
+                                     f"{' ' + str(model.protocol) if getattr(model, 'protocol', None) else ''}: "
+                                     f"it fits {options}; name more parameters")
+        act, current = candidates[0]
+        taken.append(Step(act, current))
+        if diverged is None and recorded is not None and number - 1 < len(recorded) and recorded[number - 1] != current:
+            diverged = number
+        broken = _first_broken(checks, current)
+        if broken is not None:
+            return result("violated", step=number, action=act, invariant=broken)
+    if expect_deadlock and next(iter(model.successors(current)), None) is None:
+        return result("deadlock", step=len(steps))
+    return result("holds")
+
+
+def replay_trace(model: Model, trace: Trace) -> ReplayResult:
+    """Replay a recorded trace by its actions (every parameter must match)."""
+    specs = [StepSpec(s.action.name, tuple(s.action.params), exact=True) for s in trace.steps]
+    return replay(model, specs, initial=trace.initial, recorded=[s.state for s in trace.steps],
+                  header=dict(trace.header), prefer=trace.invariant, expect_deadlock=trace.invariant == "deadlock")
+
+
+def replay_scenario(model: Model, scenario: Scenario) -> ReplayResult:
+    return replay(model, scenario.steps, header=scenario.header())
+
+
+def scenario_model(
+    scenario: Scenario, protocol: str | None = None, features: list[str] | None = None, constants: list[str] | None = None
+) -> Model:
+    """The model a scenario names; ``protocol``, ``features`` and ``constants`` override its own."""
+    from traces.io import model_for_header
+
+    return model_for_header(scenario.header(), protocol, features, constants=constants)

@@ -1,0 +1,228 @@
+"""Hand-written scenarios: an interleaving from a KIP or a JIRA ticket, written as steps, that
+``kmc trace replay`` runs against any protocol version.
+
+A scenario is a JSON file (see ``traces/scenarios/README.md`` for the full description)::
+
+    {
+      "scenario": "KIP-101 scenario 1: committed data lost",
+      "source": "KIP-101",
+      "model": "tla:Kip101",
+      "protocol": null,
+      "constants": {"Replicas": 2},
+      "features": {},
+      "steps": [
+        "ControllerElectLeader(newLeader=1)",
+        {"action": "LeaderWrite", "params": {"replica": 1}, "note": "the leader appends m1"}
+      ],
+      "expect": {"kip-101": {"outcome": "violated", "invariant": "LogMatching", "step": 9},
+                 "kip-279": {"outcome": "blocked", "step": 7}}
+    }
+
+A step is an action name with parameters, either as a string ``Name(key=value, ...)`` (values are
+integers, ``true``/``false`` or bare words) or as an object. Only the parameters written must
+match: the others are free, as long as one successor state fits (two different ones are an
+ambiguity to resolve by naming more parameters). ``expect`` maps a protocol (or ``"*"`` for
+models without versions, or any protocol not listed) to an outcome: ``violated`` (with the
+invariant and the step number, 0 being the initial state), ``blocked`` (the step number whose
+action is not enabled) or ``holds``. Nothing in the file is evaluated.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from typing import Any
+
+from checker.errors import BadFileError
+from traces.io import parse_json, read_bytes
+from traces.values import json_to_plain
+
+SCENARIO_KEYS = {"scenario", "description", "source", "model", "protocol", "constants", "features", "steps", "expect",
+                 "notes"}
+OUTCOMES = ("violated", "blocked", "holds", "deadlock")
+_NAME = r"[A-Za-z_][A-Za-z0-9_:.-]*"
+_ACTION = re.compile(rf"\s*({_NAME})\s*(?:\((.*)\))?\s*")
+_PARAM = re.compile(rf"\s*({_NAME})\s*=\s*(-?[0-9]+|true|false|{_NAME})\s*")
+
+
+@dataclass(frozen=True)
+class StepSpec:
+    """An action to take: its name and the parameters that must match (all of them if ``exact``)."""
+
+    name: str
+    params: tuple[tuple[str, Any], ...] = ()
+    exact: bool = False
+    note: str | None = None
+
+    def matches(self, action: Any) -> bool:
+        if action.name != self.name:
+            return False
+        if self.exact:
+            return tuple(action.params) == self.params
+        return all(action.param(key, _MISSING) == value for key, value in self.params)
+
+    def __str__(self) -> str:
+        if not self.params:
+            return self.name
+        return f"{self.name}({', '.join(f'{k}={_text(v)}' for k, v in self.params)})"
+
+
+_MISSING = object()
+
+
+def _text(value: Any) -> str:
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    return str(value)
+
+
+@dataclass(frozen=True)
+class Expectation:
+    outcome: str
+    invariant: str | None = None
+    step: int | None = None
+
+    def describe(self) -> str:
+        if self.outcome == "violated":
+            return f"{self.invariant or 'an invariant'} violated at step {self.step}"
+        if self.outcome == "blocked":
+            return f"blocked at step {self.step}"
+        return self.outcome
+
+
+@dataclass(frozen=True)
+class Scenario:
+    path: str
+    name: str
+    model: str
+    protocol: str | None
+    constants: dict[str, Any]
+    features: dict[str, bool]
+    steps: tuple[StepSpec, ...]
+    expect: dict[str, Expectation] = field(default_factory=dict)
+    description: str = ""
+    source: str = ""
+
+    def header(self) -> dict[str, Any]:
+        header: dict[str, Any] = {"model": self.model, "constants": dict(self.constants)}
+        if self.protocol is not None:
+            header["protocol"] = self.protocol
+        if self.features:
+            header["features"] = dict(self.features)
+        return header
+
+    def expectation(self, protocol: str | None) -> Expectation | None:
+        if protocol is not None and protocol in self.expect:
+            return self.expect[protocol]
+        return self.expect.get("*")
+
+
+def parse_action(text: str, where: str = "step") -> StepSpec:
+    """``Name(key=value, ...)`` -> a ``StepSpec``; values are ints, true/false or bare words."""
+    match = _ACTION.fullmatch(text)
+    if not match:
+        raise BadFileError(f"{where}: cannot read the action {text!r} (write Name(key=value, ...))")
+    name, inner = match.group(1), match.group(2)
+    params: list[tuple[str, Any]] = []
+    if inner and inner.strip():
+        for part in inner.split(","):
+            pm = _PARAM.fullmatch(part)
+            if not pm:
+                raise BadFileError(f"{where}: cannot read the parameter {part.strip()!r} of {name} (write key=value)")
+            params.append((pm.group(1), _value(pm.group(2))))
+    return StepSpec(name, tuple(params))
+
+
+def _value(text: str) -> Any:
+    if text == "true":
+        return True
+    if text == "false":
+        return False
+    if re.fullmatch(r"-?[0-9]+", text):
+        return int(text)
+    return text
+
+
+def _param_value(value: Any, where: str) -> Any:
+    value = json_to_plain(value)
+    if isinstance(value, float) or value is None or isinstance(value, dict):
+        raise BadFileError(f"{where}: a parameter must be an integer, a boolean, a word or a list of them")
+    if isinstance(value, list):
+        return tuple(_param_value(v, where) for v in value)
+    return value
+
+
+def parse_step(raw: Any, where: str) -> StepSpec:
+    if isinstance(raw, str):
+        return parse_action(raw, where)
+    if not isinstance(raw, dict) or not isinstance(raw.get("action"), str):
+        raise BadFileError(f"{where}: a step is \"Name(key=value)\" or {{\"action\": NAME, \"params\": {{...}}}}")
+    unknown = set(raw) - {"action", "params", "note", "exact"}
+    if unknown:
+        raise BadFileError(f"{where}: unknown keys {sorted(unknown)} (a step has action, params, note, exact)")
+    params = raw.get("params") or {}
+    if not isinstance(params, dict):
+        raise BadFileError(f"{where}: params must be an object")
+    spec = parse_action(raw["action"], where)
+    merged = spec.params + tuple((str(k), _param_value(v, f"{where}.{k}")) for k, v in params.items())
+    note = raw.get("note")
+    if note is not None and not isinstance(note, str):
+        raise BadFileError(f"{where}: note must be a string")
+    return StepSpec(spec.name, merged, bool(raw.get("exact", False)), note)
+
+
+def _expectation(raw: Any, where: str) -> Expectation:
+    if isinstance(raw, str):
+        raw = {"outcome": raw}
+    if not isinstance(raw, dict) or raw.get("outcome") not in OUTCOMES:
+        raise BadFileError(f"{where}: an expectation is {{\"outcome\": one of {', '.join(OUTCOMES)}, ...}}")
+    step = raw.get("step")
+    if step is not None and (not isinstance(step, int) or isinstance(step, bool) or step < 0):
+        raise BadFileError(f"{where}: step must be a non-negative integer")
+    invariant = raw.get("invariant")
+    if invariant is not None and not isinstance(invariant, str):
+        raise BadFileError(f"{where}: invariant must be a string")
+    return Expectation(raw["outcome"], invariant, step)
+
+
+def is_scenario(doc: Any) -> bool:
+    return isinstance(doc, dict) and "steps" in doc and "format" not in doc and "#meta" not in doc
+
+
+def scenario_from_data(doc: Any, path: str) -> Scenario:
+    if not isinstance(doc, dict):
+        raise BadFileError(f"{path}: a scenario is a JSON object")
+    unknown = set(doc) - SCENARIO_KEYS
+    if unknown:
+        raise BadFileError(f"{path}: unknown scenario keys {sorted(unknown)} (known: {', '.join(sorted(SCENARIO_KEYS))})")
+    model = doc.get("model")
+    if not isinstance(model, str):
+        raise BadFileError(f"{path}: a scenario names its model, e.g. \"model\": \"kafka\"")
+    protocol = doc.get("protocol")
+    if protocol is not None and not isinstance(protocol, str):
+        raise BadFileError(f"{path}: protocol must be a string")
+    constants = doc.get("constants") or {}
+    features = doc.get("features") or {}
+    if not isinstance(constants, dict) or not all(isinstance(v, int) for v in constants.values()):
+        raise BadFileError(f"{path}: constants must be an object of integers and booleans")
+    if not isinstance(features, dict) or not all(isinstance(v, bool) for v in features.values()):
+        raise BadFileError(f"{path}: features must be an object of true/false")
+    raw_steps = doc.get("steps")
+    if not isinstance(raw_steps, list):
+        raise BadFileError(f"{path}: steps must be a list")
+    steps = tuple(parse_step(raw, f"{path}: step {i}") for i, raw in enumerate(raw_steps, start=1))
+    expect_raw = doc.get("expect") or {}
+    if not isinstance(expect_raw, dict):
+        raise BadFileError(f"{path}: expect must be an object")
+    if "outcome" in expect_raw:
+        expect = {"*": _expectation(expect_raw, f"{path}: expect")}
+    else:
+        expect = {str(k): _expectation(v, f"{path}: expect.{k}") for k, v in expect_raw.items()}
+    text = doc.get("description") or ""
+    return Scenario(path, str(doc.get("scenario") or path), model, protocol, dict(constants), dict(features), steps,
+                    expect, text if isinstance(text, str) else "", str(doc.get("source") or ""))
+
+
+def load_scenario(path: str) -> Scenario:
+    doc = parse_json(path, read_bytes(path))
+    return scenario_from_data(doc, path)
