@@ -13,6 +13,7 @@ from invariants.base import Invariant
 # family -> modules that register its invariants
 _MODULES: dict[str, tuple[str, ...]] = {
     "two-phase": ("invariants.two_phase",),
+    "kafka": ("invariants.kafka_log_matching", "invariants.kafka_durability", "invariants.kafka_sanity"),
 }
 _REGISTRY: dict[str, dict[str, Invariant]] = {}
 

@@ -1,0 +1,65 @@
+"""Committed records are durable: every record a leader's high watermark passed is at its offset
+in the log of the current leader (the broker that leads in the controller's current epoch).
+
+The model keeps the ghost ``committed``: (offset, epoch, ident) of every record some leader's HW
+has passed. Expected to break under unclean leader election (``--feature unclean=on``): a replica
+outside the ISR may become leader without the committed records; that is the trade unclean
+election makes.
+"""
+
+from __future__ import annotations
+
+from invariants.base import Invariant
+from invariants.registry import register
+
+
+def current_leader(state) -> int:
+    """The broker that has applied the controller's current epoch as its leader, or -1."""
+    ctrl = state.controller
+    i = ctrl.leader
+    if i < 0:
+        return -1
+    b = state.brokers[i]
+    if b.alive and b.leader == i and b.epoch == ctrl.epoch:
+        return i
+    return -1
+
+
+def _first_lost(state) -> tuple[int, tuple[int, int, int]] | None:
+    i = current_leader(state)
+    if i < 0:
+        return None
+    log = state.brokers[i].log
+    for entry in state.committed:
+        offset, epoch, ident = entry
+        if offset >= len(log) or log[offset].epoch != epoch or log[offset].ident != ident:
+            return i, entry
+    return None
+
+
+def committed_durable(state) -> bool:
+    return _first_lost(state) is None
+
+
+def _explain(state) -> str:
+    found = _first_lost(state)
+    if found is None:
+        return "every committed record is in the current leader's log"
+    i, (offset, epoch, ident) = found
+    log = state.brokers[i].log
+    there = f"record {log[offset].ident} of epoch {log[offset].epoch}" if offset < len(log) else "nothing"
+    return (
+        f"record {ident} of epoch {epoch} was committed at offset {offset}, but broker {i}, leader in epoch "
+        f"{state.controller.epoch}, has {there} there"
+    )
+
+
+COMMITTED_DURABLE = register(
+    "kafka",
+    Invariant(
+        "committed-durable",
+        "every record a leader's high watermark passed is at its offset in the current leader's log",
+        committed_durable,
+        explain=_explain,
+    ),
+)
