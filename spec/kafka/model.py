@@ -12,8 +12,9 @@ PreferredLeaderElection            leader                      the leader lives:
                                                                live ISR member, epoch + 1, ISR kept
 UncleanLeaderElection              leader                      (unclean=on) no ISR member lives: any live
                                                                replica, epoch + 1, ISR = {leader}
-DeliverLeaderAndIsr                broker, epoch               a LeaderAndIsr arrives; applied if its epoch
-                                                               is newer than the broker's, else dropped
+DeliverLeaderAndIsr                broker, epoch               the oldest LeaderAndIsr to the broker arrives
+                                                               (the controller's channel is FIFO); applied if
+                                                               its epoch is newer than the broker's
 Produce                            leader                      a broker that believes it leads appends a
                                                                record in its epoch
 SendFetch                          follower, leader            fetch from the LEO
@@ -305,10 +306,14 @@ class KafkaModel(Model):
 
     # -- messages --------------------------------------------------------------------------------------
     def _deliveries(self, s: KafkaState) -> Iterator[tuple[Action, KafkaState]]:
+        last_dst = -1
         for m in s.network:
             kind = m.kind
             if kind == LEADER_AND_ISR:
-                yield self._deliver[m.dst][m.epoch], self._apply_leader_and_isr(s, m)
+                # the controller's channel to a broker is FIFO: the oldest (lowest epoch) comes first
+                if m.dst != last_dst:
+                    last_dst = m.dst
+                    yield self._deliver[m.dst][m.epoch], self._apply_leader_and_isr(s, m)
             elif kind == FETCH:
                 yield self._serve_fetch[m.dst][m.src], self._serve_fetch_state(s, m)
             elif kind == FETCH_RESPONSE:
