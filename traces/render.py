@@ -68,9 +68,19 @@ def state_diff(before: Any, after: Any) -> list[tuple[str, Any, Any]]:
     return [(k, old.get(k), new.get(k)) for k in dict.fromkeys([*old, *new]) if old.get(k) != new.get(k)]
 
 
-def _for_broker(diff: list[tuple[str, Any, Any]], broker: int) -> list[tuple[str, Any, Any]]:
-    """The changes that concern one broker (index ``broker - 1`` of per-broker variables)."""
-    index = broker - 1
+def broker_index(state: Any, broker: int) -> int:
+    """Position of ``broker`` in per-broker tuples: from the model's views, else ``broker - 1``."""
+    views = broker_views(state)
+    if views:
+        for view in views:
+            if view.broker == broker:
+                return view.index
+        raise KeyError(broker)
+    return broker - 1
+
+
+def _for_broker(diff: list[tuple[str, Any, Any]], index: int) -> list[tuple[str, Any, Any]]:
+    """The changes that concern one broker (position ``index`` of per-broker variables)."""
     out = []
     for key, old, new in diff:
         if f"[{index}]" in key:
@@ -162,7 +172,7 @@ def print_trace(console: Console, trace: Trace, full: bool = False, broker: int 
         console.print(title)
         diff = state_diff(previous, step.state)
         if broker is not None:
-            diff = _for_broker(diff, broker)
+            diff = _for_broker(diff, broker_index(trace.initial, broker))
         if full:
             changed = {key for key, _, _ in diff}
             for key, value in flat_state(step.state).items():

@@ -31,8 +31,10 @@ class BrokerView:
     hw: int
     leader_epoch: int | None = None
     role: str = ""  # "leader", "follower", "offline", ...
-    #: the latest epoch of each epoch-cache entry, (epoch, start offset), when the model keeps one
+    #: the epoch cache, (epoch, start offset) pairs, when the model keeps one
     epoch_cache: tuple[tuple[int, int], ...] = ()
+    #: position of this broker in the state's per-broker tuples
+    index: int = 0
 
     @property
     def leo(self) -> int:
@@ -71,7 +73,7 @@ def _entry(record: Any) -> Entry:
     if isinstance(record, int):
         return Entry(record)
     epoch = _field(record, "epoch", "leader_epoch")
-    ident = _field(record, "id", "value", "record", "data")
+    ident = _field(record, "ident", "id", "value", "record", "data")
     return Entry(int(epoch) if epoch is not None else -1, ident)
 
 
@@ -86,7 +88,7 @@ def _reference_views(state: Any) -> list[BrokerView] | None:
         leader = _field(rs, "leader")
         role = "leader" if leader == i else ("follower" if leader is not None and leader >= 1 else "")
         views.append(BrokerView(i, tuple(_entry(r) for r in log), int(_field(rs, "hw") or 0),
-                                _field(rs, "leader_epoch"), role))
+                                _field(rs, "leader_epoch"), role, index=i - 1))
     return views
 
 
@@ -99,7 +101,9 @@ def _broker_tuple_views(state: Any) -> list[BrokerView] | None:
     else:
         return None
     views = []
-    for i, b in enumerate(brokers, start=1):
+    # brokers numbered from 0 (spec.kafka) unless the model says otherwise
+    first = int(getattr(state, "first_broker", 0))
+    for i, b in enumerate(brokers, start=first):
         log = _field(b, "log", "records")
         if not isinstance(log, tuple):
             return None
@@ -114,7 +118,7 @@ def _broker_tuple_views(state: Any) -> list[BrokerView] | None:
         hw = _field(b, "hw", "high_watermark")
         epoch = _field(b, "leader_epoch", "epoch")
         views.append(BrokerView(i, tuple(_entry(r) for r in records), int(hw or 0), epoch, role,
-                                tuple(tuple(c) for c in cache if isinstance(c, tuple))))
+                                tuple(tuple(c) for c in cache if isinstance(c, tuple)), index=i - first))
     return views
 
 
