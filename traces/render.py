@@ -12,6 +12,7 @@ replica's are red, and cells below the HW are bold (committed as far as this rep
 
 from __future__ import annotations
 
+from collections import Counter
 from typing import Any
 
 from rich.console import Console
@@ -46,7 +47,8 @@ def flat_state(state: Any) -> dict[str, Any]:
             key = f"{prefix}{name}"
             if isinstance(item, tuple) and hasattr(item, "_fields"):
                 record(item, key + ".", False)
-            elif top and isinstance(item, tuple) and item and all(isinstance(v, tuple) for v in item):
+            elif top and isinstance(item, tuple) and item and all(isinstance(v, tuple) for v in item) \
+                    and not any(hasattr(v, "dst") for v in item):  # messages in flight are a set, not per broker
                 for i, element in enumerate(item):
                     if hasattr(element, "_fields"):
                         record(element, f"{key}[{i}].", False)
@@ -92,7 +94,28 @@ def _for_broker(diff: list[tuple[str, Any, Any]], index: int) -> list[tuple[str,
     return out
 
 
+def _record_label(value: Any) -> str:
+    fields = ", ".join(f"{k}={fmt(v)}" for k, v in zip(value._fields, value, strict=True) if k != "kind")
+    return f"{type(value).__name__}({fields})"
+
+
+def _is_record_bag(value: Any) -> bool:
+    return isinstance(value, tuple) and not hasattr(value, "_fields") and all(hasattr(v, "_fields") for v in value)
+
+
 def _change_line(key: str, old: Any, new: Any) -> Text:
+    if _is_record_bag(old) and _is_record_bag(new) and (old or new) and any(hasattr(v, "dst") for v in old + new):
+        # a set of messages: what was sent and what was consumed
+        line = Text(f"  {key}: ")
+        gone = Counter(old) - Counter(new)
+        came = Counter(new) - Counter(old)
+        parts = [("- " + _record_label(v), "red") for v in gone.elements()]
+        parts += [("+ " + _record_label(v), "bold green") for v in came.elements()]
+        for i, (text, style) in enumerate(parts):
+            if i:
+                line.append("; ")
+            line.append(text, style=style)
+        return line
     line = Text(f"  {key}: ")
     line.append(fmt(old), style="red")
     line.append(" -> ")
@@ -111,6 +134,9 @@ def log_table(views: list[BrokerView], only: int | None = None, changed: set[int
         table.add_column(str(offset))
     table.add_column("HW", justify="right")
     table.add_column("LEO", justify="right")
+    with_cache = any(v.epoch_cache for v in views)
+    if with_cache:
+        table.add_column("epoch cache")
     for view in views:
         if only is not None and view.broker != only:
             continue
@@ -128,7 +154,10 @@ def log_table(views: list[BrokerView], only: int | None = None, changed: set[int
         name = Text(str(view.broker), style="bold cyan" if changed and view.broker in changed else "")
         role = Text(view.role, style="green" if view.role == "leader" else ("red" if view.role == "offline" else ""))
         epoch = "" if view.leader_epoch is None else str(view.leader_epoch)
-        table.add_row(name, role, epoch, *cells, str(view.hw), str(view.leo))
+        row = [name, role, epoch, *cells, str(view.hw), str(view.leo)]
+        if with_cache:
+            row.append(" ".join(f"e{e}@{o}" for e, o in view.epoch_cache))
+        table.add_row(*row)
     return table
 
 

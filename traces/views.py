@@ -109,9 +109,9 @@ def _broker_tuple_views(state: Any) -> list[BrokerView] | None:
             return None
         if hasattr(log, "_fields"):  # a log record type of its own: records and an epoch cache
             records = _field(log, "records", "entries") or ()
-            cache = _field(log, "epoch_cache", "epochs") or ()
+            cache = _field(log, "epoch_cache", "cache", "epochs") or ()
         else:
-            records, cache = log, _field(b, "epoch_cache", "epochs") or ()
+            records, cache = log, _field(b, "epoch_cache", "cache", "epochs") or ()
         alive = _field(b, "alive", "up", "online")
         leader = _field(b, "leader")
         role = "offline" if alive is False else ("leader" if leader == i else "follower" if leader is not None else "")
