@@ -34,6 +34,16 @@ def fmt(value: Any) -> str:
     return str(value)
 
 
+def _per_broker(value: Any) -> bool:
+    """An element of a per-broker tuple: a broker record, or a log (a tuple of records).
+
+    Messages in flight (records with a ``dst``) and ghost sets of plain tuples are not per broker.
+    """
+    if isinstance(value, tuple) and hasattr(value, "_fields"):
+        return not hasattr(value, "dst")
+    return isinstance(value, tuple) and all(hasattr(v, "_fields") for v in value)
+
+
 def flat_state(state: Any) -> dict[str, Any]:
     """Variable name -> value, one level into the per-replica tuples of the state.
 
@@ -47,8 +57,7 @@ def flat_state(state: Any) -> dict[str, Any]:
             key = f"{prefix}{name}"
             if isinstance(item, tuple) and hasattr(item, "_fields"):
                 record(item, key + ".", False)
-            elif top and isinstance(item, tuple) and item and all(isinstance(v, tuple) for v in item) \
-                    and not any(hasattr(v, "dst") for v in item):  # messages in flight are a set, not per broker
+            elif top and isinstance(item, tuple) and item and all(_per_broker(v) for v in item):
                 for i, element in enumerate(item):
                     if hasattr(element, "_fields"):
                         record(element, f"{key}[{i}].", False)

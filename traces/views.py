@@ -114,7 +114,7 @@ def _broker_tuple_views(state: Any) -> list[BrokerView] | None:
             records, cache = log, _field(b, "epoch_cache", "cache", "epochs") or ()
         alive = _field(b, "alive", "up", "online")
         leader = _field(b, "leader")
-        role = "offline" if alive is False else ("leader" if leader == i else "follower" if leader is not None else "")
+        role = "offline" if alive is False else ("leader" if leader == i else "follower" if (leader or 0) >= 0 else "")
         hw = _field(b, "hw", "high_watermark")
         epoch = _field(b, "leader_epoch", "epoch")
         views.append(BrokerView(i, tuple(_entry(r) for r in records), int(hw or 0), epoch, role,
