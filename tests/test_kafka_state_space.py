@@ -1,0 +1,98 @@
+"""Pinned state counts and the matrix: any change to the Kafka model's state space shows up here
+and must be explained in the commit that makes it."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from checker.bfs import check
+from checker.cli import main
+from checker.fingerprint import validate_state
+from checker.matrix import run_matrix
+from checker.search import SearchOptions
+from invariants.registry import for_family
+from spec.registry import build_model
+
+SMALL_A = ("records=1", "epochs=1", "crashes=1")
+SMALL_B = ("records=2", "epochs=1", "crashes=0")
+
+# protocol -> {configuration: (distinct states, states generated, depth)}
+PINNED = {
+    "hw-truncation": {SMALL_A: (3893, 12158, 24), SMALL_B: (4430, 13403, 24)},
+    "kip-101": {SMALL_A: (5599, 17191, 30), SMALL_B: (5737, 16997, 27)},
+    "kip-279": {SMALL_A: (5599, 17191, 30), SMALL_B: (5752, 17034, 27)},
+    "truncate-on-fetch": {SMALL_A: (3805, 11844, 23), SMALL_B: (4323, 12800, 24)},
+}
+
+
+@pytest.mark.parametrize("protocol", sorted(PINNED))
+@pytest.mark.parametrize("consts", [SMALL_A, SMALL_B], ids=["1rec-1epoch-1crash", "2rec-1epoch-0crash"])
+def test_pinned_state_counts(protocol: str, consts: tuple[str, ...]) -> None:
+    result = check(build_model("kafka", list(consts), protocol=protocol), SearchOptions())
+    assert result.verdict.value == "holds"
+    assert (result.distinct_states, result.states_generated, result.depth) == PINNED[protocol][consts]
+
+
+def test_states_are_valid_and_successors_deterministic() -> None:
+    model = build_model("kafka", ["brokers=3", "records=1", "epochs=1"], protocol="truncate-on-fetch")
+    frontier = list(model.init_states())
+    for _ in range(6):
+        nxt = []
+        for state in frontier:
+            first = list(model.successors(state))
+            assert first == list(model.successors(state))
+            names = [a for a, _ in first]
+            assert len(names) == len(set(names)), "each successor is named by a distinct action"
+            for _, succ in first:
+                validate_state(succ)
+                nxt.append(succ)
+        frontier = nxt[:200]
+
+
+def test_default_bounds_truncate_on_fetch_holds() -> None:
+    inv = for_family("kafka")["log-matching"]
+    result = check(build_model("kafka", [], protocol="truncate-on-fetch"), SearchOptions(invariants=[inv]))
+    assert result.verdict.value == "holds"
+    assert (result.distinct_states, result.depth) == (104487, 31)
+
+
+def test_default_bounds_kip101_shortest_counterexample() -> None:
+    inv = for_family("kafka")["log-matching"]
+    result = check(build_model("kafka", [], protocol="kip-101"), SearchOptions(invariants=[inv]))
+    assert result.verdict.value == "violated"
+    trace = result.violations[0].trace
+    assert trace.length == 17
+    assert "below both high watermarks" in trace.explanation
+
+
+def test_matrix_cells() -> None:
+    cells = run_matrix("kafka", constants=["records=1", "epochs=1"], invariants=["log-matching", "committed-durable"])
+    assert [(c.protocol, c.invariant) for c in cells] == [
+        (p, i) for p in ("hw-truncation", "kip-101", "kip-279", "truncate-on-fetch")
+        for i in ("log-matching", "committed-durable")
+    ]
+    by_key = {(c.protocol, c.invariant): c for c in cells}
+    assert by_key["hw-truncation", "committed-durable"].verdict == "violated"
+    assert by_key["truncate-on-fetch", "log-matching"].verdict == "holds"
+    for cell in cells:
+        assert (cell.length is None) == (cell.verdict != "violated")
+
+
+def test_matrix_json_command(capsys) -> None:
+    code = main(["matrix", "--json", "--const", "records=1", "--const", "epochs=1",
+                 "--protocol", "hw-truncation", "--protocol", "truncate-on-fetch", "--invariant", "committed-durable"])
+    assert code == 0
+    rows = json.loads(capsys.readouterr().out)
+    assert [r["protocol"] for r in rows] == ["hw-truncation", "truncate-on-fetch"]
+    for row in rows:
+        assert {"protocol", "invariant", "verdict", "distinct_states", "depth", "length"} <= set(row)
+    assert rows[0]["verdict"] == "violated" and rows[0]["length"] > 0
+    assert rows[1]["verdict"] == "holds" and rows[1]["length"] is None
+
+
+def test_feature_flags_switch_from_the_registry() -> None:
+    model = build_model("kafka", [], protocol="truncate-on-fetch", feature_assignments=["leader-epoch-fencing=off"])
+    assert model.describe()["features"]["leader-epoch-fencing"] is False
+    assert model.describe()["protocol"] == "truncate-on-fetch"
