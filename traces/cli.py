@@ -63,6 +63,7 @@ def add_parser(subparsers: Any) -> None:
     replay.add_argument("--protocol", help="replay under this protocol version (default: the file's)")
     replay.add_argument("--feature", action="append", default=[], metavar="FLAG=on|off", help="switch a feature flag")
     replay.add_argument("--const", action="append", default=[], metavar="NAME=VALUE", help="override a constant")
+    replay.add_argument("--invariant", action="append", default=[], metavar="NAME", help="check only these (default all)")
     replay.add_argument("--all-protocols", action="store_true", help="replay under every protocol version of the model")
     replay.add_argument("--json", action="store_true", help="print one JSON object on stdout")
     replay.add_argument("--quiet", action="store_true", help="print only the outcome")
@@ -202,11 +203,11 @@ def _run(args: argparse.Namespace, protocol: str | None) -> tuple[Any, Any]:
 
             raise WrongModelError(f"the scenario is of model {scenario.model!r}, not {args.expect_model!r}")
         model = scenario_model(scenario, protocol, args.feature, args.const)
-        result = replay_scenario(model, scenario)
+        result = replay_scenario(model, scenario, args.invariant)
         return result, scenario.expectation(getattr(model, "protocol", None))
     trace, model = load_trace(args.file, protocol=protocol, features=args.feature, model_name=args.expect_model,
                               constants=args.const)
-    return replay_trace(model, trace), None
+    return replay_trace(model, trace, args.invariant), None
 
 
 def _result_json(result: Any, expected: Any) -> dict[str, Any]:

@@ -12,6 +12,7 @@ replica's are red, and cells below the HW are bold (committed as far as this rep
 
 from __future__ import annotations
 
+import re
 from collections import Counter
 from typing import Any
 
@@ -94,8 +95,10 @@ def _for_broker(diff: list[tuple[str, Any, Any]], index: int) -> list[tuple[str,
     """The changes that concern one broker (position ``index`` of per-broker variables)."""
     out = []
     for key, old, new in diff:
-        if f"[{index}]" in key:
-            out.append((key, old, new))
+        first = re.search(r"\[(\d+)\]", key)
+        if first is not None:
+            if int(first.group(1)) == index:
+                out.append((key, old, new))
         elif (isinstance(old, tuple) and isinstance(new, tuple) and not hasattr(old, "_fields")
               and len(old) == len(new) > index and not any(isinstance(v, tuple) for v in old)):
             if old[index] != new[index]:

@@ -161,21 +161,43 @@ def replay(
     return result("holds")
 
 
-def replay_trace(model: Model, trace: Trace) -> ReplayResult:
+def replay_trace(model: Model, trace: Trace, invariants: Sequence[str] = ()) -> ReplayResult:
     """Replay a recorded trace by its actions (every parameter must match)."""
     specs = [StepSpec(s.action.name, tuple(s.action.params), exact=True) for s in trace.steps]
     return replay(model, specs, initial=trace.initial, recorded=[s.state for s in trace.steps],
-                  header=dict(trace.header), prefer=trace.invariant, expect_deadlock=trace.invariant == "deadlock")
+                  header=dict(trace.header), prefer=trace.invariant, expect_deadlock=trace.invariant == "deadlock",
+                  invariants=select_invariants(model, invariants))
 
 
-def replay_scenario(model: Model, scenario: Scenario) -> ReplayResult:
-    return replay(model, scenario.steps, header=scenario.header())
+def select_invariants(model: Model, names: Sequence[str]) -> list[Invariant] | None:
+    """The named safety invariants of ``model`` (None: all of them)."""
+    if not names:
+        return None
+    available = {inv.name: inv for inv in safety_invariants(model)}
+    missing = [n for n in names if n not in available]
+    if missing:
+        from checker.errors import UsageError
+
+        raise UsageError(f"model {model.name} has no invariant {missing[0]!r}; its invariants: {', '.join(available)}")
+    return [available[n] for n in names]
+
+
+def replay_scenario(model: Model, scenario: Scenario, invariants: Sequence[str] = ()) -> ReplayResult:
+    checks = select_invariants(model, list(invariants) or list(scenario.invariants))
+    return replay(model, scenario.steps, header=scenario.header(), invariants=checks)
 
 
 def scenario_model(
     scenario: Scenario, protocol: str | None = None, features: list[str] | None = None, constants: list[str] | None = None
 ) -> Model:
-    """The model a scenario names; ``protocol``, ``features`` and ``constants`` override its own."""
+    """The model a scenario names; ``protocol``, ``features`` and ``constants`` override its own.
+
+    A scenario's feature flags are what its story needs (``lossy-crash``, ``unclean``), so unlike a
+    trace header's full set they stay switched under any ``protocol``.
+    """
     from traces.io import model_for_header
 
-    return model_for_header(scenario.header(), protocol, features, constants=constants)
+    header = scenario.header()
+    header.pop("features", None)
+    flags = [f"{k}={'on' if v else 'off'}" for k, v in scenario.features.items()]
+    return model_for_header(header, protocol, flags + list(features or []), constants=constants)

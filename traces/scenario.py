@@ -10,6 +10,7 @@ A scenario is a JSON file (see ``traces/scenarios/README.md`` for the full descr
       "protocol": null,
       "constants": {"Replicas": 2},
       "features": {},
+      "invariants": ["LogMatching"],
       "steps": [
         "ControllerElectLeader(newLeader=1)",
         {"action": "LeaderWrite", "params": {"replica": 1}, "note": "the leader appends m1"}
@@ -24,7 +25,8 @@ match: the others are free, as long as one successor state fits (two different o
 ambiguity to resolve by naming more parameters). ``expect`` maps a protocol (or ``"*"`` for
 models without versions, or any protocol not listed) to an outcome: ``violated`` (with the
 invariant and the step number, 0 being the initial state), ``blocked`` (the step number whose
-action is not enabled) or ``holds``. Nothing in the file is evaluated.
+action is not enabled) or ``holds``. ``invariants`` (optional) limits the check to the named ones.
+Nothing in the file is evaluated.
 """
 
 from __future__ import annotations
@@ -38,7 +40,7 @@ from traces.io import parse_json, read_bytes
 from traces.values import json_to_plain
 
 SCENARIO_KEYS = {"scenario", "description", "source", "model", "protocol", "constants", "features", "steps", "expect",
-                 "notes"}
+                 "notes", "invariants"}
 OUTCOMES = ("violated", "blocked", "holds", "deadlock")
 _NAME = r"[A-Za-z_][A-Za-z0-9_:.-]*"
 _ACTION = re.compile(rf"\s*({_NAME})\s*(?:\((.*)\))?\s*")
@@ -102,6 +104,8 @@ class Scenario:
     expect: dict[str, Expectation] = field(default_factory=dict)
     description: str = ""
     source: str = ""
+    #: the invariants to check (empty: all of the model's)
+    invariants: tuple[str, ...] = ()
 
     def header(self) -> dict[str, Any]:
         header: dict[str, Any] = {"model": self.model, "constants": dict(self.constants)}
@@ -219,8 +223,11 @@ def scenario_from_data(doc: Any, path: str) -> Scenario:
     else:
         expect = {str(k): _expectation(v, f"{path}: expect.{k}") for k, v in expect_raw.items()}
     text = doc.get("description") or ""
+    invariants = doc.get("invariants") or []
+    if not isinstance(invariants, list) or not all(isinstance(i, str) for i in invariants):
+        raise BadFileError(f"{path}: invariants must be a list of invariant names")
     return Scenario(path, str(doc.get("scenario") or path), model, protocol, dict(constants), dict(features), steps,
-                    expect, text if isinstance(text, str) else "", str(doc.get("source") or ""))
+                    expect, text if isinstance(text, str) else "", str(doc.get("source") or ""), tuple(invariants))
 
 
 def load_scenario(path: str) -> Scenario:

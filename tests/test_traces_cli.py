@@ -1,0 +1,153 @@
+"""``kmc trace``: show, export, replay, diagram, graph and explain from the command line, with one-line
+errors and distinct exit codes for corrupt files (65), other models (66) and impossible steps (67)."""
+
+import json
+import re
+
+import pytest
+
+from checker.cli import main
+
+
+def run(capsys, *argv):
+    code = main([str(a) for a in argv])
+    out, err = capsys.readouterr()
+    return code, out, err
+
+
+def one_line_error(err):
+    lines = [line for line in err.splitlines() if line.strip()]
+    assert len(lines) == 1, err
+    assert "Traceback" not in err
+    return lines[0]
+
+
+@pytest.fixture
+def trace_file(capsys, tmp_path):
+    code, out, _ = run(capsys, "check", "two-phase", "--const", "commit_guard=off", "--json", "--trace-dir", tmp_path)
+    assert code == 12
+    return json.loads(out)["violations"][0]["trace_file"]
+
+
+@pytest.fixture
+def kafka_trace_file(capsys, tmp_path):
+    code, out, _ = run(capsys, "check", "kafka", "--protocol", "hw-truncation", "--json", "--trace-dir", tmp_path)
+    assert code == 12
+    return json.loads(out)["violations"][0]["trace_file"]
+
+
+def test_show_names_actions_and_changes(capsys, trace_file):
+    code, out, _ = run(capsys, "trace", "show", trace_file)
+    assert code == 0
+    assert "TMCommit" in out and "rm_state: [3, 0, 0] -> [3, 2, 0]" in out and "TCConsistent is violated" in out
+    code, out, _ = run(capsys, "trace", "show", trace_file, "--full")
+    assert code == 0 and "msg_abort = False" in out
+
+
+def test_show_kafka_draws_broker_logs(capsys, kafka_trace_file):
+    code, out, _ = run(capsys, "trace", "show", kafka_trace_file)
+    assert code == 0 and "broker" in out and "HW" in out and "LEO" in out
+    assert re.search(r"e\d+:\d+", out)  # a record cell: epoch and record
+    code, out, _ = run(capsys, "trace", "show", kafka_trace_file, "--broker", "1")
+    assert code == 0 and "brokers[0]" not in out
+    code, _, err = run(capsys, "trace", "show", kafka_trace_file, "--broker", "7")
+    assert code == 64 and "no broker 7" in one_line_error(err)
+
+
+def test_export_to_every_format_reads_back_identical(capsys, tmp_path, kafka_trace_file):
+    from traces.io import load_trace
+
+    original, _ = load_trace(kafka_trace_file)
+    for fmt, name in (("itf", "k.itf.json"), ("msgpack", "k.msgpack"), ("json", "k.json")):
+        out_path = tmp_path / "out" / name
+        code, out, _ = run(capsys, "trace", "export", kafka_trace_file, "--to", fmt, "-o", out_path)
+        assert code == 0 and str(out_path) in out
+        assert load_trace(str(out_path))[0] == original
+    itf = json.loads((tmp_path / "out" / "k.itf.json").read_text())
+    assert itf["#meta"]["format"] == "ITF" and itf["#meta"]["kmc"]["header"]["protocol"] == "hw-truncation"
+
+
+def test_replay_outcomes_and_exit_codes(capsys, trace_file):
+    code, out, _ = run(capsys, "trace", "replay", trace_file, "--quiet")
+    assert code == 12 and "TCConsistent is violated at step 3" in out
+    code, out, err = run(capsys, "trace", "replay", trace_file, "--const", "commit_guard=on", "--quiet")
+    assert code == 67 and "step 1 of 3, TMCommit, is not enabled" in one_line_error(err)
+    code, out, _ = run(capsys, "trace", "replay", trace_file, "--json")
+    data = json.loads(out)
+    assert code == 12 and (data["outcome"], data["step"], data["invariant"]) == ("violated", 3, "TCConsistent")
+
+
+def test_replay_kafka_against_every_protocol(capsys, kafka_trace_file):
+    code, out, _ = run(capsys, "trace", "replay", kafka_trace_file, "--all-protocols", "--json")
+    data = json.loads(out)
+    assert code == 0 and [r["protocol"] for r in data["replays"]] == ["hw-truncation", "kip-101", "kip-279",
+                                                                       "truncate-on-fetch"]
+    assert data["replays"][0]["outcome"] == "violated"
+    code, _, _ = run(capsys, "trace", "replay", kafka_trace_file, "--protocol", "kip-279", "--quiet")
+    assert code in (0, 12, 67)
+
+
+def test_replay_scenario_file(capsys):
+    path = "traces/scenarios/kip-101-scenario-1-committed-data-lost.json"
+    code, out, _ = run(capsys, "trace", "replay", path, "--quiet")
+    assert code == 12 and "committed-durable" in out and "as expected" in out
+    code, out, _ = run(capsys, "trace", "replay", path, "--protocol", "kip-101", "--quiet")
+    assert code == 0 and "every invariant holds" in out and "as expected" in out
+
+
+def test_diagrams(capsys, tmp_path, kafka_trace_file):
+    code, out, _ = run(capsys, "trace", "diagram", kafka_trace_file)
+    assert code == 0 and out.startswith("sequenceDiagram") and "->>" in out and "participant controller" in out
+    code, out, _ = run(capsys, "trace", "diagram", kafka_trace_file, "--format", "dot")
+    assert code == 0 and out.startswith("digraph sequence") and out.rstrip().endswith("}")
+    svg = tmp_path / "d.svg"
+    code, _, _ = run(capsys, "trace", "diagram", kafka_trace_file, "--format", "svg", "-o", svg)
+    assert code == 0 and svg.read_text().startswith("<svg") and "FetchRequest" in svg.read_text()
+
+
+def test_state_graph_dot(capsys, trace_file):
+    code, out, _ = run(capsys, "trace", "graph", "two-phase", "--const", "RM=2", "--const", "commit_guard=off",
+                       "--trace", trace_file)
+    assert code == 66  # the trace is of RM=3, not of this graph's configuration
+    code, out, _ = run(capsys, "trace", "graph", "two-phase", "--const", "RM=2")
+    assert code == 0 and out.startswith('digraph "two-phase"')
+    assert out.count("->") >= 20 and "TMCommit" in out
+    import networkx as nx
+
+    from spec.registry import build_model
+    from traces.graph import explore, state_graph
+
+    result = explore(build_model("two-phase", ["RM=2"]))
+    graph = state_graph(result)
+    assert isinstance(graph, nx.DiGraph) and graph.number_of_nodes() == result.distinct_states == 56
+    assert nx.is_weakly_connected(graph) and graph.nodes[0]["initial"]
+
+
+def test_explain_is_one_paragraph(capsys, kafka_trace_file):
+    code, out, _ = run(capsys, "trace", "explain", kafka_trace_file)
+    assert code == 0 and len(out.strip().splitlines()) == 1
+    assert "is violated in step" in out and "after" in out and "broker" in out
+
+
+def test_bad_files_give_one_line_and_distinct_codes(capsys, tmp_path, trace_file):
+    text = open(trace_file).read()
+    truncated = tmp_path / "truncated.json"
+    truncated.write_text(text[: len(text) // 3])
+    garbage = tmp_path / "garbage.msgpack"
+    garbage.write_bytes(b"\xc1\xff\x00junk")
+    other = tmp_path / "other.json"
+    other.write_text(text.replace('"rm_state": [', '"rm_state": [0, '))  # four RMs, header says three
+    cases = [
+        (["trace", "show", truncated], 65),
+        (["trace", "replay", garbage], 65),
+        (["trace", "export", truncated, "--to", "itf"], 65),
+        (["trace", "show", other], 66),
+        (["trace", "replay", trace_file, "--model", "kafka"], 66),
+        (["trace", "replay", trace_file, "--const", "commit_guard=on"], 67),
+        (["trace", "show", tmp_path / "missing.json"], 64),
+        (["trace", "replay", trace_file, "--protocol", "kip-101"], 64),
+    ]
+    for argv, expected in cases:
+        code, _, err = run(capsys, *argv)
+        assert code == expected, (argv, err)
+        one_line_error(err)
