@@ -9,9 +9,12 @@ Everything mutable changes only between levels, which is what makes checkpoints 
 
 from __future__ import annotations
 
+import gc
 import os
 import time
 from dataclasses import dataclass, field
+from itertools import compress, count
+from operator import itemgetter, not_
 from typing import Any
 
 import numpy as np
@@ -30,7 +33,24 @@ from checker.search import (
 from checker.visited import FingerprintSet, ParentLog
 from spec.model import Model
 
-_CHECK_EVERY = 2048  # successors between two looks at the clock
+_CHECK_EVERY = 8192  # successors between two looks at the clock
+_RSS_EVERY = 0.2  # seconds between two looks at the resident set size
+_first, _second, _third = itemgetter(0), itemgetter(1), itemgetter(2)
+
+
+def _action_id(table: ActionTable) -> Any:
+    """Action -> id in ``table`` (interning new ones); the initial states' None -> -1."""
+    intern = table.id
+
+    def action_id(act: Any) -> int:
+        return -1 if act is None else intern(act)
+
+    return action_id
+
+
+def first_false(predicate: Any, items: list[Any]) -> int | None:
+    """The position of the first item for which ``predicate`` is false (iterated in C), or None."""
+    return next(compress(count(), map(not_, map(predicate, items))), None)
 
 
 class BudgetExceeded(Exception):
@@ -87,6 +107,17 @@ class LocalBFS:
 
     # -- the search ------------------------------------------------------------------------------
     def run(self) -> CheckResult:
+        # States are acyclic immutable tuples: the cyclic garbage collector finds nothing to free
+        # but rescans the ever-growing young generation, which used to cost half the run time.
+        gc_was_enabled = gc.isenabled()
+        gc.disable()
+        try:
+            return self._run()
+        finally:
+            if gc_was_enabled:
+                gc.enable()
+
+    def _run(self) -> CheckResult:
         opts = self.options
         started = time.monotonic()
         if opts.resume_from:
@@ -147,61 +178,82 @@ class LocalBFS:
             if uses_bounds(self.model) and not self.model.within_bounds(state):
                 continue
             fresh.setdefault(hash(state), state)
-        self._commit_level(st, fresh, {fp: (-1, -1) for fp in fresh})
+        self._commit_level(st, {fp: (state, -1, None) for fp, state in fresh.items()})
         return st
 
     def _expand_level(self, st: SearchState) -> None:
+        fresh = self._expand(st, st.frontier, st.frontier_base, st.generated)
+        self._commit_level(st, fresh)
+
+    def _expand(self, st: SearchState, frontier: list[Any], index: int, generated_before: int) -> dict[int, tuple]:
+        """Expand ``frontier`` (whose first state has global index ``index``) in order.
+
+        Returns fingerprint -> (state, parent global index, action) for the first occurrence of
+        each successor fingerprint, in discovery order, and adds the successors computed to
+        ``st.generated``. This is the hot loop: one hash and one dict lookup a successor.
+        """
         model = self.model
         successors = model.successors
         within = model.within_bounds if uses_bounds(model) else None
         canonical = model.canonical if self.symmetry else None
-        check_deadlock = self.options.check_deadlock
+        check_deadlock = self.options.check_deadlock and st.deadlock is None
         edges = st.edges
-        action_id = st.actions.id
-        fresh: dict[int, Any] = {}
-        origin: dict[int, tuple[int, int]] = {}
+        simple = within is None and canonical is None and edges is None
+        fresh: dict[int, tuple] = {}
         generated = 0
         next_check = _CHECK_EVERY
-        index = st.frontier_base
-        for state in st.frontier:
-            count = 0
-            for act, succ in successors(state):
-                count += 1
-                if within is not None and not within(succ):
-                    continue
-                if canonical is not None:
-                    succ = canonical(succ)
-                fp = hash(succ)
-                if edges is not None:
-                    edges.append((index, fp, action_id(act)))
-                if fp not in fresh:
-                    fresh[fp] = succ
-                    origin[fp] = (index, action_id(act))
-            generated += count
-            if count == 0 and check_deadlock and st.deadlock is None:
+        for state in frontier:
+            succs = successors(state)
+            if type(succs) is not list:
+                succs = list(succs)
+            if simple:
+                for pair in succs:
+                    fp = hash(pair[1])
+                    if fp not in fresh:
+                        fresh[fp] = (pair[1], index, pair[0])
+            else:
+                for act, succ in succs:
+                    if within is not None and not within(succ):
+                        continue
+                    if canonical is not None:
+                        succ = canonical(succ)
+                    fp = hash(succ)
+                    if edges is not None:
+                        edges.append((index, fp, st.actions.id(act)))
+                    if fp not in fresh:
+                        fresh[fp] = (succ, index, act)
+            generated += len(succs)
+            if check_deadlock and not succs:
                 st.deadlock = index
+                check_deadlock = False
             index += 1
             if generated >= next_check:
                 next_check = generated + _CHECK_EVERY
-                self._check_budgets(st, st.generated + generated, len(fresh))
+                self._check_budgets(st, generated_before + generated, len(fresh))
         st.generated += generated
-        self._commit_level(st, fresh, origin)
+        return fresh
 
-    def _commit_level(self, st: SearchState, fresh: dict[int, Any], origin: dict[int, tuple[int, int]]) -> None:
-        """Keep the fingerprints not visited before, in discovery order, and check invariants."""
+    def _commit_level(self, st: SearchState, fresh: dict[int, tuple]) -> None:
+        """Keep the fingerprints not visited before, in discovery order, and check invariants.
+
+        ``fresh`` maps fingerprint -> (state, parent global index, action), in discovery order.
+        """
+        new_states: list[Any] = []
         if fresh:
             fps = np.fromiter(fresh.keys(), dtype=np.int64, count=len(fresh))
             new_mask = ~st.visited.contains(fps)
             new_fps = fps[new_mask]
-            states = list(fresh.values())
-            new_states = [states[i] for i in np.flatnonzero(new_mask)]
-        else:
-            new_fps = np.zeros(0, np.int64)
-            new_states = []
+            values = list(fresh.values())
+            del fresh
+            entries = values if new_fps.size == fps.size else list(map(values.__getitem__, np.flatnonzero(new_mask).tolist()))
+            del values
+            if entries:
+                new_states = list(map(_first, entries))
+                parents = np.fromiter(map(_second, entries), np.int64, len(entries))
+                acts = np.array(list(map(_action_id(st.actions), map(_third, entries))), np.int64)
+                del entries
         base = len(st.log)
         if new_states:
-            parents = np.fromiter((origin[int(fp)][0] for fp in new_fps), np.int64, len(new_fps))
-            acts = np.fromiter((origin[int(fp)][1] for fp in new_fps), np.int64, len(new_fps))
             self._check_invariants(st, new_states, base)
             st.visited.add(new_fps)
             st.log.append(new_fps, parents, acts)
@@ -217,19 +269,19 @@ class LocalBFS:
         for inv in self.invariants:
             if inv.name in st.found:
                 continue
-            holds = inv.holds
-            for offset, state in enumerate(states):
-                if not holds(state):
-                    st.found[inv.name] = base + offset
-                    break
+            offset = first_false(inv.holds, states)
+            if offset is not None:
+                st.found[inv.name] = base + offset
 
     def _check_budgets(self, st: SearchState, generated: int, pending: int) -> None:
         now = time.monotonic()
         elapsed = now - self._started
         if self.options.max_seconds is not None and elapsed > self.options.max_seconds:
             raise BudgetExceeded(f"time budget of {self.options.max_seconds:g} s ran out at depth {st.depth}")
-        if rss_mb() > self.memory_budget:
-            raise BudgetExceeded(f"memory budget of {self.memory_budget:.0f} MB ran out at depth {st.depth}")
+        if now - getattr(self, "_last_rss", 0.0) >= _RSS_EVERY:
+            self._last_rss = now
+            if rss_mb() > self.memory_budget:
+                    raise BudgetExceeded(f"memory budget of {self.memory_budget:.0f} MB ran out at depth {st.depth}")
         if self.options.progress and now - getattr(self, "_last_report", 0.0) >= self.options.progress_every:
             self._last_report = now
             self.options.progress(Progress(st.depth + 1, generated, len(st.log) + pending, len(st.frontier), elapsed))

@@ -62,29 +62,40 @@ class TwoPhase(Model):
         return (TwoPhaseState,)
 
     def successors(self, s: TwoPhaseState) -> Iterator[tuple[Action, TwoPhaseState]]:
+        # The hot path of every check: tuple.__new__ builds the NamedTuple without the Python-level
+        # __new__ wrapper, the per-RM actions are prebuilt and the successors come as one list.
         rm_state, tm_state, tm_prepared, msg_prepared, msg_commit, msg_abort = s
+        new, cls = _tuple_new, TwoPhaseState
+        out = []
+        append = out.append
         tm_init = tm_state == TM_INIT
-        if tm_init and (not self.commit_guard or all(tm_prepared)):
-            yield self._tm_commit, TwoPhaseState(rm_state, TM_DONE, tm_prepared, msg_prepared, True, msg_abort)
         if tm_init:
-            yield self._tm_abort, TwoPhaseState(rm_state, TM_DONE, tm_prepared, msg_prepared, msg_commit, True)
-        for i, (rcv_prepared, prepare, choose_abort, rcv_commit, rcv_abort) in enumerate(self._per_rm):
-            state_i = rm_state[i]
+            if not self.commit_guard or False not in tm_prepared:
+                append((self._tm_commit, new(cls, (rm_state, TM_DONE, tm_prepared, msg_prepared, True, msg_abort))))
+            append((self._tm_abort, new(cls, (rm_state, TM_DONE, tm_prepared, msg_prepared, msg_commit, True))))
+        i = 0
+        for rcv_prepared, prepare, choose_abort, rcv_commit, rcv_abort in self._per_rm:
             if tm_init and msg_prepared[i]:
-                new_prepared = tm_prepared[:i] + (True,) + tm_prepared[i + 1 :]
-                yield rcv_prepared, TwoPhaseState(rm_state, tm_state, new_prepared, msg_prepared, msg_commit, msg_abort)
-            if state_i == WORKING:
-                rms = rm_state[:i] + (PREPARED,) + rm_state[i + 1 :]
-                msgs = msg_prepared[:i] + (True,) + msg_prepared[i + 1 :]
-                yield prepare, TwoPhaseState(rms, tm_state, tm_prepared, msgs, msg_commit, msg_abort)
-                rms = rm_state[:i] + (ABORTED,) + rm_state[i + 1 :]
-                yield choose_abort, TwoPhaseState(rms, tm_state, tm_prepared, msg_prepared, msg_commit, msg_abort)
+                new_prepared = tm_prepared[:i] + _TRUE + tm_prepared[i + 1 :]
+                append((rcv_prepared, new(cls, (rm_state, tm_state, new_prepared, msg_prepared, msg_commit, msg_abort))))
+            if rm_state[i] == WORKING:
+                head, tail = rm_state[:i], rm_state[i + 1 :]
+                msgs = msg_prepared[:i] + _TRUE + msg_prepared[i + 1 :]
+                append((prepare, new(cls, (head + _PREPARED + tail, tm_state, tm_prepared, msgs, msg_commit, msg_abort))))
+                append((choose_abort, new(cls, (head + _ABORTED + tail, tm_state, tm_prepared, msg_prepared, msg_commit,
+                                                msg_abort))))
             if msg_commit:
-                rms = rm_state[:i] + (COMMITTED,) + rm_state[i + 1 :]
-                yield rcv_commit, TwoPhaseState(rms, tm_state, tm_prepared, msg_prepared, msg_commit, msg_abort)
+                rms = rm_state[:i] + _COMMITTED + rm_state[i + 1 :]
+                append((rcv_commit, new(cls, (rms, tm_state, tm_prepared, msg_prepared, msg_commit, msg_abort))))
             if msg_abort:
-                rms = rm_state[:i] + (ABORTED,) + rm_state[i + 1 :]
-                yield rcv_abort, TwoPhaseState(rms, tm_state, tm_prepared, msg_prepared, msg_commit, msg_abort)
+                rms = rm_state[:i] + _ABORTED + rm_state[i + 1 :]
+                append((rcv_abort, new(cls, (rms, tm_state, tm_prepared, msg_prepared, msg_commit, msg_abort))))
+            i += 1
+        return iter(out)
+
+
+_tuple_new = tuple.__new__
+_TRUE, _PREPARED, _COMMITTED, _ABORTED = (True,), (PREPARED,), (COMMITTED,), (ABORTED,)
 
 
 def _build(constants: dict) -> TwoPhase:
