@@ -78,6 +78,12 @@ def test_matrix_cells() -> None:
     assert by_key["truncate-on-fetch", "log-matching"].verdict == "holds"
     for cell in cells:
         assert (cell.length is None) == (cell.verdict != "violated")
+        # sharing searches between invariants changes no figure: compare with a search of its own
+        alone = check(build_model("kafka", ["records=1", "epochs=1"], protocol=cell.protocol),
+                      SearchOptions(invariants=[for_family("kafka")[cell.invariant]]))
+        assert (alone.verdict.value, alone.distinct_states, alone.depth) == (cell.verdict, cell.distinct_states,
+                                                                            cell.depth)
+        assert (alone.violations[0].length if alone.violations else None) == cell.length
 
 
 def test_matrix_json_command(capsys) -> None:
