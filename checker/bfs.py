@@ -338,4 +338,10 @@ def check(model: Model, options: SearchOptions | None = None) -> CheckResult:
 
 
 def run_engine(model: Model, options: SearchOptions, engine_options: Any = None) -> CheckResult:
+    """The default engine; ``--workers N`` with N > 1 runs the multi-process engine instead."""
+    workers = getattr(engine_options, "workers", 1) or 1
+    if workers > 1:
+        from checker import parallel
+
+        return parallel.check(model, options, workers)
     return check(model, options)
