@@ -63,6 +63,8 @@ def add_search_options(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--engine", default="bfs", help="search engine: " + ", ".join(engines.ENGINES))
     parser.add_argument("--workers", type=_positive_int, default=1, help="worker processes (parallel engine)")
     parser.add_argument("--master", default="local[*]", help="Spark master URL (spark engine)")
+    parser.add_argument("--spark-threshold", type=int, default=None, metavar="N",
+                        help="spark engine: run levels locally while the frontier has fewer than N states (default 10000)")
     parser.add_argument("--checkpoint", metavar="FILE", help="write a checkpoint here (periodically, on Ctrl-C, on budget)")
     parser.add_argument("--checkpoint-every", type=_positive_float, default=300.0, metavar="SECONDS")
     parser.add_argument("--resume", metavar="FILE", help="continue the run saved in this checkpoint")
@@ -210,13 +212,19 @@ def print_summary(console: Console, result: CheckResult) -> None:
     )
 
 
+def engine_extra(args: argparse.Namespace) -> dict[str, Any]:
+    """Engine-specific options of the command line (``EngineOptions.extra``)."""
+    threshold = getattr(args, "spark_threshold", None)
+    return {} if threshold is None else {"threshold": threshold}
+
+
 def cmd_check(args: argparse.Namespace) -> int:
     console = Console(stderr=args.json)
     model = model_from_args(args)
     with LiveProgress(Console(stderr=True), enabled=not (args.quiet or args.json)) as live:
         options = search_options(args, model, progress=live)
         result = engines.run(model, options, args.engine,
-                             engines.EngineOptions(workers=args.workers, master=args.master))
+                             engines.EngineOptions(workers=args.workers, master=args.master, extra=engine_extra(args)))
     save_traces(result, args.trace_dir)
     if args.json:
         print(json.dumps(result.to_json()))
