@@ -184,18 +184,18 @@ class _Expand:
     index, successor position, successor)) and one statistics record.
     """
 
-    def __init__(self, model: Model, symmetry: bool, check_deadlock: bool, fail_once: bool = False) -> None:
+    def __init__(self, model: Model, symmetry: bool, check_deadlock: bool, fail_once: str | None = None) -> None:
         self.model = model
         self.symmetry = symmetry
         self.bounds = uses_bounds(model)
         self.check_deadlock = check_deadlock
-        self.fail_once = fail_once
+        self.fail_once = fail_once  # fault injection: a marker path ("" for none) or None
 
     def __call__(self, records: Iterable[tuple[int, tuple]]) -> Iterator[tuple[int, tuple]]:
         started = time.perf_counter()
         frontier = sorted((value[0], value[3]) for _fp, value in records)
-        if self.fail_once:
-            _maybe_fail(len(frontier))
+        if self.fail_once is not None:
+            _maybe_fail(len(frontier), self.fail_once)
         successors = self.model.successors
         within = self.model.within_bounds if self.bounds else None
         canonical = self.model.canonical if self.symmetry else None
@@ -219,12 +219,16 @@ class _Expand:
         yield STATS_KEY, _stats(generated, deadlock, expand=time.perf_counter() - started)
 
 
-def _maybe_fail(size: int) -> None:
-    """Fault injection for tests: the first attempt of partition 0 dies (after reading its input)."""
+def _maybe_fail(size: int, marker: str) -> None:
+    """Fault injection for tests: the first attempt of partition 0 dies (after reading its input),
+    leaving a line in ``marker`` (a local file) when one is given."""
     from pyspark import TaskContext
 
     ctx = TaskContext.get()
     if ctx is not None and ctx.partitionId() == 0 and ctx.attemptNumber() == 0:
+        if marker:
+            with open(marker, "a") as f:
+                f.write(f"stage {ctx.stageId()} partition 0 attempt 0 failed\n")
         raise RuntimeError(f"injected task failure (partition 0, attempt 0, {size} states read)")
 
 
@@ -542,7 +546,9 @@ class SparkBFS:
         self.partitions = extra.get("partitions")
         self.checkpoint_levels = int(extra.get("checkpoint_levels", DEFAULT_CHECKPOINT_LEVELS))
         self.driver_index_limit = int(extra.get("driver_index_limit", DEFAULT_DRIVER_INDEX_LIMIT))
-        self.fail_at_depth = extra.get("fail_task_at_depth")  # fault injection (tests)
+        # fault injection (tests): the first attempt of one expansion task at this depth fails
+        self.fail_at_depth = extra.get("fail_task_at_depth")
+        self.fail_marker = str(extra.get("fail_marker") or "")
         self.memory = str(extra.get("driver_memory", "4g"))
         self.verbose = bool(extra.get("verbose", False))
         if options.keep_graph:
@@ -695,7 +701,8 @@ class SparkBFS:
         resumable = not run_dir.temporary
         ranges = _ParentRange(st.frontier_base, frontier_size, parts)
         expand = _Expand(self.model, self.symmetry, self.options.check_deadlock,
-                         fail_once=self.fail_at_depth is not None and int(self.fail_at_depth) == depth)
+                         fail_once=self.fail_marker if self.fail_at_depth is not None and int(self.fail_at_depth) == depth
+                         else None)
         candidates = spark.frontier.mapPartitions(expand).partitionBy(parts, fingerprint_partition)
         new = (
             spark.visited.union(candidates)

@@ -1,0 +1,144 @@
+"""The spark engine gives exactly the local engine's results (counts, depth, verdict, the very same
+shortest counterexample), survives a failed task and resumes an interrupted run to the same counts.
+
+One SparkSession (``local[2,2]``: two cores, a failed task is tried twice) serves the module.
+"""
+
+import json
+import shutil
+
+import pytest
+
+from checker.bfs import check
+from checker.engines import EngineOptions
+from checker.errors import WrongModelError
+from checker.result import Verdict
+from checker.search import SearchOptions
+from invariants.registry import for_family
+from spec.registry import build_model
+from spec.two_phase import TwoPhase
+
+pytest.importorskip("pyspark")
+pytestmark = [pytest.mark.spark, pytest.mark.skipif(shutil.which("java") is None, reason="needs Java")]
+
+INVARIANTS = list(for_family("two-phase").values())
+
+
+@pytest.fixture(scope="module")
+def spark():
+    from checker.spark_engine import spark_session
+
+    session, created = spark_session("local[2,2]", memory="1g")
+    yield session
+    if created:
+        session.stop()
+
+
+def run_spark(model, options, **extra):
+    from checker.spark_engine import run_engine
+
+    extra.setdefault("partitions", 2)
+    return run_engine(model, options, EngineOptions(master="local[2]", extra=extra))
+
+
+def summary(result):
+    """Everything that must be identical between engines, traces included (actions and states)."""
+    return {
+        "verdict": result.verdict,
+        "distinct": result.distinct_states,
+        "generated": result.states_generated,
+        "depth": result.depth,
+        "queue": result.queue,
+        "violations": [
+            (v.invariant, v.length, v.trace.initial, [(s.action, s.state) for s in v.trace.steps])
+            for v in result.violations
+        ],
+    }
+
+
+def test_two_phase_matches_tlc_and_the_local_engine(spark):
+    result = run_spark(TwoPhase(3), SearchOptions(invariants=INVARIANTS), threshold=0)
+    assert (result.distinct_states, result.states_generated, result.depth) == (288, 1146, 11)
+    assert result.verdict is Verdict.HOLDS and result.engine == "spark"
+    assert summary(result) == summary(check(TwoPhase(3), SearchOptions(invariants=INVARIANTS)))
+    levels = result.extra["spark"]["levels"]
+    assert [lv["engine"] for lv in levels] == ["spark"] * 11  # threshold 0: every level after the first on Spark
+    assert sum(lv["new"] for lv in levels) == 288 - 1
+
+
+def test_threshold_keeps_small_levels_local(spark):
+    options = SearchOptions(invariants=INVARIANTS)
+    result = run_spark(TwoPhase(5), options, threshold=1000)
+    assert result.distinct_states == 8832
+    assert summary(result) == summary(check(TwoPhase(5), options))
+    engines = [lv["engine"] for lv in result.extra["spark"]["levels"]]
+    first_spark = engines.index("spark")
+    assert engines[:first_spark] == ["local"] * first_spark and set(engines[first_spark:]) == {"spark"}
+    assert result.extra["spark"]["levels"][first_spark]["frontier"] >= 1000
+
+
+def test_seeded_bug_gives_the_same_shortest_trace(spark):
+    model = TwoPhase(3, commit_guard=False)
+    result = run_spark(model, SearchOptions(invariants=INVARIANTS), threshold=0)
+    assert result.verdict is Verdict.VIOLATED and result.violations[0].length == 3
+    assert summary(result) == summary(check(model, SearchOptions(invariants=INVARIANTS)))
+
+
+def test_large_levels_numbered_and_written_on_the_executors(spark):
+    """The distributed path: range shuffle on the parent index, Parquet parent pointers, RDD checkpoints."""
+    model = TwoPhase(4, commit_guard=False)
+    options = SearchOptions(invariants=INVARIANTS, stop_at_first=False)
+    result = run_spark(model, options, threshold=200, driver_index_limit=0, checkpoint_levels=2)
+    assert result.extra["spark"]["levels"][-1]["engine"] == "spark"
+    local = check(model, options)
+    assert summary(result) == summary(local)
+    assert [v.length for v in result.violations] == [3]
+
+
+def test_a_failed_task_is_retried_with_no_change(spark, tmp_path):
+    marker = tmp_path / "failures"
+    options = SearchOptions(invariants=INVARIANTS)
+    result = run_spark(TwoPhase(3), options, threshold=0, fail_task_at_depth=4, fail_marker=str(marker))
+    assert marker.read_text().count("failed") == 1  # the task really died once, and was retried
+    assert summary(result) == summary(check(TwoPhase(3), options))
+
+
+def test_interrupted_run_resumes_from_the_last_level(spark, tmp_path):
+    run_dir = str(tmp_path / "run")
+    model = TwoPhase(4, commit_guard=False)
+    full = check(model, SearchOptions(invariants=INVARIANTS, stop_at_first=False))
+
+    def interrupt(progress):
+        if progress.depth == 7:
+            raise KeyboardInterrupt
+
+    options = SearchOptions(invariants=INVARIANTS, stop_at_first=False, checkpoint_path=run_dir, progress=interrupt)
+    with pytest.raises(KeyboardInterrupt):
+        run_spark(model, options, threshold=100)
+    saved = json.loads((tmp_path / "run" / "run.json").read_text())
+    assert saved["depth"] == 7 and 0 < saved["distinct"] < full.distinct_states
+    resumed = run_spark(model, SearchOptions(invariants=INVARIANTS, stop_at_first=False, checkpoint_path=run_dir,
+                                             resume_from=run_dir), threshold=100)
+    assert summary(resumed) == summary(full)
+    with pytest.raises(WrongModelError):
+        run_spark(TwoPhase(5), SearchOptions(invariants=INVARIANTS, checkpoint_path=run_dir, resume_from=run_dir))
+
+
+@pytest.mark.parametrize("protocol", ["hw-truncation", "kip-101", "kip-279", "truncate-on-fetch"])
+def test_kafka_protocols_match_the_local_engine(spark, protocol):
+    model = build_model("kafka", ["records=1"], protocol)
+    options = SearchOptions(invariants=list(for_family(model.family).values()))
+    result = run_spark(model, options, threshold=1000)
+    assert result.extra["spark"]["levels"][-1]["engine"] == "spark"
+    assert summary(result) == summary(check(model, options))
+
+
+def test_command_line(spark, capsys, tmp_path):
+    from checker.cli import main
+
+    code = main(["check", "two-phase", "--const", "commit_guard=off", "--engine", "spark", "--spark-threshold", "0",
+                 "--json", "--quiet", "--trace-dir", str(tmp_path)])
+    out = json.loads(capsys.readouterr().out)
+    assert code == 12 and out["engine"] == "spark" and out["violations"][0]["length"] == 3
+    assert (out["distinct_states"], out["depth"]) == (110, 4)
+    assert out["violations"][0]["trace_file"].startswith(str(tmp_path))
