@@ -103,3 +103,12 @@ def test_cli_end_to_end(capsys, tmp_path):
     code = main(["check", "tla:Kip101", "--invariant", "StrongIsr", "--json", "--trace-dir", str(tmp_path)])
     data = json.loads(capsys.readouterr().out)
     assert code == 12 and data["verdict"] == "violated" and data["violations"][0]["length"] == 11
+
+
+def test_the_older_revision_of_controller_shrink_isr_does_not_match_tlc():
+    """The 2018 text guards ControllerShrinkIsr's third disjunct with quorumState.isr # {replica};
+    TLC's numbers are those of the current text, without it (see spec/reference/PARITY.md)."""
+    from spec.reference import VARIANTS
+
+    result = check(VARIANTS["KafkaTruncateToHighWatermark"](controller_shrink_guard=True))
+    assert (result.distinct_states, result.states_generated, result.depth) == (10_037, 24_243, 20)
