@@ -42,9 +42,11 @@ Fault tolerance
 
 from __future__ import annotations
 
+import gc
 import importlib.util
 import json
 import os
+import pickle
 import re
 import shutil
 import sys
@@ -157,9 +159,21 @@ def _ship_packages(sc: Any, directory: str) -> None:
 
 
 # -- executor-side functions (module level: pickled by reference) -------------------------------
-def fingerprint_partition(fp: int) -> int:
-    """The partition function of every fingerprint-keyed RDD (PySpark takes it modulo the count)."""
-    return fp
+#
+# Records are keyed by partition index (a partition index is its own fingerprint partition), and
+# their values are columnar blocks, so that PySpark moves numpy arrays and one pickled list of
+# states per block instead of millions of small records:
+#   visited chunk   ndarray                                 sorted fingerprints of one partition
+#   statistics      (None, generated, deadlock, expand s, dedup s, invariants s)
+#   candidates      ("c", fps, parents, positions, states)  first occurrences from one map task
+#   level           ("l", fps, parents, positions, states, indices, summary)  sorted by fp
+#   order keys      ("k", parents, positions, fps)           for the distributed numbering
+#   indices         ("g", fps, indices)
+# ``states`` is a pickled list (Spark's own transport, never written to a file).
+
+def fingerprint_partition(key: int) -> int:
+    """The partition function of every keyed RDD (PySpark takes it modulo the partition count)."""
+    return key
 
 
 def _stats(generated: int = 0, deadlock: int | None = None, expand: float = 0.0, dedup: float = 0.0,
@@ -177,23 +191,66 @@ def _merge_stats(a: tuple, b: tuple) -> tuple:
     return (None, a[1] + b[1], deadlock, a[3] + b[3], a[4] + b[4], a[5] + b[5])
 
 
+def _gc_paused(records: Iterator[Any]) -> Iterator[Any]:
+    """Run a partition with the cyclic garbage collector off: states hold no cycles, and collections
+    triggered by millions of freshly unpickled tuples cost more than the unpickling itself (3-6x)."""
+    enabled = gc.isenabled()
+    gc.disable()
+    try:
+        yield from records
+    finally:
+        if enabled:
+            gc.enable()
+
+
+def _dumps(states: list[Any]) -> bytes:
+    return pickle.dumps(states, protocol=pickle.HIGHEST_PROTOCOL)
+
+
+def _by_partition(fps: np.ndarray, partitions: int) -> Iterator[tuple[int, np.ndarray]]:
+    """(partition, indices into fps) for every partition that gets some of ``fps``."""
+    dest = fps % partitions
+    order = np.argsort(dest, kind="stable")
+    counts = np.bincount(dest, minlength=partitions)
+    start = 0
+    for part, size in enumerate(counts.tolist()):
+        if size:
+            yield part, order[start:start + size]
+            start += size
+
+
+def _level_block(fps: np.ndarray, parents: np.ndarray, positions: np.ndarray, states: list[Any],
+                 indices: np.ndarray | None = None, summary: Any = None) -> tuple:
+    """A level block sorted by fingerprint."""
+    order = np.argsort(fps, kind="stable")
+    listed = order.tolist()
+    return ("l", fps[order], parents[order], positions[order], _dumps([states[i] for i in listed]),
+            None if indices is None else indices[order], summary)
+
+
 class _Expand:
-    """Job 1, map side: expand one frontier partition, first occurrence per successor fingerprint.
+    """Job 1, map side: expand one frontier partition in global-index order, keeping the first
+    occurrence (smallest key) of every successor fingerprint; one candidates block per target
+    partition, and one statistics record."""
 
-    Records in: (fp, (global index, parent, position, state)). Records out: (fp, (parent global
-    index, successor position, successor)) and one statistics record.
-    """
-
-    def __init__(self, model: Model, symmetry: bool, check_deadlock: bool, fail_once: str | None = None) -> None:
+    def __init__(self, model: Model, symmetry: bool, check_deadlock: bool, partitions: int,
+                 fail_once: str | None = None) -> None:
         self.model = model
         self.symmetry = symmetry
         self.bounds = uses_bounds(model)
         self.check_deadlock = check_deadlock
+        self.partitions = partitions
         self.fail_once = fail_once  # fault injection: a marker path ("" for none) or None
 
     def __call__(self, records: Iterable[tuple[int, tuple]]) -> Iterator[tuple[int, tuple]]:
+        return _gc_paused(self._run(records))
+
+    def _run(self, records: Iterable[tuple[int, tuple]]) -> Iterator[tuple[int, tuple]]:
         started = time.perf_counter()
-        frontier = sorted((value[0], value[3]) for _fp, value in records)
+        frontier: list[tuple[int, Any]] = []
+        for _key, block in records:
+            frontier.extend(zip(block[5].tolist(), pickle.loads(block[4]), strict=True))
+        frontier.sort(key=_first)
         if self.fail_once is not None:
             _maybe_fail(len(frontier), self.fail_once)
         successors = self.model.successors
@@ -215,8 +272,20 @@ class _Expand:
             generated += pos + 1
             if pos < 0 and self.check_deadlock and deadlock is None:
                 deadlock = index
-        yield from best.items()
-        yield STATS_KEY, _stats(generated, deadlock, expand=time.perf_counter() - started)
+        count = len(best)
+        values = list(best.values())
+        fps = np.fromiter(best.keys(), np.int64, count)
+        parents = np.fromiter((v[0] for v in values), np.int64, count)
+        positions = np.fromiter((v[1] for v in values), np.int32, count)
+        del best
+        for part, idx in _by_partition(fps, self.partitions):
+            states = [values[i][2] for i in idx.tolist()]
+            yield part, ("c", fps[idx], parents[idx], positions[idx], _dumps(states))
+        yield 0, _stats(generated, deadlock, expand=time.perf_counter() - started)
+
+
+def _first(item: tuple) -> Any:
+    return item[0]
 
 
 def _maybe_fail(size: int, marker: str) -> None:
@@ -232,178 +301,239 @@ def _maybe_fail(size: int, marker: str) -> None:
         raise RuntimeError(f"injected task failure (partition 0, attempt 0, {size} states read)")
 
 
-def _dedup_partition(records: Iterable[tuple[int, Any]]) -> Iterator[tuple[int, tuple]]:
-    """Job 1, reduce side, on visited ∪ candidates of one partition: the new states with their minimal key."""
-    started = time.perf_counter()
-    visited: list[np.ndarray] = []
-    best: dict[int, tuple] = {}
-    stats = _stats()
-    for fp, value in records:
-        if isinstance(value, np.ndarray):
-            visited.append(value)
-        elif value[0] is None:
-            stats = _merge_stats(stats, value)
-        else:
-            old = best.get(fp)
-            if old is None or value[0] < old[0] or (value[0] == old[0] and value[1] < old[1]):
-                best[fp] = value
-    if best:
-        fps = np.fromiter(best.keys(), dtype=np.int64, count=len(best))
-        if visited:
-            seen = np.zeros(fps.size, dtype=bool)
-            for chunk in visited:
-                pos = np.searchsorted(chunk, fps)
-                pos[pos == chunk.size] = 0
-                seen |= chunk[pos] == fps
-            fps = fps[~seen]
-        for fp in fps.tolist():
-            yield fp, best[fp]
-    yield STATS_KEY, _merge_stats(stats, _stats(dedup=time.perf_counter() - started))
-
-
 class _ParentRange:
     """Range partition on the parent's global index: bucket j holds parents in the j-th slice."""
 
     def __init__(self, base: int, size: int, buckets: int) -> None:
         self.base, self.size, self.buckets = base, max(size, 1), buckets
 
-    def bucket(self, parent: int) -> int:
-        return min(self.buckets - 1, (parent - self.base) * self.buckets // self.size)
-
-    def __call__(self, key: tuple[int, int]) -> int:
-        return self.bucket(key[0])
+    def of(self, parents: np.ndarray) -> np.ndarray:
+        return np.minimum(self.buckets - 1, (parents - self.base) * self.buckets // self.size)
 
 
-class _Summarize:
-    """Job 1, the action: per partition the count of new states, the parent histogram, the first
-    violation (order key, fingerprint) of each invariant not yet violated, and the statistics."""
+class _Dedup:
+    """Job 1, reduce side, on visited ∪ candidates of one partition.
+
+    Keeps the smallest key (parent index, successor position) per fingerprint, drops the
+    fingerprints already visited, unpickles only the blocks holding new states, checks the
+    invariants not yet violated on them, and yields one level block whose summary is what job 1
+    returns to the driver: the count, the histogram of parent ranges, the first violation
+    (key, fp) per invariant, the statistics and, when the partition is small, the keys.
+    """
 
     def __init__(self, invariants: list[Any], ranges: _ParentRange, key_limit: int) -> None:
         self.invariants = invariants
         self.ranges = ranges
         self.key_limit = key_limit
 
-    def __call__(self, records: Iterable[tuple[int, tuple]]) -> Iterator[tuple]:
+    def __call__(self, split: int, records: Iterable[tuple[int, Any]]) -> Iterator[tuple[int, tuple]]:
+        return _gc_paused(self._run(split, records))
+
+    def _run(self, split: int, records: Iterable[tuple[int, Any]]) -> Iterator[tuple[int, tuple]]:
         started = time.perf_counter()
-        count = 0
-        histogram = [0] * self.ranges.buckets
-        bucket = self.ranges.bucket
-        first: dict[str, tuple] = {}
+        visited: list[np.ndarray] = []
+        blocks: list[tuple] = []
         stats = _stats()
-        checks = [(inv.name, inv.holds) for inv in self.invariants]
-        keys: list[tuple[int, int, int]] | None = []
-        for fp, value in records:
-            if fp == STATS_KEY:
+        for _key, value in records:
+            if isinstance(value, np.ndarray):
+                visited.append(value)
+            elif value[0] is None:
                 stats = _merge_stats(stats, value)
-                continue
-            parent, pos, state = value
-            count += 1
-            if keys is not None:
-                keys.append((parent, pos, fp))
-                if len(keys) > self.key_limit:
-                    keys = None
-            histogram[bucket(parent)] += 1
-            for name, holds in checks:
+            else:
+                blocks.append(value)
+        states: list[Any] = []
+        if blocks:
+            fps = np.concatenate([b[1] for b in blocks])
+            parents = np.concatenate([b[2] for b in blocks])
+            positions = np.concatenate([b[3] for b in blocks])
+            origin = np.concatenate([np.full(b[1].size, i, np.int32) for i, b in enumerate(blocks)])
+            offset = np.concatenate([np.arange(b[1].size, dtype=np.int64) for b in blocks])
+            order = np.lexsort((positions, parents, fps))  # by fp, then the smallest key first
+            sorted_fps = fps[order]
+            first = np.ones(order.size, dtype=bool)
+            first[1:] = sorted_fps[1:] != sorted_fps[:-1]
+            keep = order[first]
+            for chunk in visited:
+                if not keep.size:
+                    break
+                look = fps[keep]
+                at = np.searchsorted(chunk, look)
+                at[at == chunk.size] = 0
+                keep = keep[chunk[at] != look]
+            fps, parents, positions = fps[keep], parents[keep], positions[keep]
+            loaded: dict[int, list[Any]] = {}
+            for block, index in zip(origin[keep].tolist(), offset[keep].tolist(), strict=True):
+                if block not in loaded:
+                    loaded[block] = pickle.loads(blocks[block][4])
+                states.append(loaded[block][index])
+            del loaded, blocks
+        else:
+            fps = np.zeros(0, np.int64)
+            parents = np.zeros(0, np.int64)
+            positions = np.zeros(0, np.int32)
+        deduped = time.perf_counter()
+        first_violation: dict[str, tuple] = {}
+        for inv in self.invariants:
+            holds = inv.holds
+            best = None
+            for i, state in enumerate(states):
                 if not holds(state):
-                    key = (parent, pos)
-                    old = first.get(name)
-                    if old is None or key < old[0]:
-                        first[name] = (key, fp)
-        stats = _merge_stats(stats, _stats(invariants=time.perf_counter() - started))
-        yield count, histogram, first, stats, keys
+                    key = (int(parents[i]), int(positions[i]))
+                    if best is None or key < best[0]:
+                        best = (key, int(fps[i]))
+            if best is not None:
+                first_violation[inv.name] = best
+        histogram = np.bincount(self.ranges.of(parents), minlength=self.ranges.buckets).tolist()
+        keys = (fps, parents, positions) if fps.size <= self.key_limit else None
+        stats = _merge_stats(stats, _stats(dedup=deduped - started, invariants=time.perf_counter() - deduped))
+        summary = (int(fps.size), histogram, first_violation, stats, keys)
+        yield split, _level_block(fps, parents, positions, states, summary=summary)
 
 
-def _order_key(record: tuple[int, tuple]) -> tuple[tuple[int, int], int]:
-    fp, (parent, pos, _state) = record
-    return (parent, pos), fp
+def _summary_of(record: tuple[int, tuple]) -> tuple:
+    return record[1][6]
 
 
-def _not_stats(record: tuple[int, Any]) -> bool:
-    return record[0] != STATS_KEY
+def _visited_chunk(record: tuple[int, tuple]) -> tuple[int, np.ndarray]:
+    return record[0], record[1][1]
 
 
-def _identity(key: Any) -> Any:
-    return key
+def _merge_chunks(split: int, records: Iterable[tuple[int, np.ndarray]]) -> Iterator[tuple[int, np.ndarray]]:
+    arrays = [value for _key, value in records if value.size]
+    if len(arrays) == 1:
+        yield split, arrays[0]
+    elif arrays:
+        yield split, np.sort(np.concatenate(arrays))
 
 
 class _Attach:
-    """Job 1 of the next level, narrow: a small level's new states get the indices numbered on the driver."""
+    """Small levels: the global indices numbered on the driver, looked up in a broadcast."""
 
     def __init__(self, numbers: Any) -> None:
-        self.numbers = numbers  # a broadcast dict fp -> global index
+        self.numbers = numbers  # broadcast (sorted fps, their global indices)
 
-    def __call__(self, records: Iterable[tuple[int, tuple]]) -> Iterator[tuple[int, tuple]]:
-        numbers = self.numbers.value
-        for fp, value in records:
-            if fp != STATS_KEY:
-                parent, pos, state = value
-                yield fp, (numbers[fp], parent, pos, state)
+    def __call__(self, record: tuple[int, tuple]) -> tuple[int, tuple]:
+        key, block = record
+        fps, indices = self.numbers.value
+        found = indices[np.searchsorted(fps, block[1])]
+        return key, (*block[:5], found, None)
+
+
+class _OrderKeys:
+    """Large levels, step 1: the order keys of a level block, one block per parent range."""
+
+    def __init__(self, ranges: _ParentRange) -> None:
+        self.ranges = ranges
+
+    def __call__(self, record: tuple[int, tuple]) -> Iterator[tuple[int, tuple]]:
+        _key, block = record
+        fps, parents, positions = block[1], block[2], block[3]
+        buckets = self.ranges.of(parents)
+        for bucket in np.unique(buckets).tolist():
+            idx = np.flatnonzero(buckets == bucket)
+            yield bucket, ("k", parents[idx], positions[idx], fps[idx])
 
 
 class _Number:
-    """Job 2: number the sorted keys of one parent range from its offset -> (fp, global index)."""
+    """Large levels, step 2: sort one parent range by key and number it from its offset; send each
+    index back to its fingerprint's partition."""
 
-    def __init__(self, offsets: list[int]) -> None:
+    def __init__(self, offsets: list[int], partitions: int) -> None:
         self.offsets = offsets
+        self.partitions = partitions
 
-    def __call__(self, split: int, records: Iterable[tuple[tuple[int, int], int]]) -> Iterator[tuple[int, int]]:
-        index = self.offsets[split]
-        for _key, fp in records:
-            yield fp, index
-            index += 1
-
-
-def _join_partition(records: Iterable[tuple[int, Any]]) -> Iterator[tuple[int, tuple]]:
-    """Job 2, on new states ∪ (fp, global index) of one partition: (fp, (index, parent, pos, state))."""
-    numbers: dict[int, int] = {}
-    states: list[tuple[int, tuple]] = []
-    for fp, value in records:
-        if isinstance(value, int):
-            numbers[fp] = value
-        elif fp != STATS_KEY:
-            states.append((fp, value))
-    for fp, (parent, pos, state) in states:
-        yield fp, (numbers[fp], parent, pos, state)
+    def __call__(self, split: int, records: Iterable[tuple[int, tuple]]) -> Iterator[tuple[int, tuple]]:
+        blocks = [value for _key, value in records]
+        if not blocks:
+            return
+        parents = np.concatenate([b[1] for b in blocks])
+        positions = np.concatenate([b[2] for b in blocks])
+        fps = np.concatenate([b[3] for b in blocks])
+        order = np.lexsort((positions, parents))
+        fps = fps[order]
+        indices = self.offsets[split] + np.arange(fps.size, dtype=np.int64)
+        for part, idx in _by_partition(fps, self.partitions):
+            yield part, ("g", fps[idx], indices[idx])
 
 
-def _chunk_partition(records: Iterable[tuple[int, Any]]) -> Iterator[tuple[int, np.ndarray]]:
-    """The fingerprints of one partition as one sorted array, keyed by one of them (same partition)."""
-    fps = np.fromiter((record[0] for record in records), dtype=np.int64)
-    if fps.size:
-        fps.sort()
-        yield int(fps[0]), fps
+def _join_numbers(split: int, records: Iterable[tuple[int, tuple]]) -> Iterator[tuple[int, tuple]]:
+    """Large levels, step 3, on level block ∪ indices of one partition: the block with its indices."""
+    level = None
+    numbered: list[tuple] = []
+    for _key, value in records:
+        if value[0] == "l":
+            level = value
+        else:
+            numbered.append(value)
+    if level is None:
+        return
+    if numbered:
+        fps = np.concatenate([b[1] for b in numbered])
+        indices = np.concatenate([b[2] for b in numbered])
+        order = np.argsort(fps)
+        fps, indices = fps[order], indices[order]
+        found = indices[np.searchsorted(fps, level[1])]
+    else:
+        found = np.zeros(0, np.int64)
+    yield split, (*level[:5], found, None)
 
 
-def _merge_chunks(records: Iterable[tuple[int, np.ndarray]]) -> Iterator[tuple[int, np.ndarray]]:
-    arrays = [value for _key, value in records]
-    if len(arrays) == 1:
-        yield int(arrays[0][0]), arrays[0]
-    elif arrays:
-        merged = np.sort(np.concatenate(arrays))
-        yield int(merged[0]), merged
+class _IndexOf:
+    """The global index of one fingerprint, read from its level block."""
+
+    def __init__(self, fp: int) -> None:
+        self.fp = fp
+
+    def __call__(self, records: Iterable[tuple[int, tuple]]) -> Iterator[int]:
+        for _key, block in records:
+            at = int(np.searchsorted(block[1], self.fp))
+            if at < block[1].size and int(block[1][at]) == self.fp:
+                yield int(block[5][at])
 
 
-class _LevelRow:
-    """A level record as a Parquet row: (gidx, fp, parent, pos[, encoded state])."""
+class _LevelRows:
+    """A level block as Parquet rows: (gidx, fp, parent, pos[, encoded state])."""
 
     def __init__(self, codec: Codec | None) -> None:
         self.codec = codec
 
-    def __call__(self, record: tuple[int, tuple]) -> tuple:
-        fp, (index, parent, pos, state) = record
+    def __call__(self, record: tuple[int, tuple]) -> Iterator[tuple]:
+        _key, (_tag, fps, parents, positions, states, indices, _summary) = record
+        columns = (indices.tolist(), fps.tolist(), parents.tolist(), positions.tolist())
         if self.codec is None:
-            return index, fp, parent, pos
-        return index, fp, parent, pos, self.codec.encode(state)
+            yield from zip(*columns, strict=True)
+        else:
+            encode = self.codec.encode
+            yield from zip(*columns, [encode(s) for s in pickle.loads(states)], strict=True)
 
 
 class _DecodeRow:
-    """A Parquet row of a resumable level back to a frontier record."""
+    """A Parquet row of a resumable level back to (fp, (gidx, parent, pos, state))."""
 
     def __init__(self, codec: Codec) -> None:
         self.codec = codec
 
     def __call__(self, row: Any) -> tuple[int, tuple]:
         return row.fp, (row.gidx, row.parent, row.pos, self.codec.decode(bytes(row.state)))
+
+
+def _rows_to_block(split: int, records: Iterable[tuple[int, tuple]]) -> Iterator[tuple[int, tuple]]:
+    """(fp, (gidx, parent, pos, state)) records of one partition as one level block."""
+    rows = list(records)
+    if not rows:
+        return
+    count = len(rows)
+    fps = np.fromiter((r[0] for r in rows), np.int64, count)
+    indices = np.fromiter((r[1][0] for r in rows), np.int64, count)
+    parents = np.fromiter((r[1][1] for r in rows), np.int64, count)
+    positions = np.fromiter((r[1][2] for r in rows), np.int32, count)
+    yield split, _level_block(fps, parents, positions, [r[1][3] for r in rows], indices)
+
+
+def _fps_to_chunk(split: int, records: Iterable[tuple[int, Any]]) -> Iterator[tuple[int, np.ndarray]]:
+    fps = np.fromiter((record[0] for record in records), dtype=np.int64)
+    if fps.size:
+        yield split, np.sort(fps)
 
 
 def _fp_of_row(row: Any) -> tuple[int, None]:
@@ -532,6 +662,7 @@ class _Spark:
     frontier: Any = None  # RDD (fp, (gidx, parent, pos, state)) of the last level
     visited: Any = None  # RDD (fp, sorted int64 array), one record per partition
     retired: list[Any] = field(default_factory=list)  # RDDs to unpersist after the next level
+    broadcasts: list[Any] = field(default_factory=list)
 
 
 class SparkBFS:
@@ -677,10 +808,13 @@ class SparkBFS:
         fps = local.visited.array.tolist()
         spark.visited = (
             sc.parallelize(fps, parts).map(_fp_record).partitionBy(parts, fingerprint_partition)
-            .mapPartitions(_chunk_partition, preservesPartitioning=True).persist(_storage())
+            .mapPartitionsWithIndex(_fps_to_chunk, preservesPartitioning=True).persist(_storage())
         )
         items = list(enumerate(local.frontier, start=local.frontier_base))
-        spark.frontier = sc.parallelize(items, parts).map(_frontier_record).persist(_storage())
+        spark.frontier = (
+            sc.parallelize(items, parts).map(_frontier_record).partitionBy(parts, fingerprint_partition)
+            .mapPartitionsWithIndex(_rows_to_block, preservesPartitioning=True).persist(_storage())
+        )
         st.spark_started = True
         st.local_distinct = len(local.log)
         local.frontier = []
@@ -700,18 +834,18 @@ class SparkBFS:
         frontier_size = st.frontier_size
         resumable = not run_dir.temporary
         ranges = _ParentRange(st.frontier_base, frontier_size, parts)
-        expand = _Expand(self.model, self.symmetry, self.options.check_deadlock,
+        expand = _Expand(self.model, self.symmetry, self.options.check_deadlock, parts,
                          fail_once=self.fail_marker if self.fail_at_depth is not None and int(self.fail_at_depth) == depth
                          else None)
         candidates = spark.frontier.mapPartitions(expand).partitionBy(parts, fingerprint_partition)
+        pending = [inv for inv in self.invariants if inv.name not in st.found]
         new = (
             spark.visited.union(candidates)
-            .mapPartitions(_dedup_partition, preservesPartitioning=True)
+            .mapPartitionsWithIndex(_Dedup(pending, ranges, self.driver_index_limit), preservesPartitioning=True)
             .persist(_storage())
         )
-        # job 1: expand, shuffle, dedup, invariants
-        pending = [inv for inv in self.invariants if inv.name not in st.found]
-        summaries = new.mapPartitions(_Summarize(pending, ranges, self.driver_index_limit)).collect()
+        # job 1: expand, shuffle, dedup, invariants; only the summaries come back
+        summaries = new.map(_summary_of).collect()
         job_expand = time.monotonic() - level_started
         count = sum(s[0] for s in summaries)
         histogram = [sum(column) for column in zip(*(s[1] for s in summaries), strict=True)]
@@ -731,7 +865,7 @@ class SparkBFS:
         timing = LevelTiming(depth, frontier_size, count, 0.0, job_expand=job_expand,
                              expand=stats[3], dedup=stats[4], invariants=stats[5])
         if count == 0:
-            new.unpersist(False)
+            spark.retired.append(new)
             st.frontier_size = 0
             spark.frontier = None
             self._commit(spark, st, levels, run_dir)
@@ -742,34 +876,37 @@ class SparkBFS:
         base = st.distinct
         info = LevelInfo(depth, base, count)
         keys = [summary[4] for summary in summaries]
+        found: dict[str, int] = {}
         if count <= self.driver_index_limit and all(k is not None for k in keys):
             # a small level: number it on the driver (its keys came back with job 1), no shuffle
-            ordered = sorted(key for part in keys for key in part)
-            fps = np.fromiter((key[2] for key in ordered), np.int64, count)
-            info.pointers = (
-                fps,
-                np.fromiter((key[0] for key in ordered), np.int64, count),
-                np.fromiter((key[1] for key in ordered), np.int32, count),
-            )
-            numbers = {fp: base + i for i, fp in enumerate(fps.tolist())}
-            broadcast = spark.sc.broadcast(numbers)
-            level = new.mapPartitions(_Attach(broadcast), preservesPartitioning=True).persist(_storage())
-            found = {name: numbers[fp] for name, (_key, fp) in first.items()}
-            spark.retired.append(new)  # until job 1 of the next level has materialized the level
+            fps = np.concatenate([k[0] for k in keys])
+            parents = np.concatenate([k[1] for k in keys])
+            positions = np.concatenate([k[2] for k in keys])
+            order = np.lexsort((positions, parents))
+            info.pointers = (fps[order], parents[order], positions[order])
+            by_fp = np.argsort(fps)
+            indices = np.empty(count, np.int64)
+            indices[order] = base + np.arange(count, dtype=np.int64)
+            numbers = spark.sc.broadcast((fps[by_fp], indices[by_fp]))
+            spark.broadcasts.append(numbers)
+            level = new.map(_Attach(numbers), preservesPartitioning=True).persist(_storage())
+            lookup = dict(zip(fps.tolist(), indices.tolist(), strict=True))
+            found = {name: lookup[fp] for name, (_key, fp) in first.items()}
         else:
-            # a large level: range shuffle of small (key, fp) records on the parent index, sort, number
+            # a large level: order keys go to parent ranges, are sorted and numbered from per-range
+            # offsets (the histogram of job 1), and the indices come back to the fingerprint partitions
             offsets, running = [], base
             for size in histogram:
                 offsets.append(running)
                 running += size
             numbers = (
-                new.filter(_not_stats).map(_order_key)
-                .repartitionAndSortWithinPartitions(parts, partitionFunc=ranges, keyfunc=_identity)
-                .mapPartitionsWithIndex(_Number(offsets))
-                .partitionBy(parts, fingerprint_partition)
+                new.flatMap(_OrderKeys(ranges)).partitionBy(parts, fingerprint_partition)
+                .mapPartitionsWithIndex(_Number(offsets, parts)).partitionBy(parts, fingerprint_partition)
             )
-            level = new.union(numbers).mapPartitions(_join_partition, preservesPartitioning=True).persist(_storage())
-            found = None
+            level = (
+                new.union(numbers).mapPartitionsWithIndex(_join_numbers, preservesPartitioning=True)
+                .persist(_storage())
+            )
         checkpointing = self.checkpoint_levels > 0 and depth % self.checkpoint_levels == 0
         if checkpointing:
             level.checkpoint()
@@ -777,22 +914,18 @@ class SparkBFS:
             # job 2: the parent pointers (and, for resumable runs, the states) as Parquet
             info.path = run_dir.level_path(depth)
             self._write_level(spark, level, info.path, resumable)
-            if info.pointers is None:
-                new.unpersist(False)
-        if found is None:
-            found = {}
-            for name, (_key, fp) in first.items():
-                (value,) = level.lookup(fp)
-                found[name] = value[0]
+        for name, (_key, fp) in first.items():
+            if name not in found:
+                (found[name],) = spark.sc.runJob(level, _IndexOf(fp), [fp % parts])
         st.found.update(found)
         visited = (
-            spark.visited.union(level.mapPartitions(_chunk_partition, preservesPartitioning=True))
-            .mapPartitions(_merge_chunks, preservesPartitioning=True)
+            spark.visited.union(new.map(_visited_chunk, preservesPartitioning=True))
+            .mapPartitionsWithIndex(_merge_chunks, preservesPartitioning=True)
             .persist(_storage())
         )
         if checkpointing:
             visited.checkpoint()
-        spark.retired.append(spark.visited)
+        spark.retired += [spark.visited, new]  # until job 1 of the next level has materialized their successors
         spark.visited = visited
         spark.frontier = level
         timing.job_index = time.monotonic() - index_started
@@ -818,7 +951,7 @@ class SparkBFS:
         if resumable:
             fields.append(StructField("state", BinaryType(), False))
             codec = Codec(self.model.state_types())
-        frame = spark.session.createDataFrame(level.map(_LevelRow(codec)), StructType(fields), verifySchema=False)
+        frame = spark.session.createDataFrame(level.flatMap(_LevelRows(codec)), StructType(fields), verifySchema=False)
         frame.write.mode("overwrite").parquet(path)
 
     def _commit(self, spark: _Spark, st: _Counters, levels: list[LevelInfo], run_dir: RunDir) -> None:
@@ -908,7 +1041,7 @@ class SparkBFS:
             local_fps = local_fps.union(read)
         spark.visited = (
             local_fps.partitionBy(parts, fingerprint_partition)
-            .mapPartitions(_chunk_partition, preservesPartitioning=True).persist(_storage())
+            .mapPartitionsWithIndex(_fps_to_chunk, preservesPartitioning=True).persist(_storage())
         )
         if st.frontier_size:
             codec = Codec(self.model.state_types())
@@ -917,7 +1050,8 @@ class SparkBFS:
                 raise BadFileError(f"{run_dir.join('run.json')} is inconsistent (its last level has no file)")
             spark.frontier = (
                 spark.session.read.parquet(last.path).rdd.map(_DecodeRow(codec))
-                .partitionBy(parts, fingerprint_partition).persist(_storage())
+                .partitionBy(parts, fingerprint_partition)
+                .mapPartitionsWithIndex(_rows_to_block, preservesPartitioning=True).persist(_storage())
             )
         return spark, st, levels
 
@@ -1041,6 +1175,8 @@ class _Counters:
         self.distinct = len(local.log)
         self.frontier_base = local.frontier_base
         self.frontier_size = len(local.frontier)
+        if not self.spark_started:
+            self.local_distinct = self.distinct
         self.found = local.found
         self.deadlock = local.deadlock
         self.elapsed = local.elapsed

@@ -128,7 +128,7 @@ def test_interrupted_run_resumes_from_the_last_level(spark, tmp_path):
 def test_kafka_protocols_match_the_local_engine(spark, protocol):
     model = build_model("kafka", ["records=1"], protocol)
     options = SearchOptions(invariants=list(for_family(model.family).values()))
-    result = run_spark(model, options, threshold=1000)
+    result = run_spark(model, options, threshold=300)
     assert result.extra["spark"]["levels"][-1]["engine"] == "spark"
     assert summary(result) == summary(check(model, options))
 
