@@ -33,6 +33,8 @@ class TwoPhaseState(NamedTuple):
 class TwoPhase(Model):
     name = "two-phase"
     family = "two-phase"
+    #: resource managers are interchangeable: ``--symmetry`` sorts them (up to RM! fewer states)
+    has_symmetry = True
 
     def __init__(self, rm: int = 3, commit_guard: bool = True) -> None:
         self.rm = rm
@@ -60,6 +62,20 @@ class TwoPhase(Model):
 
     def state_types(self) -> tuple[type, ...]:
         return (TwoPhaseState,)
+
+    def canonical(self, s: TwoPhaseState) -> TwoPhaseState:
+        """Sort the resource managers by (rmState, in tmPrepared, Prepared sent): every RM's whole
+        state is its own three attributes, so the sorted form is an exact canonical form."""
+        per_rm = sorted(zip(s.rm_state, s.tm_prepared, s.msg_prepared, strict=True))
+        rm_state, tm_prepared, msg_prepared = zip(*per_rm, strict=True)
+        return _tuple_new(TwoPhaseState, (rm_state, s.tm_state, tm_prepared, msg_prepared, s.msg_commit, s.msg_abort))
+
+    def permute(self, s: TwoPhaseState, perm: tuple[int, ...]) -> TwoPhaseState:
+        """RM i renamed perm[i] (what ``canonical`` picks the least of; used by the tests)."""
+        from checker.symmetry import reindex
+
+        return s._replace(rm_state=reindex(s.rm_state, perm), tm_prepared=reindex(s.tm_prepared, perm),
+                          msg_prepared=reindex(s.msg_prepared, perm))
 
     def successors(self, s: TwoPhaseState) -> Iterator[tuple[Action, TwoPhaseState]]:
         # The hot path of every check: tuple.__new__ builds the NamedTuple without the Python-level

@@ -111,6 +111,8 @@ def _truncate(b: Broker, offset: int) -> Broker:
 class KafkaModel(Model):
     name = "kafka"
     family = "kafka"
+    #: broker ids are interchangeable: ``--symmetry`` (see spec.kafka.symmetry)
+    has_symmetry = True
 
     def __init__(
         self,
@@ -167,6 +169,11 @@ class KafkaModel(Model):
     # -- the model interface -------------------------------------------------------------------------
     def state_types(self) -> tuple[type, ...]:
         return STATE_TYPES
+
+    def canonical(self, state: KafkaState) -> KafkaState:
+        from spec.kafka.symmetry import canonical
+
+        return canonical(state)
 
     def describe(self) -> dict[str, Any]:
         out = super().describe()

@@ -1,0 +1,62 @@
+"""Symmetry over broker ids for the Kafka model (``kmc check kafka --symmetry``).
+
+Brokers are interchangeable: no action or invariant treats one broker id differently from
+another (broker 0 leads initially, but the transition relation and the properties commute with
+renaming). A broker id occurs in a broker's ``leader``, ``isr`` and ``remote`` (indexed by id),
+in the controller's ``leader`` and ``isr``, and in every message's ``src``/``dst`` (and a
+LeaderAndIsr's ``leader`` and ``isr``); records, epochs, offsets and the committed ghost carry
+none. ``permute`` renames all of them and re-sorts the network; ``canonical`` is the least
+renaming (``checker.symmetry.canonicalize``), with brokers first sorted by what they hold apart
+from ids (log, HW, epoch cache, epoch, fetcher state, liveness, incarnation, whether they lead).
+
+The id-bearing fields are found by name (``ID_FIELDS``, ``SET_FIELDS``, ``INDEXED_FIELDS``), so new
+message types and broker fields are renamed without changes here as long as they follow these
+names; the tests check that the model's successor relation commutes with ``permute``, which
+catches an id hidden in a field of another name.
+"""
+
+from __future__ import annotations
+
+from checker.symmetry import Perm, canonicalize, reindex, rename
+from spec.kafka.state import KafkaState
+
+#: field names that hold a broker id (-1: none), a sorted tuple of broker ids, or a tuple indexed by
+#: broker id, in any state, broker, controller or message NamedTuple; every other field is id-free
+ID_FIELDS = frozenset({"leader", "src", "dst"})
+SET_FIELDS = frozenset({"isr"})
+INDEXED_FIELDS = frozenset({"remote", "registered"})
+_ID_BEARING = ID_FIELDS | SET_FIELDS | INDEXED_FIELDS
+
+
+def _rename_fields(value: tuple, perm: Perm) -> tuple:
+    changes = {}
+    for name in value._fields:
+        if name in ID_FIELDS:
+            old = getattr(value, name)
+            if old >= 0:
+                changes[name] = perm[old]
+        elif name in SET_FIELDS:
+            changes[name] = rename(getattr(value, name), perm)
+        elif name in INDEXED_FIELDS:
+            changes[name] = reindex(getattr(value, name), perm)
+    return value._replace(**changes) if changes else value
+
+
+def permute(s: KafkaState, perm: Perm) -> KafkaState:
+    """Broker i renamed perm[i] everywhere (brokers reordered, ids renamed, the network re-sorted)."""
+    brokers = [None] * len(s.brokers)
+    for i, b in enumerate(s.brokers):
+        brokers[perm[i]] = _rename_fields(b, perm)
+    network = tuple(sorted(_rename_fields(m, perm) for m in s.network))
+    return s._replace(brokers=tuple(brokers), controller=_rename_fields(s.controller, perm), network=network)
+
+
+def signature(s: KafkaState, i: int) -> tuple:
+    """Broker i without its ids: what a renaming carries along with it."""
+    b = s.brokers[i]
+    own = tuple(value for name, value in zip(b._fields, b, strict=True) if name not in _ID_BEARING)
+    return own + (b.leader == i, s.controller.leader == i, len(getattr(b, "isr", ())))
+
+
+def canonical(s: KafkaState) -> KafkaState:
+    return canonicalize(s, len(s.brokers), permute, signature)

@@ -1,0 +1,138 @@
+"""Symmetry reduction: canonical forms are exact (every renaming of a state has the same one), the
+verdicts and shortest counterexample lengths are those of the unreduced search, and the traces
+found under symmetry are real behaviours of the model."""
+
+import random
+from itertools import permutations
+
+import pytest
+
+from checker import bfs, parallel
+from checker.result import Verdict
+from checker.search import SearchOptions
+from checker.symmetry import candidate_permutations, canonical_brute_force
+from invariants.registry import for_family
+from spec.kafka import symmetry as kafka_symmetry
+from spec.registry import build_model
+from spec.two_phase import TwoPhase
+
+TWO_PHASE = list(for_family("two-phase").values())
+KAFKA = list(for_family("kafka").values())
+
+
+def _reachable(model, limit):
+    options = SearchOptions(max_states=limit)
+    engine = bfs.LocalBFS(model, options)
+    seen = []
+    original = engine._check_invariants
+
+    def collect(st, states, base):
+        seen.extend(states)
+        return original(st, states, base)
+
+    engine._check_invariants = collect
+    engine.run()
+    return seen
+
+
+def test_candidate_permutations():
+    assert list(candidate_permutations([3, 1, 2])) == [(2, 0, 1)]
+    assert len(list(candidate_permutations([1, 1, 1]))) == 6
+    assert len(list(candidate_permutations([0, 1, 1, 0]))) == 4
+
+
+def test_two_phase_canonical_is_exact():
+    model = TwoPhase(4)
+    rng = random.Random(7)
+    for state in rng.sample(_reachable(model, 2000), 200):
+        canon = model.canonical(state)
+        assert canon == canonical_brute_force(state, 4, model.permute)
+        for perm in permutations(range(4)):
+            assert model.canonical(model.permute(state, perm)) == canon
+
+
+@pytest.mark.parametrize("brokers", [2, 3])
+def test_kafka_canonical_is_exact(brokers):
+    model = build_model("kafka", [f"brokers={brokers}", "records=1", "epochs=2"], "kip-101")
+    rng = random.Random(brokers)
+    states = _reachable(model, 3000)
+    for state in rng.sample(states, 150):
+        canon = model.canonical(state)
+        orbit = {kafka_symmetry.permute(state, perm) for perm in permutations(range(brokers))}
+        assert canon in orbit  # a renaming of the state ...
+        for image in orbit:  # ... and the same one for every renaming
+            assert model.canonical(image) == canon
+
+
+@pytest.mark.parametrize("brokers", [2, 3])
+def test_kafka_transitions_commute_with_renaming(brokers):
+    """The symmetry is real: the successors of a renamed state are the renamed successors (this
+    also catches a broker id kept in a field that ``spec.kafka.symmetry`` does not rename)."""
+    model = build_model("kafka", [f"brokers={brokers}", "records=1", "epochs=2"], "kip-279")
+    rng = random.Random(brokers + 10)
+    for state in rng.sample(_reachable(model, 3000), 100):
+        successors = {succ for _, succ in model.successors(state)}
+        for perm in permutations(range(brokers)):
+            image = kafka_symmetry.permute(state, perm)
+            assert {succ for _, succ in model.successors(image)} == {kafka_symmetry.permute(t, perm) for t in successors}
+
+
+@pytest.mark.parametrize("rm", [3, 5])
+def test_two_phase_reduction(rm):
+    full = bfs.check(TwoPhase(rm), SearchOptions(invariants=TWO_PHASE))
+    reduced = bfs.check(TwoPhase(rm), SearchOptions(invariants=TWO_PHASE, symmetry=True))
+    assert reduced.verdict is full.verdict is Verdict.HOLDS
+    assert reduced.depth == full.depth
+    assert full.distinct_states > 2 * reduced.distinct_states
+    assert parallel.check(TwoPhase(rm), SearchOptions(invariants=TWO_PHASE, symmetry=True), 2).distinct_states == (
+        reduced.distinct_states)
+
+
+def _check_real_trace(model, violation):
+    state = violation.trace.initial
+    for step in violation.trace.steps:
+        assert (step.action, step.state) in list(model.successors(state))
+        state = step.state
+    inv = {i.name: i for i in TWO_PHASE + KAFKA}[violation.invariant]
+    assert not inv.holds(state)
+
+
+def test_two_phase_seeded_bug_under_symmetry():
+    model = TwoPhase(4, commit_guard=False)
+    full = bfs.check(model, SearchOptions(invariants=TWO_PHASE))
+    reduced = bfs.check(model, SearchOptions(invariants=TWO_PHASE, symmetry=True))
+    assert reduced.verdict is Verdict.VIOLATED
+    assert [v.length for v in reduced.violations] == [v.length for v in full.violations] == [3]
+    _check_real_trace(model, reduced.violations[0])
+
+
+def _kafka(protocol, **bounds):
+    """The Kafka model with these bounds and any newer optional bound at its minimum (off)."""
+    from spec.registry import get_model_info
+
+    core = {"brokers", "records", "epochs", "crashes", "inflight"}
+    values = {c.name: max(0, c.minimum or 0) for c in get_model_info("kafka").constants if c.name not in core}
+    values.update(bounds)
+    return build_model("kafka", [f"{k}={v}" for k, v in values.items()], protocol)
+
+
+SMALL_KAFKA = [
+    {"brokers": 2, "records": 1, "epochs": 2, "crashes": 1},  # violations in the older protocols
+    {"brokers": 3, "records": 1, "epochs": 1, "crashes": 0, "inflight": 1},  # three brokers: a real reduction
+]
+
+
+@pytest.mark.parametrize("bounds", SMALL_KAFKA, ids=["2-brokers", "3-brokers"])
+@pytest.mark.parametrize("protocol", ["hw-truncation", "kip-101", "kip-279", "truncate-on-fetch"])
+def test_kafka_same_verdicts_under_symmetry(protocol, bounds):
+    model = _kafka(protocol, **bounds)
+    safety = [inv for inv in KAFKA if inv.holds is not None and inv.kind == "safety"]
+    full = bfs.check(model, SearchOptions(invariants=safety, stop_at_first=False))
+    reduced = bfs.check(model, SearchOptions(invariants=safety, stop_at_first=False, symmetry=True))
+    assert reduced.verdict is full.verdict
+    assert {v.invariant: v.length for v in reduced.violations} == {v.invariant: v.length for v in full.violations}
+    assert reduced.distinct_states <= full.distinct_states
+    if bounds["brokers"] == 3:
+        assert reduced.distinct_states * 1.5 < full.distinct_states
+    for violation in reduced.violations:
+        _check_real_trace(model, violation)
