@@ -87,6 +87,25 @@ def rss_mb() -> float:
         return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
 
 
+MEMORY_BUDGET = "memory budget"
+DEFAULT_CHECKPOINT_DIR = "kmc-checkpoints"
+
+
+def budget_checkpoint_path(reason: str | None, model: Model, options: SearchOptions) -> str | None:
+    """Where a run that stops on a budget saves its checkpoint: ``--checkpoint`` if given; when the
+    memory budget runs out without one, ``kmc-checkpoints/<model>.ckpt`` (a run too big for this
+    machine should not lose its work); otherwise nowhere."""
+    if not reason:
+        return None
+    if options.checkpoint_path:
+        return options.checkpoint_path
+    if reason.startswith(MEMORY_BUDGET):
+        os.makedirs(DEFAULT_CHECKPOINT_DIR, exist_ok=True)
+        name = "".join(c if c.isalnum() or c in "-_." else "-" for c in model.name)
+        return os.path.join(DEFAULT_CHECKPOINT_DIR, f"{name}.ckpt")
+    return None
+
+
 def default_memory_budget_mb() -> float:
     """80% of physical memory: run out of budget (undetermined) before the OOM killer acts."""
     try:
@@ -152,10 +171,11 @@ class LocalBFS:
                 st.elapsed = time.monotonic() - self._started
                 ckpt.save(opts.checkpoint_path, self.model, opts, st)
             raise
-        if reason and opts.checkpoint_path and st.frontier:
+        path = budget_checkpoint_path(reason, self.model, opts)
+        if path and st.frontier:
             st.elapsed = time.monotonic() - self._started
-            ckpt.save(opts.checkpoint_path, self.model, opts, st)
-            checkpoint_file = opts.checkpoint_path
+            ckpt.save(path, self.model, opts, st)
+            checkpoint_file = path
         elapsed = time.monotonic() - self._started
         self._report(st, elapsed, force=True)
         return self._result(st, elapsed, reason, checkpoint_file)
@@ -281,7 +301,7 @@ class LocalBFS:
         if now - getattr(self, "_last_rss", 0.0) >= _RSS_EVERY:
             self._last_rss = now
             if rss_mb() > self.memory_budget:
-                    raise BudgetExceeded(f"memory budget of {self.memory_budget:.0f} MB ran out at depth {st.depth}")
+                    raise BudgetExceeded(f"{MEMORY_BUDGET} of {self.memory_budget:.0f} MB ran out at depth {st.depth}")
         if self.options.progress and now - getattr(self, "_last_report", 0.0) >= self.options.progress_every:
             self._last_report = now
             self.options.progress(Progress(st.depth + 1, generated, len(st.log) + pending, len(st.frontier), elapsed))

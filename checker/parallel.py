@@ -38,9 +38,11 @@ import numpy as np
 
 from checker import checkpoint as ckpt
 from checker.bfs import (
+    MEMORY_BUDGET,
     BudgetExceeded,
     LocalBFS,
     SearchState,
+    budget_checkpoint_path,
     first_false,
 )
 from checker.result import CheckResult
@@ -82,7 +84,7 @@ class _WorkerBFS(LocalBFS):
         if now - self._last_rss >= 0.2:
             self._last_rss = now
             if _rss_mb_of(self.pids) > self.memory_budget:
-                raise BudgetExceeded(f"memory budget of {self.memory_budget:.0f} MB ran out at depth {st.depth}")
+                raise BudgetExceeded(f"{MEMORY_BUDGET} of {self.memory_budget:.0f} MB ran out at depth {st.depth}")
 
 
 def _worker_main(conn: Any, model: Model, options: SearchOptions, part: list[Any], visited: np.ndarray,
@@ -247,7 +249,7 @@ class ParallelBFS(LocalBFS):
                 st.elapsed = time.monotonic() - self._started
                 self._report(st, st.elapsed)
                 if _rss_mb_of(self._pids) > self.memory_budget:
-                    raise BudgetExceeded(f"memory budget of {self.memory_budget:.0f} MB ran out at depth {st.depth}")
+                    raise BudgetExceeded(f"{MEMORY_BUDGET} of {self.memory_budget:.0f} MB ran out at depth {st.depth}")
                 if opts.checkpoint_path and time.monotonic() - last_checkpoint >= opts.checkpoint_every:
                     self._save(st)
                     last_checkpoint = time.monotonic()
@@ -257,9 +259,10 @@ class ParallelBFS(LocalBFS):
             if opts.checkpoint_path:
                 self._save(st)
             raise
-        if reason and opts.checkpoint_path and self._queue():
-            self._save(st)
-            checkpoint_file = opts.checkpoint_path
+        path = budget_checkpoint_path(reason, self.model, opts)
+        if path and self._queue():
+            self._save(st, path)
+            checkpoint_file = path
         elapsed = time.monotonic() - self._started
         st.frontier = []
         result = self._result(st, elapsed, reason, checkpoint_file)
@@ -422,7 +425,7 @@ class ParallelBFS(LocalBFS):
             prefix = sum(self._sizes[: w + 1])
 
     # -- checkpoints ---------------------------------------------------------------------------------
-    def _save(self, st: SearchState) -> None:
+    def _save(self, st: SearchState, path: str | None = None) -> None:
         """Gather the frontier parts (in order) and the visited set (the log's fingerprints)."""
         parts = self._call_all([("dump",)] * self.workers)
         st.frontier = [state for _, states in parts for state in states]
@@ -430,7 +433,7 @@ class ParallelBFS(LocalBFS):
         st.visited = FingerprintSet(np.sort(fps))
         st.elapsed = time.monotonic() - self._started
         try:
-            ckpt.save(self.options.checkpoint_path, self.model, self.options, st)
+            ckpt.save(path or self.options.checkpoint_path, self.model, self.options, st)
         finally:
             st.frontier = []
             st.visited = FingerprintSet()

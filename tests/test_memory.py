@@ -1,0 +1,59 @@
+"""Memory: the visited set and parent pointers take 24 bytes a distinct state, and a run that
+outgrows its memory budget stops as undetermined with a checkpoint (never an out-of-memory kill),
+from which it resumes to the full counts."""
+
+import os
+
+import pytest
+
+from checker import bfs, parallel
+from checker.cli import main
+from checker.result import Verdict
+from checker.search import SearchOptions
+from invariants.registry import for_family
+from spec.two_phase import TwoPhase
+
+INVARIANTS = list(for_family("two-phase").values())
+
+
+def test_visited_and_parents_take_24_bytes_a_state():
+    engine = bfs.LocalBFS(TwoPhase(5), SearchOptions())
+    seen = {}
+    original = engine._result
+
+    def capture(st, *args):
+        seen["bytes"] = st.visited.array.nbytes + st.log.nbytes()
+        return original(st, *args)
+
+    engine._result = capture
+    result = engine.run()
+    assert seen["bytes"] == 24 * result.distinct_states
+
+
+@pytest.mark.parametrize("engine", ["bfs", "parallel"])
+def test_tiny_memory_budget_gives_undetermined_and_a_checkpoint(tmp_path, monkeypatch, engine):
+    monkeypatch.chdir(tmp_path)
+    options = SearchOptions(invariants=INVARIANTS, max_memory_mb=1)
+    if engine == "bfs":
+        result = bfs.check(TwoPhase(6), options)
+    else:
+        result = parallel.check(TwoPhase(6), options, 2)
+    assert result.verdict is Verdict.UNDETERMINED
+    assert "memory budget" in result.reason
+    # no --checkpoint given: the default place, so that the work done is not lost
+    assert result.checkpoint_file == os.path.join("kmc-checkpoints", "two-phase.ckpt")
+    assert (tmp_path / result.checkpoint_file).stat().st_size > 0
+    resumed = bfs.check(TwoPhase(6), SearchOptions(invariants=INVARIANTS, resume_from=result.checkpoint_file))
+    full = bfs.check(TwoPhase(6), SearchOptions(invariants=INVARIANTS))
+    assert resumed.verdict is Verdict.HOLDS
+    assert (resumed.distinct_states, resumed.states_generated, resumed.depth) == (
+        full.distinct_states, full.states_generated, full.depth)
+
+
+def test_memory_budget_uses_the_checkpoint_option(tmp_path, capsys):
+    path = tmp_path / "big.ckpt"
+    code = main(["check", "two-phase", "--const", "RM=6", "--max-memory", "1", "--checkpoint", str(path), "--quiet"])
+    assert code == 20
+    assert path.stat().st_size > 0
+    out = capsys.readouterr().out
+    assert "memory budget" in out and "not a pass" in out
