@@ -23,7 +23,7 @@ PINNED = {
     "hw-truncation": {SMALL_A: (3893, 12158, 24), SMALL_B: (4430, 13403, 24)},
     "kip-101": {SMALL_A: (5599, 17191, 30), SMALL_B: (5737, 16997, 27)},
     "kip-279": {SMALL_A: (5599, 17191, 30), SMALL_B: (5752, 17034, 27)},
-    "truncate-on-fetch": {SMALL_A: (3805, 11844, 23), SMALL_B: (4323, 12800, 24)},
+    "truncate-on-fetch": {SMALL_A: (3890, 12044, 23), SMALL_B: (4368, 12890, 24)},
 }
 
 
@@ -55,7 +55,7 @@ def test_default_bounds_truncate_on_fetch_holds() -> None:
     inv = for_family("kafka")["log-matching"]
     result = check(build_model("kafka", [], protocol="truncate-on-fetch"), SearchOptions(invariants=[inv]))
     assert result.verdict.value == "holds"
-    assert (result.distinct_states, result.depth) == (104487, 31)
+    assert (result.distinct_states, result.depth) == (107755, 31)
 
 
 def test_default_bounds_kip101_shortest_counterexample() -> None:
@@ -70,7 +70,7 @@ def test_default_bounds_kip101_shortest_counterexample() -> None:
 def test_matrix_cells() -> None:
     cells = run_matrix("kafka", constants=["records=1", "epochs=1"], invariants=["log-matching", "committed-durable"])
     assert [(c.protocol, c.invariant) for c in cells] == [
-        (p, i) for p in ("hw-truncation", "kip-101", "kip-279", "truncate-on-fetch")
+        (p, i) for p in ("hw-truncation", "kip-101", "kip-279", "kip-320", "kip-380", "truncate-on-fetch")
         for i in ("log-matching", "committed-durable")
     ]
     by_key = {(c.protocol, c.invariant): c for c in cells}

@@ -93,7 +93,8 @@ from spec.registry import Constant, ModelInfo, register
 
 __all__ = ["KafkaModel", "build", "INFO"]
 
-add_family("kafka", "invariants.kafka_log_matching", "invariants.kafka_durability", "invariants.kafka_sanity")
+add_family("kafka", "invariants.kafka_log_matching", "invariants.kafka_durability", "invariants.kafka_sanity",
+           "invariants.kafka_control")
 
 
 def build(constants: dict[str, Any], protocol: str = DEFAULT_PROTOCOL, features: dict[str, bool] | None = None):
@@ -103,6 +104,9 @@ def build(constants: dict[str, Any], protocol: str = DEFAULT_PROTOCOL, features:
         epochs=constants.get("epochs", DEFAULTS["epochs"]),
         crashes=constants.get("crashes", DEFAULTS["crashes"]),
         inflight=constants.get("inflight", DEFAULTS["inflight"]),
+        bumps=constants.get("bumps", DEFAULTS["bumps"]),
+        shutdowns=constants.get("shutdowns", DEFAULTS["shutdowns"]),
+        bounces=constants.get("bounces", DEFAULTS["bounces"]),
         protocol=protocol,
         features=resolve(protocol, features),
     )
@@ -120,6 +124,11 @@ INFO = register(
             Constant("crashes", DEFAULTS["crashes"], "broker crashes, at most", int, minimum=0, maximum=8),
             Constant("inflight", DEFAULTS["inflight"], "broker requests and responses in flight, at most (0: no bound)",
                      int, minimum=0, maximum=16),
+            Constant("bumps", DEFAULTS["bumps"], "leader epoch bumps with an unchanged leader (reassignment), at most", int,
+                     minimum=0, maximum=8),
+            Constant("shutdowns", DEFAULTS["shutdowns"], "ControlledShutdown requests, at most", int, minimum=0, maximum=8),
+            Constant("bounces", DEFAULTS["bounces"], "bounces the controller does not see at once, at most", int,
+                     minimum=0, maximum=8),
         ),
         build=build,
         protocols={name: text for name, (text, _) in PROTOCOLS.items()},

@@ -59,6 +59,9 @@ from spec.kafka.log import (
 )
 from spec.kafka.protocols import DEFAULT_PROTOCOL, Features, resolve
 from spec.kafka.state import (
+    CONTROL_KINDS,
+    CONTROLLED_SHUTDOWN,
+    DATA_KINDS,
     FENCED_LEADER_EPOCH,
     FETCH,
     FETCH_RESPONSE,
@@ -71,9 +74,11 @@ from spec.kafka.state import (
     OFFSETS_FOR_LEADER_EPOCH,
     OFFSETS_FOR_LEADER_EPOCH_RESPONSE,
     STATE_TYPES,
+    STOP_REPLICA,
     TRUNCATING,
     UNKNOWN_LEADER_EPOCH,
     Broker,
+    ControlledShutdown,
     Controller,
     FetchRequest,
     FetchResponse,
@@ -81,11 +86,12 @@ from spec.kafka.state import (
     LeaderAndIsr,
     OffsetsRequest,
     OffsetsResponse,
+    StopReplica,
 )
 from spec.model import Action, Model
 
 #: default bounds (see spec.kafka.__init__ for why they are large enough)
-DEFAULTS = {"brokers": 2, "records": 2, "epochs": 2, "crashes": 1, "inflight": 0}
+DEFAULTS = {"brokers": 2, "records": 2, "epochs": 2, "crashes": 1, "inflight": 0, "bumps": 0, "shutdowns": 0, "bounces": 0}
 
 
 def _set(brokers: tuple[Broker, ...], i: int, broker: Broker) -> tuple[Broker, ...]:
@@ -121,6 +127,9 @@ class KafkaModel(Model):
         epochs: int = 2,
         crashes: int = 1,
         inflight: int = 0,
+        bumps: int = 0,
+        shutdowns: int = 0,
+        bounces: int = 0,
         protocol: str = DEFAULT_PROTOCOL,
         features: Features | None = None,
     ) -> None:
@@ -129,10 +138,13 @@ class KafkaModel(Model):
         self.max_epoch = epochs
         self.max_crashes = crashes
         self.max_inflight = inflight
+        self.max_bumps = bumps
+        self.max_shutdowns = shutdowns
+        self.max_bounces = bounces
         self.protocol = protocol
         self.features = features if features is not None else resolve(protocol)
         self.constants = {"brokers": brokers, "records": records, "epochs": epochs, "crashes": crashes,
-                          "inflight": inflight}
+                          "inflight": inflight, "bumps": bumps, "shutdowns": shutdowns, "bounces": bounces}
         f = self.features
         self._fencing = f.leader_epoch_fencing
         self._send_epoch = f.leader_epoch_fencing or f.stale_response_guard
@@ -140,6 +152,9 @@ class KafkaModel(Model):
         self._kip279 = f.epoch_in_response
         self._on_fetch = f.truncate_on_fetch
         self._hw_truncation = f.truncation == "hw-truncation"
+        self._fenced_removes = f.leader_epoch_fencing and f.fenced_removes_partition
+        self._fix_7786 = f.kafka_7786_fix and f.leader_epoch_fencing  # without fencing a request carries no epoch
+        self._reject_stale = f.reject_stale_broker_epoch
         ids = range(brokers)
         a = Action
         self._elect = [a("ElectLeader", (("leader", b),)) for b in ids]
@@ -150,6 +165,11 @@ class KafkaModel(Model):
         self._trunc_hw = [a("TruncateToHighWatermark", (("follower", b),)) for b in ids]
         self._crash = [a("Crash", (("broker", b),)) for b in ids]
         self._restart = [a("Restart", (("broker", b),)) for b in ids]
+        self._bump = [a("BumpLeaderEpoch", (("leader", b),)) for b in ids]
+        self._shutdown = [a("ControlledShutdown", (("broker", b),)) for b in ids]
+        self._bounce = [a("Bounce", (("broker", b),)) for b in ids]
+        self._broker_change = [a("ProcessBrokerChange", (("broker", b),)) for b in ids]
+        self._deliver_stop = [a("DeliverStopReplica", (("broker", b),)) for b in ids]
         self._lossy = [[a("CrashLosingTail", (("broker", b), ("keep", k))) for k in range(records + 1)] for b in ids]
 
         def table(name: str, first: str, second: str) -> list[list[Action]]:
@@ -163,6 +183,7 @@ class KafkaModel(Model):
         self._receive_offsets = table("ReceiveOffsetsForLeaderEpoch", "follower", "leader")
         self._shrink = table("ShrinkIsr", "leader", "follower")
         self._expand = table("ExpandIsr", "leader", "follower")
+        self._process_shutdown = table("ProcessControlledShutdown", "broker", "leader")
         self._deliver = [[a("DeliverLeaderAndIsr", (("broker", b), ("epoch", e))) for e in range(epochs + 1)]
                          for b in ids]
 
@@ -186,10 +207,10 @@ class KafkaModel(Model):
         n = self.n
         isr = tuple(range(n))
         leader_cache = ((0, 0),) if self.features.epoch_on_become_leader else ()
-        brokers = [Broker(True, (), 0, leader_cache, 0, 0, isr, NO_FETCHER, (-1,) * n, 0)]
+        brokers = [Broker(True, (), 0, leader_cache, 0, 0, isr, NO_FETCHER, (-1,) * n, 0, False, 0, False)]
         for _ in range(1, n):
-            brokers.append(Broker(True, (), 0, (), 0, 0, isr, FETCHING, (), 0))
-        return [KafkaState(tuple(brokers), Controller(0, 0, isr), (), 0, 0, ())]
+            brokers.append(Broker(True, (), 0, (), 0, 0, isr, FETCHING, (), 0, False, 0, False))
+        return [KafkaState(tuple(brokers), Controller(0, 0, isr, (0,) * n), (), 0, 0, 0, 0, 0, ())]
 
     def successors(self, s: KafkaState) -> Iterator[tuple[Action, KafkaState]]:
         yield from self._controller_actions(s)
@@ -200,26 +221,93 @@ class KafkaModel(Model):
     # -- controller ------------------------------------------------------------------------------------
     def _controller_actions(self, s: KafkaState) -> Iterator[tuple[Action, KafkaState]]:
         brokers, ctrl = s.brokers, s.controller
-        if ctrl.epoch >= self.max_epoch:
-            return
-        leader_alive = ctrl.leader >= 0 and brokers[ctrl.leader].alive
-        live_isr = tuple(r for r in ctrl.isr if brokers[r].alive)
-        if not leader_alive:
-            for b in live_isr:
-                yield self._elect[b], self._elect_state(s, b, live_isr)
-            if self.features.unclean and not live_isr:
-                for b in range(self.n):
-                    if brokers[b].alive:
-                        yield self._unclean[b], self._elect_state(s, b, (b,))
-        else:
-            for b in live_isr:
-                if b != ctrl.leader:
-                    yield self._preferred[b], self._elect_state(s, b, ctrl.isr)
+        if ctrl.epoch < self.max_epoch:
+            leader_alive = ctrl.leader >= 0 and brokers[ctrl.leader].alive
+            live_isr = tuple(r for r in ctrl.isr if brokers[r].alive)
+            if not leader_alive:
+                for b in live_isr:
+                    yield self._elect[b], self._elect_state(s, b, live_isr)
+                if self.features.unclean and not live_isr:
+                    for b in range(self.n):
+                        if brokers[b].alive:
+                            yield self._unclean[b], self._elect_state(s, b, (b,))
+            else:
+                for b in live_isr:
+                    if b != ctrl.leader:
+                        yield self._preferred[b], self._elect_state(s, b, ctrl.isr)
+                if s.bumps < self.max_bumps:
+                    # reassignment, or an ISR change by the controller: a new epoch, the same leader
+                    bumped = self._elect_state(s, ctrl.leader, ctrl.isr)
+                    yield self._bump[ctrl.leader], bumped._replace(bumps=s.bumps + 1)
+        for b in range(self.n):
+            if brokers[b].alive and ctrl.registered[b] != brokers[b].broker_epoch:
+                yield self._broker_change[b], self._broker_change_state(s, b)
 
-    def _elect_state(self, s: KafkaState, leader: int, isr: tuple[int, ...]) -> KafkaState:
+    def _leader_and_isr(self, s: KafkaState, r: int, epoch: int, leader: int, isr: tuple[int, ...]) -> LeaderAndIsr:
+        """A LeaderAndIsr to ``r``, stamped with r's broker epoch as the controller knows it and (ghost)
+        the incarnation of r that is up when it is sent."""
+        return LeaderAndIsr(LEADER_AND_ISR, r, epoch, leader, isr, s.controller.registered[r], s.brokers[r].incarnation)
+
+    def _elect_state(self, s: KafkaState, leader: int, isr: tuple[int, ...], skip: int = -1) -> KafkaState:
         epoch = s.controller.epoch + 1
-        sent = tuple(LeaderAndIsr(LEADER_AND_ISR, r, epoch, leader, isr) for r in range(self.n) if s.brokers[r].alive)
-        return s._replace(controller=Controller(leader, epoch, isr), network=_add(s.network, *sent))
+        sent = tuple(self._leader_and_isr(s, r, epoch, leader, isr) for r in range(self.n)
+                     if s.brokers[r].alive and r != skip)
+        ctrl = s.controller._replace(leader=leader, epoch=epoch, isr=isr)
+        return s._replace(controller=ctrl, network=_add(s.network, *sent))
+
+    def _broker_change_state(self, s: KafkaState, i: int) -> KafkaState:
+        """The controller processes the broker change of a broker that re-registered (bounced) while it
+        was not looking. Without KIP-380 it sees the broker in the old list and in the new one: nothing
+        to do. With KIP-380 its higher broker epoch shows the bounce: failure handling (the queued
+        control requests to it are dropped; as its leader, the partition gets a new epoch), then
+        start-up handling (it is sent the current LeaderAndIsr)."""
+        b = s.brokers[i]
+        ctrl = s.controller
+        registered = ctrl.registered[:i] + (b.broker_epoch,) + ctrl.registered[i + 1 :]
+        s = s._replace(controller=ctrl._replace(registered=registered))
+        if not self.features.detect_bounced_broker:
+            return s
+        network = tuple(m for m in s.network if not (m.kind in CONTROL_KINDS and m.dst == i))
+        s = s._replace(network=network)
+        if ctrl.leader == i and ctrl.epoch < self.max_epoch:
+            return self._elect_state(s, i, ctrl.isr)
+        return s._replace(network=_add(network, self._leader_and_isr(s, i, ctrl.epoch, ctrl.leader, ctrl.isr)))
+
+    def _controlled_shutdowns(self, s: KafkaState, m: ControlledShutdown) -> Iterator[tuple[Action, KafkaState]]:
+        """The controller handles a ControlledShutdown: leadership moves to another live ISR member, the
+        broker leaves the ISR (a new epoch either way) and is sent a StopReplica. The request is
+        rejected if the broker is down, or (KIP-380) comes from an older generation than the one
+        the controller has registered."""
+        i = m.src
+        ctrl = s.controller
+        brokers = s.brokers
+        rest = s._replace(network=_remove(s.network, m))
+        act = self._process_shutdown[i]
+        if not brokers[i].alive or (self.features.reject_stale_shutdown and m.broker_epoch < ctrl.registered[i]):
+            yield act[ctrl.leader], rest
+            return
+        isr = tuple(r for r in ctrl.isr if r != i)
+        if ctrl.leader == i:
+            others = [r for r in isr if brokers[r].alive]
+            if not others:  # nowhere to move leadership: Kafka answers "partitions remaining"
+                yield act[i], rest
+                return
+            if ctrl.epoch >= self.max_epoch:
+                return
+            for leader in others:
+                moved = self._elect_state(rest, leader, isr, skip=i)
+                yield act[leader], self._send_stop(moved, i, m.incarnation)
+        elif i in ctrl.isr:
+            if ctrl.epoch >= self.max_epoch:
+                return
+            shrunk = self._elect_state(rest, ctrl.leader, isr, skip=i)
+            yield act[ctrl.leader], self._send_stop(shrunk, i, m.incarnation)
+        else:
+            yield act[ctrl.leader], self._send_stop(rest, i, m.incarnation)
+
+    def _send_stop(self, s: KafkaState, i: int, meant: int) -> KafkaState:
+        msg = StopReplica(STOP_REPLICA, i, s.controller.epoch, s.controller.registered[i], meant)
+        return s._replace(network=_add(s.network, msg))
 
     # -- one broker's own actions -------------------------------------------------------------------
     def _broker_actions(self, s: KafkaState, i: int) -> Iterator[tuple[Action, KafkaState]]:
@@ -232,14 +320,22 @@ class KafkaModel(Model):
             yield from self._leader_actions(s, i, b)
         elif b.leader >= 0 and brokers[b.leader].alive:
             yield from self._follower_actions(s, i, b)
-        if b.fetch == TRUNCATING and not b.cache and b.leader != i:
+        if b.fetch == TRUNCATING and not b.cache and b.leader != i and not _busy(s.network, i, b.leader):
+            # the fetcher thread first handles the answer it waits for (it is one thread per leader)
             nb = _truncate(b, b.hw)._replace(fetch=FETCHING)
             yield self._trunc_hw[i], s._replace(brokers=_set(brokers, i, nb))
+        if s.shutdowns < self.max_shutdowns and not b.stopping:
+            msg = ControlledShutdown(CONTROLLED_SHUTDOWN, i, b.broker_epoch, b.incarnation)
+            nb = b._replace(stopping=True)
+            yield self._shutdown[i], s._replace(brokers=_set(brokers, i, nb), network=_add(s.network, msg),
+                                                shutdowns=s.shutdowns + 1)
         if s.crashes < self.max_crashes:
             yield self._crash[i], self._crash_state(s, i, len(b.log))
             if self.features.lossy_crash:
                 for keep in range(len(b.log)):
                     yield self._lossy[i][keep], self._crash_state(s, i, keep)
+        if s.bounces < self.max_bounces:
+            yield self._bounce[i], self._bounce_state(s, i)
 
     def _leader_actions(self, s: KafkaState, i: int, b: Broker) -> Iterator[tuple[Action, KafkaState]]:
         brokers = s.brokers
@@ -279,7 +375,7 @@ class KafkaModel(Model):
                 isr = tuple(sorted(b.isr + (f,)))
                 act = self._expand[i][f]
             nb = b._replace(isr=isr)
-            yield act, s._replace(brokers=_set(brokers, i, nb), controller=Controller(ctrl.leader, ctrl.epoch, isr))
+            yield act, s._replace(brokers=_set(brokers, i, nb), controller=ctrl._replace(isr=isr))
 
     def _follower_actions(self, s: KafkaState, i: int, b: Broker) -> Iterator[tuple[Action, KafkaState]]:
         leader = b.leader
@@ -297,30 +393,68 @@ class KafkaModel(Model):
                                  latest_epoch(b.cache))
             yield self._send_offsets[i][leader], s._replace(network=_add(s.network, msg))
 
-    # -- crash and restart ---------------------------------------------------------------------------
+    # -- crash, restart and bounce -------------------------------------------------------------------
     def _crash_state(self, s: KafkaState, i: int, keep: int) -> KafkaState:
+        """The broker dies and the controller sees it at once: its queued control requests are dropped
+        with its connections (a ControlledShutdown it sent is already with the controller)."""
         b = _truncate(s.brokers[i], keep)
-        nb = Broker(False, b.log, b.hw, b.cache, -1, -1, (), NO_FETCHER, (), b.incarnation)
-        network = tuple(m for m in s.network if m.dst != i and (m.kind == LEADER_AND_ISR or m.src != i))
+        nb = Broker(False, b.log, b.hw, b.cache, -1, -1, (), NO_FETCHER, (), b.broker_epoch, False, b.incarnation, b.stale)
+        network = tuple(m for m in s.network if m.kind == CONTROLLED_SHUTDOWN or (m.dst != i and
+                                                                                  (m.kind in CONTROL_KINDS or m.src != i)))
         return s._replace(brokers=_set(s.brokers, i, nb), network=network, crashes=s.crashes + 1)
 
+    def _reborn(self, b: Broker) -> Broker:
+        """A new incarnation: log, epoch cache and HW checkpoint back; registered with a new broker epoch."""
+        return Broker(True, b.log, min(b.hw, len(b.log)), b.cache, -1, -1, (), NO_FETCHER, (), b.broker_epoch + 1, False,
+                      b.incarnation + 1, b.stale)
+
     def _restart_state(self, s: KafkaState, i: int) -> KafkaState:
-        b = s.brokers[i]
-        nb = Broker(True, b.log, min(b.hw, len(b.log)), b.cache, -1, -1, (), NO_FETCHER, (), b.incarnation + 1)
+        """Back after a crash; the controller processes its registration at once and sends it the
+        current LeaderAndIsr."""
+        nb = self._reborn(s.brokers[i])
         ctrl = s.controller
-        msg = LeaderAndIsr(LEADER_AND_ISR, i, ctrl.epoch, ctrl.leader, ctrl.isr)
-        return s._replace(brokers=_set(s.brokers, i, nb), network=_add(s.network, msg))
+        registered = ctrl.registered[:i] + (nb.broker_epoch,) + ctrl.registered[i + 1 :]
+        s = s._replace(brokers=_set(s.brokers, i, nb), controller=ctrl._replace(registered=registered))
+        msg = self._leader_and_isr(s, i, ctrl.epoch, ctrl.leader, ctrl.isr)
+        return s._replace(network=_add(s.network, msg))
+
+    def _bounce_state(self, s: KafkaState, i: int) -> KafkaState:
+        """A crash and a re-registration so fast that the controller has processed neither: it still has
+        the old broker epoch registered and keeps its queue of control requests to the broker (its
+        sender thread reconnects to the new incarnation). Broker-to-broker messages are lost."""
+        nb = self._reborn(s.brokers[i])
+        network = tuple(m for m in s.network if m.kind not in DATA_KINDS or (m.dst != i and m.src != i))
+        return s._replace(brokers=_set(s.brokers, i, nb), network=network, bounces=s.bounces + 1)
 
     # -- messages --------------------------------------------------------------------------------------
     def _deliveries(self, s: KafkaState) -> Iterator[tuple[Action, KafkaState]]:
-        last_dst = -1
+        # the controller's channel to a broker is FIFO: the oldest request comes first. The (leader
+        # epoch, broker epoch) a request carries only grows along a channel, and a StopReplica comes
+        # after a LeaderAndIsr of the same pair (see _channel_order)
+        oldest: dict[int, Any] = {}
         for m in s.network:
             kind = m.kind
-            if kind == LEADER_AND_ISR:
-                # the controller's channel to a broker is FIFO: the oldest (lowest epoch) comes first
-                if m.dst != last_dst:
-                    last_dst = m.dst
-                    yield self._deliver[m.dst][m.epoch], self._apply_leader_and_isr(s, m)
+            if kind == LEADER_AND_ISR or kind == STOP_REPLICA:
+                first = oldest.get(m.dst)
+                if first is None or _channel_order(m) < _channel_order(first):
+                    oldest[m.dst] = m
+            elif kind > STOP_REPLICA:
+                break
+        for dst in sorted(oldest):
+            m = oldest[dst]
+            if m.kind == LEADER_AND_ISR:
+                yield self._deliver[dst][m.epoch], self._apply_leader_and_isr(s, m)
+            else:
+                yield self._deliver_stop[dst], self._apply_stop_replica(s, m)
+        last_src = -1
+        for m in s.network:
+            kind = m.kind
+            if kind == LEADER_AND_ISR or kind == STOP_REPLICA:
+                continue
+            if kind == CONTROLLED_SHUTDOWN:
+                if m.src != last_src:  # the controller handles one broker's requests in order
+                    last_src = m.src
+                    yield from self._controlled_shutdowns(s, m)
             elif kind == FETCH:
                 yield self._serve_fetch[m.dst][m.src], self._serve_fetch_state(s, m)
             elif kind == FETCH_RESPONSE:
@@ -330,12 +464,29 @@ class KafkaModel(Model):
             elif kind == OFFSETS_FOR_LEADER_EPOCH_RESPONSE:
                 yield self._receive_offsets[m.dst][m.src], self._receive_offsets_state(s, m)
 
+    def _stale_generation(self, b: Broker, m: LeaderAndIsr | StopReplica) -> bool:
+        """KIP-380: a control request for an older generation is rejected (STALE_BROKER_EPOCH); a newer
+        one is accepted (rejecting it stalled the broker: KAFKA-9839)."""
+        return self._reject_stale and m.broker_epoch < b.broker_epoch
+
+    def _apply_stop_replica(self, s: KafkaState, m: StopReplica) -> KafkaState:
+        network = _remove(s.network, m)
+        i = m.dst
+        b = s.brokers[i]
+        if self._stale_generation(b, m):
+            return s._replace(network=network)
+        # the replica is removed from the fetcher and stays offline until a LeaderAndIsr with a newer epoch
+        nb = b._replace(fetch=NO_FETCHER, stale=b.stale or m.meant != b.incarnation)
+        return s._replace(brokers=_set(s.brokers, i, nb), network=network)
+
     def _apply_leader_and_isr(self, s: KafkaState, m: LeaderAndIsr) -> KafkaState:
         network = _remove(s.network, m)
         i = m.dst
         b = s.brokers[i]
-        if m.epoch <= b.epoch:
-            return s._replace(network=network)  # an older epoch than the broker knows: ignored
+        if m.epoch <= b.epoch or self._stale_generation(b, m):
+            return s._replace(network=network)  # an older epoch than the broker knows, or generation: ignored
+        if m.meant != b.incarnation:
+            b = b._replace(stale=True)
         if m.leader == i:
             cache = b.cache
             if self.features.epoch_on_become_leader:
@@ -403,6 +554,8 @@ class KafkaModel(Model):
             nb = _truncate(b, offset)  # truncate, and do not adopt the leader's HW here (KAFKA-14704)
         elif m.error == OFFSET_OUT_OF_RANGE and m.hw < leo:
             nb = _truncate(b, m.hw)  # the leader's log ends before ours: truncate to its LEO
+        elif m.error == FENCED_LEADER_EPOCH and self._fenced_removes:
+            nb = b._replace(fetch=NO_FETCHER)  # 2.1.0: wait for the next LeaderAndIsr
         else:
             return s._replace(network=network)  # NOT_LEADER, FENCED, UNKNOWN: retry later
         return s._replace(brokers=_set(s.brokers, i, nb), network=network)
@@ -427,9 +580,15 @@ class KafkaModel(Model):
         b = s.brokers[i]
         if b.fetch != TRUNCATING or b.leader != m.src:
             return s._replace(network=network)
+        if self._fix_7786 and m.epoch != b.epoch:
+            return s._replace(network=network)  # KAFKA-7786's fix: the epoch changed while it was in flight
         leo = len(b.log)
         done = True
         if m.error != NONE:
+            if m.error == FENCED_LEADER_EPOCH and self._fenced_removes:
+                # 2.1.0 (KAFKA-7786): the partition leaves the fetcher until the next LeaderAndIsr
+                nb = b._replace(fetch=NO_FETCHER)
+                return s._replace(brokers=_set(s.brokers, i, nb), network=network)
             if self._fencing:
                 return s._replace(network=network)  # KIP-320: retry
             offset = b.hw  # before KIP-320 any error falls back to the high watermark
@@ -450,13 +609,21 @@ def _busy(network: tuple, follower: int, leader: int) -> bool:
         if kind == FETCH or kind == OFFSETS_FOR_LEADER_EPOCH:
             if m.src == follower and m.dst == leader:
                 return True
-        elif kind != LEADER_AND_ISR and m.src == leader and m.dst == follower:
+        elif (kind == FETCH_RESPONSE or kind == OFFSETS_FOR_LEADER_EPOCH_RESPONSE) and m.src == leader and m.dst == follower:
             return True
     return False
 
 
 def _in_flight(network: tuple) -> int:
-    return sum(1 for m in network if m.kind != LEADER_AND_ISR)
+    """Broker-to-broker requests and responses in flight (what ``inflight`` bounds)."""
+    return sum(1 for m in network if m.kind in DATA_KINDS)
+
+
+def _channel_order(m: LeaderAndIsr | StopReplica) -> tuple[int, int, int]:
+    """Where a control request sits in its FIFO channel: (leader epoch when sent, broker epoch stamped,
+    kind). Both epochs only grow along a channel; the one case of a tie is a StopReplica sent for a
+    controlled shutdown that needed no new epoch, which follows the LeaderAndIsr of that epoch."""
+    return m.epoch, m.broker_epoch, m.kind
 
 
 def _epoch_start(cache: tuple, epoch: int, leo: int) -> int:

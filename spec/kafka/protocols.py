@@ -5,9 +5,9 @@ A flag is switched from the command line with ``--feature NAME=on|off`` on top o
 ``truncate-on-fetch`` > ``epoch-in-response`` (KIP-279) > ``offsets-for-leader-epoch`` (KIP-101) >
 truncation to the high watermark.
 
-To add a version (KIP-320, KIP-380 in the control-plane issue): add its flags as fields of
-``Features`` (default off, so older versions keep their meaning), describe them in ``FLAGS`` and
-add a row to ``PROTOCOLS``.
+To add a version: add its flags as fields of ``Features`` (default off, so older versions keep
+their meaning), describe them in ``FLAGS`` and add a row to ``PROTOCOLS``. Every flag switches
+alone: ``--protocol kip-380 --feature kafka-7786-fix=off`` asks "what if KIP-380 without the fix".
 """
 
 from __future__ import annotations
@@ -38,6 +38,18 @@ class Features:
     expand_isr_guard: bool = False
     #: KAFKA-13207: ignore a fetch response when the follower's epoch changed while it was in flight
     stale_response_guard: bool = False
+    #: 2.1.0 (KIP-320): a FENCED_LEADER_EPOCH answer removes the partition from the fetcher until the
+    #: next LeaderAndIsr (instead of a retry); with an outdated OffsetsForLeaderEpoch answer that is KAFKA-7786
+    fenced_removes_partition: bool = False
+    #: KAFKA-7786's fix (2.1.1/2.2): ignore an OffsetsForLeaderEpoch answer when the partition's leader
+    #: epoch changed while the request was in flight
+    kafka_7786_fix: bool = False
+    #: KIP-380: a broker rejects a LeaderAndIsr/StopReplica stamped with an older broker epoch than its own
+    reject_stale_broker_epoch: bool = False
+    #: KIP-380: the controller rejects a ControlledShutdown from an older generation than it registered
+    reject_stale_shutdown: bool = False
+    #: KIP-380: the controller sees a bounced broker by its higher broker epoch: failure, then start-up handling
+    detect_bounced_broker: bool = False
     #: configuration: the controller may elect a live replica outside the ISR when no ISR member lives
     unclean: bool = False
     #: a crash may lose the unflushed tail of the log (KIP-101's second scenario)
@@ -82,6 +94,11 @@ FLAGS: dict[str, str] = {
     "leader-epoch-fencing": "KIP-320: requests carry the current leader epoch and are fenced by the leader",
     "expand-isr-guard": "KAFKA-7128: expand the ISR only once the HW reached the start of the leader's epoch",
     "stale-response-guard": "KAFKA-13207: ignore a fetch response whose epoch is no longer the follower's",
+    "fenced-removes-partition": "2.1.0: FENCED_LEADER_EPOCH removes the partition from the fetcher until the next LeaderAndIsr",
+    "kafka-7786-fix": "KAFKA-7786: ignore an OffsetsForLeaderEpoch answer if the partition's epoch changed meanwhile",
+    "reject-stale-broker-epoch": "KIP-380: a broker rejects control requests for an older broker epoch (STALE_BROKER_EPOCH)",
+    "reject-stale-shutdown": "KIP-380: the controller rejects a ControlledShutdown from an older broker epoch",
+    "detect-bounced-broker": "KIP-380: the controller detects a bounced broker by its higher broker epoch",
     "unclean": "configuration: unclean leader election from any live replica when no ISR member lives",
     "lossy-crash": "a crash may lose the unflushed tail of the log (KIP-101's second scenario)",
 }
@@ -90,22 +107,27 @@ assert set(FLAGS) == {f.name.replace("_", "-") for f in fields(Features)}
 _HW = Features()
 _KIP101 = replace(_HW, offsets_for_leader_epoch=True)
 _KIP279 = replace(_KIP101, epoch_in_response=True)
-_TRUNCATE_ON_FETCH = Features(
-    epoch_in_response=True,
-    truncate_on_fetch=True,
-    epoch_on_become_leader=True,
-    leader_epoch_fencing=True,
-    expand_isr_guard=True,
-    stale_response_guard=True,
-)
+_KIP320 = replace(_KIP279, epoch_on_become_leader=True, leader_epoch_fencing=True, expand_isr_guard=True,
+                  fenced_removes_partition=True)
+_KIP380 = replace(_KIP320, kafka_7786_fix=True, reject_stale_broker_epoch=True, reject_stale_shutdown=True,
+                  detect_bounced_broker=True)
+_TRUNCATE_ON_FETCH = replace(_KIP380, offsets_for_leader_epoch=False, truncate_on_fetch=True, stale_response_guard=True)
 
 #: protocol name -> (description, feature flags)
 PROTOCOLS: dict[str, tuple[str, Features]] = {
     "hw-truncation": ("before KIP-101 (0.10): a new follower truncates to its own high watermark", _HW),
     "kip-101": ("0.11: OffsetsForLeaderEpoch with the follower's latest epoch, HW as the fallback", _KIP101),
     "kip-279": ("2.0: the answer carries its epoch; truncate to the largest common epoch and offset", _KIP279),
+    "kip-320": (
+        "2.1.0: requests carry the leader epoch and are fenced; FENCED removes the partition (KAFKA-7786)",
+        _KIP320,
+    ),
+    "kip-380": (
+        "2.2: KIP-320 with KAFKA-7786's fix, and broker epochs in control requests (stale ones rejected)",
+        _KIP380,
+    ),
     "truncate-on-fetch": (
-        "2.7+: no OffsetsForLeaderEpoch round; the fetch detects the diverging epoch (with KIP-320 fencing)",
+        "2.7+: no OffsetsForLeaderEpoch round; the fetch detects the diverging epoch (KIP-320 and KIP-380 on)",
         _TRUNCATE_ON_FETCH,
     ),
 }

@@ -21,19 +21,28 @@ TRUNCATING = 1  # must find its truncation point (OffsetsForLeaderEpoch) before 
 FETCHING = 2  # fetching from its leader
 FETCHER_NAMES = ("none", "truncating", "fetching")
 
-# -- message kinds (the control-plane issue adds StopReplica, ControlledShutdown, ...) ------------------
+# -- message kinds -----------------------------------------------------------------------------------
 LEADER_AND_ISR = 1
 FETCH = 2
 FETCH_RESPONSE = 3
 OFFSETS_FOR_LEADER_EPOCH = 4
 OFFSETS_FOR_LEADER_EPOCH_RESPONSE = 5
+STOP_REPLICA = 6
+CONTROLLED_SHUTDOWN = 7
 KIND_NAMES = {
     LEADER_AND_ISR: "LeaderAndIsr",
     FETCH: "Fetch",
     FETCH_RESPONSE: "FetchResponse",
     OFFSETS_FOR_LEADER_EPOCH: "OffsetsForLeaderEpoch",
     OFFSETS_FOR_LEADER_EPOCH_RESPONSE: "OffsetsForLeaderEpochResponse",
+    STOP_REPLICA: "StopReplica",
+    CONTROLLED_SHUTDOWN: "ControlledShutdown",
 }
+#: the controller-to-broker requests: one FIFO channel per broker, kept by the controller across a
+#: bounce it has not noticed yet (its sender thread reconnects to the new incarnation)
+CONTROL_KINDS = (LEADER_AND_ISR, STOP_REPLICA)
+#: broker-to-broker requests and responses: lost when either end crashes or bounces
+DATA_KINDS = (FETCH, FETCH_RESPONSE, OFFSETS_FOR_LEADER_EPOCH, OFFSETS_FOR_LEADER_EPOCH_RESPONSE)
 
 # -- error codes carried by responses -----------------------------------------------------------------
 NONE = 0
@@ -55,8 +64,11 @@ class Broker(NamedTuple):
     isr: tuple[int, ...]  # the ISR it last learned (a leader keeps it current as it shrinks/expands)
     fetch: int  # NO_FETCHER, TRUNCATING or FETCHING
     remote: tuple[int, ...]  # as leader: each replica's LEO from its last fetch (-1 unknown); () otherwise
-    # -- ghost --
-    incarnation: int  # how many times it restarted (room for broker epochs and stale-request checks)
+    broker_epoch: int  # KIP-380 generation: given by the registration of this incarnation, increases
+    stopping: bool  # it sent a ControlledShutdown in this incarnation (its replicas are being stopped)
+    # -- ghosts (read by invariants only, never by the protocol) --
+    incarnation: int  # how many times it restarted
+    stale: bool  # it applied a control request meant for an earlier incarnation of itself (sticky)
 
 
 class Controller(NamedTuple):
@@ -65,6 +77,10 @@ class Controller(NamedTuple):
     leader: int
     epoch: int
     isr: tuple[int, ...]  # sorted
+    #: the broker epoch of each broker's registration the controller last processed; a broker that
+    #: re-registered (bounced) while the controller was not looking has a newer one until the
+    #: controller processes the broker change
+    registered: tuple[int, ...]
 
 
 class LeaderAndIsr(NamedTuple):
@@ -73,6 +89,27 @@ class LeaderAndIsr(NamedTuple):
     epoch: int  # the new leader epoch
     leader: int
     isr: tuple[int, ...]
+    broker_epoch: int  # KIP-380: the destination's broker epoch as the controller knows it
+    meant: int  # ghost: the incarnation of the destination the sender meant
+
+
+class StopReplica(NamedTuple):
+    """Sent to a broker whose controlled shutdown the controller processes (delete=false)."""
+
+    kind: int  # STOP_REPLICA
+    dst: int
+    epoch: int  # the controller's leader epoch when sent: orders the channel (the broker does not read it)
+    broker_epoch: int  # KIP-380: the destination's broker epoch as the controller knows it
+    meant: int  # ghost: the incarnation of the destination the sender meant
+
+
+class ControlledShutdown(NamedTuple):
+    """From a broker to the controller: move my leaderships away and stop my replicas."""
+
+    kind: int  # CONTROLLED_SHUTDOWN
+    src: int
+    broker_epoch: int  # KIP-380: the sender's broker epoch
+    incarnation: int  # ghost: the sender's incarnation
 
 
 class FetchRequest(NamedTuple):
@@ -116,7 +153,7 @@ class OffsetsResponse(NamedTuple):
     end_offset: int  # -1: UNDEFINED_EPOCH_OFFSET
 
 
-Message = LeaderAndIsr | FetchRequest | FetchResponse | OffsetsRequest | OffsetsResponse
+Message = LeaderAndIsr | StopReplica | ControlledShutdown | FetchRequest | FetchResponse | OffsetsRequest | OffsetsResponse
 
 
 class KafkaState(NamedTuple):
@@ -125,6 +162,9 @@ class KafkaState(NamedTuple):
     network: tuple[Message, ...]  # sorted: the messages in flight, as a set
     produced: int  # records produced so far (bounded by max_records)
     crashes: int  # crashes so far (bounded by max_crashes)
+    bumps: int  # epoch bumps with an unchanged leader so far (bounded by max_bumps)
+    shutdowns: int  # ControlledShutdown requests sent so far (bounded by max_shutdowns)
+    bounces: int  # bounces the controller did not see at once, so far (bounded by max_bounces)
     #: ghost: (offset, epoch, ident) of every record a leader's HW has passed, sorted
     committed: tuple[tuple[int, int, int], ...]
 
@@ -135,6 +175,8 @@ STATE_TYPES: tuple[type, ...] = (
     Record,
     Controller,
     LeaderAndIsr,
+    StopReplica,
+    ControlledShutdown,
     FetchRequest,
     FetchResponse,
     OffsetsRequest,

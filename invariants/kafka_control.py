@@ -1,0 +1,172 @@
+"""The control-plane properties of issue 4: no-stale-control-request, no-fence-stall and its
+liveness form no-fence-stall-liveness.
+
+no-stale-control-request
+    A broker never applies a control request (LeaderAndIsr, StopReplica) meant for an earlier
+    incarnation of itself. Checked with the ghosts, not with the broker epoch the protocol uses (or
+    the check would be circular): each request carries the incarnation its sender meant (the one up
+    when the controller sent it, or, for a StopReplica answering a ControlledShutdown, the one that
+    asked), and a broker that applies one meant for another incarnation sets its sticky ghost
+    ``stale``. Expected to break before KIP-380 and to hold with it.
+
+no-fence-stall
+    A follower is *stalled* when it is alive, not shutting down and not the controller's leader; the
+    controller's leader is alive and has applied the current epoch; no control request to either of
+    them is in flight, no ControlledShutdown from either is waiting at the controller and no
+    registration of either is waiting for the controller to process it; the follower's fetcher has
+    no state for the partition; and no Fetch or OffsetsForLeaderEpoch (or answer) between it and
+    anyone is in flight. Nothing can then give it a fetcher state again but a new decision of the
+    controller: KAFKA-7786's "will not fetch until the next LeaderAndIsr". Every broker holds a
+    replica, so every broker is in the assignment.
+
+no-fence-stall-liveness
+    The same as a liveness property on the state graph: from every reachable state where leadership
+    is settled (the controller's leader alive and in the current epoch), a state where every live
+    follower that is not shutting down fetches from that leader in the current epoch is reachable
+    by healing actions alone (deliveries, fetches, truncation, the controller processing a broker
+    change). Checked by ``checker.liveness`` on the explored graph, so for small bounds only; it is
+    not in the default set of ``kmc check`` (ask for it with ``--invariant no-fence-stall-liveness``).
+"""
+
+from __future__ import annotations
+
+from invariants.base import LIVENESS, Invariant
+from invariants.registry import register
+from spec.kafka.state import CONTROLLED_SHUTDOWN, DATA_KINDS, FETCHING, LEADER_AND_ISR, NO_FETCHER, STOP_REPLICA
+
+
+# -- no-stale-control-request -------------------------------------------------------------------------
+def no_stale_control_request(state) -> bool:
+    for b in state.brokers:
+        if b.stale:
+            return False
+    return True
+
+
+def _explain_stale(state) -> str:
+    for i, b in enumerate(state.brokers):
+        if b.stale:
+            return (f"broker {i} (incarnation {b.incarnation}, broker epoch {b.broker_epoch}) applied a control request "
+                    f"meant for an earlier incarnation of itself")
+    return "no broker applied a control request meant for an earlier incarnation"
+
+
+NO_STALE_CONTROL_REQUEST = register(
+    "kafka",
+    Invariant(
+        "no-stale-control-request",
+        "a broker never applies a control request meant for an earlier incarnation of itself (ghost check)",
+        no_stale_control_request,
+        explain=_explain_stale,
+    ),
+)
+
+
+# -- no-fence-stall -----------------------------------------------------------------------------------
+def settled_leader(state) -> int:
+    """The controller's leader if it is alive and has applied the current epoch, else -1."""
+    ctrl = state.controller
+    i = ctrl.leader
+    if i < 0:
+        return -1
+    b = state.brokers[i]
+    if b.alive and b.leader == i and b.epoch == ctrl.epoch:
+        return i
+    return -1
+
+
+def _controller_pending(state, i: int) -> bool:
+    """A control request to broker i, a ControlledShutdown from it, or its registration is pending."""
+    if state.controller.registered[i] != state.brokers[i].broker_epoch:
+        return True
+    for m in state.network:
+        kind = m.kind
+        if (kind == LEADER_AND_ISR or kind == STOP_REPLICA) and m.dst == i:
+            return True
+        if kind == CONTROLLED_SHUTDOWN and m.src == i:
+            return True
+    return False
+
+
+def stalled_followers(state) -> list[int]:
+    leader = settled_leader(state)
+    if leader < 0 or _controller_pending(state, leader):
+        return []
+    out = []
+    for i, b in enumerate(state.brokers):
+        if i == leader or not b.alive or b.stopping or b.fetch != NO_FETCHER:
+            continue
+        if _controller_pending(state, i):
+            continue
+        if any(m.kind in DATA_KINDS and (m.src == i or m.dst == i) for m in state.network):
+            continue
+        out.append(i)
+    return out
+
+
+def no_fence_stall(state) -> bool:
+    return not stalled_followers(state)
+
+
+def _explain_stall(state) -> str:
+    stalled = stalled_followers(state)
+    if not stalled:
+        return "no follower is stalled"
+    i = stalled[0]
+    b = state.brokers[i]
+    ctrl = state.controller
+    return (f"broker {i} (epoch {b.epoch}) has no fetcher state for the partition and nothing in flight that could give "
+            f"it one, while broker {ctrl.leader} leads epoch {ctrl.epoch}: it waits for a LeaderAndIsr that will not come")
+
+
+NO_FENCE_STALL = register(
+    "kafka",
+    Invariant(
+        "no-fence-stall",
+        "a live follower never ends with no fetcher state and nothing in flight that could give it one",
+        no_fence_stall,
+        explain=_explain_stall,
+    ),
+)
+
+
+# -- the liveness form ----------------------------------------------------------------------------------
+HEALING = frozenset({
+    "DeliverLeaderAndIsr", "DeliverStopReplica", "SendFetch", "ServeFetch", "ReceiveFetch", "SendOffsetsForLeaderEpoch",
+    "ServeOffsetsForLeaderEpoch", "ReceiveOffsetsForLeaderEpoch", "TruncateToHighWatermark", "ProcessBrokerChange",
+})
+
+
+def every_follower_fetches(state) -> bool:
+    """Every live follower that is not shutting down fetches from the controller's leader in its epoch."""
+    ctrl = state.controller
+    for i, b in enumerate(state.brokers):
+        if i == ctrl.leader or not b.alive or b.stopping:
+            continue
+        if b.fetch != FETCHING or b.leader != ctrl.leader or b.epoch != ctrl.epoch:
+            return False
+    return True
+
+
+def _explain_liveness(state) -> str:
+    ctrl = state.controller
+    lagging = [i for i, b in enumerate(state.brokers) if i != ctrl.leader and b.alive and not b.stopping
+               and (b.fetch != FETCHING or b.leader != ctrl.leader or b.epoch != ctrl.epoch)]
+    return (f"leadership is settled (broker {ctrl.leader}, epoch {ctrl.epoch}) but from here no delivery, fetch or "
+            f"truncation brings broker(s) {lagging} back to fetching in the current epoch")
+
+
+NO_FENCE_STALL_LIVENESS = register(
+    "kafka",
+    Invariant(
+        "no-fence-stall-liveness",
+        "from every state with a settled leader, every live follower can get back to fetching in the current epoch "
+        "by healing actions alone (state graph)",
+        None,
+        kind=LIVENESS,
+        explain=_explain_liveness,
+        premise=lambda state: settled_leader(state) >= 0,
+        goal=every_follower_fetches,
+        healing=lambda action: action.name in HEALING,
+    ),
+)
