@@ -794,8 +794,13 @@ class SparkBFS:
                     rdd.unpersist(False)
                 except Exception:  # the context may already be gone
                     pass
-        if spark.created:
-            spark.session.stop()
+        for broadcast in spark.broadcasts:
+            try:
+                broadcast.unpersist()
+            except Exception:
+                pass
+        # The session stays active (a JVM start costs ~10 s): the next check in this process, e.g.
+        # the next cell of ``kmc matrix --engine spark``, reuses it; the process exit stops it.
         if run_dir is not None and run_dir.temporary:
             run_dir.cleanup()
 
