@@ -10,7 +10,7 @@ import pytest
 from checker.bfs import check
 from checker.cli import main
 from checker.fingerprint import validate_state
-from checker.matrix import run_matrix
+from checker.matrix import parse_row, run_matrix
 from checker.search import SearchOptions
 from invariants.registry import for_family
 from spec.registry import build_model
@@ -55,7 +55,7 @@ def test_default_bounds_truncate_on_fetch_holds() -> None:
     inv = for_family("kafka")["log-matching"]
     result = check(build_model("kafka", [], protocol="truncate-on-fetch"), SearchOptions(invariants=[inv]))
     assert result.verdict.value == "holds"
-    assert (result.distinct_states, result.depth) == (107755, 31)
+    assert (result.distinct_states, result.depth) == (115129, 34)
 
 
 def test_default_bounds_kip101_shortest_counterexample() -> None:
@@ -69,17 +69,18 @@ def test_default_bounds_kip101_shortest_counterexample() -> None:
 
 def test_matrix_cells() -> None:
     cells = run_matrix("kafka", constants=["records=1", "epochs=1"], invariants=["log-matching", "committed-durable"])
-    assert [(c.protocol, c.invariant) for c in cells] == [
-        (p, i) for p in ("hw-truncation", "kip-101", "kip-279", "kip-320", "kip-380", "truncate-on-fetch")
-        for i in ("log-matching", "committed-durable")
-    ]
+    rows = ("hw-truncation", "kip-101", "kip-279", "kip-320", "kip-380", "truncate-on-fetch", "kip-380,kafka-7786-fix=off")
+    assert [(c.protocol, c.invariant) for c in cells] == [(p, i) for p in rows for i in ("log-matching", "committed-durable")]
     by_key = {(c.protocol, c.invariant): c for c in cells}
     assert by_key["hw-truncation", "committed-durable"].verdict == "violated"
     assert by_key["truncate-on-fetch", "log-matching"].verdict == "holds"
     for cell in cells:
         assert (cell.length is None) == (cell.verdict != "violated")
+        assert cell.constants["records"] == 1 and cell.constants["bumps"] == 0
         # sharing searches between invariants changes no figure: compare with a search of its own
-        alone = check(build_model("kafka", ["records=1", "epochs=1"], protocol=cell.protocol),
+        row = parse_row(cell.protocol)
+        alone = check(build_model("kafka", ["records=1", "epochs=1"], protocol=row.protocol,
+                                  feature_assignments=list(row.features)),
                       SearchOptions(invariants=[for_family("kafka")[cell.invariant]]))
         assert (alone.verdict.value, alone.distinct_states, alone.depth) == (cell.verdict, cell.distinct_states,
                                                                             cell.depth)

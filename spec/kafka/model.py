@@ -107,9 +107,18 @@ def _remove(network: tuple, message: Any) -> tuple:
     return network[:i] + network[i + 1 :]
 
 
-def _truncate(b: Broker, offset: int) -> Broker:
-    """The broker after truncating its log to ``offset`` (HW clamped, later epochs dropped)."""
+def _truncate(b: Broker, offset: int, clean_cache: bool = False) -> Broker:
+    """The broker after truncating its log to ``offset`` (HW clamped, later epochs dropped).
+
+    At or beyond the LEO the log is left alone, and so is the epoch cache (Kafka's shortcut in
+    ``Log.truncateTo``) unless ``clean_cache`` (KAFKA-10706's fix): then epochs starting at or after
+    ``offset`` are dropped too, such as one this broker registered as leader but never wrote in.
+    """
     if offset >= len(b.log):
+        if clean_cache:
+            cache = truncate_cache(b.cache, offset)
+            if cache != b.cache:
+                return b._replace(cache=cache)
         return b
     return b._replace(log=b.log[:offset], cache=truncate_cache(b.cache, offset), hw=min(b.hw, offset))
 
@@ -117,6 +126,16 @@ def _truncate(b: Broker, offset: int) -> Broker:
 class KafkaModel(Model):
     name = "kafka"
     family = "kafka"
+    #: ``kmc matrix``: the control-plane invariants are checked with the actions their stories need (an
+    #: epoch bump with the same leader, a controlled shutdown, a bounce the controller sees late) and
+    #: data bounds small enough to exhaust the versions where they hold; the other invariants at the
+    #: defaults, where those actions are off (see spec.kafka for the measured figures)
+    matrix_bounds = {
+        name: ("records=1", "epochs=1", "crashes=0", "bumps=1", "shutdowns=1", "bounces=1")
+        for name in ("no-stale-control-request", "no-fence-stall")
+    }
+    #: extra rows of the default matrix: KIP-380 without KAFKA-7786's fix, on the same configuration
+    matrix_variants = (("kip-380", ("kafka-7786-fix=off",)),)
     #: broker ids are interchangeable: ``--symmetry`` (see spec.kafka.symmetry)
     has_symmetry = True
 
@@ -155,6 +174,7 @@ class KafkaModel(Model):
         self._fenced_removes = f.leader_epoch_fencing and f.fenced_removes_partition
         self._fix_7786 = f.kafka_7786_fix and f.leader_epoch_fencing  # without fencing a request carries no epoch
         self._reject_stale = f.reject_stale_broker_epoch
+        self._fix_10706 = f.kafka_10706_fix
         ids = range(brokers)
         a = Action
         self._elect = [a("ElectLeader", (("leader", b),)) for b in ids]
@@ -322,7 +342,7 @@ class KafkaModel(Model):
             yield from self._follower_actions(s, i, b)
         if b.fetch == TRUNCATING and not b.cache and b.leader != i and not _busy(s.network, i, b.leader):
             # the fetcher thread first handles the answer it waits for (it is one thread per leader)
-            nb = _truncate(b, b.hw)._replace(fetch=FETCHING)
+            nb = _truncate(b, b.hw, self._fix_10706)._replace(fetch=FETCHING)
             yield self._trunc_hw[i], s._replace(brokers=_set(brokers, i, nb))
         if s.shutdowns < self.max_shutdowns and not b.stopping:
             msg = ControlledShutdown(CONTROLLED_SHUTDOWN, i, b.broker_epoch, b.incarnation)
@@ -497,7 +517,7 @@ class KafkaModel(Model):
             nb = b._replace(epoch=m.epoch, isr=m.isr)
         else:
             if self._hw_truncation:
-                b = _truncate(b, b.hw)
+                b = _truncate(b, b.hw, self._fix_10706)
                 fetch = FETCHING
             elif self._offsets:
                 fetch = TRUNCATING
@@ -551,9 +571,9 @@ class KafkaModel(Model):
             nb = b._replace(log=log, cache=cache_after_append(b.cache, log, leo), hw=min(m.hw, len(log)))
         elif m.error == NONE:
             offset, _ = follower_truncation(b.cache, leo, b.hw, m.diverging_epoch, m.diverging_offset)
-            nb = _truncate(b, offset)  # truncate, and do not adopt the leader's HW here (KAFKA-14704)
+            nb = _truncate(b, offset, self._fix_10706)  # truncate, and do not adopt the leader's HW here (KAFKA-14704)
         elif m.error == OFFSET_OUT_OF_RANGE and m.hw < leo:
-            nb = _truncate(b, m.hw)  # the leader's log ends before ours: truncate to its LEO
+            nb = _truncate(b, m.hw, self._fix_10706)  # the leader's log ends before ours: truncate to its LEO
         elif m.error == FENCED_LEADER_EPOCH and self._fenced_removes:
             nb = b._replace(fetch=NO_FETCHER)  # 2.1.0: wait for the next LeaderAndIsr
         else:
@@ -598,7 +618,7 @@ class KafkaModel(Model):
             offset = b.hw
         else:
             offset = min(m.end_offset, leo)
-        nb = _truncate(b, offset)._replace(fetch=FETCHING if done else TRUNCATING)
+        nb = _truncate(b, offset, self._fix_10706)._replace(fetch=FETCHING if done else TRUNCATING)
         return s._replace(brokers=_set(s.brokers, i, nb), network=network)
 
 

@@ -50,6 +50,9 @@ class Features:
     reject_stale_shutdown: bool = False
     #: KIP-380: the controller sees a bounced broker by its higher broker epoch: failure, then start-up handling
     detect_bounced_broker: bool = False
+    #: KAFKA-10706's fix (late 2020): a follower's truncation at or beyond its LEO still drops the epochs
+    #: starting there from its cache (one it registered as leader but never wrote in)
+    kafka_10706_fix: bool = False
     #: configuration: the controller may elect a live replica outside the ISR when no ISR member lives
     unclean: bool = False
     #: a crash may lose the unflushed tail of the log (KIP-101's second scenario)
@@ -99,6 +102,7 @@ FLAGS: dict[str, str] = {
     "reject-stale-broker-epoch": "KIP-380: a broker rejects control requests for an older broker epoch (STALE_BROKER_EPOCH)",
     "reject-stale-shutdown": "KIP-380: the controller rejects a ControlledShutdown from an older broker epoch",
     "detect-bounced-broker": "KIP-380: the controller detects a bounced broker by its higher broker epoch",
+    "kafka-10706-fix": "KAFKA-10706: truncating at the LEO still drops cache epochs that start there",
     "unclean": "configuration: unclean leader election from any live replica when no ISR member lives",
     "lossy-crash": "a crash may lose the unflushed tail of the log (KIP-101's second scenario)",
 }
@@ -111,7 +115,8 @@ _KIP320 = replace(_KIP279, epoch_on_become_leader=True, leader_epoch_fencing=Tru
                   fenced_removes_partition=True)
 _KIP380 = replace(_KIP320, kafka_7786_fix=True, reject_stale_broker_epoch=True, reject_stale_shutdown=True,
                   detect_bounced_broker=True)
-_TRUNCATE_ON_FETCH = replace(_KIP380, offsets_for_leader_epoch=False, truncate_on_fetch=True, stale_response_guard=True)
+_TRUNCATE_ON_FETCH = replace(_KIP380, offsets_for_leader_epoch=False, truncate_on_fetch=True, stale_response_guard=True,
+                             kafka_10706_fix=True)
 
 #: protocol name -> (description, feature flags)
 PROTOCOLS: dict[str, tuple[str, Features]] = {
