@@ -24,7 +24,7 @@ from checker import engines
 from checker.errors import ExitCode, KmcError, UsageError
 from checker.result import CheckResult, Verdict
 from checker.search import Progress, SearchOptions
-from invariants.base import Invariant
+from invariants.base import SAFETY, Invariant
 from invariants.registry import for_family
 from spec.model import Model
 from spec.registry import ModelInfo, all_models, build_model
@@ -98,8 +98,8 @@ def model_from_args(args: argparse.Namespace) -> Model:
 
 def select_invariants(model: Model, names: Sequence[str]) -> list[Invariant]:
     available = for_family(model.family)
-    if not names:
-        return list(available.values())
+    if not names:  # liveness properties build the whole state graph: only when asked for by name
+        return [inv for inv in available.values() if inv.kind == SAFETY]
     chosen = []
     for name in names:
         if name not in available:
@@ -196,6 +196,9 @@ def print_summary(console: Console, result: CheckResult) -> None:
         console.print(f"[bold yellow]Undetermined:[/] {result.reason}. This is not a pass.")
         if result.checkpoint_file:
             console.print(f"Checkpoint written to {result.checkpoint_file}; continue with --resume {result.checkpoint_file}")
+    forms = result.extra.get("property_forms", {})
+    if any(not form.startswith("safety") for form in forms.values()):
+        console.print("Properties: " + "; ".join(f"{name}: {form}" for name, form in forms.items()), highlight=False)
     if result.distinct_states or result.engine != "simulate":
         console.print(
             f"{result.states_generated:,} states generated, {result.distinct_states:,} distinct states found, "
@@ -225,12 +228,21 @@ def cmd_check(args: argparse.Namespace) -> int:
         options = search_options(args, model, progress=live)
         result = engines.run(model, options, args.engine,
                              engines.EngineOptions(workers=args.workers, master=args.master, extra=engine_extra(args)))
+    record_property_forms(result, options)
     save_traces(result, args.trace_dir)
     if args.json:
         print(json.dumps(result.to_json()))
     else:
         print_summary(console, result)
     return int(result.exit_code)
+
+
+def record_property_forms(result: CheckResult, options: SearchOptions) -> None:
+    """``property_forms``: how each property was checked (safety on every state, or liveness on the graph)."""
+    forms = dict(result.extra.get("property_forms", {}))
+    for inv in options.invariants:
+        forms.setdefault(inv.name, "safety (every reachable state)" if inv.kind == SAFETY else "liveness (not checked)")
+    result.extra["property_forms"] = forms
 
 
 def cmd_simulate(args: argparse.Namespace) -> int:

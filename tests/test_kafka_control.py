@@ -1,0 +1,289 @@
+"""Issue 4's seeds as explicit action sequences, each under the version with the bug and the one
+with the fix: KAFKA-7786's fence stall, KIP-380's bounce during controlled shutdown, its stale
+ControlledShutdown, its fast bounce the controller misses, and KAFKA-6880's zombie replica that
+KIP-320 fences. Then the matrix cells, both forms of no-fence-stall, and the pinned counts.
+
+Brokers are numbered from 0; the seeds' epochs are the model's epochs counted from 0.
+"""
+
+from __future__ import annotations
+
+import json
+import random
+from itertools import permutations
+
+import pytest
+
+from checker.bfs import check
+from checker.cli import main
+from checker.matrix import run_matrix
+from checker.search import SearchOptions
+from invariants.kafka_control import no_fence_stall, no_stale_control_request, stalled_followers
+from invariants.kafka_log_matching import log_matching
+from invariants.registry import for_family
+from spec.kafka import symmetry
+from spec.kafka.scenario import run_scenario
+from spec.kafka.state import FETCHING, NO_FETCHER, STOP_REPLICA, TRUNCATING
+from spec.registry import build_model
+
+CONTROL_BOUNDS = ("records=1", "epochs=1", "crashes=0", "bumps=1", "shutdowns=1", "bounces=1")
+
+
+def model(protocol: str, *consts: str, features: tuple[str, ...] = ()):
+    return build_model("kafka", list(consts), protocol=protocol, feature_assignments=list(features))
+
+
+def fetch(follower: int, leader: int) -> list:
+    return [
+        ("SendFetch", {"follower": follower, "leader": leader}),
+        ("ServeFetch", {"leader": leader, "follower": follower}),
+        ("ReceiveFetch", {"follower": follower, "leader": leader}),
+    ]
+
+
+def offsets_round(follower: int, leader: int) -> list:
+    return [
+        ("SendOffsetsForLeaderEpoch", {"follower": follower, "leader": leader}),
+        ("ServeOffsetsForLeaderEpoch", {"leader": leader, "follower": follower}),
+        ("ReceiveOffsetsForLeaderEpoch", {"follower": follower, "leader": leader}),
+    ]
+
+
+def deliver(broker: int, epoch: int) -> tuple:
+    return ("DeliverLeaderAndIsr", {"broker": broker, "epoch": epoch})
+
+
+# -- KAFKA-7786: an outdated FENCED_LEADER_EPOCH removes the partition from the fetcher -------------
+def kafka7786_steps() -> list:
+    """The seed's ten steps in their smallest form: leader 0, follower 1, which holds one record."""
+    steps = [("Produce", {"leader": 0}), *fetch(1, 0)]
+    steps += [("Crash", {"broker": 1}), ("Restart", {"broker": 1})]  # 1, 4, 5: back; LeaderAndIsr(epoch 0) queued
+    steps += [("BumpLeaderEpoch", {"leader": 0})]  # 2/6: reassignment: epoch 1, the same leader
+    steps += [deliver(0, 1)]  # 3/7: the leader is in epoch 1
+    steps += [deliver(1, 0), ("SendOffsetsForLeaderEpoch", {"follower": 1, "leader": 0})]  # 8: asks with epoch 0
+    steps += [deliver(1, 1)]  # 9: the fetcher re-adds the partition in epoch 1
+    steps += [("ServeOffsetsForLeaderEpoch", {"leader": 0, "follower": 1})]  # the leader answers FENCED
+    steps += [("ReceiveOffsetsForLeaderEpoch", {"follower": 1, "leader": 0})]  # 10
+    return steps
+
+
+@pytest.mark.parametrize("protocol, features, stalls", [
+    ("kip-320", (), True),
+    ("kip-320", ("kafka-7786-fix=on",), False),
+    ("kip-380", ("kafka-7786-fix=off",), True),
+    ("kip-380", (), False),
+])
+def test_kafka7786_fence_stall(protocol: str, features: tuple[str, ...], stalls: bool) -> None:
+    m = model(protocol, "records=1", "crashes=1", "bumps=1", features=features)
+    states = run_scenario(m, kafka7786_steps())
+    last = states[-1]
+    follower = last.brokers[1]
+    assert follower.epoch == 1 and last.controller.epoch == 1
+    if stalls:
+        assert follower.fetch == NO_FETCHER and last.network == ()
+        assert stalled_followers(last) == [1] and not no_fence_stall(last)
+    else:
+        assert follower.fetch == TRUNCATING, "the outdated answer is ignored; the follower asks again in epoch 1"
+        states = run_scenario(m, [*offsets_round(1, 0), *fetch(1, 0)], last)
+        assert states[-1].brokers[1].fetch == FETCHING and states[-1].brokers[1].epoch == 1
+        assert all(no_fence_stall(s) for s in states)
+
+
+# -- KIP-380: a broker bounces during its controlled shutdown ---------------------------------------
+def shutdown_bounce_steps() -> list:
+    return [
+        ("ControlledShutdown", {"broker": 1}),
+        ("ProcessControlledShutdown", {"broker": 1, "leader": 0}),  # ISR {0}, epoch 1; StopReplica to 1 queued
+        ("Bounce", {"broker": 1}),  # back before the StopReplica arrived, and before the controller noticed
+        ("DeliverStopReplica", {"broker": 1}),
+        ("ProcessBrokerChange", {"broker": 1}),
+        deliver(0, 1),
+    ]
+
+
+def test_kip380_bounce_during_controlled_shutdown_before_kip380() -> None:
+    states = run_scenario(model("kip-320", "records=0", "shutdowns=1", "bounces=1"), shutdown_bounce_steps())
+    applied = states[4]
+    assert applied.brokers[1].incarnation == 1 and applied.brokers[1].fetch == NO_FETCHER
+    assert not no_stale_control_request(applied), "the new incarnation applied its predecessor's StopReplica"
+    last = states[-1]
+    assert last.network == () and stalled_followers(last) == [1], "and nobody tells it to replicate again"
+
+
+def test_kip380_bounce_during_controlled_shutdown_fixed() -> None:
+    m = model("kip-380", "records=0", "shutdowns=1", "bounces=1")
+    steps = shutdown_bounce_steps() + [deliver(1, 1), ("TruncateToHighWatermark", {"follower": 1}), *fetch(1, 0)]
+    states = run_scenario(m, steps)
+    assert [m.broker_epoch for m in states[3].network if m.kind == STOP_REPLICA] == [0]
+    assert not any(m.kind == STOP_REPLICA for m in states[4].network), "delivered and rejected: STALE_BROKER_EPOCH"
+    assert all(no_stale_control_request(s) for s in states)
+    assert all(no_fence_stall(s) for s in states)
+    assert states[-1].brokers[1].fetch == FETCHING and states[-1].brokers[1].epoch == 1
+
+
+def test_each_kip380_flag_switches_alone() -> None:
+    m = model("kip-380", "records=0", "shutdowns=1", "bounces=1", features=("reject-stale-broker-epoch=off",))
+    states = run_scenario(m, shutdown_bounce_steps()[:4])
+    assert not no_stale_control_request(states[-1])
+    m = model("kip-380", "records=0", "bounces=1", features=("detect-bounced-broker=off",))
+    last = run_scenario(m, fast_bounce_steps())[-1]
+    assert stalled_followers(last) == [1]
+
+
+# -- KIP-380: a ControlledShutdown from before a restart, acted on after it -------------------------
+def stale_shutdown_steps() -> list:
+    return [
+        ("ControlledShutdown", {"broker": 1}),
+        ("Crash", {"broker": 1}),
+        ("Restart", {"broker": 1}),  # the controller registers the new generation at once
+        deliver(1, 0),
+        ("ProcessControlledShutdown", {"broker": 1, "leader": 0}),  # the old request, still queued
+    ]
+
+
+def test_stale_controlled_shutdown_acted_on_before_kip380() -> None:
+    m = model("kip-320", "records=0", "crashes=1", "shutdowns=1")
+    states = run_scenario(m, [*stale_shutdown_steps(), deliver(0, 1), ("DeliverStopReplica", {"broker": 1})])
+    acted = states[5]
+    assert acted.controller.epoch == 1 and acted.controller.isr == (0,), "the restarted broker is shrunk out of the ISR"
+    last = states[-1]
+    assert not no_stale_control_request(last) and last.brokers[1].fetch == NO_FETCHER
+    assert stalled_followers(last) == [1]
+
+
+def test_stale_controlled_shutdown_rejected_by_kip380() -> None:
+    m = model("kip-380", "records=0", "crashes=1", "shutdowns=1")
+    states = run_scenario(m, stale_shutdown_steps())
+    assert states[-1].controller == states[-2].controller and states[-1].network == ()
+    assert states[-1].brokers[1].fetch == TRUNCATING
+
+
+# -- KIP-380: a bounce so fast that the controller never notices it ---------------------------------
+def fast_bounce_steps() -> list:
+    return [("Bounce", {"broker": 1}), ("ProcessBrokerChange", {"broker": 1})]
+
+
+def test_fast_bounce_missed_before_kip380() -> None:
+    last = run_scenario(model("kip-320", "records=0", "bounces=1"), fast_bounce_steps())[-1]
+    assert last.network == () and last.brokers[1].leader == -1
+    assert stalled_followers(last) == [1], "the broker is never told what to replicate"
+
+
+def test_fast_bounce_detected_by_kip380() -> None:
+    m = model("kip-380", "records=0", "bounces=1")
+    steps = [*fast_bounce_steps(), deliver(1, 0), ("TruncateToHighWatermark", {"follower": 1}), *fetch(1, 0)]
+    states = run_scenario(m, steps)
+    assert states[2].network[0].broker_epoch == 1, "start-up handling: a LeaderAndIsr for the new generation"
+    assert all(no_fence_stall(s) for s in states) and states[-1].brokers[1].fetch == FETCHING
+
+
+# -- KAFKA-6880: a zombie replica keeps fetching with stale metadata; KIP-320 fences it --------------
+def zombie_prefix() -> list:
+    """Broker 2 takes record 1 from leader 0, then misses every LeaderAndIsr (they stay in flight):
+    1 leads epoch 1 and writes record 2, which 0 takes after truncating record 1; 0 leads epoch 2."""
+    steps = [("Produce", {"leader": 0}), *fetch(2, 0)]
+    steps += [("PreferredLeaderElection", {"leader": 1}), deliver(1, 1), deliver(0, 1), *offsets_round(0, 1)]
+    steps += [("Produce", {"leader": 1}), *fetch(0, 1)]
+    steps += [("PreferredLeaderElection", {"leader": 0}), deliver(0, 2), deliver(1, 2), *offsets_round(1, 0)]
+    return steps + fetch(2, 0)  # the zombie fetches from 0 with its stale metadata (epoch 0)
+
+
+def test_kafka6880_zombie_diverges_without_fencing() -> None:
+    m = model("kip-279", "brokers=3", "epochs=2")
+    steps = [*zombie_prefix(), *fetch(1, 0), ("AdvanceHighWatermark", {"leader": 0}), *fetch(2, 0)]
+    last = run_scenario(m, steps)[-1]
+    assert last.brokers[2].epoch == 0 and last.brokers[0].remote[2] == 1, "served as if it were in sync"
+    assert last.brokers[2].log[0].ident == 1 and last.brokers[0].log[0].ident == 2
+    assert last.brokers[2].hw == last.brokers[0].hw == 1 and not log_matching(last)
+
+
+def test_kafka6880_zombie_fenced_by_kip320() -> None:
+    m = model("kip-320", "brokers=3", "epochs=2")
+    states = run_scenario(m, zombie_prefix())
+    fenced = states[-1]
+    assert fenced.brokers[2].fetch == NO_FETCHER and fenced.brokers[0].remote[2] == -1, "FENCED_LEADER_EPOCH"
+    steps = [deliver(2, 1), deliver(2, 2), *offsets_round(2, 0), *fetch(2, 0)]
+    last = run_scenario(m, steps, fenced)[-1]
+    assert last.brokers[2].log == last.brokers[0].log and log_matching(last)
+
+
+# -- the matrix and both forms of no-fence-stall ------------------------------------------------------
+def test_matrix_control_cells() -> None:
+    rows = ["hw-truncation", "kip-320", "kip-380", "truncate-on-fetch", "kip-380,kafka-7786-fix=off"]
+    cells = run_matrix("kafka", protocols=rows, invariants=["no-stale-control-request", "no-fence-stall"])
+    got = {(c.protocol, c.invariant): (c.verdict, c.length) for c in cells}
+    assert got["hw-truncation", "no-stale-control-request"] == ("violated", 3)
+    assert got["kip-320", "no-stale-control-request"] == ("violated", 3)
+    assert got["kip-320", "no-fence-stall"] == ("violated", 2)
+    assert got["kip-380,kafka-7786-fix=off", "no-fence-stall"] == ("violated", 13)
+    assert got["kip-380,kafka-7786-fix=off", "no-stale-control-request"][0] == "holds"
+    for protocol in ("kip-380", "truncate-on-fetch"):
+        for invariant in ("no-stale-control-request", "no-fence-stall"):
+            assert got[protocol, invariant] == ("holds", None)
+    for cell in cells:  # checked at the model's matrix bounds for these invariants
+        assert {k: cell.constants[k] for k in ("records", "epochs", "crashes", "bumps", "shutdowns", "bounces")} == {
+            "records": 1, "epochs": 1, "crashes": 0, "bumps": 1, "shutdowns": 1, "bounces": 1}
+    assert {c.distinct_states for c in cells if c.protocol == "kip-380"} == {71408}
+
+
+@pytest.mark.parametrize("protocol, code, verdict", [
+    ("kip-320", 13, "violated"), ("kip-380", 0, "holds"), ("kip-380,kafka-7786-fix=off", 13, "violated"),
+])
+def test_no_fence_stall_liveness_form(capsys, tmp_path, protocol: str, code: int, verdict: str) -> None:
+    version, *flags = protocol.split(",")
+    base = ["check", "kafka", "--protocol", version, "--json", "--trace-dir", str(tmp_path)]
+    for flag in flags:
+        base += ["--feature", flag]
+    for const in ("records=1", "epochs=1", "crashes=0", "bumps=1", "shutdowns=0", "bounces=1"):
+        base += ["--const", const]
+    # the safety form
+    assert main([*base, "--invariant", "no-fence-stall"]) == (12 if verdict == "violated" else 0)
+    out = json.loads(capsys.readouterr().out)
+    assert out["verdict"] == verdict
+    assert out["property_forms"] == {"no-fence-stall": "safety (every reachable state)"}
+    # the liveness form, on the explored state graph
+    assert main([*base, "--invariant", "no-fence-stall-liveness"]) == code
+    out = json.loads(capsys.readouterr().out)
+    assert out["verdict"] == verdict
+    assert out["property_forms"] == {"no-fence-stall-liveness": "liveness (state graph)"}
+    if verdict == "violated":
+        (violation,) = out["violations"]
+        assert violation["kind"] == "liveness" and "back to fetching" in violation["explanation"]
+
+
+def test_liveness_is_not_in_the_default_invariants(capsys) -> None:
+    assert main(["check", "kafka", "--protocol", "kip-380", "--json", "--const", "records=0", "--const", "epochs=0"]) == 0
+    out = json.loads(capsys.readouterr().out)
+    assert "no-fence-stall-liveness" not in out["invariants"]
+    assert out["property_forms"]["no-fence-stall"] == "safety (every reachable state)"
+
+
+# -- pinned counts and symmetry -------------------------------------------------------------------------
+# protocol -> (distinct states, states generated, depth) at records=1, epochs=1, crashes=0, bumps=1, bounces=1
+PINNED = {"kip-320": (10685, 31633, 24), "kip-380": (8768, 25366, 27), "truncate-on-fetch": (6943, 20411, 23)}
+
+
+@pytest.mark.parametrize("protocol", sorted(PINNED))
+def test_pinned_control_counts(protocol: str) -> None:
+    m = model(protocol, "records=1", "epochs=1", "crashes=0", "bumps=1", "shutdowns=0", "bounces=1")
+    result = check(m, SearchOptions())
+    assert result.verdict.value == "holds"
+    assert (result.distinct_states, result.states_generated, result.depth) == PINNED[protocol]
+
+
+def test_symmetry_renames_the_new_fields() -> None:
+    m = model("kip-320", "brokers=3", "records=0", "epochs=1", "crashes=1", "shutdowns=1", "bounces=1")
+    states = [m.init_states()[0]]
+    rng = random.Random(4)
+    for _ in range(12):  # a random walk through the control actions
+        succ = [t for _, t in m.successors(states[-1])]
+        states.append(rng.choice(succ))
+    invariants = list(for_family("kafka").values())
+    for state in states:
+        canon = m.canonical(state)
+        for perm in permutations(range(3)):
+            renamed = symmetry.permute(state, perm)
+            assert m.canonical(renamed) == canon
+            for inv in invariants:
+                if inv.holds is not None:
+                    assert inv.holds(renamed) == inv.holds(state)
