@@ -223,7 +223,7 @@ def test_matrix_control_cells() -> None:
     for cell in cells:  # checked at the model's matrix bounds for these invariants
         assert {k: cell.constants[k] for k in ("records", "epochs", "crashes", "bumps", "shutdowns", "bounces")} == {
             "records": 1, "epochs": 1, "crashes": 0, "bumps": 1, "shutdowns": 1, "bounces": 1}
-    assert {c.distinct_states for c in cells if c.protocol == "kip-380"} == {71408}
+    assert {c.distinct_states for c in cells if c.protocol == "kip-380"} == {74908}
 
 
 @pytest.mark.parametrize("protocol, code, verdict", [

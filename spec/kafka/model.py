@@ -315,7 +315,9 @@ class KafkaModel(Model):
             if ctrl.epoch >= self.max_epoch:
                 return
             for leader in others:
-                moved = self._elect_state(rest, leader, isr, skip=i)
+                # the LeaderAndIsr goes to the shutting-down broker too (live or shutting down), then the
+                # StopReplica for the replica it now follows
+                moved = self._elect_state(rest, leader, isr)
                 yield act[leader], self._send_stop(moved, i, m.incarnation)
         elif i in ctrl.isr:
             if ctrl.epoch >= self.max_epoch:
