@@ -5,27 +5,34 @@ One partition replicated on every broker of a small cluster, a controller standi
 named sets of feature flags (``spec.kafka.protocols``), each flag switchable with ``--feature``.
 
 Modules
-    protocols  the ``Features`` flags and the version table (hw-truncation, kip-101, kip-279,
-               truncate-on-fetch); issue 4 adds kip-320 / kip-380 rows and flags there
+    protocols  the ``Features`` flags and the version table (hw-truncation, kip-101, kip-279, kip-320,
+               kip-380, truncate-on-fetch)
     log        records, the leader epoch cache and the lookups (KIP-101, KIP-279, diverging epoch),
                pure functions on tuples: the seed's table A-G is tested against them
     state      the NamedTuples of a state: Broker, Controller, one class per message type, KafkaState
     model      ``KafkaModel``: the actions (table in its docstring), guard first, effect second
     scenario   run an explicit list of (action, params) steps; refuses a step that is not enabled
-    invariants/kafka_log_matching, kafka_durability, kafka_sanity: log-matching, committed-durable,
-               replica-sanity
+    invariants/kafka_log_matching, kafka_durability, kafka_sanity, kafka_control: log-matching,
+               committed-durable, replica-sanity, no-stale-control-request, no-fence-stall (and its
+               liveness form no-fence-stall-liveness, checked only when named)
 
 State (all ints, bools, tuples; -1 is "none")
-    KafkaState(brokers, controller, network, produced, crashes, committed)
-    Broker(alive, log, hw, cache, leader, epoch, isr, fetch, remote, incarnation)
+    KafkaState(brokers, controller, network, produced, crashes, bumps, shutdowns, bounces, committed)
+    Broker(alive, log, hw, cache, leader, epoch, isr, fetch, remote, broker_epoch, stopping, incarnation,
+        stale)
         log: (Record(epoch, ident), ...); LEO = len(log); cache: ((epoch, start offset), ...);
         leader/epoch/isr: the partition state last learned from a LeaderAndIsr; fetch: 0 none,
         1 truncating, 2 fetching; remote: as leader, each replica's LEO from its last fetch
-        (-1 unknown), () otherwise; incarnation: ghost restart count (for issue 4's checks).
+        (-1 unknown), () otherwise; broker_epoch: KIP-380 generation, + 1 at each registration;
+        stopping: sent a ControlledShutdown in this incarnation; ghosts: incarnation (restart count)
+        and stale (applied a control request meant for an earlier incarnation; sticky).
         A crash keeps log, cache and HW (lossy-crash: a crash may cut the log's tail) and loses
         the rest; a restart comes back with no leader, no epoch, no fetcher.
-    Controller(leader, epoch, isr)
-    network: sorted tuple of messages, LeaderAndIsr(dst, epoch, leader, isr), FetchRequest(src, dst,
+    Controller(leader, epoch, isr, registered): registered = the broker epoch of each broker's
+        registration the controller last processed (differs from the broker's after a Bounce)
+    network: sorted tuple of messages, LeaderAndIsr(dst, epoch, leader, isr, broker_epoch, meant),
+        StopReplica(dst, epoch, broker_epoch, meant), ControlledShutdown(src, broker_epoch,
+        incarnation), FetchRequest(src, dst,
         epoch, offset, last_epoch), FetchResponse(src, dst, epoch, offset, error, records, hw,
         diverging_epoch, diverging_offset), OffsetsRequest(src, dst, epoch, requested),
         OffsetsResponse(src, dst, epoch, requested, error, answer_epoch, end_offset); each starts
@@ -38,7 +45,10 @@ DeliverLeaderAndIsr(broker, epoch), Produce(leader), SendFetch(follower, leader)
 follower), ReceiveFetch(follower, leader), SendOffsetsForLeaderEpoch(follower, leader),
 ServeOffsetsForLeaderEpoch(leader, follower), ReceiveOffsetsForLeaderEpoch(follower, leader),
 TruncateToHighWatermark(follower), AdvanceHighWatermark(leader), ShrinkIsr(leader, follower),
-ExpandIsr(leader, follower), Crash(broker), CrashLosingTail(broker, keep), Restart(broker).
+ExpandIsr(leader, follower), Crash(broker), CrashLosingTail(broker, keep), Restart(broker); issue 4:
+BumpLeaderEpoch(leader), ControlledShutdown(broker), ProcessControlledShutdown(broker, leader),
+DeliverStopReplica(broker), Bounce(broker), ProcessBrokerChange(broker). The table and the control
+plane's rules are in ``spec.kafka.model``'s docstring.
 
 Modelling choices (each a place where the model could disagree with Kafka; say so in a trace)
 - Initial state: broker 0 leads epoch 0, every broker in the ISR, empty logs. The seeds' epoch 1
@@ -67,19 +77,44 @@ Modelling choices (each a place where the model could disagree with Kafka; say s
 - KIP-279 and truncate-on-fetch share one lookup (``log.end_offset_for``): a request below every
   known epoch gets (requested, start of the lowest epoch), as the seed's truncation section says.
 
+- Control plane (issue 4): Crash and Restart are seen by the controller at once, a Bounce only when
+  it processes the broker change; control requests to a broker form one FIFO channel (LeaderAndIsr
+  and StopReplica together) that survives an unseen bounce. KIP-570's caveat (a StopReplica
+  overtaking a LeaderAndIsr within one incarnation) cannot happen here: the channel keeps its order.
+  A fetcher thread handles the answer it waits for before it truncates again (TruncateToHighWatermark
+  waits for it); without that, the fetch path showed a KAFKA-7786-like stall that Kafka's
+  single-threaded fetcher cannot have.
+
 Default bounds: brokers=2, records=2, epochs=2 (three leader epochs: 0, 1, 2), crashes=1,
-inflight=0 (no bound beyond one outstanding request per follower). Every violated cell of the
+inflight=0 (no bound beyond one outstanding request per follower), bumps=0, shutdowns=0,
+bounces=0 (the control-plane actions are off, so the first four versions keep their state counts).
+``kmc matrix`` checks no-stale-control-request and no-fence-stall at records=1, epochs=1, crashes=0,
+bumps=1, shutdowns=1, bounces=1 (``KafkaModel.matrix_bounds``; ``--uniform-bounds`` to drop them),
+where the stories of issue 4 fit: KAFKA-7786 (13 steps, via a bounce or via a crash and restart,
+the seed's ten steps in their smallest form), the bounce during controlled shutdown (4 steps to the
+stale StopReplica), the missed fast bounce (2 steps); the stale ControlledShutdown acted on after a
+restart needs crashes=1 (6 steps, tests/test_kafka_control.py). Every violated cell of the
 matrix has its shortest counterexample inside them; the seeds' own scenarios need more (KIP-279's
 scenario 1: records=4 or more, scenario 3: records=4, epochs=3, crashes=4 and unclean=on; KIP-101's
 second scenario: records=3, crashes=2, lossy-crash=on) and are checked step by step in the tests.
 
-For issue 4 (KIP-320 fencing, KAFKA-7786, KIP-380): add flags to ``Features`` (default off) and
-rows to ``PROTOCOLS``; ``leader_epoch_fencing`` already makes requests carry the current epoch and
-the leader answer FENCED/UNKNOWN/NOT_LEADER (the follower then retries: put KAFKA-7786's partition
-removal behind a new flag in ``_receive_offsets_state``). Add message classes (StopReplica,
-ControlledShutdown, ...) in ``state`` with a new ``kind`` and list them in ``STATE_TYPES``; add a
-broker-epoch or stamp field to ``LeaderAndIsr`` there. ``Broker.incarnation`` is the ghost
-incarnation; a broker epoch would be a new field set on restart.
+The matrix (``kmc matrix``, default bounds as above; 7 rows x 5 invariants, about 25 s of CPU):
+
+    row                         log-matching  committed-durable  replica-sanity  no-stale-control  no-fence-stall
+    hw-truncation               violated 14   violated 12        violated 10     violated 3        violated 2
+    kip-101                     violated 17   violated 16        violated 10     violated 3        violated 2
+    kip-279                     violated 17   violated 16        violated 10     violated 3        violated 2
+    kip-320                     holds 161590  holds 161590       violated 13     violated 3        violated 2
+    kip-380                     holds 158915  holds 158915       violated 13     holds 74908       holds 74908
+    truncate-on-fetch           holds 115129  holds 115129       holds 115129    holds 59480       holds 59480
+    kip-380,kafka-7786-fix=off  holds 161590  holds 161590       violated 13     holds 75286       violated 13
+
+(violated N: shortest counterexample in N steps; holds N: N distinct states, depths 31-37). Before
+KIP-380 the shortest no-stale-control-request counterexample is an epoch bump whose LeaderAndIsr
+reaches the broker after an unseen bounce (KIP-380's KAFKA-7235 case) and the shortest no-fence-stall
+one the missed fast bounce; KAFKA-7786 itself is the last row's. replica-sanity under kip-320/kip-380
+is KAFKA-10706 (a follower keeps an epoch it registered as leader but never wrote in, because 2.1's
+truncation at the LEO skips the epoch cache): ``--feature kafka-10706-fix=on`` makes it hold.
 """
 
 from __future__ import annotations

@@ -12,9 +12,24 @@ PreferredLeaderElection            leader                      the leader lives:
                                                                live ISR member, epoch + 1, ISR kept
 UncleanLeaderElection              leader                      (unclean=on) no ISR member lives: any live
                                                                replica, epoch + 1, ISR = {leader}
-DeliverLeaderAndIsr                broker, epoch               the oldest LeaderAndIsr to the broker arrives
-                                                               (the controller's channel is FIFO); applied if
-                                                               its epoch is newer than the broker's
+BumpLeaderEpoch                    leader                      (bumps) the leader lives: epoch + 1 with the
+                                                               same leader and ISR (reassignment, an ISR
+                                                               change by the controller)
+ProcessBrokerChange                broker                      the controller processes the registration of a
+                                                               broker that bounced unseen; KIP-380: failure
+                                                               then start-up handling (see below)
+ProcessControlledShutdown          broker, leader              the controller handles the oldest
+                                                               ControlledShutdown of the broker; ``leader``
+                                                               is the leader afterwards (see below)
+DeliverLeaderAndIsr                broker, epoch               the oldest control request to the broker is a
+                                                               LeaderAndIsr and arrives (the controller's
+                                                               channel is FIFO); applied if its epoch is newer
+                                                               than the broker's (and, KIP-380, its broker
+                                                               epoch is not older than the broker's)
+DeliverStopReplica                 broker                      the oldest control request to the broker is a
+                                                               StopReplica and arrives: the replica leaves the
+                                                               fetcher (KIP-380: unless its broker epoch is
+                                                               older than the broker's)
 Produce                            leader                      a broker that believes it leads appends a
                                                                record in its epoch
 SendFetch                          follower, leader            fetch from the LEO
@@ -32,12 +47,39 @@ ExpandIsr                          leader, follower            the current leade
 Crash                              broker                      in-memory state and its messages are lost
 CrashLosingTail                    broker, keep                (lossy-crash=on) a crash that keeps only the
                                                                first ``keep`` records of the log
-Restart                            broker                      back with its log, epoch cache and HW; the
-                                                               controller sends it the current LeaderAndIsr
+Restart                            broker                      back with its log, epoch cache and HW and a new
+                                                               broker epoch; the controller registers it at
+                                                               once and sends it the current LeaderAndIsr
+ControlledShutdown                 broker                      (shutdowns) the broker asks the controller to
+                                                               move its leadership away and stop its replica
+Bounce                             broker                      (bounces) a crash and a re-registration the
+                                                               controller has not processed: new incarnation
+                                                               and broker epoch; the controller keeps its
+                                                               queue of control requests to the broker
 =================================  ==========================  ============================================
 
+Control plane (issue 4). The controller keeps, per broker, the broker epoch of the registration it
+last processed (``Controller.registered``). Crash and Restart are seen at once (the queue of control
+requests to a crashed broker is dropped with its connection). A Bounce is seen late: until
+ProcessBrokerChange, requests queued for the old incarnation reach the new one, stamped with the old
+broker epoch. ProcessBrokerChange without KIP-380 finds the broker in the old list and the new one and
+does nothing; with ``detect-bounced-broker`` it drops the queue to the broker, gives the partition a
+new epoch if the broker led it (the failure handling re-elects it: a simplification, Kafka would
+first try another ISR member) and sends the current LeaderAndIsr. ProcessControlledShutdown: rejected
+if the broker is down or (``reject-stale-shutdown``) the request carries an older broker epoch than
+the one registered; a leader hands leadership to each live ISR member in turn (one successor each;
+none alive: nothing changes, Kafka answers "partitions remaining"), a follower leaves the ISR; both
+take a new epoch (not enabled at the epoch bound), with a LeaderAndIsr to the other live brokers (and
+to the shutting-down broker when leadership moved) and a StopReplica to the broker. The ghost stamp
+``meant`` of a request is the incarnation of its destination when the controller sent it, or, for a
+StopReplica, the incarnation that asked to shut down.
+
+
 A broker has at most one request outstanding per leader (Kafka's fetcher thread sends, then waits
-for the answer), and never sends to a broker that is down (the request would be lost at once).
+for the answer, and truncates only after it), and never sends to a broker that is down (the request
+would be lost at once). With ``fenced-removes-partition`` (2.1.0) a FENCED_LEADER_EPOCH answer takes
+the partition out of the fetcher until the next LeaderAndIsr; ``kafka-7786-fix`` ignores an
+OffsetsForLeaderEpoch answer whose request epoch is no longer the partition's.
 """
 
 from __future__ import annotations
