@@ -27,6 +27,7 @@ from math import factorial
 from typing import Any
 
 Perm = tuple[int, ...]  # perm[old id] = new id
+_IDENTITY: dict[int, Perm] = {}
 
 
 def candidate_permutations(signatures: Sequence[Any]) -> Iterator[Perm]:
@@ -58,8 +59,9 @@ def candidate_permutations(signatures: Sequence[Any]) -> Iterator[Perm]:
 def canonicalize(state: Any, n: int, permute: Callable[[Any, Perm], Any], signature: Callable[[Any, int], Any]) -> Any:
     """The least ``permute(state, perm)`` over the candidate permutations (see the module doc)."""
     best = None
+    identity = _IDENTITY.get(n) or _IDENTITY.setdefault(n, tuple(range(n)))
     for perm in candidate_permutations([signature(state, i) for i in range(n)]):
-        image = state if perm == tuple(range(n)) else permute(state, perm)
+        image = state if perm == identity else permute(state, perm)
         if best is None or image < best:
             best = image
     return best

@@ -20,26 +20,52 @@ from __future__ import annotations
 from checker.symmetry import Perm, canonicalize, reindex, rename
 from spec.kafka.state import KafkaState
 
+_tuple_new = tuple.__new__
+
 #: field names that hold a broker id (-1: none), a sorted tuple of broker ids, or a tuple indexed by
 #: broker id, in any state, broker, controller or message NamedTuple; every other field is id-free
 ID_FIELDS = frozenset({"leader", "src", "dst"})
 SET_FIELDS = frozenset({"isr"})
 INDEXED_FIELDS = frozenset({"remote", "registered"})
-_ID_BEARING = ID_FIELDS | SET_FIELDS | INDEXED_FIELDS
+
+
+_ID, _SET, _INDEXED = 0, 1, 2
+#: class -> ((field position, kind), ...) for its id-bearing fields; positions of the id-free fields
+_LAYOUT: dict[type, tuple[tuple[tuple[int, int], ...], tuple[int, ...]]] = {}
+
+
+def _layout(cls: type) -> tuple[tuple[tuple[int, int], ...], tuple[int, ...]]:
+    found = _LAYOUT.get(cls)
+    if found is None:
+        bearing, free = [], []
+        for position, name in enumerate(cls._fields):
+            if name in ID_FIELDS:
+                bearing.append((position, _ID))
+            elif name in SET_FIELDS:
+                bearing.append((position, _SET))
+            elif name in INDEXED_FIELDS:
+                bearing.append((position, _INDEXED))
+            else:
+                free.append(position)
+        found = _LAYOUT[cls] = (tuple(bearing), tuple(free))
+    return found
 
 
 def _rename_fields(value: tuple, perm: Perm) -> tuple:
-    changes = {}
-    for name in value._fields:
-        if name in ID_FIELDS:
-            old = getattr(value, name)
+    bearing = _layout(type(value))[0]
+    if not bearing:
+        return value
+    items = list(value)
+    for position, kind in bearing:
+        old = items[position]
+        if kind == _ID:
             if old >= 0:
-                changes[name] = perm[old]
-        elif name in SET_FIELDS:
-            changes[name] = rename(getattr(value, name), perm)
-        elif name in INDEXED_FIELDS:
-            changes[name] = reindex(getattr(value, name), perm)
-    return value._replace(**changes) if changes else value
+                items[position] = perm[old]
+        elif kind == _SET:
+            items[position] = rename(old, perm)
+        else:
+            items[position] = reindex(old, perm)
+    return _tuple_new(type(value), items)
 
 
 def permute(s: KafkaState, perm: Perm) -> KafkaState:
@@ -47,15 +73,15 @@ def permute(s: KafkaState, perm: Perm) -> KafkaState:
     brokers = [None] * len(s.brokers)
     for i, b in enumerate(s.brokers):
         brokers[perm[i]] = _rename_fields(b, perm)
-    network = tuple(sorted(_rename_fields(m, perm) for m in s.network))
+    network = tuple(sorted([_rename_fields(m, perm) for m in s.network]))
     return s._replace(brokers=tuple(brokers), controller=_rename_fields(s.controller, perm), network=network)
 
 
 def signature(s: KafkaState, i: int) -> tuple:
     """Broker i without its ids: what a renaming carries along with it."""
     b = s.brokers[i]
-    own = tuple(value for name, value in zip(b._fields, b, strict=True) if name not in _ID_BEARING)
-    return own + (b.leader == i, s.controller.leader == i, len(getattr(b, "isr", ())))
+    free = _layout(type(b))[1]
+    return tuple([b[p] for p in free]) + (b.leader == i, s.controller.leader == i)
 
 
 def canonical(s: KafkaState) -> KafkaState:
