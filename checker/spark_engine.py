@@ -9,32 +9,36 @@ Start small, grow large
     states (``--spark-threshold``, default 10,000) and move to Spark from the first level whose
     frontier reaches it. A search that never gets there never starts Spark.
 
-One level on Spark is two jobs
-    The frontier (the last level) and the visited set are pair RDDs keyed by the 64-bit state
-    fingerprint and partitioned by it with one partition function, so combining them moves no
-    data; the visited set holds one sorted int64 array per partition and never leaves the
-    executors.
+One level on Spark is one job (two for large or resumable levels)
+    The frontier (the last level) and the visited set are pair RDDs partitioned by the 64-bit
+    state fingerprint with one partition function, so combining them moves no data. Each
+    partition is one columnar block (numpy arrays of fingerprints, parent indices and successor
+    positions, and one pickled list of states), which PySpark moves far faster than millions of
+    small records. The visited set holds one sorted int64 array per partition and never leaves
+    the executors.
 
     Job 1 (expand, shuffle, dedup, invariants): every frontier partition expands its states in
     global-index order and keeps, per successor fingerprint, the first occurrence with its order
     key (parent global index, successor position). The candidates are shuffled to their
     fingerprint's partition, where the smallest key per fingerprint wins and the fingerprints
     already visited are dropped; the invariants are checked there on the new states. The driver
-    gets back only counts, a histogram of parents and, per invariant, the first violating key.
+    gets back only counts, a histogram of parent ranges, per invariant the first violating key
+    and, for a level of at most ``driver_index_limit`` (50,000) new states, the keys themselves.
 
-    Job 2 (index, write): global indices are assigned exactly as the local engine assigns them
-    (level by level, in (parent index, successor position) order): small (key, fingerprint)
-    records are range-partitioned on the parent index, sorted within each range and numbered
-    from per-range offsets taken from the histogram of job 1; the index goes back to the
-    fingerprint's partition and the level (fingerprint, index, parent index, successor position
-    and, for resumable runs, the state encoded with ``checker.codec``) is written as Parquet under
-    the run directory. Those files are the parent pointers from which a counterexample is
-    rebuilt, by replay, after a violation.
+    Numbering: global indices are assigned exactly as the local engine assigns them (level by
+    level, in (parent index, successor position) order). A small level is sorted on the driver,
+    which keeps its parent pointers (20 bytes a state) and broadcasts the indices. A large level
+    is numbered on the executors: its keys are range-partitioned on the parent index, sorted
+    within each range and numbered from per-range offsets (the histogram of job 1), and the
+    indices go back to the fingerprint partitions; its parent pointers are written as Parquet
+    under the run directory (job 2). With ``--checkpoint DIR`` every level is written so, with its
+    states encoded by ``checker.codec``. A counterexample is rebuilt from the parent pointers by
+    replay, as the local engine does.
 
 Fault tolerance
     Every task is deterministic (states in global-index order, minimum keys) and the statistics
-    travel as ordinary records (under the fingerprint -1, which ``hash`` never returns), not as
-    accumulators, so a task that Spark retries changes nothing. Local masters get Spark's usual
+    travel as ordinary records, not as accumulators, so a task that Spark retries changes
+    nothing. Local masters get Spark's usual
     four attempts per task (``local[N]`` becomes ``local[N,4]``). With ``--checkpoint DIR`` (a run
     directory) a driver that dies resumes from the last completed level with ``--resume DIR``:
     ``run.json`` is rewritten atomically after each level and names the level files it covers.
@@ -72,8 +76,6 @@ DEFAULT_THRESHOLD = 10_000
 DEFAULT_DRIVER_INDEX_LIMIT = 50_000
 #: levels between two reliable checkpoints of the RDDs (cuts their lineage)
 DEFAULT_CHECKPOINT_LEVELS = 10
-#: the key of statistics records: CPython's hash never returns -1, so no state has it
-STATS_KEY = -1
 RUN_MAGIC = "kmc-spark-run"
 RUN_FORMAT = 1
 _PACKAGES = ("spec", "checker", "invariants", "traces")
@@ -709,7 +711,8 @@ class SparkBFS:
                              "drop --checkpoint")
         started = time.monotonic()
         self.local._started = started
-        run_dir = RunDir(opts.checkpoint_path) if opts.checkpoint_path else None
+        where = opts.checkpoint_path or opts.resume_from
+        run_dir = RunDir(where) if where else None
         spark: _Spark | None = None
         reason = None
         try:
@@ -995,9 +998,7 @@ class SparkBFS:
                                            time.monotonic() - self._started))
 
     # -- resume --------------------------------------------------------------------------------------
-    def _resume(self, run_dir: RunDir | None) -> tuple[_Spark | None, _Counters, list[LevelInfo]]:
-        if run_dir is None:
-            run_dir = RunDir(self.options.resume_from)
+    def _resume(self, run_dir: RunDir) -> tuple[_Spark | None, _Counters, list[LevelInfo]]:
         if run_dir.local and not run_dir.exists():
             raise BadFileError(f"run directory {run_dir.path} does not exist; check the path given to --resume")
         spark = None
