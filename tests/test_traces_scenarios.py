@@ -84,3 +84,69 @@ def test_scenario_syntax_errors_are_bad_files():
                 {"model": "kafka", "steps": [], "expect": {"kip-101": {"outcome": "maybe"}}}):
         with pytest.raises(BadFileError):
             scenario_from_data(doc, "s.json")
+
+
+def _shipped(fragment):
+    return load_scenario(next(p for p in SCENARIOS if fragment in p))
+
+
+def test_kip_279_scenario_1_every_case_diverges_under_kip_101_only():
+    for tag, step in (("n-lt-20", 30), ("n-eq-20", 31), ("n-gt-20", 32)):
+        scenario = _shipped(f"kip-279-scenario-1-{tag}")
+        diverged = replay_scenario(scenario_model(scenario, "kip-101"), scenario, ["log-matching"])
+        assert (diverged.outcome, diverged.step) == ("violated", step), tag
+        last = diverged.trace.steps[-1].state
+        assert [r.epoch for r in last.brokers[1].log][1] == 1 and [r.epoch for r in last.brokers[0].log][1] == 0
+        fixed = replay_scenario(scenario_model(scenario, "kip-279"), scenario)
+        end = fixed.trace.steps[-1].state
+        assert fixed.outcome == "holds" and end.brokers[0].log == end.brokers[1].log
+    # n < 20: replica-sanity breaks first, when B appends A's epoch-0 record after its own epoch-1 record
+    first = replay_scenario(scenario_model(_shipped("n-lt-20"), "kip-101"), _shipped("n-lt-20"))
+    assert (first.invariant.name, first.step, str(first.action)) == ("replica-sanity", 22, "ReceiveFetch(follower=1, leader=0)")
+
+
+def test_kip_279_scenario_3_checks_log_matching_from_the_fetch_on():
+    one_round = _shipped("scenario-3-unclean-kip-101")
+    assert one_round.check_from == 31 and one_round.features == {"unclean": True}
+    everywhere = replay(scenario_model(one_round, "kip-279"), one_round.steps, invariants=None)
+    assert (everywhere.outcome, everywhere.invariant.name, everywhere.step) == ("violated", "committed-durable", 9)
+    two_rounds = _shipped("scenario-3-unclean-kip-279")
+    result = replay_scenario(scenario_model(two_rounds, "kip-279"), two_rounds)
+    assert result.outcome == "holds" and [r.ident for r in result.trace.steps[-1].state.brokers[0].log] == [2, 4]
+
+
+def test_kafka_7786_stalls_kip_380_without_its_fix():
+    scenario = _shipped("kafka-7786")
+    result = replay_scenario(scenario_model(scenario, "kip-380", ["kafka-7786-fix=off"]), scenario)
+    assert (result.outcome, result.invariant.name, result.step) == ("violated", "no-fence-stall", 13)
+    assert "broker 1" in result.explanation
+    fixed = replay_scenario(scenario_model(scenario, "kip-380"), scenario)
+    assert fixed.outcome == "holds" and fixed.trace.steps[-1].state.brokers[1].fetch == 1  # still truncating: asks again
+
+
+def test_control_plane_scenarios_break_before_kip_380_and_hold_with_it():
+    for fragment, invariant, step in (("bounce-during-controlled-shutdown", "no-stale-control-request", 4),
+                                      ("stale-controlled-shutdown", "no-stale-control-request", 7),
+                                      ("fast-bounce", "no-fence-stall", 2)):
+        scenario = _shipped(fragment)
+        buggy = replay_scenario(scenario_model(scenario, "kip-320"), scenario)
+        assert (buggy.outcome, buggy.invariant.name, buggy.step) == ("violated", invariant, step), fragment
+        assert replay_scenario(scenario_model(scenario, "kip-380"), scenario).outcome in ("holds", "blocked")
+
+
+def test_kip_101_scenario_2_is_reported_while_a_replica_is_down():
+    # the model's log-matching counts the HW a crashed replica checkpointed (see the scenarios README)
+    scenario = _shipped("kip-101-scenario-2")
+    for protocol in ("hw-truncation", "kip-101", "truncate-on-fetch"):
+        result = replay_scenario(scenario_model(scenario, protocol), scenario)
+        assert (result.outcome, result.step) == ("violated", 16)
+        broken = result.trace.steps[-1].state
+        assert not broken.brokers[0].alive and broken.brokers[0].hw == 1
+
+
+def test_check_from_is_a_step_number():
+    for bad in (-1, True, "3", 2):
+        with pytest.raises(BadFileError, match="check_from"):
+            scenario_from_data({"model": "kafka", "steps": ["Produce(leader=0)"], "check_from": bad}, "s.json")
+    ok = scenario_from_data({"model": "kafka", "steps": ["Produce(leader=0)"], "check_from": 1}, "s.json")
+    assert ok.check_from == 1

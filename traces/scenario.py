@@ -25,7 +25,9 @@ match: the others are free, as long as one successor state fits (two different o
 ambiguity to resolve by naming more parameters). ``expect`` maps a protocol (or ``"*"`` for
 models without versions, or any protocol not listed) to an outcome: ``violated`` (with the
 invariant and the step number, 0 being the initial state), ``blocked`` (the step number whose
-action is not enabled) or ``holds``. ``invariants`` (optional) limits the check to the named ones.
+action is not enabled) or ``holds``. ``invariants`` (optional) limits the check to the named ones;
+``check_from`` (optional, default 0) checks them only in the states from that step on, for a story
+whose claim is about where the replicas end up rather than about every state on the way.
 Nothing in the file is evaluated.
 """
 
@@ -40,7 +42,7 @@ from traces.io import parse_json, read_bytes
 from traces.values import json_to_plain
 
 SCENARIO_KEYS = {"scenario", "description", "source", "model", "protocol", "constants", "features", "steps", "expect",
-                 "notes", "invariants"}
+                 "notes", "invariants", "check_from"}
 OUTCOMES = ("violated", "blocked", "holds", "deadlock")
 _NAME = r"[A-Za-z_][A-Za-z0-9_:.-]*"
 _ACTION = re.compile(rf"\s*({_NAME})\s*(?:\((.*)\))?\s*")
@@ -106,6 +108,8 @@ class Scenario:
     source: str = ""
     #: the invariants to check (empty: all of the model's)
     invariants: tuple[str, ...] = ()
+    #: check the invariants only in the states from this step on (0: every state)
+    check_from: int = 0
 
     def header(self) -> dict[str, Any]:
         header: dict[str, Any] = {"model": self.model, "constants": dict(self.constants)}
@@ -226,8 +230,12 @@ def scenario_from_data(doc: Any, path: str) -> Scenario:
     invariants = doc.get("invariants") or []
     if not isinstance(invariants, list) or not all(isinstance(i, str) for i in invariants):
         raise BadFileError(f"{path}: invariants must be a list of invariant names")
+    check_from = doc.get("check_from", 0)
+    if not isinstance(check_from, int) or isinstance(check_from, bool) or not 0 <= check_from <= len(steps):
+        raise BadFileError(f"{path}: check_from must be a step number between 0 and the number of steps ({len(steps)})")
     return Scenario(path, str(doc.get("scenario") or path), model, protocol, dict(constants), dict(features), steps,
-                    expect, text if isinstance(text, str) else "", str(doc.get("source") or ""), tuple(invariants))
+                    expect, text if isinstance(text, str) else "", str(doc.get("source") or ""), tuple(invariants),
+                    check_from)
 
 
 def load_scenario(path: str) -> Scenario:
