@@ -4,9 +4,12 @@ as Mermaid, Graphviz DOT or a self-contained SVG.
 Events are derived from the steps, by data rather than code per action:
 
 * a model whose state has a ``network`` (a tuple of message records with ``dst`` and, for broker
-  requests, ``src``) gets one arrow per message *sent* in a step, from its sender to its receiver,
-  labelled with the message type and its fields; a step that only *consumes* a message becomes a
-  note over the receiver (``ReceiveFetch``, ``DeliverLeaderAndIsr``);
+  requests, ``src``; a record with a ``src`` and no ``dst`` is a request to the controller, such as
+  ``ControlledShutdown``) gets one arrow per message *sent* in a step, from its sender to its
+  receiver, labelled with the message type and its fields (error codes by name); a step that only
+  *consumes* a message it handles becomes a note over the receiver (``ReceiveFetch``,
+  ``DeliverStopReplica``, ``ProcessControlledShutdown``), and messages a step throws away (a crash,
+  a bounce, the controller dropping its queue to a bounced broker) a note over the actor;
 * a model without one uses ``MESSAGE_RULES`` (action name -> sender, receiver, label templates);
 * every other step is a note over its actor: ``ACTOR_RULES`` for controller or coordinator
   actions, else the broker named by the first of ``ACTOR_PARAMS`` in the action's parameters,
@@ -21,9 +24,9 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from traces.render import fmt
+from traces.render import fmt, is_message
 from traces.trace import Trace
-from traces.views import broker_views
+from traces.views import broker_views, named
 
 CONTROLLER = "controller"
 #: actions of a participant that is not a broker
@@ -33,6 +36,9 @@ ACTOR_RULES: dict[str, str] = {
     "UncleanLeaderElection": CONTROLLER,
     "ControllerElectLeader": CONTROLLER,
     "ControllerShrinkIsr": CONTROLLER,
+    "BumpLeaderEpoch": CONTROLLER,
+    "ProcessBrokerChange": CONTROLLER,
+    "ProcessControlledShutdown": CONTROLLER,
     "TMCommit": "TM",
     "TMAbort": "TM",
     "TMRcvPrepared": "TM",
@@ -51,6 +57,9 @@ MESSAGE_RULES: dict[str, tuple[str, str, str]] = {
     "FollowerReplicate": ("broker {leader}", "broker {follower}", "records"),
 }
 _HIDDEN_FIELDS = {"kind", "src", "dst"}
+#: actions that handle a message addressed to one of the participants their parameters name (or, for
+#: a controller action, to the controller); what else they consume is dropped
+HANDLING_PREFIXES = ("Deliver", "Receive", "Serve", "Process", "Handle", "Rcv")
 
 
 @dataclass(frozen=True)
@@ -68,19 +77,54 @@ def _participant(kind: str, value: Any) -> str:
 
 def _network(state: Any) -> tuple | None:
     network = getattr(state, "network", None)
-    if isinstance(network, tuple) and all(hasattr(m, "dst") for m in network):
+    if isinstance(network, tuple) and all(is_message(m) for m in network):
         return network
     return None
 
 
 def _message_label(message: Any) -> str:
-    fields = [f"{k}={fmt(v)}" for k, v in zip(message._fields, message, strict=True) if k not in _HIDDEN_FIELDS]
-    return f"{type(message).__name__}({', '.join(fields)})"
+    kind = type(message)
+    fields = [f"{k}={fmt(named(kind, k, v))}" for k, v in zip(message._fields, message, strict=True)
+              if k not in _HIDDEN_FIELDS]
+    return f"{kind.__name__}({', '.join(fields)})"
 
 
 def _sender(message: Any) -> str:
     src = getattr(message, "src", None)
     return CONTROLLER if src is None else _participant("broker", src)
+
+
+def _receiver(message: Any) -> str:
+    dst = getattr(message, "dst", None)
+    return CONTROLLER if dst is None else _participant("broker", dst)
+
+
+def _named_participants(action: Any) -> set[str]:
+    """The participants an action acts as: the controller for a controller action, else the brokers its
+    parameters name."""
+    if ACTOR_RULES.get(action.name) == CONTROLLER:
+        return {CONTROLLER}
+    return {_participant("broker", v) for k, v in action.params if k in ACTOR_PARAMS}
+
+
+def _handled(action: Any, consumed: Counter) -> Any:
+    """The message ``action`` handles among those it consumed (None: it handles none of them)."""
+    if not action.name.startswith(HANDLING_PREFIXES):
+        return None
+    names = _named_participants(action)
+    return next((m for m in consumed.elements() if _receiver(m) in names), None)
+
+
+def _short(message: Any, ends: bool = False) -> str:
+    """A message by its type, its error if any and (``ends``) its ends: ``FetchResponse FENCED_LEADER_EPOCH
+    (broker 0 to broker 1)``."""
+    text = type(message).__name__
+    error = named(type(message), "error", getattr(message, "error", None))
+    if isinstance(error, int) and error:
+        text += f" {error}"
+    if ends:
+        text += f" ({_sender(message)} to {_receiver(message)})"
+    return text
 
 
 def _changed_broker(before: Any, after: Any) -> Any:
@@ -113,17 +157,19 @@ def events(trace: Trace) -> list[Event]:
         if before_net is not None and after_net is not None:
             sent = Counter(after_net) - Counter(before_net)
             consumed = Counter(before_net) - Counter(after_net)
+            handled = _handled(action, consumed)
+            dropped = consumed - Counter([handled]) if handled is not None else consumed
             for message in sent.elements():
-                out.append(Event(number, "message", _sender(message), _participant("broker", message.dst),
-                                 _message_label(message)))
-            if not sent:
-                if consumed:
-                    message = next(iter(consumed.elements()))
-                    out.append(Event(number, "note", "", _participant("broker", message.dst),
-                                     f"{action}: handles {type(message).__name__}"))
-                else:
-                    actor = _actor(action, previous, state, "broker")
-                    out.append(Event(number, "note", "", actor, str(action)))
+                out.append(Event(number, "message", _sender(message), _receiver(message), _message_label(message)))
+            if not sent and handled is not None:
+                out.append(Event(number, "note", "", _receiver(handled), f"{action}: handles {_short(handled)}"))
+            if dropped:
+                actor = _actor(action, previous, state, "broker")
+                lost = ", ".join(_short(m, ends=True) for m in dropped.elements())
+                out.append(Event(number, "note", "", actor, f"{action}: drops {lost}"))
+            elif not sent and handled is None:
+                actor = _actor(action, previous, state, "broker")
+                out.append(Event(number, "note", "", actor, str(action)))
         elif action.name in MESSAGE_RULES:
             src, dst, label = MESSAGE_RULES[action.name]
             values = {k: fmt(v) for k, v in action.params}

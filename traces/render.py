@@ -21,13 +21,19 @@ from rich.table import Table
 from rich.text import Text
 
 from traces.trace import Trace
-from traces.views import BrokerView, broker_views, diverging_offsets
+from traces.views import BrokerView, broker_views, diverging_offsets, named
+
+
+def is_message(value: Any) -> bool:
+    """A message in flight: a record with a destination, or a request to the controller (a sender only)."""
+    return isinstance(value, tuple) and hasattr(value, "_fields") and (hasattr(value, "dst") or hasattr(value, "src"))
 
 
 def fmt(value: Any) -> str:
     """A compact text form of a state value: records ``(id=0, epoch=2)``, tuples ``[..]``, sets ``{..}``."""
     if isinstance(value, tuple) and hasattr(value, "_fields"):
-        return "(" + ", ".join(f"{k}={fmt(v)}" for k, v in zip(value._fields, value, strict=True)) + ")"
+        kind = type(value)
+        return "(" + ", ".join(f"{k}={fmt(named(kind, k, v))}" for k, v in zip(value._fields, value, strict=True)) + ")"
     if isinstance(value, tuple):
         return "[" + ", ".join(fmt(v) for v in value) + "]"
     if isinstance(value, frozenset):
@@ -41,7 +47,7 @@ def _per_broker(value: Any) -> bool:
     Messages in flight (records with a ``dst``) and ghost sets of plain tuples are not per broker.
     """
     if isinstance(value, tuple) and hasattr(value, "_fields"):
-        return not hasattr(value, "dst")
+        return not is_message(value)
     return isinstance(value, tuple) and all(hasattr(v, "_fields") for v in value)
 
 
@@ -56,6 +62,7 @@ def flat_state(state: Any) -> dict[str, Any]:
     def record(value: Any, prefix: str, top: bool) -> None:
         for name, item in zip(value._fields, value, strict=True):
             key = f"{prefix}{name}"
+            item = named(type(value), name, item)
             if isinstance(item, tuple) and hasattr(item, "_fields"):
                 record(item, key + ".", False)
             elif top and isinstance(item, tuple) and item and all(_per_broker(v) for v in item):
@@ -107,7 +114,8 @@ def _for_broker(diff: list[tuple[str, Any, Any]], index: int) -> list[tuple[str,
 
 
 def _record_label(value: Any) -> str:
-    fields = ", ".join(f"{k}={fmt(v)}" for k, v in zip(value._fields, value, strict=True) if k != "kind")
+    kind = type(value)
+    fields = ", ".join(f"{k}={fmt(named(kind, k, v))}" for k, v in zip(value._fields, value, strict=True) if k != "kind")
     return f"{type(value).__name__}({fields})"
 
 
@@ -116,7 +124,7 @@ def _is_record_bag(value: Any) -> bool:
 
 
 def _change_line(key: str, old: Any, new: Any) -> Text:
-    if _is_record_bag(old) and _is_record_bag(new) and (old or new) and any(hasattr(v, "dst") for v in old + new):
+    if _is_record_bag(old) and _is_record_bag(new) and (old or new) and any(is_message(v) for v in old + new):
         # a set of messages: what was sent and what was consumed
         line = Text(f"  {key}: ")
         gone = Counter(old) - Counter(new)
@@ -149,6 +157,12 @@ def log_table(views: list[BrokerView], only: int | None = None, changed: set[int
     with_cache = any(v.epoch_cache for v in views)
     if with_cache:
         table.add_column("epoch cache")
+    with_fetcher = any(v.fetcher for v in views)
+    if with_fetcher:
+        table.add_column("fetcher")
+    with_generation = any(v.broker_epoch is not None for v in views)
+    if with_generation:
+        table.add_column("broker epoch", justify="right")
     for view in views:
         if only is not None and view.broker != only:
             continue
@@ -169,6 +183,10 @@ def log_table(views: list[BrokerView], only: int | None = None, changed: set[int
         row = [name, role, epoch, *cells, str(view.hw), str(view.leo)]
         if with_cache:
             row.append(" ".join(f"e{e}@{o}" for e, o in view.epoch_cache))
+        if with_fetcher:
+            row.append(Text(view.fetcher, style="bold red" if view.fetcher == "none" and view.role == "follower" else ""))
+        if with_generation:
+            row.append("" if view.broker_epoch is None else str(view.broker_epoch))
         table.add_row(*row)
     return table
 

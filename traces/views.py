@@ -8,9 +8,41 @@ one family of models and returns ``None`` for any other state.
 
 from __future__ import annotations
 
+import sys
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
+
+#: a field whose integer values have names: field -> the table of names in the module that defines the
+#: record type (for Kafka: error codes in responses, the fetcher state of a broker)
+VALUE_NAME_TABLES = {"error": "ERROR_NAMES", "fetch": "FETCHER_NAMES"}
+
+
+class Named(int):
+    """An integer state value shown by its name (``FENCED_LEADER_EPOCH``, ``truncating``); equal to the int."""
+
+    name: str
+
+    def __new__(cls, value: int, name: str) -> Named:
+        out = super().__new__(cls, value)
+        out.name = name
+        return out
+
+    def __str__(self) -> str:
+        return self.name
+
+    __repr__ = __str__
+
+
+def named(record_type: type, field: str, value: Any) -> Any:
+    """``value`` with its name if the module defining ``record_type`` has a table of names for ``field``."""
+    table_name = VALUE_NAME_TABLES.get(field)
+    if table_name is None or type(value) is not int:
+        return value
+    table = getattr(sys.modules.get(record_type.__module__), table_name, None)
+    if isinstance(table, tuple | list) and 0 <= value < len(table):
+        return Named(value, str(table[value]))
+    return value
 
 
 @dataclass(frozen=True)
@@ -35,6 +67,10 @@ class BrokerView:
     epoch_cache: tuple[tuple[int, int], ...] = ()
     #: position of this broker in the state's per-broker tuples
     index: int = 0
+    #: the fetcher's state for the partition by name ("none", "truncating", "fetching"), when the model has one
+    fetcher: str = ""
+    #: the broker epoch (KIP-380 generation) of its current registration, when the model has one
+    broker_epoch: int | None = None
 
     @property
     def leo(self) -> int:
@@ -114,11 +150,18 @@ def _broker_tuple_views(state: Any) -> list[BrokerView] | None:
             records, cache = log, _field(b, "epoch_cache", "cache", "epochs") or ()
         alive = _field(b, "alive", "up", "online")
         leader = _field(b, "leader")
-        role = "offline" if alive is False else ("leader" if leader == i else "follower" if (leader or 0) >= 0 else "")
+        role = "offline" if alive is False else ("leader" if leader == i else "follower" if (leader or 0) >= 0 else "no leader")
+        if alive is not False and _field(b, "stopping") is True:
+            role += ", stopping"
         hw = _field(b, "hw", "high_watermark")
         epoch = _field(b, "leader_epoch", "epoch")
+        fetch = _field(b, "fetch", "fetcher")
+        fetcher = "" if fetch is None else str(named(type(b), "fetch", fetch))
+        generation = _field(b, "broker_epoch")
         views.append(BrokerView(i, tuple(_entry(r) for r in records), int(hw or 0), epoch, role,
-                                tuple(tuple(c) for c in cache if isinstance(c, tuple)), index=i - first))
+                                tuple(tuple(c) for c in cache if isinstance(c, tuple)), index=i - first,
+                                fetcher=fetcher if alive is not False and leader != i else "",
+                                broker_epoch=generation))
     return views
 
 
