@@ -197,6 +197,19 @@ def _changed_brokers(before: list[BrokerView] | None, after: list[BrokerView] | 
     return {a.broker for a, b in zip(after, before, strict=False) if a != b}
 
 
+def _protocol_features(header: dict[str, Any]) -> dict[str, Any] | None:
+    """The feature flags the header's protocol has by itself (None: unknown, or no protocol)."""
+    if not header.get("protocol"):
+        return None
+    try:
+        from spec.registry import build_model
+
+        base = build_model(str(header.get("model")), [], str(header["protocol"]), []).describe().get("features")
+    except Exception:  # an unknown model or protocol: show every flag
+        return None
+    return base if isinstance(base, dict) else None
+
+
 def describe_header(trace: Trace) -> str:
     h = trace.header
     parts = [f"model {h.get('model')}"]
@@ -207,7 +220,12 @@ def describe_header(trace: Trace) -> str:
         parts.append(", ".join(f"{k}={v}" for k, v in consts.items()))
     features = h.get("features") or {}
     if isinstance(features, dict) and features:
-        parts.append("features " + ", ".join(f"{k}={'on' if v else 'off'}" for k, v in features.items()))
+        base = _protocol_features(h)
+        if base is None:
+            parts.append("features " + ", ".join(f"{k}={'on' if v else 'off'}" for k, v in features.items()))
+        else:
+            changed = [f"{k}={'on' if v else 'off'}" for k, v in features.items() if base.get(k) != v]
+            parts.append(f"features of {h['protocol']}" + (" with " + ", ".join(changed) if changed else ""))
     if h.get("checker_version"):
         parts.append(f"{h.get('checker', 'kmc')} {h['checker_version']}")
     return "; ".join(parts)

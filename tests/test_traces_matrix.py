@@ -1,0 +1,213 @@
+"""Every counterexample ``kmc matrix`` finds, shown, exported to ITF and read back, drawn and
+replayed under every protocol version; and the control-plane messages drawn readably.
+
+The matrix is run in process with ``checker.matrix``'s own rows (every version and the variants the
+model declares) and per-invariant bounds, keeping each violation's trace (``run_matrix`` keeps only
+the figures). A budget of distinct states stops the cells that hold early: every violated cell of
+the default matrix has its shortest counterexample within 70,000 distinct states (kip-279's
+log-matching, the largest), so the budget changes no violation, only how long holding cells run.
+"""
+
+from __future__ import annotations
+
+import io
+import re
+
+import pytest
+from rich.console import Console
+
+from checker.bfs import check
+from checker.errors import NotReplayableError
+from checker.matrix import default_rows
+from checker.search import CHECKER_VERSION, SearchOptions
+from invariants.base import SAFETY
+from invariants.registry import for_family
+from spec.registry import build_model, get_model_info
+from traces.diagram import to_dot, to_mermaid, to_svg
+from traces.io import load_trace, model_for_header, save_trace
+from traces.render import print_trace
+from traces.replay import replay_scenario, replay_trace, scenario_model
+from traces.scenario import load_scenario
+
+BUDGET = 75_000
+#: cells every run of the default matrix must find violated (each version's known bug)
+KNOWN = {
+    ("hw-truncation", "committed-durable"), ("hw-truncation", "log-matching"), ("kip-101", "log-matching"),
+    ("kip-279", "log-matching"), ("kip-320", "no-fence-stall"), ("kip-320", "no-stale-control-request"),
+    ("kip-380,kafka-7786-fix=off", "no-fence-stall"),
+}
+#: the message a request kind is drawn as, and the action that sends it
+MESSAGES = {"LeaderAndIsr": "LeaderAndIsr(", "StopReplica": "StopReplica(", "ControlledShutdown": "ControlledShutdown(",
+            "Fetch": "FetchRequest(", "OffsetsForLeaderEpoch": "OffsetsRequest("}
+SENDERS = {"SendFetch": "FetchRequest(", "SendOffsetsForLeaderEpoch": "OffsetsRequest(",
+           "ControlledShutdown": "ControlledShutdown("}
+
+
+def matrix_violations(model_name: str = "kafka", max_states: int | None = BUDGET) -> list[tuple[str, object]]:
+    """(row label, violation) for every violated cell of the default matrix, as ``run_matrix`` groups
+    its searches: per row, per set of bounds, invariants sharing a search until each is decided."""
+    found = []
+    for row in default_rows(model_name):
+        model = build_model(model_name, [], row.protocol, list(row.features))
+        available = {k: v for k, v in for_family(model.family).items() if v.kind == SAFETY}
+        bounds = dict(getattr(model, "matrix_bounds", {}))
+        groups: dict[tuple[str, ...], list[str]] = {}
+        for name in available:
+            groups.setdefault(tuple(bounds.get(name, ())), []).append(name)
+        header = {"protocol": row.protocol, **({"row": row.label} if row.features else {})}
+        for profile, names in groups.items():
+            checked = model if not profile else build_model(model_name, list(profile), row.protocol, list(row.features))
+            remaining = [available[n] for n in names]
+            while remaining:
+                result = check(checked, SearchOptions(invariants=remaining, header=header, max_states=max_states))
+                found.extend((row.label, v) for v in result.violations)
+                violated = {v.invariant for v in result.violations}
+                if not violated:
+                    break
+                remaining = [inv for inv in remaining if inv.name not in violated]
+    return found
+
+
+@pytest.fixture(scope="module")
+def violations():
+    return matrix_violations()
+
+
+def test_the_matrix_counterexamples_are_collected(violations):
+    cells = {(row, v.invariant) for row, v in violations}
+    assert KNOWN <= cells
+    assert len(cells) == len(violations), "one trace per violated cell"
+    for row, v in violations:
+        trace = v.trace
+        assert trace.invariant == v.invariant and trace.length == v.length == trace.violation_index
+        header = trace.header
+        # a saved counterexample names everything needed to replay it
+        assert header["model"] == "kafka" and header["protocol"] == row.split(",")[0]
+        assert header["checker_version"] == CHECKER_VERSION and header["checker"] == "kmc"
+        assert set(header["constants"]) >= {"brokers", "records", "epochs", "crashes", "bumps", "shutdowns", "bounces"}
+        features = header["features"]
+        assert isinstance(features, dict) and "kafka-7786-fix" in features and "leader-epoch-fencing" in features
+        if "," in row:
+            assert header["row"] == row and features["kafka-7786-fix"] is False
+
+
+def test_every_counterexample_is_shown(violations):
+    for row, v in violations:
+        out = io.StringIO()
+        print_trace(Console(file=out, width=200, color_system=None), v.trace)
+        text = out.getvalue()
+        for step in v.trace.steps:
+            assert str(step.action) in text, (row, v.invariant, step.action)
+        assert f"Invariant {v.invariant} is violated in state {v.length + 1}" in text
+        assert f"protocol {row.split(',')[0]}" in text
+        if "," in row:
+            assert "with kafka-7786-fix=off" in text
+
+
+def test_every_counterexample_reads_back_identical_from_itf(violations, tmp_path):
+    for i, (_, v) in enumerate(violations):
+        path = save_trace(v.trace, str(tmp_path / f"cell{i}.itf.json"))
+        again, model = load_trace(path)
+        assert again == v.trace
+        assert model.protocol == v.trace.header["protocol"] and model.features.as_dict() == v.trace.header["features"]
+
+
+def _arrows(mermaid: str) -> list[str]:
+    return [line for line in mermaid.splitlines() if "->>" in line]
+
+
+def test_every_counterexample_is_drawn(violations):
+    drawn: set[str] = set()
+    for row, v in violations:
+        mermaid = to_mermaid(v.trace)
+        assert mermaid.startswith("sequenceDiagram") and f"step {v.length}: {v.invariant} violated" in mermaid
+        arrows = _arrows(mermaid)
+        for number, step in enumerate(v.trace.steps, start=1):
+            label = SENDERS.get(step.action.name)
+            if label is not None:  # a request a broker sends: an arrow at this step
+                assert any(f": {number}. {label}" in a for a in arrows), (row, v.invariant, number, step.action)
+        for kind, label in MESSAGES.items():
+            if any(label in a for a in arrows):
+                drawn.add(kind)
+        for a in arrows:
+            if "ControlledShutdown(" in a:
+                assert re.search(r"broker_\d+->>controller", a)
+            if "Response(" in a:
+                assert not re.search(r"error=\d", a), "error codes are drawn by name"
+        assert to_dot(v.trace).rstrip().endswith("}") and to_svg(v.trace).startswith("<svg")
+    assert {"LeaderAndIsr", "Fetch", "OffsetsForLeaderEpoch"} <= drawn
+
+
+def test_every_counterexample_replays_under_every_protocol(violations):
+    protocols = list(get_model_info("kafka").protocols)
+    for row, v in violations:
+        trace = v.trace
+        own = model_for_header(trace.header)
+        again = replay_trace(own, trace)
+        assert (again.outcome, again.invariant.name, again.step) == ("violated", v.invariant, v.length), row
+        assert again.diverged_at is None and again.trace.states == trace.states
+        for protocol in protocols:
+            try:
+                result = replay_trace(model_for_header(trace.header, protocol), trace)
+            except NotReplayableError:
+                continue  # not replayable there: a step that fits two different states
+            assert result.outcome in ("holds", "violated", "blocked")
+            assert int(result.exit_code) in (0, 12, 67)
+            if result.outcome == "violated":
+                assert result.step <= len(trace.steps)
+
+
+def _scenario_run(fragment: str, protocol: str):
+    import glob
+    import os
+
+    path = next(p for p in glob.glob(os.path.join(os.path.dirname(__file__), "..", "traces", "scenarios", "*.json"))
+                if fragment in p)
+    scenario = load_scenario(path)
+    return replay_scenario(scenario_model(scenario, protocol), scenario)
+
+
+def test_control_requests_are_drawn_between_the_controller_and_the_brokers():
+    bounce = to_mermaid(_scenario_run("bounce-during-controlled-shutdown", "kip-380").trace)
+    arrows = _arrows(bounce)
+    assert any(a.strip().startswith("broker_1->>controller: 1. ControlledShutdown(broker_epoch=0") for a in arrows)
+    assert any(a.strip().startswith("controller->>broker_1: 2. StopReplica(") for a in arrows)
+    assert any(a.strip().startswith("controller->>broker_0: 2. LeaderAndIsr(epoch=1") for a in arrows)
+    assert "Note over broker_1: 3. Bounce(broker=1)" in bounce
+    assert "4. DeliverStopReplica(broker=1): handles StopReplica" in bounce
+    assert any("5. LeaderAndIsr(" in a and "broker_epoch=1" in a for a in arrows), "KIP-380's start-up handling"
+    stall = to_mermaid(_scenario_run("kafka-7786", "kip-320").trace)
+    assert "error=FENCED_LEADER_EPOCH" in stall and "handles OffsetsResponse FENCED_LEADER_EPOCH" in stall
+    assert "Note over controller: 7. BumpLeaderEpoch(leader=0)" not in stall  # it sends: arrows, not a note
+    assert any(a.strip().startswith("controller->>broker_0: 7. LeaderAndIsr(epoch=1") for a in _arrows(stall))
+
+
+def test_a_crash_shows_the_messages_it_drops():
+    from traces.replay import replay
+    from traces.scenario import parse_action
+
+    model = build_model("kafka", ["records=0", "shutdowns=1", "bounces=1"], "kip-380")
+    steps = ["SendFetch(follower=1, leader=0)", "ControlledShutdown(broker=1)", "ProcessControlledShutdown(broker=1)",
+             "Bounce(broker=1)", "ProcessBrokerChange(broker=1)"]
+    mermaid = to_mermaid(replay(model, [parse_action(s) for s in steps]).trace)
+    assert "Note over broker_1: 4. Bounce(broker=1): drops FetchRequest (broker 1 to broker 0)" in mermaid
+    assert "Note over controller: 5. ProcessBrokerChange(broker=1): drops StopReplica (controller to broker 1)" in mermaid
+
+
+def test_show_names_fetcher_states_error_codes_and_broker_epochs():
+    result = _scenario_run("kafka-7786", "kip-320")
+    out = io.StringIO()
+    print_trace(Console(file=out, width=220, color_system=None), result.trace)
+    text = out.getvalue()
+    assert "brokers[1].fetch: truncating -> none" in text and "brokers[1].fetch: none -> truncating" in text
+    assert "error=FENCED_LEADER_EPOCH" in text and "brokers[1].broker_epoch: 0 -> 1" in text
+    header = [line for line in text.splitlines() if "fetcher" in line and "broker epoch" in line]
+    assert header, "the broker log table has fetcher and broker epoch columns"
+    last_rows = text.split("Invariant no-fence-stall is violated")[0].splitlines()[-2:]
+    assert last_rows[0].split()[:2] == ["0", "leader"] and last_rows[1].split()[:2] == ["1", "follower"]
+    assert last_rows[1].split()[-2:] == ["none", "1"], "broker 1: no fetcher state, broker epoch 1"
+    # a restarted broker that has not heard from the controller yet, and one shutting down
+    bounce = _scenario_run("bounce-during-controlled-shutdown", "kip-320")
+    out = io.StringIO()
+    print_trace(Console(file=out, width=220, color_system=None), bounce.trace)
+    assert "follower, stopping" in out.getvalue() and "no leader" in out.getvalue()
