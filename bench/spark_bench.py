@@ -123,9 +123,10 @@ def main(argv: list[str] | None = None) -> int:
         print(f"{row['engine']}: Spark and worker startup {row['startup']:.1f} s (not counted), {row['partitions']} partitions")
         print(f"  {row['local_levels']} levels on the driver below the threshold: {row['local_seconds']:.1f} s")
         print(f"  {row['spark_levels']} levels on Spark: job 1 (expand+shuffle+dedup+invariants) {row['job_expand']:.1f} s wall, "
-              f"indexing and writing large levels {row['job_index']:.1f} s wall")
-        print(f"  executor seconds: expand {row['expand']:.1f}, shuffle read + merge + visited removal "
-              f"{row['dedup']:.1f}, invariants {row['invariants']:.1f}")
+              f"numbering large levels and keeping their parent pointers {row['job_index']:.1f} s wall")
+        print(f"  executor seconds: expand {row['expand']:.1f} (reading the frontier and computing successors), "
+              f"dedup {row['dedup']:.1f} (pickling candidates, merging them, removing visited ones), "
+              f"invariants {row['invariants']:.1f}")
         print(f"  fixed cost of a level-shaped job on no data: {row['fixed_per_level']:.2f} s "
               f"(x {row['spark_levels']} levels = {row['fixed_per_level'] * row['spark_levels']:.1f} s)")
     if args.json:

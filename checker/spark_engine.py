@@ -274,16 +274,21 @@ class _Expand:
             generated += pos + 1
             if pos < 0 and self.check_deadlock and deadlock is None:
                 deadlock = index
+        expanded = time.perf_counter()
         count = len(best)
         values = list(best.values())
         fps = np.fromiter(best.keys(), np.int64, count)
         parents = np.fromiter((v[0] for v in values), np.int64, count)
         positions = np.fromiter((v[1] for v in values), np.int32, count)
         del best
+        packing = 0.0
         for part, idx in _by_partition(fps, self.partitions):
-            states = [values[i][2] for i in idx.tolist()]
-            yield part, ("c", fps[idx], parents[idx], positions[idx], _dumps(states))
-        yield 0, _stats(generated, deadlock, expand=time.perf_counter() - started)
+            packed = time.perf_counter()
+            block = ("c", fps[idx], parents[idx], positions[idx], _dumps([values[i][2] for i in idx.tolist()]))
+            packing += time.perf_counter() - packed
+            yield part, block
+        # expansion includes reading the frontier; packing the candidates counts with the shuffle
+        yield 0, _stats(generated, deadlock, expand=expanded - started, dedup=packing)
 
 
 def _first(item: tuple) -> Any:
@@ -493,6 +498,24 @@ class _IndexOf:
                 yield int(block[5][at])
 
 
+def _pointer_block(record: tuple[int, tuple]) -> tuple[int, tuple]:
+    """A level block without its states: (fps, parents, positions, indices)."""
+    key, block = record
+    return key, (block[1], block[2], block[3], block[5])
+
+
+class _PointerAt:
+    """(fp, parent, position) of the state with one global index, from pointer blocks."""
+
+    def __init__(self, index: int) -> None:
+        self.index = index
+
+    def __call__(self, records: Iterable[tuple[int, tuple]]) -> Iterator[tuple[int, int, int]]:
+        for _key, (fps, parents, positions, indices) in records:
+            for at in np.flatnonzero(indices == self.index).tolist():
+                yield int(fps[at]), int(parents[at]), int(positions[at])
+
+
 class _LevelRows:
     """A level block as Parquet rows: (gidx, fp, parent, pos[, encoded state])."""
 
@@ -633,6 +656,8 @@ class LevelInfo:
     path: str | None = None  # Parquet directory (None: a level of the local prefix or kept on the driver)
     #: (fingerprints, parent indices, successor positions) of a small level kept on the driver
     pointers: tuple[np.ndarray, np.ndarray, np.ndarray] | None = None
+    #: a large level's parent pointers kept on the executors (runs without a run directory)
+    rdd: Any = None
 
     def to_json(self) -> dict[str, Any]:
         return {"depth": self.depth, "base": self.base, "count": self.count, "path": self.path}
@@ -665,6 +690,7 @@ class _Spark:
     visited: Any = None  # RDD (fp, sorted int64 array), one record per partition
     retired: list[Any] = field(default_factory=list)  # RDDs to unpersist after the next level
     broadcasts: list[Any] = field(default_factory=list)
+    pointers: list[Any] = field(default_factory=list)  # parent pointers of large levels
 
 
 class SparkBFS:
@@ -791,7 +817,7 @@ class SparkBFS:
         return _Spark(session, sc, created, partitions)
 
     def _stop(self, spark: _Spark, run_dir: RunDir | None) -> None:
-        for rdd in (spark.frontier, spark.visited, *spark.retired):
+        for rdd in (spark.frontier, spark.visited, *spark.retired, *spark.pointers):
             if rdd is not None:
                 try:
                     rdd.unpersist(False)
@@ -918,10 +944,15 @@ class SparkBFS:
         checkpointing = self.checkpoint_levels > 0 and depth % self.checkpoint_levels == 0
         if checkpointing:
             level.checkpoint()
-        if resumable or info.pointers is None:
-            # job 2: the parent pointers (and, for resumable runs, the states) as Parquet
+        if resumable:
+            # job 2: the parent pointers and the states as Parquet, the resume point
             info.path = run_dir.level_path(depth)
             self._write_level(spark, level, info.path, resumable)
+        elif info.pointers is None:
+            # job 2: a large level's parent pointers stay on the executors, as arrays
+            info.rdd = level.map(_pointer_block, preservesPartitioning=True).persist(_storage())
+            info.rdd.count()
+            spark.pointers.append(info.rdd)
         for name, (_key, fp) in first.items():
             if name not in found:
                 (found[name],) = spark.sc.runJob(level, _IndexOf(fp), [fp % parts])
@@ -1075,6 +1106,11 @@ class SparkBFS:
                 at = index - level.base
                 steps.append((int(fps[at]), ("pos", int(positions[at]))))
                 index = int(parents[at])
+                continue
+            if level.rdd is not None and spark is not None:
+                (fp, parent, pos), = spark.sc.runJob(level.rdd, _PointerAt(index))
+                steps.append((fp, ("pos", pos)))
+                index = parent
                 continue
             if spark is None or level.path is None:
                 raise BadFileError(f"level {level.depth} has no parent pointers")
