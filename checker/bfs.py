@@ -13,7 +13,7 @@ import gc
 import os
 import time
 from dataclasses import dataclass, field
-from itertools import compress, count
+from itertools import compress, count, islice
 from operator import itemgetter, not_
 from typing import Any
 
@@ -34,8 +34,23 @@ from checker.visited import FingerprintSet, ParentLog
 from spec.model import Model
 
 _CHECK_EVERY = 8192  # successors between two looks at the clock
+_PRUNE_AT = 131072  # new entries of a level's dictionary between two removals of the visited ones
 _RSS_EVERY = 0.2  # seconds between two looks at the resident set size
 _first, _second, _third = itemgetter(0), itemgetter(1), itemgetter(2)
+
+
+def _drop_visited(visited: FingerprintSet, fresh: dict[int, tuple], recent: int) -> int:
+    """Remove from ``fresh`` its last ``recent`` entries that were visited at earlier levels.
+
+    They would be dropped at the end of the level anyway; dropping them now keeps the level's
+    dictionary (the largest part of the peak memory) to the states that are really new. A later
+    occurrence of a dropped fingerprint is added again and dropped again: the order of the
+    others, hence the first-occurrence rule, is unchanged. Returns the new size of ``fresh``.
+    """
+    fps = np.fromiter(islice(reversed(fresh), recent), np.int64, recent)
+    for fp in fps[visited.contains(fps)].tolist():
+        del fresh[fp]
+    return len(fresh)
 
 
 def _action_id(table: ActionTable) -> Any:
@@ -220,6 +235,7 @@ class LocalBFS:
         edges = st.edges
         simple = within is None and canonical is None and edges is None
         fresh: dict[int, tuple] = {}
+        checked = 0  # entries of ``fresh`` known not to be visited yet (the first ones)
         generated = 0
         next_check = _CHECK_EVERY
         for state in frontier:
@@ -250,6 +266,8 @@ class LocalBFS:
             if generated >= next_check:
                 next_check = generated + _CHECK_EVERY
                 self._check_budgets(st, generated_before + generated, len(fresh))
+                if len(fresh) - checked >= _PRUNE_AT:
+                    checked = _drop_visited(st.visited, fresh, len(fresh) - checked)
         st.generated += generated
         return fresh
 

@@ -57,3 +57,32 @@ def test_memory_budget_uses_the_checkpoint_option(tmp_path, capsys):
     assert path.stat().st_size > 0
     out = capsys.readouterr().out
     assert "memory budget" in out and "not a pass" in out
+
+
+@pytest.mark.parametrize("guard", [True, False])
+def test_dropping_visited_candidates_early_changes_nothing(monkeypatch, guard):
+    """The level dictionary sheds already-visited successors as it grows: same counts, same log."""
+    model = TwoPhase(5, commit_guard=guard)
+    options = SearchOptions(invariants=INVARIANTS, stop_at_first=False)
+
+    def run():
+        engine = bfs.LocalBFS(model, options)
+        seen = {}
+        original = engine._result
+
+        def capture(st, *args):
+            seen["log"] = [a.tolist() for a in st.log.arrays()]
+            return original(st, *args)
+
+        engine._result = capture
+        result = engine.run()
+        return result, seen["log"]
+
+    plain, plain_log = run()
+    monkeypatch.setattr(bfs, "_PRUNE_AT", 64)
+    monkeypatch.setattr(bfs, "_CHECK_EVERY", 64)
+    pruned, pruned_log = run()
+    assert (pruned.distinct_states, pruned.states_generated, pruned.depth) == (
+        plain.distinct_states, plain.states_generated, plain.depth)
+    assert pruned_log == plain_log
+    assert [(v.invariant, v.length) for v in pruned.violations] == [(v.invariant, v.length) for v in plain.violations]
