@@ -122,8 +122,14 @@ SMALL_KAFKA = [
 ]
 
 
+def _protocols():
+    from spec.registry import get_model_info
+
+    return list(get_model_info("kafka").protocols)
+
+
 @pytest.mark.parametrize("bounds", SMALL_KAFKA, ids=["2-brokers", "3-brokers"])
-@pytest.mark.parametrize("protocol", ["hw-truncation", "kip-101", "kip-279", "truncate-on-fetch"])
+@pytest.mark.parametrize("protocol", _protocols())
 def test_kafka_same_verdicts_under_symmetry(protocol, bounds):
     model = _kafka(protocol, **bounds)
     safety = [inv for inv in KAFKA if inv.holds is not None and inv.kind == "safety"]
