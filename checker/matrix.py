@@ -254,7 +254,7 @@ def cmd_matrix(args: argparse.Namespace) -> int:
     if args.json:
         print(json.dumps([c.to_json() for c in cells], indent=2))
     else:
-        bounds = ", ".join(args.const) or "default bounds"
+        bounds = ", ".join(args.const) or "model bounds"
         extra = f"; features {', '.join(args.feature)}" if args.feature else ""
         console.print(render(cells, f"{args.model}: every protocol against every invariant ({bounds}{extra})"))
         for line in bounds_note(cells):
