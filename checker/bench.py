@@ -95,6 +95,7 @@ def run_child(spec: dict[str, Any]) -> dict[str, Any]:
     started = time.perf_counter()
     result = engines.run(model, options, work.engine, engines.EngineOptions(workers=work.workers))
     wall = time.perf_counter() - started
+    parent_cpu = time.process_time() - cpu_before
     peak = _status_kb("VmHWM")
     children = resource.getrusage(resource.RUSAGE_CHILDREN)
     distinct = result.distinct_states
@@ -120,6 +121,8 @@ def run_child(spec: dict[str, Any]) -> dict[str, Any]:
     if parallel:
         # each worker's peak, including the pages it shares with the parent since the fork
         out["worker_peak_rss_mb"] = round(children.ru_maxrss / 1024, 1)
+        out["worker_cpu_seconds"] = result.extra.get("worker_cpu_seconds")
+        out["parent_cpu_seconds"] = round(parent_cpu, 3)
     return out
 
 
@@ -248,6 +251,13 @@ def compare(results: list[dict[str, Any]]) -> list[dict[str, Any]]:
                     base["distinct_states"], base["states_generated"], base["depth"], base["violations"])
                 row["speedup"] = round(base["seconds"] / r["seconds"], 2)
                 row["cpu_overhead"] = round(r["cpu_seconds"] / base["cpu_seconds"], 2)
+                workers = r.get("worker_cpu_seconds")
+                if workers:
+                    # the single engine's CPU time over the parallel run's critical path (the parent's
+                    # CPU plus the busiest worker's): the speed-up with a free core per worker,
+                    # ignoring waits at the level barriers
+                    row["cpu_critical_path_speedup"] = round(
+                        base["cpu_seconds"] / (r["parent_cpu_seconds"] + max(workers)), 2)
             if r["symmetry"]:
                 row["same_verdict"] = (r["verdict"], r["violations"]) == (base["verdict"], base["violations"])
                 row["reduction_factor"] = round(base["distinct_states"] / r["distinct_states"], 2)

@@ -196,6 +196,9 @@ class _Worker:
     def do_dump(self) -> tuple:
         return ("states", self.part)
 
+    def do_stats(self) -> tuple:
+        return ("stats", time.process_time())  # CPU seconds of this worker since the fork
+
 
 class ParallelBFS(LocalBFS):
     engine = "parallel"
@@ -268,6 +271,9 @@ class ParallelBFS(LocalBFS):
         result = self._result(st, elapsed, reason, checkpoint_file)
         result.queue = self._queue()
         result.workers = self.workers
+        # how the work was shared: on a machine whose cores are busy with other work the wall time
+        # says little, the CPU seconds of each worker say how well the level was split
+        result.extra["worker_cpu_seconds"] = [round(r[1], 3) for r in self._call_all([("stats",)] * self.workers)]
         return result
 
     def _queue(self) -> int:
