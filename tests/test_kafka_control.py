@@ -307,3 +307,16 @@ def test_kafka10706_epoch_registered_as_leader_outlives_truncation(fix: str) -> 
         assert last.brokers[1].cache == ((1, 0),) and not replica_sanity(last)
     else:
         assert last.brokers[1].cache == ((0, 0),) and replica_sanity(last)
+
+
+@pytest.mark.parametrize("fix, verdict, states", [("off", "violated", 3179), ("on", "holds", 18496)])
+def test_kafka7786_fix_alone_on_the_same_configuration(fix: str, verdict: str, states: int) -> None:
+    """Epoch bumps only (no bounce, shutdown or crash): kip-320 stalls in the seed's story, in 9 steps
+    (leadership moves to 1, then a bump with the same leader overtakes 0's OffsetsForLeaderEpoch),
+    and the KAFKA-7786 fix alone makes no-fence-stall hold."""
+    m = model("kip-320", "records=1", "epochs=2", "crashes=0", "bumps=2", features=(f"kafka-7786-fix={fix}",))
+    result = check(m, SearchOptions(invariants=[for_family("kafka")["no-fence-stall"]]))
+    assert (result.verdict.value, result.distinct_states) == (verdict, states)
+    if verdict == "violated":
+        names = [step.action.name for step in result.violations[0].trace.steps]
+        assert len(names) == 9 and names[1] == "BumpLeaderEpoch" and names[-1] == "ReceiveOffsetsForLeaderEpoch"

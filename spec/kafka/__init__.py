@@ -93,7 +93,12 @@ bumps=1, shutdowns=1, bounces=1 (``KafkaModel.matrix_bounds``; ``--uniform-bound
 where the stories of issue 4 fit: KAFKA-7786 (13 steps, via a bounce or via a crash and restart,
 the seed's ten steps in their smallest form), the bounce during controlled shutdown (4 steps to the
 stale StopReplica), the missed fast bounce (2 steps); the stale ControlledShutdown acted on after a
-restart needs crashes=1 (6 steps, tests/test_kafka_control.py). Every violated cell of the
+restart needs crashes=1 (6 steps, tests/test_kafka_control.py). With epoch bumps alone (records=1,
+epochs=2, crashes=0, bumps=2, no shutdown or bounce) kip-320 stalls in 9 steps, the seed's story in
+its smallest form, and ``--feature kafka-7786-fix=on`` alone makes it hold (18,496 states).
+kip-380 also holds both control-plane invariants at larger bounds: records=1, epochs=2 (690,697
+states); crashes=1 (349,598); brokers=3, records=0 (2,441,713); records=0, epochs=2, bumps=2,
+bounces=2 (251,510), each with bumps, shutdowns and bounces >= 1. Every violated cell of the
 matrix has its shortest counterexample inside them; the seeds' own scenarios need more (KIP-279's
 scenario 1: records=4 or more, scenario 3: records=4, epochs=3, crashes=4 and unclean=on; KIP-101's
 second scenario: records=3, crashes=2, lossy-crash=on) and are checked step by step in the tests.
