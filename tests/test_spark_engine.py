@@ -158,6 +158,26 @@ def test_interrupt_between_levels_leaves_a_resumable_run(spark, tmp_path):
     assert saved["depth"] == 7 and saved["levels"][-1]["depth"] == 7 and saved["levels"][-1]["path"]
 
 
+def test_deadlocks_and_state_constraints_match_the_local_engine(spark):
+    from tests.test_engine import Grid
+
+    options = SearchOptions(check_deadlock=True, stop_at_first=False)
+    dead_end = run_spark(Grid(2), options, threshold=2)
+    assert dead_end.violations[0].kind == "deadlock" and dead_end.violations[0].length == 4
+    assert summary(dead_end) == summary(check(Grid(2), options))
+    bounded = run_spark(Grid(3, bound=3), SearchOptions(), threshold=2)
+    assert bounded.distinct_states == 10 and bounded.states_generated == check(Grid(3, bound=3)).states_generated
+    assert summary(bounded) == summary(check(Grid(3, bound=3), SearchOptions()))
+
+
+def test_symmetry_reduction_matches_the_local_engine(spark):
+    model = build_model("kafka", ["records=1"], "kip-101")
+    options = SearchOptions(invariants=list(for_family(model.family).values()), symmetry=True)
+    result = run_spark(model, options, threshold=500)
+    assert result.symmetry and result.extra["spark"]["levels"][-1]["engine"] == "spark"
+    assert summary(result) == summary(check(model, options))
+
+
 @pytest.mark.parametrize("protocol", ["hw-truncation", "kip-101", "kip-279", "truncate-on-fetch"])
 def test_kafka_protocols_match_the_local_engine(spark, protocol):
     model = build_model("kafka", ["records=1"], protocol)
