@@ -290,6 +290,8 @@ class ParallelBFS(LocalBFS):
             self._abort.value = 1
 
         try:
+            if signal.getsignal(signal.SIGINT) is signal.SIG_IGN:
+                return None  # started with Ctrl-C ignored (a background job): keep it so
             return signal.signal(signal.SIGINT, on_sigint)
         except ValueError:  # not the main thread: Ctrl-C is not ours to handle
             return None
