@@ -74,14 +74,16 @@ def canonical_brute_force(state: Any, n: int, permute: Callable[[Any, Perm], Any
 
 def rename(ids: tuple[int, ...], perm: Perm) -> tuple[int, ...]:
     """A sorted tuple of ids (a set of ids), renamed."""
-    return tuple(sorted(perm[i] for i in ids))
+    if len(ids) < 2:
+        return (perm[ids[0]],) if ids else ids
+    return tuple(sorted([perm[i] for i in ids]))
 
 
 def reindex(values: tuple, perm: Perm) -> tuple:
     """A tuple indexed by id (``values[i]`` belongs to id i), renamed: ``out[perm[i]] = values[i]``."""
     if not values:
         return values
-    out = [None] * len(values)
+    out = list(values)
     for i, value in enumerate(values):
         out[perm[i]] = value
     return tuple(out)

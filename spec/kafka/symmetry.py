@@ -21,6 +21,7 @@ from checker.symmetry import Perm, canonicalize, reindex, rename
 from spec.kafka.state import KafkaState
 
 _tuple_new = tuple.__new__
+_BROKERS, _CONTROLLER, _NETWORK = (KafkaState._fields.index(name) for name in ("brokers", "controller", "network"))
 
 #: field names that hold a broker id (-1: none), a sorted tuple of broker ids, or a tuple indexed by
 #: broker id, in any state, broker, controller or message NamedTuple; every other field is id-free
@@ -74,7 +75,9 @@ def permute(s: KafkaState, perm: Perm) -> KafkaState:
     for i, b in enumerate(s.brokers):
         brokers[perm[i]] = _rename_fields(b, perm)
     network = tuple(sorted([_rename_fields(m, perm) for m in s.network]))
-    return s._replace(brokers=tuple(brokers), controller=_rename_fields(s.controller, perm), network=network)
+    items = list(s)
+    items[_BROKERS], items[_CONTROLLER], items[_NETWORK] = tuple(brokers), _rename_fields(s.controller, perm), network
+    return _tuple_new(KafkaState, items)
 
 
 def signature(s: KafkaState, i: int) -> tuple:
