@@ -87,85 +87,38 @@ from __future__ import annotations
 from collections.abc import Iterator
 from typing import Any
 
-from spec.kafka.log import (
-    UNDEFINED,
-    Record,
-    assign,
-    cache_after_append,
-    diverging_epoch,
-    end_offset_for,
-    end_offset_kip101,
-    follower_truncation,
-    latest_epoch,
-    truncate_cache,
-)
+from spec.kafka.actions_control import ControlPlaneActions, channel_order
+from spec.kafka.actions_data import DataPlaneActions, busy
 from spec.kafka.protocols import DEFAULT_PROTOCOL, Features, resolve
 from spec.kafka.state import (
-    CONTROL_KINDS,
     CONTROLLED_SHUTDOWN,
-    DATA_KINDS,
-    FENCED_LEADER_EPOCH,
     FETCH,
     FETCH_RESPONSE,
     FETCHING,
     LEADER_AND_ISR,
     NO_FETCHER,
-    NONE,
-    NOT_LEADER,
-    OFFSET_OUT_OF_RANGE,
     OFFSETS_FOR_LEADER_EPOCH,
     OFFSETS_FOR_LEADER_EPOCH_RESPONSE,
     STATE_TYPES,
     STOP_REPLICA,
     TRUNCATING,
-    UNKNOWN_LEADER_EPOCH,
     Broker,
     ControlledShutdown,
     Controller,
-    FetchRequest,
-    FetchResponse,
     KafkaState,
-    LeaderAndIsr,
-    OffsetsRequest,
-    OffsetsResponse,
-    StopReplica,
 )
+from spec.kafka.updates import add_messages, replace_broker, truncate_broker
 from spec.model import Action, Model
 
 #: default bounds (see spec.kafka.__init__ for why they are large enough)
 DEFAULTS = {"brokers": 2, "records": 2, "epochs": 2, "crashes": 1, "inflight": 0, "bumps": 0, "shutdowns": 0, "bounces": 0}
 
 
-def _set(brokers: tuple[Broker, ...], i: int, broker: Broker) -> tuple[Broker, ...]:
-    return brokers[:i] + (broker,) + brokers[i + 1 :]
+class KafkaModel(ControlPlaneActions, DataPlaneActions, Model):
+    """The model: bounds, feature switches and action tables, and the next-state relation
+    (``successors``: controller actions, each broker's own actions, message deliveries). The action
+    families are in ``spec.kafka.actions_control`` and ``spec.kafka.actions_data``."""
 
-
-def _add(network: tuple, *messages: Any) -> tuple:
-    return tuple(sorted(network + messages))
-
-
-def _remove(network: tuple, message: Any) -> tuple:
-    i = network.index(message)
-    return network[:i] + network[i + 1 :]
-
-
-def _truncate(b: Broker, offset: int, clean_cache: bool = False) -> Broker:
-    """The broker after truncating its log to ``offset`` (HW clamped, later epochs dropped).
-
-    At or beyond the LEO the log is left alone, and so is the epoch cache (Kafka's shortcut in
-    ``Log.truncateTo``) unless ``clean_cache`` (KAFKA-10706's fix): then epochs starting at or after
-    ``offset`` are dropped too, such as one this broker registered as leader but never wrote in.
-    """
-    if offset >= len(b.log):
-        if clean_cache:
-            cache = truncate_cache(b.cache, offset)
-            if cache != b.cache:
-                return b._replace(cache=cache)
-        return b
-    return b._replace(log=b.log[:offset], cache=truncate_cache(b.cache, offset), hw=min(b.hw, offset))
-
-
-class KafkaModel(Model):
     name = "kafka"
     family = "kafka"
     #: ``kmc matrix``: the control-plane invariants are checked with the actions their stories need (an
@@ -280,99 +233,6 @@ class KafkaModel(Model):
             yield from self._broker_actions(s, i)
         yield from self._deliveries(s)
 
-    # -- controller ------------------------------------------------------------------------------------
-    def _controller_actions(self, s: KafkaState) -> Iterator[tuple[Action, KafkaState]]:
-        brokers, ctrl = s.brokers, s.controller
-        if ctrl.epoch < self.max_epoch:
-            leader_alive = ctrl.leader >= 0 and brokers[ctrl.leader].alive
-            live_isr = tuple(r for r in ctrl.isr if brokers[r].alive)
-            if not leader_alive:
-                for b in live_isr:
-                    yield self._elect[b], self._elect_state(s, b, live_isr)
-                if self.features.unclean and not live_isr:
-                    for b in range(self.n):
-                        if brokers[b].alive:
-                            yield self._unclean[b], self._elect_state(s, b, (b,))
-            else:
-                for b in live_isr:
-                    if b != ctrl.leader:
-                        yield self._preferred[b], self._elect_state(s, b, ctrl.isr)
-                if s.bumps < self.max_bumps:
-                    # reassignment, or an ISR change by the controller: a new epoch, the same leader
-                    bumped = self._elect_state(s, ctrl.leader, ctrl.isr)
-                    yield self._bump[ctrl.leader], bumped._replace(bumps=s.bumps + 1)
-        for b in range(self.n):
-            if brokers[b].alive and ctrl.registered[b] != brokers[b].broker_epoch:
-                yield self._broker_change[b], self._broker_change_state(s, b)
-
-    def _leader_and_isr(self, s: KafkaState, r: int, epoch: int, leader: int, isr: tuple[int, ...]) -> LeaderAndIsr:
-        """A LeaderAndIsr to ``r``, stamped with r's broker epoch as the controller knows it and (ghost)
-        the incarnation of r that is up when it is sent."""
-        return LeaderAndIsr(LEADER_AND_ISR, r, epoch, leader, isr, s.controller.registered[r], s.brokers[r].incarnation)
-
-    def _elect_state(self, s: KafkaState, leader: int, isr: tuple[int, ...], skip: int = -1) -> KafkaState:
-        epoch = s.controller.epoch + 1
-        sent = tuple(self._leader_and_isr(s, r, epoch, leader, isr) for r in range(self.n)
-                     if s.brokers[r].alive and r != skip)
-        ctrl = s.controller._replace(leader=leader, epoch=epoch, isr=isr)
-        return s._replace(controller=ctrl, network=_add(s.network, *sent))
-
-    def _broker_change_state(self, s: KafkaState, i: int) -> KafkaState:
-        """The controller processes the broker change of a broker that re-registered (bounced) while it
-        was not looking. Without KIP-380 it sees the broker in the old list and in the new one: nothing
-        to do. With KIP-380 its higher broker epoch shows the bounce: failure handling (the queued
-        control requests to it are dropped; as its leader, the partition gets a new epoch), then
-        start-up handling (it is sent the current LeaderAndIsr)."""
-        b = s.brokers[i]
-        ctrl = s.controller
-        registered = ctrl.registered[:i] + (b.broker_epoch,) + ctrl.registered[i + 1 :]
-        s = s._replace(controller=ctrl._replace(registered=registered))
-        if not self.features.detect_bounced_broker:
-            return s
-        network = tuple(m for m in s.network if not (m.kind in CONTROL_KINDS and m.dst == i))
-        s = s._replace(network=network)
-        if ctrl.leader == i and ctrl.epoch < self.max_epoch:
-            return self._elect_state(s, i, ctrl.isr)
-        return s._replace(network=_add(network, self._leader_and_isr(s, i, ctrl.epoch, ctrl.leader, ctrl.isr)))
-
-    def _controlled_shutdowns(self, s: KafkaState, m: ControlledShutdown) -> Iterator[tuple[Action, KafkaState]]:
-        """The controller handles a ControlledShutdown: leadership moves to another live ISR member, the
-        broker leaves the ISR (a new epoch either way) and is sent a StopReplica. The request is
-        rejected if the broker is down, or (KIP-380) comes from an older generation than the one
-        the controller has registered."""
-        i = m.src
-        ctrl = s.controller
-        brokers = s.brokers
-        rest = s._replace(network=_remove(s.network, m))
-        act = self._process_shutdown[i]
-        if not brokers[i].alive or (self.features.reject_stale_shutdown and m.broker_epoch < ctrl.registered[i]):
-            yield act[ctrl.leader], rest
-            return
-        isr = tuple(r for r in ctrl.isr if r != i)
-        if ctrl.leader == i:
-            others = [r for r in isr if brokers[r].alive]
-            if not others:  # nowhere to move leadership: Kafka answers "partitions remaining"
-                yield act[i], rest
-                return
-            if ctrl.epoch >= self.max_epoch:
-                return
-            for leader in others:
-                # the LeaderAndIsr goes to the shutting-down broker too (live or shutting down), then the
-                # StopReplica for the replica it now follows
-                moved = self._elect_state(rest, leader, isr)
-                yield act[leader], self._send_stop(moved, i, m.incarnation)
-        elif i in ctrl.isr:
-            if ctrl.epoch >= self.max_epoch:
-                return
-            shrunk = self._elect_state(rest, ctrl.leader, isr, skip=i)
-            yield act[ctrl.leader], self._send_stop(shrunk, i, m.incarnation)
-        else:
-            yield act[ctrl.leader], self._send_stop(rest, i, m.incarnation)
-
-    def _send_stop(self, s: KafkaState, i: int, meant: int) -> KafkaState:
-        msg = StopReplica(STOP_REPLICA, i, s.controller.epoch, s.controller.registered[i], meant)
-        return s._replace(network=_add(s.network, msg))
-
     # -- one broker's own actions -------------------------------------------------------------------
     def _broker_actions(self, s: KafkaState, i: int) -> Iterator[tuple[Action, KafkaState]]:
         brokers = s.brokers
@@ -384,15 +244,15 @@ class KafkaModel(Model):
             yield from self._leader_actions(s, i, b)
         elif b.leader >= 0 and brokers[b.leader].alive:
             yield from self._follower_actions(s, i, b)
-        if b.fetch == TRUNCATING and not b.cache and b.leader != i and not _busy(s.network, i, b.leader):
+        if b.fetch == TRUNCATING and not b.cache and b.leader != i and not busy(s.network, i, b.leader):
             # the fetcher thread first handles the answer it waits for (it is one thread per leader)
-            nb = _truncate(b, b.hw, self._fix_10706)._replace(fetch=FETCHING)
-            yield self._trunc_hw[i], s._replace(brokers=_set(brokers, i, nb))
+            nb = truncate_broker(b, b.hw, self._fix_10706)._replace(fetch=FETCHING)
+            yield self._trunc_hw[i], s._replace(brokers=replace_broker(brokers, i, nb))
         if s.shutdowns < self.max_shutdowns and not b.stopping:
             msg = ControlledShutdown(CONTROLLED_SHUTDOWN, i, b.broker_epoch, b.incarnation)
             nb = b._replace(stopping=True)
-            yield self._shutdown[i], s._replace(brokers=_set(brokers, i, nb), network=_add(s.network, msg),
-                                                shutdowns=s.shutdowns + 1)
+            yield self._shutdown[i], s._replace(brokers=replace_broker(brokers, i, nb),
+                                                network=add_messages(s.network, msg), shutdowns=s.shutdowns + 1)
         if s.crashes < self.max_crashes:
             yield self._crash[i], self._crash_state(s, i, len(b.log))
             if self.features.lossy_crash:
@@ -401,106 +261,17 @@ class KafkaModel(Model):
         if s.bounces < self.max_bounces:
             yield self._bounce[i], self._bounce_state(s, i)
 
-    def _leader_actions(self, s: KafkaState, i: int, b: Broker) -> Iterator[tuple[Action, KafkaState]]:
-        brokers = s.brokers
-        if s.produced < self.max_records:
-            ident = s.produced + 1
-            log = b.log + (Record(b.epoch, ident),)
-            cache = assign(b.cache, b.epoch, len(b.log)) if b.epoch > latest_epoch(b.cache) else b.cache
-            nb = b._replace(log=log, cache=cache)
-            yield self._produce[i], s._replace(brokers=_set(brokers, i, nb), produced=ident)
-        hw = len(b.log)
-        remote = b.remote
-        for r in b.isr:
-            if r != i and remote[r] < hw:
-                hw = remote[r]
-        if hw > b.hw:
-            committed = set(s.committed)
-            log = b.log
-            for offset in range(hw):
-                rec = log[offset]
-                committed.add((offset, rec.epoch, rec.ident))
-            nb = b._replace(hw=hw)
-            yield self._advance[i], s._replace(brokers=_set(brokers, i, nb), committed=tuple(sorted(committed)))
-        ctrl = s.controller
-        if ctrl.leader != i or ctrl.epoch != b.epoch:
-            return  # a deposed leader's ZooKeeper write of the ISR fails (stale zkVersion)
-        for f in range(self.n):
-            if f == i:
-                continue
-            if f in b.isr:
-                isr = tuple(r for r in b.isr if r != f)
-                act = self._shrink[i][f]
-            else:
-                if remote[f] < b.hw or remote[f] < 0:
-                    continue
-                if self.features.expand_isr_guard and b.hw < _epoch_start(b.cache, b.epoch, len(b.log)):
-                    continue
-                isr = tuple(sorted(b.isr + (f,)))
-                act = self._expand[i][f]
-            nb = b._replace(isr=isr)
-            yield act, s._replace(brokers=_set(brokers, i, nb), controller=ctrl._replace(isr=isr))
-
-    def _follower_actions(self, s: KafkaState, i: int, b: Broker) -> Iterator[tuple[Action, KafkaState]]:
-        leader = b.leader
-        if b.fetch == NO_FETCHER or _busy(s.network, i, leader):
-            return
-        if self.max_inflight and _in_flight(s.network) >= self.max_inflight:
-            return
-        epoch = b.epoch if self._send_epoch else -1
-        if b.fetch == FETCHING:
-            last = latest_epoch(b.cache) if self._on_fetch else -1
-            msg = FetchRequest(FETCH, i, leader, epoch, len(b.log), last)
-            yield self._send_fetch[i][leader], s._replace(network=_add(s.network, msg))
-        elif b.fetch == TRUNCATING and b.cache:
-            msg = OffsetsRequest(OFFSETS_FOR_LEADER_EPOCH, i, leader, epoch if self._fencing else -1,
-                                 latest_epoch(b.cache))
-            yield self._send_offsets[i][leader], s._replace(network=_add(s.network, msg))
-
-    # -- crash, restart and bounce -------------------------------------------------------------------
-    def _crash_state(self, s: KafkaState, i: int, keep: int) -> KafkaState:
-        """The broker dies and the controller sees it at once: its queued control requests are dropped
-        with its connections (a ControlledShutdown it sent is already with the controller)."""
-        b = _truncate(s.brokers[i], keep)
-        nb = Broker(False, b.log, b.hw, b.cache, -1, -1, (), NO_FETCHER, (), b.broker_epoch, False, b.incarnation, b.stale)
-        network = tuple(m for m in s.network if m.kind == CONTROLLED_SHUTDOWN or (m.dst != i and
-                                                                                  (m.kind in CONTROL_KINDS or m.src != i)))
-        return s._replace(brokers=_set(s.brokers, i, nb), network=network, crashes=s.crashes + 1)
-
-    def _reborn(self, b: Broker) -> Broker:
-        """A new incarnation: log, epoch cache and HW checkpoint back; registered with a new broker epoch."""
-        return Broker(True, b.log, min(b.hw, len(b.log)), b.cache, -1, -1, (), NO_FETCHER, (), b.broker_epoch + 1, False,
-                      b.incarnation + 1, b.stale)
-
-    def _restart_state(self, s: KafkaState, i: int) -> KafkaState:
-        """Back after a crash; the controller processes its registration at once and sends it the
-        current LeaderAndIsr."""
-        nb = self._reborn(s.brokers[i])
-        ctrl = s.controller
-        registered = ctrl.registered[:i] + (nb.broker_epoch,) + ctrl.registered[i + 1 :]
-        s = s._replace(brokers=_set(s.brokers, i, nb), controller=ctrl._replace(registered=registered))
-        msg = self._leader_and_isr(s, i, ctrl.epoch, ctrl.leader, ctrl.isr)
-        return s._replace(network=_add(s.network, msg))
-
-    def _bounce_state(self, s: KafkaState, i: int) -> KafkaState:
-        """A crash and a re-registration so fast that the controller has processed neither: it still has
-        the old broker epoch registered and keeps its queue of control requests to the broker (its
-        sender thread reconnects to the new incarnation). Broker-to-broker messages are lost."""
-        nb = self._reborn(s.brokers[i])
-        network = tuple(m for m in s.network if m.kind not in DATA_KINDS or (m.dst != i and m.src != i))
-        return s._replace(brokers=_set(s.brokers, i, nb), network=network, bounces=s.bounces + 1)
-
     # -- messages --------------------------------------------------------------------------------------
     def _deliveries(self, s: KafkaState) -> Iterator[tuple[Action, KafkaState]]:
         # the controller's channel to a broker is FIFO: the oldest request comes first. The (leader
         # epoch, broker epoch) a request carries only grows along a channel, and a StopReplica comes
-        # after a LeaderAndIsr of the same pair (see _channel_order)
+        # after a LeaderAndIsr of the same pair (see channel_order)
         oldest: dict[int, Any] = {}
         for m in s.network:
             kind = m.kind
             if kind == LEADER_AND_ISR or kind == STOP_REPLICA:
                 first = oldest.get(m.dst)
-                if first is None or _channel_order(m) < _channel_order(first):
+                if first is None or channel_order(m) < channel_order(first):
                     oldest[m.dst] = m
             elif kind > STOP_REPLICA:
                 break
@@ -527,171 +298,3 @@ class KafkaModel(Model):
                 yield self._serve_offsets[m.dst][m.src], self._serve_offsets_state(s, m)
             elif kind == OFFSETS_FOR_LEADER_EPOCH_RESPONSE:
                 yield self._receive_offsets[m.dst][m.src], self._receive_offsets_state(s, m)
-
-    def _stale_generation(self, b: Broker, m: LeaderAndIsr | StopReplica) -> bool:
-        """KIP-380: a control request for an older generation is rejected (STALE_BROKER_EPOCH); a newer
-        one is accepted (rejecting it stalled the broker: KAFKA-9839)."""
-        return self._reject_stale and m.broker_epoch < b.broker_epoch
-
-    def _apply_stop_replica(self, s: KafkaState, m: StopReplica) -> KafkaState:
-        network = _remove(s.network, m)
-        i = m.dst
-        b = s.brokers[i]
-        if self._stale_generation(b, m):
-            return s._replace(network=network)
-        # the replica is removed from the fetcher and stays offline until a LeaderAndIsr with a newer epoch
-        nb = b._replace(fetch=NO_FETCHER, stale=b.stale or m.meant != b.incarnation)
-        return s._replace(brokers=_set(s.brokers, i, nb), network=network)
-
-    def _apply_leader_and_isr(self, s: KafkaState, m: LeaderAndIsr) -> KafkaState:
-        network = _remove(s.network, m)
-        i = m.dst
-        b = s.brokers[i]
-        if m.epoch <= b.epoch or self._stale_generation(b, m):
-            return s._replace(network=network)  # an older epoch than the broker knows, or generation: ignored
-        if m.meant != b.incarnation:
-            b = b._replace(stale=True)
-        if m.leader == i:
-            cache = b.cache
-            if self.features.epoch_on_become_leader:
-                cache = assign(cache, m.epoch, len(b.log))
-            nb = b._replace(leader=i, epoch=m.epoch, isr=m.isr, fetch=NO_FETCHER, remote=(-1,) * self.n, cache=cache)
-        elif b.leader == m.leader and b.fetch != NO_FETCHER and not self._fencing:
-            # before KIP-320 a follower whose leader did not change only learns the new epoch
-            nb = b._replace(epoch=m.epoch, isr=m.isr)
-        else:
-            if self._hw_truncation:
-                b = _truncate(b, b.hw, self._fix_10706)
-                fetch = FETCHING
-            elif self._offsets:
-                fetch = TRUNCATING
-            else:
-                fetch = FETCHING
-            nb = b._replace(leader=m.leader, epoch=m.epoch, isr=m.isr, fetch=fetch, remote=())
-        return s._replace(brokers=_set(s.brokers, i, nb), network=network)
-
-    def _error(self, leader: Broker, i: int, request_epoch: int) -> int:
-        if self._fencing:
-            if request_epoch < leader.epoch:
-                return FENCED_LEADER_EPOCH
-            if request_epoch > leader.epoch:
-                return UNKNOWN_LEADER_EPOCH
-        if leader.leader != i:
-            return NOT_LEADER
-        return NONE
-
-    def _serve_fetch_state(self, s: KafkaState, m: FetchRequest) -> KafkaState:
-        network = _remove(s.network, m)
-        i, f = m.dst, m.src
-        b = s.brokers[i]
-        error = self._error(b, i, m.epoch)
-        brokers = s.brokers
-        if error != NONE:
-            resp = FetchResponse(FETCH_RESPONSE, i, f, m.epoch, m.offset, error, (), -1, -1, -1)
-        else:
-            leo = len(b.log)
-            diverging = diverging_epoch(b.cache, leo, m.offset, m.last_epoch) if self._on_fetch else None
-            if diverging is not None:
-                resp = FetchResponse(FETCH_RESPONSE, i, f, m.epoch, m.offset, NONE, (), b.hw, *diverging)
-            elif m.offset > leo:
-                resp = FetchResponse(FETCH_RESPONSE, i, f, m.epoch, m.offset, OFFSET_OUT_OF_RANGE, (), leo, -1, -1)
-            else:
-                remote = b.remote[:f] + (m.offset,) + b.remote[f + 1 :]
-                brokers = _set(brokers, i, b._replace(remote=remote))
-                resp = FetchResponse(FETCH_RESPONSE, i, f, m.epoch, m.offset, NONE, b.log[m.offset :], b.hw, -1, -1)
-        return s._replace(brokers=brokers, network=_add(network, resp))
-
-    def _receive_fetch_state(self, s: KafkaState, m: FetchResponse) -> KafkaState:
-        network = _remove(s.network, m)
-        i = m.dst
-        b = s.brokers[i]
-        leo = len(b.log)
-        if b.fetch != FETCHING or b.leader != m.src or leo != m.offset:
-            return s._replace(network=network)  # the fetcher moved on: the response is dropped
-        if self.features.stale_response_guard and m.epoch != b.epoch:
-            return s._replace(network=network)
-        if m.error == NONE and m.diverging_epoch == -1 and m.diverging_offset == -1:
-            log = b.log + m.records
-            nb = b._replace(log=log, cache=cache_after_append(b.cache, log, leo), hw=min(m.hw, len(log)))
-        elif m.error == NONE:
-            offset, _ = follower_truncation(b.cache, leo, b.hw, m.diverging_epoch, m.diverging_offset)
-            nb = _truncate(b, offset, self._fix_10706)  # truncate, and do not adopt the leader's HW here (KAFKA-14704)
-        elif m.error == OFFSET_OUT_OF_RANGE and m.hw < leo:
-            nb = _truncate(b, m.hw, self._fix_10706)  # the leader's log ends before ours: truncate to its LEO
-        elif m.error == FENCED_LEADER_EPOCH and self._fenced_removes:
-            nb = b._replace(fetch=NO_FETCHER)  # 2.1.0: wait for the next LeaderAndIsr
-        else:
-            return s._replace(network=network)  # NOT_LEADER, FENCED, UNKNOWN: retry later
-        return s._replace(brokers=_set(s.brokers, i, nb), network=network)
-
-    def _serve_offsets_state(self, s: KafkaState, m: OffsetsRequest) -> KafkaState:
-        network = _remove(s.network, m)
-        i, f = m.dst, m.src
-        b = s.brokers[i]
-        error = self._error(b, i, m.epoch)
-        if error != NONE:
-            answer_epoch, end = UNDEFINED, UNDEFINED
-        elif self._kip279:
-            answer_epoch, end = end_offset_for(b.cache, len(b.log), m.requested)
-        else:
-            answer_epoch, end = UNDEFINED, end_offset_kip101(b.cache, len(b.log), m.requested)
-        resp = OffsetsResponse(OFFSETS_FOR_LEADER_EPOCH_RESPONSE, i, f, m.epoch, m.requested, error, answer_epoch, end)
-        return s._replace(network=_add(network, resp))
-
-    def _receive_offsets_state(self, s: KafkaState, m: OffsetsResponse) -> KafkaState:
-        network = _remove(s.network, m)
-        i = m.dst
-        b = s.brokers[i]
-        if b.fetch != TRUNCATING or b.leader != m.src:
-            return s._replace(network=network)
-        if self._fix_7786 and m.epoch != b.epoch:
-            return s._replace(network=network)  # KAFKA-7786's fix: the epoch changed while it was in flight
-        leo = len(b.log)
-        done = True
-        if m.error != NONE:
-            if m.error == FENCED_LEADER_EPOCH and self._fenced_removes:
-                # 2.1.0 (KAFKA-7786): the partition leaves the fetcher until the next LeaderAndIsr
-                nb = b._replace(fetch=NO_FETCHER)
-                return s._replace(brokers=_set(s.brokers, i, nb), network=network)
-            if self._fencing:
-                return s._replace(network=network)  # KIP-320: retry
-            offset = b.hw  # before KIP-320 any error falls back to the high watermark
-        elif self._kip279:
-            offset, done = follower_truncation(b.cache, leo, b.hw, m.answer_epoch, m.end_offset)
-        elif m.end_offset == UNDEFINED:
-            offset = b.hw
-        else:
-            offset = min(m.end_offset, leo)
-        nb = _truncate(b, offset, self._fix_10706)._replace(fetch=FETCHING if done else TRUNCATING)
-        return s._replace(brokers=_set(s.brokers, i, nb), network=network)
-
-
-def _busy(network: tuple, follower: int, leader: int) -> bool:
-    """A request from ``follower`` to ``leader``, or its response, is in flight."""
-    for m in network:
-        kind = m.kind
-        if kind == FETCH or kind == OFFSETS_FOR_LEADER_EPOCH:
-            if m.src == follower and m.dst == leader:
-                return True
-        elif (kind == FETCH_RESPONSE or kind == OFFSETS_FOR_LEADER_EPOCH_RESPONSE) and m.src == leader and m.dst == follower:
-            return True
-    return False
-
-
-def _in_flight(network: tuple) -> int:
-    """Broker-to-broker requests and responses in flight (what ``inflight`` bounds)."""
-    return sum(1 for m in network if m.kind in DATA_KINDS)
-
-
-def _channel_order(m: LeaderAndIsr | StopReplica) -> tuple[int, int, int]:
-    """Where a control request sits in its FIFO channel: (leader epoch when sent, broker epoch stamped,
-    kind). Both epochs only grow along a channel; the one case of a tie is a StopReplica sent for a
-    controlled shutdown that needed no new epoch, which follows the LeaderAndIsr of that epoch."""
-    return m.epoch, m.broker_epoch, m.kind
-
-
-def _epoch_start(cache: tuple, epoch: int, leo: int) -> int:
-    for e, start in cache:
-        if e == epoch:
-            return start
-    return leo
