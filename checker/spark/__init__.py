@@ -1,0 +1,53 @@
+"""Distributed breadth-first search on Spark: ``kmc check MODEL --engine spark``.
+
+The result is identical to the local engine's (``checker.bfs``): distinct states, states
+generated, depth, verdict and the very same shortest counterexample.
+
+Start small, grow large
+    Shallow levels are tiny and a Spark job costs 0.1-0.3 s however small its input, so levels
+    run on the driver with the local engine while the frontier holds fewer than ``threshold``
+    states (``--spark-threshold``, default 10,000) and move to Spark from the first level whose
+    frontier reaches it. A search that never gets there never starts Spark.
+
+One level on Spark is one job (two for large or resumable levels)
+    The frontier (the last level) and the visited set are pair RDDs partitioned by the 64-bit
+    state fingerprint with one partition function, so combining them moves no data. Each
+    partition is one columnar block (numpy arrays of fingerprints, parent indices and successor
+    positions, and one pickled list of states), which PySpark moves far faster than millions of
+    small records. The visited set holds one sorted int64 array per partition and never leaves
+    the executors.
+
+    Job 1 (expand, shuffle, dedup, invariants): every frontier partition expands its states in
+    global-index order and keeps, per successor fingerprint, the first occurrence with its order
+    key (parent global index, successor position). The candidates are shuffled to their
+    fingerprint's partition, where the smallest key per fingerprint wins and the fingerprints
+    already visited are dropped; the invariants are checked there on the new states. The driver
+    gets back only counts, a histogram of parent ranges, per invariant the first violating key
+    and, for a level of at most ``driver_index_limit`` (50,000) new states, the keys themselves.
+
+    Numbering: global indices are assigned exactly as the local engine assigns them (level by
+    level, in (parent index, successor position) order). A small level is sorted on the driver,
+    which keeps its parent pointers (20 bytes a state) and broadcasts the indices. A large level
+    is numbered on the executors: its keys are range-partitioned on the parent index, sorted
+    within each range and numbered from per-range offsets (the histogram of job 1), and the
+    indices go back to the fingerprint partitions; its parent pointers are written as Parquet
+    under the run directory (job 2). With ``--checkpoint DIR`` every level is written so, with its
+    states encoded by ``checker.codec``. A counterexample is rebuilt from the parent pointers by
+    replay, as the local engine does.
+
+Fault tolerance
+    Every task is deterministic (states in global-index order, minimum keys) and the statistics
+    travel as ordinary records, not as accumulators, so a task that Spark retries changes
+    nothing. Local masters get Spark's usual
+    four attempts per task (``local[N]`` becomes ``local[N,4]``). With ``--checkpoint DIR`` (a run
+    directory) a driver that dies resumes from the last completed level with ``--resume DIR``:
+    ``run.json`` is rewritten atomically after each level and names the level files it covers.
+
+Modules
+    ``engine`` the driver loop (``SparkBFS``, ``run_engine``); ``level_step`` one level on Spark;
+    ``expand`` job 1 (expand, dedup, invariants); ``numbering`` global indices and parent pointers;
+    ``blocks`` the columnar blocks and record functions; ``driver_state`` the driver's bookkeeping;
+    ``rundir`` the run directory; ``resume`` run.json and ``--resume``; ``verdict`` traces and the
+    result; ``session`` the SparkSession and its environment. ``checker.spark_engine`` re-exports
+    the names other modules import.
+"""

@@ -1,0 +1,79 @@
+"""The driver's bookkeeping of a Spark run: each level's place and parent pointers, its timings, the
+RDDs and broadcasts alive, and the counts of the search."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from checker.bfs import SearchState
+
+
+@dataclass
+class LevelInfo:
+    depth: int
+    base: int  # global index of the level's first state
+    count: int
+    path: str | None = None  # Parquet directory (None: a level of the local prefix or kept on the driver)
+    #: (fingerprints, parent indices, successor positions) of a small level kept on the driver
+    pointers: tuple[np.ndarray, np.ndarray, np.ndarray] | None = None
+    #: a large level's parent pointers kept on the executors (runs without a run directory)
+    rdd: Any = None
+
+    def to_json(self) -> dict[str, Any]:
+        return {"depth": self.depth, "base": self.base, "count": self.count, "path": self.path}
+
+
+@dataclass
+class LevelTiming:
+    depth: int
+    frontier: int
+    new: int
+    seconds: float
+    job_expand: float = 0.0  # wall time of job 1 (expand, shuffle, dedup, invariants)
+    job_index: float = 0.0  # wall time of job 2 (index, join, Parquet write)
+    expand: float = 0.0  # executor seconds expanding states
+    dedup: float = 0.0  # executor seconds merging candidates and removing visited ones
+    invariants: float = 0.0  # executor seconds checking invariants (and counting)
+    engine: str = "spark"
+
+    def to_json(self) -> dict[str, Any]:
+        return {k: round(v, 4) if isinstance(v, float) else v for k, v in self.__dict__.items()}
+
+
+@dataclass
+class SparkRun:
+    session: Any
+    sc: Any
+    created: bool
+    partitions: int
+    frontier: Any = None  # RDD (fp, (gidx, parent, pos, state)) of the last level
+    visited: Any = None  # RDD (fp, sorted int64 array), one record per partition
+    retired: list[Any] = field(default_factory=list)  # RDDs to unpersist after the next level
+    broadcasts: list[Any] = field(default_factory=list)
+    pointers: list[Any] = field(default_factory=list)  # parent pointers of large levels
+
+
+class Counters:
+    """The driver's view of the search: the local prefix (a ``SearchState``) plus Spark's counts."""
+
+    def __init__(self, local: SearchState) -> None:
+        self.local = local
+        self.spark_started = False
+        self.local_distinct = len(local.log)
+        self.sync_from_local()
+
+    def sync_from_local(self) -> None:
+        local = self.local
+        self.depth = local.depth
+        self.generated = local.generated
+        self.distinct = len(local.log)
+        self.frontier_base = local.frontier_base
+        self.frontier_size = len(local.frontier)
+        if not self.spark_started:
+            self.local_distinct = self.distinct
+        self.found = local.found
+        self.deadlock = local.deadlock
+        self.elapsed = local.elapsed

@@ -1,0 +1,199 @@
+"""The Spark engine's driver: the local levels while the frontier is small, then the levels on Spark,
+the budgets, progress and the result (the design is in ``checker.spark``)."""
+
+from __future__ import annotations
+
+import re
+import tempfile
+import time
+from typing import Any
+
+from checker.bfs import BudgetExceeded, LocalBFS
+from checker.errors import KmcError, ModelError, UsageError
+from checker.result import CheckResult
+from checker.search import Progress, SearchOptions
+from checker.spark.driver_state import Counters, LevelInfo, LevelTiming, SparkRun
+from checker.spark.level_step import LevelStep
+from checker.spark.resume import Resumable
+from checker.spark.rundir import RunDir
+from checker.spark.session import _ship_packages, check_environment, spark_session
+from checker.spark.verdict import Verdicts
+from spec.model import Model
+
+DEFAULT_THRESHOLD = 10_000
+#: levels with at most this many new states are numbered on the driver (their keys come back with job 1)
+DEFAULT_DRIVER_INDEX_LIMIT = 50_000
+#: levels between two reliable checkpoints of the RDDs (cuts their lineage)
+DEFAULT_CHECKPOINT_LEVELS = 10
+
+
+class SparkBFS(LevelStep, Resumable, Verdicts):
+    engine = "spark"
+
+    def __init__(self, model: Model, options: SearchOptions, engine_options: Any) -> None:
+        self.model = model
+        self.options = options
+        extra = dict(getattr(engine_options, "extra", {}) or {})
+        self.master = getattr(engine_options, "master", None) or "local[*]"
+        self.threshold = int(extra.get("threshold", DEFAULT_THRESHOLD))
+        self.partitions = extra.get("partitions")
+        self.checkpoint_levels = int(extra.get("checkpoint_levels", DEFAULT_CHECKPOINT_LEVELS))
+        self.driver_index_limit = int(extra.get("driver_index_limit", DEFAULT_DRIVER_INDEX_LIMIT))
+        # fault injection (tests): the first attempt of one expansion task at this depth fails
+        self.fail_at_depth = extra.get("fail_task_at_depth")
+        self.fail_marker = str(extra.get("fail_marker") or "")
+        self.memory = str(extra.get("driver_memory", "4g"))
+        self.verbose = bool(extra.get("verbose", False))
+        if options.keep_graph:
+            raise UsageError("the spark engine does not keep the state graph (liveness); use --engine bfs")
+        self.local = LocalBFS(model, options)
+        self.symmetry = self.local.symmetry
+        self.invariants = self.local.invariants
+        self.timings: list[LevelTiming] = []
+        self._console = self._level_console()
+
+    def _level_console(self) -> Any:
+        progress = self.options.progress
+        if getattr(progress, "enabled", False) and getattr(progress, "console", None) is not None:
+            return progress.console
+        if self.verbose:
+            from rich.console import Console
+
+            return Console(stderr=True)
+        return None
+
+    # -- the search --------------------------------------------------------------------------------
+    def run(self) -> CheckResult:
+        check_environment()
+        opts = self.options
+        if opts.checkpoint_path and not self.model.state_types():
+            raise UsageError(f"model {self.model.name} declares no state types, so its Spark runs cannot be resumed; "
+                             "drop --checkpoint")
+        started = time.monotonic()
+        self.local._started = started
+        where = opts.checkpoint_path or opts.resume_from
+        run_dir = RunDir(where) if where else None
+        spark: SparkRun | None = None
+        reason = None
+        try:
+            if opts.resume_from:
+                spark, st, levels = self._resume(run_dir)
+                self.local._started = started - st.elapsed
+            else:
+                st = Counters(self.local._initial_level())
+                levels = [LevelInfo(1, 0, st.distinct)]
+            self._started = self.local._started
+            reason = self._local_phase(st, levels)
+            if reason is None and st.frontier_size > 0 and not self._should_stop(st):
+                if spark is None:
+                    if run_dir is None:
+                        if not self.master.startswith("local"):
+                            raise UsageError("on a Spark cluster, give --checkpoint DIR on shared storage "
+                                             "(e.g. hdfs://...): the levels are written there")
+                        run_dir = RunDir(tempfile.mkdtemp(prefix="kmc-spark-"), temporary=True)
+                    spark = self._start(run_dir)
+                    self._switch(spark, st, levels, run_dir)
+                reason = self._spark_phase(spark, st, levels, run_dir)
+            elapsed = time.monotonic() - self._started
+            result = self._result(st, levels, elapsed, reason, spark, run_dir)
+        finally:
+            if spark is not None:
+                self._stop(spark, run_dir)
+            elif run_dir is not None and run_dir.temporary:
+                run_dir.cleanup()
+        return result
+
+    def _should_stop(self, st: Counters) -> bool:
+        return self.options.stop_at_first and (bool(st.found) or st.deadlock is not None)
+
+    def _budget_reason(self, st: Counters) -> str | None:
+        opts = self.options
+        if opts.max_depth is not None and st.depth >= opts.max_depth:
+            return f"depth bound {opts.max_depth} reached with {st.frontier_size} states unexplored"
+        if opts.max_seconds is not None and time.monotonic() - self._started > opts.max_seconds:
+            return f"time budget of {opts.max_seconds:g} s ran out at depth {st.depth}"
+        if opts.max_states is not None and st.distinct >= opts.max_states:
+            return f"state budget {opts.max_states} reached with {st.frontier_size} states unexplored"
+        return None
+
+    def _local_phase(self, st: Counters, levels: list[LevelInfo]) -> str | None:
+        """Levels on the driver with the local engine while the frontier is below the threshold."""
+        local = st.local
+        if st.spark_started:
+            return None
+        while local.frontier and not self._should_stop(st) and len(local.frontier) < self.threshold:
+            reason = self._budget_reason(st)
+            if reason:
+                return reason
+            level_started = time.monotonic()
+            frontier = len(local.frontier)
+            depth = local.depth
+            try:
+                self.local._expand_level(local)
+            except BudgetExceeded as exc:
+                return exc.reason
+            st.sync_from_local()
+            if local.depth > depth:
+                levels.append(LevelInfo(local.depth, local.frontier_base, len(local.frontier)))
+            self._level_done(LevelTiming(local.depth, frontier, len(local.frontier) if local.depth > depth else 0,
+                                         time.monotonic() - level_started, engine="local"), st)
+        return None
+
+    def _start(self, run_dir: RunDir) -> SparkRun:
+        session, created = spark_session(self.master, self.memory)
+        sc = session.sparkContext
+        run_dir.attach(sc)
+        if not sc.master.startswith("local"):
+            staging = tempfile.mkdtemp(prefix="kmc-ship-")
+            _ship_packages(sc, staging)
+        sc.setCheckpointDir(run_dir.join("rdd-checkpoints"))
+        partitions = int(self.partitions or max(2, 2 * sc.defaultParallelism))
+        return SparkRun(session, sc, created, partitions)
+
+    def _stop(self, spark: SparkRun, run_dir: RunDir | None) -> None:
+        for rdd in (spark.frontier, spark.visited, *spark.retired, *spark.pointers):
+            if rdd is not None:
+                try:
+                    rdd.unpersist(False)
+                except Exception:  # the context may already be gone
+                    pass
+        for broadcast in spark.broadcasts:
+            try:
+                broadcast.unpersist()
+            except Exception:
+                pass
+        # The session stays active (a JVM start costs ~10 s): the next check in this process, e.g.
+        # the next cell of ``kmc matrix --engine spark``, reuses it; the process exit stops it.
+        if run_dir is not None and run_dir.temporary:
+            run_dir.cleanup()
+
+    def _level_done(self, timing: LevelTiming, st: Counters) -> None:
+        self.timings.append(timing)
+        if self._console is not None:
+            self._console.print(
+                f"[dim]{timing.engine:>5}[/] level {timing.depth:>3}: frontier {timing.frontier:>10,}  "
+                f"new {timing.new:>10,}  distinct {st.distinct:>12,}  {timing.seconds:7.2f} s",
+                highlight=False,
+            )
+        if self.options.progress:
+            self.options.progress(Progress(st.depth, st.generated, st.distinct, st.frontier_size,
+                                           time.monotonic() - self._started))
+
+
+def _explain_spark_failure(exc: Exception) -> KmcError:
+    text = str(exc)
+    lines = [line for line in text.splitlines() if line.strip()]
+    python_error = next((line for line in reversed(lines) if re.match(r"^\w*(Error|Exception)\b", line.strip())), None)
+    return ModelError(f"a Spark job failed: {python_error or (lines[0] if lines else type(exc).__name__)}")
+
+
+def run_engine(model: Model, options: SearchOptions, engine_options: Any = None) -> CheckResult:
+    """The ``spark`` engine: ``kmc check MODEL --engine spark [--master URL]``."""
+    try:
+        return SparkBFS(model, options, engine_options).run()
+    except (KmcError, KeyboardInterrupt):
+        raise
+    except Exception as exc:
+        if type(exc).__name__ in ("Py4JJavaError", "PythonException", "Py4JError", "PySparkRuntimeError"):
+            raise _explain_spark_failure(exc) from exc
+        raise

@@ -1,0 +1,100 @@
+"""The Spark session and its environment: PySpark and Java present, task retries on local masters,
+the project's packages shipped to a real cluster, the storage level of every persisted RDD."""
+
+from __future__ import annotations
+
+import importlib.util
+import os
+import re
+import shutil
+import sys
+import zipfile
+from typing import Any
+
+from checker.errors import EnvironmentMissingError
+
+_PACKAGES = ("spec", "checker", "invariants", "traces")
+
+
+def check_environment() -> None:
+    """Raise ``EnvironmentMissingError`` naming the fix when PySpark or Java is missing."""
+    if importlib.util.find_spec("pyspark") is None:
+        raise EnvironmentMissingError(
+            "the spark engine needs PySpark, which is not installed: "
+            "run python3 -m pip install 'pyspark>=3.4' (or pip install -e '.[spark]')"
+        )
+    java_home = os.environ.get("JAVA_HOME")
+    if java_home:
+        java = os.path.join(java_home, "bin", "java")
+        if not os.access(java, os.X_OK):
+            raise EnvironmentMissingError(
+                f"the spark engine needs Java 17, but JAVA_HOME={java_home} has no bin/java: "
+                "point JAVA_HOME at a Java 17 installation or install one (e.g. apt-get install openjdk-17-jre-headless)"
+            )
+    elif shutil.which("java") is None:
+        raise EnvironmentMissingError(
+            "the spark engine needs Java 17, which was not found (no java on PATH and JAVA_HOME unset): "
+            "install Java 17 (e.g. apt-get install openjdk-17-jre-headless) or set JAVA_HOME"
+        )
+
+
+def with_task_retries(master: str, attempts: int = 4) -> str:
+    """``local`` / ``local[N]`` / ``local[*]`` -> ``local[N,attempts]``: local Spark retries failed tasks too."""
+    if master == "local":
+        return f"local[1,{attempts}]"
+    match = re.fullmatch(r"local\[(\d+|\*)\]", master)
+    return f"local[{match.group(1)},{attempts}]" if match else master
+
+
+def _project_root() -> str:
+    return os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+
+
+def spark_session(master: str = "local[*]", memory: str = "4g") -> tuple[Any, bool]:
+    """The active SparkSession, or a new one for ``master``; True when this call created it.
+
+    Under ``spark-submit`` the master and the rest of the configuration come from spark-submit.
+    """
+    from pyspark.sql import SparkSession
+
+    active = SparkSession.getActiveSession()
+    if active is not None:
+        return active, False
+    submitted = "PYSPARK_GATEWAY_PORT" in os.environ  # launched by spark-submit or a pyspark shell
+    builder = SparkSession.builder.appName("kmc")
+    if not submitted:
+        os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
+        root = _project_root()
+        paths = [p for p in os.environ.get("PYTHONPATH", "").split(os.pathsep) if p]
+        if root not in paths:
+            os.environ["PYTHONPATH"] = os.pathsep.join([root, *paths])
+        builder = (
+            builder.master(with_task_retries(master))
+            .config("spark.ui.enabled", "false")
+            .config("spark.ui.showConsoleProgress", "false")
+            .config("spark.driver.memory", memory)
+            .config("spark.sql.shuffle.partitions", "8")
+        )
+    session = builder.getOrCreate()
+    session.sparkContext.setLogLevel("ERROR")
+    return session, True
+
+
+def _ship_packages(sc: Any, directory: str) -> None:
+    """Send this project's packages to the executors of a real cluster (local masters import them directly)."""
+    root = _project_root()
+    target = os.path.join(directory, "kmc-packages.zip")
+    with zipfile.ZipFile(target, "w", zipfile.ZIP_DEFLATED) as zf:
+        for package in _PACKAGES:
+            for folder, _dirs, files in os.walk(os.path.join(root, package)):
+                for name in files:
+                    if name.endswith(".py") or name.endswith(".json"):
+                        full = os.path.join(folder, name)
+                        zf.write(full, os.path.relpath(full, root))
+    sc.addPyFile(target)
+
+
+def storage_level() -> Any:
+    from pyspark import StorageLevel
+
+    return StorageLevel.MEMORY_AND_DISK

@@ -1,0 +1,126 @@
+"""The result of a Spark run: the verdict and, for each violation, the counterexample rebuilt from the
+parent pointers by replay, exactly as the local engine rebuilds it.
+
+``Verdicts`` is a mixin of ``checker.spark.engine.SparkBFS``."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from checker.errors import BadFileError, ModelError
+from checker.result import CheckResult, Verdict, Violation
+from checker.search import ActionTable, rebuild_trace
+from checker.spark.driver_state import Counters, LevelInfo, SparkRun
+from checker.spark.numbering import _PointerAt
+from checker.spark.rundir import RunDir
+
+
+class Verdicts:
+    """Traces and the ``CheckResult`` of ``SparkBFS``."""
+
+    def _path_to(self, index: int, st: Counters, levels: list[LevelInfo], spark: SparkRun | None) -> list[tuple]:
+        """(fingerprint, ("pos", p) | ("action", id)) from an initial state down to global index ``index``."""
+        local = st.local
+        steps: list[tuple] = []
+        while index >= st.local_distinct:
+            from pyspark.sql import functions as F  # noqa: N812 (only reached when Spark ran)
+
+            level = next(lv for lv in levels if lv.base <= index < lv.base + lv.count)
+            if level.pointers is not None:
+                fps, parents, positions = level.pointers
+                at = index - level.base
+                steps.append((int(fps[at]), ("pos", int(positions[at]))))
+                index = int(parents[at])
+                continue
+            if level.rdd is not None and spark is not None:
+                (fp, parent, pos), = spark.sc.runJob(level.rdd, _PointerAt(index))
+                steps.append((fp, ("pos", pos)))
+                index = parent
+                continue
+            if spark is None or level.path is None:
+                raise BadFileError(f"level {level.depth} has no parent pointers")
+            rows = (spark.session.read.parquet(level.path).where(F.col("gidx") == index)
+                    .select("fp", "parent", "pos").collect())
+            if len(rows) != 1:
+                raise BadFileError(f"the parent pointers of level {level.depth} are incomplete (state {index})")
+            steps.append((int(rows[0].fp), ("pos", int(rows[0].pos))))
+            index = int(rows[0].parent)
+        for fp, action_id in reversed(local.log.path_to(index)):
+            steps.append((fp, ("action", action_id)))
+        steps.reverse()
+        return steps
+
+    def _trace(self, index: int, st: Counters, levels: list[LevelInfo], spark: SparkRun | None, name: str,
+               why: Any) -> Any:
+        """Turn successor positions into actions by replaying canonical states, then rebuild as the local engine."""
+        if index < st.local_distinct:
+            path = st.local.log.path_to(index)
+            return rebuild_trace(self.model, path, st.local.actions.actions, self.options, name, why)
+        steps = self._path_to(index, st, levels, spark)
+        canonical = self.model.canonical if self.symmetry else (lambda s: s)
+        table = ActionTable(st.local.actions.actions)
+        root_fp = steps[0][0]
+        current = next((canonical(s) for s in self.model.init_states() if hash(canonical(s)) == root_fp), None)
+        if current is None:
+            raise ModelError("cannot rebuild a trace: no initial state has the recorded fingerprint")
+        path = [(root_fp, -1)]
+        for fp, (kind, value) in steps[1:]:
+            chosen = None
+            for pos, (act, succ) in enumerate(self.model.successors(current)):
+                succ = canonical(succ)
+                if hash(succ) != fp:
+                    continue
+                if (kind == "pos" and pos == value) or (kind == "action" and act == st.local.actions.actions[value]):
+                    chosen = (act, succ)
+                    break
+            if chosen is None:
+                raise ModelError("cannot rebuild a trace: the recorded step is not deterministic in this model")
+            path.append((fp, table.id(chosen[0])))
+            current = chosen[1]
+        return rebuild_trace(self.model, path, table.actions, self.options, name, why)
+
+    def _result(self, st: Counters, levels: list[LevelInfo], elapsed: float, reason: str | None,
+                spark: SparkRun | None, run_dir: RunDir | None) -> CheckResult:
+        violations = []
+        by_name = {inv.name: inv for inv in self.invariants}
+        for name, index in sorted(st.found.items(), key=lambda item: (item[1], item[0])):
+            inv = by_name[name]
+            violations.append(Violation(name, "safety", self._trace(index, st, levels, spark, name, inv.why)))
+        if st.deadlock is not None:
+            trace = self._trace(st.deadlock, st, levels, spark, "deadlock",
+                                lambda s: "deadlock: no action is enabled in the last state")
+            violations.append(Violation("deadlock", "deadlock", trace))
+        if violations:
+            verdict = Verdict.VIOLATED
+        elif reason:
+            verdict = Verdict.UNDETERMINED
+        else:
+            verdict = Verdict.HOLDS
+        workers = spark.sc.defaultParallelism if spark is not None else 1
+        checkpoint_file = run_dir.path if (reason and run_dir is not None and not run_dir.temporary
+                                           and st.spark_started and st.frontier_size) else None
+        return CheckResult(
+            model=self.model.name,
+            constants=dict(self.model.constants),
+            verdict=verdict,
+            distinct_states=st.distinct,
+            states_generated=st.generated,
+            depth=st.depth,
+            seconds=elapsed,
+            violations=violations,
+            invariants=[inv.name for inv in self.invariants],
+            engine=self.engine,
+            workers=workers,
+            symmetry=self.symmetry,
+            reason=reason if verdict is Verdict.UNDETERMINED else None,
+            queue=st.frontier_size,
+            checkpoint_file=checkpoint_file,
+            extra={
+                "spark": {
+                    "master": spark.sc.master if spark is not None else None,
+                    "partitions": spark.partitions if spark is not None else None,
+                    "threshold": self.threshold,
+                    "levels": [t.to_json() for t in self.timings],
+                }
+            },
+        )
