@@ -8,8 +8,6 @@ switches and action tables that ``KafkaModel.__init__`` sets. The rules are in t
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-
 from spec.kafka.log import (
     UNDEFINED,
     Record,
@@ -36,75 +34,93 @@ from spec.kafka.state import (
     TRUNCATING,
     UNKNOWN_LEADER_EPOCH,
     Broker,
+    Controller,
     FetchRequest,
     FetchResponse,
     KafkaState,
     OffsetsRequest,
     OffsetsResponse,
 )
-from spec.kafka.updates import add_messages, remove_message, replace_broker, truncate_broker
-from spec.model import Action
+from spec.kafka.updates import (
+    add_messages,
+    remove_message,
+    replace_broker,
+    truncate_broker,
+    with_brokers,
+    with_fetch,
+    with_network,
+)
+
+_new = tuple.__new__
 
 
 class DataPlaneActions:
     """Produce, high watermark and ISR changes by the leader; fetch and OffsetsForLeaderEpoch rounds."""
 
     # -- a leader's and a follower's own actions ---------------------------------------------------------
-    def _leader_actions(self, s: KafkaState, i: int, b: Broker) -> Iterator[tuple[Action, KafkaState]]:
-        brokers = s.brokers
-        if s.produced < self.max_records:
-            ident = s.produced + 1
-            log = b.log + (Record(b.epoch, ident),)
-            cache = assign(b.cache, b.epoch, len(b.log)) if b.epoch > latest_epoch(b.cache) else b.cache
-            nb = b._replace(log=log, cache=cache)
-            yield self._produce[i], s._replace(brokers=replace_broker(brokers, i, nb), produced=ident)
-        hw = len(b.log)
+    def _leader_actions(self, s: KafkaState, i: int, b: Broker, out: list) -> None:
+        add = out.append
+        brokers = s[0]
+        log, cache, epoch = b[1], b[3], b[5]
+        leo = len(log)
+        produced = s[3]
+        if produced < self.max_records:
+            ident = produced + 1
+            new_log = log + (_new(Record, (epoch, ident)),)
+            new_cache = assign(cache, epoch, leo) if epoch > latest_epoch(cache) else cache
+            nb = _new(Broker, (b[0], new_log, b[2], new_cache) + b[4:])
+            add((self._produce[i], _new(KafkaState, (replace_broker(brokers, i, nb), s[1], s[2], ident) + s[4:])))
+        hw = leo
         remote = b.remote
-        for r in b.isr:
+        isr = b.isr
+        for r in isr:
             if r != i and remote[r] < hw:
                 hw = remote[r]
         if hw > b.hw:
             committed = set(s.committed)
-            log = b.log
             for offset in range(hw):
                 rec = log[offset]
-                committed.add((offset, rec.epoch, rec.ident))
-            nb = b._replace(hw=hw)
-            yield self._advance[i], s._replace(brokers=replace_broker(brokers, i, nb), committed=tuple(sorted(committed)))
-        ctrl = s.controller
-        if ctrl.leader != i or ctrl.epoch != b.epoch:
+                committed.add((offset, rec[0], rec[1]))
+            nb = _new(Broker, (b[0], log, hw) + b[3:])
+            add((self._advance[i], _new(KafkaState, (replace_broker(brokers, i, nb),) + s[1:8] + (tuple(sorted(committed)),))))
+        ctrl = s[1]
+        if ctrl[0] != i or ctrl[1] != epoch:
             return  # a deposed leader's ZooKeeper write of the ISR fails (stale zkVersion)
+        shrink, expand = self._shrink[i], self._expand[i]
         for f in range(self.n):
             if f == i:
                 continue
-            if f in b.isr:
-                isr = tuple(r for r in b.isr if r != f)
-                act = self._shrink[i][f]
+            if f in isr:
+                new_isr = tuple([r for r in isr if r != f])
+                act = shrink[f]
             else:
                 if remote[f] < b.hw or remote[f] < 0:
                     continue
-                if self.features.expand_isr_guard and b.hw < epoch_start(b.cache, b.epoch, len(b.log)):
+                if self.features.expand_isr_guard and b.hw < epoch_start(cache, epoch, leo):
                     continue
-                isr = tuple(sorted(b.isr + (f,)))
-                act = self._expand[i][f]
-            nb = b._replace(isr=isr)
-            yield act, s._replace(brokers=replace_broker(brokers, i, nb), controller=ctrl._replace(isr=isr))
+                new_isr = tuple(sorted(isr + (f,)))
+                act = expand[f]
+            nb = _new(Broker, b[:6] + (new_isr,) + b[7:])
+            nctrl = _new(Controller, (ctrl[0], ctrl[1], new_isr, ctrl[3]))
+            add((act, _new(KafkaState, (replace_broker(brokers, i, nb), nctrl) + s[2:])))
 
-    def _follower_actions(self, s: KafkaState, i: int, b: Broker) -> Iterator[tuple[Action, KafkaState]]:
+    def _follower_actions(self, s: KafkaState, i: int, b: Broker, out: list) -> None:
         leader = b.leader
-        if b.fetch == NO_FETCHER or busy(s.network, i, leader):
+        fetch = b.fetch
+        network = s[2]
+        if fetch == NO_FETCHER or busy(network, i, leader):
             return
-        if self.max_inflight and in_flight(s.network) >= self.max_inflight:
+        if self.max_inflight and in_flight(network) >= self.max_inflight:
             return
         epoch = b.epoch if self._send_epoch else -1
-        if b.fetch == FETCHING:
+        if fetch == FETCHING:
             last = latest_epoch(b.cache) if self._on_fetch else -1
-            msg = FetchRequest(FETCH, i, leader, epoch, len(b.log), last)
-            yield self._send_fetch[i][leader], s._replace(network=add_messages(s.network, msg))
-        elif b.fetch == TRUNCATING and b.cache:
-            msg = OffsetsRequest(OFFSETS_FOR_LEADER_EPOCH, i, leader, epoch if self._fencing else -1,
-                                 latest_epoch(b.cache))
-            yield self._send_offsets[i][leader], s._replace(network=add_messages(s.network, msg))
+            msg = _new(FetchRequest, (FETCH, i, leader, epoch, len(b.log), last))
+            out.append((self._send_fetch[i][leader], with_network(s, add_messages(network, msg))))
+        elif fetch == TRUNCATING and b.cache:
+            msg = _new(OffsetsRequest, (OFFSETS_FOR_LEADER_EPOCH, i, leader, epoch if self._fencing else -1,
+                                        latest_epoch(b.cache)))
+            out.append((self._send_offsets[i][leader], with_network(s, add_messages(network, msg))))
 
     # -- fetch and OffsetsForLeaderEpoch, served and received ------------------------------------------
     def _error(self, leader: Broker, i: int, request_epoch: int) -> int:
@@ -124,19 +140,19 @@ class DataPlaneActions:
         error = self._error(b, i, m.epoch)
         brokers = s.brokers
         if error != NONE:
-            resp = FetchResponse(FETCH_RESPONSE, i, f, m.epoch, m.offset, error, (), -1, -1, -1)
+            resp = _new(FetchResponse, (FETCH_RESPONSE, i, f, m.epoch, m.offset, error, (), -1, -1, -1))
         else:
             leo = len(b.log)
             diverging = diverging_epoch(b.cache, leo, m.offset, m.last_epoch) if self._on_fetch else None
             if diverging is not None:
-                resp = FetchResponse(FETCH_RESPONSE, i, f, m.epoch, m.offset, NONE, (), b.hw, *diverging)
+                resp = _new(FetchResponse, (FETCH_RESPONSE, i, f, m.epoch, m.offset, NONE, (), b.hw) + diverging)
             elif m.offset > leo:
-                resp = FetchResponse(FETCH_RESPONSE, i, f, m.epoch, m.offset, OFFSET_OUT_OF_RANGE, (), leo, -1, -1)
+                resp = _new(FetchResponse, (FETCH_RESPONSE, i, f, m.epoch, m.offset, OFFSET_OUT_OF_RANGE, (), leo, -1, -1))
             else:
                 remote = b.remote[:f] + (m.offset,) + b.remote[f + 1 :]
-                brokers = replace_broker(brokers, i, b._replace(remote=remote))
-                resp = FetchResponse(FETCH_RESPONSE, i, f, m.epoch, m.offset, NONE, b.log[m.offset :], b.hw, -1, -1)
-        return s._replace(brokers=brokers, network=add_messages(network, resp))
+                brokers = replace_broker(brokers, i, _new(Broker, b[:8] + (remote,) + b[9:]))
+                resp = _new(FetchResponse, (FETCH_RESPONSE, i, f, m.epoch, m.offset, NONE, b.log[m.offset :], b.hw, -1, -1))
+        return with_brokers(s, brokers, add_messages(network, resp))
 
     def _receive_fetch_state(self, s: KafkaState, m: FetchResponse) -> KafkaState:
         network = remove_message(s.network, m)
@@ -144,22 +160,22 @@ class DataPlaneActions:
         b = s.brokers[i]
         leo = len(b.log)
         if b.fetch != FETCHING or b.leader != m.src or leo != m.offset:
-            return s._replace(network=network)  # the fetcher moved on: the response is dropped
+            return with_network(s, network)  # the fetcher moved on: the response is dropped
         if self.features.stale_response_guard and m.epoch != b.epoch:
-            return s._replace(network=network)
+            return with_network(s, network)
         if m.error == NONE and m.diverging_epoch == -1 and m.diverging_offset == -1:
             log = b.log + m.records
-            nb = b._replace(log=log, cache=cache_after_append(b.cache, log, leo), hw=min(m.hw, len(log)))
+            nb = _new(Broker, (b[0], log, min(m.hw, len(log)), cache_after_append(b.cache, log, leo)) + b[4:])
         elif m.error == NONE:
             offset, _ = follower_truncation(b.cache, leo, b.hw, m.diverging_epoch, m.diverging_offset)
             nb = truncate_broker(b, offset, self._fix_10706)  # truncate, and do not adopt the leader's HW here (KAFKA-14704)
         elif m.error == OFFSET_OUT_OF_RANGE and m.hw < leo:
             nb = truncate_broker(b, m.hw, self._fix_10706)  # the leader's log ends before ours: truncate to its LEO
         elif m.error == FENCED_LEADER_EPOCH and self._fenced_removes:
-            nb = b._replace(fetch=NO_FETCHER)  # 2.1.0: wait for the next LeaderAndIsr
+            nb = with_fetch(b, NO_FETCHER)  # 2.1.0: wait for the next LeaderAndIsr
         else:
-            return s._replace(network=network)  # NOT_LEADER, FENCED, UNKNOWN: retry later
-        return s._replace(brokers=replace_broker(s.brokers, i, nb), network=network)
+            return with_network(s, network)  # NOT_LEADER, FENCED, UNKNOWN: retry later
+        return with_brokers(s, replace_broker(s.brokers, i, nb), network)
 
     def _serve_offsets_state(self, s: KafkaState, m: OffsetsRequest) -> KafkaState:
         network = remove_message(s.network, m)
@@ -172,26 +188,26 @@ class DataPlaneActions:
             answer_epoch, end = end_offset_for(b.cache, len(b.log), m.requested)
         else:
             answer_epoch, end = UNDEFINED, end_offset_kip101(b.cache, len(b.log), m.requested)
-        resp = OffsetsResponse(OFFSETS_FOR_LEADER_EPOCH_RESPONSE, i, f, m.epoch, m.requested, error, answer_epoch, end)
-        return s._replace(network=add_messages(network, resp))
+        resp = _new(OffsetsResponse, (OFFSETS_FOR_LEADER_EPOCH_RESPONSE, i, f, m.epoch, m.requested, error, answer_epoch, end))
+        return with_network(s, add_messages(network, resp))
 
     def _receive_offsets_state(self, s: KafkaState, m: OffsetsResponse) -> KafkaState:
         network = remove_message(s.network, m)
         i = m.dst
         b = s.brokers[i]
         if b.fetch != TRUNCATING or b.leader != m.src:
-            return s._replace(network=network)
+            return with_network(s, network)
         if self._fix_7786 and m.epoch != b.epoch:
-            return s._replace(network=network)  # KAFKA-7786's fix: the epoch changed while it was in flight
+            return with_network(s, network)  # KAFKA-7786's fix: the epoch changed while it was in flight
         leo = len(b.log)
         done = True
         if m.error != NONE:
             if m.error == FENCED_LEADER_EPOCH and self._fenced_removes:
                 # 2.1.0 (KAFKA-7786): the partition leaves the fetcher until the next LeaderAndIsr
-                nb = b._replace(fetch=NO_FETCHER)
-                return s._replace(brokers=replace_broker(s.brokers, i, nb), network=network)
+                nb = with_fetch(b, NO_FETCHER)
+                return with_brokers(s, replace_broker(s.brokers, i, nb), network)
             if self._fencing:
-                return s._replace(network=network)  # KIP-320: retry
+                return with_network(s, network)  # KIP-320: retry
             offset = b.hw  # before KIP-320 any error falls back to the high watermark
         elif self._kip279:
             offset, done = follower_truncation(b.cache, leo, b.hw, m.answer_epoch, m.end_offset)
@@ -199,8 +215,8 @@ class DataPlaneActions:
             offset = b.hw
         else:
             offset = min(m.end_offset, leo)
-        nb = truncate_broker(b, offset, self._fix_10706)._replace(fetch=FETCHING if done else TRUNCATING)
-        return s._replace(brokers=replace_broker(s.brokers, i, nb), network=network)
+        nb = with_fetch(truncate_broker(b, offset, self._fix_10706), FETCHING if done else TRUNCATING)
+        return with_brokers(s, replace_broker(s.brokers, i, nb), network)
 
 
 def busy(network: tuple, follower: int, leader: int) -> bool:

@@ -84,7 +84,6 @@ OffsetsForLeaderEpoch answer whose request epoch is no longer the partition's.
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from typing import Any
 
 from spec.kafka.actions_control import ControlPlaneActions, channel_order
@@ -107,10 +106,14 @@ from spec.kafka.state import (
     Controller,
     KafkaState,
 )
-from spec.kafka.updates import add_messages, replace_broker, truncate_broker
+from spec.kafka.updates import add_messages, replace_broker, truncate_broker, with_fetch
 from spec.model import Action, Model
 
 #: default bounds (see spec.kafka.__init__ for why they are large enough)
+_new = tuple.__new__
+_SHUTDOWNS = KafkaState._fields.index("shutdowns")
+_STOPPING = Broker._fields.index("stopping")
+
 DEFAULTS = {"brokers": 2, "records": 2, "epochs": 2, "crashes": 1, "inflight": 0, "bumps": 0, "shutdowns": 0, "bounces": 0}
 
 
@@ -227,47 +230,58 @@ class KafkaModel(ControlPlaneActions, DataPlaneActions, Model):
             brokers.append(Broker(True, (), 0, (), 0, 0, isr, FETCHING, (), 0, False, 0, False))
         return [KafkaState(tuple(brokers), Controller(0, 0, isr, (0,) * n), (), 0, 0, 0, 0, 0, ())]
 
-    def successors(self, s: KafkaState) -> Iterator[tuple[Action, KafkaState]]:
-        yield from self._controller_actions(s)
+    def successors(self, s: KafkaState) -> list[tuple[Action, KafkaState]]:
+        # one list, filled in order by each family (no nested generators: this is the hot path)
+        out: list[tuple[Action, KafkaState]] = []
+        self._controller_actions(s, out)
         for i in range(self.n):
-            yield from self._broker_actions(s, i)
-        yield from self._deliveries(s)
+            self._broker_actions(s, i, out)
+        self._deliveries(s, out)
+        return out
 
     # -- one broker's own actions -------------------------------------------------------------------
-    def _broker_actions(self, s: KafkaState, i: int) -> Iterator[tuple[Action, KafkaState]]:
-        brokers = s.brokers
+    def _broker_actions(self, s: KafkaState, i: int, out: list) -> None:
+        brokers = s[0]
         b = brokers[i]
+        add = out.append
         if not b.alive:
-            yield self._restart[i], self._restart_state(s, i)
+            add((self._restart[i], self._restart_state(s, i)))
             return
-        if b.leader == i:
-            yield from self._leader_actions(s, i, b)
-        elif b.leader >= 0 and brokers[b.leader].alive:
-            yield from self._follower_actions(s, i, b)
-        if b.fetch == TRUNCATING and not b.cache and b.leader != i and not busy(s.network, i, b.leader):
+        leader = b.leader
+        if leader == i:
+            self._leader_actions(s, i, b, out)
+        elif leader >= 0 and brokers[leader].alive:
+            self._follower_actions(s, i, b, out)
+        if b.fetch == TRUNCATING and not b.cache and leader != i and not busy(s.network, i, leader):
             # the fetcher thread first handles the answer it waits for (it is one thread per leader)
-            nb = truncate_broker(b, b.hw, self._fix_10706)._replace(fetch=FETCHING)
-            yield self._trunc_hw[i], s._replace(brokers=replace_broker(brokers, i, nb))
+            nb = with_fetch(truncate_broker(b, b.hw, self._fix_10706), FETCHING)
+            add((self._trunc_hw[i], _new(KafkaState, (replace_broker(brokers, i, nb),) + s[1:])))
         if s.shutdowns < self.max_shutdowns and not b.stopping:
-            msg = ControlledShutdown(CONTROLLED_SHUTDOWN, i, b.broker_epoch, b.incarnation)
-            nb = b._replace(stopping=True)
-            yield self._shutdown[i], s._replace(brokers=replace_broker(brokers, i, nb),
-                                                network=add_messages(s.network, msg), shutdowns=s.shutdowns + 1)
+            msg = _new(ControlledShutdown, (CONTROLLED_SHUTDOWN, i, b.broker_epoch, b.incarnation))
+            nb = _new(Broker, b[:_STOPPING] + (True,) + b[_STOPPING + 1 :])
+            ns = list(s)
+            ns[0], ns[2], ns[_SHUTDOWNS] = replace_broker(brokers, i, nb), add_messages(s.network, msg), s.shutdowns + 1
+            add((self._shutdown[i], _new(KafkaState, ns)))
         if s.crashes < self.max_crashes:
-            yield self._crash[i], self._crash_state(s, i, len(b.log))
+            add((self._crash[i], self._crash_state(s, i, len(b.log))))
             if self.features.lossy_crash:
+                lossy = self._lossy[i]
                 for keep in range(len(b.log)):
-                    yield self._lossy[i][keep], self._crash_state(s, i, keep)
+                    add((lossy[keep], self._crash_state(s, i, keep)))
         if s.bounces < self.max_bounces:
-            yield self._bounce[i], self._bounce_state(s, i)
+            add((self._bounce[i], self._bounce_state(s, i)))
 
     # -- messages --------------------------------------------------------------------------------------
-    def _deliveries(self, s: KafkaState) -> Iterator[tuple[Action, KafkaState]]:
+    def _deliveries(self, s: KafkaState, out: list) -> None:
         # the controller's channel to a broker is FIFO: the oldest request comes first. The (leader
         # epoch, broker epoch) a request carries only grows along a channel, and a StopReplica comes
         # after a LeaderAndIsr of the same pair (see channel_order)
+        network = s.network
+        if not network:
+            return
+        add = out.append
         oldest: dict[int, Any] = {}
-        for m in s.network:
+        for m in network:
             kind = m.kind
             if kind == LEADER_AND_ISR or kind == STOP_REPLICA:
                 first = oldest.get(m.dst)
@@ -275,26 +289,27 @@ class KafkaModel(ControlPlaneActions, DataPlaneActions, Model):
                     oldest[m.dst] = m
             elif kind > STOP_REPLICA:
                 break
-        for dst in sorted(oldest):
-            m = oldest[dst]
-            if m.kind == LEADER_AND_ISR:
-                yield self._deliver[dst][m.epoch], self._apply_leader_and_isr(s, m)
-            else:
-                yield self._deliver_stop[dst], self._apply_stop_replica(s, m)
+        if oldest:
+            for dst in sorted(oldest):
+                m = oldest[dst]
+                if m.kind == LEADER_AND_ISR:
+                    add((self._deliver[dst][m.epoch], self._apply_leader_and_isr(s, m)))
+                else:
+                    add((self._deliver_stop[dst], self._apply_stop_replica(s, m)))
         last_src = -1
-        for m in s.network:
+        for m in network:
             kind = m.kind
             if kind == LEADER_AND_ISR or kind == STOP_REPLICA:
                 continue
             if kind == CONTROLLED_SHUTDOWN:
                 if m.src != last_src:  # the controller handles one broker's requests in order
                     last_src = m.src
-                    yield from self._controlled_shutdowns(s, m)
+                    self._controlled_shutdowns(s, m, out)
             elif kind == FETCH:
-                yield self._serve_fetch[m.dst][m.src], self._serve_fetch_state(s, m)
+                add((self._serve_fetch[m.dst][m.src], self._serve_fetch_state(s, m)))
             elif kind == FETCH_RESPONSE:
-                yield self._receive_fetch[m.dst][m.src], self._receive_fetch_state(s, m)
+                add((self._receive_fetch[m.dst][m.src], self._receive_fetch_state(s, m)))
             elif kind == OFFSETS_FOR_LEADER_EPOCH:
-                yield self._serve_offsets[m.dst][m.src], self._serve_offsets_state(s, m)
+                add((self._serve_offsets[m.dst][m.src], self._serve_offsets_state(s, m)))
             elif kind == OFFSETS_FOR_LEADER_EPOCH_RESPONSE:
-                yield self._receive_offsets[m.dst][m.src], self._receive_offsets_state(s, m)
+                add((self._receive_offsets[m.dst][m.src], self._receive_offsets_state(s, m)))

@@ -1,12 +1,48 @@
 """Small pure updates of a Kafka state's tuples, shared by every action family: replace one broker,
-put messages in flight or take one out, truncate a broker's log."""
+put messages in flight or take one out, truncate a broker's log.
+
+These run once or more per successor, so they build the NamedTuples positionally with
+``tuple.__new__`` (NamedTuple ``_replace`` builds a keyword dictionary and goes through Python-level
+``_make``). The positions are checked against the field names below, at import.
+"""
 
 from __future__ import annotations
 
 from typing import Any
 
 from spec.kafka.log import truncate_cache
-from spec.kafka.state import Broker
+from spec.kafka.state import Broker, Controller, KafkaState
+
+_new = tuple.__new__
+
+#: the field positions the positional builders of this package rely on (the literal indices in
+#: ``b[:7] + (fetch,) + b[8:]`` and the like): a reordered or added field fails here, at import
+BROKER_FIELDS = ("alive", "log", "hw", "cache", "leader", "epoch", "isr", "fetch", "remote", "broker_epoch", "stopping",
+                 "incarnation", "stale")
+STATE_FIELDS = ("brokers", "controller", "network", "produced", "crashes", "bumps", "shutdowns", "bounces", "committed")
+if Broker._fields != BROKER_FIELDS or KafkaState._fields != STATE_FIELDS \
+        or Controller._fields != ("leader", "epoch", "isr", "registered"):
+    raise ImportError("spec.kafka.updates: the positional builders no longer match the state's fields")
+
+
+def with_network(s: KafkaState, network: tuple) -> KafkaState:
+    """``s._replace(network=network)``"""
+    return _new(KafkaState, (s[0], s[1], network) + s[3:])
+
+
+def with_brokers(s: KafkaState, brokers: tuple, network: tuple) -> KafkaState:
+    """``s._replace(brokers=brokers, network=network)``"""
+    return _new(KafkaState, (brokers, s[1], network) + s[3:])
+
+
+def with_controller(s: KafkaState, controller: Controller, network: tuple) -> KafkaState:
+    """``s._replace(controller=controller, network=network)``"""
+    return _new(KafkaState, (s[0], controller, network) + s[3:])
+
+
+def with_fetch(b: Broker, fetch: int) -> Broker:
+    """``b._replace(fetch=fetch)``"""
+    return _new(Broker, b[:7] + (fetch,) + b[8:])
 
 
 def replace_broker(brokers: tuple[Broker, ...], i: int, broker: Broker) -> tuple[Broker, ...]:
@@ -33,6 +69,7 @@ def truncate_broker(b: Broker, offset: int, clean_cache: bool = False) -> Broker
         if clean_cache:
             cache = truncate_cache(b.cache, offset)
             if cache != b.cache:
-                return b._replace(cache=cache)
+                return _new(Broker, b[:3] + (cache,) + b[4:])
         return b
-    return b._replace(log=b.log[:offset], cache=truncate_cache(b.cache, offset), hw=min(b.hw, offset))
+    hw = b[2]
+    return _new(Broker, (b[0], b[1][:offset], hw if hw < offset else offset, truncate_cache(b[3], offset)) + b[4:])
