@@ -25,10 +25,12 @@ from checker.search import (
     ActionTable,
     Progress,
     SearchOptions,
+    budget_reason,
     rebuild_trace,
     uses_bounds,
     uses_symmetry,
     validate_initial,
+    verdict_of,
 )
 from checker.visited import FingerprintSet, ParentLog
 from spec.model import Model
@@ -165,14 +167,8 @@ class LocalBFS:
         checkpoint_file = None
         try:
             while st.frontier and not self._should_stop(st):
-                if opts.max_depth is not None and st.depth >= opts.max_depth:
-                    reason = f"depth bound {opts.max_depth} reached with {len(st.frontier)} states unexplored"
-                    break
-                if opts.max_seconds is not None and time.monotonic() - self._started > opts.max_seconds:
-                    reason = f"time budget of {opts.max_seconds:g} s ran out at depth {st.depth}"
-                    break
-                if opts.max_states is not None and len(st.log) >= opts.max_states:
-                    reason = f"state budget {opts.max_states} reached with {len(st.frontier)} states unexplored"
+                reason = budget_reason(opts, st.depth, len(st.log), len(st.frontier), time.monotonic() - self._started)
+                if reason:
                     break
                 self._expand_level(st)
                 st.elapsed = time.monotonic() - self._started
@@ -343,12 +339,7 @@ class LocalBFS:
                 lambda s: "deadlock: no action is enabled in the last state",
             )
             violations.append(Violation("deadlock", "deadlock", trace))
-        if violations:
-            verdict = Verdict.VIOLATED
-        elif reason:
-            verdict = Verdict.UNDETERMINED
-        else:
-            verdict = Verdict.HOLDS
+        verdict = verdict_of(violations, reason)
         result = CheckResult(
             model=self.model.name,
             constants=dict(self.model.constants),

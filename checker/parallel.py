@@ -46,7 +46,7 @@ from checker.bfs import (
     first_false,
 )
 from checker.result import CheckResult
-from checker.search import ActionTable, Progress, SearchOptions
+from checker.search import ActionTable, Progress, SearchOptions, budget_reason
 from checker.visited import FingerprintSet
 from spec.model import Model
 
@@ -239,14 +239,8 @@ class ParallelBFS(LocalBFS):
             while self._queue() and not self._should_stop(st):
                 if self._interrupted:
                     raise KeyboardInterrupt
-                if opts.max_depth is not None and st.depth >= opts.max_depth:
-                    reason = f"depth bound {opts.max_depth} reached with {self._queue()} states unexplored"
-                    break
-                if opts.max_seconds is not None and time.monotonic() - self._started > opts.max_seconds:
-                    reason = f"time budget of {opts.max_seconds:g} s ran out at depth {st.depth}"
-                    break
-                if opts.max_states is not None and len(st.log) >= opts.max_states:
-                    reason = f"state budget {opts.max_states} reached with {self._queue()} states unexplored"
+                reason = budget_reason(opts, st.depth, len(st.log), self._queue(), time.monotonic() - self._started)
+                if reason:
                     break
                 self._expand_level(st)
                 st.elapsed = time.monotonic() - self._started

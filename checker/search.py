@@ -9,6 +9,7 @@ from typing import Any, NamedTuple
 
 from checker.errors import ModelError
 from checker.fingerprint import validate_state
+from checker.result import Verdict
 from invariants.base import SAFETY, Invariant
 from spec.model import Action, Model
 from traces.trace import Step, Trace
@@ -48,6 +49,25 @@ class SearchOptions:
 
     def liveness_properties(self) -> list[Invariant]:
         return [inv for inv in self.invariants if inv.kind != SAFETY]
+
+
+def budget_reason(options: SearchOptions, depth: int, distinct: int, queue: int, elapsed: float) -> str | None:
+    """Why a search must stop before its next level (the budgets every engine checks between
+    levels), or None. Running out of a budget gives *undetermined*, never a pass."""
+    if options.max_depth is not None and depth >= options.max_depth:
+        return f"depth bound {options.max_depth} reached with {queue} states unexplored"
+    if options.max_seconds is not None and elapsed > options.max_seconds:
+        return f"time budget of {options.max_seconds:g} s ran out at depth {depth}"
+    if options.max_states is not None and distinct >= options.max_states:
+        return f"state budget {options.max_states} reached with {queue} states unexplored"
+    return None
+
+
+def verdict_of(violations: Sequence[Any], reason: str | None) -> Verdict:
+    """A violation found is a verdict even if a budget ran out; otherwise a budget makes it undetermined."""
+    if violations:
+        return Verdict.VIOLATED
+    return Verdict.UNDETERMINED if reason else Verdict.HOLDS
 
 
 def uses_bounds(model: Model) -> bool:

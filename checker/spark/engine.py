@@ -11,7 +11,7 @@ from typing import Any
 from checker.bfs import BudgetExceeded, LocalBFS
 from checker.errors import KmcError, ModelError, UsageError
 from checker.result import CheckResult
-from checker.search import Progress, SearchOptions
+from checker.search import Progress, SearchOptions, budget_reason
 from checker.spark.driver_state import Counters, LevelInfo, LevelTiming, SparkRun
 from checker.spark.level_step import LevelStep
 from checker.spark.resume import Resumable
@@ -107,14 +107,7 @@ class SparkBFS(LevelStep, Resumable, Verdicts):
         return self.options.stop_at_first and (bool(st.found) or st.deadlock is not None)
 
     def _budget_reason(self, st: Counters) -> str | None:
-        opts = self.options
-        if opts.max_depth is not None and st.depth >= opts.max_depth:
-            return f"depth bound {opts.max_depth} reached with {st.frontier_size} states unexplored"
-        if opts.max_seconds is not None and time.monotonic() - self._started > opts.max_seconds:
-            return f"time budget of {opts.max_seconds:g} s ran out at depth {st.depth}"
-        if opts.max_states is not None and st.distinct >= opts.max_states:
-            return f"state budget {opts.max_states} reached with {st.frontier_size} states unexplored"
-        return None
+        return budget_reason(self.options, st.depth, st.distinct, st.frontier_size, time.monotonic() - self._started)
 
     def _local_phase(self, st: Counters, levels: list[LevelInfo]) -> str | None:
         """Levels on the driver with the local engine while the frontier is below the threshold."""

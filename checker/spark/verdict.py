@@ -9,7 +9,7 @@ from typing import Any
 
 from checker.errors import BadFileError, ModelError
 from checker.result import CheckResult, Verdict, Violation
-from checker.search import ActionTable, rebuild_trace
+from checker.search import ActionTable, rebuild_trace, verdict_of
 from checker.spark.driver_state import Counters, LevelInfo, SparkRun
 from checker.spark.numbering import _PointerAt
 from checker.spark.rundir import RunDir
@@ -90,12 +90,7 @@ class Verdicts:
             trace = self._trace(st.deadlock, st, levels, spark, "deadlock",
                                 lambda s: "deadlock: no action is enabled in the last state")
             violations.append(Violation("deadlock", "deadlock", trace))
-        if violations:
-            verdict = Verdict.VIOLATED
-        elif reason:
-            verdict = Verdict.UNDETERMINED
-        else:
-            verdict = Verdict.HOLDS
+        verdict = verdict_of(violations, reason)
         workers = spark.sc.defaultParallelism if spark is not None else 1
         checkpoint_file = run_dir.path if (reason and run_dir is not None and not run_dir.temporary
                                            and st.spark_started and st.frontier_size) else None
