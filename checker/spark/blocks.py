@@ -60,6 +60,16 @@ def _dumps(states: list[Any]) -> bytes:
     return pickle.dumps(states, protocol=pickle.HIGHEST_PROTOCOL)
 
 
+def unpack_states(blob: bytes) -> list[Any]:
+    """The states of a block that ``_dumps`` packed earlier in the same Spark job.
+
+    This is Spark's own in-memory transport between our tasks, exactly what PySpark's serializer
+    does with every record; it is never applied to a file a user hands us (run directories are
+    Parquet with states in the msgpack codec, see ``checker.spark.rundir``).
+    """
+    return pickle.loads(blob)
+
+
 def _by_partition(fps: np.ndarray, partitions: int) -> Iterator[tuple[int, np.ndarray]]:
     """(partition, indices into fps) for every partition that gets some of ``fps``."""
     dest = fps % partitions
@@ -116,7 +126,7 @@ class _LevelRows:
             yield from zip(*columns, strict=True)
         else:
             encode = self.codec.encode
-            yield from zip(*columns, [encode(s) for s in pickle.loads(states)], strict=True)
+            yield from zip(*columns, [encode(s) for s in unpack_states(states)], strict=True)
 
 
 class _DecodeRow:

@@ -3,7 +3,6 @@ partition, drop the visited ones and check the invariants on the new states (exe
 
 from __future__ import annotations
 
-import pickle
 import time
 from collections.abc import Iterable, Iterator
 from typing import Any
@@ -11,7 +10,7 @@ from typing import Any
 import numpy as np
 
 from checker.search import uses_bounds
-from checker.spark.blocks import _by_partition, _dumps, _gc_paused, _level_block, _merge_stats, _stats
+from checker.spark.blocks import _by_partition, _dumps, _gc_paused, _level_block, _merge_stats, _stats, unpack_states
 from spec.model import Model
 
 
@@ -36,7 +35,7 @@ class _Expand:
         started = time.perf_counter()
         frontier: list[tuple[int, Any]] = []
         for _key, block in records:
-            frontier.extend(zip(block[5].tolist(), pickle.loads(block[4]), strict=True))
+            frontier.extend(zip(block[5].tolist(), unpack_states(block[4]), strict=True))
         frontier.sort(key=_first)
         if self.fail_once is not None:
             _maybe_fail(len(frontier), self.fail_once)
@@ -156,7 +155,7 @@ class _Dedup:
             loaded: dict[int, list[Any]] = {}
             for block, index in zip(origin[keep].tolist(), offset[keep].tolist(), strict=True):
                 if block not in loaded:
-                    loaded[block] = pickle.loads(blocks[block][4])
+                    loaded[block] = unpack_states(blocks[block][4])
                 states.append(loaded[block][index])
             del loaded, blocks
         else:
