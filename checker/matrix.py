@@ -266,6 +266,8 @@ def cmd_matrix(args: argparse.Namespace) -> int:
 
 
 def add_parser(subparsers: Any, *_: Any) -> argparse.ArgumentParser:
+    from checker.cli import _positive_float, _positive_int  # the command line loads this module lazily
+
     parser = subparsers.add_parser("matrix", help="every protocol version against every invariant, as a table")
     parser.add_argument("model", nargs="?", default="kafka", help="model name (default kafka)")
     parser.add_argument("--protocol", action="append", default=[], metavar="NAME[,FLAG=on|off...]",
@@ -277,8 +279,8 @@ def add_parser(subparsers: Any, *_: Any) -> argparse.ArgumentParser:
     parser.add_argument("--uniform-bounds", action="store_true",
                         help="check every invariant at the model's default bounds (and --const), ignoring the "
                              "per-invariant bounds the model declares for the matrix")
-    parser.add_argument("--max-seconds", type=float, help="time budget per cell (then: undetermined)")
-    parser.add_argument("--max-states", type=int, help="distinct-state budget per cell (then: undetermined)")
+    parser.add_argument("--max-seconds", type=_positive_float, help="time budget per cell (then: undetermined)")
+    parser.add_argument("--max-states", type=_positive_int, help="distinct-state budget per cell (then: undetermined)")
     parser.add_argument("--json", action="store_true", help="print a JSON list of cells")
     parser.add_argument("--quiet", action="store_true", help="no per-cell progress on stderr")
     parser.add_argument("--engine", default="bfs", help="search engine: " + ", ".join(engines.ENGINES))
