@@ -185,7 +185,10 @@ def print_summary(console: Console, result: CheckResult) -> None:
 
     if result.verdict is Verdict.VIOLATED:
         for violation in result.violations:
-            what = "Deadlock reached" if violation.kind == "deadlock" else f"Invariant {violation.invariant} is violated"
+            what = {
+                "deadlock": "Deadlock reached",
+                "liveness": f"Liveness property {violation.invariant} is violated (a state from which no healing path leads on)",
+            }.get(violation.kind, f"Invariant {violation.invariant} is violated")
             console.print(f"[bold red]Error:[/] {what}. The behavior up to this point is ({violation.length} steps):")
             print_trace(console, violation.trace)
             if violation.trace_file:
