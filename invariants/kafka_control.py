@@ -31,6 +31,7 @@ no-fence-stall-liveness
 from __future__ import annotations
 
 from invariants.base import LIVENESS, Invariant
+from invariants.kafka_durability import current_leader as settled_leader  # alive, applied the current epoch
 from invariants.registry import register
 from spec.kafka.state import CONTROLLED_SHUTDOWN, DATA_KINDS, FETCHING, LEADER_AND_ISR, NO_FETCHER, STOP_REPLICA
 
@@ -63,17 +64,6 @@ NO_STALE_CONTROL_REQUEST = register(
 
 
 # -- no-fence-stall -----------------------------------------------------------------------------------
-def settled_leader(state) -> int:
-    """The controller's leader if it is alive and has applied the current epoch, else -1."""
-    ctrl = state.controller
-    i = ctrl.leader
-    if i < 0:
-        return -1
-    b = state.brokers[i]
-    if b.alive and b.leader == i and b.epoch == ctrl.epoch:
-        return i
-    return -1
-
 
 def _controller_pending(state, i: int) -> bool:
     """A control request to broker i, a ControlledShutdown from it, or its registration is pending."""

@@ -24,33 +24,11 @@ from invariants.registry import for_family
 from spec.kafka import symmetry
 from spec.kafka.scenario import run_scenario
 from spec.kafka.state import FETCHING, NO_FETCHER, STOP_REPLICA, TRUNCATING
-from spec.registry import build_model
+from tests.kafka_steps import deliver, fetch, model, offsets_round
 
 CONTROL_BOUNDS = ("records=1", "epochs=1", "crashes=0", "bumps=1", "shutdowns=1", "bounces=1")
 
 
-def model(protocol: str, *consts: str, features: tuple[str, ...] = ()):
-    return build_model("kafka", list(consts), protocol=protocol, feature_assignments=list(features))
-
-
-def fetch(follower: int, leader: int) -> list:
-    return [
-        ("SendFetch", {"follower": follower, "leader": leader}),
-        ("ServeFetch", {"leader": leader, "follower": follower}),
-        ("ReceiveFetch", {"follower": follower, "leader": leader}),
-    ]
-
-
-def offsets_round(follower: int, leader: int) -> list:
-    return [
-        ("SendOffsetsForLeaderEpoch", {"follower": follower, "leader": leader}),
-        ("ServeOffsetsForLeaderEpoch", {"leader": leader, "follower": follower}),
-        ("ReceiveOffsetsForLeaderEpoch", {"follower": follower, "leader": leader}),
-    ]
-
-
-def deliver(broker: int, epoch: int) -> tuple:
-    return ("DeliverLeaderAndIsr", {"broker": broker, "epoch": epoch})
 
 
 # -- KAFKA-7786: an outdated FENCED_LEADER_EPOCH removes the partition from the fetcher -------------

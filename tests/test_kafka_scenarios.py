@@ -12,31 +12,7 @@ from invariants.kafka_durability import committed_durable
 from invariants.kafka_log_matching import log_matching
 from spec.kafka.log import Record
 from spec.kafka.scenario import ScenarioError, run_scenario
-from spec.registry import build_model
-
-
-def model(protocol: str, *consts: str, features: tuple[str, ...] = ()):
-    return build_model("kafka", list(consts), protocol=protocol, feature_assignments=list(features))
-
-
-def fetch(follower: int, leader: int) -> list:
-    return [
-        ("SendFetch", {"follower": follower, "leader": leader}),
-        ("ServeFetch", {"leader": leader, "follower": follower}),
-        ("ReceiveFetch", {"follower": follower, "leader": leader}),
-    ]
-
-
-def offsets_round(follower: int, leader: int) -> list:
-    return [
-        ("SendOffsetsForLeaderEpoch", {"follower": follower, "leader": leader}),
-        ("ServeOffsetsForLeaderEpoch", {"leader": leader, "follower": follower}),
-        ("ReceiveOffsetsForLeaderEpoch", {"follower": follower, "leader": leader}),
-    ]
-
-
-def deliver(broker: int, epoch: int) -> tuple:
-    return ("DeliverLeaderAndIsr", {"broker": broker, "epoch": epoch})
+from tests.kafka_steps import deliver, fetch, model, offsets_round
 
 
 def idents(state, broker: int) -> list[int]:
