@@ -161,8 +161,8 @@ def run_matrix(
     info = get_model_info(model_name)
     rows = [parse_row(p) for p in protocols] if protocols else default_rows(model_name)
     for row in rows:
-        if row.protocol is not None and row.protocol not in info.protocols:
-            raise UsageError(f"unknown protocol {row.protocol!r} for model {model_name}; known: {', '.join(info.protocols)}")
+        if row.protocol is not None and not info.has_protocol(row.protocol):
+            raise UsageError(f"unknown protocol {row.protocol!r} for model {model_name}; known: {info.protocol_names()}")
     cells = []
     for row in rows:
         flags = list(features) + list(row.features)

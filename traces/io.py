@@ -367,8 +367,8 @@ def model_for_header(
     if protocol is not None:
         if not info.protocols:
             raise UsageError(f"model {info.name} has no protocol versions; drop --protocol")
-        if protocol not in info.protocols:
-            raise UsageError(f"unknown protocol {protocol!r} for model {info.name}; known: {', '.join(info.protocols)}")
+        if not info.has_protocol(protocol):
+            raise UsageError(f"unknown protocol {protocol!r} for model {info.name}; known: {info.protocol_names()}")
     user_features = list(features or [])
     parse_features(info, user_features)  # the user's flags: UsageError if bad
     user_constants = list(constants or [])

@@ -128,7 +128,7 @@ from typing import Any
 
 from invariants.registry import add_family
 from spec.kafka.model import DEFAULTS, KafkaModel
-from spec.kafka.protocols import DEFAULT_PROTOCOL, FLAGS, PROTOCOLS, resolve
+from spec.kafka.protocols import DEFAULT_PROTOCOL, FLAG_ALIASES, FLAGS, PROTOCOL_ALIASES, RELEASES, resolve
 from spec.registry import Constant, ModelInfo, register
 
 __all__ = ["KafkaModel", "build", "INFO"]
@@ -171,8 +171,9 @@ INFO = register(
                      minimum=0, maximum=8),
         ),
         build=build,
-        protocols={name: text for name, (text, _) in PROTOCOLS.items()},
+        protocols={r.name: r.summary for r in RELEASES},
         default_protocol=DEFAULT_PROTOCOL,
-        features=dict(FLAGS),
+        features={**FLAGS, **{old: f"alias of {new}" for old, new in FLAG_ALIASES.items()}},
+        protocol_aliases=dict(PROTOCOL_ALIASES),
     )
 )

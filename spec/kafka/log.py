@@ -111,17 +111,33 @@ def end_offset_of(cache: Cache, leo: int, epoch: int) -> int:
     return leo
 
 
-def diverging_epoch(cache: Cache, leo: int, fetch_offset: int, last_epoch: int) -> tuple[int, int] | None:
-    """The leader's check of a fetch (truncate-on-fetch): the diverging (epoch, end offset), or None.
+def epoch_start(cache: Cache, epoch: int, leo: int) -> int:
+    """The start offset of ``epoch`` in the cache (``leaderEpochStartOffsetOpt``), or the LEO if absent."""
+    for e, start in cache:
+        if e == epoch:
+            return start
+    return leo
 
-    Diverged when the lookup of ``last_epoch`` finds a lower epoch or an end offset below the
-    fetch offset. A follower with no epoch yet (``last_epoch`` UNDEFINED) cannot have diverged.
+
+#: ``diverging_epoch``'s answer when the leader's lookup of the follower's last fetched epoch is undefined:
+#: 2.8+ ``Partition.readRecords`` throws OffsetOutOfRangeException (OFFSET_OUT_OF_RANGE to the follower)
+LOOKUP_UNDEFINED = (UNDEFINED, UNDEFINED)
+
+
+def diverging_epoch(cache: Cache, leo: int, fetch_offset: int, last_epoch: int) -> tuple[int, int] | None:
+    """The leader's check of a fetch (truncate-on-fetch, 2.8+ ``Partition.readRecords`` with
+    ``lastFetchedEpoch``): the diverging (epoch, end offset), None if not diverged, or
+    ``LOOKUP_UNDEFINED`` when the leader cannot look the epoch up.
+
+    Diverged when the lookup of ``last_epoch`` (``leaderEpochCache.endOffsetFor``) finds a lower epoch
+    or an end offset below the fetch offset. A follower with no epoch (``last_epoch`` UNDEFINED) sends
+    no ``lastFetchedEpoch`` (it truncated to its HW instead) and is not checked.
     """
     if last_epoch == UNDEFINED:
         return None
     epoch, end = end_offset_for(cache, leo, last_epoch)
-    if epoch == UNDEFINED:
-        return None  # the leader knows no epoch >= the follower's: nothing it can say (never with fencing)
+    if epoch == UNDEFINED or end == UNDEFINED:
+        return LOOKUP_UNDEFINED
     if epoch < last_epoch or end < fetch_offset:
         return epoch, end
     return None

@@ -94,6 +94,7 @@ from spec.kafka.state import (
     FETCH,
     FETCH_RESPONSE,
     FETCHING,
+    IDLE_NONE,
     LEADER_AND_ISR,
     NO_FETCHER,
     OFFSETS_FOR_LEADER_EPOCH,
@@ -106,14 +107,10 @@ from spec.kafka.state import (
     Controller,
     KafkaState,
 )
-from spec.kafka.updates import add_messages, replace_broker, truncate_broker, with_fetch
+from spec.kafka.updates import add_messages, truncate_broker, with_broker
 from spec.model import Action, Model
 
 #: default bounds (see spec.kafka.__init__ for why they are large enough)
-_new = tuple.__new__
-_SHUTDOWNS = KafkaState._fields.index("shutdowns")
-_STOPPING = Broker._fields.index("stopping")
-
 DEFAULTS = {"brokers": 2, "records": 2, "epochs": 2, "crashes": 1, "inflight": 0, "bumps": 0, "shutdowns": 0, "bounces": 0}
 
 
@@ -164,7 +161,7 @@ class KafkaModel(ControlPlaneActions, DataPlaneActions, Model):
                           "inflight": inflight, "bumps": bumps, "shutdowns": shutdowns, "bounces": bounces}
         f = self.features
         self._fencing = f.leader_epoch_fencing
-        self._send_epoch = f.leader_epoch_fencing or f.stale_response_guard
+        self._send_epoch = f.leader_epoch_fencing
         self._offsets = f.uses_offsets_request
         self._kip279 = f.epoch_in_response
         self._on_fetch = f.truncate_on_fetch
@@ -181,6 +178,7 @@ class KafkaModel(ControlPlaneActions, DataPlaneActions, Model):
         self._produce = [a("Produce", (("leader", b),)) for b in ids]
         self._advance = [a("AdvanceHighWatermark", (("leader", b),)) for b in ids]
         self._trunc_hw = [a("TruncateToHighWatermark", (("follower", b),)) for b in ids]
+        self._truncate_diverging = [a("TruncateOnDivergingEpoch", (("follower", b),)) for b in ids]
         self._crash = [a("Crash", (("broker", b),)) for b in ids]
         self._restart = [a("Restart", (("broker", b),)) for b in ids]
         self._bump = [a("BumpLeaderEpoch", (("leader", b),)) for b in ids]
@@ -224,11 +222,14 @@ class KafkaModel(ControlPlaneActions, DataPlaneActions, Model):
         """Broker 0 leads in epoch 0 with every broker in the ISR; every log is empty."""
         n = self.n
         isr = tuple(range(n))
-        leader_cache = ((0, 0),) if self.features.epoch_on_become_leader else ()
-        brokers = [Broker(True, (), 0, leader_cache, 0, 0, isr, NO_FETCHER, (-1,) * n, 0, False, 0, False)]
-        for _ in range(1, n):
-            brokers.append(Broker(True, (), 0, (), 0, 0, isr, FETCHING, (), 0, False, 0, False))
-        return [KafkaState(tuple(brokers), Controller(0, 0, isr, (0,) * n), (), 0, 0, 0, 0, 0, ())]
+        leader_cache = ((0, 0),) if self.features.kafka_7415 else ()
+        leader = Broker(alive=True, log=(), hw=0, cache=leader_cache, leader=0, epoch=0, isr=isr, fetch=NO_FETCHER,
+                        remote=(-1,) * n, broker_epoch=0, stopping=False, incarnation=0, stale=False, reconciled=0,
+                        idle_cause=IDLE_NONE, pending_diverging=())
+        follower = leader.with_(cache=(), fetch=FETCHING, remote=(), reconciled=-1)
+        controller = Controller(leader=0, epoch=0, isr=isr, registered=(0,) * n)
+        return [KafkaState(brokers=(leader,) + (follower,) * (n - 1), controller=controller, network=(), produced=0,
+                           crashes=0, bumps=0, shutdowns=0, bounces=0, committed=())]
 
     def successors(self, s: KafkaState) -> list[tuple[Action, KafkaState]]:
         # one list, filled in order by each family (no nested generators: this is the hot path)
@@ -241,27 +242,28 @@ class KafkaModel(ControlPlaneActions, DataPlaneActions, Model):
 
     # -- one broker's own actions -------------------------------------------------------------------
     def _broker_actions(self, s: KafkaState, i: int, out: list) -> None:
-        brokers = s[0]
-        b = brokers[i]
+        b = s.brokers[i]
         add = out.append
         if not b.alive:
             add((self._restart[i], self._restart_state(s, i)))
             return
+        if b.pending_diverging:
+            self._truncate_on_diverging_action(s, i, b, add)
         leader = b.leader
         if leader == i:
             self._leader_actions(s, i, b, out)
-        elif leader >= 0 and brokers[leader].alive:
+        elif leader >= 0 and s.brokers[leader].alive:
             self._follower_actions(s, i, b, out)
         if b.fetch == TRUNCATING and not b.cache and leader != i and not busy(s.network, i, leader):
-            # the fetcher thread first handles the answer it waits for (it is one thread per leader)
-            nb = with_fetch(truncate_broker(b, b.hw, self._fix_10706), FETCHING)
-            add((self._trunc_hw[i], _new(KafkaState, (replace_broker(brokers, i, nb),) + s[1:])))
+            # a follower with no epoch asks for UNDEFINED_EPOCH and gets UNDEFINED_EPOCH_OFFSET: it truncates
+            # to its HW (the round trip is folded into one step; the fetcher thread first handles the answer
+            # it waits for, hence the busy check)
+            truncated = truncate_broker(b, b.hw, self._fix_10706).with_(fetch=FETCHING)
+            add((self._trunc_hw[i], with_broker(s, i, truncated)))
         if s.shutdowns < self.max_shutdowns and not b.stopping:
-            msg = _new(ControlledShutdown, (CONTROLLED_SHUTDOWN, i, b.broker_epoch, b.incarnation))
-            nb = _new(Broker, b[:_STOPPING] + (True,) + b[_STOPPING + 1 :])
-            ns = list(s)
-            ns[0], ns[2], ns[_SHUTDOWNS] = replace_broker(brokers, i, nb), add_messages(s.network, msg), s.shutdowns + 1
-            add((self._shutdown[i], _new(KafkaState, ns)))
+            request = ControlledShutdown(CONTROLLED_SHUTDOWN, i, b.broker_epoch, b.incarnation)
+            add((self._shutdown[i], with_broker(s, i, b.with_(stopping=True), network=add_messages(s.network, request),
+                                                shutdowns=s.shutdowns + 1)))
         if s.crashes < self.max_crashes:
             add((self._crash[i], self._crash_state(s, i, len(b.log))))
             if self.features.lossy_crash:

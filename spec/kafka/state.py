@@ -44,6 +44,13 @@ CONTROL_KINDS = (LEADER_AND_ISR, STOP_REPLICA)
 #: broker-to-broker requests and responses: lost when either end crashes or bounces
 DATA_KINDS = (FETCH, FETCH_RESPONSE, OFFSETS_FOR_LEADER_EPOCH, OFFSETS_FOR_LEADER_EPOCH_RESPONSE)
 
+# -- why a live replica has no fetcher state (ghost ``idle_cause``: read by invariants only) ----------
+IDLE_NONE = 0  # it has a fetcher state, or leads, or is down
+IDLE_FENCED = 1  # a FENCED_LEADER_EPOCH answer removed the partition from its fetcher (KIP-320, 2.1.0)
+IDLE_STOPPED = 2  # a StopReplica removed it
+IDLE_RESTARTED = 3  # it (re)started and has not applied a LeaderAndIsr since
+IDLE_CAUSE_NAMES = ("none", "fenced", "stopped", "restarted")
+
 # -- error codes carried by responses -----------------------------------------------------------------
 NONE = 0
 NOT_LEADER = 1  # NOT_LEADER_FOR_PARTITION
@@ -69,6 +76,17 @@ class Broker(NamedTuple):
     # -- ghosts (read by invariants only, never by the protocol) --
     incarnation: int  # how many times it restarted
     stale: bool  # it applied a control request meant for an earlier incarnation of itself (sticky)
+    #: the leader epoch in which it last reconciled its log with its leader's: a leader in its own epoch
+    #: from becoming leader; a follower from the first fetch answer it appended from (no error, no
+    #: diverging epoch) in that epoch. -1: not since its last restart. Log Matching counts a follower
+    #: as the leader's follower only once it reconciled in the leader's epoch (the seed's "pairs")
+    reconciled: int
+    idle_cause: int  # why it has no fetcher state (IDLE_*): tells a fencing stall from other stalls
+    #: truncate-on-fetch (2.8+): a diverging epoch taken from a fetch answer under the fetcher's lock and
+    #: not yet applied: (the leader that answered, the request's leader epoch, diverging epoch, its end offset),
+    #: or (). The truncation is
+    #: a separate step (``AbstractFetcherThread.truncateOnFetchResponse``, after the lock was released)
+    pending_diverging: tuple[int, ...]
 
 
 class Controller(NamedTuple):
@@ -186,3 +204,25 @@ STATE_TYPES: tuple[type, ...] = (
 
 def leo(broker: Broker) -> int:
     return len(broker.log)
+
+
+def _install_with(cls: type) -> None:
+    """Give ``cls`` a ``with_(**changes)``: a copy with the named fields changed, as ``_replace`` but
+    built positionally from a name -> position table (``_replace`` goes through a keyword dictionary
+    and Python-level ``_make``; this runs several times per successor). An unknown name is a KeyError."""
+    position = {name: i for i, name in enumerate(cls._fields)}
+    new = tuple.__new__
+
+    def with_(self: tuple, **changes: object) -> tuple:
+        values = list(self)
+        for name, value in changes.items():
+            values[position[name]] = value
+        return new(cls, values)
+
+    with_.__doc__ = f"A copy of this {cls.__name__} with the named fields changed."
+    with_.__qualname__ = f"{cls.__name__}.with_"
+    cls.with_ = with_
+
+
+for _cls in STATE_TYPES:
+    _install_with(_cls)
