@@ -164,7 +164,8 @@ NO_BOUNCE_STALL = register(
 
 # -- the liveness form ----------------------------------------------------------------------------------
 HEALING = frozenset({
-    "DeliverLeaderAndIsr", "TruncateOnDivergingEpoch", "DeliverStopReplica", "SendFetch", "ServeFetch", "ReceiveFetch", "SendOffsetsForLeaderEpoch",
+    "DeliverLeaderAndIsr",
+    "TruncateOnDivergingEpoch", "DeliverStopReplica", "SendFetch", "ServeFetch", "ReceiveFetch", "SendOffsetsForLeaderEpoch",
     "ServeOffsetsForLeaderEpoch", "ReceiveOffsetsForLeaderEpoch", "TruncateToHighWatermark", "ProcessBrokerChange",
 })
 

@@ -147,6 +147,7 @@ def build(constants: dict[str, Any], protocol: str = DEFAULT_PROTOCOL, features:
         bumps=constants.get("bumps", DEFAULTS["bumps"]),
         shutdowns=constants.get("shutdowns", DEFAULTS["shutdowns"]),
         bounces=constants.get("bounces", DEFAULTS["bounces"]),
+        losses=constants.get("losses", DEFAULTS["losses"]),
         protocol=protocol,
         features=resolve(protocol, features),
     )
@@ -169,6 +170,8 @@ INFO = register(
             Constant("shutdowns", DEFAULTS["shutdowns"], "ControlledShutdown requests, at most", int, minimum=0, maximum=8),
             Constant("bounces", DEFAULTS["bounces"], "bounces the controller does not see at once, at most", int,
                      minimum=0, maximum=8),
+            Constant("losses", DEFAULTS["losses"], "control requests lost in a controller failover (a newer one to the "
+                     "same broker still queued), at most", int, minimum=0, maximum=8),
         ),
         build=build,
         protocols={r.name: r.summary for r in RELEASES},

@@ -12,6 +12,8 @@ from __future__ import annotations
 from spec.kafka.log import assign
 from spec.kafka.state import (
     CONTROL_KINDS,
+    DEAD,
+    NO_LEADER,
     CONTROLLED_SHUTDOWN,
     DATA_KINDS,
     FETCHING,
@@ -36,34 +38,63 @@ class ControlPlaneActions:
 
     # -- controller ------------------------------------------------------------------------------------
     def _controller_actions(self, s: KafkaState, out: list) -> None:
-        """Elections (``OfflinePartitionLeaderSelector``, ``PreferredReplicaPartitionLeaderSelector``,
-        ``ReassignedPartitionLeaderSelector`` as an epoch bump with the same leader) and the processing
-        of a broker's re-registration (``KafkaController.processBrokerChange``)."""
+        """The controller's reactions: to a broker's death (``KafkaController.onBrokerFailure``), to an
+        offline partition whose ISR member is back, preferred elections and epoch bumps, and to a broker's
+        re-registration it missed (``processBrokerChange``)."""
         add = out.append
         brokers, controller = s.brokers, s.controller
-        if controller.epoch < self.max_epoch:
-            leader = controller.leader
-            leader_alive = leader >= 0 and brokers[leader].alive
-            live_isr = tuple([r for r in controller.isr if brokers[r].alive])
-            if not leader_alive:
-                for b in live_isr:
-                    add((self._elect[b], self._elect_state(s, b, live_isr)))
-                if self.features.unclean and not live_isr:
-                    for b in range(self.n):
-                        if brokers[b].alive:
-                            add((self._unclean[b], self._elect_state(s, b, (b,))))
-            else:
-                for b in live_isr:
-                    if b != leader:
-                        add((self._preferred[b], self._elect_state(s, b, controller.isr)))
-                if s.bumps < self.max_bumps:
-                    # reassignment, or an ISR change by the controller: a new epoch, the same leader
-                    add((self._bump[leader], self._elect_state(s, leader, controller.isr).with_(bumps=s.bumps + 1)))
         registered = controller.registered
         for b in range(self.n):
             broker = brokers[b]
-            if broker.alive and registered[b] != broker.broker_epoch:
+            if not broker.alive and registered[b] != DEAD:
+                self._broker_failure_actions(s, b, add)
+            elif broker.alive and registered[b] != broker.broker_epoch:
                 add((self._broker_change[b], self._broker_change_state(s, b)))
+        if controller.epoch >= self.max_epoch:
+            return
+        leader = controller.leader
+        live_isr = tuple([r for r in controller.isr if brokers[r].alive])
+        if leader == NO_LEADER:
+            # an offline partition (its leader died with no live ISR member): onBrokerStartup's
+            # triggerOnlinePartitionStateChange elects an ISR member that is back; or, unclean, any live replica
+            for b in live_isr:
+                add((self._elect[b], self._elect_state(s, b, live_isr)))
+            if self.features.unclean and not live_isr:
+                for b in range(self.n):
+                    if brokers[b].alive:
+                        add((self._unclean[b], self._elect_state(s, b, (b,))))
+        elif brokers[leader].alive:
+            for b in live_isr:
+                if b != leader:
+                    add((self._preferred[b], self._elect_state(s, b, controller.isr)))
+            if s.bumps < self.max_bumps:
+                # reassignment, or an ISR change by the controller: a new epoch, the same leader
+                add((self._bump[leader], self._elect_state(s, leader, controller.isr).with_(bumps=s.bumps + 1)))
+
+    def _broker_failure_actions(self, s: KafkaState, i: int, add) -> None:
+        """The controller processes the death of broker ``i`` (0.10.2 to 2.x ``KafkaController.onBrokerFailure``):
+        a partition it led is elected a new leader from the live ISR, epoch + 1, ISR = the live ISR
+        (ElectLeader); with no live ISR member it goes offline, leader -1, epoch + 1
+        (ProcessBrokerFailure). A follower it was is removed from the ISR with epoch + 1
+        (``removeReplicaFromIsr``: "increment the leader epoch even if the ISR changes"; the last member is
+        kept). Not enabled at the epoch bound: the controller then never processes the death, and the broker
+        cannot come back."""
+        brokers, controller = s.brokers, s.controller
+        processed = s.with_(controller=controller.with_(registered=replace_at(controller.registered, i, DEAD)))
+        if i not in controller.isr and controller.leader != i:
+            add((self._broker_failure[i], processed))
+            return
+        if controller.epoch >= self.max_epoch:
+            return
+        remaining = tuple([r for r in controller.isr if r != i]) or controller.isr
+        if controller.leader == i:
+            live_isr = tuple([r for r in remaining if brokers[r].alive])
+            for b in live_isr:
+                add((self._elect[b], self._elect_state(processed, b, live_isr)))
+            if not live_isr:
+                add((self._broker_failure[i], self._elect_state(processed, NO_LEADER, remaining)))
+            return
+        add((self._broker_failure[i], self._elect_state(processed, controller.leader, remaining)))
 
     def _leader_and_isr(self, s: KafkaState, r: int, epoch: int, leader: int, isr: tuple[int, ...]) -> LeaderAndIsr:
         """A LeaderAndIsr to ``r``, stamped with r's broker epoch as the controller knows it (KIP-380) and
@@ -155,8 +186,9 @@ class ControlPlaneActions:
                        idle_cause=IDLE_RESTARTED, pending_diverging=())
 
     def _restart_state(self, s: KafkaState, i: int) -> KafkaState:
-        """Restart: back after a crash; the controller processes its registration at once
-        (``KafkaController.onBrokerStartup``) and sends it the current LeaderAndIsr."""
+        """Restart: back after a crash whose failure the controller processed; the controller processes its
+        registration at once (``KafkaController.onBrokerStartup``) and sends it the current LeaderAndIsr
+        (leader -1 if the partition is offline: ElectLeader follows)."""
         reborn = self._reborn(s.brokers[i])
         controller = s.controller
         controller = controller.with_(registered=replace_at(controller.registered, i, reborn.broker_epoch))

@@ -91,6 +91,7 @@ from spec.kafka.actions_data import DataPlaneActions, busy
 from spec.kafka.protocols import DEFAULT_PROTOCOL, Features, resolve
 from spec.kafka.state import (
     CONTROLLED_SHUTDOWN,
+    DEAD,
     FETCH,
     FETCH_RESPONSE,
     FETCHING,
@@ -107,11 +108,12 @@ from spec.kafka.state import (
     Controller,
     KafkaState,
 )
-from spec.kafka.updates import add_messages, truncate_broker, with_broker
+from spec.kafka.updates import add_messages, remove_message, truncate_broker, with_broker
 from spec.model import Action, Model
 
 #: default bounds (see spec.kafka.__init__ for why they are large enough)
-DEFAULTS = {"brokers": 2, "records": 2, "epochs": 2, "crashes": 1, "inflight": 0, "bumps": 0, "shutdowns": 0, "bounces": 0}
+DEFAULTS = {"brokers": 2, "records": 2, "epochs": 2, "crashes": 1, "inflight": 0, "bumps": 0, "shutdowns": 0, "bounces": 0,
+            "losses": 0}
 
 
 class KafkaModel(ControlPlaneActions, DataPlaneActions, Model):
@@ -144,6 +146,7 @@ class KafkaModel(ControlPlaneActions, DataPlaneActions, Model):
         bumps: int = 0,
         shutdowns: int = 0,
         bounces: int = 0,
+        losses: int = 0,
         protocol: str = DEFAULT_PROTOCOL,
         features: Features | None = None,
     ) -> None:
@@ -155,10 +158,12 @@ class KafkaModel(ControlPlaneActions, DataPlaneActions, Model):
         self.max_bumps = bumps
         self.max_shutdowns = shutdowns
         self.max_bounces = bounces
+        self.max_losses = losses
         self.protocol = protocol
         self.features = features if features is not None else resolve(protocol)
         self.constants = {"brokers": brokers, "records": records, "epochs": epochs, "crashes": crashes,
-                          "inflight": inflight, "bumps": bumps, "shutdowns": shutdowns, "bounces": bounces}
+                          "inflight": inflight, "bumps": bumps, "shutdowns": shutdowns, "bounces": bounces,
+                          "losses": losses}
         f = self.features
         self._fencing = f.leader_epoch_fencing
         self._send_epoch = f.leader_epoch_fencing
@@ -185,7 +190,9 @@ class KafkaModel(ControlPlaneActions, DataPlaneActions, Model):
         self._shutdown = [a("ControlledShutdown", (("broker", b),)) for b in ids]
         self._bounce = [a("Bounce", (("broker", b),)) for b in ids]
         self._broker_change = [a("ProcessBrokerChange", (("broker", b),)) for b in ids]
+        self._broker_failure = [a("ProcessBrokerFailure", (("broker", b),)) for b in ids]
         self._deliver_stop = [a("DeliverStopReplica", (("broker", b),)) for b in ids]
+        self._lose = [a("LoseControlRequest", (("broker", b),)) for b in ids]
         self._lossy = [[a("CrashLosingTail", (("broker", b), ("keep", k))) for k in range(records + 1)] for b in ids]
 
         def table(name: str, first: str, second: str) -> list[list[Action]]:
@@ -229,7 +236,7 @@ class KafkaModel(ControlPlaneActions, DataPlaneActions, Model):
         follower = leader.with_(cache=(), fetch=FETCHING, remote=(), reconciled=-1)
         controller = Controller(leader=0, epoch=0, isr=isr, registered=(0,) * n)
         return [KafkaState(brokers=(leader,) + (follower,) * (n - 1), controller=controller, network=(), produced=0,
-                           crashes=0, bumps=0, shutdowns=0, bounces=0, committed=())]
+                           crashes=0, bumps=0, shutdowns=0, bounces=0, losses=0, committed=())]
 
     def successors(self, s: KafkaState) -> list[tuple[Action, KafkaState]]:
         # one list, filled in order by each family (no nested generators: this is the hot path)
@@ -245,7 +252,8 @@ class KafkaModel(ControlPlaneActions, DataPlaneActions, Model):
         b = s.brokers[i]
         add = out.append
         if not b.alive:
-            add((self._restart[i], self._restart_state(s, i)))
+            if s.controller.registered[i] == DEAD:  # the controller processed its death (else it is a Bounce)
+                add((self._restart[i], self._restart_state(s, i)))
             return
         if b.pending_diverging:
             self._truncate_on_diverging_action(s, i, b, add)
@@ -283,9 +291,11 @@ class KafkaModel(ControlPlaneActions, DataPlaneActions, Model):
             return
         add = out.append
         oldest: dict[int, Any] = {}
+        queued: dict[int, int] = {}
         for m in network:
             kind = m.kind
             if kind == LEADER_AND_ISR or kind == STOP_REPLICA:
+                queued[m.dst] = queued.get(m.dst, 0) + 1
                 first = oldest.get(m.dst)
                 if first is None or channel_order(m) < channel_order(first):
                     oldest[m.dst] = m
@@ -298,6 +308,10 @@ class KafkaModel(ControlPlaneActions, DataPlaneActions, Model):
                     add((self._deliver[dst][m.epoch], self._apply_leader_and_isr(s, m)))
                 else:
                     add((self._deliver_stop[dst], self._apply_stop_replica(s, m)))
+                if s.losses < self.max_losses and queued[dst] > 1:
+                    # a controller failover: the old controller's queue is dropped and the new one sends the
+                    # current state; the broker misses the oldest request but still gets a newer one
+                    add((self._lose[dst], s.with_(network=remove_message(network, m), losses=s.losses + 1)))
         last_src = -1
         for m in network:
             kind = m.kind

@@ -113,6 +113,7 @@ FLAG_ALIASES: dict[str, str] = {
     "epoch-on-become-leader": "kafka-7415",
     "expand-isr-guard": "kafka-7128",
     "stale-response-guard": "kafka-18991",
+    "kafka-7235": "reject-stale-broker-epoch",  # KIP-380's JIRA
 }
 
 _0_10_2 = Features()

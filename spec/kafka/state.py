@@ -21,6 +21,9 @@ TRUNCATING = 1  # must find its truncation point (OffsetsForLeaderEpoch) before 
 FETCHING = 2  # fetching from its leader
 FETCHER_NAMES = ("none", "truncating", "fetching")
 
+NO_LEADER = -1  # the partition's leader in an offline partition
+DEAD = -1  # Controller.registered of a broker whose death the controller has processed
+
 # -- message kinds -----------------------------------------------------------------------------------
 LEADER_AND_ISR = 1
 FETCH = 2
@@ -95,9 +98,10 @@ class Controller(NamedTuple):
     leader: int
     epoch: int
     isr: tuple[int, ...]  # sorted
-    #: the broker epoch of each broker's registration the controller last processed; a broker that
-    #: re-registered (bounced) while the controller was not looking has a newer one until the
-    #: controller processes the broker change
+    #: the broker epoch of each broker's registration the controller last processed, DEAD (-1) once it
+    #: processed the broker's death; a broker that re-registered (bounced) while the controller was not
+    #: looking has a newer one until the controller processes the broker change, and a broker that died
+    #: keeps its epoch here until the controller processes the failure
     registered: tuple[int, ...]
 
 
@@ -183,6 +187,7 @@ class KafkaState(NamedTuple):
     bumps: int  # epoch bumps with an unchanged leader so far (bounded by max_bumps)
     shutdowns: int  # ControlledShutdown requests sent so far (bounded by max_shutdowns)
     bounces: int  # bounces the controller did not see at once, so far (bounded by max_bounces)
+    losses: int  # control requests lost so far (bounded by max_losses)
     #: ghost: (offset, epoch, ident) of every record a leader's HW has passed, sorted
     committed: tuple[tuple[int, int, int], ...]
 
