@@ -12,16 +12,16 @@ from __future__ import annotations
 from spec.kafka.log import assign
 from spec.kafka.state import (
     CONTROL_KINDS,
-    DEAD,
-    NO_LEADER,
     CONTROLLED_SHUTDOWN,
     DATA_KINDS,
+    DEAD,
     FETCHING,
     IDLE_NONE,
     IDLE_RESTARTED,
     IDLE_STOPPED,
     LEADER_AND_ISR,
     NO_FETCHER,
+    NO_LEADER,
     STOP_REPLICA,
     TRUNCATING,
     Broker,
