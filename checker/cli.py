@@ -27,7 +27,7 @@ from checker.search import Progress, SearchOptions
 from invariants.base import SAFETY, Invariant
 from invariants.registry import for_family
 from spec.model import Model
-from spec.registry import ModelInfo, all_models, build_model
+from spec.registry import ModelInfo, all_models, build_model, get_model_info
 
 SUBCOMMAND_MODULES = ("checker.matrix", "traces.cli")
 DEFAULT_TRACE_DIR = "kmc-traces"
@@ -284,7 +284,39 @@ def _family_of(info: ModelInfo) -> str:
     return info.build(defaults, **kwargs).family
 
 
+def cmd_list_rules(args: argparse.Namespace) -> int:
+    """``kmc list --rules [--model M] [--protocol P]``: the model's rule table (release, ticket, source)."""
+    info = get_model_info(args.model)
+    if info.rules is None:
+        raise UsageError(f"model {info.name} has no rule table; 'kmc list' shows its protocol versions")
+    if args.protocol is not None and not info.has_protocol(args.protocol):
+        raise UsageError(f"unknown protocol {args.protocol!r} for model {info.name}; known: {info.protocol_names()}")
+    rows = info.rules(args.protocol)
+    if args.json:
+        print(json.dumps({"model": info.name, "protocol": args.protocol, "rules": rows}))
+        return 0
+    console = Console()
+    title = f"{info.name} rules" + (f" under {args.protocol}" if args.protocol else "")
+    console.print(f"[bold]{title}[/] ({len(rows)} rules; a flag is switched with --feature FLAG=on|off)")
+    for row in rows:
+        on = {"yes": " [green]on[/]", "no": " [red]off[/]"}.get(row.get("on", ""), "")
+        console.print(f"\n[bold]{row['rule']}[/]{on}")
+        console.print(f"  flag: {row['flag']}   ticket: {row['ticket']}   since: {row['release']}")
+        console.print(f"  releases: {row['releases']}")
+        if "rows" in row:
+            console.print(f"  protocol rows with it: {row['rows']}")
+        console.print(f"  source: {row['source']}", markup=False)
+        console.print(f"  model: {row['model']}", markup=False)
+        if row.get("abstraction"):
+            console.print(f"  abstraction: {row['abstraction']}", markup=False)
+    return 0
+
+
 def cmd_list(args: argparse.Namespace) -> int:
+    if args.rules:
+        return cmd_list_rules(args)
+    if args.protocol is not None:
+        raise UsageError("--protocol goes with --rules: kmc list --rules --protocol P")
     listing = [_model_listing(info) for info in all_models().values()]
     if args.json:
         print(json.dumps({"models": listing, "engines": {k: v[2] for k, v in engines.ENGINES.items()}}))
@@ -328,6 +360,10 @@ def build_parser() -> argparse.ArgumentParser:
 
     listing = sub.add_parser("list", help="models, protocol versions, invariants and engines")
     listing.add_argument("--json", action="store_true")
+    listing.add_argument("--rules", action="store_true",
+                         help="the rule table: every behaviour that differs between releases, with its source")
+    listing.add_argument("--model", default="kafka", help="with --rules: the model (default kafka)")
+    listing.add_argument("--protocol", help="with --rules: mark which rules this protocol version has")
     listing.set_defaults(func=cmd_list)
 
     for module in SUBCOMMAND_MODULES:

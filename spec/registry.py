@@ -60,6 +60,9 @@ class ModelInfo:
     default_protocol: str | None = None
     #: feature flags that ``--feature NAME=on|off`` may switch, with descriptions
     features: Mapping[str, str] = field(default_factory=dict)
+    #: the rule table (``kmc list --rules``): ``rules(protocol or None)`` -> rows of column -> text, each
+    #: row with at least "rule", "release", "ticket", "source"; "on" says whether the protocol has it
+    rules: Callable[[str | None], list[dict[str, str]]] | None = None
     #: other names a protocol version answers to (older names kept so saved traces still replay) -> version
     protocol_aliases: Mapping[str, str] = field(default_factory=dict)
 

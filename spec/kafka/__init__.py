@@ -129,6 +129,7 @@ from typing import Any
 from invariants.registry import add_family
 from spec.kafka.model import DEFAULTS, KafkaModel
 from spec.kafka.protocols import DEFAULT_PROTOCOL, FLAG_ALIASES, FLAGS, PROTOCOL_ALIASES, RELEASES, resolve
+from spec.kafka.rules import rule_rows
 from spec.registry import Constant, ModelInfo, register
 
 __all__ = ["KafkaModel", "build", "INFO"]
@@ -178,5 +179,6 @@ INFO = register(
         default_protocol=DEFAULT_PROTOCOL,
         features={**FLAGS, **{old: f"alias of {new}" for old, new in FLAG_ALIASES.items()}},
         protocol_aliases=dict(PROTOCOL_ALIASES),
+        rules=rule_rows,
     )
 )

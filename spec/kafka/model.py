@@ -1,44 +1,58 @@
 """The Kafka replication model: one partition on every broker, a controller, messages in flight.
 
-Each action below is guard first, effect second, and names its parameters. The table is the
-stable interface that scenarios and traces rely on (brokers are numbered from 0):
+Each action below is guard first, effect second, and names its parameters; the method that computes
+it names the release source it follows, and ``spec.kafka.rules`` (``kmc list --rules``) is the table of
+every rule with its release, ticket and source. The table is the stable interface that scenarios and
+traces rely on (brokers are numbered from 0):
 
 =================================  ==========================  ============================================
 action                             params                      what happens
 =================================  ==========================  ============================================
-ElectLeader                        leader                      the leader is dead: the controller elects a
-                                                               live ISR member, epoch + 1, ISR = live ISR
+ElectLeader                        leader                      the controller elects a live ISR member,
+                                                               epoch + 1, ISR = the live ISR: when it
+                                                               processes the leader's death, or for an
+                                                               offline partition whose ISR member is back
+ProcessBrokerFailure               broker                      the controller processes a death that needs
+                                                               no election: a follower leaves the ISR with
+                                                               epoch + 1 (the last member stays), a leader
+                                                               with no live ISR member leaves the partition
+                                                               offline (leader -1, epoch + 1)
 PreferredLeaderElection            leader                      the leader lives: leadership moves to another
                                                                live ISR member, epoch + 1, ISR kept
-UncleanLeaderElection              leader                      (unclean=on) no ISR member lives: any live
-                                                               replica, epoch + 1, ISR = {leader}
+UncleanLeaderElection              leader                      (unclean=on) the partition is offline and no
+                                                               ISR member lives: any live replica, epoch + 1,
+                                                               ISR = {leader}
 BumpLeaderEpoch                    leader                      (bumps) the leader lives: epoch + 1 with the
-                                                               same leader and ISR (reassignment, an ISR
-                                                               change by the controller)
+                                                               same leader and ISR (reassignment)
 ProcessBrokerChange                broker                      the controller processes the registration of a
                                                                broker that bounced unseen; KIP-380: failure
-                                                               then start-up handling (see below)
+                                                               then start-up handling
 ProcessControlledShutdown          broker, leader              the controller handles the oldest
                                                                ControlledShutdown of the broker; ``leader``
-                                                               is the leader afterwards (see below)
+                                                               is the leader afterwards
 DeliverLeaderAndIsr                broker, epoch               the oldest control request to the broker is a
-                                                               LeaderAndIsr and arrives (the controller's
-                                                               channel is FIFO); applied if its epoch is newer
-                                                               than the broker's (and, KIP-380, its broker
-                                                               epoch is not older than the broker's)
+                                                               LeaderAndIsr and arrives (FIFO channel);
+                                                               applied if its epoch is newer than the
+                                                               broker's (and, KIP-380, its broker epoch is
+                                                               not older than the broker's)
 DeliverStopReplica                 broker                      the oldest control request to the broker is a
-                                                               StopReplica and arrives: the replica leaves the
-                                                               fetcher (KIP-380: unless its broker epoch is
-                                                               older than the broker's)
+                                                               StopReplica and arrives
+LoseControlRequest                 broker                      (losses) a controller failover drops the
+                                                               oldest queued request to the broker; a newer
+                                                               one is still queued
 Produce                            leader                      a broker that believes it leads appends a
                                                                record in its epoch
 SendFetch                          follower, leader            fetch from the LEO
 ServeFetch                         leader, follower            the leader answers records, its HW, an error
                                                                or a diverging epoch
-ReceiveFetch                       follower, leader            append / truncate / ignore the response
+ReceiveFetch                       follower, leader            append / record a diverging epoch / truncate
+                                                               on OFFSET_OUT_OF_RANGE / retry / drop
+TruncateOnDivergingEpoch           follower                    (truncate-on-fetch) apply the diverging epoch
+                                                               recorded by ReceiveFetch
 SendOffsetsForLeaderEpoch          follower, leader            ask the end offset of the latest epoch
 ServeOffsetsForLeaderEpoch         leader, follower            the leader answers (epoch, end offset)
-ReceiveOffsetsForLeaderEpoch       follower, leader            truncate (another round if KIP-279 says so)
+ReceiveOffsetsForLeaderEpoch       follower, leader            truncate (another round if KIP-279 says so),
+                                                               or retry after an error
 TruncateToHighWatermark            follower                    a truncating follower with no epoch in its
                                                                cache truncates to its HW
 AdvanceHighWatermark               leader                      HW = min LEO over the leader's ISR view
@@ -47,7 +61,8 @@ ExpandIsr                          leader, follower            the current leade
 Crash                              broker                      in-memory state and its messages are lost
 CrashLosingTail                    broker, keep                (lossy-crash=on) a crash that keeps only the
                                                                first ``keep`` records of the log
-Restart                            broker                      back with its log, epoch cache and HW and a new
+Restart                            broker                      once the controller processed its death: back
+                                                               with its log, epoch cache and HW and a new
                                                                broker epoch; the controller registers it at
                                                                once and sends it the current LeaderAndIsr
 ControlledShutdown                 broker                      (shutdowns) the broker asks the controller to
@@ -58,28 +73,30 @@ Bounce                             broker                      (bounces) a crash
                                                                queue of control requests to the broker
 =================================  ==========================  ============================================
 
-Control plane (issue 4). The controller keeps, per broker, the broker epoch of the registration it
-last processed (``Controller.registered``). Crash and Restart are seen at once (the queue of control
-requests to a crashed broker is dropped with its connection). A Bounce is seen late: until
-ProcessBrokerChange, requests queued for the old incarnation reach the new one, stamped with the old
-broker epoch. ProcessBrokerChange without KIP-380 finds the broker in the old list and the new one and
-does nothing; with ``detect-bounced-broker`` it drops the queue to the broker, gives the partition a
-new epoch if the broker led it (the failure handling re-elects it: a simplification, Kafka would
-first try another ISR member) and sends the current LeaderAndIsr. ProcessControlledShutdown: rejected
-if the broker is down or (``reject-stale-shutdown``) the request carries an older broker epoch than
-the one registered; a leader hands leadership to each live ISR member in turn (one successor each;
-none alive: nothing changes, Kafka answers "partitions remaining"), a follower leaves the ISR; both
-take a new epoch (not enabled at the epoch bound), with a LeaderAndIsr to the other live brokers (and
-to the shutting-down broker when leadership moved) and a StopReplica to the broker. The ghost stamp
-``meant`` of a request is the incarnation of its destination when the controller sent it, or, for a
-StopReplica, the incarnation that asked to shut down.
+Control plane. The controller keeps, per broker, the broker epoch of the registration it last processed
+(``Controller.registered``), or DEAD once it processed the broker's death. A Crash is processed later by
+ElectLeader / ProcessBrokerFailure (0.10.2 to 2.x ``KafkaController.onBrokerFailure``); the queue of
+control requests to the crashed broker is dropped with its connection, and it can Restart only after the
+controller processed its death (a crash and restart the controller never saw is a Bounce). A Bounce is
+seen late: until ProcessBrokerChange, requests queued for the old incarnation reach the new one, stamped
+with the old broker epoch. ProcessBrokerChange without KIP-380 finds the broker in the old list and the
+new one and does nothing; with ``detect-bounced-broker`` it drops the queue to the broker, gives the
+partition a new epoch if the broker led it (the failure handling re-elects it: a simplification, Kafka
+would first try another ISR member) and sends the current LeaderAndIsr. ProcessControlledShutdown:
+rejected if the broker is down or (``reject-stale-shutdown``) the request carries an older broker epoch
+than the one registered; a leader hands leadership to each live ISR member in turn (one successor each;
+none alive: nothing changes, Kafka answers "partitions remaining"), a follower leaves the ISR; both take
+a new epoch (not enabled at the epoch bound), with a LeaderAndIsr to the other live brokers (and to the
+shutting-down broker when leadership moved) and a StopReplica to the broker. The ghost stamp ``meant`` of
+a request is the incarnation of its destination when the controller sent it, or, for a StopReplica, the
+incarnation that asked to shut down.
 
-
-A broker has at most one request outstanding per leader (Kafka's fetcher thread sends, then waits
-for the answer, and truncates only after it), and never sends to a broker that is down (the request
-would be lost at once). With ``fenced-removes-partition`` (2.1.0) a FENCED_LEADER_EPOCH answer takes
-the partition out of the fetcher until the next LeaderAndIsr; ``kafka-7786-fix`` ignores an
-OffsetsForLeaderEpoch answer whose request epoch is no longer the partition's.
+Data plane. A broker has at most one request outstanding per leader (Kafka's fetcher thread sends, then
+waits for the answer, and truncates only after it), and never sends to a broker that is down. With
+truncate-on-fetch the diverging epoch of an answer is recorded under the fetcher's lock (ReceiveFetch)
+and applied in a second step (TruncateOnDivergingEpoch) after the lock was released, as 2.8's
+``AbstractFetcherThread.processFetchRequest`` does: a LeaderAndIsr may be applied in between (the
+window of KAFKA-13207, KAFKA-14704 and KAFKA-18991).
 """
 
 from __future__ import annotations

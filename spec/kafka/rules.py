@@ -205,3 +205,21 @@ def releases_with(flag: str) -> list[str]:
 
 assert set(flag_rules()) == set(FLAGS), "every feature flag has a rule and every rule's flag exists"
 assert not set(FLAG_ALIASES) & set(FLAGS)
+
+
+def rule_rows(protocol: str | None = None) -> list[dict[str, str]]:
+    """The table as rows for ``kmc list --rules`` (``on`` is "yes"/"no" for a flag under ``protocol``)."""
+    from spec.kafka.protocols import resolve
+
+    features = resolve(protocol) if protocol is not None else None
+    rows = []
+    for rule, on in rules_for(features):
+        row = {"rule": rule.name, "flag": rule.flag or "(every release)", "ticket": rule.ticket,
+               "release": rule.introduced, "releases": rule.releases, "source": rule.source, "model": rule.model,
+               "abstraction": rule.abstraction}
+        if rule.flag:
+            row["rows"] = ", ".join(releases_with(rule.flag)) or "(none: switch it with --feature)"
+        if on is not None:
+            row["on"] = "yes" if on else "no"
+        rows.append(row)
+    return rows
