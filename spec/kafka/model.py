@@ -192,6 +192,7 @@ class KafkaModel(ControlPlaneActions, DataPlaneActions, Model):
         self._fix_7786 = f.kafka_7786_fix and f.leader_epoch_fencing  # without fencing a request carries no epoch
         self._reject_stale = f.reject_stale_broker_epoch
         self._fix_10706 = f.kafka_10706_fix
+        self._7415 = f.kafka_7415
         ids = range(brokers)
         a = Action
         self._elect = [a("ElectLeader", (("leader", b),)) for b in ids]
