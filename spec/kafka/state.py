@@ -69,6 +69,10 @@ class Broker(NamedTuple):
     # -- ghosts (read by invariants only, never by the protocol) --
     incarnation: int  # how many times it restarted
     stale: bool  # it applied a control request meant for an earlier incarnation of itself (sticky)
+    #: how traces show and exchange the fields (read by ``traces`` only; see ``KafkaState``)
+    GHOST_FIELDS = ("incarnation", "stale")
+    SET_FIELDS = ("isr",)
+    MAP_FIELDS = ("remote",)
 
 
 class Controller(NamedTuple):
@@ -81,6 +85,8 @@ class Controller(NamedTuple):
     #: re-registered (bounced) while the controller was not looking has a newer one until the
     #: controller processes the broker change
     registered: tuple[int, ...]
+    SET_FIELDS = ("isr",)
+    MAP_FIELDS = ("registered",)
 
 
 class LeaderAndIsr(NamedTuple):
@@ -91,6 +97,8 @@ class LeaderAndIsr(NamedTuple):
     isr: tuple[int, ...]
     broker_epoch: int  # KIP-380: the destination's broker epoch as the controller knows it
     meant: int  # ghost: the incarnation of the destination the sender meant
+    GHOST_FIELDS = ("meant",)
+    SET_FIELDS = ("isr",)
 
 
 class StopReplica(NamedTuple):
@@ -101,6 +109,7 @@ class StopReplica(NamedTuple):
     epoch: int  # the controller's leader epoch when sent: orders the channel (the broker does not read it)
     broker_epoch: int  # KIP-380: the destination's broker epoch as the controller knows it
     meant: int  # ghost: the incarnation of the destination the sender meant
+    GHOST_FIELDS = ("meant",)
 
 
 class ControlledShutdown(NamedTuple):
@@ -110,6 +119,7 @@ class ControlledShutdown(NamedTuple):
     src: int
     broker_epoch: int  # KIP-380: the sender's broker epoch
     incarnation: int  # ghost: the sender's incarnation
+    GHOST_FIELDS = ("incarnation",)
 
 
 class FetchRequest(NamedTuple):
@@ -167,6 +177,13 @@ class KafkaState(NamedTuple):
     bounces: int  # bounces the controller did not see at once, so far (bounded by max_bounces)
     #: ghost: (offset, epoch, ident) of every record a leader's HW has passed, sorted
     committed: tuple[tuple[int, int, int], ...]
+    #: how traces show and exchange the fields (read by ``traces`` only, never by the checker):
+    #: ``kmc trace show`` hides bound counters and ghosts unless ``--all``; ITF writes a sorted tuple
+    #: that stands for a set as ``#set`` and a tuple indexed by broker id as ``#map``
+    BOOKKEEPING_FIELDS = ("produced", "crashes", "bumps", "shutdowns", "bounces")
+    GHOST_FIELDS = ("committed",)
+    SET_FIELDS = ("network", "committed")
+    MAP_FIELDS = ("brokers",)
 
 
 STATE_TYPES: tuple[type, ...] = (
