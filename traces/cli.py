@@ -1,6 +1,6 @@
 """``kmc trace``: show, export, replay, draw and explain counterexample traces.
 
-    kmc trace show FILE [--full] [--broker N] [--no-logs]
+    kmc trace show FILE [--all] [--full] [--broker N] [--no-logs] [--no-legend]
     kmc trace export FILE --to itf|json|msgpack [-o OUT]
     kmc trace replay FILE [--protocol V] [--feature FLAG=on|off] [--const NAME=VALUE] [--all-protocols] [--json]
     kmc trace diagram FILE [--format mermaid|dot|svg] [-o OUT]
@@ -34,7 +34,12 @@ _SUFFIX = {"json": ".json", "itf": ".itf.json", "msgpack": ".msgpack"}
 def _add_file_options(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("file", help="a trace file (.json, .itf.json, .msgpack)")
     parser.add_argument("--model", dest="expect_model", metavar="NAME",
-                        help="fail (exit 66) unless the trace is of this model")
+                        help="fail (exit 66) unless the trace is of this model; for an ITF trace written by "
+                             "Apalache or Quint, the model it is of")
+    parser.add_argument("--protocol", help="for an ITF trace written by another tool: the protocol version "
+                                           "(default: the model's default)")
+    parser.add_argument("--const", action="append", default=[], metavar="NAME=VALUE",
+                        help="for an ITF trace written by another tool: a constant of the model")
 
 
 def add_parser(subparsers: Any) -> None:
@@ -49,6 +54,9 @@ def add_parser(subparsers: Any) -> None:
     show.add_argument("--full", action="store_true", help="every variable of every state, changes highlighted")
     show.add_argument("--broker", type=int, metavar="N", help="only what concerns broker N")
     show.add_argument("--no-logs", action="store_true", help="do not draw the per-broker logs")
+    show.add_argument("--all", action="store_true",
+                      help="also show ghost variables and bound counters (hidden by default; the legend names them)")
+    show.add_argument("--no-legend", action="store_true", help="do not print the legend of abbreviations")
     show.set_defaults(func=cmd_show)
 
     export = sub.add_parser("export", help="write the trace in another format (ITF JSON, our JSON, msgpack)")
@@ -93,6 +101,13 @@ def _usage(parser: argparse.ArgumentParser) -> int:
 
 
 def _load(args: argparse.Namespace) -> tuple[Trace, Any]:
+    from traces.io import read_document
+
+    if args.protocol or args.const:
+        if read_document(args.file).header.get("model"):
+            raise UsageError("--protocol and --const are for ITF traces written by another tool; this trace names its "
+                             "own configuration (use 'kmc trace replay --protocol' to replay it under another)")
+        return load_trace(args.file, model_name=args.expect_model, protocol=args.protocol, constants=args.const)
     return load_trace(args.file, model_name=args.expect_model)
 
 
@@ -117,7 +132,8 @@ def cmd_show(args: argparse.Namespace) -> int:
         known = [v.broker for v in views] if views else None
         if known is not None and args.broker not in known:
             raise UsageError(f"no broker {args.broker} in this trace; brokers: {', '.join(map(str, known))}")
-    print_trace(Console(), trace, full=args.full, broker=args.broker, logs=not args.no_logs)
+    print_trace(Console(), trace, full=args.full, broker=args.broker, logs=not args.no_logs, hidden=args.all,
+                show_legend=not args.no_legend)
     return 0
 
 

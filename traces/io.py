@@ -444,7 +444,11 @@ def decode_trace(doc: TraceDocument, model: Model, strict_initial: bool = True) 
         if root is not None and type(state) is not root:
             raise WrongModelError(f"{doc.path}: the trace does not fit model {model.name}: {where} is not a {root.__name__}")
         if i > 0:
-            actions.append(action if action is not None else _action_between(doc, model, states[-1], state, i))
+            if action is None:
+                action = _action_between(doc, model, states[-1], state, i)
+            elif doc.fmt == "itf":
+                action = _as_model_action(model, states[-1], action)
+            actions.append(action)
         states.append(state)
     if strict_initial and states[0] not in model.init_states():
         raise WrongModelError(f"{doc.path}: the trace does not fit model {model.name}: its initial state is not one of the "
@@ -458,6 +462,19 @@ def decode_trace(doc: TraceDocument, model: Model, strict_initial: bool = True) 
         explanation=doc.explanation,
         extra=doc.extra,
     )
+
+
+def _as_model_action(model: Model, before: Any, action: Action) -> Action:
+    """The model's own action equal to ``action`` up to the order of its parameters (another tool may
+    write them in any order), or ``action`` itself when ``before`` enables none."""
+    wanted = dict(action.params)
+    try:
+        for act, _ in model.successors(before):
+            if act.name == action.name and len(act.params) == len(wanted) and dict(act.params) == wanted:
+                return act
+    except Exception:  # a state the model cannot expand: keep the file's action; replay reports it
+        return action
+    return action
 
 
 def _action_between(doc: TraceDocument, model: Model, before: Any, after: Any, step: int) -> Action:
