@@ -4,7 +4,8 @@
     kmc trace export FILE --to itf|json|msgpack [-o OUT]
     kmc trace replay FILE [--protocol V] [--feature FLAG=on|off] [--const NAME=VALUE] [--all-protocols] [--json]
     kmc trace diagram FILE [--format mermaid|dot|svg] [-o OUT]
-    kmc trace graph MODEL [--const ..] [--protocol V] [--feature ..] [--max-states N] [--trace FILE] [-o OUT]
+    kmc trace graph MODEL [--const ..] [--protocol V] [--feature ..] [--max-states N] [--trace FILE] [--format dot|svg]
+                          [-o OUT]
     kmc trace explain FILE
 
 FILE is a trace in any format kmc writes (``.json``, ``.itf.json``, ``.msgpack``); ``replay`` also
@@ -83,10 +84,13 @@ def add_parser(subparsers: Any) -> None:
     diagram.add_argument("-o", "--output", metavar="OUT", help="write to a file instead of stdout")
     diagram.set_defaults(func=cmd_diagram)
 
-    graph = sub.add_parser("graph", help="the explored state graph of a small run, as Graphviz DOT")
+    graph = sub.add_parser("graph", help="the explored state graph of a small run (DOT or SVG): each state with the "
+                                         "action that reached it and a short summary")
     add_model_options(graph)
     graph.add_argument("--max-states", type=int, default=2000, help="refuse runs with more distinct states (default 2000)")
     graph.add_argument("--trace", metavar="FILE", help="highlight this trace's path")
+    graph.add_argument("--format", choices=("dot", "svg"), default="dot",
+                       help="DOT source (default), or SVG laid out by Graphviz's dot program (exit 69 without it)")
     graph.add_argument("-o", "--output", metavar="OUT", help="write to a file instead of stdout")
     graph.set_defaults(func=cmd_graph)
 
@@ -176,7 +180,8 @@ def cmd_explain(args: argparse.Namespace) -> int:
 def cmd_graph(args: argparse.Namespace) -> int:
     from checker.cli import model_from_args
     from invariants.registry import for_family
-    from traces.graph import explore, highlight_path, state_graph, to_dot
+    from traces.diagram import render_svg_with_graphviz
+    from traces.graph import explore, highlight_path, label_states, state_graph, to_dot
 
     model = model_from_args(args)
     result = explore(model, for_family(model.family).values(), max_states=args.max_states)
@@ -186,7 +191,9 @@ def cmd_graph(args: argparse.Namespace) -> int:
     if args.trace:
         trace, _ = load_trace(args.trace, model=model, model_name=model.name)
         highlight_path(graph, [hash(s) for s in trace.states])
-    _write(to_dot(graph, model.name), args.output)
+    label_states(graph, model)
+    source = to_dot(graph, model.name)
+    _write(render_svg_with_graphviz(source) if args.format == "svg" else source, args.output)
     return 0
 
 
