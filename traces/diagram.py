@@ -243,8 +243,7 @@ def _mermaid_text(text: str) -> str:
 def to_dot(trace: Trace) -> str:
     """A sequence diagram as Graphviz DOT, built with the ``graphviz`` package: one column a participant
     (in lane order, held by invisible edges), one row an event, so no two labels share a row."""
-    import graphviz
-
+    graphviz = graphviz_package()
     evs = events(trace)
     names = participants(trace, evs)
     dot = graphviz.Digraph("sequence", graph_attr={"rankdir": "TB", "splines": "false", "nodesep": "0.6",
@@ -286,12 +285,22 @@ def to_dot(trace: Trace) -> str:
     return dot.source
 
 
+def graphviz_package() -> Any:
+    """The ``graphviz`` package (a dependency of kmc), or EnvironmentMissingError (exit 69) naming the fix."""
+    try:
+        import graphviz
+    except ImportError:
+        from checker.errors import EnvironmentMissingError
+
+        raise EnvironmentMissingError("the graphviz Python package is missing: pip install graphviz") from None
+    return graphviz
+
+
 def render_svg_with_graphviz(source: str) -> str:
     """SVG from DOT through Graphviz's ``dot`` program (EnvironmentMissingError, exit 69, when it is absent)."""
-    import graphviz
-
     from checker.errors import EnvironmentMissingError
 
+    graphviz = graphviz_package()
     try:
         return graphviz.Source(source).pipe(format="svg", encoding="utf-8")
     except graphviz.ExecutableNotFound:

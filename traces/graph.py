@@ -139,7 +139,9 @@ def label_states(graph: nx.DiGraph, model: Model) -> None:
 
 def to_dot(graph: nx.DiGraph, name: str = "states") -> str:
     """DOT source for a state graph, built with the ``graphviz`` package; nodes show ``label`` if set."""
-    import graphviz
+    from traces.diagram import graphviz_package
+
+    graphviz = graphviz_package()
 
     dot = graphviz.Digraph(name, graph_attr={"rankdir": "TB"},
                            node_attr={"shape": "box", "style": "rounded", "fontsize": "9", "fontname": "monospace"},
