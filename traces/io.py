@@ -29,7 +29,7 @@ from typing import Any
 from checker.codec import Codec, packb
 from checker.errors import BadFileError, UsageError, WrongModelError
 from spec.model import Action, Model
-from traces.itf import itf_document
+from traces.itf import itf_action, itf_document, itf_variables
 from traces.trace import Step, Trace
 from traces.values import ShapeError, ValueDecoder, encode, json_to_plain, plain_to_json
 
@@ -285,38 +285,12 @@ def _itf_document(path: str, doc: dict) -> TraceDocument:
         smeta = state.get("#meta", {})
         if not isinstance(smeta, dict):
             raise _bad(path, f"ITF state {i} has a bad #meta")
-        action = None if i == 0 else _itf_action(smeta, state)
-        record = {}
-        for key, value in state.items():
-            if key == "#meta" or key in params or key.startswith("mbt::"):
-                continue
-            record[key.rsplit("::", 1)[-1]] = value  # Quint qualifies a variable with its module
-        raw.append((action, record))
+        raw.append((None if i == 0 else itf_action(smeta, state), itf_variables(state, params)))
     return TraceDocument(
         path, "itf", header, invariant, index, explanation, extra, raw,
         decode_state=lambda decoder, value, where: decoder.state(value, where),
         decode_action=_itf_decode_action,
     )
-
-
-def _itf_action(smeta: dict, state: dict) -> Any:
-    """The raw action of an ITF state: ours in ``#meta`` (``action`` and ``params``; before, ``action`` was
-    ``{"name", "params"}``), Quint's ``mbt::actionTaken`` and ``mbt::nondetPicks``, or None (unknown)."""
-    action = smeta.get("action")
-    if isinstance(action, dict):
-        return action
-    if isinstance(action, str):
-        return {"name": action, "params": smeta.get("params") or {}}
-    taken = state.get("mbt::actionTaken")
-    if isinstance(taken, str):
-        picks = state.get("mbt::nondetPicks")
-        params = {}
-        if isinstance(picks, dict):
-            for key, pick in picks.items():
-                if isinstance(pick, dict) and pick.get("tag") == "Some" and "value" in pick:
-                    params[key] = pick["value"]
-        return {"name": taken, "params": params}
-    return None
 
 
 def _itf_decode_action(decoder: ValueDecoder, raw: Any, where: str) -> Action | None:

@@ -111,3 +111,32 @@ def itf_document(states: list[Any], actions: list[Action], meta: dict[str, Any])
         out_states.append({"#meta": state_meta, **_record(state)})
     return {"#meta": {"format": "ITF", "format-description": ITF_DESCRIPTION, **meta}, "vars": variables,
             "states": out_states}
+
+
+# -- reading: what the ITF layout says beyond the values (the values: ``traces.values.ValueDecoder``) --
+def itf_action(state_meta: dict, state: dict) -> Any:
+    """The raw action that led to an ITF state: ours in ``#meta`` (``action`` and ``params``; kmc before
+    wrote ``action`` as ``{"name", "params"}``), Quint's ``mbt::actionTaken`` and ``mbt::nondetPicks``
+    (the picks that are ``Some``), or None when the file does not say."""
+    action = state_meta.get("action")
+    if isinstance(action, dict):
+        return action
+    if isinstance(action, str):
+        return {"name": action, "params": state_meta.get("params") or {}}
+    taken = state.get("mbt::actionTaken")
+    if isinstance(taken, str):
+        picks = state.get("mbt::nondetPicks")
+        params = {}
+        if isinstance(picks, dict):
+            for key, pick in picks.items():
+                if isinstance(pick, dict) and pick.get("tag") == "Some" and "value" in pick:
+                    params[key] = pick["value"]
+        return {"name": taken, "params": params}
+    return None
+
+
+def itf_variables(state: dict, params: list[str]) -> dict[str, Any]:
+    """The state's variables: without ``#meta``, the trace's ``params`` and Quint's ``mbt::`` entries, and
+    with Quint's module qualification dropped (``kafka::brokers`` is ``brokers``)."""
+    return {key.rsplit("::", 1)[-1]: value for key, value in state.items()
+            if key != "#meta" and key not in params and not key.startswith("mbt::")}
