@@ -149,6 +149,8 @@ class TraceDocument:
     #: decodes one raw state with a model's decoder; set per format
     decode_state: Callable[[Any, Any, str], Any] | None = None
     decode_action: Callable[[Any, Any, str], Action] | None = None
+    #: an ITF trace another tool wrote (no kmc header): its actions are matched to the model's
+    foreign: bool = False
 
     @property
     def model_name(self) -> str:
@@ -289,7 +291,7 @@ def _itf_document(path: str, doc: dict) -> TraceDocument:
     return TraceDocument(
         path, "itf", header, invariant, index, explanation, extra, raw,
         decode_state=lambda decoder, value, where: decoder.state(value, where),
-        decode_action=_itf_decode_action,
+        decode_action=_itf_decode_action, foreign=not header,
     )
 
 
@@ -420,7 +422,7 @@ def decode_trace(doc: TraceDocument, model: Model, strict_initial: bool = True) 
         if i > 0:
             if action is None:
                 action = _action_between(doc, model, states[-1], state, i)
-            elif doc.fmt == "itf":
+            elif doc.foreign:
                 action = _as_model_action(model, states[-1], action)
             actions.append(action)
         states.append(state)
