@@ -190,3 +190,10 @@ def test_graph_nodes_name_the_action_and_summarise_the_state(capsys):
     labels = re.findall(r'^\s*(\d+) \[label="([^"]*)"', out, re.M)
     assert len(labels) > 100 and all("\\n" in text for _, text in labels)
     assert len({text for _, text in labels}) == len(labels)  # the labels tell the states apart
+
+
+def test_numbered_lanes_are_in_id_order_whoever_acts_first():
+    t = walk(build_model("two-phase", []), ["RMPrepare(rm=3)", "RMPrepare(rm=1)", "TMRcvPrepared(rm=3)"])
+    declared, statements = parse_mermaid(to_mermaid(t))
+    assert declared == ["TM", "RM_1", "RM_3"]
+    assert statements[0][:2] == ("message", ["RM_3", "TM"]) and statements[2][:2] == ("note", ["TM"])

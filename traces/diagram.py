@@ -192,6 +192,9 @@ def events(trace: Trace) -> list[Event]:
 
 
 def participants(trace: Trace, evs: Sequence[Event]) -> list[str]:
+    """The lanes, left to right: the controller (or any participant without a number, such as a
+    two-phase TM, in order of appearance), then the numbered ones by kind and id: every broker of
+    the model in id order, then resource managers ``RM 0``, ``RM 1``, ..."""
     names: list[str] = []
     views = broker_views(trace.initial)
     if any(CONTROLLER in (e.src, e.dst) for e in evs) or views:
@@ -202,7 +205,13 @@ def participants(trace: Trace, evs: Sequence[Event]) -> list[str]:
         for name in (e.src, e.dst):
             if name and name not in names:
                 names.append(name)
-    return names
+
+    def numbered(name: str) -> tuple[str, int] | None:
+        word, _, number = name.rpartition(" ")
+        return (word, int(number)) if word and number.lstrip("-").isdigit() else None
+
+    plain = [n for n in names if numbered(n) is None]
+    return plain + sorted((n for n in names if numbered(n) is not None), key=lambda n: numbered(n) or ("", 0))
 
 
 def _ident(name: str) -> str:
