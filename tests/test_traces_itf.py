@@ -245,3 +245,16 @@ def test_itf_py_reads_what_kmc_writes_and_kmc_reads_what_itf_py_writes(tmp_path,
     trace, _ = load_trace(_save(tmp_path, "itfpy.itf.json", rewritten), model_name="kafka", protocol="kip-320")
     assert trace.states == kafka_trace.states
     assert [s.action for s in trace.steps] == [s.action for s in kafka_trace.steps]
+
+
+def test_a_string_where_the_model_has_no_names_is_a_shape_error():
+    from spec.kafka.state import STATE_TYPES
+
+    sample = build_model("kafka", []).init_states()[0]
+    decoder = ValueDecoder(STATE_TYPES, sample)
+    record = {k: v for k, v in trace_to_itf(Trace({"model": "kafka"}, sample))["states"][0].items() if k != "#meta"}
+    assert decoder.state(record) == sample
+    record["controller"]["isr"] = {"#set": ["zero", 1]}
+    with pytest.raises(ShapeError, match="states hold no strings"):
+        decoder.state(record)
+    assert decoder.value("x", "param") == "x"  # an action parameter may be a string

@@ -245,13 +245,18 @@ class ValueDecoder:
     def __init__(self, types: Iterable[type], sample: Any = None) -> None:
         self.types = collect_types(types, sample)
         self.root: type | None = type(sample) if sample is not None and hasattr(sample, "_fields") else None
+        self._in_state = False
         self._by_fields: dict[frozenset[str], list[type]] = {}
         for cls in self.types.values():
             self._by_fields.setdefault(frozenset(cls._fields), []).append(cls)
 
     def state(self, data: Any, path: str = "state") -> Any:
         """A whole state: a record of the model's root state type."""
-        value = self.value(data, path, self.root)
+        self._in_state = True
+        try:
+            value = self.value(data, path, self.root)
+        finally:
+            self._in_state = False
         if self.root is not None and type(value) is not self.root:
             raise ShapeError(path, f"is not a {self.root.__name__} (its variables are {', '.join(self.root._fields)})")
         return value
@@ -273,8 +278,11 @@ class ValueDecoder:
 
     def _name(self, text: str, path: str, owner: type | None, field: str | None) -> Any:
         table = name_table(owner, field) if owner is not None and field is not None else None
+        if table is None and not self._in_state:
+            return text  # an action parameter may be a string
         if table is None:
-            return text  # an action parameter may be a string; inside a state the model rejects it
+            raise ShapeError(path, f"the string {text[:40]!r} is not a value a state can hold (states hold no "
+                                   "strings; named values only in fields that have names)")
         for number, name in table.items():
             if name == text:
                 return number
