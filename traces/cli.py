@@ -136,7 +136,7 @@ def cmd_show(args: argparse.Namespace) -> int:
         known = [v.broker for v in views] if views else None
         if known is not None and args.broker not in known:
             raise UsageError(f"no broker {args.broker} in this trace; brokers: {', '.join(map(str, known))}")
-    print_trace(Console(), trace, full=args.full, broker=args.broker, logs=not args.no_logs, hidden=args.all,
+    print_trace(Console(), trace, full=args.full, broker=args.broker, logs=not args.no_logs, show_hidden=args.all,
                 show_legend=not args.no_legend)
     return 0
 

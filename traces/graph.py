@@ -105,7 +105,7 @@ def state_summary(state: Any, width: int = 34) -> list[str]:
                 sent = [type(m).__name__ + (f">{m.dst}" if hasattr(m, "dst") else "") for m in value]
                 lines.extend(textwrap.wrap(f"{name}: {', '.join(sent)}", width))
         return lines
-    text = " ".join(f"{k}={fmt(v)}" for k, v in flat_state(state, hidden=False).items())
+    text = " ".join(f"{k}={fmt(v)}" for k, v in flat_state(state, show_hidden=False).items())
     return textwrap.wrap(text, width, break_long_words=True) or [""]
 
 

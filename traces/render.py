@@ -30,20 +30,20 @@ def is_message(value: Any) -> bool:
     return isinstance(value, tuple) and hasattr(value, "_fields") and (hasattr(value, "dst") or hasattr(value, "src"))
 
 
-def fmt(value: Any, hidden: bool = False) -> str:
+def fmt(value: Any, show_hidden: bool = False) -> str:
     """A compact text form of a state value: records ``(id=0, epoch=2)``, tuples ``[..]``, sets ``{..}``.
 
-    Ghost fields of a record (``GHOST_FIELDS`` of its type) are left out unless ``hidden``.
+    Ghost fields of a record (``GHOST_FIELDS`` of its type) are left out unless ``show_hidden``.
     """
     if isinstance(value, tuple) and hasattr(value, "_fields"):
         kind = type(value)
-        skip = () if hidden else hidden_fields(kind)
-        return "(" + ", ".join(f"{k}={fmt(named(kind, k, v), hidden)}" for k, v in zip(value._fields, value, strict=True)
+        skip = () if show_hidden else hidden_fields(kind)
+        return "(" + ", ".join(f"{k}={fmt(named(kind, k, v), show_hidden)}" for k, v in zip(value._fields, value, strict=True)
                                if k not in skip) + ")"
     if isinstance(value, tuple):
-        return "[" + ", ".join(fmt(v, hidden) for v in value) + "]"
+        return "[" + ", ".join(fmt(v, show_hidden) for v in value) + "]"
     if isinstance(value, frozenset):
-        return "{" + ", ".join(sorted((fmt(v, hidden) for v in value), key=lambda t: (len(t), t))) + "}"
+        return "{" + ", ".join(sorted((fmt(v, show_hidden) for v in value), key=lambda t: (len(t), t))) + "}"
     return str(value)
 
 
@@ -57,12 +57,12 @@ def _per_broker(value: Any) -> bool:
     return isinstance(value, tuple) and all(hasattr(v, "_fields") for v in value)
 
 
-def flat_state(state: Any, hidden: bool = True) -> dict[str, Any]:
+def flat_state(state: Any, show_hidden: bool = True) -> dict[str, Any]:
     """Variable name -> value, one level into the per-replica tuples of the state.
 
     A record becomes one entry a field (``quorum_state.leader``); a top-level tuple of records or of
     tuples is indexed by broker id (``brokers[0].hw``; ``replica_state[1].hw`` in a model numbering
-    replicas from 1); anything deeper stays whole. Without ``hidden``, the fields a state type
+    replicas from 1); anything deeper stays whole. Without ``show_hidden``, the fields a state type
     declares as ghosts or bound counters (``GHOST_FIELDS``, ``BOOKKEEPING_FIELDS``) are left out.
     """
     out: dict[str, Any] = {}
@@ -73,7 +73,7 @@ def flat_state(state: Any, hidden: bool = True) -> dict[str, Any]:
         return ids[i] if ids is not None and length == len(ids) else i
 
     def record(value: Any, prefix: str, top: bool) -> None:
-        skip = () if hidden else hidden_fields(type(value))
+        skip = () if show_hidden else hidden_fields(type(value))
         for name, item in zip(value._fields, value, strict=True):
             if name in skip:
                 continue
@@ -97,9 +97,9 @@ def flat_state(state: Any, hidden: bool = True) -> dict[str, Any]:
     return out
 
 
-def state_diff(before: Any, after: Any, hidden: bool = True) -> list[tuple[str, Any, Any]]:
+def state_diff(before: Any, after: Any, show_hidden: bool = True) -> list[tuple[str, Any, Any]]:
     """(variable, old, new) for every variable that changed, by name."""
-    old, new = flat_state(before, hidden), flat_state(after, hidden)
+    old, new = flat_state(before, show_hidden), flat_state(after, show_hidden)
     return [(k, old.get(k), new.get(k)) for k in dict.fromkeys([*old, *new]) if old.get(k) != new.get(k)]
 
 
@@ -129,10 +129,10 @@ def _for_broker(diff: list[tuple[str, Any, Any]], broker: int, index: int) -> li
     return out
 
 
-def _record_label(value: Any, hidden: bool = False) -> str:
+def _record_label(value: Any, show_hidden: bool = False) -> str:
     kind = type(value)
-    skip = {"kind"} | (set() if hidden else set(hidden_fields(kind)))
-    fields = ", ".join(f"{k}={fmt(named(kind, k, v), hidden)}" for k, v in zip(value._fields, value, strict=True)
+    skip = {"kind"} | (set() if show_hidden else set(hidden_fields(kind)))
+    fields = ", ".join(f"{k}={fmt(named(kind, k, v), show_hidden)}" for k, v in zip(value._fields, value, strict=True)
                        if k not in skip)
     return f"{type(value).__name__}({fields})"
 
@@ -141,23 +141,23 @@ def _is_record_bag(value: Any) -> bool:
     return isinstance(value, tuple) and not hasattr(value, "_fields") and all(hasattr(v, "_fields") for v in value)
 
 
-def _change_line(key: str, old: Any, new: Any, hidden: bool = False) -> Text:
+def _change_line(key: str, old: Any, new: Any, show_hidden: bool = False) -> Text:
     if _is_record_bag(old) and _is_record_bag(new) and (old or new) and any(is_message(v) for v in old + new):
         # a set of messages: what was sent and what was consumed
         line = Text(f"  {key}: ")
         gone = Counter(old) - Counter(new)
         came = Counter(new) - Counter(old)
-        parts = [("- " + _record_label(v, hidden), "red") for v in gone.elements()]
-        parts += [("+ " + _record_label(v, hidden), "bold green") for v in came.elements()]
+        parts = [("- " + _record_label(v, show_hidden), "red") for v in gone.elements()]
+        parts += [("+ " + _record_label(v, show_hidden), "bold green") for v in came.elements()]
         for i, (text, style) in enumerate(parts):
             if i:
                 line.append("; ")
             line.append(text, style=style)
         return line
     line = Text(f"  {key}: ")
-    line.append(fmt(old, hidden), style="red")
+    line.append(fmt(old, show_hidden), style="red")
     line.append(" -> ")
-    line.append(fmt(new, hidden), style="bold green")
+    line.append(fmt(new, show_hidden), style="bold green")
     return line
 
 
@@ -281,7 +281,7 @@ def _record_types(trace: Trace) -> list[type]:
     return list(found)
 
 
-def legend(trace: Trace, hidden: bool = False) -> list[str]:
+def legend(trace: Trace, show_hidden: bool = False) -> list[str]:
     """What the abbreviations of ``print_trace`` mean, and which variables it hides (computed from the trace)."""
     lines = []
     views = broker_views(trace.initial)
@@ -300,7 +300,7 @@ def legend(trace: Trace, hidden: bool = False) -> list[str]:
         lines.append("logs: eE:R = record R written in leader epoch E; | = the high watermark (HW), records left of it "
                      "are committed; LEO = log end offset; epoch = the leader epoch the broker knows; epoch cache "
                      "eE@O = epoch E starts at offset O; ISR = in-sync replicas; -1 = none")
-    if not hidden:
+    if not show_hidden:
         root = type(trace.initial)
         counters = sorted(field_set(root, "BOOKKEEPING_FIELDS"), key=root._fields.index) if hasattr(root, "_fields") else []
         ghosts = []
@@ -319,23 +319,23 @@ def legend(trace: Trace, hidden: bool = False) -> list[str]:
 
 
 def print_trace(console: Console, trace: Trace, full: bool = False, broker: int | None = None, logs: bool = True,
-                hidden: bool = True, show_legend: bool = False) -> None:
+                show_hidden: bool = True, show_legend: bool = False) -> None:
     """Step by step: the action, what changed, and the broker logs when they changed.
 
-    ``hidden`` False leaves out ghost variables and bound counters (``kmc trace show`` without
+    ``show_hidden`` False leaves out ghost variables and bound counters (``kmc trace show`` without
     ``--all``); ``show_legend`` starts with what the abbreviations mean.
     """
     views = broker_views(trace.initial) if logs else None
     console.print(Text(f"State 1: initial state  ({describe_header(trace)})", style="bold"))
     if show_legend:
-        for line in legend(trace, hidden):
+        for line in legend(trace, show_hidden):
             console.print(Text("  legend: " + line, style="dim"), soft_wrap=True)
-    for key, value in flat_state(trace.initial, hidden).items():
+    for key, value in flat_state(trace.initial, show_hidden).items():
         if broker is not None and views is not None and "[" in key:
             continue
         if views and not full and _in_log_table(key):
             continue
-        console.print(f"  {key} = {fmt(value, hidden)}")
+        console.print(f"  {key} = {fmt(value, show_hidden)}")
     if views:
         console.print(log_table(views, broker))
     previous, previous_views = trace.initial, views
@@ -344,22 +344,22 @@ def print_trace(console: Console, trace: Trace, full: bool = False, broker: int 
         title = Text(f"State {number + 1}: ", style="bold") + Text(f"step {number}, ", style="dim")
         title.append(str(step.action), style="bold cyan")
         console.print(title)
-        diff = state_diff(previous, step.state, hidden)
+        diff = state_diff(previous, step.state, show_hidden)
         if broker is not None:
             diff = _for_broker(diff, broker, broker_index(trace.initial, broker))
         if full:
             changed = {key for key, _, _ in diff}
-            for key, value in flat_state(step.state, hidden).items():
+            for key, value in flat_state(step.state, show_hidden).items():
                 if key in changed:
                     old = next(o for k, o, _ in diff if k == key)
-                    console.print(_change_line(key, old, value, hidden))
+                    console.print(_change_line(key, old, value, show_hidden))
                 else:
-                    console.print(f"  {key} = {fmt(value, hidden)}", style="dim")
+                    console.print(f"  {key} = {fmt(value, show_hidden)}", style="dim")
         else:
             for key, old, new in diff:
-                console.print(_change_line(key, old, new, hidden))
+                console.print(_change_line(key, old, new, show_hidden))
             if not diff:
-                console.print("  (no change)" if hidden else "  (no change to a shown variable)", style="dim")
+                console.print("  (no change)" if show_hidden else "  (no change to a shown variable)", style="dim")
         current_views = broker_views(step.state) if logs else None
         if current_views and (current_views != previous_views or number == violation or full):
             console.print(log_table(current_views, broker, _changed_brokers(previous_views, current_views)))
