@@ -60,7 +60,7 @@ def test_show_hides_ghosts_and_counters_unless_all(capsys, kafka_trace_file):
     body = [line for line in out.splitlines() if "legend:" not in line]
     legend = " ".join(line for line in out.splitlines() if "legend:" in line)
     assert code == 0 and "hidden (--all shows them): bound counters produced, crashes" in legend
-    assert "ghost variables committed; incarnation, stale of Broker" in legend
+    assert "ghost variables committed; incarnation, stale, reconciled, idle_cause of Broker" in legend
     assert "eE:R = record R written in leader epoch E" in legend and "brokers are numbered 0, 1" in legend
     assert not any(re.match(r"\s+(produced|crashes|committed)\b", line) for line in body)
     assert not any("incarnation" in line or "meant=" in line or ".stale" in line for line in body)

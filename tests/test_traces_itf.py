@@ -89,7 +89,8 @@ def _quint_broker(leader_role, log, fetch):
             "cache": [{"#tup": [_big(0), _big(0)]}] if leader_role else [], "leader": _big(0), "epoch": _big(0),
             "isr": {"#set": [_big(1), _big(0)]}, "fetch": {"tag": fetch, "value": {"#tup": []}},
             "remote": {"#map": [[_big(1), _big(-1)], [_big(0), _big(-1)]]} if leader_role else {"#map": []},
-            "broker_epoch": _big(0), "stopping": False, "incarnation": _big(0), "stale": False}
+            "broker_epoch": _big(0), "stopping": False, "incarnation": _big(0), "stale": False,
+            "reconciled": _big(0 if leader_role else -1), "idle_cause": _big(0), "pending_diverging": []}
 
 
 def _quint_state(index, log0, action=None, picks=None, network=()):
@@ -101,7 +102,8 @@ def _quint_state(index, log0, action=None, picks=None, network=()):
                               "registered": {"#map": [[_big(0), _big(0)], [_big(1), _big(0)]]}},
         "kafka::network": {"#set": list(network)},
         "kafka::produced": _big(len(log0)), "kafka::crashes": _big(0), "kafka::bumps": _big(0),
-        "kafka::shutdowns": _big(0), "kafka::bounces": _big(0), "kafka::committed": {"#set": []},
+        "kafka::shutdowns": _big(0), "kafka::bounces": _big(0), "kafka::losses": _big(0),
+        "kafka::committed": {"#set": []},
     }
     if action is not None:
         state["mbt::actionTaken"] = action
@@ -124,7 +126,7 @@ def quint_document(with_actions):
                      network=[_fetch_request()]),
     ]
     variables = ["kafka::" + v for v in ("brokers", "controller", "network", "produced", "crashes", "bumps", "shutdowns",
-                                         "bounces", "committed")]
+                                         "bounces", "losses", "committed")]
     if with_actions:
         variables += ["mbt::actionTaken", "mbt::nondetPicks"]
     return {"#meta": {"format": "ITF", "format-description": "https://apalache-mc.org/docs/adr/015adr-trace.html",
