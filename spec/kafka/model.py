@@ -140,11 +140,15 @@ class KafkaModel(ControlPlaneActions, DataPlaneActions, Model):
 
     name = "kafka"
     family = "kafka"
-    #: ``kmc matrix``: the bounds each column is checked at (the data-plane columns at the defaults). The
-    #: control-plane columns need the actions their stories need and small data bounds: a bounce and a
-    #: controlled shutdown for KIP-380's (no-stale-control-request, no-bounce-stall); two epoch bumps with
-    #: the same leader for KAFKA-7786's (no-fence-stall)
+    #: ``kmc matrix``: the bounds each column is checked at; the others at the defaults (records=2, epochs=2,
+    #: crashes=1: KIP-101's lost commit, KAFKA-13141, KAFKA-14704, KAFKA-10706, KAFKA-18991's stale append).
+    #: Log Matching in its three forms at records=3 and no crash: KIP-279's scenario 1 (a preferred election
+    #: and a fast return) breaks 0.11.0 and, through 2.0.0's lookup, 2.0.0 (KAFKA-7415). The control-plane
+    #: columns need the actions their stories need and small data bounds: a bounce and a controlled
+    #: shutdown for KIP-380's (no-stale-control-request, no-bounce-stall); two epoch bumps with the same
+    #: leader for KAFKA-7786's (no-fence-stall)
     matrix_bounds = {
+        **{name: ("records=3", "crashes=0") for name in ("log-matching", "log-matching-all-pairs", "log-matching-raft")},
         "no-stale-control-request": ("records=1", "epochs=1", "crashes=0", "bumps=1", "shutdowns=1", "bounces=1"),
         "no-bounce-stall": ("records=1", "epochs=1", "crashes=0", "bumps=1", "shutdowns=1", "bounces=1"),
         "no-fence-stall": ("records=1", "epochs=2", "crashes=0", "bumps=2"),
