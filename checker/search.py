@@ -41,6 +41,8 @@ class SearchOptions:
     progress: Callable[[Progress], None] | None = None
     progress_every: float = 0.5
     keep_graph: bool = False
+    #: count the successors each action generated (``--coverage``; local engine)
+    coverage: bool = False
     #: written into every trace header (protocol, features, ...)
     header: dict[str, Any] = field(default_factory=dict)
 
