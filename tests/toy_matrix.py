@@ -2,8 +2,8 @@
 stories: what ``kmc matrix`` reads from a model, small enough to check in milliseconds.
 
 Two counters x and y start at 0. ``IncX`` adds 1 to x (2 with ``fast=on``) while x < N, ``IncY``
-adds 1 to y while y < N (version v1 only), ``Reset`` sets both back to 0 once both reached 1.
-With both at N nothing is enabled: a deadlock, on purpose.
+adds 1 to y while y < N (version v1 only), ``Reset`` sets both back to 0 when both are 1.
+With x at N and y at N (or, in v2, at 0) nothing is enabled: a deadlock, on purpose.
 """
 
 from __future__ import annotations
@@ -49,7 +49,7 @@ class ToyMatrix(Model):
             out.append((self._inc_x, Counters(min(self.n, s.x + (2 if self.fast else 1)), s.y)))
         if self.protocol == "v1" and s.y < self.n:
             out.append((self._inc_y, Counters(s.x, s.y + 1)))
-        if s.x >= 1 and s.y >= 1:
+        if s.x == 1 and s.y == 1:
             out.append((self._reset, Counters(0, 0)))
         return out
 
