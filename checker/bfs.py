@@ -198,7 +198,9 @@ class LocalBFS:
 
     def _should_stop(self, st: SearchState) -> bool:
         self._note_discoveries(st)
-        if not self.options.stop_at_first:  # --continue: until there is nothing left to find
+        if not self.options.stop_at_first:
+            if not self.options.stop_when_all_found:
+                return False
             every = bool(self.invariants) and len(st.found) == len(self.invariants)
             return every and (st.deadlock is not None or not self.options.check_deadlock)
         return bool(st.found) or st.deadlock is not None

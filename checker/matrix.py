@@ -15,7 +15,8 @@ share one ``--continue`` search that checks them all at once. Breadth-first sear
 the same order whatever invariants it checks, so each invariant's first violation is at the same
 state, with the same shortest counterexample, as in a search of its own; the engine records the
 figures at the end of that level (``Violation.discovered``), which are the figures of a search of
-its own that stops there. Engines that do not record them fall back to a few stop-at-first searches
+its own that stops there; the search stops once every invariant it checks is violated. Engines
+that do not record them (spark) use a few stop-at-first searches instead
 (``check_cells_by_rounds``), with the same figures.
 
 What a model may declare for the matrix (all optional, read through the model object):
@@ -122,10 +123,17 @@ def cell_of(protocol: str, invariant: str, result: CheckResult) -> Cell:
                 trace=violation.trace)
 
 
+#: engines that record where each violation was found (``Violation.discovered``)
+ONE_SEARCH_ENGINES = ("bfs", "parallel")
+
+
 def _search(model: Any, invariants: Sequence[Invariant], options: dict[str, Any], stop_at_first: bool,
             engine: str, engine_options: Any) -> CheckResult:
-    search = SearchOptions(invariants=list(invariants), stop_at_first=stop_at_first, **options)
-    return check(model, search) if engine == "bfs" else engines.run(model, search, engine, engine_options)
+    search = SearchOptions(invariants=list(invariants), stop_at_first=stop_at_first,
+                           stop_when_all_found=not stop_at_first, **options)
+    if engine == "bfs" and getattr(engine_options, "workers", 1) <= 1:
+        return check(model, search)
+    return engines.run(model, search, engine, engine_options)
 
 
 def check_cells(model: Any, protocol: str, invariants: Sequence[Invariant], options: dict[str, Any],
@@ -135,6 +143,8 @@ def check_cells(model: Any, protocol: str, invariants: Sequence[Invariant], opti
     When the engine does not record where each violation was found, falls back to
     ``check_cells_by_rounds``.
     """
+    if engine not in ONE_SEARCH_ENGINES:
+        return check_cells_by_rounds(model, protocol, invariants, options, engine, engine_options)
     result = _search(model, invariants, options, False, engine, engine_options)
     if any(v.discovered is None for v in result.violations):
         return check_cells_by_rounds(model, protocol, invariants, options, engine, engine_options)

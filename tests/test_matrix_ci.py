@@ -251,3 +251,11 @@ def test_progress_lines_on_a_stream_that_is_not_a_terminal(capsys):
     assert "Checking v2:" in err and "v2 / x-small: violated in 3 steps" in err
     code, _, err = run(capsys, "matrix", TOY, "--protocol", "v2", "--quiet")
     assert err == ""
+
+
+def test_the_parallel_engine_gives_the_same_cells(capsys):
+    outs = []
+    for workers in ("1", "2"):
+        code, out, _ = run(capsys, "matrix", TOY, "--quiet", "--json", "--workers", workers)
+        outs.append([{k: v for k, v in c.items() if k != "seconds"} for c in json.loads(out)])
+    assert code == 0 and outs[0] == outs[1]
