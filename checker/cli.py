@@ -356,11 +356,25 @@ def print_coverage(console: Console, report: dict[str, Any], result: CheckResult
     width = max((len(name) for name, _ in report["counts"]), default=0)
     for name, n in report["counts"]:
         console.print(f"  {name.ljust(width)}  {n:>12,}", highlight=False, soft_wrap=True)
-    never = report["never_fired"]
-    console.print(f"Actions that never fired: {', '.join(never) if never else 'none'}.", highlight=False, soft_wrap=True)
+    width = max(console.width, 40)
+    for line in wrap_items("Actions that never fired:", report["never_fired"] or ["none"], width):
+        console.print(line, highlight=False, soft_wrap=True)
     if report["never_fired_instances"]:
-        console.print("Instances that never fired (of actions that did): " + ", ".join(report["never_fired_instances"]),
-                      highlight=False, soft_wrap=True)
+        for line in wrap_items("Instances that never fired (of actions that did):", report["never_fired_instances"], width):
+            console.print(line, highlight=False, soft_wrap=True)
+
+
+def wrap_items(title: str, items: Sequence[str], width: int) -> list[str]:
+    """``title`` and comma-separated items, wrapped between items (an item is never split)."""
+    lines, current = [], title
+    for i, item in enumerate(items):
+        text = item + ("," if i < len(items) - 1 else ".")
+        if len(current) + 1 + len(text) > width and current.strip():
+            lines.append(current)
+            current = "  " + text
+        else:
+            current = f"{current} {text}"
+    return lines + [current]
 
 
 def engine_extra(args: argparse.Namespace) -> dict[str, Any]:
