@@ -26,7 +26,7 @@ from rich.console import Console
 
 from checker import engines
 from checker.errors import EnvironmentMissingError, ExitCode, KmcError, NoInputError, UsageError
-from checker.result import CheckResult, Verdict
+from checker.result import CheckResult, Verdict, collision_estimates
 from checker.search import CHECKER_VERSION, Progress, SearchOptions
 from invariants.base import SAFETY, Invariant
 from invariants.registry import for_family
@@ -403,6 +403,8 @@ def cmd_check(args: argparse.Namespace) -> int:
         result = run_search(model, options, args.engine,
                             engines.EngineOptions(workers=args.workers, master=args.master, extra=engine_extra(args)))
     record_property_forms(result, options)
+    if result.collision is None:  # an engine that keeps no fingerprints in one place: the optimistic estimate
+        result.collision = collision_estimates(result.distinct_states, result.states_generated)
     save_traces(result, args.trace_dir)
     report = coverage_report(model, result) if result.coverage is not None else None
     if args.json:

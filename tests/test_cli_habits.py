@@ -124,6 +124,10 @@ def test_collision_estimates_are_tlcs(capsys):
     assert data["fingerprint_collision"]["observed"] == pytest.approx(1 / smallest)
     code, out, _ = run(capsys, "check", "two-phase", "--const", "RM=3")
     assert "calculated (optimistic):  val = " in out and "based on the actual fingerprints:  val = " in out
+    # the parallel engine keeps no fingerprint set in one place: the optimistic estimate only
+    code, out, _ = run(capsys, "check", "two-phase", "--const", "RM=3", "--workers", "2", "--json")
+    data = json.loads(out)
+    assert data["fingerprint_collision"] == {"optimistic": pytest.approx(n * (g - n) / 2**64), "observed": None}
 
 
 def test_collision_estimate_handles_the_whole_signed_range():
