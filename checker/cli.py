@@ -38,6 +38,7 @@ DEFAULT_TRACE_DIR = "kmc-traces"
 #: shell completion of a file argument (what ``shtab.FILE`` is, without importing shtab to build the parser)
 FILE_COMPLETION = {"bash": "_shtab_compgen_files", "zsh": "_files", "tcsh": "f"}
 COMPLETION_SHELLS = ("bash", "zsh", "tcsh")
+PROGRESS_LINE_EVERY = 60.0  # seconds between two progress lines of kmc check on a stderr that is not a terminal
 
 
 class _Parser(argparse.ArgumentParser):
@@ -398,8 +399,14 @@ def run_search(model: Model, options: SearchOptions, engine: str, engine_options
 def cmd_check(args: argparse.Namespace) -> int:
     console = Console(stderr=args.json)
     model = model_from_args(args)
-    with LiveProgress(Console(stderr=True), enabled=not (args.quiet or args.json)) as live:
-        options = search_options(args, model, progress=live)
+    err = Console(stderr=True)
+    with LiveProgress(err, enabled=not (args.quiet or args.json)) as live:
+        progress: Any = live
+        if not (args.quiet or err.is_terminal):  # a log, not a terminal: a TLC-like line every minute
+            from checker.matrix import ProgressLines
+
+            progress = ProgressLines(interval=PROGRESS_LINE_EVERY)
+        options = search_options(args, model, progress=progress)
         result = run_search(model, options, args.engine,
                             engines.EngineOptions(workers=args.workers, master=args.master, extra=engine_extra(args)))
     record_property_forms(result, options)

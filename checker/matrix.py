@@ -221,7 +221,9 @@ def story_of(model: Any, protocol: str, invariant: str, trace: Any) -> str | Non
     if not callable(hook) or trace is None:
         return None
     story = hook(protocol, invariant, trace)
-    return " ".join(str(story).split()) or None if story else None
+    if not story:
+        return None
+    return " ".join(str(story).split()) or None  # one line
 
 
 def trace_path(directory: str, model_name: str, row: str, invariant: str) -> str:

@@ -199,3 +199,11 @@ def test_missing_inputs_exit_66(capsys, tmp_path):
         code, _, err = run(capsys, *argv)
         assert code == 66, argv
         assert one_line(err).startswith("kmc: error:")
+
+
+def test_check_writes_progress_lines_when_stderr_is_not_a_terminal(capsys, monkeypatch):
+    monkeypatch.setattr(cli, "PROGRESS_LINE_EVERY", 0.0)
+    code, _, err = run(capsys, "check", "two-phase", "--const", "RM=3")
+    assert code == 0 and "Progress(" in err and "distinct states found" in err
+    code, _, err = run(capsys, "check", "two-phase", "--const", "RM=3", "--quiet")
+    assert err == ""
