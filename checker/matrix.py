@@ -272,6 +272,10 @@ def run_matrix(
         for name in invariants:
             if name not in available:
                 raise UsageError(f"model {model_name} has no invariant {name!r}; its invariants: {', '.join(available)}")
+        for prop in properties:
+            if prop.name in available:
+                raise UsageError(f"--property {prop.spec}: the name {prop.name!r} is a built-in invariant of {model_name}; "
+                                 "rename the function")
         names = list(invariants) or ([] if properties else list(available))
         names += [p.name for p in properties]
         sets = bound_sets(model)

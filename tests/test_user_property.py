@@ -118,3 +118,9 @@ def test_a_property_may_not_shadow_a_built_in(capsys, props):
     '''))
     code, _, err = run(capsys, "check", "two-phase", "--property", "shadow:TCConsistent")
     assert code == 64 and "already taken" in err
+
+
+def test_the_matrix_refuses_a_property_named_like_a_built_in(capsys, props):
+    (props / "shadow_toy.py").write_text("def bounded(state):\n    return True\n")
+    code, _, err = run(capsys, "matrix", TOY, "--quiet", "--property", "shadow_toy:bounded")
+    assert code == 64 and "is a built-in invariant" in err and len(err.strip().splitlines()) == 1
