@@ -528,6 +528,13 @@ def cmd_matrix(args: argparse.Namespace) -> int:
     expected = load_expectation(args.expect) if args.expect else None
     properties = load_properties(args.property)
     lines = None if args.quiet else ProgressLines(interval=args.progress_every)
+    configurations = []
+
+    def on_search(row: str, names: Sequence[str], constants: dict[str, Any]) -> None:
+        configurations.append(row)
+        if lines is not None:
+            lines.search(row, names, constants)
+
     started = time.monotonic()
     cells = run_matrix(
         args.model, args.protocol, args.invariant, args.const, args.feature,
@@ -535,7 +542,7 @@ def cmd_matrix(args: argparse.Namespace) -> int:
         bounds=args.bounds, properties=properties, trace_dir=args.trace_dir, engine=args.engine,
         engine_options=engines.EngineOptions(workers=args.workers, master=args.master,
                                              extra=engine_extra(args)),
-        on_cell=lines.cell if lines else None, on_search=lines.search if lines else None, progress=lines,
+        on_cell=lines.cell if lines else None, on_search=on_search, progress=lines,
     )
     elapsed = time.monotonic() - started
     console = Console(highlight=False)
@@ -558,8 +565,9 @@ def cmd_matrix(args: argparse.Namespace) -> int:
             text.highlight_regex(r"\bholds\b|✓", "green")
             text.highlight_regex(r"\bundetermined\b", "yellow")
             console.print(text, soft_wrap=True)
-        searches = len({(c.protocol, tuple(sorted((c.constants or {}).items()))) for c in cells})
-        console.print(f"{len(cells)} cells from {searches} searches in {elapsed:.1f} s", soft_wrap=True)
+        how = "one search each" if args.engine in ONE_SEARCH_ENGINES else "stop-at-first searches"
+        console.print(f"{len(cells)} cells from {len(configurations)} configurations ({how}) in {elapsed:.1f} s",
+                      soft_wrap=True)
     if expected is not None:
         changes = compare(cells, expected)
         out = sys.stderr if fmt in ("json", "csv") else sys.stdout
