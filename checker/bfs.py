@@ -143,7 +143,7 @@ class LocalBFS:
         self.memory_budget = options.max_memory_mb or default_memory_budget_mb()
         # run statistics (this process's expansions; a resumed run does not report them)
         self.coverage: Counter | None = Counter() if options.coverage else None
-        self._degree = [None, 0, 0, 0]  # minimum and maximum out-degree, states expanded, their successors
+        self._degrees: dict[int, int] = {}  # out-degree -> states expanded with it
         self._discovered: dict[str, Discovery] = {}
 
     # -- the search ------------------------------------------------------------------------------
@@ -253,17 +253,14 @@ class LocalBFS:
         fresh: dict[int, tuple] = {}
         checked = 0  # entries of ``fresh`` known not to be visited yet (the first ones)
         generated = 0
-        low, high = self._degree[0], self._degree[1]
+        degrees = self._degrees
         next_check = _CHECK_EVERY
         for state in frontier:
             succs = successors(state)
             if type(succs) is not list:
                 succs = list(succs)
             degree = len(succs)
-            if low is None or degree < low:
-                low = degree
-            if degree > high:
-                high = degree
+            degrees[degree] = degrees.get(degree, 0) + 1
             if cover is not None:
                 cover.update(map(_first, succs))
             if simple:
@@ -293,7 +290,6 @@ class LocalBFS:
                 if len(fresh) - checked >= _PRUNE_AT:
                     checked = _drop_visited(st.visited, fresh, len(fresh) - checked)
         st.generated += generated
-        self._degree = [low, high, self._degree[2] + len(frontier), self._degree[3] + generated]
         return fresh
 
     def _commit_level(self, st: SearchState, fresh: dict[int, tuple]) -> None:
@@ -394,9 +390,8 @@ class LocalBFS:
         """Fingerprint collision estimates, out-degree and (``--coverage``) action counts."""
         fps = st.visited.array if len(st.visited) == len(st.log) else None  # the parallel parent keeps none
         result.collision = collision_estimates(len(st.log), st.generated, fps)
-        low, high, expanded, successors = self._degree
-        if expanded and not self.options.resume_from:
-            result.out_degree = OutDegree(low, high, successors / expanded)
+        if self._degrees and not self.options.resume_from:
+            result.out_degree = OutDegree.of(self._degrees)
             if self.coverage is not None:
                 result.coverage = dict(self.coverage)
 

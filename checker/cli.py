@@ -289,7 +289,8 @@ def print_summary(console: Console, result: CheckResult) -> None:
         if result.out_degree is not None:
             d = result.out_degree
             console.print(f"The average outdegree of the complete state graph is {d.mean:.2f} (minimum is {d.minimum}, "
-                          f"the maximum {d.maximum}).", highlight=False, soft_wrap=True)
+                          f"the maximum {d.maximum} and the 95th percentile is {d.percentile_95}).",
+                          highlight=False, soft_wrap=True)
     rate = (f"{result.states_generated / result.seconds if result.seconds > 0 else 0.0:,.0f} states generated/s"
             if simulated else f"{result.states_per_second:,.0f} distinct states/s")
     console.print(

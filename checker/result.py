@@ -37,6 +37,20 @@ class OutDegree:
     minimum: int
     maximum: int
     mean: float
+    percentile_95: int  # the smallest degree that at least 95% of the expanded states do not exceed
+
+    @classmethod
+    def of(cls, histogram: dict[int, int]) -> OutDegree:
+        """From out-degree -> number of states expanded with it."""
+        states = sum(histogram.values())
+        total = sum(degree * n for degree, n in histogram.items())
+        seen, p95 = 0, max(histogram)
+        for degree in sorted(histogram):
+            seen += histogram[degree]
+            if seen >= 0.95 * states:
+                p95 = degree
+                break
+        return cls(min(histogram), max(histogram), total / states, p95)
 
 
 @dataclass(frozen=True)

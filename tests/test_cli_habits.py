@@ -6,6 +6,7 @@ missing input."""
 from __future__ import annotations
 
 import json
+import math
 import os
 import subprocess
 import sys
@@ -143,8 +144,10 @@ def test_out_degree(capsys):
     _, _, degrees = reachable(build_model("two-phase", ["RM=3"]))
     assert (degree["minimum"], degree["maximum"]) == (min(degrees), max(degrees))
     assert degree["mean"] == pytest.approx(sum(degrees) / len(degrees), abs=1e-3)
+    p95 = sorted(degrees)[math.ceil(0.95 * len(degrees)) - 1]
+    assert degree["percentile_95"] == p95
     code, out, _ = run(capsys, "check", "two-phase", "--const", "RM=3")
-    assert f"(minimum is {min(degrees)}, the maximum {max(degrees)})" in out
+    assert f"(minimum is {min(degrees)}, the maximum {max(degrees)} and the 95th percentile is {p95})" in out
 
 
 @pytest.mark.parametrize("argv, model", [
