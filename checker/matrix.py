@@ -216,9 +216,21 @@ def bound_sets(model: Any) -> dict[str, dict[str, tuple[str, ...]]]:
     return sets
 
 
-def story_of(model: Any, protocol: str, invariant: str, trace: Any) -> str | None:
+def story_of(model: Any, protocol: str, invariant: str, trace: Any, replay: dict[str, Any] | None = None) -> str | None:
+    """The one-line story of a violated cell. For a model with a rule table (``ModelInfo.rules``) it is
+    computed (``checker.stories``: the oldest later fix whose replay removes the counterexample; ``replay``
+    holds what that needs: model name, protocol, flags, constants and the invariant); otherwise the
+    model's own ``matrix_story`` hook, if any."""
+    if trace is None:
+        return None
+    if replay is not None and replay.get("protocol") is not None and get_model_info(replay["model"]).rules is not None:
+        from checker.stories import story_of as computed_story
+
+        found = computed_story(replay["model"], replay["protocol"], replay["flags"], replay["constants"],
+                               replay["invariant"], trace)
+        return found.text if found is not None else None
     hook = getattr(model, "matrix_story", None)
-    if not callable(hook) or trace is None:
+    if not callable(hook):
         return None
     story = hook(protocol, invariant, trace)
     if not story:
@@ -297,7 +309,9 @@ def run_matrix(
                 on_search(row.label, group, dict(checked.constants))
             for cell in check_cells(checked, row.label, [chosen[n] for n in group], options, engine, engine_options):
                 if cell.trace is not None:
-                    story = story_of(checked, row.label, cell.invariant, cell.trace)
+                    replay = {"model": model_name, "protocol": row.protocol, "flags": flags,
+                              "constants": [*profile, *constants], "invariant": chosen[cell.invariant]}
+                    story = story_of(checked, row.label, cell.invariant, cell.trace, replay)
                     saved = None
                     if trace_dir:
                         from traces.io import save_trace
