@@ -69,8 +69,6 @@ def _digest(data: bytes | memoryview) -> bytes:
 
 def dumps(model: Model, options: SearchOptions, st: SearchState) -> bytes:
     """The checkpoint file's bytes for ``st``."""
-    from checker.codec import packb
-
     codec = Codec(model.state_types())
     fps, parents, actions = st.log.arrays()
     header = {
@@ -98,9 +96,21 @@ def dumps(model: Model, options: SearchOptions, st: SearchState) -> bytes:
         "actions": [a.to_data() for a in st.actions.actions],
         "frontier": [codec.encode(s) for s in st.frontier],
     }
+    return pack(header, payload)
+
+
+def pack(header: dict[str, Any], payload: dict[str, Any]) -> bytes:
+    """The file for a header and a payload: magic, version, digest, then both packed."""
+    from checker.codec import packb
+
     head = packb(header)
     body = struct.pack(">I", len(head)) + head + packb(payload)
     return _PREFIX.pack(FILE_MAGIC, FORMAT, _digest(body), len(head))[:-4] + body
+
+
+def unpack(data: bytes, where: str = "checkpoint") -> tuple[dict[str, Any], dict[str, Any]]:
+    """(header, payload) of a checkpoint file whose magic, version and digest are right; no validation."""
+    return _open(data, where)
 
 
 def save(path: str, model: Model, options: SearchOptions, st: SearchState) -> None:
@@ -231,7 +241,7 @@ def _validate(payload: dict[str, Any], model: Model, options: SearchOptions, whe
     n = int(fps.size)
     if not (visited_arr.size == n == parents.size == acts.size):
         raise _bad(where, "is inconsistent (visited set and parent log differ in size)")
-    if n and (np.diff(visited_arr) <= 0).any():
+    if n and (visited_arr[1:] <= visited_arr[:-1]).any():  # not np.diff: it overflows on int64
         raise _bad(where, "has a visited set that is not sorted and unique")
     if not np.array_equal(visited_arr, np.sort(fps)):
         raise _bad(where, "is inconsistent (the visited set is not the parent log's fingerprints)")
