@@ -12,7 +12,7 @@ from typing import Any
 
 import msgpack
 
-from checker.errors import BadFileError
+from checker.errors import BadFileError, CorruptDataError
 
 _EXT_FROZENSET = 1
 _EXT_NAMEDTUPLE = 2
@@ -69,13 +69,13 @@ class Codec:
         except BadFileError:
             raise
         except Exception as exc:  # msgpack raises many types on corrupt input
-            raise BadFileError(f"corrupt encoded data ({type(exc).__name__}: {exc})") from None
+            raise CorruptDataError(f"corrupt encoded data ({type(exc).__name__}: {exc})") from None
 
     def _unpack(self, data: bytes) -> Any:
         # each extension is decoded by a nested unpackb: bound the nesting, or a hostile file
         # nests extensions until the C stack overflows
         if self._depth >= MAX_EXT_DEPTH:
-            raise BadFileError(f"encoded data nested more than {MAX_EXT_DEPTH} levels deep")
+            raise CorruptDataError(f"encoded data nested more than {MAX_EXT_DEPTH} levels deep")
         self._depth += 1
         try:
             size = len(data)

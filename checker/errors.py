@@ -40,6 +40,10 @@ class BadFileError(KmcError):
     code = ExitCode.BAD_FILE
 
 
+class CorruptDataError(BadFileError):
+    """Encoded data that is not even well-formed (truncated, nested without end): never "another model"."""
+
+
 class WrongModelError(KmcError):
     code = ExitCode.WRONG_MODEL
 

@@ -28,7 +28,7 @@ from typing import Any
 
 from checker import safe_io
 from checker.codec import Codec, packb
-from checker.errors import BadFileError, UsageError, WrongModelError
+from checker.errors import BadFileError, CorruptDataError, UsageError, WrongModelError
 from spec.model import Action, Model
 from traces.trace import Step, Trace
 from traces.values import ShapeError, ValueDecoder, encode, json_to_plain, plain_to_json
@@ -402,6 +402,8 @@ def decode_trace(doc: TraceDocument, model: Model, strict_initial: bool = True) 
             state = doc.decode_state(decoder, raw_state, where)
         except ShapeError as exc:
             raise WrongModelError(f"{doc.path}: the trace does not fit model {model.name}: {exc}") from None
+        except CorruptDataError as exc:
+            raise BadFileError(f"{doc.path}: {where}: {exc}") from None
         except BadFileError as exc:
             raise WrongModelError(f"{doc.path}: the trace does not fit model {model.name}: {where}: {exc}") from None
         except RecursionError:
