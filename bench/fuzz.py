@@ -389,6 +389,10 @@ def case_special(ws: Workspace, rng: random.Random) -> Outcome:
     return outcome
 
 
+def _temporary(directory: str) -> set[str]:
+    return {name for name in os.listdir(directory) if name.endswith(".tmp")}
+
+
 def case_output(ws: Workspace, rng: random.Random) -> Outcome:
     blocker = ws.path("a-file")
     with open(blocker, "w") as f:
@@ -403,9 +407,10 @@ def case_output(ws: Workspace, rng: random.Random) -> Outcome:
                           ["check", "two-phase", "--const", "commit_guard=off", "--quiet", "--trace-dir", place],
                           ["check", "two-phase", "--quiet", "--max-states", "50", "--checkpoint", place]])
     before = set(os.listdir(directory))
+    temporary = _temporary(ws.root)
     code, _, err, seconds = kmc(command, ws.root)
     outcome = judge("output", command, code, err, seconds)
-    if set(os.listdir(directory)) != before or [n for n in os.listdir(ws.root) if n.endswith(".tmp")]:
+    if set(os.listdir(directory)) != before or _temporary(ws.root) - temporary:
         outcome.defects.append("partial or temporary file left behind")
     with open(blocker) as f:
         if f.read() != "x":
@@ -442,7 +447,7 @@ def case_signal(ws: Workspace, rng: random.Random) -> Outcome:
             expected = {k: v for k, v in ref.items() if k != "argv"}
             if got != expected:
                 outcome.defects.append(f"silent wrong result {got} != {expected}")
-    if [n for n in os.listdir(ws.root) if n.endswith(".tmp")]:
+    if {n for n in _temporary(ws.root) if os.path.basename(ckpt) in n}:
         outcome.defects.append("temporary file left behind")
     outcome.seconds = round(outcome.seconds, 3)
     return outcome
