@@ -103,6 +103,11 @@ def judge(cls: str, argv: list[str], code: int | None, err: str, seconds: float,
     if code is None:
         out.defects.append("hang")
         return out
+    if "Fatal Python error: init_import_site" in err:
+        # a signal while the interpreter itself starts (site, .pth files), before any kmc code
+        # runs: recorded apart, it is not kmc's to handle
+        out.defects.append("interrupted in Python's own start-up")
+        return out
     if "Traceback (most recent call last)" in err:
         out.defects.append("traceback")
     if code < 0:
@@ -399,13 +404,16 @@ def case_output(ws: Workspace, rng: random.Random) -> Outcome:
         f.write("x")
     directory = ws.path("a-dir")
     os.mkdir(directory)
-    place = rng.choice([os.path.join(blocker, "out.json"), directory, os.path.join(ws.root, "n" * 300, "x.json"),
-                        "/proc/kmc-cannot-write-here.json", os.path.join(blocker, "sub", "x.json")])
+    places = [os.path.join(blocker, "out.json"), directory, os.path.join(ws.root, "n" * 300, "x.json"),
+              "/proc/kmc-cannot-write-here.json", os.path.join(blocker, "sub", "x.json")]
+    place = rng.choice(places)
     trace = os.path.join(ws.root, "seed-traces", sorted(os.listdir(os.path.join(ws.root, "seed-traces")))[0])
     command = rng.choice([["trace", "export", trace, "--to", "itf", "-o", place],
                           ["trace", "diagram", trace, "-o", place],
-                          ["check", "two-phase", "--const", "commit_guard=off", "--quiet", "--trace-dir", place],
                           ["check", "two-phase", "--quiet", "--max-states", "50", "--checkpoint", place]])
+    if rng.random() < 0.25:  # a trace directory: an existing directory is a good place for one
+        place = rng.choice([p for p in places if p != directory])
+        command = ["check", "two-phase", "--const", "commit_guard=off", "--quiet", "--trace-dir", place]
     before = set(os.listdir(directory))
     temporary = _temporary(ws.root)
     code, _, err, seconds = kmc(command, ws.root)

@@ -12,6 +12,7 @@ and a documented exit code (see ``checker.errors.ExitCode``), never a traceback.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import importlib
 import json
 import sys
@@ -405,6 +406,13 @@ def entry() -> None:
         code = main()
     except KeyboardInterrupt:  # a second Ctrl-C while the first was being reported
         code = int(ExitCode.INTERRUPTED)
+    # The command is done and its answer printed: a Ctrl-C from now on changes nothing. Ignoring
+    # it also keeps Python's shutdown, which puts back the default SIGINT action, from being
+    # killed by the signal (exit -2 instead of the command's code).
+    import signal
+
+    with contextlib.suppress(ValueError, OSError):
+        signal.signal(signal.SIGINT, signal.SIG_IGN)
     sys.exit(code)
 
 

@@ -15,11 +15,16 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as hs
 
-from checker import safe_io
 from checker.cli import main
 from checker.codec import Codec
 from checker.errors import BadFileError, KmcError
 from traces.scenario import parse_action
+
+
+def safe_io():
+    from checker import safe_io as module  # imported here: the command-line tests run on any kmc
+
+    return module
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
@@ -122,8 +127,8 @@ def test_deeply_nested_run_json_is_refused(tmp_path):
 
 
 def test_json_depth_prescan_ignores_brackets_in_strings():
-    assert safe_io.json_depth(b'{"a": "[[[[\\"[[", "b": [1, {"c": []}]}') == 4
-    assert safe_io.json_depth(b"[]") == 1 and safe_io.json_depth(b'"x"') == 0
+    assert safe_io().json_depth(b'{"a": "[[[[\\"[[", "b": [1, {"c": []}]}') == 4
+    assert safe_io().json_depth(b"[]") == 1 and safe_io().json_depth(b'"x"') == 0
 
 
 @settings(max_examples=200, deadline=None)
@@ -138,13 +143,13 @@ def test_json_depth_is_the_real_depth(value):
             return 1 + max(map(depth, v.values()), default=0)
         return 0
 
-    assert safe_io.json_depth(json.dumps(value).encode()) == depth(value)
+    assert safe_io().json_depth(json.dumps(value).encode()) == depth(value)
 
 
 @settings(max_examples=300, deadline=None)
 @given(hs.binary(max_size=200))
 def test_readers_refuse_garbage_with_their_own_error_only(data):
-    for decode in (lambda: safe_io.parse_json("f", data), lambda: Codec(()).decode(data)):
+    for decode in (lambda: safe_io().parse_json("f", data), lambda: Codec(()).decode(data)):
         try:
             decode()
         except BadFileError:
@@ -224,7 +229,7 @@ def test_a_full_disk_is_74_and_leaves_no_partial_file(tmp_path, trace_file, monk
         real_write(fd, bytes(data[: len(data) // 2]))
         raise OSError(errno.ENOSPC, "No space left on device")
 
-    monkeypatch.setattr(safe_io.os, "write", full)
+    monkeypatch.setattr(safe_io().os, "write", full)
     out = tmp_path / "out" / "export.itf.json"
     assert main(["trace", "export", trace_file, "--to", "itf", "-o", str(out)]) == 74
     assert "No space left" in one_line(capsys.readouterr().err)
