@@ -44,6 +44,9 @@ sys.path.insert(0, ROOT)
 
 CLASSES = ("trace", "scenario", "checkpoint", "special", "output", "signal")
 CASE_SECONDS = 60  # a case that runs longer is a hang
+#: a SIGINT while the interpreter itself starts (site, .pth files, standard streams), before any kmc
+#: code runs: recorded apart, since no kmc code can handle it
+STARTUP = "interrupted in Python's own start-up"
 MEMORY_BYTES = 3 * 2**30  # address-space cap of each case: a memory blow-up fails fast
 #: exit codes a command may give on hostile input of each class (beyond the verdicts)
 ALLOWED = {
@@ -98,15 +101,16 @@ def kmc(argv: list[str], cwd: str, timeout: float = CASE_SECONDS, signal_after: 
 
 
 def judge(cls: str, argv: list[str], code: int | None, err: str, seconds: float, allowed: set[int] | None = None,
-          ) -> Outcome:
+          stdout: str = "") -> Outcome:
     out = Outcome(cls, argv, code, round(seconds, 3))
     if code is None:
         out.defects.append("hang")
         return out
-    if "Fatal Python error: init_import_site" in err:
+    silent_sigint = code == -signal.SIGINT and not err and not stdout  # before Python installs its handler
+    if silent_sigint or "Fatal Python error: init_" in err:
         # a signal while the interpreter itself starts (site, .pth files), before any kmc code
         # runs: recorded apart, it is not kmc's to handle
-        out.defects.append("interrupted in Python's own start-up")
+        out.defects.append(STARTUP)
         return out
     if "Traceback (most recent call last)" in err:
         out.defects.append("traceback")
@@ -436,8 +440,8 @@ def case_signal(ws: Workspace, rng: random.Random) -> Outcome:
     for _ in range(rng.choice((1, 2))):
         extra = ["--resume", ckpt] if os.path.exists(ckpt) else ["--checkpoint", ckpt]
         delay = rng.uniform(0.02, 2.5)
-        code, _, err, seconds = kmc([*argv, *extra], ws.root, signal_after=delay)
-        step = judge("signal", [*argv, *extra], code, err, seconds)
+        code, out, err, seconds = kmc([*argv, *extra], ws.root, signal_after=delay)
+        step = judge("signal", [*argv, *extra], code, err, seconds, stdout=out)
         outcome.defects += step.defects
         outcome.seconds += seconds
         outcome.code = code
@@ -511,14 +515,17 @@ def summarize(outcomes: list[Outcome]) -> dict[str, Any]:
         if not mine:
             continue
         kinds = Counter(d.split(" {")[0] for o in mine for d in o.defects)
+        python_startup = sum(1 for o in mine if o.defects == [STARTUP])
         by_class[cls] = {
             "cases": len(mine),
-            "defects": sum(1 for o in mine if o.defects),
+            "defects": sum(1 for o in mine if o.defects and o.defects != [STARTUP]),
+            "python_startup": python_startup,
             "defect_kinds": dict(kinds),
             "exit_codes": dict(sorted(Counter(str(o.code) for o in mine).items())),
             "max_seconds": max(o.seconds for o in mine),
         }
-    return {"cases": len(outcomes), "defects": sum(1 for o in outcomes if o.defects), "by_class": by_class}
+    return {"cases": len(outcomes), "defects": sum(1 for o in outcomes if o.defects and o.defects != [STARTUP]),
+            "python_startup": sum(1 for o in outcomes if o.defects == [STARTUP]), "by_class": by_class}
 
 
 def main() -> int:
@@ -533,10 +540,11 @@ def main() -> int:
     summary = summarize(outcomes)
     summary.update(seed=args.seed, seconds=args.seconds, load=os.getloadavg(),
                    defect_cases=[o.__dict__ for o in outcomes if o.defects][:200])
-    print(f"{'class':<12}{'cases':>7}{'defects':>9}  exit codes")
+    print(f"{'class':<12}{'cases':>7}{'defects':>9}{'py-start':>10}  exit codes")
     for cls, row in summary["by_class"].items():
-        print(f"{cls:<12}{row['cases']:>7}{row['defects']:>9}  {row['exit_codes']}  {row['defect_kinds'] or ''}")
-    print(f"{'all':<12}{summary['cases']:>7}{summary['defects']:>9}")
+        print(f"{cls:<12}{row['cases']:>7}{row['defects']:>9}{row['python_startup']:>10}  {row['exit_codes']}  "
+              f"{row['defect_kinds'] or ''}")
+    print(f"{'all':<12}{summary['cases']:>7}{summary['defects']:>9}{summary['python_startup']:>10}")
     if args.out:
         with open(args.out, "w") as f:
             json.dump(summary, f, indent=1)
