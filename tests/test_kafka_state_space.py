@@ -23,7 +23,7 @@ SMALL_B = ("records=2", "epochs=1", "crashes=0")
 # Restart waits for it, OffsetsForLeaderEpoch errors are retried, the ghosts ``reconciled`` and ``idle_cause``
 # tell log-matching pairs and stall causes apart, and truncation on fetch takes two steps.
 PINNED = {
-    "0.10.2": {SMALL_A: (3611, 11196, 28), SMALL_B: (4734, 14285, 24)},
+    "0.10.2": {SMALL_A: (3566, 11074, 26), SMALL_B: (4734, 14285, 24)},
     "0.11.0": {SMALL_A: (4494, 13878, 31), SMALL_B: (5224, 15684, 27)},
     "2.0.0": {SMALL_A: (4494, 13878, 31), SMALL_B: (5224, 15684, 27)},
     "2.0.1": {SMALL_A: (4575, 14115, 31), SMALL_B: (5288, 15874, 27)},

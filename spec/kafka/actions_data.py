@@ -243,7 +243,7 @@ class DataPlaneActions:
                 # before 2.1.0 a follower ahead of its leader halts the broker unless unclean election is on
                 # (0.10.2.2 ReplicaFetcherThread.handleOffsetOutOfRange: "Exiting because log truncation is
                 # not allowed", System.exit(1))
-                return self._crash_state(s.with_(network=network), i, leo, counted=False)
+                return self._crash_state(s.with_(network=network), i, leo)
             follower = truncate_broker(follower, m.hw, self._fix_10706)  # the leader's log ends before ours
         elif m.error == FENCED_LEADER_EPOCH and self._removes_on_fenced(m.epoch, follower):
             follower = follower.with_(fetch=NO_FETCHER, idle_cause=IDLE_FENCED)  # until the next LeaderAndIsr

@@ -298,7 +298,9 @@ class KafkaModel(ControlPlaneActions, DataPlaneActions, Model):
         b = s.brokers[i]
         add = out.append
         if not b.alive:
-            if s.controller.registered[i] == DEAD:  # the controller processed its death (else it is a Bounce)
+            # once the controller processed its death (else it is a Bounce); a broker that halted beyond the crash
+            # bound (a follower ahead of its leader before 2.1.0 exits on its own) stays down
+            if s.controller.registered[i] == DEAD and s.crashes <= self.max_crashes:
                 add((self._restart[i], self._restart_state(s, i)))
             return
         if b.pending_diverging:

@@ -28,9 +28,12 @@ _BROKERS, _CONTROLLER, _NETWORK = (KafkaState._fields.index(name) for name in ("
 ID_FIELDS = frozenset({"leader", "src", "dst"})
 SET_FIELDS = frozenset({"isr"})
 INDEXED_FIELDS = frozenset({"remote", "registered"})
+#: tuples whose first item is a broker id (or empty): a follower's pending diverging epoch names the leader
+#: that answered
+FIRST_ID_FIELDS = frozenset({"pending_diverging"})
 
 
-_ID, _SET, _INDEXED = 0, 1, 2
+_ID, _SET, _INDEXED, _FIRST_ID = 0, 1, 2, 3
 #: class -> ((field position, kind), ...) for its id-bearing fields; positions of the id-free fields
 _LAYOUT: dict[type, tuple[tuple[tuple[int, int], ...], tuple[int, ...]]] = {}
 
@@ -46,6 +49,8 @@ def _layout(cls: type) -> tuple[tuple[tuple[int, int], ...], tuple[int, ...]]:
                 bearing.append((position, _SET))
             elif name in INDEXED_FIELDS:
                 bearing.append((position, _INDEXED))
+            elif name in FIRST_ID_FIELDS:
+                bearing.append((position, _FIRST_ID))
             else:
                 free.append(position)
         found = _LAYOUT[cls] = (tuple(bearing), tuple(free))
@@ -64,6 +69,9 @@ def _rename_fields(value: tuple, perm: Perm) -> tuple:
                 items[position] = perm[old]
         elif kind == _SET:
             items[position] = rename(old, perm)
+        elif kind == _FIRST_ID:
+            if old:
+                items[position] = (perm[old[0]],) + old[1:]
         else:
             items[position] = reindex(old, perm)
     return _tuple_new(type(value), items)
