@@ -198,6 +198,14 @@ class DataPlaneActions:
         response = OffsetsResponse(OFFSETS_FOR_LEADER_EPOCH_RESPONSE, i, f, m.epoch, m.requested, error, answer_epoch, end)
         return s.with_(network=add_messages(network, response))
 
+    def _removes_on_fenced(self, request_epoch: int, follower: Broker) -> bool:
+        """Whether a FENCED_LEADER_EPOCH answer takes the partition out of the fetcher: 2.1.0+
+        (``onPartitionFenced``), and from 2.5.0 (``kafka-9654``) only if the request's epoch is still the
+        fetch state's (``onPartitionFenced(tp, requestEpoch)``; otherwise the partition is retried)."""
+        if not self._fenced_removes:
+            return False
+        return not self.features.kafka_9654 or request_epoch == follower.epoch
+
     # -- the follower applies the answers --------------------------------------------------------------------
     def _receive_fetch_state(self, s: KafkaState, m: FetchResponse) -> KafkaState:
         """ReceiveFetch (``AbstractFetcherThread.processFetchRequest``, under ``partitionMapLock``): dropped
@@ -232,8 +240,8 @@ class DataPlaneActions:
                 follower = follower.with_(pending_diverging=pending, hw=min(m.hw, leo))
         elif m.error == OFFSET_OUT_OF_RANGE and m.hw < leo:
             follower = truncate_broker(follower, m.hw, self._fix_10706)  # the leader's log ends before ours
-        elif m.error == FENCED_LEADER_EPOCH and self._fenced_removes:
-            follower = follower.with_(fetch=NO_FETCHER, idle_cause=IDLE_FENCED)  # 2.1.0: until the next LeaderAndIsr
+        elif m.error == FENCED_LEADER_EPOCH and self._removes_on_fenced(m.epoch, follower):
+            follower = follower.with_(fetch=NO_FETCHER, idle_cause=IDLE_FENCED)  # until the next LeaderAndIsr
         else:
             return s.with_(network=network)  # NOT_LEADER, UNKNOWN_LEADER_EPOCH, FENCED: retry after the back-off
         return with_broker(s, i, follower, network=network)
@@ -276,7 +284,7 @@ class DataPlaneActions:
         leo = len(follower.log)
         done = True
         if m.error != NONE:
-            if m.error == FENCED_LEADER_EPOCH and self._fenced_removes:
+            if m.error == FENCED_LEADER_EPOCH and self._removes_on_fenced(m.epoch, follower):
                 follower = follower.with_(fetch=NO_FETCHER, idle_cause=IDLE_FENCED)  # until the next LeaderAndIsr
                 return with_broker(s, i, follower, network=network)
             return s.with_(network=network)  # retried: the partition stays truncating
