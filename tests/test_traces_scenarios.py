@@ -19,19 +19,54 @@ def test_scenarios_are_shipped():
     assert len(SCENARIOS) >= 2
 
 
-@pytest.mark.parametrize("path", SCENARIOS, ids=os.path.basename)
-def test_scenario_reaches_its_expected_outcome_under_every_protocol(path):
+#: (file, release) -> why the model's replay differs from what that release's code does. Each scenario's ``expect``
+#: says what the release does; these cells are the model's known differences, reported to be fixed in the model
+#: (a strict xfail: once the model is fixed the cell passes and this entry must go)
+KNOWN_MODEL_DIFFERENCES = {
+    ("kip-101-scenario-2-divergence-after-both-crash.json", "2.0.0"):
+        "2.0.0's LeaderEpochFileCache.endOffsetFor answers UNDEFINED below the first cached epoch; the model answers "
+        "KAFKA-7415's (requested, start of the first epoch) in every KIP-279 row",
+    ("kip-279-scenario-3-unclean-kip-279.json", "2.0.0"):
+        "2.0.0's LeaderEpochFileCache.endOffsetFor answers UNDEFINED below the first cached epoch; the model answers "
+        "KAFKA-7415's (requested, start of the first epoch) in every KIP-279 row",
+}
+
+
+def _cells():
+    releases = list(get_model_info("kafka").protocols)
+    for path in SCENARIOS:
+        name = os.path.basename(path)
+        model_name = load_scenario(path).model
+        for protocol in (releases if model_name == "kafka" else list(get_model_info(model_name).protocols) or [None]):
+            reason = KNOWN_MODEL_DIFFERENCES.get((name, protocol))
+            marks = [pytest.mark.xfail(strict=True, reason=reason)] if reason else []
+            yield pytest.param(path, protocol, id=f"{name}-{protocol}", marks=marks)
+
+
+@pytest.mark.parametrize("path, protocol", list(_cells()))
+def test_scenario_reaches_its_expected_outcome_under_every_release(path, protocol):
     scenario = load_scenario(path)
-    protocols = list(get_model_info(scenario.model).protocols) or [None]
-    checked = 0
-    for protocol in protocols:
-        model = scenario_model(scenario, protocol)
-        result = replay_scenario(model, scenario)
-        expected = scenario.expectation(protocol)
-        assert expected is not None, f"{path}: no expectation for {protocol}"
-        assert result.matches(expected), f"{path} under {protocol}: {result.summary()}, expected {expected.describe()}"
-        checked += 1
-    assert checked == len(protocols)
+    model = scenario_model(scenario, protocol)
+    result = replay_scenario(model, scenario)
+    expected = scenario.expectation(protocol)
+    assert expected is not None, f"{path}: no expectation for {protocol}"
+    assert result.matches(expected), f"{path} under {protocol}: {result.summary()}, expected {expected.describe()}"
+
+
+def test_every_scenario_names_every_release_in_expect():
+    releases = list(get_model_info("kafka").protocols)
+    for path in SCENARIOS:
+        scenario = load_scenario(path)
+        if scenario.model == "kafka":
+            assert list(scenario.expect) == releases, path
+            assert scenario.source and scenario.description, path
+
+
+def test_known_model_differences_name_shipped_cells():
+    names = {os.path.basename(p) for p in SCENARIOS}
+    releases = set(get_model_info("kafka").protocols)
+    for name, release in KNOWN_MODEL_DIFFERENCES:
+        assert name in names and release in releases, (name, release)
 
 
 def test_kip_101_scenario_1_breaks_only_hw_truncation():
