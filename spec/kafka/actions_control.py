@@ -237,7 +237,7 @@ class ControlPlaneActions:
             return s.with_(network=network)  # an older epoch than the broker knows, or generation: ignored
         stale = b.stale or m.meant != b.incarnation
         if m.leader == i:
-            cache = assign(b.cache, m.epoch, len(b.log)) if self.features.kafka_7415 else b.cache
+            cache = assign(b.cache, m.epoch, len(b.log)) if self._7415 else b.cache
             nb = b.with_(cache=cache, leader=i, epoch=m.epoch, isr=m.isr, fetch=NO_FETCHER, remote=(-1,) * self.n,
                          stale=stale, reconciled=m.epoch, idle_cause=IDLE_NONE)
         elif b.leader == m.leader and b.fetch != NO_FETCHER and not self._restarts_truncation(b, m):

@@ -71,7 +71,7 @@ class DataPlaneActions:
         ident = s.produced + 1
         leo = len(leader.log)
         epoch = leader.epoch
-        cache = assign(leader.cache, epoch, leo) if epoch > latest_epoch(leader.cache) else leader.cache
+        cache = assign(leader.cache, epoch, leo, self._7415)
         appended = leader.with_(log=leader.log + (Record(epoch, ident),), cache=cache)
         add((self._produce[i], with_broker(s, i, appended, produced=ident)))
 
@@ -192,7 +192,7 @@ class DataPlaneActions:
         if error != NONE:
             answer_epoch, end = UNDEFINED, UNDEFINED
         elif self._kip279:
-            answer_epoch, end = end_offset_for(leader.cache, len(leader.log), m.requested)
+            answer_epoch, end = end_offset_for(leader.cache, len(leader.log), m.requested, self._7415)
         else:
             answer_epoch, end = UNDEFINED, end_offset_kip101(leader.cache, len(leader.log), m.requested)
         response = OffsetsResponse(OFFSETS_FOR_LEADER_EPOCH_RESPONSE, i, f, m.epoch, m.requested, error, answer_epoch, end)
@@ -230,8 +230,8 @@ class DataPlaneActions:
             return s.with_(network=network)  # KAFKA-18991: an answer to a request of an older leader epoch
         if m.error == NONE and m.diverging_epoch == UNDEFINED and m.diverging_offset == UNDEFINED:
             log = follower.log + m.records
-            follower = follower.with_(log=log, hw=min(m.hw, len(log)), cache=cache_after_append(follower.cache, log, leo),
-                                      reconciled=follower.epoch)
+            cache = cache_after_append(follower.cache, log, leo, self._7415)
+            follower = follower.with_(log=log, hw=min(m.hw, len(log)), cache=cache, reconciled=follower.epoch)
         elif m.error == NONE:
             pending = (m.src, m.epoch, m.diverging_epoch, m.diverging_offset)
             if self.features.kafka_14704:
@@ -289,7 +289,7 @@ class DataPlaneActions:
                 return with_broker(s, i, follower, network=network)
             return s.with_(network=network)  # retried: the partition stays truncating
         if self._kip279:
-            offset, done = follower_truncation(follower.cache, leo, follower.hw, m.answer_epoch, m.end_offset)
+            offset, done = follower_truncation(follower.cache, leo, follower.hw, m.answer_epoch, m.end_offset, self._7415)
         elif m.end_offset == UNDEFINED:
             offset = follower.hw  # 0.11: UNDEFINED_EPOCH_OFFSET falls back to the high watermark
         else:

@@ -32,32 +32,40 @@ def latest_epoch(cache: Cache) -> int:
     return cache[-1][0] if cache else UNDEFINED
 
 
-def assign(cache: Cache, epoch: int, offset: int) -> Cache:
-    """Register ``epoch`` starting at ``offset`` if it is newer than the latest cached epoch.
+def assign(cache: Cache, epoch: int, offset: int, kafka_7415: bool = True) -> Cache:
+    """``LeaderEpochFileCache.assign(epoch, offset)`` as each release does it.
 
-    As in Kafka 2.1+, entries starting at or after ``offset`` are dropped first (an epoch that a
-    leader registered but never wrote to is replaced by the next one starting at the same offset).
+    0.11.0 to 2.0.0: append (epoch, offset) only if the epoch is newer than the latest and the offset is
+    not below its start; anything else is ignored (``validateAndMaybeWarn``). 2.0.1+ (KAFKA-7415,
+    ``truncateAndAppend``): unless it repeats the latest entry (same epoch, offset not lower), drop every
+    entry whose epoch or start offset is not below the new one's, then append it: a lower epoch appended
+    after a higher one (a stale fetch answer) replaces the higher entry.
     """
-    if cache and epoch <= cache[-1][0]:
+    if not kafka_7415:
+        if cache and (epoch <= cache[-1][0] or offset < cache[-1][1]):
+            return cache
+        return cache + ((epoch, offset),)
+    if cache and cache[-1][0] == epoch and offset >= cache[-1][1]:
         return cache
-    while cache and cache[-1][1] >= offset:
-        cache = cache[:-1]
-    return cache + ((epoch, offset),)
+    kept = tuple([entry for entry in cache if entry[0] < epoch and entry[1] < offset])
+    return kept + ((epoch, offset),)
 
 
 def truncate_cache(cache: Cache, offset: int) -> Cache:
-    """``truncateFromEnd``: drop the epochs that start at or after ``offset``."""
+    """``truncateFromEnd`` (``clearAndFlushLatest`` before 2.0.1): drop the epochs that start at or after
+    ``offset``."""
     while cache and cache[-1][1] >= offset:
         cache = cache[:-1]
     return cache
 
 
-def cache_after_append(cache: Cache, log: Log, start: int) -> Cache:
-    """The cache after ``log[start:]`` was appended: every newer epoch in it is registered."""
+def cache_after_append(cache: Cache, log: Log, start: int, kafka_7415: bool = True) -> Cache:
+    """The cache after ``log[start:]`` was appended (``Log.append`` assigns each batch's epoch at its base
+    offset; one record per batch here)."""
     for offset in range(start, len(log)):
         epoch = log[offset].epoch
-        if not cache or epoch > cache[-1][0]:
-            cache = assign(cache, epoch, offset)
+        if not cache or epoch != cache[-1][0]:
+            cache = assign(cache, epoch, offset, kafka_7415)
     return cache
 
 
@@ -84,12 +92,13 @@ def end_offset_kip101(cache: Cache, leo: int, requested: int) -> int:
     return UNDEFINED
 
 
-def end_offset_for(cache: Cache, leo: int, requested: int) -> tuple[int, int]:
+def end_offset_for(cache: Cache, leo: int, requested: int, kafka_7415: bool = True) -> tuple[int, int]:
     """2.0+ ``endOffsetFor(requested)``: (largest epoch <= requested, its end offset).
 
     If ``requested`` is the latest epoch: (requested, LEO). If no epoch is above it (or the cache
-    is empty): (UNDEFINED, UNDEFINED). If every known epoch is above it: (requested, start offset
-    of the lowest epoch), as the seed's truncation section says.
+    is empty): (UNDEFINED, UNDEFINED). If every known epoch is above it: 2.0.1+ (KAFKA-7415)
+    answers (requested, start offset of the lowest epoch), as the seed's truncation section says;
+    2.0.0 answered (UNDEFINED, UNDEFINED) ("requested epoch < the first epoch cached").
     """
     if requested == UNDEFINED or not cache:
         return UNDEFINED, UNDEFINED
@@ -98,7 +107,9 @@ def end_offset_for(cache: Cache, leo: int, requested: int) -> tuple[int, int]:
     floor = UNDEFINED
     for epoch, start in cache:
         if epoch > requested:
-            return (requested if floor == UNDEFINED else floor), start
+            if floor == UNDEFINED:
+                return (requested, start) if kafka_7415 else (UNDEFINED, UNDEFINED)
+            return floor, start
         floor = epoch
     return UNDEFINED, UNDEFINED
 
@@ -143,7 +154,8 @@ def diverging_epoch(cache: Cache, leo: int, fetch_offset: int, last_epoch: int) 
     return None
 
 
-def follower_truncation(cache: Cache, leo: int, hw: int, leader_epoch: int, leader_end: int) -> tuple[int, bool]:
+def follower_truncation(cache: Cache, leo: int, hw: int, leader_epoch: int, leader_end: int,
+                        kafka_7415: bool = True) -> tuple[int, bool]:
     """The follower's side of an (epoch, end offset) answer (KIP-279 and truncate-on-fetch).
 
     Returns (truncation offset, done). If the follower knows ``leader_epoch`` it truncates to
@@ -155,7 +167,7 @@ def follower_truncation(cache: Cache, leo: int, hw: int, leader_epoch: int, lead
     """
     if leader_end == UNDEFINED:
         return min(hw, leo), True
-    epoch, end = end_offset_for(cache, leo, leader_epoch)
+    epoch, end = end_offset_for(cache, leo, leader_epoch, kafka_7415)
     if end == UNDEFINED:
         return min(leader_end, leo), True
     if epoch != leader_epoch:
