@@ -22,14 +22,7 @@ def test_scenarios_are_shipped():
 #: (file, release) -> why the model's replay differs from what that release's code does. Each scenario's ``expect``
 #: says what the release does; these cells are the model's known differences, reported to be fixed in the model
 #: (a strict xfail: once the model is fixed the cell passes and this entry must go)
-KNOWN_MODEL_DIFFERENCES = {
-    ("kip-101-scenario-2-divergence-after-both-crash.json", "2.0.0"):
-        "2.0.0's LeaderEpochFileCache.endOffsetFor answers UNDEFINED below the first cached epoch; the model answers "
-        "KAFKA-7415's (requested, start of the first epoch) in every KIP-279 row",
-    ("kip-279-scenario-3-unclean-kip-279.json", "2.0.0"):
-        "2.0.0's LeaderEpochFileCache.endOffsetFor answers UNDEFINED below the first cached epoch; the model answers "
-        "KAFKA-7415's (requested, start of the first epoch) in every KIP-279 row",
-}
+KNOWN_MODEL_DIFFERENCES: dict[tuple[str, str], str] = {}
 
 
 def _cells():
