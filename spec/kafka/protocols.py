@@ -214,21 +214,24 @@ def applicable_flags(features: Features) -> tuple[str, ...]:
 
 
 def resolve(protocol: str, overrides: Mapping[str, bool] | None = None) -> Features:
-    """The flags of ``protocol`` with ``overrides`` (flag name -> on/off) applied. A flag that does not
-    exist in the resulting release line (its mechanism is absent) is refused."""
+    """The flags of ``protocol`` with ``overrides`` (flag name -> on/off) applied. A flag switched on where
+    it does not exist in the resulting release line (its mechanism is absent) is refused."""
     if protocol not in PROTOCOLS:
         raise UsageError(f"unknown protocol {protocol!r}; known: {', '.join(PROTOCOLS)}")
     features = PROTOCOLS[protocol][1]
     changes = {}
-    named = []
+    switched_on = []
     for name, value in (overrides or {}).items():
         flag = canonical_flag(name)
         if flag not in FLAGS:
             raise UsageError(f"no feature flag {name!r}; flags: {', '.join(FLAGS)}")
         changes[_field_name(flag)] = bool(value)
-        named.append(flag)
+        if value:
+            switched_on.append(flag)
     resolved = replace(features, **changes)
-    for flag in named:
+    # a flag switched on where its mechanism is absent is refused (off is what it is there already, and what
+    # a saved trace's header says of every flag)
+    for flag in switched_on:
         if flag in REQUIRES and not REQUIRES[flag][1](resolved):
             raise UsageError(f"feature flag {flag!r} does not exist in {protocol} as configured: it needs "
                              f"{REQUIRES[flag][0]}; flags of {protocol}: {', '.join(applicable_flags(resolved))}")

@@ -17,9 +17,18 @@ def replace_broker(brokers: tuple[Broker, ...], i: int, broker: Broker) -> tuple
     return brokers[:i] + (broker,) + brokers[i + 1 :]
 
 
+_new = tuple.__new__
+if KafkaState._fields[0] != "brokers":
+    raise ImportError("spec.kafka.updates.with_broker expects brokers to be KafkaState's first field")
+
+
 def with_broker(s: KafkaState, i: int, broker: Broker, **changes: Any) -> KafkaState:
-    """``s`` with broker ``i`` replaced (and any other state fields changed)."""
-    return s.with_(brokers=replace_broker(s.brokers, i, broker), **changes)
+    """``s`` with broker ``i`` replaced (and any other state fields changed). The hot path of every action:
+    without other changes it builds the state directly (brokers is the first field, checked at import)."""
+    brokers = s.brokers[:i] + (broker,) + s.brokers[i + 1 :]
+    if not changes:
+        return _new(KafkaState, (brokers,) + s[1:])
+    return s.with_(brokers=brokers, **changes)
 
 
 def add_messages(network: tuple, *messages: Any) -> tuple:
