@@ -168,16 +168,18 @@ class ControlPlaneActions:
         return s.with_(network=add_messages(s.network, request))
 
     # -- crash, restart and bounce -------------------------------------------------------------------
-    def _crash_state(self, s: KafkaState, i: int, keep: int) -> KafkaState:
-        """Crash / CrashLosingTail: the broker dies and the controller sees it at once: its queued control
-        requests are dropped with its connections (a ControlledShutdown it sent is already with the
-        controller). The log, the epoch cache and the HW checkpoint survive (``keep`` records of the log)."""
+    def _crash_state(self, s: KafkaState, i: int, keep: int, counted: bool = True) -> KafkaState:
+        """Crash / CrashLosingTail: the broker dies; its queued control requests are dropped with its
+        connections (a ControlledShutdown it sent is already with the controller), and the controller
+        processes the death later. The log, the epoch cache and the HW checkpoint survive (``keep``
+        records of the log). ``counted``: a halt the protocol itself causes (a follower ahead of its
+        leader before 2.1.0) does not count against the crash bound."""
         kept = truncate_broker(s.brokers[i], keep)
         dead = kept.with_(alive=False, leader=-1, epoch=-1, isr=(), fetch=NO_FETCHER, remote=(), stopping=False,
                           reconciled=-1, idle_cause=IDLE_NONE, pending_diverging=())
         network = tuple([m for m in s.network if m.kind == CONTROLLED_SHUTDOWN or (m.dst != i and
                                                                                    (m.kind in CONTROL_KINDS or m.src != i))])
-        return with_broker(s, i, dead, network=network, crashes=s.crashes + 1)
+        return with_broker(s, i, dead, network=network, crashes=s.crashes + 1 if counted else s.crashes)
 
     def _reborn(self, b: Broker) -> Broker:
         """A new incarnation: log, epoch cache and HW checkpoint back; registered with a new broker epoch."""

@@ -239,6 +239,11 @@ class DataPlaneActions:
             else:  # before KAFKA-14704's fix: the leader's HW is taken before the divergent tail is truncated
                 follower = follower.with_(pending_diverging=pending, hw=min(m.hw, leo))
         elif m.error == OFFSET_OUT_OF_RANGE and m.hw < leo:
+            if not self._fencing and not self.features.unclean:
+                # before 2.1.0 a follower ahead of its leader halts the broker unless unclean election is on
+                # (0.10.2.2 ReplicaFetcherThread.handleOffsetOutOfRange: "Exiting because log truncation is
+                # not allowed", System.exit(1))
+                return self._crash_state(s.with_(network=network), i, leo, counted=False)
             follower = truncate_broker(follower, m.hw, self._fix_10706)  # the leader's log ends before ours
         elif m.error == FENCED_LEADER_EPOCH and self._removes_on_fenced(m.epoch, follower):
             follower = follower.with_(fetch=NO_FETCHER, idle_cause=IDLE_FENCED)  # until the next LeaderAndIsr

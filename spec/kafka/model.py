@@ -140,15 +140,40 @@ class KafkaModel(ControlPlaneActions, DataPlaneActions, Model):
 
     name = "kafka"
     family = "kafka"
-    #: ``kmc matrix``: the bounds each column is checked at (the data-plane columns at the defaults). The
-    #: control-plane columns need the actions their stories need and small data bounds: a bounce and a
-    #: controlled shutdown for KIP-380's (no-stale-control-request, no-bounce-stall); two epoch bumps with
-    #: the same leader for KAFKA-7786's (no-fence-stall)
+    #: ``kmc matrix``: the bounds each column is checked at; the others at the defaults (records=2, epochs=2,
+    #: crashes=1: KIP-101's lost commit, KAFKA-13141, KAFKA-14704, KAFKA-10706, KAFKA-18991's stale append).
+    #: Log Matching in its three forms at records=3 and no crash: KIP-279's scenario 1 (a preferred election
+    #: and a fast return) breaks 0.11.0 and, through 2.0.0's lookup, 2.0.0 (KAFKA-7415). The control-plane
+    #: columns need the actions their stories need and small data bounds: a bounce and a controlled
+    #: shutdown for KIP-380's (no-stale-control-request, no-bounce-stall); two epoch bumps with the same
+    #: leader for KAFKA-7786's (no-fence-stall)
     matrix_bounds = {
+        **{name: ("records=3", "crashes=0") for name in ("log-matching", "log-matching-all-pairs", "log-matching-raft")},
         "no-stale-control-request": ("records=1", "epochs=1", "crashes=0", "bumps=1", "shutdowns=1", "bounces=1"),
         "no-bounce-stall": ("records=1", "epochs=1", "crashes=0", "bumps=1", "shutdowns=1", "bounces=1"),
         "no-fence-stall": ("records=1", "epochs=2", "crashes=0", "bumps=2"),
     }
+    #: ``kmc matrix --bounds deep``: where rows that hold at the default bounds break with more room (run in
+    #: the benchmark with a time budget, not in CI): three brokers for KIP-320's motivation (a follower
+    #: truncating against a stale leader) and KAFKA-7128; four records for KAFKA-13207's story and KIP-279's
+    #: scenario 1 with more than one record in the returning leader's epoch; three epoch bumps for KAFKA-7786
+    #: after a retry; a crash with the control-plane actions
+    @staticmethod
+    def matrix_bound_sets() -> dict[str, dict[str, tuple[str, ...]]]:
+        deep_data = ("brokers=3", "records=1", "epochs=2", "crashes=1")
+        return {
+            "default": dict(KafkaModel.matrix_bounds),
+            "deep": {
+                **{name: ("records=4", "crashes=0") for name in ("log-matching", "log-matching-all-pairs",
+                                                                 "log-matching-raft")},
+                **{name: deep_data for name in ("committed-durable", "no-uncommitted-below-hw", "replica-sanity")},
+                "no-stale-control-request": ("records=1", "epochs=2", "crashes=1", "bumps=1", "shutdowns=1",
+                                             "bounces=1"),
+                "no-bounce-stall": ("records=1", "epochs=2", "crashes=1", "bumps=1", "shutdowns=1", "bounces=1"),
+                "no-fence-stall": ("records=1", "epochs=3", "crashes=0", "bumps=3"),
+            },
+        }
+
     #: extra rows of the default matrix: what-if rows with one switch changed (KAFKA-9654's fix taken out of
     #: the first truncate-on-fetch release; unclean election allowed in the newest)
     matrix_variants = (("2.8.0", ("kafka-9654=off",)), ("4.1.0", ("unclean=on",)))

@@ -164,8 +164,9 @@ RULES: tuple[Rule, ...] = (
     Rule("a follower ahead of the leader (OFFSET_OUT_OF_RANGE) truncates to the leader's LEO", "-", "0.10.2",
          "2.1.0 and later; before, only with unclean election on (otherwise the broker halts)",
          f"0.10.2.2 {_S}ReplicaFetcherThread.scala handleOffsetOutOfRange (System.exit when unclean is off)",
-         "actions_data._receive_fetch_state",
-         abstraction="before 2.1.0 with unclean off Kafka halts the broker instead; the model truncates in every release"),
+         "actions_data._receive_fetch_state (before 2.1.0 with unclean off: the broker halts, a crash that the crash "
+         "bound does not count)",
+         abstraction="the 2.1.0 change is tied to the KIP-320 flag leader-epoch-fencing (both arrived in 2.1.0)"),
     Rule("the controller elects the leader from the live ISR; a restarted broker is sent the current LeaderAndIsr",
          "-", "0.10.2", "every ZooKeeper release", f"0.10.2.2 {_K}PartitionLeaderSelector.scala "
          "OfflinePartitionLeaderSelector; KafkaController.onBrokerStartup", "actions_control._controller_actions, "

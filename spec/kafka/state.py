@@ -90,6 +90,10 @@ class Broker(NamedTuple):
     #: or (). The truncation is
     #: a separate step (``AbstractFetcherThread.truncateOnFetchResponse``, after the lock was released)
     pending_diverging: tuple[int, ...]
+    #: how traces show and exchange the fields (read by ``traces`` only; see ``KafkaState``)
+    GHOST_FIELDS = ("incarnation", "stale", "reconciled", "idle_cause")
+    SET_FIELDS = ("isr",)
+    MAP_FIELDS = ("remote",)
 
 
 class Controller(NamedTuple):
@@ -103,6 +107,8 @@ class Controller(NamedTuple):
     #: looking has a newer one until the controller processes the broker change, and a broker that died
     #: keeps its epoch here until the controller processes the failure
     registered: tuple[int, ...]
+    SET_FIELDS = ("isr",)
+    MAP_FIELDS = ("registered",)
 
 
 class LeaderAndIsr(NamedTuple):
@@ -113,6 +119,8 @@ class LeaderAndIsr(NamedTuple):
     isr: tuple[int, ...]
     broker_epoch: int  # KIP-380: the destination's broker epoch as the controller knows it
     meant: int  # ghost: the incarnation of the destination the sender meant
+    GHOST_FIELDS = ("meant",)
+    SET_FIELDS = ("isr",)
 
 
 class StopReplica(NamedTuple):
@@ -123,6 +131,7 @@ class StopReplica(NamedTuple):
     epoch: int  # the controller's leader epoch when sent: orders the channel (the broker does not read it)
     broker_epoch: int  # KIP-380: the destination's broker epoch as the controller knows it
     meant: int  # ghost: the incarnation of the destination the sender meant
+    GHOST_FIELDS = ("meant",)
 
 
 class ControlledShutdown(NamedTuple):
@@ -132,6 +141,7 @@ class ControlledShutdown(NamedTuple):
     src: int
     broker_epoch: int  # KIP-380: the sender's broker epoch
     incarnation: int  # ghost: the sender's incarnation
+    GHOST_FIELDS = ("incarnation",)
 
 
 class FetchRequest(NamedTuple):
@@ -190,6 +200,13 @@ class KafkaState(NamedTuple):
     losses: int  # control requests lost so far (bounded by max_losses)
     #: ghost: (offset, epoch, ident) of every record a leader's HW has passed, sorted
     committed: tuple[tuple[int, int, int], ...]
+    #: how traces show and exchange the fields (read by ``traces`` only, never by the checker):
+    #: ``kmc trace show`` hides bound counters and ghosts unless ``--all``; ITF writes a sorted tuple
+    #: that stands for a set as ``#set`` and a tuple indexed by broker id as ``#map``
+    BOOKKEEPING_FIELDS = ("produced", "crashes", "bumps", "shutdowns", "bounces", "losses")
+    GHOST_FIELDS = ("committed",)
+    SET_FIELDS = ("network", "committed")
+    MAP_FIELDS = ("brokers",)
 
 
 STATE_TYPES: tuple[type, ...] = (
@@ -211,19 +228,31 @@ def leo(broker: Broker) -> int:
     return len(broker.log)
 
 
+class _Keep:
+    """The default of every ``with_`` parameter: keep the field as it is."""
+
+    __slots__ = ()
+
+    def __repr__(self) -> str:
+        return "<unchanged>"
+
+
+_KEEP = _Keep()
+
+
 def _install_with(cls: type) -> None:
-    """Give ``cls`` a ``with_(**changes)``: a copy with the named fields changed, as ``_replace`` but
-    built positionally from a name -> position table (``_replace`` goes through a keyword dictionary
-    and Python-level ``_make``; this runs several times per successor). An unknown name is a KeyError."""
-    position = {name: i for i, name in enumerate(cls._fields)}
-    new = tuple.__new__
+    """Give ``cls`` a ``with_(**changes)``: a copy with the named fields changed, as ``_replace`` does.
 
-    def with_(self: tuple, **changes: object) -> tuple:
-        values = list(self)
-        for name, value in changes.items():
-            values[position[name]] = value
-        return new(cls, values)
-
+    It is generated once per class with one keyword-only parameter per field (default: keep it), so a call
+    binds its arguments in C and builds the tuple in one expression; ``_replace`` goes through a keyword
+    dictionary and Python-level ``_make``, and this runs several times per successor. An unknown name is a
+    TypeError, as for any function."""
+    fields = cls._fields
+    parameters = ", ".join(f"{name}=_KEEP" for name in fields)
+    values = ", ".join(f"self[{i}] if {name} is _KEEP else {name}" for i, name in enumerate(fields))
+    namespace = {"_KEEP": _KEEP, "_new": tuple.__new__, "cls": cls}
+    exec(f"def with_(self, *, {parameters}):\n    return _new(cls, ({values},))\n", namespace)  # noqa: S102
+    with_ = namespace["with_"]
     with_.__doc__ = f"A copy of this {cls.__name__} with the named fields changed."
     with_.__qualname__ = f"{cls.__name__}.with_"
     cls.with_ = with_
