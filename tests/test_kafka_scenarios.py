@@ -32,7 +32,7 @@ def section_31_steps(protocol: str) -> list:
     if protocol in ("kip-101", "kip-279"):
         steps += offsets_round(0, 1)
     elif protocol == "truncate-on-fetch":
-        steps += fetch(0, 1)
+        steps += [*fetch(0, 1), ("TruncateOnDivergingEpoch", {"follower": 0})]
     return steps
 
 
@@ -90,69 +90,83 @@ def test_kip279_scenario1_fixed_by_kip279(k: int) -> None:
 
 # -- KIP-279 scenario 3: fast leader fail-over with unclean leader election -------------------------
 def kip279_scenario3_steps(protocol: str) -> list:
-    steps = [("Crash", {"broker": 1}), ("ShrinkIsr", {"leader": 0, "follower": 1})]
-    # [epoch 0] write A:0, stop A, bring up B which becomes leader
+    """Each death is processed by the controller (a new epoch) before the next restart: the seed's epochs
+    0, 1, 2, 3 of the writes are the model's 1, 3, 5, 7."""
+    steps = [("Crash", {"broker": 1}), ("ProcessBrokerFailure", {"broker": 1}), deliver(0, 1)]  # B leaves the ISR
+    # [epoch 1] write A:0, stop A, bring up B which becomes leader
     steps += [("Produce", {"leader": 0}), ("AdvanceHighWatermark", {"leader": 0}), ("Crash", {"broker": 0})]
-    steps += [("Restart", {"broker": 1}), deliver(1, 0), ("UncleanLeaderElection", {"leader": 1}), deliver(1, 1)]
-    # [epoch 1] write B:0, stop B, bring up A which becomes leader
+    steps += [("ProcessBrokerFailure", {"broker": 0}), ("Restart", {"broker": 1}), deliver(1, 2)]
+    steps += [("UncleanLeaderElection", {"leader": 1}), deliver(1, 3)]
+    # [epoch 3] write B:0, stop B, bring up A which becomes leader
     steps += [("Produce", {"leader": 1}), ("AdvanceHighWatermark", {"leader": 1}), ("Crash", {"broker": 1})]
-    steps += [("Restart", {"broker": 0}), deliver(0, 1), ("UncleanLeaderElection", {"leader": 0}), deliver(0, 2)]
-    # [epoch 2] write A:1, stop A, bring up B which becomes leader
+    steps += [("ProcessBrokerFailure", {"broker": 1}), ("Restart", {"broker": 0}), deliver(0, 4)]
+    steps += [("UncleanLeaderElection", {"leader": 0}), deliver(0, 5)]
+    # [epoch 5] write A:1, stop A, bring up B which becomes leader
     steps += [("Produce", {"leader": 0}), ("AdvanceHighWatermark", {"leader": 0}), ("Crash", {"broker": 0})]
-    steps += [("Restart", {"broker": 1}), deliver(1, 2), ("UncleanLeaderElection", {"leader": 1}), deliver(1, 3)]
-    # [epoch 3] write B:1; bring up A
+    steps += [("ProcessBrokerFailure", {"broker": 0}), ("Restart", {"broker": 1}), deliver(1, 6)]
+    steps += [("UncleanLeaderElection", {"leader": 1}), deliver(1, 7)]
+    # [epoch 7] write B:1; bring up A
     steps += [("Produce", {"leader": 1}), ("AdvanceHighWatermark", {"leader": 1})]
-    steps += [("Restart", {"broker": 0}), deliver(0, 3)]
+    steps += [("Restart", {"broker": 0}), deliver(0, 7)]
     steps += offsets_round(0, 1)
-    if protocol == "kip-279":
-        steps += offsets_round(0, 1)  # B answered epoch 1, which A does not know: a second round
+    if protocol != "kip-101":
+        steps += offsets_round(0, 1)  # B answered epoch 3, which A does not know: a second round
     steps += fetch(0, 1)
     return steps
 
 
+SCENARIO_3 = ("records=4", "epochs=7", "crashes=4")
+
+
 def test_kip279_scenario3_breaks_kip101() -> None:
-    m = model("kip-101", "records=4", "epochs=3", "crashes=4", features=("unclean=on",))
+    m = model("kip-101", *SCENARIO_3, features=("unclean=on",))
     states = run_scenario(m, kip279_scenario3_steps("kip-101"))
     last = states[-1]
-    # B answered offset 1 (the start of epoch 3) for epoch 2: A kept A:0, which B never had
-    assert last.brokers[0].log == (Record(0, 1), Record(3, 4))
-    assert last.brokers[1].log == (Record(1, 2), Record(3, 4))
+    # B answered offset 1 (the start of epoch 7) for epoch 5: A kept A:0, which B never had
+    assert last.brokers[0].log == (Record(1, 1), Record(7, 4))
+    assert last.brokers[1].log == (Record(3, 2), Record(7, 4))
     assert not log_matching(last)
 
 
-def test_kip279_scenario3_fixed_by_kip279() -> None:
-    m = model("kip-279", "records=4", "epochs=3", "crashes=4", features=("unclean=on",))
-    states = run_scenario(m, kip279_scenario3_steps("kip-279"))
+@pytest.mark.parametrize("protocol", ["2.0.1", "2.2.0"])
+def test_kip279_scenario3_fixed_by_kip279_with_the_kafka_7415_lookup(protocol: str) -> None:
+    m = model(protocol, *SCENARIO_3, features=("unclean=on",))
+    states = run_scenario(m, kip279_scenario3_steps(protocol))
     after_first_round = states[-7]
-    assert idents(after_first_round, 0) == [1], "first round: B answers (epoch 1, offset 1); A truncates to 1"
+    assert idents(after_first_round, 0) == [1], "first round: B answers (epoch 3, offset 1); A truncates to 1"
     after_second_round = states[-4]
-    assert idents(after_second_round, 0) == [], "second round: nothing in common, A truncates to 0"
+    assert idents(after_second_round, 0) == [], "second round: B answers (1, 0) for epoch 1: A truncates to 0"
     last = states[-1]
     assert last.brokers[0].log == last.brokers[1].log
     assert log_matching(last)
-    # unclean election trades durability away: A:0 was committed in epoch 0 and is gone
+    # unclean election trades durability away: A:0 was committed in epoch 1 and is gone
     assert not committed_durable(last)
 
 
-# -- KIP-101's first scenario (KIP-279's scenario 2): a restart with a lagging HW ----------------
+# -- KIP-101's first scenario (KIP-279's scenario 2): a lagging HW, a bounce the controller missed ---------
 def kip101_restart_steps(protocol: str) -> list:
+    """A restart the controller processes takes the follower out of the ISR (it could not be elected), so the
+    follower bounces unseen and an epoch bump of the same leader makes the new incarnation a follower."""
     steps = [("Produce", {"leader": 0}), *fetch(1, 0), ("Produce", {"leader": 0})]
     steps += [("SendFetch", {"follower": 1, "leader": 0}), ("ServeFetch", {"leader": 0, "follower": 1})]
     steps += [("AdvanceHighWatermark", {"leader": 0}), ("ReceiveFetch", {"follower": 1, "leader": 0})]
     steps += [("SendFetch", {"follower": 1, "leader": 0}), ("ServeFetch", {"leader": 0, "follower": 1})]
     steps += [("AdvanceHighWatermark", {"leader": 0}), ("ReceiveFetch", {"follower": 1, "leader": 0})]
-    # follower (HW 1) restarts while the leader's HW is 2
-    steps += [("Crash", {"broker": 1}), ("Restart", {"broker": 1}), deliver(1, 0)]
+    # follower (HW 1) bounces while the leader's HW is 2; a reassignment bumps the epoch
+    steps += [("Bounce", {"broker": 1}), ("BumpLeaderEpoch", {"leader": 0}), deliver(1, 1)]
     if protocol != "hw-truncation":
         steps += offsets_round(1, 0)
     # the leader dies and the follower is elected
-    steps += [("Crash", {"broker": 0}), ("ElectLeader", {"leader": 1}), deliver(1, 1)]
+    steps += [("Crash", {"broker": 0}), ("ElectLeader", {"leader": 1}), deliver(1, 2)]
     return steps
 
 
+KIP_101_1 = ("bounces=1", "bumps=1", "crashes=1")
+
+
 def test_kip101_restart_scenario_loses_committed_data_before_kip101() -> None:
-    states = run_scenario(model("hw-truncation", "crashes=2"), kip101_restart_steps("hw-truncation"))
-    restarted = states[16]
+    states = run_scenario(model("hw-truncation", *KIP_101_1), kip101_restart_steps("hw-truncation"))
+    restarted = states[17]
     assert restarted.brokers[1].hw == 1 and restarted.brokers[0].hw == 2
     assert idents(restarted, 1) == [1], "the follower truncates the committed record to its own HW"
     assert not committed_durable(states[-1])
@@ -160,8 +174,8 @@ def test_kip101_restart_scenario_loses_committed_data_before_kip101() -> None:
 
 @pytest.mark.parametrize("protocol", ["kip-101", "kip-279"])
 def test_kip101_restart_scenario_fixed(protocol: str) -> None:
-    states = run_scenario(model(protocol, "crashes=2"), kip101_restart_steps(protocol))
-    assert idents(states[-1], 1) == [1, 2], "the leader answers offset 2 for epoch 1: no truncation"
+    states = run_scenario(model(protocol, *KIP_101_1), kip101_restart_steps(protocol))
+    assert idents(states[-1], 1) == [1, 2], "the leader answers offset 2 for epoch 0: no truncation"
     assert committed_durable(states[-1]) and log_matching(states[-1])
 
 
@@ -170,8 +184,10 @@ def kip101_lossy_steps(protocol: str) -> list:
     steps = [("Produce", {"leader": 0}), ("Produce", {"leader": 0}), *fetch(1, 0), *fetch(1, 0)]
     steps += [("AdvanceHighWatermark", {"leader": 0}), *fetch(1, 0)]  # both hold m1, m2 with HW 2
     steps += [("CrashLosingTail", {"broker": 1, "keep": 1}), ("Crash", {"broker": 0})]
-    steps += [("Restart", {"broker": 1}), deliver(1, 0), ("ElectLeader", {"leader": 1}), deliver(1, 1)]
-    steps += [("Produce", {"leader": 1}), ("Restart", {"broker": 0}), deliver(0, 1)]
+    # the controller processes the leader's death first (offline, ISR {1}), then broker 1's (the last ISR member)
+    steps += [("ProcessBrokerFailure", {"broker": 0}), ("ProcessBrokerFailure", {"broker": 1})]
+    steps += [("Restart", {"broker": 1}), ("ElectLeader", {"leader": 1}), deliver(1, 2), deliver(1, 3)]
+    steps += [("Produce", {"leader": 1}), ("Restart", {"broker": 0}), deliver(0, 3)]
     if protocol != "hw-truncation":
         steps += offsets_round(0, 1)
     steps += [*fetch(0, 1), ("SendFetch", {"follower": 0, "leader": 1}), ("ServeFetch", {"leader": 1, "follower": 0})]
@@ -180,15 +196,18 @@ def kip101_lossy_steps(protocol: str) -> list:
     return steps
 
 
+KIP_101_2 = ("records=3", "epochs=3", "crashes=2")
+
+
 def test_kip101_lossy_crash_diverges_before_kip101() -> None:
-    m = model("hw-truncation", "records=3", "crashes=2", features=("lossy-crash=on",))
+    m = model("hw-truncation", *KIP_101_2, features=("lossy-crash=on",))
     last = run_scenario(m, kip101_lossy_steps("hw-truncation"))[-1]
     assert idents(last, 0)[:2] == [1, 2] and idents(last, 1)[:2] == [1, 3]
     assert not log_matching(last)
 
 
 def test_kip101_lossy_crash_fixed_by_kip101() -> None:
-    m = model("kip-101", "records=3", "crashes=2", features=("lossy-crash=on",))
+    m = model("kip-101", *KIP_101_2, features=("lossy-crash=on",))
     last = run_scenario(m, kip101_lossy_steps("kip-101"))[-1]
     assert idents(last, 0) == idents(last, 1) == [1, 3]
     assert log_matching(last)

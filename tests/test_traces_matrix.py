@@ -178,8 +178,8 @@ def test_control_requests_are_drawn_between_the_controller_and_the_brokers():
     assert any("5. LeaderAndIsr(" in a and "broker_epoch=1" in a for a in arrows), "KIP-380's start-up handling"
     stall = to_mermaid(_scenario_run("kafka-7786", "kip-320").trace)
     assert "error=FENCED_LEADER_EPOCH" in stall and "handles OffsetsResponse FENCED_LEADER_EPOCH" in stall
-    assert "Note over controller: 7. BumpLeaderEpoch(leader=0)" not in stall  # it sends: arrows, not a note
-    assert any(a.strip().startswith("controller->>broker_0: 7. LeaderAndIsr(epoch=1") for a in _arrows(stall))
+    assert "Note over controller: 9. BumpLeaderEpoch(leader=0)" not in stall  # it sends: arrows, not a note
+    assert any(a.strip().startswith("controller->>broker_0: 9. LeaderAndIsr(epoch=2") for a in _arrows(stall))
 
 
 def test_a_crash_shows_the_messages_it_drops():

@@ -1,0 +1,168 @@
+"""Stories as tests: for each fix (a feature flag of the Kafka model), the story of its JIRA or KIP, shipped as a
+scenario in ``traces/scenarios``, replayed with the flag off (the invariant the story is about breaks, at the step the
+story says) and with it on (every step runs with every invariant holding, or the step the fix forbids is not
+enabled). Each story is replayed on the release that has the fix, with the flag switched off, and on the last release
+without it, with the flag switched on, so both directions are shown on real release lines.
+
+KAFKA-10706's harm is liveness, not safety: a follower whose cache keeps an epoch it registered as leader and never
+wrote in asks for that epoch forever (its next append would clean the cache: 2.0.1's ``assign`` replaces later
+entries, so no safety invariant breaks).
+
+Replays only (no search): the whole module runs in about a second. The liveness harm of KAFKA-10706 (a truncation
+that never completes) is checked on the few states reachable from the story's last state by healing actions.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+
+import pytest
+
+from invariants.kafka_control import HEALING, every_follower_reconciled
+from spec.kafka.protocols import FLAGS, RELEASES
+from traces.replay import replay, replay_scenario, scenario_model
+from traces.scenario import load_scenario
+
+SCENARIOS = os.path.join(os.path.dirname(__file__), "..", "traces", "scenarios")
+
+
+@dataclass(frozen=True)
+class Story:
+    flag: str
+    file: str
+    without: str  # a release replayed with the flag off (the bug shows): the first with the fix where it can
+    with_: str  # a release replayed with the flag on (the bug is gone): the last without the fix where it can
+    invariant: str  # what breaks with the flag off
+    step: int  # where it breaks
+    on: str  # with the flag on: "holds" or "blocked@N"
+    buggy_row: str | None = None  # a release row of the file without the fix by default, which breaks as flag-off
+
+
+STORIES = (
+    Story("offsets-for-leader-epoch", "kip-101-scenario-1-committed-data-lost.json", "0.11.0", "0.10.2",
+          "committed-durable", 13, "holds", "0.10.2"),
+    Story("epoch-in-response", "kip-279-scenario-1-n-eq-20-preferred-election-fast-return.json", "2.0.0", "0.11.0",
+          "log-matching", 31, "holds", "0.11.0"),
+    Story("kafka-7415", "kafka-7415-new-leader-without-its-epoch-in-the-cache.json", "2.0.1", "2.0.0",
+          "committed-durable", 34, "holds", "2.0.0"),
+    Story("kafka-7128", "kafka-7128-follower-joins-the-isr-below-the-epoch-start.json", "2.0.1", "2.0.0",
+          "committed-durable", 35, "blocked@32", "2.0.0"),
+    Story("kafka-7164", "kafka-7164-follower-misses-an-epoch-of-the-same-leader.json", "2.0.1", "2.0.0",
+          "log-matching", 26, "blocked@20", "2.0.0"),
+    Story("leader-epoch-fencing", "kafka-6880-zombie-replica-fenced-by-kip-320.json", "2.1.0", "2.0.1",
+          "log-matching-all-pairs", 30, "blocked@27", "2.0.1"),
+    Story("kafka-7786-fix", "kafka-7786-fenced-answer-stalls-the-follower.json", "2.1.1", "2.1.0",
+          "no-fence-stall", 15, "holds", "2.1.0"),
+    Story("reject-stale-broker-epoch", "kip-380-bounce-during-controlled-shutdown.json", "2.2.0", "2.1.1",
+          "no-stale-control-request", 4, "holds", "2.1.1"),
+    Story("reject-stale-shutdown", "kip-380-stale-controlled-shutdown.json", "2.2.0", "2.1.1",
+          "no-stale-control-request", 8, "blocked@8", "2.1.1"),
+    Story("detect-bounced-broker", "kip-380-fast-bounce-missed-by-the-controller.json", "2.2.0", "2.1.1",
+          "no-bounce-stall", 2, "holds", "2.1.1"),
+    Story("kafka-9654", "kafka-9654-stale-fenced-answer-removes-the-partition.json", "2.8.0", "2.8.0",
+          "no-fence-stall", 10, "holds"),
+    Story("kafka-13141", "kafka-13141-leader-counts-a-diverging-fetch-offset.json", "2.8.1", "2.8.0",
+          "committed-durable", 14, "blocked@10", "2.8.0"),
+    Story("kafka-13207", "kafka-13207-diverging-truncation-after-the-partition-left-the-fetcher.json", "2.8.1", "2.8.0",
+          "committed-durable", 22, "holds", "2.8.0"),
+    Story("kafka-14704", "kafka-14704-diverging-answer-hw-before-truncation.json", "3.4.1", "2.8.1",
+          "no-uncommitted-below-hw", 20, "holds", "2.8.1"),
+    Story("kafka-18991", "kafka-18991-stale-diverging-answer-after-leadership-returns.json", "4.1.0", "3.4.1",
+          "committed-durable", 28, "blocked@25", "3.4.1"),
+)
+
+#: flags whose story is a liveness harm (checked below on the state graph around the story's last state)
+LIVENESS_STORIES = {"kafka-10706-fix": "kafka-10706-truncation-never-completes.json"}
+
+#: flags with no story of their own, and why
+NO_STORY = {
+    "fenced-removes-partition": "the mechanism of KAFKA-7786's stall, told by the kafka-7786 story",
+    "truncate-on-fetch": "KAFKA-10554 changes how truncation happens, not whether a story breaks; its fix stories are "
+                         "KAFKA-13141, 13207, 14704 and 18991",
+    "unclean": "configuration (unclean.leader.election.enable), switched on by the KIP-279 scenario 3 files",
+    "lossy-crash": "a fault, switched on by KIP-101 scenario 2",
+}
+
+def _outcome(result) -> tuple:
+    if result.outcome == "violated":
+        return ("violated", result.invariant.name, result.step)
+    if result.outcome == "blocked":
+        return ("blocked", result.step)
+    return (result.outcome,)
+
+
+def _replay(story: Story, protocol: str, value: str):
+    scenario = load_scenario(os.path.join(SCENARIOS, story.file))
+    return replay_scenario(scenario_model(scenario, protocol, [f"{story.flag}={value}"]), scenario)
+
+
+def test_every_flag_has_a_story_or_a_reason():
+    told = {story.flag for story in STORIES} | set(LIVENESS_STORIES)
+    assert told.isdisjoint(NO_STORY)
+    assert told | set(NO_STORY) == set(FLAGS)
+
+
+@pytest.mark.parametrize("story", STORIES, ids=lambda s: s.flag)
+def test_the_bug_shows_with_the_flag_off(story: Story) -> None:
+    result = _replay(story, story.without, "off")
+    assert _outcome(result) == ("violated", story.invariant, story.step), result.summary()
+    assert result.explanation  # the replay says what broke, in words
+
+
+@pytest.mark.parametrize("story", STORIES, ids=lambda s: s.flag)
+def test_the_fix_holds_or_forbids_the_step(story: Story) -> None:
+    expected = ("holds",) if story.on == "holds" else ("blocked", int(story.on.split("@")[1]))
+    assert _outcome(_replay(story, story.without, "on")) == expected
+    # the release without the fix, given the flag alone, no longer breaks either (it may stop earlier: KIP-380's
+    # stale-request check without its bounce detection leaves the broker waiting for a LeaderAndIsr)
+    assert _outcome(_replay(story, story.with_, "on"))[0] in ("holds", "blocked")
+
+
+@pytest.mark.parametrize("story", STORIES, ids=lambda s: s.flag)
+def test_the_story_file_tells_the_same_history(story: Story) -> None:
+    """The file's own expectations agree: every release row with the fix holds or blocks, and a release row
+    without it breaks as the flag-off replay does (KAFKA-9654 has none: every release that truncates on fetch has
+    it; KIP-101's is 0.10.2, which its file shows as a violation too)."""
+    scenario = load_scenario(os.path.join(SCENARIOS, story.file))
+    assert story.flag.upper().replace("-FIX", "") in scenario.source.upper() or story.flag in (
+        "offsets-for-leader-epoch", "epoch-in-response", "leader-epoch-fencing", "reject-stale-broker-epoch",
+        "reject-stale-shutdown", "detect-bounced-broker")
+    for release in RELEASES:
+        if release.features.flag(story.flag):
+            assert scenario.expectation(release.name).outcome in ("holds", "blocked"), release.name
+    if story.buggy_row is not None:
+        buggy = scenario.expectation(story.buggy_row)
+        assert (buggy.outcome, buggy.invariant, buggy.step) == ("violated", story.invariant, story.step)
+
+
+# -- KAFKA-10706's liveness harm -----------------------------------------------------------------------------
+def _truncation_can_complete(protocol: str, fix: str) -> tuple[bool, int]:
+    """Replay the story, then search the states reachable from its last one by healing actions alone (deliveries,
+    fetches, truncation rounds) for one where every live follower reconciled with the leader in its epoch."""
+    scenario = load_scenario(os.path.join(SCENARIOS, LIVENESS_STORIES["kafka-10706-fix"]))
+    model = scenario_model(scenario, protocol, [f"kafka-10706-fix={fix}"])
+    start = replay(model, scenario.steps, invariants=[]).trace.steps[-1].state
+    seen, todo = {start}, [start]
+    while todo:
+        state = todo.pop()
+        if every_follower_reconciled(state):
+            return True, len(seen)
+        for action, successor in model.successors(state):
+            if action.name in HEALING and successor not in seen:
+                seen.add(successor)
+                todo.append(successor)
+    return False, len(seen)
+
+
+@pytest.mark.parametrize("protocol", ["2.0.1", "2.1.0", "2.2.0"])
+def test_kafka_10706_truncation_never_completes_without_the_fix(protocol: str) -> None:
+    stuck, states = _truncation_can_complete(protocol, "off")
+    assert not stuck and states == 3  # asks, is answered, truncates at its LEO: the same state again
+    assert _truncation_can_complete(protocol, "on")[0]
+
+
+def test_kafka_10706_liveness_story_breaks_no_safety_invariant():
+    scenario = load_scenario(os.path.join(SCENARIOS, "kafka-10706-truncation-never-completes.json"))
+    for protocol in ("2.0.1", "2.2.0"):
+        assert replay_scenario(scenario_model(scenario, protocol), scenario).outcome == "holds"
