@@ -72,11 +72,12 @@ def add_search_options(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--json", action="store_true", help="print one JSON object on stdout")
     parser.add_argument("--continue", dest="keep_going", action="store_true",
                         help="do not stop at the first violation: report the shortest trace of every violated invariant")
-    parser.add_argument("-deadlock", "--no-deadlock", dest="deadlock", action="store_false", default=True,
+    parser.add_argument("-deadlock", "--no-deadlock", dest="deadlock", action="store_false", default=None,
                         help="do not check for deadlock (as TLC's -deadlock): by default a reachable state with no "
-                             "successor is reported (exit 11)")
+                             "successor is reported (exit 11), unless the model says its bounds end in such states")
     parser.add_argument("--deadlock", dest="deadlock_flag", action="store_true",
-                        help="deprecated: deadlock is checked by default now, as in TLC")
+                        help="check for deadlock even for a model whose bounds end in states with nothing to do "
+                             "(kafka)")
     parser.add_argument("--coverage", action="store_true",
                         help="count the successors each action (with its parameters) generated and list the actions "
                              "that never fired (local engine)")
@@ -164,13 +165,14 @@ def search_options(args: argparse.Namespace, model: Model, progress: Any = None)
         if getattr(model, key, None) is not None:
             header[key] = getattr(model, key)
     checkpoint = args.checkpoint or args.resume
-    if args.deadlock_flag:
-        if not args.deadlock:
-            raise UsageError("--deadlock and -deadlock contradict each other; -deadlock (or --no-deadlock) turns the "
-                             "deadlock check off, it is on by default")
-        Console(stderr=True).print("kmc: warning: --deadlock is deprecated: deadlock is checked by default now, as in "
-                                   "TLC; drop it (-deadlock or --no-deadlock turns the check off)",
-                                   markup=False, highlight=False, soft_wrap=True)
+    if args.deadlock_flag and args.deadlock is False:
+        raise UsageError("--deadlock and -deadlock contradict each other; -deadlock (or --no-deadlock) turns the "
+                         "deadlock check off, --deadlock turns it on")
+    # TLC checks deadlock unless -deadlock; a model whose bounded runs end in states with nothing left to do
+    # (every record produced, a broker down past the crash bound) says so with deadlock_by_default = False
+    check_deadlock = True if args.deadlock_flag else args.deadlock
+    if check_deadlock is None:
+        check_deadlock = bool(getattr(model, "deadlock_by_default", True))
     if args.resume:
         require_input(args.resume, "checkpoint", "--resume")
     if args.coverage and (args.engine != "bfs" or args.workers > 1):
@@ -180,7 +182,7 @@ def search_options(args: argparse.Namespace, model: Model, progress: Any = None)
     return SearchOptions(
         invariants=select_invariants(model, args.invariant, args.property),
         stop_at_first=not args.keep_going,
-        check_deadlock=args.deadlock,
+        check_deadlock=check_deadlock,
         coverage=args.coverage,
         max_states=args.max_states,
         max_seconds=args.max_seconds,

@@ -106,8 +106,8 @@ def test_deadlock_is_checked_by_default_and_minus_deadlock_turns_it_off(capsys, 
     for off in ("-deadlock", "--no-deadlock"):
         code, out, _ = run(capsys, *base, off)
         assert code == 0 and json.loads(out)["verdict"] == "holds"
-    code, out, err = run(capsys, *base, "--deadlock")  # the old flag: still checks, says it is deprecated
-    assert code == 11 and "--deadlock is deprecated" in one_line(err)
+    code, out, err = run(capsys, *base, "--deadlock")  # explicit: checks
+    assert code == 11
     code, _, err = run(capsys, *base, "--deadlock", "-deadlock")
     assert code == 64 and "contradict" in one_line(err)
 
@@ -210,3 +210,13 @@ def test_check_writes_progress_lines_when_stderr_is_not_a_terminal(capsys, monke
     assert code == 0 and "Progress(" in err and "distinct states found" in err
     code, _, err = run(capsys, "check", "two-phase", "--const", "RM=3", "--quiet")
     assert err == ""
+
+
+def test_a_model_whose_bounds_end_in_idle_states_checks_deadlock_only_when_asked(capsys):
+    """The Kafka model's bounded runs end in states with nothing left to do (every record produced, a broker down
+    past the crash bound): deadlock is not checked unless --deadlock."""
+    base = ["check", "kafka", "--protocol", "4.1.0", "--const", "records=0", "--const", "epochs=0", "--json"]
+    code, out, _ = run(capsys, *base)
+    assert code == 0 and json.loads(out)["verdict"] == "holds"
+    code, out, _ = run(capsys, *base, "--deadlock")
+    assert code == 11 and json.loads(out)["violations"][0]["kind"] == "deadlock"

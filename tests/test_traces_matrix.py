@@ -32,9 +32,9 @@ from traces.scenario import load_scenario
 BUDGET = 75_000
 #: cells every run of the default matrix must find violated (each version's known bug)
 KNOWN = {
-    ("hw-truncation", "committed-durable"), ("hw-truncation", "log-matching"), ("kip-101", "log-matching"),
-    ("kip-279", "log-matching"), ("kip-320", "no-fence-stall"), ("kip-320", "no-stale-control-request"),
-    ("kip-380,kafka-7786-fix=off", "no-fence-stall"),
+    ("0.10.2", "committed-durable"), ("0.10.2", "log-matching"), ("2.1.0", "no-fence-stall"),
+    ("2.1.0", "no-stale-control-request"), ("2.0.1", "no-bounce-stall"), ("2.8.0", "committed-durable"),
+    ("2.8.1", "no-uncommitted-below-hw"), ("2.8.0,kafka-9654=off", "no-fence-stall"),
 }
 #: the message a request kind is drawn as, and the action that sends it
 MESSAGES = {"LeaderAndIsr": "LeaderAndIsr(", "StopReplica": "StopReplica(", "ControlledShutdown": "ControlledShutdown(",
@@ -88,7 +88,10 @@ def test_the_matrix_counterexamples_are_collected(violations):
         features = header["features"]
         assert isinstance(features, dict) and "kafka-7786-fix" in features and "leader-epoch-fencing" in features
         if "," in row:
-            assert header["row"] == row and features["kafka-7786-fix"] is False
+            assert header["row"] == row
+            for switch in row.split(",")[1:]:
+                name, value = switch.split("=")
+                assert features[name] is (value == "on"), (row, name)
 
 
 def test_every_counterexample_is_shown(violations):
@@ -100,8 +103,8 @@ def test_every_counterexample_is_shown(violations):
             assert str(step.action) in text, (row, v.invariant, step.action)
         assert f"Invariant {v.invariant} is violated in state {v.length + 1}" in text
         assert f"protocol {row.split(',')[0]}" in text
-        if "," in row:
-            assert "with kafka-7786-fix=off" in text
+        for flag in row.split(",")[1:]:
+            assert flag in text, (row, "the trace header names the switched flag")
 
 
 def test_every_counterexample_reads_back_identical_from_itf(violations, tmp_path):
