@@ -12,7 +12,6 @@ from __future__ import annotations
 import gc
 import os
 import time
-from dataclasses import dataclass, field
 from itertools import compress, count, islice
 from operator import itemgetter, not_
 from typing import Any
@@ -25,6 +24,7 @@ from checker.search import (
     ActionTable,
     Progress,
     SearchOptions,
+    SearchState,
     budget_reason,
     rebuild_trace,
     uses_bounds,
@@ -32,7 +32,7 @@ from checker.search import (
     validate_initial,
     verdict_of,
 )
-from checker.visited import FingerprintSet, ParentLog
+from checker.visited import FingerprintSet
 from spec.model import Model
 
 _CHECK_EVERY = 8192  # successors between two looks at the clock
@@ -74,24 +74,6 @@ class BudgetExceeded(Exception):
     def __init__(self, reason: str) -> None:
         super().__init__(reason)
         self.reason = reason
-
-
-@dataclass
-class SearchState:
-    """Everything needed to continue a search from a level boundary (what a checkpoint holds)."""
-
-    visited: FingerprintSet = field(default_factory=FingerprintSet)
-    log: ParentLog = field(default_factory=ParentLog)
-    actions: ActionTable = field(default_factory=ActionTable)
-    frontier: list[Any] = field(default_factory=list)
-    frontier_base: int = 0  # global index of frontier[0]
-    depth: int = 0
-    generated: int = 0
-    elapsed: float = 0.0
-    #: invariant name -> global index of its first (shortest) violating state
-    found: dict[str, int] = field(default_factory=dict)
-    deadlock: int | None = None
-    edges: list[tuple[int, int, int]] | None = None
 
 
 def rss_mb() -> float:
@@ -367,10 +349,6 @@ def check(model: Model, options: SearchOptions | None = None) -> CheckResult:
 
 
 def run_engine(model: Model, options: SearchOptions, engine_options: Any = None) -> CheckResult:
-    """The default engine; ``--workers N`` with N > 1 runs the multi-process engine instead."""
-    workers = getattr(engine_options, "workers", 1) or 1
-    if workers > 1:
-        from checker import parallel
-
-        return parallel.check(model, options, workers)
+    """The single-process engine (``--workers`` is read by ``checker.parallel.run_default_engine``,
+    which the ``bfs`` engine name points at, so that this module does not import the parallel one)."""
     return check(model, options)

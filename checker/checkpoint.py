@@ -9,19 +9,16 @@ bytes and the frontier encoded with the model's own codec, never pickle.
 from __future__ import annotations
 
 import os
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import msgpack
 import numpy as np
 
 from checker.codec import Codec
 from checker.errors import BadFileError, WrongModelError
-from checker.search import ActionTable, SearchOptions
+from checker.search import ActionTable, SearchOptions, SearchState
 from checker.visited import FingerprintSet, ParentLog
 from spec.model import Action, Model
-
-if TYPE_CHECKING:
-    from checker.bfs import SearchState
 
 MAGIC = "kmc-checkpoint"
 FORMAT = 1
@@ -72,8 +69,6 @@ def _array(payload: dict[str, Any], key: str, dtype: Any) -> np.ndarray:
 
 
 def load(path: str, model: Model, options: SearchOptions) -> SearchState:
-    from checker.bfs import SearchState
-
     try:
         with open(path, "rb") as f:
             payload = msgpack.unpackb(f.read(), raw=False, strict_map_key=False)

@@ -61,7 +61,8 @@ def add_search_options(parser: argparse.ArgumentParser) -> None:
                         help="memory budget in MB (default 80%% of RAM; then: undetermined and a checkpoint)")
     parser.add_argument("--symmetry", action="store_true", help="reduce by symmetry over interchangeable ids")
     parser.add_argument("--engine", default="bfs", help="search engine: " + ", ".join(engines.ENGINES))
-    parser.add_argument("--workers", type=_positive_int, default=1, help="worker processes (parallel engine)")
+    parser.add_argument("--workers", type=_workers, default=1,
+                        help="worker processes (N or auto: one a core); N > 1 runs the parallel engine")
     parser.add_argument("--master", default="local[*]", help="Spark master URL (spark engine)")
     parser.add_argument("--spark-threshold", type=int, default=None, metavar="N",
                         help="spark engine: run levels locally while the frontier has fewer than N states (default 10000)")
@@ -80,6 +81,16 @@ def _positive_int(text: str) -> int:
     if value <= 0:
         raise argparse.ArgumentTypeError(f"expected a positive integer, not {text!r}")
     return value
+
+
+def _workers(text: str) -> int:
+    """``--workers``: a positive count, or ``auto`` (0: one a core, decided by the engine)."""
+    if text == "auto":
+        return 0
+    try:
+        return _positive_int(text)
+    except argparse.ArgumentTypeError:
+        raise argparse.ArgumentTypeError(f"expected a positive integer or auto, not {text!r}") from None
 
 
 def _positive_float(text: str) -> float:
@@ -216,6 +227,9 @@ def print_summary(console: Console, result: CheckResult) -> None:
         f"engine {result.engine}, {result.workers} worker{'s' if result.workers != 1 else ''}"
         f"{', symmetry' if result.symmetry else ''})."
     )
+    if "serial_share" in result.extra:  # the parallel engine's own measure of what did not run in parallel
+        console.print(f"Serial share {result.extra['serial_share']:.2%} of the CPU time: Amdahl's law predicts "
+                      f"{result.extra['amdahl_speedup']['16']}x on 16 cores.", highlight=False)
 
 
 def engine_extra(args: argparse.Namespace) -> dict[str, Any]:

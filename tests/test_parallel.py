@@ -117,7 +117,72 @@ def test_time_budget_is_undetermined():
 
 
 def test_workers_option_of_the_default_engine_runs_in_parallel():
-    from checker.engines import EngineOptions
+    from checker.engines import EngineOptions, get_engine
 
-    result = bfs.run_engine(TwoPhase(3), SearchOptions(invariants=INVARIANTS), EngineOptions(workers=2))
+    result = get_engine("bfs")(TwoPhase(3), SearchOptions(invariants=INVARIANTS), EngineOptions(workers=2))
     assert result.engine == "parallel" and result.distinct_states == 288
+
+
+@pytest.mark.parametrize("workers", [1, 4])
+def test_any_worker_count_gives_the_same_parent_log(workers):
+    """One worker (the sharded engine alone) and more workers than cores: same log as bfs."""
+    model = TwoPhase(4, commit_guard=False)
+    options = SearchOptions(invariants=INVARIANTS, stop_at_first=False)
+    single = bfs.check(model, options)
+    multi = parallel.ParallelBFS(model, options, workers).run()
+    assert multi.workers == workers
+    _same(single, multi)
+
+
+def test_serial_share_is_measured_and_gives_amdahl_predictions():
+    result = parallel.check(TwoPhase(5), SearchOptions(invariants=INVARIANTS), 2)
+    share = result.extra["serial_share"]
+    assert 0.0 < share < 1.0
+    assert len(result.extra["worker_cpu_seconds"]) == 2
+    predicted = result.extra["amdahl_speedup"]
+    assert predicted["16"] == round(parallel.amdahl_speedup(share, 16), 2)
+    assert 1.0 < predicted["2"] <= predicted["16"] <= predicted["64"] <= 64
+
+
+def test_amdahl_law():
+    assert parallel.amdahl_speedup(0.0, 16) == 16
+    assert parallel.amdahl_speedup(1.0, 16) == 1
+    assert round(parallel.amdahl_speedup(0.05, 16), 2) == 9.14
+
+
+def test_fingerprint_owners_spread_evenly():
+    fps = np.arange(0, 40_000 * 7919, 7919, dtype=np.int64)  # regular fingerprints, the worst case for a modulo
+    for workers in (2, 3, 16):
+        counts = np.bincount(parallel.owner_of(fps, workers), minlength=workers)
+        assert counts.min() > 0.9 * fps.size / workers
+
+
+def test_auto_workers_use_the_cores_there_are(monkeypatch):
+    from checker.engines import EngineOptions, get_engine
+
+    monkeypatch.setattr(parallel, "available_cores", lambda: 3)
+    assert parallel.resolve_workers(0) == 3 and parallel.resolve_workers(2) == 2
+    result = get_engine("bfs")(TwoPhase(3), SearchOptions(invariants=INVARIANTS), EngineOptions(workers=0))
+    assert result.engine == "parallel" and result.workers == 3 and result.distinct_states == 288
+
+
+def test_engines_import_no_circle():
+    """bfs and checkpoint never import the parallel engine; checkpoint does not import bfs."""
+    import ast
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parents[1] / "checker"
+
+    def imported(name):
+        tree = ast.parse((root / f"{name}.py").read_text())
+        found = set()
+        for node in ast.walk(tree):
+            if isinstance(node, ast.ImportFrom) and node.module:
+                found.add(node.module)
+                found.update(f"{node.module}.{alias.name}" for alias in node.names)
+            elif isinstance(node, ast.Import):
+                found.update(alias.name for alias in node.names)
+        return found
+
+    assert not {"checker.parallel", "checker.bfs"} & imported("checkpoint")
+    assert "checker.parallel" not in imported("bfs")
