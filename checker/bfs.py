@@ -87,6 +87,8 @@ def rss_mb() -> float:
 
 
 MEMORY_BUDGET = "memory budget"
+#: share of the memory budget past which the parent log is kept on disk
+SPILL_AT = 0.5
 DEFAULT_CHECKPOINT_DIR = "kmc-checkpoints"
 
 
@@ -153,6 +155,7 @@ class LocalBFS:
                 if reason:
                     break
                 self._expand_level(st)
+                self._spill_if_needed(st)
                 st.elapsed = time.monotonic() - self._started
                 if opts.checkpoint_path and time.monotonic() - last_checkpoint >= opts.checkpoint_every:
                     ckpt.save(opts.checkpoint_path, self.model, opts, st)
@@ -172,6 +175,14 @@ class LocalBFS:
         elapsed = time.monotonic() - self._started
         self._report(st, elapsed, force=True)
         return self._result(st, elapsed, reason, checkpoint_file)
+
+    def _spill_if_needed(self, st: SearchState) -> None:
+        """Past ``SPILL_AT`` of the memory budget the parent log goes to disk and the run goes on;
+        only if memory still runs out does it stop (undetermined, with a checkpoint)."""
+        if st.log.spilled or rss_mb() <= self.memory_budget * SPILL_AT:
+            return
+        where = os.path.dirname(os.path.abspath(self.options.checkpoint_path)) if self.options.checkpoint_path else None
+        st.log.spill(where)
 
     def _should_stop(self, st: SearchState) -> bool:
         if not self.options.stop_at_first:
