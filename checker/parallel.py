@@ -107,10 +107,20 @@ def _rss_mb_of(pids: list[int]) -> float:
     return total / 2**20
 
 
+_SHM_MIN_FREE = 2**30  # /dev/shm is used for the exchanges only with this much room (containers give 64 MB)
+
+
 def _exchange_dir() -> str:
-    """A private directory for the level's exchanges: in memory (/dev/shm) where there is one."""
+    """A private directory for the level's exchanges (16 bytes a successor a level, deleted as read):
+    in memory (/dev/shm) where there is room, else the temporary directory."""
     shm = "/dev/shm"
-    base = shm if os.path.isdir(shm) and os.access(shm, os.W_OK) else None
+    base = None
+    try:
+        stats = os.statvfs(shm)
+        if os.access(shm, os.W_OK) and stats.f_bavail * stats.f_frsize >= _SHM_MIN_FREE:
+            base = shm
+    except OSError:
+        pass
     return tempfile.mkdtemp(prefix="kmc-exchange-", dir=base)
 
 
