@@ -2,7 +2,7 @@
 
     python3 bench/memory_bench.py                       # kafka kip-320, 3 brokers, 1 record, 1 epoch, no crash
     python3 bench/memory_bench.py --const RM=8 --model two-phase --protocol ''
-    python3 bench/memory_bench.py --json out.json
+    python3 bench/memory_bench.py --out /tmp/memory.json   # elsewhere than bench/results.json
 
 Each run builds the model, notes its resident set, runs the search and reports the growth of the
 peak resident set (``ru_maxrss``, so the transient peaks count) divided by the distinct states.
@@ -73,7 +73,8 @@ def main() -> int:
     parser.add_argument("--protocol", default=KAFKA_475K[2])
     parser.add_argument("--modes", default="memory,spill,parallel")
     parser.add_argument("--workers", type=int, default=2)
-    parser.add_argument("--json", help="write the results here")
+    parser.add_argument("--out", default=os.path.join(ROOT, "bench", "results.json"),
+                        help="JSON file the figures are merged into (key memory_per_state)")
     parser.add_argument("--child", help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.child:
@@ -96,9 +97,14 @@ def main() -> int:
         return 1
     report = {"model": args.model, "consts": consts, "protocol": args.protocol, "load_before": load,
               "load_after": os.getloadavg(), "runs": rows}
-    if args.json:
-        with open(args.json, "w") as f:
-            json.dump(report, f, indent=1)
+    data = {}
+    if os.path.exists(args.out):
+        with open(args.out) as f:
+            data = json.load(f)
+    data["memory_per_state"] = report
+    with open(args.out, "w") as f:
+        f.write(json.dumps(data, indent=2) + "\n")
+    print(f"figures merged into {args.out} (memory_per_state)")
     return 0
 
 

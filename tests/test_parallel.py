@@ -186,3 +186,13 @@ def test_engines_import_no_circle():
 
     assert not {"checker.parallel", "checker.bfs"} & imported("checkpoint")
     assert "checker.parallel" not in imported("bfs")
+
+
+def test_command_line_workers_auto_and_bad_value(capsys):
+    from checker.cli import main
+
+    assert main(["check", "two-phase", "--const", "RM=3", "--workers", "auto"]) == 0
+    out = capsys.readouterr().out
+    assert "engine parallel" in out and "Serial share" in out and "16 cores" in out
+    assert main(["check", "two-phase", "--workers", "many"]) == 64
+    assert "positive integer or auto" in capsys.readouterr().err
