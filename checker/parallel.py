@@ -58,6 +58,7 @@ import numpy as np
 from checker import checkpoint as ckpt
 from checker.bfs import (
     MEMORY_BUDGET,
+    SPILL_AT,
     BudgetExceeded,
     LocalBFS,
     budget_checkpoint_path,
@@ -560,6 +561,9 @@ class ParallelBFS(LocalBFS):
         if not self._pending_levels:
             return
         replies = self._call_all([("take_log",)] * self.workers)
+        if not st.log.spilled and _rss_mb_of(self._pids) > self.memory_budget * SPILL_AT:
+            st.log.spill(os.path.dirname(os.path.abspath(self.options.checkpoint_path))
+                         if self.options.checkpoint_path else None)
         for level in range(self._pending_levels):
             for w, (_, segments) in enumerate(replies):
                 fps, parents, acts = segments[level]

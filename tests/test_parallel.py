@@ -196,3 +196,30 @@ def test_command_line_workers_auto_and_bad_value(capsys):
     assert "engine parallel" in out and "Serial share" in out and "16 cores" in out
     assert main(["check", "two-phase", "--workers", "many"]) == 64
     assert "positive integer or auto" in capsys.readouterr().err
+
+
+def test_parent_log_gathered_to_disk_past_half_the_budget(monkeypatch):
+    model = TwoPhase(4, commit_guard=False)
+    options = SearchOptions(invariants=INVARIANTS, stop_at_first=False)
+    monkeypatch.setattr(parallel, "SPILL_AT", 0.0)
+    engine = parallel.ParallelBFS(model, options, 2)
+    seen = {}
+    original = engine._result
+
+    def capture(st, *args):
+        seen["spilled"] = st.log.spilled
+        seen["log"] = [a.tolist() for a in st.log.arrays()]
+        return original(st, *args)
+
+    engine._result = capture
+    multi = engine.run()
+    single_engine = bfs.LocalBFS(model, options)
+    original_single = single_engine._result
+
+    def capture_single(st, *args):
+        seen["single_log"] = [a.tolist() for a in st.log.arrays()]
+        return original_single(st, *args)
+
+    single_engine._result = capture_single
+    _same(single_engine.run(), multi)
+    assert seen["spilled"] and seen["log"] == seen["single_log"]
