@@ -154,7 +154,10 @@ class _WorkerBFS(LocalBFS):
             raise BudgetExceeded(f"time budget of {self.options.max_seconds:g} s ran out at depth {st.depth}")
         if now - self._last_rss >= 0.2:
             self._last_rss = now
-            if _rss_mb_of(self.pids) > self.memory_budget:
+            rss = _rss_mb_of(self.pids)
+            if rss > self.memory_budget * SPILL_AT:
+                self.under_pressure = True  # the level dictionary sheds visited successors more often
+            if rss > self.memory_budget:
                 raise BudgetExceeded(f"{MEMORY_BUDGET} of {self.memory_budget:.0f} MB ran out at depth {st.depth}")
 
 

@@ -131,3 +131,40 @@ def test_a_run_past_half_its_memory_budget_spills_and_gives_the_same_result(monk
         plain.verdict, plain.distinct_states, plain.states_generated, plain.depth)
     assert [(v.invariant, v.trace.steps) for v in spilled.violations] == [
         (v.invariant, v.trace.steps) for v in plain.violations]
+
+
+def test_under_memory_pressure_the_level_dictionary_sheds_visited_states_more_often(monkeypatch):
+    """Past SPILL_AT the engine prunes at _PRUNE_AT_UNDER_PRESSURE: same counts and parent log."""
+    model = TwoPhase(5, commit_guard=False)
+    options = SearchOptions(invariants=INVARIANTS, stop_at_first=False)
+
+    original_drop = bfs._drop_visited
+
+    def run():
+        engine = bfs.LocalBFS(model, options)
+        seen = {}
+        original_result = engine._result
+
+        def capture(st, *args):
+            seen["log"] = [a.tolist() for a in st.log.arrays()]
+            seen["pressure"] = engine.under_pressure
+            return original_result(st, *args)
+
+        def counting_drop(*args):
+            seen["drops"] = seen.get("drops", 0) + 1
+            return original_drop(*args)
+
+        engine._result = capture
+        monkeypatch.setattr(bfs, "_drop_visited", counting_drop)
+        return engine.run(), seen
+
+    monkeypatch.setattr(bfs, "_CHECK_EVERY", 64)
+    plain, plain_seen = run()
+    monkeypatch.setattr(bfs, "SPILL_AT", 0.0)
+    monkeypatch.setattr(bfs, "_PRUNE_AT_UNDER_PRESSURE", 64)
+    pressed, pressed_seen = run()
+    assert pressed_seen["pressure"] and not plain_seen["pressure"]
+    assert pressed_seen.get("drops", 0) > plain_seen.get("drops", 0)
+    assert pressed_seen["log"] == plain_seen["log"]
+    assert (pressed.distinct_states, pressed.states_generated, pressed.depth) == (
+        plain.distinct_states, plain.states_generated, plain.depth)
