@@ -14,11 +14,13 @@ round's command and adds up a few numbers per worker (the level's synchronisatio
 1. *expand*: each worker expands its part in order and keeps the first occurrence of each
    successor fingerprint in a level dictionary (as ``checker.bfs`` does), then sends every entry's
    fingerprint and key (``worker << 40 | position in the dictionary``) straight to the entry's
-   owner, through a file per (sender, owner) pair in a private shared-memory directory;
-* 2. *dedup*: each owner keeps, per fingerprint, the smallest key (keys grow with the global order
-   of the parents, so this is the first occurrence in the single-process engine's frontier
-   order, whatever the worker count), drops the fingerprints its shard has visited, and sends
-   each winning key back to the worker that generated it;
+   owner, through a file per (sender, owner) pair in a private directory (in /dev/shm when it has
+   room);
+2. *dedup*: each owner keeps, per fingerprint, the smallest key (parts are consecutive in the
+   global order and each dictionary is in discovery order, so the smallest key is the first
+   occurrence in the single-process engine's frontier order, whatever the worker count), drops
+   the fingerprints its shard has visited, and sends each winning key back to the worker that
+   generated it;
 3. *commit*: each worker keeps its winning entries, in key order, as its part of the next
    frontier. The children of part ``w`` come before those of part ``w + 1`` in the global order,
    so the parent only needs each worker's count to number the level: the parent log (every
