@@ -338,7 +338,8 @@ class _Worker:
         return ("states", self.part)
 
     def do_stats(self) -> tuple:
-        return ("stats", time.process_time())  # CPU seconds of this worker since the fork
+        # CPU seconds of this worker since the fork, and the out-degrees of the states it expanded
+        return ("stats", time.process_time(), self.engine._degrees)
 
 
 class ParallelBFS(LocalBFS):
@@ -412,6 +413,10 @@ class ParallelBFS(LocalBFS):
             self._save(st, path)
             checkpoint_file = path
         self._gather_log(st)
+        stats = self._call_all([("stats",)] * self.workers)
+        for _, _, degrees in stats:  # the out-degrees of the states each worker expanded
+            for degree, states in degrees.items():
+                self._degrees[degree] = self._degrees.get(degree, 0) + states
         elapsed = time.monotonic() - self._started
         st.frontier = []
         result = self._result(st, elapsed, reason, checkpoint_file)
@@ -419,7 +424,7 @@ class ParallelBFS(LocalBFS):
         result.workers = self.workers
         # how the work was shared: on a machine whose cores are busy with other work the wall time
         # says little, the CPU seconds of each worker say how well the level was split
-        result.extra["worker_cpu_seconds"] = [round(r[1], 3) for r in self._call_all([("stats",)] * self.workers)]
+        result.extra["worker_cpu_seconds"] = [round(r[1], 3) for r in stats]
         return result
 
     def _add_serial_share(self, result: CheckResult, parent_cpu: float, wall: float) -> None:
@@ -430,6 +435,9 @@ class ParallelBFS(LocalBFS):
         result.extra["serial_share"] = round(share, 5)
         result.extra["parent_busy_wall_share"] = round(max(0.0, wall - self._waiting) / wall, 5) if wall > 0 else 1.0
         result.extra["amdahl_speedup"] = {str(n): round(amdahl_speedup(share, n), 2) for n in (2, 16, 64)}
+
+    def _distinct_so_far(self, st: SearchState) -> int:
+        return getattr(self, "_distinct", len(st.log))  # the log is gathered from the workers at the end
 
     def _queue(self) -> int:
         return sum(self._sizes)

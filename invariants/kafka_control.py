@@ -17,7 +17,20 @@ no-fence-stall
     no state for the partition; and no Fetch or OffsetsForLeaderEpoch (or answer) between it and
     anyone is in flight. Nothing can then give it a fetcher state again but a new decision of the
     controller: KAFKA-7786's "will not fetch until the next LeaderAndIsr". Every broker holds a
-    replica, so every broker is in the assignment.
+    replica, so every broker is in the assignment. no-fence-stall counts only stalls whose cause is
+    fencing: the fetcher dropped the partition on a FENCED_LEADER_EPOCH answer (the ghost
+    ``idle_cause``), so a version without fencing cannot break it.
+
+no-bounce-stall
+    The same stall, caused by a restart the controller never followed with a LeaderAndIsr: a bounce
+    so fast that the controller missed it (KIP-380's motivation, "the broker is never told what to
+    replicate"). Expected to break before KIP-380's bounced-broker detection and to hold with it.
+
+truncation-completes
+    A liveness property on the state graph: from every reachable state where leadership is settled, a
+    state where every live follower that is not shutting down has reconciled with the leader in its
+    epoch (appended from a fetch answer after its truncation) is reachable by healing actions alone.
+    It catches a truncation that never completes (an OffsetsForLeaderEpoch round that keeps asking).
 
 no-fence-stall-liveness
     The same as a liveness property on the state graph: from every reachable state where leadership
@@ -33,7 +46,16 @@ from __future__ import annotations
 from invariants.base import LIVENESS, Invariant
 from invariants.kafka_durability import current_leader as settled_leader  # alive, applied the current epoch
 from invariants.registry import register
-from spec.kafka.state import CONTROLLED_SHUTDOWN, DATA_KINDS, FETCHING, LEADER_AND_ISR, NO_FETCHER, STOP_REPLICA
+from spec.kafka.state import (
+    CONTROLLED_SHUTDOWN,
+    DATA_KINDS,
+    FETCHING,
+    IDLE_FENCED,
+    IDLE_RESTARTED,
+    LEADER_AND_ISR,
+    NO_FETCHER,
+    STOP_REPLICA,
+)
 
 
 # -- no-stale-control-request -------------------------------------------------------------------------
@@ -78,13 +100,16 @@ def _controller_pending(state, i: int) -> bool:
     return False
 
 
-def stalled_followers(state) -> list[int]:
+def stalled_followers(state, cause: int | None = None) -> list[int]:
+    """The stalled followers (of ``cause``, an ``IDLE_*`` value, when given)."""
     leader = settled_leader(state)
     if leader < 0 or _controller_pending(state, leader):
         return []
     out = []
     for i, b in enumerate(state.brokers):
         if i == leader or not b.alive or b.stopping or b.fetch != NO_FETCHER:
+            continue
+        if cause is not None and b.idle_cause != cause:
             continue
         if _controller_pending(state, i):
             continue
@@ -95,34 +120,52 @@ def stalled_followers(state) -> list[int]:
 
 
 def no_fence_stall(state) -> bool:
-    return not stalled_followers(state)
+    return not stalled_followers(state, IDLE_FENCED)
 
 
-def _explain_stall(state) -> str:
-    stalled = stalled_followers(state)
+def no_bounce_stall(state) -> bool:
+    return not stalled_followers(state, IDLE_RESTARTED)
+
+
+def _explain_stall(state, cause: int, why: str) -> str:
+    stalled = stalled_followers(state, cause)
     if not stalled:
         return "no follower is stalled"
     i = stalled[0]
     b = state.brokers[i]
     ctrl = state.controller
-    return (f"broker {i} (epoch {b.epoch}) has no fetcher state for the partition and nothing in flight that could give "
-            f"it one, while broker {ctrl.leader} leads epoch {ctrl.epoch}: it waits for a LeaderAndIsr that will not come")
+    return (f"broker {i} (epoch {b.epoch}) has no fetcher state for the partition since {why}, and nothing in flight "
+            f"could give it one, while broker {ctrl.leader} leads epoch {ctrl.epoch}: it waits for a LeaderAndIsr that "
+            f"will not come")
 
 
 NO_FENCE_STALL = register(
     "kafka",
     Invariant(
         "no-fence-stall",
-        "a live follower never ends with no fetcher state and nothing in flight that could give it one",
+        "a live follower whose fetcher dropped the partition on FENCED_LEADER_EPOCH is never left with nothing that "
+        "could give it a fetcher state again (KAFKA-7786)",
         no_fence_stall,
-        explain=_explain_stall,
+        explain=lambda state: _explain_stall(state, IDLE_FENCED, "a FENCED_LEADER_EPOCH answer removed it"),
+    ),
+)
+
+NO_BOUNCE_STALL = register(
+    "kafka",
+    Invariant(
+        "no-bounce-stall",
+        "a restarted broker is never left with no fetcher state and no LeaderAndIsr coming (KIP-380: a bounce the "
+        "controller missed)",
+        no_bounce_stall,
+        explain=lambda state: _explain_stall(state, IDLE_RESTARTED, "it restarted"),
     ),
 )
 
 
 # -- the liveness form ----------------------------------------------------------------------------------
 HEALING = frozenset({
-    "DeliverLeaderAndIsr", "DeliverStopReplica", "SendFetch", "ServeFetch", "ReceiveFetch", "SendOffsetsForLeaderEpoch",
+    "DeliverLeaderAndIsr",
+    "TruncateOnDivergingEpoch", "DeliverStopReplica", "SendFetch", "ServeFetch", "ReceiveFetch", "SendOffsetsForLeaderEpoch",
     "ServeOffsetsForLeaderEpoch", "ReceiveOffsetsForLeaderEpoch", "TruncateToHighWatermark", "ProcessBrokerChange",
 })
 
@@ -157,6 +200,41 @@ NO_FENCE_STALL_LIVENESS = register(
         explain=_explain_liveness,
         premise=lambda state: settled_leader(state) >= 0,
         goal=every_follower_fetches,
+        healing=lambda action: action.name in HEALING,
+    ),
+)
+
+
+def every_follower_reconciled(state) -> bool:
+    """Every live follower that is not shutting down reconciled with the controller's leader in its epoch."""
+    ctrl = state.controller
+    for i, b in enumerate(state.brokers):
+        if i == ctrl.leader or not b.alive or b.stopping:
+            continue
+        if b.leader != ctrl.leader or b.epoch != ctrl.epoch or b.reconciled != ctrl.epoch:
+            return False
+    return True
+
+
+def _explain_truncation(state) -> str:
+    ctrl = state.controller
+    lagging = [i for i, b in enumerate(state.brokers) if i != ctrl.leader and b.alive and not b.stopping
+               and (b.leader != ctrl.leader or b.epoch != ctrl.epoch or b.reconciled != ctrl.epoch)]
+    return (f"leadership is settled (broker {ctrl.leader}, epoch {ctrl.epoch}) but from here no delivery, fetch or "
+            f"truncation lets broker(s) {lagging} finish truncating and append from the leader")
+
+
+TRUNCATION_COMPLETES = register(
+    "kafka",
+    Invariant(
+        "truncation-completes",
+        "from every state with a settled leader, every live follower can finish its truncation and append from the "
+        "leader in its epoch by healing actions alone (state graph)",
+        None,
+        kind=LIVENESS,
+        explain=_explain_truncation,
+        premise=lambda state: settled_leader(state) >= 0,
+        goal=every_follower_reconciled,
         healing=lambda action: action.name in HEALING,
     ),
 )

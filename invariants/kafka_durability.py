@@ -63,3 +63,43 @@ COMMITTED_DURABLE = register(
         explain=_explain,
     ),
 )
+
+
+# -- no-uncommitted-below-hw ------------------------------------------------------------------------------
+def _first_exposed(state) -> tuple[int, int] | None:
+    committed = set(state.committed)
+    for i, b in enumerate(state.brokers):
+        if not b.alive:
+            continue
+        for offset in range(min(b.hw, len(b.log))):
+            record = b.log[offset]
+            if (offset, record.epoch, record.ident) not in committed:
+                return i, offset
+    return None
+
+
+def no_uncommitted_below_hw(state) -> bool:
+    return _first_exposed(state) is None
+
+
+def _explain_exposed(state) -> str:
+    found = _first_exposed(state)
+    if found is None:
+        return "every record below a live replica's HW is committed"
+    i, offset = found
+    b = state.brokers[i]
+    record = b.log[offset]
+    return (f"broker {i} has HW {b.hw} over record {record.ident} of epoch {record.epoch} at offset {offset}, which no "
+            f"leader's HW ever passed: a reader of broker {i} may see it, and it may still be truncated")
+
+
+NO_UNCOMMITTED_BELOW_HW = register(
+    "kafka",
+    Invariant(
+        "no-uncommitted-below-hw",
+        "every record below a live replica's HW is committed (a leader's HW passed it): what a reader of that replica "
+        "may see below its HW is durable (KAFKA-14704)",
+        no_uncommitted_below_hw,
+        explain=_explain_exposed,
+    ),
+)

@@ -60,6 +60,19 @@ class ModelInfo:
     default_protocol: str | None = None
     #: feature flags that ``--feature NAME=on|off`` may switch, with descriptions
     features: Mapping[str, str] = field(default_factory=dict)
+    #: the rule table (``kmc list --rules``): ``rules(protocol or None)`` -> rows of column -> text, each
+    #: row with at least "rule", "release", "ticket", "source"; "on" says whether the protocol has it
+    rules: Callable[[str | None], list[dict[str, str]]] | None = None
+    #: other names a protocol version answers to (older names kept so saved traces still replay) -> version
+    protocol_aliases: Mapping[str, str] = field(default_factory=dict)
+
+    def has_protocol(self, name: str) -> bool:
+        return name in self.protocols or name in self.protocol_aliases
+
+    def protocol_names(self) -> str:
+        """The known protocol names, for an error message."""
+        aliases = ", ".join(f"{a} (= {t})" for a, t in self.protocol_aliases.items())
+        return ", ".join(self.protocols) + (f"; aliases: {aliases}" if aliases else "")
 
 
 _MODELS: dict[str, ModelInfo] = {}
@@ -137,8 +150,7 @@ def build_model(
         raise UsageError(f"model {info.name} has no protocol versions; drop --protocol")
     if info.protocols:
         protocol = protocol or info.default_protocol
-        if protocol not in info.protocols:
-            known = ", ".join(info.protocols)
-            raise UsageError(f"unknown protocol {protocol!r} for model {info.name}; known: {known}")
+        if not info.has_protocol(protocol):
+            raise UsageError(f"unknown protocol {protocol!r} for model {info.name}; known: {info.protocol_names()}")
         return info.build(constants, protocol=protocol, features=features)
     return info.build(constants)

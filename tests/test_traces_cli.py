@@ -54,6 +54,37 @@ def test_show_kafka_draws_broker_logs(capsys, kafka_trace_file):
     assert code == 64 and "no broker 7" in one_line_error(err)
 
 
+def test_show_hides_ghosts_and_counters_unless_all(capsys, kafka_trace_file):
+    """Issue 14: bound counters and ghost variables are bookkeeping; the legend names what is hidden."""
+    code, out, _ = run(capsys, "trace", "show", kafka_trace_file)
+    body = [line for line in out.splitlines() if "legend:" not in line]
+    legend = " ".join(line for line in out.splitlines() if "legend:" in line)
+    assert code == 0 and "hidden (--all shows them): bound counters produced, crashes" in legend
+    assert "ghost variables committed; incarnation, stale, reconciled, idle_cause of Broker" in legend
+    assert "eE:R = record R written in leader epoch E" in legend and "brokers are numbered 0, 1" in legend
+    assert not any(re.match(r"\s+(produced|crashes|committed)\b", line) for line in body)
+    assert not any("incarnation" in line or "meant=" in line or ".stale" in line for line in body)
+    assert any(re.match(r"\s+brokers\[0\]\.log: ", line) for line in body)
+    code, out, _ = run(capsys, "trace", "show", kafka_trace_file, "--all")
+    assert code == 0 and re.search(r"produced: 0 -> 1", out) and "brokers[0].incarnation = 0" in out
+    assert "hidden (--all" not in out and re.search(r"meant=0", out) and "brokers[0].log = []" not in out
+    code, out, _ = run(capsys, "trace", "show", kafka_trace_file, "--full")
+    assert "brokers[0].log = []" in out and "produced = 0" not in out
+    code, out, _ = run(capsys, "trace", "show", kafka_trace_file, "--no-legend")
+    assert "legend:" not in out
+
+
+def test_show_numbers_replicas_as_the_model_does(capsys, tmp_path):
+    """The TLA+ reference models number replicas from 1: variables are indexed by replica id, as in TLA+."""
+    code, out, _ = run(capsys, "check", "tla:Kip101", "--const", "Replicas=2", "--const", "LogSize=2", "--const",
+                       "MaxRecords=2", "--const", "MaxLeaderEpoch=2", "--invariant", "StrongIsr", "--json",
+                       "--trace-dir", tmp_path)
+    assert code == 12
+    code, out, _ = run(capsys, "trace", "show", json.loads(out)["violations"][0]["trace_file"])
+    assert code == 0 and "replica_state[1]." in out and "replica_state[2]." in out and "replica_state[0]" not in out
+    assert "brokers are numbered 1, 2" in out
+
+
 def test_export_to_every_format_reads_back_identical(capsys, tmp_path, kafka_trace_file):
     from traces.io import load_trace
 

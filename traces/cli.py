@@ -1,10 +1,11 @@
 """``kmc trace``: show, export, replay, draw and explain counterexample traces.
 
-    kmc trace show FILE [--full] [--broker N] [--no-logs]
+    kmc trace show FILE [--all] [--full] [--broker N] [--no-logs] [--no-legend]
     kmc trace export FILE --to itf|json|msgpack [-o OUT]
     kmc trace replay FILE [--protocol V] [--feature FLAG=on|off] [--const NAME=VALUE] [--all-protocols] [--json]
     kmc trace diagram FILE [--format mermaid|dot|svg] [-o OUT]
-    kmc trace graph MODEL [--const ..] [--protocol V] [--feature ..] [--max-states N] [--trace FILE] [-o OUT]
+    kmc trace graph MODEL [--const ..] [--protocol V] [--feature ..] [--max-states N] [--trace FILE] [--format dot|svg]
+                          [-o OUT]
     kmc trace explain FILE
 
 FILE is a trace in any format kmc writes (``.json``, ``.itf.json``, ``.msgpack``); ``replay`` also
@@ -34,7 +35,12 @@ _SUFFIX = {"json": ".json", "itf": ".itf.json", "msgpack": ".msgpack"}
 def _add_file_options(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("file", help="a trace file (.json, .itf.json, .msgpack)")
     parser.add_argument("--model", dest="expect_model", metavar="NAME",
-                        help="fail (exit 66) unless the trace is of this model")
+                        help="fail (exit 66) unless the trace is of this model; for an ITF trace written by "
+                             "Apalache or Quint, the model it is of")
+    parser.add_argument("--protocol", help="for an ITF trace written by another tool: the protocol version "
+                                           "(default: the model's default)")
+    parser.add_argument("--const", action="append", default=[], metavar="NAME=VALUE",
+                        help="for an ITF trace written by another tool: a constant of the model")
 
 
 def add_parser(subparsers: Any) -> None:
@@ -49,6 +55,9 @@ def add_parser(subparsers: Any) -> None:
     show.add_argument("--full", action="store_true", help="every variable of every state, changes highlighted")
     show.add_argument("--broker", type=int, metavar="N", help="only what concerns broker N")
     show.add_argument("--no-logs", action="store_true", help="do not draw the per-broker logs")
+    show.add_argument("--all", action="store_true",
+                      help="also show ghost variables and bound counters (hidden by default; the legend names them)")
+    show.add_argument("--no-legend", action="store_true", help="do not print the legend of abbreviations")
     show.set_defaults(func=cmd_show)
 
     export = sub.add_parser("export", help="write the trace in another format (ITF JSON, our JSON, msgpack)")
@@ -75,10 +84,13 @@ def add_parser(subparsers: Any) -> None:
     diagram.add_argument("-o", "--output", metavar="OUT", help="write to a file instead of stdout")
     diagram.set_defaults(func=cmd_diagram)
 
-    graph = sub.add_parser("graph", help="the explored state graph of a small run, as Graphviz DOT")
+    graph = sub.add_parser("graph", help="the explored state graph of a small run (DOT or SVG): each state with the "
+                                         "action that reached it and a short summary")
     add_model_options(graph)
     graph.add_argument("--max-states", type=int, default=2000, help="refuse runs with more distinct states (default 2000)")
     graph.add_argument("--trace", metavar="FILE", help="highlight this trace's path")
+    graph.add_argument("--format", choices=("dot", "svg"), default="dot",
+                       help="DOT source (default), or SVG laid out by Graphviz's dot program (exit 69 without it)")
     graph.add_argument("-o", "--output", metavar="OUT", help="write to a file instead of stdout")
     graph.set_defaults(func=cmd_graph)
 
@@ -93,6 +105,13 @@ def _usage(parser: argparse.ArgumentParser) -> int:
 
 
 def _load(args: argparse.Namespace) -> tuple[Trace, Any]:
+    from traces.io import read_document
+
+    if args.protocol or args.const:
+        if read_document(args.file).header.get("model"):
+            raise UsageError("--protocol and --const are for ITF traces written by another tool; this trace names its "
+                             "own configuration (use 'kmc trace replay --protocol' to replay it under another)")
+        return load_trace(args.file, model_name=args.expect_model, protocol=args.protocol, constants=args.const)
     return load_trace(args.file, model_name=args.expect_model)
 
 
@@ -117,7 +136,8 @@ def cmd_show(args: argparse.Namespace) -> int:
         known = [v.broker for v in views] if views else None
         if known is not None and args.broker not in known:
             raise UsageError(f"no broker {args.broker} in this trace; brokers: {', '.join(map(str, known))}")
-    print_trace(Console(), trace, full=args.full, broker=args.broker, logs=not args.no_logs)
+    print_trace(Console(), trace, full=args.full, broker=args.broker, logs=not args.no_logs, show_hidden=args.all,
+                show_legend=not args.no_legend)
     return 0
 
 
@@ -160,7 +180,8 @@ def cmd_explain(args: argparse.Namespace) -> int:
 def cmd_graph(args: argparse.Namespace) -> int:
     from checker.cli import model_from_args
     from invariants.registry import for_family
-    from traces.graph import explore, highlight_path, state_graph, to_dot
+    from traces.diagram import render_svg_with_graphviz
+    from traces.graph import explore, highlight_path, label_states, state_graph, to_dot
 
     model = model_from_args(args)
     result = explore(model, for_family(model.family).values(), max_states=args.max_states)
@@ -170,7 +191,9 @@ def cmd_graph(args: argparse.Namespace) -> int:
     if args.trace:
         trace, _ = load_trace(args.trace, model=model, model_name=model.name)
         highlight_path(graph, [hash(s) for s in trace.states])
-    _write(to_dot(graph, model.name), args.output)
+    label_states(graph, model)
+    source = to_dot(graph, model.name)
+    _write(render_svg_with_graphviz(source) if args.format == "svg" else source, args.output)
     return 0
 
 

@@ -19,6 +19,7 @@ Events are derived from the steps, by data rather than code per action:
 from __future__ import annotations
 
 import html
+import textwrap
 from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -26,6 +27,7 @@ from typing import Any
 
 from traces.render import fmt, is_message
 from traces.trace import Trace
+from traces.values import hidden_fields
 from traces.views import broker_views, named
 
 CONTROLLER = "controller"
@@ -43,7 +45,7 @@ ACTOR_RULES: dict[str, str] = {
     "TMAbort": "TM",
     "TMRcvPrepared": "TM",
 }
-#: parameters naming the broker (or resource manager) that acts, in order of preference
+#: parameters that name a broker (or a resource manager); the first of them in an action's parameters acts
 ACTOR_PARAMS = ("broker", "follower", "leader", "replica", "rm", "newLeader")
 #: models without a network: action -> (sender, receiver, label); templates use the parameters
 MESSAGE_RULES: dict[str, tuple[str, str, str]] = {
@@ -83,9 +85,11 @@ def _network(state: Any) -> tuple | None:
 
 
 def _message_label(message: Any) -> str:
+    """``FetchRequest(epoch=1, offset=0, last_epoch=-1)``: sender and receiver are the arrow's ends; ghost
+    fields (``GHOST_FIELDS`` of the message type) are left out."""
     kind = type(message)
-    fields = [f"{k}={fmt(named(kind, k, v))}" for k, v in zip(message._fields, message, strict=True)
-              if k not in _HIDDEN_FIELDS]
+    hidden = _HIDDEN_FIELDS | hidden_fields(kind)
+    fields = [f"{k}={fmt(named(kind, k, v))}" for k, v in zip(message._fields, message, strict=True) if k not in hidden]
     return f"{kind.__name__}({', '.join(fields)})"
 
 
@@ -137,11 +141,13 @@ def _changed_broker(before: Any, after: Any) -> Any:
 
 
 def _actor(action: Any, before: Any, after: Any, broker_word: str) -> str:
+    """The participant that acts: the controller for a controller action, else the broker named by the
+    action's first broker parameter (a model lists the actor first: ``ShrinkIsr(leader, follower)`` is the
+    leader's, ``SendFetch(follower, leader)`` the follower's), else the broker whose state changed."""
     if action.name in ACTOR_RULES:
         return ACTOR_RULES[action.name]
-    for key in ACTOR_PARAMS:
-        value = action.param(key)
-        if value is not None:
+    for key, value in action.params:
+        if key in ACTOR_PARAMS:
             return _participant("RM" if key == "rm" else broker_word, value)
     changed = _changed_broker(before, after)
     return _participant(broker_word, changed) if changed is not None else "system"
@@ -186,6 +192,9 @@ def events(trace: Trace) -> list[Event]:
 
 
 def participants(trace: Trace, evs: Sequence[Event]) -> list[str]:
+    """The lanes, left to right: the controller (or any participant without a number, such as a
+    two-phase TM, in order of appearance), then the numbered ones by kind and id: every broker of
+    the model in id order, then resource managers ``RM 0``, ``RM 1``, ..."""
     names: list[str] = []
     views = broker_views(trace.initial)
     if any(CONTROLLER in (e.src, e.dst) for e in evs) or views:
@@ -196,7 +205,13 @@ def participants(trace: Trace, evs: Sequence[Event]) -> list[str]:
         for name in (e.src, e.dst):
             if name and name not in names:
                 names.append(name)
-    return names
+
+    def numbered(name: str) -> tuple[str, int] | None:
+        word, _, number = name.rpartition(" ")
+        return (word, int(number)) if word and number.lstrip("-").isdigit() else None
+
+    plain = [n for n in names if numbered(n) is None]
+    return plain + sorted((n for n in names if numbered(n) is not None), key=lambda n: numbered(n) or ("", 0))
 
 
 def _ident(name: str) -> str:
@@ -234,77 +249,187 @@ def _mermaid_text(text: str) -> str:
     return text.replace(";", ",").replace("#", "").replace("\n", " ")
 
 
-def _dot_text(text: str) -> str:
-    return text.replace("\\", "\\\\").replace('"', '\\"')
-
-
 def to_dot(trace: Trace) -> str:
-    """A sequence diagram in DOT: one column of points a participant, one row a step."""
+    """A sequence diagram as Graphviz DOT, built with the ``graphviz`` package: one column a participant
+    (in lane order, held by invisible edges), one row an event, so no two labels share a row."""
+    graphviz = graphviz_package()
     evs = events(trace)
     names = participants(trace, evs)
-    rows = max((e.step for e in evs), default=0)
-    lines = ["digraph sequence {", "  rankdir=TB; splines=false; nodesep=1.2; ranksep=0.35;",
-             '  node [shape=point, width=0.04, color="#999999"]; edge [fontsize=10];']
-    for col, name in enumerate(names):
-        lines.append(f'  "h{col}" [shape=box, style=rounded, width=1.2, label="{_dot_text(name)}", color=black];')
-    lines.append("  { rank=same; " + " ".join(f'"h{c}";' for c in range(len(names))) + " }")
+    dot = graphviz.Digraph("sequence", graph_attr={"rankdir": "TB", "splines": "false", "nodesep": "0.6",
+                                                   "ranksep": "0.5", "newrank": "true"},
+                           node_attr={"shape": "point", "width": "0.04", "color": "#999999"},
+                           edge_attr={"fontsize": "10", "fontname": "monospace"})
+    rows = len(evs)
+    notes = {(names.index(e.dst), row): e for row, e in enumerate(evs, start=1) if e.kind == "note"}
+    with dot.subgraph() as top:
+        top.attr(rank="same")
+        for col, name in enumerate(names):
+            top.node(f"h{col}", name, shape="box", style="rounded", color="black", fontname="monospace")
+        for col in range(len(names) - 1):
+            top.edge(f"h{col}", f"h{col + 1}", style="invis")
     for row in range(1, rows + 1):
-        lines.append("  { rank=same; " + " ".join(f'"p{c}_{row}";' for c in range(len(names))) + " }")
+        with dot.subgraph() as line:
+            line.attr(rank="same")
+            for col in range(len(names)):
+                note = notes.get((col, row))
+                if note is None:
+                    line.node(f"p{col}_{row}")
+                else:  # a note over a lane is a point of its lifeline
+                    line.node(f"p{col}_{row}", _wrap_text(f"{note.step}. {note.label}", "\\n"), shape="note",
+                              fontsize="10", fontname="monospace", color="#aaaa88", style="filled",
+                              fillcolor="#ffffdd", width="0", height="0")
+            for col in range(len(names) - 1):
+                line.edge(f"p{col}_{row}", f"p{col + 1}_{row}", style="invis")
     for col in range(len(names)):
-        chain = [f'"h{col}"'] + [f'"p{col}_{row}"' for row in range(1, rows + 1)]
-        if len(chain) > 1:
-            lines.append("  " + " -> ".join(chain) + ' [arrowhead=none, style=dashed, color="#bbbbbb"];')
-    for e in evs:
+        chain = [f"h{col}"] + [f"p{col}_{row}" for row in range(1, rows + 1)]
+        for a, b in zip(chain, chain[1:], strict=False):
+            dot.edge(a, b, arrowhead="none", style="dashed", color="#bbbbbb", weight="1000")
+    for row, e in enumerate(evs, start=1):
         if e.kind == "message":
             a, b = names.index(e.src), names.index(e.dst)
-            lines.append(f'  "p{a}_{e.step}" -> "p{b}_{e.step}" [label="{_dot_text(f"{e.step}. {e.label}")}", '
-                         "constraint=false];")
-        else:
-            c = names.index(e.dst)
-            lines.append(f'  "n{e.step}" [shape=note, fontsize=10, label="{_dot_text(f"{e.step}. {e.label}")}"];')
-            lines.append(f'  "p{c}_{e.step}" -> "n{e.step}" [arrowhead=none, style=dotted, constraint=false];')
-            lines.append(f'  {{ rank=same; "p{c}_{e.step}"; "n{e.step}"; }}')
+            dot.edge(f"p{a}_{row}", f"p{b}_{row}", label=_wrap_text(f"{e.step}. {e.label}", "\\n"))
     footer = _footer(trace)
     if footer:
-        lines.append(f'  label="{_dot_text(footer)}"; labelloc=b; fontcolor=red;')
-    lines.append("}")
-    return "\n".join(lines) + "\n"
+        dot.attr(label=footer, labelloc="b", fontcolor="red")
+    return dot.source
+
+
+def graphviz_package() -> Any:
+    """The ``graphviz`` package (a dependency of kmc), or EnvironmentMissingError (exit 69) naming the fix."""
+    try:
+        import graphviz
+    except ImportError:
+        from checker.errors import EnvironmentMissingError
+
+        raise EnvironmentMissingError("the graphviz Python package is missing: pip install graphviz") from None
+    return graphviz
+
+
+def render_svg_with_graphviz(source: str) -> str:
+    """SVG from DOT through Graphviz's ``dot`` program (EnvironmentMissingError, exit 69, when it is absent)."""
+    from checker.errors import EnvironmentMissingError
+
+    graphviz = graphviz_package()
+    try:
+        return graphviz.Source(source).pipe(format="svg", encoding="utf-8")
+    except graphviz.ExecutableNotFound:
+        raise EnvironmentMissingError("Graphviz's 'dot' program is not installed (apt-get install graphviz, "
+                                      "brew install graphviz); --format dot writes the source instead") from None
+
+
+# -- SVG: a layout that measures its text ------------------------------------------------------------
+#: the SVG text is monospace at FONT_SIZE px: every character is CHAR_WIDTH wide (0.6 em, the advance of
+#: DejaVu Sans Mono, Courier and Menlo), so a label's width is measured exactly from its length
+FONT_SIZE = 12
+CHAR_WIDTH = 0.6 * FONT_SIZE
+LINE_HEIGHT = 15
+WRAP = 64  # characters a label line holds before it wraps (at a ", " or a space)
+PAD = 14
+
+
+def wrap_label(text: str, width: int = WRAP) -> list[str]:
+    """A label cut into lines of at most ``width`` characters at spaces (a longer word stays whole)."""
+    return textwrap.wrap(text, width, break_long_words=False, break_on_hyphens=False) or [""]
+
+
+def _wrap_text(text: str, newline: str) -> str:
+    return newline.join(wrap_label(text))
+
+
+def text_width(line: str) -> float:
+    return len(line) * CHAR_WIDTH
+
+
+def lane_positions(names: Sequence[str], evs: Sequence[Event]) -> tuple[list[float], float]:
+    """x of each lane and the total width, such that every header, message label and note fits: each gap
+    between neighbouring lanes grows until the labels that span it fit between the lanes they join."""
+    count = max(len(names), 1)
+    half = [max(text_width(n) + 2 * PAD, 100) / 2 for n in names] or [50.0]
+    gaps = [half[i] + half[i + 1] + PAD for i in range(count - 1)]
+    left, right = half[0] + PAD, half[-1] + PAD
+    for e in evs:
+        width = max(text_width(line) for line in wrap_label(f"{e.step}. {e.label}")) + 2 * PAD
+        if e.kind == "message":
+            a, b = sorted((names.index(e.src), names.index(e.dst)))
+            if a == b:  # a message to itself: the label sits right of the lane
+                if a < count - 1:
+                    gaps[a] = max(gaps[a], width + PAD)
+                else:
+                    right = max(right, width + PAD)
+                continue
+            span = sum(gaps[a:b])
+            if span < width:
+                for i in range(a, b):
+                    gaps[i] += (width - span) / (b - a)
+        else:
+            c = names.index(e.dst)
+            if c > 0:
+                gaps[c - 1] = max(gaps[c - 1], width / 2 + half[c - 1])
+            else:
+                left = max(left, width / 2 + PAD)
+            if c < count - 1:
+                gaps[c] = max(gaps[c], width / 2 + half[c + 1])
+            else:
+                right = max(right, width / 2 + PAD)
+    xs = [left]
+    for gap in gaps:
+        xs.append(xs[-1] + gap)
+    return xs, xs[-1] + right
 
 
 def to_svg(trace: Trace) -> str:
-    """A self-contained SVG sequence diagram (no Graphviz needed)."""
+    """A self-contained SVG sequence diagram, laid out by measuring its text (no Graphviz needed): lanes
+    are as far apart as their longest label needs, long labels wrap, and each event has its own row."""
     evs = events(trace)
     names = participants(trace, evs)
-    col_w, row_h, top, left = 190, 34, 60, 20
-    width = left * 2 + col_w * max(len(names), 1)
-    height = top + row_h * (len(evs) + 2)
-    x = {name: left + col_w * i + col_w // 2 for i, name in enumerate(names)}
-    out = [f'<svg xmlns="http://www.w3.org/2000/svg" width="{width}" height="{height}" font-family="monospace" '
-           'font-size="11">',
+    xs, width = lane_positions(names, evs)
+    x = dict(zip(names, xs, strict=True))
+    top = 60
+    rows = []
+    y = top
+    for e in evs:
+        lines = wrap_label(f"{e.step}. {e.label}")
+        height = LINE_HEIGHT * len(lines) + 14
+        rows.append((e, lines, y, height))
+        y += height + 8
+    footer = _footer(trace)
+    height = y + (30 if footer else 10)
+    out = [f'<svg xmlns="http://www.w3.org/2000/svg" width="{width:.0f}" height="{height:.0f}" '
+           f'viewBox="0 0 {width:.0f} {height:.0f}" font-family="DejaVu Sans Mono, Menlo, Courier New, monospace" '
+           f'font-size="{FONT_SIZE}">',
            '<defs><marker id="arrow" markerWidth="10" markerHeight="8" refX="9" refY="4" orient="auto">'
            '<path d="M0,0 L10,4 L0,8 z" fill="#333"/></marker></defs>',
-           f'<rect width="{width}" height="{height}" fill="white"/>']
+           f'<rect width="{width:.0f}" height="{height:.0f}" fill="white"/>']
     for name in names:
-        cx = x[name]
-        out.append(f'<rect x="{cx - 60}" y="15" width="120" height="26" rx="6" fill="#eef" stroke="#334"/>')
-        out.append(f'<text x="{cx}" y="32" text-anchor="middle">{html.escape(name)}</text>')
-        out.append(f'<line x1="{cx}" y1="41" x2="{cx}" y2="{height - 10}" stroke="#bbb" stroke-dasharray="4 3"/>')
-    for i, e in enumerate(evs):
-        y = top + row_h * (i + 1)
-        label = html.escape(f"{e.step}. {e.label}")
+        cx, w = x[name], max(text_width(name) + 2 * PAD, 100)
+        out.append(f'<rect x="{cx - w / 2:.1f}" y="15" width="{w:.1f}" height="26" rx="6" fill="#eef" stroke="#334"/>')
+        out.append(f'<text x="{cx:.1f}" y="32" text-anchor="middle">{html.escape(name)}</text>')
+        out.append(f'<line x1="{cx:.1f}" y1="41" x2="{cx:.1f}" y2="{height - 10:.0f}" stroke="#bbb" '
+                   'stroke-dasharray="4 3"/>')
+    for e, lines, y0, h in rows:
         if e.kind == "message":
             x1, x2 = x[e.src], x[e.dst]
-            mid = (x1 + x2) / 2
-            out.append(f'<line x1="{x1}" y1="{y}" x2="{x2}" y2="{y}" stroke="#333" marker-end="url(#arrow)"/>')
-            out.append(f'<text x="{mid}" y="{y - 5}" text-anchor="middle">{label}</text>')
+            arrow_y = y0 + h - 4
+            if x1 == x2:
+                out.append(f'<path d="M{x1:.1f},{y0 + 4} h30 V{arrow_y} H{x1 + 2:.1f}" fill="none" stroke="#333" '
+                           'marker-end="url(#arrow)"/>')
+                anchor, tx = "start", x1 + 36
+            else:
+                out.append(f'<line x1="{x1:.1f}" y1="{arrow_y}" x2="{x2:.1f}" y2="{arrow_y}" stroke="#333" '
+                           'marker-end="url(#arrow)"/>')
+                anchor, tx = "middle", (x1 + x2) / 2
+            for i, line in enumerate(lines):
+                out.append(f'<text x="{tx:.1f}" y="{y0 + LINE_HEIGHT * (i + 1) - 4}" text-anchor="{anchor}">'
+                           f'{html.escape(line)}</text>')
         else:
             cx = x[e.dst]
-            w = max(60, 7 * len(e.label) + 30)
-            out.append(f'<rect x="{cx - w / 2}" y="{y - 14}" width="{w}" height="20" fill="#ffd" stroke="#aa8"/>')
-            out.append(f'<text x="{cx}" y="{y}" text-anchor="middle">{label}</text>')
-    footer = _footer(trace)
+            w = max(text_width(line) for line in lines) + 2 * PAD
+            out.append(f'<rect x="{cx - w / 2:.1f}" y="{y0}" width="{w:.1f}" height="{h}" fill="#ffd" stroke="#aa8"/>')
+            for i, line in enumerate(lines):
+                out.append(f'<text x="{cx:.1f}" y="{y0 + LINE_HEIGHT * (i + 1) + 2}" text-anchor="middle">'
+                           f'{html.escape(line)}</text>')
     if footer:
-        out.append(f'<text x="{left}" y="{height - 12}" fill="#c00">{html.escape(footer)}</text>')
+        out.append(f'<text x="{PAD}" y="{height - 12:.0f}" fill="#c00">{html.escape(footer)}</text>')
     out.append("</svg>")
     return "\n".join(out) + "\n"
 

@@ -1,13 +1,16 @@
-"""The explored state graph of a small run as a networkx graph, written as Graphviz DOT.
+"""The explored state graph of a small run as a networkx graph, written as Graphviz DOT (or SVG).
 
 The search keeps its graph when asked (``SearchOptions(keep_graph=True)``): parent pointers by
 global index plus every edge ``(parent index, child fingerprint, action id)``. Nodes are the
 distinct states in discovery order (0 is an initial state), edges carry their action; states that
-violate an invariant are drawn red, and a trace's path can be highlighted.
+violate an invariant are drawn red, and a trace's path can be highlighted. ``label_states`` gives
+each node the action that first reached it and a short summary of its state (per broker: role,
+leader epoch, log and HW), rebuilt by expanding the model from its initial states.
 """
 
 from __future__ import annotations
 
+import textwrap
 from collections.abc import Iterable
 from typing import Any
 
@@ -15,10 +18,14 @@ import networkx as nx
 
 from checker import engines
 from checker.errors import UsageError
+from checker.fingerprint import fingerprint
 from checker.result import CheckResult
 from checker.search import SearchOptions
 from invariants.base import Invariant
 from spec.model import Model
+from traces.render import flat_state, fmt, is_message
+from traces.values import hidden_fields
+from traces.views import broker_views
 
 DEFAULT_MAX_STATES = 5000
 
@@ -32,7 +39,7 @@ def explore(model: Model, invariants: Iterable[Invariant] = (), max_states: int 
 
 
 def state_graph(result: CheckResult) -> nx.DiGraph:
-    """Nodes: global indices with ``fp`` and ``depth``; edges: ``actions`` (names of every action)."""
+    """Nodes: global indices with ``fp``, ``depth`` and ``parent``; edges: ``actions`` (names of every action)."""
     log, edges, table = result.graph
     fps, parents, _ = log.arrays()
     graph = nx.DiGraph()
@@ -40,7 +47,7 @@ def state_graph(result: CheckResult) -> nx.DiGraph:
     for i, fp in enumerate(fps.tolist()):
         parent = int(parents[i])
         depth = 0 if parent < 0 else graph.nodes[parent]["depth"] + 1
-        graph.add_node(i, fp=int(fp), depth=depth, initial=parent < 0)
+        graph.add_node(i, fp=int(fp), depth=depth, initial=parent < 0, parent=parent)
         index_of[int(fp)] = i
     for parent, child_fp, action_id in edges:
         child = index_of.get(int(child_fp))
@@ -74,27 +81,83 @@ def highlight_path(graph: nx.DiGraph, fingerprints: Iterable[int]) -> None:
             graph.edges[a, b]["path"] = True
 
 
-def _q(text: str) -> str:
-    return '"' + text.replace("\\", "\\\\").replace('"', '\\"') + '"'
+def state_summary(state: Any, width: int = 34) -> list[str]:
+    """A few short lines that tell states apart: per broker ``b0 leader e2 |e0:1 e2:2 HW1`` (the HW bar
+    as in ``kmc trace show``), else the shown variables ``name=value``, wrapped at ``width``."""
+    views = broker_views(state)
+    if views:
+        lines = []
+        for v in views:
+            cells = " ".join(("|" if i == v.hw else "") + e.label() for i, e in enumerate(v.log))
+            if v.hw >= v.leo:
+                cells += " |" if cells else "|"
+            epoch = "" if v.leader_epoch is None else f" e{v.leader_epoch}"
+            lines.append(f"b{v.broker} {v.role or '-'}{epoch} {cells}".rstrip())
+        root = type(state)
+        for name, value in zip(getattr(state, "_fields", ()), state, strict=False):
+            if name in hidden_fields(root) or not isinstance(value, tuple):
+                continue
+            if hasattr(value, "_fields"):  # the controller: its scalars
+                scalars = [f"{k}={fmt(v)}" for k, v in zip(value._fields, value, strict=True)
+                           if k not in hidden_fields(type(value)) and isinstance(v, int)]
+                lines.append(f"{name} {' '.join(scalars)}")
+            elif value and all(is_message(m) for m in value):  # messages in flight: type and destination
+                sent = [type(m).__name__ + (f">{m.dst}" if hasattr(m, "dst") else "") for m in value]
+                lines.extend(textwrap.wrap(f"{name}: {', '.join(sent)}", width))
+        return lines
+    text = " ".join(f"{k}={fmt(v)}" for k, v in flat_state(state, show_hidden=False).items())
+    return textwrap.wrap(text, width, break_long_words=True) or [""]
+
+
+def label_states(graph: nx.DiGraph, model: Model) -> None:
+    """Give each node ``label``: its index, the action that first reached it and ``state_summary``.
+
+    The states are rebuilt by expanding the model from its initial states (nodes are in discovery
+    order, so a parent is always expanded before its children)."""
+    by_fp = {data["fp"]: node for node, data in graph.nodes(data=True)}
+    states: dict[int, Any] = {}
+    first_action: dict[int, str] = {}
+    for state in model.init_states():
+        node = by_fp.get(fingerprint(state))
+        if node is not None:
+            states.setdefault(node, state)
+    for node in sorted(graph.nodes):
+        state = states.get(node)
+        if state is None:
+            continue
+        for act, successor in model.successors(state):
+            child = by_fp.get(fingerprint(successor))
+            if child is not None and child not in states and graph.nodes[child].get("parent") == node:
+                states[child] = successor
+                first_action[child] = str(act)
+    for node, data in graph.nodes(data=True):
+        lines = [f"#{node}" + (" initial" if data.get("initial") else f" {first_action.get(node, '')}")]
+        if node in states:
+            lines += state_summary(states[node])
+        data["label"] = "\\n".join(line.rstrip() for line in lines)
 
 
 def to_dot(graph: nx.DiGraph, name: str = "states") -> str:
-    """DOT text for a state graph (written here: pydot is not a dependency)."""
-    lines = [f"digraph {_q(name)} {{", "  rankdir=TB;", "  node [shape=circle, fontsize=9, width=0.3];",
-             "  edge [fontsize=8];"]
+    """DOT source for a state graph, built with the ``graphviz`` package; nodes show ``label`` if set."""
+    from traces.diagram import graphviz_package
+
+    graphviz = graphviz_package()
+
+    dot = graphviz.Digraph(name, graph_attr={"rankdir": "TB"},
+                           node_attr={"shape": "box", "style": "rounded", "fontsize": "9", "fontname": "monospace"},
+                           edge_attr={"fontsize": "8", "fontname": "monospace"})
     for node, data in graph.nodes(data=True):
-        attrs = [f"label={_q(str(node))}"]
+        attrs = {"label": str(data.get("label", node))}
         if data.get("initial"):
-            attrs.append("shape=doublecircle")
+            attrs["peripheries"] = "2"
         if data.get("violates"):
-            attrs += ["style=filled", "fillcolor=\"#ff9999\"", f"tooltip={_q('violates ' + ', '.join(data['violates']))}"]
+            attrs.update(style="rounded,filled", fillcolor="#ff9999", tooltip="violates " + ", ".join(data["violates"]))
         if data.get("path"):
-            attrs += ["color=blue", "penwidth=2"]
-        lines.append(f"  {node} [{', '.join(attrs)}];")
+            attrs.update(color="blue", penwidth="2")
+        dot.node(str(node), **attrs)
     for a, b, data in graph.edges(data=True):
-        attrs = [f"label={_q(' | '.join(data['actions']))}"]
+        attrs = {"label": " | ".join(data["actions"])}
         if data.get("path"):
-            attrs += ["color=blue", "penwidth=2"]
-        lines.append(f"  {a} -> {b} [{', '.join(attrs)}];")
-    lines.append("}")
-    return "\n".join(lines) + "\n"
+            attrs.update(color="blue", penwidth="2")
+        dot.edge(str(a), str(b), **attrs)
+    return dot.source

@@ -29,6 +29,7 @@ from typing import Any
 from checker.codec import Codec, packb
 from checker.errors import BadFileError, UsageError, WrongModelError
 from spec.model import Action, Model
+from traces.itf import itf_action, itf_document, itf_variables
 from traces.trace import Step, Trace
 from traces.values import ShapeError, ValueDecoder, encode, json_to_plain, plain_to_json
 
@@ -36,7 +37,6 @@ FORMAT = "kmc-trace"
 VERSION = 2
 MSGPACK_FORMAT = "kmc-trace-msgpack"
 MSGPACK_VERSION = 1
-ITF_DESCRIPTION = "https://apalache-mc.org/docs/adr/015adr-trace.html"
 FORMATS = ("json", "itf", "msgpack")
 MAX_FILE_BYTES = 512 * 2**20
 
@@ -68,28 +68,16 @@ def trace_to_data(trace: Trace) -> dict[str, Any]:
 
 
 def trace_to_itf(trace: Trace) -> dict[str, Any]:
-    """The ITF document: TLA+ tools read the states, we read the header and actions from ``#meta``."""
-    variables = list(getattr(trace.initial, "_fields", ()))
-    if not variables:
-        raise TypeError("an ITF trace needs states that are records (NamedTuples)")
-    states = []
-    for index, (action, state) in enumerate([(None, trace.initial)] + [(s.action, s.state) for s in trace.steps]):
-        record = encode(state)
-        meta = {"index": index, "action": None if action is None else _action_json(action)}
-        states.append({"#meta": meta, **record})
+    """The ITF document, as Apalache and Quint write it (see ``traces.itf``); our header is in ``#meta.kmc``."""
     header = trace.header
-    return {
-        "#meta": {
-            "format": "ITF",
-            "format-description": ITF_DESCRIPTION,
-            "source": str(header.get("model", "model")),
-            "description": f"kmc {header.get('checker_version', '')} counterexample"
-            + (f": {trace.invariant} violated" if trace.invariant else ""),
-            "kmc": _meta(trace),
-        },
-        "vars": variables,
-        "states": states,
+    meta = {
+        "source": str(header.get("model", "model")),
+        "status": "violation" if trace.invariant else "ok",
+        "description": f"kmc {header.get('checker_version', '')} counterexample"
+        + (f": {trace.invariant} violated" if trace.invariant else ""),
+        "kmc": _meta(trace),
     }
+    return itf_document(trace.states, [step.action for step in trace.steps], meta)
 
 
 def trace_to_msgpack(trace: Trace) -> bytes:
@@ -161,6 +149,8 @@ class TraceDocument:
     #: decodes one raw state with a model's decoder; set per format
     decode_state: Callable[[Any, Any, str], Any] | None = None
     decode_action: Callable[[Any, Any, str], Action] | None = None
+    #: an ITF trace another tool wrote (no kmc header): its actions are matched to the model's
+    foreign: bool = False
 
     @property
     def model_name(self) -> str:
@@ -275,15 +265,21 @@ def _json_document(path: str, doc: dict) -> TraceDocument:
 
 def _itf_document(path: str, doc: dict) -> TraceDocument:
     meta = doc.get("#meta")
-    if not isinstance(meta, dict) or not isinstance(meta.get("kmc"), dict):
-        raise _bad(path, "an ITF trace without kmc metadata (#meta.kmc): kmc reads back only the ITF traces it wrote")
-    header, invariant, index, explanation, extra = _check_meta(path, meta["kmc"])
+    if not isinstance(meta, dict):
+        raise _bad(path, "an ITF trace's #meta is not an object")
+    if isinstance(meta.get("kmc"), dict):
+        header, invariant, index, explanation, extra = _check_meta(path, meta["kmc"])
+    else:  # written by Apalache, Quint or another tool: the model comes from the user (--model)
+        header, invariant, index, explanation, extra = {}, None, None, None, {"itf_meta": json_to_plain(meta)}
     states = doc.get("states")
     variables = doc.get("vars")
+    params = doc.get("params") or []
     if not isinstance(states, list) or not states:
         raise _bad(path, "an ITF trace needs a non-empty list of states")
     if not isinstance(variables, list) or not all(isinstance(v, str) for v in variables):
         raise _bad(path, "an ITF trace needs 'vars', a list of variable names")
+    if not isinstance(params, list) or not all(isinstance(p, str) for p in params):
+        raise _bad(path, "an ITF trace's 'params' must be a list of names")
     raw = []
     for i, state in enumerate(states):
         if not isinstance(state, dict):
@@ -291,16 +287,16 @@ def _itf_document(path: str, doc: dict) -> TraceDocument:
         smeta = state.get("#meta", {})
         if not isinstance(smeta, dict):
             raise _bad(path, f"ITF state {i} has a bad #meta")
-        action = smeta.get("action")
-        if i > 0 and action is None:
-            raise _bad(path, f"ITF state {i} has no #meta.action: kmc cannot tell which action led to it")
-        record = {k: v for k, v in state.items() if k != "#meta"}
-        raw.append((action, record))
+        raw.append((None if i == 0 else itf_action(smeta, state), itf_variables(state, params)))
     return TraceDocument(
         path, "itf", header, invariant, index, explanation, extra, raw,
         decode_state=lambda decoder, value, where: decoder.state(value, where),
-        decode_action=_json_action,
+        decode_action=_itf_decode_action, foreign=not header,
     )
+
+
+def _itf_decode_action(decoder: ValueDecoder, raw: Any, where: str) -> Action | None:
+    return None if raw is None else _json_action(decoder, raw, where)
 
 
 def _msgpack_document(path: str, data: bytes) -> TraceDocument:
@@ -367,8 +363,8 @@ def model_for_header(
     if protocol is not None:
         if not info.protocols:
             raise UsageError(f"model {info.name} has no protocol versions; drop --protocol")
-        if protocol not in info.protocols:
-            raise UsageError(f"unknown protocol {protocol!r} for model {info.name}; known: {', '.join(info.protocols)}")
+        if not info.has_protocol(protocol):
+            raise UsageError(f"unknown protocol {protocol!r} for model {info.name}; known: {info.protocol_names()}")
     user_features = list(features or [])
     parse_features(info, user_features)  # the user's flags: UsageError if bad
     user_constants = list(constants or [])
@@ -413,8 +409,7 @@ def decode_trace(doc: TraceDocument, model: Model, strict_initial: bool = True) 
     for i, (raw_action, raw_state) in enumerate(doc.raw_states):
         where = "initial state" if i == 0 else f"state after step {i}"
         try:
-            if i > 0:
-                actions.append(doc.decode_action(decoder, raw_action, f"action of step {i}"))
+            action = doc.decode_action(decoder, raw_action, f"action of step {i}") if i > 0 else None
             state = doc.decode_state(decoder, raw_state, where)
         except ShapeError as exc:
             raise WrongModelError(f"{doc.path}: the trace does not fit model {model.name}: {exc}") from None
@@ -424,6 +419,12 @@ def decode_trace(doc: TraceDocument, model: Model, strict_initial: bool = True) 
             raise BadFileError(f"{doc.path}: {where} is nested too deeply") from None
         if root is not None and type(state) is not root:
             raise WrongModelError(f"{doc.path}: the trace does not fit model {model.name}: {where} is not a {root.__name__}")
+        if i > 0:
+            if action is None:
+                action = _action_between(doc, model, states[-1], state, i)
+            elif doc.foreign:
+                action = _as_model_action(model, states[-1], action)
+            actions.append(action)
         states.append(state)
     if strict_initial and states[0] not in model.init_states():
         raise WrongModelError(f"{doc.path}: the trace does not fit model {model.name}: its initial state is not one of the "
@@ -439,6 +440,33 @@ def decode_trace(doc: TraceDocument, model: Model, strict_initial: bool = True) 
     )
 
 
+def _as_model_action(model: Model, before: Any, action: Action) -> Action:
+    """The model's own action equal to ``action`` up to the order of its parameters (another tool may
+    write them in any order), or ``action`` itself when ``before`` enables none."""
+    wanted = dict(action.params)
+    try:
+        for act, _ in model.successors(before):
+            if act.name == action.name and len(act.params) == len(wanted) and dict(act.params) == wanted:
+                return act
+    except Exception:  # a state the model cannot expand: keep the file's action; replay reports it
+        return action
+    return action
+
+
+def _action_between(doc: TraceDocument, model: Model, before: Any, after: Any, step: int) -> Action:
+    """The action that leads from ``before`` to ``after``, for a file that does not name it (an ITF
+    trace from Apalache or Quint): the first of the model's enabled actions whose successor is ``after``."""
+    try:
+        for act, successor in model.successors(before):
+            if successor == after:
+                return act
+    except Exception as exc:  # a state that decodes but that the model cannot expand
+        raise WrongModelError(f"{doc.path}: the trace does not fit model {model.name}: step {step}: {exc}") from None
+    raise WrongModelError(f"{doc.path}: state {step} is not a successor of state {step - 1} under model {model.name}"
+                          f"{' protocol ' + str(model.protocol) if getattr(model, 'protocol', None) else ''} "
+                          f"({_constants_text(model)}), and the file names no action for it")
+
+
 def load_trace(
     path: str,
     model: Model | None = None,
@@ -450,6 +478,14 @@ def load_trace(
 ) -> tuple[Trace, Model]:
     """Read a trace file of any format and type it with the model of its header (or ``model``)."""
     doc = read_document(path)
+    if not doc.header.get("model"):  # an ITF trace written by another tool
+        if model is None and model_name is None:
+            raise UsageError(f"{path} is an ITF trace without kmc's header: say which model it is of with --model NAME "
+                             "(and --protocol, --const if not the defaults)")
+        doc.header = {"model": model.name if model is not None else model_name}
+        if model is None:
+            model = model_for_header(doc.header, protocol, features, model_name, constants)
+        return decode_trace(doc, model, strict_initial=True), model
     if model is None:
         model = model_for_header(doc.header, protocol, features, model_name, constants)
     elif model_name is not None and doc.model_name != model_name:

@@ -21,6 +21,7 @@ from rich.table import Table
 from rich.text import Text
 
 from traces.trace import Trace
+from traces.values import field_set, hidden_fields
 from traces.views import BrokerView, broker_views, diverging_offsets, named
 
 
@@ -29,15 +30,20 @@ def is_message(value: Any) -> bool:
     return isinstance(value, tuple) and hasattr(value, "_fields") and (hasattr(value, "dst") or hasattr(value, "src"))
 
 
-def fmt(value: Any) -> str:
-    """A compact text form of a state value: records ``(id=0, epoch=2)``, tuples ``[..]``, sets ``{..}``."""
+def fmt(value: Any, show_hidden: bool = False) -> str:
+    """A compact text form of a state value: records ``(id=0, epoch=2)``, tuples ``[..]``, sets ``{..}``.
+
+    Ghost fields of a record (``GHOST_FIELDS`` of its type) are left out unless ``show_hidden``.
+    """
     if isinstance(value, tuple) and hasattr(value, "_fields"):
         kind = type(value)
-        return "(" + ", ".join(f"{k}={fmt(named(kind, k, v))}" for k, v in zip(value._fields, value, strict=True)) + ")"
+        skip = () if show_hidden else hidden_fields(kind)
+        return "(" + ", ".join(f"{k}={fmt(named(kind, k, v), show_hidden)}" for k, v in zip(value._fields, value, strict=True)
+                               if k not in skip) + ")"
     if isinstance(value, tuple):
-        return "[" + ", ".join(fmt(v) for v in value) + "]"
+        return "[" + ", ".join(fmt(v, show_hidden) for v in value) + "]"
     if isinstance(value, frozenset):
-        return "{" + ", ".join(sorted((fmt(v) for v in value), key=lambda t: (len(t), t))) + "}"
+        return "{" + ", ".join(sorted((fmt(v, show_hidden) for v in value), key=lambda t: (len(t), t))) + "}"
     return str(value)
 
 
@@ -51,16 +57,26 @@ def _per_broker(value: Any) -> bool:
     return isinstance(value, tuple) and all(hasattr(v, "_fields") for v in value)
 
 
-def flat_state(state: Any) -> dict[str, Any]:
+def flat_state(state: Any, show_hidden: bool = True) -> dict[str, Any]:
     """Variable name -> value, one level into the per-replica tuples of the state.
 
     A record becomes one entry a field (``quorum_state.leader``); a top-level tuple of records or of
-    tuples is indexed (``replica_state[0].hw``, ``replica_log[1]``); anything deeper stays whole.
+    tuples is indexed by broker id (``brokers[0].hw``; ``replica_state[1].hw`` in a model numbering
+    replicas from 1); anything deeper stays whole. Without ``show_hidden``, the fields a state type
+    declares as ghosts or bound counters (``GHOST_FIELDS``, ``BOOKKEEPING_FIELDS``) are left out.
     """
     out: dict[str, Any] = {}
+    views = broker_views(state)
+    ids = [v.broker for v in views] if views else None
+
+    def label(i: int, length: int) -> int:
+        return ids[i] if ids is not None and length == len(ids) else i
 
     def record(value: Any, prefix: str, top: bool) -> None:
+        skip = () if show_hidden else hidden_fields(type(value))
         for name, item in zip(value._fields, value, strict=True):
+            if name in skip:
+                continue
             key = f"{prefix}{name}"
             item = named(type(value), name, item)
             if isinstance(item, tuple) and hasattr(item, "_fields"):
@@ -68,9 +84,9 @@ def flat_state(state: Any) -> dict[str, Any]:
             elif top and isinstance(item, tuple) and item and all(_per_broker(v) for v in item):
                 for i, element in enumerate(item):
                     if hasattr(element, "_fields"):
-                        record(element, f"{key}[{i}].", False)
+                        record(element, f"{key}[{label(i, len(item))}].", False)
                     else:
-                        out[f"{key}[{i}]"] = element
+                        out[f"{key}[{label(i, len(item))}]"] = element
             else:
                 out[key] = item
 
@@ -81,9 +97,9 @@ def flat_state(state: Any) -> dict[str, Any]:
     return out
 
 
-def state_diff(before: Any, after: Any) -> list[tuple[str, Any, Any]]:
+def state_diff(before: Any, after: Any, show_hidden: bool = True) -> list[tuple[str, Any, Any]]:
     """(variable, old, new) for every variable that changed, by name."""
-    old, new = flat_state(before), flat_state(after)
+    old, new = flat_state(before, show_hidden), flat_state(after, show_hidden)
     return [(k, old.get(k), new.get(k)) for k in dict.fromkeys([*old, *new]) if old.get(k) != new.get(k)]
 
 
@@ -98,24 +114,26 @@ def broker_index(state: Any, broker: int) -> int:
     return broker - 1
 
 
-def _for_broker(diff: list[tuple[str, Any, Any]], index: int) -> list[tuple[str, Any, Any]]:
-    """The changes that concern one broker (position ``index`` of per-broker variables)."""
+def _for_broker(diff: list[tuple[str, Any, Any]], broker: int, index: int) -> list[tuple[str, Any, Any]]:
+    """The changes that concern one broker: keys indexed by its id, and position ``index`` of per-broker lists."""
     out = []
     for key, old, new in diff:
         first = re.search(r"\[(\d+)\]", key)
         if first is not None:
-            if int(first.group(1)) == index:
+            if int(first.group(1)) == broker:
                 out.append((key, old, new))
         elif (isinstance(old, tuple) and isinstance(new, tuple) and not hasattr(old, "_fields")
               and len(old) == len(new) > index and not any(isinstance(v, tuple) for v in old)):
             if old[index] != new[index]:
-                out.append((f"{key}[{index}]", old[index], new[index]))
+                out.append((f"{key}[{broker}]", old[index], new[index]))
     return out
 
 
-def _record_label(value: Any) -> str:
+def _record_label(value: Any, show_hidden: bool = False) -> str:
     kind = type(value)
-    fields = ", ".join(f"{k}={fmt(named(kind, k, v))}" for k, v in zip(value._fields, value, strict=True) if k != "kind")
+    skip = {"kind"} | (set() if show_hidden else set(hidden_fields(kind)))
+    fields = ", ".join(f"{k}={fmt(named(kind, k, v), show_hidden)}" for k, v in zip(value._fields, value, strict=True)
+                       if k not in skip)
     return f"{type(value).__name__}({fields})"
 
 
@@ -123,23 +141,23 @@ def _is_record_bag(value: Any) -> bool:
     return isinstance(value, tuple) and not hasattr(value, "_fields") and all(hasattr(v, "_fields") for v in value)
 
 
-def _change_line(key: str, old: Any, new: Any) -> Text:
+def _change_line(key: str, old: Any, new: Any, show_hidden: bool = False) -> Text:
     if _is_record_bag(old) and _is_record_bag(new) and (old or new) and any(is_message(v) for v in old + new):
         # a set of messages: what was sent and what was consumed
         line = Text(f"  {key}: ")
         gone = Counter(old) - Counter(new)
         came = Counter(new) - Counter(old)
-        parts = [("- " + _record_label(v), "red") for v in gone.elements()]
-        parts += [("+ " + _record_label(v), "bold green") for v in came.elements()]
+        parts = [("- " + _record_label(v, show_hidden), "red") for v in gone.elements()]
+        parts += [("+ " + _record_label(v, show_hidden), "bold green") for v in came.elements()]
         for i, (text, style) in enumerate(parts):
             if i:
                 line.append("; ")
             line.append(text, style=style)
         return line
     line = Text(f"  {key}: ")
-    line.append(fmt(old), style="red")
+    line.append(fmt(old, show_hidden), style="red")
     line.append(" -> ")
-    line.append(fmt(new), style="bold green")
+    line.append(fmt(new, show_hidden), style="bold green")
     return line
 
 
@@ -231,14 +249,93 @@ def describe_header(trace: Trace) -> str:
     return "; ".join(parts)
 
 
-def print_trace(console: Console, trace: Trace, full: bool = False, broker: int | None = None, logs: bool = True) -> None:
-    """Step by step: the action, what changed, and the broker logs when they changed."""
+#: action parameters that name a broker
+BROKER_PARAMS = ("broker", "leader", "follower", "replica", "newLeader")
+#: per-broker fields that the log table draws (role, log, HW, LEO, epoch, epoch cache, fetcher, broker epoch)
+TABLE_FIELDS = frozenset({"alive", "up", "online", "log", "records", "hw", "high_watermark", "cache", "epoch_cache",
+                          "epochs", "leader_epoch", "epoch", "fetch", "fetcher", "broker_epoch"})
+
+
+def _in_log_table(key: str) -> bool:
+    """``brokers[0].hw``: a per-broker variable the log table shows (the initial state lists it only with --full)."""
+    match = re.fullmatch(r"[A-Za-z_]\w*\[\d+\]\.(\w+)", key)
+    return match is not None and match.group(1) in TABLE_FIELDS
+
+
+def _record_types(trace: Trace) -> list[type]:
+    """The record classes the trace's states are built from, in order of first appearance."""
+    found: dict[type, None] = {}
+
+    def walk(value: Any) -> None:
+        if isinstance(value, tuple):
+            if hasattr(value, "_fields"):
+                found.setdefault(type(value))
+            for item in value:
+                walk(item)
+        elif isinstance(value, frozenset):
+            for item in value:
+                walk(item)
+
+    for state in trace.states:
+        walk(state)
+    return list(found)
+
+
+def legend(trace: Trace, show_hidden: bool = False) -> list[str]:
+    """What the abbreviations of ``print_trace`` mean, and which variables it hides (computed from the trace)."""
+    lines = []
+    views = broker_views(trace.initial)
+    if views:
+        ids = [v.broker for v in views]
+        per_broker = next((name for name, value in zip(trace.initial._fields, trace.initial, strict=True)
+                           if isinstance(value, tuple) and len(value) == len(ids) and all(map(_per_broker, value))), None)
+        where = [f"{per_broker}[N]"] if per_broker else []
+        params = dict.fromkeys(k for step in trace.steps for k, _ in step.action.params if k in BROKER_PARAMS)
+        if params:
+            where.append(", ".join(f"{k}=N" for k in params) + " in actions")
+        if any(is_message(v) and hasattr(v, "dst") for state in trace.states for v in getattr(state, "network", ()) or ()):
+            where.append("src/dst=N in messages")
+        where.append("'broker N' in diagrams")
+        lines.append(f"brokers are numbered {', '.join(map(str, ids))} everywhere: broker N is {', '.join(where)}")
+        lines.append("logs: eE:R = record R written in leader epoch E; | = the high watermark (HW), records left of it "
+                     "are committed; LEO = log end offset; epoch = the leader epoch the broker knows; epoch cache "
+                     "eE@O = epoch E starts at offset O; ISR = in-sync replicas; -1 = none")
+    if not show_hidden:
+        root = type(trace.initial)
+        counters = sorted(field_set(root, "BOOKKEEPING_FIELDS"), key=root._fields.index) if hasattr(root, "_fields") else []
+        ghosts = []
+        for cls in _record_types(trace):
+            names = [n for n in cls._fields if n in field_set(cls, "GHOST_FIELDS")]
+            if names:
+                ghosts.append(", ".join(names) if cls is root else f"{', '.join(names)} of {cls.__name__}")
+        parts = []
+        if counters:
+            parts.append("bound counters " + ", ".join(counters))
+        if ghosts:
+            parts.append("ghost variables " + "; ".join(ghosts))
+        if parts:
+            lines.append("hidden (--all shows them): " + "; ".join(parts))
+    return lines
+
+
+def print_trace(console: Console, trace: Trace, full: bool = False, broker: int | None = None, logs: bool = True,
+                show_hidden: bool = True, show_legend: bool = False) -> None:
+    """Step by step: the action, what changed, and the broker logs when they changed.
+
+    ``show_hidden`` False leaves out ghost variables and bound counters (``kmc trace show`` without
+    ``--all``); ``show_legend`` starts with what the abbreviations mean.
+    """
     views = broker_views(trace.initial) if logs else None
     console.print(Text(f"State 1: initial state  ({describe_header(trace)})", style="bold"))
-    for key, value in flat_state(trace.initial).items():
+    if show_legend:
+        for line in legend(trace, show_hidden):
+            console.print(Text("  legend: " + line, style="dim"), soft_wrap=True)
+    for key, value in flat_state(trace.initial, show_hidden).items():
         if broker is not None and views is not None and "[" in key:
             continue
-        console.print(f"  {key} = {fmt(value)}")
+        if views and not full and _in_log_table(key):
+            continue
+        console.print(f"  {key} = {fmt(value, show_hidden)}")
     if views:
         console.print(log_table(views, broker))
     previous, previous_views = trace.initial, views
@@ -247,22 +344,22 @@ def print_trace(console: Console, trace: Trace, full: bool = False, broker: int 
         title = Text(f"State {number + 1}: ", style="bold") + Text(f"step {number}, ", style="dim")
         title.append(str(step.action), style="bold cyan")
         console.print(title)
-        diff = state_diff(previous, step.state)
+        diff = state_diff(previous, step.state, show_hidden)
         if broker is not None:
-            diff = _for_broker(diff, broker_index(trace.initial, broker))
+            diff = _for_broker(diff, broker, broker_index(trace.initial, broker))
         if full:
             changed = {key for key, _, _ in diff}
-            for key, value in flat_state(step.state).items():
+            for key, value in flat_state(step.state, show_hidden).items():
                 if key in changed:
                     old = next(o for k, o, _ in diff if k == key)
-                    console.print(_change_line(key, old, value))
+                    console.print(_change_line(key, old, value, show_hidden))
                 else:
-                    console.print(f"  {key} = {fmt(value)}", style="dim")
+                    console.print(f"  {key} = {fmt(value, show_hidden)}", style="dim")
         else:
             for key, old, new in diff:
-                console.print(_change_line(key, old, new))
+                console.print(_change_line(key, old, new, show_hidden))
             if not diff:
-                console.print("  (no change)", style="dim")
+                console.print("  (no change)" if show_hidden else "  (no change to a shown variable)", style="dim")
         current_views = broker_views(step.state) if logs else None
         if current_views and (current_views != previous_views or number == violation or full):
             console.print(log_table(current_views, broker, _changed_brokers(previous_views, current_views)))

@@ -120,8 +120,18 @@ class Scenario:
         return header
 
     def expectation(self, protocol: str | None) -> Expectation | None:
+        """The expected outcome under ``protocol``: its own entry, else an entry under another name of the
+        same version (an alias such as ``kip-101`` for ``0.11.0``, or the reverse), else ``"*"``."""
         if protocol is not None and protocol in self.expect:
             return self.expect[protocol]
+        if protocol is not None:
+            from spec.registry import get_model_info
+
+            aliases = get_model_info(self.model).protocol_aliases
+            target = aliases.get(protocol, protocol)
+            for key, expected in self.expect.items():
+                if aliases.get(key, key) == target:
+                    return expected
         return self.expect.get("*")
 
 

@@ -27,6 +27,8 @@ from __future__ import annotations
 
 import json
 import re
+import sys
+import typing
 from collections.abc import Iterable
 from typing import Any
 
@@ -103,6 +105,92 @@ def _hashable(value: Any) -> Any:
     return value
 
 
+# -- what a model says about its fields ------------------------------------------------------------
+#: a field whose integer values have names: field -> the table of names in the module that defines the
+#: record type (for Kafka: error codes in responses, the fetcher state of a broker, the message kind).
+#: A table is a tuple (value -> name) or a dict {value: name}.
+VALUE_NAME_TABLES = {"error": "ERROR_NAMES", "fetch": "FETCHER_NAMES", "kind": "KIND_NAMES"}
+
+
+def field_set(cls: type, attribute: str) -> frozenset[str]:
+    """The fields a state type lists in one of its class attributes (``GHOST_FIELDS``, ``SET_FIELDS``, ...).
+
+    A model declares them on its NamedTuple classes; a class that declares nothing has none. Names
+    that are not fields (left over after a model change) are ignored.
+    """
+    declared = getattr(cls, attribute, ())
+    fields = getattr(cls, "_fields", ())
+    if isinstance(declared, str) or not isinstance(declared, tuple | list | frozenset | set):
+        return frozenset()
+    return frozenset(name for name in declared if name in fields)
+
+
+def hidden_fields(cls: type) -> frozenset[str]:
+    """Ghost variables and bound counters: shown by ``kmc trace show --all`` only."""
+    return field_set(cls, "GHOST_FIELDS") | field_set(cls, "BOOKKEEPING_FIELDS")
+
+
+def name_table(record_type: type, field: str) -> dict[int, str] | None:
+    """value -> name for ``field`` of ``record_type``, from the module that defines the type (None: no names)."""
+    table_name = VALUE_NAME_TABLES.get(field)
+    if table_name is None:
+        return None
+    table = getattr(sys.modules.get(record_type.__module__), table_name, None)
+    if isinstance(table, tuple | list):
+        return {i: str(name) for i, name in enumerate(table)}
+    if isinstance(table, dict):
+        return {int(k): str(v) for k, v in table.items() if isinstance(k, int)}
+    return None
+
+
+def value_name(record_type: type, field: str, value: Any) -> str | None:
+    if type(value) is not int:
+        return None
+    table = name_table(record_type, field)
+    return None if table is None else table.get(value)
+
+
+def field_hints(cls: type) -> dict[str, Any]:
+    """The resolved type annotation of each field (``Cache`` -> ``tuple[tuple[int, int], ...]``).
+
+    The annotations are the model's own source, resolved in its module; one that does not resolve
+    is left out (its values are then read by shape alone).
+    """
+    cached = _HINTS.get(cls)
+    if cached is not None:
+        return cached
+    try:
+        hints = typing.get_type_hints(cls)
+    except Exception:  # an annotation that does not resolve: read that class by shape alone
+        hints = {}
+    out = {name: hints[name] for name in getattr(cls, "_fields", ()) if name in hints}
+    _HINTS[cls] = out
+    return out
+
+
+_HINTS: dict[type, dict[str, Any]] = {}
+
+
+def is_sequence_hint(hint: Any) -> bool:
+    """``tuple[X, ...]`` (or a bare ``tuple``): a sequence, as opposed to a fixed-length TLA+ tuple."""
+    if hint is tuple:
+        return True
+    args = typing.get_args(hint)
+    return typing.get_origin(hint) is tuple and len(args) == 2 and args[1] is Ellipsis
+
+
+def item_hint(hint: Any, position: int = 0) -> Any:
+    """The hint of one item of a container hint (None if unknown)."""
+    origin, args = typing.get_origin(hint), typing.get_args(hint)
+    if origin is tuple:
+        if len(args) == 2 and args[1] is Ellipsis:
+            return args[0]
+        return args[position] if position < len(args) else None
+    if origin in (frozenset, set) and args:
+        return args[0]
+    return None
+
+
 # -- reading --------------------------------------------------------------------------------------
 def collect_types(types: Iterable[type], sample: Any = None) -> dict[str, type]:
     """The NamedTuple classes a model's states are built from, by class name.
@@ -130,40 +218,93 @@ def collect_types(types: Iterable[type], sample: Any = None) -> dict[str, type]:
     return found
 
 
+def _record_classes(hint: Any) -> tuple[type, ...]:
+    """The record classes a hint allows: the class itself, or the members of a union."""
+    if isinstance(hint, type) and hasattr(hint, "_fields"):
+        return (hint,)
+    return tuple(a for a in typing.get_args(hint) if isinstance(a, type) and hasattr(a, "_fields"))
+
+
+def _unit(value: Any) -> bool:
+    """The payload of an enum-like variant: ``{}``, ``{"#tup": []}``, null or Apalache's ``"U_OF_UNIT"``."""
+    return value in ({}, {"#tup": []}, None, []) or (isinstance(value, str) and value.upper() == "U_OF_UNIT")
+
+
 class ValueDecoder:
-    """Reads ITF JSON values back into a model's typed values."""
+    """Reads JSON values (our JSON and ITF as kmc, Apalache or Quint write it) into a model's typed values.
+
+    What a value becomes is decided by the field it fills (its annotation in the model) and then by
+    its shape: a record is the state type with exactly its fields; ``#set`` fills a ``frozenset``
+    field, or a tuple field that stands for a set (sorted, as the model keeps it); ``#map`` with keys
+    0..n-1 fills a tuple indexed by broker id; ``#tup`` and arrays fill tuples; a string fills an
+    int field whose values have names (``"fetching"``, ``"FENCED_LEADER_EPOCH"``), and so does a
+    Quint variant with no payload (``{"tag": "fetching", "value": {"#tup": []}}``); a variant with a
+    record payload is the record type its tag names.
+    """
 
     def __init__(self, types: Iterable[type], sample: Any = None) -> None:
         self.types = collect_types(types, sample)
         self.root: type | None = type(sample) if sample is not None and hasattr(sample, "_fields") else None
+        self._in_state = False
         self._by_fields: dict[frozenset[str], list[type]] = {}
         for cls in self.types.values():
             self._by_fields.setdefault(frozenset(cls._fields), []).append(cls)
 
     def state(self, data: Any, path: str = "state") -> Any:
         """A whole state: a record of the model's root state type."""
-        value = self.value(data, path, self.root.__name__ if self.root else None)
+        self._in_state = True
+        try:
+            value = self.value(data, path, self.root)
+        finally:
+            self._in_state = False
         if self.root is not None and type(value) is not self.root:
             raise ShapeError(path, f"is not a {self.root.__name__} (its variables are {', '.join(self.root._fields)})")
         return value
 
-    def value(self, data: Any, path: str, hint: str | None = None) -> Any:
-        if isinstance(data, bool) or isinstance(data, str):
+    def value(self, data: Any, path: str, hint: Any = None, owner: type | None = None, field: str | None = None) -> Any:
+        if isinstance(data, bool):
             return data
         if isinstance(data, int):
             return data
+        if isinstance(data, str):
+            return self._name(data, path, owner, field)
         if isinstance(data, float) or data is None:
             raise ShapeError(path, f"{json.dumps(data)} is not a value a state can hold")
         if isinstance(data, list):
-            items = [self.value(item, f"{path}[{i}]", _item_hint(hint)) for i, item in enumerate(data)]
-            if hint is not None and hint.startswith("frozenset"):
-                return frozenset(items)
-            return tuple(items)
+            return self._items(data, path, hint, as_set=False)
         if isinstance(data, dict):
-            return self._object(data, path, hint)
+            return self._object(data, path, hint, owner, field)
         raise ShapeError(path, f"unexpected JSON value of type {type(data).__name__}")
 
-    def _object(self, data: dict, path: str, hint: str | None) -> Any:
+    def _name(self, text: str, path: str, owner: type | None, field: str | None) -> Any:
+        table = name_table(owner, field) if owner is not None and field is not None else None
+        if table is None and not self._in_state:
+            return text  # an action parameter may be a string
+        if table is None:
+            raise ShapeError(path, f"the string {text[:40]!r} is not a value a state can hold (states hold no "
+                                   "strings; named values only in fields that have names)")
+        for number, name in table.items():
+            if name == text:
+                return number
+        raise ShapeError(path, f"{text!r} is not a {field} of this model (known: {', '.join(table.values())})")
+
+    def _items(self, items: list, path: str, hint: Any, as_set: bool, fixed: bool = False) -> Any:
+        decoded = [self.value(item, f"{path}[{i}]", item_hint(hint, i) if fixed else item_hint(hint))
+                   for i, item in enumerate(items)]
+        wants_set = typing.get_origin(hint) in (frozenset, set) or hint in (frozenset, set)
+        if wants_set or (as_set and not is_sequence_hint(hint) and typing.get_origin(hint) is not tuple):
+            try:
+                return frozenset(decoded)
+            except TypeError:
+                raise ShapeError(path, "a set of unhashable values") from None
+        if as_set:  # a tuple field standing for a set: the model keeps it sorted
+            try:
+                return tuple(sorted(decoded))
+            except TypeError:
+                raise ShapeError(path, "a set whose items do not compare") from None
+        return tuple(decoded)
+
+    def _object(self, data: dict, path: str, hint: Any, owner: type | None, field: str | None) -> Any:
         keys = set(data)
         if keys == {"#bigint"}:
             text = data["#bigint"]
@@ -171,52 +312,52 @@ class ValueDecoder:
                 raise ShapeError(path, "#bigint must hold a decimal integer string")
             return int(text)
         if keys == {"#set"} or keys == {"#tup"}:
-            items = data["#set"] if "#set" in keys else data["#tup"]
-            if not isinstance(items, list):
-                raise ShapeError(path, f"{next(iter(keys))} must hold an array")
-            decoded = [self.value(item, f"{path}[{i}]", _item_hint(hint)) for i, item in enumerate(items)]
-            return frozenset(decoded) if "#set" in keys else tuple(decoded)
+            tag = next(iter(keys))
+            if not isinstance(data[tag], list):
+                raise ShapeError(path, f"{tag} must hold an array")
+            if tag == "#tup":
+                return self._items(data[tag], path, hint, as_set=False, fixed=not is_sequence_hint(hint))
+            return self._items(data[tag], path, hint, as_set=True)
+        if keys == {"#map"}:
+            return self._map(data["#map"], path, hint)
+        if keys == {"tag", "value"} and isinstance(data["tag"], str):
+            return self._variant(data["tag"], data["value"], path, hint, owner, field)
         if any(key.startswith("#") for key in keys):
-            raise ShapeError(path, f"unsupported ITF form {sorted(keys)} (kmc states hold no maps or variants)")
+            raise ShapeError(path, f"unsupported ITF form {sorted(keys)}")
         candidates = self._by_fields.get(frozenset(keys), [])
-        if len(candidates) > 1 and hint is not None:
-            candidates = [c for c in candidates if c.__name__ == hint] or candidates
+        if len(candidates) > 1:
+            allowed = _record_classes(hint)
+            candidates = [c for c in candidates if c in allowed] or candidates
         if not candidates:
             raise ShapeError(path, f"no state type of this model has exactly the fields {sorted(keys)}")
         if len(candidates) > 1:
             names = ", ".join(c.__name__ for c in candidates)
             raise ShapeError(path, f"the fields {sorted(keys)} fit several state types ({names})")
-        cls = candidates[0]
-        hints = getattr(cls, "__annotations__", {})
-        fields = []
-        for name in cls._fields:
-            annotation = hints.get(name)
-            fields.append(self.value(data[name], f"{path}.{name}", _hint_name(annotation)))
+        return self._record(candidates[0], data, path)
+
+    def _record(self, cls: type, data: dict, path: str) -> Any:
+        hints = field_hints(cls)
+        fields = [self.value(data[name], f"{path}.{name}", hints.get(name), cls, name) for name in cls._fields]
         try:
             return cls(*fields)
         except Exception as exc:  # a NamedTuple with checks of its own
             raise ShapeError(path, f"cannot build {cls.__name__}: {exc}") from None
 
+    def _map(self, pairs: Any, path: str, hint: Any) -> Any:
+        """A function from broker ids 0..n-1 (``#map``) read into the tuple the model indexes by id."""
+        if not isinstance(pairs, list) or not all(isinstance(p, list) and len(p) == 2 for p in pairs):
+            raise ShapeError(path, "#map must hold an array of [key, value] pairs")
+        keys = [self.value(k, f"{path}.key", None) for k, _ in pairs]
+        if not all(type(k) is int for k in keys) or sorted(keys) != list(range(len(pairs))):
+            raise ShapeError(path, f"kmc reads a #map only as a tuple indexed by broker id 0..n-1; the keys are {keys}")
+        values = dict(zip(keys, (v for _, v in pairs), strict=True))
+        inner = item_hint(hint)
+        return tuple(self.value(values[i], f"{path}[{i}]", inner) for i in range(len(pairs)))
 
-def _hint_name(annotation: Any) -> str | None:
-    if annotation is None:
-        return None
-    if isinstance(annotation, str):
-        return annotation.strip().strip("'\"")
-    return getattr(annotation, "__name__", None) or str(annotation)
-
-
-def _item_hint(hint: str | None) -> str | None:
-    """``tuple[QuorumState, ...]`` -> ``QuorumState``; ``frozenset[tuple[int, int]]`` -> ``tuple[int, int]``."""
-    if hint is None or "[" not in hint or not hint.endswith("]"):
-        return None
-    inner = hint[hint.index("[") + 1 : -1]
-    depth = 0
-    for i, char in enumerate(inner):
-        if char == "[":
-            depth += 1
-        elif char == "]":
-            depth -= 1
-        elif char == "," and depth == 0:
-            return inner[:i].strip() or None
-    return inner.strip() or None
+    def _variant(self, tag: str, payload: Any, path: str, hint: Any, owner: type | None, field: str | None) -> Any:
+        if _unit(payload) and owner is not None and field is not None and name_table(owner, field) is not None:
+            return self._name(tag, path, owner, field)
+        cls = self.types.get(tag)
+        if cls is not None and isinstance(payload, dict) and set(payload) == set(cls._fields):
+            return self._record(cls, payload, path)
+        raise ShapeError(path, f"variant {tag!r} is not a type or a named value of this model")

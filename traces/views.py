@@ -8,14 +8,11 @@ one family of models and returns ``None`` for any other state.
 
 from __future__ import annotations
 
-import sys
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-#: a field whose integer values have names: field -> the table of names in the module that defines the
-#: record type (for Kafka: error codes in responses, the fetcher state of a broker)
-VALUE_NAME_TABLES = {"error": "ERROR_NAMES", "fetch": "FETCHER_NAMES"}
+from traces.values import value_name
 
 
 class Named(int):
@@ -36,13 +33,8 @@ class Named(int):
 
 def named(record_type: type, field: str, value: Any) -> Any:
     """``value`` with its name if the module defining ``record_type`` has a table of names for ``field``."""
-    table_name = VALUE_NAME_TABLES.get(field)
-    if table_name is None or type(value) is not int:
-        return value
-    table = getattr(sys.modules.get(record_type.__module__), table_name, None)
-    if isinstance(table, tuple | list) and 0 <= value < len(table):
-        return Named(value, str(table[value]))
-    return value
+    name = value_name(record_type, field, value)
+    return value if name is None else Named(value, name)
 
 
 @dataclass(frozen=True)

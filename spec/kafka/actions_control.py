@@ -3,7 +3,8 @@ broker change (KIP-380) and of a ControlledShutdown, the LeaderAndIsr and StopRe
 broker applies them, and the crash, restart and bounce of a broker.
 
 ``ControlPlaneActions`` is a mixin of ``spec.kafka.model.KafkaModel``: it reads the bounds, feature
-switches and action tables that ``KafkaModel.__init__`` sets. The rules are in that module's docstring.
+switches and action tables that ``KafkaModel.__init__`` sets. Each method names the release source
+it follows; ``spec.kafka.rules`` is the table of every rule that differs between releases.
 """
 
 from __future__ import annotations
@@ -13,29 +14,23 @@ from spec.kafka.state import (
     CONTROL_KINDS,
     CONTROLLED_SHUTDOWN,
     DATA_KINDS,
+    DEAD,
     FETCHING,
+    IDLE_NONE,
+    IDLE_RESTARTED,
+    IDLE_STOPPED,
     LEADER_AND_ISR,
     NO_FETCHER,
+    NO_LEADER,
     STOP_REPLICA,
     TRUNCATING,
     Broker,
     ControlledShutdown,
-    Controller,
     KafkaState,
     LeaderAndIsr,
     StopReplica,
 )
-from spec.kafka.updates import (
-    add_messages,
-    remove_message,
-    replace_broker,
-    truncate_broker,
-    with_brokers,
-    with_controller,
-    with_network,
-)
-
-_new = tuple.__new__
+from spec.kafka.updates import add_messages, remove_message, truncate_broker, with_broker
 
 
 class ControlPlaneActions:
@@ -43,178 +38,243 @@ class ControlPlaneActions:
 
     # -- controller ------------------------------------------------------------------------------------
     def _controller_actions(self, s: KafkaState, out: list) -> None:
+        """The controller's reactions: to a broker's death (``KafkaController.onBrokerFailure``), to an
+        offline partition whose ISR member is back, preferred elections and epoch bumps, and to a broker's
+        re-registration it missed (``processBrokerChange``)."""
         add = out.append
-        brokers, ctrl = s[0], s[1]
-        if ctrl.epoch < self.max_epoch:
-            leader = ctrl.leader
-            leader_alive = leader >= 0 and brokers[leader].alive
-            live_isr = tuple([r for r in ctrl.isr if brokers[r].alive])
-            if not leader_alive:
-                for b in live_isr:
-                    add((self._elect[b], self._elect_state(s, b, live_isr)))
-                if self.features.unclean and not live_isr:
-                    for b in range(self.n):
-                        if brokers[b].alive:
-                            add((self._unclean[b], self._elect_state(s, b, (b,))))
-            else:
-                for b in live_isr:
-                    if b != leader:
-                        add((self._preferred[b], self._elect_state(s, b, ctrl.isr)))
-                if s.bumps < self.max_bumps:
-                    # reassignment, or an ISR change by the controller: a new epoch, the same leader
-                    bumped = self._elect_state(s, leader, ctrl.isr)
-                    add((self._bump[leader], _new(KafkaState, bumped[:5] + (s.bumps + 1,) + bumped[6:])))
-        registered = ctrl.registered
+        brokers, controller = s.brokers, s.controller
+        registered = controller.registered
         for b in range(self.n):
             broker = brokers[b]
-            if broker.alive and registered[b] != broker.broker_epoch:
+            if not broker.alive and registered[b] != DEAD:
+                self._broker_failure_actions(s, b, add)
+            elif broker.alive and registered[b] != broker.broker_epoch:
                 add((self._broker_change[b], self._broker_change_state(s, b)))
+        if controller.epoch >= self.max_epoch:
+            return
+        leader = controller.leader
+        live_isr = tuple([r for r in controller.isr if brokers[r].alive])
+        if leader == NO_LEADER:
+            # an offline partition (its leader died with no live ISR member): onBrokerStartup's
+            # triggerOnlinePartitionStateChange elects an ISR member that is back; or, unclean, any live replica
+            for b in live_isr:
+                add((self._elect[b], self._elect_state(s, b, live_isr)))
+            if self.features.unclean and not live_isr:
+                for b in range(self.n):
+                    if brokers[b].alive:
+                        add((self._unclean[b], self._elect_state(s, b, (b,))))
+        elif brokers[leader].alive:
+            for b in live_isr:
+                if b != leader:
+                    add((self._preferred[b], self._elect_state(s, b, controller.isr)))
+            if s.bumps < self.max_bumps:
+                # reassignment, or an ISR change by the controller: a new epoch, the same leader
+                add((self._bump[leader], self._elect_state(s, leader, controller.isr).with_(bumps=s.bumps + 1)))
+
+    def _broker_failure_actions(self, s: KafkaState, i: int, add) -> None:
+        """The controller processes the death of broker ``i`` (0.10.2 to 2.x ``KafkaController.onBrokerFailure``):
+        a partition it led is elected a new leader from the live ISR, epoch + 1, ISR = the live ISR
+        (ElectLeader); with no live ISR member it goes offline, leader -1, epoch + 1
+        (ProcessBrokerFailure). A follower it was is removed from the ISR with epoch + 1
+        (``removeReplicaFromIsr``: "increment the leader epoch even if the ISR changes"; the last member is
+        kept). Not enabled at the epoch bound: the controller then never processes the death, and the broker
+        cannot come back."""
+        brokers, controller = s.brokers, s.controller
+        processed = s.with_(controller=controller.with_(registered=replace_at(controller.registered, i, DEAD)))
+        if i not in controller.isr and controller.leader != i:
+            add((self._broker_failure[i], processed))
+            return
+        if controller.epoch >= self.max_epoch:
+            return
+        remaining = tuple([r for r in controller.isr if r != i]) or controller.isr
+        if controller.leader == i:
+            live_isr = tuple([r for r in remaining if brokers[r].alive])
+            for b in live_isr:
+                add((self._elect[b], self._elect_state(processed, b, live_isr)))
+            if not live_isr:
+                add((self._broker_failure[i], self._elect_state(processed, NO_LEADER, remaining)))
+            return
+        add((self._broker_failure[i], self._elect_state(processed, controller.leader, remaining)))
 
     def _leader_and_isr(self, s: KafkaState, r: int, epoch: int, leader: int, isr: tuple[int, ...]) -> LeaderAndIsr:
-        """A LeaderAndIsr to ``r``, stamped with r's broker epoch as the controller knows it and (ghost)
-        the incarnation of r that is up when it is sent."""
-        return _new(LeaderAndIsr, (LEADER_AND_ISR, r, epoch, leader, isr, s[1].registered[r], s[0][r].incarnation))
+        """A LeaderAndIsr to ``r``, stamped with r's broker epoch as the controller knows it (KIP-380) and
+        (ghost ``meant``) the incarnation of r that is up when it is sent."""
+        return LeaderAndIsr(LEADER_AND_ISR, r, epoch, leader, isr, s.controller.registered[r], s.brokers[r].incarnation)
 
     def _elect_state(self, s: KafkaState, leader: int, isr: tuple[int, ...], skip: int = -1) -> KafkaState:
-        brokers, ctrl = s[0], s[1]
-        epoch = ctrl.epoch + 1
-        registered = ctrl.registered
-        sent = tuple([_new(LeaderAndIsr, (LEADER_AND_ISR, r, epoch, leader, isr, registered[r], brokers[r].incarnation))
-                      for r in range(self.n) if brokers[r].alive and r != skip])
-        return with_controller(s, _new(Controller, (leader, epoch, isr, registered)), add_messages(s[2], *sent))
+        """The controller writes (leader, epoch + 1, isr) and sends a LeaderAndIsr to every live replica."""
+        controller = s.controller
+        epoch = controller.epoch + 1
+        sent = tuple([self._leader_and_isr(s, r, epoch, leader, isr) for r in range(self.n)
+                      if s.brokers[r].alive and r != skip])
+        return s.with_(controller=controller.with_(leader=leader, epoch=epoch, isr=isr), network=add_messages(s.network, *sent))
 
     def _broker_change_state(self, s: KafkaState, i: int) -> KafkaState:
-        """The controller processes the broker change of a broker that re-registered (bounced) while it
-        was not looking. Without KIP-380 it sees the broker in the old list and in the new one: nothing
-        to do. With KIP-380 its higher broker epoch shows the bounce: failure handling (the queued
-        control requests to it are dropped; as its leader, the partition gets a new epoch), then
-        start-up handling (it is sent the current LeaderAndIsr)."""
-        b = s.brokers[i]
-        ctrl = s.controller
-        registered = ctrl.registered[:i] + (b.broker_epoch,) + ctrl.registered[i + 1 :]
+        """ProcessBrokerChange: the controller processes the registration of a broker that re-registered
+        (bounced) while it was not looking. Without KIP-380 it sees the broker in the old list and in the
+        new one: nothing to do. With ``detect-bounced-broker`` (2.2, ``KafkaController.processBrokerChange``:
+        ``bouncedBrokerIds``) its higher broker epoch shows the bounce: failure handling (the queued
+        control requests to it are dropped; as its leader, the partition gets a new epoch), then start-up
+        handling (it is sent the current LeaderAndIsr)."""
+        broker = s.brokers[i]
+        controller = s.controller
+        noticed = controller.with_(registered=replace_at(controller.registered, i, broker.broker_epoch))
         if not self.features.detect_bounced_broker:
-            return with_controller(s, _new(Controller, ctrl[:3] + (registered,)), s[2])
+            return s.with_(controller=noticed)
         network = tuple([m for m in s.network if not (m.kind in CONTROL_KINDS and m.dst == i)])
-        s = with_controller(s, _new(Controller, ctrl[:3] + (registered,)), network)
-        if ctrl.leader == i and ctrl.epoch < self.max_epoch:
-            return self._elect_state(s, i, ctrl.isr)
-        return with_network(s, add_messages(network, self._leader_and_isr(s, i, ctrl.epoch, ctrl.leader, ctrl.isr)))
+        s = s.with_(controller=noticed, network=network)
+        if controller.leader == i and controller.epoch < self.max_epoch:
+            return self._elect_state(s, i, controller.isr)
+        request = self._leader_and_isr(s, i, controller.epoch, controller.leader, controller.isr)
+        return s.with_(network=add_messages(network, request))
 
     def _controlled_shutdowns(self, s: KafkaState, m: ControlledShutdown, out: list) -> None:
-        """The controller handles a ControlledShutdown: leadership moves to another live ISR member, the
-        broker leaves the ISR (a new epoch either way) and is sent a StopReplica. The request is
-        rejected if the broker is down, or (KIP-380) comes from an older generation than the one
-        the controller has registered."""
+        """ProcessControlledShutdown (``KafkaController.doControlledShutdown``): leadership moves to another
+        live ISR member, the broker leaves the ISR (a new epoch either way) and is sent a StopReplica. The
+        request is rejected if the broker is down, or (``reject-stale-shutdown``, KIP-380) comes from an
+        older generation than the one the controller has registered."""
         i = m.src
-        ctrl = s.controller
+        controller = s.controller
         brokers = s.brokers
-        rest = with_network(s, remove_message(s.network, m))
+        rest = s.with_(network=remove_message(s.network, m))
         act = self._process_shutdown[i]
-        if not brokers[i].alive or (self.features.reject_stale_shutdown and m.broker_epoch < ctrl.registered[i]):
-            out.append((act[ctrl.leader], rest))
+        if not brokers[i].alive or (self.features.reject_stale_shutdown and m.broker_epoch < controller.registered[i]):
+            out.append((act[controller.leader], rest))
             return
-        isr = tuple(r for r in ctrl.isr if r != i)
-        if ctrl.leader == i:
+        isr = tuple(r for r in controller.isr if r != i)
+        if controller.leader == i:
             others = [r for r in isr if brokers[r].alive]
             if not others:  # nowhere to move leadership: Kafka answers "partitions remaining"
                 out.append((act[i], rest))
                 return
-            if ctrl.epoch >= self.max_epoch:
+            if controller.epoch >= self.max_epoch:
                 return
             for leader in others:
                 # the LeaderAndIsr goes to the shutting-down broker too (live or shutting down), then the
                 # StopReplica for the replica it now follows
                 moved = self._elect_state(rest, leader, isr)
                 out.append((act[leader], self._send_stop(moved, i, m.incarnation)))
-        elif i in ctrl.isr:
-            if ctrl.epoch >= self.max_epoch:
+        elif i in controller.isr:
+            if controller.epoch >= self.max_epoch:
                 return
-            shrunk = self._elect_state(rest, ctrl.leader, isr, skip=i)
-            out.append((act[ctrl.leader], self._send_stop(shrunk, i, m.incarnation)))
+            shrunk = self._elect_state(rest, controller.leader, isr, skip=i)
+            out.append((act[controller.leader], self._send_stop(shrunk, i, m.incarnation)))
         else:
-            out.append((act[ctrl.leader], self._send_stop(rest, i, m.incarnation)))
+            out.append((act[controller.leader], self._send_stop(rest, i, m.incarnation)))
 
     def _send_stop(self, s: KafkaState, i: int, meant: int) -> KafkaState:
-        ctrl = s[1]
-        msg = _new(StopReplica, (STOP_REPLICA, i, ctrl.epoch, ctrl.registered[i], meant))
-        return with_network(s, add_messages(s[2], msg))
+        controller = s.controller
+        request = StopReplica(STOP_REPLICA, i, controller.epoch, controller.registered[i], meant)
+        return s.with_(network=add_messages(s.network, request))
 
     # -- crash, restart and bounce -------------------------------------------------------------------
-    def _crash_state(self, s: KafkaState, i: int, keep: int) -> KafkaState:
-        """The broker dies and the controller sees it at once: its queued control requests are dropped
-        with its connections (a ControlledShutdown it sent is already with the controller)."""
-        b = truncate_broker(s.brokers[i], keep)
-        nb = _new(Broker, (False, b.log, b.hw, b.cache, -1, -1, (), NO_FETCHER, (), b.broker_epoch, False, b.incarnation,
-                           b.stale))
+    def _crash_state(self, s: KafkaState, i: int, keep: int, counted: bool = True) -> KafkaState:
+        """Crash / CrashLosingTail: the broker dies; its queued control requests are dropped with its
+        connections (a ControlledShutdown it sent is already with the controller), and the controller
+        processes the death later. The log, the epoch cache and the HW checkpoint survive (``keep``
+        records of the log). ``counted``: a halt the protocol itself causes (a follower ahead of its
+        leader before 2.1.0) does not count against the crash bound."""
+        kept = truncate_broker(s.brokers[i], keep)
+        dead = kept.with_(alive=False, leader=-1, epoch=-1, isr=(), fetch=NO_FETCHER, remote=(), stopping=False,
+                          reconciled=-1, idle_cause=IDLE_NONE, pending_diverging=())
         network = tuple([m for m in s.network if m.kind == CONTROLLED_SHUTDOWN or (m.dst != i and
                                                                                    (m.kind in CONTROL_KINDS or m.src != i))])
-        return _new(KafkaState, (replace_broker(s.brokers, i, nb), s[1], network, s[3], s.crashes + 1) + s[5:])
+        return with_broker(s, i, dead, network=network, crashes=s.crashes + 1 if counted else s.crashes)
 
     def _reborn(self, b: Broker) -> Broker:
         """A new incarnation: log, epoch cache and HW checkpoint back; registered with a new broker epoch."""
-        return _new(Broker, (True, b.log, min(b.hw, len(b.log)), b.cache, -1, -1, (), NO_FETCHER, (), b.broker_epoch + 1, False,
-                             b.incarnation + 1, b.stale))
+        return b.with_(alive=True, hw=min(b.hw, len(b.log)), leader=-1, epoch=-1, isr=(), fetch=NO_FETCHER, remote=(),
+                       broker_epoch=b.broker_epoch + 1, stopping=False, incarnation=b.incarnation + 1, reconciled=-1,
+                       idle_cause=IDLE_RESTARTED, pending_diverging=())
 
     def _restart_state(self, s: KafkaState, i: int) -> KafkaState:
-        """Back after a crash; the controller processes its registration at once and sends it the
-        current LeaderAndIsr."""
-        nb = self._reborn(s.brokers[i])
-        ctrl = s.controller
-        registered = ctrl.registered[:i] + (nb.broker_epoch,) + ctrl.registered[i + 1 :]
-        msg = _new(LeaderAndIsr, (LEADER_AND_ISR, i, ctrl.epoch, ctrl.leader, ctrl.isr, nb.broker_epoch, nb.incarnation))
-        return _new(KafkaState, (replace_broker(s.brokers, i, nb), _new(Controller, ctrl[:3] + (registered,)),
-                                 add_messages(s.network, msg)) + s[3:])
+        """Restart: back after a crash whose failure the controller processed; the controller processes its
+        registration at once (``KafkaController.onBrokerStartup``) and sends it the current LeaderAndIsr
+        (leader -1 if the partition is offline: ElectLeader follows)."""
+        reborn = self._reborn(s.brokers[i])
+        controller = s.controller
+        controller = controller.with_(registered=replace_at(controller.registered, i, reborn.broker_epoch))
+        request = LeaderAndIsr(LEADER_AND_ISR, i, controller.epoch, controller.leader, controller.isr, reborn.broker_epoch,
+                               reborn.incarnation)
+        return with_broker(s, i, reborn, controller=controller, network=add_messages(s.network, request))
 
     def _bounce_state(self, s: KafkaState, i: int) -> KafkaState:
-        """A crash and a re-registration so fast that the controller has processed neither: it still has
-        the old broker epoch registered and keeps its queue of control requests to the broker (its
+        """Bounce: a crash and a re-registration so fast that the controller has processed neither: it still
+        has the old broker epoch registered and keeps its queue of control requests to the broker (its
         sender thread reconnects to the new incarnation). Broker-to-broker messages are lost."""
-        nb = self._reborn(s.brokers[i])
+        reborn = self._reborn(s.brokers[i])
         network = tuple([m for m in s.network if m.kind not in DATA_KINDS or (m.dst != i and m.src != i)])
-        return _new(KafkaState, (replace_broker(s.brokers, i, nb), s[1], network) + s[3:7] + (s.bounces + 1, s[8]))
+        return with_broker(s, i, reborn, network=network, bounces=s.bounces + 1)
 
     # -- control requests applied by a broker --------------------------------------------------------
     def _stale_generation(self, b: Broker, m: LeaderAndIsr | StopReplica) -> bool:
-        """KIP-380: a control request for an older generation is rejected (STALE_BROKER_EPOCH); a newer
-        one is accepted (rejecting it stalled the broker: KAFKA-9839)."""
+        """KIP-380 (``reject-stale-broker-epoch``, ``KafkaApis.isBrokerEpochStale``): a control request for
+        an older generation is rejected (STALE_BROKER_EPOCH); a newer one is accepted (rejecting it
+        stalled the broker: KAFKA-9839)."""
         return self._reject_stale and m.broker_epoch < b.broker_epoch
 
     def _apply_stop_replica(self, s: KafkaState, m: StopReplica) -> KafkaState:
+        """DeliverStopReplica (delete=false, ``ReplicaManager.stopReplicas``): the replica is removed from
+        the fetcher and stays offline until a LeaderAndIsr with a newer epoch."""
         network = remove_message(s.network, m)
         i = m.dst
         b = s.brokers[i]
         if self._stale_generation(b, m):
-            return with_network(s, network)
-        # the replica is removed from the fetcher and stays offline until a LeaderAndIsr with a newer epoch
-        nb = _new(Broker, b[:7] + (NO_FETCHER,) + b[8:12] + (b.stale or m.meant != b.incarnation,))
-        return with_brokers(s, replace_broker(s.brokers, i, nb), network)
+            return s.with_(network=network)
+        stopped = b.with_(fetch=NO_FETCHER, idle_cause=IDLE_STOPPED, stale=b.stale or m.meant != b.incarnation)
+        return with_broker(s, i, stopped, network=network)
 
     def _apply_leader_and_isr(self, s: KafkaState, m: LeaderAndIsr) -> KafkaState:
+        """DeliverLeaderAndIsr (``ReplicaManager.becomeLeaderOrFollower``): ignored unless its leader epoch
+        is newer than the broker's (and, KIP-380, its broker epoch is not older). A new leader
+        (``Partition.makeLeader``) starts with unknown follower LEOs and, with ``kafka-7415``, registers
+        its epoch in its cache. A follower (``Partition.makeFollower``, ``ReplicaManager.makeFollowers``):
+        whose leader did not change only learns the new epoch, unless ``kafka-7164`` (every epoch change
+        restarts truncation); otherwise it truncates to its HW (before KIP-101) or enters the truncating
+        state (an OffsetsForLeaderEpoch round first), or fetches at once (truncate-on-fetch)."""
         network = remove_message(s.network, m)
         i = m.dst
         b = s.brokers[i]
         if m.epoch <= b.epoch or self._stale_generation(b, m):
-            return with_network(s, network)  # an older epoch than the broker knows, or generation: ignored
-        if m.meant != b.incarnation:
-            b = _new(Broker, b[:12] + (True,))
+            return s.with_(network=network)  # an older epoch than the broker knows, or generation: ignored
+        stale = b.stale or m.meant != b.incarnation
         if m.leader == i:
-            cache = b.cache
-            if self.features.epoch_on_become_leader:
-                cache = assign(cache, m.epoch, len(b.log))
-            nb = _new(Broker, (b[0], b[1], b[2], cache, i, m.epoch, m.isr, NO_FETCHER, (-1,) * self.n) + b[9:])
-        elif b.leader == m.leader and b.fetch != NO_FETCHER and not self._fencing:
-            # before KIP-320 a follower whose leader did not change only learns the new epoch
-            nb = _new(Broker, b[:5] + (m.epoch, m.isr) + b[7:])
+            cache = assign(b.cache, m.epoch, len(b.log)) if self._7415 else b.cache
+            nb = b.with_(cache=cache, leader=i, epoch=m.epoch, isr=m.isr, fetch=NO_FETCHER, remote=(-1,) * self.n,
+                         stale=stale, reconciled=m.epoch, idle_cause=IDLE_NONE)
+        elif b.leader == m.leader and b.fetch != NO_FETCHER and not self._restarts_truncation(b, m):
+            # Partition.makeFollower returns false: the fetcher keeps going, only the new epoch is learned
+            nb = b.with_(epoch=m.epoch, isr=m.isr, stale=stale)
         else:
             if self._hw_truncation:
                 b = truncate_broker(b, b.hw, self._fix_10706)
                 fetch = FETCHING
-            elif self._offsets:
+            elif self._offsets or not b.cache:
+                # an OffsetsForLeaderEpoch round first; with truncate-on-fetch (2.8+
+                # ``AbstractFetcherThread.partitionFetchState``) only a follower with no epoch is Truncating
+                # (it truncates to its HW: ``truncateToHighWatermark``)
                 fetch = TRUNCATING
             else:
                 fetch = FETCHING
-            nb = _new(Broker, b[:4] + (m.leader, m.epoch, m.isr, fetch, ()) + b[9:])
-        return with_brokers(s, replace_broker(s.brokers, i, nb), network)
+            nb = b.with_(leader=m.leader, epoch=m.epoch, isr=m.isr, fetch=fetch, remote=(), stale=stale, reconciled=-1,
+                         idle_cause=IDLE_NONE)
+        return with_broker(s, i, nb, network=network)
+
+
+    def _restarts_truncation(self, b: Broker, m: LeaderAndIsr) -> bool:
+        """Whether a LeaderAndIsr that keeps the follower's leader makes it truncate again
+        (``Partition.makeFollower``): never in 0.10.2 to 2.0.0 (``leaderReplicaIdOpt == newLeader``); in
+        2.0.1 (``kafka-7164``) when it skipped an epoch (``leaderEpoch != oldLeaderEpoch + 1``); from 2.1.0
+        (KIP-320, ``leader-epoch-fencing``) on every epoch change."""
+        if self._fencing:
+            return True
+        if self.features.kafka_7164:
+            return m.epoch > b.epoch + 1
+        return False
+
+
+def replace_at(values: tuple, index: int, value: int) -> tuple:
+    return values[:index] + (value,) + values[index + 1 :]
 
 
 def channel_order(m: LeaderAndIsr | StopReplica) -> tuple[int, int, int]:
@@ -222,4 +282,3 @@ def channel_order(m: LeaderAndIsr | StopReplica) -> tuple[int, int, int]:
     kind). Both epochs only grow along a channel; the one case of a tie is a StopReplica sent for a
     controlled shutdown that needed no new epoch, which follows the LeaderAndIsr of that epoch."""
     return m.epoch, m.broker_epoch, m.kind
-

@@ -3,12 +3,14 @@ watermark, shrink and expand the ISR), what a follower sends (Fetch, OffsetsForL
 the leader serves those requests and the follower applies the answers (append, truncate, retry).
 
 ``DataPlaneActions`` is a mixin of ``spec.kafka.model.KafkaModel``: it reads the bounds, feature
-switches and action tables that ``KafkaModel.__init__`` sets. The rules are in that module's docstring.
+switches and action tables that ``KafkaModel.__init__`` sets. Each method names the release source
+it follows; ``spec.kafka.rules`` is the table of every rule that differs between releases.
 """
 
 from __future__ import annotations
 
 from spec.kafka.log import (
+    LOOKUP_UNDEFINED,
     UNDEFINED,
     Record,
     assign,
@@ -16,6 +18,7 @@ from spec.kafka.log import (
     diverging_epoch,
     end_offset_for,
     end_offset_kip101,
+    epoch_start,
     follower_truncation,
     latest_epoch,
 )
@@ -25,6 +28,7 @@ from spec.kafka.state import (
     FETCH,
     FETCH_RESPONSE,
     FETCHING,
+    IDLE_FENCED,
     NO_FETCHER,
     NONE,
     NOT_LEADER,
@@ -34,96 +38,108 @@ from spec.kafka.state import (
     TRUNCATING,
     UNKNOWN_LEADER_EPOCH,
     Broker,
-    Controller,
     FetchRequest,
     FetchResponse,
     KafkaState,
     OffsetsRequest,
     OffsetsResponse,
 )
-from spec.kafka.updates import (
-    add_messages,
-    remove_message,
-    replace_broker,
-    truncate_broker,
-    with_brokers,
-    with_fetch,
-    with_network,
-)
-
-_new = tuple.__new__
+from spec.kafka.updates import add_messages, remove_message, truncate_broker, with_broker
 
 
 class DataPlaneActions:
     """Produce, high watermark and ISR changes by the leader; fetch and OffsetsForLeaderEpoch rounds."""
 
-    # -- a leader's and a follower's own actions ---------------------------------------------------------
-    def _leader_actions(self, s: KafkaState, i: int, b: Broker, out: list) -> None:
+    # -- a leader's own actions ---------------------------------------------------------------------------
+    def _leader_actions(self, s: KafkaState, i: int, leader: Broker, out: list) -> None:
         add = out.append
-        brokers = s[0]
-        log, cache, epoch = b[1], b[3], b[5]
-        leo = len(log)
-        produced = s[3]
-        if produced < self.max_records:
-            ident = produced + 1
-            new_log = log + (_new(Record, (epoch, ident)),)
-            new_cache = assign(cache, epoch, leo) if epoch > latest_epoch(cache) else cache
-            nb = _new(Broker, (b[0], new_log, b[2], new_cache) + b[4:])
-            add((self._produce[i], _new(KafkaState, (replace_broker(brokers, i, nb), s[1], s[2], ident) + s[4:])))
-        hw = leo
-        remote = b.remote
-        isr = b.isr
-        for r in isr:
-            if r != i and remote[r] < hw:
-                hw = remote[r]
-        if hw > b.hw:
-            committed = set(s.committed)
-            for offset in range(hw):
-                rec = log[offset]
-                committed.add((offset, rec[0], rec[1]))
-            nb = _new(Broker, (b[0], log, hw) + b[3:])
-            add((self._advance[i], _new(KafkaState, (replace_broker(brokers, i, nb),) + s[1:8] + (tuple(sorted(committed)),))))
-        ctrl = s[1]
-        if ctrl[0] != i or ctrl[1] != epoch:
-            return  # a deposed leader's ZooKeeper write of the ISR fails (stale zkVersion)
-        shrink, expand = self._shrink[i], self._expand[i]
+        self._produce_action(s, i, leader, add)
+        self._advance_hw_action(s, i, leader, add)
+        controller = s.controller
+        if controller.leader != i or controller.epoch != leader.epoch:
+            return  # a deposed leader's ZooKeeper write of the ISR fails (stale zkVersion): Partition.updateIsr
         for f in range(self.n):
-            if f == i:
-                continue
-            if f in isr:
-                new_isr = tuple([r for r in isr if r != f])
-                act = shrink[f]
-            else:
-                if remote[f] < b.hw or remote[f] < 0:
-                    continue
-                if self.features.expand_isr_guard and b.hw < epoch_start(cache, epoch, leo):
-                    continue
-                new_isr = tuple(sorted(isr + (f,)))
-                act = expand[f]
-            nb = _new(Broker, b[:6] + (new_isr,) + b[7:])
-            nctrl = _new(Controller, (ctrl[0], ctrl[1], new_isr, ctrl[3]))
-            add((act, _new(KafkaState, (replace_broker(brokers, i, nb), nctrl) + s[2:])))
+            if f != i:
+                self._isr_change_action(s, i, leader, f, add)
 
-    def _follower_actions(self, s: KafkaState, i: int, b: Broker, out: list) -> None:
-        leader = b.leader
-        fetch = b.fetch
-        network = s[2]
-        if fetch == NO_FETCHER or busy(network, i, leader):
+    def _produce_action(self, s: KafkaState, i: int, leader: Broker, add) -> None:
+        """Produce: a broker that believes it leads appends a record in its leader epoch
+        (``Partition.appendRecordsToLeader``; the epoch cache learns a new epoch on its first append,
+        ``Log.append`` -> ``leaderEpochCache.assign``)."""
+        if s.produced >= self.max_records:
             return
+        ident = s.produced + 1
+        leo = len(leader.log)
+        epoch = leader.epoch
+        cache = assign(leader.cache, epoch, leo, self._7415)
+        appended = leader.with_(log=leader.log + (Record(epoch, ident),), cache=cache)
+        add((self._produce[i], with_broker(s, i, appended, produced=ident)))
+
+    def _advance_hw_action(self, s: KafkaState, i: int, leader: Broker, add) -> None:
+        """AdvanceHighWatermark: HW = the least LEO over the leader's ISR (the leader's own included),
+        as the fetch offsets of its last fetches tell it (``Partition.maybeIncrementLeaderHW``). The
+        records below the new HW become committed (the ghost ``committed``)."""
+        hw = len(leader.log)
+        for r in leader.isr:
+            if r != i and leader.remote[r] < hw:
+                hw = leader.remote[r]
+        if hw <= leader.hw:
+            return
+        committed = set(s.committed)
+        for offset in range(hw):
+            record = leader.log[offset]
+            committed.add((offset, record.epoch, record.ident))
+        advanced = leader.with_(hw=hw)
+        add((self._advance[i], with_broker(s, i, advanced, committed=tuple(sorted(committed)))))
+
+    def _isr_change_action(self, s: KafkaState, i: int, leader: Broker, f: int, add) -> None:
+        """ShrinkIsr / ExpandIsr of follower ``f`` by the leader of the controller's current epoch.
+
+        Shrink: at any time (``Partition.maybeShrinkIsr`` drops a follower that has not caught up for
+        ``replica.lag.time.max.ms``; time is abstracted away). Expand (``Partition.maybeExpandIsr``):
+        the follower's fetch offset reached the leader's HW; with ``kafka-7128`` (2.0.1+) it must also
+        have reached the start offset of the leader's epoch (``leaderEpochStartOffsetOpt``)."""
+        isr = leader.isr
+        if f in isr:
+            add((self._shrink[i][f], self._with_isr(s, i, leader, tuple([r for r in isr if r != f]))))
+            return
+        fetched = leader.remote[f]
+        if fetched < 0 or fetched < leader.hw:
+            return
+        if self.features.kafka_7128 and fetched < epoch_start(leader.cache, leader.epoch, len(leader.log)):
+            return
+        add((self._expand[i][f], self._with_isr(s, i, leader, tuple(sorted(isr + (f,))))))
+
+    @staticmethod
+    def _with_isr(s: KafkaState, i: int, leader: Broker, isr: tuple[int, ...]) -> KafkaState:
+        """The leader's ISR change written to ZooKeeper with its epoch (``Partition.updateIsr``)."""
+        return with_broker(s, i, leader.with_(isr=isr), controller=s.controller.with_(isr=isr))
+
+    # -- a follower's requests ------------------------------------------------------------------------------
+    def _follower_actions(self, s: KafkaState, i: int, follower: Broker, out: list) -> None:
+        """SendFetch / SendOffsetsForLeaderEpoch: the fetcher thread sends one request at a time to the
+        leader it follows and waits for the answer (``AbstractFetcherThread.doWork``)."""
+        leader = follower.leader
+        network = s.network
+        if follower.fetch == NO_FETCHER or follower.pending_diverging or busy(network, i, leader):
+            return  # no partition to fetch, or the thread has a truncation to finish, or waits for an answer
         if self.max_inflight and in_flight(network) >= self.max_inflight:
             return
-        epoch = b.epoch if self._send_epoch else -1
-        if fetch == FETCHING:
-            last = latest_epoch(b.cache) if self._on_fetch else -1
-            msg = _new(FetchRequest, (FETCH, i, leader, epoch, len(b.log), last))
-            out.append((self._send_fetch[i][leader], with_network(s, add_messages(network, msg))))
-        elif fetch == TRUNCATING and b.cache:
-            msg = _new(OffsetsRequest, (OFFSETS_FOR_LEADER_EPOCH, i, leader, epoch if self._fencing else -1,
-                                        latest_epoch(b.cache)))
-            out.append((self._send_offsets[i][leader], with_network(s, add_messages(network, msg))))
+        current_epoch = follower.epoch if self._send_epoch else UNDEFINED  # KIP-320: currentLeaderEpoch
+        if follower.fetch == FETCHING:
+            last_fetched = latest_epoch(follower.cache) if self._on_fetch else UNDEFINED  # KAFKA-10554: lastFetchedEpoch
+            request = FetchRequest(FETCH, i, leader, current_epoch, len(follower.log), last_fetched)
+            out.append((self._send_fetch[i][leader], s.with_(network=add_messages(network, request))))
+        elif follower.fetch == TRUNCATING and follower.cache:
+            request = OffsetsRequest(OFFSETS_FOR_LEADER_EPOCH, i, leader, current_epoch if self._fencing else UNDEFINED,
+                                     latest_epoch(follower.cache))
+            out.append((self._send_offsets[i][leader], s.with_(network=add_messages(network, request))))
 
-    # -- fetch and OffsetsForLeaderEpoch, served and received ------------------------------------------
+    # -- the leader serves -----------------------------------------------------------------------------------
     def _error(self, leader: Broker, i: int, request_epoch: int) -> int:
+        """The leader's check of a request (2.1+: ``Partition.localReplicaWithEpochOrException``):
+        FENCED_LEADER_EPOCH if the request's current leader epoch is older than the leader's,
+        UNKNOWN_LEADER_EPOCH if newer, NOT_LEADER if this broker does not lead."""
         if self._fencing:
             if request_epoch < leader.epoch:
                 return FENCED_LEADER_EPOCH
@@ -134,89 +150,161 @@ class DataPlaneActions:
         return NONE
 
     def _serve_fetch_state(self, s: KafkaState, m: FetchRequest) -> KafkaState:
+        """ServeFetch: the records from the fetch offset and the HW; or an error; or (truncate-on-fetch,
+        ``Partition.fetchRecords`` with ``lastFetchedEpoch``) a diverging epoch and no records. A fetch
+        at an offset within the leader's log records it as the follower's LEO
+        (``Partition.updateFollowerFetchState``); with a diverging epoch it does so only without
+        ``kafka-13141`` (the leader took the follower's fetch offset although it had diverged)."""
         network = remove_message(s.network, m)
         i, f = m.dst, m.src
-        b = s.brokers[i]
-        error = self._error(b, i, m.epoch)
-        brokers = s.brokers
+        leader = s.brokers[i]
+        error = self._error(leader, i, m.epoch)
         if error != NONE:
-            resp = _new(FetchResponse, (FETCH_RESPONSE, i, f, m.epoch, m.offset, error, (), -1, -1, -1))
-        else:
-            leo = len(b.log)
-            diverging = diverging_epoch(b.cache, leo, m.offset, m.last_epoch) if self._on_fetch else None
-            if diverging is not None:
-                resp = _new(FetchResponse, (FETCH_RESPONSE, i, f, m.epoch, m.offset, NONE, (), b.hw) + diverging)
-            elif m.offset > leo:
-                resp = _new(FetchResponse, (FETCH_RESPONSE, i, f, m.epoch, m.offset, OFFSET_OUT_OF_RANGE, (), leo, -1, -1))
-            else:
-                remote = b.remote[:f] + (m.offset,) + b.remote[f + 1 :]
-                brokers = replace_broker(brokers, i, _new(Broker, b[:8] + (remote,) + b[9:]))
-                resp = _new(FetchResponse, (FETCH_RESPONSE, i, f, m.epoch, m.offset, NONE, b.log[m.offset :], b.hw, -1, -1))
-        return with_brokers(s, brokers, add_messages(network, resp))
-
-    def _receive_fetch_state(self, s: KafkaState, m: FetchResponse) -> KafkaState:
-        network = remove_message(s.network, m)
-        i = m.dst
-        b = s.brokers[i]
-        leo = len(b.log)
-        if b.fetch != FETCHING or b.leader != m.src or leo != m.offset:
-            return with_network(s, network)  # the fetcher moved on: the response is dropped
-        if self.features.stale_response_guard and m.epoch != b.epoch:
-            return with_network(s, network)
-        if m.error == NONE and m.diverging_epoch == -1 and m.diverging_offset == -1:
-            log = b.log + m.records
-            nb = _new(Broker, (b[0], log, min(m.hw, len(log)), cache_after_append(b.cache, log, leo)) + b[4:])
-        elif m.error == NONE:
-            offset, _ = follower_truncation(b.cache, leo, b.hw, m.diverging_epoch, m.diverging_offset)
-            nb = truncate_broker(b, offset, self._fix_10706)  # truncate, and do not adopt the leader's HW here (KAFKA-14704)
-        elif m.error == OFFSET_OUT_OF_RANGE and m.hw < leo:
-            nb = truncate_broker(b, m.hw, self._fix_10706)  # the leader's log ends before ours: truncate to its LEO
-        elif m.error == FENCED_LEADER_EPOCH and self._fenced_removes:
-            nb = with_fetch(b, NO_FETCHER)  # 2.1.0: wait for the next LeaderAndIsr
-        else:
-            return with_network(s, network)  # NOT_LEADER, FENCED, UNKNOWN: retry later
-        return with_brokers(s, replace_broker(s.brokers, i, nb), network)
+            response = FetchResponse(FETCH_RESPONSE, i, f, m.epoch, m.offset, error, (), UNDEFINED, UNDEFINED, UNDEFINED)
+            return s.with_(network=add_messages(network, response))
+        leo = len(leader.log)
+        diverging = diverging_epoch(leader.cache, leo, m.offset, m.last_epoch) if self._on_fetch else None
+        if diverging == LOOKUP_UNDEFINED:
+            response = FetchResponse(FETCH_RESPONSE, i, f, m.epoch, m.offset, OFFSET_OUT_OF_RANGE, (), leo, UNDEFINED, UNDEFINED)
+            return s.with_(network=add_messages(network, response))
+        if diverging is not None:
+            response = FetchResponse(FETCH_RESPONSE, i, f, m.epoch, m.offset, NONE, (), leader.hw, *diverging)
+            if self.features.kafka_13141 or m.offset > leo:
+                return s.with_(network=add_messages(network, response))
+            # before KAFKA-13141's fix the leader took the diverging fetch offset as the follower's LEO
+            leader = leader.with_(remote=replace_at(leader.remote, f, m.offset))
+            return with_broker(s, i, leader, network=add_messages(network, response))
+        if m.offset > leo:
+            response = FetchResponse(FETCH_RESPONSE, i, f, m.epoch, m.offset, OFFSET_OUT_OF_RANGE, (), leo, UNDEFINED, UNDEFINED)
+            return s.with_(network=add_messages(network, response))
+        leader = leader.with_(remote=replace_at(leader.remote, f, m.offset))
+        response = FetchResponse(FETCH_RESPONSE, i, f, m.epoch, m.offset, NONE, leader.log[m.offset :], leader.hw,
+                                 UNDEFINED, UNDEFINED)
+        return with_broker(s, i, leader, network=add_messages(network, response))
 
     def _serve_offsets_state(self, s: KafkaState, m: OffsetsRequest) -> KafkaState:
+        """ServeOffsetsForLeaderEpoch: 0.11 answers an end offset (``LeaderEpochFileCache.endOffsetFor``),
+        2.0+ (KIP-279) the pair (largest epoch <= requested, its end offset); an error otherwise."""
         network = remove_message(s.network, m)
         i, f = m.dst, m.src
-        b = s.brokers[i]
-        error = self._error(b, i, m.epoch)
+        leader = s.brokers[i]
+        error = self._error(leader, i, m.epoch)
         if error != NONE:
             answer_epoch, end = UNDEFINED, UNDEFINED
         elif self._kip279:
-            answer_epoch, end = end_offset_for(b.cache, len(b.log), m.requested)
+            answer_epoch, end = end_offset_for(leader.cache, len(leader.log), m.requested, self._7415)
         else:
-            answer_epoch, end = UNDEFINED, end_offset_kip101(b.cache, len(b.log), m.requested)
-        resp = _new(OffsetsResponse, (OFFSETS_FOR_LEADER_EPOCH_RESPONSE, i, f, m.epoch, m.requested, error, answer_epoch, end))
-        return with_network(s, add_messages(network, resp))
+            answer_epoch, end = UNDEFINED, end_offset_kip101(leader.cache, len(leader.log), m.requested)
+        response = OffsetsResponse(OFFSETS_FOR_LEADER_EPOCH_RESPONSE, i, f, m.epoch, m.requested, error, answer_epoch, end)
+        return s.with_(network=add_messages(network, response))
 
-    def _receive_offsets_state(self, s: KafkaState, m: OffsetsResponse) -> KafkaState:
+    def _removes_on_fenced(self, request_epoch: int, follower: Broker) -> bool:
+        """Whether a FENCED_LEADER_EPOCH answer takes the partition out of the fetcher: 2.1.0+
+        (``onPartitionFenced``), and from 2.5.0 (``kafka-9654``) only if the request's epoch is still the
+        fetch state's (``onPartitionFenced(tp, requestEpoch)``; otherwise the partition is retried)."""
+        if not self._fenced_removes:
+            return False
+        return not self.features.kafka_9654 or request_epoch == follower.epoch
+
+    # -- the follower applies the answers --------------------------------------------------------------------
+    def _receive_fetch_state(self, s: KafkaState, m: FetchResponse) -> KafkaState:
+        """ReceiveFetch (``AbstractFetcherThread.processFetchRequest``, under ``partitionMapLock``): dropped
+        unless the partition is still fetching from this leader at the request's offset
+        (``fetchPartitionData.fetchOffset == currentFetchState.fetchOffset``); then append and take
+        HW = min(leader HW, LEO) (``ReplicaFetcherThread.processPartitionData``); truncate on
+        OFFSET_OUT_OF_RANGE below our LEO (``handleOffsetOutOfRange``); on FENCED_LEADER_EPOCH drop the
+        partition (2.1.0) or retry; other errors: retry after the back-off.
+
+        A diverging epoch (2.8+) is only recorded here (``divergingEndOffsets``) and applied by
+        TruncateOnDivergingEpoch once the lock is released. Before KAFKA-14704's fix the empty answer
+        still went through ``processPartitionData``, which took the leader's HW over the divergent tail.
+        With ``kafka-18991`` a diverging epoch is used only if the request's leader epoch is still the
+        fetch state's."""
         network = remove_message(s.network, m)
         i = m.dst
-        b = s.brokers[i]
-        if b.fetch != TRUNCATING or b.leader != m.src:
-            return with_network(s, network)
-        if self._fix_7786 and m.epoch != b.epoch:
-            return with_network(s, network)  # KAFKA-7786's fix: the epoch changed while it was in flight
-        leo = len(b.log)
+        follower = s.brokers[i]
+        leo = len(follower.log)
+        if follower.fetch != FETCHING or follower.leader != m.src or leo != m.offset:
+            return s.with_(network=network)  # the fetcher moved on: the response is dropped
+        if self.features.kafka_18991 and m.epoch != follower.epoch:
+            return s.with_(network=network)  # KAFKA-18991: an answer to a request of an older leader epoch
+        if m.error == NONE and m.diverging_epoch == UNDEFINED and m.diverging_offset == UNDEFINED:
+            log = follower.log + m.records
+            cache = cache_after_append(follower.cache, log, leo, self._7415)
+            follower = follower.with_(log=log, hw=min(m.hw, len(log)), cache=cache, reconciled=follower.epoch)
+        elif m.error == NONE:
+            pending = (m.src, m.epoch, m.diverging_epoch, m.diverging_offset)
+            if self.features.kafka_14704:
+                follower = follower.with_(pending_diverging=pending)
+            else:  # before KAFKA-14704's fix: the leader's HW is taken before the divergent tail is truncated
+                follower = follower.with_(pending_diverging=pending, hw=min(m.hw, leo))
+        elif m.error == OFFSET_OUT_OF_RANGE and m.hw < leo:
+            if not self._fencing and not self.features.unclean:
+                # before 2.1.0 a follower ahead of its leader halts the broker unless unclean election is on
+                # (0.10.2.2 ReplicaFetcherThread.handleOffsetOutOfRange: "Exiting because log truncation is
+                # not allowed", System.exit(1))
+                return self._crash_state(s.with_(network=network), i, leo, counted=False)
+            follower = truncate_broker(follower, m.hw, self._fix_10706)  # the leader's log ends before ours
+        elif m.error == FENCED_LEADER_EPOCH and self._removes_on_fenced(m.epoch, follower):
+            follower = follower.with_(fetch=NO_FETCHER, idle_cause=IDLE_FENCED)  # until the next LeaderAndIsr
+        else:
+            return s.with_(network=network)  # NOT_LEADER, UNKNOWN_LEADER_EPOCH, FENCED: retry after the back-off
+        return with_broker(s, i, follower, network=network)
+
+    def _truncate_on_diverging_action(self, s: KafkaState, i: int, follower: Broker, add) -> None:
+        """TruncateOnDivergingEpoch (2.8+ ``AbstractFetcherThread.truncateOnFetchResponse`` ->
+        ``maybeTruncateToEpochEndOffsets`` -> ``getOffsetTruncationState``): the fetcher thread, having
+        released ``partitionMapLock`` after reading the answer, takes it again and truncates to the
+        recorded diverging epoch; a LeaderAndIsr may have been applied in between. Before KAFKA-13207's
+        fix it truncated whatever had become of the partition (``partition.truncateTo`` truncates a
+        leader's log too); with ``kafka-13207`` a partition that left the fetcher is skipped. The state
+        is Fetching afterwards: an intermediate truncation lets the next fetch carry the lower epoch."""
+        source, _request_epoch, epoch, end = follower.pending_diverging
+        in_fetcher = follower.fetch != NO_FETCHER and follower.leader == source
+        if self.features.kafka_13207 and not in_fetcher:
+            add((self._truncate_diverging[i], with_broker(s, i, follower.with_(pending_diverging=()))))
+            return
+        offset, _ = follower_truncation(follower.cache, len(follower.log), follower.hw, epoch, end)
+        truncated = truncate_broker(follower, offset, self._fix_10706).with_(pending_diverging=())
+        if in_fetcher:
+            truncated = truncated.with_(fetch=FETCHING)
+        add((self._truncate_diverging[i], with_broker(s, i, truncated)))
+
+    def _receive_offsets_state(self, s: KafkaState, m: OffsetsResponse) -> KafkaState:
+        """ReceiveOffsetsForLeaderEpoch (0.11 ``ReplicaFetcherThread.maybeTruncate``, 2.0+
+        ``AbstractFetcherThread.maybeTruncate`` / ``getOffsetTruncationState``).
+
+        An error answer (NOT_LEADER, UNKNOWN_LEADER_EPOCH, ...) leaves the partition truncating, to be
+        asked again after the back-off (``partitionsWithError`` in 0.11 and 2.0, ``handlePartitionsWithErrors``
+        in 2.1+); only an error-free UNDEFINED_EPOCH_OFFSET falls back to the HW. FENCED_LEADER_EPOCH
+        removes the partition in 2.1.0 (``fenced-removes-partition``: KAFKA-7786's stall); with
+        ``kafka-7786-fix`` an answer whose request epoch is no longer the partition's is ignored."""
+        network = remove_message(s.network, m)
+        i = m.dst
+        follower = s.brokers[i]
+        if follower.fetch != TRUNCATING or follower.leader != m.src:
+            return s.with_(network=network)
+        if self._fix_7786 and m.epoch != follower.epoch:
+            return s.with_(network=network)  # KAFKA-7786's fix: the epoch changed while it was in flight
+        leo = len(follower.log)
         done = True
         if m.error != NONE:
-            if m.error == FENCED_LEADER_EPOCH and self._fenced_removes:
-                # 2.1.0 (KAFKA-7786): the partition leaves the fetcher until the next LeaderAndIsr
-                nb = with_fetch(b, NO_FETCHER)
-                return with_brokers(s, replace_broker(s.brokers, i, nb), network)
-            if self._fencing:
-                return with_network(s, network)  # KIP-320: retry
-            offset = b.hw  # before KIP-320 any error falls back to the high watermark
-        elif self._kip279:
-            offset, done = follower_truncation(b.cache, leo, b.hw, m.answer_epoch, m.end_offset)
+            if m.error == FENCED_LEADER_EPOCH and self._removes_on_fenced(m.epoch, follower):
+                follower = follower.with_(fetch=NO_FETCHER, idle_cause=IDLE_FENCED)  # until the next LeaderAndIsr
+                return with_broker(s, i, follower, network=network)
+            return s.with_(network=network)  # retried: the partition stays truncating
+        if self._kip279:
+            offset, done = follower_truncation(follower.cache, leo, follower.hw, m.answer_epoch, m.end_offset, self._7415)
         elif m.end_offset == UNDEFINED:
-            offset = b.hw
+            offset = follower.hw  # 0.11: UNDEFINED_EPOCH_OFFSET falls back to the high watermark
         else:
             offset = min(m.end_offset, leo)
-        nb = with_fetch(truncate_broker(b, offset, self._fix_10706), FETCHING if done else TRUNCATING)
-        return with_brokers(s, replace_broker(s.brokers, i, nb), network)
+        follower = truncate_broker(follower, offset, self._fix_10706).with_(fetch=FETCHING if done else TRUNCATING)
+        return with_broker(s, i, follower, network=network)
+
+
+def replace_at(values: tuple, index: int, value: int) -> tuple:
+    return values[:index] + (value,) + values[index + 1 :]
 
 
 def busy(network: tuple, follower: int, leader: int) -> bool:
@@ -234,10 +322,3 @@ def busy(network: tuple, follower: int, leader: int) -> bool:
 def in_flight(network: tuple) -> int:
     """Broker-to-broker requests and responses in flight (what ``inflight`` bounds)."""
     return sum(1 for m in network if m.kind in DATA_KINDS)
-
-
-def epoch_start(cache: tuple, epoch: int, leo: int) -> int:
-    for e, start in cache:
-        if e == epoch:
-            return start
-    return leo

@@ -32,32 +32,40 @@ def latest_epoch(cache: Cache) -> int:
     return cache[-1][0] if cache else UNDEFINED
 
 
-def assign(cache: Cache, epoch: int, offset: int) -> Cache:
-    """Register ``epoch`` starting at ``offset`` if it is newer than the latest cached epoch.
+def assign(cache: Cache, epoch: int, offset: int, kafka_7415: bool = True) -> Cache:
+    """``LeaderEpochFileCache.assign(epoch, offset)`` as each release does it.
 
-    As in Kafka 2.1+, entries starting at or after ``offset`` are dropped first (an epoch that a
-    leader registered but never wrote to is replaced by the next one starting at the same offset).
+    0.11.0 to 2.0.0: append (epoch, offset) only if the epoch is newer than the latest and the offset is
+    not below its start; anything else is ignored (``validateAndMaybeWarn``). 2.0.1+ (KAFKA-7415,
+    ``truncateAndAppend``): unless it repeats the latest entry (same epoch, offset not lower), drop every
+    entry whose epoch or start offset is not below the new one's, then append it: a lower epoch appended
+    after a higher one (a stale fetch answer) replaces the higher entry.
     """
-    if cache and epoch <= cache[-1][0]:
+    if not kafka_7415:
+        if cache and (epoch <= cache[-1][0] or offset < cache[-1][1]):
+            return cache
+        return cache + ((epoch, offset),)
+    if cache and cache[-1][0] == epoch and offset >= cache[-1][1]:
         return cache
-    while cache and cache[-1][1] >= offset:
-        cache = cache[:-1]
-    return cache + ((epoch, offset),)
+    kept = tuple([entry for entry in cache if entry[0] < epoch and entry[1] < offset])
+    return kept + ((epoch, offset),)
 
 
 def truncate_cache(cache: Cache, offset: int) -> Cache:
-    """``truncateFromEnd``: drop the epochs that start at or after ``offset``."""
+    """``truncateFromEnd`` (``clearAndFlushLatest`` before 2.0.1): drop the epochs that start at or after
+    ``offset``."""
     while cache and cache[-1][1] >= offset:
         cache = cache[:-1]
     return cache
 
 
-def cache_after_append(cache: Cache, log: Log, start: int) -> Cache:
-    """The cache after ``log[start:]`` was appended: every newer epoch in it is registered."""
+def cache_after_append(cache: Cache, log: Log, start: int, kafka_7415: bool = True) -> Cache:
+    """The cache after ``log[start:]`` was appended (``Log.append`` assigns each batch's epoch at its base
+    offset; one record per batch here)."""
     for offset in range(start, len(log)):
         epoch = log[offset].epoch
-        if not cache or epoch > cache[-1][0]:
-            cache = assign(cache, epoch, offset)
+        if not cache or epoch != cache[-1][0]:
+            cache = assign(cache, epoch, offset, kafka_7415)
     return cache
 
 
@@ -84,12 +92,13 @@ def end_offset_kip101(cache: Cache, leo: int, requested: int) -> int:
     return UNDEFINED
 
 
-def end_offset_for(cache: Cache, leo: int, requested: int) -> tuple[int, int]:
+def end_offset_for(cache: Cache, leo: int, requested: int, kafka_7415: bool = True) -> tuple[int, int]:
     """2.0+ ``endOffsetFor(requested)``: (largest epoch <= requested, its end offset).
 
     If ``requested`` is the latest epoch: (requested, LEO). If no epoch is above it (or the cache
-    is empty): (UNDEFINED, UNDEFINED). If every known epoch is above it: (requested, start offset
-    of the lowest epoch), as the seed's truncation section says.
+    is empty): (UNDEFINED, UNDEFINED). If every known epoch is above it: 2.0.1+ (KAFKA-7415)
+    answers (requested, start offset of the lowest epoch), as the seed's truncation section says;
+    2.0.0 answered (UNDEFINED, UNDEFINED) ("requested epoch < the first epoch cached").
     """
     if requested == UNDEFINED or not cache:
         return UNDEFINED, UNDEFINED
@@ -98,7 +107,9 @@ def end_offset_for(cache: Cache, leo: int, requested: int) -> tuple[int, int]:
     floor = UNDEFINED
     for epoch, start in cache:
         if epoch > requested:
-            return (requested if floor == UNDEFINED else floor), start
+            if floor == UNDEFINED:
+                return (requested, start) if kafka_7415 else (UNDEFINED, UNDEFINED)
+            return floor, start
         floor = epoch
     return UNDEFINED, UNDEFINED
 
@@ -111,23 +122,40 @@ def end_offset_of(cache: Cache, leo: int, epoch: int) -> int:
     return leo
 
 
-def diverging_epoch(cache: Cache, leo: int, fetch_offset: int, last_epoch: int) -> tuple[int, int] | None:
-    """The leader's check of a fetch (truncate-on-fetch): the diverging (epoch, end offset), or None.
+def epoch_start(cache: Cache, epoch: int, leo: int) -> int:
+    """The start offset of ``epoch`` in the cache (``leaderEpochStartOffsetOpt``), or the LEO if absent."""
+    for e, start in cache:
+        if e == epoch:
+            return start
+    return leo
 
-    Diverged when the lookup of ``last_epoch`` finds a lower epoch or an end offset below the
-    fetch offset. A follower with no epoch yet (``last_epoch`` UNDEFINED) cannot have diverged.
+
+#: ``diverging_epoch``'s answer when the leader's lookup of the follower's last fetched epoch is undefined:
+#: 2.8+ ``Partition.readRecords`` throws OffsetOutOfRangeException (OFFSET_OUT_OF_RANGE to the follower)
+LOOKUP_UNDEFINED = (UNDEFINED, UNDEFINED)
+
+
+def diverging_epoch(cache: Cache, leo: int, fetch_offset: int, last_epoch: int) -> tuple[int, int] | None:
+    """The leader's check of a fetch (truncate-on-fetch, 2.8+ ``Partition.readRecords`` with
+    ``lastFetchedEpoch``): the diverging (epoch, end offset), None if not diverged, or
+    ``LOOKUP_UNDEFINED`` when the leader cannot look the epoch up.
+
+    Diverged when the lookup of ``last_epoch`` (``leaderEpochCache.endOffsetFor``) finds a lower epoch
+    or an end offset below the fetch offset. A follower with no epoch (``last_epoch`` UNDEFINED) sends
+    no ``lastFetchedEpoch`` (it truncated to its HW instead) and is not checked.
     """
     if last_epoch == UNDEFINED:
         return None
     epoch, end = end_offset_for(cache, leo, last_epoch)
-    if epoch == UNDEFINED:
-        return None  # the leader knows no epoch >= the follower's: nothing it can say (never with fencing)
+    if epoch == UNDEFINED or end == UNDEFINED:
+        return LOOKUP_UNDEFINED
     if epoch < last_epoch or end < fetch_offset:
         return epoch, end
     return None
 
 
-def follower_truncation(cache: Cache, leo: int, hw: int, leader_epoch: int, leader_end: int) -> tuple[int, bool]:
+def follower_truncation(cache: Cache, leo: int, hw: int, leader_epoch: int, leader_end: int,
+                        kafka_7415: bool = True) -> tuple[int, bool]:
     """The follower's side of an (epoch, end offset) answer (KIP-279 and truncate-on-fetch).
 
     Returns (truncation offset, done). If the follower knows ``leader_epoch`` it truncates to
@@ -139,7 +167,7 @@ def follower_truncation(cache: Cache, leo: int, hw: int, leader_epoch: int, lead
     """
     if leader_end == UNDEFINED:
         return min(hw, leo), True
-    epoch, end = end_offset_for(cache, leo, leader_epoch)
+    epoch, end = end_offset_for(cache, leo, leader_epoch, kafka_7415)
     if end == UNDEFINED:
         return min(leader_end, leo), True
     if epoch != leader_epoch:

@@ -1,44 +1,58 @@
 """The Kafka replication model: one partition on every broker, a controller, messages in flight.
 
-Each action below is guard first, effect second, and names its parameters. The table is the
-stable interface that scenarios and traces rely on (brokers are numbered from 0):
+Each action below is guard first, effect second, and names its parameters; the method that computes
+it names the release source it follows, and ``spec.kafka.rules`` (``kmc list --rules``) is the table of
+every rule with its release, ticket and source. The table is the stable interface that scenarios and
+traces rely on (brokers are numbered from 0):
 
 =================================  ==========================  ============================================
 action                             params                      what happens
 =================================  ==========================  ============================================
-ElectLeader                        leader                      the leader is dead: the controller elects a
-                                                               live ISR member, epoch + 1, ISR = live ISR
+ElectLeader                        leader                      the controller elects a live ISR member,
+                                                               epoch + 1, ISR = the live ISR: when it
+                                                               processes the leader's death, or for an
+                                                               offline partition whose ISR member is back
+ProcessBrokerFailure               broker                      the controller processes a death that needs
+                                                               no election: a follower leaves the ISR with
+                                                               epoch + 1 (the last member stays), a leader
+                                                               with no live ISR member leaves the partition
+                                                               offline (leader -1, epoch + 1)
 PreferredLeaderElection            leader                      the leader lives: leadership moves to another
                                                                live ISR member, epoch + 1, ISR kept
-UncleanLeaderElection              leader                      (unclean=on) no ISR member lives: any live
-                                                               replica, epoch + 1, ISR = {leader}
+UncleanLeaderElection              leader                      (unclean=on) the partition is offline and no
+                                                               ISR member lives: any live replica, epoch + 1,
+                                                               ISR = {leader}
 BumpLeaderEpoch                    leader                      (bumps) the leader lives: epoch + 1 with the
-                                                               same leader and ISR (reassignment, an ISR
-                                                               change by the controller)
+                                                               same leader and ISR (reassignment)
 ProcessBrokerChange                broker                      the controller processes the registration of a
                                                                broker that bounced unseen; KIP-380: failure
-                                                               then start-up handling (see below)
+                                                               then start-up handling
 ProcessControlledShutdown          broker, leader              the controller handles the oldest
                                                                ControlledShutdown of the broker; ``leader``
-                                                               is the leader afterwards (see below)
+                                                               is the leader afterwards
 DeliverLeaderAndIsr                broker, epoch               the oldest control request to the broker is a
-                                                               LeaderAndIsr and arrives (the controller's
-                                                               channel is FIFO); applied if its epoch is newer
-                                                               than the broker's (and, KIP-380, its broker
-                                                               epoch is not older than the broker's)
+                                                               LeaderAndIsr and arrives (FIFO channel);
+                                                               applied if its epoch is newer than the
+                                                               broker's (and, KIP-380, its broker epoch is
+                                                               not older than the broker's)
 DeliverStopReplica                 broker                      the oldest control request to the broker is a
-                                                               StopReplica and arrives: the replica leaves the
-                                                               fetcher (KIP-380: unless its broker epoch is
-                                                               older than the broker's)
+                                                               StopReplica and arrives
+LoseControlRequest                 broker                      (losses) a controller failover drops the
+                                                               oldest queued request to the broker; a newer
+                                                               one is still queued
 Produce                            leader                      a broker that believes it leads appends a
                                                                record in its epoch
 SendFetch                          follower, leader            fetch from the LEO
 ServeFetch                         leader, follower            the leader answers records, its HW, an error
                                                                or a diverging epoch
-ReceiveFetch                       follower, leader            append / truncate / ignore the response
+ReceiveFetch                       follower, leader            append / record a diverging epoch / truncate
+                                                               on OFFSET_OUT_OF_RANGE / retry / drop
+TruncateOnDivergingEpoch           follower                    (truncate-on-fetch) apply the diverging epoch
+                                                               recorded by ReceiveFetch
 SendOffsetsForLeaderEpoch          follower, leader            ask the end offset of the latest epoch
 ServeOffsetsForLeaderEpoch         leader, follower            the leader answers (epoch, end offset)
-ReceiveOffsetsForLeaderEpoch       follower, leader            truncate (another round if KIP-279 says so)
+ReceiveOffsetsForLeaderEpoch       follower, leader            truncate (another round if KIP-279 says so),
+                                                               or retry after an error
 TruncateToHighWatermark            follower                    a truncating follower with no epoch in its
                                                                cache truncates to its HW
 AdvanceHighWatermark               leader                      HW = min LEO over the leader's ISR view
@@ -47,7 +61,8 @@ ExpandIsr                          leader, follower            the current leade
 Crash                              broker                      in-memory state and its messages are lost
 CrashLosingTail                    broker, keep                (lossy-crash=on) a crash that keeps only the
                                                                first ``keep`` records of the log
-Restart                            broker                      back with its log, epoch cache and HW and a new
+Restart                            broker                      once the controller processed its death: back
+                                                               with its log, epoch cache and HW and a new
                                                                broker epoch; the controller registers it at
                                                                once and sends it the current LeaderAndIsr
 ControlledShutdown                 broker                      (shutdowns) the broker asks the controller to
@@ -58,28 +73,30 @@ Bounce                             broker                      (bounces) a crash
                                                                queue of control requests to the broker
 =================================  ==========================  ============================================
 
-Control plane (issue 4). The controller keeps, per broker, the broker epoch of the registration it
-last processed (``Controller.registered``). Crash and Restart are seen at once (the queue of control
-requests to a crashed broker is dropped with its connection). A Bounce is seen late: until
-ProcessBrokerChange, requests queued for the old incarnation reach the new one, stamped with the old
-broker epoch. ProcessBrokerChange without KIP-380 finds the broker in the old list and the new one and
-does nothing; with ``detect-bounced-broker`` it drops the queue to the broker, gives the partition a
-new epoch if the broker led it (the failure handling re-elects it: a simplification, Kafka would
-first try another ISR member) and sends the current LeaderAndIsr. ProcessControlledShutdown: rejected
-if the broker is down or (``reject-stale-shutdown``) the request carries an older broker epoch than
-the one registered; a leader hands leadership to each live ISR member in turn (one successor each;
-none alive: nothing changes, Kafka answers "partitions remaining"), a follower leaves the ISR; both
-take a new epoch (not enabled at the epoch bound), with a LeaderAndIsr to the other live brokers (and
-to the shutting-down broker when leadership moved) and a StopReplica to the broker. The ghost stamp
-``meant`` of a request is the incarnation of its destination when the controller sent it, or, for a
-StopReplica, the incarnation that asked to shut down.
+Control plane. The controller keeps, per broker, the broker epoch of the registration it last processed
+(``Controller.registered``), or DEAD once it processed the broker's death. A Crash is processed later by
+ElectLeader / ProcessBrokerFailure (0.10.2 to 2.x ``KafkaController.onBrokerFailure``); the queue of
+control requests to the crashed broker is dropped with its connection, and it can Restart only after the
+controller processed its death (a crash and restart the controller never saw is a Bounce). A Bounce is
+seen late: until ProcessBrokerChange, requests queued for the old incarnation reach the new one, stamped
+with the old broker epoch. ProcessBrokerChange without KIP-380 finds the broker in the old list and the
+new one and does nothing; with ``detect-bounced-broker`` it drops the queue to the broker, gives the
+partition a new epoch if the broker led it (the failure handling re-elects it: a simplification, Kafka
+would first try another ISR member) and sends the current LeaderAndIsr. ProcessControlledShutdown:
+rejected if the broker is down or (``reject-stale-shutdown``) the request carries an older broker epoch
+than the one registered; a leader hands leadership to each live ISR member in turn (one successor each;
+none alive: nothing changes, Kafka answers "partitions remaining"), a follower leaves the ISR; both take
+a new epoch (not enabled at the epoch bound), with a LeaderAndIsr to the other live brokers (and to the
+shutting-down broker when leadership moved) and a StopReplica to the broker. The ghost stamp ``meant`` of
+a request is the incarnation of its destination when the controller sent it, or, for a StopReplica, the
+incarnation that asked to shut down.
 
-
-A broker has at most one request outstanding per leader (Kafka's fetcher thread sends, then waits
-for the answer, and truncates only after it), and never sends to a broker that is down (the request
-would be lost at once). With ``fenced-removes-partition`` (2.1.0) a FENCED_LEADER_EPOCH answer takes
-the partition out of the fetcher until the next LeaderAndIsr; ``kafka-7786-fix`` ignores an
-OffsetsForLeaderEpoch answer whose request epoch is no longer the partition's.
+Data plane. A broker has at most one request outstanding per leader (Kafka's fetcher thread sends, then
+waits for the answer, and truncates only after it), and never sends to a broker that is down. With
+truncate-on-fetch the diverging epoch of an answer is recorded under the fetcher's lock (ReceiveFetch)
+and applied in a second step (TruncateOnDivergingEpoch) after the lock was released, as 2.8's
+``AbstractFetcherThread.processFetchRequest`` does: a LeaderAndIsr may be applied in between (the
+window of KAFKA-13207, KAFKA-14704 and KAFKA-18991).
 """
 
 from __future__ import annotations
@@ -91,9 +108,11 @@ from spec.kafka.actions_data import DataPlaneActions, busy
 from spec.kafka.protocols import DEFAULT_PROTOCOL, Features, resolve
 from spec.kafka.state import (
     CONTROLLED_SHUTDOWN,
+    DEAD,
     FETCH,
     FETCH_RESPONSE,
     FETCHING,
+    IDLE_NONE,
     LEADER_AND_ISR,
     NO_FETCHER,
     OFFSETS_FOR_LEADER_EPOCH,
@@ -106,15 +125,12 @@ from spec.kafka.state import (
     Controller,
     KafkaState,
 )
-from spec.kafka.updates import add_messages, replace_broker, truncate_broker, with_fetch
+from spec.kafka.updates import add_messages, remove_message, truncate_broker, with_broker
 from spec.model import Action, Model
 
 #: default bounds (see spec.kafka.__init__ for why they are large enough)
-_new = tuple.__new__
-_SHUTDOWNS = KafkaState._fields.index("shutdowns")
-_STOPPING = Broker._fields.index("stopping")
-
-DEFAULTS = {"brokers": 2, "records": 2, "epochs": 2, "crashes": 1, "inflight": 0, "bumps": 0, "shutdowns": 0, "bounces": 0}
+DEFAULTS = {"brokers": 2, "records": 2, "epochs": 2, "crashes": 1, "inflight": 0, "bumps": 0, "shutdowns": 0, "bounces": 0,
+            "losses": 0}
 
 
 class KafkaModel(ControlPlaneActions, DataPlaneActions, Model):
@@ -124,16 +140,43 @@ class KafkaModel(ControlPlaneActions, DataPlaneActions, Model):
 
     name = "kafka"
     family = "kafka"
-    #: ``kmc matrix``: the control-plane invariants are checked with the actions their stories need (an
-    #: epoch bump with the same leader, a controlled shutdown, a bounce the controller sees late) and
-    #: data bounds small enough to exhaust the versions where they hold; the other invariants at the
-    #: defaults, where those actions are off (see spec.kafka for the measured figures)
+    #: ``kmc matrix``: the bounds each column is checked at; the others at the defaults (records=2, epochs=2,
+    #: crashes=1: KIP-101's lost commit, KAFKA-13141, KAFKA-14704, KAFKA-10706, KAFKA-18991's stale append).
+    #: Log Matching in its three forms at records=3 and no crash: KIP-279's scenario 1 (a preferred election
+    #: and a fast return) breaks 0.11.0 and, through 2.0.0's lookup, 2.0.0 (KAFKA-7415). The control-plane
+    #: columns need the actions their stories need and small data bounds: a bounce and a controlled
+    #: shutdown for KIP-380's (no-stale-control-request, no-bounce-stall); two epoch bumps with the same
+    #: leader for KAFKA-7786's (no-fence-stall)
     matrix_bounds = {
-        name: ("records=1", "epochs=1", "crashes=0", "bumps=1", "shutdowns=1", "bounces=1")
-        for name in ("no-stale-control-request", "no-fence-stall")
+        **{name: ("records=3", "crashes=0") for name in ("log-matching", "log-matching-all-pairs", "log-matching-raft")},
+        "no-stale-control-request": ("records=1", "epochs=1", "crashes=0", "bumps=1", "shutdowns=1", "bounces=1"),
+        "no-bounce-stall": ("records=1", "epochs=1", "crashes=0", "bumps=1", "shutdowns=1", "bounces=1"),
+        "no-fence-stall": ("records=1", "epochs=2", "crashes=0", "bumps=2"),
     }
-    #: extra rows of the default matrix: KIP-380 without KAFKA-7786's fix, on the same configuration
-    matrix_variants = (("kip-380", ("kafka-7786-fix=off",)),)
+    #: ``kmc matrix --bounds deep``: where rows that hold at the default bounds break with more room (run in
+    #: the benchmark with a time budget, not in CI): three brokers for KIP-320's motivation (a follower
+    #: truncating against a stale leader) and KAFKA-7128; four records for KAFKA-13207's story and KIP-279's
+    #: scenario 1 with more than one record in the returning leader's epoch; three epoch bumps for KAFKA-7786
+    #: after a retry; a crash with the control-plane actions
+    @staticmethod
+    def matrix_bound_sets() -> dict[str, dict[str, tuple[str, ...]]]:
+        deep_data = ("brokers=3", "records=1", "epochs=2", "crashes=1")
+        return {
+            "default": dict(KafkaModel.matrix_bounds),
+            "deep": {
+                **{name: ("records=4", "crashes=0") for name in ("log-matching", "log-matching-all-pairs",
+                                                                 "log-matching-raft")},
+                **{name: deep_data for name in ("committed-durable", "no-uncommitted-below-hw", "replica-sanity")},
+                "no-stale-control-request": ("records=1", "epochs=2", "crashes=1", "bumps=1", "shutdowns=1",
+                                             "bounces=1"),
+                "no-bounce-stall": ("records=1", "epochs=2", "crashes=1", "bumps=1", "shutdowns=1", "bounces=1"),
+                "no-fence-stall": ("records=1", "epochs=3", "crashes=0", "bumps=3"),
+            },
+        }
+
+    #: extra rows of the default matrix: what-if rows with one switch changed (KAFKA-9654's fix taken out of
+    #: the first truncate-on-fetch release; unclean election allowed in the newest)
+    matrix_variants = (("2.8.0", ("kafka-9654=off",)), ("4.1.0", ("unclean=on",)))
     #: broker ids are interchangeable: ``--symmetry`` (see spec.kafka.symmetry)
     has_symmetry = True
 
@@ -147,6 +190,7 @@ class KafkaModel(ControlPlaneActions, DataPlaneActions, Model):
         bumps: int = 0,
         shutdowns: int = 0,
         bounces: int = 0,
+        losses: int = 0,
         protocol: str = DEFAULT_PROTOCOL,
         features: Features | None = None,
     ) -> None:
@@ -158,13 +202,15 @@ class KafkaModel(ControlPlaneActions, DataPlaneActions, Model):
         self.max_bumps = bumps
         self.max_shutdowns = shutdowns
         self.max_bounces = bounces
+        self.max_losses = losses
         self.protocol = protocol
         self.features = features if features is not None else resolve(protocol)
         self.constants = {"brokers": brokers, "records": records, "epochs": epochs, "crashes": crashes,
-                          "inflight": inflight, "bumps": bumps, "shutdowns": shutdowns, "bounces": bounces}
+                          "inflight": inflight, "bumps": bumps, "shutdowns": shutdowns, "bounces": bounces,
+                          "losses": losses}
         f = self.features
         self._fencing = f.leader_epoch_fencing
-        self._send_epoch = f.leader_epoch_fencing or f.stale_response_guard
+        self._send_epoch = f.leader_epoch_fencing
         self._offsets = f.uses_offsets_request
         self._kip279 = f.epoch_in_response
         self._on_fetch = f.truncate_on_fetch
@@ -173,6 +219,7 @@ class KafkaModel(ControlPlaneActions, DataPlaneActions, Model):
         self._fix_7786 = f.kafka_7786_fix and f.leader_epoch_fencing  # without fencing a request carries no epoch
         self._reject_stale = f.reject_stale_broker_epoch
         self._fix_10706 = f.kafka_10706_fix
+        self._7415 = f.kafka_7415
         ids = range(brokers)
         a = Action
         self._elect = [a("ElectLeader", (("leader", b),)) for b in ids]
@@ -181,13 +228,16 @@ class KafkaModel(ControlPlaneActions, DataPlaneActions, Model):
         self._produce = [a("Produce", (("leader", b),)) for b in ids]
         self._advance = [a("AdvanceHighWatermark", (("leader", b),)) for b in ids]
         self._trunc_hw = [a("TruncateToHighWatermark", (("follower", b),)) for b in ids]
+        self._truncate_diverging = [a("TruncateOnDivergingEpoch", (("follower", b),)) for b in ids]
         self._crash = [a("Crash", (("broker", b),)) for b in ids]
         self._restart = [a("Restart", (("broker", b),)) for b in ids]
         self._bump = [a("BumpLeaderEpoch", (("leader", b),)) for b in ids]
         self._shutdown = [a("ControlledShutdown", (("broker", b),)) for b in ids]
         self._bounce = [a("Bounce", (("broker", b),)) for b in ids]
         self._broker_change = [a("ProcessBrokerChange", (("broker", b),)) for b in ids]
+        self._broker_failure = [a("ProcessBrokerFailure", (("broker", b),)) for b in ids]
         self._deliver_stop = [a("DeliverStopReplica", (("broker", b),)) for b in ids]
+        self._lose = [a("LoseControlRequest", (("broker", b),)) for b in ids]
         self._lossy = [[a("CrashLosingTail", (("broker", b), ("keep", k))) for k in range(records + 1)] for b in ids]
 
         def table(name: str, first: str, second: str) -> list[list[Action]]:
@@ -224,11 +274,14 @@ class KafkaModel(ControlPlaneActions, DataPlaneActions, Model):
         """Broker 0 leads in epoch 0 with every broker in the ISR; every log is empty."""
         n = self.n
         isr = tuple(range(n))
-        leader_cache = ((0, 0),) if self.features.epoch_on_become_leader else ()
-        brokers = [Broker(True, (), 0, leader_cache, 0, 0, isr, NO_FETCHER, (-1,) * n, 0, False, 0, False)]
-        for _ in range(1, n):
-            brokers.append(Broker(True, (), 0, (), 0, 0, isr, FETCHING, (), 0, False, 0, False))
-        return [KafkaState(tuple(brokers), Controller(0, 0, isr, (0,) * n), (), 0, 0, 0, 0, 0, ())]
+        leader_cache = ((0, 0),) if self.features.kafka_7415 else ()
+        leader = Broker(alive=True, log=(), hw=0, cache=leader_cache, leader=0, epoch=0, isr=isr, fetch=NO_FETCHER,
+                        remote=(-1,) * n, broker_epoch=0, stopping=False, incarnation=0, stale=False, reconciled=0,
+                        idle_cause=IDLE_NONE, pending_diverging=())
+        follower = leader.with_(cache=(), fetch=FETCHING, remote=(), reconciled=-1)
+        controller = Controller(leader=0, epoch=0, isr=isr, registered=(0,) * n)
+        return [KafkaState(brokers=(leader,) + (follower,) * (n - 1), controller=controller, network=(), produced=0,
+                           crashes=0, bumps=0, shutdowns=0, bounces=0, losses=0, committed=())]
 
     def successors(self, s: KafkaState) -> list[tuple[Action, KafkaState]]:
         # one list, filled in order by each family (no nested generators: this is the hot path)
@@ -241,27 +294,29 @@ class KafkaModel(ControlPlaneActions, DataPlaneActions, Model):
 
     # -- one broker's own actions -------------------------------------------------------------------
     def _broker_actions(self, s: KafkaState, i: int, out: list) -> None:
-        brokers = s[0]
-        b = brokers[i]
+        b = s.brokers[i]
         add = out.append
         if not b.alive:
-            add((self._restart[i], self._restart_state(s, i)))
+            if s.controller.registered[i] == DEAD:  # the controller processed its death (else it is a Bounce)
+                add((self._restart[i], self._restart_state(s, i)))
             return
+        if b.pending_diverging:
+            self._truncate_on_diverging_action(s, i, b, add)
         leader = b.leader
         if leader == i:
             self._leader_actions(s, i, b, out)
-        elif leader >= 0 and brokers[leader].alive:
+        elif leader >= 0 and s.brokers[leader].alive:
             self._follower_actions(s, i, b, out)
         if b.fetch == TRUNCATING and not b.cache and leader != i and not busy(s.network, i, leader):
-            # the fetcher thread first handles the answer it waits for (it is one thread per leader)
-            nb = with_fetch(truncate_broker(b, b.hw, self._fix_10706), FETCHING)
-            add((self._trunc_hw[i], _new(KafkaState, (replace_broker(brokers, i, nb),) + s[1:])))
+            # a follower with no epoch asks for UNDEFINED_EPOCH and gets UNDEFINED_EPOCH_OFFSET: it truncates
+            # to its HW (the round trip is folded into one step; the fetcher thread first handles the answer
+            # it waits for, hence the busy check)
+            truncated = truncate_broker(b, b.hw, self._fix_10706).with_(fetch=FETCHING)
+            add((self._trunc_hw[i], with_broker(s, i, truncated)))
         if s.shutdowns < self.max_shutdowns and not b.stopping:
-            msg = _new(ControlledShutdown, (CONTROLLED_SHUTDOWN, i, b.broker_epoch, b.incarnation))
-            nb = _new(Broker, b[:_STOPPING] + (True,) + b[_STOPPING + 1 :])
-            ns = list(s)
-            ns[0], ns[2], ns[_SHUTDOWNS] = replace_broker(brokers, i, nb), add_messages(s.network, msg), s.shutdowns + 1
-            add((self._shutdown[i], _new(KafkaState, ns)))
+            request = ControlledShutdown(CONTROLLED_SHUTDOWN, i, b.broker_epoch, b.incarnation)
+            add((self._shutdown[i], with_broker(s, i, b.with_(stopping=True), network=add_messages(s.network, request),
+                                                shutdowns=s.shutdowns + 1)))
         if s.crashes < self.max_crashes:
             add((self._crash[i], self._crash_state(s, i, len(b.log))))
             if self.features.lossy_crash:
@@ -281,9 +336,11 @@ class KafkaModel(ControlPlaneActions, DataPlaneActions, Model):
             return
         add = out.append
         oldest: dict[int, Any] = {}
+        queued: dict[int, int] = {}
         for m in network:
             kind = m.kind
             if kind == LEADER_AND_ISR or kind == STOP_REPLICA:
+                queued[m.dst] = queued.get(m.dst, 0) + 1
                 first = oldest.get(m.dst)
                 if first is None or channel_order(m) < channel_order(first):
                     oldest[m.dst] = m
@@ -296,6 +353,10 @@ class KafkaModel(ControlPlaneActions, DataPlaneActions, Model):
                     add((self._deliver[dst][m.epoch], self._apply_leader_and_isr(s, m)))
                 else:
                     add((self._deliver_stop[dst], self._apply_stop_replica(s, m)))
+                if s.losses < self.max_losses and queued[dst] > 1:
+                    # a controller failover: the old controller's queue is dropped and the new one sends the
+                    # current state; the broker misses the oldest request but still gets a newer one
+                    add((self._lose[dst], s.with_(network=remove_message(network, m), losses=s.losses + 1)))
         last_src = -1
         for m in network:
             kind = m.kind

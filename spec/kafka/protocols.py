@@ -1,13 +1,18 @@
-"""Protocol versions as data: each named version is a set of feature flags.
+"""Protocol versions as data: each version is a real Kafka release line, a set of feature flags.
+
+Every behaviour that differs between releases is a flag (``Features``); ``spec.kafka.rules`` says for
+each flag which release introduced it, the JIRA or KIP, and the file and method of that release's
+source it follows. A version (``RELEASES``) is the set of flags that release has; the names the
+project used before it was release-accurate (``hw-truncation``, ``kip-101``, ..., ``truncate-on-fetch``)
+stay as aliases, so saved traces, scenarios and scripts still replay.
 
 A flag is switched from the command line with ``--feature NAME=on|off`` on top of the chosen
-``--protocol``. The truncation mechanism is picked by the strongest flag that is on:
-``truncate-on-fetch`` > ``epoch-in-response`` (KIP-279) > ``offsets-for-leader-epoch`` (KIP-101) >
-truncation to the high watermark.
+``--protocol``: ``--protocol 2.2.0 --feature kafka-7786-fix=off`` asks "what if 2.2.0 lacked the
+fix". The truncation mechanism is picked by the strongest flag that is on: ``truncate-on-fetch`` >
+``epoch-in-response`` (KIP-279) > ``offsets-for-leader-epoch`` (KIP-101) > truncation to the HW.
 
-To add a version: add its flags as fields of ``Features`` (default off, so older versions keep
-their meaning), describe them in ``FLAGS`` and add a row to ``PROTOCOLS``. Every flag switches
-alone: ``--protocol kip-380 --feature kafka-7786-fix=off`` asks "what if KIP-380 without the fix".
+To add a release: add the flags of what it changed as fields of ``Features`` (default off, so older
+versions keep their meaning), their rules to ``spec.kafka.rules``, and a row to ``RELEASES``.
 """
 
 from __future__ import annotations
@@ -20,43 +25,29 @@ from checker.errors import UsageError
 
 @dataclass(frozen=True)
 class Features:
-    """The feature flags of one protocol configuration (field names use ``_``, flags use ``-``)."""
+    """The feature flags of one protocol configuration (field names use ``_``, flags use ``-``).
+    Each flag's rule, release and source are in ``spec.kafka.rules``."""
 
-    #: KIP-101: a new follower sends OffsetsForLeaderEpoch(latest epoch) and truncates to the answer
-    offsets_for_leader_epoch: bool = False
-    #: KIP-279: the answer carries its epoch; truncate to the largest common (epoch, offset), in rounds
-    epoch_in_response: bool = False
-    #: KAFKA-10554: no OffsetsForLeaderEpoch round; the leader answers a diverging epoch in the fetch
-    truncate_on_fetch: bool = False
-    #: KAFKA-7415: a new leader registers (epoch, LEO) in its epoch cache before appending anything
-    epoch_on_become_leader: bool = False
-    #: KIP-320: Fetch and OffsetsForLeaderEpoch carry the current leader epoch; the leader answers
-    #: FENCED_LEADER_EPOCH / UNKNOWN_LEADER_EPOCH / NOT_LEADER and the follower retries; every epoch
-    #: bump (not only a leader change) restarts truncation
-    leader_epoch_fencing: bool = False
-    #: KAFKA-7128: the ISR expands only once the leader's HW reached the start of its epoch
-    expand_isr_guard: bool = False
-    #: KAFKA-13207: ignore a fetch response when the follower's epoch changed while it was in flight
-    stale_response_guard: bool = False
-    #: 2.1.0 (KIP-320): a FENCED_LEADER_EPOCH answer removes the partition from the fetcher until the
-    #: next LeaderAndIsr (instead of a retry); with an outdated OffsetsForLeaderEpoch answer that is KAFKA-7786
-    fenced_removes_partition: bool = False
-    #: KAFKA-7786's fix (2.1.1/2.2): ignore an OffsetsForLeaderEpoch answer when the partition's leader
-    #: epoch changed while the request was in flight
-    kafka_7786_fix: bool = False
-    #: KIP-380: a broker rejects a LeaderAndIsr/StopReplica stamped with an older broker epoch than its own
-    reject_stale_broker_epoch: bool = False
-    #: KIP-380: the controller rejects a ControlledShutdown from an older generation than it registered
-    reject_stale_shutdown: bool = False
-    #: KIP-380: the controller sees a bounced broker by its higher broker epoch: failure, then start-up handling
-    detect_bounced_broker: bool = False
-    #: KAFKA-10706's fix (late 2020): a follower's truncation at or beyond its LEO still drops the epochs
-    #: starting there from its cache (one it registered as leader but never wrote in)
-    kafka_10706_fix: bool = False
-    #: configuration: the controller may elect a live replica outside the ISR when no ISR member lives
-    unclean: bool = False
-    #: a crash may lose the unflushed tail of the log (KIP-101's second scenario)
-    lossy_crash: bool = False
+    offsets_for_leader_epoch: bool = False  # KIP-101 (0.11.0)
+    epoch_in_response: bool = False  # KIP-279 (2.0.0)
+    kafka_7415: bool = False  # 2.0.1: a new leader registers its epoch; the lookup answers below the first epoch
+    kafka_7128: bool = False  # 2.0.1: ISR expansion also needs the leader epoch's start offset
+    kafka_7164: bool = False  # 2.0.1: a follower that missed an epoch of the same leader truncates again
+    leader_epoch_fencing: bool = False  # KIP-320 (2.1.0)
+    fenced_removes_partition: bool = False  # 2.1.0: FENCED_LEADER_EPOCH removes the partition from the fetcher
+    kafka_7786_fix: bool = False  # 2.1.1 / 2.2.0
+    reject_stale_broker_epoch: bool = False  # KIP-380 (2.2.0)
+    reject_stale_shutdown: bool = False  # KIP-380 (2.2.0)
+    detect_bounced_broker: bool = False  # KIP-380 (2.2.0)
+    kafka_9654: bool = False  # 2.5.0: FENCED removes the partition only if the request's epoch is the fetch state's
+    kafka_10706_fix: bool = False  # truncation at the LEO still cleans the epoch cache
+    truncate_on_fetch: bool = False  # KAFKA-10554 (2.8.0)
+    kafka_13141: bool = False  # 2.7.2 / 2.8.1 / 3.0.0
+    kafka_13207: bool = False  # 2.8.1 / 3.0.0
+    kafka_14704: bool = False  # 3.4.1 / 3.5.0
+    kafka_18991: bool = False  # 3.9.1 / 4.0.1 / 4.1.0
+    unclean: bool = False  # configuration: unclean.leader.election.enable
+    lossy_crash: bool = False  # fault: a crash loses the unflushed tail of the log
 
     def flag(self, name: str) -> bool:
         return bool(getattr(self, _field_name(name)))
@@ -88,65 +79,160 @@ def _field_name(flag: str) -> str:
     return flag.replace("-", "_")
 
 
-#: flag name -> one-line description (what ``kmc list`` shows)
+#: flag name -> one-line description (what ``kmc list`` shows; the rule table has release and source)
 FLAGS: dict[str, str] = {
     "offsets-for-leader-epoch": "KIP-101: truncate to the leader's end offset of the follower's latest epoch",
     "epoch-in-response": "KIP-279: the answer names its epoch; truncate to the largest common epoch, in rounds",
-    "truncate-on-fetch": "KAFKA-10554: the fetch carries the last fetched epoch; the leader answers a diverging epoch",
-    "epoch-on-become-leader": "KAFKA-7415: a new leader registers its epoch in the cache before any append",
-    "leader-epoch-fencing": "KIP-320: requests carry the current leader epoch and are fenced by the leader",
-    "expand-isr-guard": "KAFKA-7128: expand the ISR only once the HW reached the start of the leader's epoch",
-    "stale-response-guard": "KAFKA-13207: ignore a fetch response whose epoch is no longer the follower's",
-    "fenced-removes-partition": "2.1.0: FENCED_LEADER_EPOCH removes the partition from the fetcher until the next LeaderAndIsr",
+    "kafka-7415": "KAFKA-7415: a new leader registers its epoch before any append; a lookup below the first epoch "
+                  "answers (requested, start of the first epoch)",
+    "kafka-7128": "KAFKA-7128: a follower joins the ISR only once it reached the start offset of the leader's epoch",
+    "kafka-7164": "KAFKA-7164: a follower whose leader is unchanged but which missed an epoch truncates again",
+    "leader-epoch-fencing": "KIP-320: requests carry the current leader epoch and are fenced by the leader; every "
+                            "epoch change restarts truncation",
+    "fenced-removes-partition": "2.1.0: FENCED_LEADER_EPOCH removes the partition from the fetcher until the next "
+                                "LeaderAndIsr",
     "kafka-7786-fix": "KAFKA-7786: ignore an OffsetsForLeaderEpoch answer if the partition's epoch changed meanwhile",
     "reject-stale-broker-epoch": "KIP-380: a broker rejects control requests for an older broker epoch (STALE_BROKER_EPOCH)",
     "reject-stale-shutdown": "KIP-380: the controller rejects a ControlledShutdown from an older broker epoch",
     "detect-bounced-broker": "KIP-380: the controller detects a bounced broker by its higher broker epoch",
+    "kafka-9654": "KAFKA-9654: FENCED_LEADER_EPOCH removes the partition only if the request's epoch is the fetch "
+                  "state's; otherwise retry",
     "kafka-10706-fix": "KAFKA-10706: truncating at the LEO still drops cache epochs that start there",
+    "truncate-on-fetch": "KAFKA-10554: the fetch carries the last fetched epoch; the leader answers a diverging epoch",
+    "kafka-13141": "KAFKA-13141: the leader does not take a diverging fetch's offset as the follower's LEO",
+    "kafka-13207": "KAFKA-13207: a diverging-epoch truncation is skipped if the partition left the fetcher meanwhile",
+    "kafka-14704": "KAFKA-14704: a diverging answer's HW is not taken before the truncation",
+    "kafka-18991": "KAFKA-18991: a fetch answer is used only if its request's leader epoch is the fetch state's",
     "unclean": "configuration: unclean leader election from any live replica when no ISR member lives",
-    "lossy-crash": "a crash may lose the unflushed tail of the log (KIP-101's second scenario)",
+    "lossy-crash": "fault: a crash may lose the unflushed tail of the log (KIP-101's second scenario)",
 }
 assert set(FLAGS) == {f.name.replace("_", "-") for f in fields(Features)}
 
-_HW = Features()
-_KIP101 = replace(_HW, offsets_for_leader_epoch=True)
-_KIP279 = replace(_KIP101, epoch_in_response=True)
-_KIP320 = replace(_KIP279, epoch_on_become_leader=True, leader_epoch_fencing=True, expand_isr_guard=True,
-                  fenced_removes_partition=True)
-_KIP380 = replace(_KIP320, kafka_7786_fix=True, reject_stale_broker_epoch=True, reject_stale_shutdown=True,
-                  detect_bounced_broker=True)
-_TRUNCATE_ON_FETCH = replace(_KIP380, offsets_for_leader_epoch=False, truncate_on_fetch=True, stale_response_guard=True,
-                             kafka_10706_fix=True)
-
-#: protocol name -> (description, feature flags)
-PROTOCOLS: dict[str, tuple[str, Features]] = {
-    "hw-truncation": ("before KIP-101 (0.10): a new follower truncates to its own high watermark", _HW),
-    "kip-101": ("0.11: OffsetsForLeaderEpoch with the follower's latest epoch, HW as the fallback", _KIP101),
-    "kip-279": ("2.0: the answer carries its epoch; truncate to the largest common epoch and offset", _KIP279),
-    "kip-320": (
-        "2.1.0: requests carry the leader epoch and are fenced; FENCED removes the partition (KAFKA-7786)",
-        _KIP320,
-    ),
-    "kip-380": (
-        "2.2: KIP-320 with KAFKA-7786's fix, and broker epochs in control requests (stale ones rejected)",
-        _KIP380,
-    ),
-    "truncate-on-fetch": (
-        "2.7+: no OffsetsForLeaderEpoch round; the fetch detects the diverging epoch (KIP-320 and KIP-380 on)",
-        _TRUNCATE_ON_FETCH,
-    ),
+#: old flag names -> current ones (saved traces and scripts keep working)
+FLAG_ALIASES: dict[str, str] = {
+    "epoch-on-become-leader": "kafka-7415",
+    "expand-isr-guard": "kafka-7128",
+    "stale-response-guard": "kafka-18991",
+    "kafka-7235": "reject-stale-broker-epoch",  # KIP-380's JIRA
 }
-DEFAULT_PROTOCOL = "kip-101"
+
+_0_10_2 = Features()
+_0_11_0 = replace(_0_10_2, offsets_for_leader_epoch=True)
+_2_0_0 = replace(_0_11_0, epoch_in_response=True)
+_2_0_1 = replace(_2_0_0, kafka_7415=True, kafka_7128=True, kafka_7164=True)
+_2_1_0 = replace(_2_0_1, leader_epoch_fencing=True, fenced_removes_partition=True)
+_2_1_1 = replace(_2_1_0, kafka_7786_fix=True)
+_2_2_0 = replace(_2_1_1, reject_stale_broker_epoch=True, reject_stale_shutdown=True, detect_bounced_broker=True)
+_2_8_0 = replace(_2_2_0, offsets_for_leader_epoch=False, truncate_on_fetch=True, kafka_9654=True, kafka_10706_fix=True)
+_2_8_1 = replace(_2_8_0, kafka_13141=True, kafka_13207=True)
+_3_4_1 = replace(_2_8_1, kafka_14704=True)
+_4_1_0 = replace(_3_4_1, kafka_18991=True)
+
+
+@dataclass(frozen=True)
+class Release:
+    name: str
+    summary: str
+    features: Features
+    also: str = ""  # other releases with the same rules (as far as the model can tell them apart)
+
+
+#: the protocol versions, oldest first: each a release line
+RELEASES: tuple[Release, ...] = (
+    Release("0.10.2", "before KIP-101: a new follower truncates to its own high watermark", _0_10_2, "0.10.x"),
+    Release("0.11.0", "KIP-101: OffsetsForLeaderEpoch with the follower's latest epoch; an error is retried", _0_11_0,
+            "1.0.x, 1.1.x"),
+    Release("2.0.0", "KIP-279: the answer carries its epoch; truncate to the largest common epoch, in rounds", _2_0_0),
+    Release("2.0.1", "2.0.0 with KAFKA-7415, KAFKA-7128 and KAFKA-7164 backported", _2_0_1, "2.0.x after 2.0.1"),
+    Release("2.1.0", "KIP-320: requests carry the leader epoch and are fenced; FENCED removes the partition "
+            "(KAFKA-7786)", _2_1_0),
+    Release("2.1.1", "2.1.0 with KAFKA-7786's fix", _2_1_1),
+    Release("2.2.0", "KIP-380: broker epochs in control requests, stale ones rejected; bounced brokers detected",
+            _2_2_0, "2.2.x to 2.7.x as far as the model can tell (KAFKA-9654 in 2.5.0 matters only from 2.8.0)"),
+    Release("2.8.0", "KAFKA-10554: truncation on fetch (the fetch carries the last fetched epoch)", _2_8_0),
+    Release("2.8.1", "2.8.0 with KAFKA-13141 and KAFKA-13207", _2_8_1, "2.8.2, 3.0.x to 3.4.0"),
+    Release("3.4.1", "KAFKA-14704: a diverging answer's HW is taken only after the truncation", _3_4_1,
+            "3.5.x to 3.9.0, 4.0.0"),
+    Release("4.1.0", "KAFKA-18991: a fetch answer to an older leader epoch's request is ignored", _4_1_0, "3.9.1, 4.0.1"),
+)
+RELEASE_BY_NAME: dict[str, Release] = {r.name: r for r in RELEASES}
+
+#: the names used before the rows were release lines -> the release each stands for
+PROTOCOL_ALIASES: dict[str, str] = {
+    "hw-truncation": "0.10.2",
+    "kip-101": "0.11.0",
+    "kip-279": "2.0.0",
+    "kip-320": "2.1.0",
+    "kip-380": "2.2.0",
+    "truncate-on-fetch": "4.1.0",
+}
+
+#: protocol name -> (description, feature flags): every release and every alias
+PROTOCOLS: dict[str, tuple[str, Features]] = {r.name: (f"{r.name}: {r.summary}", r.features) for r in RELEASES}
+PROTOCOLS.update({alias: (f"alias of {target}: {RELEASE_BY_NAME[target].summary}", RELEASE_BY_NAME[target].features)
+                  for alias, target in PROTOCOL_ALIASES.items()})
+DEFAULT_PROTOCOL = "0.11.0"
+
+
+def release_of(protocol: str) -> str:
+    """The release a protocol name stands for (an alias resolved)."""
+    return PROTOCOL_ALIASES.get(protocol, protocol)
+
+
+def canonical_flag(name: str) -> str:
+    return FLAG_ALIASES.get(name, name)
+
+
+def _epoch_cache(f: Features) -> bool:
+    return f.truncation != "hw-truncation"
+
+
+#: flag -> (what it needs, a predicate on the resolved flags): a flag exists in a release line only where
+#: the mechanism it changes does (``kafka-13207`` changes truncation on fetch, absent before 2.8.0)
+REQUIRES: dict[str, tuple[str, object]] = {
+    "epoch-in-response": ("an OffsetsForLeaderEpoch round or truncate-on-fetch",
+                          lambda f: f.offsets_for_leader_epoch or f.truncate_on_fetch),
+    "kafka-7415": ("a leader epoch cache (KIP-101 or later)", _epoch_cache),
+    "kafka-7128": ("a leader epoch cache (KIP-101 or later)", _epoch_cache),
+    "kafka-7164": ("a leader epoch cache (KIP-101 or later)", _epoch_cache),
+    "leader-epoch-fencing": ("a leader epoch cache (KIP-101 or later)", _epoch_cache),
+    "fenced-removes-partition": ("leader-epoch-fencing (KIP-320)", lambda f: f.leader_epoch_fencing),
+    "kafka-7786-fix": ("leader-epoch-fencing (KIP-320)", lambda f: f.leader_epoch_fencing),
+    "kafka-9654": ("leader-epoch-fencing (KIP-320)", lambda f: f.leader_epoch_fencing),
+    "kafka-10706-fix": ("kafka-7415 (the epoch a new leader registers)", lambda f: f.kafka_7415),
+    "truncate-on-fetch": ("leader-epoch-fencing (KIP-320)", lambda f: f.leader_epoch_fencing),
+    "kafka-13141": ("truncate-on-fetch (2.8.0+)", lambda f: f.truncate_on_fetch),
+    "kafka-13207": ("truncate-on-fetch (2.8.0+)", lambda f: f.truncate_on_fetch),
+    "kafka-14704": ("truncate-on-fetch (2.8.0+)", lambda f: f.truncate_on_fetch),
+    "kafka-18991": ("truncate-on-fetch (2.8.0+)", lambda f: f.truncate_on_fetch),
+}
+
+
+def applicable_flags(features: Features) -> tuple[str, ...]:
+    """The flags that exist in a release line with these flags."""
+    return tuple(name for name in FLAGS if name not in REQUIRES or REQUIRES[name][1](features))
 
 
 def resolve(protocol: str, overrides: Mapping[str, bool] | None = None) -> Features:
-    """The flags of ``protocol`` with ``overrides`` (flag name -> on/off) applied."""
+    """The flags of ``protocol`` with ``overrides`` (flag name -> on/off) applied. A flag switched on where
+    it does not exist in the resulting release line (its mechanism is absent) is refused."""
     if protocol not in PROTOCOLS:
         raise UsageError(f"unknown protocol {protocol!r}; known: {', '.join(PROTOCOLS)}")
     features = PROTOCOLS[protocol][1]
     changes = {}
+    switched_on = []
     for name, value in (overrides or {}).items():
-        if name not in FLAGS:
+        flag = canonical_flag(name)
+        if flag not in FLAGS:
             raise UsageError(f"no feature flag {name!r}; flags: {', '.join(FLAGS)}")
-        changes[_field_name(name)] = bool(value)
-    return replace(features, **changes)
+        changes[_field_name(flag)] = bool(value)
+        if value:
+            switched_on.append(flag)
+    resolved = replace(features, **changes)
+    # a flag switched on where its mechanism is absent is refused (off is what it is there already, and what
+    # a saved trace's header says of every flag)
+    for flag in switched_on:
+        if flag in REQUIRES and not REQUIRES[flag][1](resolved):
+            raise UsageError(f"feature flag {flag!r} does not exist in {protocol} as configured: it needs "
+                             f"{REQUIRES[flag][0]}; flags of {protocol}: {', '.join(applicable_flags(resolved))}")
+    return resolved

@@ -21,6 +21,9 @@ TRUNCATING = 1  # must find its truncation point (OffsetsForLeaderEpoch) before 
 FETCHING = 2  # fetching from its leader
 FETCHER_NAMES = ("none", "truncating", "fetching")
 
+NO_LEADER = -1  # the partition's leader in an offline partition
+DEAD = -1  # Controller.registered of a broker whose death the controller has processed
+
 # -- message kinds -----------------------------------------------------------------------------------
 LEADER_AND_ISR = 1
 FETCH = 2
@@ -43,6 +46,13 @@ KIND_NAMES = {
 CONTROL_KINDS = (LEADER_AND_ISR, STOP_REPLICA)
 #: broker-to-broker requests and responses: lost when either end crashes or bounces
 DATA_KINDS = (FETCH, FETCH_RESPONSE, OFFSETS_FOR_LEADER_EPOCH, OFFSETS_FOR_LEADER_EPOCH_RESPONSE)
+
+# -- why a live replica has no fetcher state (ghost ``idle_cause``: read by invariants only) ----------
+IDLE_NONE = 0  # it has a fetcher state, or leads, or is down
+IDLE_FENCED = 1  # a FENCED_LEADER_EPOCH answer removed the partition from its fetcher (KIP-320, 2.1.0)
+IDLE_STOPPED = 2  # a StopReplica removed it
+IDLE_RESTARTED = 3  # it (re)started and has not applied a LeaderAndIsr since
+IDLE_CAUSE_NAMES = ("none", "fenced", "stopped", "restarted")
 
 # -- error codes carried by responses -----------------------------------------------------------------
 NONE = 0
@@ -69,6 +79,21 @@ class Broker(NamedTuple):
     # -- ghosts (read by invariants only, never by the protocol) --
     incarnation: int  # how many times it restarted
     stale: bool  # it applied a control request meant for an earlier incarnation of itself (sticky)
+    #: the leader epoch in which it last reconciled its log with its leader's: a leader in its own epoch
+    #: from becoming leader; a follower from the first fetch answer it appended from (no error, no
+    #: diverging epoch) in that epoch. -1: not since its last restart. Log Matching counts a follower
+    #: as the leader's follower only once it reconciled in the leader's epoch (the seed's "pairs")
+    reconciled: int
+    idle_cause: int  # why it has no fetcher state (IDLE_*): tells a fencing stall from other stalls
+    #: truncate-on-fetch (2.8+): a diverging epoch taken from a fetch answer under the fetcher's lock and
+    #: not yet applied: (the leader that answered, the request's leader epoch, diverging epoch, its end offset),
+    #: or (). The truncation is
+    #: a separate step (``AbstractFetcherThread.truncateOnFetchResponse``, after the lock was released)
+    pending_diverging: tuple[int, ...]
+    #: how traces show and exchange the fields (read by ``traces`` only; see ``KafkaState``)
+    GHOST_FIELDS = ("incarnation", "stale", "reconciled", "idle_cause")
+    SET_FIELDS = ("isr",)
+    MAP_FIELDS = ("remote",)
 
 
 class Controller(NamedTuple):
@@ -77,10 +102,13 @@ class Controller(NamedTuple):
     leader: int
     epoch: int
     isr: tuple[int, ...]  # sorted
-    #: the broker epoch of each broker's registration the controller last processed; a broker that
-    #: re-registered (bounced) while the controller was not looking has a newer one until the
-    #: controller processes the broker change
+    #: the broker epoch of each broker's registration the controller last processed, DEAD (-1) once it
+    #: processed the broker's death; a broker that re-registered (bounced) while the controller was not
+    #: looking has a newer one until the controller processes the broker change, and a broker that died
+    #: keeps its epoch here until the controller processes the failure
     registered: tuple[int, ...]
+    SET_FIELDS = ("isr",)
+    MAP_FIELDS = ("registered",)
 
 
 class LeaderAndIsr(NamedTuple):
@@ -91,6 +119,8 @@ class LeaderAndIsr(NamedTuple):
     isr: tuple[int, ...]
     broker_epoch: int  # KIP-380: the destination's broker epoch as the controller knows it
     meant: int  # ghost: the incarnation of the destination the sender meant
+    GHOST_FIELDS = ("meant",)
+    SET_FIELDS = ("isr",)
 
 
 class StopReplica(NamedTuple):
@@ -101,6 +131,7 @@ class StopReplica(NamedTuple):
     epoch: int  # the controller's leader epoch when sent: orders the channel (the broker does not read it)
     broker_epoch: int  # KIP-380: the destination's broker epoch as the controller knows it
     meant: int  # ghost: the incarnation of the destination the sender meant
+    GHOST_FIELDS = ("meant",)
 
 
 class ControlledShutdown(NamedTuple):
@@ -110,6 +141,7 @@ class ControlledShutdown(NamedTuple):
     src: int
     broker_epoch: int  # KIP-380: the sender's broker epoch
     incarnation: int  # ghost: the sender's incarnation
+    GHOST_FIELDS = ("incarnation",)
 
 
 class FetchRequest(NamedTuple):
@@ -165,8 +197,16 @@ class KafkaState(NamedTuple):
     bumps: int  # epoch bumps with an unchanged leader so far (bounded by max_bumps)
     shutdowns: int  # ControlledShutdown requests sent so far (bounded by max_shutdowns)
     bounces: int  # bounces the controller did not see at once, so far (bounded by max_bounces)
+    losses: int  # control requests lost so far (bounded by max_losses)
     #: ghost: (offset, epoch, ident) of every record a leader's HW has passed, sorted
     committed: tuple[tuple[int, int, int], ...]
+    #: how traces show and exchange the fields (read by ``traces`` only, never by the checker):
+    #: ``kmc trace show`` hides bound counters and ghosts unless ``--all``; ITF writes a sorted tuple
+    #: that stands for a set as ``#set`` and a tuple indexed by broker id as ``#map``
+    BOOKKEEPING_FIELDS = ("produced", "crashes", "bumps", "shutdowns", "bounces", "losses")
+    GHOST_FIELDS = ("committed",)
+    SET_FIELDS = ("network", "committed")
+    MAP_FIELDS = ("brokers",)
 
 
 STATE_TYPES: tuple[type, ...] = (
@@ -186,3 +226,37 @@ STATE_TYPES: tuple[type, ...] = (
 
 def leo(broker: Broker) -> int:
     return len(broker.log)
+
+
+class _Keep:
+    """The default of every ``with_`` parameter: keep the field as it is."""
+
+    __slots__ = ()
+
+    def __repr__(self) -> str:
+        return "<unchanged>"
+
+
+_KEEP = _Keep()
+
+
+def _install_with(cls: type) -> None:
+    """Give ``cls`` a ``with_(**changes)``: a copy with the named fields changed, as ``_replace`` does.
+
+    It is generated once per class with one keyword-only parameter per field (default: keep it), so a call
+    binds its arguments in C and builds the tuple in one expression; ``_replace`` goes through a keyword
+    dictionary and Python-level ``_make``, and this runs several times per successor. An unknown name is a
+    TypeError, as for any function."""
+    fields = cls._fields
+    parameters = ", ".join(f"{name}=_KEEP" for name in fields)
+    values = ", ".join(f"self[{i}] if {name} is _KEEP else {name}" for i, name in enumerate(fields))
+    namespace = {"_KEEP": _KEEP, "_new": tuple.__new__, "cls": cls}
+    exec(f"def with_(self, *, {parameters}):\n    return _new(cls, ({values},))\n", namespace)  # noqa: S102
+    with_ = namespace["with_"]
+    with_.__doc__ = f"A copy of this {cls.__name__} with the named fields changed."
+    with_.__qualname__ = f"{cls.__name__}.with_"
+    cls.with_ = with_
+
+
+for _cls in STATE_TYPES:
+    _install_with(_cls)

@@ -1,0 +1,89 @@
+"""Which story a counterexample is an instance of: the fix that removes it.
+
+A violated cell of ``kmc matrix`` names the KIP or JIRA its counterexample is an instance of. That is
+computed, not looked up: the counterexample's actions are replayed under the same row with one fix
+switched on (a feature flag that a later protocol version of the model has and this one lacks), and
+the first fix, oldest first, under which the trace is no longer a counterexample (a step is no longer
+enabled, or the invariant holds at every step) is the story. The model's rule table
+(``ModelInfo.rules``) gives the fix's ticket and rule. A trace that no later fix removes is reported
+as such ("no later release's fix removes it"), or by the switches that allow it (a flag on here that no
+protocol version has by default, such as unclean election), so a cell never claims a story that its trace does not exhibit.
+
+Generic over models with protocol versions and feature flags; nothing here knows Kafka.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from checker.errors import UsageError
+from spec.registry import build_model, get_model_info
+
+
+@dataclass(frozen=True)
+class Story:
+    flag: str | None  # the fix that removes the counterexample, or None
+    ticket: str
+    text: str  # one line: "KAFKA-7786: an OffsetsForLeaderEpoch answer is ignored if ..."
+
+    def to_json(self) -> dict[str, Any]:
+        return {"flag": self.flag, "ticket": self.ticket, "text": self.text}
+
+
+def _features_of(model_name: str, protocol: str, flags: Sequence[str], constants: Sequence[str]) -> dict[str, bool]:
+    return dict(build_model(model_name, list(constants), protocol, list(flags)).describe().get("features") or {})
+
+
+def _still_violates(model: Any, trace: Any, invariant: Any) -> bool:
+    """Replay ``trace``'s actions on ``model`` from its first initial state; True if every step is enabled and
+    the invariant breaks at some state."""
+    init = model.init_states()
+    if not init or init[0] != trace.initial:
+        return False
+    state = init[0]
+    if not invariant.holds(state):
+        return True
+    for step in trace.steps:
+        wanted = step.action
+        for action, successor in model.successors(state):
+            if action == wanted:
+                state = successor
+                break
+        else:
+            return False
+        if not invariant.holds(state):
+            return True
+    return False
+
+
+def story_of(model_name: str, protocol: str, flags: Sequence[str], constants: Sequence[str], invariant: Any,
+             trace: Any) -> Story | None:
+    """The story of a counterexample of ``invariant`` found under ``protocol`` with ``flags`` (NAME=on|off)."""
+    info = get_model_info(model_name)
+    if info.rules is None or not info.protocols:
+        return None
+    rows = {row["flag"]: row for row in info.rules(None) if row.get("flag") and row["flag"] != "(every release)"}
+    here = _features_of(model_name, protocol, flags, constants)
+    names = list(info.protocols)
+    target = info.protocol_aliases.get(protocol, protocol)
+    later = names[names.index(target) + 1 :] if target in names else names
+    candidates: list[str] = []
+    for later_protocol in later:
+        for flag, on in _features_of(model_name, later_protocol, [], constants).items():
+            if on and not here.get(flag, False) and flag not in candidates and flag in rows:
+                candidates.append(flag)
+    for flag in candidates:
+        try:
+            fixed = build_model(model_name, list(constants), protocol, list(flags) + [f"{flag}=on"])
+        except UsageError:  # a flag that does not exist with this row's mechanisms is no candidate
+            continue
+        if not _still_violates(fixed, trace, invariant):
+            row = rows[flag]
+            return Story(flag, row["ticket"], f"{row['ticket']}: {row['rule']} (fixed in {row['release']})")
+    defaults = [_features_of(model_name, p, [], constants) for p in names]
+    configured = [flag for flag, on in here.items() if on and not any(d.get(flag) for d in defaults)]
+    if configured:
+        return Story(None, "configuration", f"allowed by {', '.join(configured)}=on: no release's fix removes it")
+    return Story(None, "open", "no later release's fix removes this counterexample")

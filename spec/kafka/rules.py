@@ -1,0 +1,226 @@
+"""The rule table: every behaviour of the Kafka model, the release that introduced it, the JIRA or KIP,
+and the source it follows (file and method in that release, read from the release tag).
+
+``kmc list --rules [--protocol P]`` prints it. A rule with a ``flag`` is a behaviour that differs between
+releases: the flag is on in exactly the releases listed in ``spec.kafka.protocols.RELEASES`` that have it
+(``releases`` says which, backports included, as ``git tag --contains`` on the fix commit shows). A rule
+without a flag is shared by every release the model covers; ``abstraction`` says where the model is
+coarser than the code, and what it therefore cannot express. Paths are relative to the Kafka repository;
+``core/.../server`` is ``core/src/main/scala/kafka/server``.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from spec.kafka.protocols import FLAG_ALIASES, FLAGS, RELEASES, Features
+
+
+@dataclass(frozen=True)
+class Rule:
+    name: str  # what the rule is about, short
+    ticket: str  # KIP or JIRA ("-": no ticket, behaviour since before 0.10.2)
+    introduced: str  # first release with it
+    releases: str  # the release lines that have it (backports included)
+    source: str  # file and method, in the release named
+    model: str  # what the model does (the function that does it)
+    flag: str = ""  # the feature flag, if it differs between releases
+    abstraction: str = ""  # where the model is coarser than the code
+
+
+_S = "core/.../server/"
+_C = "core/src/main/scala/kafka/cluster/"
+_E = "core/.../server/epoch/LeaderEpochFileCache.scala"
+_K = "core/src/main/scala/kafka/controller/"
+
+RULES: tuple[Rule, ...] = (
+    # -- truncation, version by version ------------------------------------------------------------------
+    Rule("truncate to the HW on becoming follower", "-", "0.10.2", "0.10.2 (removed by KIP-101 in 0.11.0)",
+         f"0.10.2.2 {_S}ReplicaManager.scala makeFollowers: logManager.truncateTo(... highWatermark)",
+         "actions_control._apply_leader_and_isr (hw-truncation branch)"),
+    Rule("OffsetsForLeaderEpoch round on becoming follower", "KIP-101", "0.11.0", "0.11.0 to 2.7.x (and 2.8+ for a "
+         "follower whose epoch cache is empty or whose IBP is below 2.7-IV1)",
+         f"0.11.0.0 {_S}ReplicaFetcherThread.scala maybeTruncate; {_E} endOffsetFor",
+         "actions_data._receive_offsets_state, log.end_offset_kip101", flag="offsets-for-leader-epoch"),
+    Rule("an error answer to OffsetsForLeaderEpoch is retried; only UNDEFINED_EPOCH_OFFSET falls back to the HW",
+         "KIP-101", "0.11.0", "every release with the round",
+         f"0.11.0.0 {_S}ReplicaFetcherThread.scala maybeTruncate (partitionsWithError, delayPartitions); "
+         f"2.0.0 same method; 2.1.0 {_S}AbstractFetcherThread.scala maybeTruncate",
+         "actions_data._receive_offsets_state (an error leaves the partition truncating)"),
+    Rule("the answer carries its epoch; truncate to the largest common epoch, in rounds", "KIP-279", "2.0.0",
+         "2.0.0 and later", f"2.0.0 {_S}AbstractFetcherThread.scala getOffsetTruncationState; {_E} endOffsetFor",
+         "log.end_offset_for, log.follower_truncation", flag="epoch-in-response"),
+    Rule("a new leader registers (epoch, LEO) in its epoch cache; a lookup below the first epoch answers (requested, "
+         "start of the first epoch); assign truncates later entries", "KAFKA-7415", "2.0.1", "2.0.1, 2.1.0 and later "
+         "(2.0 branch 18b25773b11a, trunk f2dd6aa26983; the 1.1 backport was never released)",
+         f"2.0.1 {_C}Partition.scala makeLeader (epochCache.assign); {_E} assign, truncateAndAppend, endOffsetFor",
+         "actions_control._apply_leader_and_isr, log.assign, log.end_offset_for", flag="kafka-7415",
+         abstraction="without kafka-7415 the lookup below the first epoch still answers (requested, start of the "
+                     "first epoch) as 2.0.1 does, where 2.0.0 answered UNDEFINED (a follower then falls back to its HW)"),
+    Rule("a follower joins the ISR only once its fetch offset reached the leader's HW and the start offset of the "
+         "leader's epoch", "KAFKA-7128", "2.0.1", "2.0.1, 2.1.0 and later (7a352117c20f, 70c51633f2f4)",
+         f"2.0.1 {_C}Partition.scala maybeExpandIsr (leaderEpochStartOffsetOpt.exists(fetchOffset >= _)); "
+         f"2.8.0 isFollowerInSync", "actions_data._isr_change_action", flag="kafka-7128",
+         abstraction="the leader epoch's start offset is read from the leader's epoch cache (with kafka-7415, the "
+                     "LEO at makeLeader, as Kafka's leaderEpochStartOffsetOpt)"),
+    Rule("a follower whose leader is unchanged but which skipped an epoch truncates again", "KAFKA-7164", "2.0.1",
+         "2.0.1 only (2.1.0 replaced it: every epoch change, see KIP-320)",
+         f"2.0.1 {_C}Partition.scala makeFollower (leaderEpoch == oldLeaderEpoch + 1)",
+         "actions_control._restarts_truncation", flag="kafka-7164",
+         abstraction="an epoch is skipped only when a LeaderAndIsr is lost (LoseControlRequest, bound 'losses')"),
+    # -- KIP-320 and its fixes ----------------------------------------------------------------------------
+    Rule("Fetch and OffsetsForLeaderEpoch carry the current leader epoch; FENCED_LEADER_EPOCH / UNKNOWN_LEADER_EPOCH "
+         "/ NOT_LEADER; UNKNOWN and NOT_LEADER retried; every epoch change restarts truncation", "KIP-320", "2.1.0",
+         "2.1.0 and later", f"2.1.0 {_C}Partition.scala localReplicaWithEpochOrException, makeFollower; "
+         f"{_S}AbstractFetcherThread.scala processFetchRequest, maybeTruncate",
+         "actions_data._error, _receive_fetch_state; actions_control._restarts_truncation",
+         flag="leader-epoch-fencing"),
+    Rule("FENCED_LEADER_EPOCH removes the partition from the fetcher until the next LeaderAndIsr", "KIP-320", "2.1.0",
+         "2.1.0 and later (2.5.0+: markPartitionFailed, same effect)",
+         f"2.1.0 {_S}AbstractFetcherThread.scala onPartitionFenced", "actions_data._receive_fetch_state, "
+         "_receive_offsets_state", flag="fenced-removes-partition"),
+    Rule("an OffsetsForLeaderEpoch answer is ignored if the partition's epoch changed while it was in flight",
+         "KAFKA-7786", "2.1.1", "2.1.1 (ec1c3c8a272b), 2.2.0 and later (b2b79c4f0ef3)",
+         f"2.1.1 {_S}AbstractFetcherThread.scala maybeTruncate (leaderEpochInRequest == curPartitionState"
+         ".currentLeaderEpoch)", "actions_data._receive_offsets_state", flag="kafka-7786-fix"),
+    Rule("FENCED_LEADER_EPOCH removes the partition only if the request's epoch is still the fetch state's; "
+         "otherwise retry", "KAFKA-9654", "2.5.0", "2.5.0 and later (12cfd0e1762b, c27f629e9530; the 2.1-2.4 "
+         "backports were never released)", f"2.5.0 {_S}AbstractFetcherThread.scala onPartitionFenced(tp, requestEpoch)",
+         "actions_data._receive_fetch_state", flag="kafka-9654",
+         abstraction="before 2.8.0 a stale fetch answer is dropped earlier (the re-added partition is truncating), "
+                     "so the model puts the flag in the 2.8.0+ rows only"),
+    # -- KIP-380 ----------------------------------------------------------------------------------------------
+    Rule("a broker rejects a LeaderAndIsr / StopReplica stamped with an older broker epoch (STALE_BROKER_EPOCH), "
+         "before it starts the HW checkpoint task", "KIP-380 (KAFKA-7235)", "2.2.0", "2.2.0 and later (2155c6d54b08)",
+         f"2.2.0 {_S}KafkaApis.scala isBrokerEpochStale", "actions_control._stale_generation",
+         flag="reject-stale-broker-epoch",
+         abstraction="the HW checkpoint rewritten by a stale first LeaderAndIsr (KAFKA-7235's third motivation) needs "
+                     "a second partition and is not modelled; a newer broker epoch is accepted (KAFKA-9839, 2.5.1/2.6.0: "
+                     "before it the request failed with IllegalStateException; the model never stamps a newer epoch)"),
+    Rule("the controller rejects a ControlledShutdown from an older broker epoch", "KIP-380", "2.2.0", "2.2.0 and later",
+         f"2.2.0 {_K}KafkaController.scala doControlledShutdown", "actions_control._controlled_shutdowns",
+         flag="reject-stale-shutdown"),
+    Rule("the controller detects a bounced broker by its higher broker epoch: failure, then start-up handling",
+         "KIP-380", "2.2.0", "2.2.0 and later", f"2.2.0 {_K}KafkaController.scala BrokerChange.process "
+         "(bouncedBrokerIds)", "actions_control._broker_change_state", flag="detect-bounced-broker",
+         abstraction="the failure handling re-elects the bounced leader itself in a new epoch (Kafka first tries "
+                     "another live ISR member)"),
+    Rule("truncation at or beyond the LEO still drops epoch cache entries starting there", "KAFKA-10706", "2.6.1",
+         "2.6.1 (0b7c490a6cbe), 2.7.0 (f641ecd7edab), 2.8.0 and later (bc96a8feb5dc); 2.4/2.5 backports unreleased",
+         "2.7.0 core/src/main/scala/kafka/log/Log.scala truncateTo (leaderEpochCache.truncateFromEnd(logEndOffset))",
+         "updates.truncate_broker", flag="kafka-10706-fix"),
+    # -- truncation on fetch and its fixes --------------------------------------------------------------------
+    Rule("no OffsetsForLeaderEpoch round: the fetch carries the last fetched epoch and the leader answers a diverging "
+         "epoch; a follower with an empty epoch cache truncates to its HW", "KAFKA-10554", "2.8.0",
+         "2.8.0 and later, with inter-broker protocol 2.7-IV1 or later (the leader side is in 2.7.0, but a 2.7 "
+         "follower never sends lastFetchedEpoch)", f"2.8.0 {_C}Partition.scala readRecords; {_S}AbstractFetcherThread"
+         ".scala processFetchRequest, truncateOnFetchResponse, partitionFetchState; ReplicaManager.initialFetchOffset",
+         "actions_data._serve_fetch_state, _receive_fetch_state, _truncate_on_diverging_action; log.diverging_epoch",
+         flag="truncate-on-fetch",
+         abstraction="the answer is read under partitionMapLock (ReceiveFetch) and applied after the lock was "
+                     "released and taken again (TruncateOnDivergingEpoch); a LeaderAndIsr may come in between"),
+    Rule("the leader does not record a diverging fetch's offset as the follower's LEO", "KAFKA-13141", "2.7.2",
+         "2.7.2, 2.8.1, 2.8.2, 3.0.0 and later (c69d5f30f9e, 7e4a315963a, 047608fe5e6)",
+         f"2.8.1 {_S}ReplicaManager.scala updateFollowerFetchState (skipped on divergingEpoch)",
+         "actions_data._serve_fetch_state", flag="kafka-13141"),
+    Rule("a diverging-epoch truncation is skipped if the partition left the fetcher meanwhile", "KAFKA-13207", "2.8.1",
+         "2.8.1, 2.8.2, 3.0.0 and later (9618c61a248, 4d1efc90af0)",
+         f"2.8.1 {_S}AbstractFetcherThread.scala maybeTruncateToEpochEndOffsets (partitionStates.contains(tp))",
+         "actions_data._truncate_on_diverging_action", flag="kafka-13207",
+         abstraction="membership only, as Kafka: a partition removed and re-added for the same leader in the window "
+                     "is still truncated"),
+    Rule("a diverging answer's HW is not taken before the truncation (the next fetch brings it)", "KAFKA-14704",
+         "3.4.1", "3.4.1, 3.5.0 and later (649d5497442, bd32d98bd7c; the 2.8 and 3.0-3.3 branch commits came after "
+         "their last releases)", f"3.5.0 {_S}AbstractFetcherThread.scala processFetchRequest (isDivergingEpoch)",
+         "actions_data._receive_fetch_state", flag="kafka-14704"),
+    Rule("a fetch answer is used only if its request's leader epoch is still the fetch state's", "KAFKA-18991",
+         "4.1.0", "4.1.0, 3.9.1, 4.0.1 (apache/kafka#19223; not 4.0.0; 3.9.1/4.0.1 from the backport request, "
+         "not read in source here)", "4.1.0 core/.../server/AbstractFetcherThread.scala processFetchRequest "
+         "(requested currentLeaderEpoch == currentFetchState.currentLeaderEpoch)", "actions_data._receive_fetch_state",
+         flag="kafka-18991"),
+    # -- configuration and faults ---------------------------------------------------------------------------
+    Rule("unclean leader election: a live replica outside the ISR may lead when no ISR member lives", "KIP-106 "
+         "(default off from 0.11.0)", "0.10.2", "every release, as configured (unclean.leader.election.enable; the "
+         "0.10.2 default was true)", f"0.10.2.2 {_K}PartitionLeaderSelector.scala OfflinePartitionLeaderSelector",
+         "actions_control._controller_actions (UncleanLeaderElection)", flag="unclean"),
+    Rule("a crash loses the unflushed tail of the log", "-", "0.10.2", "every release (a fault, not a rule)",
+         "core/src/main/scala/kafka/log/Log.scala recovery (the unflushed suffix is gone after a power loss)",
+         "actions_control._crash_state (CrashLosingTail)", flag="lossy-crash"),
+    # -- shared by every release, with the model's abstractions ------------------------------------------------
+    Rule("a follower's HW is min(leader HW, its LEO) after each fetch (it may go down)", "-", "0.10.2", "every release",
+         f"0.10.2.2 {_S}ReplicaFetcherThread.scala processPartitionData; 2.8.0 Log.updateHighWatermark",
+         "actions_data._receive_fetch_state"),
+    Rule("the leader's HW is the least LEO over its ISR", "-", "0.10.2", "every release",
+         f"0.10.2.2 {_C}Partition.scala maybeIncrementLeaderHW", "actions_data._advance_hw_action",
+         abstraction="Kafka also counts followers outside the ISR that caught up within replica.lag.time.max.ms; that "
+                     "only lowers the HW, so the model's HW can be higher than Kafka's, never lower; 3.7.0's "
+                     "min.insync.replicas condition (KAFKA-15583) is not modelled"),
+    Rule("ISR shrink and expand are ZooKeeper writes only the leader of the current epoch can make", "-", "0.10.2",
+         "every ZooKeeper release", f"0.10.2.2 {_C}Partition.scala maybeShrinkIsr, updateIsr (zkVersion)",
+         "actions_data._leader_actions", abstraction="time is abstracted: a follower may be shrunk at any moment"),
+    Rule("a fetch answer is dropped unless the partition is still fetching from that leader at the request's offset",
+         "-", "0.10.2", "every release", f"2.2.0 {_S}AbstractFetcherThread.scala processFetchRequest "
+         "(fetchOffset == currentFetchState.fetchOffset && isReadyForFetch)", "actions_data._receive_fetch_state"),
+    Rule("a follower ahead of the leader (OFFSET_OUT_OF_RANGE) truncates to the leader's LEO", "-", "0.10.2",
+         "2.1.0 and later; before, only with unclean election on (otherwise the broker halts)",
+         f"0.10.2.2 {_S}ReplicaFetcherThread.scala handleOffsetOutOfRange (System.exit when unclean is off)",
+         "actions_data._receive_fetch_state (before 2.1.0 with unclean off: the broker halts, a crash that the crash "
+         "bound does not count)",
+         abstraction="the 2.1.0 change is tied to the KIP-320 flag leader-epoch-fencing (both arrived in 2.1.0)"),
+    Rule("the controller elects the leader from the live ISR; a restarted broker is sent the current LeaderAndIsr",
+         "-", "0.10.2", "every ZooKeeper release", f"0.10.2.2 {_K}PartitionLeaderSelector.scala "
+         "OfflinePartitionLeaderSelector; KafkaController.onBrokerStartup", "actions_control._controller_actions, "
+         "_restart_state",
+         abstraction="any live ISR member may be elected (Kafka takes the first in assignment order; every order is "
+                     "some assignment's); the controller does not remove a dead replica from the ISR with an epoch bump "
+                     "(removeReplicaFromIsr) and a restarted last-ISR leader may lead again in its old epoch"),
+    Rule("the controller's requests to a broker form one FIFO channel, kept across a bounce it has not seen",
+         "-", "0.10.2", "every ZooKeeper release", f"0.10.2.2 {_K}ControllerChannelManager.scala RequestSendThread",
+         "model._deliveries (channel_order)",
+         abstraction="LeaderAndIsr and StopReplica cannot overtake each other (KIP-570's case does not arise); a "
+                     "request is lost only by LoseControlRequest (a controller failover's dropped queue)"),
+    Rule("the HW checkpoint survives a crash", "-", "0.10.2", "every release",
+         f"0.10.2.2 {_S}ReplicaManager.scala checkpointHighWatermarks; {_C}Partition.scala getOrCreateReplica",
+         "actions_control._reborn",
+         abstraction="a restarted broker gets its last HW back; Kafka reads the last checkpoint, written every 5 s, "
+                     "which can be older (lower)"),
+    Rule("one record per batch, one partition", "-", "-", "-", "-", "spec.kafka.log",
+         abstraction="KIP-279's scenario 1 with n > 20 relied on truncating to a batch boundary; a second partition "
+                     "(KAFKA-7235's checkpoint rewrite) cannot be expressed"),
+)
+
+
+def flag_rules() -> dict[str, Rule]:
+    return {r.flag: r for r in RULES if r.flag}
+
+
+def rules_for(features: Features | None = None) -> list[tuple[Rule, bool | None]]:
+    """Every rule with whether it is on under ``features`` (None for a rule every release shares)."""
+    return [(r, features.flag(r.flag) if (features is not None and r.flag) else None) for r in RULES]
+
+
+def releases_with(flag: str) -> list[str]:
+    """The protocol rows that have ``flag`` on."""
+    return [r.name for r in RELEASES if r.features.flag(flag)]
+
+
+assert set(flag_rules()) == set(FLAGS), "every feature flag has a rule and every rule's flag exists"
+assert not set(FLAG_ALIASES) & set(FLAGS)
+
+
+def rule_rows(protocol: str | None = None) -> list[dict[str, str]]:
+    """The table as rows for ``kmc list --rules`` (``on`` is "yes"/"no" for a flag under ``protocol``)."""
+    from spec.kafka.protocols import resolve
+
+    features = resolve(protocol) if protocol is not None else None
+    rows = []
+    for rule, on in rules_for(features):
+        row = {"rule": rule.name, "flag": rule.flag or "(every release)", "ticket": rule.ticket,
+               "release": rule.introduced, "releases": rule.releases, "source": rule.source, "model": rule.model,
+               "abstraction": rule.abstraction}
+        if rule.flag:
+            row["rows"] = ", ".join(releases_with(rule.flag)) or "(none: switch it with --feature)"
+        if on is not None:
+            row["on"] = "yes" if on else "no"
+        rows.append(row)
+    return rows

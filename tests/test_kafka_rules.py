@@ -1,0 +1,112 @@
+"""The rule table and the release lines: every flag has a rule with a release and a source, every
+protocol row is a release whose flags agree with the table, old names still work, and a flag that
+does not exist in a release line is refused with one line (exit 64)."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from checker.cli import main
+from checker.errors import UsageError
+from spec.kafka.protocols import FLAG_ALIASES, FLAGS, PROTOCOL_ALIASES, RELEASES, resolve
+from spec.kafka.rules import RULES, flag_rules, releases_with, rule_rows
+from spec.registry import build_model, get_model_info
+
+RELEASE_ORDER = [r.name for r in RELEASES]
+
+
+def _version(name: str) -> tuple[int, ...]:
+    return tuple(int(part) for part in name.split("."))
+
+
+def test_every_flag_has_exactly_one_rule_with_a_release_and_a_source():
+    by_flag = flag_rules()
+    assert set(by_flag) == set(FLAGS)
+    for rule in RULES:
+        assert rule.name and rule.ticket and rule.source and rule.model, rule
+        assert rule.introduced and rule.releases, rule
+    assert sum(1 for r in RULES if r.flag) == len(FLAGS), "one rule per flag"
+
+
+def test_every_flag_is_used_by_the_model_code():
+    """A flag that no code reads would be a rule the model only claims to have."""
+    import pathlib
+
+    code = "".join(p.read_text() for p in pathlib.Path("spec/kafka").glob("*.py") if p.name not in ("protocols.py",
+                                                                                                  "rules.py"))
+    for flag in FLAGS:
+        field = flag.replace("-", "_")
+        used = field in code or {"offsets-for-leader-epoch": "_offsets", "epoch-in-response": "_kip279",
+                                 "leader-epoch-fencing": "_fencing", "truncate-on-fetch": "_on_fetch",
+                                 "kafka-7786-fix": "_fix_7786", "kafka-10706-fix": "_fix_10706",
+                                 "fenced-removes-partition": "_fenced_removes",
+                                 "reject-stale-broker-epoch": "_reject_stale"}.get(flag, "\0") in code
+        assert used, f"no model code reads {flag}"
+
+
+def test_a_fix_is_on_from_the_release_that_introduced_it():
+    """Each flag's first release row is not older than the release the table names (backports aside, the
+    table's 'introduced' is the oldest release with the fix), and once on it stays on in later rows."""
+    for flag, rule in flag_rules().items():
+        rows = releases_with(flag)
+        if not rows or rule.introduced == "-":
+            continue
+        assert _version(rows[0]) >= _version(rule.introduced), (flag, rows[0], rule.introduced)
+        first = RELEASE_ORDER.index(rows[0])
+        if flag != "offsets-for-leader-epoch":  # 2.8.0 replaced the round with truncation on fetch
+            assert rows == RELEASE_ORDER[first:], (flag, rows)
+
+
+@pytest.mark.parametrize("flag,first", [("kafka-7786-fix", "2.1.1"), ("reject-stale-broker-epoch", "2.2.0"),
+                                        ("kafka-7415", "2.0.1"), ("kafka-7128", "2.0.1"), ("kafka-7164", "2.0.1"),
+                                        ("truncate-on-fetch", "2.8.0"), ("kafka-13207", "2.8.1"),
+                                        ("kafka-13141", "2.8.1"), ("kafka-14704", "3.4.1"), ("kafka-18991", "4.1.0"),
+                                        ("kafka-10706-fix", "2.8.0"), ("leader-epoch-fencing", "2.1.0")])
+def test_release_placements_from_the_fix_commits(flag, first):
+    assert releases_with(flag)[0] == first
+
+
+def test_old_protocol_and_flag_names_are_aliases():
+    for alias, target in PROTOCOL_ALIASES.items():
+        assert resolve(alias) == resolve(target)
+        model = build_model("kafka", ["records=0", "epochs=0", "crashes=0"], alias)
+        assert model.protocol == alias
+    for old, new in FLAG_ALIASES.items():
+        base = "2.8.0" if new == "kafka-18991" else "0.11.0" if new.startswith("kafka-71") else "2.0.1"
+        assert resolve(base, {old: True}).flag(new)
+    info = get_model_info("kafka")
+    assert list(info.protocols) == RELEASE_ORDER and info.has_protocol("kip-320")
+
+
+def test_a_flag_outside_its_release_line_is_refused_naming_the_valid_ones():
+    with pytest.raises(UsageError, match="does not exist in 0.10.2.*truncate-on-fetch"):
+        resolve("0.10.2", {"kafka-13207": True})
+    with pytest.raises(UsageError, match="no feature flag 'kafka-1'"):
+        resolve("2.8.0", {"kafka-1": True})
+
+
+def test_cli_flag_errors_exit_64_with_one_line(capsys):
+    assert main(["check", "kafka", "--protocol", "0.11.0", "--feature", "kafka-18991=on"]) == 64
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "kafka-18991" in err[0] and "flags of 0.11.0" in err[0]
+
+
+def test_list_rules_prints_the_table(capsys):
+    assert main(["list", "--rules", "--protocol", "2.1.0", "--json"]) == 0
+    data = json.loads(capsys.readouterr().out)
+    rows = data["rules"]
+    assert len(rows) == len(RULES)
+    fenced = next(r for r in rows if r["flag"] == "fenced-removes-partition")
+    assert fenced["on"] == "yes" and "onPartitionFenced" in fenced["source"]
+    assert next(r for r in rows if r["flag"] == "kafka-7786-fix")["on"] == "no"
+    assert main(["list", "--rules"]) == 0
+    text = capsys.readouterr().out
+    assert "KAFKA-7786" in text and "AbstractFetcherThread.scala" in text
+    assert main(["list", "--rules", "--protocol", "bogus"]) == 64
+
+
+def test_rule_rows_name_the_rows_that_have_each_flag():
+    rows = {r["flag"]: r for r in rule_rows()}
+    assert rows["kafka-7786-fix"]["rows"].startswith("2.1.1, 2.2.0")

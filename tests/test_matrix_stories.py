@@ -1,0 +1,43 @@
+"""A violated cell names the story its counterexample is an instance of: the oldest later fix whose
+replay removes the counterexample (``checker.stories``). Each case is a shortest counterexample found by
+the checker, not a hand-written trace, and its story is checked against the release history."""
+
+from __future__ import annotations
+
+import pytest
+
+import spec.kafka  # noqa: F401 - registers the model and its invariants
+from checker.bfs import check
+from checker.search import SearchOptions
+from checker.stories import _still_violates, story_of
+from invariants.registry import for_family
+from spec.registry import build_model
+
+CONTROL = ["records=1", "epochs=1", "crashes=0", "bumps=1", "shutdowns=1", "bounces=1"]
+
+
+@pytest.mark.parametrize("protocol,flags,consts,invariant,ticket", [
+    ("2.1.0", [], ["records=1", "epochs=2", "bumps=2", "crashes=0"], "no-fence-stall", "KAFKA-7786"),
+    ("2.8.0", [], [], "committed-durable", "KAFKA-13141"),
+    ("2.8.1", [], [], "no-uncommitted-below-hw", "KAFKA-14704"),
+    ("2.0.1", [], CONTROL, "no-stale-control-request", "KIP-380 (KAFKA-7235)"),
+    ("2.0.1", [], CONTROL, "no-bounce-stall", "KIP-380"),
+    ("2.8.0", ["kafka-9654=off"], ["records=1", "epochs=2", "bumps=2", "crashes=0"], "no-fence-stall", "KAFKA-9654"),
+])
+def test_the_story_is_the_fix_that_removes_the_counterexample(protocol, flags, consts, invariant, ticket):
+    inv = for_family("kafka")[invariant]
+    result = check(build_model("kafka", consts, protocol, flags), SearchOptions(invariants=[inv]))
+    assert result.verdict.value == "violated"
+    trace = result.violations[0].trace
+    story = story_of("kafka", protocol, flags, consts, inv, trace)
+    assert story is not None and story.ticket == ticket, story
+    # the claim is checked: with the fix on the trace is no longer a counterexample, without it it is
+    assert _still_violates(build_model("kafka", consts, protocol, flags), trace, inv)
+    assert not _still_violates(build_model("kafka", consts, protocol, flags + [f"{story.flag}=on"]), trace, inv)
+
+
+def test_a_counterexample_no_release_fixes_names_the_switch_that_allows_it():
+    inv = for_family("kafka")["committed-durable"]
+    result = check(build_model("kafka", [], "4.1.0", ["unclean=on"]), SearchOptions(invariants=[inv]))
+    story = story_of("kafka", "4.1.0", ["unclean=on"], [], inv, result.violations[0].trace)
+    assert story.flag is None and "unclean=on" in story.text
