@@ -21,6 +21,7 @@ import numpy as np
 
 from checker import checkpoint as ckpt
 from checker.result import CheckResult, Discovery, OutDegree, Verdict, Violation, collision_estimates
+from checker.safe_io import interrupts_deferred
 from checker.search import (
     ActionTable,
     Progress,
@@ -233,8 +234,24 @@ class LocalBFS:
         return st
 
     def _expand_level(self, st: SearchState) -> None:
-        fresh = self._expand(st, st.frontier, st.frontier_base, st.generated)
-        self._commit_level(st, fresh)
+        # A Ctrl-C while the level is expanded abandons it (its counts go back to the level
+        # boundary); once it is expanded, Ctrl-C is held until it is committed. Either way the
+        # checkpoint written on Ctrl-C is of whole levels, and a resume gives the same counts.
+        generated, deadlock = st.generated, st.deadlock
+        edges = None if st.edges is None else len(st.edges)
+        held = interrupts_deferred()
+        try:
+            fresh = self._expand(st, st.frontier, st.frontier_base, st.generated)
+            held.__enter__()
+        except KeyboardInterrupt:
+            st.generated, st.deadlock = generated, deadlock
+            if edges is not None:
+                del st.edges[edges:]
+            raise
+        try:
+            self._commit_level(st, fresh)
+        finally:
+            held.__exit__(None, None, None)
 
     def _expand(self, st: SearchState, frontier: list[Any], index: int, generated_before: int) -> dict[int, tuple]:
         """Expand ``frontier`` (whose first state has global index ``index``) in order.

@@ -14,6 +14,7 @@ and a documented exit code (see ``checker.errors.ExitCode``), never a traceback.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import importlib
 import json
 import os
@@ -249,7 +250,7 @@ def save_traces(result: CheckResult, directory: str) -> None:
     from traces.io import default_trace_path, save_trace
 
     for violation in result.violations:
-        violation.trace_file = save_trace(violation.trace, default_trace_path(directory, violation.trace))
+        violation.trace_file = save_trace(violation.trace, default_trace_path(directory, violation.trace), keep_others=True)
 
 
 def print_summary(console: Console, result: CheckResult) -> None:
@@ -572,6 +573,7 @@ def build_parser() -> argparse.ArgumentParser:
     simulate.add_argument("--continue", dest="keep_going", action="store_true")
     simulate.add_argument("--json", action="store_true")
     simulate.add_argument("--trace-dir", default=DEFAULT_TRACE_DIR)
+    simulate.add_argument("--quiet", action="store_true", help="no live progress display (as for check)")
     simulate.set_defaults(func=cmd_simulate)
 
     listing = sub.add_parser("list", help="models, protocol versions, invariants and engines")
@@ -600,8 +602,42 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+_KINDS = {
+    ExitCode.USAGE: "usage", ExitCode.BAD_FILE: "bad-input-file", ExitCode.NO_INPUT: "no-input",
+    ExitCode.NOT_REPLAYABLE: "not-replayable", ExitCode.ENVIRONMENT: "unavailable",
+    ExitCode.CANNOT_CREATE: "cannot-create-output", ExitCode.IO_ERROR: "output-io-error",
+    ExitCode.INTERRUPTED: "interrupted",
+}
+
+
+def _fail(err: Console, as_json: bool, code: int, message: str) -> int:
+    """The one line on stderr (and, under --json, a JSON error object on stdout) for a stopped command."""
+    err.print(f"kmc: error: {message}", markup=False, highlight=False, soft_wrap=True)
+    if as_json:
+        kind = _KINDS.get(code, "error") if code != ExitCode.WRONG_MODEL else "wrong-input"
+        try:
+            print(json.dumps({"error": {"exit_code": code, "kind": kind, "message": message}}), flush=True)
+        except (BrokenPipeError, OSError):
+            pass
+    return code
+
+
+def _interrupted_message(args: argparse.Namespace | None) -> str:
+    import os
+
+    checkpoint = getattr(args, "checkpoint", None) or getattr(args, "resume", None)
+    if checkpoint and os.path.isfile(checkpoint):
+        return (f"interrupted; the last complete level is saved in {checkpoint}: "
+                f"run the same command with --resume {checkpoint} to continue")
+    return "interrupted (give --checkpoint FILE to be able to continue a run later)"
+
+
 def main(argv: Sequence[str] | None = None) -> int:
+    """Run one command; every user error is one line (a JSON object too under --json) and its exit code."""
     err = Console(stderr=True)
+    words = list(sys.argv[1:] if argv is None else argv)
+    as_json = "--json" in words
+    args = None
     try:
         parser = build_parser()
         args = parser.parse_args(argv)
@@ -610,17 +646,33 @@ def main(argv: Sequence[str] | None = None) -> int:
             return int(ExitCode.USAGE)
         return args.func(args)
     except KmcError as exc:
-        err.print(f"kmc: error: {exc}", markup=False, highlight=False, soft_wrap=True)
-        return int(exc.code)
+        return _fail(err, as_json, int(exc.code), str(exc))
     except KeyboardInterrupt:
-        err.print("kmc: interrupted (a checkpoint was written if --checkpoint was given)", markup=False)
-        return int(ExitCode.INTERRUPTED)
+        return _fail(err, as_json, int(ExitCode.INTERRUPTED), _interrupted_message(args))
     except BrokenPipeError:
         return 0
+    except OSError as exc:  # an output nobody wrapped: where it cannot be created, or the disk is full
+        from checker.safe_io import output_error
+
+        out = output_error(exc.filename or "output", exc)
+        return _fail(err, as_json, int(out.code), str(out))
+    except RecursionError:
+        return _fail(err, as_json, int(ExitCode.BAD_FILE), "an input nests too deeply to be read (RecursionError)")
 
 
 def entry() -> None:
-    sys.exit(main())
+    try:
+        code = main()
+    except KeyboardInterrupt:  # a second Ctrl-C while the first was being reported
+        code = int(ExitCode.INTERRUPTED)
+    # The command is done and its answer printed: a Ctrl-C from now on changes nothing. Ignoring
+    # it also keeps Python's shutdown, which puts back the default SIGINT action, from being
+    # killed by the signal (exit -2 instead of the command's code).
+    import signal
+
+    with contextlib.suppress(ValueError, OSError):
+        signal.signal(signal.SIGINT, signal.SIG_IGN)
+    sys.exit(code)
 
 
 if __name__ == "__main__":

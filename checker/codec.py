@@ -12,7 +12,7 @@ from typing import Any
 
 import msgpack
 
-from checker.errors import BadFileError
+from checker.errors import BadFileError, CorruptDataError
 
 _EXT_FROZENSET = 1
 _EXT_NAMEDTUPLE = 2
@@ -48,25 +48,43 @@ def packb(obj: Any) -> bytes:
     return msgpack.packb(_to_plain(obj), use_bin_type=True)
 
 
+#: deepest nesting of extension types (tuples, sets, records) decoded; a state nests a handful
+MAX_EXT_DEPTH = 64
+
+
 class Codec:
     """Encodes and decodes values built from a model's state types."""
 
     def __init__(self, types: Iterable[type]) -> None:
         self._types = {t.__name__: t for t in types}
+        self._depth = 0
 
     def encode(self, obj: Any) -> bytes:
         return packb(obj)
 
     def decode(self, data: bytes) -> Any:
+        self._depth = 0
         try:
             return self._unpack(data)
         except BadFileError:
             raise
         except Exception as exc:  # msgpack raises many types on corrupt input
-            raise BadFileError(f"corrupt encoded data ({type(exc).__name__}: {exc})") from None
+            raise CorruptDataError(f"corrupt encoded data ({type(exc).__name__}: {exc})") from None
 
     def _unpack(self, data: bytes) -> Any:
-        return msgpack.unpackb(data, raw=False, ext_hook=self._ext_hook, strict_map_key=False)
+        # each extension is decoded by a nested unpackb: bound the nesting, or a hostile file
+        # nests extensions until the C stack overflows
+        if self._depth >= MAX_EXT_DEPTH:
+            raise CorruptDataError(f"encoded data nested more than {MAX_EXT_DEPTH} levels deep")
+        self._depth += 1
+        try:
+            size = len(data)
+            return msgpack.unpackb(
+                data, raw=False, ext_hook=self._ext_hook, strict_map_key=False,
+                max_str_len=size, max_bin_len=size, max_array_len=size, max_map_len=size // 2, max_ext_len=size,
+            )
+        finally:
+            self._depth -= 1
 
     def _ext_hook(self, code: int, data: bytes) -> Any:
         if code == _EXT_FROZENSET:

@@ -177,7 +177,7 @@ def test_bad_files_give_one_line_and_distinct_codes(capsys, tmp_path, trace_file
         (["trace", "show", other], 66),
         (["trace", "replay", trace_file, "--model", "kafka"], 66),
         (["trace", "replay", trace_file, "--const", "commit_guard=on"], 67),
-        (["trace", "show", tmp_path / "missing.json"], 64),
+        (["trace", "show", tmp_path / "missing.json"], 66),  # missing input: sysexits EX_NOINPUT
         (["trace", "replay", trace_file, "--protocol", "kip-101"], 64),
     ]
     for argv, expected in cases:

@@ -117,9 +117,9 @@ def _load(args: argparse.Namespace) -> tuple[Trace, Any]:
 
 def _write(text: str, output: str | None) -> None:
     if output:
-        os.makedirs(os.path.dirname(output) or ".", exist_ok=True)
-        with open(output, "w") as f:
-            f.write(text)
+        from checker.safe_io import atomic_write
+
+        atomic_write(output, text.encode(), "output")  # whole or not at all
         print(f"written to {output}")
     else:
         sys.stdout.write(text)

@@ -26,8 +26,9 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
+from checker import safe_io
 from checker.codec import Codec, packb
-from checker.errors import BadFileError, UsageError, WrongModelError
+from checker.errors import BadFileError, CorruptDataError, UsageError, WrongModelError
 from spec.model import Action, Model
 from traces.itf import itf_action, itf_document, itf_variables
 from traces.trace import Step, Trace
@@ -38,7 +39,7 @@ VERSION = 2
 MSGPACK_FORMAT = "kmc-trace-msgpack"
 MSGPACK_VERSION = 1
 FORMATS = ("json", "itf", "msgpack")
-MAX_FILE_BYTES = 512 * 2**20
+MAX_FILE_BYTES = safe_io.MAX_TRACE_BYTES
 
 
 # -- writing --------------------------------------------------------------------------------------
@@ -105,21 +106,23 @@ def format_of_path(path: str) -> str:
     return "json"
 
 
-def save_trace(trace: Trace, path: str, fmt: str | None = None) -> str:
-    """Write ``trace`` to ``path`` (format from ``fmt`` or the file name) and return the path."""
+def save_trace(trace: Trace, path: str, fmt: str | None = None, keep_others: bool = False) -> str:
+    """Write ``trace`` to ``path`` (format from ``fmt`` or the file name) and return the path.
+
+    The file appears whole or not at all (temporary file, then rename). With ``keep_others`` an
+    existing file with another trace is never replaced: the trace goes to ``NAME-2.json``, ...
+    (two runs sharing a trace directory keep both counterexamples), and the path written is returned.
+    """
     fmt = fmt or format_of_path(path)
     if fmt not in FORMATS:
         raise UsageError(f"unknown trace format {fmt!r}; known: {', '.join(FORMATS)}")
-    os.makedirs(os.path.dirname(path) or ".", exist_ok=True)
     if fmt == "msgpack":
-        with open(path, "wb") as f:
-            f.write(trace_to_msgpack(trace))
-        return path
-    data = trace_to_itf(trace) if fmt == "itf" else trace_to_data(trace)
-    with open(path, "w") as f:
-        json.dump(data, f, indent=1)
-        f.write("\n")
-    return path
+        data = trace_to_msgpack(trace)
+    else:
+        data = (json.dumps(trace_to_itf(trace) if fmt == "itf" else trace_to_data(trace), indent=1) + "\n").encode()
+    if keep_others:
+        return safe_io.write_new(path, data, "trace")
+    return safe_io.atomic_write(path, data, "trace")
 
 
 def default_trace_path(directory: str, trace: Trace, suffix: str = ".json") -> str:
@@ -165,33 +168,14 @@ def _bad(path: str, message: str) -> BadFileError:
     return BadFileError(f"{path}: {message}")
 
 
-def read_bytes(path: str) -> bytes:
-    try:
-        size = os.path.getsize(path)
-        if size > MAX_FILE_BYTES:
-            raise _bad(path, f"file is too large for a trace ({size:,} bytes)")
-        with open(path, "rb") as f:
-            return f.read()
-    except FileNotFoundError:
-        raise UsageError(f"no such file: {path}") from None
-    except IsADirectoryError:
-        raise UsageError(f"{path} is a directory, not a trace file") from None
-    except OSError as exc:
-        raise UsageError(f"cannot read {path}: {exc.strerror or exc}") from None
+def read_bytes(path: str, what: str = "trace", max_bytes: int = MAX_FILE_BYTES) -> bytes:
+    """The bytes of a user's file, through the one safe reader (regular files only, size cap)."""
+    return safe_io.read_file(path, what, max_bytes)
 
 
-def parse_json(path: str, data: bytes) -> Any:
-    def no_constant(name: str) -> Any:
-        raise ValueError(f"{name} is not JSON")
-
-    try:
-        return json.loads(data.decode("utf-8"), parse_constant=no_constant)
-    except UnicodeDecodeError:
-        raise _bad(path, "not UTF-8 text") from None
-    except json.JSONDecodeError as exc:
-        raise _bad(path, f"corrupt or truncated JSON at line {exc.lineno} column {exc.colno}: {exc.msg}") from None
-    except (ValueError, RecursionError) as exc:
-        raise _bad(path, f"not valid JSON ({exc})") from None
+def parse_json(path: str, data: bytes, what: str = "trace") -> Any:
+    """JSON with the depth, integer and constant limits of ``checker.safe_io``."""
+    return safe_io.parse_json(path, data, what)
 
 
 def read_document(path: str) -> TraceDocument:
@@ -413,6 +397,8 @@ def decode_trace(doc: TraceDocument, model: Model, strict_initial: bool = True) 
             state = doc.decode_state(decoder, raw_state, where)
         except ShapeError as exc:
             raise WrongModelError(f"{doc.path}: the trace does not fit model {model.name}: {exc}") from None
+        except CorruptDataError as exc:
+            raise BadFileError(f"{doc.path}: {where}: {exc}") from None
         except BadFileError as exc:
             raise WrongModelError(f"{doc.path}: the trace does not fit model {model.name}: {where}: {exc}") from None
         except RecursionError:

@@ -37,7 +37,8 @@ import re
 from dataclasses import dataclass, field
 from typing import Any
 
-from checker.errors import BadFileError
+from checker.errors import BadFileError, UsageError
+from checker.safe_io import MAX_INT_DIGITS, MAX_SCENARIO_BYTES
 from traces.io import parse_json, read_bytes
 from traces.values import json_to_plain
 
@@ -45,8 +46,11 @@ SCENARIO_KEYS = {"scenario", "description", "source", "model", "protocol", "cons
                  "notes", "invariants", "check_from"}
 OUTCOMES = ("violated", "blocked", "holds", "deadlock")
 _NAME = r"[A-Za-z_][A-Za-z0-9_:.-]*"
-_ACTION = re.compile(rf"\s*({_NAME})\s*(?:\((.*)\))?\s*")
-_PARAM = re.compile(rf"\s*({_NAME})\s*=\s*(-?[0-9]+|true|false|{_NAME})\s*")
+# anchored patterns over pieces without spaces: no two parts can match the same text, so no backtracking
+_NAME_RE = re.compile(_NAME)
+_INT_RE = re.compile(r"-?[0-9]+")
+_VALUE_RE = re.compile(rf"-?[0-9]+|{_NAME}")
+MAX_STEP_CHARS = 10_000
 
 
 @dataclass(frozen=True)
@@ -136,27 +140,47 @@ class Scenario:
 
 
 def parse_action(text: str, where: str = "step") -> StepSpec:
-    """``Name(key=value, ...)`` -> a ``StepSpec``; values are ints, true/false or bare words."""
-    match = _ACTION.fullmatch(text)
-    if not match:
-        raise BadFileError(f"{where}: cannot read the action {text!r} (write Name(key=value, ...))")
-    name, inner = match.group(1), match.group(2)
+    """``Name(key=value, ...)`` -> a ``StepSpec``; values are ints, true/false or bare words.
+
+    Parsed by hand in linear time (the text is the user's: no regular expression here may
+    backtrack over it), each piece checked with an anchored pattern that cannot backtrack.
+    """
+    if len(text) > MAX_STEP_CHARS:
+        raise BadFileError(f"{where}: an action of {len(text):,} characters (the limit is {MAX_STEP_CHARS:,})")
+    body = text.strip()
+    name, paren, rest = body.partition("(")
+    name = name.strip()
+    inner = None
+    if paren:
+        rest = rest.rstrip()
+        if not rest.endswith(")"):
+            raise BadFileError(f"{where}: cannot read the action {_short(text)} (write Name(key=value, ...))")
+        inner = rest[:-1]
+    if not _NAME_RE.fullmatch(name):
+        raise BadFileError(f"{where}: cannot read the action {_short(text)} (write Name(key=value, ...))")
     params: list[tuple[str, Any]] = []
     if inner and inner.strip():
         for part in inner.split(","):
-            pm = _PARAM.fullmatch(part)
-            if not pm:
-                raise BadFileError(f"{where}: cannot read the parameter {part.strip()!r} of {name} (write key=value)")
-            params.append((pm.group(1), _value(pm.group(2))))
+            key, eq, value = part.partition("=")
+            key, value = key.strip(), value.strip()
+            if not eq or not _NAME_RE.fullmatch(key) or not _VALUE_RE.fullmatch(value):
+                raise BadFileError(f"{where}: cannot read the parameter {_short(part.strip())} of {name} (write key=value)")
+            params.append((key, _value(value, where)))
     return StepSpec(name, tuple(params))
 
 
-def _value(text: str) -> Any:
+def _short(text: str) -> str:
+    return repr(text if len(text) <= 80 else text[:77] + "...")
+
+
+def _value(text: str, where: str = "step") -> Any:
     if text == "true":
         return True
     if text == "false":
         return False
-    if re.fullmatch(r"-?[0-9]+", text):
+    if _INT_RE.fullmatch(text):
+        if len(text.lstrip("-")) > MAX_INT_DIGITS:
+            raise BadFileError(f"{where}: an integer of {len(text.lstrip('-')):,} digits (the limit is {MAX_INT_DIGITS})")
         return int(text)
     return text
 
@@ -249,5 +273,33 @@ def scenario_from_data(doc: Any, path: str) -> Scenario:
 
 
 def load_scenario(path: str) -> Scenario:
-    doc = parse_json(path, read_bytes(path))
-    return scenario_from_data(doc, path)
+    doc = parse_json(path, read_bytes(path, "scenario", MAX_SCENARIO_BYTES), "scenario")
+    scenario = scenario_from_data(doc, path)
+    check_names(scenario)
+    return scenario
+
+
+def check_names(scenario: Scenario) -> None:
+    """The model, protocol, constants, feature flags and invariants a scenario names exist: a name
+    the model does not know is an error in the file (exit 65), not in the command line."""
+    from invariants.registry import for_family
+    from spec.registry import build_model, get_model_info, parse_constants, parse_features
+
+    path = scenario.path
+    try:
+        info = get_model_info(scenario.model)
+        if scenario.protocol is not None and scenario.protocol not in info.protocols:
+            known = ", ".join(info.protocols) or "none"
+            raise UsageError(f"unknown protocol {scenario.protocol!r} (known: {known})")
+        constants = [f"{k}={'on' if v is True else 'off' if v is False else v}" for k, v in scenario.constants.items()]
+        parse_constants(info, constants)
+        flags = [f"{k}={'on' if v else 'off'}" for k, v in scenario.features.items()]
+        parse_features(info, flags)
+        family = build_model(info.name, constants, scenario.protocol or info.default_protocol, flags).family
+    except UsageError as exc:
+        raise BadFileError(f"{path}: {exc}; fix the scenario file") from None
+    available = for_family(family)
+    for name in scenario.invariants:
+        if name not in available:
+            raise BadFileError(f"{path}: the scenario names invariant {name!r}, which model {scenario.model} does not have "
+                               f"(its invariants: {', '.join(available) or 'none'}); fix the scenario file")

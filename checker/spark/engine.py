@@ -10,7 +10,7 @@ import time
 from typing import Any
 
 from checker.bfs import BudgetExceeded, LocalBFS
-from checker.errors import KmcError, ModelError, UsageError
+from checker.errors import EnvironmentMissingError, KmcError, ModelError, UsageError
 from checker.result import CheckResult
 from checker.search import Progress, SearchOptions, budget_reason
 from checker.spark.driver_state import Counters, LevelInfo, LevelTiming, SparkRun
@@ -198,7 +198,13 @@ def run_engine(model: Model, options: SearchOptions, engine_options: Any = None)
         return SparkBFS(model, options, engine_options).run()
     except (KmcError, KeyboardInterrupt):
         raise
+    except ImportError as exc:  # PySpark installed but broken
+        raise EnvironmentMissingError(f"the spark engine cannot import PySpark ({exc}); reinstall it: "
+                                      "python3 -m pip install --force-reinstall 'pyspark>=3.4'") from exc
     except Exception as exc:
+        if "JAVA_GATEWAY_EXITED" in str(exc) or "Java gateway process exited" in str(exc):
+            raise EnvironmentMissingError("the spark engine could not start Java (the Java gateway exited): "
+                                          "check that 'java -version' runs and shows Java 17, or set JAVA_HOME") from exc
         if type(exc).__name__ in ("Py4JJavaError", "PythonException", "Py4JError", "PySparkRuntimeError"):
             raise _explain_spark_failure(exc) from exc
         raise

@@ -5,12 +5,12 @@ from __future__ import annotations
 
 import os
 import shutil
-import tempfile
 from typing import Any
 
 from checker import checkpoint as ckpt
 from checker.bfs import SearchState
 from checker.errors import BadFileError, UsageError
+from checker.safe_io import MAX_CHECKPOINT_BYTES, atomic_write, read_file
 from checker.search import SearchOptions
 from spec.model import Model
 
@@ -46,12 +46,7 @@ class RunDir:
         """Atomically (temporary file, then rename)."""
         target = self.join(name)
         if self.local:
-            os.makedirs(os.path.dirname(target), exist_ok=True)
-            with open(f"{target}.tmp", "wb") as f:
-                f.write(data)
-                f.flush()
-                os.fsync(f.fileno())
-            os.replace(f"{target}.tmp", target)
+            atomic_write(target, data, "run directory file")
             return
         fs, path = self._hadoop(target)
         _fs, tmp = self._hadoop(f"{target}.tmp")
@@ -61,14 +56,13 @@ class RunDir:
         fs.delete(path, False)
         fs.rename(tmp, path)
 
-    def read_bytes(self, name: str) -> bytes | None:
+    def read_bytes(self, name: str, max_bytes: int = MAX_CHECKPOINT_BYTES) -> bytes | None:
+        """The file's bytes, or None if it does not exist; locally through the one safe reader."""
         target = self.join(name)
         if self.local:
-            try:
-                with open(target, "rb") as f:
-                    return f.read()
-            except FileNotFoundError:
+            if not os.path.lexists(target):
                 return None
+            return read_file(target, f"run directory file {name}", max_bytes)
         fs, path = self._hadoop(target)
         if not fs.exists(path):
             return None
@@ -91,19 +85,12 @@ class RunDir:
 
 
 def save_local_prefix(run_dir: RunDir, model: Model, options: SearchOptions, local: SearchState) -> None:
-    with tempfile.TemporaryDirectory(prefix="kmc-") as tmp:
-        path = os.path.join(tmp, "local.ckpt")
-        ckpt.save(path, model, options, local)
-        with open(path, "rb") as f:
-            run_dir.write_bytes("local.ckpt", f.read())
+    """The levels run on the driver, as a checkpoint (``checker.checkpoint``'s format) in the run directory."""
+    run_dir.write_bytes("local.ckpt", ckpt.dumps(model, options, local))
 
 
 def load_local_prefix(run_dir: RunDir, model: Model, options: SearchOptions) -> SearchState:
     raw = run_dir.read_bytes("local.ckpt")
     if raw is None:
-        raise BadFileError(f"run directory {run_dir.path} has no local.ckpt; it is incomplete")
-    with tempfile.TemporaryDirectory(prefix="kmc-") as tmp:
-        path = os.path.join(tmp, "local.ckpt")
-        with open(path, "wb") as f:
-            f.write(raw)
-        return ckpt.load(path, model, options)
+        raise BadFileError(f"run directory {run_dir.path} has no local.ckpt; it is incomplete and cannot be resumed")
+    return ckpt.loads(raw, model, options, run_dir.join("local.ckpt"))

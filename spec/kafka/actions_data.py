@@ -65,13 +65,13 @@ class DataPlaneActions:
     def _produce_action(self, s: KafkaState, i: int, leader: Broker, add) -> None:
         """Produce: a broker that believes it leads appends a record in its leader epoch
         (``Partition.appendRecordsToLeader``; the epoch cache learns a new epoch on its first append,
-        ``Log.append`` -> ``leaderEpochCache.assign``)."""
+        ``Log.append`` -> ``leaderEpochCache.assign``; 0.10.2 keeps no epoch cache)."""
         if s.produced >= self.max_records:
             return
         ident = s.produced + 1
         leo = len(leader.log)
         epoch = leader.epoch
-        cache = assign(leader.cache, epoch, leo, self._7415)
+        cache = assign(leader.cache, epoch, leo, self._7415) if self._epoch_cache else leader.cache
         appended = leader.with_(log=leader.log + (Record(epoch, ident),), cache=cache)
         add((self._produce[i], with_broker(s, i, appended, produced=ident)))
 
@@ -230,7 +230,7 @@ class DataPlaneActions:
             return s.with_(network=network)  # KAFKA-18991: an answer to a request of an older leader epoch
         if m.error == NONE and m.diverging_epoch == UNDEFINED and m.diverging_offset == UNDEFINED:
             log = follower.log + m.records
-            cache = cache_after_append(follower.cache, log, leo, self._7415)
+            cache = cache_after_append(follower.cache, log, leo, self._7415) if self._epoch_cache else follower.cache
             follower = follower.with_(log=log, hw=min(m.hw, len(log)), cache=cache, reconciled=follower.epoch)
         elif m.error == NONE:
             pending = (m.src, m.epoch, m.diverging_epoch, m.diverging_offset)

@@ -220,6 +220,7 @@ class KafkaModel(ControlPlaneActions, DataPlaneActions, Model):
         self._reject_stale = f.reject_stale_broker_epoch
         self._fix_10706 = f.kafka_10706_fix
         self._7415 = f.kafka_7415
+        self._epoch_cache = f.truncation != "hw-truncation"  # 0.11.0 (KIP-101) introduced the leader epoch cache
         ids = range(brokers)
         a = Action
         self._elect = [a("ElectLeader", (("leader", b),)) for b in ids]
