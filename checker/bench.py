@@ -123,6 +123,7 @@ def run_child(spec: dict[str, Any]) -> dict[str, Any]:
         out["worker_peak_rss_mb"] = round(children.ru_maxrss / 1024, 1)
         out["worker_cpu_seconds"] = result.extra.get("worker_cpu_seconds")
         out["parent_cpu_seconds"] = round(parent_cpu, 3)
+        out["serial_share"] = result.extra.get("serial_share")
     return out
 
 
@@ -258,6 +259,12 @@ def compare(results: list[dict[str, Any]]) -> list[dict[str, Any]]:
                     # ignoring waits at the level barriers
                     row["cpu_critical_path_speedup"] = round(
                         base["cpu_seconds"] / (r["parent_cpu_seconds"] + max(workers)), 2)
+                share = r.get("serial_share")
+                if share is not None:
+                    # the engine's own measure of its serial part, and what Amdahl's law makes of it
+                    row["serial_share"] = share
+                    row["amdahl_speedup_16"] = round(1 / (share + (1 - share) / 16), 2)
+                    row["amdahl_speedup_64"] = round(1 / (share + (1 - share) / 64), 2)
             if r["symmetry"]:
                 row["same_verdict"] = (r["verdict"], r["violations"]) == (base["verdict"], base["violations"])
                 row["reduction_factor"] = round(base["distinct_states"] / r["distinct_states"], 2)

@@ -13,7 +13,6 @@ import gc
 import os
 import time
 from collections import Counter
-from dataclasses import dataclass, field
 from itertools import compress, count, islice
 from operator import itemgetter, not_
 from typing import Any
@@ -27,6 +26,7 @@ from checker.search import (
     ActionTable,
     Progress,
     SearchOptions,
+    SearchState,
     budget_reason,
     rebuild_trace,
     uses_bounds,
@@ -34,11 +34,13 @@ from checker.search import (
     validate_initial,
     verdict_of,
 )
-from checker.visited import FingerprintSet, ParentLog
+from checker.visited import FingerprintSet
 from spec.model import Model
 
 _CHECK_EVERY = 8192  # successors between two looks at the clock
 _PRUNE_AT = 131072  # new entries of a level's dictionary between two removals of the visited ones
+#: ... once past SPILL_AT of the memory budget: 16% less peak memory for 6% more CPU (bench/NOTES.md)
+_PRUNE_AT_UNDER_PRESSURE = 16384
 _RSS_EVERY = 0.2  # seconds between two looks at the resident set size
 _first, _second, _third = itemgetter(0), itemgetter(1), itemgetter(2)
 
@@ -78,24 +80,6 @@ class BudgetExceeded(Exception):
         self.reason = reason
 
 
-@dataclass
-class SearchState:
-    """Everything needed to continue a search from a level boundary (what a checkpoint holds)."""
-
-    visited: FingerprintSet = field(default_factory=FingerprintSet)
-    log: ParentLog = field(default_factory=ParentLog)
-    actions: ActionTable = field(default_factory=ActionTable)
-    frontier: list[Any] = field(default_factory=list)
-    frontier_base: int = 0  # global index of frontier[0]
-    depth: int = 0
-    generated: int = 0
-    elapsed: float = 0.0
-    #: invariant name -> global index of its first (shortest) violating state
-    found: dict[str, int] = field(default_factory=dict)
-    deadlock: int | None = None
-    edges: list[tuple[int, int, int]] | None = None
-
-
 def rss_mb() -> float:
     try:
         with open("/proc/self/statm") as f:
@@ -107,6 +91,8 @@ def rss_mb() -> float:
 
 
 MEMORY_BUDGET = "memory budget"
+#: share of the memory budget past which the parent log is kept on disk
+SPILL_AT = 0.5
 DEFAULT_CHECKPOINT_DIR = "kmc-checkpoints"
 
 
@@ -142,6 +128,7 @@ class LocalBFS:
         self.symmetry = uses_symmetry(model, options)
         self.invariants = options.safety_invariants()
         self.memory_budget = options.max_memory_mb or default_memory_budget_mb()
+        self.under_pressure = False  # past SPILL_AT of the memory budget
         # run statistics (this process's expansions; a resumed run does not report them)
         self.coverage: Counter | None = Counter() if options.coverage else None
         self._degrees: dict[int, int] = {}  # out-degree -> states expanded with it
@@ -177,6 +164,7 @@ class LocalBFS:
                 if reason:
                     break
                 self._expand_level(st)
+                self._spill_if_needed(st)
                 st.elapsed = time.monotonic() - self._started
                 if opts.checkpoint_path and time.monotonic() - last_checkpoint >= opts.checkpoint_every:
                     ckpt.save(opts.checkpoint_path, self.model, opts, st)
@@ -197,6 +185,16 @@ class LocalBFS:
         self._report(st, elapsed, force=True)
         return self._result(st, elapsed, reason, checkpoint_file)
 
+    def _spill_if_needed(self, st: SearchState) -> None:
+        """Past ``SPILL_AT`` of the memory budget the parent log goes to disk, the level dictionary
+        sheds visited successors more often, and the run goes on; only if memory still runs out
+        does it stop (undetermined, with a checkpoint)."""
+        if st.log.spilled or rss_mb() <= self.memory_budget * SPILL_AT:
+            return
+        self.under_pressure = True
+        where = os.path.dirname(os.path.abspath(self.options.checkpoint_path)) if self.options.checkpoint_path else None
+        st.log.spill(where)
+
     def _should_stop(self, st: SearchState) -> bool:
         self._note_discoveries(st)
         if not self.options.stop_at_first:
@@ -214,7 +212,10 @@ class LocalBFS:
             return
         for name in st.found:
             if name not in self._discovered:
-                self._discovered[name] = Discovery(len(st.log), st.generated, st.depth)
+                self._discovered[name] = Discovery(self._distinct_so_far(st), st.generated, st.depth)
+
+    def _distinct_so_far(self, st: SearchState) -> int:
+        return len(st.log)
 
     def _initial_level(self) -> SearchState:
         st = SearchState(edges=[] if self.options.keep_graph else None)
@@ -272,6 +273,7 @@ class LocalBFS:
         generated = 0
         degrees = self._degrees
         next_check = _CHECK_EVERY
+        prune_at = _PRUNE_AT_UNDER_PRESSURE if self.under_pressure else _PRUNE_AT
         for state in frontier:
             succs = successors(state)
             if type(succs) is not list:
@@ -304,7 +306,7 @@ class LocalBFS:
             if generated >= next_check:
                 next_check = generated + _CHECK_EVERY
                 self._check_budgets(st, generated_before + generated, len(fresh))
-                if len(fresh) - checked >= _PRUNE_AT:
+                if len(fresh) - checked >= prune_at:
                     checked = _drop_visited(st.visited, fresh, len(fresh) - checked)
         st.generated += generated
         return fresh
@@ -419,10 +421,6 @@ def check(model: Model, options: SearchOptions | None = None) -> CheckResult:
 
 
 def run_engine(model: Model, options: SearchOptions, engine_options: Any = None) -> CheckResult:
-    """The default engine; ``--workers N`` with N > 1 runs the multi-process engine instead."""
-    workers = getattr(engine_options, "workers", 1) or 1
-    if workers > 1:
-        from checker import parallel
-
-        return parallel.check(model, options, workers)
+    """The single-process engine (``--workers`` is read by ``checker.parallel.run_default_engine``,
+    which the ``bfs`` engine name points at, so that this module does not import the parallel one)."""
     return check(model, options)

@@ -30,19 +30,16 @@ from __future__ import annotations
 import hashlib
 import math
 import struct
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import numpy as np
 
 from checker.codec import Codec
 from checker.errors import BadFileError, KmcError, ModelError, WrongModelError
 from checker.safe_io import MAX_CHECKPOINT_BYTES, atomic_write, interrupts_deferred, read_file, unpack_msgpack
-from checker.search import CHECKER_VERSION, ActionTable, SearchOptions, rebuild_trace, uses_bounds
+from checker.search import CHECKER_VERSION, ActionTable, SearchOptions, SearchState, rebuild_trace, uses_bounds
 from checker.visited import FingerprintSet, ParentLog
 from spec.model import Action, Model
-
-if TYPE_CHECKING:
-    from checker.bfs import SearchState
 
 MAGIC = "kmc-checkpoint"
 FILE_MAGIC = b"KMC-CKPT"
@@ -232,7 +229,6 @@ def _levels(parents: np.ndarray, where: str) -> list[tuple[int, int]]:
 
 
 def _validate(payload: dict[str, Any], model: Model, options: SearchOptions, where: str) -> SearchState:
-    from checker.bfs import SearchState
 
     visited_arr = _array(payload, "visited", "<i8", where)
     fps = _array(payload, "log_fps", "<i8", where)

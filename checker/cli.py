@@ -301,6 +301,9 @@ def print_summary(console: Console, result: CheckResult) -> None:
         f"engine {result.engine}, {result.workers} worker{'s' if result.workers != 1 else ''}"
         f"{', symmetry' if result.symmetry else ''})."
     )
+    if "serial_share" in result.extra:  # the parallel engine's own measure of what did not run in parallel
+        console.print(f"Serial share {result.extra['serial_share']:.2%} of the CPU time: Amdahl's law predicts "
+                      f"{result.extra['amdahl_speedup']['16']}x on 16 cores.", highlight=False)
 
 
 def statistics_lines(result: CheckResult) -> str:

@@ -1,37 +1,58 @@
-"""The local multi-process engine: level-synchronous BFS with the frontier split among workers.
+"""The local multi-process engine: level-synchronous BFS with the fingerprint space sharded among
+workers, and no per-state work in the coordinating parent.
 
-Worker processes are forked once per run and keep their share of the frontier, a copy of the
-visited set and their own successor dictionaries; only fingerprints and parent pointers travel
-to the coordinating parent, never the states of a level (except to rebalance). The frontier is
-one sequence in a fixed global order, cut into consecutive parts, one per worker:
+Each worker owns two things:
 
-* each worker expands its part in order, keeps the first occurrence of each successor
-  fingerprint, drops the ones already visited and sends the rest (fingerprint, parent offset,
-  action) to the parent;
-* the parent concatenates the workers' lists in part order and keeps the first occurrence of
-  each fingerprint: exactly the order in which the single-process engine discovers them, so the
-  parent log (global indexes, parents, actions), the counts and the shortest counterexamples are
-  identical to ``checker.bfs``;
-* each worker keeps the states the parent kept as its part of the next frontier, adds the
-  level's new fingerprints to its visited copy and checks the invariants on its new states; the
-  first violation in part order is the first in discovery order;
-* when the parts drift apart in size, the tail of one part moves to the head of the next, which
-  keeps the global order.
+* a **shard of the fingerprint space** (``owner_of``: a multiplicative hash of the fingerprint,
+  modulo the workers) and the visited set of that shard;
+* a **contiguous part of the frontier** in the global discovery order (global indexes
+  ``base_w .. base_w + size_w``), with the parent log of the states it committed.
+
+One level takes three rounds, each run by every worker at once; the parent only sends the
+round's command and adds up a few numbers per worker (the level's synchronisation):
+
+1. *expand*: each worker expands its part in order and keeps the first occurrence of each
+   successor fingerprint in a level dictionary (as ``checker.bfs`` does), then sends every entry's
+   fingerprint and key (``worker << 40 | position in the dictionary``) straight to the entry's
+   owner, through a file per (sender, owner) pair in a private directory (in /dev/shm when it has
+   room);
+2. *dedup*: each owner keeps, per fingerprint, the smallest key (parts are consecutive in the
+   global order and each dictionary is in discovery order, so the smallest key is the first
+   occurrence in the single-process engine's frontier order, whatever the worker count), drops
+   the fingerprints its shard has visited, and sends each winning key back to the worker that
+   generated it;
+3. *commit*: each worker keeps its winning entries, in key order, as its part of the next
+   frontier. The children of part ``w`` come before those of part ``w + 1`` in the global order,
+   so the parent only needs each worker's count to number the level: the parent log (every
+   global index, parent and action), the counts and the shortest counterexamples are exactly
+   those of ``checker.bfs``. Each worker checks the invariants on its new states; the first
+   violation in part order is the first in discovery order.
+
+When the parts drift apart in size, the tail of one part moves to the head of the next (worker to
+worker, through a file), which keeps the global order. The parent log stays in the workers and
+is gathered at the end of the run and for checkpoints.
 
 Budgets, Ctrl-C and checkpoints behave as in the single-process engine: a level is either
 committed by every worker or abandoned by all, and a checkpoint gathers the frontier parts.
 Runs that keep the state graph (liveness) use the single-process engine.
+
+The engine measures its own serial share: the parent's CPU seconds (the initial level, the
+synchronisation, gathering the log, rebuilding traces) over the parent's plus every worker's CPU
+seconds. Amdahl's law then bounds the speed-up on N cores by ``1 / (s + (1 - s) / N)``.
 """
 
 from __future__ import annotations
 
 import multiprocessing as mp
 import os
+import pickle
+import shutil
 import signal
+import tempfile
 import time
 import traceback
 from dataclasses import replace
-from itertools import compress
+from operator import itemgetter
 from typing import Any
 
 import numpy as np
@@ -39,19 +60,42 @@ import numpy as np
 from checker import checkpoint as ckpt
 from checker.bfs import (
     MEMORY_BUDGET,
+    SPILL_AT,
     BudgetExceeded,
     LocalBFS,
-    SearchState,
     budget_checkpoint_path,
     first_false,
 )
 from checker.result import CheckResult
-from checker.search import ActionTable, Progress, SearchOptions, budget_reason
+from checker.search import ActionTable, Progress, SearchOptions, SearchState, budget_reason
 from checker.visited import FingerprintSet
 from spec.model import Model
 
 _REBALANCE_SLACK = 0.03  # parts may differ by this fraction of the frontier before states move
 _REBALANCE_MIN = 256  # ... and by at least this many states
+_KEY_BITS = 40  # a successor's key: sending worker << 40 | its position in the sender's level dictionary
+_KEY_MASK = (1 << _KEY_BITS) - 1
+_MIX = np.uint64(0x9E3779B97F4A7C15)  # 2**64 / golden ratio: spreads neighbouring fingerprints
+_first, _second, _third = itemgetter(0), itemgetter(1), itemgetter(2)
+
+
+def owner_of(fps: np.ndarray, workers: int) -> np.ndarray:
+    """The worker that owns each fingerprint of ``fps`` (int64), as an int64 array."""
+    mixed = fps.view(np.uint64) * _MIX
+    return ((mixed >> np.uint64(32)) % np.uint64(workers)).astype(np.int64)
+
+
+def available_cores() -> int:
+    """The cores this process may run on (``--workers auto``)."""
+    try:
+        return max(1, len(os.sched_getaffinity(0)))
+    except (AttributeError, OSError):
+        return os.cpu_count() or 1
+
+
+def amdahl_speedup(serial_share: float, cores: int) -> float:
+    """The speed-up Amdahl's law predicts on ``cores`` cores for a run with this serial share."""
+    return 1.0 / (serial_share + (1.0 - serial_share) / cores)
 
 
 def _rss_mb_of(pids: list[int]) -> float:
@@ -64,6 +108,35 @@ def _rss_mb_of(pids: list[int]) -> float:
         except (OSError, ValueError, IndexError):
             pass
     return total / 2**20
+
+
+_SHM_MIN_FREE = 2**30  # /dev/shm is used for the exchanges only with this much room (containers give 64 MB)
+
+
+def _exchange_dir() -> str:
+    """A private directory for the level's exchanges (16 bytes a successor a level, deleted as read):
+    in memory (/dev/shm) where there is room, else the temporary directory."""
+    shm = "/dev/shm"
+    base = None
+    try:
+        stats = os.statvfs(shm)
+        if os.access(shm, os.W_OK) and stats.f_bavail * stats.f_frsize >= _SHM_MIN_FREE:
+            base = shm
+    except OSError:
+        pass
+    return tempfile.mkdtemp(prefix="kmc-exchange-", dir=base)
+
+
+def _write(path: str, *arrays: np.ndarray) -> None:
+    with open(path, "wb") as f:
+        for array in arrays:
+            array.tofile(f)
+
+
+def _read(path: str) -> np.ndarray:
+    data = np.fromfile(path, np.int64)
+    os.unlink(path)
+    return data
 
 
 class _WorkerBFS(LocalBFS):
@@ -83,15 +156,18 @@ class _WorkerBFS(LocalBFS):
             raise BudgetExceeded(f"time budget of {self.options.max_seconds:g} s ran out at depth {st.depth}")
         if now - self._last_rss >= 0.2:
             self._last_rss = now
-            if _rss_mb_of(self.pids) > self.memory_budget:
+            rss = _rss_mb_of(self.pids)
+            if rss > self.memory_budget * SPILL_AT:
+                self.under_pressure = True  # the level dictionary sheds visited successors more often
+            if rss > self.memory_budget:
                 raise BudgetExceeded(f"{MEMORY_BUDGET} of {self.memory_budget:.0f} MB ran out at depth {st.depth}")
 
 
-def _worker_main(conn: Any, model: Model, options: SearchOptions, part: list[Any], visited: np.ndarray,
-                 depth: int, started: float, abort: Any) -> None:
+def _worker_main(conn: Any, index: int, workers: int, exchange: str, model: Model, options: SearchOptions,
+                 part: list[Any], visited: np.ndarray, depth: int, started: float, abort: Any) -> None:
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # the parent decides what Ctrl-C means
     try:
-        _Worker(conn, model, options, part, visited, depth, started, abort).serve()
+        _Worker(conn, index, workers, exchange, model, options, part, visited, depth, started, abort).serve()
     except (EOFError, BrokenPipeError, KeyboardInterrupt):
         pass
     finally:
@@ -99,17 +175,29 @@ def _worker_main(conn: Any, model: Model, options: SearchOptions, part: list[Any
 
 
 class _Worker:
-    def __init__(self, conn: Any, model: Model, options: SearchOptions, part: list[Any], visited: np.ndarray,
-                 depth: int, started: float, abort: Any) -> None:
+    def __init__(self, conn: Any, index: int, workers: int, exchange: str, model: Model, options: SearchOptions,
+                 part: list[Any], visited: np.ndarray, depth: int, started: float, abort: Any) -> None:
         self.conn = conn
+        self.w = index
+        self.n = workers
+        self.exchange = exchange
         self.part = part
-        self.visited = FingerprintSet(visited.copy())
+        # the shard of the visited set this worker owns
+        self.visited = FingerprintSet(visited[owner_of(visited, workers) == index])
         self.engine = _WorkerBFS(model, options, abort, [])
         self.engine._started = started
         self.st = SearchState(visited=self.visited, depth=depth)
         self.table = ActionTable()
         self.reported = 0  # actions of the local table already sent to the parent
-        self.pending: list[Any] = []
+        self._level_entries: list[tuple] = []  # the level dictionary's entries, by position
+        self._level_fps = np.zeros(0, np.int64)
+        self._won = np.zeros(0, np.int64)  # fingerprints this owner will add to its shard on commit
+        #: the parent log of the states this worker committed: one (fps, parents, local action ids)
+        #: per level, gathered by the parent
+        self.segments: list[tuple[np.ndarray, np.ndarray, np.ndarray]] = []
+
+    def _path(self, kind: str, sender: int, receiver: int) -> str:
+        return os.path.join(self.exchange, f"{kind}-{sender}-{receiver}")
 
     def serve(self) -> None:
         conn = self.conn
@@ -120,49 +208,86 @@ class _Worker:
             try:
                 reply = getattr(self, f"do_{command}")(*args)
             except BudgetExceeded as exc:
-                self.pending = []
+                self._forget_level()
                 reply = ("budget", exc.reason)
             except Exception as exc:  # the model's own errors, reported by the parent
-                self.pending = []
+                self._forget_level()
                 try:
-                    import pickle
-
                     pickle.dumps(exc)
                     reply = ("error", exc, traceback.format_exc())
                 except Exception:
                     reply = ("error", RuntimeError(str(exc)), traceback.format_exc())
             conn.send(reply)
 
-    def do_expand(self, pids: list[int], deadlock_wanted: bool) -> tuple:
+    def _forget_level(self) -> None:
+        self._level_entries = []
+        self._level_fps = np.zeros(0, np.int64)
+        self._won = np.zeros(0, np.int64)
+
+    # -- one level, three rounds -----------------------------------------------------------------
+    def do_expand(self, base: int, depth: int, pids: list[int], deadlock_wanted: bool) -> tuple:
+        """Round 1: expand the part (global indexes from ``base``), send (fingerprint, key) to owners."""
         st, engine = self.st, self.engine
         engine.pids = pids
+        st.depth = depth
         st.deadlock = None if deadlock_wanted else -1
         st.generated = 0
-        fresh = engine._expand(st, self.part, 0, 0)
+        fresh = engine._expand(st, self.part, base, 0)
         deadlock = st.deadlock if deadlock_wanted and st.deadlock is not None else -1
-        if fresh:
-            fps = np.fromiter(fresh.keys(), np.int64, len(fresh))
-            mask = ~self.visited.contains(fps)
-            values = list(fresh.values())
-            del fresh
-            entries = values if mask.all() else list(compress(values, mask.tolist()))
-            del values
-            fps = fps[mask]
-        else:
-            fps, entries = np.zeros(0, np.int64), []
-        self.pending = [entry[0] for entry in entries]
-        parents = np.fromiter([entry[1] for entry in entries], np.int64, len(entries))
-        intern = self.table.id
-        acts = np.fromiter([intern(entry[2]) for entry in entries], np.int32, len(entries))
-        del entries
-        new_actions = self.table.actions[self.reported:]
-        self.reported = len(self.table.actions)
-        return ("expanded", fps, parents, acts, new_actions, st.generated, deadlock)
+        fps = np.fromiter(fresh.keys(), np.int64, len(fresh))
+        self._level_entries = list(fresh.values())
+        del fresh
+        self._level_fps = fps
+        keys = np.arange(fps.size, dtype=np.int64)
+        keys |= self.w << _KEY_BITS
+        owners = owner_of(fps, self.n)
+        order = np.argsort(owners, kind="stable")
+        cuts = np.concatenate([[0], np.cumsum(np.bincount(owners, minlength=self.n))])
+        for o in range(self.n):
+            sel = order[cuts[o]:cuts[o + 1]]
+            _write(self._path("succ", self.w, o), fps[sel], keys[sel])
+        return ("expanded", st.generated, deadlock)
 
-    def do_commit(self, keep: np.ndarray | None, level_fps: np.ndarray, check: list[str]) -> tuple:
-        states = self.pending if keep is None else list(compress(self.pending, keep.tolist()))
-        self.pending = []
-        self.visited.add(level_fps)
+    def do_dedup(self) -> tuple:
+        """Round 2: as owner, the first occurrence of each fingerprint sent here, minus the visited."""
+        fps_parts, key_parts = [], []
+        for sender in range(self.n):
+            data = _read(self._path("succ", sender, self.w))
+            half = data.size // 2
+            fps_parts.append(data[:half])
+            key_parts.append(data[half:])
+        fps = np.concatenate(fps_parts)
+        keys = np.concatenate(key_parts)
+        del fps_parts, key_parts
+        # senders in order, each in its own order: the keys grow along the concatenation, so the
+        # first index of each fingerprint (np.unique sorts stably for return_index) is its smallest key
+        unique, first = np.unique(fps, return_index=True)
+        new = ~self.visited.contains(unique)
+        self._won = unique[new]
+        won_keys = np.sort(keys[first[new]])
+        senders = won_keys >> _KEY_BITS
+        counts = np.bincount(senders, minlength=self.n)
+        cuts = np.concatenate([[0], np.cumsum(counts)])
+        for sender in range(self.n):
+            _write(self._path("won", self.w, sender), won_keys[cuts[sender]:cuts[sender + 1]] & _KEY_MASK)
+        return ("deduped", counts)
+
+    def do_commit(self, check: list[str]) -> tuple:
+        """Round 3: keep the winning entries as the next part, log them, check the invariants."""
+        positions = np.sort(np.concatenate([_read(self._path("won", o, self.w)) for o in range(self.n)]))
+        entries = self._level_entries
+        self._level_entries = []
+        kept = list(map(entries.__getitem__, positions.tolist())) if positions.size != len(entries) else entries
+        del entries
+        states = list(map(_first, kept))
+        parents = np.fromiter(map(_second, kept), np.int64, len(kept)).astype(np.int32)
+        acts = np.fromiter(map(self.table.id, map(_third, kept)), np.int32, len(kept))
+        del kept
+        fps = self._level_fps[positions]
+        self._level_fps = np.zeros(0, np.int64)
+        self.visited.add(self._won)
+        self._won = np.zeros(0, np.int64)
+        self.segments.append((fps, parents, acts))
         found = {}
         for inv in self.engine.invariants:
             if inv.name in check:
@@ -170,34 +295,51 @@ class _Worker:
                 if offset is not None:
                     found[inv.name] = offset
         self.part = states
-        self.st.depth += 1 if level_fps.size else 0
-        return ("committed", len(states), found)
+        new_actions = self.table.actions[self.reported:]
+        self.reported = len(self.table.actions)
+        return ("committed", len(states), found, new_actions)
 
     def do_abort(self) -> tuple:
-        self.pending = []
+        self._forget_level()
         return ("aborted",)
 
-    def do_take_tail(self, k: int) -> tuple:
+    # -- moving states between neighbours, the log, checkpoints ----------------------------------
+    def do_take_tail(self, k: int, path: str) -> tuple:
         moved, self.part = self.part[len(self.part) - k:], self.part[: len(self.part) - k]
-        return ("states", moved)
+        with open(path, "wb") as f:  # a private file of this run, read back by the neighbour
+            pickle.dump(moved, f, protocol=pickle.HIGHEST_PROTOCOL)
+        return ("ok", len(self.part))
 
-    def do_take_head(self, k: int) -> tuple:
+    def do_take_head(self, k: int, path: str) -> tuple:
         moved, self.part = self.part[:k], self.part[k:]
-        return ("states", moved)
-
-    def do_prepend(self, states: list[Any]) -> tuple:
-        self.part = states + self.part
+        with open(path, "wb") as f:
+            pickle.dump(moved, f, protocol=pickle.HIGHEST_PROTOCOL)
         return ("ok", len(self.part))
 
-    def do_append(self, states: list[Any]) -> tuple:
-        self.part.extend(states)
+    def _load(self, path: str) -> list[Any]:
+        with open(path, "rb") as f:
+            states = pickle.load(f)  # written by a sibling worker of this run, never user input
+        os.unlink(path)
+        return states
+
+    def do_prepend(self, path: str) -> tuple:
+        self.part = self._load(path) + self.part
         return ("ok", len(self.part))
+
+    def do_append(self, path: str) -> tuple:
+        self.part.extend(self._load(path))
+        return ("ok", len(self.part))
+
+    def do_take_log(self) -> tuple:
+        segments, self.segments = self.segments, []
+        return ("log", segments)
 
     def do_dump(self) -> tuple:
         return ("states", self.part)
 
     def do_stats(self) -> tuple:
-        return ("stats", time.process_time())  # CPU seconds of this worker since the fork
+        # CPU seconds of this worker since the fork, and the out-degrees of the states it expanded
+        return ("stats", time.process_time(), self.engine._degrees)
 
 
 class ParallelBFS(LocalBFS):
@@ -209,26 +351,36 @@ class ParallelBFS(LocalBFS):
         self._conns: list[Any] = []
         self._procs: list[Any] = []
         self._sizes: list[int] = []
+        self._luts: list[np.ndarray] = []
+        self._pending_levels = 0  # levels whose log segments are still in the workers
         self._interrupted = False
+        self._exchange = ""
+        self._waiting = 0.0  # wall seconds the parent waited for its workers
 
     # -- the search ------------------------------------------------------------------------------
     def _run(self) -> CheckResult:
         opts = self.options
+        cpu_started = time.process_time()
         started = time.monotonic()
         if opts.resume_from:
             st = ckpt.load(opts.resume_from, self.model, opts)
         else:
             st = self._initial_level()
         self._started = started - st.elapsed
+        self._distinct = len(st.log)
         self._abort = mp.get_context("fork").RawValue("i", 0)
         previous_handler = self._install_sigint()
+        self._exchange = _exchange_dir()
         try:
             self._start_workers(st)
-            return self._search(st)
+            result = self._search(st)
         finally:
             self._stop_workers()
+            shutil.rmtree(self._exchange, ignore_errors=True)
             if previous_handler is not None:
                 signal.signal(signal.SIGINT, previous_handler)
+        self._add_serial_share(result, time.process_time() - cpu_started, time.monotonic() - started)
+        return result
 
     def _search(self, st: SearchState) -> CheckResult:
         opts = self.options
@@ -239,7 +391,7 @@ class ParallelBFS(LocalBFS):
             while self._queue() and not self._should_stop(st):
                 if self._interrupted:
                     raise KeyboardInterrupt
-                reason = budget_reason(opts, st.depth, len(st.log), self._queue(), time.monotonic() - self._started)
+                reason = budget_reason(opts, st.depth, self._distinct, self._queue(), time.monotonic() - self._started)
                 if reason:
                     break
                 self._expand_level(st)
@@ -260,6 +412,11 @@ class ParallelBFS(LocalBFS):
         if path and self._queue():
             self._save(st, path)
             checkpoint_file = path
+        self._gather_log(st)
+        stats = self._call_all([("stats",)] * self.workers)
+        for _, _, degrees in stats:  # the out-degrees of the states each worker expanded
+            for degree, states in degrees.items():
+                self._degrees[degree] = self._degrees.get(degree, 0) + states
         elapsed = time.monotonic() - self._started
         st.frontier = []
         result = self._result(st, elapsed, reason, checkpoint_file)
@@ -267,15 +424,29 @@ class ParallelBFS(LocalBFS):
         result.workers = self.workers
         # how the work was shared: on a machine whose cores are busy with other work the wall time
         # says little, the CPU seconds of each worker say how well the level was split
-        result.extra["worker_cpu_seconds"] = [round(r[1], 3) for r in self._call_all([("stats",)] * self.workers)]
+        result.extra["worker_cpu_seconds"] = [round(r[1], 3) for r in stats]
         return result
+
+    def _add_serial_share(self, result: CheckResult, parent_cpu: float, wall: float) -> None:
+        workers_cpu = sum(result.extra.get("worker_cpu_seconds", []))
+        total = parent_cpu + workers_cpu
+        share = parent_cpu / total if total > 0 else 1.0
+        result.extra["parent_cpu_seconds"] = round(parent_cpu, 3)
+        result.extra["serial_share"] = round(share, 5)
+        result.extra["parent_busy_wall_share"] = round(max(0.0, wall - self._waiting) / wall, 5) if wall > 0 else 1.0
+        result.extra["amdahl_speedup"] = {str(n): round(amdahl_speedup(share, n), 2) for n in (2, 16, 64)}
+
+    def _distinct_so_far(self, st: SearchState) -> int:
+        return getattr(self, "_distinct", len(st.log))  # the log is gathered from the workers at the end
 
     def _queue(self) -> int:
         return sum(self._sizes)
 
     def _report(self, st: SearchState, elapsed: float, force: bool = False) -> None:
         if self.options.progress:
-            self.options.progress(Progress(st.depth, st.generated, len(st.log), self._queue(), elapsed))
+            distinct = getattr(self, "_distinct", len(st.log))
+            queue = self._queue() if self._sizes else len(st.frontier)
+            self.options.progress(Progress(st.depth, st.generated, distinct, queue, elapsed))
 
     # -- Ctrl-C ------------------------------------------------------------------------------------
     def _install_sigint(self) -> Any:
@@ -301,7 +472,8 @@ class ParallelBFS(LocalBFS):
             part = frontier[cuts[w]:cuts[w + 1]]
             proc = ctx.Process(
                 target=_worker_main,
-                args=(child_end, self.model, self.options, part, visited, st.depth, self._started, self._abort),
+                args=(child_end, w, n, self._exchange, self.model, self.options, part, visited, st.depth,
+                      self._started, self._abort),
                 daemon=True,
             )
             proc.start()
@@ -311,8 +483,8 @@ class ParallelBFS(LocalBFS):
             self._sizes.append(len(part))
         self._luts = [np.zeros(0, np.int64) for _ in range(n)]
         self._pids = [os.getpid()] + [p.pid for p in self._procs]
-        # the parent keeps the parent log only: the visited set is the log's fingerprints, and
-        # the frontier lives in the workers
+        # the parent keeps the parent log of the levels before the workers started, nothing else:
+        # the visited set is sharded among the workers, the frontier lives in them
         st.frontier = []
         st.visited = FingerprintSet()
 
@@ -334,71 +506,84 @@ class ParallelBFS(LocalBFS):
     def _call_all(self, messages: list[tuple]) -> list[tuple]:
         for conn, message in zip(self._conns, messages, strict=True):
             conn.send(message)
+        waited = time.monotonic()
         replies = [conn.recv() for conn in self._conns]
+        self._waiting += time.monotonic() - waited
         for reply in replies:
             if reply[0] == "error":
                 raise reply[1]
         return replies
 
     def _call(self, w: int, message: tuple) -> tuple:
-        self._conns[w].send(message)
-        reply = self._conns[w].recv()
-        if reply[0] == "error":
-            raise reply[1]
-        return reply
+        return self._call_some({w: message})[w]
+
+    def _call_some(self, messages: dict[int, tuple]) -> dict[int, tuple]:
+        for w, message in messages.items():
+            self._conns[w].send(message)
+        waited = time.monotonic()
+        replies = {w: self._conns[w].recv() for w in messages}
+        self._waiting += time.monotonic() - waited
+        for reply in replies.values():
+            if reply[0] == "error":
+                raise reply[1]
+        return replies
 
     # -- one level -----------------------------------------------------------------------------------
     def _expand_level(self, st: SearchState) -> None:
+        n = self.workers
         want_deadlock = self.options.check_deadlock and st.deadlock is None
-        replies = self._call_all([("expand", self._pids, want_deadlock)] * self.workers)
+        starts = st.frontier_base + np.concatenate([[0], np.cumsum(self._sizes)]).astype(np.int64)
+        replies = self._call_all([("expand", int(starts[w]), st.depth, self._pids, want_deadlock) for w in range(n)])
         stopped = [r[1] for r in replies if r[0] == "budget"]
         if stopped:
-            self._call_all([("abort",)] * self.workers)
+            self._call_all([("abort",)] * n)
+            for name in os.listdir(self._exchange):
+                os.unlink(os.path.join(self._exchange, name))
             self._abort.value = 0
             if self._interrupted:
                 raise KeyboardInterrupt
             raise BudgetExceeded(stopped[0])
-        starts = np.cumsum([0] + self._sizes)
-        fps_parts, parent_parts, act_parts = [], [], []
-        for w, (_, fps, parents, acts, new_actions, generated, deadlock) in enumerate(replies):
+        for _, generated, deadlock in replies:
+            st.generated += generated
+            if deadlock >= 0 and want_deadlock and st.deadlock is None:
+                st.deadlock = int(deadlock)  # parts in order: the first one found is the first in the frontier
+        # from here on the level is committed by every worker: no interruption in between
+        counts = np.sum([r[1] for r in self._call_all([("dedup",)] * n)], axis=0)
+        base = self._distinct
+        bases = base + np.concatenate([[0], np.cumsum(counts)])
+        check = [inv.name for inv in self.invariants if inv.name not in st.found]
+        replies = self._call_all([("commit", check)] * n)
+        for w, (_, size, found, new_actions) in enumerate(replies):
             if new_actions:
                 ids = np.fromiter((st.actions.id(a) for a in new_actions), np.int64, len(new_actions))
                 self._luts[w] = np.concatenate([self._luts[w], ids])
-            st.generated += generated
-            if deadlock >= 0 and want_deadlock and st.deadlock is None:
-                st.deadlock = st.frontier_base + int(starts[w]) + deadlock
-            fps_parts.append(fps)
-            parent_parts.append(parents + (st.frontier_base + int(starts[w])))
-            act_parts.append(self._luts[w][acts] if acts.size else np.zeros(0, np.int64))
-        all_fps = np.concatenate(fps_parts)
-        keep = _first_occurrences(all_fps)
-        new_fps = all_fps[keep] if keep is not None else all_fps
-        parents = np.concatenate(parent_parts)
-        acts = np.concatenate(act_parts)
-        if keep is not None:
-            parents, acts = parents[keep], acts[keep]
-        bounds = np.cumsum([0] + [f.size for f in fps_parts])
-        level_fps = np.sort(new_fps)
-        check = [inv.name for inv in self.invariants if inv.name not in st.found]
-        messages = []
-        for w in range(self.workers):
-            part_keep = None if keep is None else keep[bounds[w]:bounds[w + 1]]
-            messages.append(("commit", part_keep, level_fps, check))
-        # from here on the level is committed by every worker: no interruption in between
-        replies = self._call_all(messages)
-        base = len(st.log)
-        kept_before = 0
-        for w, (_, size, found) in enumerate(replies):
             for name, offset in found.items():
                 if name not in st.found:
-                    st.found[name] = base + kept_before + offset
+                    st.found[name] = int(bases[w]) + offset
             self._sizes[w] = size
-            kept_before += size
-        if new_fps.size:
-            st.log.append(new_fps, parents, acts)
+        self._pending_levels += 1
+        new = int(counts.sum())
+        if new:
             st.depth += 1
         st.frontier_base = base
+        self._distinct = base + new
         self._rebalance()
+
+    def _gather_log(self, st: SearchState) -> None:
+        """Move the workers' parent-log segments to ``st.log``, level by level, worker by worker."""
+        if not self._pending_levels:
+            return
+        replies = self._call_all([("take_log",)] * self.workers)
+        if not st.log.spilled and _rss_mb_of(self._pids) > self.memory_budget * SPILL_AT:
+            st.log.spill(os.path.dirname(os.path.abspath(self.options.checkpoint_path))
+                         if self.options.checkpoint_path else None)
+        for level in range(self._pending_levels):
+            for w, (_, segments) in enumerate(replies):
+                fps, parents, acts = segments[level]
+                st.log.append(fps, parents, self._luts[w][acts] if acts.size else acts)
+        self._pending_levels = 0
+        if len(st.log) != self._distinct:
+            raise RuntimeError(f"parent log has {len(st.log)} states, the workers counted {self._distinct}")
 
     def _rebalance(self) -> None:
         total, n = self._queue(), self.workers
@@ -412,23 +597,25 @@ class ParallelBFS(LocalBFS):
             move = prefix - want
             if abs(move) <= slack:
                 continue
+            path = os.path.join(self._exchange, f"move-{w}")
             if move > 0:  # the tail of part w becomes the head of part w + 1
                 move = min(move, self._sizes[w])
-                _, states = self._call(w, ("take_tail", move))
-                self._call(w + 1, ("prepend", states))
+                self._call(w, ("take_tail", move, path))
+                self._call(w + 1, ("prepend", path))
                 self._sizes[w] -= move
                 self._sizes[w + 1] += move
             else:  # the head of part w + 1 becomes the tail of part w
                 move = min(-move, self._sizes[w + 1])
-                _, states = self._call(w + 1, ("take_head", move))
-                self._call(w, ("append", states))
+                self._call(w + 1, ("take_head", move, path))
+                self._call(w, ("append", path))
                 self._sizes[w] += move
                 self._sizes[w + 1] -= move
             prefix = sum(self._sizes[: w + 1])
 
     # -- checkpoints ---------------------------------------------------------------------------------
     def _save(self, st: SearchState, path: str | None = None) -> None:
-        """Gather the frontier parts (in order) and the visited set (the log's fingerprints)."""
+        """Gather the parent log, the frontier parts (in order) and the visited set (the log's fingerprints)."""
+        self._gather_log(st)
         parts = self._call_all([("dump",)] * self.workers)
         st.frontier = [state for _, states in parts for state in states]
         fps, _, _ = st.log.arrays()
@@ -441,20 +628,6 @@ class ParallelBFS(LocalBFS):
             st.visited = FingerprintSet()
 
 
-def _first_occurrences(fps: np.ndarray) -> np.ndarray | None:
-    """A mask of the first occurrence of each value of ``fps``, or None if all are distinct."""
-    if fps.size < 2:
-        return None
-    order = np.argsort(fps, kind="stable")
-    ranked = fps[order]
-    dup = ranked[1:] == ranked[:-1]
-    if not dup.any():
-        return None
-    keep = np.ones(fps.size, bool)
-    keep[order[1:][dup]] = False  # stable sort: the later positions of equal values
-    return keep
-
-
 def check(model: Model, options: SearchOptions | None = None, workers: int = 2) -> CheckResult:
     options = options or SearchOptions()
     if options.keep_graph or workers < 2 or "fork" not in mp.get_all_start_methods():
@@ -462,9 +635,22 @@ def check(model: Model, options: SearchOptions | None = None, workers: int = 2) 
     return ParallelBFS(model, options, workers).run()
 
 
+def resolve_workers(requested: int | None) -> int:
+    """``--workers``: a count, or 0 for ``auto`` (the cores this process may use)."""
+    return available_cores() if not requested else requested
+
+
 def run_engine(model: Model, options: SearchOptions, engine_options: Any = None) -> CheckResult:
-    """``--engine parallel``: ``--workers N`` processes, one a core when N is not given."""
+    """``--engine parallel``: ``--workers N`` processes, one a core when N is not given or ``auto``."""
     workers = getattr(engine_options, "workers", 1)
+    if workers is None or workers < 2:
+        workers = available_cores()
     if workers < 2:
-        workers = os.cpu_count() or 2
+        return ParallelBFS(model, options, 1).run() if not options.keep_graph else LocalBFS(model, options).run()
+    return check(model, options, workers)
+
+
+def run_default_engine(model: Model, options: SearchOptions, engine_options: Any = None) -> CheckResult:
+    """The default engine (``bfs``): this process, or ``--workers N`` / ``auto`` processes."""
+    workers = resolve_workers(getattr(engine_options, "workers", 1))
     return check(model, options, workers)

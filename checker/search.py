@@ -10,6 +10,7 @@ from typing import Any, NamedTuple
 from checker.errors import ModelError
 from checker.fingerprint import validate_state
 from checker.result import Verdict
+from checker.visited import FingerprintSet, ParentLog
 from invariants.base import SAFETY, Invariant
 from spec.model import Action, Model
 from traces.trace import Step, Trace
@@ -156,3 +157,21 @@ class ActionTable:
             found = self._ids[action] = len(self.actions)
             self.actions.append(action)
         return found
+
+
+@dataclass
+class SearchState:
+    """Everything needed to continue a search from a level boundary (what a checkpoint holds)."""
+
+    visited: FingerprintSet = field(default_factory=FingerprintSet)
+    log: ParentLog = field(default_factory=ParentLog)
+    actions: ActionTable = field(default_factory=ActionTable)
+    frontier: list[Any] = field(default_factory=list)
+    frontier_base: int = 0  # global index of frontier[0]
+    depth: int = 0
+    generated: int = 0
+    elapsed: float = 0.0
+    #: invariant name -> global index of its first (shortest) violating state
+    found: dict[str, int] = field(default_factory=dict)
+    deadlock: int | None = None
+    edges: list[tuple[int, int, int]] | None = None

@@ -5,11 +5,21 @@ level. Parent pointers live in three arrays indexed by discovery order (the *glo
 state): its fingerprint, the global index of its parent (-1 for an initial state) and the id of
 the action that produced it, 8 + 4 + 4 bytes. Together 24 bytes a distinct state, against well
 over 100 for a Python set plus dict.
+
+When a run nears its memory budget, the parent pointers move to disk (``ParentLog.spill``: the
+same 16-byte records in a temporary file, read back through a memory map), so that 8 bytes a
+distinct state stay in memory, plus the frontier and the level being built (Python objects).
 """
 
 from __future__ import annotations
 
+import tempfile
+from typing import IO
+
 import numpy as np
+
+#: a parent-log record on disk: fingerprint, parent's global index, action id
+LOG_RECORD = np.dtype([("fp", "<i8"), ("parent", "<i4"), ("action", "<i4")])
 
 
 class FingerprintSet:
@@ -47,7 +57,7 @@ class FingerprintSet:
 
 
 class ParentLog:
-    """Parent pointers by global index, grown in chunks of one BFS level."""
+    """Parent pointers by global index, grown in chunks of one BFS level, in memory or on disk."""
 
     def __init__(self) -> None:
         self._fps: list[np.ndarray] = []
@@ -55,22 +65,49 @@ class ParentLog:
         self._actions: list[np.ndarray] = []
         self._size = 0
         self._flat: tuple[np.ndarray, np.ndarray, np.ndarray] | None = None
+        self._file: IO[bytes] | None = None  # set once spilled: every record is in this file
 
     def __len__(self) -> int:
         return self._size
 
+    @property
+    def spilled(self) -> bool:
+        return self._file is not None
+
     def append(self, fps: np.ndarray, parents: np.ndarray, actions: np.ndarray) -> None:
         if fps.size == 0:
+            return
+        self._flat = None
+        if self._file is not None:
+            records = np.empty(fps.size, LOG_RECORD)
+            records["fp"], records["parent"], records["action"] = fps, parents, actions
+            self._file.seek(0, 2)
+            records.tofile(self._file)
+            self._size += int(fps.size)
             return
         self._fps.append(np.asarray(fps, np.int64))
         self._parents.append(np.asarray(parents, np.int32))
         self._actions.append(np.asarray(actions, np.int32))
         self._size += int(fps.size)
-        self._flat = None
+
+    def spill(self, directory: str | None = None) -> None:
+        """Move the records to a temporary file (deleted when the log is) and keep appending there."""
+        if self._file is not None:
+            return
+        fps, parents, actions = self.arrays()
+        self._file = tempfile.TemporaryFile(prefix="kmc-parents-", dir=directory)
+        self._fps, self._parents, self._actions, self._flat = [], [], [], None
+        size, self._size = self._size, 0
+        self.append(fps, parents, actions)
+        self._size = size
 
     def arrays(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         if self._flat is None:
-            if self._fps:
+            if self._file is not None:
+                self._file.flush()
+                records = np.memmap(self._file, LOG_RECORD, mode="r", shape=(self._size,))
+                self._flat = (records["fp"], records["parent"], records["action"])
+            elif self._fps:
                 self._flat = (
                     np.concatenate(self._fps),
                     np.concatenate(self._parents),
@@ -94,5 +131,11 @@ class ParentLog:
         return path
 
     def nbytes(self) -> int:
+        """Bytes of memory the records take (0 once spilled to disk)."""
+        if self._file is not None:
+            return 0
         fps, parents, actions = self.arrays()
         return int(fps.nbytes + parents.nbytes + actions.nbytes)
+
+    def disk_bytes(self) -> int:
+        return self._size * LOG_RECORD.itemsize if self._file is not None else 0

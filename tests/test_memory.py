@@ -86,3 +86,85 @@ def test_dropping_visited_candidates_early_changes_nothing(monkeypatch, guard):
         plain.distinct_states, plain.states_generated, plain.depth)
     assert pruned_log == plain_log
     assert [(v.invariant, v.length) for v in pruned.violations] == [(v.invariant, v.length) for v in plain.violations]
+
+
+def test_parent_log_spills_to_disk_with_the_same_records():
+    import numpy as np
+
+    from checker.visited import ParentLog
+
+    log = ParentLog()
+    log.append(np.array([5, 7], np.int64), np.array([-1, 0], np.int32), np.array([-1, 3], np.int32))
+    log.spill()
+    log.append(np.array([9], np.int64), np.array([1], np.int32), np.array([4], np.int32))
+    assert log.spilled and len(log) == 3 and log.nbytes() == 0 and log.disk_bytes() == 48
+    fps, parents, actions = log.arrays()
+    assert fps.tolist() == [5, 7, 9] and parents.tolist() == [-1, 0, 1] and actions.tolist() == [-1, 3, 4]
+    assert log.path_to(2) == [(5, -1), (7, 3), (9, 4)]
+
+
+@pytest.mark.parametrize("guard", [True, False])
+def test_a_run_past_half_its_memory_budget_spills_and_gives_the_same_result(monkeypatch, guard):
+    """The parent log on disk from the first level on: same counts, parent log and traces."""
+    model = TwoPhase(5, commit_guard=guard)
+    options = SearchOptions(invariants=INVARIANTS, stop_at_first=False)
+
+    def run():
+        engine = bfs.LocalBFS(model, options)
+        seen = {}
+        original = engine._result
+
+        def capture(st, *args):
+            seen["log"] = [a.tolist() for a in st.log.arrays()]
+            seen["spilled"] = st.log.spilled
+            return original(st, *args)
+
+        engine._result = capture
+        return engine.run(), seen
+
+    plain, plain_seen = run()
+    monkeypatch.setattr(bfs, "SPILL_AT", 0.0)
+    spilled, spilled_seen = run()
+    assert spilled_seen["spilled"] and not plain_seen["spilled"]
+    assert spilled_seen["log"] == plain_seen["log"]
+    assert (spilled.verdict, spilled.distinct_states, spilled.states_generated, spilled.depth) == (
+        plain.verdict, plain.distinct_states, plain.states_generated, plain.depth)
+    assert [(v.invariant, v.trace.steps) for v in spilled.violations] == [
+        (v.invariant, v.trace.steps) for v in plain.violations]
+
+
+def test_under_memory_pressure_the_level_dictionary_sheds_visited_states_more_often(monkeypatch):
+    """Past SPILL_AT the engine prunes at _PRUNE_AT_UNDER_PRESSURE: same counts and parent log."""
+    model = TwoPhase(5, commit_guard=False)
+    options = SearchOptions(invariants=INVARIANTS, stop_at_first=False)
+
+    original_drop = bfs._drop_visited
+
+    def run():
+        engine = bfs.LocalBFS(model, options)
+        seen = {}
+        original_result = engine._result
+
+        def capture(st, *args):
+            seen["log"] = [a.tolist() for a in st.log.arrays()]
+            seen["pressure"] = engine.under_pressure
+            return original_result(st, *args)
+
+        def counting_drop(*args):
+            seen["drops"] = seen.get("drops", 0) + 1
+            return original_drop(*args)
+
+        engine._result = capture
+        monkeypatch.setattr(bfs, "_drop_visited", counting_drop)
+        return engine.run(), seen
+
+    monkeypatch.setattr(bfs, "_CHECK_EVERY", 64)
+    plain, plain_seen = run()
+    monkeypatch.setattr(bfs, "SPILL_AT", 0.0)
+    monkeypatch.setattr(bfs, "_PRUNE_AT_UNDER_PRESSURE", 64)
+    pressed, pressed_seen = run()
+    assert pressed_seen["pressure"] and not plain_seen["pressure"]
+    assert pressed_seen.get("drops", 0) > plain_seen.get("drops", 0)
+    assert pressed_seen["log"] == plain_seen["log"]
+    assert (pressed.distinct_states, pressed.states_generated, pressed.depth) == (
+        plain.distinct_states, plain.states_generated, plain.depth)

@@ -75,10 +75,19 @@ def test_deadlock_and_bounds_match():
     _same(bfs.check(Grid(20, bound=15)), parallel.check(Grid(20, bound=15), SearchOptions(), 2))
 
 
-@pytest.mark.parametrize("protocol", ["hw-truncation", "truncate-on-fetch"])
+def _kafka_protocols():
+    from spec.registry import all_models
+
+    protocols = list(all_models()["kafka"].protocols)
+    return [protocols[0], protocols[-1]]  # the oldest and the newest version the model has
+
+
+@pytest.mark.parametrize("protocol", _kafka_protocols())
 def test_kafka_counts_match(protocol):
     model = build_model("kafka", ["records=1", "epochs=1"], protocol)
-    options = SearchOptions(invariants=list(for_family("kafka").values()), stop_at_first=False)
+    # a depth bound keeps the test short whatever the model's current bounds are (the space is
+    # about 30 levels deep at these constants); both engines stop at the same level
+    options = SearchOptions(invariants=list(for_family("kafka").values()), stop_at_first=False, max_depth=40)
     _same(bfs.check(model, options), parallel.check(model, options, 2))
 
 
@@ -117,7 +126,111 @@ def test_time_budget_is_undetermined():
 
 
 def test_workers_option_of_the_default_engine_runs_in_parallel():
-    from checker.engines import EngineOptions
+    from checker.engines import EngineOptions, get_engine
 
-    result = bfs.run_engine(TwoPhase(3), SearchOptions(invariants=INVARIANTS), EngineOptions(workers=2))
+    result = get_engine("bfs")(TwoPhase(3), SearchOptions(invariants=INVARIANTS), EngineOptions(workers=2))
     assert result.engine == "parallel" and result.distinct_states == 288
+
+
+@pytest.mark.parametrize("workers", [1, 4])
+def test_any_worker_count_gives_the_same_parent_log(workers):
+    """One worker (the sharded engine alone) and more workers than cores: same log as bfs."""
+    model = TwoPhase(4, commit_guard=False)
+    options = SearchOptions(invariants=INVARIANTS, stop_at_first=False)
+    single = bfs.check(model, options)
+    multi = parallel.ParallelBFS(model, options, workers).run()
+    assert multi.workers == workers
+    _same(single, multi)
+
+
+def test_serial_share_is_measured_and_gives_amdahl_predictions():
+    result = parallel.check(TwoPhase(5), SearchOptions(invariants=INVARIANTS), 2)
+    share = result.extra["serial_share"]
+    assert 0.0 < share < 1.0
+    assert len(result.extra["worker_cpu_seconds"]) == 2
+    predicted = result.extra["amdahl_speedup"]
+    assert predicted["16"] == round(parallel.amdahl_speedup(share, 16), 2)
+    assert 1.0 < predicted["2"] <= predicted["16"] <= predicted["64"] <= 64
+
+
+def test_amdahl_law():
+    assert parallel.amdahl_speedup(0.0, 16) == 16
+    assert parallel.amdahl_speedup(1.0, 16) == 1
+    assert round(parallel.amdahl_speedup(0.05, 16), 2) == 9.14
+
+
+def test_fingerprint_owners_spread_evenly():
+    fps = np.arange(0, 40_000 * 7919, 7919, dtype=np.int64)  # regular fingerprints, the worst case for a modulo
+    for workers in (2, 3, 16):
+        counts = np.bincount(parallel.owner_of(fps, workers), minlength=workers)
+        assert counts.min() > 0.9 * fps.size / workers
+
+
+def test_auto_workers_use_the_cores_there_are(monkeypatch):
+    from checker.engines import EngineOptions, get_engine
+
+    monkeypatch.setattr(parallel, "available_cores", lambda: 3)
+    assert parallel.resolve_workers(0) == 3 and parallel.resolve_workers(2) == 2
+    result = get_engine("bfs")(TwoPhase(3), SearchOptions(invariants=INVARIANTS), EngineOptions(workers=0))
+    assert result.engine == "parallel" and result.workers == 3 and result.distinct_states == 288
+
+
+def test_engines_import_no_circle():
+    """bfs and checkpoint never import the parallel engine; checkpoint does not import bfs."""
+    import ast
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parents[1] / "checker"
+
+    def imported(name):
+        tree = ast.parse((root / f"{name}.py").read_text())
+        found = set()
+        for node in ast.walk(tree):
+            if isinstance(node, ast.ImportFrom) and node.module:
+                found.add(node.module)
+                found.update(f"{node.module}.{alias.name}" for alias in node.names)
+            elif isinstance(node, ast.Import):
+                found.update(alias.name for alias in node.names)
+        return found
+
+    assert not {"checker.parallel", "checker.bfs"} & imported("checkpoint")
+    assert "checker.parallel" not in imported("bfs")
+
+
+def test_command_line_workers_auto_and_bad_value(capsys, monkeypatch):
+    from checker import cli
+    from checker.cli import main
+
+    monkeypatch.setattr(cli.os, "cpu_count", lambda: 2)
+    assert main(["check", "two-phase", "--const", "RM=3", "--workers", "auto"]) == 0
+    out = capsys.readouterr().out
+    assert "engine parallel" in out and "Serial share" in out and "16 cores" in out
+    assert main(["check", "two-phase", "--workers", "many"]) == 64
+    assert "positive integer or auto" in capsys.readouterr().err
+
+
+def test_parent_log_gathered_to_disk_past_half_the_budget(monkeypatch):
+    model = TwoPhase(4, commit_guard=False)
+    options = SearchOptions(invariants=INVARIANTS, stop_at_first=False)
+    monkeypatch.setattr(parallel, "SPILL_AT", 0.0)
+    engine = parallel.ParallelBFS(model, options, 2)
+    seen = {}
+    original = engine._result
+
+    def capture(st, *args):
+        seen["spilled"] = st.log.spilled
+        seen["log"] = [a.tolist() for a in st.log.arrays()]
+        return original(st, *args)
+
+    engine._result = capture
+    multi = engine.run()
+    single_engine = bfs.LocalBFS(model, options)
+    original_single = single_engine._result
+
+    def capture_single(st, *args):
+        seen["single_log"] = [a.tolist() for a in st.log.arrays()]
+        return original_single(st, *args)
+
+    single_engine._result = capture_single
+    _same(single_engine.run(), multi)
+    assert seen["spilled"] and seen["log"] == seen["single_log"]

@@ -42,3 +42,38 @@ def test_local_masters_get_task_retries():
     assert with_task_retries("local") == "local[1,4]"
     assert with_task_retries("local[2,3]") == "local[2,3]"
     assert with_task_retries("spark://host:7077") == "spark://host:7077"
+
+
+def test_executors_use_the_clusters_interpreter_and_loopback_needs_no_setting():
+    from checker.spark.session import prepare_environment
+
+    cluster: dict[str, str] = {}
+    prepare_environment("spark://spark-master.example:7077", cluster)
+    assert "PYSPARK_PYTHON" not in cluster and "SPARK_LOCAL_IP" not in cluster
+    local: dict[str, str] = {}
+    prepare_environment("local[2]", local)
+    assert local["PYSPARK_PYTHON"] and local["SPARK_LOCAL_IP"] == "127.0.0.1"
+    on_this_machine: dict[str, str] = {}
+    prepare_environment("spark://127.0.0.1:7077", on_this_machine)
+    assert "PYSPARK_PYTHON" not in on_this_machine and on_this_machine["SPARK_LOCAL_IP"] == "127.0.0.1"
+    chosen = {"PYSPARK_PYTHON": "/opt/python/bin/python3", "SPARK_LOCAL_IP": "10.0.0.5"}
+    prepare_environment("local[2]", chosen)
+    assert chosen["PYSPARK_PYTHON"] == "/opt/python/bin/python3" and chosen["SPARK_LOCAL_IP"] == "10.0.0.5"
+
+
+def _spark_installed() -> bool:
+    try:
+        check_environment()
+    except EnvironmentMissingError:
+        return False
+    return True
+
+
+@pytest.mark.skipif(not _spark_installed(), reason="needs PySpark and Java")
+def test_below_the_threshold_the_run_says_it_stays_on_the_driver(capsys):
+    result = run_engine(TwoPhase(4), SearchOptions(), EngineOptions(master="local[2]"))
+    assert result.distinct_states == 1568
+    lines = [line for line in capsys.readouterr().err.splitlines() if line.strip()]
+    assert len(lines) == 1
+    assert "ran on the driver" in lines[0] and "--spark-threshold 10,000" in lines[0]
+    assert result.extra["spark"]["driver_only"] == lines[0]

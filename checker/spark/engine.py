@@ -4,6 +4,7 @@ the budgets, progress and the result (the design is in ``checker.spark``)."""
 from __future__ import annotations
 
 import re
+import sys
 import tempfile
 import time
 from typing import Any
@@ -96,12 +97,23 @@ class SparkBFS(LevelStep, Resumable, Verdicts):
                 reason = self._spark_phase(spark, st, levels, run_dir)
             elapsed = time.monotonic() - self._started
             result = self._result(st, levels, elapsed, reason, spark, run_dir)
+            if spark is None:
+                note = self._driver_only_note()
+                result.extra["spark"]["driver_only"] = note
+                print(note, file=sys.stderr)
         finally:
             if spark is not None:
                 self._stop(spark, run_dir)
             elif run_dir is not None and run_dir.temporary:
                 run_dir.cleanup()
         return result
+
+    def _driver_only_note(self) -> str:
+        """One line: why this run never used Spark (every level stayed below the threshold)."""
+        largest = max((t.frontier for t in self.timings), default=0)
+        return (f"spark engine: every level ran on the driver with the local engine (largest frontier "
+                f"{largest:,} states, below --spark-threshold {self.threshold:,}, where a Spark job costs more "
+                f"than the level); no Spark application was started. Lower --spark-threshold to run levels on Spark.")
 
     def _should_stop(self, st: Counters) -> bool:
         return self.options.stop_at_first and (bool(st.found) or st.deadlock is not None)

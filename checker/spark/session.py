@@ -9,6 +9,7 @@ import re
 import shutil
 import sys
 import zipfile
+from collections.abc import MutableMapping
 from typing import Any
 
 from checker.errors import EnvironmentMissingError
@@ -46,6 +47,36 @@ def with_task_retries(master: str, attempts: int = 4) -> str:
     return f"local[{match.group(1)},{attempts}]" if match else master
 
 
+def prepare_environment(master: str, env: MutableMapping[str, str]) -> None:
+    """The environment a session started by kmc (not by spark-submit) gives Spark, in ``env``.
+
+    * Local masters: the executors are this machine's Python workers, so they run the driver's
+      interpreter. On a cluster they run the interpreter the cluster configures
+      (``spark.pyspark.python``, or ``PYSPARK_PYTHON`` in its ``spark-env.sh``), never a path of
+      the driver's machine.
+    * A master on this machine (``local...``, ``spark://127.0.0.1``) binds to the loopback
+      interface: no ``SPARK_LOCAL_IP`` to set by hand, no warning about the host name.
+    * The project's packages are importable by local Python workers (a cluster gets them shipped).
+    A value the user has set is kept.
+    """
+    if master.startswith("local"):
+        env.setdefault("PYSPARK_PYTHON", sys.executable)
+    if on_loopback(master):
+        env.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
+    root = _project_root()
+    paths = [p for p in env.get("PYTHONPATH", "").split(os.pathsep) if p]
+    if root not in paths:
+        env["PYTHONPATH"] = os.pathsep.join([root, *paths])
+
+
+def on_loopback(master: str) -> bool:
+    """True for an embedded master (``local...``) or a cluster whose master is on 127.0.0.1."""
+    if master.startswith("local"):
+        return True
+    match = re.match(r"spark://([^:/]+)", master)
+    return bool(match) and match.group(1) in ("127.0.0.1", "localhost")
+
+
 def _project_root() -> str:
     return os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
@@ -63,11 +94,7 @@ def spark_session(master: str = "local[*]", memory: str = "4g") -> tuple[Any, bo
     submitted = "PYSPARK_GATEWAY_PORT" in os.environ  # launched by spark-submit or a pyspark shell
     builder = SparkSession.builder.appName("kmc")
     if not submitted:
-        os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
-        root = _project_root()
-        paths = [p for p in os.environ.get("PYTHONPATH", "").split(os.pathsep) if p]
-        if root not in paths:
-            os.environ["PYTHONPATH"] = os.pathsep.join([root, *paths])
+        prepare_environment(master, os.environ)
         builder = (
             builder.master(with_task_retries(master))
             .config("spark.ui.enabled", "false")

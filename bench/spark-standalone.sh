@@ -1,0 +1,75 @@
+#!/usr/bin/env bash
+# A standalone Spark cluster on this machine: one master and two workers, all bound to 127.0.0.1.
+#
+#   bench/spark-standalone.sh start    # prints the master URL, spark://127.0.0.1:7077
+#   kmc check two-phase --const RM=8 --engine spark --master spark://127.0.0.1:7077 --checkpoint runs/rm8
+#   bench/spark-standalone.sh status
+#   bench/spark-standalone.sh stop
+#
+# Uses the Spark of the installed PySpark (or $SPARK_HOME). Logs, pid files and the workers'
+# scratch space go to $KMC_SPARK_DIR (default ./spark-standalone). Settings, all optional:
+# KMC_SPARK_PORT (7077), KMC_WORKER_CORES (1 a worker), KMC_WORKER_MEMORY (1g a worker).
+# The executors run the interpreter the workers find as python3, unless the cluster configures
+# one (spark.pyspark.python in $SPARK_CONF_DIR/spark-defaults.conf, or PYSPARK_PYTHON here).
+set -euo pipefail
+
+if [ -z "${SPARK_HOME:-}" ]; then
+    SPARK_HOME=$(python3 -c 'import os, pyspark; print(os.path.dirname(pyspark.__file__))' 2>/dev/null) || {
+        echo "spark-standalone.sh: no SPARK_HOME and no PySpark: pip install -e '.[spark]' or set SPARK_HOME" >&2
+        exit 69
+    }
+fi
+export SPARK_HOME
+run_dir=${KMC_SPARK_DIR:-$PWD/spark-standalone}
+port=${KMC_SPARK_PORT:-7077}
+cores=${KMC_WORKER_CORES:-1}
+memory=${KMC_WORKER_MEMORY:-1g}
+master_url="spark://127.0.0.1:$port"
+master_class=org.apache.spark.deploy.master.Master
+worker_class=org.apache.spark.deploy.worker.Worker
+export SPARK_LOG_DIR="$run_dir/logs" SPARK_PID_DIR="$run_dir/pids" SPARK_LOCAL_IP=127.0.0.1
+export SPARK_IDENT_STRING="kmc-$port"
+daemon="$SPARK_HOME/sbin/spark-daemon.sh"
+
+wait_for_workers() {
+    # the master's log names each worker it registers; give them 60 s
+    local log
+    for _ in $(seq 120); do
+        log=$(cat "$SPARK_LOG_DIR"/*"$master_class"*.out 2>/dev/null || true)
+        if [ "$(grep -c 'Registering worker' <<<"$log")" -ge 2 ]; then
+            return 0
+        fi
+        sleep 0.5
+    done
+    echo "spark-standalone.sh: the workers did not register with $master_url within 60 s; see $SPARK_LOG_DIR" >&2
+    return 1
+}
+
+case "${1:-}" in
+start)
+    mkdir -p "$SPARK_LOG_DIR" "$SPARK_PID_DIR" "$run_dir/work"
+    "$daemon" start "$master_class" 1 --host 127.0.0.1 --port "$port" --webui-port 0 >/dev/null
+    for i in 1 2; do
+        "$daemon" start "$worker_class" "$i" --host 127.0.0.1 --webui-port 0 --cores "$cores" \
+            --memory "$memory" --work-dir "$run_dir/work/$i" "$master_url" >/dev/null
+    done
+    wait_for_workers
+    echo "$master_url"
+    ;;
+stop)
+    for i in 2 1; do
+        "$daemon" stop "$worker_class" "$i" >/dev/null || true
+    done
+    "$daemon" stop "$master_class" 1 >/dev/null || true
+    ;;
+status)
+    "$daemon" status "$master_class" 1 || true
+    for i in 1 2; do
+        "$daemon" status "$worker_class" "$i" || true
+    done
+    ;;
+*)
+    echo "usage: bench/spark-standalone.sh start|stop|status" >&2
+    exit 64
+    ;;
+esac
