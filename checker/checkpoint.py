@@ -131,7 +131,14 @@ def loads(data: bytes, model: Model, options: SearchOptions, where: str = "check
             f"checkpoint {where} was written for {got}, not {want}; resume with the same model, constants and options"
         )
     try:
-        return _validate(payload, model, options, where)
+        state = _validate(payload, model, options, where)
+        # the header repeats the counts: a payload count changed alone (behind a recomputed digest) disagrees
+        summary = {"distinct": len(state.log), "depth": state.depth, "generated": state.generated,
+                   "queue": len(state.frontier)}
+        for key, value in summary.items():
+            if header.get(key) != value:
+                raise _bad(where, f"is inconsistent (its header says {key} {header.get(key)!r}, its payload {value})")
+        return state
     except BadFileError:
         raise
     except WrongModelError:
