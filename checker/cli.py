@@ -149,7 +149,7 @@ def select_invariants(model: Model, names: Sequence[str], properties: Sequence[s
     available = for_family(model.family)
     user = [prop.bind(model) for prop in load_properties(properties, taken=available)]
     if not names:  # liveness properties build the whole state graph: only when asked for by name
-        return user or [inv for inv in available.values() if inv.kind == SAFETY]
+        return user or [inv for inv in available.values() if inv.kind == SAFETY and inv.default]
     chosen = []
     for name in names:
         if name not in available:

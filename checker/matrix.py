@@ -288,7 +288,7 @@ def run_matrix(
             if prop.name in available:
                 raise UsageError(f"--property {prop.spec}: the name {prop.name!r} is a built-in invariant of {model_name}; "
                                  "rename the function")
-        names = list(invariants) or ([] if properties else list(available))
+        names = list(invariants) or ([] if properties else [k for k, v in available.items() if v.default])
         names += [p.name for p in properties]
         sets = bound_sets(model)
         if bounds not in sets:

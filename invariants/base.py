@@ -35,6 +35,9 @@ class Invariant:
     premise: Callable[[Any], bool] | None = None
     goal: Callable[[Any], bool] | None = None
     healing: Callable[[Any], bool] | None = None
+    #: checked when no invariant is named (``kmc check``, ``kmc matrix``); False for a stronger or alternative
+    #: form that is checked only by name
+    default: bool = True
 
     def why(self, state: Any) -> str:
         if self.explain is not None:

@@ -19,6 +19,8 @@ log-matching-all-pairs
 log-matching-raft
     Raft's form: if two replicas hold a record of the same leader epoch at the same offset, their logs
     are identical up to and including that offset.
+
+The two stronger forms are checked when named (``--invariant log-matching-all-pairs``), not by default.
 """
 
 from __future__ import annotations
@@ -152,6 +154,7 @@ LOG_MATCHING_ALL_PAIRS = register(
         "every two replicas, crashed or not yet reconciled included, hold identical logs below the smaller HW",
         log_matching_all_pairs,
         explain=_explain_all,
+        default=False,
     ),
 )
 
@@ -162,5 +165,6 @@ LOG_MATCHING_RAFT = register(
         "two replicas holding a record of the same epoch at the same offset hold identical logs up to it (Raft)",
         log_matching_raft,
         explain=_explain_raft,
+        default=False,
     ),
 )
