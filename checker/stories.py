@@ -5,7 +5,8 @@ computed, not looked up: the counterexample's actions are replayed under the sam
 switched on (a feature flag that a later protocol version of the model has and this one lacks), and
 the first fix, oldest first, under which the trace is no longer a counterexample (a step is no longer
 enabled, or the invariant holds at every step) is the story. The model's rule table
-(``ModelInfo.rules``) gives the fix's ticket and rule. A trace that no later fix removes is reported
+(``ModelInfo.rules``) gives the fix's ticket and rule. When no single fix removes it, the first later
+version whose whole set of changes does is named, with the tickets it added. A trace that no later fix removes is reported
 as such ("no later release's fix removes it"), or by the switches that allow it (a flag on here that no
 protocol version has by default, such as unclean election), so a cell never claims a story that its trace does not exhibit.
 
@@ -83,8 +84,41 @@ def story_of(model_name: str, protocol: str, flags: Sequence[str], constants: Se
         if not _still_violates(fixed, trace, invariant):
             row = rows[flag]
             return Story(flag, row["ticket"], f"{row['ticket']}: {row['rule']} (fixed in {row['release']})")
+    # no single fix removes it: the first later version whose whole set of changes does (several fixes together)
+    for later_protocol in later:
+        try:
+            fixed = build_model(model_name, list(constants), later_protocol, list(flags))
+        except UsageError:
+            continue
+        if not _still_violates(fixed, trace, invariant):
+            added = [f for f, on in _features_of(model_name, later_protocol, [], constants).items()
+                     if on and not here.get(f, False) and f in rows]
+            needed = _minimal_fixes(model_name, protocol, flags, constants, invariant, trace, added)
+            tickets = ", ".join(dict.fromkeys(rows[f]["ticket"] for f in needed)) or "its changes"
+            return Story(None, tickets, f"{tickets} together (fixed in {later_protocol}; no one of them alone removes it)")
     defaults = [_features_of(model_name, p, [], constants) for p in names]
     configured = [flag for flag, on in here.items() if on and not any(d.get(flag) for d in defaults)]
     if configured:
         return Story(None, "configuration", f"allowed by {', '.join(configured)}=on: no release's fix removes it")
     return Story(None, "open", "no later release's fix removes this counterexample")
+
+
+def _minimal_fixes(model_name: str, protocol: str, flags: Sequence[str], constants: Sequence[str], invariant: Any,
+                   trace: Any, added: list[str]) -> list[str]:
+    """A smallest-by-removal subset of ``added`` that, switched on together in ``protocol``, still removes the
+    counterexample (each flag dropped in turn if the rest still remove it); ``added`` if none combines."""
+    def removes(subset: list[str]) -> bool:
+        try:
+            model = build_model(model_name, list(constants), protocol, list(flags) + [f"{f}=on" for f in subset])
+        except UsageError:
+            return False
+        return not _still_violates(model, trace, invariant)
+
+    if not removes(added):
+        return added
+    needed = list(added)
+    for flag in list(added):
+        trial = [f for f in needed if f != flag]
+        if trial and removes(trial):
+            needed = trial
+    return needed
