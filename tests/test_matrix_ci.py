@@ -165,8 +165,14 @@ def test_bound_sets(capsys):
     code, _, err = run(capsys, "matrix", TOY, "--quiet", "--bounds", "nope")
     assert code == 64 and "its bound sets: default, deep" in err
     # a model without matrix_bound_sets has one set, "default", which is its matrix_bounds
-    model = build_model("kafka", [])
-    assert matrix_module.bound_sets(model) == {"default": {k: tuple(v) for k, v in model.matrix_bounds.items()}}
+    model = build_model("two-phase", [])
+    assert matrix_module.bound_sets(model) == {"default": {}}
+    # the Kafka model declares "default" (its matrix_bounds) and "deep"
+    kafka = build_model("kafka", [])
+    sets = matrix_module.bound_sets(kafka)
+    assert set(sets) == {"default", "deep"}
+    assert sets["default"] == {k: tuple(v) for k, v in kafka.matrix_bounds.items()}
+    assert sets["deep"]["committed-durable"] == ("brokers=3", "records=1", "epochs=2", "crashes=1")
 
 
 def test_trace_dir_saves_every_counterexample(capsys, tmp_path):
