@@ -12,6 +12,7 @@ from __future__ import annotations
 import gc
 import os
 import time
+from collections import Counter
 from dataclasses import dataclass, field
 from itertools import compress, count, islice
 from operator import itemgetter, not_
@@ -20,7 +21,7 @@ from typing import Any
 import numpy as np
 
 from checker import checkpoint as ckpt
-from checker.result import CheckResult, Verdict, Violation
+from checker.result import CheckResult, Discovery, OutDegree, Verdict, Violation, collision_estimates
 from checker.search import (
     ActionTable,
     Progress,
@@ -140,6 +141,10 @@ class LocalBFS:
         self.symmetry = uses_symmetry(model, options)
         self.invariants = options.safety_invariants()
         self.memory_budget = options.max_memory_mb or default_memory_budget_mb()
+        # run statistics (this process's expansions; a resumed run does not report them)
+        self.coverage: Counter | None = Counter() if options.coverage else None
+        self._degrees: dict[int, int] = {}  # out-degree -> states expanded with it
+        self._discovered: dict[str, Discovery] = {}
 
     # -- the search ------------------------------------------------------------------------------
     def run(self) -> CheckResult:
@@ -192,9 +197,23 @@ class LocalBFS:
         return self._result(st, elapsed, reason, checkpoint_file)
 
     def _should_stop(self, st: SearchState) -> bool:
+        self._note_discoveries(st)
         if not self.options.stop_at_first:
-            return False
+            if not self.options.stop_when_all_found:
+                return False
+            every = bool(self.invariants) and len(st.found) == len(self.invariants)
+            return every and (st.deadlock is not None or not self.options.check_deadlock)
         return bool(st.found) or st.deadlock is not None
+
+    def _note_discoveries(self, st: SearchState) -> None:
+        """Called after every committed level (both engines): the figures a search stopping at each
+        newly violated invariant reports, so that one ``--continue`` search gives every invariant's
+        own stop-at-first figures (``kmc matrix``)."""
+        if self.options.resume_from:  # the levels before the checkpoint are not known
+            return
+        for name in st.found:
+            if name not in self._discovered:
+                self._discovered[name] = Discovery(len(st.log), st.generated, st.depth)
 
     def _initial_level(self) -> SearchState:
         st = SearchState(edges=[] if self.options.keep_graph else None)
@@ -230,14 +249,20 @@ class LocalBFS:
         check_deadlock = self.options.check_deadlock and st.deadlock is None
         edges = st.edges
         simple = within is None and canonical is None and edges is None
+        cover = self.coverage
         fresh: dict[int, tuple] = {}
         checked = 0  # entries of ``fresh`` known not to be visited yet (the first ones)
         generated = 0
+        degrees = self._degrees
         next_check = _CHECK_EVERY
         for state in frontier:
             succs = successors(state)
             if type(succs) is not list:
                 succs = list(succs)
+            degree = len(succs)
+            degrees[degree] = degrees.get(degree, 0) + 1
+            if cover is not None:
+                cover.update(map(_first, succs))
             if simple:
                 for pair in succs:
                     fp = hash(pair[1])
@@ -254,7 +279,7 @@ class LocalBFS:
                         edges.append((index, fp, st.actions.id(act)))
                     if fp not in fresh:
                         fresh[fp] = (succ, index, act)
-            generated += len(succs)
+            generated += degree
             if check_deadlock and not succs:
                 st.deadlock = index
                 check_deadlock = False
@@ -332,7 +357,7 @@ class LocalBFS:
         for name, index in sorted(st.found.items(), key=lambda item: (item[1], item[0])):
             inv = by_name[name]
             trace = rebuild_trace(self.model, st.log.path_to(index), st.actions.actions, self.options, name, inv.why)
-            violations.append(Violation(name, "safety", trace))
+            violations.append(Violation(name, "safety", trace, discovered=self._discovered.get(name)))
         if st.deadlock is not None:
             trace = rebuild_trace(
                 self.model, st.log.path_to(st.deadlock), st.actions.actions, self.options, "deadlock",
@@ -358,7 +383,17 @@ class LocalBFS:
         )
         if st.edges is not None:
             result.graph = (st.log, st.edges, st.actions)
+        self._add_statistics(st, result)
         return result
+
+    def _add_statistics(self, st: SearchState, result: CheckResult) -> None:
+        """Fingerprint collision estimates, out-degree and (``--coverage``) action counts."""
+        fps = st.visited.array if len(st.visited) == len(st.log) else None  # the parallel parent keeps none
+        result.collision = collision_estimates(len(st.log), st.generated, fps)
+        if self._degrees and not self.options.resume_from:
+            result.out_degree = OutDegree.of(self._degrees)
+            if self.coverage is not None:
+                result.coverage = dict(self.coverage)
 
 
 def check(model: Model, options: SearchOptions | None = None) -> CheckResult:

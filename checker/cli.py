@@ -1,8 +1,10 @@
-"""The ``kmc`` command line.
+"""The ``kmc`` command line (also ``python -m checker``).
 
-    kmc check MODEL [--const NAME=VALUE]... [--invariant NAME]... [--json] ...
+    kmc check MODEL [--const NAME=VALUE]... [--invariant NAME]... [--property MOD:FUNC]... [--json] ...
     kmc simulate MODEL [--walks N] [--depth D] [--seed S] ...
     kmc list [--json]
+    kmc completion bash|zsh|tcsh
+    kmc --version
 
 Other packages add subcommands (``kmc matrix``, ``kmc trace``) through ``SUBCOMMAND_MODULES``:
 each module has ``add_parser(subparsers, common)``. Every user error becomes one line on stderr
@@ -14,16 +16,18 @@ from __future__ import annotations
 import argparse
 import importlib
 import json
+import os
 import sys
+import time
 from collections.abc import Sequence
 from typing import Any
 
 from rich.console import Console
 
 from checker import engines
-from checker.errors import ExitCode, KmcError, UsageError
-from checker.result import CheckResult, Verdict
-from checker.search import Progress, SearchOptions
+from checker.errors import EnvironmentMissingError, ExitCode, KmcError, NoInputError, UsageError
+from checker.result import CheckResult, Verdict, collision_estimates
+from checker.search import CHECKER_VERSION, Progress, SearchOptions
 from invariants.base import SAFETY, Invariant
 from invariants.registry import for_family
 from spec.model import Model
@@ -31,11 +35,24 @@ from spec.registry import ModelInfo, all_models, build_model, get_model_info
 
 SUBCOMMAND_MODULES = ("checker.matrix", "traces.cli")
 DEFAULT_TRACE_DIR = "kmc-traces"
+#: shell completion of a file argument (what ``shtab.FILE`` is, without importing shtab to build the parser)
+FILE_COMPLETION = {"bash": "_shtab_compgen_files", "zsh": "_files", "tcsh": "f"}
+COMPLETION_SHELLS = ("bash", "zsh", "tcsh")
+PROGRESS_LINE_EVERY = 60.0  # seconds between two progress lines of kmc check on a stderr that is not a terminal
 
 
 class _Parser(argparse.ArgumentParser):
     def error(self, message: str) -> None:  # one line and the usage exit code, not argparse's 2
-        raise UsageError(f"{self.prog}: {message} (see '{self.prog} --help')")
+        raise UsageError(f"{message} (see '{self.prog} --help')")
+
+
+def kmc_version() -> str:
+    try:
+        from importlib.metadata import PackageNotFoundError, version
+
+        return version("kmc")
+    except (ImportError, PackageNotFoundError):
+        return CHECKER_VERSION
 
 
 # -- options shared by the subcommands ------------------------------------------------------------
@@ -50,10 +67,18 @@ def add_model_options(parser: argparse.ArgumentParser) -> None:
 
 def add_search_options(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--invariant", action="append", default=[], metavar="NAME", help="check only these (default all)")
+    add_property_option(parser)
     parser.add_argument("--json", action="store_true", help="print one JSON object on stdout")
     parser.add_argument("--continue", dest="keep_going", action="store_true",
                         help="do not stop at the first violation: report the shortest trace of every violated invariant")
-    parser.add_argument("--deadlock", action="store_true", help="report states with no successor as deadlocks")
+    parser.add_argument("-deadlock", "--no-deadlock", dest="deadlock", action="store_false", default=True,
+                        help="do not check for deadlock (as TLC's -deadlock): by default a reachable state with no "
+                             "successor is reported (exit 11)")
+    parser.add_argument("--deadlock", dest="deadlock_flag", action="store_true",
+                        help="deprecated: deadlock is checked by default now, as in TLC")
+    parser.add_argument("--coverage", action="store_true",
+                        help="count the successors each action (with its parameters) generated and list the actions "
+                             "that never fired (local engine)")
     parser.add_argument("--max-states", type=_positive_int, help="distinct-state budget (then: undetermined)")
     parser.add_argument("--max-seconds", type=_positive_float, help="time budget in seconds (then: undetermined)")
     parser.add_argument("--max-depth", type=_positive_int, help="depth bound (then: undetermined if states remain)")
@@ -61,15 +86,33 @@ def add_search_options(parser: argparse.ArgumentParser) -> None:
                         help="memory budget in MB (default 80%% of RAM; then: undetermined and a checkpoint)")
     parser.add_argument("--symmetry", action="store_true", help="reduce by symmetry over interchangeable ids")
     parser.add_argument("--engine", default="bfs", help="search engine: " + ", ".join(engines.ENGINES))
-    parser.add_argument("--workers", type=_positive_int, default=1, help="worker processes (parallel engine)")
+    parser.add_argument("--workers", type=_workers, default=1,
+                        help="worker processes (parallel engine): a number, or auto for one a core")
     parser.add_argument("--master", default="local[*]", help="Spark master URL (spark engine)")
     parser.add_argument("--spark-threshold", type=int, default=None, metavar="N",
                         help="spark engine: run levels locally while the frontier has fewer than N states (default 10000)")
     parser.add_argument("--checkpoint", metavar="FILE", help="write a checkpoint here (periodically, on Ctrl-C, on budget)")
     parser.add_argument("--checkpoint-every", type=_positive_float, default=300.0, metavar="SECONDS")
-    parser.add_argument("--resume", metavar="FILE", help="continue the run saved in this checkpoint")
+    parser.add_argument("--resume", metavar="FILE",
+                        help="continue the run saved in this checkpoint").complete = FILE_COMPLETION
     parser.add_argument("--trace-dir", default=DEFAULT_TRACE_DIR, help="where counterexample traces are saved")
     parser.add_argument("--quiet", action="store_true", help="no live progress display")
+
+
+def add_property_option(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--property", action="append", default=[], metavar="MODULE:FUNCTION",
+                        help="check this function of a state (or of a state and the model) like an invariant, e.g. "
+                             "my_props:no_two_leaders; with --property and no --invariant only the properties are checked")
+
+
+def _workers(text: str) -> int:
+    """``--workers N`` or ``--workers auto`` (one a core)."""
+    if text.strip().lower() == "auto":
+        return os.cpu_count() or 1
+    try:
+        return _positive_int(text)
+    except argparse.ArgumentTypeError:
+        raise argparse.ArgumentTypeError(f"expected a positive integer or auto, not {text!r}") from None
 
 
 def _positive_int(text: str) -> int:
@@ -96,17 +139,22 @@ def model_from_args(args: argparse.Namespace) -> Model:
     return build_model(args.model, args.const, args.protocol, args.feature)
 
 
-def select_invariants(model: Model, names: Sequence[str]) -> list[Invariant]:
+def select_invariants(model: Model, names: Sequence[str], properties: Sequence[str] = ()) -> list[Invariant]:
+    """The invariants named (default: every safety invariant of the model) and the ``--property``
+    functions; with properties and no names, only the properties."""
+    from checker.properties import load_properties
+
     available = for_family(model.family)
+    user = [prop.bind(model) for prop in load_properties(properties, taken=available)]
     if not names:  # liveness properties build the whole state graph: only when asked for by name
-        return [inv for inv in available.values() if inv.kind == SAFETY]
+        return user or [inv for inv in available.values() if inv.kind == SAFETY]
     chosen = []
     for name in names:
         if name not in available:
             known = ", ".join(available) or "none"
             raise UsageError(f"model {model.name} has no invariant {name!r}; its invariants: {known}")
         chosen.append(available[name])
-    return chosen
+    return chosen + user
 
 
 def search_options(args: argparse.Namespace, model: Model, progress: Any = None) -> SearchOptions:
@@ -115,10 +163,24 @@ def search_options(args: argparse.Namespace, model: Model, progress: Any = None)
         if getattr(model, key, None) is not None:
             header[key] = getattr(model, key)
     checkpoint = args.checkpoint or args.resume
+    if args.deadlock_flag:
+        if not args.deadlock:
+            raise UsageError("--deadlock and -deadlock contradict each other; -deadlock (or --no-deadlock) turns the "
+                             "deadlock check off, it is on by default")
+        Console(stderr=True).print("kmc: warning: --deadlock is deprecated: deadlock is checked by default now, as in "
+                                   "TLC; drop it (-deadlock or --no-deadlock turns the check off)",
+                                   markup=False, highlight=False, soft_wrap=True)
+    if args.resume:
+        require_input(args.resume, "checkpoint", "--resume")
+    if args.coverage and (args.engine != "bfs" or args.workers > 1):
+        raise UsageError("--coverage is counted by the local engine in one process; drop --engine and --workers")
+    if args.coverage and args.resume:
+        raise UsageError("--coverage counts a whole run; it cannot continue a checkpoint's counts, drop --resume")
     return SearchOptions(
-        invariants=select_invariants(model, args.invariant),
+        invariants=select_invariants(model, args.invariant, args.property),
         stop_at_first=not args.keep_going,
         check_deadlock=args.deadlock,
+        coverage=args.coverage,
         max_states=args.max_states,
         max_seconds=args.max_seconds,
         max_depth=args.max_depth,
@@ -129,6 +191,16 @@ def search_options(args: argparse.Namespace, model: Model, progress: Any = None)
         resume_from=args.resume,
         progress=progress,
     )
+
+
+def require_input(path: str, what: str, option: str) -> None:
+    """A missing or unreadable input file: one line and exit 66."""
+    if "://" in path:  # a URL (hdfs://, s3a://, file://) is the engine's to open
+        return
+    if not os.path.exists(path):
+        raise NoInputError(f"{what} {path} does not exist; check the path given to {option}")
+    if not os.access(path, os.R_OK):
+        raise NoInputError(f"{what} {path} cannot be read (permission denied)")
 
 
 # -- live progress ----------------------------------------------------------------------------------
@@ -186,7 +258,7 @@ def print_summary(console: Console, result: CheckResult) -> None:
     if result.verdict is Verdict.VIOLATED:
         for violation in result.violations:
             what = {
-                "deadlock": "Deadlock reached",
+                "deadlock": "Deadlock reached (a state with no successor; -deadlock turns the check off, as in TLC)",
                 "liveness": f"Liveness property {violation.invariant} is violated (a state from which no healing path leads on)",
             }.get(violation.kind, f"Invariant {violation.invariant} is violated")
             console.print(f"[bold red]Error:[/] {what}. The behavior up to this point is ({violation.length} steps):")
@@ -202,20 +274,109 @@ def print_summary(console: Console, result: CheckResult) -> None:
     forms = result.extra.get("property_forms", {})
     if any(not form.startswith("safety") for form in forms.values()):
         console.print("Properties: " + "; ".join(f"{name}: {form}" for name, form in forms.items()), highlight=False)
-    if result.distinct_states or result.engine != "simulate":
+    simulated = result.engine == "simulate"
+    if simulated:
+        console.print(f"{result.extra.get('walks', 0):,} walks, {result.states_generated:,} states generated, "
+                      f"deepest walk {result.depth} states.")
+    else:
+        if result.collision is not None:
+            console.print(statistics_lines(result), highlight=False)
         console.print(
             f"{result.states_generated:,} states generated, {result.distinct_states:,} distinct states found, "
             f"{result.queue:,} states left on queue."
         )
         console.print(f"The depth of the complete state graph search is {result.depth}.")
-    else:
-        console.print(f"{result.extra.get('walks', 0):,} walks, {result.states_generated:,} states generated, "
-                      f"deepest walk {result.depth} states.")
+        if result.out_degree is not None:
+            d = result.out_degree
+            console.print(f"The average outdegree of the complete state graph is {d.mean:.2f} (minimum is {d.minimum}, "
+                          f"the maximum {d.maximum} and the 95th percentile is {d.percentile_95}).",
+                          highlight=False, soft_wrap=True)
+    rate = (f"{result.states_generated / result.seconds if result.seconds > 0 else 0.0:,.0f} states generated/s"
+            if simulated else f"{result.states_per_second:,.0f} distinct states/s")
     console.print(
-        f"Finished in {result.seconds:.2f} s ({result.states_per_second:,.0f} distinct states/s, "
+        f"Finished in {result.seconds:.2f} s ({rate}, "
         f"engine {result.engine}, {result.workers} worker{'s' if result.workers != 1 else ''}"
         f"{', symmetry' if result.symmetry else ''})."
     )
+
+
+def statistics_lines(result: CheckResult) -> str:
+    """TLC's two estimates of the probability of a fingerprint collision (see ``checker.result.Collision``)."""
+    c = result.collision
+    lines = ["Estimates of the probability that kmc did not check all reachable states",
+             "because two distinct states had the same fingerprint:",
+             f"  calculated (optimistic):  val = {c.optimistic:.1E}"]
+    if c.observed is not None:
+        lines.append(f"  based on the actual fingerprints:  val = {c.observed:.1E}")
+    return "\n".join(lines)
+
+
+def declared_actions(model: Model) -> list[Any]:
+    """Every action the model declares: its ``all_actions()`` if it has one, else the ``Action``
+    values it holds in its attributes (models build their actions once, see ``spec.model.Action``)."""
+    from spec.model import Action
+
+    declared = getattr(model, "all_actions", None)
+    if callable(declared):
+        return list(dict.fromkeys(declared()))
+    found: dict[Any, None] = {}
+
+    def walk(value: Any, depth: int) -> None:
+        if isinstance(value, Action):
+            found.setdefault(value)
+        elif depth < 4 and isinstance(value, (list, tuple)):
+            for item in value:
+                walk(item, depth + 1)
+        elif depth < 4 and isinstance(value, dict):
+            for item in value.values():
+                walk(item, depth + 1)
+
+    for value in vars(model).values():
+        walk(value, 0)
+    return list(found)
+
+
+def coverage_report(model: Model, result: CheckResult) -> dict[str, Any]:
+    """The ``--coverage`` figures: successors per action, sorted by name and parameters, the action
+    names that never fired and the declared instances (with parameters) that never fired."""
+    counts = sorted(result.coverage.items(), key=lambda item: (item[0].name, repr(item[0].params)))
+    declared = declared_actions(model)
+    fired_names = {act.name for act, _ in counts}
+    never = [a for a in declared if a not in result.coverage]
+    return {
+        "counts": [(str(act), n) for act, n in counts],
+        "total": sum(result.coverage.values()),
+        "never_fired": list(dict.fromkeys(a.name for a in never if a.name not in fired_names)),
+        "never_fired_instances": [str(a) for a in never if a.name in fired_names],
+    }
+
+
+def print_coverage(console: Console, report: dict[str, Any], result: CheckResult) -> None:
+    console.print(f"Coverage: successors generated by each action ({report['total']:,} = {result.states_generated:,} "
+                  f"states generated - {result.states_generated - report['total']:,} initial states):",
+                  highlight=False, soft_wrap=True)
+    width = max((len(name) for name, _ in report["counts"]), default=0)
+    for name, n in report["counts"]:
+        console.print(f"  {name.ljust(width)}  {n:>12,}", highlight=False, soft_wrap=True)
+    width = max(console.width, 40)
+    for line in wrap_items("Actions that never fired:", report["never_fired"] or ["none"], width):
+        console.print(line, highlight=False, soft_wrap=True)
+    if report["never_fired_instances"]:
+        for line in wrap_items("Instances that never fired (of actions that did):", report["never_fired_instances"], width):
+            console.print(line, highlight=False, soft_wrap=True)
+
+
+def wrap_items(title: str, items: Sequence[str], width: int) -> list[str]:
+    """``title`` and comma-separated items, wrapped between items (an item is never split)."""
+    lines, current = [], title
+    for i, item in enumerate(items):
+        text = item + ("," if i < len(items) - 1 else ".")
+        if len(current) + 1 + len(text) > width and current.strip():
+            lines.append(current)
+            current = "  " + text
+        else:
+            current = f"{current} {text}"
+    return lines + [current]
 
 
 def engine_extra(args: argparse.Namespace) -> dict[str, Any]:
@@ -224,19 +385,47 @@ def engine_extra(args: argparse.Namespace) -> dict[str, Any]:
     return {} if threshold is None else {"threshold": threshold}
 
 
+def run_search(model: Model, options: SearchOptions, engine: str, engine_options: engines.EngineOptions) -> CheckResult:
+    """The safety search on the chosen engine, then any liveness property, whose time is added to
+    the result's seconds ("Finished in" covers both)."""
+    result = engines.get_engine(engine)(model, options, engine_options)
+    liveness = options.liveness_properties()
+    if liveness:
+        started = time.monotonic()
+        result = engines.add_liveness(model, options, result, liveness)
+        result.seconds += time.monotonic() - started
+    return result
+
+
 def cmd_check(args: argparse.Namespace) -> int:
     console = Console(stderr=args.json)
     model = model_from_args(args)
-    with LiveProgress(Console(stderr=True), enabled=not (args.quiet or args.json)) as live:
-        options = search_options(args, model, progress=live)
-        result = engines.run(model, options, args.engine,
-                             engines.EngineOptions(workers=args.workers, master=args.master, extra=engine_extra(args)))
+    err = Console(stderr=True)
+    with LiveProgress(err, enabled=not (args.quiet or args.json)) as live:
+        progress: Any = live
+        if not (args.quiet or err.is_terminal):  # a log, not a terminal: a TLC-like line every minute
+            from checker.matrix import ProgressLines
+
+            progress = ProgressLines(interval=PROGRESS_LINE_EVERY)
+        options = search_options(args, model, progress=progress)
+        result = run_search(model, options, args.engine,
+                            engines.EngineOptions(workers=args.workers, master=args.master, extra=engine_extra(args)))
     record_property_forms(result, options)
+    if result.collision is None:  # an engine that keeps no fingerprints in one place: the optimistic estimate
+        result.collision = collision_estimates(result.distinct_states, result.states_generated)
     save_traces(result, args.trace_dir)
+    report = coverage_report(model, result) if result.coverage is not None else None
     if args.json:
-        print(json.dumps(result.to_json()))
+        data = result.to_json()
+        if report is not None:
+            data["coverage"] = [{"action": name, "count": n} for name, n in report["counts"]]
+            data["never_fired"] = report["never_fired"]
+            data["never_fired_instances"] = report["never_fired_instances"]
+        print(json.dumps(data))
     else:
         print_summary(console, result)
+        if report is not None:
+            print_coverage(console, report, result)
     return int(result.exit_code)
 
 
@@ -253,7 +442,8 @@ def cmd_simulate(args: argparse.Namespace) -> int:
 
     console = Console(stderr=args.json)
     model = model_from_args(args)
-    options = SearchOptions(invariants=select_invariants(model, args.invariant), stop_at_first=not args.keep_going)
+    options = SearchOptions(invariants=select_invariants(model, args.invariant, args.property),
+                            stop_at_first=not args.keep_going)
     sim = SimulationOptions(walks=args.walks, depth=args.depth, seed=args.seed, max_seconds=args.max_seconds)
     result = simulate(model, options, sim)
     save_traces(result, args.trace_dir)
@@ -337,8 +527,30 @@ def cmd_list(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_completion(args: argparse.Namespace) -> int:
+    try:
+        import shtab
+    except ImportError:
+        raise EnvironmentMissingError("shell completion needs shtab: pip install shtab") from None
+    print(shtab.complete(build_parser(), shell=args.shell))
+    return 0
+
+
+def _top_level(parser: argparse.ArgumentParser) -> Any:
+    def run(args: argparse.Namespace) -> int:
+        if args.version:
+            print(f"kmc {kmc_version()}")
+            return 0
+        parser.print_help()
+        return int(ExitCode.USAGE)
+
+    return run
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = _Parser(prog="kmc", description="An explicit-state model checker for the Kafka replication protocol.")
+    parser.add_argument("--version", action="store_true", help="print kmc's version and exit")
+    parser.set_defaults(func=_top_level(parser))
     sub = parser.add_subparsers(dest="command", parser_class=_Parser)
 
     check = sub.add_parser("check", help="exhaustive breadth-first check of a model")
@@ -349,6 +561,7 @@ def build_parser() -> argparse.ArgumentParser:
     simulate = sub.add_parser("simulate", help="random walks, for configurations too big to exhaust")
     add_model_options(simulate)
     simulate.add_argument("--invariant", action="append", default=[], metavar="NAME")
+    add_property_option(simulate)
     simulate.add_argument("--walks", type=_positive_int, default=1000)
     simulate.add_argument("--depth", type=_positive_int, default=50, help="maximum number of steps per walk")
     simulate.add_argument("--seed", type=int, default=0)
@@ -365,6 +578,13 @@ def build_parser() -> argparse.ArgumentParser:
     listing.add_argument("--model", default="kafka", help="with --rules: the model (default kafka)")
     listing.add_argument("--protocol", help="with --rules: mark which rules this protocol version has")
     listing.set_defaults(func=cmd_list)
+
+    completion = sub.add_parser("completion", help="print a shell completion script (bash, zsh or tcsh)",
+                                description="Print a completion script for kmc. bash: "
+                                "kmc completion bash > ~/.local/share/bash-completion/completions/kmc; "
+                                "zsh: kmc completion zsh > \"${fpath[1]}/_kmc\"")
+    completion.add_argument("shell", choices=COMPLETION_SHELLS)
+    completion.set_defaults(func=cmd_completion)
 
     for module in SUBCOMMAND_MODULES:
         try:

@@ -18,6 +18,7 @@ class ExitCode(IntEnum):
     USAGE = 64  # bad option, unknown model / protocol / invariant, nonsense bounds
     BAD_FILE = 65  # a corrupt, truncated or hostile trace, scenario or checkpoint file
     WRONG_MODEL = 66  # a trace or checkpoint made for a different model or configuration
+    NO_INPUT = 66  # a missing or unreadable input file (an alias: the same code as WRONG_MODEL)
     NOT_REPLAYABLE = 67  # a trace step that is not enabled under the chosen protocol
     ENVIRONMENT = 69  # something the engine needs is missing (Java, PySpark)
     INTERRUPTED = 130  # stopped with Ctrl-C (a checkpoint was written when asked for)
@@ -53,3 +54,9 @@ class ModelError(KmcError):
     """A model broke the interface contract (e.g. a string inside a state)."""
 
     code = ExitCode.USAGE
+
+
+class NoInputError(KmcError):
+    """A file the user named is missing or unreadable (sysexits' EX_NOINPUT)."""
+
+    code = ExitCode.NO_INPUT

@@ -1,43 +1,72 @@
-"""``kmc matrix``: every protocol version of a model against every invariant, one check per cell.
+"""``kmc matrix``: every protocol version of a model against every invariant, for people and for CI.
 
-    kmc matrix [MODEL] [--protocol P[,FLAG=on|off]...]... [--invariant I]... [--const NAME=VALUE]...
-               [--feature F=on]... [--uniform-bounds] [--json]
+    kmc matrix [MODEL] [--protocol P[,FLAG=on|off]...]... [--invariant I]... [--property MOD:FUNC]...
+               [--const NAME=VALUE]... [--feature F=on]... [--bounds NAME | --uniform-bounds]
+               [--format table|markdown|csv|json] [--expect FILE] [--trace-dir DIR]
 
-Each cell is what an exhaustive breadth-first check of that one invariant, stopping at the first
-violation, reports: a violated cell the length of a shortest counterexample, a cell that holds the
-distinct states and depth of the whole (bounded) state space, a cell whose budget ran out
-undetermined. Invariants of one protocol share searches (see ``check_cells``) without changing any
-figure. Nothing is hard-coded: every figure comes from a run. Generic over models with versions.
+Each cell is what an exhaustive breadth-first check of that one invariant, stopping at its first
+violation, reports: a violated cell the length of a shortest counterexample (and the distinct
+states, states generated and depth when it was found), a cell that holds the figures of the whole
+(bounded) state space, a cell whose budget ran out *undetermined*. Nothing is hard-coded: every
+figure comes from a run, and the matrix is generic over models with protocol versions.
 
-A row is a protocol version, or a version with some flags switched (``kip-380,kafka-7786-fix=off``):
-the same configuration with one mechanism taken away. A model may declare such rows for the default
-matrix (``matrix_variants`` on the model: (protocol, (FLAG=on|off, ...)) pairs) and the bounds some
-invariants are checked at (``matrix_bounds``: invariant name -> NAME=VALUE assignments applied
-before the user's ``--const``), for properties whose counterexamples need actions that the default
-bounds leave out. Every cell records the constants it was checked at; ``--uniform-bounds`` checks
-every cell at the model's defaults (and ``--const``) instead.
+One search per distinct configuration: the invariants checked at the same bounds of the same row
+share one ``--continue`` search that checks them all at once. Breadth-first search visits states in
+the same order whatever invariants it checks, so each invariant's first violation is at the same
+state, with the same shortest counterexample, as in a search of its own; the engine records the
+figures at the end of that level (``Violation.discovered``), which are the figures of a search of
+its own that stops there; the search stops once every invariant it checks is violated. Engines
+that do not record them (spark) use a few stop-at-first searches instead
+(``check_cells_by_rounds``), with the same figures.
+
+What a model may declare for the matrix (all optional, read through the model object):
+
+* ``matrix_variants``: extra rows, (protocol, (FLAG=on|off, ...)) pairs (``kip-380,kafka-7786-fix=off``);
+* ``matrix_bounds``: invariant -> NAME=VALUE assignments (or a dict of constants) applied before
+  ``--const``, for properties whose counterexamples need actions the default bounds leave out;
+* ``matrix_bound_sets()``: named sets of such bounds (``--bounds NAME``); without it the only set
+  is ``default``, which is ``matrix_bounds``;
+* ``matrix_story(protocol, invariant, trace)``: a one-line name of the KIP or JIRA story a violated
+  cell's counterexample is an instance of (None: no story); ``protocol`` is the row label.
+
+Exit codes: 0 when the matrix ran and (with ``--expect``) every cell matched; 1 when a cell
+differs from ``--expect`` (changed verdict, length or distinct states, or a cell the file lacks);
+20 when, without ``--expect``, a cell is undetermined; 64 usage; 65 an unreadable expectation file;
+66 a missing one. A violated cell is a finding, not a failure: an old protocol version is expected
+to break.
 """
 
 from __future__ import annotations
 
 import argparse
+import csv
+import io
 import json
+import os
+import re
+import sys
+import textwrap
 import time
-from collections.abc import Sequence
-from dataclasses import dataclass
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, replace
 from typing import Any
 
 from rich.console import Console
-from rich.table import Table
+from rich.text import Text
 
 from checker import engines
 from checker.bfs import check
-from checker.errors import ExitCode, UsageError
+from checker.errors import BadFileError, NoInputError, UsageError
 from checker.result import CheckResult, Verdict
-from checker.search import SearchOptions
-from invariants.base import SAFETY
+from checker.search import Progress, SearchOptions
+from invariants.base import SAFETY, Invariant
 from invariants.registry import for_family
 from spec.registry import build_model, get_model_info
+
+#: exit code when a cell differs from the ``--expect`` file (like diff: 1 means "different")
+CELLS_CHANGED = 1
+FORMATS = ("table", "markdown", "csv", "json")
+DEFAULT_BOUND_SET = "default"
 
 
 @dataclass(frozen=True)
@@ -49,10 +78,13 @@ class Cell:
     states_generated: int
     depth: int
     length: int | None  # of the shortest counterexample, None unless violated
-    seconds: float
+    seconds: float  # of the search the cell was found by
     explanation: str | None = None
     reason: str | None = None
     constants: dict[str, Any] | None = None  # the bounds this cell was checked at
+    story: str | None = None  # the KIP/JIRA story a violation is an instance of (the model says)
+    trace_file: str | None = None
+    trace: Any = None  # the counterexample itself (not in the JSON)
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -67,46 +99,73 @@ class Cell:
             "seconds": round(self.seconds, 3),
             "explanation": self.explanation,
             "reason": self.reason,
+            "story": self.story,
+            "trace_file": self.trace_file,
         }
 
 
-def _cell(protocol: str, invariant: str, result: CheckResult) -> Cell:
+def cell_of(protocol: str, invariant: str, result: CheckResult) -> Cell:
+    """The cell of ``invariant`` in ``result``: its violation's discovery figures when violated."""
     violation = next((v for v in result.violations if v.invariant == invariant), None)
-    return Cell(
-        protocol=protocol,
-        invariant=invariant,
-        verdict=Verdict.VIOLATED.value if violation else result.verdict.value,
-        distinct_states=result.distinct_states,
-        states_generated=result.states_generated,
-        depth=result.depth,
-        length=violation.length if violation else None,
-        seconds=result.seconds,
-        explanation=violation.trace.explanation if violation else None,
-        reason=None if violation else result.reason,
-        constants=dict(result.constants),
-    )
+    if violation is None:
+        verdict, reason = result.verdict, result.reason
+        if verdict is Verdict.VIOLATED:  # other invariants broke; this one held on what was explored
+            complete = result.queue == 0
+            verdict = Verdict.HOLDS if complete else Verdict.UNDETERMINED
+            reason = None if complete else f"a budget ran out with {result.queue:,} states unexplored"
+        return Cell(protocol, invariant, verdict.value, result.distinct_states, result.states_generated, result.depth,
+                    None, result.seconds, reason=reason, constants=dict(result.constants))
+    found = violation.discovered
+    distinct, generated, depth = (found.distinct_states, found.states_generated, found.depth) if found else (
+        result.distinct_states, result.states_generated, result.depth)
+    return Cell(protocol, invariant, Verdict.VIOLATED.value, distinct, generated, depth, violation.length,
+                result.seconds, explanation=violation.trace.explanation, constants=dict(result.constants),
+                trace=violation.trace)
 
 
-def check_cells(model: Any, protocol: str, invariants: Sequence[Any], options: dict[str, Any],
+#: engines that record where each violation was found (``Violation.discovered``)
+ONE_SEARCH_ENGINES = ("bfs", "parallel")
+
+
+def _search(model: Any, invariants: Sequence[Invariant], options: dict[str, Any], stop_at_first: bool,
+            engine: str, engine_options: Any) -> CheckResult:
+    search = SearchOptions(invariants=list(invariants), stop_at_first=stop_at_first,
+                           stop_when_all_found=not stop_at_first, **options)
+    if engine == "bfs" and getattr(engine_options, "workers", 1) <= 1:
+        return check(model, search)
+    return engines.run(model, search, engine, engine_options)
+
+
+def check_cells(model: Any, protocol: str, invariants: Sequence[Invariant], options: dict[str, Any],
                 engine: str = "bfs", engine_options: Any = None) -> list[Cell]:
-    """One cell per invariant, with as few searches as possible.
+    """One cell per invariant from one ``--continue`` search of ``model`` checking them all.
 
-    A breadth-first search that checks several invariants and stops at the first level where one
-    fails has, at that moment, explored exactly what a search for that invariant alone would have:
-    the same distinct states, depth and shortest counterexample. So the invariants share one search;
-    the ones violated at its last level get their cells, the others share the next search, and the
-    ones still standing when a search exhausts the space hold. The figures are those of one search
-    per cell; only the work is shared.
+    When the engine does not record where each violation was found, falls back to
+    ``check_cells_by_rounds``.
     """
+    if engine not in ONE_SEARCH_ENGINES:
+        return check_cells_by_rounds(model, protocol, invariants, options, engine, engine_options)
+    result = _search(model, invariants, options, False, engine, engine_options)
+    if any(v.discovered is None for v in result.violations):
+        return check_cells_by_rounds(model, protocol, invariants, options, engine, engine_options)
+    return [cell_of(protocol, inv.name, result) for inv in invariants]
+
+
+def check_cells_by_rounds(model: Any, protocol: str, invariants: Sequence[Invariant], options: dict[str, Any],
+                          engine: str = "bfs", engine_options: Any = None) -> list[Cell]:
+    """One cell per invariant from stop-at-first searches: each search checks the invariants still
+    open and stops at the first level where one fails, which is exactly what a search for that one
+    invariant alone would have explored; the others share the next search."""
     remaining = list(invariants)
     cells: dict[str, Cell] = {}
     while remaining:
-        search = SearchOptions(invariants=remaining, **options)
-        result = check(model, search) if engine == "bfs" else engines.run(model, search, engine, engine_options)
+        result = _search(model, remaining, options, True, engine, engine_options)
         violated = {v.invariant for v in result.violations}
         for inv in remaining:
             if inv.name in violated or not violated:
-                cells[inv.name] = _cell(protocol, inv.name, result)
+                cell = cell_of(protocol, inv.name, result)
+                cells[inv.name] = replace(cell, distinct_states=result.distinct_states,
+                                          states_generated=result.states_generated, depth=result.depth)
         remaining = [inv for inv in remaining if inv.name not in cells]
     return [cells[inv.name] for inv in invariants]
 
@@ -139,6 +198,51 @@ def default_rows(model_name: str) -> list[Row]:
     return rows
 
 
+def _assignments(value: Any) -> tuple[str, ...]:
+    """Bounds as NAME=VALUE strings, from a dict of constants or a sequence of assignments."""
+    if isinstance(value, dict):
+        return tuple(f"{k}={('on' if v else 'off') if isinstance(v, bool) else v}" for k, v in value.items())
+    return tuple(value or ())
+
+
+def bound_sets(model: Any) -> dict[str, dict[str, tuple[str, ...]]]:
+    """The model's named bound sets (invariant -> NAME=VALUE assignments); ``default`` always exists."""
+    declared = getattr(model, "matrix_bound_sets", None)
+    raw = declared() if callable(declared) else {}
+    sets = {name: {inv: _assignments(b) for inv, b in (bounds or {}).items()} for name, bounds in raw.items()}
+    if DEFAULT_BOUND_SET not in sets:
+        plain = getattr(model, "matrix_bounds", {})
+        sets[DEFAULT_BOUND_SET] = {inv: _assignments(b) for inv, b in dict(plain() if callable(plain) else plain).items()}
+    return sets
+
+
+def story_of(model: Any, protocol: str, invariant: str, trace: Any, replay: dict[str, Any] | None = None) -> str | None:
+    """The one-line story of a violated cell. For a model with a rule table (``ModelInfo.rules``) it is
+    computed (``checker.stories``: the oldest later fix whose replay removes the counterexample; ``replay``
+    holds what that needs: model name, protocol, flags, constants and the invariant); otherwise the
+    model's own ``matrix_story`` hook, if any."""
+    if trace is None:
+        return None
+    if replay is not None and replay.get("protocol") is not None and get_model_info(replay["model"]).rules is not None:
+        from checker.stories import story_of as computed_story
+
+        found = computed_story(replay["model"], replay["protocol"], replay["flags"], replay["constants"],
+                               replay["invariant"], trace)
+        return found.text if found is not None else None
+    hook = getattr(model, "matrix_story", None)
+    if not callable(hook):
+        return None
+    story = hook(protocol, invariant, trace)
+    if not story:
+        return None
+    return " ".join(str(story).split()) or None  # one line
+
+
+def trace_path(directory: str, model_name: str, row: str, invariant: str) -> str:
+    name = re.sub(r"[^A-Za-z0-9_.=-]+", "_", f"{model_name}-{row}-{invariant}")
+    return os.path.join(directory, f"{name}.json")
+
+
 def run_matrix(
     model_name: str,
     protocols: Sequence[str] = (),
@@ -147,48 +251,213 @@ def run_matrix(
     features: Sequence[str] = (),
     max_seconds: float | None = None,
     max_states: int | None = None,
-    on_cell: Any = None,
+    on_cell: Callable[[Cell], None] | None = None,
     engine: str = "bfs",
     engine_options: Any = None,
     uniform_bounds: bool = False,
+    bounds: str = DEFAULT_BOUND_SET,
+    properties: Sequence[Any] = (),
+    trace_dir: str | None = None,
+    on_search: Callable[[str, Sequence[str], dict[str, Any]], None] | None = None,
+    progress: Callable[[Progress], None] | None = None,
 ) -> list[Cell]:
     """Check every chosen row against every chosen safety invariant; one ``Cell`` each.
 
     ``protocols`` are rows as ``parse_row`` reads them (default: ``default_rows``). Unless
-    ``uniform_bounds``, an invariant the model lists in ``matrix_bounds`` is checked at those
-    bounds, overridden by ``constants``.
+    ``uniform_bounds``, an invariant listed in the model's bound set ``bounds`` is checked at those
+    bounds, overridden by ``constants``. ``properties`` are loaded ``--property`` functions
+    (``checker.properties.UserProperty``), checked like invariants. Without ``invariants`` and
+    ``properties`` every safety invariant of the model is checked. Counterexamples are saved to
+    ``trace_dir`` when given. ``on_search(row, invariant names, constants)`` is called before each
+    search, ``on_cell`` after each cell, ``progress`` during the searches.
     """
     info = get_model_info(model_name)
     rows = [parse_row(p) for p in protocols] if protocols else default_rows(model_name)
     for row in rows:
         if row.protocol is not None and not info.has_protocol(row.protocol):
             raise UsageError(f"unknown protocol {row.protocol!r} for model {model_name}; known: {info.protocol_names()}")
-    cells = []
+    cells: list[Cell] = []
     for row in rows:
         flags = list(features) + list(row.features)
         model = build_model(model_name, list(constants), row.protocol, flags)
         available = {k: v for k, v in for_family(model.family).items() if v.kind == SAFETY}
-        names = list(invariants) or list(available)
-        for name in names:
+        for name in invariants:
             if name not in available:
                 raise UsageError(f"model {model_name} has no invariant {name!r}; its invariants: {', '.join(available)}")
+        for prop in properties:
+            if prop.name in available:
+                raise UsageError(f"--property {prop.spec}: the name {prop.name!r} is a built-in invariant of {model_name}; "
+                                 "rename the function")
+        names = list(invariants) or ([] if properties else list(available))
+        names += [p.name for p in properties]
+        sets = bound_sets(model)
+        if bounds not in sets:
+            raise UsageError(f"model {model_name} has no bound set {bounds!r}; its bound sets: {', '.join(sets)}")
+        profile_of = {} if uniform_bounds else sets[bounds]
         header: dict[str, Any] = {"protocol": row.protocol} if row.protocol else {}
         if row.features:
             header["row"] = row.label
-        options = {"max_seconds": max_seconds, "max_states": max_states, "header": header}
-        bounds = {} if uniform_bounds else dict(getattr(model, "matrix_bounds", {}))
+        options = {"max_seconds": max_seconds, "max_states": max_states, "header": header, "progress": progress}
         groups: dict[tuple[str, ...], list[str]] = {}
         for name in names:
-            groups.setdefault(tuple(bounds.get(name, ())), []).append(name)
+            groups.setdefault(tuple(profile_of.get(name, ())), []).append(name)
         done: dict[str, Cell] = {}
         for profile, group in groups.items():
             checked = model if not profile else build_model(model_name, [*profile, *constants], row.protocol, flags)
-            for cell in check_cells(checked, row.label, [available[n] for n in group], options, engine, engine_options):
+            chosen = {**available, **{p.name: p.bind(checked) for p in properties}}
+            if on_search is not None:
+                on_search(row.label, group, dict(checked.constants))
+            for cell in check_cells(checked, row.label, [chosen[n] for n in group], options, engine, engine_options):
+                if cell.trace is not None:
+                    replay = {"model": model_name, "protocol": row.protocol, "flags": flags,
+                              "constants": [*profile, *constants], "invariant": chosen[cell.invariant]}
+                    story = story_of(checked, row.label, cell.invariant, cell.trace, replay)
+                    saved = None
+                    if trace_dir:
+                        from traces.io import save_trace
+
+                        saved = save_trace(cell.trace, trace_path(trace_dir, model_name, row.label, cell.invariant))
+                    cell = replace(cell, story=story, trace_file=saved)
                 done[cell.invariant] = cell
                 if on_cell is not None:
                     on_cell(cell)
         cells.extend(done[name] for name in names)
     return cells
+
+
+# -- expectations -------------------------------------------------------------------------------------
+def load_expectation(path: str) -> dict[tuple[str, str], dict[str, Any]]:
+    """A verdict table the user commits: the matrix's own ``--json`` output (a list of cells)."""
+    try:
+        with open(path, encoding="utf-8") as f:
+            data = json.load(f)
+    except FileNotFoundError:
+        raise NoInputError(f"expectation file {path} does not exist; create it with 'kmc matrix --json > {path}'") from None
+    except OSError as exc:
+        raise NoInputError(f"cannot read expectation file {path}: {exc.strerror or exc}") from None
+    except (ValueError, UnicodeDecodeError) as exc:
+        raise BadFileError(f"expectation file {path} is not JSON ({exc}); write it with 'kmc matrix --json'") from None
+    if isinstance(data, dict) and isinstance(data.get("cells"), list):
+        data = data["cells"]
+    if not isinstance(data, list):
+        raise BadFileError(f"expectation file {path} is not a list of cells; write it with 'kmc matrix --json'")
+    out: dict[tuple[str, str], dict[str, Any]] = {}
+    for i, item in enumerate(data):
+        if not (isinstance(item, dict) and isinstance(item.get("protocol"), str) and isinstance(item.get("invariant"), str)
+                and item.get("verdict") in {v.value for v in Verdict}):
+            raise BadFileError(f"expectation file {path}: entry {i} lacks protocol, invariant or a verdict "
+                               "(holds, violated, undetermined)")
+        out[item["protocol"], item["invariant"]] = item
+    return out
+
+
+def compare(cells: Sequence[Cell], expected: dict[tuple[str, str], dict[str, Any]]) -> list[str]:
+    """One line per cell that differs from the expectation (verdict, length, distinct states) or is
+    not in it; cells of the expectation this run did not check are not differences."""
+    changes = []
+    for cell in cells:
+        want = expected.get((cell.protocol, cell.invariant))
+        where = f"{cell.protocol} / {cell.invariant}"
+        if want is None:
+            changes.append(f"{where}: {describe(cell)}, not in the expectation")
+            continue
+        diffs = []
+        if want["verdict"] != cell.verdict:
+            diffs.append(f"verdict {want['verdict']} -> {cell.verdict}")
+        if cell.verdict == want["verdict"] == Verdict.VIOLATED.value and want.get("length") != cell.length:
+            diffs.append(f"length {want.get('length')} -> {cell.length}")
+        if (cell.verdict == want["verdict"] and cell.verdict != Verdict.UNDETERMINED.value
+                and "distinct_states" in want and want["distinct_states"] != cell.distinct_states):
+            diffs.append(f"distinct states {want['distinct_states']:,} -> {cell.distinct_states:,}"
+                         if isinstance(want["distinct_states"], int) else
+                         f"distinct states {want['distinct_states']!r} -> {cell.distinct_states:,}")
+        if diffs:
+            changes.append(f"{where}: " + ", ".join(diffs))
+    return changes
+
+
+# -- output -------------------------------------------------------------------------------------------
+def describe(cell: Cell) -> str:
+    if cell.verdict == Verdict.VIOLATED.value:
+        return f"violated in {cell.length} steps"
+    if cell.verdict == Verdict.HOLDS.value:
+        return f"holds ({cell.distinct_states:,} states)"
+    return f"undetermined ({cell.reason})"
+
+
+def _text(cell: Cell | None, form: str) -> str:
+    if cell is None:
+        return ""
+    violated, holds = cell.verdict == Verdict.VIOLATED.value, cell.verdict == Verdict.HOLDS.value
+    if form == "wide":
+        return f"violated in {cell.length}" if violated else f"holds ({cell.distinct_states:,})" if holds else "undetermined"
+    if form == "keyed":
+        return f"violated {cell.length}" if violated else f"holds {cell.distinct_states:,}" if holds else "undetermined"
+    return f"✗ {cell.length}" if violated else f"✓ {cell.distinct_states:,}" if holds else "?"
+
+
+_CELL_LEGEND = {
+    "wide": "'violated in N': a shortest counterexample has N steps; 'holds (N)': N distinct states, all checked",
+    "keyed": "'violated N': a shortest counterexample has N steps; 'holds N': N distinct states, all checked",
+    "compact": "'✗ N': violated, a shortest counterexample has N steps; '✓ N': holds, N distinct states; '?': undetermined",
+}
+
+
+def _key(i: int) -> str:
+    return chr(ord("A") + i) if i < 26 else f"A{i - 25}"
+
+
+def _grid(cells: Sequence[Cell], form: str) -> list[str]:
+    invariants = list(dict.fromkeys(c.invariant for c in cells))
+    protocols = list(dict.fromkeys(c.protocol for c in cells))
+    by_key = {(c.protocol, c.invariant): c for c in cells}
+    headers = ["protocol"] + (invariants if form == "wide" else [_key(i) for i in range(len(invariants))])
+    rows = [[p] + [_text(by_key.get((p, n)), form) for n in invariants] for p in protocols]
+    widths = [max(len(r[i]) for r in [headers, *rows]) for i in range(len(headers))]
+    lines = ["  ".join(h.ljust(w) for h, w in zip(headers, widths, strict=True)).rstrip()]
+    lines += ["  ".join(c.ljust(w) for c, w in zip(r, widths, strict=True)).rstrip() for r in rows]
+    if form != "wide":
+        lines += [f"{_key(i)}: {name}" for i, name in enumerate(invariants)]
+    return lines
+
+
+def _listing(cells: Sequence[Cell]) -> list[str]:
+    """One line per cell under its row: always narrow."""
+    width = max(len(c.invariant) for c in cells)
+    lines: list[str] = []
+    for protocol in dict.fromkeys(c.protocol for c in cells):
+        lines.append(protocol)
+        lines += [f"  {c.invariant.ljust(width)}  {describe(c)}" for c in cells if c.protocol == protocol]
+    return lines
+
+
+def layout(cells: Sequence[Cell], width: int) -> list[str]:
+    """The matrix as plain lines no wider than ``width`` when any layout allows: a grid with the
+    invariants' names as headers, else a grid with short keys and a legend, else the same with
+    compact cells, else one line per cell. Names are never cut."""
+    if not cells:
+        return []
+    for form in ("wide", "keyed", "compact"):
+        lines = _grid(cells, form)
+        legend = textwrap.wrap(_CELL_LEGEND[form], width, break_long_words=False, break_on_hyphens=False)
+        if max(map(len, lines)) <= width and max(map(len, legend)) <= width:
+            return lines + legend
+    return _listing(cells)
+
+
+def notes(cells: Sequence[Cell], width: int) -> list[str]:
+    """The bounds each invariant was checked at and each violation's story, wrapped at ``width``."""
+    out = []
+    for line in bounds_note(cells):
+        out += textwrap.wrap("bounds of " + line, width, subsequent_indent="    ", break_long_words=False,
+                             break_on_hyphens=False)
+    stories = [c for c in cells if c.story]
+    if stories:
+        out.append("stories of the violations:")
+        for c in stories:
+            out += textwrap.wrap(f"{c.protocol} / {c.invariant}: {c.story}", width, initial_indent="  ",
+                                 subsequent_indent="    ", break_long_words=False, break_on_hyphens=False)
+    return out
 
 
 def bounds_note(cells: Sequence[Cell]) -> list[str]:
@@ -202,89 +471,167 @@ def bounds_note(cells: Sequence[Cell]) -> list[str]:
     return [f"{', '.join(names)}: {text}" for text, names in by_bounds.items()]
 
 
-def render(cells: Sequence[Cell], title: str) -> Table:
+def to_markdown(cells: Sequence[Cell]) -> str:
     invariants = list(dict.fromkeys(c.invariant for c in cells))
-    protocols = list(dict.fromkeys(c.protocol for c in cells))
     by_key = {(c.protocol, c.invariant): c for c in cells}
-    table = Table(title=title)
-    table.add_column("protocol", style="bold")
-    for name in invariants:
-        table.add_column(name)
-    for protocol in protocols:
-        row = [protocol]
+    lines = ["| protocol | " + " | ".join(invariants) + " |", "|---" * (len(invariants) + 1) + "|"]
+    for protocol in dict.fromkeys(c.protocol for c in cells):
+        texts = []
         for name in invariants:
             cell = by_key.get((protocol, name))
-            if cell is None:
-                row.append("")
-            elif cell.verdict == Verdict.VIOLATED.value:
-                row.append(f"[red]violated[/] in {cell.length} steps")
-            elif cell.verdict == Verdict.HOLDS.value:
-                row.append(f"[green]holds[/] ({cell.distinct_states:,} states, depth {cell.depth})")
-            else:
-                row.append(f"[yellow]undetermined[/] ({cell.reason})")
-        table.add_row(*row)
-    return table
+            texts.append("" if cell is None else f"**{_text(cell, 'wide')}**" if cell.verdict == "violated"
+                         else _text(cell, "wide"))
+        lines.append(f"| `{protocol}` | " + " | ".join(texts) + " |")
+    lines.append("")
+    lines.append(_CELL_LEGEND["wide"] + ".")
+    lines += ["", *[f"- bounds of {line}" for line in bounds_note(cells)]]
+    stories = [c for c in cells if c.story]
+    if stories:
+        lines += ["", "Stories of the violations:", ""]
+        lines += [f"- `{c.protocol}` / `{c.invariant}`: {c.story}" for c in stories]
+    return "\n".join(lines)
+
+
+CSV_FIELDS = ("protocol", "invariant", "verdict", "length", "distinct_states", "states_generated", "depth",
+              "seconds", "story", "trace_file", "constants")
+
+
+def to_csv(cells: Sequence[Cell]) -> str:
+    buffer = io.StringIO()
+    writer = csv.writer(buffer, lineterminator="\n")
+    writer.writerow(CSV_FIELDS)
+    for cell in cells:
+        data = cell.to_json()
+        data["constants"] = " ".join(f"{k}={v}" for k, v in (cell.constants or {}).items())
+        writer.writerow(["" if data[k] is None else data[k] for k in CSV_FIELDS])
+    return buffer.getvalue()
+
+
+class ProgressLines:
+    """TLC-like progress lines on stderr: one when a search starts, one every ``interval`` seconds
+    during it, one per finished cell. Plain lines, so they read the same in a CI log."""
+
+    def __init__(self, stream: Any = None, interval: float = 10.0) -> None:
+        self.stream = stream or sys.stderr
+        self.interval = interval
+        self._last = time.monotonic()
+
+    def _line(self, text: str) -> None:
+        print(f"{time.strftime('%H:%M:%S')} {text}", file=self.stream, flush=True)
+
+    def search(self, row: str, names: Sequence[str], constants: dict[str, Any]) -> None:
+        bounds = ", ".join(f"{k}={v}" for k, v in constants.items())
+        self._line(f"Checking {row}: {', '.join(names)} in one search ({bounds})")
+        self._last = time.monotonic()
+
+    def __call__(self, p: Progress) -> None:
+        if time.monotonic() - self._last >= self.interval:
+            self._last = time.monotonic()
+            self._line(f"Progress({p.depth}): {p.states_generated:,} states generated, {p.distinct_states:,} distinct "
+                       f"states found, {p.queue:,} states left on queue ({p.seconds:.0f} s).")
+
+    def cell(self, cell: Cell) -> None:
+        self._line(f"  {cell.protocol} / {cell.invariant}: {describe(cell)}")
 
 
 def cmd_matrix(args: argparse.Namespace) -> int:
-    console = Console()
+    from checker.cli import engine_extra
+    from checker.properties import load_properties
+
+    fmt = "json" if args.json else args.format
+    expected = load_expectation(args.expect) if args.expect else None
+    properties = load_properties(args.property)
+    lines = None if args.quiet else ProgressLines(interval=args.progress_every)
+    configurations = []
+
+    def on_search(row: str, names: Sequence[str], constants: dict[str, Any]) -> None:
+        configurations.append(row)
+        if lines is not None:
+            lines.search(row, names, constants)
+
     started = time.monotonic()
-    progress = None
-    if not args.json and not args.quiet:
-        err = Console(stderr=True)
-
-        def progress(cell: Cell) -> None:
-            err.print(f"  {cell.protocol} / {cell.invariant}: {cell.verdict} ({cell.seconds:.1f} s)", highlight=False)
-
     cells = run_matrix(
-        args.model,
-        args.protocol,
-        args.invariant,
-        args.const,
-        args.feature,
-        max_seconds=args.max_seconds,
-        max_states=args.max_states,
-        on_cell=progress,
-        uniform_bounds=args.uniform_bounds,
-        engine=args.engine,
+        args.model, args.protocol, args.invariant, args.const, args.feature,
+        max_seconds=args.max_seconds, max_states=args.max_states, uniform_bounds=args.uniform_bounds,
+        bounds=args.bounds, properties=properties, trace_dir=args.trace_dir, engine=args.engine,
         engine_options=engines.EngineOptions(workers=args.workers, master=args.master,
-                                             extra={} if args.spark_threshold is None else {"threshold": args.spark_threshold}),
+                                             extra=engine_extra(args)),
+        on_cell=lines.cell if lines else None, on_search=on_search, progress=lines,
     )
     elapsed = time.monotonic() - started
-    if args.json:
+    console = Console(highlight=False)
+    if fmt == "json":
         print(json.dumps([c.to_json() for c in cells], indent=2))
+    elif fmt == "csv":
+        sys.stdout.write(to_csv(cells))
+    elif fmt == "markdown":
+        print(to_markdown(cells))
     else:
+        width = console.width
         bounds = ", ".join(args.const) or "model bounds"
         extra = f"; features {', '.join(args.feature)}" if args.feature else ""
-        console.print(render(cells, f"{args.model}: every protocol against every invariant ({bounds}{extra})"))
-        for line in bounds_note(cells):
-            console.print(f"  bounds of {line}", highlight=False)
-        console.print(f"{len(cells)} checks in {elapsed:.1f} s")
+        title = f"{args.model}: every protocol against every invariant ({bounds}{extra})"
+        for line in textwrap.wrap(title, width, break_long_words=False, break_on_hyphens=False):
+            console.print(Text(line, style="bold"), soft_wrap=True)
+        for line in layout(cells, width) + notes(cells, width):
+            text = Text(line)
+            text.highlight_regex(r"\bviolated\b|✗", "red")
+            text.highlight_regex(r"\bholds\b|✓", "green")
+            text.highlight_regex(r"\bundetermined\b", "yellow")
+            console.print(text, soft_wrap=True)
+        how = "one search each" if args.engine in ONE_SEARCH_ENGINES else "stop-at-first searches"
+        console.print(f"{len(cells)} cells from {len(configurations)} configurations ({how}) in {elapsed:.1f} s",
+                      soft_wrap=True)
+    if expected is not None:
+        changes = compare(cells, expected)
+        out = sys.stderr if fmt in ("json", "csv") else sys.stdout
+        if changes:
+            print(f"{len(changes)} cell{'s' if len(changes) != 1 else ''} differ from {args.expect}:", file=out)
+            for change in changes:
+                print(f"  {change}", file=out)
+            return CELLS_CHANGED
+        print(f"every cell matches {args.expect}", file=out)
+        return 0
     if any(c.verdict == Verdict.UNDETERMINED.value for c in cells):
-        return int(ExitCode.UNDETERMINED)
+        return 20
     return 0
 
 
 def add_parser(subparsers: Any, *_: Any) -> argparse.ArgumentParser:
-    from checker.cli import _positive_float, _positive_int  # the command line loads this module lazily
+    # the command line loads this module lazily
+    from checker.cli import FILE_COMPLETION, _positive_float, _positive_int, _workers
 
-    parser = subparsers.add_parser("matrix", help="every protocol version against every invariant, as a table")
+    parser = subparsers.add_parser("matrix", help="every protocol version against every invariant, as a table",
+                                   description="Every protocol version against every invariant. Exit codes: 0 ran (and "
+                                   "matched --expect), 1 a cell differs from --expect, 20 a cell undetermined (without "
+                                   "--expect), 64 usage, 65 unreadable --expect file, 66 missing --expect file.")
     parser.add_argument("model", nargs="?", default="kafka", help="model name (default kafka)")
     parser.add_argument("--protocol", action="append", default=[], metavar="NAME[,FLAG=on|off...]",
                         help="only these rows: a version, optionally with flags switched (e.g. kip-380,kafka-7786-fix=off)")
     parser.add_argument("--invariant", action="append", default=[], metavar="NAME", help="only these invariants")
+    parser.add_argument("--property", action="append", default=[], metavar="MODULE:FUNCTION",
+                        help="also check this function of a state (or of a state and the model) as an invariant; "
+                             "with --property and no --invariant only the properties are checked")
     parser.add_argument("--const", action="append", default=[], metavar="NAME=VALUE", help="set a bound")
     parser.add_argument("--feature", action="append", default=[], metavar="FLAG=on|off",
                         help="switch a feature flag in every version (e.g. unclean=on)")
+    parser.add_argument("--bounds", default=DEFAULT_BOUND_SET, metavar="NAME",
+                        help="the model's named set of per-invariant bounds (default: default)")
     parser.add_argument("--uniform-bounds", action="store_true",
                         help="check every invariant at the model's default bounds (and --const), ignoring the "
                              "per-invariant bounds the model declares for the matrix")
-    parser.add_argument("--max-seconds", type=_positive_float, help="time budget per cell (then: undetermined)")
-    parser.add_argument("--max-states", type=_positive_int, help="distinct-state budget per cell (then: undetermined)")
-    parser.add_argument("--json", action="store_true", help="print a JSON list of cells")
-    parser.add_argument("--quiet", action="store_true", help="no per-cell progress on stderr")
+    parser.add_argument("--max-seconds", type=_positive_float, help="time budget per search (then: undetermined)")
+    parser.add_argument("--max-states", type=_positive_int, help="distinct-state budget per search (then: undetermined)")
+    parser.add_argument("--format", choices=FORMATS, default="table", help="output format (default table)")
+    parser.add_argument("--json", action="store_true", help="the same as --format json")
+    parser.add_argument("--expect", metavar="FILE", help="compare with this verdict table (a saved 'kmc matrix --json'); "
+                        "exit 1 and name the cells that changed").complete = FILE_COMPLETION
+    parser.add_argument("--trace-dir", metavar="DIR", help="save every counterexample here (one JSON trace a violated cell)")
+    parser.add_argument("--quiet", action="store_true", help="no progress lines on stderr")
+    parser.add_argument("--progress-every", type=_positive_float, default=10.0, metavar="SECONDS",
+                        help="seconds between two progress lines during a search (default 10)")
     parser.add_argument("--engine", default="bfs", help="search engine: " + ", ".join(engines.ENGINES))
-    parser.add_argument("--workers", type=int, default=1, help="worker processes (parallel engine)")
+    parser.add_argument("--workers", type=_workers, default=1, help="worker processes (a number, or auto: one a core)")
     parser.add_argument("--master", default="local[*]", help="Spark master URL (spark engine)")
     parser.add_argument("--spark-threshold", type=int, default=None, metavar="N",
                         help="spark engine: run levels locally while the frontier has fewer than N states (default 10000)")

@@ -41,6 +41,11 @@ class SearchOptions:
     progress: Callable[[Progress], None] | None = None
     progress_every: float = 0.5
     keep_graph: bool = False
+    #: count the successors each action generated (``--coverage``; local engine)
+    coverage: bool = False
+    #: without stop_at_first: stop once every safety invariant is violated (``kmc matrix``; local
+    #: and parallel engines; counts then differ from a search that goes on to the end)
+    stop_when_all_found: bool = False
     #: written into every trace header (protocol, features, ...)
     header: dict[str, Any] = field(default_factory=dict)
 

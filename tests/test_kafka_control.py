@@ -209,7 +209,7 @@ def test_matrix_control_cells() -> None:
 ])
 def test_no_fence_stall_liveness_form(capsys, tmp_path, protocol: str, code: int, verdict: str) -> None:
     version, *flags = protocol.split(",")
-    base = ["check", "kafka", "--protocol", version, "--json", "--trace-dir", str(tmp_path)]
+    base = ["check", "kafka", "--protocol", version, "--json", "--trace-dir", str(tmp_path), "-deadlock"]
     for flag in flags:
         base += ["--feature", flag]
     for const in ("records=1", "epochs=1", "crashes=0", "bumps=1", "shutdowns=0", "bounces=1"):
@@ -230,7 +230,8 @@ def test_no_fence_stall_liveness_form(capsys, tmp_path, protocol: str, code: int
 
 
 def test_liveness_is_not_in_the_default_invariants(capsys) -> None:
-    assert main(["check", "kafka", "--protocol", "kip-380", "--json", "--const", "records=0", "--const", "epochs=0"]) == 0
+    assert main(["check", "kafka", "--protocol", "kip-380", "--json", "--const", "records=0", "--const", "epochs=0",
+                 "-deadlock"]) == 0
     out = json.loads(capsys.readouterr().out)
     assert "no-fence-stall-liveness" not in out["invariants"]
     assert out["property_forms"]["no-fence-stall"] == "safety (every reachable state)"

@@ -59,29 +59,37 @@ def test_states_are_valid_and_successors_deterministic() -> None:
         frontier = nxt[:200]
 
 
-def test_default_bounds_truncate_on_fetch_holds() -> None:
+def test_default_bounds_newest_release_holds() -> None:
     inv = for_family("kafka")["log-matching"]
     result = check(build_model("kafka", [], protocol="truncate-on-fetch"), SearchOptions(invariants=[inv]))
     assert result.verdict.value == "holds"
-    assert (result.distinct_states, result.depth) == (115129, 34)
+    assert (result.distinct_states, result.depth) == (131278, 37)
 
 
-def test_default_bounds_kip101_shortest_counterexample() -> None:
+def test_kip_279_scenario_1_is_the_shortest_0_11_0_divergence() -> None:
+    """At records=3 without crashes, 0.11.0's shortest Log Matching counterexample is KIP-279's scenario 1: a
+    preferred election, the old leader back at once, and the follower that led in between keeping the record
+    it wrote because 0.11.0's answer is the start of the next epoch."""
     inv = for_family("kafka")["log-matching"]
-    result = check(build_model("kafka", [], protocol="kip-101"), SearchOptions(invariants=[inv]))
+    result = check(build_model("kafka", ["records=3", "crashes=0"], protocol="0.11.0"), SearchOptions(invariants=[inv]))
     assert result.verdict.value == "violated"
     trace = result.violations[0].trace
     assert trace.length == 17
+    names = [step.action.name for step in trace.steps]
+    assert names[:2] == ["PreferredLeaderElection", "PreferredLeaderElection"] and "ReceiveOffsetsForLeaderEpoch" in names
     assert "below both high watermarks" in trace.explanation
 
 
 def test_matrix_cells() -> None:
-    cells = run_matrix("kafka", constants=["records=1", "epochs=1"], invariants=["log-matching", "committed-durable"])
-    rows = ("hw-truncation", "kip-101", "kip-279", "kip-320", "kip-380", "truncate-on-fetch", "kip-380,kafka-7786-fix=off")
+    cells = run_matrix("kafka", constants=["records=1", "epochs=1"], invariants=["log-matching", "committed-durable"],
+                       uniform_bounds=True)
+    rows = ("0.10.2", "0.11.0", "2.0.0", "2.0.1", "2.1.0", "2.1.1", "2.2.0", "2.8.0", "2.8.1", "3.4.1", "4.1.0",
+            "2.8.0,kafka-9654=off", "4.1.0,unclean=on")
     assert [(c.protocol, c.invariant) for c in cells] == [(p, i) for p in rows for i in ("log-matching", "committed-durable")]
     by_key = {(c.protocol, c.invariant): c for c in cells}
-    assert by_key["hw-truncation", "committed-durable"].verdict == "violated"
-    assert by_key["truncate-on-fetch", "log-matching"].verdict == "holds"
+    assert (by_key["0.10.2", "committed-durable"].verdict, by_key["0.10.2", "committed-durable"].length) == ("violated", 15)
+    assert by_key["0.10.2", "committed-durable"].story.startswith("KIP-101")
+    assert by_key["4.1.0", "log-matching"].verdict == "holds"
     for cell in cells:
         assert (cell.length is None) == (cell.verdict != "violated")
         assert cell.constants["records"] == 1 and cell.constants["bumps"] == 0
@@ -97,7 +105,8 @@ def test_matrix_cells() -> None:
 
 def test_matrix_json_command(capsys) -> None:
     code = main(["matrix", "--json", "--const", "records=1", "--const", "epochs=1",
-                 "--protocol", "hw-truncation", "--protocol", "truncate-on-fetch", "--invariant", "committed-durable"])
+                 "--protocol", "hw-truncation", "--protocol", "truncate-on-fetch", "--invariant", "committed-durable",
+                 "--uniform-bounds"])
     assert code == 0
     rows = json.loads(capsys.readouterr().out)
     assert [r["protocol"] for r in rows] == ["hw-truncation", "truncate-on-fetch"]

@@ -95,12 +95,13 @@ def test_pinned_counts_at_a_second_configuration(module):
 
 def test_cli_end_to_end(capsys, tmp_path):
     argv = ["check", "tla:Kip320", *[a for c in TWO for a in ("--const", c)], "--invariant", "StrongIsr",
-            "--json", "--trace-dir", str(tmp_path)]
+            "--json", "--trace-dir", str(tmp_path), "-deadlock"]  # as TLC was run: deadlock checking off
     code = main(argv)
     data = json.loads(capsys.readouterr().out)
     assert code == 0 and data["verdict"] == "holds"
     assert (data["distinct_states"], data["states_generated"], data["depth"]) == TLC["Kip320"]
-    code = main(["check", "tla:Kip101", "--invariant", "StrongIsr", "--json", "--trace-dir", str(tmp_path)])
+    code = main(["check", "tla:Kip101", "--invariant", "StrongIsr", "--json", "--trace-dir", str(tmp_path),
+                 "-deadlock"])
     data = json.loads(capsys.readouterr().out)
     assert code == 12 and data["verdict"] == "violated" and data["violations"][0]["length"] == 11
 

@@ -157,6 +157,27 @@ class KafkaModel(ClientActions, ControlPlaneActions, DataPlaneActions, Model):
         "no-bounce-stall": ("records=1", "epochs=1", "crashes=0", "bumps=1", "shutdowns=1", "bounces=1"),
         "no-fence-stall": ("records=1", "epochs=2", "crashes=0", "bumps=2"),
     }
+    #: ``kmc matrix --bounds deep``: where rows that hold at the default bounds break with more room (run in
+    #: the benchmark with a time budget, not in CI): three brokers for KIP-320's motivation (a follower
+    #: truncating against a stale leader) and KAFKA-7128; four records for KAFKA-13207's story and KIP-279's
+    #: scenario 1 with more than one record in the returning leader's epoch; three epoch bumps for KAFKA-7786
+    #: after a retry; a crash with the control-plane actions
+    @staticmethod
+    def matrix_bound_sets() -> dict[str, dict[str, tuple[str, ...]]]:
+        deep_data = ("brokers=3", "records=1", "epochs=2", "crashes=1")
+        return {
+            "default": dict(KafkaModel.matrix_bounds),
+            "deep": {
+                **{name: ("records=4", "crashes=0") for name in ("log-matching", "log-matching-all-pairs",
+                                                                 "log-matching-raft")},
+                **{name: deep_data for name in ("committed-durable", "no-uncommitted-below-hw", "replica-sanity")},
+                "no-stale-control-request": ("records=1", "epochs=2", "crashes=1", "bumps=1", "shutdowns=1",
+                                             "bounces=1"),
+                "no-bounce-stall": ("records=1", "epochs=2", "crashes=1", "bumps=1", "shutdowns=1", "bounces=1"),
+                "no-fence-stall": ("records=1", "epochs=3", "crashes=0", "bumps=3"),
+            },
+        }
+
     #: extra rows of the default matrix: what-if rows with one switch changed (KAFKA-9654's fix taken out of
     #: the first truncate-on-fetch release; unclean election allowed in the newest)
     matrix_variants = (("2.8.0", ("kafka-9654=off",)), ("4.1.0", ("unclean=on",)))

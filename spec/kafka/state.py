@@ -253,19 +253,31 @@ def leo(broker: Broker) -> int:
     return len(broker.log)
 
 
+class _Keep:
+    """The default of every ``with_`` parameter: keep the field as it is."""
+
+    __slots__ = ()
+
+    def __repr__(self) -> str:
+        return "<unchanged>"
+
+
+_KEEP = _Keep()
+
+
 def _install_with(cls: type) -> None:
-    """Give ``cls`` a ``with_(**changes)``: a copy with the named fields changed, as ``_replace`` but
-    built positionally from a name -> position table (``_replace`` goes through a keyword dictionary
-    and Python-level ``_make``; this runs several times per successor). An unknown name is a KeyError."""
-    position = {name: i for i, name in enumerate(cls._fields)}
-    new = tuple.__new__
+    """Give ``cls`` a ``with_(**changes)``: a copy with the named fields changed, as ``_replace`` does.
 
-    def with_(self: tuple, **changes: object) -> tuple:
-        values = list(self)
-        for name, value in changes.items():
-            values[position[name]] = value
-        return new(cls, values)
-
+    It is generated once per class with one keyword-only parameter per field (default: keep it), so a call
+    binds its arguments in C and builds the tuple in one expression; ``_replace`` goes through a keyword
+    dictionary and Python-level ``_make``, and this runs several times per successor. An unknown name is a
+    TypeError, as for any function."""
+    fields = cls._fields
+    parameters = ", ".join(f"{name}=_KEEP" for name in fields)
+    values = ", ".join(f"self[{i}] if {name} is _KEEP else {name}" for i, name in enumerate(fields))
+    namespace = {"_KEEP": _KEEP, "_new": tuple.__new__, "cls": cls}
+    exec(f"def with_(self, *, {parameters}):\n    return _new(cls, ({values},))\n", namespace)  # noqa: S102
+    with_ = namespace["with_"]
     with_.__doc__ = f"A copy of this {cls.__name__} with the named fields changed."
     with_.__qualname__ = f"{cls.__name__}.with_"
     cls.with_ = with_

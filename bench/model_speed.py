@@ -1,0 +1,81 @@
+"""The Kafka model's speed against a baseline checkout, side by side in one run.
+
+    git worktree add --detach ../kmc-baseline <commit>
+    python3 bench/model_speed.py --baseline ../kmc-baseline [--rounds 3]
+
+Each workload is a full local-engine search with no invariant, run in a fresh interpreter, alternating
+baseline and current so both see the same machine load. The figure is CPU seconds per state generated
+(the search's own process time), because the two models may not generate the same states; the ratio
+current / baseline is printed per workload with the load average at the start and end. The protocol names
+are the ones both versions know (kip-101 .. truncate-on-fetch are aliases in the release-line model).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import subprocess
+import sys
+
+WORKLOADS = [
+    ("kip-101", ["records=2", "epochs=1", "crashes=1"]),
+    ("kip-320", ["records=2", "epochs=1", "crashes=1"]),
+    ("truncate-on-fetch", ["records=2", "epochs=1", "crashes=1"]),
+    ("kip-380", ["records=1", "epochs=1", "crashes=0", "bumps=1", "shutdowns=1", "bounces=1"]),
+]
+
+CHILD = r"""
+import json, sys, time
+sys.path.insert(0, sys.argv[1])
+from spec.registry import build_model
+from checker.bfs import check
+from checker.search import SearchOptions
+model = build_model("kafka", json.loads(sys.argv[3]), sys.argv[2])
+start = time.process_time()
+result = check(model, SearchOptions(invariants=[]))
+cpu = time.process_time() - start
+print(json.dumps({"distinct": result.distinct_states, "generated": result.states_generated, "cpu": cpu}))
+"""
+
+
+def run(root: str, protocol: str, constants: list[str]) -> dict:
+    out = subprocess.run([sys.executable, "-c", CHILD, os.path.abspath(root), protocol, json.dumps(constants)],
+                         capture_output=True, text=True, check=True, cwd=os.path.abspath(root))
+    return json.loads(out.stdout)
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--baseline", required=True, help="a checkout of the baseline commit")
+    parser.add_argument("--current", default=os.path.join(os.path.dirname(__file__), ".."))
+    parser.add_argument("--rounds", type=int, default=3)
+    parser.add_argument("--json", metavar="FILE", help="also write the figures here")
+    args = parser.parse_args()
+    if not os.path.isdir(os.path.join(args.baseline, "spec")):
+        print(f"model_speed: {args.baseline} is not a kmc checkout (no spec/ in it)", file=sys.stderr)
+        return 66
+    load_start = os.getloadavg()
+    rows = []
+    for protocol, constants in WORKLOADS:
+        base, cur = [], []
+        for _ in range(args.rounds):
+            base.append(run(args.baseline, protocol, constants))
+            cur.append(run(args.current, protocol, constants))
+        b = sum(r["cpu"] for r in base) / sum(r["generated"] for r in base)
+        c = sum(r["cpu"] for r in cur) / sum(r["generated"] for r in cur)
+        rows.append({"protocol": protocol, "constants": constants, "baseline_generated": base[0]["generated"],
+                     "current_generated": cur[0]["generated"], "baseline_us_per_state": b * 1e6,
+                     "current_us_per_state": c * 1e6, "ratio": c / b})
+        print(f"{protocol:18} {' '.join(constants):52} baseline {b * 1e6:6.2f} us/state ({base[0]['generated']:,} "
+              f"generated)  current {c * 1e6:6.2f} us/state ({cur[0]['generated']:,})  current/baseline {c / b:.2f}")
+    load_end = os.getloadavg()
+    print(f"load average at start {load_start[0]:.2f}, at end {load_end[0]:.2f}; {args.rounds} rounds, alternating")
+    if args.json:
+        with open(args.json, "w") as f:
+            json.dump({"rows": rows, "load_start": load_start, "load_end": load_end, "rounds": args.rounds}, f, indent=1)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,212 @@
+"""TLC's habits on kmc's command line: --version, python -m checker, shell completion, --workers
+auto, the deadlock check on by default (-deadlock turns it off), the fingerprint collision
+estimates, --coverage, out-degree, liveness time in "Finished in", simulate's rate, exit 66 for a
+missing input."""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from checker import cli, engines
+from checker.cli import main
+from checker.result import collision_estimates
+from checker.search import SearchOptions
+from invariants.base import LIVENESS, Invariant
+from spec.registry import build_model
+from tests import toy_matrix
+
+ROOT = Path(__file__).resolve().parent.parent
+TOY = toy_matrix.NAME
+
+
+def run(capsys, *argv):
+    code = main([str(a) for a in argv])
+    out, err = capsys.readouterr()
+    return code, out, err
+
+
+def one_line(err: str) -> str:
+    lines = [line for line in err.splitlines() if line.strip()]
+    assert len(lines) == 1 and "Traceback" not in err, err
+    return lines[0]
+
+
+def reachable(model) -> tuple[set, int, list[int]]:
+    """States, states generated and out-degrees by a plain breadth-first search (the test's own)."""
+    inits = list(model.init_states())
+    seen, frontier, generated, degrees = set(inits), list(inits), len(inits), []
+    while frontier:
+        nxt = []
+        for state in frontier:
+            succs = list(model.successors(state))
+            degrees.append(len(succs))
+            generated += len(succs)
+            for _, succ in succs:
+                if succ not in seen:
+                    seen.add(succ)
+                    nxt.append(succ)
+        frontier = nxt
+    return seen, generated, degrees
+
+
+def test_version(capsys):
+    code, out, err = run(capsys, "--version")
+    assert code == 0 and out.strip().startswith("kmc ") and out.strip().split()[1][0].isdigit() and err == ""
+
+
+def test_python_dash_m_checker_is_the_same_command():
+    done = subprocess.run([sys.executable, "-m", "checker", "--version"], cwd=ROOT, capture_output=True, text=True,
+                          timeout=60)
+    assert done.returncode == 0 and done.stdout.startswith("kmc ")
+
+
+def test_usage_errors_have_one_prefix(capsys):
+    code, _, err = run(capsys, "--bogus")
+    assert code == 64 and one_line(err).count("kmc:") == 1
+    code, _, err = run(capsys, "check", "two-phase", "--workers", "many")
+    assert code == 64 and "positive integer or auto" in one_line(err)
+
+
+@pytest.mark.parametrize("shell", ["bash", "zsh"])
+def test_completion_scripts(capsys, shell):
+    pytest.importorskip("shtab")
+    code, out, _ = run(capsys, "completion", shell)
+    assert code == 0
+    for word in ("check", "matrix", "simulate", "--coverage", "--property", "--expect"):
+        assert word in out, word
+
+
+def test_workers_auto_is_one_a_core(capsys):
+    parser = cli.build_parser()
+    assert parser.parse_args(["check", "two-phase", "--workers", "auto"]).workers == (os.cpu_count() or 1)
+    counts = []
+    for workers in ("auto", "1"):
+        code, out, _ = run(capsys, "check", "two-phase", "--const", "RM=4", "--workers", workers, "--json")
+        data = json.loads(out)
+        counts.append((code, data["distinct_states"], data["states_generated"], data["depth"]))
+    assert counts[0] == counts[1] and counts[0][:2] == (0, 1568)
+
+
+# -- deadlock, as TLC -----------------------------------------------------------------------------------
+def test_deadlock_is_checked_by_default_and_minus_deadlock_turns_it_off(capsys, tmp_path):
+    # the toy model stops when both counters reach N: a deadlock
+    base = ["check", TOY, "--invariant", "bounded", "--json", "--trace-dir", tmp_path]
+    code, out, _ = run(capsys, *base)
+    data = json.loads(out)
+    assert code == 11 and data["violations"][0]["kind"] == "deadlock"
+    for off in ("-deadlock", "--no-deadlock"):
+        code, out, _ = run(capsys, *base, off)
+        assert code == 0 and json.loads(out)["verdict"] == "holds"
+    code, out, err = run(capsys, *base, "--deadlock")  # the old flag: still checks, says it is deprecated
+    assert code == 11 and "--deadlock is deprecated" in one_line(err)
+    code, _, err = run(capsys, *base, "--deadlock", "-deadlock")
+    assert code == 64 and "contradict" in one_line(err)
+
+
+# -- statistics after every check -------------------------------------------------------------------------
+def test_collision_estimates_are_tlcs(capsys):
+    code, out, _ = run(capsys, "check", "two-phase", "--const", "RM=3", "--json")
+    data = json.loads(out)
+    n, g = data["distinct_states"], data["states_generated"]
+    assert data["fingerprint_collision"]["optimistic"] == pytest.approx(n * (g - n) / 2**64)
+    states, generated, _ = reachable(build_model("two-phase", ["RM=3"]))
+    assert (len(states), generated) == (n, g)
+    fps = np.sort(np.array([hash(s) for s in states], dtype=np.int64))
+    smallest = min(int(b) - int(a) for a, b in zip(fps[:-1].tolist(), fps[1:].tolist(), strict=True))
+    assert data["fingerprint_collision"]["observed"] == pytest.approx(1 / smallest)
+    code, out, _ = run(capsys, "check", "two-phase", "--const", "RM=3")
+    assert "calculated (optimistic):  val = " in out and "based on the actual fingerprints:  val = " in out
+    # the parallel engine keeps no fingerprint set in one place: the optimistic estimate only
+    code, out, _ = run(capsys, "check", "two-phase", "--const", "RM=3", "--workers", "2", "--json")
+    data = json.loads(out)
+    assert data["fingerprint_collision"] == {"optimistic": pytest.approx(n * (g - n) / 2**64), "observed": None}
+
+
+def test_collision_estimate_handles_the_whole_signed_range():
+    fps = np.array([-(2**63) + 1, -5, 7, 2**63 - 1], dtype=np.int64)
+    assert collision_estimates(4, 10, fps).observed == pytest.approx(1 / 12)
+    assert collision_estimates(1, 1, fps[:1]).observed is None
+    assert collision_estimates(10, 4).optimistic == 0.0
+
+
+def test_out_degree(capsys):
+    code, out, _ = run(capsys, "check", "two-phase", "--const", "RM=3", "--json")
+    degree = json.loads(out)["out_degree"]
+    _, _, degrees = reachable(build_model("two-phase", ["RM=3"]))
+    assert (degree["minimum"], degree["maximum"]) == (min(degrees), max(degrees))
+    assert degree["mean"] == pytest.approx(sum(degrees) / len(degrees), abs=1e-3)
+    p95 = sorted(degrees)[math.ceil(0.95 * len(degrees)) - 1]
+    assert degree["percentile_95"] == p95
+    code, out, _ = run(capsys, "check", "two-phase", "--const", "RM=3")
+    assert f"(minimum is {min(degrees)}, the maximum {max(degrees)} and the 95th percentile is {p95})" in out
+
+
+@pytest.mark.parametrize("argv, model", [
+    (["two-phase", "--const", "RM=3"], build_model("two-phase", ["RM=3"])),
+    (["two-phase", "--const", "RM=4", "--continue"], build_model("two-phase", ["RM=4"])),
+    ([TOY, "--protocol", "v2", "--invariant", "bounded"], build_model(TOY, [], "v2")),
+])
+def test_coverage_counts_sum_to_states_generated_minus_initial_states(capsys, argv, model):
+    code, out, _ = run(capsys, "check", *argv, "--coverage", "--json", "-deadlock")
+    data = json.loads(out)
+    assert code == 0
+    assert sum(item["count"] for item in data["coverage"]) == data["states_generated"] - len(model.init_states())
+    assert all(item["count"] > 0 for item in data["coverage"])
+    if argv[0] == TOY:  # v2 never increments y, so never resets either
+        assert data["never_fired"] == ["IncY", "Reset"]
+        assert [item["action"] for item in data["coverage"]] == ["IncX"]
+    else:  # TMCommit, TMAbort and five actions per resource manager, all fired
+        assert data["never_fired"] == [] and len(data["coverage"]) == 2 + 5 * model.rm
+    code, out, _ = run(capsys, "check", *argv, "--coverage", "-deadlock")
+    assert "Coverage: successors generated by each action" in out and "Actions that never fired:" in out
+
+
+def test_coverage_refuses_other_engines(capsys):
+    code, _, err = run(capsys, "check", "two-phase", "--coverage", "--workers", "2")
+    assert code == 64 and "--coverage" in one_line(err)
+
+
+def test_liveness_time_is_in_finished_in(monkeypatch):
+    def slow_liveness(model, options, result, properties):
+        time.sleep(0.3)
+        return result
+
+    monkeypatch.setattr(engines, "add_liveness", slow_liveness)
+    prop = Invariant("eventually", "a liveness property", None, kind=LIVENESS)
+    model = build_model("two-phase", ["RM=2"])
+    result = cli.run_search(model, SearchOptions(invariants=[prop]), "bfs", engines.EngineOptions())
+    assert result.seconds >= 0.3
+
+
+def test_simulate_reports_states_generated_per_second(capsys):
+    code, out, _ = run(capsys, "simulate", "two-phase", "--walks", "50")
+    assert code == 20
+    finished = next(line for line in out.splitlines() if line.startswith("Finished in"))
+    assert "states generated/s" in finished and "distinct states/s" not in finished
+
+
+# -- missing inputs: 66 -------------------------------------------------------------------------------------
+def test_missing_inputs_exit_66(capsys, tmp_path):
+    for argv in (["check", "two-phase", "--resume", tmp_path / "nope.ckpt"],
+                 ["matrix", TOY, "--quiet", "--expect", tmp_path / "nope.json"],
+                 ["check", "two-phase", "--property", f"{tmp_path / 'nope.py'}:f"]):
+        code, _, err = run(capsys, *argv)
+        assert code == 66, argv
+        assert one_line(err).startswith("kmc: error:")
+
+
+def test_check_writes_progress_lines_when_stderr_is_not_a_terminal(capsys, monkeypatch):
+    monkeypatch.setattr(cli, "PROGRESS_LINE_EVERY", 0.0)
+    code, _, err = run(capsys, "check", "two-phase", "--const", "RM=3")
+    assert code == 0 and "Progress(" in err and "distinct states found" in err
+    code, _, err = run(capsys, "check", "two-phase", "--const", "RM=3", "--quiet")
+    assert err == ""
