@@ -181,6 +181,9 @@ class KafkaModel(ClientActions, ControlPlaneActions, DataPlaneActions, Model):
     #: extra rows of the default matrix: what-if rows with one switch changed (KAFKA-9654's fix taken out of
     #: the first truncate-on-fetch release; unclean election allowed in the newest)
     matrix_variants = (("2.8.0", ("kafka-9654=off",)), ("4.1.0", ("unclean=on",)))
+    #: the client properties (``invariants.kafka_clients``) are vacuous without clients (the default bounds):
+    #: not default columns; ``kmc matrix --invariant no-silent-skip --const consumers=1 ...`` checks them
+    matrix_excluded = ("acknowledged-durable", "no-silent-skip", "consumed-stays")
     #: broker ids are interchangeable: ``--symmetry`` (see spec.kafka.symmetry)
     has_symmetry = True
 
