@@ -211,3 +211,17 @@ def test_kafka_13141_loses_an_acks_all_write_in_2_8_0_only(protocol):
         assert result.trace.states[-1].acked == ((0, 1, 2),)
     else:
         assert (result.outcome, result.step) == ("blocked", 10), "KAFKA-13141's fix: the HW cannot pass m2"
+
+
+def test_canonical_with_a_consumer_is_exact():
+    """``--symmetry`` with consumers: the canonical state is the same for every renaming of the brokers."""
+    model = build_model("kafka", ["records=1", "epochs=2", "consumers=1"], "2.2.0")
+    frontier, seen = list(model.init_states()), []
+    while frontier and len(seen) < 2000:
+        state = frontier.pop()
+        seen.append(state)
+        frontier.extend(t for _, t in model.successors(state))
+    for state in random.Random(3).sample(seen, 80):
+        canon = model.canonical(state)
+        orbit = {kafka_symmetry.permute(state, perm) for perm in permutations(range(2))}
+        assert canon in orbit and all(model.canonical(image) == canon for image in orbit)
