@@ -26,6 +26,7 @@ What a model may declare for the matrix (all optional, read through the model ob
   ``--const``, for properties whose counterexamples need actions the default bounds leave out;
 * ``matrix_bound_sets()``: named sets of such bounds (``--bounds NAME``); without it the only set
   is ``default``, which is ``matrix_bounds``;
+* ``matrix_excluded``: invariants left out of the default columns (``--invariant`` still checks them);
 * ``matrix_story(protocol, invariant, trace)``: a one-line name of the KIP or JIRA story a violated
   cell's counterexample is an instance of (None: no story); ``protocol`` is the row label.
 
@@ -288,7 +289,12 @@ def run_matrix(
             if prop.name in available:
                 raise UsageError(f"--property {prop.spec}: the name {prop.name!r} is a built-in invariant of {model_name}; "
                                  "rename the function")
-        names = list(invariants) or ([] if properties else [k for k, v in available.items() if v.default])
+        # a model may leave invariants out of its default columns (``matrix_excluded``: ones that are vacuous at the
+        # default bounds, such as Kafka's client properties without clients), and an invariant may be checked by
+        # name only (``Invariant.default``); ``--invariant`` still names them
+        excluded = set(getattr(model, "matrix_excluded", ()))
+        names = list(invariants) or ([] if properties else [k for k, v in available.items()
+                                                            if v.default and k not in excluded])
         names += [p.name for p in properties]
         sets = bound_sets(model)
         if bounds not in sets:

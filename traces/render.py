@@ -306,6 +306,11 @@ def legend(trace: Trace, show_hidden: bool = False) -> list[str]:
         ghosts = []
         for cls in _record_types(trace):
             names = [n for n in cls._fields if n in field_set(cls, "GHOST_FIELDS")]
+            if cls is root:  # a state field with a default (a model's optional part, e.g. Kafka's clients) that
+                # no state of the trace changes from it is not part of this trace's story
+                defaults = getattr(root, "_field_defaults", {})
+                names = [n for n in names if n not in defaults
+                         or any(getattr(state, n) != defaults[n] for state in trace.states)]
             if names:
                 ghosts.append(", ".join(names) if cls is root else f"{', '.join(names)} of {cls.__name__}")
         parts = []

@@ -80,8 +80,10 @@ from __future__ import annotations
 
 from typing import Any
 
+from checker.errors import UsageError
 from invariants.registry import add_family
-from spec.kafka.model import DEFAULTS, KafkaModel
+from spec.kafka.clients import ACKS_VALUES
+from spec.kafka.model import CLIENT_DEFAULTS, DEFAULTS, KafkaModel
 from spec.kafka.protocols import DEFAULT_PROTOCOL, FLAG_ALIASES, FLAGS, PROTOCOL_ALIASES, RELEASES, resolve
 from spec.kafka.rules import rule_rows
 from spec.registry import Constant, ModelInfo, register
@@ -89,7 +91,7 @@ from spec.registry import Constant, ModelInfo, register
 __all__ = ["KafkaModel", "build", "INFO"]
 
 add_family("kafka", "invariants.kafka_log_matching", "invariants.kafka_durability", "invariants.kafka_sanity",
-           "invariants.kafka_control")
+           "invariants.kafka_control", "invariants.kafka_clients")
 
 
 def build(constants: dict[str, Any], protocol: str = DEFAULT_PROTOCOL, features: dict[str, bool] | None = None):
@@ -105,7 +107,16 @@ def build(constants: dict[str, Any], protocol: str = DEFAULT_PROTOCOL, features:
         losses=constants.get("losses", DEFAULTS["losses"]),
         protocol=protocol,
         features=resolve(protocol, features),
+        acks=_acks(constants.get("acks", CLIENT_DEFAULTS["acks"])),
+        min_isr=constants.get("min_isr", CLIENT_DEFAULTS["min_isr"]),
+        consumers=constants.get("consumers", CLIENT_DEFAULTS["consumers"]),
     )
+
+
+def _acks(value: int) -> int:
+    if value not in ACKS_VALUES:
+        raise UsageError(f"acks={value} is not a producer acks setting; use acks=0, acks=1 or acks=-1 (all)")
+    return value
 
 
 INFO = register(
@@ -127,6 +138,11 @@ INFO = register(
                      minimum=0, maximum=8),
             Constant("losses", DEFAULTS["losses"], "control requests lost in a controller failover (a newer one to the "
                      "same broker still queued), at most", int, minimum=0, maximum=8),
+            Constant("acks", CLIENT_DEFAULTS["acks"], "the producer's acks: 0 none recorded, 1 on append, -1 all (once "
+                     "the HW passes the record)", int, minimum=-1, maximum=1),
+            Constant("min_isr", CLIENT_DEFAULTS["min_isr"], "min.insync.replicas (acks=-1 only)", int, minimum=1,
+                     maximum=5),
+            Constant("consumers", CLIENT_DEFAULTS["consumers"], "consumers of the partition", int, minimum=0, maximum=3),
         ),
         build=build,
         protocols={r.name: r.summary for r in RELEASES},

@@ -105,6 +105,7 @@ from typing import Any
 
 from spec.kafka.actions_control import ControlPlaneActions, channel_order
 from spec.kafka.actions_data import DataPlaneActions, busy
+from spec.kafka.clients import ACKS_NONE, ClientActions, new_consumer
 from spec.kafka.protocols import DEFAULT_PROTOCOL, Features, resolve
 from spec.kafka.state import (
     CONTROLLED_SHUTDOWN,
@@ -131,9 +132,12 @@ from spec.model import Action, Model
 #: default bounds (see spec.kafka.__init__ for why they are large enough)
 DEFAULTS = {"brokers": 2, "records": 2, "epochs": 2, "crashes": 1, "inflight": 0, "bumps": 0, "shutdowns": 0, "bounces": 0,
             "losses": 0}
+#: the clients' constants (``spec.kafka.clients``); at these defaults there is no client and the state space
+#: is the replica-only one. A model lists them in its constants only when they differ from these
+CLIENT_DEFAULTS = {"acks": ACKS_NONE, "min_isr": 1, "consumers": 0}
 
 
-class KafkaModel(ControlPlaneActions, DataPlaneActions, Model):
+class KafkaModel(ClientActions, ControlPlaneActions, DataPlaneActions, Model):
     """The model: bounds, feature switches and action tables, and the next-state relation
     (``successors``: controller actions, each broker's own actions, message deliveries). The action
     families are in ``spec.kafka.actions_control`` and ``spec.kafka.actions_data``."""
@@ -181,6 +185,9 @@ class KafkaModel(ControlPlaneActions, DataPlaneActions, Model):
     #: down past the crash bound): those are the bounds, not the protocol, so ``kmc check kafka`` checks deadlock
     #: only with ``--deadlock``
     deadlock_by_default = False
+    #: the client properties (``invariants.kafka_clients``) are vacuous without clients (the default bounds):
+    #: not default columns; ``kmc matrix --invariant no-silent-skip --const consumers=1 ...`` checks them
+    matrix_excluded = ("acknowledged-durable", "no-silent-skip", "consumed-stays")
     #: broker ids are interchangeable: ``--symmetry`` (see spec.kafka.symmetry)
     has_symmetry = True
 
@@ -197,6 +204,9 @@ class KafkaModel(ControlPlaneActions, DataPlaneActions, Model):
         losses: int = 0,
         protocol: str = DEFAULT_PROTOCOL,
         features: Features | None = None,
+        acks: int = ACKS_NONE,
+        min_isr: int = 1,
+        consumers: int = 0,
     ) -> None:
         self.n = brokers
         self.max_records = records
@@ -212,6 +222,8 @@ class KafkaModel(ControlPlaneActions, DataPlaneActions, Model):
         self.constants = {"brokers": brokers, "records": records, "epochs": epochs, "crashes": crashes,
                           "inflight": inflight, "bumps": bumps, "shutdowns": shutdowns, "bounces": bounces,
                           "losses": losses}
+        clients = {"acks": acks, "min_isr": min_isr, "consumers": consumers}
+        self.constants.update({k: v for k, v in clients.items() if v != CLIENT_DEFAULTS[k]})
         f = self.features
         self._fencing = f.leader_epoch_fencing
         self._send_epoch = f.leader_epoch_fencing
@@ -259,6 +271,7 @@ class KafkaModel(ControlPlaneActions, DataPlaneActions, Model):
         self._process_shutdown = table("ProcessControlledShutdown", "broker", "leader")
         self._deliver = [[a("DeliverLeaderAndIsr", (("broker", b), ("epoch", e))) for e in range(epochs + 1)]
                          for b in ids]
+        self._init_clients(acks, min_isr, consumers)
 
     # -- the model interface -------------------------------------------------------------------------
     def state_types(self) -> tuple[type, ...]:
@@ -286,7 +299,8 @@ class KafkaModel(ControlPlaneActions, DataPlaneActions, Model):
         follower = leader.with_(cache=(), fetch=FETCHING, remote=(), reconciled=-1)
         controller = Controller(leader=0, epoch=0, isr=isr, registered=(0,) * n)
         return [KafkaState(brokers=(leader,) + (follower,) * (n - 1), controller=controller, network=(), produced=0,
-                           crashes=0, bumps=0, shutdowns=0, bounces=0, losses=0, committed=())]
+                           crashes=0, bumps=0, shutdowns=0, bounces=0, losses=0, committed=(), acked=(),
+                           consumers=(new_consumer(),) * self.n_consumers)]
 
     def successors(self, s: KafkaState) -> list[tuple[Action, KafkaState]]:
         # one list, filled in order by each family (no nested generators: this is the hot path)
@@ -295,6 +309,8 @@ class KafkaModel(ControlPlaneActions, DataPlaneActions, Model):
         for i in range(self.n):
             self._broker_actions(s, i, out)
         self._deliveries(s, out)
+        if self.n_consumers:
+            self._consumer_actions(s, out)
         return out
 
     # -- one broker's own actions -------------------------------------------------------------------

@@ -48,6 +48,7 @@ class Features:
     kafka_18991: bool = False  # 3.9.1 / 4.0.1 / 4.1.0
     unclean: bool = False  # configuration: unclean.leader.election.enable
     lossy_crash: bool = False  # fault: a crash loses the unflushed tail of the log
+    consumer_truncation_detection: bool = False  # KIP-320 consumer side, KAFKA-7747 (2.3.0)
 
     def flag(self, name: str) -> bool:
         return bool(getattr(self, _field_name(name)))
@@ -105,6 +106,8 @@ FLAGS: dict[str, str] = {
     "kafka-18991": "KAFKA-18991: a fetch answer is used only if its request's leader epoch is the fetch state's",
     "unclean": "configuration: unclean leader election from any live replica when no ISR member lives",
     "lossy-crash": "fault: a crash may lose the unflushed tail of the log (KIP-101's second scenario)",
+    "consumer-truncation-detection": "KIP-320 (consumer, KAFKA-7747): after a leader change a consumer validates its "
+                                     "position with OffsetsForLeaderEpoch and surfaces a truncation",
 }
 assert set(FLAGS) == {f.name.replace("_", "-") for f in fields(Features)}
 
@@ -123,7 +126,8 @@ _2_0_1 = replace(_2_0_0, kafka_7415=True, kafka_7128=True, kafka_7164=True)
 _2_1_0 = replace(_2_0_1, leader_epoch_fencing=True, fenced_removes_partition=True)
 _2_1_1 = replace(_2_1_0, kafka_7786_fix=True)
 _2_2_0 = replace(_2_1_1, reject_stale_broker_epoch=True, reject_stale_shutdown=True, detect_bounced_broker=True)
-_2_8_0 = replace(_2_2_0, offsets_for_leader_epoch=False, truncate_on_fetch=True, kafka_9654=True, kafka_10706_fix=True)
+_2_8_0 = replace(_2_2_0, offsets_for_leader_epoch=False, truncate_on_fetch=True, kafka_9654=True, kafka_10706_fix=True,
+                 consumer_truncation_detection=True)
 _2_8_1 = replace(_2_8_0, kafka_13141=True, kafka_13207=True)
 _3_4_1 = replace(_2_8_1, kafka_14704=True)
 _4_1_0 = replace(_3_4_1, kafka_18991=True)
@@ -148,7 +152,8 @@ RELEASES: tuple[Release, ...] = (
             "(KAFKA-7786)", _2_1_0),
     Release("2.1.1", "2.1.0 with KAFKA-7786's fix", _2_1_1),
     Release("2.2.0", "KIP-380: broker epochs in control requests, stale ones rejected; bounced brokers detected",
-            _2_2_0, "2.2.x to 2.7.x as far as the model can tell (KAFKA-9654 in 2.5.0 matters only from 2.8.0)"),
+            _2_2_0, "2.2.x to 2.7.x as far as the model can tell (KAFKA-9654 in 2.5.0 matters only from 2.8.0); "
+            "with consumers, 2.2.x only (2.3.0's consumer validates its position: consumer-truncation-detection)"),
     Release("2.8.0", "KAFKA-10554: truncation on fetch (the fetch carries the last fetched epoch)", _2_8_0),
     Release("2.8.1", "2.8.0 with KAFKA-13141 and KAFKA-13207", _2_8_1, "2.8.2, 3.0.x to 3.4.0"),
     Release("3.4.1", "KAFKA-14704: a diverging answer's HW is taken only after the truncation", _3_4_1,
@@ -205,6 +210,7 @@ REQUIRES: dict[str, tuple[str, object]] = {
     "kafka-13207": ("truncate-on-fetch (2.8.0+)", lambda f: f.truncate_on_fetch),
     "kafka-14704": ("truncate-on-fetch (2.8.0+)", lambda f: f.truncate_on_fetch),
     "kafka-18991": ("truncate-on-fetch (2.8.0+)", lambda f: f.truncate_on_fetch),
+    "consumer-truncation-detection": ("leader-epoch-fencing (KIP-320)", lambda f: f.leader_epoch_fencing),
 }
 
 

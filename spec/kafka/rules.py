@@ -146,6 +146,34 @@ RULES: tuple[Rule, ...] = (
     Rule("a crash loses the unflushed tail of the log", "-", "0.10.2", "every release (a fault, not a rule)",
          "core/src/main/scala/kafka/log/Log.scala recovery (the unflushed suffix is gone after a power loss)",
          "actions_control._crash_state (CrashLosingTail)", flag="lossy-crash"),
+    # -- clients (spec.kafka.clients; off unless the bounds acks, consumers switch them on) ----------------------
+    Rule("a consumer after a leader change validates its position with OffsetsForLeaderEpoch (last consumed epoch); "
+         "an end offset below it is a truncation, reset to it or LogTruncationException", "KIP-320 (KAFKA-7747)",
+         "2.3.0", "2.3.0 and later (409fabc5610; the 2.1.0 and 2.2.0 consumers have no validation: their Fetcher.java "
+         "has no OffsetsForLeaderEpoch or LogTruncationException)",
+         "2.3.0 clients/src/main/java/org/apache/kafka/clients/consumer/internals/Fetcher.java validateOffsetsIfNeeded, "
+         "validateOffsetsAsync; SubscriptionState.java maybeValidatePosition, maybeCompleteValidation",
+         "clients._metadata_state, _validate_state", flag="consumer-truncation-detection",
+         abstraction="the model's rows have it from 2.8.0 (the 2.2.0 row stands for 2.2.x when consumers are on); "
+                     "a reset policy is assumed (the position moves to the end offset; without one the same state "
+                     "with LogTruncationException raised); the consumer's fetch is fenced by its epoch from then on"),
+    Rule("producer acks=1: the leader acknowledges on append", "-", "0.10.2", "every release",
+         f"2.1.0 {_S}ReplicaManager.scala appendRecords, delayedProduceRequestRequired (requiredAcks == -1 only)",
+         "clients._produce_action (bound acks=1)"),
+    Rule("producer acks=all: refused with NOT_ENOUGH_REPLICAS when the ISR is below min.insync.replicas; "
+         "acknowledged once the leader's HW passes the record with the ISR still at min.insync.replicas",
+         "-", "0.10.2", "every release", f"0.10.2.2 and 2.1.0 {_C}Partition.scala appendRecordsToLeader "
+         f"(inSyncSize < minIsr && requiredAcks == -1), checkEnoughReplicasReachOffset; {_S}DelayedProduce.scala "
+         "tryComplete", "clients._produce_action, _advance_hw_action (bounds acks=-1, min_isr)",
+         abstraction="acknowledged at the AdvanceHighWatermark step of the leader of the record's epoch; a record "
+                     "appended before a BumpLeaderEpoch that kept its leader is never acknowledged (Kafka would)"),
+    Rule("a consumer reads from the leader it believes in, only below the HW; beyond the LEO (OFFSET_OUT_OF_RANGE) "
+         "it resets to the latest offset (auto.offset.reset)", "-", "0.10.2", "every release",
+         f"2.1.0 {_S}ReplicaManager.scala fetchMessages (FetchHighWatermark for a consumer); 2.2.0 clients/src/main/"
+         "java/org/apache/kafka/clients/consumer/internals/Fetcher.java parseCompletedFetch (OFFSET_OUT_OF_RANGE: "
+         "requestOffsetReset)", "clients._consumer_fetch_state, _metadata_state",
+         abstraction="a fetch and its answer are one step and return every record up to the HW; metadata is the "
+                     "controller's (leader, epoch); the reset goes to the leader's HW (auto.offset.reset=latest)"),
     # -- shared by every release, with the model's abstractions ------------------------------------------------
     Rule("a follower's HW is min(leader HW, its LEO) after each fetch (it may go down)", "-", "0.10.2", "every release",
          f"0.10.2.2 {_S}ReplicaFetcherThread.scala processPartitionData; 2.8.0 Log.updateHighWatermark",

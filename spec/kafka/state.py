@@ -188,6 +188,23 @@ class OffsetsResponse(NamedTuple):
 Message = LeaderAndIsr | StopReplica | ControlledShutdown | FetchRequest | FetchResponse | OffsetsRequest | OffsetsResponse
 
 
+class Consumer(NamedTuple):
+    """A consumer of the partition (``spec.kafka.clients``): where it reads and what it believes."""
+
+    leader: int  # the leader it believes in (its metadata), -1: none known
+    epoch: int  # that leader's epoch as its metadata says (-1: unknown)
+    position: int  # the offset of the next record it reads
+    last_epoch: int  # the epoch of the last record it consumed (-1: none); KIP-320's offsetEpoch
+    validating: bool  # 2.3+ (KIP-320): its position awaits validation with OffsetsForLeaderEpoch
+    #: ghosts (read by invariants only): what it consumed, ((offset, epoch, ident), ...) in order; whether it
+    #: moved its position past records it did not read without a reset it knows of (a silent skip); whether
+    #: it surfaced a truncation or reset (LogTruncationException, or auto.offset.reset logged)
+    consumed: tuple[tuple[int, int, int], ...]
+    skipped: bool
+    surfaced: int
+    GHOST_FIELDS = ("consumed", "skipped", "surfaced")
+
+
 class KafkaState(NamedTuple):
     brokers: tuple[Broker, ...]
     controller: Controller
@@ -200,12 +217,19 @@ class KafkaState(NamedTuple):
     losses: int  # control requests lost so far (bounded by max_losses)
     #: ghost: (offset, epoch, ident) of every record a leader's HW has passed, sorted
     committed: tuple[tuple[int, int, int], ...]
+    # -- clients (``spec.kafka.clients``; empty unless the bounds switch them on, so a state without clients
+    # -- is the replica-only state) --
+    #: ghost: (offset, epoch, ident) of every record a producer was told is written (acks=1: on append,
+    #: acks=all: once the HW passed it), sorted
+    acked: tuple[tuple[int, int, int], ...] = ()
+    #: the consumers (bound ``consumers``), by id
+    consumers: tuple[Consumer, ...] = ()
     #: how traces show and exchange the fields (read by ``traces`` only, never by the checker):
     #: ``kmc trace show`` hides bound counters and ghosts unless ``--all``; ITF writes a sorted tuple
     #: that stands for a set as ``#set`` and a tuple indexed by broker id as ``#map``
     BOOKKEEPING_FIELDS = ("produced", "crashes", "bumps", "shutdowns", "bounces", "losses")
-    GHOST_FIELDS = ("committed",)
-    SET_FIELDS = ("network", "committed")
+    GHOST_FIELDS = ("committed", "acked")
+    SET_FIELDS = ("network", "committed", "acked")
     MAP_FIELDS = ("brokers",)
 
 
@@ -221,6 +245,7 @@ STATE_TYPES: tuple[type, ...] = (
     FetchResponse,
     OffsetsRequest,
     OffsetsResponse,
+    Consumer,
 )
 
 

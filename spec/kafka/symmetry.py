@@ -21,7 +21,8 @@ from checker.symmetry import Perm, canonicalize, reindex, rename
 from spec.kafka.state import KafkaState
 
 _tuple_new = tuple.__new__
-_BROKERS, _CONTROLLER, _NETWORK = (KafkaState._fields.index(name) for name in ("brokers", "controller", "network"))
+_BROKERS, _CONTROLLER, _NETWORK, _CONSUMERS = (KafkaState._fields.index(name)
+                                               for name in ("brokers", "controller", "network", "consumers"))
 
 #: field names that hold a broker id (-1: none), a sorted tuple of broker ids, or a tuple indexed by
 #: broker id, in any state, broker, controller or message NamedTuple; every other field is id-free
@@ -85,6 +86,8 @@ def permute(s: KafkaState, perm: Perm) -> KafkaState:
     network = tuple(sorted([_rename_fields(m, perm) for m in s.network]))
     items = list(s)
     items[_BROKERS], items[_CONTROLLER], items[_NETWORK] = tuple(brokers), _rename_fields(s.controller, perm), network
+    if s.consumers:  # a consumer's leader is a broker id (consumers themselves are not permuted)
+        items[_CONSUMERS] = tuple([_rename_fields(c, perm) for c in s.consumers])
     return _tuple_new(KafkaState, items)
 
 

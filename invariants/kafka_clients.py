@@ -1,0 +1,151 @@
+"""What a client of the partition is promised (``spec.kafka.clients``): properties about the producer's
+acknowledgements and the consumers' reads, each vacuous when the clients are off (``acks=0``, ``consumers=0``).
+
+- ``acknowledged-durable``: a record the producer was told is written is at its offset in the log of the
+  current (settled) leader. Kafka's documentation of ``acks``: with acks=1 "the leader will write the record
+  to its local log but will respond without awaiting full acknowledgement from all followers. In this case
+  should the leader fail immediately after acknowledging the record but before the followers have
+  replicated it then the record will be lost"; with acks=all "the record will not be lost as long as at
+  least one in-sync replica remains alive". Expected to break with acks=1 on a leader fail-over, to hold
+  with acks=all under clean elections where committed data is durable (2.1.0 and later; before KIP-101 and
+  KIP-279's fixes the replicas themselves lose committed data), and to break with ``unclean=on``.
+- ``no-silent-skip``: a consumer never reads on past records it did not read without a reset or a
+  truncation it surfaced. KIP-320, "Consumer Handling": before it, a consumer whose log was truncated
+  and rewritten "will just miss whatever data had been written between the truncation point and its
+  fetch offset"; from 2.3.0 (KAFKA-7747) it validates its position after a leader change and raises
+  ``LogTruncationException`` or resets to the divergence point.
+- ``consumed-stays``: a record a consumer read is at its offset in the current (settled) leader's log,
+  unless that consumer has since surfaced a truncation or reset. A consumer reads below the HW only, so
+  this is committed-durable as a consumer sees it; expected to break wherever committed data is lost,
+  including every release with ``unclean=on`` (the trade unclean election makes, KIP-320's starting point).
+"""
+
+from __future__ import annotations
+
+from invariants.base import Invariant
+from invariants.kafka_durability import current_leader
+from invariants.registry import register
+
+
+# -- acknowledged-durable ---------------------------------------------------------------------------------
+def _first_lost_ack(state) -> tuple[int, tuple[int, int, int]] | None:
+    if not state.acked:
+        return None
+    i = current_leader(state)
+    if i < 0:
+        return None
+    log = state.brokers[i].log
+    for entry in state.acked:
+        offset, epoch, ident = entry
+        if offset >= len(log) or log[offset].epoch != epoch or log[offset].ident != ident:
+            return i, entry
+    return None
+
+
+def acknowledged_durable(state) -> bool:
+    return _first_lost_ack(state) is None
+
+
+def _explain_ack(state) -> str:
+    found = _first_lost_ack(state)
+    if found is None:
+        return "every acknowledged record is in the current leader's log"
+    i, (offset, epoch, ident) = found
+    log = state.brokers[i].log
+    there = f"record {log[offset].ident} of epoch {log[offset].epoch}" if offset < len(log) else "nothing"
+    return (f"the producer was told record {ident} of epoch {epoch} is written at offset {offset}, but broker {i}, "
+            f"leader in epoch {state.controller.epoch}, has {there} there: an acknowledged write is lost")
+
+
+ACKNOWLEDGED_DURABLE = register(
+    "kafka",
+    Invariant(
+        "acknowledged-durable",
+        "every record a producer was told is written (acks=1 on append, acks=all once the HW passed it) is at its "
+        "offset in the current leader's log (Kafka's acks documentation; vacuous with acks=0)",
+        acknowledged_durable,
+        explain=_explain_ack,
+    ),
+)
+
+
+# -- no-silent-skip -----------------------------------------------------------------------------------------
+def _first_skipper(state) -> int | None:
+    for c, consumer in enumerate(state.consumers):
+        if consumer.skipped:
+            return c
+    return None
+
+
+def no_silent_skip(state) -> bool:
+    for consumer in state.consumers:
+        if consumer.skipped:
+            return False
+    return True
+
+
+def _explain_skip(state) -> str:
+    c = _first_skipper(state)
+    if c is None:
+        return "no consumer read on past records it did not read"
+    consumer = state.consumers[c]
+    return (f"consumer {c} is at offset {consumer.position}: the log below its position was truncated and rewritten "
+            f"after it read there, and it read on without a reset or LogTruncationException, missing what was "
+            f"written between the truncation point and its fetch offset (KIP-320)")
+
+
+NO_SILENT_SKIP = register(
+    "kafka",
+    Invariant(
+        "no-silent-skip",
+        "a consumer never reads on past records it did not read without a reset or a truncation it surfaced "
+        "(KIP-320, Consumer Handling; vacuous with consumers=0)",
+        no_silent_skip,
+        explain=_explain_skip,
+    ),
+)
+
+
+# -- consumed-stays -----------------------------------------------------------------------------------------
+def _first_vanished(state) -> tuple[int, int, tuple[int, int, int]] | None:
+    if not state.consumers:
+        return None
+    i = current_leader(state)
+    if i < 0:
+        return None
+    log = state.brokers[i].log
+    for c, consumer in enumerate(state.consumers):
+        if consumer.surfaced:
+            continue
+        for entry in consumer.consumed:
+            offset, epoch, ident = entry
+            if offset >= len(log) or log[offset].epoch != epoch or log[offset].ident != ident:
+                return c, i, entry
+    return None
+
+
+def consumed_stays(state) -> bool:
+    return _first_vanished(state) is None
+
+
+def _explain_vanished(state) -> str:
+    found = _first_vanished(state)
+    if found is None:
+        return "every record a consumer read is in the current leader's log"
+    c, i, (offset, epoch, ident) = found
+    log = state.brokers[i].log
+    there = f"record {log[offset].ident} of epoch {log[offset].epoch}" if offset < len(log) else "nothing"
+    return (f"consumer {c} read record {ident} of epoch {epoch} at offset {offset}, but broker {i}, leader in epoch "
+            f"{state.controller.epoch}, has {there} there, and the consumer has surfaced no truncation")
+
+
+CONSUMED_STAYS = register(
+    "kafka",
+    Invariant(
+        "consumed-stays",
+        "every record a consumer read is at its offset in the current leader's log unless the consumer surfaced a "
+        "truncation or reset (KIP-320; breaks with unclean election; vacuous with consumers=0)",
+        consumed_stays,
+        explain=_explain_vanished,
+    ),
+)

@@ -1,0 +1,208 @@
+"""Clients in the Kafka model: a producer's acknowledgements (acks=1 / acks=all) and consumers.
+
+``ClientActions`` is a mixin of ``spec.kafka.model.KafkaModel``, before the replica families in its bases:
+it refines Produce and AdvanceHighWatermark with the producer's acknowledgement (the ghost
+``KafkaState.acked``) and adds the consumers' actions. With the defaults (``acks=0``, ``consumers=0``) it
+changes nothing: ``acked`` stays empty and there is no consumer, so the replica-only state space is the
+one pinned in the tests. Every rule here is in ``spec.kafka.rules`` with its release and source.
+
+Producer (constants ``acks`` and ``min_isr``; the existing Produce action and its bound ``records``)
+    acks=0   fire and forget (``acks=0``): no acknowledgement, nothing recorded (the default).
+    acks=1   the leader acknowledges on append (``ReplicaManager.appendRecords``: ``delayedProduceRequestRequired``
+             is false unless requiredAcks == -1): the record is in ``acked`` from the Produce step on.
+    acks=-1  (all) a Produce is refused with NOT_ENOUGH_REPLICAS if the leader's ISR is smaller than
+             ``min_isr`` (``Partition.appendRecordsToLeader``: ``inSyncSize < minIsr && requiredAcks == -1``);
+             otherwise the record waits in the purgatory (``DelayedProduce``) and is acknowledged when its
+             leader's HW passes it while the ISR still has ``min_isr`` members
+             (``Partition.checkEnoughReplicasReachOffset``; else NOT_ENOUGH_REPLICAS_AFTER_APPEND). A leader
+             that lost its leadership answers NOT_LEADER_FOR_PARTITION: the model acknowledges, at the
+             AdvanceHighWatermark step of a leader, the records of its own epoch that the new HW passes
+             (a record of an epoch is appended only by that epoch's leader).
+             Abstraction: a record appended before a BumpLeaderEpoch that kept its leader is never
+             acknowledged (Kafka would still complete it): fewer acknowledgements, never more.
+
+Consumers (bound ``consumers``: how many; each a ``Consumer`` in ``KafkaState.consumers``). The consumer's
+request and answer are one step (its requests are not delayed; a Kafka engineer's story about consumers
+needs the leader change, not the consumer's own in-flight window):
+
+    =============================  ==================  ==========================================
+    action                         params              what happens
+    =============================  ==================  ==========================================
+    ConsumerMetadata               consumer, leader    the consumer learns the controller's (leader,
+                                                       epoch); 2.3+ (``consumer-truncation-detection``)
+                                                       a new leader or epoch makes it validate its
+                                                       position first, if it has a last consumed epoch
+    ConsumerFetch                  consumer, leader    the broker it believes leads (and, 2.3+, in
+                                                       the epoch it believes) answers: every record from
+                                                       its position below the HW; OFFSET_OUT_OF_RANGE
+                                                       if the position is beyond the LEO: a reset to the
+                                                       HW (auto.offset.reset=latest, logged)
+    ConsumerValidate               consumer, leader    2.3+: OffsetsForLeaderEpoch(last consumed epoch)
+                                                       to that leader; an end offset below the position
+                                                       is a truncation: reset to it (logged; without a
+                                                       reset policy, LogTruncationException)
+    =============================  ==================  ==========================================
+
+Ghosts of a consumer: ``consumed`` (what it read, in order), ``skipped`` (it read on past records it did not
+read, with no reset or truncation it surfaced: the record before its position is no longer the one it
+consumed there) and ``surfaced`` (how many resets and truncations it logged or raised).
+"""
+
+from __future__ import annotations
+
+from spec.kafka.log import UNDEFINED, end_offset_for
+from spec.kafka.state import Broker, Consumer, KafkaState
+from spec.model import Action
+
+ACKS_NONE = 0
+ACKS_LEADER = 1
+ACKS_ALL = -1
+#: the values of the constant ``acks`` (Kafka's producer config ``acks``: 0, 1, all = -1)
+ACKS_VALUES = (ACKS_NONE, ACKS_LEADER, ACKS_ALL)
+
+
+def new_consumer() -> Consumer:
+    """A consumer assigned the partition, starting at offset 0 with broker 0 (the initial leader) known."""
+    return Consumer(leader=0, epoch=0, position=0, last_epoch=UNDEFINED, validating=False, consumed=(), skipped=False,
+                    surfaced=0)
+
+
+def _add_acked(acked: tuple, entries: list) -> tuple:
+    return tuple(sorted(set(acked).union(entries)))
+
+
+class ClientActions:
+    """The producer's acknowledgement (around Produce and AdvanceHighWatermark) and the consumers' actions."""
+
+    def _init_clients(self, acks: int, min_isr: int, consumers: int) -> None:
+        self.acks = acks
+        self.min_isr = min_isr
+        self.n_consumers = consumers
+        self._consumer_validates = self.features.consumer_truncation_detection
+        ids = range(self.n)
+        a = Action
+        self._consumer_metadata = [[a("ConsumerMetadata", (("consumer", c), ("leader", b))) for b in ids]
+                                   for c in range(consumers)]
+        self._consumer_fetch = [[a("ConsumerFetch", (("consumer", c), ("leader", b))) for b in ids]
+                                for c in range(consumers)]
+        self._consumer_validate = [[a("ConsumerValidate", (("consumer", c), ("leader", b))) for b in ids]
+                                   for c in range(consumers)]
+
+    # -- the producer ------------------------------------------------------------------------------------
+    def _produce_action(self, s: KafkaState, i: int, leader: Broker, add) -> None:
+        """Produce with the producer's acks: acks=1 is acknowledged on append; acks=all is refused with
+        NOT_ENOUGH_REPLICAS below ``min_isr`` (2.1.0 ``Partition.appendRecordsToLeader``) and acknowledged
+        later, by AdvanceHighWatermark (``DelayedProduce.tryComplete``)."""
+        acks = self.acks
+        if acks == ACKS_NONE:
+            super()._produce_action(s, i, leader, add)
+            return
+        if acks == ACKS_ALL:
+            if len(leader.isr) < self.min_isr:
+                return  # NOT_ENOUGH_REPLICAS: nothing is appended
+            super()._produce_action(s, i, leader, add)
+            return
+
+        def acknowledged(step: tuple) -> None:
+            action, t = step
+            record = t.brokers[i].log[-1]
+            add((action, t.with_(acked=_add_acked(t.acked, [(len(leader.log), record.epoch, record.ident)]))))
+
+        super()._produce_action(s, i, leader, acknowledged)
+
+    def _advance_hw_action(self, s: KafkaState, i: int, leader: Broker, add) -> None:
+        """AdvanceHighWatermark; with acks=all the waiting produce requests of the leader's epoch whose
+        offset the new HW passes complete, acknowledged if the ISR has ``min_isr`` members
+        (2.1.0 ``Partition.checkEnoughReplicasReachOffset``: ``minIsr <= curInSyncReplicas.size``; else
+        NOT_ENOUGH_REPLICAS_AFTER_APPEND)."""
+        if self.acks != ACKS_ALL:
+            super()._advance_hw_action(s, i, leader, add)
+            return
+
+        def acknowledged(step: tuple) -> None:
+            action, t = step
+            if len(leader.isr) < self.min_isr:
+                add(step)
+                return
+            advanced = t.brokers[i]
+            entries = [(offset, r.epoch, r.ident) for offset, r in enumerate(advanced.log[leader.hw:advanced.hw], leader.hw)
+                       if r.epoch == leader.epoch]
+            add((action, t.with_(acked=_add_acked(t.acked, entries)) if entries else t))
+
+        super()._advance_hw_action(s, i, leader, acknowledged)
+
+    # -- consumers ---------------------------------------------------------------------------------------
+    def _consumer_actions(self, s: KafkaState, out: list) -> None:
+        add = out.append
+        controller = s.controller
+        for c, consumer in enumerate(s.consumers):
+            known = controller.leader
+            if known >= 0 and (known, controller.epoch) != (consumer.leader, consumer.epoch):
+                add((self._consumer_metadata[c][known], self._metadata_state(s, c, consumer)))
+            b = consumer.leader
+            if b < 0 or not s.brokers[b].alive:
+                continue
+            broker = s.brokers[b]
+            if broker.leader != b or (self._consumer_validates and broker.epoch != consumer.epoch):
+                continue  # NOT_LEADER / FENCED_LEADER_EPOCH / UNKNOWN_LEADER_EPOCH: a metadata update first
+            if consumer.validating:
+                add((self._consumer_validate[c][b], self._validate_state(s, c, consumer, broker)))
+            else:
+                fetched = self._consumer_fetch_state(s, c, consumer, broker)
+                if fetched is not None:
+                    add((self._consumer_fetch[c][b], fetched))
+
+    def _metadata_state(self, s: KafkaState, c: int, consumer: Consumer) -> KafkaState:
+        """ConsumerMetadata: a metadata response names the controller's leader and epoch (KIP-320 added the
+        epoch to it, 2.1.0). From 2.3.0 (``SubscriptionState.maybeValidatePositionForCurrentLeader``) a
+        changed leader or epoch puts a position with a known epoch into AWAIT_VALIDATION."""
+        controller = s.controller
+        validating = consumer.validating or (self._consumer_validates and consumer.last_epoch != UNDEFINED)
+        updated = consumer.with_(leader=controller.leader, epoch=controller.epoch, validating=validating)
+        return s.with_(consumers=_replace(s.consumers, c, updated))
+
+    def _consumer_fetch_state(self, s: KafkaState, c: int, consumer: Consumer, broker: Broker) -> KafkaState | None:
+        """ConsumerFetch (the leader: ``ReplicaManager.fetchMessages`` with the HW as the bound for a consumer;
+        the consumer: ``Fetcher.parseCompletedFetch`` / ``handleFetchResponse``). Beyond the LEO the answer is
+        OFFSET_OUT_OF_RANGE and the consumer resets to the latest offset, the HW (``requestOffsetReset``, logged:
+        a reset it surfaced). Between HW and LEO the answer is empty (no step). Below the HW it reads every
+        record up to the HW. Whether it skipped records is the ghost ``skipped``: the record before its
+        position is no longer the one it consumed there."""
+        position = consumer.position
+        log = broker.log
+        if position > len(log):
+            last = log[broker.hw - 1].epoch if broker.hw > 0 else UNDEFINED
+            reset = consumer.with_(position=broker.hw, last_epoch=last, surfaced=consumer.surfaced + 1)
+            return s.with_(consumers=_replace(s.consumers, c, reset))
+        if position >= broker.hw:
+            return None
+        skipped = consumer.skipped
+        consumed = consumer.consumed
+        if consumed and consumed[-1][0] == position - 1:
+            offset, epoch, ident = consumed[-1]
+            there = log[offset]
+            if there.epoch != epoch or there.ident != ident:
+                skipped = True  # the log below its position changed and it reads on as if it had not
+        read = tuple((offset, log[offset].epoch, log[offset].ident) for offset in range(position, broker.hw))
+        updated = consumer.with_(position=broker.hw, last_epoch=read[-1][1], consumed=consumed + read, skipped=skipped)
+        return s.with_(consumers=_replace(s.consumers, c, updated))
+
+    def _validate_state(self, s: KafkaState, c: int, consumer: Consumer, broker: Broker) -> KafkaState:
+        """ConsumerValidate (2.3.0 ``Fetcher.validateOffsetsAsync`` -> ``SubscriptionState.maybeCompleteValidation``):
+        the leader answers ``endOffsetFor(last consumed epoch)``; an end offset below the position is a
+        truncation: with a reset policy the position moves to that offset with the answer's epoch
+        ("Truncation detected ... resetting offset to the first offset known to diverge"), without one
+        ``LogTruncationException`` is raised; both are surfaced to the application. Otherwise the
+        validation completes."""
+        answer_epoch, end = end_offset_for(broker.cache, len(broker.log), consumer.last_epoch, self._7415)
+        if end != UNDEFINED and end < consumer.position:
+            updated = consumer.with_(position=end, last_epoch=answer_epoch, validating=False,
+                                     surfaced=consumer.surfaced + 1)
+        else:
+            updated = consumer.with_(validating=False)
+        return s.with_(consumers=_replace(s.consumers, c, updated))
+
+
+def _replace(values: tuple, index: int, value) -> tuple:
+    return values[:index] + (value,) + values[index + 1:]
+

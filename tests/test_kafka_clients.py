@@ -1,0 +1,227 @@
+"""Clients in the Kafka model (issue 16): the producer's acknowledgements (acks=1, acks=all with
+min.insync.replicas) and consumers (KIP-320's consumer side, 2.3.0). Each story is replayed under every
+release with the outcome that release's code gives; one small configuration with clients on has its
+state counts pinned; with clients off nothing changes (tests/test_kafka_state_space.py pins those)."""
+
+from __future__ import annotations
+
+import os
+import random
+from itertools import permutations
+
+import pytest
+
+from checker.bfs import check
+from checker.cli import main
+from checker.search import SearchOptions
+from invariants.registry import for_family
+from spec.kafka import symmetry as kafka_symmetry
+from spec.kafka.protocols import RELEASES, resolve
+from spec.kafka.rules import flag_rules
+from spec.registry import build_model, get_model_info
+from traces.replay import replay_scenario, scenario_model
+from traces.scenario import load_scenario, scenario_from_data
+
+SCENARIOS = os.path.join(os.path.dirname(__file__), "..", "traces", "scenarios")
+RELEASE_NAMES = [r.name for r in RELEASES]
+#: releases whose consumer validates its position after a leader change (KAFKA-7747, 2.3.0): the 2.8.0+ rows
+VALIDATING = {"2.8.0", "2.8.1", "3.4.1", "4.1.0"}
+
+
+def _scenario(name: str):
+    return load_scenario(os.path.join(SCENARIOS, name))
+
+
+def _variant(data: dict):
+    return scenario_from_data(data, "variant")
+
+
+def _replay(name: str, protocol: str):
+    scenario = _scenario(name)
+    return replay_scenario(scenario_model(scenario, protocol), scenario)
+
+
+# -- the producer --------------------------------------------------------------------------------------------
+@pytest.mark.parametrize("protocol", RELEASE_NAMES)
+def test_acks_1_loses_an_acknowledged_record_on_fail_over(protocol):
+    result = _replay("acks-1-lost-on-leader-failover.json", protocol)
+    assert (result.outcome, result.invariant.name, result.step) == ("violated", "acknowledged-durable", 4)
+    assert "the producer was told record 1 of epoch 0 is written at offset 0" in result.explanation
+
+
+@pytest.mark.parametrize("protocol", RELEASE_NAMES)
+def test_acks_all_same_fail_over_holds(protocol):
+    """The same steps with acks=all: m1 was appended but never acknowledged, so nothing promised is lost."""
+    scenario = _scenario("acks-1-lost-on-leader-failover.json")
+    steps = [step if isinstance(step, str) else step["action"] for step in _raw_steps("acks-1-lost-on-leader-failover.json")]
+    variant = _variant({"scenario": "acks=all fail-over", "model": "kafka", "steps": steps,
+                                  "constants": {**scenario.constants, "acks": -1},
+                                  "invariants": ["acknowledged-durable"]})
+    result = replay_scenario(scenario_model(variant, protocol), variant)
+    assert result.outcome == "holds"
+    assert result.trace.states[-1].acked == ()
+
+
+@pytest.mark.parametrize("protocol", RELEASE_NAMES)
+def test_acks_all_unclean_election_loses_and_min_isr_2_refuses(protocol):
+    result = _replay("acks-all-lost-by-unclean-election.json", protocol)
+    assert (result.outcome, result.invariant.name, result.step) == ("violated", "acknowledged-durable", 8)
+    scenario = _scenario("acks-all-lost-by-unclean-election.json")
+    steps = [step if isinstance(step, str) else step["action"] for step in _raw_steps("acks-all-lost-by-unclean-election.json")]
+    refused = _variant({"scenario": "min.insync.replicas=2", "model": "kafka", "steps": steps,
+                                  "constants": {**scenario.constants, "min_isr": 2}, "features": {"unclean": True},
+                                  "invariants": ["acknowledged-durable"]})
+    result = replay_scenario(scenario_model(refused, protocol), refused)
+    assert (result.outcome, result.step) == ("blocked", 2), "NOT_ENOUGH_REPLICAS: the Produce is refused"
+
+
+def test_acks_1_acknowledges_on_append_and_acks_all_at_the_hw():
+    s1 = build_model("kafka", ["acks=1"], "2.2.0")
+    s_all = build_model("kafka", ["acks=-1"], "2.2.0")
+    for model, acked in ((s1, ((0, 0, 1),)), (s_all, ())):
+        init = model.init_states()[0]
+        produced = dict((str(a), t) for a, t in model.successors(init))["Produce(leader=0)"]
+        assert produced.acked == acked
+    none = build_model("kafka", [], "2.2.0")
+    produced = dict((str(a), t) for a, t in none.successors(none.init_states()[0]))["Produce(leader=0)"]
+    assert produced.acked == () and produced.consumers == ()
+
+
+# -- consumers -----------------------------------------------------------------------------------------------
+@pytest.mark.parametrize("protocol", RELEASE_NAMES)
+def test_kip_320_consumer_silent_skip_before_2_3(protocol):
+    result = _replay("kip-320-consumer-silent-skip-before-2.3.json", protocol)
+    if protocol in VALIDATING:
+        assert (result.outcome, result.step) == ("blocked", 14), "2.3.0+: the position must be validated first"
+        assert result.trace.states[-1].consumers[0].validating
+    else:
+        assert (result.outcome, result.invariant.name, result.step) == ("violated", "no-silent-skip", 14)
+        consumer = result.trace.states[-1].consumers[0]
+        assert consumer.consumed == ((0, 0, 1), (1, 2, 3)), "it read m1, then m3: m2 at offset 0 is never seen"
+        assert consumer.surfaced == 0
+
+
+@pytest.mark.parametrize("protocol", RELEASE_NAMES)
+def test_kip_320_consumer_truncation_detected_from_2_3(protocol):
+    result = _replay("kip-320-consumer-truncation-detected-2.3.json", protocol)
+    if protocol in VALIDATING:
+        assert result.outcome == "holds"
+        validated = result.trace.states[14].consumers[0]
+        assert (validated.position, validated.last_epoch, validated.surfaced) == (0, 0, 1), "reset to the divergence"
+        assert result.trace.states[-1].consumers[0].consumed == ((0, 0, 1), (0, 2, 2), (1, 2, 3))
+    else:
+        assert (result.outcome, result.step) == ("blocked", 14), "before 2.3.0 a consumer does not validate"
+
+
+def test_consumer_out_of_range_resets_to_the_hw():
+    """A position beyond the leader's LEO is OFFSET_OUT_OF_RANGE: the consumer resets (surfaced), to the HW."""
+    steps = ["ShrinkIsr(leader=0, follower=1)", "Produce(leader=0)", "AdvanceHighWatermark(leader=0)",
+             "ConsumerFetch(consumer=0, leader=0)", "Crash(broker=0)", "ProcessBrokerFailure(broker=0)",
+             "UncleanLeaderElection(leader=1)", "DeliverLeaderAndIsr(broker=1, epoch=1)",
+             "DeliverLeaderAndIsr(broker=1, epoch=2)", "ConsumerMetadata(consumer=0, leader=1)",
+             "ConsumerFetch(consumer=0, leader=1)"]
+    scenario = _variant({"scenario": "reset", "model": "kafka", "steps": steps, "features": {"unclean": True},
+                                   "constants": {"records": 1, "epochs": 2, "crashes": 1, "consumers": 1},
+                                   "invariants": ["no-silent-skip"]})
+    result = replay_scenario(scenario_model(scenario, "2.2.0"), scenario)
+    assert result.outcome == "holds"
+    consumer = result.trace.states[-1].consumers[0]
+    assert (consumer.position, consumer.surfaced, consumer.skipped) == (0, 1, False)
+    violated = replay_scenario(scenario_model(scenario, "2.2.0"), _variant(
+        {"scenario": "reset", "model": "kafka", "steps": steps, "features": {"unclean": True},
+         "constants": {"records": 1, "epochs": 2, "crashes": 1, "consumers": 1}, "invariants": ["consumed-stays"]}))
+    assert (violated.outcome, violated.invariant.name, violated.step) == ("violated", "consumed-stays", 9)
+
+
+# -- state space, symmetry, the table, bad input ---------------------------------------------------------------
+#: protocol -> (distinct states, states generated, depth) at records=1, epochs=1, crashes=1, acks=-1, consumers=1
+PINNED_CLIENTS = {"2.2.0": (13829, 49989, 34), "2.8.1": (11391, 41914, 28)}
+
+
+@pytest.mark.parametrize("protocol", sorted(PINNED_CLIENTS))
+def test_pinned_state_counts_with_clients(protocol):
+    model = build_model("kafka", ["records=1", "epochs=1", "crashes=1", "acks=-1", "consumers=1"], protocol)
+    invariants = [for_family("kafka")[name] for name in ("acknowledged-durable", "no-silent-skip", "consumed-stays")]
+    result = check(model, SearchOptions(invariants=invariants))
+    assert result.verdict.value == "holds"
+    assert (result.distinct_states, result.states_generated, result.depth) == PINNED_CLIENTS[protocol]
+
+
+def test_clients_off_is_the_replica_only_model():
+    on = build_model("kafka", ["records=1", "epochs=1", "crashes=1"], "2.2.0")
+    assert "acks" not in on.constants and "consumers" not in on.constants
+    assert on.init_states()[0].consumers == () and on.init_states()[0].acked == ()
+
+
+def test_transitions_with_a_consumer_commute_with_renaming():
+    model = build_model("kafka", ["records=1", "epochs=2", "consumers=1", "acks=1"], "2.8.1")
+    rng = random.Random(7)
+    frontier, seen = list(model.init_states()), []
+    while frontier and len(seen) < 2000:
+        state = frontier.pop()
+        seen.append(state)
+        frontier.extend(t for _, t in model.successors(state))
+    for state in rng.sample(seen, 80):
+        successors = {t for _, t in model.successors(state)}
+        for perm in permutations(range(2)):
+            image = kafka_symmetry.permute(state, perm)
+            assert {t for _, t in model.successors(image)} == {kafka_symmetry.permute(t, perm) for t in successors}
+
+
+def test_consumer_rule_is_in_the_table_and_its_rows():
+    rule = flag_rules()["consumer-truncation-detection"]
+    assert rule.introduced == "2.3.0" and "Fetcher.java validateOffsetsIfNeeded" in rule.source
+    assert {r.name for r in RELEASES if r.features.consumer_truncation_detection} == VALIDATING
+    assert not resolve("2.2.0").consumer_truncation_detection
+    names = {c.name for c in get_model_info("kafka").constants}
+    assert {"acks", "min_isr", "consumers"} <= names
+
+
+def test_bad_acks_is_one_line_exit_64(capsys):
+    code = main(["check", "kafka", "--const", "acks=2"])
+    err = capsys.readouterr().err.strip().splitlines()
+    assert code == 64 and len(err) == 1 and "acks" in err[0]
+
+
+def _raw_steps(name: str) -> list:
+    import json
+
+    with open(os.path.join(SCENARIOS, name)) as f:
+        return json.load(f)["steps"]
+
+
+#: the shortest acks=all loss under 2.8.0 at records=2, epochs=2, crashes=1 (kmc check kafka --protocol 2.8.0
+#: --const acks=-1 --invariant acknowledged-durable): a deposed leader (broker 1, epoch 1) is told by a diverging
+#: fetch that its follower's LEO is 1 (KAFKA-13141), advances its HW over m2 and acknowledges it; broker 0
+#: leads epoch 2 with m1 there
+KAFKA_13141_ACKS_ALL = ["PreferredLeaderElection(leader=1)", "PreferredLeaderElection(leader=0)", "Produce(leader=0)",
+                        "DeliverLeaderAndIsr(broker=0, epoch=1)", "SendFetch(follower=0, leader=1)",
+                        "DeliverLeaderAndIsr(broker=0, epoch=2)", "DeliverLeaderAndIsr(broker=1, epoch=1)",
+                        "Produce(leader=1)", "ServeFetch(leader=1, follower=0)", "AdvanceHighWatermark(leader=1)"]
+
+
+@pytest.mark.parametrize("protocol", ["2.8.0", "2.8.1", "3.4.1", "4.1.0"])
+def test_kafka_13141_loses_an_acks_all_write_in_2_8_0_only(protocol):
+    scenario = _variant({"scenario": "KAFKA-13141, acks=all", "model": "kafka", "steps": KAFKA_13141_ACKS_ALL,
+                         "constants": {"records": 2, "epochs": 2, "crashes": 1, "acks": -1},
+                         "invariants": ["acknowledged-durable"]})
+    result = replay_scenario(scenario_model(scenario, protocol), scenario)
+    if protocol == "2.8.0":
+        assert (result.outcome, result.invariant.name, result.step) == ("violated", "acknowledged-durable", 10)
+        assert result.trace.states[-1].acked == ((0, 1, 2),)
+    else:
+        assert (result.outcome, result.step) == ("blocked", 10), "KAFKA-13141's fix: the HW cannot pass m2"
+
+
+def test_canonical_with_a_consumer_is_exact():
+    """``--symmetry`` with consumers: the canonical state is the same for every renaming of the brokers."""
+    model = build_model("kafka", ["records=1", "epochs=2", "consumers=1"], "2.2.0")
+    frontier, seen = list(model.init_states()), []
+    while frontier and len(seen) < 2000:
+        state = frontier.pop()
+        seen.append(state)
+        frontier.extend(t for _, t in model.successors(state))
+    for state in random.Random(3).sample(seen, 80):
+        canon = model.canonical(state)
+        orbit = {kafka_symmetry.permute(state, perm) for perm in permutations(range(2))}
+        assert canon in orbit and all(model.canonical(image) == canon for image in orbit)
