@@ -82,6 +82,8 @@ NO_STORY = {
                          "KAFKA-13141, 13207, 14704 and 18991",
     "unclean": "configuration (unclean.leader.election.enable), switched on by the KIP-279 scenario 3 files",
     "lossy-crash": "a fault, switched on by KIP-101 scenario 2",
+    "consumer-truncation-detection": "a client rule (KAFKA-7747, 2.3.0), told by the kip-320-consumer scenarios and "
+                                     "tests/test_kafka_clients.py",
 }
 
 def _outcome(result) -> tuple:

@@ -103,7 +103,7 @@ def _quint_state(index, log0, action=None, picks=None, network=()):
         "kafka::network": {"#set": list(network)},
         "kafka::produced": _big(len(log0)), "kafka::crashes": _big(0), "kafka::bumps": _big(0),
         "kafka::shutdowns": _big(0), "kafka::bounces": _big(0), "kafka::losses": _big(0),
-        "kafka::committed": {"#set": []},
+        "kafka::committed": {"#set": []}, "kafka::acked": {"#set": []}, "kafka::consumers": [],
     }
     if action is not None:
         state["mbt::actionTaken"] = action
@@ -126,7 +126,7 @@ def quint_document(with_actions):
                      network=[_fetch_request()]),
     ]
     variables = ["kafka::" + v for v in ("brokers", "controller", "network", "produced", "crashes", "bumps", "shutdowns",
-                                         "bounces", "losses", "committed")]
+                                         "bounces", "losses", "committed", "acked", "consumers")]
     if with_actions:
         variables += ["mbt::actionTaken", "mbt::nondetPicks"]
     return {"#meta": {"format": "ITF", "format-description": "https://apalache-mc.org/docs/adr/015adr-trace.html",

@@ -54,7 +54,7 @@ def test_every_scenario_names_every_release_in_expect():
             assert list(scenario.expect) == releases, path
             assert scenario.source and scenario.description, path
             # the release code the story follows, not only the KIP text (the seed's own divergence example excepted)
-            assert ".scala" in scenario.source or "log-divergence" in scenario.source, path
+            assert ".scala" in scenario.source or ".java" in scenario.source or "log-divergence" in scenario.source, path
 
 
 def test_known_model_differences_name_shipped_cells():
