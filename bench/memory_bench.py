@@ -2,7 +2,7 @@
 
     python3 bench/memory_bench.py                       # kafka kip-320, 3 brokers, 1 record, 1 epoch, no crash
     python3 bench/memory_bench.py --const RM=8 --model two-phase --protocol ''
-    python3 bench/memory_bench.py --out /tmp/memory.json   # elsewhere than bench/results.json
+    python3 bench/memory_bench.py --out memory.json   # elsewhere than bench/results.json
 
 Each run builds the model, notes its resident set, runs the search and reports the growth of the
 peak resident set (``ru_maxrss``, so the transient peaks count) divided by the distinct states.

@@ -47,11 +47,11 @@ wait_for_workers() {
 
 case "${1:-}" in
 start)
-    mkdir -p "$SPARK_LOG_DIR" "$SPARK_PID_DIR" "$run_dir/work"
+    mkdir -p "$SPARK_LOG_DIR" "$SPARK_PID_DIR"
     "$daemon" start "$master_class" 1 --host 127.0.0.1 --port "$port" --webui-port 0 >/dev/null
     for i in 1 2; do
         "$daemon" start "$worker_class" "$i" --host 127.0.0.1 --webui-port 0 --cores "$cores" \
-            --memory "$memory" --work-dir "$run_dir/work/$i" "$master_url" >/dev/null
+            --memory "$memory" --work-dir "$run_dir/worker-$i" "$master_url" >/dev/null
     done
     wait_for_workers
     echo "$master_url"

@@ -55,6 +55,7 @@ from dataclasses import replace
 from operator import itemgetter
 from typing import Any
 
+import msgpack
 import numpy as np
 
 from checker import checkpoint as ckpt
@@ -66,6 +67,7 @@ from checker.bfs import (
     budget_checkpoint_path,
     first_false,
 )
+from checker.codec import Codec
 from checker.result import CheckResult
 from checker.search import ActionTable, Progress, SearchOptions, SearchState, budget_reason
 from checker.visited import FingerprintSet
@@ -195,6 +197,9 @@ class _Worker:
         #: the parent log of the states this worker committed: one (fps, parents, local action ids)
         #: per level, gathered by the parent
         self.segments: list[tuple[np.ndarray, np.ndarray, np.ndarray]] = []
+        #: states moved to a neighbour go through a file in the exchange directory, in the model's own
+        #: msgpack codec (data only, as checkpoints are), never pickle
+        self.codec = Codec(model.state_types())
 
     def _path(self, kind: str, sender: int, receiver: int) -> str:
         return os.path.join(self.exchange, f"{kind}-{sender}-{receiver}")
@@ -304,21 +309,24 @@ class _Worker:
         return ("aborted",)
 
     # -- moving states between neighbours, the log, checkpoints ----------------------------------
+    def _move(self, moved: list[Any], path: str) -> None:
+        """Write states for the neighbour to read back (a private file of this run's exchange directory)."""
+        with open(path, "wb") as f:
+            f.write(msgpack.packb([self.codec.encode(state) for state in moved], use_bin_type=True))
+
     def do_take_tail(self, k: int, path: str) -> tuple:
         moved, self.part = self.part[len(self.part) - k:], self.part[: len(self.part) - k]
-        with open(path, "wb") as f:  # a private file of this run, read back by the neighbour
-            pickle.dump(moved, f, protocol=pickle.HIGHEST_PROTOCOL)
+        self._move(moved, path)
         return ("ok", len(self.part))
 
     def do_take_head(self, k: int, path: str) -> tuple:
         moved, self.part = self.part[:k], self.part[k:]
-        with open(path, "wb") as f:
-            pickle.dump(moved, f, protocol=pickle.HIGHEST_PROTOCOL)
+        self._move(moved, path)
         return ("ok", len(self.part))
 
     def _load(self, path: str) -> list[Any]:
         with open(path, "rb") as f:
-            states = pickle.load(f)  # written by a sibling worker of this run, never user input
+            states = [self.codec.decode(raw) for raw in msgpack.unpackb(f.read(), raw=False)]
         os.unlink(path)
         return states
 

@@ -234,3 +234,28 @@ def test_parent_log_gathered_to_disk_past_half_the_budget(monkeypatch):
     single_engine._result = capture_single
     _same(single_engine.run(), multi)
     assert seen["spilled"] and seen["log"] == seen["single_log"]
+
+
+def test_states_moved_between_workers_go_through_the_model_codec_not_pickle(tmp_path):
+    """Rebalancing moves states through a file: it holds the model's msgpack encoding (data only) and reads
+    back equal; a pickle in its place is refused, not executed."""
+    import types
+
+    from checker.codec import Codec
+    from checker.errors import KmcError
+    from checker.parallel import _Worker
+
+    model = build_model("kafka", ["records=1", "epochs=1"], "4.1.0")
+    states = list(model.init_states())
+    for _, succ in model.successors(states[0]):
+        states.append(succ)
+    worker = types.SimpleNamespace(codec=Codec(model.state_types()))
+    path = str(tmp_path / "move-0")
+    _Worker._move(worker, states, path)
+    assert _Worker._load(worker, path) == states
+    import pickle
+
+    with open(path, "wb") as f:
+        f.write(pickle.dumps(states))
+    with pytest.raises((KmcError, ValueError, TypeError)):
+        _Worker._load(worker, path)
