@@ -23,23 +23,13 @@ acknowledgements and the consumers' reads, each vacuous when the clients are off
 from __future__ import annotations
 
 from invariants.base import Invariant
-from invariants.kafka_durability import current_leader
+from invariants.kafka_durability import current_leader, first_missing_at_leader, record_at
 from invariants.registry import register
 
 
 # -- acknowledged-durable ---------------------------------------------------------------------------------
 def _first_lost_ack(state) -> tuple[int, tuple[int, int, int]] | None:
-    if not state.acked:
-        return None
-    i = current_leader(state)
-    if i < 0:
-        return None
-    log = state.brokers[i].log
-    for entry in state.acked:
-        offset, epoch, ident = entry
-        if offset >= len(log) or log[offset].epoch != epoch or log[offset].ident != ident:
-            return i, entry
-    return None
+    return first_missing_at_leader(state, state.acked) if state.acked else None
 
 
 def acknowledged_durable(state) -> bool:
@@ -51,8 +41,7 @@ def _explain_ack(state) -> str:
     if found is None:
         return "every acknowledged record is in the current leader's log"
     i, (offset, epoch, ident) = found
-    log = state.brokers[i].log
-    there = f"record {log[offset].ident} of epoch {log[offset].epoch}" if offset < len(log) else "nothing"
+    there = record_at(state.brokers[i].log, offset)
     return (f"the producer was told record {ident} of epoch {epoch} is written at offset {offset}, but broker {i}, "
             f"leader in epoch {state.controller.epoch}, has {there} there: an acknowledged write is lost")
 
@@ -133,8 +122,7 @@ def _explain_vanished(state) -> str:
     if found is None:
         return "every record a consumer read is in the current leader's log"
     c, i, (offset, epoch, ident) = found
-    log = state.brokers[i].log
-    there = f"record {log[offset].ident} of epoch {log[offset].epoch}" if offset < len(log) else "nothing"
+    there = record_at(state.brokers[i].log, offset)
     return (f"consumer {c} read record {ident} of epoch {epoch} at offset {offset}, but broker {i}, leader in epoch "
             f"{state.controller.epoch}, has {there} there, and the consumer has surfaced no truncation")
 

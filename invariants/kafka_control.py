@@ -170,23 +170,29 @@ HEALING = frozenset({
 })
 
 
-def every_follower_fetches(state) -> bool:
-    """Every live follower that is not shutting down fetches from the controller's leader in its epoch."""
+def lagging_followers(state, reconciled: bool = False) -> list[int]:
+    """The live followers, not shutting down, that do not fetch from the controller's leader in its epoch (with
+    ``reconciled``: that have not reconciled with it in that epoch either)."""
     ctrl = state.controller
+    out = []
     for i, b in enumerate(state.brokers):
         if i == ctrl.leader or not b.alive or b.stopping:
             continue
-        if b.fetch != FETCHING or b.leader != ctrl.leader or b.epoch != ctrl.epoch:
-            return False
-    return True
+        if b.fetch != FETCHING or b.leader != ctrl.leader or b.epoch != ctrl.epoch or \
+                (reconciled and b.reconciled != ctrl.epoch):
+            out.append(i)
+    return out
+
+
+def every_follower_fetches(state) -> bool:
+    """Every live follower that is not shutting down fetches from the controller's leader in its epoch."""
+    return not lagging_followers(state)
 
 
 def _explain_liveness(state) -> str:
     ctrl = state.controller
-    lagging = [i for i, b in enumerate(state.brokers) if i != ctrl.leader and b.alive and not b.stopping
-               and (b.fetch != FETCHING or b.leader != ctrl.leader or b.epoch != ctrl.epoch)]
     return (f"leadership is settled (broker {ctrl.leader}, epoch {ctrl.epoch}) but from here no delivery, fetch or "
-            f"truncation brings broker(s) {lagging} back to fetching in the current epoch")
+            f"truncation brings broker(s) {lagging_followers(state)} back to fetching in the current epoch")
 
 
 NO_FENCE_STALL_LIVENESS = register(
@@ -206,22 +212,16 @@ NO_FENCE_STALL_LIVENESS = register(
 
 
 def every_follower_reconciled(state) -> bool:
-    """Every live follower that is not shutting down reconciled with the controller's leader in its epoch."""
-    ctrl = state.controller
-    for i, b in enumerate(state.brokers):
-        if i == ctrl.leader or not b.alive or b.stopping:
-            continue
-        if b.leader != ctrl.leader or b.epoch != ctrl.epoch or b.reconciled != ctrl.epoch:
-            return False
-    return True
+    """Every live follower that is not shutting down fetches from the controller's leader in its epoch and has
+    reconciled with it there (appended from its fetch answer after truncating)."""
+    return not lagging_followers(state, reconciled=True)
 
 
 def _explain_truncation(state) -> str:
     ctrl = state.controller
-    lagging = [i for i, b in enumerate(state.brokers) if i != ctrl.leader and b.alive and not b.stopping
-               and (b.leader != ctrl.leader or b.epoch != ctrl.epoch or b.reconciled != ctrl.epoch)]
     return (f"leadership is settled (broker {ctrl.leader}, epoch {ctrl.epoch}) but from here no delivery, fetch or "
-            f"truncation lets broker(s) {lagging} finish truncating and append from the leader")
+            f"truncation lets broker(s) {lagging_followers(state, reconciled=True)} finish truncating and append "
+            f"from the leader")
 
 
 TRUNCATION_COMPLETES = register(

@@ -25,16 +25,27 @@ def current_leader(state) -> int:
     return -1
 
 
-def _first_lost(state) -> tuple[int, tuple[int, int, int]] | None:
+def first_missing_at_leader(state, entries) -> tuple[int, tuple[int, int, int]] | None:
+    """(current leader, first entry) of ``entries`` ((offset, epoch, ident) ghosts: committed, acknowledged)
+    that is not at its offset in the current leader's log, or None (also when no leader is settled)."""
     i = current_leader(state)
     if i < 0:
         return None
     log = state.brokers[i].log
-    for entry in state.committed:
+    for entry in entries:
         offset, epoch, ident = entry
         if offset >= len(log) or log[offset].epoch != epoch or log[offset].ident != ident:
             return i, entry
     return None
+
+
+def record_at(log, offset: int) -> str:
+    """What a log holds at ``offset``, in words."""
+    return f"record {log[offset].ident} of epoch {log[offset].epoch}" if offset < len(log) else "nothing"
+
+
+def _first_lost(state) -> tuple[int, tuple[int, int, int]] | None:
+    return first_missing_at_leader(state, state.committed)
 
 
 def committed_durable(state) -> bool:
@@ -46,8 +57,7 @@ def _explain(state) -> str:
     if found is None:
         return "every committed record is in the current leader's log"
     i, (offset, epoch, ident) = found
-    log = state.brokers[i].log
-    there = f"record {log[offset].ident} of epoch {log[offset].epoch}" if offset < len(log) else "nothing"
+    there = record_at(state.brokers[i].log, offset)
     return (
         f"record {ident} of epoch {epoch} was committed at offset {offset}, but broker {i}, leader in epoch "
         f"{state.controller.epoch}, has {there} there"
