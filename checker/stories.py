@@ -17,6 +17,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
+from functools import lru_cache
 from typing import Any
 
 from checker.errors import UsageError
@@ -34,7 +35,13 @@ class Story:
 
 
 def _features_of(model_name: str, protocol: str, flags: Sequence[str], constants: Sequence[str]) -> dict[str, bool]:
-    return dict(build_model(model_name, list(constants), protocol, list(flags)).describe().get("features") or {})
+    return dict(_features(model_name, protocol, tuple(flags), tuple(constants)))
+
+
+@lru_cache(maxsize=512)
+def _features(model_name: str, protocol: str, flags: tuple[str, ...], constants: tuple[str, ...]) -> tuple:
+    """The resolved flags of a configuration (a matrix asks the same ones for every violated cell)."""
+    return tuple((build_model(model_name, list(constants), protocol, list(flags)).describe().get("features") or {}).items())
 
 
 def _still_violates(model: Any, trace: Any, invariant: Any) -> bool:
