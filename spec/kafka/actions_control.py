@@ -30,7 +30,7 @@ from spec.kafka.state import (
     LeaderAndIsr,
     StopReplica,
 )
-from spec.kafka.updates import add_messages, remove_message, truncate_broker, with_broker
+from spec.kafka.updates import add_messages, remove_message, replace_at, truncate_broker, with_broker
 
 
 class ControlPlaneActions:
@@ -272,9 +272,6 @@ class ControlPlaneActions:
             return m.epoch > b.epoch + 1
         return False
 
-
-def replace_at(values: tuple, index: int, value: int) -> tuple:
-    return values[:index] + (value,) + values[index + 1 :]
 
 
 def channel_order(m: LeaderAndIsr | StopReplica) -> tuple[int, int, int]:

@@ -44,7 +44,7 @@ from spec.kafka.state import (
     OffsetsRequest,
     OffsetsResponse,
 )
-from spec.kafka.updates import add_messages, remove_message, truncate_broker, with_broker
+from spec.kafka.updates import add_messages, remove_message, replace_at, truncate_broker, with_broker
 
 
 class DataPlaneActions:
@@ -302,9 +302,6 @@ class DataPlaneActions:
         follower = truncate_broker(follower, offset, self._fix_10706).with_(fetch=FETCHING if done else TRUNCATING)
         return with_broker(s, i, follower, network=network)
 
-
-def replace_at(values: tuple, index: int, value: int) -> tuple:
-    return values[:index] + (value,) + values[index + 1 :]
 
 
 def busy(network: tuple, follower: int, leader: int) -> bool:

@@ -13,8 +13,10 @@ from spec.kafka.log import truncate_cache
 from spec.kafka.state import Broker, KafkaState
 
 
-def replace_broker(brokers: tuple[Broker, ...], i: int, broker: Broker) -> tuple[Broker, ...]:
-    return brokers[:i] + (broker,) + brokers[i + 1 :]
+def replace_at(values: tuple, index: int, value: object) -> tuple:
+    """``values`` with the item at ``index`` replaced (a broker, a remote LEO, a registered broker epoch)."""
+    return values[:index] + (value,) + values[index + 1 :]
+
 
 
 _new = tuple.__new__
@@ -25,7 +27,7 @@ if KafkaState._fields[0] != "brokers":
 def with_broker(s: KafkaState, i: int, broker: Broker, **changes: Any) -> KafkaState:
     """``s`` with broker ``i`` replaced (and any other state fields changed). The hot path of every action:
     without other changes it builds the state directly (brokers is the first field, checked at import)."""
-    brokers = s.brokers[:i] + (broker,) + s.brokers[i + 1 :]
+    brokers = replace_at(s.brokers, i, broker)
     if not changes:
         return _new(KafkaState, (brokers,) + s[1:])
     return s.with_(brokers=brokers, **changes)
