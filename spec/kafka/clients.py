@@ -76,6 +76,11 @@ class ClientActions:
 
     def _init_clients(self, acks: int, min_isr: int, consumers: int) -> None:
         self.acks = acks
+        if acks != ACKS_NONE:
+            # with a producer, Produce and AdvanceHighWatermark also acknowledge; without one (the
+            # replica-only model) the data plane's own actions run with no wrapper in between
+            self._produce_action = self._produce_with_acks
+            self._advance_hw_action = self._advance_hw_with_acks
         self.min_isr = min_isr
         self.n_consumers = consumers
         self._consumer_validates = self.features.consumer_truncation_detection
@@ -89,14 +94,11 @@ class ClientActions:
                                    for c in range(consumers)]
 
     # -- the producer ------------------------------------------------------------------------------------
-    def _produce_action(self, s: KafkaState, i: int, leader: Broker, add) -> None:
+    def _produce_with_acks(self, s: KafkaState, i: int, leader: Broker, add) -> None:
         """Produce with the producer's acks: acks=1 is acknowledged on append; acks=all is refused with
         NOT_ENOUGH_REPLICAS below ``min_isr`` (2.1.0 ``Partition.appendRecordsToLeader``) and acknowledged
         later, by AdvanceHighWatermark (``DelayedProduce.tryComplete``)."""
         acks = self.acks
-        if acks == ACKS_NONE:
-            super()._produce_action(s, i, leader, add)
-            return
         if acks == ACKS_ALL:
             if len(leader.isr) < self.min_isr:
                 return  # NOT_ENOUGH_REPLICAS: nothing is appended
@@ -110,7 +112,7 @@ class ClientActions:
 
         super()._produce_action(s, i, leader, acknowledged)
 
-    def _advance_hw_action(self, s: KafkaState, i: int, leader: Broker, add) -> None:
+    def _advance_hw_with_acks(self, s: KafkaState, i: int, leader: Broker, add) -> None:
         """AdvanceHighWatermark; with acks=all the waiting produce requests of the leader's epoch whose
         offset the new HW passes complete, acknowledged if the ISR has ``min_isr`` members
         (2.1.0 ``Partition.checkEnoughReplicasReachOffset``: ``minIsr <= curInSyncReplicas.size``; else
