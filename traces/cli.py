@@ -302,6 +302,9 @@ def _replay_all(args: argparse.Namespace, console: Console) -> int:
         except NotReplayableError as exc:  # an ambiguous scenario step under this version
             rows.append({"protocol": protocol, "outcome": "error", "detail": str(exc)})
             continue
+        except UsageError as exc:  # the trace's own switches do not exist in this version
+            rows.append({"protocol": protocol, "outcome": "n/a", "detail": str(exc)})
+            continue
         row = _result_json(result, expected)
         row["detail"] = result.summary()
         rows.append(row)
