@@ -108,6 +108,7 @@ from spec.kafka.actions_data import DataPlaneActions, busy
 from spec.kafka.clients import ACKS_NONE, ClientActions, new_consumer
 from spec.kafka.protocols import DEFAULT_PROTOCOL, Features, resolve
 from spec.kafka.state import (
+    decode_state,
     CONTROLLED_SHUTDOWN,
     DEAD,
     FETCH,
@@ -276,6 +277,12 @@ class KafkaModel(ClientActions, ControlPlaneActions, DataPlaneActions, Model):
     # -- the model interface -------------------------------------------------------------------------
     def state_types(self) -> tuple[type, ...]:
         return STATE_TYPES
+
+    def encode_state(self, state: KafkaState) -> KafkaState:
+        return state  # NamedTuples of ints, bools and tuples: msgpack packs it as it is
+
+    def decode_state(self, plain: tuple) -> KafkaState:
+        return decode_state(plain)
 
     def canonical(self, state: KafkaState) -> KafkaState:
         from spec.kafka.symmetry import canonical

@@ -249,6 +249,53 @@ STATE_TYPES: tuple[type, ...] = (
 )
 
 
+_new = tuple.__new__
+_MESSAGE_CLASS = {
+    LEADER_AND_ISR: LeaderAndIsr,
+    FETCH: FetchRequest,
+    FETCH_RESPONSE: FetchResponse,
+    OFFSETS_FOR_LEADER_EPOCH: OffsetsRequest,
+    OFFSETS_FOR_LEADER_EPOCH_RESPONSE: OffsetsResponse,
+    STOP_REPLICA: StopReplica,
+    CONTROLLED_SHUTDOWN: ControlledShutdown,
+}
+_LOG_FIELD = Broker._fields.index("log")
+_RECORDS_FIELD = FetchResponse._fields.index("records")
+
+
+def _records(plain: tuple) -> Log:
+    return tuple([_new(Record, r) for r in plain])
+
+
+def _broker(plain: tuple) -> Broker:
+    fields = list(plain)
+    fields[_LOG_FIELD] = _records(fields[_LOG_FIELD])
+    return _new(Broker, fields)
+
+
+def _message(plain: tuple) -> Message:
+    cls = _MESSAGE_CLASS[plain[0]]  # every message starts with its kind
+    if cls is FetchResponse:
+        fields = list(plain)
+        fields[_RECORDS_FIELD] = _records(fields[_RECORDS_FIELD])
+        return _new(cls, fields)
+    return _new(cls, plain)
+
+
+def decode_state(plain: tuple) -> KafkaState:
+    """A ``KafkaState`` from its msgpack form (the state packed as nested arrays, read back as tuples):
+    the frontier store's compact encoding, a few dozen bytes a state with no class names in it.
+    Message classes come from their ``kind``; the other fields are tuples of ints as they are."""
+    brokers, controller, network, *rest = plain
+    return _new(KafkaState, (
+        tuple([_broker(b) for b in brokers]),
+        _new(Controller, controller),
+        tuple([_message(m) for m in network]),
+        *rest[:-1],
+        tuple([_new(Consumer, c) for c in rest[-1]]),
+    ))
+
+
 def leo(broker: Broker) -> int:
     return len(broker.log)
 
