@@ -108,7 +108,6 @@ from spec.kafka.actions_data import DataPlaneActions, busy
 from spec.kafka.clients import ACKS_NONE, ClientActions, new_consumer
 from spec.kafka.protocols import DEFAULT_PROTOCOL, Features, resolve
 from spec.kafka.state import (
-    decode_state,
     CONTROLLED_SHUTDOWN,
     DEAD,
     FETCH,
@@ -126,6 +125,7 @@ from spec.kafka.state import (
     ControlledShutdown,
     Controller,
     KafkaState,
+    decode_state,
 )
 from spec.kafka.updates import add_messages, remove_message, truncate_broker, with_broker
 from spec.model import Action, Model
