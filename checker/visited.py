@@ -30,7 +30,7 @@ LOG_RECORD = np.dtype([("fp", "<i8"), ("parent", "<i4"), ("action", "<i4")])
 #: how much spare room the visited array gets when it grows (a share of its size)
 GROWTH = 0.25
 #: old fingerprints moved at once by the in-place merge (the merge's only temporary arrays)
-MOVE_BLOCK = 1 << 18
+MOVE_BLOCK = 1 << 15
 
 
 def _member(data: np.ndarray, fps: np.ndarray) -> np.ndarray:

@@ -108,6 +108,15 @@ class Model(ABC):
         comes back from msgpack with tuples for arrays). Equal to the encoded state, so same hash."""
         raise NotImplementedError
 
+    def encode_states(self, states: Sequence[State]) -> Any:
+        """A block of states in plain form (see ``encode_state``); a model overrides it to share
+        what the states of a block share (e.g. a broker unchanged between siblings) once."""
+        return [self.encode_state(s) for s in states]
+
+    def decode_states(self, plain: Any) -> list[State]:
+        """The states ``encode_states`` gave ``plain`` for, in order."""
+        return [self.decode_state(p) for p in plain]
+
     def describe(self) -> dict[str, Any]:
         """What identifies this configuration in a checkpoint or a trace header."""
         return {"model": self.name, "constants": dict(self.constants)}

@@ -57,7 +57,7 @@ def test_a_kafka_state_encodes_in_a_few_bytes():
     store.extend(states)
     store.finish()
     assert store.encoded_states == len(states)
-    assert store.memory_bytes < 40 * len(states)  # about 10 bytes a state once a block is compressed
+    assert store.memory_bytes < 40 * len(states)  # about 13 bytes a state once a block is compressed
 
 
 @pytest.mark.parametrize("budget,keep", [(10**9, True), (10**9, False), (0, False), (10**5, True)])
@@ -122,7 +122,7 @@ SETTINGS = {
     "blocks of 5, on disk": {(frontier_module, "BLOCK"): 5, (bfs, "FRONTIER_SHARE"): 0.0},
     # each store's budget: one block as objects and 200 bytes, so the next (encoded) blocks go to disk
     "blocks of 100, objects then disk": {(frontier_module, "BLOCK"): 100,
-                                         (bfs, "FRONTIER_SHARE"): 2 * (100 * 400 + 200) / bfs.default_memory_budget_mb() / 2**20},
+                                         (bfs, "FRONTIER_SHARE"): 2 * (100 * frontier_module.OBJECT_BYTES + 200) / bfs.default_memory_budget_mb() / 2**20},
 }
 
 

@@ -101,6 +101,7 @@ window of KAFKA-13207, KAFKA-14704 and KAFKA-18991).
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any
 
 from spec.kafka.actions_control import ControlPlaneActions, channel_order
@@ -126,6 +127,8 @@ from spec.kafka.state import (
     Controller,
     KafkaState,
     decode_state,
+    decode_states,
+    encode_states,
 )
 from spec.kafka.updates import add_messages, remove_message, truncate_broker, with_broker
 from spec.model import Action, Model
@@ -283,6 +286,12 @@ class KafkaModel(ClientActions, ControlPlaneActions, DataPlaneActions, Model):
 
     def decode_state(self, plain: tuple) -> KafkaState:
         return decode_state(plain)
+
+    def encode_states(self, states: Sequence[KafkaState]) -> tuple:
+        return encode_states(list(states))
+
+    def decode_states(self, plain: tuple) -> list[KafkaState]:
+        return decode_states(plain)
 
     def canonical(self, state: KafkaState) -> KafkaState:
         from spec.kafka.symmetry import canonical

@@ -296,6 +296,52 @@ def decode_state(plain: tuple) -> KafkaState:
     ))
 
 
+def encode_states(states: list[KafkaState]) -> tuple:
+    """A block of states in plain form, each broker and message the block's states share (the same
+    object: a successor keeps the brokers and messages its step does not touch) written once:
+    (brokers, messages, states), where a state names its brokers and messages by position in the
+    first two. About 75 bytes a 3-broker state before compression, 1.3 distinct brokers a state."""
+    broker_at: dict[int, int] = {}
+    message_at: dict[int, int] = {}
+    brokers: list[Broker] = []
+    messages: list[Message] = []
+    out = []
+    for state in states:
+        refs = []
+        for broker in state[0]:
+            at = broker_at.get(id(broker))
+            if at is None:
+                at = broker_at[id(broker)] = len(brokers)
+                brokers.append(broker)
+            refs.append(at)
+        sent = []
+        for message in state[2]:
+            at = message_at.get(id(message))
+            if at is None:
+                at = message_at[id(message)] = len(messages)
+                messages.append(message)
+            sent.append(at)
+        out.append((refs, state[1], sent, *state[3:]))
+    return brokers, messages, out
+
+
+def decode_states(plain: tuple) -> list[KafkaState]:
+    """The states of ``encode_states``, rebuilt with the model's classes (shared as they were)."""
+    brokers_plain, messages_plain, out = plain
+    brokers = [_broker(b) for b in brokers_plain]
+    messages = [_message(m) for m in messages_plain]
+    states = []
+    for refs, controller, sent, *rest in out:
+        states.append(_new(KafkaState, (
+            tuple([brokers[i] for i in refs]),
+            _new(Controller, controller),
+            tuple([messages[i] for i in sent]),
+            *rest[:-1],
+            tuple([_new(Consumer, c) for c in rest[-1]]),
+        )))
+    return states
+
+
 def leo(broker: Broker) -> int:
     return len(broker.log)
 
