@@ -297,6 +297,7 @@ class LocalBFS:
         try:
             index = st.frontier_base
             for block in _blocks(st.frontier):
+                self._level_new = level.count  # for the progress reports
                 fresh = self._expand(st, block, index, st.generated)
                 index += len(block)
                 self._absorb(st, level, fresh)
@@ -312,6 +313,7 @@ class LocalBFS:
         try:
             self._commit(st, level)
         finally:
+            self._level_new = 0
             held.__exit__(None, None, None)
 
     def _expand(self, st: SearchState, frontier: list[Any], index: int, generated_before: int) -> dict[int, tuple]:
@@ -451,7 +453,8 @@ class LocalBFS:
                     raise BudgetExceeded(f"{MEMORY_BUDGET} of {self.memory_budget:.0f} MB ran out at depth {st.depth}")
         if self.options.progress and now - getattr(self, "_last_report", 0.0) >= self.options.progress_every:
             self._last_report = now
-            self.options.progress(Progress(st.depth + 1, generated, len(st.log) + pending, len(st.frontier), elapsed))
+            distinct = len(st.log) + getattr(self, "_level_new", 0) + pending
+            self.options.progress(Progress(st.depth + 1, generated, distinct, len(st.frontier), elapsed))
 
     def _report(self, st: SearchState, elapsed: float, force: bool = False) -> None:
         if self.options.progress:

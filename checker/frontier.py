@@ -143,17 +143,9 @@ class FrontierStore:
 
     # -- reading -----------------------------------------------------------------------------------
     def blocks(self) -> Iterator[list[Any]]:
-        """The states block by block, in order (each block a new list)."""
+        """The states block by block, in order (a block kept as objects is the store's own list: read it only)."""
         for form, payload, _count in self._blocks:
-            if form == "objects":
-                yield payload
-            elif form == "encoded":
-                yield self._unpack(zlib.decompress(payload))
-            else:
-                offset, length = payload
-                assert self._file is not None
-                self._file.seek(offset)
-                yield self._unpack(zlib.decompress(self._file.read(length)))
+            yield self._block(form, payload)
         if self._pending:
             yield list(self._pending)
 
@@ -170,9 +162,9 @@ class FrontierStore:
             raise ValueError("a frontier store is sliced with step 1")
         out: list[Any] = []
         at = 0
-        for form, _payload, count in [*self._blocks, ("pending", None, len(self._pending))]:
+        for form, payload, count in [*self._blocks, ("pending", None, len(self._pending))]:
             if at + count > start and at < stop and count:
-                block = self._pending if form == "pending" else self._block(form, _payload)
+                block = self._pending if form == "pending" else self._block(form, payload)
                 out.extend(block[max(0, start - at):stop - at])
             at += count
         return out
