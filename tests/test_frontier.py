@@ -34,7 +34,10 @@ def _reachable(model, limit):
     return states[:limit]
 
 
-@pytest.mark.parametrize("model", [TwoPhase(4), _kafka()], ids=["two-phase", "kafka"])
+@pytest.mark.parametrize("model", [
+    TwoPhase(4), _kafka(),
+    build_model("kafka", ["records=2", "epochs=1", "crashes=1", "consumers=1", "acks=-1"], "4.1.0"),
+], ids=["two-phase", "kafka", "kafka-with-clients"])
 def test_the_compact_encoding_gives_back_equal_states_of_the_same_classes(model):
     states = _reachable(model, 3000)
     pack, unpack = state_codec(model)
@@ -48,6 +51,8 @@ def test_the_compact_encoding_gives_back_equal_states_of_the_same_classes(model)
         assert all(type(m) is type(n) for s, t in zip(back, states, strict=True) for m, n in zip(s.network, t.network,
                                                                                                    strict=True))
         assert all(type(r).__name__ == "Record" for s in back for b in s.brokers for r in b.log)
+        assert any(b.log for s in back for b in s.brokers)
+        assert all(type(c).__name__ == "Consumer" for s in back for c in s.consumers)
 
 
 def test_a_kafka_state_encodes_in_a_few_bytes():

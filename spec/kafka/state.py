@@ -268,6 +268,8 @@ def _records(plain: tuple) -> Log:
 
 
 def _broker(plain: tuple) -> Broker:
+    if not plain[_LOG_FIELD]:
+        return _new(Broker, plain)
     fields = list(plain)
     fields[_LOG_FIELD] = _records(fields[_LOG_FIELD])
     return _new(Broker, fields)
@@ -275,7 +277,7 @@ def _broker(plain: tuple) -> Broker:
 
 def _message(plain: tuple) -> Message:
     cls = _MESSAGE_CLASS[plain[0]]  # every message starts with its kind
-    if cls is FetchResponse:
+    if cls is FetchResponse and plain[_RECORDS_FIELD]:
         fields = list(plain)
         fields[_RECORDS_FIELD] = _records(fields[_RECORDS_FIELD])
         return _new(cls, fields)
@@ -331,13 +333,16 @@ def decode_states(plain: tuple) -> list[KafkaState]:
     brokers = [_broker(b) for b in brokers_plain]
     messages = [_message(m) for m in messages_plain]
     states = []
+    append = states.append
     for refs, controller, sent, *rest in out:
-        states.append(_new(KafkaState, (
+        consumers = rest[-1]
+        if consumers:
+            rest[-1] = tuple([_new(Consumer, c) for c in consumers])
+        append(_new(KafkaState, (
             tuple([brokers[i] for i in refs]),
             _new(Controller, controller),
             tuple([messages[i] for i in sent]),
-            *rest[:-1],
-            tuple([_new(Consumer, c) for c in rest[-1]]),
+            *rest,
         )))
     return states
 
