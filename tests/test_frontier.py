@@ -122,12 +122,15 @@ def _run(model, options, patches=None):
     return result, seen["log"], traces, bool(spilled)
 
 
+#: FRONTIER_SHARE giving each store one block of 100 states as objects and 200 bytes more
+ONE_BLOCK_SHARE = 2 * (100 * frontier_module.OBJECT_BYTES + 200) / bfs.default_memory_budget_mb() / 2**20
+
 SETTINGS = {
     "blocks of 7, encoded": {(frontier_module, "BLOCK"): 7, (bfs, "FRONTIER_OBJECTS"): False},
     "blocks of 5, on disk": {(frontier_module, "BLOCK"): 5, (bfs, "FRONTIER_SHARE"): 0.0},
     # each store's budget: one block as objects and 200 bytes, so the next (encoded) blocks go to disk
     "blocks of 100, objects then disk": {(frontier_module, "BLOCK"): 100,
-                                         (bfs, "FRONTIER_SHARE"): 2 * (100 * frontier_module.OBJECT_BYTES + 200) / bfs.default_memory_budget_mb() / 2**20},
+                                         (bfs, "FRONTIER_SHARE"): ONE_BLOCK_SHARE},
 }
 
 
