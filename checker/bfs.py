@@ -335,7 +335,9 @@ class LocalBFS:
         checked = 0  # entries of ``fresh`` known not to be visited yet (the first ones)
         generated = 0
         degrees = self._degrees
-        next_check = _CHECK_EVERY
+        # every _CHECK_EVERY successors counted over the whole run, not from this call: a level is
+        # expanded in many small calls (one a block)
+        next_check = _CHECK_EVERY - generated_before % _CHECK_EVERY
         prune_at = _PRUNE_AT_UNDER_PRESSURE if self.under_pressure else _PRUNE_AT
         for state in frontier:
             succs = successors(state)
@@ -393,7 +395,8 @@ class LocalBFS:
         fps = np.fromiter(fresh.keys(), dtype=np.int64, count=len(fresh))
         new_mask = ~st.visited.contains(fps)
         if len(level.fps):
-            new_mask &= ~level.fps.contains(fps)
+            unvisited = np.flatnonzero(new_mask)
+            new_mask[unvisited[level.fps.contains(fps[unvisited])]] = False
         values = list(fresh.values())
         del fresh
         entries = values if new_mask.all() else list(map(values.__getitem__, np.flatnonzero(new_mask).tolist()))

@@ -36,9 +36,15 @@ MOVE_BLOCK = 1 << 15
 def _member(data: np.ndarray, fps: np.ndarray) -> np.ndarray:
     if data.size == 0 or fps.size == 0:
         return np.zeros(fps.size, dtype=bool)
-    pos = np.searchsorted(data, fps)
+    # binary searches for sorted keys walk the array in order (3-4x faster on a large set than
+    # keys in discovery order, whose searches each miss the cache)
+    order = np.argsort(fps)
+    keys = fps[order]
+    pos = np.searchsorted(data, keys)
     pos[pos == data.size] = 0
-    return data[pos] == fps
+    mask = np.empty(fps.size, dtype=bool)
+    mask[order] = data[pos] == keys
+    return mask
 
 
 class FingerprintSet:
