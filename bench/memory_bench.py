@@ -78,6 +78,14 @@ def child(spec: dict[str, Any]) -> dict[str, Any]:
     }
 
 
+def _commit(checkout: str | None) -> str | None:
+    """The baseline as its commit (never a path of this machine)."""
+    if not checkout:
+        return None
+    out = subprocess.run(["git", "-C", checkout, "rev-parse", "--short", "HEAD"], capture_output=True, text=True)
+    return out.stdout.strip() or os.path.basename(os.path.abspath(checkout))
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--model", default=KAFKA_3[0])
@@ -120,7 +128,7 @@ def main() -> int:
     if len({(r["distinct"], r["generated"], r["depth"]) for r in rows}) != 1:
         print("the runs disagree on the counts", file=sys.stderr)
         return 1
-    report = {"model": args.model, "consts": consts, "protocol": args.protocol, "baseline": args.baseline,
+    report = {"model": args.model, "consts": consts, "protocol": args.protocol, "baseline": _commit(args.baseline),
               "load_before": load,
               "load_after": os.getloadavg(), "runs": rows}
     data = {}
