@@ -26,6 +26,7 @@ from typing import Any
 import numpy as np
 
 from checker import checkpoint as ckpt
+from checker import frontier as frontier_store
 from checker.frontier import FrontierStore, store_of
 from checker.result import CheckResult, Discovery, OutDegree, Verdict, Violation, collision_estimates
 from checker.safe_io import interrupts_deferred
@@ -100,9 +101,7 @@ def _blocks(frontier: Any) -> Any:
     """The frontier block by block: a store's own blocks, a list cut in ``frontier.BLOCK``s."""
     if isinstance(frontier, FrontierStore):
         return frontier.blocks()
-    from checker import frontier as store_module
-
-    size = store_module.BLOCK
+    size = frontier_store.BLOCK
     return (frontier[i:i + size] for i in range(0, len(frontier), size))
 
 
