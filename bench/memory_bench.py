@@ -1,14 +1,19 @@
 """Resident memory a distinct state, measured in a fresh process per run, side by side.
 
-    python3 bench/memory_bench.py                       # kafka kip-320, 3 brokers, 1 record, 1 epoch, no crash
+    python3 bench/memory_bench.py                       # kafka 2.1.0, 3 brokers, 1 record, 1 epoch, no crash
     python3 bench/memory_bench.py --const RM=8 --model two-phase --protocol ''
+    python3 bench/memory_bench.py --baseline ../kmc-main  # the same runs of another checkout first
     python3 bench/memory_bench.py --out memory.json   # elsewhere than bench/results.json
 
 Each run builds the model, notes its resident set, runs the search and reports the growth of the
-peak resident set (``ru_maxrss``, so the transient peaks count) divided by the distinct states.
-Runs: the single-process engine as it starts (everything in memory), the same with the parent
-log on disk from the first level on (what a run does past half its
-``--max-memory``), and the parallel engine (every process's peak growth added up).
+peak resident set (``ru_maxrss``, so the transient peaks count) divided by the distinct states,
+and the search's CPU seconds. Modes: ``memory``, the single-process engine as it starts (the
+frontier stores keep Python objects within their budget); ``encoded``, the same with every frontier
+block encoded from the first level on (what a run does past its frontier budget); ``spill``, the
+parent log and the frontier blocks on disk from the first level on (what a run does past half its
+``--max-memory``); ``parallel``, the parallel engine (every process's peak growth added up). With
+``--baseline``, every mode is run on that checkout and on this one, alternately, so that both see
+the same machine load (``encoded`` is this checkout's only), and the CPU ratio is printed.
 """
 
 from __future__ import annotations
@@ -25,7 +30,7 @@ from typing import Any
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, ROOT)
 
-KAFKA_475K = ("kafka", ["brokers=3", "records=1", "epochs=1", "crashes=0"], "kip-320")
+KAFKA_3 = ("kafka", ["brokers=3", "records=1", "epochs=1", "crashes=0"], "2.1.0")
 
 
 def _rss_kb() -> int:
@@ -34,7 +39,8 @@ def _rss_kb() -> int:
 
 
 def child(spec: dict[str, Any]) -> dict[str, Any]:
-    """One run in this (fresh) process."""
+    """One run in this (fresh) process, on the checkout at ``spec["root"]``."""
+    sys.path.insert(0, spec["root"])
     from checker import bfs, parallel
     from checker.search import SearchOptions
     from invariants.registry import for_family
@@ -46,7 +52,11 @@ def child(spec: dict[str, Any]) -> dict[str, Any]:
     start_kb = _rss_kb()
     if spec["mode"] == "spill":
         bfs.SPILL_AT = 0.0  # past "half the budget" from the first level on
+        bfs.FRONTIER_SHARE = 0.0  # (where there are frontier stores) every block on disk
+    if spec["mode"] == "encoded":
+        bfs.FRONTIER_OBJECTS = False
     started = time.monotonic()
+    cpu_started = time.process_time()
     if spec["mode"] == "parallel":
         result = parallel.ParallelBFS(model, options, spec["workers"]).run()
         children = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss  # the largest worker's peak
@@ -56,7 +66,9 @@ def child(spec: dict[str, Any]) -> dict[str, Any]:
         result = bfs.check(model, options)
         peak_growth_kb = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss - start_kb
     return {
+        "tree": spec["tree"],
         "mode": spec["mode"],
+        "cpu_seconds": round(time.process_time() - cpu_started, 2),
         "distinct": result.distinct_states,
         "generated": result.states_generated,
         "depth": result.depth,
@@ -66,12 +78,21 @@ def child(spec: dict[str, Any]) -> dict[str, Any]:
     }
 
 
+def _commit(checkout: str | None) -> str | None:
+    """The baseline as its commit (never a path of this machine)."""
+    if not checkout:
+        return None
+    out = subprocess.run(["git", "-C", checkout, "rev-parse", "--short", "HEAD"], capture_output=True, text=True)
+    return out.stdout.strip() or os.path.basename(os.path.abspath(checkout))
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--model", default=KAFKA_475K[0])
+    parser.add_argument("--model", default=KAFKA_3[0])
     parser.add_argument("--const", action="append", default=None)
-    parser.add_argument("--protocol", default=KAFKA_475K[2])
-    parser.add_argument("--modes", default="memory,spill,parallel")
+    parser.add_argument("--protocol", default=KAFKA_3[2])
+    parser.add_argument("--modes", default="memory,encoded,spill,parallel")
+    parser.add_argument("--baseline", help="a checkout to run the same modes on first (e.g. main)")
     parser.add_argument("--workers", type=int, default=2)
     parser.add_argument("--out", default=os.path.join(ROOT, "bench", "results.json"),
                         help="JSON file the figures are merged into (key memory_per_state)")
@@ -80,28 +101,45 @@ def main() -> int:
     if args.child:
         print(json.dumps(child(json.loads(args.child))))
         return 0
-    consts = args.const if args.const is not None else KAFKA_475K[1]
+    consts = args.const if args.const is not None else KAFKA_3[1]
     load = os.getloadavg()
     rows = []
+    trees = [("baseline", os.path.abspath(args.baseline))] if args.baseline else []
+    trees.append(("current", ROOT))
     for mode in args.modes.split(","):
-        spec = {"model": args.model, "consts": consts, "protocol": args.protocol, "mode": mode, "workers": args.workers}
-        out = subprocess.run([sys.executable, __file__, "--child", json.dumps(spec)], capture_output=True, text=True,
-                             cwd=ROOT)
-        if out.returncode:
-            print(out.stderr, file=sys.stderr)
-            return 1
-        rows.append(json.loads(out.stdout))
-        print(json.dumps(rows[-1]))
+        for tree, root in trees:
+            if mode == "encoded" and tree == "baseline":
+                continue
+            spec = {"model": args.model, "consts": consts, "protocol": args.protocol, "mode": mode,
+                    "workers": args.workers, "root": root, "tree": tree}
+            out = subprocess.run([sys.executable, __file__, "--child", json.dumps(spec)], capture_output=True,
+                                 text=True, cwd=root)
+            if out.returncode:
+                print(out.stderr, file=sys.stderr)
+                return 1
+            rows.append(json.loads(out.stdout))
+            print(json.dumps(rows[-1]))
+    for mode in args.modes.split(","):
+        pair = {r["tree"]: r for r in rows if r["mode"] == mode}
+        if len(pair) == 2:
+            ratio = pair["current"]["cpu_seconds"] / max(0.01, pair["baseline"]["cpu_seconds"])
+            print(f"{mode}: {pair['baseline']['bytes_per_state']} -> {pair['current']['bytes_per_state']} B a state, "
+                  f"CPU current/baseline {ratio:.2f}")
     if len({(r["distinct"], r["generated"], r["depth"]) for r in rows}) != 1:
         print("the runs disagree on the counts", file=sys.stderr)
         return 1
-    report = {"model": args.model, "consts": consts, "protocol": args.protocol, "load_before": load,
+    report = {"model": args.model, "consts": consts, "protocol": args.protocol, "baseline": _commit(args.baseline),
+              "load_before": load,
               "load_after": os.getloadavg(), "runs": rows}
     data = {}
     if os.path.exists(args.out):
         with open(args.out) as f:
             data = json.load(f)
-    data["memory_per_state"] = report
+    runs = data.get("memory_per_state")
+    if not isinstance(runs, dict) or "model" in runs:  # the old layout held one configuration
+        runs = {}
+    runs[" ".join([args.model, args.protocol, *consts]).replace("  ", " ")] = report
+    data["memory_per_state"] = runs
     with open(args.out, "w") as f:
         f.write(json.dumps(data, indent=2) + "\n")
     print(f"figures merged into {args.out} (memory_per_state)")

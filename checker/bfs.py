@@ -1,10 +1,16 @@
 """The local breadth-first engine: level-synchronous, with a compact visited set.
 
-Each level expands the frontier in order, keeping the first occurrence of each new fingerprint
-(so the result does not depend on how the level is split among workers), then removes the ones
-already visited with one vectorised lookup, checks every invariant on the new states and appends
-their parent pointers. The first violation found at a level is a shortest counterexample.
-Everything mutable changes only between levels, which is what makes checkpoints and Ctrl-C safe.
+Each level expands the frontier in order, block by block (``checker.frontier``: a block of states
+is read back, expanded, and let go), keeping the first occurrence of each new fingerprint (so the
+result does not depend on how the level is split among blocks or workers). After each block, one
+vectorised lookup removes the successors visited at earlier levels and those this level already
+found (``LevelFingerprints``); the rest are the block's new states, in discovery order: their
+invariants are checked, their parent pointers noted and the states written to the next level's
+store. No list or dictionary of the whole level is ever built, so a level costs the visited set,
+the parent log and the two stores (compact past their budget), plus one block of Python objects.
+The first violation found at a level is a shortest counterexample. The search state (visited set,
+parent log, counts, frontier) changes only when a whole level commits, which is what makes
+checkpoints and Ctrl-C safe: an abandoned level leaves nothing behind.
 """
 
 from __future__ import annotations
@@ -20,6 +26,8 @@ from typing import Any
 import numpy as np
 
 from checker import checkpoint as ckpt
+from checker import frontier as frontier_store
+from checker.frontier import FrontierStore, store_of
 from checker.result import CheckResult, Discovery, OutDegree, Verdict, Violation, collision_estimates
 from checker.safe_io import interrupts_deferred
 from checker.search import (
@@ -34,7 +42,7 @@ from checker.search import (
     validate_initial,
     verdict_of,
 )
-from checker.visited import FingerprintSet
+from checker.visited import FingerprintSet, LevelFingerprints
 from spec.model import Model
 
 _CHECK_EVERY = 8192  # successors between two looks at the clock
@@ -74,6 +82,29 @@ def first_false(predicate: Any, items: list[Any]) -> int | None:
     return next(compress(count(), map(not_, map(predicate, items))), None)
 
 
+class _Level:
+    """The level being built: its new fingerprints, parent pointers and violations, and its store."""
+
+    def __init__(self, store: FrontierStore, base: int) -> None:
+        self.store = store
+        self.base = base  # global index of its first state
+        self.count = 0
+        self.fps = LevelFingerprints()
+        self.new_fps: list[np.ndarray] = []  # in discovery order, a chunk a block
+        self.parents: list[np.ndarray] = []
+        self.actions: list[np.ndarray] = []
+        #: invariant name -> global index of its first violating state in this level
+        self.found: dict[str, int] = {}
+
+
+def _blocks(frontier: Any) -> Any:
+    """The frontier block by block: a store's own blocks, a list cut in ``frontier.BLOCK``s."""
+    if isinstance(frontier, FrontierStore):
+        return frontier.blocks()
+    size = frontier_store.BLOCK
+    return (frontier[i:i + size] for i in range(0, len(frontier), size))
+
+
 class BudgetExceeded(Exception):
     def __init__(self, reason: str) -> None:
         super().__init__(reason)
@@ -93,6 +124,13 @@ def rss_mb() -> float:
 MEMORY_BUDGET = "memory budget"
 #: share of the memory budget past which the parent log is kept on disk
 SPILL_AT = 0.5
+#: share of the memory budget the two frontier stores (the frontier and the level being built) may
+#: hold in memory together, half each; past it a store writes its blocks to disk. A store keeps its
+#: blocks as Python objects while they fit (``frontier.OBJECT_BYTES`` a state) and encodes them
+#: past that, or from the start once the run is past ``SPILL_AT`` of its budget.
+FRONTIER_SHARE = 0.25
+#: False: every block of the frontier is encoded from the first level on (``bench/memory_bench.py``)
+FRONTIER_OBJECTS = True
 DEFAULT_CHECKPOINT_DIR = "kmc-checkpoints"
 
 
@@ -129,6 +167,8 @@ class LocalBFS:
         self.invariants = options.safety_invariants()
         self.memory_budget = options.max_memory_mb or default_memory_budget_mb()
         self.under_pressure = False  # past SPILL_AT of the memory budget
+        #: bytes each frontier store may keep in memory
+        self.store_budget = self.memory_budget * 2**20 * FRONTIER_SHARE / 2
         # run statistics (this process's expansions; a resumed run does not report them)
         self.coverage: Counter | None = Counter() if options.coverage else None
         self._degrees: dict[int, int] = {}  # out-degree -> states expanded with it
@@ -151,6 +191,8 @@ class LocalBFS:
         started = time.monotonic()
         if opts.resume_from:
             st = ckpt.load(opts.resume_from, self.model, opts)
+            st.frontier = store_of(self.model, st.frontier, self.store_budget, self._spill_dir(),
+                                   FRONTIER_OBJECTS)
         else:
             st = self._initial_level()
         base_elapsed = st.elapsed
@@ -192,8 +234,17 @@ class LocalBFS:
         if st.log.spilled or rss_mb() <= self.memory_budget * SPILL_AT:
             return
         self.under_pressure = True
-        where = os.path.dirname(os.path.abspath(self.options.checkpoint_path)) if self.options.checkpoint_path else None
-        st.log.spill(where)
+        st.log.spill(self._spill_dir())
+
+    def _spill_dir(self) -> str | None:
+        """Where the parent log and the frontier stores spill: beside the checkpoint, or the system's
+        temporary directory (the files are anonymous: unlinked as they are created)."""
+        path = self.options.checkpoint_path
+        return os.path.dirname(os.path.abspath(path)) if path else None
+
+    def _new_store(self) -> FrontierStore:
+        return FrontierStore(self.model, self.store_budget, self._spill_dir(),
+                             keep_objects=FRONTIER_OBJECTS and not self.under_pressure)
 
     def _should_stop(self, st: SearchState) -> bool:
         self._note_discoveries(st)
@@ -234,23 +285,34 @@ class LocalBFS:
         return st
 
     def _expand_level(self, st: SearchState) -> None:
-        # A Ctrl-C while the level is expanded abandons it (its counts go back to the level
-        # boundary); once it is expanded, Ctrl-C is held until it is committed. Either way the
-        # checkpoint written on Ctrl-C is of whole levels, and a resume gives the same counts.
-        generated, deadlock = st.generated, st.deadlock
+        # A Ctrl-C or a budget running out while the level is expanded abandons it (the search
+        # state goes back to the level boundary); once it is expanded, Ctrl-C is held until it is
+        # committed. Either way the checkpoint written on Ctrl-C is of whole levels, and a resume
+        # gives the same counts.
+        generated, deadlock, actions = st.generated, st.deadlock, len(st.actions.actions)
         edges = None if st.edges is None else len(st.edges)
+        level = _Level(self._new_store(), len(st.log))
         held = interrupts_deferred()
         try:
-            fresh = self._expand(st, st.frontier, st.frontier_base, st.generated)
+            index = st.frontier_base
+            for block in _blocks(st.frontier):
+                self._level_new = level.count  # for the progress reports
+                fresh = self._expand(st, block, index, st.generated)
+                index += len(block)
+                self._absorb(st, level, fresh)
+            level.store.finish()
             held.__enter__()
-        except KeyboardInterrupt:
+        except BaseException:
             st.generated, st.deadlock = generated, deadlock
+            st.actions.truncate(actions)
             if edges is not None:
                 del st.edges[edges:]
+            level.store.close()
             raise
         try:
-            self._commit_level(st, fresh)
+            self._commit(st, level)
         finally:
+            self._level_new = 0
             held.__exit__(None, None, None)
 
     def _expand(self, st: SearchState, frontier: list[Any], index: int, generated_before: int) -> dict[int, tuple]:
@@ -272,7 +334,9 @@ class LocalBFS:
         checked = 0  # entries of ``fresh`` known not to be visited yet (the first ones)
         generated = 0
         degrees = self._degrees
-        next_check = _CHECK_EVERY
+        # every _CHECK_EVERY successors counted over the whole run, not from this call: a level is
+        # expanded in many small calls (one a block)
+        next_check = _CHECK_EVERY - generated_before % _CHECK_EVERY
         prune_at = _PRUNE_AT_UNDER_PRESSURE if self.under_pressure else _PRUNE_AT
         for state in frontier:
             succs = successors(state)
@@ -312,44 +376,73 @@ class LocalBFS:
         return fresh
 
     def _commit_level(self, st: SearchState, fresh: dict[int, tuple]) -> None:
-        """Keep the fingerprints not visited before, in discovery order, and check invariants.
+        """Commit a whole level given as one dictionary (the initial states).
 
         ``fresh`` maps fingerprint -> (state, parent global index, action), in discovery order.
         """
-        new_states: list[Any] = []
-        if fresh:
-            fps = np.fromiter(fresh.keys(), dtype=np.int64, count=len(fresh))
-            new_mask = ~st.visited.contains(fps)
-            new_fps = fps[new_mask]
-            values = list(fresh.values())
-            del fresh
-            entries = values if new_fps.size == fps.size else list(map(values.__getitem__, np.flatnonzero(new_mask).tolist()))
-            del values
-            if entries:
-                new_states = list(map(_first, entries))
-                parents = np.fromiter(map(_second, entries), np.int64, len(entries))
-                acts = np.array(list(map(_action_id(st.actions), map(_third, entries))), np.int64)
-                del entries
-        base = len(st.log)
-        if new_states:
-            self._check_invariants(st, new_states, base)
-            st.visited.add(new_fps)
-            st.log.append(new_fps, parents, acts)
+        level = _Level(self._new_store(), len(st.log))
+        self._absorb(st, level, fresh)
+        level.store.finish()
+        self._commit(st, level)
+
+    def _absorb(self, st: SearchState, level: _Level, fresh: dict[int, tuple]) -> None:
+        """Add one block's successors to the level being built: those visited at earlier levels or
+        already found by this level are dropped, the others (in discovery order) are the level's
+        next states: invariants checked, parent pointers noted, states written to its store."""
+        if not fresh:
+            return
+        fps = np.fromiter(fresh.keys(), dtype=np.int64, count=len(fresh))
+        new_mask = ~st.visited.contains(fps)
+        if len(level.fps):
+            unvisited = np.flatnonzero(new_mask)
+            new_mask[unvisited[level.fps.contains(fps[unvisited])]] = False
+        values = list(fresh.values())
+        del fresh
+        entries = values if new_mask.all() else list(map(values.__getitem__, np.flatnonzero(new_mask).tolist()))
+        del values
+        if not entries:
+            return
+        new_fps = fps[new_mask]
+        states = list(map(_first, entries))
+        level.parents.append(np.fromiter(map(_second, entries), np.int32, len(entries)))
+        level.actions.append(np.fromiter(map(_action_id(st.actions), map(_third, entries)), np.int32, len(entries)))
+        del entries
+        for name, index in self._check_invariants(st, states, level.base + level.count).items():
+            level.found.setdefault(name, index)  # blocks come in order: the first one found is the first
+        level.fps.add(new_fps)
+        level.new_fps.append(new_fps)
+        level.count += len(states)
+        level.store.extend(states)
+
+    def _commit(self, st: SearchState, level: _Level) -> None:
+        """The level becomes the frontier: the visited set, the parent log and the violations grow."""
+        if level.count:
+            st.visited.add(level.fps.sorted())
+            st.log.append(np.concatenate(level.new_fps), np.concatenate(level.parents), np.concatenate(level.actions))
             st.depth += 1
-        st.frontier = new_states
-        st.frontier_base = base
+        for name, index in level.found.items():
+            st.found.setdefault(name, index)
+        previous = st.frontier
+        st.frontier = level.store
+        st.frontier_base = level.base
+        if isinstance(previous, FrontierStore):
+            previous.close()
         self._report(st, time.monotonic() - self._started_or_now())
 
     def _started_or_now(self) -> float:
         return getattr(self, "_started", time.monotonic())
 
-    def _check_invariants(self, st: SearchState, states: list[Any], base: int) -> None:
+    def _check_invariants(self, st: SearchState, states: list[Any], base: int) -> dict[str, int]:
+        """Invariant name -> global index of its first violation among ``states`` (global indexes
+        from ``base``), for the invariants not violated at an earlier level."""
+        found = {}
         for inv in self.invariants:
             if inv.name in st.found:
                 continue
             offset = first_false(inv.holds, states)
             if offset is not None:
-                st.found[inv.name] = base + offset
+                found[inv.name] = base + offset
+        return found
 
     def _check_budgets(self, st: SearchState, generated: int, pending: int) -> None:
         now = time.monotonic()
@@ -362,7 +455,8 @@ class LocalBFS:
                     raise BudgetExceeded(f"{MEMORY_BUDGET} of {self.memory_budget:.0f} MB ran out at depth {st.depth}")
         if self.options.progress and now - getattr(self, "_last_report", 0.0) >= self.options.progress_every:
             self._last_report = now
-            self.options.progress(Progress(st.depth + 1, generated, len(st.log) + pending, len(st.frontier), elapsed))
+            distinct = len(st.log) + getattr(self, "_level_new", 0) + pending
+            self.options.progress(Progress(st.depth + 1, generated, distinct, len(st.frontier), elapsed))
 
     def _report(self, st: SearchState, elapsed: float, force: bool = False) -> None:
         if self.options.progress:

@@ -11,7 +11,7 @@ import numpy as np
 from checker.errors import ExitCode
 from traces.trace import Trace
 
-_CHUNK = 1 << 20  # fingerprints scanned at a time for the observed collision estimate
+_CHUNK = 1 << 16  # fingerprints scanned at a time for the observed collision estimate (two 512 KiB temporaries)
 
 
 class Verdict(StrEnum):

@@ -158,6 +158,12 @@ class ActionTable:
             self.actions.append(action)
         return found
 
+    def truncate(self, size: int) -> None:
+        """Forget the actions interned after the first ``size`` (an abandoned level's)."""
+        for act in self.actions[size:]:
+            del self._ids[act]
+        del self.actions[size:]
+
 
 @dataclass
 class SearchState:
@@ -166,7 +172,9 @@ class SearchState:
     visited: FingerprintSet = field(default_factory=FingerprintSet)
     log: ParentLog = field(default_factory=ParentLog)
     actions: ActionTable = field(default_factory=ActionTable)
-    frontier: list[Any] = field(default_factory=list)
+    #: the last level's states: a list, or (local engine) a ``checker.frontier.FrontierStore``,
+    #: which has a length and is iterated in order the same way
+    frontier: Any = field(default_factory=list)
     frontier_base: int = 0  # global index of frontier[0]
     depth: int = 0
     generated: int = 0

@@ -94,6 +94,29 @@ class Model(ABC):
         """The NamedTuple classes a state is built from (used to decode checkpoints safely)."""
         return ()
 
+    def encode_state(self, state: State) -> Any:
+        """A compact plain form of ``state`` for the search's frontier store: nested tuples (or lists)
+        of ints and bools that msgpack packs as they are, with no class names. A NamedTuple is
+        already such a form (msgpack packs it as an array), so a model whose states hold no
+        frozenset returns ``state`` itself. Optional: without it (and ``decode_state``) the search
+        stores its frontier with the generic codec, which names every record's class (bigger, slower).
+        """
+        raise NotImplementedError
+
+    def decode_state(self, plain: Any) -> State:
+        """The state ``encode_state`` gave ``plain`` for, rebuilt with the model's classes (``plain``
+        comes back from msgpack with tuples for arrays). Equal to the encoded state, so same hash."""
+        raise NotImplementedError
+
+    def encode_states(self, states: Sequence[State]) -> Any:
+        """A block of states in plain form (see ``encode_state``); a model overrides it to share
+        what the states of a block share (e.g. a broker unchanged between siblings) once."""
+        return [self.encode_state(s) for s in states]
+
+    def decode_states(self, plain: Any) -> list[State]:
+        """The states ``encode_states`` gave ``plain`` for, in order."""
+        return [self.decode_state(p) for p in plain]
+
     def describe(self) -> dict[str, Any]:
         """What identifies this configuration in a checkpoint or a trace header."""
         return {"model": self.name, "constants": dict(self.constants)}

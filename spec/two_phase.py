@@ -63,6 +63,12 @@ class TwoPhase(Model):
     def state_types(self) -> tuple[type, ...]:
         return (TwoPhaseState,)
 
+    def encode_state(self, state: TwoPhaseState) -> TwoPhaseState:
+        return state  # tuples of ints and bools: msgpack packs it as it is
+
+    def decode_state(self, plain: tuple) -> TwoPhaseState:
+        return _tuple_new(TwoPhaseState, plain)
+
     def canonical(self, s: TwoPhaseState) -> TwoPhaseState:
         """Sort the resource managers by (rmState, in tmPrepared, Prepared sent): every RM's whole
         state is its own three attributes, so the sorted form is an exact canonical form."""

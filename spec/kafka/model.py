@@ -101,6 +101,7 @@ window of KAFKA-13207, KAFKA-14704 and KAFKA-18991).
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any
 
 from spec.kafka.actions_control import ControlPlaneActions, channel_order
@@ -125,6 +126,9 @@ from spec.kafka.state import (
     ControlledShutdown,
     Controller,
     KafkaState,
+    decode_state,
+    decode_states,
+    encode_states,
 )
 from spec.kafka.updates import add_messages, remove_message, truncate_broker, with_broker
 from spec.model import Action, Model
@@ -276,6 +280,18 @@ class KafkaModel(ClientActions, ControlPlaneActions, DataPlaneActions, Model):
     # -- the model interface -------------------------------------------------------------------------
     def state_types(self) -> tuple[type, ...]:
         return STATE_TYPES
+
+    def encode_state(self, state: KafkaState) -> KafkaState:
+        return state  # NamedTuples of ints, bools and tuples: msgpack packs it as it is
+
+    def decode_state(self, plain: tuple) -> KafkaState:
+        return decode_state(plain)
+
+    def encode_states(self, states: Sequence[KafkaState]) -> tuple:
+        return encode_states(list(states))
+
+    def decode_states(self, plain: tuple) -> list[KafkaState]:
+        return decode_states(plain)
 
     def canonical(self, state: KafkaState) -> KafkaState:
         from spec.kafka.symmetry import canonical

@@ -1,0 +1,235 @@
+"""The frontier store and the chunked level commit: a level's states as objects, encoded, or on
+disk, read back block by block, with the same counts, parent log and counterexamples (byte for
+byte) at any block size and any budget, on two-phase and on a small Kafka configuration."""
+
+import os
+
+import numpy as np
+import pytest
+
+from checker import bfs
+from checker import frontier as frontier_module
+from checker.frontier import FrontierStore, state_codec
+from checker.result import Verdict
+from checker.search import SearchOptions
+from invariants.registry import for_family
+from spec.registry import build_model
+from spec.two_phase import TwoPhase
+from traces.io import trace_to_msgpack
+
+TWO_PHASE = list(for_family("two-phase").values())
+KAFKA = list(for_family("kafka").values())
+
+
+def _kafka():
+    # 2 brokers, 3566 states; 0.10.2 loses a committed record after a crash (a 15-step trace)
+    return build_model("kafka", ["records=1", "epochs=1", "crashes=1"], "0.10.2")
+
+
+def _reachable(model, limit):
+    states, level = [], list(model.init_states())
+    while level and len(states) < limit:
+        states.extend(level)
+        level = [succ for state in level for _, succ in model.successors(state)]
+    return states[:limit]
+
+
+@pytest.mark.parametrize("model", [
+    TwoPhase(4), _kafka(),
+    build_model("kafka", ["records=2", "epochs=1", "crashes=1", "consumers=1", "acks=-1"], "4.1.0"),
+], ids=["two-phase", "kafka", "kafka-with-clients"])
+def test_the_compact_encoding_gives_back_equal_states_of_the_same_classes(model):
+    states = _reachable(model, 3000)
+    pack, unpack = state_codec(model)
+    back = unpack(pack(states))
+    assert back == states
+    assert [hash(s) for s in back] == [hash(s) for s in states]
+    # the same classes all the way down (a plain tuple would compare and hash equal)
+    assert [type(s) for s in back] == [type(s) for s in states]
+    if hasattr(states[0], "brokers"):
+        assert {type(m).__name__ for s in back for m in s.network} >= {"FetchRequest", "FetchResponse"}
+        assert all(type(m) is type(n) for s, t in zip(back, states, strict=True) for m, n in zip(s.network, t.network,
+                                                                                                   strict=True))
+        assert all(type(r).__name__ == "Record" for s in back for b in s.brokers for r in b.log)
+        assert any(b.log for s in back for b in s.brokers)
+        assert all(type(c).__name__ == "Consumer" for s in back for c in s.consumers)
+
+
+def test_a_kafka_state_encodes_in_a_few_bytes():
+    model = _kafka()
+    states = _reachable(model, 2000)
+    store = FrontierStore(model, budget=10**9, keep_objects=False)
+    store.extend(states)
+    store.finish()
+    assert store.encoded_states == len(states)
+    assert store.memory_bytes < 40 * len(states)  # about 13 bytes a state once a block is compressed
+
+
+@pytest.mark.parametrize("budget,keep", [(10**9, True), (10**9, False), (0, False), (10**5, True)])
+def test_a_store_reads_back_what_was_written_in_every_form(monkeypatch, budget, keep):
+    monkeypatch.setattr(frontier_module, "BLOCK", 64)
+    model = TwoPhase(5)
+    states = _reachable(model, 1000)
+    store = FrontierStore(model, budget=budget, keep_objects=keep)
+    store.extend(states[:10])
+    store.extend(states[10:])
+    assert len(store) == len(states) and bool(store)
+    assert list(store) == states  # the last, partial block is readable before finish() too
+    store.finish()
+    assert list(store) == states
+    assert [len(b) for b in store.blocks()] == [64] * (len(states) // 64) + [len(states) % 64]
+    assert store[100:300] == states[100:300] and store[990:2000] == states[990:]
+    assert store.spilled == (budget == 0)
+    if keep:  # objects while they fit (all of them, or the first blocks), then encoded blocks
+        assert store.encoded_states == 0 if budget == 10**9 else 0 < store.encoded_states < len(states)
+    else:
+        assert store.encoded_states == len(states)
+    store.close()
+    assert len(store) == 0 and list(store) == []
+
+
+def _run(model, options, patches=None):
+    """A local run with module settings patched; (result, parent log, traces as bytes, stores spilled)."""
+    saved = {}
+    spilled = []
+    original_seal = FrontierStore._seal
+
+    def seal(self, states):
+        original_seal(self, states)
+        if self.spilled:
+            spilled.append(True)
+
+    for (module, name), value in (patches or {}).items():
+        saved[(module, name)] = getattr(module, name)
+        setattr(module, name, value)
+    FrontierStore._seal = seal
+    try:
+        engine = bfs.LocalBFS(model, options)
+        seen = {}
+        original = engine._result
+
+        def capture(st, *args):
+            seen["log"] = [a.tolist() for a in st.log.arrays()]
+            return original(st, *args)
+
+        engine._result = capture
+        result = engine.run()
+    finally:
+        FrontierStore._seal = original_seal
+        for (module, name), value in saved.items():
+            setattr(module, name, value)
+    traces = [(v.invariant, trace_to_msgpack(v.trace)) for v in result.violations]
+    return result, seen["log"], traces, bool(spilled)
+
+
+#: FRONTIER_SHARE giving each store one block of 100 states as objects and 200 bytes more
+ONE_BLOCK_SHARE = 2 * (100 * frontier_module.OBJECT_BYTES + 200) / bfs.default_memory_budget_mb() / 2**20
+
+SETTINGS = {
+    "blocks of 7, encoded": {(frontier_module, "BLOCK"): 7, (bfs, "FRONTIER_OBJECTS"): False},
+    "blocks of 5, on disk": {(frontier_module, "BLOCK"): 5, (bfs, "FRONTIER_SHARE"): 0.0},
+    # each store's budget: one block as objects and 200 bytes, so the next (encoded) blocks go to disk
+    "blocks of 100, objects then disk": {(frontier_module, "BLOCK"): 100,
+                                         (bfs, "FRONTIER_SHARE"): ONE_BLOCK_SHARE},
+}
+
+
+@pytest.mark.parametrize("setting", list(SETTINGS))
+@pytest.mark.parametrize("which", ["two-phase", "kafka"])
+def test_same_counts_log_and_traces_at_any_block_size_and_budget(setting, which):
+    if which == "two-phase":
+        model, options = TwoPhase(5, commit_guard=False), SearchOptions(invariants=TWO_PHASE, stop_at_first=False)
+    else:
+        model, options = _kafka(), SearchOptions(invariants=KAFKA, stop_at_first=False, check_deadlock=True)
+    plain, plain_log, plain_traces, plain_spilled = _run(model, options)
+    other, other_log, other_traces, other_spilled = _run(model, options, SETTINGS[setting])
+    assert plain.violations, "a configuration with a counterexample, so that traces are compared"
+    assert (other.verdict, other.distinct_states, other.states_generated, other.depth) == (
+        plain.verdict, plain.distinct_states, plain.states_generated, plain.depth)
+    assert other_log == plain_log
+    assert other_traces == plain_traces
+    assert not plain_spilled
+    assert other_spilled == ("disk" in setting)
+
+
+def _open_frontier_files():
+    names = []
+    for fd in os.listdir("/proc/self/fd"):
+        try:
+            names.append(os.readlink(f"/proc/self/fd/{fd}"))
+        except OSError:
+            pass
+    return [n for n in names if "kmc-frontier-" in n]
+
+
+@pytest.mark.skipif(not os.path.isdir("/proc/self/fd"), reason="reads /proc")
+def test_a_checkpoint_holds_a_frontier_that_is_on_disk_and_resumes(tmp_path, monkeypatch):
+    """Every frontier block on disk; the run stops on a state budget mid-search: the checkpoint
+    holds the frontier itself (it resumes after the store is gone) and no spill file stays open."""
+    monkeypatch.setattr(frontier_module, "BLOCK", 16)
+    monkeypatch.setattr(bfs, "FRONTIER_SHARE", 0.0)
+    path = str(tmp_path / "run.ckpt")
+    model = _kafka()
+    full = bfs.check(model, SearchOptions(invariants=KAFKA, stop_at_first=False))
+    part = bfs.check(model, SearchOptions(invariants=KAFKA, stop_at_first=False, max_states=1500,
+                                          checkpoint_path=path))
+    assert part.verdict is Verdict.VIOLATED or part.reason
+    assert part.checkpoint_file == path and part.queue > 16
+    assert _open_frontier_files() == []
+    assert os.listdir(tmp_path) == ["run.ckpt"]  # the spill files were anonymous
+    resumed = bfs.check(model, SearchOptions(invariants=KAFKA, stop_at_first=False, resume_from=path))
+    assert (resumed.distinct_states, resumed.states_generated, resumed.depth) == (
+        full.distinct_states, full.states_generated, full.depth)
+    assert [trace_to_msgpack(v.trace) for v in resumed.violations] == [
+        trace_to_msgpack(v.trace) for v in full.violations]
+
+
+@pytest.mark.skipif(not os.path.isdir("/proc/self/fd"), reason="reads /proc")
+def test_an_abandoned_level_leaves_the_search_state_and_no_file(tmp_path, monkeypatch):
+    """A budget running out in the middle of a level (here: on the 40th look at the clock) abandons
+    it: the checkpoint is of whole levels, resumes to the full counts, and no spill file stays open."""
+    monkeypatch.setattr(frontier_module, "BLOCK", 8)
+    monkeypatch.setattr(bfs, "FRONTIER_SHARE", 0.0)
+    monkeypatch.setattr(bfs, "_CHECK_EVERY", 16)
+    looks = []
+    original = bfs.LocalBFS._check_budgets
+
+    def check_budgets(self, st, generated, pending):
+        looks.append(st.depth)
+        if len(looks) == 40:
+            raise bfs.BudgetExceeded("time budget of 0 s ran out (test)")
+        return original(self, st, generated, pending)
+
+    model = TwoPhase(5)
+    full = bfs.check(model, SearchOptions(invariants=TWO_PHASE))
+    monkeypatch.setattr(bfs.LocalBFS, "_check_budgets", check_budgets)
+    path = str(tmp_path / "run.ckpt")
+    part = bfs.check(model, SearchOptions(invariants=TWO_PHASE, checkpoint_path=path, max_seconds=10**6))
+    assert part.verdict is Verdict.UNDETERMINED and part.checkpoint_file == path
+    assert _open_frontier_files() == []
+    monkeypatch.setattr(bfs.LocalBFS, "_check_budgets", original)
+    resumed = bfs.check(model, SearchOptions(invariants=TWO_PHASE, resume_from=path))
+    assert (resumed.verdict, resumed.distinct_states, resumed.states_generated, resumed.depth) == (
+        full.verdict, full.distinct_states, full.states_generated, full.depth)
+
+
+def test_the_visited_set_merges_in_place_whatever_the_block():
+    from checker import visited
+
+    rng = np.random.default_rng(5)
+    for move_block in (1, 3, 1 << 18):
+        saved, visited.MOVE_BLOCK = visited.MOVE_BLOCK, move_block
+        try:
+            seen = visited.FingerprintSet()
+            level = visited.LevelFingerprints()
+            expected: set[int] = set()
+            for _ in range(30):
+                batch = np.unique(rng.integers(-500, 500, size=40))
+                batch = batch[~seen.contains(batch)]
+                rng.shuffle(batch)
+                level.add(batch[~level.contains(batch)])
+                seen.add(batch)
+                expected |= set(batch.tolist())
+                assert seen.array.tolist() == sorted(expected) == level.sorted().tolist()
+        finally:
+            visited.MOVE_BLOCK = saved
