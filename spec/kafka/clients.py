@@ -87,6 +87,27 @@ class ClientActions:
                                 for c in range(consumers)]
         self._consumer_validate = [[a("ConsumerValidate", (("consumer", c), ("leader", b))) for b in ids]
                                    for c in range(consumers)]
+        self._from_follower = self.features.fetch_from_follower
+        self._consumer_fetch_follower = [[a("ConsumerFetchFromFollower", (("consumer", c), ("replica", b))) for b in ids]
+                                         for c in range(consumers)]
+        self._unclean_actions = frozenset(id(action) for action in self._unclean)
+
+    # -- the unclean-election ghost ------------------------------------------------------------------------
+    def _controller_actions(self, s: KafkaState, out: list) -> None:
+        """The controller's actions; with consumers and unclean election on, an UncleanLeaderElection also
+        sets each consumer's ghost ``read_before_unclean`` (what it had read may now vanish). Without
+        consumers nothing is added, so the replica-only state space is unchanged."""
+        if not self.n_consumers or not self.features.unclean:
+            super()._controller_actions(s, out)
+            return
+        start = len(out)
+        super()._controller_actions(s, out)
+        unclean = self._unclean_actions
+        for k in range(start, len(out)):
+            action, t = out[k]
+            if id(action) in unclean:
+                marked = tuple([c.with_(read_before_unclean=len(c.consumed)) for c in t.consumers])
+                out[k] = (action, t.with_(consumers=marked))
 
     # -- the producer ------------------------------------------------------------------------------------
     def _produce_action(self, s: KafkaState, i: int, leader: Broker, add) -> None:
@@ -147,10 +168,32 @@ class ClientActions:
                 continue  # NOT_LEADER / FENCED_LEADER_EPOCH / UNKNOWN_LEADER_EPOCH: a metadata update first
             if consumer.validating:
                 add((self._consumer_validate[c][b], self._validate_state(s, c, consumer, broker)))
-            else:
-                fetched = self._consumer_fetch_state(s, c, consumer, broker)
-                if fetched is not None:
-                    add((self._consumer_fetch[c][b], fetched))
+                continue
+            fetched = self._consumer_fetch_state(s, c, consumer, broker)
+            if fetched is not None:
+                add((self._consumer_fetch[c][b], fetched))
+            if self._from_follower:
+                self._fetch_from_follower_actions(s, c, consumer, add)
+
+    def _fetch_from_follower_actions(self, s: KafkaState, c: int, consumer: Consumer, add) -> None:
+        """KIP-392 (2.4.0, ``replica.selector.class`` set): the leader names a preferred read replica and the
+        consumer fetches from that follower, which serves it below its own HW. 2.4.0
+        ``ReplicaManager.findPreferredReadReplica`` (any replica whose LEO reaches the fetch offset, as the
+        selector chooses), ``ReplicaManager.readFromLocalLog`` (``fetchOnlyFromLeader`` is false for a consumer
+        with client metadata) and ``Partition.readRecords`` (the follower's ``highWatermark`` bounds the read;
+        ``localLogWithEpochOrException`` fences a request whose leader epoch is not the follower's). The model
+        lets the selector pick any live follower of the consumer's leader in the consumer's epoch whose LEO
+        reaches the position (the leader's view of it may lag; the follower's own LEO is what it serves)."""
+        for r in range(self.n):
+            if r == consumer.leader:
+                continue
+            replica = s.brokers[r]
+            if (not replica.alive or replica.leader != consumer.leader or replica.epoch != consumer.epoch
+                    or len(replica.log) < consumer.position):
+                continue
+            fetched = self._consumer_fetch_state(s, c, consumer, replica)
+            if fetched is not None:
+                add((self._consumer_fetch_follower[c][r], fetched))
 
     def _metadata_state(self, s: KafkaState, c: int, consumer: Consumer) -> KafkaState:
         """ConsumerMetadata: a metadata response names the controller's leader and epoch (KIP-320 added the
@@ -174,8 +217,6 @@ class ClientActions:
             last = log[broker.hw - 1].epoch if broker.hw > 0 else UNDEFINED
             reset = consumer.with_(position=broker.hw, last_epoch=last, surfaced=consumer.surfaced + 1)
             return s.with_(consumers=_replace(s.consumers, c, reset))
-        if position >= broker.hw:
-            return None
         skipped = consumer.skipped
         consumed = consumer.consumed
         if consumed and consumed[-1][0] == position - 1:
@@ -183,6 +224,12 @@ class ClientActions:
             there = log[offset]
             if there.epoch != epoch or there.ident != ident:
                 skipped = True  # the log below its position changed and it reads on as if it had not
+        if position >= broker.hw:
+            # an empty answer without error; it is a step only when it is a silent skip: the consumer goes on at a
+            # position past records it never read (KIP-320: it "will just miss" them), nothing told
+            if skipped == consumer.skipped:
+                return None
+            return s.with_(consumers=_replace(s.consumers, c, consumer.with_(skipped=True)))
         read = tuple((offset, log[offset].epoch, log[offset].ident) for offset in range(position, broker.hw))
         updated = consumer.with_(position=broker.hw, last_epoch=read[-1][1], consumed=consumed + read, skipped=skipped)
         return s.with_(consumers=_replace(s.consumers, c, updated))

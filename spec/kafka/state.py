@@ -202,7 +202,10 @@ class Consumer(NamedTuple):
     consumed: tuple[tuple[int, int, int], ...]
     skipped: bool
     surfaced: int
-    GHOST_FIELDS = ("consumed", "skipped", "surfaced")
+    #: ghost: how many of ``consumed`` it had read when the last unclean election happened (0: none since it
+    #: started): those records may vanish from the log (the trade unclean election makes), the later ones not
+    read_before_unclean: int = 0
+    GHOST_FIELDS = ("consumed", "skipped", "surfaced", "read_before_unclean")
 
 
 class KafkaState(NamedTuple):
