@@ -13,6 +13,7 @@ import pytest
 
 from checker.bfs import check
 from checker.cli import main
+from checker.errors import UsageError, WrongModelError
 from checker.search import SearchOptions
 from invariants.registry import for_family
 from spec.kafka import symmetry as kafka_symmetry
@@ -229,3 +230,93 @@ def test_canonical_with_a_consumer_is_exact():
         canon = model.canonical(state)
         orbit = {kafka_symmetry.permute(state, perm) for perm in permutations(range(2))}
         assert canon in orbit and all(model.canonical(image) == canon for image in orbit)
+
+
+# -- KAFKA-14704 seen by a consumer through KIP-392 fetch-from-follower -------------------------------------------
+FROM_FOLLOWER = "kafka-14704-consumer-reads-from-follower-below-its-hw.json"
+#: releases with KIP-392 (2.4.0): the model's rows from 2.8.0; fetch-from-follower is off in every row
+KIP_392 = {"2.8.0", "2.8.1", "3.4.1", "4.1.0"}
+
+
+@pytest.mark.parametrize("protocol", RELEASE_NAMES)
+def test_kafka_14704_consumer_reads_an_uncommitted_record_from_a_follower(protocol):
+    scenario = _scenario(FROM_FOLLOWER)
+    if protocol not in KIP_392:
+        with pytest.raises(WrongModelError, match="fetch-from-follower"):
+            scenario_model(scenario, protocol)
+        return
+    result = replay_scenario(scenario_model(scenario, protocol), scenario)
+    consumer = result.trace.states[-1].consumers[0]
+    if protocol in ("2.8.0", "2.8.1"):
+        assert (result.outcome, result.invariant.name, result.step) == ("violated", "consumed-stays", 22)
+        assert consumer.consumed == ((0, 0, 1), (1, 0, 2)), "m2 (epoch 0) at offset 1, never committed"
+        assert "no unclean election happened" in result.explanation
+    else:
+        assert result.outcome == "holds"
+        assert consumer.consumed == ((0, 0, 1),), "3.4.1+: the follower's HW stays 1, the consumer reads m1 only"
+
+
+@pytest.mark.parametrize(("protocol", "flags", "outcome"), [
+    ("2.8.1", ["kafka-14704=on"], "holds"),
+    ("3.4.1", ["kafka-14704=off"], "violated"),
+    ("2.8.0", ["fetch-from-follower=off"], "blocked"),
+])
+def test_kafka_14704_consumer_story_turns_on_the_fix_and_on_kip_392(protocol, flags, outcome):
+    scenario = _scenario(FROM_FOLLOWER)
+    result = replay_scenario(scenario_model(scenario, protocol, flags), scenario)
+    assert result.outcome == outcome
+    if outcome == "blocked":
+        assert result.step == 22, "without KIP-392 a consumer reads from the leader only"
+
+
+def test_fetch_from_follower_is_refused_before_2_4_and_off_in_every_row():
+    assert not any(r.features.fetch_from_follower for r in RELEASES)
+    with pytest.raises(UsageError, match="2.4.0"):
+        resolve("2.2.0", {"fetch-from-follower": True})
+    assert resolve("2.8.0", {"fetch-from-follower": True}).fetch_from_follower
+    rule = flag_rules()["fetch-from-follower"]
+    assert rule.introduced == "2.4.0" and "findPreferredReadReplica" in rule.source
+
+
+def test_replay_all_protocols_reports_refused_rows(capsys):
+    import json
+
+    code = main(["trace", "replay", os.path.join(SCENARIOS, FROM_FOLLOWER), "--all-protocols", "--json"])
+    rows = {row["protocol"]: row for row in json.loads(capsys.readouterr().out)["replays"]}
+    assert code == 0
+    assert rows["2.2.0"]["outcome"] == "refused" and "fetch-from-follower" in rows["2.2.0"]["detail"]
+    assert (rows["2.8.0"]["outcome"], rows["2.8.0"]["step"]) == ("violated", 22)
+    assert rows["4.1.0"]["outcome"] == "holds"
+
+
+# -- the unclean-election ghost and the empty-fetch skip ------------------------------------------------------------
+def test_consumed_stays_excuses_unclean_loss_only_when_not_read_on_silently():
+    """The KIP-320 silent-skip story under 2.2.0: m1 vanished by an unclean election (excused) until the consumer
+    reads on past the rewritten offset without being told: then consumed-stays breaks too."""
+    scenario = _scenario("kip-320-consumer-silent-skip-before-2.3.json")
+    steps = [step if isinstance(step, str) else step["action"] for step in _raw_steps(
+        "kip-320-consumer-silent-skip-before-2.3.json")]
+    variant = _variant({"scenario": "consumed-stays", "model": "kafka", "steps": steps, "constants": scenario.constants,
+                        "features": {"unclean": True}, "invariants": ["consumed-stays"]})
+    result = replay_scenario(scenario_model(variant, "2.2.0"), variant)
+    assert (result.outcome, result.invariant.name, result.step) == ("violated", "consumed-stays", 14)
+    assert "read on past the loss" in result.explanation
+    assert result.trace.states[13].consumers[0].read_before_unclean == 1
+
+
+def test_empty_fetch_past_rewritten_records_is_a_silent_skip():
+    """records=2: the consumer read m1 at offset 0; after an unclean election m2 is at offset 0 and the consumer's
+    fetch at position 1 (the LEO) is answered empty without error: it will never read m2 (2.2.0); 2.8.0 validates."""
+    steps = ["ShrinkIsr(leader=0, follower=1)", "Produce(leader=0)", "AdvanceHighWatermark(leader=0)",
+             "ConsumerFetch(consumer=0, leader=0)", "Crash(broker=0)", "ProcessBrokerFailure(broker=0)",
+             "UncleanLeaderElection(leader=1)", "DeliverLeaderAndIsr(broker=1, epoch=1)",
+             "DeliverLeaderAndIsr(broker=1, epoch=2)", "Produce(leader=1)", "ConsumerMetadata(consumer=0, leader=1)",
+             "ConsumerFetch(consumer=0, leader=1)"]
+    scenario = _variant({"scenario": "empty skip", "model": "kafka", "steps": steps, "features": {"unclean": True},
+                         "constants": {"records": 2, "epochs": 2, "crashes": 1, "consumers": 1},
+                         "invariants": ["no-silent-skip"]})
+    result = replay_scenario(scenario_model(scenario, "2.2.0"), scenario)
+    assert (result.outcome, result.invariant.name, result.step) == ("violated", "no-silent-skip", 12)
+    assert result.trace.states[-1].consumers[0].consumed == ((0, 0, 1),), "nothing read: an empty answer"
+    validating = replay_scenario(scenario_model(scenario, "2.8.0"), scenario)
+    assert (validating.outcome, validating.step) == ("blocked", 12), "2.3.0+: it validates its position first"

@@ -25,7 +25,7 @@ from typing import Any
 
 from rich.console import Console
 
-from checker.errors import NotReplayableError, UsageError
+from checker.errors import NotReplayableError, UsageError, WrongModelError
 from traces.io import FORMATS, load_trace, parse_json, read_bytes, save_trace
 from traces.trace import Trace
 
@@ -301,6 +301,9 @@ def _replay_all(args: argparse.Namespace, console: Console) -> int:
             result, expected = _run(args, protocol)
         except NotReplayableError as exc:  # an ambiguous scenario step under this version
             rows.append({"protocol": protocol, "outcome": "error", "detail": str(exc)})
+            continue
+        except (UsageError, WrongModelError) as exc:  # a flag the scenario needs does not exist in this release line
+            rows.append({"protocol": protocol, "outcome": "refused", "detail": str(exc)})
             continue
         row = _result_json(result, expected)
         row["detail"] = result.summary()
