@@ -140,7 +140,10 @@ def test_consumer_out_of_range_resets_to_the_hw():
 
 # -- state space, symmetry, the table, bad input ---------------------------------------------------------------
 #: protocol -> (distinct states, states generated, depth) at records=1, epochs=1, crashes=1, acks=-1, consumers=1
-PINNED_CLIENTS = {"2.2.0": (13829, 49989, 34), "2.8.1": (11391, 41914, 28)}
+PINNED_CLIENTS = {"2.2.0": (13829, 49989, 34), "2.8.1": (11391, 41914, 28), "4.1.0": (11391, 41914, 28)}
+#: protocol -> (distinct states, states generated, depth) at records=1, epochs=1, crashes=0, consumers=1,
+#: consumer_inflight=1 (a consumer's requests and answers through the network)
+PINNED_DELAYED_CONSUMER = {"0.10.2": (10122, 41985, 27), "2.2.0": (12283, 50422, 30), "2.8.1": (11172, 46099, 27)}
 
 
 @pytest.mark.parametrize("protocol", sorted(PINNED_CLIENTS))
@@ -150,6 +153,15 @@ def test_pinned_state_counts_with_clients(protocol):
     result = check(model, SearchOptions(invariants=invariants))
     assert result.verdict.value == "holds"
     assert (result.distinct_states, result.states_generated, result.depth) == PINNED_CLIENTS[protocol]
+
+
+@pytest.mark.parametrize("protocol", sorted(PINNED_DELAYED_CONSUMER))
+def test_pinned_state_counts_with_delayed_consumer_requests(protocol):
+    model = build_model("kafka", ["records=1", "epochs=1", "crashes=0", "consumers=1", "consumer_inflight=1"], protocol)
+    invariants = [for_family("kafka")[name] for name in ("no-silent-skip", "consumed-stays")]
+    result = check(model, SearchOptions(invariants=invariants))
+    assert result.verdict.value == "holds"
+    assert (result.distinct_states, result.states_generated, result.depth) == PINNED_DELAYED_CONSUMER[protocol]
 
 
 def test_clients_off_is_the_replica_only_model():
@@ -320,3 +332,60 @@ def test_empty_fetch_past_rewritten_records_is_a_silent_skip():
     assert result.trace.states[-1].consumers[0].consumed == ((0, 0, 1),), "nothing read: an empty answer"
     validating = replay_scenario(scenario_model(scenario, "2.8.0"), scenario)
     assert (validating.outcome, validating.step) == ("blocked", 12), "2.3.0+: it validates its position first"
+
+
+# -- a consumer's requests through the network (consumer_inflight=1) ------------------------------------------------
+#: the consumer reads m1, sends a fetch at offset 1 that the leader answers with m2, then learns a new epoch (a bump)
+#: before the answer arrives
+LATE_ANSWER = ["ShrinkIsr(leader=0, follower=1)", "Produce(leader=0)", "AdvanceHighWatermark(leader=0)",
+               "ConsumerSendFetch(consumer=0, broker=0)", "ServeConsumerFetch(consumer=0, broker=0)",
+               "ReceiveConsumerFetch(consumer=0, broker=0)", "Produce(leader=0)", "AdvanceHighWatermark(leader=0)",
+               "ConsumerSendFetch(consumer=0, broker=0)", "ServeConsumerFetch(consumer=0, broker=0)",
+               "BumpLeaderEpoch(leader=0)", "ConsumerMetadata(consumer=0, leader=0)",
+               "ReceiveConsumerFetch(consumer=0, broker=0)"]
+
+
+@pytest.mark.parametrize("protocol", ["2.2.0", "2.8.0"])
+def test_a_late_fetch_answer_is_discarded_once_the_position_awaits_validation(protocol):
+    scenario = _variant({"scenario": "late answer", "model": "kafka", "steps": LATE_ANSWER,
+                         "constants": {"records": 2, "epochs": 1, "crashes": 0, "bumps": 1, "consumers": 1,
+                                       "consumer_inflight": 1},
+                         "invariants": ["no-silent-skip", "consumed-stays"]})
+    result = replay_scenario(scenario_model(scenario, protocol), scenario)
+    assert result.outcome == "holds"
+    served = result.trace.states[10].consumers[0]
+    assert served.inflight[1:4] == (2, 0, 1) and served.inflight[4][2] == ((1, 0, 2),), "the answer carries m2"
+    consumer = result.trace.states[-1].consumers[0]
+    assert consumer.inflight == ()
+    if protocol == "2.8.0":
+        assert consumer.validating and consumer.consumed == ((0, 0, 1),), "Fetcher discards it: awaiting validation"
+    else:
+        assert consumer.consumed == ((0, 0, 1), (1, 0, 2)), "before 2.3.0 the late answer is used"
+
+
+def test_a_consumer_request_is_lost_with_its_broker():
+    steps = ["ConsumerSendFetch(consumer=0, broker=0)", "Crash(broker=0)", "ConsumerDisconnect(consumer=0, broker=0)"]
+    scenario = _variant({"scenario": "lost", "model": "kafka", "steps": steps,
+                         "constants": {"records": 1, "epochs": 1, "crashes": 1, "consumers": 1, "consumer_inflight": 1},
+                         "invariants": ["consumed-stays"]})
+    result = replay_scenario(scenario_model(scenario, "2.8.1"), scenario)
+    assert result.outcome == "holds"
+    assert result.trace.states[1].consumers[0].inflight[:2] == (0, 1)
+    assert result.trace.states[-1].consumers[0].inflight == ()
+    one_step = build_model("kafka", ["records=1", "consumers=1"], "2.8.1")
+    assert not any(str(a).startswith("ConsumerSendFetch") for a, _ in one_step.successors(one_step.init_states()[0]))
+
+
+def test_transitions_with_delayed_consumer_requests_commute_with_renaming():
+    model = build_model("kafka", ["records=1", "epochs=2", "consumers=1", "consumer_inflight=1"], "2.8.1")
+    frontier, seen = list(model.init_states()), []
+    while frontier and len(seen) < 2000:
+        state = frontier.pop()
+        seen.append(state)
+        frontier.extend(t for _, t in model.successors(state))
+    assert any(state.consumers[0].inflight for state in seen)
+    for state in random.Random(11).sample(seen, 80):
+        successors = {t for _, t in model.successors(state)}
+        for perm in permutations(range(2)):
+            image = kafka_symmetry.permute(state, perm)
+            assert {t for _, t in model.successors(image)} == {kafka_symmetry.permute(t, perm) for t in successors}

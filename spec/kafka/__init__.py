@@ -110,6 +110,7 @@ def build(constants: dict[str, Any], protocol: str = DEFAULT_PROTOCOL, features:
         acks=_acks(constants.get("acks", CLIENT_DEFAULTS["acks"])),
         min_isr=constants.get("min_isr", CLIENT_DEFAULTS["min_isr"]),
         consumers=constants.get("consumers", CLIENT_DEFAULTS["consumers"]),
+        consumer_inflight=constants.get("consumer_inflight", CLIENT_DEFAULTS["consumer_inflight"]),
     )
 
 
@@ -143,6 +144,9 @@ INFO = register(
             Constant("min_isr", CLIENT_DEFAULTS["min_isr"], "min.insync.replicas (acks=-1 only)", int, minimum=1,
                      maximum=5),
             Constant("consumers", CLIENT_DEFAULTS["consumers"], "consumers of the partition", int, minimum=0, maximum=3),
+            Constant("consumer_inflight", CLIENT_DEFAULTS["consumer_inflight"], "1: a consumer's Fetch and "
+                     "OffsetsForLeaderEpoch are a request, an answer and a receipt, delivered late (0: one step)", int,
+                     minimum=0, maximum=1),
         ),
         build=build,
         protocols={r.name: r.summary for r in RELEASES},

@@ -74,7 +74,7 @@ def _add_acked(acked: tuple, entries: list) -> tuple:
 class ClientActions:
     """The producer's acknowledgement (around Produce and AdvanceHighWatermark) and the consumers' actions."""
 
-    def _init_clients(self, acks: int, min_isr: int, consumers: int) -> None:
+    def _init_clients(self, acks: int, min_isr: int, consumers: int, consumer_inflight: int = 0) -> None:
         self.acks = acks
         self.min_isr = min_isr
         self.n_consumers = consumers
@@ -91,6 +91,13 @@ class ClientActions:
         self._consumer_fetch_follower = [[a("ConsumerFetchFromFollower", (("consumer", c), ("replica", b))) for b in ids]
                                          for c in range(consumers)]
         self._unclean_actions = frozenset(id(action) for action in self._unclean)
+        self._consumer_inflight = consumer_inflight
+        table = [("_consumer_send_fetch", "ConsumerSendFetch"), ("_consumer_serve_fetch", "ServeConsumerFetch"),
+                 ("_consumer_receive_fetch", "ReceiveConsumerFetch"), ("_consumer_send_validate", "ConsumerSendValidate"),
+                 ("_consumer_serve_validate", "ServeConsumerValidate"),
+                 ("_consumer_receive_validate", "ReceiveConsumerValidate"), ("_consumer_disconnect", "ConsumerDisconnect")]
+        for attribute, name in table:
+            setattr(self, attribute, [[a(name, (("consumer", c), ("broker", b))) for b in ids] for c in range(consumers)])
 
     # -- the unclean-election ghost ------------------------------------------------------------------------
     def _controller_actions(self, s: KafkaState, out: list) -> None:
@@ -160,6 +167,9 @@ class ClientActions:
             known = controller.leader
             if known >= 0 and (known, controller.epoch) != (consumer.leader, consumer.epoch):
                 add((self._consumer_metadata[c][known], self._metadata_state(s, c, consumer)))
+            if self._consumer_inflight:
+                self._delayed_consumer_actions(s, c, consumer, add)
+                continue
             b = consumer.leader
             if b < 0 or not s.brokers[b].alive:
                 continue
@@ -205,49 +215,144 @@ class ClientActions:
         return s.with_(consumers=_replace(s.consumers, c, updated))
 
     def _consumer_fetch_state(self, s: KafkaState, c: int, consumer: Consumer, broker: Broker) -> KafkaState | None:
-        """ConsumerFetch (the leader: ``ReplicaManager.fetchMessages`` with the HW as the bound for a consumer;
-        the consumer: ``Fetcher.parseCompletedFetch`` / ``handleFetchResponse``). Beyond the LEO the answer is
-        OFFSET_OUT_OF_RANGE and the consumer resets to the latest offset, the HW (``requestOffsetReset``, logged:
-        a reset it surfaced). Between HW and LEO the answer is empty (no step). Below the HW it reads every
-        record up to the HW. Whether it skipped records is the ghost ``skipped``: the record before its
-        position is no longer the one it consumed there."""
-        position = consumer.position
-        log = broker.log
-        if position > len(log):
-            last = log[broker.hw - 1].epoch if broker.hw > 0 else UNDEFINED
-            reset = consumer.with_(position=broker.hw, last_epoch=last, surfaced=consumer.surfaced + 1)
-            return s.with_(consumers=_replace(s.consumers, c, reset))
-        skipped = consumer.skipped
-        consumed = consumer.consumed
-        if consumed and consumed[-1][0] == position - 1:
-            offset, epoch, ident = consumed[-1]
-            there = log[offset]
-            if there.epoch != epoch or there.ident != ident:
-                skipped = True  # the log below its position changed and it reads on as if it had not
-        if position >= broker.hw:
-            # an empty answer without error; it is a step only when it is a silent skip: the consumer goes on at a
-            # position past records it never read (KIP-320: it "will just miss" them), nothing told
-            if skipped == consumer.skipped:
-                return None
-            return s.with_(consumers=_replace(s.consumers, c, consumer.with_(skipped=True)))
-        read = tuple((offset, log[offset].epoch, log[offset].ident) for offset in range(position, broker.hw))
-        updated = consumer.with_(position=broker.hw, last_epoch=read[-1][1], consumed=consumed + read, skipped=skipped)
-        return s.with_(consumers=_replace(s.consumers, c, updated))
+        """ConsumerFetch: the answer (``_fetch_answer``) applied at once; None if it changes nothing."""
+        answer = _fetch_answer(consumer, broker)
+        if answer is None:
+            return None
+        return s.with_(consumers=_replace(s.consumers, c, _apply_fetch_answer(consumer, answer)))
 
     def _validate_state(self, s: KafkaState, c: int, consumer: Consumer, broker: Broker) -> KafkaState:
-        """ConsumerValidate (2.3.0 ``Fetcher.validateOffsetsAsync`` -> ``SubscriptionState.maybeCompleteValidation``):
-        the leader answers ``endOffsetFor(last consumed epoch)``; an end offset below the position is a
-        truncation: with a reset policy the position moves to that offset with the answer's epoch
-        ("Truncation detected ... resetting offset to the first offset known to diverge"), without one
-        ``LogTruncationException`` is raised; both are surfaced to the application. Otherwise the
-        validation completes."""
-        answer_epoch, end = end_offset_for(broker.cache, len(broker.log), consumer.last_epoch, self._7415)
-        if end != UNDEFINED and end < consumer.position:
-            updated = consumer.with_(position=end, last_epoch=answer_epoch, validating=False,
-                                     surfaced=consumer.surfaced + 1)
+        """ConsumerValidate: the answer (``_validate_answer``) applied at once."""
+        answer = self._validate_answer(consumer.last_epoch, broker)
+        return s.with_(consumers=_replace(s.consumers, c, _apply_validate_answer(consumer, answer)))
+
+    def _validate_answer(self, last_epoch: int, broker: Broker) -> tuple[int, int]:
+        """The leader's answer to the consumer's OffsetsForLeaderEpoch(last consumed epoch): ``endOffsetFor``,
+        as to a follower (2.3.0 ``KafkaApis.handleOffsetForLeaderEpochRequest``)."""
+        return end_offset_for(broker.cache, len(broker.log), last_epoch, self._7415)
+
+    # -- consumer requests through the network (constant consumer_inflight=1) ------------------------------
+    def _delayed_consumer_actions(self, s: KafkaState, c: int, consumer: Consumer, add) -> None:
+        """With ``consumer_inflight=1`` a consumer's Fetch and OffsetsForLeaderEpoch are a request, an answer and
+        a receipt (three steps, each taken whenever enabled: delivered late, after any other step), as a
+        follower's are. One request outstanding per consumer (2.3.0 ``Fetcher.sendFetches`` skips a node with a
+        request in flight, ``nodesWithPendingFetchRequests``; a validation is not sent with one pending either).
+        The request is lost with its connection when the broker dies or bounces (ConsumerDisconnect)."""
+        inflight = consumer.inflight
+        if inflight:
+            b, kind, incarnation = inflight[0], inflight[1], inflight[2]
+            broker = s.brokers[b]
+            if not broker.alive or broker.incarnation != incarnation:
+                cleared = consumer.with_(inflight=())
+                add((self._consumer_disconnect[c][b], s.with_(consumers=_replace(s.consumers, c, cleared))))
+                return
+            if kind == CONSUMER_FETCH:
+                add((self._consumer_serve_fetch[c][b], self._serve_consumer_fetch(s, c, consumer, broker)))
+            elif kind == CONSUMER_FETCH_RESPONSE:
+                add((self._consumer_receive_fetch[c][b], _receive_consumer_fetch(s, c, consumer)))
+            elif kind == CONSUMER_VALIDATE:
+                answer = self._validate_answer(inflight[4], broker)
+                response = (b, CONSUMER_VALIDATE_RESPONSE, incarnation, inflight[4]) + answer
+                served = consumer.with_(inflight=response)
+                add((self._consumer_serve_validate[c][b], s.with_(consumers=_replace(s.consumers, c, served))))
+            else:
+                add((self._consumer_receive_validate[c][b], _receive_consumer_validate(s, c, consumer)))
+            return
+        b = consumer.leader
+        if b < 0 or not s.brokers[b].alive:
+            return
+        broker = s.brokers[b]
+        if consumer.validating:
+            request = (b, CONSUMER_VALIDATE, broker.incarnation, consumer.epoch, consumer.last_epoch)
+            action = self._consumer_send_validate[c][b]
         else:
-            updated = consumer.with_(validating=False)
-        return s.with_(consumers=_replace(s.consumers, c, updated))
+            request = (b, CONSUMER_FETCH, broker.incarnation, consumer.epoch, consumer.position)
+            action = self._consumer_send_fetch[c][b]
+        add((action, s.with_(consumers=_replace(s.consumers, c, consumer.with_(inflight=request)))))
+
+    def _serve_consumer_fetch(self, s: KafkaState, c: int, consumer: Consumer, broker: Broker) -> KafkaState:
+        """ServeConsumerFetch: the broker answers the fetch as it is now (2.3.0 ``ReplicaManager.fetchMessages``):
+        NOT_LEADER_FOR_PARTITION if it does not lead, FENCED / UNKNOWN_LEADER_EPOCH (2.3+) if the request's epoch
+        is not its own (the consumer drops the answer and refreshes its metadata), else the records below its HW
+        (``_fetch_answer``)."""
+        b, _, incarnation, epoch, position = consumer.inflight
+        if broker.leader != b or (self._consumer_validates and broker.epoch != epoch):
+            answer = None
+        else:
+            answer = _fetch_answer(consumer.with_(position=position), broker)
+        response = (b, CONSUMER_FETCH_RESPONSE, incarnation, position, answer)
+        return s.with_(consumers=_replace(s.consumers, c, consumer.with_(inflight=response)))
+
+
+#: what a consumer's ``inflight`` holds (constant consumer_inflight=1): (broker, kind, the broker's incarnation, ...)
+CONSUMER_FETCH = 1  # ..., epoch, position
+CONSUMER_FETCH_RESPONSE = 2  # ..., position, answer (_fetch_answer, None: an error or an empty answer)
+CONSUMER_VALIDATE = 3  # ..., epoch, last consumed epoch
+CONSUMER_VALIDATE_RESPONSE = 4  # ..., last consumed epoch, answer epoch, end offset
+
+
+def _fetch_answer(consumer: Consumer, broker: Broker) -> tuple | None:
+    """What a fetch at the consumer's position does to it, as (position, last epoch, records read, silent skip,
+    resets surfaced), or None if nothing (an empty answer). The leader: ``ReplicaManager.fetchMessages`` with
+    the HW as the bound for a consumer; the consumer: ``Fetcher.parseCompletedFetch`` / ``handleFetchResponse``.
+    Beyond the LEO the answer is OFFSET_OUT_OF_RANGE and the consumer resets to the latest offset, the HW
+    (``requestOffsetReset``, logged: a reset it surfaced). Between HW and LEO the answer is empty, no error: a
+    step only when it is a silent skip (the consumer goes on at a position past records it never read; KIP-320:
+    it "will just miss" them). Below the HW it reads every record up to the HW. The ghost ``skipped``: the
+    record before its position is no longer the one it consumed there, and it reads on as if it were."""
+    position = consumer.position
+    log = broker.log
+    if position > len(log):
+        return broker.hw, (log[broker.hw - 1].epoch if broker.hw > 0 else UNDEFINED), (), False, 1
+    skip = False
+    consumed = consumer.consumed
+    if consumed and consumed[-1][0] == position - 1:
+        offset, epoch, ident = consumed[-1]
+        there = log[offset]
+        skip = there.epoch != epoch or there.ident != ident
+    if position >= broker.hw:
+        return (position, consumer.last_epoch, (), True, 0) if skip and not consumer.skipped else None
+    read = tuple((offset, log[offset].epoch, log[offset].ident) for offset in range(position, broker.hw))
+    return broker.hw, read[-1][1], read, skip, 0
+
+
+def _apply_fetch_answer(consumer: Consumer, answer: tuple) -> Consumer:
+    position, last_epoch, read, skip, reset = answer
+    return consumer.with_(position=position, last_epoch=last_epoch, consumed=consumer.consumed + read,
+                          skipped=consumer.skipped or skip, surfaced=consumer.surfaced + reset)
+
+
+def _apply_validate_answer(consumer: Consumer, answer: tuple[int, int]) -> Consumer:
+    """2.3.0 ``Fetcher.validateOffsetsAsync`` -> ``SubscriptionState.maybeCompleteValidation``: an end offset
+    below the position is a truncation: with a reset policy the position moves to that offset with the answer's
+    epoch ("Truncation detected ... resetting offset to the first offset known to diverge"), without one
+    ``LogTruncationException`` is raised; both are surfaced to the application. Otherwise the validation
+    completes."""
+    answer_epoch, end = answer
+    if end != UNDEFINED and end < consumer.position:
+        return consumer.with_(position=end, last_epoch=answer_epoch, validating=False, surfaced=consumer.surfaced + 1)
+    return consumer.with_(validating=False)
+
+
+def _receive_consumer_fetch(s: KafkaState, c: int, consumer: Consumer) -> KafkaState:
+    """ReceiveConsumerFetch: 2.3.0 ``Fetcher.initializeCompletedFetch`` discards an answer for a partition that is
+    not fetchable (awaiting validation) or whose position moved since the request ("Discarding stale fetch
+    response"); an error answer is dropped (the metadata refresh is ConsumerMetadata); otherwise applied."""
+    _, _, _, position, answer = consumer.inflight
+    done = consumer.with_(inflight=())
+    if answer is not None and not consumer.validating and consumer.position == position:
+        done = _apply_fetch_answer(done, answer)
+    return s.with_(consumers=_replace(s.consumers, c, done))
+
+
+def _receive_consumer_validate(s: KafkaState, c: int, consumer: Consumer) -> KafkaState:
+    """ReceiveConsumerValidate: 2.3.0 ``SubscriptionState.maybeCompleteValidation`` applies the answer only if the
+    partition still awaits validation of the same position (its last consumed epoch unchanged)."""
+    _, _, _, last_epoch, answer_epoch, end = consumer.inflight
+    done = consumer.with_(inflight=())
+    if consumer.validating and consumer.last_epoch == last_epoch:
+        done = _apply_validate_answer(done, (answer_epoch, end))
+    return s.with_(consumers=_replace(s.consumers, c, done))
 
 
 def _replace(values: tuple, index: int, value) -> tuple:
