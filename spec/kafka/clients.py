@@ -21,9 +21,11 @@ Producer (constants ``acks`` and ``min_isr``; the existing Produce action and it
              Abstraction: a record appended before a BumpLeaderEpoch that kept its leader is never
              acknowledged (Kafka would still complete it): fewer acknowledgements, never more.
 
-Consumers (bound ``consumers``: how many; each a ``Consumer`` in ``KafkaState.consumers``). The consumer's
-request and answer are one step (its requests are not delayed; a Kafka engineer's story about consumers
-needs the leader change, not the consumer's own in-flight window):
+Consumers (bound ``consumers``: how many; each a ``Consumer`` in ``KafkaState.consumers``). By default a
+consumer's request and its answer are one step (``consumer_inflight=0``); with the constant
+``consumer_inflight=1`` they are a request, an answer and a receipt, each a step of its own, so an answer can
+arrive after the leader, the epoch or the consumer's own metadata changed (one request outstanding per
+consumer, lost with the broker's connection):
 
     =============================  ==================  ==========================================
     action                         params              what happens
@@ -36,16 +38,35 @@ needs the leader change, not the consumer's own in-flight window):
                                                        the epoch it believes) answers: every record from
                                                        its position below the HW; OFFSET_OUT_OF_RANGE
                                                        if the position is beyond the LEO: a reset to the
-                                                       HW (auto.offset.reset=latest, logged)
+                                                       HW (auto.offset.reset=latest, logged); an empty
+                                                       answer at a position past records it never read
+                                                       is a silent skip (a step only then)
+    ConsumerFetchFromFollower      consumer, replica   (fetch-from-follower, KIP-392, 2.4+) the same from
+                                                       a follower of its leader in its epoch, below the
+                                                       follower's HW
     ConsumerValidate               consumer, leader    2.3+: OffsetsForLeaderEpoch(last consumed epoch)
                                                        to that leader; an end offset below the position
                                                        is a truncation: reset to it (logged; without a
                                                        reset policy, LogTruncationException)
+    ConsumerSendFetch,             consumer, broker    (consumer_inflight=1) ConsumerFetch in three
+    ServeConsumerFetch,                                steps: the broker answers as it is when it serves
+    ReceiveConsumerFetch                               (an error if it no longer leads in the request's
+                                                       epoch); the consumer ignores an answer once its
+                                                       position moved or awaits validation
+    ConsumerSendValidate,          consumer, broker    (consumer_inflight=1) ConsumerValidate in three
+    ServeConsumerValidate,                             steps; the answer is used only if the position,
+    ReceiveConsumerValidate                            its epoch and the leader are unchanged
+    ConsumerDisconnect             consumer, broker    (consumer_inflight=1) the broker died or bounced:
+                                                       the request or answer is lost
     =============================  ==================  ==========================================
+
+Fetch-from-follower is one step in either mode (the consumer asks its leader, which names the follower).
 
 Ghosts of a consumer: ``consumed`` (what it read, in order), ``skipped`` (it read on past records it did not
 read, with no reset or truncation it surfaced: the record before its position is no longer the one it
-consumed there) and ``surfaced`` (how many resets and truncations it logged or raised).
+consumed there), ``surfaced`` (how many resets and truncations it logged or raised) and
+``read_before_unclean`` (how many of ``consumed`` it had read when the last unclean election happened: set by
+UncleanLeaderElection when there are consumers; those records may vanish, consumed-stays says).
 """
 
 from __future__ import annotations
@@ -251,9 +272,11 @@ class ClientActions:
             elif kind == CONSUMER_FETCH_RESPONSE:
                 add((self._consumer_receive_fetch[c][b], _receive_consumer_fetch(s, c, consumer)))
             elif kind == CONSUMER_VALIDATE:
-                answer = self._validate_answer(inflight[4], broker)
-                response = (b, CONSUMER_VALIDATE_RESPONSE, incarnation, inflight[4]) + answer
-                served = consumer.with_(inflight=response)
+                # NOT_LEADER / FENCED / UNKNOWN_LEADER_EPOCH (the request's epoch is not the broker's): no answer
+                epoch, last_epoch = inflight[3], inflight[4]
+                fenced = broker.leader != b or broker.epoch != epoch
+                answer = None if fenced else self._validate_answer(last_epoch, broker)
+                served = consumer.with_(inflight=(b, CONSUMER_VALIDATE_RESPONSE, incarnation, epoch, last_epoch, answer))
                 add((self._consumer_serve_validate[c][b], s.with_(consumers=_replace(s.consumers, c, served))))
             else:
                 add((self._consumer_receive_validate[c][b], _receive_consumer_validate(s, c, consumer)))
@@ -288,7 +311,7 @@ class ClientActions:
 CONSUMER_FETCH = 1  # ..., epoch, position
 CONSUMER_FETCH_RESPONSE = 2  # ..., position, answer (_fetch_answer, None: an error or an empty answer)
 CONSUMER_VALIDATE = 3  # ..., epoch, last consumed epoch
-CONSUMER_VALIDATE_RESPONSE = 4  # ..., last consumed epoch, answer epoch, end offset
+CONSUMER_VALIDATE_RESPONSE = 4  # ..., epoch, last consumed epoch, answer ((answer epoch, end offset), None: an error)
 
 
 def _fetch_answer(consumer: Consumer, broker: Broker) -> tuple | None:
@@ -335,9 +358,10 @@ def _apply_validate_answer(consumer: Consumer, answer: tuple[int, int]) -> Consu
 
 
 def _receive_consumer_fetch(s: KafkaState, c: int, consumer: Consumer) -> KafkaState:
-    """ReceiveConsumerFetch: 2.3.0 ``Fetcher.initializeCompletedFetch`` discards an answer for a partition that is
-    not fetchable (awaiting validation) or whose position moved since the request ("Discarding stale fetch
-    response"); an error answer is dropped (the metadata refresh is ConsumerMetadata); otherwise applied."""
+    """ReceiveConsumerFetch: 2.3.0 ``Fetcher.parseCompletedFetch`` ignores an answer for a partition that is not
+    fetchable (awaiting validation: "no longer fetchable") or whose position moved since the request ("Discarding
+    stale fetch response"); an error answer is dropped (the metadata refresh is ConsumerMetadata); otherwise it is
+    applied."""
     _, _, _, position, answer = consumer.inflight
     done = consumer.with_(inflight=())
     if answer is not None and not consumer.validating and consumer.position == position:
@@ -347,11 +371,13 @@ def _receive_consumer_fetch(s: KafkaState, c: int, consumer: Consumer) -> KafkaS
 
 def _receive_consumer_validate(s: KafkaState, c: int, consumer: Consumer) -> KafkaState:
     """ReceiveConsumerValidate: 2.3.0 ``SubscriptionState.maybeCompleteValidation`` applies the answer only if the
-    partition still awaits validation of the same position (its last consumed epoch unchanged)."""
-    _, _, _, last_epoch, answer_epoch, end = consumer.inflight
+    partition still awaits validation of the same position (``FetchPosition``: its offset, last consumed epoch and
+    current leader and epoch unchanged since the request); an error answer leaves it awaiting validation."""
+    b, _, _, epoch, last_epoch, answer = consumer.inflight
     done = consumer.with_(inflight=())
-    if consumer.validating and consumer.last_epoch == last_epoch:
-        done = _apply_validate_answer(done, (answer_epoch, end))
+    if (answer is not None and consumer.validating and consumer.last_epoch == last_epoch
+            and (consumer.leader, consumer.epoch) == (b, epoch)):
+        done = _apply_validate_answer(done, answer)
     return s.with_(consumers=_replace(s.consumers, c, done))
 
 
