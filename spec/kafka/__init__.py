@@ -23,7 +23,9 @@ Modules
                leader-follower form), log-matching-all-pairs, log-matching-raft, committed-durable,
                no-uncommitted-below-hw, replica-sanity, no-stale-control-request, no-fence-stall,
                no-bounce-stall; liveness, checked only when named: no-fence-stall-liveness,
-               truncation-completes
+               truncation-completes; invariants/kafka_clients (with the client constants acks, consumers):
+               acknowledged-durable, consumed-stays, no-silent-skip
+    clients    the producer's acknowledgements and the consumers (``spec.kafka.clients``)
 
 State (all ints, bools, tuples; -1 is "none")
     KafkaState(brokers, controller, network, produced, crashes, bumps, shutdowns, bounces, losses, committed)
