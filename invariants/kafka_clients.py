@@ -6,14 +6,17 @@ acknowledgements and the consumers' reads, each vacuous when the clients are off
   to its local log but will respond without awaiting full acknowledgement from all followers. In this case
   should the leader fail immediately after acknowledging the record but before the followers have
   replicated it then the record will be lost"; with acks=all "the record will not be lost as long as at
-  least one in-sync replica remains alive". Expected to break with acks=1 on a leader fail-over, to hold
-  with acks=all under clean elections where committed data is durable (2.1.0 and later; before KIP-101 and
-  KIP-279's fixes the replicas themselves lose committed data), and to break with ``unclean=on``.
+  least one in-sync replica remains alive". Expected to break with acks=1 on a leader fail-over, and with
+  acks=all exactly where replication loses a committed record: in ``kmc matrix`` (acks=all, two records) at
+  0.10.2 (KIP-101's story) and 2.8.0 (KAFKA-13141), and with ``unclean=on``; it holds in the other rows.
 - ``no-silent-skip``: a consumer never reads on past records it did not read without a reset or a
   truncation it surfaced. KIP-320, "Consumer Handling": before it, a consumer whose log was truncated
   and rewritten "will just miss whatever data had been written between the truncation point and its
   fetch offset"; from 2.3.0 (KAFKA-7747) it validates its position after a leader change and raises
-  ``LogTruncationException`` or resets to the divergence point.
+  ``LogTruncationException`` or resets to the divergence point. Reading on includes an empty answer
+  without error at a position past a rewritten record. Not a default ``kmc matrix`` column (it needs two
+  records); by name at its bounds it breaks at 0.10.2 (KIP-101), at 2.2.0 with unclean election (fixed by
+  KAFKA-7747) and at 2.8.0 (KAFKA-13141's lost commit, which the validation does not see).
 - ``consumed-stays``: a record a consumer read is in the log of every later (settled) leader, at its
   offset, unless an unclean election happened and was surfaced: the ghost ``read_before_unclean`` of a
   consumer counts the records it had read when the last unclean election happened, and those may vanish
