@@ -120,6 +120,21 @@ def test_replay_kafka_against_every_protocol(capsys, kafka_trace_file):
     assert code in (0, 12, 67)
 
 
+def test_replay_under_other_protocols_keeps_the_traces_own_switches(capsys, tmp_path):
+    # an unclean election is what this trace is about: replayed under another release it must still be allowed
+    # (before, --all-protocols rebuilt each release with its defaults and the unclean step was blocked)
+    code, out, _ = run(capsys, "check", "kafka", "--protocol", "4.1.0", "--feature", "unclean=on", "--invariant",
+                       "committed-durable", "--json", "--trace-dir", tmp_path)
+    assert code == 12
+    trace = json.loads(out)["violations"][0]["trace_file"]
+    code, out, _ = run(capsys, "trace", "replay", trace, "--all-protocols", "--json")
+    rows = json.loads(out)["replays"]
+    assert code == 0 and {r["outcome"] for r in rows} == {"violated"}, rows
+    # the user's own flag still wins over the trace's: with unclean=off the unclean step cannot be taken
+    code, out, _ = run(capsys, "trace", "replay", trace, "--protocol", "2.1.0", "--feature", "unclean=off", "--json")
+    assert json.loads(out.splitlines()[0])["outcome"] == "blocked" and code != 0
+
+
 def test_replay_scenario_file(capsys):
     path = "traces/scenarios/kip-101-scenario-1-committed-data-lost.json"
     code, out, _ = run(capsys, "trace", "replay", path, "--quiet")

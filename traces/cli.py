@@ -302,8 +302,8 @@ def _replay_all(args: argparse.Namespace, console: Console) -> int:
         except NotReplayableError as exc:  # an ambiguous scenario step under this version
             rows.append({"protocol": protocol, "outcome": "error", "detail": str(exc)})
             continue
-        except (UsageError, WrongModelError) as exc:  # a flag the scenario needs does not exist in this release line
-            rows.append({"protocol": protocol, "outcome": "refused", "detail": str(exc)})
+        except (UsageError, WrongModelError) as exc:  # the trace's own switches (or a scenario's flags) do not
+            rows.append({"protocol": protocol, "outcome": "n/a", "detail": str(exc)})  # exist in this version
             continue
         row = _result_json(result, expected)
         row["detail"] = result.summary()

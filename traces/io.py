@@ -362,10 +362,38 @@ def model_for_header(
         chosen = None
     from spec.registry import build_model
 
+    if protocol is not None and header.get("protocol") and info.protocols:
+        # replayed under another protocol: the switches the trace made against its own protocol's defaults
+        # (unclean=on, lossy-crash=on, ...) go with it, unless the user sets them; a release fix that its
+        # protocol merely has (kafka-13141=on in a 2.8.1 trace) is the new protocol's to decide
+        user_names = {text.split("=", 1)[0] for text in user_features}
+        carried = [text for text in _switched_in_trace(info, header, header_constants)
+                   if text.split("=", 1)[0] not in user_names]
+        if carried:
+            try:
+                return build_model(info.name, header_constants + user_constants, chosen, carried + user_features)
+            except UsageError as exc:
+                raise UsageError(f"the trace switches {', '.join(carried)} against its protocol's defaults, which "
+                                 f"protocol {protocol} cannot: {exc}") from None
     try:
         return build_model(info.name, header_constants + user_constants, chosen, header_features + user_features)
     except UsageError as exc:
         raise WrongModelError(f"the trace header does not fit model {info.name}: {exc}") from None
+
+
+def _switched_in_trace(info: Any, header: dict[str, Any], header_constants: list[str]) -> list[str]:
+    """``FLAG=on|off`` for every flag the trace's header sets differently from its own protocol's defaults."""
+    from spec.registry import build_model
+
+    recorded = header.get("features")
+    if not isinstance(recorded, dict):
+        return []
+    try:
+        defaults = build_model(info.name, header_constants, str(header["protocol"])).describe().get("features") or {}
+    except UsageError as exc:
+        raise WrongModelError(f"the trace header does not fit model {info.name}: {exc}") from None
+    return [f"{name}={'on' if value else 'off'}" for name, value in recorded.items()
+            if name in info.features and name in defaults and bool(value) != bool(defaults[name])]
 
 
 def _const_text(value: Any) -> str:

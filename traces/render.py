@@ -335,12 +335,18 @@ def print_trace(console: Console, trace: Trace, full: bool = False, broker: int 
     if show_legend:
         for line in legend(trace, show_hidden):
             console.print(Text("  legend: " + line, style="dim"), soft_wrap=True)
+    empty = []
     for key, value in flat_state(trace.initial, show_hidden).items():
         if broker is not None and views is not None and "[" in key:
             continue
         if views and not full and _in_log_table(key):
             continue
+        if not full and isinstance(value, tuple) and not value:
+            empty.append(key)  # nothing in flight, no pending diverging epoch, no consumers: named on one line
+            continue
         console.print(f"  {key} = {fmt(value, show_hidden)}")
+    if empty:
+        console.print(Text(f"  empty: {', '.join(empty)}", style="dim"), soft_wrap=True)
     if views:
         console.print(log_table(views, broker))
     previous, previous_views = trace.initial, views

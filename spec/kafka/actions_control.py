@@ -30,7 +30,7 @@ from spec.kafka.state import (
     LeaderAndIsr,
     StopReplica,
 )
-from spec.kafka.updates import add_messages, remove_message, replace_at, truncate_broker, with_broker
+from spec.kafka.updates import add_messages, remove_message, replace_at, truncate_broker, with_broker, with_network
 
 
 class ControlPlaneActions:
@@ -126,7 +126,7 @@ class ControlPlaneActions:
         if controller.leader == i and controller.epoch < self.max_epoch:
             return self._elect_state(s, i, controller.isr)
         request = self._leader_and_isr(s, i, controller.epoch, controller.leader, controller.isr)
-        return s.with_(network=add_messages(network, request))
+        return with_network(s, add_messages(network, request))
 
     def _controlled_shutdowns(self, s: KafkaState, m: ControlledShutdown, out: list) -> None:
         """ProcessControlledShutdown (``KafkaController.doControlledShutdown``): leadership moves to another
@@ -136,7 +136,7 @@ class ControlPlaneActions:
         i = m.src
         controller = s.controller
         brokers = s.brokers
-        rest = s.with_(network=remove_message(s.network, m))
+        rest = with_network(s, remove_message(s.network, m))
         act = self._process_shutdown[i]
         if not brokers[i].alive or (self.features.reject_stale_shutdown and m.broker_epoch < controller.registered[i]):
             out.append((act[controller.leader], rest))
@@ -165,7 +165,7 @@ class ControlPlaneActions:
     def _send_stop(self, s: KafkaState, i: int, meant: int) -> KafkaState:
         controller = s.controller
         request = StopReplica(STOP_REPLICA, i, controller.epoch, controller.registered[i], meant)
-        return s.with_(network=add_messages(s.network, request))
+        return with_network(s, add_messages(s.network, request))
 
     # -- crash, restart and bounce -------------------------------------------------------------------
     def _crash_state(self, s: KafkaState, i: int, keep: int) -> KafkaState:
@@ -220,7 +220,7 @@ class ControlPlaneActions:
         i = m.dst
         b = s.brokers[i]
         if self._stale_generation(b, m):
-            return s.with_(network=network)
+            return with_network(s, network)
         stopped = b.with_(fetch=NO_FETCHER, idle_cause=IDLE_STOPPED, stale=b.stale or m.meant != b.incarnation)
         return with_broker(s, i, stopped, network=network)
 
@@ -236,7 +236,7 @@ class ControlPlaneActions:
         i = m.dst
         b = s.brokers[i]
         if m.epoch <= b.epoch or self._stale_generation(b, m):
-            return s.with_(network=network)  # an older epoch than the broker knows, or generation: ignored
+            return with_network(s, network)  # an older epoch than the broker knows, or generation: ignored
         stale = b.stale or m.meant != b.incarnation
         if m.leader == i:
             cache = assign(b.cache, m.epoch, len(b.log)) if self._7415 else b.cache

@@ -44,7 +44,7 @@ from spec.kafka.state import (
     OffsetsRequest,
     OffsetsResponse,
 )
-from spec.kafka.updates import add_messages, remove_message, replace_at, truncate_broker, with_broker
+from spec.kafka.updates import add_messages, remove_message, replace_at, truncate_broker, with_broker, with_network
 
 
 class DataPlaneActions:
@@ -129,11 +129,11 @@ class DataPlaneActions:
         if follower.fetch == FETCHING:
             last_fetched = latest_epoch(follower.cache) if self._on_fetch else UNDEFINED  # KAFKA-10554: lastFetchedEpoch
             request = FetchRequest(FETCH, i, leader, current_epoch, len(follower.log), last_fetched)
-            out.append((self._send_fetch[i][leader], s.with_(network=add_messages(network, request))))
+            out.append((self._send_fetch[i][leader], with_network(s, add_messages(network, request))))
         elif follower.fetch == TRUNCATING and follower.cache:
             request = OffsetsRequest(OFFSETS_FOR_LEADER_EPOCH, i, leader, current_epoch if self._fencing else UNDEFINED,
                                      latest_epoch(follower.cache))
-            out.append((self._send_offsets[i][leader], s.with_(network=add_messages(network, request))))
+            out.append((self._send_offsets[i][leader], with_network(s, add_messages(network, request))))
 
     # -- the leader serves -----------------------------------------------------------------------------------
     def _error(self, leader: Broker, i: int, request_epoch: int) -> int:
@@ -161,22 +161,22 @@ class DataPlaneActions:
         error = self._error(leader, i, m.epoch)
         if error != NONE:
             response = FetchResponse(FETCH_RESPONSE, i, f, m.epoch, m.offset, error, (), UNDEFINED, UNDEFINED, UNDEFINED)
-            return s.with_(network=add_messages(network, response))
+            return with_network(s, add_messages(network, response))
         leo = len(leader.log)
         diverging = diverging_epoch(leader.cache, leo, m.offset, m.last_epoch) if self._on_fetch else None
         if diverging == LOOKUP_UNDEFINED:
             response = FetchResponse(FETCH_RESPONSE, i, f, m.epoch, m.offset, OFFSET_OUT_OF_RANGE, (), leo, UNDEFINED, UNDEFINED)
-            return s.with_(network=add_messages(network, response))
+            return with_network(s, add_messages(network, response))
         if diverging is not None:
             response = FetchResponse(FETCH_RESPONSE, i, f, m.epoch, m.offset, NONE, (), leader.hw, *diverging)
             if self.features.kafka_13141 or m.offset > leo:
-                return s.with_(network=add_messages(network, response))
+                return with_network(s, add_messages(network, response))
             # before KAFKA-13141's fix the leader took the diverging fetch offset as the follower's LEO
             leader = leader.with_(remote=replace_at(leader.remote, f, m.offset))
             return with_broker(s, i, leader, network=add_messages(network, response))
         if m.offset > leo:
             response = FetchResponse(FETCH_RESPONSE, i, f, m.epoch, m.offset, OFFSET_OUT_OF_RANGE, (), leo, UNDEFINED, UNDEFINED)
-            return s.with_(network=add_messages(network, response))
+            return with_network(s, add_messages(network, response))
         leader = leader.with_(remote=replace_at(leader.remote, f, m.offset))
         response = FetchResponse(FETCH_RESPONSE, i, f, m.epoch, m.offset, NONE, leader.log[m.offset :], leader.hw,
                                  UNDEFINED, UNDEFINED)
@@ -196,7 +196,7 @@ class DataPlaneActions:
         else:
             answer_epoch, end = UNDEFINED, end_offset_kip101(leader.cache, len(leader.log), m.requested)
         response = OffsetsResponse(OFFSETS_FOR_LEADER_EPOCH_RESPONSE, i, f, m.epoch, m.requested, error, answer_epoch, end)
-        return s.with_(network=add_messages(network, response))
+        return with_network(s, add_messages(network, response))
 
     def _removes_on_fenced(self, request_epoch: int, follower: Broker) -> bool:
         """Whether a FENCED_LEADER_EPOCH answer takes the partition out of the fetcher: 2.1.0+
@@ -225,9 +225,9 @@ class DataPlaneActions:
         follower = s.brokers[i]
         leo = len(follower.log)
         if follower.fetch != FETCHING or follower.leader != m.src or leo != m.offset:
-            return s.with_(network=network)  # the fetcher moved on: the response is dropped
+            return with_network(s, network)  # the fetcher moved on: the response is dropped
         if self.features.kafka_18991 and m.epoch != follower.epoch:
-            return s.with_(network=network)  # KAFKA-18991: an answer to a request of an older leader epoch
+            return with_network(s, network)  # KAFKA-18991: an answer to a request of an older leader epoch
         if m.error == NONE and m.diverging_epoch == UNDEFINED and m.diverging_offset == UNDEFINED:
             log = follower.log + m.records
             cache = cache_after_append(follower.cache, log, leo, self._7415) if self._epoch_cache else follower.cache
@@ -243,12 +243,12 @@ class DataPlaneActions:
                 # before 2.1.0 a follower ahead of its leader halts the broker unless unclean election is on
                 # (0.10.2.2 ReplicaFetcherThread.handleOffsetOutOfRange: "Exiting because log truncation is
                 # not allowed", System.exit(1))
-                return self._crash_state(s.with_(network=network), i, leo)
+                return self._crash_state(with_network(s, network), i, leo)
             follower = truncate_broker(follower, m.hw, self._fix_10706)  # the leader's log ends before ours
         elif m.error == FENCED_LEADER_EPOCH and self._removes_on_fenced(m.epoch, follower):
             follower = follower.with_(fetch=NO_FETCHER, idle_cause=IDLE_FENCED)  # until the next LeaderAndIsr
         else:
-            return s.with_(network=network)  # NOT_LEADER, UNKNOWN_LEADER_EPOCH, FENCED: retry after the back-off
+            return with_network(s, network)  # NOT_LEADER, UNKNOWN_LEADER_EPOCH, FENCED: retry after the back-off
         return with_broker(s, i, follower, network=network)
 
     def _truncate_on_diverging_action(self, s: KafkaState, i: int, follower: Broker, add) -> None:
@@ -283,16 +283,16 @@ class DataPlaneActions:
         i = m.dst
         follower = s.brokers[i]
         if follower.fetch != TRUNCATING or follower.leader != m.src:
-            return s.with_(network=network)
+            return with_network(s, network)
         if self._fix_7786 and m.epoch != follower.epoch:
-            return s.with_(network=network)  # KAFKA-7786's fix: the epoch changed while it was in flight
+            return with_network(s, network)  # KAFKA-7786's fix: the epoch changed while it was in flight
         leo = len(follower.log)
         done = True
         if m.error != NONE:
             if m.error == FENCED_LEADER_EPOCH and self._removes_on_fenced(m.epoch, follower):
                 follower = follower.with_(fetch=NO_FETCHER, idle_cause=IDLE_FENCED)  # until the next LeaderAndIsr
                 return with_broker(s, i, follower, network=network)
-            return s.with_(network=network)  # retried: the partition stays truncating
+            return with_network(s, network)  # retried: the partition stays truncating
         if self._kip279:
             offset, done = follower_truncation(follower.cache, leo, follower.hw, m.answer_epoch, m.end_offset, self._7415)
         elif m.end_offset == UNDEFINED:

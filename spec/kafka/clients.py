@@ -97,6 +97,11 @@ class ClientActions:
 
     def _init_clients(self, acks: int, min_isr: int, consumers: int, consumer_inflight: int = 0) -> None:
         self.acks = acks
+        if acks != ACKS_NONE:
+            # with a producer, Produce and AdvanceHighWatermark also acknowledge; without one (the
+            # replica-only model) the data plane's own actions run with no wrapper in between
+            self._produce_action = self._produce_with_acks
+            self._advance_hw_action = self._advance_hw_with_acks
         self.min_isr = min_isr
         self.n_consumers = consumers
         self._consumer_validates = self.features.consumer_truncation_detection
@@ -112,6 +117,10 @@ class ClientActions:
         self._consumer_fetch_follower = [[a("ConsumerFetchFromFollower", (("consumer", c), ("replica", b))) for b in ids]
                                          for c in range(consumers)]
         self._unclean_actions = frozenset(id(action) for action in self._unclean)
+        if consumers and self.features.unclean:
+            # consumers remember an unclean election (the ghost read_before_unclean); otherwise the controller's
+            # own actions run with no wrapper in between
+            self._controller_actions = self._controller_actions_marking_unclean
         self._consumer_inflight = consumer_inflight
         table = [("_consumer_send_fetch", "ConsumerSendFetch"), ("_consumer_serve_fetch", "ServeConsumerFetch"),
                  ("_consumer_receive_fetch", "ReceiveConsumerFetch"), ("_consumer_send_validate", "ConsumerSendValidate"),
@@ -121,13 +130,10 @@ class ClientActions:
             setattr(self, attribute, [[a(name, (("consumer", c), ("broker", b))) for b in ids] for c in range(consumers)])
 
     # -- the unclean-election ghost ------------------------------------------------------------------------
-    def _controller_actions(self, s: KafkaState, out: list) -> None:
-        """The controller's actions; with consumers and unclean election on, an UncleanLeaderElection also
-        sets each consumer's ghost ``read_before_unclean`` (what it had read may now vanish). Without
-        consumers nothing is added, so the replica-only state space is unchanged."""
-        if not self.n_consumers or not self.features.unclean:
-            super()._controller_actions(s, out)
-            return
+    def _controller_actions_marking_unclean(self, s: KafkaState, out: list) -> None:
+        """The controller's actions (with consumers and unclean election on only); an UncleanLeaderElection also
+        sets each consumer's ghost ``read_before_unclean`` (what it had read may now vanish). Without consumers
+        it is not used, so the replica-only state space is unchanged."""
         start = len(out)
         super()._controller_actions(s, out)
         unclean = self._unclean_actions
@@ -138,14 +144,11 @@ class ClientActions:
                 out[k] = (action, t.with_(consumers=marked))
 
     # -- the producer ------------------------------------------------------------------------------------
-    def _produce_action(self, s: KafkaState, i: int, leader: Broker, add) -> None:
+    def _produce_with_acks(self, s: KafkaState, i: int, leader: Broker, add) -> None:
         """Produce with the producer's acks: acks=1 is acknowledged on append; acks=all is refused with
         NOT_ENOUGH_REPLICAS below ``min_isr`` (2.1.0 ``Partition.appendRecordsToLeader``) and acknowledged
         later, by AdvanceHighWatermark (``DelayedProduce.tryComplete``)."""
         acks = self.acks
-        if acks == ACKS_NONE:
-            super()._produce_action(s, i, leader, add)
-            return
         if acks == ACKS_ALL:
             if len(leader.isr) < self.min_isr:
                 return  # NOT_ENOUGH_REPLICAS: nothing is appended
@@ -159,7 +162,7 @@ class ClientActions:
 
         super()._produce_action(s, i, leader, acknowledged)
 
-    def _advance_hw_action(self, s: KafkaState, i: int, leader: Broker, add) -> None:
+    def _advance_hw_with_acks(self, s: KafkaState, i: int, leader: Broker, add) -> None:
         """AdvanceHighWatermark; with acks=all the waiting produce requests of the leader's epoch whose
         offset the new HW passes complete, acknowledged if the ISR has ``min_isr`` members
         (2.1.0 ``Partition.checkEnoughReplicasReachOffset``: ``minIsr <= curInSyncReplicas.size``; else

@@ -159,12 +159,12 @@ RULES: tuple[Rule, ...] = (
                      "with LogTruncationException raised); the consumer's fetch is fenced by its epoch from then on"),
     Rule("producer acks=1: the leader acknowledges on append", "-", "0.10.2", "every release",
          f"2.1.0 {_S}ReplicaManager.scala appendRecords, delayedProduceRequestRequired (requiredAcks == -1 only)",
-         "clients._produce_action (bound acks=1)"),
+         "clients._produce_with_acks (bound acks=1)"),
     Rule("producer acks=all: refused with NOT_ENOUGH_REPLICAS when the ISR is below min.insync.replicas; "
          "acknowledged once the leader's HW passes the record with the ISR still at min.insync.replicas",
          "-", "0.10.2", "every release", f"0.10.2.2 and 2.1.0 {_C}Partition.scala appendRecordsToLeader "
          f"(inSyncSize < minIsr && requiredAcks == -1), checkEnoughReplicasReachOffset; {_S}DelayedProduce.scala "
-         "tryComplete", "clients._produce_action, _advance_hw_action (bounds acks=-1, min_isr)",
+         "tryComplete", "clients._produce_with_acks, _advance_hw_with_acks (bounds acks=-1, min_isr)",
          abstraction="acknowledged at the AdvanceHighWatermark step of the leader of the record's epoch; a record "
                      "appended before a BumpLeaderEpoch that kept its leader is never acknowledged (Kafka would)"),
     Rule("a consumer reads from the leader it believes in, only below the HW; beyond the LEO (OFFSET_OUT_OF_RANGE) "

@@ -259,31 +259,24 @@ def leo(broker: Broker) -> int:
     return len(broker.log)
 
 
-class _Keep:
-    """The default of every ``with_`` parameter: keep the field as it is."""
-
-    __slots__ = ()
-
-    def __repr__(self) -> str:
-        return "<unchanged>"
-
-
-_KEEP = _Keep()
-
-
 def _install_with(cls: type) -> None:
     """Give ``cls`` a ``with_(**changes)``: a copy with the named fields changed, as ``_replace`` does.
 
-    It is generated once per class with one keyword-only parameter per field (default: keep it), so a call
-    binds its arguments in C and builds the tuple in one expression; ``_replace`` goes through a keyword
-    dictionary and Python-level ``_make``, and this runs several times per successor. An unknown name is a
-    TypeError, as for any function."""
-    fields = cls._fields
-    parameters = ", ".join(f"{name}=_KEEP" for name in fields)
-    values = ", ".join(f"self[{i}] if {name} is _KEEP else {name}" for i, name in enumerate(fields))
-    namespace = {"_KEEP": _KEEP, "_new": tuple.__new__, "cls": cls}
-    exec(f"def with_(self, *, {parameters}):\n    return _new(cls, ({values},))\n", namespace)  # noqa: S102
-    with_ = namespace["with_"]
+    ``_replace`` goes through Python-level ``_make``; this copies the fields into a list, sets the named ones
+    by their position (one dictionary look-up each) and builds the tuple in C, and it runs several times per
+    successor. An unknown name is a TypeError, as for any function."""
+    positions = {name: position for position, name in enumerate(cls._fields)}
+    new = tuple.__new__
+
+    def with_(self, **changes):
+        values = list(self)
+        try:
+            for name, value in changes.items():
+                values[positions[name]] = value
+        except KeyError:
+            raise TypeError(f"{cls.__name__}.with_() got an unexpected keyword argument {name!r}") from None
+        return new(cls, values)
+
     with_.__doc__ = f"A copy of this {cls.__name__} with the named fields changed."
     with_.__qualname__ = f"{cls.__name__}.with_"
     cls.with_ = with_

@@ -20,17 +20,36 @@ def replace_at(values: tuple, index: int, value: object) -> tuple:
 
 
 _new = tuple.__new__
-if KafkaState._fields[0] != "brokers":
-    raise ImportError("spec.kafka.updates.with_broker expects brokers to be KafkaState's first field")
+_BROKERS = KafkaState._fields.index("brokers")
+_NETWORK = KafkaState._fields.index("network")
+_POSITIONS = {name: position for position, name in enumerate(KafkaState._fields)}
 
 
-def with_broker(s: KafkaState, i: int, broker: Broker, **changes: Any) -> KafkaState:
-    """``s`` with broker ``i`` replaced (and any other state fields changed). The hot path of every action:
-    without other changes it builds the state directly (brokers is the first field, checked at import)."""
+def with_network(s: KafkaState, network: tuple) -> KafkaState:
+    """``s`` with another set of messages in flight: what every delivery and every request does, so it
+    builds the state directly (``s.with_(network=network)`` without a keyword dictionary)."""
+    return _new(KafkaState, s[:_NETWORK] + (network,) + s[_NETWORK + 1 :])
+
+
+def with_broker(s: KafkaState, i: int, broker: Broker, network: tuple | None = None, **changes: Any) -> KafkaState:
+    """``s`` with broker ``i`` replaced (and the network and any other state fields changed). The hot path of
+    every action: it builds the state directly rather than through ``with_``."""
     brokers = replace_at(s.brokers, i, broker)
     if not changes:
-        return _new(KafkaState, (brokers,) + s[1:])
-    return s.with_(brokers=brokers, **changes)
+        if network is None:
+            return _new(KafkaState, s[:_BROKERS] + (brokers,) + s[_BROKERS + 1 :])
+        if _BROKERS < _NETWORK:
+            return _new(KafkaState, s[:_BROKERS] + (brokers,) + s[_BROKERS + 1 : _NETWORK] + (network,) + s[_NETWORK + 1 :])
+    values = list(s)
+    values[_BROKERS] = brokers
+    if network is not None:
+        values[_NETWORK] = network
+    try:
+        for name, value in changes.items():
+            values[_POSITIONS[name]] = value
+    except KeyError:
+        raise TypeError(f"with_broker() got an unexpected keyword argument {name!r}") from None
+    return _new(KafkaState, values)
 
 
 def add_messages(network: tuple, *messages: Any) -> tuple:
