@@ -84,6 +84,8 @@ NO_STORY = {
     "lossy-crash": "a fault, switched on by KIP-101 scenario 2",
     "consumer-truncation-detection": "a client rule (KAFKA-7747, 2.3.0), told by the kip-320-consumer scenarios and "
                                      "tests/test_kafka_clients.py",
+    "fetch-from-follower": "configuration (KIP-392, replica.selector.class), switched on by the kafka-14704 consumer "
+                           "scenario, replayed in tests/test_kafka_clients.py",
 }
 
 def _outcome(result) -> tuple:

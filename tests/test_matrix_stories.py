@@ -52,3 +52,32 @@ def test_a_counterexample_two_fixes_remove_together_names_both():
     result = check(build_model("kafka", consts, "0.11.0"), SearchOptions(invariants=[inv]))
     story = story_of("kafka", "0.11.0", [], consts, inv, result.violations[0].trace)
     assert story.flag is None and story.ticket == "KIP-279, KAFKA-7415" and "fixed in 2.0.1" in story.text
+
+
+@pytest.mark.parametrize("protocol,flags,invariant,ticket", [
+    ("0.10.2", [], "consumed-stays", "KIP-101"),
+    ("2.8.0", [], "consumed-stays", "KAFKA-13207"),
+    ("0.10.2", [], "acknowledged-durable", "KIP-101"),
+    ("2.8.0", [], "acknowledged-durable", "KAFKA-13141"),
+    ("2.2.0", ["unclean=on"], "no-silent-skip", "KIP-320 (KAFKA-7747)"),
+])
+def test_client_cells_at_their_matrix_bounds_name_the_fix(protocol, flags, invariant, ticket):
+    """The client columns at the bounds ``kmc matrix`` checks them at: a consumed or acknowledged record is lost
+    where replication loses it (KIP-101, KAFKA-13141, KAFKA-13207), and before 2.3.0 a consumer reads on silently
+    after an unclean election, which the consumer's position validation (KIP-320's consumer side) removes."""
+    consts = list(build_model("kafka", []).matrix_bounds[invariant])
+    inv = for_family("kafka")[invariant]
+    result = check(build_model("kafka", consts, protocol, flags), SearchOptions(invariants=[inv]))
+    assert result.verdict.value == "violated"
+    trace = result.violations[0].trace
+    story = story_of("kafka", protocol, flags, consts, inv, trace)
+    assert story is not None and story.ticket == ticket, story
+    assert not _still_violates(build_model("kafka", consts, protocol, flags + [f"{story.flag}=on"]), trace, inv)
+
+
+def test_client_columns_of_the_matrix():
+    model = build_model("kafka", [])
+    assert model.matrix_excluded == ("no-silent-skip",), "no-silent-skip needs two records: checked by name"
+    bounds = model.matrix_bounds
+    assert "acks=-1" in bounds["acknowledged-durable"] and "consumers=1" in bounds["consumed-stays"]
+    assert "records=2" in bounds["no-silent-skip"] and "consumers=1" in bounds["no-silent-skip"]

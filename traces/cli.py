@@ -25,7 +25,7 @@ from typing import Any
 
 from rich.console import Console
 
-from checker.errors import NotReplayableError, UsageError
+from checker.errors import NotReplayableError, UsageError, WrongModelError
 from traces.io import FORMATS, load_trace, parse_json, read_bytes, save_trace
 from traces.trace import Trace
 
@@ -302,8 +302,8 @@ def _replay_all(args: argparse.Namespace, console: Console) -> int:
         except NotReplayableError as exc:  # an ambiguous scenario step under this version
             rows.append({"protocol": protocol, "outcome": "error", "detail": str(exc)})
             continue
-        except UsageError as exc:  # the trace's own switches do not exist in this version
-            rows.append({"protocol": protocol, "outcome": "n/a", "detail": str(exc)})
+        except (UsageError, WrongModelError) as exc:  # the trace's own switches (or a scenario's flags) do not
+            rows.append({"protocol": protocol, "outcome": "n/a", "detail": str(exc)})  # exist in this version
             continue
         row = _result_json(result, expected)
         row["detail"] = result.summary()

@@ -23,7 +23,9 @@ Modules
                leader-follower form), log-matching-all-pairs, log-matching-raft, committed-durable,
                no-uncommitted-below-hw, replica-sanity, no-stale-control-request, no-fence-stall,
                no-bounce-stall; liveness, checked only when named: no-fence-stall-liveness,
-               truncation-completes
+               truncation-completes; invariants/kafka_clients (with the client constants acks, consumers):
+               acknowledged-durable, consumed-stays, no-silent-skip
+    clients    the producer's acknowledgements and the consumers (``spec.kafka.clients``)
 
 State (all ints, bools, tuples; -1 is "none")
     KafkaState(brokers, controller, network, produced, crashes, bumps, shutdowns, bounces, losses, committed)
@@ -110,6 +112,7 @@ def build(constants: dict[str, Any], protocol: str = DEFAULT_PROTOCOL, features:
         acks=_acks(constants.get("acks", CLIENT_DEFAULTS["acks"])),
         min_isr=constants.get("min_isr", CLIENT_DEFAULTS["min_isr"]),
         consumers=constants.get("consumers", CLIENT_DEFAULTS["consumers"]),
+        consumer_inflight=constants.get("consumer_inflight", CLIENT_DEFAULTS["consumer_inflight"]),
     )
 
 
@@ -143,6 +146,9 @@ INFO = register(
             Constant("min_isr", CLIENT_DEFAULTS["min_isr"], "min.insync.replicas (acks=-1 only)", int, minimum=1,
                      maximum=5),
             Constant("consumers", CLIENT_DEFAULTS["consumers"], "consumers of the partition", int, minimum=0, maximum=3),
+            Constant("consumer_inflight", CLIENT_DEFAULTS["consumer_inflight"], "1: a consumer's Fetch and "
+                     "OffsetsForLeaderEpoch are a request, an answer and a receipt, delivered late (0: one step)", int,
+                     minimum=0, maximum=1),
         ),
         build=build,
         protocols={r.name: r.summary for r in RELEASES},

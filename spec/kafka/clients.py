@@ -21,9 +21,11 @@ Producer (constants ``acks`` and ``min_isr``; the existing Produce action and it
              Abstraction: a record appended before a BumpLeaderEpoch that kept its leader is never
              acknowledged (Kafka would still complete it): fewer acknowledgements, never more.
 
-Consumers (bound ``consumers``: how many; each a ``Consumer`` in ``KafkaState.consumers``). The consumer's
-request and answer are one step (its requests are not delayed; a Kafka engineer's story about consumers
-needs the leader change, not the consumer's own in-flight window):
+Consumers (bound ``consumers``: how many; each a ``Consumer`` in ``KafkaState.consumers``). By default a
+consumer's request and its answer are one step (``consumer_inflight=0``); with the constant
+``consumer_inflight=1`` they are a request, an answer and a receipt, each a step of its own, so an answer can
+arrive after the leader, the epoch or the consumer's own metadata changed (one request outstanding per
+consumer, lost with the broker's connection):
 
     =============================  ==================  ==========================================
     action                         params              what happens
@@ -36,16 +38,35 @@ needs the leader change, not the consumer's own in-flight window):
                                                        the epoch it believes) answers: every record from
                                                        its position below the HW; OFFSET_OUT_OF_RANGE
                                                        if the position is beyond the LEO: a reset to the
-                                                       HW (auto.offset.reset=latest, logged)
+                                                       HW (auto.offset.reset=latest, logged); an empty
+                                                       answer at a position past records it never read
+                                                       is a silent skip (a step only then)
+    ConsumerFetchFromFollower      consumer, replica   (fetch-from-follower, KIP-392, 2.4+) the same from
+                                                       a follower of its leader in its epoch, below the
+                                                       follower's HW
     ConsumerValidate               consumer, leader    2.3+: OffsetsForLeaderEpoch(last consumed epoch)
                                                        to that leader; an end offset below the position
                                                        is a truncation: reset to it (logged; without a
                                                        reset policy, LogTruncationException)
+    ConsumerSendFetch,             consumer, broker    (consumer_inflight=1) ConsumerFetch in three
+    ServeConsumerFetch,                                steps: the broker answers as it is when it serves
+    ReceiveConsumerFetch                               (an error if it no longer leads in the request's
+                                                       epoch); the consumer ignores an answer once its
+                                                       position moved or awaits validation
+    ConsumerSendValidate,          consumer, broker    (consumer_inflight=1) ConsumerValidate in three
+    ServeConsumerValidate,                             steps; the answer is used only if the position,
+    ReceiveConsumerValidate                            its epoch and the leader are unchanged
+    ConsumerDisconnect             consumer, broker    (consumer_inflight=1) the broker died or bounced:
+                                                       the request or answer is lost
     =============================  ==================  ==========================================
+
+Fetch-from-follower is one step in either mode (the consumer asks its leader, which names the follower).
 
 Ghosts of a consumer: ``consumed`` (what it read, in order), ``skipped`` (it read on past records it did not
 read, with no reset or truncation it surfaced: the record before its position is no longer the one it
-consumed there) and ``surfaced`` (how many resets and truncations it logged or raised).
+consumed there), ``surfaced`` (how many resets and truncations it logged or raised) and
+``read_before_unclean`` (how many of ``consumed`` it had read when the last unclean election happened: set by
+UncleanLeaderElection when there are consumers; those records may vanish, consumed-stays says).
 """
 
 from __future__ import annotations
@@ -74,7 +95,7 @@ def _add_acked(acked: tuple, entries: list) -> tuple:
 class ClientActions:
     """The producer's acknowledgement (around Produce and AdvanceHighWatermark) and the consumers' actions."""
 
-    def _init_clients(self, acks: int, min_isr: int, consumers: int) -> None:
+    def _init_clients(self, acks: int, min_isr: int, consumers: int, consumer_inflight: int = 0) -> None:
         self.acks = acks
         if acks != ACKS_NONE:
             # with a producer, Produce and AdvanceHighWatermark also acknowledge; without one (the
@@ -92,6 +113,35 @@ class ClientActions:
                                 for c in range(consumers)]
         self._consumer_validate = [[a("ConsumerValidate", (("consumer", c), ("leader", b))) for b in ids]
                                    for c in range(consumers)]
+        self._from_follower = self.features.fetch_from_follower
+        self._consumer_fetch_follower = [[a("ConsumerFetchFromFollower", (("consumer", c), ("replica", b))) for b in ids]
+                                         for c in range(consumers)]
+        self._unclean_actions = frozenset(id(action) for action in self._unclean)
+        if consumers and self.features.unclean:
+            # consumers remember an unclean election (the ghost read_before_unclean); otherwise the controller's
+            # own actions run with no wrapper in between
+            self._controller_actions = self._controller_actions_marking_unclean
+        self._consumer_inflight = consumer_inflight
+        table = [("_consumer_send_fetch", "ConsumerSendFetch"), ("_consumer_serve_fetch", "ServeConsumerFetch"),
+                 ("_consumer_receive_fetch", "ReceiveConsumerFetch"), ("_consumer_send_validate", "ConsumerSendValidate"),
+                 ("_consumer_serve_validate", "ServeConsumerValidate"),
+                 ("_consumer_receive_validate", "ReceiveConsumerValidate"), ("_consumer_disconnect", "ConsumerDisconnect")]
+        for attribute, name in table:
+            setattr(self, attribute, [[a(name, (("consumer", c), ("broker", b))) for b in ids] for c in range(consumers)])
+
+    # -- the unclean-election ghost ------------------------------------------------------------------------
+    def _controller_actions_marking_unclean(self, s: KafkaState, out: list) -> None:
+        """The controller's actions (with consumers and unclean election on only); an UncleanLeaderElection also
+        sets each consumer's ghost ``read_before_unclean`` (what it had read may now vanish). Without consumers
+        it is not used, so the replica-only state space is unchanged."""
+        start = len(out)
+        super()._controller_actions(s, out)
+        unclean = self._unclean_actions
+        for k in range(start, len(out)):
+            action, t = out[k]
+            if id(action) in unclean:
+                marked = tuple([c.with_(read_before_unclean=len(c.consumed)) for c in t.consumers])
+                out[k] = (action, t.with_(consumers=marked))
 
     # -- the producer ------------------------------------------------------------------------------------
     def _produce_with_acks(self, s: KafkaState, i: int, leader: Broker, add) -> None:
@@ -141,6 +191,9 @@ class ClientActions:
             known = controller.leader
             if known >= 0 and (known, controller.epoch) != (consumer.leader, consumer.epoch):
                 add((self._consumer_metadata[c][known], self._metadata_state(s, c, consumer)))
+            if self._consumer_inflight:
+                self._delayed_consumer_actions(s, c, consumer, add)
+                continue
             b = consumer.leader
             if b < 0 or not s.brokers[b].alive:
                 continue
@@ -149,10 +202,32 @@ class ClientActions:
                 continue  # NOT_LEADER / FENCED_LEADER_EPOCH / UNKNOWN_LEADER_EPOCH: a metadata update first
             if consumer.validating:
                 add((self._consumer_validate[c][b], self._validate_state(s, c, consumer, broker)))
-            else:
-                fetched = self._consumer_fetch_state(s, c, consumer, broker)
-                if fetched is not None:
-                    add((self._consumer_fetch[c][b], fetched))
+                continue
+            fetched = self._consumer_fetch_state(s, c, consumer, broker)
+            if fetched is not None:
+                add((self._consumer_fetch[c][b], fetched))
+            if self._from_follower:
+                self._fetch_from_follower_actions(s, c, consumer, add)
+
+    def _fetch_from_follower_actions(self, s: KafkaState, c: int, consumer: Consumer, add) -> None:
+        """KIP-392 (2.4.0, ``replica.selector.class`` set): the leader names a preferred read replica and the
+        consumer fetches from that follower, which serves it below its own HW. 2.4.0
+        ``ReplicaManager.findPreferredReadReplica`` (any replica whose LEO reaches the fetch offset, as the
+        selector chooses), ``ReplicaManager.readFromLocalLog`` (``fetchOnlyFromLeader`` is false for a consumer
+        with client metadata) and ``Partition.readRecords`` (the follower's ``highWatermark`` bounds the read;
+        ``localLogWithEpochOrException`` fences a request whose leader epoch is not the follower's). The model
+        lets the selector pick any live follower of the consumer's leader in the consumer's epoch whose LEO
+        reaches the position (the leader's view of it may lag; the follower's own LEO is what it serves)."""
+        for r in range(self.n):
+            if r == consumer.leader:
+                continue
+            replica = s.brokers[r]
+            if (not replica.alive or replica.leader != consumer.leader or replica.epoch != consumer.epoch
+                    or len(replica.log) < consumer.position):
+                continue
+            fetched = self._consumer_fetch_state(s, c, consumer, replica)
+            if fetched is not None:
+                add((self._consumer_fetch_follower[c][r], fetched))
 
     def _metadata_state(self, s: KafkaState, c: int, consumer: Consumer) -> KafkaState:
         """ConsumerMetadata: a metadata response names the controller's leader and epoch (KIP-320 added the
@@ -164,45 +239,149 @@ class ClientActions:
         return s.with_(consumers=_replace(s.consumers, c, updated))
 
     def _consumer_fetch_state(self, s: KafkaState, c: int, consumer: Consumer, broker: Broker) -> KafkaState | None:
-        """ConsumerFetch (the leader: ``ReplicaManager.fetchMessages`` with the HW as the bound for a consumer;
-        the consumer: ``Fetcher.parseCompletedFetch`` / ``handleFetchResponse``). Beyond the LEO the answer is
-        OFFSET_OUT_OF_RANGE and the consumer resets to the latest offset, the HW (``requestOffsetReset``, logged:
-        a reset it surfaced). Between HW and LEO the answer is empty (no step). Below the HW it reads every
-        record up to the HW. Whether it skipped records is the ghost ``skipped``: the record before its
-        position is no longer the one it consumed there."""
-        position = consumer.position
-        log = broker.log
-        if position > len(log):
-            last = log[broker.hw - 1].epoch if broker.hw > 0 else UNDEFINED
-            reset = consumer.with_(position=broker.hw, last_epoch=last, surfaced=consumer.surfaced + 1)
-            return s.with_(consumers=_replace(s.consumers, c, reset))
-        if position >= broker.hw:
+        """ConsumerFetch: the answer (``_fetch_answer``) applied at once; None if it changes nothing."""
+        answer = _fetch_answer(consumer, broker)
+        if answer is None:
             return None
-        skipped = consumer.skipped
-        consumed = consumer.consumed
-        if consumed and consumed[-1][0] == position - 1:
-            offset, epoch, ident = consumed[-1]
-            there = log[offset]
-            if there.epoch != epoch or there.ident != ident:
-                skipped = True  # the log below its position changed and it reads on as if it had not
-        read = tuple((offset, log[offset].epoch, log[offset].ident) for offset in range(position, broker.hw))
-        updated = consumer.with_(position=broker.hw, last_epoch=read[-1][1], consumed=consumed + read, skipped=skipped)
-        return s.with_(consumers=_replace(s.consumers, c, updated))
+        return s.with_(consumers=_replace(s.consumers, c, _apply_fetch_answer(consumer, answer)))
 
     def _validate_state(self, s: KafkaState, c: int, consumer: Consumer, broker: Broker) -> KafkaState:
-        """ConsumerValidate (2.3.0 ``Fetcher.validateOffsetsAsync`` -> ``SubscriptionState.maybeCompleteValidation``):
-        the leader answers ``endOffsetFor(last consumed epoch)``; an end offset below the position is a
-        truncation: with a reset policy the position moves to that offset with the answer's epoch
-        ("Truncation detected ... resetting offset to the first offset known to diverge"), without one
-        ``LogTruncationException`` is raised; both are surfaced to the application. Otherwise the
-        validation completes."""
-        answer_epoch, end = end_offset_for(broker.cache, len(broker.log), consumer.last_epoch, self._7415)
-        if end != UNDEFINED and end < consumer.position:
-            updated = consumer.with_(position=end, last_epoch=answer_epoch, validating=False,
-                                     surfaced=consumer.surfaced + 1)
+        """ConsumerValidate: the answer (``_validate_answer``) applied at once."""
+        answer = self._validate_answer(consumer.last_epoch, broker)
+        return s.with_(consumers=_replace(s.consumers, c, _apply_validate_answer(consumer, answer)))
+
+    def _validate_answer(self, last_epoch: int, broker: Broker) -> tuple[int, int]:
+        """The leader's answer to the consumer's OffsetsForLeaderEpoch(last consumed epoch): ``endOffsetFor``,
+        as to a follower (2.3.0 ``KafkaApis.handleOffsetForLeaderEpochRequest``)."""
+        return end_offset_for(broker.cache, len(broker.log), last_epoch, self._7415)
+
+    # -- consumer requests through the network (constant consumer_inflight=1) ------------------------------
+    def _delayed_consumer_actions(self, s: KafkaState, c: int, consumer: Consumer, add) -> None:
+        """With ``consumer_inflight=1`` a consumer's Fetch and OffsetsForLeaderEpoch are a request, an answer and
+        a receipt (three steps, each taken whenever enabled: delivered late, after any other step), as a
+        follower's are. One request outstanding per consumer (2.3.0 ``Fetcher.sendFetches`` skips a node with a
+        request in flight, ``nodesWithPendingFetchRequests``; a validation is not sent with one pending either).
+        The request is lost with its connection when the broker dies or bounces (ConsumerDisconnect)."""
+        inflight = consumer.inflight
+        if inflight:
+            b, kind, incarnation = inflight[0], inflight[1], inflight[2]
+            broker = s.brokers[b]
+            if not broker.alive or broker.incarnation != incarnation:
+                cleared = consumer.with_(inflight=())
+                add((self._consumer_disconnect[c][b], s.with_(consumers=_replace(s.consumers, c, cleared))))
+                return
+            if kind == CONSUMER_FETCH:
+                add((self._consumer_serve_fetch[c][b], self._serve_consumer_fetch(s, c, consumer, broker)))
+            elif kind == CONSUMER_FETCH_RESPONSE:
+                add((self._consumer_receive_fetch[c][b], _receive_consumer_fetch(s, c, consumer)))
+            elif kind == CONSUMER_VALIDATE:
+                # NOT_LEADER / FENCED / UNKNOWN_LEADER_EPOCH (the request's epoch is not the broker's): no answer
+                epoch, last_epoch = inflight[3], inflight[4]
+                fenced = broker.leader != b or broker.epoch != epoch
+                answer = None if fenced else self._validate_answer(last_epoch, broker)
+                served = consumer.with_(inflight=(b, CONSUMER_VALIDATE_RESPONSE, incarnation, epoch, last_epoch, answer))
+                add((self._consumer_serve_validate[c][b], s.with_(consumers=_replace(s.consumers, c, served))))
+            else:
+                add((self._consumer_receive_validate[c][b], _receive_consumer_validate(s, c, consumer)))
+            return
+        b = consumer.leader
+        if b < 0 or not s.brokers[b].alive:
+            return
+        broker = s.brokers[b]
+        if consumer.validating:
+            request = (b, CONSUMER_VALIDATE, broker.incarnation, consumer.epoch, consumer.last_epoch)
+            action = self._consumer_send_validate[c][b]
         else:
-            updated = consumer.with_(validating=False)
-        return s.with_(consumers=_replace(s.consumers, c, updated))
+            request = (b, CONSUMER_FETCH, broker.incarnation, consumer.epoch, consumer.position)
+            action = self._consumer_send_fetch[c][b]
+        add((action, s.with_(consumers=_replace(s.consumers, c, consumer.with_(inflight=request)))))
+
+    def _serve_consumer_fetch(self, s: KafkaState, c: int, consumer: Consumer, broker: Broker) -> KafkaState:
+        """ServeConsumerFetch: the broker answers the fetch as it is now (2.3.0 ``ReplicaManager.fetchMessages``):
+        NOT_LEADER_FOR_PARTITION if it does not lead, FENCED / UNKNOWN_LEADER_EPOCH (2.3+) if the request's epoch
+        is not its own (the consumer drops the answer and refreshes its metadata), else the records below its HW
+        (``_fetch_answer``)."""
+        b, _, incarnation, epoch, position = consumer.inflight
+        if broker.leader != b or (self._consumer_validates and broker.epoch != epoch):
+            answer = None
+        else:
+            answer = _fetch_answer(consumer.with_(position=position), broker)
+        response = (b, CONSUMER_FETCH_RESPONSE, incarnation, position, answer)
+        return s.with_(consumers=_replace(s.consumers, c, consumer.with_(inflight=response)))
+
+
+#: what a consumer's ``inflight`` holds (constant consumer_inflight=1): (broker, kind, the broker's incarnation, ...)
+CONSUMER_FETCH = 1  # ..., epoch, position
+CONSUMER_FETCH_RESPONSE = 2  # ..., position, answer (_fetch_answer, None: an error or an empty answer)
+CONSUMER_VALIDATE = 3  # ..., epoch, last consumed epoch
+CONSUMER_VALIDATE_RESPONSE = 4  # ..., epoch, last consumed epoch, answer ((answer epoch, end offset), None: an error)
+
+
+def _fetch_answer(consumer: Consumer, broker: Broker) -> tuple | None:
+    """What a fetch at the consumer's position does to it, as (position, last epoch, records read, silent skip,
+    resets surfaced), or None if nothing (an empty answer). The leader: ``ReplicaManager.fetchMessages`` with
+    the HW as the bound for a consumer; the consumer: ``Fetcher.parseCompletedFetch`` / ``handleFetchResponse``.
+    Beyond the LEO the answer is OFFSET_OUT_OF_RANGE and the consumer resets to the latest offset, the HW
+    (``requestOffsetReset``, logged: a reset it surfaced). Between HW and LEO the answer is empty, no error: a
+    step only when it is a silent skip (the consumer goes on at a position past records it never read; KIP-320:
+    it "will just miss" them). Below the HW it reads every record up to the HW. The ghost ``skipped``: the
+    record before its position is no longer the one it consumed there, and it reads on as if it were."""
+    position = consumer.position
+    log = broker.log
+    if position > len(log):
+        return broker.hw, (log[broker.hw - 1].epoch if broker.hw > 0 else UNDEFINED), (), False, 1
+    skip = False
+    consumed = consumer.consumed
+    if consumed and consumed[-1][0] == position - 1:
+        offset, epoch, ident = consumed[-1]
+        there = log[offset]
+        skip = there.epoch != epoch or there.ident != ident
+    if position >= broker.hw:
+        return (position, consumer.last_epoch, (), True, 0) if skip and not consumer.skipped else None
+    read = tuple((offset, log[offset].epoch, log[offset].ident) for offset in range(position, broker.hw))
+    return broker.hw, read[-1][1], read, skip, 0
+
+
+def _apply_fetch_answer(consumer: Consumer, answer: tuple) -> Consumer:
+    position, last_epoch, read, skip, reset = answer
+    return consumer.with_(position=position, last_epoch=last_epoch, consumed=consumer.consumed + read,
+                          skipped=consumer.skipped or skip, surfaced=consumer.surfaced + reset)
+
+
+def _apply_validate_answer(consumer: Consumer, answer: tuple[int, int]) -> Consumer:
+    """2.3.0 ``Fetcher.validateOffsetsAsync`` -> ``SubscriptionState.maybeCompleteValidation``: an end offset
+    below the position is a truncation: with a reset policy the position moves to that offset with the answer's
+    epoch ("Truncation detected ... resetting offset to the first offset known to diverge"), without one
+    ``LogTruncationException`` is raised; both are surfaced to the application. Otherwise the validation
+    completes."""
+    answer_epoch, end = answer
+    if end != UNDEFINED and end < consumer.position:
+        return consumer.with_(position=end, last_epoch=answer_epoch, validating=False, surfaced=consumer.surfaced + 1)
+    return consumer.with_(validating=False)
+
+
+def _receive_consumer_fetch(s: KafkaState, c: int, consumer: Consumer) -> KafkaState:
+    """ReceiveConsumerFetch: 2.3.0 ``Fetcher.parseCompletedFetch`` ignores an answer for a partition that is not
+    fetchable (awaiting validation: "no longer fetchable") or whose position moved since the request ("Discarding
+    stale fetch response"); an error answer is dropped (the metadata refresh is ConsumerMetadata); otherwise it is
+    applied."""
+    _, _, _, position, answer = consumer.inflight
+    done = consumer.with_(inflight=())
+    if answer is not None and not consumer.validating and consumer.position == position:
+        done = _apply_fetch_answer(done, answer)
+    return s.with_(consumers=_replace(s.consumers, c, done))
+
+
+def _receive_consumer_validate(s: KafkaState, c: int, consumer: Consumer) -> KafkaState:
+    """ReceiveConsumerValidate: 2.3.0 ``SubscriptionState.maybeCompleteValidation`` applies the answer only if the
+    partition still awaits validation of the same position (``FetchPosition``: its offset, last consumed epoch and
+    current leader and epoch unchanged since the request); an error answer leaves it awaiting validation."""
+    b, _, _, epoch, last_epoch, answer = consumer.inflight
+    done = consumer.with_(inflight=())
+    if (answer is not None and consumer.validating and consumer.last_epoch == last_epoch
+            and (consumer.leader, consumer.epoch) == (b, epoch)):
+        done = _apply_validate_answer(done, answer)
+    return s.with_(consumers=_replace(s.consumers, c, done))
 
 
 def _replace(values: tuple, index: int, value) -> tuple:

@@ -49,6 +49,7 @@ class Features:
     unclean: bool = False  # configuration: unclean.leader.election.enable
     lossy_crash: bool = False  # fault: a crash loses the unflushed tail of the log
     consumer_truncation_detection: bool = False  # KIP-320 consumer side, KAFKA-7747 (2.3.0)
+    fetch_from_follower: bool = False  # KIP-392 (2.4.0), configuration: replica.selector.class; off in every row
 
     def flag(self, name: str) -> bool:
         return bool(getattr(self, _field_name(name)))
@@ -108,6 +109,8 @@ FLAGS: dict[str, str] = {
     "lossy-crash": "fault: a crash may lose the unflushed tail of the log (KIP-101's second scenario)",
     "consumer-truncation-detection": "KIP-320 (consumer, KAFKA-7747): after a leader change a consumer validates its "
                                      "position with OffsetsForLeaderEpoch and surfaces a truncation",
+    "fetch-from-follower": "KIP-392 (configuration replica.selector.class): a consumer may fetch from a follower, "
+                           "below the follower's HW",
 }
 assert set(FLAGS) == {f.name.replace("_", "-") for f in fields(Features)}
 
@@ -211,6 +214,9 @@ REQUIRES: dict[str, tuple[str, object]] = {
     "kafka-14704": ("truncate-on-fetch (2.8.0+)", lambda f: f.truncate_on_fetch),
     "kafka-18991": ("truncate-on-fetch (2.8.0+)", lambda f: f.truncate_on_fetch),
     "consumer-truncation-detection": ("leader-epoch-fencing (KIP-320)", lambda f: f.leader_epoch_fencing),
+    "fetch-from-follower": ("a 2.4.0+ release line: the model's 2.8.0+ rows (KIP-392 came after the 2.3.0 consumer's "
+                            "position validation, consumer-truncation-detection)",
+                            lambda f: f.consumer_truncation_detection),
 }
 
 

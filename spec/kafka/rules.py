@@ -172,8 +172,39 @@ RULES: tuple[Rule, ...] = (
          f"2.1.0 {_S}ReplicaManager.scala fetchMessages (FetchHighWatermark for a consumer); 2.2.0 clients/src/main/"
          "java/org/apache/kafka/clients/consumer/internals/Fetcher.java parseCompletedFetch (OFFSET_OUT_OF_RANGE: "
          "requestOffsetReset)", "clients._consumer_fetch_state, _metadata_state",
-         abstraction="a fetch and its answer are one step and return every record up to the HW; metadata is the "
-                     "controller's (leader, epoch); the reset goes to the leader's HW (auto.offset.reset=latest)"),
+         abstraction="a fetch and its answer are one step unless consumer_inflight=1, and return every record up to "
+                     "the HW; metadata is the controller's (leader, epoch); the reset goes to the leader's HW "
+                     "(auto.offset.reset=latest)"),
+    Rule("a consumer may fetch from a follower the leader names (preferred read replica), reading below that "
+         "follower's HW", "KIP-392 (KAFKA-8443, KAFKA-8365)", "2.4.0", "2.4.0 and later, as configured "
+         "(replica.selector.class on the broker, client.rack on the consumer; off by default: 23beeea34bf, "
+         "e2847e8603f)",
+         f"2.4.0 {_S}ReplicaManager.scala findPreferredReadReplica, readFromLocalLog (fetchOnlyFromLeader is false "
+         f"for a consumer with client metadata); {_C}Partition.scala readRecords (the local HW bounds a consumer's "
+         "read), localLogWithEpochOrException (the request's leader epoch must be the replica's)",
+         "clients._fetch_from_follower_actions (ConsumerFetchFromFollower)", flag="fetch-from-follower",
+         abstraction="off in every row (a configuration); refused before the 2.8.0 row (the model has no 2.4 to 2.7 "
+                     "rows apart from 2.2.0's); the selector may pick any live follower of the consumer's leader in "
+                     "its epoch whose LEO reaches the position; the consumer asks the leader first each time"),
+    Rule("an unclean election is remembered by every consumer (ghost read_before_unclean): what it had read may "
+         "vanish, what it reads later may not", "KIP-320 (Consumer Handling)", "0.10.2", "every release, with "
+         "unclean election on", "a ghost, no source: the trade unclean.leader.election.enable makes "
+         f"(0.10.2.2 {_K}PartitionLeaderSelector.scala OfflinePartitionLeaderSelector)",
+         "clients._controller_actions (UncleanLeaderElection), invariants.kafka_clients consumed-stays"),
+    Rule("an empty consumer fetch answer (position between HW and LEO, no error) at a position past records the "
+         "consumer never read is a silent skip", "KIP-320", "0.10.2", "every release (2.3.0+: the position is "
+         "validated first after a leader change, so the skip cannot happen there)",
+         f"2.1.0 {_S}ReplicaManager.scala readFromLocalLog (FetchHighWatermark: an empty read, no error, up to the "
+         "LEO; OFFSET_OUT_OF_RANGE beyond)", "clients._consumer_fetch_state (ghost skipped)"),
+    Rule("a consumer's Fetch and OffsetsForLeaderEpoch go through the network (constant consumer_inflight=1): "
+         "one request outstanding; an answer is ignored once the position moved or awaits validation", "-", "0.10.2",
+         "every release (the validation from 2.3.0)",
+         "2.3.0 clients/src/main/java/org/apache/kafka/clients/consumer/internals/Fetcher.java sendFetches "
+         "(nodesWithPendingFetchRequests), parseCompletedFetch (isFetchable, \"Discarding stale fetch response\"); "
+         "SubscriptionState.java maybeCompleteValidation (the current FetchPosition must equal the request's)",
+         "clients._delayed_consumer_actions, _receive_consumer_fetch, _receive_consumer_validate",
+         abstraction="off by default (a request and its answer are one step); fetch-from-follower stays one step; "
+                     "a request is lost only when its broker dies or bounces (ConsumerDisconnect)"),
     # -- shared by every release, with the model's abstractions ------------------------------------------------
     Rule("a follower's HW is min(leader HW, its LEO) after each fetch (it may go down)", "-", "0.10.2", "every release",
          f"0.10.2.2 {_S}ReplicaFetcherThread.scala processPartitionData; 2.8.0 Log.updateHighWatermark",

@@ -202,7 +202,13 @@ class Consumer(NamedTuple):
     consumed: tuple[tuple[int, int, int], ...]
     skipped: bool
     surfaced: int
-    GHOST_FIELDS = ("consumed", "skipped", "surfaced")
+    #: ghost: how many of ``consumed`` it had read when the last unclean election happened (0: none since it
+    #: started): those records may vanish from the log (the trade unclean election makes), the later ones not
+    read_before_unclean: int = 0
+    #: with the constant consumer_inflight=1: its outstanding request or the answer to it, (broker, kind, the
+    #: broker's incarnation, ...) (``spec.kafka.clients``), or (); always () when requests and answers are one step
+    inflight: tuple = ()
+    GHOST_FIELDS = ("consumed", "skipped", "surfaced", "read_before_unclean")
 
 
 class KafkaState(NamedTuple):

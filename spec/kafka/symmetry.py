@@ -31,7 +31,7 @@ SET_FIELDS = frozenset({"isr"})
 INDEXED_FIELDS = frozenset({"remote", "registered"})
 #: tuples whose first item is a broker id (or empty): a follower's pending diverging epoch names the leader
 #: that answered
-FIRST_ID_FIELDS = frozenset({"pending_diverging"})
+FIRST_ID_FIELDS = frozenset({"pending_diverging", "inflight"})  # and a consumer's request or answer in flight
 
 
 _ID, _SET, _INDEXED, _FIRST_ID = 0, 1, 2, 3
