@@ -1,6 +1,6 @@
 """The parallel engine against the single-process one, side by side in one run.
 
-    python3 bench/parallel_bench.py                     # kafka truncate-on-fetch, 3 brokers: 2,407,897 states
+    python3 bench/parallel_bench.py                     # kafka truncate-on-fetch, 3 brokers: 3,099,209 states
     python3 bench/parallel_bench.py --model two-phase --protocol '' --const RM=8
     python3 bench/parallel_bench.py --rounds 2 --workers 1,2,auto
 

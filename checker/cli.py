@@ -414,6 +414,9 @@ def cmd_check(args: argparse.Namespace) -> int:
 
             progress = ProgressLines(interval=PROGRESS_LINE_EVERY)
         options = search_options(args, model, progress=progress)
+        why = model.symmetry_reduces_nothing() if options.symmetry else None
+        if why:  # decided from the model before the search: one line, and the search runs as asked
+            print(f"warning: --symmetry reduces nothing here: {why}", file=sys.stderr)
         result = run_search(model, options, args.engine,
                             engines.EngineOptions(workers=args.workers, master=args.master, extra=engine_extra(args)))
     record_property_forms(result, options)

@@ -7,7 +7,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, NamedTuple
 
-from checker.errors import ModelError
+from checker.errors import ModelError, UsageError
 from checker.fingerprint import validate_state
 from checker.result import Verdict
 from checker.visited import FingerprintSet, ParentLog
@@ -83,6 +83,12 @@ def uses_bounds(model: Model) -> bool:
 def uses_symmetry(model: Model, options: SearchOptions) -> bool:
     if options.symmetry and not model.has_symmetry:
         raise ModelError(f"model {model.name} has no symmetry to reduce by; drop --symmetry")
+    liveness = options.liveness_properties() if options.symmetry else []
+    if liveness:
+        # the liveness check walks the whole state graph, not the reduced one: refused rather than run
+        # unreduced behind the option's back (whether a property is symmetric is not known either)
+        raise UsageError(f"--symmetry reduces the safety search only; liveness property {liveness[0].name} needs the "
+                         "whole state graph: drop --symmetry or check it on its own")
     return options.symmetry
 
 
@@ -126,6 +132,8 @@ def rebuild_trace(
             raise ModelError(f"cannot rebuild a trace: {wanted} is not deterministic in this model")
         steps.append(Step(*chosen))
         current = chosen[1]
+    if options.symmetry and invariant:
+        recheck_concrete(model, options, invariant, current)
     why = explanation(current) if explanation and invariant else None
     return Trace(
         header=trace_header(model, options),
@@ -135,6 +143,22 @@ def rebuild_trace(
         violation_index=len(steps) if invariant else None,
         explanation=why,
     )
+
+
+def recheck_concrete(model: Model, options: SearchOptions, invariant: str, state: Any) -> None:
+    """A violation found under symmetry is found on canonical states; the replayed trace ends in a concrete
+    state, which is checked again here (a renaming of the canonical one, so an exact symmetry of model and
+    property violates it too). A failure means the model's canonical form is not a symmetry: refused."""
+    if invariant == "deadlock":
+        holds = bool(list(model.successors(state)))
+    else:
+        inv = next((i for i in options.safety_invariants() if i.name == invariant), None)
+        if inv is None:
+            return
+        holds = inv.holds(state)
+    if holds:
+        raise ModelError(f"the trace found under --symmetry ends in a state where {invariant} holds once replayed: "
+                         "the model's canonical form is not a symmetry of it; check without --symmetry")
 
 
 def validate_initial(model: Model, states: Sequence[Any]) -> None:

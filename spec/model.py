@@ -90,6 +90,11 @@ class Model(ABC):
         """A canonical representative of ``state`` under the model's symmetry (identity if none)."""
         return state
 
+    def symmetry_reduces_nothing(self) -> str | None:
+        """Why ``--symmetry`` cannot reduce this configuration (its group of valid renamings is trivial),
+        decided from the model before a search; None when it may reduce."""
+        return None
+
     def state_types(self) -> tuple[type, ...]:
         """The NamedTuple classes a state is built from (used to decode checkpoints safely)."""
         return ()

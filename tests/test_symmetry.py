@@ -142,3 +142,71 @@ def test_kafka_same_verdicts_under_symmetry(protocol, bounds):
         assert reduced.distinct_states * 1.5 < full.distinct_states
     for violation in reduced.violations:
         _check_real_trace(model, violation)
+
+
+def test_kafka_three_broker_counterexample_replays_to_a_concrete_trace():
+    """KAFKA-7786's fence stall with three brokers: the same shortest length with and without symmetry, and
+    the trace found under symmetry is a real run of the model whose last state is a renaming of the
+    canonical one the search met, not that state itself (so the replay did the renaming)."""
+    model = _kafka("2.1.0", brokers=3, records=1, epochs=2, bumps=2, crashes=0)
+    stall = [inv for inv in KAFKA if inv.name == "no-fence-stall"]
+    full = bfs.check(model, SearchOptions(invariants=stall))
+    reduced = bfs.check(model, SearchOptions(invariants=stall, symmetry=True))
+    assert reduced.distinct_states < full.distinct_states
+    assert [v.length for v in reduced.violations] == [v.length for v in full.violations] == [9]
+    violation = reduced.violations[0]
+    _check_real_trace(model, violation)
+    last = violation.trace.steps[-1].state
+    assert last != model.canonical(last)
+    assert last in {kafka_symmetry.permute(model.canonical(last), p) for p in permutations(range(3))}
+
+
+def test_a_false_symmetry_is_caught_when_the_trace_is_replayed():
+    """A property that tells ids apart breaks the reduction: the search meets the violation on a canonical
+    state (the last resource manager committed), the concrete replay commits the first one, and the re-check
+    of the concrete state refuses the result instead of reporting a counterexample that is not one."""
+    from checker.errors import ModelError
+    from invariants.base import Invariant
+    from spec.two_phase import COMMITTED
+
+    last_not_committed = Invariant("last-rm-not-committed", "the last RM never commits",
+                                   lambda s: s.rm_state[-1] != COMMITTED)
+    model = TwoPhase(3)
+    assert bfs.check(model, SearchOptions(invariants=[last_not_committed])).violations  # a real violation ...
+    with pytest.raises(ModelError, match="not a symmetry"):  # ... but not where the canonical search found it
+        bfs.check(model, SearchOptions(invariants=[last_not_committed], symmetry=True))
+
+
+def test_kafka_canonical_takes_states_already_in_order_as_they_are():
+    model = _kafka("4.1.0", brokers=3, records=1, epochs=1, crashes=0)
+    for state in random.Random(3).sample(_reachable(model, 2000), 100):
+        canon = model.canonical(state)
+        assert model.canonical(canon) is canon  # a canonical state is its own form, with no renaming
+
+
+def _cli(capsys, *argv):
+    from checker.cli import main
+
+    code = main(list(argv))
+    out, err = capsys.readouterr()
+    return code, out, err
+
+
+def test_symmetry_warns_in_one_line_when_the_group_is_trivial(capsys, tmp_path):
+    code, _, err = _cli(capsys, "check", "kafka", "--const", "brokers=1", "--const", "records=1", "--symmetry",
+                        "--quiet", "--trace-dir", str(tmp_path))
+    assert code == 0
+    assert [line for line in err.splitlines() if line.strip()] == [
+        "warning: --symmetry reduces nothing here: one broker has no other id to rename it to"]
+    code, _, err = _cli(capsys, "check", "kafka", "--const", "brokers=3", "--const", "records=1", "--symmetry",
+                        "--quiet", "--max-states", "50", "--trace-dir", str(tmp_path))
+    assert code == 20 and "warning" not in err  # three brokers: no warning (the budget ends the run early)
+
+
+def test_liveness_under_symmetry_is_refused_in_one_line(capsys, tmp_path):
+    code, out, err = _cli(capsys, "check", "kafka", "--const", "records=1", "--const", "crashes=0", "--symmetry",
+                          "--invariant", "no-fence-stall-liveness", "--trace-dir", str(tmp_path))
+    assert code == 64
+    assert out == ""
+    lines = [line for line in err.splitlines() if line.strip()]
+    assert len(lines) == 1 and "liveness property no-fence-stall-liveness" in lines[0] and "Traceback" not in err

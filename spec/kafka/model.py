@@ -130,6 +130,8 @@ from spec.kafka.state import (
     decode_states,
     encode_states,
 )
+from spec.kafka.symmetry import canonical as kafka_canonical
+from spec.kafka.symmetry import reduces_nothing
 from spec.kafka.updates import add_messages, remove_message, truncate_broker, with_broker
 from spec.model import Action, Model
 
@@ -310,10 +312,12 @@ class KafkaModel(ClientActions, ControlPlaneActions, DataPlaneActions, Model):
     def decode_states(self, plain: tuple) -> list[KafkaState]:
         return decode_states(plain)
 
-    def canonical(self, state: KafkaState) -> KafkaState:
-        from spec.kafka.symmetry import canonical
+    #: the least renaming of broker ids (``spec.kafka.symmetry``); a plain function, as the engine calls it
+    #: once a successor
+    canonical = staticmethod(kafka_canonical)
 
-        return canonical(state)
+    def symmetry_reduces_nothing(self) -> str | None:
+        return reduces_nothing(self.n)
 
     def describe(self) -> dict[str, Any]:
         out = super().describe()

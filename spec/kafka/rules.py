@@ -228,11 +228,13 @@ RULES: tuple[Rule, ...] = (
          abstraction="the 2.1.0 change is tied to the KIP-320 flag leader-epoch-fencing (both arrived in 2.1.0)"),
     Rule("the controller elects the leader from the live ISR; a restarted broker is sent the current LeaderAndIsr",
          "-", "0.10.2", "every ZooKeeper release", f"0.10.2.2 {_K}PartitionLeaderSelector.scala "
-         "OfflinePartitionLeaderSelector; KafkaController.onBrokerStartup", "actions_control._controller_actions, "
-         "_restart_state",
-         abstraction="any live ISR member may be elected (Kafka takes the first in assignment order; every order is "
-                     "some assignment's); the controller does not remove a dead replica from the ISR with an epoch bump "
-                     "(removeReplicaFromIsr) and a restarted last-ISR leader may lead again in its old epoch"),
+         "OfflinePartitionLeaderSelector; KafkaController.onBrokerStartup; 2.1.0 {_K}PartitionStateMachine.scala "
+         "PartitionLeaderElectionAlgorithms (offline, preferred, controlled shutdown)", "actions_control._controller_actions, "
+         "_broker_failure_actions, _controlled_shutdowns, _restart_state",
+         abstraction="any eligible replica may be elected, in every election (offline, preferred, controlled shutdown, "
+                     "unclean): Kafka takes the first in assignment order (the preferred election only the first); every "
+                     "choice is some assignment's first, and runs that use two different orders are included too. This "
+                     "is what makes broker ids interchangeable for --symmetry (spec.kafka.symmetry)"),
     Rule("the controller's requests to a broker form one FIFO channel, kept across a bounce it has not seen",
          "-", "0.10.2", "every ZooKeeper release", f"0.10.2.2 {_K}ControllerChannelManager.scala RequestSendThread",
          "model._deliveries (channel_order)",

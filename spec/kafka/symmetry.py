@@ -1,28 +1,70 @@
 """Symmetry over broker ids for the Kafka model (``kmc check kafka --symmetry``).
 
-Brokers are interchangeable: no action or invariant treats one broker id differently from
-another (broker 0 leads initially, but the transition relation and the properties commute with
-renaming). A broker id occurs in a broker's ``leader``, ``isr`` and ``remote`` (indexed by id),
-in the controller's ``leader`` and ``isr``, and in every message's ``src``/``dst`` (and a
-LeaderAndIsr's ``leader`` and ``isr``); records, epochs, offsets and the committed ghost carry
-none. ``permute`` renames all of them and re-sorts the network; ``canonical`` is the least
-renaming (``checker.symmetry.canonicalize``), with brokers first sorted by what they hold apart
-from ids (log, HW, epoch cache, epoch, fetcher state, liveness, incarnation, whether they lead).
+Which permutations are valid
+----------------------------
+Every renaming of broker ids (the whole group S_n) maps a step of the model to a step of the model and
+keeps every invariant's verdict: no action or property tells one broker id from another. Where Kafka
+itself does, the model over-approximates, and that is what makes the ids interchangeable:
 
-The id-bearing fields are found by name (``ID_FIELDS``, ``SET_FIELDS``, ``INDEXED_FIELDS``), so new
-message types and broker fields are renamed without changes here as long as they follow these
-names; the tests check that the model's successor relation commutes with ``permute``, which
-catches an id hidden in a field of another name.
+* Elections. Kafka's controller elects the first live ISR member *in assignment order*: 0.10.2
+  ``OfflinePartitionLeaderSelector`` (``liveAssignedReplicas.filter(liveBrokersInIsr.contains).head``), 2.x
+  ``PartitionLeaderElectionAlgorithms.offlinePartitionLeaderElection`` (``assignment.find(id =>
+  liveReplicas.contains(id) && isr.contains(id))``), ``controlledShutdownPartitionLeaderElection`` (the same,
+  skipping the shutting-down brokers) and ``preferredReplicaPartitionLeaderElection``
+  (``assignment.headOption``), all in ``core/src/main/scala/kafka/controller/PartitionStateMachine.scala``.
+  The model elects *any* eligible replica (ElectLeader, PreferredLeaderElection, UncleanLeaderElection,
+  ProcessControlledShutdown): every choice is the first one of some assignment order, so the model's
+  behaviours include those of every assignment (it also includes runs that change their mind about the
+  order between two elections, which no single assignment gives: an over-approximation, listed in the
+  rule table). A model that followed one fixed assignment order would leave only the identity valid.
+* The ISR and every set of ids are sorted tuples (Kafka keeps an ordered list; the model reads it as a
+  set), the network is a sorted tuple (a set of messages), and successors are computed for every broker
+  alike, so no order of ids reaches the transition relation.
+* The initial state is not symmetric: broker 0 leads epoch 0. That does not restrict the valid
+  permutations (a reduction needs the transition relation and the properties to commute with the
+  renaming, not the initial state); it is why the search meets fewer renamings than n! (broker 0's
+  history stays apart until a crash, a bump or a second election mixes it with the others').
+
+``tests/test_symmetry.py`` checks the commutation on sampled reachable states of several releases
+(which also catches a broker id kept in a field that is not renamed here).
+
+When it reduces nothing
+----------------------
+With one broker the group is trivial: ``reduces_nothing`` says so before a search, and ``kmc check
+--symmetry`` prints one warning line. With two brokers the group has two elements and the reduction
+depends on the bounds: broker 0 led epoch 0 and broker 1 did not, and the state keeps that (who leads
+which epoch, who reconciled in it, which epochs each cache holds) until crashes mix their histories.
+Measured (2.1.0, records=1, epochs=2, crashes=1): 29,254 -> 27,646 distinct states; 4.1.0, epochs=3,
+crashes=2: 221,135 -> 185,291; but 2.1.0, epochs=3, crashes=0, bumps=1: 93,791 both. Whether a bound
+reduces is only known after the search, so two brokers get no warning.
+
+How a state is renamed and canonicalised
+----------------------------------------
+A broker id occurs in a broker's ``leader``, ``isr``, ``remote`` (indexed by id) and ``pending_diverging``
+(its first item), in the controller's ``leader``, ``isr`` and ``registered`` (indexed by id), in every
+message's ``src``/``dst`` (and a LeaderAndIsr's ``leader`` and ``isr``), and in a consumer's ``leader``;
+records, epochs, offsets and the ghosts carry none. The fields are found by name (``ID_FIELDS``,
+``SET_FIELDS``, ``INDEXED_FIELDS``, ``FIRST_ID_FIELDS``) and one renaming function is generated per class,
+so a new message type or field is renamed without a change here as long as it follows these names.
+
+``canonical`` sorts the brokers by a signature computed from the state's own fields (the broker's id-free
+fields, whether it leads in its own view and in the controller's, its registration and its ISR
+membership at the controller: what a renaming carries along with the broker). Distinct signatures
+already sorted (the common case: the engine expands canonical states, so most successors keep the
+order) return the state itself with no renaming; otherwise the least image among the renamings that
+sort the signatures is the canonical form (one renaming when all signatures differ). That is the exact
+canonical form of ``checker.symmetry``; ``bench/symmetry_bench.py`` measures its cost a successor.
 """
 
 from __future__ import annotations
 
-from checker.symmetry import Perm, canonicalize, reindex, rename
-from spec.kafka.state import KafkaState
+from operator import itemgetter
+from typing import Any
 
-_tuple_new = tuple.__new__
-_BROKERS, _CONTROLLER, _NETWORK, _CONSUMERS = (KafkaState._fields.index(name)
-                                               for name in ("brokers", "controller", "network", "consumers"))
+from checker.symmetry import Perm, candidate_permutations
+from spec.kafka.state import STATE_TYPES, Broker, Controller, KafkaState
+
+_new = tuple.__new__
 
 #: field names that hold a broker id (-1: none), a sorted tuple of broker ids, or a tuple indexed by
 #: broker id, in any state, broker, controller or message NamedTuple; every other field is id-free
@@ -34,69 +76,144 @@ INDEXED_FIELDS = frozenset({"remote", "registered"})
 FIRST_ID_FIELDS = frozenset({"pending_diverging", "inflight"})  # and a consumer's request or answer in flight
 
 
-_ID, _SET, _INDEXED, _FIRST_ID = 0, 1, 2, 3
-#: class -> ((field position, kind), ...) for its id-bearing fields; positions of the id-free fields
-_LAYOUT: dict[type, tuple[tuple[tuple[int, int], ...], tuple[int, ...]]] = {}
+def _id_set(ids: tuple[int, ...], p: tuple[int, ...]) -> tuple[int, ...]:
+    """A sorted tuple of ids, renamed (``p`` is the permutation)."""
+    if len(ids) < 2:
+        return (p[ids[0]],) if ids else ids
+    return tuple(sorted([p[i] for i in ids]))
 
 
-def _layout(cls: type) -> tuple[tuple[tuple[int, int], ...], tuple[int, ...]]:
-    found = _LAYOUT.get(cls)
-    if found is None:
-        bearing, free = [], []
-        for position, name in enumerate(cls._fields):
-            if name in ID_FIELDS:
-                bearing.append((position, _ID))
-            elif name in SET_FIELDS:
-                bearing.append((position, _SET))
-            elif name in INDEXED_FIELDS:
-                bearing.append((position, _INDEXED))
-            elif name in FIRST_ID_FIELDS:
-                bearing.append((position, _FIRST_ID))
-            else:
-                free.append(position)
-        found = _LAYOUT[cls] = (tuple(bearing), tuple(free))
-    return found
-
-
-def _rename_fields(value: tuple, perm: Perm) -> tuple:
-    bearing = _layout(type(value))[0]
-    if not bearing:
-        return value
-    items = list(value)
-    for position, kind in bearing:
-        old = items[position]
-        if kind == _ID:
-            if old >= 0:
-                items[position] = perm[old]
-        elif kind == _SET:
-            items[position] = rename(old, perm)
-        elif kind == _FIRST_ID:
-            if old:
-                items[position] = (perm[old[0]],) + old[1:]
+def _renamer(cls: type) -> Any:
+    """``rename(value, p, inv)`` for instances of ``cls``: every id i becomes p[i]. ``p`` carries -1 as its
+    last item so that ``p[-1] == -1`` (no broker stays no broker) without a test; ``inv`` is the inverse
+    permutation, which reorders a tuple indexed by id in one comprehension. None if ``cls`` has no id."""
+    parts, bearing = [], False
+    for position, name in enumerate(cls._fields):
+        v = f"v[{position}]"
+        if name in ID_FIELDS:
+            parts.append(f"p[{v}]")
+        elif name in SET_FIELDS:
+            parts.append(f"_id_set({v}, p)")
+        elif name in INDEXED_FIELDS:
+            parts.append(f"(tuple([{v}[k] for k in inv]) if {v} else {v})")
+        elif name in FIRST_ID_FIELDS:
+            parts.append(f"(((p[{v}[0]],) + {v}[1:]) if {v} else {v})")
         else:
-            items[position] = reindex(old, perm)
-    return _tuple_new(type(value), items)
+            parts.append(v)
+            continue
+        bearing = True
+    if not bearing:
+        return None
+    namespace = {"_new": _new, "cls": cls, "_id_set": _id_set}
+    exec(f"def rename(v, p, inv):\n    return _new(cls, ({', '.join(parts)},))\n", namespace)  # noqa: S102
+    return namespace["rename"]
+
+
+_RENAME: dict[type, Any] = {cls: _renamer(cls) for cls in STATE_TYPES if cls is not KafkaState}
+_RENAME_BROKER = _RENAME[Broker]
+_RENAME_CONTROLLER = _RENAME[Controller]
+_BROKERS, _CONTROLLER, _NETWORK, _CONSUMERS = (KafkaState._fields.index(name)
+                                               for name in ("brokers", "controller", "network", "consumers"))
+assert (_BROKERS, _CONTROLLER, _NETWORK) == (0, 1, 2)  # permute rebuilds the state as (these three) + the rest
+#: a broker's id-free fields, in one C call
+_FREE = itemgetter(*[i for i, name in enumerate(Broker._fields)
+                     if name not in ID_FIELDS | SET_FIELDS | INDEXED_FIELDS | FIRST_ID_FIELDS])
+_LEADER = Broker._fields.index("leader")
+_IDENTITY = {n: tuple(range(n)) for n in range(1, 9)}
+
+
+#: renamed brokers and networks, by (value, inverse permutation): a successor shares all but one broker and
+#: most messages with its parent, so the same renamings recur (99% hits measured on three brokers); cleared
+#: when it reaches ``_CACHE_LIMIT`` entries, so it stays small
+_RENAMED: dict[tuple, Any] = {}
+_CACHE_LIMIT = 1 << 16
+
+
+def _permute(s: KafkaState, p: tuple[int, ...], inv: tuple[int, ...]) -> KafkaState:
+    cache = _RENAMED
+    if len(cache) >= _CACHE_LIMIT:
+        cache.clear()
+    brokers = []
+    for k in inv:
+        b = s[0][k]
+        key = (b, inv)
+        renamed = cache.get(key)
+        if renamed is None:
+            renamed = cache[key] = _RENAME_BROKER(b, p, inv)
+        brokers.append(renamed)
+    network = s[2]
+    if network:
+        key = (network, inv)
+        renamed = cache.get(key)
+        if renamed is None:
+            rename = _RENAME
+            renamed = cache[key] = tuple(sorted([rename[type(m)](m, p, inv) for m in network]))
+        network = renamed
+    controller = s[1]
+    head = (tuple(brokers), _RENAME_CONTROLLER(controller, p, inv), network)
+    renamed = _new(KafkaState, head + s[3:])
+    consumers = s[_CONSUMERS]
+    if consumers:  # a consumer's leader is a broker id (consumers themselves are not permuted)
+        rename_consumer = _RENAME[type(consumers[0])]
+        renamed = renamed.with_(consumers=tuple([rename_consumer(c, p, inv) for c in consumers]))
+    return renamed
+
+
+def _inverse(perm: Perm) -> tuple[int, ...]:
+    inv = [0] * len(perm)
+    for old, new in enumerate(perm):
+        inv[new] = old
+    return tuple(inv)
 
 
 def permute(s: KafkaState, perm: Perm) -> KafkaState:
     """Broker i renamed perm[i] everywhere (brokers reordered, ids renamed, the network re-sorted)."""
-    brokers = [None] * len(s.brokers)
-    for i, b in enumerate(s.brokers):
-        brokers[perm[i]] = _rename_fields(b, perm)
-    network = tuple(sorted([_rename_fields(m, perm) for m in s.network]))
-    items = list(s)
-    items[_BROKERS], items[_CONTROLLER], items[_NETWORK] = tuple(brokers), _rename_fields(s.controller, perm), network
-    if s.consumers:  # a consumer's leader is a broker id (consumers themselves are not permuted)
-        items[_CONSUMERS] = tuple([_rename_fields(c, perm) for c in s.consumers])
-    return _tuple_new(KafkaState, items)
+    return _permute(s, tuple(perm) + (-1,), _inverse(perm))
+
+
+def signatures(s: KafkaState) -> list[tuple]:
+    """Each broker without its ids: what a renaming carries along with it (``signature`` of every broker)."""
+    controller = s.controller
+    leader, registered, isr = controller.leader, controller.registered, controller.isr
+    return [(_FREE(b), b[_LEADER] == i, leader == i, registered[i], i in isr) for i, b in enumerate(s.brokers)]
 
 
 def signature(s: KafkaState, i: int) -> tuple:
-    """Broker i without its ids: what a renaming carries along with it."""
-    b = s.brokers[i]
-    free = _layout(type(b))[1]
-    return tuple([b[p] for p in free]) + (b.leader == i, s.controller.leader == i)
+    """Broker i without its ids (``signatures(s)[i]``)."""
+    return signatures(s)[i]
 
 
 def canonical(s: KafkaState) -> KafkaState:
-    return canonicalize(s, len(s.brokers), permute, signature)
+    """The least renaming of ``s`` among those that sort the broker signatures (``s`` itself, unrenamed,
+    when its signatures are distinct and already sorted)."""
+    sigs = signatures(s)
+    n = len(sigs)
+    ordered = True
+    tied = False
+    for i in range(n - 1):
+        a, b = sigs[i], sigs[i + 1]
+        if a == b:
+            tied = True
+        elif b < a:
+            ordered = False
+    if ordered and not tied:
+        return s
+    order = sorted(range(n), key=sigs.__getitem__)  # order[new position] = old id
+    if not ordered:  # equal signatures need not have been neighbours before the sort
+        tied = any(sigs[order[i]] == sigs[order[i + 1]] for i in range(n - 1))
+    if not tied:
+        return _permute(s, _inverse(tuple(order)) + (-1,), tuple(order))
+    best = None  # equal signatures (rare: 1.5% of successors on three brokers): the least of their renamings
+    for perm in candidate_permutations(sigs):
+        image = s if perm == _IDENTITY[n] else _permute(s, perm + (-1,), _inverse(perm))
+        if best is None or image < best:
+            best = image
+    return best
+
+
+def reduces_nothing(brokers: int) -> str | None:
+    """Why ``--symmetry`` cannot reduce this configuration, decided from the model before any search (see
+    the module doc), or None."""
+    if brokers < 2:
+        return "one broker has no other id to rename it to"
+    return None
