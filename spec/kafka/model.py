@@ -105,6 +105,7 @@ from typing import Any
 
 from spec.kafka.actions_control import ControlPlaneActions, channel_order
 from spec.kafka.actions_data import DataPlaneActions, busy
+from spec.kafka.actions_kraft import KRaftActions
 from spec.kafka.clients import ACKS_NONE, ClientActions, new_consumer
 from spec.kafka.protocols import DEFAULT_PROTOCOL, Features, resolve
 from spec.kafka.state import (
@@ -135,9 +136,11 @@ DEFAULTS = {"brokers": 2, "records": 2, "epochs": 2, "crashes": 1, "inflight": 0
 #: the clients' constants (``spec.kafka.clients``); at these defaults there is no client and the state space
 #: is the replica-only one. A model lists them in its constants only when they differ from these
 CLIENT_DEFAULTS = {"acks": ACKS_NONE, "min_isr": 1, "consumers": 0}
+#: the KRaft rows' own bounds (``spec.kafka.actions_kraft``): listed in a model's constants on those rows only
+KRAFT_DEFAULTS = {"changes": 4, "unclean_shutdowns": 0}
 
 
-class KafkaModel(ClientActions, ControlPlaneActions, DataPlaneActions, Model):
+class KafkaModel(ClientActions, KRaftActions, ControlPlaneActions, DataPlaneActions, Model):
     """The model: bounds, feature switches and action tables, and the next-state relation
     (``successors``: controller actions, each broker's own actions, message deliveries). The action
     families are in ``spec.kafka.actions_control`` and ``spec.kafka.actions_data``."""
@@ -207,6 +210,8 @@ class KafkaModel(ClientActions, ControlPlaneActions, DataPlaneActions, Model):
         acks: int = ACKS_NONE,
         min_isr: int = 1,
         consumers: int = 0,
+        changes: int = 4,
+        unclean_shutdowns: int = 0,
     ) -> None:
         self.n = brokers
         self.max_records = records
@@ -272,6 +277,7 @@ class KafkaModel(ClientActions, ControlPlaneActions, DataPlaneActions, Model):
         self._deliver = [[a("DeliverLeaderAndIsr", (("broker", b), ("epoch", e))) for e in range(epochs + 1)]
                          for b in ids]
         self._init_clients(acks, min_isr, consumers)
+        self._init_kraft(changes, unclean_shutdowns)  # KRaft rows (spec.kafka.actions_kraft): after min_isr is known
 
     # -- the model interface -------------------------------------------------------------------------
     def state_types(self) -> tuple[type, ...]:
@@ -295,8 +301,9 @@ class KafkaModel(ClientActions, ControlPlaneActions, DataPlaneActions, Model):
         leader_cache = ((0, 0),) if self.features.kafka_7415 else ()
         leader = Broker(alive=True, log=(), hw=0, cache=leader_cache, leader=0, epoch=0, isr=isr, fetch=NO_FETCHER,
                         remote=(-1,) * n, broker_epoch=0, stopping=False, incarnation=0, stale=False, reconciled=0,
-                        idle_cause=IDLE_NONE, pending_diverging=())
-        follower = leader.with_(cache=(), fetch=FETCHING, remote=(), reconciled=-1)
+                        idle_cause=IDLE_NONE, pending_diverging=(),
+                        remote_epochs=(-1,) * n if self._kraft and self.features.kip_903 else ())
+        follower = leader.with_(cache=(), fetch=FETCHING, remote=(), reconciled=-1, remote_epochs=())
         controller = Controller(leader=0, epoch=0, isr=isr, registered=(0,) * n)
         return [KafkaState(brokers=(leader,) + (follower,) * (n - 1), controller=controller, network=(), produced=0,
                            crashes=0, bumps=0, shutdowns=0, bounces=0, losses=0, committed=(), acked=(),
@@ -315,6 +322,9 @@ class KafkaModel(ClientActions, ControlPlaneActions, DataPlaneActions, Model):
 
     # -- one broker's own actions -------------------------------------------------------------------
     def _broker_actions(self, s: KafkaState, i: int, out: list) -> None:
+        if self._kraft:
+            self._kraft_broker_actions(s, i, out)  # spec.kafka.actions_kraft
+            return
         b = s.brokers[i]
         add = out.append
         if not b.alive:
@@ -397,3 +407,5 @@ class KafkaModel(ClientActions, ControlPlaneActions, DataPlaneActions, Model):
                 add((self._serve_offsets[m.dst][m.src], self._serve_offsets_state(s, m)))
             elif kind == OFFSETS_FOR_LEADER_EPOCH_RESPONSE:
                 add((self._receive_offsets[m.dst][m.src], self._receive_offsets_state(s, m)))
+        if self._kraft:
+            self._kraft_deliveries(s, out)  # AlterPartition and its answer (spec.kafka.actions_kraft)
