@@ -179,11 +179,13 @@ def test_unclean_shutdown_loses_a_suffix_and_has_its_own_bound():
 
 
 # -- elr-safety ---------------------------------------------------------------------------------------------------
-def test_elr_safety_is_vacuous_without_elr_and_reads_only_electable_members():
+def test_elr_safety_reads_the_electable_members_once_no_isr_member_lives():
     model = _model("kraft-4.1", "min_isr=2", "acks=-1")
     s = _run(model, REPLICATE + [("ShrinkIsr", {"leader": 0, "follower": 1}), ("ProcessAlterPartition", {"leader": 0})])
     assert s.controller.elr == (1,) and elr_safety(s)
     lost = s.with_(brokers=(s.brokers[0], s.brokers[1].with_(log=())))
+    assert elr_safety(lost)  # the ISR member (the leader) lives: the ELR is not elected from
+    lost = lost.with_(brokers=(lost.brokers[0].with_(alive=False), lost.brokers[1]))
     assert not elr_safety(lost)
     fenced = lost.with_(controller=lost.controller.with_(registered=(0, DEAD)))
     assert elr_safety(fenced)  # a fenced member cannot be elected

@@ -75,11 +75,11 @@ STORIES = (
     Story("kip-841", "kip-841-fenced-replica-rejoins-the-isr.json", "kraft-3.3", "kraft-3.3",
           "committed-durable", 19, "blocked@11"),
     Story("kip-903", "kip-903-stale-fetch-state-rejoins-the-isr.json", "kraft-3.5", "kraft-3.3",
-          "committed-durable", 19, "blocked@12", "kraft-3.3"),
+          "committed-durable", 18, "blocked@12", "kraft-3.3"),
     Story("kip-966-elr", "kip-966-last-replica-standing.json", "kraft-4.1", "kraft-4.1",
           "committed-durable", 17, "blocked@15", "kraft-3.5"),
     Story("clean-shutdown-detection", "kip-966-unclean-restart-stays-eligible.json", "kraft-4.1", "kraft-4.1",
-          "elr-safety", 13, "blocked@15"),
+          "elr-safety", 14, "blocked@15"),
 )
 
 #: flags whose story is a liveness harm (checked below on the state graph around the story's last state)

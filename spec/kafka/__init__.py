@@ -110,7 +110,7 @@ def build(constants: dict[str, Any], protocol: str = DEFAULT_PROTOCOL, features:
         acks=_acks(constants.get("acks", CLIENT_DEFAULTS["acks"])),
         min_isr=constants.get("min_isr", CLIENT_DEFAULTS["min_isr"]),
         consumers=constants.get("consumers", CLIENT_DEFAULTS["consumers"]),
-        changes=constants.get("changes", KRAFT_DEFAULTS["changes"]),
+        alters=constants.get("alters", KRAFT_DEFAULTS["alters"]),
         unclean_shutdowns=constants.get("unclean_shutdowns", KRAFT_DEFAULTS["unclean_shutdowns"]),
     )
 
@@ -145,8 +145,8 @@ INFO = register(
             Constant("min_isr", CLIENT_DEFAULTS["min_isr"], "min.insync.replicas (acks=-1; on kraft rows with "
                      "kip-966-elr also strict min ISR and ELR)", int, minimum=1, maximum=5),
             Constant("consumers", CLIENT_DEFAULTS["consumers"], "consumers of the partition", int, minimum=0, maximum=3),
-            Constant("changes", KRAFT_DEFAULTS["changes"], "kraft rows: highest partition epoch a leader sends an "
-                     "AlterPartition from", int, minimum=0, maximum=8),
+            Constant("alters", KRAFT_DEFAULTS["alters"], "kraft rows: AlterPartition requests (ISR shrink or expand), "
+                     "at most", int, minimum=0, maximum=8),
             Constant("unclean_shutdowns", KRAFT_DEFAULTS["unclean_shutdowns"], "kraft rows: unclean shutdowns (a crash "
                      "that loses a suffix of the log, or the disk), at most", int, minimum=0, maximum=8),
         ),

@@ -80,22 +80,49 @@ from spec.model import Action
 CONTROLLER = -1  # the src / dst of a message to or from the KRaft controller
 
 
+#: ``kmc matrix`` on the KRaft rows: the durability columns with one unclean shutdown (the fault the KIPs are about)
+#: and min.insync.replicas=2, the setting under which KIP-966 promises to survive it (min ISR - 1 = 1 unclean
+#: shutdown); one AlterPartition (``alters``: each of the KIP-841, KIP-903 and KIP-966 stories needs one) and three
+#: leader epochs (the 3.x lines bump the leader epoch on a shrink). The other columns as on the ZooKeeper rows, with
+#: fewer records and one AlterPartition (an ISR change that keeps the leader epoch consumes no epoch from 3.6 on)
+_DURABILITY = ("records=1", "epochs=3", "crashes=1", "unclean_shutdowns=1", "alters=1", "min_isr=2")
+KRAFT_MATRIX_BOUNDS: dict[str, tuple[str, ...]] = {
+    **{name: ("records=2", "crashes=0", "alters=1") for name in ("log-matching", "log-matching-all-pairs",
+                                                                   "log-matching-raft")},
+    **{name: _DURABILITY for name in ("committed-durable", "no-uncommitted-below-hw", "replica-sanity", "elr-safety",
+                                      "acknowledged-durable")},
+    "no-stale-control-request": ("records=1", "epochs=1", "crashes=0", "bumps=1", "alters=1"),
+    "no-bounce-stall": ("records=1", "epochs=1", "crashes=0", "bumps=1", "alters=1"),
+    "no-fence-stall": ("records=1", "epochs=2", "crashes=0", "bumps=2", "alters=1"),
+}
+
+
+def _kraft_bound_sets() -> dict[str, dict[str, tuple[str, ...]]]:
+    deep = ("records=2", "epochs=3", "crashes=1", "unclean_shutdowns=1", "alters=2", "min_isr=2")
+    return {"default": dict(KRAFT_MATRIX_BOUNDS),
+            "deep": {**KRAFT_MATRIX_BOUNDS, **{name: deep for name in ("committed-durable", "no-uncommitted-below-hw",
+                                                                       "replica-sanity", "elr-safety")}}}
+
+
 class KRaftActions:
     """The KRaft controller, AlterPartition, fencing and the unclean shutdown. Every method falls back to the
     ZooKeeper families (``super()``) on the rows without ``kraft``, so their state spaces are unchanged."""
 
-    def _init_kraft(self, changes: int, unclean_shutdowns: int) -> None:
+    def _init_kraft(self, alters: int, unclean_shutdowns: int) -> None:
         f = self.features
         self._kraft = f.kraft
         # the bounds of the KRaft rows are inert on the ZooKeeper rows (their fault is lossy-crash), as the bounds of
         # the ZooKeeper control plane (shutdowns, bounces, losses) are on the KRaft rows: a scenario replays under both
-        self.max_changes = changes
+        self.max_alters = alters
         self.max_unclean_shutdowns = unclean_shutdowns
         self._elr = f.kip_966_elr
         #: KIP-966's detection acts only where ELR is supported (``handleBrokerUncleanShutdown``: isElrSupported)
         self._detect_unclean = f.clean_shutdown_detection and f.kip_966_elr
         if f.kraft:
-            self.constants.update({"changes": changes, "unclean_shutdowns": unclean_shutdowns})
+            self.constants.update({"alters": alters, "unclean_shutdowns": unclean_shutdowns})
+            # ``kmc matrix`` checks a KRaft row at its own bounds (an instance attribute over the class's)
+            self.matrix_bounds = dict(KRAFT_MATRIX_BOUNDS)
+            self.matrix_bound_sets = _kraft_bound_sets
         ids = range(self.n)
         a = Action
         self._fence = [[a("FenceBroker", (("broker", b), ("leader", x))) for x in range(-1, self.n)] for b in ids]
@@ -133,9 +160,12 @@ class KRaftActions:
             return None
         partition_epoch = c.partition_epoch + 1
         controller = c.with_(leader=leader, epoch=new_epoch, isr=isr, partition_epoch=partition_epoch, elr=elr)
+        # a change that keeps the leader epoch (an ISR change) is sent to the leader only: a follower does nothing with
+        # the ISR or the partition epoch until a change of leader epoch, which every live broker replays
+        to = range(self.n) if new_epoch != c.epoch else (leader,) if leader != NO_LEADER else ()
         sent = tuple([LeaderAndIsr(LEADER_AND_ISR, r, new_epoch, leader, isr, c.registered[r], s.brokers[r].incarnation,
                                    partition_epoch)
-                      for r in range(self.n) if s.brokers[r].alive])
+                      for r in to if s.brokers[r].alive])
         return s.with_(controller=controller, network=add_messages(s.network, *sent))
 
     def _candidates(self, s: KafkaState, isr: tuple[int, ...], elr: tuple[int, ...], excluded: int = -1) -> list[int]:
@@ -222,7 +252,7 @@ class KRaftActions:
         add = out.append
         self._produce_action(s, i, leader, add)
         self._advance_hw_action(s, i, leader, add)
-        if leader.alter_pending or leader.partition_epoch >= self.max_changes or _alter_in_flight(s.network, i):
+        if leader.alter_pending or s.alters >= self.max_alters or _alter_in_flight(s.network, i):
             return
         for f in range(self.n):
             if f != i:
@@ -269,7 +299,7 @@ class KRaftActions:
             epochs = (UNDEFINED,) * self.n
         request = AlterPartition(ALTER_PARTITION, i, CONTROLLER, leader.epoch, leader.partition_epoch, proposed, epochs)
         pending = leader.with_(isr=maximal, alter_pending=True, committed_isr=isr)
-        add((act, with_broker(s, i, pending, network=add_messages(s.network, request))))
+        add((act, with_broker(s, i, pending, network=add_messages(s.network, request), alters=s.alters + 1)))
 
     def _process_alter_partition(self, s: KafkaState, m: AlterPartition, add) -> None:
         """ProcessAlterPartition (``ReplicationControlManager.alterPartition`` -> ``validateAlterPartitionData``):

@@ -137,7 +137,7 @@ DEFAULTS = {"brokers": 2, "records": 2, "epochs": 2, "crashes": 1, "inflight": 0
 #: is the replica-only one. A model lists them in its constants only when they differ from these
 CLIENT_DEFAULTS = {"acks": ACKS_NONE, "min_isr": 1, "consumers": 0}
 #: the KRaft rows' own bounds (``spec.kafka.actions_kraft``): listed in a model's constants on those rows only
-KRAFT_DEFAULTS = {"changes": 4, "unclean_shutdowns": 0}
+KRAFT_DEFAULTS = {"alters": 2, "unclean_shutdowns": 0}
 
 
 class KafkaModel(ClientActions, KRaftActions, ControlPlaneActions, DataPlaneActions, Model):
@@ -210,7 +210,7 @@ class KafkaModel(ClientActions, KRaftActions, ControlPlaneActions, DataPlaneActi
         acks: int = ACKS_NONE,
         min_isr: int = 1,
         consumers: int = 0,
-        changes: int = 4,
+        alters: int = 2,
         unclean_shutdowns: int = 0,
     ) -> None:
         self.n = brokers
@@ -277,7 +277,7 @@ class KafkaModel(ClientActions, KRaftActions, ControlPlaneActions, DataPlaneActi
         self._deliver = [[a("DeliverLeaderAndIsr", (("broker", b), ("epoch", e))) for e in range(epochs + 1)]
                          for b in ids]
         self._init_clients(acks, min_isr, consumers)
-        self._init_kraft(changes, unclean_shutdowns)  # KRaft rows (spec.kafka.actions_kraft): after min_isr is known
+        self._init_kraft(alters, unclean_shutdowns)  # KRaft rows (spec.kafka.actions_kraft): after min_isr is known
 
     # -- the model interface -------------------------------------------------------------------------
     def state_types(self) -> tuple[type, ...]:

@@ -227,7 +227,9 @@ RULES: tuple[Rule, ...] = (
          abstraction="a restarted broker registers and is unfenced in one step (Kafka unfences it once it caught up "
                      "with the metadata log); a broker's view of fencing is the controller's; a lost AlterPartition "
                      "is a delayed one (AlterPartitionManager resends); responses are not lost; no reassignment "
-                     "(NEW_LEADER_ELECTED does not arise) and no controlled shutdown on the KRaft rows"),
+                     "(NEW_LEADER_ELECTED does not arise) and no controlled shutdown on the KRaft rows; a partition change "
+                     "that keeps the leader epoch reaches the leader only (a follower has no use for the ISR until the "
+                     "next leader epoch, which every live broker replays)"),
     Rule("a fenced or shutting-down replica is ineligible to join the ISR: the leader does not propose it, the "
          "controller answers INELIGIBLE_REPLICA", "KIP-841", "3.3.0", "3.3.0 and later (KAFKA-13916: f83d95d9a28, "
          "151ca12a56c)", f"3.3.0 {_C}Partition.scala isReplicaIsrEligible, handleAlterPartitionError; "
@@ -261,11 +263,15 @@ RULES: tuple[Rule, ...] = (
          "actions_kraft._restart_state", flag="clean-shutdown-detection",
          abstraction="every restart on the KRaft rows follows a crash (no clean shutdown action there), so every "
                      "restart is detected as unclean"),
-    Rule("an unclean shutdown loses the unflushed suffix of the log (any suffix: the log is flushed by the OS, "
-         "log.flush.interval.messages is unbounded by default); a disk loss loses the log, the epoch cache and the "
-         "HW checkpoint", "KIP-966", "-", "every release (a fault, with its own bounds unclean_shutdowns, disk_losses)",
-         "KIP-966 Motivation (unclean shutdown loses unflushed data); core/src/main/scala/kafka/log/LogManager.scala "
-         "loadLogs (recovery after an unclean shutdown)", "actions_kraft._unclean_shutdown_state, _disk_loss_state"),
+    Rule("an unclean shutdown loses the unflushed suffix of the log (any suffix: Kafka leaves flushing to the OS, "
+         "log.flush.interval.messages is unbounded by default); a disk loss is one that keeps nothing", "KIP-966", "-",
+         "every release (a fault with its own bound, unclean_shutdowns; on the KRaft rows)",
+         "KIP-966 Motivation (an unclean shutdown loses unflushed data); 3.5.0 core/src/main/scala/kafka/log/"
+         "LogManager.scala loadLogs (recovery after an unclean shutdown)", "actions_kraft._kraft_broker_actions, "
+         "_kraft_crash",
+         abstraction="a disk loss (log, epoch cache and HW checkpoint gone) is UncleanShutdown(keep=0): with one "
+                     "partition and the HW clamped to the LEO on restart the model cannot tell them apart; the "
+                     "ZooKeeper rows have their own form of the fault (lossy-crash)"),
     Rule("one record per batch, one partition", "-", "-", "-", "-", "spec.kafka.log",
          abstraction="KIP-279's scenario 1 with n > 20 relied on truncating to a batch boundary; a second partition "
                      "(KAFKA-7235's checkpoint rewrite) cannot be expressed"),

@@ -279,15 +279,15 @@ class KafkaState(NamedTuple):
     acked: tuple[tuple[int, int, int], ...] = ()
     #: the consumers (bound ``consumers``), by id
     consumers: tuple[Consumer, ...] = ()
-    #: KRaft faults (``spec.kafka.actions_kraft``) so far: unclean shutdowns (bound ``unclean_shutdowns``) and disk
-    #: losses (bound ``disk_losses``)
+    #: KRaft (``spec.kafka.actions_kraft``): unclean shutdowns so far (bound ``unclean_shutdowns``; a disk loss is
+    #: one that keeps nothing)
     unclean_shutdowns: int = 0
-    disk_losses: int = 0
+    alters: int = 0  # KRaft: AlterPartition requests sent so far (bound ``alters``)
     #: how traces show and exchange the fields (read by ``traces`` only, never by the checker):
     #: ``kmc trace show`` hides bound counters and ghosts unless ``--all``; ITF writes a sorted tuple
     #: that stands for a set as ``#set`` and a tuple indexed by broker id as ``#map``
     BOOKKEEPING_FIELDS = ("produced", "crashes", "bumps", "shutdowns", "bounces", "losses", "unclean_shutdowns",
-                          "disk_losses")
+                          "alters")
     GHOST_FIELDS = ("committed", "acked")
     SET_FIELDS = ("network", "committed", "acked")
     MAP_FIELDS = ("brokers",)
