@@ -240,7 +240,6 @@ REQUIRES: dict[str, tuple[str, object]] = {
     "kafka-14704": ("truncate-on-fetch (2.8.0+)", lambda f: f.truncate_on_fetch),
     "kafka-18991": ("truncate-on-fetch (2.8.0+)", lambda f: f.truncate_on_fetch),
     "consumer-truncation-detection": ("leader-epoch-fencing (KIP-320)", lambda f: f.leader_epoch_fencing),
-    "kraft": ("truncate-on-fetch (2.8.0+: KRaft came with 2.8)", lambda f: f.truncate_on_fetch),
     "kip-841": ("the KRaft controller (a kraft-* protocol)", lambda f: f.kraft),
     "kip-903": ("the KRaft controller (a kraft-* protocol)", lambda f: f.kraft),
     "kafka-15021": ("the KRaft controller (a kraft-* protocol)", lambda f: f.kraft),
@@ -267,6 +266,10 @@ def resolve(protocol: str, overrides: Mapping[str, bool] | None = None) -> Featu
         flag = canonical_flag(name)
         if flag not in FLAGS:
             raise UsageError(f"no feature flag {name!r}; flags: {', '.join(FLAGS)}")
+        if flag == "kraft" and bool(value) != features.kraft:
+            # the controller is what a row is (the KRaft rows' mechanisms replace ZooKeeper's), not a fix to switch
+            raise UsageError(f"kraft is the controller of a protocol row, not a switch: use --protocol kraft-3.3, "
+                             f"kraft-3.5 or kraft-4.1 (or a ZooKeeper row) instead of --feature kraft={'on' if value else 'off'}")
         changes[_field_name(flag)] = bool(value)
         if value:
             switched_on.append(flag)
