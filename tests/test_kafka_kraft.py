@@ -216,3 +216,33 @@ def test_acknowledged_durable_on_the_last_replica_standing(protocol):
         assert (result.outcome, result.step) == ("blocked", 15)
     else:
         assert (result.outcome, result.invariant.name, result.step) == ("violated", "acknowledged-durable", 17)
+
+
+# -- pinned state counts of a small configuration of each KRaft line -------------------------------------------------
+@pytest.mark.parametrize("protocol,states,depth", [("kraft-3.3", 11609, 30), ("kraft-3.5", 11156, 30),
+                                                   ("kraft-4.1", 13781, 37)])
+def test_state_counts_of_each_kraft_line(protocol, states, depth):
+    """records=1, epochs=1, one crash, one unclean shutdown, one AlterPartition, min.insync.replicas=2: every line holds
+    committed-durable and elr-safety there (the stories need a second leader epoch). 3.5 has fewer states than 3.3:
+    KIP-903 forbids the expansions on a stale fetch state; 4.1 more: an ISR shrink keeps the leader epoch (KAFKA-15021)
+    and ELR elections add ways to go on."""
+    from checker.bfs import check
+    from checker.search import SearchOptions
+
+    invariants = [for_family("kafka")[name] for name in ("committed-durable", "elr-safety")]
+    model = build_model("kafka", ["records=1", "epochs=1", "crashes=1", "unclean_shutdowns=1", "alters=1", "min_isr=2"],
+                        protocol)
+    result = check(model, SearchOptions(invariants=invariants))
+    assert (result.verdict.value, result.distinct_states, result.depth) == ("holds", states, depth)
+
+
+def test_symmetry_commutes_on_the_kraft_rows():
+    """Broker ids in the new fields (ELR, committed ISR, followers' broker epochs, AlterPartition's) are renamed."""
+    from spec.kafka.symmetry import permute
+
+    model = _model("kraft-4.1", "min_isr=2", "acks=-1")
+    s = _run(model, REPLICATE + [("ShrinkIsr", {"leader": 0, "follower": 1})])
+    swap = (1, 0)
+    for action, successor in model.successors(s):
+        renamed = {t for _, t in model.successors(permute(s, swap))}
+        assert permute(successor, swap) in renamed, action
