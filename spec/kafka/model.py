@@ -73,6 +73,11 @@ Bounce                             broker                      (bounces) a crash
                                                                queue of control requests to the broker
 =================================  ==========================  ============================================
 
+On the KRaft rows (``kraft-*``) the controller is KRaft's: FenceBroker, ProcessAlterPartition,
+ReceiveAlterPartitionResponse and UncleanShutdown join the table, ShrinkIsr / ExpandIsr send an AlterPartition, and
+ProcessBrokerFailure, ProcessBrokerChange, ControlledShutdown, ProcessControlledShutdown, Bounce, LoseControlRequest and
+DeliverStopReplica do not occur (``spec.kafka.actions_kraft`` has its table and sources).
+
 Control plane. The controller keeps, per broker, the broker epoch of the registration it last processed
 (``Controller.registered``), or DEAD once it processed the broker's death. A Crash is processed later by
 ElectLeader / ProcessBrokerFailure (0.10.2 to 2.x ``KafkaController.onBrokerFailure``); the queue of
