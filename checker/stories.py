@@ -34,6 +34,12 @@ class Story:
         return {"flag": self.flag, "ticket": self.ticket, "text": self.text}
 
 
+def _line(protocol: str) -> str:
+    """The line a protocol version belongs to: the prefix of a name ``LINE-VERSION`` (``kraft-3.5``), or the default
+    line for a plain version (``2.8.0``)."""
+    return protocol.rsplit("-", 1)[0] if "-" in protocol else ""
+
+
 def _features_of(model_name: str, protocol: str, flags: Sequence[str], constants: Sequence[str]) -> dict[str, bool]:
     return dict(_features(model_name, protocol, tuple(flags), tuple(constants)))
 
@@ -78,6 +84,8 @@ def story_of(model_name: str, protocol: str, flags: Sequence[str], constants: Se
     names = list(info.protocols)
     target = info.protocol_aliases.get(protocol, protocol)
     later = names[names.index(target) + 1 :] if target in names else names
+    # versions of another line (a protocol named LINE-VERSION, e.g. another controller) are not this one's successors
+    later = [name for name in later if _line(name) == _line(target)]
     candidates: list[str] = []
     for later_protocol in later:
         for flag, on in _features_of(model_name, later_protocol, [], constants).items():

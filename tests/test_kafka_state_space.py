@@ -84,7 +84,7 @@ def test_matrix_cells() -> None:
     cells = run_matrix("kafka", constants=["records=1", "epochs=1"], invariants=["log-matching", "committed-durable"],
                        uniform_bounds=True)
     rows = ("0.10.2", "0.11.0", "2.0.0", "2.0.1", "2.1.0", "2.1.1", "2.2.0", "2.8.0", "2.8.1", "3.4.1", "4.1.0",
-            "2.8.0,kafka-9654=off", "4.1.0,unclean=on")
+            "kraft-3.3", "kraft-3.5", "kraft-4.1", "2.8.0,kafka-9654=off", "4.1.0,unclean=on")
     assert [(c.protocol, c.invariant) for c in cells] == [(p, i) for p in rows for i in ("log-matching", "committed-durable")]
     by_key = {(c.protocol, c.invariant): c for c in cells}
     assert (by_key["0.10.2", "committed-durable"].verdict, by_key["0.10.2", "committed-durable"].length) == ("violated", 15)

@@ -70,6 +70,16 @@ STORIES = (
           "no-uncommitted-below-hw", 20, "holds", "2.8.1"),
     Story("kafka-18991", "kafka-18991-stale-diverging-answer-after-leadership-returns.json", "4.1.0", "3.4.1",
           "committed-durable", 28, "blocked@25", "3.4.1"),
+    # -- KRaft: every KRaft row has KIP-841, so its story breaks only with the flag switched off; KIP-966's ELR without
+    # -- the clean shutdown detection (3.7.0's code) is not safe either (elr-safety), so its "with" row is kraft-4.1
+    Story("kip-841", "kip-841-fenced-replica-rejoins-the-isr.json", "kraft-3.3", "kraft-3.3",
+          "committed-durable", 19, "blocked@11"),
+    Story("kip-903", "kip-903-stale-fetch-state-rejoins-the-isr.json", "kraft-3.5", "kraft-3.3",
+          "committed-durable", 18, "blocked@12", "kraft-3.3"),
+    Story("kip-966-elr", "kip-966-last-replica-standing.json", "kraft-4.1", "kraft-4.1",
+          "committed-durable", 17, "blocked@15", "kraft-3.5"),
+    Story("clean-shutdown-detection", "kip-966-unclean-restart-stays-eligible.json", "kraft-4.1", "kraft-4.1",
+          "elr-safety", 14, "blocked@15"),
 )
 
 #: flags whose story is a liveness harm (checked below on the state graph around the story's last state)
@@ -86,6 +96,9 @@ NO_STORY = {
                                      "tests/test_kafka_clients.py",
     "fetch-from-follower": "configuration (KIP-392, replica.selector.class), switched on by the kafka-14704 consumer "
                            "scenario, replayed in tests/test_kafka_clients.py",
+    "kraft": "the mechanism (the KRaft controller) the KIP-841, KIP-903 and KIP-966 stories run on",
+    "kafka-15021": "changes how epochs move (an ISR shrink keeps the leader epoch), not whether a story breaks: the "
+                   "KRaft stories replay with it (kraft-4.1) and without it (kraft-3.3, kraft-3.5)",
 }
 
 def _outcome(result) -> tuple:

@@ -98,8 +98,10 @@ def state_summary(state: Any, width: int = 34) -> list[str]:
             if name in hidden_fields(root) or not isinstance(value, tuple):
                 continue
             if hasattr(value, "_fields"):  # the controller: its scalars
+                inert = getattr(value, "_field_defaults", {})  # a defaulted field at its default says nothing
                 scalars = [f"{k}={fmt(v)}" for k, v in zip(value._fields, value, strict=True)
-                           if k not in hidden_fields(type(value)) and isinstance(v, int)]
+                           if k not in hidden_fields(type(value)) and isinstance(v, int)
+                           and not (k in inert and v == inert[k])]
                 lines.append(f"{name} {' '.join(scalars)}")
             elif value and all(is_message(m) for m in value):  # messages in flight: type and destination
                 sent = [type(m).__name__ + (f">{m.dst}" if hasattr(m, "dst") else "") for m in value]

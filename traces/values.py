@@ -325,6 +325,11 @@ class ValueDecoder:
         if any(key.startswith("#") for key in keys):
             raise ShapeError(path, f"unsupported ITF form {sorted(keys)}")
         candidates = self._by_fields.get(frozenset(keys), [])
+        if not candidates:
+            # a trace written before a state type gained a field with a default (a newer model's inert field): the
+            # fields it names are the type's required ones plus some of its defaulted ones
+            candidates = [cls for fields, classes in self._by_fields.items() for cls in classes
+                          if keys < fields and fields - keys <= set(getattr(cls, "_field_defaults", {}))]
         if len(candidates) > 1:
             allowed = _record_classes(hint)
             candidates = [c for c in candidates if c in allowed] or candidates
@@ -337,7 +342,9 @@ class ValueDecoder:
 
     def _record(self, cls: type, data: dict, path: str) -> Any:
         hints = field_hints(cls)
-        fields = [self.value(data[name], f"{path}.{name}", hints.get(name), cls, name) for name in cls._fields]
+        defaults = getattr(cls, "_field_defaults", {})
+        fields = [self.value(data[name], f"{path}.{name}", hints.get(name), cls, name) if name in data else defaults[name]
+                  for name in cls._fields]
         try:
             return cls(*fields)
         except Exception as exc:  # a NamedTuple with checks of its own
@@ -358,6 +365,7 @@ class ValueDecoder:
         if _unit(payload) and owner is not None and field is not None and name_table(owner, field) is not None:
             return self._name(tag, path, owner, field)
         cls = self.types.get(tag)
-        if cls is not None and isinstance(payload, dict) and set(payload) == set(cls._fields):
+        if cls is not None and isinstance(payload, dict) and set(payload) <= set(cls._fields) and \
+                set(cls._fields) - set(payload) <= set(getattr(cls, "_field_defaults", {})):
             return self._record(cls, payload, path)
         raise ShapeError(path, f"variant {tag!r} is not a type or a named value of this model")

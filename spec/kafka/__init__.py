@@ -85,7 +85,7 @@ from typing import Any
 from checker.errors import UsageError
 from invariants.registry import add_family
 from spec.kafka.clients import ACKS_VALUES
-from spec.kafka.model import CLIENT_DEFAULTS, DEFAULTS, KafkaModel
+from spec.kafka.model import CLIENT_DEFAULTS, DEFAULTS, KRAFT_DEFAULTS, KafkaModel
 from spec.kafka.protocols import DEFAULT_PROTOCOL, FLAG_ALIASES, FLAGS, PROTOCOL_ALIASES, RELEASES, resolve
 from spec.kafka.rules import rule_rows
 from spec.registry import Constant, ModelInfo, register
@@ -93,7 +93,7 @@ from spec.registry import Constant, ModelInfo, register
 __all__ = ["KafkaModel", "build", "INFO"]
 
 add_family("kafka", "invariants.kafka_log_matching", "invariants.kafka_durability", "invariants.kafka_sanity",
-           "invariants.kafka_control", "invariants.kafka_clients")
+           "invariants.kafka_control", "invariants.kafka_clients", "invariants.kafka_kraft")
 
 
 def build(constants: dict[str, Any], protocol: str = DEFAULT_PROTOCOL, features: dict[str, bool] | None = None):
@@ -113,6 +113,8 @@ def build(constants: dict[str, Any], protocol: str = DEFAULT_PROTOCOL, features:
         min_isr=constants.get("min_isr", CLIENT_DEFAULTS["min_isr"]),
         consumers=constants.get("consumers", CLIENT_DEFAULTS["consumers"]),
         consumer_inflight=constants.get("consumer_inflight", CLIENT_DEFAULTS["consumer_inflight"]),
+        alters=constants.get("alters", KRAFT_DEFAULTS["alters"]),
+        unclean_shutdowns=constants.get("unclean_shutdowns", KRAFT_DEFAULTS["unclean_shutdowns"]),
     )
 
 
@@ -143,12 +145,16 @@ INFO = register(
                      "same broker still queued), at most", int, minimum=0, maximum=8),
             Constant("acks", CLIENT_DEFAULTS["acks"], "the producer's acks: 0 none recorded, 1 on append, -1 all (once "
                      "the HW passes the record)", int, minimum=-1, maximum=1),
-            Constant("min_isr", CLIENT_DEFAULTS["min_isr"], "min.insync.replicas (acks=-1 only)", int, minimum=1,
-                     maximum=5),
+            Constant("min_isr", CLIENT_DEFAULTS["min_isr"], "min.insync.replicas (acks=-1; on kraft rows with "
+                     "kip-966-elr also strict min ISR and ELR)", int, minimum=1, maximum=5),
             Constant("consumers", CLIENT_DEFAULTS["consumers"], "consumers of the partition", int, minimum=0, maximum=3),
             Constant("consumer_inflight", CLIENT_DEFAULTS["consumer_inflight"], "1: a consumer's Fetch and "
                      "OffsetsForLeaderEpoch are a request, an answer and a receipt, delivered late (0: one step)", int,
                      minimum=0, maximum=1),
+            Constant("alters", KRAFT_DEFAULTS["alters"], "kraft rows: AlterPartition requests (ISR shrink or expand), "
+                     "at most", int, minimum=0, maximum=8),
+            Constant("unclean_shutdowns", KRAFT_DEFAULTS["unclean_shutdowns"], "kraft rows: unclean shutdowns (a crash "
+                     "that loses a suffix of the log, or the disk), at most", int, minimum=0, maximum=8),
         ),
         build=build,
         protocols={r.name: r.summary for r in RELEASES},

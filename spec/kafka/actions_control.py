@@ -274,8 +274,9 @@ class ControlPlaneActions:
 
 
 
-def channel_order(m: LeaderAndIsr | StopReplica) -> tuple[int, int, int]:
+def channel_order(m: LeaderAndIsr | StopReplica) -> tuple[int, int, int, int]:
     """Where a control request sits in its FIFO channel: (leader epoch when sent, broker epoch stamped,
-    kind). Both epochs only grow along a channel; the one case of a tie is a StopReplica sent for a
-    controlled shutdown that needed no new epoch, which follows the LeaderAndIsr of that epoch."""
-    return m.epoch, m.broker_epoch, m.kind
+    partition epoch (KRaft rows; 0 otherwise), kind). The epochs only grow along a channel; the one case of
+    a tie is a StopReplica sent for a controlled shutdown that needed no new epoch, which follows the
+    LeaderAndIsr of that epoch."""
+    return m.epoch, m.broker_epoch, m.partition_epoch if m.kind == LEADER_AND_ISR else 0, m.kind

@@ -73,6 +73,11 @@ Bounce                             broker                      (bounces) a crash
                                                                queue of control requests to the broker
 =================================  ==========================  ============================================
 
+On the KRaft rows (``kraft-*``) the controller is KRaft's: FenceBroker, ProcessAlterPartition,
+ReceiveAlterPartitionResponse and UncleanShutdown join the table, ShrinkIsr / ExpandIsr send an AlterPartition, and
+ProcessBrokerFailure, ProcessBrokerChange, ControlledShutdown, ProcessControlledShutdown, Bounce, LoseControlRequest and
+DeliverStopReplica do not occur (``spec.kafka.actions_kraft`` has its table and sources).
+
 Control plane. The controller keeps, per broker, the broker epoch of the registration it last processed
 (``Controller.registered``), or DEAD once it processed the broker's death. A Crash is processed later by
 ElectLeader / ProcessBrokerFailure (0.10.2 to 2.x ``KafkaController.onBrokerFailure``); the queue of
@@ -106,6 +111,7 @@ from typing import Any
 
 from spec.kafka.actions_control import ControlPlaneActions, channel_order
 from spec.kafka.actions_data import DataPlaneActions, busy
+from spec.kafka.actions_kraft import KRaftActions
 from spec.kafka.clients import ACKS_NONE, ClientActions, new_consumer
 from spec.kafka.protocols import DEFAULT_PROTOCOL, Features, resolve
 from spec.kafka.state import (
@@ -150,9 +156,11 @@ CLIENT_DEFAULTS = {"acks": ACKS_NONE, "min_isr": 1, "consumers": 0, "consumer_in
 ACKS_MATRIX_BOUNDS = ("records=2", "epochs=2", "crashes=1", "acks=-1")
 CONSUMED_MATRIX_BOUNDS = ("records=1", "epochs=2", "crashes=1", "consumers=1")
 SKIP_MATRIX_BOUNDS = ("records=2", "epochs=2", "crashes=1", "consumers=1")
+#: the KRaft rows' own bounds (``spec.kafka.actions_kraft``): listed in a model's constants on those rows only
+KRAFT_DEFAULTS = {"alters": 2, "unclean_shutdowns": 0}
 
 
-class KafkaModel(ClientActions, ControlPlaneActions, DataPlaneActions, Model):
+class KafkaModel(ClientActions, KRaftActions, ControlPlaneActions, DataPlaneActions, Model):
     """The model: bounds, feature switches and action tables, and the next-state relation
     (``successors``: controller actions, each broker's own actions, message deliveries). The action
     families are in ``spec.kafka.actions_control`` and ``spec.kafka.actions_data``."""
@@ -230,6 +238,8 @@ class KafkaModel(ClientActions, ControlPlaneActions, DataPlaneActions, Model):
         min_isr: int = 1,
         consumers: int = 0,
         consumer_inflight: int = 0,
+        alters: int = 2,
+        unclean_shutdowns: int = 0,
     ) -> None:
         self.n = brokers
         self.max_records = records
@@ -295,6 +305,7 @@ class KafkaModel(ClientActions, ControlPlaneActions, DataPlaneActions, Model):
         self._deliver = [[a("DeliverLeaderAndIsr", (("broker", b), ("epoch", e))) for e in range(epochs + 1)]
                          for b in ids]
         self._init_clients(acks, min_isr, consumers, consumer_inflight)
+        self._init_kraft(alters, unclean_shutdowns)  # KRaft rows (spec.kafka.actions_kraft): after min_isr is known
 
     # -- the model interface -------------------------------------------------------------------------
     def state_types(self) -> tuple[type, ...]:
@@ -332,8 +343,9 @@ class KafkaModel(ClientActions, ControlPlaneActions, DataPlaneActions, Model):
         leader_cache = ((0, 0),) if self.features.kafka_7415 else ()
         leader = Broker(alive=True, log=(), hw=0, cache=leader_cache, leader=0, epoch=0, isr=isr, fetch=NO_FETCHER,
                         remote=(-1,) * n, broker_epoch=0, stopping=False, incarnation=0, stale=False, reconciled=0,
-                        idle_cause=IDLE_NONE, pending_diverging=())
-        follower = leader.with_(cache=(), fetch=FETCHING, remote=(), reconciled=-1)
+                        idle_cause=IDLE_NONE, pending_diverging=(),
+                        remote_epochs=(-1,) * n if self._kraft and self.features.kip_903 else ())
+        follower = leader.with_(cache=(), fetch=FETCHING, remote=(), reconciled=-1, remote_epochs=())
         controller = Controller(leader=0, epoch=0, isr=isr, registered=(0,) * n)
         return [KafkaState(brokers=(leader,) + (follower,) * (n - 1), controller=controller, network=(), produced=0,
                            crashes=0, bumps=0, shutdowns=0, bounces=0, losses=0, committed=(), acked=(),
@@ -352,6 +364,9 @@ class KafkaModel(ClientActions, ControlPlaneActions, DataPlaneActions, Model):
 
     # -- one broker's own actions -------------------------------------------------------------------
     def _broker_actions(self, s: KafkaState, i: int, out: list) -> None:
+        if self._kraft:
+            self._kraft_broker_actions(s, i, out)  # spec.kafka.actions_kraft
+            return
         b = s.brokers[i]
         add = out.append
         if not b.alive:
@@ -434,3 +449,5 @@ class KafkaModel(ClientActions, ControlPlaneActions, DataPlaneActions, Model):
                 add((self._serve_offsets[m.dst][m.src], self._serve_offsets_state(s, m)))
             elif kind == OFFSETS_FOR_LEADER_EPOCH_RESPONSE:
                 add((self._receive_offsets[m.dst][m.src], self._receive_offsets_state(s, m)))
+        if self._kraft:
+            self._kraft_deliveries(s, out)  # AlterPartition and its answer (spec.kafka.actions_kraft)

@@ -50,6 +50,12 @@ class Features:
     lossy_crash: bool = False  # fault: a crash loses the unflushed tail of the log
     consumer_truncation_detection: bool = False  # KIP-320 consumer side, KAFKA-7747 (2.3.0)
     fetch_from_follower: bool = False  # KIP-392 (2.4.0), configuration: replica.selector.class; off in every row
+    kraft: bool = False  # KIP-500 / KIP-631: the KRaft controller (AlterPartition, registration, fencing)
+    kip_841: bool = False  # 3.3.0: fenced / shutting-down replicas are ineligible to join the ISR
+    kip_903: bool = False  # 3.5.0: broker epochs in Fetch and AlterPartition; a stale one is ineligible
+    kafka_15021: bool = False  # 3.6.0: an ISR shrink no longer bumps the leader epoch
+    kip_966_elr: bool = False  # 3.7.0 code, on by default in 4.1.0: strict min ISR and eligible leader replicas
+    clean_shutdown_detection: bool = False  # KIP-966 (3.8.0): an unclean restart leaves the ISR and the ELR
 
     def flag(self, name: str) -> bool:
         return bool(getattr(self, _field_name(name)))
@@ -111,6 +117,15 @@ FLAGS: dict[str, str] = {
                                      "position with OffsetsForLeaderEpoch and surfaces a truncation",
     "fetch-from-follower": "KIP-392 (configuration replica.selector.class): a consumer may fetch from a follower, "
                            "below the follower's HW",
+    "kraft": "KIP-500/KIP-631: the KRaft controller: ISR changes by AlterPartition with partition epochs, broker "
+             "registration with broker epochs, fencing by missed heartbeats",
+    "kip-841": "KIP-841: a fenced or shutting-down replica is ineligible to join the ISR (INELIGIBLE_REPLICA)",
+    "kip-903": "KIP-903: the fetch carries the follower's broker epoch; an ISR expansion with a stale one is "
+               "ineligible",
+    "kafka-15021": "KAFKA-15021: an ISR shrink keeps the leader epoch (only the partition epoch moves)",
+    "kip-966-elr": "KIP-966: strict min ISR (no HW advance under min.insync.replicas) and eligible leader replicas",
+    "clean-shutdown-detection": "KIP-966: a broker registering after an unclean shutdown is removed from the ISR "
+                                "and the ELR",
 }
 assert set(FLAGS) == {f.name.replace("_", "-") for f in fields(Features)}
 
@@ -134,6 +149,13 @@ _2_8_0 = replace(_2_2_0, offsets_for_leader_epoch=False, truncate_on_fetch=True,
 _2_8_1 = replace(_2_8_0, kafka_13141=True, kafka_13207=True)
 _3_4_1 = replace(_2_8_1, kafka_14704=True)
 _4_1_0 = replace(_3_4_1, kafka_18991=True)
+#: the KRaft lines: the fetch path of the same release (3.3.x ~ 2.8.1's rules, 3.5.x ~ 3.4.1's, 4.1.0) with the
+#: KRaft controller; the ZooKeeper control-plane flags of KIP-380 stay on (they only touch actions the KRaft rows
+#: do not have: ControlledShutdown over ZooKeeper, Bounce, ProcessBrokerChange)
+_KRAFT_3_3 = replace(_2_8_1, kraft=True, kip_841=True)
+_KRAFT_3_5 = replace(_3_4_1, kraft=True, kip_841=True, kip_903=True)
+_KRAFT_4_1 = replace(_4_1_0, kraft=True, kip_841=True, kip_903=True, kafka_15021=True, kip_966_elr=True,
+                     clean_shutdown_detection=True)
 
 
 @dataclass(frozen=True)
@@ -162,6 +184,13 @@ RELEASES: tuple[Release, ...] = (
     Release("3.4.1", "KAFKA-14704: a diverging answer's HW is taken only after the truncation", _3_4_1,
             "3.5.x to 3.9.0, 4.0.0"),
     Release("4.1.0", "KAFKA-18991: a fetch answer to an older leader epoch's request is ignored", _4_1_0, "3.9.1, 4.0.1"),
+    # -- KRaft (a KRaft controller instead of ZooKeeper; same fetch path as the ZooKeeper row of the release) --
+    Release("kraft-3.3", "KRaft: AlterPartition, broker epochs and fencing; KIP-841 (fenced replicas ineligible)",
+            _KRAFT_3_3, "3.3.x, 3.4.x in KRaft mode"),
+    Release("kraft-3.5", "KRaft with KIP-903: broker epochs in Fetch and AlterPartition", _KRAFT_3_5,
+            "3.5.x, 3.6.x (3.6: KAFKA-15021) in KRaft mode"),
+    Release("kraft-4.1", "KRaft with KIP-966: strict min ISR, eligible leader replicas, clean shutdown detection",
+            _KRAFT_4_1, "4.1.x in KRaft mode (ELR on by default for new clusters from 4.1.0)"),
 )
 RELEASE_BY_NAME: dict[str, Release] = {r.name: r for r in RELEASES}
 
@@ -217,6 +246,12 @@ REQUIRES: dict[str, tuple[str, object]] = {
     "fetch-from-follower": ("a 2.4.0+ release line: the model's 2.8.0+ rows (KIP-392 came after the 2.3.0 consumer's "
                             "position validation, consumer-truncation-detection)",
                             lambda f: f.consumer_truncation_detection),
+    "kip-841": ("the KRaft controller (a kraft-* protocol)", lambda f: f.kraft),
+    "kip-903": ("the KRaft controller (a kraft-* protocol)", lambda f: f.kraft),
+    "kafka-15021": ("the KRaft controller (a kraft-* protocol)", lambda f: f.kraft),
+    "kip-966-elr": ("the KRaft controller (a kraft-* protocol)", lambda f: f.kraft),
+    "clean-shutdown-detection": ("kip-966-elr (KIP-966: the detection acts only where ELR is supported)",
+                                 lambda f: f.kraft and f.kip_966_elr),
 }
 
 
@@ -237,6 +272,10 @@ def resolve(protocol: str, overrides: Mapping[str, bool] | None = None) -> Featu
         flag = canonical_flag(name)
         if flag not in FLAGS:
             raise UsageError(f"no feature flag {name!r}; flags: {', '.join(FLAGS)}")
+        if flag == "kraft" and bool(value) != features.kraft:
+            # the controller is what a row is (the KRaft rows' mechanisms replace ZooKeeper's), not a fix to switch
+            raise UsageError(f"kraft is the controller of a protocol row, not a switch: use --protocol kraft-3.3, "
+                             f"kraft-3.5 or kraft-4.1 (or a ZooKeeper row) instead of --feature kraft={'on' if value else 'off'}")
         changes[_field_name(flag)] = bool(value)
         if value:
             switched_on.append(flag)

@@ -245,6 +245,66 @@ RULES: tuple[Rule, ...] = (
          "actions_control._reborn",
          abstraction="a restarted broker gets its last HW back; Kafka reads the last checkpoint, written every 5 s, "
                      "which can be older (lower)"),
+    # -- KRaft (spec.kafka.actions_kraft) -------------------------------------------------------------------
+    Rule("the KRaft controller: the leader changes the ISR by AlterPartition (one in flight, checked by leader and "
+         "partition epoch: FENCED_LEADER_EPOCH, INVALID_UPDATE_VERSION); INELIGIBLE_REPLICA reverts the leader to the "
+         "last committed ISR; brokers register with a new broker epoch, are fenced when heartbeats stop (leaving the "
+         "ISR, the last member kept) and replay partition changes in order", "KIP-500, KIP-631, KIP-497", "2.8.0",
+         "kraft-3.3 and later (KRaft mode; production-ready from 3.3)",
+         f"3.3.0 {_C}Partition.scala prepareIsrExpand, prepareIsrShrink, submitAlterPartition, "
+         "handleAlterPartitionError; metadata/.../controller/ReplicationControlManager.java alterPartition, "
+         "validateAlterPartitionData, handleBrokerFenced, generateLeaderAndIsrUpdates; PartitionChangeBuilder.java "
+         "build (an empty target ISR is not written), triggerLeaderEpochBumpIfNeeded; ClusterControlManager.java "
+         "registerBroker",
+         "actions_kraft (the KRaft controller, AlterPartition, FenceBroker, Restart)", flag="kraft",
+         abstraction="a restarted broker registers and is unfenced in one step (Kafka unfences it once it caught up "
+                     "with the metadata log); a broker's view of fencing is the controller's; a lost AlterPartition "
+                     "is a delayed one (AlterPartitionManager resends); responses are not lost; no reassignment "
+                     "(NEW_LEADER_ELECTED does not arise) and no controlled shutdown on the KRaft rows; a partition change "
+                     "that keeps the leader epoch reaches the leader only (a follower has no use for the ISR until the "
+                     "next leader epoch, which every live broker replays)"),
+    Rule("a fenced or shutting-down replica is ineligible to join the ISR: the leader does not propose it, the "
+         "controller answers INELIGIBLE_REPLICA", "KIP-841", "3.3.0", "3.3.0 and later (KAFKA-13916: f83d95d9a28, "
+         "151ca12a56c)", f"3.3.0 {_C}Partition.scala isReplicaIsrEligible, handleAlterPartitionError; "
+         "metadata/.../controller/ReplicationControlManager.java validateAlterPartitionData (ineligibleReplicasForIsr)",
+         "actions_kraft._eligible, _process_alter_partition", flag="kip-841"),
+    Rule("the fetch carries the follower's broker epoch and AlterPartition each proposed member's; a replica whose "
+         "fetch state is from an earlier registration is ineligible", "KIP-903", "3.5.0", "3.5.0 and later "
+         "(KAFKA-14617: 79b5f7f1ce2, 8c88cdb7186, d5e216d6183)",
+         f"3.5.0 {_C}Partition.scala isBrokerEpochIsrEligible, addBrokerEpochToIsr, updateFollowerFetchState; "
+         "metadata/.../controller/ReplicationControlManager.java ineligibleReplicasForIsr (broker epoch mismatch)",
+         "actions_kraft._eligible, _serve_fetch_state, _process_alter_partition", flag="kip-903"),
+    Rule("an ISR shrink keeps the leader epoch; only the partition epoch moves", "KAFKA-15021", "3.6.0",
+         "3.6.0 and later (MetadataVersion 3.6-IV0)",
+         "3.9.0 metadata/.../controller/PartitionChangeBuilder.java triggerLeaderEpochBumpForIsrShrinkIfNeeded "
+         "(isLeaderEpochBumpRequiredOnIsrShrink); 3.5.0 triggerLeaderEpochBumpIfNeeded bumps on every shrink",
+         "actions_kraft._partition_change", flag="kafka-15021"),
+    Rule("strict min ISR: the HW does not advance while the ISR is below min.insync.replicas; replicas leaving an ISR "
+         "below min ISR become eligible leader replicas (the ISR may empty), elected when no ISR member is left",
+         "KIP-966 (KAFKA-15583, KAFKA-15581, KAFKA-15584)", "3.7.0", "3.7.0 code, off by default until 4.1.0 "
+         "(eligible.leader.replicas.version=1 on new clusters)",
+         f"3.9.0 {_C}Partition.scala maybeIncrementLeaderHW (isUnderMinIsr); metadata/.../controller/"
+         "PartitionChangeBuilder.java maybePopulateTargetElr, isValidNewLeader, electAnyLeader",
+         "actions_kraft._advance_hw_action, _partition_change, _controller_actions", flag="kip-966-elr",
+         abstraction="one flag for both halves (KAFKA-15583's strict min ISR is unconditional from 3.7.0, ELR is a "
+                     "feature level); no last-known-leader election (KIP-966's balanced recovery)"),
+    Rule("a broker that registers without a clean shutdown is removed from the ISR and the ELR", "KIP-966 "
+         "(KAFKA-15582, KAFKA-15586)", "3.8.0", "3.8.0 and later, where ELR is supported",
+         "3.9.0 metadata/.../controller/ClusterControlManager.java registerBroker (brokerUncleanShutdownHandler); "
+         "ReplicationControlManager.java handleBrokerUncleanShutdown; PartitionChangeBuilder.java "
+         "maybePopulateTargetElr (uncleanShutdownReplicas)",
+         "actions_kraft._restart_state", flag="clean-shutdown-detection",
+         abstraction="every restart on the KRaft rows follows a crash (no clean shutdown action there), so every "
+                     "restart is detected as unclean"),
+    Rule("an unclean shutdown loses the unflushed suffix of the log (any suffix: Kafka leaves flushing to the OS, "
+         "log.flush.interval.messages is unbounded by default); a disk loss is one that keeps nothing", "KIP-966", "-",
+         "every release (a fault with its own bound, unclean_shutdowns; on the KRaft rows)",
+         "KIP-966 Motivation (an unclean shutdown loses unflushed data); 3.5.0 core/src/main/scala/kafka/log/"
+         "LogManager.scala loadLogs (recovery after an unclean shutdown)", "actions_kraft._kraft_broker_actions, "
+         "_kraft_crash",
+         abstraction="a disk loss (log, epoch cache and HW checkpoint gone) is UncleanShutdown(keep=0): with one "
+                     "partition and the HW clamped to the LEO on restart the model cannot tell them apart; the "
+                     "ZooKeeper rows have their own form of the fault (lossy-crash)"),
     Rule("one record per batch, one partition", "-", "-", "-", "-", "spec.kafka.log",
          abstraction="KIP-279's scenario 1 with n > 20 relied on truncating to a batch boundary; a second partition "
                      "(KAFKA-7235's checkpoint rewrite) cannot be expressed"),

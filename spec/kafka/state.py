@@ -32,6 +32,8 @@ OFFSETS_FOR_LEADER_EPOCH = 4
 OFFSETS_FOR_LEADER_EPOCH_RESPONSE = 5
 STOP_REPLICA = 6
 CONTROLLED_SHUTDOWN = 7
+ALTER_PARTITION = 8  # KRaft (``spec.kafka.actions_kraft``): leader -> controller
+ALTER_PARTITION_RESPONSE = 9  # KRaft: controller -> leader
 KIND_NAMES = {
     LEADER_AND_ISR: "LeaderAndIsr",
     FETCH: "Fetch",
@@ -40,6 +42,8 @@ KIND_NAMES = {
     OFFSETS_FOR_LEADER_EPOCH_RESPONSE: "OffsetsForLeaderEpochResponse",
     STOP_REPLICA: "StopReplica",
     CONTROLLED_SHUTDOWN: "ControlledShutdown",
+    ALTER_PARTITION: "AlterPartition",
+    ALTER_PARTITION_RESPONSE: "AlterPartitionResponse",
 }
 #: the controller-to-broker requests: one FIFO channel per broker, kept by the controller across a
 #: bounce it has not noticed yet (its sender thread reconnects to the new incarnation)
@@ -60,7 +64,10 @@ NOT_LEADER = 1  # NOT_LEADER_FOR_PARTITION
 FENCED_LEADER_EPOCH = 2
 UNKNOWN_LEADER_EPOCH = 3
 OFFSET_OUT_OF_RANGE = 4
-ERROR_NAMES = ("NONE", "NOT_LEADER", "FENCED_LEADER_EPOCH", "UNKNOWN_LEADER_EPOCH", "OFFSET_OUT_OF_RANGE")
+INVALID_UPDATE_VERSION = 5  # KRaft AlterPartition: the request's partition epoch is older than the controller's
+INELIGIBLE_REPLICA = 6  # KRaft AlterPartition (KIP-841, 3.3.0+): a proposed ISR member is fenced or has another broker epoch
+ERROR_NAMES = ("NONE", "NOT_LEADER", "FENCED_LEADER_EPOCH", "UNKNOWN_LEADER_EPOCH", "OFFSET_OUT_OF_RANGE",
+               "INVALID_UPDATE_VERSION", "INELIGIBLE_REPLICA")
 
 
 class Broker(NamedTuple):
@@ -90,10 +97,19 @@ class Broker(NamedTuple):
     #: or (). The truncation is
     #: a separate step (``AbstractFetcherThread.truncateOnFetchResponse``, after the lock was released)
     pending_diverging: tuple[int, ...]
+    # -- KRaft rows only (``spec.kafka.actions_kraft``); inert defaults on the ZooKeeper rows --
+    #: the partition epoch of the partition state it last learned (KIP-497 / KRaft PartitionRecord)
+    partition_epoch: int = 0
+    #: as leader: an AlterPartition it sent is not answered yet (``PendingExpandIsr`` / ``PendingShrinkIsr``);
+    #: ``isr`` is then the maximal ISR and ``committed_isr`` the last committed one it reverts to
+    alter_pending: bool = False
+    committed_isr: tuple[int, ...] = ()
+    #: as leader (KIP-903, 3.5.0+): each replica's broker epoch from its last fetch (-1: unknown); () otherwise
+    remote_epochs: tuple[int, ...] = ()
     #: how traces show and exchange the fields (read by ``traces`` only; see ``KafkaState``)
     GHOST_FIELDS = ("incarnation", "stale", "reconciled", "idle_cause")
-    SET_FIELDS = ("isr",)
-    MAP_FIELDS = ("remote",)
+    SET_FIELDS = ("isr", "committed_isr")
+    MAP_FIELDS = ("remote", "remote_epochs")
 
 
 class Controller(NamedTuple):
@@ -107,7 +123,11 @@ class Controller(NamedTuple):
     #: looking has a newer one until the controller processes the broker change, and a broker that died
     #: keeps its epoch here until the controller processes the failure
     registered: tuple[int, ...]
-    SET_FIELDS = ("isr",)
+    # -- KRaft rows only (``spec.kafka.actions_kraft``): on them ``registered`` is DEAD while the broker is
+    # -- fenced (its heartbeats stopped) and its registration's broker epoch while it is unfenced --
+    partition_epoch: int = 0  # bumped by every partition change (PartitionChangeRecord)
+    elr: tuple[int, ...] = ()  # KIP-966 eligible leader replicas, sorted
+    SET_FIELDS = ("isr", "elr")
     MAP_FIELDS = ("registered",)
 
 
@@ -119,6 +139,9 @@ class LeaderAndIsr(NamedTuple):
     isr: tuple[int, ...]
     broker_epoch: int  # KIP-380: the destination's broker epoch as the controller knows it
     meant: int  # ghost: the incarnation of the destination the sender meant
+    #: KRaft rows: the partition epoch of the change (on KRaft a LeaderAndIsr stands for the PartitionRecord or
+    #: PartitionChangeRecord the broker replays from the metadata log); 0 on the ZooKeeper rows
+    partition_epoch: int = 0
     GHOST_FIELDS = ("meant",)
     SET_FIELDS = ("isr",)
 
@@ -151,6 +174,7 @@ class FetchRequest(NamedTuple):
     epoch: int  # its current leader epoch (KIP-320; -1 before)
     offset: int  # fetch offset (its LEO)
     last_epoch: int  # epoch of its last fetched record (truncate-on-fetch; -1 before)
+    broker_epoch: int = -1  # KIP-903 (3.5.0, FetchRequest v15 ReplicaState.ReplicaEpoch): the follower's broker epoch
 
 
 class FetchResponse(NamedTuple):
@@ -185,7 +209,38 @@ class OffsetsResponse(NamedTuple):
     end_offset: int  # -1: UNDEFINED_EPOCH_OFFSET
 
 
-Message = LeaderAndIsr | StopReplica | ControlledShutdown | FetchRequest | FetchResponse | OffsetsRequest | OffsetsResponse
+class AlterPartition(NamedTuple):
+    """KRaft: from a leader to the controller (``AlterPartitionManager``): the ISR it proposes."""
+
+    kind: int  # ALTER_PARTITION
+    src: int  # the leader
+    dst: int  # -1: the controller
+    epoch: int  # the leader's leader epoch
+    partition_epoch: int  # the partition epoch of the leader's last committed state
+    isr: tuple[int, ...]  # the proposed ISR
+    #: KIP-903 (AlterPartition v3, 3.5.0): the broker epoch of each proposed member by broker id (-1: not checked)
+    broker_epochs: tuple[int, ...]
+    SET_FIELDS = ("isr",)
+    MAP_FIELDS = ("broker_epochs",)
+
+
+class AlterPartitionResponse(NamedTuple):
+    """KRaft: the controller's answer to an AlterPartition."""
+
+    kind: int  # ALTER_PARTITION_RESPONSE
+    src: int  # -1: the controller
+    dst: int  # the leader
+    epoch: int  # the request's leader epoch
+    partition_epoch: int  # the request's partition epoch
+    error: int  # NONE, FENCED_LEADER_EPOCH, INVALID_UPDATE_VERSION, INELIGIBLE_REPLICA
+    isr: tuple[int, ...]  # NONE: the committed ISR
+    new_epoch: int  # NONE: the leader epoch after the change
+    new_partition_epoch: int  # NONE: the partition epoch after the change
+    SET_FIELDS = ("isr",)
+
+
+Message = (LeaderAndIsr | StopReplica | ControlledShutdown | FetchRequest | FetchResponse | OffsetsRequest | OffsetsResponse
+           | AlterPartition | AlterPartitionResponse)
 
 
 class Consumer(NamedTuple):
@@ -230,10 +285,15 @@ class KafkaState(NamedTuple):
     acked: tuple[tuple[int, int, int], ...] = ()
     #: the consumers (bound ``consumers``), by id
     consumers: tuple[Consumer, ...] = ()
+    #: KRaft (``spec.kafka.actions_kraft``): unclean shutdowns so far (bound ``unclean_shutdowns``; a disk loss is
+    #: one that keeps nothing)
+    unclean_shutdowns: int = 0
+    alters: int = 0  # KRaft: AlterPartition requests sent so far (bound ``alters``)
     #: how traces show and exchange the fields (read by ``traces`` only, never by the checker):
     #: ``kmc trace show`` hides bound counters and ghosts unless ``--all``; ITF writes a sorted tuple
     #: that stands for a set as ``#set`` and a tuple indexed by broker id as ``#map``
-    BOOKKEEPING_FIELDS = ("produced", "crashes", "bumps", "shutdowns", "bounces", "losses")
+    BOOKKEEPING_FIELDS = ("produced", "crashes", "bumps", "shutdowns", "bounces", "losses", "unclean_shutdowns",
+                          "alters")
     GHOST_FIELDS = ("committed", "acked")
     SET_FIELDS = ("network", "committed", "acked")
     MAP_FIELDS = ("brokers",)
@@ -252,6 +312,8 @@ STATE_TYPES: tuple[type, ...] = (
     OffsetsRequest,
     OffsetsResponse,
     Consumer,
+    AlterPartition,
+    AlterPartitionResponse,
 )
 
 

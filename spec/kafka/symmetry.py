@@ -69,8 +69,8 @@ _new = tuple.__new__
 #: field names that hold a broker id (-1: none), a sorted tuple of broker ids, or a tuple indexed by
 #: broker id, in any state, broker, controller or message NamedTuple; every other field is id-free
 ID_FIELDS = frozenset({"leader", "src", "dst"})
-SET_FIELDS = frozenset({"isr"})
-INDEXED_FIELDS = frozenset({"remote", "registered"})
+SET_FIELDS = frozenset({"isr", "committed_isr", "elr"})
+INDEXED_FIELDS = frozenset({"remote", "registered", "remote_epochs", "broker_epochs"})
 #: tuples whose first item is a broker id (or empty): a follower's pending diverging epoch names the leader
 #: that answered
 FIRST_ID_FIELDS = frozenset({"pending_diverging", "inflight"})  # and a consumer's request or answer in flight

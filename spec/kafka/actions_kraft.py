@@ -1,0 +1,509 @@
+"""The KRaft control plane of the Kafka model (protocol rows ``kraft-*``, flag ``kraft``).
+
+On the KRaft rows the controller is the KRaft quorum controller, not ZooKeeper's:
+
+- The ISR is changed by the leader with an **AlterPartition** request (``Partition.prepareIsrExpand`` /
+  ``prepareIsrShrink`` / ``submitAlterPartition``): one in flight per leader, which meanwhile works with the
+  *maximal* ISR (an expansion counts the new member at once, a shrink does not drop it until committed).
+  The controller (``ReplicationControlManager.alterPartition`` / ``validateAlterPartitionData``) answers
+  FENCED_LEADER_EPOCH to an older leader epoch, INVALID_UPDATE_VERSION to an older partition epoch and, with
+  KIP-841 / KIP-903, INELIGIBLE_REPLICA to an ISR with a fenced member or a member whose broker epoch is not
+  the one registered; on INELIGIBLE_REPLICA the leader reverts to its last committed ISR
+  (``handleAlterPartitionError``), on the other errors it waits for the next partition change.
+- Every partition change bumps the **partition epoch** and is replayed by every live broker in order (a
+  ``LeaderAndIsr`` here stands for the PartitionRecord / PartitionChangeRecord of the metadata log, with the
+  partition epoch). The leader epoch moves with a new leader, and (before KAFKA-15021, 3.6.0) with every ISR
+  shrink (``PartitionChangeBuilder.triggerLeaderEpochBumpIfNeeded``).
+- Brokers **register** with a new broker epoch on every start (``ClusterControlManager.registerBroker``) and
+  are **fenced** when their heartbeats stop (FenceBroker): the controller removes a fenced broker from the ISR,
+  keeping the last member (``PartitionChangeBuilder.build`` writes no empty ISR), and elects a new leader
+  from the unfenced ISR members, or leaves the partition offline. ``Controller.registered`` holds DEAD while a
+  broker is fenced and its registration's broker epoch while it is unfenced. A broker re-registers only once
+  fenced (an older registration with a live session is refused: ``DuplicateBrokerRegistrationException``).
+- KIP-966 (``kip-966-elr``): the HW does not advance while the ISR is below ``min_isr`` (strict min ISR,
+  ``Partition.maybeIncrementLeaderHW``), the ISR may become empty, the replicas that leave an ISR that is below
+  min ISR are **eligible leader replicas** (``PartitionChangeBuilder.maybePopulateTargetElr``), and an
+  unfenced ELR member is elected when the ISR is empty (``isValidNewLeader``). With
+  ``clean-shutdown-detection`` a broker that registers after an unclean shutdown leaves the ISR and the ELR
+  (``ReplicationControlManager.handleBrokerUncleanShutdown``).
+
+Faults: Crash keeps the log (a process crash: the page cache survives); UncleanShutdown(broker, keep) loses
+the log beyond ``keep`` records (bound ``unclean_shutdowns``): Kafka leaves flushing to the OS, so any
+suffix, committed records included, can be lost (KIP-966's premise). A disk loss is UncleanShutdown with
+keep=0: with one partition and the HW clamped to the LEO on restart the model cannot tell them apart.
+
+=================================  ==========================  ============================================
+action (KRaft rows)                params                      what happens
+=================================  ==========================  ============================================
+FenceBroker                        broker, leader              the controller fences a broker whose
+                                                               heartbeats stopped; ``leader`` is the leader
+                                                               afterwards (-1: offline)
+ElectLeader                        leader                      the partition is offline: an unfenced ISR
+                                                               member (KIP-966: or ELR member) is elected
+ShrinkIsr / ExpandIsr              leader, follower            the leader sends an AlterPartition
+ProcessAlterPartition              leader                      the controller accepts or rejects it
+ReceiveAlterPartitionResponse      leader                      the leader applies the answer
+UncleanShutdown                    broker, keep                (unclean_shutdowns) a crash that keeps the
+                                                               first ``keep`` records
+Restart                            broker                      a fenced broker registers with a new broker
+                                                               epoch and is unfenced
+=================================  ==========================  ============================================
+"""
+
+from __future__ import annotations
+
+from spec.kafka.actions_data import busy
+from spec.kafka.log import UNDEFINED, epoch_start
+from spec.kafka.state import (
+    ALTER_PARTITION,
+    ALTER_PARTITION_RESPONSE,
+    DEAD,
+    FENCED_LEADER_EPOCH,
+    FETCH,
+    FETCH_RESPONSE,
+    FETCHING,
+    INELIGIBLE_REPLICA,
+    INVALID_UPDATE_VERSION,
+    LEADER_AND_ISR,
+    NO_LEADER,
+    NONE,
+    TRUNCATING,
+    AlterPartition,
+    AlterPartitionResponse,
+    Broker,
+    KafkaState,
+    LeaderAndIsr,
+)
+from spec.kafka.updates import add_messages, remove_message, replace_at, truncate_broker, with_broker
+from spec.model import Action
+
+CONTROLLER = -1  # the src / dst of a message to or from the KRaft controller
+
+
+#: ``kmc matrix`` on the KRaft rows: the durability columns with one unclean shutdown (the fault the KIPs are about)
+#: and min.insync.replicas=2, the setting under which KIP-966 promises to survive it (min ISR - 1 = 1 unclean
+#: shutdown), with one AlterPartition (``alters``: each of the KIP-841, KIP-903 and KIP-966 stories needs one). At two
+#: leader epochs the KIP-903 story (kraft-3.3) fits; the last-replica-standing story of KIP-966 needs three on the 3.x
+#: lines (a shrink bumps the leader epoch there), which is the ``deep`` set. Log Matching with one AlterPartition;
+#: the control-plane columns without (their stories are about control requests, not the ISR)
+_DURABILITY = ("records=1", "epochs=2", "crashes=1", "unclean_shutdowns=1", "alters=1", "min_isr=2")
+KRAFT_MATRIX_BOUNDS: dict[str, tuple[str, ...]] = {
+    **{name: ("records=2", "crashes=0", "alters=1") for name in ("log-matching", "log-matching-all-pairs",
+                                                                  "log-matching-raft")},
+    **{name: _DURABILITY for name in ("committed-durable", "no-uncommitted-below-hw", "replica-sanity", "elr-safety",
+                                      "acknowledged-durable")},
+    "no-stale-control-request": ("records=1", "epochs=1", "crashes=0", "bumps=1", "alters=0"),
+    "no-bounce-stall": ("records=1", "epochs=1", "crashes=0", "bumps=1", "alters=0"),
+    "no-fence-stall": ("records=1", "epochs=2", "crashes=0", "bumps=2", "alters=0"),
+}
+
+
+def _kraft_bound_sets() -> dict[str, dict[str, tuple[str, ...]]]:
+    deep = ("records=1", "epochs=3", "crashes=1", "unclean_shutdowns=1", "alters=2", "min_isr=2")
+    return {"default": dict(KRAFT_MATRIX_BOUNDS),
+            "deep": {**KRAFT_MATRIX_BOUNDS, **{name: deep for name in ("committed-durable", "no-uncommitted-below-hw",
+                                                                       "replica-sanity", "elr-safety")}}}
+
+
+class KRaftActions:
+    """The KRaft controller, AlterPartition, fencing and the unclean shutdown. Every method falls back to the
+    ZooKeeper families (``super()``) on the rows without ``kraft``, so their state spaces are unchanged."""
+
+    def _init_kraft(self, alters: int, unclean_shutdowns: int) -> None:
+        f = self.features
+        self._kraft = f.kraft
+        # the bounds of the KRaft rows are inert on the ZooKeeper rows (their fault is lossy-crash), as the bounds of
+        # the ZooKeeper control plane (shutdowns, bounces, losses) are on the KRaft rows: a scenario replays under both
+        self.max_alters = alters
+        self.max_unclean_shutdowns = unclean_shutdowns
+        self._elr = f.kip_966_elr
+        #: KIP-966's detection acts only where ELR is supported (``handleBrokerUncleanShutdown``: isElrSupported)
+        self._detect_unclean = f.clean_shutdown_detection and f.kip_966_elr
+        if f.kraft:
+            self.constants.update({"alters": alters, "unclean_shutdowns": unclean_shutdowns})
+            # ``kmc matrix`` checks a KRaft row at its own bounds (an instance attribute over the class's)
+            self.matrix_bounds = dict(KRAFT_MATRIX_BOUNDS)
+            self.matrix_bound_sets = _kraft_bound_sets
+        ids = range(self.n)
+        a = Action
+        self._fence = [[a("FenceBroker", (("broker", b), ("leader", x))) for x in range(-1, self.n)] for b in ids]
+        self._process_alter = [a("ProcessAlterPartition", (("leader", b),)) for b in ids]
+        self._receive_alter = [a("ReceiveAlterPartitionResponse", (("leader", b),)) for b in ids]
+        self._unclean_shutdown = [[a("UncleanShutdown", (("broker", b), ("keep", k))) for k in range(self.max_records + 1)]
+                                  for b in ids]
+
+    # -- partition changes by the controller ---------------------------------------------------------------
+    def _unfenced(self, s: KafkaState, b: int) -> bool:
+        """``ClusterControlManager.active``: registered and not fenced (the controller does not know a broker
+        died until its session expires)."""
+        return s.controller.registered[b] != DEAD
+
+    def _partition_change(self, s: KafkaState, leader: int, isr: tuple[int, ...], bump: bool = False,
+                          unclean_replica: int = -1) -> KafkaState | None:
+        """A PartitionChangeRecord (``PartitionChangeBuilder.build``): the new leader and ISR, the partition epoch
+        + 1, the leader epoch + 1 if the leader changes, on ``bump`` (reassignment) and, before KAFKA-15021, on an
+        ISR shrink; with ``kip-966-elr`` the ELR (``maybePopulateTargetElr``: cleared when the ISR reaches min
+        ISR, else the old ELR and ISR minus the new ISR minus ``unclean_replica``). Every live broker replays it.
+        None beyond the epoch bound."""
+        c = s.controller
+        isr = tuple(sorted(isr))
+        elr = c.elr
+        if self._elr:
+            if len(isr) >= self.min_isr:
+                elr = ()
+            else:
+                elr = tuple(sorted((set(c.elr) | set(c.isr)) - set(isr) - {unclean_replica, leader}))
+        shrink = not set(c.isr) <= set(isr)
+        new_epoch = c.epoch
+        if leader != c.leader or bump or (shrink and not self.features.kafka_15021):
+            new_epoch += 1
+        if new_epoch > self.max_epoch:
+            return None
+        partition_epoch = c.partition_epoch + 1
+        controller = c.with_(leader=leader, epoch=new_epoch, isr=isr, partition_epoch=partition_epoch, elr=elr)
+        # a change that keeps the leader epoch (an ISR change) is sent to the leader only: a follower does nothing with
+        # the ISR or the partition epoch until a change of leader epoch, which every live broker replays
+        to = range(self.n) if new_epoch != c.epoch else (leader,) if leader != NO_LEADER else ()
+        sent = tuple([LeaderAndIsr(LEADER_AND_ISR, r, new_epoch, leader, isr, c.registered[r], s.brokers[r].incarnation,
+                                   partition_epoch)
+                      for r in to if s.brokers[r].alive])
+        return s.with_(controller=controller, network=add_messages(s.network, *sent))
+
+    def _candidates(self, s: KafkaState, isr: tuple[int, ...], elr: tuple[int, ...], excluded: int = -1) -> list[int]:
+        """The electable replicas (``PartitionChangeBuilder.isValidNewLeader``): unfenced ISR members; with
+        ``kip-966-elr``, unfenced ELR members when the ISR is empty."""
+        found = [r for r in isr if r != excluded and self._unfenced(s, r)]
+        if not found and not isr and self._elr:
+            found = [r for r in elr if r != excluded and self._unfenced(s, r)]
+        return found
+
+    def _elect_from(self, s: KafkaState, leader: int, isr: tuple[int, ...]) -> KafkaState | None:
+        """A new leader from the ISR, or (empty ISR, KIP-966) from the ELR: it becomes the ISR."""
+        return self._partition_change(s, leader, isr if leader in isr else (leader,))
+
+    def _controller_actions(self, s: KafkaState, out: list) -> None:
+        if not self._kraft:
+            super()._controller_actions(s, out)
+            return
+        add = out.append
+        brokers, c = s.brokers, s.controller
+        for b in range(self.n):
+            if not brokers[b].alive and c.registered[b] != DEAD:
+                self._fence_actions(s, b, add)
+        if c.leader == NO_LEADER:
+            for b in self._candidates(s, c.isr, c.elr):
+                t = self._elect_from(s, b, c.isr)
+                if t is not None:
+                    add((self._elect[b], t))
+            if self.features.unclean and not self._candidates(s, c.isr, c.elr):
+                for b in range(self.n):
+                    if self._unfenced(s, b):
+                        t = self._partition_change(s, b, (b,))
+                        if t is not None:
+                            add((self._unclean[b], t))
+        elif brokers[c.leader].alive and self._unfenced(s, c.leader):
+            for b in c.isr:
+                if b != c.leader and self._unfenced(s, b):
+                    t = self._partition_change(s, b, c.isr)
+                    if t is not None:
+                        add((self._preferred[b], t))
+            if s.bumps < self.max_bumps:
+                t = self._partition_change(s, c.leader, c.isr, bump=True)
+                if t is not None:
+                    add((self._bump[c.leader], t.with_(bumps=s.bumps + 1)))
+
+    def _fence_actions(self, s: KafkaState, i: int, add) -> None:
+        """FenceBroker (``ReplicationControlManager.handleBrokerFenced`` -> ``generateLeaderAndIsrUpdates`` with
+        ``brokerToRemove``): the broker leaves the ISR (the last member stays unless ``kip-966-elr``: then the
+        ISR may empty and the ELR keeps it); if it led, or the partition is offline, a new leader is elected from
+        the unfenced ISR (or ELR), else the partition is (stays) offline."""
+        c = s.controller
+        fenced = s.with_(controller=c.with_(registered=replace_at(c.registered, i, DEAD)))
+        table = self._fence[i]
+        if i not in c.isr and c.leader != i:
+            add((table[c.leader + 1], fenced))
+            return
+        isr = tuple([r for r in c.isr if r != i])
+        if not isr and not self._elr:
+            isr = c.isr  # PartitionChangeBuilder.build: an empty target ISR is not written
+        if c.leader == i or c.leader == NO_LEADER:
+            elr_after = c.elr
+            if self._elr and len(isr) < self.min_isr:
+                elr_after = tuple(sorted((set(c.elr) | set(c.isr)) - set(isr)))
+            candidates = self._candidates(fenced, isr, elr_after, excluded=i)
+            if candidates:
+                for b in candidates:
+                    t = self._partition_change(fenced, b, isr if b in isr else (b,))
+                    if t is not None:
+                        add((table[b + 1], t))
+                return
+            t = self._partition_change(fenced, NO_LEADER, isr)
+        else:
+            t = self._partition_change(fenced, c.leader, isr)
+        if t is not None:
+            add((table[t.controller.leader + 1], t))
+
+    # -- the leader's AlterPartition -------------------------------------------------------------------------
+    def _leader_actions(self, s: KafkaState, i: int, leader: Broker, out: list) -> None:
+        """A leader's own actions; on KRaft a deposed leader still sends AlterPartition (the controller fences
+        it by its leader epoch) but only one at a time (``PartitionState.isInflight``)."""
+        if not self._kraft:
+            super()._leader_actions(s, i, leader, out)
+            return
+        add = out.append
+        self._produce_action(s, i, leader, add)
+        self._advance_hw_action(s, i, leader, add)
+        if leader.alter_pending or s.alters >= self.max_alters or _alter_in_flight(s.network, i):
+            return
+        for f in range(self.n):
+            if f != i:
+                self._isr_change_action(s, i, leader, f, add)
+
+    def _eligible(self, s: KafkaState, leader: Broker, f: int) -> bool:
+        """``Partition.isReplicaIsrEligible`` (3.3.0+ in KRaft mode): not fenced (KIP-841); with KIP-903 the broker
+        epoch of its last fetch is the one of its registration (``isBrokerEpochIsrEligible``). The broker's
+        metadata cache is taken to be the controller's registrations (an abstraction: no lag)."""
+        registered = s.controller.registered[f]
+        if self.features.kip_841 and registered == DEAD:
+            return False
+        if self.features.kip_903:
+            stored = leader.remote_epochs[f] if leader.remote_epochs else UNDEFINED
+            return stored != UNDEFINED and stored == registered
+        return True
+
+    def _isr_change_action(self, s: KafkaState, i: int, leader: Broker, f: int, add) -> None:
+        """ShrinkIsr / ExpandIsr on KRaft (``Partition.maybeShrinkIsr`` / ``maybeExpandIsr``): the leader sends an
+        AlterPartition with its leader and partition epochs and (KIP-903) each member's broker epoch
+        (``addBrokerEpochToIsr``); meanwhile it works with the maximal ISR (an expansion counts the new member)."""
+        if not self._kraft:
+            super()._isr_change_action(s, i, leader, f, add)
+            return
+        isr = leader.isr
+        if f in isr:
+            proposed = tuple([r for r in isr if r != f])
+            maximal = isr
+            act = self._shrink[i][f]
+        else:
+            fetched = leader.remote[f]
+            if fetched < 0 or fetched < leader.hw:
+                return
+            if self.features.kafka_7128 and fetched < epoch_start(leader.cache, leader.epoch, len(leader.log)):
+                return
+            if not self._eligible(s, leader, f):
+                return
+            proposed = maximal = tuple(sorted(isr + (f,)))
+            act = self._expand[i][f]
+        if self.features.kip_903:
+            epochs = tuple([(leader.broker_epoch if r == i else leader.remote_epochs[r]) if r in proposed else UNDEFINED
+                            for r in range(self.n)])
+        else:
+            epochs = (UNDEFINED,) * self.n
+        request = AlterPartition(ALTER_PARTITION, i, CONTROLLER, leader.epoch, leader.partition_epoch, proposed, epochs)
+        pending = leader.with_(isr=maximal, alter_pending=True, committed_isr=isr)
+        add((act, with_broker(s, i, pending, network=add_messages(s.network, request), alters=s.alters + 1)))
+
+    def _process_alter_partition(self, s: KafkaState, m: AlterPartition, add) -> None:
+        """ProcessAlterPartition (``ReplicationControlManager.alterPartition`` -> ``validateAlterPartitionData``):
+        FENCED_LEADER_EPOCH for an older leader epoch, INVALID_UPDATE_VERSION for an older partition epoch,
+        INELIGIBLE_REPLICA (KIP-841: a fenced member; KIP-903: a broker epoch other than the registered one);
+        otherwise the change is written (not enabled beyond the epoch bound) and answered."""
+        c = s.controller
+        rest = s.with_(network=remove_message(s.network, m))
+        error = NONE
+        if m.epoch < c.epoch or m.src != c.leader:
+            error = FENCED_LEADER_EPOCH
+        elif m.partition_epoch < c.partition_epoch:
+            error = INVALID_UPDATE_VERSION
+        elif self._ineligible(s, m):
+            error = INELIGIBLE_REPLICA
+        act = self._process_alter[m.src]
+        if error != NONE:
+            response = AlterPartitionResponse(ALTER_PARTITION_RESPONSE, CONTROLLER, m.src, m.epoch, m.partition_epoch,
+                                              error, (), UNDEFINED, UNDEFINED)
+            add((act, rest.with_(network=add_messages(rest.network, response))))
+            return
+        changed = self._partition_change(rest, c.leader, m.isr)
+        if changed is None:
+            return
+        after = changed.controller
+        response = AlterPartitionResponse(ALTER_PARTITION_RESPONSE, CONTROLLER, m.src, m.epoch, m.partition_epoch, NONE,
+                                          after.isr, after.epoch, after.partition_epoch)
+        add((act, changed.with_(network=add_messages(changed.network, response))))
+
+    def _ineligible(self, s: KafkaState, m: AlterPartition) -> bool:
+        """``ineligibleReplicasForIsr``: fenced (KIP-841) or a broker epoch that is given and not the registered
+        one (KIP-903)."""
+        registered = s.controller.registered
+        for r in m.isr:
+            if self.features.kip_841 and registered[r] == DEAD:
+                return True
+            if self.features.kip_903 and m.broker_epochs[r] != UNDEFINED and m.broker_epochs[r] != registered[r]:
+                return True
+        return False
+
+    def _receive_alter_response(self, s: KafkaState, m: AlterPartitionResponse, add) -> None:
+        """ReceiveAlterPartitionResponse (``Partition.submitAlterPartition`` completion): ignored if the partition
+        state changed since the request (``partitionState != proposedIsrState``); NONE commits the ISR unless the
+        change moved the leader epoch (then the partition change brings it); INELIGIBLE_REPLICA reverts to the
+        last committed ISR; the other errors wait for the next partition change (``handleAlterPartitionError``)."""
+        i = m.dst
+        b = s.brokers[i]
+        rest = s.with_(network=remove_message(s.network, m))
+        act = self._receive_alter[i]
+        if not b.alter_pending or b.epoch != m.epoch or b.partition_epoch != m.partition_epoch:
+            add((act, rest))
+            return
+        if m.error == NONE and m.new_epoch == b.epoch:
+            b = b.with_(isr=m.isr, alter_pending=False, committed_isr=(), partition_epoch=m.new_partition_epoch)
+        elif m.error == INELIGIBLE_REPLICA:
+            b = b.with_(isr=b.committed_isr, alter_pending=False, committed_isr=())
+        else:
+            add((act, rest))
+            return
+        add((act, with_broker(rest, i, b)))
+
+    def _advance_hw_action(self, s: KafkaState, i: int, leader: Broker, add) -> None:
+        """AdvanceHighWatermark; with ``kip-966-elr`` not while the committed ISR is below ``min_isr``
+        (KAFKA-15583, 3.7.0 ``Partition.maybeIncrementLeaderHW``: ``isUnderMinIsr``)."""
+        if self._kraft and self._elr:
+            committed = leader.committed_isr if leader.alter_pending else leader.isr
+            if len(committed) < self.min_isr:
+                return
+        super()._advance_hw_action(s, i, leader, add)
+
+    # -- metadata replayed by a broker -----------------------------------------------------------------------
+    def _apply_leader_and_isr(self, s: KafkaState, m: LeaderAndIsr) -> KafkaState:
+        """On KRaft a partition change replayed from the metadata log (``ReplicaManager.applyDelta``): a newer
+        leader epoch goes through ``becomeLeaderOrFollower`` as before; the same leader epoch with a newer
+        partition epoch only updates the ISR (a leader's pending AlterPartition is dropped:
+        ``Partition.makeLeader`` sets a committed partition state). Both drop a pending AlterPartition. A leader
+        re-elected in a new epoch keeps its followers' fetch states (3.3.0 ``Replica.resetReplicaState`` with
+        ``isNewLeader = false``)."""
+        if not self._kraft:
+            return super()._apply_leader_and_isr(s, m)
+        i = m.dst
+        b = s.brokers[i]
+        if m.epoch == b.epoch and m.partition_epoch > b.partition_epoch:
+            updated = b.with_(isr=m.isr, partition_epoch=m.partition_epoch, alter_pending=False, committed_isr=())
+            return with_broker(s, i, updated, network=remove_message(s.network, m))
+        t = super()._apply_leader_and_isr(s, m)
+        after = t.brokers[i]
+        if after.epoch != m.epoch or b.epoch == m.epoch:
+            return t  # ignored
+        updated = after.with_(partition_epoch=m.partition_epoch, alter_pending=False, committed_isr=())
+        if m.leader == i and b.leader == i:
+            # re-elected with a new leader epoch: ``Replica.resetReplicaState(isNewLeader = false)`` keeps each
+            # follower's fetch state (LEO, broker epoch): the window KIP-903 closes
+            updated = updated.with_(remote=b.remote, remote_epochs=b.remote_epochs)
+        elif m.leader == i and self.features.kip_903:
+            updated = updated.with_(remote_epochs=(UNDEFINED,) * self.n)  # a new leader: every state unknown
+        elif m.leader != i:
+            updated = updated.with_(remote_epochs=())
+        return with_broker(t, i, updated)
+
+    # -- KIP-903: the follower's broker epoch in its fetch ------------------------------------------------------
+    def _follower_actions(self, s: KafkaState, i: int, follower: Broker, out: list) -> None:
+        if not (self._kraft and self.features.kip_903):
+            super()._follower_actions(s, i, follower, out)
+            return
+        sent: list = []
+        super()._follower_actions(s, i, follower, sent)
+        for act, t in sent:
+            if act.name == "SendFetch":
+                request = next(m for m in t.network if m.kind == FETCH and m.src == i)
+                stamped = request.with_(broker_epoch=follower.broker_epoch)  # FetchRequest v15 ReplicaState.ReplicaEpoch
+                t = t.with_(network=add_messages(remove_message(t.network, request), stamped))
+            out.append((act, t))
+
+    def _serve_fetch_state(self, s: KafkaState, m) -> KafkaState:
+        """ServeFetch; with KIP-903 a fetch the leader accepts records the follower's broker epoch with its fetch
+        offset (3.5.0 ``Partition.updateFollowerFetchState``, ``Replica.updateFetchState(brokerEpoch)``)."""
+        t = super()._serve_fetch_state(s, m)
+        if not (self._kraft and self.features.kip_903):
+            return t
+        i, f = m.dst, m.src
+        leader = t.brokers[i]
+        if not leader.remote_epochs:
+            return t
+        for r in t.network:
+            if r.kind == FETCH_RESPONSE and r.src == i and r.dst == f:
+                if r.error == NONE and r.diverging_epoch == UNDEFINED and leader.remote_epochs[f] != m.broker_epoch:
+                    return with_broker(t, i, leader.with_(remote_epochs=replace_at(leader.remote_epochs, f,
+                                                                                   m.broker_epoch)))
+                break
+        return t
+
+    # -- a broker's own actions: crash, unclean shutdown, restart ----------------------------------------------
+    def _kraft_broker_actions(self, s: KafkaState, i: int, out: list) -> None:
+        """A broker's own actions on the KRaft rows (``KafkaModel._broker_actions`` hands them here): as on the
+        ZooKeeper rows, without the ZooKeeper ControlledShutdown and Bounce, with KRaft's Restart and the
+        UncleanShutdown fault."""
+        b = s.brokers[i]
+        add = out.append
+        if not b.alive:
+            if s.controller.registered[i] == DEAD:  # re-registration waits for the old session to expire
+                t = self._kraft_restart_state(s, i)
+                if t is not None:
+                    add((self._restart[i], t))
+            return
+        if b.pending_diverging:
+            self._truncate_on_diverging_action(s, i, b, add)
+        leader = b.leader
+        if leader == i:
+            self._leader_actions(s, i, b, out)
+        elif leader >= 0 and s.brokers[leader].alive:
+            self._follower_actions(s, i, b, out)
+        if b.fetch == TRUNCATING and not b.cache and leader != i and not busy(s.network, i, leader):
+            truncated = truncate_broker(b, b.hw, self._fix_10706).with_(fetch=FETCHING)
+            add((self._trunc_hw[i], with_broker(s, i, truncated)))
+        if s.crashes < self.max_crashes:
+            add((self._crash[i], self._kraft_crash(s, i, len(b.log))))
+        if s.unclean_shutdowns < self.max_unclean_shutdowns:
+            for keep in range(len(b.log)):
+                t = self._kraft_crash(s, i, keep)
+                add((self._unclean_shutdown[i][keep], t.with_(crashes=s.crashes, unclean_shutdowns=s.unclean_shutdowns + 1)))
+
+    def _kraft_crash(self, s: KafkaState, i: int, keep: int) -> KafkaState:
+        """Crash / UncleanShutdown: ``_crash_state`` (in-memory state and the broker's connections lost, ``keep``
+        records of the log kept), and the KRaft in-memory state (partition epoch, pending AlterPartition, the
+        followers' broker epochs) with it."""
+        t = self._crash_state(s, i, keep)
+        dead = t.brokers[i].with_(partition_epoch=0, alter_pending=False, committed_isr=(), remote_epochs=())
+        return with_broker(t, i, dead)
+
+    def _kraft_restart_state(self, s: KafkaState, i: int) -> KafkaState | None:
+        """Restart on KRaft: the broker registers with a new broker epoch (``ClusterControlManager.registerBroker``)
+        and is unfenced; with ``clean-shutdown-detection`` (every restart in the model follows a crash) it is
+        removed from the ISR and the ELR (``handleBrokerUncleanShutdown``). It then replays the partition's
+        current state."""
+        reborn = self._reborn(s.brokers[i])
+        c = s.controller
+        s = with_broker(s, i, reborn, controller=c.with_(registered=replace_at(c.registered, i, reborn.broker_epoch)))
+        c = s.controller
+        if self._detect_unclean and (i in c.isr or i in c.elr):
+            isr = tuple([r for r in c.isr if r != i])
+            s = s.with_(controller=c.with_(elr=tuple([r for r in c.elr if r != i])))
+            return self._partition_change(s, c.leader if c.leader != i else NO_LEADER, isr, unclean_replica=i)
+        request = LeaderAndIsr(LEADER_AND_ISR, i, c.epoch, c.leader, c.isr, reborn.broker_epoch, reborn.incarnation,
+                               c.partition_epoch)
+        return s.with_(network=add_messages(s.network, request))
+
+    # -- messages -------------------------------------------------------------------------------------------------
+    def _kraft_deliveries(self, s: KafkaState, out: list) -> None:
+        """The controller processes an AlterPartition; a leader receives the answer (after the messages the
+        ZooKeeper rows share, ``KafkaModel._deliveries``)."""
+        add = out.append
+        for m in s.network:
+            if m.kind == ALTER_PARTITION:
+                self._process_alter_partition(s, m, add)
+            elif m.kind == ALTER_PARTITION_RESPONSE:
+                self._receive_alter_response(s, m, add)
+
+
+def _alter_in_flight(network: tuple, leader: int) -> bool:
+    for m in network:
+        if (m.kind == ALTER_PARTITION and m.src == leader) or (m.kind == ALTER_PARTITION_RESPONSE and m.dst == leader):
+            return True
+    return False
+
+

@@ -1,0 +1,248 @@
+"""The KRaft rows (``spec.kafka.actions_kraft``): AlterPartition answered and rejected as the KRaft controller does,
+fencing and registration, the unclean shutdown, the KIP flags refused on the ZooKeeper rows, elr-safety, and the state
+counts of a small configuration of each KRaft line pinned."""
+
+from __future__ import annotations
+
+import os
+
+import pytest
+
+from checker.cli import main
+from checker.errors import UsageError
+from invariants.kafka_kraft import elr_safety
+from invariants.registry import for_family
+from spec.kafka.protocols import RELEASES, resolve
+from spec.kafka.state import (
+    ALTER_PARTITION_RESPONSE,
+    DEAD,
+    FENCED_LEADER_EPOCH,
+    INELIGIBLE_REPLICA,
+    INVALID_UPDATE_VERSION,
+)
+from spec.registry import build_model
+from traces.replay import replay_scenario, scenario_model
+from traces.scenario import load_scenario
+
+SCENARIOS = os.path.join(os.path.dirname(__file__), "..", "traces", "scenarios")
+KRAFT_ROWS = [r.name for r in RELEASES if r.features.kraft]
+ZK_ROWS = [r.name for r in RELEASES if not r.features.kraft]
+KRAFT_FLAGS = ("kip-841", "kip-903", "kafka-15021", "kip-966-elr", "clean-shutdown-detection")
+
+REPLICATE = [("Produce", {"leader": 0}), ("SendFetch", {"follower": 1, "leader": 0}),
+             ("ServeFetch", {"leader": 0, "follower": 1}), ("ReceiveFetch", {"follower": 1, "leader": 0}),
+             ("SendFetch", {"follower": 1, "leader": 0}), ("ServeFetch", {"leader": 0, "follower": 1}),
+             ("AdvanceHighWatermark", {"leader": 0})]
+
+
+def _model(protocol: str, *constants: str, features: tuple[str, ...] = ()):
+    return build_model("kafka", ["records=1", "epochs=3", "crashes=1", "unclean_shutdowns=1", *constants], protocol,
+                       list(features))
+
+
+def _take(model, state, name: str, **params):
+    """The successor by the action ``name`` whose parameters include ``params``."""
+    for action, successor in model.successors(state):
+        if action.name == name and all(dict(action.params).get(k) == v for k, v in params.items()):
+            return successor
+    enabled = ", ".join(str(a) for a, _ in model.successors(state))
+    raise AssertionError(f"{name}({params}) is not enabled; enabled: {enabled}")
+
+
+def _run(model, steps, state=None):
+    state = model.init_states()[0] if state is None else state
+    for name, params in steps:
+        state = _take(model, state, name, **params)
+    return state
+
+
+def _enabled(model, state, name: str, **params) -> bool:
+    return any(a.name == name and all(dict(a.params).get(k) == v for k, v in params.items())
+               for a, _ in model.successors(state))
+
+
+# -- the flags exist only on the KRaft rows ---------------------------------------------------------------------
+@pytest.mark.parametrize("flag", KRAFT_FLAGS + ("kraft",))
+def test_kraft_flags_are_refused_on_the_zookeeper_rows(flag):
+    if flag == "kraft":  # a row's controller, not a switch (the matrix's stories must not take it for a fix)
+        for protocol, value in (("2.2.0", True), ("4.1.0", True), ("kraft-3.5", False)):
+            with pytest.raises(UsageError, match="not a switch"):
+                resolve(protocol, {flag: value})
+        assert resolve("kraft-3.5", {flag: True}).kraft and not resolve("4.1.0", {flag: False}).kraft
+        return
+    for protocol in ("0.10.2", "2.2.0", "4.1.0"):
+        with pytest.raises(UsageError, match="KRaft controller|kip-966-elr"):
+            resolve(protocol, {flag: True})
+
+
+def test_a_kraft_flag_on_a_zookeeper_row_is_exit_64(capsys):
+    code = main(["check", "kafka", "--protocol", "4.1.0", "--feature", "kip-903=on", "--const", "records=0"])
+    err = capsys.readouterr().err
+    assert code == 64 and len(err.strip().splitlines()) == 1 and "kraft" in err
+
+
+def test_detection_needs_elr():
+    with pytest.raises(UsageError, match="kip-966-elr"):
+        resolve("kraft-3.5", {"clean-shutdown-detection": True})
+    assert resolve("kraft-3.5", {"kip-966-elr": True, "clean-shutdown-detection": True}).clean_shutdown_detection
+
+
+# -- AlterPartition ----------------------------------------------------------------------------------------------
+def test_an_accepted_shrink_moves_the_partition_epoch_and_before_3_6_the_leader_epoch():
+    for protocol, leader_epoch in (("kraft-3.5", 1), ("kraft-4.1", 0)):
+        model = _model(protocol)
+        s = _run(model, [("ShrinkIsr", {"leader": 0, "follower": 1})])
+        assert s.brokers[0].alter_pending and s.brokers[0].isr == (0, 1)  # a shrink keeps the maximal ISR
+        s = _take(model, s, "ProcessAlterPartition", leader=0)
+        assert (s.controller.isr, s.controller.partition_epoch, s.controller.epoch) == ((0,), 1, leader_epoch)
+        if leader_epoch == 0:  # KAFKA-15021: the answer commits the ISR
+            s = _take(model, s, "ReceiveAlterPartitionResponse", leader=0)
+        else:  # the epoch moved: the answer is ignored and the partition change brings it
+            assert _take(model, s, "ReceiveAlterPartitionResponse", leader=0).brokers[0].alter_pending
+            s = _take(model, s, "DeliverLeaderAndIsr", broker=0, epoch=1)
+        leader = s.brokers[0]
+        assert (leader.isr, leader.alter_pending, leader.partition_epoch) == ((0,), False, 1)
+
+
+def test_a_fenced_proposed_member_is_ineligible_and_the_leader_reverts():
+    """The leader proposes broker 1 back while it is unfenced; broker 1 dies and is fenced before the controller
+    handles the request: INELIGIBLE_REPLICA (KIP-841), and the leader goes back to its last committed ISR
+    (``handleAlterPartitionError``). KIP-903's broker epoch check rejects it too (the proposal carries broker 1's
+    epoch 0, the fenced registration none); without both the controller accepts the fenced member."""
+    shrunk = REPLICATE + [("ShrinkIsr", {"leader": 0, "follower": 1}), ("ProcessAlterPartition", {"leader": 0}),
+                          ("ReceiveAlterPartitionResponse", {"leader": 0})]
+    race = [("ExpandIsr", {"leader": 0, "follower": 1}), ("Crash", {"broker": 1}),
+            ("FenceBroker", {"broker": 1, "leader": 0}), ("ProcessAlterPartition", {"leader": 0})]
+    model = _model("kraft-4.1")
+    s = _run(model, shrunk + race[:1])
+    assert s.brokers[0].alter_pending and s.brokers[0].isr == (0, 1)  # the maximal ISR counts the new member
+    s = _run(model, race[1:], s)
+    (response,) = [m for m in s.network if m.kind == ALTER_PARTITION_RESPONSE]
+    assert response.error == INELIGIBLE_REPLICA and s.controller.isr == (0,)
+    leader = _take(model, s, "ReceiveAlterPartitionResponse", leader=0).brokers[0]
+    assert not leader.alter_pending and leader.isr == (0,)
+    only_903 = _run(_model("kraft-4.1", features=("kip-841=off",)), shrunk + race)
+    assert only_903.controller.isr == (0,)
+    off = _run(_model("kraft-4.1", features=("kip-841=off", "kip-903=off")), shrunk + race)
+    assert off.controller.isr == (0, 1) and off.controller.registered[1] == DEAD
+
+
+def test_a_deposed_leader_is_fenced_by_its_leader_epoch():
+    model = _model("kraft-4.1")
+    s = _run(model, [("ShrinkIsr", {"leader": 0, "follower": 1}), ("PreferredLeaderElection", {"leader": 1}),
+                     ("ProcessAlterPartition", {"leader": 0})])
+    (response,) = [m for m in s.network if m.kind == ALTER_PARTITION_RESPONSE]
+    assert response.error == FENCED_LEADER_EPOCH
+    assert _take(model, s, "ReceiveAlterPartitionResponse", leader=0).brokers[0].alter_pending  # waits for metadata
+
+
+def test_an_older_partition_epoch_is_invalid_update_version():
+    """Broker 1 is fenced (the controller shrinks the ISR: partition epoch 1) while the leader's shrink proposal of
+    partition epoch 0 is in flight."""
+    model = _model("kraft-4.1")
+    s = _run(model, [("Crash", {"broker": 1}), ("ShrinkIsr", {"leader": 0, "follower": 1}),
+                     ("FenceBroker", {"broker": 1, "leader": 0}), ("ProcessAlterPartition", {"leader": 0})])
+    (response,) = [m for m in s.network if m.kind == ALTER_PARTITION_RESPONSE]
+    assert response.error == INVALID_UPDATE_VERSION
+
+
+# -- fencing, registration, faults -------------------------------------------------------------------------------
+def test_fencing_keeps_the_last_isr_member_unless_elr():
+    """The leader alone in the ISR is fenced: before KIP-966 the ISR keeps it (``PartitionChangeBuilder`` writes no
+    empty ISR) and the partition goes offline; with ELR the ISR empties and the follower, an ELR member, is elected."""
+    shrunk = [("ShrinkIsr", {"leader": 0, "follower": 1}), ("ProcessAlterPartition", {"leader": 0}),
+              ("DeliverLeaderAndIsr", {"broker": 0}), ("Crash", {"broker": 0})]
+    model = _model("kraft-3.5", "min_isr=2")
+    s = _take(model, _run(model, shrunk), "FenceBroker", broker=0, leader=-1)
+    assert (s.controller.leader, s.controller.isr, s.controller.elr, s.controller.registered[0]) == (-1, (0,), (), DEAD)
+    model = _model("kraft-4.1", "min_isr=2")
+    shrunk[2] = ("ReceiveAlterPartitionResponse", {"leader": 0})
+    s = _take(model, _run(model, shrunk), "FenceBroker", broker=0, leader=1)
+    assert (s.controller.leader, s.controller.isr, s.controller.elr) == (1, (1,), (0,))
+    # a restart needs the fencing first (a live session refuses a new registration)
+    model = _model("kraft-3.3")
+    s = _take(model, model.init_states()[0], "Crash", broker=1)
+    assert not _enabled(model, s, "Restart", broker=1)
+    s = _take(model, _take(model, s, "FenceBroker", broker=1), "Restart", broker=1)
+    assert s.brokers[1].broker_epoch == 1 and s.controller.registered[1] == 1
+
+
+def test_unclean_shutdown_loses_a_suffix_and_has_its_own_bound():
+    model = _model("kraft-3.3")
+    s = _run(model, REPLICATE)
+    lossy = [a for a, _ in model.successors(s) if a.name == "UncleanShutdown"]
+    assert sorted(str(a) for a in lossy) == ["UncleanShutdown(broker=0, keep=0)", "UncleanShutdown(broker=1, keep=0)"]
+    after = _take(model, s, "UncleanShutdown", broker=0, keep=0)
+    assert (after.unclean_shutdowns, after.crashes, after.brokers[0].log, after.brokers[0].hw) == (1, 0, (), 0)
+    assert not [a for a, _ in model.successors(after) if a.name == "UncleanShutdown"]
+    zk = build_model("kafka", ["records=1", "unclean_shutdowns=1"], "4.1.0")  # inert there (lossy-crash is theirs)
+    assert not [a for a, _ in zk.successors(_run(zk, REPLICATE)) if a.name == "UncleanShutdown"]
+    assert "unclean_shutdowns" not in zk.constants
+
+
+# -- elr-safety ---------------------------------------------------------------------------------------------------
+def test_elr_safety_reads_the_electable_members_once_no_isr_member_lives():
+    model = _model("kraft-4.1", "min_isr=2", "acks=-1")
+    s = _run(model, REPLICATE + [("ShrinkIsr", {"leader": 0, "follower": 1}), ("ProcessAlterPartition", {"leader": 0})])
+    assert s.controller.elr == (1,) and elr_safety(s)
+    lost = s.with_(brokers=(s.brokers[0], s.brokers[1].with_(log=())))
+    assert elr_safety(lost)  # the ISR member (the leader) lives: the ELR is not elected from
+    lost = lost.with_(brokers=(lost.brokers[0].with_(alive=False), lost.brokers[1]))
+    assert not elr_safety(lost)
+    fenced = lost.with_(controller=lost.controller.with_(registered=(0, DEAD)))
+    assert elr_safety(fenced)  # a fenced member cannot be elected
+    assert "elr-safety" in for_family("kafka")
+
+
+def test_strict_min_isr_holds_the_hw_back():
+    model = _model("kraft-4.1", "min_isr=2")
+    s = _run(model, [("ShrinkIsr", {"leader": 0, "follower": 1}), ("ProcessAlterPartition", {"leader": 0}),
+                     ("ReceiveAlterPartitionResponse", {"leader": 0}), ("Produce", {"leader": 0})])
+    assert s.brokers[0].isr == (0,) and not _enabled(model, s, "AdvanceHighWatermark", leader=0)
+    off = _model("kraft-4.1", "min_isr=2", features=("kip-966-elr=off",))
+    t = _run(off, [("ShrinkIsr", {"leader": 0, "follower": 1}), ("ProcessAlterPartition", {"leader": 0}),
+                   ("ReceiveAlterPartitionResponse", {"leader": 0}), ("Produce", {"leader": 0})])
+    assert _enabled(off, t, "AdvanceHighWatermark", leader=0)
+
+
+# -- acknowledged-durable on the KRaft rows ------------------------------------------------------------------------
+@pytest.mark.parametrize("protocol", KRAFT_ROWS)
+def test_acknowledged_durable_on_the_last_replica_standing(protocol):
+    """acks=all, min.insync.replicas=2: the write acknowledged with ISR {0, 1} is lost on the 3.x lines (the last
+    ISR member's unclean shutdown, within the one fault min ISR 2 should tolerate), kept on kraft-4.1 (KIP-966)."""
+    scenario = load_scenario(os.path.join(SCENARIOS, "kip-966-last-replica-standing.json"))
+    result = replay_scenario(scenario_model(scenario, protocol), scenario, invariants=["acknowledged-durable"])
+    if protocol == "kraft-4.1":
+        assert (result.outcome, result.step) == ("blocked", 15)
+    else:
+        assert (result.outcome, result.invariant.name, result.step) == ("violated", "acknowledged-durable", 17)
+
+
+# -- pinned state counts of a small configuration of each KRaft line -------------------------------------------------
+@pytest.mark.parametrize("protocol,states,depth", [("kraft-3.3", 11609, 30), ("kraft-3.5", 11156, 30),
+                                                   ("kraft-4.1", 13781, 37)])
+def test_state_counts_of_each_kraft_line(protocol, states, depth):
+    """records=1, epochs=1, one crash, one unclean shutdown, one AlterPartition, min.insync.replicas=2: every line holds
+    committed-durable and elr-safety there (the stories need a second leader epoch). 3.5 has fewer states than 3.3:
+    KIP-903 forbids the expansions on a stale fetch state; 4.1 more: an ISR shrink keeps the leader epoch (KAFKA-15021)
+    and ELR elections add ways to go on."""
+    from checker.bfs import check
+    from checker.search import SearchOptions
+
+    invariants = [for_family("kafka")[name] for name in ("committed-durable", "elr-safety")]
+    model = build_model("kafka", ["records=1", "epochs=1", "crashes=1", "unclean_shutdowns=1", "alters=1", "min_isr=2"],
+                        protocol)
+    result = check(model, SearchOptions(invariants=invariants))
+    assert (result.verdict.value, result.distinct_states, result.depth) == ("holds", states, depth)
+
+
+def test_symmetry_commutes_on_the_kraft_rows():
+    """Broker ids in the new fields (ELR, committed ISR, followers' broker epochs, AlterPartition's) are renamed."""
+    from spec.kafka.symmetry import permute
+
+    model = _model("kraft-4.1", "min_isr=2", "acks=-1")
+    s = _run(model, REPLICATE + [("ShrinkIsr", {"leader": 0, "follower": 1})])
+    swap = (1, 0)
+    for action, successor in model.successors(s):
+        renamed = {t for _, t in model.successors(permute(s, swap))}
+        assert permute(successor, swap) in renamed, action
