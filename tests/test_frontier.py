@@ -37,7 +37,9 @@ def _reachable(model, limit):
 @pytest.mark.parametrize("model", [
     TwoPhase(4), _kafka(),
     build_model("kafka", ["records=2", "epochs=1", "crashes=1", "consumers=1", "acks=-1"], "4.1.0"),
-], ids=["two-phase", "kafka", "kafka-with-clients"])
+    build_model("kafka", ["records=1", "epochs=1", "crashes=1", "consumers=1", "consumer_inflight=1"], "2.8.1"),
+    build_model("kafka", ["records=1", "epochs=1", "crashes=1", "unclean_shutdowns=1", "min_isr=2"], "kraft-4.1"),
+], ids=["two-phase", "kafka", "kafka-with-clients", "kafka-consumer-requests", "kafka-kraft"])
 def test_the_compact_encoding_gives_back_equal_states_of_the_same_classes(model):
     states = _reachable(model, 3000)
     pack, unpack = state_codec(model)
@@ -53,6 +55,10 @@ def test_the_compact_encoding_gives_back_equal_states_of_the_same_classes(model)
         assert all(type(r).__name__ == "Record" for s in back for b in s.brokers for r in b.log)
         assert any(b.log for s in back for b in s.brokers)
         assert all(type(c).__name__ == "Consumer" for s in back for c in s.consumers)
+        assert [s.controller for s in back] == [s.controller for s in states]
+        assert all(type(s.controller).__name__ == "Controller" for s in back)
+    if getattr(model, "features", None) is not None and model.features.kraft:
+        assert {type(m).__name__ for s in back for m in s.network} >= {"AlterPartition", "AlterPartitionResponse"}
 
 
 def test_a_kafka_state_encodes_in_a_few_bytes():

@@ -326,8 +326,12 @@ _MESSAGE_CLASS = {
     OFFSETS_FOR_LEADER_EPOCH_RESPONSE: OffsetsResponse,
     STOP_REPLICA: StopReplica,
     CONTROLLED_SHUTDOWN: ControlledShutdown,
+    ALTER_PARTITION: AlterPartition,
+    ALTER_PARTITION_RESPONSE: AlterPartitionResponse,
 }
 _LOG_FIELD = Broker._fields.index("log")
+_BROKERS_FIELD, _CONTROLLER_FIELD, _NETWORK_FIELD, _CONSUMERS_FIELD = (
+    KafkaState._fields.index(name) for name in ("brokers", "controller", "network", "consumers"))
 _RECORDS_FIELD = FetchResponse._fields.index("records")
 
 
@@ -356,14 +360,12 @@ def decode_state(plain: tuple) -> KafkaState:
     """A ``KafkaState`` from its msgpack form (the state packed as nested arrays, read back as tuples):
     the frontier store's compact encoding, a few dozen bytes a state with no class names in it.
     Message classes come from their ``kind``; the other fields are tuples of ints as they are."""
-    brokers, controller, network, *rest = plain
-    return _new(KafkaState, (
-        tuple([_broker(b) for b in brokers]),
-        _new(Controller, controller),
-        tuple([_message(m) for m in network]),
-        *rest[:-1],
-        tuple([_new(Consumer, c) for c in rest[-1]]),
-    ))
+    fields = list(plain)
+    fields[_BROKERS_FIELD] = tuple([_broker(b) for b in fields[_BROKERS_FIELD]])
+    fields[_CONTROLLER_FIELD] = _new(Controller, fields[_CONTROLLER_FIELD])
+    fields[_NETWORK_FIELD] = tuple([_message(m) for m in fields[_NETWORK_FIELD]])
+    fields[_CONSUMERS_FIELD] = tuple([_new(Consumer, c) for c in fields[_CONSUMERS_FIELD]])
+    return _new(KafkaState, fields)
 
 
 def encode_states(states: list[KafkaState]) -> tuple:
@@ -378,20 +380,23 @@ def encode_states(states: list[KafkaState]) -> tuple:
     out = []
     for state in states:
         refs = []
-        for broker in state[0]:
+        for broker in state[_BROKERS_FIELD]:
             at = broker_at.get(id(broker))
             if at is None:
                 at = broker_at[id(broker)] = len(brokers)
                 brokers.append(broker)
             refs.append(at)
         sent = []
-        for message in state[2]:
+        for message in state[_NETWORK_FIELD]:
             at = message_at.get(id(message))
             if at is None:
                 at = message_at[id(message)] = len(messages)
                 messages.append(message)
             sent.append(at)
-        out.append((refs, state[1], sent, *state[3:]))
+        fields = list(state)
+        fields[_BROKERS_FIELD] = refs
+        fields[_NETWORK_FIELD] = sent
+        out.append(fields)
     return brokers, messages, out
 
 
@@ -402,16 +407,14 @@ def decode_states(plain: tuple) -> list[KafkaState]:
     messages = [_message(m) for m in messages_plain]
     states = []
     append = states.append
-    for refs, controller, sent, *rest in out:
-        consumers = rest[-1]
-        if consumers:
-            rest[-1] = tuple([_new(Consumer, c) for c in consumers])
-        append(_new(KafkaState, (
-            tuple([brokers[i] for i in refs]),
-            _new(Controller, controller),
-            tuple([messages[i] for i in sent]),
-            *rest,
-        )))
+    for plain_state in out:
+        fields = list(plain_state)
+        fields[_BROKERS_FIELD] = tuple([brokers[i] for i in fields[_BROKERS_FIELD]])
+        fields[_CONTROLLER_FIELD] = _new(Controller, fields[_CONTROLLER_FIELD])
+        fields[_NETWORK_FIELD] = tuple([messages[i] for i in fields[_NETWORK_FIELD]])
+        if fields[_CONSUMERS_FIELD]:
+            fields[_CONSUMERS_FIELD] = tuple([_new(Consumer, c) for c in fields[_CONSUMERS_FIELD]])
+        append(_new(KafkaState, fields))
     return states
 
 
