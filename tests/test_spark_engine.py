@@ -90,10 +90,12 @@ def test_seeded_bug_gives_the_same_shortest_trace(spark):
 
 
 def test_large_levels_numbered_and_written_on_the_executors(spark):
-    """The distributed path: range shuffle on the parent index, Parquet parent pointers, RDD checkpoints."""
+    """The blocks transport's distributed path: range shuffle on the parent index, Parquet parent
+    pointers, RDD checkpoints."""
     model = TwoPhase(4, commit_guard=False)
     options = SearchOptions(invariants=INVARIANTS, stop_at_first=False)
-    result = run_spark(model, options, threshold=200, driver_index_limit=0, checkpoint_levels=2)
+    result = run_spark(model, options, threshold=200, driver_index_limit=0, checkpoint_levels=2, transport="blocks")
+    assert result.extra["spark"]["transport"] == "blocks"
     assert result.extra["spark"]["levels"][-1]["engine"] == "spark"
     local = check(model, options)
     assert summary(result) == summary(local)

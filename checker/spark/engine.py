@@ -13,6 +13,7 @@ from checker.bfs import BudgetExceeded, LocalBFS
 from checker.errors import EnvironmentMissingError, KmcError, ModelError, UsageError
 from checker.result import CheckResult
 from checker.search import Progress, SearchOptions, budget_reason
+from checker.spark.arrow_step import ArrowLevelStep, arrow_available
 from checker.spark.driver_state import Counters, LevelInfo, LevelTiming, SparkRun
 from checker.spark.level_step import LevelStep
 from checker.spark.resume import Resumable
@@ -28,7 +29,7 @@ DEFAULT_DRIVER_INDEX_LIMIT = 50_000
 DEFAULT_CHECKPOINT_LEVELS = 10
 
 
-class SparkBFS(LevelStep, Resumable, Verdicts):
+class SparkBFS(ArrowLevelStep, LevelStep, Resumable, Verdicts):
     engine = "spark"
 
     def __init__(self, model: Model, options: SearchOptions, engine_options: Any) -> None:
@@ -45,6 +46,11 @@ class SparkBFS(LevelStep, Resumable, Verdicts):
         self.fail_marker = str(extra.get("fail_marker") or "")
         self.memory = str(extra.get("driver_memory", "4g"))
         self.verbose = bool(extra.get("verbose", False))
+        #: "arrow" (DataFrames, Arrow batches, dedup in the JVM), "blocks" (RDDs of columnar blocks,
+        #: the transport of resumable runs) or None: arrow when it can run, else blocks
+        self.transport = extra.get("transport")
+        if self.transport not in (None, "arrow", "blocks"):
+            raise UsageError(f"unknown Spark transport {self.transport!r}: arrow or blocks")
         if options.keep_graph:
             raise UsageError("the spark engine does not keep the state graph (liveness); use --engine bfs")
         self.local = LocalBFS(model, options)
@@ -85,7 +91,13 @@ class SparkBFS(LevelStep, Resumable, Verdicts):
                 levels = [LevelInfo(1, 0, st.distinct)]
             self._started = self.local._started
             reason = self._local_phase(st, levels)
-            if reason is None and st.frontier_size > 0 and not self._should_stop(st):
+            arrow = self._use_arrow()
+            if reason is None and st.frontier_size > 0 and not self._should_stop(st) and arrow:
+                run_dir = RunDir(tempfile.mkdtemp(prefix="kmc-spark-"), temporary=True)
+                spark = self._start(run_dir)
+                self._arrow_switch(spark, st, levels)
+                reason = self._arrow_phase(spark, st, levels)
+            elif reason is None and st.frontier_size > 0 and not self._should_stop(st):
                 if spark is None:
                     if run_dir is None:
                         if not self.master.startswith("local"):
@@ -107,6 +119,19 @@ class SparkBFS(LevelStep, Resumable, Verdicts):
             elif run_dir is not None and run_dir.temporary:
                 run_dir.cleanup()
         return result
+
+    def _use_arrow(self) -> bool:
+        """The Arrow transport, unless the run is resumable (its levels are written as blocks) or asked otherwise."""
+        if self.transport == "blocks" or self.options.checkpoint_path or self.options.resume_from:
+            if self.transport == "arrow":
+                raise UsageError("the arrow Spark transport does not write resumable runs; drop --checkpoint/--resume")
+            return False
+        if self.transport == "arrow":
+            if not arrow_available():
+                raise EnvironmentMissingError("the arrow Spark transport needs PyArrow and PySpark 4: "
+                                              "python3 -m pip install -e '.[spark]'")
+            return True
+        return arrow_available()
 
     def _driver_only_note(self) -> str:
         """One line: why this run never used Spark (every level stayed below the threshold)."""
