@@ -18,9 +18,11 @@ Per level
     the local engine does (by key), keeps them as the level's parent pointers for traces and
     broadcasts ``(fp, global index)`` for the next level. The visited set is the union of the
     old one and the new fingerprints, repartitioned by fingerprint: a DataFrame of longs that
-    Spark keeps in memory or spills to disk. One job a level: the new level and the visited set
-    are cached (``MEMORY_AND_DISK``) and built by the next level's job; every
-    ``checkpoint_levels`` levels both are checkpointed, which cuts their lineage and plans.
+    Spark keeps in memory or spills to disk. Two jobs a level: the first expands, deduplicates and
+    caches the new level (``MEMORY_AND_DISK``) and brings its keys back; the second checkpoints
+    the level from the cache (written once, the next level's frontier). The visited set is cached
+    and built by the next level's first job; every ``checkpoint_levels`` levels it is checkpointed,
+    which cuts its lineage and plan.
 
 Every task is deterministic (its input sorted by global index, minimum keys), so a retried task
 or a recomputed partition changes nothing.
@@ -199,9 +201,11 @@ class ArrowLevelStep:
         local.frontier = []
 
     def _broadcast_numbers(self, spark: SparkRun, fps: np.ndarray, indices: np.ndarray) -> None:
-        """The numbering of the next frontier for its expansion; the older ones stay until the next
-        checkpoint, as a cached level that Spark recomputes (a lost executor) needs the numbering it was built with."""
+        """The numbering of the next frontier for its expansion (the executors' copies of the older
+        ones go; the driver keeps them for a recomputation until the frontier is checkpointed)."""
         order = np.argsort(fps, kind="stable")
+        for old in spark.broadcasts:
+            old.unpersist()
         spark.broadcasts.append(spark.sc.broadcast((fps[order], indices[order])))
 
     def _arrow_level(self, spark: SparkRun, st: Counters, levels: list[LevelInfo]) -> None:
@@ -265,20 +269,15 @@ class ArrowLevelStep:
                 st.found[inv.name] = base + int(rank[hit].min())
         self._broadcast_numbers(spark, fps, base + rank)
         parts = spark.partitions
-        visited = (
-            spark.visited.union(new.where(F.col("fp").isNotNull()).select("fp"))
-            .repartition(parts, "fp").persist(storage_level())
-        )
-        frontier = new.where(F.col("fp").isNotNull()).select("fp", "state")
-        spark.retired = [old_frontier, spark.visited]
+        # the new level becomes a leaf of every later plan (a checkpoint read from the cache, written
+        # once): a plan that referred to it would grow exponentially, each level naming the previous
+        # level and the visited set built from it
+        level = _cut(spark, new.where(F.col("fp").isNotNull()).select("fp", "state"))
+        visited = spark.visited.union(level.select("fp")).repartition(parts, "fp").persist(storage_level())
+        frontier = level
+        spark.retired = [old_frontier, spark.visited, new]
         if self.checkpoint_levels > 0 and depth % self.checkpoint_levels == 0:
-            # cut the lineage (and the plans, which grow by a level each level): two more jobs
-            frontier = _cut(spark, frontier)
-            visited = _cut(spark, visited)
-            spark.retired.append(new)
-            for old in spark.broadcasts[:-1]:
-                old.unpersist()
-            del spark.broadcasts[:-1]
+            visited = _cut(spark, visited)  # its plan grows by a union a level
         spark.visited, spark.frontier = visited, frontier
         timing.job_index = time.monotonic() - index_started
         st.depth = depth
