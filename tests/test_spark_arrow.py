@@ -1,6 +1,7 @@
 """The spark engine's Arrow transport (DataFrames, states as compact msgpack, dedup and the anti-join
 in the JVM) gives what every other engine gives: counts, depth and the very same shortest
-counterexample, on two-phase and on Kafka. One ``local[2,2]`` session serves the module.
+counterexample, on two-phase and on Kafka. One ``local[2,2]`` session serves the module. The other
+tests of the spark engine (tests/test_spark_engine.py) run on this transport too, the default.
 """
 
 import importlib.util
@@ -14,7 +15,6 @@ from checker.result import Verdict
 from checker.search import SearchOptions
 from invariants.registry import for_family
 from spec.registry import build_model
-from spec.two_phase import TwoPhase
 
 pytest.importorskip("pyspark")
 pytestmark = [pytest.mark.spark, pytest.mark.skipif(shutil.which("java") is None, reason="needs Java")]
@@ -68,6 +68,7 @@ def spark_run(model, options, transport="arrow", threshold=0, **extra):
     [("two-phase", ["RM=3", "commit_guard=off"], None), ("kafka", ["records=1"], "hw-truncation")],
     ids=["two-phase", "kafka"],
 )
+@pytest.mark.slow
 @pytest.mark.usefixtures("spark")
 def test_every_engine_gives_the_same_counts_and_shortest_counterexamples(name, consts, protocol):
     """bfs, parallel with 1, 2 and auto workers, and spark local[2] with both transports."""
@@ -85,29 +86,3 @@ def test_every_engine_gives_the_same_counts_and_shortest_counterexamples(name, c
     if name == "two-phase":  # the blocks transport on Kafka: tests/test_spark_engine.py
         blocks = spark_run(model, options, transport="blocks", threshold=THRESHOLD[name])
         assert blocks.extra["spark"]["transport"] == "blocks" and summary(blocks) == reference
-
-
-@pytest.mark.usefixtures("spark")
-def test_arrow_levels_from_the_first_one_with_deadlocks_and_symmetry():
-    from tests.test_engine import Grid
-
-    options = SearchOptions(check_deadlock=True, stop_at_first=False)
-    dead_end = spark_run(Grid(2), options)
-    assert [lv["engine"] for lv in dead_end.extra["spark"]["levels"]] == ["spark"] * len(dead_end.extra["spark"]["levels"])
-    assert dead_end.violations[0].kind == "deadlock" and summary(dead_end) == summary(check(Grid(2), options))
-    bounded = spark_run(Grid(3, bound=3), SearchOptions())
-    assert summary(bounded) == summary(check(Grid(3, bound=3), SearchOptions()))
-    model = build_model("kafka", ["records=1"], "kip-101")
-    sym = SearchOptions(invariants=list(for_family(model.family).values()), symmetry=True)
-    assert summary(spark_run(model, sym, threshold=500, checkpoint_levels=3)) == summary(check(model, sym))
-
-
-@pytest.mark.usefixtures("spark")
-def test_a_failed_arrow_task_is_retried_with_no_change(tmp_path):
-    marker = tmp_path / "failures"
-    options = SearchOptions(invariants=list(for_family("two-phase").values()))
-    result = spark_run(TwoPhase(3), options, fail_task_at_depth=4, fail_marker=str(marker))
-    assert marker.read_text().count("failed") == 1  # the task really died once, and was retried
-    assert result.extra["spark"]["transport"] == "arrow"
-    assert summary(result) == summary(check(TwoPhase(3), options))
-
