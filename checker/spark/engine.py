@@ -3,6 +3,7 @@ the budgets, progress and the result (the design is in ``checker.spark``)."""
 
 from __future__ import annotations
 
+import os
 import re
 import sys
 import tempfile
@@ -112,7 +113,8 @@ class SparkBFS(ArrowLevelStep, LevelStep, Resumable, Verdicts):
             if spark is None:
                 note = self._driver_only_note()
                 result.extra["spark"]["driver_only"] = note
-                print(note, file=sys.stderr)
+                if not _stderr_merged_into_stdout():
+                    print(note, file=sys.stderr)
         finally:
             if spark is not None:
                 self._stop(spark, run_dir)
@@ -208,6 +210,18 @@ class SparkBFS(ArrowLevelStep, LevelStep, Resumable, Verdicts):
         if self.options.progress:
             self.options.progress(Progress(st.depth, st.generated, st.distinct, st.frontier_size,
                                            time.monotonic() - self._started))
+
+
+def _stderr_merged_into_stdout() -> bool:
+    """True under spark-submit, which runs its Python driver with stderr merged into stdout: a note
+    there would land inside ``--json`` output (the result carries it anyway)."""
+    if "PYSPARK_GATEWAY_PORT" not in os.environ:
+        return False
+    try:
+        out, err = os.fstat(sys.stdout.fileno()), os.fstat(sys.stderr.fileno())
+    except (OSError, ValueError, AttributeError):
+        return False
+    return os.path.samestat(out, err) and not sys.stderr.isatty()
 
 
 def _explain_spark_failure(exc: Exception) -> KmcError:
