@@ -39,8 +39,8 @@ def spark():
         session.stop()
 
 
-#: Spark gets the levels from the first one (two-phase) or the widest dozen (Kafka): a level costs a job
-THRESHOLD = {"two-phase": 0, "kafka": 1500}
+#: Spark gets the widest levels and the rest (a level costs a job)
+THRESHOLD = {"two-phase": 100, "kafka": 1500}
 
 
 def summary(result):
