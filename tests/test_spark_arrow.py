@@ -1,7 +1,6 @@
 """The spark engine's Arrow transport (DataFrames, states as compact msgpack, dedup and the anti-join
 in the JVM) gives what every other engine gives: counts, depth and the very same shortest
-counterexample, on two-phase and on Kafka. One ``local[2,2]`` session serves the module. The other
-tests of the spark engine (tests/test_spark_engine.py) run on this transport too, the default.
+counterexample, on two-phase and on Kafka. One ``local[2,2]`` session serves the module.
 """
 
 import importlib.util
@@ -86,3 +85,15 @@ def test_every_engine_gives_the_same_counts_and_shortest_counterexamples(name, c
     if name == "two-phase":  # the blocks transport on Kafka: tests/test_spark_engine.py
         blocks = spark_run(model, options, transport="blocks", threshold=THRESHOLD[name])
         assert blocks.extra["spark"]["transport"] == "blocks" and summary(blocks) == reference
+
+
+@pytest.mark.usefixtures("spark")
+def test_a_failed_arrow_task_is_retried_with_no_change(tmp_path):
+    from spec.two_phase import TwoPhase
+
+    marker = tmp_path / "failures"
+    options = SearchOptions(invariants=list(for_family("two-phase").values()))
+    result = spark_run(TwoPhase(3), options, fail_task_at_depth=4, fail_marker=str(marker))
+    assert marker.read_text().count("failed") == 1  # the task really died once, and was retried
+    assert result.extra["spark"]["transport"] == "arrow"
+    assert summary(result) == summary(check(TwoPhase(3), options))

@@ -65,9 +65,7 @@ def test_two_phase_matches_tlc_and_the_local_engine(spark):
     result = run_spark(TwoPhase(3), SearchOptions(invariants=INVARIANTS), threshold=0)
     assert (result.distinct_states, result.states_generated, result.depth) == (288, 1146, 11)
     assert result.verdict is Verdict.HOLDS and result.engine == "spark"
-    from checker.spark.arrow_step import arrow_available
-
-    assert result.extra["spark"]["transport"] == ("arrow" if arrow_available() else "blocks")  # the default
+    assert result.extra["spark"]["transport"] == "blocks"  # the default (the arrow one: tests/test_spark_arrow.py)
     assert summary(result) == summary(check(TwoPhase(3), SearchOptions(invariants=INVARIANTS)))
     levels = result.extra["spark"]["levels"]
     assert [lv["engine"] for lv in levels] == ["spark"] * 11  # threshold 0: every level after the first on Spark
