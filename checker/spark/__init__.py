@@ -10,10 +10,10 @@ Start small, grow large
     frontier reaches it. A search that never gets there never starts Spark.
 
 Two transports
-    ``arrow`` (the default when PyArrow and PySpark 4 are present; ``arrow_step``): DataFrames,
+    ``arrow`` (``--spark-transport arrow``; ``arrow_step``): DataFrames,
     states as compact msgpack in a binary column, successors over Arrow batches (``mapInArrow``),
     dedup and the anti-join against the visited set in the JVM; its design is in ``arrow_step``.
-    ``blocks`` (always for ``--checkpoint``/``--resume``, or ``--spark-transport blocks``): RDDs of
+    ``blocks`` (the default, and always for ``--checkpoint``/``--resume``): RDDs of
     columnar blocks, described below.
 
 One level on Spark with the blocks transport is one job (two for large or resumable levels)

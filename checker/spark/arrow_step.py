@@ -1,5 +1,5 @@
 """One level of the search on Spark SQL: states as binary in Arrow batches, dedup and the anti-join
-against the visited set in the JVM (the default transport when PyArrow and PySpark 4 are present).
+against the visited set in the JVM (``--spark-transport arrow``; needs PyArrow, pandas and PySpark 4).
 
 Per level
     The frontier is a DataFrame ``(fp long, state binary)``; the states are encoded with the model's
