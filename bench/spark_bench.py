@@ -2,7 +2,13 @@
 
     python3 bench/spark_bench.py                      # two-phase RM=8: 1,745,408 distinct states
     python3 bench/spark_bench.py --const RM=7 --masters 'local[2]'
+    python3 bench/spark_bench.py --model kafka --protocol 2.1.0 --const brokers=3 --const records=1 \
+        --const epochs=1 --const crashes=0 --masters 'local[2]' --transports arrow,blocks
     python3 bench/spark_bench.py --json out.json
+
+Besides wall seconds it reports CPU seconds of the whole process tree (the driver, Spark's JVM and
+its Python workers, read from /proc on Linux): on a shared machine the wall-clock ratio depends
+on the other jobs, the CPU seconds much less.
 
 Each engine checks the same model with the same invariants; the counts must be identical (the
 script fails otherwise). For the Spark runs it reports where the time goes, summed over the levels
@@ -40,7 +46,34 @@ def empty_level_cost(sc: Any, partitions: int, repeats: int = 5) -> float:
     return (time.monotonic() - started) / repeats
 
 
-def run_spark(model: Any, options: SearchOptions, master: str, threshold: int, partitions: int | None) -> dict[str, Any]:
+def tree_cpu_seconds() -> float:
+    """CPU seconds (user + system) of this process and every live descendant, plus those reaped."""
+    tick = os.sysconf("SC_CLK_TCK")
+    parents: dict[int, int] = {}
+    times: dict[int, float] = {}
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
+            continue
+        try:
+            with open(f"/proc/{entry}/stat") as f:
+                fields = f.read().rsplit(")", 1)[1].split()
+        except OSError:
+            continue
+        parents[int(entry)] = int(fields[1])
+        times[int(entry)] = sum(int(v) for v in fields[11:15]) / tick  # utime stime cutime cstime
+    me = os.getpid()
+    total = 0.0
+    for pid in times:
+        at = pid
+        while at and at != me and at in parents:
+            at = parents[at]
+        if at == me:
+            total += times[pid]
+    return total
+
+
+def run_spark(model: Any, options: SearchOptions, master: str, threshold: int, partitions: int | None,
+              transport: str) -> dict[str, Any]:
     from checker.spark_engine import run_engine, spark_session
 
     started = time.monotonic()
@@ -50,15 +83,18 @@ def run_spark(model: Any, options: SearchOptions, master: str, threshold: int, p
     # start the Python workers and import the engine in them (startup, not search)
     sc.parallelize(range(4 * parts), parts).map(lambda x: __import__("checker.spark_engine") and x).count()
     startup = time.monotonic() - started
-    extra = {"threshold": threshold, "partitions": parts}
+    extra = {"threshold": threshold, "partitions": parts, "transport": transport}
+    cpu = tree_cpu_seconds()
     result = run_engine(model, options, EngineOptions(master=master, extra=extra))
+    cpu = tree_cpu_seconds() - cpu
     fixed = empty_level_cost(sc, parts)
     session.stop()
     levels = result.extra["spark"]["levels"]
     spark_levels = [lv for lv in levels if lv["engine"] == "spark"]
     return {
-        "engine": f"spark {master}",
+        "engine": f"spark {master} {transport}",
         "result": result,
+        "cpu_seconds": cpu,
         "startup": startup,
         "partitions": parts,
         "local_levels": len(levels) - len(spark_levels),
@@ -80,6 +116,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--const", action="append", default=None, metavar="NAME=VALUE")
     parser.add_argument("--protocol")
     parser.add_argument("--masters", default="local[1],local[2]", help="comma-separated Spark masters")
+    parser.add_argument("--transports", default="arrow", help="comma-separated Spark transports: arrow, blocks")
     parser.add_argument("--threshold", type=int, default=10_000, help="--spark-threshold of the Spark runs")
     parser.add_argument("--partitions", type=int, help="Spark partitions (default twice the cores)")
     parser.add_argument("--skip-local", action="store_true")
@@ -92,14 +129,18 @@ def main(argv: list[str] | None = None) -> int:
           flush=True)
 
     rows: list[dict[str, Any]] = []
+    load_before = os.getloadavg()
     if not args.skip_local:
+        cpu = tree_cpu_seconds()
         result = check(model, options)
-        rows.append({"engine": "local (bfs)", "result": result})
+        rows.append({"engine": "local (bfs)", "result": result, "cpu_seconds": tree_cpu_seconds() - cpu})
         print(f"  local: {result.seconds:.1f} s", flush=True)
     for master in [m.strip() for m in args.masters.split(",") if m.strip()]:
-        row = run_spark(model, options, master, args.threshold, args.partitions)
-        rows.append(row)
-        print(f"  {row['engine']}: {row['result'].seconds:.1f} s", flush=True)
+        for transport in [t.strip() for t in args.transports.split(",") if t.strip()]:
+            row = run_spark(model, options, master, args.threshold, args.partitions, transport)
+            rows.append(row)
+            print(f"  {row['engine']}: {row['result'].seconds:.1f} s", flush=True)
+    load_after = os.getloadavg()
 
     reference = rows[0]["result"]
     for row in rows:
@@ -114,16 +155,25 @@ def main(argv: list[str] | None = None) -> int:
     print()
     print(f"distinct {reference.distinct_states:,}, generated {reference.states_generated:,}, "
           f"depth {reference.depth}, verdict {reference.verdict.value} (identical for every engine)")
-    print(f"{'engine':<18}{'seconds':>10}{'states/s':>12}")
+    print(f"load average {load_before[0]:.1f} before, {load_after[0]:.1f} after (1 min)")
+    base = rows[0]
+    print(f"{'engine':<26}{'seconds':>10}{'states/s':>12}{'CPU s':>10}{'wall vs first':>15}")
     for row in rows:
         r = row["result"]
-        print(f"{row['engine']:<18}{r.seconds:>10.1f}{r.distinct_states / r.seconds:>12,.0f}")
+        print(f"{row['engine']:<26}{r.seconds:>10.1f}{r.distinct_states / r.seconds:>12,.0f}{row['cpu_seconds']:>10.1f}"
+              f"{base['result'].seconds / r.seconds:>14.2f}x")
     for row in rows[1:] if not args.skip_local else rows:
         print()
+        if row["expand"] == 0.0:  # the arrow transport times its jobs, not the work inside them
+            print(f"{row['engine']}: Spark and worker startup {row['startup']:.1f} s (not counted), "
+                  f"{row['partitions']} partitions, {row['spark_levels']} levels on Spark: the level's job "
+                  f"{row['job_expand']:.1f} s wall, numbering {row['job_index']:.1f} s wall, "
+                  f"{row['local_levels']} levels on the driver {row['local_seconds']:.1f} s")
+            continue
         print(f"{row['engine']}: Spark and worker startup {row['startup']:.1f} s (not counted), {row['partitions']} partitions")
         print(f"  {row['local_levels']} levels on the driver below the threshold: {row['local_seconds']:.1f} s")
         print(f"  {row['spark_levels']} levels on Spark: job 1 (expand+shuffle+dedup+invariants) {row['job_expand']:.1f} s wall, "
-              f"numbering large levels and keeping their parent pointers {row['job_index']:.1f} s wall")
+              f"numbering and the rest of the level {row['job_index']:.1f} s wall")
         print(f"  executor seconds: expand {row['expand']:.1f} (reading the frontier and computing successors), "
               f"dedup {row['dedup']:.1f} (pickling candidates, merging them, removing visited ones), "
               f"invariants {row['invariants']:.1f}")
@@ -133,6 +183,7 @@ def main(argv: list[str] | None = None) -> int:
         out = []
         for row in rows:
             item = {k: v for k, v in row.items() if k != "result"}
+            item["load_average"] = [round(load_before[0], 2), round(load_after[0], 2)]
             item.update({k: row["result"].to_json()[k] for k in ("distinct_states", "states_generated", "depth",
                                                                   "seconds", "states_per_second")})
             out.append(item)

@@ -93,6 +93,9 @@ def add_search_options(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--master", default="local[*]", help="Spark master URL (spark engine)")
     parser.add_argument("--spark-threshold", type=int, default=None, metavar="N",
                         help="spark engine: run levels locally while the frontier has fewer than N states (default 10000)")
+    parser.add_argument("--spark-transport", choices=("arrow", "blocks"), default=None,
+                        help="spark engine: blocks (RDDs, the default; always for --checkpoint/--resume) "
+                             "or arrow (DataFrames, Arrow batches, dedup in the JVM)")
     parser.add_argument("--checkpoint", metavar="FILE", help="write a checkpoint here (periodically, on Ctrl-C, on budget)")
     parser.add_argument("--checkpoint-every", type=_positive_float, default=300.0, metavar="SECONDS")
     parser.add_argument("--resume", metavar="FILE",
@@ -387,8 +390,14 @@ def wrap_items(title: str, items: Sequence[str], width: int) -> list[str]:
 
 def engine_extra(args: argparse.Namespace) -> dict[str, Any]:
     """Engine-specific options of the command line (``EngineOptions.extra``)."""
+    extra: dict[str, Any] = {}
     threshold = getattr(args, "spark_threshold", None)
-    return {} if threshold is None else {"threshold": threshold}
+    if threshold is not None:
+        extra["threshold"] = threshold
+    transport = getattr(args, "spark_transport", None)
+    if transport is not None:
+        extra["transport"] = transport
+    return extra
 
 
 def run_search(model: Model, options: SearchOptions, engine: str, engine_options: engines.EngineOptions) -> CheckResult:

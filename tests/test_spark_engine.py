@@ -65,6 +65,7 @@ def test_two_phase_matches_tlc_and_the_local_engine(spark):
     result = run_spark(TwoPhase(3), SearchOptions(invariants=INVARIANTS), threshold=0)
     assert (result.distinct_states, result.states_generated, result.depth) == (288, 1146, 11)
     assert result.verdict is Verdict.HOLDS and result.engine == "spark"
+    assert result.extra["spark"]["transport"] == "blocks"  # the default (the arrow one: tests/test_spark_arrow.py)
     assert summary(result) == summary(check(TwoPhase(3), SearchOptions(invariants=INVARIANTS)))
     levels = result.extra["spark"]["levels"]
     assert [lv["engine"] for lv in levels] == ["spark"] * 11  # threshold 0: every level after the first on Spark
@@ -90,10 +91,12 @@ def test_seeded_bug_gives_the_same_shortest_trace(spark):
 
 
 def test_large_levels_numbered_and_written_on_the_executors(spark):
-    """The distributed path: range shuffle on the parent index, Parquet parent pointers, RDD checkpoints."""
+    """The blocks transport's distributed path: range shuffle on the parent index, Parquet parent
+    pointers, RDD checkpoints."""
     model = TwoPhase(4, commit_guard=False)
     options = SearchOptions(invariants=INVARIANTS, stop_at_first=False)
-    result = run_spark(model, options, threshold=200, driver_index_limit=0, checkpoint_levels=2)
+    result = run_spark(model, options, threshold=200, driver_index_limit=0, checkpoint_levels=2, transport="blocks")
+    assert result.extra["spark"]["transport"] == "blocks"
     assert result.extra["spark"]["levels"][-1]["engine"] == "spark"
     local = check(model, options)
     assert summary(result) == summary(local)

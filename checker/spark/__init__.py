@@ -9,7 +9,14 @@ Start small, grow large
     states (``--spark-threshold``, default 10,000) and move to Spark from the first level whose
     frontier reaches it. A search that never gets there never starts Spark.
 
-One level on Spark is one job (two for large or resumable levels)
+Two transports
+    ``arrow`` (``--spark-transport arrow``; ``arrow_step``): DataFrames,
+    states as compact msgpack in a binary column, successors over Arrow batches (``mapInArrow``),
+    dedup and the anti-join against the visited set in the JVM; its design is in ``arrow_step``.
+    ``blocks`` (the default, and always for ``--checkpoint``/``--resume``): RDDs of
+    columnar blocks, described below.
+
+One level on Spark with the blocks transport is one job (two for large or resumable levels)
     The frontier (the last level) and the visited set are pair RDDs partitioned by the 64-bit
     state fingerprint with one partition function, so combining them moves no data. Each
     partition is one columnar block (numpy arrays of fingerprints, parent indices and successor
@@ -44,7 +51,8 @@ Fault tolerance
     ``run.json`` is rewritten atomically after each level and names the level files it covers.
 
 Modules
-    ``engine`` the driver loop (``SparkBFS``, ``run_engine``); ``level_step`` one level on Spark;
+    ``engine`` the driver loop (``SparkBFS``, ``run_engine``); ``arrow_step`` one level on Spark
+    with the arrow transport; ``level_step`` one level with the blocks transport;
     ``expand`` job 1 (expand, dedup, invariants); ``numbering`` global indices and parent pointers;
     ``blocks`` the columnar blocks and record functions; ``driver_state`` the driver's bookkeeping;
     ``rundir`` the run directory; ``resume`` run.json and ``--resume``; ``verdict`` traces and the

@@ -49,11 +49,14 @@ class SparkRun:
     sc: Any
     created: bool
     partitions: int
-    frontier: Any = None  # RDD (fp, (gidx, parent, pos, state)) of the last level
-    visited: Any = None  # RDD (fp, sorted int64 array), one record per partition
+    #: the last level: RDD (fp, (gidx, parent, pos, state)), or DataFrame (fp, state) with the Arrow transport
+    frontier: Any = None
+    #: RDD (fp, sorted int64 array), one record per partition, or DataFrame (fp) with the Arrow transport
+    visited: Any = None
     retired: list[Any] = field(default_factory=list)  # RDDs to unpersist after the next level
     broadcasts: list[Any] = field(default_factory=list)
     pointers: list[Any] = field(default_factory=list)  # parent pointers of large levels
+    codec: Any = None  # the CompactCodec of the Arrow transport's state column
 
 
 class Counters:

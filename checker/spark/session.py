@@ -101,6 +101,8 @@ def spark_session(master: str = "local[*]", memory: str = "4g") -> tuple[Any, bo
             .config("spark.ui.showConsoleProgress", "false")
             .config("spark.driver.memory", memory)
             .config("spark.sql.shuffle.partitions", "8")
+            # the Arrow transport checkpoints every level: the files of a level no longer referenced go
+            .config("spark.cleaner.referenceTracking.cleanCheckpoints", "true")
         )
     session = builder.getOrCreate()
     session.sparkContext.setLogLevel("ERROR")

@@ -115,6 +115,7 @@ class Verdicts:
                     "master": spark.sc.master if spark is not None else None,
                     "partitions": spark.partitions if spark is not None else None,
                     "threshold": self.threshold,
+                    "transport": ("arrow" if getattr(spark, "codec", None) is not None else "blocks") if spark else None,
                     "levels": [t.to_json() for t in self.timings],
                 }
             },

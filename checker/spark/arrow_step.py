@@ -1,0 +1,297 @@
+"""One level of the search on Spark SQL: states as binary in Arrow batches, dedup and the anti-join
+against the visited set in the JVM (``--spark-transport arrow``; needs PyArrow, pandas and PySpark 4).
+
+Per level
+    The frontier is a DataFrame ``(fp long, state binary)``; the states are encoded with the model's
+    ``CompactCodec`` (msgpack, never pickle). ``mapInArrow`` runs ``ArrowExpand`` on each frontier
+    partition: it decodes the partition's states, expands them in global-index order (the driver
+    broadcasts the level's fingerprints and their global indices), keeps the first occurrence of
+    every successor fingerprint with its order key ``parent index << 20 | successor position``,
+    checks the invariants not yet violated on those candidates (a bit mask) and encodes them,
+    one Arrow batch at a time. One more row per partition carries its statistics (states generated,
+    the first deadlocked state) with a null fingerprint.
+
+    Spark then, in the JVM: groups the candidates by fingerprint keeping the smallest key
+    (``min_by``), drops those already in the visited set (a left anti-join on the fingerprint; both
+    sides hash-partitioned on it), and the result, the new level, stays in Spark. The driver collects only the level's
+    ``(fp, key, violations)`` columns as Arrow, 20 bytes a state, numbers the states exactly as
+    the local engine does (by key), keeps them as the level's parent pointers for traces and
+    broadcasts ``(fp, global index)`` for the next level. The visited set is the union of the
+    old one and the new fingerprints, repartitioned by fingerprint: a DataFrame of longs that
+    Spark keeps in memory or spills to disk. Two jobs a level: the first expands, deduplicates and
+    caches the new level (``MEMORY_AND_DISK``) and brings its keys back; the second checkpoints
+    the level from the cache (written once, the next level's frontier). The visited set is cached
+    and built by the next level's first job; every ``checkpoint_levels`` levels it is checkpointed,
+    which cuts its lineage and plan.
+
+Every task is deterministic (its input sorted by global index, minimum keys), so a retried task
+or a recomputed partition changes nothing.
+
+``ArrowLevelStep`` is a mixin of ``checker.spark.engine.SparkBFS``.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import time
+from collections.abc import Iterator
+from typing import Any
+
+import numpy as np
+
+from checker.codec import CompactCodec
+from checker.errors import UsageError
+from checker.search import uses_bounds
+from checker.spark.blocks import _gc_paused
+from checker.spark.driver_state import Counters, LevelInfo, LevelTiming, SparkRun
+from checker.spark.expand import _maybe_fail
+from checker.spark.session import storage_level
+from spec.model import Model
+
+#: bits of the order key that hold the successor position (a state has fewer than 2**20 successors)
+POSITION_BITS = 20
+POSITION_MASK = (1 << POSITION_BITS) - 1
+#: rows per Arrow batch that ``ArrowExpand`` yields
+BATCH_ROWS = 8192
+CANDIDATES_SCHEMA = "fp long, key long, state binary, bad long, gen long, dead long"
+
+
+def arrow_available() -> bool:
+    """True when the Arrow transport can run: PyArrow and pandas installed (PySpark's ``mapInArrow``
+    insists on pandas, though no pandas object is made) and PySpark 4 (``toArrow``)."""
+    if importlib.util.find_spec("pyarrow") is None or importlib.util.find_spec("pandas") is None:
+        return False
+    from pyspark.sql import DataFrame
+
+    return hasattr(DataFrame, "toArrow") and hasattr(DataFrame, "mapInArrow")
+
+
+class ArrowExpand:
+    """``mapInArrow`` over one frontier partition: its candidates as Arrow batches, then one statistics row."""
+
+    def __init__(self, model: Model, symmetry: bool, check_deadlock: bool, invariants: list[Any], numbers: Any,
+                 codec: CompactCodec, fail_once: str | None = None) -> None:
+        self.model = model
+        self.symmetry = symmetry
+        self.bounds = uses_bounds(model)
+        self.check_deadlock = check_deadlock
+        self.invariants = invariants
+        self.numbers = numbers  # broadcast (fingerprints sorted, their global indices)
+        self.codec = codec
+        self.fail_once = fail_once
+
+    def __call__(self, batches: Iterator[Any]) -> Iterator[Any]:
+        return _gc_paused(self._run(batches))
+
+    def _run(self, batches: Iterator[Any]) -> Iterator[Any]:
+        import pyarrow as pa
+
+        fps_in: list[np.ndarray] = []
+        blobs: list[bytes] = []
+        for batch in batches:
+            fps_in.append(batch.column(0).to_numpy())
+            blobs.extend(batch.column(1).to_pylist())
+        fps = np.concatenate(fps_in) if fps_in else np.zeros(0, np.int64)
+        known, indices = self.numbers.value
+        at = np.searchsorted(known, fps)
+        at[at >= known.size] = 0
+        if fps.size and not np.array_equal(known[at], fps):
+            raise RuntimeError("a frontier state has no global index (the level's numbering was not broadcast)")
+        gidx = indices[at]
+        order = np.argsort(gidx, kind="stable")
+        if self.fail_once is not None:
+            _maybe_fail(len(blobs), self.fail_once)
+        decode, encode = self.codec.decode, self.codec.encode
+        successors = self.model.successors
+        within = self.model.within_bounds if self.bounds else None
+        canonical = self.model.canonical if self.symmetry else None
+        checks = [(1 << bit, inv.holds) for bit, inv in enumerate(self.invariants)]
+        seen: set[int] = set()
+        out_fp: list[int] = []
+        out_key: list[int] = []
+        out_state: list[bytes] = []
+        out_bad: list[int] = []
+        generated = 0
+        deadlock = None
+        for i in order.tolist():
+            index = int(gidx[i])
+            base_key = index << POSITION_BITS
+            pos = -1
+            for pos, (_act, succ) in enumerate(successors(decode(blobs[i]))):
+                if within is not None and not within(succ):
+                    continue
+                if canonical is not None:
+                    succ = canonical(succ)
+                fp = hash(succ)
+                if fp in seen:
+                    continue
+                seen.add(fp)
+                bad = 0
+                for bit, holds in checks:
+                    if not holds(succ):
+                        bad |= bit
+                out_fp.append(fp)
+                out_key.append(base_key | pos)
+                out_state.append(encode(succ))
+                out_bad.append(bad)
+            if pos > POSITION_MASK:
+                raise RuntimeError(f"a state with more than {POSITION_MASK} successors")
+            generated += pos + 1
+            if pos < 0 and self.check_deadlock and deadlock is None:
+                deadlock = index
+            if len(out_fp) >= BATCH_ROWS:
+                yield _candidates(pa, out_fp, out_key, out_state, out_bad)
+                out_fp, out_key, out_state, out_bad = [], [], [], []
+        if out_fp:
+            yield _candidates(pa, out_fp, out_key, out_state, out_bad)
+        yield pa.RecordBatch.from_arrays(
+            [pa.array([None], pa.int64()), pa.array([None], pa.int64()), pa.array([None], pa.binary()),
+             pa.array([None], pa.int64()), pa.array([generated], pa.int64()), pa.array([deadlock], pa.int64())],
+            names=["fp", "key", "state", "bad", "gen", "dead"],
+        )
+
+
+def _candidates(pa: Any, fps: list[int], keys: list[int], states: list[bytes], bad: list[int]) -> Any:
+    count = len(fps)
+    nothing = pa.nulls(count, pa.int64())
+    return pa.RecordBatch.from_arrays(
+        [pa.array(fps, pa.int64()), pa.array(keys, pa.int64()), pa.array(states, pa.binary()),
+         pa.array(bad, pa.int64()), nothing, nothing],
+        names=["fp", "key", "state", "bad", "gen", "dead"],
+    )
+
+
+def _cut(spark: SparkRun, frame: Any) -> Any:
+    """``frame`` materialized with its lineage cut: a reliable checkpoint in the run's checkpoint
+    directory when every executor reaches it (a master on this machine), else a local checkpoint
+    on the executors (a lost executor then fails the run instead of recomputing its part)."""
+    from checker.spark.session import on_loopback
+
+    if on_loopback(spark.sc.master):
+        return frame.checkpoint(eager=True)
+    return frame.localCheckpoint(eager=True)
+
+
+class ArrowLevelStep:
+    """The Spark levels of ``SparkBFS`` on DataFrames (the Arrow transport)."""
+
+    def _arrow_switch(self, spark: SparkRun, st: Counters, levels: list[LevelInfo]) -> None:
+        """Move the local prefix to Spark: its visited fingerprints and its last level become DataFrames."""
+        import pyarrow as pa
+
+        local = st.local
+        session, parts = spark.session, spark.partitions
+        conf = session.conf
+        conf.set("spark.sql.shuffle.partitions", str(parts))
+        # every shuffle keeps its partition count: the expansion of a level runs on all cores
+        conf.set("spark.sql.adaptive.coalescePartitions.enabled", "false")
+        conf.set("spark.sql.execution.arrow.pyspark.enabled", "true")
+        spark.codec = CompactCodec(self.model.state_types())
+        visited = pa.table({"fp": pa.array(np.asarray(local.visited.array, dtype=np.int64))})
+        spark.visited = _cut(spark, session.createDataFrame(visited).repartition(parts, "fp"))
+        encode = spark.codec.encode
+        frontier = list(local.frontier)
+        fps = np.fromiter((hash(s) for s in frontier), np.int64, len(frontier))
+        table = pa.table({"fp": pa.array(fps), "state": pa.array([encode(s) for s in frontier], pa.binary())})
+        spark.frontier = _cut(spark, session.createDataFrame(table).repartition(parts))
+        self._broadcast_numbers(spark, fps, np.arange(local.frontier_base, local.frontier_base + fps.size,
+                                                      dtype=np.int64))
+        st.spark_started = True
+        st.local_distinct = len(local.log)
+        local.frontier = []
+
+    def _broadcast_numbers(self, spark: SparkRun, fps: np.ndarray, indices: np.ndarray) -> None:
+        """The numbering of the next frontier for its expansion (the executors' copies of the older
+        ones go; the driver keeps them for a recomputation until the frontier is checkpointed)."""
+        order = np.argsort(fps, kind="stable")
+        for old in spark.broadcasts:
+            old.unpersist()
+        spark.broadcasts.append(spark.sc.broadcast((fps[order], indices[order])))
+
+    def _arrow_level(self, spark: SparkRun, st: Counters, levels: list[LevelInfo]) -> None:
+        import pyarrow.compute as pc
+        from pyspark.sql import functions as F  # noqa: N812
+
+        level_started = time.monotonic()
+        depth = st.depth + 1
+        frontier_size = st.frontier_size
+        pending = [inv for inv in self.invariants if inv.name not in st.found]
+        if len(pending) > 62:
+            raise UsageError("the arrow Spark transport checks at most 62 invariants at once; use --spark-transport blocks")
+        fail_once = self.fail_marker if self.fail_at_depth is not None and int(self.fail_at_depth) == depth else None
+        expand = ArrowExpand(self.model, self.symmetry, self.options.check_deadlock, pending, spark.broadcasts[-1],
+                             spark.codec, fail_once)
+        candidates = spark.frontier.mapInArrow(expand, CANDIDATES_SCHEMA)
+        new = (
+            candidates.groupBy("fp")
+            .agg(F.min("key").alias("key"), F.min_by(F.struct("state", "bad"), "key").alias("s"),
+                 F.sum("gen").alias("gen"), F.min("dead").alias("dead"))
+            .join(spark.visited, "fp", "left_anti")
+            .select("fp", "key", "s.state", "s.bad", "gen", "dead")
+            .persist(storage_level())
+        )
+        # the level's one job: expand, shuffle, dedup, anti-join; the new states stay in Spark (cached)
+        # and only their keys come back, as Arrow
+        table = new.select("fp", "key", "bad", "gen", "dead").toArrow()
+        for rdd in spark.retired:  # the previous level's frontier and visited set: now materialized in ``new``
+            rdd.unpersist(False)
+        spark.retired = []
+        job_expand = time.monotonic() - level_started
+        index_started = time.monotonic()
+        stats = table.filter(pc.is_null(table["fp"]))
+        table = table.filter(pc.is_valid(table["fp"]))
+        st.generated += int(pc.sum(stats["gen"]).as_py() or 0)
+        deadlock = pc.min(stats["dead"]).as_py() if stats.num_rows else None
+        if deadlock is not None and st.deadlock is None:
+            st.deadlock = int(deadlock)
+        count = table.num_rows
+        old_frontier = spark.frontier
+        timing = LevelTiming(depth, frontier_size, count, 0.0, job_expand=job_expand)
+        if count == 0:
+            spark.retired = [old_frontier, new]
+            st.frontier_size = 0
+            spark.frontier = None
+            timing.seconds = time.monotonic() - level_started
+            self._level_done(timing, st)
+            return
+        base = st.distinct
+        fps = table["fp"].to_numpy()
+        keys = table["key"].to_numpy()
+        bad = table["bad"].to_numpy()
+        order = np.argsort(keys, kind="stable")
+        rank = np.empty(count, np.int64)
+        rank[order] = np.arange(count, dtype=np.int64)
+        info = LevelInfo(depth, base, count)
+        info.pointers = (fps[order], keys[order] >> POSITION_BITS, (keys[order] & POSITION_MASK).astype(np.int32))
+        for bit, inv in enumerate(pending):
+            hit = np.flatnonzero(bad & (1 << bit))
+            if hit.size:
+                st.found[inv.name] = base + int(rank[hit].min())
+        self._broadcast_numbers(spark, fps, base + rank)
+        parts = spark.partitions
+        # the new level becomes a leaf of every later plan (a checkpoint read from the cache, written
+        # once): a plan that referred to it would grow exponentially, each level naming the previous
+        # level and the visited set built from it
+        level = _cut(spark, new.where(F.col("fp").isNotNull()).select("fp", "state"))
+        visited = spark.visited.union(level.select("fp")).repartition(parts, "fp").persist(storage_level())
+        frontier = level
+        spark.retired = [old_frontier, spark.visited, new]
+        if self.checkpoint_levels > 0 and depth % self.checkpoint_levels == 0:
+            visited = _cut(spark, visited)  # its plan grows by a union a level
+        spark.visited, spark.frontier = visited, frontier
+        timing.job_index = time.monotonic() - index_started
+        st.depth = depth
+        st.frontier_base = base
+        st.frontier_size = count
+        st.distinct += count
+        levels.append(info)
+        timing.seconds = time.monotonic() - level_started
+        self._level_done(timing, st)
+
+    def _arrow_phase(self, spark: SparkRun, st: Counters, levels: list[LevelInfo]) -> str | None:
+        while st.frontier_size > 0 and not self._should_stop(st):
+            reason = self._budget_reason(st)
+            if reason:
+                return reason
+            self._arrow_level(spark, st, levels)
+        return None
