@@ -3,9 +3,9 @@
 A violated cell of ``kmc matrix`` names the KIP or JIRA its counterexample is an instance of. That is
 computed, not looked up: the counterexample's actions are replayed under the same row with one fix
 switched on (a feature flag that a later protocol version of the model has and this one lacks), and
-the first fix, oldest first, under which the trace is no longer a counterexample (a step is no longer
-enabled, or the invariant holds at every step) is the story. The model's rule table
-(``ModelInfo.rules``) gives the fix's ticket and rule. When no single fix removes it, the first later
+the first fix, oldest first, under which the trace is no longer a counterexample (the invariant holds at
+every step; or a step is no longer enabled and a search at the same bounds finds no violation) is the story.
+The model's rule table (``ModelInfo.rules``) gives the fix's ticket and rule. When no single fix removes it, the first later
 version whose whole set of changes does is named, with the tickets it added. A trace that no later fix removes is reported
 as such ("no later release's fix removes it"), or by the switches that allow it (a flag on here that no
 protocol version has by default, such as unclean election), so a cell never claims a story that its trace does not exhibit.
@@ -50,16 +50,20 @@ def _features(model_name: str, protocol: str, flags: tuple[str, ...], constants:
     return tuple((build_model(model_name, list(constants), protocol, list(flags)).describe().get("features") or {}).items())
 
 
-def _still_violates(model: Any, trace: Any, invariant: Any) -> bool:
+#: the most distinct states a confirming search explores (see ``_removed``); beyond it the fix is not credited
+CONFIRM_MAX_STATES = 1_000_000
+
+
+def _replay(model: Any, trace: Any, invariant: Any) -> str:
     """Replay ``trace``'s actions on ``model`` from its first initial state (a fix may change the initial state
-    itself, e.g. an epoch registered at start); True if every step is enabled and the invariant breaks at some
-    state."""
+    itself, e.g. an epoch registered at start): "violated" if every step up to a state that breaks the invariant
+    is enabled, "blocked" if a step is not enabled, "holds" if every step is and the invariant holds throughout."""
     init = model.init_states()
     if not init:
-        return False
+        return "blocked"
     state = init[0]
     if not invariant.holds(state):
-        return True
+        return "violated"
     for step in trace.steps:
         wanted = step.action
         for action, successor in model.successors(state):
@@ -67,10 +71,36 @@ def _still_violates(model: Any, trace: Any, invariant: Any) -> bool:
                 state = successor
                 break
         else:
-            return False
+            return "blocked"
         if not invariant.holds(state):
-            return True
-    return False
+            return "violated"
+    return "holds"
+
+
+def _still_violates(model: Any, trace: Any, invariant: Any) -> bool:
+    """True if ``trace`` replays on ``model`` to a state that breaks ``invariant``."""
+    return _replay(model, trace, invariant) == "violated"
+
+
+def _removed(model: Any, trace: Any, invariant: Any) -> bool:
+    """Whether ``model`` (a fix switched on) removes the counterexample. The trace replayed to the end with the
+    invariant holding: removed. A step no longer enabled is not enough: a fix that only renumbers what the trace
+    names (KAFKA-15021 keeps the leader epoch on an ISR shrink, so every later epoch in the trace is one lower)
+    blocks the replay without removing the bug. Then the model is searched to the trace's length: the fix is
+    credited only if no counterexample of that length or shorter remains (a longer one is another story: 2.8.0's
+    KAFKA-13207 loss outlives KAFKA-13141's fix, which removes the shorter KAFKA-13141 trace). A search that
+    reaches ``CONFIRM_MAX_STATES`` first credits nothing."""
+    outcome = _replay(model, trace, invariant)
+    if outcome != "blocked":
+        return outcome == "holds"
+    from checker.bfs import check
+    from checker.search import SearchOptions
+
+    result = check(model, SearchOptions(invariants=[invariant], max_depth=len(trace.steps),
+                                        max_states=CONFIRM_MAX_STATES))
+    if result.violations:
+        return False
+    return result.reason is None or result.reason.startswith("depth bound")
 
 
 def story_of(model_name: str, protocol: str, flags: Sequence[str], constants: Sequence[str], invariant: Any,
@@ -96,7 +126,7 @@ def story_of(model_name: str, protocol: str, flags: Sequence[str], constants: Se
             fixed = build_model(model_name, list(constants), protocol, list(flags) + [f"{flag}=on"])
         except UsageError:  # a flag that does not exist with this row's mechanisms is no candidate
             continue
-        if not _still_violates(fixed, trace, invariant):
+        if _removed(fixed, trace, invariant):
             row = rows[flag]
             return Story(flag, row["ticket"], f"{row['ticket']}: {row['rule']} (fixed in {row['release']})")
     # no single fix removes it: the first later version whose whole set of changes does (several fixes together)
@@ -105,7 +135,7 @@ def story_of(model_name: str, protocol: str, flags: Sequence[str], constants: Se
             fixed = build_model(model_name, list(constants), later_protocol, list(flags))
         except UsageError:
             continue
-        if not _still_violates(fixed, trace, invariant):
+        if _removed(fixed, trace, invariant):
             added = [f for f, on in _features_of(model_name, later_protocol, [], constants).items()
                      if on and not here.get(f, False) and f in rows]
             needed = _minimal_fixes(model_name, protocol, flags, constants, invariant, trace, added)
@@ -127,7 +157,7 @@ def _minimal_fixes(model_name: str, protocol: str, flags: Sequence[str], constan
             model = build_model(model_name, list(constants), protocol, list(flags) + [f"{f}=on" for f in subset])
         except UsageError:
             return False
-        return not _still_violates(model, trace, invariant)
+        return _removed(model, trace, invariant)
 
     if not removes(added):
         return added
