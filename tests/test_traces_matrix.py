@@ -49,7 +49,9 @@ def matrix_violations(model_name: str = "kafka", max_states: int | None = BUDGET
     found = []
     for row in default_rows(model_name):
         model = build_model(model_name, [], row.protocol, list(row.features))
-        available = {k: v for k, v in for_family(model.family).items() if v.kind == SAFETY}
+        excluded = set(getattr(model, "matrix_excluded", ()))  # the matrix's own columns, as run_matrix picks them
+        available = {k: v for k, v in for_family(model.family).items()
+                     if v.kind == SAFETY and v.default and k not in excluded}
         bounds = dict(getattr(model, "matrix_bounds", {}))
         groups: dict[tuple[str, ...], list[str]] = {}
         for name in available:
