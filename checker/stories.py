@@ -4,7 +4,7 @@ A violated cell of ``kmc matrix`` names the KIP or JIRA its counterexample is an
 computed, not looked up: the counterexample's actions are replayed under the same row with one fix
 switched on (a feature flag that a later protocol version of the model has and this one lacks), and
 the first fix, oldest first, under which the trace is no longer a counterexample (the invariant holds at
-every step; or a step is no longer enabled and a search at the same bounds finds no violation) is the story.
+every step, or a step is no longer enabled) and no counterexample as short remains at the same bounds is the story.
 The model's rule table (``ModelInfo.rules``) gives the fix's ticket and rule. When no single fix removes it, the first later
 version whose whole set of changes does is named, with the tickets it added. A trace that no later fix removes is reported
 as such ("no later release's fix removes it"), or by the switches that allow it (a flag on here that no
@@ -83,20 +83,21 @@ def _still_violates(model: Any, trace: Any, invariant: Any) -> bool:
 
 
 def _removed(model: Any, trace: Any, invariant: Any) -> bool:
-    """Whether ``model`` (a fix switched on) removes the counterexample. The trace replayed to the end with the
-    invariant holding: removed. A step no longer enabled is not enough: a fix that only renumbers what the trace
-    names (KAFKA-15021 keeps the leader epoch on an ISR shrink, so every later epoch in the trace is one lower)
-    blocks the replay without removing the bug. Then the model is searched to the trace's length: the fix is
-    credited only if no counterexample of that length or shorter remains (a longer one is another story: 2.8.0's
-    KAFKA-13207 loss outlives KAFKA-13141's fix, which removes the shorter KAFKA-13141 trace). A search that
-    reaches ``CONFIRM_MAX_STATES`` first credits nothing."""
-    outcome = _replay(model, trace, invariant)
-    if outcome != "blocked":
-        return outcome == "holds"
+    """Whether ``model`` (a fix switched on) removes the counterexample. The trace must no longer break the
+    invariant (a step is no longer enabled, or every state satisfies it), and that is not enough: a fix may
+    only renumber or reshape what the trace names (KAFKA-15021 keeps the leader epoch on an ISR shrink, so
+    kraft-3.5's 11-step loss replays to states that satisfy the invariant while the same loss, with other
+    epochs, is still there in 11 steps). So the model is also searched to the trace's length: the fix is
+    credited only if no counterexample of that length or shorter remains (a longer one is another story:
+    2.8.0's KAFKA-13207 loss outlives KAFKA-13141's fix, which removes the shorter KAFKA-13141 trace). A
+    search that reaches ``CONFIRM_MAX_STATES`` first credits nothing."""
+    if _replay(model, trace, invariant) == "violated":
+        return False
     from checker.bfs import check
     from checker.search import SearchOptions
 
-    result = check(model, SearchOptions(invariants=[invariant], max_depth=len(trace.steps),
+    # a depth bound counts states, the initial one included: a counterexample of L steps ends at depth L + 1
+    result = check(model, SearchOptions(invariants=[invariant], max_depth=len(trace.steps) + 1,
                                         max_states=CONFIRM_MAX_STATES))
     if result.violations:
         return False
