@@ -246,3 +246,17 @@ def test_symmetry_commutes_on_the_kraft_rows():
     for action, successor in model.successors(s):
         renamed = {t for _, t in model.successors(permute(s, swap))}
         assert permute(successor, swap) in renamed, action
+
+
+def test_acks_all_produce_counts_the_committed_isr_not_the_maximal_one():
+    # 3.5.0 Partition.appendRecordsToLeader refuses acks=all below min ISR by partitionState.isr, the last committed
+    # ISR; an expansion still pending at the controller (the maximal ISR) does not count yet
+    model = build_model("kafka", ["acks=-1", "min_isr=2", "records=1"], "kraft-4.1")
+    s = model.init_states()[0]
+    leader = s.brokers[0]
+    pending = leader.with_(isr=(0, 1), alter_pending=True, committed_isr=(0,))
+    state = s.with_(brokers=(pending,) + s.brokers[1:])
+    assert not [a for a, _ in model.successors(state) if a.name == "Produce"]
+    committed = leader.with_(isr=(0, 1), alter_pending=False, committed_isr=())
+    state = s.with_(brokers=(committed,) + s.brokers[1:])
+    assert [a for a, _ in model.successors(state) if a.name == "Produce"]

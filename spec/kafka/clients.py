@@ -147,10 +147,14 @@ class ClientActions:
     def _produce_with_acks(self, s: KafkaState, i: int, leader: Broker, add) -> None:
         """Produce with the producer's acks: acks=1 is acknowledged on append; acks=all is refused with
         NOT_ENOUGH_REPLICAS below ``min_isr`` (2.1.0 ``Partition.appendRecordsToLeader``) and acknowledged
-        later, by AdvanceHighWatermark (``DelayedProduce.tryComplete``)."""
+        later, by AdvanceHighWatermark (``DelayedProduce.tryComplete``). On the KRaft rows the check counts the
+        last committed ISR, not the maximal one a pending AlterPartition works with (3.5.0
+        ``Partition.appendRecordsToLeader``: ``inSyncSize = partitionState.isr.size``; the acknowledgement's
+        ``checkEnoughReplicasReachOffset`` counts ``maximalIsr``)."""
         acks = self.acks
         if acks == ACKS_ALL:
-            if len(leader.isr) < self.min_isr:
+            committed_isr = leader.committed_isr if leader.alter_pending else leader.isr
+            if len(committed_isr) < self.min_isr:
                 return  # NOT_ENOUGH_REPLICAS: nothing is appended
             super()._produce_action(s, i, leader, add)
             return
