@@ -81,6 +81,10 @@ def test_client_columns_of_the_matrix():
     # elr-safety is a KRaft column: vacuous (left empty) on ZooKeeper rows, a default column on the KRaft rows
     assert "elr-safety" in model.matrix_excluded
     assert "elr-safety" not in build_model("kafka", [], "kraft-4.1").matrix_excluded
+    # the KRaft rows check the client columns with their client too (without one they would hold vacuously)
+    kraft = build_model("kafka", [], "kraft-3.5").matrix_bounds
+    assert "acks=-1" in kraft["acknowledged-durable"] and "consumers=1" in kraft["consumed-stays"]
+    assert "consumers=1" in kraft["no-silent-skip"]
     bounds = model.matrix_bounds
     assert "acks=-1" in bounds["acknowledged-durable"] and "consumers=1" in bounds["consumed-stays"]
     assert "records=2" in bounds["no-silent-skip"] and "consumers=1" in bounds["no-silent-skip"]

