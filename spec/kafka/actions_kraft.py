@@ -108,6 +108,11 @@ def _kraft_bound_sets() -> dict[str, dict[str, tuple[str, ...]]]:
                                                                        "replica-sanity", "elr-safety")}}}
 
 
+#: the families this mixin overrides that do nothing on a ZooKeeper row but hand on to the ZooKeeper ones
+_ZOOKEEPER_FALLBACKS = ("_controller_actions", "_leader_actions", "_isr_change_action", "_advance_hw_action",
+                        "_apply_leader_and_isr", "_follower_actions", "_serve_fetch_state")
+
+
 class KRaftActions:
     """The KRaft controller, AlterPartition, fencing and the unclean shutdown. Every method falls back to the
     ZooKeeper families (``super()``) on the rows without ``kraft``, so their state spaces are unchanged."""
@@ -122,6 +127,12 @@ class KRaftActions:
         self._elr = f.kip_966_elr
         #: KIP-966's detection acts only where ELR is supported (``handleBrokerUncleanShutdown``: isElrSupported)
         self._detect_unclean = f.clean_shutdown_detection and f.kip_966_elr
+        if not f.kraft:
+            # the ZooKeeper rows run the ZooKeeper families with no KRaft wrapper in between (each override below
+            # only hands them on there); a family another mixin already bound on this model stays as it is
+            for name in _ZOOKEEPER_FALLBACKS:
+                if name not in vars(self):
+                    setattr(self, name, getattr(super(), name))
         if f.kraft:
             self.constants.update({"alters": alters, "unclean_shutdowns": unclean_shutdowns})
             # ``kmc matrix`` checks a KRaft row at its own bounds (an instance attribute over the class's)
