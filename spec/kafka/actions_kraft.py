@@ -52,7 +52,6 @@ Restart                            broker                      a fenced broker r
 
 from __future__ import annotations
 
-from spec.kafka.actions_data import busy
 from spec.kafka.log import UNDEFINED, epoch_start
 from spec.kafka.state import (
     ALTER_PARTITION,
@@ -61,20 +60,18 @@ from spec.kafka.state import (
     FENCED_LEADER_EPOCH,
     FETCH,
     FETCH_RESPONSE,
-    FETCHING,
     INELIGIBLE_REPLICA,
     INVALID_UPDATE_VERSION,
     LEADER_AND_ISR,
     NO_LEADER,
     NONE,
-    TRUNCATING,
     AlterPartition,
     AlterPartitionResponse,
     Broker,
     KafkaState,
     LeaderAndIsr,
 )
-from spec.kafka.updates import add_messages, remove_message, replace_at, truncate_broker, with_broker
+from spec.kafka.updates import add_messages, remove_message, replace_at, with_broker
 from spec.model import Action
 
 CONTROLLER = -1  # the src / dst of a message to or from the KRaft controller
@@ -460,16 +457,7 @@ class KRaftActions:
                 if t is not None:
                     add((self._restart[i], t))
             return
-        if b.pending_diverging:
-            self._truncate_on_diverging_action(s, i, b, add)
-        leader = b.leader
-        if leader == i:
-            self._leader_actions(s, i, b, out)
-        elif leader >= 0 and s.brokers[leader].alive:
-            self._follower_actions(s, i, b, out)
-        if b.fetch == TRUNCATING and not b.cache and leader != i and not busy(s.network, i, leader):
-            truncated = truncate_broker(b, b.hw, self._fix_10706).with_(fetch=FETCHING)
-            add((self._trunc_hw[i], with_broker(s, i, truncated)))
+        self._replica_actions(s, i, b, out)  # spec.kafka.model: the same under either controller
         if s.crashes < self.max_crashes:
             add((self._crash[i], self._kraft_crash(s, i, len(b.log))))
         if s.unclean_shutdowns < self.max_unclean_shutdowns:

@@ -380,19 +380,7 @@ class KafkaModel(ClientActions, KRaftActions, ControlPlaneActions, DataPlaneActi
             if s.controller.registered[i] == DEAD and s.crashes <= self.max_crashes:
                 add((self._restart[i], self._restart_state(s, i)))
             return
-        if b.pending_diverging:
-            self._truncate_on_diverging_action(s, i, b, add)
-        leader = b.leader
-        if leader == i:
-            self._leader_actions(s, i, b, out)
-        elif leader >= 0 and s.brokers[leader].alive:
-            self._follower_actions(s, i, b, out)
-        if b.fetch == TRUNCATING and not b.cache and leader != i and not busy(s.network, i, leader):
-            # a follower with no epoch asks for UNDEFINED_EPOCH and gets UNDEFINED_EPOCH_OFFSET: it truncates
-            # to its HW (the round trip is folded into one step; the fetcher thread first handles the answer
-            # it waits for, hence the busy check)
-            truncated = truncate_broker(b, b.hw, self._fix_10706).with_(fetch=FETCHING)
-            add((self._trunc_hw[i], with_broker(s, i, truncated)))
+        self._replica_actions(s, i, b, out)
         if s.shutdowns < self.max_shutdowns and not b.stopping:
             request = ControlledShutdown(CONTROLLED_SHUTDOWN, i, b.broker_epoch, b.incarnation)
             add((self._shutdown[i], with_broker(s, i, b.with_(stopping=True), network=add_messages(s.network, request),
@@ -405,6 +393,23 @@ class KafkaModel(ClientActions, KRaftActions, ControlPlaneActions, DataPlaneActi
                     add((lossy[keep], self._crash_state(s, i, keep)))
         if s.bounces < self.max_bounces:
             add((self._bounce[i], self._bounce_state(s, i)))
+
+    def _replica_actions(self, s: KafkaState, i: int, b: Broker, out: list) -> None:
+        """What a live replica does on its own, under either controller: finish a truncation to a diverging
+        epoch, lead (produce, HW, ISR) or follow (send its requests), or truncate to its HW with no epoch."""
+        if b.pending_diverging:
+            self._truncate_on_diverging_action(s, i, b, out.append)
+        leader = b.leader
+        if leader == i:
+            self._leader_actions(s, i, b, out)
+        elif leader >= 0 and s.brokers[leader].alive:
+            self._follower_actions(s, i, b, out)
+        if b.fetch == TRUNCATING and not b.cache and leader != i and not busy(s.network, i, leader):
+            # a follower with no epoch asks for UNDEFINED_EPOCH and gets UNDEFINED_EPOCH_OFFSET: it truncates
+            # to its HW (the round trip is folded into one step; the fetcher thread first handles the answer
+            # it waits for, hence the busy check)
+            truncated = truncate_broker(b, b.hw, self._fix_10706).with_(fetch=FETCHING)
+            out.append((self._trunc_hw[i], with_broker(s, i, truncated)))
 
     # -- messages --------------------------------------------------------------------------------------
     def _deliveries(self, s: KafkaState, out: list) -> None:
