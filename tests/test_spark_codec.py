@@ -29,7 +29,8 @@ def _states(model, limit=400):
 @pytest.mark.parametrize("model", [TwoPhase(3), build_model("kafka", ["records=1", "consumers=1"], "2.1.0")],
                          ids=["two-phase", "kafka"])
 def test_compact_codec_round_trips_states_with_their_types_and_fingerprints(model):
-    codec = pickle.loads(pickle.dumps(CompactCodec(model.state_types())))  # as Spark ships it
+    # our own codec object, pickled and unpickled in-process as Spark ships a closure to its executors (no user data)
+    codec = pickle.loads(pickle.dumps(CompactCodec(model.state_types())))  # noqa: S301
     reference = Codec(model.state_types())
     for state in _states(model):
         data = codec.encode(state)
