@@ -379,25 +379,24 @@ def encode_states(states: list[KafkaState]) -> tuple:
     messages: list[Message] = []
     out = []
     for state in states:
-        refs = []
-        for broker in state[_BROKERS_FIELD]:
-            at = broker_at.get(id(broker))
-            if at is None:
-                at = broker_at[id(broker)] = len(brokers)
-                brokers.append(broker)
-            refs.append(at)
-        sent = []
-        for message in state[_NETWORK_FIELD]:
-            at = message_at.get(id(message))
-            if at is None:
-                at = message_at[id(message)] = len(messages)
-                messages.append(message)
-            sent.append(at)
         fields = list(state)
-        fields[_BROKERS_FIELD] = refs
-        fields[_NETWORK_FIELD] = sent
+        fields[_BROKERS_FIELD] = _positions(state[_BROKERS_FIELD], broker_at, brokers)
+        fields[_NETWORK_FIELD] = _positions(state[_NETWORK_FIELD], message_at, messages)
         out.append(fields)
     return brokers, messages, out
+
+
+def _positions(values: tuple, at: dict[int, int], pool: list) -> list[int]:
+    """The position of each of ``values`` in ``pool``, appending the ones not there yet (by identity: the
+    objects a block's states share)."""
+    refs = []
+    for value in values:
+        position = at.get(id(value))
+        if position is None:
+            position = at[id(value)] = len(pool)
+            pool.append(value)
+        refs.append(position)
+    return refs
 
 
 def decode_states(plain: tuple) -> list[KafkaState]:
