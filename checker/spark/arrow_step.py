@@ -280,10 +280,7 @@ class ArrowLevelStep:
             visited = _cut(spark, visited)  # its plan grows by a union a level
         spark.visited, spark.frontier = visited, frontier
         timing.job_index = time.monotonic() - index_started
-        st.depth = depth
-        st.frontier_base = base
-        st.frontier_size = count
-        st.distinct += count
+        st.level_done(depth, base, count)
         levels.append(info)
         timing.seconds = time.monotonic() - level_started
         self._level_done(timing, st)

@@ -68,6 +68,13 @@ class Counters:
         self.local_distinct = len(local.log)
         self.sync_from_local()
 
+    def level_done(self, depth: int, base: int, count: int) -> None:
+        """A Spark level is in: ``count`` new states, numbered from ``base``, at ``depth``."""
+        self.depth = depth
+        self.frontier_base = base
+        self.frontier_size = count
+        self.distinct += count
+
     def sync_from_local(self) -> None:
         local = self.local
         self.depth = local.depth

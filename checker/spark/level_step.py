@@ -170,10 +170,7 @@ class LevelStep:
         spark.visited = visited
         spark.frontier = level
         timing.job_index = time.monotonic() - index_started
-        st.depth = depth
-        st.frontier_base = base
-        st.frontier_size = count
-        st.distinct += count
+        st.level_done(depth, base, count)
         levels.append(info)
         self._commit(spark, st, levels, run_dir)
         timing.seconds = time.monotonic() - level_started
