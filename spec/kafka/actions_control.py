@@ -26,11 +26,33 @@ from spec.kafka.state import (
     TRUNCATING,
     Broker,
     ControlledShutdown,
+    Controller,
     KafkaState,
     LeaderAndIsr,
     StopReplica,
+    updater,
 )
 from spec.kafka.updates import add_messages, remove_message, replace_at, truncate_broker, with_broker, with_network
+
+# -- the updates of the hot path: each is the copy ``record.with_(...)`` makes, called with the same keywords,
+# -- generated once from the field names (``spec.kafka.state.updater``)
+#: Crash: what lives in memory is lost (the log, the epoch cache and the HW checkpoint stay)
+_crashed = updater(Broker, alive=False, leader=-1, epoch=-1, isr=(), fetch=NO_FETCHER, remote=(), stopping=False,
+                   reconciled=-1, idle_cause=IDLE_NONE, pending_diverging=())
+#: Restart / Bounce: a new incarnation, registered with a new broker epoch, told nothing yet
+_restarted = updater(Broker, "hw", "broker_epoch", "incarnation", alive=True, leader=-1, epoch=-1, isr=(), fetch=NO_FETCHER,
+                     remote=(), stopping=False, reconciled=-1, idle_cause=IDLE_RESTARTED, pending_diverging=())
+#: LeaderAndIsr: Partition.makeLeader, a follower that only learns the new epoch, Partition.makeFollower
+_made_leader = updater(Broker, "cache", "leader", "epoch", "isr", "remote", "stale", "reconciled", fetch=NO_FETCHER,
+                       idle_cause=IDLE_NONE)
+_new_epoch = updater(Broker, "epoch", "isr", "stale")
+_made_follower = updater(Broker, "leader", "epoch", "isr", "fetch", "stale", remote=(), reconciled=-1,
+                         idle_cause=IDLE_NONE)
+_stopped = updater(Broker, "stale", fetch=NO_FETCHER, idle_cause=IDLE_STOPPED)  # StopReplica
+_elected = updater(Controller, "leader", "epoch", "isr")
+_registered = updater(Controller, "registered")
+_with_controller = updater(KafkaState, "controller")
+_with_controller_network = updater(KafkaState, "controller", "network")
 
 
 class ControlPlaneActions:
@@ -80,7 +102,7 @@ class ControlPlaneActions:
         kept). Not enabled at the epoch bound: the controller then never processes the death, and the broker
         cannot come back."""
         brokers, controller = s.brokers, s.controller
-        processed = s.with_(controller=controller.with_(registered=replace_at(controller.registered, i, DEAD)))
+        processed = _with_controller(s, controller=_registered(controller, registered=replace_at(controller.registered, i, DEAD)))
         if i not in controller.isr and controller.leader != i:
             add((self._broker_failure[i], processed))
             return
@@ -107,7 +129,8 @@ class ControlPlaneActions:
         epoch = controller.epoch + 1
         sent = tuple([self._leader_and_isr(s, r, epoch, leader, isr) for r in range(self.n)
                       if s.brokers[r].alive and r != skip])
-        return s.with_(controller=controller.with_(leader=leader, epoch=epoch, isr=isr), network=add_messages(s.network, *sent))
+        return _with_controller_network(s, controller=_elected(controller, leader=leader, epoch=epoch, isr=isr),
+                                        network=add_messages(s.network, *sent))
 
     def _broker_change_state(self, s: KafkaState, i: int) -> KafkaState:
         """ProcessBrokerChange: the controller processes the registration of a broker that re-registered
@@ -118,9 +141,9 @@ class ControlPlaneActions:
         handling (it is sent the current LeaderAndIsr)."""
         broker = s.brokers[i]
         controller = s.controller
-        noticed = controller.with_(registered=replace_at(controller.registered, i, broker.broker_epoch))
+        noticed = _registered(controller, registered=replace_at(controller.registered, i, broker.broker_epoch))
         if not self.features.detect_bounced_broker:
-            return s.with_(controller=noticed)
+            return _with_controller(s, controller=noticed)
         network = tuple([m for m in s.network if not (m.kind in CONTROL_KINDS and m.dst == i)])
         s = s.with_(controller=noticed, network=network)
         if controller.leader == i and controller.epoch < self.max_epoch:
@@ -175,17 +198,14 @@ class ControlPlaneActions:
         records of the log). A halt the protocol itself causes (a follower ahead of its leader before
         2.1.0) counts against the crash bound too, so the state space stays finite."""
         kept = truncate_broker(s.brokers[i], keep)
-        dead = kept.with_(alive=False, leader=-1, epoch=-1, isr=(), fetch=NO_FETCHER, remote=(), stopping=False,
-                          reconciled=-1, idle_cause=IDLE_NONE, pending_diverging=())
+        dead = _crashed(kept)
         network = tuple([m for m in s.network if m.kind == CONTROLLED_SHUTDOWN or (m.dst != i and
                                                                                    (m.kind in CONTROL_KINDS or m.src != i))])
         return with_broker(s, i, dead, network=network, crashes=s.crashes + 1)
 
     def _reborn(self, b: Broker) -> Broker:
         """A new incarnation: log, epoch cache and HW checkpoint back; registered with a new broker epoch."""
-        return b.with_(alive=True, hw=min(b.hw, len(b.log)), leader=-1, epoch=-1, isr=(), fetch=NO_FETCHER, remote=(),
-                       broker_epoch=b.broker_epoch + 1, stopping=False, incarnation=b.incarnation + 1, reconciled=-1,
-                       idle_cause=IDLE_RESTARTED, pending_diverging=())
+        return _restarted(b, hw=min(b.hw, len(b.log)), broker_epoch=b.broker_epoch + 1, incarnation=b.incarnation + 1)
 
     def _restart_state(self, s: KafkaState, i: int) -> KafkaState:
         """Restart: back after a crash whose failure the controller processed; the controller processes its
@@ -193,7 +213,7 @@ class ControlPlaneActions:
         (leader -1 if the partition is offline: ElectLeader follows)."""
         reborn = self._reborn(s.brokers[i])
         controller = s.controller
-        controller = controller.with_(registered=replace_at(controller.registered, i, reborn.broker_epoch))
+        controller = _registered(controller, registered=replace_at(controller.registered, i, reborn.broker_epoch))
         request = LeaderAndIsr(LEADER_AND_ISR, i, controller.epoch, controller.leader, controller.isr, reborn.broker_epoch,
                                reborn.incarnation)
         return with_broker(s, i, reborn, controller=controller, network=add_messages(s.network, request))
@@ -221,7 +241,7 @@ class ControlPlaneActions:
         b = s.brokers[i]
         if self._stale_generation(b, m):
             return with_network(s, network)
-        stopped = b.with_(fetch=NO_FETCHER, idle_cause=IDLE_STOPPED, stale=b.stale or m.meant != b.incarnation)
+        stopped = _stopped(b, stale=b.stale or m.meant != b.incarnation)
         return with_broker(s, i, stopped, network=network)
 
     def _apply_leader_and_isr(self, s: KafkaState, m: LeaderAndIsr) -> KafkaState:
@@ -240,11 +260,11 @@ class ControlPlaneActions:
         stale = b.stale or m.meant != b.incarnation
         if m.leader == i:
             cache = assign(b.cache, m.epoch, len(b.log)) if self._7415 else b.cache
-            nb = b.with_(cache=cache, leader=i, epoch=m.epoch, isr=m.isr, fetch=NO_FETCHER, remote=(-1,) * self.n,
-                         stale=stale, reconciled=m.epoch, idle_cause=IDLE_NONE)
+            nb = _made_leader(b, cache=cache, leader=i, epoch=m.epoch, isr=m.isr, remote=(-1,) * self.n, stale=stale,
+                              reconciled=m.epoch)
         elif b.leader == m.leader and b.fetch != NO_FETCHER and not self._restarts_truncation(b, m):
             # Partition.makeFollower returns false: the fetcher keeps going, only the new epoch is learned
-            nb = b.with_(epoch=m.epoch, isr=m.isr, stale=stale)
+            nb = _new_epoch(b, epoch=m.epoch, isr=m.isr, stale=stale)
         else:
             if self._hw_truncation:
                 b = truncate_broker(b, b.hw, self._fix_10706)
@@ -256,8 +276,7 @@ class ControlPlaneActions:
                 fetch = TRUNCATING
             else:
                 fetch = FETCHING
-            nb = b.with_(leader=m.leader, epoch=m.epoch, isr=m.isr, fetch=fetch, remote=(), stale=stale, reconciled=-1,
-                         idle_cause=IDLE_NONE)
+            nb = _made_follower(b, leader=m.leader, epoch=m.epoch, isr=m.isr, fetch=fetch, stale=stale)
         return with_broker(s, i, nb, network=network)
 
 

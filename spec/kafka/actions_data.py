@@ -38,13 +38,29 @@ from spec.kafka.state import (
     TRUNCATING,
     UNKNOWN_LEADER_EPOCH,
     Broker,
+    Controller,
     FetchRequest,
     FetchResponse,
     KafkaState,
     OffsetsRequest,
     OffsetsResponse,
+    updater,
 )
 from spec.kafka.updates import add_messages, remove_message, replace_at, truncate_broker, with_broker, with_network
+
+# -- the updates of the hot path: each is the copy ``broker.with_(...)`` makes, called with the same keywords,
+# -- generated once from the field names (``spec.kafka.state.updater``) because it runs on most successors
+_appended = updater(Broker, "log", "cache")  # Produce
+_advanced = updater(Broker, "hw")  # AdvanceHighWatermark
+_leader_isr = updater(Broker, "isr")  # ShrinkIsr / ExpandIsr
+_controller_isr = updater(Controller, "isr")
+_fetched_by = updater(Broker, "remote")  # the leader records a follower's fetch offset
+_appended_fetched = updater(Broker, "log", "hw", "cache", "reconciled")  # ReceiveFetch appends
+_fenced = updater(Broker, fetch=NO_FETCHER, idle_cause=IDLE_FENCED)  # FENCED_LEADER_EPOCH removes the partition
+_fetch_state = updater(Broker, "fetch")  # a truncation done: Fetching (or still Truncating)
+_diverging_noted = updater(Broker, "pending_diverging")  # truncate-on-fetch: ReceiveFetch notes a diverging epoch
+_diverging_noted_hw = updater(Broker, "pending_diverging", "hw")  # the same before KAFKA-14704's fix
+_diverging_done = updater(Broker, "fetch", pending_diverging=())  # TruncateOnDivergingEpoch
 
 
 class DataPlaneActions:
@@ -72,7 +88,7 @@ class DataPlaneActions:
         leo = len(leader.log)
         epoch = leader.epoch
         cache = assign(leader.cache, epoch, leo, self._7415) if self._epoch_cache else leader.cache
-        appended = leader.with_(log=leader.log + (Record(epoch, ident),), cache=cache)
+        appended = _appended(leader, log=leader.log + (Record(epoch, ident),), cache=cache)
         add((self._produce[i], with_broker(s, i, appended, produced=ident)))
 
     def _advance_hw_action(self, s: KafkaState, i: int, leader: Broker, add) -> None:
@@ -89,7 +105,7 @@ class DataPlaneActions:
         for offset in range(hw):
             record = leader.log[offset]
             committed.add((offset, record.epoch, record.ident))
-        advanced = leader.with_(hw=hw)
+        advanced = _advanced(leader, hw=hw)
         add((self._advance[i], with_broker(s, i, advanced, committed=tuple(sorted(committed)))))
 
     def _isr_change_action(self, s: KafkaState, i: int, leader: Broker, f: int, add) -> None:
@@ -113,7 +129,7 @@ class DataPlaneActions:
     @staticmethod
     def _with_isr(s: KafkaState, i: int, leader: Broker, isr: tuple[int, ...]) -> KafkaState:
         """The leader's ISR change written to ZooKeeper with its epoch (``Partition.updateIsr``)."""
-        return with_broker(s, i, leader.with_(isr=isr), controller=s.controller.with_(isr=isr))
+        return with_broker(s, i, _leader_isr(leader, isr=isr), controller=_controller_isr(s.controller, isr=isr))
 
     # -- a follower's requests ------------------------------------------------------------------------------
     def _follower_actions(self, s: KafkaState, i: int, follower: Broker, out: list) -> None:
@@ -172,12 +188,12 @@ class DataPlaneActions:
             if self.features.kafka_13141 or m.offset > leo:
                 return with_network(s, add_messages(network, response))
             # before KAFKA-13141's fix the leader took the diverging fetch offset as the follower's LEO
-            leader = leader.with_(remote=replace_at(leader.remote, f, m.offset))
+            leader = _fetched_by(leader, remote=replace_at(leader.remote, f, m.offset))
             return with_broker(s, i, leader, network=add_messages(network, response))
         if m.offset > leo:
             response = FetchResponse(FETCH_RESPONSE, i, f, m.epoch, m.offset, OFFSET_OUT_OF_RANGE, (), leo, UNDEFINED, UNDEFINED)
             return with_network(s, add_messages(network, response))
-        leader = leader.with_(remote=replace_at(leader.remote, f, m.offset))
+        leader = _fetched_by(leader, remote=replace_at(leader.remote, f, m.offset))
         response = FetchResponse(FETCH_RESPONSE, i, f, m.epoch, m.offset, NONE, leader.log[m.offset :], leader.hw,
                                  UNDEFINED, UNDEFINED)
         return with_broker(s, i, leader, network=add_messages(network, response))
@@ -231,13 +247,13 @@ class DataPlaneActions:
         if m.error == NONE and m.diverging_epoch == UNDEFINED and m.diverging_offset == UNDEFINED:
             log = follower.log + m.records
             cache = cache_after_append(follower.cache, log, leo, self._7415) if self._epoch_cache else follower.cache
-            follower = follower.with_(log=log, hw=min(m.hw, len(log)), cache=cache, reconciled=follower.epoch)
+            follower = _appended_fetched(follower, log=log, hw=min(m.hw, len(log)), cache=cache, reconciled=follower.epoch)
         elif m.error == NONE:
             pending = (m.src, m.epoch, m.diverging_epoch, m.diverging_offset)
             if self.features.kafka_14704:
-                follower = follower.with_(pending_diverging=pending)
+                follower = _diverging_noted(follower, pending_diverging=pending)
             else:  # before KAFKA-14704's fix: the leader's HW is taken before the divergent tail is truncated
-                follower = follower.with_(pending_diverging=pending, hw=min(m.hw, leo))
+                follower = _diverging_noted_hw(follower, pending_diverging=pending, hw=min(m.hw, leo))
         elif m.error == OFFSET_OUT_OF_RANGE and m.hw < leo:
             if not self._fencing and not self.features.unclean:
                 # before 2.1.0 a follower ahead of its leader halts the broker unless unclean election is on
@@ -246,7 +262,7 @@ class DataPlaneActions:
                 return self._crash_state(with_network(s, network), i, leo)
             follower = truncate_broker(follower, m.hw, self._fix_10706)  # the leader's log ends before ours
         elif m.error == FENCED_LEADER_EPOCH and self._removes_on_fenced(m.epoch, follower):
-            follower = follower.with_(fetch=NO_FETCHER, idle_cause=IDLE_FENCED)  # until the next LeaderAndIsr
+            follower = _fenced(follower)  # until the next LeaderAndIsr
         else:
             return with_network(s, network)  # NOT_LEADER, UNKNOWN_LEADER_EPOCH, FENCED: retry after the back-off
         return with_broker(s, i, follower, network=network)
@@ -265,9 +281,8 @@ class DataPlaneActions:
             add((self._truncate_diverging[i], with_broker(s, i, follower.with_(pending_diverging=()))))
             return
         offset, _ = follower_truncation(follower.cache, len(follower.log), follower.hw, epoch, end)
-        truncated = truncate_broker(follower, offset, self._fix_10706).with_(pending_diverging=())
-        if in_fetcher:
-            truncated = truncated.with_(fetch=FETCHING)
+        truncated = truncate_broker(follower, offset, self._fix_10706)
+        truncated = _diverging_done(truncated, fetch=FETCHING if in_fetcher else truncated.fetch)
         add((self._truncate_diverging[i], with_broker(s, i, truncated)))
 
     def _receive_offsets_state(self, s: KafkaState, m: OffsetsResponse) -> KafkaState:
@@ -290,7 +305,7 @@ class DataPlaneActions:
         done = True
         if m.error != NONE:
             if m.error == FENCED_LEADER_EPOCH and self._removes_on_fenced(m.epoch, follower):
-                follower = follower.with_(fetch=NO_FETCHER, idle_cause=IDLE_FENCED)  # until the next LeaderAndIsr
+                follower = _fenced(follower)  # until the next LeaderAndIsr
                 return with_broker(s, i, follower, network=network)
             return with_network(s, network)  # retried: the partition stays truncating
         if self._kip279:
@@ -299,7 +314,7 @@ class DataPlaneActions:
             offset = follower.hw  # 0.11: UNDEFINED_EPOCH_OFFSET falls back to the high watermark
         else:
             offset = min(m.end_offset, leo)
-        follower = truncate_broker(follower, offset, self._fix_10706).with_(fetch=FETCHING if done else TRUNCATING)
+        follower = _fetch_state(truncate_broker(follower, offset, self._fix_10706), fetch=FETCHING if done else TRUNCATING)
         return with_broker(s, i, follower, network=network)
 
 

@@ -135,6 +135,7 @@ from spec.kafka.state import (
     decode_state,
     decode_states,
     encode_states,
+    updater,
 )
 from spec.kafka.symmetry import canonical as kafka_canonical
 from spec.kafka.symmetry import reduces_nothing
@@ -159,6 +160,10 @@ SKIP_MATRIX_BOUNDS = ("records=2", "epochs=2", "crashes=1", "consumers=1")
 #: the KRaft rows' own bounds (``spec.kafka.actions_kraft``): listed in a model's constants on those rows only
 KRAFT_DEFAULTS = {"alters": 2, "unclean_shutdowns": 0}
 
+
+# the updates of the hot path, generated once from the field names (``spec.kafka.state.updater``)
+_stopping = updater(Broker, "stopping")  # SendControlledShutdown
+_fetch_state = updater(Broker, "fetch")
 
 class KafkaModel(ClientActions, KRaftActions, ControlPlaneActions, DataPlaneActions, Model):
     """The model: bounds, feature switches and action tables, and the next-state relation
@@ -383,7 +388,7 @@ class KafkaModel(ClientActions, KRaftActions, ControlPlaneActions, DataPlaneActi
         self._replica_actions(s, i, b, out)
         if s.shutdowns < self.max_shutdowns and not b.stopping:
             request = ControlledShutdown(CONTROLLED_SHUTDOWN, i, b.broker_epoch, b.incarnation)
-            add((self._shutdown[i], with_broker(s, i, b.with_(stopping=True), network=add_messages(s.network, request),
+            add((self._shutdown[i], with_broker(s, i, _stopping(b, stopping=True), network=add_messages(s.network, request),
                                                 shutdowns=s.shutdowns + 1)))
         if s.crashes < self.max_crashes:
             add((self._crash[i], self._crash_state(s, i, len(b.log))))
@@ -408,7 +413,7 @@ class KafkaModel(ClientActions, KRaftActions, ControlPlaneActions, DataPlaneActi
             # a follower with no epoch asks for UNDEFINED_EPOCH and gets UNDEFINED_EPOCH_OFFSET: it truncates
             # to its HW (the round trip is folded into one step; the fetcher thread first handles the answer
             # it waits for, hence the busy check)
-            truncated = truncate_broker(b, b.hw, self._fix_10706).with_(fetch=FETCHING)
+            truncated = _fetch_state(truncate_broker(b, b.hw, self._fix_10706), fetch=FETCHING)
             out.append((self._trunc_hw[i], with_broker(s, i, truncated)))
 
     # -- messages --------------------------------------------------------------------------------------

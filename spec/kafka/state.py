@@ -446,3 +446,37 @@ def _install_with(cls: type) -> None:
 
 for _cls in STATE_TYPES:
     _install_with(_cls)
+
+
+def updater(cls: type, *names: str, **constants: object):
+    """A named update for the hot path: ``updater(Broker, "log", "cache")`` is a function
+    ``(broker, log, cache) -> Broker``, the same copy as ``broker.with_(log=log, cache=cache)``;
+    ``updater(Broker, alive=False, leader=-1)`` sets fixed values (a crash's reset) and takes the record alone.
+
+    ``with_`` pays for a keyword dictionary and a loop on every call (about 450 ns for a 20-field broker);
+    this is generated once, from the field names, as a function that unpacks the record and builds the copy in
+    one tuple display (about 200 ns). The fields are still named where the update is declared."""
+    fields = cls._fields
+    unknown = [name for name in (*names, *constants) if name not in fields]
+    if unknown or len(set(names) | set(constants)) != len(names) + len(constants):
+        raise TypeError(f"updater({cls.__name__}): unknown or repeated field(s) {unknown or list(names)}")
+    slots = [f"_{position}" for position in range(len(fields))]
+    items = []
+    for position, name in enumerate(fields):
+        if name in names:
+            items.append(name)
+        elif name in constants:
+            items.append(f"_fixed_{name}")
+        else:
+            items.append(slots[position])
+    parameters = ", ".join(["self", *names])
+    source = (f"def update({parameters}):\n"
+              f"    {', '.join(slots)}, = self\n"
+              f"    return _new(_cls, ({', '.join(items)},))\n")
+    namespace = {"_new": tuple.__new__, "_cls": cls, **{f"_fixed_{name}": value for name, value in constants.items()}}
+    exec(source, namespace)  # noqa: S102 (generated from the class's own field names, no outside input)
+    update = namespace["update"]
+    changed = ", ".join([*(f"{name}=..." for name in names), *(f"{name}={value!r}" for name, value in constants.items())])
+    update.__qualname__ = update.__name__ = f"{cls.__name__}.with_({changed})"
+    update.__doc__ = f"A copy of a {cls.__name__} with {changed}."
+    return update

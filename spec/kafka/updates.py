@@ -10,7 +10,7 @@ from __future__ import annotations
 from typing import Any
 
 from spec.kafka.log import truncate_cache
-from spec.kafka.state import Broker, KafkaState
+from spec.kafka.state import Broker, Controller, KafkaState, updater
 
 
 def replace_at(values: tuple, index: int, value: object) -> tuple:
@@ -20,30 +20,33 @@ def replace_at(values: tuple, index: int, value: object) -> tuple:
 
 
 _new = tuple.__new__
-_BROKERS = KafkaState._fields.index("brokers")
-_NETWORK = KafkaState._fields.index("network")
+_BROKERS, _CONTROLLER, _NETWORK = (KafkaState._fields.index(name) for name in ("brokers", "controller", "network"))
+if (_BROKERS, _CONTROLLER, _NETWORK) != (0, 1, 2):  # with_broker builds the state's first three fields at once
+    raise ImportError("KafkaState must start with brokers, controller, network")
 _POSITIONS = {name: position for position, name in enumerate(KafkaState._fields)}
 
 
 def with_network(s: KafkaState, network: tuple) -> KafkaState:
     """``s`` with another set of messages in flight: what every delivery and every request does, so it
     builds the state directly (``s.with_(network=network)`` without a keyword dictionary)."""
-    return _new(KafkaState, s[:_NETWORK] + (network,) + s[_NETWORK + 1 :])
+    return _new(KafkaState, (s[_BROKERS], s[_CONTROLLER], network) + s[_NETWORK + 1 :])
 
 
-def with_broker(s: KafkaState, i: int, broker: Broker, network: tuple | None = None, **changes: Any) -> KafkaState:
-    """``s`` with broker ``i`` replaced (and the network and any other state fields changed). The hot path of
-    every action: it builds the state directly rather than through ``with_``."""
-    brokers = replace_at(s.brokers, i, broker)
+def with_broker(s: KafkaState, i: int, broker: Broker, network: tuple | None = None, controller: Controller | None = None,
+                **changes: Any) -> KafkaState:
+    """``s`` with broker ``i`` replaced (and the network, the controller and any other state fields changed).
+    The hot path of every action: it builds the state in one tuple display rather than through ``with_``."""
+    brokers = list(s[_BROKERS])
+    brokers[i] = broker
     if not changes:
-        if network is None:
-            return _new(KafkaState, s[:_BROKERS] + (brokers,) + s[_BROKERS + 1 :])
-        if _BROKERS < _NETWORK:
-            return _new(KafkaState, s[:_BROKERS] + (brokers,) + s[_BROKERS + 1 : _NETWORK] + (network,) + s[_NETWORK + 1 :])
+        return _new(KafkaState, (tuple(brokers), s[_CONTROLLER] if controller is None else controller,
+                                 s[_NETWORK] if network is None else network) + s[_NETWORK + 1 :])
     values = list(s)
-    values[_BROKERS] = brokers
+    values[_BROKERS] = tuple(brokers)
     if network is not None:
         values[_NETWORK] = network
+    if controller is not None:
+        values[_CONTROLLER] = controller
     try:
         for name, value in changes.items():
             values[_POSITIONS[name]] = value
@@ -62,6 +65,10 @@ def remove_message(network: tuple, message: Any) -> tuple:
     return network[:i] + network[i + 1 :]
 
 
+_truncated = updater(Broker, "log", "hw", "cache")  # Log.truncateTo: generated once (``updater``), the hot path
+_cache_cleaned = updater(Broker, "cache")
+
+
 def truncate_broker(b: Broker, offset: int, clean_cache: bool = False) -> Broker:
     """The broker after ``Log.truncateTo(offset)``: the log cut, the HW clamped, later epochs dropped.
 
@@ -74,6 +81,6 @@ def truncate_broker(b: Broker, offset: int, clean_cache: bool = False) -> Broker
         if clean_cache:
             cache = truncate_cache(b.cache, offset)
             if cache != b.cache:
-                return b.with_(cache=cache)
+                return _cache_cleaned(b, cache=cache)
         return b
-    return b.with_(log=b.log[:offset], hw=min(b.hw, offset), cache=truncate_cache(b.cache, offset))
+    return _truncated(b, log=b.log[:offset], hw=min(b.hw, offset), cache=truncate_cache(b.cache, offset))
