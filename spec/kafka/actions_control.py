@@ -52,6 +52,8 @@ _stopped = updater(Broker, "stale", fetch=NO_FETCHER, idle_cause=IDLE_STOPPED)  
 _elected = updater(Controller, "leader", "epoch", "isr")
 _registered = updater(Controller, "registered")
 _with_controller = updater(KafkaState, "controller")
+_after_crash = updater(KafkaState, "brokers", "network", "crashes")
+_after_bounce = updater(KafkaState, "brokers", "network", "bounces")
 _with_controller_network = updater(KafkaState, "controller", "network")
 
 
@@ -201,7 +203,7 @@ class ControlPlaneActions:
         dead = _crashed(kept)
         network = tuple([m for m in s.network if m.kind == CONTROLLED_SHUTDOWN or (m.dst != i and
                                                                                    (m.kind in CONTROL_KINDS or m.src != i))])
-        return with_broker(s, i, dead, network=network, crashes=s.crashes + 1)
+        return _after_crash(s, brokers=replace_at(s.brokers, i, dead), network=network, crashes=s.crashes + 1)
 
     def _reborn(self, b: Broker) -> Broker:
         """A new incarnation: log, epoch cache and HW checkpoint back; registered with a new broker epoch."""
@@ -224,7 +226,7 @@ class ControlPlaneActions:
         sender thread reconnects to the new incarnation). Broker-to-broker messages are lost."""
         reborn = self._reborn(s.brokers[i])
         network = tuple([m for m in s.network if m.kind not in DATA_KINDS or (m.dst != i and m.src != i)])
-        return with_broker(s, i, reborn, network=network, bounces=s.bounces + 1)
+        return _after_bounce(s, brokers=replace_at(s.brokers, i, reborn), network=network, bounces=s.bounces + 1)
 
     # -- control requests applied by a broker --------------------------------------------------------
     def _stale_generation(self, b: Broker, m: LeaderAndIsr | StopReplica) -> bool:

@@ -56,6 +56,8 @@ _leader_isr = updater(Broker, "isr")  # ShrinkIsr / ExpandIsr
 _controller_isr = updater(Controller, "isr")
 _fetched_by = updater(Broker, "remote")  # the leader records a follower's fetch offset
 _appended_fetched = updater(Broker, "log", "hw", "cache", "reconciled")  # ReceiveFetch appends
+_produced = updater(KafkaState, "brokers", "produced")
+_committed = updater(KafkaState, "brokers", "committed")
 _fenced = updater(Broker, fetch=NO_FETCHER, idle_cause=IDLE_FENCED)  # FENCED_LEADER_EPOCH removes the partition
 _fetch_state = updater(Broker, "fetch")  # a truncation done: Fetching (or still Truncating)
 _diverging_noted = updater(Broker, "pending_diverging")  # truncate-on-fetch: ReceiveFetch notes a diverging epoch
@@ -89,7 +91,7 @@ class DataPlaneActions:
         epoch = leader.epoch
         cache = assign(leader.cache, epoch, leo, self._7415) if self._epoch_cache else leader.cache
         appended = _appended(leader, log=leader.log + (Record(epoch, ident),), cache=cache)
-        add((self._produce[i], with_broker(s, i, appended, produced=ident)))
+        add((self._produce[i], _produced(s, brokers=replace_at(s.brokers, i, appended), produced=ident)))
 
     def _advance_hw_action(self, s: KafkaState, i: int, leader: Broker, add) -> None:
         """AdvanceHighWatermark: HW = the least LEO over the leader's ISR (the leader's own included),
@@ -106,7 +108,7 @@ class DataPlaneActions:
             record = leader.log[offset]
             committed.add((offset, record.epoch, record.ident))
         advanced = _advanced(leader, hw=hw)
-        add((self._advance[i], with_broker(s, i, advanced, committed=tuple(sorted(committed)))))
+        add((self._advance[i], _committed(s, brokers=replace_at(s.brokers, i, advanced), committed=tuple(sorted(committed)))))
 
     def _isr_change_action(self, s: KafkaState, i: int, leader: Broker, f: int, add) -> None:
         """ShrinkIsr / ExpandIsr of follower ``f`` by the leader of the controller's current epoch.
