@@ -1,13 +1,18 @@
 """The Kafka model's speed against a baseline checkout, side by side in one run.
 
     git worktree add --detach ../kmc-baseline <commit>
-    python3 bench/model_speed.py --baseline ../kmc-baseline [--rounds 3]
+    python3 bench/model_speed.py --baseline ../kmc-baseline [--rounds 3] [--instructions]
 
 Each workload is a full local-engine search with no invariant, run in a fresh interpreter, alternating
 baseline and current so both see the same machine load. The figure is CPU seconds per state generated
 (the search's own process time), because the two models may not generate the same states; the ratio
 current / baseline is printed per workload with the load average at the start and end. The protocol names
 are the ones both versions know (kip-101 .. truncate-on-fetch are aliases in the release-line model).
+
+``--instructions`` also counts the CPU instructions a search executes per state generated (valgrind's
+callgrind, when it is installed: the same search minus the same process with the search left out). On a shared
+machine this figure does not move with the load; it is not time (a cache miss costs more than an add), so the
+CPU-time ratio stays the figure that counts.
 """
 
 from __future__ import annotations
@@ -15,6 +20,8 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import re
+import shutil
 import subprocess
 import sys
 
@@ -32,6 +39,9 @@ from spec.registry import build_model
 from checker.bfs import check
 from checker.search import SearchOptions
 model = build_model("kafka", json.loads(sys.argv[3]), sys.argv[2])
+if len(sys.argv) > 4:  # --instructions: the same process without the search
+    print(json.dumps({"distinct": 0, "generated": 0, "cpu": 0.0}))
+    sys.exit(0)
 start = time.process_time()
 result = check(model, SearchOptions(invariants=[]))
 cpu = time.process_time() - start
@@ -45,16 +55,32 @@ def run(root: str, protocol: str, constants: list[str]) -> dict:
     return json.loads(out.stdout)
 
 
+def instructions(root: str, protocol: str, constants: list[str]) -> float:
+    """CPU instructions of the search per state generated (callgrind's total, minus the run without the search)."""
+    totals, generated = [], 0
+    for extra in (["skip"], []):
+        out = subprocess.run(["valgrind", "--tool=callgrind", "--callgrind-out-file=/dev/null", sys.executable, "-c", CHILD,
+                              os.path.abspath(root), protocol, json.dumps(constants), *extra],
+                             capture_output=True, text=True, check=True, cwd=os.path.abspath(root))
+        totals.append(int(re.search(r"Collected : (\d+)", out.stderr).group(1)))
+        generated = json.loads(out.stdout.strip().splitlines()[-1])["generated"] or generated
+    return (totals[1] - totals[0]) / generated
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--baseline", required=True, help="a checkout of the baseline commit")
     parser.add_argument("--current", default=os.path.join(os.path.dirname(__file__), ".."))
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--json", metavar="FILE", help="also write the figures here")
+    parser.add_argument("--instructions", action="store_true", help="also count instructions per state (valgrind)")
     args = parser.parse_args()
     if not os.path.isdir(os.path.join(args.baseline, "spec")):
         print(f"model_speed: {args.baseline} is not a kmc checkout (no spec/ in it)", file=sys.stderr)
         return 66
+    if args.instructions and not shutil.which("valgrind"):
+        print("model_speed: --instructions needs valgrind (callgrind); install it or leave the option out", file=sys.stderr)
+        return 69
     load_start = os.getloadavg()
     rows = []
     for protocol, constants in WORKLOADS:
@@ -67,8 +93,15 @@ def main() -> int:
         rows.append({"protocol": protocol, "constants": constants, "baseline_generated": base[0]["generated"],
                      "current_generated": cur[0]["generated"], "baseline_us_per_state": b * 1e6,
                      "current_us_per_state": c * 1e6, "ratio": c / b})
+        if args.instructions:
+            bi, ci = instructions(args.baseline, protocol, constants), instructions(args.current, protocol, constants)
+            rows[-1].update(baseline_instructions_per_state=bi, current_instructions_per_state=ci, instruction_ratio=ci / bi)
         print(f"{protocol:18} {' '.join(constants):52} baseline {b * 1e6:6.2f} us/state ({base[0]['generated']:,} "
               f"generated)  current {c * 1e6:6.2f} us/state ({cur[0]['generated']:,})  current/baseline {c / b:.2f}")
+        if args.instructions:
+            row = rows[-1]
+            print(f"{'':18} instructions a state: baseline {row['baseline_instructions_per_state']:,.0f}  current "
+                  f"{row['current_instructions_per_state']:,.0f}  current/baseline {row['instruction_ratio']:.2f}")
     load_end = os.getloadavg()
     print(f"load average at start {load_start[0]:.2f}, at end {load_end[0]:.2f}; {args.rounds} rounds, alternating")
     if args.json:
