@@ -14,6 +14,7 @@ from invariants.kafka_kraft import elr_safety
 from invariants.registry import for_family
 from spec.kafka.protocols import RELEASES, resolve
 from spec.kafka.state import (
+    ALTER_PARTITION,
     ALTER_PARTITION_RESPONSE,
     DEAD,
     FENCED_LEADER_EPOCH,
@@ -260,3 +261,28 @@ def test_acks_all_produce_counts_the_committed_isr_not_the_maximal_one():
     committed = leader.with_(isr=(0, 1), alter_pending=False, committed_isr=())
     state = s.with_(brokers=(committed,) + s.brokers[1:])
     assert [a for a, _ in model.successors(state) if a.name == "Produce"]
+
+
+# -- a lost AlterPartition answer: the AlterPartitionManager sends the same request again ---------------------------
+def test_a_lost_answer_resends_the_request_and_the_metadata_commits_the_isr():
+    """LoseAlterPartitionResponse: the controller wrote the shrink, the answer is lost; the same request is in flight
+    again (no new AlterPartition meanwhile), the controller answers it INVALID_UPDATE_VERSION (kraft-4.1: the leader
+    epoch is kept) or FENCED_LEADER_EPOCH (3.x: the shrink bumped it), the leader stays pending on that answer and the
+    partition change it replays commits the ISR."""
+    for protocol, error in (("kraft-4.1", INVALID_UPDATE_VERSION), ("kraft-3.5", FENCED_LEADER_EPOCH)):
+        model = _model(protocol, "alter_losses=1")
+        s = _run(model, [("ShrinkIsr", {"leader": 0, "follower": 1}), ("LoseAlterPartitionResponse", {"leader": 0})])
+        (request,) = [m for m in s.network if m.kind == ALTER_PARTITION]
+        assert (request.isr, s.controller.isr, s.alter_losses) == ((0,), (0,), 1)
+        assert s.brokers[0].alter_pending and s.brokers[0].isr == (0, 1)
+        assert not _enabled(model, s, "LoseAlterPartitionResponse", leader=0)  # the bound
+        assert not _enabled(model, s, "ExpandIsr", leader=0)  # still one AlterPartition in flight
+        t = _take(model, s, "ProcessAlterPartition", leader=0)
+        (response,) = [m for m in t.network if m.kind == ALTER_PARTITION_RESPONSE]
+        assert response.error == error and t.controller.partition_epoch == 1
+        t = _take(model, t, "ReceiveAlterPartitionResponse", leader=0)
+        assert t.brokers[0].alter_pending  # waits for the metadata
+        t = _take(model, t, "DeliverLeaderAndIsr", broker=0)
+        assert (t.brokers[0].alter_pending, t.brokers[0].isr, t.brokers[0].partition_epoch) == (False, (0,), 1)
+    off = _model("kraft-4.1")  # alter_losses=0 (the default): no answer is lost
+    assert not _enabled(off, _run(off, [("ShrinkIsr", {"leader": 0, "follower": 1})]), "LoseAlterPartitionResponse")

@@ -115,6 +115,7 @@ def build(constants: dict[str, Any], protocol: str = DEFAULT_PROTOCOL, features:
         consumer_inflight=constants.get("consumer_inflight", CLIENT_DEFAULTS["consumer_inflight"]),
         alters=constants.get("alters", KRAFT_DEFAULTS["alters"]),
         unclean_shutdowns=constants.get("unclean_shutdowns", KRAFT_DEFAULTS["unclean_shutdowns"]),
+        alter_losses=constants.get("alter_losses", KRAFT_DEFAULTS["alter_losses"]),
     )
 
 
@@ -155,6 +156,9 @@ INFO = register(
                      "at most", int, minimum=0, maximum=8),
             Constant("unclean_shutdowns", KRAFT_DEFAULTS["unclean_shutdowns"], "kraft rows: unclean shutdowns (a crash "
                      "that loses a suffix of the log, or the disk), at most", int, minimum=0, maximum=8),
+            Constant("alter_losses", KRAFT_DEFAULTS["alter_losses"], "kraft rows: AlterPartition answers lost after the "
+                     "controller wrote the change (the leader's AlterPartitionManager sends the request again), at most",
+                     int, minimum=0, maximum=8),
         ),
         build=build,
         protocols={r.name: r.summary for r in RELEASES},

@@ -42,6 +42,9 @@ ElectLeader                        leader                      the partition is 
                                                                member (KIP-966: or ELR member) is elected
 ShrinkIsr / ExpandIsr              leader, follower            the leader sends an AlterPartition
 ProcessAlterPartition              leader                      the controller accepts or rejects it
+LoseAlterPartitionResponse         leader                      (alter_losses) the controller accepts it and
+                                                               the answer is lost: the same request is
+                                                               in flight again (AlterPartitionManager)
 ReceiveAlterPartitionResponse      leader                      the leader applies the answer
 UncleanShutdown                    broker, keep                (unclean_shutdowns) a crash that keeps the
                                                                first ``keep`` records
@@ -114,13 +117,14 @@ class KRaftActions:
     """The KRaft controller, AlterPartition, fencing and the unclean shutdown. Every method falls back to the
     ZooKeeper families (``super()``) on the rows without ``kraft``, so their state spaces are unchanged."""
 
-    def _init_kraft(self, alters: int, unclean_shutdowns: int) -> None:
+    def _init_kraft(self, alters: int, unclean_shutdowns: int, alter_losses: int = 0) -> None:
         f = self.features
         self._kraft = f.kraft
         # the bounds of the KRaft rows are inert on the ZooKeeper rows (their fault is lossy-crash), as the bounds of
         # the ZooKeeper control plane (shutdowns, bounces, losses) are on the KRaft rows: a scenario replays under both
         self.max_alters = alters
         self.max_unclean_shutdowns = unclean_shutdowns
+        self.max_alter_losses = alter_losses
         self._elr = f.kip_966_elr
         #: KIP-966's detection acts only where ELR is supported (``handleBrokerUncleanShutdown``: isElrSupported)
         self._detect_unclean = f.clean_shutdown_detection and f.kip_966_elr
@@ -132,6 +136,8 @@ class KRaftActions:
                     setattr(self, name, getattr(super(), name))
         if f.kraft:
             self.constants.update({"alters": alters, "unclean_shutdowns": unclean_shutdowns})
+            if alter_losses:
+                self.constants["alter_losses"] = alter_losses
             # ``kmc matrix`` checks a KRaft row at its own bounds (an instance attribute over the class's)
             self.matrix_bounds = dict(KRAFT_MATRIX_BOUNDS)
             self.matrix_bound_sets = _kraft_bound_sets
@@ -140,6 +146,7 @@ class KRaftActions:
         self._fence = [[a("FenceBroker", (("broker", b), ("leader", x))) for x in range(-1, self.n)] for b in ids]
         self._process_alter = [a("ProcessAlterPartition", (("leader", b),)) for b in ids]
         self._receive_alter = [a("ReceiveAlterPartitionResponse", (("leader", b),)) for b in ids]
+        self._lose_alter = [a("LoseAlterPartitionResponse", (("leader", b),)) for b in ids]
         self._unclean_shutdown = [[a("UncleanShutdown", (("broker", b), ("keep", k))) for k in range(self.max_records + 1)]
                                   for b in ids]
 
@@ -340,6 +347,23 @@ class KRaftActions:
         response = AlterPartitionResponse(ALTER_PARTITION_RESPONSE, CONTROLLER, m.src, m.epoch, m.partition_epoch, NONE,
                                           after.isr, after.epoch, after.partition_epoch)
         add((act, changed.with_(network=add_messages(changed.network, response))))
+        if s.alter_losses < self.max_alter_losses:
+            self._lose_alter_response(changed, m, add)
+
+    def _lose_alter_response(self, changed: KafkaState, m: AlterPartition, add) -> None:
+        """LoseAlterPartitionResponse (bound ``alter_losses``): the controller wrote the change, and its answer is lost
+        (a disconnect). 3.3.0 / 3.5.0 ``BrokerToControllerChannelManager.handleResponse`` puts a disconnected request
+        back at the head of its queue (``requestQueue.putFirst``) and ``AlterPartitionManager.sendRequest`` never times
+        an AlterPartition out ("letting it retry indefinitely until a response is received, or a new LeaderAndIsr
+        overwrites the existing isrState"; the item stays in ``unsentIsrUpdates`` until answered): the same request
+        is in flight again, and the leader stays with its pending maximal ISR. The controller answers the resent
+        request INVALID_UPDATE_VERSION (its partition epoch is now older) or FENCED_LEADER_EPOCH (the change moved the
+        leader epoch), on which ``Partition.handleAlterPartitionError`` waits for the metadata: the partition change
+        the leader replays (a LeaderAndIsr here) commits the ISR. A request lost before the controller read it is
+        sent again just the same, which the model's network already has as a request delivered late."""
+        # guard: the caller's (an accepted change, a loss left in the bound); effect: the change without its answer
+        add((self._lose_alter[m.src], changed.with_(network=add_messages(changed.network, m),
+                                                    alter_losses=changed.alter_losses + 1)))
 
     def _ineligible(self, s: KafkaState, m: AlterPartition) -> bool:
         """``ineligibleReplicasForIsr``: fenced (KIP-841) or a broker epoch that is given and not the registered
