@@ -286,3 +286,72 @@ def test_a_lost_answer_resends_the_request_and_the_metadata_commits_the_isr():
         assert (t.brokers[0].alter_pending, t.brokers[0].isr, t.brokers[0].partition_epoch) == (False, (0,), 1)
     off = _model("kraft-4.1")  # alter_losses=0 (the default): no answer is lost
     assert not _enabled(off, _run(off, [("ShrinkIsr", {"leader": 0, "follower": 1})]), "LoseAlterPartitionResponse")
+
+
+# -- controlled shutdown on KRaft (KIP-841's shutting-down half) -----------------------------------------------------
+SHUTTING_DOWN = "kip-841-shutting-down-replica-rejoins-the-isr.json"
+
+
+@pytest.mark.parametrize("protocol", KRAFT_ROWS)
+def test_a_shutting_down_replica_rejoins_the_isr_only_without_kip_841(protocol):
+    """The leader's controlled shutdown moves leadership away; the broker keeps fetching. With KIP-841 (every KRaft
+    row) the new leader does not propose it (blocked at ExpandIsr, step 13); with kip-841=off it does, the controller
+    accepts, and the ISR holds a broker that is about to stop until it is fenced (no safety property breaks)."""
+    scenario = load_scenario(os.path.join(SCENARIOS, SHUTTING_DOWN))
+    result = replay_scenario(scenario_model(scenario, protocol), scenario)
+    assert (result.outcome, result.step) == ("blocked", 13)
+    off = replay_scenario(scenario_model(scenario, protocol, ["kip-841=off"]), scenario)
+    assert off.outcome == "holds"
+    model = build_model("kafka", ["records=1", "epochs=2", "crashes=1", "shutdowns=1"], protocol, ["kip-841=off"])
+    steps = [(str(step.name), dict(step.params)) for step in scenario.steps[:15]]
+    s = _run(model, steps)
+    assert s.controller.isr == (0, 1) and s.brokers[0].stopping and s.brokers[1].isr == (0, 1)
+
+
+def test_controlled_shutdown_moves_leadership_to_an_active_isr_member_or_leaves_the_partition_offline():
+    model = _model("kraft-3.3", "shutdowns=1")
+    s = _take(model, model.init_states()[0], "ProcessControlledShutdown", broker=0, leader=1)
+    c = s.controller
+    assert (c.leader, c.isr, c.epoch, c.registered, s.shutdowns) == (1, (1,), 1, (0, 0), 1)
+    assert s.brokers[0].alive and s.brokers[0].stopping
+    assert not _enabled(model, s, "ProcessControlledShutdown")  # the bound, and broker 1 is the leader now
+    # only the partition's leader goes through CONTROLLED_SHUTDOWN (a broker that leads nothing: SHUTDOWN_NOW, a Crash)
+    assert not _enabled(model, model.init_states()[0], "ProcessControlledShutdown", broker=1)
+    # the only ISR member: no active replica to take over, the partition goes offline and the last member stays
+    alone = _run(model, [("ShrinkIsr", {"leader": 0, "follower": 1}), ("ProcessAlterPartition", {"leader": 0}),
+                         ("DeliverLeaderAndIsr", {"broker": 0})])
+    t = _take(model, alone, "ProcessControlledShutdown", broker=0, leader=-1)
+    assert (t.controller.leader, t.controller.isr) == (-1, (0,))
+    assert not _enabled(model, t, "ElectLeader")  # a broker in controlled shutdown is not electable (not active)
+    elr = _model("kraft-4.1", "shutdowns=1", "min_isr=2")
+    t = _take(elr, elr.init_states()[0], "ProcessControlledShutdown", broker=0, leader=1)
+    assert (t.controller.leader, t.controller.isr, t.controller.elr) == (1, (1,), (0,))
+
+
+@pytest.mark.parametrize("protocol,states,depth", [("kraft-3.3", 20594, 31), ("kraft-3.5", 19822, 31),
+                                                   ("kraft-4.1", 25236, 38)])
+def test_state_counts_with_a_controlled_shutdown(protocol, states, depth):
+    """The configuration of ``test_state_counts_of_each_kraft_line`` with shutdowns=1: the leader's controlled
+    shutdown adds its partition change and a running broker in controlled shutdown; every line still holds."""
+    from checker.bfs import check
+    from checker.search import SearchOptions
+
+    invariants = [for_family("kafka")[name] for name in ("committed-durable", "elr-safety")]
+    model = build_model("kafka", ["records=1", "epochs=1", "crashes=1", "unclean_shutdowns=1", "alters=1", "min_isr=2",
+                                  "shutdowns=1"], protocol)
+    result = check(model, SearchOptions(invariants=invariants))
+    assert (result.verdict.value, result.distinct_states, result.depth) == ("holds", states, depth)
+
+
+@pytest.mark.parametrize("protocol,states,depth", [("kraft-3.3", 17828, 31), ("kraft-3.5", 16620, 31),
+                                                   ("kraft-4.1", 20474, 38)])
+def test_state_counts_with_a_lost_alter_partition_answer(protocol, states, depth):
+    """The same configuration with alter_losses=1: every line still holds."""
+    from checker.bfs import check
+    from checker.search import SearchOptions
+
+    invariants = [for_family("kafka")[name] for name in ("committed-durable", "elr-safety")]
+    model = build_model("kafka", ["records=1", "epochs=1", "crashes=1", "unclean_shutdowns=1", "alters=1", "min_isr=2",
+                                  "alter_losses=1"], protocol)
+    result = check(model, SearchOptions(invariants=invariants))
+    assert (result.verdict.value, result.distinct_states, result.depth) == ("holds", states, depth)

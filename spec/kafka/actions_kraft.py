@@ -147,14 +147,17 @@ class KRaftActions:
         self._process_alter = [a("ProcessAlterPartition", (("leader", b),)) for b in ids]
         self._receive_alter = [a("ReceiveAlterPartitionResponse", (("leader", b),)) for b in ids]
         self._lose_alter = [a("LoseAlterPartitionResponse", (("leader", b),)) for b in ids]
+        self._kraft_shutdown = [[a("ProcessControlledShutdown", (("broker", b), ("leader", x))) for x in range(-1, self.n)]
+                                for b in ids]
         self._unclean_shutdown = [[a("UncleanShutdown", (("broker", b), ("keep", k))) for k in range(self.max_records + 1)]
                                   for b in ids]
 
     # -- partition changes by the controller ---------------------------------------------------------------
     def _unfenced(self, s: KafkaState, b: int) -> bool:
-        """``ClusterControlManager.active``: registered and not fenced (the controller does not know a broker
-        died until its session expires)."""
-        return s.controller.registered[b] != DEAD
+        """``ClusterControlManager.active`` (3.3.0+), what a leader election accepts: registered and not fenced (the
+        controller does not know a broker died until its session expires) and not in controlled shutdown (a broker
+        the controller moved leadership away from, ``Broker.stopping`` on the KRaft rows)."""
+        return s.controller.registered[b] != DEAD and not s.brokers[b].stopping
 
     def _partition_change(self, s: KafkaState, leader: int, isr: tuple[int, ...], bump: bool = False,
                           unclean_replica: int = -1) -> KafkaState | None:
@@ -278,11 +281,13 @@ class KRaftActions:
                 self._isr_change_action(s, i, leader, f, add)
 
     def _eligible(self, s: KafkaState, leader: Broker, f: int) -> bool:
-        """``Partition.isReplicaIsrEligible`` (3.3.0+ in KRaft mode): not fenced (KIP-841); with KIP-903 the broker
-        epoch of its last fetch is the one of its registration (``isBrokerEpochIsrEligible``). The broker's
-        metadata cache is taken to be the controller's registrations (an abstraction: no lag)."""
+        """``Partition.isReplicaIsrEligible`` (3.3.0+ in KRaft mode): not fenced, not in controlled shutdown
+        (KIP-841: ``isBrokerFenced``, ``isBrokerShuttingDown``); with KIP-903 the broker epoch of its last fetch is the
+        one of its registration (``isBrokerEpochIsrEligible``). The leader's metadata cache is taken to be the
+        controller's registrations (an abstraction: no lag; see ``_apply_leader_and_isr`` for the lag the model
+        has)."""
         registered = s.controller.registered[f]
-        if self.features.kip_841 and registered == DEAD:
+        if self.features.kip_841 and (registered == DEAD or s.brokers[f].stopping):
             return False
         if self.features.kip_903:
             stored = leader.remote_epochs[f] if leader.remote_epochs else UNDEFINED
@@ -366,11 +371,11 @@ class KRaftActions:
                                                     alter_losses=changed.alter_losses + 1)))
 
     def _ineligible(self, s: KafkaState, m: AlterPartition) -> bool:
-        """``ineligibleReplicasForIsr``: fenced (KIP-841) or a broker epoch that is given and not the registered
-        one (KIP-903)."""
+        """``ineligibleReplicasForIsr``: fenced or in controlled shutdown (KIP-841) or a broker epoch that is given and
+        not the registered one (KIP-903)."""
         registered = s.controller.registered
         for r in m.isr:
-            if self.features.kip_841 and registered[r] == DEAD:
+            if self.features.kip_841 and (registered[r] == DEAD or s.brokers[r].stopping):
                 return True
             if self.features.kip_903 and m.broker_epochs[r] != UNDEFINED and m.broker_epochs[r] != registered[r]:
                 return True
@@ -482,12 +487,50 @@ class KRaftActions:
                     add((self._restart[i], t))
             return
         self._replica_actions(s, i, b, out)  # spec.kafka.model: the same under either controller
+        if s.shutdowns < self.max_shutdowns and not b.stopping and s.controller.leader == i:
+            self._controlled_shutdown_actions(s, i, b, add)
         if s.crashes < self.max_crashes:
             add((self._crash[i], self._kraft_crash(s, i, len(b.log))))
         if s.unclean_shutdowns < self.max_unclean_shutdowns:
             for keep in range(len(b.log)):
                 t = self._kraft_crash(s, i, keep)
                 add((self._unclean_shutdown[i][keep], t.with_(crashes=s.crashes, unclean_shutdowns=s.unclean_shutdowns + 1)))
+
+    def _controlled_shutdown_actions(self, s: KafkaState, i: int, b: Broker, add) -> None:
+        """ProcessControlledShutdown(broker, leader) on KRaft (KIP-841's shutting-down half; bound ``shutdowns``): the
+        controller reads a heartbeat with ``wantShutDown`` from the partition's leader (3.3.0 / 3.5.0
+        ``BrokerHeartbeatManager.calculateNextBrokerState``: a broker with leaderships goes to CONTROLLED_SHUTDOWN;
+        ``ReplicationControlManager.processBrokerHeartbeat`` -> ``handleBrokerInControlledShutdown`` ->
+        ``generateLeaderAndIsrUpdates`` with ``brokerToRemove``): the broker leaves the ISR (the last member stays
+        unless ``kip-966-elr``), leadership moves to an active ISR (or ELR) member, else the partition goes offline;
+        ``leader`` is the leader afterwards (-1: offline). The broker keeps running and fetching, in controlled
+        shutdown (``Broker.stopping``): not electable (``ClusterControlManager.active``) and, with ``kip-841``, not
+        eligible to join the ISR (``Partition.isReplicaIsrEligible``: ``isBrokerShuttingDown``;
+        ``ineligibleReplicasForIsr``: ``inControlledShutdown``). A broker that leads nothing goes straight to
+        SHUTDOWN_NOW, which fences it (``handleBrokerFenced``) and stops it: the model's Crash (which keeps the log)
+        and FenceBroker, so only the leader has this step; the leader's SHUTDOWN_NOW that follows is the same Crash.
+        The heartbeat and the controller's handling are one step: the broker's view of its own shutdown is the
+        controller's."""
+        c = s.controller
+        if c.registered[i] == DEAD:  # guard: a fenced broker's heartbeat is refused (its session expired)
+            return
+        table = self._kraft_shutdown[i]
+        shutting = with_broker(s, i, b.with_(stopping=True), shutdowns=s.shutdowns + 1)
+        isr = tuple([r for r in c.isr if r != i])
+        if not isr and not self._elr:
+            isr = c.isr  # PartitionChangeBuilder.build: an empty target ISR is not written
+        elr_after = c.elr
+        if self._elr and len(isr) < self.min_isr:
+            elr_after = tuple(sorted((set(c.elr) | set(c.isr)) - set(isr)))
+        candidates = self._candidates(shutting, isr, elr_after, excluded=i)
+        for r in candidates:
+            t = self._partition_change(shutting, r, isr if r in isr else (r,))
+            if t is not None:
+                add((table[r + 1], t))
+        if not candidates:
+            t = self._partition_change(shutting, NO_LEADER, isr)
+            if t is not None:
+                add((table[0], t))
 
     def _kraft_crash(self, s: KafkaState, i: int, keep: int) -> KafkaState:
         """Crash / UncleanShutdown: ``_crash_state`` (in-memory state and the broker's connections lost, ``keep``

@@ -295,7 +295,21 @@ RULES: tuple[Rule, ...] = (
          "controller answers INELIGIBLE_REPLICA", "KIP-841", "3.3.0", "3.3.0 and later (KAFKA-13916: f83d95d9a28, "
          "151ca12a56c)", f"3.3.0 {_C}Partition.scala isReplicaIsrEligible, handleAlterPartitionError; "
          "metadata/.../controller/ReplicationControlManager.java validateAlterPartitionData (ineligibleReplicasForIsr)",
-         "actions_kraft._eligible, _process_alter_partition", flag="kip-841"),
+         "actions_kraft._eligible, _ineligible (Broker.stopping: in controlled shutdown)", flag="kip-841"),
+    Rule("controlled shutdown on KRaft: a leader's heartbeat with wantShutDown puts it in controlled shutdown; the "
+         "controller takes it out of the ISR (the last member kept, unless ELR) and moves leadership to an active ISR "
+         "member, else leaves the partition offline; it keeps running and fetching, and is not electable; a broker "
+         "that leads nothing is fenced and stops (SHUTDOWN_NOW)", "KIP-631", "2.8.0",
+         "every KRaft row (2.8.0's ReplicationControlManager.processBrokerHeartbeat already has CONTROLLED_SHUTDOWN)",
+         "3.3.0 and 3.5.0 metadata/.../controller/BrokerHeartbeatManager.java calculateNextBrokerState "
+         "(CONTROLLED_SHUTDOWN while it has leaderships, then SHUTDOWN_NOW); ReplicationControlManager.java "
+         "processBrokerHeartbeat, handleBrokerInControlledShutdown -> generateLeaderAndIsrUpdates (brokerToRemove); "
+         "ClusterControlManager.java active (not fenced, not in controlled shutdown)",
+         "actions_kraft._controlled_shutdown_actions (ProcessControlledShutdown(broker, leader)), _unfenced",
+         abstraction="the heartbeat and its handling are one step, and only the partition's leader takes it (a broker "
+                     "that leads nothing goes to SHUTDOWN_NOW at once: fenced and stopped, which the model's Crash, "
+                     "keeping the log, and FenceBroker already are); the leader's SHUTDOWN_NOW that follows is a Crash "
+                     "too (bound crashes); bound shutdowns (0 by default)"),
     Rule("the fetch carries the follower's broker epoch and AlterPartition each proposed member's; a replica whose "
          "fetch state is from an earlier registration is ineligible", "KIP-903", "3.5.0", "3.5.0 and later "
          "(KAFKA-14617: 79b5f7f1ce2, 8c88cdb7186, d5e216d6183)",
