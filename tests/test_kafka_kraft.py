@@ -355,3 +355,41 @@ def test_state_counts_with_a_lost_alter_partition_answer(protocol, states, depth
                                   "alter_losses=1"], protocol)
     result = check(model, SearchOptions(invariants=invariants))
     assert (result.verdict.value, result.distinct_states, result.depth) == ("holds", states, depth)
+
+
+# -- a leader's metadata lag: its own eligibility check passes on an older view; the controller's check holds -------
+def test_with_metadata_lag_the_controllers_check_keeps_a_fenced_or_shutting_down_broker_out():
+    """metadata_lag=1: the leader's metadata cache may predate the fencing (or controlled shutdown) of a follower, so
+    it proposes it; the controller answers INELIGIBLE_REPLICA (ineligibleReplicasForIsr) and the leader reverts to its
+    last committed ISR. KIP-841's fenced story then stops where the controller would have to elect the fenced broker."""
+    fenced = load_scenario(os.path.join(SCENARIOS, "kip-841-fenced-replica-rejoins-the-isr.json"))
+    for protocol in ("kraft-3.3", "kraft-3.5"):
+        result = replay_scenario(scenario_model(fenced, protocol, constants=["metadata_lag=1"]), fenced)
+        assert (result.outcome, result.step) == ("blocked", 17)  # ElectLeader(leader=1): broker 1 is not in the ISR
+    model = build_model("kafka", ["records=1", "epochs=3", "crashes=1", "unclean_shutdowns=1", "metadata_lag=1"],
+                        "kraft-3.3")
+    steps = [(str(step.name), dict(step.params)) for step in fenced.steps[:12]]
+    s = _run(model, steps)
+    (response,) = [m for m in s.network if m.kind == ALTER_PARTITION_RESPONSE]
+    assert response.error == INELIGIBLE_REPLICA and s.controller.isr == (0,)
+    s = _take(model, s, "ReceiveAlterPartitionResponse", leader=0)
+    assert (s.brokers[0].isr, s.brokers[0].alter_pending) == ((0,), False)
+    shutting = load_scenario(os.path.join(SCENARIOS, SHUTTING_DOWN))
+    model = build_model("kafka", ["records=1", "epochs=2", "crashes=1", "shutdowns=1", "metadata_lag=1"], "kraft-3.5")
+    s = _run(model, [(str(step.name), dict(step.params)) for step in shutting.steps[:15]])
+    assert s.controller.isr == (1,) and s.brokers[1].isr == (1,)  # proposed, rejected, reverted
+
+
+@pytest.mark.parametrize("protocol,states,depth", [("kraft-3.3", 11712, 30), ("kraft-3.5", 11499, 30),
+                                                   ("kraft-4.1", 14861, 37)])
+def test_state_counts_with_metadata_lag(protocol, states, depth):
+    """The configuration of ``test_state_counts_of_each_kraft_line`` with metadata_lag=1: more expansions are
+    proposed (and rejected by the controller); every line still holds."""
+    from checker.bfs import check
+    from checker.search import SearchOptions
+
+    invariants = [for_family("kafka")[name] for name in ("committed-durable", "elr-safety")]
+    model = build_model("kafka", ["records=1", "epochs=1", "crashes=1", "unclean_shutdowns=1", "alters=1", "min_isr=2",
+                                  "metadata_lag=1"], protocol)
+    result = check(model, SearchOptions(invariants=invariants))
+    assert (result.verdict.value, result.distinct_states, result.depth) == ("holds", states, depth)

@@ -117,7 +117,7 @@ class KRaftActions:
     """The KRaft controller, AlterPartition, fencing and the unclean shutdown. Every method falls back to the
     ZooKeeper families (``super()``) on the rows without ``kraft``, so their state spaces are unchanged."""
 
-    def _init_kraft(self, alters: int, unclean_shutdowns: int, alter_losses: int = 0) -> None:
+    def _init_kraft(self, alters: int, unclean_shutdowns: int, alter_losses: int = 0, metadata_lag: int = 0) -> None:
         f = self.features
         self._kraft = f.kraft
         # the bounds of the KRaft rows are inert on the ZooKeeper rows (their fault is lossy-crash), as the bounds of
@@ -125,6 +125,7 @@ class KRaftActions:
         self.max_alters = alters
         self.max_unclean_shutdowns = unclean_shutdowns
         self.max_alter_losses = alter_losses
+        self.metadata_lag = bool(metadata_lag)
         self._elr = f.kip_966_elr
         #: KIP-966's detection acts only where ELR is supported (``handleBrokerUncleanShutdown``: isElrSupported)
         self._detect_unclean = f.clean_shutdown_detection and f.kip_966_elr
@@ -138,6 +139,8 @@ class KRaftActions:
             self.constants.update({"alters": alters, "unclean_shutdowns": unclean_shutdowns})
             if alter_losses:
                 self.constants["alter_losses"] = alter_losses
+            if metadata_lag:
+                self.constants["metadata_lag"] = metadata_lag
             # ``kmc matrix`` checks a KRaft row at its own bounds (an instance attribute over the class's)
             self.matrix_bounds = dict(KRAFT_MATRIX_BOUNDS)
             self.matrix_bound_sets = _kraft_bound_sets
@@ -283,15 +286,21 @@ class KRaftActions:
     def _eligible(self, s: KafkaState, leader: Broker, f: int) -> bool:
         """``Partition.isReplicaIsrEligible`` (3.3.0+ in KRaft mode): not fenced, not in controlled shutdown
         (KIP-841: ``isBrokerFenced``, ``isBrokerShuttingDown``); with KIP-903 the broker epoch of its last fetch is the
-        one of its registration (``isBrokerEpochIsrEligible``). The leader's metadata cache is taken to be the
-        controller's registrations (an abstraction: no lag; see ``_apply_leader_and_isr`` for the lag the model
-        has)."""
+        one of its registration (``isBrokerEpochIsrEligible``). Those checks read the leader's metadata cache
+        (``KRaftMetadataCache``: the registration records it replayed). With ``metadata_lag=0`` (the default) the cache
+        is the controller's registrations; with ``metadata_lag=1`` it may be any older view, and the check passes (a
+        newer view only blocks an expansion, which the model has anyway). Partition changes are replayed late either
+        way: a LeaderAndIsr is the PartitionChangeRecord a broker replays when it reaches it (``_apply_leader_and_isr``)."""
         registered = s.controller.registered[f]
-        if self.features.kip_841 and (registered == DEAD or s.brokers[f].stopping):
+        lagging = self.metadata_lag
+        # with metadata_lag the leader's metadata cache may not have replayed the latest registration records yet: any
+        # older view of the follower (unfenced, not shutting down, the broker epoch of its fetch state) is possible, so
+        # the leader's own check passes; the controller checks the proposal against its current registrations
+        if self.features.kip_841 and not lagging and (registered == DEAD or s.brokers[f].stopping):
             return False
         if self.features.kip_903:
             stored = leader.remote_epochs[f] if leader.remote_epochs else UNDEFINED
-            return stored != UNDEFINED and stored == registered
+            return stored != UNDEFINED and (lagging or stored == registered)
         return True
 
     def _isr_change_action(self, s: KafkaState, i: int, leader: Broker, f: int, add) -> None:

@@ -258,7 +258,8 @@ RULES: tuple[Rule, ...] = (
          "registerBroker",
          "actions_kraft (the KRaft controller, AlterPartition, FenceBroker, Restart)", flag="kraft",
          abstraction="a restarted broker registers and is unfenced in one step (Kafka unfences it once it caught up "
-                     "with the metadata log); a broker's view of fencing is the controller's; a lost AlterPartition "
+                     "with the metadata log); a broker's view of fencing is the controller's unless metadata_lag (see "
+                     "its rule); a lost AlterPartition "
                      "request is a delayed one (AlterPartitionManager resends it); a lost answer is "
                      "LoseAlterPartitionResponse (bound alter_losses); no reassignment, so NEW_LEADER_ELECTED does not "
                      "arise (see its rule); a partition change "
@@ -291,6 +292,20 @@ RULES: tuple[Rule, ...] = (
                      "its fencing or controlled shutdown (which bumps the leader epoch: FENCED_LEADER_EPOCH). With one "
                      "partition and fixed replicas it cannot arise; the leader would handle it as INVALID_UPDATE_VERSION "
                      "(wait for the metadata), which the model has"),
+    Rule("brokers replay the metadata log late: a partition change reaches a broker when it replays it; a leader's "
+         "view of the registrations (fenced, in controlled shutdown, broker epoch) may be older than the controller's",
+         "KIP-500, KIP-631", "2.8.0", "every KRaft row",
+         "3.3.0 core/.../server/metadata/BrokerMetadataListener.scala (the log replayed in order; 3.5.0: the "
+         "metadata loader), ReplicaManager.scala applyDelta; core/.../server/metadata/KRaftMetadataCache.scala "
+         "isBrokerFenced, isBrokerShuttingDown (3.3.0+), getAliveBrokerEpoch (3.5.0, KIP-903); "
+         f"{_C}Partition.scala isReplicaIsrEligible (reads that cache)",
+         "partition changes: a LeaderAndIsr (with the partition epoch) in the broker's FIFO channel, delivered late "
+         "(actions_kraft._apply_leader_and_isr); registrations: constant metadata_lag=1 (actions_kraft._eligible)",
+         abstraction="a LeaderAndIsr already stands for the PartitionRecord / PartitionChangeRecord a broker replays "
+                     "late, in order; the registration records (fencing, controlled shutdown, a new broker epoch) are "
+                     "not messages: metadata_lag=0 (default) reads the controller's, metadata_lag=1 lets the leader's "
+                     "own eligibility check pass on any older view (the controller's ineligibleReplicasForIsr still "
+                     "applies); a newer view only blocks an expansion, which the model has anyway"),
     Rule("a fenced or shutting-down replica is ineligible to join the ISR: the leader does not propose it, the "
          "controller answers INELIGIBLE_REPLICA", "KIP-841", "3.3.0", "3.3.0 and later (KAFKA-13916: f83d95d9a28, "
          "151ca12a56c)", f"3.3.0 {_C}Partition.scala isReplicaIsrEligible, handleAlterPartitionError; "
