@@ -9,7 +9,14 @@ On the KRaft rows the controller is the KRaft quorum controller, not ZooKeeper's
   FENCED_LEADER_EPOCH to an older leader epoch, INVALID_UPDATE_VERSION to an older partition epoch and, with
   KIP-841 / KIP-903, INELIGIBLE_REPLICA to an ISR with a fenced member or a member whose broker epoch is not
   the one registered; on INELIGIBLE_REPLICA the leader reverts to its last committed ISR
-  (``handleAlterPartitionError``), on the other errors it waits for the next partition change.
+  (``handleAlterPartitionError``), on the other errors it waits for the next partition change. A lost answer
+  (``alter_losses``) leaves the same request in flight again (``AlterPartitionManager`` retries until answered).
+  NEW_LEADER_ELECTED needs a reassignment that removes the leader, which the model does not have (rule table).
+- **Controlled shutdown** (``shutdowns``): the leader's heartbeat with ``wantShutDown`` puts it in controlled
+  shutdown (``Broker.stopping``): out of the ISR, leadership to an active member (or offline); it keeps fetching,
+  is not electable and, with KIP-841, not eligible to join the ISR.
+- **Metadata lag**: a LeaderAndIsr is the partition change a broker replays late; with ``metadata_lag=1`` a leader's
+  view of the registrations may be older than the controller's (its own eligibility check passes).
 - Every partition change bumps the **partition epoch** and is replayed by every live broker in order (a
   ``LeaderAndIsr`` here stands for the PartitionRecord / PartitionChangeRecord of the metadata log, with the
   partition epoch). The leader epoch moves with a new leader, and (before KAFKA-15021, 3.6.0) with every ISR
@@ -48,6 +55,9 @@ LoseAlterPartitionResponse         leader                      (alter_losses) th
 ReceiveAlterPartitionResponse      leader                      the leader applies the answer
 UncleanShutdown                    broker, keep                (unclean_shutdowns) a crash that keeps the
                                                                first ``keep`` records
+ProcessControlledShutdown          broker, leader              (shutdowns) the leader asks to shut down;
+                                                               ``leader`` is the leader afterwards (-1:
+                                                               offline)
 Restart                            broker                      a fenced broker registers with a new broker
                                                                epoch and is unfenced
 =================================  ==========================  ============================================

@@ -74,8 +74,9 @@ Bounce                             broker                      (bounces) a crash
 =================================  ==========================  ============================================
 
 On the KRaft rows (``kraft-*``) the controller is KRaft's: FenceBroker, ProcessAlterPartition,
-ReceiveAlterPartitionResponse and UncleanShutdown join the table, ShrinkIsr / ExpandIsr send an AlterPartition, and
-ProcessBrokerFailure, ProcessBrokerChange, ControlledShutdown, ProcessControlledShutdown, Bounce, LoseControlRequest and
+LoseAlterPartitionResponse, ReceiveAlterPartitionResponse and UncleanShutdown join the table, ShrinkIsr / ExpandIsr send
+an AlterPartition, ProcessControlledShutdown(broker, leader) is the leader's heartbeat with wantShutDown (no request
+message), and ProcessBrokerFailure, ProcessBrokerChange, ControlledShutdown, Bounce, LoseControlRequest and
 DeliverStopReplica do not occur (``spec.kafka.actions_kraft`` has its table and sources).
 
 Control plane. The controller keeps, per broker, the broker epoch of the registration it last processed
