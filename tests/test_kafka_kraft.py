@@ -393,3 +393,18 @@ def test_state_counts_with_metadata_lag(protocol, states, depth):
                                   "metadata_lag=1"], protocol)
     result = check(model, SearchOptions(invariants=invariants))
     assert (result.verdict.value, result.distinct_states, result.depth) == ("holds", states, depth)
+
+
+def test_symmetry_commutes_with_a_controlled_shutdown_and_a_lost_answer():
+    """A renaming of broker ids commutes with ProcessControlledShutdown and LoseAlterPartitionResponse."""
+    from spec.kafka.symmetry import permute
+
+    model = _model("kraft-4.1", "min_isr=2", "shutdowns=1", "alter_losses=1", "metadata_lag=1")
+    swap = (1, 0)
+    for state in (_run(model, REPLICATE), _run(model, REPLICATE + [("ShrinkIsr", {"leader": 0, "follower": 1})]),
+                  _run(model, REPLICATE + [("ProcessControlledShutdown", {"broker": 0, "leader": 1})])):
+        names = {a.name for a, _ in model.successors(state)}
+        assert names & {"ProcessControlledShutdown", "LoseAlterPartitionResponse", "DeliverLeaderAndIsr"}
+        renamed = {t for _, t in model.successors(permute(state, swap))}
+        for action, successor in model.successors(state):
+            assert permute(successor, swap) in renamed, action
