@@ -14,6 +14,7 @@ from invariants.kafka_kraft import elr_safety
 from invariants.registry import for_family
 from spec.kafka.protocols import RELEASES, resolve
 from spec.kafka.state import (
+    ALTER_PARTITION,
     ALTER_PARTITION_RESPONSE,
     DEAD,
     FENCED_LEADER_EPOCH,
@@ -260,3 +261,150 @@ def test_acks_all_produce_counts_the_committed_isr_not_the_maximal_one():
     committed = leader.with_(isr=(0, 1), alter_pending=False, committed_isr=())
     state = s.with_(brokers=(committed,) + s.brokers[1:])
     assert [a for a, _ in model.successors(state) if a.name == "Produce"]
+
+
+# -- a lost AlterPartition answer: the AlterPartitionManager sends the same request again ---------------------------
+def test_a_lost_answer_resends_the_request_and_the_metadata_commits_the_isr():
+    """LoseAlterPartitionResponse: the controller wrote the shrink, the answer is lost; the same request is in flight
+    again (no new AlterPartition meanwhile), the controller answers it INVALID_UPDATE_VERSION (kraft-4.1: the leader
+    epoch is kept) or FENCED_LEADER_EPOCH (3.x: the shrink bumped it), the leader stays pending on that answer and the
+    partition change it replays commits the ISR."""
+    for protocol, error in (("kraft-4.1", INVALID_UPDATE_VERSION), ("kraft-3.5", FENCED_LEADER_EPOCH)):
+        model = _model(protocol, "alter_losses=1")
+        s = _run(model, [("ShrinkIsr", {"leader": 0, "follower": 1}), ("LoseAlterPartitionResponse", {"leader": 0})])
+        (request,) = [m for m in s.network if m.kind == ALTER_PARTITION]
+        assert (request.isr, s.controller.isr, s.alter_losses) == ((0,), (0,), 1)
+        assert s.brokers[0].alter_pending and s.brokers[0].isr == (0, 1)
+        assert not _enabled(model, s, "LoseAlterPartitionResponse", leader=0)  # the bound
+        assert not _enabled(model, s, "ExpandIsr", leader=0)  # still one AlterPartition in flight
+        t = _take(model, s, "ProcessAlterPartition", leader=0)
+        (response,) = [m for m in t.network if m.kind == ALTER_PARTITION_RESPONSE]
+        assert response.error == error and t.controller.partition_epoch == 1
+        t = _take(model, t, "ReceiveAlterPartitionResponse", leader=0)
+        assert t.brokers[0].alter_pending  # waits for the metadata
+        t = _take(model, t, "DeliverLeaderAndIsr", broker=0)
+        assert (t.brokers[0].alter_pending, t.brokers[0].isr, t.brokers[0].partition_epoch) == (False, (0,), 1)
+    off = _model("kraft-4.1")  # alter_losses=0 (the default): no answer is lost
+    assert not _enabled(off, _run(off, [("ShrinkIsr", {"leader": 0, "follower": 1})]), "LoseAlterPartitionResponse")
+
+
+# -- controlled shutdown on KRaft (KIP-841's shutting-down half) -----------------------------------------------------
+SHUTTING_DOWN = "kip-841-shutting-down-replica-rejoins-the-isr.json"
+
+
+@pytest.mark.parametrize("protocol", KRAFT_ROWS)
+def test_a_shutting_down_replica_rejoins_the_isr_only_without_kip_841(protocol):
+    """The leader's controlled shutdown moves leadership away; the broker keeps fetching. With KIP-841 (every KRaft
+    row) the new leader does not propose it (blocked at ExpandIsr, step 13); with kip-841=off it does, the controller
+    accepts, and the ISR holds a broker that is about to stop until it is fenced (no safety property breaks)."""
+    scenario = load_scenario(os.path.join(SCENARIOS, SHUTTING_DOWN))
+    result = replay_scenario(scenario_model(scenario, protocol), scenario)
+    assert (result.outcome, result.step) == ("blocked", 13)
+    off = replay_scenario(scenario_model(scenario, protocol, ["kip-841=off"]), scenario)
+    assert off.outcome == "holds"
+    model = build_model("kafka", ["records=1", "epochs=2", "crashes=1", "shutdowns=1"], protocol, ["kip-841=off"])
+    steps = [(str(step.name), dict(step.params)) for step in scenario.steps[:15]]
+    s = _run(model, steps)
+    assert s.controller.isr == (0, 1) and s.brokers[0].stopping and s.brokers[1].isr == (0, 1)
+
+
+def test_controlled_shutdown_moves_leadership_to_an_active_isr_member_or_leaves_the_partition_offline():
+    model = _model("kraft-3.3", "shutdowns=1")
+    s = _take(model, model.init_states()[0], "ProcessControlledShutdown", broker=0, leader=1)
+    c = s.controller
+    assert (c.leader, c.isr, c.epoch, c.registered, s.shutdowns) == (1, (1,), 1, (0, 0), 1)
+    assert s.brokers[0].alive and s.brokers[0].stopping
+    assert not _enabled(model, s, "ProcessControlledShutdown")  # the bound, and broker 1 is the leader now
+    # only the partition's leader goes through CONTROLLED_SHUTDOWN (a broker that leads nothing: SHUTDOWN_NOW, a Crash)
+    assert not _enabled(model, model.init_states()[0], "ProcessControlledShutdown", broker=1)
+    # the only ISR member: no active replica to take over, the partition goes offline and the last member stays
+    alone = _run(model, [("ShrinkIsr", {"leader": 0, "follower": 1}), ("ProcessAlterPartition", {"leader": 0}),
+                         ("DeliverLeaderAndIsr", {"broker": 0})])
+    t = _take(model, alone, "ProcessControlledShutdown", broker=0, leader=-1)
+    assert (t.controller.leader, t.controller.isr) == (-1, (0,))
+    assert not _enabled(model, t, "ElectLeader")  # a broker in controlled shutdown is not electable (not active)
+    elr = _model("kraft-4.1", "shutdowns=1", "min_isr=2")
+    t = _take(elr, elr.init_states()[0], "ProcessControlledShutdown", broker=0, leader=1)
+    assert (t.controller.leader, t.controller.isr, t.controller.elr) == (1, (1,), (0,))
+
+
+@pytest.mark.parametrize("protocol,states,depth", [("kraft-3.3", 20594, 31), ("kraft-3.5", 19822, 31),
+                                                   ("kraft-4.1", 25236, 38)])
+def test_state_counts_with_a_controlled_shutdown(protocol, states, depth):
+    """The configuration of ``test_state_counts_of_each_kraft_line`` with shutdowns=1: the leader's controlled
+    shutdown adds its partition change and a running broker in controlled shutdown; every line still holds."""
+    from checker.bfs import check
+    from checker.search import SearchOptions
+
+    invariants = [for_family("kafka")[name] for name in ("committed-durable", "elr-safety")]
+    model = build_model("kafka", ["records=1", "epochs=1", "crashes=1", "unclean_shutdowns=1", "alters=1", "min_isr=2",
+                                  "shutdowns=1"], protocol)
+    result = check(model, SearchOptions(invariants=invariants))
+    assert (result.verdict.value, result.distinct_states, result.depth) == ("holds", states, depth)
+
+
+@pytest.mark.parametrize("protocol,states,depth", [("kraft-3.3", 17828, 31), ("kraft-3.5", 16620, 31),
+                                                   ("kraft-4.1", 20474, 38)])
+def test_state_counts_with_a_lost_alter_partition_answer(protocol, states, depth):
+    """The same configuration with alter_losses=1: every line still holds."""
+    from checker.bfs import check
+    from checker.search import SearchOptions
+
+    invariants = [for_family("kafka")[name] for name in ("committed-durable", "elr-safety")]
+    model = build_model("kafka", ["records=1", "epochs=1", "crashes=1", "unclean_shutdowns=1", "alters=1", "min_isr=2",
+                                  "alter_losses=1"], protocol)
+    result = check(model, SearchOptions(invariants=invariants))
+    assert (result.verdict.value, result.distinct_states, result.depth) == ("holds", states, depth)
+
+
+# -- a leader's metadata lag: its own eligibility check passes on an older view; the controller's check holds -------
+def test_with_metadata_lag_the_controllers_check_keeps_a_fenced_or_shutting_down_broker_out():
+    """metadata_lag=1: the leader's metadata cache may predate the fencing (or controlled shutdown) of a follower, so
+    it proposes it; the controller answers INELIGIBLE_REPLICA (ineligibleReplicasForIsr) and the leader reverts to its
+    last committed ISR. KIP-841's fenced story then stops where the controller would have to elect the fenced broker."""
+    fenced = load_scenario(os.path.join(SCENARIOS, "kip-841-fenced-replica-rejoins-the-isr.json"))
+    for protocol in ("kraft-3.3", "kraft-3.5"):
+        result = replay_scenario(scenario_model(fenced, protocol, constants=["metadata_lag=1"]), fenced)
+        assert (result.outcome, result.step) == ("blocked", 17)  # ElectLeader(leader=1): broker 1 is not in the ISR
+    model = build_model("kafka", ["records=1", "epochs=3", "crashes=1", "unclean_shutdowns=1", "metadata_lag=1"],
+                        "kraft-3.3")
+    steps = [(str(step.name), dict(step.params)) for step in fenced.steps[:12]]
+    s = _run(model, steps)
+    (response,) = [m for m in s.network if m.kind == ALTER_PARTITION_RESPONSE]
+    assert response.error == INELIGIBLE_REPLICA and s.controller.isr == (0,)
+    s = _take(model, s, "ReceiveAlterPartitionResponse", leader=0)
+    assert (s.brokers[0].isr, s.brokers[0].alter_pending) == ((0,), False)
+    shutting = load_scenario(os.path.join(SCENARIOS, SHUTTING_DOWN))
+    model = build_model("kafka", ["records=1", "epochs=2", "crashes=1", "shutdowns=1", "metadata_lag=1"], "kraft-3.5")
+    s = _run(model, [(str(step.name), dict(step.params)) for step in shutting.steps[:15]])
+    assert s.controller.isr == (1,) and s.brokers[1].isr == (1,)  # proposed, rejected, reverted
+
+
+@pytest.mark.parametrize("protocol,states,depth", [("kraft-3.3", 11712, 30), ("kraft-3.5", 11499, 30),
+                                                   ("kraft-4.1", 14861, 37)])
+def test_state_counts_with_metadata_lag(protocol, states, depth):
+    """The configuration of ``test_state_counts_of_each_kraft_line`` with metadata_lag=1: more expansions are
+    proposed (and rejected by the controller); every line still holds."""
+    from checker.bfs import check
+    from checker.search import SearchOptions
+
+    invariants = [for_family("kafka")[name] for name in ("committed-durable", "elr-safety")]
+    model = build_model("kafka", ["records=1", "epochs=1", "crashes=1", "unclean_shutdowns=1", "alters=1", "min_isr=2",
+                                  "metadata_lag=1"], protocol)
+    result = check(model, SearchOptions(invariants=invariants))
+    assert (result.verdict.value, result.distinct_states, result.depth) == ("holds", states, depth)
+
+
+def test_symmetry_commutes_with_a_controlled_shutdown_and_a_lost_answer():
+    """A renaming of broker ids commutes with ProcessControlledShutdown and LoseAlterPartitionResponse."""
+    from spec.kafka.symmetry import permute
+
+    model = _model("kraft-4.1", "min_isr=2", "shutdowns=1", "alter_losses=1", "metadata_lag=1")
+    swap = (1, 0)
+    for state in (_run(model, REPLICATE), _run(model, REPLICATE + [("ShrinkIsr", {"leader": 0, "follower": 1})]),
+                  _run(model, REPLICATE + [("ProcessControlledShutdown", {"broker": 0, "leader": 1})])):
+        names = {a.name for a, _ in model.successors(state)}
+        assert names & {"ProcessControlledShutdown", "LoseAlterPartitionResponse", "DeliverLeaderAndIsr"}
+        renamed = {t for _, t in model.successors(permute(state, swap))}
+        for action, successor in model.successors(state):
+            assert permute(successor, swap) in renamed, action

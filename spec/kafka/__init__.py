@@ -115,6 +115,8 @@ def build(constants: dict[str, Any], protocol: str = DEFAULT_PROTOCOL, features:
         consumer_inflight=constants.get("consumer_inflight", CLIENT_DEFAULTS["consumer_inflight"]),
         alters=constants.get("alters", KRAFT_DEFAULTS["alters"]),
         unclean_shutdowns=constants.get("unclean_shutdowns", KRAFT_DEFAULTS["unclean_shutdowns"]),
+        alter_losses=constants.get("alter_losses", KRAFT_DEFAULTS["alter_losses"]),
+        metadata_lag=constants.get("metadata_lag", KRAFT_DEFAULTS["metadata_lag"]),
     )
 
 
@@ -155,6 +157,13 @@ INFO = register(
                      "at most", int, minimum=0, maximum=8),
             Constant("unclean_shutdowns", KRAFT_DEFAULTS["unclean_shutdowns"], "kraft rows: unclean shutdowns (a crash "
                      "that loses a suffix of the log, or the disk), at most", int, minimum=0, maximum=8),
+            Constant("alter_losses", KRAFT_DEFAULTS["alter_losses"], "kraft rows: AlterPartition answers lost after the "
+                     "controller wrote the change (the leader's AlterPartitionManager sends the request again), at most",
+                     int, minimum=0, maximum=8),
+            Constant("metadata_lag", KRAFT_DEFAULTS["metadata_lag"], "kraft rows: 1: a leader's view of the broker "
+                     "registrations (fenced, in controlled shutdown, broker epoch) may be older than the controller's, "
+                     "so its own ISR eligibility check passes on any of them (the controller's still applies)", int,
+                     minimum=0, maximum=1),
         ),
         build=build,
         protocols={r.name: r.summary for r in RELEASES},

@@ -9,7 +9,14 @@ On the KRaft rows the controller is the KRaft quorum controller, not ZooKeeper's
   FENCED_LEADER_EPOCH to an older leader epoch, INVALID_UPDATE_VERSION to an older partition epoch and, with
   KIP-841 / KIP-903, INELIGIBLE_REPLICA to an ISR with a fenced member or a member whose broker epoch is not
   the one registered; on INELIGIBLE_REPLICA the leader reverts to its last committed ISR
-  (``handleAlterPartitionError``), on the other errors it waits for the next partition change.
+  (``handleAlterPartitionError``), on the other errors it waits for the next partition change. A lost answer
+  (``alter_losses``) leaves the same request in flight again (``AlterPartitionManager`` retries until answered).
+  NEW_LEADER_ELECTED needs a reassignment that removes the leader, which the model does not have (rule table).
+- **Controlled shutdown** (``shutdowns``): the leader's heartbeat with ``wantShutDown`` puts it in controlled
+  shutdown (``Broker.stopping``): out of the ISR, leadership to an active member (or offline); it keeps fetching,
+  is not electable and, with KIP-841, not eligible to join the ISR.
+- **Metadata lag**: a LeaderAndIsr is the partition change a broker replays late; with ``metadata_lag=1`` a leader's
+  view of the registrations may be older than the controller's (its own eligibility check passes).
 - Every partition change bumps the **partition epoch** and is replayed by every live broker in order (a
   ``LeaderAndIsr`` here stands for the PartitionRecord / PartitionChangeRecord of the metadata log, with the
   partition epoch). The leader epoch moves with a new leader, and (before KAFKA-15021, 3.6.0) with every ISR
@@ -42,9 +49,15 @@ ElectLeader                        leader                      the partition is 
                                                                member (KIP-966: or ELR member) is elected
 ShrinkIsr / ExpandIsr              leader, follower            the leader sends an AlterPartition
 ProcessAlterPartition              leader                      the controller accepts or rejects it
+LoseAlterPartitionResponse         leader                      (alter_losses) the controller accepts it and
+                                                               the answer is lost: the same request is
+                                                               in flight again (AlterPartitionManager)
 ReceiveAlterPartitionResponse      leader                      the leader applies the answer
 UncleanShutdown                    broker, keep                (unclean_shutdowns) a crash that keeps the
                                                                first ``keep`` records
+ProcessControlledShutdown          broker, leader              (shutdowns) the leader asks to shut down;
+                                                               ``leader`` is the leader afterwards (-1:
+                                                               offline)
 Restart                            broker                      a fenced broker registers with a new broker
                                                                epoch and is unfenced
 =================================  ==========================  ============================================
@@ -114,13 +127,15 @@ class KRaftActions:
     """The KRaft controller, AlterPartition, fencing and the unclean shutdown. Every method falls back to the
     ZooKeeper families (``super()``) on the rows without ``kraft``, so their state spaces are unchanged."""
 
-    def _init_kraft(self, alters: int, unclean_shutdowns: int) -> None:
+    def _init_kraft(self, alters: int, unclean_shutdowns: int, alter_losses: int = 0, metadata_lag: int = 0) -> None:
         f = self.features
         self._kraft = f.kraft
         # the bounds of the KRaft rows are inert on the ZooKeeper rows (their fault is lossy-crash), as the bounds of
         # the ZooKeeper control plane (shutdowns, bounces, losses) are on the KRaft rows: a scenario replays under both
         self.max_alters = alters
         self.max_unclean_shutdowns = unclean_shutdowns
+        self.max_alter_losses = alter_losses
+        self.metadata_lag = bool(metadata_lag)
         self._elr = f.kip_966_elr
         #: KIP-966's detection acts only where ELR is supported (``handleBrokerUncleanShutdown``: isElrSupported)
         self._detect_unclean = f.clean_shutdown_detection and f.kip_966_elr
@@ -132,6 +147,10 @@ class KRaftActions:
                     setattr(self, name, getattr(super(), name))
         if f.kraft:
             self.constants.update({"alters": alters, "unclean_shutdowns": unclean_shutdowns})
+            if alter_losses:
+                self.constants["alter_losses"] = alter_losses
+            if metadata_lag:
+                self.constants["metadata_lag"] = metadata_lag
             # ``kmc matrix`` checks a KRaft row at its own bounds (an instance attribute over the class's)
             self.matrix_bounds = dict(KRAFT_MATRIX_BOUNDS)
             self.matrix_bound_sets = _kraft_bound_sets
@@ -140,14 +159,18 @@ class KRaftActions:
         self._fence = [[a("FenceBroker", (("broker", b), ("leader", x))) for x in range(-1, self.n)] for b in ids]
         self._process_alter = [a("ProcessAlterPartition", (("leader", b),)) for b in ids]
         self._receive_alter = [a("ReceiveAlterPartitionResponse", (("leader", b),)) for b in ids]
+        self._lose_alter = [a("LoseAlterPartitionResponse", (("leader", b),)) for b in ids]
+        self._kraft_shutdown = [[a("ProcessControlledShutdown", (("broker", b), ("leader", x))) for x in range(-1, self.n)]
+                                for b in ids]
         self._unclean_shutdown = [[a("UncleanShutdown", (("broker", b), ("keep", k))) for k in range(self.max_records + 1)]
                                   for b in ids]
 
     # -- partition changes by the controller ---------------------------------------------------------------
     def _unfenced(self, s: KafkaState, b: int) -> bool:
-        """``ClusterControlManager.active``: registered and not fenced (the controller does not know a broker
-        died until its session expires)."""
-        return s.controller.registered[b] != DEAD
+        """``ClusterControlManager.active`` (3.3.0+), what a leader election accepts: registered and not fenced (the
+        controller does not know a broker died until its session expires) and not in controlled shutdown (a broker
+        the controller moved leadership away from, ``Broker.stopping`` on the KRaft rows)."""
+        return s.controller.registered[b] != DEAD and not s.brokers[b].stopping
 
     def _partition_change(self, s: KafkaState, leader: int, isr: tuple[int, ...], bump: bool = False,
                           unclean_replica: int = -1) -> KafkaState | None:
@@ -271,15 +294,23 @@ class KRaftActions:
                 self._isr_change_action(s, i, leader, f, add)
 
     def _eligible(self, s: KafkaState, leader: Broker, f: int) -> bool:
-        """``Partition.isReplicaIsrEligible`` (3.3.0+ in KRaft mode): not fenced (KIP-841); with KIP-903 the broker
-        epoch of its last fetch is the one of its registration (``isBrokerEpochIsrEligible``). The broker's
-        metadata cache is taken to be the controller's registrations (an abstraction: no lag)."""
+        """``Partition.isReplicaIsrEligible`` (3.3.0+ in KRaft mode): not fenced, not in controlled shutdown
+        (KIP-841: ``isBrokerFenced``, ``isBrokerShuttingDown``); with KIP-903 the broker epoch of its last fetch is the
+        one of its registration (``isBrokerEpochIsrEligible``). Those checks read the leader's metadata cache
+        (``KRaftMetadataCache``: the registration records it replayed). With ``metadata_lag=0`` (the default) the cache
+        is the controller's registrations; with ``metadata_lag=1`` it may be any older view, and the check passes (a
+        newer view only blocks an expansion, which the model has anyway). Partition changes are replayed late either
+        way: a LeaderAndIsr is the PartitionChangeRecord a broker replays when it reaches it (``_apply_leader_and_isr``)."""
         registered = s.controller.registered[f]
-        if self.features.kip_841 and registered == DEAD:
+        lagging = self.metadata_lag
+        # with metadata_lag the leader's metadata cache may not have replayed the latest registration records yet: any
+        # older view of the follower (unfenced, not shutting down, the broker epoch of its fetch state) is possible, so
+        # the leader's own check passes; the controller checks the proposal against its current registrations
+        if self.features.kip_841 and not lagging and (registered == DEAD or s.brokers[f].stopping):
             return False
         if self.features.kip_903:
             stored = leader.remote_epochs[f] if leader.remote_epochs else UNDEFINED
-            return stored != UNDEFINED and stored == registered
+            return stored != UNDEFINED and (lagging or stored == registered)
         return True
 
     def _isr_change_action(self, s: KafkaState, i: int, leader: Broker, f: int, add) -> None:
@@ -340,13 +371,30 @@ class KRaftActions:
         response = AlterPartitionResponse(ALTER_PARTITION_RESPONSE, CONTROLLER, m.src, m.epoch, m.partition_epoch, NONE,
                                           after.isr, after.epoch, after.partition_epoch)
         add((act, changed.with_(network=add_messages(changed.network, response))))
+        if s.alter_losses < self.max_alter_losses:
+            self._lose_alter_response(changed, m, add)
+
+    def _lose_alter_response(self, changed: KafkaState, m: AlterPartition, add) -> None:
+        """LoseAlterPartitionResponse (bound ``alter_losses``): the controller wrote the change, and its answer is lost
+        (a disconnect). 3.3.0 / 3.5.0 ``BrokerToControllerChannelManager.handleResponse`` puts a disconnected request
+        back at the head of its queue (``requestQueue.putFirst``) and ``AlterPartitionManager.sendRequest`` never times
+        an AlterPartition out ("letting it retry indefinitely until a response is received, or a new LeaderAndIsr
+        overwrites the existing isrState"; the item stays in ``unsentIsrUpdates`` until answered): the same request
+        is in flight again, and the leader stays with its pending maximal ISR. The controller answers the resent
+        request INVALID_UPDATE_VERSION (its partition epoch is now older) or FENCED_LEADER_EPOCH (the change moved the
+        leader epoch), on which ``Partition.handleAlterPartitionError`` waits for the metadata: the partition change
+        the leader replays (a LeaderAndIsr here) commits the ISR. A request lost before the controller read it is
+        sent again just the same, which the model's network already has as a request delivered late."""
+        # guard: the caller's (an accepted change, a loss left in the bound); effect: the change without its answer
+        add((self._lose_alter[m.src], changed.with_(network=add_messages(changed.network, m),
+                                                    alter_losses=changed.alter_losses + 1)))
 
     def _ineligible(self, s: KafkaState, m: AlterPartition) -> bool:
-        """``ineligibleReplicasForIsr``: fenced (KIP-841) or a broker epoch that is given and not the registered
-        one (KIP-903)."""
+        """``ineligibleReplicasForIsr``: fenced or in controlled shutdown (KIP-841) or a broker epoch that is given and
+        not the registered one (KIP-903)."""
         registered = s.controller.registered
         for r in m.isr:
-            if self.features.kip_841 and registered[r] == DEAD:
+            if self.features.kip_841 and (registered[r] == DEAD or s.brokers[r].stopping):
                 return True
             if self.features.kip_903 and m.broker_epochs[r] != UNDEFINED and m.broker_epochs[r] != registered[r]:
                 return True
@@ -458,12 +506,50 @@ class KRaftActions:
                     add((self._restart[i], t))
             return
         self._replica_actions(s, i, b, out)  # spec.kafka.model: the same under either controller
+        if s.shutdowns < self.max_shutdowns and not b.stopping and s.controller.leader == i:
+            self._controlled_shutdown_actions(s, i, b, add)
         if s.crashes < self.max_crashes:
             add((self._crash[i], self._kraft_crash(s, i, len(b.log))))
         if s.unclean_shutdowns < self.max_unclean_shutdowns:
             for keep in range(len(b.log)):
                 t = self._kraft_crash(s, i, keep)
                 add((self._unclean_shutdown[i][keep], t.with_(crashes=s.crashes, unclean_shutdowns=s.unclean_shutdowns + 1)))
+
+    def _controlled_shutdown_actions(self, s: KafkaState, i: int, b: Broker, add) -> None:
+        """ProcessControlledShutdown(broker, leader) on KRaft (KIP-841's shutting-down half; bound ``shutdowns``): the
+        controller reads a heartbeat with ``wantShutDown`` from the partition's leader (3.3.0 / 3.5.0
+        ``BrokerHeartbeatManager.calculateNextBrokerState``: a broker with leaderships goes to CONTROLLED_SHUTDOWN;
+        ``ReplicationControlManager.processBrokerHeartbeat`` -> ``handleBrokerInControlledShutdown`` ->
+        ``generateLeaderAndIsrUpdates`` with ``brokerToRemove``): the broker leaves the ISR (the last member stays
+        unless ``kip-966-elr``), leadership moves to an active ISR (or ELR) member, else the partition goes offline;
+        ``leader`` is the leader afterwards (-1: offline). The broker keeps running and fetching, in controlled
+        shutdown (``Broker.stopping``): not electable (``ClusterControlManager.active``) and, with ``kip-841``, not
+        eligible to join the ISR (``Partition.isReplicaIsrEligible``: ``isBrokerShuttingDown``;
+        ``ineligibleReplicasForIsr``: ``inControlledShutdown``). A broker that leads nothing goes straight to
+        SHUTDOWN_NOW, which fences it (``handleBrokerFenced``) and stops it: the model's Crash (which keeps the log)
+        and FenceBroker, so only the leader has this step; the leader's SHUTDOWN_NOW that follows is the same Crash.
+        The heartbeat and the controller's handling are one step: the broker's view of its own shutdown is the
+        controller's."""
+        c = s.controller
+        if c.registered[i] == DEAD:  # guard: a fenced broker's heartbeat is refused (its session expired)
+            return
+        table = self._kraft_shutdown[i]
+        shutting = with_broker(s, i, b.with_(stopping=True), shutdowns=s.shutdowns + 1)
+        isr = tuple([r for r in c.isr if r != i])
+        if not isr and not self._elr:
+            isr = c.isr  # PartitionChangeBuilder.build: an empty target ISR is not written
+        elr_after = c.elr
+        if self._elr and len(isr) < self.min_isr:
+            elr_after = tuple(sorted((set(c.elr) | set(c.isr)) - set(isr)))
+        candidates = self._candidates(shutting, isr, elr_after, excluded=i)
+        for r in candidates:
+            t = self._partition_change(shutting, r, isr if r in isr else (r,))
+            if t is not None:
+                add((table[r + 1], t))
+        if not candidates:
+            t = self._partition_change(shutting, NO_LEADER, isr)
+            if t is not None:
+                add((table[0], t))
 
     def _kraft_crash(self, s: KafkaState, i: int, keep: int) -> KafkaState:
         """Crash / UncleanShutdown: ``_crash_state`` (in-memory state and the broker's connections lost, ``keep``

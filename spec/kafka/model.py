@@ -74,8 +74,9 @@ Bounce                             broker                      (bounces) a crash
 =================================  ==========================  ============================================
 
 On the KRaft rows (``kraft-*``) the controller is KRaft's: FenceBroker, ProcessAlterPartition,
-ReceiveAlterPartitionResponse and UncleanShutdown join the table, ShrinkIsr / ExpandIsr send an AlterPartition, and
-ProcessBrokerFailure, ProcessBrokerChange, ControlledShutdown, ProcessControlledShutdown, Bounce, LoseControlRequest and
+LoseAlterPartitionResponse, ReceiveAlterPartitionResponse and UncleanShutdown join the table, ShrinkIsr / ExpandIsr send
+an AlterPartition, ProcessControlledShutdown(broker, leader) is the leader's heartbeat with wantShutDown (no request
+message), and ProcessBrokerFailure, ProcessBrokerChange, ControlledShutdown, Bounce, LoseControlRequest and
 DeliverStopReplica do not occur (``spec.kafka.actions_kraft`` has its table and sources).
 
 Control plane. The controller keeps, per broker, the broker epoch of the registration it last processed
@@ -158,7 +159,7 @@ ACKS_MATRIX_BOUNDS = ("records=2", "epochs=2", "crashes=1", "acks=-1")
 CONSUMED_MATRIX_BOUNDS = ("records=1", "epochs=2", "crashes=1", "consumers=1")
 SKIP_MATRIX_BOUNDS = ("records=2", "epochs=2", "crashes=1", "consumers=1")
 #: the KRaft rows' own bounds (``spec.kafka.actions_kraft``): listed in a model's constants on those rows only
-KRAFT_DEFAULTS = {"alters": 2, "unclean_shutdowns": 0}
+KRAFT_DEFAULTS = {"alters": 2, "unclean_shutdowns": 0, "alter_losses": 0, "metadata_lag": 0}
 
 
 # the updates of the hot path, generated once from the field names (``spec.kafka.state.updater``)
@@ -250,6 +251,8 @@ class KafkaModel(ClientActions, KRaftActions, ControlPlaneActions, DataPlaneActi
         consumer_inflight: int = 0,
         alters: int = 2,
         unclean_shutdowns: int = 0,
+        alter_losses: int = 0,
+        metadata_lag: int = 0,
     ) -> None:
         self.n = brokers
         self.max_records = records
@@ -315,7 +318,8 @@ class KafkaModel(ClientActions, KRaftActions, ControlPlaneActions, DataPlaneActi
         self._deliver = [[a("DeliverLeaderAndIsr", (("broker", b), ("epoch", e))) for e in range(epochs + 1)]
                          for b in ids]
         self._init_clients(acks, min_isr, consumers, consumer_inflight)
-        self._init_kraft(alters, unclean_shutdowns)  # KRaft rows (spec.kafka.actions_kraft): after min_isr is known
+        # KRaft rows (spec.kafka.actions_kraft): after min_isr is known
+        self._init_kraft(alters, unclean_shutdowns, alter_losses, metadata_lag)
 
     # -- the model interface -------------------------------------------------------------------------
     def state_types(self) -> tuple[type, ...]:

@@ -258,16 +258,73 @@ RULES: tuple[Rule, ...] = (
          "registerBroker",
          "actions_kraft (the KRaft controller, AlterPartition, FenceBroker, Restart)", flag="kraft",
          abstraction="a restarted broker registers and is unfenced in one step (Kafka unfences it once it caught up "
-                     "with the metadata log); a broker's view of fencing is the controller's; a lost AlterPartition "
-                     "is a delayed one (AlterPartitionManager resends); responses are not lost; no reassignment "
-                     "(NEW_LEADER_ELECTED does not arise) and no controlled shutdown on the KRaft rows; a partition change "
+                     "with the metadata log); a broker's view of fencing is the controller's unless metadata_lag (see "
+                     "its rule); a lost AlterPartition "
+                     "request is a delayed one (AlterPartitionManager resends it); a lost answer is "
+                     "LoseAlterPartitionResponse (bound alter_losses); no reassignment, so NEW_LEADER_ELECTED does not "
+                     "arise (see its rule); a partition change "
                      "that keeps the leader epoch reaches the leader only (a follower has no use for the ISR until the "
                      "next leader epoch, which every live broker replays)"),
+    Rule("a lost AlterPartition answer: the request is sent again, unchanged, until answered; the leader keeps its "
+         "pending maximal ISR until an answer or the partition change it replays", "KIP-497 (AlterIsr), KIP-631", "2.7.0",
+         "every KRaft row (3.3.0 and later; the same resend in 2.7.0+ AlterIsrManager)",
+         "3.3.0 and 3.5.0 core/.../server/AlterPartitionManager.scala submit (unsentIsrUpdates.putIfAbsent), "
+         "sendRequest (no timeout: retries until answered), handleAlterPartitionResponse; "
+         "BrokerToControllerChannelManager.scala handleResponse (wasDisconnected: requestQueue.putFirst); "
+         f"{_C}Partition.scala submitAlterPartition (an answer to an older partition state is ignored), "
+         "handleAlterPartitionError (INVALID_UPDATE_VERSION, FENCED_LEADER_EPOCH: wait for the metadata)",
+         "actions_kraft._lose_alter_response (LoseAlterPartitionResponse), _receive_alter_response",
+         abstraction="only the answer to an accepted change is lost (a lost rejection and its resend reach the state "
+                     "they started from); a lost request is a late one (the network delivers in any order); a "
+                     "leader's crash drops its request in flight, where Kafka's controller may still read one already "
+                     "sent"),
+    Rule("NEW_LEADER_ELECTED: the controller wrote the AlterPartition's change and it moved the leader; the leader "
+         "waits for the metadata", "KIP-497, KIP-631", "3.3.0", "every KRaft row (AlterPartition v2+)",
+         "3.3.0 and 3.5.0 metadata/.../controller/ReplicationControlManager.java alterPartition (change.leader() != "
+         "request.brokerId(): NEW_LEADER_ELECTED, FENCED_LEADER_EPOCH before v2); PartitionChangeBuilder.java build "
+         "(completeReassignmentIfNeeded, then tryElection: electAnyLeader keeps a leader that is in the target ISR "
+         "and active); validateAlterPartitionData (the new ISR must contain the leader); "
+         f"{_C}Partition.scala handleAlterPartitionError (NEW_LEADER_ELECTED: stay pending until the metadata)",
+         "not modelled: unreachable in the model (no NEW_LEADER_ELECTED error code)",
+         abstraction="the leader changes on an AlterPartition only when it completes a reassignment that removes the "
+                     "leader from the replicas: the request's ISR must contain the leader and its leader epoch must be "
+                     "current, and a fenced or shutting-down leader has already been moved by the partition change of "
+                     "its fencing or controlled shutdown (which bumps the leader epoch: FENCED_LEADER_EPOCH). With one "
+                     "partition and fixed replicas it cannot arise; the leader would handle it as INVALID_UPDATE_VERSION "
+                     "(wait for the metadata), which the model has"),
+    Rule("brokers replay the metadata log late: a partition change reaches a broker when it replays it; a leader's "
+         "view of the registrations (fenced, in controlled shutdown, broker epoch) may be older than the controller's",
+         "KIP-500, KIP-631", "2.8.0", "every KRaft row",
+         "3.3.0 core/.../server/metadata/BrokerMetadataListener.scala (the log replayed in order; 3.5.0: the "
+         "metadata loader), ReplicaManager.scala applyDelta; core/.../server/metadata/KRaftMetadataCache.scala "
+         "isBrokerFenced, isBrokerShuttingDown (3.3.0+), getAliveBrokerEpoch (3.5.0, KIP-903); "
+         f"{_C}Partition.scala isReplicaIsrEligible (reads that cache)",
+         "partition changes: a LeaderAndIsr (with the partition epoch) in the broker's FIFO channel, delivered late "
+         "(actions_kraft._apply_leader_and_isr); registrations: constant metadata_lag=1 (actions_kraft._eligible)",
+         abstraction="a LeaderAndIsr already stands for the PartitionRecord / PartitionChangeRecord a broker replays "
+                     "late, in order; the registration records (fencing, controlled shutdown, a new broker epoch) are "
+                     "not messages: metadata_lag=0 (default) reads the controller's, metadata_lag=1 lets the leader's "
+                     "own eligibility check pass on any older view (the controller's ineligibleReplicasForIsr still "
+                     "applies); a newer view only blocks an expansion, which the model has anyway"),
     Rule("a fenced or shutting-down replica is ineligible to join the ISR: the leader does not propose it, the "
          "controller answers INELIGIBLE_REPLICA", "KIP-841", "3.3.0", "3.3.0 and later (KAFKA-13916: f83d95d9a28, "
          "151ca12a56c)", f"3.3.0 {_C}Partition.scala isReplicaIsrEligible, handleAlterPartitionError; "
          "metadata/.../controller/ReplicationControlManager.java validateAlterPartitionData (ineligibleReplicasForIsr)",
-         "actions_kraft._eligible, _process_alter_partition", flag="kip-841"),
+         "actions_kraft._eligible, _ineligible (Broker.stopping: in controlled shutdown)", flag="kip-841"),
+    Rule("controlled shutdown on KRaft: a leader's heartbeat with wantShutDown puts it in controlled shutdown; the "
+         "controller takes it out of the ISR (the last member kept, unless ELR) and moves leadership to an active ISR "
+         "member, else leaves the partition offline; it keeps running and fetching, and is not electable; a broker "
+         "that leads nothing is fenced and stops (SHUTDOWN_NOW)", "KIP-631", "2.8.0",
+         "every KRaft row (2.8.0's ReplicationControlManager.processBrokerHeartbeat already has CONTROLLED_SHUTDOWN)",
+         "3.3.0 and 3.5.0 metadata/.../controller/BrokerHeartbeatManager.java calculateNextBrokerState "
+         "(CONTROLLED_SHUTDOWN while it has leaderships, then SHUTDOWN_NOW); ReplicationControlManager.java "
+         "processBrokerHeartbeat, handleBrokerInControlledShutdown -> generateLeaderAndIsrUpdates (brokerToRemove); "
+         "ClusterControlManager.java active (not fenced, not in controlled shutdown)",
+         "actions_kraft._controlled_shutdown_actions (ProcessControlledShutdown(broker, leader)), _unfenced",
+         abstraction="the heartbeat and its handling are one step, and only the partition's leader takes it (a broker "
+                     "that leads nothing goes to SHUTDOWN_NOW at once: fenced and stopped, which the model's Crash, "
+                     "keeping the log, and FenceBroker already are); the leader's SHUTDOWN_NOW that follows is a Crash "
+                     "too (bound crashes); bound shutdowns (0 by default)"),
     Rule("the fetch carries the follower's broker epoch and AlterPartition each proposed member's; a replica whose "
          "fetch state is from an earlier registration is ineligible", "KIP-903", "3.5.0", "3.5.0 and later "
          "(KAFKA-14617: 79b5f7f1ce2, 8c88cdb7186, d5e216d6183)",
