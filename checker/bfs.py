@@ -131,6 +131,15 @@ SPILL_AT = 0.5
 FRONTIER_SHARE = 0.25
 #: False: every block of the frontier is encoded from the first level on (``bench/memory_bench.py``)
 FRONTIER_OBJECTS = True
+#: states each frontier store keeps as Python objects at most (its first blocks; the rest are encoded):
+#: a fixed count, not a share of the memory, so that the resident growth of a long run stays a few
+#: bytes a state for the frontier, while the small levels (most of the levels of most runs) cost no
+#: encoding at all (bench/NOTES.md, memory)
+FRONTIER_OBJECT_STATES = 16384
+#: the parent log is written to an anonymous temporary file from the first level on (fixed-width
+#: records, memory-mapped only when a trace is rebuilt or a checkpoint written): 16 bytes a state
+#: less in memory for a sequential write a level. False: kept in memory until ``SPILL_AT``.
+PARENTS_ON_DISK = True
 DEFAULT_CHECKPOINT_DIR = "kmc-checkpoints"
 
 
@@ -192,7 +201,9 @@ class LocalBFS:
         if opts.resume_from:
             st = ckpt.load(opts.resume_from, self.model, opts)
             st.frontier = store_of(self.model, st.frontier, self.store_budget, self._spill_dir(),
-                                   FRONTIER_OBJECTS)
+                                   FRONTIER_OBJECTS, FRONTIER_OBJECT_STATES)
+            if PARENTS_ON_DISK:
+                st.log.spill(self._spill_dir())
         else:
             st = self._initial_level()
         base_elapsed = st.elapsed
@@ -231,7 +242,7 @@ class LocalBFS:
         """Past ``SPILL_AT`` of the memory budget the parent log goes to disk, the level dictionary
         sheds visited successors more often, and the run goes on; only if memory still runs out
         does it stop (undetermined, with a checkpoint)."""
-        if st.log.spilled or rss_mb() <= self.memory_budget * SPILL_AT:
+        if self.under_pressure or rss_mb() <= self.memory_budget * SPILL_AT:
             return
         self.under_pressure = True
         st.log.spill(self._spill_dir())
@@ -244,7 +255,8 @@ class LocalBFS:
 
     def _new_store(self) -> FrontierStore:
         return FrontierStore(self.model, self.store_budget, self._spill_dir(),
-                             keep_objects=FRONTIER_OBJECTS and not self.under_pressure)
+                             keep_objects=FRONTIER_OBJECTS and not self.under_pressure,
+                             object_states=FRONTIER_OBJECT_STATES)
 
     def _should_stop(self, st: SearchState) -> bool:
         self._note_discoveries(st)
@@ -270,6 +282,8 @@ class LocalBFS:
 
     def _initial_level(self) -> SearchState:
         st = SearchState(edges=[] if self.options.keep_graph else None)
+        if PARENTS_ON_DISK:
+            st.log.spill(self._spill_dir())
         inits = list(self.model.init_states())
         validate_initial(self.model, inits)
         st.generated = len(inits)
