@@ -343,6 +343,7 @@ class LocalBFS:
         check_deadlock = self.options.check_deadlock and st.deadlock is None
         edges = st.edges
         simple = within is None and canonical is None and edges is None
+        only_canonical = within is None and canonical is not None and edges is None
         cover = self.coverage
         fresh: dict[int, tuple] = {}
         checked = 0  # entries of ``fresh`` known not to be visited yet (the first ones)
@@ -365,6 +366,12 @@ class LocalBFS:
                     fp = hash(pair[1])
                     if fp not in fresh:
                         fresh[fp] = (pair[1], index, pair[0])
+            elif only_canonical:  # --symmetry without bounds or a graph: the goal configuration's loop
+                for pair in succs:
+                    succ = canonical(pair[1])
+                    fp = hash(succ)
+                    if fp not in fresh:
+                        fresh[fp] = (succ, index, pair[0])
             else:
                 for act, succ in succs:
                     if within is not None and not within(succ):
