@@ -368,10 +368,14 @@ class LocalBFS:
                         fresh[fp] = (pair[1], index, pair[0])
             elif only_canonical:  # --symmetry without bounds or a graph: the goal configuration's loop
                 for pair in succs:
-                    succ = canonical(pair[1])
-                    fp = hash(succ)
+                    succ = pair[1]
+                    raw = hash(succ)
+                    if raw in fresh:  # a canonical state found already: its canonical form is itself
+                        continue
+                    image = canonical(succ)
+                    fp = raw if image is succ else hash(image)
                     if fp not in fresh:
-                        fresh[fp] = (succ, index, pair[0])
+                        fresh[fp] = (image, index, pair[0])
             else:
                 for act, succ in succs:
                     if within is not None and not within(succ):
