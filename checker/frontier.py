@@ -4,9 +4,10 @@ A level is written block by block as the level being built finds its new states,
 block by block for expansion, so neither the frontier nor the next level has to be one list of
 Python objects. A block is held in one of three forms, chosen as it is written:
 
-* **objects**: the states as they are (no cost), while the store's objects stay within its
-  budget (counted at ``OBJECT_BYTES`` a state, a measured average for a Kafka state whose
-  substructures are shared with its siblings);
+* **objects**: the states as they are (no cost), for the store's first ``object_states`` states
+  (``checker.bfs.FRONTIER_OBJECT_STATES``) while they stay within its budget (counted at
+  ``OBJECT_BYTES`` a state, a measured average for a Kafka state whose substructures are shared
+  with its siblings);
 * **encoded**: the states packed with the model's compact encoding (``Model.encode_state``, the
   state as msgpack arrays; the generic msgpack codec for a model without one) and compressed with
   zlib: a 3-broker Kafka state takes about 10 bytes this way, against a few hundred as objects;
