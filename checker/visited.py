@@ -12,7 +12,8 @@ bytes a distinct state, against well over 100 for a Python set plus dict.
 The local engine writes the parent pointers to disk from its first level on (``ParentLog.spill``:
 the same 16-byte records in an anonymous temporary file, read back through a memory map only to
 rebuild a trace or write a checkpoint; ``checker.bfs.PARENTS_ON_DISK``), so that 8 bytes a distinct
-state stay in memory; a log kept in memory moves there when a run nears its memory budget. The level being built keeps its new fingerprints in a
+state stay in memory; a log kept in memory moves there when a run nears its memory budget. The
+level being built keeps its new fingerprints in a
 ``LevelFingerprints`` (a few sorted runs, merged as they grow), 8 bytes a new state of the level.
 """
 
