@@ -55,6 +55,8 @@ def child(spec: dict[str, Any]) -> dict[str, Any]:
         bfs.FRONTIER_SHARE = 0.0  # (where there are frontier stores) every block on disk
     if spec["mode"] == "encoded":
         bfs.FRONTIER_OBJECTS = False
+    if spec.get("object_states") is not None:
+        bfs.FRONTIER_OBJECT_STATES = spec["object_states"]  # (a baseline without it ignores it)
     started = time.monotonic()
     cpu_started = time.process_time()
     if spec["mode"] == "parallel":
@@ -94,6 +96,8 @@ def main() -> int:
     parser.add_argument("--modes", default="memory,encoded,spill,parallel")
     parser.add_argument("--baseline", help="a checkout to run the same modes on first (e.g. main)")
     parser.add_argument("--workers", type=int, default=2)
+    parser.add_argument("--object-states", type=int, default=None,
+                        help="states each frontier store keeps as objects (default: the engine's)")
     parser.add_argument("--out", default=os.path.join(ROOT, "bench", "results.json"),
                         help="JSON file the figures are merged into (key memory_per_state)")
     parser.add_argument("--child", help=argparse.SUPPRESS)
@@ -111,7 +115,7 @@ def main() -> int:
             if mode == "encoded" and tree == "baseline":
                 continue
             spec = {"model": args.model, "consts": consts, "protocol": args.protocol, "mode": mode,
-                    "workers": args.workers, "root": root, "tree": tree}
+                    "workers": args.workers, "root": root, "tree": tree, "object_states": args.object_states}
             out = subprocess.run([sys.executable, __file__, "--child", json.dumps(spec)], capture_output=True,
                                  text=True, cwd=root)
             if out.returncode:

@@ -13,6 +13,11 @@ fails otherwise), the wall-clock speed-up (best of the rounds), the CPU critical
 a worker, which a shared machine's wall clock hides), the engine's own serial share and the speed-up
 Amdahl's law then predicts on 16 and 64 cores. The figures are merged into bench/results.json under
 ``parallel_engine``.
+
+The single-process engine encodes the frontier past its first ``checker.bfs.FRONTIER_OBJECT_STATES``
+states a level and the workers do not, so on a configuration with large levels part of a wall or
+critical-path ratio is that encoding; the workers' total CPU against their critical path is the
+engine's own figure (bench/NOTES.md).
 """
 
 from __future__ import annotations

@@ -126,11 +126,23 @@ MEMORY_BUDGET = "memory budget"
 SPILL_AT = 0.5
 #: share of the memory budget the two frontier stores (the frontier and the level being built) may
 #: hold in memory together, half each; past it a store writes its blocks to disk. A store keeps its
-#: blocks as Python objects while they fit (``frontier.OBJECT_BYTES`` a state) and encodes them
-#: past that, or from the start once the run is past ``SPILL_AT`` of its budget.
+#: first ``FRONTIER_OBJECT_STATES`` states as Python objects (while they fit its budget, counted at
+#: ``frontier.OBJECT_BYTES`` a state) and encodes the others, all of them once the run is past
+#: ``SPILL_AT`` of its budget.
 FRONTIER_SHARE = 0.25
 #: False: every block of the frontier is encoded from the first level on (``bench/memory_bench.py``)
 FRONTIER_OBJECTS = True
+#: states each frontier store keeps as Python objects at most (its first blocks; the rest are encoded):
+#: a fixed count, not a share of the memory, so that the frontier costs a run's resident memory a few
+#: bytes a state whatever its size (about 830 B a 3-broker Kafka state as objects, 13 encoded), while
+#: levels of up to 2,048 states cost no encoding at all. Kafka 2.1.0 brokers=3 records=1 epochs=1
+#: crashes=0, peak resident growth a distinct state: 2,048 -> 34.6 B, 4,096 -> 43.0, 8,192 -> 56.0,
+#: 16,384 -> 78.1 (bench/NOTES.md, memory)
+FRONTIER_OBJECT_STATES = 2048
+#: the parent log is written to an anonymous temporary file from the first level on (fixed-width
+#: records, memory-mapped only when a trace is rebuilt or a checkpoint written): 16 bytes a state
+#: less in memory for a sequential write a level. False: kept in memory until ``SPILL_AT``.
+PARENTS_ON_DISK = True
 DEFAULT_CHECKPOINT_DIR = "kmc-checkpoints"
 
 
@@ -192,7 +204,9 @@ class LocalBFS:
         if opts.resume_from:
             st = ckpt.load(opts.resume_from, self.model, opts)
             st.frontier = store_of(self.model, st.frontier, self.store_budget, self._spill_dir(),
-                                   FRONTIER_OBJECTS)
+                                   FRONTIER_OBJECTS, FRONTIER_OBJECT_STATES)
+            if PARENTS_ON_DISK:
+                st.log.spill(self._spill_dir())
         else:
             st = self._initial_level()
         base_elapsed = st.elapsed
@@ -231,7 +245,7 @@ class LocalBFS:
         """Past ``SPILL_AT`` of the memory budget the parent log goes to disk, the level dictionary
         sheds visited successors more often, and the run goes on; only if memory still runs out
         does it stop (undetermined, with a checkpoint)."""
-        if st.log.spilled or rss_mb() <= self.memory_budget * SPILL_AT:
+        if self.under_pressure or rss_mb() <= self.memory_budget * SPILL_AT:
             return
         self.under_pressure = True
         st.log.spill(self._spill_dir())
@@ -244,7 +258,8 @@ class LocalBFS:
 
     def _new_store(self) -> FrontierStore:
         return FrontierStore(self.model, self.store_budget, self._spill_dir(),
-                             keep_objects=FRONTIER_OBJECTS and not self.under_pressure)
+                             keep_objects=FRONTIER_OBJECTS and not self.under_pressure,
+                             object_states=FRONTIER_OBJECT_STATES)
 
     def _should_stop(self, st: SearchState) -> bool:
         self._note_discoveries(st)
@@ -270,6 +285,8 @@ class LocalBFS:
 
     def _initial_level(self) -> SearchState:
         st = SearchState(edges=[] if self.options.keep_graph else None)
+        if PARENTS_ON_DISK:
+            st.log.spill(self._spill_dir())
         inits = list(self.model.init_states())
         validate_initial(self.model, inits)
         st.generated = len(inits)
@@ -329,6 +346,7 @@ class LocalBFS:
         check_deadlock = self.options.check_deadlock and st.deadlock is None
         edges = st.edges
         simple = within is None and canonical is None and edges is None
+        only_canonical = within is None and canonical is not None and edges is None
         cover = self.coverage
         fresh: dict[int, tuple] = {}
         checked = 0  # entries of ``fresh`` known not to be visited yet (the first ones)
@@ -351,6 +369,16 @@ class LocalBFS:
                     fp = hash(pair[1])
                     if fp not in fresh:
                         fresh[fp] = (pair[1], index, pair[0])
+            elif only_canonical:  # --symmetry without bounds or a graph: the goal configuration's loop
+                for pair in succs:
+                    succ = pair[1]
+                    raw = hash(succ)
+                    if raw in fresh:  # a canonical state found already: its canonical form is itself
+                        continue
+                    image = canonical(succ)
+                    fp = raw if image is succ else hash(image)
+                    if fp not in fresh:
+                        fresh[fp] = (image, index, pair[0])
             else:
                 for act, succ in succs:
                     if within is not None and not within(succ):

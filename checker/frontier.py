@@ -4,9 +4,10 @@ A level is written block by block as the level being built finds its new states,
 block by block for expansion, so neither the frontier nor the next level has to be one list of
 Python objects. A block is held in one of three forms, chosen as it is written:
 
-* **objects**: the states as they are (no cost), while the store's objects stay within its
-  budget (counted at ``OBJECT_BYTES`` a state, a measured average for a Kafka state whose
-  substructures are shared with its siblings);
+* **objects**: the states as they are (no cost), for the store's first ``object_states`` states
+  (``checker.bfs.FRONTIER_OBJECT_STATES``) while they stay within its budget (counted at
+  ``OBJECT_BYTES`` a state, a measured average for a Kafka state whose substructures are shared
+  with its siblings);
 * **encoded**: the states packed with the model's compact encoding (``Model.encode_state``, the
   state as msgpack arrays; the generic msgpack codec for a model without one) and compressed with
   zlib: a 3-broker Kafka state takes about 10 bytes this way, against a few hundred as objects;
@@ -71,10 +72,13 @@ class FrontierStore:
     """A level's states in blocks: objects, encoded in memory, or encoded on disk (see the module)."""
 
     def __init__(self, model: Model, budget: float = float("inf"), directory: str | None = None,
-                 keep_objects: bool = True) -> None:
+                 keep_objects: bool = True, object_states: float = float("inf")) -> None:
         self._pack, self._unpack = state_codec(model)
         self.budget = budget
         self.keep_objects = keep_objects
+        #: at most this many states are kept as objects (the first blocks); the others are encoded
+        self.object_states = object_states
+        self._objects = 0
         self._directory = directory
         #: (form, payload, count): ("objects", list), ("encoded", bytes), ("disk", (offset, length))
         self._blocks: list[tuple[str, Any, int]] = []
@@ -123,9 +127,11 @@ class FrontierStore:
 
     def _seal(self, states: list[Any]) -> None:
         count = len(states)
-        if self.keep_objects and self._memory + count * OBJECT_BYTES <= self.budget:
+        if (self.keep_objects and self._objects + count <= self.object_states
+                and self._memory + count * OBJECT_BYTES <= self.budget):
             self._blocks.append(("objects", list(states), count))
             self._memory += count * OBJECT_BYTES
+            self._objects += count
             return
         data = zlib.compress(self._pack(states), ZLIB_LEVEL)
         self.encoded_states += count
@@ -182,6 +188,7 @@ class FrontierStore:
     def close(self) -> None:
         """Free the blocks and the temporary file (also done when the store is dropped)."""
         self._blocks, self._pending, self._size, self._memory, self._disk = [], [], 0, 0, 0
+        self._objects = 0
         if self._file is not None:
             self._file.close()
             self._file = None
@@ -194,10 +201,10 @@ class FrontierStore:
 
 
 def store_of(model: Model, states: Any, budget: float = float("inf"), directory: str | None = None,
-             keep_objects: bool = True) -> FrontierStore:
+             keep_objects: bool = True, object_states: float = float("inf")) -> FrontierStore:
     """``states`` (a list, e.g. a checkpoint's frontier, or a store) as a finished store."""
     if isinstance(states, FrontierStore):
         return states
-    store = FrontierStore(model, budget, directory, keep_objects)
+    store = FrontierStore(model, budget, directory, keep_objects, object_states)
     store.extend(list(states))
     return store.finish()

@@ -9,9 +9,11 @@ the global index of its parent (-1 for an initial state) and the id of the actio
 it, 8 + 4 + 4 bytes, kept as one chunk a level (never concatenated during a search). Together 24
 bytes a distinct state, against well over 100 for a Python set plus dict.
 
-When a run nears its memory budget, the parent pointers move to disk (``ParentLog.spill``: the
-same 16-byte records in a temporary file, read back through a memory map), so that 8 bytes a
-distinct state stay in memory. The level being built keeps its new fingerprints in a
+The local engine writes the parent pointers to disk from its first level on (``ParentLog.spill``:
+the same 16-byte records in an anonymous temporary file, read back through a memory map only to
+rebuild a trace or write a checkpoint; ``checker.bfs.PARENTS_ON_DISK``), so that 8 bytes a distinct
+state stay in memory; a log kept in memory moves there when a run nears its memory budget. The
+level being built keeps its new fingerprints in a
 ``LevelFingerprints`` (a few sorted runs, merged as they grow), 8 bytes a new state of the level.
 """
 

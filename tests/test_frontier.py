@@ -94,6 +94,17 @@ def test_a_store_reads_back_what_was_written_in_every_form(monkeypatch, budget, 
     assert len(store) == 0 and list(store) == []
 
 
+def test_a_store_keeps_at_most_its_object_count_as_objects(monkeypatch):
+    monkeypatch.setattr(frontier_module, "BLOCK", 64)
+    model = TwoPhase(5)
+    states = _reachable(model, 1000)
+    store = FrontierStore(model, budget=10**9, keep_objects=True, object_states=200)
+    store.extend(states)
+    store.finish()
+    assert store.encoded_states == len(states) - 192  # three whole blocks fit in 200; the rest is encoded
+    assert list(store) == states
+
+
 def _run(model, options, patches=None):
     """A local run with module settings patched; (result, parent log, traces as bytes, stores spilled)."""
     saved = {}
@@ -134,6 +145,8 @@ ONE_BLOCK_SHARE = 2 * (100 * frontier_module.OBJECT_BYTES + 200) / bfs.default_m
 SETTINGS = {
     "blocks of 7, encoded": {(frontier_module, "BLOCK"): 7, (bfs, "FRONTIER_OBJECTS"): False},
     "blocks of 5, on disk": {(frontier_module, "BLOCK"): 5, (bfs, "FRONTIER_SHARE"): 0.0},
+    "blocks of 7, the first 14 states as objects": {(frontier_module, "BLOCK"): 7,
+                                                    (bfs, "FRONTIER_OBJECT_STATES"): 14},
     # each store's budget: one block as objects and 200 bytes, so the next (encoded) blocks go to disk
     "blocks of 100, objects then disk": {(frontier_module, "BLOCK"): 100,
                                          (bfs, "FRONTIER_SHARE"): ONE_BLOCK_SHARE},

@@ -1,4 +1,5 @@
-"""Memory: the visited set and parent pointers take 24 bytes a distinct state, and a run that
+"""Memory: the visited set takes 8 bytes a distinct state in memory and the parent pointers 16 on disk
+(24 in memory when they are kept there), and a run that
 outgrows its memory budget stops as undetermined with a checkpoint (never an out-of-memory kill),
 from which it resumes to the full counts."""
 
@@ -16,18 +17,24 @@ from spec.two_phase import TwoPhase
 INVARIANTS = list(for_family("two-phase").values())
 
 
-def test_visited_and_parents_take_24_bytes_a_state():
+@pytest.mark.parametrize("on_disk", [True, False])
+def test_visited_and_parents_take_8_bytes_a_state_in_memory_and_16_on_disk(monkeypatch, on_disk):
+    monkeypatch.setattr(bfs, "PARENTS_ON_DISK", on_disk)
     engine = bfs.LocalBFS(TwoPhase(5), SearchOptions())
     seen = {}
     original = engine._result
 
     def capture(st, *args):
-        seen["bytes"] = st.visited.array.nbytes + st.log.nbytes()
+        seen["memory"] = st.visited.array.nbytes + st.log.nbytes()
+        seen["disk"] = st.log.disk_bytes()
         return original(st, *args)
 
     engine._result = capture
     result = engine.run()
-    assert seen["bytes"] == 24 * result.distinct_states
+    if on_disk:  # the default: only the visited set stays in memory
+        assert (seen["memory"], seen["disk"]) == (8 * result.distinct_states, 16 * result.distinct_states)
+    else:
+        assert (seen["memory"], seen["disk"]) == (24 * result.distinct_states, 0)
 
 
 @pytest.mark.parametrize("engine", ["bfs", "parallel"])
@@ -122,6 +129,7 @@ def test_a_run_past_half_its_memory_budget_spills_and_gives_the_same_result(monk
         engine._result = capture
         return engine.run(), seen
 
+    monkeypatch.setattr(bfs, "PARENTS_ON_DISK", False)
     plain, plain_seen = run()
     monkeypatch.setattr(bfs, "SPILL_AT", 0.0)
     spilled, spilled_seen = run()

@@ -210,3 +210,26 @@ def test_liveness_under_symmetry_is_refused_in_one_line(capsys, tmp_path):
     assert out == ""
     lines = [line for line in err.splitlines() if line.strip()]
     assert len(lines) == 1 and "liveness property no-fence-stall-liveness" in lines[0] and "Traceback" not in err
+
+
+@pytest.mark.parametrize("which", ["kafka", "two-phase"])
+def test_the_symmetry_loop_keeps_the_first_occurrence_of_every_canonical_successor(which):
+    """The engine's --symmetry loop skips canonicalising a successor whose own fingerprint is already in
+    the level's dictionary; its dictionary must be the plain one: every successor canonicalised, the
+    first occurrence of each canonical fingerprint kept, in discovery order."""
+    model = build_model("kafka", ["brokers=3", "records=1", "epochs=1", "crashes=0"], "2.1.0") if which == "kafka" \
+        else TwoPhase(4)
+    frontier = [model.canonical(s) for s in _reachable(model, 3000)]
+    expected = {}
+    for index, state in enumerate(frontier):
+        for act, succ in model.successors(state):
+            image = model.canonical(succ)
+            expected.setdefault(hash(image), (image, index, act))
+    engine = bfs.LocalBFS(model, SearchOptions(symmetry=True))
+    engine._started = 0.0
+    st = bfs.SearchState()
+    fresh = engine._expand(st, frontier, 0, 0)
+    assert list(fresh.items()) == list(expected.items())
+    assert st.generated == sum(len(list(model.successors(s))) for s in frontier)
+    # the skip happened: some successors were canonical states already in the dictionary
+    assert sum(1 for s in frontier for _, t in model.successors(s) if model.canonical(t) == t) > len(fresh)

@@ -58,7 +58,9 @@ canonical form of ``checker.symmetry``; ``bench/symmetry_bench.py`` measures its
 
 from __future__ import annotations
 
+from itertools import islice
 from operator import itemgetter
+from operator import lt as _less
 from typing import Any
 
 from checker.symmetry import Perm, candidate_permutations
@@ -119,6 +121,7 @@ assert (_BROKERS, _CONTROLLER, _NETWORK) == (0, 1, 2)  # permute rebuilds the st
 _FREE = itemgetter(*[i for i, name in enumerate(Broker._fields)
                      if name not in ID_FIELDS | SET_FIELDS | INDEXED_FIELDS | FIRST_ID_FIELDS])
 _LEADER = Broker._fields.index("leader")
+_C_LEADER, _C_REGISTERED, _C_ISR = (Controller._fields.index(name) for name in ("leader", "registered", "isr"))
 _IDENTITY = {n: tuple(range(n)) for n in range(1, 9)}
 
 
@@ -173,9 +176,9 @@ def permute(s: KafkaState, perm: Perm) -> KafkaState:
 
 def signatures(s: KafkaState) -> list[tuple]:
     """Each broker without its ids: what a renaming carries along with it (``signature`` of every broker)."""
-    controller = s.controller
-    leader, registered, isr = controller.leader, controller.registered, controller.isr
-    return [(_FREE(b), b[_LEADER] == i, leader == i, registered[i], i in isr) for i, b in enumerate(s.brokers)]
+    controller = s[_CONTROLLER]
+    leader, registered, isr = controller[_C_LEADER], controller[_C_REGISTERED], controller[_C_ISR]
+    return [(_FREE(b), b[_LEADER] == i, leader == i, registered[i], i in isr) for i, b in enumerate(s[_BROKERS])]
 
 
 def signature(s: KafkaState, i: int) -> tuple:
@@ -186,8 +189,16 @@ def signature(s: KafkaState, i: int) -> tuple:
 def canonical(s: KafkaState) -> KafkaState:
     """The least renaming of ``s`` among those that sort the broker signatures (``s`` itself, unrenamed,
     when its signatures are distinct and already sorted)."""
-    sigs = signatures(s)
+    controller = s[_CONTROLLER]
+    leader, registered, isr = controller[_C_LEADER], controller[_C_REGISTERED], controller[_C_ISR]
+    sigs = [(_FREE(b), b[_LEADER] == i, leader == i, registered[i], i in isr) for i, b in enumerate(s[_BROKERS])]
     n = len(sigs)
+    # strictly increasing: distinct and sorted, one comparison a pair (the common case, no renaming)
+    if n == 3:
+        if sigs[0] < sigs[1] < sigs[2]:
+            return s
+    elif all(map(_less, sigs, islice(sigs, 1, None))):
+        return s
     ordered = True
     tied = False
     for i in range(n - 1):
@@ -196,8 +207,6 @@ def canonical(s: KafkaState) -> KafkaState:
             tied = True
         elif b < a:
             ordered = False
-    if ordered and not tied:
-        return s
     order = sorted(range(n), key=sigs.__getitem__)  # order[new position] = old id
     if not ordered:  # equal signatures need not have been neighbours before the sort
         tied = any(sigs[order[i]] == sigs[order[i + 1]] for i in range(n - 1))
