@@ -45,7 +45,6 @@ from checker.search import uses_bounds
 from checker.spark.blocks import _gc_paused
 from checker.spark.driver_state import Counters, LevelInfo, LevelTiming, SparkRun
 from checker.spark.expand import _maybe_fail
-from checker.spark.session import storage_level
 from spec.model import Model
 
 #: bits of the order key that hold the successor position (a state has fewer than 2**20 successors)
@@ -53,7 +52,7 @@ POSITION_BITS = 20
 POSITION_MASK = (1 << POSITION_BITS) - 1
 #: rows per Arrow batch that ``ArrowExpand`` yields
 BATCH_ROWS = 8192
-CANDIDATES_SCHEMA = "fp long, key long, state binary, bad long, gen long, dead long"
+CANDIDATES_SCHEMA = "fp long, key long, state binary, bad long, gen long, dead long, cpu long"
 
 
 def arrow_available() -> bool:
@@ -86,6 +85,7 @@ class ArrowExpand:
     def _run(self, batches: Iterator[Any]) -> Iterator[Any]:
         import pyarrow as pa
 
+        cpu_started = time.process_time()
         fps_in: list[np.ndarray] = []
         blobs: list[bytes] = []
         for batch in batches:
@@ -146,8 +146,9 @@ class ArrowExpand:
             yield _candidates(pa, out_fp, out_key, out_state, out_bad)
         yield pa.RecordBatch.from_arrays(
             [pa.array([None], pa.int64()), pa.array([None], pa.int64()), pa.array([None], pa.binary()),
-             pa.array([None], pa.int64()), pa.array([generated], pa.int64()), pa.array([deadlock], pa.int64())],
-            names=["fp", "key", "state", "bad", "gen", "dead"],
+             pa.array([None], pa.int64()), pa.array([generated], pa.int64()), pa.array([deadlock], pa.int64()),
+             pa.array([int((time.process_time() - cpu_started) * 1e6)], pa.int64())],
+            names=["fp", "key", "state", "bad", "gen", "dead", "cpu"],
         )
 
 
@@ -156,18 +157,22 @@ def _candidates(pa: Any, fps: list[int], keys: list[int], states: list[bytes], b
     nothing = pa.nulls(count, pa.int64())
     return pa.RecordBatch.from_arrays(
         [pa.array(fps, pa.int64()), pa.array(keys, pa.int64()), pa.array(states, pa.binary()),
-         pa.array(bad, pa.int64()), nothing, nothing],
-        names=["fp", "key", "state", "bad", "gen", "dead"],
+         pa.array(bad, pa.int64()), nothing, nothing, nothing],
+        names=["fp", "key", "state", "bad", "gen", "dead", "cpu"],
     )
 
 
 def _cut(spark: SparkRun, frame: Any) -> Any:
-    """``frame`` materialized with its lineage cut: a reliable checkpoint in the run's checkpoint
-    directory when every executor reaches it (a master on this machine), else a local checkpoint
-    on the executors (a lost executor then fails the run instead of recomputing its part)."""
+    """``frame`` materialized with its lineage cut, keeping its partitioning and order. On a local
+    master (the executor is this JVM) a local checkpoint: blocks in the block manager, in memory or
+    spilled to disk, no file written. On a cluster whose every executor reaches the run directory
+    (a master on this machine) a reliable checkpoint, so a lost executor's part is read back; on
+    other clusters a local checkpoint (a lost executor then fails the run instead of recomputing
+    its part)."""
     from checker.spark.session import on_loopback
 
-    if on_loopback(spark.sc.master):
+    master = spark.sc.master
+    if on_loopback(master) and not master.startswith("local"):
         return frame.checkpoint(eager=True)
     return frame.localCheckpoint(eager=True)
 
@@ -183,12 +188,16 @@ class ArrowLevelStep:
         session, parts = spark.session, spark.partitions
         conf = session.conf
         conf.set("spark.sql.shuffle.partitions", str(parts))
-        # every shuffle keeps its partition count: the expansion of a level runs on all cores
-        conf.set("spark.sql.adaptive.coalescePartitions.enabled", "false")
+        # the plans rely on the partitioning and order that a checkpoint keeps (hash of the
+        # fingerprint, sorted by it): adaptive execution hides them behind its own plan node, and
+        # a broadcast of the visited set would send it to every task each level
+        conf.set("spark.sql.adaptive.enabled", "false")
+        conf.set("spark.sql.autoBroadcastJoinThreshold", "-1")
         conf.set("spark.sql.execution.arrow.pyspark.enabled", "true")
         spark.codec = CompactCodec(self.model.state_types())
         visited = pa.table({"fp": pa.array(np.asarray(local.visited.array, dtype=np.int64))})
-        spark.visited = _cut(spark, session.createDataFrame(visited).repartition(parts, "fp"))
+        spark.visited = _cut(spark, session.createDataFrame(visited).repartition(parts, "fp").sortWithinPartitions("fp"))
+        spark.runs = []
         encode = spark.codec.encode
         frontier = list(local.frontier)
         fps = np.fromiter((hash(s) for s in frontier), np.int64, len(frontier))
@@ -222,22 +231,23 @@ class ArrowLevelStep:
         expand = ArrowExpand(self.model, self.symmetry, self.options.check_deadlock, pending, spark.broadcasts[-1],
                              spark.codec, fail_once)
         candidates = spark.frontier.mapInArrow(expand, CANDIDATES_SCHEMA)
-        new = (
-            candidates.groupBy("fp")
-            .agg(F.min("key").alias("key"), F.min_by(F.struct("state", "bad"), "key").alias("s"),
-                 F.sum("gen").alias("gen"), F.min("dead").alias("dead"))
-            .join(spark.visited, "fp", "left_anti")
-            .select("fp", "key", "s.state", "s.bad", "gen", "dead")
-            .persist(storage_level())
-        )
-        # the level's one job: expand, shuffle, dedup, anti-join; the new states stay in Spark (cached)
-        # and only their keys come back, as Arrow
-        table = new.select("fp", "key", "bad", "gen", "dead").toArrow()
-        for rdd in spark.retired:  # the previous level's frontier and visited set: now materialized in ``new``
-            rdd.unpersist(False)
-        spark.retired = []
+        # shuffled to their fingerprint's partition and sorted there (the visited runs are
+        # partitioned and sorted alike, so the anti-joins are merges that move no visited
+        # fingerprint), then the smallest key per fingerprint; the statistics rows (null
+        # fingerprint) match nothing and end in one group
+        fresh = candidates.join(spark.visited, "fp", "left_anti")
+        for run in spark.runs:
+            fresh = fresh.join(run, "fp", "left_anti")
+        new = fresh.groupBy("fp").agg(
+            F.min("key").alias("key"), F.min_by(F.struct("state", "bad"), "key").alias("s"),
+            F.sum("gen").alias("gen"), F.min("dead").alias("dead"), F.sum("cpu").alias("cpu"),
+        ).select("fp", "key", "s.state", "s.bad", "gen", "dead", "cpu")
+        # job 1: expand, shuffle, anti-joins, dedup; the new level stays in Spark, its lineage cut
+        level = _cut(spark, new)
         job_expand = time.monotonic() - level_started
         index_started = time.monotonic()
+        # job 2: only the level's keys come back, as Arrow, 20 bytes a state
+        table = level.select("fp", "key", "bad", "gen", "dead", "cpu").toArrow()
         stats = table.filter(pc.is_null(table["fp"]))
         table = table.filter(pc.is_valid(table["fp"]))
         st.generated += int(pc.sum(stats["gen"]).as_py() or 0)
@@ -245,10 +255,9 @@ class ArrowLevelStep:
         if deadlock is not None and st.deadlock is None:
             st.deadlock = int(deadlock)
         count = table.num_rows
-        old_frontier = spark.frontier
-        timing = LevelTiming(depth, frontier_size, count, 0.0, job_expand=job_expand)
+        timing = LevelTiming(depth, frontier_size, count, 0.0, job_expand=job_expand,
+                             expand=(pc.sum(stats["cpu"]).as_py() or 0) / 1e6)
         if count == 0:
-            spark.retired = [old_frontier, new]
             st.frontier_size = 0
             spark.frontier = None
             timing.seconds = time.monotonic() - level_started
@@ -268,17 +277,17 @@ class ArrowLevelStep:
             if hit.size:
                 st.found[inv.name] = base + int(rank[hit].min())
         self._broadcast_numbers(spark, fps, base + rank)
-        parts = spark.partitions
-        # the new level becomes a leaf of every later plan (a checkpoint read from the cache, written
-        # once): a plan that referred to it would grow exponentially, each level naming the previous
-        # level and the visited set built from it
-        level = _cut(spark, new.where(F.col("fp").isNotNull()).select("fp", "state"))
-        visited = spark.visited.union(level.select("fp")).repartition(parts, "fp").persist(storage_level())
-        frontier = level
-        spark.retired = [old_frontier, spark.visited, new]
-        if self.checkpoint_levels > 0 and depth % self.checkpoint_levels == 0:
-            visited = _cut(spark, visited)  # its plan grows by a union a level
-        spark.visited, spark.frontier = visited, frontier
+        states = level.where(F.col("fp").isNotNull())
+        spark.frontier = states.select("fp", "state")
+        spark.runs.append(states.select("fp"))
+        if len(spark.runs) >= self.merge_levels:
+            # the visited set's runs merged into one (a shuffle of fingerprints only); the levels'
+            # states they pointed to can go
+            merged = spark.visited
+            for run in spark.runs:
+                merged = merged.unionByName(run)
+            spark.visited = _cut(spark, merged.repartition(spark.partitions, "fp").sortWithinPartitions("fp"))
+            spark.runs = []
         timing.job_index = time.monotonic() - index_started
         st.level_done(depth, base, count)
         levels.append(info)

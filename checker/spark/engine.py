@@ -28,6 +28,9 @@ DEFAULT_THRESHOLD = 10_000
 DEFAULT_DRIVER_INDEX_LIMIT = 50_000
 #: levels between two reliable checkpoints of the RDDs (cuts their lineage)
 DEFAULT_CHECKPOINT_LEVELS = 10
+#: levels whose visited fingerprints stay separate sorted runs before they are merged into one
+#: (the arrow transport: a level anti-joins each run, the merge shuffles every visited fingerprint)
+DEFAULT_MERGE_LEVELS = 8
 
 
 class SparkBFS(ArrowLevelStep, LevelStep, Resumable, Verdicts):
@@ -41,6 +44,7 @@ class SparkBFS(ArrowLevelStep, LevelStep, Resumable, Verdicts):
         self.threshold = int(extra.get("threshold", DEFAULT_THRESHOLD))
         self.partitions = extra.get("partitions")
         self.checkpoint_levels = int(extra.get("checkpoint_levels", DEFAULT_CHECKPOINT_LEVELS))
+        self.merge_levels = max(1, int(extra.get("merge_levels", DEFAULT_MERGE_LEVELS)))
         self.driver_index_limit = int(extra.get("driver_index_limit", DEFAULT_DRIVER_INDEX_LIMIT))
         # fault injection (tests): the first attempt of one expansion task at this depth fails
         self.fail_at_depth = extra.get("fail_task_at_depth")
