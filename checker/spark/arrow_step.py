@@ -230,6 +230,7 @@ class ArrowLevelStep:
         fail_once = self.fail_marker if self.fail_at_depth is not None and int(self.fail_at_depth) == depth else None
         expand = ArrowExpand(self.model, self.symmetry, self.options.check_deadlock, pending, spark.broadcasts[-1],
                              spark.codec, fail_once)
+        spark.sc.setJobDescription(f"kmc level {depth}: expand")
         candidates = spark.frontier.mapInArrow(expand, CANDIDATES_SCHEMA)
         # shuffled to their fingerprint's partition and sorted there (the visited runs are
         # partitioned and sorted alike, so the anti-joins are merges that move no visited
@@ -247,6 +248,7 @@ class ArrowLevelStep:
         job_expand = time.monotonic() - level_started
         index_started = time.monotonic()
         # job 2: only the level's keys come back, as Arrow, 20 bytes a state
+        spark.sc.setJobDescription(f"kmc level {depth}: keys")
         table = level.select("fp", "key", "bad", "gen", "dead", "cpu").toArrow()
         stats = table.filter(pc.is_null(table["fp"]))
         table = table.filter(pc.is_valid(table["fp"]))
@@ -283,6 +285,7 @@ class ArrowLevelStep:
         if len(spark.runs) >= self.merge_levels:
             # the visited set's runs merged into one (a shuffle of fingerprints only); the levels'
             # states they pointed to can go
+            spark.sc.setJobDescription(f"kmc level {depth}: merge visited")
             merged = spark.visited
             for run in spark.runs:
                 merged = merged.unionByName(run)
