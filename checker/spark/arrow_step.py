@@ -50,6 +50,10 @@ from spec.model import Model
 #: bits of the order key that hold the successor position (a state has fewer than 2**20 successors)
 POSITION_BITS = 20
 POSITION_MASK = (1 << POSITION_BITS) - 1
+#: levels whose fingerprints the expansion gets (the frontier and the ones before it): a successor in
+#: one of them is known to be visited and is neither encoded nor checked (the anti-join in the JVM
+#: drops it anyway; on Kafka most successors already visited are one to three levels back)
+RECENT_LEVELS = 3
 #: rows per Arrow batch that ``ArrowExpand`` yields
 BATCH_ROWS = 8192
 CANDIDATES_SCHEMA = "fp long, key long, state binary, bad long, gen long, dead long, cpu long"
@@ -75,7 +79,7 @@ class ArrowExpand:
         self.bounds = uses_bounds(model)
         self.check_deadlock = check_deadlock
         self.invariants = invariants
-        self.numbers = numbers  # broadcast (fingerprints sorted, their global indices)
+        self.numbers = numbers  # broadcast (fingerprints sorted, their global indices, recent levels' fingerprints)
         self.codec = codec
         self.fail_once = fail_once
 
@@ -92,7 +96,7 @@ class ArrowExpand:
             fps_in.append(batch.column(0).to_numpy())
             blobs.extend(batch.column(1).to_pylist())
         fps = np.concatenate(fps_in) if fps_in else np.zeros(0, np.int64)
-        known, indices = self.numbers.value
+        known, indices, recent = self.numbers.value
         at = np.searchsorted(known, fps)
         at[at >= known.size] = 0
         if fps.size and not np.array_equal(known[at], fps):
@@ -106,7 +110,7 @@ class ArrowExpand:
         within = self.model.within_bounds if self.bounds else None
         canonical = self.model.canonical if self.symmetry else None
         checks = [(1 << bit, inv.holds) for bit, inv in enumerate(self.invariants)]
-        seen: set[int] = set()
+        seen: set[int] = set(recent.tolist())
         out_fp: list[int] = []
         out_key: list[int] = []
         out_state: list[bytes] = []
@@ -162,19 +166,19 @@ def _candidates(pa: Any, fps: list[int], keys: list[int], states: list[bytes], b
     )
 
 
-def _cut(spark: SparkRun, frame: Any) -> Any:
-    """``frame`` materialized with its lineage cut, keeping its partitioning and order. On a local
-    master (the executor is this JVM) a local checkpoint: blocks in the block manager, in memory or
-    spilled to disk, no file written. On a cluster whose every executor reaches the run directory
-    (a master on this machine) a reliable checkpoint, so a lost executor's part is read back; on
-    other clusters a local checkpoint (a lost executor then fails the run instead of recomputing
-    its part)."""
+def _cut(spark: SparkRun, frame: Any, eager: bool = True) -> Any:
+    """``frame`` with its lineage cut, keeping its partitioning and order, materialized now
+    (``eager``) or by the first job that reads it. On a local master (the executor is this JVM) a
+    local checkpoint: blocks in the block manager, in memory or spilled to disk, no file written.
+    On a cluster whose every executor reaches the run directory (a master on this machine) a
+    reliable checkpoint, so a lost executor's part is read back; on other clusters a local
+    checkpoint (a lost executor then fails the run instead of recomputing its part)."""
     from checker.spark.session import on_loopback
 
     master = spark.sc.master
     if on_loopback(master) and not master.startswith("local"):
         return frame.checkpoint(eager=True)
-    return frame.localCheckpoint(eager=True)
+    return frame.localCheckpoint(eager=eager)
 
 
 class ArrowLevelStep:
@@ -210,12 +214,14 @@ class ArrowLevelStep:
         local.frontier = []
 
     def _broadcast_numbers(self, spark: SparkRun, fps: np.ndarray, indices: np.ndarray) -> None:
-        """The numbering of the next frontier for its expansion (the executors' copies of the older
-        ones go; the driver keeps them for a recomputation until the frontier is checkpointed)."""
+        """The numbering of the next frontier for its expansion, with the fingerprints of the last
+        ``RECENT_LEVELS`` levels (the executors' copies of the older ones go; the driver keeps
+        them for a recomputation until the frontier is checkpointed)."""
         order = np.argsort(fps, kind="stable")
         for old in spark.broadcasts:
             old.unpersist()
-        spark.broadcasts.append(spark.sc.broadcast((fps[order], indices[order])))
+        spark.recent = [*spark.recent[1 - RECENT_LEVELS:], fps]
+        spark.broadcasts.append(spark.sc.broadcast((fps[order], indices[order], np.concatenate(spark.recent))))
 
     def _arrow_level(self, spark: SparkRun, st: Counters, levels: list[LevelInfo]) -> None:
         import pyarrow.compute as pc
@@ -243,13 +249,13 @@ class ArrowLevelStep:
             F.min("key").alias("key"), F.min_by(F.struct("state", "bad"), "key").alias("s"),
             F.sum("gen").alias("gen"), F.min("dead").alias("dead"), F.sum("cpu").alias("cpu"),
         ).select("fp", "key", "s.state", "s.bad", "gen", "dead", "cpu")
-        # job 1: expand, shuffle, anti-joins, dedup; the new level stays in Spark, its lineage cut
-        level = _cut(spark, new)
+        # the level's one job: expand, shuffle, anti-joins, dedup; the new level stays in Spark (a
+        # checkpoint made as the job computes it, the next level's leaf) and only its keys come
+        # back, as Arrow, 20 bytes a state
+        level = _cut(spark, new, eager=False)
+        table = level.select("fp", "key", "bad", "gen", "dead", "cpu").toArrow()
         job_expand = time.monotonic() - level_started
         index_started = time.monotonic()
-        # job 2: only the level's keys come back, as Arrow, 20 bytes a state
-        spark.sc.setJobDescription(f"kmc level {depth}: keys")
-        table = level.select("fp", "key", "bad", "gen", "dead", "cpu").toArrow()
         stats = table.filter(pc.is_null(table["fp"]))
         table = table.filter(pc.is_valid(table["fp"]))
         st.generated += int(pc.sum(stats["gen"]).as_py() or 0)
@@ -285,11 +291,12 @@ class ArrowLevelStep:
         if len(spark.runs) >= self.merge_levels:
             # the visited set's runs merged into one (a shuffle of fingerprints only); the levels'
             # states they pointed to can go
-            spark.sc.setJobDescription(f"kmc level {depth}: merge visited")
             merged = spark.visited
             for run in spark.runs:
                 merged = merged.unionByName(run)
-            spark.visited = _cut(spark, merged.repartition(spark.partitions, "fp").sortWithinPartitions("fp"))
+            # made by the next level's job (its first stage)
+            spark.visited = _cut(spark, merged.repartition(spark.partitions, "fp").sortWithinPartitions("fp"),
+                                 eager=False)
             spark.runs = []
         timing.job_index = time.monotonic() - index_started
         st.level_done(depth, base, count)

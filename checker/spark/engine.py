@@ -99,7 +99,7 @@ class SparkBFS(ArrowLevelStep, LevelStep, Resumable, Verdicts):
             arrow = self._use_arrow()
             if reason is None and st.frontier_size > 0 and not self._should_stop(st) and arrow:
                 run_dir = RunDir(tempfile.mkdtemp(prefix="kmc-spark-"), temporary=True)
-                spark = self._start(run_dir)
+                spark = self._start(run_dir, per_core=1)
                 self._arrow_switch(spark, st, levels)
                 reason = self._arrow_phase(spark, st, levels)
             elif reason is None and st.frontier_size > 0 and not self._should_stop(st):
@@ -177,7 +177,9 @@ class SparkBFS(ArrowLevelStep, LevelStep, Resumable, Verdicts):
                                          time.monotonic() - level_started, engine="local"), st)
         return None
 
-    def _start(self, run_dir: RunDir) -> SparkRun:
+    def _start(self, run_dir: RunDir, per_core: int = 2) -> SparkRun:
+        """The Spark session and the run's partitions (``per_core`` a core unless given: the arrow
+        transport takes one, as each partition's first-occurrence filter sees more of the level)."""
         session, created = spark_session(self.master, self.memory)
         sc = session.sparkContext
         run_dir.attach(sc)
@@ -185,7 +187,7 @@ class SparkBFS(ArrowLevelStep, LevelStep, Resumable, Verdicts):
             staging = tempfile.mkdtemp(prefix="kmc-ship-")
             _ship_packages(sc, staging)
         sc.setCheckpointDir(run_dir.join("rdd-checkpoints"))
-        partitions = int(self.partitions or max(2, 2 * sc.defaultParallelism))
+        partitions = int(self.partitions or max(2, per_core * sc.defaultParallelism))
         return SparkRun(session, sc, created, partitions)
 
     def _stop(self, spark: SparkRun, run_dir: RunDir | None) -> None:
