@@ -48,6 +48,25 @@ def empty_level_cost(sc: Any, partitions: int, repeats: int = 5) -> float:
 
 def tree_cpu_seconds() -> float:
     """CPU seconds (user + system) of this process and every live descendant, plus those reaped."""
+    return sum(tree_cpu_by_kind().values())
+
+
+def _kind(pid: int, me: int) -> str:
+    """driver (this process), jvm (Spark's JVM) or python workers (PySpark's daemon and its workers)."""
+    if pid == me:
+        return "driver"
+    try:
+        with open(f"/proc/{pid}/cmdline", "rb") as f:
+            command = f.read()
+    except OSError:
+        return "other"
+    if b"java" in command.split(b"\0")[0]:
+        return "jvm"
+    return "python workers" if b"pyspark" in command else "other"
+
+
+def tree_cpu_by_kind() -> dict[str, float]:
+    """``tree_cpu_seconds`` by kind of process (``_kind``); a reaped process counts with its parent."""
     tick = os.sysconf("SC_CLK_TCK")
     parents: dict[int, int] = {}
     times: dict[int, float] = {}
@@ -62,14 +81,15 @@ def tree_cpu_seconds() -> float:
         parents[int(entry)] = int(fields[1])
         times[int(entry)] = sum(int(v) for v in fields[11:15]) / tick  # utime stime cutime cstime
     me = os.getpid()
-    total = 0.0
+    kinds: dict[str, float] = {}
     for pid in times:
         at = pid
         while at and at != me and at in parents:
             at = parents[at]
         if at == me:
-            total += times[pid]
-    return total
+            kind = _kind(pid, me)
+            kinds[kind] = kinds.get(kind, 0.0) + times[pid]
+    return kinds
 
 
 def stage_profile(sc: Any) -> dict[str, dict[str, float]]:
@@ -114,14 +134,19 @@ def run_spark(model: Any, options: SearchOptions, master: str, threshold: int, p
     started = time.monotonic()
     session, _ = spark_session(master, ui=stages)
     sc = session.sparkContext
-    parts = partitions or max(2, 2 * sc.defaultParallelism)
+    warm = max(2, 2 * sc.defaultParallelism)
     # start the Python workers and import the engine in them (startup, not search)
-    sc.parallelize(range(4 * parts), parts).map(lambda x: __import__("checker.spark_engine") and x).count()
+    sc.parallelize(range(4 * warm), warm).map(lambda x: __import__("checker.spark_engine") and x).count()
     startup = time.monotonic() - started
-    extra = {"threshold": threshold, "partitions": parts, "transport": transport}
-    cpu = tree_cpu_seconds()
+    extra = {"threshold": threshold, "transport": transport}
+    if partitions:
+        extra["partitions"] = partitions
+    before = tree_cpu_by_kind()
     result = run_engine(model, options, EngineOptions(master=master, extra=extra))
-    cpu = tree_cpu_seconds() - cpu
+    after = tree_cpu_by_kind()
+    cpu_by_kind = {kind: after[kind] - before.get(kind, 0.0) for kind in after}
+    cpu = sum(cpu_by_kind.values())
+    parts = result.extra["spark"]["partitions"] or warm
     fixed = empty_level_cost(sc, parts)
     profile = stage_profile(sc) if stages else {}
     session.stop()
@@ -131,6 +156,7 @@ def run_spark(model: Any, options: SearchOptions, master: str, threshold: int, p
         "engine": f"spark {master} {transport}",
         "result": result,
         "cpu_seconds": cpu,
+        "cpu_by_process": cpu_by_kind,
         "startup": startup,
         "partitions": parts,
         "local_levels": len(levels) - len(spark_levels),
@@ -155,7 +181,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--masters", default="local[1],local[2]", help="comma-separated Spark masters")
     parser.add_argument("--transports", default="arrow", help="comma-separated Spark transports: arrow, blocks")
     parser.add_argument("--threshold", type=int, default=10_000, help="--spark-threshold of the Spark runs")
-    parser.add_argument("--partitions", type=int, help="Spark partitions (default twice the cores)")
+    parser.add_argument("--partitions", type=int, help="Spark partitions (default the engine's: a core each with the "
+                        "arrow transport, two with blocks)")
     parser.add_argument("--skip-local", action="store_true")
     parser.add_argument("--stages", action="store_true",
                         help="keep Spark's web UI on and report its stage metrics per step (arrow transport)")
@@ -208,6 +235,7 @@ def main(argv: list[str] | None = None) -> int:
                   f"{row['partitions']} partitions, {row['spark_levels']} levels on Spark: the level's job "
                   f"{row['job_expand']:.1f} s wall, numbering and the rest {row['job_index']:.1f} s wall, "
                   f"{row['local_levels']} levels on the driver {row['local_seconds']:.1f} s")
+            print("  CPU seconds by process: " + ", ".join(f"{k} {v:.1f}" for k, v in sorted(row["cpu_by_process"].items())))
             print(f"  Python workers' CPU in the expansion (decode, successors, invariants, encode, Arrow): "
                   f"{row['expand']:.1f} s; fixed cost of a level-shaped job on no data: {row['fixed_per_level']:.2f} s")
             for kind, m in sorted(row["stages"].items()):

@@ -7,22 +7,28 @@ Per level
     partition: it decodes the partition's states, expands them in global-index order (the driver
     broadcasts the level's fingerprints and their global indices), keeps the first occurrence of
     every successor fingerprint with its order key ``parent index << 20 | successor position``,
-    checks the invariants not yet violated on those candidates (a bit mask) and encodes them,
-    one Arrow batch at a time. One more row per partition carries its statistics (states generated,
-    the first deadlocked state) with a null fingerprint.
+    skips the successors in the last ``RECENT_LEVELS`` levels (their fingerprints come with the
+    numbering: visited for sure, so not worth encoding), checks the invariants not yet violated on
+    the rest (a bit mask) and encodes them, one Arrow batch at a time. One more row per partition
+    carries its statistics (states generated, the first deadlocked state, the worker's CPU
+    seconds) with a null fingerprint.
 
-    Spark then, in the JVM: groups the candidates by fingerprint keeping the smallest key
-    (``min_by``), drops those already in the visited set (a left anti-join on the fingerprint; both
-    sides hash-partitioned on it), and the result, the new level, stays in Spark. The driver collects only the level's
-    ``(fp, key, violations)`` columns as Arrow, 20 bytes a state, numbers the states exactly as
-    the local engine does (by key), keeps them as the level's parent pointers for traces and
-    broadcasts ``(fp, global index)`` for the next level. The visited set is the union of the
-    old one and the new fingerprints, repartitioned by fingerprint: a DataFrame of longs that
-    Spark keeps in memory or spills to disk. Two jobs a level: the first expands, deduplicates and
-    caches the new level (``MEMORY_AND_DISK``) and brings its keys back; the second checkpoints
-    the level from the cache (written once, the next level's frontier). The visited set is cached
-    and built by the next level's first job; every ``checkpoint_levels`` levels it is checkpointed,
-    which cuts its lineage and plan.
+    Spark then, in the JVM: shuffles the candidates to their fingerprint's partition and sorts them
+    there, drops those already visited (left anti-joins on the fingerprint, merges against sorted
+    runs partitioned alike, so no visited fingerprint moves), keeps the smallest key per
+    fingerprint (``min_by``, a sort aggregation on the sorted input) and checkpoints the result,
+    the new level, as the same job computes it (a local checkpoint on a local master: blocks in
+    memory or spilled to disk; it keeps the level's partitioning and order, so the next level's
+    plans need no exchange on the visited side and Catalyst's plans do not grow level by level).
+    That job brings back only the level's ``(fp, key, violations)`` columns as Arrow, 20 bytes a
+    state: one job a level. The driver numbers the states exactly as the local engine does (by
+    key), keeps them as the level's parent pointers for traces and broadcasts ``(fp, global
+    index)`` for the next level.
+
+    The visited set is a DataFrame of fingerprints hash-partitioned and sorted like the levels,
+    plus one run per level since its last merge (the level's own fingerprints, a projection of
+    its checkpoint). Every ``merge_levels`` levels the runs are merged into it (one shuffle of
+    fingerprints, done by the next level's job).
 
 Every task is deterministic (its input sorted by global index, minimum keys), so a retried task
 or a recomputed partition changes nothing.
