@@ -127,7 +127,8 @@ class SparkBFS(ArrowLevelStep, LevelStep, Resumable, Verdicts):
         return result
 
     def _use_arrow(self) -> bool:
-        """The Arrow transport when asked for (``--spark-transport arrow``) and the run is not resumable."""
+        """The Arrow transport unless the run is resumable (``--checkpoint``/``--resume``: blocks
+        writes the levels), blocks is asked for, or PyArrow, pandas or PySpark 4 is missing."""
         if self.transport == "blocks" or self.options.checkpoint_path or self.options.resume_from:
             if self.transport == "arrow":
                 raise UsageError("the arrow Spark transport does not write resumable runs; drop --checkpoint/--resume")
@@ -137,9 +138,9 @@ class SparkBFS(ArrowLevelStep, LevelStep, Resumable, Verdicts):
                 raise EnvironmentMissingError("the arrow Spark transport needs PyArrow and PySpark 4: "
                                               "python3 -m pip install -e '.[spark]'")
             return True
-        # measured on Kafka 2.1.0 brokers=3 (612,834 states, bench/NOTES.md): arrow 0.16x the local
-        # engine, blocks 0.21x, side by side; the faster one stays the default until arrow catches up
-        return False
+        # measured side by side on Kafka 2.1.0 brokers=3 (612,834 states, bench/NOTES.md): arrow
+        # 0.28x the local engine and 93 CPU seconds, blocks 0.24x and 136 (local: 25)
+        return arrow_available()
 
     def _driver_only_note(self) -> str:
         """One line: why this run never used Spark (every level stayed below the threshold)."""
