@@ -52,7 +52,7 @@ class SparkBFS(ArrowLevelStep, LevelStep, Resumable, Verdicts):
         self.memory = str(extra.get("driver_memory", "4g"))
         self.verbose = bool(extra.get("verbose", False))
         #: "arrow" (DataFrames, Arrow batches, dedup in the JVM), "blocks" (RDDs of columnar blocks,
-        #: the transport of resumable runs) or None: blocks (the faster one today)
+        #: the transport of resumable runs) or None: arrow when available, else blocks
         self.transport = extra.get("transport")
         if self.transport not in (None, "arrow", "blocks"):
             raise UsageError(f"unknown Spark transport {self.transport!r}: arrow or blocks")
