@@ -48,6 +48,25 @@ def empty_level_cost(sc: Any, partitions: int, repeats: int = 5) -> float:
 
 def tree_cpu_seconds() -> float:
     """CPU seconds (user + system) of this process and every live descendant, plus those reaped."""
+    return sum(tree_cpu_by_kind().values())
+
+
+def _kind(pid: int, me: int) -> str:
+    """driver (this process), jvm (Spark's JVM) or python workers (PySpark's daemon and its workers)."""
+    if pid == me:
+        return "driver"
+    try:
+        with open(f"/proc/{pid}/cmdline", "rb") as f:
+            command = f.read()
+    except OSError:
+        return "other"
+    if b"java" in command.split(b"\0")[0]:
+        return "jvm"
+    return "python workers" if b"pyspark" in command else "other"
+
+
+def tree_cpu_by_kind() -> dict[str, float]:
+    """``tree_cpu_seconds`` by kind of process (``_kind``); a reaped process counts with its parent."""
     tick = os.sysconf("SC_CLK_TCK")
     parents: dict[int, int] = {}
     times: dict[int, float] = {}
@@ -62,32 +81,74 @@ def tree_cpu_seconds() -> float:
         parents[int(entry)] = int(fields[1])
         times[int(entry)] = sum(int(v) for v in fields[11:15]) / tick  # utime stime cutime cstime
     me = os.getpid()
-    total = 0.0
+    kinds: dict[str, float] = {}
     for pid in times:
         at = pid
         while at and at != me and at in parents:
             at = parents[at]
         if at == me:
-            total += times[pid]
-    return total
+            kind = _kind(pid, me)
+            kinds[kind] = kinds.get(kind, 0.0) + times[pid]
+    return kinds
+
+
+def stage_profile(sc: Any) -> dict[str, dict[str, float]]:
+    """The completed stages' metrics from Spark's REST API, summed per kind of step: the job
+    description's step ("expand", "keys", "merge visited") and the stage's side of its shuffle
+    ("map": writes a shuffle, "reduce": reads one)."""
+    import urllib.request
+    from datetime import datetime
+
+    def moment(text: str) -> float:
+        return datetime.strptime(text.replace("GMT", "+0000"), "%Y-%m-%dT%H:%M:%S.%f%z").timestamp()
+
+    url = f"{sc.uiWebUrl}/api/v1/applications/{sc.applicationId}/stages?status=complete"
+    with urllib.request.urlopen(url, timeout=60) as response:  # noqa: S310 - Spark's own UI on this machine
+        stages = json.load(response)
+    kinds: dict[str, dict[str, float]] = {}
+    for stage in stages:
+        description = stage.get("description") or ""
+        if not description.startswith("kmc level"):
+            continue
+        step = description.split(":", 1)[1].strip()
+        side = "map" if stage.get("shuffleWriteBytes", 0) else ("reduce" if stage.get("shuffleReadBytes", 0) else "scan")
+        row = kinds.setdefault(f"{step} ({side})", {"stages": 0, "wall": 0.0, "run": 0.0, "cpu": 0.0, "gc": 0.0,
+                                                     "shuffle_write_mb": 0.0, "shuffle_write_records": 0,
+                                                     "spill_mb": 0.0})
+        row["stages"] += 1
+        if stage.get("submissionTime") and stage.get("completionTime"):
+            row["wall"] += moment(stage["completionTime"]) - moment(stage["submissionTime"])
+        row["run"] += stage.get("executorRunTime", 0) / 1e3
+        row["cpu"] += stage.get("executorCpuTime", 0) / 1e9
+        row["gc"] += stage.get("jvmGcTime", 0) / 1e3
+        row["shuffle_write_mb"] += stage.get("shuffleWriteBytes", 0) / 1e6
+        row["shuffle_write_records"] += stage.get("shuffleWriteRecords", 0)
+        row["spill_mb"] += stage.get("diskBytesSpilled", 0) / 1e6
+    return kinds
 
 
 def run_spark(model: Any, options: SearchOptions, master: str, threshold: int, partitions: int | None,
-              transport: str) -> dict[str, Any]:
+              transport: str, stages: bool = False) -> dict[str, Any]:
     from checker.spark_engine import run_engine, spark_session
 
     started = time.monotonic()
-    session, _ = spark_session(master)
+    session, _ = spark_session(master, ui=stages)
     sc = session.sparkContext
-    parts = partitions or max(2, 2 * sc.defaultParallelism)
+    warm = max(2, 2 * sc.defaultParallelism)
     # start the Python workers and import the engine in them (startup, not search)
-    sc.parallelize(range(4 * parts), parts).map(lambda x: __import__("checker.spark_engine") and x).count()
+    sc.parallelize(range(4 * warm), warm).map(lambda x: __import__("checker.spark_engine") and x).count()
     startup = time.monotonic() - started
-    extra = {"threshold": threshold, "partitions": parts, "transport": transport}
-    cpu = tree_cpu_seconds()
+    extra = {"threshold": threshold, "transport": transport}
+    if partitions:
+        extra["partitions"] = partitions
+    before = tree_cpu_by_kind()
     result = run_engine(model, options, EngineOptions(master=master, extra=extra))
-    cpu = tree_cpu_seconds() - cpu
+    after = tree_cpu_by_kind()
+    cpu_by_kind = {kind: after[kind] - before.get(kind, 0.0) for kind in after}
+    cpu = sum(cpu_by_kind.values())
+    parts = result.extra["spark"]["partitions"] or warm
     fixed = empty_level_cost(sc, parts)
+    profile = stage_profile(sc) if stages else {}
     session.stop()
     levels = result.extra["spark"]["levels"]
     spark_levels = [lv for lv in levels if lv["engine"] == "spark"]
@@ -95,6 +156,7 @@ def run_spark(model: Any, options: SearchOptions, master: str, threshold: int, p
         "engine": f"spark {master} {transport}",
         "result": result,
         "cpu_seconds": cpu,
+        "cpu_by_process": cpu_by_kind,
         "startup": startup,
         "partitions": parts,
         "local_levels": len(levels) - len(spark_levels),
@@ -105,6 +167,7 @@ def run_spark(model: Any, options: SearchOptions, master: str, threshold: int, p
         "expand": sum(lv["expand"] for lv in spark_levels),
         "dedup": sum(lv["dedup"] for lv in spark_levels),
         "invariants": sum(lv["invariants"] for lv in spark_levels),
+        "stages": profile,
         "fixed_per_level": fixed,
         "levels": levels,
     }
@@ -118,8 +181,11 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--masters", default="local[1],local[2]", help="comma-separated Spark masters")
     parser.add_argument("--transports", default="arrow", help="comma-separated Spark transports: arrow, blocks")
     parser.add_argument("--threshold", type=int, default=10_000, help="--spark-threshold of the Spark runs")
-    parser.add_argument("--partitions", type=int, help="Spark partitions (default twice the cores)")
+    parser.add_argument("--partitions", type=int, help="Spark partitions (default the engine's: a core each with the "
+                        "arrow transport, two with blocks)")
     parser.add_argument("--skip-local", action="store_true")
+    parser.add_argument("--stages", action="store_true",
+                        help="keep Spark's web UI on and report its stage metrics per step (arrow transport)")
     parser.add_argument("--json", metavar="FILE", help="also write the figures here")
     args = parser.parse_args(argv)
     consts = args.const if args.const is not None else (["RM=8"] if args.model == "two-phase" else [])
@@ -137,7 +203,7 @@ def main(argv: list[str] | None = None) -> int:
         print(f"  local: {result.seconds:.1f} s", flush=True)
     for master in [m.strip() for m in args.masters.split(",") if m.strip()]:
         for transport in [t.strip() for t in args.transports.split(",") if t.strip()]:
-            row = run_spark(model, options, master, args.threshold, args.partitions, transport)
+            row = run_spark(model, options, master, args.threshold, args.partitions, transport, args.stages)
             rows.append(row)
             print(f"  {row['engine']}: {row['result'].seconds:.1f} s", flush=True)
     load_after = os.getloadavg()
@@ -164,11 +230,18 @@ def main(argv: list[str] | None = None) -> int:
               f"{base['result'].seconds / r.seconds:>14.2f}x")
     for row in rows[1:] if not args.skip_local else rows:
         print()
-        if row["expand"] == 0.0:  # the arrow transport times its jobs, not the work inside them
+        if row["engine"].endswith("arrow"):
             print(f"{row['engine']}: Spark and worker startup {row['startup']:.1f} s (not counted), "
                   f"{row['partitions']} partitions, {row['spark_levels']} levels on Spark: the level's job "
-                  f"{row['job_expand']:.1f} s wall, numbering {row['job_index']:.1f} s wall, "
+                  f"{row['job_expand']:.1f} s wall, numbering and the rest {row['job_index']:.1f} s wall, "
                   f"{row['local_levels']} levels on the driver {row['local_seconds']:.1f} s")
+            print("  CPU seconds by process: " + ", ".join(f"{k} {v:.1f}" for k, v in sorted(row["cpu_by_process"].items())))
+            print(f"  Python workers' CPU in the expansion (decode, successors, invariants, encode, Arrow): "
+                  f"{row['expand']:.1f} s; fixed cost of a level-shaped job on no data: {row['fixed_per_level']:.2f} s")
+            for kind, m in sorted(row["stages"].items()):
+                print(f"  stages {kind:<24} {m['stages']:>4}: wall {m['wall']:7.1f} s, task run {m['run']:7.1f} s, "
+                      f"JVM task CPU {m['cpu']:7.1f} s, GC {m['gc']:5.1f} s, shuffle write {m['shuffle_write_mb']:7.1f} MB "
+                      f"({m['shuffle_write_records']:,} rows), spilled {m['spill_mb']:.1f} MB")
             continue
         print(f"{row['engine']}: Spark and worker startup {row['startup']:.1f} s (not counted), {row['partitions']} partitions")
         print(f"  {row['local_levels']} levels on the driver below the threshold: {row['local_seconds']:.1f} s")

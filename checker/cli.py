@@ -94,8 +94,8 @@ def add_search_options(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--spark-threshold", type=int, default=None, metavar="N",
                         help="spark engine: run levels locally while the frontier has fewer than N states (default 10000)")
     parser.add_argument("--spark-transport", choices=("arrow", "blocks"), default=None,
-                        help="spark engine: blocks (RDDs, the default; always for --checkpoint/--resume) "
-                             "or arrow (DataFrames, Arrow batches, dedup in the JVM)")
+                        help="spark engine: arrow (DataFrames, Arrow batches, dedup in the JVM; the default "
+                             "with PyArrow and PySpark 4) or blocks (RDDs; always for --checkpoint/--resume)")
     parser.add_argument("--checkpoint", metavar="FILE", help="write a checkpoint here (periodically, on Ctrl-C, on budget)")
     parser.add_argument("--checkpoint-every", type=_positive_float, default=300.0, metavar="SECONDS")
     parser.add_argument("--resume", metavar="FILE",

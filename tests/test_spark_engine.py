@@ -43,6 +43,7 @@ def run_spark(model, options, **extra):
     from checker.spark_engine import run_engine
 
     extra.setdefault("partitions", 2)
+    extra.setdefault("transport", "blocks")  # this module's transport (the arrow one: tests/test_spark_arrow.py)
     return run_engine(model, options, EngineOptions(master="local[2]", extra=extra))
 
 
@@ -65,7 +66,7 @@ def test_two_phase_matches_tlc_and_the_local_engine(spark):
     result = run_spark(TwoPhase(3), SearchOptions(invariants=INVARIANTS), threshold=0)
     assert (result.distinct_states, result.states_generated, result.depth) == (288, 1146, 11)
     assert result.verdict is Verdict.HOLDS and result.engine == "spark"
-    assert result.extra["spark"]["transport"] == "blocks"  # the default (the arrow one: tests/test_spark_arrow.py)
+    assert result.extra["spark"]["transport"] == "blocks"
     assert summary(result) == summary(check(TwoPhase(3), SearchOptions(invariants=INVARIANTS)))
     levels = result.extra["spark"]["levels"]
     assert [lv["engine"] for lv in levels] == ["spark"] * 11  # threshold 0: every level after the first on Spark

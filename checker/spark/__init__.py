@@ -10,11 +10,11 @@ Start small, grow large
     frontier reaches it. A search that never gets there never starts Spark.
 
 Two transports
-    ``arrow`` (``--spark-transport arrow``; ``arrow_step``): DataFrames,
-    states as compact msgpack in a binary column, successors over Arrow batches (``mapInArrow``),
-    dedup and the anti-join against the visited set in the JVM; its design is in ``arrow_step``.
-    ``blocks`` (the default, and always for ``--checkpoint``/``--resume``): RDDs of
-    columnar blocks, described below.
+    ``arrow`` (the default when PyArrow, pandas and PySpark 4 are installed; ``arrow_step``):
+    DataFrames, states as compact msgpack in a binary column, successors over Arrow batches
+    (``mapInArrow``), dedup and the anti-join against the visited set in the JVM; its design is
+    in ``arrow_step``. ``blocks`` (``--spark-transport blocks``, and always for
+    ``--checkpoint``/``--resume``): RDDs of columnar blocks, described below.
 
 One level on Spark with the blocks transport is one job (two for large or resumable levels)
     The frontier (the last level) and the visited set are pair RDDs partitioned by the 64-bit

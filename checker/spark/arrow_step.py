@@ -7,22 +7,28 @@ Per level
     partition: it decodes the partition's states, expands them in global-index order (the driver
     broadcasts the level's fingerprints and their global indices), keeps the first occurrence of
     every successor fingerprint with its order key ``parent index << 20 | successor position``,
-    checks the invariants not yet violated on those candidates (a bit mask) and encodes them,
-    one Arrow batch at a time. One more row per partition carries its statistics (states generated,
-    the first deadlocked state) with a null fingerprint.
+    skips the successors in the last ``RECENT_LEVELS`` levels (their fingerprints come with the
+    numbering: visited for sure, so not worth encoding), checks the invariants not yet violated on
+    the rest (a bit mask) and encodes them, one Arrow batch at a time. One more row per partition
+    carries its statistics (states generated, the first deadlocked state, the worker's CPU
+    seconds) with a null fingerprint.
 
-    Spark then, in the JVM: groups the candidates by fingerprint keeping the smallest key
-    (``min_by``), drops those already in the visited set (a left anti-join on the fingerprint; both
-    sides hash-partitioned on it), and the result, the new level, stays in Spark. The driver collects only the level's
-    ``(fp, key, violations)`` columns as Arrow, 20 bytes a state, numbers the states exactly as
-    the local engine does (by key), keeps them as the level's parent pointers for traces and
-    broadcasts ``(fp, global index)`` for the next level. The visited set is the union of the
-    old one and the new fingerprints, repartitioned by fingerprint: a DataFrame of longs that
-    Spark keeps in memory or spills to disk. Two jobs a level: the first expands, deduplicates and
-    caches the new level (``MEMORY_AND_DISK``) and brings its keys back; the second checkpoints
-    the level from the cache (written once, the next level's frontier). The visited set is cached
-    and built by the next level's first job; every ``checkpoint_levels`` levels it is checkpointed,
-    which cuts its lineage and plan.
+    Spark then, in the JVM: shuffles the candidates to their fingerprint's partition and sorts them
+    there, drops those already visited (left anti-joins on the fingerprint, merges against sorted
+    runs partitioned alike, so no visited fingerprint moves), keeps the smallest key per
+    fingerprint (``min_by``, a sort aggregation on the sorted input) and checkpoints the result,
+    the new level, as the same job computes it (a local checkpoint on a local master: blocks in
+    memory or spilled to disk; it keeps the level's partitioning and order, so the next level's
+    plans need no exchange on the visited side and Catalyst's plans do not grow level by level).
+    That job brings back only the level's ``(fp, key, violations)`` columns as Arrow, 20 bytes a
+    state: one job a level. The driver numbers the states exactly as the local engine does (by
+    key), keeps them as the level's parent pointers for traces and broadcasts ``(fp, global
+    index)`` for the next level.
+
+    The visited set is a DataFrame of fingerprints hash-partitioned and sorted like the levels,
+    plus one run per level since its last merge (the level's own fingerprints, a projection of
+    its checkpoint). Every ``merge_levels`` levels the runs are merged into it (one shuffle of
+    fingerprints, done by the next level's job).
 
 Every task is deterministic (its input sorted by global index, minimum keys), so a retried task
 or a recomputed partition changes nothing.
@@ -45,15 +51,18 @@ from checker.search import uses_bounds
 from checker.spark.blocks import _gc_paused
 from checker.spark.driver_state import Counters, LevelInfo, LevelTiming, SparkRun
 from checker.spark.expand import _maybe_fail
-from checker.spark.session import storage_level
 from spec.model import Model
 
 #: bits of the order key that hold the successor position (a state has fewer than 2**20 successors)
 POSITION_BITS = 20
 POSITION_MASK = (1 << POSITION_BITS) - 1
+#: levels whose fingerprints the expansion gets (the frontier and the ones before it): a successor in
+#: one of them is known to be visited and is neither encoded nor checked (the anti-join in the JVM
+#: drops it anyway; on Kafka most successors already visited are one to three levels back)
+RECENT_LEVELS = 3
 #: rows per Arrow batch that ``ArrowExpand`` yields
 BATCH_ROWS = 8192
-CANDIDATES_SCHEMA = "fp long, key long, state binary, bad long, gen long, dead long"
+CANDIDATES_SCHEMA = "fp long, key long, state binary, bad long, gen long, dead long, cpu long"
 
 
 def arrow_available() -> bool:
@@ -76,7 +85,7 @@ class ArrowExpand:
         self.bounds = uses_bounds(model)
         self.check_deadlock = check_deadlock
         self.invariants = invariants
-        self.numbers = numbers  # broadcast (fingerprints sorted, their global indices)
+        self.numbers = numbers  # broadcast (fingerprints sorted, their global indices, recent levels' fingerprints)
         self.codec = codec
         self.fail_once = fail_once
 
@@ -86,13 +95,14 @@ class ArrowExpand:
     def _run(self, batches: Iterator[Any]) -> Iterator[Any]:
         import pyarrow as pa
 
+        cpu_started = time.process_time()
         fps_in: list[np.ndarray] = []
         blobs: list[bytes] = []
         for batch in batches:
             fps_in.append(batch.column(0).to_numpy())
             blobs.extend(batch.column(1).to_pylist())
         fps = np.concatenate(fps_in) if fps_in else np.zeros(0, np.int64)
-        known, indices = self.numbers.value
+        known, indices, recent = self.numbers.value
         at = np.searchsorted(known, fps)
         at[at >= known.size] = 0
         if fps.size and not np.array_equal(known[at], fps):
@@ -106,7 +116,7 @@ class ArrowExpand:
         within = self.model.within_bounds if self.bounds else None
         canonical = self.model.canonical if self.symmetry else None
         checks = [(1 << bit, inv.holds) for bit, inv in enumerate(self.invariants)]
-        seen: set[int] = set()
+        seen: set[int] = set(recent.tolist())
         out_fp: list[int] = []
         out_key: list[int] = []
         out_state: list[bytes] = []
@@ -146,8 +156,9 @@ class ArrowExpand:
             yield _candidates(pa, out_fp, out_key, out_state, out_bad)
         yield pa.RecordBatch.from_arrays(
             [pa.array([None], pa.int64()), pa.array([None], pa.int64()), pa.array([None], pa.binary()),
-             pa.array([None], pa.int64()), pa.array([generated], pa.int64()), pa.array([deadlock], pa.int64())],
-            names=["fp", "key", "state", "bad", "gen", "dead"],
+             pa.array([None], pa.int64()), pa.array([generated], pa.int64()), pa.array([deadlock], pa.int64()),
+             pa.array([int((time.process_time() - cpu_started) * 1e6)], pa.int64())],
+            names=["fp", "key", "state", "bad", "gen", "dead", "cpu"],
         )
 
 
@@ -156,20 +167,24 @@ def _candidates(pa: Any, fps: list[int], keys: list[int], states: list[bytes], b
     nothing = pa.nulls(count, pa.int64())
     return pa.RecordBatch.from_arrays(
         [pa.array(fps, pa.int64()), pa.array(keys, pa.int64()), pa.array(states, pa.binary()),
-         pa.array(bad, pa.int64()), nothing, nothing],
-        names=["fp", "key", "state", "bad", "gen", "dead"],
+         pa.array(bad, pa.int64()), nothing, nothing, nothing],
+        names=["fp", "key", "state", "bad", "gen", "dead", "cpu"],
     )
 
 
-def _cut(spark: SparkRun, frame: Any) -> Any:
-    """``frame`` materialized with its lineage cut: a reliable checkpoint in the run's checkpoint
-    directory when every executor reaches it (a master on this machine), else a local checkpoint
-    on the executors (a lost executor then fails the run instead of recomputing its part)."""
+def _cut(spark: SparkRun, frame: Any, eager: bool = True) -> Any:
+    """``frame`` with its lineage cut, keeping its partitioning and order, materialized now
+    (``eager``) or by the first job that reads it. On a local master (the executor is this JVM) a
+    local checkpoint: blocks in the block manager, in memory or spilled to disk, no file written.
+    On a cluster whose every executor reaches the run directory (a master on this machine) a
+    reliable checkpoint, so a lost executor's part is read back; on other clusters a local
+    checkpoint (a lost executor then fails the run instead of recomputing its part)."""
     from checker.spark.session import on_loopback
 
-    if on_loopback(spark.sc.master):
+    master = spark.sc.master
+    if on_loopback(master) and not master.startswith("local"):
         return frame.checkpoint(eager=True)
-    return frame.localCheckpoint(eager=True)
+    return frame.localCheckpoint(eager=eager)
 
 
 class ArrowLevelStep:
@@ -183,12 +198,16 @@ class ArrowLevelStep:
         session, parts = spark.session, spark.partitions
         conf = session.conf
         conf.set("spark.sql.shuffle.partitions", str(parts))
-        # every shuffle keeps its partition count: the expansion of a level runs on all cores
-        conf.set("spark.sql.adaptive.coalescePartitions.enabled", "false")
+        # the plans rely on the partitioning and order that a checkpoint keeps (hash of the
+        # fingerprint, sorted by it): adaptive execution hides them behind its own plan node, and
+        # a broadcast of the visited set would send it to every task each level
+        conf.set("spark.sql.adaptive.enabled", "false")
+        conf.set("spark.sql.autoBroadcastJoinThreshold", "-1")
         conf.set("spark.sql.execution.arrow.pyspark.enabled", "true")
         spark.codec = CompactCodec(self.model.state_types())
         visited = pa.table({"fp": pa.array(np.asarray(local.visited.array, dtype=np.int64))})
-        spark.visited = _cut(spark, session.createDataFrame(visited).repartition(parts, "fp"))
+        spark.visited = _cut(spark, session.createDataFrame(visited).repartition(parts, "fp").sortWithinPartitions("fp"))
+        spark.runs = []
         encode = spark.codec.encode
         frontier = list(local.frontier)
         fps = np.fromiter((hash(s) for s in frontier), np.int64, len(frontier))
@@ -201,12 +220,14 @@ class ArrowLevelStep:
         local.frontier = []
 
     def _broadcast_numbers(self, spark: SparkRun, fps: np.ndarray, indices: np.ndarray) -> None:
-        """The numbering of the next frontier for its expansion (the executors' copies of the older
-        ones go; the driver keeps them for a recomputation until the frontier is checkpointed)."""
+        """The numbering of the next frontier for its expansion, with the fingerprints of the last
+        ``RECENT_LEVELS`` levels (the executors' copies of the older ones go; the driver keeps
+        them for a recomputation until the frontier is checkpointed)."""
         order = np.argsort(fps, kind="stable")
         for old in spark.broadcasts:
             old.unpersist()
-        spark.broadcasts.append(spark.sc.broadcast((fps[order], indices[order])))
+        spark.recent = [*spark.recent[1 - RECENT_LEVELS:], fps]
+        spark.broadcasts.append(spark.sc.broadcast((fps[order], indices[order], np.concatenate(spark.recent))))
 
     def _arrow_level(self, spark: SparkRun, st: Counters, levels: list[LevelInfo]) -> None:
         import pyarrow.compute as pc
@@ -221,21 +242,24 @@ class ArrowLevelStep:
         fail_once = self.fail_marker if self.fail_at_depth is not None and int(self.fail_at_depth) == depth else None
         expand = ArrowExpand(self.model, self.symmetry, self.options.check_deadlock, pending, spark.broadcasts[-1],
                              spark.codec, fail_once)
+        spark.sc.setJobDescription(f"kmc level {depth}: expand")
         candidates = spark.frontier.mapInArrow(expand, CANDIDATES_SCHEMA)
-        new = (
-            candidates.groupBy("fp")
-            .agg(F.min("key").alias("key"), F.min_by(F.struct("state", "bad"), "key").alias("s"),
-                 F.sum("gen").alias("gen"), F.min("dead").alias("dead"))
-            .join(spark.visited, "fp", "left_anti")
-            .select("fp", "key", "s.state", "s.bad", "gen", "dead")
-            .persist(storage_level())
-        )
-        # the level's one job: expand, shuffle, dedup, anti-join; the new states stay in Spark (cached)
-        # and only their keys come back, as Arrow
-        table = new.select("fp", "key", "bad", "gen", "dead").toArrow()
-        for rdd in spark.retired:  # the previous level's frontier and visited set: now materialized in ``new``
-            rdd.unpersist(False)
-        spark.retired = []
+        # shuffled to their fingerprint's partition and sorted there (the visited runs are
+        # partitioned and sorted alike, so the anti-joins are merges that move no visited
+        # fingerprint), then the smallest key per fingerprint; the statistics rows (null
+        # fingerprint) match nothing and end in one group
+        fresh = candidates.join(spark.visited, "fp", "left_anti")
+        for run in spark.runs:
+            fresh = fresh.join(run, "fp", "left_anti")
+        new = fresh.groupBy("fp").agg(
+            F.min("key").alias("key"), F.min_by(F.struct("state", "bad"), "key").alias("s"),
+            F.sum("gen").alias("gen"), F.min("dead").alias("dead"), F.sum("cpu").alias("cpu"),
+        ).select("fp", "key", "s.state", "s.bad", "gen", "dead", "cpu")
+        # the level's one job: expand, shuffle, anti-joins, dedup; the new level stays in Spark (a
+        # checkpoint made as the job computes it, the next level's leaf) and only its keys come
+        # back, as Arrow, 20 bytes a state
+        level = _cut(spark, new, eager=False)
+        table = level.select("fp", "key", "bad", "gen", "dead", "cpu").toArrow()
         job_expand = time.monotonic() - level_started
         index_started = time.monotonic()
         stats = table.filter(pc.is_null(table["fp"]))
@@ -245,10 +269,9 @@ class ArrowLevelStep:
         if deadlock is not None and st.deadlock is None:
             st.deadlock = int(deadlock)
         count = table.num_rows
-        old_frontier = spark.frontier
-        timing = LevelTiming(depth, frontier_size, count, 0.0, job_expand=job_expand)
+        timing = LevelTiming(depth, frontier_size, count, 0.0, job_expand=job_expand,
+                             expand=(pc.sum(stats["cpu"]).as_py() or 0) / 1e6)
         if count == 0:
-            spark.retired = [old_frontier, new]
             st.frontier_size = 0
             spark.frontier = None
             timing.seconds = time.monotonic() - level_started
@@ -268,17 +291,19 @@ class ArrowLevelStep:
             if hit.size:
                 st.found[inv.name] = base + int(rank[hit].min())
         self._broadcast_numbers(spark, fps, base + rank)
-        parts = spark.partitions
-        # the new level becomes a leaf of every later plan (a checkpoint read from the cache, written
-        # once): a plan that referred to it would grow exponentially, each level naming the previous
-        # level and the visited set built from it
-        level = _cut(spark, new.where(F.col("fp").isNotNull()).select("fp", "state"))
-        visited = spark.visited.union(level.select("fp")).repartition(parts, "fp").persist(storage_level())
-        frontier = level
-        spark.retired = [old_frontier, spark.visited, new]
-        if self.checkpoint_levels > 0 and depth % self.checkpoint_levels == 0:
-            visited = _cut(spark, visited)  # its plan grows by a union a level
-        spark.visited, spark.frontier = visited, frontier
+        states = level.where(F.col("fp").isNotNull())
+        spark.frontier = states.select("fp", "state")
+        spark.runs.append(states.select("fp"))
+        if len(spark.runs) >= self.merge_levels:
+            # the visited set's runs merged into one (a shuffle of fingerprints only); the levels'
+            # states they pointed to can go
+            merged = spark.visited
+            for run in spark.runs:
+                merged = merged.unionByName(run)
+            # made by the next level's job (its first stage)
+            spark.visited = _cut(spark, merged.repartition(spark.partitions, "fp").sortWithinPartitions("fp"),
+                                 eager=False)
+            spark.runs = []
         timing.job_index = time.monotonic() - index_started
         st.level_done(depth, base, count)
         levels.append(info)

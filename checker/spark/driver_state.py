@@ -53,6 +53,11 @@ class SparkRun:
     frontier: Any = None
     #: RDD (fp, sorted int64 array), one record per partition, or DataFrame (fp) with the Arrow transport
     visited: Any = None
+    #: the Arrow transport's visited fingerprints of the levels since the last merge into ``visited``
+    #: (DataFrames (fp), hash-partitioned and sorted like it)
+    runs: list[Any] = field(default_factory=list)
+    #: the Arrow transport's fingerprints of the last levels (the newest last)
+    recent: list[Any] = field(default_factory=list)
     retired: list[Any] = field(default_factory=list)  # RDDs to unpersist after the next level
     broadcasts: list[Any] = field(default_factory=list)
     pointers: list[Any] = field(default_factory=list)  # parent pointers of large levels

@@ -28,6 +28,9 @@ DEFAULT_THRESHOLD = 10_000
 DEFAULT_DRIVER_INDEX_LIMIT = 50_000
 #: levels between two reliable checkpoints of the RDDs (cuts their lineage)
 DEFAULT_CHECKPOINT_LEVELS = 10
+#: levels whose visited fingerprints stay separate sorted runs before they are merged into one
+#: (the arrow transport: a level anti-joins each run, the merge shuffles every visited fingerprint)
+DEFAULT_MERGE_LEVELS = 8
 
 
 class SparkBFS(ArrowLevelStep, LevelStep, Resumable, Verdicts):
@@ -41,6 +44,7 @@ class SparkBFS(ArrowLevelStep, LevelStep, Resumable, Verdicts):
         self.threshold = int(extra.get("threshold", DEFAULT_THRESHOLD))
         self.partitions = extra.get("partitions")
         self.checkpoint_levels = int(extra.get("checkpoint_levels", DEFAULT_CHECKPOINT_LEVELS))
+        self.merge_levels = max(1, int(extra.get("merge_levels", DEFAULT_MERGE_LEVELS)))
         self.driver_index_limit = int(extra.get("driver_index_limit", DEFAULT_DRIVER_INDEX_LIMIT))
         # fault injection (tests): the first attempt of one expansion task at this depth fails
         self.fail_at_depth = extra.get("fail_task_at_depth")
@@ -48,7 +52,7 @@ class SparkBFS(ArrowLevelStep, LevelStep, Resumable, Verdicts):
         self.memory = str(extra.get("driver_memory", "4g"))
         self.verbose = bool(extra.get("verbose", False))
         #: "arrow" (DataFrames, Arrow batches, dedup in the JVM), "blocks" (RDDs of columnar blocks,
-        #: the transport of resumable runs) or None: blocks (the faster one today)
+        #: the transport of resumable runs) or None: arrow when available, else blocks
         self.transport = extra.get("transport")
         if self.transport not in (None, "arrow", "blocks"):
             raise UsageError(f"unknown Spark transport {self.transport!r}: arrow or blocks")
@@ -95,7 +99,7 @@ class SparkBFS(ArrowLevelStep, LevelStep, Resumable, Verdicts):
             arrow = self._use_arrow()
             if reason is None and st.frontier_size > 0 and not self._should_stop(st) and arrow:
                 run_dir = RunDir(tempfile.mkdtemp(prefix="kmc-spark-"), temporary=True)
-                spark = self._start(run_dir)
+                spark = self._start(run_dir, per_core=1)
                 self._arrow_switch(spark, st, levels)
                 reason = self._arrow_phase(spark, st, levels)
             elif reason is None and st.frontier_size > 0 and not self._should_stop(st):
@@ -123,7 +127,8 @@ class SparkBFS(ArrowLevelStep, LevelStep, Resumable, Verdicts):
         return result
 
     def _use_arrow(self) -> bool:
-        """The Arrow transport when asked for (``--spark-transport arrow``) and the run is not resumable."""
+        """The Arrow transport unless the run is resumable (``--checkpoint``/``--resume``: blocks
+        writes the levels), blocks is asked for, or PyArrow, pandas or PySpark 4 is missing."""
         if self.transport == "blocks" or self.options.checkpoint_path or self.options.resume_from:
             if self.transport == "arrow":
                 raise UsageError("the arrow Spark transport does not write resumable runs; drop --checkpoint/--resume")
@@ -133,9 +138,9 @@ class SparkBFS(ArrowLevelStep, LevelStep, Resumable, Verdicts):
                 raise EnvironmentMissingError("the arrow Spark transport needs PyArrow and PySpark 4: "
                                               "python3 -m pip install -e '.[spark]'")
             return True
-        # measured on Kafka 2.1.0 brokers=3 (612,834 states, bench/NOTES.md): arrow 0.16x the local
-        # engine, blocks 0.21x, side by side; the faster one stays the default until arrow catches up
-        return False
+        # measured side by side on Kafka 2.1.0 brokers=3 (612,834 states, bench/NOTES.md): arrow
+        # 0.28x the local engine and 93 CPU seconds, blocks 0.24x and 136 (local: 25)
+        return arrow_available()
 
     def _driver_only_note(self) -> str:
         """One line: why this run never used Spark (every level stayed below the threshold)."""
@@ -173,7 +178,9 @@ class SparkBFS(ArrowLevelStep, LevelStep, Resumable, Verdicts):
                                          time.monotonic() - level_started, engine="local"), st)
         return None
 
-    def _start(self, run_dir: RunDir) -> SparkRun:
+    def _start(self, run_dir: RunDir, per_core: int = 2) -> SparkRun:
+        """The Spark session and the run's partitions (``per_core`` a core unless given: the arrow
+        transport takes one, as each partition's first-occurrence filter sees more of the level)."""
         session, created = spark_session(self.master, self.memory)
         sc = session.sparkContext
         run_dir.attach(sc)
@@ -181,7 +188,7 @@ class SparkBFS(ArrowLevelStep, LevelStep, Resumable, Verdicts):
             staging = tempfile.mkdtemp(prefix="kmc-ship-")
             _ship_packages(sc, staging)
         sc.setCheckpointDir(run_dir.join("rdd-checkpoints"))
-        partitions = int(self.partitions or max(2, 2 * sc.defaultParallelism))
+        partitions = int(self.partitions or max(2, per_core * sc.defaultParallelism))
         return SparkRun(session, sc, created, partitions)
 
     def _stop(self, spark: SparkRun, run_dir: RunDir | None) -> None:

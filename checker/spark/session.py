@@ -81,8 +81,10 @@ def _project_root() -> str:
     return os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 
-def spark_session(master: str = "local[*]", memory: str = "4g") -> tuple[Any, bool]:
+def spark_session(master: str = "local[*]", memory: str = "4g", ui: bool = False) -> tuple[Any, bool]:
     """The active SparkSession, or a new one for ``master``; True when this call created it.
+
+    ``ui``: keep Spark's web UI and its REST API (the benchmark reads the stages' metrics there).
 
     Under ``spark-submit`` the master and the rest of the configuration come from spark-submit.
     """
@@ -97,7 +99,7 @@ def spark_session(master: str = "local[*]", memory: str = "4g") -> tuple[Any, bo
         prepare_environment(master, os.environ)
         builder = (
             builder.master(with_task_retries(master))
-            .config("spark.ui.enabled", "false")
+            .config("spark.ui.enabled", "true" if ui else "false")
             .config("spark.ui.showConsoleProgress", "false")
             .config("spark.driver.memory", memory)
             .config("spark.sql.shuffle.partitions", "8")
