@@ -28,6 +28,7 @@ not replay in the model. A checkpoint of another model or configuration is refus
 from __future__ import annotations
 
 import hashlib
+import json
 import math
 import struct
 from typing import Any
@@ -122,14 +123,43 @@ def load(path: str, model: Model, options: SearchOptions) -> SearchState:
     return loads(read_file(path, "checkpoint", MAX_CHECKPOINT_BYTES), model, options, path)
 
 
+def identity_difference(got: Any, want: dict[str, Any], limit: int = 6) -> str:
+    """What differs between a saved run's identity and this one's, briefly: ``protocol: saved "kraft-4.1", here
+    "2.1.0"; constants.alters: saved 2, here absent`` (plain fields first, at most ``limit`` items; the saved
+    side may be anything a file held)."""
+    if not isinstance(got, dict):
+        return "its identity is not a run description"
+    items = []
+    keys = sorted(set(got) | set(want), key=str)
+    for key in sorted(keys, key=lambda k: isinstance(want.get(k), dict) or isinstance(got.get(k), dict)):
+        saved, here = got.get(key, _ABSENT), want.get(key, _ABSENT)
+        if saved == here:
+            continue
+        if isinstance(saved, dict) and isinstance(here, dict):
+            for sub in sorted(set(saved) | set(here), key=str):
+                if saved.get(sub, _ABSENT) != here.get(sub, _ABSENT):
+                    items.append(f"{key}.{sub}: saved {_short(saved.get(sub, _ABSENT))}, here {_short(here.get(sub, _ABSENT))}")
+        else:
+            items.append(f"{key}: saved {_short(saved)}, here {_short(here)}")
+    more = f"; and {len(items) - limit} more" if len(items) > limit else ""
+    return "; ".join(items[:limit]) + more
+
+
+_ABSENT = "absent"
+
+
+def _short(value: Any, width: int = 40) -> str:
+    text = value if value is _ABSENT else json.dumps(value, default=str)
+    return text if len(text) <= width else text[: width - 3] + "..."
+
+
 def loads(data: bytes, model: Model, options: SearchOptions, where: str = "checkpoint") -> SearchState:
     header, payload = _open(data, where)
     want = _identity(model, options)
     got = header.get("identity")
     if got != _plain(want):
-        raise WrongModelError(
-            f"checkpoint {where} was written for {got}, not {want}; resume with the same model, constants and options"
-        )
+        raise WrongModelError(f"checkpoint {where} was written for another run ({identity_difference(got, _plain(want))}); "
+                              "resume with the same model, constants and options")
     try:
         state = _validate(payload, model, options, where)
         # the header repeats the counts: a payload count changed alone (behind a recomputed digest) disagrees

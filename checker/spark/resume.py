@@ -126,7 +126,8 @@ class Resumable:
             raise BadFileError(f"{where} is not a kmc Spark run of this version; start the run again without --resume")
         want = json.loads(json.dumps(ckpt._identity(self.model, self.options)))
         if payload.get("identity") != want:
-            raise WrongModelError(f"run directory {run_dir.path} was written for {payload.get('identity')}, not {want}; "
+            raise WrongModelError(f"run directory {run_dir.path} was written for another run "
+                                  f"({ckpt.identity_difference(payload.get('identity'), want)}); "
                                   "resume with the same model, constants and options")
         levels = _checked_levels(payload, run_dir, where)
         local = load_local_prefix(run_dir, self.model, self.options)
