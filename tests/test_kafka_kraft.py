@@ -227,14 +227,38 @@ def test_state_counts_of_each_kraft_line(protocol, states, depth):
     committed-durable and elr-safety there (the stories need a second leader epoch). 3.5 has fewer states than 3.3:
     KIP-903 forbids the expansions on a stale fetch state; 4.1 more: an ISR shrink keeps the leader epoch (KAFKA-15021)
     and ELR elections add ways to go on."""
+    assert _small_config(protocol) == ("holds", states, depth)
+
+
+#: the small configuration of the pinned KRaft counts
+SMALL_CONFIG = ["records=1", "epochs=1", "crashes=1", "unclean_shutdowns=1", "alters=1", "min_isr=2"]
+
+
+def _small_config(protocol: str, *extra: str) -> tuple[str, int, int]:
+    """Verdict, distinct states and depth of committed-durable and elr-safety at ``SMALL_CONFIG`` plus ``extra``."""
     from checker.bfs import check
     from checker.search import SearchOptions
 
     invariants = [for_family("kafka")[name] for name in ("committed-durable", "elr-safety")]
-    model = build_model("kafka", ["records=1", "epochs=1", "crashes=1", "unclean_shutdowns=1", "alters=1", "min_isr=2"],
-                        protocol)
-    result = check(model, SearchOptions(invariants=invariants))
-    assert (result.verdict.value, result.distinct_states, result.depth) == ("holds", states, depth)
+    result = check(build_model("kafka", [*SMALL_CONFIG, *extra], protocol), SearchOptions(invariants=invariants))
+    return result.verdict.value, result.distinct_states, result.depth
+
+
+@pytest.mark.parametrize("extra,protocol,states,depth", [
+    # the leader's controlled shutdown adds its partition change and a running broker in controlled shutdown
+    ("shutdowns=1", "kraft-3.3", 20594, 31), ("shutdowns=1", "kraft-3.5", 19822, 31),
+    ("shutdowns=1", "kraft-4.1", 25236, 38),
+    # a lost AlterPartition answer: the request is sent again and answered with an error
+    ("alter_losses=1", "kraft-3.3", 17828, 31), ("alter_losses=1", "kraft-3.5", 16620, 31),
+    ("alter_losses=1", "kraft-4.1", 20474, 38),
+    # more expansions are proposed (and rejected by the controller)
+    ("metadata_lag=1", "kraft-3.3", 11712, 30), ("metadata_lag=1", "kraft-3.5", 11499, 30),
+    ("metadata_lag=1", "kraft-4.1", 14861, 37),
+])
+def test_state_counts_with_each_new_kraft_bound(extra, protocol, states, depth):
+    """The configuration of ``test_state_counts_of_each_kraft_line`` with one of the bounds that are 0 by default:
+    every line still holds."""
+    assert _small_config(protocol, extra) == ("holds", states, depth)
 
 
 def test_symmetry_commutes_on_the_kraft_rows():
@@ -328,35 +352,6 @@ def test_controlled_shutdown_moves_leadership_to_an_active_isr_member_or_leaves_
     assert (t.controller.leader, t.controller.isr, t.controller.elr) == (1, (1,), (0,))
 
 
-@pytest.mark.parametrize("protocol,states,depth", [("kraft-3.3", 20594, 31), ("kraft-3.5", 19822, 31),
-                                                   ("kraft-4.1", 25236, 38)])
-def test_state_counts_with_a_controlled_shutdown(protocol, states, depth):
-    """The configuration of ``test_state_counts_of_each_kraft_line`` with shutdowns=1: the leader's controlled
-    shutdown adds its partition change and a running broker in controlled shutdown; every line still holds."""
-    from checker.bfs import check
-    from checker.search import SearchOptions
-
-    invariants = [for_family("kafka")[name] for name in ("committed-durable", "elr-safety")]
-    model = build_model("kafka", ["records=1", "epochs=1", "crashes=1", "unclean_shutdowns=1", "alters=1", "min_isr=2",
-                                  "shutdowns=1"], protocol)
-    result = check(model, SearchOptions(invariants=invariants))
-    assert (result.verdict.value, result.distinct_states, result.depth) == ("holds", states, depth)
-
-
-@pytest.mark.parametrize("protocol,states,depth", [("kraft-3.3", 17828, 31), ("kraft-3.5", 16620, 31),
-                                                   ("kraft-4.1", 20474, 38)])
-def test_state_counts_with_a_lost_alter_partition_answer(protocol, states, depth):
-    """The same configuration with alter_losses=1: every line still holds."""
-    from checker.bfs import check
-    from checker.search import SearchOptions
-
-    invariants = [for_family("kafka")[name] for name in ("committed-durable", "elr-safety")]
-    model = build_model("kafka", ["records=1", "epochs=1", "crashes=1", "unclean_shutdowns=1", "alters=1", "min_isr=2",
-                                  "alter_losses=1"], protocol)
-    result = check(model, SearchOptions(invariants=invariants))
-    assert (result.verdict.value, result.distinct_states, result.depth) == ("holds", states, depth)
-
-
 # -- a leader's metadata lag: its own eligibility check passes on an older view; the controller's check holds -------
 def test_with_metadata_lag_the_controllers_check_keeps_a_fenced_or_shutting_down_broker_out():
     """metadata_lag=1: the leader's metadata cache may predate the fencing (or controlled shutdown) of a follower, so
@@ -378,21 +373,6 @@ def test_with_metadata_lag_the_controllers_check_keeps_a_fenced_or_shutting_down
     model = build_model("kafka", ["records=1", "epochs=2", "crashes=1", "shutdowns=1", "metadata_lag=1"], "kraft-3.5")
     s = _run(model, [(str(step.name), dict(step.params)) for step in shutting.steps[:15]])
     assert s.controller.isr == (1,) and s.brokers[1].isr == (1,)  # proposed, rejected, reverted
-
-
-@pytest.mark.parametrize("protocol,states,depth", [("kraft-3.3", 11712, 30), ("kraft-3.5", 11499, 30),
-                                                   ("kraft-4.1", 14861, 37)])
-def test_state_counts_with_metadata_lag(protocol, states, depth):
-    """The configuration of ``test_state_counts_of_each_kraft_line`` with metadata_lag=1: more expansions are
-    proposed (and rejected by the controller); every line still holds."""
-    from checker.bfs import check
-    from checker.search import SearchOptions
-
-    invariants = [for_family("kafka")[name] for name in ("committed-durable", "elr-safety")]
-    model = build_model("kafka", ["records=1", "epochs=1", "crashes=1", "unclean_shutdowns=1", "alters=1", "min_isr=2",
-                                  "metadata_lag=1"], protocol)
-    result = check(model, SearchOptions(invariants=invariants))
-    assert (result.verdict.value, result.distinct_states, result.depth) == ("holds", states, depth)
 
 
 def test_symmetry_commutes_with_a_controlled_shutdown_and_a_lost_answer():
