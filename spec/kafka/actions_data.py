@@ -46,7 +46,15 @@ from spec.kafka.state import (
     OffsetsResponse,
     updater,
 )
-from spec.kafka.updates import add_messages, remove_message, replace_at, truncate_broker, with_broker, with_network
+from spec.kafka.updates import (
+    add_messages,
+    remove_message,
+    replace_at,
+    truncate_broker,
+    with_broker,
+    with_fetch_state,
+    with_network,
+)
 
 # -- the updates of the hot path: each is the copy ``broker.with_(...)`` makes, called with the same keywords,
 # -- generated once from the field names (``spec.kafka.state.updater``) because it runs on most successors
@@ -59,7 +67,6 @@ _appended_fetched = updater(Broker, "log", "hw", "cache", "reconciled")  # Recei
 _produced = updater(KafkaState, "brokers", "produced")
 _committed = updater(KafkaState, "brokers", "committed")
 _fenced = updater(Broker, fetch=NO_FETCHER, idle_cause=IDLE_FENCED)  # FENCED_LEADER_EPOCH removes the partition
-_fetch_state = updater(Broker, "fetch")  # a truncation done: Fetching (or still Truncating)
 _diverging_noted = updater(Broker, "pending_diverging")  # truncate-on-fetch: ReceiveFetch notes a diverging epoch
 _diverging_noted_hw = updater(Broker, "pending_diverging", "hw")  # the same before KAFKA-14704's fix
 _diverging_done = updater(Broker, "fetch", pending_diverging=())  # TruncateOnDivergingEpoch
@@ -316,7 +323,7 @@ class DataPlaneActions:
             offset = follower.hw  # 0.11: UNDEFINED_EPOCH_OFFSET falls back to the high watermark
         else:
             offset = min(m.end_offset, leo)
-        follower = _fetch_state(truncate_broker(follower, offset, self._fix_10706), fetch=FETCHING if done else TRUNCATING)
+        follower = with_fetch_state(truncate_broker(follower, offset, self._fix_10706), fetch=FETCHING if done else TRUNCATING)
         return with_broker(s, i, follower, network=network)
 
 

@@ -140,7 +140,7 @@ from spec.kafka.state import (
 )
 from spec.kafka.symmetry import canonical as kafka_canonical
 from spec.kafka.symmetry import reduces_nothing
-from spec.kafka.updates import add_messages, remove_message, truncate_broker, with_broker
+from spec.kafka.updates import add_messages, remove_message, truncate_broker, with_broker, with_fetch_state
 from spec.model import Action, Model
 
 #: default bounds (see spec.kafka.__init__ for why they are large enough)
@@ -164,7 +164,7 @@ KRAFT_DEFAULTS = {"alters": 2, "unclean_shutdowns": 0, "alter_losses": 0, "metad
 
 # the updates of the hot path, generated once from the field names (``spec.kafka.state.updater``)
 _stopping = updater(Broker, "stopping")  # SendControlledShutdown
-_fetch_state = updater(Broker, "fetch")
+
 
 class KafkaModel(ClientActions, KRaftActions, ControlPlaneActions, DataPlaneActions, Model):
     """The model: bounds, feature switches and action tables, and the next-state relation
@@ -417,7 +417,7 @@ class KafkaModel(ClientActions, KRaftActions, ControlPlaneActions, DataPlaneActi
             # a follower with no epoch asks for UNDEFINED_EPOCH and gets UNDEFINED_EPOCH_OFFSET: it truncates
             # to its HW (the round trip is folded into one step; the fetcher thread first handles the answer
             # it waits for, hence the busy check)
-            truncated = _fetch_state(truncate_broker(b, b.hw, self._fix_10706), fetch=FETCHING)
+            truncated = with_fetch_state(truncate_broker(b, b.hw, self._fix_10706), fetch=FETCHING)
             out.append((self._trunc_hw[i], with_broker(s, i, truncated)))
 
     # -- messages --------------------------------------------------------------------------------------

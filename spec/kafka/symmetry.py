@@ -189,9 +189,7 @@ def signature(s: KafkaState, i: int) -> tuple:
 def canonical(s: KafkaState) -> KafkaState:
     """The least renaming of ``s`` among those that sort the broker signatures (``s`` itself, unrenamed,
     when its signatures are distinct and already sorted)."""
-    controller = s[_CONTROLLER]
-    leader, registered, isr = controller[_C_LEADER], controller[_C_REGISTERED], controller[_C_ISR]
-    sigs = [(_FREE(b), b[_LEADER] == i, leader == i, registered[i], i in isr) for i, b in enumerate(s[_BROKERS])]
+    sigs = signatures(s)
     n = len(sigs)
     # strictly increasing: distinct and sorted, one comparison a pair (the common case, no renaming)
     if n == 3:

@@ -65,6 +65,8 @@ def remove_message(network: tuple, message: Any) -> tuple:
     return network[:i] + network[i + 1 :]
 
 
+#: the fetcher state after a truncation (Fetching, or still Truncating): generated once (``updater``), the hot path
+with_fetch_state = updater(Broker, "fetch")
 _truncated = updater(Broker, "log", "hw", "cache")  # Log.truncateTo: generated once (``updater``), the hot path
 _cache_cleaned = updater(Broker, "cache")
 
