@@ -256,10 +256,12 @@ class LocalBFS:
         path = self.options.checkpoint_path
         return os.path.dirname(os.path.abspath(path)) if path else None
 
-    def _new_store(self) -> FrontierStore:
+    def _new_store(self, expanding: Any = None) -> FrontierStore:
+        """The store of the next level; ``expanding``: the frontier it is built from (its pools are shared)."""
         return FrontierStore(self.model, self.store_budget, self._spill_dir(),
                              keep_objects=FRONTIER_OBJECTS and not self.under_pressure,
-                             object_states=FRONTIER_OBJECT_STATES)
+                             object_states=FRONTIER_OBJECT_STATES,
+                             previous=expanding if isinstance(expanding, FrontierStore) else None)
 
     def _should_stop(self, st: SearchState) -> bool:
         self._note_discoveries(st)
@@ -308,7 +310,7 @@ class LocalBFS:
         # gives the same counts.
         generated, deadlock, actions = st.generated, st.deadlock, len(st.actions.actions)
         edges = None if st.edges is None else len(st.edges)
-        level = _Level(self._new_store(), len(st.log))
+        level = _Level(self._new_store(st.frontier), len(st.log))
         held = interrupts_deferred()
         try:
             index = st.frontier_base

@@ -8,9 +8,17 @@ Python objects. A block is held in one of three forms, chosen as it is written:
   (``checker.bfs.FRONTIER_OBJECT_STATES``) while they stay within its budget (counted at
   ``OBJECT_BYTES`` a state, a measured average for a Kafka state whose substructures are shared
   with its siblings);
+* **pooled**: for a model that splits its states into shared parts (``Model.state_parts``: a Kafka
+  state's brokers, controller, network and the rest), each distinct part is kept once in the
+  store's pools and a state is a row of pool indices (``StatePools``), compressed with zlib. A
+  level's states share few parts (one step changes one broker and the network), so this costs a
+  few dozen bytes a state with the pools, and reading a state back is one lookup a part, sharing
+  the parts as the written states did;
 * **encoded**: the states packed with the model's compact encoding (``Model.encode_state``, the
   state as msgpack arrays; the generic msgpack codec for a model without one) and compressed with
-  zlib: a 3-broker Kafka state takes about 10 bytes this way, against a few hundred as objects;
+  zlib: a 3-broker Kafka state takes about 16 bytes this way, against a few hundred as objects, but
+  packing and rebuilding it costs about 8 microseconds (pooled: about 2). A model without parts, or a
+  store whose pools grew past ``POOL_LIMIT`` (its states share little), uses it;
 * **on disk**: encoded blocks past the budget go to an anonymous temporary file (unlinked as it is
   created, so nothing is left behind by an exit, a Ctrl-C, an error or a kill) and are read back
   one block at a time.
@@ -23,6 +31,7 @@ search's counts, parent log and counterexamples are the same at any budget.
 
 from __future__ import annotations
 
+import functools
 import tempfile
 import zlib
 from collections.abc import Callable, Iterator
@@ -31,7 +40,7 @@ from typing import IO, Any
 import msgpack
 
 from checker.codec import Codec
-from spec.model import Model
+from spec.model import INLINE, Model, StateParts
 
 #: states a block holds (the unit of encoding, compression and reading back)
 BLOCK = 512
@@ -39,6 +48,111 @@ BLOCK = 512
 OBJECT_BYTES = 600
 #: zlib level: 1 packs a block of 3-broker Kafka states 10:1 at about 1 microsecond a state
 ZLIB_LEVEL = 1
+_packb, _unpackb = msgpack.packb, msgpack.unpackb
+POOLED_ZLIB = True
+#: what a part kept in a store's pools is counted at against the budget (bytes; a broker with its log is
+#: the largest part of a Kafka state)
+POOL_ENTRY_BYTES = 400
+#: a store stops pooling (its later blocks are encoded) once its pools hold more parts than this many plus
+#: half its states: the states share too little for pools to save memory
+POOL_LIMIT = 65536
+
+
+class StatePools:
+    """The pooled encoding of one store's states (see the module): each distinct part of a state (by value)
+    once in the pool of its kind, a state a row of ``width`` ints (4 bytes each before compression): pool
+    indices, and the ``INLINE`` parts as they are.
+
+    A part is looked up by identity first (the parts the pools hold are kept alive, so their ids stay
+    theirs): the brokers a step left unchanged are the same objects in its successors, and hashing a broker
+    costs more than a dictionary look-up by id. A part equal to a pooled one but another object is found by
+    value and not remembered by id (it may be freed and its id reused), unless it is a part of ``previous``,
+    the pools of the level being expanded: a successor shares the parts its step left unchanged with its
+    parent, which was read back from those pools, so it is kept alive here too and then found by id (at most
+    one reference a part of ``previous``). ``finish()`` lets go of ``previous``.
+
+    The loops over a block are generated from ``kinds`` (one unrolled statement a position), as
+    ``spec.kafka.state.updater`` does for updates."""
+
+    def __init__(self, parts: StateParts, previous: StatePools | None = None) -> None:
+        kinds = parts.kinds
+        self.width = len(kinds)
+        pooled = sorted({k for k in kinds if k != INLINE})
+        self._values: dict[int, list[Any]] = {k: [] for k in pooled}
+        self._by_value: dict[int, dict[Any, int]] = {k: {} for k in pooled}
+        self._by_id: dict[int, dict[int, int]] = {k: {} for k in pooled}
+        self._kept: list[Any] = []  # parts of ``previous`` equal to pooled ones, kept alive to be found by id
+        self._releases: list[Callable[[], None]] = []
+        namespace: dict[str, Any] = {"split": parts.split, "join": parts.join, "_id": id}
+        for k in pooled:
+            namespace[f"by_id_{k}"] = self._by_id[k]
+            namespace[f"values_{k}"] = self._values[k]
+            namespace[f"add_{k}"] = self._adder(k, previous._by_id.get(k, {}) if previous is not None else {})
+        names = [f"p{i}" for i in range(self.width)]
+        encode = ["    for state in states:", f"        {', '.join(names)}, = split(state)"]
+        row = []
+        for i, k in enumerate(kinds):
+            if k == INLINE:
+                row.append(names[i])
+                continue
+            encode += [f"        i{i} = by_id_{k}.get(_id(p{i}))", f"        if i{i} is None:",
+                       f"            i{i} = add_{k}(p{i})"]
+            row.append(f"i{i}")
+        source = ("def encode(states):\n    row = []\n    extend = row.extend\n" + "\n".join(encode)
+                  + f"\n        extend(({', '.join(row)},))\n    return row\n")
+        parts_of = [names[i] if k == INLINE else f"values_{k}[{names[i]}]" for i, k in enumerate(kinds)]
+        rows = f"zip({', '.join(['indices'] * self.width)})"  # the flat row, ``width`` ints at a time
+        source += ("def decode(row):\n    indices = iter(row)\n"
+                   f"    return [join({', '.join(parts_of)}) for {', '.join(names)}, in {rows}]\n")
+        exec(_compiled(source), namespace)  # noqa: S102 (generated from the model's part kinds, no outside input)
+        # popped: a function in its own globals is a reference cycle, and the search runs with the collector off
+        self._encode, self._decode = namespace.pop("encode"), namespace.pop("decode")
+
+    def _adder(self, kind: int, previous_ids: dict[int, int]) -> Callable[[Any], int]:
+        # no reference to ``self`` in the closures: the search runs with the garbage collector off, so a
+        # cycle through the generated functions would keep every level's pools alive
+        values, by_value, by_id, kept = self._values[kind], self._by_value[kind], self._by_id[kind], self._kept
+
+        def add(part: Any) -> int:
+            index = by_value.get(part)
+            if index is None:
+                index = by_value[part] = by_id[id(part)] = len(values)
+                values.append(part)
+            elif id(part) in previous_ids:  # alive, so it is that part of ``previous``
+                by_id[id(part)] = index
+                kept.append(part)
+            return index
+
+        def release() -> None:
+            nonlocal previous_ids
+            previous_ids = {}
+
+        self._releases.append(release)
+        return add
+
+    @property
+    def entries(self) -> int:
+        """Distinct parts held, all kinds."""
+        return sum(len(values) for values in self._values.values())
+
+    def finish(self) -> None:
+        """No more states are written: let go of the previous level's pools."""
+        for release in self._releases:
+            release()
+
+    def encode(self, states: list[Any]) -> bytes:
+        """The block's rows as one msgpack array of ints (most take one byte: counters, the indices of small
+        pools). An inline part that is not an int raises TypeError; one past 64 bits OverflowError."""
+        return _packb(self._encode(states))
+
+    def decode(self, data: bytes) -> list[Any]:
+        return self._decode(_unpackb(data, use_list=False))
+
+
+@functools.lru_cache(maxsize=16)
+def _compiled(source: str) -> Any:
+    """The generated loops compiled once per model shape (a store is made every level)."""
+    return compile(source, "<kmc frontier pools>", "exec")
 
 
 def state_codec(model: Model) -> tuple[Callable[[list[Any]], bytes], Callable[[bytes], list[Any]]]:
@@ -72,15 +186,21 @@ class FrontierStore:
     """A level's states in blocks: objects, encoded in memory, or encoded on disk (see the module)."""
 
     def __init__(self, model: Model, budget: float = float("inf"), directory: str | None = None,
-                 keep_objects: bool = True, object_states: float = float("inf")) -> None:
+                 keep_objects: bool = True, object_states: float = float("inf"),
+                 previous: FrontierStore | None = None) -> None:
+        """``previous``: the store of the level being expanded (its pools are looked in, see ``StatePools``)."""
         self._pack, self._unpack = state_codec(model)
+        #: the pooled encoding, made when the first block is encoded (most levels of a small search never are)
+        self._parts = model.state_parts()
+        self._previous = previous
+        self._pools: StatePools | None = None
         self.budget = budget
         self.keep_objects = keep_objects
         #: at most this many states are kept as objects (the first blocks); the others are encoded
         self.object_states = object_states
         self._objects = 0
         self._directory = directory
-        #: (form, payload, count): ("objects", list), ("encoded", bytes), ("disk", (offset, length))
+        #: (form, payload, count): ("objects", list), ("pooled" or "encoded", bytes), ("disk", (offset, length, form))
         self._blocks: list[tuple[str, Any, int]] = []
         self._pending: list[Any] = []
         self._size = 0
@@ -123,6 +243,9 @@ class FrontierStore:
         if self._pending:
             self._seal(self._pending)
             self._pending = []
+        if self._pools is not None:
+            self._pools.finish()
+        self._previous = None
         return self
 
     def _seal(self, states: list[Any]) -> None:
@@ -133,10 +256,25 @@ class FrontierStore:
             self._memory += count * OBJECT_BYTES
             self._objects += count
             return
-        data = zlib.compress(self._pack(states), ZLIB_LEVEL)
+        pools = self._pools
+        if pools is None and self._parts is not None:
+            previous = self._previous._pools if self._previous is not None else None
+            pools = self._pools = StatePools(self._parts, previous)
+        data = None
+        if pools is not None and pools.entries <= POOL_LIMIT + (self.encoded_states >> 1):
+            held = pools.entries
+            try:
+                data, form = pools.encode(states), "pooled"
+                if POOLED_ZLIB:
+                    data = zlib.compress(data, ZLIB_LEVEL)
+            except (OverflowError, TypeError):  # an inline part that is not a small int: this block is encoded
+                pass
+            self._memory += (pools.entries - held) * POOL_ENTRY_BYTES  # the pools stay in memory
+        if data is None:
+            data, form = zlib.compress(self._pack(states), ZLIB_LEVEL), "encoded"
         self.encoded_states += count
         if self._memory + len(data) <= self.budget:
-            self._blocks.append(("encoded", data, count))
+            self._blocks.append((form, data, count))
             self._memory += len(data)
             return
         if self._file is None:
@@ -144,7 +282,7 @@ class FrontierStore:
         self._file.seek(0, 2)
         offset = self._file.tell()
         self._file.write(data)
-        self._blocks.append(("disk", (offset, len(data)), count))
+        self._blocks.append(("disk", (offset, len(data), form), count))
         self._disk += len(data)
 
     # -- reading -----------------------------------------------------------------------------------
@@ -178,17 +316,21 @@ class FrontierStore:
     def _block(self, form: str, payload: Any) -> list[Any]:
         if form == "objects":
             return payload
-        if form == "encoded":
-            return self._unpack(zlib.decompress(payload))
-        offset, length = payload
-        assert self._file is not None
-        self._file.seek(offset)
-        return self._unpack(zlib.decompress(self._file.read(length)))
+        if form == "disk":
+            offset, length, form = payload
+            assert self._file is not None
+            self._file.seek(offset)
+            payload = self._file.read(length)
+        if form == "pooled":
+            assert self._pools is not None
+            return self._pools.decode(zlib.decompress(payload) if POOLED_ZLIB else payload)
+        return self._unpack(zlib.decompress(payload))
 
     def close(self) -> None:
         """Free the blocks and the temporary file (also done when the store is dropped)."""
         self._blocks, self._pending, self._size, self._memory, self._disk = [], [], 0, 0, 0
         self._objects = 0
+        self._pools = self._parts = self._previous = None  # the pools die with the blocks; not written again
         if self._file is not None:
             self._file.close()
             self._file = None

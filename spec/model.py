@@ -14,7 +14,7 @@ are not allowed inside a state because their hashes are not stable across proces
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
-from collections.abc import Iterable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from typing import Any, NamedTuple
 
 State = Any  # a NamedTuple; kept as Any so models can use their own NamedTuple classes
@@ -54,6 +54,24 @@ class Action(NamedTuple):
 def action(name: str, **params: Any) -> Action:
     """Build an action: ``action("Fetch", follower=2, leader=1)``."""
     return Action(name, tuple(params.items()))
+
+
+class StateParts(NamedTuple):
+    """A state as a fixed number of parts (``Model.state_parts``): ``split(state)`` gives them and
+    ``join(*parts)`` rebuilds an equal state. ``kinds`` says how each position is stored: ``INLINE``
+    (a plain int, not a bool, such as a bound's counter) goes into the state's row as it is; any other
+    kind names a pool, and the part (a hashable value that states of a level share: a broker a step
+    left unchanged, the controller, the network) is stored once in it and named by its index.
+    Positions of one kind share one pool (the brokers); values of two kinds are never compared with
+    each other (a plain tuple equals a NamedTuple with the same items)."""
+
+    kinds: tuple[int, ...]
+    split: Callable[[Any], Sequence[Any]]
+    join: Callable[..., Any]
+
+
+#: ``StateParts.kinds``: the part is an int kept in the row itself
+INLINE = -1
 
 
 class Model(ABC):
@@ -121,6 +139,12 @@ class Model(ABC):
     def decode_states(self, plain: Any) -> list[State]:
         """The states ``encode_states`` gave ``plain`` for, in order."""
         return [self.decode_state(p) for p in plain]
+
+    def state_parts(self) -> StateParts | None:
+        """How a state splits into parts that many states of a level share (``StateParts``), for the
+        frontier store's pooled encoding: each distinct part is kept once and a state is a row of small
+        integers. Optional: None (the default) keeps the msgpack encoding above."""
+        return None
 
     def describe(self) -> dict[str, Any]:
         """What identifies this configuration in a checkpoint or a trace header."""

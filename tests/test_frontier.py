@@ -2,17 +2,20 @@
 disk, read back block by block, with the same counts, parent log and counterexamples (byte for
 byte) at any block size and any budget, on two-phase and on a small Kafka configuration."""
 
+import gc
 import os
+import weakref
 
 import numpy as np
 import pytest
 
 from checker import bfs
 from checker import frontier as frontier_module
-from checker.frontier import FrontierStore, state_codec
+from checker.frontier import FrontierStore, StatePools, state_codec
 from checker.result import Verdict
 from checker.search import SearchOptions
 from invariants.registry import for_family
+from spec.model import INLINE, Model, StateParts
 from spec.registry import build_model
 from spec.two_phase import TwoPhase
 from traces.io import trace_to_msgpack
@@ -59,6 +62,124 @@ def test_the_compact_encoding_gives_back_equal_states_of_the_same_classes(model)
         assert all(type(s.controller).__name__ == "Controller" for s in back)
     if getattr(model, "features", None) is not None and model.features.kraft:
         assert {type(m).__name__ for s in back for m in s.network} >= {"AlterPartition", "AlterPartitionResponse"}
+
+
+KAFKA_MODELS = {
+    "kafka": _kafka,
+    "kafka-3-brokers": lambda: build_model("kafka", ["brokers=3", "records=1", "epochs=1", "crashes=0"], "2.1.0"),
+    "kafka-with-clients": lambda: build_model(
+        "kafka", ["records=2", "epochs=1", "crashes=1", "consumers=1", "acks=-1"], "4.1.0"),
+    "kafka-kraft": lambda: build_model(
+        "kafka", ["records=1", "epochs=1", "crashes=1", "unclean_shutdowns=1", "min_isr=2"], "kraft-4.1"),
+}
+
+
+@pytest.mark.parametrize("which", list(KAFKA_MODELS))
+def test_the_pooled_encoding_gives_back_equal_states_sharing_their_parts(which):
+    model = KAFKA_MODELS[which]()
+    states = _reachable(model, 3000)
+    pools = StatePools(model.state_parts())
+    back = [state for start in range(0, len(states), 512) for state in pools.decode(pools.encode(states[start:start + 512]))]
+    assert back == states
+    assert [hash(s) for s in back] == [hash(s) for s in states]
+    assert [type(s) for s in back] == [type(s) for s in states]
+    assert all(type(b) is type(c) for s, t in zip(back, states, strict=True) for b, c in zip(s.brokers, t.brokers, strict=True))
+    assert all(type(m) is type(n) for s, t in zip(back, states, strict=True) for m, n in zip(s.network, t.network, strict=True))
+    # each distinct broker, controller and network is one object in the states read back: the pools' own
+    distinct_brokers = {b for s in states for b in s.brokers}
+    assert len({id(b) for s in back for b in s.brokers}) == len(distinct_brokers)
+    assert len({id(s.network) for s in back}) == len({s.network for s in states})
+    assert pools.entries < len(states)  # the states share their parts, or pooling would not pay
+
+
+def test_a_level_finds_the_parts_of_the_level_it_expands_by_identity():
+    """The next level's pools keep the parts of the frontier's pools that successors share with their parents
+    and find them by id after; what is read back is the same either way, and ``finish`` lets go of the
+    frontier's pools."""
+    model = KAFKA_MODELS["kafka-3-brokers"]()
+    states = _reachable(model, 4000)
+    frontier = FrontierStore(model, keep_objects=False)
+    frontier.extend(states[:1000])
+    frontier.finish()
+    parents = list(frontier)
+    successors = [succ for state in parents for _, succ in model.successors(state)]
+    alone = FrontierStore(model, keep_objects=False)
+    alone.extend(successors)
+    alone.finish()
+    shared = FrontierStore(model, keep_objects=False, previous=frontier)
+    shared.extend(successors)
+    assert shared._pools._kept, "parts of the frontier's pools were found and kept"
+    frontier_parts = {id(part) for values in frontier._pools._values.values() for part in values}
+    assert all(id(part) in frontier_parts for part in shared._pools._kept)
+    shared.finish()
+    assert shared._previous is None
+    assert list(shared) == list(alone) == successors
+
+
+def test_pools_are_freed_with_no_garbage_collector():
+    """The search runs with the garbage collector off: a level's pools (and the parts they hold) must go when
+    its store goes, not at the end of the run (a reference cycle through the generated functions kept every
+    level's pools alive, 60 bytes a state more at the peak)."""
+    model = KAFKA_MODELS["kafka-3-brokers"]()
+    states = _reachable(model, 600)
+    was_enabled = gc.isenabled()
+    gc.disable()
+    try:
+        frontier = FrontierStore(model, keep_objects=False)
+        frontier.extend(states)
+        frontier.finish()
+        successors = [succ for state in frontier for _, succ in model.successors(state)]
+        following = FrontierStore(model, keep_objects=False, previous=frontier)
+        following.extend(successors)
+        following.finish()
+        assert list(following) == successors
+        # the pools, and their generated functions, which hold the pooled parts
+        held = [weakref.ref(obj) for store in (frontier, following) for obj in (store._pools, store._pools._encode)]
+        del frontier, following
+        assert [ref() for ref in held] == [None] * 4
+    finally:
+        if was_enabled:
+            gc.enable()
+
+
+def test_a_store_encodes_blocks_once_its_pools_hold_too_much(monkeypatch):
+    monkeypatch.setattr(frontier_module, "BLOCK", 64)
+    monkeypatch.setattr(frontier_module, "POOL_LIMIT", 0)  # past the first block, pools hold more than half the states
+    model = _kafka()
+    states = _reachable(model, 2000)
+    store = FrontierStore(model, keep_objects=False)
+    store.extend(states)
+    store.finish()
+    forms = [form for form, _, _ in store._blocks]
+    assert forms[0] == "pooled" and "encoded" in forms
+    assert list(store) == states
+
+
+class _InlineFirstField(TwoPhase):
+    """Two-phase with pooled parts, its first field inline, and the generic codec for blocks that cannot be
+    pooled (a value msgpack cannot pack as it is, such as a frozenset, the generic codec can)."""
+
+    encode_state, decode_state = Model.encode_state, Model.decode_state
+
+    def state_parts(self):
+        cls = type(self.init_states()[0])
+        return StateParts(kinds=(INLINE,) + (0,) * (len(cls._fields) - 1), split=tuple, join=cls)
+
+
+@pytest.mark.parametrize("budget", [10**9, 0])
+def test_a_block_whose_inline_parts_cannot_be_packed_is_encoded_instead(monkeypatch, budget):
+    monkeypatch.setattr(frontier_module, "BLOCK", 64)
+    model = _InlineFirstField(4)
+    states = _reachable(model, 300)
+    odd = [state._replace(rm_state=frozenset(state.rm_state)) for state in states[:10]]
+    store = FrontierStore(model, budget=budget, keep_objects=False)
+    store.extend(states[:256] + odd)
+    store.finish()
+    assert list(store) == states[:256] + odd
+    assert [type(s.rm_state) for s in store] == [tuple] * 256 + [frozenset] * 10
+    forms = [payload[2] if form == "disk" else form for form, payload, _ in store._blocks]
+    assert forms == ["pooled"] * 4 + ["encoded"]
+    assert store.spilled == (budget == 0)
 
 
 def test_a_kafka_state_encodes_in_a_few_bytes():

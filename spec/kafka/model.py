@@ -136,12 +136,13 @@ from spec.kafka.state import (
     decode_state,
     decode_states,
     encode_states,
+    state_parts,
     updater,
 )
 from spec.kafka.symmetry import canonical as kafka_canonical
 from spec.kafka.symmetry import reduces_nothing
 from spec.kafka.updates import add_messages, remove_message, truncate_broker, with_broker, with_fetch_state
-from spec.model import Action, Model
+from spec.model import Action, Model, StateParts
 
 #: default bounds (see spec.kafka.__init__ for why they are large enough)
 DEFAULTS = {"brokers": 2, "records": 2, "epochs": 2, "crashes": 1, "inflight": 0, "bumps": 0, "shutdowns": 0, "bounces": 0,
@@ -336,6 +337,9 @@ class KafkaModel(ClientActions, KRaftActions, ControlPlaneActions, DataPlaneActi
 
     def decode_states(self, plain: tuple) -> list[KafkaState]:
         return decode_states(plain)
+
+    def state_parts(self) -> StateParts:
+        return state_parts(self.n)
 
     #: the least renaming of broker ids (``spec.kafka.symmetry``); a plain function, as the engine calls it
     #: once a successor

@@ -11,9 +11,11 @@ network is a sorted tuple of them: a canonical set in which equal situations has
 
 from __future__ import annotations
 
+import functools
 from typing import NamedTuple
 
 from spec.kafka.log import Cache, Log, Record
+from spec.model import INLINE, StateParts
 
 # -- fetcher states ----------------------------------------------------------------------------------
 NO_FETCHER = 0  # leader, offline, or not told yet
@@ -416,6 +418,38 @@ def decode_states(plain: tuple) -> list[KafkaState]:
             fields[_CONSUMERS_FIELD] = tuple([_new(Consumer, c) for c in fields[_CONSUMERS_FIELD]])
         append(_new(KafkaState, fields))
     return states
+
+
+if (_BROKERS_FIELD, _CONTROLLER_FIELD, _NETWORK_FIELD) != (0, 1, 2):
+    raise ImportError("state_parts splits a KafkaState as brokers, controller, network, then the rest")
+
+
+@functools.lru_cache(maxsize=8)
+def state_parts(brokers: int) -> StateParts:
+    """A state of ``brokers`` brokers as parts for the frontier store's pooled encoding: each broker, the
+    controller, the network, the ghosts and the consumers pooled (a level's states share few of them:
+    kip-380, a level of 7,942 states holds 501 distinct brokers, 15 controllers and 1,528 networks), the
+    bounds' counters inline. A state is then a row of ``brokers`` + 14 small ints, rebuilt sharing the
+    pooled parts as the states written did."""
+    kinds = []
+    for name in KafkaState._fields:
+        if name == "brokers":
+            kinds.extend([0] * brokers)
+        elif name in ("controller", "network", "consumers"):
+            kinds.append(("controller", "network", "consumers").index(name) + 1)
+        elif name in ("committed", "acked"):  # the same type: (offset, epoch, ident) triples
+            kinds.append(4)
+        else:
+            kinds.append(INLINE)  # a counter
+    names = [f"b{i}" for i in range(brokers)]
+    namespace = {"_new": _new, "KafkaState": KafkaState}
+    exec(f"def join({', '.join(names)}, *rest):\n"  # noqa: S102 (generated from the broker count alone)
+         f"    return _new(KafkaState, (({', '.join(names)},), *rest))\n", namespace)
+
+    def split(state: KafkaState) -> tuple:
+        return (*state[0], *state[1:])
+
+    return StateParts(kinds=tuple(kinds), split=split, join=namespace["join"])
 
 
 def leo(broker: Broker) -> int:
