@@ -132,12 +132,13 @@ SPILL_AT = 0.5
 FRONTIER_SHARE = 0.25
 #: False: every block of the frontier is encoded from the first level on (``bench/memory_bench.py``)
 FRONTIER_OBJECTS = True
-#: states each frontier store keeps as Python objects at most (its first blocks; the rest are encoded):
-#: a fixed count, not a share of the memory, so that the frontier costs a run's resident memory a few
-#: bytes a state whatever its size (about 830 B a 3-broker Kafka state as objects, 13 encoded), while
-#: levels of up to 2,048 states cost no encoding at all. Kafka 2.1.0 brokers=3 records=1 epochs=1
-#: crashes=0, peak resident growth a distinct state: 2,048 -> 34.6 B, 4,096 -> 43.0, 8,192 -> 56.0,
-#: 16,384 -> 78.1 (bench/NOTES.md, memory)
+#: states each frontier store keeps as Python objects at most (its first blocks; the rest are pooled or
+#: encoded): a fixed count, not a share of the memory, so that the frontier costs a run's resident memory a
+#: few bytes a state whatever its size (a 3-broker Kafka state: about 830 B as objects; pooled, a 5-byte row
+#: and a quarter of a part), while levels of up to 2,048 states cost no encoding at all (pooling every block
+#: from the first level costs small searches about 10% more CPU). Kafka 2.1.0 brokers=3 records=1 epochs=1
+#: crashes=0, peak resident growth a distinct state: 2,048 -> 35.4 B, none -> 30.0 (bench/NOTES.md,
+#: "Pooled frontier")
 FRONTIER_OBJECT_STATES = 2048
 #: the parent log is written to an anonymous temporary file from the first level on (fixed-width
 #: records, memory-mapped only when a trace is rebuilt or a checkpoint written): 16 bytes a state
