@@ -239,8 +239,7 @@ class FrontierStore:
             del pending[:BLOCK]
 
     def finish(self) -> FrontierStore:
-        """Seal the last, partial block and let go of the previous level's pools. The store is then read
-        (the parallel engine's parts may still be extended, cut at either end and prepended to)."""
+        """Seal the last, partial block; the store is then read, not written."""
         if self._pending:
             self._seal(self._pending)
             self._pending = []
@@ -250,16 +249,13 @@ class FrontierStore:
         return self
 
     def _seal(self, states: list[Any]) -> None:
-        self._blocks.append(self._encode_block(states))
-
-    def _encode_block(self, states: list[Any]) -> tuple[str, Any, int]:
-        """The block ``states`` in the form its place in the budget gives it (see the module)."""
         count = len(states)
         if (self.keep_objects and self._objects + count <= self.object_states
                 and self._memory + count * OBJECT_BYTES <= self.budget):
+            self._blocks.append(("objects", list(states), count))
             self._memory += count * OBJECT_BYTES
             self._objects += count
-            return ("objects", list(states), count)
+            return
         pools = self._pools
         if pools is None and self._parts is not None:
             previous = self._previous._pools if self._previous is not None else None
@@ -278,75 +274,16 @@ class FrontierStore:
             data, form = zlib.compress(self._pack(states), ZLIB_LEVEL), "encoded"
         self.encoded_states += count
         if self._memory + len(data) <= self.budget:
+            self._blocks.append((form, data, count))
             self._memory += len(data)
-            return (form, data, count)
+            return
         if self._file is None:
             self._file = tempfile.TemporaryFile(prefix="kmc-frontier-", dir=self._directory)
         self._file.seek(0, 2)
         offset = self._file.tell()
         self._file.write(data)
+        self._blocks.append(("disk", (offset, len(data), form), count))
         self._disk += len(data)
-        return ("disk", (offset, len(data), form), count)
-
-    def _drop_block(self, at: int) -> list[Any]:
-        """Remove the block at position ``at`` and give its states (a disk block's bytes stay in the file)."""
-        form, payload, count = self._blocks.pop(at)
-        states = self._block(form, payload)
-        if form == "objects":
-            self._memory -= count * OBJECT_BYTES
-            self._objects -= count
-        elif form == "disk":
-            self._disk -= payload[1]
-        else:
-            self._memory -= len(payload)
-        self._size -= count
-        return states
-
-    # -- moving states at either end (the parallel engine's rebalancing between neighbours) -----------
-    def take_head(self, k: int) -> list[Any]:
-        """Remove and return the first ``k`` states: whole blocks as they are read, a block cut in two
-        has its rest written again (the blocks in between are not touched)."""
-        self._seal_pending()
-        out: list[Any] = []
-        while len(out) < k and self._blocks:
-            states = self._drop_block(0)
-            need = k - len(out)
-            if len(states) > need:
-                rest = states[need:]
-                self._blocks.insert(0, self._encode_block(rest))
-                self._size += len(rest)
-                states = states[:need]
-            out.extend(states)
-        return out
-
-    def take_tail(self, k: int) -> list[Any]:
-        """Remove and return the last ``k`` states, in order (as ``take_head``, from the other end)."""
-        self._seal_pending()
-        taken: list[list[Any]] = []
-        count = 0
-        while count < k and self._blocks:
-            states = self._drop_block(len(self._blocks) - 1)
-            need = k - count
-            if len(states) > need:
-                rest = states[:len(states) - need]
-                self._blocks.append(self._encode_block(rest))
-                self._size += len(rest)
-                states = states[len(states) - need:]
-            taken.append(states)
-            count += len(states)
-        return [state for states in reversed(taken) for state in states]
-
-    def prepend(self, states: list[Any]) -> None:
-        """Put ``states`` (in order) before the store's first state."""
-        self._seal_pending()
-        blocks = [self._encode_block(states[i:i + BLOCK]) for i in range(0, len(states), BLOCK)]
-        self._blocks[0:0] = blocks
-        self._size += len(states)
-
-    def _seal_pending(self) -> None:
-        if self._pending:
-            self._seal(self._pending)
-            self._pending = []
 
     # -- reading -----------------------------------------------------------------------------------
     def blocks(self) -> Iterator[list[Any]]:

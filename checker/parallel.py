@@ -51,7 +51,6 @@ import signal
 import tempfile
 import time
 import traceback
-from bisect import bisect_left
 from dataclasses import replace
 from operator import itemgetter
 from typing import Any
@@ -59,22 +58,19 @@ from typing import Any
 import msgpack
 import numpy as np
 
-from checker import bfs
 from checker import checkpoint as ckpt
 from checker.bfs import (
     MEMORY_BUDGET,
     SPILL_AT,
     BudgetExceeded,
     LocalBFS,
-    _blocks,
     budget_checkpoint_path,
     first_false,
 )
 from checker.codec import Codec
-from checker.frontier import FrontierStore
 from checker.result import CheckResult
 from checker.search import ActionTable, Progress, SearchOptions, SearchState, budget_reason
-from checker.visited import FingerprintSet, LevelFingerprints
+from checker.visited import FingerprintSet
 from spec.model import Model
 
 _REBALANCE_SLACK = 0.03  # parts may differ by this fraction of the frontier before states move
@@ -169,50 +165,6 @@ class _WorkerBFS(LocalBFS):
                 raise BudgetExceeded(f"{MEMORY_BUDGET} of {self.memory_budget:.0f} MB ran out at depth {st.depth}")
 
 
-class _Candidates:
-    """A worker's candidates for the next level, by position (the keys it sends to the owners): the first
-    occurrence of each successor fingerprint its part generated, less those visited in its own shard; the
-    states in a frontier store (pooled as a level is), fingerprints, parents and actions beside them."""
-
-    def __init__(self, store: FrontierStore) -> None:
-        self.store = store
-        self._seen = LevelFingerprints()
-        self._fps: list[np.ndarray] = []
-        self._parents: list[np.ndarray] = []
-        self._actions: list[Any] = []
-
-    def add(self, fresh: dict[int, tuple], visited: FingerprintSet) -> None:
-        """One block's successors (``LocalBFS._expand``: fingerprint -> (state, parent, action), in order)."""
-        if not fresh:
-            return
-        fps = np.fromiter(fresh.keys(), np.int64, len(fresh))
-        new = ~visited.contains(fps)
-        if len(self._seen):
-            unseen = np.flatnonzero(new)
-            new[unseen[self._seen.contains(fps[unseen])]] = False
-        values = list(fresh.values())
-        entries = values if new.all() else list(map(values.__getitem__, np.flatnonzero(new).tolist()))
-        if not entries:
-            return
-        fps = fps[new]
-        self._seen.add(fps)
-        self._fps.append(fps)
-        self._parents.append(np.fromiter(map(_second, entries), np.int64, len(entries)))
-        self._actions.extend(map(_third, entries))
-        self.store.extend(list(map(_first, entries)))
-
-    def fingerprints(self) -> np.ndarray:
-        return np.concatenate(self._fps) if self._fps else np.zeros(0, np.int64)
-
-    def select(self, positions: np.ndarray) -> tuple[np.ndarray, np.ndarray, list[Any]]:
-        """(fingerprints, parents as int32, actions) of the candidates at ``positions`` (sorted)."""
-        fps = self.fingerprints()[positions]
-        parents = (np.concatenate(self._parents) if self._parents else np.zeros(0, np.int64))[positions].astype(np.int32)
-        actions = list(map(self._actions.__getitem__, positions.tolist()))
-        self._fps, self._parents, self._actions = [], [], []
-        return fps, parents, actions
-
-
 def _worker_main(conn: Any, index: int, workers: int, exchange: str, model: Model, options: SearchOptions,
                  part: list[Any], visited: np.ndarray, depth: int, started: float, abort: Any) -> None:
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # the parent decides what Ctrl-C means
@@ -231,20 +183,16 @@ class _Worker:
         self.w = index
         self.n = workers
         self.exchange = exchange
-        self.model = model
+        self.part = part
         # the shard of the visited set this worker owns
         self.visited = FingerprintSet(visited[owner_of(visited, workers) == index])
         self.engine = _WorkerBFS(model, options, abort, [])
         self.engine._started = started
-        #: its part of the frontier, in a frontier store as the single-process engine keeps its frontier
-        #: (the first states as objects, the others pooled, past the budget on disk)
-        self.part = self._store(part)
         self.st = SearchState(visited=self.visited, depth=depth)
         self.table = ActionTable()
         self.reported = 0  # actions of the local table already sent to the parent
-        #: the level's candidates (the first occurrence of each successor fingerprint in this part, minus those
-        #: visited in this worker's shard), by position: their states in a store, the rest as arrays
-        self._candidates: _Candidates | None = None
+        self._level_entries: list[tuple] = []  # the level dictionary's entries, by position
+        self._level_fps = np.zeros(0, np.int64)
         self._won = np.zeros(0, np.int64)  # fingerprints this owner will add to its shard on commit
         #: the parent log of the states this worker committed: one (fps, parents, local action ids)
         #: per level, gathered by the parent
@@ -276,22 +224,9 @@ class _Worker:
                     reply = ("error", RuntimeError(str(exc)), traceback.format_exc())
             conn.send(reply)
 
-    def _store(self, states: Any = (), previous: FrontierStore | None = None) -> FrontierStore:
-        """A frontier store with the single-process engine's settings, holding ``states`` (finished), or empty
-        to be written (``previous``: the store being expanded, whose pools it looks in)."""
-        engine = self.engine
-        store = FrontierStore(self.model, engine.store_budget, engine._spill_dir(),
-                              keep_objects=bfs.FRONTIER_OBJECTS and not engine.under_pressure,
-                              object_states=bfs.FRONTIER_OBJECT_STATES, previous=previous)
-        if states:
-            store.extend(list(states))
-            store.finish()
-        return store
-
     def _forget_level(self) -> None:
-        if self._candidates is not None:
-            self._candidates.store.close()
-        self._candidates = None
+        self._level_entries = []
+        self._level_fps = np.zeros(0, np.int64)
         self._won = np.zeros(0, np.int64)
 
     # -- one level, three rounds -----------------------------------------------------------------
@@ -302,14 +237,12 @@ class _Worker:
         st.depth = depth
         st.deadlock = None if deadlock_wanted else -1
         st.generated = 0
-        candidates = self._candidates = _Candidates(self._store(previous=self.part))
-        index = base
-        for block in _blocks(self.part):
-            candidates.add(engine._expand(st, block, index, st.generated), self.visited)
-            index += len(block)
-        candidates.store.finish()
+        fresh = engine._expand(st, self.part, base, 0)
         deadlock = st.deadlock if deadlock_wanted and st.deadlock is not None else -1
-        fps = candidates.fingerprints()
+        fps = np.fromiter(fresh.keys(), np.int64, len(fresh))
+        self._level_entries = list(fresh.values())
+        del fresh
+        self._level_fps = fps
         keys = np.arange(fps.size, dtype=np.int64)
         keys |= self.w << _KEY_BITS
         owners = owner_of(fps, self.n)
@@ -345,40 +278,31 @@ class _Worker:
         return ("deduped", counts)
 
     def do_commit(self, check: list[str]) -> tuple:
-        """Round 3: keep the winning candidates as the next part, log them, check the invariants."""
+        """Round 3: keep the winning entries as the next part, log them, check the invariants."""
         positions = np.sort(np.concatenate([_read(self._path("won", o, self.w)) for o in range(self.n)]))
-        candidates, self._candidates = self._candidates, None
-        assert candidates is not None
-        fps, parents, actions = candidates.select(positions)
-        acts = np.fromiter(map(self.table.id, actions), np.int32, len(actions))
+        entries = self._level_entries
+        self._level_entries = []
+        kept = list(map(entries.__getitem__, positions.tolist())) if positions.size != len(entries) else entries
+        del entries
+        states = list(map(_first, kept))
+        parents = np.fromiter(map(_second, kept), np.int64, len(kept)).astype(np.int32)
+        acts = np.fromiter(map(self.table.id, map(_third, kept)), np.int32, len(kept))
+        del kept
+        fps = self._level_fps[positions]
+        self._level_fps = np.zeros(0, np.int64)
         self.visited.add(self._won)
         self._won = np.zeros(0, np.int64)
         self.segments.append((fps, parents, acts))
-        pending = [inv for inv in self.engine.invariants if inv.name in check]
-        found: dict[str, int] = {}
-        part = self._store(previous=candidates.store)
-        wanted = positions.tolist()
-        at = taken = 0  # the next wanted position's index in ``wanted``; states kept so far
-        offset = 0  # position of the block's first candidate
-        for block in candidates.store.blocks():
-            end = bisect_left(wanted, offset + len(block), at)
-            kept = block if end - at == len(block) else [block[q - offset] for q in wanted[at:end]]
-            for inv in pending:
-                if inv.name not in found:
-                    first = first_false(inv.holds, kept)
-                    if first is not None:
-                        found[inv.name] = taken + first
-            part.extend(kept)
-            taken += len(kept)
-            at = end
-            offset += len(block)
-        part.finish()
-        candidates.store.close()
-        self.part.close()
-        self.part = part
+        found = {}
+        for inv in self.engine.invariants:
+            if inv.name in check:
+                offset = first_false(inv.holds, states)
+                if offset is not None:
+                    found[inv.name] = offset
+        self.part = states
         new_actions = self.table.actions[self.reported:]
         self.reported = len(self.table.actions)
-        return ("committed", taken, found, new_actions)
+        return ("committed", len(states), found, new_actions)
 
     def do_abort(self) -> tuple:
         self._forget_level()
@@ -391,11 +315,13 @@ class _Worker:
             f.write(msgpack.packb([self.codec.encode(state) for state in moved], use_bin_type=True))
 
     def do_take_tail(self, k: int, path: str) -> tuple:
-        self._move(self.part.take_tail(k), path)
+        moved, self.part = self.part[len(self.part) - k:], self.part[: len(self.part) - k]
+        self._move(moved, path)
         return ("ok", len(self.part))
 
     def do_take_head(self, k: int, path: str) -> tuple:
-        self._move(self.part.take_head(k), path)
+        moved, self.part = self.part[:k], self.part[k:]
+        self._move(moved, path)
         return ("ok", len(self.part))
 
     def _load(self, path: str) -> list[Any]:
@@ -405,7 +331,7 @@ class _Worker:
         return states
 
     def do_prepend(self, path: str) -> tuple:
-        self.part.prepend(self._load(path))
+        self.part = self._load(path) + self.part
         return ("ok", len(self.part))
 
     def do_append(self, path: str) -> tuple:
@@ -417,7 +343,7 @@ class _Worker:
         return ("log", segments)
 
     def do_dump(self) -> tuple:
-        return ("states", list(self.part))
+        return ("states", self.part)
 
     def do_stats(self) -> tuple:
         # CPU seconds of this worker since the fork, and the out-degrees of the states it expanded

@@ -226,37 +226,6 @@ def test_a_store_keeps_at_most_its_object_count_as_objects(monkeypatch):
     assert list(store) == states
 
 
-@pytest.mark.parametrize("budget,keep", [(10**9, False), (10**9, True), (0, False)])
-def test_a_store_gives_and_takes_states_at_either_end_as_a_list_would(monkeypatch, budget, keep):
-    """The parallel engine's rebalancing: take_head, take_tail, prepend and extend after finish, against a list
-    (blocks cut in two, whole blocks moved, objects, pooled and on-disk blocks)."""
-    monkeypatch.setattr(frontier_module, "BLOCK", 64)
-    model = KAFKA_MODELS["kafka"]()
-    states = _reachable(model, 1500)
-    store = FrontierStore(model, budget=budget, keep_objects=keep, object_states=200)
-    store.extend(states[:1000])
-    store.finish()
-    mirror = list(states[:1000])
-    for op, k in [("head", 10), ("tail", 70), ("prepend", 130), ("append", 300), ("head", 200), ("tail", 1),
-                  ("tail", 500), ("prepend", 5), ("head", 0), ("append", 1)]:
-        if op == "head":
-            assert store.take_head(k) == mirror[:k]
-            del mirror[:k]
-        elif op == "tail":
-            assert store.take_tail(k) == mirror[len(mirror) - k:]
-            del mirror[len(mirror) - k:]
-        elif op == "prepend":
-            store.prepend(states[1000:1000 + k])
-            mirror[0:0] = states[1000:1000 + k]
-        else:
-            store.extend(states[1200:1200 + k])
-            mirror.extend(states[1200:1200 + k])
-        assert len(store) == len(mirror)
-        assert list(store) == mirror
-    assert store.take_head(10**6) == mirror and len(store) == 0 and list(store) == []
-    assert store.memory_bytes >= 0 and store.disk_bytes >= 0
-
-
 def _run(model, options, patches=None):
     """A local run with module settings patched; (result, parent log, traces as bytes, stores spilled)."""
     saved = {}

@@ -263,13 +263,9 @@ def test_states_moved_between_workers_go_through_the_model_codec_not_pickle(tmp_
 
 @pytest.mark.parametrize("workers", [2, 3])
 def test_parts_moved_between_workers_every_level_change_nothing(monkeypatch, workers):
-    """Each worker keeps its part in a frontier store (objects, then pooled blocks); rebalancing cuts a part at
-    either end and puts states before or after another. Forced at every level, on small blocks, on a Kafka
-    configuration with a counterexample: the same counts, parent log and traces as the single-process engine."""
-    from checker import frontier
-
-    monkeypatch.setattr(frontier, "BLOCK", 16)
-    monkeypatch.setattr(bfs, "FRONTIER_OBJECT_STATES", 40)
+    """Rebalancing cuts a worker's part at either end and puts the states before or after its neighbour's.
+    Forced at every level on a Kafka configuration with counterexamples: the same counts, parent log and
+    traces as the single-process engine."""
     monkeypatch.setattr(parallel, "_REBALANCE_MIN", 1)
     monkeypatch.setattr(parallel, "_REBALANCE_SLACK", 0.0)
     moves = []
