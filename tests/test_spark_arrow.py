@@ -159,3 +159,24 @@ def test_kafka_stops_at_its_first_violation_as_the_local_engine():
     result = spark_run(model, options, threshold=300)
     assert result.extra["spark"]["levels"][-1]["engine"] == "spark"
     assert summary(result) == reference
+
+
+@pytest.mark.parametrize("partitions", [2, 3, 5])
+def test_the_frontier_is_split_in_ranges_of_global_indices(spark, partitions):
+    """Partition j of the frontier holds the j-th of equal ranges of keys (global-index order), so one
+    task expands neighbouring states, which share successors."""
+    from types import SimpleNamespace
+
+    import numpy as np
+    from pyspark.sql import functions as F  # noqa: N812
+
+    from checker.spark.arrow_step import _by_index_range, _partition_labels
+
+    keys = np.arange(0, 3000, 3, dtype=np.int64)  # 1,000 keys, not the row numbers
+    rows = [(int(k) * 7919 % 1_000_003, int(k), b"s") for k in keys[::-1]]  # given in no particular order
+    frame = spark.createDataFrame(rows, "fp long, key long, state binary")
+    run = SimpleNamespace(labels=_partition_labels(spark, partitions))
+    placed = _by_index_range(run, frame, keys).select("fp", F.spark_partition_id().alias("part")).collect()
+    part_of = {row.fp: row.part for row in placed}
+    expected = [j for j in range(partitions) for _ in range(len(keys) * (j + 1) // partitions - len(keys) * j // partitions)]
+    assert [part_of[int(k) * 7919 % 1_000_003] for k in keys] == expected

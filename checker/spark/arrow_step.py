@@ -234,6 +234,41 @@ def _candidates(pa: Any, fps: list[int], keys: list[int], states: list[bytes]) -
     )
 
 
+def _partition_labels(session: Any, partitions: int) -> list[int]:
+    """For each partition ``j`` a long ``label`` that ``repartition(partitions, label)`` sends to
+    partition ``j`` (Spark places a row at ``pmod(hash(label), partitions)``), asked of Spark itself
+    once a run: the smallest such longs."""
+    from pyspark.sql import functions as F  # noqa: N812
+
+    labels: dict[int, int] = {}
+    start = 0
+    while len(labels) < partitions:
+        rows = session.range(start, start + 64 * partitions).select(
+            "id", F.expr(f"pmod(hash(id), {partitions})").alias("part")).collect()
+        for row in rows:
+            labels.setdefault(int(row.part), int(row.id))
+        start += 64 * partitions
+    return [labels[j] for j in range(partitions)]
+
+
+def _by_index_range(spark: SparkRun, frame: Any, ordered_keys: np.ndarray) -> Any:
+    """``frame``'s ``(fp, state)`` in ``spark.partitions`` ranges of equal size by ``key`` (whose
+    order is the global-index order; ``ordered_keys`` are its keys sorted), the range of partition
+    ``j`` in partition ``j``."""
+    from pyspark.sql import functions as F  # noqa: N812
+
+    labels = spark.labels
+    parts = len(labels)
+    label = None
+    for j in range(parts - 1):
+        bound = int(ordered_keys[ordered_keys.size * (j + 1) // parts]) if ordered_keys.size else 0
+        test = F.col("key") < F.lit(bound)
+        label = F.when(test, F.lit(labels[j])) if label is None else label.when(test, F.lit(labels[j]))
+    last = F.lit(labels[-1])
+    label = last if label is None else label.otherwise(last)
+    return frame.repartition(parts, label.cast("long")).select("fp", "state")
+
+
 def _cut(spark: SparkRun, frame: Any, eager: bool = True) -> Any:
     """``frame`` with its lineage cut, keeping its partitioning and order, materialized now
     (``eager``) or by the first job that reads it. On a local master (the executor is this JVM) a
@@ -273,8 +308,11 @@ class ArrowLevelStep:
         encode = spark.codec.encode
         frontier = list(local.frontier)
         fps = np.fromiter((hash(s) for s in frontier), np.int64, len(frontier))
-        table = pa.table({"fp": pa.array(fps), "state": pa.array([encode(s) for s in frontier], pa.binary())})
-        spark.frontier = _cut(spark, session.createDataFrame(table).repartition(parts))
+        indices = np.arange(fps.size, dtype=np.int64)
+        table = pa.table({"fp": pa.array(fps), "key": pa.array(indices),
+                          "state": pa.array([encode(s) for s in frontier], pa.binary())})
+        spark.labels = _partition_labels(session, parts)
+        spark.frontier = _cut(spark, _by_index_range(spark, session.createDataFrame(table), indices))
         self._broadcast_numbers(spark, fps, np.arange(local.frontier_base, local.frontier_base + fps.size,
                                                       dtype=np.int64))
         spark.frontier_checked = True  # the local engine checked its last level as it committed it
@@ -361,7 +399,11 @@ class ArrowLevelStep:
         info.pointers = (fps[order], keys[order] >> POSITION_BITS, (keys[order] & POSITION_MASK).astype(np.int32))
         self._broadcast_numbers(spark, fps, base + rank)
         states = level.where(F.col("fp").isNotNull())
-        spark.frontier = states.select("fp", "state")
+        # the expansion's partitions are ranges of the level in global-index order (made by the next
+        # level's job, its first stage): siblings and cousins, which share many successors, are then
+        # expanded by one task, whose first-occurrence filter drops the duplicates before they are
+        # encoded and shuffled (on Kafka 2.1.0 1.09 candidates a new state instead of 1.79)
+        spark.frontier = _by_index_range(spark, states, keys[order])
         spark.frontier_checked = False
         spark.runs.append(states.select("fp"))
         if len(spark.runs) >= self.merge_levels:

@@ -65,6 +65,8 @@ class SparkRun:
     #: the Arrow transport: the frontier's states were checked against the invariants (the local
     #: prefix's last level, or a level whose expansion or ``FrontierCheck`` checked them)
     frontier_checked: bool = False
+    #: the Arrow transport: for each partition, the long that Spark's hash partitioning sends there
+    labels: list[int] = field(default_factory=list)
 
 
 class Counters:
