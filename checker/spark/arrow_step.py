@@ -23,8 +23,8 @@ Per level
     the new level, as the same job computes it (a local checkpoint on a local master: blocks in
     memory or spilled to disk; it keeps the level's partitioning and order, so the next level's
     plans need no exchange on the visited side and Catalyst's plans do not grow level by level).
-    That job brings back only the level's ``(fp, key)`` columns as Arrow, 16 bytes a state: one job
-    a level. The driver numbers the states exactly as the local engine does (by key), keeps them
+    That job brings back only the level's ``(fp, key)`` columns and the statistics as Arrow: one
+    job a level. The driver numbers the states exactly as the local engine does (by key), keeps them
     as the level's parent pointers for traces and broadcasts ``(fp, global index)`` for the next
     level.
 
@@ -38,6 +38,11 @@ Per level
     plus one run per level since its last merge (the level's own fingerprints, a projection of
     its checkpoint). Every ``merge_levels`` levels the runs are merged into it (one shuffle of
     fingerprints, done by the next level's job).
+
+    The next frontier is the new level repartitioned into equal ranges of its global indices (an
+    exchange in the next level's job, ``_by_index_range``): neighbouring states, which share many
+    successors on Kafka, are then expanded by one task, whose own first-occurrence filter drops the
+    shared successors before they are encoded and shuffled.
 
 Every task is deterministic (its input sorted by global index, minimum keys), so a retried task
 or a recomputed partition changes nothing.
@@ -358,7 +363,7 @@ class ArrowLevelStep:
         )
         # the level's one job: expand, shuffle, anti-joins, dedup; the new level stays in Spark (a
         # checkpoint made as the job computes it, the next level's leaf) and only its keys come
-        # back, as Arrow, 16 bytes a state
+        # back, as Arrow (the statistics columns are null on a state's row)
         level = _cut(spark, new, eager=False)
         table = level.select("fp", "key", "bad", "gen", "dead", "cpu").toArrow()
         job_expand = time.monotonic() - level_started
@@ -402,7 +407,7 @@ class ArrowLevelStep:
         # the expansion's partitions are ranges of the level in global-index order (made by the next
         # level's job, its first stage): siblings and cousins, which share many successors, are then
         # expanded by one task, whose first-occurrence filter drops the duplicates before they are
-        # encoded and shuffled (on Kafka 2.1.0 1.09 candidates a new state instead of 1.79)
+        # encoded and shuffled (Kafka 2.1.0, 612,834 states: about 625,000 candidates instead of 1,068,676)
         spark.frontier = _by_index_range(spark, states, keys[order])
         spark.frontier_checked = False
         spark.runs.append(states.select("fp"))
