@@ -12,6 +12,7 @@ from checker.bfs import check
 from checker.engines import EngineOptions, get_engine
 from checker.result import Verdict
 from checker.search import SearchOptions
+from invariants.base import Invariant
 from invariants.registry import for_family
 from spec.registry import build_model
 
@@ -48,6 +49,7 @@ def summary(result):
         "distinct": result.distinct_states,
         "generated": result.states_generated,
         "depth": result.depth,
+        "queue": result.queue,
         "violations": [
             (v.invariant, v.length, v.trace.initial, [(s.action, s.state) for s in v.trace.steps])
             for v in result.violations
@@ -100,3 +102,81 @@ def test_a_failed_arrow_task_is_retried_with_no_change(tmp_path):
     assert marker.read_text().count("failed") == 1  # the task really died once, and was retried
     assert result.extra["spark"]["transport"] == "arrow"  # the default transport
     assert summary(result) == summary(check(TwoPhase(3), options))
+
+
+def _grid_invariants(*names):
+    """Invariants of ``tests.test_engine.Grid`` states: each is violated first at a known level."""
+    every = {
+        "sum<3": Invariant("sum<3", "x + y < 3", lambda s: s.x + s.y < 3),  # violated from level 4
+        "x<2": Invariant("x<2", "x < 2", lambda s: s.x < 2),  # from level 3, by (2, 0)
+        "y<3": Invariant("y<3", "y < 3", lambda s: s.y < 3),  # from level 4, by (0, 3)
+        "sum<8": Invariant("sum<8", "x + y < 8", lambda s: s.x + s.y < 8),  # the last level, (4, 4): no successors
+    }
+    return [every[name] for name in names]
+
+
+@pytest.mark.parametrize(
+    "invariants, options",
+    [
+        (("sum<3",), {}),  # stop at the first violation, found in a level Spark expands: its expansion dropped
+        (("sum<3", "x<2", "y<3"), {"stop_at_first": False}),  # several invariants, violated at several levels
+        (("x<2", "y<3"), {}),
+        (("sum<8",), {"stop_at_first": False}),  # violated on the last level only, which has no successors
+        (("sum<8",), {"check_deadlock": True}),  # the last level: a violation and a deadlock on one state
+        (("sum<3",), {"max_depth": 5}),  # the frontier the depth bound stops at (level 5) is still checked
+        (("sum<8",), {"max_depth": 9}),
+        (("y<3",), {"max_states": 12, "stop_at_first": False}),  # a budget stops at an unexpanded frontier
+        ((), {"check_deadlock": True}),
+    ],
+    ids=["first", "several", "two-first", "last-level", "last-and-deadlock", "depth-bound", "depth-bound-last",
+         "state-budget", "deadlock"],
+)
+@pytest.mark.usefixtures("spark")
+def test_invariants_checked_on_the_frontier_report_what_the_local_engine_reports(invariants, options):
+    """The arrow transport checks a state's invariants when it expands it (the level after it was
+    found): the same first violating state, trace, counts and queue as the local engine, whether the
+    violation is on a level Spark expands, on the last level, at a depth or state budget, or with a
+    deadlock. Grid(4): levels by x + y, 25 states, the last level (4, 4) at depth 8 (threshold 2:
+    Spark runs from level 3 on)."""
+    from tests.test_engine import Grid
+
+    search = SearchOptions(invariants=_grid_invariants(*invariants), **options)
+    reference = summary(check(Grid(4), search))
+    result = spark_run(Grid(4), search, threshold=2)
+    assert result.extra["spark"]["transport"] == "arrow"
+    assert any(level["engine"] == "spark" for level in result.extra["spark"]["levels"])
+    assert summary(result) == reference
+
+
+@pytest.mark.usefixtures("spark")
+def test_kafka_stops_at_its_first_violation_as_the_local_engine():
+    """On Kafka (the model's own state codec) with every invariant and stop-at-first: the violation is
+    found on a level Spark expands, and the counts are those of the level it is on."""
+    model = build_model("kafka", ["records=1"], "hw-truncation")
+    options = SearchOptions(invariants=list(for_family(model.family).values()))
+    reference = summary(check(model, options))
+    assert reference["verdict"] is Verdict.VIOLATED
+    result = spark_run(model, options, threshold=300)
+    assert result.extra["spark"]["levels"][-1]["engine"] == "spark"
+    assert summary(result) == reference
+
+
+@pytest.mark.parametrize("partitions", [2, 3, 5])
+def test_the_frontier_is_split_in_ranges_of_global_indices(spark, partitions):
+    """Partition j of the frontier holds the j-th of equal ranges of keys (global-index order), so one
+    task expands neighbouring states, which share successors."""
+    from types import SimpleNamespace
+
+    import numpy as np
+    from pyspark.sql import functions as F  # noqa: N812
+
+    from checker.spark.arrow_step import _by_index_range, _partition_labels
+
+    keys = np.arange(0, 3000, 3, dtype=np.int64)  # 1,000 keys, not the row numbers
+    rows = [(int(k) * 7919 % 1_000_003, int(k), b"s") for k in keys[::-1]]  # given in no particular order
+    frame = spark.createDataFrame(rows, "fp long, key long, state binary")
+    run = SimpleNamespace(labels=_partition_labels(spark, partitions))
+    placed = _by_index_range(run, frame, keys).select("fp", F.spark_partition_id().alias("part")).collect()
+    part_of = {row.fp: row.part for row in placed}
+    expected = [j for j in range(partitions) for _ in range(len(keys) * (j + 1) // partitions - len(keys) * j // partitions)]
+    assert [part_of[int(k) * 7919 % 1_000_003] for k in keys] == expected

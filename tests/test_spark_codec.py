@@ -5,7 +5,7 @@ import pickle
 
 import pytest
 
-from checker.codec import Codec, CompactCodec
+from checker.codec import Codec, CompactCodec, ModelStateCodec, state_column_codec
 from checker.errors import CorruptDataError
 from spec.registry import build_model
 from spec.two_phase import TwoPhase
@@ -47,3 +47,37 @@ def test_compact_codec_rejects_what_it_did_not_write():
             codec.decode(data)
     with pytest.raises(TypeError):
         codec.encode(({1, 2},))  # a mutable set is no state
+
+
+@pytest.mark.parametrize("model", [TwoPhase(3), build_model("kafka", ["records=1", "consumers=1"], "2.1.0")],
+                         ids=["two-phase", "kafka"])
+def test_model_state_codec_round_trips_states_in_fewer_bytes(model):
+    codec = pickle.loads(pickle.dumps(state_column_codec(model)))  # noqa: S301 (our own object, as Spark ships it)
+    assert isinstance(codec, ModelStateCodec)
+    compact = CompactCodec(model.state_types())
+    for state in _states(model):
+        data = codec.encode(state)
+        back = codec.decode(data)
+        assert back == state and hash(back) == hash(state) and type(back) is type(state)
+        assert repr(back) == repr(state)
+        assert len(data) <= len(compact.encode(state))
+
+
+def test_a_model_without_a_plain_form_gets_the_compact_codec():
+    from tests.test_engine import Grid
+
+    assert isinstance(state_column_codec(Grid(2)), CompactCodec)
+
+
+@pytest.mark.parametrize("data", [
+    b"\xc1",  # not msgpack
+    b"\x93\x01\x02",  # cut short
+    b"\x01",  # an int, not an array
+    b"\x91\x01",  # too few fields for the model's decode_state
+    b"\x97\x01\x02\x03\x04\x05\x06\x07",  # too many fields for a TwoPhaseState
+    b"\x96\x01\x02\x03\x04\x05\x06\x07",  # a valid array followed by extra bytes
+], ids=["not-msgpack", "truncated", "not-an-array", "too-few", "too-many", "extra-bytes"])
+@pytest.mark.parametrize("model", [TwoPhase(3), build_model("kafka", ["records=1"], "2.1.0")], ids=["two-phase", "kafka"])
+def test_model_state_codec_rejects_what_it_did_not_write(model, data):
+    with pytest.raises(CorruptDataError):
+        ModelStateCodec(model).decode(data)

@@ -61,7 +61,12 @@ class SparkRun:
     retired: list[Any] = field(default_factory=list)  # RDDs to unpersist after the next level
     broadcasts: list[Any] = field(default_factory=list)
     pointers: list[Any] = field(default_factory=list)  # parent pointers of large levels
-    codec: Any = None  # the CompactCodec of the Arrow transport's state column
+    codec: Any = None  # the codec of the Arrow transport's state column (``checker.codec.state_column_codec``)
+    #: the Arrow transport: the frontier's states were checked against the invariants (the local
+    #: prefix's last level, or a level whose expansion or ``FrontierCheck`` checked them)
+    frontier_checked: bool = False
+    #: the Arrow transport: for each partition, the long that Spark's hash partitioning sends there
+    labels: list[int] = field(default_factory=list)
 
 
 class Counters:

@@ -106,6 +106,13 @@ def spark_session(master: str = "local[*]", memory: str = "4g", ui: bool = False
             # the Arrow transport checkpoints every level: the files of a level no longer referenced go
             .config("spark.cleaner.referenceTracking.cleanCheckpoints", "true")
         )
+        if master.startswith("local") and not os.environ.get("KMC_SPARK_FULL_JIT"):
+            # A local master's executors are this JVM, and a search makes a few dozen short jobs of
+            # new query plans: HotSpot's optimizing compiler (C2) then spends more CPU compiling
+            # Spark's code than the jobs spend running it (22 of 40 JVM CPU seconds on Kafka 2.1.0,
+            # 612,834 states); its quick compiler alone costs a little speed and saves most of that
+            # (bench/NOTES.md, "Issue 13 item 4: third round"). KMC_SPARK_FULL_JIT=1 keeps C2.
+            builder = builder.config("spark.driver.extraJavaOptions", "-XX:TieredStopAtLevel=1")
     session = builder.getOrCreate()
     session.sparkContext.setLogLevel("ERROR")
     return session, True
