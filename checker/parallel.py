@@ -55,7 +55,6 @@ from dataclasses import replace
 from operator import itemgetter
 from typing import Any
 
-import msgpack
 import numpy as np
 
 from checker import checkpoint as ckpt
@@ -67,7 +66,8 @@ from checker.bfs import (
     budget_checkpoint_path,
     first_false,
 )
-from checker.codec import Codec
+from checker.errors import CorruptDataError
+from checker.frontier import state_codec
 from checker.result import CheckResult
 from checker.search import ActionTable, Progress, SearchOptions, SearchState, budget_reason
 from checker.visited import FingerprintSet
@@ -197,9 +197,11 @@ class _Worker:
         #: the parent log of the states this worker committed: one (fps, parents, local action ids)
         #: per level, gathered by the parent
         self.segments: list[tuple[np.ndarray, np.ndarray, np.ndarray]] = []
-        #: states moved to a neighbour go through a file in the exchange directory, in the model's own
-        #: msgpack codec (data only, as checkpoints are), never pickle
-        self.codec = Codec(model.state_types())
+        #: states moved to a neighbour go through a file in the exchange directory, in the model's compact
+        #: msgpack encoding (the frontier store's: data only, the model's own classes rebuilt; the generic
+        #: codec for a model without one), never pickle. The generic codec cost about 190 us a moved state,
+        #: on the critical path (the other workers wait while a neighbour writes and reads)
+        self.pack, self.unpack = state_codec(model)
 
     def _path(self, kind: str, sender: int, receiver: int) -> str:
         return os.path.join(self.exchange, f"{kind}-{sender}-{receiver}")
@@ -312,7 +314,7 @@ class _Worker:
     def _move(self, moved: list[Any], path: str) -> None:
         """Write states for the neighbour to read back (a private file of this run's exchange directory)."""
         with open(path, "wb") as f:
-            f.write(msgpack.packb([self.codec.encode(state) for state in moved], use_bin_type=True))
+            f.write(self.pack(moved))
 
     def do_take_tail(self, k: int, path: str) -> tuple:
         moved, self.part = self.part[len(self.part) - k:], self.part[: len(self.part) - k]
@@ -326,7 +328,11 @@ class _Worker:
 
     def _load(self, path: str) -> list[Any]:
         with open(path, "rb") as f:
-            states = [self.codec.decode(raw) for raw in msgpack.unpackb(f.read(), raw=False)]
+            data = f.read()
+        try:
+            states = self.unpack(data)
+        except Exception as exc:  # msgpack and the model's decoder raise many types on data they did not write
+            raise CorruptDataError(f"states moved between workers unreadable ({type(exc).__name__}: {exc})") from None
         os.unlink(path)
         return states
 

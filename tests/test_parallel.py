@@ -237,22 +237,25 @@ def test_parent_log_gathered_to_disk_past_half_the_budget(monkeypatch):
 
 
 def test_states_moved_between_workers_go_through_the_model_codec_not_pickle(tmp_path):
-    """Rebalancing moves states through a file: it holds the model's msgpack encoding (data only) and reads
-    back equal; a pickle in its place is refused, not executed."""
+    """Rebalancing moves states through a file: it holds the model's compact msgpack encoding (data only) and
+    reads back equal, with the model's classes; a pickle in its place is refused, not executed."""
     import types
 
-    from checker.codec import Codec
     from checker.errors import KmcError
+    from checker.frontier import state_codec
     from checker.parallel import _Worker
 
     model = build_model("kafka", ["records=1", "epochs=1"], "4.1.0")
     states = list(model.init_states())
     for _, succ in model.successors(states[0]):
         states.append(succ)
-    worker = types.SimpleNamespace(codec=Codec(model.state_types()))
+    pack, unpack = state_codec(model)
+    worker = types.SimpleNamespace(pack=pack, unpack=unpack)
     path = str(tmp_path / "move-0")
     _Worker._move(worker, states, path)
-    assert _Worker._load(worker, path) == states
+    back = _Worker._load(worker, path)
+    assert back == states
+    assert [type(m) for s in back for m in s.network] == [type(m) for s in states for m in s.network]
     import pickle
 
     with open(path, "wb") as f:
