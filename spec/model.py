@@ -59,7 +59,8 @@ def action(name: str, **params: Any) -> Action:
 class StateParts(NamedTuple):
     """A state as a fixed number of parts (``Model.state_parts``): ``split(state)`` gives them and
     ``join(*parts)`` rebuilds an equal state. ``kinds`` says how each position is stored: ``INLINE``
-    (a plain int, not a bool, such as a bound's counter) goes into the state's row as it is; any other
+    (a value msgpack gives back as it was: an int such as a bound's counter, a bool, None; never a
+    NamedTuple, which would come back a plain tuple) goes into the state's row as it is; any other
     kind names a pool, and the part (a hashable value that states of a level share: a broker a step
     left unchanged, the controller, the network) is stored once in it and named by its index.
     Positions of one kind share one pool (the brokers); values of two kinds are never compared with
