@@ -344,7 +344,8 @@ def _validate(payload: dict[str, Any], model: Model, options: SearchOptions, whe
     # recorded paths replay in the model: every violation and a sample spread over the log
     log = ParentLog()
     log.append(fps, parents, acts)
-    sample = sorted({*found.values(), *np.linspace(0, n - 1, min(n, SAMPLED_PATHS)).astype(int).tolist()} if n else set())
+    claimed = {*found.values(), *([] if deadlock is None else [deadlock])}
+    sample = sorted({*claimed, *np.linspace(0, n - 1, min(n, SAMPLED_PATHS)).astype(int).tolist()} if n else set())
     for index in sample:
         try:
             trace = rebuild_trace(model, log.path_to(index), actions, options, None)
@@ -354,6 +355,8 @@ def _validate(payload: dict[str, Any], model: Model, options: SearchOptions, whe
         for name, at in found.items():
             if at == index and safety[name].holds(final):
                 raise _bad(where, f"records a violation of {name} at a state that satisfies it")
+        if index == deadlock and next(iter(model.successors(final)), None) is not None:
+            raise _bad(where, f"records a deadlock at state {index}, which has a successor")
     return SearchState(
         visited=FingerprintSet(visited_arr),
         log=log,

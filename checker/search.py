@@ -7,7 +7,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, NamedTuple
 
-from checker.errors import ModelError, UsageError
+from checker.errors import BadFileError, ModelError, UsageError
 from checker.fingerprint import validate_state
 from checker.result import Verdict
 from checker.visited import FingerprintSet, ParentLog
@@ -132,7 +132,7 @@ def rebuild_trace(
             raise ModelError(f"cannot rebuild a trace: {wanted} is not deterministic in this model")
         steps.append(Step(*chosen))
         current = chosen[1]
-    if options.symmetry and invariant:
+    if invariant:
         recheck_concrete(model, options, invariant, current)
     why = explanation(current) if explanation and invariant else None
     return Trace(
@@ -146,9 +146,12 @@ def rebuild_trace(
 
 
 def recheck_concrete(model: Model, options: SearchOptions, invariant: str, state: Any) -> None:
-    """A violation found under symmetry is found on canonical states; the replayed trace ends in a concrete
-    state, which is checked again here (a renaming of the canonical one, so an exact symmetry of model and
-    property violates it too). A failure means the model's canonical form is not a symmetry: refused."""
+    """The last state of a rebuilt counterexample is checked again: every report is a state that really
+    violates (or a real deadlock). Under symmetry the violation was found on canonical states and the trace
+    ends in a concrete renaming of one: a failure means the model's canonical form is not a symmetry. Without
+    symmetry the search itself checked that state, so a failure means the recorded violation came from a
+    checkpoint or Spark run directory changed since it was written (or an invariant that is not a function of
+    the state): refused as bad data (exit 65), never reported."""
     if invariant == "deadlock":
         holds = bool(list(model.successors(state)))
     else:
@@ -156,9 +159,13 @@ def recheck_concrete(model: Model, options: SearchOptions, invariant: str, state
         if inv is None:
             return
         holds = inv.holds(state)
-    if holds:
+    if not holds:
+        return
+    if options.symmetry:
         raise ModelError(f"the trace found under --symmetry ends in a state where {invariant} holds once replayed: "
                          "the model's canonical form is not a symmetry of it; check without --symmetry")
+    raise BadFileError(f"the recorded {invariant} violation does not replay: the state it names satisfies it (a "
+                       "checkpoint or run directory changed since it was written?); start the run again without --resume")
 
 
 def validate_initial(model: Model, states: Sequence[Any]) -> None:

@@ -280,3 +280,41 @@ def test_any_payload_mutation_is_refused_or_resumes_to_the_same_result(tmp_path,
     except BadFileError:
         return
     assert counts(resumed)[:4] == counts(full)[:4] and counts(resumed)[4] == counts(full)[4]
+
+
+def test_a_checkpoint_claiming_a_deadlock_where_there_is_none_is_refused(tmp_path):
+    """A well-formed checkpoint (its checksum made again) that records a deadlock at a state with a successor
+    is refused, not resumed into a false counterexample (the hostile-input fuzzer found this: exit 11). The
+    same file with its true claim (none) resumes."""
+    path = str(tmp_path / "run.ckpt")
+    options = SearchOptions(invariants=INVARIANTS, check_deadlock=True, max_states=300, checkpoint_path=path)
+    part = check(TwoPhase(4), options)
+    assert part.verdict is Verdict.UNDETERMINED
+    with open(path, "rb") as f:
+        header, payload = ckpt.unpack(f.read())
+    assert payload.get("deadlock") is None
+    resume = SearchOptions(invariants=INVARIANTS, check_deadlock=True, resume_from=path)
+    assert load(path, TwoPhase(4), resume).deadlock is None
+    payload["deadlock"] = 1  # the state after the first step: it has successors
+    with open(path, "wb") as f:
+        f.write(ckpt.pack(header, payload))
+    with pytest.raises(BadFileError, match="records a deadlock at state 1, which has a successor"):
+        load(path, TwoPhase(4), resume)
+
+
+def test_a_recorded_violation_that_does_not_replay_is_refused_not_reported():
+    """Every counterexample's last state is checked again once replayed (not only under --symmetry): a
+    violation or deadlock recorded by a changed checkpoint or Spark run directory, at a state that satisfies
+    the invariant or has a successor, is bad data (exit 65), never a report."""
+    from checker.errors import ExitCode
+    from checker.search import rebuild_trace
+
+    model = TwoPhase(3)
+    initial = model.init_states()[0]
+    path = [(hash(initial), -1)]
+    options = SearchOptions(invariants=INVARIANTS, check_deadlock=True)
+    for name in ("TCConsistent", "deadlock"):
+        with pytest.raises(BadFileError, match=f"the recorded {name} violation does not replay") as caught:
+            rebuild_trace(model, path, [], options, name)
+        assert caught.value.code == ExitCode.BAD_FILE == 65
+    assert rebuild_trace(model, path, [], options, None).initial == initial  # a plain path is no claim
