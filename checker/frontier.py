@@ -39,7 +39,7 @@ from typing import IO, Any
 
 import msgpack
 
-from checker.codec import Codec
+from checker.codec import Codec, has_state_form
 from spec.model import INLINE, Model, StateParts
 
 #: states a block holds (the unit of encoding, compression and reading back)
@@ -160,9 +160,8 @@ def _compiled(source: str) -> Any:
 def state_codec(model: Model) -> tuple[Callable[[list[Any]], bytes], Callable[[bytes], list[Any]]]:
     """(pack a list of states, unpack it) with the model's compact encoding, or the generic codec."""
     kind = type(model)
-    own = (kind.encode_state is not Model.encode_state and kind.decode_state is not Model.decode_state) or (
-        kind.encode_states is not Model.encode_states and kind.decode_states is not Model.decode_states)
-    if own:
+    own_block = kind.encode_states is not Model.encode_states and kind.decode_states is not Model.decode_states
+    if has_state_form(model) or own_block:
         encode, decode = model.encode_states, model.decode_states
         packb, unpackb = msgpack.packb, msgpack.unpackb
 
