@@ -153,9 +153,14 @@ class CompactCodec:
         if number == -1:
             return frozenset(items)
         try:
-            return _new_tuple(self._types[number], items)
+            cls = self._types[number]
         except (IndexError, TypeError):
             raise CorruptDataError(f"unknown state type number {number!r} in compact encoded data") from None
+        value = _new_tuple(cls, items)
+        fields = getattr(cls, "_fields", None)
+        if fields is not None and len(value) != len(fields):  # spec.fields reads a field unchecked
+            raise CorruptDataError(f"a {cls.__name__} of {len(value)} items in compact encoded data")
+        return value
 
     def decode(self, data: bytes) -> Any:
         try:

@@ -80,13 +80,15 @@ class FingerprintSet:
         pos = np.searchsorted(buf[:n], new)  # where each new one goes among the old ones
         # move the old ones up by the number of new ones before them, the top block first: a
         # block's targets lie at or above it, so no old value is overwritten before it moves
+        # (old value k moves up by the number of new ones with pos <= k: a running count over the block)
         first = int(pos[0])
         hi = n
         while hi > first:
             lo = max(first, hi - MOVE_BLOCK)
-            index = np.arange(lo, hi, dtype=np.int64)
-            shift = np.searchsorted(pos, index, side="right")
-            buf[index + shift] = buf[lo:hi].copy()
+            below, inside = np.searchsorted(pos, [lo, hi])  # new ones before the block, before its end
+            shift = np.cumsum(np.bincount(pos[below:inside] - lo, minlength=hi - lo))
+            shift += below
+            buf[np.arange(lo, hi, dtype=np.int64) + shift] = buf[lo:hi].copy()
             hi = lo
         buf[pos + np.arange(m, dtype=np.int64)] = new
         self._n = n + m

@@ -166,7 +166,7 @@ class ControlPlaneActions:
         if not brokers[i].alive or (self.features.reject_stale_shutdown and m.broker_epoch < controller.registered[i]):
             out.append((act[controller.leader], rest))
             return
-        isr = tuple(r for r in controller.isr if r != i)
+        isr = tuple([r for r in controller.isr if r != i])
         if controller.leader == i:
             others = [r for r in isr if brokers[r].alive]
             if not others:  # nowhere to move leadership: Kafka answers "partitions remaining"

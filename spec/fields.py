@@ -1,0 +1,101 @@
+"""Named fields of a NamedTuple state type read at the cost of an index (CPython).
+
+A model reads its state by field name (``broker.log``, ``state.controller``), as a Kafka engineer reads
+the code. On CPython 3.11 a NamedTuple field is a ``_tuplegetter`` descriptor that the interpreter's
+attribute specialisation does not know: every ``broker.log`` goes the generic way (type look-up, then
+the descriptor's call), about 100 machine instructions, where ``broker[1]`` takes about 15. The Kafka
+model reads dozens of fields a successor, so names cost it about 9% of its instructions
+(bench/NOTES.md, "Named fields at the cost of an index").
+
+``fast_fields(cls)`` replaces each field's descriptor by a read-only *member descriptor* (the kind
+``__slots__`` makes) at the offset of that item inside the tuple. The interpreter specialises a member
+descriptor (``LOAD_ATTR_SLOT``: one type-version check and one load), and the value read is the same
+object ``cls[i]`` returns. Nothing else changes: the class is still a tuple and a NamedTuple (hash,
+equality, ``_fields``, ``_replace``, pickling, msgpack), and setting or deleting a field is still an
+``AttributeError``.
+
+The one rule this adds: an instance must have exactly ``len(cls._fields)`` items, because a member
+descriptor reads its offset unchecked. A NamedTuple's constructor ensures it; code that builds an
+instance with ``tuple.__new__(cls, items)`` from data it did not make (a file, a column) checks the
+width first (``checked_new``; the decoders of ``spec.kafka.state`` and ``checker.codec`` do).
+
+It is done only where it is shown to work: CPython, the tuple layout the offsets assume, and a read
+back of every field of a probe instance. Anywhere else, or if a check fails, the class keeps its
+NamedTuple descriptors and only speed differs.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import sys
+from typing import Any
+
+#: ``structmember.h``: a PyObject* field that raises AttributeError when NULL; the descriptor refuses writes
+_T_OBJECT_EX = 16
+_READONLY = 1
+
+
+class _MemberDef(ctypes.Structure):
+    """``struct PyMemberDef`` (name, type, offset, flags, doc): the same in CPython 3.8 to 3.13."""
+
+    _fields_ = [("name", ctypes.c_char_p), ("type", ctypes.c_int), ("offset", ctypes.c_ssize_t),
+                ("flags", ctypes.c_int), ("doc", ctypes.c_char_p)]
+
+
+#: the member definitions the descriptors point to: they must live as long as the classes (the process)
+_DEFINITIONS: list[_MemberDef] = []
+
+
+def _new_member() -> Any:
+    function = ctypes.pythonapi.PyDescr_NewMember
+    function.restype = ctypes.py_object
+    function.argtypes = [ctypes.py_object, ctypes.POINTER(_MemberDef)]
+    return function
+
+
+def fast_fields(cls: type) -> bool:
+    """Give NamedTuple class ``cls`` member descriptors for its fields (see the module). True when done;
+    False (``cls`` unchanged) on another interpreter or when the probe does not read back."""
+    fields = getattr(cls, "_fields", None)
+    if sys.implementation.name != "cpython" or not fields or not issubclass(cls, tuple):
+        return False
+    if cls.__basicsize__ != tuple.__basicsize__ or cls.__itemsize__ != tuple.__itemsize__ or not tuple.__itemsize__:
+        return False  # a subclass with its own layout (slots, a dict): the items are not where we think
+    try:
+        new_member = _new_member()
+    except AttributeError:  # no C API to reach
+        return False
+    original = {name: cls.__dict__[name] for name in fields if name in cls.__dict__}
+    if len(original) != len(fields):
+        return False
+    header, item = tuple.__basicsize__, tuple.__itemsize__
+    definitions = []
+    try:
+        for position, name in enumerate(fields):
+            definition = _MemberDef(name.encode(), _T_OBJECT_EX, header + position * item, _READONLY, None)
+            definitions.append(definition)
+            setattr(cls, name, new_member(cls, ctypes.byref(definition)))
+        probe = tuple.__new__(cls, [object() for _ in fields])
+        if any(getattr(probe, name) is not probe[position] for position, name in enumerate(fields)):
+            raise ValueError("a field does not read back its item")
+        try:
+            setattr(probe, fields[0], None)
+        except AttributeError:
+            pass
+        else:
+            raise ValueError("a field can be written")
+    except Exception:  # noqa: BLE001 (any failure: keep the NamedTuple's own descriptors)
+        for name, descriptor in original.items():
+            setattr(cls, name, descriptor)
+        return False
+    _DEFINITIONS.extend(definitions)
+    return True
+
+
+def checked_new(cls: type, items: Any) -> Any:
+    """``tuple.__new__(cls, items)`` for items read from outside (a file, a column): ValueError unless there
+    are exactly as many as ``cls`` has fields, which a class given ``fast_fields`` requires."""
+    instance = tuple.__new__(cls, items)
+    if len(instance) != len(cls._fields):
+        raise ValueError(f"{len(instance)} items for a {cls.__name__} of {len(cls._fields)} fields")
+    return instance
