@@ -13,6 +13,11 @@ are the ones both versions know (kip-101 .. truncate-on-fetch are aliases in the
 callgrind, when it is installed: the same search minus the same process with the search left out). On a shared
 machine this figure does not move with the load; it is not time (a cache miss costs more than an add), so the
 CPU-time ratio stays the figure that counts.
+
+``--frontier-objects`` runs the current checkout with every frontier state kept as objects, as the baseline
+(which had no frontier store) did. The default runs compare end to end: a level past
+``checker.bfs.FRONTIER_OBJECT_STATES`` states is pooled to bound memory (issue 13's bytes a state), which costs
+the kip-380 workload (levels of up to 7,942 states) CPU that the model itself does not.
 """
 
 from __future__ import annotations
@@ -33,8 +38,11 @@ WORKLOADS = [
 ]
 
 CHILD = r"""
-import json, sys, time
+import json, os, sys, time
 sys.path.insert(0, sys.argv[1])
+if os.environ.get("MODEL_SPEED_OBJECT_STATES"):  # --frontier-objects (the current checkout only)
+    import checker.bfs
+    checker.bfs.FRONTIER_OBJECT_STATES = int(os.environ["MODEL_SPEED_OBJECT_STATES"])
 from spec.registry import build_model
 from checker.bfs import check
 from checker.search import SearchOptions
@@ -49,19 +57,27 @@ print(json.dumps({"distinct": result.distinct_states, "generated": result.states
 """
 
 
-def run(root: str, protocol: str, constants: list[str]) -> dict:
+def _env(objects: bool) -> dict:
+    env = dict(os.environ)
+    env.pop("MODEL_SPEED_OBJECT_STATES", None)
+    if objects:
+        env["MODEL_SPEED_OBJECT_STATES"] = str(2**62)
+    return env
+
+
+def run(root: str, protocol: str, constants: list[str], objects: bool = False) -> dict:
     out = subprocess.run([sys.executable, "-c", CHILD, os.path.abspath(root), protocol, json.dumps(constants)],
-                         capture_output=True, text=True, check=True, cwd=os.path.abspath(root))
+                         capture_output=True, text=True, check=True, cwd=os.path.abspath(root), env=_env(objects))
     return json.loads(out.stdout)
 
 
-def instructions(root: str, protocol: str, constants: list[str]) -> float:
+def instructions(root: str, protocol: str, constants: list[str], objects: bool = False) -> float:
     """CPU instructions of the search per state generated (callgrind's total, minus the run without the search)."""
     totals, generated = [], 0
     for extra in (["skip"], []):
         out = subprocess.run(["valgrind", "--tool=callgrind", "--callgrind-out-file=/dev/null", sys.executable, "-c", CHILD,
                               os.path.abspath(root), protocol, json.dumps(constants), *extra],
-                             capture_output=True, text=True, check=True, cwd=os.path.abspath(root))
+                             capture_output=True, text=True, check=True, cwd=os.path.abspath(root), env=_env(objects))
         totals.append(int(re.search(r"Collected : (\d+)", out.stderr).group(1)))
         generated = json.loads(out.stdout.strip().splitlines()[-1])["generated"] or generated
     return (totals[1] - totals[0]) / generated
@@ -74,6 +90,10 @@ def main() -> int:
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--json", metavar="FILE", help="also write the figures here")
     parser.add_argument("--instructions", action="store_true", help="also count instructions per state (valgrind)")
+    parser.add_argument("--frontier-objects", action="store_true",
+                        help="the current checkout keeps every frontier state as objects, as the baseline did (the "
+                             "model's own speed, without the memory-bounded frontier's pooling of levels past "
+                             "checker.bfs.FRONTIER_OBJECT_STATES)")
     args = parser.parse_args()
     if not os.path.isdir(os.path.join(args.baseline, "spec")):
         print(f"model_speed: {args.baseline} is not a kmc checkout (no spec/ in it)", file=sys.stderr)
@@ -87,14 +107,15 @@ def main() -> int:
         base, cur = [], []
         for _ in range(args.rounds):
             base.append(run(args.baseline, protocol, constants))
-            cur.append(run(args.current, protocol, constants))
+            cur.append(run(args.current, protocol, constants, args.frontier_objects))
         b = sum(r["cpu"] for r in base) / sum(r["generated"] for r in base)
         c = sum(r["cpu"] for r in cur) / sum(r["generated"] for r in cur)
         rows.append({"protocol": protocol, "constants": constants, "baseline_generated": base[0]["generated"],
                      "current_generated": cur[0]["generated"], "baseline_us_per_state": b * 1e6,
                      "current_us_per_state": c * 1e6, "ratio": c / b})
         if args.instructions:
-            bi, ci = instructions(args.baseline, protocol, constants), instructions(args.current, protocol, constants)
+            bi = instructions(args.baseline, protocol, constants)
+            ci = instructions(args.current, protocol, constants, args.frontier_objects)
             rows[-1].update(baseline_instructions_per_state=bi, current_instructions_per_state=ci, instruction_ratio=ci / bi)
         print(f"{protocol:18} {' '.join(constants):52} baseline {b * 1e6:6.2f} us/state ({base[0]['generated']:,} "
               f"generated)  current {c * 1e6:6.2f} us/state ({cur[0]['generated']:,})  current/baseline {c / b:.2f}")
@@ -106,7 +127,8 @@ def main() -> int:
     print(f"load average at start {load_start[0]:.2f}, at end {load_end[0]:.2f}; {args.rounds} rounds, alternating")
     if args.json:
         with open(args.json, "w") as f:
-            json.dump({"rows": rows, "load_start": load_start, "load_end": load_end, "rounds": args.rounds}, f, indent=1)
+            json.dump({"rows": rows, "load_start": load_start, "load_end": load_end, "rounds": args.rounds,
+                       "frontier_objects": args.frontier_objects}, f, indent=1)
     return 0
 
 

@@ -26,43 +26,46 @@ NamedTuple descriptors and only speed differs.
 
 from __future__ import annotations
 
-import ctypes
 import sys
 from typing import Any
+
+try:
+    import ctypes
+except ImportError:  # a Python built without ctypes: the classes keep their own descriptors
+    ctypes = None  # type: ignore[assignment]
 
 #: ``structmember.h``: a PyObject* field that raises AttributeError when NULL; the descriptor refuses writes
 _T_OBJECT_EX = 16
 _READONLY = 1
 
-
-class _MemberDef(ctypes.Structure):
-    """``struct PyMemberDef`` (name, type, offset, flags, doc): the same in CPython 3.8 to 3.13."""
-
-    _fields_ = [("name", ctypes.c_char_p), ("type", ctypes.c_int), ("offset", ctypes.c_ssize_t),
-                ("flags", ctypes.c_int), ("doc", ctypes.c_char_p)]
-
-
 #: the member definitions the descriptors point to: they must live as long as the classes (the process)
-_DEFINITIONS: list[_MemberDef] = []
+_DEFINITIONS: list[Any] = []
 
 
-def _new_member() -> Any:
+def _member_api() -> tuple[Any, Any]:
+    """(``struct PyMemberDef`` as a ctypes structure, ``PyDescr_NewMember``). The struct (name, type, offset,
+    flags, doc) is the same in CPython 3.8 to 3.13."""
+
+    class MemberDef(ctypes.Structure):
+        _fields_ = [("name", ctypes.c_char_p), ("type", ctypes.c_int), ("offset", ctypes.c_ssize_t),
+                    ("flags", ctypes.c_int), ("doc", ctypes.c_char_p)]
+
     function = ctypes.pythonapi.PyDescr_NewMember
     function.restype = ctypes.py_object
-    function.argtypes = [ctypes.py_object, ctypes.POINTER(_MemberDef)]
-    return function
+    function.argtypes = [ctypes.py_object, ctypes.POINTER(MemberDef)]
+    return MemberDef, function
 
 
 def fast_fields(cls: type) -> bool:
     """Give NamedTuple class ``cls`` member descriptors for its fields (see the module). True when done;
     False (``cls`` unchanged) on another interpreter or when the probe does not read back."""
     fields = getattr(cls, "_fields", None)
-    if sys.implementation.name != "cpython" or not fields or not issubclass(cls, tuple):
+    if ctypes is None or sys.implementation.name != "cpython" or not fields or not issubclass(cls, tuple):
         return False
     if cls.__basicsize__ != tuple.__basicsize__ or cls.__itemsize__ != tuple.__itemsize__ or not tuple.__itemsize__:
         return False  # a subclass with its own layout (slots, a dict): the items are not where we think
     try:
-        new_member = _new_member()
+        member_def, new_member = _member_api()
     except AttributeError:  # no C API to reach
         return False
     original = {name: cls.__dict__[name] for name in fields if name in cls.__dict__}
@@ -72,7 +75,7 @@ def fast_fields(cls: type) -> bool:
     definitions = []
     try:
         for position, name in enumerate(fields):
-            definition = _MemberDef(name.encode(), _T_OBJECT_EX, header + position * item, _READONLY, None)
+            definition = member_def(name.encode(), _T_OBJECT_EX, header + position * item, _READONLY, None)
             definitions.append(definition)
             setattr(cls, name, new_member(cls, ctypes.byref(definition)))
         probe = tuple.__new__(cls, [object() for _ in fields])
