@@ -88,3 +88,21 @@ def test_client_columns_of_the_matrix():
     bounds = model.matrix_bounds
     assert "acks=-1" in bounds["acknowledged-durable"] and "consumers=1" in bounds["consumed-stays"]
     assert "records=2" in bounds["no-silent-skip"] and "consumers=1" in bounds["no-silent-skip"]
+
+
+@pytest.mark.parametrize("protocol,verdict", [("kraft-3.3", "violated"), ("kraft-3.5", "violated"),
+                                              ("kraft-4.1", "holds")])
+def test_kraft_rows_break_replica_sanity_by_kafka_18991_until_it_is_fixed(protocol, verdict):
+    """The KRaft rows' fetch path is the ZooKeeper row's of the same release, so KAFKA-18991's stale append (fixed in
+    3.9.1, 4.0.1 and 4.1.0) breaks replica-sanity on kraft-3.3 and kraft-3.5 at the bounds ``kmc matrix`` checks
+    that column at on the KRaft rows, and not on kraft-4.1."""
+    consts = list(build_model("kafka", [], protocol).matrix_bounds["replica-sanity"])
+    inv = for_family("kafka")["replica-sanity"]
+    result = check(build_model("kafka", consts, protocol), SearchOptions(invariants=[inv]))
+    assert result.verdict.value == verdict
+    if verdict == "violated":
+        trace = result.violations[0].trace
+        assert result.violations[0].length == 12
+        story = story_of("kafka", protocol, [], consts, inv, trace)
+        assert story is not None and story.ticket == "KAFKA-18991", story
+        assert not _still_violates(build_model("kafka", consts, protocol, ["kafka-18991=on"]), trace, inv)

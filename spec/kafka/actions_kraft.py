@@ -100,7 +100,11 @@ _DURABILITY = ("records=1", "epochs=2", "crashes=1", "unclean_shutdowns=1", "alt
 KRAFT_MATRIX_BOUNDS: dict[str, tuple[str, ...]] = {
     **{name: ("records=2", "crashes=0", "alters=1") for name in ("log-matching", "log-matching-all-pairs",
                                                                   "log-matching-raft")},
-    **{name: _DURABILITY for name in ("committed-durable", "no-uncommitted-below-hw", "replica-sanity", "elr-safety")},
+    **{name: _DURABILITY for name in ("committed-durable", "no-uncommitted-below-hw", "elr-safety")},
+    # replica-sanity at the ZooKeeper rows' data bounds with no AlterPartition: KAFKA-18991's stale append (the
+    # fetch path is the ZooKeeper row's of the same release, fixed in 3.9.1, 4.0.1 and 4.1.0) needs a second
+    # record and no ISR change; with one AlterPartition kraft-4.1 holds too, at 447,683 states instead of 49,463
+    "replica-sanity": ("records=2", "epochs=2", "crashes=1", "alters=0"),
     # the client columns with their client: an acks=all producer, one consumer (without them they hold vacuously)
     "acknowledged-durable": (*_DURABILITY, "acks=-1"),
     "consumed-stays": (*_DURABILITY, "consumers=1"),
