@@ -85,21 +85,30 @@ class StatePools:
         self._by_id: dict[int, dict[int, int]] = {k: {} for k in pooled}
         self._kept: list[Any] = []  # parts of ``previous`` equal to pooled ones, kept alive to be found by id
         self._releases: list[Callable[[], None]] = []
-        namespace: dict[str, Any] = {"split": parts.split, "join": parts.join, "_id": id}
+        namespace: dict[str, Any] = {"split": parts.split, "join": parts.join, "_id": id, "_unset": object()}
         for k in pooled:
             namespace[f"by_id_{k}"] = self._by_id[k]
             namespace[f"values_{k}"] = self._values[k]
             namespace[f"add_{k}"] = self._adder(k, previous._by_id.get(k, {}) if previous is not None else {})
         names = [f"p{i}" for i in range(self.width)]
-        encode = ["    for state in states:", f"        {', '.join(names)}, = split(state)"]
+        pooled_at = [i for i, k in enumerate(kinds) if k != INLINE]
+        # the part at each pooled position in the block's previous state, and its index: states next to each other
+        # are often siblings (successors of one parent), which share every part their steps left unchanged, and
+        # ``is`` on a part held here (so alive: its identity is its own) costs less than a dictionary look-up
+        encode = [f"    {' = '.join([f'last{i}' for i in pooled_at] + ['_unset'])}",
+                  f"    {' = '.join([f'index{i}' for i in pooled_at] + ['0'])}",
+                  "    for state in states:", f"        {', '.join(names)}, = split(state)"]
         row = []
         for i, k in enumerate(kinds):
             if k == INLINE:
                 row.append(names[i])
                 continue
-            encode += [f"        i{i} = by_id_{k}.get(_id(p{i}))", f"        if i{i} is None:",
-                       f"            i{i} = add_{k}(p{i})"]
-            row.append(f"i{i}")
+            encode += [f"        if p{i} is not last{i}:",
+                       f"            index{i} = by_id_{k}.get(_id(p{i}))",
+                       f"            if index{i} is None:",
+                       f"                index{i} = add_{k}(p{i})",
+                       f"            last{i} = p{i}"]
+            row.append(f"index{i}")
         source = ("def encode(states):\n    row = []\n    extend = row.extend\n" + "\n".join(encode)
                   + f"\n        extend(({', '.join(row)},))\n    return row\n")
         parts_of = [names[i] if k == INLINE else f"values_{k}[{names[i]}]" for i, k in enumerate(kinds)]

@@ -373,3 +373,24 @@ def test_the_visited_set_merges_in_place_whatever_the_block():
                 assert seen.array.tolist() == sorted(expected) == level.sorted().tolist()
         finally:
             visited.MOVE_BLOCK = saved
+
+
+def test_pooled_parts_repeated_from_state_to_state_or_none_are_read_back():
+    """The pooled encoding remembers each position's part of the previous state (siblings share parts): a part
+    that is the same object as the previous state's, an equal one that is another object, and a pooled part that
+    is None (the first state's look-up must not take it for the remembered one) all read back as written."""
+
+    class Pair(tuple):
+        pass
+
+    def split(state):
+        return tuple(state)
+
+    parts = StateParts(kinds=(0, 0, INLINE), split=split, join=lambda a, b, n: Pair((a, b, n)))
+    pools = StatePools(parts)
+    shared = (1, 2)
+    states = [Pair((None, shared, 0)), Pair((None, shared, 1)), Pair(((1, 2), None, 2)), Pair((shared, (1, 2), 3)),
+              Pair(((3,), (3,), 4)), Pair((None, None, 5))]
+    back = pools.decode(pools.encode(states))
+    assert back == states
+    assert [tuple(s) for s in back] == [tuple(s) for s in states]
