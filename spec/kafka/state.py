@@ -463,9 +463,10 @@ def state_parts(brokers: int) -> StateParts:
         else:
             kinds.append(INLINE)  # a counter
     names = [f"b{i}" for i in range(brokers)]
+    rest = list(KafkaState._fields[1:])  # every other field, by name (no ``*rest`` tuple to build a state)
     namespace = {"_new": _new, "KafkaState": KafkaState}
-    exec(f"def join({', '.join(names)}, *rest):\n"  # noqa: S102 (generated from the broker count alone)
-         f"    return _new(KafkaState, (({', '.join(names)},), *rest))\n", namespace)
+    exec(f"def join({', '.join(names + rest)}):\n"  # noqa: S102 (generated from the broker count and field names)
+         f"    return _new(KafkaState, (({', '.join(names)},), {', '.join(rest)}))\n", namespace)
 
     def split(state: KafkaState) -> tuple:
         return (*state[0], *state[1:])
