@@ -13,6 +13,7 @@ from typing import Any
 import msgpack
 
 from checker.errors import BadFileError, CorruptDataError
+from spec.fields import checked_new
 
 _EXT_FROZENSET = 1
 _EXT_NAMEDTUPLE = 2
@@ -104,7 +105,6 @@ def _hashable(value: Any) -> Any:
     return tuple(_hashable(v) for v in value) if isinstance(value, list) else value
 
 
-_new_tuple = tuple.__new__
 
 
 class CompactCodec:
@@ -156,11 +156,10 @@ class CompactCodec:
             cls = self._types[number]
         except (IndexError, TypeError):
             raise CorruptDataError(f"unknown state type number {number!r} in compact encoded data") from None
-        value = _new_tuple(cls, items)
-        fields = getattr(cls, "_fields", None)
-        if fields is not None and len(value) != len(fields):  # spec.fields reads a field unchecked
-            raise CorruptDataError(f"a {cls.__name__} of {len(value)} items in compact encoded data")
-        return value
+        try:
+            return checked_new(cls, items)  # spec.fields reads a field unchecked: the width is checked
+        except ValueError as exc:
+            raise CorruptDataError(f"compact encoded data: {exc}") from None
 
     def decode(self, data: bytes) -> Any:
         try:

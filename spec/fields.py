@@ -96,9 +96,11 @@ def fast_fields(cls: type) -> bool:
 
 
 def checked_new(cls: type, items: Any) -> Any:
-    """``tuple.__new__(cls, items)`` for items read from outside (a file, a column): ValueError unless there
-    are exactly as many as ``cls`` has fields, which a class given ``fast_fields`` requires."""
+    """``tuple.__new__(cls, items)`` for items read from outside (a file, a column): ValueError unless a
+    NamedTuple class gets exactly as many as it has fields, which a class given ``fast_fields`` requires (a
+    tuple class without fields takes any number)."""
     instance = tuple.__new__(cls, items)
-    if len(instance) != len(cls._fields):
-        raise ValueError(f"{len(instance)} items for a {cls.__name__} of {len(cls._fields)} fields")
+    fields = getattr(cls, "_fields", None)
+    if fields is not None and len(instance) != len(fields):
+        raise ValueError(f"{len(instance)} items for a {cls.__name__} of {len(fields)} fields")
     return instance

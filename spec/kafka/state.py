@@ -12,9 +12,9 @@ network is a sorted tuple of them: a canonical set in which equal situations has
 from __future__ import annotations
 
 import functools
-from typing import Any, NamedTuple
+from typing import NamedTuple
 
-from spec.fields import fast_fields
+from spec.fields import checked_new, fast_fields
 from spec.kafka.log import Cache, Log, Record
 from spec.model import INLINE, StateParts
 
@@ -339,44 +339,29 @@ _LOG_FIELD = Broker._fields.index("log")
 _BROKERS_FIELD, _CONTROLLER_FIELD, _NETWORK_FIELD, _CONSUMERS_FIELD = (
     KafkaState._fields.index(name) for name in ("brokers", "controller", "network", "consumers"))
 _RECORDS_FIELD = FetchResponse._fields.index("records")
-_WIDTH = {cls: len(cls._fields) for cls in STATE_TYPES}
-_BROKER_WIDTH, _RECORD_WIDTH = _WIDTH[Broker], _WIDTH[Record]
 
 
+# (the rebuilt classes read their fields unchecked, ``spec.fields``: data from a file or a column is checked for
+# width as it is rebuilt, ``checked_new``)
 def _records(plain: tuple) -> Log:
-    records = tuple([_new(Record, r) for r in plain])
-    for record in records:
-        if len(record) != _RECORD_WIDTH:
-            raise ValueError(f"a record of {len(record)} fields")
-    return records
-
-
-def _checked(cls: type, plain: Any) -> Any:
-    """``tuple.__new__(cls, plain)`` with exactly as many items as ``cls`` has fields (``spec.fields``: the
-    fields are read unchecked, so data from a file or a column is checked as it is rebuilt)."""
-    value = _new(cls, plain)
-    if len(value) != _WIDTH[cls]:
-        raise ValueError(f"{len(value)} items for a {cls.__name__} of {_WIDTH[cls]} fields")
-    return value
+    return tuple([checked_new(Record, r) for r in plain])
 
 
 def _broker(plain: tuple) -> Broker:
-    if len(plain) != _BROKER_WIDTH:
-        raise ValueError(f"{len(plain)} items for a Broker of {_BROKER_WIDTH} fields")
     if not plain[_LOG_FIELD]:
-        return _new(Broker, plain)
+        return checked_new(Broker, plain)
     fields = list(plain)
     fields[_LOG_FIELD] = _records(fields[_LOG_FIELD])
-    return _new(Broker, fields)
+    return checked_new(Broker, fields)
 
 
 def _message(plain: tuple) -> Message:
     cls = _MESSAGE_CLASS[plain[0]]  # every message starts with its kind
-    if cls is FetchResponse and len(plain) == _WIDTH[cls] and plain[_RECORDS_FIELD]:
+    if cls is FetchResponse and len(plain) > _RECORDS_FIELD and plain[_RECORDS_FIELD]:
         fields = list(plain)
         fields[_RECORDS_FIELD] = _records(fields[_RECORDS_FIELD])
-        return _new(cls, fields)
-    return _checked(cls, plain)
+        return checked_new(cls, fields)
+    return checked_new(cls, plain)
 
 
 def decode_state(plain: tuple) -> KafkaState:
@@ -386,10 +371,10 @@ def decode_state(plain: tuple) -> KafkaState:
     the wrong shape raises (ValueError, KeyError, TypeError or IndexError)."""
     fields = list(plain)
     fields[_BROKERS_FIELD] = tuple([_broker(b) for b in fields[_BROKERS_FIELD]])
-    fields[_CONTROLLER_FIELD] = _checked(Controller, fields[_CONTROLLER_FIELD])
+    fields[_CONTROLLER_FIELD] = checked_new(Controller, fields[_CONTROLLER_FIELD])
     fields[_NETWORK_FIELD] = tuple([_message(m) for m in fields[_NETWORK_FIELD]])
-    fields[_CONSUMERS_FIELD] = tuple([_checked(Consumer, c) for c in fields[_CONSUMERS_FIELD]])
-    return _checked(KafkaState, fields)
+    fields[_CONSUMERS_FIELD] = tuple([checked_new(Consumer, c) for c in fields[_CONSUMERS_FIELD]])
+    return checked_new(KafkaState, fields)
 
 
 def encode_states(states: list[KafkaState]) -> tuple:
@@ -433,11 +418,11 @@ def decode_states(plain: tuple) -> list[KafkaState]:
     for plain_state in out:
         fields = list(plain_state)
         fields[_BROKERS_FIELD] = tuple([brokers[i] for i in fields[_BROKERS_FIELD]])
-        fields[_CONTROLLER_FIELD] = _checked(Controller, fields[_CONTROLLER_FIELD])
+        fields[_CONTROLLER_FIELD] = checked_new(Controller, fields[_CONTROLLER_FIELD])
         fields[_NETWORK_FIELD] = tuple([messages[i] for i in fields[_NETWORK_FIELD]])
         if fields[_CONSUMERS_FIELD]:
-            fields[_CONSUMERS_FIELD] = tuple([_checked(Consumer, c) for c in fields[_CONSUMERS_FIELD]])
-        append(_checked(KafkaState, fields))
+            fields[_CONSUMERS_FIELD] = tuple([checked_new(Consumer, c) for c in fields[_CONSUMERS_FIELD]])
+        append(checked_new(KafkaState, fields))
     return states
 
 
