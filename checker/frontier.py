@@ -96,7 +96,6 @@ class StatePools:
         # are often siblings (successors of one parent), which share every part their steps left unchanged, and
         # ``is`` on a part held here (so alive: its identity is its own) costs less than a dictionary look-up
         encode = [f"    {' = '.join([f'last{i}' for i in pooled_at] + ['_unset'])}",
-                  f"    {' = '.join([f'index{i}' for i in pooled_at] + ['0'])}",
                   "    for state in states:", f"        {', '.join(names)}, = split(state)"]
         row = []
         for i, k in enumerate(kinds):

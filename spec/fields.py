@@ -26,6 +26,7 @@ NamedTuple descriptors and only speed differs.
 
 from __future__ import annotations
 
+import functools
 import sys
 from typing import Any
 
@@ -42,6 +43,7 @@ _READONLY = 1
 _DEFINITIONS: list[Any] = []
 
 
+@functools.lru_cache(maxsize=1)
 def _member_api() -> tuple[Any, Any]:
     """(``struct PyMemberDef`` as a ctypes structure, ``PyDescr_NewMember``). The struct (name, type, offset,
     flags, doc) is the same in CPython 3.8 to 3.13."""
