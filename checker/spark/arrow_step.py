@@ -134,13 +134,8 @@ class ArrowExpand:
             index = int(gidx[i])
             state = decode(blobs[i])
             if checks:
-                bad = 0
-                for bit, holds in checks:
-                    if not holds(state):
-                        bad |= bit
-                if bad:
-                    violated |= bad
-                    checks = [(bit, holds) for bit, holds in checks if not bit & bad]
+                bad, checks = _check(state, checks)
+                violated |= bad
             base_key = index << POSITION_BITS
             pos = -1
             for pos, (_act, succ) in enumerate(successors(state)):
@@ -199,16 +194,24 @@ class FrontierCheck:
             if not checks:
                 break
             state = decode(blobs[i])
-            bad = 0
-            for bit, holds in checks:
-                if not holds(state):
-                    bad |= bit
+            bad, checks = _check(state, checks)
             if bad:
                 found_index.append(int(gidx[i]))
                 found_bad.append(bad)
-                checks = [(bit, holds) for bit, holds in checks if not bit & bad]
         yield pa.RecordBatch.from_arrays([pa.array(found_index, pa.int64()), pa.array(found_bad, pa.int64())],
                                          names=["index", "bad"])
+
+
+def _check(state: Any, checks: list[tuple[int, Any]]) -> tuple[int, list[tuple[int, Any]]]:
+    """(the bits of the invariants in ``checks`` that ``state`` violates, the checks left to run on the next
+    states: a partition reports each invariant's first violation only)."""
+    bad = 0
+    for bit, holds in checks:
+        if not holds(state):
+            bad |= bit
+    if bad:
+        checks = [(bit, holds) for bit, holds in checks if not bit & bad]
+    return bad, checks
 
 
 def _frontier_in_order(batches: Iterator[Any], numbers: tuple) -> tuple[list[bytes], np.ndarray, np.ndarray]:
