@@ -8,11 +8,13 @@ Each run is a fresh process (``kmc check ... --continue --json --workers N``; ``
 single-process engine, the baseline), the worker counts interleaved round by
 round so that the machine's load falls on all alike; the load average is recorded before and after
 every run. For each worker count: the counts must equal the single-process engine's (the script
-fails otherwise), the wall-clock speed-up (best of the rounds), the CPU critical-path speed-up
+fails otherwise), the wall-clock speed-up (best of the rounds, and each round's own ratio), the CPU
+critical-path speed-up
 (single-process CPU over the parent's CPU plus the busiest worker's: the speed-up with one free core
 a worker, which a shared machine's wall clock hides), the engine's own serial share and the speed-up
-Amdahl's law then predicts on 16 and 64 cores. The figures are merged into bench/results.json under
-``parallel_engine``.
+Amdahl's law then predicts on 16 and 64 cores; each parallel run also records where its levels' wall time
+went (every round's wall time, each worker's CPU time in it and its idle time at the rounds' ends). The
+figures are merged into bench/results.json under ``parallel_engine``.
 
 The single-process engine encodes the frontier past its first ``checker.bfs.FRONTIER_OBJECT_STATES``
 states a level and the workers do not, so on a configuration with large levels part of a wall or
@@ -59,7 +61,9 @@ def run(model: str, consts: list[str], protocol: str, workers: str) -> dict[str,
     if proc.returncode not in (0, 10, 12):
         raise SystemExit(f"{' '.join(argv)} failed ({proc.returncode}): {err.strip()[-500:]}")
     result = json.loads(out)
-    extra = {k: result.get(k) for k in ("worker_cpu_seconds", "parent_cpu_seconds", "serial_share", "amdahl_speedup")}
+    extra = {k: result.get(k) for k in ("worker_cpu_seconds", "worker_system_cpu_seconds", "worker_idle_seconds",
+                                        "round_wall_seconds", "worker_round_cpu_seconds", "parent_cpu_seconds",
+                                        "serial_share", "amdahl_speedup")}
     return {
         "engine": result["engine"], "workers": result["workers"], "wall_seconds": round(wall, 2),
         "cpu_seconds": round(cpu, 2),
@@ -102,6 +106,10 @@ def main() -> int:
         row = {
             "workers": key, "resolved_workers": best["workers"], "same_counts": same,
             "wall_speedup": round(single["wall_seconds"] / best["wall_seconds"], 2),
+            # every round's own ratio (the single process and the workers run one after the other in a round),
+            # so that a reader sees the spread and not only the best pair
+            "wall_speedup_by_round": [round(a["wall_seconds"] / b["wall_seconds"], 2)
+                                      for a, b in zip(runs["1"], runs[key], strict=True)],
             # the single-process run's CPU seconds over the critical path
             "cpu_critical_path_speedup": round(single["cpu_seconds"] / critical, 2) if critical else None,
             "serial_share": share,

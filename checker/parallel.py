@@ -77,6 +77,8 @@ _REBALANCE_SLACK = 0.03  # parts may differ by this fraction of the frontier bef
 _REBALANCE_MIN = 256  # ... and by at least this many states
 _KEY_BITS = 40  # a successor's key: sending worker << 40 | its position in the sender's level dictionary
 _KEY_MASK = (1 << _KEY_BITS) - 1
+#: the rounds of a level, each one run by every worker at once and waited for by the parent
+_ROUNDS = ("expand", "dedup", "commit", "check")
 _MIX = np.uint64(0x9E3779B97F4A7C15)  # 2**64 / golden ratio: spreads neighbouring fingerprints
 _first, _second, _third = itemgetter(0), itemgetter(1), itemgetter(2)
 
@@ -202,6 +204,8 @@ class _Worker:
         #: codec for a model without one), never pickle. The generic codec cost about 190 us a moved state,
         #: on the critical path (the other workers wait while a neighbour writes and reads)
         self.pack, self.unpack = state_codec(model)
+        #: CPU seconds this worker spent in each round of a level, over the run (``do_stats``)
+        self.round_cpu = dict.fromkeys(_ROUNDS, 0.0)
 
     def _path(self, kind: str, sender: int, receiver: int) -> str:
         return os.path.join(self.exchange, f"{kind}-{sender}-{receiver}")
@@ -213,7 +217,10 @@ class _Worker:
             if command == "stop":
                 return
             try:
+                started = time.process_time()
                 reply = getattr(self, f"do_{command}")(*args)
+                if command in _ROUNDS:
+                    self.round_cpu[command] += time.process_time() - started
             except BudgetExceeded as exc:
                 self._forget_level()
                 reply = ("budget", exc.reason)
@@ -279,8 +286,8 @@ class _Worker:
             _write(self._path("won", self.w, sender), won_keys[cuts[sender]:cuts[sender + 1]] & _KEY_MASK)
         return ("deduped", counts)
 
-    def do_commit(self, check: list[str]) -> tuple:
-        """Round 3: keep the winning entries as the next part, log them, check the invariants."""
+    def do_commit(self) -> tuple:
+        """Round 3: keep the winning entries as the next part and log them."""
         positions = np.sort(np.concatenate([_read(self._path("won", o, self.w)) for o in range(self.n)]))
         entries = self._level_entries
         self._level_entries = []
@@ -295,16 +302,21 @@ class _Worker:
         self.visited.add(self._won)
         self._won = np.zeros(0, np.int64)
         self.segments.append((fps, parents, acts))
-        found = {}
-        for inv in self.engine.invariants:
-            if inv.name in check:
-                offset = first_false(inv.holds, states)
-                if offset is not None:
-                    found[inv.name] = offset
         self.part = states
         new_actions = self.table.actions[self.reported:]
         self.reported = len(self.table.actions)
-        return ("committed", len(states), found, new_actions)
+        return ("committed", len(states), new_actions)
+
+    def do_check(self, check: list[str]) -> tuple:
+        """Round 4, once the parts of the new level are even: the invariants on this worker's part (offset of
+        the first violation in the part, per invariant)."""
+        found = {}
+        for inv in self.engine.invariants:
+            if inv.name in check:
+                offset = first_false(inv.holds, self.part)
+                if offset is not None:
+                    found[inv.name] = offset
+        return ("checked", found)
 
     def do_abort(self) -> tuple:
         self._forget_level()
@@ -353,7 +365,8 @@ class _Worker:
 
     def do_stats(self) -> tuple:
         # CPU seconds of this worker since the fork, and the out-degrees of the states it expanded
-        return ("stats", time.process_time(), self.engine._degrees)
+        times = os.times()
+        return ("stats", time.process_time(), self.engine._degrees, dict(self.round_cpu), times.system)
 
 
 class ParallelBFS(LocalBFS):
@@ -370,6 +383,8 @@ class ParallelBFS(LocalBFS):
         self._interrupted = False
         self._exchange = ""
         self._waiting = 0.0  # wall seconds the parent waited for its workers
+        #: wall seconds of each round of the levels, and of moving states between parts, over the run
+        self._round_wall = dict.fromkeys((*_ROUNDS, "rebalance"), 0.0)
 
     # -- the search ------------------------------------------------------------------------------
     def _run(self) -> CheckResult:
@@ -428,7 +443,7 @@ class ParallelBFS(LocalBFS):
             checkpoint_file = path
         self._gather_log(st)
         stats = self._call_all([("stats",)] * self.workers)
-        for _, _, degrees in stats:  # the out-degrees of the states each worker expanded
+        for _, _, degrees, *_ in stats:  # the out-degrees of the states each worker expanded
             for degree, states in degrees.items():
                 self._degrees[degree] = self._degrees.get(degree, 0) + states
         elapsed = time.monotonic() - self._started
@@ -439,6 +454,14 @@ class ParallelBFS(LocalBFS):
         # how the work was shared: on a machine whose cores are busy with other work the wall time
         # says little, the CPU seconds of each worker say how well the level was split
         result.extra["worker_cpu_seconds"] = [round(r[1], 3) for r in stats]
+        result.extra["worker_system_cpu_seconds"] = [round(r[4], 3) for r in stats]
+        # where the wall time of the levels went: each round lasts as long as its slowest worker, so a
+        # worker is idle for the round's wall time less its own CPU time in it (the level's imbalance, and
+        # any time the machine gave to other work)
+        result.extra["round_wall_seconds"] = {name: round(t, 3) for name, t in self._round_wall.items()}
+        result.extra["worker_round_cpu_seconds"] = {name: [round(r[3][name], 3) for r in stats] for name in _ROUNDS}
+        result.extra["worker_idle_seconds"] = [
+            round(sum(max(0.0, self._round_wall[name] - r[3][name]) for name in _ROUNDS), 3) for r in stats]
         return result
 
     def _add_serial_share(self, result: CheckResult, parent_cpu: float, wall: float) -> None:
@@ -547,7 +570,9 @@ class ParallelBFS(LocalBFS):
         n = self.workers
         want_deadlock = self.options.check_deadlock and st.deadlock is None
         starts = st.frontier_base + np.concatenate([[0], np.cumsum(self._sizes)]).astype(np.int64)
+        clock = time.monotonic()
         replies = self._call_all([("expand", int(starts[w]), st.depth, self._pids, want_deadlock) for w in range(n)])
+        clock = self._lap("expand", clock)
         stopped = [r[1] for r in replies if r[0] == "budget"]
         if stopped:
             self._call_all([("abort",)] * n)
@@ -563,17 +588,14 @@ class ParallelBFS(LocalBFS):
                 st.deadlock = int(deadlock)  # parts in order: the first one found is the first in the frontier
         # from here on the level is committed by every worker: no interruption in between
         counts = np.sum([r[1] for r in self._call_all([("dedup",)] * n)], axis=0)
+        clock = self._lap("dedup", clock)
         base = self._distinct
-        bases = base + np.concatenate([[0], np.cumsum(counts)])
-        check = [inv.name for inv in self.invariants if inv.name not in st.found]
-        replies = self._call_all([("commit", check)] * n)
-        for w, (_, size, found, new_actions) in enumerate(replies):
+        replies = self._call_all([("commit",)] * n)
+        clock = self._lap("commit", clock)
+        for w, (_, size, new_actions) in enumerate(replies):
             if new_actions:
                 ids = np.fromiter((st.actions.id(a) for a in new_actions), np.int64, len(new_actions))
                 self._luts[w] = np.concatenate([self._luts[w], ids])
-            for name, offset in found.items():
-                if name not in st.found:
-                    st.found[name] = int(bases[w]) + offset
             self._sizes[w] = size
         self._pending_levels += 1
         new = int(counts.sum())
@@ -581,7 +603,24 @@ class ParallelBFS(LocalBFS):
             st.depth += 1
         st.frontier_base = base
         self._distinct = base + new
+        # the parts are made even before the invariants are checked on them, so that the check (a fifth of a
+        # level's work) is shared evenly too; the parts stay in the global order, so the first violation in
+        # part order is still the first in discovery order
         self._rebalance()
+        clock = self._lap("rebalance", clock)
+        check = [inv.name for inv in self.invariants if inv.name not in st.found]
+        if check:
+            bases = base + np.concatenate([[0], np.cumsum(self._sizes)])
+            for w, (_, found) in enumerate(self._call_all([("check", check)] * n)):
+                for name, offset in found.items():
+                    if name not in st.found:
+                        st.found[name] = int(bases[w]) + offset
+            self._lap("check", clock)
+
+    def _lap(self, name: str, since: float) -> float:
+        now = time.monotonic()
+        self._round_wall[name] += now - since
+        return now
 
     def _gather_log(self, st: SearchState) -> None:
         """Move the workers' parent-log segments to ``st.log``, level by level, worker by worker."""

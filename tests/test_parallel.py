@@ -153,6 +153,23 @@ def test_serial_share_is_measured_and_gives_amdahl_predictions():
     assert 1.0 < predicted["2"] <= predicted["16"] <= predicted["64"] <= 64
 
 
+
+def test_rounds_are_timed_per_worker():
+    """Where a level's wall time went: every round's wall time, each worker's CPU time in it (no more than the
+    worker's whole CPU time) and what the worker spent idle at the rounds' ends."""
+    result = parallel.check(TwoPhase(6), SearchOptions(invariants=INVARIANTS), 2)
+    walls = result.extra["round_wall_seconds"]
+    rounds = result.extra["worker_round_cpu_seconds"]
+    assert set(walls) == {"expand", "dedup", "commit", "check", "rebalance"}
+    assert set(rounds) == {"expand", "dedup", "commit", "check"}
+    assert all(walls[name] > 0 for name in rounds)
+    for w, total in enumerate(result.extra["worker_cpu_seconds"]):
+        in_rounds = sum(rounds[name][w] for name in rounds)
+        assert 0 < in_rounds <= total
+        idle = result.extra["worker_idle_seconds"][w]
+        assert idle == pytest.approx(sum(max(0.0, walls[name] - rounds[name][w]) for name in rounds), abs=0.01)
+    assert len(result.extra["worker_system_cpu_seconds"]) == 2
+
 def test_amdahl_law():
     assert parallel.amdahl_speedup(0.0, 16) == 16
     assert parallel.amdahl_speedup(1.0, 16) == 1
