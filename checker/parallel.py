@@ -79,6 +79,8 @@ _KEY_BITS = 40  # a successor's key: sending worker << 40 | its position in the 
 _KEY_MASK = (1 << _KEY_BITS) - 1
 #: the rounds of a level, each one run by every worker at once and waited for by the parent
 _ROUNDS = ("expand", "dedup", "commit", "check")
+#: states a worker checks the invariants on at once (every invariant on a block before the next block)
+_CHECK_BLOCK = 256
 _MIX = np.uint64(0x9E3779B97F4A7C15)  # 2**64 / golden ratio: spreads neighbouring fingerprints
 _first, _second, _third = itemgetter(0), itemgetter(1), itemgetter(2)
 
@@ -309,13 +311,24 @@ class _Worker:
 
     def do_check(self, check: list[str]) -> tuple:
         """Round 4, once the parts of the new level are even: the invariants on this worker's part (offset of
-        the first violation in the part, per invariant)."""
-        found = {}
-        for inv in self.engine.invariants:
-            if inv.name in check:
-                offset = first_false(inv.holds, self.part)
-                if offset is not None:
-                    found[inv.name] = offset
+        the first violation in the part, per invariant).
+
+        The part is checked a block at a time, every invariant on one block before the next block, as the
+        single-process engine does: a block's states stay in the CPU's caches from one invariant to the next.
+        One invariant over the whole part at a time cost about 1.6 times as much (a level's states no longer
+        fit in the caches)."""
+        invariants = [inv for inv in self.engine.invariants if inv.name in check]
+        found: dict[str, int] = {}
+        part = self.part
+        for start in range(0, len(part), _CHECK_BLOCK):
+            block = part[start:start + _CHECK_BLOCK]
+            for inv in invariants:
+                if inv.name not in found:
+                    offset = first_false(inv.holds, block)
+                    if offset is not None:
+                        found[inv.name] = start + offset
+            if len(found) == len(invariants):
+                break
         return ("checked", found)
 
     def do_abort(self) -> tuple:
