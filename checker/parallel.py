@@ -8,7 +8,7 @@ Each worker owns two things:
 * a **contiguous part of the frontier** in the global discovery order (global indexes
   ``base_w .. base_w + size_w``), with the parent log of the states it committed.
 
-One level takes three rounds, each run by every worker at once; the parent only sends the
+One level takes four rounds, each run by every worker at once; the parent only sends the
 round's command and adds up a few numbers per worker (the level's synchronisation):
 
 1. *expand*: each worker expands its part in order and keeps the first occurrence of each
@@ -25,12 +25,18 @@ round's command and adds up a few numbers per worker (the level's synchronisatio
    frontier. The children of part ``w`` come before those of part ``w + 1`` in the global order,
    so the parent only needs each worker's count to number the level: the parent log (every
    global index, parent and action), the counts and the shortest counterexamples are exactly
-   those of ``checker.bfs``. Each worker checks the invariants on its new states; the first
-   violation in part order is the first in discovery order.
+   those of ``checker.bfs``.
+4. *check*: once the parts are even (below), each worker checks the invariants on its part, a block
+   at a time; the first violation in part order is the first in discovery order.
 
 When the parts drift apart in size, the tail of one part moves to the head of the next (worker to
-worker, through a file), which keeps the global order. The parent log stays in the workers and
-is gathered at the end of the run and for checkpoints.
+worker, through a file), which keeps the global order; this happens between the commit and the
+check, so that both the check and the next expansion are shared evenly. The parent log stays in
+the workers and is gathered at the end of the run and for checkpoints.
+
+Every round is timed: its wall time in the parent, each worker's CPU time in it, and so each
+worker's idle time at the rounds' ends (the result's ``round_wall_seconds``,
+``worker_round_cpu_seconds`` and ``worker_idle_seconds``).
 
 Budgets, Ctrl-C and checkpoints behave as in the single-process engine: a level is either
 committed by every worker or abandoned by all, and a checkpoint gathers the frontier parts.
