@@ -105,8 +105,6 @@ def _hashable(value: Any) -> Any:
     return tuple(_hashable(v) for v in value) if isinstance(value, list) else value
 
 
-
-
 class CompactCodec:
     """A faster msgpack encoding of states for data that one run writes and reads back itself
     (the Spark engine's Arrow columns): no user file is ever read with it.

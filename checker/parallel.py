@@ -321,8 +321,8 @@ class _Worker:
 
         The part is checked a block at a time, every invariant on one block before the next block, as the
         single-process engine does: a block's states stay in the CPU's caches from one invariant to the next.
-        One invariant over the whole part at a time cost about 1.6 times as much (a level's states no longer
-        fit in the caches)."""
+        One invariant over the whole part at a time cost about 1.5 times as much (9.4 against 6.1-6.5 CPU s on
+        612,834 states: a level's states no longer fit in the caches)."""
         invariants = [inv for inv in self.engine.invariants if inv.name in check]
         found: dict[str, int] = {}
         part = self.part
