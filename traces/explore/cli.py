@@ -78,17 +78,17 @@ def cmd_explore(args: argparse.Namespace) -> int:
     except OSError as exc:
         raise UsageError(f"cannot listen on {args.host}:{args.port}: {exc.strerror or exc}; choose another --host "
                          "or --port") from None
-    if args.host not in LOOPBACK:
-        print(f"warning: --host {args.host}: anyone who can reach this address sees the model's states and traces "
-              "and can run searches on this machine; kmc explore has no authentication", file=sys.stderr)
-    url = server.url + "#" + start.position.query()
-    print(f"kmc explore: serving {url}", flush=True)
-    print("Ctrl-C stops it.", flush=True)
-    if args.open:
-        import webbrowser
+    try:  # from here on Ctrl-C stops the server, whenever it comes
+        if args.host not in LOOPBACK:
+            print(f"warning: --host {args.host}: anyone who can reach this address sees the model's states and traces "
+                  "and can run searches on this machine; kmc explore has no authentication", file=sys.stderr)
+        url = server.url + "#" + start.position.query()
+        print(f"kmc explore: serving {url}", flush=True)
+        print("Ctrl-C stops it.", flush=True)
+        if args.open:
+            import webbrowser
 
-        webbrowser.open(url)
-    try:
+            webbrowser.open(url)
         server.serve_forever(poll_interval=0.2)
     except KeyboardInterrupt:
         print("\nkmc explore: stopped", flush=True)
