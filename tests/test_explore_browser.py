@@ -85,18 +85,20 @@ def shown_fields(pg) -> dict[str, str]:
 
 def check_state_against_model(pg, model, position) -> None:
     """Every variable the page shows is the model's, in the state the path leads to; the broker table too."""
-    w = session.walk(model, position)
-    flat = flat_state(w.current)
+    current = model.init_states()[position.init]
+    for index in position.path[: position.at]:  # the model's own order, not the explorer's walk
+        current = list(model.successors(current))[index][1]
+    flat = flat_state(current)
     network = flat.pop("network")  # drawn as the requests in flight, one line each
     assert shown_fields(pg) == {k: fmt(v, show_hidden=True) for k, v in flat.items()}
     shown = pg.eval_on_selector_all("li.message", "items => items.map(i => i.dataset.message)")
     assert shown == [_message_label(m) for m in network]
-    for view in broker_views(w.current):
+    for view in broker_views(current):
         row = pg.locator(f'#broker-table tr[data-broker="{view.broker}"]')
         assert row.locator('td[data-col="leo"]').inner_text() == str(view.leo)
         assert row.locator('td[data-col="hw"]').inner_text() == str(view.hw)
         assert row.locator(".cell").all_inner_texts() == [e.label() for e in view.log]
-    expected_actions = [str(a) for a, _ in model.successors(w.current)]
+    expected_actions = [str(a) for a, _ in model.successors(current)]
     assert pg.locator("button.action").all_inner_texts() == expected_actions
 
 
