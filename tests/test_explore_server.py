@@ -19,7 +19,7 @@ from pathlib import Path
 import pytest
 
 from checker.cli import declared_actions
-from spec.registry import build_model, get_model_info
+from spec.registry import all_models, build_model, get_model_info
 from traces.explore import runner, session
 from traces.explore.rules import ACTION_FUNCTIONS, rules_for_action
 from traces.explore.server import ExplorerServer
@@ -181,6 +181,15 @@ def test_actions_follow_the_rules_of_their_release():
     assert any("KIP-966" in t for t, _ in tickets("ElectLeader", get_model_info("kafka").rules("kraft-4.1"), kraft=True))
 
 
+def test_a_scenario_opens_under_another_release():
+    """KAFKA-7786's story under 2.1.1 (the fix): the whole story runs and no property breaks."""
+    loaded = session.load_file(str(SCENARIOS / STALL), protocol="2.1.1")
+    config = loaded.position.config
+    assert config.protocol == "2.1.1" and loaded.expected == "holds"
+    model = build_model(config.model, list(config.consts), config.protocol, list(config.features))
+    assert session.walk(model, loaded.position).trace().invariant is None
+
+
 # -- the HTTP API --------------------------------------------------------------------------------------
 def test_page_and_view(server):
     status, page = get(server, "/")
@@ -194,6 +203,20 @@ def test_page_and_view(server):
     w = session.walk(model, session.parse_position("model=kafka&protocol=2.1.0&path=1.0"))
     assert [a["label"] for a in view["actions"]] == [str(a) for a, _ in model.successors(w.current)]
     assert view["diagram_svg"].startswith("<svg") and view["mermaid"].startswith("sequenceDiagram")
+
+
+@pytest.mark.parametrize("name", sorted(all_models()))
+def test_every_model_can_be_walked(server, name):
+    """Each registered model's page: its initial state, then the first enabled action three times."""
+    path: list[int] = []
+    for _ in range(4):
+        query = f"model={name}" + (f"&path={'.'.join(map(str, path))}" if path else "")
+        status, view = get(server, "/api/view?" + query.replace(":", "%3A"))
+        assert status == 200, view
+        assert view["at"] == len(path) and len(view["properties"]) > 0
+        if not view["actions"]:
+            break
+        path.append(view["actions"][0]["index"])
 
 
 MALFORMED = [
@@ -344,7 +367,10 @@ def test_cli_warns_for_another_host_and_refuses_bad_options():
         _, err = proc.communicate(timeout=30)
     assert "warning: --host 0.0.0.0" in err and proc.returncode == 0
     env = dict(os.environ, PYTHONPATH=str(ROOT))
-    for argv, code in ((["explore"], 64), (["explore", "kafka", "--trace", "x.json"], 64),
+    stall = str(SCENARIOS / STALL)
+    for argv, code in ((["explore"], 64), (["explore", "--trace", stall, "--feature", "unclean=on"], 64),
+                       (["explore", "two-phase", "--trace", stall], 66),
+                       (["explore", "--trace", stall, "--const", "records=2"], 64),
                        (["explore", "--trace", str(tmp_missing := ROOT / "no-such.json")], 66),
                        (["explore", "kafka", "--port", "70000"], 64)):
         done = subprocess.run([sys.executable, "-m", "checker", *argv], capture_output=True, text=True, env=env,

@@ -2,6 +2,7 @@
 
     kmc explore MODEL [--protocol V] [--const NAME=VALUE]... [--feature FLAG=on|off]...
     kmc explore --trace FILE              a trace (any format kmc writes) or a hand-written scenario
+    kmc explore MODEL --trace FILE [--protocol V] [--const ..]   an ITF trace another tool wrote (as kmc trace show)
         [--host H] [--port N] [--open] [--max-states N] [--log]
 
 Serves one page on 127.0.0.1 and a free port (printed with the URL; ``--host`` changes the address, with a
@@ -35,8 +36,11 @@ def add_parser(subparsers: Any) -> None:
     explore.add_argument("--protocol", help="protocol version, for models that have them (see 'kmc list')")
     explore.add_argument("--feature", action="append", default=[], metavar="FLAG=on|off",
                          help="switch one feature flag of the protocol")
-    explore.add_argument("--trace", metavar="FILE",
-                         help="open this trace or scenario (its header names the model)").complete = FILE_COMPLETION
+    trace = explore.add_argument("--trace", metavar="FILE",
+                                 help="open this trace or scenario (its header names the model; MODEL, --protocol and "
+                                      "--const for an ITF trace written by another tool, or a scenario under another "
+                                      "protocol)")
+    trace.complete = FILE_COMPLETION
     explore.add_argument("--host", default="127.0.0.1",
                          help="address to listen on (default 127.0.0.1: this machine only)")
     explore.add_argument("--port", type=int, default=0, help="port (default: a free one, printed)")
@@ -53,10 +57,10 @@ def start_position(args: argparse.Namespace) -> Any:
     from traces.explore.session import Config, Loaded, Position, load_file
 
     if args.trace:
-        if args.model or args.protocol or args.const or args.feature:
-            raise UsageError("--trace names its own model and configuration; drop MODEL, --protocol, --const and "
-                             "--feature (or replay it under another with the page's 'compare releases')")
-        return load_file(args.trace)
+        if args.feature:
+            raise UsageError("--trace opens the path under the configuration the file names; drop --feature (the page's "
+                             "'compare releases' replays it with a flag switched)")
+        return load_file(args.trace, args.model, args.protocol, args.const)
     if not args.model:
         raise UsageError("give a model (kmc explore kafka --protocol 2.1.0) or a trace (kmc explore --trace FILE)")
     model = build_model(args.model, args.const, args.protocol, args.feature)

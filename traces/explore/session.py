@@ -25,7 +25,7 @@ from checker.search import CHECKER_VERSION
 from invariants.base import Invariant
 from spec.model import Action, Model
 from spec.registry import ModelInfo, build_model, get_model_info
-from traces.diagram import _message_label, to_mermaid, to_svg
+from traces.diagram import _message_label, events, participants, to_mermaid, to_svg
 from traces.explore.rules import rules_for_action
 from traces.render import flat_state, fmt, is_message
 from traces.replay import replay_trace, safety_invariants
@@ -387,7 +387,8 @@ def page_view(info: ModelInfo, w: Walk) -> dict[str, Any]:
         "properties": properties_view(w),
         "violation": None if trace.invariant is None else {"invariant": trace.invariant, "step": trace.violation_index,
                                                            "why": trace.explanation},
-        "diagram_svg": to_svg(trace),
+        # a model without brokers has no lane before its first step (to_svg needs one)
+        "diagram_svg": to_svg(trace) if participants(trace, events(trace)) else "",
         "mermaid": to_mermaid(trace),
     }
 
@@ -472,23 +473,33 @@ def load_scenario_file(path: str, protocol: str | None = None) -> Loaded:
                   f"Replay: {result.summary()}.", None if expected is None else expected.describe())
 
 
-def load_trace_file(path: str) -> Loaded:
-    """A trace file of any format kmc reads, under the configuration its header names."""
-    from traces.io import load_trace
+def load_trace_file(path: str, model_name: str | None = None, protocol: str | None = None,
+                    constants: Sequence[str] = ()) -> Loaded:
+    """A trace file of any format kmc reads, under the configuration its header names (``model_name``,
+    ``protocol`` and ``constants`` for an ITF trace another tool wrote, as ``kmc trace show`` takes them)."""
+    from traces.io import load_trace, read_document
 
-    trace, model = load_trace(path)
+    if (protocol or constants) and read_document(path).header.get("model"):
+        raise UsageError("--protocol and --const are for ITF traces written by another tool; this trace names its own "
+                         "configuration (the page's 'compare releases' replays it under the others)")
+    trace, model = load_trace(path, model_name=model_name, protocol=protocol, constants=list(constants))
     init, steps = path_of(model, trace)
     where = trace.violation_index if trace.violation_index is not None else trace.length
     summary = f"{trace.invariant} violated at step {where}" if trace.invariant else f"a behaviour of {trace.length} steps"
     return Loaded(Position(config_of(model), init, steps, len(steps)), path, summary)
 
 
-def load_file(path: str) -> Loaded:
-    """``kmc explore --trace FILE``: a trace or a hand-written scenario."""
+def load_file(path: str, model_name: str | None = None, protocol: str | None = None,
+              constants: Sequence[str] = ()) -> Loaded:
+    """``kmc explore --trace FILE``: a trace or a hand-written scenario (``protocol``: replayed under another)."""
     from traces.io import parse_json, read_bytes
-    from traces.scenario import is_scenario
+    from traces.scenario import is_scenario, load_scenario
 
     data = read_bytes(path)
     if data.lstrip()[:1] == b"{" and is_scenario(parse_json(path, data)):
-        return load_scenario_file(path)
-    return load_trace_file(path)
+        if constants:
+            raise UsageError("a scenario names its own constants; drop --const")
+        if model_name is not None and load_scenario(path).model != model_name:
+            raise WrongModelError(f"the scenario is of model {load_scenario(path).model!r}, not {model_name!r}")
+        return load_scenario_file(path, protocol)
+    return load_trace_file(path, model_name, protocol, constants)
