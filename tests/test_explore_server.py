@@ -109,6 +109,17 @@ def test_state_view_shows_every_variable_as_the_model_has_it():
         assert [c["label"] for c in shown["log"]] == [e.label() for e in broker.log]
 
 
+def test_only_broker_variables_go_under_a_broker():
+    """A consumer numbered 0 is not broker 0; the TLA+ models' per-replica logs are their replicas'."""
+    model = build_model("kafka", ["consumers=1"], "2.8.0")
+    view = session.state_view(model.init_states()[0], None)
+    assert all(r["key"].startswith("brokers[") for b in view["brokers"] for r in b["fields"])
+    assert any(r["key"].startswith("consumers[0].") for r in view["others"])
+    reference = build_model("tla:Kip101")
+    view = session.state_view(reference.init_states()[0], None)
+    assert {r["key"] for r in view["brokers"][0]["fields"]} >= {"replica_log[1]", "replica_state[1].hw"}
+
+
 def test_scenario_loads_at_its_expected_violation():
     for name in (STALL, "kip-101-scenario-1-committed-data-lost.json"):
         scenario = load_scenario(str(SCENARIOS / name))

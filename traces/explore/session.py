@@ -43,7 +43,7 @@ KAFKA_WORDS = {
     "stopping": "in controlled shutdown", "pending_diverging": "diverging epoch to apply",
     "partition_epoch": "partition epoch", "alter_pending": "AlterPartition in flight",
     "committed_isr": "committed ISR", "remote_epochs": "followers' broker epochs", "registered": "registered broker epochs",
-    "elr": "ELR",
+    "elr": "ELR", "leader_epoch": "leader epoch", "replica_log": "log",
 }
 
 
@@ -266,7 +266,11 @@ def _row(key: str, value: Any, changed: set[str], visible: set[str], word: str |
             "hidden": key not in visible}
 
 
-_PER_BROKER = re.compile(r"^(\w+)\[(-?\d+)\]\.(.+)$")
+#: the per-broker variables the broker views read (``traces.views``): Kafka's ``brokers``, the TLA+ ``replica_*``;
+#: another indexed variable (``consumers[0]``) is not a broker's even when its index is a broker id
+BROKER_VARIABLES = frozenset({"brokers", "replicas", "broker"})
+#: ``brokers[0].hw`` (a field of a broker record) or ``replica_log[1]`` (a per-replica variable)
+_PER_BROKER = re.compile(r"^(\w+)\[(-?\d+)\](?:\.(.+))?$")
 
 
 def state_view(state: Any, before: Any | None) -> dict[str, Any]:
@@ -284,8 +288,8 @@ def state_view(state: Any, before: Any | None) -> dict[str, Any]:
     others, network = [], []
     for key, value in flat.items():
         match = _PER_BROKER.match(key)
-        if match and match.group(2) in ids:
-            field = match.group(3)
+        if match and match.group(2) in ids and (match.group(1) in BROKER_VARIABLES or match.group(1).startswith("replica_")):
+            field = match.group(3) or match.group(1)
             fields[match.group(2)].append(_row(key, value, changed, visible, KAFKA_WORDS.get(field)))
         elif isinstance(value, tuple) and value and all(is_message(m) for m in value) or key == "network":
             network.append(key)
