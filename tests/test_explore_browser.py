@@ -195,6 +195,7 @@ def test_run_to_completion_from_a_step_of_the_story(server, page):
     page.fill("#max-states", "20000")
     page.click("#run-btn")
     sync_api.expect(page.locator("#run-status")).to_contain_text("no-fence-stall violated", timeout=30_000)
+    sync_api.expect(page.locator('tr.prop[data-name="no-fence-stall"]')).to_have_attribute("data-status", "violated")
     found = session.parse_position(fragment(page))
     assert found.path[:9] == prefix.path and found.at == len(found.path) > 9
-    assert page.locator('tr.prop[data-name="no-fence-stall"]').get_attribute("data-status") == "violated"
+    wait_step(page, found.at, found.at)
