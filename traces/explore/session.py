@@ -203,7 +203,8 @@ class Walk:
         return self.states[self.position.at]
 
     def trace(self, upto: int | None = None) -> Trace:
-        """The path up to step ``upto`` (default: ``at``) as a trace, with the first violated property."""
+        """The path up to step ``upto`` (default: ``at``) as a trace, naming the first property it breaks and the
+        step where it does (the steps after it stay: a reader who walked past a violation sees where they went)."""
         end = self.position.at if upto is None else upto
         header = {"checker": "kmc", "checker_version": CHECKER_VERSION, **self.model.describe()}
         steps = tuple(Step(a, s) for a, s in zip(self.actions[:end], self.states[1:end + 1], strict=True))
@@ -212,7 +213,7 @@ class Walk:
         if first is None:
             return trace
         step, inv = first
-        return Trace(header, trace.initial, trace.steps[:step], inv.name, step, inv.why(self.states[step]))
+        return Trace(header, trace.initial, trace.steps, inv.name, step, inv.why(self.states[step]))
 
 
 def walk(model: Model, position: Position) -> Walk:
