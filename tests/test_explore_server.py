@@ -175,6 +175,18 @@ def test_every_kafka_action_has_its_functions_and_they_exist():
                 f"{action}: no function {function} in the model"
 
 
+def test_rule_table_model_column_is_read_by_function():
+    from traces.explore.rules import row_functions
+
+    assert row_functions("actions_data._error, _receive_fetch_state; actions_control._restarts_truncation") == [
+        ("actions_data._error", frozenset()), ("actions_data._receive_fetch_state", frozenset()),
+        ("actions_control._restarts_truncation", frozenset())]
+    assert row_functions("actions_kraft._controlled_shutdown_actions (ProcessControlledShutdown(broker, leader)), "
+                         "_unfenced") == [
+        ("actions_kraft._controlled_shutdown_actions", frozenset({"ProcessControlledShutdown"})),
+        ("actions_kraft._unfenced", frozenset())]
+
+
 def test_actions_follow_the_rules_of_their_release():
     rows_210, rows_211 = get_model_info("kafka").rules("2.1.0"), get_model_info("kafka").rules("2.1.1")
 
