@@ -19,7 +19,17 @@ from typing import Any
 
 from checker.errors import UsageError
 
-LOOPBACK = ("127.0.0.1", "localhost", "::1")
+
+def is_loopback(host: str) -> bool:
+    """Whether ``host`` is this machine only (127.0.0.0/8, ::1, localhost): no warning then."""
+    import ipaddress
+
+    if host.lower() == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host.strip("[]")).is_loopback
+    except ValueError:  # a host name: it may resolve to anything
+        return False
 
 
 def add_parser(subparsers: Any) -> None:
@@ -83,7 +93,7 @@ def cmd_explore(args: argparse.Namespace) -> int:
         raise UsageError(f"cannot listen on {args.host}:{args.port}: {exc.strerror or exc}; choose another --host "
                          "or --port") from None
     try:  # from here on Ctrl-C stops the server, whenever it comes
-        if args.host not in LOOPBACK:
+        if not is_loopback(args.host):
             print(f"warning: --host {args.host}: anyone who can reach this address sees the model's states and traces "
                   "and can run searches on this machine; kmc explore has no authentication", file=sys.stderr)
         url = server.url + "#" + start.position.query()
