@@ -381,6 +381,13 @@ def test_cli_serves_on_loopback_and_ctrl_c_stops_it(tmp_path):
     assert proc.returncode == 0 and "stopped" in out and "Traceback" not in err
 
 
+def test_loopback_hosts_are_not_warned_about():
+    from traces.explore.cli import is_loopback
+
+    assert all(is_loopback(h) for h in ("127.0.0.1", "127.0.0.2", "::1", "[::1]", "localhost"))
+    assert not any(is_loopback(h) for h in ("0.0.0.0", "::", "10.1.2.3", "example.com"))
+
+
 def test_cli_warns_for_another_host_and_refuses_bad_options():
     proc, line = start_cli("two-phase", "--host", "0.0.0.0")
     try:
