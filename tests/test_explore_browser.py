@@ -117,6 +117,14 @@ def test_click_five_actions_back_and_reload(server, page):
     assert position.path == tuple(clicks) and position.at == 5
     check_state_against_model(page, model, position)
     assert page.locator("#diagram svg").count() == 1
+    # ghost variables and bound counters: there, hidden until the toggle; the last step's changes marked
+    hidden = page.locator("tr.field.hidden")
+    assert hidden.count() > 0 and not any(hidden.nth(i).is_visible() for i in range(hidden.count()))
+    page.check("#show-hidden")
+    page.locator("details.broker").evaluate_all("ds => ds.forEach(d => d.open = true)")
+    assert all(hidden.nth(i).is_visible() for i in range(hidden.count()))
+    page.uncheck("#show-hidden")
+    assert page.locator("tr.field.changed").count() > 0
     # back: the state of step 4, the fifth step kept as forward history
     page.click("#back")
     wait_step(page, 4, 5)
