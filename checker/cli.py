@@ -34,7 +34,7 @@ from invariants.registry import for_family
 from spec.model import Model
 from spec.registry import ModelInfo, all_models, build_model, get_model_info
 
-SUBCOMMAND_MODULES = ("checker.matrix", "traces.cli")
+SUBCOMMAND_MODULES = ("checker.matrix", "traces.cli", "traces.explore.cli")
 DEFAULT_TRACE_DIR = "kmc-traces"
 #: shell completion of a file argument (what ``shtab.FILE`` is, without importing shtab to build the parser)
 FILE_COMPLETION = {"bash": "_shtab_compgen_files", "zsh": "_files", "tcsh": "f"}
