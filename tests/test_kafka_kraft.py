@@ -66,18 +66,18 @@ def _enabled(model, state, name: str, **params) -> bool:
 @pytest.mark.parametrize("flag", KRAFT_FLAGS + ("kraft",))
 def test_kraft_flags_are_refused_on_the_zookeeper_rows(flag):
     if flag == "kraft":  # a row's controller, not a switch (the matrix's stories must not take it for a fix)
-        for protocol, value in (("2.2.0", True), ("4.1.0", True), ("kraft-3.5", False)):
+        for protocol, value in (("2.2.0", True), ("3.9.1", True), ("kraft-3.5", False)):
             with pytest.raises(UsageError, match="not a switch"):
                 resolve(protocol, {flag: value})
-        assert resolve("kraft-3.5", {flag: True}).kraft and not resolve("4.1.0", {flag: False}).kraft
+        assert resolve("kraft-3.5", {flag: True}).kraft and not resolve("3.9.1", {flag: False}).kraft
         return
-    for protocol in ("0.10.2", "2.2.0", "4.1.0"):
+    for protocol in ("0.10.2", "2.2.0", "3.9.1"):
         with pytest.raises(UsageError, match="KRaft controller|kip-966-elr"):
             resolve(protocol, {flag: True})
 
 
 def test_a_kraft_flag_on_a_zookeeper_row_is_exit_64(capsys):
-    code = main(["check", "kafka", "--protocol", "4.1.0", "--feature", "kip-903=on", "--const", "records=0"])
+    code = main(["check", "kafka", "--protocol", "3.9.1", "--feature", "kip-903=on", "--const", "records=0"])
     err = capsys.readouterr().err
     assert code == 64 and len(err.strip().splitlines()) == 1 and "kraft" in err
 
@@ -176,7 +176,7 @@ def test_unclean_shutdown_loses_a_suffix_and_has_its_own_bound():
     after = _take(model, s, "UncleanShutdown", broker=0, keep=0)
     assert (after.unclean_shutdowns, after.crashes, after.brokers[0].log, after.brokers[0].hw) == (1, 0, (), 0)
     assert not [a for a, _ in model.successors(after) if a.name == "UncleanShutdown"]
-    zk = build_model("kafka", ["records=1", "unclean_shutdowns=1"], "4.1.0")  # inert there (lossy-crash is theirs)
+    zk = build_model("kafka", ["records=1", "unclean_shutdowns=1"], "3.9.1")  # inert there (lossy-crash is theirs)
     assert not [a for a, _ in zk.successors(_run(zk, REPLICATE)) if a.name == "UncleanShutdown"]
     assert "unclean_shutdowns" not in zk.constants
 

@@ -70,7 +70,7 @@ def test_a_fix_is_on_from_the_release_that_introduced_it():
 @pytest.mark.parametrize("flag,first", [("kafka-7786-fix", "2.1.1"), ("reject-stale-broker-epoch", "2.2.0"),
                                         ("kafka-7415", "2.0.1"), ("kafka-7128", "2.0.1"), ("kafka-7164", "2.0.1"),
                                         ("truncate-on-fetch", "2.8.0"), ("kafka-13207", "2.8.1"),
-                                        ("kafka-13141", "2.8.1"), ("kafka-14704", "3.4.1"), ("kafka-18991", "4.1.0"),
+                                        ("kafka-13141", "2.8.1"), ("kafka-14704", "3.4.1"), ("kafka-18991", "3.9.1"),
                                         ("kafka-10706-fix", "2.8.0"), ("leader-epoch-fencing", "2.1.0")])
 def test_release_placements_from_the_fix_commits(flag, first):
     assert releases_with(flag)[0] == first

@@ -68,7 +68,7 @@ STORIES = (
           "committed-durable", 22, "holds", "2.8.0"),
     Story("kafka-14704", "kafka-14704-diverging-answer-hw-before-truncation.json", "3.4.1", "2.8.1",
           "no-uncommitted-below-hw", 20, "holds", "2.8.1"),
-    Story("kafka-18991", "kafka-18991-stale-diverging-answer-after-leadership-returns.json", "4.1.0", "3.4.1",
+    Story("kafka-18991", "kafka-18991-stale-diverging-answer-after-leadership-returns.json", "3.9.1", "3.4.1",
           "committed-durable", 28, "blocked@25", "3.4.1"),
     # -- KRaft: every KRaft row has KIP-841, so its story breaks only with the flag switched off; KIP-966's ELR without
     # -- the clean shutdown detection (3.7.0's code) is not safe either (elr-safety), so its "with" row is kraft-4.1

@@ -45,7 +45,7 @@ class Features:
     kafka_13141: bool = False  # 2.7.2 / 2.8.1 / 3.0.0
     kafka_13207: bool = False  # 2.8.1 / 3.0.0
     kafka_14704: bool = False  # 3.4.1 / 3.5.0
-    kafka_18991: bool = False  # 3.9.1 / 4.0.1 / 4.1.0
+    kafka_18991: bool = False  # 3.9.1 / 4.0.1 / 4.1.0 (ZooKeeper rows: 3.9.1, the last line with ZooKeeper mode)
     unclean: bool = False  # configuration: unclean.leader.election.enable
     lossy_crash: bool = False  # fault: a crash loses the unflushed tail of the log
     consumer_truncation_detection: bool = False  # KIP-320 consumer side, KAFKA-7747 (2.3.0)
@@ -148,13 +148,14 @@ _2_8_0 = replace(_2_2_0, offsets_for_leader_epoch=False, truncate_on_fetch=True,
                  consumer_truncation_detection=True)
 _2_8_1 = replace(_2_8_0, kafka_13141=True, kafka_13207=True)
 _3_4_1 = replace(_2_8_1, kafka_14704=True)
-_4_1_0 = replace(_3_4_1, kafka_18991=True)
-#: the KRaft lines: the fetch path of the same release (3.3.x ~ 2.8.1's rules, 3.5.x ~ 3.4.1's, 4.1.0) with the
+#: the last release line with ZooKeeper mode (4.0 removed it: KafkaController.scala and KafkaServer.scala are gone)
+_3_9_1 = replace(_3_4_1, kafka_18991=True)
+#: the KRaft lines: the fetch path of the same release (3.3.x ~ 2.8.1's rules, 3.5.x ~ 3.4.1's, 4.1.0 ~ 3.9.1's) with the
 #: KRaft controller; the ZooKeeper control-plane flags of KIP-380 stay on (they only touch actions the KRaft rows
 #: do not have: ControlledShutdown over ZooKeeper, Bounce, ProcessBrokerChange)
 _KRAFT_3_3 = replace(_2_8_1, kraft=True, kip_841=True)
 _KRAFT_3_5 = replace(_3_4_1, kraft=True, kip_841=True, kip_903=True)
-_KRAFT_4_1 = replace(_4_1_0, kraft=True, kip_841=True, kip_903=True, kafka_15021=True, kip_966_elr=True,
+_KRAFT_4_1 = replace(_3_9_1, kraft=True, kip_841=True, kip_903=True, kafka_15021=True, kip_966_elr=True,
                      clean_shutdown_detection=True)
 
 
@@ -182,8 +183,10 @@ RELEASES: tuple[Release, ...] = (
     Release("2.8.0", "KAFKA-10554: truncation on fetch (the fetch carries the last fetched epoch)", _2_8_0),
     Release("2.8.1", "2.8.0 with KAFKA-13141 and KAFKA-13207", _2_8_1, "2.8.2, 3.0.x to 3.4.0"),
     Release("3.4.1", "KAFKA-14704: a diverging answer's HW is taken only after the truncation", _3_4_1,
-            "3.5.x to 3.9.0, 4.0.0"),
-    Release("4.1.0", "KAFKA-18991: a fetch answer to an older leader epoch's request is ignored", _4_1_0, "3.9.1, 4.0.1"),
+            "3.5.x to 3.9.0 (4.0.0 has no ZooKeeper mode; its KRaft fetch path is kraft-3.5's)"),
+    Release("3.9.1", "KAFKA-18991: a fetch answer to an older leader epoch's request is ignored (the last ZooKeeper "
+            "release line; formerly named 4.1.0, an alias still)", _3_9_1,
+            "3.9.x from 3.9.1; 4.0.1 and 4.1.0 carry the fix in KRaft mode only (kraft-4.1)"),
     # -- KRaft (a KRaft controller instead of ZooKeeper; same fetch path as the ZooKeeper row of the release) --
     Release("kraft-3.3", "KRaft: AlterPartition, broker epochs and fencing; KIP-841 (fenced replicas ineligible)",
             _KRAFT_3_3, "3.3.x, 3.4.x in KRaft mode"),
@@ -201,12 +204,29 @@ PROTOCOL_ALIASES: dict[str, str] = {
     "kip-279": "2.0.0",
     "kip-320": "2.1.0",
     "kip-380": "2.2.0",
-    "truncate-on-fetch": "4.1.0",
+    "truncate-on-fetch": "3.9.1",
+    # the newest ZooKeeper row's former name: 4.0 and 4.1 have no ZooKeeper mode (KafkaController.scala and
+    # KafkaServer.scala are gone at the 4.0.1 and 4.1.0 version bumps); the ZooKeeper line with KAFKA-18991 is 3.9.1
+    "4.1.0": "3.9.1",
 }
+
+#: why each alias stands for its release (``kmc list`` prints it beside the alias)
+ALIAS_NOTES: dict[str, str] = {
+    "hw-truncation": "the name before the rows were release lines",
+    "kip-101": "the name before the rows were release lines",
+    "kip-279": "the name before the rows were release lines",
+    "kip-320": "the name before the rows were release lines",
+    "kip-380": "the name before the rows were release lines",
+    "truncate-on-fetch": "the name before the rows were release lines: the newest ZooKeeper row",
+    "4.1.0": "the newest ZooKeeper row's former name; 4.0 and 4.1 have no ZooKeeper mode, so the ZooKeeper line with "
+             "KAFKA-18991 is 3.9.1 (Kafka 4.1 itself is kraft-4.1)",
+}
+assert set(ALIAS_NOTES) == set(PROTOCOL_ALIASES)
 
 #: protocol name -> (description, feature flags): every release and every alias
 PROTOCOLS: dict[str, tuple[str, Features]] = {r.name: (f"{r.name}: {r.summary}", r.features) for r in RELEASES}
-PROTOCOLS.update({alias: (f"alias of {target}: {RELEASE_BY_NAME[target].summary}", RELEASE_BY_NAME[target].features)
+PROTOCOLS.update({alias: (f"alias of {target} ({ALIAS_NOTES[alias]}): {RELEASE_BY_NAME[target].summary}",
+                          RELEASE_BY_NAME[target].features)
                   for alias, target in PROTOCOL_ALIASES.items()})
 DEFAULT_PROTOCOL = "0.11.0"
 

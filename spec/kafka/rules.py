@@ -134,8 +134,10 @@ RULES: tuple[Rule, ...] = (
          "their last releases)", f"3.5.0 {_S}AbstractFetcherThread.scala processFetchRequest (isDivergingEpoch)",
          "actions_data._receive_fetch_state", flag="kafka-14704"),
     Rule("a fetch answer is used only if its request's leader epoch is still the fetch state's", "KAFKA-18991",
-         "4.1.0", "4.1.0, 3.9.1, 4.0.1 (apache/kafka#19223; not 4.0.0; 3.9.1/4.0.1 from the backport request, "
-         "not read in source here)", "4.1.0 core/.../server/AbstractFetcherThread.scala processFetchRequest "
+         "3.9.1", "3.9.1, 4.0.1, 4.1.0 (apache/kafka#19223, merged to trunk for 4.1.0, whose review asks for the 3.9 "
+         "and 4.0 backports; not 3.9.0 or 4.0.0). The ZooKeeper row is 3.9.1: 4.0 and 4.1 have no ZooKeeper mode. "
+         "The 3.9.1/4.0.1 placement is from the backport request: those release commits were not read in source here",
+         "4.1.0 core/.../server/AbstractFetcherThread.scala processFetchRequest "
          "(requested currentLeaderEpoch == currentFetchState.currentLeaderEpoch)", "actions_data._receive_fetch_state",
          flag="kafka-18991"),
     # -- configuration and faults ---------------------------------------------------------------------------
