@@ -38,8 +38,10 @@ RULES: tuple[Rule, ...] = (
     Rule("truncate to the HW on becoming follower", "-", "0.10.2", "0.10.2 (removed by KIP-101 in 0.11.0)",
          f"0.10.2.2 {_S}ReplicaManager.scala makeFollowers: logManager.truncateTo(... highWatermark)",
          "actions_control._apply_leader_and_isr (hw-truncation branch)"),
-    Rule("OffsetsForLeaderEpoch round on becoming follower", "KIP-101", "0.11.0", "0.11.0 to 2.7.x (and 2.8+ for a "
-         "follower whose epoch cache is empty or whose IBP is below 2.7-IV1)",
+    Rule("OffsetsForLeaderEpoch round on becoming follower", "KIP-101", "0.11.0", "0.11.0 to 2.7.x (and 2.8+ with an "
+         "inter-broker protocol below 2.7-IV1; a 2.8+ follower whose epoch cache is empty sends no round: it "
+         "truncates to its HW locally, 2.8.0 AbstractFetcherThread.partitionFetchState -> Truncating, maybeTruncate "
+         "-> partitionsWithoutEpochs -> truncateToHighWatermark)",
          f"0.11.0.0 {_S}ReplicaFetcherThread.scala maybeTruncate; {_E} endOffsetFor",
          "actions_data._receive_offsets_state, log.end_offset_kip101", flag="offsets-for-leader-epoch"),
     Rule("an error answer to OffsetsForLeaderEpoch is retried; only UNDEFINED_EPOCH_OFFSET falls back to the HW",
@@ -55,8 +57,9 @@ RULES: tuple[Rule, ...] = (
          "(2.0 branch 18b25773b11a, trunk f2dd6aa26983; the 1.1 backport was never released)",
          f"2.0.1 {_C}Partition.scala makeLeader (epochCache.assign); {_E} assign, truncateAndAppend, endOffsetFor",
          "actions_control._apply_leader_and_isr, log.assign, log.end_offset_for", flag="kafka-7415",
-         abstraction="without kafka-7415 the lookup below the first epoch still answers (requested, start of the "
-                     "first epoch) as 2.0.1 does, where 2.0.0 answered UNDEFINED (a follower then falls back to its HW)"),
+         abstraction="without kafka-7415 the lookup below the first epoch answers (UNDEFINED, UNDEFINED) as 2.0.0 "
+                     "does (2.0.0 endOffsetFor: requestedEpoch < epochs.head.epoch; the follower then falls back to "
+                     "its HW)"),
     Rule("a follower joins the ISR only once its fetch offset reached the leader's HW and the start offset of the "
          "leader's epoch", "KAFKA-7128", "2.0.1", "2.0.1, 2.1.0 and later (7a352117c20f, 70c51633f2f4)",
          f"2.0.1 {_C}Partition.scala maybeExpandIsr (leaderEpochStartOffsetOpt.exists(fetchOffset >= _)); "
@@ -76,12 +79,12 @@ RULES: tuple[Rule, ...] = (
          "actions_data._error, _receive_fetch_state; actions_control._restarts_truncation",
          flag="leader-epoch-fencing"),
     Rule("FENCED_LEADER_EPOCH removes the partition from the fetcher until the next LeaderAndIsr", "KIP-320", "2.1.0",
-         "2.1.0 and later (2.5.0+: markPartitionFailed, same effect)",
+         "2.1.0 and later (2.3.0+: markPartitionFailed instead of partitionStates.remove, same effect)",
          f"2.1.0 {_S}AbstractFetcherThread.scala onPartitionFenced", "actions_data._receive_fetch_state, "
          "_receive_offsets_state", flag="fenced-removes-partition"),
     Rule("an OffsetsForLeaderEpoch answer is ignored if the partition's epoch changed while it was in flight",
          "KAFKA-7786", "2.1.1", "2.1.1 (ec1c3c8a272b), 2.2.0 and later (b2b79c4f0ef3)",
-         f"2.1.1 {_S}AbstractFetcherThread.scala maybeTruncate (leaderEpochInRequest == curPartitionState"
+         f"2.1.1 {_S}AbstractFetcherThread.scala truncateToEpochEndOffsets (leaderEpochInRequest == curPartitionState"
          ".currentLeaderEpoch)", "actions_data._receive_offsets_state", flag="kafka-7786-fix"),
     Rule("FENCED_LEADER_EPOCH removes the partition only if the request's epoch is still the fetch state's; "
          "otherwise retry", "KAFKA-9654", "2.5.0", "2.5.0 and later (12cfd0e1762b, c27f629e9530; the 2.1-2.4 "
@@ -192,7 +195,7 @@ RULES: tuple[Rule, ...] = (
          "vanish, what it reads later may not", "KIP-320 (Consumer Handling)", "0.10.2", "every release, with "
          "unclean election on", "a ghost, no source: the trade unclean.leader.election.enable makes "
          f"(0.10.2.2 {_K}PartitionLeaderSelector.scala OfflinePartitionLeaderSelector)",
-         "clients._controller_actions (UncleanLeaderElection), invariants.kafka_clients consumed-stays"),
+         "clients._controller_actions_marking_unclean (UncleanLeaderElection), invariants.kafka_clients consumed-stays"),
     Rule("an empty consumer fetch answer (position between HW and LEO, no error) at a position past records the "
          "consumer never read is a silent skip", "KIP-320", "0.10.2", "every release (2.3.0+: the position is "
          "validated first after a leader change, so the skip cannot happen there)",
@@ -258,7 +261,7 @@ RULES: tuple[Rule, ...] = (
          "validateAlterPartitionData, handleBrokerFenced, generateLeaderAndIsrUpdates; PartitionChangeBuilder.java "
          "build (an empty target ISR is not written), triggerLeaderEpochBumpIfNeeded; ClusterControlManager.java "
          "registerBroker",
-         "actions_kraft (the KRaft controller, AlterPartition, FenceBroker, Restart)", flag="kraft",
+         "actions_kraft.KRaftActions (the KRaft controller: _process_alter_partition, _fence_actions, _kraft_restart_state)", flag="kraft",
          abstraction="a restarted broker registers and is unfenced in one step (Kafka unfences it once it caught up "
                      "with the metadata log); a broker's view of fencing is the controller's unless metadata_lag (see "
                      "its rule); a lost AlterPartition "
@@ -347,14 +350,17 @@ RULES: tuple[Rule, ...] = (
          "actions_kraft._advance_hw_action, _partition_change, _controller_actions", flag="kip-966-elr",
          abstraction="one flag for both halves (KAFKA-15583's strict min ISR is unconditional from 3.7.0, ELR is a "
                      "feature level); no last-known-leader election (KIP-966's balanced recovery)"),
-    Rule("a broker that registers without a clean shutdown is removed from the ISR and the ELR", "KIP-966 "
-         "(KAFKA-15582, KAFKA-15586)", "3.8.0", "3.8.0 and later, where ELR is supported",
-         "3.9.0 metadata/.../controller/ClusterControlManager.java registerBroker (brokerUncleanShutdownHandler); "
-         "ReplicationControlManager.java handleBrokerUncleanShutdown; PartitionChangeBuilder.java "
-         "maybePopulateTargetElr (uncleanShutdownReplicas)",
-         "actions_kraft._restart_state", flag="clean-shutdown-detection",
-         abstraction="every restart on the KRaft rows follows a crash (no clean shutdown action there), so every "
-                     "restart is detected as unclean"),
+    Rule("a broker that registers as a new incarnation is removed from the ISR and the ELR", "KIP-966 "
+         "(KAFKA-15582, KAFKA-15586; KAFKA-16952)", "3.8.0", "3.8.0 and later, where ELR is supported: 3.8.x removes a "
+         "broker whose registration does not carry its previous broker epoch (an unclean shutdown); 3.9.0 and later "
+         "(KAFKA-16952, 2fd00ce5367) remove every registration with a new incarnation id, clean shutdown or not",
+         "3.9.0 metadata/.../controller/ClusterControlManager.java registerBroker (!request.incarnationId().equals("
+         "prevIncarnationId) -> brokerUncleanShutdownHandler.addRecordsForShutdown); 3.8.0 the same method "
+         "(request.previousBrokerEpoch() != existing.epoch()); ReplicationControlManager.java "
+         "handleBrokerUncleanShutdown; PartitionChangeBuilder.java maybePopulateTargetElr (uncleanShutdownReplicas)",
+         "actions_kraft._kraft_restart_state", flag="clean-shutdown-detection",
+         abstraction="the kraft-4.1 row follows 3.9.0+: every restart is a new incarnation and is removed, which is "
+                     "also what 3.8 does after a crash; 3.8's clean restart that keeps the membership is not a row"),
     Rule("an unclean shutdown loses the unflushed suffix of the log (any suffix: Kafka leaves flushing to the OS, "
          "log.flush.interval.messages is unbounded by default); a disk loss is one that keeps nothing", "KIP-966", "-",
          "every release (a fault with its own bound, unclean_shutdowns; on the KRaft rows)",
@@ -364,7 +370,8 @@ RULES: tuple[Rule, ...] = (
          abstraction="a disk loss (log, epoch cache and HW checkpoint gone) is UncleanShutdown(keep=0): with one "
                      "partition and the HW clamped to the LEO on restart the model cannot tell them apart; the "
                      "ZooKeeper rows have their own form of the fault (lossy-crash)"),
-    Rule("one record per batch, one partition", "-", "-", "-", "-", "spec.kafka.log",
+    Rule("one record per batch, one partition", "-", "-", "-", "-", "log.Record (a record is a batch), state.KafkaState "
+         "(one partition's replicas)",
          abstraction="KIP-279's scenario 1 with n > 20 relied on truncating to a batch boundary; a second partition "
                      "(KAFKA-7235's checkpoint rewrite) cannot be expressed"),
 )
