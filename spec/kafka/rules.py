@@ -261,7 +261,8 @@ RULES: tuple[Rule, ...] = (
          "validateAlterPartitionData, handleBrokerFenced, generateLeaderAndIsrUpdates; PartitionChangeBuilder.java "
          "build (an empty target ISR is not written), triggerLeaderEpochBumpIfNeeded; ClusterControlManager.java "
          "registerBroker",
-         "actions_kraft.KRaftActions (the KRaft controller: _process_alter_partition, _fence_actions, _kraft_restart_state)", flag="kraft",
+         "actions_kraft.KRaftActions (the KRaft controller: _process_alter_partition, _fence_actions, "
+         "_kraft_restart_state)", flag="kraft",
          abstraction="a restarted broker registers and is unfenced in one step (Kafka unfences it once it caught up "
                      "with the metadata log); a broker's view of fencing is the controller's unless metadata_lag (see "
                      "its rule); a lost AlterPartition "
