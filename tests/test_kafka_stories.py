@@ -42,6 +42,8 @@ class Story:
 STORIES = (
     Story("offsets-for-leader-epoch", "kip-101-scenario-1-committed-data-lost.json", "0.11.0", "0.10.2",
           "committed-durable", 13, "holds", "0.10.2"),
+    Story("kafka-5642", "kafka-5642-last-isr-member-removed-under-unclean-election.json", "2.0.0", "0.11.0",
+          "committed-durable", 12, "blocked@10", "0.11.0"),
     Story("epoch-in-response", "kip-279-scenario-1-n-eq-20-preferred-election-fast-return.json", "2.0.0", "0.11.0",
           "log-matching", 31, "holds", "0.11.0"),
     Story("kafka-7415", "kafka-7415-new-leader-without-its-epoch-in-the-cache.json", "2.0.1", "2.0.0",
@@ -96,6 +98,9 @@ NO_STORY = {
                                      "tests/test_kafka_clients.py",
     "fetch-from-follower": "configuration (KIP-392, replica.selector.class), switched on by the kafka-14704 consumer "
                            "scenario, replayed in tests/test_kafka_clients.py",
+    "kafka-7414": "its harm is availability, not an invariant (the follower's broker halts): its scenario "
+                  "kafka-7414-follower-ahead-of-its-leader-halts-the-broker is replayed on 2.0.0 and 2.0.1, the flag "
+                  "both ways, in tests/test_kafka_control.py",
     "kraft": "the mechanism (the KRaft controller) the KIP-841, KIP-903 and KIP-966 stories run on",
     "kafka-15021": "changes how epochs move (an ISR shrink keeps the leader epoch), not whether a story breaks: the "
                    "KRaft stories replay with it (kraft-4.1) and without it (kraft-3.3, kraft-3.5)",

@@ -264,10 +264,10 @@ class DataPlaneActions:
             else:  # before KAFKA-14704's fix: the leader's HW is taken before the divergent tail is truncated
                 follower = _diverging_noted_hw(follower, pending_diverging=pending, hw=min(m.hw, leo))
         elif m.error == OFFSET_OUT_OF_RANGE and m.hw < leo:
-            if not self._fencing and not self.features.unclean:
-                # before 2.1.0 a follower ahead of its leader halts the broker unless unclean election is on
-                # (0.10.2.2 ReplicaFetcherThread.handleOffsetOutOfRange: "Exiting because log truncation is
-                # not allowed", System.exit(1))
+            if not self.features.kafka_7414 and not self.features.unclean:
+                # before 2.0.1 (KAFKA-7414) a follower ahead of its leader halts the broker unless unclean election
+                # is on (0.10.2.2 to 2.0.0 ReplicaFetcherThread.handleOffsetOutOfRange: "Exiting because log
+                # truncation is not allowed", FatalExitError); 2.0.1 truncates to the leader's end offset
                 return self._crash_state(with_network(s, network), i, leo)
             follower = truncate_broker(follower, m.hw, self._fix_10706)  # the leader's log ends before ours
         elif m.error == FENCED_LEADER_EPOCH and self._removes_on_fenced(m.epoch, follower):

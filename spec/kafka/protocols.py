@@ -29,10 +29,12 @@ class Features:
     Each flag's rule, release and source are in ``spec.kafka.rules``."""
 
     offsets_for_leader_epoch: bool = False  # KIP-101 (0.11.0)
+    kafka_5642: bool = False  # 1.1.0: the controller keeps the last ISR member on its death, unclean election or not
     epoch_in_response: bool = False  # KIP-279 (2.0.0)
     kafka_7415: bool = False  # 2.0.1: a new leader registers its epoch; the lookup answers below the first epoch
     kafka_7128: bool = False  # 2.0.1: ISR expansion also needs the leader epoch's start offset
     kafka_7164: bool = False  # 2.0.1: a follower that missed an epoch of the same leader truncates again
+    kafka_7414: bool = False  # 2.0.1: a follower ahead of its leader truncates (OFFSET_OUT_OF_RANGE) instead of halting
     leader_epoch_fencing: bool = False  # KIP-320 (2.1.0)
     fenced_removes_partition: bool = False  # 2.1.0: FENCED_LEADER_EPOCH removes the partition from the fetcher
     kafka_7786_fix: bool = False  # 2.1.1 / 2.2.0
@@ -90,11 +92,15 @@ def _field_name(flag: str) -> str:
 #: flag name -> one-line description (what ``kmc list`` shows; the rule table has release and source)
 FLAGS: dict[str, str] = {
     "offsets-for-leader-epoch": "KIP-101: truncate to the leader's end offset of the follower's latest epoch",
+    "kafka-5642": "1.1.0 (KAFKA-5642's controller rewrite): the last ISR member stays in the ISR when it dies, also "
+                  "with unclean election on (0.10.2 to 1.0.x removed it then, leaving an empty ISR)",
     "epoch-in-response": "KIP-279: the answer names its epoch; truncate to the largest common epoch, in rounds",
     "kafka-7415": "KAFKA-7415: a new leader registers its epoch before any append; a lookup below the first epoch "
                   "answers (requested, start of the first epoch)",
     "kafka-7128": "KAFKA-7128: a follower joins the ISR only once it reached the start offset of the leader's epoch",
     "kafka-7164": "KAFKA-7164: a follower whose leader is unchanged but which missed an epoch truncates again",
+    "kafka-7414": "KAFKA-7414: a follower whose leader's log ends below its LEO (OFFSET_OUT_OF_RANGE) truncates to the "
+                  "leader's end offset; before, it halted the broker unless unclean election was on",
     "leader-epoch-fencing": "KIP-320: requests carry the current leader epoch and are fenced by the leader; every "
                             "epoch change restarts truncation",
     "fenced-removes-partition": "2.1.0: FENCED_LEADER_EPOCH removes the partition from the fetcher until the next "
@@ -139,8 +145,8 @@ FLAG_ALIASES: dict[str, str] = {
 
 _0_10_2 = Features()
 _0_11_0 = replace(_0_10_2, offsets_for_leader_epoch=True)
-_2_0_0 = replace(_0_11_0, epoch_in_response=True)
-_2_0_1 = replace(_2_0_0, kafka_7415=True, kafka_7128=True, kafka_7164=True)
+_2_0_0 = replace(_0_11_0, epoch_in_response=True, kafka_5642=True)  # kafka-5642: 1.1.0, between the two rows
+_2_0_1 = replace(_2_0_0, kafka_7415=True, kafka_7128=True, kafka_7164=True, kafka_7414=True)
 _2_1_0 = replace(_2_0_1, leader_epoch_fencing=True, fenced_removes_partition=True)
 _2_1_1 = replace(_2_1_0, kafka_7786_fix=True)
 _2_2_0 = replace(_2_1_1, reject_stale_broker_epoch=True, reject_stale_shutdown=True, detect_bounced_broker=True)
@@ -171,9 +177,10 @@ class Release:
 RELEASES: tuple[Release, ...] = (
     Release("0.10.2", "before KIP-101: a new follower truncates to its own high watermark", _0_10_2, "0.10.x"),
     Release("0.11.0", "KIP-101: OffsetsForLeaderEpoch with the follower's latest epoch; an error is retried", _0_11_0,
-            "1.0.x, 1.1.x"),
+            "1.0.x; 1.1.x with kafka-5642 on (the last ISR member kept on its death also with unclean election)"),
     Release("2.0.0", "KIP-279: the answer carries its epoch; truncate to the largest common epoch, in rounds", _2_0_0),
-    Release("2.0.1", "2.0.0 with KAFKA-7415, KAFKA-7128 and KAFKA-7164 backported", _2_0_1, "2.0.x after 2.0.1"),
+    Release("2.0.1", "2.0.0 with KAFKA-7415, KAFKA-7128, KAFKA-7164 and KAFKA-7414 backported", _2_0_1,
+            "2.0.x after 2.0.1"),
     Release("2.1.0", "KIP-320: requests carry the leader epoch and are fenced; FENCED removes the partition "
             "(KAFKA-7786)", _2_1_0),
     Release("2.1.1", "2.1.0 with KAFKA-7786's fix", _2_1_1),

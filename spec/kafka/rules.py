@@ -225,15 +225,39 @@ RULES: tuple[Rule, ...] = (
     Rule("a fetch answer is dropped unless the partition is still fetching from that leader at the request's offset",
          "-", "0.10.2", "every release", f"2.2.0 {_S}AbstractFetcherThread.scala processFetchRequest "
          "(fetchOffset == currentFetchState.fetchOffset && isReadyForFetch)", "actions_data._receive_fetch_state"),
-    Rule("a follower ahead of the leader (OFFSET_OUT_OF_RANGE) truncates to the leader's LEO", "-", "0.10.2",
-         "2.1.0 and later; before, only with unclean election on (otherwise the broker halts)",
-         f"0.10.2.2 {_S}ReplicaFetcherThread.scala handleOffsetOutOfRange (System.exit when unclean is off)",
-         "actions_data._receive_fetch_state (before 2.1.0 with unclean off: the broker halts, a crash counted "
-         "against the crash bound)",
-         abstraction="the 2.1.0 change is tied to the KIP-320 flag leader-epoch-fencing (both arrived in 2.1.0)"),
+    Rule("a follower ahead of the leader (OFFSET_OUT_OF_RANGE) truncates to the leader's LEO; before, it halted the "
+         "broker unless unclean election was on", "KAFKA-7414", "2.0.1", "2.0.1 (0ed5b8b2403), 2.1.0 and later "
+         "(c5ef614bbf1); 0.10.2 to 2.0.0 halt (the 1.1 branch commits ff1afde8d73, 9fed787141e are in no release tag)",
+         f"2.0.1 {_S}ReplicaFetcherThread.scala handleOffsetOutOfRange (truncateTo(leaderEndOffset), no unclean "
+         f"check); 0.10.2.2 and 2.0.0 the same method (\"Exiting because log truncation is not allowed\", "
+         "FatalExitError when uncleanLeaderElectionEnable is off)",
+         "actions_data._receive_fetch_state (without the flag and with unclean off: the broker halts, a crash "
+         "counted against the crash bound)", flag="kafka-7414"),
+    Rule("the controller keeps the last ISR member when it dies, unclean election on or off; before, it kept it only "
+         "with unclean election off (the ISR emptied, and the broker's return was an unclean election)",
+         "KAFKA-5642", "1.1.0", "1.1.0 and later (b71ee043f89, the controller's move to the async ZooKeeper client)",
+         f"1.1.0 {_K}ReplicaStateMachine.scala doRemoveReplicasFromIsr (if (leaderAndIsr.isr.size == 1) "
+         f"leaderAndIsr.isr); 0.10.2.2 and 1.0.2 {_K}KafkaController.scala removeReplicaFromIsr (newIsr.isEmpty && "
+         "!uncleanLeaderElectionEnable)", "actions_control._broker_failure_actions", flag="kafka-5642",
+         abstraction="the 0.11.0 row has it off (0.11.0, 1.0.x); 1.1.x is the 0.11.0 row with --feature "
+                     "kafka-5642=on"),
+    Rule("a LeaderAndIsr whose leader is -1 (an offline partition) changes nothing on the broker: no new epoch, no "
+         "truncation, the fetcher left as it was", "-", "0.10.2", "every ZooKeeper release (KRaft brokers call "
+         "makeFollower with no leader: applyLocalFollowersDelta)",
+         f"0.10.2.2, 2.8.0 and 3.9.0 {_S}ReplicaManager.scala makeFollowers (\"Only change partition state when the "
+         "leader is available\"; else partition.getOrCreateReplica / createLogIfNotExists only)",
+         "actions_control._apply_leader_and_isr",
+         abstraction="only leader -1 counts as unavailable: a named leader that is dead in the broker's metadata "
+                     "cache is followed as if alive (the model keeps no metadata cache on ZooKeeper rows)"),
+    Rule("a leader re-elected in a new epoch keeps its followers' fetch states (LEO); only a new leader starts with "
+         "them unknown", "-", "0.10.2", "every release",
+         f"0.10.2.2, 2.0.0 and 2.8.0 {_C}Partition.scala makeLeader (if (isNewLeader) ... updateLogReadResult / "
+         "updateFetchState(UnknownOffsetMetadata)); 3.3.0 Replica.scala resetReplicaState(isNewLeader)",
+         "actions_control._apply_leader_and_isr, actions_kraft._apply_leader_and_isr"),
     Rule("the controller elects the leader from the live ISR; a restarted broker is sent the current LeaderAndIsr",
          "-", "0.10.2", "every ZooKeeper release", f"0.10.2.2 {_K}PartitionLeaderSelector.scala "
-         "OfflinePartitionLeaderSelector; KafkaController.onBrokerStartup; 2.1.0 {_K}PartitionStateMachine.scala "
+         "OfflinePartitionLeaderSelector; KafkaController.onBrokerStartup; 2.1.0 "
+         f"{_K}PartitionStateMachine.scala "
          "PartitionLeaderElectionAlgorithms (offline, preferred, controlled shutdown)", "actions_control._controller_actions, "
          "_broker_failure_actions, _controlled_shutdowns, _restart_state",
          abstraction="any eligible replica may be elected, in every election (offline, preferred, controlled shutdown, "
