@@ -79,9 +79,9 @@ STORIES = (
     Story("kip-903", "kip-903-stale-fetch-state-rejoins-the-isr.json", "kraft-3.5", "kraft-3.3",
           "committed-durable", 18, "blocked@12", "kraft-3.3"),
     Story("kip-966-elr", "kip-966-last-replica-standing.json", "kraft-4.1", "kraft-4.1",
-          "committed-durable", 17, "blocked@15", "kraft-3.5"),
+          "committed-durable", 18, "blocked@16", "kraft-3.5"),
     Story("clean-shutdown-detection", "kip-966-unclean-restart-stays-eligible.json", "kraft-4.1", "kraft-4.1",
-          "elr-safety", 14, "blocked@15"),
+          "elr-safety", 15, "blocked@16"),
 )
 
 #: flags whose story is a liveness harm (checked below on the state graph around the story's last state)
@@ -101,6 +101,11 @@ NO_STORY = {
     "kafka-7414": "its harm is availability, not an invariant (the follower's broker halts): its scenario "
                   "kafka-7414-follower-ahead-of-its-leader-halts-the-broker is replayed on 2.0.0 and 2.0.1, the flag "
                   "both ways, in tests/test_kafka_control.py",
+    "kafka-7152": "it removes a step (shrinking a caught-up follower), it breaks no invariant: replayed on 2.0.1 and "
+                  "2.1.0, and kraft rows, in tests/test_kafka_control.py; the stories that shrink the ISR first leave "
+                  "the follower behind (kafka-7128, kip-966)",
+    "kafka-15583": "the HW held back under min ISR (KIP-966's strict min ISR): replayed on 3.4.1 and 3.9.1, kraft-3.5 "
+                   "and kraft-4.1, in tests/test_kafka_control.py",
     "kraft": "the mechanism (the KRaft controller) the KIP-841, KIP-903 and KIP-966 stories run on",
     "kafka-15021": "changes how epochs move (an ISR shrink keeps the leader epoch), not whether a story breaks: the "
                    "KRaft stories replay with it (kraft-4.1) and without it (kraft-3.3, kraft-3.5)",

@@ -103,7 +103,14 @@ class DataPlaneActions:
     def _advance_hw_action(self, s: KafkaState, i: int, leader: Broker, add) -> None:
         """AdvanceHighWatermark: HW = the least LEO over the leader's ISR (the leader's own included),
         as the fetch offsets of its last fetches tell it (``Partition.maybeIncrementLeaderHW``). The
-        records below the new HW become committed (the ghost ``committed``)."""
+        records below the new HW become committed (the ghost ``committed``). With ``kafka-15583`` (3.7.0
+        ``maybeIncrementLeaderHW``: ``if (isUnderMinIsr) return false``, ZooKeeper and KRaft mode alike) not while
+        the ISR is below ``min_isr``; ``isUnderMinIsr`` reads ``partitionState.isr``, the committed ISR while an
+        AlterPartition is pending (the maximal ISR counts for the HW itself)."""
+        if self.features.kafka_15583:
+            committed = leader.committed_isr if leader.alter_pending else leader.isr
+            if len(committed) < self.min_isr:
+                return
         hw = len(leader.log)
         for r in leader.isr:
             if r != i and leader.remote[r] < hw:
@@ -121,11 +128,14 @@ class DataPlaneActions:
         """ShrinkIsr / ExpandIsr of follower ``f`` by the leader of the controller's current epoch.
 
         Shrink: at any time (``Partition.maybeShrinkIsr`` drops a follower that has not caught up for
-        ``replica.lag.time.max.ms``; time is abstracted away). Expand (``Partition.maybeExpandIsr``):
+        ``replica.lag.time.max.ms``; time is abstracted away), but from 2.1.0 (``kafka-7152``) never a follower
+        whose LEO, as the leader last learned it, equals the leader's LEO. Expand (``Partition.maybeExpandIsr``):
         the follower's fetch offset reached the leader's HW; with ``kafka-7128`` (2.0.1+) it must also
         have reached the start offset of the leader's epoch (``leaderEpochStartOffsetOpt``)."""
         isr = leader.isr
         if f in isr:
+            if self.features.kafka_7152 and leader.remote[f] == len(leader.log):
+                return  # KAFKA-7152 (2.1.0 getOutOfSyncReplicas): r.logEndOffset != leaderReplica.logEndOffset
             add((self._shrink[i][f], self._with_isr(s, i, leader, tuple([r for r in isr if r != f]))))
             return
         fetched = leader.remote[f]
@@ -194,9 +204,11 @@ class DataPlaneActions:
             return with_network(s, add_messages(network, response))
         if diverging is not None:
             response = FetchResponse(FETCH_RESPONSE, i, f, m.epoch, m.offset, NONE, (), leader.hw, *diverging)
-            if self.features.kafka_13141 or m.offset > leo:
+            if self.features.kafka_13141:
                 return with_network(s, add_messages(network, response))
-            # before KAFKA-13141's fix the leader took the diverging fetch offset as the follower's LEO
+            # before KAFKA-13141's fix the leader took the diverging fetch offset as the follower's LEO, also one
+            # beyond its own LEO (2.8.0 Partition.readRecords returns FetchDataInfo(LogOffsetMetadata(fetchOffset))
+            # with the diverging epoch and no check against the LEO; updateFollowerFetchState takes it)
             leader = _fetched_by(leader, remote=replace_at(leader.remote, f, m.offset))
             return with_broker(s, i, leader, network=add_messages(network, response))
         if m.offset > leo:

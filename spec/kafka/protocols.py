@@ -36,6 +36,7 @@ class Features:
     kafka_7164: bool = False  # 2.0.1: a follower that missed an epoch of the same leader truncates again
     kafka_7414: bool = False  # 2.0.1: a follower ahead of its leader truncates (OFFSET_OUT_OF_RANGE) instead of halting
     leader_epoch_fencing: bool = False  # KIP-320 (2.1.0)
+    kafka_7152: bool = False  # 2.1.0: a follower whose LEO is the leader's is never shrunk out of the ISR
     fenced_removes_partition: bool = False  # 2.1.0: FENCED_LEADER_EPOCH removes the partition from the fetcher
     kafka_7786_fix: bool = False  # 2.1.1 / 2.2.0
     reject_stale_broker_epoch: bool = False  # KIP-380 (2.2.0)
@@ -56,6 +57,7 @@ class Features:
     kip_841: bool = False  # 3.3.0: fenced / shutting-down replicas are ineligible to join the ISR
     kip_903: bool = False  # 3.5.0: broker epochs in Fetch and AlterPartition; a stale one is ineligible
     kafka_15021: bool = False  # 3.6.0: an ISR shrink no longer bumps the leader epoch
+    kafka_15583: bool = False  # 3.7.0: the leader's HW does not advance while the ISR is below min.insync.replicas
     kip_966_elr: bool = False  # 3.7.0 code, on by default in 4.1.0: strict min ISR and eligible leader replicas
     clean_shutdown_detection: bool = False  # KIP-966 (3.8.0): an unclean restart leaves the ISR and the ELR
 
@@ -103,6 +105,7 @@ FLAGS: dict[str, str] = {
                   "leader's end offset; before, it halted the broker unless unclean election was on",
     "leader-epoch-fencing": "KIP-320: requests carry the current leader epoch and are fenced by the leader; every "
                             "epoch change restarts truncation",
+    "kafka-7152": "KAFKA-7152: the leader never shrinks a follower whose LEO equals its own out of the ISR",
     "fenced-removes-partition": "2.1.0: FENCED_LEADER_EPOCH removes the partition from the fetcher until the next "
                                 "LeaderAndIsr",
     "kafka-7786-fix": "KAFKA-7786: ignore an OffsetsForLeaderEpoch answer if the partition's epoch changed meanwhile",
@@ -129,7 +132,9 @@ FLAGS: dict[str, str] = {
     "kip-903": "KIP-903: the fetch carries the follower's broker epoch; an ISR expansion with a stale one is "
                "ineligible",
     "kafka-15021": "KAFKA-15021: an ISR shrink keeps the leader epoch (only the partition epoch moves)",
-    "kip-966-elr": "KIP-966: strict min ISR (no HW advance under min.insync.replicas) and eligible leader replicas",
+    "kafka-15583": "KAFKA-15583 (KIP-966 part 1): the leader's HW does not advance while the ISR is below "
+                   "min.insync.replicas (strict min ISR), in ZooKeeper and KRaft mode",
+    "kip-966-elr": "KIP-966: eligible leader replicas (replicas leaving an ISR below min ISR stay electable)",
     "clean-shutdown-detection": "KIP-966: a broker registering after an unclean shutdown is removed from the ISR "
                                 "and the ELR",
 }
@@ -147,7 +152,7 @@ _0_10_2 = Features()
 _0_11_0 = replace(_0_10_2, offsets_for_leader_epoch=True)
 _2_0_0 = replace(_0_11_0, epoch_in_response=True, kafka_5642=True)  # kafka-5642: 1.1.0, between the two rows
 _2_0_1 = replace(_2_0_0, kafka_7415=True, kafka_7128=True, kafka_7164=True, kafka_7414=True)
-_2_1_0 = replace(_2_0_1, leader_epoch_fencing=True, fenced_removes_partition=True)
+_2_1_0 = replace(_2_0_1, leader_epoch_fencing=True, fenced_removes_partition=True, kafka_7152=True)
 _2_1_1 = replace(_2_1_0, kafka_7786_fix=True)
 _2_2_0 = replace(_2_1_1, reject_stale_broker_epoch=True, reject_stale_shutdown=True, detect_bounced_broker=True)
 _2_8_0 = replace(_2_2_0, offsets_for_leader_epoch=False, truncate_on_fetch=True, kafka_9654=True, kafka_10706_fix=True,
@@ -155,7 +160,7 @@ _2_8_0 = replace(_2_2_0, offsets_for_leader_epoch=False, truncate_on_fetch=True,
 _2_8_1 = replace(_2_8_0, kafka_13141=True, kafka_13207=True)
 _3_4_1 = replace(_2_8_1, kafka_14704=True)
 #: the last release line with ZooKeeper mode (4.0 removed it: KafkaController.scala and KafkaServer.scala are gone)
-_3_9_1 = replace(_3_4_1, kafka_18991=True)
+_3_9_1 = replace(_3_4_1, kafka_15583=True, kafka_18991=True)  # kafka-15583: 3.7.0
 #: the KRaft lines: the fetch path of the same release (3.3.x ~ 2.8.1's rules, 3.5.x ~ 3.4.1's, 4.1.0 ~ 3.9.1's) with the
 #: KRaft controller; the ZooKeeper control-plane flags of KIP-380 stay on (they only touch actions the KRaft rows
 #: do not have: ControlledShutdown over ZooKeeper, Bounce, ProcessBrokerChange)

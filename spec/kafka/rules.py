@@ -124,7 +124,9 @@ RULES: tuple[Rule, ...] = (
                      "released and taken again (TruncateOnDivergingEpoch); a LeaderAndIsr may come in between"),
     Rule("the leader does not record a diverging fetch's offset as the follower's LEO", "KAFKA-13141", "2.7.2",
          "2.7.2, 2.8.1, 2.8.2, 3.0.0 and later (c69d5f30f9e, 7e4a315963a, 047608fe5e6)",
-         f"2.8.1 {_S}ReplicaManager.scala updateFollowerFetchState (skipped on divergingEpoch)",
+         f"2.8.1 {_S}ReplicaManager.scala updateFollowerFetchState (skipped on divergingEpoch); before it, 2.8.0 "
+         f"{_C}Partition.readRecords returns FetchDataInfo(LogOffsetMetadata(fetchOffset)) with the diverging epoch "
+         "and no check against the leader's LEO, which updateFollowerFetchState takes (also beyond the LEO)",
          "actions_data._serve_fetch_state", flag="kafka-13141"),
     Rule("a diverging-epoch truncation is skipped if the partition left the fetcher meanwhile", "KAFKA-13207", "2.8.1",
          "2.8.1, 2.8.2, 3.0.0 and later (9618c61a248, 4d1efc90af0)",
@@ -218,10 +220,18 @@ RULES: tuple[Rule, ...] = (
          f"0.10.2.2 {_C}Partition.scala maybeIncrementLeaderHW", "actions_data._advance_hw_action",
          abstraction="Kafka also counts followers outside the ISR that caught up within replica.lag.time.max.ms; that "
                      "only lowers the HW, so the model's HW can be higher than Kafka's, never lower; 3.7.0's "
-                     "min.insync.replicas condition (KAFKA-15583) is not modelled"),
+                     "min.insync.replicas condition is its own rule (kafka-15583)"),
     Rule("ISR shrink and expand are ZooKeeper writes only the leader of the current epoch can make", "-", "0.10.2",
          "every ZooKeeper release", f"0.10.2.2 {_C}Partition.scala maybeShrinkIsr, updateIsr (zkVersion)",
-         "actions_data._leader_actions", abstraction="time is abstracted: a follower may be shrunk at any moment"),
+         "actions_data._leader_actions", abstraction="time is abstracted: a follower may be shrunk at any moment "
+         "(from 2.1.0 one whose LEO is the leader's never is: kafka-7152)"),
+    Rule("a follower whose LEO equals the leader's is never out of sync: it is not shrunk out of the ISR", "KAFKA-7152",
+         "2.1.0", "2.1.0 and later (9a7f29c1ede; the 2.0 branch commit b8b83a72df5 is in no release)",
+         f"2.1.0 {_C}Partition.scala getOutOfSyncReplicas (r.logEndOffset != leaderReplica.logEndOffset && ...); "
+         "2.8.0 isFollowerOutOfSync; 3.3.0 and 3.9.0 Replica.scala isCaughtUp (leaderEndOffset == logEndOffset || ...)",
+         "actions_data._isr_change_action, actions_kraft._isr_change_action", flag="kafka-7152",
+         abstraction="the follower's LEO is the fetch offset the leader last recorded (remote); the time half "
+                     "(lastCaughtUpTimeMs within replica.lag.time.max.ms) is abstracted away as before"),
     Rule("a fetch answer is dropped unless the partition is still fetching from that leader at the request's offset",
          "-", "0.10.2", "every release", f"2.2.0 {_S}AbstractFetcherThread.scala processFetchRequest "
          "(fetchOffset == currentFetchState.fetchOffset && isReadyForFetch)", "actions_data._receive_fetch_state"),
@@ -366,15 +376,20 @@ RULES: tuple[Rule, ...] = (
          "3.9.0 metadata/.../controller/PartitionChangeBuilder.java triggerLeaderEpochBumpForIsrShrinkIfNeeded "
          "(isLeaderEpochBumpRequiredOnIsrShrink); 3.5.0 triggerLeaderEpochBumpIfNeeded bumps on every shrink",
          "actions_kraft._partition_change", flag="kafka-15021"),
-    Rule("strict min ISR: the HW does not advance while the ISR is below min.insync.replicas; replicas leaving an ISR "
-         "below min ISR become eligible leader replicas (the ISR may empty), elected when no ISR member is left",
-         "KIP-966 (KAFKA-15583, KAFKA-15581, KAFKA-15584)", "3.7.0", "3.7.0 code, off by default until 4.1.0 "
-         "(eligible.leader.replicas.version=1 on new clusters)",
-         f"3.9.0 {_C}Partition.scala maybeIncrementLeaderHW (isUnderMinIsr); metadata/.../controller/"
-         "PartitionChangeBuilder.java maybePopulateTargetElr, isValidNewLeader, electAnyLeader",
-         "actions_kraft._advance_hw_action, _partition_change, _controller_actions", flag="kip-966-elr",
-         abstraction="one flag for both halves (KAFKA-15583's strict min ISR is unconditional from 3.7.0, ELR is a "
-                     "feature level); no last-known-leader election (KIP-966's balanced recovery)"),
+    Rule("strict min ISR: the leader's HW does not advance while the (committed) ISR is below min.insync.replicas",
+         "KIP-966 (KAFKA-15583)", "3.7.0", "3.7.0 and later (edc7e10a745), ZooKeeper and KRaft mode alike "
+         "(Partition.scala is shared; unconditional, not an ELR feature level): the 3.9.1 and kraft-4.1 rows",
+         f"3.7.0 and 3.9.0 {_C}Partition.scala maybeIncrementLeaderHW (if (isUnderMinIsr) return false), "
+         "isUnderMinIsr (partitionState.isr.size < effectiveMinIsr)", "actions_data._advance_hw_action",
+         flag="kafka-15583",
+         abstraction="min_isr above the replication factor is not capped (effectiveMinIsr); it matters only with "
+                     "min_isr > 1, so the ZooKeeper matrix cells (min_isr=1) do not see it"),
+    Rule("eligible leader replicas: replicas leaving an ISR below min ISR become eligible leader replicas (the ISR may "
+         "empty), elected when no ISR member is left", "KIP-966 (KAFKA-15581, KAFKA-15584)", "3.7.0",
+         "3.7.0 code, off by default until 4.1.0 (eligible.leader.replicas.version=1 on new clusters)",
+         "3.9.0 metadata/.../controller/PartitionChangeBuilder.java maybePopulateTargetElr, isValidNewLeader, "
+         "electAnyLeader", "actions_kraft._partition_change, _controller_actions", flag="kip-966-elr",
+         abstraction="no last-known-leader election (KIP-966's balanced recovery)"),
     Rule("a broker that registers as a new incarnation is removed from the ISR and the ELR", "KIP-966 "
          "(KAFKA-15582, KAFKA-15586; KAFKA-16952)", "3.8.0", "3.8.0 and later, where ELR is supported: 3.8.x removes a "
          "broker whose registration does not carry its previous broker epoch (an unclean shutdown); 3.9.0 and later "
