@@ -23,7 +23,7 @@ from invariants.kafka_log_matching import log_matching, log_matching_all_pairs
 from invariants.registry import for_family
 from spec.kafka import symmetry
 from spec.kafka.scenario import ScenarioError, run_scenario
-from spec.kafka.state import FETCHING, NO_FETCHER, STOP_REPLICA, TRUNCATING
+from spec.kafka.state import FENCED_LEADER_EPOCH, FETCH_RESPONSE, FETCHING, NO_FETCHER, STOP_REPLICA, TRUNCATING
 from tests.kafka_steps import deliver, fetch, model, offsets_round
 
 CONTROL_BOUNDS = ("records=1", "epochs=1", "crashes=0", "bumps=1", "shutdowns=1", "bounces=1")
@@ -216,7 +216,7 @@ def test_matrix_control_cells() -> None:
             assert bounds == {"records": 1, "epochs": 2, "crashes": 0, "bumps": 2, "shutdowns": 0, "bounces": 0}
         else:
             assert bounds == {"records": 1, "epochs": 1, "crashes": 0, "bumps": 1, "shutdowns": 1, "bounces": 1}
-    assert {c.distinct_states for c in cells if c.protocol == "kip-380"} == {99741, 23985}
+    assert {c.distinct_states for c in cells if c.protocol == "kip-380"} == {101047, 24650}
 
 
 @pytest.mark.parametrize("protocol, safety, code, liveness", [
@@ -261,7 +261,7 @@ def test_liveness_is_not_in_the_default_invariants(capsys) -> None:
 
 # -- pinned counts and symmetry -------------------------------------------------------------------------
 # protocol -> (distinct states, states generated, depth) at records=1, epochs=1, crashes=0, bumps=1, bounces=1
-PINNED = {"kip-320": (13130, 37668, 24), "kip-380": (11371, 31954, 27), "truncate-on-fetch": (9781, 27724, 23)}
+PINNED = {"kip-320": (13289, 38010, 25), "kip-380": (11477, 32197, 27), "truncate-on-fetch": (9781, 27724, 23)}
 
 
 @pytest.mark.parametrize("protocol", sorted(PINNED))
@@ -312,7 +312,7 @@ def test_kafka10706_epoch_registered_as_leader_outlives_truncation(fix: str) -> 
     assert last.brokers[1].cache == ((0, 0),) and all(replica_sanity(s) for s in states)
 
 
-@pytest.mark.parametrize("fix, verdict, states", [("off", "violated", 3554), ("on", "holds", 23985)])
+@pytest.mark.parametrize("fix, verdict, states", [("off", "violated", 3545), ("on", "holds", 24650)])
 def test_kafka7786_fix_alone_on_the_same_configuration(fix: str, verdict: str, states: int) -> None:
     """Epoch bumps only (no bounce, shutdown or crash): kip-320 stalls in the seed's story, in 9 steps
     (leadership moves to 1, then a bump with the same leader overtakes 0's OffsetsForLeaderEpoch),
@@ -447,3 +447,22 @@ def test_kafka_13141_before_its_fix_a_diverging_offset_beyond_the_leaders_leo_is
              ("SendFetch", {"follower": 0, "leader": 1}), deliver(1, 1), ("ServeFetch", {"leader": 1, "follower": 0})]
     leader = run_scenario(model(protocol, "records=2", "epochs=2"), steps)[-1].brokers[1]
     assert len(leader.log) == 0 and leader.remote[0] == recorded
+
+
+@pytest.mark.parametrize("protocol, flag, forgotten", [("2.2.0", None, True), ("2.8.0", None, False),
+                                                       ("2.2.0", "on", False), ("2.8.0", "off", True)])
+def test_kafka_8400_an_errored_fetch_resets_the_followers_leo_on_the_leader_before_2_4(protocol, flag, forgotten):
+    """2.1.0 to 2.3.x ReplicaManager.updateFollowerLogReadResults records an errored read's UnknownOffsetMetadata as
+    the follower's LEO (KAFKA-8400, fixed in 2.4.0). The leader knows broker 1 at offset 1, bumps its epoch, and
+    answers broker 1's fetch of the old epoch with FENCED_LEADER_EPOCH."""
+    m = model(protocol, "records=1", "epochs=1", "crashes=0", "bumps=1",
+              features=(f"kafka-8400={flag}",) if flag else ())
+    steps = [("Produce", {"leader": 0}), *fetch(1, 0), ("SendFetch", {"follower": 1, "leader": 0}),
+             ("ServeFetch", {"leader": 0, "follower": 1}), ("ReceiveFetch", {"follower": 1, "leader": 0}),
+             ("BumpLeaderEpoch", {"leader": 0}), deliver(0, 1), ("SendFetch", {"follower": 1, "leader": 0})]
+    before = run_scenario(m, steps)[-1]
+    assert before.brokers[0].remote[1] == 1  # the re-elected leader kept it
+    after = run_scenario(m, [("ServeFetch", {"leader": 0, "follower": 1})], before)[-1]
+    (answer,) = [x for x in after.network if x.kind == FETCH_RESPONSE]
+    assert answer.error == FENCED_LEADER_EPOCH
+    assert after.brokers[0].remote[1] == (-1 if forgotten else 1)

@@ -106,6 +106,8 @@ NO_STORY = {
                   "the follower behind (kafka-7128, kip-966)",
     "kafka-15583": "the HW held back under min ISR (KIP-966's strict min ISR): replayed on 3.4.1 and 3.9.1, kraft-3.5 "
                    "and kraft-4.1, in tests/test_kafka_control.py",
+    "kafka-8400": "it loses no data and stalls nothing at the model's bounds (the leader relearns the LEO at the next "
+                  "fetch): replayed on 2.2.0 and 2.8.0, the flag both ways, in tests/test_kafka_control.py",
     "kraft": "the mechanism (the KRaft controller) the KIP-841, KIP-903 and KIP-966 stories run on",
     "kafka-15021": "changes how epochs move (an ISR shrink keeps the leader epoch), not whether a story breaks: the "
                    "KRaft stories replay with it (kraft-4.1) and without it (kraft-3.3, kraft-3.5)",

@@ -196,6 +196,11 @@ class DataPlaneActions:
         error = self._error(leader, i, m.epoch)
         if error != NONE:
             response = FetchResponse(FETCH_RESPONSE, i, f, m.epoch, m.offset, error, (), UNDEFINED, UNDEFINED, UNDEFINED)
+            if not self.features.kafka_8400 and leader.leader == i and leader.remote[f] != -1:
+                # before KAFKA-8400 (2.4.0) the errored read's LogReadResult (UnknownOffsetMetadata) still went
+                # through updateFollowerLogReadResults: the leader forgets the follower's LEO
+                leader = _fetched_by(leader, remote=replace_at(leader.remote, f, -1))
+                return with_broker(s, i, leader, network=add_messages(network, response))
             return with_network(s, add_messages(network, response))
         leo = len(leader.log)
         diverging = diverging_epoch(leader.cache, leo, m.offset, m.last_epoch) if self._on_fetch else None

@@ -100,6 +100,15 @@ RULES: tuple[Rule, ...] = (
          abstraction="the HW checkpoint rewritten by a stale first LeaderAndIsr (KAFKA-7235's third motivation) needs "
                      "a second partition and is not modelled; a newer broker epoch is accepted (KAFKA-9839, 2.5.1/2.6.0: "
                      "before it the request failed with IllegalStateException; the model never stamps a newer epoch)"),
+    Rule("a follower fetch the leader answers with an error (FENCED_LEADER_EPOCH, UNKNOWN_LEADER_EPOCH) leaves the "
+         "follower's LEO on the leader alone; before, the errored read reset it to unknown", "KAFKA-8400", "2.4.0",
+         "2.4.0 and later (0e95c9f3a82; the 2.3 branch commit 404fab2641e is in no release tag); 2.1.0 to 2.3.x reset it",
+         f"2.2.0 {_S}ReplicaManager.scala readFromLocalLog (an error gives LogReadResult(FetchDataInfo("
+         "LogOffsetMetadata.UnknownOffsetMetadata, ...))), updateFollowerLogReadResults (updateReplicaLogReadResult on "
+         "any result); 2.4.0 the same method skips a result with an error",
+         "actions_data._serve_fetch_state", flag="kafka-8400",
+         abstraction="before 2.1.0 a leader answers no error in the model (no epoch in the fetch), so the flag acts from "
+                     "the 2.1.0 row; the 2.2.0 row stands for 2.2.x and 2.3.x (2.4.x to 2.7.x: --feature kafka-8400=on)"),
     Rule("the controller rejects a ControlledShutdown from an older broker epoch", "KIP-380", "2.2.0", "2.2.0 and later",
          f"2.2.0 {_K}KafkaController.scala doControlledShutdown", "actions_control._controlled_shutdowns",
          flag="reject-stale-shutdown"),
