@@ -480,6 +480,7 @@ def _model_listing(info: ModelInfo) -> dict[str, Any]:
             {"name": c.name, "default": c.default, "description": c.description} for c in info.constants
         ],
         "protocols": dict(info.protocols),
+        "protocol_aliases": dict(info.protocol_aliases),
         "default_protocol": info.default_protocol,
         "features": dict(info.features),
         "invariants": {name: inv.description for name, inv in for_family(_family_of(info)).items()},
@@ -537,6 +538,8 @@ def cmd_list(args: argparse.Namespace) -> int:
         for name, text in item["protocols"].items():
             mark = " (default)" if name == item["default_protocol"] else ""
             console.print(f"  --protocol {name}{mark}  {text}")
+        for alias, target in item["protocol_aliases"].items():
+            console.print(f"  --protocol {alias}  alias of {target}: {item['protocols'][target]}")
         for name, text in item["features"].items():
             console.print(f"  --feature {name}=on|off  {text}")
         for name, text in item["invariants"].items():

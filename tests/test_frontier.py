@@ -39,7 +39,7 @@ def _reachable(model, limit):
 
 @pytest.mark.parametrize("model", [
     TwoPhase(4), _kafka(),
-    build_model("kafka", ["records=2", "epochs=1", "crashes=1", "consumers=1", "acks=-1"], "4.1.0"),
+    build_model("kafka", ["records=2", "epochs=1", "crashes=1", "consumers=1", "acks=-1"], "3.9.1"),
     build_model("kafka", ["records=1", "epochs=1", "crashes=1", "consumers=1", "consumer_inflight=1"], "2.8.1"),
     build_model("kafka", ["records=1", "epochs=1", "crashes=1", "unclean_shutdowns=1", "min_isr=2"], "kraft-4.1"),
 ], ids=["two-phase", "kafka", "kafka-with-clients", "kafka-consumer-requests", "kafka-kraft"])
@@ -68,7 +68,7 @@ KAFKA_MODELS = {
     "kafka": _kafka,
     "kafka-3-brokers": lambda: build_model("kafka", ["brokers=3", "records=1", "epochs=1", "crashes=0"], "2.1.0"),
     "kafka-with-clients": lambda: build_model(
-        "kafka", ["records=2", "epochs=1", "crashes=1", "consumers=1", "acks=-1"], "4.1.0"),
+        "kafka", ["records=2", "epochs=1", "crashes=1", "consumers=1", "acks=-1"], "3.9.1"),
     "kafka-kraft": lambda: build_model(
         "kafka", ["records=1", "epochs=1", "crashes=1", "unclean_shutdowns=1", "min_isr=2"], "kraft-4.1"),
 }

@@ -28,7 +28,7 @@ SCENARIOS = os.path.join(os.path.dirname(__file__), "..", "traces", "scenarios")
 #: the first election; tests/test_kafka_kraft.py replays acks=all on the KRaft rows)
 RELEASE_NAMES = [r.name for r in RELEASES if not r.features.kraft]
 #: releases whose consumer validates its position after a leader change (KAFKA-7747, 2.3.0): the 2.8.0+ rows
-VALIDATING = {"2.8.0", "2.8.1", "3.4.1", "4.1.0"}
+VALIDATING = {"2.8.0", "2.8.1", "3.4.1", "3.9.1"}
 
 
 def _scenario(name: str):
@@ -142,10 +142,10 @@ def test_consumer_out_of_range_resets_to_the_hw():
 
 # -- state space, symmetry, the table, bad input ---------------------------------------------------------------
 #: protocol -> (distinct states, states generated, depth) at records=1, epochs=1, crashes=1, acks=-1, consumers=1
-PINNED_CLIENTS = {"2.2.0": (13829, 49989, 34), "2.8.1": (11391, 41914, 28), "4.1.0": (11391, 41914, 28)}
+PINNED_CLIENTS = {"2.2.0": (14007, 47404, 33), "2.8.1": (11535, 39484, 28), "3.9.1": (11535, 39484, 28)}
 #: protocol -> (distinct states, states generated, depth) at records=1, epochs=1, crashes=0, consumers=1,
 #: consumer_inflight=1 (a consumer's requests and answers through the network)
-PINNED_DELAYED_CONSUMER = {"0.10.2": (10122, 41985, 27), "2.2.0": (12283, 50422, 30), "2.8.1": (11374, 46886, 27)}
+PINNED_DELAYED_CONSUMER = {"0.10.2": (10122, 41985, 27), "2.2.0": (12283, 48193, 30), "2.8.1": (11374, 44397, 27)}
 
 
 @pytest.mark.parametrize("protocol", sorted(PINNED_CLIENTS))
@@ -219,7 +219,7 @@ KAFKA_13141_ACKS_ALL = ["PreferredLeaderElection(leader=1)", "PreferredLeaderEle
                         "Produce(leader=1)", "ServeFetch(leader=1, follower=0)", "AdvanceHighWatermark(leader=1)"]
 
 
-@pytest.mark.parametrize("protocol", ["2.8.0", "2.8.1", "3.4.1", "4.1.0"])
+@pytest.mark.parametrize("protocol", ["2.8.0", "2.8.1", "3.4.1", "3.9.1"])
 def test_kafka_13141_loses_an_acks_all_write_in_2_8_0_only(protocol):
     scenario = _variant({"scenario": "KAFKA-13141, acks=all", "model": "kafka", "steps": KAFKA_13141_ACKS_ALL,
                          "constants": {"records": 2, "epochs": 2, "crashes": 1, "acks": -1},
@@ -249,7 +249,7 @@ def test_canonical_with_a_consumer_is_exact():
 # -- KAFKA-14704 seen by a consumer through KIP-392 fetch-from-follower -------------------------------------------
 FROM_FOLLOWER = "kafka-14704-consumer-reads-from-follower-below-its-hw.json"
 #: releases with KIP-392 (2.4.0): the model's rows from 2.8.0; fetch-from-follower is off in every row
-KIP_392 = {"2.8.0", "2.8.1", "3.4.1", "4.1.0"}
+KIP_392 = {"2.8.0", "2.8.1", "3.4.1", "3.9.1"}
 
 
 @pytest.mark.parametrize("protocol", RELEASE_NAMES)
@@ -300,7 +300,7 @@ def test_replay_all_protocols_reports_rows_without_the_flag_as_n_a(capsys):
     assert code == 0
     assert rows["2.2.0"]["outcome"] == "n/a" and "fetch-from-follower" in rows["2.2.0"]["detail"]
     assert (rows["2.8.0"]["outcome"], rows["2.8.0"]["step"]) == ("violated", 22)
-    assert rows["4.1.0"]["outcome"] == "holds"
+    assert rows["3.9.1"]["outcome"] == "holds"
 
 
 # -- the unclean-election ghost and the empty-fetch skip ------------------------------------------------------------

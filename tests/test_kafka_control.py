@@ -22,8 +22,8 @@ from invariants.kafka_control import no_fence_stall, no_stale_control_request, s
 from invariants.kafka_log_matching import log_matching, log_matching_all_pairs
 from invariants.registry import for_family
 from spec.kafka import symmetry
-from spec.kafka.scenario import run_scenario
-from spec.kafka.state import FETCHING, NO_FETCHER, STOP_REPLICA, TRUNCATING
+from spec.kafka.scenario import ScenarioError, run_scenario
+from spec.kafka.state import FENCED_LEADER_EPOCH, FETCH_RESPONSE, FETCHING, NO_FETCHER, STOP_REPLICA, TRUNCATING
 from tests.kafka_steps import deliver, fetch, model, offsets_round
 
 CONTROL_BOUNDS = ("records=1", "epochs=1", "crashes=0", "bumps=1", "shutdowns=1", "bounces=1")
@@ -216,7 +216,7 @@ def test_matrix_control_cells() -> None:
             assert bounds == {"records": 1, "epochs": 2, "crashes": 0, "bumps": 2, "shutdowns": 0, "bounces": 0}
         else:
             assert bounds == {"records": 1, "epochs": 1, "crashes": 0, "bumps": 1, "shutdowns": 1, "bounces": 1}
-    assert {c.distinct_states for c in cells if c.protocol == "kip-380"} == {96467, 21231}
+    assert {c.distinct_states for c in cells if c.protocol == "kip-380"} == {101047, 24650}
 
 
 @pytest.mark.parametrize("protocol, safety, code, liveness", [
@@ -261,7 +261,7 @@ def test_liveness_is_not_in_the_default_invariants(capsys) -> None:
 
 # -- pinned counts and symmetry -------------------------------------------------------------------------
 # protocol -> (distinct states, states generated, depth) at records=1, epochs=1, crashes=0, bumps=1, bounces=1
-PINNED = {"kip-320": (12454, 37296, 24), "kip-380": (10979, 31940, 27), "truncate-on-fetch": (9379, 27528, 23)}
+PINNED = {"kip-320": (13289, 38010, 25), "kip-380": (11477, 32197, 27), "truncate-on-fetch": (9781, 27724, 23)}
 
 
 @pytest.mark.parametrize("protocol", sorted(PINNED))
@@ -312,7 +312,7 @@ def test_kafka10706_epoch_registered_as_leader_outlives_truncation(fix: str) -> 
     assert last.brokers[1].cache == ((0, 0),) and all(replica_sanity(s) for s in states)
 
 
-@pytest.mark.parametrize("fix, verdict, states", [("off", "violated", 3453), ("on", "holds", 21231)])
+@pytest.mark.parametrize("fix, verdict, states", [("off", "violated", 3545), ("on", "holds", 24650)])
 def test_kafka7786_fix_alone_on_the_same_configuration(fix: str, verdict: str, states: int) -> None:
     """Epoch bumps only (no bounce, shutdown or crash): kip-320 stalls in the seed's story, in 9 steps
     (leadership moves to 1, then a bump with the same leader overtakes 0's OffsetsForLeaderEpoch),
@@ -323,3 +323,146 @@ def test_kafka7786_fix_alone_on_the_same_configuration(fix: str, verdict: str, s
     if verdict == "violated":
         names = [step.action.name for step in result.violations[0].trace.steps]
         assert len(names) == 9 and names[1] == "BumpLeaderEpoch" and names[-1] == "ReceiveOffsetsForLeaderEpoch"
+
+
+# -- release-read control-plane rules (issue 27) --------------------------------------------------------------
+@pytest.mark.parametrize("protocol", ["0.10.2", "0.11.0", "2.2.0", "2.8.0", "3.9.1"])
+def test_a_leaderandisr_with_no_leader_changes_nothing_on_the_broker(protocol):
+    """ReplicaManager.makeFollowers (0.10.2.2 to 3.9): "Only change partition state when the leader is available".
+    Broker 0 restarts into an offline partition holding m1 above its HW: the LeaderAndIsr with leader -1 neither
+    truncates it (0.10.2 used to truncate to the HW here) nor gives it the epoch; the next election still reaches it."""
+    steps = [("Produce", {"leader": 0}), ("Crash", {"broker": 1}), ("ProcessBrokerFailure", {"broker": 1}), deliver(0, 1),
+             ("Crash", {"broker": 0}), ("ProcessBrokerFailure", {"broker": 0}), ("Restart", {"broker": 0})]
+    m = model(protocol, "records=1", "epochs=3", "crashes=2")
+    states = run_scenario(m, [*steps, deliver(0, 2)])
+    before, after = states[-2].brokers[0], states[-1].brokers[0]
+    assert len(before.log) == 1 and before.hw == 0
+    assert (after.log, after.hw, after.epoch, after.leader, after.fetch) == (before.log, 0, -1, -1, NO_FETCHER)
+    elected = run_scenario(m, [("ElectLeader", {"leader": 0}), deliver(0, 3)], states[-1])[-1].brokers[0]
+    assert (elected.leader, elected.epoch, len(elected.log)) == (0, 3, 1)
+
+
+@pytest.mark.parametrize("protocol", ["0.10.2", "2.0.1", "2.8.0", "3.9.1"])
+def test_a_leader_re_elected_in_a_new_epoch_keeps_its_followers_fetch_state(protocol):
+    """Partition.makeLeader resets the followers' LEOs only "if (isNewLeader)" (0.10.2.2, 2.0.0, 2.8.0): a bump of
+    the same leader keeps what it learned (the model used to forget it on every LeaderAndIsr)."""
+    m = model(protocol, "records=1", "epochs=1", "crashes=0", "bumps=1")
+    states = run_scenario(m, [("Produce", {"leader": 0}), *fetch(1, 0), ("SendFetch", {"follower": 1, "leader": 0}),
+                              ("ServeFetch", {"leader": 0, "follower": 1})])
+    assert states[-1].brokers[0].remote[1] == 1
+    bumped = run_scenario(m, [("BumpLeaderEpoch", {"leader": 0}), deliver(0, 1)], states[-1])[-1].brokers[0]
+    assert (bumped.epoch, bumped.leader, bumped.remote[1]) == (1, 0, 1)
+    # a new leader starts with them unknown: broker 1 elected by a preferred election knows nothing of broker 0
+    moved = run_scenario(m, [("PreferredLeaderElection", {"leader": 1}), deliver(1, 1)], states[-1])[-1].brokers[1]
+    assert moved.leader == 1 and moved.remote == (-1, -1)
+
+
+def test_kafka_7414_a_follower_ahead_of_its_leader_halts_before_2_0_1_and_truncates_from_it():
+    """KAFKA-7414's scenario under the releases on both sides (2.0.0 halts: the broker is down, its next fetch
+    blocked; 2.0.1 truncates and fetches on), and each with the flag switched the other way."""
+    from traces.replay import replay_scenario, scenario_model
+    from traces.scenario import load_scenario
+
+    scenario = load_scenario("traces/scenarios/kafka-7414-follower-ahead-of-its-leader-halts-the-broker.json")
+    for protocol, flag, outcome in (("2.0.0", None, ("blocked", 15)), ("2.0.1", None, ("holds", None)),
+                                    ("2.0.1", "off", ("blocked", 15)), ("2.0.0", "on", ("holds", None))):
+        result = replay_scenario(scenario_model(scenario, protocol, [f"kafka-7414={flag}"] if flag else []), scenario)
+        assert (result.outcome, result.step) == outcome, (protocol, flag, result.summary())
+        halted = result.trace.steps[13].state.brokers[1]  # after step 14, ReceiveFetch
+        assert halted.alive == (outcome[0] == "holds")
+        if outcome[0] == "holds":
+            assert (halted.log, halted.hw) == ((), 0)  # truncated to the leader's end offset
+    assert scenario.expectation("2.0.0").outcome == "blocked" and scenario.expectation("2.0.1").outcome == "holds"
+
+
+@pytest.mark.parametrize("before, after", [("2.0.1", "2.1.0"), ("2.0.1", "3.9.1")])
+def test_kafka_7152_a_caught_up_follower_is_never_shrunk_from_2_1_0(before, after):
+    """2.1.0 Partition.getOutOfSyncReplicas: only r.logEndOffset != leaderReplica.logEndOffset may be out of sync
+    (2.0.1: any follower, after replica.lag.time.max.ms). The follower has fetched m1 and the leader knows it."""
+    steps = [("Produce", {"leader": 0}), *fetch(1, 0), ("SendFetch", {"follower": 1, "leader": 0}),
+             ("ServeFetch", {"leader": 0, "follower": 1})]
+    shrink = [("ShrinkIsr", {"leader": 0, "follower": 1})]
+    caught_up = run_scenario(model(before, "records=2"), steps)[-1]
+    assert caught_up.brokers[0].remote[1] == len(caught_up.brokers[0].log) == 1
+    assert run_scenario(model(before, "records=2"), shrink, caught_up)[-1].brokers[0].isr == (0,)
+    with pytest.raises(ScenarioError):
+        run_scenario(model(after, "records=2"), shrink, run_scenario(model(after, "records=2"), steps)[-1])
+    with pytest.raises(ScenarioError):  # the flag alone makes the older release refuse it too
+        run_scenario(model(before, "records=2", features=("kafka-7152=on",)), shrink, caught_up)
+    # behind the leader's LEO again (m2 not fetched), the follower may be shrunk
+    behind = run_scenario(model(after, "records=2"), [*steps, ("Produce", {"leader": 0}), *shrink])[-1]
+    assert behind.brokers[0].isr == (0,)
+
+
+def test_kafka_7152_on_kraft_rows_too():
+    """3.3.0 Replica.isCaughtUp (leaderEndOffset == logEndOffset || ...): the KRaft leader does not propose a caught-up
+    follower's removal."""
+    steps = [("Produce", {"leader": 0}), *fetch(1, 0), ("SendFetch", {"follower": 1, "leader": 0}),
+             ("ServeFetch", {"leader": 0, "follower": 1})]
+    m = model("kraft-3.3", "records=2", "alters=1")
+    with pytest.raises(ScenarioError):
+        run_scenario(m, [*steps, ("ShrinkIsr", {"leader": 0, "follower": 1})])
+    off = model("kraft-3.3", "records=2", "alters=1", features=("kafka-7152=off",))
+    assert run_scenario(off, [*steps, ("ShrinkIsr", {"leader": 0, "follower": 1})])[-1].brokers[0].alter_pending
+
+
+@pytest.mark.parametrize("before, after", [("3.4.1", "3.9.1"), ("kraft-3.5", "kraft-4.1")])
+def test_kafka_15583_the_hw_stays_while_the_isr_is_below_min_isr(before, after):
+    """3.7.0 Partition.maybeIncrementLeaderHW: if (isUnderMinIsr) return false, in ZooKeeper and KRaft mode. The
+    leader appends m1 with the follower out of the ISR and min.insync.replicas=2: 3.4.1 / kraft-3.5 advance the HW
+    over m1 (ISR {0}), 3.9.1 / kraft-4.1 do not."""
+    consts = ("records=1", "min_isr=2", "alters=1")
+    shrink = [("ShrinkIsr", {"leader": 0, "follower": 1})]
+    if before.startswith("kraft"):
+        shrink += [("ProcessAlterPartition", {"leader": 0}), ("ReceiveAlterPartitionResponse", {"leader": 0})]
+    advance = [("AdvanceHighWatermark", {"leader": 0})]
+
+    def shrunk_with_m1(m):
+        """ISR {0} on the leader (on KRaft: the shrink committed and its partition change replayed), then m1."""
+        state = run_scenario(m, shrink)[-1]
+        for action, successor in m.successors(state):
+            if action.name == "DeliverLeaderAndIsr" and action.param("broker") == 0:
+                state = successor
+        assert state.brokers[0].isr == (0,) and state.brokers[0].leader == 0
+        return run_scenario(m, [("Produce", {"leader": 0})], state)[-1]
+
+    old = model(before, *consts)
+    assert run_scenario(old, advance, shrunk_with_m1(old))[-1].brokers[0].hw == 1
+    new = model(after, *consts)
+    with pytest.raises(ScenarioError):
+        run_scenario(new, advance, shrunk_with_m1(new))
+    off = model(after, *consts, features=("kafka-15583=off",))
+    assert run_scenario(off, advance, shrunk_with_m1(off))[-1].brokers[0].hw == 1
+    on = model(before, *consts, features=("kafka-15583=on",))
+    with pytest.raises(ScenarioError):
+        run_scenario(on, advance, shrunk_with_m1(on))
+
+
+@pytest.mark.parametrize("protocol, recorded", [("2.8.0", 1), ("2.8.1", -1), ("3.9.1", -1)])
+def test_kafka_13141_before_its_fix_a_diverging_offset_beyond_the_leaders_leo_is_recorded(protocol, recorded):
+    """2.8.0 Partition.readRecords answers a diverging epoch with FetchDataInfo(LogOffsetMetadata(fetchOffset)) before
+    any check against the LEO, and updateFollowerFetchState takes it: broker 0 fetches at offset 1 (its m1 of epoch 0)
+    from the new leader 1, whose log is empty; 2.8.0 records offset 1 as broker 0's LEO, 2.8.1+ records nothing."""
+    steps = [("PreferredLeaderElection", {"leader": 1}), ("Produce", {"leader": 0}), deliver(0, 1),
+             ("SendFetch", {"follower": 0, "leader": 1}), deliver(1, 1), ("ServeFetch", {"leader": 1, "follower": 0})]
+    leader = run_scenario(model(protocol, "records=2", "epochs=2"), steps)[-1].brokers[1]
+    assert len(leader.log) == 0 and leader.remote[0] == recorded
+
+
+@pytest.mark.parametrize("protocol, flag, forgotten", [("2.2.0", None, True), ("2.8.0", None, False),
+                                                       ("2.2.0", "on", False), ("2.8.0", "off", True)])
+def test_kafka_8400_an_errored_fetch_resets_the_followers_leo_on_the_leader_before_2_4(protocol, flag, forgotten):
+    """2.1.0 to 2.3.x ReplicaManager.updateFollowerLogReadResults records an errored read's UnknownOffsetMetadata as
+    the follower's LEO (KAFKA-8400, fixed in 2.4.0). The leader knows broker 1 at offset 1, bumps its epoch, and
+    answers broker 1's fetch of the old epoch with FENCED_LEADER_EPOCH."""
+    m = model(protocol, "records=1", "epochs=1", "crashes=0", "bumps=1",
+              features=(f"kafka-8400={flag}",) if flag else ())
+    steps = [("Produce", {"leader": 0}), *fetch(1, 0), ("SendFetch", {"follower": 1, "leader": 0}),
+             ("ServeFetch", {"leader": 0, "follower": 1}), ("ReceiveFetch", {"follower": 1, "leader": 0}),
+             ("BumpLeaderEpoch", {"leader": 0}), deliver(0, 1), ("SendFetch", {"follower": 1, "leader": 0})]
+    before = run_scenario(m, steps)[-1]
+    assert before.brokers[0].remote[1] == 1  # the re-elected leader kept it
+    after = run_scenario(m, [("ServeFetch", {"leader": 0, "follower": 1})], before)[-1]
+    (answer,) = [x for x in after.network if x.kind == FETCH_RESPONSE]
+    assert answer.error == FENCED_LEADER_EPOCH
+    assert after.brokers[0].remote[1] == (-1 if forgotten else 1)

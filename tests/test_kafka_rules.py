@@ -4,7 +4,11 @@ does not exist in a release line is refused with one line (exit 64)."""
 
 from __future__ import annotations
 
+import importlib
+import inspect
 import json
+import re
+from dataclasses import replace
 
 import pytest
 
@@ -70,7 +74,7 @@ def test_a_fix_is_on_from_the_release_that_introduced_it():
 @pytest.mark.parametrize("flag,first", [("kafka-7786-fix", "2.1.1"), ("reject-stale-broker-epoch", "2.2.0"),
                                         ("kafka-7415", "2.0.1"), ("kafka-7128", "2.0.1"), ("kafka-7164", "2.0.1"),
                                         ("truncate-on-fetch", "2.8.0"), ("kafka-13207", "2.8.1"),
-                                        ("kafka-13141", "2.8.1"), ("kafka-14704", "3.4.1"), ("kafka-18991", "4.1.0"),
+                                        ("kafka-13141", "2.8.1"), ("kafka-14704", "3.4.1"), ("kafka-18991", "3.9.1"),
                                         ("kafka-10706-fix", "2.8.0"), ("leader-epoch-fencing", "2.1.0")])
 def test_release_placements_from_the_fix_commits(flag, first):
     assert releases_with(flag)[0] == first
@@ -118,3 +122,64 @@ def test_list_rules_prints_the_table(capsys):
 def test_rule_rows_name_the_rows_that_have_each_flag():
     rows = {r["flag"]: r for r in rule_rows()}
     assert rows["kafka-7786-fix"]["rows"].startswith("2.1.1, 2.2.0")
+
+
+# -- every rule's model column names functions that exist -----------------------------------------------------
+_SPEC_MODULES = ("actions_control", "actions_data", "actions_kraft", "clients", "log", "model", "updates", "state",
+                 "protocols", "scenario")
+#: ``module.name`` (optionally ``spec.kafka.module.name``), or a bare ``_name`` that belongs to the module named last
+_REFERENCE = re.compile(r"(?:spec\.kafka\.)?\b([a-z_]+)\.([A-Za-z_]\w*)|(?<![.\w])(_[a-z]\w*)")
+
+
+def model_references(text: str) -> list[tuple[str | None, str]]:
+    """The (module, name) pairs a rule's ``model`` column names, in order; a bare ``_name`` takes the module of the
+    reference before it (``actions_data._receive_fetch_state, _truncate_on_diverging_action``)."""
+    refs: list[tuple[str | None, str]] = []
+    module = None
+    for match in _REFERENCE.finditer(text):
+        if match.group(1):
+            if match.group(1) in _SPEC_MODULES:
+                module = match.group(1)
+                refs.append((module, match.group(2)))
+        else:
+            refs.append((module, match.group(3)))
+    return refs
+
+
+def resolves(module_name: str | None, name: str) -> bool:
+    """``name`` is a function, class or constant of ``spec.kafka.<module>``, or a method of a class defined there."""
+    if module_name is None:
+        return False
+    module = importlib.import_module(f"spec.kafka.{module_name}")
+    if hasattr(module, name):
+        return True
+    return any(cls.__module__ == module.__name__ and name in vars(cls) for _, cls in inspect.getmembers(module, inspect.isclass))
+
+
+def unresolved(rule) -> list[str]:
+    """What is wrong with a rule's model column: each name that resolves to nothing, or that it names nothing at all
+    (only a rule that says "not modelled: why" may name no function)."""
+    if rule.model.startswith("not modelled: "):
+        return []
+    refs = model_references(rule.model)
+    if not refs:
+        return [f"{rule.name!r} names no model function ({rule.model!r})"]
+    return [f"{rule.name!r} names {m or '?'}.{n}, which does not exist" for m, n in refs if not resolves(m, n)]
+
+
+def test_every_rule_names_model_functions_that_exist():
+    problems = [problem for rule in RULES for problem in unresolved(rule)]
+    assert not problems, "\n".join(problems)
+
+
+def test_the_model_column_check_fails_on_a_missing_or_absent_name():
+    """The resolver itself: a name that does not exist, a bare name with no module, and a column naming nothing
+    are each reported (the two names the table used to carry, clients._controller_actions and
+    actions_kraft._restart_state, among them)."""
+    rule = RULES[0]
+    for text in ("clients._controller_actions", "actions_kraft._restart_state",
+                 "actions_data._receive_fetch_state, _no_such_method", "_orphan", "the leader's log"):
+        assert unresolved(replace(rule, model=text)), text
+    assert not unresolved(replace(rule, model="actions_data._receive_fetch_state, _truncate_on_diverging_action"))
+    assert model_references("clients._produce_with_acks, _advance_hw_with_acks (bounds acks=-1, min_isr)") == [
+        ("clients", "_produce_with_acks"), ("clients", "_advance_hw_with_acks")]

@@ -42,6 +42,8 @@ class Story:
 STORIES = (
     Story("offsets-for-leader-epoch", "kip-101-scenario-1-committed-data-lost.json", "0.11.0", "0.10.2",
           "committed-durable", 13, "holds", "0.10.2"),
+    Story("kafka-5642", "kafka-5642-last-isr-member-removed-under-unclean-election.json", "2.0.0", "0.11.0",
+          "committed-durable", 12, "blocked@10", "0.11.0"),
     Story("epoch-in-response", "kip-279-scenario-1-n-eq-20-preferred-election-fast-return.json", "2.0.0", "0.11.0",
           "log-matching", 31, "holds", "0.11.0"),
     Story("kafka-7415", "kafka-7415-new-leader-without-its-epoch-in-the-cache.json", "2.0.1", "2.0.0",
@@ -68,7 +70,7 @@ STORIES = (
           "committed-durable", 22, "holds", "2.8.0"),
     Story("kafka-14704", "kafka-14704-diverging-answer-hw-before-truncation.json", "3.4.1", "2.8.1",
           "no-uncommitted-below-hw", 20, "holds", "2.8.1"),
-    Story("kafka-18991", "kafka-18991-stale-diverging-answer-after-leadership-returns.json", "4.1.0", "3.4.1",
+    Story("kafka-18991", "kafka-18991-stale-diverging-answer-after-leadership-returns.json", "3.9.1", "3.4.1",
           "committed-durable", 28, "blocked@25", "3.4.1"),
     # -- KRaft: every KRaft row has KIP-841, so its story breaks only with the flag switched off; KIP-966's ELR without
     # -- the clean shutdown detection (3.7.0's code) is not safe either (elr-safety), so its "with" row is kraft-4.1
@@ -77,9 +79,9 @@ STORIES = (
     Story("kip-903", "kip-903-stale-fetch-state-rejoins-the-isr.json", "kraft-3.5", "kraft-3.3",
           "committed-durable", 18, "blocked@12", "kraft-3.3"),
     Story("kip-966-elr", "kip-966-last-replica-standing.json", "kraft-4.1", "kraft-4.1",
-          "committed-durable", 17, "blocked@15", "kraft-3.5"),
+          "committed-durable", 18, "blocked@16", "kraft-3.5"),
     Story("clean-shutdown-detection", "kip-966-unclean-restart-stays-eligible.json", "kraft-4.1", "kraft-4.1",
-          "elr-safety", 14, "blocked@15"),
+          "elr-safety", 15, "blocked@16"),
 )
 
 #: flags whose story is a liveness harm (checked below on the state graph around the story's last state)
@@ -96,6 +98,16 @@ NO_STORY = {
                                      "tests/test_kafka_clients.py",
     "fetch-from-follower": "configuration (KIP-392, replica.selector.class), switched on by the kafka-14704 consumer "
                            "scenario, replayed in tests/test_kafka_clients.py",
+    "kafka-7414": "its harm is availability, not an invariant (the follower's broker halts): its scenario "
+                  "kafka-7414-follower-ahead-of-its-leader-halts-the-broker is replayed on 2.0.0 and 2.0.1, the flag "
+                  "both ways, in tests/test_kafka_control.py",
+    "kafka-7152": "it removes a step (shrinking a caught-up follower), it breaks no invariant: replayed on 2.0.1 and "
+                  "2.1.0, and kraft rows, in tests/test_kafka_control.py; the stories that shrink the ISR first leave "
+                  "the follower behind (kafka-7128, kip-966)",
+    "kafka-15583": "the HW held back under min ISR (KIP-966's strict min ISR): replayed on 3.4.1 and 3.9.1, kraft-3.5 "
+                   "and kraft-4.1, in tests/test_kafka_control.py",
+    "kafka-8400": "it loses no data and stalls nothing at the model's bounds (the leader relearns the LEO at the next "
+                  "fetch): replayed on 2.2.0 and 2.8.0, the flag both ways, in tests/test_kafka_control.py",
     "kraft": "the mechanism (the KRaft controller) the KIP-841, KIP-903 and KIP-966 stories run on",
     "kafka-15021": "changes how epochs move (an ISR shrink keeps the leader epoch), not whether a story breaks: the "
                    "KRaft stories replay with it (kraft-4.1) and without it (kraft-3.3, kraft-3.5)",

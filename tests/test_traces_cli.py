@@ -123,7 +123,7 @@ def test_replay_kafka_against_every_protocol(capsys, kafka_trace_file):
 def test_replay_under_other_protocols_keeps_the_traces_own_switches(capsys, tmp_path):
     # an unclean election is what this trace is about: replayed under another release it must still be allowed
     # (before, --all-protocols rebuilt each release with its defaults and the unclean step was blocked)
-    code, out, _ = run(capsys, "check", "kafka", "--protocol", "4.1.0", "--feature", "unclean=on", "--invariant",
+    code, out, _ = run(capsys, "check", "kafka", "--protocol", "3.9.1", "--feature", "unclean=on", "--invariant",
                        "committed-durable", "--json", "--trace-dir", tmp_path)
     assert code == 12
     trace = json.loads(out)["violations"][0]["trace_file"]
@@ -201,3 +201,34 @@ def test_bad_files_give_one_line_and_distinct_codes(capsys, tmp_path, trace_file
         code, _, err = run(capsys, *argv)
         assert code == expected, (argv, err)
         one_line_error(err)
+
+
+def test_replay_json_prints_one_object_when_blocked(capsys, trace_file):
+    """A blocked replay under --json is one JSON object on stdout (its exit_code 67), the error line on stderr only:
+    before, the result and then an error object were printed, two JSON documents where one is promised."""
+    code, out, err = run(capsys, "trace", "replay", trace_file, "--const", "commit_guard=on", "--json")
+    assert code == 67 and len(out.strip().splitlines()) == 1, out
+    data = json.loads(out)  # a second object on stdout would make this fail ("Extra data")
+    assert (data["outcome"], data["step"], data["exit_code"]) == ("blocked", 1, 67)
+    assert "is not enabled" in one_line_error(err)
+
+
+@pytest.mark.parametrize("alias,release", [("kip-279", "2.0.0"), ("4.1.0", "3.9.1"), ("truncate-on-fetch", "3.9.1")])
+def test_a_scenario_naming_an_alias_as_its_protocol_loads_and_replays(capsys, tmp_path, alias, release):
+    """A saved scenario whose protocol is an older name replays as the release it stands for (it was refused with
+    exit 65 because only the release names were accepted)."""
+    doc = json.loads(open("traces/scenarios/kip-101-scenario-1-committed-data-lost.json").read())
+    doc["protocol"] = alias
+    path = tmp_path / "aliased.json"
+    path.write_text(json.dumps(doc))
+    code, out, err = run(capsys, "trace", "replay", path, "--json")
+    assert code != 65, err
+    data = json.loads(out)
+    expected, _ = run(capsys, "trace", "replay", "traces/scenarios/kip-101-scenario-1-committed-data-lost.json",
+                      "--protocol", release, "--json")[:2]
+    assert data["protocol"] == alias and data["as_expected"] is True
+    assert code == expected
+    doc["protocol"] = "4.2.0"  # a name that is neither a release nor an alias is still refused, naming both
+    path.write_text(json.dumps(doc))
+    code, _, err = run(capsys, "trace", "replay", path)
+    assert code == 65 and "unknown protocol '4.2.0'" in one_line_error(err) and "aliases: " in err

@@ -260,11 +260,15 @@ def cmd_replay(args: argparse.Namespace) -> int:
         return _replay_all(args, console)
     result, expected = _run(args, args.protocol)
     if args.json:
+        # one JSON object, the result (a blocked replay's "exit_code" says 67): the error line goes to stderr only,
+        # not as a second object on stdout
         print(json.dumps(_result_json(result, expected)))
-    else:
-        if not args.quiet:
-            print_trace(console, result.trace)
-        _print_outcome(console, result, expected)
+        if result.outcome == "blocked":
+            console.print(f"kmc: error: {result.summary()}", markup=False, highlight=False, soft_wrap=True)
+        return int(result.exit_code)
+    if not args.quiet:
+        print_trace(console, result.trace)
+    _print_outcome(console, result, expected)
     if result.outcome == "blocked":
         raise NotReplayableError(result.summary())
     return int(result.exit_code)

@@ -288,9 +288,9 @@ def check_names(scenario: Scenario) -> None:
     path = scenario.path
     try:
         info = get_model_info(scenario.model)
-        if scenario.protocol is not None and scenario.protocol not in info.protocols:
-            known = ", ".join(info.protocols) or "none"
-            raise UsageError(f"unknown protocol {scenario.protocol!r} (known: {known})")
+        # a release or one of its aliases (an older name such as kip-279 or 4.1.0), as --protocol takes them
+        if scenario.protocol is not None and not info.has_protocol(scenario.protocol):
+            raise UsageError(f"unknown protocol {scenario.protocol!r} (known: {info.protocol_names() or 'none'})")
         constants = [f"{k}={'on' if v is True else 'off' if v is False else v}" for k, v in scenario.constants.items()]
         parse_constants(info, constants)
         flags = [f"{k}={'on' if v else 'off'}" for k, v in scenario.features.items()]

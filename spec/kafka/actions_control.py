@@ -101,8 +101,8 @@ class ControlPlaneActions:
         (ElectLeader); with no live ISR member it goes offline, leader -1, epoch + 1
         (ProcessBrokerFailure). A follower it was is removed from the ISR with epoch + 1
         (``removeReplicaFromIsr``: "increment the leader epoch even if the ISR changes"; the last member is
-        kept). Not enabled at the epoch bound: the controller then never processes the death, and the broker
-        cannot come back."""
+        kept, and before 1.1.0 only with unclean election off: ``kafka-5642``). Not enabled at the epoch bound:
+        the controller then never processes the death, and the broker cannot come back."""
         brokers, controller = s.brokers, s.controller
         processed = _with_controller(s, controller=_registered(controller, registered=replace_at(controller.registered, i, DEAD)))
         if i not in controller.isr and controller.leader != i:
@@ -110,7 +110,12 @@ class ControlPlaneActions:
             return
         if controller.epoch >= self.max_epoch:
             return
-        remaining = tuple([r for r in controller.isr if r != i]) or controller.isr
+        remaining = tuple([r for r in controller.isr if r != i])
+        if not remaining and (self.features.kafka_5642 or not self.features.unclean):
+            # the last ISR member is kept (1.1.0+ ReplicaStateMachine.doRemoveReplicasFromIsr: "if
+            # (leaderAndIsr.isr.size == 1) leaderAndIsr.isr"); 0.10.2 to 1.0.x KafkaController.removeReplicaFromIsr
+            # keep it only "if (newIsr.isEmpty && !uncleanLeaderElectionEnable)": with unclean election on the ISR empties
+            remaining = controller.isr
         if controller.leader == i:
             live_isr = tuple([r for r in remaining if brokers[r].alive])
             for b in live_isr:
@@ -249,9 +254,11 @@ class ControlPlaneActions:
     def _apply_leader_and_isr(self, s: KafkaState, m: LeaderAndIsr) -> KafkaState:
         """DeliverLeaderAndIsr (``ReplicaManager.becomeLeaderOrFollower``): ignored unless its leader epoch
         is newer than the broker's (and, KIP-380, its broker epoch is not older). A new leader
-        (``Partition.makeLeader``) starts with unknown follower LEOs and, with ``kafka-7415``, registers
-        its epoch in its cache. A follower (``Partition.makeFollower``, ``ReplicaManager.makeFollowers``):
-        whose leader did not change only learns the new epoch, unless ``kafka-7164`` (every epoch change
+        (``Partition.makeLeader``) starts with unknown follower LEOs (a re-elected one keeps what it knew)
+        and, with ``kafka-7415``, registers its epoch in its cache. A LeaderAndIsr with no leader (-1) changes
+        nothing on a ZooKeeper row (``makeFollowers`` skips a partition whose leader is unavailable). A
+        follower (``Partition.makeFollower``, ``ReplicaManager.makeFollowers``) whose leader did not change
+        only learns the new epoch, unless ``kafka-7164`` (every epoch change
         restarts truncation); otherwise it truncates to its HW (before KIP-101) or enters the truncating
         state (an OffsetsForLeaderEpoch round first), or fetches at once (truncate-on-fetch)."""
         network = remove_message(s.network, m)
@@ -259,10 +266,18 @@ class ControlPlaneActions:
         b = s.brokers[i]
         if m.epoch <= b.epoch or self._stale_generation(b, m):
             return with_network(s, network)  # an older epoch than the broker knows, or generation: ignored
+        if m.leader == NO_LEADER and not self.features.kraft:
+            # ReplicaManager.makeFollowers (0.10.2.2 to 3.9): "Only change partition state when the leader is
+            # available"; otherwise only getOrCreateReplica(): no makeFollower, no new epoch, no truncation, the
+            # fetcher left as it was (KRaft's applyLocalFollowersDelta calls makeFollower anyway: actions_kraft)
+            return with_network(s, network)
         stale = b.stale or m.meant != b.incarnation
         if m.leader == i:
             cache = assign(b.cache, m.epoch, len(b.log)) if self._7415 else b.cache
-            nb = _made_leader(b, cache=cache, leader=i, epoch=m.epoch, isr=m.isr, remote=(-1,) * self.n, stale=stale,
+            # Partition.makeLeader resets the followers' fetch states only "if (isNewLeader)" (0.10.2.2, 2.0.0,
+            # 2.8.0; 3.x resetReplicaState(isNewLeader = ...)): a leader re-elected in a new epoch keeps them
+            remote = b.remote if b.leader == i else (-1,) * self.n
+            nb = _made_leader(b, cache=cache, leader=i, epoch=m.epoch, isr=m.isr, remote=remote, stale=stale,
                               reconciled=m.epoch)
         elif b.leader == m.leader and b.fetch != NO_FETCHER and not self._restarts_truncation(b, m):
             # Partition.makeFollower returns false: the fetcher keeps going, only the new epoch is learned

@@ -103,7 +103,14 @@ class DataPlaneActions:
     def _advance_hw_action(self, s: KafkaState, i: int, leader: Broker, add) -> None:
         """AdvanceHighWatermark: HW = the least LEO over the leader's ISR (the leader's own included),
         as the fetch offsets of its last fetches tell it (``Partition.maybeIncrementLeaderHW``). The
-        records below the new HW become committed (the ghost ``committed``)."""
+        records below the new HW become committed (the ghost ``committed``). With ``kafka-15583`` (3.7.0
+        ``maybeIncrementLeaderHW``: ``if (isUnderMinIsr) return false``, ZooKeeper and KRaft mode alike) not while
+        the ISR is below ``min_isr``; ``isUnderMinIsr`` reads ``partitionState.isr``, the committed ISR while an
+        AlterPartition is pending (the maximal ISR counts for the HW itself)."""
+        if self.features.kafka_15583:
+            committed = leader.committed_isr if leader.alter_pending else leader.isr
+            if len(committed) < self.min_isr:
+                return
         hw = len(leader.log)
         for r in leader.isr:
             if r != i and leader.remote[r] < hw:
@@ -121,11 +128,14 @@ class DataPlaneActions:
         """ShrinkIsr / ExpandIsr of follower ``f`` by the leader of the controller's current epoch.
 
         Shrink: at any time (``Partition.maybeShrinkIsr`` drops a follower that has not caught up for
-        ``replica.lag.time.max.ms``; time is abstracted away). Expand (``Partition.maybeExpandIsr``):
+        ``replica.lag.time.max.ms``; time is abstracted away), but from 2.1.0 (``kafka-7152``) never a follower
+        whose LEO, as the leader last learned it, equals the leader's LEO. Expand (``Partition.maybeExpandIsr``):
         the follower's fetch offset reached the leader's HW; with ``kafka-7128`` (2.0.1+) it must also
         have reached the start offset of the leader's epoch (``leaderEpochStartOffsetOpt``)."""
         isr = leader.isr
         if f in isr:
+            if self.features.kafka_7152 and leader.remote[f] == len(leader.log):
+                return  # KAFKA-7152 (2.1.0 getOutOfSyncReplicas): r.logEndOffset != leaderReplica.logEndOffset
             add((self._shrink[i][f], self._with_isr(s, i, leader, tuple([r for r in isr if r != f]))))
             return
         fetched = leader.remote[f]
@@ -186,6 +196,11 @@ class DataPlaneActions:
         error = self._error(leader, i, m.epoch)
         if error != NONE:
             response = FetchResponse(FETCH_RESPONSE, i, f, m.epoch, m.offset, error, (), UNDEFINED, UNDEFINED, UNDEFINED)
+            if not self.features.kafka_8400 and leader.leader == i and leader.remote[f] != -1:
+                # before KAFKA-8400 (2.4.0) the errored read's LogReadResult (UnknownOffsetMetadata) still went
+                # through updateFollowerLogReadResults: the leader forgets the follower's LEO
+                leader = _fetched_by(leader, remote=replace_at(leader.remote, f, -1))
+                return with_broker(s, i, leader, network=add_messages(network, response))
             return with_network(s, add_messages(network, response))
         leo = len(leader.log)
         diverging = diverging_epoch(leader.cache, leo, m.offset, m.last_epoch) if self._on_fetch else None
@@ -194,9 +209,11 @@ class DataPlaneActions:
             return with_network(s, add_messages(network, response))
         if diverging is not None:
             response = FetchResponse(FETCH_RESPONSE, i, f, m.epoch, m.offset, NONE, (), leader.hw, *diverging)
-            if self.features.kafka_13141 or m.offset > leo:
+            if self.features.kafka_13141:
                 return with_network(s, add_messages(network, response))
-            # before KAFKA-13141's fix the leader took the diverging fetch offset as the follower's LEO
+            # before KAFKA-13141's fix the leader took the diverging fetch offset as the follower's LEO, also one
+            # beyond its own LEO (2.8.0 Partition.readRecords returns FetchDataInfo(LogOffsetMetadata(fetchOffset))
+            # with the diverging epoch and no check against the LEO; updateFollowerFetchState takes it)
             leader = _fetched_by(leader, remote=replace_at(leader.remote, f, m.offset))
             return with_broker(s, i, leader, network=add_messages(network, response))
         if m.offset > leo:
@@ -264,10 +281,10 @@ class DataPlaneActions:
             else:  # before KAFKA-14704's fix: the leader's HW is taken before the divergent tail is truncated
                 follower = _diverging_noted_hw(follower, pending_diverging=pending, hw=min(m.hw, leo))
         elif m.error == OFFSET_OUT_OF_RANGE and m.hw < leo:
-            if not self._fencing and not self.features.unclean:
-                # before 2.1.0 a follower ahead of its leader halts the broker unless unclean election is on
-                # (0.10.2.2 ReplicaFetcherThread.handleOffsetOutOfRange: "Exiting because log truncation is
-                # not allowed", System.exit(1))
+            if not self.features.kafka_7414 and not self.features.unclean:
+                # before 2.0.1 (KAFKA-7414) a follower ahead of its leader halts the broker unless unclean election
+                # is on (0.10.2.2 to 2.0.0 ReplicaFetcherThread.handleOffsetOutOfRange: "Exiting because log
+                # truncation is not allowed", FatalExitError); 2.0.1 truncates to the leader's end offset
                 return self._crash_state(with_network(s, network), i, leo)
             follower = truncate_broker(follower, m.hw, self._fix_10706)  # the leader's log ends before ours
         elif m.error == FENCED_LEADER_EPOCH and self._removes_on_fenced(m.epoch, follower):

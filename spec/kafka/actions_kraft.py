@@ -27,8 +27,9 @@ On the KRaft rows the controller is the KRaft quorum controller, not ZooKeeper's
   from the unfenced ISR members, or leaves the partition offline. ``Controller.registered`` holds DEAD while a
   broker is fenced and its registration's broker epoch while it is unfenced. A broker re-registers only once
   fenced (an older registration with a live session is refused: ``DuplicateBrokerRegistrationException``).
-- KIP-966 (``kip-966-elr``): the HW does not advance while the ISR is below ``min_isr`` (strict min ISR,
-  ``Partition.maybeIncrementLeaderHW``), the ISR may become empty, the replicas that leave an ISR that is below
+- KIP-966 (``kip-966-elr``; its strict min ISR, KAFKA-15583, is the data plane's flag ``kafka-15583``, 3.7.0
+  in either mode: the HW does not advance while the ISR is below ``min_isr``): the ISR may become empty, the
+  replicas that leave an ISR that is below
   min ISR are **eligible leader replicas** (``PartitionChangeBuilder.maybePopulateTargetElr``), and an
   unfenced ELR member is elected when the ISR is empty (``isValidNewLeader``). With
   ``clean-shutdown-detection`` a broker that registers after an unclean shutdown leaves the ISR and the ELR
@@ -123,7 +124,7 @@ def _kraft_bound_sets() -> dict[str, dict[str, tuple[str, ...]]]:
 
 
 #: the families this mixin overrides that do nothing on a ZooKeeper row but hand on to the ZooKeeper ones
-_ZOOKEEPER_FALLBACKS = ("_controller_actions", "_leader_actions", "_isr_change_action", "_advance_hw_action",
+_ZOOKEEPER_FALLBACKS = ("_controller_actions", "_leader_actions", "_isr_change_action",
                         "_apply_leader_and_isr", "_follower_actions", "_serve_fetch_state")
 
 
@@ -326,6 +327,8 @@ class KRaftActions:
             return
         isr = leader.isr
         if f in isr:
+            if self.features.kafka_7152 and leader.remote[f] == len(leader.log):
+                return  # KAFKA-7152: a caught-up follower is never out of sync (3.3.0 Replica.isCaughtUp)
             proposed = tuple([r for r in isr if r != f])
             maximal = isr
             act = self._shrink[i][f]
@@ -424,15 +427,6 @@ class KRaftActions:
             add((act, rest))
             return
         add((act, with_broker(rest, i, b)))
-
-    def _advance_hw_action(self, s: KafkaState, i: int, leader: Broker, add) -> None:
-        """AdvanceHighWatermark; with ``kip-966-elr`` not while the committed ISR is below ``min_isr``
-        (KAFKA-15583, 3.7.0 ``Partition.maybeIncrementLeaderHW``: ``isUnderMinIsr``)."""
-        if self._kraft and self._elr:
-            committed = leader.committed_isr if leader.alter_pending else leader.isr
-            if len(committed) < self.min_isr:
-                return
-        super()._advance_hw_action(s, i, leader, add)
 
     # -- metadata replayed by a broker -----------------------------------------------------------------------
     def _apply_leader_and_isr(self, s: KafkaState, m: LeaderAndIsr) -> KafkaState:

@@ -215,7 +215,7 @@ class KafkaModel(ClientActions, KRaftActions, ControlPlaneActions, DataPlaneActi
 
     #: extra rows of the default matrix: what-if rows with one switch changed (KAFKA-9654's fix taken out of
     #: the first truncate-on-fetch release; unclean election allowed in the newest)
-    matrix_variants = (("2.8.0", ("kafka-9654=off",)), ("4.1.0", ("unclean=on",)))
+    matrix_variants = (("2.8.0", ("kafka-9654=off",)), ("3.9.1", ("unclean=on",)))
     #: a bounded run ends in states with nothing left to do (every record produced, every epoch used, a broker
     #: down past the crash bound): those are the bounds, not the protocol, so ``kmc check kafka`` checks deadlock
     #: only with ``--deadlock``

@@ -29,14 +29,18 @@ class Features:
     Each flag's rule, release and source are in ``spec.kafka.rules``."""
 
     offsets_for_leader_epoch: bool = False  # KIP-101 (0.11.0)
+    kafka_5642: bool = False  # 1.1.0: the controller keeps the last ISR member on its death, unclean election or not
     epoch_in_response: bool = False  # KIP-279 (2.0.0)
     kafka_7415: bool = False  # 2.0.1: a new leader registers its epoch; the lookup answers below the first epoch
     kafka_7128: bool = False  # 2.0.1: ISR expansion also needs the leader epoch's start offset
     kafka_7164: bool = False  # 2.0.1: a follower that missed an epoch of the same leader truncates again
+    kafka_7414: bool = False  # 2.0.1: a follower ahead of its leader truncates (OFFSET_OUT_OF_RANGE) instead of halting
     leader_epoch_fencing: bool = False  # KIP-320 (2.1.0)
+    kafka_7152: bool = False  # 2.1.0: a follower whose LEO is the leader's is never shrunk out of the ISR
     fenced_removes_partition: bool = False  # 2.1.0: FENCED_LEADER_EPOCH removes the partition from the fetcher
     kafka_7786_fix: bool = False  # 2.1.1 / 2.2.0
     reject_stale_broker_epoch: bool = False  # KIP-380 (2.2.0)
+    kafka_8400: bool = False  # 2.4.0: a fetch the leader answers with an error leaves the follower's recorded LEO alone
     reject_stale_shutdown: bool = False  # KIP-380 (2.2.0)
     detect_bounced_broker: bool = False  # KIP-380 (2.2.0)
     kafka_9654: bool = False  # 2.5.0: FENCED removes the partition only if the request's epoch is the fetch state's
@@ -45,7 +49,7 @@ class Features:
     kafka_13141: bool = False  # 2.7.2 / 2.8.1 / 3.0.0
     kafka_13207: bool = False  # 2.8.1 / 3.0.0
     kafka_14704: bool = False  # 3.4.1 / 3.5.0
-    kafka_18991: bool = False  # 3.9.1 / 4.0.1 / 4.1.0
+    kafka_18991: bool = False  # 3.9.1 / 4.0.1 / 4.1.0 (ZooKeeper rows: 3.9.1, the last line with ZooKeeper mode)
     unclean: bool = False  # configuration: unclean.leader.election.enable
     lossy_crash: bool = False  # fault: a crash loses the unflushed tail of the log
     consumer_truncation_detection: bool = False  # KIP-320 consumer side, KAFKA-7747 (2.3.0)
@@ -54,6 +58,7 @@ class Features:
     kip_841: bool = False  # 3.3.0: fenced / shutting-down replicas are ineligible to join the ISR
     kip_903: bool = False  # 3.5.0: broker epochs in Fetch and AlterPartition; a stale one is ineligible
     kafka_15021: bool = False  # 3.6.0: an ISR shrink no longer bumps the leader epoch
+    kafka_15583: bool = False  # 3.7.0: the leader's HW does not advance while the ISR is below min.insync.replicas
     kip_966_elr: bool = False  # 3.7.0 code, on by default in 4.1.0: strict min ISR and eligible leader replicas
     clean_shutdown_detection: bool = False  # KIP-966 (3.8.0): an unclean restart leaves the ISR and the ELR
 
@@ -90,16 +95,23 @@ def _field_name(flag: str) -> str:
 #: flag name -> one-line description (what ``kmc list`` shows; the rule table has release and source)
 FLAGS: dict[str, str] = {
     "offsets-for-leader-epoch": "KIP-101: truncate to the leader's end offset of the follower's latest epoch",
+    "kafka-5642": "1.1.0 (KAFKA-5642's controller rewrite): the last ISR member stays in the ISR when it dies, also "
+                  "with unclean election on (0.10.2 to 1.0.x removed it then, leaving an empty ISR)",
     "epoch-in-response": "KIP-279: the answer names its epoch; truncate to the largest common epoch, in rounds",
     "kafka-7415": "KAFKA-7415: a new leader registers its epoch before any append; a lookup below the first epoch "
                   "answers (requested, start of the first epoch)",
     "kafka-7128": "KAFKA-7128: a follower joins the ISR only once it reached the start offset of the leader's epoch",
     "kafka-7164": "KAFKA-7164: a follower whose leader is unchanged but which missed an epoch truncates again",
+    "kafka-7414": "KAFKA-7414: a follower whose leader's log ends below its LEO (OFFSET_OUT_OF_RANGE) truncates to the "
+                  "leader's end offset; before, it halted the broker unless unclean election was on",
     "leader-epoch-fencing": "KIP-320: requests carry the current leader epoch and are fenced by the leader; every "
                             "epoch change restarts truncation",
+    "kafka-7152": "KAFKA-7152: the leader never shrinks a follower whose LEO equals its own out of the ISR",
     "fenced-removes-partition": "2.1.0: FENCED_LEADER_EPOCH removes the partition from the fetcher until the next "
                                 "LeaderAndIsr",
     "kafka-7786-fix": "KAFKA-7786: ignore an OffsetsForLeaderEpoch answer if the partition's epoch changed meanwhile",
+    "kafka-8400": "KAFKA-8400: an errored follower fetch (e.g. FENCED_LEADER_EPOCH) no longer resets the follower's "
+                  "LEO on the leader to unknown (2.1.0 to 2.3.x did)",
     "reject-stale-broker-epoch": "KIP-380: a broker rejects control requests for an older broker epoch (STALE_BROKER_EPOCH)",
     "reject-stale-shutdown": "KIP-380: the controller rejects a ControlledShutdown from an older broker epoch",
     "detect-bounced-broker": "KIP-380: the controller detects a bounced broker by its higher broker epoch",
@@ -123,7 +135,9 @@ FLAGS: dict[str, str] = {
     "kip-903": "KIP-903: the fetch carries the follower's broker epoch; an ISR expansion with a stale one is "
                "ineligible",
     "kafka-15021": "KAFKA-15021: an ISR shrink keeps the leader epoch (only the partition epoch moves)",
-    "kip-966-elr": "KIP-966: strict min ISR (no HW advance under min.insync.replicas) and eligible leader replicas",
+    "kafka-15583": "KAFKA-15583 (KIP-966 part 1): the leader's HW does not advance while the ISR is below "
+                   "min.insync.replicas (strict min ISR), in ZooKeeper and KRaft mode",
+    "kip-966-elr": "KIP-966: eligible leader replicas (replicas leaving an ISR below min ISR stay electable)",
     "clean-shutdown-detection": "KIP-966: a broker registering after an unclean shutdown is removed from the ISR "
                                 "and the ELR",
 }
@@ -139,22 +153,23 @@ FLAG_ALIASES: dict[str, str] = {
 
 _0_10_2 = Features()
 _0_11_0 = replace(_0_10_2, offsets_for_leader_epoch=True)
-_2_0_0 = replace(_0_11_0, epoch_in_response=True)
-_2_0_1 = replace(_2_0_0, kafka_7415=True, kafka_7128=True, kafka_7164=True)
-_2_1_0 = replace(_2_0_1, leader_epoch_fencing=True, fenced_removes_partition=True)
+_2_0_0 = replace(_0_11_0, epoch_in_response=True, kafka_5642=True)  # kafka-5642: 1.1.0, between the two rows
+_2_0_1 = replace(_2_0_0, kafka_7415=True, kafka_7128=True, kafka_7164=True, kafka_7414=True)
+_2_1_0 = replace(_2_0_1, leader_epoch_fencing=True, fenced_removes_partition=True, kafka_7152=True)
 _2_1_1 = replace(_2_1_0, kafka_7786_fix=True)
 _2_2_0 = replace(_2_1_1, reject_stale_broker_epoch=True, reject_stale_shutdown=True, detect_bounced_broker=True)
 _2_8_0 = replace(_2_2_0, offsets_for_leader_epoch=False, truncate_on_fetch=True, kafka_9654=True, kafka_10706_fix=True,
-                 consumer_truncation_detection=True)
+                 consumer_truncation_detection=True, kafka_8400=True)  # kafka-8400: 2.4.0
 _2_8_1 = replace(_2_8_0, kafka_13141=True, kafka_13207=True)
 _3_4_1 = replace(_2_8_1, kafka_14704=True)
-_4_1_0 = replace(_3_4_1, kafka_18991=True)
-#: the KRaft lines: the fetch path of the same release (3.3.x ~ 2.8.1's rules, 3.5.x ~ 3.4.1's, 4.1.0) with the
+#: the last release line with ZooKeeper mode (4.0 removed it: KafkaController.scala and KafkaServer.scala are gone)
+_3_9_1 = replace(_3_4_1, kafka_15583=True, kafka_18991=True)  # kafka-15583: 3.7.0
+#: the KRaft lines: the fetch path of the same release (3.3.x ~ 2.8.1's rules, 3.5.x ~ 3.4.1's, 4.1.0 ~ 3.9.1's) with the
 #: KRaft controller; the ZooKeeper control-plane flags of KIP-380 stay on (they only touch actions the KRaft rows
 #: do not have: ControlledShutdown over ZooKeeper, Bounce, ProcessBrokerChange)
 _KRAFT_3_3 = replace(_2_8_1, kraft=True, kip_841=True)
 _KRAFT_3_5 = replace(_3_4_1, kraft=True, kip_841=True, kip_903=True)
-_KRAFT_4_1 = replace(_4_1_0, kraft=True, kip_841=True, kip_903=True, kafka_15021=True, kip_966_elr=True,
+_KRAFT_4_1 = replace(_3_9_1, kraft=True, kip_841=True, kip_903=True, kafka_15021=True, kip_966_elr=True,
                      clean_shutdown_detection=True)
 
 
@@ -170,20 +185,23 @@ class Release:
 RELEASES: tuple[Release, ...] = (
     Release("0.10.2", "before KIP-101: a new follower truncates to its own high watermark", _0_10_2, "0.10.x"),
     Release("0.11.0", "KIP-101: OffsetsForLeaderEpoch with the follower's latest epoch; an error is retried", _0_11_0,
-            "1.0.x, 1.1.x"),
+            "1.0.x; 1.1.x with kafka-5642 on (the last ISR member kept on its death also with unclean election)"),
     Release("2.0.0", "KIP-279: the answer carries its epoch; truncate to the largest common epoch, in rounds", _2_0_0),
-    Release("2.0.1", "2.0.0 with KAFKA-7415, KAFKA-7128 and KAFKA-7164 backported", _2_0_1, "2.0.x after 2.0.1"),
+    Release("2.0.1", "2.0.0 with KAFKA-7415, KAFKA-7128, KAFKA-7164 and KAFKA-7414 backported", _2_0_1,
+            "2.0.x after 2.0.1"),
     Release("2.1.0", "KIP-320: requests carry the leader epoch and are fenced; FENCED removes the partition "
             "(KAFKA-7786)", _2_1_0),
     Release("2.1.1", "2.1.0 with KAFKA-7786's fix", _2_1_1),
     Release("2.2.0", "KIP-380: broker epochs in control requests, stale ones rejected; bounced brokers detected",
-            _2_2_0, "2.2.x to 2.7.x as far as the model can tell (KAFKA-9654 in 2.5.0 matters only from 2.8.0); "
+            _2_2_0, "2.2.x and 2.3.x; 2.4.x to 2.7.x with kafka-8400 on (KAFKA-9654 in 2.5.0 matters only from 2.8.0); "
             "with consumers, 2.2.x only (2.3.0's consumer validates its position: consumer-truncation-detection)"),
     Release("2.8.0", "KAFKA-10554: truncation on fetch (the fetch carries the last fetched epoch)", _2_8_0),
     Release("2.8.1", "2.8.0 with KAFKA-13141 and KAFKA-13207", _2_8_1, "2.8.2, 3.0.x to 3.4.0"),
     Release("3.4.1", "KAFKA-14704: a diverging answer's HW is taken only after the truncation", _3_4_1,
-            "3.5.x to 3.9.0, 4.0.0"),
-    Release("4.1.0", "KAFKA-18991: a fetch answer to an older leader epoch's request is ignored", _4_1_0, "3.9.1, 4.0.1"),
+            "3.5.x to 3.9.0 (4.0.0 has no ZooKeeper mode; its KRaft fetch path is kraft-3.5's)"),
+    Release("3.9.1", "KAFKA-18991: a fetch answer to an older leader epoch's request is ignored (the last ZooKeeper "
+            "release line; formerly named 4.1.0, an alias still)", _3_9_1,
+            "3.9.x from 3.9.1; 4.0.1 and 4.1.0 carry the fix in KRaft mode only (kraft-4.1)"),
     # -- KRaft (a KRaft controller instead of ZooKeeper; same fetch path as the ZooKeeper row of the release) --
     Release("kraft-3.3", "KRaft: AlterPartition, broker epochs and fencing; KIP-841 (fenced replicas ineligible)",
             _KRAFT_3_3, "3.3.x, 3.4.x in KRaft mode"),
@@ -201,12 +219,29 @@ PROTOCOL_ALIASES: dict[str, str] = {
     "kip-279": "2.0.0",
     "kip-320": "2.1.0",
     "kip-380": "2.2.0",
-    "truncate-on-fetch": "4.1.0",
+    "truncate-on-fetch": "3.9.1",
+    # the newest ZooKeeper row's former name: 4.0 and 4.1 have no ZooKeeper mode (KafkaController.scala and
+    # KafkaServer.scala are gone at the 4.0.1 and 4.1.0 version bumps); the ZooKeeper line with KAFKA-18991 is 3.9.1
+    "4.1.0": "3.9.1",
 }
+
+#: why each alias stands for its release (``kmc list`` prints it beside the alias)
+ALIAS_NOTES: dict[str, str] = {
+    "hw-truncation": "the name before the rows were release lines",
+    "kip-101": "the name before the rows were release lines",
+    "kip-279": "the name before the rows were release lines",
+    "kip-320": "the name before the rows were release lines",
+    "kip-380": "the name before the rows were release lines",
+    "truncate-on-fetch": "the name before the rows were release lines: the newest ZooKeeper row",
+    "4.1.0": "the newest ZooKeeper row's former name; 4.0 and 4.1 have no ZooKeeper mode, so the ZooKeeper line with "
+             "KAFKA-18991 is 3.9.1 (Kafka 4.1 itself is kraft-4.1)",
+}
+assert set(ALIAS_NOTES) == set(PROTOCOL_ALIASES)
 
 #: protocol name -> (description, feature flags): every release and every alias
 PROTOCOLS: dict[str, tuple[str, Features]] = {r.name: (f"{r.name}: {r.summary}", r.features) for r in RELEASES}
-PROTOCOLS.update({alias: (f"alias of {target}: {RELEASE_BY_NAME[target].summary}", RELEASE_BY_NAME[target].features)
+PROTOCOLS.update({alias: (f"alias of {target} ({ALIAS_NOTES[alias]}): {RELEASE_BY_NAME[target].summary}",
+                          RELEASE_BY_NAME[target].features)
                   for alias, target in PROTOCOL_ALIASES.items()})
 DEFAULT_PROTOCOL = "0.11.0"
 

@@ -38,8 +38,10 @@ RULES: tuple[Rule, ...] = (
     Rule("truncate to the HW on becoming follower", "-", "0.10.2", "0.10.2 (removed by KIP-101 in 0.11.0)",
          f"0.10.2.2 {_S}ReplicaManager.scala makeFollowers: logManager.truncateTo(... highWatermark)",
          "actions_control._apply_leader_and_isr (hw-truncation branch)"),
-    Rule("OffsetsForLeaderEpoch round on becoming follower", "KIP-101", "0.11.0", "0.11.0 to 2.7.x (and 2.8+ for a "
-         "follower whose epoch cache is empty or whose IBP is below 2.7-IV1)",
+    Rule("OffsetsForLeaderEpoch round on becoming follower", "KIP-101", "0.11.0", "0.11.0 to 2.7.x (and 2.8+ with an "
+         "inter-broker protocol below 2.7-IV1; a 2.8+ follower whose epoch cache is empty sends no round: it "
+         "truncates to its HW locally, 2.8.0 AbstractFetcherThread.partitionFetchState -> Truncating, maybeTruncate "
+         "-> partitionsWithoutEpochs -> truncateToHighWatermark)",
          f"0.11.0.0 {_S}ReplicaFetcherThread.scala maybeTruncate; {_E} endOffsetFor",
          "actions_data._receive_offsets_state, log.end_offset_kip101", flag="offsets-for-leader-epoch"),
     Rule("an error answer to OffsetsForLeaderEpoch is retried; only UNDEFINED_EPOCH_OFFSET falls back to the HW",
@@ -55,8 +57,9 @@ RULES: tuple[Rule, ...] = (
          "(2.0 branch 18b25773b11a, trunk f2dd6aa26983; the 1.1 backport was never released)",
          f"2.0.1 {_C}Partition.scala makeLeader (epochCache.assign); {_E} assign, truncateAndAppend, endOffsetFor",
          "actions_control._apply_leader_and_isr, log.assign, log.end_offset_for", flag="kafka-7415",
-         abstraction="without kafka-7415 the lookup below the first epoch still answers (requested, start of the "
-                     "first epoch) as 2.0.1 does, where 2.0.0 answered UNDEFINED (a follower then falls back to its HW)"),
+         abstraction="without kafka-7415 the lookup below the first epoch answers (UNDEFINED, UNDEFINED) as 2.0.0 "
+                     "does (2.0.0 endOffsetFor: requestedEpoch < epochs.head.epoch; the follower then falls back to "
+                     "its HW)"),
     Rule("a follower joins the ISR only once its fetch offset reached the leader's HW and the start offset of the "
          "leader's epoch", "KAFKA-7128", "2.0.1", "2.0.1, 2.1.0 and later (7a352117c20f, 70c51633f2f4)",
          f"2.0.1 {_C}Partition.scala maybeExpandIsr (leaderEpochStartOffsetOpt.exists(fetchOffset >= _)); "
@@ -76,12 +79,12 @@ RULES: tuple[Rule, ...] = (
          "actions_data._error, _receive_fetch_state; actions_control._restarts_truncation",
          flag="leader-epoch-fencing"),
     Rule("FENCED_LEADER_EPOCH removes the partition from the fetcher until the next LeaderAndIsr", "KIP-320", "2.1.0",
-         "2.1.0 and later (2.5.0+: markPartitionFailed, same effect)",
+         "2.1.0 and later (2.3.0+: markPartitionFailed instead of partitionStates.remove, same effect)",
          f"2.1.0 {_S}AbstractFetcherThread.scala onPartitionFenced", "actions_data._receive_fetch_state, "
          "_receive_offsets_state", flag="fenced-removes-partition"),
     Rule("an OffsetsForLeaderEpoch answer is ignored if the partition's epoch changed while it was in flight",
          "KAFKA-7786", "2.1.1", "2.1.1 (ec1c3c8a272b), 2.2.0 and later (b2b79c4f0ef3)",
-         f"2.1.1 {_S}AbstractFetcherThread.scala maybeTruncate (leaderEpochInRequest == curPartitionState"
+         f"2.1.1 {_S}AbstractFetcherThread.scala truncateToEpochEndOffsets (leaderEpochInRequest == curPartitionState"
          ".currentLeaderEpoch)", "actions_data._receive_offsets_state", flag="kafka-7786-fix"),
     Rule("FENCED_LEADER_EPOCH removes the partition only if the request's epoch is still the fetch state's; "
          "otherwise retry", "KAFKA-9654", "2.5.0", "2.5.0 and later (12cfd0e1762b, c27f629e9530; the 2.1-2.4 "
@@ -97,6 +100,15 @@ RULES: tuple[Rule, ...] = (
          abstraction="the HW checkpoint rewritten by a stale first LeaderAndIsr (KAFKA-7235's third motivation) needs "
                      "a second partition and is not modelled; a newer broker epoch is accepted (KAFKA-9839, 2.5.1/2.6.0: "
                      "before it the request failed with IllegalStateException; the model never stamps a newer epoch)"),
+    Rule("a follower fetch the leader answers with an error (FENCED_LEADER_EPOCH, UNKNOWN_LEADER_EPOCH) leaves the "
+         "follower's LEO on the leader alone; before, the errored read reset it to unknown", "KAFKA-8400", "2.4.0",
+         "2.4.0 and later (0e95c9f3a82; the 2.3 branch commit 404fab2641e is in no release tag); 2.1.0 to 2.3.x reset it",
+         f"2.2.0 {_S}ReplicaManager.scala readFromLocalLog (an error gives LogReadResult(FetchDataInfo("
+         "LogOffsetMetadata.UnknownOffsetMetadata, ...))), updateFollowerLogReadResults (updateReplicaLogReadResult on "
+         "any result); 2.4.0 the same method skips a result with an error",
+         "actions_data._serve_fetch_state", flag="kafka-8400",
+         abstraction="before 2.1.0 a leader answers no error in the model (no epoch in the fetch), so the flag acts from "
+                     "the 2.1.0 row; the 2.2.0 row stands for 2.2.x and 2.3.x (2.4.x to 2.7.x: --feature kafka-8400=on)"),
     Rule("the controller rejects a ControlledShutdown from an older broker epoch", "KIP-380", "2.2.0", "2.2.0 and later",
          f"2.2.0 {_K}KafkaController.scala doControlledShutdown", "actions_control._controlled_shutdowns",
          flag="reject-stale-shutdown"),
@@ -121,7 +133,9 @@ RULES: tuple[Rule, ...] = (
                      "released and taken again (TruncateOnDivergingEpoch); a LeaderAndIsr may come in between"),
     Rule("the leader does not record a diverging fetch's offset as the follower's LEO", "KAFKA-13141", "2.7.2",
          "2.7.2, 2.8.1, 2.8.2, 3.0.0 and later (c69d5f30f9e, 7e4a315963a, 047608fe5e6)",
-         f"2.8.1 {_S}ReplicaManager.scala updateFollowerFetchState (skipped on divergingEpoch)",
+         f"2.8.1 {_S}ReplicaManager.scala updateFollowerFetchState (skipped on divergingEpoch); before it, 2.8.0 "
+         f"{_C}Partition.readRecords returns FetchDataInfo(LogOffsetMetadata(fetchOffset)) with the diverging epoch "
+         "and no check against the leader's LEO, which updateFollowerFetchState takes (also beyond the LEO)",
          "actions_data._serve_fetch_state", flag="kafka-13141"),
     Rule("a diverging-epoch truncation is skipped if the partition left the fetcher meanwhile", "KAFKA-13207", "2.8.1",
          "2.8.1, 2.8.2, 3.0.0 and later (9618c61a248, 4d1efc90af0)",
@@ -134,8 +148,10 @@ RULES: tuple[Rule, ...] = (
          "their last releases)", f"3.5.0 {_S}AbstractFetcherThread.scala processFetchRequest (isDivergingEpoch)",
          "actions_data._receive_fetch_state", flag="kafka-14704"),
     Rule("a fetch answer is used only if its request's leader epoch is still the fetch state's", "KAFKA-18991",
-         "4.1.0", "4.1.0, 3.9.1, 4.0.1 (apache/kafka#19223; not 4.0.0; 3.9.1/4.0.1 from the backport request, "
-         "not read in source here)", "4.1.0 core/.../server/AbstractFetcherThread.scala processFetchRequest "
+         "3.9.1", "3.9.1, 4.0.1, 4.1.0 (apache/kafka#19223, merged to trunk for 4.1.0, whose review asks for the 3.9 "
+         "and 4.0 backports; not 3.9.0 or 4.0.0). The ZooKeeper row is 3.9.1: 4.0 and 4.1 have no ZooKeeper mode. "
+         "The 3.9.1/4.0.1 placement is from the backport request: those release commits were not read in source here",
+         "4.1.0 core/.../server/AbstractFetcherThread.scala processFetchRequest "
          "(requested currentLeaderEpoch == currentFetchState.currentLeaderEpoch)", "actions_data._receive_fetch_state",
          flag="kafka-18991"),
     # -- configuration and faults ---------------------------------------------------------------------------
@@ -190,7 +206,7 @@ RULES: tuple[Rule, ...] = (
          "vanish, what it reads later may not", "KIP-320 (Consumer Handling)", "0.10.2", "every release, with "
          "unclean election on", "a ghost, no source: the trade unclean.leader.election.enable makes "
          f"(0.10.2.2 {_K}PartitionLeaderSelector.scala OfflinePartitionLeaderSelector)",
-         "clients._controller_actions (UncleanLeaderElection), invariants.kafka_clients consumed-stays"),
+         "clients._controller_actions_marking_unclean (UncleanLeaderElection), invariants.kafka_clients consumed-stays"),
     Rule("an empty consumer fetch answer (position between HW and LEO, no error) at a position past records the "
          "consumer never read is a silent skip", "KIP-320", "0.10.2", "every release (2.3.0+: the position is "
          "validated first after a leader change, so the skip cannot happen there)",
@@ -213,22 +229,54 @@ RULES: tuple[Rule, ...] = (
          f"0.10.2.2 {_C}Partition.scala maybeIncrementLeaderHW", "actions_data._advance_hw_action",
          abstraction="Kafka also counts followers outside the ISR that caught up within replica.lag.time.max.ms; that "
                      "only lowers the HW, so the model's HW can be higher than Kafka's, never lower; 3.7.0's "
-                     "min.insync.replicas condition (KAFKA-15583) is not modelled"),
+                     "min.insync.replicas condition is its own rule (kafka-15583)"),
     Rule("ISR shrink and expand are ZooKeeper writes only the leader of the current epoch can make", "-", "0.10.2",
          "every ZooKeeper release", f"0.10.2.2 {_C}Partition.scala maybeShrinkIsr, updateIsr (zkVersion)",
-         "actions_data._leader_actions", abstraction="time is abstracted: a follower may be shrunk at any moment"),
+         "actions_data._leader_actions", abstraction="time is abstracted: a follower may be shrunk at any moment "
+         "(from 2.1.0 one whose LEO is the leader's never is: kafka-7152)"),
+    Rule("a follower whose LEO equals the leader's is never out of sync: it is not shrunk out of the ISR", "KAFKA-7152",
+         "2.1.0", "2.1.0 and later (9a7f29c1ede; the 2.0 branch commit b8b83a72df5 is in no release)",
+         f"2.1.0 {_C}Partition.scala getOutOfSyncReplicas (r.logEndOffset != leaderReplica.logEndOffset && ...); "
+         "2.8.0 isFollowerOutOfSync; 3.3.0 and 3.9.0 Replica.scala isCaughtUp (leaderEndOffset == logEndOffset || ...)",
+         "actions_data._isr_change_action, actions_kraft._isr_change_action", flag="kafka-7152",
+         abstraction="the follower's LEO is the fetch offset the leader last recorded (remote); the time half "
+                     "(lastCaughtUpTimeMs within replica.lag.time.max.ms) is abstracted away as before"),
     Rule("a fetch answer is dropped unless the partition is still fetching from that leader at the request's offset",
          "-", "0.10.2", "every release", f"2.2.0 {_S}AbstractFetcherThread.scala processFetchRequest "
          "(fetchOffset == currentFetchState.fetchOffset && isReadyForFetch)", "actions_data._receive_fetch_state"),
-    Rule("a follower ahead of the leader (OFFSET_OUT_OF_RANGE) truncates to the leader's LEO", "-", "0.10.2",
-         "2.1.0 and later; before, only with unclean election on (otherwise the broker halts)",
-         f"0.10.2.2 {_S}ReplicaFetcherThread.scala handleOffsetOutOfRange (System.exit when unclean is off)",
-         "actions_data._receive_fetch_state (before 2.1.0 with unclean off: the broker halts, a crash counted "
-         "against the crash bound)",
-         abstraction="the 2.1.0 change is tied to the KIP-320 flag leader-epoch-fencing (both arrived in 2.1.0)"),
+    Rule("a follower ahead of the leader (OFFSET_OUT_OF_RANGE) truncates to the leader's LEO; before, it halted the "
+         "broker unless unclean election was on", "KAFKA-7414", "2.0.1", "2.0.1 (0ed5b8b2403), 2.1.0 and later "
+         "(c5ef614bbf1); 0.10.2 to 2.0.0 halt (the 1.1 branch commits ff1afde8d73, 9fed787141e are in no release tag)",
+         f"2.0.1 {_S}ReplicaFetcherThread.scala handleOffsetOutOfRange (truncateTo(leaderEndOffset), no unclean "
+         f"check); 0.10.2.2 and 2.0.0 the same method (\"Exiting because log truncation is not allowed\", "
+         "FatalExitError when uncleanLeaderElectionEnable is off)",
+         "actions_data._receive_fetch_state (without the flag and with unclean off: the broker halts, a crash "
+         "counted against the crash bound)", flag="kafka-7414"),
+    Rule("the controller keeps the last ISR member when it dies, unclean election on or off; before, it kept it only "
+         "with unclean election off (the ISR emptied, and the broker's return was an unclean election)",
+         "KAFKA-5642", "1.1.0", "1.1.0 and later (b71ee043f89, the controller's move to the async ZooKeeper client)",
+         f"1.1.0 {_K}ReplicaStateMachine.scala doRemoveReplicasFromIsr (if (leaderAndIsr.isr.size == 1) "
+         f"leaderAndIsr.isr); 0.10.2.2 and 1.0.2 {_K}KafkaController.scala removeReplicaFromIsr (newIsr.isEmpty && "
+         "!uncleanLeaderElectionEnable)", "actions_control._broker_failure_actions", flag="kafka-5642",
+         abstraction="the 0.11.0 row has it off (0.11.0, 1.0.x); 1.1.x is the 0.11.0 row with --feature "
+                     "kafka-5642=on"),
+    Rule("a LeaderAndIsr whose leader is -1 (an offline partition) changes nothing on the broker: no new epoch, no "
+         "truncation, the fetcher left as it was", "-", "0.10.2", "every ZooKeeper release (KRaft brokers call "
+         "makeFollower with no leader: applyLocalFollowersDelta)",
+         f"0.10.2.2, 2.8.0 and 3.9.0 {_S}ReplicaManager.scala makeFollowers (\"Only change partition state when the "
+         "leader is available\"; else partition.getOrCreateReplica / createLogIfNotExists only)",
+         "actions_control._apply_leader_and_isr",
+         abstraction="only leader -1 counts as unavailable: a named leader that is dead in the broker's metadata "
+                     "cache is followed as if alive (the model keeps no metadata cache on ZooKeeper rows)"),
+    Rule("a leader re-elected in a new epoch keeps its followers' fetch states (LEO); only a new leader starts with "
+         "them unknown", "-", "0.10.2", "every release",
+         f"0.10.2.2, 2.0.0 and 2.8.0 {_C}Partition.scala makeLeader (if (isNewLeader) ... updateLogReadResult / "
+         "updateFetchState(UnknownOffsetMetadata)); 3.3.0 Replica.scala resetReplicaState(isNewLeader)",
+         "actions_control._apply_leader_and_isr, actions_kraft._apply_leader_and_isr"),
     Rule("the controller elects the leader from the live ISR; a restarted broker is sent the current LeaderAndIsr",
          "-", "0.10.2", "every ZooKeeper release", f"0.10.2.2 {_K}PartitionLeaderSelector.scala "
-         "OfflinePartitionLeaderSelector; KafkaController.onBrokerStartup; 2.1.0 {_K}PartitionStateMachine.scala "
+         "OfflinePartitionLeaderSelector; KafkaController.onBrokerStartup; 2.1.0 "
+         f"{_K}PartitionStateMachine.scala "
          "PartitionLeaderElectionAlgorithms (offline, preferred, controlled shutdown)", "actions_control._controller_actions, "
          "_broker_failure_actions, _controlled_shutdowns, _restart_state",
          abstraction="any eligible replica may be elected, in every election (offline, preferred, controlled shutdown, "
@@ -256,7 +304,8 @@ RULES: tuple[Rule, ...] = (
          "validateAlterPartitionData, handleBrokerFenced, generateLeaderAndIsrUpdates; PartitionChangeBuilder.java "
          "build (an empty target ISR is not written), triggerLeaderEpochBumpIfNeeded; ClusterControlManager.java "
          "registerBroker",
-         "actions_kraft (the KRaft controller, AlterPartition, FenceBroker, Restart)", flag="kraft",
+         "actions_kraft.KRaftActions (the KRaft controller: _process_alter_partition, _fence_actions, "
+         "_kraft_restart_state)", flag="kraft",
          abstraction="a restarted broker registers and is unfenced in one step (Kafka unfences it once it caught up "
                      "with the metadata log); a broker's view of fencing is the controller's unless metadata_lag (see "
                      "its rule); a lost AlterPartition "
@@ -336,23 +385,31 @@ RULES: tuple[Rule, ...] = (
          "3.9.0 metadata/.../controller/PartitionChangeBuilder.java triggerLeaderEpochBumpForIsrShrinkIfNeeded "
          "(isLeaderEpochBumpRequiredOnIsrShrink); 3.5.0 triggerLeaderEpochBumpIfNeeded bumps on every shrink",
          "actions_kraft._partition_change", flag="kafka-15021"),
-    Rule("strict min ISR: the HW does not advance while the ISR is below min.insync.replicas; replicas leaving an ISR "
-         "below min ISR become eligible leader replicas (the ISR may empty), elected when no ISR member is left",
-         "KIP-966 (KAFKA-15583, KAFKA-15581, KAFKA-15584)", "3.7.0", "3.7.0 code, off by default until 4.1.0 "
-         "(eligible.leader.replicas.version=1 on new clusters)",
-         f"3.9.0 {_C}Partition.scala maybeIncrementLeaderHW (isUnderMinIsr); metadata/.../controller/"
-         "PartitionChangeBuilder.java maybePopulateTargetElr, isValidNewLeader, electAnyLeader",
-         "actions_kraft._advance_hw_action, _partition_change, _controller_actions", flag="kip-966-elr",
-         abstraction="one flag for both halves (KAFKA-15583's strict min ISR is unconditional from 3.7.0, ELR is a "
-                     "feature level); no last-known-leader election (KIP-966's balanced recovery)"),
-    Rule("a broker that registers without a clean shutdown is removed from the ISR and the ELR", "KIP-966 "
-         "(KAFKA-15582, KAFKA-15586)", "3.8.0", "3.8.0 and later, where ELR is supported",
-         "3.9.0 metadata/.../controller/ClusterControlManager.java registerBroker (brokerUncleanShutdownHandler); "
-         "ReplicationControlManager.java handleBrokerUncleanShutdown; PartitionChangeBuilder.java "
-         "maybePopulateTargetElr (uncleanShutdownReplicas)",
-         "actions_kraft._restart_state", flag="clean-shutdown-detection",
-         abstraction="every restart on the KRaft rows follows a crash (no clean shutdown action there), so every "
-                     "restart is detected as unclean"),
+    Rule("strict min ISR: the leader's HW does not advance while the (committed) ISR is below min.insync.replicas",
+         "KIP-966 (KAFKA-15583)", "3.7.0", "3.7.0 and later (edc7e10a745), ZooKeeper and KRaft mode alike "
+         "(Partition.scala is shared; unconditional, not an ELR feature level): the 3.9.1 and kraft-4.1 rows",
+         f"3.7.0 and 3.9.0 {_C}Partition.scala maybeIncrementLeaderHW (if (isUnderMinIsr) return false), "
+         "isUnderMinIsr (partitionState.isr.size < effectiveMinIsr)", "actions_data._advance_hw_action",
+         flag="kafka-15583",
+         abstraction="min_isr above the replication factor is not capped (effectiveMinIsr); it matters only with "
+                     "min_isr > 1, so the ZooKeeper matrix cells (min_isr=1) do not see it"),
+    Rule("eligible leader replicas: replicas leaving an ISR below min ISR become eligible leader replicas (the ISR may "
+         "empty), elected when no ISR member is left", "KIP-966 (KAFKA-15581, KAFKA-15584)", "3.7.0",
+         "3.7.0 code, off by default until 4.1.0 (eligible.leader.replicas.version=1 on new clusters)",
+         "3.9.0 metadata/.../controller/PartitionChangeBuilder.java maybePopulateTargetElr, isValidNewLeader, "
+         "electAnyLeader", "actions_kraft._partition_change, _controller_actions", flag="kip-966-elr",
+         abstraction="no last-known-leader election (KIP-966's balanced recovery)"),
+    Rule("a broker that registers as a new incarnation is removed from the ISR and the ELR", "KIP-966 "
+         "(KAFKA-15582, KAFKA-15586; KAFKA-16952)", "3.8.0", "3.8.0 and later, where ELR is supported: 3.8.x removes a "
+         "broker whose registration does not carry its previous broker epoch (an unclean shutdown); 3.9.0 and later "
+         "(KAFKA-16952, 2fd00ce5367) remove every registration with a new incarnation id, clean shutdown or not",
+         "3.9.0 metadata/.../controller/ClusterControlManager.java registerBroker (!request.incarnationId().equals("
+         "prevIncarnationId) -> brokerUncleanShutdownHandler.addRecordsForShutdown); 3.8.0 the same method "
+         "(request.previousBrokerEpoch() != existing.epoch()); ReplicationControlManager.java "
+         "handleBrokerUncleanShutdown; PartitionChangeBuilder.java maybePopulateTargetElr (uncleanShutdownReplicas)",
+         "actions_kraft._kraft_restart_state", flag="clean-shutdown-detection",
+         abstraction="the kraft-4.1 row follows 3.9.0+: every restart is a new incarnation and is removed, which is "
+                     "also what 3.8 does after a crash; 3.8's clean restart that keeps the membership is not a row"),
     Rule("an unclean shutdown loses the unflushed suffix of the log (any suffix: Kafka leaves flushing to the OS, "
          "log.flush.interval.messages is unbounded by default); a disk loss is one that keeps nothing", "KIP-966", "-",
          "every release (a fault with its own bound, unclean_shutdowns; on the KRaft rows)",
@@ -362,7 +419,8 @@ RULES: tuple[Rule, ...] = (
          abstraction="a disk loss (log, epoch cache and HW checkpoint gone) is UncleanShutdown(keep=0): with one "
                      "partition and the HW clamped to the LEO on restart the model cannot tell them apart; the "
                      "ZooKeeper rows have their own form of the fault (lossy-crash)"),
-    Rule("one record per batch, one partition", "-", "-", "-", "-", "spec.kafka.log",
+    Rule("one record per batch, one partition", "-", "-", "-", "-", "log.Record (a record is a batch), state.KafkaState "
+         "(one partition's replicas)",
          abstraction="KIP-279's scenario 1 with n > 20 relied on truncating to a batch boundary; a second partition "
                      "(KAFKA-7235's checkpoint rewrite) cannot be expressed"),
 )
