@@ -113,7 +113,9 @@ def add_property_option(parser: argparse.ArgumentParser) -> None:
 def _workers(text: str) -> int:
     """``--workers N`` or ``--workers auto`` (one a core)."""
     if text.strip().lower() == "auto":
-        return os.cpu_count() or 1
+        from checker.parallel import available_cores
+
+        return available_cores()  # the CPU affinity, not os.cpu_count(): a container or taskset may allow fewer
     try:
         return _positive_int(text)
     except argparse.ArgumentTypeError:
