@@ -61,7 +61,13 @@ def run_jobs(work: Callable[[Job], Out], jobs: Sequence[Job], workers: int,
     ``started(index)`` is called as a job is handed to a worker, ``finished(index, result)`` as its result
     comes back, ``running([(index, seconds so far), ...])`` every ``every`` seconds while jobs run. With one
     worker, one job, or no ``fork`` on this platform, the jobs run here, one after the other, with the same
-    calls."""
+    calls.
+
+    ``finished`` may return True: the jobs after that one are not needed (a violation found, a time budget
+    spent). Then no later job is handed out, the earlier ones still running are waited for, and the results
+    returned are those of the jobs up to the last one not after it: the same list at any worker count,
+    as long as ``finished`` answers the same for the same result (the results of later jobs that were already
+    running are dropped)."""
     workers = min(workers, len(jobs))
     if workers <= 1 or not can_fork():
         results = []
@@ -69,8 +75,8 @@ def run_jobs(work: Callable[[Job], Out], jobs: Sequence[Job], workers: int,
             if started is not None:
                 started(index)
             results.append(work(job))
-            if finished is not None:
-                finished(index, results[-1])
+            if finished is not None and finished(index, results[-1]):
+                break
         return results
     ctx = mp.get_context("fork")
     procs, conns = [], []
@@ -84,22 +90,25 @@ def run_jobs(work: Callable[[Job], Out], jobs: Sequence[Job], workers: int,
     results: dict[int, Out] = {}
     busy: dict[Connection, tuple[int, float]] = {}  # worker -> (its job, when it started)
     following = 0
+    last = len(jobs) - 1  # the last job whose result is needed
     last_report = time.monotonic()
     try:
         for conn in conns:
-            if following < len(jobs):
-                following = _hand(conn, following, busy, started)
-        while busy:
+            following = _hand(conn, following, busy, started)
+        while any(index <= last for index, _ in busy.values()):  # jobs past ``last`` are stopped, not waited for
             for conn in wait(list(busy), timeout=max(0.05, every - (time.monotonic() - last_report))):
                 assert isinstance(conn, Connection)
                 kind, index, value = pickle.loads(conn.recv_bytes())  # noqa: S301 (our own forked worker)
                 del busy[conn]
                 if kind == "error":
                     raise value
+                if index > last:  # a job after one that said the rest is not needed
+                    continue
                 results[index] = value
-                if finished is not None:
-                    finished(index, value)
-                if following < len(jobs):
+                if finished is not None and finished(index, value):
+                    last = index
+                    results = {i: r for i, r in results.items() if i <= last}
+                if following <= last:
                     following = _hand(conn, following, busy, started)
             if running is not None and busy and time.monotonic() - last_report >= every:
                 last_report = time.monotonic()
@@ -111,7 +120,7 @@ def run_jobs(work: Callable[[Job], Out], jobs: Sequence[Job], workers: int,
             except (OSError, ValueError):
                 pass
         for proc in procs:
-            if busy:  # stopped early (an error, Ctrl-C): the jobs still running are not waited for
+            if busy:  # stopped early (an error, Ctrl-C, jobs not needed): the jobs still running are not waited for
                 proc.terminate()
             proc.join(timeout=5)
             if proc.is_alive():
@@ -119,7 +128,7 @@ def run_jobs(work: Callable[[Job], Out], jobs: Sequence[Job], workers: int,
                 proc.join()
         for conn in conns:
             conn.close()
-    return [results[i] for i in range(len(jobs))]
+    return [results[i] for i in range(last + 1)]
 
 
 def _hand(conn: Connection, index: int, busy: dict[Connection, tuple[int, float]],

@@ -91,7 +91,7 @@ def test_workers_auto_is_one_a_core(capsys, monkeypatch):
     parser = cli.build_parser()
     monkeypatch.setattr(os, "sched_getaffinity", lambda pid: {0, 3, 5}, raising=False)
     monkeypatch.setattr(os, "cpu_count", lambda: 64)
-    for command in (["check", "two-phase"], ["matrix", "two-phase"]):
+    for command in (["check", "two-phase"], ["matrix", "two-phase"], ["simulate", "two-phase"]):
         parsed = parser.parse_args([*command, "--workers", "auto"])
         assert parsed.workers == 3, command
     assert parser.parse_args(["matrix", "two-phase"]).workers == 3  # the matrix's default
