@@ -345,8 +345,8 @@ def run_matrix(
                 on_cell(cell)
 
     # ``workers`` searches at once, each in one process (the engine's own workers are for one search)
-    at_once = workers if engine == "bfs" and getattr(engine_options, "workers", 1) <= 1 else 1
-    if at_once > 1:  # the searches' own progress stays in their processes
+    at_once = min(workers, len(jobs)) if engine == "bfs" and getattr(engine_options, "workers", 1) <= 1 else 1
+    if at_once > 1 and can_fork():  # the searches' own progress stays in their processes
         for job in jobs:
             job.options["progress"] = None
     finished_jobs = []

@@ -301,3 +301,11 @@ def test_the_matrix_on_two_cores_reports_which_searches_run(capsys):
     assert text.count("Checking ") == len({(c.protocol, tuple(sorted(c.constants.items()))) for c in cells})
     assert text.count(" / ") == len(cells)
     assert "Progress: " in text and "searches done; running " in text
+
+
+def test_one_search_on_two_cores_keeps_its_progress_lines():
+    stream = io.StringIO()
+    lines = ProgressLines(stream, interval=0.0)
+    run_matrix(TOY, protocols=["v1"], invariants=["x-small"], on_search=lines.search, on_cell=lines.cell,
+               progress=lines, workers=2, running=lines.running)
+    assert "Progress(" in stream.getvalue()  # one search: run here, with its own progress lines
