@@ -67,7 +67,8 @@ def run_jobs(work: Callable[[Job], Out], jobs: Sequence[Job], workers: int,
     spent). Then no later job is handed out, the earlier ones still running are waited for, and the results
     returned are those of the jobs up to the last one not after it: the same list at any worker count,
     as long as ``finished`` answers the same for the same result (the results of later jobs that were already
-    running are dropped)."""
+    running are dropped). A job that raises is the last one too: its error is raised once the jobs before it
+    are done, unless one of them says the rest is not needed."""
     workers = min(workers, len(jobs))
     if workers <= 1 or not can_fork():
         results = []
@@ -91,6 +92,7 @@ def run_jobs(work: Callable[[Job], Out], jobs: Sequence[Job], workers: int,
     busy: dict[Connection, tuple[int, float]] = {}  # worker -> (its job, when it started)
     following = 0
     last = len(jobs) - 1  # the last job whose result is needed
+    failed: BaseException | None = None  # the error of job ``last``, if it raised
     last_report = time.monotonic()
     try:
         for conn in conns:
@@ -100,14 +102,16 @@ def run_jobs(work: Callable[[Job], Out], jobs: Sequence[Job], workers: int,
                 assert isinstance(conn, Connection)
                 kind, index, value = pickle.loads(conn.recv_bytes())  # noqa: S301 (our own forked worker)
                 del busy[conn]
-                if kind == "error":
-                    raise value
                 if index > last:  # a job after one that said the rest is not needed
                     continue
-                results[index] = value
-                if finished is not None and finished(index, value):
-                    last = index
-                    results = {i: r for i, r in results.items() if i <= last}
+                if kind == "error":  # raised once the earlier jobs are done (one of them may stop the run first)
+                    failed, last = value, index
+                    results = {i: r for i, r in results.items() if i < last}
+                else:
+                    results[index] = value
+                    if finished is not None and finished(index, value):
+                        last, failed = index, None
+                        results = {i: r for i, r in results.items() if i <= last}
                 if following <= last:
                     following = _hand(conn, following, busy, started)
             if running is not None and busy and time.monotonic() - last_report >= every:
@@ -128,6 +132,8 @@ def run_jobs(work: Callable[[Job], Out], jobs: Sequence[Job], workers: int,
                 proc.join()
         for conn in conns:
             conn.close()
+    if failed is not None:
+        raise failed
     return [results[i] for i in range(last + 1)]
 
 

@@ -43,3 +43,22 @@ def test_running_jobs_are_reported_while_they_run():
     reports = []
     run_jobs(_slow_first, [0, 1], 2, running=reports.append, every=0.05)
     assert reports and all(index in (0, 1) and seconds >= 0 for report in reports for index, seconds in report)
+
+
+def _stops_at_two_fails_at_five(job: int) -> int:
+    if job == 5:
+        raise UsageError("job 5 is refused")
+    time.sleep(0.2 if job == 2 else 0.0)  # job 2 says stop after job 5 has failed
+    return job
+
+
+@pytest.mark.parametrize("workers", [1, 3])
+def test_a_job_that_says_stop_before_a_later_one_fails_ends_the_run_as_one_worker_would(workers):
+    finished = []
+
+    def note(index, result):
+        finished.append(index)
+        return result == 2
+
+    assert run_jobs(_stops_at_two_fails_at_five, list(range(8)), workers, finished=note) == [0, 1, 2]
+    assert 2 in finished and 5 not in finished  # (later jobs done before job 2 may have been reported too)
