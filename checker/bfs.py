@@ -126,20 +126,23 @@ MEMORY_BUDGET = "memory budget"
 SPILL_AT = 0.5
 #: share of the memory budget the two frontier stores (the frontier and the level being built) may
 #: hold in memory together, half each; past it a store writes its blocks to disk. A store keeps its
-#: first ``FRONTIER_OBJECT_STATES`` states as Python objects (while they fit its budget, counted at
-#: ``frontier.OBJECT_BYTES`` a state) and encodes the others, all of them once the run is past
-#: ``SPILL_AT`` of its budget.
+#: first states as Python objects (``FRONTIER_OBJECT_SHARE``) and pools or encodes the others, all of
+#: them once the run is past ``SPILL_AT`` of its budget.
 FRONTIER_SHARE = 0.25
 #: False: every block of the frontier is encoded from the first level on (``bench/memory_bench.py``)
 FRONTIER_OBJECTS = True
-#: states each frontier store keeps as Python objects at most (its first blocks; the rest are pooled or
-#: encoded): a fixed count, not a share of the memory, so that the frontier costs a run's resident memory a
-#: few bytes a state whatever its size (a 3-broker Kafka state: about 830 B as objects; pooled, a 5-byte row
-#: and a quarter of a part), while levels of up to 2,048 states cost no encoding at all (pooling every block
-#: from the first level costs small searches about 10% more CPU). Kafka 2.1.0 brokers=3 records=1 epochs=1
-#: crashes=0, peak resident growth a distinct state: 2,048 -> 35.4 B, none -> 30.0 (bench/NOTES.md,
-#: "Pooled frontier")
-FRONTIER_OBJECT_STATES = 2048
+#: share of the memory budget the two stores may hold as Python objects together (half each, counted at
+#: ``frontier.OBJECT_BYTES`` a state): a level that fits costs no encoding at all, a level past it pools (or
+#: encodes) its later blocks. Pooling is for runs whose memory needs it: the generic msgpack encoding of a
+#: model with no parts (Kafka's TLA+ specifications) cost tla:Kip320 R2L3M3E3 four times the CPU of its
+#: search (13.2 against 3.3 s, levels of at most 15,848 states), and the pooled one about 3.5 us a Kafka
+#: state. With the default budget (80% of a 23 GB machine) a store keeps about a million states as objects;
+#: the largest levels of a 36-million-orbit run are pooled past that (bench/NOTES.md, "Frontier objects by
+#: the memory budget").
+FRONTIER_OBJECT_SHARE = 1 / 16
+#: a fixed count of objects a store instead of the share (None: the share; ``bench/memory_bench.py
+#: --object-states`` measures the memory a fixed count gives)
+FRONTIER_OBJECT_STATES: int | None = None
 #: the parent log is written to an anonymous temporary file from the first level on (fixed-width
 #: records, memory-mapped only when a trace is rebuilt or a checkpoint written): 16 bytes a state
 #: less in memory for a sequential write a level. False: kept in memory until ``SPILL_AT``.
@@ -162,6 +165,14 @@ def budget_checkpoint_path(reason: str | None, model: Model, options: SearchOpti
     return None
 
 
+def object_states(memory_budget_mb: float) -> float:
+    """States each of the two frontier stores keeps as Python objects under a memory budget of this many MB:
+    ``FRONTIER_OBJECT_STATES`` when set, else its half of ``FRONTIER_OBJECT_SHARE`` of the budget."""
+    if FRONTIER_OBJECT_STATES is not None:
+        return FRONTIER_OBJECT_STATES
+    return memory_budget_mb * 2**20 * FRONTIER_OBJECT_SHARE / 2 / frontier_store.OBJECT_BYTES  # inf: no budget
+
+
 def default_memory_budget_mb() -> float:
     """80% of physical memory: run out of budget (undetermined) before the OOM killer acts."""
     try:
@@ -182,6 +193,8 @@ class LocalBFS:
         self.under_pressure = False  # past SPILL_AT of the memory budget
         #: bytes each frontier store may keep in memory
         self.store_budget = self.memory_budget * 2**20 * FRONTIER_SHARE / 2
+        #: states each frontier store may keep as Python objects
+        self.object_states = object_states(self.memory_budget)
         # run statistics (this process's expansions; a resumed run does not report them)
         self.coverage: Counter | None = Counter() if options.coverage else None
         self._degrees: dict[int, int] = {}  # out-degree -> states expanded with it
@@ -205,7 +218,7 @@ class LocalBFS:
         if opts.resume_from:
             st = ckpt.load(opts.resume_from, self.model, opts)
             st.frontier = store_of(self.model, st.frontier, self.store_budget, self._spill_dir(),
-                                   FRONTIER_OBJECTS, FRONTIER_OBJECT_STATES)
+                                   FRONTIER_OBJECTS, self.object_states)
             if PARENTS_ON_DISK:
                 st.log.spill(self._spill_dir())
         else:
@@ -261,7 +274,7 @@ class LocalBFS:
         """The store of the next level; ``expanding``: the frontier it is built from (its pools are shared)."""
         return FrontierStore(self.model, self.store_budget, self._spill_dir(),
                              keep_objects=FRONTIER_OBJECTS and not self.under_pressure,
-                             object_states=FRONTIER_OBJECT_STATES,
+                             object_states=self.object_states,
                              previous=expanding if isinstance(expanding, FrontierStore) else None)
 
     def _should_stop(self, st: SearchState) -> bool:

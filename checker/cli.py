@@ -113,7 +113,9 @@ def add_property_option(parser: argparse.ArgumentParser) -> None:
 def _workers(text: str) -> int:
     """``--workers N`` or ``--workers auto`` (one a core)."""
     if text.strip().lower() == "auto":
-        return os.cpu_count() or 1
+        from checker.parallel import available_cores
+
+        return available_cores()  # the CPU affinity, not os.cpu_count(): a container or taskset may allow fewer
     try:
         return _positive_int(text)
     except argparse.ArgumentTypeError:
@@ -283,7 +285,7 @@ def print_summary(console: Console, result: CheckResult) -> None:
     simulated = result.engine == "simulate"
     if simulated:
         console.print(f"{result.extra.get('walks', 0):,} walks, {result.states_generated:,} states generated, "
-                      f"deepest walk {result.depth} states.")
+                      f"{result.distinct_states:,} distinct states covered, deepest walk {result.depth} states.")
     else:
         if result.collision is not None:
             console.print(statistics_lines(result), highlight=False)
@@ -462,7 +464,11 @@ def cmd_simulate(args: argparse.Namespace) -> int:
     model = model_from_args(args)
     options = SearchOptions(invariants=select_invariants(model, args.invariant, args.property),
                             stop_at_first=not args.keep_going)
-    sim = SimulationOptions(walks=args.walks, depth=args.depth, seed=args.seed, max_seconds=args.max_seconds)
+    if args.engine != "local":
+        raise UsageError(f"kmc simulate --engine {args.engine}: walks run on this machine's cores only; "
+                         "use --workers N (or auto) instead")
+    sim = SimulationOptions(walks=args.walks, depth=args.depth, seed=args.seed, max_seconds=args.max_seconds,
+                            workers=args.workers)
     result = simulate(model, options, sim)
     save_traces(result, args.trace_dir)
     if args.json:
@@ -587,6 +593,9 @@ def build_parser() -> argparse.ArgumentParser:
     simulate.add_argument("--depth", type=_positive_int, default=50, help="maximum number of steps per walk")
     simulate.add_argument("--seed", type=int, default=0)
     simulate.add_argument("--max-seconds", type=_positive_float)
+    simulate.add_argument("--workers", type=_workers, default=1,
+                          help="processes the walks run in (a number, or auto: one a core); the same walks at any count")
+    simulate.add_argument("--engine", default="local", help="local (the only one: --engine spark is refused)")
     simulate.add_argument("--continue", dest="keep_going", action="store_true")
     simulate.add_argument("--json", action="store_true")
     simulate.add_argument("--trace-dir", default=DEFAULT_TRACE_DIR)

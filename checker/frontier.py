@@ -5,9 +5,9 @@ block by block for expansion, so neither the frontier nor the next level has to 
 Python objects. A block is held in one of three forms, chosen as it is written:
 
 * **objects**: the states as they are (no cost), for the store's first ``object_states`` states
-  (``checker.bfs.FRONTIER_OBJECT_STATES``) while they stay within its budget (counted at
-  ``OBJECT_BYTES`` a state, a measured average for a Kafka state whose substructures are shared
-  with its siblings);
+  (the engine's share of its memory budget, ``checker.bfs.FRONTIER_OBJECT_SHARE``) while they stay
+  within its budget (counted at ``OBJECT_BYTES`` a state, a measured average for a Kafka state whose
+  substructures are shared with its siblings): a run whose levels fit pays nothing for the forms below;
 * **pooled**: for a model that splits its states into shared parts (``Model.state_parts``: a Kafka
   state's brokers, controller, network and the rest), each distinct part is kept once in the
   store's pools and a state is a row of pool indices (``StatePools``), compressed with zlib. A

@@ -58,6 +58,7 @@ from rich.text import Text
 from checker import engines
 from checker.bfs import check
 from checker.errors import BadFileError, NoInputError, UsageError
+from checker.pool import can_fork, run_jobs
 from checker.result import CheckResult, Verdict
 from checker.search import Progress, SearchOptions
 from invariants.base import SAFETY, Invariant
@@ -261,6 +262,9 @@ def run_matrix(
     trace_dir: str | None = None,
     on_search: Callable[[str, Sequence[str], dict[str, Any]], None] | None = None,
     progress: Callable[[Progress], None] | None = None,
+    workers: int = 1,
+    running: Callable[[list[tuple[str, list[str], float]], int, int], None] | None = None,
+    running_every: float = 10.0,
 ) -> list[Cell]:
     """Check every chosen row against every chosen safety invariant; one ``Cell`` each.
 
@@ -271,13 +275,20 @@ def run_matrix(
     ``properties`` every safety invariant of the model is checked. Counterexamples are saved to
     ``trace_dir`` when given. ``on_search(row, invariant names, constants)`` is called before each
     search, ``on_cell`` after each cell, ``progress`` during the searches.
+
+    ``workers``: searches run at once, each in its own forked process (``checker.pool``), with the engine
+    ``bfs`` in one process; the cells, their figures and stories are the same at any count (each search is
+    the same search), and come back in the same order. Then ``on_search`` is called as a search is handed to a
+    worker, ``on_cell`` as its cells come back, and every ``running_every`` seconds ``running`` instead of
+    ``progress``: (row, invariants, seconds so far) of each search running, the searches done, all of them.
     """
     info = get_model_info(model_name)
     rows = [parse_row(p) for p in protocols] if protocols else default_rows(model_name)
     for row in rows:
         if row.protocol is not None and not info.has_protocol(row.protocol):
             raise UsageError(f"unknown protocol {row.protocol!r} for model {model_name}; known: {info.protocol_names()}")
-    cells: list[Cell] = []
+    jobs: list[_Job] = []
+    order: list[list[tuple[int, str]]] = []  # each row's cells: (its job, its invariant), in column order
     for row in rows:
         flags = list(features) + list(row.features)
         model = build_model(model_name, list(constants), row.protocol, flags)
@@ -307,27 +318,80 @@ def run_matrix(
         groups: dict[tuple[str, ...], list[str]] = {}
         for name in names:
             groups.setdefault(tuple(profile_of.get(name, ())), []).append(name)
-        done: dict[str, Cell] = {}
+        where: dict[str, int] = {}
         for profile, group in groups.items():
             checked = model if not profile else build_model(model_name, [*profile, *constants], row.protocol, flags)
             chosen = {**available, **{p.name: p.bind(checked) for p in properties}}
-            if on_search is not None:
-                on_search(row.label, group, dict(checked.constants))
-            for cell in check_cells(checked, row.label, [chosen[n] for n in group], options, engine, engine_options):
-                if cell.trace is not None:
-                    replay = {"model": model_name, "protocol": row.protocol, "flags": flags,
-                              "constants": [*profile, *constants], "invariant": chosen[cell.invariant]}
-                    story = story_of(checked, row.label, cell.invariant, cell.trace, replay)
-                    saved = None
-                    if trace_dir:
-                        from traces.io import save_trace
+            for name in group:
+                where[name] = len(jobs)
+            jobs.append(_Job(model_name, row, flags, profile, tuple(constants), checked,
+                             tuple(chosen[n] for n in group), options, engine, engine_options))
+        order.append([(where[name], name) for name in names])
 
-                        saved = save_trace(cell.trace, trace_path(trace_dir, model_name, row.label, cell.invariant))
-                    cell = replace(cell, story=story, trace_file=saved)
-                done[cell.invariant] = cell
-                if on_cell is not None:
-                    on_cell(cell)
-        cells.extend(done[name] for name in names)
+    def started(index: int) -> None:
+        if on_search is not None:
+            job = jobs[index]
+            on_search(job.row.label, [inv.name for inv in job.invariants], dict(job.model.constants))
+
+    def finished(index: int, done: list[Cell]) -> None:
+        job = jobs[index]
+        for i, cell in enumerate(done):
+            if cell.trace is not None and trace_dir:
+                from traces.io import save_trace
+
+                saved = save_trace(cell.trace, trace_path(trace_dir, model_name, job.row.label, cell.invariant))
+                done[i] = cell = replace(cell, trace_file=saved)
+            if on_cell is not None:
+                on_cell(cell)
+
+    # ``workers`` searches at once, each in one process (the engine's own workers are for one search)
+    at_once = min(workers, len(jobs)) if engine == "bfs" and getattr(engine_options, "workers", 1) <= 1 else 1
+    if at_once > 1 and can_fork():  # the searches' own progress stays in their processes
+        for job in jobs:
+            job.options["progress"] = None
+    finished_jobs = []
+
+    def report(busy: list[tuple[int, float]]) -> None:
+        if running is not None:
+            running([(jobs[i].row.label, [inv.name for inv in jobs[i].invariants], seconds) for i, seconds in busy],
+                    len(finished_jobs), len(jobs))
+
+    def note(index: int, done: list[Cell]) -> None:
+        finished_jobs.append(index)
+        finished(index, done)
+
+    found = run_jobs(_check_job, jobs, at_once, started, note, report, every=running_every)
+    by_job = [{cell.invariant: cell for cell in done} for done in found]
+    return [by_job[index][name] for row_cells in order for index, name in row_cells]
+
+
+@dataclass(frozen=True)
+class _Job:
+    """One search of the matrix: a row's invariants checked at the same bounds."""
+
+    model_name: str
+    row: Row
+    flags: list[str]
+    profile: tuple[str, ...]
+    constants: tuple[str, ...]
+    model: Any
+    invariants: tuple[Invariant, ...]
+    options: dict[str, Any]
+    engine: str
+    engine_options: Any
+
+
+def _check_job(job: _Job) -> list[Cell]:
+    """The job's cells, each violated one with its story (computed here: it replays, which costs a search's
+    worth of CPU on the Kafka rows, and is done in the job's own process when the matrix runs on every core)."""
+    cells = []
+    for cell in check_cells(job.model, job.row.label, job.invariants, job.options, job.engine, job.engine_options):
+        if cell.trace is not None:
+            replay = {"model": job.model_name, "protocol": job.row.protocol, "flags": job.flags,
+                      "constants": [*job.profile, *job.constants],
+                      "invariant": next(inv for inv in job.invariants if inv.name == cell.invariant)}
+            cell = replace(cell, story=story_of(job.model, job.row.label, cell.invariant, cell.trace, replay))
+        cells.append(cell)
     return cells
 
 
@@ -539,6 +603,11 @@ class ProgressLines:
     def cell(self, cell: Cell) -> None:
         self._line(f"  {cell.protocol} / {cell.invariant}: {describe(cell)}")
 
+    def running(self, searches: list[tuple[str, list[str], float]], done: int, total: int) -> None:
+        """Searches on several cores: which run, for how long, and how many are done."""
+        now = ", ".join(f"{row} ({', '.join(names)}, {seconds:.0f} s)" for row, names, seconds in searches)
+        self._line(f"Progress: {done} of {total} searches done; running {now}")
+
 
 def cmd_matrix(args: argparse.Namespace) -> int:
     from checker.cli import engine_extra
@@ -555,14 +624,17 @@ def cmd_matrix(args: argparse.Namespace) -> int:
         if lines is not None:
             lines.search(row, names, constants)
 
+    at_once = args.engine == "bfs"  # --workers: searches at once (another engine: the workers of each search)
     started = time.monotonic()
     cells = run_matrix(
         args.model, args.protocol, args.invariant, args.const, args.feature,
         max_seconds=args.max_seconds, max_states=args.max_states, uniform_bounds=args.uniform_bounds,
         bounds=args.bounds, properties=properties, trace_dir=args.trace_dir, engine=args.engine,
-        engine_options=engines.EngineOptions(workers=args.workers, master=args.master,
+        engine_options=engines.EngineOptions(workers=1 if at_once else args.workers, master=args.master,
                                              extra=engine_extra(args)),
         on_cell=lines.cell if lines else None, on_search=on_search, progress=lines,
+        workers=args.workers if at_once else 1, running=lines.running if lines else None,
+        running_every=args.progress_every,
     )
     elapsed = time.monotonic() - started
     console = Console(highlight=False)
@@ -586,6 +658,8 @@ def cmd_matrix(args: argparse.Namespace) -> int:
             text.highlight_regex(r"\bundetermined\b", "yellow")
             console.print(text, soft_wrap=True)
         how = "one search each" if args.engine in ONE_SEARCH_ENGINES else "stop-at-first searches"
+        if at_once and min(args.workers, len(configurations)) > 1 and can_fork():
+            how += f", {min(args.workers, len(configurations))} at once"
         console.print(f"{len(cells)} cells from {len(configurations)} configurations ({how}) in {elapsed:.1f} s",
                       soft_wrap=True)
     if expected is not None:
@@ -637,7 +711,9 @@ def add_parser(subparsers: Any, *_: Any) -> argparse.ArgumentParser:
     parser.add_argument("--progress-every", type=_positive_float, default=10.0, metavar="SECONDS",
                         help="seconds between two progress lines during a search (default 10)")
     parser.add_argument("--engine", default="bfs", help="search engine: " + ", ".join(engines.ENGINES))
-    parser.add_argument("--workers", type=_workers, default=1, help="worker processes (a number, or auto: one a core)")
+    parser.add_argument("--workers", type=_workers, default="auto",
+                        help="searches run at once, each in its own process (a number, or auto: one a core, the "
+                             "default); with --engine parallel, the worker processes of each search")
     parser.add_argument("--master", default="local[*]", help="Spark master URL (spark engine)")
     parser.add_argument("--spark-threshold", type=int, default=None, metavar="N",
                         help="spark engine: run levels locally while the frontier has fewer than N states (default 10000)")

@@ -1,22 +1,41 @@
 """Random simulation: many random walks of bounded depth, for configurations too big to exhaust.
 
 Each walk starts at a random initial state and takes a random enabled action until it reaches
-the depth bound, a state with no successor inside the bounds, or a violation. Walks are driven
-by one seeded generator, so the same seed gives the same walks. A violation found this way is a
-real behaviour but not necessarily the shortest one; the verdict without a violation is
-*undetermined* (simulation proves nothing).
+the depth bound, a state with no successor inside the bounds, or a violation. Walk ``i`` is driven
+by its own generator, seeded from the user's ``--seed`` and ``i`` (``walk_seed``), so a walk is the
+same whichever process runs it: ``--workers N`` runs the walks in batches of ``WALKS_A_BATCH`` on N
+cores (``checker.pool``), and the same seed gives the same walks, the same counts, the same distinct
+states covered and the same counterexample at any N (with no ``--max-seconds``: a time budget ends
+the run wherever the clock says). Stopping at the first violation means: after the batch of the first
+walk that finds one, with every earlier batch done, so the walks counted do not depend on N either.
+
+A violation found this way is a real behaviour but not necessarily a shortest one; it is shortened
+(``shorten``: loops dropped, then each step removed while the violation persists, every candidate
+replayed action by action from the initial state), so the trace reported replays. Without a
+violation the verdict is *undetermined* (simulation proves nothing). The distinct states the walks
+covered are counted by fingerprint.
 """
 
 from __future__ import annotations
 
+import hashlib
 import random
 import time
-from dataclasses import dataclass
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any
 
+import numpy as np
+
+from checker.pool import run_jobs
 from checker.result import CheckResult, Verdict, Violation
 from checker.search import SearchOptions, trace_header, uses_bounds, validate_initial
+from invariants.base import Invariant
 from spec.model import Model
 from traces.trace import Step, Trace
+
+#: walks a worker takes at a time (the unit of the work handed out, and of stopping at a violation)
+WALKS_A_BATCH = 64
 
 
 @dataclass
@@ -25,62 +44,188 @@ class SimulationOptions:
     depth: int = 50
     seed: int = 0
     max_seconds: float | None = None
+    #: processes the walks run in (one batch of ``WALKS_A_BATCH`` walks at a time each)
+    workers: int = 1
+    #: shorten a violating walk before it is reported
+    shorten: bool = True
 
 
-def simulate(model: Model, options: SearchOptions, sim: SimulationOptions) -> CheckResult:
-    rng = random.Random(sim.seed)
-    inits = list(model.init_states())
-    validate_initial(model, inits)
-    bounded = uses_bounds(model)
-    invariants = options.safety_invariants()
-    started = time.monotonic()
-    generated = 0
-    steps_taken = 0
-    deepest = 0
-    found: dict[str, Trace] = {}
-    walks_done = 0
-    for _ in range(sim.walks):
-        if sim.max_seconds is not None and time.monotonic() - started > sim.max_seconds:
-            break
-        walks_done += 1
-        state = rng.choice(inits)
-        initial = state
-        steps: list[Step] = []
-        for _depth in range(sim.depth + 1):
-            broken = [inv for inv in invariants if inv.name not in found and not inv.holds(state)]
-            for inv in broken:
-                trace = Trace(trace_header(model, options), initial, tuple(steps), inv.name, len(steps), inv.why(state))
-                if inv.name not in found or trace.length < found[inv.name].length:
-                    found[inv.name] = trace
-            if broken and options.stop_at_first:
+def walk_seed(seed: int, walk: int) -> int:
+    """The seed of walk ``walk`` of a run seeded ``seed`` (64 bits of BLAKE2b: walks of nearby seeds share none)."""
+    return int.from_bytes(hashlib.blake2b(f"{seed}/{walk}".encode(), digest_size=8).digest(), "big")
+
+
+@dataclass
+class _Batch:
+    first: int  # the index of its first walk
+    count: int
+    deadline: float | None  # time.monotonic() past which no walk starts (the clock is the machine's, shared)
+
+
+@dataclass
+class _Done:
+    """What a batch of walks found."""
+
+    walks: int = 0
+    steps: int = 0
+    generated: int = 0
+    deepest: int = 0
+    fingerprints: Any = None  # the distinct fingerprints of the states its walks visited (int64, sorted)
+    #: invariant -> (walk length, walk index, the walk's trace): the shortest violating walk, the first on a tie
+    found: dict[str, tuple[int, int, Trace]] = field(default_factory=dict)
+    out_of_time: bool = False
+
+
+class _Walker:
+    def __init__(self, model: Model, options: SearchOptions, sim: SimulationOptions) -> None:
+        self.model, self.options, self.sim = model, options, sim
+        self.inits = list(model.init_states())
+        validate_initial(model, self.inits)
+        self.bounded = uses_bounds(model)
+        self.invariants = options.safety_invariants()
+        self.header = trace_header(model, options)
+
+    def batch(self, batch: _Batch) -> _Done:
+        done = _Done()
+        fingerprints: set[int] = set()
+        for walk in range(batch.first, batch.first + batch.count):
+            if batch.deadline is not None and time.monotonic() > batch.deadline:
+                done.out_of_time = True
                 break
-            if len(steps) == sim.depth:
+            self._walk(walk, done, fingerprints)
+            if done.found and self.options.stop_at_first:
+                break
+        done.fingerprints = np.fromiter(sorted(fingerprints), np.int64, len(fingerprints))
+        return done
+
+    def _walk(self, walk: int, done: _Done, fingerprints: set[int]) -> None:
+        model, depth, stop = self.model, self.sim.depth, self.options.stop_at_first
+        rng = random.Random(walk_seed(self.sim.seed, walk))
+        state = initial = rng.choice(self.inits)
+        steps: list[Step] = []
+        seen: set[str] = set()  # invariants this walk broke already
+        while True:
+            fingerprints.add(hash(state))
+            broken = [inv for inv in self.invariants if inv.name not in seen and not inv.holds(state)]
+            for inv in broken:
+                seen.add(inv.name)
+                trace = Trace(self.header, initial, tuple(steps), inv.name, len(steps), inv.why(state))
+                best = done.found.get(inv.name)
+                if best is None or (len(steps), walk) < best[:2]:
+                    done.found[inv.name] = (len(steps), walk, trace)
+            if (broken and stop) or len(steps) == depth:
                 break
             choices = list(model.successors(state))
-            generated += len(choices)
-            if bounded:
+            done.generated += len(choices)
+            if self.bounded:
                 choices = [c for c in choices if model.within_bounds(c[1])]
             if not choices:
                 break
             act, state = rng.choice(choices)
             steps.append(Step(act, state))
-        steps_taken += len(steps)
-        deepest = max(deepest, len(steps) + 1)
-        if found and options.stop_at_first:
-            break
-    violations = [Violation(name, "safety", trace) for name, trace in sorted(found.items())]
+        done.walks += 1
+        done.steps += len(steps)
+        done.deepest = max(done.deepest, len(steps) + 1)
+
+
+def simulate(model: Model, options: SearchOptions, sim: SimulationOptions) -> CheckResult:
+    walker = _Walker(model, options, sim)
+    started = time.monotonic()
+    deadline = None if sim.max_seconds is None else started + sim.max_seconds
+    batches = [_Batch(first, min(WALKS_A_BATCH, sim.walks - first), deadline)
+               for first in range(0, sim.walks, WALKS_A_BATCH)]
+
+    def enough(_index: int, done: _Done) -> bool:
+        return done.out_of_time or bool(done.found and options.stop_at_first)
+
+    results = run_jobs(walker.batch, batches, sim.workers, finished=enough)
+    found: dict[str, tuple[int, int, Trace]] = {}
+    for done in results:
+        for name, best in done.found.items():
+            if name not in found or best[:2] < found[name][:2]:
+                found[name] = best
+    fingerprints = np.unique(np.concatenate([d.fingerprints for d in results])) if results else np.zeros(0, np.int64)
+    by_name = {inv.name: inv for inv in walker.invariants}
+    violations = []
+    for name, (length, walk, trace) in sorted(found.items()):
+        short = shorten(model, trace, by_name[name]) if sim.shorten else trace
+        extra = {"walk": walk, "walk_seed": walk_seed(sim.seed, walk), "length_as_walked": length}
+        violations.append(Violation(name, "safety", Trace(short.header, short.initial, short.steps, name, short.length,
+                                                          short.explanation, extra)))
+    walks = sum(d.walks for d in results)
+    deepest = max((d.deepest for d in results), default=0)
     result = CheckResult(
         model=model.name,
         constants=dict(model.constants),
         verdict=Verdict.VIOLATED if violations else Verdict.UNDETERMINED,
-        distinct_states=0,
-        states_generated=generated,
+        distinct_states=len(fingerprints),
+        states_generated=sum(d.generated for d in results),
         depth=deepest,
         seconds=time.monotonic() - started,
         violations=violations,
-        invariants=[inv.name for inv in invariants],
+        invariants=[inv.name for inv in walker.invariants],
         engine="simulate",
-        reason=None if violations else f"simulation of {walks_done} walks found no violation (not a proof)",
+        reason=None if violations else f"simulation of {walks} walks found no violation (not a proof)",
     )
-    result.extra.update({"walks": walks_done, "steps": steps_taken, "seed": sim.seed, "deepest_walk": deepest})
+    result.workers = min(sim.workers, len(batches)) if sim.workers > 1 else 1
+    result.extra.update({"walks": walks, "steps": sum(d.steps for d in results), "seed": sim.seed,
+                         "deepest_walk": deepest, "distinct_states_covered": len(fingerprints),
+                         "walks_a_batch": WALKS_A_BATCH})
     return result
+
+
+# -- shortening a violating walk ------------------------------------------------------------------------------
+def shorten(model: Model, trace: Trace, invariant: Invariant) -> Trace:
+    """A trace from the same initial state to a state violating ``invariant``, no longer than ``trace``: its
+    loops dropped (a state met twice: the steps between go), then each step removed in turn while the rest,
+    replayed action by action from the initial state (each action must be enabled, and the bounds hold),
+    still reaches a violation (the trace then ends at the first violating state). Every candidate is replayed,
+    so the result is a behaviour of the model."""
+    bounded = uses_bounds(model)
+    steps = _without_loops(trace.initial, list(trace.steps))
+    actions = [step.action for step in steps]
+    i = 0
+    while i < len(actions):
+        replayed = _replay(model, trace.initial, actions[:i] + actions[i + 1:], invariant, bounded)
+        if replayed is None:
+            i += 1
+            continue
+        steps = _without_loops(trace.initial, replayed)
+        actions = [step.action for step in steps]
+    last = steps[-1].state if steps else trace.initial
+    return Trace(trace.header, trace.initial, tuple(steps), invariant.name, len(steps), invariant.why(last), trace.extra)
+
+
+def _without_loops(initial: Any, steps: Sequence[Step]) -> list[Step]:
+    """``steps`` with every cycle cut out: where a state recurs, the steps since its first visit go."""
+    at = {initial: 0}
+    out: list[Step] = []
+    for step in steps:
+        earlier = at.get(step.state)
+        if earlier is not None:
+            for dropped in out[earlier:]:
+                at.pop(dropped.state, None)
+            del out[earlier:]
+            at[step.state] = earlier
+            continue
+        out.append(step)
+        at[step.state] = len(out)
+    return out
+
+
+def _replay(model: Model, initial: Any, actions: Sequence[Any], invariant: Invariant, bounded: bool) -> list[Step] | None:
+    """The steps of ``actions`` from ``initial`` up to the first state violating ``invariant``; None when an action
+    is not enabled, a state leaves the bounds, or no state violates it."""
+    if not invariant.holds(initial):
+        return []
+    current = initial
+    steps: list[Step] = []
+    for wanted in actions:
+        succ = next((s for a, s in model.successors(current) if a == wanted), None)
+        if succ is None or (bounded and not model.within_bounds(succ)):
+            return None
+        steps.append(Step(wanted, succ))
+        current = succ
+        if not invariant.holds(current):
+            return steps
+    return None

@@ -85,9 +85,17 @@ def test_completion_scripts(capsys, shell):
         assert word in out, word
 
 
-def test_workers_auto_is_one_a_core(capsys):
+def test_workers_auto_is_one_a_core(capsys, monkeypatch):
+    """auto counts the cores this process may run on (its CPU affinity: a container or taskset may allow
+    fewer than the machine has), not os.cpu_count()."""
     parser = cli.build_parser()
-    assert parser.parse_args(["check", "two-phase", "--workers", "auto"]).workers == (os.cpu_count() or 1)
+    monkeypatch.setattr(os, "sched_getaffinity", lambda pid: {0, 3, 5}, raising=False)
+    monkeypatch.setattr(os, "cpu_count", lambda: 64)
+    for command in (["check", "two-phase"], ["matrix", "two-phase"], ["simulate", "two-phase"]):
+        parsed = parser.parse_args([*command, "--workers", "auto"])
+        assert parsed.workers == 3, command
+    assert parser.parse_args(["matrix", "two-phase"]).workers == 3  # the matrix's default
+    monkeypatch.undo()
     counts = []
     for workers in ("auto", "1"):
         code, out, _ = run(capsys, "check", "two-phase", "--const", "RM=4", "--workers", workers, "--json")

@@ -226,6 +226,39 @@ def test_a_store_keeps_at_most_its_object_count_as_objects(monkeypatch):
     assert list(store) == states
 
 
+def _encoded_states_of_a_run(monkeypatch, model, options):
+    """(the result, states the run's stores wrote pooled or encoded)."""
+    encoded = []
+    original = FrontierStore.finish
+
+    def finish(self):
+        encoded.append(self.encoded_states)
+        return original(self)
+
+    monkeypatch.setattr(FrontierStore, "finish", finish)
+    result = bfs.check(model, options)
+    monkeypatch.setattr(FrontierStore, "finish", original)
+    return result, sum(encoded)
+
+
+def test_the_objects_a_store_keeps_are_a_share_of_the_memory_budget(monkeypatch):
+    """Pooling and encoding are for runs whose memory needs them: a run whose levels fit the object share of its
+    memory budget encodes nothing; with a share of 64 states a store, the same run pools past them, with the
+    same counts."""
+    assert bfs.object_states(1024) == 1024 * 2**20 * bfs.FRONTIER_OBJECT_SHARE / 2 / frontier_module.OBJECT_BYTES
+    assert bfs.object_states(float("inf")) == float("inf")
+    model, options = TwoPhase(5, commit_guard=False), SearchOptions(invariants=TWO_PHASE, stop_at_first=False,
+                                                                     max_memory_mb=4096)
+    plain, plain_encoded = _encoded_states_of_a_run(monkeypatch, model, options)
+    assert plain_encoded == 0
+    monkeypatch.setattr(bfs, "FRONTIER_OBJECT_SHARE", 2 * 64 * frontier_module.OBJECT_BYTES / (4096 * 2**20))
+    assert bfs.object_states(4096) == 64
+    pooled, pooled_encoded = _encoded_states_of_a_run(monkeypatch, model, options)
+    assert pooled_encoded > 0
+    assert (pooled.verdict, pooled.distinct_states, pooled.states_generated, pooled.depth) == (
+        plain.verdict, plain.distinct_states, plain.states_generated, plain.depth)
+
+
 def _run(model, options, patches=None):
     """A local run with module settings patched; (result, parent log, traces as bytes, stores spilled)."""
     saved = {}

@@ -265,3 +265,47 @@ def test_the_parallel_engine_gives_the_same_cells(capsys):
         code, out, _ = run(capsys, "matrix", TOY, "--quiet", "--json", "--workers", workers)
         outs.append([{k: v for k, v in c.items() if k != "seconds"} for c in json.loads(out)])
     assert code == 0 and outs[0] == outs[1]
+
+
+@pytest.mark.parametrize("command", [
+    [TOY],
+    ["kafka", "--protocol", "0.10.2", "--protocol", "2.1.0", "--invariant", "no-fence-stall",
+     "--invariant", "no-stale-control-request", "--invariant", "log-matching", "--const", "records=1"],
+], ids=["toy", "kafka"])
+def test_the_matrix_on_two_cores_gives_the_same_table_counts_stories_and_traces(capsys, tmp_path, command):
+    """--workers 2 runs the searches two at once, each in its own process: the same table, counts,
+    stories and saved traces as one after the other."""
+    outs = {}
+    for workers in ("1", "2"):
+        traces = tmp_path / f"traces-{workers}"
+        code, table, _ = run(capsys, "matrix", *command, "--quiet", "--workers", workers, "--trace-dir", str(traces))
+        *lines, footer = table.splitlines()
+        assert code == 0 and footer.endswith(" s")
+        assert ("2 at once" in footer) == (workers == "2")
+        code, data, _ = run(capsys, "matrix", *command, "--quiet", "--workers", workers, "--json")
+        cells = [{k: v for k, v in c.items() if k != "seconds"} for c in json.loads(data)]
+        saved = {p.name: p.read_bytes() for p in traces.iterdir()}
+        outs[workers] = (lines, cells, saved)
+    assert outs["1"] == outs["2"]
+    lines, cells, saved = outs["1"]
+    assert any(c["story"] for c in cells)
+    assert len(saved) == sum(c["verdict"] == "violated" for c in cells) > 0
+
+
+def test_the_matrix_on_two_cores_reports_which_searches_run(capsys):
+    stream = io.StringIO()
+    lines = ProgressLines(stream, interval=0.0)
+    cells = run_matrix(TOY, on_search=lines.search, on_cell=lines.cell, workers=2, running=lines.running,
+                       running_every=0.0)
+    text = stream.getvalue()
+    assert text.count("Checking ") == len({(c.protocol, tuple(sorted(c.constants.items()))) for c in cells})
+    assert text.count(" / ") == len(cells)
+    assert "Progress: " in text and "searches done; running " in text
+
+
+def test_one_search_on_two_cores_keeps_its_progress_lines():
+    stream = io.StringIO()
+    lines = ProgressLines(stream, interval=0.0)
+    run_matrix(TOY, protocols=["v1"], invariants=["x-small"], on_search=lines.search, on_cell=lines.cell,
+               progress=lines, workers=2, running=lines.running)
+    assert "Progress(" in stream.getvalue()  # one search: run here, with its own progress lines

@@ -233,3 +233,26 @@ def test_the_symmetry_loop_keeps_the_first_occurrence_of_every_canonical_success
     assert st.generated == sum(len(list(model.successors(s))) for s in frontier)
     # the skip happened: some successors were canonical states already in the dictionary
     assert sum(1 for s in frontier for _, t in model.successors(s) if model.canonical(t) == t) > len(fresh)
+
+
+def test_three_brokers_the_reduced_search_meets_each_orbit_of_the_full_search_once():
+    """What keeps three brokers at about 2 states in 6 (bench/orbit_sizes.py): not the canonical form, which
+    leaves no orbit in pieces (the reduced search stores exactly one state for each orbit the unreduced search
+    meets) and whose orbits are whole (every renaming of a stored state is a state of the model), but the
+    unreduced search itself: its one initial state names broker 0 the leader of epoch 0, so of each orbit of 6
+    it meets only the 2 states the renamings that fix broker 0 give. A symmetric start (any broker the first
+    leader) would triple the unreduced count and leave the orbits as they are."""
+    model = build_model("kafka", ["brokers=3", "records=1", "epochs=0", "crashes=0"], "2.1.0")
+    states = _reachable(model, None)
+    canonical = {}
+    for state in states:
+        canonical.setdefault(model.canonical(state), []).append(state)
+    reduced = bfs.check(model, SearchOptions(symmetry=True))
+    assert reduced.distinct_states == len(canonical)
+    assert len(states) == 2 * len(canonical) - sum(1 for members in canonical.values() if len(members) == 1)
+    fixing_broker_0 = [(0, 1, 2), (0, 2, 1)]
+    sizes = set()
+    for image, members in canonical.items():
+        assert set(members) == {kafka_symmetry.permute(members[0], perm) for perm in fixing_broker_0}
+        sizes.add(len({kafka_symmetry.permute(image, perm) for perm in permutations(range(3))}))
+    assert sizes <= {3, 6} and 6 in sizes  # whole orbits: 6 states, 3 where two brokers look alike

@@ -1,0 +1,146 @@
+"""Independent jobs on every core: forked worker processes, results in the jobs' order.
+
+``kmc matrix`` checks its configurations this way (one search a configuration, each in one process)
+and ``kmc simulate --workers N`` its walks. A job is a value of the parent's, read by index in the
+forked workers (nothing is sent to them but the index); each result comes back through a pipe, from
+a process this run forked (never data a user handed us). The results are returned in the jobs' order
+whatever the order they finish in, so the output of a command does not depend on the worker count.
+
+Ctrl-C is the parent's: the workers ignore SIGINT, and the parent stops them (its own processes, by
+their handles) before the interrupt goes on. A job that raises stops the run: the workers are
+stopped and the exception is raised again in the parent.
+"""
+
+from __future__ import annotations
+
+import multiprocessing as mp
+import pickle
+import signal
+import time
+import traceback
+from collections.abc import Callable, Sequence
+from multiprocessing.connection import Connection, wait
+from typing import Any, TypeVar
+
+Job = TypeVar("Job")
+Out = TypeVar("Out")
+
+
+def can_fork() -> bool:
+    return "fork" in mp.get_all_start_methods()
+
+
+def _worker(conn: Connection, work: Callable[[Any], Any], jobs: Sequence[Any]) -> None:
+    signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C is the parent's
+    while True:
+        try:
+            index = conn.recv()
+        except EOFError:
+            return
+        if index is None:
+            return
+        try:
+            reply = ("done", index, work(jobs[index]))
+            data = pickle.dumps(reply, pickle.HIGHEST_PROTOCOL)
+        except BaseException as exc:  # noqa: BLE001 (sent to the parent, which raises it)
+            try:
+                data = pickle.dumps(("error", index, exc), pickle.HIGHEST_PROTOCOL)
+            except Exception:  # an exception that does not pickle: its text
+                text = "".join(traceback.format_exception(exc))
+                data = pickle.dumps(("error", index, RuntimeError(text)), pickle.HIGHEST_PROTOCOL)
+        conn.send_bytes(data)
+
+
+def run_jobs(work: Callable[[Job], Out], jobs: Sequence[Job], workers: int,
+             started: Callable[[int], None] | None = None,
+             finished: Callable[[int, Out], None] | None = None,
+             running: Callable[[list[tuple[int, float]]], None] | None = None,
+             every: float = 10.0) -> list[Out]:
+    """``[work(job) for job in jobs]``, with up to ``workers`` jobs at once in forked processes.
+
+    ``started(index)`` is called as a job is handed to a worker, ``finished(index, result)`` as its result
+    comes back, ``running([(index, seconds so far), ...])`` every ``every`` seconds while jobs run. With one
+    worker, one job, or no ``fork`` on this platform, the jobs run here, one after the other, with the same
+    calls.
+
+    ``finished`` may return True: the jobs after that one are not needed (a violation found, a time budget
+    spent). Then no later job is handed out, the earlier ones still running are waited for, and the results
+    returned are those of the jobs up to the last one not after it: the same list at any worker count,
+    as long as ``finished`` answers the same for the same result (the results of later jobs that were already
+    running are dropped). A job that raises is the last one too: its error is raised once the jobs before it
+    are done, unless one of them says the rest is not needed."""
+    workers = min(workers, len(jobs))
+    if workers <= 1 or not can_fork():
+        results = []
+        for index, job in enumerate(jobs):
+            if started is not None:
+                started(index)
+            results.append(work(job))
+            if finished is not None and finished(index, results[-1]):
+                break
+        return results
+    ctx = mp.get_context("fork")
+    procs, conns = [], []
+    for _ in range(workers):
+        parent_end, child_end = ctx.Pipe()
+        proc = ctx.Process(target=_worker, args=(child_end, work, jobs), daemon=True)
+        proc.start()
+        child_end.close()
+        procs.append(proc)
+        conns.append(parent_end)
+    results: dict[int, Out] = {}
+    busy: dict[Connection, tuple[int, float]] = {}  # worker -> (its job, when it started)
+    following = 0
+    last = len(jobs) - 1  # the last job whose result is needed
+    failed: BaseException | None = None  # the error of job ``last``, if it raised
+    last_report = time.monotonic()
+    try:
+        for conn in conns:
+            following = _hand(conn, following, busy, started)
+        while any(index <= last for index, _ in busy.values()):  # jobs past ``last`` are stopped, not waited for
+            for conn in wait(list(busy), timeout=max(0.05, every - (time.monotonic() - last_report))):
+                assert isinstance(conn, Connection)
+                kind, index, value = pickle.loads(conn.recv_bytes())  # noqa: S301 (our own forked worker)
+                del busy[conn]
+                if index > last:  # a job after one that said the rest is not needed
+                    continue
+                if kind == "error":  # raised once the earlier jobs are done (one of them may stop the run first)
+                    failed, last = value, index
+                    results = {i: r for i, r in results.items() if i < last}
+                else:
+                    results[index] = value
+                    if finished is not None and finished(index, value):
+                        last, failed = index, None
+                        results = {i: r for i, r in results.items() if i <= last}
+                if following <= last:
+                    following = _hand(conn, following, busy, started)
+            if running is not None and busy and time.monotonic() - last_report >= every:
+                last_report = time.monotonic()
+                running(sorted((index, last_report - since) for index, since in busy.values()))
+    finally:
+        for conn in conns:
+            try:
+                conn.send(None)
+            except (OSError, ValueError):
+                pass
+        for proc in procs:
+            if busy:  # stopped early (an error, Ctrl-C, jobs not needed): the jobs still running are not waited for
+                proc.terminate()
+            proc.join(timeout=5)
+            if proc.is_alive():
+                proc.kill()
+                proc.join()
+        for conn in conns:
+            conn.close()
+    if failed is not None:
+        raise failed
+    return [results[i] for i in range(last + 1)]
+
+
+def _hand(conn: Connection, index: int, busy: dict[Connection, tuple[int, float]],
+          started: Callable[[int], None] | None) -> int:
+    if started is not None:
+        started(index)
+    conn.send(index)
+    busy[conn] = (index, time.monotonic())
+    return index + 1

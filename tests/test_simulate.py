@@ -1,0 +1,86 @@
+"""Swarm simulation (``kmc simulate --workers N``): each walk seeded from --seed and its number, so the same
+walks, counts, distinct states covered and counterexample at any worker count and any batch size; a
+violating walk shortened to a trace that replays (KAFKA-7786 on 2.1.0, the README's tour)."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from checker import simulate as simulate_module
+from checker.cli import main
+from checker.search import SearchOptions
+from checker.simulate import SimulationOptions, _without_loops, simulate
+from invariants.registry import for_family
+from spec.registry import build_model
+from spec.two_phase import TwoPhase
+from traces.io import load_trace
+from traces.replay import replay_trace
+from traces.trace import Step
+
+KAFKA_7786 = ("kafka", ["records=1", "epochs=2", "bumps=2", "crashes=0"], "2.1.0")
+
+
+def _figures(result):
+    return (result.verdict, result.distinct_states, result.states_generated, result.depth, result.extra["walks"],
+            result.extra["steps"], [(v.invariant, v.trace.steps, v.trace.extra) for v in result.violations])
+
+
+@pytest.mark.parametrize("stop_at_first", [True, False])
+def test_the_same_walks_at_any_worker_count_and_batch_size(monkeypatch, stop_at_first):
+    model = TwoPhase(4, commit_guard=False)
+    options = SearchOptions(invariants=list(for_family("two-phase").values()), stop_at_first=stop_at_first)
+    runs = []
+    for workers, batch in ((1, 64), (2, 64), (3, 64), (2, 7)):
+        monkeypatch.setattr(simulate_module, "WALKS_A_BATCH", batch)
+        runs.append(_figures(simulate(model, options, SimulationOptions(walks=300, depth=12, seed=5, workers=workers))))
+    assert all(run == runs[0] for run in runs[1:])
+    verdict, distinct, generated, _, walks, _, violations = runs[0]
+    assert violations and distinct > 1 and generated > 0
+    assert (walks < 300) == stop_at_first  # stopping at a violation: after the first walk that finds one
+    other_seed = simulate(model, options, SimulationOptions(walks=300, depth=12, seed=6))
+    assert _figures(other_seed) != runs[0]
+
+
+def test_kafka_7786_is_found_shortened_and_replays(tmp_path, capsys):
+    name, constants, protocol = KAFKA_7786
+    argv = ["simulate", name, "--protocol", protocol, *[f"--const={c}" for c in constants], "--invariant",
+            "no-fence-stall", "--walks", "2000", "--seed", "1", "--json"]
+    outs = []
+    for workers in ("1", "2"):
+        code = main([*argv, "--workers", workers, "--trace-dir", str(tmp_path / workers)])
+        data = json.loads(capsys.readouterr().out)
+        assert code == 12 and data["verdict"] == "violated"
+        outs.append((data["distinct_states"], data["states_generated"], data["walks"],
+                     (tmp_path / workers / "kafka-2.1.0-no-fence-stall.json").read_bytes()))
+    assert outs[0] == outs[1]
+    model = build_model(name, constants, protocol)
+    trace, _ = load_trace(str(tmp_path / "1" / "kafka-2.1.0-no-fence-stall.json"), model)
+    assert trace.length <= trace.extra["length_as_walked"]
+    assert trace.length == 9  # KAFKA-7786's shortest counterexample (README's tour, an exhaustive search) is 9 steps
+    replayed = replay_trace(model, trace, ["no-fence-stall"])
+    assert replayed.outcome == "violated" and replayed.step == trace.length
+
+
+def test_shortening_drops_loops_and_steps_while_the_violation_persists():
+    assert [s.state for s in _without_loops(0, [Step("a", 1), Step("b", 2), Step("c", 1), Step("d", 3)])] == [1, 3]
+    assert _without_loops(0, [Step("a", 1), Step("b", 0)]) == []
+    model = TwoPhase(3, commit_guard=False)
+    options = SearchOptions(invariants=list(for_family("two-phase").values()))
+    long = simulate(model, options, SimulationOptions(walks=200, depth=40, seed=3, shorten=False))
+    short = simulate(model, options, SimulationOptions(walks=200, depth=40, seed=3))
+    assert long.violations and short.violations
+    walked, shortened = long.violations[0].trace, short.violations[0].trace
+    assert shortened.length <= walked.length == shortened.extra["length_as_walked"]
+    assert replay_trace(model, shortened).outcome == "violated"
+
+
+def test_a_time_budget_ends_the_walks_and_spark_is_refused(capsys):
+    code = main(["simulate", "two-phase", "--const", "RM=6", "--walks", "10000000", "--depth", "30", "--max-seconds",
+                 "1", "--workers", "2", "--json"])
+    data = json.loads(capsys.readouterr().out)
+    assert code == 20 and 0 < data["walks"] < 10_000_000 and data["seconds"] < 10
+    code = main(["simulate", "two-phase", "--engine", "spark"])
+    err = capsys.readouterr().err
+    assert code == 64 and len(err.strip().splitlines()) == 1 and "--workers" in err
