@@ -38,7 +38,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from checker.errors import BadFileError, UsageError
-from checker.safe_io import MAX_INT_DIGITS, MAX_SCENARIO_BYTES
+from checker.safe_io import MAX_SCENARIO_BYTES, int_from_text
 from traces.io import parse_json, read_bytes
 from traces.values import json_to_plain
 
@@ -179,9 +179,7 @@ def _value(text: str, where: str = "step") -> Any:
     if text == "false":
         return False
     if _INT_RE.fullmatch(text):
-        if len(text.lstrip("-")) > MAX_INT_DIGITS:
-            raise BadFileError(f"{where}: an integer of {len(text.lstrip('-')):,} digits (the limit is {MAX_INT_DIGITS})")
-        return int(text)
+        return int_from_text(text, where)
     return text
 
 
