@@ -255,9 +255,31 @@ def output_error(path: str, exc: OSError, what: str = "file") -> OutputError:
 
 
 def _temp_beside(path: str) -> tuple[int, str]:
+    """A new temporary file of a unique name in ``path``'s directory (two writers of one path never share
+    one), with the permissions any new file gets there (``mkstemp`` makes it 0600)."""
     directory = os.path.dirname(path) or "."
     os.makedirs(directory, exist_ok=True)
-    return tempfile.mkstemp(dir=directory, prefix=f".{os.path.basename(path)}.", suffix=".tmp")
+    fd, tmp = tempfile.mkstemp(dir=directory, prefix=f".{os.path.basename(path)}.", suffix=".tmp")
+    try:
+        os.fchmod(fd, 0o666 & ~_umask())
+    except OSError:
+        os.close(fd)
+        with contextlib.suppress(OSError):
+            os.unlink(tmp)
+        raise
+    return fd, tmp
+
+
+def _umask() -> int:
+    """The process's umask, read without changing it where Linux shows it (``os.umask`` sets it while it reads)."""
+    with contextlib.suppress(OSError, ValueError, IndexError):
+        with open("/proc/self/status", "rb") as status:
+            for line in status:
+                if line.startswith(b"Umask:"):
+                    return int(line.split()[1], 8)
+    mask = os.umask(0o022)
+    os.umask(mask)
+    return mask
 
 
 def _write_fd(fd: int, data: bytes) -> None:
