@@ -202,14 +202,19 @@ def parse_json(path: str, data: bytes, what: str = "file", max_depth: int = MAX_
             raise BadFileError(f"{path}: the number {_int_text(text)} overflows a float; this is not a kmc {what}")
         return value
 
+    def bounded_int(text: str) -> int:  # 18 characters or fewer: below 10^18 < 2^63, nothing to check
+        return int(text) if len(text) <= 18 else int_from_text(text, path)
+
     def bigint(obj: dict) -> dict:  # ITF's {"#bigint": "..."}: bounded like a number, before anyone converts it
         if len(obj) == 1 and isinstance(obj.get("#bigint"), str) and _BIGINT_TEXT.fullmatch(obj["#bigint"]):
             int_from_text(obj["#bigint"], path)
         return obj
 
     try:
+        # the hook costs a call per object: only for a document that has a #bigint at all (not kmc's own small ones)
+        hook = bigint if b"#bigint" in data else None
         return json.loads(data.decode("utf-8"), parse_constant=no_constant, parse_float=finite_float,
-                          parse_int=lambda text: int_from_text(text, path), object_hook=bigint)
+                          parse_int=bounded_int, object_hook=hook)
     except UnicodeDecodeError:
         raise BadFileError(f"{path}: not UTF-8 text") from None
     except json.JSONDecodeError as exc:
