@@ -9,6 +9,8 @@ subcommand added later is covered without editing this file.
 from __future__ import annotations
 
 import argparse
+import copy
+import json
 import subprocess
 import sys
 from pathlib import Path
@@ -106,3 +108,22 @@ def test_defaults_and_real_values_still_parse():
     assert args.protocol is None and args.trace_dir == "kmc-traces" and args.engine == "bfs"
     args = build_parser().parse_args(["trace", "export", "t.json", "-o", "x.itf.json"])
     assert args.output == "x.itf.json"
+
+
+# -- the same in a file: a scenario's names ----------------------------------------------------------------
+SCENARIO = ROOT / "traces" / "scenarios" / "acks-1-lost-on-leader-failover.json"
+
+
+@pytest.mark.parametrize(("field", "value"), [("scenario", ""), ("model", ""), ("protocol", ""), ("protocol", "  "),
+                                              ("expect", {"": {"outcome": "holds"}})])
+def test_an_empty_name_in_a_scenario_is_refused(tmp_path, capsys, field, value):
+    """An empty scenario name, model or protocol, or an expectation for the protocol "" (never checked, so the
+    replay passed with it) is a bad file: one line, exit 65."""
+    doc = copy.deepcopy(json.loads(SCENARIO.read_text()))
+    doc[field] = value
+    path = tmp_path / "scenario.json"
+    path.write_text(json.dumps(doc))
+    code = main(["trace", "replay", str(path)])
+    lines = [line for line in capsys.readouterr().err.splitlines() if line.strip()]
+    assert code == 65 and len(lines) == 1, lines
+    assert "is empty" in lines[0] or "empty protocol name" in lines[0], lines[0]
