@@ -22,8 +22,6 @@ from pathlib import Path
 
 import pytest
 
-pytestmark = [pytest.mark.slow, pytest.mark.spark]
-
 ROOT = Path(__file__).resolve().parent.parent
 SCRIPT = ROOT / "bench" / "spark-standalone.sh"
 CONNECT_SECONDS = 20
@@ -79,6 +77,8 @@ def _kmc(master: str, cwd: Path, secret_file: str | None, timeout: float = 300,
     return run.returncode, out, err, time.monotonic() - started
 
 
+@pytest.mark.slow
+@pytest.mark.spark
 def test_the_secret_is_private_and_named(cluster):
     master, run_dir, note = cluster
     secret = run_dir / "secret"
@@ -88,6 +88,8 @@ def test_the_secret_is_private_and_named(cluster):
     assert master.startswith("spark://127.0.0.1:")
 
 
+@pytest.mark.slow
+@pytest.mark.spark
 def test_a_client_with_the_secret_runs_and_the_secret_is_on_no_command_line(cluster, tmp_path):
     master, run_dir, _ = cluster
     seen: list[str] = []
@@ -99,6 +101,8 @@ def test_a_client_with_the_secret_runs_and_the_secret_is_on_no_command_line(clus
     assert not [line for line in seen if secret in line]
 
 
+@pytest.mark.slow
+@pytest.mark.spark
 @pytest.mark.parametrize("secret", ["none", "wrong"])
 def test_a_client_without_the_secret_is_refused_with_one_line(cluster, tmp_path, secret):
     master, _, _ = cluster
