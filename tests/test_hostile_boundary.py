@@ -127,3 +127,34 @@ def test_an_empty_name_in_a_scenario_is_refused(tmp_path, capsys, field, value):
     lines = [line for line in capsys.readouterr().err.splitlines() if line.strip()]
     assert code == 65 and len(lines) == 1, lines
     assert "is empty" in lines[0] or "empty protocol name" in lines[0], lines[0]
+
+
+# -- the same in a trace's header ------------------------------------------------------------------------
+@pytest.fixture(scope="module")
+def kmc_trace(tmp_path_factory):
+    where = tmp_path_factory.mktemp("traces")
+    assert main(["check", "two-phase", "--const", "commit_guard=off", "--quiet", "--trace-dir", str(where)]) == 12
+    (path,) = where.iterdir()
+    return json.loads(path.read_text())
+
+
+def _set_header(doc, key, value):
+    doc["header"][key] = value
+
+
+@pytest.mark.parametrize(("change", "message"), [
+    (lambda d: _set_header(d, "model", ""), "names no model"),  # was taken for another tool's ITF trace (64)
+    (lambda d: _set_header(d, "protocol", ""), "is not a protocol name"),  # was the default protocol
+    (lambda d: d.__setitem__("invariant", " "), "is not an invariant name"),
+    (lambda d: d.__setitem__("violation_index", len(d["steps"]) + 1), "past the trace's last state"),
+    (lambda d: d.__setitem__("violation_index", 10**18), "past the trace's last state"),
+], ids=["model", "protocol", "invariant", "violation-index", "violation-index-huge"])
+@pytest.mark.parametrize("command", ["show", "explain", "replay"])
+def test_an_empty_or_impossible_header_field_in_a_trace_is_refused(tmp_path, capsys, kmc_trace, change, message, command):
+    doc = copy.deepcopy(kmc_trace)
+    change(doc)
+    path = tmp_path / "trace.json"
+    path.write_text(json.dumps(doc))
+    code = main(["trace", command, str(path)])
+    lines = [line for line in capsys.readouterr().err.splitlines() if line.strip()]
+    assert code == 65 and len(lines) == 1 and message in lines[0], lines
