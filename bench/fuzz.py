@@ -13,7 +13,16 @@ of these classes of input, and checks the outcome against an oracle:
 * ``special``: FIFOs, devices, directories, dangling and looping links, empty files as inputs;
 * ``output``: traces, exports, diagrams and checkpoints aimed at places that cannot hold them;
 * ``signal``: SIGINT at a random moment (one or two interrupts, one or two workers) and resumes,
-  whose final counts must equal the uninterrupted run's.
+  whose final counts must equal the uninterrupted run's;
+* ``empty``: an empty or blank value for a random option or argument of a random subcommand (found by
+  walking the parser, so new options are fuzzed too): refused with one line naming it, exit 64;
+* ``number``: an integer outside signed 64 bits (a JSON number or an ITF ``#bigint``, up to 4,000 digits)
+  put in a random integer field of a trace or a scenario, or in a checkpoint's payload behind a valid
+  checksum: exit 65, on every reader;
+* ``startup``: SIGINT 0-200 ms after the start, with SIGINT blocked at exec (so it waits for kmc's first
+  line) or not (then one landing in Python's own start-up is recorded apart): 130 and one line;
+* ``writers``: two processes writing one output path at once (``trace export -o``, ``--checkpoint``),
+  then the file read back: it must be whole (and a checkpoint resume to the reference counts).
 
 A defect is any of: a traceback, a death by signal, a hang (no exit within the time bound), an exit
 code not documented for the class, an error that is not one line, a silent wrong result (counts or
@@ -42,7 +51,7 @@ from typing import Any
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, ROOT)
 
-CLASSES = ("trace", "scenario", "checkpoint", "special", "output", "signal")
+CLASSES = ("trace", "scenario", "checkpoint", "special", "output", "signal", "empty", "number", "startup", "writers")
 CASE_SECONDS = 60  # a case that runs longer is a hang
 #: a SIGINT while the interpreter itself starts (site, .pth files, standard streams), before any kmc
 #: code runs: recorded apart, since no kmc code can handle it
@@ -56,6 +65,10 @@ ALLOWED = {
     "special": {65, 66},
     "output": {73, 74},
     "signal": {0, 130},
+    "empty": {64},
+    "number": {65},
+    "startup": {130},
+    "writers": {0},
 }
 
 
@@ -74,13 +87,20 @@ def _limit() -> None:
         resource.setrlimit(resource.RLIMIT_AS, (MEMORY_BYTES, MEMORY_BYTES))
 
 
+def _limit_and_block() -> None:
+    _limit()
+    signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT})
+
+
 def kmc(argv: list[str], cwd: str, timeout: float = CASE_SECONDS, signal_after: float | None = None,
-        ) -> tuple[int | None, str, str, float]:
-    """Run the command line; (exit code or None on a hang, stdout, stderr, seconds)."""
+        block_sigint: bool = False) -> tuple[int | None, str, str, float]:
+    """Run the command line; (exit code or None on a hang, stdout, stderr, seconds). ``block_sigint``: start it
+    with SIGINT blocked (inherited across exec), so that a SIGINT waits for kmc's code to unblock it."""
     started = time.monotonic()
     proc = subprocess.Popen([sys.executable, "-m", "checker.cli", *argv], cwd=cwd, stdout=subprocess.PIPE,
                             stderr=subprocess.PIPE, stdin=subprocess.DEVNULL, text=True, errors="replace",
-                            preexec_fn=_limit, start_new_session=True, env={**os.environ, "PYTHONPATH": ROOT})
+                            preexec_fn=_limit_and_block if block_sigint else _limit, start_new_session=True,
+                            env={**os.environ, "PYTHONPATH": ROOT})
     try:
         if signal_after is not None:
             try:
@@ -465,8 +485,169 @@ def case_signal(ws: Workspace, rng: random.Random) -> Outcome:
     return outcome
 
 
+def _empty_cases() -> list[tuple[str, list[str]]]:
+    """(argument's display name, argv before the empty value) for every argument of every subcommand."""
+    import argparse
+
+    from checker.cli import EMPTY_VALUE_ALLOWED, build_parser
+
+    cases: list[tuple[str, list[str]]] = []
+
+    def walk(parser: argparse.ArgumentParser, path: list[str]) -> None:
+        actions = [a for a in parser._actions if a.nargs != 0 and not isinstance(a, argparse._HelpAction)]
+        positionals = [a for a in actions if not a.option_strings and not isinstance(a, argparse._SubParsersAction)]
+        for action in actions:
+            if isinstance(action, argparse._SubParsersAction):
+                for name, sub in action.choices.items():
+                    walk(sub, [*path, name])
+                continue
+            if EMPTY_VALUE_ALLOWED & set(action.option_strings):
+                continue
+            name = argparse._get_action_name(action)
+            fill = [str(next(iter(p.choices))) if p.choices else "x" for p in positionals]
+            if action.option_strings:
+                cases.append((name, [*path, *fill, action.option_strings[-1]]))
+            else:
+                cases.append((name, [*path, *["" if p is action else v for p, v in zip(positionals, fill, strict=True)]]))
+
+    walk(build_parser(), [])
+    return cases
+
+
+def case_empty(ws: Workspace, rng: random.Random) -> Outcome:
+    name, argv = rng.choice(_empty_cases())
+    value = rng.choice(["", " ", "\t", "  \n "])
+    argv = [*argv, value] if argv and argv[-1].startswith("-") else [a if a else value for a in argv]
+    code, _, err, seconds = kmc(argv, ws.root)
+    outcome = judge("empty", argv, code, err, seconds)
+    if code == 64 and f"argument {name}: an empty value" not in err:
+        outcome.defects.append("empty value refused for another reason")
+    outcome.note = name
+    return outcome
+
+
+def _huge(rng: random.Random) -> int:
+    # up to 4,000 digits: Python itself refuses to write an integer of more than 4,300 as text
+    return rng.choice([2**63, -(2**63) - 1, 2**64 - 1, 10**rng.randrange(19, 4000) * rng.choice((1, -1))])
+
+
+def _replace_an_int(rng: random.Random, doc: Any, value: int, bigint: bool) -> bool:
+    """Put ``value`` (as a number or an ITF #bigint) in place of a random integer of ``doc``; False if it has none."""
+    places: list[tuple[Any, Any]] = []
+
+    def walk(node: Any) -> None:
+        items = node.items() if isinstance(node, dict) else enumerate(node) if isinstance(node, list) else ()
+        for key, child in items:
+            if (type(child) is int) or (isinstance(child, dict) and set(child) == {"#bigint"}):
+                places.append((node, key))
+            else:
+                walk(child)
+
+    walk(doc)
+    if not places:
+        return False
+    parent, key = rng.choice(places)
+    parent[key] = {"#bigint": str(value)} if bigint else value
+    return True
+
+
+def case_number(ws: Workspace, rng: random.Random) -> Outcome:
+    value, bigint = _huge(rng), rng.random() < 0.5
+    kind = rng.choice(["trace", "trace", "scenario", "checkpoint"])
+    if kind == "checkpoint":
+        from checker import checkpoint as ckpt
+
+        label = rng.choice(sorted(ws.checkpoints))
+        header, payload = ckpt.unpack(ws.checkpoints[label])
+        payload[rng.choice(["depth", "generated", "elapsed", "frontier_base"])] = rng.choice([2**63, 2**64 - 1])
+        path = ws.path("number.ckpt")
+        with open(path, "wb") as f:
+            f.write(ckpt.pack(header, payload))
+        argv = [*ws.reference[label]["argv"], "--resume", path]
+    else:
+        keys = sorted(k for k in ws.seeds if not k.startswith("msgpack")) if kind == "trace" else None
+        data = ws.seeds[rng.choice(keys)] if keys else rng.choice(ws.scenarios)
+        doc = json.loads(data)
+        if not _replace_an_int(rng, doc, value, bigint and kind == "trace"):
+            doc.setdefault("constants", {})["RM"] = value
+        path = ws.path(f"number-{kind}.json")
+        with open(path, "w") as f:
+            json.dump(doc, f)
+        command = rng.choice([["trace", "show"], ["trace", "explain"], ["trace", "replay"],
+                              ["trace", "diagram", "-o", ws.path("d.mmd")],
+                              ["trace", "export", "--to", rng.choice(["json", "itf", "msgpack"]), "-o", ws.path("e")]])
+        argv = [*command[:2], path, *command[2:]] if kind == "trace" else ["trace", "replay", path]
+    code, _, err, seconds = kmc(argv, ws.root)
+    outcome = judge("number", argv, code, err, seconds)
+    outcome.note = f"{kind} {'#bigint' if bigint else 'number'} of {len(str(abs(value)))} digits"
+    return outcome
+
+
+def case_startup(ws: Workspace, rng: random.Random) -> Outcome:
+    blocked = rng.random() < 0.7
+    delay = rng.choice([0.0, 0.002, 0.005, 0.01, 0.02, 0.05, 0.1, rng.uniform(0, 0.2)])
+    argv = ["check", "two-phase", "--const", "RM=5", "--quiet", "--trace-dir", ws.path("traces")]
+    code, out, err, seconds = kmc(argv, ws.root, signal_after=delay, block_sigint=blocked)
+    outcome = judge("startup", argv, code, err, seconds, stdout=out)
+    outcome.note = f"SIGINT after {delay * 1000:.0f} ms, {'blocked at exec' if blocked else 'not blocked'}"
+    return outcome
+
+
+def _at_once(commands: list[list[str]], cwd: str) -> list[tuple[int | None, str]]:
+    """Start every command at the same moment; (exit code, stderr) of each."""
+    procs = [subprocess.Popen([sys.executable, "-m", "checker.cli", *argv], cwd=cwd, stdout=subprocess.DEVNULL,
+                              stderr=subprocess.PIPE, stdin=subprocess.DEVNULL, text=True, errors="replace",
+                              preexec_fn=_limit, env={**os.environ, "PYTHONPATH": ROOT}) for argv in commands]
+    results = []
+    for proc in procs:
+        try:
+            _, err = proc.communicate(timeout=CASE_SECONDS)
+            results.append((proc.returncode, err))
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            results.append((None, proc.communicate()[1]))
+    return results
+
+
+def case_writers(ws: Workspace, rng: random.Random) -> Outcome:
+    if rng.random() < 0.5:  # two exports of different traces or formats to one path
+        seeds = sorted(ws.seeds)
+        target = ws.path("shared" + rng.choice([".json", ".itf.json", ".msgpack"]))
+        commands = []
+        for _ in range(2):
+            source = ws.path("source" + (".msgpack" if (key := rng.choice(seeds)).startswith("msgpack") else ".json"))
+            with open(source, "wb") as f:
+                f.write(ws.seeds[key])
+            commands.append(["trace", "export", source, "--to", rng.choice(["json", "itf", "msgpack"]), "-o", target])
+        check = ["trace", "show", target]
+        expected = None
+    else:  # two runs checkpointing to one path, then a resume to the reference counts
+        ref = ws.reference["holds"]
+        target = ws.path("shared.ckpt")
+        commands = [[*ref["argv"], "--max-states", str(budget), "--checkpoint", target, "--checkpoint-every", "0.001"]
+                    for budget in rng.sample([100, 200, 300, 500], 2)]
+        check = [*ref["argv"], "--resume", target]
+        expected = {k: v for k, v in ref.items() if k != "argv"}
+    results = _at_once(commands, ws.root)
+    outcome = Outcome("writers", check, 0, 0.0)
+    for code, err in results:
+        if code not in (0, 20) or "Traceback" in err:
+            outcome.defects.append(f"a writer failed ({code}): {err.strip()[-200:]}")
+    code, out, err, seconds = kmc(check, ws.root)
+    outcome.code, outcome.seconds = code, round(seconds, 3)
+    outcome.defects += judge("writers", check, code, err, seconds).defects
+    if code == 0 and expected is not None:
+        got = _summary(json.loads(out))
+        if got != expected:
+            outcome.defects.append(f"silent wrong result {got} != {expected}")
+    if _temporary(ws.root):
+        outcome.defects.append("temporary file left behind")
+    return outcome
+
+
 CASES = {"trace": case_trace, "scenario": case_scenario, "checkpoint": case_checkpoint, "special": case_special,
-         "output": case_output, "signal": case_signal}
+         "output": case_output, "signal": case_signal, "empty": case_empty, "number": case_number,
+         "startup": case_startup, "writers": case_writers}
 
 
 def run_cases(seed: int, per_class: int | None = None, seconds: float | None = None,

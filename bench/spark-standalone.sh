@@ -1,13 +1,23 @@
 #!/usr/bin/env bash
-# A standalone Spark cluster on this machine: one master and two workers, all bound to 127.0.0.1.
+# A standalone Spark cluster on this machine: one master and two workers, all bound to 127.0.0.1,
+# that accept only clients holding its secret.
 #
 #   bench/spark-standalone.sh start    # prints the master URL, spark://127.0.0.1:7077
+#   export KMC_SPARK_SECRET_FILE=$PWD/spark-standalone/secret
 #   kmc check two-phase --const RM=8 --engine spark --master spark://127.0.0.1:7077 --checkpoint runs/rm8
 #   bench/spark-standalone.sh status
 #   bench/spark-standalone.sh stop
 #
-# Uses the Spark of the installed PySpark (or $SPARK_HOME). Logs, pid files and the workers'
-# scratch space go to $KMC_SPARK_DIR (default ./spark-standalone). Settings, all optional:
+# Authentication: Spark's RPC is unauthenticated by default, and binding to 127.0.0.1 keeps other
+# machines out but not the other users of this one, who could otherwise submit code to the workers.
+# "start" generates a random secret once (256 bits, in $KMC_SPARK_DIR/secret, mode 0600) and starts
+# the master and the workers with spark.authenticate=true and that secret (spark.authenticate.secret,
+# read from $KMC_SPARK_DIR/auth.conf, mode 0600, never put on a command line); kmc's driver reads it
+# from the file named by KMC_SPARK_SECRET_FILE. A client without it is refused. The web UIs are not
+# covered by spark.authenticate; they listen on 127.0.0.1 only here (see README, "Spark").
+#
+# Uses the Spark of the installed PySpark (or $SPARK_HOME). Logs, pid files, the secret and the
+# workers' scratch space go to $KMC_SPARK_DIR (default ./spark-standalone). Settings, all optional:
 # KMC_SPARK_PORT (7077), KMC_WORKER_CORES (1 a worker), KMC_WORKER_MEMORY (1g a worker).
 # The executors run the interpreter the workers find as python3, unless the cluster configures
 # one (spark.pyspark.python in $SPARK_CONF_DIR/spark-defaults.conf, or PYSPARK_PYTHON here).
@@ -30,6 +40,27 @@ worker_class=org.apache.spark.deploy.worker.Worker
 export SPARK_LOG_DIR="$run_dir/logs" SPARK_PID_DIR="$run_dir/pids" SPARK_LOCAL_IP=127.0.0.1
 export SPARK_IDENT_STRING="kmc-$port"
 daemon="$SPARK_HOME/sbin/spark-daemon.sh"
+secret_file="$run_dir/secret"
+auth_conf="$run_dir/auth.conf"
+
+make_secret() {
+    # 32 random bytes as hex, made once and kept (restarting the cluster keeps its clients' secret);
+    # the files are created private (umask 077) and checked to be so
+    (
+        umask 077
+        mkdir -p "$run_dir"
+        if [ ! -s "$secret_file" ]; then
+            od -An -N32 -tx1 /dev/urandom | tr -d ' \n' >"$secret_file.new"
+            mv "$secret_file.new" "$secret_file"
+        fi
+        chmod 600 "$secret_file"
+        # the master's REST submission server (port 6066) does not check spark.authenticate: it stays off
+        { echo "spark.authenticate true"; echo "spark.authenticate.secret $(cat "$secret_file")";
+          echo "spark.master.rest.enabled false"; } >"$auth_conf.new"
+        chmod 600 "$auth_conf.new"
+        mv "$auth_conf.new" "$auth_conf"
+    )
+}
 
 wait_for_workers() {
     # the master's log names each worker it registers; give them 60 s
@@ -48,13 +79,16 @@ wait_for_workers() {
 case "${1:-}" in
 start)
     mkdir -p "$SPARK_LOG_DIR" "$SPARK_PID_DIR"
-    "$daemon" start "$master_class" 1 --host 127.0.0.1 --port "$port" --webui-port 0 >/dev/null
+    make_secret
+    "$daemon" start "$master_class" 1 --host 127.0.0.1 --port "$port" --webui-port 0 \
+        --properties-file "$auth_conf" >/dev/null
     for i in 1 2; do
         "$daemon" start "$worker_class" "$i" --host 127.0.0.1 --webui-port 0 --cores "$cores" \
-            --memory "$memory" --work-dir "$run_dir/worker-$i" "$master_url" >/dev/null
+            --memory "$memory" --work-dir "$run_dir/worker-$i" --properties-file "$auth_conf" "$master_url" >/dev/null
     done
     wait_for_workers
     echo "$master_url"
+    echo "clients need its secret: export KMC_SPARK_SECRET_FILE=$secret_file" >&2
     ;;
 stop)
     for i in 2 1; do

@@ -209,8 +209,8 @@ def _open(data: bytes, where: str) -> tuple[dict[str, Any], dict[str, Any]]:
     if prefix_size + head_len > len(data):
         raise _bad(where, "is inconsistent (header longer than the file)")
     try:
-        header = unpack_msgpack(bytes(data[prefix_size:prefix_size + head_len]))
-        payload = unpack_msgpack(bytes(data[prefix_size + head_len:]))
+        header = unpack_msgpack(bytes(data[prefix_size:prefix_size + head_len]), where=f"checkpoint {where}")
+        payload = unpack_msgpack(bytes(data[prefix_size + head_len:]), where=f"checkpoint {where}")
     except BadFileError:
         raise
     except Exception as exc:  # msgpack raises many types on malformed input

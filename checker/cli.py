@@ -42,9 +42,27 @@ COMPLETION_SHELLS = ("bash", "zsh", "tcsh")
 PROGRESS_LINE_EVERY = 60.0  # seconds between two progress lines of kmc check on a stderr that is not a terminal
 
 
+#: options (by option string, e.g. ``"--foo"``) whose empty value means something; every other option and
+#: positional argument of every subcommand refuses an empty or blank value (exit 64). None does today.
+EMPTY_VALUE_ALLOWED: frozenset[str] = frozenset()
+
+
 class _Parser(argparse.ArgumentParser):
+    """argparse with kmc's boundary rules, for the top level and every subcommand (subparsers are built
+    with this class, so an option added later gets them too): an error is one line and exit 64, and a
+    value given on the command line that is empty or only blanks is refused, never taken as the default
+    (``--protocol ""`` is not the default protocol)."""
+
     def error(self, message: str) -> None:  # one line and the usage exit code, not argparse's 2
         raise UsageError(f"{message} (see '{self.prog} --help')")
+
+    def _get_values(self, action: argparse.Action, arg_strings: list[str]) -> Any:
+        # argparse calls this for the strings the command line gave an argument (never for its default)
+        if action.nargs not in (argparse.PARSER, argparse.REMAINDER) and not EMPTY_VALUE_ALLOWED & set(action.option_strings):
+            if any(not text.strip() for text in arg_strings):
+                raise argparse.ArgumentError(action, "an empty value means nothing here; give a value or leave the "
+                                                     "argument out")
+        return super()._get_values(action, arg_strings)
 
 
 def kmc_version() -> str:

@@ -13,6 +13,7 @@ from typing import Any
 import msgpack
 
 from checker.errors import BadFileError, CorruptDataError
+from checker.safe_io import MAX_INT, check_int, check_ints
 from spec.fields import checked_new
 
 _EXT_FROZENSET = 1
@@ -66,11 +67,17 @@ class Codec:
     def decode(self, data: bytes) -> Any:
         self._depth = 0
         try:
-            return self._unpack(data)
+            value = self._unpack(data)
         except BadFileError:
             raise
         except Exception as exc:  # msgpack raises many types on corrupt input
             raise CorruptDataError(f"corrupt encoded data ({type(exc).__name__}: {exc})") from None
+        if not isinstance(value, tuple | frozenset):  # the extensions checked their own items (_hashable)
+            try:
+                check_ints(value, "encoded data")
+            except BadFileError as exc:
+                raise CorruptDataError(str(exc)) from None
+        return value
 
     def _unpack(self, data: bytes) -> Any:
         # each extension is decoded by a nested unpackb: bound the nesting, or a hostile file
@@ -102,7 +109,14 @@ class Codec:
 
 
 def _hashable(value: Any) -> Any:
-    return tuple(_hashable(v) for v in value) if isinstance(value, list) else value
+    if isinstance(value, list):
+        return tuple([_hashable(v) for v in value])
+    if type(value) is int and value > MAX_INT:  # msgpack's integers reach 2^64-1; the files' stop at 2^63-1
+        try:
+            check_int(value, "encoded data")
+        except BadFileError as exc:
+            raise CorruptDataError(str(exc)) from None
+    return value
 
 
 class CompactCodec:

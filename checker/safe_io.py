@@ -8,10 +8,14 @@ Reading (traces, scenarios, checkpoints, Spark ``run.json``):
   on the open descriptor, and only then read in blocking mode;
 * a size cap per kind of file, checked before reading and again while reading;
 * JSON: the nesting depth is measured by a linear pre-scan before ``json.loads`` (no
-  ``RecursionError``), integers longer than ``MAX_INT_DIGITS`` digits and NaN/Infinity are refused;
+  ``RecursionError``); NaN, Infinity and numbers that overflow to them are refused;
+* integers: every integer a file holds, a JSON number, ITF's ``{"#bigint": "..."}`` or a msgpack
+  integer, must lie in ``MIN_INT..MAX_INT`` (signed 64 bits, Kafka's widest field): no later stage
+  (msgpack, Arrow, the renderers) ever sees one it cannot handle. A longer literal is refused from
+  its length, before Python converts it;
 * msgpack: every ``max_*_len`` limit of the unpacker is bounded by the document size, and
   extension types are refused unless the caller decodes them itself (``checker.codec`` bounds the
-  nesting of its own extensions).
+  nesting of its own extensions and the integers inside them).
 
 Every refusal is a ``BadFileError`` (exit 65) or, for a missing or unreadable file, a
 ``NoInputError`` (exit 66), each one line naming the file and what to do.
@@ -28,6 +32,7 @@ import contextlib
 import errno
 import fcntl
 import json
+import math
 import os
 import re
 import signal
@@ -49,8 +54,11 @@ MAX_RUN_JSON_BYTES = 64 * 2**20
 MAX_CHECKPOINT_BYTES = 64 * 2**30
 #: deepest JSON nesting accepted (kmc's own traces nest well under 20 levels)
 MAX_JSON_DEPTH = 64
-#: longest integer literal accepted in a JSON file (a 64-bit integer has 19 digits)
-MAX_INT_DIGITS = 40
+#: the integers a file may hold: signed 64 bits, Kafka's widest integer (an offset, a producer id)
+MIN_INT = -(2**63)
+MAX_INT = 2**63 - 1
+#: digits of the longest integer literal in that range (2^63 has 19); a longer one is refused unread
+MAX_INT_DIGITS = 19
 
 _KINDS = {
     stat.S_IFIFO: "a FIFO (named pipe)",
@@ -138,6 +146,47 @@ def json_depth(data: bytes) -> int:
     return int(running.max(initial=0))
 
 
+def _int_text(text: str) -> str:
+    return text if len(text) <= 24 else f"{text[:10]}...{text[-4:]} ({len(text.lstrip('-')):,} digits)"
+
+
+def int_from_text(text: str, where: str) -> int:
+    """The integer written in decimal ``text`` (JSON number, ITF ``#bigint``, scenario parameter), if it
+    lies in ``MIN_INT..MAX_INT``; else one ``BadFileError`` naming ``where``, the file or its place."""
+    digits = len(text.lstrip("-"))
+    value = int(text) if digits <= MAX_INT_DIGITS else None
+    if value is None or not MIN_INT <= value <= MAX_INT:
+        raise BadFileError(f"{where}: the integer {_int_text(text)} is out of range (kmc reads integers from -2^63 to "
+                           "2^63-1, a 64-bit Kafka field); this is not a file kmc wrote")
+    return value
+
+
+def check_int(value: int, where: str) -> int:
+    """``value`` if it lies in ``MIN_INT..MAX_INT`` (see ``int_from_text``)."""
+    if not MIN_INT <= value <= MAX_INT:
+        raise BadFileError(f"{where}: the integer {_int_text(str(value))} is out of range (kmc reads integers from -2^63 "
+                           "to 2^63-1, a 64-bit Kafka field); this is not a file kmc wrote")
+    return value
+
+
+def check_ints(value: Any, where: str) -> Any:
+    """``value`` (a decoded document of dicts, lists, tuples and scalars) after checking every integer in it."""
+    stack = [value]
+    while stack:
+        item = stack.pop()
+        if type(item) is int:
+            check_int(item, where)
+        elif isinstance(item, dict):
+            stack.extend(item.keys())
+            stack.extend(item.values())
+        elif isinstance(item, list | tuple | frozenset):
+            stack.extend(item)
+    return value
+
+
+_BIGINT_TEXT = re.compile(r"-?[0-9]+")
+
+
 def parse_json(path: str, data: bytes, what: str = "file", max_depth: int = MAX_JSON_DEPTH) -> Any:
     """``json.loads`` with the depth, integer and constant limits above; errors name the file."""
     depth = json_depth(data)
@@ -147,13 +196,25 @@ def parse_json(path: str, data: bytes, what: str = "file", max_depth: int = MAX_
     def no_constant(name: str) -> Any:
         raise ValueError(f"{name} is not JSON")
 
-    def bounded_int(digits: str) -> int:
-        if len(digits.lstrip("-")) > MAX_INT_DIGITS:
-            raise ValueError(f"an integer of {len(digits.lstrip('-'))} digits (the limit is {MAX_INT_DIGITS})")
-        return int(digits)
+    def finite_float(text: str) -> float:
+        value = float(text)
+        if not math.isfinite(value):
+            raise BadFileError(f"{path}: the number {_int_text(text)} overflows a float; this is not a kmc {what}")
+        return value
+
+    def bounded_int(text: str) -> int:  # 18 characters or fewer: below 10^18 < 2^63, nothing to check
+        return int(text) if len(text) <= 18 else int_from_text(text, path)
+
+    def bigint(obj: dict) -> dict:  # ITF's {"#bigint": "..."}: bounded like a number, before anyone converts it
+        if len(obj) == 1 and isinstance(obj.get("#bigint"), str) and _BIGINT_TEXT.fullmatch(obj["#bigint"]):
+            int_from_text(obj["#bigint"], path)
+        return obj
 
     try:
-        return json.loads(data.decode("utf-8"), parse_constant=no_constant, parse_int=bounded_int)
+        # the hook costs a call per object: only for a document that has a #bigint at all (not kmc's own small ones)
+        hook = bigint if b"#bigint" in data else None
+        return json.loads(data.decode("utf-8"), parse_constant=no_constant, parse_float=finite_float,
+                          parse_int=bounded_int, object_hook=hook)
     except UnicodeDecodeError:
         raise BadFileError(f"{path}: not UTF-8 text") from None
     except json.JSONDecodeError as exc:
@@ -171,15 +232,17 @@ def _refuse_ext(code: int, data: bytes) -> Any:
     raise BadFileError(f"unexpected msgpack extension type {code}")
 
 
-def unpack_msgpack(data: bytes, ext_hook: Callable[[int, bytes], Any] | None = None, **kwargs: Any) -> Any:
+def unpack_msgpack(data: bytes, ext_hook: Callable[[int, bytes], Any] | None = None, where: str = "msgpack document",
+                   **kwargs: Any) -> Any:
     """``msgpack.unpackb`` with every length bounded by the document size, extensions refused unless
     ``ext_hook`` decodes them. Raises ``ValueError`` and msgpack's own errors on corrupt input."""
     size = len(data)
-    return msgpack.unpackb(
+    value = msgpack.unpackb(
         data, raw=False, strict_map_key=False, ext_hook=ext_hook or _refuse_ext,
         max_str_len=size, max_bin_len=size, max_array_len=size,
         max_map_len=size // 2, max_ext_len=size, **kwargs,
     )
+    return check_ints(value, where)  # msgpack holds up to 2^64-1
 
 
 # -- writing ------------------------------------------------------------------------------------------
@@ -197,9 +260,31 @@ def output_error(path: str, exc: OSError, what: str = "file") -> OutputError:
 
 
 def _temp_beside(path: str) -> tuple[int, str]:
+    """A new temporary file of a unique name in ``path``'s directory (two writers of one path never share
+    one), with the permissions any new file gets there (``mkstemp`` makes it 0600)."""
     directory = os.path.dirname(path) or "."
     os.makedirs(directory, exist_ok=True)
-    return tempfile.mkstemp(dir=directory, prefix=f".{os.path.basename(path)}.", suffix=".tmp")
+    fd, tmp = tempfile.mkstemp(dir=directory, prefix=f".{os.path.basename(path)}.", suffix=".tmp")
+    try:
+        os.fchmod(fd, 0o666 & ~_umask())
+    except OSError:
+        os.close(fd)
+        with contextlib.suppress(OSError):
+            os.unlink(tmp)
+        raise
+    return fd, tmp
+
+
+def _umask() -> int:
+    """The process's umask, read without changing it where Linux shows it (``os.umask`` sets it while it reads)."""
+    with contextlib.suppress(OSError, ValueError, IndexError):
+        with open("/proc/self/status", "rb") as status:
+            for line in status:
+                if line.startswith(b"Umask:"):
+                    return int(line.split()[1], 8)
+    mask = os.umask(0o022)
+    os.umask(mask)
+    return mask
 
 
 def _write_fd(fd: int, data: bytes) -> None:

@@ -180,6 +180,13 @@ def parse_json(path: str, data: bytes, what: str = "trace") -> Any:
 
 def read_document(path: str) -> TraceDocument:
     """Parse a trace file of any of the formats, without the model."""
+    doc = _read_document(path)
+    if doc.violation_index is not None and doc.violation_index > doc.length:
+        raise _bad(path, f"violation_index {doc.violation_index} is past the trace's last state ({doc.length})")
+    return doc
+
+
+def _read_document(path: str) -> TraceDocument:
     data = read_bytes(path)
     if not data.strip():
         raise _bad(path, "empty file")
@@ -199,16 +206,20 @@ def _check_meta(path: str, meta: Any) -> tuple[dict, str | None, int | None, str
     if not isinstance(meta, dict):
         raise _bad(path, "the trace metadata is not an object")
     header = json_to_plain(meta.get("header"))
-    if not isinstance(header, dict) or not isinstance(header.get("model"), str):
+    if not isinstance(header, dict) or not isinstance(header.get("model"), str) or not header["model"].strip():
         raise _bad(path, "the trace header is missing or names no model")
+    protocol = header.get("protocol")
+    if protocol is not None and (not isinstance(protocol, str) or not protocol.strip()):
+        # an empty protocol would build the model's default release: refused, not defaulted
+        raise _bad(path, f"the trace header's protocol {protocol!r} is not a protocol name (see 'kmc list')")
     if not isinstance(header.get("constants", {}), dict):
         raise _bad(path, "the trace header's constants are not an object")
     invariant = meta.get("invariant")
     index = meta.get("violation_index")
     explanation = meta.get("explanation")
     extra = json_to_plain(meta.get("extra") or {})
-    if invariant is not None and not isinstance(invariant, str):
-        raise _bad(path, "invariant is not a string")
+    if invariant is not None and (not isinstance(invariant, str) or not invariant.strip()):
+        raise _bad(path, "invariant is not an invariant name")
     if index is not None and (not isinstance(index, int) or isinstance(index, bool) or index < 0):
         raise _bad(path, "violation_index is not a non-negative integer")
     if explanation is not None and not isinstance(explanation, str):

@@ -38,7 +38,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from checker.errors import BadFileError, UsageError
-from checker.safe_io import MAX_INT_DIGITS, MAX_SCENARIO_BYTES
+from checker.safe_io import MAX_SCENARIO_BYTES, int_from_text
 from traces.io import parse_json, read_bytes
 from traces.values import json_to_plain
 
@@ -179,9 +179,7 @@ def _value(text: str, where: str = "step") -> Any:
     if text == "false":
         return False
     if _INT_RE.fullmatch(text):
-        if len(text.lstrip("-")) > MAX_INT_DIGITS:
-            raise BadFileError(f"{where}: an integer of {len(text.lstrip('-')):,} digits (the limit is {MAX_INT_DIGITS})")
-        return int(text)
+        return int_from_text(text, where)
     return text
 
 
@@ -259,7 +257,14 @@ def scenario_from_data(doc: Any, path: str) -> Scenario:
     if "outcome" in expect_raw:
         expect = {"*": _expectation(expect_raw, f"{path}: expect")}
     else:
+        if any(not str(k).strip() for k in expect_raw):  # an expectation for no protocol would never be checked
+            raise BadFileError(f"{path}: expect has an entry with an empty protocol name; name the protocol, or \"*\" "
+                               "for every protocol")
         expect = {str(k): _expectation(v, f"{path}: expect.{k}") for k, v in expect_raw.items()}
+    for key in ("scenario", "model", "protocol"):  # a name that is empty names nothing: refused, not defaulted
+        if isinstance(doc.get(key), str) and not doc[key].strip():
+            fix = "give it a value" if key == "model" else "give it a value or leave the key out"
+            raise BadFileError(f"{path}: \"{key}\" is empty; {fix}")
     text = doc.get("description") or ""
     invariants = doc.get("invariants") or []
     if not isinstance(invariants, list) or not all(isinstance(i, str) for i in invariants):

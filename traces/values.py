@@ -32,8 +32,11 @@ import typing
 from collections.abc import Iterable
 from typing import Any
 
+from checker.errors import BadFileError, CorruptDataError
+from checker.safe_io import int_from_text
+
 _SAFE_INT = 2**53 - 1
-_BIGINT = re.compile(r"-?[0-9]{1,4000}")
+_BIGINT = re.compile(r"-?[0-9]+")
 
 
 class ShapeError(ValueError):
@@ -310,7 +313,10 @@ class ValueDecoder:
             text = data["#bigint"]
             if not isinstance(text, str) or not _BIGINT.fullmatch(text):
                 raise ShapeError(path, "#bigint must hold a decimal integer string")
-            return int(text)
+            try:  # bounded as every integer a file holds (checker.safe_io), before it is converted
+                return int_from_text(text, path)
+            except BadFileError as exc:
+                raise CorruptDataError(str(exc)) from None
         if keys == {"#set"} or keys == {"#tup"}:
             tag = next(iter(keys))
             if not isinstance(data[tag], list):

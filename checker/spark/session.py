@@ -1,5 +1,16 @@
 """The Spark session and its environment: PySpark and Java present, task retries on local masters,
-the project's packages shipped to a real cluster, the storage level of every persisted RDD."""
+the project's packages shipped to a real cluster, the storage level of every persisted RDD, and the
+cluster's shared secret when it requires one.
+
+Authentication (``spark.authenticate``): a standalone cluster started with a secret (as
+``bench/spark-standalone.sh`` does) refuses a driver without it. kmc's driver takes the secret from
+the file named by ``KMC_SPARK_SECRET_FILE`` (only the owner may read it) and gives it to its JVM
+through Py4J once the JVM runs, never on a command line (PySpark passes the options it launches the
+JVM with as ``--conf`` arguments, which every local user can read in ``ps``). A driver that the master
+does not accept (no secret, a wrong one, no master there) is stopped after
+``KMC_SPARK_CONNECT_SECONDS`` (default 60) with one line naming the likely fix, instead of Spark's
+own retries and its log on stderr.
+"""
 
 from __future__ import annotations
 
@@ -12,9 +23,14 @@ import zipfile
 from collections.abc import MutableMapping
 from typing import Any
 
-from checker.errors import EnvironmentMissingError
+from checker.errors import BadFileError, EnvironmentMissingError, UsageError
 
 _PACKAGES = ("spec", "checker", "invariants", "traces")
+#: the environment variables of the secret file and of the time a cluster's master has to accept the driver
+SECRET_FILE_VARIABLE = "KMC_SPARK_SECRET_FILE"
+CONNECT_SECONDS_VARIABLE = "KMC_SPARK_CONNECT_SECONDS"
+DEFAULT_CONNECT_SECONDS = 60.0
+_SECRET = re.compile(r"[\x21-\x7e]{16,1024}")  # printable, no blanks: a properties value as it is
 
 
 def check_environment() -> None:
@@ -81,6 +97,95 @@ def _project_root() -> str:
     return os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 
+def auth_secret(env: MutableMapping[str, str] | None = None) -> str | None:
+    """The cluster's shared secret from the file ``KMC_SPARK_SECRET_FILE`` names, or None when it is unset.
+
+    The file must be a regular file only its owner can read, holding one word of 16 to 1024 printable
+    characters (``bench/spark-standalone.sh`` writes 64 hex digits); anything else is one line and exit 65
+    (66 for a file that is not there)."""
+    from checker.safe_io import read_file
+
+    env = os.environ if env is None else env
+    path = env.get(SECRET_FILE_VARIABLE)
+    if path is None:
+        return None
+    if not path.strip():
+        raise UsageError(f"{SECRET_FILE_VARIABLE} is set but empty; give the path of the cluster's secret file or unset it")
+    data = read_file(path, "Spark secret", 4096)
+    mode = os.stat(path).st_mode & 0o777
+    if mode & 0o077:
+        raise BadFileError(f"the Spark secret file {path} can be read by other users (mode {mode:04o}); chmod 600 {path}")
+    try:
+        secret = data.decode("ascii").strip()
+    except UnicodeDecodeError:
+        secret = ""
+    if not _SECRET.fullmatch(secret):
+        raise BadFileError(f"the Spark secret file {path} does not hold a secret (one word of 16 to 1024 printable "
+                           "ASCII characters); bench/spark-standalone.sh start writes one")
+    return secret
+
+
+def connect_seconds(env: MutableMapping[str, str] | None = None) -> float:
+    """How long a cluster's master has to accept the driver (``KMC_SPARK_CONNECT_SECONDS``, default 60)."""
+    env = os.environ if env is None else env
+    text = env.get(CONNECT_SECONDS_VARIABLE)
+    if text is None:
+        return DEFAULT_CONNECT_SECONDS
+    try:
+        value = float(text)
+    except ValueError:
+        value = float("nan")
+    if not 0 < value < 1e6:
+        raise UsageError(f"{CONNECT_SECONDS_VARIABLE} must be a positive number of seconds, not {text!r}")
+    return value
+
+
+def _create(builder: Any, options: dict[str, str], master: str, secret: str | None, seconds: float) -> Any:
+    """``builder.getOrCreate()`` with ``options``. With ``secret``, the JVM is launched with the options
+    alone and the secret is set through Py4J. On a cluster master, the SparkContext (whose creation
+    waits for the master to register the application) is made first under a watchdog that ends the JVM
+    when the master has not accepted the driver within ``seconds``: one line instead of Spark's minute
+    of retries. The session is built on it after."""
+    import threading
+
+    from pyspark import SparkConf, SparkContext
+
+    local = master.startswith("local")
+    if secret is not None or not local:  # the JVM first: the watchdog times the master, not Java's start-up
+        SparkContext._ensure_initialized(conf=SparkConf(loadDefaults=False).setAll(list(options.items())))
+    if secret is not None:
+        options = {**options, "spark.authenticate": "true", "spark.authenticate.secret": secret}
+    for key, value in options.items():
+        builder = builder.config(key, value)
+    if local:
+        return builder.getOrCreate()
+    accepted = threading.Event()
+    expired: list[bool] = []
+
+    def watch() -> None:
+        if not accepted.wait(seconds):
+            expired.append(True)
+            process = getattr(SparkContext._gateway, "proc", None)
+            if process is not None:
+                process.kill()
+
+    watchdog = threading.Thread(target=watch, name="kmc-spark-connect", daemon=True)
+    watchdog.start()
+    try:
+        SparkContext.getOrCreate(SparkConf().setAll(list(options.items())))
+    except Exception:
+        if not expired:
+            raise
+        how = ("with the secret of KMC_SPARK_SECRET_FILE: is it this cluster's?" if secret is not None else
+               "without a secret: if the cluster requires one (spark.authenticate), set KMC_SPARK_SECRET_FILE to "
+               "the file holding it (bench/spark-standalone.sh start names it)")
+        raise EnvironmentMissingError(f"the Spark master {master} did not accept kmc's driver within {seconds:g} s, "
+                                      f"which connected {how}; check the master URL and that the master runs") from None
+    finally:
+        accepted.set()
+    return builder.getOrCreate()
+
+
 def spark_session(master: str = "local[*]", memory: str = "4g", ui: bool = False) -> tuple[Any, bool]:
     """The active SparkSession, or a new one for ``master``; True when this call created it.
 
@@ -95,25 +200,30 @@ def spark_session(master: str = "local[*]", memory: str = "4g", ui: bool = False
         return active, False
     submitted = "PYSPARK_GATEWAY_PORT" in os.environ  # launched by spark-submit or a pyspark shell
     builder = SparkSession.builder.appName("kmc")
-    if not submitted:
+    if submitted:
+        session = builder.getOrCreate()
+    else:
         prepare_environment(master, os.environ)
-        builder = (
-            builder.master(with_task_retries(master))
-            .config("spark.ui.enabled", "true" if ui else "false")
-            .config("spark.ui.showConsoleProgress", "false")
-            .config("spark.driver.memory", memory)
-            .config("spark.sql.shuffle.partitions", "8")
+        secret, seconds = auth_secret(), connect_seconds()
+        options = {
+            "spark.master": with_task_retries(master),
+            "spark.ui.enabled": "true" if ui else "false",
+            "spark.ui.showConsoleProgress": "false",
+            "spark.driver.memory": memory,
+            "spark.sql.shuffle.partitions": "8",
+            # as setLogLevel("ERROR") below, from the start: a master's refusals and retries are warnings
+            "spark.log.level": "ERROR",
             # the Arrow transport checkpoints every level: the files of a level no longer referenced go
-            .config("spark.cleaner.referenceTracking.cleanCheckpoints", "true")
-        )
+            "spark.cleaner.referenceTracking.cleanCheckpoints": "true",
+        }
         if master.startswith("local") and not os.environ.get("KMC_SPARK_FULL_JIT"):
             # A local master's executors are this JVM, and a search makes a few dozen short jobs of
             # new query plans: HotSpot's optimizing compiler (C2) then spends more CPU compiling
             # Spark's code than the jobs spend running it (22 of 40 JVM CPU seconds on Kafka 2.1.0,
             # 612,834 states); its quick compiler alone costs a little speed and saves most of that
             # (bench/NOTES.md, "Issue 13 item 4: third round"). KMC_SPARK_FULL_JIT=1 keeps C2.
-            builder = builder.config("spark.driver.extraJavaOptions", "-XX:TieredStopAtLevel=1")
-    session = builder.getOrCreate()
+            options["spark.driver.extraJavaOptions"] = "-XX:TieredStopAtLevel=1"
+        session = _create(builder, options, master, secret, seconds)
     session.sparkContext.setLogLevel("ERROR")
     return session, True
 

@@ -1,0 +1,141 @@
+"""The standalone cluster of ``bench/spark-standalone.sh`` accepts only clients holding its secret.
+
+Spark's RPC is unauthenticated by default: a cluster bound to 127.0.0.1 kept other machines out but
+let any user of this one submit code to its workers. The script now generates a secret (mode 0600) and
+starts the master and the workers with ``spark.authenticate``; kmc's driver reads the secret from the
+file ``KMC_SPARK_SECRET_FILE`` names. This test starts the cluster with the script, runs kmc on it with
+the secret (it runs), without it and with a wrong one (refused: one line from kmc, exit 69, within the
+connect timeout, not Spark's minute of retries), and checks that the secret is on no command line.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import socket
+import stat
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+SCRIPT = ROOT / "bench" / "spark-standalone.sh"
+CONNECT_SECONDS = 20
+
+
+def _free_port() -> int:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return probe.getsockname()[1]
+
+
+@pytest.fixture(scope="module")
+def cluster(tmp_path_factory):
+    pytest.importorskip("pyspark")
+    if shutil.which("java") is None and not os.environ.get("JAVA_HOME"):
+        pytest.skip("the standalone cluster needs Java")
+    run_dir = tmp_path_factory.mktemp("spark-standalone")
+    env = dict(os.environ, KMC_SPARK_DIR=str(run_dir), KMC_SPARK_PORT=str(_free_port()))
+    started = subprocess.run(["bash", str(SCRIPT), "start"], env=env, capture_output=True, text=True, timeout=180)
+    try:
+        assert started.returncode == 0, started.stderr
+        yield started.stdout.strip().splitlines()[-1], run_dir, started.stderr
+    finally:
+        subprocess.run(["bash", str(SCRIPT), "stop"], env=env, capture_output=True, timeout=120)
+
+
+def _command_lines() -> list[str]:
+    lines = []
+    for cmdline in Path("/proc").glob("[0-9]*/cmdline"):
+        try:
+            lines.append(cmdline.read_bytes().decode(errors="replace"))
+        except OSError:  # a process that ended meanwhile
+            continue
+    return lines
+
+
+def _kmc(master: str, cwd: Path, secret_file: str | None, timeout: float = 300,
+         seen: list[str] | None = None) -> tuple[int, str, str, float]:
+    """Run kmc on the cluster; with ``seen``, collect every process's command line while it runs (the driver's
+    JVM and the executors the workers start for it included)."""
+    env = {k: v for k, v in os.environ.items() if k != "KMC_SPARK_SECRET_FILE"}
+    env.update(PYTHONPATH=str(ROOT), KMC_SPARK_CONNECT_SECONDS=str(CONNECT_SECONDS))
+    if secret_file is not None:
+        env["KMC_SPARK_SECRET_FILE"] = secret_file
+    started = time.monotonic()
+    with subprocess.Popen([sys.executable, "-m", "checker", "check", "two-phase", "--const", "RM=3", "--engine", "spark",
+                           "--master", master, "--spark-threshold", "54", "--quiet", "--json"],
+                          cwd=cwd, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True) as run:
+        while seen is not None and run.poll() is None and time.monotonic() - started < timeout:
+            seen.extend(_command_lines())
+            time.sleep(0.5)
+        out, err = run.communicate(timeout=timeout)
+    return run.returncode, out, err, time.monotonic() - started
+
+
+@pytest.mark.slow
+@pytest.mark.spark
+def test_the_secret_is_private_and_named(cluster):
+    master, run_dir, note = cluster
+    secret = run_dir / "secret"
+    assert stat.S_IMODE(secret.stat().st_mode) == 0o600
+    assert stat.S_IMODE((run_dir / "auth.conf").stat().st_mode) == 0o600
+    assert len(secret.read_text().strip()) == 64 and f"KMC_SPARK_SECRET_FILE={secret}" in note
+    assert master.startswith("spark://127.0.0.1:")
+
+
+@pytest.mark.slow
+@pytest.mark.spark
+def test_a_client_with_the_secret_runs_and_the_secret_is_on_no_command_line(cluster, tmp_path):
+    master, run_dir, _ = cluster
+    seen: list[str] = []
+    code, out, err, _ = _kmc(master, tmp_path, str(run_dir / "secret"), seen=seen)
+    assert code == 0, err[-2000:]
+    assert json.loads(out)["distinct_states"] == 288
+    secret = (run_dir / "secret").read_text().strip()
+    assert any("org.apache.spark.executor" in line for line in seen)  # the executors ran while we looked
+    assert not [line for line in seen if secret in line]
+
+
+@pytest.mark.slow
+@pytest.mark.spark
+@pytest.mark.parametrize("secret", ["none", "wrong"])
+def test_a_client_without_the_secret_is_refused_with_one_line(cluster, tmp_path, secret):
+    master, _, _ = cluster
+    secret_file = None
+    if secret == "wrong":
+        wrong = tmp_path / "wrong-secret"
+        wrong.write_text("0" * 64)
+        wrong.chmod(0o600)
+        secret_file = str(wrong)
+    code, out, err, seconds = _kmc(master, tmp_path, secret_file, timeout=CONNECT_SECONDS + 120)
+    kmc_lines = [line for line in err.splitlines() if line.startswith("kmc:")]
+    assert code == 69, err[-2000:]
+    assert len(kmc_lines) == 1 and "did not accept kmc's driver" in kmc_lines[0], err[-2000:]
+    assert ("set KMC_SPARK_SECRET_FILE" if secret == "none" else "is it this cluster's?") in kmc_lines[0]
+    assert "Traceback" not in err and seconds < CONNECT_SECONDS + 60
+    assert '"exit_code": 69' in out  # --json: the error as a JSON object too
+
+
+def test_a_secret_file_others_can_read_is_refused(tmp_path):
+    """The driver refuses a secret file readable by others (65) before starting anything."""
+    from checker.errors import BadFileError, NoInputError
+    from checker.spark.session import auth_secret
+
+    path = tmp_path / "secret"
+    path.write_text("a" * 64)
+    path.chmod(0o644)
+    with pytest.raises(BadFileError, match="chmod 600"):
+        auth_secret({"KMC_SPARK_SECRET_FILE": str(path)})
+    path.chmod(0o600)
+    assert auth_secret({"KMC_SPARK_SECRET_FILE": str(path)}) == "a" * 64
+    path.write_text("short")
+    with pytest.raises(BadFileError, match="does not hold a secret"):
+        auth_secret({"KMC_SPARK_SECRET_FILE": str(path)})
+    with pytest.raises(NoInputError):
+        auth_secret({"KMC_SPARK_SECRET_FILE": str(tmp_path / "missing")})
+    assert auth_secret({}) is None
