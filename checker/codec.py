@@ -12,7 +12,7 @@ from typing import Any
 
 import msgpack
 
-from checker.errors import BadFileError, CorruptDataError
+from spec.errors import BadFileError, CorruptDataError
 from spec.fields import checked_new
 
 _EXT_FROZENSET = 1

@@ -8,9 +8,9 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from checker.errors import UsageError
 from checker.result import CheckResult
 from checker.search import SearchOptions
+from spec.errors import UsageError
 from spec.model import Model
 
 

@@ -15,8 +15,8 @@ from dataclasses import dataclass
 
 from checker.result import CheckResult, Verdict, Violation
 from checker.search import SearchOptions, trace_header, uses_bounds, validate_initial
+from checker.trace import Step, Trace
 from spec.model import Model
-from traces.trace import Step, Trace
 
 
 @dataclass

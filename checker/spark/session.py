@@ -12,7 +12,7 @@ import zipfile
 from collections.abc import MutableMapping
 from typing import Any
 
-from checker.errors import EnvironmentMissingError
+from spec.errors import EnvironmentMissingError
 
 _PACKAGES = ("spec", "checker", "invariants", "traces")
 
