@@ -17,7 +17,7 @@ def spark_local():
     pytest.importorskip("pyspark")
     if shutil.which("java") is None:
         pytest.skip("needs Java")
-    from checker.spark_engine import spark_session
+    from checker.spark import spark_session
 
     session, created = spark_session("local[2,2]", memory="1g")
     yield session

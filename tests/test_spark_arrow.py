@@ -53,7 +53,7 @@ def summary(result):
 
 
 def spark_run(model, options, transport="arrow", threshold=0, **extra):
-    from checker.spark_engine import run_engine
+    from checker.spark import run_engine
 
     extra.update(partitions=2, threshold=threshold)
     if transport is not None:

@@ -35,7 +35,7 @@ def spark(spark_local):
 
 
 def run_spark(model, options, **extra):
-    from checker.spark_engine import run_engine
+    from checker.spark import run_engine
 
     extra.setdefault("partitions", 2)
     extra.setdefault("transport", "blocks")  # this module's transport (the arrow one: tests/test_spark_arrow.py)
