@@ -129,14 +129,14 @@ def stage_profile(sc: Any) -> dict[str, dict[str, float]]:
 
 def run_spark(model: Any, options: SearchOptions, master: str, threshold: int, partitions: int | None,
               transport: str, stages: bool = False) -> dict[str, Any]:
-    from checker.spark_engine import run_engine, spark_session
+    from checker.spark import run_engine, spark_session
 
     started = time.monotonic()
     session, _ = spark_session(master, ui=stages)
     sc = session.sparkContext
     warm = max(2, 2 * sc.defaultParallelism)
     # start the Python workers and import the engine in them (startup, not search)
-    sc.parallelize(range(4 * warm), warm).map(lambda x: __import__("checker.spark_engine") and x).count()
+    sc.parallelize(range(4 * warm), warm).map(lambda x: __import__("checker.spark") and x).count()
     startup = time.monotonic() - started
     extra = {"threshold": threshold, "transport": transport}
     if partitions:

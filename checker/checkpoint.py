@@ -36,10 +36,10 @@ from typing import Any
 import numpy as np
 
 from checker.codec import Codec
-from checker.errors import BadFileError, KmcError, ModelError, WrongModelError
 from checker.safe_io import MAX_CHECKPOINT_BYTES, atomic_write, interrupts_deferred, read_file, unpack_msgpack
 from checker.search import CHECKER_VERSION, ActionTable, SearchOptions, SearchState, rebuild_trace, uses_bounds
 from checker.visited import FingerprintSet, ParentLog
+from spec.errors import BadFileError, KmcError, ModelError, WrongModelError
 from spec.model import Action, Model
 
 MAGIC = "kmc-checkpoint"

@@ -8,7 +8,7 @@
 
 Other packages add subcommands (``kmc matrix``, ``kmc trace``) through ``SUBCOMMAND_MODULES``:
 each module has ``add_parser(subparsers, common)``. Every user error becomes one line on stderr
-and a documented exit code (see ``checker.errors.ExitCode``), never a traceback.
+and a documented exit code (see ``spec.errors.ExitCode``), never a traceback.
 """
 
 from __future__ import annotations
@@ -26,11 +26,11 @@ from typing import Any
 from rich.console import Console
 
 from checker import engines
-from checker.errors import EnvironmentMissingError, ExitCode, KmcError, NoInputError, UsageError
+from checker.invariant import SAFETY, Invariant
 from checker.result import CheckResult, Verdict, collision_estimates
 from checker.search import CHECKER_VERSION, Progress, SearchOptions
-from invariants.base import SAFETY, Invariant
 from invariants.registry import for_family
+from spec.errors import EnvironmentMissingError, ExitCode, KmcError, NoInputError, UsageError
 from spec.model import Model
 from spec.registry import ModelInfo, all_models, build_model, get_model_info
 

@@ -12,8 +12,8 @@ from typing import Any
 
 import msgpack
 
-from checker.errors import BadFileError, CorruptDataError
 from checker.safe_io import MAX_INT, check_int, check_ints
+from spec.errors import BadFileError, CorruptDataError
 from spec.fields import checked_new
 
 _EXT_FROZENSET = 1

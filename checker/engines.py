@@ -8,9 +8,9 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from checker.errors import UsageError
 from checker.result import CheckResult
 from checker.search import SearchOptions
+from spec.errors import UsageError
 from spec.model import Model
 
 
@@ -25,7 +25,7 @@ class EngineOptions:
 ENGINES: dict[str, tuple[str, str, str]] = {
     "bfs": ("checker.parallel", "run_default_engine", "breadth-first search in this process (the default)"),
     "parallel": ("checker.parallel", "run_engine", "breadth-first search in --workers N processes (default: one a core)"),
-    "spark": ("checker.spark_engine", "run_engine", "distributed breadth-first search on Spark (--master, default local[*])"),
+    "spark": ("checker.spark", "run_engine", "distributed breadth-first search on Spark (--master, default local[*])"),
 }
 
 

@@ -17,7 +17,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from checker.errors import ModelError
+from spec.errors import ModelError
 
 _MASK = (1 << 64) - 1
 

@@ -15,10 +15,10 @@ from typing import Any
 
 import networkx as nx
 
+from checker.invariant import Invariant
 from checker.search import SearchOptions, trace_header, uses_bounds, validate_initial
-from invariants.base import Invariant
+from checker.trace import Step, Trace
 from spec.model import Model
-from traces.trace import Step, Trace
 
 
 @dataclass

@@ -57,12 +57,12 @@ from rich.text import Text
 
 from checker import engines
 from checker.bfs import check
-from checker.errors import BadFileError, NoInputError, UsageError
+from checker.invariant import SAFETY, Invariant
 from checker.pool import can_fork, run_jobs
 from checker.result import CheckResult, Verdict
 from checker.search import Progress, SearchOptions
-from invariants.base import SAFETY, Invariant
 from invariants.registry import for_family
+from spec.errors import BadFileError, NoInputError, UsageError
 from spec.registry import build_model, get_model_info
 
 #: exit code when a cell differs from the ``--expect`` file (like diff: 1 means "different")

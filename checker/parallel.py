@@ -72,11 +72,11 @@ from checker.bfs import (
     budget_checkpoint_path,
     first_false,
 )
-from checker.errors import CorruptDataError
 from checker.frontier import state_codec
 from checker.result import CheckResult
 from checker.search import ActionTable, Progress, SearchOptions, SearchState, budget_reason
 from checker.visited import FingerprintSet
+from spec.errors import CorruptDataError
 from spec.model import Model
 
 _REBALANCE_SLACK = 0.03  # parts may differ by this fraction of the frontier before states move

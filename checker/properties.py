@@ -17,8 +17,8 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from checker.errors import ModelError, NoInputError, UsageError
-from invariants.base import Invariant
+from checker.invariant import Invariant
+from spec.errors import ModelError, NoInputError, UsageError
 
 _FORM = "--property takes MODULE:FUNCTION or FILE.py:FUNCTION (e.g. my_props:no_two_leaders)"
 

@@ -8,8 +8,8 @@ from typing import Any
 
 import numpy as np
 
-from checker.errors import ExitCode
-from traces.trace import Trace
+from checker.trace import Trace
+from spec.errors import ExitCode
 
 _CHUNK = 1 << 16  # fingerprints scanned at a time for the observed collision estimate (two 512 KiB temporaries)
 

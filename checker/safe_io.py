@@ -45,7 +45,7 @@ from typing import Any
 import msgpack
 import numpy as np
 
-from checker.errors import BadFileError, NoInputError, OutputError
+from spec.errors import BadFileError, NoInputError, OutputError
 
 #: size caps by kind of file, in bytes
 MAX_TRACE_BYTES = 512 * 2**20

@@ -7,13 +7,13 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, NamedTuple
 
-from checker.errors import BadFileError, ModelError, UsageError
 from checker.fingerprint import validate_state
+from checker.invariant import SAFETY, Invariant
 from checker.result import Verdict
+from checker.trace import Step, Trace
 from checker.visited import FingerprintSet, ParentLog
-from invariants.base import SAFETY, Invariant
+from spec.errors import BadFileError, ModelError, UsageError
 from spec.model import Action, Model
-from traces.trace import Step, Trace
 
 CHECKER_VERSION = "0.1.0"
 

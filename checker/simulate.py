@@ -27,12 +27,12 @@ from typing import Any
 
 import numpy as np
 
+from checker.invariant import Invariant
 from checker.pool import run_jobs
 from checker.result import CheckResult, Verdict, Violation
 from checker.search import SearchOptions, trace_header, uses_bounds, validate_initial
-from invariants.base import Invariant
+from checker.trace import Step, Trace
 from spec.model import Model
-from traces.trace import Step, Trace
 
 #: walks a worker takes at a time (the unit of the work handed out, and of stopping at a violation)
 WALKS_A_BATCH = 64

@@ -20,7 +20,7 @@ from dataclasses import dataclass
 from functools import lru_cache
 from typing import Any
 
-from checker.errors import UsageError
+from spec.errors import UsageError
 from spec.registry import build_model, get_model_info
 
 

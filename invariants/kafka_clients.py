@@ -29,7 +29,7 @@ acknowledgements and the consumers' reads, each vacuous when the clients are off
 
 from __future__ import annotations
 
-from invariants.base import Invariant
+from checker.invariant import Invariant
 from invariants.kafka_durability import current_leader, first_missing_at_leader, record_at
 from invariants.registry import register
 

@@ -43,7 +43,7 @@ no-fence-stall-liveness
 
 from __future__ import annotations
 
-from invariants.base import LIVENESS, Invariant
+from checker.invariant import LIVENESS, Invariant
 from invariants.kafka_durability import current_leader as settled_leader  # alive, applied the current epoch
 from invariants.registry import register
 from spec.kafka.state import (

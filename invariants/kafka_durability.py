@@ -9,7 +9,7 @@ election makes.
 
 from __future__ import annotations
 
-from invariants.base import Invariant
+from checker.invariant import Invariant
 from invariants.registry import register
 
 

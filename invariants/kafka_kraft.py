@@ -14,7 +14,7 @@
 
 from __future__ import annotations
 
-from invariants.base import Invariant
+from checker.invariant import Invariant
 from invariants.kafka_durability import record_at
 from invariants.registry import register
 

@@ -25,7 +25,7 @@ The two stronger forms are checked when named (``--invariant log-matching-all-pa
 
 from __future__ import annotations
 
-from invariants.base import Invariant
+from checker.invariant import Invariant
 from invariants.registry import register
 
 

@@ -8,7 +8,7 @@ it in 0.11.0), and from 0.11.0 on a replica with records always has an entry.
 
 from __future__ import annotations
 
-from invariants.base import Invariant
+from checker.invariant import Invariant
 from invariants.registry import register
 
 

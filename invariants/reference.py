@@ -6,7 +6,8 @@ the same offset, their logs are identical at that offset and at every offset bel
 
 TypeOk depends on the constants (LogSize, MaxRecords, MaxLeaderEpoch), so the invariants are
 registered per configuration: each model's family names its module and constants
-(``family_for``), and ``register_configuration`` binds TypeOk to them. The predicates are
+(``spec.reference.base.family_for``), and ``register_family``, which the registry calls the first time
+it is asked for such a family, binds TypeOk to them. The predicates are
 module-level functions (bound with ``functools.partial``) so they pickle for other processes.
 """
 
@@ -15,16 +16,11 @@ from __future__ import annotations
 from collections.abc import Mapping
 from functools import partial
 
-from invariants.base import Invariant
-from invariants.registry import add_family, for_family, register
-from spec.reference.base import NIL, NONE, KafkaState, QuorumState
+from checker.invariant import Invariant
+from invariants.registry import is_registered, register
+from spec.reference.base import FAMILY_CONSTANTS, NIL, NONE, KafkaState, QuorumState, family_for
 
-CONSTANT_NAMES = ("Replicas", "LogSize", "MaxRecords", "MaxLeaderEpoch")
-
-
-def family_for(module: str, constants: Mapping[str, int]) -> str:
-    """The invariant family of one configuration, e.g. ``tla:Kip320 Replicas=2 LogSize=2 ...``."""
-    return f"tla:{module} " + " ".join(f"{name}={constants[name]}" for name in CONSTANT_NAMES)
+CONSTANT_NAMES = FAMILY_CONSTANTS
 
 
 # -- TypeOk -------------------------------------------------------------------------------------------
@@ -137,11 +133,24 @@ def _explain_log_matching(s: KafkaState) -> str:
 
 
 # -- registration -----------------------------------------------------------------------------------------
+def register_family(family: str) -> bool:
+    """Register the invariants of a family named by ``family_for`` (``tla:Kip320 Replicas=2 ...``).
+
+    False when the name is not such a family (an unknown module is still a family: the invariants read
+    only the state's shape, which every reference module shares).
+    """
+    head, _, rest = family.partition(" ")
+    fields = dict(part.partition("=")[::2] for part in rest.split())
+    if not head.startswith("tla:") or set(fields) != set(CONSTANT_NAMES) or not all(v.isdigit() for v in fields.values()):
+        return False
+    register_configuration(head.removeprefix("tla:"), {name: int(fields[name]) for name in CONSTANT_NAMES})
+    return True
+
+
 def register_configuration(module: str, constants: Mapping[str, int]) -> str:
     """Register the four invariants for one configuration (idempotent) and return its family."""
     family = family_for(module, constants)
-    add_family(family, __name__)
-    if for_family(family):
+    if is_registered(family):
         return family
     bounds = tuple(int(constants[name]) for name in CONSTANT_NAMES)
     register(

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from invariants.base import Invariant
+from checker.invariant import Invariant
 from invariants.registry import register
 from spec.two_phase import ABORTED, COMMITTED
 

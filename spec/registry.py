@@ -11,7 +11,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from checker.errors import UsageError
+from spec.errors import UsageError
 from spec.model import Model
 
 

@@ -78,7 +78,7 @@ class TwoPhase(Model):
 
     def permute(self, s: TwoPhaseState, perm: tuple[int, ...]) -> TwoPhaseState:
         """RM i renamed perm[i] (what ``canonical`` picks the least of; used by the tests)."""
-        from checker.symmetry import reindex
+        from spec.symmetry import reindex
 
         return s._replace(rm_state=reindex(s.rm_state, perm), tm_prepared=reindex(s.tm_prepared, perm),
                           msg_prepared=reindex(s.msg_prepared, perm))

@@ -16,10 +16,10 @@ from checker import checkpoint as ckpt
 from checker.bfs import check
 from checker.checkpoint import load
 from checker.codec import Codec
-from checker.errors import BadFileError, WrongModelError
 from checker.result import Verdict
 from checker.search import SearchOptions
 from invariants.registry import for_family
+from spec.errors import BadFileError, WrongModelError
 from spec.two_phase import TwoPhase
 
 INVARIANTS = list(for_family("two-phase").values())
@@ -306,8 +306,8 @@ def test_a_recorded_violation_that_does_not_replay_is_refused_not_reported():
     """Every counterexample's last state is checked again once replayed (not only under --symmetry): a
     violation or deadlock recorded by a changed checkpoint or Spark run directory, at a state that satisfies
     the invariant or has a successor, is bad data (exit 65), never a report."""
-    from checker.errors import ExitCode
     from checker.search import rebuild_trace
+    from spec.errors import ExitCode
 
     model = TwoPhase(3)
     initial = model.init_states()[0]

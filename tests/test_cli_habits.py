@@ -18,9 +18,9 @@ import pytest
 
 from checker import cli, engines
 from checker.cli import main
+from checker.invariant import LIVENESS, Invariant
 from checker.result import collision_estimates
 from checker.search import SearchOptions
-from invariants.base import LIVENESS, Invariant
 from spec.registry import build_model
 from tests import toy_matrix
 

@@ -9,11 +9,11 @@ from typing import NamedTuple
 import pytest
 
 from checker.bfs import check
-from checker.errors import ModelError
 from checker.fingerprint import fingerprint, validate_state
+from checker.invariant import Invariant
 from checker.result import Verdict
 from checker.search import SearchOptions
-from invariants.base import Invariant
+from spec.errors import ModelError
 from spec.model import Action, Model, action
 
 

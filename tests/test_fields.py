@@ -9,7 +9,7 @@ import msgpack
 import pytest
 
 from checker.codec import CompactCodec, ModelStateCodec
-from checker.errors import CorruptDataError
+from spec.errors import CorruptDataError
 from spec.fields import checked_new, fast_fields
 from spec.kafka import state as kafka_state
 from spec.registry import build_model

@@ -17,7 +17,7 @@ from hypothesis import strategies as hs
 
 from checker.cli import main
 from checker.codec import Codec
-from checker.errors import BadFileError, KmcError
+from spec.errors import BadFileError, KmcError
 from traces.scenario import parse_action
 
 

@@ -18,12 +18,12 @@ from checker import safe_io
 from checker.bfs import check
 from checker.cli import main
 from checker.codec import Codec
-from checker.errors import BadFileError
 from checker.search import SearchOptions
+from checker.trace import Step
 from invariants.registry import for_family
+from spec.errors import BadFileError
 from spec.two_phase import TwoPhase
 from traces.io import load_trace, trace_to_msgpack
-from traces.trace import Step
 
 READERS = [("trace", "show"), ("trace", "explain"), ("trace", "diagram"), ("trace", "replay"),
            ("trace", "export", "--to", "msgpack"), ("trace", "export", "--to", "itf"), ("trace", "export", "--to", "json")]

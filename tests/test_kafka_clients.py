@@ -13,9 +13,9 @@ import pytest
 
 from checker.bfs import check
 from checker.cli import main
-from checker.errors import UsageError, WrongModelError
 from checker.search import SearchOptions
 from invariants.registry import for_family
+from spec.errors import UsageError, WrongModelError
 from spec.kafka import symmetry as kafka_symmetry
 from spec.kafka.protocols import RELEASES, resolve
 from spec.kafka.rules import flag_rules

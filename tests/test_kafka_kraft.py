@@ -9,9 +9,9 @@ import os
 import pytest
 
 from checker.cli import main
-from checker.errors import UsageError
 from invariants.kafka_kraft import elr_safety
 from invariants.registry import for_family
+from spec.errors import UsageError
 from spec.kafka.protocols import RELEASES, resolve
 from spec.kafka.state import (
     ALTER_PARTITION,

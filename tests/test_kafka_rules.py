@@ -13,7 +13,7 @@ from dataclasses import replace
 import pytest
 
 from checker.cli import main
-from checker.errors import UsageError
+from spec.errors import UsageError
 from spec.kafka.protocols import FLAG_ALIASES, FLAGS, PROTOCOL_ALIASES, RELEASES, resolve
 from spec.kafka.rules import RULES, flag_rules, releases_with, rule_rows
 from spec.registry import build_model, get_model_info

@@ -1,9 +1,9 @@
 """Liveness on the state graph: premise states must reach a goal state by healing actions alone."""
 
 from checker import engines
+from checker.invariant import LIVENESS, Invariant
 from checker.result import Verdict
 from checker.search import SearchOptions
-from invariants.base import LIVENESS, Invariant
 from tests.test_engine import Grid
 
 

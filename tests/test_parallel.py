@@ -258,9 +258,9 @@ def test_states_moved_between_workers_go_through_the_model_codec_not_pickle(tmp_
     reads back equal, with the model's classes; a pickle in its place is refused, not executed."""
     import types
 
-    from checker.errors import KmcError
     from checker.frontier import state_codec
     from checker.parallel import _Worker
+    from spec.errors import KmcError
 
     model = build_model("kafka", ["records=1", "epochs=1"], "3.9.1")
     states = list(model.init_states())

@@ -7,8 +7,8 @@ import time
 
 import pytest
 
-from checker.errors import UsageError
 from checker.pool import run_jobs
+from spec.errors import UsageError
 
 
 def _slow_first(job: int) -> tuple[int, int]:

@@ -1,6 +1,6 @@
 """Agreement beyond the published constants, where there is no TLC answer to compare with.
 
-* The literal second encoding (``spec.reference.literal``: whole-domain quantifiers, one branch
+* The literal second encoding (``tests.reference_literal``: whole-domain quantifiers, one branch
   per disjunct, TLA+ records) reaches the same states at the same depth and generates the same
   number of successors from every state, at several configurations.
 * The reachable states are closed under renaming the replicas (the specs are symmetric in them).
@@ -17,7 +17,7 @@ import pytest
 from invariants.reference import log_matching, strong_isr, type_ok, weak_isr
 from spec.reference import VARIANTS
 from spec.reference.base import KafkaState, LogRecord, QuorumState, ReplicaState
-from spec.reference.literal import LiteralSpec, explore, to_fast
+from tests.reference_literal import LiteralSpec, explore, to_fast
 
 
 def reachable(model) -> dict:

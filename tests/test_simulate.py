@@ -12,12 +12,12 @@ from checker import simulate as simulate_module
 from checker.cli import main
 from checker.search import SearchOptions
 from checker.simulate import SimulationOptions, _without_loops, simulate
+from checker.trace import Step
 from invariants.registry import for_family
 from spec.registry import build_model
 from spec.two_phase import TwoPhase
 from traces.io import load_trace
 from traces.replay import replay_trace
-from traces.trace import Step
 
 KAFKA_7786 = ("kafka", ["records=1", "epochs=2", "bumps=2", "crashes=0"], "2.1.0")
 

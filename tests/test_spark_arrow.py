@@ -1,6 +1,6 @@
 """The spark engine's Arrow transport (DataFrames, states as compact msgpack, dedup and the anti-join
 in the JVM) gives what every other engine gives: counts, depth and the very same shortest
-counterexample, on two-phase and on Kafka. One ``local[2,2]`` session serves the module.
+counterexample, on two-phase and on Kafka. One ``local[2,2]`` session serves the whole suite (tests/conftest.py).
 """
 
 import importlib.util
@@ -10,9 +10,9 @@ import pytest
 
 from checker.bfs import check
 from checker.engines import EngineOptions, get_engine
+from checker.invariant import Invariant
 from checker.result import Verdict
 from checker.search import SearchOptions
-from invariants.base import Invariant
 from invariants.registry import for_family
 from spec.registry import build_model
 
@@ -28,15 +28,10 @@ def _arrow_ready():
 
 
 @pytest.fixture(scope="module")
-def spark():
+def spark(spark_local):
     if not _arrow_ready():
         pytest.skip("the arrow transport needs PyArrow, pandas and PySpark 4 (pip install -e '.[spark]')")
-    from checker.spark_engine import spark_session
-
-    session, created = spark_session("local[2,2]", memory="1g")
-    yield session
-    if created:
-        session.stop()
+    return spark_local  # the suite's one session (tests/conftest.py)
 
 
 #: Spark gets the widest levels and the rest (a level costs a job)
@@ -58,7 +53,7 @@ def summary(result):
 
 
 def spark_run(model, options, transport="arrow", threshold=0, **extra):
-    from checker.spark_engine import run_engine
+    from checker.spark import run_engine
 
     extra.update(partitions=2, threshold=threshold)
     if transport is not None:

@@ -6,7 +6,7 @@ import pickle
 import pytest
 
 from checker.codec import Codec, CompactCodec, ModelStateCodec, state_column_codec
-from checker.errors import CorruptDataError
+from spec.errors import CorruptDataError
 from spec.registry import build_model
 from spec.two_phase import TwoPhase
 

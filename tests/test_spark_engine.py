@@ -1,7 +1,7 @@
 """The spark engine gives exactly the local engine's results (counts, depth, verdict, the very same
 shortest counterexample), survives a failed task and resumes an interrupted run to the same counts.
 
-One SparkSession (``local[2,2]``: two cores, a failed task is tried twice) serves the module.
+One SparkSession (``local[2,2]``: two cores, a failed task is tried twice) serves the whole suite (tests/conftest.py).
 """
 
 import json
@@ -16,10 +16,10 @@ import pytest
 
 from checker.bfs import check
 from checker.engines import EngineOptions
-from checker.errors import WrongModelError
 from checker.result import Verdict
 from checker.search import SearchOptions
 from invariants.registry import for_family
+from spec.errors import WrongModelError
 from spec.registry import build_model
 from spec.two_phase import TwoPhase
 
@@ -30,17 +30,12 @@ INVARIANTS = list(for_family("two-phase").values())
 
 
 @pytest.fixture(scope="module")
-def spark():
-    from checker.spark_engine import spark_session
-
-    session, created = spark_session("local[2,2]", memory="1g")
-    yield session
-    if created:
-        session.stop()
+def spark(spark_local):
+    return spark_local  # the suite's one session (tests/conftest.py)
 
 
 def run_spark(model, options, **extra):
-    from checker.spark_engine import run_engine
+    from checker.spark import run_engine
 
     extra.setdefault("partitions", 2)
     extra.setdefault("transport", "blocks")  # this module's transport (the arrow one: tests/test_spark_arrow.py)

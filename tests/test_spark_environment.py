@@ -6,9 +6,9 @@ import pytest
 
 from checker.cli import main
 from checker.engines import EngineOptions
-from checker.errors import EnvironmentMissingError, ExitCode
 from checker.search import SearchOptions
-from checker.spark_engine import check_environment, run_engine, with_task_retries
+from checker.spark import check_environment, run_engine, with_task_retries
+from spec.errors import EnvironmentMissingError, ExitCode
 from spec.two_phase import TwoPhase
 
 

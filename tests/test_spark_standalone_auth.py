@@ -123,8 +123,8 @@ def test_a_client_without_the_secret_is_refused_with_one_line(cluster, tmp_path,
 
 def test_a_secret_file_others_can_read_is_refused(tmp_path):
     """The driver refuses a secret file readable by others (65) before starting anything."""
-    from checker.errors import BadFileError, NoInputError
     from checker.spark.session import auth_secret
+    from spec.errors import BadFileError, NoInputError
 
     path = tmp_path / "secret"
     path.write_text("a" * 64)

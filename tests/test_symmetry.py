@@ -10,10 +10,10 @@ import pytest
 from checker import bfs, parallel
 from checker.result import Verdict
 from checker.search import SearchOptions
-from checker.symmetry import candidate_permutations, canonical_brute_force
 from invariants.registry import for_family
 from spec.kafka import symmetry as kafka_symmetry
 from spec.registry import build_model
+from spec.symmetry import candidate_permutations, canonical_brute_force
 from spec.two_phase import TwoPhase
 
 TWO_PHASE = list(for_family("two-phase").values())
@@ -165,8 +165,8 @@ def test_a_false_symmetry_is_caught_when_the_trace_is_replayed():
     """A property that tells ids apart breaks the reduction: the search meets the violation on a canonical
     state (the last resource manager committed), the concrete replay commits the first one, and the re-check
     of the concrete state refuses the result instead of reporting a counterexample that is not one."""
-    from checker.errors import ModelError
-    from invariants.base import Invariant
+    from checker.invariant import Invariant
+    from spec.errors import ModelError
     from spec.two_phase import COMMITTED
 
     last_not_committed = Invariant("last-rm-not-committed", "the last RM never commits",

@@ -7,9 +7,9 @@ import os
 import pytest
 
 from checker import engines
-from checker.errors import BadFileError, WrongModelError
 from checker.search import SearchOptions
 from invariants.registry import for_family
+from spec.errors import BadFileError, WrongModelError
 from spec.registry import build_model
 from traces.io import load_trace, read_document, save_trace, trace_to_itf
 
@@ -66,7 +66,7 @@ def test_reference_model_states_with_sets_of_records_read_back(tmp_path):
     """tla: models keep frozensets of NamedTuples: the set tag and the record types must survive."""
     import random
 
-    from traces.trace import Step, Trace
+    from checker.trace import Step, Trace
 
     model = build_model("tla:Kip101", [])
     rng = random.Random(7)

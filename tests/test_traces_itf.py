@@ -7,10 +7,10 @@ import json
 import pytest
 
 from checker.cli import main
-from checker.errors import UsageError, WrongModelError
+from checker.trace import Step, Trace
+from spec.errors import UsageError, WrongModelError
 from spec.registry import build_model
 from traces.io import load_trace, save_trace, trace_to_itf
-from traces.trace import Step, Trace
 from traces.values import ShapeError, ValueDecoder, encode, plain_to_json
 
 

@@ -17,11 +17,11 @@ import pytest
 from rich.console import Console
 
 from checker.bfs import check
-from checker.errors import NotReplayableError
+from checker.invariant import SAFETY
 from checker.matrix import default_rows
 from checker.search import CHECKER_VERSION, SearchOptions
-from invariants.base import SAFETY
 from invariants.registry import for_family
+from spec.errors import NotReplayableError
 from spec.registry import build_model, get_model_info
 from traces.diagram import to_dot, to_mermaid, to_svg
 from traces.io import load_trace, model_for_header, save_trace

@@ -7,7 +7,7 @@ import os
 
 import pytest
 
-from checker.errors import BadFileError, NotReplayableError, WrongModelError
+from spec.errors import BadFileError, NotReplayableError, WrongModelError
 from spec.registry import build_model, get_model_info
 from traces.replay import replay, replay_scenario, replay_trace, scenario_model
 from traces.scenario import load_scenario, parse_action, scenario_from_data

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from typing import Any, NamedTuple
 
-from invariants.base import Invariant
+from checker.invariant import Invariant
 from invariants.registry import for_family, register
 from spec.model import Action, Model
 from spec.registry import Constant, ModelInfo, all_models

@@ -25,9 +25,9 @@ from typing import Any
 
 from rich.console import Console
 
-from checker.errors import NotReplayableError, UsageError, WrongModelError
+from checker.trace import Trace
+from spec.errors import NotReplayableError, UsageError, WrongModelError
 from traces.io import FORMATS, load_trace, parse_json, read_bytes, save_trace
-from traces.trace import Trace
 
 _SUFFIX = {"json": ".json", "itf": ".itf.json", "msgpack": ".msgpack"}
 
@@ -222,7 +222,7 @@ def _run(args: argparse.Namespace, protocol: str | None) -> tuple[Any, Any]:
     if _is_scenario_file(args.file):
         scenario = load_scenario(args.file)
         if args.expect_model and scenario.model != args.expect_model:
-            from checker.errors import WrongModelError
+            from spec.errors import WrongModelError
 
             raise WrongModelError(f"the scenario is of model {scenario.model!r}, not {args.expect_model!r}")
         model = scenario_model(scenario, protocol, args.feature, args.const)

@@ -25,8 +25,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from checker.trace import Trace
 from traces.render import fmt, is_message
-from traces.trace import Trace
 from traces.values import hidden_fields
 from traces.views import broker_views, named
 
@@ -299,7 +299,7 @@ def graphviz_package() -> Any:
     try:
         import graphviz
     except ImportError:
-        from checker.errors import EnvironmentMissingError
+        from spec.errors import EnvironmentMissingError
 
         raise EnvironmentMissingError("the graphviz Python package is missing: pip install graphviz") from None
     return graphviz
@@ -307,7 +307,7 @@ def graphviz_package() -> Any:
 
 def render_svg_with_graphviz(source: str) -> str:
     """SVG from DOT through Graphviz's ``dot`` program (EnvironmentMissingError, exit 69, when it is absent)."""
-    from checker.errors import EnvironmentMissingError
+    from spec.errors import EnvironmentMissingError
 
     graphviz = graphviz_package()
     try:

@@ -5,8 +5,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from invariants.base import Invariant
-from traces.trace import Trace
+from checker.invariant import Invariant
+from checker.trace import Trace
 from traces.views import broker_views, divergences
 
 

@@ -17,11 +17,11 @@ from typing import Any
 import networkx as nx
 
 from checker import engines
-from checker.errors import UsageError
 from checker.fingerprint import fingerprint
+from checker.invariant import Invariant
 from checker.result import CheckResult
 from checker.search import SearchOptions
-from invariants.base import Invariant
+from spec.errors import UsageError
 from spec.model import Model
 from traces.render import flat_state, fmt, is_message
 from traces.values import hidden_fields

@@ -28,10 +28,10 @@ from typing import Any
 
 from checker import safe_io
 from checker.codec import Codec, packb
-from checker.errors import BadFileError, CorruptDataError, UsageError, WrongModelError
+from checker.trace import Step, Trace
+from spec.errors import BadFileError, CorruptDataError, UsageError, WrongModelError
 from spec.model import Action, Model
 from traces.itf import itf_action, itf_document, itf_variables
-from traces.trace import Step, Trace
 from traces.values import ShapeError, ValueDecoder, encode, json_to_plain, plain_to_json
 
 FORMAT = "kmc-trace"

@@ -20,7 +20,7 @@ from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
-from traces.trace import Trace
+from checker.trace import Trace
 from traces.values import field_set, hidden_fields
 from traces.views import BrokerView, broker_views, diverging_offsets, named
 

@@ -14,13 +14,13 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from checker.errors import ExitCode, NotReplayableError
-from invariants.base import SAFETY, Invariant
+from checker.invariant import SAFETY, Invariant
+from checker.trace import Step, Trace
 from invariants.registry import for_family
+from spec.errors import ExitCode, NotReplayableError
 from spec.model import Action, Model
 from traces.explain import explain
 from traces.scenario import Expectation, Scenario, StepSpec
-from traces.trace import Step, Trace
 
 
 @dataclass
@@ -178,7 +178,7 @@ def select_invariants(model: Model, names: Sequence[str]) -> list[Invariant] | N
     available = {inv.name: inv for inv in safety_invariants(model)}
     missing = [n for n in names if n not in available]
     if missing:
-        from checker.errors import UsageError
+        from spec.errors import UsageError
 
         raise UsageError(f"model {model.name} has no invariant {missing[0]!r}; its invariants: {', '.join(available)}")
     return [available[n] for n in names]

@@ -37,8 +37,8 @@ import re
 from dataclasses import dataclass, field
 from typing import Any
 
-from checker.errors import BadFileError, UsageError
 from checker.safe_io import MAX_SCENARIO_BYTES, int_from_text
+from spec.errors import BadFileError, UsageError
 from traces.io import parse_json, read_bytes
 from traces.values import json_to_plain
 

@@ -32,8 +32,8 @@ import typing
 from collections.abc import Iterable
 from typing import Any
 
-from checker.errors import BadFileError, CorruptDataError
 from checker.safe_io import int_from_text
+from spec.errors import BadFileError, CorruptDataError
 
 _SAFE_INT = 2**53 - 1
 _BIGINT = re.compile(r"-?[0-9]+")

@@ -56,6 +56,37 @@ Modules
     ``expand`` job 1 (expand, dedup, invariants); ``numbering`` global indices and parent pointers;
     ``blocks`` the columnar blocks and record functions; ``driver_state`` the driver's bookkeeping;
     ``rundir`` the run directory; ``resume`` run.json and ``--resume``; ``verdict`` traces and the
-    result; ``session`` the SparkSession and its environment. ``checker.spark_engine`` re-exports
-    the names other modules import.
+    result; ``session`` the SparkSession and its environment. This package re-exports the names
+    the engine registry, the tests and the benchmarks import (``from checker.spark import run_engine``).
 """
+
+from __future__ import annotations
+
+from checker.spark.blocks import fingerprint_partition
+from checker.spark.driver_state import LevelInfo, LevelTiming
+from checker.spark.engine import (
+    DEFAULT_CHECKPOINT_LEVELS,
+    DEFAULT_DRIVER_INDEX_LIMIT,
+    DEFAULT_THRESHOLD,
+    SparkBFS,
+    run_engine,
+)
+from checker.spark.rundir import RUN_FORMAT, RUN_MAGIC, RunDir
+from checker.spark.session import check_environment, spark_session, with_task_retries
+
+__all__ = [
+    "DEFAULT_CHECKPOINT_LEVELS",
+    "DEFAULT_DRIVER_INDEX_LIMIT",
+    "DEFAULT_THRESHOLD",
+    "RUN_FORMAT",
+    "RUN_MAGIC",
+    "LevelInfo",
+    "LevelTiming",
+    "RunDir",
+    "SparkBFS",
+    "check_environment",
+    "fingerprint_partition",
+    "run_engine",
+    "spark_session",
+    "with_task_retries",
+]

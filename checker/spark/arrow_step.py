@@ -60,11 +60,11 @@ from typing import Any
 import numpy as np
 
 from checker.codec import CompactCodec, ModelStateCodec, state_column_codec
-from checker.errors import UsageError
 from checker.search import uses_bounds
 from checker.spark.blocks import _gc_paused
 from checker.spark.driver_state import Counters, LevelInfo, LevelTiming, SparkRun
 from checker.spark.expand import _maybe_fail
+from spec.errors import UsageError
 from spec.model import Model
 
 #: bits of the order key that hold the successor position (a state has fewer than 2**20 successors)

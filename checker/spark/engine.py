@@ -11,7 +11,6 @@ import time
 from typing import Any
 
 from checker.bfs import BudgetExceeded, LocalBFS
-from checker.errors import EnvironmentMissingError, KmcError, ModelError, UsageError
 from checker.result import CheckResult
 from checker.search import Progress, SearchOptions, budget_reason
 from checker.spark.arrow_step import ArrowLevelStep, arrow_available
@@ -21,6 +20,7 @@ from checker.spark.resume import Resumable
 from checker.spark.rundir import RunDir
 from checker.spark.session import _ship_packages, check_environment, spark_session
 from checker.spark.verdict import Verdicts
+from spec.errors import EnvironmentMissingError, KmcError, ModelError, UsageError
 from spec.model import Model
 
 DEFAULT_THRESHOLD = 10_000

@@ -13,12 +13,12 @@ from typing import Any
 
 from checker import checkpoint as ckpt
 from checker.codec import Codec
-from checker.errors import BadFileError, WrongModelError
 from checker.safe_io import parse_json
 from checker.spark.blocks import _DecodeRow, _fp_of_row, _fp_record, _fps_to_chunk, _rows_to_block, fingerprint_partition
 from checker.spark.driver_state import Counters, LevelInfo, SparkRun
 from checker.spark.rundir import RUN_FORMAT, RUN_MAGIC, RunDir, load_local_prefix
 from checker.spark.session import storage_level
+from spec.errors import BadFileError, WrongModelError
 
 _MAX = 2**53
 

@@ -9,9 +9,9 @@ from typing import Any
 
 from checker import checkpoint as ckpt
 from checker.bfs import SearchState
-from checker.errors import BadFileError, UsageError
 from checker.safe_io import MAX_CHECKPOINT_BYTES, atomic_write, read_file
 from checker.search import SearchOptions
+from spec.errors import BadFileError, UsageError
 from spec.model import Model
 
 RUN_MAGIC = "kmc-spark-run"

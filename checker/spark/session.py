@@ -23,7 +23,7 @@ import zipfile
 from collections.abc import MutableMapping
 from typing import Any
 
-from checker.errors import BadFileError, EnvironmentMissingError, UsageError
+from spec.errors import BadFileError, EnvironmentMissingError, UsageError
 
 _PACKAGES = ("spec", "checker", "invariants", "traces")
 #: the environment variables of the secret file and of the time a cluster's master has to accept the driver

@@ -7,12 +7,12 @@ from __future__ import annotations
 
 from typing import Any
 
-from checker.errors import BadFileError, ModelError
 from checker.result import CheckResult, Verdict, Violation
 from checker.search import ActionTable, rebuild_trace, verdict_of
 from checker.spark.driver_state import Counters, LevelInfo, SparkRun
 from checker.spark.numbering import _PointerAt
 from checker.spark.rundir import RunDir
+from spec.errors import BadFileError, ModelError
 
 
 class Verdicts:

@@ -84,8 +84,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from checker.errors import UsageError
-from invariants.registry import add_family
+from spec.errors import UsageError
 from spec.kafka.clients import ACKS_VALUES
 from spec.kafka.model import CLIENT_DEFAULTS, DEFAULTS, KRAFT_DEFAULTS, KafkaModel
 from spec.kafka.protocols import DEFAULT_PROTOCOL, FLAG_ALIASES, FLAGS, PROTOCOL_ALIASES, RELEASES, resolve
@@ -93,10 +92,6 @@ from spec.kafka.rules import rule_rows
 from spec.registry import Constant, ModelInfo, register
 
 __all__ = ["KafkaModel", "build", "INFO"]
-
-add_family("kafka", "invariants.kafka_log_matching", "invariants.kafka_durability", "invariants.kafka_sanity",
-           "invariants.kafka_control", "invariants.kafka_clients", "invariants.kafka_kraft")
-
 
 def build(constants: dict[str, Any], protocol: str = DEFAULT_PROTOCOL, features: dict[str, bool] | None = None):
     return KafkaModel(

@@ -20,7 +20,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass, fields, replace
 
-from checker.errors import UsageError
+from spec.errors import UsageError
 
 
 @dataclass(frozen=True)

@@ -13,7 +13,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from checker.errors import NotReplayableError
+from spec.errors import NotReplayableError
 from spec.model import Action, Model
 
 Step = tuple[str, Mapping[str, Any]] | tuple[str]

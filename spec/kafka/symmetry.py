@@ -67,7 +67,7 @@ membership at the controller: what a renaming carries along with the broker). Di
 already sorted (the common case: the engine expands canonical states, so most successors keep the
 order) return the state itself with no renaming; otherwise the least image among the renamings that
 sort the signatures is the canonical form (one renaming when all signatures differ). That is the exact
-canonical form of ``checker.symmetry``; ``bench/symmetry_bench.py`` measures its cost a successor.
+canonical form of ``spec.symmetry``; ``bench/symmetry_bench.py`` measures its cost a successor.
 """
 
 from __future__ import annotations
@@ -77,8 +77,8 @@ from operator import itemgetter
 from operator import lt as _less
 from typing import Any
 
-from checker.symmetry import Perm, candidate_permutations
 from spec.kafka.state import STATE_TYPES, Broker, Controller, KafkaState
+from spec.symmetry import Perm, candidate_permutations
 
 _new = tuple.__new__
 

@@ -37,6 +37,14 @@ from typing import NamedTuple
 
 from spec.model import Action, Model
 
+#: the constants that name a configuration's invariant family (TypeOk depends on them)
+FAMILY_CONSTANTS = ("Replicas", "LogSize", "MaxRecords", "MaxLeaderEpoch")
+
+
+def family_for(module: str, constants: dict[str, int]) -> str:
+    """The invariant family of one configuration, e.g. ``tla:Kip320 Replicas=2 LogSize=2 ...``."""
+    return f"tla:{module} " + " ".join(f"{name}={constants[name]}" for name in FAMILY_CONSTANTS)
+
 NONE = -1  # the model value None == "NONE": no leader
 NIL = -1  # Nil == -1: no leader epoch
 
@@ -112,9 +120,8 @@ class KafkaReplication(Model):
         if controller_shrink_guard:
             self.constants["ShrinkGuard"] = True
         # TypeOk depends on the constants, so each configuration has its own invariant family
-        from invariants.reference import register_configuration
-
-        self.family = register_configuration(self.module, self.constants)
+        # (``invariants.reference`` registers it when the registry is first asked for it)
+        self.family = family_for(self.module, self.constants)
         self.replicas = tuple(range(1, replicas + 1))
         self.all_replicas = frozenset(self.replicas)
         self._next: list[Callable[[KafkaState], Successors]] = [getattr(self, a) for a in self.next_actions]

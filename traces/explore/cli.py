@@ -17,7 +17,7 @@ import argparse
 import sys
 from typing import Any
 
-from checker.errors import UsageError
+from spec.errors import UsageError
 
 
 def is_loopback(host: str) -> bool:

@@ -25,7 +25,7 @@ from importlib.resources import files
 from typing import Any
 from urllib.parse import parse_qs, urlencode, urlsplit
 
-from checker.errors import KmcError
+from spec.errors import KmcError
 from spec.registry import all_models
 from traces.explore import runner, session
 from traces.explore.session import Loaded, Models, RequestError

@@ -20,16 +20,16 @@ from dataclasses import dataclass
 from typing import Any
 from urllib.parse import parse_qs, urlencode
 
-from checker.errors import KmcError, NotReplayableError, UsageError, WrongModelError
+from checker.invariant import Invariant
 from checker.search import CHECKER_VERSION
-from invariants.base import Invariant
+from checker.trace import Step, Trace
+from spec.errors import KmcError, NotReplayableError, UsageError, WrongModelError
 from spec.model import Action, Model
 from spec.registry import ModelInfo, build_model, get_model_info
 from traces.diagram import _message_label, events, participants, to_mermaid, to_svg
 from traces.explore.rules import rules_for_action
 from traces.render import flat_state, fmt, is_message
 from traces.replay import replay_trace, safety_invariants
-from traces.trace import Step, Trace
 from traces.views import broker_views, diverging_offsets
 
 #: the longest path a request may name (a counterexample of the matrix is under 40 steps)

@@ -1,7 +1,7 @@
 """kmc's benchmark suite: fixed workloads, each run in a fresh process, figures printed and saved.
 
-    python -m checker.bench --out bench/results.json            # the whole suite (~15 minutes)
-    python -m checker.bench --quick --out bench/quick.json      # a one-minute smoke run
+    python3 bench/suite.py --out bench/results.json            # the whole suite (~15 minutes)
+    python3 bench/suite.py --quick --out bench/quick.json      # a one-minute smoke run
 
 For each workload: verdict, distinct states, states generated, depth, wall time, distinct states
 per second, CPU time (all processes), peak RSS growth during the search and that growth per
@@ -34,6 +34,7 @@ from pathlib import Path
 from typing import Any
 
 ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))  # run from a checkout: python3 bench/suite.py
 TLC_SECONDS_RM7 = 12.0  # TLC 2.18, one worker, JVM start included, on this class of machine (issue 8)
 
 
@@ -77,8 +78,8 @@ def run_child(spec: dict[str, Any]) -> dict[str, Any]:
     import resource
 
     from checker import engines
+    from checker.invariant import SAFETY
     from checker.search import SearchOptions
-    from invariants.base import SAFETY
     from invariants.registry import for_family
     from spec.registry import build_model
 
@@ -148,7 +149,7 @@ def _spawn(argv: list[str]) -> tuple[str, float, float, int]:
 def run_workload(work: Workload, repeat: int) -> dict[str, Any]:
     best = None
     for _ in range(repeat):
-        out, _, _, _ = _spawn([sys.executable, "-m", "checker.bench", "--child", json.dumps(asdict(work))])
+        out, _, _, _ = _spawn([sys.executable, str(ROOT / "bench" / "suite.py"), "--child", json.dumps(asdict(work))])
         figures = json.loads(out.strip().splitlines()[-1])
         if best is None or figures["seconds"] < best["seconds"]:
             best = figures
@@ -280,7 +281,7 @@ def _print_row(r: dict[str, Any]) -> None:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m checker.bench", description=__doc__.split("\n\n")[0])
+    parser = argparse.ArgumentParser(prog="python3 bench/suite.py", description=__doc__.split("\n\n")[0])
     parser.add_argument("--quick", action="store_true", help="small workloads only (about a minute)")
     parser.add_argument("--out", default="bench/results.json", help="where to write the figures (JSON)")
     parser.add_argument("--repeat", type=int, default=None, help="runs per workload, the fastest kept (default 3, quick 1)")

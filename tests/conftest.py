@@ -1,0 +1,25 @@
+"""Fixtures shared by the whole suite.
+
+``spark_local`` is the one SparkSession (``local[2,2]``: two cores, a failed task tried twice) that every
+in-process Spark test uses: a JVM starts once a suite run, not once a module. Tests that start kmc in a
+subprocess get a JVM of their own, as a user's run does.
+"""
+
+from __future__ import annotations
+
+import shutil
+
+import pytest
+
+
+@pytest.fixture(scope="session")
+def spark_local():
+    pytest.importorskip("pyspark")
+    if shutil.which("java") is None:
+        pytest.skip("needs Java")
+    from checker.spark import spark_session
+
+    session, created = spark_session("local[2,2]", memory="1g")
+    yield session
+    if created:
+        session.stop()
