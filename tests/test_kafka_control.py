@@ -192,6 +192,7 @@ def test_kafka6880_zombie_fenced_by_kip320() -> None:
 
 
 # -- the matrix and both forms of no-fence-stall ------------------------------------------------------
+@pytest.mark.slow  # matrix cells at the model bounds: about 6 s
 def test_matrix_control_cells() -> None:
     rows = ["hw-truncation", "kip-320", "kip-380", "truncate-on-fetch", "kip-380,kafka-7786-fix=off"]
     invariants = ["no-stale-control-request", "no-fence-stall", "no-bounce-stall"]

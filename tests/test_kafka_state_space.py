@@ -80,6 +80,7 @@ def test_kip_279_scenario_1_is_the_shortest_0_11_0_divergence() -> None:
     assert "below both high watermarks" in trace.explanation
 
 
+@pytest.mark.slow  # matrix cells at the model bounds: about 10 s
 def test_matrix_cells() -> None:
     cells = run_matrix("kafka", constants=["records=1", "epochs=1"], invariants=["log-matching", "committed-durable"],
                        uniform_bounds=True)

@@ -43,6 +43,7 @@ def test_a_counterexample_no_release_fixes_names_the_switch_that_allows_it():
     assert story.flag is None and "unclean=on" in story.text
 
 
+@pytest.mark.slow  # several searches: about 10 s
 def test_a_counterexample_two_fixes_remove_together_names_both():
     """KIP-279's scenario 1 in its shortest form (0.11.0, records=3, no crash): KIP-279's answer alone (2.0.0's
     follower lookup answers UNDEFINED below its first epoch) does not remove it, nor KAFKA-7415 alone (0.11.0's

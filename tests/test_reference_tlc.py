@@ -62,7 +62,7 @@ def test_strong_and_weak_isr_hold_where_tlc_says_so(module):
     ("KafkaTruncateToHighWatermark", 2, 9),
     ("Kip101", 2, 11),
     ("KafkaTruncateToHighWatermark", 3, 8),
-    ("Kip279", 3, 10),
+    pytest.param("Kip279", 3, 10, marks=pytest.mark.slow),  # about 12 s
 ])
 def test_strong_isr_violated_with_a_shortest_counterexample(module, replicas, length):
     consts = [f"Replicas={replicas}", "LogSize=2", "MaxRecords=2", "MaxLeaderEpoch=2"]

@@ -34,6 +34,9 @@ def spark(spark_local):
     return spark_local  # the suite's one session (tests/conftest.py)
 
 
+#: the fast tier keeps one case of a parametrized Spark test (each costs 3 to 9 s); the whole suite runs them all
+SLOW = pytest.mark.slow
+
 #: Spark gets the widest levels and the rest (a level costs a job)
 THRESHOLD = {"two-phase": 100, "kafka": 1500}
 
@@ -87,6 +90,7 @@ def test_every_engine_gives_the_same_counts_and_shortest_counterexamples(name, c
         assert blocks.extra["spark"]["transport"] == "blocks" and summary(blocks) == reference
 
 
+@pytest.mark.slow  # a retried task: about 7 s
 @pytest.mark.usefixtures("spark")
 def test_a_failed_arrow_task_is_retried_with_no_change(tmp_path):
     from spec.two_phase import TwoPhase
@@ -113,15 +117,15 @@ def _grid_invariants(*names):
 @pytest.mark.parametrize(
     "invariants, options",
     [
-        (("sum<3",), {}),  # stop at the first violation, found in a level Spark expands: its expansion dropped
+        pytest.param(("sum<3",), {}, marks=SLOW),  # the first violation, in a level Spark expands
         (("sum<3", "x<2", "y<3"), {"stop_at_first": False}),  # several invariants, violated at several levels
-        (("x<2", "y<3"), {}),
-        (("sum<8",), {"stop_at_first": False}),  # violated on the last level only, which has no successors
-        (("sum<8",), {"check_deadlock": True}),  # the last level: a violation and a deadlock on one state
-        (("sum<3",), {"max_depth": 5}),  # the frontier the depth bound stops at (level 5) is still checked
-        (("sum<8",), {"max_depth": 9}),
-        (("y<3",), {"max_states": 12, "stop_at_first": False}),  # a budget stops at an unexpanded frontier
-        ((), {"check_deadlock": True}),
+        pytest.param(("x<2", "y<3"), {}, marks=SLOW),
+        pytest.param(("sum<8",), {"stop_at_first": False}, marks=SLOW),  # violated on the last level only (no successors)
+        pytest.param(("sum<8",), {"check_deadlock": True}, marks=SLOW),  # the last level: a violation and a deadlock at once
+        pytest.param(("sum<3",), {"max_depth": 5}, marks=SLOW),  # the frontier at the depth bound is still checked
+        pytest.param(("sum<8",), {"max_depth": 9}, marks=SLOW),
+        pytest.param(("y<3",), {"max_states": 12, "stop_at_first": False}, marks=SLOW),  # a budget stops at a frontier
+        pytest.param((), {"check_deadlock": True}, marks=SLOW),
     ],
     ids=["first", "several", "two-first", "last-level", "last-and-deadlock", "depth-bound", "depth-bound-last",
          "state-budget", "deadlock"],
@@ -143,6 +147,7 @@ def test_invariants_checked_on_the_frontier_report_what_the_local_engine_reports
     assert summary(result) == reference
 
 
+@pytest.mark.slow  # Kafka on Spark: about 4 s
 @pytest.mark.usefixtures("spark")
 def test_kafka_stops_at_its_first_violation_as_the_local_engine():
     """On Kafka (the model's own state codec) with every invariant and stop-at-first: the violation is

@@ -86,6 +86,7 @@ def test_seeded_bug_gives_the_same_shortest_trace(spark):
     assert summary(result) == summary(check(model, SearchOptions(invariants=INVARIANTS)))
 
 
+@pytest.mark.slow  # Kafka on Spark, or a run of its own: 9 to 47 s each
 def test_large_levels_numbered_and_written_on_the_executors(spark):
     """The blocks transport's distributed path: range shuffle on the parent index, Parquet parent
     pointers, RDD checkpoints."""
@@ -99,6 +100,7 @@ def test_large_levels_numbered_and_written_on_the_executors(spark):
     assert [v.length for v in result.violations] == [3]
 
 
+@pytest.mark.slow  # Kafka on Spark, or a run of its own: 9 to 47 s each
 def test_a_failed_task_is_retried_with_no_change(spark, tmp_path):
     marker = tmp_path / "failures"
     options = SearchOptions(invariants=INVARIANTS)
@@ -143,6 +145,7 @@ def test_killed_driver_resumes_from_the_last_completed_level(spark, tmp_path):
                                              resume_from=str(run_dir)))
 
 
+@pytest.mark.slow  # a Spark run of its own: 3 to 5 s
 def test_interrupt_between_levels_leaves_a_resumable_run(spark, tmp_path):
     """Ctrl-C after a level: run.json names that level; the resume is tested above."""
     run_dir = tmp_path / "run"
@@ -158,6 +161,7 @@ def test_interrupt_between_levels_leaves_a_resumable_run(spark, tmp_path):
     assert saved["depth"] == 7 and saved["levels"][-1]["depth"] == 7 and saved["levels"][-1]["path"]
 
 
+@pytest.mark.slow  # a Spark run of its own: 3 to 5 s
 def test_deadlocks_and_state_constraints_match_the_local_engine(spark):
     from tests.test_engine import Grid
 
@@ -170,6 +174,7 @@ def test_deadlocks_and_state_constraints_match_the_local_engine(spark):
     assert summary(bounded) == summary(check(Grid(3, bound=3), SearchOptions()))
 
 
+@pytest.mark.slow  # Kafka on Spark, or a run of its own: 9 to 47 s each
 def test_symmetry_reduction_matches_the_local_engine(spark):
     model = build_model("kafka", ["records=1"], "kip-101")
     safety = [inv for inv in for_family(model.family).values() if inv.kind == "safety"]  # liveness: refused under symmetry
@@ -179,6 +184,7 @@ def test_symmetry_reduction_matches_the_local_engine(spark):
     assert summary(result) == summary(check(model, options))
 
 
+@pytest.mark.slow  # Kafka on Spark, or a run of its own: 9 to 47 s each
 @pytest.mark.parametrize("protocol", ["hw-truncation", "kip-101", "kip-279", "truncate-on-fetch"])
 def test_kafka_protocols_match_the_local_engine(spark, protocol):
     model = build_model("kafka", ["records=1"], protocol)
@@ -188,6 +194,7 @@ def test_kafka_protocols_match_the_local_engine(spark, protocol):
     assert summary(result) == summary(check(model, options))
 
 
+@pytest.mark.slow  # Kafka on Spark, or a run of its own: 9 to 47 s each
 def test_command_line(spark, capsys, tmp_path):
     from checker.cli import main
 
