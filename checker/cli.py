@@ -19,7 +19,6 @@ import importlib
 import json
 import os
 import sys
-import time
 from collections.abc import Sequence
 from typing import Any
 
@@ -421,15 +420,8 @@ def engine_extra(args: argparse.Namespace) -> dict[str, Any]:
 
 
 def run_search(model: Model, options: SearchOptions, engine: str, engine_options: engines.EngineOptions) -> CheckResult:
-    """The safety search on the chosen engine, then any liveness property, whose time is added to
-    the result's seconds ("Finished in" covers both)."""
-    result = engines.get_engine(engine)(model, options, engine_options)
-    liveness = options.liveness_properties()
-    if liveness:
-        started = time.monotonic()
-        result = engines.add_liveness(model, options, result, liveness)
-        result.seconds += time.monotonic() - started
-    return result
+    """The safety search on the chosen engine, then any liveness property (``engines.run``)."""
+    return engines.run(model, options, engine, engine_options)
 
 
 def cmd_check(args: argparse.Namespace) -> int:

@@ -56,7 +56,6 @@ from rich.console import Console
 from rich.text import Text
 
 from checker import engines
-from checker.bfs import check
 from checker.invariant import SAFETY, Invariant
 from checker.pool import can_fork, run_jobs
 from checker.result import CheckResult, Verdict
@@ -133,8 +132,6 @@ def _search(model: Any, invariants: Sequence[Invariant], options: dict[str, Any]
             engine: str, engine_options: Any) -> CheckResult:
     search = SearchOptions(invariants=list(invariants), stop_at_first=stop_at_first,
                            stop_when_all_found=not stop_at_first, **options)
-    if engine == "bfs" and getattr(engine_options, "workers", 1) <= 1:
-        return check(model, search)
     return engines.run(model, search, engine, engine_options)
 
 
