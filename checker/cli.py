@@ -107,7 +107,7 @@ def add_search_options(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--engine", default="bfs", help="search engine: " + ", ".join(engines.ENGINES))
     parser.add_argument("--workers", type=_workers, default=1,
                         help="worker processes (parallel engine): a number, or auto for one a core")
-    parser.add_argument("--master", default="local[*]", help="Spark master URL (spark engine)")
+    parser.add_argument("--master", default=None, help=f"Spark master URL (spark engine; default {DEFAULT_MASTER})")
     parser.add_argument("--spark-threshold", type=int, default=None, metavar="N",
                         help="spark engine: run levels locally while the frontier has fewer than N states (default 10000)")
     parser.add_argument("--spark-transport", choices=("arrow", "blocks"), default=None,
@@ -424,7 +424,28 @@ def run_search(model: Model, options: SearchOptions, engine: str, engine_options
     return engines.run(model, options, engine, engine_options)
 
 
+#: the Spark master when --master is not given
+DEFAULT_MASTER = "local[*]"
+#: options only the spark engine reads (another engine would ignore them silently: refused instead)
+SPARK_ONLY = ("master", "spark_threshold", "spark_transport")
+
+
+def refuse_options_the_engine_ignores(args: argparse.Namespace, workers_given: bool) -> None:
+    """One line and exit 64 for an option the chosen engine cannot honour: ``--master`` and the other Spark
+    options with a local engine, ``--workers`` with Spark (its executors are the cluster's)."""
+    engine = getattr(args, "engine", "bfs")
+    if engine != "spark":
+        given = [name for name in SPARK_ONLY if getattr(args, name, None) is not None]
+        if given:
+            flags = ", ".join("--" + name.replace("_", "-") for name in given)
+            raise UsageError(f"{flags} is for the spark engine, not --engine {engine}; add --engine spark or drop it")
+    elif workers_given:
+        raise UsageError("--workers is for the local engines; Spark's executors are the cluster's "
+                         "(set them with --master and the cluster's configuration) or drop --workers")
+
+
 def cmd_check(args: argparse.Namespace) -> int:
+    refuse_options_the_engine_ignores(args, workers_given=args.workers != 1)
     console = Console(stderr=args.json)
     model = model_from_args(args)
     err = Console(stderr=True)
@@ -439,7 +460,8 @@ def cmd_check(args: argparse.Namespace) -> int:
         if why:  # decided from the model before the search: one line, and the search runs as asked
             print(f"warning: --symmetry reduces nothing here: {why}", file=sys.stderr)
         result = run_search(model, options, args.engine,
-                            engines.EngineOptions(workers=args.workers, master=args.master, extra=engine_extra(args)))
+                            engines.EngineOptions(workers=args.workers, master=args.master or DEFAULT_MASTER,
+                                                  extra=engine_extra(args)))
     record_property_forms(result, options)
     if result.collision is None:  # an engine that keeps no fingerprints in one place: the optimistic estimate
         result.collision = collision_estimates(result.distinct_states, result.states_generated)

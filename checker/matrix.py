@@ -606,10 +606,22 @@ class ProgressLines:
         self._line(f"Progress: {done} of {total} searches done; running {now}")
 
 
+def matrix_workers(given: int | None) -> int:
+    """``--workers`` of the matrix: as given, else auto (the default: one a core of this process's CPU affinity)."""
+    if given is not None:
+        return given
+    from checker.parallel import available_cores
+
+    return available_cores()
+
+
 def cmd_matrix(args: argparse.Namespace) -> int:
-    from checker.cli import engine_extra
+    from checker.cli import DEFAULT_MASTER, engine_extra, refuse_options_the_engine_ignores
     from checker.properties import load_properties
 
+    refuse_options_the_engine_ignores(args, workers_given=args.workers is not None)
+    args.workers = matrix_workers(args.workers)
+    args.master = args.master or DEFAULT_MASTER
     fmt = "json" if args.json else args.format
     expected = load_expectation(args.expect) if args.expect else None
     properties = load_properties(args.property)
@@ -708,10 +720,10 @@ def add_parser(subparsers: Any, *_: Any) -> argparse.ArgumentParser:
     parser.add_argument("--progress-every", type=_positive_float, default=10.0, metavar="SECONDS",
                         help="seconds between two progress lines during a search (default 10)")
     parser.add_argument("--engine", default="bfs", help="search engine: " + ", ".join(engines.ENGINES))
-    parser.add_argument("--workers", type=_workers, default="auto",
+    parser.add_argument("--workers", type=_workers, default=None,
                         help="searches run at once, each in its own process (a number, or auto: one a core, the "
                              "default); with --engine parallel, the worker processes of each search")
-    parser.add_argument("--master", default="local[*]", help="Spark master URL (spark engine)")
+    parser.add_argument("--master", default=None, help="Spark master URL (spark engine; default local[*])")
     parser.add_argument("--spark-threshold", type=int, default=None, metavar="N",
                         help="spark engine: run levels locally while the frontier has fewer than N states (default 10000)")
     parser.set_defaults(func=cmd_matrix)

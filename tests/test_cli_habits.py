@@ -94,7 +94,10 @@ def test_workers_auto_is_one_a_core(capsys, monkeypatch):
     for command in (["check", "two-phase"], ["matrix", "two-phase"], ["simulate", "two-phase"]):
         parsed = parser.parse_args([*command, "--workers", "auto"])
         assert parsed.workers == 3, command
-    assert parser.parse_args(["matrix", "two-phase"]).workers == 3  # the matrix's default
+    from checker.matrix import matrix_workers
+
+    assert parser.parse_args(["matrix", "two-phase"]).workers is None  # not given: auto, resolved by the command
+    assert matrix_workers(None) == 3 and matrix_workers(1) == 1  # the matrix's default is auto
     monkeypatch.undo()
     counts = []
     for workers in ("auto", "1"):
@@ -228,3 +231,19 @@ def test_a_model_whose_bounds_end_in_idle_states_checks_deadlock_only_when_asked
     assert code == 0 and json.loads(out)["verdict"] == "holds"
     code, out, _ = run(capsys, *base, "--deadlock")
     assert code == 11 and json.loads(out)["violations"][0]["kind"] == "deadlock"
+
+
+@pytest.mark.parametrize("argv", [
+    ["check", "two-phase", "--master", "local[2]"],
+    ["check", "two-phase", "--spark-threshold", "5"],
+    ["check", "two-phase", "--engine", "parallel", "--spark-transport", "blocks"],
+    ["check", "two-phase", "--engine", "spark", "--workers", "2"],
+    ["matrix", "two-phase", "--master", "local[2]"],
+    ["matrix", "two-phase", "--engine", "spark", "--workers", "2"],
+])
+def test_an_option_the_engine_would_ignore_is_refused(capsys, argv):
+    """--workers means nothing to Spark, --master and the --spark-* options nothing to the local engines: one
+    line naming the option and exit 64, not a run that silently ignores it."""
+    code, out, err = run(capsys, *argv, "--quiet")
+    assert code == 64 and out == ""
+    assert len(err.strip().splitlines()) == 1 and ("--master" in err or "--spark" in err or "--workers" in err)
