@@ -87,6 +87,10 @@ def add_search_options(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--max-memory", type=_positive_float, metavar="MB",
                         help="memory budget in MB (default 80%% of RAM; then: undetermined and a checkpoint)")
     parser.add_argument("--symmetry", action="store_true", help="reduce by symmetry over interchangeable ids")
+    parser.add_argument("--reduce", choices=("none", "por"), default="none",
+                        help="partial-order reduction of the safety search (local engine, one process; default none)")
+    parser.add_argument("--shortest", action="store_true",
+                        help="with --reduce por: after a violation, search fully up to its depth for a shortest trace")
     parser.add_argument("--engine", default="bfs", help="search engine: " + ", ".join(engines.ENGINES))
     parser.add_argument("--workers", type=_workers, default=1,
                         help="worker processes (parallel engine): a number, or auto for one a core")
@@ -192,6 +196,8 @@ def search_options(args: argparse.Namespace, model: Model, progress: Any = None)
         max_depth=args.max_depth,
         max_memory_mb=args.max_memory,
         symmetry=args.symmetry,
+        reduce=getattr(args, "reduce", "none"),
+        shortest=getattr(args, "shortest", False),
         checkpoint_path=checkpoint,
         checkpoint_every=args.checkpoint_every,
         resume_from=args.resume,
