@@ -307,7 +307,12 @@ def in_isr(leader: str, follower: str, inside: bool) -> Conjunct:
 def caught_up(leader: str, follower: str) -> Conjunct:
     """The follower's last fetch offset reached the leader's HW (``maybeExpandIsr``)."""
     return Conjunct(f"{follower} reached {leader}'s HW", B(leader, "remote", "hw"),
-                    lambda m, s, p: 0 <= s.brokers[p[leader]].remote[p[follower]] >= s.brokers[p[leader]].hw)
+                    lambda m, s, p: 0 <= _remote(s.brokers[p[leader]], p[follower]) >= s.brokers[p[leader]].hw)
+
+
+def _remote(leader: Broker, follower: int) -> int:
+    """The follower's LEO as the leader last saw it; -1 when unknown or the broker keeps none (it does not lead)."""
+    return leader.remote[follower] if follower < len(leader.remote) else -1
 
 
 # -- the table --------------------------------------------------------------------------------------------------
