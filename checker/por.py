@@ -229,11 +229,12 @@ def shortest_rerun(model: Model, options: SearchOptions, result: Any, engine: An
     if not result.violations:
         return result
     depth = max(len(v.trace.steps) for v in result.violations)
-    bounded = engine(model, dataclasses.replace(options, reduce="none", shortest=False, max_depth=max(depth, 1)))
+    # the search's depth counts levels, the initial states' included: a state ``depth`` steps away is in level depth + 1
+    bounded = engine(model, dataclasses.replace(options, reduce="none", shortest=False, max_depth=depth + 1))
     if not bounded.violations:  # cannot happen: a violating state lies at that depth
         raise RuntimeError("the full search bounded at a reduced counterexample's depth found no violation")
     result.violations = bounded.violations
     result.extra["shortest"] = {"depth_bound": depth, "distinct_states": bounded.distinct_states,
                                 "states_generated": bounded.states_generated,
-                                "lengths": {v.name: len(v.trace.steps) for v in bounded.violations}}
+                                "lengths": {v.invariant: len(v.trace.steps) for v in bounded.violations}}
     return result
