@@ -157,7 +157,7 @@ def _drop(name: str, where: str, resource_kind: str, values: tuple[str, ...]):
 
 
 @pytest.mark.parametrize("name,where,kind,values,expected", [
-    ("ServeFetch", "writes", "b", ("remote",), "writes [('b', 0, 'remote')]"),  # the leader's record of its follower's LEO
+    ("ServeFetch", "writes", "b", ("remote",), "writes [('b', 0, 'remote', 1)]"),  # the leader's record of its follower's LEO
     ("Produce", "writes", "s", ("produced",), "writes [('s', 'produced')]"),
     ("ServeFetch", "reads", "b", ("log", "cache"), "do not commute"),  # a record produced meanwhile is in the answer
 ])

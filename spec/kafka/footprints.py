@@ -93,9 +93,24 @@ def _who(who: Any, params: dict, n: int) -> range | tuple:
     return (params[who],)
 
 
+#: a leader's per-follower maps: one resource per follower (two fetches served to two followers write two entries)
+PER_FOLLOWER = ("remote", "remote_epochs")
+
+
 def B(who: str, *fields: str) -> Template:
-    """Fields of a broker: the one a parameter names, or ``ALL``."""
-    return lambda p, n, k: [("b", i, f) for i in _who(who, p, n) for f in fields]
+    """Fields of a broker: the one a parameter names, or ``ALL``; a per-follower map is every follower's entry."""
+    def resources(p: dict, n: int, k: int) -> list:
+        out = []
+        for i in _who(who, p, n):
+            for f in fields:
+                out.extend([("b", i, f, j) for j in range(n)] if f in PER_FOLLOWER else [("b", i, f)])
+        return out
+    return resources
+
+
+def REMOTE(leader: str, follower: str) -> Template:
+    """A leader's entries for one follower: its LEO and (KIP-903) broker epoch from its last fetch."""
+    return lambda p, n, k: [("b", p[leader], f, p[follower]) for f in PER_FOLLOWER]
 
 
 def C(*fields: str) -> Template:
@@ -306,7 +321,8 @@ def in_isr(leader: str, follower: str, inside: bool) -> Conjunct:
 
 def caught_up(leader: str, follower: str) -> Conjunct:
     """The follower's last fetch offset reached the leader's HW (``maybeExpandIsr``)."""
-    return Conjunct(f"{follower} reached {leader}'s HW", B(leader, "remote", "hw"),
+    return Conjunct(f"{follower} reached {leader}'s HW", lambda p, n, k: [*REMOTE(leader, follower)(p, n, k),
+                                                                         *B(leader, "hw")(p, n, k)],
                     lambda m, s, p: 0 <= _remote(s.brokers[p[leader]], p[follower]) >= s.brokers[p[leader]].hw)
 
 
@@ -413,7 +429,8 @@ FOOTPRINTS: tuple[Footprint, ...] = (
     Footprint("ShrinkIsr", ("leader", "follower"), (B("leader", "alive", "leader", "epoch", "isr"), C("leader", "epoch", "isr")),
               (B("leader", "isr"), C("isr")), (alive("leader"), leads("leader"), controller_agrees("leader"),
                                               in_isr("leader", "follower", True)), when=_zk),
-    Footprint("ExpandIsr", ("leader", "follower"), (B("leader", *_READS_OF_LEADER, "remote", "isr"), C("leader", "epoch", "isr")),
+    Footprint("ExpandIsr", ("leader", "follower"),
+              (B("leader", *_READS_OF_LEADER, "isr"), REMOTE("leader", "follower"), C("leader", "epoch", "isr")),
               (B("leader", "isr"), C("isr")), (alive("leader"), leads("leader"), controller_agrees("leader"),
                                               in_isr("leader", "follower", False), caught_up("leader", "follower")), when=_zk),
     # -- a follower's requests and their answers ------------------------------------------------------------------
@@ -431,9 +448,9 @@ FOOTPRINTS: tuple[Footprint, ...] = (
                idle("follower", "leader"))),
     Footprint("ServeFetch", ("leader", "follower"),
               (NET("fetch", "follower", "leader"), NET("fetch_resp", "leader", "follower"),
-               B("leader", "epoch", "leader", "log", "cache", "hw", "remote", "remote_epochs")),
+               B("leader", "epoch", "leader", "log", "cache", "hw"), REMOTE("leader", "follower")),
               (NET("fetch", "follower", "leader"), NET("fetch_resp", "leader", "follower"),
-               B("leader", "remote", "remote_epochs")),
+               REMOTE("leader", "follower")),
               (queued(NET("fetch", "follower", "leader")),)),
     Footprint("ServeOffsetsForLeaderEpoch", ("leader", "follower"),
               (NET("offsets", "follower", "leader"), B("leader", "epoch", "leader", "log", "cache")),
@@ -517,9 +534,17 @@ def tag_resources(tag: str, n: int, k: int) -> frozenset:
 def changed(before: KafkaState, after: KafkaState) -> set:
     """The resources whose values differ between two states."""
     out = set()
+    n = len(before.brokers)
     for i, (a, b) in enumerate(zip(before.brokers, after.brokers, strict=True)):
         if a != b:
-            out.update(("b", i, f) for f, x, y in zip(Broker._fields, a, b, strict=True) if x != y)
+            for f, x, y in zip(Broker._fields, a, b, strict=True):
+                if x == y:
+                    continue
+                if f in PER_FOLLOWER:  # () where the broker keeps no map: every entry is "unknown"
+                    x, y = x or (None,) * n, y or (None,) * n
+                    out.update(("b", i, f, j) for j in range(n) if x[j] != y[j])
+                else:
+                    out.add(("b", i, f))
     ca, cb = before.controller, after.controller
     if ca != cb:
         out.update(("c", f) for f in _CONTROLLER_FIELDS if getattr(ca, f) != getattr(cb, f))
