@@ -448,9 +448,25 @@ def cmd_check(args: argparse.Namespace) -> int:
         print(json.dumps(data))
     else:
         print_summary(console, result)
+        print_reduction(console, result)
         if report is not None:
             print_coverage(console, report, result)
     return int(result.exit_code)
+
+
+def print_reduction(console: Console, result: CheckResult) -> None:
+    """What ``--reduce por`` did, and whether its counterexamples are shortest (``checker.por``)."""
+    reduction = result.extra.get("reduction")
+    if not reduction:
+        return
+    console.print(f"Partial-order reduction: {reduction['reduced_states']:,} states expanded with a smaller ample set, "
+                  f"{reduction['proviso_full']:,} fully by the cycle proviso")
+    shortest = result.extra.get("shortest")
+    if shortest:
+        console.print(f"Shortest counterexamples: from a full search bounded at depth {shortest['depth_bound']} "
+                      f"({shortest['distinct_states']:,} distinct states)")
+    elif result.violations:
+        console.print("A counterexample found with partial-order reduction need not be shortest: add --shortest")
 
 
 def record_property_forms(result: CheckResult, options: SearchOptions) -> None:
