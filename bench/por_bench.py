@@ -76,13 +76,17 @@ def main() -> int:
                "same_verdicts": (full["verdict"], full["violated"]) == (reduced["verdict"], reduced["violated"])}
         rows.append(row)
         print(json.dumps(row), flush=True)
-    if not args.no_save and rows:
-        path = ROOT / "bench" / "results.json"
-        data = json.loads(path.read_text())
-        kept = [r for r in data.get("partial_order_reduction", []) if r["name"] not in {row["name"] for row in rows}]
-        data["partial_order_reduction"] = kept + rows
-        path.write_text(json.dumps(data, indent=1) + "\n")
+        if not args.no_save:  # after each configuration: a long run interrupted keeps what it measured
+            save(row)
     return 0
+
+
+def save(row: dict) -> None:
+    path = ROOT / "bench" / "results.json"
+    data = json.loads(path.read_text())
+    kept = [r for r in data.get("partial_order_reduction", []) if r["name"] != row["name"]]
+    data["partial_order_reduction"] = [*kept, row]
+    path.write_text(json.dumps(data, indent=1) + "\n")
 
 
 if __name__ == "__main__":
