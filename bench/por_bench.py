@@ -61,7 +61,16 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--only", default="", help="run the configurations whose name contains this")
     parser.add_argument("--no-save", action="store_true")
+    parser.add_argument("--table", action="store_true", help="print bench/results.json's figures as markdown rows")
     args = parser.parse_args()
+    if args.table:
+        for row in json.loads((ROOT / "bench" / "results.json").read_text()).get("partial_order_reduction", []):
+            invariants = row["invariants"] if isinstance(row["invariants"], str) else ", ".join(row["invariants"])
+            name = f"{row['protocol']} {' '.join(row['consts']) or 'default bounds'}" + (
+                f", depth <= {row['max_depth']}" if row["max_depth"] else "") + (", --symmetry" if row["symmetry"] else "")
+            print(f"| {name} | {invariants} | {row['none']['distinct_states']:,} → {row['por']['distinct_states']:,} | "
+                  f"{row['state_factor']:.3f} | {row['cpu_ratio_por_over_none']:.2f} (load {row['load_average_1min']}) |")
+        return 0
     rows = []
     for name, protocol, consts, names, symmetry, depth in CONFIGURATIONS:
         if args.only not in name:
