@@ -10,8 +10,10 @@ footprints):
   action is reported as it is without the reduction).
 - **C1**: every action in the ample set is independent of every action outside it that can run before an ample
   action does. The model declares each action's *footprint* (``Model.reduction``: what it may read and write); two
-  actions are dependent when one writes what the other reads or writes, which also covers one enabling or disabling
-  the other (the guard reads what it reads). The set is closed from one enabled action: an enabled member adds
+  actions are dependent when one writes what the other reads or writes, which also covers one disabling the other
+  (the guard reads what it reads). One may still enable an independent other (a send on a FIFO channel, its
+  delivery): only by writing what a necessary condition of the other reads, which the closure follows. The set is
+  closed from one enabled action: an enabled member adds
   every action (enabled or not) dependent on it; a disabled member adds every action that could enable it: the
   writers of what one of its false necessary conditions reads (a delivery is enabled only by its send, a bounded
   action whose bound is reached by nothing), or of everything it reads when no declared condition is false. The
