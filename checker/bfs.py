@@ -27,6 +27,7 @@ import numpy as np
 
 from checker import checkpoint as ckpt
 from checker import frontier as frontier_store
+from checker import por
 from checker.frontier import FrontierStore, store_of
 from checker.result import CheckResult, Discovery, OutDegree, Verdict, Violation, collision_estimates
 from checker.safe_io import interrupts_deferred
@@ -199,6 +200,7 @@ class LocalBFS:
         self.coverage: Counter | None = Counter() if options.coverage else None
         self._degrees: dict[int, int] = {}  # out-degree -> states expanded with it
         self._discovered: dict[str, Discovery] = {}
+        self.reduction = por.for_search(model, options, self.invariants)  # --reduce por, else None
 
     # -- the search ------------------------------------------------------------------------------
     def run(self) -> CheckResult:
@@ -372,10 +374,13 @@ class LocalBFS:
         # expanded in many small calls (one a block)
         next_check = _CHECK_EVERY - generated_before % _CHECK_EVERY
         prune_at = _PRUNE_AT_UNDER_PRESSURE if self.under_pressure else _PRUNE_AT
+        reduce = self.reduction.successors if self.reduction is not None else None
         for state in frontier:
             succs = successors(state)
             if type(succs) is not list:
                 succs = list(succs)
+            if reduce is not None:  # an ample set, or every successor (checker.por)
+                succs = reduce(state, succs, st.visited, canonical)
             degree = len(succs)
             degrees[degree] = degrees.get(degree, 0) + 1
             if cover is not None:
@@ -540,6 +545,8 @@ class LocalBFS:
         )
         if st.edges is not None:
             result.graph = (st.log, st.edges, st.actions)
+        if self.reduction is not None:
+            result.extra["reduction"] = self.reduction.report()
         self._add_statistics(st, result)
         return result
 

@@ -104,6 +104,10 @@ def add_search_options(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--max-memory", type=_positive_float, metavar="MB",
                         help="memory budget in MB (default 80%% of RAM; then: undetermined and a checkpoint)")
     parser.add_argument("--symmetry", action="store_true", help="reduce by symmetry over interchangeable ids")
+    parser.add_argument("--reduce", choices=("none", "por"), default="none",
+                        help="partial-order reduction of the safety search (local engine, one process; default none)")
+    parser.add_argument("--shortest", action="store_true",
+                        help="with --reduce por: after a violation, search fully up to its depth for a shortest trace")
     parser.add_argument("--engine", default="bfs", help="search engine: " + ", ".join(engines.ENGINES))
     parser.add_argument("--workers", type=_workers, default=1,
                         help="worker processes (parallel engine): a number, or auto for one a core")
@@ -211,6 +215,8 @@ def search_options(args: argparse.Namespace, model: Model, progress: Any = None)
         max_depth=args.max_depth,
         max_memory_mb=args.max_memory,
         symmetry=args.symmetry,
+        reduce=getattr(args, "reduce", "none"),
+        shortest=getattr(args, "shortest", False),
         checkpoint_path=checkpoint,
         checkpoint_every=args.checkpoint_every,
         resume_from=args.resume,
@@ -476,9 +482,25 @@ def cmd_check(args: argparse.Namespace) -> int:
         print(json.dumps(data))
     else:
         print_summary(console, result)
+        print_reduction(console, result)
         if report is not None:
             print_coverage(console, report, result)
     return int(result.exit_code)
+
+
+def print_reduction(console: Console, result: CheckResult) -> None:
+    """What ``--reduce por`` did, and whether its counterexamples are shortest (``checker.por``)."""
+    reduction = result.extra.get("reduction")
+    if not reduction:
+        return
+    console.print(f"Partial-order reduction: {reduction['reduced_states']:,} states expanded with a smaller ample set, "
+                  f"{reduction['proviso_full']:,} fully by the cycle proviso")
+    shortest = result.extra.get("shortest")
+    if shortest:
+        console.print(f"Shortest counterexamples: from a full search bounded at depth {shortest['depth_bound']} "
+                      f"({shortest['distinct_states']:,} distinct states)")
+    elif result.violations:
+        console.print("A counterexample found with partial-order reduction need not be shortest: add --shortest")
 
 
 def record_property_forms(result: CheckResult, options: SearchOptions) -> None:

@@ -3,6 +3,7 @@ all must give identical distinct-state counts, depths and shortest counterexampl
 
 from __future__ import annotations
 
+import functools
 import importlib
 import time
 from collections.abc import Callable
@@ -34,7 +35,18 @@ def get_engine(name: str) -> Callable[[Model, SearchOptions, EngineOptions], Che
     if name not in ENGINES:
         raise UsageError(f"unknown engine {name!r}; engines: {', '.join(ENGINES)}")
     module, function, _ = ENGINES[name]
-    return getattr(importlib.import_module(module), function)
+    return functools.partial(_run_reduced, name, getattr(importlib.import_module(module), function))
+
+
+def _run_reduced(name: str, engine: Callable, model: Model, options: SearchOptions, engine_options: EngineOptions) -> CheckResult:
+    """``--reduce``: refused (one line) where the engine cannot apply it; ``--shortest`` after a reduced search."""
+    from checker.por import check_supported, shortest_rerun
+
+    check_supported(name, options, getattr(engine_options, "workers", 1) or 1)
+    result = engine(model, options, engine_options)
+    if options.shortest:
+        result = shortest_rerun(model, options, result, lambda m, o: engine(m, o, engine_options))
+    return result
 
 
 def run(model: Model, options: SearchOptions, engine: str = "bfs", engine_options: EngineOptions | None = None):

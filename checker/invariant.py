@@ -38,6 +38,10 @@ class Invariant:
     #: checked when no invariant is named (``kmc check``, ``kmc matrix``); False for a stronger or alternative
     #: form that is checked only by name
     default: bool = True
+    #: the parts of a state ``holds`` reads, as the model's footprints name them (``spec.kafka.footprints``:
+    #: "brokers.log", "controller.epoch", "committed", "network"...), for partial-order reduction (``checker.por``);
+    #: None: it may read anything (the reduction then expands every state fully while it is checked)
+    reads: tuple[str, ...] | None = None
 
     def why(self, state: Any) -> str:
         if self.explain is not None:

@@ -49,6 +49,10 @@ class SearchOptions:
     stop_when_all_found: bool = False
     #: written into every trace header (protocol, features, ...)
     header: dict[str, Any] = field(default_factory=dict)
+    #: "none" or "por" (``checker.por``: partial-order reduction, local engine); ``shortest``: after a reduced search
+    #: found a violation, the full search bounded at its depth gives a shortest counterexample
+    reduce: str = "none"
+    shortest: bool = False
 
     def safety_invariants(self) -> list[Invariant]:
         return [inv for inv in self.invariants if inv.kind == SAFETY and inv.holds is not None]

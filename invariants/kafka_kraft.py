@@ -63,5 +63,6 @@ ELR_SAFETY = register(
         "holds every committed record (vacuous without ELR)",
         elr_safety,
         explain=_explain,
+        reads=("committed", "controller.elr", "controller.isr", "controller.registered", "brokers.alive", "brokers.log"),
     ),
 )

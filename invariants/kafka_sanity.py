@@ -61,5 +61,6 @@ REPLICA_SANITY = register(
         "HW <= LEO on every replica, and its leader epoch cache agrees with its log",
         replica_sanity,
         explain=_explain,
+        reads=("brokers.log", "brokers.hw", "brokers.cache"),
     ),
 )

@@ -114,6 +114,11 @@ class Model(ABC):
         decided from the model before a search; None when it may reduce."""
         return None
 
+    def reduction(self) -> Any:
+        """The footprint of every action (what it reads and writes), for partial-order reduction (``checker.por``,
+        which documents the interface); None: the model declares none and ``--reduce por`` is refused."""
+        return None
+
     def state_types(self) -> tuple[type, ...]:
         """The NamedTuple classes a state is built from (used to decode checkpoints safely)."""
         return ()

@@ -348,6 +348,12 @@ class KafkaModel(ClientActions, KRaftActions, ControlPlaneActions, DataPlaneActi
     def symmetry_reduces_nothing(self) -> str | None:
         return reduces_nothing(self.n)
 
+    def reduction(self) -> Any:
+        """Every action's footprint (``spec.kafka.footprints``), for ``--reduce por``."""
+        from spec.kafka.footprints import KafkaFootprints
+
+        return KafkaFootprints(self)
+
     def describe(self) -> dict[str, Any]:
         out = super().describe()
         out["protocol"] = self.protocol

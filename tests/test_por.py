@@ -1,0 +1,136 @@
+"""Partial-order reduction (``--reduce por``, ``checker.por``): the full search's verdict on the matrix's cells, a
+counterexample that replays and violates its invariant, ``--shortest``, the cycle proviso, and the refusals."""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+
+import pytest
+
+import spec.kafka  # noqa: F401 - registers the model and its invariants
+from checker import bfs, engines, matrix, por
+from checker.cli import main
+from checker.result import Verdict
+from checker.search import SearchOptions
+from invariants.registry import for_family
+from spec.registry import build_model
+from traces.replay import replay_trace
+
+KAFKA = for_family("kafka")
+
+
+def _cells(monkeypatch, rows: list[str], invariants: list[str], reduce: str) -> dict:
+    """The default matrix's cells of ``rows`` (its own bounds per invariant), searched with ``reduce``."""
+    plain = bfs.check
+    def reduced(model, search, *engine):
+        return plain(model, dataclasses.replace(search, reduce=reduce))
+
+    monkeypatch.setattr(matrix.engines, "run", reduced)
+    return {(c.protocol, c.invariant): c.verdict for c in matrix.run_matrix("kafka", rows, invariants)}
+
+
+#: a deterministic part of the default matrix (about 15 s of CPU for both searches): before and after KIP-380, and
+#: KRaft, with the control-plane columns and replica-sanity; cells that hold and cells that break
+FAST_ROWS = ["2.1.0", "2.2.0", "kraft-3.5"]
+FAST_INVARIANTS = ["no-fence-stall", "no-stale-control-request", "no-bounce-stall", "replica-sanity"]
+
+
+def test_por_gives_the_full_verdict_on_part_of_the_matrix(monkeypatch):
+    full = _cells(monkeypatch, FAST_ROWS, FAST_INVARIANTS, "none")
+    reduced = _cells(monkeypatch, FAST_ROWS, FAST_INVARIANTS, "por")
+    assert reduced == full
+    assert set(full.values()) == {"holds", "violated"}  # both verdicts are compared
+
+
+@pytest.mark.slow
+def test_por_gives_the_full_verdict_on_every_cell_of_the_default_matrix(monkeypatch):
+    full = _cells(monkeypatch, [], [], "none")
+    assert _cells(monkeypatch, [], [], "por") == full
+
+
+def _violated(protocol: str, consts: list[str], invariant: str, **options):
+    model = build_model("kafka", consts, protocol)
+    result = engines.run(model, SearchOptions(invariants=[KAFKA[invariant]], **options))
+    assert result.verdict is Verdict.VIOLATED
+    return model, result
+
+
+@pytest.mark.parametrize("protocol,consts,invariant", [
+    ("2.1.0", ["records=1", "epochs=2", "bumps=2", "crashes=0"], "no-fence-stall"),  # KAFKA-7786
+    ("2.8.0", [], "committed-durable"),  # KAFKA-13141
+    ("0.11.0", ["records=3", "crashes=0"], "log-matching"),  # KIP-279 scenario 1
+])
+def test_a_reduced_counterexample_replays_and_shortest_finds_the_full_length(protocol, consts, invariant):
+    _, full = _violated(protocol, consts, invariant)
+    model, reduced = _violated(protocol, consts, invariant, reduce="por")
+    trace = reduced.violations[0].trace
+    replayed = replay_trace(model, trace, [invariant])
+    assert replayed.outcome == "violated" and replayed.invariant.name == invariant
+    assert replayed.step == len(trace.steps)
+    assert len(trace.steps) >= len(full.violations[0].trace.steps)  # not shortest in general
+    _, shortest = _violated(protocol, consts, invariant, reduce="por", shortest=True)
+    assert len(shortest.violations[0].trace.steps) == len(full.violations[0].trace.steps)
+    assert shortest.extra["shortest"]["depth_bound"] == len(trace.steps)
+    assert shortest.distinct_states == reduced.distinct_states  # the reduced search's counts stay the result's
+
+
+def test_deadlock_is_not_hidden():
+    """A state with no enabled action is never reduced: the deadlock the full search reports, the reduced one too."""
+    for protocol in ("2.1.0", "kraft-3.5"):  # a crash past the bound leaves a state with nothing to do
+        model = build_model("kafka", ["records=1", "crashes=1"], protocol)
+        full = bfs.check(model, SearchOptions(invariants=[], check_deadlock=True))
+        reduced = bfs.check(model, SearchOptions(invariants=[], check_deadlock=True, reduce="por"))
+        assert [v.invariant for v in full.violations] == [v.invariant for v in reduced.violations] == ["deadlock"]
+        assert not model.successors(reduced.violations[0].trace.states[-1])
+
+
+def test_the_cycle_proviso_expands_fully(monkeypatch):
+    """An ample set whose successor was visited already is replaced by every enabled action (C3): without the
+    proviso the reduced search drops states that the one with it keeps."""
+    model = build_model("kafka", ["brokers=3", "records=1", "epochs=1", "crashes=0"], "2.1.0")
+    options = SearchOptions(invariants=[KAFKA["no-stale-control-request"]], reduce="por", max_depth=14)
+    with_proviso = bfs.LocalBFS(model, options)
+    kept = with_proviso.run()
+    assert with_proviso.reduction.proviso > 0
+
+    class NothingVisited:
+        def contains(self, fps):
+            import numpy as np
+
+            return np.zeros(len(fps), dtype=bool)
+
+    original = por.Reduction.successors
+    monkeypatch.setattr(por.Reduction, "successors", lambda self, s, succs, visited, canonical: original(
+        self, s, succs, NothingVisited(), canonical))
+    without = bfs.LocalBFS(model, options)
+    assert without.run().distinct_states < kept.distinct_states
+    assert without.reduction.proviso == 0
+
+
+def test_an_invariant_that_declares_no_reads_turns_the_reduction_off():
+    model = build_model("kafka", ["records=1", "crashes=0"], "2.1.0")
+    silent = dataclasses.replace(KAFKA["no-stale-control-request"], reads=None)
+    assert por.Reduction(model, [silent]).visible == (1 << len(model.reduction().keys)) - 1
+    declared = por.Reduction(model, [KAFKA["no-stale-control-request"]])
+    assert declared.visible and declared.visible != (1 << len(model.reduction().keys)) - 1
+
+
+@pytest.mark.parametrize("argv,message", [
+    (["--reduce", "por", "--engine", "parallel"], "local breadth-first engine"),
+    (["--reduce", "por", "--workers", "2"], "local breadth-first engine"),
+    (["--shortest"], "--shortest goes with --reduce por"),
+    (["--reduce", "por", "--invariant", "no-fence-stall-liveness"], "safety properties only"),
+])
+def test_refused_with_one_line(capsys, argv, message):
+    code = main(["check", "kafka", "--const", "records=1", "--const", "crashes=0", "--quiet", *argv])
+    err = capsys.readouterr().err.strip()
+    assert code == 64 and message in err and len(err.splitlines()) == 1, err
+
+
+def test_cli_reports_the_reduction(capsys):
+    code = main(["check", "kafka", "--const", "records=1", "--const", "crashes=0", "--quiet", "--json", "--reduce", "por",
+                 "--invariant", "no-stale-control-request"])
+    data = json.loads(capsys.readouterr().out)
+    assert code == 0 and data["verdict"] == "holds"
+    assert data["reduction"]["method"] == "por" and data["reduction"]["reduced_states"] > 0
