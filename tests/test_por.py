@@ -111,6 +111,7 @@ def test_deadlock_is_not_hidden():
         assert not model.successors(reduced.violations[0].trace.states[-1])
 
 
+@pytest.mark.slow  # two full searches: about 20 s
 def test_the_cycle_proviso_expands_fully(monkeypatch):
     """An ample set whose successor was visited already is replaced by every enabled action (C3): without the
     proviso the reduced search drops states that the one with it keeps."""
