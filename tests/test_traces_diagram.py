@@ -197,3 +197,10 @@ def test_numbered_lanes_are_in_id_order_whoever_acts_first():
     declared, statements = parse_mermaid(to_mermaid(t))
     assert declared == ["TM", "RM_1", "RM_3"]
     assert statements[0][:2] == ("message", ["RM_3", "TM"]) and statements[2][:2] == ("note", ["TM"])
+
+
+def test_a_trace_with_no_step_and_no_broker_draws_an_empty_diagram():
+    """Two-phase's initial state alone: no lane, no event; an SVG that parses, not a crash on the missing lanes."""
+    model = build_model("two-phase", [])
+    svg = to_svg(Trace(header={"model": "two-phase"}, initial=model.init_states()[0]))
+    assert ET.fromstring(svg).tag.endswith("svg")

@@ -383,7 +383,7 @@ def to_svg(trace: Trace) -> str:
     evs = events(trace)
     names = participants(trace, evs)
     xs, width = lane_positions(names, evs)
-    x = dict(zip(names, xs, strict=True))
+    x = dict(zip(names, xs[:len(names)], strict=True))  # no lanes yet (a model without brokers, no step): one empty slot
     top = 60
     rows = []
     y = top

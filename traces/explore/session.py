@@ -26,7 +26,7 @@ from checker.trace import Step, Trace
 from spec.errors import KmcError, NotReplayableError, UsageError, WrongModelError
 from spec.model import Action, Model
 from spec.registry import ModelInfo, build_model, get_model_info
-from traces.diagram import _message_label, events, participants, to_mermaid, to_svg
+from traces.diagram import _message_label, to_mermaid, to_svg
 from traces.explore.rules import rules_for_action
 from traces.render import flat_state, fmt, is_message
 from traces.replay import replay_trace, safety_invariants
@@ -392,8 +392,7 @@ def page_view(info: ModelInfo, w: Walk) -> dict[str, Any]:
         "properties": properties_view(w),
         "violation": None if trace.invariant is None else {"invariant": trace.invariant, "step": trace.violation_index,
                                                            "why": trace.explanation},
-        # a model without brokers has no lane before its first step (to_svg needs one)
-        "diagram_svg": to_svg(trace) if participants(trace, events(trace)) else "",
+        "diagram_svg": to_svg(trace),
         "mermaid": to_mermaid(trace),
     }
 
