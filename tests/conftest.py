@@ -23,3 +23,20 @@ def spark_local():
     yield session
     if created:
         session.stop()
+
+
+@pytest.fixture(scope="module")
+def explorer_server():
+    """A ``kmc explore`` server on a free loopback port, serving in a thread for one test module (the server tests
+    and the browser tests)."""
+    import threading
+
+    from traces.explore.server import ExplorerServer
+
+    srv = ExplorerServer(("127.0.0.1", 0), max_states=50_000)
+    thread = threading.Thread(target=srv.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True)
+    thread.start()
+    yield srv
+    srv.stop_run()
+    srv.shutdown()
+    srv.server_close()

@@ -13,7 +13,6 @@ import os
 import shutil
 import subprocess
 import sys
-import threading
 from pathlib import Path
 from urllib.parse import unquote
 
@@ -22,7 +21,6 @@ import pytest
 from spec.registry import build_model
 from traces.diagram import _message_label
 from traces.explore import session
-from traces.explore.server import ExplorerServer
 from traces.render import flat_state, fmt
 from traces.scenario import load_scenario
 from traces.views import broker_views
@@ -40,14 +38,8 @@ if not os.path.exists(CHROMIUM):
 
 
 @pytest.fixture(scope="module")
-def server():
-    srv = ExplorerServer(("127.0.0.1", 0), max_states=50_000)
-    thread = threading.Thread(target=srv.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True)
-    thread.start()
-    yield srv
-    srv.stop_run()
-    srv.shutdown()
-    srv.server_close()
+def server(explorer_server):
+    return explorer_server  # tests/conftest.py
 
 
 @pytest.fixture(scope="module")

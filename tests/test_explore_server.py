@@ -10,7 +10,6 @@ import signal
 import socket
 import subprocess
 import sys
-import threading
 import time
 import urllib.error
 import urllib.request
@@ -22,7 +21,6 @@ from checker.cli import declared_actions
 from spec.registry import all_models, build_model, get_model_info
 from traces.explore import runner, session
 from traces.explore.rules import ACTION_FUNCTIONS, rules_for_action
-from traces.explore.server import ExplorerServer
 from traces.io import load_trace, save_trace
 from traces.render import flat_state, fmt
 from traces.replay import replay_trace
@@ -35,14 +33,8 @@ STALL = "kafka-7786-fenced-answer-stalls-the-follower.json"
 
 
 @pytest.fixture(scope="module")
-def server():
-    srv = ExplorerServer(("127.0.0.1", 0), max_states=50_000)
-    thread = threading.Thread(target=srv.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True)
-    thread.start()
-    yield srv
-    srv.stop_run()
-    srv.shutdown()
-    srv.server_close()
+def server(explorer_server):
+    return explorer_server  # tests/conftest.py
 
 
 def get(server, path, method="GET", data=None):
