@@ -232,3 +232,18 @@ def test_a_scenario_naming_an_alias_as_its_protocol_loads_and_replays(capsys, tm
     path.write_text(json.dumps(doc))
     code, _, err = run(capsys, "trace", "replay", path)
     assert code == 65 and "unknown protocol '4.2.0'" in one_line_error(err) and "aliases: " in err
+
+
+@pytest.mark.parametrize("constant, value", [("RM", 10**17), ("RM", -1), ("commit_guard", "maybe")])
+def test_a_header_constant_no_configuration_has_is_a_corrupt_file(capsys, tmp_path, trace_file, constant, value):
+    """A header constant outside the model's range (or of the wrong kind) is a corrupt or hostile file, 65; a trace of
+    another valid configuration stays 66 (above). Before, ``RM=10^17`` gave 66, as if the trace were of another
+    configuration."""
+    doc = json.loads(open(trace_file).read())
+    doc["header"]["constants"][constant] = value
+    bad = tmp_path / "bad-header.json"
+    bad.write_text(json.dumps(doc))
+    for verb in ("show", "replay"):
+        code, _, err = run(capsys, "trace", verb, bad)
+        assert code == 65, (verb, err)
+        assert "header is corrupt" in one_line_error(err)

@@ -365,6 +365,7 @@ def model_for_header(
     user_constants = list(constants or [])
     parse_constants(info, user_constants)
     header_constants = [f"{k}={_const_text(v)}" for k, v in (header.get("constants") or {}).items()]
+    _check_header_constants(info, header_constants)
     header_features: list[str] = []
     if protocol is None and isinstance(header.get("features"), dict):
         header_features = [f"{k}={'on' if v else 'off'}" for k, v in header["features"].items() if k in info.features]
@@ -390,6 +391,23 @@ def model_for_header(
         return build_model(info.name, header_constants + user_constants, chosen, header_features + user_features)
     except UsageError as exc:
         raise WrongModelError(f"the trace header does not fit model {info.name}: {exc}") from None
+
+
+def _check_header_constants(info: Any, header_constants: list[str]) -> None:
+    """A constant the model has, with a value no configuration of the model can have (``brokers=10^17``,
+    ``records=-1``, ``brokers=yes``), is a corrupt header (``BadFileError``, exit 65), not a trace of another
+    configuration (``WrongModelError``, exit 66, kept for a constant the model does not have or a valid one that
+    does not go with the rest)."""
+    by_name = {c.name.lower(): c for c in info.constants}
+    for text in header_constants:
+        key, _, raw = text.partition("=")
+        const = by_name.get(key.strip().lower())
+        if const is None:
+            continue
+        try:
+            const.parse(raw)
+        except UsageError as exc:
+            raise BadFileError(f"the trace header is corrupt: {exc} (a trace kmc wrote never has it)") from None
 
 
 def _switched_in_trace(info: Any, header: dict[str, Any], header_constants: list[str]) -> list[str]:
