@@ -199,3 +199,16 @@ def test_run_to_completion_from_a_step_of_the_story(server, page):
     found = session.parse_position(fragment(page))
     assert found.path[:9] == prefix.path and found.at == len(found.path) > 9
     wait_step(page, found.at, found.at)
+
+
+def test_readme_screenshot_is_taken_again(tmp_path):
+    """``python3 -m traces.explore.screenshot`` (README's picture) loads the story, compares releases and saves a PNG
+    of the whole page."""
+    from traces.explore.screenshot import main as screenshot
+
+    out = tmp_path / "shot.png"
+    assert screenshot([str(out)]) == 0
+    data = out.read_bytes()
+    assert data[:8] == b"\x89PNG\r\n\x1a\n"
+    width, height = int.from_bytes(data[16:20], "big"), int.from_bytes(data[20:24], "big")
+    assert width == 1280 and height > 2000  # the whole page: state, diagram and the compare table
