@@ -518,11 +518,13 @@ def cmd_simulate(args: argparse.Namespace) -> int:
     model = model_from_args(args)
     options = SearchOptions(invariants=select_invariants(model, args.invariant, args.property),
                             stop_at_first=not args.keep_going)
-    if args.engine != "local":
-        raise UsageError(f"kmc simulate --engine {args.engine}: walks run on this machine's cores only; "
-                         "use --workers N (or auto) instead")
+    if args.engine == "spark" and args.workers != 1:
+        raise UsageError("kmc simulate --workers is for --engine local; on Spark the walks run on the executors' "
+                         "cores (drop --workers, or size the cluster with --master local[N])")
+    if args.engine != "spark" and args.master is not None:
+        raise UsageError(f"--master is for --engine spark, not --engine {args.engine}; add --engine spark or drop it")
     sim = SimulationOptions(walks=args.walks, depth=args.depth, seed=args.seed, max_seconds=args.max_seconds,
-                            workers=args.workers)
+                            workers=args.workers, engine=args.engine, master=args.master or DEFAULT_MASTER)
     result = simulate(model, options, sim)
     save_traces(result, args.trace_dir)
     if args.json:
@@ -628,6 +630,10 @@ def _top_level(parser: argparse.ArgumentParser) -> Any:
     return run
 
 
+#: where ``kmc simulate`` runs its walks
+SIMULATE_ENGINES = ("local", "spark")
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = _Parser(prog="kmc", description="An explicit-state model checker for the Kafka replication protocol.")
     parser.add_argument("--version", action="store_true", help="print kmc's version and exit")
@@ -649,7 +655,11 @@ def build_parser() -> argparse.ArgumentParser:
     simulate.add_argument("--max-seconds", type=_positive_float)
     simulate.add_argument("--workers", type=_workers, default=1,
                           help="processes the walks run in (a number, or auto: one a core); the same walks at any count")
-    simulate.add_argument("--engine", default="local", help="local (the only one: --engine spark is refused)")
+    simulate.add_argument("--engine", default="local", choices=SIMULATE_ENGINES,
+                          help="local (--workers processes here, the default) or spark (the walks' batches on Spark's "
+                          "executors, --master): the same walks either way")
+    simulate.add_argument("--master", default=None,
+                          help=f"Spark master URL (--engine spark; default {DEFAULT_MASTER}, or spark-submit's)")
     simulate.add_argument("--continue", dest="keep_going", action="store_true")
     simulate.add_argument("--json", action="store_true")
     simulate.add_argument("--trace-dir", default=DEFAULT_TRACE_DIR)

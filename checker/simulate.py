@@ -4,8 +4,9 @@ Each walk starts at a random initial state and takes a random enabled action unt
 the depth bound, a state with no successor inside the bounds, or a violation. Walk ``i`` is driven
 by its own generator, seeded from the user's ``--seed`` and ``i`` (``walk_seed``), so a walk is the
 same whichever process runs it: ``--workers N`` runs the walks in batches of ``WALKS_A_BATCH`` on N
-cores (``checker.pool``), and the same seed gives the same walks, the same counts, the same distinct
-states covered and the same counterexample at any N (with no ``--max-seconds``: a time budget ends
+cores (``checker.pool``), or, with ``--engine spark``, on Spark's executors (``checker.spark.swarm``), and
+the same seed gives the same walks, the same counts, the same distinct states covered and the same
+counterexample at any N and on Spark (with no ``--max-seconds``: a time budget ends
 the run wherever the clock says). Stopping at the first violation means: after the batch of the first
 walk that finds one, with every earlier batch done, so the walks counted do not depend on N either.
 
@@ -48,6 +49,9 @@ class SimulationOptions:
     workers: int = 1
     #: shorten a violating walk before it is reported
     shorten: bool = True
+    #: "local" (``workers`` processes here) or "spark" (the batches on Spark's executors, ``checker.spark.swarm``)
+    engine: str = "local"
+    master: str = "local[*]"
 
 
 def walk_seed(seed: int, walk: int) -> int:
@@ -138,7 +142,13 @@ def simulate(model: Model, options: SearchOptions, sim: SimulationOptions) -> Ch
     def enough(_index: int, done: _Done) -> bool:
         return done.out_of_time or bool(done.found and options.stop_at_first)
 
-    results = run_jobs(walker.batch, batches, sim.workers, finished=enough)
+    if sim.engine == "spark":
+        from checker.spark.swarm import run_batches
+
+        results, cores = run_batches(walker.batch, batches, sim.master, enough, deadline)
+    else:
+        results = run_jobs(walker.batch, batches, sim.workers, finished=enough)
+        cores = min(sim.workers, len(batches)) if sim.workers > 1 else 1
     found: dict[str, tuple[int, int, Trace]] = {}
     for done in results:
         for name, best in done.found.items():
@@ -167,8 +177,8 @@ def simulate(model: Model, options: SearchOptions, sim: SimulationOptions) -> Ch
         engine="simulate",
         reason=None if violations else f"simulation of {walks} walks found no violation (not a proof)",
     )
-    result.workers = min(sim.workers, len(batches)) if sim.workers > 1 else 1
-    result.extra.update({"walks": walks, "steps": sum(d.steps for d in results), "seed": sim.seed,
+    result.workers = cores
+    result.extra.update({"walks": walks, "steps": sum(d.steps for d in results), "seed": sim.seed, "swarm": sim.engine,
                          "deepest_walk": deepest, "distinct_states_covered": len(fingerprints),
                          "walks_a_batch": WALKS_A_BATCH})
     return result

@@ -1,5 +1,6 @@
-"""Swarm simulation (``kmc simulate --workers N``): each walk seeded from --seed and its number, so the same
-walks, counts, distinct states covered and counterexample at any worker count and any batch size; a
+"""Swarm simulation (``kmc simulate --workers N``, ``--engine spark``): each walk seeded from --seed and its number,
+so the same walks, counts, distinct states covered and counterexample at any worker count, any batch size and on
+Spark; a
 violating walk shortened to a trace that replays (KAFKA-7786 on 2.1.0, the README's tour)."""
 
 from __future__ import annotations
@@ -76,11 +77,52 @@ def test_shortening_drops_loops_and_steps_while_the_violation_persists():
     assert replay_trace(model, shortened).outcome == "violated"
 
 
-def test_a_time_budget_ends_the_walks_and_spark_is_refused(capsys):
+def test_a_time_budget_ends_the_walks(capsys):
     code = main(["simulate", "two-phase", "--const", "RM=6", "--walks", "10000000", "--depth", "30", "--max-seconds",
                  "1", "--workers", "2", "--json"])
     data = json.loads(capsys.readouterr().out)
     assert code == 20 and 0 < data["walks"] < 10_000_000 and data["seconds"] < 10
-    code = main(["simulate", "two-phase", "--engine", "spark"])
+
+
+@pytest.mark.parametrize("argv, named", [
+    (["--engine", "spark", "--workers", "2"], "--workers"),  # Spark's cores are the executors'
+    (["--master", "local[2]"], "--master"),  # a master without the Spark engine would be ignored
+    (["--engine", "flink"], "--engine"),
+])
+def test_engine_options_that_would_be_ignored_are_refused(capsys, argv, named):
+    code = main(["simulate", "two-phase", *argv])
     err = capsys.readouterr().err
-    assert code == 64 and len(err.strip().splitlines()) == 1 and "--workers" in err
+    assert code == 64 and len(err.strip().splitlines()) == 1 and named in err, err
+
+
+@pytest.mark.spark
+@pytest.mark.parametrize("stop_at_first", [True, False])
+def test_spark_runs_the_same_walks_as_one_core(spark_local, monkeypatch, stop_at_first):
+    """The batches on Spark's executors (``checker.spark.swarm``): the same walks, counts, covered states and
+    counterexample as one local core; 9 batches of 5 walks make several waves on ``local[2,2]`` (4 batches a wave),
+    so cutting after the first violating batch is tested across waves."""
+    monkeypatch.setattr(simulate_module, "WALKS_A_BATCH", 5)
+    model = TwoPhase(4, commit_guard=False)
+    options = SearchOptions(invariants=list(for_family("two-phase").values()), stop_at_first=stop_at_first)
+    sim = SimulationOptions(walks=45, depth=12, seed=11)
+    local = simulate(model, options, sim)
+    on_spark = simulate(model, options, SimulationOptions(walks=45, depth=12, seed=11, engine="spark",
+                                                          master="local[2,2]"))
+    assert _figures(on_spark) == _figures(local)
+    assert on_spark.extra["swarm"] == "spark" and on_spark.workers == 2
+    assert (on_spark.extra["walks"] < 45) == stop_at_first and local.violations
+
+
+@pytest.mark.spark
+def test_spark_swarm_from_the_command_line_finds_kafka_7786(spark_local, tmp_path, capsys):
+    name, constants, protocol = KAFKA_7786
+    argv = ["simulate", name, "--protocol", protocol, *[f"--const={c}" for c in constants], "--invariant",
+            "no-fence-stall", "--walks", "300", "--seed", "1", "--json"]
+    outs = []
+    for extra in ([], ["--engine", "spark", "--master", "local[2,2]"]):
+        code = main([*argv, *extra, "--trace-dir", str(tmp_path / str(len(extra)))])
+        data = json.loads(capsys.readouterr().out)
+        assert code == 12 and data["verdict"] == "violated"
+        outs.append((data["distinct_states"], data["states_generated"], data["walks"],
+                     (tmp_path / str(len(extra)) / "kafka-2.1.0-no-fence-stall.json").read_bytes()))
+    assert outs[0] == outs[1]

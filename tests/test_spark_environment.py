@@ -21,6 +21,9 @@ def test_missing_java_names_the_fix(monkeypatch, capsys):
     assert info.value.code == ExitCode.ENVIRONMENT == 69
     assert main(["check", "two-phase", "--engine", "spark", "--quiet"]) == 69
     assert "Java 17" in capsys.readouterr().err
+    assert main(["simulate", "two-phase", "--engine", "spark", "--walks", "3"]) == 69  # the swarm on Spark too
+    err = capsys.readouterr().err
+    assert "Java 17" in err and len(err.strip().splitlines()) == 1
 
 
 def test_java_home_without_java_names_the_fix(monkeypatch, tmp_path):

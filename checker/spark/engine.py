@@ -244,15 +244,21 @@ def run_engine(model: Model, options: SearchOptions, engine_options: Any = None)
     """The ``spark`` engine: ``kmc check MODEL --engine spark [--master URL]``."""
     try:
         return SparkBFS(model, options, engine_options).run()
-    except (KmcError, KeyboardInterrupt):
-        raise
-    except ImportError as exc:  # PySpark installed but broken
-        raise EnvironmentMissingError(f"the spark engine cannot import PySpark ({exc}); reinstall it: "
-                                      "python3 -m pip install --force-reinstall 'pyspark>=3.4'") from exc
     except Exception as exc:
-        if "JAVA_GATEWAY_EXITED" in str(exc) or "Java gateway process exited" in str(exc):
-            raise EnvironmentMissingError("the spark engine could not start Java (the Java gateway exited): "
-                                          "check that 'java -version' runs and shows Java 17, or set JAVA_HOME") from exc
-        if type(exc).__name__ in ("Py4JJavaError", "PythonException", "Py4JError", "PySparkRuntimeError"):
-            raise _explain_spark_failure(exc) from exc
-        raise
+        raise translate_spark_failure(exc) from exc
+
+
+def translate_spark_failure(exc: Exception) -> Exception:
+    """The exception to raise for ``exc`` from a Spark run: kmc's own errors as they are, a broken PySpark or a
+    Java that does not start as exit 69 with the fix, a failed Spark job as one line naming the Python error."""
+    if isinstance(exc, KmcError):
+        return exc
+    if isinstance(exc, ImportError):  # PySpark installed but broken
+        return EnvironmentMissingError(f"the spark engine cannot import PySpark ({exc}); reinstall it: "
+                                       "python3 -m pip install --force-reinstall 'pyspark>=3.4'")
+    if "JAVA_GATEWAY_EXITED" in str(exc) or "Java gateway process exited" in str(exc):
+        return EnvironmentMissingError("the spark engine could not start Java (the Java gateway exited): "
+                                       "check that 'java -version' runs and shows Java 17, or set JAVA_HOME")
+    if type(exc).__name__ in ("Py4JJavaError", "PythonException", "Py4JError", "PySparkRuntimeError"):
+        return _explain_spark_failure(exc)
+    return exc
