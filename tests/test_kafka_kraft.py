@@ -18,6 +18,7 @@ from spec.kafka.state import (
     ALTER_PARTITION_RESPONSE,
     DEAD,
     FENCED_LEADER_EPOCH,
+    FETCH,
     INELIGIBLE_REPLICA,
     INVALID_UPDATE_VERSION,
 )
@@ -129,6 +130,22 @@ def test_a_fenced_proposed_member_is_ineligible_and_the_leader_reverts():
     assert only_903.controller.isr == (0,)
     off = _run(_model("kraft-4.1", "records=2", features=("kip-841=off", "kip-903=off")), shrunk + race)
     assert off.controller.isr == (0, 1) and off.controller.registered[1] == DEAD
+
+
+def test_kip_903_the_fetch_carries_the_broker_epoch_with_an_older_fetch_still_in_flight():
+    """KIP-903 (3.5.0 ``RemoteLeaderEndPoint.buildFetch``: ``forReplica(..., brokerEpochSupplier(), ...)``): every Fetch
+    the follower sends carries its broker epoch. Broker 2's Fetch to broker 0 is still in flight when broker 1 is
+    elected and broker 2 fetches from it: the new request carries broker epoch 0 and the leader records it, so
+    broker 2 stays eligible for the ISR (the Fetch used to be re-stamped after it was built, and the older request
+    to broker 0 took the stamp, leaving -1 on the new one)."""
+    model = build_model("kafka", ["brokers=3", "records=1", "epochs=2", "crashes=0", "alters=1"], "kraft-3.5", [])
+    s = _run(model, [("SendFetch", {"follower": 2, "leader": 0}), ("PreferredLeaderElection", {"leader": 1}),
+                     ("DeliverLeaderAndIsr", {"broker": 1}), ("DeliverLeaderAndIsr", {"broker": 2}),
+                     ("TruncateToHighWatermark", {"follower": 2}), ("SendFetch", {"follower": 2, "leader": 1})])
+    fetches = {m.dst: m.broker_epoch for m in s.network if m.kind == FETCH and m.src == 2}
+    assert fetches == {0: 0, 1: 0}
+    s = _run(model, [("ServeFetch", {"leader": 1, "follower": 2})], s)
+    assert s.brokers[1].remote_epochs[2] == s.controller.registered[2] == 0
 
 
 def test_a_deposed_leader_is_fenced_by_its_leader_epoch():

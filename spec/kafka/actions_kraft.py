@@ -72,7 +72,6 @@ from spec.kafka.state import (
     ALTER_PARTITION_RESPONSE,
     DEAD,
     FENCED_LEADER_EPOCH,
-    FETCH,
     FETCH_RESPONSE,
     INELIGIBLE_REPLICA,
     INVALID_UPDATE_VERSION,
@@ -460,17 +459,13 @@ class KRaftActions:
 
     # -- KIP-903: the follower's broker epoch in its fetch ------------------------------------------------------
     def _follower_actions(self, s: KafkaState, i: int, follower: Broker, out: list) -> None:
+        """SendFetch with KIP-903 on KRaft: the Fetch carries the follower's broker epoch (3.5.0
+        ``RemoteLeaderEndPoint.buildFetch``: ``FetchRequest.Builder.forReplica(version, brokerId, brokerEpochSupplier(), ...)``,
+        FetchRequest v15 ``ReplicaState.ReplicaEpoch``), given to the action that builds the request."""
         if not (self._kraft and self.features.kip_903):
             super()._follower_actions(s, i, follower, out)
             return
-        sent: list = []
-        super()._follower_actions(s, i, follower, sent)
-        for act, t in sent:
-            if act.name == "SendFetch":
-                request = next(m for m in t.network if m.kind == FETCH and m.src == i)
-                stamped = request.with_(broker_epoch=follower.broker_epoch)  # FetchRequest v15 ReplicaState.ReplicaEpoch
-                t = t.with_(network=add_messages(remove_message(t.network, request), stamped))
-            out.append((act, t))
+        super()._follower_actions(s, i, follower, out, broker_epoch=follower.broker_epoch)
 
     def _serve_fetch_state(self, s: KafkaState, m) -> KafkaState:
         """ServeFetch; with KIP-903 a fetch the leader accepts records the follower's broker epoch with its fetch
