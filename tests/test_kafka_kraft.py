@@ -409,3 +409,46 @@ def test_symmetry_commutes_with_a_controlled_shutdown_and_a_lost_answer():
         renamed = {t for _, t in model.successors(permute(state, swap))}
         for action, successor in model.successors(state):
             assert permute(successor, swap) in renamed, action
+
+
+# -- a clean shutdown and the registration that follows (KAFKA-16952, KAFKA-18635) ------------------------------------
+CLEAN_RESTART = "kafka-18635-clean-restart-keeps-its-elr-membership.json"
+
+
+@pytest.mark.parametrize("protocol,features,expected", [
+    ("kraft-4.1", [], ("holds", None)),  # KAFKA-18635: the clean restart stays in the ELR and is elected
+    ("kraft-4.1", ["kafka-18635=off"], ("blocked", 11)),  # 3.9.x: every new incarnation leaves the ELR: offline
+    ("kraft-3.5", [], ("blocked", 11)),  # no ELR: the last ISR member is kept, no one to elect
+    ("3.9.1", [], ("blocked", 8)),  # ZooKeeper: no CleanShutdown
+])
+def test_a_clean_restart_keeps_its_elr_membership_with_kafka_18635(protocol, features, expected):
+    scenario = load_scenario(os.path.join(SCENARIOS, CLEAN_RESTART))
+    result = replay_scenario(scenario_model(scenario, protocol, features), scenario)
+    assert (result.outcome, result.step) == expected
+
+
+@pytest.mark.parametrize("features,kept", [([], True), (["kafka-18635=off"], False)])
+def test_only_a_restart_after_a_crash_is_unclean_with_kafka_18635(features, kept):
+    """The registration after CleanShutdown carries the registered broker epoch (its clean shutdown file): with
+    KAFKA-18635 it keeps its ELR membership, 3.9.x removes it. After a Crash (no clean shutdown file) both remove it."""
+    model = _model("kraft-4.1", "min_isr=2", "clean_shutdowns=1", "alters=0", features=tuple(features))
+    stopped = _run(model, REPLICATE + [("CleanShutdown", {"broker": 1, "leader": 0})])
+    assert stopped.controller.isr == (0,) and stopped.controller.elr == (1,) and stopped.controller.registered[1] == DEAD
+    assert stopped.brokers[1].stopping and not stopped.brokers[1].alive and stopped.brokers[1].log == stopped.brokers[0].log
+    assert (stopped.crashes, stopped.clean_shutdowns) == (0, 1)
+    restarted = _run(model, [("Restart", {"broker": 1})], stopped)
+    assert (restarted.controller.elr == (1,)) == kept
+    assert not restarted.brokers[1].stopping
+    crashed = _run(model, REPLICATE + [("Crash", {"broker": 1}), ("FenceBroker", {"broker": 1, "leader": 0})])
+    assert crashed.controller.elr == (1,) and not crashed.brokers[1].stopping
+    assert _run(model, [("Restart", {"broker": 1})], crashed).controller.elr == ()
+
+
+def test_clean_shutdown_is_bounded_and_only_for_a_broker_that_leads_nothing():
+    model = _model("kraft-4.1", "min_isr=2", "clean_shutdowns=1", "alters=0")
+    s = model.init_states()[0]
+    assert not _enabled(model, s, "CleanShutdown", broker=0)  # the leader first hands leadership on
+    assert _enabled(model, s, "CleanShutdown", broker=1)
+    once = _run(model, [("CleanShutdown", {"broker": 1, "leader": 0}), ("Restart", {"broker": 1})])
+    assert not _enabled(model, once, "CleanShutdown")
+    assert not _enabled(_model("kraft-4.1", "min_isr=2", "alters=0"), s, "CleanShutdown")  # bound 0 by default

@@ -33,7 +33,10 @@ On the KRaft rows the controller is the KRaft quorum controller, not ZooKeeper's
   min ISR are **eligible leader replicas** (``PartitionChangeBuilder.maybePopulateTargetElr``), and an
   unfenced ELR member is elected when the ISR is empty (``isValidNewLeader``). With
   ``clean-shutdown-detection`` a broker that registers after an unclean shutdown leaves the ISR and the ELR
-  (``ReplicationControlManager.handleBrokerUncleanShutdown``).
+  (``ReplicationControlManager.handleBrokerUncleanShutdown``): with ``kafka-18635`` (3.8.x, 4.1.x) one whose
+  registration does not carry its clean shutdown file's broker epoch, without it (3.9.x) every new incarnation.
+- **Clean shutdown** (``clean_shutdowns``): a broker that leads nothing is fenced at the end of its controlled
+  shutdown (SHUTDOWN_NOW) and stops cleanly, writing its clean shutdown file (a dead broker with ``stopping``).
 
 Faults: Crash keeps the log (a process crash: the page cache survives); UncleanShutdown(broker, keep) loses
 the log beyond ``keep`` records (bound ``unclean_shutdowns``): Kafka leaves flushing to the OS, so any
@@ -61,6 +64,9 @@ ProcessControlledShutdown          broker, leader              (shutdowns) the l
                                                                offline)
 Restart                            broker                      a fenced broker registers with a new broker
                                                                epoch and is unfenced
+CleanShutdown                      broker, leader              (clean_shutdowns) a broker that leads nothing
+                                                               is fenced and stops cleanly; ``leader`` is
+                                                               the leader afterwards
 =================================  ==========================  ============================================
 """
 
@@ -131,7 +137,8 @@ class KRaftActions:
     """The KRaft controller, AlterPartition, fencing and the unclean shutdown. Every method falls back to the
     ZooKeeper families (``super()``) on the rows without ``kraft``, so their state spaces are unchanged."""
 
-    def _init_kraft(self, alters: int, unclean_shutdowns: int, alter_losses: int = 0, metadata_lag: int = 0) -> None:
+    def _init_kraft(self, alters: int, unclean_shutdowns: int, alter_losses: int = 0, metadata_lag: int = 0,
+                    clean_shutdowns: int = 0) -> None:
         f = self.features
         self._kraft = f.kraft
         # the bounds of the KRaft rows are inert on the ZooKeeper rows (their fault is lossy-crash), as the bounds of
@@ -140,6 +147,7 @@ class KRaftActions:
         self.max_unclean_shutdowns = unclean_shutdowns
         self.max_alter_losses = alter_losses
         self.metadata_lag = bool(metadata_lag)
+        self.max_clean_shutdowns = clean_shutdowns
         self._elr = f.kip_966_elr
         #: KIP-966's detection acts only where ELR is supported (``handleBrokerUncleanShutdown``: isElrSupported)
         self._detect_unclean = f.clean_shutdown_detection and f.kip_966_elr
@@ -155,6 +163,8 @@ class KRaftActions:
                 self.constants["alter_losses"] = alter_losses
             if metadata_lag:
                 self.constants["metadata_lag"] = metadata_lag
+            if clean_shutdowns:
+                self.constants["clean_shutdowns"] = clean_shutdowns
             # ``kmc matrix`` checks a KRaft row at its own bounds (an instance attribute over the class's)
             self.matrix_bounds = dict(KRAFT_MATRIX_BOUNDS)
             self.matrix_bound_sets = _kraft_bound_sets
@@ -168,6 +178,7 @@ class KRaftActions:
                                 for b in ids]
         self._unclean_shutdown = [[a("UncleanShutdown", (("broker", b), ("keep", k))) for k in range(self.max_records + 1)]
                                   for b in ids]
+        self._clean_shutdown = [[a("CleanShutdown", (("broker", b), ("leader", x))) for x in range(-1, self.n)] for b in ids]
 
     # -- partition changes by the controller ---------------------------------------------------------------
     def _unfenced(self, s: KafkaState, b: int) -> bool:
@@ -501,6 +512,8 @@ class KRaftActions:
         self._replica_actions(s, i, b, out)  # spec.kafka.model: the same under either controller
         if s.shutdowns < self.max_shutdowns and not b.stopping and s.controller.leader == i:
             self._controlled_shutdown_actions(s, i, b, add)
+        if s.clean_shutdowns < self.max_clean_shutdowns:
+            self._clean_shutdown_actions(s, i, b, add)
         if s.crashes < self.max_crashes:
             add((self._crash[i], self._kraft_crash(s, i, len(b.log))))
         if s.unclean_shutdowns < self.max_unclean_shutdowns:
@@ -544,6 +557,29 @@ class KRaftActions:
             if t is not None:
                 add((table[0], t))
 
+    def _clean_shutdown_actions(self, s: KafkaState, i: int, b: Broker, add) -> None:
+        """CleanShutdown(broker, leader) (bound ``clean_shutdowns``): a broker that leads nothing (a leader first hands
+        its leadership on: ProcessControlledShutdown) ends its controlled shutdown and stops cleanly. The controller
+        answers its heartbeat with ``wantShutDown`` SHUTDOWN_NOW (3.8.0 ``BrokerHeartbeatManager
+        .calculateNextBrokerState``: no leaderships left) and fences it (``ReplicationControlManager
+        .processBrokerHeartbeat``: ``case SHUTDOWN_NOW: handleBrokerFenced``: out of the ISR, into the ELR where
+        ``maybePopulateTargetElr`` puts it; FenceBroker's partition change, ``leader`` the leader afterwards); the
+        broker then shuts its log manager down, which writes the clean shutdown file with its broker epoch (3.8.0
+        ``BrokerServer.shutdown`` -> ``LogManager.shutdown(lifecycleManager.brokerEpoch)``,
+        ``CleanShutdownFileHandler.write``): a dead broker with ``stopping`` set. Its log is kept whole. The wait for
+        the broker's metadata offset to reach the controlled shutdown offset is not modelled (the model's metadata is
+        the LeaderAndIsr each broker replays, late)."""
+        if s.controller.registered[i] == DEAD or s.controller.leader == i:
+            return  # guard: a fenced broker's heartbeat is refused; a leader is moved first (CONTROLLED_SHUTDOWN)
+        t = self._kraft_crash(s, i, len(b.log))
+        stopped = with_broker(t, i, t.brokers[i].with_(stopping=True), crashes=s.crashes,
+                              clean_shutdowns=s.clean_shutdowns + 1)
+        fenced: list = []
+        self._fence_actions(stopped, i, fenced.append)
+        table = self._clean_shutdown[i]
+        for act, u in fenced:
+            add((table[dict(act.params)["leader"] + 1], u))
+
     def _kraft_crash(self, s: KafkaState, i: int, keep: int) -> KafkaState:
         """Crash / UncleanShutdown: ``_crash_state`` (in-memory state and the broker's connections lost, ``keep``
         records of the log kept), and the KRaft in-memory state (partition epoch, pending AlterPartition, the
@@ -553,15 +589,24 @@ class KRaftActions:
         return with_broker(t, i, dead)
 
     def _kraft_restart_state(self, s: KafkaState, i: int) -> KafkaState | None:
-        """Restart on KRaft: the broker registers with a new broker epoch (``ClusterControlManager.registerBroker``)
-        and is unfenced; with ``clean-shutdown-detection`` (every restart in the model follows a crash) it is
-        removed from the ISR and the ELR (``handleBrokerUncleanShutdown``). It then replays the partition's
-        current state."""
-        reborn = self._reborn(s.brokers[i])
+        """Restart on KRaft: the broker registers as a new incarnation with a new broker epoch
+        (``ClusterControlManager.registerBroker``) and is unfenced. With ``clean-shutdown-detection`` the registration
+        is removed from the ISR and the ELR (``brokerUncleanShutdownHandler.addRecordsForShutdown`` ->
+        ``ReplicationControlManager.handleBrokerUncleanShutdown``, which acts only where ELR is supported): on 3.9.x
+        (KAFKA-16952, 2fd00ce5367: ``!request.incarnationId().equals(prevIncarnationId)``) every new incarnation, clean
+        shutdown or not; with ``kafka-18635`` (as 3.8.0: ``request.previousBrokerEpoch() != existing.epoch()``) only one
+        whose previous broker epoch, read from its clean shutdown file (``LogManager.readBrokerEpochFromCleanShutdownFiles``,
+        ``BrokerLifecycleManager`` ``previousBrokerEpoch``; -1 without the file), is not its registered one: a broker
+        that crashed (Crash, UncleanShutdown), not one that stopped cleanly (CleanShutdown: dead with ``stopping``).
+        It then replays the partition's current state."""
+        before = s.brokers[i]
+        clean = not before.alive and before.stopping  # its clean shutdown file holds the registered broker epoch
+        reborn = self._reborn(before)
         c = s.controller
         s = with_broker(s, i, reborn, controller=c.with_(registered=replace_at(c.registered, i, reborn.broker_epoch)))
         c = s.controller
-        if self._detect_unclean and (i in c.isr or i in c.elr):
+        unclean = not (clean and self.features.kafka_18635)
+        if self._detect_unclean and unclean and (i in c.isr or i in c.elr):
             isr = tuple([r for r in c.isr if r != i])
             s = s.with_(controller=c.with_(elr=tuple([r for r in c.elr if r != i])))
             return self._partition_change(s, c.leader if c.leader != i else NO_LEADER, isr, unclean_replica=i)

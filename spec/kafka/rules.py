@@ -400,16 +400,33 @@ RULES: tuple[Rule, ...] = (
          "electAnyLeader", "actions_kraft._partition_change, _controller_actions", flag="kip-966-elr",
          abstraction="no last-known-leader election (KIP-966's balanced recovery)"),
     Rule("a broker that registers as a new incarnation is removed from the ISR and the ELR", "KIP-966 "
-         "(KAFKA-15582, KAFKA-15586; KAFKA-16952)", "3.8.0", "3.8.0 and later, where ELR is supported: 3.8.x removes a "
-         "broker whose registration does not carry its previous broker epoch (an unclean shutdown); 3.9.0 and later "
-         "(KAFKA-16952, 2fd00ce5367) remove every registration with a new incarnation id, clean shutdown or not",
-         "3.9.0 metadata/.../controller/ClusterControlManager.java registerBroker (!request.incarnationId().equals("
+         "(KAFKA-15582, KAFKA-15586; KAFKA-16952)", "3.8.0", "3.8.0 and later, where ELR is supported: 3.8.x and (with "
+         "kafka-18635) 4.1.x remove a broker whose registration does not carry its registered broker epoch as its "
+         "previous one (no clean shutdown file: a crash); 3.9.x (KAFKA-16952, 2fd00ce5367) removes every registration "
+         "with a new incarnation id, clean shutdown or not (3.7.x only logs it: a TODO)",
+         "3.9.0-rc3 metadata/.../controller/ClusterControlManager.java registerBroker (!request.incarnationId().equals("
          "prevIncarnationId) -> brokerUncleanShutdownHandler.addRecordsForShutdown); 3.8.0 the same method "
-         "(request.previousBrokerEpoch() != existing.epoch()); ReplicationControlManager.java "
-         "handleBrokerUncleanShutdown; PartitionChangeBuilder.java maybePopulateTargetElr (uncleanShutdownReplicas)",
+         "(version < 2 || existing == null || request.previousBrokerEpoch() != existing.epoch()); "
+         "ReplicationControlManager.java handleBrokerUncleanShutdown (isElrSupported); PartitionChangeBuilder.java "
+         "maybePopulateTargetElr (uncleanShutdownReplicas)",
          "actions_kraft._kraft_restart_state", flag="clean-shutdown-detection",
-         abstraction="the kraft-4.1 row follows 3.9.0+: every restart is a new incarnation and is removed, which is "
-                     "also what 3.8 does after a crash; 3.8's clean restart that keeps the membership is not a row"),
+         abstraction="no 3.8 or 3.9 KRaft row: kraft-4.1 is 4.1 (kafka-18635 on); kafka-18635=off is 3.9.x's rule"),
+    Rule("a clean restart keeps its ISR/ELR membership again: the unclean shutdown check reads the previous broker "
+         "epoch again", "KAFKA-18635", "4.1.0", "4.1.x (merged to trunk in February 2025, apache/kafka PR 18277; "
+         "the 4.x sources are not among the tags read here, so whether 4.0.0 has it is not settled)",
+         "3.8.0 metadata/.../controller/ClusterControlManager.java registerBroker (the check it restores: "
+         "request.previousBrokerEpoch() != existing.epoch()); 3.8.0 core/.../log/LogManager.scala shutdown(brokerEpoch) "
+         "(CleanShutdownFileHandler.write), readBrokerEpochFromCleanShutdownFiles; BrokerServer.scala shutdown "
+         "(logManager.shutdown(lifecycleManager.brokerEpoch)), startup (lifecycleManager.start(..., previousBrokerEpoch))",
+         "actions_kraft._kraft_restart_state, _clean_shutdown_actions", flag="kafka-18635"),
+    Rule("a broker that leads nothing ends its controlled shutdown: fenced (SHUTDOWN_NOW), it stops and writes its "
+         "clean shutdown file", "KIP-631, KIP-966", "3.3.0", "every KRaft release (the clean shutdown file from 3.8.0)",
+         "3.8.0 metadata/.../controller/BrokerHeartbeatManager.java calculateNextBrokerState (SHUTDOWN_NOW when no "
+         "leaderships); ReplicationControlManager.java processBrokerHeartbeat (case SHUTDOWN_NOW: handleBrokerFenced); "
+         "core/.../server/BrokerServer.scala shutdown",
+         "actions_kraft._clean_shutdown_actions (bound clean_shutdowns)",
+         abstraction="the controller's wait for the broker's metadata offset to reach the controlled shutdown offset "
+                     "is not modelled; a Crash stands for any other stop (no clean shutdown file)"),
     Rule("an unclean shutdown loses the unflushed suffix of the log (any suffix: Kafka leaves flushing to the OS, "
          "log.flush.interval.messages is unbounded by default); a disk loss is one that keeps nothing", "KIP-966", "-",
          "every release (a fault with its own bound, unclean_shutdowns; on the KRaft rows)",

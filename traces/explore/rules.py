@@ -54,6 +54,7 @@ ACTION_FUNCTIONS: Mapping[str, tuple[str, ...]] = {
     "LoseAlterPartitionResponse": ("_lose_alter_response",),
     "ReceiveAlterPartitionResponse": ("_receive_alter_response",),
     "UncleanShutdown": ("_kraft_broker_actions", "_kraft_crash", "_restart_state"),
+    "CleanShutdown": ("_clean_shutdown_actions", "_fence_actions", "_partition_change"),
     # clients (spec.kafka.clients)
     "ConsumerMetadata": ("_metadata_state",),
     "ConsumerSendFetch": ("_consumer_fetch_state", "_delayed_consumer_actions"),
