@@ -275,6 +275,11 @@ def _small_config(protocol: str, *extra: str) -> tuple[str, int, int]:
     # more expansions are proposed (and rejected by the controller)
     ("metadata_lag=1", "kraft-3.3", 11712, 30), ("metadata_lag=1", "kraft-3.5", 11499, 30),
     ("metadata_lag=1", "kraft-4.1", 14861, 37),
+    # a broker that leads nothing stops cleanly (fenced, its clean shutdown file written) and restarts
+    ("clean_shutdowns=1", "kraft-3.3", 24538, 32), ("clean_shutdowns=1", "kraft-3.5", 24861, 32),
+    ("clean_shutdowns=1", "kraft-4.1", 68119, 39),
+    # a running broker is fenced for missed heartbeats, keeps its log and fetcher, and is unfenced again
+    ("fences=1", "kraft-3.3", 38427, 30), ("fences=1", "kraft-3.5", 37607, 30), ("fences=1", "kraft-4.1", 66877, 40),
 ])
 def test_state_counts_with_each_new_kraft_bound(extra, protocol, states, depth):
     """The configuration of ``test_state_counts_of_each_kraft_line`` with one of the bounds that are 0 by default:
@@ -452,3 +457,51 @@ def test_clean_shutdown_is_bounded_and_only_for_a_broker_that_leads_nothing():
     once = _run(model, [("CleanShutdown", {"broker": 1, "leader": 0}), ("Restart", {"broker": 1})])
     assert not _enabled(model, once, "CleanShutdown")
     assert not _enabled(_model("kraft-4.1", "min_isr=2", "alters=0"), s, "CleanShutdown")  # bound 0 by default
+
+
+# -- fencing and unfencing a running broker (missed heartbeats) ------------------------------------------------------
+def test_a_fenced_running_follower_keeps_fetching_and_rejoins_the_isr_only_once_unfenced():
+    """3.5.0 ``maybeFenceOneStaleBroker`` -> ``handleBrokerFenced``: the follower leaves the ISR (kraft-4.1: into the ELR,
+    below min ISR) but keeps running and fetching; the leader serves it, and KIP-841 (``isReplicaIsrEligible``:
+    ``isBrokerFenced``) keeps it out of the ISR until ``handleBrokerUnfenced``. Its broker epoch is unchanged, so
+    KIP-903's check passes once it is unfenced. Without KIP-841, KIP-903's check still keeps it out (3.5.0
+    ``KRaftMetadataCache.getAliveBrokerEpoch`` filters fenced brokers out); without both the leader proposes it."""
+    for features, while_fenced in (((), False), (("kip-841=off",), False), (("kip-841=off", "kip-903=off"), True)):
+        model = _model("kraft-4.1", "records=2", "min_isr=2", "fences=1", "alters=1", features=features)
+        s = _run(model, REPLICATE + BEHIND + [("FenceBroker", {"broker": 1, "leader": 0})])
+        assert s.brokers[1].alive and s.controller.registered[1] == DEAD
+        assert (s.controller.isr, s.controller.elr) == ((0,), (1,))
+        s = _run(model, [("DeliverLeaderAndIsr", {"broker": 0}), ("ReceiveFetch", {"follower": 1, "leader": 0}),
+                         ("SendFetch", {"follower": 1, "leader": 0}), ("ServeFetch", {"leader": 0, "follower": 1}),
+                         ("ReceiveFetch", {"follower": 1, "leader": 0}), ("SendFetch", {"follower": 1, "leader": 0}),
+                         ("ServeFetch", {"leader": 0, "follower": 1})], s)
+        assert s.brokers[0].isr == (0,) and s.brokers[0].remote[1] == 2 and len(s.brokers[1].log) == 2
+        assert _enabled(model, s, "ExpandIsr", leader=0, follower=1) == while_fenced
+        unfenced = _run(model, [("UnfenceBroker", {"broker": 1, "leader": 0})], s)
+        assert unfenced.controller.registered[1] == unfenced.brokers[1].broker_epoch == 0
+        assert _enabled(model, unfenced, "ExpandIsr", leader=0, follower=1)
+        assert not _enabled(model, unfenced, "FenceBroker", broker=1)  # the bound: one running broker fenced
+
+
+def test_a_fenced_running_leader_is_replaced_and_goes_on_until_it_replays_the_change():
+    model = _model("kraft-3.5", "records=1", "fences=1", "alters=0")
+    s = _run(model, REPLICATE + [("FenceBroker", {"broker": 0, "leader": 1})])
+    assert s.brokers[0].alive and s.brokers[0].leader == 0 and s.controller.leader == 1 and s.controller.epoch == 1
+    assert _run(model, [("DeliverLeaderAndIsr", {"broker": 0})], s).brokers[0].leader == 1
+
+
+def test_unfencing_elects_a_leader_for_a_partition_with_none():
+    """``handleBrokerUnfenced`` -> ``generateLeaderAndIsrUpdates(..., partitionsWithNoLeader())``: kraft-4.1, the
+    running follower is fenced into the ELR, the leader dies and is fenced (the ISR empties, no unfenced ELR member:
+    offline); the follower's heartbeat unfences it and it is elected in the same change. kraft-3.5 keeps the dead
+    leader as the last ISR member: unfencing the follower elects no one."""
+    steps = REPLICATE + [("FenceBroker", {"broker": 1, "leader": 0}), ("Crash", {"broker": 0}),
+                         ("FenceBroker", {"broker": 0, "leader": -1})]
+    model = _model("kraft-4.1", "min_isr=2", "fences=1", "alters=0")
+    s = _run(model, steps)
+    assert (s.controller.leader, s.controller.isr, s.controller.elr) == (-1, (), (0, 1))
+    s = _run(model, [("UnfenceBroker", {"broker": 1, "leader": 1})], s)
+    assert (s.controller.leader, s.controller.isr) == (1, (1,))
+    model = _model("kraft-3.5", "min_isr=2", "fences=1", "alters=0")
+    s = _run(model, steps + [("UnfenceBroker", {"broker": 1, "leader": -1})])
+    assert (s.controller.leader, s.controller.isr) == (-1, (0,))

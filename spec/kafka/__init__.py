@@ -115,6 +115,7 @@ def build(constants: dict[str, Any], protocol: str = DEFAULT_PROTOCOL, features:
         alter_losses=constants.get("alter_losses", KRAFT_DEFAULTS["alter_losses"]),
         metadata_lag=constants.get("metadata_lag", KRAFT_DEFAULTS["metadata_lag"]),
         clean_shutdowns=constants.get("clean_shutdowns", KRAFT_DEFAULTS["clean_shutdowns"]),
+        fences=constants.get("fences", KRAFT_DEFAULTS["fences"]),
     )
 
 
@@ -165,6 +166,9 @@ INFO = register(
             Constant("clean_shutdowns", KRAFT_DEFAULTS["clean_shutdowns"], "kraft rows: clean shutdowns (a broker that "
                      "leads nothing is fenced and stops, writing its clean shutdown file), at most", int, minimum=0,
                      maximum=8),
+            Constant("fences", KRAFT_DEFAULTS["fences"], "kraft rows: running brokers fenced for missed heartbeats "
+                     "(they keep their log and fetcher and are unfenced when they heartbeat again), at most", int,
+                     minimum=0, maximum=8),
         ),
         build=build,
         protocols={r.name: r.summary for r in RELEASES},

@@ -138,7 +138,7 @@ class KRaftActions:
     ZooKeeper families (``super()``) on the rows without ``kraft``, so their state spaces are unchanged."""
 
     def _init_kraft(self, alters: int, unclean_shutdowns: int, alter_losses: int = 0, metadata_lag: int = 0,
-                    clean_shutdowns: int = 0) -> None:
+                    clean_shutdowns: int = 0, fences: int = 0) -> None:
         f = self.features
         self._kraft = f.kraft
         # the bounds of the KRaft rows are inert on the ZooKeeper rows (their fault is lossy-crash), as the bounds of
@@ -148,6 +148,7 @@ class KRaftActions:
         self.max_alter_losses = alter_losses
         self.metadata_lag = bool(metadata_lag)
         self.max_clean_shutdowns = clean_shutdowns
+        self.max_fences = fences
         self._elr = f.kip_966_elr
         #: KIP-966's detection acts only where ELR is supported (``handleBrokerUncleanShutdown``: isElrSupported)
         self._detect_unclean = f.clean_shutdown_detection and f.kip_966_elr
@@ -165,6 +166,8 @@ class KRaftActions:
                 self.constants["metadata_lag"] = metadata_lag
             if clean_shutdowns:
                 self.constants["clean_shutdowns"] = clean_shutdowns
+            if fences:
+                self.constants["fences"] = fences
             # ``kmc matrix`` checks a KRaft row at its own bounds (an instance attribute over the class's)
             self.matrix_bounds = dict(KRAFT_MATRIX_BOUNDS)
             self.matrix_bound_sets = _kraft_bound_sets
@@ -179,6 +182,7 @@ class KRaftActions:
         self._unclean_shutdown = [[a("UncleanShutdown", (("broker", b), ("keep", k))) for k in range(self.max_records + 1)]
                                   for b in ids]
         self._clean_shutdown = [[a("CleanShutdown", (("broker", b), ("leader", x))) for x in range(-1, self.n)] for b in ids]
+        self._unfence = [[a("UnfenceBroker", (("broker", b), ("leader", x))) for x in range(-1, self.n)] for b in ids]
 
     # -- partition changes by the controller ---------------------------------------------------------------
     def _unfenced(self, s: KafkaState, b: int) -> bool:
@@ -213,8 +217,10 @@ class KRaftActions:
         # a change that keeps the leader epoch (an ISR change) is sent to the leader only: a follower does nothing with
         # the ISR or the partition epoch until a change of leader epoch, which every live broker replays
         to = range(self.n) if new_epoch != c.epoch else (leader,) if leader != NO_LEADER else ()
-        sent = tuple([LeaderAndIsr(LEADER_AND_ISR, r, new_epoch, leader, isr, c.registered[r], s.brokers[r].incarnation,
-                                   partition_epoch)
+        # a metadata record is not addressed to a registration: a fenced broker that runs replays it too (its own
+        # broker epoch, which is the registered one whenever it is unfenced)
+        sent = tuple([LeaderAndIsr(LEADER_AND_ISR, r, new_epoch, leader, isr, s.brokers[r].broker_epoch,
+                                   s.brokers[r].incarnation, partition_epoch)
                       for r in to if s.brokers[r].alive])
         return s.with_(controller=controller, network=add_messages(s.network, *sent))
 
@@ -239,6 +245,11 @@ class KRaftActions:
         for b in range(self.n):
             if not brokers[b].alive and c.registered[b] != DEAD:
                 self._fence_actions(s, b, add)
+            elif c.registered[b] != DEAD:
+                if s.fences < self.max_fences:
+                    self._fence_running_actions(s, b, add)
+            elif brokers[b].alive:
+                self._unfence_actions(s, b, add)
         if c.leader == NO_LEADER:
             for b in self._candidates(s, c.isr, c.elr):
                 t = self._elect_from(s, b, c.isr)
@@ -291,6 +302,38 @@ class KRaftActions:
             t = self._partition_change(fenced, c.leader, isr)
         if t is not None:
             add((table[t.controller.leader + 1], t))
+
+    def _fence_running_actions(self, s: KafkaState, i: int, add) -> None:
+        """FenceBroker of a running broker (bound ``fences``): its heartbeats stop reaching the controller (a pause, a
+        network partition from the quorum) and its session expires (3.5.0 ``QuorumController.rescheduleMaybeFenceStaleBrokers``
+        -> ``ReplicationControlManager.maybeFenceOneStaleBroker`` -> ``handleBrokerFenced``, ``BrokerHeartbeatManager
+        .findOneStaleBroker``): the same partition change as a dead broker's (out of the ISR, the last member kept unless
+        ELR; a new leader if it led). The broker keeps running: its log, its fetcher and, until it replays the change,
+        its view of the partition (a fenced leader goes on as leader of its epoch until then)."""
+        fenced: list = []
+        self._fence_actions(s, i, fenced.append)
+        for act, t in fenced:
+            add((act, t.with_(fences=s.fences + 1)))
+
+    def _unfence_actions(self, s: KafkaState, i: int, add) -> None:
+        """UnfenceBroker(broker, leader): a running broker that was fenced heartbeats again and is unfenced with the
+        broker epoch of its registration (3.5.0 ``BrokerHeartbeatManager.calculateNextBrokerState``: FENCED ->
+        UNFENCED once ``currentMetadataOffset >= registerBrokerRecordOffset``, which a running broker has long
+        replayed; ``ReplicationControlManager.handleBrokerUnfenced``: the registration change, and a leader for a
+        partition with none, from its ISR (KIP-966: ELR) with the broker now active: ``generateLeaderAndIsrUpdates(...,
+        brokersToIsrs.partitionsWithNoLeader())``); ``leader`` is the leader afterwards."""
+        b = s.brokers[i]
+        c = s.controller
+        unfenced = s.with_(controller=c.with_(registered=replace_at(c.registered, i, b.broker_epoch)))
+        table = self._unfence[i]
+        candidates = self._candidates(unfenced, c.isr, c.elr) if c.leader == NO_LEADER else []
+        if not candidates:
+            add((table[c.leader + 1], unfenced))
+            return
+        for r in candidates:  # not enabled beyond the epoch bound, as every election
+            t = self._elect_from(unfenced, r, c.isr)
+            if t is not None:
+                add((table[r + 1], t))
 
     # -- the leader's AlterPartition -------------------------------------------------------------------------
     def _leader_actions(self, s: KafkaState, i: int, leader: Broker, out: list) -> None:

@@ -508,7 +508,8 @@ FOOTPRINTS: tuple[Footprint, ...] = (
         ("BumpLeaderEpoch", ("leader",)), ("FenceBroker", ("broker",)), ("ProcessControlledShutdown", ("broker",)),
         ("ShrinkIsr", ("leader", "follower")), ("ExpandIsr", ("leader", "follower")), ("ProcessAlterPartition", ("leader",)),
         ("ReceiveAlterPartitionResponse", ("leader",)), ("LoseAlterPartitionResponse", ("leader",)),
-        ("Restart", ("broker",)), ("CleanShutdown", ("broker",)))),
+        ("Restart", ("broker",)), ("CleanShutdown", ("broker",)),
+        ("UnfenceBroker", ("broker",)))),
     _crash("UncleanShutdown", _kraft),
     # -- the consumers (spec.kafka.clients): they read the brokers, the controller and the consumers ----------------
     *(Footprint(name, ("consumer",), EVERYTHING) for name in (

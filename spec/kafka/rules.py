@@ -427,6 +427,22 @@ RULES: tuple[Rule, ...] = (
          "actions_kraft._clean_shutdown_actions (bound clean_shutdowns)",
          abstraction="the controller's wait for the broker's metadata offset to reach the controlled shutdown offset "
                      "is not modelled; a Crash stands for any other stop (no clean shutdown file)"),
+    Rule("a running broker whose heartbeats stop is fenced: out of the ISR (the last member kept unless ELR), a new "
+         "leader if it led; it keeps running, its log and its fetcher", "KIP-631", "3.3.0 (KRaft GA)",
+         "every KRaft release", "3.5.0 metadata/.../controller/QuorumController.java rescheduleMaybeFenceStaleBrokers; "
+         "ReplicationControlManager.java maybeFenceOneStaleBroker -> handleBrokerFenced; BrokerHeartbeatManager.java "
+         "findOneStaleBroker", "actions_kraft._fence_running_actions, _fence_actions (bound fences)",
+         abstraction="the session timeout is one step; the fenced broker's own view changes only as it replays "
+                     "the partition change"),
+    Rule("a fenced running broker that heartbeats again is unfenced with its registration's broker epoch; a "
+         "partition with no leader gets one from its ISR (KIP-966: ELR) in the same change", "KIP-631", "3.3.0",
+         "every KRaft release", "3.5.0 metadata/.../controller/BrokerHeartbeatManager.java calculateNextBrokerState "
+         "(FENCED -> UNFENCED once currentMetadataOffset >= registerBrokerRecordOffset); ReplicationControlManager.java "
+         "handleBrokerUnfenced (generateLeaderAndIsrUpdates over partitionsWithNoLeader); 3.9.0-rc3 the same methods",
+         "actions_kraft._unfence_actions",
+         abstraction="the metadata-offset condition always holds for a broker that kept running (it replayed its "
+                     "registration long ago); the model elects any unfenced ISR (ELR) member, Kafka the first in "
+                     "replica order"),
     Rule("an unclean shutdown loses the unflushed suffix of the log (any suffix: Kafka leaves flushing to the OS, "
          "log.flush.interval.messages is unbounded by default); a disk loss is one that keeps nothing", "KIP-966", "-",
          "every release (a fault with its own bound, unclean_shutdowns; on the KRaft rows)",

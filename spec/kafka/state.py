@@ -295,11 +295,12 @@ class KafkaState(NamedTuple):
     alters: int = 0  # KRaft: AlterPartition requests sent so far (bound ``alters``)
     alter_losses: int = 0  # KRaft: AlterPartition answers lost (the request sent again) so far (bound ``alter_losses``)
     clean_shutdowns: int = 0  # KRaft: clean shutdowns so far (bound ``clean_shutdowns``)
+    fences: int = 0  # KRaft: running brokers fenced for missed heartbeats so far (bound ``fences``)
     #: how traces show and exchange the fields (read by ``traces`` only, never by the checker):
     #: ``kmc trace show`` hides bound counters and ghosts unless ``--all``; ITF writes a sorted tuple
     #: that stands for a set as ``#set`` and a tuple indexed by broker id as ``#map``
     BOOKKEEPING_FIELDS = ("produced", "crashes", "bumps", "shutdowns", "bounces", "losses", "unclean_shutdowns",
-                          "alters", "alter_losses", "clean_shutdowns")
+                          "alters", "alter_losses", "clean_shutdowns", "fences")
     GHOST_FIELDS = ("committed", "acked")
     SET_FIELDS = ("network", "committed", "acked")
     MAP_FIELDS = ("brokers",)
