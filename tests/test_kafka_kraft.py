@@ -505,3 +505,17 @@ def test_unfencing_elects_a_leader_for_a_partition_with_none():
     model = _model("kraft-3.5", "min_isr=2", "fences=1", "alters=0")
     s = _run(model, steps + [("UnfenceBroker", {"broker": 1, "leader": -1})])
     assert (s.controller.leader, s.controller.isr) == (-1, (0,))
+
+
+# -- KIP-704 (3.2.0): RECOVERING after an unclean election -------------------------------------------------------------
+@pytest.mark.parametrize("protocol", KRAFT_ROWS)
+def test_kip_704_an_uncleanly_elected_leader_expands_the_isr_at_once(protocol):
+    """3.2.0 to trunk of October 2024: ``Partition.makeLeader`` marks a RECOVERING partition RECOVERED at once ("Leader
+    log recovery is not implemented"), so the new leader's first AlterPartition, an expansion, carries RECOVERED and the
+    controller accepts it (``validateAlterPartitionData`` rejects only RECOVERING with more than one ISR member)."""
+    scenario = load_scenario(os.path.join(SCENARIOS, "kip-704-unclean-leader-expands-the-isr-at-once.json"))
+    model = scenario_model(scenario, protocol)
+    result = replay_scenario(model, scenario)
+    assert result.outcome == "holds"
+    last = result.trace.steps[-1].state
+    assert (last.controller.leader, last.controller.isr) == (1, (0, 1)) and last.brokers[1].isr == (0, 1)

@@ -443,6 +443,18 @@ RULES: tuple[Rule, ...] = (
          abstraction="the metadata-offset condition always holds for a broker that kept running (it replayed its "
                      "registration long ago); the model elects any unfenced ISR (ELR) member, Kafka the first in "
                      "replica order"),
+    Rule("an uncleanly elected leader's partition is RECOVERING; the controller rejects a RECOVERING AlterPartition "
+         "with more than one ISR member and RECOVERED -> RECOVERING", "KIP-704 (KAFKA-13587, 52621613fd3)", "3.2.0",
+         "3.2.0 and later, KRaft and (IBP >= 3.2-IV0) ZooKeeper controllers alike; no release's leader waits: it marks "
+         "the partition RECOVERED as it becomes leader, so its first AlterPartition (an expansion) is accepted",
+         "3.2.0 metadata/.../controller/PartitionChangeBuilder.java electLeader (setLeaderRecoveryState(RECOVERING) on "
+         "an unclean election); ReplicationControlManager.java validateAlterPartitionData; core/.../controller/"
+         "Election.scala leaderForOffline (newRecoveringLeaderAndIsr), KafkaController.scala processAlterPartition; "
+         "core/src/main/scala/kafka/cluster/Partition.scala makeLeader ('Leader log recovery is not implemented. "
+         "Marking the topic partition as RECOVERED'); the same in 3.9.0-rc3 and trunk of October 2024",
+         "actions_kraft._process_alter_partition, _controller_actions (UncleanLeaderElection)",
+         abstraction="no LeaderRecoveryState in the state: RECOVERING lasts until the new leader replays its election, "
+                     "which no step of the model can observe (the leader neither waits nor sends RECOVERING)"),
     Rule("an unclean shutdown loses the unflushed suffix of the log (any suffix: Kafka leaves flushing to the OS, "
          "log.flush.interval.messages is unbounded by default); a disk loss is one that keeps nothing", "KIP-966", "-",
          "every release (a fault with its own bound, unclean_shutdowns; on the KRaft rows)",
