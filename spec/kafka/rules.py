@@ -411,6 +411,16 @@ RULES: tuple[Rule, ...] = (
          "maybePopulateTargetElr (uncleanShutdownReplicas)",
          "actions_kraft._kraft_restart_state", flag="clean-shutdown-detection",
          abstraction="no 3.8 or 3.9 KRaft row: kraft-4.1 is 4.1 (kafka-18635 on); kafka-18635=off is 3.9.x's rule"),
+    Rule("a registration with the incarnation id already registered amends it and keeps its broker epoch and fencing "
+         "state; a new incarnation gets a new broker epoch, and is refused while the old one's session lives",
+         "KIP-631; KAFKA-16952 (2fd00ce5367)", "3.3.0", "every KRaft release; the same-incarnation case keeps the broker "
+         "epoch from 3.9.0 (3.7.x and 3.8.x bumped it)",
+         "3.9.0-rc3 metadata/.../controller/ClusterControlManager.java registerBroker (hasValidSession -> "
+         "DuplicateBrokerRegistrationException; setBrokerEpoch(existing.epoch()) for the same incarnation id); 3.5.0 the "
+         "same method", "actions_kraft._kraft_restart_state (every registration is a new incarnation, once fenced)",
+         abstraction="a same-incarnation re-registration happens only when a running broker re-registers on a metadata "
+                     "version upgrade (KIP-858's directory ids), which the model has no step for: every registration in "
+                     "the model is a restarted broker's, with a new incarnation id and broker epoch"),
     Rule("a clean restart keeps its ISR/ELR membership again: the unclean shutdown check reads the previous broker "
          "epoch again", "KAFKA-18635", "4.1.0", "4.1.x (merged to trunk in February 2025, apache/kafka PR 18277; "
          "the 4.x sources are not among the tags read here, so whether 4.0.0 has it is not settled)",
