@@ -575,8 +575,9 @@ class KRaftActions:
         shutdown (``Broker.stopping``): not electable (``ClusterControlManager.active``) and, with ``kip-841``, not
         eligible to join the ISR (``Partition.isReplicaIsrEligible``: ``isBrokerShuttingDown``;
         ``ineligibleReplicasForIsr``: ``inControlledShutdown``). A broker that leads nothing goes straight to
-        SHUTDOWN_NOW, which fences it (``handleBrokerFenced``) and stops it: the model's Crash (which keeps the log)
-        and FenceBroker, so only the leader has this step; the leader's SHUTDOWN_NOW that follows is the same Crash.
+        SHUTDOWN_NOW, which fences it (``handleBrokerFenced``) and stops it: the model's CleanShutdown (with its clean
+        shutdown file; or Crash and FenceBroker, without), so only the leader has this step; the leader's SHUTDOWN_NOW
+        that follows is the same CleanShutdown (or Crash).
         The heartbeat and the controller's handling are one step: the broker's view of its own shutdown is the
         controller's."""
         c = s.controller

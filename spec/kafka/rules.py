@@ -371,9 +371,10 @@ RULES: tuple[Rule, ...] = (
          "ClusterControlManager.java active (not fenced, not in controlled shutdown)",
          "actions_kraft._controlled_shutdown_actions (ProcessControlledShutdown(broker, leader)), _unfenced",
          abstraction="the heartbeat and its handling are one step, and only the partition's leader takes it (a broker "
-                     "that leads nothing goes to SHUTDOWN_NOW at once: fenced and stopped, which the model's Crash, "
-                     "keeping the log, and FenceBroker already are); the leader's SHUTDOWN_NOW that follows is a Crash "
-                     "too (bound crashes); bound shutdowns (0 by default)"),
+                     "that leads nothing goes to SHUTDOWN_NOW at once: fenced and stopped, which the model's "
+                     "CleanShutdown is, bound clean_shutdowns, or Crash and FenceBroker without the clean shutdown "
+                     "file); the leader's SHUTDOWN_NOW that follows is a CleanShutdown or a Crash the same way; bound "
+                     "shutdowns (0 by default)"),
     Rule("the fetch carries the follower's broker epoch and AlterPartition each proposed member's; a replica whose "
          "fetch state is from an earlier registration is ineligible", "KIP-903", "3.5.0", "3.5.0 and later "
          "(KAFKA-14617: 79b5f7f1ce2, 8c88cdb7186, d5e216d6183)",
