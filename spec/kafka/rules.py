@@ -423,8 +423,9 @@ RULES: tuple[Rule, ...] = (
                      "version upgrade (KIP-858's directory ids), which the model has no step for: every registration in "
                      "the model is a restarted broker's, with a new incarnation id and broker epoch"),
     Rule("a clean restart keeps its ISR/ELR membership again: the unclean shutdown check reads the previous broker "
-         "epoch again", "KAFKA-18635", "4.1.0", "4.1.x (merged to trunk in February 2025, apache/kafka PR 18277; "
-         "the 4.x sources are not among the tags read here, so whether 4.0.0 has it is not settled)",
+         "epoch again", "KAFKA-18635", "4.1.0", "4.1.x (apache/kafka PR 18277, reviewed in January 2025 and "
+         "merged to trunk, months before 4.1.0; the 4.x sources are not among the tags read here: the change is "
+         "read from the pull request, and whether 4.0.0 has it is not settled)",
          "3.8.0 metadata/.../controller/ClusterControlManager.java registerBroker (the check it restores: "
          "request.previousBrokerEpoch() != existing.epoch()); 3.8.0 core/.../log/LogManager.scala shutdown(brokerEpoch) "
          "(CleanShutdownFileHandler.write), readBrokerEpochFromCleanShutdownFiles; BrokerServer.scala shutdown "
