@@ -21,6 +21,7 @@ from spec.registry import build_model
 
 ZK_BOUNDS = ["brokers=2", "records=2", "epochs=2", "crashes=1", "bumps=1", "shutdowns=1", "bounces=1", "losses=1"]
 KRAFT_BOUNDS = ["brokers=3", "records=1", "epochs=2", "crashes=1", "shutdowns=1", "unclean_shutdowns=1", "alter_losses=1",
+                "clean_shutdowns=1", "fences=1",
                 "acks=-1", "min_isr=2"]
 #: every protocol row at small bounds with every fault on, and a few switches and clients
 CONFIGS = [(r.name, [], KRAFT_BOUNDS if r.features.kraft else ZK_BOUNDS) for r in RELEASES] + [

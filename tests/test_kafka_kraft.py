@@ -18,6 +18,7 @@ from spec.kafka.state import (
     ALTER_PARTITION_RESPONSE,
     DEAD,
     FENCED_LEADER_EPOCH,
+    FETCH,
     INELIGIBLE_REPLICA,
     INVALID_UPDATE_VERSION,
 )
@@ -129,6 +130,22 @@ def test_a_fenced_proposed_member_is_ineligible_and_the_leader_reverts():
     assert only_903.controller.isr == (0,)
     off = _run(_model("kraft-4.1", "records=2", features=("kip-841=off", "kip-903=off")), shrunk + race)
     assert off.controller.isr == (0, 1) and off.controller.registered[1] == DEAD
+
+
+def test_kip_903_the_fetch_carries_the_broker_epoch_with_an_older_fetch_still_in_flight():
+    """KIP-903 (3.5.0 ``RemoteLeaderEndPoint.buildFetch``: ``forReplica(..., brokerEpochSupplier(), ...)``): every Fetch
+    the follower sends carries its broker epoch. Broker 2's Fetch to broker 0 is still in flight when broker 1 is
+    elected and broker 2 fetches from it: the new request carries broker epoch 0 and the leader records it, so
+    broker 2 stays eligible for the ISR (the Fetch used to be re-stamped after it was built, and the older request
+    to broker 0 took the stamp, leaving -1 on the new one)."""
+    model = build_model("kafka", ["brokers=3", "records=1", "epochs=2", "crashes=0", "alters=1"], "kraft-3.5", [])
+    s = _run(model, [("SendFetch", {"follower": 2, "leader": 0}), ("PreferredLeaderElection", {"leader": 1}),
+                     ("DeliverLeaderAndIsr", {"broker": 1}), ("DeliverLeaderAndIsr", {"broker": 2}),
+                     ("TruncateToHighWatermark", {"follower": 2}), ("SendFetch", {"follower": 2, "leader": 1})])
+    fetches = {m.dst: m.broker_epoch for m in s.network if m.kind == FETCH and m.src == 2}
+    assert fetches == {0: 0, 1: 0}
+    s = _run(model, [("ServeFetch", {"leader": 1, "follower": 2})], s)
+    assert s.brokers[1].remote_epochs[2] == s.controller.registered[2] == 0
 
 
 def test_a_deposed_leader_is_fenced_by_its_leader_epoch():
@@ -258,6 +275,11 @@ def _small_config(protocol: str, *extra: str) -> tuple[str, int, int]:
     # more expansions are proposed (and rejected by the controller)
     ("metadata_lag=1", "kraft-3.3", 11712, 30), ("metadata_lag=1", "kraft-3.5", 11499, 30),
     ("metadata_lag=1", "kraft-4.1", 14861, 37),
+    # a broker that leads nothing stops cleanly (fenced, its clean shutdown file written) and restarts
+    ("clean_shutdowns=1", "kraft-3.3", 24538, 32), ("clean_shutdowns=1", "kraft-3.5", 24861, 32),
+    ("clean_shutdowns=1", "kraft-4.1", 68119, 39),
+    # a running broker is fenced for missed heartbeats, keeps its log and fetcher, and is unfenced again
+    ("fences=1", "kraft-3.3", 38427, 30), ("fences=1", "kraft-3.5", 37607, 30), ("fences=1", "kraft-4.1", 66877, 40),
 ])
 def test_state_counts_with_each_new_kraft_bound(extra, protocol, states, depth):
     """The configuration of ``test_state_counts_of_each_kraft_line`` with one of the bounds that are 0 by default:
@@ -392,3 +414,108 @@ def test_symmetry_commutes_with_a_controlled_shutdown_and_a_lost_answer():
         renamed = {t for _, t in model.successors(permute(state, swap))}
         for action, successor in model.successors(state):
             assert permute(successor, swap) in renamed, action
+
+
+# -- a clean shutdown and the registration that follows (KAFKA-16952, KAFKA-18635) ------------------------------------
+CLEAN_RESTART = "kafka-18635-clean-restart-keeps-its-elr-membership.json"
+
+
+@pytest.mark.parametrize("protocol,features,expected", [
+    ("kraft-4.1", [], ("holds", None)),  # KAFKA-18635: the clean restart stays in the ELR and is elected
+    ("kraft-4.1", ["kafka-18635=off"], ("blocked", 11)),  # 3.9.x: every new incarnation leaves the ELR: offline
+    ("kraft-3.5", [], ("blocked", 11)),  # no ELR: the last ISR member is kept, no one to elect
+    ("3.9.1", [], ("blocked", 8)),  # ZooKeeper: no CleanShutdown
+])
+def test_a_clean_restart_keeps_its_elr_membership_with_kafka_18635(protocol, features, expected):
+    scenario = load_scenario(os.path.join(SCENARIOS, CLEAN_RESTART))
+    result = replay_scenario(scenario_model(scenario, protocol, features), scenario)
+    assert (result.outcome, result.step) == expected
+
+
+@pytest.mark.parametrize("features,kept", [([], True), (["kafka-18635=off"], False)])
+def test_only_a_restart_after_a_crash_is_unclean_with_kafka_18635(features, kept):
+    """The registration after CleanShutdown carries the registered broker epoch (its clean shutdown file): with
+    KAFKA-18635 it keeps its ELR membership, 3.9.x removes it. After a Crash (no clean shutdown file) both remove it."""
+    model = _model("kraft-4.1", "min_isr=2", "clean_shutdowns=1", "alters=0", features=tuple(features))
+    stopped = _run(model, REPLICATE + [("CleanShutdown", {"broker": 1, "leader": 0})])
+    assert stopped.controller.isr == (0,) and stopped.controller.elr == (1,) and stopped.controller.registered[1] == DEAD
+    assert stopped.brokers[1].stopping and not stopped.brokers[1].alive and stopped.brokers[1].log == stopped.brokers[0].log
+    assert (stopped.crashes, stopped.clean_shutdowns) == (0, 1)
+    restarted = _run(model, [("Restart", {"broker": 1})], stopped)
+    assert (restarted.controller.elr == (1,)) == kept
+    assert not restarted.brokers[1].stopping
+    crashed = _run(model, REPLICATE + [("Crash", {"broker": 1}), ("FenceBroker", {"broker": 1, "leader": 0})])
+    assert crashed.controller.elr == (1,) and not crashed.brokers[1].stopping
+    assert _run(model, [("Restart", {"broker": 1})], crashed).controller.elr == ()
+
+
+def test_clean_shutdown_is_bounded_and_only_for_a_broker_that_leads_nothing():
+    model = _model("kraft-4.1", "min_isr=2", "clean_shutdowns=1", "alters=0")
+    s = model.init_states()[0]
+    assert not _enabled(model, s, "CleanShutdown", broker=0)  # the leader first hands leadership on
+    assert _enabled(model, s, "CleanShutdown", broker=1)
+    once = _run(model, [("CleanShutdown", {"broker": 1, "leader": 0}), ("Restart", {"broker": 1})])
+    assert not _enabled(model, once, "CleanShutdown")
+    assert not _enabled(_model("kraft-4.1", "min_isr=2", "alters=0"), s, "CleanShutdown")  # bound 0 by default
+
+
+# -- fencing and unfencing a running broker (missed heartbeats) ------------------------------------------------------
+def test_a_fenced_running_follower_keeps_fetching_and_rejoins_the_isr_only_once_unfenced():
+    """3.5.0 ``maybeFenceOneStaleBroker`` -> ``handleBrokerFenced``: the follower leaves the ISR (kraft-4.1: into the ELR,
+    below min ISR) but keeps running and fetching; the leader serves it, and KIP-841 (``isReplicaIsrEligible``:
+    ``isBrokerFenced``) keeps it out of the ISR until ``handleBrokerUnfenced``. Its broker epoch is unchanged, so
+    KIP-903's check passes once it is unfenced. Without KIP-841, KIP-903's check still keeps it out (3.5.0
+    ``KRaftMetadataCache.getAliveBrokerEpoch`` filters fenced brokers out); without both the leader proposes it."""
+    for features, while_fenced in (((), False), (("kip-841=off",), False), (("kip-841=off", "kip-903=off"), True)):
+        model = _model("kraft-4.1", "records=2", "min_isr=2", "fences=1", "alters=1", features=features)
+        s = _run(model, REPLICATE + BEHIND + [("FenceBroker", {"broker": 1, "leader": 0})])
+        assert s.brokers[1].alive and s.controller.registered[1] == DEAD
+        assert (s.controller.isr, s.controller.elr) == ((0,), (1,))
+        s = _run(model, [("DeliverLeaderAndIsr", {"broker": 0}), ("ReceiveFetch", {"follower": 1, "leader": 0}),
+                         ("SendFetch", {"follower": 1, "leader": 0}), ("ServeFetch", {"leader": 0, "follower": 1}),
+                         ("ReceiveFetch", {"follower": 1, "leader": 0}), ("SendFetch", {"follower": 1, "leader": 0}),
+                         ("ServeFetch", {"leader": 0, "follower": 1})], s)
+        assert s.brokers[0].isr == (0,) and s.brokers[0].remote[1] == 2 and len(s.brokers[1].log) == 2
+        assert _enabled(model, s, "ExpandIsr", leader=0, follower=1) == while_fenced
+        unfenced = _run(model, [("UnfenceBroker", {"broker": 1, "leader": 0})], s)
+        assert unfenced.controller.registered[1] == unfenced.brokers[1].broker_epoch == 0
+        assert _enabled(model, unfenced, "ExpandIsr", leader=0, follower=1)
+        assert not _enabled(model, unfenced, "FenceBroker", broker=1)  # the bound: one running broker fenced
+
+
+def test_a_fenced_running_leader_is_replaced_and_goes_on_until_it_replays_the_change():
+    model = _model("kraft-3.5", "records=1", "fences=1", "alters=0")
+    s = _run(model, REPLICATE + [("FenceBroker", {"broker": 0, "leader": 1})])
+    assert s.brokers[0].alive and s.brokers[0].leader == 0 and s.controller.leader == 1 and s.controller.epoch == 1
+    assert _run(model, [("DeliverLeaderAndIsr", {"broker": 0})], s).brokers[0].leader == 1
+
+
+def test_unfencing_elects_a_leader_for_a_partition_with_none():
+    """``handleBrokerUnfenced`` -> ``generateLeaderAndIsrUpdates(..., partitionsWithNoLeader())``: kraft-4.1, the
+    running follower is fenced into the ELR, the leader dies and is fenced (the ISR empties, no unfenced ELR member:
+    offline); the follower's heartbeat unfences it and it is elected in the same change. kraft-3.5 keeps the dead
+    leader as the last ISR member: unfencing the follower elects no one."""
+    steps = REPLICATE + [("FenceBroker", {"broker": 1, "leader": 0}), ("Crash", {"broker": 0}),
+                         ("FenceBroker", {"broker": 0, "leader": -1})]
+    model = _model("kraft-4.1", "min_isr=2", "fences=1", "alters=0")
+    s = _run(model, steps)
+    assert (s.controller.leader, s.controller.isr, s.controller.elr) == (-1, (), (0, 1))
+    s = _run(model, [("UnfenceBroker", {"broker": 1, "leader": 1})], s)
+    assert (s.controller.leader, s.controller.isr) == (1, (1,))
+    model = _model("kraft-3.5", "min_isr=2", "fences=1", "alters=0")
+    s = _run(model, steps + [("UnfenceBroker", {"broker": 1, "leader": -1})])
+    assert (s.controller.leader, s.controller.isr) == (-1, (0,))
+
+
+# -- KIP-704 (3.2.0): RECOVERING after an unclean election -------------------------------------------------------------
+@pytest.mark.parametrize("protocol", KRAFT_ROWS)
+def test_kip_704_an_uncleanly_elected_leader_expands_the_isr_at_once(protocol):
+    """3.2.0 to trunk of October 2024: ``Partition.makeLeader`` marks a RECOVERING partition RECOVERED at once ("Leader
+    log recovery is not implemented"), so the new leader's first AlterPartition, an expansion, carries RECOVERED and the
+    controller accepts it (``validateAlterPartitionData`` rejects only RECOVERING with more than one ISR member)."""
+    scenario = load_scenario(os.path.join(SCENARIOS, "kip-704-unclean-leader-expands-the-isr-at-once.json"))
+    model = scenario_model(scenario, protocol)
+    result = replay_scenario(model, scenario)
+    assert result.outcome == "holds"
+    last = result.trace.steps[-1].state
+    assert (last.controller.leader, last.controller.isr) == (1, (0, 1)) and last.brokers[1].isr == (0, 1)

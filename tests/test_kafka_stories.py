@@ -89,6 +89,10 @@ LIVENESS_STORIES = {"kafka-10706-fix": "kafka-10706-truncation-never-completes.j
 
 #: flags with no story of their own, and why
 NO_STORY = {
+    "kafka-18635": "its harm is availability, not an invariant (a cleanly restarted ELR member is removed, and the "
+                   "partition stays offline when the last ISR member dies): its scenario "
+                   "kafka-18635-clean-restart-keeps-its-elr-membership is replayed on kraft-4.1, the flag both ways, in "
+                   "tests/test_kafka_kraft.py",
     "fenced-removes-partition": "the mechanism of KAFKA-7786's stall, told by the kafka-7786 story",
     "truncate-on-fetch": "KAFKA-10554 changes how truncation happens, not whether a story breaks; its fix stories are "
                          "KAFKA-13141, 13207, 14704 and 18991",

@@ -114,6 +114,8 @@ def build(constants: dict[str, Any], protocol: str = DEFAULT_PROTOCOL, features:
         unclean_shutdowns=constants.get("unclean_shutdowns", KRAFT_DEFAULTS["unclean_shutdowns"]),
         alter_losses=constants.get("alter_losses", KRAFT_DEFAULTS["alter_losses"]),
         metadata_lag=constants.get("metadata_lag", KRAFT_DEFAULTS["metadata_lag"]),
+        clean_shutdowns=constants.get("clean_shutdowns", KRAFT_DEFAULTS["clean_shutdowns"]),
+        fences=constants.get("fences", KRAFT_DEFAULTS["fences"]),
     )
 
 
@@ -161,6 +163,12 @@ INFO = register(
                      "registrations (fenced, in controlled shutdown, broker epoch) may be older than the controller's, "
                      "so its own ISR eligibility check passes on any of them (the controller's still applies)", int,
                      minimum=0, maximum=1),
+            Constant("clean_shutdowns", KRAFT_DEFAULTS["clean_shutdowns"], "kraft rows: clean shutdowns (a broker that "
+                     "leads nothing is fenced and stops, writing its clean shutdown file), at most", int, minimum=0,
+                     maximum=8),
+            Constant("fences", KRAFT_DEFAULTS["fences"], "kraft rows: running brokers fenced for missed heartbeats "
+                     "(they keep their log and fetcher and are unfenced when they heartbeat again), at most", int,
+                     minimum=0, maximum=8),
         ),
         build=build,
         protocols={r.name: r.summary for r in RELEASES},

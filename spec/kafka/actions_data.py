@@ -151,9 +151,10 @@ class DataPlaneActions:
         return with_broker(s, i, _leader_isr(leader, isr=isr), controller=_controller_isr(s.controller, isr=isr))
 
     # -- a follower's requests ------------------------------------------------------------------------------
-    def _follower_actions(self, s: KafkaState, i: int, follower: Broker, out: list) -> None:
+    def _follower_actions(self, s: KafkaState, i: int, follower: Broker, out: list, broker_epoch: int = UNDEFINED) -> None:
         """SendFetch / SendOffsetsForLeaderEpoch: the fetcher thread sends one request at a time to the
-        leader it follows and waits for the answer (``AbstractFetcherThread.doWork``)."""
+        leader it follows and waits for the answer (``AbstractFetcherThread.doWork``). ``broker_epoch`` is the
+        follower's broker epoch its Fetch carries (KIP-903 on KRaft: ``actions_kraft``; -1 otherwise)."""
         leader = follower.leader
         network = s.network
         if follower.fetch == NO_FETCHER or follower.pending_diverging or busy(network, i, leader):
@@ -163,7 +164,7 @@ class DataPlaneActions:
         current_epoch = follower.epoch if self._send_epoch else UNDEFINED  # KIP-320: currentLeaderEpoch
         if follower.fetch == FETCHING:
             last_fetched = latest_epoch(follower.cache) if self._on_fetch else UNDEFINED  # KAFKA-10554: lastFetchedEpoch
-            request = FetchRequest(FETCH, i, leader, current_epoch, len(follower.log), last_fetched)
+            request = FetchRequest(FETCH, i, leader, current_epoch, len(follower.log), last_fetched, broker_epoch)
             out.append((self._send_fetch[i][leader], with_network(s, add_messages(network, request))))
         elif follower.fetch == TRUNCATING and follower.cache:
             request = OffsetsRequest(OFFSETS_FOR_LEADER_EPOCH, i, leader, current_epoch if self._fencing else UNDEFINED,

@@ -33,7 +33,10 @@ On the KRaft rows the controller is the KRaft quorum controller, not ZooKeeper's
   min ISR are **eligible leader replicas** (``PartitionChangeBuilder.maybePopulateTargetElr``), and an
   unfenced ELR member is elected when the ISR is empty (``isValidNewLeader``). With
   ``clean-shutdown-detection`` a broker that registers after an unclean shutdown leaves the ISR and the ELR
-  (``ReplicationControlManager.handleBrokerUncleanShutdown``).
+  (``ReplicationControlManager.handleBrokerUncleanShutdown``): with ``kafka-18635`` (3.8.x, 4.1.x) one whose
+  registration does not carry its clean shutdown file's broker epoch, without it (3.9.x) every new incarnation.
+- **Clean shutdown** (``clean_shutdowns``): a broker that leads nothing is fenced at the end of its controlled
+  shutdown (SHUTDOWN_NOW) and stops cleanly, writing its clean shutdown file (a dead broker with ``stopping``).
 
 Faults: Crash keeps the log (a process crash: the page cache survives); UncleanShutdown(broker, keep) loses
 the log beyond ``keep`` records (bound ``unclean_shutdowns``): Kafka leaves flushing to the OS, so any
@@ -61,6 +64,9 @@ ProcessControlledShutdown          broker, leader              (shutdowns) the l
                                                                offline)
 Restart                            broker                      a fenced broker registers with a new broker
                                                                epoch and is unfenced
+CleanShutdown                      broker, leader              (clean_shutdowns) a broker that leads nothing
+                                                               is fenced and stops cleanly; ``leader`` is
+                                                               the leader afterwards
 =================================  ==========================  ============================================
 """
 
@@ -72,7 +78,6 @@ from spec.kafka.state import (
     ALTER_PARTITION_RESPONSE,
     DEAD,
     FENCED_LEADER_EPOCH,
-    FETCH,
     FETCH_RESPONSE,
     INELIGIBLE_REPLICA,
     INVALID_UPDATE_VERSION,
@@ -132,7 +137,8 @@ class KRaftActions:
     """The KRaft controller, AlterPartition, fencing and the unclean shutdown. Every method falls back to the
     ZooKeeper families (``super()``) on the rows without ``kraft``, so their state spaces are unchanged."""
 
-    def _init_kraft(self, alters: int, unclean_shutdowns: int, alter_losses: int = 0, metadata_lag: int = 0) -> None:
+    def _init_kraft(self, alters: int, unclean_shutdowns: int, alter_losses: int = 0, metadata_lag: int = 0,
+                    clean_shutdowns: int = 0, fences: int = 0) -> None:
         f = self.features
         self._kraft = f.kraft
         # the bounds of the KRaft rows are inert on the ZooKeeper rows (their fault is lossy-crash), as the bounds of
@@ -141,6 +147,8 @@ class KRaftActions:
         self.max_unclean_shutdowns = unclean_shutdowns
         self.max_alter_losses = alter_losses
         self.metadata_lag = bool(metadata_lag)
+        self.max_clean_shutdowns = clean_shutdowns
+        self.max_fences = fences
         self._elr = f.kip_966_elr
         #: KIP-966's detection acts only where ELR is supported (``handleBrokerUncleanShutdown``: isElrSupported)
         self._detect_unclean = f.clean_shutdown_detection and f.kip_966_elr
@@ -156,6 +164,10 @@ class KRaftActions:
                 self.constants["alter_losses"] = alter_losses
             if metadata_lag:
                 self.constants["metadata_lag"] = metadata_lag
+            if clean_shutdowns:
+                self.constants["clean_shutdowns"] = clean_shutdowns
+            if fences:
+                self.constants["fences"] = fences
             # ``kmc matrix`` checks a KRaft row at its own bounds (an instance attribute over the class's)
             self.matrix_bounds = dict(KRAFT_MATRIX_BOUNDS)
             self.matrix_bound_sets = _kraft_bound_sets
@@ -169,6 +181,8 @@ class KRaftActions:
                                 for b in ids]
         self._unclean_shutdown = [[a("UncleanShutdown", (("broker", b), ("keep", k))) for k in range(self.max_records + 1)]
                                   for b in ids]
+        self._clean_shutdown = [[a("CleanShutdown", (("broker", b), ("leader", x))) for x in range(-1, self.n)] for b in ids]
+        self._unfence = [[a("UnfenceBroker", (("broker", b), ("leader", x))) for x in range(-1, self.n)] for b in ids]
 
     # -- partition changes by the controller ---------------------------------------------------------------
     def _unfenced(self, s: KafkaState, b: int) -> bool:
@@ -203,8 +217,10 @@ class KRaftActions:
         # a change that keeps the leader epoch (an ISR change) is sent to the leader only: a follower does nothing with
         # the ISR or the partition epoch until a change of leader epoch, which every live broker replays
         to = range(self.n) if new_epoch != c.epoch else (leader,) if leader != NO_LEADER else ()
-        sent = tuple([LeaderAndIsr(LEADER_AND_ISR, r, new_epoch, leader, isr, c.registered[r], s.brokers[r].incarnation,
-                                   partition_epoch)
+        # a metadata record is not addressed to a registration: a fenced broker that runs replays it too (its own
+        # broker epoch, which is the registered one whenever it is unfenced)
+        sent = tuple([LeaderAndIsr(LEADER_AND_ISR, r, new_epoch, leader, isr, s.brokers[r].broker_epoch,
+                                   s.brokers[r].incarnation, partition_epoch)
                       for r in to if s.brokers[r].alive])
         return s.with_(controller=controller, network=add_messages(s.network, *sent))
 
@@ -229,6 +245,11 @@ class KRaftActions:
         for b in range(self.n):
             if not brokers[b].alive and c.registered[b] != DEAD:
                 self._fence_actions(s, b, add)
+            elif c.registered[b] != DEAD:
+                if s.fences < self.max_fences:
+                    self._fence_running_actions(s, b, add)
+            elif brokers[b].alive:
+                self._unfence_actions(s, b, add)
         if c.leader == NO_LEADER:
             for b in self._candidates(s, c.isr, c.elr):
                 t = self._elect_from(s, b, c.isr)
@@ -281,6 +302,38 @@ class KRaftActions:
             t = self._partition_change(fenced, c.leader, isr)
         if t is not None:
             add((table[t.controller.leader + 1], t))
+
+    def _fence_running_actions(self, s: KafkaState, i: int, add) -> None:
+        """FenceBroker of a running broker (bound ``fences``): its heartbeats stop reaching the controller (a pause, a
+        network partition from the quorum) and its session expires (3.5.0 ``QuorumController.rescheduleMaybeFenceStaleBrokers``
+        -> ``ReplicationControlManager.maybeFenceOneStaleBroker`` -> ``handleBrokerFenced``, ``BrokerHeartbeatManager
+        .findOneStaleBroker``): the same partition change as a dead broker's (out of the ISR, the last member kept unless
+        ELR; a new leader if it led). The broker keeps running: its log, its fetcher and, until it replays the change,
+        its view of the partition (a fenced leader goes on as leader of its epoch until then)."""
+        fenced: list = []
+        self._fence_actions(s, i, fenced.append)
+        for act, t in fenced:
+            add((act, t.with_(fences=s.fences + 1)))
+
+    def _unfence_actions(self, s: KafkaState, i: int, add) -> None:
+        """UnfenceBroker(broker, leader): a running broker that was fenced heartbeats again and is unfenced with the
+        broker epoch of its registration (3.5.0 ``BrokerHeartbeatManager.calculateNextBrokerState``: FENCED ->
+        UNFENCED once ``currentMetadataOffset >= registerBrokerRecordOffset``, which a running broker has long
+        replayed; ``ReplicationControlManager.handleBrokerUnfenced``: the registration change, and a leader for a
+        partition with none, from its ISR (KIP-966: ELR) with the broker now active: ``generateLeaderAndIsrUpdates(...,
+        brokersToIsrs.partitionsWithNoLeader())``); ``leader`` is the leader afterwards."""
+        b = s.brokers[i]
+        c = s.controller
+        unfenced = s.with_(controller=c.with_(registered=replace_at(c.registered, i, b.broker_epoch)))
+        table = self._unfence[i]
+        candidates = self._candidates(unfenced, c.isr, c.elr) if c.leader == NO_LEADER else []
+        if not candidates:
+            add((table[c.leader + 1], unfenced))
+            return
+        for r in candidates:  # not enabled beyond the epoch bound, as every election
+            t = self._elect_from(unfenced, r, c.isr)
+            if t is not None:
+                add((table[r + 1], t))
 
     # -- the leader's AlterPartition -------------------------------------------------------------------------
     def _leader_actions(self, s: KafkaState, i: int, leader: Broker, out: list) -> None:
@@ -460,17 +513,13 @@ class KRaftActions:
 
     # -- KIP-903: the follower's broker epoch in its fetch ------------------------------------------------------
     def _follower_actions(self, s: KafkaState, i: int, follower: Broker, out: list) -> None:
+        """SendFetch with KIP-903 on KRaft: the Fetch carries the follower's broker epoch (3.5.0
+        ``RemoteLeaderEndPoint.buildFetch``: ``FetchRequest.Builder.forReplica(version, brokerId, brokerEpochSupplier(), ...)``,
+        FetchRequest v15 ``ReplicaState.ReplicaEpoch``), given to the action that builds the request."""
         if not (self._kraft and self.features.kip_903):
             super()._follower_actions(s, i, follower, out)
             return
-        sent: list = []
-        super()._follower_actions(s, i, follower, sent)
-        for act, t in sent:
-            if act.name == "SendFetch":
-                request = next(m for m in t.network if m.kind == FETCH and m.src == i)
-                stamped = request.with_(broker_epoch=follower.broker_epoch)  # FetchRequest v15 ReplicaState.ReplicaEpoch
-                t = t.with_(network=add_messages(remove_message(t.network, request), stamped))
-            out.append((act, t))
+        super()._follower_actions(s, i, follower, out, broker_epoch=follower.broker_epoch)
 
     def _serve_fetch_state(self, s: KafkaState, m) -> KafkaState:
         """ServeFetch; with KIP-903 a fetch the leader accepts records the follower's broker epoch with its fetch
@@ -506,6 +555,8 @@ class KRaftActions:
         self._replica_actions(s, i, b, out)  # spec.kafka.model: the same under either controller
         if s.shutdowns < self.max_shutdowns and not b.stopping and s.controller.leader == i:
             self._controlled_shutdown_actions(s, i, b, add)
+        if s.clean_shutdowns < self.max_clean_shutdowns:
+            self._clean_shutdown_actions(s, i, b, add)
         if s.crashes < self.max_crashes:
             add((self._crash[i], self._kraft_crash(s, i, len(b.log))))
         if s.unclean_shutdowns < self.max_unclean_shutdowns:
@@ -524,8 +575,9 @@ class KRaftActions:
         shutdown (``Broker.stopping``): not electable (``ClusterControlManager.active``) and, with ``kip-841``, not
         eligible to join the ISR (``Partition.isReplicaIsrEligible``: ``isBrokerShuttingDown``;
         ``ineligibleReplicasForIsr``: ``inControlledShutdown``). A broker that leads nothing goes straight to
-        SHUTDOWN_NOW, which fences it (``handleBrokerFenced``) and stops it: the model's Crash (which keeps the log)
-        and FenceBroker, so only the leader has this step; the leader's SHUTDOWN_NOW that follows is the same Crash.
+        SHUTDOWN_NOW, which fences it (``handleBrokerFenced``) and stops it: the model's CleanShutdown (with its clean
+        shutdown file; or Crash and FenceBroker, without), so only the leader has this step; the leader's SHUTDOWN_NOW
+        that follows is the same CleanShutdown (or Crash).
         The heartbeat and the controller's handling are one step: the broker's view of its own shutdown is the
         controller's."""
         c = s.controller
@@ -549,6 +601,29 @@ class KRaftActions:
             if t is not None:
                 add((table[0], t))
 
+    def _clean_shutdown_actions(self, s: KafkaState, i: int, b: Broker, add) -> None:
+        """CleanShutdown(broker, leader) (bound ``clean_shutdowns``): a broker that leads nothing (a leader first hands
+        its leadership on: ProcessControlledShutdown) ends its controlled shutdown and stops cleanly. The controller
+        answers its heartbeat with ``wantShutDown`` SHUTDOWN_NOW (3.8.0 ``BrokerHeartbeatManager
+        .calculateNextBrokerState``: no leaderships left) and fences it (``ReplicationControlManager
+        .processBrokerHeartbeat``: ``case SHUTDOWN_NOW: handleBrokerFenced``: out of the ISR, into the ELR where
+        ``maybePopulateTargetElr`` puts it; FenceBroker's partition change, ``leader`` the leader afterwards); the
+        broker then shuts its log manager down, which writes the clean shutdown file with its broker epoch (3.8.0
+        ``BrokerServer.shutdown`` -> ``LogManager.shutdown(lifecycleManager.brokerEpoch)``,
+        ``CleanShutdownFileHandler.write``): a dead broker with ``stopping`` set. Its log is kept whole. The wait for
+        the broker's metadata offset to reach the controlled shutdown offset is not modelled (the model's metadata is
+        the LeaderAndIsr each broker replays, late)."""
+        if s.controller.registered[i] == DEAD or s.controller.leader == i:
+            return  # guard: a fenced broker's heartbeat is refused; a leader is moved first (CONTROLLED_SHUTDOWN)
+        t = self._kraft_crash(s, i, len(b.log))
+        stopped = with_broker(t, i, t.brokers[i].with_(stopping=True), crashes=s.crashes,
+                              clean_shutdowns=s.clean_shutdowns + 1)
+        fenced: list = []
+        self._fence_actions(stopped, i, fenced.append)
+        table = self._clean_shutdown[i]
+        for act, u in fenced:
+            add((table[dict(act.params)["leader"] + 1], u))
+
     def _kraft_crash(self, s: KafkaState, i: int, keep: int) -> KafkaState:
         """Crash / UncleanShutdown: ``_crash_state`` (in-memory state and the broker's connections lost, ``keep``
         records of the log kept), and the KRaft in-memory state (partition epoch, pending AlterPartition, the
@@ -558,15 +633,24 @@ class KRaftActions:
         return with_broker(t, i, dead)
 
     def _kraft_restart_state(self, s: KafkaState, i: int) -> KafkaState | None:
-        """Restart on KRaft: the broker registers with a new broker epoch (``ClusterControlManager.registerBroker``)
-        and is unfenced; with ``clean-shutdown-detection`` (every restart in the model follows a crash) it is
-        removed from the ISR and the ELR (``handleBrokerUncleanShutdown``). It then replays the partition's
-        current state."""
-        reborn = self._reborn(s.brokers[i])
+        """Restart on KRaft: the broker registers as a new incarnation with a new broker epoch
+        (``ClusterControlManager.registerBroker``) and is unfenced. With ``clean-shutdown-detection`` the registration
+        is removed from the ISR and the ELR (``brokerUncleanShutdownHandler.addRecordsForShutdown`` ->
+        ``ReplicationControlManager.handleBrokerUncleanShutdown``, which acts only where ELR is supported): on 3.9.x
+        (KAFKA-16952, 2fd00ce5367: ``!request.incarnationId().equals(prevIncarnationId)``) every new incarnation, clean
+        shutdown or not; with ``kafka-18635`` (as 3.8.0: ``request.previousBrokerEpoch() != existing.epoch()``) only one
+        whose previous broker epoch, read from its clean shutdown file (``LogManager.readBrokerEpochFromCleanShutdownFiles``,
+        ``BrokerLifecycleManager`` ``previousBrokerEpoch``; -1 without the file), is not its registered one: a broker
+        that crashed (Crash, UncleanShutdown), not one that stopped cleanly (CleanShutdown: dead with ``stopping``).
+        It then replays the partition's current state."""
+        before = s.brokers[i]
+        clean = not before.alive and before.stopping  # its clean shutdown file holds the registered broker epoch
+        reborn = self._reborn(before)
         c = s.controller
         s = with_broker(s, i, reborn, controller=c.with_(registered=replace_at(c.registered, i, reborn.broker_epoch)))
         c = s.controller
-        if self._detect_unclean and (i in c.isr or i in c.elr):
+        unclean = not (clean and self.features.kafka_18635)
+        if self._detect_unclean and unclean and (i in c.isr or i in c.elr):
             isr = tuple([r for r in c.isr if r != i])
             s = s.with_(controller=c.with_(elr=tuple([r for r in c.elr if r != i])))
             return self._partition_change(s, c.leader if c.leader != i else NO_LEADER, isr, unclean_replica=i)

@@ -374,17 +374,6 @@ def _inflight(m: Any) -> bool:
     return bool(m.max_inflight)
 
 
-def _stamps_fetch(m: Any) -> bool:
-    """KIP-903 on KRaft (``actions_kraft._follower_actions``): SendFetch stamps the first Fetch from the follower in
-    flight, which is another leader's when an older request to it is still there: it reads and writes every channel
-    of the follower's Fetch requests."""
-    return m._kraft and m.features.kip_903
-
-
-def FETCHES(follower: str) -> Template:
-    return lambda p, n, k: [("net", "fetch", p[follower], j) for j in range(n)]
-
-
 def _halts(m: Any) -> bool:
     """Before 2.1.0 a follower ahead of its leader halts its broker on OFFSET_OUT_OF_RANGE (unless unclean election)."""
     return not m._fencing and not m.features.unclean
@@ -458,8 +447,8 @@ FOOTPRINTS: tuple[Footprint, ...] = (
     # -- a follower's requests and their answers ------------------------------------------------------------------
     Footprint("SendFetch", ("follower", "leader"),
               (B("follower", *_FOLLOWER_SEND_READS), B("leader", "alive"), PAIR("follower", "leader"),
-               when(_inflight, DATA_NET()), when(_stamps_fetch, FETCHES("follower"))),
-              (NET("fetch", "follower", "leader"), BUSY("follower", "leader"), when(_stamps_fetch, FETCHES("follower"))),
+               when(_inflight, DATA_NET())),
+              (NET("fetch", "follower", "leader"), BUSY("follower", "leader")),
               (alive("follower"), follows("follower", "leader"), alive("leader"), fetch_state("follower", FETCHING),
                idle("follower", "leader"))),
     Footprint("SendOffsetsForLeaderEpoch", ("follower", "leader"),
@@ -519,7 +508,8 @@ FOOTPRINTS: tuple[Footprint, ...] = (
         ("BumpLeaderEpoch", ("leader",)), ("FenceBroker", ("broker",)), ("ProcessControlledShutdown", ("broker",)),
         ("ShrinkIsr", ("leader", "follower")), ("ExpandIsr", ("leader", "follower")), ("ProcessAlterPartition", ("leader",)),
         ("ReceiveAlterPartitionResponse", ("leader",)), ("LoseAlterPartitionResponse", ("leader",)),
-        ("Restart", ("broker",)))),
+        ("Restart", ("broker",)), ("CleanShutdown", ("broker",)),
+        ("UnfenceBroker", ("broker",)))),
     _crash("UncleanShutdown", _kraft),
     # -- the consumers (spec.kafka.clients): they read the brokers, the controller and the consumers ----------------
     *(Footprint(name, ("consumer",), EVERYTHING) for name in (

@@ -160,7 +160,8 @@ ACKS_MATRIX_BOUNDS = ("records=2", "epochs=2", "crashes=1", "acks=-1")
 CONSUMED_MATRIX_BOUNDS = ("records=1", "epochs=2", "crashes=1", "consumers=1")
 SKIP_MATRIX_BOUNDS = ("records=2", "epochs=2", "crashes=1", "consumers=1")
 #: the KRaft rows' own bounds (``spec.kafka.actions_kraft``): listed in a model's constants on those rows only
-KRAFT_DEFAULTS = {"alters": 2, "unclean_shutdowns": 0, "alter_losses": 0, "metadata_lag": 0}
+KRAFT_DEFAULTS = {"alters": 2, "unclean_shutdowns": 0, "alter_losses": 0, "metadata_lag": 0, "clean_shutdowns": 0,
+                  "fences": 0}
 
 
 # the updates of the hot path, generated once from the field names (``spec.kafka.state.updater``)
@@ -254,6 +255,8 @@ class KafkaModel(ClientActions, KRaftActions, ControlPlaneActions, DataPlaneActi
         unclean_shutdowns: int = 0,
         alter_losses: int = 0,
         metadata_lag: int = 0,
+        clean_shutdowns: int = 0,
+        fences: int = 0,
     ) -> None:
         self.n = brokers
         self.max_records = records
@@ -320,7 +323,7 @@ class KafkaModel(ClientActions, KRaftActions, ControlPlaneActions, DataPlaneActi
                          for b in ids]
         self._init_clients(acks, min_isr, consumers, consumer_inflight)
         # KRaft rows (spec.kafka.actions_kraft): after min_isr is known
-        self._init_kraft(alters, unclean_shutdowns, alter_losses, metadata_lag)
+        self._init_kraft(alters, unclean_shutdowns, alter_losses, metadata_lag, clean_shutdowns, fences)
 
     # -- the model interface -------------------------------------------------------------------------
     def state_types(self) -> tuple[type, ...]:

@@ -61,6 +61,7 @@ class Features:
     kafka_15583: bool = False  # 3.7.0: the leader's HW does not advance while the ISR is below min.insync.replicas
     kip_966_elr: bool = False  # 3.7.0 code, on by default in 4.1.0: strict min ISR and eligible leader replicas
     clean_shutdown_detection: bool = False  # KIP-966 (3.8.0): an unclean restart leaves the ISR and the ELR
+    kafka_18635: bool = False  # 4.1.0: a clean restart keeps ISR/ELR membership again (3.9.x removes every restart)
 
     def flag(self, name: str) -> bool:
         return bool(getattr(self, _field_name(name)))
@@ -140,6 +141,9 @@ FLAGS: dict[str, str] = {
     "kip-966-elr": "KIP-966: eligible leader replicas (replicas leaving an ISR below min ISR stay electable)",
     "clean-shutdown-detection": "KIP-966: a broker registering after an unclean shutdown is removed from the ISR "
                                 "and the ELR",
+    "kafka-18635": "KAFKA-18635: only a registration whose previous broker epoch is not the registered one (no clean "
+                   "shutdown file) is removed from the ISR and the ELR; without it (3.9.x, KAFKA-16952) every new "
+                   "incarnation is, clean shutdown or not",
 }
 assert set(FLAGS) == {f.name.replace("_", "-") for f in fields(Features)}
 
@@ -170,7 +174,7 @@ _3_9_1 = replace(_3_4_1, kafka_15583=True, kafka_18991=True)  # kafka-15583: 3.7
 _KRAFT_3_3 = replace(_2_8_1, kraft=True, kip_841=True)
 _KRAFT_3_5 = replace(_3_4_1, kraft=True, kip_841=True, kip_903=True)
 _KRAFT_4_1 = replace(_3_9_1, kraft=True, kip_841=True, kip_903=True, kafka_15021=True, kip_966_elr=True,
-                     clean_shutdown_detection=True)
+                     clean_shutdown_detection=True, kafka_18635=True)
 
 
 @dataclass(frozen=True)
@@ -287,6 +291,8 @@ REQUIRES: dict[str, tuple[str, object]] = {
     "kip-966-elr": ("the KRaft controller (a kraft-* protocol)", lambda f: f.kraft),
     "clean-shutdown-detection": ("kip-966-elr (KIP-966: the detection acts only where ELR is supported)",
                                  lambda f: f.kraft and f.kip_966_elr),
+    "kafka-18635": ("clean-shutdown-detection (KAFKA-18635 changes which registrations it removes)",
+                    lambda f: f.kraft and f.kip_966_elr and f.clean_shutdown_detection),
 }
 
 

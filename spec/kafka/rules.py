@@ -371,9 +371,10 @@ RULES: tuple[Rule, ...] = (
          "ClusterControlManager.java active (not fenced, not in controlled shutdown)",
          "actions_kraft._controlled_shutdown_actions (ProcessControlledShutdown(broker, leader)), _unfenced",
          abstraction="the heartbeat and its handling are one step, and only the partition's leader takes it (a broker "
-                     "that leads nothing goes to SHUTDOWN_NOW at once: fenced and stopped, which the model's Crash, "
-                     "keeping the log, and FenceBroker already are); the leader's SHUTDOWN_NOW that follows is a Crash "
-                     "too (bound crashes); bound shutdowns (0 by default)"),
+                     "that leads nothing goes to SHUTDOWN_NOW at once: fenced and stopped, which the model's "
+                     "CleanShutdown is, bound clean_shutdowns, or Crash and FenceBroker without the clean shutdown "
+                     "file); the leader's SHUTDOWN_NOW that follows is a CleanShutdown or a Crash the same way; bound "
+                     "shutdowns (0 by default)"),
     Rule("the fetch carries the follower's broker epoch and AlterPartition each proposed member's; a replica whose "
          "fetch state is from an earlier registration is ineligible", "KIP-903", "3.5.0", "3.5.0 and later "
          "(KAFKA-14617: 79b5f7f1ce2, 8c88cdb7186, d5e216d6183)",
@@ -400,16 +401,72 @@ RULES: tuple[Rule, ...] = (
          "electAnyLeader", "actions_kraft._partition_change, _controller_actions", flag="kip-966-elr",
          abstraction="no last-known-leader election (KIP-966's balanced recovery)"),
     Rule("a broker that registers as a new incarnation is removed from the ISR and the ELR", "KIP-966 "
-         "(KAFKA-15582, KAFKA-15586; KAFKA-16952)", "3.8.0", "3.8.0 and later, where ELR is supported: 3.8.x removes a "
-         "broker whose registration does not carry its previous broker epoch (an unclean shutdown); 3.9.0 and later "
-         "(KAFKA-16952, 2fd00ce5367) remove every registration with a new incarnation id, clean shutdown or not",
-         "3.9.0 metadata/.../controller/ClusterControlManager.java registerBroker (!request.incarnationId().equals("
+         "(KAFKA-15582, KAFKA-15586; KAFKA-16952)", "3.8.0", "3.8.0 and later, where ELR is supported: 3.8.x and (with "
+         "kafka-18635) 4.1.x remove a broker whose registration does not carry its registered broker epoch as its "
+         "previous one (no clean shutdown file: a crash); 3.9.x (KAFKA-16952, 2fd00ce5367) removes every registration "
+         "with a new incarnation id, clean shutdown or not (3.7.x only logs it: a TODO)",
+         "3.9.0-rc3 metadata/.../controller/ClusterControlManager.java registerBroker (!request.incarnationId().equals("
          "prevIncarnationId) -> brokerUncleanShutdownHandler.addRecordsForShutdown); 3.8.0 the same method "
-         "(request.previousBrokerEpoch() != existing.epoch()); ReplicationControlManager.java "
-         "handleBrokerUncleanShutdown; PartitionChangeBuilder.java maybePopulateTargetElr (uncleanShutdownReplicas)",
+         "(version < 2 || existing == null || request.previousBrokerEpoch() != existing.epoch()); "
+         "ReplicationControlManager.java handleBrokerUncleanShutdown (isElrSupported); PartitionChangeBuilder.java "
+         "maybePopulateTargetElr (uncleanShutdownReplicas)",
          "actions_kraft._kraft_restart_state", flag="clean-shutdown-detection",
-         abstraction="the kraft-4.1 row follows 3.9.0+: every restart is a new incarnation and is removed, which is "
-                     "also what 3.8 does after a crash; 3.8's clean restart that keeps the membership is not a row"),
+         abstraction="no 3.8 or 3.9 KRaft row: kraft-4.1 is 4.1 (kafka-18635 on); kafka-18635=off is 3.9.x's rule"),
+    Rule("a registration with the incarnation id already registered amends it and keeps its broker epoch and fencing "
+         "state; a new incarnation gets a new broker epoch, and is refused while the old one's session lives",
+         "KIP-631; KAFKA-16952 (2fd00ce5367)", "3.3.0", "every KRaft release; the same-incarnation case keeps the broker "
+         "epoch from 3.9.0 (3.7.x and 3.8.x bumped it)",
+         "3.9.0-rc3 metadata/.../controller/ClusterControlManager.java registerBroker (hasValidSession -> "
+         "DuplicateBrokerRegistrationException; setBrokerEpoch(existing.epoch()) for the same incarnation id); 3.5.0 the "
+         "same method", "actions_kraft._kraft_restart_state (every registration is a new incarnation, once fenced)",
+         abstraction="a same-incarnation re-registration happens only when a running broker re-registers on a metadata "
+                     "version upgrade (KIP-858's directory ids), which the model has no step for: every registration in "
+                     "the model is a restarted broker's, with a new incarnation id and broker epoch"),
+    Rule("a clean restart keeps its ISR/ELR membership again: the unclean shutdown check reads the previous broker "
+         "epoch again", "KAFKA-18635", "4.1.0", "4.1.x (apache/kafka PR 18277, reviewed in January 2025 and "
+         "merged to trunk, months before 4.1.0; the 4.x sources are not among the tags read here: the change is "
+         "read from the pull request, and whether 4.0.0 has it is not settled)",
+         "3.8.0 metadata/.../controller/ClusterControlManager.java registerBroker (the check it restores: "
+         "request.previousBrokerEpoch() != existing.epoch()); 3.8.0 core/.../log/LogManager.scala shutdown(brokerEpoch) "
+         "(CleanShutdownFileHandler.write), readBrokerEpochFromCleanShutdownFiles; BrokerServer.scala shutdown "
+         "(logManager.shutdown(lifecycleManager.brokerEpoch)), startup (lifecycleManager.start(..., previousBrokerEpoch))",
+         "actions_kraft._kraft_restart_state, _clean_shutdown_actions", flag="kafka-18635"),
+    Rule("a broker that leads nothing ends its controlled shutdown: fenced (SHUTDOWN_NOW), it stops and writes its "
+         "clean shutdown file", "KIP-631, KIP-966", "3.3.0", "every KRaft release (the clean shutdown file from 3.8.0)",
+         "3.8.0 metadata/.../controller/BrokerHeartbeatManager.java calculateNextBrokerState (SHUTDOWN_NOW when no "
+         "leaderships); ReplicationControlManager.java processBrokerHeartbeat (case SHUTDOWN_NOW: handleBrokerFenced); "
+         "core/.../server/BrokerServer.scala shutdown",
+         "actions_kraft._clean_shutdown_actions (bound clean_shutdowns)",
+         abstraction="the controller's wait for the broker's metadata offset to reach the controlled shutdown offset "
+                     "is not modelled; a Crash stands for any other stop (no clean shutdown file)"),
+    Rule("a running broker whose heartbeats stop is fenced: out of the ISR (the last member kept unless ELR), a new "
+         "leader if it led; it keeps running, its log and its fetcher", "KIP-631", "3.3.0 (KRaft GA)",
+         "every KRaft release", "3.5.0 metadata/.../controller/QuorumController.java rescheduleMaybeFenceStaleBrokers; "
+         "ReplicationControlManager.java maybeFenceOneStaleBroker -> handleBrokerFenced; BrokerHeartbeatManager.java "
+         "findOneStaleBroker", "actions_kraft._fence_running_actions, _fence_actions (bound fences)",
+         abstraction="the session timeout is one step; the fenced broker's own view changes only as it replays "
+                     "the partition change"),
+    Rule("a fenced running broker that heartbeats again is unfenced with its registration's broker epoch; a "
+         "partition with no leader gets one from its ISR (KIP-966: ELR) in the same change", "KIP-631", "3.3.0",
+         "every KRaft release", "3.5.0 metadata/.../controller/BrokerHeartbeatManager.java calculateNextBrokerState "
+         "(FENCED -> UNFENCED once currentMetadataOffset >= registerBrokerRecordOffset); ReplicationControlManager.java "
+         "handleBrokerUnfenced (generateLeaderAndIsrUpdates over partitionsWithNoLeader); 3.9.0-rc3 the same methods",
+         "actions_kraft._unfence_actions",
+         abstraction="the metadata-offset condition always holds for a broker that kept running (it replayed its "
+                     "registration long ago); the model elects any unfenced ISR (ELR) member, Kafka the first in "
+                     "replica order"),
+    Rule("an uncleanly elected leader's partition is RECOVERING; the controller rejects a RECOVERING AlterPartition "
+         "with more than one ISR member and RECOVERED -> RECOVERING", "KIP-704 (KAFKA-13587, 52621613fd3)", "3.2.0",
+         "3.2.0 and later, KRaft and (IBP >= 3.2-IV0) ZooKeeper controllers alike; no release's leader waits: it marks "
+         "the partition RECOVERED as it becomes leader, so its first AlterPartition (an expansion) is accepted",
+         "3.2.0 metadata/.../controller/PartitionChangeBuilder.java electLeader (setLeaderRecoveryState(RECOVERING) on "
+         "an unclean election); ReplicationControlManager.java validateAlterPartitionData; core/.../controller/"
+         "Election.scala leaderForOffline (newRecoveringLeaderAndIsr), KafkaController.scala processAlterPartition; "
+         "core/src/main/scala/kafka/cluster/Partition.scala makeLeader ('Leader log recovery is not implemented. "
+         "Marking the topic partition as RECOVERED'); the same in 3.9.0-rc3 and trunk of October 2024",
+         "actions_kraft._process_alter_partition, _controller_actions (UncleanLeaderElection)",
+         abstraction="no LeaderRecoveryState in the state: RECOVERING lasts until the new leader replays its election, "
+                     "which no step of the model can observe (the leader neither waits nor sends RECOVERING)"),
     Rule("an unclean shutdown loses the unflushed suffix of the log (any suffix: Kafka leaves flushing to the OS, "
          "log.flush.interval.messages is unbounded by default); a disk loss is one that keeps nothing", "KIP-966", "-",
          "every release (a fault with its own bound, unclean_shutdowns; on the KRaft rows)",

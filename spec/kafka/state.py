@@ -86,6 +86,7 @@ class Broker(NamedTuple):
     remote: tuple[int, ...]  # as leader: each replica's LEO from its last fetch (-1 unknown); () otherwise
     broker_epoch: int  # KIP-380 generation: given by the registration of this incarnation, increases
     stopping: bool  # it sent a ControlledShutdown in this incarnation (its replicas are being stopped)
+    # (KRaft rows: a dead broker with ``stopping`` stopped cleanly: its clean shutdown file holds its broker epoch)
     # -- ghosts (read by invariants only, never by the protocol) --
     incarnation: int  # how many times it restarted
     stale: bool  # it applied a control request meant for an earlier incarnation of itself (sticky)
@@ -293,11 +294,13 @@ class KafkaState(NamedTuple):
     unclean_shutdowns: int = 0
     alters: int = 0  # KRaft: AlterPartition requests sent so far (bound ``alters``)
     alter_losses: int = 0  # KRaft: AlterPartition answers lost (the request sent again) so far (bound ``alter_losses``)
+    clean_shutdowns: int = 0  # KRaft: clean shutdowns so far (bound ``clean_shutdowns``)
+    fences: int = 0  # KRaft: running brokers fenced for missed heartbeats so far (bound ``fences``)
     #: how traces show and exchange the fields (read by ``traces`` only, never by the checker):
     #: ``kmc trace show`` hides bound counters and ghosts unless ``--all``; ITF writes a sorted tuple
     #: that stands for a set as ``#set`` and a tuple indexed by broker id as ``#map``
     BOOKKEEPING_FIELDS = ("produced", "crashes", "bumps", "shutdowns", "bounces", "losses", "unclean_shutdowns",
-                          "alters", "alter_losses")
+                          "alters", "alter_losses", "clean_shutdowns", "fences")
     GHOST_FIELDS = ("committed", "acked")
     SET_FIELDS = ("network", "committed", "acked")
     MAP_FIELDS = ("brokers",)

@@ -49,11 +49,13 @@ ACTION_FUNCTIONS: Mapping[str, tuple[str, ...]] = {
     "ControlledShutdown": ("_controlled_shutdowns",),
     "Bounce": ("_bounce_state", "_reborn"),
     # KRaft (actions_kraft)
-    "FenceBroker": ("_fence_actions", "_unfenced", "_partition_change"),
+    "FenceBroker": ("_fence_actions", "_fence_running_actions", "_unfenced", "_partition_change"),
     "ProcessAlterPartition": ("_process_alter_partition", "_partition_change", "_ineligible"),
     "LoseAlterPartitionResponse": ("_lose_alter_response",),
     "ReceiveAlterPartitionResponse": ("_receive_alter_response",),
     "UncleanShutdown": ("_kraft_broker_actions", "_kraft_crash", "_restart_state"),
+    "CleanShutdown": ("_clean_shutdown_actions", "_fence_actions", "_partition_change"),
+    "UnfenceBroker": ("_unfence_actions", "_candidates", "_partition_change"),
     # clients (spec.kafka.clients)
     "ConsumerMetadata": ("_metadata_state",),
     "ConsumerSendFetch": ("_consumer_fetch_state", "_delayed_consumer_actions"),
