@@ -29,6 +29,7 @@ from checker import checkpoint as ckpt
 from checker import frontier as frontier_store
 from checker import por
 from checker.frontier import FrontierStore, store_of
+from checker.levels import MEMORY_BUDGET, BudgetExceeded, LevelSearch, run_levels
 from checker.result import CheckResult, Discovery, OutDegree, Verdict, Violation, collision_estimates
 from checker.safe_io import interrupts_deferred
 from checker.search import (
@@ -36,7 +37,6 @@ from checker.search import (
     Progress,
     SearchOptions,
     SearchState,
-    budget_reason,
     rebuild_trace,
     uses_bounds,
     uses_symmetry,
@@ -106,12 +106,6 @@ def _blocks(frontier: Any) -> Any:
     return (frontier[i:i + size] for i in range(0, len(frontier), size))
 
 
-class BudgetExceeded(Exception):
-    def __init__(self, reason: str) -> None:
-        super().__init__(reason)
-        self.reason = reason
-
-
 def rss_mb() -> float:
     try:
         with open("/proc/self/statm") as f:
@@ -122,7 +116,6 @@ def rss_mb() -> float:
         return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
 
 
-MEMORY_BUDGET = "memory budget"
 #: share of the memory budget past which the parent log is kept on disk
 SPILL_AT = 0.5
 #: share of the memory budget the two frontier stores (the frontier and the level being built) may
@@ -148,22 +141,6 @@ FRONTIER_OBJECT_STATES: int | None = None
 #: records, memory-mapped only when a trace is rebuilt or a checkpoint written): 16 bytes a state
 #: less in memory for a sequential write a level. False: kept in memory until ``SPILL_AT``.
 PARENTS_ON_DISK = True
-DEFAULT_CHECKPOINT_DIR = "kmc-checkpoints"
-
-
-def budget_checkpoint_path(reason: str | None, model: Model, options: SearchOptions) -> str | None:
-    """Where a run that stops on a budget saves its checkpoint: ``--checkpoint`` if given; when the
-    memory budget runs out without one, ``kmc-checkpoints/<model>.ckpt`` (a run too big for this
-    machine should not lose its work); otherwise nowhere."""
-    if not reason:
-        return None
-    if options.checkpoint_path:
-        return options.checkpoint_path
-    if reason.startswith(MEMORY_BUDGET):
-        os.makedirs(DEFAULT_CHECKPOINT_DIR, exist_ok=True)
-        name = "".join(c if c.isalnum() or c in "-_." else "-" for c in model.name)
-        return os.path.join(DEFAULT_CHECKPOINT_DIR, f"{name}.ckpt")
-    return None
 
 
 def object_states(memory_budget_mb: float) -> float:
@@ -182,7 +159,7 @@ def default_memory_budget_mb() -> float:
         return float("inf")
 
 
-class LocalBFS:
+class LocalBFS(LevelSearch):
     engine = "bfs"
 
     def __init__(self, model: Model, options: SearchOptions) -> None:
@@ -225,35 +202,29 @@ class LocalBFS:
                 st.log.spill(self._spill_dir())
         else:
             st = self._initial_level()
-        base_elapsed = st.elapsed
-        self._started = started - base_elapsed
-        last_checkpoint = time.monotonic()
-        reason = None
-        checkpoint_file = None
-        try:
-            while st.frontier and not self._should_stop(st):
-                reason = budget_reason(opts, st.depth, len(st.log), len(st.frontier), time.monotonic() - self._started)
-                if reason:
-                    break
-                self._expand_level(st)
-                self._spill_if_needed(st)
-                st.elapsed = time.monotonic() - self._started
-                if opts.checkpoint_path and time.monotonic() - last_checkpoint >= opts.checkpoint_every:
-                    ckpt.save(opts.checkpoint_path, self.model, opts, st)
-                    last_checkpoint = time.monotonic()
-        except BudgetExceeded as exc:
-            reason = exc.reason
-        except KeyboardInterrupt:
-            if opts.checkpoint_path:
-                st.elapsed = time.monotonic() - self._started
-                ckpt.save(opts.checkpoint_path, self.model, opts, st)
-            raise
-        path = budget_checkpoint_path(reason, self.model, opts)
-        if path and st.frontier:
-            st.elapsed = time.monotonic() - self._started
-            ckpt.save(path, self.model, opts, st)
-            checkpoint_file = path
-        elapsed = time.monotonic() - self._started
+        self._started = started - st.elapsed
+        return run_levels(self, st)
+
+    # -- the hooks of the level loop (checker.levels) ---------------------------------------------
+    def queue(self, st: SearchState) -> int:
+        return len(st.frontier)
+
+    def distinct(self, st: SearchState) -> int:
+        return len(st.log)
+
+    def expand_level(self, st: SearchState) -> None:
+        self._expand_level(st)
+
+    def after_level(self, st: SearchState) -> None:
+        self._spill_if_needed(st)
+        st.elapsed = self.elapsed()
+
+    def save(self, st: SearchState, path: str) -> None:
+        st.elapsed = self.elapsed()
+        ckpt.save(path, self.model, self.options, st)
+
+    def finish(self, st: SearchState, reason: str | None, checkpoint_file: str | None) -> CheckResult:
+        elapsed = self.elapsed()
         self._report(st, elapsed, force=True)
         return self._result(st, elapsed, reason, checkpoint_file)
 
@@ -279,7 +250,7 @@ class LocalBFS:
                              object_states=self.object_states,
                              previous=expanding if isinstance(expanding, FrontierStore) else None)
 
-    def _should_stop(self, st: SearchState) -> bool:
+    def should_stop(self, st: SearchState) -> bool:
         self._note_discoveries(st)
         if not self.options.stop_at_first:
             if not self.options.stop_when_all_found:

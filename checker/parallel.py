@@ -64,17 +64,11 @@ from typing import Any
 import numpy as np
 
 from checker import checkpoint as ckpt
-from checker.bfs import (
-    MEMORY_BUDGET,
-    SPILL_AT,
-    BudgetExceeded,
-    LocalBFS,
-    budget_checkpoint_path,
-    first_false,
-)
+from checker.bfs import SPILL_AT, LocalBFS, first_false
 from checker.frontier import state_codec
+from checker.levels import MEMORY_BUDGET, BudgetExceeded, run_levels
 from checker.result import CheckResult
-from checker.search import ActionTable, Progress, SearchOptions, SearchState, budget_reason
+from checker.search import ActionTable, Progress, SearchOptions, SearchState
 from checker.visited import FingerprintSet
 from spec.errors import CorruptDataError
 from spec.model import Model
@@ -421,7 +415,7 @@ class ParallelBFS(LocalBFS):
         self._exchange = _exchange_dir()
         try:
             self._start_workers(st)
-            result = self._search(st)
+            result = run_levels(self, st)
         finally:
             self._stop_workers()
             shutil.rmtree(self._exchange, ignore_errors=True)
@@ -430,36 +424,27 @@ class ParallelBFS(LocalBFS):
         self._add_serial_share(result, time.process_time() - cpu_started, time.monotonic() - started)
         return result
 
-    def _search(self, st: SearchState) -> CheckResult:
-        opts = self.options
-        last_checkpoint = time.monotonic()
-        reason = None
-        checkpoint_file = None
-        try:
-            while self._queue() and not self._should_stop(st):
-                if self._interrupted:
-                    raise KeyboardInterrupt
-                reason = budget_reason(opts, st.depth, self._distinct, self._queue(), time.monotonic() - self._started)
-                if reason:
-                    break
-                self._expand_level(st)
-                st.elapsed = time.monotonic() - self._started
-                self._report(st, st.elapsed)
-                if _rss_mb_of(self._pids) > self.memory_budget:
-                    raise BudgetExceeded(f"{MEMORY_BUDGET} of {self.memory_budget:.0f} MB ran out at depth {st.depth}")
-                if opts.checkpoint_path and time.monotonic() - last_checkpoint >= opts.checkpoint_every:
-                    self._save(st)
-                    last_checkpoint = time.monotonic()
-        except BudgetExceeded as exc:
-            reason = exc.reason
-        except KeyboardInterrupt:
-            if opts.checkpoint_path:
-                self._save(st)
-            raise
-        path = budget_checkpoint_path(reason, self.model, opts)
-        if path and self._queue():
-            self._save(st, path)
-            checkpoint_file = path
+    # -- the hooks of the level loop (checker.levels) ---------------------------------------------
+    def queue(self, st: SearchState) -> int:
+        return self._queue()
+
+    def distinct(self, st: SearchState) -> int:
+        return self._distinct
+
+    def before_level(self, st: SearchState) -> None:
+        if self._interrupted:  # Ctrl-C came while the workers were idle
+            raise KeyboardInterrupt
+
+    def after_level(self, st: SearchState) -> None:
+        st.elapsed = self.elapsed()
+        self._report(st, st.elapsed)
+        if _rss_mb_of(self._pids) > self.memory_budget:
+            raise BudgetExceeded(f"{MEMORY_BUDGET} of {self.memory_budget:.0f} MB ran out at depth {st.depth}")
+
+    def save(self, st: SearchState, path: str) -> None:
+        self._save(st, path)
+
+    def finish(self, st: SearchState, reason: str | None, checkpoint_file: str | None) -> CheckResult:
         self._gather_log(st)
         stats = self._call_all([("stats",)] * self.workers)
         for _, _, degrees, *_ in stats:  # the out-degrees of the states each worker expanded
@@ -685,7 +670,7 @@ class ParallelBFS(LocalBFS):
             prefix = sum(self._sizes[: w + 1])
 
     # -- checkpoints ---------------------------------------------------------------------------------
-    def _save(self, st: SearchState, path: str | None = None) -> None:
+    def _save(self, st: SearchState, path: str) -> None:
         """Gather the parent log, the frontier parts (in order) and the visited set (the log's fingerprints)."""
         self._gather_log(st)
         parts = self._call_all([("dump",)] * self.workers)
@@ -694,7 +679,7 @@ class ParallelBFS(LocalBFS):
         st.visited = FingerprintSet(np.sort(fps))
         st.elapsed = time.monotonic() - self._started
         try:
-            ckpt.save(path or self.options.checkpoint_path, self.model, self.options, st)
+            ckpt.save(path, self.model, self.options, st)
         finally:
             st.frontier = []
             st.visited = FingerprintSet()

@@ -455,17 +455,3 @@ class ArrowLevelStep:
                 st.found.setdefault(inv.name, int(hit.min()))
                 found = True
         return found
-
-    def _arrow_phase(self, spark: SparkRun, st: Counters, levels: list[LevelInfo]) -> str | None:
-        reason = None
-        while st.frontier_size > 0 and not self._should_stop(st):
-            reason = self._budget_reason(st)
-            if reason:
-                break
-            self._arrow_level(spark, st, levels)
-        if st.frontier_size > 0 and not spark.frontier_checked:
-            # a frontier the search stops at (a budget, a deadlock) is checked as the local engine
-            # checks every level it commits
-            self._first_violations(spark, st, self._pending(st))
-            spark.frontier_checked = True
-        return reason
