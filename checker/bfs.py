@@ -19,6 +19,7 @@ import gc
 import os
 import time
 from collections import Counter
+from dataclasses import dataclass
 from itertools import compress, count, islice
 from operator import itemgetter, not_
 from typing import Any
@@ -536,7 +537,11 @@ def check(model: Model, options: SearchOptions | None = None) -> CheckResult:
     return LocalBFS(model, options or SearchOptions()).run()
 
 
-def run_engine(model: Model, options: SearchOptions, engine_options: Any = None) -> CheckResult:
-    """The single-process engine (``--workers`` is read by ``checker.parallel.run_default_engine``,
-    which the ``bfs`` engine name points at, so that this module does not import the parallel one)."""
+@dataclass(frozen=True)
+class LocalOptions:
+    """The local engine's options: none (it runs in this process; ``--workers N`` is the parallel engine's)."""
+
+
+def run_engine(model: Model, options: SearchOptions, engine_options: LocalOptions) -> CheckResult:
+    """``--engine bfs``: the search in this process."""
     return check(model, options)

@@ -57,7 +57,7 @@ import signal
 import tempfile
 import time
 import traceback
-from dataclasses import replace
+from dataclasses import dataclass, field, replace
 from operator import itemgetter
 from typing import Any
 
@@ -70,7 +70,7 @@ from checker.levels import MEMORY_BUDGET, BudgetExceeded, run_levels
 from checker.result import CheckResult
 from checker.search import ActionTable, Progress, SearchOptions, SearchState
 from checker.visited import FingerprintSet
-from spec.errors import CorruptDataError
+from spec.errors import CorruptDataError, UsageError
 from spec.model import Model
 
 _REBALANCE_SLACK = 0.03  # parts may differ by this fraction of the frontier before states move
@@ -697,17 +697,21 @@ def resolve_workers(requested: int | None) -> int:
     return available_cores() if not requested else requested
 
 
-def run_engine(model: Model, options: SearchOptions, engine_options: Any = None) -> CheckResult:
-    """``--engine parallel``: ``--workers N`` processes, one a core when N is not given or ``auto``."""
-    workers = getattr(engine_options, "workers", 1)
-    if workers is None or workers < 2:
-        workers = available_cores()
-    if workers < 2:
-        return ParallelBFS(model, options, 1).run() if not options.keep_graph else LocalBFS(model, options).run()
-    return check(model, options, workers)
+@dataclass(frozen=True)
+class ParallelOptions:
+    """The parallel engine's options: its worker processes (0: ``auto``, one a core this process may run on)."""
+
+    workers: int = field(default=0, metadata={"flag": "--workers"})
+
+    def __post_init__(self) -> None:
+        if self.workers < 0:
+            raise UsageError(f"--workers {self.workers}: give a positive number of worker processes, or auto")
 
 
-def run_default_engine(model: Model, options: SearchOptions, engine_options: Any = None) -> CheckResult:
-    """The default engine (``bfs``): this process, or ``--workers N`` / ``auto`` processes."""
-    workers = resolve_workers(getattr(engine_options, "workers", 1))
-    return check(model, options, workers)
+def run_engine(model: Model, options: SearchOptions, engine_options: ParallelOptions) -> CheckResult:
+    """``--engine parallel``: ``--workers N`` processes, one a core when not given or ``auto``. A search
+    that keeps the state graph (liveness) runs in one process: the graph is built there."""
+    workers = resolve_workers(engine_options.workers)
+    if options.keep_graph or "fork" not in mp.get_all_start_methods():
+        return LocalBFS(model, options).run()
+    return ParallelBFS(model, options, workers).run()

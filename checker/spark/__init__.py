@@ -69,6 +69,7 @@ from checker.spark.engine import (
     DEFAULT_DRIVER_INDEX_LIMIT,
     DEFAULT_THRESHOLD,
     SparkBFS,
+    SparkOptions,
     run_engine,
 )
 from checker.spark.rundir import RUN_FORMAT, RUN_MAGIC, RunDir
@@ -84,6 +85,7 @@ __all__ = [
     "LevelTiming",
     "RunDir",
     "SparkBFS",
+    "SparkOptions",
     "check_environment",
     "fingerprint_partition",
     "run_engine",

@@ -8,6 +8,7 @@ import re
 import sys
 import tempfile
 import time
+from dataclasses import dataclass, field
 from typing import Any
 
 from checker.bfs import LocalBFS
@@ -34,29 +35,50 @@ DEFAULT_CHECKPOINT_LEVELS = 10
 DEFAULT_MERGE_LEVELS = 8
 
 
+@dataclass(frozen=True)
+class SparkOptions:
+    """The Spark engine's options (the fields with a flag are the command line's; the others are for
+    tests and ``bench/spark_bench.py``)."""
+
+    master: str = field(default="local[*]", metadata={"flag": "--master"})
+    #: levels run on the driver with the local engine while the frontier has fewer states
+    threshold: int = field(default=DEFAULT_THRESHOLD, metadata={"flag": "--spark-threshold"})
+    #: "arrow", "blocks" or None (arrow when PyArrow and PySpark 4 are there, blocks for resumable runs)
+    transport: str | None = field(default=None, metadata={"flag": "--spark-transport"})
+    partitions: int | None = None  # None: two a core (one with the arrow transport)
+    checkpoint_levels: int = DEFAULT_CHECKPOINT_LEVELS
+    merge_levels: int = DEFAULT_MERGE_LEVELS
+    driver_index_limit: int = DEFAULT_DRIVER_INDEX_LIMIT
+    driver_memory: str = "4g"
+    verbose: bool = False  # a line a level on stderr
+    fail_task_at_depth: int | None = None  # fault injection (tests): one expansion task at this depth fails once
+    fail_marker: str = ""
+
+    def __post_init__(self) -> None:
+        if self.transport not in (None, "arrow", "blocks"):
+            raise UsageError(f"unknown Spark transport {self.transport!r}: arrow or blocks")
+
+
 class SparkBFS(ArrowLevelStep, LevelStep, Resumable, Verdicts, LevelSearch):
     engine = "spark"
 
-    def __init__(self, model: Model, options: SearchOptions, engine_options: Any) -> None:
+    def __init__(self, model: Model, options: SearchOptions, engine_options: SparkOptions) -> None:
         self.model = model
         self.options = options
-        extra = dict(getattr(engine_options, "extra", {}) or {})
-        self.master = getattr(engine_options, "master", None) or "local[*]"
-        self.threshold = int(extra.get("threshold", DEFAULT_THRESHOLD))
-        self.partitions = extra.get("partitions")
-        self.checkpoint_levels = int(extra.get("checkpoint_levels", DEFAULT_CHECKPOINT_LEVELS))
-        self.merge_levels = max(1, int(extra.get("merge_levels", DEFAULT_MERGE_LEVELS)))
-        self.driver_index_limit = int(extra.get("driver_index_limit", DEFAULT_DRIVER_INDEX_LIMIT))
+        self.master = engine_options.master
+        self.threshold = engine_options.threshold
+        self.partitions = engine_options.partitions
+        self.checkpoint_levels = engine_options.checkpoint_levels
+        self.merge_levels = max(1, engine_options.merge_levels)
+        self.driver_index_limit = engine_options.driver_index_limit
         # fault injection (tests): the first attempt of one expansion task at this depth fails
-        self.fail_at_depth = extra.get("fail_task_at_depth")
-        self.fail_marker = str(extra.get("fail_marker") or "")
-        self.memory = str(extra.get("driver_memory", "4g"))
-        self.verbose = bool(extra.get("verbose", False))
+        self.fail_at_depth = engine_options.fail_task_at_depth
+        self.fail_marker = engine_options.fail_marker
+        self.memory = engine_options.driver_memory
+        self.verbose = engine_options.verbose
         #: "arrow" (DataFrames, Arrow batches, dedup in the JVM), "blocks" (RDDs of columnar blocks,
         #: the transport of resumable runs) or None: arrow when available, else blocks
-        self.transport = extra.get("transport")
-        if self.transport not in (None, "arrow", "blocks"):
-            raise UsageError(f"unknown Spark transport {self.transport!r}: arrow or blocks")
+        self.transport = engine_options.transport
         if options.keep_graph:
             raise UsageError("the spark engine does not keep the state graph (liveness); use --engine bfs")
         self.local = LocalBFS(model, options)
@@ -262,7 +284,7 @@ def _explain_spark_failure(exc: Exception) -> KmcError:
     return ModelError(f"a Spark job failed: {python_error or (lines[0] if lines else type(exc).__name__)}")
 
 
-def run_engine(model: Model, options: SearchOptions, engine_options: Any = None) -> CheckResult:
+def run_engine(model: Model, options: SearchOptions, engine_options: SparkOptions) -> CheckResult:
     """The ``spark`` engine: ``kmc check MODEL --engine spark [--master URL]``."""
     try:
         return SparkBFS(model, options, engine_options).run()
