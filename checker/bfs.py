@@ -38,6 +38,7 @@ from checker.search import (
     Progress,
     SearchOptions,
     SearchState,
+    SuccessorView,
     rebuild_trace,
     uses_bounds,
     uses_symmetry,
@@ -179,6 +180,7 @@ class LocalBFS(LevelSearch):
         self._degrees: dict[int, int] = {}  # out-degree -> states expanded with it
         self._discovered: dict[str, Discovery] = {}
         self.reduction = por.for_search(model, options, self.invariants)  # --reduce por, else None
+        self.successor_view = SuccessorView(model, self.symmetry)
 
     # -- the search ------------------------------------------------------------------------------
     def run(self) -> CheckResult:
@@ -338,6 +340,7 @@ class LocalBFS(LevelSearch):
         simple = within is None and canonical is None and edges is None
         only_canonical = within is None and canonical is not None and edges is None
         cover = self.coverage
+        kept = self.successor_view.kept
         fresh: dict[int, tuple] = {}
         checked = 0  # entries of ``fresh`` known not to be visited yet (the first ones)
         generated = 0
@@ -372,12 +375,8 @@ class LocalBFS(LevelSearch):
                     fp = raw if image is succ else hash(image)
                     if fp not in fresh:
                         fresh[fp] = (image, index, pair[0])
-            else:
-                for act, succ in succs:
-                    if within is not None and not within(succ):
-                        continue
-                    if canonical is not None:
-                        succ = canonical(succ)
+            else:  # bounds, or the state graph: the successors every search keeps (checker.search.SuccessorView)
+                for _pos, act, succ in kept(succs):
                     fp = hash(succ)
                     if edges is not None:
                         edges.append((index, fp, st.actions.id(act)))

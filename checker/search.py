@@ -96,6 +96,43 @@ def uses_symmetry(model: Model, options: SearchOptions) -> bool:
     return options.symmetry
 
 
+class SuccessorView:
+    """The successors of a state as every search sees them (the one successor loop's rule): the model's
+    successors in its order, those outside its bounds (``within_bounds``) dropped, each in its canonical form
+    under ``--symmetry``. Each kept successor carries its position among all the model's successors (the
+    Spark engines' order key, and how a trace is replayed), and the count generated is of all of them (a
+    successor out of bounds was generated; a state with none is a deadlock).
+
+    The local engine's hot loop (``checker.bfs.LocalBFS._expand``) inlines this rule for a model without
+    bounds (Kafka's): a call and a tuple per successor cost more than the 5% of its instructions per state
+    allowed; it calls ``kept`` where bounds or the state graph are involved. The Spark expansions, the
+    liveness graph and the simulator call ``of``."""
+
+    def __init__(self, model: Model, symmetry: bool) -> None:
+        self.successors = model.successors
+        self.within = model.within_bounds if uses_bounds(model) else None
+        self.canonical = model.canonical if symmetry else None
+
+    def of(self, state: Any) -> tuple[int, list[tuple[int, Action, Any]]]:
+        """(successors the model generated, the kept ones as (position, action, successor))."""
+        succs = self.successors(state)
+        if type(succs) is not list:
+            succs = list(succs)
+        return len(succs), self.kept(succs)
+
+    def kept(self, succs: list[tuple[Action, Any]]) -> list[tuple[int, Action, Any]]:
+        """The successors of ``succs`` (the model's (action, successor) pairs of one state) a search keeps."""
+        within, canonical = self.within, self.canonical
+        if within is None and canonical is None:
+            return [(pos, act, succ) for pos, (act, succ) in enumerate(succs)]
+        out = []
+        for pos, (act, succ) in enumerate(succs):
+            if within is not None and not within(succ):
+                continue
+            out.append((pos, act, succ if canonical is None else canonical(succ)))
+        return out
+
+
 def trace_header(model: Model, options: SearchOptions) -> dict[str, Any]:
     header = {"checker": "kmc", "checker_version": CHECKER_VERSION, **model.describe()}
     header.update(options.header)
