@@ -11,6 +11,10 @@ the parent log and the two stores (compact past their budget), plus one block of
 The first violation found at a level is a shortest counterexample. The search state (visited set,
 parent log, counts, frontier) changes only when a whole level commits, which is what makes
 checkpoints and Ctrl-C safe: an abandoned level leaves nothing behind.
+
+The loop over the levels (stop conditions, budgets, checkpoints, Ctrl-C) is ``checker.levels``;
+``LocalBFS`` gives it the level step (``_expand_level``) and its hooks (spill past half the memory
+budget, save a checkpoint, the result). ``LocalOptions``: the engine takes no option.
 """
 
 from __future__ import annotations

@@ -38,9 +38,12 @@ Every round is timed: its wall time in the parent, each worker's CPU time in it,
 worker's idle time at the rounds' ends (the result's ``round_wall_seconds``,
 ``worker_round_cpu_seconds`` and ``worker_idle_seconds``).
 
-Budgets, Ctrl-C and checkpoints behave as in the single-process engine: a level is either
-committed by every worker or abandoned by all, and a checkpoint gathers the frontier parts.
-Runs that keep the state graph (liveness) use the single-process engine.
+The levels run in the one level loop (``checker.levels``), as the single-process engine's do:
+``ParallelBFS`` gives it the four rounds as its level step and its hooks (a Ctrl-C seen by the
+workers, the memory of every process, a checkpoint that gathers the parts). Budgets, Ctrl-C and
+checkpoints behave as in the single-process engine: a level is either committed by every worker
+or abandoned by all. Runs that keep the state graph (liveness) use the single-process engine.
+``ParallelOptions``: the worker processes (``--workers``; 0, the default, is one a core).
 
 The engine measures its own serial share: the parent's CPU seconds (the initial level, the
 synchronisation, gathering the log, rebuilding traces) over the parent's plus every worker's CPU

@@ -1,5 +1,6 @@
-"""What every engine shares: search options, progress reports, the level expansion step and the
-rebuilding of a shortest counterexample from parent pointers by replay."""
+"""What every engine shares: search options, progress reports, the budgets checked between levels, the
+successors a search keeps (``SuccessorView``), the search state a checkpoint holds and the rebuilding of a
+shortest counterexample from parent pointers by replay. The level loop itself is ``checker.levels``."""
 
 from __future__ import annotations
 

@@ -1,5 +1,9 @@
-"""The Spark engine's driver: the local levels while the frontier is small, then the levels on Spark,
-the budgets, progress and the result (the design is in ``checker.spark``)."""
+"""The Spark engine's driver: its options (``SparkOptions``) and its place in the one level loop
+(``checker.levels.run_levels``), whose level step is a local level while the frontier is below the
+threshold, then, Spark started and the local prefix moved to it once, a Spark level with the arrow
+(``arrow_step``) or blocks (``level_step``) transport. The loop's budgets, stop conditions and Ctrl-C
+are the other engines'; its checkpoint is the run directory each Spark level commits (``resume``), so
+the loop writes none. The design is in ``checker.spark``."""
 
 from __future__ import annotations
 
