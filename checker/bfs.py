@@ -341,7 +341,6 @@ class LocalBFS(LevelSearch):
         canonical = model.canonical if self.symmetry else None
         check_deadlock = self.options.check_deadlock and st.deadlock is None
         edges = st.edges
-        simple = within is None and canonical is None and edges is None
         only_canonical = within is None and canonical is not None and edges is None
         cover = self.coverage
         kept = self.successor_view.kept
@@ -364,12 +363,7 @@ class LocalBFS(LevelSearch):
             degrees[degree] = degrees.get(degree, 0) + 1
             if cover is not None:
                 cover.update(map(_first, succs))
-            if simple:
-                for pair in succs:
-                    fp = hash(pair[1])
-                    if fp not in fresh:
-                        fresh[fp] = (pair[1], index, pair[0])
-            elif only_canonical:  # --symmetry without bounds or a graph: the goal configuration's loop
+            if only_canonical:  # --symmetry without bounds or a graph: the goal configuration's loop
                 for pair in succs:
                     succ = pair[1]
                     raw = hash(succ)
@@ -379,8 +373,8 @@ class LocalBFS(LevelSearch):
                     fp = raw if image is succ else hash(image)
                     if fp not in fresh:
                         fresh[fp] = (image, index, pair[0])
-            else:  # bounds, or the state graph: the successors every search keeps (checker.search.SuccessorView)
-                for _pos, act, succ in kept(succs):
+            else:  # the successors every search keeps (checker.search.SuccessorView)
+                for act, succ in kept(succs):
                     fp = hash(succ)
                     if edges is not None:
                         edges.append((index, fp, st.actions.id(act)))

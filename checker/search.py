@@ -119,19 +119,22 @@ class SuccessorView:
         succs = self.successors(state)
         if type(succs) is not list:
             succs = list(succs)
-        return len(succs), self.kept(succs)
+        return len(succs), self.positioned(succs)
 
-    def kept(self, succs: list[tuple[Action, Any]]) -> list[tuple[int, Action, Any]]:
-        """The successors of ``succs`` (the model's (action, successor) pairs of one state) a search keeps."""
+    def kept(self, succs: list[tuple[Action, Any]]) -> list[tuple[Action, Any]]:
+        """The (action, successor) pairs of ``succs`` (the model's, of one state) a search keeps: ``succs``
+        itself when the model has no bounds and there is no symmetry (nothing to drop, nothing to rename)."""
         within, canonical = self.within, self.canonical
         if within is None and canonical is None:
-            return [(pos, act, succ) for pos, (act, succ) in enumerate(succs)]
-        out = []
-        for pos, (act, succ) in enumerate(succs):
-            if within is not None and not within(succ):
-                continue
-            out.append((pos, act, succ if canonical is None else canonical(succ)))
-        return out
+            return succs
+        return [(act, succ if canonical is None else canonical(succ))
+                for act, succ in succs if within is None or within(succ)]
+
+    def positioned(self, succs: list[tuple[Action, Any]]) -> list[tuple[int, Action, Any]]:
+        """``kept``, each with its position among all of ``succs`` (the Spark engines' order key)."""
+        within, canonical = self.within, self.canonical
+        return [(pos, act, succ if canonical is None else canonical(succ))
+                for pos, (act, succ) in enumerate(succs) if within is None or within(succ)]
 
 
 def trace_header(model: Model, options: SearchOptions) -> dict[str, Any]:
