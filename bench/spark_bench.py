@@ -30,8 +30,8 @@ from typing import Any
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 from checker.bfs import check  # noqa: E402
-from checker.engines import EngineOptions  # noqa: E402
 from checker.search import SearchOptions  # noqa: E402
+from checker.spark import SparkOptions  # noqa: E402
 from invariants.registry import for_family  # noqa: E402
 from spec.registry import build_model  # noqa: E402
 
@@ -138,11 +138,9 @@ def run_spark(model: Any, options: SearchOptions, master: str, threshold: int, p
     # start the Python workers and import the engine in them (startup, not search)
     sc.parallelize(range(4 * warm), warm).map(lambda x: __import__("checker.spark") and x).count()
     startup = time.monotonic() - started
-    extra = {"threshold": threshold, "transport": transport}
-    if partitions:
-        extra["partitions"] = partitions
+    spark_options = SparkOptions(master=master, threshold=threshold, transport=transport, partitions=partitions or None)
     before = tree_cpu_by_kind()
-    result = run_engine(model, options, EngineOptions(master=master, extra=extra))
+    result = run_engine(model, options, spark_options)
     after = tree_cpu_by_kind()
     cpu_by_kind = {kind: after[kind] - before.get(kind, 0.0) for kind in after}
     cpu = sum(cpu_by_kind.values())

@@ -94,7 +94,8 @@ def run_child(spec: dict[str, Any]) -> dict[str, Any]:
     rss_before = _status_kb("VmRSS")
     cpu_before = time.process_time()
     started = time.perf_counter()
-    result = engines.run(model, options, work.engine, engines.EngineOptions(workers=work.workers))
+    given = {"--workers": work.workers} if work.engine == "parallel" else {}
+    result = engines.run(model, options, work.engine, engines.engine_options(work.engine, given))
     wall = time.perf_counter() - started
     parent_cpu = time.process_time() - cpu_before
     peak = _status_kb("VmHWM")

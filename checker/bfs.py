@@ -11,6 +11,10 @@ the parent log and the two stores (compact past their budget), plus one block of
 The first violation found at a level is a shortest counterexample. The search state (visited set,
 parent log, counts, frontier) changes only when a whole level commits, which is what makes
 checkpoints and Ctrl-C safe: an abandoned level leaves nothing behind.
+
+The loop over the levels (stop conditions, budgets, checkpoints, Ctrl-C) is ``checker.levels``;
+``LocalBFS`` gives it the level step (``_expand_level``) and its hooks (spill past half the memory
+budget, save a checkpoint, the result). ``LocalOptions``: the engine takes no option.
 """
 
 from __future__ import annotations
@@ -19,6 +23,7 @@ import gc
 import os
 import time
 from collections import Counter
+from dataclasses import dataclass
 from itertools import compress, count, islice
 from operator import itemgetter, not_
 from typing import Any
@@ -29,6 +34,7 @@ from checker import checkpoint as ckpt
 from checker import frontier as frontier_store
 from checker import por
 from checker.frontier import FrontierStore, store_of
+from checker.levels import MEMORY_BUDGET, BudgetExceeded, LevelSearch, run_levels
 from checker.result import CheckResult, Discovery, OutDegree, Verdict, Violation, collision_estimates
 from checker.safe_io import interrupts_deferred
 from checker.search import (
@@ -36,7 +42,7 @@ from checker.search import (
     Progress,
     SearchOptions,
     SearchState,
-    budget_reason,
+    SuccessorView,
     rebuild_trace,
     uses_bounds,
     uses_symmetry,
@@ -106,12 +112,6 @@ def _blocks(frontier: Any) -> Any:
     return (frontier[i:i + size] for i in range(0, len(frontier), size))
 
 
-class BudgetExceeded(Exception):
-    def __init__(self, reason: str) -> None:
-        super().__init__(reason)
-        self.reason = reason
-
-
 def rss_mb() -> float:
     try:
         with open("/proc/self/statm") as f:
@@ -122,7 +122,6 @@ def rss_mb() -> float:
         return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
 
 
-MEMORY_BUDGET = "memory budget"
 #: share of the memory budget past which the parent log is kept on disk
 SPILL_AT = 0.5
 #: share of the memory budget the two frontier stores (the frontier and the level being built) may
@@ -148,22 +147,6 @@ FRONTIER_OBJECT_STATES: int | None = None
 #: records, memory-mapped only when a trace is rebuilt or a checkpoint written): 16 bytes a state
 #: less in memory for a sequential write a level. False: kept in memory until ``SPILL_AT``.
 PARENTS_ON_DISK = True
-DEFAULT_CHECKPOINT_DIR = "kmc-checkpoints"
-
-
-def budget_checkpoint_path(reason: str | None, model: Model, options: SearchOptions) -> str | None:
-    """Where a run that stops on a budget saves its checkpoint: ``--checkpoint`` if given; when the
-    memory budget runs out without one, ``kmc-checkpoints/<model>.ckpt`` (a run too big for this
-    machine should not lose its work); otherwise nowhere."""
-    if not reason:
-        return None
-    if options.checkpoint_path:
-        return options.checkpoint_path
-    if reason.startswith(MEMORY_BUDGET):
-        os.makedirs(DEFAULT_CHECKPOINT_DIR, exist_ok=True)
-        name = "".join(c if c.isalnum() or c in "-_." else "-" for c in model.name)
-        return os.path.join(DEFAULT_CHECKPOINT_DIR, f"{name}.ckpt")
-    return None
 
 
 def object_states(memory_budget_mb: float) -> float:
@@ -182,7 +165,7 @@ def default_memory_budget_mb() -> float:
         return float("inf")
 
 
-class LocalBFS:
+class LocalBFS(LevelSearch):
     engine = "bfs"
 
     def __init__(self, model: Model, options: SearchOptions) -> None:
@@ -201,6 +184,7 @@ class LocalBFS:
         self._degrees: dict[int, int] = {}  # out-degree -> states expanded with it
         self._discovered: dict[str, Discovery] = {}
         self.reduction = por.for_search(model, options, self.invariants)  # --reduce por, else None
+        self.successor_view = SuccessorView(model, self.symmetry)
 
     # -- the search ------------------------------------------------------------------------------
     def run(self) -> CheckResult:
@@ -225,35 +209,29 @@ class LocalBFS:
                 st.log.spill(self._spill_dir())
         else:
             st = self._initial_level()
-        base_elapsed = st.elapsed
-        self._started = started - base_elapsed
-        last_checkpoint = time.monotonic()
-        reason = None
-        checkpoint_file = None
-        try:
-            while st.frontier and not self._should_stop(st):
-                reason = budget_reason(opts, st.depth, len(st.log), len(st.frontier), time.monotonic() - self._started)
-                if reason:
-                    break
-                self._expand_level(st)
-                self._spill_if_needed(st)
-                st.elapsed = time.monotonic() - self._started
-                if opts.checkpoint_path and time.monotonic() - last_checkpoint >= opts.checkpoint_every:
-                    ckpt.save(opts.checkpoint_path, self.model, opts, st)
-                    last_checkpoint = time.monotonic()
-        except BudgetExceeded as exc:
-            reason = exc.reason
-        except KeyboardInterrupt:
-            if opts.checkpoint_path:
-                st.elapsed = time.monotonic() - self._started
-                ckpt.save(opts.checkpoint_path, self.model, opts, st)
-            raise
-        path = budget_checkpoint_path(reason, self.model, opts)
-        if path and st.frontier:
-            st.elapsed = time.monotonic() - self._started
-            ckpt.save(path, self.model, opts, st)
-            checkpoint_file = path
-        elapsed = time.monotonic() - self._started
+        self._started = started - st.elapsed
+        return run_levels(self, st)
+
+    # -- the hooks of the level loop (checker.levels) ---------------------------------------------
+    def queue(self, st: SearchState) -> int:
+        return len(st.frontier)
+
+    def distinct(self, st: SearchState) -> int:
+        return len(st.log)
+
+    def expand_level(self, st: SearchState) -> None:
+        self._expand_level(st)
+
+    def after_level(self, st: SearchState) -> None:
+        self._spill_if_needed(st)
+        st.elapsed = self.elapsed()
+
+    def save(self, st: SearchState, path: str) -> None:
+        st.elapsed = self.elapsed()
+        ckpt.save(path, self.model, self.options, st)
+
+    def finish(self, st: SearchState, reason: str | None, checkpoint_file: str | None) -> CheckResult:
+        elapsed = self.elapsed()
         self._report(st, elapsed, force=True)
         return self._result(st, elapsed, reason, checkpoint_file)
 
@@ -279,7 +257,7 @@ class LocalBFS:
                              object_states=self.object_states,
                              previous=expanding if isinstance(expanding, FrontierStore) else None)
 
-    def _should_stop(self, st: SearchState) -> bool:
+    def should_stop(self, st: SearchState) -> bool:
         self._note_discoveries(st)
         if not self.options.stop_at_first:
             if not self.options.stop_when_all_found:
@@ -363,9 +341,9 @@ class LocalBFS:
         canonical = model.canonical if self.symmetry else None
         check_deadlock = self.options.check_deadlock and st.deadlock is None
         edges = st.edges
-        simple = within is None and canonical is None and edges is None
         only_canonical = within is None and canonical is not None and edges is None
         cover = self.coverage
+        kept = self.successor_view.kept
         fresh: dict[int, tuple] = {}
         checked = 0  # entries of ``fresh`` known not to be visited yet (the first ones)
         generated = 0
@@ -385,12 +363,7 @@ class LocalBFS:
             degrees[degree] = degrees.get(degree, 0) + 1
             if cover is not None:
                 cover.update(map(_first, succs))
-            if simple:
-                for pair in succs:
-                    fp = hash(pair[1])
-                    if fp not in fresh:
-                        fresh[fp] = (pair[1], index, pair[0])
-            elif only_canonical:  # --symmetry without bounds or a graph: the goal configuration's loop
+            if only_canonical:  # --symmetry without bounds or a graph: 10% fewer instructions than kept (SuccessorView)
                 for pair in succs:
                     succ = pair[1]
                     raw = hash(succ)
@@ -400,12 +373,8 @@ class LocalBFS:
                     fp = raw if image is succ else hash(image)
                     if fp not in fresh:
                         fresh[fp] = (image, index, pair[0])
-            else:
-                for act, succ in succs:
-                    if within is not None and not within(succ):
-                        continue
-                    if canonical is not None:
-                        succ = canonical(succ)
+            else:  # the successors every search keeps (checker.search.SuccessorView)
+                for act, succ in kept(succs):
                     fp = hash(succ)
                     if edges is not None:
                         edges.append((index, fp, st.actions.id(act)))
@@ -565,7 +534,11 @@ def check(model: Model, options: SearchOptions | None = None) -> CheckResult:
     return LocalBFS(model, options or SearchOptions()).run()
 
 
-def run_engine(model: Model, options: SearchOptions, engine_options: Any = None) -> CheckResult:
-    """The single-process engine (``--workers`` is read by ``checker.parallel.run_default_engine``,
-    which the ``bfs`` engine name points at, so that this module does not import the parallel one)."""
+@dataclass(frozen=True)
+class LocalOptions:
+    """The local engine's options: none (it runs in this process; ``--workers N`` is the parallel engine's)."""
+
+
+def run_engine(model: Model, options: SearchOptions, engine_options: LocalOptions) -> CheckResult:
+    """``--engine bfs``: the search in this process."""
     return check(model, options)

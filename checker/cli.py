@@ -108,10 +108,11 @@ def add_search_options(parser: argparse.ArgumentParser) -> None:
                         help="partial-order reduction of the safety search (local engine, one process; default none)")
     parser.add_argument("--shortest", action="store_true",
                         help="with --reduce por: after a violation, search fully up to its depth for a shortest trace")
-    parser.add_argument("--engine", default="bfs", help="search engine: " + ", ".join(engines.ENGINES))
-    parser.add_argument("--workers", type=_workers, default=1,
+    parser.add_argument("--engine", default=None,
+                        help="search engine: " + ", ".join(engines.ENGINES) + " (default bfs; parallel with --workers N)")
+    parser.add_argument("--workers", type=_workers, default=None,
                         help="worker processes (parallel engine): a number, or auto for one a core")
-    parser.add_argument("--master", default=None, help=f"Spark master URL (spark engine; default {DEFAULT_MASTER})")
+    parser.add_argument("--master", default=None, help="Spark master URL (spark engine; default local[*])")
     parser.add_argument("--spark-threshold", type=int, default=None, metavar="N",
                         help="spark engine: run levels locally while the frontier has fewer than N states (default 10000)")
     parser.add_argument("--spark-transport", choices=("arrow", "blocks"), default=None,
@@ -201,7 +202,7 @@ def search_options(args: argparse.Namespace, model: Model, progress: Any = None)
         check_deadlock = bool(getattr(model, "deadlock_by_default", True))
     if args.resume:
         require_input(args.resume, "checkpoint", "--resume")
-    if args.coverage and (args.engine != "bfs" or args.workers > 1):
+    if args.coverage and args.engine != "bfs":
         raise UsageError("--coverage is counted by the local engine in one process; drop --engine and --workers")
     if args.coverage and args.resume:
         raise UsageError("--coverage counts a whole run; it cannot continue a checkpoint's counts, drop --resume")
@@ -413,45 +414,35 @@ def wrap_items(title: str, items: Sequence[str], width: int) -> list[str]:
     return lines + [current]
 
 
-def engine_extra(args: argparse.Namespace) -> dict[str, Any]:
-    """Engine-specific options of the command line (``EngineOptions.extra``)."""
-    extra: dict[str, Any] = {}
-    threshold = getattr(args, "spark_threshold", None)
-    if threshold is not None:
-        extra["threshold"] = threshold
-    transport = getattr(args, "spark_transport", None)
-    if transport is not None:
-        extra["transport"] = transport
-    return extra
+#: the command line's engine options: flag -> its argparse destination. Each engine's options dataclass says
+#: which of them it reads (``checker.engines.engine_options``); the others are refused for it.
+ENGINE_FLAGS = {"--workers": "workers", "--master": "master", "--spark-threshold": "spark_threshold",
+                "--spark-transport": "spark_transport"}
 
 
-def run_search(model: Model, options: SearchOptions, engine: str, engine_options: engines.EngineOptions) -> CheckResult:
+def chosen_engine(args: argparse.Namespace, workers_for_engine: bool = True) -> tuple[str, Any]:
+    """The engine asked for and its options, built from the engine options given; one line (exit 64) for an
+    option the engine cannot honour. Without ``--engine``: ``--workers N`` (N > 1, or auto on more than one
+    core) is the parallel engine, else the local one. ``workers_for_engine`` False: ``--workers`` is the
+    caller's own (``kmc matrix --engine bfs``: searches at once) and is not an engine option."""
+    given = {flag: getattr(args, dest) for flag, dest in ENGINE_FLAGS.items() if getattr(args, dest, None) is not None}
+    if not workers_for_engine:
+        given.pop("--workers", None)
+    name = args.engine
+    if name is None:
+        name = "parallel" if given.get("--workers", 1) != 1 else "bfs"
+    if name == "bfs" and given.get("--workers") == 1:
+        del given["--workers"]  # one process: what the local engine is
+    return name, engines.engine_options(name, given)
+
+
+def run_search(model: Model, options: SearchOptions, engine: str, engine_options: Any) -> CheckResult:
     """The safety search on the chosen engine, then any liveness property (``engines.run``)."""
     return engines.run(model, options, engine, engine_options)
 
 
-#: the Spark master when --master is not given
-DEFAULT_MASTER = "local[*]"
-#: options only the spark engine reads (another engine would ignore them silently: refused instead)
-SPARK_ONLY = ("master", "spark_threshold", "spark_transport")
-
-
-def refuse_options_the_engine_ignores(args: argparse.Namespace, workers_given: bool) -> None:
-    """One line and exit 64 for an option the chosen engine cannot honour: ``--master`` and the other Spark
-    options with a local engine, ``--workers`` with Spark (its executors are the cluster's)."""
-    engine = getattr(args, "engine", "bfs")
-    if engine != "spark":
-        given = [name for name in SPARK_ONLY if getattr(args, name, None) is not None]
-        if given:
-            flags = ", ".join("--" + name.replace("_", "-") for name in given)
-            raise UsageError(f"{flags} is for the spark engine, not --engine {engine}; add --engine spark or drop it")
-    elif workers_given:
-        raise UsageError("--workers is for the local engines; Spark's executors are the cluster's "
-                         "(set them with --master and the cluster's configuration) or drop --workers")
-
-
 def cmd_check(args: argparse.Namespace) -> int:
-    refuse_options_the_engine_ignores(args, workers_given=args.workers != 1)
+    args.engine, engine_options = chosen_engine(args)
     console = Console(stderr=args.json)
     model = model_from_args(args)
     err = Console(stderr=True)
@@ -465,9 +456,7 @@ def cmd_check(args: argparse.Namespace) -> int:
         why = model.symmetry_reduces_nothing() if options.symmetry else None
         if why:  # decided from the model before the search: one line, and the search runs as asked
             print(f"warning: --symmetry reduces nothing here: {why}", file=sys.stderr)
-        result = run_search(model, options, args.engine,
-                            engines.EngineOptions(workers=args.workers, master=args.master or DEFAULT_MASTER,
-                                                  extra=engine_extra(args)))
+        result = run_search(model, options, args.engine, engine_options)
     record_property_forms(result, options)
     if result.collision is None:  # an engine that keeps no fingerprints in one place: the optimistic estimate
         result.collision = collision_estimates(result.distinct_states, result.states_generated)
@@ -590,7 +579,7 @@ def cmd_list(args: argparse.Namespace) -> int:
         raise UsageError("--protocol goes with --rules: kmc list --rules --protocol P")
     listing = [_model_listing(info) for info in all_models().values()]
     if args.json:
-        print(json.dumps({"models": listing, "engines": {k: v[2] for k, v in engines.ENGINES.items()}}))
+        print(json.dumps({"models": listing, "engines": {k: v.description for k, v in engines.ENGINES.items()}}))
         return 0
     console = Console()
     for item in listing:
@@ -606,7 +595,7 @@ def cmd_list(args: argparse.Namespace) -> int:
             console.print(f"  --feature {name}=on|off  {text}")
         for name, text in item["invariants"].items():
             console.print(f"  --invariant {name}  {text}")
-    console.print("[bold]engines[/]: " + "; ".join(f"{k}: {v[2]}" for k, v in engines.ENGINES.items()))
+    console.print("[bold]engines[/]: " + "; ".join(f"{k}: {v.description}" for k, v in engines.ENGINES.items()))
     return 0
 
 

@@ -1,13 +1,18 @@
-"""The search engines by name. Each is ``run(model, options, engine_options) -> CheckResult`` and
-all must give identical distinct-state counts, depths and shortest counterexample lengths."""
+"""The search engines by name, and the one way a search starts (``run``).
+
+Each engine is a module with its own options dataclass (``checker.bfs.LocalOptions``: none;
+``checker.parallel.ParallelOptions``: the workers; ``checker.spark.SparkOptions``: the master, the
+threshold, the transport, ...) and ``run_engine(model, options, engine_options)``, which runs the one
+level loop (``checker.levels``) with the engine's level step. The command line builds the chosen
+engine's options (``engine_options``) and refuses an option the engine has no field for. All engines
+give identical distinct-state counts, depths and shortest counterexamples."""
 
 from __future__ import annotations
 
-import functools
+import dataclasses
 import importlib
 import time
-from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 from checker.result import CheckResult
@@ -16,46 +21,80 @@ from spec.errors import UsageError
 from spec.model import Model
 
 
-@dataclass
-class EngineOptions:
-    workers: int = 1
-    master: str = "local[*]"
-    extra: dict[str, Any] = field(default_factory=dict)
+@dataclass(frozen=True)
+class Engine:
+    """A search engine: its module (imported when the engine is used), whose ``run_engine(model,
+    options, engine_options)`` runs a search, and its options dataclass ``options_class`` in that
+    module (each field the command line sets names its flag in ``metadata["flag"]``)."""
+
+    name: str
+    module: str
+    options_class: str
+    description: str
+
+    @property
+    def options_type(self) -> type:
+        return getattr(importlib.import_module(self.module), self.options_class)
+
+    def flags(self) -> dict[str, str]:
+        """Command-line flag -> the field of the engine's options it sets."""
+        return {f.metadata["flag"]: f.name for f in dataclasses.fields(self.options_type) if "flag" in f.metadata}
+
+    def run(self, model: Model, options: SearchOptions, engine_options: Any = None) -> CheckResult:
+        """The safety search; ``--reduce`` refused (one line) where this engine cannot apply it, and
+        ``--shortest`` after a reduced search."""
+        from checker.por import check_supported, shortest_rerun
+
+        wanted = self.options_type
+        engine_options = wanted() if engine_options is None else engine_options
+        if not isinstance(engine_options, wanted):
+            raise TypeError(f"engine {self.name} takes {wanted.__name__}, not {type(engine_options).__name__}")
+        search = importlib.import_module(self.module).run_engine
+        check_supported(self.name, options, getattr(engine_options, "workers", 1) or 1)
+        result = search(model, options, engine_options)
+        if options.shortest:
+            result = shortest_rerun(model, options, result, lambda m, o: search(m, o, engine_options))
+        return result
 
 
-# name -> (module, function, one-line description)
-ENGINES: dict[str, tuple[str, str, str]] = {
-    "bfs": ("checker.parallel", "run_default_engine", "breadth-first search in this process (the default)"),
-    "parallel": ("checker.parallel", "run_engine", "breadth-first search in --workers N processes (default: one a core)"),
-    "spark": ("checker.spark", "run_engine", "distributed breadth-first search on Spark (--master, default local[*])"),
+ENGINES: dict[str, Engine] = {
+    engine.name: engine for engine in (
+        Engine("bfs", "checker.bfs", "LocalOptions", "breadth-first search in this process (the default)"),
+        Engine("parallel", "checker.parallel", "ParallelOptions",
+               "breadth-first search in --workers N processes (default: one a core)"),
+        Engine("spark", "checker.spark", "SparkOptions",
+               "distributed breadth-first search on Spark (--master, default local[*])"),
+    )
 }
 
 
-def get_engine(name: str) -> Callable[[Model, SearchOptions, EngineOptions], CheckResult]:
+def get_engine(name: str) -> Engine:
     if name not in ENGINES:
         raise UsageError(f"unknown engine {name!r}; engines: {', '.join(ENGINES)}")
-    module, function, _ = ENGINES[name]
-    return functools.partial(_run_reduced, name, getattr(importlib.import_module(module), function))
+    return ENGINES[name]
 
 
-def _run_reduced(name: str, engine: Callable, model: Model, options: SearchOptions, engine_options: EngineOptions) -> CheckResult:
-    """``--reduce``: refused (one line) where the engine cannot apply it; ``--shortest`` after a reduced search."""
-    from checker.por import check_supported, shortest_rerun
+def engine_options(name: str, given: dict[str, Any]) -> Any:
+    """The options of engine ``name`` from the engine options given on the command line (flag ->
+    value, e.g. ``{"--master": "spark://host:7077"}``). A flag the engine has no field for would be
+    ignored: refused instead, one line (exit 64) naming the flag, the engine and the engines that read it."""
+    engine = get_engine(name)
+    flags = engine.flags()
+    for flag in given:
+        if flag not in flags:
+            owners = " or ".join(f"--engine {other.name}" for other in ENGINES.values() if flag in other.flags())
+            raise UsageError(f"{flag} is not an option of --engine {name} (it is read by {owners}); "
+                             f"drop {flag} or choose that engine")
+    return engine.options_type(**{flags[flag]: value for flag, value in given.items()})
 
-    check_supported(name, options, getattr(engine_options, "workers", 1) or 1)
-    result = engine(model, options, engine_options)
-    if options.shortest:
-        result = shortest_rerun(model, options, result, lambda m, o: engine(m, o, engine_options))
-    return result
 
-
-def run(model: Model, options: SearchOptions, engine: str = "bfs", engine_options: EngineOptions | None = None):
+def run(model: Model, options: SearchOptions, engine: str = "bfs", engine_options: Any = None) -> CheckResult:
     """Run the safety search on the chosen engine, then any liveness property on the state graph, whose time
     is added to the result's seconds ("Finished in" covers both).
 
     The one way a search starts: the command line, the matrix, the stories, the explorer and the benchmarks
     all come here."""
-    result = get_engine(engine)(model, options, engine_options or EngineOptions())
+    result = get_engine(engine).run(model, options, engine_options)
     liveness = options.liveness_properties()
     if not liveness:
         return result

@@ -16,7 +16,7 @@ from typing import Any
 import networkx as nx
 
 from checker.invariant import Invariant
-from checker.search import SearchOptions, trace_header, uses_bounds, validate_initial
+from checker.search import SearchOptions, SuccessorView, trace_header, uses_bounds, validate_initial
 from checker.trace import Step, Trace
 from spec.model import Model
 
@@ -39,6 +39,7 @@ def explore_graph(model: Model, max_states: int | None = None) -> tuple[nx.DiGra
     inits = list(model.init_states())
     validate_initial(model, inits)
     bounded = uses_bounds(model)
+    successors_of = SuccessorView(model, symmetry=False).of  # the graph of concrete states
     index: dict[Any, int] = {}
     states: list[Any] = []
     graph = nx.DiGraph()
@@ -51,9 +52,7 @@ def explore_graph(model: Model, max_states: int | None = None) -> tuple[nx.DiGra
     truncated = False
     while cursor < len(states):
         source = cursor
-        for act, succ in model.successors(states[source]):
-            if bounded and not model.within_bounds(succ):
-                continue
+        for _pos, act, succ in successors_of(states[source])[1]:
             target = index.get(succ)
             if target is None:
                 if max_states is not None and len(states) >= max_states:

@@ -616,12 +616,14 @@ def matrix_workers(given: int | None) -> int:
 
 
 def cmd_matrix(args: argparse.Namespace) -> int:
-    from checker.cli import DEFAULT_MASTER, engine_extra, refuse_options_the_engine_ignores
+    from checker.cli import chosen_engine
     from checker.properties import load_properties
 
-    refuse_options_the_engine_ignores(args, workers_given=args.workers is not None)
-    args.workers = matrix_workers(args.workers)
-    args.master = args.master or DEFAULT_MASTER
+    at_once = args.engine == "bfs"  # --workers: searches at once (another engine: the workers of each search)
+    args.workers = matrix_workers(args.workers) if at_once or args.workers is not None else None
+    args.engine, engine_options = chosen_engine(args, workers_for_engine=not at_once)
+    if args.workers is None:  # --engine parallel without --workers: one worker a core for each search
+        args.workers = matrix_workers(None)
     fmt = "json" if args.json else args.format
     expected = load_expectation(args.expect) if args.expect else None
     properties = load_properties(args.property)
@@ -633,14 +635,12 @@ def cmd_matrix(args: argparse.Namespace) -> int:
         if lines is not None:
             lines.search(row, names, constants)
 
-    at_once = args.engine == "bfs"  # --workers: searches at once (another engine: the workers of each search)
     started = time.monotonic()
     cells = run_matrix(
         args.model, args.protocol, args.invariant, args.const, args.feature,
         max_seconds=args.max_seconds, max_states=args.max_states, uniform_bounds=args.uniform_bounds,
         bounds=args.bounds, properties=properties, trace_dir=args.trace_dir, engine=args.engine,
-        engine_options=engines.EngineOptions(workers=1 if at_once else args.workers, master=args.master,
-                                             extra=engine_extra(args)),
+        engine_options=engine_options,
         on_cell=lines.cell if lines else None, on_search=on_search, progress=lines,
         workers=args.workers if at_once else 1, running=lines.running if lines else None,
         running_every=args.progress_every,

@@ -38,9 +38,12 @@ Every round is timed: its wall time in the parent, each worker's CPU time in it,
 worker's idle time at the rounds' ends (the result's ``round_wall_seconds``,
 ``worker_round_cpu_seconds`` and ``worker_idle_seconds``).
 
-Budgets, Ctrl-C and checkpoints behave as in the single-process engine: a level is either
-committed by every worker or abandoned by all, and a checkpoint gathers the frontier parts.
-Runs that keep the state graph (liveness) use the single-process engine.
+The levels run in the one level loop (``checker.levels``), as the single-process engine's do:
+``ParallelBFS`` gives it the four rounds as its level step and its hooks (a Ctrl-C seen by the
+workers, the memory of every process, a checkpoint that gathers the parts). Budgets, Ctrl-C and
+checkpoints behave as in the single-process engine: a level is either committed by every worker
+or abandoned by all. Runs that keep the state graph (liveness) use the single-process engine.
+``ParallelOptions``: the worker processes (``--workers``; 0, the default, is one a core).
 
 The engine measures its own serial share: the parent's CPU seconds (the initial level, the
 synchronisation, gathering the log, rebuilding traces) over the parent's plus every worker's CPU
@@ -57,26 +60,20 @@ import signal
 import tempfile
 import time
 import traceback
-from dataclasses import replace
+from dataclasses import dataclass, field, replace
 from operator import itemgetter
 from typing import Any
 
 import numpy as np
 
 from checker import checkpoint as ckpt
-from checker.bfs import (
-    MEMORY_BUDGET,
-    SPILL_AT,
-    BudgetExceeded,
-    LocalBFS,
-    budget_checkpoint_path,
-    first_false,
-)
+from checker.bfs import SPILL_AT, LocalBFS, first_false
 from checker.frontier import state_codec
+from checker.levels import MEMORY_BUDGET, BudgetExceeded, run_levels
 from checker.result import CheckResult
-from checker.search import ActionTable, Progress, SearchOptions, SearchState, budget_reason
+from checker.search import ActionTable, Progress, SearchOptions, SearchState
 from checker.visited import FingerprintSet
-from spec.errors import CorruptDataError
+from spec.errors import CorruptDataError, UsageError
 from spec.model import Model
 
 _REBALANCE_SLACK = 0.03  # parts may differ by this fraction of the frontier before states move
@@ -421,7 +418,7 @@ class ParallelBFS(LocalBFS):
         self._exchange = _exchange_dir()
         try:
             self._start_workers(st)
-            result = self._search(st)
+            result = run_levels(self, st)
         finally:
             self._stop_workers()
             shutil.rmtree(self._exchange, ignore_errors=True)
@@ -430,36 +427,27 @@ class ParallelBFS(LocalBFS):
         self._add_serial_share(result, time.process_time() - cpu_started, time.monotonic() - started)
         return result
 
-    def _search(self, st: SearchState) -> CheckResult:
-        opts = self.options
-        last_checkpoint = time.monotonic()
-        reason = None
-        checkpoint_file = None
-        try:
-            while self._queue() and not self._should_stop(st):
-                if self._interrupted:
-                    raise KeyboardInterrupt
-                reason = budget_reason(opts, st.depth, self._distinct, self._queue(), time.monotonic() - self._started)
-                if reason:
-                    break
-                self._expand_level(st)
-                st.elapsed = time.monotonic() - self._started
-                self._report(st, st.elapsed)
-                if _rss_mb_of(self._pids) > self.memory_budget:
-                    raise BudgetExceeded(f"{MEMORY_BUDGET} of {self.memory_budget:.0f} MB ran out at depth {st.depth}")
-                if opts.checkpoint_path and time.monotonic() - last_checkpoint >= opts.checkpoint_every:
-                    self._save(st)
-                    last_checkpoint = time.monotonic()
-        except BudgetExceeded as exc:
-            reason = exc.reason
-        except KeyboardInterrupt:
-            if opts.checkpoint_path:
-                self._save(st)
-            raise
-        path = budget_checkpoint_path(reason, self.model, opts)
-        if path and self._queue():
-            self._save(st, path)
-            checkpoint_file = path
+    # -- the hooks of the level loop (checker.levels) ---------------------------------------------
+    def queue(self, st: SearchState) -> int:
+        return self._queue()
+
+    def distinct(self, st: SearchState) -> int:
+        return self._distinct
+
+    def before_level(self, st: SearchState) -> None:
+        if self._interrupted:  # Ctrl-C came while the workers were idle
+            raise KeyboardInterrupt
+
+    def after_level(self, st: SearchState) -> None:
+        st.elapsed = self.elapsed()
+        self._report(st, st.elapsed)
+        if _rss_mb_of(self._pids) > self.memory_budget:
+            raise BudgetExceeded(f"{MEMORY_BUDGET} of {self.memory_budget:.0f} MB ran out at depth {st.depth}")
+
+    def save(self, st: SearchState, path: str) -> None:
+        self._save(st, path)
+
+    def finish(self, st: SearchState, reason: str | None, checkpoint_file: str | None) -> CheckResult:
         self._gather_log(st)
         stats = self._call_all([("stats",)] * self.workers)
         for _, _, degrees, *_ in stats:  # the out-degrees of the states each worker expanded
@@ -685,7 +673,7 @@ class ParallelBFS(LocalBFS):
             prefix = sum(self._sizes[: w + 1])
 
     # -- checkpoints ---------------------------------------------------------------------------------
-    def _save(self, st: SearchState, path: str | None = None) -> None:
+    def _save(self, st: SearchState, path: str) -> None:
         """Gather the parent log, the frontier parts (in order) and the visited set (the log's fingerprints)."""
         self._gather_log(st)
         parts = self._call_all([("dump",)] * self.workers)
@@ -694,7 +682,7 @@ class ParallelBFS(LocalBFS):
         st.visited = FingerprintSet(np.sort(fps))
         st.elapsed = time.monotonic() - self._started
         try:
-            ckpt.save(path or self.options.checkpoint_path, self.model, self.options, st)
+            ckpt.save(path, self.model, self.options, st)
         finally:
             st.frontier = []
             st.visited = FingerprintSet()
@@ -712,17 +700,21 @@ def resolve_workers(requested: int | None) -> int:
     return available_cores() if not requested else requested
 
 
-def run_engine(model: Model, options: SearchOptions, engine_options: Any = None) -> CheckResult:
-    """``--engine parallel``: ``--workers N`` processes, one a core when N is not given or ``auto``."""
-    workers = getattr(engine_options, "workers", 1)
-    if workers is None or workers < 2:
-        workers = available_cores()
-    if workers < 2:
-        return ParallelBFS(model, options, 1).run() if not options.keep_graph else LocalBFS(model, options).run()
-    return check(model, options, workers)
+@dataclass(frozen=True)
+class ParallelOptions:
+    """The parallel engine's options: its worker processes (0: ``auto``, one a core this process may run on)."""
+
+    workers: int = field(default=0, metadata={"flag": "--workers"})
+
+    def __post_init__(self) -> None:
+        if self.workers < 0:
+            raise UsageError(f"--workers {self.workers}: give a positive number of worker processes, or auto")
 
 
-def run_default_engine(model: Model, options: SearchOptions, engine_options: Any = None) -> CheckResult:
-    """The default engine (``bfs``): this process, or ``--workers N`` / ``auto`` processes."""
-    workers = resolve_workers(getattr(engine_options, "workers", 1))
-    return check(model, options, workers)
+def run_engine(model: Model, options: SearchOptions, engine_options: ParallelOptions) -> CheckResult:
+    """``--engine parallel``: ``--workers N`` processes, one a core when not given or ``auto``. A search
+    that keeps the state graph (liveness) runs in one process: the graph is built there."""
+    workers = resolve_workers(engine_options.workers)
+    if options.keep_graph or "fork" not in mp.get_all_start_methods():
+        return LocalBFS(model, options).run()
+    return ParallelBFS(model, options, workers).run()

@@ -31,7 +31,7 @@ import numpy as np
 from checker.invariant import Invariant
 from checker.pool import run_jobs
 from checker.result import CheckResult, Verdict, Violation
-from checker.search import SearchOptions, trace_header, uses_bounds, validate_initial
+from checker.search import SearchOptions, SuccessorView, trace_header, uses_bounds, validate_initial
 from checker.trace import Step, Trace
 from spec.model import Model
 
@@ -85,7 +85,7 @@ class _Walker:
         self.model, self.options, self.sim = model, options, sim
         self.inits = list(model.init_states())
         validate_initial(model, self.inits)
-        self.bounded = uses_bounds(model)
+        self.successors_of = SuccessorView(model, symmetry=False).of  # walks go through concrete states
         self.invariants = options.safety_invariants()
         self.header = trace_header(model, options)
 
@@ -103,7 +103,7 @@ class _Walker:
         return done
 
     def _walk(self, walk: int, done: _Done, fingerprints: set[int]) -> None:
-        model, depth, stop = self.model, self.sim.depth, self.options.stop_at_first
+        depth, stop = self.sim.depth, self.options.stop_at_first
         rng = random.Random(walk_seed(self.sim.seed, walk))
         state = initial = rng.choice(self.inits)
         steps: list[Step] = []
@@ -119,10 +119,9 @@ class _Walker:
                     done.found[inv.name] = (len(steps), walk, trace)
             if (broken and stop) or len(steps) == depth:
                 break
-            choices = list(model.successors(state))
-            done.generated += len(choices)
-            if self.bounded:
-                choices = [c for c in choices if model.within_bounds(c[1])]
+            generated, kept = self.successors_of(state)
+            done.generated += generated
+            choices = [(act, succ) for _pos, act, succ in kept]
             if not choices:
                 break
             act, state = rng.choice(choices)

@@ -194,7 +194,7 @@ def test_liveness_time_is_in_finished_in(monkeypatch):
     monkeypatch.setattr(engines, "add_liveness", slow_liveness)
     prop = Invariant("eventually", "a liveness property", None, kind=LIVENESS)
     model = build_model("two-phase", ["RM=2"])
-    result = cli.run_search(model, SearchOptions(invariants=[prop]), "bfs", engines.EngineOptions())
+    result = cli.run_search(model, SearchOptions(invariants=[prop]), "bfs", None)
     assert result.seconds >= 0.3
 
 
@@ -240,10 +240,27 @@ def test_a_model_whose_bounds_end_in_idle_states_checks_deadlock_only_when_asked
     ["check", "two-phase", "--engine", "spark", "--workers", "2"],
     ["matrix", "two-phase", "--master", "local[2]"],
     ["matrix", "two-phase", "--engine", "spark", "--workers", "2"],
+    ["check", "two-phase", "--engine", "bfs", "--workers", "2"],
+    ["check", "two-phase", "--engine", "parallel", "--master", "local[2]"],
+    ["matrix", "two-phase", "--engine", "parallel", "--spark-threshold", "5"],
 ])
 def test_an_option_the_engine_would_ignore_is_refused(capsys, argv):
     """--workers means nothing to Spark, --master and the --spark-* options nothing to the local engines: one
     line naming the option and exit 64, not a run that silently ignores it."""
     code, out, err = run(capsys, *argv, "--quiet")
     assert code == 64 and out == ""
-    assert len(err.strip().splitlines()) == 1 and ("--master" in err or "--spark" in err or "--workers" in err)
+    flag = next(word for word in argv if word in cli.ENGINE_FLAGS)
+    engine = argv[argv.index("--engine") + 1] if "--engine" in argv else "bfs"
+    assert len(err.strip().splitlines()) == 1 and flag in err and f"--engine {engine}" in err
+
+
+def test_each_engine_takes_its_own_options_type():
+    """The registry maps a name to an engine whose options type is its own; another engine's options are a
+    programming error, not a silent run with defaults."""
+    from checker.parallel import ParallelOptions
+
+    assert [e.options_type.__name__ for e in engines.ENGINES.values()] == ["LocalOptions", "ParallelOptions", "SparkOptions"]
+    assert engines.get_engine("spark").flags() == {"--master": "master", "--spark-threshold": "threshold",
+                                                   "--spark-transport": "transport"}
+    with pytest.raises(TypeError, match="engine bfs takes LocalOptions, not ParallelOptions"):
+        engines.run(build_model("two-phase", []), SearchOptions(), "bfs", ParallelOptions(workers=2))

@@ -4,7 +4,7 @@ shortest counterexamples (same trace, step by step), and honours budgets, Ctrl-C
 import numpy as np
 import pytest
 
-from checker import bfs, parallel
+from checker import bfs, engines, parallel
 from checker.result import Verdict
 from checker.search import SearchOptions
 from invariants.registry import for_family
@@ -125,11 +125,18 @@ def test_time_budget_is_undetermined():
     assert result.verdict is Verdict.UNDETERMINED and result.reason
 
 
-def test_workers_option_of_the_default_engine_runs_in_parallel():
-    from checker.engines import EngineOptions, get_engine
+def test_workers_option_without_an_engine_is_the_parallel_engine():
+    """``kmc check --workers N`` (N > 1) without --engine runs the parallel engine with N workers; --workers 1 the
+    local one; the local engine itself takes no option (``--engine bfs --workers 2`` is refused: tests/test_cli_habits)."""
+    from checker.cli import build_parser, chosen_engine
 
-    result = get_engine("bfs")(TwoPhase(3), SearchOptions(invariants=INVARIANTS), EngineOptions(workers=2))
-    assert result.engine == "parallel" and result.distinct_states == 288
+    parser = build_parser()
+    assert chosen_engine(parser.parse_args(["check", "two-phase", "--workers", "2"])) == (
+        "parallel", parallel.ParallelOptions(workers=2))
+    assert chosen_engine(parser.parse_args(["check", "two-phase", "--workers", "1"])) == ("bfs", bfs.LocalOptions())
+    assert chosen_engine(parser.parse_args(["check", "two-phase"])) == ("bfs", bfs.LocalOptions())
+    result = engines.run(TwoPhase(3), SearchOptions(invariants=INVARIANTS), "parallel", parallel.ParallelOptions(workers=2))
+    assert result.engine == "parallel" and result.workers == 2 and result.distinct_states == 288
 
 
 @pytest.mark.parametrize("workers", [1, 4])
@@ -184,11 +191,9 @@ def test_fingerprint_owners_spread_evenly():
 
 
 def test_auto_workers_use_the_cores_there_are(monkeypatch):
-    from checker.engines import EngineOptions, get_engine
-
     monkeypatch.setattr(parallel, "available_cores", lambda: 3)
     assert parallel.resolve_workers(0) == 3 and parallel.resolve_workers(2) == 2
-    result = get_engine("bfs")(TwoPhase(3), SearchOptions(invariants=INVARIANTS), EngineOptions(workers=0))
+    result = engines.run(TwoPhase(3), SearchOptions(invariants=INVARIANTS), "parallel", parallel.ParallelOptions())
     assert result.engine == "parallel" and result.workers == 3 and result.distinct_states == 288
 
 

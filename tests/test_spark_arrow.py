@@ -8,11 +8,13 @@ import shutil
 
 import pytest
 
+from checker import engines
 from checker.bfs import check
-from checker.engines import EngineOptions, get_engine
 from checker.invariant import Invariant
+from checker.parallel import ParallelOptions
 from checker.result import Verdict
 from checker.search import SearchOptions
+from checker.spark import SparkOptions
 from invariants.registry import for_family
 from spec.registry import build_model
 
@@ -61,7 +63,7 @@ def spark_run(model, options, transport="arrow", threshold=0, **extra):
     extra.update(partitions=2, threshold=threshold)
     if transport is not None:
         extra["transport"] = transport
-    return run_engine(model, options, EngineOptions(master="local[2]", extra=extra))
+    return run_engine(model, options, SparkOptions(master="local[2]", **extra))
 
 
 @pytest.mark.parametrize(
@@ -78,7 +80,7 @@ def test_every_engine_gives_the_same_counts_and_shortest_counterexamples(name, c
     reference = summary(check(model, options))
     assert reference["verdict"] is Verdict.VIOLATED and reference["violations"]
     for workers in (1, 2, 0):
-        result = get_engine("parallel")(model, options, EngineOptions(workers=workers or 2))
+        result = engines.run(model, options, "parallel", ParallelOptions(workers=workers))
         assert summary(result) == reference, f"parallel, {workers or 'auto'} workers"
     # the visited set's runs merged every 3 levels: both the anti-joins against runs and the merge run
     arrow = spark_run(model, options, threshold=THRESHOLD[name], merge_levels=3)

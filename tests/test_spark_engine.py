@@ -15,7 +15,6 @@ import time
 import pytest
 
 from checker.bfs import check
-from checker.engines import EngineOptions
 from checker.result import Verdict
 from checker.search import SearchOptions
 from invariants.registry import for_family
@@ -35,11 +34,11 @@ def spark(spark_local):
 
 
 def run_spark(model, options, **extra):
-    from checker.spark import run_engine
+    from checker.spark import SparkOptions, run_engine
 
     extra.setdefault("partitions", 2)
     extra.setdefault("transport", "blocks")  # this module's transport (the arrow one: tests/test_spark_arrow.py)
-    return run_engine(model, options, EngineOptions(master="local[2]", extra=extra))
+    return run_engine(model, options, SparkOptions(master="local[2]", **extra))
 
 
 def summary(result):

@@ -5,9 +5,8 @@ import importlib.util
 import pytest
 
 from checker.cli import main
-from checker.engines import EngineOptions
 from checker.search import SearchOptions
-from checker.spark import check_environment, run_engine, with_task_retries
+from checker.spark import SparkOptions, check_environment, run_engine, with_task_retries
 from spec.errors import EnvironmentMissingError, ExitCode
 from spec.two_phase import TwoPhase
 
@@ -16,7 +15,7 @@ def test_missing_java_names_the_fix(monkeypatch, capsys):
     monkeypatch.delenv("JAVA_HOME", raising=False)
     monkeypatch.setenv("PATH", "/nonexistent")
     with pytest.raises(EnvironmentMissingError) as info:
-        run_engine(TwoPhase(3), SearchOptions(), EngineOptions())
+        run_engine(TwoPhase(3), SearchOptions(), SparkOptions())
     assert "Java 17" in str(info.value) and "openjdk-17-jre-headless" in str(info.value)
     assert info.value.code == ExitCode.ENVIRONMENT == 69
     assert main(["check", "two-phase", "--engine", "spark", "--quiet"]) == 69
@@ -74,7 +73,7 @@ def _spark_installed() -> bool:
 
 @pytest.mark.skipif(not _spark_installed(), reason="needs PySpark and Java")
 def test_below_the_threshold_the_run_says_it_stays_on_the_driver(capsys):
-    result = run_engine(TwoPhase(4), SearchOptions(), EngineOptions(master="local[2]"))
+    result = run_engine(TwoPhase(4), SearchOptions(), SparkOptions(master="local[2]"))
     assert result.distinct_states == 1568
     lines = [line for line in capsys.readouterr().err.splitlines() if line.strip()]
     assert len(lines) == 1

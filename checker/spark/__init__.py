@@ -51,13 +51,15 @@ Fault tolerance
     ``run.json`` is rewritten atomically after each level and names the level files it covers.
 
 Modules
-    ``engine`` the driver loop (``SparkBFS``, ``run_engine``); ``arrow_step`` one level on Spark
+    ``engine`` the engine's options (``SparkOptions``) and its hooks into the one level loop of
+    ``checker.levels`` (``SparkBFS``: a level step that runs a local level below the threshold,
+    else starts Spark once and runs a Spark level; ``run_engine``); ``arrow_step`` one level on Spark
     with the arrow transport; ``level_step`` one level with the blocks transport;
     ``expand`` job 1 (expand, dedup, invariants); ``numbering`` global indices and parent pointers;
     ``blocks`` the columnar blocks and record functions; ``driver_state`` the driver's bookkeeping;
     ``rundir`` the run directory; ``resume`` run.json and ``--resume``; ``verdict`` traces and the
     result; ``session`` the SparkSession and its environment. This package re-exports the names
-    the engine registry, the tests and the benchmarks import (``from checker.spark import run_engine``).
+    the engine registry, the tests and the benchmarks import (``from checker.spark import SparkOptions, run_engine``).
 """
 
 from __future__ import annotations
@@ -69,6 +71,7 @@ from checker.spark.engine import (
     DEFAULT_DRIVER_INDEX_LIMIT,
     DEFAULT_THRESHOLD,
     SparkBFS,
+    SparkOptions,
     run_engine,
 )
 from checker.spark.rundir import RUN_FORMAT, RUN_MAGIC, RunDir
@@ -84,6 +87,7 @@ __all__ = [
     "LevelTiming",
     "RunDir",
     "SparkBFS",
+    "SparkOptions",
     "check_environment",
     "fingerprint_partition",
     "run_engine",

@@ -60,7 +60,7 @@ from typing import Any
 import numpy as np
 
 from checker.codec import CompactCodec, ModelStateCodec, state_column_codec
-from checker.search import uses_bounds
+from checker.search import SuccessorView
 from checker.spark.blocks import _gc_paused
 from checker.spark.driver_state import Counters, LevelInfo, LevelTiming, SparkRun
 from checker.spark.expand import _maybe_fail
@@ -97,7 +97,6 @@ class ArrowExpand:
                  codec: ModelStateCodec | CompactCodec, fail_once: str | None = None) -> None:
         self.model = model
         self.symmetry = symmetry
-        self.bounds = uses_bounds(model)
         self.check_deadlock = check_deadlock
         self.invariants = invariants
         self.numbers = numbers  # broadcast (fingerprints sorted, their global indices, recent levels' fingerprints)
@@ -116,9 +115,7 @@ class ArrowExpand:
         if self.fail_once is not None:
             _maybe_fail(len(blobs), self.fail_once)
         decode, encode = self.codec.decode, self.codec.encode
-        successors = self.model.successors
-        within = self.model.within_bounds if self.bounds else None
-        canonical = self.model.canonical if self.symmetry else None
+        successors_of = SuccessorView(self.model, self.symmetry).of
         # the frontier's states are checked here, each once (they are the level's distinct states);
         # an invariant violated in this partition is not checked again in it (``FrontierCheck``
         # finds the first violating state when the driver sees the bit)
@@ -137,12 +134,10 @@ class ArrowExpand:
                 bad, checks = _check(state, checks)
                 violated |= bad
             base_key = index << POSITION_BITS
-            pos = -1
-            for pos, (_act, succ) in enumerate(successors(state)):
-                if within is not None and not within(succ):
-                    continue
-                if canonical is not None:
-                    succ = canonical(succ)
+            count, kept = successors_of(state)
+            if count > POSITION_MASK + 1:
+                raise RuntimeError(f"a state with more than {POSITION_MASK + 1} successors")
+            for pos, _act, succ in kept:
                 fp = hash(succ)
                 if fp in seen:
                     continue
@@ -150,10 +145,8 @@ class ArrowExpand:
                 out_fp.append(fp)
                 out_key.append(base_key | pos)
                 out_state.append(encode(succ))
-            if pos > POSITION_MASK:
-                raise RuntimeError(f"a state with more than {POSITION_MASK} successors")
-            generated += pos + 1
-            if pos < 0 and self.check_deadlock and deadlock is None:
+            generated += count
+            if not count and self.check_deadlock and deadlock is None:
                 deadlock = index
             if len(out_fp) >= BATCH_ROWS:
                 yield _candidates(pa, out_fp, out_key, out_state)
@@ -455,17 +448,3 @@ class ArrowLevelStep:
                 st.found.setdefault(inv.name, int(hit.min()))
                 found = True
         return found
-
-    def _arrow_phase(self, spark: SparkRun, st: Counters, levels: list[LevelInfo]) -> str | None:
-        reason = None
-        while st.frontier_size > 0 and not self._should_stop(st):
-            reason = self._budget_reason(st)
-            if reason:
-                break
-            self._arrow_level(spark, st, levels)
-        if st.frontier_size > 0 and not spark.frontier_checked:
-            # a frontier the search stops at (a budget, a deadlock) is checked as the local engine
-            # checks every level it commits
-            self._first_violations(spark, st, self._pending(st))
-            spark.frontier_checked = True
-        return reason

@@ -1,5 +1,9 @@
-"""The Spark engine's driver: the local levels while the frontier is small, then the levels on Spark,
-the budgets, progress and the result (the design is in ``checker.spark``)."""
+"""The Spark engine's driver: its options (``SparkOptions``) and its place in the one level loop
+(``checker.levels.run_levels``), whose level step is a local level while the frontier is below the
+threshold, then, Spark started and the local prefix moved to it once, a Spark level with the arrow
+(``arrow_step``) or blocks (``level_step``) transport. The loop's budgets, stop conditions and Ctrl-C
+are the other engines'; its checkpoint is the run directory each Spark level commits (``resume``), so
+the loop writes none. The design is in ``checker.spark``."""
 
 from __future__ import annotations
 
@@ -8,11 +12,13 @@ import re
 import sys
 import tempfile
 import time
+from dataclasses import dataclass, field
 from typing import Any
 
-from checker.bfs import BudgetExceeded, LocalBFS
+from checker.bfs import LocalBFS
+from checker.levels import LevelSearch, run_levels
 from checker.result import CheckResult
-from checker.search import Progress, SearchOptions, budget_reason
+from checker.search import Progress, SearchOptions
 from checker.spark.arrow_step import ArrowLevelStep, arrow_available
 from checker.spark.driver_state import Counters, LevelInfo, LevelTiming, SparkRun
 from checker.spark.level_step import LevelStep
@@ -33,29 +39,50 @@ DEFAULT_CHECKPOINT_LEVELS = 10
 DEFAULT_MERGE_LEVELS = 8
 
 
-class SparkBFS(ArrowLevelStep, LevelStep, Resumable, Verdicts):
-    engine = "spark"
+@dataclass(frozen=True)
+class SparkOptions:
+    """The Spark engine's options (the fields with a flag are the command line's; the others are for
+    tests and ``bench/spark_bench.py``)."""
 
-    def __init__(self, model: Model, options: SearchOptions, engine_options: Any) -> None:
-        self.model = model
-        self.options = options
-        extra = dict(getattr(engine_options, "extra", {}) or {})
-        self.master = getattr(engine_options, "master", None) or "local[*]"
-        self.threshold = int(extra.get("threshold", DEFAULT_THRESHOLD))
-        self.partitions = extra.get("partitions")
-        self.checkpoint_levels = int(extra.get("checkpoint_levels", DEFAULT_CHECKPOINT_LEVELS))
-        self.merge_levels = max(1, int(extra.get("merge_levels", DEFAULT_MERGE_LEVELS)))
-        self.driver_index_limit = int(extra.get("driver_index_limit", DEFAULT_DRIVER_INDEX_LIMIT))
-        # fault injection (tests): the first attempt of one expansion task at this depth fails
-        self.fail_at_depth = extra.get("fail_task_at_depth")
-        self.fail_marker = str(extra.get("fail_marker") or "")
-        self.memory = str(extra.get("driver_memory", "4g"))
-        self.verbose = bool(extra.get("verbose", False))
-        #: "arrow" (DataFrames, Arrow batches, dedup in the JVM), "blocks" (RDDs of columnar blocks,
-        #: the transport of resumable runs) or None: arrow when available, else blocks
-        self.transport = extra.get("transport")
+    master: str = field(default="local[*]", metadata={"flag": "--master"})
+    #: levels run on the driver with the local engine while the frontier has fewer states
+    threshold: int = field(default=DEFAULT_THRESHOLD, metadata={"flag": "--spark-threshold"})
+    #: "arrow", "blocks" or None (arrow when PyArrow and PySpark 4 are there, blocks for resumable runs)
+    transport: str | None = field(default=None, metadata={"flag": "--spark-transport"})
+    partitions: int | None = None  # None: two a core (one with the arrow transport)
+    checkpoint_levels: int = DEFAULT_CHECKPOINT_LEVELS
+    merge_levels: int = DEFAULT_MERGE_LEVELS
+    driver_index_limit: int = DEFAULT_DRIVER_INDEX_LIMIT
+    driver_memory: str = "4g"
+    verbose: bool = False  # a line a level on stderr
+    fail_task_at_depth: int | None = None  # fault injection (tests): one expansion task at this depth fails once
+    fail_marker: str = ""
+
+    def __post_init__(self) -> None:
         if self.transport not in (None, "arrow", "blocks"):
             raise UsageError(f"unknown Spark transport {self.transport!r}: arrow or blocks")
+
+
+class SparkBFS(ArrowLevelStep, LevelStep, Resumable, Verdicts, LevelSearch):
+    engine = "spark"
+
+    def __init__(self, model: Model, options: SearchOptions, engine_options: SparkOptions) -> None:
+        self.model = model
+        self.options = options
+        self.master = engine_options.master
+        self.threshold = engine_options.threshold
+        self.partitions = engine_options.partitions
+        self.checkpoint_levels = engine_options.checkpoint_levels
+        self.merge_levels = max(1, engine_options.merge_levels)
+        self.driver_index_limit = engine_options.driver_index_limit
+        # fault injection (tests): the first attempt of one expansion task at this depth fails
+        self.fail_at_depth = engine_options.fail_task_at_depth
+        self.fail_marker = engine_options.fail_marker
+        self.memory = engine_options.driver_memory
+        self.verbose = engine_options.verbose
+        #: "arrow" (DataFrames, Arrow batches, dedup in the JVM), "blocks" (RDDs of columnar blocks,
+        #: the transport of resumable runs) or None: arrow when available, else blocks
+        self.transport = engine_options.transport
         if options.keep_graph:
             raise UsageError("the spark engine does not keep the state graph (liveness); use --engine bfs")
         self.local = LocalBFS(model, options)
@@ -76,6 +103,9 @@ class SparkBFS(ArrowLevelStep, LevelStep, Resumable, Verdicts):
 
     # -- the search --------------------------------------------------------------------------------
     def run(self) -> CheckResult:
+        """Set up (the run directory, a resumed run), then the level loop (``checker.levels``) whose
+        level step is a local level while the frontier is below the threshold, else a Spark level
+        (Spark started, and the local prefix moved to it, before the first one)."""
         check_environment()
         opts = self.options
         if opts.checkpoint_path and not self.model.state_types():
@@ -84,47 +114,81 @@ class SparkBFS(ArrowLevelStep, LevelStep, Resumable, Verdicts):
         started = time.monotonic()
         self.local._started = started
         where = opts.checkpoint_path or opts.resume_from
-        run_dir = RunDir(where) if where else None
-        spark: SparkRun | None = None
-        reason = None
+        self._run_dir = RunDir(where) if where else None
+        self._spark = None
         try:
             if opts.resume_from:
-                spark, st, levels = self._resume(run_dir)
+                self._spark, st, self._levels = self._resume(self._run_dir)
                 self.local._started = started - st.elapsed
             else:
                 st = Counters(self.local._initial_level())
-                levels = [LevelInfo(1, 0, st.distinct)]
+                self._levels = [LevelInfo(1, 0, st.distinct)]
             self._started = self.local._started
-            reason = self._local_phase(st, levels)
-            arrow = self._use_arrow()
-            if reason is None and st.frontier_size > 0 and not self._should_stop(st) and arrow:
-                run_dir = RunDir(tempfile.mkdtemp(prefix="kmc-spark-"), temporary=True)
-                spark = self._start(run_dir, per_core=1)
-                self._arrow_switch(spark, st, levels)
-                reason = self._arrow_phase(spark, st, levels)
-            elif reason is None and st.frontier_size > 0 and not self._should_stop(st):
-                if spark is None:
-                    if run_dir is None:
-                        if not self.master.startswith("local"):
-                            raise UsageError("on a Spark cluster, give --checkpoint DIR on shared storage "
-                                             "(e.g. hdfs://...): the levels are written there")
-                        run_dir = RunDir(tempfile.mkdtemp(prefix="kmc-spark-"), temporary=True)
-                    spark = self._start(run_dir)
-                    self._switch(spark, st, levels, run_dir)
-                reason = self._spark_phase(spark, st, levels, run_dir)
-            elapsed = time.monotonic() - self._started
-            result = self._result(st, levels, elapsed, reason, spark, run_dir)
-            if spark is None:
-                note = self._driver_only_note()
-                result.extra["spark"]["driver_only"] = note
-                if not _stderr_merged_into_stdout():
-                    print(note, file=sys.stderr)
+            self._arrow = self._use_arrow()
+            result = run_levels(self, st)
         finally:
-            if spark is not None:
-                self._stop(spark, run_dir)
-            elif run_dir is not None and run_dir.temporary:
-                run_dir.cleanup()
+            if self._spark is not None:
+                self._stop(self._spark, self._run_dir)
+            elif self._run_dir is not None and self._run_dir.temporary:
+                self._run_dir.cleanup()
         return result
+
+    # -- the hooks of the level loop (checker.levels) ---------------------------------------------
+    #: the run directory (``--checkpoint``) is the resume point, written as each Spark level commits
+    writes_checkpoints = False
+
+    def queue(self, st: Counters) -> int:
+        return st.frontier_size
+
+    def distinct(self, st: Counters) -> int:
+        return st.distinct
+
+    def should_stop(self, st: Counters) -> bool:
+        return self.options.stop_at_first and (bool(st.found) or st.deadlock is not None)
+
+    def expand_level(self, st: Counters) -> None:
+        """One level: on the driver with the local engine while the frontier is below the threshold
+        (and Spark has not started), else on Spark with the arrow or the blocks transport."""
+        if not st.spark_started and len(st.local.frontier) < self.threshold:
+            self._local_level(st)
+            return
+        if not st.spark_started:
+            self._start_spark(st)
+        if self._arrow:
+            self._arrow_level(self._spark, st, self._levels)
+        else:
+            self._spark_level(self._spark, st, self._levels, self._run_dir)
+
+    def finish(self, st: Counters, reason: str | None, checkpoint_file: str | None) -> CheckResult:
+        spark = self._spark
+        if spark is not None and self._arrow and st.frontier_size > 0 and not spark.frontier_checked:
+            # a frontier the search stops at (a budget, a deadlock) is checked as the local engine
+            # checks every level it commits
+            self._first_violations(spark, st, self._pending(st))
+            spark.frontier_checked = True
+        result = self._result(st, self._levels, self.elapsed(), reason, spark, self._run_dir)
+        if spark is None:
+            note = self._driver_only_note()
+            result.extra["spark"]["driver_only"] = note
+            if not _stderr_merged_into_stdout():
+                print(note, file=sys.stderr)
+        return result
+
+    def _start_spark(self, st: Counters) -> None:
+        """Start Spark and move the local prefix to it (its visited set and last level)."""
+        if self._arrow:
+            self._run_dir = RunDir(tempfile.mkdtemp(prefix="kmc-spark-"), temporary=True)
+            self._spark = self._start(self._run_dir, per_core=1)
+            self._arrow_switch(self._spark, st, self._levels)
+            return
+        if self._spark is None:
+            if self._run_dir is None:
+                if not self.master.startswith("local"):
+                    raise UsageError("on a Spark cluster, give --checkpoint DIR on shared storage "
+                                     "(e.g. hdfs://...): the levels are written there")
+                self._run_dir = RunDir(tempfile.mkdtemp(prefix="kmc-spark-"), temporary=True)
+            self._spark = self._start(self._run_dir)
+        self._switch(self._spark, st, self._levels, self._run_dir)
 
     def _use_arrow(self) -> bool:
         """The Arrow transport unless the run is resumable (``--checkpoint``/``--resume``: blocks
@@ -149,34 +213,18 @@ class SparkBFS(ArrowLevelStep, LevelStep, Resumable, Verdicts):
                 f"{largest:,} states, below --spark-threshold {self.threshold:,}, where a Spark job costs more "
                 f"than the level); no Spark application was started. Lower --spark-threshold to run levels on Spark.")
 
-    def _should_stop(self, st: Counters) -> bool:
-        return self.options.stop_at_first and (bool(st.found) or st.deadlock is not None)
-
-    def _budget_reason(self, st: Counters) -> str | None:
-        return budget_reason(self.options, st.depth, st.distinct, st.frontier_size, time.monotonic() - self._started)
-
-    def _local_phase(self, st: Counters, levels: list[LevelInfo]) -> str | None:
-        """Levels on the driver with the local engine while the frontier is below the threshold."""
+    def _local_level(self, st: Counters) -> None:
+        """A level on the driver with the local engine (the frontier is below the threshold)."""
         local = st.local
-        if st.spark_started:
-            return None
-        while local.frontier and not self._should_stop(st) and len(local.frontier) < self.threshold:
-            reason = self._budget_reason(st)
-            if reason:
-                return reason
-            level_started = time.monotonic()
-            frontier = len(local.frontier)
-            depth = local.depth
-            try:
-                self.local._expand_level(local)
-            except BudgetExceeded as exc:
-                return exc.reason
-            st.sync_from_local()
-            if local.depth > depth:
-                levels.append(LevelInfo(local.depth, local.frontier_base, len(local.frontier)))
-            self._level_done(LevelTiming(local.depth, frontier, len(local.frontier) if local.depth > depth else 0,
-                                         time.monotonic() - level_started, engine="local"), st)
-        return None
+        level_started = time.monotonic()
+        frontier = len(local.frontier)
+        depth = local.depth
+        self.local._expand_level(local)
+        st.sync_from_local()
+        if local.depth > depth:
+            self._levels.append(LevelInfo(local.depth, local.frontier_base, len(local.frontier)))
+        self._level_done(LevelTiming(local.depth, frontier, len(local.frontier) if local.depth > depth else 0,
+                                     time.monotonic() - level_started, engine="local"), st)
 
     def _start(self, run_dir: RunDir, per_core: int = 2) -> SparkRun:
         """The Spark session and the run's partitions (``per_core`` a core unless given: the arrow
@@ -240,7 +288,7 @@ def _explain_spark_failure(exc: Exception) -> KmcError:
     return ModelError(f"a Spark job failed: {python_error or (lines[0] if lines else type(exc).__name__)}")
 
 
-def run_engine(model: Model, options: SearchOptions, engine_options: Any = None) -> CheckResult:
+def run_engine(model: Model, options: SearchOptions, engine_options: SparkOptions) -> CheckResult:
     """The ``spark`` engine: ``kmc check MODEL --engine spark [--master URL]``."""
     try:
         return SparkBFS(model, options, engine_options).run()

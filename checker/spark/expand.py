@@ -9,7 +9,7 @@ from typing import Any
 
 import numpy as np
 
-from checker.search import uses_bounds
+from checker.search import SuccessorView
 from checker.spark.blocks import _by_partition, _dumps, _gc_paused, _level_block, _merge_stats, _stats, unpack_states
 from spec.model import Model
 
@@ -23,7 +23,6 @@ class _Expand:
                  fail_once: str | None = None) -> None:
         self.model = model
         self.symmetry = symmetry
-        self.bounds = uses_bounds(model)
         self.check_deadlock = check_deadlock
         self.partitions = partitions
         self.fail_once = fail_once  # fault injection: a marker path ("" for none) or None
@@ -39,24 +38,18 @@ class _Expand:
         frontier.sort(key=_first)
         if self.fail_once is not None:
             _maybe_fail(len(frontier), self.fail_once)
-        successors = self.model.successors
-        within = self.model.within_bounds if self.bounds else None
-        canonical = self.model.canonical if self.symmetry else None
+        successors_of = SuccessorView(self.model, self.symmetry).of
         best: dict[int, tuple] = {}
         generated = 0
         deadlock = None
         for index, state in frontier:
-            pos = -1
-            for pos, (_act, succ) in enumerate(successors(state)):
-                if within is not None and not within(succ):
-                    continue
-                if canonical is not None:
-                    succ = canonical(succ)
+            count, kept = successors_of(state)
+            for pos, _act, succ in kept:
                 fp = hash(succ)
                 if fp not in best:
                     best[fp] = (index, pos, succ)
-            generated += pos + 1
-            if pos < 0 and self.check_deadlock and deadlock is None:
+            generated += count
+            if not count and self.check_deadlock and deadlock is None:
                 deadlock = index
         expanded = time.perf_counter()
         count = len(best)

@@ -55,14 +55,6 @@ class LevelStep:
         st.local_distinct = len(local.log)
         local.frontier = []
 
-    def _spark_phase(self, spark: SparkRun, st: Counters, levels: list[LevelInfo], run_dir: RunDir) -> str | None:
-        while st.frontier_size > 0 and not self._should_stop(st):
-            reason = self._budget_reason(st)
-            if reason:
-                return reason
-            self._spark_level(spark, st, levels, run_dir)
-        return None
-
     def _spark_level(self, spark: SparkRun, st: Counters, levels: list[LevelInfo], run_dir: RunDir) -> None:
         parts = spark.partitions
         level_started = time.monotonic()
