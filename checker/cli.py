@@ -513,7 +513,7 @@ def cmd_simulate(args: argparse.Namespace) -> int:
     if args.engine != "spark" and args.master is not None:
         raise UsageError(f"--master is for --engine spark, not --engine {args.engine}; add --engine spark or drop it")
     sim = SimulationOptions(walks=args.walks, depth=args.depth, seed=args.seed, max_seconds=args.max_seconds,
-                            workers=args.workers, engine=args.engine, master=args.master or DEFAULT_MASTER)
+                            workers=args.workers, engine=args.engine, master=args.master)
     result = simulate(model, options, sim)
     save_traces(result, args.trace_dir)
     if args.json:
@@ -648,7 +648,7 @@ def build_parser() -> argparse.ArgumentParser:
                           help="local (--workers processes here, the default) or spark (the walks' batches on Spark's "
                           "executors, --master): the same walks either way")
     simulate.add_argument("--master", default=None,
-                          help=f"Spark master URL (--engine spark; default {DEFAULT_MASTER}, or spark-submit's)")
+                          help="Spark master URL (--engine spark; default local[*], or spark-submit's)")
     simulate.add_argument("--continue", dest="keep_going", action="store_true")
     simulate.add_argument("--json", action="store_true")
     simulate.add_argument("--trace-dir", default=DEFAULT_TRACE_DIR)

@@ -51,7 +51,7 @@ class SimulationOptions:
     shorten: bool = True
     #: "local" (``workers`` processes here) or "spark" (the batches on Spark's executors, ``checker.spark.swarm``)
     engine: str = "local"
-    master: str = "local[*]"
+    master: str | None = None  # None: Spark's default (``checker.spark.session.DEFAULT_MASTER``)
 
 
 def walk_seed(seed: int, walk: int) -> int:

@@ -24,7 +24,7 @@ from checker.spark.driver_state import Counters, LevelInfo, LevelTiming, SparkRu
 from checker.spark.level_step import LevelStep
 from checker.spark.resume import Resumable
 from checker.spark.rundir import RunDir
-from checker.spark.session import _ship_packages, check_environment, spark_session
+from checker.spark.session import DEFAULT_MASTER, _ship_packages, check_environment, spark_session
 from checker.spark.verdict import Verdicts
 from spec.errors import EnvironmentMissingError, KmcError, ModelError, UsageError
 from spec.model import Model
@@ -44,7 +44,7 @@ class SparkOptions:
     """The Spark engine's options (the fields with a flag are the command line's; the others are for
     tests and ``bench/spark_bench.py``)."""
 
-    master: str = field(default="local[*]", metadata={"flag": "--master"})
+    master: str = field(default=DEFAULT_MASTER, metadata={"flag": "--master"})
     #: levels run on the driver with the local engine while the frontier has fewer states
     threshold: int = field(default=DEFAULT_THRESHOLD, metadata={"flag": "--spark-threshold"})
     #: "arrow", "blocks" or None (arrow when PyArrow and PySpark 4 are there, blocks for resumable runs)

@@ -26,6 +26,8 @@ from typing import Any
 from spec.errors import BadFileError, EnvironmentMissingError, UsageError
 
 _PACKAGES = ("spec", "checker", "invariants", "traces")
+#: the Spark master when none is given: every core of this machine
+DEFAULT_MASTER = "local[*]"
 #: the environment variables of the secret file and of the time a cluster's master has to accept the driver
 SECRET_FILE_VARIABLE = "KMC_SPARK_SECRET_FILE"
 CONNECT_SECONDS_VARIABLE = "KMC_SPARK_CONNECT_SECONDS"
@@ -186,7 +188,7 @@ def _create(builder: Any, options: dict[str, str], master: str, secret: str | No
     return builder.getOrCreate()
 
 
-def spark_session(master: str = "local[*]", memory: str = "4g", ui: bool = False) -> tuple[Any, bool]:
+def spark_session(master: str = DEFAULT_MASTER, memory: str = "4g", ui: bool = False) -> tuple[Any, bool]:
     """The active SparkSession, or a new one for ``master``; True when this call created it.
 
     ``ui``: keep Spark's web UI and its REST API (the benchmark reads the stages' metrics there).

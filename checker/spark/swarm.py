@@ -24,7 +24,7 @@ import time
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from checker.spark.session import _ship_packages, check_environment, spark_session
+from checker.spark.session import DEFAULT_MASTER, _ship_packages, check_environment, spark_session
 
 
 def wave_size(sc: Any) -> int:
@@ -46,14 +46,14 @@ class _Task:
         return index, self.work(batch)
 
 
-def run_batches(work: Callable[[Any], Any], jobs: Sequence[Any], master: str,
+def run_batches(work: Callable[[Any], Any], jobs: Sequence[Any], master: str | None,
                 finished: Callable[[int, Any], bool], deadline: float | None = None) -> tuple[list[Any], int]:
     """``_run_batches`` with Spark's failures as the Spark engine reports them (one line; exit 69 when Java or
     PySpark is missing or broken)."""
     from checker.spark.engine import translate_spark_failure
 
     try:
-        return _run_batches(work, jobs, master, finished, deadline)
+        return _run_batches(work, jobs, master or DEFAULT_MASTER, finished, deadline)
     except Exception as exc:
         raise translate_spark_failure(exc) from exc
 
