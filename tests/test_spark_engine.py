@@ -68,6 +68,7 @@ def test_two_phase_matches_tlc_and_the_local_engine(spark):
     assert sum(lv["new"] for lv in levels) == 288 - 1
 
 
+@pytest.mark.slow  # about 4 s; the arrow transport's fast test hands local levels over to Spark too
 def test_threshold_keeps_small_levels_local(spark):
     options = SearchOptions(invariants=INVARIANTS)
     result = run_spark(TwoPhase(5), options, threshold=1000)
