@@ -9,6 +9,10 @@ teardown are charged the CPU (user + system seconds) spent in them by
 - its children still alive (``/proc/<pid>/stat`` utime + stime + the children they waited for: a Spark JVM that lives
   for the whole session is charged to the tests that kept it busy, not to the session's end).
 
+A child that ends without being waited for by this process (the Spark JVM stopped at the session's end) takes its
+time out of the live sum; the test it ends in is charged nothing rather than a negative time, so the CPU such a child
+spent after the previous test is lost (small: an idle JVM spends about 0.1 s a minute).
+
 The report is one line a test, most expensive first: CPU seconds, the marker tier (``slow`` or ``fast``) and the
 test id; the last lines give the totals of each tier. Linux only (``/proc``).
 """
@@ -73,7 +77,9 @@ class _Recorder:
     def pytest_runtest_protocol(self, item: pytest.Item, nextitem: pytest.Item | None):
         before = _cpu_now()
         yield
-        self.cpu[item.nodeid] = _cpu_now() - before
+        # a child that ends without this process waiting for it (the Spark JVM at the session's end, a browser) takes
+        # the CPU it was charged while it lived out of the sum: that test is charged nothing, not a negative time
+        self.cpu[item.nodeid] = max(0.0, _cpu_now() - before)
         self.tier[item.nodeid] = "slow" if item.get_closest_marker("slow") else "fast"
 
     def pytest_sessionstart(self, session: pytest.Session) -> None:

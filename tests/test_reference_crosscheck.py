@@ -37,8 +37,14 @@ def reachable(model) -> dict:
     return level
 
 
-@pytest.mark.parametrize("config", [(2, 3, 2, 1), (1, 3, 3, 3), (2, 1, 1, 2)])
-@pytest.mark.parametrize("module", sorted(VARIANTS))
+#: three configurations; the third (two leader epochs, about 1 s a variant) is in the fast tier for KIP-320 only
+CONFIGS = [(2, 3, 2, 1), (1, 3, 3, 3), (2, 1, 1, 2)]
+
+
+@pytest.mark.parametrize("module, config", [
+    pytest.param(module, config, id=f"{module}-config{i}",
+                 marks=[pytest.mark.slow] if i == 2 and module != "Kip320" else [])
+    for module in sorted(VARIANTS) for i, config in enumerate(CONFIGS)])
 def test_literal_encoding_agrees_state_for_state(module, config):
     literal = LiteralSpec(module, *config)
     lit_level, lit_generated, lit_depth = explore(literal)
