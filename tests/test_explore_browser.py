@@ -94,6 +94,7 @@ def check_state_against_model(pg, model, position) -> None:
     assert pg.locator("button.action").all_inner_texts() == expected_actions
 
 
+@pytest.mark.slow  # Chromium: about 3 s of CPU with its start; the page's API is tested in tests/test_explore_server.py
 def test_click_five_actions_back_and_reload(server, page):
     model = build_model("kafka", [], "2.1.0")
     page.goto(server.url + "#model=kafka&protocol=2.1.0")
