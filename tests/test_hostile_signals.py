@@ -50,6 +50,7 @@ def wait_for(predicate, seconds=60.0):
     return False
 
 
+@pytest.mark.slow  # RM=7 resumed on two workers: about 4.5 s of CPU; the fast tier interrupts and resumes kmc below
 def test_sigint_to_two_workers_exits_130_and_leaves_a_resumable_checkpoint(tmp_path):
     ckpt = tmp_path / "run.ckpt"
     argv = ("check", "two-phase", "--const", "RM=7", "--workers", "2", "--quiet", "--json", "--trace-dir", tmp_path)
@@ -67,7 +68,6 @@ def test_sigint_to_two_workers_exits_130_and_leaves_a_resumable_checkpoint(tmp_p
     assert (resumed["distinct_states"], resumed["states_generated"], resumed["depth"]) == (296_448, 2_744_706, 23)
 
 
-@pytest.mark.slow  # about 3 s; the fast tier interrupts and resumes two workers (above)
 def test_two_interrupts_and_a_resume_count_what_an_uninterrupted_run_counts(tmp_path):
     """The old engine counted a level's successors twice when Ctrl-C landed inside it (440,378 vs 402,306)."""
     ckpt = tmp_path / "run.ckpt"
