@@ -45,9 +45,14 @@ def spark_available() -> bool:
 
 
 def whole_tier(config: pytest.Config) -> bool:
-    """True when this run is a whole tier: no test chosen by name, path, keyword or last failures."""
+    """True when this run is a whole tier, the fast one (``-m "not slow"``) or the whole suite: no other marker
+    expression, and no test chosen or left out by name, path, keyword or last failures."""
     option = config.option
+    if option.markexpr.strip() not in ("", "not slow"):
+        return False
     if option.keyword or getattr(option, "lf", False) or getattr(option, "deselect", None):
+        return False
+    if getattr(option, "ignore", None) or getattr(option, "ignore_glob", None):
         return False
     tests = ROOT / "tests"
     return all((config.invocation_params.dir / arg).resolve() in (ROOT, tests) for arg in config.args)
