@@ -173,6 +173,7 @@ def test_refused_checkpoint_is_one_line_and_exit_65(tmp_path):
     assert len(run.stderr.strip().splitlines()) == 1 and "cannot be resumed" in run.stderr
 
 
+@pytest.mark.slow  # two kmc processes: about 1.4 s of CPU; tests/test_hostile_writers.py races two checkpoint writes fast
 def test_two_runs_sharing_one_checkpoint_path_both_finish(tmp_path):
     path = str(tmp_path / "shared.ckpt")
     command = [sys.executable, "-m", "checker.cli", "check", "two-phase", "--const", "RM=5", "--quiet", "-deadlock",

@@ -94,6 +94,7 @@ def check_state_against_model(pg, model, position) -> None:
     assert pg.locator("button.action").all_inner_texts() == expected_actions
 
 
+@pytest.mark.slow  # Chromium: about 3 s of CPU with its start; the page's API is tested in tests/test_explore_server.py
 def test_click_five_actions_back_and_reload(server, page):
     model = build_model("kafka", [], "2.1.0")
     page.goto(server.url + "#model=kafka&protocol=2.1.0")
@@ -138,6 +139,7 @@ def test_click_five_actions_back_and_reload(server, page):
     check_state_against_model(other, model, position)
 
 
+@pytest.mark.slow  # about 2.5 s of the browser's CPU; the fast tier drives the page once (above)
 def test_scenario_shows_its_violation_and_export_replays(server, page, tmp_path):
     scenario = load_scenario(str(ROOT / "traces" / "scenarios" / STALL))
     page.goto(server.url)
@@ -187,6 +189,7 @@ def test_scenario_shows_its_violation_and_export_replays(server, page, tmp_path)
         scenario.expectation("2.1.1").outcome
 
 
+@pytest.mark.slow  # the browser's CPU; the run itself is tested through the API (tests/test_explore_server.py)
 def test_run_to_completion_from_a_step_of_the_story(server, page):
     loaded = session.load_scenario_file(session.scenario_file(STALL))
     prefix = session.Position(loaded.position.config, 0, loaded.position.path[:9], 9)

@@ -2,6 +2,7 @@
 disk, read back block by block, with the same counts, parent log and counterexamples (byte for
 byte) at any block size and any budget, on two-phase and on a small Kafka configuration."""
 
+import functools
 import gc
 import os
 import weakref
@@ -307,14 +308,23 @@ SETTINGS = {
 }
 
 
+def _same_counts_case(which):
+    if which == "two-phase":
+        return TwoPhase(5, commit_guard=False), SearchOptions(invariants=TWO_PHASE, stop_at_first=False)
+    return _kafka(), SearchOptions(invariants=KAFKA, stop_at_first=False, check_deadlock=True)
+
+
+@functools.cache
+def _plain_run(which):
+    """The default frontier's run, computed once for the four settings compared with it."""
+    return _run(*_same_counts_case(which))
+
+
 @pytest.mark.parametrize("setting", list(SETTINGS))
 @pytest.mark.parametrize("which", ["two-phase", "kafka"])
 def test_same_counts_log_and_traces_at_any_block_size_and_budget(setting, which):
-    if which == "two-phase":
-        model, options = TwoPhase(5, commit_guard=False), SearchOptions(invariants=TWO_PHASE, stop_at_first=False)
-    else:
-        model, options = _kafka(), SearchOptions(invariants=KAFKA, stop_at_first=False, check_deadlock=True)
-    plain, plain_log, plain_traces, plain_spilled = _run(model, options)
+    model, options = _same_counts_case(which)
+    plain, plain_log, plain_traces, plain_spilled = _plain_run(which)
     other, other_log, other_traces, other_spilled = _run(model, options, SETTINGS[setting])
     assert plain.violations, "a configuration with a counterexample, so that traces are compared"
     assert (other.verdict, other.distinct_states, other.states_generated, other.depth) == (

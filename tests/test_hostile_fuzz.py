@@ -7,6 +7,8 @@ import importlib.util
 import os
 import sys
 
+import pytest
+
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 
@@ -18,6 +20,7 @@ def _fuzz():
     return module
 
 
+@pytest.mark.slow  # about 7 s of CPU; each class of hostile input has direct fast tests (tests/test_hostile_*.py)
 def test_a_slice_of_the_fuzzer_finds_no_defect(tmp_path):
     fuzz = _fuzz()
     classes = ("trace", "scenario", "checkpoint", "special", "output")

@@ -50,6 +50,7 @@ def wait_for(predicate, seconds=60.0):
     return False
 
 
+@pytest.mark.slow  # RM=7 resumed on two workers: about 4.5 s of CPU; the fast tier interrupts and resumes kmc below
 def test_sigint_to_two_workers_exits_130_and_leaves_a_resumable_checkpoint(tmp_path):
     ckpt = tmp_path / "run.ckpt"
     argv = ("check", "two-phase", "--const", "RM=7", "--workers", "2", "--quiet", "--json", "--trace-dir", tmp_path)

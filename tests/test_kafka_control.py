@@ -222,7 +222,7 @@ def test_matrix_control_cells() -> None:
 
 @pytest.mark.parametrize("protocol, safety, code, liveness", [
     ("kip-320", "holds", 13, "violated"), ("kip-380", "holds", 0, "holds"),
-    ("kip-380,kafka-7786-fix=off", "violated", 13, "violated"),
+    pytest.param("kip-380,kafka-7786-fix=off", "violated", 13, "violated", marks=pytest.mark.slow),  # 1 s: kip-320's is fast
 ])
 def test_no_fence_stall_liveness_form(capsys, tmp_path, protocol: str, safety: str, code: int, liveness: str) -> None:
     """The safety form counts only stalls caused by fencing; the liveness form asks whether every follower can

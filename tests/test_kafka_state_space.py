@@ -59,6 +59,7 @@ def test_states_are_valid_and_successors_deterministic() -> None:
         frontier = nxt[:200]
 
 
+@pytest.mark.slow  # 135,117 states: about 3 s; the pins above are the fast tier's
 def test_default_bounds_newest_release_holds() -> None:
     inv = for_family("kafka")["log-matching"]
     result = check(build_model("kafka", [], protocol="truncate-on-fetch"), SearchOptions(invariants=[inv]))

@@ -61,6 +61,7 @@ def test_one_search_per_configuration_equals_per_invariant_runs(monkeypatch):
         assert figures(cell) == per_invariant(TOY, cell, constants), cell
 
 
+@pytest.mark.slow  # about 2.5 s; the toy model's test above checks the same grouping in the fast tier
 def test_kafka_one_search_equals_per_invariant_runs():
     """The Kafka model at small uniform bounds: every invariant of three rows in one search each."""
     constants = ["records=1", "epochs=1"]
@@ -268,10 +269,11 @@ def test_the_parallel_engine_gives_the_same_cells(capsys):
 
 
 @pytest.mark.parametrize("command", [
-    [TOY],
-    ["kafka", "--protocol", "0.10.2", "--protocol", "2.1.0", "--invariant", "no-fence-stall",
-     "--invariant", "no-stale-control-request", "--invariant", "log-matching", "--const", "records=1"],
-], ids=["toy", "kafka"])
+    pytest.param([TOY], id="toy"),
+    pytest.param(["kafka", "--protocol", "0.10.2", "--protocol", "2.1.0", "--invariant", "no-fence-stall",
+                  "--invariant", "no-stale-control-request", "--invariant", "log-matching", "--const", "records=1"],
+                 id="kafka", marks=pytest.mark.slow),  # Kafka's four matrix runs: about 3 s of CPU
+])
 def test_the_matrix_on_two_cores_gives_the_same_table_counts_stories_and_traces(capsys, tmp_path, command):
     """--workers 2 runs the searches two at once, each in its own process: the same table, counts,
     stories and saved traces as one after the other."""

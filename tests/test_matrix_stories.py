@@ -58,7 +58,7 @@ def test_a_counterexample_two_fixes_remove_together_names_both():
 @pytest.mark.parametrize("protocol,flags,invariant,ticket", [
     ("0.10.2", [], "consumed-stays", "KIP-101"),
     ("2.8.0", [], "consumed-stays", "KAFKA-13207"),
-    ("0.10.2", [], "acknowledged-durable", "KIP-101"),
+    pytest.param("0.10.2", [], "acknowledged-durable", "KIP-101", marks=pytest.mark.slow),  # KIP-101's story: above
     ("2.8.0", [], "acknowledged-durable", "KAFKA-13141"),
     ("2.2.0", ["unclean=on"], "no-silent-skip", "KIP-320 (KAFKA-7747)"),
 ])
@@ -91,8 +91,8 @@ def test_client_columns_of_the_matrix():
     assert "records=2" in bounds["no-silent-skip"] and "consumers=1" in bounds["no-silent-skip"]
 
 
-@pytest.mark.parametrize("protocol,verdict", [("kraft-3.3", "violated"), ("kraft-3.5", "violated"),
-                                              ("kraft-4.1", "holds")])
+@pytest.mark.parametrize("protocol,verdict", [pytest.param("kraft-3.3", "violated", marks=pytest.mark.slow),
+                                              ("kraft-3.5", "violated"), ("kraft-4.1", "holds")])
 def test_kraft_rows_break_replica_sanity_by_kafka_18991_until_it_is_fixed(protocol, verdict):
     """The KRaft rows' fetch path is the ZooKeeper row's of the same release, so KAFKA-18991's stale append (fixed in
     3.9.1, 4.0.1 and 4.1.0) breaks replica-sanity on kraft-3.3 and kraft-3.5 at the bounds ``kmc matrix`` checks

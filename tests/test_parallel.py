@@ -24,7 +24,7 @@ def _same(a, b):
         assert [(s.action, s.state) for s in va.trace.steps] == [(s.action, s.state) for s in vb.trace.steps]
 
 
-@pytest.mark.parametrize("rm", [3, 4, 5, 6])
+@pytest.mark.parametrize("rm", [3, 4, 5, pytest.param(6, marks=pytest.mark.slow)])  # RM=6: about 1 s a worker count
 @pytest.mark.parametrize("workers", [2, 3])
 def test_two_phase_counts_match(rm, workers):
     options = SearchOptions(invariants=INVARIANTS)
@@ -79,7 +79,8 @@ def _kafka_protocols():
     from spec.registry import all_models
 
     protocols = list(all_models()["kafka"].protocols)
-    return [protocols[0], protocols[-1]]  # the oldest and the newest version the model has
+    # the oldest and the newest version the model has; the newest (KRaft, about 2.5 s) in the whole suite only
+    return [protocols[0], pytest.param(protocols[-1], marks=pytest.mark.slow)]
 
 
 @pytest.mark.parametrize("protocol", _kafka_protocols())

@@ -56,6 +56,8 @@ def summary(result):
     }
 
 
+@pytest.mark.slow  # about 6 s; the fast tier runs the blocks transport on the seeded bug (below): the counts,
+# the depth and the trace of the local engine
 def test_two_phase_matches_tlc_and_the_local_engine(spark):
     result = run_spark(TwoPhase(3), SearchOptions(invariants=INVARIANTS), threshold=0)
     assert (result.distinct_states, result.states_generated, result.depth) == (288, 1146, 11)
@@ -67,6 +69,7 @@ def test_two_phase_matches_tlc_and_the_local_engine(spark):
     assert sum(lv["new"] for lv in levels) == 288 - 1
 
 
+@pytest.mark.slow  # about 4 s; the arrow transport's fast test hands local levels over to Spark too
 def test_threshold_keeps_small_levels_local(spark):
     options = SearchOptions(invariants=INVARIANTS)
     result = run_spark(TwoPhase(5), options, threshold=1000)

@@ -1,0 +1,99 @@
+"""The fast tier (``python3 -m pytest -m "not slow"``) covers every module of the project: each module under
+``spec/``, ``checker/``, ``invariants/`` and ``traces/`` is imported by the time the tier ends.
+
+``test_every_module_is_imported_by_the_tier`` runs last (tests/conftest.py puts it there) and looks at this
+process's ``sys.modules``: the modules the collected test files import and those the tests import as they run.
+``checker/__main__.py`` (``python -m checker``) runs only in the child processes of the command-line tests
+(tests/test_cli_habits.py and others); a test here imports it in this process. It checks the whole tier only: a run
+of some files or some tests (``-k``, ``--lf``, a path) skips it. Without PySpark or Java the Spark tests are
+skipped, and the ``checker.spark`` modules are not asked for. The modules that only keep an old import path working
+(``checker.symmetry``, ``invariants.base``, ``traces.trace``) are imported by a test of their own here.
+"""
+
+from __future__ import annotations
+
+import importlib
+import importlib.util
+import shutil
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+PACKAGES = ("spec", "checker", "invariants", "traces")
+
+
+def project_modules(root: Path = ROOT) -> list[str]:
+    """The dotted name of every module (``.py`` file) under the project's packages, sorted."""
+    names = []
+    for package in PACKAGES:
+        for path in sorted((root / package).rglob("*.py")):
+            parts = path.relative_to(root).with_suffix("").parts
+            names.append(".".join(parts[:-1] if parts[-1] == "__init__" else parts))
+    return sorted(names)
+
+
+def not_imported(modules: list[str], loaded: set[str], spark: bool) -> list[str]:
+    """The modules of ``modules`` missing from ``loaded``; without Spark (no PySpark or no Java) the ``checker.spark``
+    modules are not asked for."""
+    return [m for m in modules if m not in loaded and (spark or not m.startswith("checker.spark"))]
+
+
+def spark_available() -> bool:
+    return importlib.util.find_spec("pyspark") is not None and shutil.which("java") is not None
+
+
+def whole_tier(config: pytest.Config) -> bool:
+    """True when this run is a whole tier, the fast one (``-m "not slow"``) or the whole suite: no other marker
+    expression, and no test chosen or left out by name, path, keyword or last failures."""
+    option = config.option
+    if option.markexpr.strip() not in ("", "not slow"):
+        return False
+    if option.keyword or getattr(option, "lf", False) or getattr(option, "deselect", None):
+        return False
+    if getattr(option, "ignore", None) or getattr(option, "ignore_glob", None):
+        return False
+    tests = ROOT / "tests"
+    return all((config.invocation_params.dir / arg).resolve() in (ROOT, tests) for arg in config.args)
+
+
+def test_the_module_list_is_every_file_and_a_missing_module_is_named(tmp_path):
+    (tmp_path / "spec" / "kafka").mkdir(parents=True)
+    for package in PACKAGES[1:]:
+        (tmp_path / package).mkdir()
+    for name in ("spec/__init__.py", "spec/kafka/__init__.py", "spec/kafka/log.py", "checker/__main__.py",
+                 "checker/spark/engine.py", "traces/io.py"):
+        (tmp_path / name).parent.mkdir(parents=True, exist_ok=True)
+        (tmp_path / name).write_text("")
+    modules = project_modules(tmp_path)
+    assert modules == ["checker.__main__", "checker.spark.engine", "spec", "spec.kafka", "spec.kafka.log", "traces.io"]
+    loaded = {"spec", "spec.kafka", "checker.__main__", "traces.io"}
+    assert not_imported(modules, loaded, spark=True) == ["checker.spark.engine", "spec.kafka.log"]
+    assert not_imported(modules, loaded, spark=False) == ["spec.kafka.log"]
+    assert len(project_modules()) > 90 and "spec.kafka.model" in project_modules()
+
+
+def test_python_dash_m_checker_imports_without_running():
+    """``python -m checker`` is run in child processes; its module is imported here so that the tier covers it."""
+    module = importlib.import_module("checker.__main__")
+    assert module.entry.__module__ == "checker.cli"
+
+
+@pytest.mark.parametrize("old, new", [
+    ("checker.symmetry", "spec.symmetry"), ("invariants.base", "checker.invariant"), ("traces.trace", "checker.trace"),
+])
+def test_an_old_import_path_gives_the_very_objects_of_the_new_one(old, new):
+    """Three modules only keep an old import path working (for code written against it, a user's property module
+    among them): each name they export is the object of the module that now owns it, and they export every name they
+    take from it. No other fast test imports them; the tier's module check below found them."""
+    shim, owner = importlib.import_module(old), importlib.import_module(new)
+    assert shim.__all__ and all(getattr(shim, name) is getattr(owner, name) for name in shim.__all__)
+    assert set(shim.__all__) == {n for n in vars(shim) if not n.startswith("_") and getattr(owner, n, None) is getattr(shim, n)}
+
+
+def test_every_module_is_imported_by_the_tier(request):
+    if not whole_tier(request.config):
+        pytest.skip("checks a whole tier (python3 -m pytest -m 'not slow'), not a choice of tests")
+    missing = not_imported(project_modules(), set(sys.modules), spark_available())
+    assert not missing, f"no fast test imports {', '.join(missing)}: add one, or take a test of it out of the slow tier"
