@@ -139,7 +139,7 @@ def test_click_five_actions_back_and_reload(server, page):
     check_state_against_model(other, model, position)
 
 
-@pytest.mark.slow  # about 2.5 s of the browser's CPU; the fast tier drives the page once (above)
+@pytest.mark.slow  # the browser's CPU; the fast tier drives the page in test_readme_screenshot_is_taken_again
 def test_scenario_shows_its_violation_and_export_replays(server, page, tmp_path):
     scenario = load_scenario(str(ROOT / "traces" / "scenarios" / STALL))
     page.goto(server.url)

@@ -81,7 +81,7 @@ def test_a_time_budget_ends_the_walks(capsys):
     code = main(["simulate", "two-phase", "--const", "RM=6", "--walks", "10000000", "--depth", "30", "--max-seconds",
                  "1", "--workers", "2", "--json"])
     data = json.loads(capsys.readouterr().out)
-    assert code == 20 and 0 < data["walks"] < 10_000_000 and data["seconds"] < 10
+    assert code == 20 and data["walks"] < 10_000_000 and data["seconds"] < 10
 
 
 @pytest.mark.parametrize("argv, named", [
