@@ -35,6 +35,13 @@ On the KRaft rows the controller is the KRaft quorum controller, not ZooKeeper's
   ``clean-shutdown-detection`` a broker that registers after an unclean shutdown leaves the ISR and the ELR
   (``ReplicationControlManager.handleBrokerUncleanShutdown``).
 
+The ZooKeeper rows with ``alter-isr`` (2.7.0+: 2.8.0, 2.8.1, 3.4.1, 3.9.1) reuse the AlterPartition families for the
+ZooKeeper controller's AlterIsr: ShrinkIsr / ExpandIsr, LoseAlterPartitionResponse and the bounds ``alters`` and
+``alter_losses`` as above, with ``_process_alter_isr`` and ``_receive_alter_isr_response`` where the ZooKeeper
+controller and its leader differ (the zkVersion as the version, STALE_BROKER_EPOCH, an already-written proposal
+answered with the current state, no LeaderAndIsr after a write, no INELIGIBLE_REPLICA); the rest of their control plane
+is ZooKeeper's (``spec.kafka.actions_control``).
+
 Faults: Crash keeps the log (a process crash: the page cache survives); UncleanShutdown(broker, keep) loses
 the log beyond ``keep`` records (bound ``unclean_shutdowns``): Kafka leaves flushing to the OS, so any
 suffix, committed records included, can be lost (KIP-966's premise). A disk loss is UncleanShutdown with
@@ -340,8 +347,8 @@ class KRaftActions:
 
         On a ZooKeeper row with ``alter-isr`` (2.7.0 ``Partition.expandIsr`` / ``shrinkIsr`` -> ``sendAlterIsrRequest``
         with ``PendingExpandIsr`` / ``PendingShrinkIsr``, whose ``maximalIsr`` is the ISR plus the new member, or the
-        ISR; 3.0.0 the same; 3.2+ ``prepareIsrExpand`` / ``prepareIsrShrink``): the same guards and request, with the
-        zkVersion of its last committed state as the version (``AlterIsrRequestData.currentIsrVersion``, 3.2+
+        ISR; 3.0.0 the same; 3.1+ ``prepareIsrExpand`` / ``prepareIsrShrink``): the same guards and request, with the
+        zkVersion of its last committed state as the version (``AlterIsrRequestData.currentIsrVersion``, 3.3+
         ``partitionEpoch``) and its own broker epoch (``AlterIsrRequestData.brokerEpoch``); no eligibility check
         (``isReplicaIsrEligible`` is KRaft's before 3.4.0)."""
         if not self._alter_by_request:

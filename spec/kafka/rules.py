@@ -246,7 +246,7 @@ RULES: tuple[Rule, ...] = (
          "the next LeaderAndIsr), resends on STALE_BROKER_EPOCH; a LeaderAndIsr drops a pending AlterIsr and sets the "
          "zkVersion it carries", "KIP-497 (KAFKA-10350)", "2.7.0",
          "2.7.0 and later at inter-broker protocol 2.7-IV2 or later (the default), to 3.9.x, the last ZooKeeper line "
-         "(renamed AlterPartition in 3.2)",
+         "(renamed AlterPartition in 3.3.0: AlterPartitionManager.scala)",
          f"2.7.0 and 2.8.0 {_C}Partition.scala expandIsr / shrinkIsr (useAlterIsr = isAlterIsrSupported), "
          "sendAlterIsrRequest (PendingExpandIsr, PendingShrinkIsr), canAddReplicaToIsr / maybeShrinkIsr "
          "(!isrState.isInflight), maybeIncrementLeaderHW (isrState.maximalIsr), handleAlterIsrResponse, makeLeader / "

@@ -105,7 +105,7 @@ class Broker(NamedTuple):
     pending_diverging: tuple[int, ...]
     # -- KRaft rows and the ZooKeeper rows with alter-isr (``spec.kafka.actions_kraft``); inert defaults elsewhere --
     #: the partition epoch of the partition state it last learned (KRaft PartitionRecord; on a ZooKeeper row with
-    #: alter-isr the zkVersion of the partition state znode, which 2.7 to 3.1 call ``zkVersion`` and 3.2+ partitionEpoch)
+    #: alter-isr the zkVersion of the partition state znode, which 2.7 to 3.2 call ``zkVersion`` and 3.3+ partitionEpoch)
     partition_epoch: int = 0
     #: as leader: an AlterPartition (AlterIsr) it sent is not answered yet (``PendingExpandIsr`` / ``PendingShrinkIsr``);
     #: ``isr`` is then the maximal ISR and ``committed_isr`` the last committed one it reverts to
@@ -221,7 +221,7 @@ class OffsetsResponse(NamedTuple):
 
 class AlterPartition(NamedTuple):
     """From a leader to the controller (``AlterPartitionManager``; on the ZooKeeper rows with alter-isr the AlterIsr
-    request of 2.7 to 3.1, ``AlterIsrManager``): the ISR it proposes."""
+    request of 2.7 to 3.2, ``AlterIsrManager``): the ISR it proposes."""
 
     kind: int  # ALTER_PARTITION
     src: int  # the leader
