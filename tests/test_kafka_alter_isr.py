@@ -168,3 +168,13 @@ def test_the_alters_bound_counts_alter_isr_requests():
     done = run_scenario(m, [SHRINK, PROCESS, RECEIVE])[-1]
     assert done.alters == 1 and not {"ShrinkIsr", "ExpandIsr"} & _enabled(m, done)
     assert model("2.8.0").constants["alters"] == 2 and "alters" not in model("2.2.0").constants
+
+
+def test_alter_isr_off_is_the_direct_zookeeper_write_of_before():
+    """``--feature alter-isr=off`` on 2.8.0 (2.8 at an inter-broker protocol below 2.7-IV2) is the model before this
+    change, state for state: the count 2.8.0 had pinned when its leader wrote the ISR itself."""
+    from checker.bfs import check
+    from checker.search import SearchOptions
+
+    result = check(model("2.8.0", "records=1", "epochs=1", "crashes=1", features=("alter-isr=off",)), SearchOptions())
+    assert (result.distinct_states, result.states_generated, result.depth) == (3978, 11501, 26)
