@@ -20,6 +20,7 @@ from spec.kafka import symmetry as kafka_symmetry
 from spec.kafka.protocols import RELEASES, resolve
 from spec.kafka.rules import flag_rules
 from spec.registry import build_model, get_model_info
+from tests.kafka_steps import with_alter_isr
 from traces.replay import replay_scenario, scenario_model
 from traces.scenario import load_scenario, scenario_from_data
 
@@ -40,14 +41,26 @@ def _variant(data: dict):
 
 
 def _replay(name: str, protocol: str):
+    """The story of ``name`` on ``protocol``; on a row with alter-isr (2.7.0+) each ISR change is followed by its
+    AlterIsr round trip (``kafka_steps.with_alter_isr``). Returns the result and the step-number map."""
     scenario = _scenario(name)
-    return replay_scenario(scenario_model(scenario, protocol), scenario)
+    steps, shift = with_alter_isr(_raw_steps(name), protocol, scenario.features)
+    if shift.changes:
+        scenario = _variant({**_raw_doc(name), "steps": steps})
+    return replay_scenario(scenario_model(scenario, protocol), scenario), shift
+
+
+def _replay_steps(data: dict, protocol: str):
+    """An inline story on ``protocol``, with the AlterIsr round trips on a row with alter-isr."""
+    steps, shift = with_alter_isr(data["steps"], protocol, data.get("features"))
+    scenario = _variant({**data, "steps": steps})
+    return replay_scenario(scenario_model(scenario, protocol), scenario), shift
 
 
 # -- the producer --------------------------------------------------------------------------------------------
 @pytest.mark.parametrize("protocol", RELEASE_NAMES)
 def test_acks_1_loses_an_acknowledged_record_on_fail_over(protocol):
-    result = _replay("acks-1-lost-on-leader-failover.json", protocol)
+    result, _ = _replay("acks-1-lost-on-leader-failover.json", protocol)
     assert (result.outcome, result.invariant.name, result.step) == ("violated", "acknowledged-durable", 4)
     assert "the producer was told record 1 of epoch 0 is written at offset 0" in result.explanation
 
@@ -67,15 +80,14 @@ def test_acks_all_same_fail_over_holds(protocol):
 
 @pytest.mark.parametrize("protocol", RELEASE_NAMES)
 def test_acks_all_unclean_election_loses_and_min_isr_2_refuses(protocol):
-    result = _replay("acks-all-lost-by-unclean-election.json", protocol)
-    assert (result.outcome, result.invariant.name, result.step) == ("violated", "acknowledged-durable", 8)
+    result, shift = _replay("acks-all-lost-by-unclean-election.json", protocol)
+    assert (result.outcome, result.invariant.name, result.step) == ("violated", "acknowledged-durable", shift.state(8))
     scenario = _scenario("acks-all-lost-by-unclean-election.json")
     steps = [step if isinstance(step, str) else step["action"] for step in _raw_steps("acks-all-lost-by-unclean-election.json")]
-    refused = _variant({"scenario": "min.insync.replicas=2", "model": "kafka", "steps": steps,
-                                  "constants": {**scenario.constants, "min_isr": 2}, "features": {"unclean": True},
-                                  "invariants": ["acknowledged-durable"]})
-    result = replay_scenario(scenario_model(refused, protocol), refused)
-    assert (result.outcome, result.step) == ("blocked", 2), "NOT_ENOUGH_REPLICAS: the Produce is refused"
+    result, shift = _replay_steps({"scenario": "min.insync.replicas=2", "model": "kafka", "steps": steps,
+                                   "constants": {**scenario.constants, "min_isr": 2}, "features": {"unclean": True},
+                                   "invariants": ["acknowledged-durable"]}, protocol)
+    assert (result.outcome, result.step) == ("blocked", shift.blocked(2)), "NOT_ENOUGH_REPLICAS: the Produce is refused"
 
 
 def test_acks_1_acknowledges_on_append_and_acks_all_at_the_hw():
@@ -93,12 +105,12 @@ def test_acks_1_acknowledges_on_append_and_acks_all_at_the_hw():
 # -- consumers -----------------------------------------------------------------------------------------------
 @pytest.mark.parametrize("protocol", RELEASE_NAMES)
 def test_kip_320_consumer_silent_skip_before_2_3(protocol):
-    result = _replay("kip-320-consumer-silent-skip-before-2.3.json", protocol)
+    result, shift = _replay("kip-320-consumer-silent-skip-before-2.3.json", protocol)
     if protocol in VALIDATING:
-        assert (result.outcome, result.step) == ("blocked", 14), "2.3.0+: the position must be validated first"
+        assert (result.outcome, result.step) == ("blocked", shift.blocked(14)), "2.3.0+: the position must be validated first"
         assert result.trace.states[-1].consumers[0].validating
     else:
-        assert (result.outcome, result.invariant.name, result.step) == ("violated", "no-silent-skip", 14)
+        assert (result.outcome, result.invariant.name, result.step) == ("violated", "no-silent-skip", shift.state(14))
         consumer = result.trace.states[-1].consumers[0]
         assert consumer.consumed == ((0, 0, 1), (1, 2, 3)), "it read m1, then m3: m2 at offset 0 is never seen"
         assert consumer.surfaced == 0
@@ -106,14 +118,14 @@ def test_kip_320_consumer_silent_skip_before_2_3(protocol):
 
 @pytest.mark.parametrize("protocol", RELEASE_NAMES)
 def test_kip_320_consumer_truncation_detected_from_2_3(protocol):
-    result = _replay("kip-320-consumer-truncation-detected-2.3.json", protocol)
+    result, shift = _replay("kip-320-consumer-truncation-detected-2.3.json", protocol)
     if protocol in VALIDATING:
         assert result.outcome == "holds"
-        validated = result.trace.states[14].consumers[0]
+        validated = result.trace.states[shift.state(14)].consumers[0]
         assert (validated.position, validated.last_epoch, validated.surfaced) == (0, 0, 1), "reset to the divergence"
         assert result.trace.states[-1].consumers[0].consumed == ((0, 0, 1), (0, 2, 2), (1, 2, 3))
     else:
-        assert (result.outcome, result.step) == ("blocked", 14), "before 2.3.0 a consumer does not validate"
+        assert (result.outcome, result.step) == ("blocked", shift.blocked(14)), "before 2.3.0 a consumer does not validate"
 
 
 def test_consumer_out_of_range_resets_to_the_hw():
@@ -142,10 +154,12 @@ def test_consumer_out_of_range_resets_to_the_hw():
 
 # -- state space, symmetry, the table, bad input ---------------------------------------------------------------
 #: protocol -> (distinct states, states generated, depth) at records=1, epochs=1, crashes=1, acks=-1, consumers=1
-PINNED_CLIENTS = {"2.2.0": (14007, 47404, 33), "2.8.1": (11535, 39484, 28), "3.9.1": (11535, 39484, 28)}
+#: (2.8.1 and 3.9.1 were (11535, 39484, 28) before alter-isr: their ISR changes are now AlterIsr round trips)
+PINNED_CLIENTS = {"2.2.0": (14007, 47404, 33), "2.8.1": (50397, 213800, 34), "3.9.1": (50397, 213800, 34)}
 #: protocol -> (distinct states, states generated, depth) at records=1, epochs=1, crashes=0, consumers=1,
-#: consumer_inflight=1 (a consumer's requests and answers through the network)
-PINNED_DELAYED_CONSUMER = {"0.10.2": (10122, 41985, 27), "2.2.0": (12283, 48193, 30), "2.8.1": (11374, 44397, 27)}
+#: consumer_inflight=1 (a consumer's requests and answers through the network); 2.8.1 was (11374, 44397, 27) before
+#: alter-isr
+PINNED_DELAYED_CONSUMER = {"0.10.2": (10122, 41985, 27), "2.2.0": (12283, 48193, 30), "2.8.1": (96567, 426169, 34)}
 
 
 @pytest.mark.parametrize("protocol", sorted(PINNED_CLIENTS))
@@ -202,11 +216,15 @@ def test_bad_acks_is_one_line_exit_64(capsys):
     assert code == 64 and len(err) == 1 and "acks" in err[0]
 
 
-def _raw_steps(name: str) -> list:
+def _raw_doc(name: str) -> dict:
     import json
 
     with open(os.path.join(SCENARIOS, name)) as f:
-        return json.load(f)["steps"]
+        return json.load(f)
+
+
+def _raw_steps(name: str) -> list:
+    return _raw_doc(name)["steps"]
 
 
 #: the shortest acks=all loss under 2.8.0 at records=2, epochs=2, crashes=1 (kmc check kafka --protocol 2.8.0
@@ -326,14 +344,14 @@ def test_empty_fetch_past_rewritten_records_is_a_silent_skip():
              "UncleanLeaderElection(leader=1)", "DeliverLeaderAndIsr(broker=1, epoch=1)",
              "DeliverLeaderAndIsr(broker=1, epoch=2)", "Produce(leader=1)", "ConsumerMetadata(consumer=0, leader=1)",
              "ConsumerFetch(consumer=0, leader=1)"]
-    scenario = _variant({"scenario": "empty skip", "model": "kafka", "steps": steps, "features": {"unclean": True},
-                         "constants": {"records": 2, "epochs": 2, "crashes": 1, "consumers": 1},
-                         "invariants": ["no-silent-skip"]})
-    result = replay_scenario(scenario_model(scenario, "2.2.0"), scenario)
+    story = {"scenario": "empty skip", "model": "kafka", "steps": steps, "features": {"unclean": True},
+             "constants": {"records": 2, "epochs": 2, "crashes": 1, "consumers": 1}, "invariants": ["no-silent-skip"]}
+    result, _ = _replay_steps(story, "2.2.0")
     assert (result.outcome, result.invariant.name, result.step) == ("violated", "no-silent-skip", 12)
     assert result.trace.states[-1].consumers[0].consumed == ((0, 0, 1),), "nothing read: an empty answer"
-    validating = replay_scenario(scenario_model(scenario, "2.8.0"), scenario)
-    assert (validating.outcome, validating.step) == ("blocked", 12), "2.3.0+: it validates its position first"
+    validating, shift = _replay_steps(story, "2.8.0")
+    assert shift.changes == (1,), "2.8.0 shrinks the ISR through AlterIsr"
+    assert (validating.outcome, validating.step) == ("blocked", shift.blocked(12)), "2.3.0+: it validates its position first"
 
 
 # -- a consumer's requests through the network (consumer_inflight=1) ------------------------------------------------
@@ -349,13 +367,12 @@ LATE_ANSWER = ["ShrinkIsr(leader=0, follower=1)", "Produce(leader=0)", "AdvanceH
 
 @pytest.mark.parametrize("protocol", ["2.2.0", "2.8.0"])
 def test_a_late_fetch_answer_is_discarded_once_the_position_awaits_validation(protocol):
-    scenario = _variant({"scenario": "late answer", "model": "kafka", "steps": LATE_ANSWER,
-                         "constants": {"records": 2, "epochs": 1, "crashes": 0, "bumps": 1, "consumers": 1,
-                                       "consumer_inflight": 1},
-                         "invariants": ["no-silent-skip", "consumed-stays"]})
-    result = replay_scenario(scenario_model(scenario, protocol), scenario)
+    result, shift = _replay_steps({"scenario": "late answer", "model": "kafka", "steps": LATE_ANSWER,
+                                   "constants": {"records": 2, "epochs": 1, "crashes": 0, "bumps": 1, "consumers": 1,
+                                                 "consumer_inflight": 1},
+                                   "invariants": ["no-silent-skip", "consumed-stays"]}, protocol)
     assert result.outcome == "holds"
-    served = result.trace.states[10].consumers[0]
+    served = result.trace.states[shift.state(10)].consumers[0]
     assert served.inflight[1:4] == (2, 0, 1) and served.inflight[4][2] == ((1, 0, 2),), "the answer carries m2"
     consumer = result.trace.states[-1].consumers[0]
     assert consumer.inflight == ()

@@ -29,9 +29,12 @@ PINNED = {
     "2.0.1": {SMALL_A: (4755, 14552, 31), SMALL_B: (5288, 15874, 27)},
     "2.1.0": {SMALL_A: (4851, 13946, 30), SMALL_B: (5342, 15165, 27)},
     "2.2.0": {SMALL_A: (4851, 13946, 30), SMALL_B: (5342, 15165, 27)},
-    "2.8.0": {SMALL_A: (3978, 11501, 26), SMALL_B: (5090, 14648, 25)},
-    "2.8.1": {SMALL_A: (3927, 11328, 26), SMALL_B: (4954, 14018, 25)},
-    "3.9.1": {SMALL_A: (3927, 11328, 26), SMALL_B: (4944, 14001, 25)},
+    # alter-isr (2.7.0's AlterIsr, issue 27): the 2.8.0+ rows change the ISR by a request to the controller, at most
+    # ``alters`` (2) of them, with the pending maximal ISR and the zkVersion in the state: about 4 and 8 times the
+    # states of the direct ZooKeeper write (3978 / 5090, 3927 / 4954, 3927 / 4944 before)
+    "2.8.0": {SMALL_A: (16686, 60772, 32), SMALL_B: (42997, 142629, 32)},
+    "2.8.1": {SMALL_A: (16352, 59836, 32), SMALL_B: (40593, 134125, 33)},
+    "3.9.1": {SMALL_A: (16352, 59836, 32), SMALL_B: (40620, 134224, 33)},
 }
 
 
@@ -59,12 +62,13 @@ def test_states_are_valid_and_successors_deterministic() -> None:
         frontier = nxt[:200]
 
 
-@pytest.mark.slow  # 135,117 states: about 3 s; the pins above are the fast tier's
+@pytest.mark.slow  # about a minute: the newest ZooKeeper row's ISR changes are AlterIsr round trips (alter-isr)
 def test_default_bounds_newest_release_holds() -> None:
     inv = for_family("kafka")["log-matching"]
     result = check(build_model("kafka", [], protocol="truncate-on-fetch"), SearchOptions(invariants=[inv]))
     assert result.verdict.value == "holds"
-    assert (result.distinct_states, result.depth) == (135117, 37)
+    # (135117, 37) when the leader wrote the ISR to ZooKeeper itself; alter-isr (2.7.0's AlterIsr) multiplies it
+    assert (result.distinct_states, result.depth) == (839777, 43)
 
 
 def test_kip_279_scenario_1_is_the_shortest_0_11_0_divergence() -> None:

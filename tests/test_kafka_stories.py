@@ -65,7 +65,7 @@ STORIES = (
     Story("kafka-9654", "kafka-9654-stale-fenced-answer-removes-the-partition.json", "2.8.0", "2.8.0",
           "no-fence-stall", 10, "holds"),
     Story("kafka-13141", "kafka-13141-leader-counts-a-diverging-fetch-offset.json", "2.8.1", "2.8.0",
-          "committed-durable", 14, "blocked@10", "2.8.0"),
+          "committed-durable", 15, "blocked@10", "2.8.0"),
     Story("kafka-13207", "kafka-13207-diverging-truncation-after-the-partition-left-the-fetcher.json", "2.8.1", "2.8.0",
           "committed-durable", 22, "holds", "2.8.0"),
     Story("kafka-14704", "kafka-14704-diverging-answer-hw-before-truncation.json", "3.4.1", "2.8.1",
@@ -113,6 +113,9 @@ NO_STORY = {
     "kafka-8400": "it loses no data and stalls nothing at the model's bounds (the leader relearns the LEO at the next "
                   "fetch): replayed on 2.2.0 and 2.8.0, the flag both ways, in tests/test_kafka_control.py",
     "kraft": "the mechanism (the KRaft controller) the KIP-841, KIP-903 and KIP-966 stories run on",
+    "alter-isr": "changes how the ZooKeeper-mode ISR changes (2.7.0's AlterIsr round trip), not whether a story breaks: "
+                 "its scenario alter-isr-shrink-in-flight-while-the-leader-changes (blocked before 2.7, holds from it) "
+                 "and each of its rules on 2.2.0 and 2.8.0+ in tests/test_kafka_alter_isr.py",
     "kafka-15021": "changes how epochs move (an ISR shrink keeps the leader epoch), not whether a story breaks: the "
                    "KRaft stories replay with it (kraft-4.1) and without it (kraft-3.3, kraft-3.5)",
 }

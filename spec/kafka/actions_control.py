@@ -38,10 +38,12 @@ from spec.kafka.updates import add_messages, remove_message, replace_at, truncat
 # -- generated once from the field names (``spec.kafka.state.updater``)
 #: Crash: what lives in memory is lost (the log, the epoch cache and the HW checkpoint stay)
 _crashed = updater(Broker, alive=False, leader=-1, epoch=-1, isr=(), fetch=NO_FETCHER, remote=(), stopping=False,
-                   reconciled=-1, idle_cause=IDLE_NONE, pending_diverging=())
+                   reconciled=-1, idle_cause=IDLE_NONE, pending_diverging=(), partition_epoch=0, alter_pending=False,
+                   committed_isr=())
 #: Restart / Bounce: a new incarnation, registered with a new broker epoch, told nothing yet
 _restarted = updater(Broker, "hw", "broker_epoch", "incarnation", alive=True, leader=-1, epoch=-1, isr=(), fetch=NO_FETCHER,
-                     remote=(), stopping=False, reconciled=-1, idle_cause=IDLE_RESTARTED, pending_diverging=())
+                     remote=(), stopping=False, reconciled=-1, idle_cause=IDLE_RESTARTED, pending_diverging=(),
+                     partition_epoch=0, alter_pending=False, committed_isr=())
 #: LeaderAndIsr: Partition.makeLeader, a follower that only learns the new epoch, Partition.makeFollower
 _made_leader = updater(Broker, "cache", "leader", "epoch", "isr", "remote", "stale", "reconciled", fetch=NO_FETCHER,
                        idle_cause=IDLE_NONE)
@@ -50,6 +52,9 @@ _made_follower = updater(Broker, "leader", "epoch", "isr", "fetch", "stale", rem
                          idle_cause=IDLE_NONE)
 _stopped = updater(Broker, "stale", fetch=NO_FETCHER, idle_cause=IDLE_STOPPED)  # StopReplica
 _elected = updater(Controller, "leader", "epoch", "isr")
+_elected_versioned = updater(Controller, "leader", "epoch", "isr", "partition_epoch")  # alter-isr: the zkVersion moves
+#: alter-isr: Partition.makeLeader / makeFollower take the zkVersion and set a committed ISR (a pending AlterIsr is gone)
+_committed_version = updater(Broker, "partition_epoch", alter_pending=False, committed_isr=())
 _registered = updater(Controller, "registered")
 _with_controller = updater(KafkaState, "controller")
 _after_crash = updater(KafkaState, "brokers", "network", "crashes")
@@ -127,17 +132,26 @@ class ControlPlaneActions:
 
     def _leader_and_isr(self, s: KafkaState, r: int, epoch: int, leader: int, isr: tuple[int, ...]) -> LeaderAndIsr:
         """A LeaderAndIsr to ``r``, stamped with r's broker epoch as the controller knows it (KIP-380) and
-        (ghost ``meant``) the incarnation of r that is up when it is sent."""
-        return LeaderAndIsr(LEADER_AND_ISR, r, epoch, leader, isr, s.controller.registered[r], s.brokers[r].incarnation)
+        (ghost ``meant``) the incarnation of r that is up when it is sent; with ``alter-isr`` it carries the
+        partition state's zkVersion (``LeaderAndIsrPartitionState.zkVersion``; always 0 on the other rows)."""
+        return LeaderAndIsr(LEADER_AND_ISR, r, epoch, leader, isr, s.controller.registered[r], s.brokers[r].incarnation,
+                            s.controller.partition_epoch)
 
     def _elect_state(self, s: KafkaState, leader: int, isr: tuple[int, ...], skip: int = -1) -> KafkaState:
-        """The controller writes (leader, epoch + 1, isr) and sends a LeaderAndIsr to every live replica."""
+        """The controller writes (leader, epoch + 1, isr) and sends a LeaderAndIsr to every live replica. With
+        ``alter-isr`` the write moves the znode's zkVersion (``zkClient.updateLeaderAndIsr``), which the leader's
+        AlterIsr must name (``KafkaController.processAlterIsr``); the rows without it do not track the version."""
         controller = s.controller
         epoch = controller.epoch + 1
-        sent = tuple([self._leader_and_isr(s, r, epoch, leader, isr) for r in range(self.n)
-                      if s.brokers[r].alive and r != skip])
-        return _with_controller_network(s, controller=_elected(controller, leader=leader, epoch=epoch, isr=isr),
-                                        network=add_messages(s.network, *sent))
+        if self._alter_isr:
+            controller = _elected_versioned(controller, leader=leader, epoch=epoch, isr=isr,
+                                            partition_epoch=controller.partition_epoch + 1)
+        else:
+            controller = _elected(controller, leader=leader, epoch=epoch, isr=isr)
+        registered, brokers, version = controller.registered, s.brokers, controller.partition_epoch
+        sent = tuple([LeaderAndIsr(LEADER_AND_ISR, r, epoch, leader, isr, registered[r], brokers[r].incarnation, version)
+                      for r in range(self.n) if brokers[r].alive and r != skip])
+        return _with_controller_network(s, controller=controller, network=add_messages(s.network, *sent))
 
     def _broker_change_state(self, s: KafkaState, i: int) -> KafkaState:
         """ProcessBrokerChange: the controller processes the registration of a broker that re-registered
@@ -222,7 +236,7 @@ class ControlPlaneActions:
         controller = s.controller
         controller = _registered(controller, registered=replace_at(controller.registered, i, reborn.broker_epoch))
         request = LeaderAndIsr(LEADER_AND_ISR, i, controller.epoch, controller.leader, controller.isr, reborn.broker_epoch,
-                               reborn.incarnation)
+                               reborn.incarnation, controller.partition_epoch)
         return with_broker(s, i, reborn, controller=controller, network=add_messages(s.network, request))
 
     def _bounce_state(self, s: KafkaState, i: int) -> KafkaState:
@@ -260,7 +274,11 @@ class ControlPlaneActions:
         follower (``Partition.makeFollower``, ``ReplicaManager.makeFollowers``) whose leader did not change
         only learns the new epoch, unless ``kafka-7164`` (every epoch change
         restarts truncation); otherwise it truncates to its HW (before KIP-101) or enters the truncating
-        state (an OffsetsForLeaderEpoch round first), or fetches at once (truncate-on-fetch)."""
+        state (an OffsetsForLeaderEpoch round first), or fetches at once (truncate-on-fetch). With ``alter-isr``
+        (2.7.0+) an applied LeaderAndIsr also sets the zkVersion it carries and a committed ISR, dropping a pending
+        AlterIsr (``Partition.makeLeader`` / ``makeFollower``: ``alterIsrManager.clearPending``, ``updateAssignmentAndIsr``
+        -> ``CommittedIsr``; 3.x: ``CommittedPartitionState``): its answer is then ignored (``isrState !=
+        proposedIsrState``)."""
         network = remove_message(s.network, m)
         i = m.dst
         b = s.brokers[i]
@@ -294,6 +312,8 @@ class ControlPlaneActions:
             else:
                 fetch = FETCHING
             nb = _made_follower(b, leader=m.leader, epoch=m.epoch, isr=m.isr, fetch=fetch, stale=stale)
+        if self._alter_isr:
+            nb = _committed_version(nb, partition_epoch=m.partition_epoch)
         return with_broker(s, i, nb, network=network)
 
 
@@ -311,8 +331,9 @@ class ControlPlaneActions:
 
 
 def channel_order(m: LeaderAndIsr | StopReplica) -> tuple[int, int, int, int]:
-    """Where a control request sits in its FIFO channel: (leader epoch when sent, broker epoch stamped,
-    partition epoch (KRaft rows; 0 otherwise), kind). The epochs only grow along a channel; the one case of
-    a tie is a StopReplica sent for a controlled shutdown that needed no new epoch, which follows the
-    LeaderAndIsr of that epoch."""
-    return m.epoch, m.broker_epoch, m.partition_epoch if m.kind == LEADER_AND_ISR else 0, m.kind
+    """Where a control request sits in its FIFO channel: (leader epoch when sent, broker epoch stamped, kind,
+    partition epoch (KRaft rows; the zkVersion on ZooKeeper rows with alter-isr; 0 otherwise)). The epochs only grow
+    along a channel; a StopReplica sent for a controlled shutdown that needed no new epoch follows the LeaderAndIsr
+    of that epoch whatever its zkVersion (the kind before the version), and the KRaft rows, which have no
+    StopReplica, order changes of one leader epoch by their partition epoch."""
+    return m.epoch, m.broker_epoch, m.kind, m.partition_epoch if m.kind == LEADER_AND_ISR else 0

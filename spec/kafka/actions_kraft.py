@@ -38,6 +38,13 @@ On the KRaft rows the controller is the KRaft quorum controller, not ZooKeeper's
 - **Clean shutdown** (``clean_shutdowns``): a broker that leads nothing is fenced at the end of its controlled
   shutdown (SHUTDOWN_NOW) and stops cleanly, writing its clean shutdown file (a dead broker with ``stopping``).
 
+The ZooKeeper rows with ``alter-isr`` (2.7.0+: 2.8.0, 2.8.1, 3.4.1, 3.9.1) reuse the AlterPartition families for the
+ZooKeeper controller's AlterIsr: ShrinkIsr / ExpandIsr, LoseAlterPartitionResponse and the bounds ``alters`` and
+``alter_losses`` as above, with ``_process_alter_isr`` and ``_receive_alter_isr_response`` where the ZooKeeper
+controller and its leader differ (the zkVersion as the version, STALE_BROKER_EPOCH, an already-written proposal
+answered with the current state, no LeaderAndIsr after a write, no INELIGIBLE_REPLICA); the rest of their control plane
+is ZooKeeper's (``spec.kafka.actions_control``).
+
 Faults: Crash keeps the log (a process crash: the page cache survives); UncleanShutdown(broker, keep) loses
 the log beyond ``keep`` records (bound ``unclean_shutdowns``): Kafka leaves flushing to the OS, so any
 suffix, committed records included, can be lost (KIP-966's premise). A disk loss is UncleanShutdown with
@@ -84,6 +91,7 @@ from spec.kafka.state import (
     LEADER_AND_ISR,
     NO_LEADER,
     NONE,
+    STALE_BROKER_EPOCH,
     AlterPartition,
     AlterPartitionResponse,
     Broker,
@@ -131,6 +139,8 @@ def _kraft_bound_sets() -> dict[str, dict[str, tuple[str, ...]]]:
 #: the families this mixin overrides that do nothing on a ZooKeeper row but hand on to the ZooKeeper ones
 _ZOOKEEPER_FALLBACKS = ("_controller_actions", "_leader_actions", "_isr_change_action",
                         "_apply_leader_and_isr", "_follower_actions", "_serve_fetch_state")
+#: the families a ZooKeeper row with ``alter-isr`` (2.7.0+) keeps from this mixin: the leader's ISR change is a request
+_ALTER_ISR_FAMILIES = ("_leader_actions", "_isr_change_action")
 
 
 class KRaftActions:
@@ -152,12 +162,22 @@ class KRaftActions:
         self._elr = f.kip_966_elr
         #: KIP-966's detection acts only where ELR is supported (``handleBrokerUncleanShutdown``: isElrSupported)
         self._detect_unclean = f.clean_shutdown_detection and f.kip_966_elr
+        #: a ZooKeeper row from 2.7.0 (``alter-isr``): the leader's ISR changes are AlterIsr requests to the ZooKeeper
+        #: controller, through the AlterPartition families below (``_process_alter_isr``, ``_receive_alter_isr_response``
+        #: where the ZooKeeper controller and its leader differ from KRaft's)
+        self._alter_isr = f.alter_isr and not f.kraft
+        #: the ISR is changed by a request to the controller (KRaft's AlterPartition, ZooKeeper's AlterIsr)
+        self._alter_by_request = f.kraft or self._alter_isr
         if not f.kraft:
             # the ZooKeeper rows run the ZooKeeper families with no KRaft wrapper in between (each override below
             # only hands them on there); a family another mixin already bound on this model stays as it is
             for name in _ZOOKEEPER_FALLBACKS:
-                if name not in vars(self):
+                if name not in vars(self) and not (self._alter_isr and name in _ALTER_ISR_FAMILIES):
                     setattr(self, name, getattr(super(), name))
+        if self._alter_isr:
+            self.constants["alters"] = alters
+            if alter_losses:
+                self.constants["alter_losses"] = alter_losses
         if f.kraft:
             self.constants.update({"alters": alters, "unclean_shutdowns": unclean_shutdowns})
             if alter_losses:
@@ -338,8 +358,10 @@ class KRaftActions:
     # -- the leader's AlterPartition -------------------------------------------------------------------------
     def _leader_actions(self, s: KafkaState, i: int, leader: Broker, out: list) -> None:
         """A leader's own actions; on KRaft a deposed leader still sends AlterPartition (the controller fences
-        it by its leader epoch) but only one at a time (``PartitionState.isInflight``)."""
-        if not self._kraft:
+        it by its leader epoch) but only one at a time (``PartitionState.isInflight``). The same on a ZooKeeper row with
+        ``alter-isr`` (2.7.0 ``Partition.maybeShrinkIsr`` / ``canAddReplicaToIsr``: ``!isrState.isInflight``; the
+        ZooKeeper write of a deposed leader failing on its zkVersion is gone with the write itself)."""
+        if not self._alter_by_request:
             super()._leader_actions(s, i, leader, out)
             return
         add = out.append
@@ -374,8 +396,15 @@ class KRaftActions:
     def _isr_change_action(self, s: KafkaState, i: int, leader: Broker, f: int, add) -> None:
         """ShrinkIsr / ExpandIsr on KRaft (``Partition.maybeShrinkIsr`` / ``maybeExpandIsr``): the leader sends an
         AlterPartition with its leader and partition epochs and (KIP-903) each member's broker epoch
-        (``addBrokerEpochToIsr``); meanwhile it works with the maximal ISR (an expansion counts the new member)."""
-        if not self._kraft:
+        (``addBrokerEpochToIsr``); meanwhile it works with the maximal ISR (an expansion counts the new member).
+
+        On a ZooKeeper row with ``alter-isr`` (2.7.0 ``Partition.expandIsr`` / ``shrinkIsr`` -> ``sendAlterIsrRequest``
+        with ``PendingExpandIsr`` / ``PendingShrinkIsr``, whose ``maximalIsr`` is the ISR plus the new member, or the
+        ISR; 3.0.0 the same; 3.1+ ``prepareIsrExpand`` / ``prepareIsrShrink``): the same guards and request, with the
+        zkVersion of its last committed state as the version (``AlterIsrRequestData.currentIsrVersion``, 3.3+
+        ``partitionEpoch``) and its own broker epoch (``AlterIsrRequestData.brokerEpoch``); no eligibility check
+        (``isReplicaIsrEligible`` is KRaft's before 3.4.0)."""
+        if not self._alter_by_request:
             super()._isr_change_action(s, i, leader, f, add)
             return
         isr = leader.isr
@@ -391,11 +420,13 @@ class KRaftActions:
                 return
             if self.features.kafka_7128 and fetched < epoch_start(leader.cache, leader.epoch, len(leader.log)):
                 return
-            if not self._eligible(s, leader, f):
+            if self._kraft and not self._eligible(s, leader, f):
                 return
             proposed = maximal = tuple(sorted(isr + (f,)))
             act = self._expand[i][f]
-        if self.features.kip_903:
+        if self._alter_isr:
+            epochs = tuple([leader.broker_epoch if r == i else UNDEFINED for r in range(self.n)])
+        elif self.features.kip_903:
             epochs = tuple([(leader.broker_epoch if r == i else leader.remote_epochs[r]) if r in proposed else UNDEFINED
                             for r in range(self.n)])
         else:
@@ -408,7 +439,11 @@ class KRaftActions:
         """ProcessAlterPartition (``ReplicationControlManager.alterPartition`` -> ``validateAlterPartitionData``):
         FENCED_LEADER_EPOCH for an older leader epoch, INVALID_UPDATE_VERSION for an older partition epoch,
         INELIGIBLE_REPLICA (KIP-841: a fenced member; KIP-903: a broker epoch other than the registered one);
-        otherwise the change is written (not enabled beyond the epoch bound) and answered."""
+        otherwise the change is written (not enabled beyond the epoch bound) and answered. On a ZooKeeper row with
+        ``alter-isr``, the ZooKeeper controller's rules: ``_process_alter_isr``."""
+        if self._alter_isr:
+            self._process_alter_isr(s, m, add)
+            return
         c = s.controller
         rest = s.with_(network=remove_message(s.network, m))
         error = NONE
@@ -433,6 +468,51 @@ class KRaftActions:
         add((act, changed.with_(network=add_messages(changed.network, response))))
         if s.alter_losses < self.max_alter_losses:
             self._lose_alter_response(changed, m, add)
+
+    def _process_alter_isr(self, s: KafkaState, m: AlterPartition, add) -> None:
+        """ProcessAlterPartition on a ZooKeeper row with ``alter-isr``: the ZooKeeper controller's AlterIsr (2.7.0, 2.8.0,
+        3.0.0 ``KafkaController.processAlterIsr``; 3.3.0 to 3.9 ``tryProcessAlterPartition``, the same checks in the same
+        order). STALE_BROKER_EPOCH (top level) if the sender's broker epoch is not the one the controller registered
+        (``liveBrokerIdAndEpochs``); FENCED_LEADER_EPOCH for an older leader epoch; the partition's current state if it is
+        already the proposed one, whatever the version (``equalsIgnoreZk``; 3.3+ ``equalsAllowStalePartitionEpoch``,
+        checked before the version: a request sent again after a lost answer is answered with the state it wrote);
+        INVALID_UPDATE_VERSION for another zkVersion (2.7 to 3.2 the conditional ZooKeeper write,
+        ``zkClient.updateLeaderAndIsr`` -> ``badVersionUpdates``; 3.3+ checked before the write). Otherwise the ISR is
+        written with the request's leader epoch (no new leader epoch: no epoch bound) and a new zkVersion, and answered
+        with it; the controller then sends UpdateMetadata only (``sendUpdateMetadataRequest``), no LeaderAndIsr, so the
+        leader learns the committed ISR from the answer alone. With ``alter_losses`` the answer may be lost after the
+        write (``LoseAlterPartitionResponse``: 2.7.0 ``BrokerToControllerRequestThread.handleResponse``, 2.8.0 the same:
+        ``wasDisconnected`` -> ``requestQueue.putFirst``)."""
+        c = s.controller
+        rest = s.with_(network=remove_message(s.network, m))
+        act = self._process_alter[m.src]
+        if m.broker_epochs[m.src] != c.registered[m.src]:
+            error = STALE_BROKER_EPOCH
+        elif m.epoch < c.epoch:
+            error = FENCED_LEADER_EPOCH
+        elif m.src == c.leader and m.epoch == c.epoch and m.isr == c.isr:
+            current = AlterPartitionResponse(ALTER_PARTITION_RESPONSE, CONTROLLER, m.src, m.epoch, m.partition_epoch, NONE,
+                                             c.isr, c.epoch, c.partition_epoch)
+            add((act, rest.with_(network=add_messages(rest.network, current))))
+            return
+        elif m.partition_epoch != c.partition_epoch:
+            error = INVALID_UPDATE_VERSION
+        else:
+            error = NONE
+        if error != NONE:
+            # STALE_BROKER_EPOCH names the proposal, which the leader sends again (``AlterIsrManager`` keeps the item)
+            isr = m.isr if error == STALE_BROKER_EPOCH else ()
+            response = AlterPartitionResponse(ALTER_PARTITION_RESPONSE, CONTROLLER, m.src, m.epoch, m.partition_epoch,
+                                              error, isr, UNDEFINED, UNDEFINED)
+            add((act, rest.with_(network=add_messages(rest.network, response))))
+            return
+        version = c.partition_epoch + 1
+        written = rest.with_(controller=c.with_(isr=m.isr, partition_epoch=version))
+        response = AlterPartitionResponse(ALTER_PARTITION_RESPONSE, CONTROLLER, m.src, m.epoch, m.partition_epoch, NONE,
+                                          m.isr, c.epoch, version)
+        add((act, written.with_(network=add_messages(written.network, response))))
+        if s.alter_losses < self.max_alter_losses:
+            self._lose_alter_response(written, m, add)
 
     def _lose_alter_response(self, changed: KafkaState, m: AlterPartition, add) -> None:
         """LoseAlterPartitionResponse (bound ``alter_losses``): the controller wrote the change, and its answer is lost
@@ -464,7 +544,11 @@ class KRaftActions:
         """ReceiveAlterPartitionResponse (``Partition.submitAlterPartition`` completion): ignored if the partition
         state changed since the request (``partitionState != proposedIsrState``); NONE commits the ISR unless the
         change moved the leader epoch (then the partition change brings it); INELIGIBLE_REPLICA reverts to the
-        last committed ISR; the other errors wait for the next partition change (``handleAlterPartitionError``)."""
+        last committed ISR; the other errors wait for the next partition change (``handleAlterPartitionError``). On a
+        ZooKeeper row with ``alter-isr``: ``_receive_alter_isr_response``."""
+        if self._alter_isr:
+            self._receive_alter_isr_response(s, m, add)
+            return
         i = m.dst
         b = s.brokers[i]
         rest = s.with_(network=remove_message(s.network, m))
@@ -480,6 +564,35 @@ class KRaftActions:
             add((act, rest))
             return
         add((act, with_broker(rest, i, b)))
+
+    def _receive_alter_isr_response(self, s: KafkaState, m: AlterPartitionResponse, add) -> None:
+        """ReceiveAlterPartitionResponse on a ZooKeeper row with ``alter-isr`` (2.7.0 / 2.8.0 / 3.0.0
+        ``Partition.handleAlterIsrResponse`` and ``AlterIsrManagerImpl.handleAlterIsrResponse``; 3.9
+        ``submitAlterPartition``, ``handleAlterPartitionUpdate``, ``handleAlterPartitionError``): ignored unless the
+        partition is still in the pending state the request was sent from (``isrState != proposedIsrState``: a
+        LeaderAndIsr since, or a restart, replaced it). NONE commits the answered ISR and zkVersion if its leader epoch
+        is the leader's and its version newer (otherwise the answer is ignored and the state stays pending).
+        STALE_BROKER_EPOCH (top level) leaves the item queued: the proposal is sent again with the broker's current
+        broker epoch. FENCED_LEADER_EPOCH and INVALID_UPDATE_VERSION give up: the ISR stays pending (no further ISR
+        change) until the next LeaderAndIsr, which a FENCED_LEADER_EPOCH leader has coming (the controller's newer
+        epoch was sent to it). Unlike KRaft's leader, no error reverts to the committed ISR (INELIGIBLE_REPLICA is
+        3.4.0's in ZooKeeper mode, KAFKA-14140, not modelled)."""
+        i = m.dst
+        b = s.brokers[i]
+        rest = s.with_(network=remove_message(s.network, m))
+        act = self._receive_alter[i]
+        if not b.alter_pending or b.epoch != m.epoch or b.partition_epoch != m.partition_epoch:
+            add((act, rest))
+            return
+        if m.error == NONE and m.new_epoch == b.epoch and m.new_partition_epoch > b.partition_epoch:
+            b = b.with_(isr=m.isr, alter_pending=False, committed_isr=(), partition_epoch=m.new_partition_epoch)
+            add((act, with_broker(rest, i, b)))
+        elif m.error == STALE_BROKER_EPOCH:
+            epochs = tuple([b.broker_epoch if r == i else UNDEFINED for r in range(self.n)])
+            again = AlterPartition(ALTER_PARTITION, i, CONTROLLER, b.epoch, b.partition_epoch, m.isr, epochs)
+            add((act, rest.with_(network=add_messages(rest.network, again))))
+        else:
+            add((act, rest))
 
     # -- metadata replayed by a broker -----------------------------------------------------------------------
     def _apply_leader_and_isr(self, s: KafkaState, m: LeaderAndIsr) -> KafkaState:

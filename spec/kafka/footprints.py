@@ -366,6 +366,16 @@ def _kraft(m: Any) -> bool:
     return m._kraft
 
 
+def _zk_write(m: Any) -> bool:
+    """A ZooKeeper row whose leader writes the ISR to ZooKeeper itself (before 2.7.0's AlterIsr: no alter-isr)."""
+    return not m._alter_by_request
+
+
+def _by_request(m: Any) -> bool:
+    """The ISR changes by a request to the controller: KRaft's AlterPartition, or ZooKeeper's AlterIsr (alter-isr)."""
+    return m._alter_by_request
+
+
 def _acks(m: Any) -> bool:
     return m.acks != ACKS_NONE
 
@@ -439,11 +449,12 @@ FOOTPRINTS: tuple[Footprint, ...] = (
               (B("leader", "alive", "leader", "epoch", "isr", "log"), REMOTE("leader", "follower"), C("leader", "epoch", "isr")),
               (B("leader", "isr"), C("isr")), (alive("leader"), leads("leader"), controller_agrees("leader"),
                                               in_isr("leader", "follower", True), lags_behind("leader", "follower")),
-              when=_zk),
+              when=_zk_write),
     Footprint("ExpandIsr", ("leader", "follower"),
               (B("leader", *_READS_OF_LEADER, "isr"), REMOTE("leader", "follower"), C("leader", "epoch", "isr")),
               (B("leader", "isr"), C("isr")), (alive("leader"), leads("leader"), controller_agrees("leader"),
-                                              in_isr("leader", "follower", False), caught_up("leader", "follower")), when=_zk),
+                                              in_isr("leader", "follower", False), caught_up("leader", "follower")),
+              when=_zk_write),
     # -- a follower's requests and their answers ------------------------------------------------------------------
     Footprint("SendFetch", ("follower", "leader"),
               (B("follower", *_FOLLOWER_SEND_READS), B("leader", "alive"), PAIR("follower", "leader"),
@@ -500,16 +511,19 @@ FOOTPRINTS: tuple[Footprint, ...] = (
     Footprint("Bounce", ("broker",), (B("broker", *EVERY_FIELD), S("bounces")),
               (B("broker", *EVERY_FIELD), LINKS("broker"), BUSY(ALL), S("bounces")),
               (alive("broker"), below("bounces", "max_bounces")), when=_zk),
-    # -- the KRaft rows (spec.kafka.actions_kraft): the controller's partition changes, AlterPartition and its answer,
-    # -- and the restart that registers, read and write everything (their reads span the controller, every broker's
-    # -- registration and the AlterPartition channels); UncleanShutdown is a crash that counts apart
+    # -- the KRaft rows (spec.kafka.actions_kraft): the controller's partition changes and the restart that registers
+    # -- read and write everything (their reads span the controller, every broker's registration and the AlterPartition
+    # -- channels); UncleanShutdown is a crash that counts apart
     *(Footprint(name, params, EVERYTHING, when=_kraft) for name, params in (
         ("ElectLeader", ("leader",)), ("PreferredLeaderElection", ("leader",)), ("UncleanLeaderElection", ("leader",)),
         ("BumpLeaderEpoch", ("leader",)), ("FenceBroker", ("broker",)), ("ProcessControlledShutdown", ("broker",)),
+        ("Restart", ("broker",)), ("CleanShutdown", ("broker",)), ("UnfenceBroker", ("broker",)))),
+    # -- AlterPartition and its answer, on the KRaft rows and (AlterIsr, alter-isr) on the 2.7.0+ ZooKeeper rows: the
+    # -- leader's request reads its pending state, the alters bound and its AlterPartition channels; the controller's
+    # -- handling reads the registrations and the partition state: everything
+    *(Footprint(name, params, EVERYTHING, when=_by_request) for name, params in (
         ("ShrinkIsr", ("leader", "follower")), ("ExpandIsr", ("leader", "follower")), ("ProcessAlterPartition", ("leader",)),
-        ("ReceiveAlterPartitionResponse", ("leader",)), ("LoseAlterPartitionResponse", ("leader",)),
-        ("Restart", ("broker",)), ("CleanShutdown", ("broker",)),
-        ("UnfenceBroker", ("broker",)))),
+        ("ReceiveAlterPartitionResponse", ("leader",)), ("LoseAlterPartitionResponse", ("leader",)))),
     _crash("UncleanShutdown", _kraft),
     # -- the consumers (spec.kafka.clients): they read the brokers, the controller and the consumers ----------------
     *(Footprint(name, ("consumer",), EVERYTHING) for name in (

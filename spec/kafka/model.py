@@ -481,5 +481,5 @@ class KafkaModel(ClientActions, KRaftActions, ControlPlaneActions, DataPlaneActi
                 add((self._serve_offsets[m.dst][m.src], self._serve_offsets_state(s, m)))
             elif kind == OFFSETS_FOR_LEADER_EPOCH_RESPONSE:
                 add((self._receive_offsets[m.dst][m.src], self._receive_offsets_state(s, m)))
-        if self._kraft:
-            self._kraft_deliveries(s, out)  # AlterPartition and its answer (spec.kafka.actions_kraft)
+        if self._alter_by_request:
+            self._kraft_deliveries(s, out)  # AlterPartition (ZooKeeper: AlterIsr) and its answer (spec.kafka.actions_kraft)

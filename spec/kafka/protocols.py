@@ -54,6 +54,10 @@ class Features:
     lossy_crash: bool = False  # fault: a crash loses the unflushed tail of the log
     consumer_truncation_detection: bool = False  # KIP-320 consumer side, KAFKA-7747 (2.3.0)
     fetch_from_follower: bool = False  # KIP-392 (2.4.0), configuration: replica.selector.class; off in every row
+    #: 2.7.0 (KIP-497, IBP >= 2.7-IV2): ZooKeeper-mode ISR changes go through AlterIsr. After the fixes in table order:
+    #: a mechanism, not a fix, though switching it on lengthens every trace with an ISR change by two steps, which a
+    #: matrix story must not credit as removing a counterexample (checker.stories tries the flags in this order)
+    alter_isr: bool = False
     kraft: bool = False  # KIP-500 / KIP-631: the KRaft controller (AlterPartition, registration, fencing)
     kip_841: bool = False  # 3.3.0: fenced / shutting-down replicas are ineligible to join the ISR
     kip_903: bool = False  # 3.5.0: broker epochs in Fetch and AlterPartition; a stale one is ineligible
@@ -130,6 +134,8 @@ FLAGS: dict[str, str] = {
                                      "position with OffsetsForLeaderEpoch and surfaces a truncation",
     "fetch-from-follower": "KIP-392 (configuration replica.selector.class): a consumer may fetch from a follower, "
                            "below the follower's HW",
+    "alter-isr": "KIP-497 (2.7.0, IBP >= 2.7-IV2): the leader changes the ISR with an AlterIsr request to the "
+                 "controller (one in flight, the maximal ISR meanwhile) instead of writing ZooKeeper itself",
     "kraft": "KIP-500/KIP-631: the KRaft controller: ISR changes by AlterPartition with partition epochs, broker "
              "registration with broker epochs, fencing by missed heartbeats",
     "kip-841": "KIP-841: a fenced or shutting-down replica is ineligible to join the ISR (INELIGIBLE_REPLICA)",
@@ -163,18 +169,19 @@ _2_1_0 = replace(_2_0_1, leader_epoch_fencing=True, fenced_removes_partition=Tru
 _2_1_1 = replace(_2_1_0, kafka_7786_fix=True)
 _2_2_0 = replace(_2_1_1, reject_stale_broker_epoch=True, reject_stale_shutdown=True, detect_bounced_broker=True)
 _2_8_0 = replace(_2_2_0, offsets_for_leader_epoch=False, truncate_on_fetch=True, kafka_9654=True, kafka_10706_fix=True,
-                 consumer_truncation_detection=True, kafka_8400=True)  # kafka-8400: 2.4.0
+                 consumer_truncation_detection=True, kafka_8400=True, alter_isr=True)  # kafka-8400: 2.4.0; alter-isr: 2.7.0
 _2_8_1 = replace(_2_8_0, kafka_13141=True, kafka_13207=True)
 _3_4_1 = replace(_2_8_1, kafka_14704=True)
 #: the last release line with ZooKeeper mode (4.0 removed it: KafkaController.scala and KafkaServer.scala are gone)
 _3_9_1 = replace(_3_4_1, kafka_15583=True, kafka_18991=True)  # kafka-15583: 3.7.0
 #: the KRaft lines: the fetch path of the same release (3.3.x ~ 2.8.1's rules, 3.5.x ~ 3.4.1's, 4.1.0 ~ 3.9.1's) with the
 #: KRaft controller; the ZooKeeper control-plane flags of KIP-380 stay on (they only touch actions the KRaft rows
-#: do not have: ControlledShutdown over ZooKeeper, Bounce, ProcessBrokerChange)
-_KRAFT_3_3 = replace(_2_8_1, kraft=True, kip_841=True)
-_KRAFT_3_5 = replace(_3_4_1, kraft=True, kip_841=True, kip_903=True)
+#: do not have: ControlledShutdown over ZooKeeper, Bounce, ProcessBrokerChange); alter-isr is the ZooKeeper controller's
+#: AlterIsr, off there (the KRaft controller's AlterPartition is ``kraft``'s)
+_KRAFT_3_3 = replace(_2_8_1, kraft=True, kip_841=True, alter_isr=False)
+_KRAFT_3_5 = replace(_3_4_1, kraft=True, kip_841=True, kip_903=True, alter_isr=False)
 _KRAFT_4_1 = replace(_3_9_1, kraft=True, kip_841=True, kip_903=True, kafka_15021=True, kip_966_elr=True,
-                     clean_shutdown_detection=True, kafka_18635=True)
+                     clean_shutdown_detection=True, kafka_18635=True, alter_isr=False)
 
 
 @dataclass(frozen=True)
@@ -197,7 +204,8 @@ RELEASES: tuple[Release, ...] = (
             "(KAFKA-7786)", _2_1_0),
     Release("2.1.1", "2.1.0 with KAFKA-7786's fix", _2_1_1),
     Release("2.2.0", "KIP-380: broker epochs in control requests, stale ones rejected; bounced brokers detected",
-            _2_2_0, "2.2.x and 2.3.x; 2.4.x to 2.7.x with kafka-8400 on (KAFKA-9654 in 2.5.0 matters only from 2.8.0); "
+            _2_2_0, "2.2.x and 2.3.x; 2.4.x to 2.7.x with kafka-8400 on (KAFKA-9654 in 2.5.0 matters only from 2.8.0; "
+            "2.7.x at IBP 2.7-IV2 or later, its default, also with alter-isr on); "
             "with consumers, 2.2.x only (2.3.0's consumer validates its position: consumer-truncation-detection)"),
     Release("2.8.0", "KAFKA-10554: truncation on fetch (the fetch carries the last fetched epoch)", _2_8_0),
     Release("2.8.1", "2.8.0 with KAFKA-13141 and KAFKA-13207", _2_8_1, "2.8.2, 3.0.x to 3.4.0"),
@@ -277,6 +285,8 @@ REQUIRES: dict[str, tuple[str, object]] = {
     "kafka-9654": ("leader-epoch-fencing (KIP-320)", lambda f: f.leader_epoch_fencing),
     "kafka-10706-fix": ("kafka-7415 (the epoch a new leader registers)", lambda f: f.kafka_7415),
     "truncate-on-fetch": ("leader-epoch-fencing (KIP-320)", lambda f: f.leader_epoch_fencing),
+    "alter-isr": ("the ZooKeeper controller and KIP-380's broker epochs (a 2.2.0+ ZooKeeper row; AlterIsr is 2.7.0's, "
+                  "the KRaft rows' AlterPartition is kraft's)", lambda f: f.reject_stale_broker_epoch and not f.kraft),
     "kafka-13141": ("truncate-on-fetch (2.8.0+)", lambda f: f.truncate_on_fetch),
     "kafka-13207": ("truncate-on-fetch (2.8.0+)", lambda f: f.truncate_on_fetch),
     "kafka-14704": ("truncate-on-fetch (2.8.0+)", lambda f: f.truncate_on_fetch),

@@ -231,9 +231,42 @@ RULES: tuple[Rule, ...] = (
                      "only lowers the HW, so the model's HW can be higher than Kafka's, never lower; 3.7.0's "
                      "min.insync.replicas condition is its own rule (kafka-15583)"),
     Rule("ISR shrink and expand are ZooKeeper writes only the leader of the current epoch can make", "-", "0.10.2",
-         "every ZooKeeper release", f"0.10.2.2 {_C}Partition.scala maybeShrinkIsr, updateIsr (zkVersion)",
+         "0.10.2 to 2.6.x, and 2.7+ ZooKeeper releases at an inter-broker protocol below 2.7-IV2 (from 2.7.0 AlterIsr "
+         "replaces the write: alter-isr)",
+         f"0.10.2.2 {_C}Partition.scala maybeShrinkIsr, updateIsr (zkVersion); 2.7.0 the same file expandIsrWithZk, "
+         "shrinkIsrWithZk (useAlterIsr false)",
          "actions_data._leader_actions", abstraction="time is abstracted: a follower may be shrunk at any moment "
          "(from 2.1.0 one whose LEO is the leader's never is: kafka-7152)"),
+    Rule("ZooKeeper mode: the leader changes the ISR by AlterIsr to the controller instead of writing ZooKeeper; one in "
+         "flight, meanwhile the maximal ISR (an expansion counts the new member at once, a shrink drops the member only "
+         "once committed) for the HW; the controller answers STALE_BROKER_EPOCH (top level), FENCED_LEADER_EPOCH for an "
+         "older leader epoch, the current state if it is already the proposed one, INVALID_UPDATE_VERSION for another "
+         "zkVersion, else writes the ISR (same leader epoch, new zkVersion) and sends UpdateMetadata, no LeaderAndIsr; "
+         "the leader commits the answered ISR, gives up on FENCED_LEADER_EPOCH / INVALID_UPDATE_VERSION (pending until "
+         "the next LeaderAndIsr), resends on STALE_BROKER_EPOCH; a LeaderAndIsr drops a pending AlterIsr and sets the "
+         "zkVersion it carries", "KIP-497 (KAFKA-10350)", "2.7.0",
+         "2.7.0 and later at inter-broker protocol 2.7-IV2 or later (the default), to 3.9.x, the last ZooKeeper line "
+         "(renamed AlterPartition in 3.3.0: AlterPartitionManager.scala)",
+         f"2.7.0 and 2.8.0 {_C}Partition.scala expandIsr / shrinkIsr (useAlterIsr = isAlterIsrSupported), "
+         "sendAlterIsrRequest (PendingExpandIsr, PendingShrinkIsr), canAddReplicaToIsr / maybeShrinkIsr "
+         "(!isrState.isInflight), maybeIncrementLeaderHW (isrState.maximalIsr), handleAlterIsrResponse, makeLeader / "
+         "makeFollower (alterIsrManager.clearPending, CommittedIsr, zkVersion = partitionState.zkVersion); "
+         f"{_S}AlterIsrManager.scala (one item per partition until answered; STALE_BROKER_EPOCH: retry); "
+         f"{_K}KafkaController.scala processAlterIsr (2.7.0, 2.8.0, 3.0.0: liveBrokerIdAndEpochs, leaderEpoch <, "
+         "equalsIgnoreZk, zkClient.updateLeaderAndIsr badVersionUpdates, sendUpdateMetadataRequest); 3.3.0 and 3.9.0 "
+         "tryProcessAlterPartition (the same checks, the version before the write, equalsAllowStalePartitionEpoch "
+         "first: KAFKA-14144 keeps that order in 3.4.0); 3.9.0 Partition.scala submitAlterPartition, "
+         "handleAlterPartitionUpdate, handleAlterPartitionError",
+         "actions_kraft._leader_actions, _isr_change_action (the ZooKeeper request), _process_alter_isr, "
+         "_receive_alter_isr_response, _lose_alter_response; actions_control._elect_state (the zkVersion moves), "
+         "_apply_leader_and_isr (clears the pending AlterIsr)", flag="alter-isr",
+         abstraction="bounded like the KRaft rows' AlterPartition: at most alters requests (a zkVersion is a counter, "
+                     "so the bound keeps the state space finite) and alter_losses lost answers; the 2.2.0 row with "
+                     "kafka-8400 and alter-isr on stands for 2.7.x; 3.4.0+ KAFKA-14140 (the ZooKeeper controller "
+                     "answers INELIGIBLE_REPLICA to an ISR with an offline or shutting-down member, and the leader "
+                     "proposes only a broker its metadata cache has alive) is not modelled: the 3.4.1 and 3.9.1 rows may "
+                     "add a dead or shutting-down follower to the ISR as 2.7 to 3.3 may; UpdateMetadata is not a "
+                     "message in the model (no broker reads a metadata cache on the ZooKeeper rows)"),
     Rule("a follower whose LEO equals the leader's is never out of sync: it is not shrunk out of the ISR", "KAFKA-7152",
          "2.1.0", "2.1.0 and later (9a7f29c1ede; the 2.0 branch commit b8b83a72df5 is in no release)",
          f"2.1.0 {_C}Partition.scala getOutOfSyncReplicas (r.logEndOffset != leaderReplica.logEndOffset && ...); "
@@ -316,7 +349,8 @@ RULES: tuple[Rule, ...] = (
                      "next leader epoch, which every live broker replays)"),
     Rule("a lost AlterPartition answer: the request is sent again, unchanged, until answered; the leader keeps its "
          "pending maximal ISR until an answer or the partition change it replays", "KIP-497 (AlterIsr), KIP-631", "2.7.0",
-         "every KRaft row (3.3.0 and later; the same resend in 2.7.0+ AlterIsrManager)",
+         "every KRaft row (3.3.0 and later; the same resend in 2.7.0+ AlterIsrManager, the ZooKeeper rows with "
+         "alter-isr, where the ZooKeeper controller answers the resent request with the state it wrote: alter-isr)",
          "3.3.0 and 3.5.0 core/.../server/AlterPartitionManager.scala submit (unsentIsrUpdates.putIfAbsent), "
          "sendRequest (no timeout: retries until answered), handleAlterPartitionResponse; "
          "BrokerToControllerChannelManager.scala handleResponse (wasDisconnected: requestQueue.putFirst); "

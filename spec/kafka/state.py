@@ -69,8 +69,11 @@ UNKNOWN_LEADER_EPOCH = 3
 OFFSET_OUT_OF_RANGE = 4
 INVALID_UPDATE_VERSION = 5  # KRaft AlterPartition: the request's partition epoch is older than the controller's
 INELIGIBLE_REPLICA = 6  # KRaft AlterPartition (KIP-841, 3.3.0+): a proposed ISR member is fenced or has another broker epoch
+#: ZooKeeper-mode AlterIsr (alter-isr, 2.7.0+): the top-level error when the sender's broker epoch is not the one the
+#: controller registered (``KafkaController.processAlterIsr``)
+STALE_BROKER_EPOCH = 7
 ERROR_NAMES = ("NONE", "NOT_LEADER", "FENCED_LEADER_EPOCH", "UNKNOWN_LEADER_EPOCH", "OFFSET_OUT_OF_RANGE",
-               "INVALID_UPDATE_VERSION", "INELIGIBLE_REPLICA")
+               "INVALID_UPDATE_VERSION", "INELIGIBLE_REPLICA", "STALE_BROKER_EPOCH")
 
 
 class Broker(NamedTuple):
@@ -101,10 +104,11 @@ class Broker(NamedTuple):
     #: or (). The truncation is
     #: a separate step (``AbstractFetcherThread.truncateOnFetchResponse``, after the lock was released)
     pending_diverging: tuple[int, ...]
-    # -- KRaft rows only (``spec.kafka.actions_kraft``); inert defaults on the ZooKeeper rows --
-    #: the partition epoch of the partition state it last learned (KIP-497 / KRaft PartitionRecord)
+    # -- KRaft rows and the ZooKeeper rows with alter-isr (``spec.kafka.actions_kraft``); inert defaults elsewhere --
+    #: the partition epoch of the partition state it last learned (KRaft PartitionRecord; on a ZooKeeper row with
+    #: alter-isr the zkVersion of the partition state znode, which 2.7 to 3.2 call ``zkVersion`` and 3.3+ partitionEpoch)
     partition_epoch: int = 0
-    #: as leader: an AlterPartition it sent is not answered yet (``PendingExpandIsr`` / ``PendingShrinkIsr``);
+    #: as leader: an AlterPartition (AlterIsr) it sent is not answered yet (``PendingExpandIsr`` / ``PendingShrinkIsr``);
     #: ``isr`` is then the maximal ISR and ``committed_isr`` the last committed one it reverts to
     alter_pending: bool = False
     committed_isr: tuple[int, ...] = ()
@@ -129,7 +133,9 @@ class Controller(NamedTuple):
     registered: tuple[int, ...]
     # -- KRaft rows only (``spec.kafka.actions_kraft``): on them ``registered`` is DEAD while the broker is
     # -- fenced (its heartbeats stopped) and its registration's broker epoch while it is unfenced --
-    partition_epoch: int = 0  # bumped by every partition change (PartitionChangeRecord)
+    #: bumped by every partition change (PartitionChangeRecord); on a ZooKeeper row with alter-isr the zkVersion of the
+    #: partition state znode, bumped by every write of it (elections, ISR changes)
+    partition_epoch: int = 0
     elr: tuple[int, ...] = ()  # KIP-966 eligible leader replicas, sorted
     SET_FIELDS = ("isr", "elr")
     MAP_FIELDS = ("registered",)
@@ -144,7 +150,8 @@ class LeaderAndIsr(NamedTuple):
     broker_epoch: int  # KIP-380: the destination's broker epoch as the controller knows it
     meant: int  # ghost: the incarnation of the destination the sender meant
     #: KRaft rows: the partition epoch of the change (on KRaft a LeaderAndIsr stands for the PartitionRecord or
-    #: PartitionChangeRecord the broker replays from the metadata log); 0 on the ZooKeeper rows
+    #: PartitionChangeRecord the broker replays from the metadata log); on the ZooKeeper rows with alter-isr the
+    #: zkVersion (``LeaderAndIsrPartitionState.zkVersion``); 0 on the other ZooKeeper rows
     partition_epoch: int = 0
     GHOST_FIELDS = ("meant",)
     SET_FIELDS = ("isr",)
@@ -214,7 +221,8 @@ class OffsetsResponse(NamedTuple):
 
 
 class AlterPartition(NamedTuple):
-    """KRaft: from a leader to the controller (``AlterPartitionManager``): the ISR it proposes."""
+    """From a leader to the controller (``AlterPartitionManager``; on the ZooKeeper rows with alter-isr the AlterIsr
+    request of 2.7 to 3.2, ``AlterIsrManager``): the ISR it proposes."""
 
     kind: int  # ALTER_PARTITION
     src: int  # the leader
@@ -222,21 +230,22 @@ class AlterPartition(NamedTuple):
     epoch: int  # the leader's leader epoch
     partition_epoch: int  # the partition epoch of the leader's last committed state
     isr: tuple[int, ...]  # the proposed ISR
-    #: KIP-903 (AlterPartition v3, 3.5.0): the broker epoch of each proposed member by broker id (-1: not checked)
+    #: KIP-903 (AlterPartition v3, 3.5.0): the broker epoch of each proposed member by broker id (-1: not checked);
+    #: on the ZooKeeper rows only the sender's own entry is set: the request's ``brokerEpoch`` (AlterIsrRequestData)
     broker_epochs: tuple[int, ...]
     SET_FIELDS = ("isr",)
     MAP_FIELDS = ("broker_epochs",)
 
 
 class AlterPartitionResponse(NamedTuple):
-    """KRaft: the controller's answer to an AlterPartition."""
+    """The controller's answer to an AlterPartition (AlterIsr on the ZooKeeper rows)."""
 
     kind: int  # ALTER_PARTITION_RESPONSE
     src: int  # -1: the controller
     dst: int  # the leader
     epoch: int  # the request's leader epoch
     partition_epoch: int  # the request's partition epoch
-    error: int  # NONE, FENCED_LEADER_EPOCH, INVALID_UPDATE_VERSION, INELIGIBLE_REPLICA
+    error: int  # NONE, FENCED_LEADER_EPOCH, INVALID_UPDATE_VERSION, INELIGIBLE_REPLICA, STALE_BROKER_EPOCH (ZooKeeper)
     isr: tuple[int, ...]  # NONE: the committed ISR
     new_epoch: int  # NONE: the leader epoch after the change
     new_partition_epoch: int  # NONE: the partition epoch after the change

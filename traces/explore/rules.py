@@ -50,9 +50,9 @@ ACTION_FUNCTIONS: Mapping[str, tuple[str, ...]] = {
     "Bounce": ("_bounce_state", "_reborn"),
     # KRaft (actions_kraft)
     "FenceBroker": ("_fence_actions", "_fence_running_actions", "_unfenced", "_partition_change"),
-    "ProcessAlterPartition": ("_process_alter_partition", "_partition_change", "_ineligible"),
+    "ProcessAlterPartition": ("_process_alter_partition", "_partition_change", "_ineligible", "_process_alter_isr"),
     "LoseAlterPartitionResponse": ("_lose_alter_response",),
-    "ReceiveAlterPartitionResponse": ("_receive_alter_response",),
+    "ReceiveAlterPartitionResponse": ("_receive_alter_response", "_receive_alter_isr_response"),
     "UncleanShutdown": ("_kraft_broker_actions", "_kraft_crash", "_restart_state"),
     "CleanShutdown": ("_clean_shutdown_actions", "_fence_actions", "_partition_change"),
     "UnfenceBroker": ("_unfence_actions", "_candidates", "_partition_change"),
