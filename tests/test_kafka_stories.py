@@ -108,6 +108,9 @@ NO_STORY = {
                    "and kraft-4.1, in tests/test_kafka_control.py",
     "kafka-8400": "it loses no data and stalls nothing at the model's bounds (the leader relearns the LEO at the next "
                   "fetch): replayed on 2.2.0 and 2.8.0, the flag both ways, in tests/test_kafka_control.py",
+    "truncation-lowers-hw": "a follower's HW above its LEO (before 2.4.0) is read by nothing until its next fetch answer, "
+                            "a restart or its election resets it: no invariant breaks; replayed on 2.2.0, the flag both "
+                            "ways, in tests/test_kafka_release_hw.py",
     "kraft": "the mechanism (the KRaft controller) the KIP-841, KIP-903 and KIP-966 stories run on",
     "kafka-15021": "changes how epochs move (an ISR shrink keeps the leader epoch), not whether a story breaks: the "
                    "KRaft stories replay with it (kraft-4.1) and without it (kraft-3.3, kraft-3.5)",

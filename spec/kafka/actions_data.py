@@ -286,7 +286,8 @@ class DataPlaneActions:
                 # is on (0.10.2.2 to 2.0.0 ReplicaFetcherThread.handleOffsetOutOfRange: "Exiting because log
                 # truncation is not allowed", FatalExitError); 2.0.1 truncates to the leader's end offset
                 return self._crash_state(with_network(s, network), i, leo)
-            follower = truncate_broker(follower, m.hw, self._fix_10706)  # the leader's log ends before ours
+            # the leader's log ends before ours: truncate to its end offset
+            follower = truncate_broker(follower, m.hw, self._fix_10706, self.features.truncation_lowers_hw)
         elif m.error == FENCED_LEADER_EPOCH and self._removes_on_fenced(m.epoch, follower):
             follower = _fenced(follower)  # until the next LeaderAndIsr
         else:
@@ -307,7 +308,7 @@ class DataPlaneActions:
             add((self._truncate_diverging[i], with_broker(s, i, follower.with_(pending_diverging=()))))
             return
         offset, _ = follower_truncation(follower.cache, len(follower.log), follower.hw, epoch, end)
-        truncated = truncate_broker(follower, offset, self._fix_10706)
+        truncated = truncate_broker(follower, offset, self._fix_10706, self.features.truncation_lowers_hw)
         truncated = _diverging_done(truncated, fetch=FETCHING if in_fetcher else truncated.fetch)
         add((self._truncate_diverging[i], with_broker(s, i, truncated)))
 
@@ -340,7 +341,8 @@ class DataPlaneActions:
             offset = follower.hw  # 0.11: UNDEFINED_EPOCH_OFFSET falls back to the high watermark
         else:
             offset = min(m.end_offset, leo)
-        follower = with_fetch_state(truncate_broker(follower, offset, self._fix_10706), fetch=FETCHING if done else TRUNCATING)
+        truncated = truncate_broker(follower, offset, self._fix_10706, self.features.truncation_lowers_hw)
+        follower = with_fetch_state(truncated, fetch=FETCHING if done else TRUNCATING)
         return with_broker(s, i, follower, network=network)
 
 

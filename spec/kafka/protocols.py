@@ -41,6 +41,7 @@ class Features:
     kafka_7786_fix: bool = False  # 2.1.1 / 2.2.0
     reject_stale_broker_epoch: bool = False  # KIP-380 (2.2.0)
     kafka_8400: bool = False  # 2.4.0: a fetch the leader answers with an error leaves the follower's recorded LEO alone
+    truncation_lowers_hw: bool = False  # 2.4.0: a truncation below the HW lowers the HW to the new LEO
     reject_stale_shutdown: bool = False  # KIP-380 (2.2.0)
     detect_bounced_broker: bool = False  # KIP-380 (2.2.0)
     kafka_9654: bool = False  # 2.5.0: FENCED removes the partition only if the request's epoch is the fetch state's
@@ -112,6 +113,8 @@ FLAGS: dict[str, str] = {
     "kafka-7786-fix": "KAFKA-7786: ignore an OffsetsForLeaderEpoch answer if the partition's epoch changed meanwhile",
     "kafka-8400": "KAFKA-8400: an errored follower fetch (e.g. FENCED_LEADER_EPOCH) no longer resets the follower's "
                   "LEO on the leader to unknown (2.1.0 to 2.3.x did)",
+    "truncation-lowers-hw": "2.4.0 (the HW moved into Log): a truncation below the HW lowers it to the new LEO; "
+                            "0.10.2 to 2.3.x leave a follower's HW above its LEO until its next fetch answer",
     "reject-stale-broker-epoch": "KIP-380: a broker rejects control requests for an older broker epoch (STALE_BROKER_EPOCH)",
     "reject-stale-shutdown": "KIP-380: the controller rejects a ControlledShutdown from an older broker epoch",
     "detect-bounced-broker": "KIP-380: the controller detects a bounced broker by its higher broker epoch",
@@ -159,7 +162,8 @@ _2_1_0 = replace(_2_0_1, leader_epoch_fencing=True, fenced_removes_partition=Tru
 _2_1_1 = replace(_2_1_0, kafka_7786_fix=True)
 _2_2_0 = replace(_2_1_1, reject_stale_broker_epoch=True, reject_stale_shutdown=True, detect_bounced_broker=True)
 _2_8_0 = replace(_2_2_0, offsets_for_leader_epoch=False, truncate_on_fetch=True, kafka_9654=True, kafka_10706_fix=True,
-                 consumer_truncation_detection=True, kafka_8400=True)  # kafka-8400: 2.4.0
+                 consumer_truncation_detection=True, kafka_8400=True,
+                 truncation_lowers_hw=True)  # kafka-8400, truncation-lowers-hw: 2.4.0
 _2_8_1 = replace(_2_8_0, kafka_13141=True, kafka_13207=True)
 _3_4_1 = replace(_2_8_1, kafka_14704=True)
 #: the last release line with ZooKeeper mode (4.0 removed it: KafkaController.scala and KafkaServer.scala are gone)
@@ -193,7 +197,8 @@ RELEASES: tuple[Release, ...] = (
             "(KAFKA-7786)", _2_1_0),
     Release("2.1.1", "2.1.0 with KAFKA-7786's fix", _2_1_1),
     Release("2.2.0", "KIP-380: broker epochs in control requests, stale ones rejected; bounced brokers detected",
-            _2_2_0, "2.2.x and 2.3.x; 2.4.x to 2.7.x with kafka-8400 on (KAFKA-9654 in 2.5.0 matters only from 2.8.0); "
+            _2_2_0, "2.2.x and 2.3.x; 2.4.x to 2.7.x with kafka-8400 and truncation-lowers-hw on (KAFKA-9654 in 2.5.0 "
+            "matters only from 2.8.0); "
             "with consumers, 2.2.x only (2.3.0's consumer validates its position: consumer-truncation-detection)"),
     Release("2.8.0", "KAFKA-10554: truncation on fetch (the fetch carries the last fetched epoch)", _2_8_0),
     Release("2.8.1", "2.8.0 with KAFKA-13141 and KAFKA-13207", _2_8_1, "2.8.2, 3.0.x to 3.4.0"),

@@ -109,6 +109,19 @@ RULES: tuple[Rule, ...] = (
          "actions_data._serve_fetch_state", flag="kafka-8400",
          abstraction="before 2.1.0 a leader answers no error in the model (no epoch in the fetch), so the flag acts from "
                      "the 2.1.0 row; the 2.2.0 row stands for 2.2.x and 2.3.x (2.4.x to 2.7.x: --feature kafka-8400=on)"),
+    Rule("a truncation below the HW lowers the HW to the new LEO; before, a follower's HW stayed above its LEO until "
+         "its next fetch answer, and a follower becoming leader with such a HW restarted it from the log start",
+         "-", "2.4.0", "2.4.0 and later (MINOR 7a7d4cb5819, which moved the HW into Log); 0.10.2 to 2.3.x leave it",
+         "2.4.0 core/src/main/scala/kafka/log/Log.scala updateLogEndOffset (if (highWatermark >= messageOffset) "
+         "updateHighWatermarkMetadata); 2.3.0 Log.scala truncateTo / updateLogEndOffset (no HW), "
+         f"{_S}ReplicaFetcherThread.scala truncate (only warns below the HW), processPartitionData (HW = min(leader HW, "
+         f"LEO)); 2.3.0 {_C}Partition.scala makeLeader (isNewLeader: convertHWToLocalOffsetMetadata; out of range: "
+         "the log start offset, 0.10.2 to 1.0.x UnknownOffsetMetadata), getOrCreateReplica (min(checkpoint, LEO))",
+         "updates.truncate_broker, updates.new_leader_hw, actions_control._apply_leader_and_isr",
+         flag="truncation-lowers-hw",
+         abstraction="0.10.2 to 1.0.x make the HW UnknownOffsetMetadata (-1) where 1.1 to 2.3 take the log start; the "
+                     "model's 0 is below every record either way; the 2.2.0 row stands for 2.2.x and 2.3.x (2.4.x to "
+                     "2.7.x: --feature truncation-lowers-hw=on); replica-sanity checks HW <= LEO on leaders only"),
     Rule("the controller rejects a ControlledShutdown from an older broker epoch", "KIP-380", "2.2.0", "2.2.0 and later",
          f"2.2.0 {_K}KafkaController.scala doControlledShutdown", "actions_control._controlled_shutdowns",
          flag="reject-stale-shutdown"),
