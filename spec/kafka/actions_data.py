@@ -36,6 +36,7 @@ from spec.kafka.state import (
     OFFSETS_FOR_LEADER_EPOCH,
     OFFSETS_FOR_LEADER_EPOCH_RESPONSE,
     TRUNCATING,
+    TRUNCATING_AGAIN,
     UNKNOWN_LEADER_EPOCH,
     Broker,
     Controller,
@@ -165,7 +166,7 @@ class DataPlaneActions:
             last_fetched = latest_epoch(follower.cache) if self._on_fetch else UNDEFINED  # KAFKA-10554: lastFetchedEpoch
             request = FetchRequest(FETCH, i, leader, current_epoch, len(follower.log), last_fetched)
             out.append((self._send_fetch[i][leader], with_network(s, add_messages(network, request))))
-        elif follower.fetch == TRUNCATING and follower.cache:
+        elif (follower.fetch == TRUNCATING or follower.fetch == TRUNCATING_AGAIN) and follower.cache:
             request = OffsetsRequest(OFFSETS_FOR_LEADER_EPOCH, i, leader, current_epoch if self._fencing else UNDEFINED,
                                      latest_epoch(follower.cache))
             out.append((self._send_offsets[i][leader], with_network(s, add_messages(network, request))))
@@ -324,7 +325,7 @@ class DataPlaneActions:
         network = remove_message(s.network, m)
         i = m.dst
         follower = s.brokers[i]
-        if follower.fetch != TRUNCATING or follower.leader != m.src:
+        if (follower.fetch != TRUNCATING and follower.fetch != TRUNCATING_AGAIN) or follower.leader != m.src:
             return with_network(s, network)
         if self._fix_7786 and m.epoch != follower.epoch:
             return with_network(s, network)  # KAFKA-7786's fix: the epoch changed while it was in flight
@@ -336,13 +337,17 @@ class DataPlaneActions:
                 return with_broker(s, i, follower, network=network)
             return with_network(s, network)  # retried: the partition stays truncating
         if self._kip279:
-            offset, done = follower_truncation(follower.cache, leo, follower.hw, m.answer_epoch, m.end_offset, self._7415)
+            # an UNDEFINED answer truncates to the fetch state's offset (2.0.0 getOffsetTruncationState: "The initial
+            # fetch offset ... will be used for truncation"): the HW the state was created at, or, after an
+            # intermediate truncation, that offset (updateFetchOffsetAndMaybeMarkTruncationComplete): its LEO
+            fetch_offset = leo if follower.fetch == TRUNCATING_AGAIN else follower.hw
+            offset, done = follower_truncation(follower.cache, leo, fetch_offset, m.answer_epoch, m.end_offset, self._7415)
         elif m.end_offset == UNDEFINED:
             offset = follower.hw  # 0.11: UNDEFINED_EPOCH_OFFSET falls back to the high watermark
         else:
             offset = min(m.end_offset, leo)
         truncated = truncate_broker(follower, offset, self._fix_10706, self.features.truncation_lowers_hw)
-        follower = with_fetch_state(truncated, fetch=FETCHING if done else TRUNCATING)
+        follower = with_fetch_state(truncated, fetch=FETCHING if done else TRUNCATING_AGAIN)
         return with_broker(s, i, follower, network=network)
 
 

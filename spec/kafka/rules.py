@@ -52,6 +52,19 @@ RULES: tuple[Rule, ...] = (
     Rule("the answer carries its epoch; truncate to the largest common epoch, in rounds", "KIP-279", "2.0.0",
          "2.0.0 and later", f"2.0.0 {_S}AbstractFetcherThread.scala getOffsetTruncationState; {_E} endOffsetFor",
          "log.end_offset_for, log.follower_truncation", flag="epoch-in-response"),
+    Rule("an error-free UNDEFINED answer truncates to the fetch state's offset: the HW the state was created at, or, "
+         "after an intermediate truncation (an answer with an epoch the follower did not know), that offset",
+         "KIP-279", "2.0.0", "2.0.0 and later (the same branch in 2.8.0's getOffsetTruncationState); its scenario acts "
+         "on 2.0.0: from 2.0.1 (kafka-7415) the lookup answers UNDEFINED only to an epoch above the leader's latest "
+         "(a leader that has not yet learned its new epoch)",
+         f"2.0.0 {_S}AbstractFetcherThread.scala getOffsetTruncationState (endOffset == UNDEFINED_EPOCH_OFFSET: "
+         "OffsetTruncationState(partitionStates.stateValue(tp).fetchOffset, truncationCompleted = true)), "
+         "updateFetchOffsetAndMaybeMarkTruncationComplete (the intermediate offset becomes the fetch offset, still "
+         f"truncating); 2.0.0 {_S}ReplicaManager.scala makeFollowers (the state is created at the HW)",
+         "actions_data._receive_offsets_state (state.TRUNCATING_AGAIN: truncating after an intermediate truncation)",
+         abstraction="a fresh state's offset is taken as min(HW, LEO): before 2.4.0 a follower's HW may be above its "
+                     "LEO (truncation-lowers-hw), and a state created there fetches at that HW after an UNDEFINED "
+                     "answer (processPartitionData then fails on the offset mismatch); the model fetches at the LEO"),
     Rule("a new leader registers (epoch, LEO) in its epoch cache; a lookup below the first epoch answers (requested, "
          "start of the first epoch); assign truncates later entries", "KAFKA-7415", "2.0.1", "2.0.1, 2.1.0 and later "
          "(2.0 branch 18b25773b11a, trunk f2dd6aa26983; the 1.1 backport was never released)",
