@@ -8,7 +8,7 @@ reads it meanwhile: consumers read from the leader, a restart reads the checkpoi
 (``Partition.getOrCreateReplica``), and a follower becoming leader resets it (``Partition.makeLeader`` ->
 ``convertHWToLocalOffsetMetadata``). A leader's HW above its LEO would expose records it does not have; that
 no release allows. From 2.4.0 (``Log.updateLogEndOffset`` lowers the HW) every replica keeps HW <= LEO, which
-``tests/test_kafka_release_hw.py`` checks on those rows apart.
+``tests/test_kafka_data_plane_releases.py`` checks on those rows apart.
 
 The cache agrees with the log when its epochs and start offsets strictly increase, no epoch starts
 beyond the LEO, and every record carries the epoch of the cache entry that covers its offset. A replica

@@ -65,6 +65,7 @@ _leader_isr = updater(Broker, "isr")  # ShrinkIsr / ExpandIsr
 _controller_isr = updater(Controller, "isr")
 _fetched_by = updater(Broker, "remote")  # the leader records a follower's fetch offset
 _appended_fetched = updater(Broker, "log", "hw", "cache", "reconciled")  # ReceiveFetch appends
+_hw_taken = updater(Broker, "hw")  # 0.11.0 / 1.0.x: an empty answer to a truncating partition (processPartitionData)
 _produced = updater(KafkaState, "brokers", "produced")
 _committed = updater(KafkaState, "brokers", "committed")
 _fenced = updater(Broker, fetch=NO_FETCHER, idle_cause=IDLE_FENCED)  # FENCED_LEADER_EPOCH removes the partition
@@ -267,13 +268,26 @@ class DataPlaneActions:
         i = m.dst
         follower = s.brokers[i]
         leo = len(follower.log)
-        if follower.fetch != FETCHING or follower.leader != m.src or leo != m.offset:
+        truncating = follower.fetch == TRUNCATING or follower.fetch == TRUNCATING_AGAIN
+        if follower.fetch != FETCHING and not (truncating and not self.features.kafka_5163):
+            # the partition left the fetcher or (kafka-5163, 1.1.0: isReadyForFetch) is truncating: dropped. 0.11.0 and
+            # 1.0.x check only fetchRequest.offset(tp) == currentPartitionFetchState.fetchOffset, and a state they
+            # re-created (makeFollowers: at the LEO) matches an answer that was in flight
+            return with_network(s, network)
+        if follower.leader != m.src or leo != m.offset:
             return with_network(s, network)  # the fetcher moved on: the response is dropped
         if self.features.kafka_18991 and m.epoch != follower.epoch:
             return with_network(s, network)  # KAFKA-18991: an answer to a request of an older leader epoch
         if m.error == NONE and m.diverging_epoch == UNDEFINED and m.diverging_offset == UNDEFINED:
             log = follower.log + m.records
             cache = cache_after_append(follower.cache, log, leo, self._7415) if self._epoch_cache else follower.cache
+            if truncating:
+                # 0.11.0 / 1.0.x: processPartitionData appends and takes the HW; with records the state is replaced by
+                # PartitionFetchState(newOffset) (truncatingLog = false): the truncation is skipped; an empty answer
+                # leaves the state truncating (updateAndMoveToEnd only ``if (validBytes > 0)``)
+                if not m.records:
+                    return with_broker(s, i, _hw_taken(follower, hw=min(m.hw, leo)), network=network)
+                follower = with_fetch_state(follower, fetch=FETCHING)
             follower = _appended_fetched(follower, log=log, hw=min(m.hw, len(log)), cache=cache, reconciled=follower.epoch)
         elif m.error == NONE:
             pending = (m.src, m.epoch, m.diverging_epoch, m.diverging_offset)
@@ -287,8 +301,11 @@ class DataPlaneActions:
                 # is on (0.10.2.2 to 2.0.0 ReplicaFetcherThread.handleOffsetOutOfRange: "Exiting because log
                 # truncation is not allowed", FatalExitError); 2.0.1 truncates to the leader's end offset
                 return self._crash_state(with_network(s, network), i, leo)
-            # the leader's log ends before ours: truncate to its end offset
+            # the leader's log ends before ours: truncate to its end offset (0.11.0 / 1.0.x: a truncating partition
+            # then fetches, new PartitionFetchState(newOffset))
             follower = truncate_broker(follower, m.hw, self._fix_10706, self.features.truncation_lowers_hw)
+            if truncating:
+                follower = with_fetch_state(follower, fetch=FETCHING)
         elif m.error == FENCED_LEADER_EPOCH and self._removes_on_fenced(m.epoch, follower):
             follower = _fenced(follower)  # until the next LeaderAndIsr
         else:

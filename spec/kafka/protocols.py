@@ -30,6 +30,7 @@ class Features:
 
     offsets_for_leader_epoch: bool = False  # KIP-101 (0.11.0)
     kafka_5642: bool = False  # 1.1.0: the controller keeps the last ISR member on its death, unclean election or not
+    kafka_5163: bool = False  # 1.1.0: a fetch answer is applied only to a partition ready for fetch (not truncating)
     epoch_in_response: bool = False  # KIP-279 (2.0.0)
     kafka_7415: bool = False  # 2.0.1: a new leader registers its epoch; the lookup answers below the first epoch
     kafka_7128: bool = False  # 2.0.1: ISR expansion also needs the leader epoch's start offset
@@ -98,6 +99,9 @@ FLAGS: dict[str, str] = {
     "offsets-for-leader-epoch": "KIP-101: truncate to the leader's end offset of the follower's latest epoch",
     "kafka-5642": "1.1.0 (KAFKA-5642's controller rewrite): the last ISR member stays in the ISR when it dies, also "
                   "with unclean election on (0.10.2 to 1.0.x removed it then, leaving an empty ISR)",
+    "kafka-5163": "1.1.0 (KAFKA-5163, KIP-113): a fetch answer is applied only to a partition ready for fetch; 0.11.0 "
+                  "and 1.0.x also apply it to a truncating partition at the request's offset (and then skip the "
+                  "truncation if it had records)",
     "epoch-in-response": "KIP-279: the answer names its epoch; truncate to the largest common epoch, in rounds",
     "kafka-7415": "KAFKA-7415: a new leader registers its epoch before any append; a lookup below the first epoch "
                   "answers (requested, start of the first epoch)",
@@ -156,7 +160,7 @@ FLAG_ALIASES: dict[str, str] = {
 
 _0_10_2 = Features()
 _0_11_0 = replace(_0_10_2, offsets_for_leader_epoch=True)
-_2_0_0 = replace(_0_11_0, epoch_in_response=True, kafka_5642=True)  # kafka-5642: 1.1.0, between the two rows
+_2_0_0 = replace(_0_11_0, epoch_in_response=True, kafka_5642=True, kafka_5163=True)  # 5642, 5163: 1.1.0, between
 _2_0_1 = replace(_2_0_0, kafka_7415=True, kafka_7128=True, kafka_7164=True, kafka_7414=True)
 _2_1_0 = replace(_2_0_1, leader_epoch_fencing=True, fenced_removes_partition=True, kafka_7152=True)
 _2_1_1 = replace(_2_1_0, kafka_7786_fix=True)
@@ -189,7 +193,8 @@ class Release:
 RELEASES: tuple[Release, ...] = (
     Release("0.10.2", "before KIP-101: a new follower truncates to its own high watermark", _0_10_2, "0.10.x"),
     Release("0.11.0", "KIP-101: OffsetsForLeaderEpoch with the follower's latest epoch; an error is retried", _0_11_0,
-            "1.0.x; 1.1.x with kafka-5642 on (the last ISR member kept on its death also with unclean election)"),
+            "1.0.x; 1.1.x with kafka-5642 and kafka-5163 on (the last ISR member kept on its death also with unclean "
+            "election; a fetch answer no longer applied to a truncating partition)"),
     Release("2.0.0", "KIP-279: the answer carries its epoch; truncate to the largest common epoch, in rounds", _2_0_0),
     Release("2.0.1", "2.0.0 with KAFKA-7415, KAFKA-7128, KAFKA-7164 and KAFKA-7414 backported", _2_0_1,
             "2.0.x after 2.0.1"),
@@ -269,6 +274,7 @@ def _epoch_cache(f: Features) -> bool:
 REQUIRES: dict[str, tuple[str, object]] = {
     "epoch-in-response": ("an OffsetsForLeaderEpoch round or truncate-on-fetch",
                           lambda f: f.offsets_for_leader_epoch or f.truncate_on_fetch),
+    "kafka-5163": ("a truncating fetch state (KIP-101 or later)", _epoch_cache),
     "kafka-7415": ("a leader epoch cache (KIP-101 or later)", _epoch_cache),
     "kafka-7128": ("a leader epoch cache (KIP-101 or later)", _epoch_cache),
     "kafka-7164": ("a leader epoch cache (KIP-101 or later)", _epoch_cache),

@@ -267,9 +267,25 @@ RULES: tuple[Rule, ...] = (
          "actions_data._isr_change_action, actions_kraft._isr_change_action", flag="kafka-7152",
          abstraction="the follower's LEO is the fetch offset the leader last recorded (remote); the time half "
                      "(lastCaughtUpTimeMs within replica.lag.time.max.ms) is abstracted away as before"),
-    Rule("a fetch answer is dropped unless the partition is still fetching from that leader at the request's offset",
-         "-", "0.10.2", "every release", f"2.2.0 {_S}AbstractFetcherThread.scala processFetchRequest "
-         "(fetchOffset == currentFetchState.fetchOffset && isReadyForFetch)", "actions_data._receive_fetch_state"),
+    Rule("a fetch answer is dropped unless the partition is still in that leader's fetcher at the request's offset",
+         "-", "0.10.2", "every release", f"0.10.2.2 and 2.2.0 {_S}AbstractFetcherThread.scala processFetchRequest "
+         "(fetchRequest.offset(tp) == currentPartitionFetchState.fetchOffset)", "actions_data._receive_fetch_state",
+         abstraction="the fetch offset of a fetching partition is its LEO; the readiness half is kafka-5163"),
+    Rule("a fetch answer is applied only to a partition ready for fetch; before, 0.11.0 and 1.0.x applied one to a "
+         "truncating partition whose state (re-created at the LEO by makeFollowers) had the request's offset: with "
+         "records it appended them, took the HW and replaced the state by a fetching one (the truncation skipped); an "
+         "empty answer only set the HW; OFFSET_OUT_OF_RANGE truncated and fetched", "KAFKA-5163 (KIP-113)", "1.1.0",
+         "1.1.0 and later (5cc162f30ec, which also creates the state at the HW)",
+         f"1.1.0 {_S}AbstractFetcherThread.scala processFetchRequest (&& currentPartitionFetchState.isReadyForFetch); "
+         "0.11.0.0 and 1.0.0 the same method (only the offset: updateAndMoveToEnd(tp, new PartitionFetchState(newOffset)) "
+         f"if validBytes > 0; OFFSET_OUT_OF_RANGE: new PartitionFetchState(handleOffsetOutOfRange(tp))); 0.11.0.0 "
+         f"{_S}ReplicaManager.scala makeFollowers (BrokerAndInitialOffset(..., logEndOffset))",
+         "actions_data._receive_fetch_state", flag="kafka-5163",
+         abstraction="the answer is from a request sent before the partition left that leader's fetcher thread and "
+                     "came back to it; with one partition the thread would be idle meanwhile and "
+                     "shutdownIdleFetcherThreads would stop it: the model's partition stands for one of several on "
+                     "the thread. The 0.11.0 row stands for 0.11.x and 1.0.x; 1.1.x is --feature kafka-5163=on "
+                     "with kafka-5642=on"),
     Rule("a follower ahead of the leader (OFFSET_OUT_OF_RANGE) truncates to the leader's LEO; before, it halted the "
          "broker unless unclean election was on", "KAFKA-7414", "2.0.1", "2.0.1 (0ed5b8b2403), 2.1.0 and later "
          "(c5ef614bbf1); 0.10.2 to 2.0.0 halt (the 1.1 branch commits ff1afde8d73, 9fed787141e are in no release tag)",
@@ -285,7 +301,7 @@ RULES: tuple[Rule, ...] = (
          f"leaderAndIsr.isr); 0.10.2.2 and 1.0.2 {_K}KafkaController.scala removeReplicaFromIsr (newIsr.isEmpty && "
          "!uncleanLeaderElectionEnable)", "actions_control._broker_failure_actions", flag="kafka-5642",
          abstraction="the 0.11.0 row has it off (0.11.0, 1.0.x); 1.1.x is the 0.11.0 row with --feature "
-                     "kafka-5642=on"),
+                     "kafka-5642=on --feature kafka-5163=on"),
     Rule("a LeaderAndIsr whose leader is -1 (an offline partition) changes nothing on the broker: no new epoch, no "
          "truncation, the fetcher left as it was", "-", "0.10.2", "every ZooKeeper release (KRaft brokers call "
          "makeFollower with no leader: applyLocalFollowersDelta)",

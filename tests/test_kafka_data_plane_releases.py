@@ -1,8 +1,12 @@
-"""Issue 27's data-plane rules, each replayed under the releases on both sides of its change.
+"""Issue 27's data-plane rules, each replayed under the releases on both sides of its change (the scenario files
+``kip-279-undefined-answer-after-an-intermediate-truncation`` and ``kafka-5163-fetch-answer-applied-to-a-truncating-
+partition`` tell the others, replayed by tests/test_traces_scenarios.py and tests/test_kafka_stories.py).
 
 ``truncation-lowers-hw`` (2.4.0): before it a truncation leaves a follower's HW above its LEO (the HW lives in
 ``Replica``; 2.3.0 ``Log.truncateTo`` does not touch it) until the next fetch answer, and a follower becoming
 leader with such a HW restarts it from the log start (``Partition.makeLeader`` -> ``convertHWToLocalOffsetMetadata``).
+
+``kafka-5163`` (1.1.0): before it a fetch answer whose offset is a truncating partition's fetch offset is applied.
 """
 
 from __future__ import annotations
@@ -11,6 +15,7 @@ import pytest
 
 from invariants.kafka_sanity import replica_sanity
 from spec.kafka.scenario import run_scenario
+from spec.kafka.state import TRUNCATING
 from spec.registry import build_model
 from tests.kafka_steps import deliver, fetch, model, offsets_round
 
@@ -81,3 +86,27 @@ def test_from_2_4_0_every_replica_keeps_its_hw_at_or_below_its_leo(lowers_hw):
                 frontier.append(succ)
     assert bool(above) is not lowers_hw
     assert all(not b.alive or b.leader != i for s in seen for i, b in enumerate(s.brokers) if b.hw > len(b.log))
+
+
+# -- kafka-5163 (1.1.0): a fetch answer applied to a truncating partition in 0.11.0 / 1.0.x --------------------------
+#: broker 1 holds m1, committed (the leader's HW 1), with its own HW 0; its fetch at offset 1 is answered empty with
+#: HW 1 and stays in flight while leadership goes to broker 1 and back: the partition is re-created truncating at 1
+EMPTY_ANSWER_ACROSS_A_ROUND_TRIP = [
+    ("Produce", {"leader": 0}), *fetch(1, 0), *fetch(1, 0), ("AdvanceHighWatermark", {"leader": 0}),
+    ("SendFetch", {"follower": 1, "leader": 0}), ("ServeFetch", {"leader": 0, "follower": 1}),
+    ("PreferredLeaderElection", {"leader": 1}), deliver(1, 1), deliver(0, 1),
+    ("PreferredLeaderElection", {"leader": 0}), deliver(0, 2), deliver(1, 2),
+    ("ReceiveFetch", {"follower": 1, "leader": 0}),
+]
+
+
+@pytest.mark.parametrize("kafka_5163, hw", [(False, 1), (True, 0)])
+def test_an_empty_answer_to_a_truncating_partition_sets_only_the_hw_before_1_1_0(kafka_5163, hw):
+    """0.11.0 / 1.0.x (``processFetchRequest``): the answer's offset is the re-created state's (its LEO 1), so
+    ``processPartitionData`` takes HW min(1, 1); with no records the state is not replaced
+    (``if (validBytes > 0)``) and the partition stays truncating. 1.1.0 (``isReadyForFetch``) drops the answer."""
+    m = model("0.11.0", "brokers=2", "records=1", "epochs=2", features=(f"kafka-5163={'on' if kafka_5163 else 'off'}",))
+    states = run_scenario(m, EMPTY_ANSWER_ACROSS_A_ROUND_TRIP)
+    before, after = states[-2].brokers[1], states[-1].brokers[1]
+    assert before.fetch == TRUNCATING and before.hw == 0
+    assert (after.fetch, after.hw, after.log) == (TRUNCATING, hw, before.log)
