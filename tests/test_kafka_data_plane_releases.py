@@ -15,7 +15,7 @@ import pytest
 
 from invariants.kafka_sanity import replica_sanity
 from spec.kafka.scenario import run_scenario
-from spec.kafka.state import TRUNCATING
+from spec.kafka.state import FETCHING, TRUNCATING
 from spec.registry import build_model
 from tests.kafka_steps import deliver, fetch, model, offsets_round
 
@@ -110,3 +110,36 @@ def test_an_empty_answer_to_a_truncating_partition_sets_only_the_hw_before_1_1_0
     before, after = states[-2].brokers[1], states[-1].brokers[1]
     assert before.fetch == TRUNCATING and before.hw == 0
     assert (after.fetch, after.hw, after.log) == (TRUNCATING, hw, before.log)
+
+
+# -- the initial fetch offset per release ------------------------------------------------------------------------------
+#: broker 0 holds m1 with HW 0; leadership moves to broker 1 (empty log, and in 2.0.0 no epoch: kafka-7415 is 2.0.1),
+#: whose answer to broker 0's OffsetsForLeaderEpoch is UNDEFINED: broker 0 truncates to its fetch state's offset
+UNDEFINED_TO_A_FRESH_STATE = [
+    ("Produce", {"leader": 0}), ("PreferredLeaderElection", {"leader": 1}), deliver(1, 1), deliver(0, 1),
+    *offsets_round(0, 1),
+]
+
+
+@pytest.mark.parametrize("kafka_5163, log_after", [(True, 0), (False, 1)])
+def test_a_fresh_fetch_state_starts_at_the_hw_from_1_1_0_and_at_the_leo_before(kafka_5163, log_after):
+    """2.0.0 ``getOffsetTruncationState``: an UNDEFINED answer truncates to the state's initial fetch offset, the HW
+    (0) from 1.1.0 (KAFKA-5163: ``makeFollowers`` creates the state at the HW), the LEO (1) with the flag off, as
+    0.11.0 and 1.0.x created it (``BrokerAndInitialOffset(..., logEndOffset)``)."""
+    m = model("2.0.0", "brokers=2", "records=1", "epochs=2", features=(f"kafka-5163={'on' if kafka_5163 else 'off'}",))
+    follower = run_scenario(m, UNDEFINED_TO_A_FRESH_STATE)[-1].brokers[0]
+    assert (len(follower.log), follower.fetch) == (log_after, FETCHING)
+
+
+@pytest.mark.parametrize("protocol, fetched, fetch_state", [
+    ("2.2.0", True, TRUNCATING),  # 1.1.0 to 2.7.x: at the HW, truncating first
+    ("2.8.0", True, FETCHING),  # 2.8.0 initialFetchOffset: an epoch in the cache: at the LEO, fetching at once
+    ("2.8.0", False, TRUNCATING),  # no epoch: at the HW, truncating (to the HW) first
+])
+def test_a_new_follower_starts_fetching_or_truncating_as_its_release_does(protocol, fetched, fetch_state):
+    """Broker 2, with m1 of epoch 0 (fetched) or with nothing, follows broker 1 in epoch 1."""
+    m = model(protocol, "brokers=3", "records=1", "epochs=2")
+    steps = [("Produce", {"leader": 0}), *(fetch(2, 0) if fetched else []), ("PreferredLeaderElection", {"leader": 1}),
+             deliver(2, 1)]
+    follower = run_scenario(m, steps)[-1].brokers[2]
+    assert (bool(follower.cache), follower.fetch) == (fetched, fetch_state)

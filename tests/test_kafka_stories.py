@@ -44,7 +44,9 @@ STORIES = (
           "committed-durable", 13, "holds", "0.10.2"),
     Story("kafka-5642", "kafka-5642-last-isr-member-removed-under-unclean-election.json", "2.0.0", "0.11.0",
           "committed-durable", 12, "blocked@10", "0.11.0"),
-    Story("kafka-5163", "kafka-5163-fetch-answer-applied-to-a-truncating-partition.json", "2.0.0", "0.11.0",
+    # 0.11.0 both ways: 2.0.0 without it also creates the state at the LEO (the same commit), so its UNDEFINED answer
+    # at step 9 keeps m1 on broker 0 and the story ends consistent
+    Story("kafka-5163", "kafka-5163-fetch-answer-applied-to-a-truncating-partition.json", "0.11.0", "0.11.0",
           "log-matching", 30, "blocked@16", "0.11.0"),
     Story("epoch-in-response", "kip-279-scenario-1-n-eq-20-preferred-election-fast-return.json", "2.0.0", "0.11.0",
           "log-matching", 31, "holds", "0.11.0"),

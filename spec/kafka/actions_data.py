@@ -355,9 +355,11 @@ class DataPlaneActions:
             return with_network(s, network)  # retried: the partition stays truncating
         if self._kip279:
             # an UNDEFINED answer truncates to the fetch state's offset (2.0.0 getOffsetTruncationState: "The initial
-            # fetch offset ... will be used for truncation"): the HW the state was created at, or, after an
-            # intermediate truncation, that offset (updateFetchOffsetAndMaybeMarkTruncationComplete): its LEO
-            fetch_offset = leo if follower.fetch == TRUNCATING_AGAIN else follower.hw
+            # fetch offset ... will be used for truncation"): the initial fetch offset the state was created at (the
+            # HW from kafka-5163, 1.1.0 makeFollowers; the LEO before), or, after an intermediate truncation, that
+            # offset (updateFetchOffsetAndMaybeMarkTruncationComplete): its LEO
+            at_leo = follower.fetch == TRUNCATING_AGAIN or not self.features.kafka_5163
+            fetch_offset = leo if at_leo else follower.hw
             offset, done = follower_truncation(follower.cache, leo, fetch_offset, m.answer_epoch, m.end_offset, self._7415)
         elif m.end_offset == UNDEFINED:
             offset = follower.hw  # 0.11: UNDEFINED_EPOCH_OFFSET falls back to the high watermark

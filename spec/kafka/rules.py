@@ -65,6 +65,22 @@ RULES: tuple[Rule, ...] = (
          abstraction="a fresh state's offset is taken as min(HW, LEO): before 2.4.0 a follower's HW may be above its "
                      "LEO (truncation-lowers-hw), and a state created there fetches at that HW after an UNDEFINED "
                      "answer (processPartitionData then fails on the offset mismatch); the model fetches at the LEO"),
+    Rule("the initial fetch offset of a follower's fetch state: 0.10.2 its LEO after truncating to the HW; 0.11.0 and "
+         "1.0.x its LEO; 1.1.0 to 2.7.x its HW (kafka-5163), truncating first; 2.8.0 and later its LEO if its epoch "
+         "cache has an epoch (fetching at once), else its HW (truncating to it)", "KAFKA-5163, KAFKA-10554", "0.10.2",
+         "every release: LEO -> HW in 1.1.0 (5cc162f30ec), initialFetchOffset in 2.8.0 (7ecc3a579a4)",
+         f"0.10.2.2 and 0.11.0.0 {_S}ReplicaManager.scala makeFollowers (BrokerAndInitialOffset(..., logEndOffset)); "
+         "1.1.0 the same (highWatermark); 2.1.0 and 2.7.0 InitialFetchState(leader, leaderEpoch, highWatermark); "
+         f"2.8.0 initialFetchOffset (isTruncationOnFetchSupported && log.latestEpoch.nonEmpty: logEndOffset, else "
+         f"highWatermark), {_S}AbstractFetcherThread.scala addPartitions (Fetching with a last fetched epoch, else "
+         "Truncating)",
+         "actions_control._apply_leader_and_isr (the state: fetching or truncating), actions_data._receive_fetch_state "
+         "(0.11.0: an answer at the LEO matches a re-created state), actions_data._receive_offsets_state (KIP-279: an "
+         "UNDEFINED answer truncates to it)",
+         abstraction="the model keeps no fetch offset: a fetching partition fetches at its LEO, and where the offset is "
+                     "read (an UNDEFINED answer, a stale fetch answer) it is the LEO or the HW as the row's state was "
+                     "created, clamped to the LEO; a 1.1 to 2.3 state created at a HW above the LEO "
+                     "(truncation-lowers-hw off) would fetch there after an UNDEFINED answer, which the model does not"),
     Rule("a new leader registers (epoch, LEO) in its epoch cache; a lookup below the first epoch answers (requested, "
          "start of the first epoch); assign truncates later entries", "KAFKA-7415", "2.0.1", "2.0.1, 2.1.0 and later "
          "(2.0 branch 18b25773b11a, trunk f2dd6aa26983; the 1.1 backport was never released)",
