@@ -1,4 +1,14 @@
-"""Replica sanity: HW <= LEO, and the leader epoch cache agrees with the log.
+"""Replica sanity: HW <= LEO on a leader, and the leader epoch cache agrees with the log.
+
+HW <= LEO is checked on the replicas that lead (alive, leading in the epoch they know), not on followers: before
+2.4.0 a follower's HW stays above its LEO after a truncation (the HW lives in ``Replica``; 2.3.0 ``Log.truncateTo`` /
+``updateLogEndOffset`` leave it, ``ReplicaFetcherThread.truncate`` only warns "Truncating ... below high
+watermark") until its next fetch answer sets it to min(leader HW, LEO) (``processPartitionData``), and nothing
+reads it meanwhile: consumers read from the leader, a restart reads the checkpoint back clamped to the LEO
+(``Partition.getOrCreateReplica``), and a follower becoming leader resets it (``Partition.makeLeader`` ->
+``convertHWToLocalOffsetMetadata``). A leader's HW above its LEO would expose records it does not have; that
+no release allows. From 2.4.0 (``Log.updateLogEndOffset`` lowers the HW) every replica keeps HW <= LEO, which
+``tests/test_kafka_data_plane_releases.py`` checks on those rows apart.
 
 The cache agrees with the log when its epochs and start offsets strictly increase, no epoch starts
 beyond the LEO, and every record carries the epoch of the cache entry that covers its offset. A replica
@@ -12,10 +22,10 @@ from checker.invariant import Invariant
 from invariants.registry import register
 
 
-def _broker_problem(b) -> str | None:
+def _broker_problem(b, leads: bool) -> str | None:
     leo = len(b.log)
-    if b.hw > leo:
-        return f"HW {b.hw} is above its LEO {leo}"
+    if leads and b.hw > leo:
+        return f"HW {b.hw} is above its LEO {leo} while it leads"
     cache = b.cache
     if not cache:
         return None
@@ -36,7 +46,7 @@ def _broker_problem(b) -> str | None:
 
 def _first_problem(state) -> tuple[int, str] | None:
     for i, b in enumerate(state.brokers):
-        problem = _broker_problem(b)
+        problem = _broker_problem(b, b.alive and b.leader == i)
         if problem is not None:
             return i, problem
     return None
@@ -58,9 +68,9 @@ REPLICA_SANITY = register(
     "kafka",
     Invariant(
         "replica-sanity",
-        "HW <= LEO on every replica, and its leader epoch cache agrees with its log",
+        "HW <= LEO on every leader, and every replica's leader epoch cache agrees with its log",
         replica_sanity,
         explain=_explain,
-        reads=("brokers.log", "brokers.hw", "brokers.cache"),
+        reads=("brokers.alive", "brokers.leader", "brokers.log", "brokers.hw", "brokers.cache"),
     ),
 )

@@ -44,6 +44,10 @@ STORIES = (
           "committed-durable", 13, "holds", "0.10.2"),
     Story("kafka-5642", "kafka-5642-last-isr-member-removed-under-unclean-election.json", "2.0.0", "0.11.0",
           "committed-durable", 12, "blocked@10", "0.11.0"),
+    # 0.11.0 both ways: 2.0.0 without it also creates the state at the LEO (the same commit), so its UNDEFINED answer
+    # at step 9 keeps m1 on broker 0 and the story ends consistent
+    Story("kafka-5163", "kafka-5163-fetch-answer-applied-to-a-truncating-partition.json", "0.11.0", "0.11.0",
+          "log-matching", 30, "blocked@16", "0.11.0"),
     Story("epoch-in-response", "kip-279-scenario-1-n-eq-20-preferred-election-fast-return.json", "2.0.0", "0.11.0",
           "log-matching", 31, "holds", "0.11.0"),
     Story("kafka-7415", "kafka-7415-new-leader-without-its-epoch-in-the-cache.json", "2.0.1", "2.0.0",
@@ -112,6 +116,9 @@ NO_STORY = {
                    "and kraft-4.1, in tests/test_kafka_control.py",
     "kafka-8400": "it loses no data and stalls nothing at the model's bounds (the leader relearns the LEO at the next "
                   "fetch): replayed on 2.2.0 and 2.8.0, the flag both ways, in tests/test_kafka_control.py",
+    "truncation-lowers-hw": "a follower's HW above its LEO (before 2.4.0) is read by nothing until its next fetch answer, "
+                            "a restart or its election resets it: no invariant breaks; replayed on 2.2.0, the flag both "
+                            "ways, in tests/test_kafka_data_plane_releases.py",
     "kraft": "the mechanism (the KRaft controller) the KIP-841, KIP-903 and KIP-966 stories run on",
     "alter-isr": "changes how the ZooKeeper-mode ISR changes (2.7.0's AlterIsr round trip), not whether a story breaks: "
                  "its scenario alter-isr-shrink-in-flight-while-the-leader-changes (blocked before 2.7, holds from it) "

@@ -47,12 +47,14 @@ def test_a_counterexample_no_release_fixes_names_the_switch_that_allows_it():
 def test_a_counterexample_two_fixes_remove_together_names_both():
     """KIP-279's scenario 1 in its shortest form (0.11.0, records=3, no crash): KIP-279's answer alone (2.0.0's
     follower lookup answers UNDEFINED below its first epoch) does not remove it, nor KAFKA-7415 alone (0.11.0's
-    answer is an offset only); both together, as 2.0.1 ships them, do."""
+    answer is an offset only); both together, as 2.0.1 ships them, do, with KAFKA-5163 (1.1.0): without it a fetch
+    answer in flight across a leadership round trip is applied to the truncating partition, another counterexample
+    at the same bounds."""
     inv = for_family("kafka")["log-matching"]
     consts = ["records=3", "crashes=0"]
     result = check(build_model("kafka", consts, "0.11.0"), SearchOptions(invariants=[inv]))
     story = story_of("kafka", "0.11.0", [], consts, inv, result.violations[0].trace)
-    assert story.flag is None and story.ticket == "KIP-279, KAFKA-7415" and "fixed in 2.0.1" in story.text
+    assert story.flag is None and story.ticket == "KAFKA-5163 (KIP-113), KIP-279, KAFKA-7415" and "fixed in 2.0.1" in story.text
 
 
 @pytest.mark.parametrize("protocol,flags,invariant,ticket", [

@@ -32,7 +32,15 @@ from spec.kafka.state import (
     StopReplica,
     updater,
 )
-from spec.kafka.updates import add_messages, remove_message, replace_at, truncate_broker, with_broker, with_network
+from spec.kafka.updates import (
+    add_messages,
+    new_leader_hw,
+    remove_message,
+    replace_at,
+    truncate_broker,
+    with_broker,
+    with_network,
+)
 
 # -- the updates of the hot path: each is the copy ``record.with_(...)`` makes, called with the same keywords,
 # -- generated once from the field names (``spec.kafka.state.updater``)
@@ -295,6 +303,8 @@ class ControlPlaneActions:
             # Partition.makeLeader resets the followers' fetch states only "if (isNewLeader)" (0.10.2.2, 2.0.0,
             # 2.8.0; 3.x resetReplicaState(isNewLeader = ...)): a leader re-elected in a new epoch keeps them
             remote = b.remote if b.leader == i else (-1,) * self.n
+            if b.leader != i and not self.features.truncation_lowers_hw:
+                b = new_leader_hw(b)  # before 2.4.0 a follower's HW may sit above its LEO: isNewLeader resets it
             nb = _made_leader(b, cache=cache, leader=i, epoch=m.epoch, isr=m.isr, remote=remote, stale=stale,
                               reconciled=m.epoch)
         elif b.leader == m.leader and b.fetch != NO_FETCHER and not self._restarts_truncation(b, m):

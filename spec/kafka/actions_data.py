@@ -36,6 +36,7 @@ from spec.kafka.state import (
     OFFSETS_FOR_LEADER_EPOCH,
     OFFSETS_FOR_LEADER_EPOCH_RESPONSE,
     TRUNCATING,
+    TRUNCATING_AGAIN,
     UNKNOWN_LEADER_EPOCH,
     Broker,
     Controller,
@@ -64,6 +65,7 @@ _leader_isr = updater(Broker, "isr")  # ShrinkIsr / ExpandIsr
 _controller_isr = updater(Controller, "isr")
 _fetched_by = updater(Broker, "remote")  # the leader records a follower's fetch offset
 _appended_fetched = updater(Broker, "log", "hw", "cache", "reconciled")  # ReceiveFetch appends
+_hw_taken = updater(Broker, "hw")  # 0.11.0 / 1.0.x: an empty answer to a truncating partition (processPartitionData)
 _produced = updater(KafkaState, "brokers", "produced")
 _committed = updater(KafkaState, "brokers", "committed")
 _fenced = updater(Broker, fetch=NO_FETCHER, idle_cause=IDLE_FENCED)  # FENCED_LEADER_EPOCH removes the partition
@@ -166,7 +168,7 @@ class DataPlaneActions:
             last_fetched = latest_epoch(follower.cache) if self._on_fetch else UNDEFINED  # KAFKA-10554: lastFetchedEpoch
             request = FetchRequest(FETCH, i, leader, current_epoch, len(follower.log), last_fetched, broker_epoch)
             out.append((self._send_fetch[i][leader], with_network(s, add_messages(network, request))))
-        elif follower.fetch == TRUNCATING and follower.cache:
+        elif (follower.fetch == TRUNCATING or follower.fetch == TRUNCATING_AGAIN) and follower.cache:
             request = OffsetsRequest(OFFSETS_FOR_LEADER_EPOCH, i, leader, current_epoch if self._fencing else UNDEFINED,
                                      latest_epoch(follower.cache))
             out.append((self._send_offsets[i][leader], with_network(s, add_messages(network, request))))
@@ -267,13 +269,26 @@ class DataPlaneActions:
         i = m.dst
         follower = s.brokers[i]
         leo = len(follower.log)
-        if follower.fetch != FETCHING or follower.leader != m.src or leo != m.offset:
+        truncating = follower.fetch == TRUNCATING or follower.fetch == TRUNCATING_AGAIN
+        if follower.fetch != FETCHING and not (truncating and not self.features.kafka_5163):
+            # the partition left the fetcher or (kafka-5163, 1.1.0: isReadyForFetch) is truncating: dropped. 0.11.0 and
+            # 1.0.x check only fetchRequest.offset(tp) == currentPartitionFetchState.fetchOffset, and a state they
+            # re-created (makeFollowers: at the LEO) matches an answer that was in flight
+            return with_network(s, network)
+        if follower.leader != m.src or leo != m.offset:
             return with_network(s, network)  # the fetcher moved on: the response is dropped
         if self.features.kafka_18991 and m.epoch != follower.epoch:
             return with_network(s, network)  # KAFKA-18991: an answer to a request of an older leader epoch
         if m.error == NONE and m.diverging_epoch == UNDEFINED and m.diverging_offset == UNDEFINED:
             log = follower.log + m.records
             cache = cache_after_append(follower.cache, log, leo, self._7415) if self._epoch_cache else follower.cache
+            if truncating:
+                # 0.11.0 / 1.0.x: processPartitionData appends and takes the HW; with records the state is replaced by
+                # PartitionFetchState(newOffset) (truncatingLog = false): the truncation is skipped; an empty answer
+                # leaves the state truncating (updateAndMoveToEnd only ``if (validBytes > 0)``)
+                if not m.records:
+                    return with_broker(s, i, _hw_taken(follower, hw=min(m.hw, leo)), network=network)
+                follower = with_fetch_state(follower, fetch=FETCHING)
             follower = _appended_fetched(follower, log=log, hw=min(m.hw, len(log)), cache=cache, reconciled=follower.epoch)
         elif m.error == NONE:
             pending = (m.src, m.epoch, m.diverging_epoch, m.diverging_offset)
@@ -287,7 +302,11 @@ class DataPlaneActions:
                 # is on (0.10.2.2 to 2.0.0 ReplicaFetcherThread.handleOffsetOutOfRange: "Exiting because log
                 # truncation is not allowed", FatalExitError); 2.0.1 truncates to the leader's end offset
                 return self._crash_state(with_network(s, network), i, leo)
-            follower = truncate_broker(follower, m.hw, self._fix_10706)  # the leader's log ends before ours
+            # the leader's log ends before ours: truncate to its end offset (0.11.0 / 1.0.x: a truncating partition
+            # then fetches, new PartitionFetchState(newOffset))
+            follower = truncate_broker(follower, m.hw, self._fix_10706, self.features.truncation_lowers_hw)
+            if truncating:
+                follower = with_fetch_state(follower, fetch=FETCHING)
         elif m.error == FENCED_LEADER_EPOCH and self._removes_on_fenced(m.epoch, follower):
             follower = _fenced(follower)  # until the next LeaderAndIsr
         else:
@@ -308,7 +327,7 @@ class DataPlaneActions:
             add((self._truncate_diverging[i], with_broker(s, i, follower.with_(pending_diverging=()))))
             return
         offset, _ = follower_truncation(follower.cache, len(follower.log), follower.hw, epoch, end)
-        truncated = truncate_broker(follower, offset, self._fix_10706)
+        truncated = truncate_broker(follower, offset, self._fix_10706, self.features.truncation_lowers_hw)
         truncated = _diverging_done(truncated, fetch=FETCHING if in_fetcher else truncated.fetch)
         add((self._truncate_diverging[i], with_broker(s, i, truncated)))
 
@@ -324,7 +343,7 @@ class DataPlaneActions:
         network = remove_message(s.network, m)
         i = m.dst
         follower = s.brokers[i]
-        if follower.fetch != TRUNCATING or follower.leader != m.src:
+        if (follower.fetch != TRUNCATING and follower.fetch != TRUNCATING_AGAIN) or follower.leader != m.src:
             return with_network(s, network)
         if self._fix_7786 and m.epoch != follower.epoch:
             return with_network(s, network)  # KAFKA-7786's fix: the epoch changed while it was in flight
@@ -336,12 +355,19 @@ class DataPlaneActions:
                 return with_broker(s, i, follower, network=network)
             return with_network(s, network)  # retried: the partition stays truncating
         if self._kip279:
-            offset, done = follower_truncation(follower.cache, leo, follower.hw, m.answer_epoch, m.end_offset, self._7415)
+            # an UNDEFINED answer truncates to the fetch state's offset (2.0.0 getOffsetTruncationState: "The initial
+            # fetch offset ... will be used for truncation"): the initial fetch offset the state was created at (the
+            # HW from kafka-5163, 1.1.0 makeFollowers; the LEO before), or, after an intermediate truncation, that
+            # offset (updateFetchOffsetAndMaybeMarkTruncationComplete): its LEO
+            at_leo = follower.fetch == TRUNCATING_AGAIN or not self.features.kafka_5163
+            fetch_offset = leo if at_leo else follower.hw
+            offset, done = follower_truncation(follower.cache, leo, fetch_offset, m.answer_epoch, m.end_offset, self._7415)
         elif m.end_offset == UNDEFINED:
             offset = follower.hw  # 0.11: UNDEFINED_EPOCH_OFFSET falls back to the high watermark
         else:
             offset = min(m.end_offset, leo)
-        follower = with_fetch_state(truncate_broker(follower, offset, self._fix_10706), fetch=FETCHING if done else TRUNCATING)
+        truncated = truncate_broker(follower, offset, self._fix_10706, self.features.truncation_lowers_hw)
+        follower = with_fetch_state(truncated, fetch=FETCHING if done else TRUNCATING_AGAIN)
         return with_broker(s, i, follower, network=network)
 
 

@@ -46,6 +46,7 @@ from spec.kafka.state import (
     OFFSETS_FOR_LEADER_EPOCH_RESPONSE,
     STOP_REPLICA,
     TRUNCATING,
+    TRUNCATING_AGAIN,
     Broker,
     Controller,
     KafkaState,
@@ -297,6 +298,12 @@ def fetch_state(who: str, state: int) -> Conjunct:
     return Conjunct(f"{who}'s fetcher state is {state}", B(who, "fetch"), lambda m, s, p: s.brokers[p[who]].fetch == state)
 
 
+def truncating(who: str) -> Conjunct:
+    """Truncating: a fresh fetch state, or another KIP-279 round after an intermediate truncation."""
+    return Conjunct(f"{who} is truncating", B(who, "fetch"),
+                    lambda m, s, p: s.brokers[p[who]].fetch in (TRUNCATING, TRUNCATING_AGAIN))
+
+
 def no_epoch(who: str) -> Conjunct:
     return Conjunct(f"{who}'s epoch cache is empty", B(who, "cache"), lambda m, s, p: not s.brokers[p[who]].cache)
 
@@ -466,7 +473,7 @@ FOOTPRINTS: tuple[Footprint, ...] = (
               (B("follower", *_FOLLOWER_SEND_READS), B("leader", "alive"), PAIR("follower", "leader"),
                when(_inflight, DATA_NET())),
               (NET("offsets", "follower", "leader"), BUSY("follower", "leader")),
-              (alive("follower"), follows("follower", "leader"), alive("leader"), fetch_state("follower", TRUNCATING),
+              (alive("follower"), follows("follower", "leader"), alive("leader"), truncating("follower"),
                idle("follower", "leader"))),
     Footprint("ServeFetch", ("leader", "follower"),
               (NET("fetch", "follower", "leader"), NET("fetch_resp", "leader", "follower"),

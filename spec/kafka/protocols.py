@@ -30,6 +30,7 @@ class Features:
 
     offsets_for_leader_epoch: bool = False  # KIP-101 (0.11.0)
     kafka_5642: bool = False  # 1.1.0: the controller keeps the last ISR member on its death, unclean election or not
+    kafka_5163: bool = False  # 1.1.0: a fetch answer is applied only to a partition ready for fetch (not truncating)
     epoch_in_response: bool = False  # KIP-279 (2.0.0)
     kafka_7415: bool = False  # 2.0.1: a new leader registers its epoch; the lookup answers below the first epoch
     kafka_7128: bool = False  # 2.0.1: ISR expansion also needs the leader epoch's start offset
@@ -41,6 +42,7 @@ class Features:
     kafka_7786_fix: bool = False  # 2.1.1 / 2.2.0
     reject_stale_broker_epoch: bool = False  # KIP-380 (2.2.0)
     kafka_8400: bool = False  # 2.4.0: a fetch the leader answers with an error leaves the follower's recorded LEO alone
+    truncation_lowers_hw: bool = False  # 2.4.0: a truncation below the HW lowers the HW to the new LEO
     reject_stale_shutdown: bool = False  # KIP-380 (2.2.0)
     detect_bounced_broker: bool = False  # KIP-380 (2.2.0)
     kafka_9654: bool = False  # 2.5.0: FENCED removes the partition only if the request's epoch is the fetch state's
@@ -102,6 +104,9 @@ FLAGS: dict[str, str] = {
     "offsets-for-leader-epoch": "KIP-101: truncate to the leader's end offset of the follower's latest epoch",
     "kafka-5642": "1.1.0 (KAFKA-5642's controller rewrite): the last ISR member stays in the ISR when it dies, also "
                   "with unclean election on (0.10.2 to 1.0.x removed it then, leaving an empty ISR)",
+    "kafka-5163": "1.1.0 (KAFKA-5163, KIP-113): a fetch answer is applied only to a partition ready for fetch; 0.11.0 "
+                  "and 1.0.x also apply it to a truncating partition at the request's offset (and then skip the "
+                  "truncation if it had records)",
     "epoch-in-response": "KIP-279: the answer names its epoch; truncate to the largest common epoch, in rounds",
     "kafka-7415": "KAFKA-7415: a new leader registers its epoch before any append; a lookup below the first epoch "
                   "answers (requested, start of the first epoch)",
@@ -117,6 +122,8 @@ FLAGS: dict[str, str] = {
     "kafka-7786-fix": "KAFKA-7786: ignore an OffsetsForLeaderEpoch answer if the partition's epoch changed meanwhile",
     "kafka-8400": "KAFKA-8400: an errored follower fetch (e.g. FENCED_LEADER_EPOCH) no longer resets the follower's "
                   "LEO on the leader to unknown (2.1.0 to 2.3.x did)",
+    "truncation-lowers-hw": "2.4.0 (the HW moved into Log): a truncation below the HW lowers it to the new LEO; "
+                            "0.10.2 to 2.3.x leave a follower's HW above its LEO until its next fetch answer",
     "reject-stale-broker-epoch": "KIP-380: a broker rejects control requests for an older broker epoch (STALE_BROKER_EPOCH)",
     "reject-stale-shutdown": "KIP-380: the controller rejects a ControlledShutdown from an older broker epoch",
     "detect-bounced-broker": "KIP-380: the controller detects a bounced broker by its higher broker epoch",
@@ -163,13 +170,14 @@ FLAG_ALIASES: dict[str, str] = {
 
 _0_10_2 = Features()
 _0_11_0 = replace(_0_10_2, offsets_for_leader_epoch=True)
-_2_0_0 = replace(_0_11_0, epoch_in_response=True, kafka_5642=True)  # kafka-5642: 1.1.0, between the two rows
+_2_0_0 = replace(_0_11_0, epoch_in_response=True, kafka_5642=True, kafka_5163=True)  # 5642, 5163: 1.1.0, between
 _2_0_1 = replace(_2_0_0, kafka_7415=True, kafka_7128=True, kafka_7164=True, kafka_7414=True)
 _2_1_0 = replace(_2_0_1, leader_epoch_fencing=True, fenced_removes_partition=True, kafka_7152=True)
 _2_1_1 = replace(_2_1_0, kafka_7786_fix=True)
 _2_2_0 = replace(_2_1_1, reject_stale_broker_epoch=True, reject_stale_shutdown=True, detect_bounced_broker=True)
 _2_8_0 = replace(_2_2_0, offsets_for_leader_epoch=False, truncate_on_fetch=True, kafka_9654=True, kafka_10706_fix=True,
-                 consumer_truncation_detection=True, kafka_8400=True, alter_isr=True)  # kafka-8400: 2.4.0; alter-isr: 2.7.0
+                 consumer_truncation_detection=True, kafka_8400=True, truncation_lowers_hw=True,
+                 alter_isr=True)  # kafka-8400, truncation-lowers-hw: 2.4.0; alter-isr: 2.7.0
 _2_8_1 = replace(_2_8_0, kafka_13141=True, kafka_13207=True)
 _3_4_1 = replace(_2_8_1, kafka_14704=True)
 #: the last release line with ZooKeeper mode (4.0 removed it: KafkaController.scala and KafkaServer.scala are gone)
@@ -196,7 +204,8 @@ class Release:
 RELEASES: tuple[Release, ...] = (
     Release("0.10.2", "before KIP-101: a new follower truncates to its own high watermark", _0_10_2, "0.10.x"),
     Release("0.11.0", "KIP-101: OffsetsForLeaderEpoch with the follower's latest epoch; an error is retried", _0_11_0,
-            "1.0.x; 1.1.x with kafka-5642 on (the last ISR member kept on its death also with unclean election)"),
+            "1.0.x; 1.1.x with kafka-5642 and kafka-5163 on (the last ISR member kept on its death also with unclean "
+            "election; a fetch answer no longer applied to a truncating partition)"),
     Release("2.0.0", "KIP-279: the answer carries its epoch; truncate to the largest common epoch, in rounds", _2_0_0),
     Release("2.0.1", "2.0.0 with KAFKA-7415, KAFKA-7128, KAFKA-7164 and KAFKA-7414 backported", _2_0_1,
             "2.0.x after 2.0.1"),
@@ -204,8 +213,8 @@ RELEASES: tuple[Release, ...] = (
             "(KAFKA-7786)", _2_1_0),
     Release("2.1.1", "2.1.0 with KAFKA-7786's fix", _2_1_1),
     Release("2.2.0", "KIP-380: broker epochs in control requests, stale ones rejected; bounced brokers detected",
-            _2_2_0, "2.2.x and 2.3.x; 2.4.x to 2.7.x with kafka-8400 on (KAFKA-9654 in 2.5.0 matters only from 2.8.0; "
-            "2.7.x at IBP 2.7-IV2 or later, its default, also with alter-isr on); "
+            _2_2_0, "2.2.x and 2.3.x; 2.4.x to 2.7.x with kafka-8400 and truncation-lowers-hw on (KAFKA-9654 in 2.5.0 "
+            "matters only from 2.8.0; 2.7.x at IBP 2.7-IV2 or later, its default, also with alter-isr on); "
             "with consumers, 2.2.x only (2.3.0's consumer validates its position: consumer-truncation-detection)"),
     Release("2.8.0", "KAFKA-10554: truncation on fetch (the fetch carries the last fetched epoch)", _2_8_0),
     Release("2.8.1", "2.8.0 with KAFKA-13141 and KAFKA-13207", _2_8_1, "2.8.2, 3.0.x to 3.4.0"),
@@ -276,6 +285,7 @@ def _epoch_cache(f: Features) -> bool:
 REQUIRES: dict[str, tuple[str, object]] = {
     "epoch-in-response": ("an OffsetsForLeaderEpoch round or truncate-on-fetch",
                           lambda f: f.offsets_for_leader_epoch or f.truncate_on_fetch),
+    "kafka-5163": ("a truncating fetch state (KIP-101 or later)", _epoch_cache),
     "kafka-7415": ("a leader epoch cache (KIP-101 or later)", _epoch_cache),
     "kafka-7128": ("a leader epoch cache (KIP-101 or later)", _epoch_cache),
     "kafka-7164": ("a leader epoch cache (KIP-101 or later)", _epoch_cache),

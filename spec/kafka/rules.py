@@ -52,6 +52,35 @@ RULES: tuple[Rule, ...] = (
     Rule("the answer carries its epoch; truncate to the largest common epoch, in rounds", "KIP-279", "2.0.0",
          "2.0.0 and later", f"2.0.0 {_S}AbstractFetcherThread.scala getOffsetTruncationState; {_E} endOffsetFor",
          "log.end_offset_for, log.follower_truncation", flag="epoch-in-response"),
+    Rule("an error-free UNDEFINED answer truncates to the fetch state's offset: the HW the state was created at, or, "
+         "after an intermediate truncation (an answer with an epoch the follower did not know), that offset",
+         "KIP-279", "2.0.0", "2.0.0 and later (the same branch in 2.8.0's getOffsetTruncationState); its scenario acts "
+         "on 2.0.0: from 2.0.1 (kafka-7415) the lookup answers UNDEFINED only to an epoch above the leader's latest "
+         "(a leader that has not yet learned its new epoch)",
+         f"2.0.0 {_S}AbstractFetcherThread.scala getOffsetTruncationState (endOffset == UNDEFINED_EPOCH_OFFSET: "
+         "OffsetTruncationState(partitionStates.stateValue(tp).fetchOffset, truncationCompleted = true)), "
+         "updateFetchOffsetAndMaybeMarkTruncationComplete (the intermediate offset becomes the fetch offset, still "
+         f"truncating); 2.0.0 {_S}ReplicaManager.scala makeFollowers (the state is created at the HW)",
+         "actions_data._receive_offsets_state (state.TRUNCATING_AGAIN: truncating after an intermediate truncation)",
+         abstraction="a fresh state's offset is taken as min(HW, LEO): before 2.4.0 a follower's HW may be above its "
+                     "LEO (truncation-lowers-hw), and a state created there fetches at that HW after an UNDEFINED "
+                     "answer (processPartitionData then fails on the offset mismatch); the model fetches at the LEO"),
+    Rule("the initial fetch offset of a follower's fetch state: 0.10.2 its LEO after truncating to the HW; 0.11.0 and "
+         "1.0.x its LEO; 1.1.0 to 2.7.x its HW (kafka-5163), truncating first; 2.8.0 and later its LEO if its epoch "
+         "cache has an epoch (fetching at once), else its HW (truncating to it)", "KAFKA-5163, KAFKA-10554", "0.10.2",
+         "every release: LEO -> HW in 1.1.0 (5cc162f30ec), initialFetchOffset in 2.8.0 (7ecc3a579a4)",
+         f"0.10.2.2 and 0.11.0.0 {_S}ReplicaManager.scala makeFollowers (BrokerAndInitialOffset(..., logEndOffset)); "
+         "1.1.0 the same (highWatermark); 2.1.0 and 2.7.0 InitialFetchState(leader, leaderEpoch, highWatermark); "
+         f"2.8.0 initialFetchOffset (isTruncationOnFetchSupported && log.latestEpoch.nonEmpty: logEndOffset, else "
+         f"highWatermark), {_S}AbstractFetcherThread.scala addPartitions (Fetching with a last fetched epoch, else "
+         "Truncating)",
+         "actions_control._apply_leader_and_isr (the state: fetching or truncating), actions_data._receive_fetch_state "
+         "(0.11.0: an answer at the LEO matches a re-created state), actions_data._receive_offsets_state (KIP-279: an "
+         "UNDEFINED answer truncates to it)",
+         abstraction="the model keeps no fetch offset: a fetching partition fetches at its LEO, and where the offset is "
+                     "read (an UNDEFINED answer, a stale fetch answer) it is the LEO or the HW as the row's state was "
+                     "created, clamped to the LEO; a 1.1 to 2.3 state created at a HW above the LEO "
+                     "(truncation-lowers-hw off) would fetch there after an UNDEFINED answer, which the model does not"),
     Rule("a new leader registers (epoch, LEO) in its epoch cache; a lookup below the first epoch answers (requested, "
          "start of the first epoch); assign truncates later entries", "KAFKA-7415", "2.0.1", "2.0.1, 2.1.0 and later "
          "(2.0 branch 18b25773b11a, trunk f2dd6aa26983; the 1.1 backport was never released)",
@@ -109,6 +138,19 @@ RULES: tuple[Rule, ...] = (
          "actions_data._serve_fetch_state", flag="kafka-8400",
          abstraction="before 2.1.0 a leader answers no error in the model (no epoch in the fetch), so the flag acts from "
                      "the 2.1.0 row; the 2.2.0 row stands for 2.2.x and 2.3.x (2.4.x to 2.7.x: --feature kafka-8400=on)"),
+    Rule("a truncation below the HW lowers the HW to the new LEO; before, a follower's HW stayed above its LEO until "
+         "its next fetch answer, and a follower becoming leader with such a HW restarted it from the log start",
+         "-", "2.4.0", "2.4.0 and later (MINOR 7a7d4cb5819, which moved the HW into Log); 0.10.2 to 2.3.x leave it",
+         "2.4.0 core/src/main/scala/kafka/log/Log.scala updateLogEndOffset (if (highWatermark >= messageOffset) "
+         "updateHighWatermarkMetadata); 2.3.0 Log.scala truncateTo / updateLogEndOffset (no HW), "
+         f"{_S}ReplicaFetcherThread.scala truncate (only warns below the HW), processPartitionData (HW = min(leader HW, "
+         f"LEO)); 2.3.0 {_C}Partition.scala makeLeader (isNewLeader: convertHWToLocalOffsetMetadata; out of range: "
+         "the log start offset, 0.10.2 to 1.0.x UnknownOffsetMetadata), getOrCreateReplica (min(checkpoint, LEO))",
+         "updates.truncate_broker, updates.new_leader_hw, actions_control._apply_leader_and_isr",
+         flag="truncation-lowers-hw",
+         abstraction="0.10.2 to 1.0.x make the HW UnknownOffsetMetadata (-1) where 1.1 to 2.3 take the log start; the "
+                     "model's 0 is below every record either way; the 2.2.0 row stands for 2.2.x and 2.3.x (2.4.x to "
+                     "2.7.x: --feature truncation-lowers-hw=on); replica-sanity checks HW <= LEO on leaders only"),
     Rule("the controller rejects a ControlledShutdown from an older broker epoch", "KIP-380", "2.2.0", "2.2.0 and later",
          f"2.2.0 {_K}KafkaController.scala doControlledShutdown", "actions_control._controlled_shutdowns",
          flag="reject-stale-shutdown"),
@@ -274,9 +316,25 @@ RULES: tuple[Rule, ...] = (
          "actions_data._isr_change_action, actions_kraft._isr_change_action", flag="kafka-7152",
          abstraction="the follower's LEO is the fetch offset the leader last recorded (remote); the time half "
                      "(lastCaughtUpTimeMs within replica.lag.time.max.ms) is abstracted away as before"),
-    Rule("a fetch answer is dropped unless the partition is still fetching from that leader at the request's offset",
-         "-", "0.10.2", "every release", f"2.2.0 {_S}AbstractFetcherThread.scala processFetchRequest "
-         "(fetchOffset == currentFetchState.fetchOffset && isReadyForFetch)", "actions_data._receive_fetch_state"),
+    Rule("a fetch answer is dropped unless the partition is still in that leader's fetcher at the request's offset",
+         "-", "0.10.2", "every release", f"0.10.2.2 and 2.2.0 {_S}AbstractFetcherThread.scala processFetchRequest "
+         "(fetchRequest.offset(tp) == currentPartitionFetchState.fetchOffset)", "actions_data._receive_fetch_state",
+         abstraction="the fetch offset of a fetching partition is its LEO; the readiness half is kafka-5163"),
+    Rule("a fetch answer is applied only to a partition ready for fetch; before, 0.11.0 and 1.0.x applied one to a "
+         "truncating partition whose state (re-created at the LEO by makeFollowers) had the request's offset: with "
+         "records it appended them, took the HW and replaced the state by a fetching one (the truncation skipped); an "
+         "empty answer only set the HW; OFFSET_OUT_OF_RANGE truncated and fetched", "KAFKA-5163 (KIP-113)", "1.1.0",
+         "1.1.0 and later (5cc162f30ec, which also creates the state at the HW)",
+         f"1.1.0 {_S}AbstractFetcherThread.scala processFetchRequest (&& currentPartitionFetchState.isReadyForFetch); "
+         "0.11.0.0 and 1.0.0 the same method (only the offset: updateAndMoveToEnd(tp, new PartitionFetchState(newOffset)) "
+         f"if validBytes > 0; OFFSET_OUT_OF_RANGE: new PartitionFetchState(handleOffsetOutOfRange(tp))); 0.11.0.0 "
+         f"{_S}ReplicaManager.scala makeFollowers (BrokerAndInitialOffset(..., logEndOffset))",
+         "actions_data._receive_fetch_state", flag="kafka-5163",
+         abstraction="the answer is from a request sent before the partition left that leader's fetcher thread and "
+                     "came back to it; with one partition the thread would be idle meanwhile and "
+                     "shutdownIdleFetcherThreads would stop it: the model's partition stands for one of several on "
+                     "the thread. The 0.11.0 row stands for 0.11.x and 1.0.x; 1.1.x is --feature kafka-5163=on "
+                     "with kafka-5642=on"),
     Rule("a follower ahead of the leader (OFFSET_OUT_OF_RANGE) truncates to the leader's LEO; before, it halted the "
          "broker unless unclean election was on", "KAFKA-7414", "2.0.1", "2.0.1 (0ed5b8b2403), 2.1.0 and later "
          "(c5ef614bbf1); 0.10.2 to 2.0.0 halt (the 1.1 branch commits ff1afde8d73, 9fed787141e are in no release tag)",
@@ -292,7 +350,7 @@ RULES: tuple[Rule, ...] = (
          f"leaderAndIsr.isr); 0.10.2.2 and 1.0.2 {_K}KafkaController.scala removeReplicaFromIsr (newIsr.isEmpty && "
          "!uncleanLeaderElectionEnable)", "actions_control._broker_failure_actions", flag="kafka-5642",
          abstraction="the 0.11.0 row has it off (0.11.0, 1.0.x); 1.1.x is the 0.11.0 row with --feature "
-                     "kafka-5642=on"),
+                     "kafka-5642=on --feature kafka-5163=on"),
     Rule("a LeaderAndIsr whose leader is -1 (an offline partition) changes nothing on the broker: no new epoch, no "
          "truncation, the fetcher left as it was", "-", "0.10.2", "every ZooKeeper release (KRaft brokers call "
          "makeFollower with no leader: applyLocalFollowersDelta)",

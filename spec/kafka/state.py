@@ -22,7 +22,11 @@ from spec.model import INLINE, StateParts
 NO_FETCHER = 0  # leader, offline, or not told yet
 TRUNCATING = 1  # must find its truncation point (OffsetsForLeaderEpoch) before fetching
 FETCHING = 2  # fetching from its leader
-FETCHER_NAMES = ("none", "truncating", "fetching")
+#: KIP-279 (2.0.0+): truncating again after an intermediate truncation (an answer with an epoch it did not know):
+#: the fetch state's offset is that truncation offset, its LEO, where TRUNCATING's is the HW it was created at
+#: (``AbstractFetcherThread.updateFetchOffsetAndMaybeMarkTruncationComplete``); what an UNDEFINED answer truncates to
+TRUNCATING_AGAIN = 3
+FETCHER_NAMES = ("none", "truncating", "fetching", "truncating-again")
 
 NO_LEADER = -1  # the partition's leader in an offline partition
 DEAD = -1  # Controller.registered of a broker whose death the controller has processed
@@ -85,7 +89,7 @@ class Broker(NamedTuple):
     leader: int  # the leader it last learned from a LeaderAndIsr (-1: none)
     epoch: int  # the leader epoch it last learned (-1: none)
     isr: tuple[int, ...]  # the ISR it last learned (a leader keeps it current as it shrinks/expands)
-    fetch: int  # NO_FETCHER, TRUNCATING or FETCHING
+    fetch: int  # NO_FETCHER, TRUNCATING, FETCHING or TRUNCATING_AGAIN
     remote: tuple[int, ...]  # as leader: each replica's LEO from its last fetch (-1 unknown); () otherwise
     broker_epoch: int  # KIP-380 generation: given by the registration of this incarnation, increases
     stopping: bool  # it sent a ControlledShutdown in this incarnation (its replicas are being stopped)

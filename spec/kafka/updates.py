@@ -68,16 +68,27 @@ def remove_message(network: tuple, message: Any) -> tuple:
 #: the fetcher state after a truncation (Fetching, or still Truncating): generated once (``updater``), the hot path
 with_fetch_state = updater(Broker, "fetch")
 _truncated = updater(Broker, "log", "hw", "cache")  # Log.truncateTo: generated once (``updater``), the hot path
+_truncated_above_hw = updater(Broker, "log", "cache")  # the same before 2.4.0: the HW is left alone
 _cache_cleaned = updater(Broker, "cache")
+_hw_reset = updater(Broker, "hw")
 
 
-def truncate_broker(b: Broker, offset: int, clean_cache: bool = False) -> Broker:
-    """The broker after ``Log.truncateTo(offset)``: the log cut, the HW clamped, later epochs dropped.
+def truncate_broker(b: Broker, offset: int, clean_cache: bool = False, lowers_hw: bool = True) -> Broker:
+    """The broker after ``Log.truncateTo(offset)``: the log cut, later epochs dropped, and (``lowers_hw``) the
+    HW clamped to the new LEO.
 
     At or beyond the LEO the log is left alone, and so is the epoch cache (Kafka's shortcut in
     ``Log.truncateTo``: ``if (targetOffset >= logEndOffset) ... false``) unless ``clean_cache``
     (KAFKA-10706's fix): then epochs starting at or after ``offset`` are dropped too, such as one
     this broker registered as leader but never wrote in.
+
+    ``lowers_hw`` is the ``truncation-lowers-hw`` flag: from 2.4.0 the HW lives in ``Log`` and
+    ``Log.updateLogEndOffset`` lowers it (``if (highWatermark >= messageOffset) updateHighWatermarkMetadata``,
+    MINOR commit 7a7d4cb5819). In 0.10.2 to 2.3.x the HW lives in ``Replica`` and ``Log.truncateTo`` /
+    ``updateLogEndOffset`` do not touch it (2.3.0 ``ReplicaFetcherThread.truncate`` only warns "Truncating ...
+    below high watermark"): the follower's HW stays above its LEO until the next fetch answer sets it to
+    min(leader HW, LEO) (``processPartitionData``), a restart reads it back clamped (``Partition.getOrCreateReplica``:
+    ``math.min(checkpoint, log.logEndOffset)``), and becoming leader resets it (``new_leader_hw``).
     """
     if offset >= len(b.log):
         if clean_cache:
@@ -85,4 +96,18 @@ def truncate_broker(b: Broker, offset: int, clean_cache: bool = False) -> Broker
             if cache != b.cache:
                 return _cache_cleaned(b, cache=cache)
         return b
+    if not lowers_hw:
+        return _truncated_above_hw(b, log=b.log[:offset], cache=truncate_cache(b.cache, offset))
     return _truncated(b, log=b.log[:offset], hw=min(b.hw, offset), cache=truncate_cache(b.cache, offset))
+
+
+def new_leader_hw(b: Broker) -> Broker:
+    """A follower becoming leader whose HW is above its LEO (possible only without ``truncation-lowers-hw``):
+    ``Partition.makeLeader`` (``if (isNewLeader)``) calls ``Replica.convertHWToLocalOffsetMetadata``, whose read at
+    the HW fails (``OffsetOutOfRangeException``), so the HW becomes the log start offset (1.1.0 to 2.3.x:
+    ``convertToOffsetMetadata(logStartOffset)``; 0.10.2 to 1.0.x: ``UnknownOffsetMetadata``, offset -1, which no
+    consumer read or HW comparison tells from 0). The model's log starts at 0, so the HW becomes 0; the next
+    ``maybeIncrementLeaderHW`` raises it again as the ISR's fetches come in."""
+    if b.hw > len(b.log):
+        return _hw_reset(b, hw=0)
+    return b
