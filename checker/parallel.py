@@ -119,6 +119,18 @@ def _rss_mb_of(pids: list[int]) -> float:
     return total / 2**20
 
 
+def _peak_rss_kb() -> int:
+    """This process's peak resident set in kB (VmHWM), 0 where /proc does not give it."""
+    try:
+        with open("/proc/self/status") as f:
+            for line in f:
+                if line.startswith("VmHWM:"):
+                    return int(line.split()[1])
+    except (OSError, ValueError, IndexError):
+        pass
+    return 0
+
+
 _SHM_MIN_FREE = 2**30  # /dev/shm is used for the exchanges only with this much room (containers give 64 MB)
 
 
@@ -382,7 +394,7 @@ class _Worker:
     def do_stats(self) -> tuple:
         # CPU seconds of this worker since the fork, and the out-degrees of the states it expanded
         times = os.times()
-        return ("stats", time.process_time(), self.engine._degrees, dict(self.round_cpu), times.system)
+        return ("stats", time.process_time(), self.engine._degrees, dict(self.round_cpu), times.system, _peak_rss_kb())
 
 
 class ParallelBFS(LocalBFS):
@@ -462,6 +474,8 @@ class ParallelBFS(LocalBFS):
         # says little, the CPU seconds of each worker say how well the level was split
         result.extra["worker_cpu_seconds"] = [round(r[1], 3) for r in stats]
         result.extra["worker_system_cpu_seconds"] = [round(r[4], 3) for r in stats]
+        # each worker's peak resident set (VmHWM: the pages inherited from the parent at the fork included)
+        result.extra["worker_peak_rss_kb"] = [r[5] for r in stats]
         # where the wall time of the levels went: each round lasts as long as its slowest worker, so a
         # worker is idle for the round's wall time less its own CPU time in it (the level's imbalance, and
         # any time the machine gave to other work)
