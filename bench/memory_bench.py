@@ -42,12 +42,16 @@ def child(spec: dict[str, Any]) -> dict[str, Any]:
     """One run in this (fresh) process, on the checkout at ``spec["root"]``."""
     sys.path.insert(0, spec["root"])
     from checker import bfs, parallel
+    from checker.invariant import SAFETY
     from checker.search import SearchOptions
     from invariants.registry import for_family
     from spec.registry import build_model
 
     model = build_model(spec["model"], spec["consts"], spec["protocol"] or None)
-    options = SearchOptions(invariants=list(for_family(model.family).values()), stop_at_first=False,
+    invariants = list(for_family(model.family).values())
+    if spec.get("symmetry"):  # orbits: the safety invariants (the liveness ones need the whole graph)
+        invariants = [inv for inv in invariants if inv.kind == SAFETY]
+    options = SearchOptions(invariants=invariants, stop_at_first=False,
                             symmetry=bool(spec.get("symmetry")), max_memory_mb=spec.get("max_memory"))
     list(model.init_states())
     start_kb = _rss_kb()
