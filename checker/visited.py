@@ -35,7 +35,8 @@ GROWTH = 0.25
 MOVE_BLOCK = 1 << 15
 
 
-def _member(data: np.ndarray, fps: np.ndarray) -> np.ndarray:
+def member(data: np.ndarray, fps: np.ndarray) -> np.ndarray:
+    """A boolean mask: which of ``fps`` are in the sorted array ``data``."""
     if data.size == 0 or fps.size == 0:
         return np.zeros(fps.size, dtype=bool)
     # binary searches for sorted keys walk the array in order (3-4x faster on a large set than
@@ -66,7 +67,7 @@ class FingerprintSet:
 
     def contains(self, fps: np.ndarray) -> np.ndarray:
         """A boolean mask: which of ``fps`` are already in the set."""
-        return _member(self._buf[:self._n], fps)
+        return member(self._buf[:self._n], fps)
 
     def add(self, fps: np.ndarray) -> None:
         """Insert fingerprints that are distinct and not yet present."""
@@ -121,7 +122,7 @@ class LevelFingerprints:
     def contains(self, fps: np.ndarray) -> np.ndarray:
         mask = np.zeros(fps.size, dtype=bool)
         for run in self._runs:
-            mask |= _member(run, fps)
+            mask |= member(run, fps)
         return mask
 
     def add(self, fps: np.ndarray) -> None:
