@@ -210,6 +210,10 @@ class _WorkerLog:
             raise CorruptDataError(f"a worker's parent log lost records ({records.size} of {size} read back)")
         return (records["fp"].copy(), records["parent"].copy(), records["action"].copy())
 
+    def nbytes(self) -> int:
+        """Bytes of memory the segments take (0 on disk)."""
+        return 0 if self._on_disk else int(sum(a.nbytes for level in self._levels for a in level))
+
     def clear(self) -> None:
         """Every level was gathered: the file starts again from nothing."""
         self._levels = []
