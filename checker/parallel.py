@@ -73,7 +73,7 @@ from checker.frontier import FrontierStore, state_codec
 from checker.levels import MEMORY_BUDGET, BudgetExceeded, run_levels
 from checker.result import CheckResult
 from checker.search import ActionTable, Progress, SearchOptions, SearchState
-from checker.visited import LOG_RECORD, FingerprintSet, LevelFingerprints, member
+from checker.visited import LOG_RECORD, FingerprintSet, LevelFingerprints
 from spec.errors import CorruptDataError, UsageError
 from spec.model import Model
 
@@ -87,7 +87,7 @@ _ROUNDS = ("expand", "dedup", "commit", "check")
 _CHECK_BLOCK = 256
 #: states of a worker's part expanded into one level dictionary: the candidates they give are pruned and stored
 #: (as objects within the worker's share of the budget, pooled beyond) a chunk at a time
-_EXPAND_CHUNK = 2048
+_EXPAND_CHUNK = 4096
 #: committed levels whose fingerprints (every shard's) each worker keeps to prune its level dictionary
 _RECENT_LEVELS = 2
 _MIX = np.uint64(0x9E3779B97F4A7C15)  # 2**64 / golden ratio: spreads neighbouring fingerprints
@@ -269,10 +269,19 @@ class _RecentlySeen:
     def forget(self) -> None:
         self.levels = []
 
-    def contains(self, fps: np.ndarray) -> np.ndarray:
-        mask = self.shard.contains(fps)
-        for level in self.levels:
-            mask |= member(level, fps)
+    def contains(self, fps: np.ndarray, *more: Any) -> np.ndarray:
+        """A boolean mask: which of ``fps`` are visited (or in one of the sorted arrays ``more``). The keys are
+        sorted once for every array searched (``checker.visited.member`` sorts them for each)."""
+        order = np.argsort(fps)
+        keys = fps[order]
+        hit = np.zeros(fps.size, dtype=bool)
+        for data in (self.shard.array, *self.levels, *more):
+            if data.size:
+                pos = np.searchsorted(data, keys)
+                pos[pos == data.size] = 0
+                hit |= data[pos] == keys
+        mask = np.empty(fps.size, dtype=bool)
+        mask[order] = hit
         return mask
 
 
@@ -420,10 +429,7 @@ class _Worker:
             if not fresh:
                 continue
             fps = np.fromiter(fresh.keys(), np.int64, len(fresh))
-            keep = ~self.seen.contains(fps)
-            if len(found):
-                unseen = np.flatnonzero(keep)
-                keep[unseen[found.contains(fps[unseen])]] = False
+            keep = ~self.seen.contains(fps, *found.runs())
             values = list(fresh.values())
             del fresh
             entries = values if keep.all() else list(map(values.__getitem__, np.flatnonzero(keep).tolist()))

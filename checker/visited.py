@@ -136,6 +136,10 @@ class LevelFingerprints:
             last = runs.pop()
             runs[-1] = np.sort(np.concatenate([runs[-1], last]), kind="stable")  # a merge of two runs
 
+    def runs(self) -> list[np.ndarray]:
+        """The sorted runs (together: every fingerprint), to search without merging them."""
+        return self._runs
+
     def sorted(self) -> np.ndarray:
         """Every fingerprint, sorted (the runs merged into one)."""
         if not self._runs:
