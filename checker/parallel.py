@@ -87,7 +87,7 @@ _ROUNDS = ("expand", "dedup", "commit", "check")
 _CHECK_BLOCK = 256
 #: states of a worker's part expanded into one level dictionary: the candidates they give are pruned and stored
 #: (as objects within the worker's share of the budget, pooled beyond) a chunk at a time
-_EXPAND_CHUNK = 4096
+_EXPAND_CHUNK = 2048
 #: committed levels whose fingerprints (every shard's) each worker keeps to prune its level dictionary
 _RECENT_LEVELS = 2
 _MIX = np.uint64(0x9E3779B97F4A7C15)  # 2**64 / golden ratio: spreads neighbouring fingerprints
