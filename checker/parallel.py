@@ -11,11 +11,13 @@ Each worker owns two things:
 One level takes four rounds, each run by every worker at once; the parent only sends the
 round's command and adds up a few numbers per worker (the level's synchronisation):
 
-1. *expand*: each worker expands its part in order and keeps the first occurrence of each
-   successor fingerprint in a level dictionary (as ``checker.bfs`` does), then sends every entry's
-   fingerprint and key (``worker << 40 | position in the dictionary``) straight to the entry's
-   owner, through a file per (sender, owner) pair in a private directory (in /dev/shm when it has
-   room);
+1. *expand*: each worker expands its part in order, a chunk at a time, and keeps the first occurrence
+   of each successor fingerprint that is not known to be visited (its own shard, and every shard's
+   last two levels) as its level's candidates, in discovery order, in a frontier store (objects within
+   the worker's share of the memory budget, pooled or encoded beyond, as ``checker.bfs`` does), then
+   sends every candidate's fingerprint and key (``worker << 40 | position among the candidates``)
+   straight to its owner, through a file per (sender, owner) pair in a private directory (in /dev/shm
+   when it has room);
 2. *dedup*: each owner keeps, per fingerprint, the smallest key (parts are consecutive in the
    global order and each dictionary is in discovery order, so the smallest key is the first
    occurrence in the single-process engine's frontier order, whatever the worker count), drops
