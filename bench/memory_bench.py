@@ -42,12 +42,17 @@ def child(spec: dict[str, Any]) -> dict[str, Any]:
     """One run in this (fresh) process, on the checkout at ``spec["root"]``."""
     sys.path.insert(0, spec["root"])
     from checker import bfs, parallel
+    from checker.invariant import SAFETY
     from checker.search import SearchOptions
     from invariants.registry import for_family
     from spec.registry import build_model
 
     model = build_model(spec["model"], spec["consts"], spec["protocol"] or None)
-    options = SearchOptions(invariants=list(for_family(model.family).values()), stop_at_first=False)
+    invariants = list(for_family(model.family).values())
+    if spec.get("symmetry"):  # orbits: the safety invariants (the liveness ones need the whole graph)
+        invariants = [inv for inv in invariants if inv.kind == SAFETY]
+    options = SearchOptions(invariants=invariants, stop_at_first=False,
+                            symmetry=bool(spec.get("symmetry")), max_memory_mb=spec.get("max_memory"))
     list(model.init_states())
     start_kb = _rss_kb()
     if spec["mode"] == "spill":
@@ -60,14 +65,19 @@ def child(spec: dict[str, Any]) -> dict[str, Any]:
     started = time.monotonic()
     cpu_started = time.process_time()
     if spec["mode"] == "parallel":
-        result = parallel.ParallelBFS(model, options, spec["workers"]).run()
-        children = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss  # the largest worker's peak
-        peak_growth_kb = (resource.getrusage(resource.RUSAGE_SELF).ru_maxrss - start_kb) + spec["workers"] * (
-            children - start_kb)
+        engine = parallel.ParallelBFS(model, options, spec["workers"])
+        result = engine.run()
+        # each worker's own peak (VmHWM, read by the worker at the end of the run), less what it had at the fork
+        worker_kb = result.extra.get("worker_peak_rss_kb")
+        if worker_kb is None:  # a baseline that does not report it: the largest worker's peak, once a worker
+            worker_kb = [resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss] * spec["workers"]
+        worker_growth_kb = [kb - start_kb for kb in worker_kb]
+        parent_growth_kb = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss - start_kb
+        peak_growth_kb = parent_growth_kb + sum(worker_growth_kb)
     else:
         result = bfs.check(model, options)
         peak_growth_kb = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss - start_kb
-    return {
+    row = {
         "tree": spec["tree"],
         "mode": spec["mode"],
         "cpu_seconds": round(time.process_time() - cpu_started, 2),
@@ -78,6 +88,11 @@ def child(spec: dict[str, Any]) -> dict[str, Any]:
         "peak_growth_mb": round(peak_growth_kb / 1024, 1),
         "bytes_per_state": round(peak_growth_kb * 1024 / max(1, result.distinct_states), 1),
     }
+    if spec["mode"] == "parallel":
+        row["parent_bytes_per_state"] = round(parent_growth_kb * 1024 / max(1, result.distinct_states), 1)
+        row["worker_bytes_per_state"] = [round(kb * 1024 / max(1, result.distinct_states), 1)
+                                         for kb in worker_growth_kb]
+    return row
 
 
 def _commit(checkout: str | None) -> str | None:
@@ -96,6 +111,8 @@ def main() -> int:
     parser.add_argument("--modes", default="memory,encoded,spill,parallel")
     parser.add_argument("--baseline", help="a checkout to run the same modes on first (e.g. main)")
     parser.add_argument("--workers", type=int, default=2)
+    parser.add_argument("--symmetry", action="store_true", help="search orbits (--symmetry)")
+    parser.add_argument("--max-memory", type=float, default=None, help="--max-memory MB (default: the engine's)")
     parser.add_argument("--object-states", type=int, default=None,
                         help="states each frontier store keeps as objects (default: the engine's)")
     parser.add_argument("--out", default=os.path.join(ROOT, "bench", "results.json"),
@@ -115,7 +132,8 @@ def main() -> int:
             if mode == "encoded" and tree == "baseline":
                 continue
             spec = {"model": args.model, "consts": consts, "protocol": args.protocol, "mode": mode,
-                    "workers": args.workers, "root": root, "tree": tree, "object_states": args.object_states}
+                    "workers": args.workers, "root": root, "tree": tree, "object_states": args.object_states,
+                    "symmetry": args.symmetry, "max_memory": args.max_memory}
             out = subprocess.run([sys.executable, __file__, "--child", json.dumps(spec)], capture_output=True,
                                  text=True, cwd=root)
             if out.returncode:
@@ -142,7 +160,9 @@ def main() -> int:
     runs = data.get("memory_per_state")
     if not isinstance(runs, dict) or "model" in runs:  # the old layout held one configuration
         runs = {}
-    runs[" ".join([args.model, args.protocol, *consts]).replace("  ", " ")] = report
+    key = " ".join([args.model, args.protocol, *consts, *(["--symmetry"] if args.symmetry else []),
+                    *([f"--max-memory {args.max_memory:g}"] if args.max_memory else [])]).replace("  ", " ")
+    runs[key] = report
     data["memory_per_state"] = runs
     with open(args.out, "w") as f:
         f.write(json.dumps(data, indent=2) + "\n")

@@ -322,6 +322,63 @@ class FrontierStore:
             at += count
         return out
 
+    # -- cutting a finished store at either end (the parallel engine's parts move between workers) ------
+    def take_head(self, k: int) -> list[Any]:
+        """Remove the first ``k`` states and return them; only the blocks they are in are read."""
+        return self._take(k, head=True)
+
+    def take_tail(self, k: int) -> list[Any]:
+        """Remove the last ``k`` states and return them; only the blocks they are in are read."""
+        return self._take(k, head=False)
+
+    def _take(self, k: int, head: bool) -> list[Any]:
+        assert not self._pending, "a store is cut once finished"
+        k = max(0, min(k, self._size))
+        taken: list[list[Any]] = []
+        left = k
+        while left:
+            form, payload, count = self._blocks.pop(0 if head else -1)
+            states = list(self._block(form, payload))
+            self._forget(form, payload, count)
+            if count > left:  # the block is split: the part that stays goes back as objects
+                stay, states = (states[left:], states[:left]) if head else (states[:-left], states[-left:])
+                self._put(stay, head)
+            taken.append(states)
+            left -= len(states)
+        if not head:
+            taken.reverse()
+        return [state for states in taken for state in states]
+
+    def put_head(self, states: list[Any]) -> None:
+        """Add ``states`` (in order) before the first state, as objects."""
+        self._put(states, head=True)
+
+    def put_tail(self, states: list[Any]) -> None:
+        """Add ``states`` (in order) after the last state, as objects."""
+        self._put(states, head=False)
+
+    def _put(self, states: list[Any], head: bool) -> None:
+        if not states:
+            return
+        block = ("objects", list(states), len(states))
+        if head:
+            self._blocks.insert(0, block)
+        else:
+            self._blocks.append(block)
+        self._size += len(states)
+        self._memory += len(states) * OBJECT_BYTES
+        self._objects += len(states)
+
+    def _forget(self, form: str, payload: Any, count: int) -> None:
+        self._size -= count
+        if form == "objects":
+            self._memory -= count * OBJECT_BYTES
+            self._objects -= count
+        elif form == "disk":
+            self._disk -= payload[1]
+        else:
+            self._memory -= len(payload)
+
     def _block(self, form: str, payload: Any) -> list[Any]:
         if form == "objects":
             return payload

@@ -11,11 +11,13 @@ Each worker owns two things:
 One level takes four rounds, each run by every worker at once; the parent only sends the
 round's command and adds up a few numbers per worker (the level's synchronisation):
 
-1. *expand*: each worker expands its part in order and keeps the first occurrence of each
-   successor fingerprint in a level dictionary (as ``checker.bfs`` does), then sends every entry's
-   fingerprint and key (``worker << 40 | position in the dictionary``) straight to the entry's
-   owner, through a file per (sender, owner) pair in a private directory (in /dev/shm when it has
-   room);
+1. *expand*: each worker expands its part in order, a chunk at a time, and keeps the first occurrence
+   of each successor fingerprint that is not known to be visited (its own shard, and every shard's
+   last two levels) as its level's candidates, in discovery order, in a frontier store (objects within
+   the worker's share of the memory budget, pooled or encoded beyond, as ``checker.bfs`` does), then
+   sends every candidate's fingerprint and key (``worker << 40 | position among the candidates``)
+   straight to its owner, through a file per (sender, owner) pair in a private directory (in /dev/shm
+   when it has room);
 2. *dedup*: each owner keeps, per fingerprint, the smallest key (parts are consecutive in the
    global order and each dictionary is in discovery order, so the smallest key is the first
    occurrence in the single-process engine's frontier order, whatever the worker count), drops
@@ -62,17 +64,18 @@ import time
 import traceback
 from dataclasses import dataclass, field, replace
 from operator import itemgetter
-from typing import Any
+from typing import IO, Any
 
 import numpy as np
 
+from checker import bfs
 from checker import checkpoint as ckpt
 from checker.bfs import SPILL_AT, LocalBFS, first_false
-from checker.frontier import state_codec
+from checker.frontier import FrontierStore, state_codec
 from checker.levels import MEMORY_BUDGET, BudgetExceeded, run_levels
 from checker.result import CheckResult
 from checker.search import ActionTable, Progress, SearchOptions, SearchState
-from checker.visited import FingerprintSet
+from checker.visited import LOG_RECORD, FingerprintSet, LevelFingerprints
 from spec.errors import CorruptDataError, UsageError
 from spec.model import Model
 
@@ -84,6 +87,11 @@ _KEY_MASK = (1 << _KEY_BITS) - 1
 _ROUNDS = ("expand", "dedup", "commit", "check")
 #: states a worker checks the invariants on at once (every invariant on a block before the next block)
 _CHECK_BLOCK = 256
+#: states of a worker's part expanded into one level dictionary: the candidates they give are pruned and stored
+#: (as objects within the worker's share of the budget, pooled beyond) a chunk at a time
+_EXPAND_CHUNK = 2048
+#: committed levels whose fingerprints (every shard's) each worker keeps to prune its level dictionary
+_RECENT_LEVELS = 2
 _MIX = np.uint64(0x9E3779B97F4A7C15)  # 2**64 / golden ratio: spreads neighbouring fingerprints
 _first, _second, _third = itemgetter(0), itemgetter(1), itemgetter(2)
 
@@ -119,6 +127,18 @@ def _rss_mb_of(pids: list[int]) -> float:
     return total / 2**20
 
 
+def _peak_rss_kb() -> int:
+    """This process's peak resident set in kB (VmHWM), 0 where /proc does not give it."""
+    try:
+        with open("/proc/self/status") as f:
+            for line in f:
+                if line.startswith("VmHWM:"):
+                    return int(line.split()[1])
+    except (OSError, ValueError, IndexError):
+        pass
+    return 0
+
+
 _SHM_MIN_FREE = 2**30  # /dev/shm is used for the exchanges only with this much room (containers give 64 MB)
 
 
@@ -148,6 +168,125 @@ def _read(path: str) -> np.ndarray:
     return data
 
 
+class _WorkerLog:
+    """The parent log of the states one worker committed, a segment a level (fingerprints, parent global
+    indexes, the worker's own action ids), until the parent gathers it a level at a time.
+
+    On disk by default (``checker.bfs.PARENTS_ON_DISK``, as the single-process engine's log): 16-byte records
+    in an anonymous temporary file, so that a worker keeps no memory per committed state for the log (in memory
+    it was 16 bytes an orbit over the workers, a third of the workers' share at the peak)."""
+
+    def __init__(self, on_disk: bool, directory: str | None) -> None:
+        self._on_disk = on_disk
+        self._directory = directory
+        self._file: IO[bytes] | None = None
+        #: in memory: (fps, parents, actions) a level; on disk: (first record, records) a level
+        self._levels: list[Any] = []
+
+    def __len__(self) -> int:
+        return len(self._levels)
+
+    def append(self, fps: np.ndarray, parents: np.ndarray, actions: np.ndarray) -> None:
+        if not self._on_disk:
+            self._levels.append((fps, parents, actions))
+            return
+        if self._file is None:
+            self._file = tempfile.TemporaryFile(prefix="kmc-parents-", dir=self._directory)
+        records = np.empty(fps.size, LOG_RECORD)
+        records["fp"], records["parent"], records["action"] = fps, parents, actions
+        self._file.seek(0, 2)
+        first = self._file.tell() // LOG_RECORD.itemsize
+        records.tofile(self._file)
+        self._levels.append((first, int(fps.size)))
+
+    def level(self, index: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """The segment of the ``index``-th level not gathered yet."""
+        if not self._on_disk:
+            return self._levels[index]
+        first, size = self._levels[index]
+        assert self._file is not None
+        self._file.flush()
+        self._file.seek(first * LOG_RECORD.itemsize)
+        records = np.fromfile(self._file, LOG_RECORD, size)
+        if records.size != size:
+            raise CorruptDataError(f"a worker's parent log lost records ({records.size} of {size} read back)")
+        return (records["fp"].copy(), records["parent"].copy(), records["action"].copy())
+
+    def nbytes(self) -> int:
+        """Bytes of memory the segments take (0 on disk)."""
+        return 0 if self._on_disk else int(sum(a.nbytes for level in self._levels for a in level))
+
+    def clear(self) -> None:
+        """Every level was gathered: the file starts again from nothing."""
+        self._levels = []
+        if self._file is not None:
+            self._file.seek(0)
+            self._file.truncate()
+
+    def close(self) -> None:
+        self.clear()
+        if self._file is not None:
+            self._file.close()
+            self._file = None
+
+
+def _chunks(blocks: Any, size: int) -> Any:
+    """Blocks of states joined into chunks of at least ``size`` states (the last one may be smaller)."""
+    chunk: list[Any] = []
+    for block in blocks:
+        chunk.extend(block)
+        if len(chunk) >= size:
+            yield chunk
+            chunk = []
+    if chunk:
+        yield chunk
+
+
+def _check_blocks(blocks: Any) -> Any:
+    """(offset in the part, states) of at most ``_CHECK_BLOCK`` states, in order."""
+    at = 0
+    for block in blocks:
+        for start in range(0, len(block), _CHECK_BLOCK):
+            yield at + start, block[start:start + _CHECK_BLOCK]
+        at += len(block)
+
+
+class _RecentlySeen:
+    """What a worker knows to be visited: its own shard of the visited set, and every fingerprint (all shards)
+    of the last ``_RECENT_LEVELS`` committed levels.
+
+    A successor already visited was, nearly always, found at the level being expanded or the one before; a
+    worker that knew only its own shard kept the others' as candidates (objects, in its level dictionary and
+    its level's entries) until their owners dropped them at the dedup round. Dropping a visited candidate
+    early changes nothing else: its owner would have dropped it, and the first occurrence of every other
+    fingerprint keeps its place (as ``checker.bfs._drop_visited``)."""
+
+    def __init__(self, shard: FingerprintSet) -> None:
+        self.shard = shard
+        self.levels: list[np.ndarray] = []  # sorted, the newest last
+
+    def add_level(self, fps: np.ndarray) -> None:
+        self.levels = [*self.levels[1 - _RECENT_LEVELS:], np.sort(fps)]
+
+    def forget(self) -> None:
+        self.levels = []
+
+    def contains(self, fps: np.ndarray, *more: Any) -> np.ndarray:
+        """A boolean mask: which of ``fps`` are visited (or in one of the sorted arrays ``more``). The keys are
+        sorted once for every array searched (``checker.visited.member`` sorts them for each)."""
+        order = np.argsort(fps)
+        keys = fps[order]
+        hit = np.zeros(fps.size, dtype=bool)
+        for data in (self.shard.array, *self.levels, *more):
+            if data.size:
+                pos = np.searchsorted(data, keys)
+                pos[pos == data.size] = 0
+                hit |= data[pos] == keys
+        mask = np.empty(fps.size, dtype=bool)
+        mask[order] = hit
+        return mask
+
+
 class _WorkerBFS(LocalBFS):
     """The expansion side of LocalBFS, run inside a worker on its part of the frontier."""
 
@@ -173,10 +312,11 @@ class _WorkerBFS(LocalBFS):
 
 
 def _worker_main(conn: Any, index: int, workers: int, exchange: str, model: Model, options: SearchOptions,
-                 part: list[Any], visited: np.ndarray, depth: int, started: float, abort: Any) -> None:
+                 part: list[Any], visited: np.ndarray, recent: np.ndarray, depth: int, started: float,
+                 abort: Any) -> None:
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # the parent decides what Ctrl-C means
     try:
-        _Worker(conn, index, workers, exchange, model, options, part, visited, depth, started, abort).serve()
+        _Worker(conn, index, workers, exchange, model, options, part, visited, recent, depth, started, abort).serve()
     except (EOFError, BrokenPipeError, KeyboardInterrupt):
         pass
     finally:
@@ -185,25 +325,40 @@ def _worker_main(conn: Any, index: int, workers: int, exchange: str, model: Mode
 
 class _Worker:
     def __init__(self, conn: Any, index: int, workers: int, exchange: str, model: Model, options: SearchOptions,
-                 part: list[Any], visited: np.ndarray, depth: int, started: float, abort: Any) -> None:
+                 part: list[Any], visited: np.ndarray, recent: np.ndarray, depth: int, started: float,
+                 abort: Any) -> None:
         self.conn = conn
         self.w = index
         self.n = workers
         self.exchange = exchange
-        self.part = part
+        self.model = model
+        self.engine = _WorkerBFS(model, options, abort, [])
+        # a worker's stores get its share of what the single process's two stores may hold
+        self.engine.store_budget /= workers
+        self.engine.object_states /= workers
+        #: this worker's part of the frontier: a frontier store (objects while they fit this worker's share of the
+        #: memory budget, pooled or encoded beyond, as the single process's), cut at either end to rebalance
+        self.part = self._store(part).finish()
+        #: the level being expanded: its candidates (first occurrence in this worker, visited ones dropped) in a
+        #: store, by position, with their fingerprints, parents' global indexes and actions (ids in ``_actions``)
+        self._candidates: FrontierStore | None = None
+        self._level_parents = np.zeros(0, np.int64)
+        self._level_actions = np.zeros(0, np.int32)
+        self._actions = ActionTable()
         # the shard of the visited set this worker owns
         self.visited = FingerprintSet(visited[owner_of(visited, workers) == index])
-        self.engine = _WorkerBFS(model, options, abort, [])
+        self.seen = _RecentlySeen(self.visited)
+        self.seen.add_level(recent)  # the frontier's level, every shard
         self.engine._started = started
         self.st = SearchState(visited=self.visited, depth=depth)
         self.table = ActionTable()
         self.reported = 0  # actions of the local table already sent to the parent
-        self._level_entries: list[tuple] = []  # the level dictionary's entries, by position
         self._level_fps = np.zeros(0, np.int64)
         self._won = np.zeros(0, np.int64)  # fingerprints this owner will add to its shard on commit
         #: the parent log of the states this worker committed: one (fps, parents, local action ids)
         #: per level, gathered by the parent
-        self.segments: list[tuple[np.ndarray, np.ndarray, np.ndarray]] = []
+        spill = os.path.dirname(os.path.abspath(options.checkpoint_path)) if options.checkpoint_path else None
+        self.log = _WorkerLog(bfs.PARENTS_ON_DISK, spill)
         #: states moved to a neighbour go through a file in the exchange directory, in the model's compact
         #: msgpack encoding (the frontier store's: data only, the model's own classes rebuilt; the generic
         #: codec for a model without one), never pickle. The generic codec cost about 190 us a moved state,
@@ -238,8 +393,21 @@ class _Worker:
                     reply = ("error", RuntimeError(str(exc)), traceback.format_exc())
             conn.send(reply)
 
+    def _store(self, states: Any = (), previous: FrontierStore | None = None) -> FrontierStore:
+        engine = self.engine
+        store = FrontierStore(self.model, engine.store_budget, engine._spill_dir(),
+                              keep_objects=bfs.FRONTIER_OBJECTS and not engine.under_pressure,
+                              object_states=engine.object_states, previous=previous)
+        store.extend(list(states))
+        return store
+
     def _forget_level(self) -> None:
-        self._level_entries = []
+        if self._candidates is not None:
+            self._candidates.close()
+        self._candidates = None
+        self._level_parents = np.zeros(0, np.int64)
+        self._level_actions = np.zeros(0, np.int32)
+        self._actions = ActionTable()
         self._level_fps = np.zeros(0, np.int64)
         self._won = np.zeros(0, np.int64)
 
@@ -251,11 +419,39 @@ class _Worker:
         st.depth = depth
         st.deadlock = None if deadlock_wanted else -1
         st.generated = 0
-        fresh = engine._expand(st, self.part, base, 0)
+        self._forget_level()
+        candidates = self._candidates = self._store(previous=self.part)
+        found = LevelFingerprints()  # the candidates' fingerprints so far: the first occurrence in this worker wins
+        fps_chunks, parent_chunks, action_chunks = [], [], []
+        action_id = self._actions.id
+        index = base
+        for chunk in _chunks(self.part.blocks(), _EXPAND_CHUNK):
+            fresh = engine._expand(st, chunk, index, st.generated)
+            index += len(chunk)
+            if not fresh:
+                continue
+            fps = np.fromiter(fresh.keys(), np.int64, len(fresh))
+            keep = ~self.seen.contains(fps, *found.runs())
+            values = list(fresh.values())
+            del fresh
+            entries = values if keep.all() else list(map(values.__getitem__, np.flatnonzero(keep).tolist()))
+            del values
+            if not entries:
+                continue
+            fps = fps[keep]
+            found.add(fps)
+            fps_chunks.append(fps)
+            parent_chunks.append(np.fromiter(map(_second, entries), np.int64, len(entries)))
+            action_chunks.append(np.fromiter(map(action_id, map(_third, entries)), np.int32, len(entries)))
+            candidates.extend(list(map(_first, entries)))
+            del entries
+        candidates.finish()
+        del found
         deadlock = st.deadlock if deadlock_wanted and st.deadlock is not None else -1
-        fps = np.fromiter(fresh.keys(), np.int64, len(fresh))
-        self._level_entries = list(fresh.values())
-        del fresh
+        fps = np.concatenate(fps_chunks) if fps_chunks else np.zeros(0, np.int64)
+        self._level_parents = np.concatenate(parent_chunks) if parent_chunks else np.zeros(0, np.int64)
+        self._level_actions = np.concatenate(action_chunks) if action_chunks else np.zeros(0, np.int32)
+        del fps_chunks, parent_chunks, action_chunks
         self._level_fps = fps
         keys = np.arange(fps.size, dtype=np.int64)
         keys |= self.w << _KEY_BITS
@@ -283,6 +479,8 @@ class _Worker:
         unique, first = np.unique(fps, return_index=True)
         new = ~self.visited.contains(unique)
         self._won = unique[new]
+        # the level's new fingerprints of this shard, for the other workers to prune their next level with
+        self._won.tofile(self._path("new", self.w, 0))
         won_keys = np.sort(keys[first[new]])
         senders = won_keys >> _KEY_BITS
         counts = np.bincount(senders, minlength=self.n)
@@ -294,23 +492,36 @@ class _Worker:
     def do_commit(self) -> tuple:
         """Round 3: keep the winning entries as the next part and log them."""
         positions = np.sort(np.concatenate([_read(self._path("won", o, self.w)) for o in range(self.n)]))
-        entries = self._level_entries
-        self._level_entries = []
-        kept = list(map(entries.__getitem__, positions.tolist())) if positions.size != len(entries) else entries
-        del entries
-        states = list(map(_first, kept))
-        parents = np.fromiter(map(_second, kept), np.int64, len(kept)).astype(np.int32)
-        acts = np.fromiter(map(self.table.id, map(_third, kept)), np.int32, len(kept))
-        del kept
+        candidates = self._candidates
+        assert candidates is not None
+        part = self._store(previous=candidates)
+        at = 0
+        for block in candidates.blocks():  # the winners, a block of candidates at a time
+            lo, hi = np.searchsorted(positions, [at, at + len(block)])
+            if hi - lo == len(block):
+                part.extend(block)
+            elif hi > lo:
+                part.extend(list(map(block.__getitem__, (positions[lo:hi] - at).tolist())))
+            at += len(block)
+        part.finish()
+        parents = self._level_parents[positions].astype(np.int32)
+        # interned in the part's order, as the engine did before: the ids the parent learns come in the same order
+        named = self._actions.actions
+        acts = np.fromiter((self.table.id(named[a]) for a in self._level_actions[positions].tolist()), np.int32,
+                           positions.size)
         fps = self._level_fps[positions]
-        self._level_fps = np.zeros(0, np.int64)
-        self.visited.add(self._won)
-        self._won = np.zeros(0, np.int64)
-        self.segments.append((fps, parents, acts))
-        self.part = states
+        won, self._won = self._won, np.zeros(0, np.int64)
+        self._forget_level()
+        self.visited.add(won)
+        level = [won] + [np.fromfile(self._path("new", o, 0), np.int64) for o in range(self.n) if o != self.w]
+        self.seen.add_level(np.concatenate(level))
+        del level, won
+        self.log.append(fps, parents, acts)
+        self.part.close()
+        self.part = part
         new_actions = self.table.actions[self.reported:]
         self.reported = len(self.table.actions)
-        return ("committed", len(states), new_actions)
+        return ("committed", len(part), new_actions)
 
     def do_check(self, check: list[str]) -> tuple:
         """Round 4, once the parts of the new level are even: the invariants on this worker's part (offset of
@@ -322,9 +533,7 @@ class _Worker:
         612,834 states: a level's states no longer fit in the caches)."""
         invariants = [inv for inv in self.engine.invariants if inv.name in check]
         found: dict[str, int] = {}
-        part = self.part
-        for start in range(0, len(part), _CHECK_BLOCK):
-            block = part[start:start + _CHECK_BLOCK]
+        for start, block in _check_blocks(self.part.blocks()):
             for inv in invariants:
                 if inv.name not in found:
                     offset = first_false(inv.holds, block)
@@ -345,13 +554,11 @@ class _Worker:
             f.write(self.pack(moved))
 
     def do_take_tail(self, k: int, path: str) -> tuple:
-        moved, self.part = self.part[len(self.part) - k:], self.part[: len(self.part) - k]
-        self._move(moved, path)
+        self._move(self.part.take_tail(k), path)
         return ("ok", len(self.part))
 
     def do_take_head(self, k: int, path: str) -> tuple:
-        moved, self.part = self.part[:k], self.part[k:]
-        self._move(moved, path)
+        self._move(self.part.take_head(k), path)
         return ("ok", len(self.part))
 
     def _load(self, path: str) -> list[Any]:
@@ -365,24 +572,27 @@ class _Worker:
         return states
 
     def do_prepend(self, path: str) -> tuple:
-        self.part = self._load(path) + self.part
+        self.part.put_head(self._load(path))
         return ("ok", len(self.part))
 
     def do_append(self, path: str) -> tuple:
-        self.part.extend(self._load(path))
+        self.part.put_tail(self._load(path))
         return ("ok", len(self.part))
 
-    def do_take_log(self) -> tuple:
-        segments, self.segments = self.segments, []
-        return ("log", segments)
+    def do_take_log(self, index: int, last: bool) -> tuple:
+        """The ``index``-th level of the log not gathered yet; ``last``: the log starts again after it."""
+        segment = self.log.level(index)
+        if last:
+            self.log.clear()
+        return ("log", segment)
 
     def do_dump(self) -> tuple:
-        return ("states", self.part)
+        return ("states", list(self.part))
 
     def do_stats(self) -> tuple:
         # CPU seconds of this worker since the fork, and the out-degrees of the states it expanded
         times = os.times()
-        return ("stats", time.process_time(), self.engine._degrees, dict(self.round_cpu), times.system)
+        return ("stats", time.process_time(), self.engine._degrees, dict(self.round_cpu), times.system, _peak_rss_kb())
 
 
 class ParallelBFS(LocalBFS):
@@ -462,6 +672,8 @@ class ParallelBFS(LocalBFS):
         # says little, the CPU seconds of each worker say how well the level was split
         result.extra["worker_cpu_seconds"] = [round(r[1], 3) for r in stats]
         result.extra["worker_system_cpu_seconds"] = [round(r[4], 3) for r in stats]
+        # each worker's peak resident set (VmHWM: the pages inherited from the parent at the fork included)
+        result.extra["worker_peak_rss_kb"] = [r[5] for r in stats]
         # where the wall time of the levels went: each round lasts as long as its slowest worker, so a
         # worker is idle for the round's wall time less its own CPU time in it (the level's imbalance, and
         # any time the machine gave to other work)
@@ -511,12 +723,13 @@ class ParallelBFS(LocalBFS):
         frontier, n = st.frontier, self.workers
         cuts = [len(frontier) * w // n for w in range(n + 1)]
         visited = st.visited.array
+        recent = np.array(st.log.arrays()[0][st.frontier_base:], np.int64)  # the frontier's fingerprints
         for w in range(n):
             parent_end, child_end = ctx.Pipe()
             part = frontier[cuts[w]:cuts[w + 1]]
             proc = ctx.Process(
                 target=_worker_main,
-                args=(child_end, w, n, self._exchange, self.model, self.options, part, visited, st.depth,
+                args=(child_end, w, n, self._exchange, self.model, self.options, part, visited, recent, st.depth,
                       self._started, self._abort),
                 daemon=True,
             )
@@ -633,13 +846,14 @@ class ParallelBFS(LocalBFS):
         """Move the workers' parent-log segments to ``st.log``, level by level, worker by worker."""
         if not self._pending_levels:
             return
-        replies = self._call_all([("take_log",)] * self.workers)
         if not st.log.spilled and _rss_mb_of(self._pids) > self.memory_budget * SPILL_AT:
             st.log.spill(os.path.dirname(os.path.abspath(self.options.checkpoint_path))
                          if self.options.checkpoint_path else None)
+        # a level at a time: the parent holds one level's segments, never the whole log of the workers
         for level in range(self._pending_levels):
-            for w, (_, segments) in enumerate(replies):
-                fps, parents, acts = segments[level]
+            last = level == self._pending_levels - 1
+            for w, (_, segment) in enumerate(self._call_all([("take_log", level, last)] * self.workers)):
+                fps, parents, acts = segment
                 st.log.append(fps, parents, self._luts[w][acts] if acts.size else acts)
         self._pending_levels = 0
         if len(st.log) != self._distinct:

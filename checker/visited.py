@@ -35,7 +35,8 @@ GROWTH = 0.25
 MOVE_BLOCK = 1 << 15
 
 
-def _member(data: np.ndarray, fps: np.ndarray) -> np.ndarray:
+def member(data: np.ndarray, fps: np.ndarray) -> np.ndarray:
+    """A boolean mask: which of ``fps`` are in the sorted array ``data``."""
     if data.size == 0 or fps.size == 0:
         return np.zeros(fps.size, dtype=bool)
     # binary searches for sorted keys walk the array in order (3-4x faster on a large set than
@@ -66,7 +67,7 @@ class FingerprintSet:
 
     def contains(self, fps: np.ndarray) -> np.ndarray:
         """A boolean mask: which of ``fps`` are already in the set."""
-        return _member(self._buf[:self._n], fps)
+        return member(self._buf[:self._n], fps)
 
     def add(self, fps: np.ndarray) -> None:
         """Insert fingerprints that are distinct and not yet present."""
@@ -121,7 +122,7 @@ class LevelFingerprints:
     def contains(self, fps: np.ndarray) -> np.ndarray:
         mask = np.zeros(fps.size, dtype=bool)
         for run in self._runs:
-            mask |= _member(run, fps)
+            mask |= member(run, fps)
         return mask
 
     def add(self, fps: np.ndarray) -> None:
@@ -134,6 +135,10 @@ class LevelFingerprints:
         while len(runs) > 1 and runs[-2].size <= 2 * runs[-1].size:
             last = runs.pop()
             runs[-1] = np.sort(np.concatenate([runs[-1], last]), kind="stable")  # a merge of two runs
+
+    def runs(self) -> list[np.ndarray]:
+        """The sorted runs (together: every fingerprint), to search without merging them."""
+        return self._runs
 
     def sorted(self) -> np.ndarray:
         """Every fingerprint, sorted (the runs merged into one)."""

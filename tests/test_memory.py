@@ -5,7 +5,12 @@ from which it resumes to the full counts."""
 
 import functools
 import os
+import shutil
+import tempfile
+import time
+from types import SimpleNamespace
 
+import numpy as np
 import pytest
 
 from checker import bfs, parallel
@@ -183,3 +188,64 @@ def test_under_memory_pressure_the_level_dictionary_sheds_visited_states_more_of
     assert pressed_seen["log"] == plain_seen["log"]
     assert (pressed.distinct_states, pressed.states_generated, pressed.depth) == (
         plain.distinct_states, plain.states_generated, plain.depth)
+
+
+def _levels_in_process(model, options, workers, on_expanded):
+    """The parallel engine's rounds run in this process, worker after worker, on ``workers`` in-process workers
+    (the parent's own work, the level numbering, as ``ParallelBFS`` does without rebalancing); calls
+    ``on_expanded(workers, frontier_levels)`` after each expand round. Returns the distinct states."""
+    engine = bfs.LocalBFS(model, options)
+    st = engine._initial_level()
+    exchange = tempfile.mkdtemp(prefix="kmc-test-exchange-")
+    frontier = list(st.frontier)
+    cuts = [len(frontier) * w // workers for w in range(workers + 1)]
+    levels = [np.array(st.log.arrays()[0][st.frontier_base:], np.int64)]
+    crew = [parallel._Worker(None, w, workers, exchange, model, options, frontier[cuts[w]:cuts[w + 1]],
+                             st.visited.array, levels[-1], st.depth, time.monotonic(), SimpleNamespace(value=0))
+            for w in range(workers)]
+    distinct, base, sizes = len(st.log), st.frontier_base, [cuts[w + 1] - cuts[w] for w in range(workers)]
+    try:
+        while sum(sizes):
+            starts = base + np.concatenate([[0], np.cumsum(sizes)])
+            for w, worker in enumerate(crew):
+                worker.do_expand(int(starts[w]), st.depth, [], False)
+            on_expanded(crew, levels)
+            for worker in crew:
+                worker.do_dedup()
+            levels.append(np.sort(np.concatenate([worker._won for worker in crew])))
+            sizes = [worker.do_commit()[1] for worker in crew]
+            base = distinct
+            distinct += sum(sizes)
+    finally:
+        for worker in crew:
+            worker.part.close()
+            worker.log.close()
+        shutil.rmtree(exchange, ignore_errors=True)
+    return distinct
+
+
+def test_parallel_workers_keep_a_level_compact_and_drop_what_other_shards_visited(monkeypatch):
+    """What a worker keeps a state, checked on its own data structures (not a timing): the part and the level's
+    candidates are frontier stores, encoded past the worker's share of the object states (the engine used to keep
+    both as lists of objects, whatever the level's size); no candidate is a state any shard committed at the last
+    two levels (the engine used to keep another shard's visited successors as objects until their owner dropped
+    them); the parent log is on disk (it was 16 bytes a state in the workers' memory); and the counts are the
+    single process's."""
+    monkeypatch.setattr(bfs, "FRONTIER_OBJECT_STATES", 256)  # 128 a worker: every large level is encoded
+    model, options = TwoPhase(5), SearchOptions(invariants=INVARIANTS)
+    seen = {"encoded": 0, "largest": 0}
+
+    def on_expanded(crew, levels):
+        recent = np.concatenate(levels[-2:])
+        for worker in crew:
+            candidates = worker._candidates
+            assert isinstance(worker.part, parallel.FrontierStore) and isinstance(candidates, parallel.FrontierStore)
+            assert candidates._objects <= 128 and worker.part._objects <= 128
+            assert not np.isin(worker._level_fps, recent).any()  # another shard's recent states are not kept
+            assert worker.log.nbytes() == 0
+            seen["encoded"] += candidates.encoded_states
+            seen["largest"] = max(seen["largest"], len(candidates))
+
+    distinct = _levels_in_process(model, options, 2, on_expanded)
+    assert distinct == bfs.LocalBFS(model, SearchOptions(invariants=INVARIANTS)).run().distinct_states
+    assert seen["largest"] > 1000 and seen["encoded"] > 0
