@@ -104,15 +104,39 @@ class Reduction:
         self.visible = 0
         read: set = set()
         everything = False
+        self.constant: list[str] = []  # invariants the model's actions cannot change (``Invariant.vacuous_while``)
         for inv in invariants:
             tags = getattr(inv, "reads", None)
             if tags is None:
                 everything = True
                 break
+            if self._constant(model, inv, writers):
+                self.constant.append(inv.name)
+                continue
             read |= spec.resources(tags)
         for i, key in enumerate(self.keys):
             if everything or spec.writes(key) & read:
                 self.visible |= 1 << i
+        # state-dependent footprints (``spec.narrower(key, state)``, optional): in a state where one applies, an
+        # enabled action's dependency and visibility are taken from it (see ``dependent_in``)
+        self._narrower = getattr(spec, "narrower", None)
+        entries = getattr(spec, "narrowed", {}) if self._narrower is not None else {}
+        self.narrowable = 0
+        for i, key in enumerate(self.keys):
+            if entries.get(key):
+                self.narrowable |= 1 << i
+        self._readers = readers
+        self._read = frozenset() if everything else frozenset(read)
+        self._everything = everything
+        self._narrow_masks: dict[int, tuple[int, bool]] = {}  # id(footprint) -> (dependent mask, visible)
+        self._narrow_keep: list[Any] = []
+        #: the keys a state-dependent footprint may make invisible (visible by the table, not by one of its narrower ones)
+        self.may_hide = 0
+        if not everything:
+            for i, key in enumerate(self.keys):
+                if self.visible >> i & 1 and any(not (writes & read) for _, _, _, writes, _ in entries.get(key, ())):
+                    self.may_hide |= 1 << i
+        self.narrowed_uses = 0  # enabled actions whose state-dependent footprint the search used
         self._action_index: dict[Any, int] = {}
         self._nes: dict[int, int] = {}  # id(resources) -> writers of them (the sets are the footprints' own objects)
         self._nes_keep: list[Any] = []
@@ -121,6 +145,18 @@ class Reduction:
         self.reduced = 0
         self.proviso = 0
         self.full = 0
+
+    def _constant(self, model: Model, inv: Any, writers: dict) -> bool:
+        """Whether an invariant holds in every reachable state for a reason the footprints show: it holds wherever its
+        ``vacuous_while`` predicate does, no action writes what the predicate reads (so it keeps its initial value in
+        every reachable state), and every initial state satisfies it. Such an invariant sees no action."""
+        vacuous = getattr(inv, "vacuous_while", None)
+        if vacuous is None:
+            return False
+        tags, predicate = vacuous
+        if any(writers.get(r) for r in self.spec.resources(tags)):
+            return False
+        return all(predicate(s) for s in model.init_states())
 
     def _index_of(self, action: Any) -> int:
         i = self._action_index.get(action)
@@ -143,18 +179,73 @@ class Reduction:
             self._nes_keep.append(resources)  # keeps the id valid
         return mask
 
+    def _narrow(self, k: int, state: Any) -> tuple[int, bool] | None:
+        """For an enabled key: (the keys dependent on it, whether it is visible) from its state-dependent footprint
+        in ``state``, or None where none applies. Its narrower reads and writes against every other key's footprint
+        of every state: sound because the narrower footprint's condition holds along every path of actions outside
+        a stubborn set that holds it (``spec.kafka.footprints``, "state-dependent footprints")."""
+        found = self._narrower(self.keys[k], state)
+        if found is None:
+            return None
+        self.narrowed_uses += 1
+        reads, writes, condition, keeps = found
+        tag = id(found)
+        cached = self._narrow_masks.get(tag)
+        if cached is None:
+            mask = 0
+            kept = 0  # the keys that write what only the condition reads without ever falsifying it
+            for i, key in enumerate(self.keys):
+                if key[0] in keeps:
+                    kept |= 1 << i
+            only_condition = condition - (reads - condition) - writes
+            for r in reads | writes:
+                mask |= self._writers.get(r, 0) & ~kept if r in only_condition else self._writers.get(r, 0)
+            for r in writes:
+                mask |= self._readers.get(r, 0)
+            cached = self._narrow_masks[tag] = (mask, self._everything or bool(writes & self._read))
+            self._narrow_keep.append(found)  # keeps the ids valid
+        return cached
+
+    def dependent_in(self, k: int, state: Any) -> int:
+        """The keys dependent on enabled key ``k`` in ``state`` (its state-dependent footprint where one applies)."""
+        if self.narrowable >> k & 1:
+            narrow = self._narrow(k, state)
+            if narrow is not None:
+                return narrow[0]
+        return self.dependent[k]
+
     def ample_keys(self, state: Any, enabled: int) -> int | None:
         """The smallest ample set (a mask of keys) found from one invisible enabled action, or None (expand fully)."""
         best = None
         best_size = 0
         dependent, visible = self.dependent, self.visible
+        # state-dependent footprints, evaluated only where needed: up front for the enabled keys that one could make
+        # invisible (a narrower footprint writes no more than the table's, so it never makes a key visible), the
+        # others when a closure reaches them
+        narrowed: dict[int, int] = {}
+        for k in _bits(enabled & self.may_hide):
+            narrow = self._narrow(k, state)
+            narrowed[k] = self.dependent[k] if narrow is None else narrow[0]
+            if narrow is not None and not narrow[1]:
+                visible &= ~(1 << k)
+        pending = enabled & self.narrowable
         for seed in _bits(enabled & ~visible):
             closure = 1 << seed
             stack = [seed]
             ok = True
             while stack:
                 k = stack.pop()
-                new = (dependent[k] if enabled >> k & 1 else self._enablers(k, state)) & ~closure
+                if enabled >> k & 1:
+                    if pending >> k & 1:
+                        mask = narrowed.get(k)
+                        if mask is None:
+                            narrow = self._narrow(k, state)
+                            mask = narrowed[k] = dependent[k] if narrow is None else narrow[0]
+                        new = mask & ~closure
+                    else:
+                        new = dependent[k] & ~closure
+                else:
+                    new = self._enablers(k, state) & ~closure
                 if not new:
                     continue
                 closure |= new
@@ -198,7 +289,8 @@ class Reduction:
 
     def report(self) -> dict[str, Any]:
         return {"method": "por", "reduced_states": self.reduced, "proviso_full": self.proviso,
-                "no_smaller_ample_set": self.full}
+                "no_smaller_ample_set": self.full, "state_dependent_footprints_used": self.narrowed_uses,
+                "constant_invariants": self.constant}
 
 
 def for_search(model: Model, options: SearchOptions, invariants: list[Any]) -> Reduction | None:

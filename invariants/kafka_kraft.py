@@ -64,5 +64,8 @@ ELR_SAFETY = register(
         elr_safety,
         explain=_explain,
         reads=("committed", "controller.elr", "controller.isr", "controller.registered", "brokers.alive", "brokers.log"),
+        # vacuous without an ELR; on a model whose actions never write it (every ZooKeeper row, the KRaft rows without
+        # kip-966-elr) the reduction takes it to read nothing, so that ISR changes are invisible to it
+        vacuous_while=(("controller.elr",), lambda state: not state.controller.elr),
     ),
 )
