@@ -128,8 +128,7 @@ class Reduction:
         self._readers = readers
         self._read = frozenset() if everything else frozenset(read)
         self._everything = everything
-        self._narrow_masks: dict[int, tuple[int, bool]] = {}  # id(footprint) -> (dependent mask, visible)
-        self._narrow_keep: list[Any] = []
+        self._narrow_masks: dict[int, tuple[int, bool]] = {}  # id(footprint entry) -> (dependent mask, visible)
         #: the keys a state-dependent footprint may make invisible (visible by the table, not by one of its narrower ones)
         self.may_hide = 0
         if not everything:
@@ -188,8 +187,8 @@ class Reduction:
         if found is None:
             return None
         self.narrowed_uses += 1
-        reads, writes, condition, keeps = found
-        tag = id(found)
+        _, condition, reads, writes, keeps = found
+        tag = id(found)  # the footprint table's own entry: alive as long as the table
         cached = self._narrow_masks.get(tag)
         if cached is None:
             mask = 0
@@ -203,7 +202,6 @@ class Reduction:
             for r in writes:
                 mask |= self._readers.get(r, 0)
             cached = self._narrow_masks[tag] = (mask, self._everything or bool(writes & self._read))
-            self._narrow_keep.append(found)  # keeps the ids valid
         return cached
 
     def dependent_in(self, k: int, state: Any) -> int:
@@ -229,6 +227,7 @@ class Reduction:
             if narrow is not None and not narrow[1]:
                 visible &= ~(1 << k)
         pending = enabled & self.narrowable
+        enablers: dict[int, int] = {}
         for seed in _bits(enabled & ~visible):
             closure = 1 << seed
             stack = [seed]
@@ -244,8 +243,11 @@ class Reduction:
                         new = mask & ~closure
                     else:
                         new = dependent[k] & ~closure
-                else:
-                    new = self._enablers(k, state) & ~closure
+                else:  # a disabled key's enablers, once per state (every seed's closure may reach it)
+                    mask = enablers.get(k)
+                    if mask is None:
+                        mask = enablers[k] = self._enablers(k, state)
+                    new = mask & ~closure
                 if not new:
                     continue
                 closure |= new

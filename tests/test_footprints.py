@@ -79,7 +79,7 @@ def problems(model, states: list, pairs: bool = True) -> list[str]:
         for key, targets in succs.items():
             if narrow[key] is not None:  # what it changes where its state-dependent footprint applies
                 for t in targets:
-                    undeclared = fp.changed(s, t) - narrow[key][1]
+                    undeclared = fp.changed(s, t) - narrow[key][3]
                     if undeclared:
                         out.append(f"{key} writes {sorted(undeclared)} its state-dependent footprint does not declare")
             for t in targets:
@@ -114,7 +114,7 @@ def problems(model, states: list, pairs: bool = True) -> list[str]:
         index = reduction.index
         for a, a_targets in succs.items():
             dependent = reduction.dependent_in(index[a], s)  # the state-dependent footprint where one applies
-            a_writes = narrow[a][1] if narrow[a] is not None else table.writes(a)
+            a_writes = narrow[a][3] if narrow[a] is not None else table.writes(a)
             for b in table.keys:
                 if b == a or dependent >> index[b] & 1:
                     continue

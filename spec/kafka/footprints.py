@@ -847,15 +847,15 @@ class KafkaFootprints:
         return d.reads
 
     def narrower(self, key: tuple, state: KafkaState) -> tuple | None:
-        """For an action enabled in ``state``: (reads, writes, the condition's reads, the names of the actions that
-        keep the condition) there, when a state-dependent footprint (``NARROWER``) applies; None otherwise (the
-        table's). The same objects every time (callers cache by id)."""
+        """For an action enabled in ``state``: the entry of ``narrowed`` that applies there (condition, the
+        condition's reads, reads, writes, the names of the actions that keep the condition), or None (the table's
+        footprint). The entry is the table's own object, the same every time (callers cache by its id)."""
         entries = self.narrowed.get(key)
         if entries:
             params = self.declared[key].params
-            for condition, cond, reads, writes, keeps in entries:
-                if condition.holds(self.model, state, params):
-                    return reads, writes, cond, keeps
+            for entry in entries:
+                if entry[0].holds(self.model, state, params):
+                    return entry
         return None
 
     def resources(self, tags: Iterable[str]) -> frozenset:
