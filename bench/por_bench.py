@@ -107,7 +107,8 @@ def save(row: dict) -> None:
     path = ROOT / "bench" / "results.json"
     data = json.loads(path.read_text())
     kept = [r for r in data.get("partial_order_reduction", []) if r["name"] != row["name"]]
-    data["partial_order_reduction"] = [*kept, row]
+    order = {c[0]: i for i, c in enumerate(CONFIGURATIONS)}  # the rows in the order of CONFIGURATIONS
+    data["partial_order_reduction"] = sorted([*kept, row], key=lambda r: order.get(r["name"], len(order)))
     path.write_text(json.dumps(data, indent=1) + "\n")
 
 

@@ -21,7 +21,17 @@ footprints):
   Methods for the Verification of Concurrent Systems*, LNCS 1032, 1996, ch. 4).
 - **C2** (invisibility): unless the ample set is every enabled action, none of its actions writes anything an
   invariant being checked reads (``Invariant.reads``; an invariant that declares nothing reads everything, which
-  turns the reduction off while it is checked).
+  turns the reduction off while it is checked). An invariant that holds wherever a predicate does
+  (``Invariant.vacuous_while``) whose reads no action writes, true in every initial state, is constant on the model
+  and reads nothing (elr-safety on a row without an ELR).
+- **State-dependent footprints** (``model.reduction().narrower(key, state)``, optional): in a state where an
+  enabled action touches less than its footprint of every state (an answer the follower only retries), its
+  dependency and visibility are taken from the narrower footprint there. Sound because a dependency relation may
+  be taken per state when, used in s, it over-approximates dependency in every state reachable from s by actions
+  outside the stubborn set (Valmari; Godefroid ch. 4): the narrower footprint holds under a condition whose reads
+  are among its reads, so the actions that could falsify the condition are dependent on it and inside the set, and
+  the condition, with the narrower footprint, holds along every path of actions outside it
+  (``spec.kafka.footprints``, "state-dependent footprints").
 - **C3** (the cycle proviso, for breadth-first search): Bošnački, Leue and Lluch Lafuente, "Partial-Order Reduction
   for General State Exploring Algorithms", SPIN 2006 (LNCS 3925) and STTT 11(1), 2009: an ample set one of whose
   successors was already visited, at the level being expanded or an earlier one, is replaced by every enabled
