@@ -673,12 +673,13 @@ NARROWER: tuple[Narrower, ...] = (
     # ShrinkIsr reads the leader's log only for KAFKA-7152's conjunct, which a Produce by the leader cannot falsify
     # once the follower is strictly behind: shrink and produce then commute (``DataPlaneActions._isr_change_action``).
     # Nor can a follower's action of the leader's broker: the broker believes it leads (read here, so that what
-    # changes that is in the stubborn set), hence fetches nothing (``_made_leader``: no fetcher) and drops answers
+    # changes that is in the stubborn set), hence drops answers (``follower.leader != m.src``) and does not truncate
+    # to its HW (``leader != i``). Not TruncateOnDivergingEpoch: ``_made_leader`` keeps a pending diverging epoch,
+    # and before KAFKA-13207's fix the truncation cut a leader's log too
     Narrower("ShrinkIsr", _strictly_behind(),
              (B("leader", "alive", "leader", "epoch", "isr"), C("leader", "epoch", "isr")),
              (B("leader", "isr"), C("isr")), when=_zk,
-             keeps=("Produce", "ReceiveFetch", "ReceiveOffsetsForLeaderEpoch", "TruncateToHighWatermark",
-                    "TruncateOnDivergingEpoch")),
+             keeps=("Produce", "ReceiveFetch", "ReceiveOffsetsForLeaderEpoch", "TruncateToHighWatermark")),
     # KRaft rows apply a LeaderAndIsr in actions_kraft: not narrowed there
     Narrower("DeliverLeaderAndIsr", _ignored_leader_and_isr(), (CTL("broker"),), (CTL("broker"),), when=_zk),
     # one applied to the incarnation it was meant for (or to a broker already marked) leaves the ghost ``stale`` as it
