@@ -143,7 +143,7 @@ class Reduction:
         self.may_hide = 0
         if not everything:
             for i, key in enumerate(self.keys):
-                if self.visible >> i & 1 and any(not (writes & read) for _, _, _, writes, _ in entries.get(key, ())):
+                if self.visible >> i & 1 and any(not (entry[3] & read) for entry in entries.get(key, ())):
                     self.may_hide |= 1 << i
         self.narrowed_uses = 0  # enabled actions whose state-dependent footprint the search used
         self._action_index: dict[Any, int] = {}
@@ -197,7 +197,7 @@ class Reduction:
         if found is None:
             return None
         self.narrowed_uses += 1
-        _, condition, reads, writes, keeps = found
+        _, _, reads, writes, keeps, only_condition = found
         tag = id(found)  # the footprint table's own entry: alive as long as the table
         cached = self._narrow_masks.get(tag)
         if cached is None:
@@ -206,7 +206,6 @@ class Reduction:
             for i, key in enumerate(self.keys):
                 if key[0] in keeps:
                     kept |= 1 << i
-            only_condition = condition - (reads - condition) - writes
             for r in reads | writes:
                 mask |= self._writers.get(r, 0) & ~kept if r in only_condition else self._writers.get(r, 0)
             for r in writes:

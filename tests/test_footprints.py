@@ -72,7 +72,7 @@ def problems(model, states: list, pairs: bool = True) -> list[str]:
         return succs
 
     narrowed = [(key, d.params, condition, reads, keeps) for key in table.keys for d in [table.declared[key]]
-                for condition, reads, _, _, keeps in table.narrowed.get(key, ())]
+                for condition, reads, _, _, keeps, _ in table.narrowed.get(key, ())]
     for s in states:
         succs = by_key(s)
         narrow = {key: table.narrower(key, s) for key in succs}  # state-dependent footprints (footprints.NARROWER)

@@ -791,9 +791,9 @@ class KafkaFootprints:
                 self.declared[key] = Declared(key, reads, writes, guard, params)
         self.keys: list[tuple] = list(self.declared)
         self._keys_of: dict[Action, tuple] = {}
-        #: key -> its state-dependent footprints: (condition, its reads, reads, writes, keeps), the first that holds
-        #: applies
-        self.narrowed: dict[tuple, list[tuple[Conjunct, frozenset, frozenset, frozenset, tuple]]] = {}
+        #: key -> its state-dependent footprints: (condition, its reads, reads, writes, keeps, what only the condition
+        #: reads), the first that holds applies
+        self.narrowed: dict[tuple, list[tuple[Conjunct, frozenset, frozenset, frozenset, tuple, frozenset]]] = {}
         for nf in NARROWER:
             if not nf.when(model) or nf.name not in table or table[nf.name].universal:
                 continue
@@ -802,9 +802,12 @@ class KafkaFootprints:
                     continue
                 cond = frozenset(nf.condition.reads(d.params, n, k))
                 # never more than the table declares for every state, but always what the condition reads
-                reads = cond | (d.reads & frozenset(r for t in self._templates(nf.reads) for r in t(d.params, n, k)))
+                effect = d.reads & frozenset(r for t in self._templates(nf.reads) for r in t(d.params, n, k))
                 writes = d.writes & frozenset(r for t in self._templates(nf.writes) for r in t(d.params, n, k))
-                self.narrowed.setdefault(key, []).append((nf.condition, cond, reads, writes, nf.keeps))
+                # what only the condition reads: where the actions that keep the condition are not dependent
+                only_condition = cond - effect - writes
+                self.narrowed.setdefault(key, []).append((nf.condition, cond, cond | effect, writes, nf.keeps,
+                                                          only_condition))
 
     def _templates(self, declared: tuple) -> list[Template]:
         out: list[Template] = []
@@ -849,8 +852,9 @@ class KafkaFootprints:
 
     def narrower(self, key: tuple, state: KafkaState) -> tuple | None:
         """For an action enabled in ``state``: the entry of ``narrowed`` that applies there (condition, the
-        condition's reads, reads, writes, the names of the actions that keep the condition), or None (the table's
-        footprint). The entry is the table's own object, the same every time (callers cache by its id)."""
+        condition's reads, reads, writes, the names of the actions that keep the condition, what only the condition
+        reads), or None (the table's footprint). The entry is the table's own object, the same every time (callers
+        cache by its id)."""
         entries = self.narrowed.get(key)
         if entries:
             params = self.declared[key].params
