@@ -42,6 +42,10 @@ class Invariant:
     #: "brokers.log", "controller.epoch", "committed", "network"...), for partial-order reduction (``checker.por``);
     #: None: it may read anything (the reduction then expands every state fully while it is checked)
     reads: tuple[str, ...] | None = None
+    #: (tags, predicate): the property holds in every state where ``predicate`` does, which reads only ``tags``. When
+    #: no action of the model writes those parts and every initial state satisfies it, the property is constant and
+    #: partial-order reduction takes it to read nothing (``checker.por``)
+    vacuous_while: tuple[tuple[str, ...], Callable[[Any], bool]] | None = None
 
     def why(self, state: Any) -> str:
         if self.explain is not None:

@@ -21,7 +21,17 @@ footprints):
   Methods for the Verification of Concurrent Systems*, LNCS 1032, 1996, ch. 4).
 - **C2** (invisibility): unless the ample set is every enabled action, none of its actions writes anything an
   invariant being checked reads (``Invariant.reads``; an invariant that declares nothing reads everything, which
-  turns the reduction off while it is checked).
+  turns the reduction off while it is checked). An invariant that holds wherever a predicate does
+  (``Invariant.vacuous_while``) whose reads no action writes, true in every initial state, is constant on the model
+  and reads nothing (elr-safety on a row without an ELR).
+- **State-dependent footprints** (``model.reduction().narrower(key, state)``, optional): in a state where an
+  enabled action touches less than its footprint of every state (an answer the follower only retries), its
+  dependency and visibility are taken from the narrower footprint there. Sound because a dependency relation may
+  be taken per state when, used in s, it over-approximates dependency in every state reachable from s by actions
+  outside the stubborn set (Valmari; Godefroid ch. 4): the narrower footprint holds under a condition whose reads
+  are among its reads, so the actions that could falsify the condition are dependent on it and inside the set, and
+  the condition, with the narrower footprint, holds along every path of actions outside it
+  (``spec.kafka.footprints``, "state-dependent footprints").
 - **C3** (the cycle proviso, for breadth-first search): Bošnački, Leue and Lluch Lafuente, "Partial-Order Reduction
   for General State Exploring Algorithms", SPIN 2006 (LNCS 3925) and STTT 11(1), 2009: an ample set one of whose
   successors was already visited, at the level being expanded or an earlier one, is replaced by every enabled
@@ -104,15 +114,38 @@ class Reduction:
         self.visible = 0
         read: set = set()
         everything = False
+        self.constant: list[str] = []  # invariants the model's actions cannot change (``Invariant.vacuous_while``)
         for inv in invariants:
             tags = getattr(inv, "reads", None)
             if tags is None:
                 everything = True
                 break
+            if self._constant(model, inv, writers):
+                self.constant.append(inv.name)
+                continue
             read |= spec.resources(tags)
         for i, key in enumerate(self.keys):
             if everything or spec.writes(key) & read:
                 self.visible |= 1 << i
+        # state-dependent footprints (``spec.narrower(key, state)``, optional): in a state where one applies, an
+        # enabled action's dependency and visibility are taken from it (see ``dependent_in``)
+        self._narrower = getattr(spec, "narrower", None)
+        entries = getattr(spec, "narrowed", {}) if self._narrower is not None else {}
+        self.narrowable = 0
+        for i, key in enumerate(self.keys):
+            if entries.get(key):
+                self.narrowable |= 1 << i
+        self._readers = readers
+        self._read = frozenset() if everything else frozenset(read)
+        self._everything = everything
+        self._narrow_masks: dict[int, tuple[int, bool]] = {}  # id(footprint entry) -> (dependent mask, visible)
+        #: the keys a state-dependent footprint may make invisible (visible by the table, not by one of its narrower ones)
+        self.may_hide = 0
+        if not everything:
+            for i, key in enumerate(self.keys):
+                if self.visible >> i & 1 and any(not (entry[3] & read) for entry in entries.get(key, ())):
+                    self.may_hide |= 1 << i
+        self.narrowed_uses = 0  # enabled actions whose state-dependent footprint the search used
         self._action_index: dict[Any, int] = {}
         self._nes: dict[int, int] = {}  # id(resources) -> writers of them (the sets are the footprints' own objects)
         self._nes_keep: list[Any] = []
@@ -121,6 +154,18 @@ class Reduction:
         self.reduced = 0
         self.proviso = 0
         self.full = 0
+
+    def _constant(self, model: Model, inv: Any, writers: dict) -> bool:
+        """Whether an invariant holds in every reachable state for a reason the footprints show: it holds wherever its
+        ``vacuous_while`` predicate does, no action writes what the predicate reads (so it keeps its initial value in
+        every reachable state), and every initial state satisfies it. Such an invariant sees no action."""
+        vacuous = getattr(inv, "vacuous_while", None)
+        if vacuous is None:
+            return False
+        tags, predicate = vacuous
+        if any(writers.get(r) for r in self.spec.resources(tags)):
+            return False
+        return all(predicate(s) for s in model.init_states())
 
     def _index_of(self, action: Any) -> int:
         i = self._action_index.get(action)
@@ -143,18 +188,75 @@ class Reduction:
             self._nes_keep.append(resources)  # keeps the id valid
         return mask
 
+    def _narrow(self, k: int, state: Any) -> tuple[int, bool] | None:
+        """For an enabled key: (the keys dependent on it, whether it is visible) from its state-dependent footprint
+        in ``state``, or None where none applies. Its narrower reads and writes against every other key's footprint
+        of every state: sound because the narrower footprint's condition holds along every path of actions outside
+        a stubborn set that holds it (``spec.kafka.footprints``, "state-dependent footprints")."""
+        found = self._narrower(self.keys[k], state)
+        if found is None:
+            return None
+        self.narrowed_uses += 1
+        _, _, reads, writes, keeps, only_condition = found
+        tag = id(found)  # the footprint table's own entry: alive as long as the table
+        cached = self._narrow_masks.get(tag)
+        if cached is None:
+            mask = 0
+            kept = 0  # the keys that write what only the condition reads without ever falsifying it
+            for i, key in enumerate(self.keys):
+                if key[0] in keeps:
+                    kept |= 1 << i
+            for r in reads | writes:
+                mask |= self._writers.get(r, 0) & ~kept if r in only_condition else self._writers.get(r, 0)
+            for r in writes:
+                mask |= self._readers.get(r, 0)
+            cached = self._narrow_masks[tag] = (mask, self._everything or bool(writes & self._read))
+        return cached
+
+    def dependent_in(self, k: int, state: Any) -> int:
+        """The keys dependent on enabled key ``k`` in ``state`` (its state-dependent footprint where one applies)."""
+        if self.narrowable >> k & 1:
+            narrow = self._narrow(k, state)
+            if narrow is not None:
+                return narrow[0]
+        return self.dependent[k]
+
     def ample_keys(self, state: Any, enabled: int) -> int | None:
         """The smallest ample set (a mask of keys) found from one invisible enabled action, or None (expand fully)."""
         best = None
         best_size = 0
         dependent, visible = self.dependent, self.visible
+        # state-dependent footprints, evaluated only where needed: up front for the enabled keys that one could make
+        # invisible (a narrower footprint writes no more than the table's, so it never makes a key visible), the
+        # others when a closure reaches them
+        narrowed: dict[int, int] = {}
+        for k in _bits(enabled & self.may_hide):
+            narrow = self._narrow(k, state)
+            narrowed[k] = self.dependent[k] if narrow is None else narrow[0]
+            if narrow is not None and not narrow[1]:
+                visible &= ~(1 << k)
+        pending = enabled & self.narrowable
+        enablers: dict[int, int] = {}
         for seed in _bits(enabled & ~visible):
             closure = 1 << seed
             stack = [seed]
             ok = True
             while stack:
                 k = stack.pop()
-                new = (dependent[k] if enabled >> k & 1 else self._enablers(k, state)) & ~closure
+                if enabled >> k & 1:
+                    if pending >> k & 1:
+                        mask = narrowed.get(k)
+                        if mask is None:
+                            narrow = self._narrow(k, state)
+                            mask = narrowed[k] = dependent[k] if narrow is None else narrow[0]
+                        new = mask & ~closure
+                    else:
+                        new = dependent[k] & ~closure
+                else:  # a disabled key's enablers, once per state (every seed's closure may reach it)
+                    mask = enablers.get(k)
+                    if mask is None:
+                        mask = enablers[k] = self._enablers(k, state)
+                    new = mask & ~closure
                 if not new:
                     continue
                 closure |= new
@@ -198,7 +300,8 @@ class Reduction:
 
     def report(self) -> dict[str, Any]:
         return {"method": "por", "reduced_states": self.reduced, "proviso_full": self.proviso,
-                "no_smaller_ample_set": self.full}
+                "no_smaller_ample_set": self.full, "state_dependent_footprints_used": self.narrowed_uses,
+                "constant_invariants": self.constant}
 
 
 def for_search(model: Model, options: SearchOptions, invariants: list[Any]) -> Reduction | None:

@@ -72,9 +72,30 @@ def problems(model, states: list, pairs: bool = True) -> list[str]:
                 succs.setdefault(table.key(act), set()).add(t)
         return succs
 
+    narrowed = [(key, d.params, condition, reads, keeps) for key in table.keys for d in [table.declared[key]]
+                for condition, reads, _, _, keeps, _ in table.narrowed.get(key, ())]
     for s in states:
         succs = by_key(s)
+        narrow = {key: table.narrower(key, s) for key in succs}  # state-dependent footprints (footprints.NARROWER)
         for key, targets in succs.items():
+            if narrow[key] is not None:  # what it changes where its state-dependent footprint applies
+                for t in targets:
+                    undeclared = fp.changed(s, t) - narrow[key][3]
+                    if undeclared:
+                        out.append(f"{key} writes {sorted(undeclared)} its state-dependent footprint does not declare")
+            for t in targets:
+                # a state-dependent footprint's condition stops holding only by a write of what it declares it reads,
+                # by an action it does not declare keeps it (what the reduction relies on; it may start to hold
+                # otherwise, as a send fills an empty channel)
+                changed = fp.changed(s, t)
+                for other, params, condition, reads, keeps in narrowed:
+                    if condition.holds(model, s, params) and not condition.holds(model, t, params):
+                        if not changed & reads:
+                            out.append(f"{other}'s state-dependent condition '{condition.what}' changed by {key}, "
+                                       "which writes nothing it reads")
+                        elif key[0] in keeps:
+                            out.append(f"{other}'s state-dependent condition '{condition.what}' falsified by {key}, "
+                                       "which it declares keeps it")
             declared = table.declared[key]
             for conjunct, _ in declared.guard:
                 if not conjunct.holds(model, s, declared.params):
@@ -93,14 +114,16 @@ def problems(model, states: list, pairs: bool = True) -> list[str]:
             continue
         index = reduction.index
         for a, a_targets in succs.items():
+            dependent = reduction.dependent_in(index[a], s)  # the state-dependent footprint where one applies
+            a_writes = narrow[a][3] if narrow[a] is not None else table.writes(a)
             for b in table.keys:
-                if b == a or reduction.dependent[index[a]] >> index[b] & 1:
+                if b == a or dependent >> index[b] & 1:
                     continue
                 after_a = [by_key(t).get(b, set()) for t in a_targets]
                 if b not in succs:
                     # an independent action may enable b (a send its delivery) only through what b's necessary
                     # condition reads, so that a stubborn set holding the disabled b holds its enablers too
-                    if any(after_a) and not table.necessary(b, s) & table.writes(a):
+                    if any(after_a) and not table.necessary(b, s) & a_writes:
                         out.append(f"{a} enables {b} but writes nothing its necessary condition reads")
                     continue
                 if not all(after_a):
@@ -181,3 +204,50 @@ def test_a_wrong_necessary_condition_is_caught(monkeypatch):
     found = problems(model, sample_states(model, 200, 8, 30, seed=1), pairs=False)
     assert any("Produce" in p and "'never' is false" in p for p in found), found
     assert any("'follower busy' changed by" in p for p in found), found
+
+
+def _narrowed(name: str, **change):
+    """The state-dependent footprints with the entry of ``name`` changed."""
+    return tuple(replace(f, **change) if f.name == name else f for f in fp.NARROWER)
+
+
+TWO = ["brokers=2", "records=1", "crashes=1"]
+#: a LeaderAndIsr reaches a follower before its leader (the follower's fetch is then UNKNOWN_LEADER_EPOCH until it does)
+THREE = ["brokers=3", "records=1", "crashes=0", "epochs=1"]
+
+
+@pytest.mark.parametrize("name,change,bounds,expected", [
+    # every answer taken as one the follower drops: an answer with records writes the follower's log
+    ("ReceiveFetch", {"condition": fp._only_retried("fetch_resp", "follower", "leader", lambda m, a: True)}, TWO,
+     "its state-dependent footprint does not declare"),
+    # an errored fetch served without its answer declared
+    ("ServeFetch", {"writes": (fp.NET("fetch", "follower", "leader"),)}, TWO, "its state-dependent footprint does not declare"),
+    # the condition without the leader's epoch: the LeaderAndIsr that makes the leader's epoch the request's ends it
+    ("ServeFetch", {"condition": replace(fp._served_an_error("fetch"), reads=fp.NET("fetch", "follower", "leader"))}, THREE,
+     "state-dependent condition 'the fetch request gets an error' changed by ('DeliverLeaderAndIsr'"),
+    # a fetch served can bring the follower's LEO, as the leader knows it, up to the leader's: it does not keep it
+    ("ShrinkIsr", {"keeps": ("Produce", "ServeFetch")}, TWO, "falsified by ('ServeFetch'"),
+    # every LeaderAndIsr taken as ignored: one applied writes the broker's leader and epoch
+    ("DeliverLeaderAndIsr", {"condition": replace(fp._ignored_leader_and_isr(), holds=lambda m, s, p: True)}, TWO,
+     "its state-dependent footprint does not declare"),
+])
+def test_a_wrong_state_dependent_footprint_is_caught(monkeypatch, name, change, bounds, expected):
+    monkeypatch.setattr(fp, "NARROWER", _narrowed(name, **change))
+    model = _model("2.1.0", [], bounds)
+    found = problems(model, sample_states(model, 250, 12, 40, seed=1), pairs=bounds is TWO)
+    assert any(expected in p for p in found), found
+
+
+def test_state_dependent_footprints_apply_on_sampled_states():
+    """Each entry of ``NARROWER`` holds somewhere on the fast rows' samples (a check of nothing would pass anyway)."""
+    used: set = set()
+    for protocol, flags, bounds in [c for c in CONFIGS if c[0] in FAST and not c[1]]:
+        model = _model(protocol, flags, bounds)
+        table = model.reduction()
+        for s in sample_states(model, 250, 12, 40, seed=1):
+            for act, _ in model.successors(s):
+                key = table.key(act)
+                for condition, *_ in table.narrowed.get(key, ()):
+                    if condition.holds(model, s, table.declared[key].params):
+                        used.add((act.name, condition.what))
+    assert used == {(f.name, f.condition.what) for f in fp.NARROWER}, used

@@ -31,6 +31,7 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import Any
 
+from spec.kafka.actions_control import channel_order
 from spec.kafka.actions_data import busy
 from spec.kafka.clients import ACKS_NONE
 from spec.kafka.state import (
@@ -38,10 +39,14 @@ from spec.kafka.state import (
     ALTER_PARTITION_RESPONSE,
     CONTROLLED_SHUTDOWN,
     DEAD,
+    FENCED_LEADER_EPOCH,
     FETCH,
     FETCH_RESPONSE,
     FETCHING,
     LEADER_AND_ISR,
+    NO_LEADER,
+    NONE,
+    OFFSET_OUT_OF_RANGE,
     OFFSETS_FOR_LEADER_EPOCH,
     OFFSETS_FOR_LEADER_EPOCH_RESPONSE,
     STOP_REPLICA,
@@ -396,8 +401,9 @@ def _halts(m: Any) -> bool:
     return not m._fencing and not m.features.unclean
 
 
-#: the controller's partition state, what every election writes, and what it reads of the brokers
-_PARTITION = ("leader", "epoch", "isr", "partition_epoch", "elr")
+#: the controller's partition state, what every election writes, and what it reads of the brokers (``_elected``,
+#: ``_registered`` in ``actions_control``: a ZooKeeper controller keeps no partition epoch and no ELR)
+_PARTITION = ("leader", "epoch", "isr")
 _ELECTION_READS = (C(*Controller._fields), B(ALL, "alive", "incarnation", "broker_epoch"))
 _ELECTION_WRITES = (C(*_PARTITION, "registered"), CTL_SEND(ALL))
 
@@ -418,6 +424,9 @@ def _crash(name: str, when: Callable[[Any], bool] = lambda m: True) -> Footprint
                      (alive("broker"), below(counter, bound)), when)
 
 
+#: what applying a LeaderAndIsr may write of its broker
+_APPLIED = (*DATA, "leader", "epoch", "isr", "fetch", "remote", "stale", "reconciled", "idle_cause", "partition_epoch",
+            "alter_pending", "committed_isr", "remote_epochs")
 _READS_OF_LEADER = ("alive", "leader", "epoch", "log", "cache", "hw")
 #: what a producer with acks (spec.kafka.clients) and KIP-966's strict min ISR read besides
 _ISR_READS = ("isr", "committed_isr", "alter_pending")
@@ -438,9 +447,7 @@ FOOTPRINTS: tuple[Footprint, ...] = (
               writes=(SHUTDOWN("broker"),)),
     # -- control requests applied by a broker ------------------------------------------------------------------
     Footprint("DeliverLeaderAndIsr", ("broker",), (CTL("broker"), B("broker", *EVERY_FIELD)),
-              (CTL("broker"), B("broker", *DATA, "leader", "epoch", "isr", "fetch", "remote", "stale", "reconciled",
-                                "idle_cause", "partition_epoch", "alter_pending", "committed_isr", "remote_epochs")),
-              (queued_control("broker"),)),
+              (CTL("broker"), B("broker", *_APPLIED)), (queued_control("broker"),)),
     Footprint("DeliverStopReplica", ("broker",), (CTL("broker"), B("broker", "broker_epoch", "stale", "incarnation")),
               (CTL("broker"), B("broker", "stale", "fetch", "idle_cause")), (queued_control("broker"),), when=_zk),
     # it needs a newer request queued behind the oldest: it reads the tail too
@@ -487,7 +494,8 @@ FOOTPRINTS: tuple[Footprint, ...] = (
               (queued(NET("offsets", "follower", "leader")),)),
     # ReceiveFetch may halt the follower's broker (before 2.1.0): then it writes what a crash writes
     Footprint("ReceiveFetch", ("follower", "leader"),
-              (NET("fetch_resp", "leader", "follower"), B("follower", *EVERY_FIELD), when(_halts, S("crashes"))),
+              (NET("fetch_resp", "leader", "follower"), B("follower", "fetch", "leader", "epoch", *DATA),
+               when(_halts, B("follower", *EVERY_FIELD), S("crashes"))),
               (NET("fetch_resp", "leader", "follower"),
                B("follower", *DATA, "reconciled", "pending_diverging", "fetch", "idle_cause"), BUSY("follower", "leader"),
                when(_halts, B("follower", *MEMORY), CTL("follower"), CTL_SEND("follower"), LINKS("follower"), BUSY(ALL),
@@ -538,6 +546,159 @@ FOOTPRINTS: tuple[Footprint, ...] = (
         "ServeConsumerFetch", "ReceiveConsumerFetch", "ConsumerSendValidate", "ServeConsumerValidate",
         "ReceiveConsumerValidate", "ConsumerDisconnect")),
 )
+
+# -- state-dependent footprints ----------------------------------------------------------------------------------
+# The table above gives what an action may touch in any state. In some states an action touches much less: a
+# response that only makes the fetcher retry writes nothing but its channel, whatever the follower's state. A
+# ``Narrower`` declares such a case: in a state where ``condition`` holds, the action reads only ``reads`` (its
+# guard included) and writes only ``writes``. ``KafkaFootprints.narrower`` adds the condition's reads to ``reads``.
+#
+# Why the reduction may use the narrower footprint in a state s (Valmari's stubborn sets; Godefroid, *Partial-Order
+# Methods for the Verification of Concurrent Systems*, LNCS 1032, ch. 4: a dependency relation may be taken per
+# state if, used in s, it over-approximates dependency in every state reachable from s by actions outside the
+# stubborn set): the condition's reads are among the action's reads, so every action that writes one of them is
+# dependent on it and inside any stubborn set the action is in. No action outside the set changes what the
+# condition reads, so the condition holds in every state reachable from s by actions outside the set, and there the
+# action's footprint is still the narrower one; the other actions keep their footprints of every state (the table).
+# The same argument keeps the action invisible along those paths when its narrower writes are (C2).
+# ``tests/test_footprints.py`` checks each entry on sampled states of every row: what the action changed where the
+# condition holds, that the condition changes only with what it reads, and that the pairs it makes independent commute.
+@dataclass(frozen=True)
+class Narrower:
+    """An action's footprint in the states where ``condition`` holds (``condition.reads``: what its value depends on)."""
+
+    name: str
+    condition: Conjunct
+    reads: tuple[Template, ...]
+    writes: tuple[Template, ...]
+    when: Callable[[Any], bool] = lambda m: True
+    #: actions (by name) that write what only the condition reads but never make it false (an append only lengthens
+    #: the log): they are not dependent on the action through the condition (the stability argument above needs
+    #: only that no action outside the stubborn set falsifies the condition)
+    keeps: tuple[str, ...] = ()
+
+
+def _in_channel(s: KafkaState, channel: Resource) -> list:
+    return [m for m in s.network if channel_of(m) == channel]
+
+
+def _only_retried(name: str, follower: str, leader: str, retried: Callable[[Any, Any], bool]) -> Conjunct:
+    """Every answer queued in the channel ``name`` from ``leader`` to ``follower`` is one the follower drops
+    whatever its state (``retried(model, message)``)."""
+    def holds(m: Any, s: KafkaState, p: dict) -> bool:
+        answers = _in_channel(s, ("net", name, p[leader], p[follower]))
+        return bool(answers) and all(retried(m, a) for a in answers)
+    return Conjunct(f"the {name} answer is retried", NET(name, leader, follower), holds)
+
+
+def _fetch_answer_retried(m: Any, answer: Any) -> bool:
+    """``DataPlaneActions._receive_fetch_state``: every branch drops an answer with NOT_LEADER or
+    UNKNOWN_LEADER_EPOCH ("retry after the back-off"), and FENCED_LEADER_EPOCH where it does not remove the partition
+    (before 2.1.0's ``fenced-removes-partition``); the fetcher's state decides only among dropping branches.
+    OFFSET_OUT_OF_RANGE (truncation, or a halt before 2.0.1) and an answer with records are not dropped."""
+    if answer.error in (NONE, OFFSET_OUT_OF_RANGE):
+        return False
+    return answer.error != FENCED_LEADER_EPOCH or not m._fenced_removes
+
+
+def _offsets_answer_retried(m: Any, answer: Any) -> bool:
+    """``DataPlaneActions._receive_offsets_state``: an error answer leaves the partition truncating (dropped),
+    but FENCED_LEADER_EPOCH where it removes the partition (2.1.0+)."""
+    return answer.error != NONE and (answer.error != FENCED_LEADER_EPOCH or not m._fenced_removes)
+
+
+def _served_an_error(name: str) -> Conjunct:
+    """Every request queued in the channel ``name`` from the follower to the leader gets an error from the leader
+    (``DataPlaneActions._error``: FENCED / UNKNOWN_LEADER_EPOCH by the request's epoch, NOT_LEADER): the answer
+    is built from the request and the leader's epoch and belief of who leads, never from its log."""
+    def holds(m: Any, s: KafkaState, p: dict) -> bool:
+        i = p["leader"]
+        requests = _in_channel(s, ("net", name, p["follower"], i))
+        return bool(requests) and all(m._error(s.brokers[i], i, r.epoch) != NONE for r in requests)
+    return Conjunct(f"the {name} request gets an error", lambda p, n, k: [*NET(name, "follower", "leader")(p, n, k),
+                                                                         *B("leader", "epoch", "leader")(p, n, k)], holds)
+
+
+def _ignored_leader_and_isr() -> Conjunct:
+    """The oldest control request queued to the broker is a LeaderAndIsr it ignores
+    (``ControlPlaneActions._apply_leader_and_isr``: an epoch not newer than its own, KIP-380's older broker epoch,
+    or, on a ZooKeeper row, no leader)."""
+    def holds(m: Any, s: KafkaState, p: dict) -> bool:
+        i = p["broker"]
+        head = _head(s, i)
+        if head is None:
+            return False
+        b = s.brokers[i]
+        return head.kind == LEADER_AND_ISR and (head.epoch <= b.epoch or m._stale_generation(b, head)
+                                                or head.leader == NO_LEADER)
+    return Conjunct("the LeaderAndIsr is ignored", lambda p, n, k: [*CTL("broker")(p, n, k),
+                                                                   *B("broker", "epoch", "broker_epoch")(p, n, k)], holds)
+
+
+def _head(s: KafkaState, i: int) -> Any:
+    """The oldest control request queued to broker ``i`` (the one a delivery takes), or None."""
+    queued = [r for r in s.network if _CHANNEL[r.kind] == "ctl" and r.dst == i]
+    return min(queued, key=channel_order) if queued else None
+
+
+def _head_keeps_stale() -> Conjunct:
+    """The oldest control request to the broker was meant for its incarnation, or the broker is marked stale already
+    (``_apply_leader_and_isr``: ``stale = b.stale or m.meant != b.incarnation``)."""
+    def holds(m: Any, s: KafkaState, p: dict) -> bool:
+        head, b = _head(s, p["broker"]), s.brokers[p["broker"]]
+        return head is not None and (b.stale or head.meant == b.incarnation)
+    return Conjunct("the request leaves stale as it is", lambda p, n, k: [*CTL("broker")(p, n, k),
+                                                                          *B("broker", "incarnation", "stale")(p, n, k)],
+                    holds)
+
+
+def _no_8400(m: Any) -> bool:
+    """Before KAFKA-8400 (2.4.0) an errored fetch from a follower the leader knows makes it forget its LEO."""
+    return not m.features.kafka_8400
+
+
+def _strictly_behind() -> Conjunct:
+    """KAFKA-7152's conjunct of ShrinkIsr (``lags_behind``) in a form an append keeps true: the follower's LEO as the
+    leader last learned it is below the leader's LEO (always true on the rows without the fix)."""
+    return Conjunct("follower strictly behind the leader's LEO (KAFKA-7152)",
+                    lambda p, n, k: [*REMOTE("leader", "follower")(p, n, k), *B("leader", "log")(p, n, k)],
+                    lambda m, s, p: (not m.features.kafka_7152
+                                     or _remote(s.brokers[p["leader"]], p["follower"]) < len(s.brokers[p["leader"]].log)))
+
+
+NARROWER: tuple[Narrower, ...] = (
+    Narrower("ReceiveFetch", _only_retried("fetch_resp", "follower", "leader", _fetch_answer_retried),
+             (NET("fetch_resp", "leader", "follower"),),
+             (NET("fetch_resp", "leader", "follower"), BUSY("follower", "leader"))),
+    Narrower("ReceiveOffsetsForLeaderEpoch", _only_retried("offsets_resp", "follower", "leader", _offsets_answer_retried),
+             (NET("offsets_resp", "leader", "follower"),),
+             (NET("offsets_resp", "leader", "follower"), BUSY("follower", "leader"))),
+    # the KRaft rows serve a fetch in actions_kraft (KIP-903's broker epochs): not narrowed there
+    Narrower("ServeFetch", _served_an_error("fetch"),
+             (NET("fetch", "follower", "leader"), B("leader", "epoch", "leader"), when(_no_8400, REMOTE("leader", "follower"))),
+             (NET("fetch", "follower", "leader"), NET("fetch_resp", "leader", "follower"),
+              when(_no_8400, REMOTE("leader", "follower"))), when=_zk),
+    Narrower("ServeOffsetsForLeaderEpoch", _served_an_error("offsets"),
+             (NET("offsets", "follower", "leader"), B("leader", "epoch", "leader")),
+             (NET("offsets", "follower", "leader"), NET("offsets_resp", "leader", "follower"))),
+    # ShrinkIsr reads the leader's log only for KAFKA-7152's conjunct, which a Produce by the leader cannot falsify
+    # once the follower is strictly behind: shrink and produce then commute (``DataPlaneActions._isr_change_action``).
+    # Nor can a follower's action of the leader's broker: the broker believes it leads (read here, so that what
+    # changes that is in the stubborn set), hence drops answers (``follower.leader != m.src``) and does not truncate
+    # to its HW (``leader != i``). Not TruncateOnDivergingEpoch: ``_made_leader`` keeps a pending diverging epoch,
+    # and before KAFKA-13207's fix the truncation cut a leader's log too
+    Narrower("ShrinkIsr", _strictly_behind(),
+             (B("leader", "alive", "leader", "epoch", "isr"), C("leader", "epoch", "isr")),
+             (B("leader", "isr"), C("isr")), when=_zk,
+             keeps=("Produce", "ReceiveFetch", "ReceiveOffsetsForLeaderEpoch", "TruncateToHighWatermark")),
+    # KRaft rows apply a LeaderAndIsr in actions_kraft: not narrowed there
+    Narrower("DeliverLeaderAndIsr", _ignored_leader_and_isr(), (CTL("broker"),), (CTL("broker"),), when=_zk),
+    # one applied to the incarnation it was meant for (or to a broker already marked) leaves the ghost ``stale`` as it
+    # is: invisible to no-stale-control-request (which is all it reads)
+    Narrower("DeliverLeaderAndIsr", _head_keeps_stale(), (CTL("broker"), B("broker", *EVERY_FIELD)),
+             (CTL("broker"), B("broker", *(f for f in _APPLIED if f != "stale"))), when=_zk),
+)
+
 
 #: what an invariant may declare it reads (``Invariant.reads``): "brokers.<field>", "controller.<field>", a state
 #: field ("committed", "acked"), "network", "consumers"
@@ -641,6 +802,23 @@ class KafkaFootprints:
                 self.declared[key] = Declared(key, reads, writes, guard, params)
         self.keys: list[tuple] = list(self.declared)
         self._keys_of: dict[Action, tuple] = {}
+        #: key -> its state-dependent footprints: (condition, its reads, reads, writes, keeps, what only the condition
+        #: reads), the first that holds applies
+        self.narrowed: dict[tuple, list[tuple[Conjunct, frozenset, frozenset, frozenset, tuple, frozenset]]] = {}
+        for nf in NARROWER:
+            if not nf.when(model) or nf.name not in table or table[nf.name].universal:
+                continue
+            for key, d in self.declared.items():
+                if key[0] != nf.name:
+                    continue
+                cond = frozenset(nf.condition.reads(d.params, n, k))
+                # never more than the table declares for every state, but always what the condition reads
+                effect = d.reads & frozenset(r for t in self._templates(nf.reads) for r in t(d.params, n, k))
+                writes = d.writes & frozenset(r for t in self._templates(nf.writes) for r in t(d.params, n, k))
+                # what only the condition reads: where the actions that keep the condition are not dependent
+                only_condition = cond - effect - writes
+                self.narrowed.setdefault(key, []).append((nf.condition, cond, cond | effect, writes, nf.keeps,
+                                                          only_condition))
 
     def _templates(self, declared: tuple) -> list[Template]:
         out: list[Template] = []
@@ -682,6 +860,19 @@ class KafkaFootprints:
             if not conjunct.holds(self.model, state, d.params):
                 return reads
         return d.reads
+
+    def narrower(self, key: tuple, state: KafkaState) -> tuple | None:
+        """For an action enabled in ``state``: the entry of ``narrowed`` that applies there (condition, the
+        condition's reads, reads, writes, the names of the actions that keep the condition, what only the condition
+        reads), or None (the table's footprint). The entry is the table's own object, the same every time (callers
+        cache by its id)."""
+        entries = self.narrowed.get(key)
+        if entries:
+            params = self.declared[key].params
+            for entry in entries:
+                if entry[0].holds(self.model, state, params):
+                    return entry
+        return None
 
     def resources(self, tags: Iterable[str]) -> frozenset:
         out: set = set()
