@@ -402,10 +402,11 @@ def _halts(m: Any) -> bool:
 
 
 #: the controller's partition state, what every election writes, and what it reads of the brokers (``_elected``,
-#: ``_registered`` in ``actions_control``: a ZooKeeper controller keeps no partition epoch and no ELR)
+#: ``_registered`` in ``actions_control``: a ZooKeeper controller keeps no ELR, and a partition epoch only as the
+#: zkVersion that AlterIsr checks, alter-isr: every controller write moves it there, ``_elected_versioned``)
 _PARTITION = ("leader", "epoch", "isr")
 _ELECTION_READS = (C(*Controller._fields), B(ALL, "alive", "incarnation", "broker_epoch"))
-_ELECTION_WRITES = (C(*_PARTITION, "registered"), CTL_SEND(ALL))
+_ELECTION_WRITES = (C(*_PARTITION, "registered"), CTL_SEND(ALL), when(_by_request, C("partition_epoch")))
 
 
 def _election(name: str, param: str, *guard: Conjunct, reads: tuple = (), writes: tuple = (),
