@@ -18,6 +18,7 @@ from spec.kafka.state import (
     LEADER_AND_ISR,
     NONE,
     STALE_BROKER_EPOCH,
+    STOP_REPLICA,
 )
 from tests.kafka_steps import deliver, fetch, model
 
@@ -161,6 +162,27 @@ def test_a_request_from_a_bounced_leader_is_refused_by_broker_epoch():
     assert not _messages(ignored, ALTER_PARTITION) and not ignored.brokers[0].alter_pending
     unnoticed = run_scenario(m, [PROCESS], bounced)[-1]
     assert unnoticed.controller.isr == (0,) and _messages(unnoticed, ALTER_PARTITION_RESPONSE)[0].error == NONE
+
+
+@pytest.mark.parametrize("protocol", ("2.2.0",) + AFTER)
+def test_a_controlled_shutdowns_stop_replica_waits_for_the_leaderandisr_sent_before_it(protocol):
+    """2.8.0 ``KafkaController.doControlledShutdown``: the LeaderAndIsr of the leadership move
+    (``handleStateChanges(partitionsLedByBroker, OnlinePartition, ...)``, to the shutting-down broker too) is queued
+    before the StopReplica of the next batch (``addStopReplicaRequestForBrokers``, ``sendRequestsToBrokers``), and the
+    controller's channel to a broker is one ``LinkedBlockingQueue`` that ``RequestSendThread.doWork`` sends in order,
+    one request at a time (``ControllerChannelManager``). Both carry the new leader epoch; with ``alter-isr`` the
+    LeaderAndIsr also carries the new zkVersion (1) where the StopReplica has none, and the StopReplica must not
+    overtake it for that (``channel_order``: the kind before the version)."""
+    m = model(protocol, "records=1", "epochs=1", "shutdowns=1")
+    shutdown = [("ControlledShutdown", {"broker": 0}), ("ProcessControlledShutdown", {"broker": 0, "leader": 1})]
+    queued = run_scenario(m, shutdown)[-1]
+    to_0 = [msg for msg in queued.network if msg.dst == 0]
+    assert sorted(msg.kind for msg in to_0) == [LEADER_AND_ISR, STOP_REPLICA]
+    (move,) = [msg for msg in to_0 if msg.kind == LEADER_AND_ISR]
+    assert move.partition_epoch == (1 if protocol in AFTER else 0), "the election's write moves the zkVersion"
+    assert "DeliverStopReplica" not in _enabled(m, queued), "the StopReplica is behind the LeaderAndIsr"
+    moved = run_scenario(m, [deliver(0, 1)], queued)[-1]
+    assert moved.brokers[0].leader == 1 and "DeliverStopReplica" in _enabled(m, moved)
 
 
 def test_the_alters_bound_counts_alter_isr_requests():
