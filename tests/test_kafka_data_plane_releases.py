@@ -64,15 +64,16 @@ def test_a_follower_with_its_hw_above_its_leo_becomes_leader_from_the_log_start(
     assert all(replica_sanity(s) for s in states)
 
 
-@pytest.mark.slow  # two searches of about 20 s
-@pytest.mark.parametrize("lowers_hw", [True, False])
+@pytest.mark.parametrize("lowers_hw", [True, False])  # two searches of about a second each
 def test_from_2_4_0_every_replica_keeps_its_hw_at_or_below_its_leo(lowers_hw):
     """replica-sanity checks HW <= LEO on leaders only (a 2.3.x follower may be above); on the rows with
     ``truncation-lowers-hw`` every replica holds it, which this exhaustive search checks apart (and, the flag
     switched off, finds a follower above its LEO: the search reaches a truncation below the HW). 3.9.1, not 2.8.0:
-    before KAFKA-14704 the diverging answer itself lowers the HW to the leader's before the truncation."""
+    before KAFKA-14704 the diverging answer itself lowers the HW to the leader's before the truncation. No ISR change
+    (alters=0): a truncation below the HW needs an unclean election and a lossy crash, not an AlterIsr round trip
+    (with alters=2 it took 55 s of CPU against 1.2 s, with the same outcome)."""
     features = ["lossy-crash=on", "unclean=on", f"truncation-lowers-hw={'on' if lowers_hw else 'off'}"]
-    m = build_model("kafka", ["brokers=2", "records=1", "epochs=3", "crashes=2"], protocol="3.9.1",
+    m = build_model("kafka", ["brokers=2", "records=1", "epochs=3", "crashes=2", "alters=0"], protocol="3.9.1",
                     feature_assignments=features)
     seen = set(m.init_states())
     frontier = list(seen)
