@@ -187,7 +187,7 @@ def test_symmetry_reduction_matches_the_local_engine(spark):
 
 
 @pytest.mark.slow  # Kafka on Spark, or a run of its own: 9 to 47 s each
-@pytest.mark.parametrize("protocol", ["hw-truncation", "kip-101", "kip-279", "truncate-on-fetch"])
+@pytest.mark.parametrize("protocol", ["hw-truncation", "kip-101", "truncate-on-fetch"])  # kip-279: as kip-101 on Spark
 def test_kafka_protocols_match_the_local_engine(spark, protocol):
     model = build_model("kafka", ["records=1"], protocol)
     options = SearchOptions(invariants=list(for_family(model.family).values()))
