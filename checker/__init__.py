@@ -12,6 +12,11 @@ ends by the signal (a shell reports 130) or Python reports a failed start-up. A 
 SIGINT blocked gets it unblocked here, once the handling is in place, so a Ctrl-C that came meanwhile
 is answered at once (an ignored SIGINT, a background job's, stays ignored).
 
+While kmc starts, SIGINT is noted before it becomes Python's KeyboardInterrupt: a Ctrl-C that lands inside a C
+extension's import (numpy turns it into an ImportError) or in an optional import that swallows it still ends the
+command with that one line and 130. ``started()``, the first thing ``checker.cli.main`` does, puts Python's own
+handler back.
+
 Imported as a library, this package changes nothing.
 """
 
@@ -25,8 +30,32 @@ def _is_kmc_command() -> bool:
     return as_module or _os.path.basename(_sys.argv[0] if _sys.argv else "") == "kmc"
 
 
+#: a Ctrl-C came while kmc was starting: an import it interrupted inside a C extension may surface as another
+#: exception (numpy reports "numpy._core.umath failed to import"), or be swallowed by an optional import
+_interrupted_while_starting = False
+
+
+def _note_interrupt(signum, frame):  # noqa: ANN001, ANN202
+    """SIGINT while kmc starts: noted, then Python's own KeyboardInterrupt."""
+    global _interrupted_while_starting
+    _interrupted_while_starting = True
+    raise KeyboardInterrupt
+
+
+def started() -> None:
+    """The command line runs (``checker.cli.main``): Ctrl-C is Python's default KeyboardInterrupt again (the
+    handlers that defer it, ``safe_io.interrupts_deferred``, expect that one), and one that came while kmc was
+    starting, whatever became of its KeyboardInterrupt, ends the command as an interrupt."""
+    import signal
+
+    if signal.getsignal(signal.SIGINT) is _note_interrupt:
+        signal.signal(signal.SIGINT, signal.default_int_handler)
+    if _interrupted_while_starting:
+        raise KeyboardInterrupt
+
+
 def _exit_on_interrupt(kind, value, tb, _previous=_sys.excepthook):  # noqa: ANN001, ANN202
-    if issubclass(kind, KeyboardInterrupt):
+    if issubclass(kind, KeyboardInterrupt) or _interrupted_while_starting:
         _sys.stderr.write("kmc: error: interrupted while starting (nothing was written)\n")
         _sys.stderr.flush()
         _os._exit(130)
@@ -36,6 +65,9 @@ def _exit_on_interrupt(kind, value, tb, _previous=_sys.excepthook):  # noqa: ANN
 if _is_kmc_command():
     _sys.excepthook = _exit_on_interrupt
     import signal as _signal  # after the hook: a Ctrl-C during this import is already answered
+
+    if _signal.getsignal(_signal.SIGINT) is _signal.default_int_handler:  # an ignored SIGINT stays ignored
+        _signal.signal(_signal.SIGINT, _note_interrupt)
 
     if hasattr(_signal, "pthread_sigmask"):
         _signal.pthread_sigmask(_signal.SIG_UNBLOCK, {_signal.SIGINT})

@@ -24,6 +24,7 @@ from typing import Any
 
 from rich.console import Console
 
+import checker
 from checker import engines
 from checker.invariant import SAFETY, Invariant
 from checker.result import CheckResult, Verdict, collision_estimates
@@ -718,6 +719,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     as_json = "--json" in words
     args = None
     try:
+        checker.started()  # a Ctrl-C while kmc started ends it here (checker/__init__.py)
         parser = build_parser()
         args = parser.parse_args(argv)
         if not getattr(args, "func", None):

@@ -82,3 +82,26 @@ def test_the_package_imports_nothing_slow_before_its_handling():
     head = source[: source.index("_sys.excepthook = _exit_on_interrupt")]
     imports = sorted({line.split()[1] for line in head.splitlines() if line.startswith(("import ", "from "))})
     assert imports == ["os", "sys"], imports
+
+
+def test_an_interrupt_that_an_import_turned_into_another_error_is_still_130_and_one_line():
+    """A Ctrl-C inside numpy's C import surfaces as "ImportError: numpy._core.umath failed to import" (seen once in
+    the start-up sweep above): noted by kmc's SIGINT handler while it starts, it ends as an interrupt, not as a
+    traceback."""
+    code = ("import checker; checker._interrupted_while_starting = True; "
+            "checker._exit_on_interrupt(ImportError, ImportError('numpy._core.umath failed to import'), None)")
+    child = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, timeout=60)
+    lines = [line for line in child.stderr.splitlines() if line.strip()]
+    assert child.returncode == 130 and lines == ["kmc: error: interrupted while starting (nothing was written)"], child
+
+
+def test_an_interrupt_swallowed_while_starting_ends_the_command(monkeypatch, capsys):
+    """An optional import that swallowed the KeyboardInterrupt: the command still ends as interrupted (130)."""
+    import checker
+    from checker.cli import main
+
+    monkeypatch.setattr(checker, "_interrupted_while_starting", True)
+    assert main(["list"]) == 130
+    assert "interrupted" in capsys.readouterr().err
+    monkeypatch.setattr(checker, "_interrupted_while_starting", False)
+    assert main(["list"]) == 0
