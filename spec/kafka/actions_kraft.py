@@ -143,6 +143,13 @@ _ZOOKEEPER_FALLBACKS = ("_controller_actions", "_leader_actions", "_isr_change_a
 _ALTER_ISR_FAMILIES = ("_leader_actions", "_isr_change_action")
 
 
+
+def _answers_pending(b: Broker, m: AlterPartitionResponse) -> bool:
+    """The answer is to the request the leader still waits for: its ISR change is pending in the leader epoch and
+    partition epoch (zkVersion on a ZooKeeper row) the request was sent from; otherwise the answer is dropped
+    (KRaft's and ZooKeeper's leaders alike: ``isrState != proposedIsrState``)."""
+    return b.alter_pending and b.epoch == m.epoch and b.partition_epoch == m.partition_epoch
+
 class KRaftActions:
     """The KRaft controller, AlterPartition, fencing and the unclean shutdown. Every method falls back to the
     ZooKeeper families (``super()``) on the rows without ``kraft``, so their state spaces are unchanged."""
@@ -553,7 +560,7 @@ class KRaftActions:
         b = s.brokers[i]
         rest = s.with_(network=remove_message(s.network, m))
         act = self._receive_alter[i]
-        if not b.alter_pending or b.epoch != m.epoch or b.partition_epoch != m.partition_epoch:
+        if not _answers_pending(b, m):
             add((act, rest))
             return
         if m.error == NONE and m.new_epoch == b.epoch:
@@ -581,7 +588,7 @@ class KRaftActions:
         b = s.brokers[i]
         rest = s.with_(network=remove_message(s.network, m))
         act = self._receive_alter[i]
-        if not b.alter_pending or b.epoch != m.epoch or b.partition_epoch != m.partition_epoch:
+        if not _answers_pending(b, m):
             add((act, rest))
             return
         if m.error == NONE and m.new_epoch == b.epoch and m.new_partition_epoch > b.partition_epoch:
