@@ -105,21 +105,24 @@ def run(model: Model, options: SearchOptions, engine: str = "bfs", engine_option
 
 
 def add_liveness(model: Model, options: SearchOptions, result: CheckResult, properties: list) -> CheckResult:
-    from checker.liveness import check_leads_to
+    """Check the liveness properties on the reachable state graph, built once for all of them within the run's
+    budgets (its time counts from the safety search's start)."""
+    from checker.liveness import check_leads_to, explore_graph
     from checker.result import Verdict, Violation
 
     if result.verdict is Verdict.UNDETERMINED or (result.violations and options.stop_at_first):
         return result  # the graph is incomplete, or the run already failed: nothing sound to add
-    forms = {}
-    for prop in properties:
-        outcome = check_leads_to(model, prop, options, max_states=options.max_states)
-        forms[prop.name] = "liveness (state graph)"
-        if outcome.truncated:
-            result.verdict = Verdict.UNDETERMINED
-            result.reason = f"state budget reached while building the graph for {prop.name}"
-        elif not outcome.holds:
-            result.violations.append(Violation(prop.name, "liveness", outcome.trace))
-            result.verdict = Verdict.VIOLATED
+    graph, states, reason = explore_graph(model, options, started=time.monotonic() - result.seconds)
+    forms = {prop.name: "liveness (state graph)" for prop in properties}
+    if reason:
+        result.verdict = Verdict.UNDETERMINED
+        result.reason = f"{reason} while building the state graph for {', '.join(forms)}"
+    else:
+        for prop in properties:
+            outcome = check_leads_to(model, prop, options, graph, states)
+            if not outcome.holds:
+                result.violations.append(Violation(prop.name, "liveness", outcome.trace))
+                result.verdict = Verdict.VIOLATED
     result.invariants = result.invariants + [p.name for p in properties]
     result.extra["property_forms"] = forms
     return result

@@ -2,21 +2,26 @@
 
 A property has the form "from every reachable state where ``premise`` holds, some state where
 ``goal`` holds is reachable using only healing actions" (for Kafka: deliveries, fetches and
-serves, not crashes or elections). The check builds the whole reachable graph (so it is meant for
-small configurations), keeps the healing edges, and walks backwards from the goal states: every
-premise state not reached that way is stuck, and the shortest path to the first such state (in
-breadth-first order) is the counterexample.
+serves, not crashes or elections). The check builds the whole reachable graph once for every
+liveness property of the run (so it is meant for small configurations; it is built in the one
+level loop, ``checker.levels.run_levels``, so the run's budgets and Ctrl-C end it), keeps the
+healing edges, and walks backwards from the goal states: every premise state not reached that way
+is stuck, and the shortest path to the first such state (in breadth-first order) is the
+counterexample.
 """
 
 from __future__ import annotations
 
+import time
 from dataclasses import dataclass
 from typing import Any
 
 import networkx as nx
 
 from checker.invariant import Invariant
-from checker.search import SearchOptions, SuccessorView, trace_header, uses_bounds, validate_initial
+from checker.levels import BudgetExceeded, LevelSearch, run_levels
+from checker.result import CheckResult
+from checker.search import SearchOptions, SuccessorView, trace_header, uses_bounds, validate_initial, verdict_of
 from checker.trace import Step, Trace
 from spec.model import Model
 
@@ -28,51 +33,90 @@ class LivenessOutcome:
     states: int
     edges: int
     trace: Trace | None = None
-    truncated: bool = False
 
 
-def explore_graph(model: Model, max_states: int | None = None) -> tuple[nx.DiGraph, list[Any], bool]:
+class _GraphSearch(LevelSearch):
+    """The reachable graph built level by level in the one level loop (``checker.levels.run_levels``), so the
+    run's budgets (time, states, depth) and Ctrl-C end it as they end any search. It keeps every state, which a
+    safety engine deliberately does not: the property is checked on the whole graph afterwards. It writes no
+    checkpoint (a graph is rebuilt, not resumed)."""
+
+    writes_checkpoints = False
+
+    def __init__(self, model: Model, options: SearchOptions, started: float) -> None:
+        self.model = model
+        self.options = options
+        self._started = started
+        self.successors_of = SuccessorView(model, symmetry=False).of  # the graph of concrete states
+        self.index: dict[Any, int] = {}
+        self.states: list[Any] = []
+        self.graph = nx.DiGraph()
+        self.level: list[int] = []
+        self.depth = 1
+
+    def add(self, state: Any, parent: int | None, action: Any) -> int:
+        target = self.index[state] = len(self.states)
+        self.states.append(state)
+        self.graph.add_node(target, parent=parent, action=action)
+        return target
+
+    def queue(self, st: _GraphSearch) -> int:
+        return len(self.level)
+
+    def distinct(self, st: _GraphSearch) -> int:
+        return len(self.states)
+
+    def should_stop(self, st: _GraphSearch) -> bool:
+        return False
+
+    def expand_level(self, st: _GraphSearch) -> None:
+        """Every state of the level with its edges; a new state past ``--max-states`` abandons the graph."""
+        max_states = self.options.max_states
+        graph, index = self.graph, self.index
+        following: list[int] = []
+        for source in self.level:
+            for _pos, act, succ in self.successors_of(self.states[source])[1]:
+                target = index.get(succ)
+                if target is None:
+                    if max_states is not None and len(self.states) >= max_states:
+                        raise BudgetExceeded(f"state budget {max_states} reached")
+                    target = self.add(succ, source, act)
+                    following.append(target)
+                if not graph.has_edge(source, target):
+                    graph.add_edge(source, target, actions=[act])
+                else:
+                    graph.edges[source, target]["actions"].append(act)
+        self.level = following
+        if following:
+            self.depth += 1
+
+    def finish(self, st: _GraphSearch, reason: str | None, checkpoint_file: str | None) -> CheckResult:
+        return CheckResult(self.model.name, dict(self.model.constants), verdict_of((), reason), len(self.states),
+                           self.graph.number_of_edges(), self.depth, self.elapsed(), reason=reason,
+                           queue=len(self.level))
+
+
+def explore_graph(model: Model, options: SearchOptions | None = None,
+                  started: float | None = None) -> tuple[nx.DiGraph, list[Any], str | None]:
     """The reachable graph: nodes are breadth-first indices, edges carry the action.
 
-    Returns the graph, the states by index and whether ``max_states`` cut the exploration short.
-    """
+    Returns the graph, the states by index and the budget that cut the exploration short (None: the graph is
+    whole). ``started`` is the run's start on the monotonic clock (``--max-seconds`` counts the whole run)."""
+    options = options or SearchOptions()
     inits = list(model.init_states())
     validate_initial(model, inits)
+    search = _GraphSearch(model, options, time.monotonic() if started is None else started)
     bounded = uses_bounds(model)
-    successors_of = SuccessorView(model, symmetry=False).of  # the graph of concrete states
-    index: dict[Any, int] = {}
-    states: list[Any] = []
-    graph = nx.DiGraph()
     for state in inits:
-        if (not bounded or model.within_bounds(state)) and state not in index:
-            index[state] = len(states)
-            states.append(state)
-            graph.add_node(index[state], parent=None, action=None)
-    cursor = 0
-    truncated = False
-    while cursor < len(states):
-        source = cursor
-        for _pos, act, succ in successors_of(states[source])[1]:
-            target = index.get(succ)
-            if target is None:
-                if max_states is not None and len(states) >= max_states:
-                    truncated = True
-                    continue
-                target = index[succ] = len(states)
-                states.append(succ)
-                graph.add_node(target, parent=source, action=act)
-            if not graph.has_edge(source, target):
-                graph.add_edge(source, target, actions=[act])
-            else:
-                graph.edges[source, target]["actions"].append(act)
-        cursor += 1
-    return graph, states, truncated
+        if (not bounded or model.within_bounds(state)) and state not in search.index:
+            search.level.append(search.add(state, None, None))
+    result = run_levels(search, search)
+    return search.graph, search.states, result.reason
 
 
-def check_leads_to(
-    model: Model, prop: Invariant, options: SearchOptions, max_states: int | None = None
-) -> LivenessOutcome:
-    graph, states, truncated = explore_graph(model, max_states)
+def check_leads_to(model: Model, prop: Invariant, options: SearchOptions, graph: nx.DiGraph,
+                   states: list[Any]) -> LivenessOutcome:
+    """Check ``prop`` on the whole reachable graph (``explore_graph``)."""
     healing = prop.healing or (lambda act: True)
     healing_graph = nx.DiGraph()
     healing_graph.add_nodes_from(graph.nodes)
@@ -91,7 +135,7 @@ def check_leads_to(
                 can_heal.add(pred)
                 frontier.append(pred)
     stuck = next((i for i, s in enumerate(states) if i not in can_heal and prop.premise(s)), None)
-    outcome = LivenessOutcome(prop.name, stuck is None, len(states), graph.number_of_edges(), truncated=truncated)
+    outcome = LivenessOutcome(prop.name, stuck is None, len(states), graph.number_of_edges())
     if stuck is not None:
         outcome.trace = _path_trace(model, graph, states, stuck, prop, options)
     return outcome
