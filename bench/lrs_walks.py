@@ -2,6 +2,7 @@
 shutdown, epochs=4: the least leader-epoch bound the story fits in, see tests/test_simulate.py).
 
     python3 bench/lrs_walks.py [--walks 5000] [--depth 50] [--seed 0] [--json FILE]
+    python3 bench/lrs_walks.py --compare [--seeds 10] [--walks 5000]
 
 Part 1 replays the story (``tests.test_simulate.LRS_STORY``), shortens it with ``checker.simulate.shorten`` and, for
 each step of the shortened trace, counts the actions enabled in the state it leaves and how many of them spend a bound
@@ -17,6 +18,7 @@ from).
 from __future__ import annotations
 
 import argparse
+import hashlib
 import json
 import os
 import random
@@ -96,13 +98,70 @@ def uniform_walks(model, invariant, walks: int, depth: int, seed: int) -> dict:
             "walks_violating": violated}
 
 
+def kind_weight(config: str, seed: int, name: str) -> float:
+    """The weight of action kind ``name`` in the walk seeded ``seed`` under configuration ``config``."""
+    if config == "uniform":
+        return 1.0
+    u = int.from_bytes(hashlib.blake2b(f"{seed}/{name}".encode(), digest_size=8).digest(), "big") / 2.0**64
+    return (1.0 if u < 0.5 else 0.0) if config == "omit" else 2.0 ** (-8 * u)
+
+
+def walks_to_violation(model, invariant, config: str, walks: int, depth: int, seed: int) -> int | None:
+    """The number of walks (seeds ``walk_seed(seed, i)``) up to and including the first that violates ``invariant``."""
+    init = model.init_states()[0]
+    for walk in range(walks):
+        wseed = walk_seed(seed, walk)
+        rng = random.Random(wseed)
+        weights: dict[str, float] = {}
+        state = init
+        for _step in range(depth):
+            successors = [(act, succ) for act, succ in model.successors(state) if model.within_bounds(succ)]
+            weighted = [(pair, weights.setdefault(pair[0].name, kind_weight(config, wseed, pair[0].name)))
+                        for pair in successors]
+            weighted = [(pair, w) for pair, w in weighted if w > 0]
+            if not weighted:
+                break
+            if config == "uniform":
+                _act, state = rng.choice([pair for pair, _w in weighted])
+            else:
+                _act, state = rng.choices([pair for pair, _w in weighted], [w for _pair, w in weighted])[0]
+            if not invariant.holds(state):
+                return walk + 1
+    return None
+
+
+def compare(seeds: int, walks: int, depth: int) -> dict:
+    targets = {"kafka-7786": (build_model("kafka", ["records=1", "epochs=2", "bumps=2", "crashes=0"], "2.1.0"),
+                              for_family("kafka")["no-fence-stall"]),
+               "last-replica-standing": (build_model("kafka", CONSTANTS, "kraft-3.5"),
+                                         for_family("kafka")["acknowledged-durable"])}
+    out: dict = {}
+    for target, (model, invariant) in targets.items():
+        for config in ("uniform", "omit", "weights"):
+            started = time.monotonic()
+            found = [walks_to_violation(model, invariant, config, walks, depth, seed) for seed in range(seeds)]
+            out[f"{target} {config}"] = {"walks_to_first_violation": found,
+                                         "seconds": round(time.monotonic() - started, 1)}
+            print(f"{target:22s} {config:8s} walks to the first violation, seeds 0-{seeds - 1}: {found} "
+                  f"({out[f'{target} {config}']['seconds']} s)", flush=True)
+    return out
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--walks", type=int, default=5000)
     parser.add_argument("--depth", type=int, default=50)
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--json", metavar="FILE")
+    parser.add_argument("--compare", action="store_true", help="walks to the first violation by walk configuration")
+    parser.add_argument("--seeds", type=int, default=10)
     args = parser.parse_args()
+    if args.compare:
+        figures = compare(args.seeds, args.walks, args.depth)
+        if args.json:
+            with open(args.json, "w") as out:
+                json.dump(figures, out, indent=1)
+        return 0
     model = build_model("kafka", CONSTANTS, "kraft-3.5")
     invariant = for_family("kafka")["acknowledged-durable"]
     story = enabled_along_the_story(model, invariant)
