@@ -105,10 +105,12 @@ def add_search_options(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--max-memory", type=_positive_float, metavar="MB",
                         help="memory budget in MB (default 80%% of RAM; then: undetermined and a checkpoint)")
     parser.add_argument("--symmetry", action="store_true", help="reduce by symmetry over interchangeable ids")
-    parser.add_argument("--reduce", choices=("none", "por"), default="none",
-                        help="partial-order reduction of the safety search (local engine, one process; default none)")
+    parser.add_argument("--reduce", choices=("none", "por", "dead"), default="none",
+                        help="reduce the safety search: por, partial-order reduction (local engine, one process); dead, "
+                             "drop messages whose delivery can only be a no-op (local and parallel engines); default none")
     parser.add_argument("--shortest", action="store_true",
-                        help="with --reduce por: after a violation, search fully up to its depth for a shortest trace")
+                        help="with --reduce por or dead: after a violation, search fully up to its depth for a shortest "
+                             "trace")
     parser.add_argument("--engine", default=None,
                         help="search engine: " + ", ".join(engines.ENGINES) + " (default bfs; parallel with --workers N)")
     parser.add_argument("--workers", type=_workers, default=None,
