@@ -519,6 +519,10 @@ class LocalBFS(LevelSearch):
             result.graph = (st.log, st.edges, st.actions)
         if self.reduction is not None:
             result.extra["reduction"] = self.reduction.report()
+        elif self.options.reduce == "dead":
+            from checker.dead import report
+
+            result.extra["reduction"] = report(self.model)
         self._add_statistics(st, result)
         return result
 

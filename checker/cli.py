@@ -481,18 +481,24 @@ def cmd_check(args: argparse.Namespace) -> int:
 
 
 def print_reduction(console: Console, result: CheckResult) -> None:
-    """What ``--reduce por`` did, and whether its counterexamples are shortest (``checker.por``)."""
+    """What ``--reduce por`` or ``dead`` did, and whether its counterexamples are shortest (``checker.por``,
+    ``checker.dead``)."""
     reduction = result.extra.get("reduction")
     if not reduction:
         return
-    console.print(f"Partial-order reduction: {reduction['reduced_states']:,} states expanded with a smaller ample set, "
-                  f"{reduction['proviso_full']:,} fully by the cycle proviso")
+    method = "partial-order reduction"
+    if reduction["method"] == "dead":
+        method = "dead-message reduction"
+        console.print(f"Dead-message reduction: dropped as soon as dead: {', '.join(reduction['dead_messages'])}")
+    else:
+        console.print(f"Partial-order reduction: {reduction['reduced_states']:,} states expanded with a smaller ample "
+                      f"set, {reduction['proviso_full']:,} fully by the cycle proviso")
     shortest = result.extra.get("shortest")
     if shortest:
         console.print(f"Shortest counterexamples: from a full search bounded at depth {shortest['depth_bound']} "
                       f"({shortest['distinct_states']:,} distinct states)")
     elif result.violations:
-        console.print("A counterexample found with partial-order reduction need not be shortest: add --shortest")
+        console.print(f"A counterexample found with {method} need not be shortest: add --shortest")
 
 
 def record_property_forms(result: CheckResult, options: SearchOptions) -> None:

@@ -43,3 +43,10 @@ def check_supported(engine: str, options: SearchOptions) -> None:
 def deliver_dead(model: Model, state: Any) -> list[Step]:
     """The steps that deliver the dead messages of ``state`` (each a no-op but its own removal)."""
     return [Step(act, succ) for act, succ in model.dead_messages().deliveries(state)]
+
+
+def report(model: Model) -> dict[str, Any]:
+    """What ``--reduce dead`` dropped on this model (the kinds of dead message it declares)."""
+    reducer = model.dead_messages()
+    describe = getattr(reducer, "describe", None)
+    return {"method": "dead", "dead_messages": describe() if describe is not None else []}
