@@ -83,6 +83,8 @@ from spec.kafka.state import (
 )
 
 _new = tuple.__new__
+#: how many (follower, answer) pairs ``DeadMessages._noop`` remembers before it starts again (a few MB)
+_KNOWN_PAIRS = 1 << 16
 _NETWORK = KafkaState._fields.index("network")
 
 
@@ -96,6 +98,7 @@ class DeadMessages:
         self.model = model
         self.receive_fetch = model._receive_fetch_state
         self.receive_offsets = model._receive_offsets_state
+        self._known: dict[tuple[int, int], tuple[Any, Any, bool]] = {}  # _noop's answers by (follower, answer)
         #: FENCED_LEADER_EPOCH drops an answer in every state (1: no removal before 2.1.0) ...
         self.fenced_retried = not (f.leader_epoch_fencing and f.fenced_removes_partition)
         #: ... or once the request's epoch is not the fetch state's (1: kafka-9654)
@@ -120,10 +123,21 @@ class DeadMessages:
         return out
 
     def _noop(self, s: KafkaState, m: Any) -> bool:
-        """Whether delivering ``m`` in ``s`` changes nothing but the network (the model's own step, run)."""
+        """Whether delivering ``m`` in ``s`` changes nothing but the network (the model's own step, run). The step
+        reads the message and its follower only, so the answer is kept by the pair (a successor shares the brokers
+        and messages its step did not touch; the pair is held with the answer, so neither id is reused)."""
+        follower = s.brokers[m.dst]
+        key = (id(follower), id(m))
+        known = self._known.get(key)
+        if known is not None:
+            return known[2]
         receive = self.receive_fetch if m.kind == FETCH_RESPONSE else self.receive_offsets
         after = receive(s, m)
-        return after.brokers == s.brokers and after.crashes == s.crashes
+        noop = after.brokers == s.brokers and after.crashes == s.crashes
+        if len(self._known) >= _KNOWN_PAIRS:
+            self._known.clear()
+        self._known[key] = (follower, m, noop)
+        return noop
 
     def dead(self, s: KafkaState, m: Any) -> bool:
         kind = m.kind
@@ -139,7 +153,7 @@ class DeadMessages:
                 if self.fetch_noop_dead:
                     if follower.fetch != FETCHING or follower.leader != m.src or len(follower.log) != m.offset:
                         return True  # dropped (isReadyForFetch, the fetch offset)
-                    return self._noop(s, m)
+                    return not m.records and self._noop(s, m)  # records taken at its LEO are appended
                 if self.fetch_epoch_dead:
                     return m.epoch != follower.epoch or self._noop(s, m)
                 return False
@@ -153,7 +167,8 @@ class DeadMessages:
         if not network:
             return s
         dead = self.dead
-        kept = [m for m in network if not dead(s, m)]
+        kept = [m for m in network if not ((m[0] == FETCH_RESPONSE or m[0] == OFFSETS_FOR_LEADER_EPOCH_RESPONSE)
+                                           and dead(s, m))]
         if len(kept) == len(network):
             return s
         fields = list(s)
