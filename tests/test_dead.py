@@ -155,8 +155,9 @@ FAST_INVARIANTS = ["no-fence-stall", "no-stale-control-request", "no-bounce-stal
 
 
 def test_the_full_verdict_on_part_of_the_matrix(monkeypatch):
-    full = _cells(monkeypatch, ["2.1.0", "2.2.0"], FAST_INVARIANTS, "none")
-    reduced = _cells(monkeypatch, ["2.1.0", "2.2.0"], FAST_INVARIANTS, "dead")
+    """2.1.0's control-plane and Log Matching cells (2.2.0's, which cost five times as much, are in the slow test)."""
+    full = _cells(monkeypatch, ["2.1.0"], FAST_INVARIANTS, "none")
+    reduced = _cells(monkeypatch, ["2.1.0"], FAST_INVARIANTS, "dead")
     assert reduced == full
     assert set(full.values()) == {"holds", "violated"}  # both verdicts are compared
 
