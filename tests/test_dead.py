@@ -243,3 +243,13 @@ def test_cli_reports_the_reduction(capsys):
     data = json.loads(capsys.readouterr().out)
     assert code == 0 and data["verdict"] == "holds"
     assert data["reduction"]["method"] == "dead" and len(data["reduction"]["dead_messages"]) == 2
+
+
+def test_a_reduced_runs_checkpoint_is_refused_by_a_full_run():
+    """A run stopped by its memory budget writes a checkpoint; its identity names the reduction, so a run without
+    it refuses to resume from reduced states (a run without a reduction keeps the identity it always had)."""
+    from checker.checkpoint import _identity
+
+    model = build_model("kafka", ["records=1", "crashes=0"], "2.1.0")
+    assert "reduce" not in _identity(model, SearchOptions())
+    assert _identity(model, SearchOptions(reduce="dead"))["reduce"] == "dead"
