@@ -2,12 +2,14 @@
 
     python3 bench/por_bench.py                 # the configurations below
     python3 bench/por_bench.py --only goal     # those whose name contains "goal"
+    python3 bench/por_bench.py --reduce dead   # the dead-message reduction instead (``--reduce dead``; the KRaft
+                                               # configuration is skipped: refused there)
 
 State counts are machine-independent; CPU seconds (this process) are given as a ratio of the two runs of a
 configuration, taken one after the other on the same machine, with the load average beside them. A configuration
 too large to finish is run bounded in depth (``--max-depth``, the same bound both ways): its figures compare what
 the two searches hold within that many levels, not the whole space. The figures are merged into
-bench/results.json under ``partial_order_reduction``.
+bench/results.json under ``partial_order_reduction`` (``dead_message_reduction`` with ``--reduce dead``).
 """
 
 from __future__ import annotations
@@ -30,6 +32,8 @@ from invariants.registry import for_family  # noqa: E402
 from spec.registry import build_model  # noqa: E402
 
 THREE = ["brokers=3", "records=1", "crashes=0"]
+#: where each reduction's rows are kept in bench/results.json
+KEYS = {"por": "partial_order_reduction", "dead": "dead_message_reduction"}
 NO_INVARIANT = "none"  # an invariant list of this one name: check no invariant (deadlock only)
 #: (name, protocol, constants, invariants (empty: every default one), symmetry, depth bound or None)
 CONFIGURATIONS = [
@@ -70,15 +74,18 @@ def main() -> int:
     parser.add_argument("--only", default="", help="run the configurations whose name contains this")
     parser.add_argument("--no-save", action="store_true")
     parser.add_argument("--table", action="store_true", help="print bench/results.json's figures as markdown rows")
+    parser.add_argument("--reduce", choices=("por", "dead"), default="por", help="the reduction compared with none")
     args = parser.parse_args()
+    key = KEYS[args.reduce]
     if args.table:
-        for row in json.loads((ROOT / "bench" / "results.json").read_text()).get("partial_order_reduction", []):
+        for row in json.loads((ROOT / "bench" / "results.json").read_text()).get(key, []):
+            with_ = row.get("reduce", "por")
             invariants = row["invariants"] if isinstance(row["invariants"], str) else ", ".join(row["invariants"])
             name = f"{row['protocol']} {' '.join(row['consts']) or 'default bounds'}" + (
                 f", depth <= {row['max_depth']}" if row["max_depth"] else "") + (", --symmetry" if row["symmetry"] else "")
             per_state = row.get("cpu_us_per_state")
-            cost = f"{per_state['none']} → {per_state['por']}" if per_state else "-"
-            print(f"| {name} | {invariants} | {row['none']['distinct_states']:,} → {row['por']['distinct_states']:,} | "
+            cost = f"{per_state['none']} → {per_state[with_]}" if per_state else "-"
+            print(f"| {name} | {invariants} | {row['none']['distinct_states']:,} → {row[with_]['distinct_states']:,} | "
                   f"{row['state_factor']:.3f} | {cost} | {row['cpu_ratio_por_over_none']:.2f} "
                   f"(load {row['load_average_1min']}) |")
         return 0
@@ -86,29 +93,32 @@ def main() -> int:
     for name, protocol, consts, names, symmetry, depth in CONFIGURATIONS:
         if args.only not in name:
             continue
+        if args.reduce == "dead" and protocol.startswith("kraft"):
+            continue  # refused on the KRaft rows (spec.kafka.dead)
         load = os.getloadavg()[0]
         full = run(protocol, consts, names, symmetry, depth, "none")
-        reduced = run(protocol, consts, names, symmetry, depth, "por")
+        reduced = run(protocol, consts, names, symmetry, depth, args.reduce)
         row = {"name": name, "protocol": protocol, "consts": consts, "invariants": names or "every default",
-               "symmetry": symmetry, "max_depth": depth, "load_average_1min": round(load, 2), "none": full, "por": reduced,
+               "symmetry": symmetry, "max_depth": depth, "load_average_1min": round(load, 2), "none": full,
+               "reduce": args.reduce, args.reduce: reduced,
                "state_factor": round(full["distinct_states"] / reduced["distinct_states"], 3),
                "cpu_ratio_por_over_none": round(reduced["cpu_seconds"] / max(full["cpu_seconds"], 1e-9), 2),
                "cpu_us_per_state": {m: round(1e6 * r["cpu_seconds"] / max(r["distinct_states"], 1), 1)
-                                    for m, r in (("none", full), ("por", reduced))},
+                                    for m, r in (("none", full), (args.reduce, reduced))},
                "same_verdicts": (full["verdict"], full["violated"]) == (reduced["verdict"], reduced["violated"])}
         rows.append(row)
         print(json.dumps(row), flush=True)
         if not args.no_save:  # after each configuration: a long run interrupted keeps what it measured
-            save(row)
+            save(row, key)
     return 0
 
 
-def save(row: dict) -> None:
+def save(row: dict, key: str) -> None:
     path = ROOT / "bench" / "results.json"
     data = json.loads(path.read_text())
-    kept = [r for r in data.get("partial_order_reduction", []) if r["name"] != row["name"]]
+    kept = [r for r in data.get(key, []) if r["name"] != row["name"]]
     order = {c[0]: i for i, c in enumerate(CONFIGURATIONS)}  # the rows in the order of CONFIGURATIONS
-    data["partial_order_reduction"] = sorted([*kept, row], key=lambda r: order.get(r["name"], len(order)))
+    data[key] = sorted([*kept, row], key=lambda r: order.get(r["name"], len(order)))
     path.write_text(json.dumps(data, indent=1) + "\n")
 
 

@@ -44,6 +44,7 @@ from checker.search import (
     SearchState,
     SuccessorView,
     rebuild_trace,
+    search_canonical,
     uses_bounds,
     uses_symmetry,
     validate_initial,
@@ -184,7 +185,9 @@ class LocalBFS(LevelSearch):
         self._degrees: dict[int, int] = {}  # out-degree -> states expanded with it
         self._discovered: dict[str, Discovery] = {}
         self.reduction = por.for_search(model, options, self.invariants)  # --reduce por, else None
-        self.successor_view = SuccessorView(model, self.symmetry)
+        #: the form states are stored in: symmetry's canonical form, dead messages dropped (``search_canonical``)
+        self.canonical = search_canonical(model, options)
+        self.successor_view = SuccessorView(model, self.symmetry, self.canonical)
 
     # -- the search ------------------------------------------------------------------------------
     def run(self) -> CheckResult:
@@ -286,7 +289,7 @@ class LocalBFS(LevelSearch):
         inits = list(self.model.init_states())
         validate_initial(self.model, inits)
         st.generated = len(inits)
-        canonical = self.model.canonical if self.symmetry else None
+        canonical = self.canonical
         fresh: dict[int, Any] = {}
         for state in inits:
             if canonical is not None:
@@ -338,7 +341,7 @@ class LocalBFS(LevelSearch):
         model = self.model
         successors = model.successors
         within = model.within_bounds if uses_bounds(model) else None
-        canonical = model.canonical if self.symmetry else None
+        canonical = self.canonical
         check_deadlock = self.options.check_deadlock and st.deadlock is None
         edges = st.edges
         only_canonical = within is None and canonical is not None and edges is None
@@ -516,6 +519,10 @@ class LocalBFS(LevelSearch):
             result.graph = (st.log, st.edges, st.actions)
         if self.reduction is not None:
             result.extra["reduction"] = self.reduction.report()
+        elif self.options.reduce == "dead":
+            from checker.dead import report
+
+            result.extra["reduction"] = report(self.model)
         self._add_statistics(st, result)
         return result
 

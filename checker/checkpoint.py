@@ -58,6 +58,9 @@ def _identity(model: Model, options: SearchOptions) -> dict[str, Any]:
         "invariants": sorted(inv.name for inv in options.invariants),
         "symmetry": bool(options.symmetry),
         "deadlock": bool(options.check_deadlock),
+        # a reduced search's states are not the full search's (``--reduce dead`` stores them without dead messages):
+        # its checkpoint is refused by a run without the reduction; a run without one keeps its identity as it was
+        **({"reduce": options.reduce} if options.reduce != "none" else {}),
     }
 
 

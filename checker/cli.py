@@ -105,10 +105,12 @@ def add_search_options(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--max-memory", type=_positive_float, metavar="MB",
                         help="memory budget in MB (default 80%% of RAM; then: undetermined and a checkpoint)")
     parser.add_argument("--symmetry", action="store_true", help="reduce by symmetry over interchangeable ids")
-    parser.add_argument("--reduce", choices=("none", "por"), default="none",
-                        help="partial-order reduction of the safety search (local engine, one process; default none)")
+    parser.add_argument("--reduce", choices=("none", "por", "dead"), default="none",
+                        help="reduce the safety search: por, partial-order reduction (local engine, one process); dead, "
+                             "drop messages whose delivery can only be a no-op (local and parallel engines); default none")
     parser.add_argument("--shortest", action="store_true",
-                        help="with --reduce por: after a violation, search fully up to its depth for a shortest trace")
+                        help="with --reduce por or dead: after a violation, search fully up to its depth for a shortest "
+                             "trace")
     parser.add_argument("--engine", default=None,
                         help="search engine: " + ", ".join(engines.ENGINES) + " (default bfs; parallel with --workers N)")
     parser.add_argument("--workers", type=_workers, default=None,
@@ -479,18 +481,24 @@ def cmd_check(args: argparse.Namespace) -> int:
 
 
 def print_reduction(console: Console, result: CheckResult) -> None:
-    """What ``--reduce por`` did, and whether its counterexamples are shortest (``checker.por``)."""
+    """What ``--reduce por`` or ``dead`` did, and whether its counterexamples are shortest (``checker.por``,
+    ``checker.dead``)."""
     reduction = result.extra.get("reduction")
     if not reduction:
         return
-    console.print(f"Partial-order reduction: {reduction['reduced_states']:,} states expanded with a smaller ample set, "
-                  f"{reduction['proviso_full']:,} fully by the cycle proviso")
+    method = "partial-order reduction"
+    if reduction["method"] == "dead":
+        method = "dead-message reduction"
+        console.print(f"Dead-message reduction: dropped as soon as dead: {', '.join(reduction['dead_messages'])}")
+    else:
+        console.print(f"Partial-order reduction: {reduction['reduced_states']:,} states expanded with a smaller ample "
+                      f"set, {reduction['proviso_full']:,} fully by the cycle proviso")
     shortest = result.extra.get("shortest")
     if shortest:
         console.print(f"Shortest counterexamples: from a full search bounded at depth {shortest['depth_bound']} "
                       f"({shortest['distinct_states']:,} distinct states)")
     elif result.violations:
-        console.print("A counterexample found with partial-order reduction need not be shortest: add --shortest")
+        console.print(f"A counterexample found with {method} need not be shortest: add --shortest")
 
 
 def record_property_forms(result: CheckResult, options: SearchOptions) -> None:

@@ -59,7 +59,7 @@ from checker.search import SearchOptions, uses_bounds
 from spec.errors import UsageError
 from spec.model import Model
 
-REDUCTIONS = ("none", "por")
+REDUCTIONS = ("none", "por", "dead")  # dead: checker.dead
 
 
 def _bits(mask: int) -> list[int]:
@@ -305,8 +305,9 @@ class Reduction:
 
 
 def for_search(model: Model, options: SearchOptions, invariants: list[Any]) -> Reduction | None:
-    """The reduction a local search applies (None without ``--reduce por``)."""
-    if options.reduce == "none":
+    """The reduction a local search applies to a state's successors (None without ``--reduce por``; ``--reduce dead``
+    acts on the states themselves, ``checker.search.search_canonical``)."""
+    if options.reduce != "por":
         return None
     return Reduction(model, invariants)
 
@@ -317,7 +318,13 @@ def check_supported(engine: str, options: SearchOptions, workers: int) -> None:
         raise UsageError(f"unknown reduction {options.reduce!r}; reductions: {', '.join(REDUCTIONS)}")
     if options.reduce == "none":
         if options.shortest:
-            raise UsageError("--shortest goes with --reduce por (the full search's counterexamples are shortest already)")
+            raise UsageError("--shortest goes with --reduce por or dead (the full search's counterexamples are shortest "
+                             "already)")
+        return
+    if options.reduce == "dead":
+        from checker.dead import check_supported as dead_supported
+
+        dead_supported(engine, options)
         return
     if engine != "bfs" or workers > 1:
         raise UsageError("--reduce por runs on the local breadth-first engine in one process; drop --engine and --workers")

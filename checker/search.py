@@ -97,6 +97,27 @@ def uses_symmetry(model: Model, options: SearchOptions) -> bool:
     return options.symmetry
 
 
+def search_canonical(model: Model, options: SearchOptions) -> Callable[[Any], Any] | None:
+    """The form a search stores each state in, or None to store it as it is: the model's canonical form under
+    ``--symmetry``; under ``--reduce dead`` the state without its dead messages first (``Model.dead_messages``,
+    ``checker.dead``), renamed after. Every engine that keeps states calls this once a successor."""
+    symmetric = uses_symmetry(model, options)
+    if options.reduce != "dead":
+        return model.canonical if symmetric else None
+    reducer = model.dead_messages()
+    if reducer is None:
+        raise UsageError(f"model {model.name} declares no dead messages; drop --reduce dead")
+    reduce = reducer.reduce
+    if not symmetric:
+        return reduce
+    canonical = model.canonical
+
+    def reduced_canonical(state: Any) -> Any:
+        return canonical(reduce(state))
+
+    return reduced_canonical
+
+
 class SuccessorView:
     """The successors of a state as every search sees them (the one successor loop's rule): the model's
     successors in its order, those outside its bounds (``within_bounds``) dropped, each in its canonical form
@@ -112,10 +133,11 @@ class SuccessorView:
     truncate-on-fetch records=2 epochs=1 crashes=1 --symmetry: 53,557 against 59,092). The Spark expansions,
     the liveness graph and the simulator call ``of``."""
 
-    def __init__(self, model: Model, symmetry: bool) -> None:
+    def __init__(self, model: Model, symmetry: bool, canonical: Callable[[Any], Any] | None = None) -> None:
         self.successors = model.successors
         self.within = model.within_bounds if uses_bounds(model) else None
-        self.canonical = model.canonical if symmetry else None
+        #: ``search_canonical``'s form when given (``--reduce dead``), else the model's under ``--symmetry``
+        self.canonical = canonical if canonical is not None else model.canonical if symmetry else None
 
     def of(self, state: Any) -> tuple[int, list[tuple[int, Action, Any]]]:
         """(successors the model generated, the kept ones as (position, action, successor))."""
@@ -162,7 +184,7 @@ def rebuild_trace(
     successor of the real state has the recorded canonical fingerprint: the trace stays a real
     behaviour of the model.
     """
-    canonical = model.canonical if options.symmetry else (lambda s: s)
+    canonical = search_canonical(model, options) or (lambda s: s)
     root_fp = path[0][0]
     current = next((s for s in model.init_states() if hash(canonical(s)) == root_fp), None)
     if current is None:
@@ -180,6 +202,12 @@ def rebuild_trace(
             raise ModelError(f"cannot rebuild a trace: {wanted} is not deterministic in this model")
         steps.append(Step(*chosen))
         current = chosen[1]
+    if options.reduce == "dead":  # the dead messages the stored state lacks, delivered (checker.dead)
+        from checker.dead import deliver_dead
+
+        for step in deliver_dead(model, current):
+            steps.append(step)
+            current = step.state
     if invariant:
         recheck_concrete(model, options, invariant, current)
     why = explanation(current) if explanation and invariant else None
@@ -209,6 +237,9 @@ def recheck_concrete(model: Model, options: SearchOptions, invariant: str, state
         holds = inv.holds(state)
     if not holds:
         return
+    if options.reduce == "dead":
+        raise ModelError(f"the trace found under --reduce dead ends in a state where {invariant} holds once replayed: "
+                         "a message the model declares dead is not; check without --reduce dead")
     if options.symmetry:
         raise ModelError(f"the trace found under --symmetry ends in a state where {invariant} holds once replayed: "
                          "the model's canonical form is not a symmetry of it; check without --symmetry")

@@ -119,6 +119,11 @@ class Model(ABC):
         which documents the interface); None: the model declares none and ``--reduce por`` is refused."""
         return None
 
+    def dead_messages(self) -> Any:
+        """What drops the messages of a state that are dead (``state -> state``), for ``--reduce dead``
+        (``checker.dead``, which documents the interface); None: the model declares none and the option is refused."""
+        return None
+
     def state_types(self) -> tuple[type, ...]:
         """The NamedTuple classes a state is built from (used to decode checkpoints safely)."""
         return ()

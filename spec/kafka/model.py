@@ -357,6 +357,12 @@ class KafkaModel(ClientActions, KRaftActions, ControlPlaneActions, DataPlaneActi
 
         return KafkaFootprints(self)
 
+    def dead_messages(self) -> Any:
+        """The answers in flight that are dead, dropped (``spec.kafka.dead``), for ``--reduce dead``."""
+        from spec.kafka.dead import DeadMessages
+
+        return DeadMessages(self)
+
     def describe(self) -> dict[str, Any]:
         out = super().describe()
         out["protocol"] = self.protocol

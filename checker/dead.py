@@ -1,0 +1,52 @@
+"""Dead-message reduction: ``--reduce dead``.
+
+A message in flight is *dead* when its delivery, in every continuation, changes nothing but the network. The model
+says which messages are dead (``Model.dead_messages()``: an object with ``reduce(state)``, the state without them,
+``dead(state, message)`` and ``deliveries(state)``, the model's own steps that deliver them; the Kafka model's is
+``spec.kafka.dead``, with the argument per message kind and release). The search stores each state without its dead
+messages (``checker.search.search_canonical``, before the symmetry's canonical form): a classic dead-variable
+reduction. Every stored state is then a reachable state of the unreduced model (its dead messages delivered), and
+every reachable state's reduced form is stored, with every invariant's verdict, provided the model's declaration
+holds: a dead message's presence only disables other steps, it stays dead, and an invariant violated with it is
+violated without it (``spec.kafka.dead`` argues each for the Kafka model; ``tests/test_dead.py`` checks them).
+
+Counterexamples are replayed on the unreduced model (``checker.search.rebuild_trace``): the recorded steps, then the
+delivery of every dead message still in flight, so the trace ends in the stored violating state and every step is a
+step of the model. It is a real behaviour but not necessarily a shortest one (the reduced search's depth does not
+count the deliveries it folded away, and the replay adds those still in flight); ``--shortest`` then runs the full
+search bounded at its length (``checker.por.shortest_rerun``), as with ``--reduce por``.
+
+Engines: the local breadth-first engine and the parallel one (``--workers N``: each worker applies the same form);
+Spark, checkpoints and liveness properties are refused with one line (exit 64).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from checker.search import SearchOptions
+from checker.trace import Step
+from spec.errors import UsageError
+from spec.model import Model
+
+
+def check_supported(engine: str, options: SearchOptions) -> None:
+    """One line (exit 64) where ``--reduce dead`` cannot run."""
+    if engine not in ("bfs", "parallel"):
+        raise UsageError(f"--reduce dead runs on the local and parallel engines, not {engine}; drop --engine {engine}")
+    if options.liveness_properties() or options.keep_graph:
+        raise UsageError("--reduce dead preserves safety properties only; check liveness properties without it")
+    if options.checkpoint_path or options.resume_from:
+        raise UsageError("--reduce dead does not write or resume checkpoints; drop --checkpoint / --resume")
+
+
+def deliver_dead(model: Model, state: Any) -> list[Step]:
+    """The steps that deliver the dead messages of ``state`` (each a no-op but its own removal)."""
+    return [Step(act, succ) for act, succ in model.dead_messages().deliveries(state)]
+
+
+def report(model: Model) -> dict[str, Any]:
+    """What ``--reduce dead`` dropped on this model (the kinds of dead message it declares)."""
+    reducer = model.dead_messages()
+    describe = getattr(reducer, "describe", None)
+    return {"method": "dead", "dead_messages": describe() if describe is not None else []}

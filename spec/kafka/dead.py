@@ -1,0 +1,193 @@
+"""Dead messages of the Kafka model: answers whose delivery is, in every continuation, a no-op but its own removal
+(``kmc check kafka --reduce dead``, ``checker.dead``).
+
+What a dead message is, and why dropping it at once is sound
+--------------------------------------------------------------
+A message m in flight in a state s is *dead* when every step that delivers it, from s or from any state reachable
+from s while m is still in flight, changes nothing but the network (m leaves it). The reduction stores each state
+without its dead messages (``DeadMessages.reduce``), as if each had been delivered the moment it died: a classic
+dead-variable reduction, the message being the variable. It keeps every invariant's verdict:
+
+* Every stored state is a reachable state of the unreduced model: s with its dead answers delivered (an answer is
+  not queued behind anything: broker-to-broker messages are delivered in any order).
+* Every reachable state's reduced form is stored: the presence of a dead answer only *disables* other steps (the
+  fetcher sends nothing to a leader while a request to it or its answer is in flight, ``actions_data.busy``; the
+  ``inflight`` bound counts it); no step's guard needs it and no step's effect reads it; and a dead answer stays
+  dead (below, per kind and release). So each step of the unreduced model from s is a step from s without its dead
+  answers, to the successor without its dead answers.
+* An invariant violated in s is violated in s without its dead answers: the invariants read no answer in flight but
+  the stall invariants (``invariants.kafka_control.stalled_followers``), for which a message to or from a follower
+  means "not stalled": fewer messages leave a stalled follower stalled. A deadlock is never created or hidden: a
+  state with a dead answer has an enabled step (its delivery), and the stored form is reachable.
+
+Every answer in flight is the only message of its (follower, leader) pair: the follower sends a request only when
+none of the pair is in flight (``busy``), and the leader turns the request into the answer. A crash or bounce of
+either end drops it (``_crash_state``, ``_bounce_state``). So while an answer is in flight its follower neither
+sends to that leader nor receives from it, and the follower's in-memory fields (leader epoch, fetcher state) are
+not reset by a restart: they change only by the control plane (LeaderAndIsr, StopReplica) and by its exchanges
+with *another* leader, which it follows only after a LeaderAndIsr. What is dead, by kind and release:
+
+1. **Answers the follower only retries, every ZooKeeper row.** A FetchResponse or OffsetsForLeaderEpoch answer with
+   NOT_LEADER_FOR_PARTITION or UNKNOWN_LEADER_EPOCH is dropped by every branch of ``_receive_fetch_state`` /
+   ``_receive_offsets_state`` whatever the follower's state (``AbstractFetcherThread.handlePartitionsWithErrors``
+   2.1+, ``partitionsWithError`` 0.11/2.0: the partition is retried after the back-off). So is FENCED_LEADER_EPOCH
+   where it does not remove the partition: before 2.1.0 (``fenced-removes-partition`` off), and from 2.5.0
+   (``kafka-9654``, ``onPartitionFenced(tp, requestEpoch)``) when the request's leader epoch is not the fetch
+   state's, which stays so: the follower's leader epoch only grows while the answer is in flight (a LeaderAndIsr is
+   applied only if newer, ``ReplicaManager.becomeLeaderOrFollower``).
+2. **2.1.0 to 2.7 (KIP-320 fencing, OffsetsForLeaderEpoch truncation, KAFKA-5163's isReadyForFetch; not
+   truncate-on-fetch): every FetchResponse whose delivery is a no-op now.** Every applied LeaderAndIsr makes the
+   follower truncate first (2.1.0 ``Partition.makeFollower`` returns true on every epoch change, and
+   ``ReplicaManager.makeFollowers`` adds the partition to the fetcher in the truncating state), and a truncating
+   partition drops a fetch answer (``AbstractFetcherThread.processFetchRequest``: ``isReadyForFetch``). To be
+   fetching from the answer's leader again it must finish that truncation with an OffsetsForLeaderEpoch round to
+   it, or truncate to its HW when it has no epoch; both wait while the answer is in flight (``busy``). Until then
+   nothing else changes what the answer is checked against (fetcher state, leader, LEO, HW, epoch cache, the
+   reconciled ghost): the follower appends and truncates only through its leader's answers and its own truncation
+   steps. So an answer the follower drops, or applies without any change (an empty answer at its LEO with the HW
+   it has), does so in every continuation.
+3. **KAFKA-18991's fix (3.9.1, 4.1.0): every FetchResponse whose request's leader epoch is not the follower's**
+   (``AbstractFetcherThread.processFetchRequest``: ``currentFetchState.currentLeaderEpoch == requestEpoch``), and
+   every one whose delivery is a no-op now: with the epoch unchanged, the follower's fetcher state, leader and log
+   change only by a LeaderAndIsr (a new epoch: dead) or a StopReplica (no fetcher until a new epoch), and it holds
+   no diverging epoch to apply (it sent the request with none, and records one only from its leader's answer).
+4. **KAFKA-7786's fix (2.1.1, 2.2.0): every OffsetsForLeaderEpoch answer whose request's leader epoch is not the
+   follower's** (``AbstractFetcherThread.maybeTruncate`` ignores it), and every one that is a no-op now, by the
+   argument of 3 (the OffsetsForLeaderEpoch answer is read against the same fields).
+
+What it cannot express: a LeaderAndIsr older than the broker's epoch (none arises without a crash or bounce in the
+bounds measured, and a bounce delivers a queued request to a new incarnation: the stale-control-request story); a
+FetchResponse on 2.8.x to 3.4 and an OffsetsForLeaderEpoch answer on 2.0.x and 2.1.0 that the follower drops now but
+could take after a LeaderAndIsr that brings it back to the same leader (KAFKA-18991's and KAFKA-7786's stories:
+those answers are live); requests (serving one changes the leader's view of the follower); the KRaft rows (their
+controller and fetch handling are ``spec.kafka.actions_kraft``'s, not covered: the option is refused there).
+
+``tests/test_dead.py`` checks, on every row named above, that every message found dead is a no-op when delivered
+in the state, stays dead along sampled continuations, and that the reduced search keeps every verdict of the
+unreduced one with counterexamples that replay.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from spec.errors import UsageError
+from spec.kafka.state import (
+    FENCED_LEADER_EPOCH,
+    FETCH_RESPONSE,
+    FETCHING,
+    NOT_LEADER,
+    OFFSETS_FOR_LEADER_EPOCH_RESPONSE,
+    UNKNOWN_LEADER_EPOCH,
+    KafkaState,
+)
+
+_new = tuple.__new__
+#: how many (follower, answer) pairs ``DeadMessages._noop`` remembers before it starts again (a few MB)
+_KNOWN_PAIRS = 1 << 16
+_NETWORK = KafkaState._fields.index("network")
+
+
+class DeadMessages:
+    """Which answers in flight are dead on one configuration of the model, and the state without them."""
+
+    def __init__(self, model: Any) -> None:
+        f = model.features
+        if f.kraft:
+            raise UsageError(f"--reduce dead covers the ZooKeeper rows; {model.protocol} is a KRaft row: drop --reduce dead")
+        self.model = model
+        self.receive_fetch = model._receive_fetch_state
+        self.receive_offsets = model._receive_offsets_state
+        self._known: dict[tuple[int, int], tuple[Any, Any, bool]] = {}  # _noop's answers by (follower, answer)
+        #: FENCED_LEADER_EPOCH drops an answer in every state (1: no removal before 2.1.0) ...
+        self.fenced_retried = not (f.leader_epoch_fencing and f.fenced_removes_partition)
+        #: ... or once the request's epoch is not the fetch state's (1: kafka-9654)
+        self.fenced_by_epoch = f.leader_epoch_fencing and f.fenced_removes_partition and f.kafka_9654
+        #: 2: every fetch answer that is a no-op now
+        self.fetch_noop_dead = (f.leader_epoch_fencing and f.uses_offsets_request and f.kafka_5163
+                                and not f.truncate_on_fetch and f.truncation != "hw-truncation")
+        #: 3: KAFKA-18991's fix
+        self.fetch_epoch_dead = f.kafka_18991
+        #: 4: KAFKA-7786's fix (with fencing: a request carries no epoch before it)
+        self.offsets_epoch_dead = f.kafka_7786_fix and f.leader_epoch_fencing
+
+    def describe(self) -> list[str]:
+        """Which classes of the module's docstring apply on this row (for reports)."""
+        out = ["retried answers (1)"]
+        if self.fetch_noop_dead:
+            out.append("fetch answers that are no-ops (2)")
+        if self.fetch_epoch_dead:
+            out.append("fetch answers of another leader epoch or no-ops (3)")
+        if self.offsets_epoch_dead:
+            out.append("OffsetsForLeaderEpoch answers of another leader epoch or no-ops (4)")
+        return out
+
+    def _noop(self, s: KafkaState, m: Any) -> bool:
+        """Whether delivering ``m`` in ``s`` changes nothing but the network (the model's own step, run). The step
+        reads the message and its follower only, so the answer is kept by the pair (a successor shares the brokers
+        and messages its step did not touch; the pair is held with the answer, so neither id is reused)."""
+        follower = s.brokers[m.dst]
+        key = (id(follower), id(m))
+        known = self._known.get(key)
+        if known is not None:
+            return known[2]
+        receive = self.receive_fetch if m.kind == FETCH_RESPONSE else self.receive_offsets
+        after = receive(s, m)
+        noop = after.brokers == s.brokers and after.crashes == s.crashes
+        if len(self._known) >= _KNOWN_PAIRS:
+            self._known.clear()
+        self._known[key] = (follower, m, noop)
+        return noop
+
+    def dead(self, s: KafkaState, m: Any) -> bool:
+        kind = m.kind
+        if kind == FETCH_RESPONSE or kind == OFFSETS_FOR_LEADER_EPOCH_RESPONSE:
+            error = m.error
+            if error == NOT_LEADER or error == UNKNOWN_LEADER_EPOCH:
+                return True  # retried after the back-off, whatever the follower's state (1)
+            follower = s.brokers[m.dst]
+            if error == FENCED_LEADER_EPOCH:
+                if self.fenced_retried or (self.fenced_by_epoch and m.epoch != follower.epoch):
+                    return True
+            if kind == FETCH_RESPONSE:
+                if self.fetch_noop_dead:
+                    if follower.fetch != FETCHING or follower.leader != m.src or len(follower.log) != m.offset:
+                        return True  # dropped (isReadyForFetch, the fetch offset)
+                    return not m.records and self._noop(s, m)  # records taken at its LEO are appended
+                if self.fetch_epoch_dead:
+                    return m.epoch != follower.epoch or self._noop(s, m)
+                return False
+            if self.offsets_epoch_dead:
+                return m.epoch != follower.epoch or self._noop(s, m)
+        return False
+
+    def reduce(self, s: KafkaState) -> KafkaState:
+        """``s`` without its dead messages (``s`` itself when it has none)."""
+        network = s[_NETWORK]
+        if not network:
+            return s
+        dead = self.dead
+        kept = [m for m in network if not ((m[0] == FETCH_RESPONSE or m[0] == OFFSETS_FOR_LEADER_EPOCH_RESPONSE)
+                                           and dead(s, m))]
+        if len(kept) == len(network):
+            return s
+        fields = list(s)
+        fields[_NETWORK] = tuple(kept)
+        return _new(KafkaState, fields)
+
+    def deliveries(self, s: KafkaState) -> list[tuple[Any, KafkaState]]:
+        """The model's own steps that deliver the dead messages of ``s``, one after the other, ending in
+        ``reduce(s)``: how a trace of the reduced search becomes a behaviour of the unreduced model."""
+        steps = []
+        while True:
+            dead = next((m for m in s.network if self.dead(s, m)), None)
+            if dead is None:
+                return steps
+            network = list(s.network)
+            network.remove(dead)
+            wanted = s.with_(network=tuple(network))
+            step = next(((act, t) for act, t in self.model.successors(s) if t == wanted), None)
+            if step is None:  # a dead message is delivered as a no-op by definition
+                raise RuntimeError(f"no step of the model delivers the dead message {dead} as a no-op")
+            steps.append(step)
+            s = step[1]
