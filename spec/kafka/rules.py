@@ -568,6 +568,51 @@ RULES: tuple[Rule, ...] = (
          abstraction="a disk loss (log, epoch cache and HW checkpoint gone) is UncleanShutdown(keep=0): with one "
                      "partition and the HW clamped to the LEO on restart the model cannot tell them apart; the "
                      "ZooKeeper rows have their own form of the fault (lossy-crash)"),
+    Rule("a partition reassignment (AlterPartitionReassignments) writes the merged replica list (target + removing) "
+         "with the adding and removing replicas; every later partition change completes it once the ISR less the "
+         "removing replicas is not empty and holds every adding replica: replicas = target, ISR = ISR - removing; the "
+         "leader is kept if still in the target ISR, else the first valid target replica is elected; a replica list that "
+         "loses a replica bumps the leader epoch, an addition alone does not", "KIP-455 (KRaft: KAFKA-12803)", "3.0.0",
+         "every KRaft release (KAFKA-12803, 2.8/3.0: KRaft reassignment); the completion condition is KAFKA-15665's "
+         "from 3.8.0 (flag kafka-15665)",
+         "3.5.0 metadata/.../controller/ReplicationControlManager.java alterPartitionReassignments -> "
+         "changePartitionReassignment; PartitionReassignmentReplicas.java (constructor, maybeCompleteReassignment); "
+         "PartitionChangeBuilder.java build (completeReassignmentIfNeeded, tryElection -> electAnyLeader, "
+         "triggerLeaderEpochBumpIfNeeded); 3.9.0-rc3 the same (triggerLeaderEpochBumpForReplicaReassignmentIfNeeded)",
+         "actions_reassignment._reassign_actions (ReassignPartition(remove, add), bound reassignments), _reassigned, "
+         "completed",
+         abstraction="one reassignment at a time: no cancellation or replacement of one in progress "
+                     "(cancelPartitionReassignment, PartitionReassignmentRevert); the target list is sorted, so the "
+                     "first valid replica is the lowest id; the ZooKeeper rows' reassignment "
+                     "(KafkaController.onPartitionReassignment) is not modelled: every broker is a replica there"),
+    Rule("a reassignment completes only once the ISR holds every target replica (not only the adding ones)",
+         "KAFKA-15665", "3.8.0", "3.8.0 and later (756f44a3e58)",
+         "3.8.0 metadata/.../controller/PartitionReassignmentReplicas.java maybeCompleteReassignment "
+         "(newTargetIsr.containsAll(newTargetReplicas)); 3.5.0 the same method checks only the adding replicas",
+         "actions_reassignment.completed", flag="kafka-15665"),
+    Rule("a broker that replays a partition change whose replicas do not include it deletes its replica (fetcher "
+         "removed, log deleted); a broker added creates the partition from an empty log and follows; the leader tracks "
+         "only the assigned replicas (a new one with unknown LEO) and answers a non-replica's fetch "
+         "UNKNOWN_LEADER_EPOCH", "KAFKA-13198", "3.0.0", "every KRaft release",
+         "3.5.0 core/.../server/ReplicaManager.scala applyDelta (localChanges.deletes -> stopPartitions with "
+         "deleteLocalLog; applyLocalFollowersDelta -> getOrCreatePartition, makeFollower); metadata/.../image/"
+         "TopicDelta.java localChanges; core/src/main/scala/kafka/cluster/Partition.scala updateAssignmentAndIsr "
+         "(remoteReplicasMap), fetchRecords -> followerReplicaOrThrow",
+         "actions_reassignment._apply_leader_and_isr, _serve_fetch_state, _replaying; "
+         "actions_kraft._leader_actions (the leader's replicas)",
+         abstraction="a broker that crashed before it replayed its removal keeps its log as a stray log on restart "
+                     "(3.5.0 deletes none at start-up; the stray-log deletion of later releases is not modelled) and "
+                     "replays nothing while it is not a replica"),
+    Rule("the ELR is not filtered by the replica list: a replica removed from an ISR below min ISR enters the ELR and "
+         "stays there; the elections walk the replica list, so it is electable from the ELR again once a "
+         "reassignment adds it back, with the empty log it starts from", "KIP-966", "3.7.0",
+         "every release with ELR: 3.9.0-rc3, trunk of October 2024 (no later fix among the commits read)",
+         "3.9.0-rc3 metadata/.../controller/PartitionChangeBuilder.java build (completeReassignmentIfNeeded before "
+         "maybePopulateTargetElr), maybePopulateTargetElr (candidateSet = targetElr + partition.isr, less the target "
+         "ISR), electAnyLeader (targetReplicas.stream().filter(this::isValidNewLeader)), isValidNewLeader; "
+         "metadata/.../metadata/PartitionRegistration.java merge",
+         "actions_kraft._partition_change (ELR), _candidates (ELR members among the replicas); "
+         "actions_reassignment._reassigned (the rows with kip-966-elr)"),
     Rule("one record per batch, one partition", "-", "-", "-", "-", "log.Record (a record is a batch), state.KafkaState "
          "(one partition's replicas)",
          abstraction="KIP-279's scenario 1 with n > 20 relied on truncating to a batch boundary; a second partition "
