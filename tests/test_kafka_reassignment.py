@@ -120,6 +120,16 @@ def test_an_addition_keeps_the_leader_epoch_and_the_new_replica_fetches_from_emp
     assert (added.leader, added.epoch, added.log) == (0, 1, ())
 
 
+def test_symmetry_is_refused_with_reassignments():
+    """The successor of a removed leader is the lowest valid id (the target list is sorted): not symmetric."""
+    from checker.search import SearchOptions, uses_symmetry
+    from spec.errors import ModelError
+
+    assert build_model("kafka", ["records=1"], "kraft-3.5").has_symmetry
+    with pytest.raises(ModelError):
+        uses_symmetry(_model("kraft-3.5"), SearchOptions(symmetry=True))
+
+
 def test_removing_the_leader_elects_the_first_valid_target_replica():
     model = _model("kraft-3.5")
     s = _run(model, REPLICATE + [("ReassignPartition", {"remove": 0, "add": -1})])
@@ -256,3 +266,27 @@ def test_remove_and_add_back_under_min_isr_2(protocol, verdict):
     KIP-966 row breaks elr-safety (the removed replica kept in the ELR, the story of ``ELR_STORY``); 3.5 holds."""
     bounds = ("records=1", "epochs=2", "crashes=1", "alters=1", "reassignments=2", "min_isr=2")
     assert _search(protocol, *bounds, invariants=("elr-safety",))[0] == verdict
+
+
+def test_an_alter_partition_that_completes_a_move_of_the_leader_answers_a_new_leader():
+    """NEW_LEADER_ELECTED (3.5.0 ``ReplicationControlManager.alterPartition``): three brokers, replicas [0, 1] after a
+    first reassignment; [0, 1] -> [1, 2] moves the leader's replica to broker 2. Broker 2 fetches up to the HW, the
+    leader proposes ISR {0, 1, 2}; the controller's change completes the reassignment (replicas [1, 2], ISR {1, 2}) and
+    elects broker 1 with a new leader epoch. The answer (the model's NONE with that epoch, Kafka's NEW_LEADER_ELECTED)
+    leaves broker 0 pending until it replays the change, which deletes its replica."""
+    model = _model("kraft-3.5", "brokers=3", "epochs=3")
+    s = _run(model, [("ReassignPartition", {"remove": 2, "add": -1}), ("DeliverLeaderAndIsr", {"broker": 0}),
+                     ("DeliverLeaderAndIsr", {"broker": 1}), ("DeliverLeaderAndIsr", {"broker": 2}),
+                     ("ReassignPartition", {"remove": 0, "add": 2})])
+    assert (s.controller.replicas, s.controller.adding, s.controller.removing, s.controller.leader) == ((0, 1, 2), (2,),
+                                                                                                      (0,), 0)
+    s = _run(model, [("DeliverLeaderAndIsr", {"broker": 0}), ("DeliverLeaderAndIsr", {"broker": 2}),
+                     ("TruncateToHighWatermark", {"follower": 2}), ("SendFetch", {"follower": 2, "leader": 0}),
+                     ("ServeFetch", {"leader": 0, "follower": 2}), ("ExpandIsr", {"leader": 0, "follower": 2}),
+                     ("ProcessAlterPartition", {"leader": 0})], s)
+    c = s.controller
+    assert (c.replicas, c.adding, c.removing, c.isr, c.leader, c.epoch) == ((1, 2), (), (), (1, 2), 1, 2)
+    s = _run(model, [("ReceiveAlterPartitionResponse", {"leader": 0})], s)
+    assert s.brokers[0].alter_pending and s.brokers[0].leader == 0  # pending until the metadata
+    s = _run(model, [("DeliverLeaderAndIsr", {"broker": 0})], s)
+    assert (s.brokers[0].leader, s.brokers[0].replicas) == (-1, (1, 2))

@@ -11,7 +11,8 @@ On the KRaft rows the controller is the KRaft quorum controller, not ZooKeeper's
   the one registered; on INELIGIBLE_REPLICA the leader reverts to its last committed ISR
   (``handleAlterPartitionError``), on the other errors it waits for the next partition change. A lost answer
   (``alter_losses``) leaves the same request in flight again (``AlterPartitionManager`` retries until answered).
-  NEW_LEADER_ELECTED needs a reassignment that removes the leader, which the model does not have (rule table).
+  NEW_LEADER_ELECTED (a change that completes a reassignment removing the leader, ``spec.kafka.actions_reassignment``)
+  is answered NONE with the new leader epoch: the leader stays pending until it replays the change, as with the code.
 - **Controlled shutdown** (``shutdowns``): the leader's heartbeat with ``wantShutDown`` puts it in controlled
   shutdown (``Broker.stopping``): out of the ISR, leadership to an active member (or offline); it keeps fetching,
   is not electable and, with KIP-841, not eligible to join the ISR.

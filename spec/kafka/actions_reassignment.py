@@ -113,6 +113,9 @@ class ReassignmentActions:
         self._reassigning = bool(reassignments) and self._kraft
         if self._reassigning:
             self.constants["reassignments"] = reassignments
+            # a removed leader's successor is the first valid target replica, the lowest id here (Kafka: the first in
+            # the order the user gave): renaming broker ids does not commute with that, so no --symmetry
+            self.has_symmetry = False
         else:
             for name in _WRAPPED:  # the wrapped families directly (a family another mixin bound stays as it is)
                 if name not in vars(self):

@@ -401,8 +401,8 @@ RULES: tuple[Rule, ...] = (
                      "with the metadata log); a broker's view of fencing is the controller's unless metadata_lag (see "
                      "its rule); a lost AlterPartition "
                      "request is a delayed one (AlterPartitionManager resends it); a lost answer is "
-                     "LoseAlterPartitionResponse (bound alter_losses); no reassignment, so NEW_LEADER_ELECTED does not "
-                     "arise (see its rule); a partition change "
+                     "LoseAlterPartitionResponse (bound alter_losses); NEW_LEADER_ELECTED arises only with reassignments "
+                     "(see its rule); a partition change "
                      "that keeps the leader epoch reaches the leader only (a follower has no use for the ISR until the "
                      "next leader epoch, which every live broker replays)"),
     Rule("a lost AlterPartition answer: the request is sent again, unchanged, until answered; the leader keeps its "
@@ -426,13 +426,14 @@ RULES: tuple[Rule, ...] = (
          "(completeReassignmentIfNeeded, then tryElection: electAnyLeader keeps a leader that is in the target ISR "
          "and active); validateAlterPartitionData (the new ISR must contain the leader); "
          f"{_C}Partition.scala handleAlterPartitionError (NEW_LEADER_ELECTED: stay pending until the metadata)",
-         "not modelled: unreachable in the model (no NEW_LEADER_ELECTED error code)",
+         "actions_kraft._process_alter_partition (ProcessAlterPartition), _receive_alter_response; "
+         "actions_reassignment._reassigned (bound reassignments)",
          abstraction="the leader changes on an AlterPartition only when it completes a reassignment that removes the "
-                     "leader from the replicas: the request's ISR must contain the leader and its leader epoch must be "
-                     "current, and a fenced or shutting-down leader has already been moved by the partition change of "
-                     "its fencing or controlled shutdown (which bumps the leader epoch: FENCED_LEADER_EPOCH). With one "
-                     "partition and fixed replicas it cannot arise; the leader would handle it as INVALID_UPDATE_VERSION "
-                     "(wait for the metadata), which the model has"),
+                     "leader from the replicas (with reassignments > 0): the request's ISR must contain the leader and "
+                     "its leader epoch must be current, and a fenced or shutting-down leader has already been moved by "
+                     "the partition change of its fencing or controlled shutdown. The model has no NEW_LEADER_ELECTED "
+                     "code: its answer is NONE with the new leader epoch, which the leader handles as Kafka's leader "
+                     "handles NEW_LEADER_ELECTED (it stays pending until it replays the change)"),
     Rule("brokers replay the metadata log late: a partition change reaches a broker when it replays it; a leader's "
          "view of the registrations (fenced, in controlled shutdown, broker epoch) may be older than the controller's",
          "KIP-500, KIP-631", "2.8.0", "every KRaft row",
