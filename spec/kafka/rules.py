@@ -574,7 +574,7 @@ RULES: tuple[Rule, ...] = (
          "removing replicas is not empty and holds every adding replica: replicas = target, ISR = ISR - removing; the "
          "leader is kept if still in the target ISR, else the first valid target replica is elected; a replica list that "
          "loses a replica bumps the leader epoch, an addition alone does not", "KIP-455 (KRaft: KAFKA-12803)", "3.0.0",
-         "every KRaft release (KAFKA-12803, 2.8/3.0: KRaft reassignment); the completion condition is KAFKA-15665's "
+         "every KRaft release (KAFKA-12803: 6a0efda30ec, in 3.0.0); the completion condition is KAFKA-15665's "
          "from 3.8.0 (flag kafka-15665)",
          "3.5.0 metadata/.../controller/ReplicationControlManager.java alterPartitionReassignments -> "
          "changePartitionReassignment; PartitionReassignmentReplicas.java (constructor, maybeCompleteReassignment); "
@@ -594,7 +594,7 @@ RULES: tuple[Rule, ...] = (
     Rule("a broker that replays a partition change whose replicas do not include it deletes its replica (fetcher "
          "removed, log deleted); a broker added creates the partition from an empty log and follows; the leader tracks "
          "only the assigned replicas (a new one with unknown LEO) and answers a non-replica's fetch "
-         "UNKNOWN_LEADER_EPOCH", "KAFKA-13198", "3.0.0", "every KRaft release",
+         "UNKNOWN_LEADER_EPOCH", "KAFKA-13198", "3.0.0", "every KRaft release (KAFKA-13198: 5f483f13fb8, in 3.0.0)",
          "3.5.0 core/.../server/ReplicaManager.scala applyDelta (localChanges.deletes -> stopPartitions with "
          "deleteLocalLog; applyLocalFollowersDelta -> getOrCreatePartition, makeFollower); metadata/.../image/"
          "TopicDelta.java localChanges; core/src/main/scala/kafka/cluster/Partition.scala updateAssignmentAndIsr "
