@@ -290,3 +290,13 @@ def test_an_alter_partition_that_completes_a_move_of_the_leader_answers_a_new_le
     assert s.brokers[0].alter_pending and s.brokers[0].leader == 0  # pending until the metadata
     s = _run(model, [("DeliverLeaderAndIsr", {"broker": 0})], s)
     assert (s.brokers[0].leader, s.brokers[0].replicas) == (-1, (1, 2))
+
+
+def test_a_broker_that_is_no_replica_is_not_a_lagging_follower():
+    """The liveness form (every live follower fetches from the leader) asks nothing of a broker that hosts no replica."""
+    from invariants.kafka_control import lagging_followers
+
+    model = _model("kraft-3.5")
+    s = _run(model, REPLICATE + REMOVE_1 + [("DeliverLeaderAndIsr", {"broker": 1}), ("DeliverLeaderAndIsr", {"broker": 0})])
+    assert s.brokers[1].alive and s.brokers[1].fetch == 0
+    assert lagging_followers(s) == []
