@@ -182,9 +182,10 @@ def lagging_followers(state, reconciled: bool = False) -> list[int]:
     """The live followers, not shutting down, that do not fetch from the controller's leader in its epoch (with
     ``reconciled``: that have not reconciled with it in that epoch either)."""
     ctrl = state.controller
+    replicas = ctrl.replicas  # a KRaft reassignment: a broker that is no replica follows nothing
     out = []
     for i, b in enumerate(state.brokers):
-        if i == ctrl.leader or not b.alive or b.stopping:
+        if i == ctrl.leader or not b.alive or b.stopping or (replicas and i not in replicas):
             continue
         if b.fetch != FETCHING or b.leader != ctrl.leader or b.epoch != ctrl.epoch or \
                 (reconciled and b.reconciled != ctrl.epoch):

@@ -28,10 +28,11 @@ def _first_unsafe(state) -> tuple[int, tuple[int, int, int]] | None:
     for r in controller.isr:
         if state.brokers[r].alive:
             return None  # an ISR member lives: the controller does not elect from the ELR
+    replicas = controller.replicas  # () : every broker (no reassignment ever changed the replica list)
     for b in controller.elr:
         broker = state.brokers[b]
-        if not broker.alive or controller.registered[b] == _DEAD:
-            continue
+        if not broker.alive or controller.registered[b] == _DEAD or (replicas and b not in replicas):
+            continue  # not electable: down, fenced, or no replica (the elections walk the replica list)
         log = broker.log
         for entry in state.committed:
             offset, epoch, ident = entry
@@ -64,11 +65,13 @@ ELR_SAFETY = register(
     "kafka",
     Invariant(
         "elr-safety",
-        "once no ISR member lives, every eligible leader replica (KIP-966) the controller could elect (alive, unfenced) "
+        "once no ISR member lives, every eligible leader replica (KIP-966) the controller could elect (alive, unfenced, "
+        "a replica) "
         "holds every committed record (vacuous without ELR)",
         elr_safety,
         explain=_explain,
-        reads=("committed", "controller.elr", "controller.isr", "controller.registered", "brokers.alive", "brokers.log"),
+        reads=("committed", "controller.elr", "controller.isr", "controller.registered", "controller.replicas",
+               "brokers.alive", "brokers.log"),
         # vacuous without an ELR; on a model whose actions never write it (every ZooKeeper row, the KRaft rows without
         # kip-966-elr) the reduction takes it to read nothing, so that ISR changes are invisible to it
         vacuous_while=(("controller.elr",), no_elr),

@@ -29,6 +29,9 @@ CONFIGS = [(r.name, [], KRAFT_BOUNDS if r.features.kraft else ZK_BOUNDS) for r i
     ("2.8.0", ["unclean=on"], ["brokers=3", "records=1", "crashes=1"]),
     ("2.1.0", [], ["brokers=2", "records=1", "crashes=1", "inflight=1", "acks=-1", "consumers=1"]),
     ("3.4.1", [], ["brokers=2", "records=2", "crashes=1", "acks=1"]),
+    # partition reassignment (spec.kafka.actions_reassignment): a replica removed and added back, moved among three
+    ("kraft-3.5", [], ["brokers=2", "records=1", "crashes=1", "reassignments=2", "min_isr=2"]),
+    ("kraft-4.1", [], ["brokers=3", "records=1", "crashes=1", "reassignments=2", "fences=1", "min_isr=2"]),
 ]
 #: the rows of the fast test (the others run in the slow one)
 FAST = {"0.10.2", "2.1.0", "2.8.1", "kraft-3.5"}

@@ -116,6 +116,7 @@ def build(constants: dict[str, Any], protocol: str = DEFAULT_PROTOCOL, features:
         metadata_lag=constants.get("metadata_lag", KRAFT_DEFAULTS["metadata_lag"]),
         clean_shutdowns=constants.get("clean_shutdowns", KRAFT_DEFAULTS["clean_shutdowns"]),
         fences=constants.get("fences", KRAFT_DEFAULTS["fences"]),
+        reassignments=constants.get("reassignments", KRAFT_DEFAULTS["reassignments"]),
     )
 
 
@@ -168,6 +169,9 @@ INFO = register(
                      maximum=8),
             Constant("fences", KRAFT_DEFAULTS["fences"], "kraft rows: running brokers fenced for missed heartbeats "
                      "(they keep their log and fetcher and are unfenced when they heartbeat again), at most", int,
+                     minimum=0, maximum=8),
+            Constant("reassignments", KRAFT_DEFAULTS["reassignments"], "kraft rows: partition reassignments (a "
+                     "replica removed, added, or moved: its log deleted, a new one fetched from empty), at most", int,
                      minimum=0, maximum=8),
         ),
         build=build,

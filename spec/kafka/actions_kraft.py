@@ -11,7 +11,8 @@ On the KRaft rows the controller is the KRaft quorum controller, not ZooKeeper's
   the one registered; on INELIGIBLE_REPLICA the leader reverts to its last committed ISR
   (``handleAlterPartitionError``), on the other errors it waits for the next partition change. A lost answer
   (``alter_losses``) leaves the same request in flight again (``AlterPartitionManager`` retries until answered).
-  NEW_LEADER_ELECTED needs a reassignment that removes the leader, which the model does not have (rule table).
+  NEW_LEADER_ELECTED (a change that completes a reassignment removing the leader, ``spec.kafka.actions_reassignment``)
+  is answered NONE with the new leader epoch: the leader stays pending until it replays the change, as with the code.
 - **Controlled shutdown** (``shutdowns``): the leader's heartbeat with ``wantShutDown`` puts it in controlled
   shutdown (``Broker.stopping``): out of the ISR, leadership to an active member (or offline); it keeps fetching,
   is not electable and, with KIP-841, not eligible to join the ISR.
@@ -219,14 +220,18 @@ class KRaftActions:
         return s.controller.registered[b] != DEAD and not s.brokers[b].stopping
 
     def _partition_change(self, s: KafkaState, leader: int, isr: tuple[int, ...], bump: bool = False,
-                          unclean_replica: int = -1) -> KafkaState | None:
+                          unclean_replica: int = -1, target: tuple[int, ...] = ()) -> KafkaState | None:
         """A PartitionChangeRecord (``PartitionChangeBuilder.build``): the new leader and ISR, the partition epoch
         + 1, the leader epoch + 1 if the leader changes, on ``bump`` (reassignment) and, before KAFKA-15021, on an
         ISR shrink; with ``kip-966-elr`` the ELR (``maybePopulateTargetElr``: cleared when the ISR reaches min
         ISR, else the old ELR and ISR minus the new ISR minus ``unclean_replica``). Every live broker replays it.
-        None beyond the epoch bound."""
+        None beyond the epoch bound. A reassignment to ``target`` replicas, or one in progress, is applied first
+        (``spec.kafka.actions_reassignment``)."""
         c = s.controller
         isr = tuple(sorted(isr))
+        assignment: dict = {}
+        if target or c.adding or c.removing:  # spec.kafka.actions_reassignment
+            leader, isr, bump, assignment = self._reassigned(s, leader, isr, bump, target)
         elr = c.elr
         if self._elr:
             if len(isr) >= self.min_isr:
@@ -240,14 +245,17 @@ class KRaftActions:
         if new_epoch > self.max_epoch:
             return None
         partition_epoch = c.partition_epoch + 1
-        controller = c.with_(leader=leader, epoch=new_epoch, isr=isr, partition_epoch=partition_epoch, elr=elr)
+        controller = c.with_(leader=leader, epoch=new_epoch, isr=isr, partition_epoch=partition_epoch, elr=elr,
+                             **assignment)
         # a change that keeps the leader epoch (an ISR change) is sent to the leader only: a follower does nothing with
         # the ISR or the partition epoch until a change of leader epoch, which every live broker replays
         to = range(self.n) if new_epoch != c.epoch else (leader,) if leader != NO_LEADER else ()
+        if controller.replicas:  # the replicas, old and new, replay it (spec.kafka.actions_reassignment)
+            to = self._replaying(c, controller, to)
         # a metadata record is not addressed to a registration: a fenced broker that runs replays it too (its own
         # broker epoch, which is the registered one whenever it is unfenced)
         sent = tuple([LeaderAndIsr(LEADER_AND_ISR, r, new_epoch, leader, isr, s.brokers[r].broker_epoch,
-                                   s.brokers[r].incarnation, partition_epoch)
+                                   s.brokers[r].incarnation, partition_epoch, controller.replicas)
                       for r in to if s.brokers[r].alive])
         return s.with_(controller=controller, network=add_messages(s.network, *sent))
 
@@ -256,7 +264,8 @@ class KRaftActions:
         ``kip-966-elr``, unfenced ELR members when the ISR is empty."""
         found = [r for r in isr if r != excluded and self._unfenced(s, r)]
         if not found and not isr and self._elr:
-            found = [r for r in elr if r != excluded and self._unfenced(s, r)]
+            replicas = s.controller.replicas  # the election walks the replicas (spec.kafka.actions_reassignment)
+            found = [r for r in elr if r != excluded and self._unfenced(s, r) and (not replicas or r in replicas)]
         return found
 
     def _elect_from(self, s: KafkaState, leader: int, isr: tuple[int, ...]) -> KafkaState | None:
@@ -283,7 +292,7 @@ class KRaftActions:
                 if t is not None:
                     add((self._elect[b], t))
             if self.features.unclean and not self._candidates(s, c.isr, c.elr):
-                for b in range(self.n):
+                for b in c.replicas or range(self.n):  # the replicas (spec.kafka.actions_reassignment)
                     if self._unfenced(s, b):
                         t = self._partition_change(s, b, (b,))
                         if t is not None:
@@ -376,7 +385,7 @@ class KRaftActions:
         self._advance_hw_action(s, i, leader, add)
         if leader.alter_pending or s.alters >= self.max_alters or _alter_in_flight(s.network, i):
             return
-        for f in range(self.n):
+        for f in leader.replicas or range(self.n):  # its replicas (spec.kafka.actions_reassignment)
             if f != i:
                 self._isr_change_action(s, i, leader, f, add)
 
@@ -775,7 +784,7 @@ class KRaftActions:
             s = s.with_(controller=c.with_(elr=tuple([r for r in c.elr if r != i])))
             return self._partition_change(s, c.leader if c.leader != i else NO_LEADER, isr, unclean_replica=i)
         request = LeaderAndIsr(LEADER_AND_ISR, i, c.epoch, c.leader, c.isr, reborn.broker_epoch, reborn.incarnation,
-                               c.partition_epoch)
+                               c.partition_epoch, c.replicas)
         return s.with_(network=add_messages(s.network, request))
 
     # -- messages -------------------------------------------------------------------------------------------------

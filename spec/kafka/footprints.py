@@ -388,6 +388,11 @@ def _by_request(m: Any) -> bool:
     return m._alter_by_request
 
 
+def _reassigning(m: Any) -> bool:
+    """A KRaft row with ``reassignments`` (``spec.kafka.actions_reassignment``): a replica list that changes."""
+    return m._reassigning
+
+
 def _acks(m: Any) -> bool:
     return m.acks != ACKS_NONE
 
@@ -428,6 +433,9 @@ def _crash(name: str, when: Callable[[Any], bool] = lambda m: True) -> Footprint
 #: what applying a LeaderAndIsr may write of its broker
 _APPLIED = (*DATA, "leader", "epoch", "isr", "fetch", "remote", "stale", "reconciled", "idle_cause", "partition_epoch",
             "alter_pending", "committed_isr", "remote_epochs")
+#: and with reassignments (``actions_reassignment._apply_leader_and_isr``: a removed replica is deleted, a replica
+#: takes the replica list)
+_REASSIGNED = ("replicas", "pending_diverging")
 _READS_OF_LEADER = ("alive", "leader", "epoch", "log", "cache", "hw")
 #: what a producer with acks (spec.kafka.clients) and KIP-966's strict min ISR read besides
 _ISR_READS = ("isr", "committed_isr", "alter_pending")
@@ -448,7 +456,8 @@ FOOTPRINTS: tuple[Footprint, ...] = (
               writes=(SHUTDOWN("broker"),)),
     # -- control requests applied by a broker ------------------------------------------------------------------
     Footprint("DeliverLeaderAndIsr", ("broker",), (CTL("broker"), B("broker", *EVERY_FIELD)),
-              (CTL("broker"), B("broker", *_APPLIED)), (queued_control("broker"),)),
+              (CTL("broker"), B("broker", *_APPLIED), when(_reassigning, B("broker", *_REASSIGNED))),
+              (queued_control("broker"),)),
     Footprint("DeliverStopReplica", ("broker",), (CTL("broker"), B("broker", "broker_epoch", "stale", "incarnation")),
               (CTL("broker"), B("broker", "stale", "fetch", "idle_cause")), (queued_control("broker"),), when=_zk),
     # it needs a newer request queued behind the oldest: it reads the tail too
@@ -485,7 +494,8 @@ FOOTPRINTS: tuple[Footprint, ...] = (
                idle("follower", "leader"))),
     Footprint("ServeFetch", ("leader", "follower"),
               (NET("fetch", "follower", "leader"), NET("fetch_resp", "leader", "follower"),
-               B("leader", "epoch", "leader", "log", "cache", "hw"), REMOTE("leader", "follower")),
+               B("leader", "epoch", "leader", "log", "cache", "hw"), REMOTE("leader", "follower"),
+               when(_reassigning, B("leader", "replicas"))),
               (NET("fetch", "follower", "leader"), NET("fetch_resp", "leader", "follower"),
                REMOTE("leader", "follower")),
               (queued(NET("fetch", "follower", "leader")),)),
@@ -533,7 +543,8 @@ FOOTPRINTS: tuple[Footprint, ...] = (
     *(Footprint(name, params, EVERYTHING, when=_kraft) for name, params in (
         ("ElectLeader", ("leader",)), ("PreferredLeaderElection", ("leader",)), ("UncleanLeaderElection", ("leader",)),
         ("BumpLeaderEpoch", ("leader",)), ("FenceBroker", ("broker",)), ("ProcessControlledShutdown", ("broker",)),
-        ("Restart", ("broker",)), ("CleanShutdown", ("broker",)), ("UnfenceBroker", ("broker",)))),
+        ("Restart", ("broker",)), ("CleanShutdown", ("broker",)), ("UnfenceBroker", ("broker",)),
+        ("ReassignPartition", ()))),
     # -- AlterPartition and its answer, on the KRaft rows and (AlterIsr, alter-isr) on the 2.7.0+ ZooKeeper rows: the
     # -- leader's request reads its pending state, the alters bound and its AlterPartition channels; the controller's
     # -- handling reads the registrations and the partition state: everything

@@ -113,6 +113,7 @@ from typing import Any
 from spec.kafka.actions_control import ControlPlaneActions, channel_order
 from spec.kafka.actions_data import DataPlaneActions, busy
 from spec.kafka.actions_kraft import KRaftActions
+from spec.kafka.actions_reassignment import ReassignmentActions
 from spec.kafka.clients import ACKS_NONE, ClientActions, new_consumer
 from spec.kafka.protocols import DEFAULT_PROTOCOL, Features, resolve
 from spec.kafka.state import (
@@ -161,14 +162,14 @@ CONSUMED_MATRIX_BOUNDS = ("records=1", "epochs=2", "crashes=1", "consumers=1")
 SKIP_MATRIX_BOUNDS = ("records=2", "epochs=2", "crashes=1", "consumers=1")
 #: the KRaft rows' own bounds (``spec.kafka.actions_kraft``): listed in a model's constants on those rows only
 KRAFT_DEFAULTS = {"alters": 2, "unclean_shutdowns": 0, "alter_losses": 0, "metadata_lag": 0, "clean_shutdowns": 0,
-                  "fences": 0}
+                  "fences": 0, "reassignments": 0}
 
 
 # the updates of the hot path, generated once from the field names (``spec.kafka.state.updater``)
 _stopping = updater(Broker, "stopping")  # SendControlledShutdown
 
 
-class KafkaModel(ClientActions, KRaftActions, ControlPlaneActions, DataPlaneActions, Model):
+class KafkaModel(ClientActions, ReassignmentActions, KRaftActions, ControlPlaneActions, DataPlaneActions, Model):
     """The model: bounds, feature switches and action tables, and the next-state relation
     (``successors``: controller actions, each broker's own actions, message deliveries). The action
     families are in ``spec.kafka.actions_control`` and ``spec.kafka.actions_data``."""
@@ -257,6 +258,7 @@ class KafkaModel(ClientActions, KRaftActions, ControlPlaneActions, DataPlaneActi
         metadata_lag: int = 0,
         clean_shutdowns: int = 0,
         fences: int = 0,
+        reassignments: int = 0,
     ) -> None:
         self.n = brokers
         self.max_records = records
@@ -324,6 +326,7 @@ class KafkaModel(ClientActions, KRaftActions, ControlPlaneActions, DataPlaneActi
         self._init_clients(acks, min_isr, consumers, consumer_inflight)
         # KRaft rows (spec.kafka.actions_kraft): after min_isr is known
         self._init_kraft(alters, unclean_shutdowns, alter_losses, metadata_lag, clean_shutdowns, fences)
+        self._init_reassignment(reassignments)  # spec.kafka.actions_reassignment: after the KRaft families
 
     # -- the model interface -------------------------------------------------------------------------
     def state_types(self) -> tuple[type, ...]:

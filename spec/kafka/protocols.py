@@ -68,6 +68,7 @@ class Features:
     kip_966_elr: bool = False  # 3.7.0 code, on by default in 4.1.0: strict min ISR and eligible leader replicas
     clean_shutdown_detection: bool = False  # KIP-966 (3.8.0): an unclean restart leaves the ISR and the ELR
     kafka_18635: bool = False  # 4.1.0: a clean restart keeps ISR/ELR membership again (3.9.x removes every restart)
+    kafka_15665: bool = False  # 3.8.0: a reassignment completes only once every target replica is in the ISR
 
     def flag(self, name: str) -> bool:
         return bool(getattr(self, _field_name(name)))
@@ -157,6 +158,8 @@ FLAGS: dict[str, str] = {
     "kafka-18635": "KAFKA-18635: only a registration whose previous broker epoch is not the registered one (no clean "
                    "shutdown file) is removed from the ISR and the ELR; without it (3.9.x, KAFKA-16952) every new "
                    "incarnation is, clean shutdown or not",
+    "kafka-15665": "KAFKA-15665: a reassignment completes only once the ISR holds every target replica (before: every "
+                   "adding replica)",
 }
 assert set(FLAGS) == {f.name.replace("_", "-") for f in fields(Features)}
 
@@ -189,7 +192,7 @@ _3_9_1 = replace(_3_4_1, kafka_15583=True, kafka_18991=True)  # kafka-15583: 3.7
 _KRAFT_3_3 = replace(_2_8_1, kraft=True, kip_841=True, alter_isr=False)
 _KRAFT_3_5 = replace(_3_4_1, kraft=True, kip_841=True, kip_903=True, alter_isr=False)
 _KRAFT_4_1 = replace(_3_9_1, kraft=True, kip_841=True, kip_903=True, kafka_15021=True, kip_966_elr=True,
-                     clean_shutdown_detection=True, kafka_18635=True, alter_isr=False)
+                     clean_shutdown_detection=True, kafka_18635=True, kafka_15665=True, alter_isr=False)
 
 
 @dataclass(frozen=True)
@@ -308,6 +311,7 @@ REQUIRES: dict[str, tuple[str, object]] = {
     "kip-841": ("the KRaft controller (a kraft-* protocol)", lambda f: f.kraft),
     "kip-903": ("the KRaft controller (a kraft-* protocol)", lambda f: f.kraft),
     "kafka-15021": ("the KRaft controller (a kraft-* protocol)", lambda f: f.kraft),
+    "kafka-15665": ("the KRaft controller (a kraft-* protocol)", lambda f: f.kraft),
     "kip-966-elr": ("the KRaft controller (a kraft-* protocol)", lambda f: f.kraft),
     "clean-shutdown-detection": ("kip-966-elr (KIP-966: the detection acts only where ELR is supported)",
                                  lambda f: f.kraft and f.kip_966_elr),

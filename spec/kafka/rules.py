@@ -401,8 +401,8 @@ RULES: tuple[Rule, ...] = (
                      "with the metadata log); a broker's view of fencing is the controller's unless metadata_lag (see "
                      "its rule); a lost AlterPartition "
                      "request is a delayed one (AlterPartitionManager resends it); a lost answer is "
-                     "LoseAlterPartitionResponse (bound alter_losses); no reassignment, so NEW_LEADER_ELECTED does not "
-                     "arise (see its rule); a partition change "
+                     "LoseAlterPartitionResponse (bound alter_losses); NEW_LEADER_ELECTED arises only with reassignments "
+                     "(see its rule); a partition change "
                      "that keeps the leader epoch reaches the leader only (a follower has no use for the ISR until the "
                      "next leader epoch, which every live broker replays)"),
     Rule("a lost AlterPartition answer: the request is sent again, unchanged, until answered; the leader keeps its "
@@ -426,13 +426,14 @@ RULES: tuple[Rule, ...] = (
          "(completeReassignmentIfNeeded, then tryElection: electAnyLeader keeps a leader that is in the target ISR "
          "and active); validateAlterPartitionData (the new ISR must contain the leader); "
          f"{_C}Partition.scala handleAlterPartitionError (NEW_LEADER_ELECTED: stay pending until the metadata)",
-         "not modelled: unreachable in the model (no NEW_LEADER_ELECTED error code)",
+         "actions_kraft._process_alter_partition (ProcessAlterPartition), _receive_alter_response; "
+         "actions_reassignment._reassigned (bound reassignments)",
          abstraction="the leader changes on an AlterPartition only when it completes a reassignment that removes the "
-                     "leader from the replicas: the request's ISR must contain the leader and its leader epoch must be "
-                     "current, and a fenced or shutting-down leader has already been moved by the partition change of "
-                     "its fencing or controlled shutdown (which bumps the leader epoch: FENCED_LEADER_EPOCH). With one "
-                     "partition and fixed replicas it cannot arise; the leader would handle it as INVALID_UPDATE_VERSION "
-                     "(wait for the metadata), which the model has"),
+                     "leader from the replicas (with reassignments > 0): the request's ISR must contain the leader and "
+                     "its leader epoch must be current, and a fenced or shutting-down leader has already been moved by "
+                     "the partition change of its fencing or controlled shutdown. The model has no NEW_LEADER_ELECTED "
+                     "code: its answer is NONE with the new leader epoch, which the leader handles as Kafka's leader "
+                     "handles NEW_LEADER_ELECTED (it stays pending until it replays the change)"),
     Rule("brokers replay the metadata log late: a partition change reaches a broker when it replays it; a leader's "
          "view of the registrations (fenced, in controlled shutdown, broker epoch) may be older than the controller's",
          "KIP-500, KIP-631", "2.8.0", "every KRaft row",
@@ -568,6 +569,51 @@ RULES: tuple[Rule, ...] = (
          abstraction="a disk loss (log, epoch cache and HW checkpoint gone) is UncleanShutdown(keep=0): with one "
                      "partition and the HW clamped to the LEO on restart the model cannot tell them apart; the "
                      "ZooKeeper rows have their own form of the fault (lossy-crash)"),
+    Rule("a partition reassignment (AlterPartitionReassignments) writes the merged replica list (target + removing) "
+         "with the adding and removing replicas; every later partition change completes it once the ISR less the "
+         "removing replicas is not empty and holds every adding replica: replicas = target, ISR = ISR - removing; the "
+         "leader is kept if still in the target ISR, else the first valid target replica is elected; a replica list that "
+         "loses a replica bumps the leader epoch, an addition alone does not", "KIP-455 (KRaft: KAFKA-12803)", "3.0.0",
+         "every KRaft release (KAFKA-12803: 6a0efda30ec, in 3.0.0); the completion condition is KAFKA-15665's "
+         "from 3.8.0 (flag kafka-15665)",
+         "3.5.0 metadata/.../controller/ReplicationControlManager.java alterPartitionReassignments -> "
+         "changePartitionReassignment; PartitionReassignmentReplicas.java (constructor, maybeCompleteReassignment); "
+         "PartitionChangeBuilder.java build (completeReassignmentIfNeeded, tryElection -> electAnyLeader, "
+         "triggerLeaderEpochBumpIfNeeded); 3.9.0-rc3 the same (triggerLeaderEpochBumpForReplicaReassignmentIfNeeded)",
+         "actions_reassignment._reassign_actions (ReassignPartition(remove, add), bound reassignments), _reassigned, "
+         "completed",
+         abstraction="one reassignment at a time: no cancellation or replacement of one in progress "
+                     "(cancelPartitionReassignment, PartitionReassignmentRevert); the target list is sorted, so the "
+                     "first valid replica is the lowest id; the ZooKeeper rows' reassignment "
+                     "(KafkaController.onPartitionReassignment) is not modelled: every broker is a replica there"),
+    Rule("a reassignment completes only once the ISR holds every target replica (not only the adding ones)",
+         "KAFKA-15665", "3.8.0", "3.8.0 and later (756f44a3e58)",
+         "3.8.0 metadata/.../controller/PartitionReassignmentReplicas.java maybeCompleteReassignment "
+         "(newTargetIsr.containsAll(newTargetReplicas)); 3.5.0 the same method checks only the adding replicas",
+         "actions_reassignment.completed", flag="kafka-15665"),
+    Rule("a broker that replays a partition change whose replicas do not include it deletes its replica (fetcher "
+         "removed, log deleted); a broker added creates the partition from an empty log and follows; the leader tracks "
+         "only the assigned replicas (a new one with unknown LEO) and answers a non-replica's fetch "
+         "UNKNOWN_LEADER_EPOCH", "KAFKA-13198", "3.0.0", "every KRaft release (KAFKA-13198: 5f483f13fb8, in 3.0.0)",
+         "3.5.0 core/.../server/ReplicaManager.scala applyDelta (localChanges.deletes -> stopPartitions with "
+         "deleteLocalLog; applyLocalFollowersDelta -> getOrCreatePartition, makeFollower); metadata/.../image/"
+         "TopicDelta.java localChanges; core/src/main/scala/kafka/cluster/Partition.scala updateAssignmentAndIsr "
+         "(remoteReplicasMap), fetchRecords -> followerReplicaOrThrow",
+         "actions_reassignment._apply_leader_and_isr, _serve_fetch_state, _replaying; "
+         "actions_kraft._leader_actions (the leader's replicas)",
+         abstraction="a broker that crashed before it replayed its removal keeps its log as a stray log on restart "
+                     "(3.5.0 deletes none at start-up; the stray-log deletion of later releases is not modelled) and "
+                     "replays nothing while it is not a replica"),
+    Rule("the ELR is not filtered by the replica list: a replica removed from an ISR below min ISR enters the ELR and "
+         "stays there; the elections walk the replica list, so it is electable from the ELR again once a "
+         "reassignment adds it back, with the empty log it starts from", "KIP-966", "3.7.0",
+         "every release with ELR: 3.9.0-rc3, trunk of October 2024 (no later fix among the commits read)",
+         "3.9.0-rc3 metadata/.../controller/PartitionChangeBuilder.java build (completeReassignmentIfNeeded before "
+         "maybePopulateTargetElr), maybePopulateTargetElr (candidateSet = targetElr + partition.isr, less the target "
+         "ISR), electAnyLeader (targetReplicas.stream().filter(this::isValidNewLeader)), isValidNewLeader; "
+         "metadata/.../metadata/PartitionRegistration.java merge",
+         "actions_kraft._partition_change (ELR), _candidates (ELR members among the replicas); "
+         "actions_reassignment._reassigned (the rows with kip-966-elr)"),
     Rule("one record per batch, one partition", "-", "-", "-", "-", "log.Record (a record is a batch), state.KafkaState "
          "(one partition's replicas)",
          abstraction="KIP-279's scenario 1 with n > 20 relied on truncating to a batch boundary; a second partition "

@@ -118,9 +118,12 @@ class Broker(NamedTuple):
     committed_isr: tuple[int, ...] = ()
     #: as leader (KIP-903, 3.5.0+): each replica's broker epoch from its last fetch (-1: unknown); () otherwise
     remote_epochs: tuple[int, ...] = ()
+    #: KRaft with ``reassignments`` (``spec.kafka.actions_reassignment``): the partition's replicas as the broker last
+    #: replayed them (``PartitionRegistration.replicas``, sorted); () while no reassignment ever changed them: every broker
+    replicas: tuple[int, ...] = ()
     #: how traces show and exchange the fields (read by ``traces`` only; see ``KafkaState``)
     GHOST_FIELDS = ("incarnation", "stale", "reconciled", "idle_cause")
-    SET_FIELDS = ("isr", "committed_isr")
+    SET_FIELDS = ("isr", "committed_isr", "replicas")
     MAP_FIELDS = ("remote", "remote_epochs")
 
 
@@ -141,7 +144,13 @@ class Controller(NamedTuple):
     #: partition state znode, bumped by every write of it (elections, ISR changes)
     partition_epoch: int = 0
     elr: tuple[int, ...] = ()  # KIP-966 eligible leader replicas, sorted
-    SET_FIELDS = ("isr", "elr")
+    #: KRaft with ``reassignments`` (``spec.kafka.actions_reassignment``): the partition's replicas, adding replicas and
+    #: removing replicas (``PartitionRegistration.replicas`` / ``addingReplicas`` / ``removingReplicas``), sorted;
+    #: ``replicas`` is () while no reassignment ever changed it: every broker
+    replicas: tuple[int, ...] = ()
+    adding: tuple[int, ...] = ()
+    removing: tuple[int, ...] = ()
+    SET_FIELDS = ("isr", "elr", "replicas", "adding", "removing")
     MAP_FIELDS = ("registered",)
 
 
@@ -157,8 +166,11 @@ class LeaderAndIsr(NamedTuple):
     #: PartitionChangeRecord the broker replays from the metadata log); on the ZooKeeper rows with alter-isr the
     #: zkVersion (``LeaderAndIsrPartitionState.zkVersion``); 0 on the other ZooKeeper rows
     partition_epoch: int = 0
+    #: KRaft with ``reassignments``: the partition's replicas after the change (() while no reassignment ever changed
+    #: them: every broker); a broker not among them deletes its replica (``spec.kafka.actions_reassignment``)
+    replicas: tuple[int, ...] = ()
     GHOST_FIELDS = ("meant",)
-    SET_FIELDS = ("isr",)
+    SET_FIELDS = ("isr", "replicas")
 
 
 class StopReplica(NamedTuple):
@@ -309,11 +321,12 @@ class KafkaState(NamedTuple):
     alter_losses: int = 0  # KRaft: AlterPartition answers lost (the request sent again) so far (bound ``alter_losses``)
     clean_shutdowns: int = 0  # KRaft: clean shutdowns so far (bound ``clean_shutdowns``)
     fences: int = 0  # KRaft: running brokers fenced for missed heartbeats so far (bound ``fences``)
+    reassignments: int = 0  # KRaft: partition reassignments started so far (bound ``reassignments``)
     #: how traces show and exchange the fields (read by ``traces`` only, never by the checker):
     #: ``kmc trace show`` hides bound counters and ghosts unless ``--all``; ITF writes a sorted tuple
     #: that stands for a set as ``#set`` and a tuple indexed by broker id as ``#map``
     BOOKKEEPING_FIELDS = ("produced", "crashes", "bumps", "shutdowns", "bounces", "losses", "unclean_shutdowns",
-                          "alters", "alter_losses", "clean_shutdowns", "fences")
+                          "alters", "alter_losses", "clean_shutdowns", "fences", "reassignments")
     GHOST_FIELDS = ("committed", "acked")
     SET_FIELDS = ("network", "committed", "acked")
     MAP_FIELDS = ("brokers",)

@@ -85,7 +85,7 @@ _new = tuple.__new__
 #: field names that hold a broker id (-1: none), a sorted tuple of broker ids, or a tuple indexed by
 #: broker id, in any state, broker, controller or message NamedTuple; every other field is id-free
 ID_FIELDS = frozenset({"leader", "src", "dst"})
-SET_FIELDS = frozenset({"isr", "committed_isr", "elr"})
+SET_FIELDS = frozenset({"isr", "committed_isr", "elr", "replicas", "adding", "removing"})  # replicas: () is every broker
 INDEXED_FIELDS = frozenset({"remote", "registered", "remote_epochs", "broker_epochs"})
 #: tuples whose first item is a broker id (or empty): a follower's pending diverging epoch names the leader
 #: that answered

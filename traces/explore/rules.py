@@ -50,12 +50,15 @@ ACTION_FUNCTIONS: Mapping[str, tuple[str, ...]] = {
     "Bounce": ("_bounce_state", "_reborn"),
     # KRaft (actions_kraft)
     "FenceBroker": ("_fence_actions", "_fence_running_actions", "_unfenced", "_partition_change"),
-    "ProcessAlterPartition": ("_process_alter_partition", "_partition_change", "_ineligible", "_process_alter_isr"),
+    "ProcessAlterPartition": ("_process_alter_partition", "_partition_change", "_ineligible", "_process_alter_isr",
+                              "_reassigned", "completed"),
     "LoseAlterPartitionResponse": ("_lose_alter_response",),
     "ReceiveAlterPartitionResponse": ("_receive_alter_response", "_receive_alter_isr_response"),
     "UncleanShutdown": ("_kraft_broker_actions", "_kraft_crash", "_restart_state"),
     "CleanShutdown": ("_clean_shutdown_actions", "_fence_actions", "_partition_change"),
     "UnfenceBroker": ("_unfence_actions", "_candidates", "_partition_change"),
+    # partition reassignment on the KRaft rows (actions_reassignment; completion is part of a partition change)
+    "ReassignPartition": ("_reassign_actions", "_reassigned", "completed", "_partition_change"),
     # clients (spec.kafka.clients)
     "ConsumerMetadata": ("_metadata_state",),
     "ConsumerSendFetch": ("_consumer_fetch_state", "_delayed_consumer_actions"),
@@ -120,8 +123,8 @@ def _names(function: str) -> set[str]:
 
 def rules_for_action(action_name: str, rows: Sequence[Mapping[str, str]], kraft: bool = False) -> list[Mapping[str, str]]:
     """The rows of a rule table (``ModelInfo.rules(protocol)``) that the action follows, in table order.
-    Without ``kraft`` (a ZooKeeper row) the functions of ``actions_kraft`` are left out: the KRaft controller
-    overrides them, a ZooKeeper cluster never runs them."""
+    Without ``kraft`` (a ZooKeeper row) the functions of ``actions_kraft`` and ``actions_reassignment`` are left out:
+    the KRaft controller overrides them, a ZooKeeper cluster never runs them."""
     functions = set(ACTION_FUNCTIONS.get(action_name, ()))
     if not functions:
         return []
@@ -130,7 +133,7 @@ def rules_for_action(action_name: str, rows: Sequence[Mapping[str, str]], kraft:
         for function, only in row_functions(row.get("model", "")):
             if only and action_name not in only:
                 continue
-            if not kraft and function.startswith("actions_kraft"):
+            if not kraft and function.startswith(("actions_kraft", "actions_reassignment")):
                 continue
             if _names(function) & functions:
                 found.append(row)
