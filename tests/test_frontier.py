@@ -310,7 +310,7 @@ SETTINGS = {
 
 def _same_counts_case(which):
     if which == "two-phase":
-        return TwoPhase(5, commit_guard=False), SearchOptions(invariants=TWO_PHASE, stop_at_first=False)
+        return TwoPhase(4, commit_guard=False), SearchOptions(invariants=TWO_PHASE, stop_at_first=False)
     return _kafka(), SearchOptions(invariants=KAFKA, stop_at_first=False, check_deadlock=True)
 
 

@@ -103,7 +103,7 @@ def two_traces(tmp_path_factory):
     for rm in (3, 6):
         where = tmp_path_factory.mktemp(f"rm{rm}")
         assert main(["check", "two-phase", "--const", f"RM={rm}", "--const", "commit_guard=off", "--quiet",
-                     "--continue", "--trace-dir", str(where)]) == 12
+                     "--trace-dir", str(where)]) == 12
         traces.append(load_trace(str(next(where.iterdir())))[0])
     assert traces[0] != traces[1]
     return traces

@@ -265,21 +265,29 @@ def _small_config(protocol: str, *extra: str) -> tuple[str, int, int]:
     return result.verdict.value, result.distinct_states, result.depth
 
 
+#: the fast tier searches each bound once, and each KRaft line under at least one of them (the step tests above take
+#: each bound's actions on kraft-4.1); the whole suite searches every bound on every line
+_SLOW = pytest.mark.slow
+
+
 @pytest.mark.parametrize("extra,protocol,states,depth", [
     # the leader's controlled shutdown adds its partition change and a running broker in controlled shutdown
-    ("shutdowns=1", "kraft-3.3", 20594, 31), ("shutdowns=1", "kraft-3.5", 19822, 31),
+    pytest.param("shutdowns=1", "kraft-3.3", 20594, 31, marks=_SLOW),
+    pytest.param("shutdowns=1", "kraft-3.5", 19822, 31, marks=_SLOW),
     ("shutdowns=1", "kraft-4.1", 25236, 38),
     # a lost AlterPartition answer: the request is sent again and answered with an error
-    ("alter_losses=1", "kraft-3.3", 17828, 31), ("alter_losses=1", "kraft-3.5", 16620, 31),
-    ("alter_losses=1", "kraft-4.1", 20474, 38),
+    pytest.param("alter_losses=1", "kraft-3.3", 17828, 31, marks=_SLOW), ("alter_losses=1", "kraft-3.5", 16620, 31),
+    pytest.param("alter_losses=1", "kraft-4.1", 20474, 38, marks=_SLOW),
     # more expansions are proposed (and rejected by the controller)
-    ("metadata_lag=1", "kraft-3.3", 11712, 30), ("metadata_lag=1", "kraft-3.5", 11499, 30),
+    pytest.param("metadata_lag=1", "kraft-3.3", 11712, 30, marks=_SLOW),
+    pytest.param("metadata_lag=1", "kraft-3.5", 11499, 30, marks=_SLOW),
     ("metadata_lag=1", "kraft-4.1", 14861, 37),
     # a broker that leads nothing stops cleanly (fenced, its clean shutdown file written) and restarts
-    ("clean_shutdowns=1", "kraft-3.3", 24538, 32), ("clean_shutdowns=1", "kraft-3.5", 24861, 32),
-    ("clean_shutdowns=1", "kraft-4.1", 68119, 39),
+    ("clean_shutdowns=1", "kraft-3.3", 24538, 32), pytest.param("clean_shutdowns=1", "kraft-3.5", 24861, 32, marks=_SLOW),
+    pytest.param("clean_shutdowns=1", "kraft-4.1", 68119, 39, marks=_SLOW),
     # a running broker is fenced for missed heartbeats, keeps its log and fetcher, and is unfenced again
-    ("fences=1", "kraft-3.3", 38427, 30), ("fences=1", "kraft-3.5", 37607, 30), ("fences=1", "kraft-4.1", 66877, 40),
+    pytest.param("fences=1", "kraft-3.3", 38427, 30, marks=_SLOW), ("fences=1", "kraft-3.5", 37607, 30),
+    pytest.param("fences=1", "kraft-4.1", 66877, 40, marks=_SLOW),
 ])
 def test_state_counts_with_each_new_kraft_bound(extra, protocol, states, depth):
     """The configuration of ``test_state_counts_of_each_kraft_line`` with one of the bounds that are 0 by default:

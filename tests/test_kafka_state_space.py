@@ -38,8 +38,15 @@ PINNED = {
 }
 
 
-@pytest.mark.parametrize("protocol", sorted(PINNED))
-@pytest.mark.parametrize("consts", [SMALL_A, SMALL_B], ids=["1rec-1epoch-1crash", "2rec-1epoch-0crash"])
+#: the AlterIsr rows' second configuration (about 41,000 states each) is searched in the fast tier on 2.8.0 only; 2.8.1
+#: and 3.9.1 keep their first one there (the whole suite searches both on every row)
+_SLOW_PINS = {("2.8.1", SMALL_B), ("3.9.1", SMALL_B)}
+
+
+@pytest.mark.parametrize("consts, protocol", [
+    pytest.param(consts, protocol, id=f"{name}-{protocol}",
+                 marks=[pytest.mark.slow] if (protocol, consts) in _SLOW_PINS else [])
+    for consts, name in ((SMALL_A, "1rec-1epoch-1crash"), (SMALL_B, "2rec-1epoch-0crash")) for protocol in sorted(PINNED)])
 def test_pinned_state_counts(protocol: str, consts: tuple[str, ...]) -> None:
     result = check(build_model("kafka", list(consts), protocol=protocol), SearchOptions())
     assert result.verdict.value == "holds"

@@ -210,8 +210,9 @@ def test_an_invariant_no_action_can_change_reads_nothing():
 
 def test_state_dependent_footprints_are_used_and_keep_the_verdict():
     """A reduced search uses the narrower footprints (``spec.kafka.footprints.NARROWER``) and finds what the full
-    one finds (the matrix tests compare verdicts cell by cell)."""
-    model = build_model("kafka", ["records=1", "crashes=1"], "2.1.0")
+    one finds (the matrix tests compare verdicts cell by cell). No crash: 6,382 states, the narrower footprints used
+    about 7,500 times (with crashes=1, 30,314 states and four times the CPU, the same use)."""
+    model = build_model("kafka", ["records=1", "crashes=0"], "2.1.0")
     options = SearchOptions(invariants=[KAFKA["no-stale-control-request"]], stop_at_first=False)
     full = bfs.check(model, options)
     search = bfs.LocalBFS(model, dataclasses.replace(options, reduce="por"))

@@ -1,8 +1,12 @@
 """``kmc trace``: show, export, replay, diagram, graph and explain from the command line, with one-line
 errors and distinct exit codes for corrupt files (65), other models (66) and impossible steps (67)."""
 
+import contextlib
+import io
 import json
 import re
+import shutil
+from pathlib import Path
 
 import pytest
 
@@ -29,11 +33,21 @@ def trace_file(capsys, tmp_path):
     return json.loads(out)["violations"][0]["trace_file"]
 
 
-@pytest.fixture
-def kafka_trace_file(capsys, tmp_path):
-    code, out, _ = run(capsys, "check", "kafka", "--protocol", "hw-truncation", "--json", "--trace-dir", tmp_path)
+@pytest.fixture(scope="module")
+def _kafka_trace_of_the_module(tmp_path_factory):
+    """One ``kmc check`` of Kafka for the module's tests (a search of about half a second): they only read its trace."""
+    out = io.StringIO()
+    with contextlib.redirect_stdout(out):
+        code = main(["check", "kafka", "--protocol", "hw-truncation", "--json", "--trace-dir",
+                     str(tmp_path_factory.mktemp("kafka-trace"))])
     assert code == 12
-    return json.loads(out)["violations"][0]["trace_file"]
+    return Path(json.loads(out.getvalue())["violations"][0]["trace_file"])
+
+
+@pytest.fixture
+def kafka_trace_file(_kafka_trace_of_the_module, tmp_path):
+    """The module's Kafka trace, copied for each test (a test cannot change what the next one reads)."""
+    return str(shutil.copy(_kafka_trace_of_the_module, tmp_path / _kafka_trace_of_the_module.name))
 
 
 def test_show_names_actions_and_changes(capsys, trace_file):

@@ -2,6 +2,7 @@
 recorded counterexample is replayed by action (violated under its own version, blocked or holding
 under a fixed one)."""
 
+import functools
 import glob
 import os
 
@@ -36,9 +37,15 @@ def _cells():
             yield pytest.param(path, protocol, id=f"{name}-{protocol}", marks=marks)
 
 
+@functools.cache
+def _loaded(path: str):
+    """Each scenario file read and checked once for its cells (a Scenario is frozen; about 6 ms a load, 630 cells)."""
+    return load_scenario(path)
+
+
 @pytest.mark.parametrize("path, protocol", list(_cells()))
 def test_scenario_reaches_its_expected_outcome_under_every_release(path, protocol):
-    scenario = load_scenario(path)
+    scenario = _loaded(path)
     if not _exists_in(scenario, protocol):
         # a flag the story needs (fetch-from-follower, 2.4.0+) does not exist in this release line: refused, and the
         # file expects nothing there
