@@ -119,6 +119,8 @@ def add_search_options(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--spark-transport", choices=("arrow", "blocks"), default=None,
                         help="spark engine: arrow (DataFrames, Arrow batches, dedup in the JVM; the default "
                              "with PyArrow and PySpark 4) or blocks (RDDs; always for --checkpoint/--resume)")
+    parser.add_argument("--directed-weight", type=int, default=None, metavar="W",
+                        help="directed engine: order states by W x distance + depth (0 breadth-first, 1 A*; default 1000)")
     parser.add_argument("--checkpoint", metavar="FILE", help="write a checkpoint here (periodically, on Ctrl-C, on budget)")
     parser.add_argument("--checkpoint-every", type=_positive_float, default=300.0, metavar="SECONDS")
     parser.add_argument("--resume", metavar="FILE",
@@ -418,7 +420,7 @@ def wrap_items(title: str, items: Sequence[str], width: int) -> list[str]:
 #: the command line's engine options: flag -> its argparse destination. Each engine's options dataclass says
 #: which of them it reads (``checker.engines.engine_options``); the others are refused for it.
 ENGINE_FLAGS = {"--workers": "workers", "--master": "master", "--spark-threshold": "spark_threshold",
-                "--spark-transport": "spark_transport"}
+                "--spark-transport": "spark_transport", "--directed-weight": "directed_weight"}
 
 
 def chosen_engine(args: argparse.Namespace, workers_for_engine: bool = True) -> tuple[str, Any]:
