@@ -320,7 +320,10 @@ def print_summary(console: Console, result: CheckResult) -> None:
             f"{result.states_generated:,} states generated, {result.distinct_states:,} distinct states found, "
             f"{result.queue:,} states left on queue."
         )
-        console.print(f"The depth of the complete state graph search is {result.depth}.")
+        if result.engine == "directed":  # best-first: no level is ever complete
+            console.print(f"The deepest state the directed search expanded is at depth {result.depth}.")
+        else:
+            console.print(f"The depth of the complete state graph search is {result.depth}.")
         if result.out_degree is not None:
             d = result.out_degree
             console.print(f"The average outdegree of the complete state graph is {d.mean:.2f} (minimum is {d.minimum}, "
@@ -475,6 +478,7 @@ def cmd_check(args: argparse.Namespace) -> int:
     else:
         print_summary(console, result)
         print_reduction(console, result)
+        print_directed(console, result)
         if report is not None:
             print_coverage(console, report, result)
     return int(result.exit_code)
@@ -493,6 +497,15 @@ def print_reduction(console: Console, result: CheckResult) -> None:
                       f"({shortest['distinct_states']:,} distinct states)")
     elif result.violations:
         console.print("A counterexample found with partial-order reduction need not be shortest: add --shortest")
+
+
+def print_directed(console: Console, result: CheckResult) -> None:
+    """That a directed search's counterexample need not be shortest, and the command that gives a shortest one."""
+    if result.engine != "directed" or not result.violations:
+        return
+    steps = max(v.length for v in result.violations)
+    console.print(f"A counterexample of the directed search need not be shortest: a breadth-first search bounded at its "
+                  f"length (--engine bfs --max-depth {steps + 1}) gives a shortest one", highlight=False)
 
 
 def record_property_forms(result: CheckResult, options: SearchOptions) -> None:
