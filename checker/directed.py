@@ -16,6 +16,9 @@ that violates it, 0 only where it is violated; with several invariants the estim
   ``--symmetry``'s canonical forms) and a visited set of fingerprints (``checker.fingerprint``); each new state
   is checked against every safety invariant when it is first generated, as in breadth-first search, and a
   state without successors is a deadlock when deadlock is checked.
+- **Budgets.** ``--max-seconds``, ``--max-states``, ``--max-depth`` (a state at that depth is checked, not
+  expanded) and ``--max-memory`` (the resident set size, looked at every 1,024 expansions: the queue holds its
+  states as objects).
 - **Result.** A violation ends with a trace rebuilt from parent pointers by replay (``rebuild_trace``): a real
   behaviour of the model, but not in general a shortest one (the first path the search found to the state); a
   breadth-first ``kmc check`` bounded at its length (``--max-depth`` = steps + 1) gives a shortest one. When the
@@ -24,7 +27,8 @@ that violates it, 0 only where it is violated; with several invariants the estim
   state space does it report that the invariants hold, with the distinct-state count breadth-first search gives.
 
 Not supported, each refused with one line (exit 64): worker processes and Spark (the order is one queue's), checkpoints,
-liveness properties, partial-order reduction, and an invariant without a distance.
+liveness properties, partial-order reduction, ``--coverage``, ``--continue`` (it stops at its first violation) and an
+invariant without a distance.
 """
 
 from __future__ import annotations
@@ -35,6 +39,7 @@ from dataclasses import dataclass, field
 from itertools import count
 from typing import Any
 
+from checker.bfs import rss_mb
 from checker.result import CheckResult, Verdict, Violation, collision_estimates
 from checker.search import (
     ActionTable,
@@ -80,6 +85,9 @@ def check_supported(options: SearchOptions) -> list[Any]:
         raise UsageError("--engine directed does not write or resume checkpoints; drop --checkpoint / --resume")
     if options.reduce != "none":
         raise UsageError("--reduce por runs on the breadth-first engine; drop --reduce with --engine directed")
+    if not options.stop_at_first:
+        raise UsageError("--engine directed stops at its first violation (its order is towards one); drop --continue, or "
+                         "use the breadth-first engine for every invariant's shortest trace")
     if options.coverage:
         raise UsageError("--coverage is counted by the breadth-first engine; drop it with --engine directed")
     safety = options.safety_invariants()
@@ -148,6 +156,9 @@ def run_engine(model: Model, options: SearchOptions, engine_options: DirectedOpt
             elapsed = now - started
             if options.max_seconds is not None and elapsed > options.max_seconds:
                 reason = f"time budget of {options.max_seconds:g} s ran out"
+                break
+            if options.max_memory_mb is not None and rss_mb() > options.max_memory_mb:
+                reason = f"memory budget of {options.max_memory_mb:g} MB ran out"
                 break
             if options.progress is not None and now - last_report >= options.progress_every:
                 last_report = now

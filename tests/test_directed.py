@@ -60,6 +60,8 @@ def test_a_budget_makes_it_undetermined_never_a_pass():
     assert result.verdict == "undetermined" and "state budget 500" in result.reason
     _, bounded = _run(*HOLDS, ["acknowledged-durable"], max_depth=5)
     assert bounded.verdict == "undetermined" and "depth bound 5" in bounded.reason
+    _, memory = _run(*HOLDS, ["acknowledged-durable"], max_memory_mb=1)
+    assert memory.verdict == "undetermined" and "memory budget of 1 MB" in memory.reason
 
 
 def test_the_same_run_gives_the_same_trace_and_counts():
@@ -121,6 +123,7 @@ KRAFT = ["check", "kafka", "--protocol", "kraft-3.5", "--const", "records=1"]
     (["--invariant", "acknowledged-durable", "--checkpoint", "x.ckpt"], "checkpoints"),
     (["--invariant", "acknowledged-durable", "--reduce", "por"], "--reduce por"),
     (["--invariant", "acknowledged-durable", "--coverage"], "--coverage"),
+    (["--invariant", "acknowledged-durable", "--continue"], "drop --continue"),
     (["--invariant", "acknowledged-durable", "--directed-weight", "-1"], "--directed-weight must be"),
 ])
 def test_what_it_cannot_honour_is_refused_with_one_line(capsys, tmp_path, extra, words):
