@@ -222,5 +222,5 @@ def run_engine(model: Model, options: SearchOptions, engine_options: DirectedOpt
         collision=collision_estimates(len(parents), generated),
     )
     result.extra["directed"] = {"weight": weight, "expanded": expanded, "best_distance": best,
-                                "shortest": not violations}
+                                "guaranteed_shortest": False}
     return result

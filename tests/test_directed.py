@@ -146,7 +146,8 @@ def test_the_command_line_says_the_trace_need_not_be_shortest(capsys, tmp_path):
     assert "need not be shortest" in out and "--engine bfs --max-depth" in out
     code, out, _ = _cli(capsys, *argv, "--json")
     data = json.loads(out)
-    assert data["engine"] == "directed" and data["directed"]["weight"] == 1000 and not data["directed"]["shortest"]
+    assert data["engine"] == "directed" and data["directed"]["weight"] == 1000
+    assert data["directed"]["guaranteed_shortest"] is False
 
 
 def test_a_state_without_successors_is_a_deadlock_when_deadlock_is_checked():
