@@ -47,6 +47,7 @@ from checker.search import (
     SearchOptions,
     SuccessorView,
     rebuild_trace,
+    uses_bounds,
     uses_symmetry,
     validate_initial,
 )
@@ -135,11 +136,12 @@ def run_engine(model: Model, options: SearchOptions, engine_options: DirectedOpt
         best = h if best is None else min(best, h)
         heapq.heappush(queue, (weight * h + depth, next(order), depth, fp, state))
 
+    bounded = uses_bounds(model)
     for state in initial:
         state = canonical(state) if canonical else state
         generated += 1
         fp = hash(state)
-        if fp in parents:
+        if fp in parents or (bounded and not model.within_bounds(state)):
             continue
         parents[fp] = (None, -1)
         name = violated(state)
