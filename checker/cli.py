@@ -121,6 +121,8 @@ def add_search_options(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--spark-transport", choices=("arrow", "blocks"), default=None,
                         help="spark engine: arrow (DataFrames, Arrow batches, dedup in the JVM; the default "
                              "with PyArrow and PySpark 4) or blocks (RDDs; always for --checkpoint/--resume)")
+    parser.add_argument("--directed-weight", type=int, default=None, metavar="W",
+                        help="directed engine: order states by W x distance + depth (0 breadth-first, 1 A*; default 1000)")
     parser.add_argument("--checkpoint", metavar="FILE", help="write a checkpoint here (periodically, on Ctrl-C, on budget)")
     parser.add_argument("--checkpoint-every", type=_positive_float, default=300.0, metavar="SECONDS")
     parser.add_argument("--resume", metavar="FILE",
@@ -320,7 +322,10 @@ def print_summary(console: Console, result: CheckResult) -> None:
             f"{result.states_generated:,} states generated, {result.distinct_states:,} distinct states found, "
             f"{result.queue:,} states left on queue."
         )
-        console.print(f"The depth of the complete state graph search is {result.depth}.")
+        if result.engine == "directed":  # best-first: no level is ever complete
+            console.print(f"The deepest state the directed search expanded is at depth {result.depth}.")
+        else:
+            console.print(f"The depth of the complete state graph search is {result.depth}.")
         if result.out_degree is not None:
             d = result.out_degree
             console.print(f"The average outdegree of the complete state graph is {d.mean:.2f} (minimum is {d.minimum}, "
@@ -420,7 +425,7 @@ def wrap_items(title: str, items: Sequence[str], width: int) -> list[str]:
 #: the command line's engine options: flag -> its argparse destination. Each engine's options dataclass says
 #: which of them it reads (``checker.engines.engine_options``); the others are refused for it.
 ENGINE_FLAGS = {"--workers": "workers", "--master": "master", "--spark-threshold": "spark_threshold",
-                "--spark-transport": "spark_transport"}
+                "--spark-transport": "spark_transport", "--directed-weight": "directed_weight"}
 
 
 def chosen_engine(args: argparse.Namespace, workers_for_engine: bool = True) -> tuple[str, Any]:
@@ -475,6 +480,7 @@ def cmd_check(args: argparse.Namespace) -> int:
     else:
         print_summary(console, result)
         print_reduction(console, result)
+        print_directed(console, result)
         if report is not None:
             print_coverage(console, report, result)
     return int(result.exit_code)
@@ -499,6 +505,15 @@ def print_reduction(console: Console, result: CheckResult) -> None:
                       f"({shortest['distinct_states']:,} distinct states)")
     elif result.violations:
         console.print(f"A counterexample found with {method} need not be shortest: add --shortest")
+
+
+def print_directed(console: Console, result: CheckResult) -> None:
+    """That a directed search's counterexample need not be shortest, and the command that gives a shortest one."""
+    if result.engine != "directed" or not result.violations:
+        return
+    steps = max(v.length for v in result.violations)
+    console.print(f"A counterexample of the directed search need not be shortest: a breadth-first search bounded at its "
+                  f"length (--engine bfs --max-depth {steps + 1}) gives a shortest one", highlight=False)
 
 
 def record_property_forms(result: CheckResult, options: SearchOptions) -> None:

@@ -64,6 +64,8 @@ ENGINES: dict[str, Engine] = {
                "breadth-first search in --workers N processes (default: one a core)"),
         Engine("spark", "checker.spark", "SparkOptions",
                "distributed breadth-first search on Spark (--master, default local[*])"),
+        Engine("directed", "checker.directed", "DirectedOptions",
+               "best-first search towards a violation, steered by the invariants' distances (--directed-weight)"),
     )
 }
 

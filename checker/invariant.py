@@ -46,6 +46,10 @@ class Invariant:
     #: no action of the model writes those parts and every initial state satisfies it, the property is constant and
     #: partial-order reduction takes it to read nothing (``checker.por``)
     vacuous_while: tuple[tuple[str, ...], Callable[[Any], bool]] | None = None
+    #: ``distance(state) -> int``: an estimate of the steps from ``state`` to one that violates the property, 0 only
+    #: where it is violated (``holds`` false), for the directed search (``checker.directed``, ``--engine directed``),
+    #: which expands the states of the smallest estimate first; None: the property cannot steer that search
+    distance: Callable[[Any], int] | None = None
 
     def why(self, state: Any) -> str:
         if self.explain is not None:

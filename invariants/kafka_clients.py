@@ -30,7 +30,7 @@ acknowledgements and the consumers' reads, each vacuous when the clients are off
 from __future__ import annotations
 
 from checker.invariant import Invariant
-from invariants.kafka_durability import LEADER_READS, current_leader, first_missing_at_leader, record_at
+from invariants.kafka_durability import LEADER_READS, current_leader, first_missing_at_leader, loss_distance, record_at
 from invariants.registry import register
 
 
@@ -62,6 +62,7 @@ ACKNOWLEDGED_DURABLE = register(
         acknowledged_durable,
         explain=_explain_ack,
         reads=("acked", *LEADER_READS),
+        distance=lambda state: loss_distance(state, state.acked),
     ),
 )
 

@@ -125,6 +125,39 @@ def stalled_followers(state, cause: int | None = None) -> list[int]:
     return out
 
 
+def stall_distance(state, cause: int) -> int:
+    """An estimate of the steps to a state with a follower stalled by ``cause`` (``stalled_followers``), for the directed
+    search (``Invariant.distance``): 0 exactly there. It counts the conditions of a stall that do not hold yet, each at
+    the steps it takes at least: a settled leader (1) with nothing from or to the controller pending (a step a
+    request), and for the closest follower: alive and not shutting down (1 each), its fetcher without the partition for
+    ``cause`` (2: the request and the answer or control request that removes it), nothing pending between it and the
+    controller (a step a request) and no Fetch or OffsetsForLeaderEpoch (or answer) of it in flight (a step each)."""
+    ctrl = state.controller
+    leader = settled_leader(state)
+    around_leader = 1 if leader < 0 else _pending_count(state, leader)
+    best = None
+    for i, b in enumerate(state.brokers):
+        if i == ctrl.leader:
+            continue
+        estimate = (0 if b.alive else 1) + (1 if b.stopping else 0)
+        estimate += 0 if b.fetch == NO_FETCHER and b.idle_cause == cause else 2
+        estimate += _pending_count(state, i)
+        estimate += sum(1 for m in state.network if m.kind in DATA_KINDS and (m.src == i or m.dst == i))
+        best = estimate if best is None else min(best, estimate)
+    return around_leader + (best if best is not None else 1)
+
+
+def _pending_count(state, i: int) -> int:
+    """How many of ``_controller_pending``'s conditions hold for broker i: its registration, control requests to it,
+    ControlledShutdown requests from it."""
+    pending = 1 if state.controller.registered[i] != state.brokers[i].broker_epoch else 0
+    for m in state.network:
+        kind = m.kind
+        if ((kind == LEADER_AND_ISR or kind == STOP_REPLICA) and m.dst == i) or (kind == CONTROLLED_SHUTDOWN and m.src == i):
+            pending += 1
+    return pending
+
+
 def no_fence_stall(state) -> bool:
     return not stalled_followers(state, IDLE_FENCED)
 
@@ -154,6 +187,7 @@ NO_FENCE_STALL = register(
         no_fence_stall,
         explain=lambda state: _explain_stall(state, IDLE_FENCED, "a FENCED_LEADER_EPOCH answer removed it"),
         reads=("controller.leader", "controller.epoch", "controller.registered", *STALL_READS),
+        distance=lambda state: stall_distance(state, IDLE_FENCED),
     ),
 )
 
@@ -166,6 +200,7 @@ NO_BOUNCE_STALL = register(
         no_bounce_stall,
         explain=lambda state: _explain_stall(state, IDLE_RESTARTED, "it restarted"),
         reads=("controller.leader", "controller.epoch", "controller.registered", *STALL_READS),
+        distance=lambda state: stall_distance(state, IDLE_RESTARTED),
     ),
 )
 

@@ -47,6 +47,62 @@ def record_at(log, offset: int) -> str:
     return f"record {log[offset].ident} of epoch {log[offset].epoch}" if offset < len(log) else "nothing"
 
 
+#: ``loss_distance``'s weights: a member of the controller's ISR that holds the record (the replicas a clean election
+#: may pick) counts more than the controller's leader holding it (one election away from a leader without it)
+ISR_HOLDER = 3
+LEADER_HOLDS = 2
+#: the estimate of a state with no entry yet is above every estimate of a state with one (3 ISR holders on three
+#: brokers, a holding leader and the one step to settle: 3 * 3 + 2 + 1), plus how far a first entry is
+NO_ENTRY = 13
+
+
+def holds_entry(broker, entry) -> bool:
+    """Whether ``broker``'s log has ``entry`` ((offset, epoch, ident)) at its offset (its log survives a crash)."""
+    offset, epoch, ident = entry
+    log = broker.log
+    return offset < len(log) and log[offset].epoch == epoch and log[offset].ident == ident
+
+
+def loss_distance(state, entries) -> int:
+    """An estimate of the steps to a state where one of ``entries`` (committed or acknowledged ghosts) is missing from
+    the current leader's log (``first_missing_at_leader``), for the directed search (``Invariant.distance``): 0 there,
+    at least 1 elsewhere. Read from what the loss takes: the current leader is a broker without the entry. A clean
+    election picks a member of the controller's ISR, so for each entry every ISR member that still holds it must
+    lose it (an unclean shutdown, a truncation) or leave the ISR first (``ISR_HOLDER`` each); a controller's leader
+    that holds it must be replaced (``LEADER_HOLDS``); and a leader must settle in the controller's epoch (1). The
+    estimate is the smallest over the entries. With no entry yet: ``NO_ENTRY`` plus the distance to a first one
+    (a record in the controller's leader's log, then each ISR member without it, then its HW passing it). Every
+    estimate adds the bounds spent so far (``spent_bounds``): of two states equally close, the one with more of the
+    leader epochs, faults and requests the loss needs left goes first."""
+    ctrl = state.controller
+    brokers = state.brokers
+    spent = spent_bounds(state)
+    if not entries:
+        leader = brokers[ctrl.leader] if ctrl.leader >= 0 else None
+        if leader is None or not leader.log:
+            return NO_ENTRY + len(ctrl.isr) + 2 + spent
+        first = (0, leader.log[0].epoch, leader.log[0].ident)
+        lagging = sum(1 for i in ctrl.isr if not holds_entry(brokers[i], first))
+        return NO_ENTRY + lagging + (1 if leader.hw == 0 else 0) + spent
+    if first_missing_at_leader(state, entries) is not None:
+        return 0
+    best = None
+    for entry in entries:
+        estimate = 1 + ISR_HOLDER * sum(1 for i in ctrl.isr if holds_entry(brokers[i], entry))
+        if ctrl.leader >= 0 and holds_entry(brokers[ctrl.leader], entry):
+            estimate += LEADER_HOLDS
+        best = estimate if best is None else min(best, estimate)
+    return best + spent
+
+
+def spent_bounds(state) -> int:
+    """The bounded steps a state has spent: the leader epochs (``controller.epoch``) and every fault and request
+    counter the model bounds (``KafkaState.BOOKKEEPING_FIELDS`` but ``produced``). The loss needs leader elections and
+    a fault that takes a record from a replica; every one spent is one fewer left for it."""
+    fields = type(state).BOOKKEEPING_FIELDS
+    return state.controller.epoch + sum(getattr(state, name) for name in fields if name != "produced")
+
+
 def _first_lost(state) -> tuple[int, tuple[int, int, int]] | None:
     return first_missing_at_leader(state, state.committed)
 
@@ -75,6 +131,7 @@ COMMITTED_DURABLE = register(
         committed_durable,
         explain=_explain,
         reads=("committed", *LEADER_READS),
+        distance=lambda state: loss_distance(state, state.committed),
     ),
 )
 

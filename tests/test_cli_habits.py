@@ -259,7 +259,8 @@ def test_each_engine_takes_its_own_options_type():
     programming error, not a silent run with defaults."""
     from checker.parallel import ParallelOptions
 
-    assert [e.options_type.__name__ for e in engines.ENGINES.values()] == ["LocalOptions", "ParallelOptions", "SparkOptions"]
+    assert [e.options_type.__name__ for e in engines.ENGINES.values()] == ["LocalOptions", "ParallelOptions", "SparkOptions",
+                                                                          "DirectedOptions"]
     assert engines.get_engine("spark").flags() == {"--master": "master", "--spark-threshold": "threshold",
                                                    "--spark-transport": "transport"}
     with pytest.raises(TypeError, match="engine bfs takes LocalOptions, not ParallelOptions"):
