@@ -101,3 +101,22 @@ def test_past_half_the_memory_budget_a_level_is_block_wise(monkeypatch):
     pressed, pressed_log, pressed_calls = _run(model, options, monkeypatch, {})
     assert _summary(pressed) == _summary(plain) and pressed_log == plain_log
     assert plain_calls["lookup"] == 0 and pressed_calls["lookup"] > 0
+
+
+@pytest.mark.parametrize("sort_keys_past", [0, 1 << 40])
+def test_membership_with_and_without_sorting_the_keys(monkeypatch, sort_keys_past):
+    """``visited.member`` sorts its keys only for a large array: both ways give the same mask, keys in any order,
+    with keys below, between, equal to and above the array's values."""
+    import numpy as np
+
+    monkeypatch.setattr(visited, "SORT_KEYS_PAST", sort_keys_past)
+    rng = np.random.default_rng(7)
+    data = np.unique(rng.integers(-2**62, 2**62, 5000))
+    keys = np.concatenate([data[::3], rng.integers(-2**62, 2**62, 4000), [data[0] - 1, data[-1] + 1, data[-1]]])
+    rng.shuffle(keys)
+    expected = np.isin(keys, data)
+    assert expected.any() and not expected.all()
+    assert (visited.member(data, keys) == expected).all()
+    fps = visited.FingerprintSet()
+    fps.add(data)
+    assert (fps.contains(keys) == expected).all()
