@@ -103,8 +103,9 @@ class _Level:
         self.store = store
         self.base = base  # global index of its first state
         self.count = 0
-        #: every fingerprint the level's successors had so far (visited at earlier levels or not), while the
-        #: level is kept as one dictionary; None once it is block-wise (``fps``)
+        #: while the level is kept as one dictionary: the fingerprints its successors had in the batches absorbed
+        #: so far and in the batch being built (visited at earlier levels or not; empty during the first batch,
+        #: which is its own); None once it is block-wise (``fps``)
         self.seen: dict[int, None] | None = {} if seen else None
         #: the level's new fingerprints, once block-wise
         self.fps = LevelFingerprints()
@@ -327,11 +328,15 @@ class LocalBFS(LevelSearch):
                     index += len(block)
                     self._absorb(st, level, fresh)
                     continue
-                batch = self._expand(st, block, index, st.generated, level.seen, batch)
+                # the first batch is its own ``seen``; a later one is added to the earlier ones' fingerprints too
+                batch = self._expand(st, block, index, st.generated, level.seen or None, batch)
                 index += len(block)
-                outgrown = len(level.seen) > self.object_states or not self._level_as_dictionary()
+                size = len(level.seen) if level.seen else len(batch)
+                outgrown = size > self.object_states or not self._level_as_dictionary()
                 if outgrown or len(batch) >= _ABSORB_AT:
                     self._absorb(st, level, batch)
+                    if not outgrown and not level.seen:
+                        level.seen = dict.fromkeys(batch)
                     batch = None
                 if outgrown:
                     self._go_block_wise(level)
@@ -378,7 +383,8 @@ class LocalBFS(LevelSearch):
         kept = self.successor_view.kept
         if fresh is None:
             fresh = {}
-        if seen is None:  # then a fingerprint is written twice, None then its entry: the same dictionary
+        mark = seen is not None  # a new fingerprint goes into ``seen`` too
+        if seen is None:
             seen = fresh
         checked = 0  # entries of ``fresh`` known not to be visited yet (the first ones)
         generated = 0
@@ -402,8 +408,9 @@ class LocalBFS(LevelSearch):
                 for act, succ in succs:
                     fp = hash(succ)
                     if fp not in seen:
-                        seen[fp] = None
                         fresh[fp] = (succ, index, act)
+                        if mark:
+                            seen[fp] = None
             elif only_canonical:  # --symmetry without bounds or a graph: 10% fewer instructions than kept (SuccessorView)
                 for pair in succs:
                     succ = pair[1]
@@ -413,16 +420,18 @@ class LocalBFS(LevelSearch):
                     image = canonical(succ)
                     fp = raw if image is succ else hash(image)
                     if fp not in seen:
-                        seen[fp] = None
                         fresh[fp] = (image, index, pair[0])
+                        if mark:
+                            seen[fp] = None
             else:  # the successors every search keeps (checker.search.SuccessorView)
                 for act, succ in kept(succs):
                     fp = hash(succ)
                     if edges is not None:
                         edges.append((index, fp, st.actions.id(act)))
                     if fp not in seen:
-                        seen[fp] = None
                         fresh[fp] = (succ, index, act)
+                        if mark:
+                            seen[fp] = None
             generated += degree
             if check_deadlock and not succs:
                 st.deadlock = index
