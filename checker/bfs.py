@@ -2,16 +2,17 @@
 
 Each level expands the frontier in order, block by block (``checker.frontier``: a block of states
 is read back, expanded, and let go), keeping the first occurrence of each new fingerprint (so the
-result does not depend on how the level is split among blocks or workers). While the level is small
-(its fingerprints fit the objects a frontier store keeps, ``object_states``), one dictionary of the
-level's fingerprints (``_Level.seen``, about 80 bytes a fingerprint) drops a successor this level already
-found in the hot loop itself; past that, the level goes block-wise: its new fingerprints move to a
+result does not depend on how the level is split among blocks or workers). While the level is small (its
+fingerprints fit the objects a frontier store keeps, ``object_states``), one dictionary of the level's
+fingerprints (``_Level.seen``, about 80 bytes a fingerprint) drops a successor this level already found
+in the hot loop itself; past that, the level goes block-wise: its new fingerprints move to a
 ``LevelFingerprints`` (8 bytes each) and a vectorised lookup after each block removes those this level
-already found. Either way, one vectorised lookup after each block removes the successors visited at
-earlier levels; the rest are the block's new states, in discovery order: their invariants are checked,
-their parent pointers noted and the states written to the next level's store. So a large level costs
-the visited set, the parent log and the two stores (compact past their budget), plus one block of Python
-objects, and a small one pays no numpy lookup against itself.
+already found. Either way, one vectorised lookup removes the successors visited at earlier levels, after
+each block, or after each batch of blocks (``_ABSORB_AT`` successors) while the level is one dictionary;
+the rest are the block's new states, in discovery order: their invariants are checked, their parent
+pointers noted and the states written to the next level's store. So a large level costs the visited set,
+the parent log and the two stores (compact past their budget), plus one block of Python objects, and a
+small one pays no numpy lookup against itself.
 The first violation found at a level is a shortest counterexample. The search state (visited set,
 parent log, counts, frontier) changes only when a whole level commits, which is what makes
 checkpoints and Ctrl-C safe: an abandoned level leaves nothing behind.
