@@ -2,12 +2,17 @@
 
 Each level expands the frontier in order, block by block (``checker.frontier``: a block of states
 is read back, expanded, and let go), keeping the first occurrence of each new fingerprint (so the
-result does not depend on how the level is split among blocks or workers). After each block, one
-vectorised lookup removes the successors visited at earlier levels and those this level already
-found (``LevelFingerprints``); the rest are the block's new states, in discovery order: their
-invariants are checked, their parent pointers noted and the states written to the next level's
-store. No list or dictionary of the whole level is ever built, so a level costs the visited set,
-the parent log and the two stores (compact past their budget), plus one block of Python objects.
+result does not depend on how the level is split among blocks or workers). While the level is small (its
+fingerprints fit the objects a frontier store keeps, ``object_states``), one dictionary of the level's
+fingerprints (``_Level.seen``, about 80 bytes a fingerprint) drops a successor this level already found
+in the hot loop itself; past that, the level goes block-wise: its new fingerprints move to a
+``LevelFingerprints`` (8 bytes each) and a vectorised lookup after each block removes those this level
+already found. Either way, one vectorised lookup removes the successors visited at earlier levels, after
+each block, or after each batch of blocks (``_ABSORB_AT`` successors) while the level is one dictionary;
+the rest are the block's new states, in discovery order: their invariants are checked, their parent
+pointers noted and the states written to the next level's store. So a large level costs the visited set,
+the parent log and the two stores (compact past their budget), plus one block of Python objects, and a
+small one pays no numpy lookup against itself.
 The first violation found at a level is a shortest counterexample. The search state (visited set,
 parent log, counts, frontier) changes only when a whole level commits, which is what makes
 checkpoints and Ctrl-C safe: an abandoned level leaves nothing behind.
@@ -55,6 +60,9 @@ from spec.model import Model
 
 _CHECK_EVERY = 8192  # successors between two looks at the clock
 _PRUNE_AT = 131072  # new entries of a level's dictionary between two removals of the visited ones
+#: successors of a level kept as one dictionary looked up in the visited set at once (a block's lookup, 512
+#: states' successors, cost numpy's fixed price of each call: about 6% of two-phase's instructions)
+_ABSORB_AT = 65536
 #: ... once past SPILL_AT of the memory budget: 16% less peak memory for 6% more CPU (bench/NOTES.md)
 _PRUNE_AT_UNDER_PRESSURE = 16384
 _RSS_EVERY = 0.2  # seconds between two looks at the resident set size
@@ -93,10 +101,15 @@ def first_false(predicate: Any, items: list[Any]) -> int | None:
 class _Level:
     """The level being built: its new fingerprints, parent pointers and violations, and its store."""
 
-    def __init__(self, store: FrontierStore, base: int) -> None:
+    def __init__(self, store: FrontierStore, base: int, seen: bool = False) -> None:
         self.store = store
         self.base = base  # global index of its first state
         self.count = 0
+        #: while the level is kept as one dictionary: the fingerprints its successors had in the batches absorbed
+        #: so far and in the batch being built (visited at earlier levels or not; empty during the first batch,
+        #: which is its own); None once it is block-wise (``fps``)
+        self.seen: dict[int, None] | None = {} if seen else None
+        #: the level's new fingerprints, once block-wise
         self.fps = LevelFingerprints()
         self.new_fps: list[np.ndarray] = []  # in discovery order, a chunk a block
         self.parents: list[np.ndarray] = []
@@ -307,15 +320,33 @@ class LocalBFS(LevelSearch):
         # gives the same counts.
         generated, deadlock, actions = st.generated, st.deadlock, len(st.actions.actions)
         edges = None if st.edges is None else len(st.edges)
-        level = _Level(self._new_store(st.frontier), len(st.log))
+        level = _Level(self._new_store(st.frontier), len(st.log), seen=self._level_as_dictionary())
         held = interrupts_deferred()
         try:
             index = st.frontier_base
+            batch: dict[int, tuple] | None = None  # while the level is one dictionary: blocks not absorbed yet
             for block in _blocks(st.frontier):
-                self._level_new = level.count  # for the progress reports
-                fresh = self._expand(st, block, index, st.generated)
+                self._level_new = level.count  # for the progress reports (``_expand`` adds its pending ones)
+                if level.seen is None:
+                    fresh = self._expand(st, block, index, st.generated)
+                    index += len(block)
+                    self._absorb(st, level, fresh)
+                    continue
+                # the first batch is its own ``seen``; a later one is added to the earlier ones' fingerprints too
+                batch = self._expand(st, block, index, st.generated, level.seen or None, batch)
                 index += len(block)
-                self._absorb(st, level, fresh)
+                size = len(level.seen) if level.seen else len(batch)
+                outgrown = size > self.object_states or not self._level_as_dictionary()
+                if outgrown or len(batch) >= _ABSORB_AT:
+                    self._absorb(st, level, batch)
+                    if not outgrown and not level.seen:
+                        level.seen = dict.fromkeys(batch)
+                    batch = None
+                if outgrown:
+                    self._go_block_wise(level)
+            if batch:
+                self._absorb(st, level, batch)
+            del batch
             level.store.finish()
             held.__enter__()
         except BaseException:
@@ -331,12 +362,16 @@ class LocalBFS(LevelSearch):
             self._level_new = 0
             held.__exit__(None, None, None)
 
-    def _expand(self, st: SearchState, frontier: list[Any], index: int, generated_before: int) -> dict[int, tuple]:
+    def _expand(self, st: SearchState, frontier: list[Any], index: int, generated_before: int,
+                seen: dict[int, None] | None = None, fresh: dict[int, tuple] | None = None) -> dict[int, tuple]:
         """Expand ``frontier`` (whose first state has global index ``index``) in order.
 
         Returns fingerprint -> (state, parent global index, action) for the first occurrence of
         each successor fingerprint, in discovery order, and adds the successors computed to
         ``st.generated``. This is the hot loop: one hash and one dict lookup a successor.
+        ``seen``: the fingerprints the level had before this call (``_Level.seen``), which are left out and
+        to which this call's are added; None: only the first occurrence within this call counts.
+        ``fresh``: a dictionary to add the new ones to (a batch of blocks, with ``seen``), else a new one.
         """
         model = self.model
         successors = model.successors
@@ -345,12 +380,19 @@ class LocalBFS(LevelSearch):
         check_deadlock = self.options.check_deadlock and st.deadlock is None
         edges = st.edges
         only_canonical = within is None and canonical is not None and edges is None
+        # no bounds, symmetry or graph: every successor is kept as it is (``kept`` hands back the list), and the
+        # loop needs neither the call nor a look at ``edges`` a successor (3% of two-phase's instructions)
+        every = within is None and canonical is None and edges is None
         cover = self.coverage
         kept = self.successor_view.kept
-        fresh: dict[int, tuple] = {}
+        if fresh is None:
+            fresh = {}
+        mark = seen is not None  # a new fingerprint goes into ``seen`` too
+        if seen is None:
+            seen = fresh
         checked = 0  # entries of ``fresh`` known not to be visited yet (the first ones)
         generated = 0
-        degrees = self._degrees
+        degrees: list[int] = []  # out-degree of each state expanded (counted into ``self._degrees`` at the end)
         # every _CHECK_EVERY successors counted over the whole run, not from this call: a level is
         # expanded in many small calls (one a block)
         next_check = _CHECK_EVERY - generated_before % _CHECK_EVERY
@@ -363,26 +405,37 @@ class LocalBFS(LevelSearch):
             if reduce is not None:  # an ample set, or every successor (checker.por)
                 succs = reduce(state, succs, st.visited, canonical)
             degree = len(succs)
-            degrees[degree] = degrees.get(degree, 0) + 1
+            degrees.append(degree)
             if cover is not None:
                 cover.update(map(_first, succs))
-            if only_canonical:  # --symmetry without bounds or a graph: 10% fewer instructions than kept (SuccessorView)
+            if every:
+                for act, succ in succs:
+                    fp = hash(succ)
+                    if fp not in seen:
+                        fresh[fp] = (succ, index, act)
+                        if mark:
+                            seen[fp] = None
+            elif only_canonical:  # --symmetry without bounds or a graph: 10% fewer instructions than kept (SuccessorView)
                 for pair in succs:
                     succ = pair[1]
                     raw = hash(succ)
-                    if raw in fresh:  # a canonical state found already: its canonical form is itself
+                    if raw in seen:  # a canonical state found already: its canonical form is itself
                         continue
                     image = canonical(succ)
                     fp = raw if image is succ else hash(image)
-                    if fp not in fresh:
+                    if fp not in seen:
                         fresh[fp] = (image, index, pair[0])
+                        if mark:
+                            seen[fp] = None
             else:  # the successors every search keeps (checker.search.SuccessorView)
                 for act, succ in kept(succs):
                     fp = hash(succ)
                     if edges is not None:
                         edges.append((index, fp, st.actions.id(act)))
-                    if fp not in fresh:
+                    if fp not in seen:
                         fresh[fp] = (succ, index, act)
+                        if mark:
+                            seen[fp] = None
             generated += degree
             if check_deadlock and not succs:
                 st.deadlock = index
@@ -394,7 +447,23 @@ class LocalBFS(LevelSearch):
                 if len(fresh) - checked >= prune_at:
                     checked = _drop_visited(st.visited, fresh, len(fresh) - checked)
         st.generated += generated
+        counted = self._degrees
+        for degree, states in Counter(degrees).items():
+            counted[degree] = counted.get(degree, 0) + states
         return fresh
+
+    def _level_as_dictionary(self) -> bool:
+        """Whether a level starts (or stays) as one dictionary of its fingerprints: while its states are kept as
+        objects, not past ``SPILL_AT`` of the memory budget (the dictionary's size is bounded by the same
+        ``object_states`` as a frontier store's objects: ``_go_block_wise``)."""
+        return FRONTIER_OBJECTS and not self.under_pressure and self.object_states > 0
+
+    def _go_block_wise(self, level: _Level) -> None:
+        """The level's dictionary outgrew ``object_states`` fingerprints (or memory is short): its new
+        fingerprints go to a ``LevelFingerprints`` and the dictionary is let go."""
+        if level.new_fps:
+            level.fps.add(np.concatenate(level.new_fps))
+        level.seen = None
 
     def _commit_level(self, st: SearchState, fresh: dict[int, tuple]) -> None:
         """Commit a whole level given as one dictionary (the initial states).
@@ -414,7 +483,7 @@ class LocalBFS(LevelSearch):
             return
         fps = np.fromiter(fresh.keys(), dtype=np.int64, count=len(fresh))
         new_mask = ~st.visited.contains(fps)
-        if len(level.fps):
+        if level.seen is None and len(level.fps):  # (kept as a dictionary: ``_expand`` left them out)
             unvisited = np.flatnonzero(new_mask)
             new_mask[unvisited[level.fps.contains(fps[unvisited])]] = False
         values = list(fresh.values())
@@ -430,7 +499,8 @@ class LocalBFS(LevelSearch):
         del entries
         for name, index in self._check_invariants(st, states, level.base + level.count).items():
             level.found.setdefault(name, index)  # blocks come in order: the first one found is the first
-        level.fps.add(new_fps)
+        if level.seen is None:
+            level.fps.add(new_fps)
         level.new_fps.append(new_fps)
         level.count += len(states)
         level.store.extend(states)
@@ -438,7 +508,7 @@ class LocalBFS(LevelSearch):
     def _commit(self, st: SearchState, level: _Level) -> None:
         """The level becomes the frontier: the visited set, the parent log and the violations grow."""
         if level.count:
-            st.visited.add(level.fps.sorted())
+            st.visited.add(level.fps.sorted() if level.seen is None else np.concatenate(level.new_fps))
             st.log.append(np.concatenate(level.new_fps), np.concatenate(level.parents), np.concatenate(level.actions))
             st.depth += 1
         for name, index in level.found.items():

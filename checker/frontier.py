@@ -243,9 +243,11 @@ class FrontierStore:
         pending = self._pending
         pending.extend(states)
         self._size += len(states)
-        while len(pending) >= BLOCK:
-            self._seal(pending[:BLOCK])
-            del pending[:BLOCK]
+        if len(pending) >= BLOCK:  # the whole blocks, then the rest moved down once (not once a block)
+            full = len(pending) - len(pending) % BLOCK
+            for start in range(0, full, BLOCK):
+                self._seal(pending[start:start + BLOCK])
+            del pending[:full]
 
     def finish(self) -> FrontierStore:
         """Seal the last, partial block; the store is then read, not written."""

@@ -400,8 +400,10 @@ def test_the_visited_set_merges_in_place_whatever_the_block():
     from checker import visited
 
     rng = np.random.default_rng(5)
-    for move_block in (1, 3, 1 << 18):
-        saved, visited.MOVE_BLOCK = visited.MOVE_BLOCK, move_block
+    # (small sets are inserted by copying: COPY_BELOW 0 makes every insertion merge in place; None copies)
+    for move_block, copy_below in ((1, 0), (3, 0), (1 << 18, 0), (None, 1 << 20)):
+        saved = visited.MOVE_BLOCK, visited.COPY_BELOW
+        visited.MOVE_BLOCK, visited.COPY_BELOW = move_block or saved[0], copy_below
         try:
             seen = visited.FingerprintSet()
             level = visited.LevelFingerprints()
@@ -415,7 +417,7 @@ def test_the_visited_set_merges_in_place_whatever_the_block():
                 expected |= set(batch.tolist())
                 assert seen.array.tolist() == sorted(expected) == level.sorted().tolist()
         finally:
-            visited.MOVE_BLOCK = saved
+            visited.MOVE_BLOCK, visited.COPY_BELOW = saved
 
 
 def test_pooled_parts_repeated_from_state_to_state_or_none_are_read_back():
