@@ -352,7 +352,7 @@ def _validate(payload: dict[str, Any], model: Model, options: SearchOptions, whe
     for index in sample:
         try:
             trace = rebuild_trace(model, log.path_to(index), actions, options, None)
-        except ModelError:
+        except (ModelError, BadFileError):
             raise _bad(where, f"records a path to state {index} that the model cannot take") from None
         final = trace.steps[-1].state if trace.steps else trace.initial
         for name, at in found.items():

@@ -13,7 +13,7 @@ from checker.invariant import SAFETY, Invariant
 from checker.result import Verdict
 from checker.trace import Step, Trace
 from checker.visited import FingerprintSet, ParentLog
-from spec.errors import BadFileError, ModelError, UsageError
+from spec.errors import BadFileError, KmcError, ModelError, UsageError
 from spec.model import Action, Model
 
 CHECKER_VERSION = "0.1.0"
@@ -185,10 +185,19 @@ def rebuild_trace(
     behaviour of the model.
     """
     canonical = search_canonical(model, options) or (lambda s: s)
+
+    def cannot(why: str, in_file: str) -> KmcError:
+        # a resumed run's parent log came from its checkpoint: a path the model cannot take is the file's fault (its
+        # loader replays only a sample of the paths), not the model's
+        if options.resume_from:
+            return BadFileError(f"checkpoint {options.resume_from} records a path the model cannot take ({in_file}): the "
+                                "file is corrupt or was edited; run the search again without --resume")
+        return ModelError(f"cannot rebuild a trace: {why}")
+
     root_fp = path[0][0]
     current = next((s for s in model.init_states() if hash(canonical(s)) == root_fp), None)
     if current is None:
-        raise ModelError("cannot rebuild a trace: no initial state has the recorded fingerprint")
+        raise cannot("no initial state has the recorded fingerprint", "no initial state has its first fingerprint")
     initial = current
     steps: list[Step] = []
     for fp, action_id in path[1:]:
@@ -199,7 +208,8 @@ def rebuild_trace(
                 chosen = (act, succ)
                 break
         if chosen is None:
-            raise ModelError(f"cannot rebuild a trace: {wanted} is not deterministic in this model")
+            raise cannot(f"{wanted} is not deterministic in this model",
+                         f"no {wanted} step reaches the state it records at step {len(steps) + 1}")
         steps.append(Step(*chosen))
         current = chosen[1]
     if options.reduce == "dead":  # the dead messages the stored state lacks, delivered (checker.dead)

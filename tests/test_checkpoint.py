@@ -283,6 +283,22 @@ def test_any_payload_mutation_is_refused_or_resumes_to_the_same_result(tmp_path,
     assert counts(resumed)[:4] == counts(full)[:4] and counts(resumed)[4] == counts(full)[4]
 
 
+def test_a_parent_log_action_the_model_cannot_take_is_the_checkpoints_fault(tmp_path):
+    """A well-formed checkpoint whose parent log records another action for a state outside the loader's sample
+    resumes; when the violation's trace is rebuilt through that state, the run is refused as a bad file (exit 65),
+    not ended with the model's "not deterministic" error (found by the payload fuzz above: byte 40 of log_actions)."""
+    model = TwoPhase(3, commit_guard=False)
+    path = tmp_path / "base.ckpt"
+    check(model, SearchOptions(invariants=INVARIANTS, max_states=20, checkpoint_path=str(path)))
+    header, payload = ckpt.unpack(path.read_bytes())
+    actions = payload["log_actions"]
+    payload["log_actions"] = actions[:40] + bytes([0]) + actions[41:]
+    bad = tmp_path / "mutated.ckpt"
+    bad.write_bytes(ckpt.pack(header, payload))
+    with pytest.raises(BadFileError, match="records a path the model cannot take"):
+        check(model, SearchOptions(invariants=INVARIANTS, resume_from=str(bad)))
+
+
 def test_a_checkpoint_claiming_a_deadlock_where_there_is_none_is_refused(tmp_path):
     """A well-formed checkpoint (its checksum made again) that records a deadlock at a state with a successor
     is refused, not resumed into a false counterexample (the hostile-input fuzzer found this: exit 11). The
