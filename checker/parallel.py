@@ -686,9 +686,9 @@ class ParallelBFS(LocalBFS):
     def _add_serial_share(self, result: CheckResult, parent_cpu: float, wall: float) -> None:
         workers_cpu = sum(result.extra.get("worker_cpu_seconds", []))
         total = parent_cpu + workers_cpu
-        share = parent_cpu / total if total > 0 else 1.0
+        share = round(parent_cpu / total, 5) if total > 0 else 1.0  # the predictions are the reported share's
         result.extra["parent_cpu_seconds"] = round(parent_cpu, 3)
-        result.extra["serial_share"] = round(share, 5)
+        result.extra["serial_share"] = share
         result.extra["parent_busy_wall_share"] = round(max(0.0, wall - self._waiting) / wall, 5) if wall > 0 else 1.0
         result.extra["amdahl_speedup"] = {str(n): round(amdahl_speedup(share, n), 2) for n in (2, 16, 64)}
 
