@@ -151,7 +151,7 @@ class ControlPlaneActions:
         AlterIsr must name (``KafkaController.processAlterIsr``); the rows without it do not track the version."""
         controller = s.controller
         epoch = controller.epoch + 1
-        if self._alter_isr:
+        if self.features.zookeeper_alter_isr:
             controller = _elected_versioned(controller, leader=leader, epoch=epoch, isr=isr,
                                             partition_epoch=controller.partition_epoch + 1)
         else:
@@ -260,7 +260,7 @@ class ControlPlaneActions:
         """KIP-380 (``reject-stale-broker-epoch``, ``KafkaApis.isBrokerEpochStale``): a control request for
         an older generation is rejected (STALE_BROKER_EPOCH); a newer one is accepted (rejecting it
         stalled the broker: KAFKA-9839)."""
-        return self._reject_stale and m.broker_epoch < b.broker_epoch
+        return self.features.reject_stale_broker_epoch and m.broker_epoch < b.broker_epoch
 
     def _apply_stop_replica(self, s: KafkaState, m: StopReplica) -> KafkaState:
         """DeliverStopReplica (delete=false, ``ReplicaManager.stopReplicas``): the replica is removed from
@@ -299,7 +299,7 @@ class ControlPlaneActions:
             return with_network(s, network)
         stale = b.stale or m.meant != b.incarnation
         if m.leader == i:
-            cache = assign(b.cache, m.epoch, len(b.log)) if self._7415 else b.cache
+            cache = assign(b.cache, m.epoch, len(b.log)) if self.features.kafka_7415 else b.cache
             # Partition.makeLeader resets the followers' fetch states only "if (isNewLeader)" (0.10.2.2, 2.0.0,
             # 2.8.0; 3.x resetReplicaState(isNewLeader = ...)): a leader re-elected in a new epoch keeps them
             remote = b.remote if b.leader == i else (-1,) * self.n
@@ -311,10 +311,10 @@ class ControlPlaneActions:
             # Partition.makeFollower returns false: the fetcher keeps going, only the new epoch is learned
             nb = _new_epoch(b, epoch=m.epoch, isr=m.isr, stale=stale)
         else:
-            if self._hw_truncation:
-                b = truncate_broker(b, b.hw, self._fix_10706)
+            if self.features.hw_truncation:
+                b = truncate_broker(b, b.hw, self.features.kafka_10706_fix)
                 fetch = FETCHING
-            elif self._offsets or not b.cache:
+            elif self.features.uses_offsets_request or not b.cache:
                 # an OffsetsForLeaderEpoch round first; with truncate-on-fetch (2.8+
                 # ``AbstractFetcherThread.partitionFetchState``) only a follower with no epoch is Truncating
                 # (it truncates to its HW: ``truncateToHighWatermark``)
@@ -322,7 +322,7 @@ class ControlPlaneActions:
             else:
                 fetch = FETCHING
             nb = _made_follower(b, leader=m.leader, epoch=m.epoch, isr=m.isr, fetch=fetch, stale=stale)
-        if self._alter_isr:
+        if self.features.zookeeper_alter_isr:
             nb = _committed_version(nb, partition_epoch=m.partition_epoch)
         return with_broker(s, i, nb, network=network)
 
@@ -332,7 +332,7 @@ class ControlPlaneActions:
         (``Partition.makeFollower``): never in 0.10.2 to 2.0.0 (``leaderReplicaIdOpt == newLeader``); in
         2.0.1 (``kafka-7164``) when it skipped an epoch (``leaderEpoch != oldLeaderEpoch + 1``); from 2.1.0
         (KIP-320, ``leader-epoch-fencing``) on every epoch change."""
-        if self._fencing:
+        if self.features.leader_epoch_fencing:
             return True
         if self.features.kafka_7164:
             return m.epoch > b.epoch + 1

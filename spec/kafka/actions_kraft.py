@@ -157,31 +157,21 @@ class KRaftActions:
     def _init_kraft(self, alters: int, unclean_shutdowns: int, alter_losses: int = 0, metadata_lag: int = 0,
                     clean_shutdowns: int = 0, fences: int = 0) -> None:
         f = self.features
-        self._kraft = f.kraft
         # the bounds of the KRaft rows are inert on the ZooKeeper rows (their fault is lossy-crash), as the bounds of
         # the ZooKeeper control plane (shutdowns, bounces, losses) are on the KRaft rows: a scenario replays under both
         self.max_alters = alters
         self.max_unclean_shutdowns = unclean_shutdowns
         self.max_alter_losses = alter_losses
-        self.metadata_lag = bool(metadata_lag)
+        self.metadata_lag = metadata_lag  # a bound (0 or 1), not a protocol switch
         self.max_clean_shutdowns = clean_shutdowns
         self.max_fences = fences
-        self._elr = f.kip_966_elr
-        #: KIP-966's detection acts only where ELR is supported (``handleBrokerUncleanShutdown``: isElrSupported)
-        self._detect_unclean = f.clean_shutdown_detection and f.kip_966_elr
-        #: a ZooKeeper row from 2.7.0 (``alter-isr``): the leader's ISR changes are AlterIsr requests to the ZooKeeper
-        #: controller, through the AlterPartition families below (``_process_alter_isr``, ``_receive_alter_isr_response``
-        #: where the ZooKeeper controller and its leader differ from KRaft's)
-        self._alter_isr = f.alter_isr and not f.kraft
-        #: the ISR is changed by a request to the controller (KRaft's AlterPartition, ZooKeeper's AlterIsr)
-        self._alter_by_request = f.kraft or self._alter_isr
         if not f.kraft:
             # the ZooKeeper rows run the ZooKeeper families with no KRaft wrapper in between (each override below
             # only hands them on there); a family another mixin already bound on this model stays as it is
             for name in _ZOOKEEPER_FALLBACKS:
-                if name not in vars(self) and not (self._alter_isr and name in _ALTER_ISR_FAMILIES):
+                if name not in vars(self) and not (self.features.zookeeper_alter_isr and name in _ALTER_ISR_FAMILIES):
                     setattr(self, name, getattr(super(), name))
-        if self._alter_isr:
+        if self.features.zookeeper_alter_isr:
             self.constants["alters"] = alters
             if alter_losses:
                 self.constants["alter_losses"] = alter_losses
@@ -228,7 +218,7 @@ class KRaftActions:
         c = s.controller
         isr = tuple(sorted(isr))
         elr = c.elr
-        if self._elr:
+        if self.features.kip_966_elr:
             if len(isr) >= self.min_isr:
                 elr = ()
             else:
@@ -255,7 +245,7 @@ class KRaftActions:
         """The electable replicas (``PartitionChangeBuilder.isValidNewLeader``): unfenced ISR members; with
         ``kip-966-elr``, unfenced ELR members when the ISR is empty."""
         found = [r for r in isr if r != excluded and self._unfenced(s, r)]
-        if not found and not isr and self._elr:
+        if not found and not isr and self.features.kip_966_elr:
             found = [r for r in elr if r != excluded and self._unfenced(s, r)]
         return found
 
@@ -264,7 +254,7 @@ class KRaftActions:
         return self._partition_change(s, leader, isr if leader in isr else (leader,))
 
     def _controller_actions(self, s: KafkaState, out: list) -> None:
-        if not self._kraft:
+        if not self.features.kraft:
             super()._controller_actions(s, out)
             return
         add = out.append
@@ -311,11 +301,11 @@ class KRaftActions:
             add((table[c.leader + 1], fenced))
             return
         isr = tuple([r for r in c.isr if r != i])
-        if not isr and not self._elr:
+        if not isr and not self.features.kip_966_elr:
             isr = c.isr  # PartitionChangeBuilder.build: an empty target ISR is not written
         if c.leader == i or c.leader == NO_LEADER:
             elr_after = c.elr
-            if self._elr and len(isr) < self.min_isr:
+            if self.features.kip_966_elr and len(isr) < self.min_isr:
                 elr_after = tuple(sorted((set(c.elr) | set(c.isr)) - set(isr)))
             candidates = self._candidates(fenced, isr, elr_after, excluded=i)
             if candidates:
@@ -368,7 +358,7 @@ class KRaftActions:
         it by its leader epoch) but only one at a time (``PartitionState.isInflight``). The same on a ZooKeeper row with
         ``alter-isr`` (2.7.0 ``Partition.maybeShrinkIsr`` / ``canAddReplicaToIsr``: ``!isrState.isInflight``; the
         ZooKeeper write of a deposed leader failing on its zkVersion is gone with the write itself)."""
-        if not self._alter_by_request:
+        if not self.features.alter_by_request:
             super()._leader_actions(s, i, leader, out)
             return
         add = out.append
@@ -389,7 +379,7 @@ class KRaftActions:
         newer view only blocks an expansion, which the model has anyway). Partition changes are replayed late either
         way: a LeaderAndIsr is the PartitionChangeRecord a broker replays when it reaches it (``_apply_leader_and_isr``)."""
         registered = s.controller.registered[f]
-        lagging = self.metadata_lag
+        lagging = self.metadata_lag > 0
         # with metadata_lag the leader's metadata cache may not have replayed the latest registration records yet: any
         # older view of the follower (unfenced, not shutting down, the broker epoch of its fetch state) is possible, so
         # the leader's own check passes; the controller checks the proposal against its current registrations
@@ -411,7 +401,7 @@ class KRaftActions:
         zkVersion of its last committed state as the version (``AlterIsrRequestData.currentIsrVersion``, 3.3+
         ``partitionEpoch``) and its own broker epoch (``AlterIsrRequestData.brokerEpoch``); no eligibility check
         (``isReplicaIsrEligible`` is KRaft's before 3.4.0)."""
-        if not self._alter_by_request:
+        if not self.features.alter_by_request:
             super()._isr_change_action(s, i, leader, f, add)
             return
         isr = leader.isr
@@ -427,11 +417,11 @@ class KRaftActions:
                 return
             if self.features.kafka_7128 and fetched < epoch_start(leader.cache, leader.epoch, len(leader.log)):
                 return
-            if self._kraft and not self._eligible(s, leader, f):
+            if self.features.kraft and not self._eligible(s, leader, f):
                 return
             proposed = maximal = tuple(sorted(isr + (f,)))
             act = self._expand[i][f]
-        if self._alter_isr:
+        if self.features.zookeeper_alter_isr:
             epochs = tuple([leader.broker_epoch if r == i else UNDEFINED for r in range(self.n)])
         elif self.features.kip_903:
             epochs = tuple([(leader.broker_epoch if r == i else leader.remote_epochs[r]) if r in proposed else UNDEFINED
@@ -448,7 +438,7 @@ class KRaftActions:
         INELIGIBLE_REPLICA (KIP-841: a fenced member; KIP-903: a broker epoch other than the registered one);
         otherwise the change is written (not enabled beyond the epoch bound) and answered. On a ZooKeeper row with
         ``alter-isr``, the ZooKeeper controller's rules: ``_process_alter_isr``."""
-        if self._alter_isr:
+        if self.features.zookeeper_alter_isr:
             self._process_alter_isr(s, m, add)
             return
         c = s.controller
@@ -553,7 +543,7 @@ class KRaftActions:
         change moved the leader epoch (then the partition change brings it); INELIGIBLE_REPLICA reverts to the
         last committed ISR; the other errors wait for the next partition change (``handleAlterPartitionError``). On a
         ZooKeeper row with ``alter-isr``: ``_receive_alter_isr_response``."""
-        if self._alter_isr:
+        if self.features.zookeeper_alter_isr:
             self._receive_alter_isr_response(s, m, add)
             return
         i = m.dst
@@ -609,7 +599,7 @@ class KRaftActions:
         ``Partition.makeLeader`` sets a committed partition state). Both drop a pending AlterPartition. A leader
         re-elected in a new epoch keeps its followers' fetch states (3.3.0 ``Replica.resetReplicaState`` with
         ``isNewLeader = false``)."""
-        if not self._kraft:
+        if not self.features.kraft:
             return super()._apply_leader_and_isr(s, m)
         i = m.dst
         b = s.brokers[i]
@@ -636,7 +626,7 @@ class KRaftActions:
         """SendFetch with KIP-903 on KRaft: the Fetch carries the follower's broker epoch (3.5.0
         ``RemoteLeaderEndPoint.buildFetch``: ``FetchRequest.Builder.forReplica(version, brokerId, brokerEpochSupplier(), ...)``,
         FetchRequest v15 ``ReplicaState.ReplicaEpoch``), given to the action that builds the request."""
-        if not (self._kraft and self.features.kip_903):
+        if not (self.features.kraft and self.features.kip_903):
             super()._follower_actions(s, i, follower, out)
             return
         super()._follower_actions(s, i, follower, out, broker_epoch=follower.broker_epoch)
@@ -645,7 +635,7 @@ class KRaftActions:
         """ServeFetch; with KIP-903 a fetch the leader accepts records the follower's broker epoch with its fetch
         offset (3.5.0 ``Partition.updateFollowerFetchState``, ``Replica.updateFetchState(brokerEpoch)``)."""
         t = super()._serve_fetch_state(s, m)
-        if not (self._kraft and self.features.kip_903):
+        if not (self.features.kraft and self.features.kip_903):
             return t
         i, f = m.dst, m.src
         leader = t.brokers[i]
@@ -706,10 +696,10 @@ class KRaftActions:
         table = self._kraft_shutdown[i]
         shutting = with_broker(s, i, b.with_(stopping=True), shutdowns=s.shutdowns + 1)
         isr = tuple([r for r in c.isr if r != i])
-        if not isr and not self._elr:
+        if not isr and not self.features.kip_966_elr:
             isr = c.isr  # PartitionChangeBuilder.build: an empty target ISR is not written
         elr_after = c.elr
-        if self._elr and len(isr) < self.min_isr:
+        if self.features.kip_966_elr and len(isr) < self.min_isr:
             elr_after = tuple(sorted((set(c.elr) | set(c.isr)) - set(isr)))
         candidates = self._candidates(shutting, isr, elr_after, excluded=i)
         for r in candidates:
@@ -770,7 +760,7 @@ class KRaftActions:
         s = with_broker(s, i, reborn, controller=c.with_(registered=replace_at(c.registered, i, reborn.broker_epoch)))
         c = s.controller
         unclean = not (clean and self.features.kafka_18635)
-        if self._detect_unclean and unclean and (i in c.isr or i in c.elr):
+        if self.features.detects_unclean_shutdown and unclean and (i in c.isr or i in c.elr):
             isr = tuple([r for r in c.isr if r != i])
             s = s.with_(controller=c.with_(elr=tuple([r for r in c.elr if r != i])))
             return self._partition_change(s, c.leader if c.leader != i else NO_LEADER, isr, unclean_replica=i)

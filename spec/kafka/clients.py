@@ -104,7 +104,6 @@ class ClientActions:
             self._advance_hw_action = self._advance_hw_with_acks
         self.min_isr = min_isr
         self.n_consumers = consumers
-        self._consumer_validates = self.features.consumer_truncation_detection
         ids = range(self.n)
         a = Action
         self._consumer_metadata = [[a("ConsumerMetadata", (("consumer", c), ("leader", b))) for b in ids]
@@ -113,7 +112,6 @@ class ClientActions:
                                 for c in range(consumers)]
         self._consumer_validate = [[a("ConsumerValidate", (("consumer", c), ("leader", b))) for b in ids]
                                    for c in range(consumers)]
-        self._from_follower = self.features.fetch_from_follower
         self._consumer_fetch_follower = [[a("ConsumerFetchFromFollower", (("consumer", c), ("replica", b))) for b in ids]
                                          for c in range(consumers)]
         self._unclean_actions = frozenset(id(action) for action in self._unclean)
@@ -202,7 +200,7 @@ class ClientActions:
             if b < 0 or not s.brokers[b].alive:
                 continue
             broker = s.brokers[b]
-            if broker.leader != b or (self._consumer_validates and broker.epoch != consumer.epoch):
+            if broker.leader != b or (self.features.consumer_truncation_detection and broker.epoch != consumer.epoch):
                 continue  # NOT_LEADER / FENCED_LEADER_EPOCH / UNKNOWN_LEADER_EPOCH: a metadata update first
             if consumer.validating:
                 add((self._consumer_validate[c][b], self._validate_state(s, c, consumer, broker)))
@@ -210,7 +208,7 @@ class ClientActions:
             fetched = self._consumer_fetch_state(s, c, consumer, broker)
             if fetched is not None:
                 add((self._consumer_fetch[c][b], fetched))
-            if self._from_follower:
+            if self.features.fetch_from_follower:
                 self._fetch_from_follower_actions(s, c, consumer, add)
 
     def _fetch_from_follower_actions(self, s: KafkaState, c: int, consumer: Consumer, add) -> None:
@@ -238,7 +236,7 @@ class ClientActions:
         epoch to it, 2.1.0). From 2.3.0 (``SubscriptionState.maybeValidatePositionForCurrentLeader``) a
         changed leader or epoch puts a position with a known epoch into AWAIT_VALIDATION."""
         controller = s.controller
-        validating = consumer.validating or (self._consumer_validates and consumer.last_epoch != UNDEFINED)
+        validating = consumer.validating or (self.features.consumer_truncation_detection and consumer.last_epoch != UNDEFINED)
         updated = consumer.with_(leader=controller.leader, epoch=controller.epoch, validating=validating)
         return s.with_(consumers=_replace(s.consumers, c, updated))
 
@@ -257,7 +255,7 @@ class ClientActions:
     def _validate_answer(self, last_epoch: int, broker: Broker) -> tuple[int, int]:
         """The leader's answer to the consumer's OffsetsForLeaderEpoch(last consumed epoch): ``endOffsetFor``,
         as to a follower (2.3.0 ``KafkaApis.handleOffsetForLeaderEpochRequest``)."""
-        return end_offset_for(broker.cache, len(broker.log), last_epoch, self._7415)
+        return end_offset_for(broker.cache, len(broker.log), last_epoch, self.features.kafka_7415)
 
     # -- consumer requests through the network (constant consumer_inflight=1) ------------------------------
     def _delayed_consumer_actions(self, s: KafkaState, c: int, consumer: Consumer, add) -> None:
@@ -306,7 +304,7 @@ class ClientActions:
         is not its own (the consumer drops the answer and refreshes its metadata), else the records below its HW
         (``_fetch_answer``)."""
         b, _, incarnation, epoch, position = consumer.inflight
-        if broker.leader != b or (self._consumer_validates and broker.epoch != epoch):
+        if broker.leader != b or (self.features.consumer_truncation_detection and broker.epoch != epoch):
             answer = None
         else:
             answer = _fetch_answer(consumer.with_(position=position), broker)

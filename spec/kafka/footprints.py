@@ -371,21 +371,21 @@ class Footprint:
 
 
 def _zk(m: Any) -> bool:
-    return not m._kraft
+    return not m.features.kraft
 
 
 def _kraft(m: Any) -> bool:
-    return m._kraft
+    return m.features.kraft
 
 
 def _zk_write(m: Any) -> bool:
     """A ZooKeeper row whose leader writes the ISR to ZooKeeper itself (before 2.7.0's AlterIsr: no alter-isr)."""
-    return not m._alter_by_request
+    return not m.features.alter_by_request
 
 
 def _by_request(m: Any) -> bool:
     """The ISR changes by a request to the controller: KRaft's AlterPartition, or ZooKeeper's AlterIsr (alter-isr)."""
-    return m._alter_by_request
+    return m.features.alter_by_request
 
 
 def _acks(m: Any) -> bool:
@@ -398,7 +398,7 @@ def _inflight(m: Any) -> bool:
 
 def _halts(m: Any) -> bool:
     """Before 2.1.0 a follower ahead of its leader halts its broker on OFFSET_OUT_OF_RANGE (unless unclean election)."""
-    return not m._fencing and not m.features.unclean
+    return not m.features.leader_epoch_fencing and not m.features.unclean
 
 
 #: the controller's partition state, what every election writes, and what it reads of the brokers (``_elected``,
@@ -599,13 +599,13 @@ def _fetch_answer_retried(m: Any, answer: Any) -> bool:
     OFFSET_OUT_OF_RANGE (truncation, or a halt before 2.0.1) and an answer with records are not dropped."""
     if answer.error in (NONE, OFFSET_OUT_OF_RANGE):
         return False
-    return answer.error != FENCED_LEADER_EPOCH or not m._fenced_removes
+    return answer.error != FENCED_LEADER_EPOCH or not m.features.removes_fenced_partition
 
 
 def _offsets_answer_retried(m: Any, answer: Any) -> bool:
     """``DataPlaneActions._receive_offsets_state``: an error answer leaves the partition truncating (dropped),
     but FENCED_LEADER_EPOCH where it removes the partition (2.1.0+)."""
-    return answer.error != NONE and (answer.error != FENCED_LEADER_EPOCH or not m._fenced_removes)
+    return answer.error != NONE and (answer.error != FENCED_LEADER_EPOCH or not m.features.removes_fenced_partition)
 
 
 def _served_an_error(name: str) -> Conjunct:

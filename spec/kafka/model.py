@@ -274,19 +274,6 @@ class KafkaModel(ClientActions, KRaftActions, ControlPlaneActions, DataPlaneActi
                           "losses": losses}
         clients = {"acks": acks, "min_isr": min_isr, "consumers": consumers, "consumer_inflight": consumer_inflight}
         self.constants.update({k: v for k, v in clients.items() if v != CLIENT_DEFAULTS[k]})
-        f = self.features
-        self._fencing = f.leader_epoch_fencing
-        self._send_epoch = f.leader_epoch_fencing
-        self._offsets = f.uses_offsets_request
-        self._kip279 = f.epoch_in_response
-        self._on_fetch = f.truncate_on_fetch
-        self._hw_truncation = f.truncation == "hw-truncation"
-        self._fenced_removes = f.leader_epoch_fencing and f.fenced_removes_partition
-        self._fix_7786 = f.kafka_7786_fix and f.leader_epoch_fencing  # without fencing a request carries no epoch
-        self._reject_stale = f.reject_stale_broker_epoch
-        self._fix_10706 = f.kafka_10706_fix
-        self._7415 = f.kafka_7415
-        self._epoch_cache = f.truncation != "hw-truncation"  # 0.11.0 (KIP-101) introduced the leader epoch cache
         ids = range(brokers)
         a = Action
         self._elect = [a("ElectLeader", (("leader", b),)) for b in ids]
@@ -371,7 +358,7 @@ class KafkaModel(ClientActions, KRaftActions, ControlPlaneActions, DataPlaneActi
         leader = Broker(alive=True, log=(), hw=0, cache=leader_cache, leader=0, epoch=0, isr=isr, fetch=NO_FETCHER,
                         remote=(-1,) * n, broker_epoch=0, stopping=False, incarnation=0, stale=False, reconciled=0,
                         idle_cause=IDLE_NONE, pending_diverging=(),
-                        remote_epochs=(-1,) * n if self._kraft and self.features.kip_903 else ())
+                        remote_epochs=(-1,) * n if self.features.kraft and self.features.kip_903 else ())
         follower = leader.with_(cache=(), fetch=FETCHING, remote=(), reconciled=-1, remote_epochs=())
         controller = Controller(leader=0, epoch=0, isr=isr, registered=(0,) * n)
         return [KafkaState(brokers=(leader,) + (follower,) * (n - 1), controller=controller, network=(), produced=0,
@@ -391,7 +378,7 @@ class KafkaModel(ClientActions, KRaftActions, ControlPlaneActions, DataPlaneActi
 
     # -- one broker's own actions -------------------------------------------------------------------
     def _broker_actions(self, s: KafkaState, i: int, out: list) -> None:
-        if self._kraft:
+        if self.features.kraft:
             self._kraft_broker_actions(s, i, out)  # spec.kafka.actions_kraft
             return
         b = s.brokers[i]
@@ -430,7 +417,7 @@ class KafkaModel(ClientActions, KRaftActions, ControlPlaneActions, DataPlaneActi
             # a follower with no epoch asks for UNDEFINED_EPOCH and gets UNDEFINED_EPOCH_OFFSET: it truncates
             # to its HW (the round trip is folded into one step; the fetcher thread first handles the answer
             # it waits for, hence the busy check)
-            truncated = with_fetch_state(truncate_broker(b, b.hw, self._fix_10706), fetch=FETCHING)
+            truncated = with_fetch_state(truncate_broker(b, b.hw, self.features.kafka_10706_fix), fetch=FETCHING)
             out.append((self._trunc_hw[i], with_broker(s, i, truncated)))
 
     # -- messages --------------------------------------------------------------------------------------
@@ -481,5 +468,5 @@ class KafkaModel(ClientActions, KRaftActions, ControlPlaneActions, DataPlaneActi
                 add((self._serve_offsets[m.dst][m.src], self._serve_offsets_state(s, m)))
             elif kind == OFFSETS_FOR_LEADER_EPOCH_RESPONSE:
                 add((self._receive_offsets[m.dst][m.src], self._receive_offsets_state(s, m)))
-        if self._alter_by_request:
+        if self.features.alter_by_request:
             self._kraft_deliveries(s, out)  # AlterPartition (ZooKeeper: AlterIsr) and its answer (spec.kafka.actions_kraft)
