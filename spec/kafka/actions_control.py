@@ -2,14 +2,17 @@
 broker change (KIP-380) and of a ControlledShutdown, the LeaderAndIsr and StopReplica requests as a
 broker applies them, and the crash, restart and bounce of a broker.
 
-``ControlPlaneActions`` is a mixin of ``spec.kafka.model.KafkaModel``: it reads the bounds, feature
-switches and action tables that ``KafkaModel.__init__`` sets. Each method names the release source
+``ControlPlaneActions`` is one of the action families of ``spec.kafka.model.KafkaModel``
+(a base class that defines its own functions and overrides none of another family's): it reads the bounds,
+feature switches (``self.features``) and action tables that ``KafkaModel.__init__`` sets. Which controller runs
+is chosen once, by the control plane (``spec.kafka.controllers``). Each method names the release source
 it follows; ``spec.kafka.rules`` is the table of every rule that differs between releases.
 """
 
 from __future__ import annotations
 
-from spec.kafka.log import assign
+from spec.kafka.clients import unclean_noted
+from spec.kafka.log import UNDEFINED, assign
 from spec.kafka.state import (
     CONTROL_KINDS,
     CONTROLLED_SHUTDOWN,
@@ -63,6 +66,7 @@ _elected = updater(Controller, "leader", "epoch", "isr")
 _elected_versioned = updater(Controller, "leader", "epoch", "isr", "partition_epoch")  # alter-isr: the zkVersion moves
 #: alter-isr: Partition.makeLeader / makeFollower take the zkVersion and set a committed ISR (a pending AlterIsr is gone)
 _committed_version = updater(Broker, "partition_epoch", alter_pending=False, committed_isr=())
+_remote_epochs = updater(Broker, "remote_epochs")  # KIP-903 (KRaft): the followers' broker epochs a leader knows
 _registered = updater(Controller, "registered")
 _with_controller = updater(KafkaState, "controller")
 _after_crash = updater(KafkaState, "brokers", "network", "crashes")
@@ -97,9 +101,10 @@ class ControlPlaneActions:
             for b in live_isr:
                 add((self._elect[b], self._elect_state(s, b, live_isr)))
             if self.features.unclean and not live_isr:
+                noted = unclean_noted(s)  # the consumers' ghost (spec.kafka.clients)
                 for b in range(self.n):
                     if brokers[b].alive:
-                        add((self._unclean[b], self._elect_state(s, b, (b,))))
+                        add((self._unclean[b], self._elect_state(noted, b, (b,))))
         elif brokers[leader].alive:
             for b in live_isr:
                 if b != leader:
@@ -286,35 +291,44 @@ class ControlPlaneActions:
         (2.7.0+) an applied LeaderAndIsr also sets the zkVersion it carries and a committed ISR, dropping a pending
         AlterIsr (``Partition.makeLeader`` / ``makeFollower``: ``alterIsrManager.clearPending``, ``updateAssignmentAndIsr``
         -> ``CommittedIsr``; 3.x: ``CommittedPartitionState``): its answer is then ignored (``isrState !=
-        proposedIsrState``)."""
+        proposedIsrState``).
+
+        On KRaft (``actions_kraft._kraft_apply_leader_and_isr`` hands a newer leader epoch here) the same, and: the
+        partition epoch is set and a pending AlterPartition dropped as with ``alter-isr``; a leader re-elected in a new
+        epoch keeps its followers' fetch states (3.3.0 ``Replica.resetReplicaState`` with ``isNewLeader = false``: the
+        LEOs and, KIP-903, broker epochs; the window KIP-903 closes), a new leader starts with every follower's broker
+        epoch unknown (KIP-903), and a follower keeps none."""
+        features = self.features
         network = remove_message(s.network, m)
         i = m.dst
         b = s.brokers[i]
         if m.epoch <= b.epoch or self._stale_generation(b, m):
             return with_network(s, network)  # an older epoch than the broker knows, or generation: ignored
-        if m.leader == NO_LEADER and not self.features.kraft:
+        if m.leader == NO_LEADER and not features.kraft:
             # ReplicaManager.makeFollowers (0.10.2.2 to 3.9): "Only change partition state when the leader is
             # available"; otherwise only getOrCreateReplica(): no makeFollower, no new epoch, no truncation, the
             # fetcher left as it was (KRaft's applyLocalFollowersDelta calls makeFollower anyway: actions_kraft)
             return with_network(s, network)
         stale = b.stale or m.meant != b.incarnation
         if m.leader == i:
-            cache = assign(b.cache, m.epoch, len(b.log)) if self.features.kafka_7415 else b.cache
+            cache = assign(b.cache, m.epoch, len(b.log)) if features.kafka_7415 else b.cache
             # Partition.makeLeader resets the followers' fetch states only "if (isNewLeader)" (0.10.2.2, 2.0.0,
             # 2.8.0; 3.x resetReplicaState(isNewLeader = ...)): a leader re-elected in a new epoch keeps them
             remote = b.remote if b.leader == i else (-1,) * self.n
-            if b.leader != i and not self.features.truncation_lowers_hw:
+            if b.leader != i and not features.truncation_lowers_hw:
                 b = new_leader_hw(b)  # before 2.4.0 a follower's HW may sit above its LEO: isNewLeader resets it
             nb = _made_leader(b, cache=cache, leader=i, epoch=m.epoch, isr=m.isr, remote=remote, stale=stale,
                               reconciled=m.epoch)
+            if b.leader != i and features.kip_903:
+                nb = _remote_epochs(nb, remote_epochs=(UNDEFINED,) * self.n)  # KIP-903: a new leader knows none
         elif b.leader == m.leader and b.fetch != NO_FETCHER and not self._restarts_truncation(b, m):
             # Partition.makeFollower returns false: the fetcher keeps going, only the new epoch is learned
             nb = _new_epoch(b, epoch=m.epoch, isr=m.isr, stale=stale)
         else:
-            if self.features.hw_truncation:
-                b = truncate_broker(b, b.hw, self.features.kafka_10706_fix)
+            if features.hw_truncation:
+                b = truncate_broker(b, b.hw, features.kafka_10706_fix)
                 fetch = FETCHING
-            elif self.features.uses_offsets_request or not b.cache:
+            elif features.uses_offsets_request or not b.cache:
                 # an OffsetsForLeaderEpoch round first; with truncate-on-fetch (2.8+
                 # ``AbstractFetcherThread.partitionFetchState``) only a follower with no epoch is Truncating
                 # (it truncates to its HW: ``truncateToHighWatermark``)
@@ -322,7 +336,9 @@ class ControlPlaneActions:
             else:
                 fetch = FETCHING
             nb = _made_follower(b, leader=m.leader, epoch=m.epoch, isr=m.isr, fetch=fetch, stale=stale)
-        if self.features.zookeeper_alter_isr:
+        if m.leader != i and nb.remote_epochs:
+            nb = _remote_epochs(nb, remote_epochs=())  # KIP-903: a follower keeps no follower's broker epoch
+        if features.alter_by_request:
             nb = _committed_version(nb, partition_epoch=m.partition_epoch)
         return with_broker(s, i, nb, network=network)
 

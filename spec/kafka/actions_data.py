@@ -2,8 +2,10 @@
 watermark, shrink and expand the ISR), what a follower sends (Fetch, OffsetsForLeaderEpoch), and how
 the leader serves those requests and the follower applies the answers (append, truncate, retry).
 
-``DataPlaneActions`` is a mixin of ``spec.kafka.model.KafkaModel``: it reads the bounds, feature
-switches and action tables that ``KafkaModel.__init__`` sets. Each method names the release source
+``DataPlaneActions`` is one of the action families of ``spec.kafka.model.KafkaModel``
+(a base class that defines its own functions and overrides none of another family's): it reads the bounds,
+feature switches (``self.features``) and action tables that ``KafkaModel.__init__`` sets. Which controller runs
+is chosen once, by the control plane (``spec.kafka.controllers``). Each method names the release source
 it follows; ``spec.kafka.rules`` is the table of every rule that differs between releases.
 """
 
@@ -64,6 +66,7 @@ _advanced = updater(Broker, "hw")  # AdvanceHighWatermark
 _leader_isr = updater(Broker, "isr")  # ShrinkIsr / ExpandIsr
 _controller_isr = updater(Controller, "isr")
 _fetched_by = updater(Broker, "remote")  # the leader records a follower's fetch offset
+_fetched_epoch_by = updater(Broker, "remote_epochs")  # KIP-903: ... and its broker epoch
 _appended_fetched = updater(Broker, "log", "hw", "cache", "reconciled")  # ReceiveFetch appends
 _hw_taken = updater(Broker, "hw")  # 0.11.0 / 1.0.x: an empty answer to a truncating partition (processPartitionData)
 _produced = updater(KafkaState, "brokers", "produced")
@@ -92,20 +95,26 @@ class DataPlaneActions:
     def _produce_action(self, s: KafkaState, i: int, leader: Broker, add) -> None:
         """Produce: a broker that believes it leads appends a record in its leader epoch
         (``Partition.appendRecordsToLeader``; the epoch cache learns a new epoch on its first append,
-        ``Log.append`` -> ``leaderEpochCache.assign``; 0.10.2 keeps no epoch cache)."""
-        if s.produced >= self.max_records:
+        ``Log.append`` -> ``leaderEpochCache.assign``; 0.10.2 keeps no epoch cache). The producer policy
+        (``spec.kafka.clients.producer_for``) says whether the leader accepts it (acks=all: NOT_ENOUGH_REPLICAS) and
+        what the producer is told."""
+        producer = self.producer  # spec.kafka.clients: the producer's acks, chosen once
+        if s.produced >= self.max_records or not producer.accepts(leader):
             return
         ident = s.produced + 1
         leo = len(leader.log)
         epoch = leader.epoch
         cache = assign(leader.cache, epoch, leo, self.features.kafka_7415) if self.features.epoch_cache else leader.cache
-        appended = _appended(leader, log=leader.log + (Record(epoch, ident),), cache=cache)
-        add((self._produce[i], _produced(s, brokers=replace_at(s.brokers, i, appended), produced=ident)))
+        record = Record(epoch, ident)
+        appended = _appended(leader, log=leader.log + (record,), cache=cache)
+        t = _produced(s, brokers=replace_at(s.brokers, i, appended), produced=ident)
+        add((self._produce[i], producer.appended(t, leo, record)))
 
     def _advance_hw_action(self, s: KafkaState, i: int, leader: Broker, add) -> None:
         """AdvanceHighWatermark: HW = the least LEO over the leader's ISR (the leader's own included),
         as the fetch offsets of its last fetches tell it (``Partition.maybeIncrementLeaderHW``). The
-        records below the new HW become committed (the ghost ``committed``). With ``kafka-15583`` (3.7.0
+        records below the new HW become committed (the ghost ``committed``), and the producer policy says which
+        waiting produce requests complete (acks=all: ``spec.kafka.clients.AllAcks``). With ``kafka-15583`` (3.7.0
         ``maybeIncrementLeaderHW``: ``if (isUnderMinIsr) return false``, ZooKeeper and KRaft mode alike) not while
         the ISR is below ``min_isr``; ``isUnderMinIsr`` reads ``partitionState.isr``, the committed ISR while an
         AlterPartition is pending (the maximal ISR counts for the HW itself)."""
@@ -124,7 +133,8 @@ class DataPlaneActions:
             record = leader.log[offset]
             committed.add((offset, record.epoch, record.ident))
         advanced = _advanced(leader, hw=hw)
-        add((self._advance[i], _committed(s, brokers=replace_at(s.brokers, i, advanced), committed=tuple(sorted(committed)))))
+        t = _committed(s, brokers=replace_at(s.brokers, i, advanced), committed=tuple(sorted(committed)))
+        add((self._advance[i], self.producer.advanced(t, leader, hw)))
 
     def _isr_change_action(self, s: KafkaState, i: int, leader: Broker, f: int, add) -> None:
         """ShrinkIsr / ExpandIsr of follower ``f`` by the leader of the controller's current epoch.
@@ -156,7 +166,9 @@ class DataPlaneActions:
     def _follower_actions(self, s: KafkaState, i: int, follower: Broker, out: list, broker_epoch: int = UNDEFINED) -> None:
         """SendFetch / SendOffsetsForLeaderEpoch: the fetcher thread sends one request at a time to the
         leader it follows and waits for the answer (``AbstractFetcherThread.doWork``). ``broker_epoch`` is the
-        follower's broker epoch its Fetch carries (KIP-903 on KRaft: ``actions_kraft``; -1 otherwise)."""
+        follower's broker epoch its Fetch carries (KIP-903 on KRaft, 3.5.0 ``RemoteLeaderEndPoint.buildFetch``:
+        ``FetchRequest.Builder.forReplica(version, brokerId, brokerEpochSupplier(), ...)``, FetchRequest v15
+        ``ReplicaState.ReplicaEpoch``; the caller, ``KafkaModel._replica_actions``, passes it; -1 otherwise)."""
         leader = follower.leader
         network = s.network
         if follower.fetch == NO_FETCHER or follower.pending_diverging or busy(network, i, leader):
@@ -194,7 +206,9 @@ class DataPlaneActions:
         ``Partition.fetchRecords`` with ``lastFetchedEpoch``) a diverging epoch and no records. A fetch
         at an offset within the leader's log records it as the follower's LEO
         (``Partition.updateFollowerFetchState``); with a diverging epoch it does so only without
-        ``kafka-13141`` (the leader took the follower's fetch offset although it had diverged)."""
+        ``kafka-13141`` (the leader took the follower's fetch offset although it had diverged). With KIP-903 on KRaft
+        (``fetch_carries_broker_epoch``) a fetch the leader accepts records the follower's broker epoch with its fetch
+        offset (3.5.0 ``Partition.updateFollowerFetchState``, ``Replica.updateFetchState(brokerEpoch)``)."""
         network = remove_message(s.network, m)
         i, f = m.dst, m.src
         leader = s.brokers[i]
@@ -225,6 +239,8 @@ class DataPlaneActions:
             response = FetchResponse(FETCH_RESPONSE, i, f, m.epoch, m.offset, OFFSET_OUT_OF_RANGE, (), leo, UNDEFINED, UNDEFINED)
             return with_network(s, add_messages(network, response))
         leader = _fetched_by(leader, remote=replace_at(leader.remote, f, m.offset))
+        if leader.remote_epochs and leader.remote_epochs[f] != m.broker_epoch and self.features.fetch_carries_broker_epoch:
+            leader = _fetched_epoch_by(leader, remote_epochs=replace_at(leader.remote_epochs, f, m.broker_epoch))
         response = FetchResponse(FETCH_RESPONSE, i, f, m.epoch, m.offset, NONE, leader.log[m.offset :], leader.hw,
                                  UNDEFINED, UNDEFINED)
         return with_broker(s, i, leader, network=add_messages(network, response))

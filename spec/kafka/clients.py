@@ -1,10 +1,12 @@
 """Clients in the Kafka model: a producer's acknowledgements (acks=1 / acks=all) and consumers.
 
-``ClientActions`` is a mixin of ``spec.kafka.model.KafkaModel``, before the replica families in its bases:
-it refines Produce and AdvanceHighWatermark with the producer's acknowledgement (the ghost
-``KafkaState.acked``) and adds the consumers' actions. With the defaults (``acks=0``, ``consumers=0``) it
-changes nothing: ``acked`` stays empty and there is no consumer, so the replica-only state space is the
-one pinned in the tests. Every rule here is in ``spec.kafka.rules`` with its release and source.
+The producer is a policy chosen once, when the model is built (``producer_for``: ``NoAcks``, ``LeaderAcks``,
+``AllAcks``), and passed where it is used: Produce and AdvanceHighWatermark (``spec.kafka.actions_data``) ask it
+whether an append is accepted and what the producer is told (the ghost ``KafkaState.acked``). The consumers'
+actions are ``ClientActions``'s, a family of ``spec.kafka.model.KafkaModel``; an unclean election notes what they
+had read (``unclean_noted``, called by the controllers' UncleanLeaderElection). With the defaults (``acks=0``,
+``consumers=0``) nothing changes: ``acked`` stays empty and there is no consumer, so the replica-only state space
+is the one pinned in the tests. Every rule here is in ``spec.kafka.rules`` with its release and source.
 
 Producer (constants ``acks`` and ``min_isr``; the existing Produce action and its bound ``records``)
     acks=0   fire and forget (``acks=0``): no acknowledgement, nothing recorded (the default).
@@ -71,7 +73,7 @@ UncleanLeaderElection when there are consumers; those records may vanish, consum
 
 from __future__ import annotations
 
-from spec.kafka.log import UNDEFINED, end_offset_for
+from spec.kafka.log import UNDEFINED, Record, end_offset_for
 from spec.kafka.state import Broker, Consumer, KafkaState
 from spec.model import Action
 
@@ -92,98 +94,103 @@ def _add_acked(acked: tuple, entries: list) -> tuple:
     return tuple(sorted(set(acked).union(entries)))
 
 
-class ClientActions:
-    """The producer's acknowledgement (around Produce and AdvanceHighWatermark) and the consumers' actions."""
+class NoAcks:
+    """acks=0: fire and forget. Every append is accepted, nothing is acknowledged (the replica-only model)."""
 
-    def _init_clients(self, acks: int, min_isr: int, consumers: int, consumer_inflight: int = 0) -> None:
-        self.acks = acks
-        if acks != ACKS_NONE:
-            # with a producer, Produce and AdvanceHighWatermark also acknowledge; without one (the
-            # replica-only model) the data plane's own actions run with no wrapper in between
-            self._produce_action = self._produce_with_acks
-            self._advance_hw_action = self._advance_hw_with_acks
+    acks = ACKS_NONE
+
+    def accepts(self, leader: Broker) -> bool:
+        """Whether the leader appends the produce request (acks=all: NOT_ENOUGH_REPLICAS below ``min_isr``)."""
+        return True
+
+    def appended(self, t: KafkaState, offset: int, record: Record) -> KafkaState:
+        """The state after the leader appended ``record`` at ``offset``, with what the producer is told."""
+        return t
+
+    def advanced(self, t: KafkaState, leader: Broker, hw: int) -> KafkaState:
+        """The state after ``leader`` (as it was before) advanced its HW to ``hw``, with what the producer is told."""
+        return t
+
+
+class LeaderAcks(NoAcks):
+    """acks=1: the leader acknowledges on append (2.1.0 ``ReplicaManager.appendRecords``: ``delayedProduceRequestRequired``
+    is false unless requiredAcks == -1): the record is in ``acked`` from the Produce step on."""
+
+    acks = ACKS_LEADER
+
+    def appended(self, t: KafkaState, offset: int, record: Record) -> KafkaState:
+        return t.with_(acked=_add_acked(t.acked, [(offset, record.epoch, record.ident)]))
+
+
+class AllAcks(NoAcks):
+    """acks=all: a Produce is refused with NOT_ENOUGH_REPLICAS below ``min_isr`` (2.1.0
+    ``Partition.appendRecordsToLeader``) and acknowledged later, by AdvanceHighWatermark (``DelayedProduce.tryComplete``).
+    On the KRaft rows the check counts the last committed ISR, not the maximal one a pending AlterPartition works
+    with (3.5.0 ``Partition.appendRecordsToLeader``: ``inSyncSize = partitionState.isr.size``; the acknowledgement's
+    ``checkEnoughReplicasReachOffset`` counts ``maximalIsr``)."""
+
+    acks = ACKS_ALL
+
+    def __init__(self, min_isr: int) -> None:
         self.min_isr = min_isr
+
+    def accepts(self, leader: Broker) -> bool:
+        committed_isr = leader.committed_isr if leader.alter_pending else leader.isr
+        return len(committed_isr) >= self.min_isr
+
+    def advanced(self, t: KafkaState, leader: Broker, hw: int) -> KafkaState:
+        """The waiting produce requests of the leader's epoch whose offset the new HW passes complete, acknowledged
+        if the ISR has ``min_isr`` members (2.1.0 ``Partition.checkEnoughReplicasReachOffset``: ``minIsr <=
+        curInSyncReplicas.size``; else NOT_ENOUGH_REPLICAS_AFTER_APPEND)."""
+        if len(leader.isr) < self.min_isr:
+            return t
+        log = leader.log
+        entries = [(offset, r.epoch, r.ident) for offset, r in enumerate(log[leader.hw:hw], leader.hw)
+                   if r.epoch == leader.epoch]
+        return t.with_(acked=_add_acked(t.acked, entries)) if entries else t
+
+
+def producer_for(acks: int, min_isr: int) -> NoAcks:
+    """The producer policy of the constant ``acks`` (0, 1 or -1 = all), chosen once (``KafkaModel.__init__``)."""
+    if acks == ACKS_ALL:
+        return AllAcks(min_isr)
+    if acks == ACKS_LEADER:
+        return LeaderAcks()
+    return NoAcks()
+
+
+def unclean_noted(s: KafkaState) -> KafkaState:
+    """The state an UncleanLeaderElection starts from: each consumer's ghost ``read_before_unclean`` set to what it
+    has read (those records may now vanish; consumed-stays says which may). Without consumers, ``s`` itself."""
+    if not s.consumers:
+        return s
+    return s.with_(consumers=tuple([c.with_(read_before_unclean=len(c.consumed)) for c in s.consumers]))
+
+
+class ClientActions:
+    """The consumers' actions (the producer is a policy: ``producer_for``)."""
+
+    def _init_clients(self, consumers: int, consumer_inflight: int = 0) -> None:
         self.n_consumers = consumers
         ids = range(self.n)
         a = Action
-        self._consumer_metadata = [[a("ConsumerMetadata", (("consumer", c), ("leader", b))) for b in ids]
-                                   for c in range(consumers)]
-        self._consumer_fetch = [[a("ConsumerFetch", (("consumer", c), ("leader", b))) for b in ids]
-                                for c in range(consumers)]
-        self._consumer_validate = [[a("ConsumerValidate", (("consumer", c), ("leader", b))) for b in ids]
-                                   for c in range(consumers)]
-        self._consumer_fetch_follower = [[a("ConsumerFetchFromFollower", (("consumer", c), ("replica", b))) for b in ids]
-                                         for c in range(consumers)]
-        self._unclean_actions = frozenset(id(action) for action in self._unclean)
-        if consumers and self.features.unclean:
-            # consumers remember an unclean election (the ghost read_before_unclean); otherwise the controller's
-            # own actions run with no wrapper in between
-            self._controller_actions = self._controller_actions_marking_unclean
+        c_ids = range(consumers)
+
+        def table(name: str, second: str) -> list[list[Action]]:
+            return [[a(name, (("consumer", c), (second, b))) for b in ids] for c in c_ids]
+
+        self._consumer_metadata = table("ConsumerMetadata", "leader")
+        self._consumer_fetch = table("ConsumerFetch", "leader")
+        self._consumer_validate = table("ConsumerValidate", "leader")
+        self._consumer_fetch_follower = table("ConsumerFetchFromFollower", "replica")
         self._consumer_inflight = consumer_inflight
-        table = [("_consumer_send_fetch", "ConsumerSendFetch"), ("_consumer_serve_fetch", "ServeConsumerFetch"),
-                 ("_consumer_receive_fetch", "ReceiveConsumerFetch"), ("_consumer_send_validate", "ConsumerSendValidate"),
-                 ("_consumer_serve_validate", "ServeConsumerValidate"),
-                 ("_consumer_receive_validate", "ReceiveConsumerValidate"), ("_consumer_disconnect", "ConsumerDisconnect")]
-        for attribute, name in table:
-            setattr(self, attribute, [[a(name, (("consumer", c), ("broker", b))) for b in ids] for c in range(consumers)])
-
-    # -- the unclean-election ghost ------------------------------------------------------------------------
-    def _controller_actions_marking_unclean(self, s: KafkaState, out: list) -> None:
-        """The controller's actions (with consumers and unclean election on only); an UncleanLeaderElection also
-        sets each consumer's ghost ``read_before_unclean`` (what it had read may now vanish). Without consumers
-        it is not used, so the replica-only state space is unchanged."""
-        start = len(out)
-        super()._controller_actions(s, out)
-        unclean = self._unclean_actions
-        for k in range(start, len(out)):
-            action, t = out[k]
-            if id(action) in unclean:
-                marked = tuple([c.with_(read_before_unclean=len(c.consumed)) for c in t.consumers])
-                out[k] = (action, t.with_(consumers=marked))
-
-    # -- the producer ------------------------------------------------------------------------------------
-    def _produce_with_acks(self, s: KafkaState, i: int, leader: Broker, add) -> None:
-        """Produce with the producer's acks: acks=1 is acknowledged on append; acks=all is refused with
-        NOT_ENOUGH_REPLICAS below ``min_isr`` (2.1.0 ``Partition.appendRecordsToLeader``) and acknowledged
-        later, by AdvanceHighWatermark (``DelayedProduce.tryComplete``). On the KRaft rows the check counts the
-        last committed ISR, not the maximal one a pending AlterPartition works with (3.5.0
-        ``Partition.appendRecordsToLeader``: ``inSyncSize = partitionState.isr.size``; the acknowledgement's
-        ``checkEnoughReplicasReachOffset`` counts ``maximalIsr``)."""
-        acks = self.acks
-        if acks == ACKS_ALL:
-            committed_isr = leader.committed_isr if leader.alter_pending else leader.isr
-            if len(committed_isr) < self.min_isr:
-                return  # NOT_ENOUGH_REPLICAS: nothing is appended
-            super()._produce_action(s, i, leader, add)
-            return
-
-        def acknowledged(step: tuple) -> None:
-            action, t = step
-            record = t.brokers[i].log[-1]
-            add((action, t.with_(acked=_add_acked(t.acked, [(len(leader.log), record.epoch, record.ident)]))))
-
-        super()._produce_action(s, i, leader, acknowledged)
-
-    def _advance_hw_with_acks(self, s: KafkaState, i: int, leader: Broker, add) -> None:
-        """AdvanceHighWatermark; with acks=all the waiting produce requests of the leader's epoch whose
-        offset the new HW passes complete, acknowledged if the ISR has ``min_isr`` members
-        (2.1.0 ``Partition.checkEnoughReplicasReachOffset``: ``minIsr <= curInSyncReplicas.size``; else
-        NOT_ENOUGH_REPLICAS_AFTER_APPEND)."""
-        if self.acks != ACKS_ALL:
-            super()._advance_hw_action(s, i, leader, add)
-            return
-
-        def acknowledged(step: tuple) -> None:
-            action, t = step
-            if len(leader.isr) < self.min_isr:
-                add(step)
-                return
-            advanced = t.brokers[i]
-            entries = [(offset, r.epoch, r.ident) for offset, r in enumerate(advanced.log[leader.hw:advanced.hw], leader.hw)
-                       if r.epoch == leader.epoch]
-            add((action, t.with_(acked=_add_acked(t.acked, entries)) if entries else t))
-
-        super()._advance_hw_action(s, i, leader, acknowledged)
+        self._consumer_send_fetch = table("ConsumerSendFetch", "broker")
+        self._consumer_serve_fetch = table("ServeConsumerFetch", "broker")
+        self._consumer_receive_fetch = table("ReceiveConsumerFetch", "broker")
+        self._consumer_send_validate = table("ConsumerSendValidate", "broker")
+        self._consumer_serve_validate = table("ServeConsumerValidate", "broker")
+        self._consumer_receive_validate = table("ReceiveConsumerValidate", "broker")
+        self._consumer_disconnect = table("ConsumerDisconnect", "broker")
 
     # -- consumers ---------------------------------------------------------------------------------------
     def _consumer_actions(self, s: KafkaState, out: list) -> None:

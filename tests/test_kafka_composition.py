@@ -1,0 +1,91 @@
+"""The Kafka model is composed once, when it is built: its controller plane and its producer policy are plain
+objects chosen by the protocol row and the constants (``spec.kafka.controllers``, ``spec.kafka.clients``), and no
+method is bound, rebound or looked up through ``super()`` at run time."""
+
+from __future__ import annotations
+
+import inspect
+import pathlib
+import re
+
+import pytest
+
+from spec.kafka.actions_control import ControlPlaneActions
+from spec.kafka.actions_data import DataPlaneActions
+from spec.kafka.actions_kraft import KRaftActions
+from spec.kafka.clients import AllAcks, ClientActions, LeaderAcks, NoAcks
+from spec.kafka.controllers import AlterIsrController, KRaftController, ZooKeeperController
+from spec.kafka.model import KafkaModel
+from spec.kafka.protocols import RELEASES
+
+SPEC = pathlib.Path(__file__).resolve().parent.parent / "spec"
+#: the model's action families: each defines its own functions, none overrides another's
+FAMILIES = (ClientActions, KRaftActions, ControlPlaneActions, DataPlaneActions)
+#: client configurations: none, acks=1, acks=all with a consumer, delayed consumer requests
+CLIENTS = ({}, {"acks": 1}, {"acks": -1, "consumers": 1}, {"consumers": 1, "consumer_inflight": 1})
+
+
+def _models():
+    for release in RELEASES:
+        for clients in CLIENTS:
+            yield release.name, clients, KafkaModel(protocol=release.name, **clients)
+
+
+def functions_on(model: KafkaModel) -> list[str]:
+    """The attributes of a model, of its control plane and of its producer policy that are callable (the plane's
+    reference to its model aside)."""
+    return sorted(f"{type(owner).__name__}.{name}" for owner in (model, model.control_plane, model.producer)
+                  for name, value in vars(owner).items() if callable(value) and value is not model)
+
+
+def test_no_instance_attribute_of_the_model_is_a_function():
+    """Nothing callable is stored on a model (a bound method put on the instance would shadow the class's and decide
+    at run time which rule runs); its planes hold data and the model, not functions either."""
+    for protocol, clients, model in _models():
+        assert not functions_on(model), f"{protocol} {clients}: functions as attributes: {functions_on(model)}"
+
+
+def test_the_planes_are_chosen_by_the_protocol_row_and_the_constants():
+    for release in RELEASES:
+        features = release.features
+        expected = (KRaftController if features.kraft else AlterIsrController if features.alter_isr
+                    else ZooKeeperController)
+        assert type(KafkaModel(protocol=release.name).control_plane) is expected, release.name
+    assert [type(KafkaModel(acks=acks).producer) for acks in (0, 1, -1)] == [NoAcks, LeaderAcks, AllAcks]
+
+
+def test_no_family_overrides_another():
+    """Each function of the model is defined once among its families and the model class: the method resolution
+    order decides nothing (the engine interface ``spec.model.Model`` is what ``KafkaModel`` implements)."""
+    owners: dict[str, list[str]] = {}
+    for cls in (KafkaModel, *FAMILIES):
+        for name, value in vars(cls).items():
+            if inspect.isfunction(value) or isinstance(value, (staticmethod, classmethod)):
+                owners.setdefault(name, []).append(cls.__name__)
+    twice = {name: classes for name, classes in owners.items() if len(classes) > 1}
+    assert not twice, f"defined in more than one family: {twice}"
+
+
+def test_no_method_is_bound_at_run_time_in_the_source():
+    """No ``setattr(self, ...)`` anywhere in spec/, and no ``super()`` in the Kafka model's modules but
+    ``KafkaModel.describe``'s (which extends the engine interface's, not a family's)."""
+    for path in SPEC.rglob("*.py"):
+        text = path.read_text()
+        assert not re.search(r"setattr\(\s*self\b", text), f"{path.relative_to(SPEC)}: setattr(self, ...)"
+        if path.parent.name == "kafka":
+            calls = re.findall(r"super\(\)\.(\w+)", text)
+            allowed = ["describe"] if path.name == "model.py" else []
+            assert calls == allowed, f"{path.relative_to(SPEC)}: super() escapes {calls}"
+
+
+@pytest.mark.parametrize("rebind", [
+    "model._leader_actions = model._alter_leader_actions",
+    "model.control_plane.actions = model._kraft_controller_actions",
+    "model.producer.appended = lambda t, offset, record: t",
+])
+def test_the_attribute_check_fails_on_a_rebound_method(rebind: str) -> None:
+    """The check above catches a model whose method, plane or policy was rebound after it was built."""
+    model = KafkaModel(protocol="2.8.0", acks=1)
+    assert not functions_on(model)
+    exec(rebind, {"model": model})  # noqa: S102 (a fixed statement: the rebinding the check must catch)
+    assert functions_on(model)
