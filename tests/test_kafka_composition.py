@@ -4,6 +4,7 @@ method is bound, rebound or looked up through ``super()`` at run time."""
 
 from __future__ import annotations
 
+import ast
 import inspect
 import pathlib
 import re
@@ -89,3 +90,21 @@ def test_the_attribute_check_fails_on_a_rebound_method(rebind: str) -> None:
     assert not functions_on(model)
     exec(rebind, {"model": model})  # noqa: S102 (a fixed statement: the rebinding the check must catch)
     assert functions_on(model)
+
+
+def positional_messages(text: str) -> list[str]:
+    """The calls in ``text`` that build a message of ``spec.kafka.state`` with a positional argument."""
+    from spec.kafka import state
+
+    kinds = {name for name, value in vars(state).items() if isinstance(value, type) and "kind" in getattr(value, "_fields", ())}
+    return [f"line {node.lineno}: {node.func.id}" for node in ast.walk(ast.parse(text))
+            if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id in kinds and node.args]
+
+
+def test_messages_are_built_with_named_fields():
+    """``FetchResponse(kind=FETCH_RESPONSE, ..., hw=leader.hw, diverging_epoch=UNDEFINED, ...)``: every message the
+    model builds names its fields (ten positional UNDEFINEDs do not say which one is the HW)."""
+    for path in (SPEC / "kafka").glob("*.py"):
+        found = positional_messages(path.read_text())
+        assert not found, f"{path.name}: messages built with positional fields: {found}"
+    assert positional_messages("FetchResponse(3, 0, 1, 0, 0, 0, (), -1, -1, -1)") == ["line 1: FetchResponse"]

@@ -147,8 +147,9 @@ class ControlPlaneActions:
         """A LeaderAndIsr to ``r``, stamped with r's broker epoch as the controller knows it (KIP-380) and
         (ghost ``meant``) the incarnation of r that is up when it is sent; with ``alter-isr`` it carries the
         partition state's zkVersion (``LeaderAndIsrPartitionState.zkVersion``; always 0 on the other rows)."""
-        return LeaderAndIsr(LEADER_AND_ISR, r, epoch, leader, isr, s.controller.registered[r], s.brokers[r].incarnation,
-                            s.controller.partition_epoch)
+        return LeaderAndIsr(kind=LEADER_AND_ISR, dst=r, epoch=epoch, leader=leader, isr=isr,
+                            broker_epoch=s.controller.registered[r], meant=s.brokers[r].incarnation,
+                            partition_epoch=s.controller.partition_epoch)
 
     def _elect_state(self, s: KafkaState, leader: int, isr: tuple[int, ...], skip: int = -1) -> KafkaState:
         """The controller writes (leader, epoch + 1, isr) and sends a LeaderAndIsr to every live replica. With
@@ -162,7 +163,8 @@ class ControlPlaneActions:
         else:
             controller = _elected(controller, leader=leader, epoch=epoch, isr=isr)
         registered, brokers, version = controller.registered, s.brokers, controller.partition_epoch
-        sent = tuple([LeaderAndIsr(LEADER_AND_ISR, r, epoch, leader, isr, registered[r], brokers[r].incarnation, version)
+        sent = tuple([LeaderAndIsr(kind=LEADER_AND_ISR, dst=r, epoch=epoch, leader=leader, isr=isr, broker_epoch=registered[r],
+                                   meant=brokers[r].incarnation, partition_epoch=version)
                       for r in range(self.n) if brokers[r].alive and r != skip])
         return _with_controller_network(s, controller=controller, network=add_messages(s.network, *sent))
 
@@ -221,7 +223,8 @@ class ControlPlaneActions:
 
     def _send_stop(self, s: KafkaState, i: int, meant: int) -> KafkaState:
         controller = s.controller
-        request = StopReplica(STOP_REPLICA, i, controller.epoch, controller.registered[i], meant)
+        request = StopReplica(kind=STOP_REPLICA, dst=i, epoch=controller.epoch, broker_epoch=controller.registered[i],
+                              meant=meant)
         return with_network(s, add_messages(s.network, request))
 
     # -- crash, restart and bounce -------------------------------------------------------------------
@@ -248,8 +251,9 @@ class ControlPlaneActions:
         reborn = self._reborn(s.brokers[i])
         controller = s.controller
         controller = _registered(controller, registered=replace_at(controller.registered, i, reborn.broker_epoch))
-        request = LeaderAndIsr(LEADER_AND_ISR, i, controller.epoch, controller.leader, controller.isr, reborn.broker_epoch,
-                               reborn.incarnation, controller.partition_epoch)
+        request = LeaderAndIsr(kind=LEADER_AND_ISR, dst=i, epoch=controller.epoch, leader=controller.leader, isr=controller.isr,
+                               broker_epoch=reborn.broker_epoch, meant=reborn.incarnation,
+                               partition_epoch=controller.partition_epoch)
         return with_broker(s, i, reborn, controller=controller, network=add_messages(s.network, request))
 
     def _bounce_state(self, s: KafkaState, i: int) -> KafkaState:

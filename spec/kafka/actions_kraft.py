@@ -225,8 +225,9 @@ class KRaftActions:
         to = range(self.n) if new_epoch != c.epoch else (leader,) if leader != NO_LEADER else ()
         # a metadata record is not addressed to a registration: a fenced broker that runs replays it too (its own
         # broker epoch, which is the registered one whenever it is unfenced)
-        sent = tuple([LeaderAndIsr(LEADER_AND_ISR, r, new_epoch, leader, isr, s.brokers[r].broker_epoch,
-                                   s.brokers[r].incarnation, partition_epoch)
+        sent = tuple([LeaderAndIsr(kind=LEADER_AND_ISR, dst=r, epoch=new_epoch, leader=leader, isr=isr,
+                                   broker_epoch=s.brokers[r].broker_epoch, meant=s.brokers[r].incarnation,
+                                   partition_epoch=partition_epoch)
                       for r in to if s.brokers[r].alive])
         return s.with_(controller=controller, network=add_messages(s.network, *sent))
 
@@ -414,7 +415,8 @@ class KRaftActions:
                             for r in range(self.n)])
         else:
             epochs = (UNDEFINED,) * self.n
-        request = AlterPartition(ALTER_PARTITION, i, CONTROLLER, leader.epoch, leader.partition_epoch, proposed, epochs)
+        request = AlterPartition(kind=ALTER_PARTITION, src=i, dst=CONTROLLER, epoch=leader.epoch,
+                                 partition_epoch=leader.partition_epoch, isr=proposed, broker_epochs=epochs)
         pending = leader.with_(isr=maximal, alter_pending=True, committed_isr=isr)
         add((act, with_broker(s, i, pending, network=add_messages(s.network, request), alters=s.alters + 1)))
 
@@ -435,16 +437,18 @@ class KRaftActions:
             error = INELIGIBLE_REPLICA
         act = self._process_alter[m.src]
         if error != NONE:
-            response = AlterPartitionResponse(ALTER_PARTITION_RESPONSE, CONTROLLER, m.src, m.epoch, m.partition_epoch,
-                                              error, (), UNDEFINED, UNDEFINED)
+            response = AlterPartitionResponse(kind=ALTER_PARTITION_RESPONSE, src=CONTROLLER, dst=m.src, epoch=m.epoch,
+                                              partition_epoch=m.partition_epoch, error=error, isr=(), new_epoch=UNDEFINED,
+                                              new_partition_epoch=UNDEFINED)
             add((act, rest.with_(network=add_messages(rest.network, response))))
             return
         changed = self._partition_change(rest, c.leader, m.isr)
         if changed is None:
             return
         after = changed.controller
-        response = AlterPartitionResponse(ALTER_PARTITION_RESPONSE, CONTROLLER, m.src, m.epoch, m.partition_epoch, NONE,
-                                          after.isr, after.epoch, after.partition_epoch)
+        response = AlterPartitionResponse(kind=ALTER_PARTITION_RESPONSE, src=CONTROLLER, dst=m.src, epoch=m.epoch,
+                                          partition_epoch=m.partition_epoch, error=NONE, isr=after.isr, new_epoch=after.epoch,
+                                          new_partition_epoch=after.partition_epoch)
         add((act, changed.with_(network=add_messages(changed.network, response))))
         if s.alter_losses < self.max_alter_losses:
             self._lose_alter_response(changed, m, add)
@@ -471,8 +475,9 @@ class KRaftActions:
         elif m.epoch < c.epoch:
             error = FENCED_LEADER_EPOCH
         elif m.src == c.leader and m.epoch == c.epoch and m.isr == c.isr:
-            current = AlterPartitionResponse(ALTER_PARTITION_RESPONSE, CONTROLLER, m.src, m.epoch, m.partition_epoch, NONE,
-                                             c.isr, c.epoch, c.partition_epoch)
+            current = AlterPartitionResponse(kind=ALTER_PARTITION_RESPONSE, src=CONTROLLER, dst=m.src, epoch=m.epoch,
+                                             partition_epoch=m.partition_epoch, error=NONE, isr=c.isr, new_epoch=c.epoch,
+                                             new_partition_epoch=c.partition_epoch)
             add((act, rest.with_(network=add_messages(rest.network, current))))
             return
         elif m.partition_epoch != c.partition_epoch:
@@ -482,14 +487,16 @@ class KRaftActions:
         if error != NONE:
             # STALE_BROKER_EPOCH names the proposal, which the leader sends again (``AlterIsrManager`` keeps the item)
             isr = m.isr if error == STALE_BROKER_EPOCH else ()
-            response = AlterPartitionResponse(ALTER_PARTITION_RESPONSE, CONTROLLER, m.src, m.epoch, m.partition_epoch,
-                                              error, isr, UNDEFINED, UNDEFINED)
+            response = AlterPartitionResponse(kind=ALTER_PARTITION_RESPONSE, src=CONTROLLER, dst=m.src, epoch=m.epoch,
+                                              partition_epoch=m.partition_epoch, error=error, isr=isr, new_epoch=UNDEFINED,
+                                              new_partition_epoch=UNDEFINED)
             add((act, rest.with_(network=add_messages(rest.network, response))))
             return
         version = c.partition_epoch + 1
         written = rest.with_(controller=c.with_(isr=m.isr, partition_epoch=version))
-        response = AlterPartitionResponse(ALTER_PARTITION_RESPONSE, CONTROLLER, m.src, m.epoch, m.partition_epoch, NONE,
-                                          m.isr, c.epoch, version)
+        response = AlterPartitionResponse(kind=ALTER_PARTITION_RESPONSE, src=CONTROLLER, dst=m.src, epoch=m.epoch,
+                                          partition_epoch=m.partition_epoch, error=NONE, isr=m.isr, new_epoch=c.epoch,
+                                          new_partition_epoch=version)
         add((act, written.with_(network=add_messages(written.network, response))))
         if s.alter_losses < self.max_alter_losses:
             self._lose_alter_response(written, m, add)
@@ -566,7 +573,8 @@ class KRaftActions:
             add((act, with_broker(rest, i, b)))
         elif m.error == STALE_BROKER_EPOCH:
             epochs = tuple([b.broker_epoch if r == i else UNDEFINED for r in range(self.n)])
-            again = AlterPartition(ALTER_PARTITION, i, CONTROLLER, b.epoch, b.partition_epoch, m.isr, epochs)
+            again = AlterPartition(kind=ALTER_PARTITION, src=i, dst=CONTROLLER, epoch=b.epoch, partition_epoch=b.partition_epoch,
+                                   isr=m.isr, broker_epochs=epochs)
             add((act, rest.with_(network=add_messages(rest.network, again))))
         else:
             add((act, rest))
@@ -700,8 +708,8 @@ class KRaftActions:
             isr = tuple([r for r in c.isr if r != i])
             s = s.with_(controller=c.with_(elr=tuple([r for r in c.elr if r != i])))
             return self._partition_change(s, c.leader if c.leader != i else NO_LEADER, isr, unclean_replica=i)
-        request = LeaderAndIsr(LEADER_AND_ISR, i, c.epoch, c.leader, c.isr, reborn.broker_epoch, reborn.incarnation,
-                               c.partition_epoch)
+        request = LeaderAndIsr(kind=LEADER_AND_ISR, dst=i, epoch=c.epoch, leader=c.leader, isr=c.isr,
+                               broker_epoch=reborn.broker_epoch, meant=reborn.incarnation, partition_epoch=c.partition_epoch)
         return s.with_(network=add_messages(s.network, request))
 
 

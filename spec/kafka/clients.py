@@ -75,6 +75,7 @@ from __future__ import annotations
 
 from spec.kafka.log import UNDEFINED, Record, end_offset_for
 from spec.kafka.state import Broker, Consumer, KafkaState
+from spec.kafka.updates import replace_at
 from spec.model import Action
 
 ACKS_NONE = 0
@@ -245,19 +246,19 @@ class ClientActions:
         controller = s.controller
         validating = consumer.validating or (self.features.consumer_truncation_detection and consumer.last_epoch != UNDEFINED)
         updated = consumer.with_(leader=controller.leader, epoch=controller.epoch, validating=validating)
-        return s.with_(consumers=_replace(s.consumers, c, updated))
+        return s.with_(consumers=replace_at(s.consumers, c, updated))
 
     def _consumer_fetch_state(self, s: KafkaState, c: int, consumer: Consumer, broker: Broker) -> KafkaState | None:
         """ConsumerFetch: the answer (``_fetch_answer``) applied at once; None if it changes nothing."""
         answer = _fetch_answer(consumer, broker)
         if answer is None:
             return None
-        return s.with_(consumers=_replace(s.consumers, c, _apply_fetch_answer(consumer, answer)))
+        return s.with_(consumers=replace_at(s.consumers, c, _apply_fetch_answer(consumer, answer)))
 
     def _validate_state(self, s: KafkaState, c: int, consumer: Consumer, broker: Broker) -> KafkaState:
         """ConsumerValidate: the answer (``_validate_answer``) applied at once."""
         answer = self._validate_answer(consumer.last_epoch, broker)
-        return s.with_(consumers=_replace(s.consumers, c, _apply_validate_answer(consumer, answer)))
+        return s.with_(consumers=replace_at(s.consumers, c, _apply_validate_answer(consumer, answer)))
 
     def _validate_answer(self, last_epoch: int, broker: Broker) -> tuple[int, int]:
         """The leader's answer to the consumer's OffsetsForLeaderEpoch(last consumed epoch): ``endOffsetFor``,
@@ -277,7 +278,7 @@ class ClientActions:
             broker = s.brokers[b]
             if not broker.alive or broker.incarnation != incarnation:
                 cleared = consumer.with_(inflight=())
-                add((self._consumer_disconnect[c][b], s.with_(consumers=_replace(s.consumers, c, cleared))))
+                add((self._consumer_disconnect[c][b], s.with_(consumers=replace_at(s.consumers, c, cleared))))
                 return
             if kind == CONSUMER_FETCH:
                 add((self._consumer_serve_fetch[c][b], self._serve_consumer_fetch(s, c, consumer, broker)))
@@ -289,7 +290,7 @@ class ClientActions:
                 fenced = broker.leader != b or broker.epoch != epoch
                 answer = None if fenced else self._validate_answer(last_epoch, broker)
                 served = consumer.with_(inflight=(b, CONSUMER_VALIDATE_RESPONSE, incarnation, epoch, last_epoch, answer))
-                add((self._consumer_serve_validate[c][b], s.with_(consumers=_replace(s.consumers, c, served))))
+                add((self._consumer_serve_validate[c][b], s.with_(consumers=replace_at(s.consumers, c, served))))
             else:
                 add((self._consumer_receive_validate[c][b], _receive_consumer_validate(s, c, consumer)))
             return
@@ -303,7 +304,7 @@ class ClientActions:
         else:
             request = (b, CONSUMER_FETCH, broker.incarnation, consumer.epoch, consumer.position)
             action = self._consumer_send_fetch[c][b]
-        add((action, s.with_(consumers=_replace(s.consumers, c, consumer.with_(inflight=request)))))
+        add((action, s.with_(consumers=replace_at(s.consumers, c, consumer.with_(inflight=request)))))
 
     def _serve_consumer_fetch(self, s: KafkaState, c: int, consumer: Consumer, broker: Broker) -> KafkaState:
         """ServeConsumerFetch: the broker answers the fetch as it is now (2.3.0 ``ReplicaManager.fetchMessages``):
@@ -316,7 +317,7 @@ class ClientActions:
         else:
             answer = _fetch_answer(consumer.with_(position=position), broker)
         response = (b, CONSUMER_FETCH_RESPONSE, incarnation, position, answer)
-        return s.with_(consumers=_replace(s.consumers, c, consumer.with_(inflight=response)))
+        return s.with_(consumers=replace_at(s.consumers, c, consumer.with_(inflight=response)))
 
 
 #: what a consumer's ``inflight`` holds (constant consumer_inflight=1): (broker, kind, the broker's incarnation, ...)
@@ -378,7 +379,7 @@ def _receive_consumer_fetch(s: KafkaState, c: int, consumer: Consumer) -> KafkaS
     done = consumer.with_(inflight=())
     if answer is not None and not consumer.validating and consumer.position == position:
         done = _apply_fetch_answer(done, answer)
-    return s.with_(consumers=_replace(s.consumers, c, done))
+    return s.with_(consumers=replace_at(s.consumers, c, done))
 
 
 def _receive_consumer_validate(s: KafkaState, c: int, consumer: Consumer) -> KafkaState:
@@ -390,9 +391,4 @@ def _receive_consumer_validate(s: KafkaState, c: int, consumer: Consumer) -> Kaf
     if (answer is not None and consumer.validating and consumer.last_epoch == last_epoch
             and (consumer.leader, consumer.epoch) == (b, epoch)):
         done = _apply_validate_answer(done, answer)
-    return s.with_(consumers=_replace(s.consumers, c, done))
-
-
-def _replace(values: tuple, index: int, value) -> tuple:
-    return values[:index] + (value,) + values[index + 1:]
-
+    return s.with_(consumers=replace_at(s.consumers, c, done))

@@ -406,7 +406,7 @@ class KafkaModel(ClientActions, KRaftActions, ControlPlaneActions, DataPlaneActi
             return
         self._replica_actions(s, i, b, out)
         if s.shutdowns < self.max_shutdowns and not b.stopping:
-            request = ControlledShutdown(CONTROLLED_SHUTDOWN, i, b.broker_epoch, b.incarnation)
+            request = ControlledShutdown(kind=CONTROLLED_SHUTDOWN, src=i, broker_epoch=b.broker_epoch, incarnation=b.incarnation)
             add((self._shutdown[i], with_broker(s, i, _stopping(b, stopping=True), network=add_messages(s.network, request),
                                                 shutdowns=s.shutdowns + 1)))
         if s.crashes < self.max_crashes:
