@@ -674,7 +674,7 @@ NARROWER: tuple[Narrower, ...] = (
     Narrower("ReceiveOffsetsForLeaderEpoch", _only_retried("offsets_resp", "follower", "leader", _offsets_answer_retried),
              (NET("offsets_resp", "leader", "follower"),),
              (NET("offsets_resp", "leader", "follower"), BUSY("follower", "leader"))),
-    # the KRaft rows serve a fetch in actions_kraft (KIP-903's broker epochs): not narrowed there
+    # not narrowed on the KRaft rows (a served fetch there may also record KIP-903's broker epoch: actions_data)
     Narrower("ServeFetch", _served_an_error("fetch"),
              (NET("fetch", "follower", "leader"), B("leader", "epoch", "leader"), when(_no_8400, REMOTE("leader", "follower"))),
              (NET("fetch", "follower", "leader"), NET("fetch_resp", "leader", "follower"),
@@ -692,7 +692,7 @@ NARROWER: tuple[Narrower, ...] = (
              (B("leader", "alive", "leader", "epoch", "isr"), C("leader", "epoch", "isr")),
              (B("leader", "isr"), C("isr")), when=_zk,
              keeps=("Produce", "ReceiveFetch", "ReceiveOffsetsForLeaderEpoch", "TruncateToHighWatermark")),
-    # KRaft rows apply a LeaderAndIsr in actions_kraft: not narrowed there
+    # not narrowed on the KRaft rows (their plane applies a same-epoch ISR update too: _kraft_apply_leader_and_isr)
     Narrower("DeliverLeaderAndIsr", _ignored_leader_and_isr(), (CTL("broker"),), (CTL("broker"),), when=_zk),
     # one applied to the incarnation it was meant for (or to a broker already marked) leaves the ghost ``stale`` as it
     # is: invisible to no-stale-control-request (which is all it reads)
