@@ -15,7 +15,7 @@ from spec.kafka.actions_control import ControlPlaneActions
 from spec.kafka.actions_data import DataPlaneActions
 from spec.kafka.actions_kraft import KRaftActions
 from spec.kafka.clients import AllAcks, ClientActions, LeaderAcks, NoAcks
-from spec.kafka.controllers import AlterIsrController, KRaftController, ZooKeeperController
+from spec.kafka.controllers import PLANES, AlterIsrController, KRaftController, ZooKeeperController
 from spec.kafka.model import KafkaModel
 from spec.kafka.protocols import RELEASES
 
@@ -53,6 +53,15 @@ def test_the_planes_are_chosen_by_the_protocol_row_and_the_constants():
                     else ZooKeeperController)
         assert type(KafkaModel(protocol=release.name).control_plane) is expected, release.name
     assert [type(KafkaModel(acks=acks).producer) for acks in (0, 1, -1)] == [NoAcks, LeaderAcks, AllAcks]
+
+
+def test_every_plane_names_a_function_of_the_model_for_every_place_the_controllers_differ():
+    slots = ("actions", "broker_actions", "leader_actions", "apply_leader_and_isr", "deliveries")
+    functions = {value for cls in FAMILIES for value in vars(cls).values() if inspect.isfunction(value)}
+    for plane in PLANES:
+        for slot in slots:
+            function = getattr(plane, slot)
+            assert function in functions or function.__module__ == "spec.kafka.controllers", (plane.__name__, slot)
 
 
 def test_no_family_overrides_another():

@@ -62,6 +62,7 @@ _new_epoch = updater(Broker, "epoch", "isr", "stale")
 _made_follower = updater(Broker, "leader", "epoch", "isr", "fetch", "stale", remote=(), reconciled=-1,
                          idle_cause=IDLE_NONE)
 _stopped = updater(Broker, "stale", fetch=NO_FETCHER, idle_cause=IDLE_STOPPED)  # StopReplica
+_stopping = updater(Broker, "stopping")  # ControlledShutdown: the broker asks to shut down
 _elected = updater(Controller, "leader", "epoch", "isr")
 _elected_versioned = updater(Controller, "leader", "epoch", "isr", "partition_epoch")  # alter-isr: the zkVersion moves
 #: alter-isr: Partition.makeLeader / makeFollower take the zkVersion and set a committed ISR (a pending AlterIsr is gone)
@@ -226,6 +227,34 @@ class ControlPlaneActions:
         request = StopReplica(kind=STOP_REPLICA, dst=i, epoch=controller.epoch, broker_epoch=controller.registered[i],
                               meant=meant)
         return with_network(s, add_messages(s.network, request))
+
+    # -- a broker's own actions (ZooKeeper rows) ------------------------------------------------------
+    def _zookeeper_broker_actions(self, s: KafkaState, i: int, out: list) -> None:
+        """A broker's own actions on the ZooKeeper rows (``ZooKeeperController.broker_actions``; the KRaft rows':
+        ``actions_kraft._kraft_broker_actions``): Restart once the controller processed its death, its replica's
+        actions (``KafkaModel._replica_actions``, the same under either controller), ControlledShutdown, Crash (and
+        CrashLosingTail) and Bounce."""
+        b = s.brokers[i]
+        add = out.append
+        if not b.alive:
+            # once the controller processed its death (else it is a Bounce); a broker that halted beyond the crash
+            # bound (a follower ahead of its leader before 2.1.0 exits on its own) stays down
+            if s.controller.registered[i] == DEAD and s.crashes <= self.max_crashes:
+                add((self._restart[i], self._restart_state(s, i)))
+            return
+        self._replica_actions(s, i, b, out)
+        if s.shutdowns < self.max_shutdowns and not b.stopping:
+            request = ControlledShutdown(kind=CONTROLLED_SHUTDOWN, src=i, broker_epoch=b.broker_epoch, incarnation=b.incarnation)
+            add((self._shutdown[i], with_broker(s, i, _stopping(b, stopping=True), network=add_messages(s.network, request),
+                                                shutdowns=s.shutdowns + 1)))
+        if s.crashes < self.max_crashes:
+            add((self._crash[i], self._crash_state(s, i, len(b.log))))
+            if self.features.lossy_crash:
+                lossy = self._lossy[i]
+                for keep in range(len(b.log)):
+                    add((lossy[keep], self._crash_state(s, i, keep)))
+        if s.bounces < self.max_bounces:
+            add((self._bounce[i], self._bounce_state(s, i)))
 
     # -- crash, restart and bounce -------------------------------------------------------------------
     def _crash_state(self, s: KafkaState, i: int, keep: int) -> KafkaState:

@@ -579,6 +579,27 @@ class KRaftActions:
         else:
             add((act, rest))
 
+    # -- the requests to the controller, delivered --------------------------------------------------------------
+    def _alter_partition_deliveries(self, s: KafkaState, out: list) -> None:
+        """KRaft: the controller processes an AlterPartition; a leader receives the answer (after the messages every
+        row shares, ``KafkaModel._deliveries``)."""
+        add = out.append
+        for m in s.network:
+            if m.kind == ALTER_PARTITION:
+                self._process_alter_partition(s, m, add)
+            elif m.kind == ALTER_PARTITION_RESPONSE:
+                self._receive_alter_response(s, m, add)
+
+    def _alter_isr_deliveries(self, s: KafkaState, out: list) -> None:
+        """A ZooKeeper row with ``alter-isr``: the ZooKeeper controller processes an AlterIsr; the leader receives the
+        answer."""
+        add = out.append
+        for m in s.network:
+            if m.kind == ALTER_PARTITION:
+                self._process_alter_isr(s, m, add)
+            elif m.kind == ALTER_PARTITION_RESPONSE:
+                self._receive_alter_isr_response(s, m, add)
+
     # -- metadata replayed by a broker -----------------------------------------------------------------------
     def _kraft_apply_leader_and_isr(self, s: KafkaState, m: LeaderAndIsr) -> KafkaState:
         """On KRaft a partition change replayed from the metadata log (``ReplicaManager.applyDelta``): the same leader

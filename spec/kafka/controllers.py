@@ -1,11 +1,12 @@
 """Which controller a protocol row runs: the model's control plane, chosen once when the model is built.
 
 A Kafka cluster of one release runs one controller, and the model says which at construction
-(``KafkaModel.__init__``: ``control_plane(model)``), not at every step: each plane below is a small object
-that names the model's functions it runs where the controllers differ. The shared code calls the plane
-(``model.control_plane.actions(s, out)``, ``.broker_actions``, ``.leader_actions``, ``.apply_leader_and_isr``,
-``.deliveries``) and never asks which controller it has; a function reads a feature flag only for a rule of a
-release, never to pick a controller.
+(``KafkaModel.__init__``: ``control_plane(features)``), not at every step: each plane below is a table that
+names the model's functions it runs where the controllers differ (plain functions of the model, called with it:
+``plane.actions(model, s, out)``, ``.broker_actions(model, s, i, out)``, ``.leader_actions(model, s, i, leader,
+out)``, ``.apply_leader_and_isr(model, s, m)``, ``.deliveries(model, s, out)``). The shared code calls the plane
+and never asks which controller it has; a function reads a feature flag only for a rule of a release, never to
+pick a controller.
 
 ==================  ===============================  ===========================================================
 plane               rows                             where it differs
@@ -22,69 +23,44 @@ KRaftController     kraft-3.3, kraft-3.5, kraft-4.1  the KRaft quorum controller
 
 The client behaviour is chosen the same way (``spec.kafka.clients.producer_for``: the producer's acks).
 
-To add an action family (a reassignment, say): write its actions as model functions in their own module, guard
-then effect, and call them from the plane(s) whose controller has them: the controller's own actions from
-``actions``, a broker's own actions from ``broker_actions``, a request's delivery from ``deliveries`` (the
-messages of the shared planes are delivered by ``KafkaModel._deliveries``). A plane that lacks the family does
-not call it; nothing is rebound on the model.
+To add an action family (a reassignment, say): write its actions as model functions in a family class of their
+own module (a base of ``KafkaModel``; names no other family uses), guard then effect, and call them from the
+plane(s) whose controller has them: from the function a plane names for the controller's actions, a broker's
+actions or the requests to the controller, or name a new function of the family in the table. A plane that lacks
+the family does not call it; nothing is rebound on the model.
 """
 
 from __future__ import annotations
 
-from typing import Any
+from spec.kafka.actions_control import ControlPlaneActions
+from spec.kafka.actions_data import DataPlaneActions
+from spec.kafka.actions_kraft import KRaftActions
+from spec.kafka.protocols import Features
 
-from spec.kafka.state import ALTER_PARTITION, ALTER_PARTITION_RESPONSE, Broker, KafkaState, LeaderAndIsr
+
+def _no_deliveries(model, s, out) -> None:
+    """No request of a leader to the controller: the leader writes the ISR to ZooKeeper itself."""
 
 
 class ZooKeeperController:
     """The ZooKeeper controller (0.10.2 to 3.9): elections on a broker's death, controlled shutdown, bounces noticed
-    by broker epoch (KIP-380); the leader writes its own ISR changes to ZooKeeper."""
+    by broker epoch (KIP-380); the leader writes its own ISR changes to ZooKeeper (``Partition.updateIsr``)."""
 
     name = "zookeeper"
-
-    def __init__(self, model: Any) -> None:
-        self.model = model
-
-    def actions(self, s: KafkaState, out: list) -> None:
-        """The controller's own actions (``actions_control._controller_actions``)."""
-        self.model._controller_actions(s, out)
-
-    def broker_actions(self, s: KafkaState, i: int, out: list) -> None:
-        """A broker's own actions (``KafkaModel._zookeeper_broker_actions``: restart, controlled shutdown, crash,
-        bounce)."""
-        self.model._zookeeper_broker_actions(s, i, out)
-
-    def leader_actions(self, s: KafkaState, i: int, leader: Broker, out: list) -> None:
-        """A leader's own actions (``actions_data._leader_actions``: the ISR written by the leader)."""
-        self.model._leader_actions(s, i, leader, out)
-
-    def apply_leader_and_isr(self, s: KafkaState, m: LeaderAndIsr) -> KafkaState:
-        """DeliverLeaderAndIsr (``actions_control._apply_leader_and_isr``)."""
-        return self.model._apply_leader_and_isr(s, m)
-
-    def deliveries(self, s: KafkaState, out: list) -> None:
-        """No request of the leader to the controller: the ISR is written to ZooKeeper by the leader."""
+    actions = staticmethod(ControlPlaneActions._controller_actions)
+    broker_actions = staticmethod(ControlPlaneActions._zookeeper_broker_actions)
+    leader_actions = staticmethod(DataPlaneActions._leader_actions)
+    apply_leader_and_isr = staticmethod(ControlPlaneActions._apply_leader_and_isr)
+    deliveries = staticmethod(_no_deliveries)
 
 
 class AlterIsrController(ZooKeeperController):
-    """The ZooKeeper controller with AlterIsr (2.7.0+, ``alter-isr``): the leader's ISR change is a request."""
+    """The ZooKeeper controller with AlterIsr (2.7.0+, ``alter-isr``): the leader's ISR change is a request, which the
+    ZooKeeper controller processes (``actions_kraft._process_alter_isr``, ``_receive_alter_isr_response``)."""
 
     name = "zookeeper-alter-isr"
-
-    def leader_actions(self, s: KafkaState, i: int, leader: Broker, out: list) -> None:
-        """A leader's own actions with its ISR change sent as an AlterIsr (``actions_kraft._alter_leader_actions``)."""
-        self.model._alter_leader_actions(s, i, leader, out)
-
-    def deliveries(self, s: KafkaState, out: list) -> None:
-        """The ZooKeeper controller processes an AlterIsr; the leader receives the answer (``actions_kraft
-        ._process_alter_isr``, ``_receive_alter_isr_response``)."""
-        model = self.model
-        add = out.append
-        for m in s.network:
-            if m.kind == ALTER_PARTITION:
-                model._process_alter_isr(s, m, add)
-            elif m.kind == ALTER_PARTITION_RESPONSE:
-                model._receive_alter_isr_response(s, m, add)
+    leader_actions = staticmethod(KRaftActions._alter_leader_actions)
+    deliveries = staticmethod(KRaftActions._alter_isr_deliveries)
 
 
 class KRaftController:
@@ -92,43 +68,21 @@ class KRaftController:
     AlterPartition, partition changes replayed by the brokers."""
 
     name = "kraft"
-
-    def __init__(self, model: Any) -> None:
-        self.model = model
-
-    def actions(self, s: KafkaState, out: list) -> None:
-        """The controller's own actions (``actions_kraft._kraft_controller_actions``)."""
-        self.model._kraft_controller_actions(s, out)
-
-    def broker_actions(self, s: KafkaState, i: int, out: list) -> None:
-        """A broker's own actions (``actions_kraft._kraft_broker_actions``)."""
-        self.model._kraft_broker_actions(s, i, out)
-
-    def leader_actions(self, s: KafkaState, i: int, leader: Broker, out: list) -> None:
-        """A leader's own actions with its ISR change sent as an AlterPartition (``actions_kraft._alter_leader_actions``)."""
-        self.model._alter_leader_actions(s, i, leader, out)
-
-    def apply_leader_and_isr(self, s: KafkaState, m: LeaderAndIsr) -> KafkaState:
-        """A partition change replayed (``actions_kraft._kraft_apply_leader_and_isr``)."""
-        return self.model._kraft_apply_leader_and_isr(s, m)
-
-    def deliveries(self, s: KafkaState, out: list) -> None:
-        """The controller processes an AlterPartition; a leader receives the answer (``actions_kraft
-        ._process_alter_partition``, ``_receive_alter_response``)."""
-        model = self.model
-        add = out.append
-        for m in s.network:
-            if m.kind == ALTER_PARTITION:
-                model._process_alter_partition(s, m, add)
-            elif m.kind == ALTER_PARTITION_RESPONSE:
-                model._receive_alter_response(s, m, add)
+    actions = staticmethod(KRaftActions._kraft_controller_actions)
+    broker_actions = staticmethod(KRaftActions._kraft_broker_actions)
+    leader_actions = staticmethod(KRaftActions._alter_leader_actions)
+    apply_leader_and_isr = staticmethod(KRaftActions._kraft_apply_leader_and_isr)
+    deliveries = staticmethod(KRaftActions._alter_partition_deliveries)
 
 
-def control_plane(model: Any) -> ZooKeeperController | KRaftController:
-    """The controller of the model's protocol row, chosen once (``KafkaModel.__init__``)."""
-    features = model.features
+#: every plane: what ``control_plane`` chooses from
+PLANES = (ZooKeeperController, AlterIsrController, KRaftController)
+
+
+def control_plane(features: Features) -> ZooKeeperController | KRaftController:
+    """The controller of a protocol row, chosen once (``KafkaModel.__init__``)."""
     if features.kraft:
-        return KRaftController(model)
+        return KRaftController()
     if features.zookeeper_alter_isr:
-        return AlterIsrController(model)
-    return ZooKeeperController(model)
+        return AlterIsrController()
+    return ZooKeeperController()

@@ -119,7 +119,6 @@ from spec.kafka.log import UNDEFINED
 from spec.kafka.protocols import DEFAULT_PROTOCOL, Features, resolve
 from spec.kafka.state import (
     CONTROLLED_SHUTDOWN,
-    DEAD,
     FETCH,
     FETCH_RESPONSE,
     FETCHING,
@@ -132,18 +131,16 @@ from spec.kafka.state import (
     STOP_REPLICA,
     TRUNCATING,
     Broker,
-    ControlledShutdown,
     Controller,
     KafkaState,
     decode_state,
     decode_states,
     encode_states,
     state_parts,
-    updater,
 )
 from spec.kafka.symmetry import canonical as kafka_canonical
 from spec.kafka.symmetry import reduces_nothing
-from spec.kafka.updates import add_messages, remove_message, truncate_broker, with_broker, with_fetch_state
+from spec.kafka.updates import remove_message, truncate_broker, with_broker, with_fetch_state
 from spec.model import Action, Model, StateParts
 
 #: default bounds (see spec.kafka.__init__ for why they are large enough)
@@ -165,9 +162,6 @@ SKIP_MATRIX_BOUNDS = ("records=2", "epochs=2", "crashes=1", "consumers=1")
 KRAFT_DEFAULTS = {"alters": 2, "unclean_shutdowns": 0, "alter_losses": 0, "metadata_lag": 0, "clean_shutdowns": 0,
                   "fences": 0}
 
-
-# the updates of the hot path, generated once from the field names (``spec.kafka.state.updater``)
-_stopping = updater(Broker, "stopping")  # SendControlledShutdown
 
 
 class KafkaModel(ClientActions, KRaftActions, ControlPlaneActions, DataPlaneActions, Model):
@@ -323,7 +317,7 @@ class KafkaModel(ClientActions, KRaftActions, ControlPlaneActions, DataPlaneActi
         self._init_kraft(alters, unclean_shutdowns, alter_losses, metadata_lag, clean_shutdowns, fences)
         # -- the composition, chosen once: the protocol row's controller (spec.kafka.controllers: ZooKeeper, ZooKeeper
         # -- with AlterIsr, KRaft) and the producer's acknowledgement (spec.kafka.clients: acks=0, 1 or all)
-        self.control_plane = control_plane(self)
+        self.control_plane = control_plane(self.features)
         self.producer = producer_for(acks, min_isr)
 
     # -- the model interface -------------------------------------------------------------------------
@@ -383,41 +377,15 @@ class KafkaModel(ClientActions, KRaftActions, ControlPlaneActions, DataPlaneActi
         # one list, filled in order by each family (no nested generators: this is the hot path)
         out: list[tuple[Action, KafkaState]] = []
         plane = self.control_plane
-        plane.actions(s, out)
+        plane.actions(self, s, out)
         for i in range(self.n):
-            plane.broker_actions(s, i, out)
+            plane.broker_actions(self, s, i, out)
         self._deliveries(s, out)
         if self.n_consumers:
             self._consumer_actions(s, out)
         return out
 
-    # -- one broker's own actions -------------------------------------------------------------------
-    def _zookeeper_broker_actions(self, s: KafkaState, i: int, out: list) -> None:
-        """A broker's own actions on the ZooKeeper rows (``ZooKeeperController.broker_actions``; the KRaft rows':
-        ``actions_kraft._kraft_broker_actions``): Restart once the controller processed its death, its replica's
-        actions, ControlledShutdown, Crash (and CrashLosingTail) and Bounce."""
-        b = s.brokers[i]
-        add = out.append
-        if not b.alive:
-            # once the controller processed its death (else it is a Bounce); a broker that halted beyond the crash
-            # bound (a follower ahead of its leader before 2.1.0 exits on its own) stays down
-            if s.controller.registered[i] == DEAD and s.crashes <= self.max_crashes:
-                add((self._restart[i], self._restart_state(s, i)))
-            return
-        self._replica_actions(s, i, b, out)
-        if s.shutdowns < self.max_shutdowns and not b.stopping:
-            request = ControlledShutdown(kind=CONTROLLED_SHUTDOWN, src=i, broker_epoch=b.broker_epoch, incarnation=b.incarnation)
-            add((self._shutdown[i], with_broker(s, i, _stopping(b, stopping=True), network=add_messages(s.network, request),
-                                                shutdowns=s.shutdowns + 1)))
-        if s.crashes < self.max_crashes:
-            add((self._crash[i], self._crash_state(s, i, len(b.log))))
-            if self.features.lossy_crash:
-                lossy = self._lossy[i]
-                for keep in range(len(b.log)):
-                    add((lossy[keep], self._crash_state(s, i, keep)))
-        if s.bounces < self.max_bounces:
-            add((self._bounce[i], self._bounce_state(s, i)))
-
+    # -- one broker's own actions (the ZooKeeper rows': actions_control._zookeeper_broker_actions; KRaft's: actions_kraft)
     def _replica_actions(self, s: KafkaState, i: int, b: Broker, out: list) -> None:
         """What a live replica does on its own, under either controller: finish a truncation to a diverging
         epoch, lead (produce, HW, ISR: the control plane's ``leader_actions``, as the ISR change differs) or follow
@@ -426,7 +394,7 @@ class KafkaModel(ClientActions, KRaftActions, ControlPlaneActions, DataPlaneActi
             self._truncate_on_diverging_action(s, i, b, out.append)
         leader = b.leader
         if leader == i:
-            self.control_plane.leader_actions(s, i, b, out)
+            self.control_plane.leader_actions(self, s, i, b, out)
         elif leader >= 0 and s.brokers[leader].alive:
             # KIP-903 (KRaft): the Fetch carries the follower's broker epoch
             broker_epoch = b.broker_epoch if self.features.fetch_carries_broker_epoch else UNDEFINED
@@ -463,7 +431,7 @@ class KafkaModel(ClientActions, KRaftActions, ControlPlaneActions, DataPlaneActi
             for dst in sorted(oldest):
                 m = oldest[dst]
                 if m.kind == LEADER_AND_ISR:
-                    add((self._deliver[dst][m.epoch], plane.apply_leader_and_isr(s, m)))
+                    add((self._deliver[dst][m.epoch], plane.apply_leader_and_isr(self, s, m)))
                 else:
                     add((self._deliver_stop[dst], self._apply_stop_replica(s, m)))
                 if s.losses < self.max_losses and queued[dst] > 1:
@@ -488,4 +456,4 @@ class KafkaModel(ClientActions, KRaftActions, ControlPlaneActions, DataPlaneActi
             elif kind == OFFSETS_FOR_LEADER_EPOCH_RESPONSE:
                 add((self._receive_offsets[m.dst][m.src], self._receive_offsets_state(s, m)))
         # AlterPartition (ZooKeeper: AlterIsr) and its answer, where the control plane has them
-        plane.deliveries(s, out)
+        plane.deliveries(self, s, out)
