@@ -101,19 +101,44 @@ def test_the_attribute_check_fails_on_a_rebound_method(rebind: str) -> None:
     assert functions_on(model)
 
 
-def positional_messages(text: str) -> list[str]:
-    """The calls in ``text`` that build a message of ``spec.kafka.state`` with a positional argument."""
+def unnamed_messages(text: str) -> list[str]:
+    """The calls in ``text`` that build a message of ``spec.kafka.state`` other than ``Cls.new(field=...)``: the class
+    called (positional fields, or keywords through ``type.__call__``'s dictionary) or ``new`` given a positional."""
     from spec.kafka import state
 
     kinds = {name for name, value in vars(state).items() if isinstance(value, type) and "kind" in getattr(value, "_fields", ())}
-    return [f"line {node.lineno}: {node.func.id}" for node in ast.walk(ast.parse(text))
-            if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id in kinds and node.args]
+    found = []
+    for node in ast.walk(ast.parse(text)):
+        if not isinstance(node, ast.Call):
+            continue
+        if isinstance(node.func, ast.Name) and node.func.id in kinds:
+            found.append(f"line {node.lineno}: {node.func.id}(...)")
+        elif (isinstance(node.func, ast.Attribute) and node.func.attr == "new" and isinstance(node.func.value, ast.Name)
+              and node.func.value.id in kinds and node.args):
+            found.append(f"line {node.lineno}: {node.func.value.id}.new with a positional field")
+    return found
 
 
 def test_messages_are_built_with_named_fields():
-    """``FetchResponse(kind=FETCH_RESPONSE, ..., hw=leader.hw, diverging_epoch=UNDEFINED, ...)``: every message the
-    model builds names its fields (ten positional UNDEFINEDs do not say which one is the HW)."""
+    """``FetchResponse.new(src=i, dst=f, ..., hw=leader.hw, diverging_epoch=UNDEFINED, ...)``: every message the model
+    builds names its fields (ten positional values do not say which one is the HW), through the generated builder
+    (``spec.kafka.state._install_new``: the class called with keywords costs twice the instructions)."""
     for path in (SPEC / "kafka").glob("*.py"):
-        found = positional_messages(path.read_text())
-        assert not found, f"{path.name}: messages built with positional fields: {found}"
-    assert positional_messages("FetchResponse(3, 0, 1, 0, 0, 0, (), -1, -1, -1)") == ["line 1: FetchResponse"]
+        found = unnamed_messages(path.read_text())
+        assert not found, f"{path.name}: messages not built with Cls.new(field=...): {found}"
+    assert unnamed_messages("FetchResponse(3, 0, 1, 0, 0, 0, (), -1, -1, -1)") == ["line 1: FetchResponse(...)"]
+    assert unnamed_messages("StopReplica(kind=6, dst=0, epoch=1, broker_epoch=0, meant=0)") == ["line 1: StopReplica(...)"]
+    assert unnamed_messages("StopReplica.new(0, epoch=1, broker_epoch=0, meant=0)") == [
+        "line 1: StopReplica.new with a positional field"]
+    assert not unnamed_messages("StopReplica.new(dst=0, epoch=1, broker_epoch=0, meant=0)")
+
+
+def test_a_message_built_by_name_is_the_message_of_its_kind():
+    from spec.kafka.state import _MESSAGE_CLASS
+
+    for kind, cls in _MESSAGE_CLASS.items():
+        values = {name: index for index, name in enumerate(cls._fields) if name != "kind"}
+        built = cls.new(**values)
+        assert type(built) is cls and built == cls(kind, *values.values()), cls.__name__
+        with pytest.raises(TypeError):
+            cls.new(kind=kind, **values)  # the kind is the class's

@@ -25,7 +25,6 @@ from spec.kafka.state import (
     LEADER_AND_ISR,
     NO_FETCHER,
     NO_LEADER,
-    STOP_REPLICA,
     TRUNCATING,
     Broker,
     ControlledShutdown,
@@ -148,7 +147,7 @@ class ControlPlaneActions:
         """A LeaderAndIsr to ``r``, stamped with r's broker epoch as the controller knows it (KIP-380) and
         (ghost ``meant``) the incarnation of r that is up when it is sent; with ``alter-isr`` it carries the
         partition state's zkVersion (``LeaderAndIsrPartitionState.zkVersion``; always 0 on the other rows)."""
-        return LeaderAndIsr(kind=LEADER_AND_ISR, dst=r, epoch=epoch, leader=leader, isr=isr,
+        return LeaderAndIsr.new(dst=r, epoch=epoch, leader=leader, isr=isr,
                             broker_epoch=s.controller.registered[r], meant=s.brokers[r].incarnation,
                             partition_epoch=s.controller.partition_epoch)
 
@@ -164,7 +163,7 @@ class ControlPlaneActions:
         else:
             controller = _elected(controller, leader=leader, epoch=epoch, isr=isr)
         registered, brokers, version = controller.registered, s.brokers, controller.partition_epoch
-        sent = tuple([LeaderAndIsr(kind=LEADER_AND_ISR, dst=r, epoch=epoch, leader=leader, isr=isr, broker_epoch=registered[r],
+        sent = tuple([LeaderAndIsr.new(dst=r, epoch=epoch, leader=leader, isr=isr, broker_epoch=registered[r],
                                    meant=brokers[r].incarnation, partition_epoch=version)
                       for r in range(self.n) if brokers[r].alive and r != skip])
         return _with_controller_network(s, controller=controller, network=add_messages(s.network, *sent))
@@ -224,7 +223,7 @@ class ControlPlaneActions:
 
     def _send_stop(self, s: KafkaState, i: int, meant: int) -> KafkaState:
         controller = s.controller
-        request = StopReplica(kind=STOP_REPLICA, dst=i, epoch=controller.epoch, broker_epoch=controller.registered[i],
+        request = StopReplica.new(dst=i, epoch=controller.epoch, broker_epoch=controller.registered[i],
                               meant=meant)
         return with_network(s, add_messages(s.network, request))
 
@@ -244,7 +243,7 @@ class ControlPlaneActions:
             return
         self._replica_actions(s, i, b, out)
         if s.shutdowns < self.max_shutdowns and not b.stopping:
-            request = ControlledShutdown(kind=CONTROLLED_SHUTDOWN, src=i, broker_epoch=b.broker_epoch, incarnation=b.incarnation)
+            request = ControlledShutdown.new(src=i, broker_epoch=b.broker_epoch, incarnation=b.incarnation)
             add((self._shutdown[i], with_broker(s, i, _stopping(b, stopping=True), network=add_messages(s.network, request),
                                                 shutdowns=s.shutdowns + 1)))
         if s.crashes < self.max_crashes:
@@ -280,7 +279,7 @@ class ControlPlaneActions:
         reborn = self._reborn(s.brokers[i])
         controller = s.controller
         controller = _registered(controller, registered=replace_at(controller.registered, i, reborn.broker_epoch))
-        request = LeaderAndIsr(kind=LEADER_AND_ISR, dst=i, epoch=controller.epoch, leader=controller.leader, isr=controller.isr,
+        request = LeaderAndIsr.new(dst=i, epoch=controller.epoch, leader=controller.leader, isr=controller.isr,
                                broker_epoch=reborn.broker_epoch, meant=reborn.incarnation,
                                partition_epoch=controller.partition_epoch)
         return with_broker(s, i, reborn, controller=controller, network=add_messages(s.network, request))

@@ -180,11 +180,11 @@ class DataPlaneActions:
         if follower.fetch == FETCHING:
             # KAFKA-10554: lastFetchedEpoch
             last_fetched = latest_epoch(follower.cache) if features.truncate_on_fetch else UNDEFINED
-            request = FetchRequest(kind=FETCH, src=i, dst=leader, epoch=current_epoch, offset=len(follower.log),
+            request = FetchRequest.new(src=i, dst=leader, epoch=current_epoch, offset=len(follower.log),
                                    last_epoch=last_fetched, broker_epoch=broker_epoch)
             out.append((self._send_fetch[i][leader], with_network(s, add_messages(network, request))))
         elif (follower.fetch == TRUNCATING or follower.fetch == TRUNCATING_AGAIN) and follower.cache:
-            request = OffsetsRequest(kind=OFFSETS_FOR_LEADER_EPOCH, src=i, dst=leader, epoch=current_epoch,
+            request = OffsetsRequest.new(src=i, dst=leader, epoch=current_epoch,
                                      requested=latest_epoch(follower.cache))
             out.append((self._send_offsets[i][leader], with_network(s, add_messages(network, request))))
 
@@ -215,7 +215,7 @@ class DataPlaneActions:
         leader = s.brokers[i]
         error = self._error(leader, i, m.epoch)
         if error != NONE:
-            response = FetchResponse(kind=FETCH_RESPONSE, src=i, dst=f, epoch=m.epoch, offset=m.offset, error=error, records=(),
+            response = FetchResponse.new(src=i, dst=f, epoch=m.epoch, offset=m.offset, error=error, records=(),
                                      hw=UNDEFINED, diverging_epoch=UNDEFINED, diverging_offset=UNDEFINED)
             if not self.features.kafka_8400 and leader.leader == i and leader.remote[f] != -1:
                 # before KAFKA-8400 (2.4.0) the errored read's LogReadResult (UnknownOffsetMetadata) still went
@@ -226,12 +226,12 @@ class DataPlaneActions:
         leo = len(leader.log)
         diverging = diverging_epoch(leader.cache, leo, m.offset, m.last_epoch) if self.features.truncate_on_fetch else None
         if diverging == LOOKUP_UNDEFINED:
-            response = FetchResponse(kind=FETCH_RESPONSE, src=i, dst=f, epoch=m.epoch, offset=m.offset,
+            response = FetchResponse.new(src=i, dst=f, epoch=m.epoch, offset=m.offset,
                                      error=OFFSET_OUT_OF_RANGE, records=(), hw=leo, diverging_epoch=UNDEFINED,
                                      diverging_offset=UNDEFINED)
             return with_network(s, add_messages(network, response))
         if diverging is not None:
-            response = FetchResponse(kind=FETCH_RESPONSE, src=i, dst=f, epoch=m.epoch, offset=m.offset, error=NONE, records=(),
+            response = FetchResponse.new(src=i, dst=f, epoch=m.epoch, offset=m.offset, error=NONE, records=(),
                                      hw=leader.hw, diverging_epoch=diverging[0], diverging_offset=diverging[1])
             if self.features.kafka_13141:
                 return with_network(s, add_messages(network, response))
@@ -241,14 +241,14 @@ class DataPlaneActions:
             leader = _fetched_by(leader, remote=replace_at(leader.remote, f, m.offset))
             return with_broker(s, i, leader, network=add_messages(network, response))
         if m.offset > leo:
-            response = FetchResponse(kind=FETCH_RESPONSE, src=i, dst=f, epoch=m.epoch, offset=m.offset,
+            response = FetchResponse.new(src=i, dst=f, epoch=m.epoch, offset=m.offset,
                                      error=OFFSET_OUT_OF_RANGE, records=(), hw=leo, diverging_epoch=UNDEFINED,
                                      diverging_offset=UNDEFINED)
             return with_network(s, add_messages(network, response))
         leader = _fetched_by(leader, remote=replace_at(leader.remote, f, m.offset))
         if leader.remote_epochs and leader.remote_epochs[f] != m.broker_epoch and self.features.fetch_carries_broker_epoch:
             leader = _fetched_epoch_by(leader, remote_epochs=replace_at(leader.remote_epochs, f, m.broker_epoch))
-        response = FetchResponse(kind=FETCH_RESPONSE, src=i, dst=f, epoch=m.epoch, offset=m.offset, error=NONE,
+        response = FetchResponse.new(src=i, dst=f, epoch=m.epoch, offset=m.offset, error=NONE,
                                  records=leader.log[m.offset :], hw=leader.hw, diverging_epoch=UNDEFINED,
                                  diverging_offset=UNDEFINED)
         return with_broker(s, i, leader, network=add_messages(network, response))
@@ -266,7 +266,7 @@ class DataPlaneActions:
             answer_epoch, end = end_offset_for(leader.cache, len(leader.log), m.requested, self.features.kafka_7415)
         else:
             answer_epoch, end = UNDEFINED, end_offset_kip101(leader.cache, len(leader.log), m.requested)
-        response = OffsetsResponse(kind=OFFSETS_FOR_LEADER_EPOCH_RESPONSE, src=i, dst=f, epoch=m.epoch, requested=m.requested,
+        response = OffsetsResponse.new(src=i, dst=f, epoch=m.epoch, requested=m.requested,
                                    error=error, answer_epoch=answer_epoch, end_offset=end)
         return with_network(s, add_messages(network, response))
 

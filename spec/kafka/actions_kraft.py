@@ -89,7 +89,6 @@ from spec.kafka.state import (
     FENCED_LEADER_EPOCH,
     INELIGIBLE_REPLICA,
     INVALID_UPDATE_VERSION,
-    LEADER_AND_ISR,
     NO_LEADER,
     NONE,
     STALE_BROKER_EPOCH,
@@ -225,7 +224,7 @@ class KRaftActions:
         to = range(self.n) if new_epoch != c.epoch else (leader,) if leader != NO_LEADER else ()
         # a metadata record is not addressed to a registration: a fenced broker that runs replays it too (its own
         # broker epoch, which is the registered one whenever it is unfenced)
-        sent = tuple([LeaderAndIsr(kind=LEADER_AND_ISR, dst=r, epoch=new_epoch, leader=leader, isr=isr,
+        sent = tuple([LeaderAndIsr.new(dst=r, epoch=new_epoch, leader=leader, isr=isr,
                                    broker_epoch=s.brokers[r].broker_epoch, meant=s.brokers[r].incarnation,
                                    partition_epoch=partition_epoch)
                       for r in to if s.brokers[r].alive])
@@ -415,7 +414,7 @@ class KRaftActions:
                             for r in range(self.n)])
         else:
             epochs = (UNDEFINED,) * self.n
-        request = AlterPartition(kind=ALTER_PARTITION, src=i, dst=CONTROLLER, epoch=leader.epoch,
+        request = AlterPartition.new(src=i, dst=CONTROLLER, epoch=leader.epoch,
                                  partition_epoch=leader.partition_epoch, isr=proposed, broker_epochs=epochs)
         pending = leader.with_(isr=maximal, alter_pending=True, committed_isr=isr)
         add((act, with_broker(s, i, pending, network=add_messages(s.network, request), alters=s.alters + 1)))
@@ -437,7 +436,7 @@ class KRaftActions:
             error = INELIGIBLE_REPLICA
         act = self._process_alter[m.src]
         if error != NONE:
-            response = AlterPartitionResponse(kind=ALTER_PARTITION_RESPONSE, src=CONTROLLER, dst=m.src, epoch=m.epoch,
+            response = AlterPartitionResponse.new(src=CONTROLLER, dst=m.src, epoch=m.epoch,
                                               partition_epoch=m.partition_epoch, error=error, isr=(), new_epoch=UNDEFINED,
                                               new_partition_epoch=UNDEFINED)
             add((act, rest.with_(network=add_messages(rest.network, response))))
@@ -446,7 +445,7 @@ class KRaftActions:
         if changed is None:
             return
         after = changed.controller
-        response = AlterPartitionResponse(kind=ALTER_PARTITION_RESPONSE, src=CONTROLLER, dst=m.src, epoch=m.epoch,
+        response = AlterPartitionResponse.new(src=CONTROLLER, dst=m.src, epoch=m.epoch,
                                           partition_epoch=m.partition_epoch, error=NONE, isr=after.isr, new_epoch=after.epoch,
                                           new_partition_epoch=after.partition_epoch)
         add((act, changed.with_(network=add_messages(changed.network, response))))
@@ -475,7 +474,7 @@ class KRaftActions:
         elif m.epoch < c.epoch:
             error = FENCED_LEADER_EPOCH
         elif m.src == c.leader and m.epoch == c.epoch and m.isr == c.isr:
-            current = AlterPartitionResponse(kind=ALTER_PARTITION_RESPONSE, src=CONTROLLER, dst=m.src, epoch=m.epoch,
+            current = AlterPartitionResponse.new(src=CONTROLLER, dst=m.src, epoch=m.epoch,
                                              partition_epoch=m.partition_epoch, error=NONE, isr=c.isr, new_epoch=c.epoch,
                                              new_partition_epoch=c.partition_epoch)
             add((act, rest.with_(network=add_messages(rest.network, current))))
@@ -487,14 +486,14 @@ class KRaftActions:
         if error != NONE:
             # STALE_BROKER_EPOCH names the proposal, which the leader sends again (``AlterIsrManager`` keeps the item)
             isr = m.isr if error == STALE_BROKER_EPOCH else ()
-            response = AlterPartitionResponse(kind=ALTER_PARTITION_RESPONSE, src=CONTROLLER, dst=m.src, epoch=m.epoch,
+            response = AlterPartitionResponse.new(src=CONTROLLER, dst=m.src, epoch=m.epoch,
                                               partition_epoch=m.partition_epoch, error=error, isr=isr, new_epoch=UNDEFINED,
                                               new_partition_epoch=UNDEFINED)
             add((act, rest.with_(network=add_messages(rest.network, response))))
             return
         version = c.partition_epoch + 1
         written = rest.with_(controller=c.with_(isr=m.isr, partition_epoch=version))
-        response = AlterPartitionResponse(kind=ALTER_PARTITION_RESPONSE, src=CONTROLLER, dst=m.src, epoch=m.epoch,
+        response = AlterPartitionResponse.new(src=CONTROLLER, dst=m.src, epoch=m.epoch,
                                           partition_epoch=m.partition_epoch, error=NONE, isr=m.isr, new_epoch=c.epoch,
                                           new_partition_epoch=version)
         add((act, written.with_(network=add_messages(written.network, response))))
@@ -573,7 +572,7 @@ class KRaftActions:
             add((act, with_broker(rest, i, b)))
         elif m.error == STALE_BROKER_EPOCH:
             epochs = tuple([b.broker_epoch if r == i else UNDEFINED for r in range(self.n)])
-            again = AlterPartition(kind=ALTER_PARTITION, src=i, dst=CONTROLLER, epoch=b.epoch, partition_epoch=b.partition_epoch,
+            again = AlterPartition.new(src=i, dst=CONTROLLER, epoch=b.epoch, partition_epoch=b.partition_epoch,
                                    isr=m.isr, broker_epochs=epochs)
             add((act, rest.with_(network=add_messages(rest.network, again))))
         else:
@@ -729,7 +728,7 @@ class KRaftActions:
             isr = tuple([r for r in c.isr if r != i])
             s = s.with_(controller=c.with_(elr=tuple([r for r in c.elr if r != i])))
             return self._partition_change(s, c.leader if c.leader != i else NO_LEADER, isr, unclean_replica=i)
-        request = LeaderAndIsr(kind=LEADER_AND_ISR, dst=i, epoch=c.epoch, leader=c.leader, isr=c.isr,
+        request = LeaderAndIsr.new(dst=i, epoch=c.epoch, leader=c.leader, isr=c.isr,
                                broker_epoch=reborn.broker_epoch, meant=reborn.incarnation, partition_epoch=c.partition_epoch)
         return s.with_(network=add_messages(s.network, request))
 

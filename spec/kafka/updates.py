@@ -12,8 +12,8 @@ sit on it and are called the same way, by field name, for the hot path only:
   ``s.with_(brokers=replace_at(s.brokers, i, broker), ...)`` and ``s.with_(network=network)``: the two state updates
   nearly every action makes.
 
-A message is built with its fields named (``FetchRequest(kind=FETCH, src=i, dst=leader, epoch=..., ...)``), as the
-record types list them in ``spec.kafka.state``.
+A message is built with its fields named and its kind implied by its class (``FetchRequest.new(src=i, dst=leader,
+epoch=..., ...)``, generated once per message type in ``spec.kafka.state``).
 """
 
 from __future__ import annotations
