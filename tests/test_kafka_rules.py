@@ -4,6 +4,7 @@ does not exist in a release line is refused with one line (exit 64)."""
 
 from __future__ import annotations
 
+import functools
 import importlib
 import inspect
 import json
@@ -39,20 +40,49 @@ def test_every_flag_has_exactly_one_rule_with_a_release_and_a_source():
     assert sum(1 for r in RULES if r.flag) == len(FLAGS), "one rule per flag"
 
 
+def flag_readers() -> dict[str, set[str]]:
+    """Each flag's field -> the names the model may read it by: the field itself and every derived switch of
+    ``Features`` (a property defined beside the releases) that reads it, directly or through another one."""
+    from spec.kafka.protocols import Features
+
+    code = {name: value.func if isinstance(value, functools.cached_property) else value.fget
+            for name, value in vars(Features).items() if isinstance(value, (functools.cached_property, property))}
+    reads = {name: set(re.findall(r"self\.(\w+)", inspect.getsource(function))) for name, function in code.items()}
+    readers: dict[str, set[str]] = {f.replace("-", "_"): {f.replace("-", "_")} for f in FLAGS}
+    changed = True
+    while changed:  # a switch derived from a derived switch reads that one's flags too
+        changed = False
+        for name, names in reads.items():
+            for known in readers.values():
+                if name not in known and names & known:
+                    known.add(name)
+                    changed = True
+    return readers
+
+
 def test_every_flag_is_used_by_the_model_code():
-    """A flag that no code reads would be a rule the model only claims to have."""
+    """A flag that no code reads would be a rule the model only claims to have. The model reads a flag as
+    ``features.<field>`` or through a derived switch of ``Features`` that reads it (no other name: the map between
+    names is computed from ``spec.kafka.protocols``, not written here)."""
     import pathlib
 
     code = "".join(p.read_text() for p in pathlib.Path("spec/kafka").glob("*.py") if p.name not in ("protocols.py",
                                                                                                   "rules.py"))
+    readers = flag_readers()
     for flag in FLAGS:
-        field = flag.replace("-", "_")
-        used = field in code or {"offsets-for-leader-epoch": "_offsets", "epoch-in-response": "_kip279",
-                                 "leader-epoch-fencing": "_fencing", "truncate-on-fetch": "_on_fetch",
-                                 "kafka-7786-fix": "_fix_7786", "kafka-10706-fix": "_fix_10706",
-                                 "fenced-removes-partition": "_fenced_removes",
-                                 "reject-stale-broker-epoch": "_reject_stale"}.get(flag, "\0") in code
-        assert used, f"no model code reads {flag}"
+        names = readers[flag.replace("-", "_")]
+        assert any(re.search(rf"\bfeatures\.{name}\b|\bf\.{name}\b", code) for name in names), \
+            f"no model code reads {flag} (by any of {sorted(names)})"
+
+
+def test_the_model_names_no_flag_twice():
+    """No switch has a second name on the model: every shortcut attribute the model once kept is gone."""
+    from spec.kafka.model import KafkaModel
+
+    for protocol in ("0.10.2", "2.1.0", "2.8.0", "kraft-4.1"):
+        model = KafkaModel(protocol=protocol, consumers=1, acks=-1)
+        flags = {name: value for name, value in vars(model).items() if isinstance(value, bool)}
+        assert not flags, f"{protocol}: switches kept as model attributes: {sorted(flags)}"
 
 
 def test_a_fix_is_on_from_the_release_that_introduced_it():

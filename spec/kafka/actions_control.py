@@ -2,14 +2,17 @@
 broker change (KIP-380) and of a ControlledShutdown, the LeaderAndIsr and StopReplica requests as a
 broker applies them, and the crash, restart and bounce of a broker.
 
-``ControlPlaneActions`` is a mixin of ``spec.kafka.model.KafkaModel``: it reads the bounds, feature
-switches and action tables that ``KafkaModel.__init__`` sets. Each method names the release source
+``ControlPlaneActions`` is one of the action families of ``spec.kafka.model.KafkaModel``
+(a base class that defines its own functions and overrides none of another family's): it reads the bounds,
+feature switches (``self.features``) and action tables that ``KafkaModel.__init__`` sets. Which controller runs
+is chosen once, by the control plane (``spec.kafka.controllers``). Each method names the release source
 it follows; ``spec.kafka.rules`` is the table of every rule that differs between releases.
 """
 
 from __future__ import annotations
 
-from spec.kafka.log import assign
+from spec.kafka.clients import unclean_noted
+from spec.kafka.log import UNDEFINED, assign
 from spec.kafka.state import (
     CONTROL_KINDS,
     CONTROLLED_SHUTDOWN,
@@ -22,7 +25,6 @@ from spec.kafka.state import (
     LEADER_AND_ISR,
     NO_FETCHER,
     NO_LEADER,
-    STOP_REPLICA,
     TRUNCATING,
     Broker,
     ControlledShutdown,
@@ -59,10 +61,12 @@ _new_epoch = updater(Broker, "epoch", "isr", "stale")
 _made_follower = updater(Broker, "leader", "epoch", "isr", "fetch", "stale", remote=(), reconciled=-1,
                          idle_cause=IDLE_NONE)
 _stopped = updater(Broker, "stale", fetch=NO_FETCHER, idle_cause=IDLE_STOPPED)  # StopReplica
+_stopping = updater(Broker, "stopping")  # ControlledShutdown: the broker asks to shut down
 _elected = updater(Controller, "leader", "epoch", "isr")
 _elected_versioned = updater(Controller, "leader", "epoch", "isr", "partition_epoch")  # alter-isr: the zkVersion moves
 #: alter-isr: Partition.makeLeader / makeFollower take the zkVersion and set a committed ISR (a pending AlterIsr is gone)
 _committed_version = updater(Broker, "partition_epoch", alter_pending=False, committed_isr=())
+_remote_epochs = updater(Broker, "remote_epochs")  # KIP-903 (KRaft): the followers' broker epochs a leader knows
 _registered = updater(Controller, "registered")
 _with_controller = updater(KafkaState, "controller")
 _after_crash = updater(KafkaState, "brokers", "network", "crashes")
@@ -97,9 +101,10 @@ class ControlPlaneActions:
             for b in live_isr:
                 add((self._elect[b], self._elect_state(s, b, live_isr)))
             if self.features.unclean and not live_isr:
+                noted = unclean_noted(s)  # the consumers' ghost (spec.kafka.clients)
                 for b in range(self.n):
                     if brokers[b].alive:
-                        add((self._unclean[b], self._elect_state(s, b, (b,))))
+                        add((self._unclean[b], self._elect_state(noted, b, (b,))))
         elif brokers[leader].alive:
             for b in live_isr:
                 if b != leader:
@@ -142,8 +147,9 @@ class ControlPlaneActions:
         """A LeaderAndIsr to ``r``, stamped with r's broker epoch as the controller knows it (KIP-380) and
         (ghost ``meant``) the incarnation of r that is up when it is sent; with ``alter-isr`` it carries the
         partition state's zkVersion (``LeaderAndIsrPartitionState.zkVersion``; always 0 on the other rows)."""
-        return LeaderAndIsr(LEADER_AND_ISR, r, epoch, leader, isr, s.controller.registered[r], s.brokers[r].incarnation,
-                            s.controller.partition_epoch)
+        return LeaderAndIsr.new(dst=r, epoch=epoch, leader=leader, isr=isr,
+                            broker_epoch=s.controller.registered[r], meant=s.brokers[r].incarnation,
+                            partition_epoch=s.controller.partition_epoch)
 
     def _elect_state(self, s: KafkaState, leader: int, isr: tuple[int, ...], skip: int = -1) -> KafkaState:
         """The controller writes (leader, epoch + 1, isr) and sends a LeaderAndIsr to every live replica. With
@@ -151,13 +157,14 @@ class ControlPlaneActions:
         AlterIsr must name (``KafkaController.processAlterIsr``); the rows without it do not track the version."""
         controller = s.controller
         epoch = controller.epoch + 1
-        if self._alter_isr:
+        if self.features.zookeeper_alter_isr:
             controller = _elected_versioned(controller, leader=leader, epoch=epoch, isr=isr,
                                             partition_epoch=controller.partition_epoch + 1)
         else:
             controller = _elected(controller, leader=leader, epoch=epoch, isr=isr)
         registered, brokers, version = controller.registered, s.brokers, controller.partition_epoch
-        sent = tuple([LeaderAndIsr(LEADER_AND_ISR, r, epoch, leader, isr, registered[r], brokers[r].incarnation, version)
+        sent = tuple([LeaderAndIsr.new(dst=r, epoch=epoch, leader=leader, isr=isr, broker_epoch=registered[r],
+                                   meant=brokers[r].incarnation, partition_epoch=version)
                       for r in range(self.n) if brokers[r].alive and r != skip])
         return _with_controller_network(s, controller=controller, network=add_messages(s.network, *sent))
 
@@ -216,8 +223,37 @@ class ControlPlaneActions:
 
     def _send_stop(self, s: KafkaState, i: int, meant: int) -> KafkaState:
         controller = s.controller
-        request = StopReplica(STOP_REPLICA, i, controller.epoch, controller.registered[i], meant)
+        request = StopReplica.new(dst=i, epoch=controller.epoch, broker_epoch=controller.registered[i],
+                              meant=meant)
         return with_network(s, add_messages(s.network, request))
+
+    # -- a broker's own actions (ZooKeeper rows) ------------------------------------------------------
+    def _zookeeper_broker_actions(self, s: KafkaState, i: int, out: list) -> None:
+        """A broker's own actions on the ZooKeeper rows (``ZooKeeperController.broker_actions``; the KRaft rows':
+        ``actions_kraft._kraft_broker_actions``): Restart once the controller processed its death, its replica's
+        actions (``KafkaModel._replica_actions``, the same under either controller), ControlledShutdown, Crash (and
+        CrashLosingTail) and Bounce."""
+        b = s.brokers[i]
+        add = out.append
+        if not b.alive:
+            # once the controller processed its death (else it is a Bounce); a broker that halted beyond the crash
+            # bound (a follower ahead of its leader before 2.1.0 exits on its own) stays down
+            if s.controller.registered[i] == DEAD and s.crashes <= self.max_crashes:
+                add((self._restart[i], self._restart_state(s, i)))
+            return
+        self._replica_actions(s, i, b, out)
+        if s.shutdowns < self.max_shutdowns and not b.stopping:
+            request = ControlledShutdown.new(src=i, broker_epoch=b.broker_epoch, incarnation=b.incarnation)
+            add((self._shutdown[i], with_broker(s, i, _stopping(b, stopping=True), network=add_messages(s.network, request),
+                                                shutdowns=s.shutdowns + 1)))
+        if s.crashes < self.max_crashes:
+            add((self._crash[i], self._crash_state(s, i, len(b.log))))
+            if self.features.lossy_crash:
+                lossy = self._lossy[i]
+                for keep in range(len(b.log)):
+                    add((lossy[keep], self._crash_state(s, i, keep)))
+        if s.bounces < self.max_bounces:
+            add((self._bounce[i], self._bounce_state(s, i)))
 
     # -- crash, restart and bounce -------------------------------------------------------------------
     def _crash_state(self, s: KafkaState, i: int, keep: int) -> KafkaState:
@@ -243,8 +279,9 @@ class ControlPlaneActions:
         reborn = self._reborn(s.brokers[i])
         controller = s.controller
         controller = _registered(controller, registered=replace_at(controller.registered, i, reborn.broker_epoch))
-        request = LeaderAndIsr(LEADER_AND_ISR, i, controller.epoch, controller.leader, controller.isr, reborn.broker_epoch,
-                               reborn.incarnation, controller.partition_epoch)
+        request = LeaderAndIsr.new(dst=i, epoch=controller.epoch, leader=controller.leader, isr=controller.isr,
+                               broker_epoch=reborn.broker_epoch, meant=reborn.incarnation,
+                               partition_epoch=controller.partition_epoch)
         return with_broker(s, i, reborn, controller=controller, network=add_messages(s.network, request))
 
     def _bounce_state(self, s: KafkaState, i: int) -> KafkaState:
@@ -260,7 +297,7 @@ class ControlPlaneActions:
         """KIP-380 (``reject-stale-broker-epoch``, ``KafkaApis.isBrokerEpochStale``): a control request for
         an older generation is rejected (STALE_BROKER_EPOCH); a newer one is accepted (rejecting it
         stalled the broker: KAFKA-9839)."""
-        return self._reject_stale and m.broker_epoch < b.broker_epoch
+        return self.features.reject_stale_broker_epoch and m.broker_epoch < b.broker_epoch
 
     def _apply_stop_replica(self, s: KafkaState, m: StopReplica) -> KafkaState:
         """DeliverStopReplica (delete=false, ``ReplicaManager.stopReplicas``): the replica is removed from
@@ -286,35 +323,44 @@ class ControlPlaneActions:
         (2.7.0+) an applied LeaderAndIsr also sets the zkVersion it carries and a committed ISR, dropping a pending
         AlterIsr (``Partition.makeLeader`` / ``makeFollower``: ``alterIsrManager.clearPending``, ``updateAssignmentAndIsr``
         -> ``CommittedIsr``; 3.x: ``CommittedPartitionState``): its answer is then ignored (``isrState !=
-        proposedIsrState``)."""
+        proposedIsrState``).
+
+        On KRaft (``actions_kraft._kraft_apply_leader_and_isr`` hands a newer leader epoch here) the same, and: the
+        partition epoch is set and a pending AlterPartition dropped as with ``alter-isr``; a leader re-elected in a new
+        epoch keeps its followers' fetch states (3.3.0 ``Replica.resetReplicaState`` with ``isNewLeader = false``: the
+        LEOs and, KIP-903, broker epochs; the window KIP-903 closes), a new leader starts with every follower's broker
+        epoch unknown (KIP-903), and a follower keeps none."""
+        features = self.features
         network = remove_message(s.network, m)
         i = m.dst
         b = s.brokers[i]
         if m.epoch <= b.epoch or self._stale_generation(b, m):
             return with_network(s, network)  # an older epoch than the broker knows, or generation: ignored
-        if m.leader == NO_LEADER and not self.features.kraft:
+        if m.leader == NO_LEADER and not features.kraft:
             # ReplicaManager.makeFollowers (0.10.2.2 to 3.9): "Only change partition state when the leader is
             # available"; otherwise only getOrCreateReplica(): no makeFollower, no new epoch, no truncation, the
             # fetcher left as it was (KRaft's applyLocalFollowersDelta calls makeFollower anyway: actions_kraft)
             return with_network(s, network)
         stale = b.stale or m.meant != b.incarnation
         if m.leader == i:
-            cache = assign(b.cache, m.epoch, len(b.log)) if self._7415 else b.cache
+            cache = assign(b.cache, m.epoch, len(b.log)) if features.kafka_7415 else b.cache
             # Partition.makeLeader resets the followers' fetch states only "if (isNewLeader)" (0.10.2.2, 2.0.0,
             # 2.8.0; 3.x resetReplicaState(isNewLeader = ...)): a leader re-elected in a new epoch keeps them
             remote = b.remote if b.leader == i else (-1,) * self.n
-            if b.leader != i and not self.features.truncation_lowers_hw:
+            if b.leader != i and not features.truncation_lowers_hw:
                 b = new_leader_hw(b)  # before 2.4.0 a follower's HW may sit above its LEO: isNewLeader resets it
             nb = _made_leader(b, cache=cache, leader=i, epoch=m.epoch, isr=m.isr, remote=remote, stale=stale,
                               reconciled=m.epoch)
+            if b.leader != i and features.kip_903:
+                nb = _remote_epochs(nb, remote_epochs=(UNDEFINED,) * self.n)  # KIP-903: a new leader knows none
         elif b.leader == m.leader and b.fetch != NO_FETCHER and not self._restarts_truncation(b, m):
             # Partition.makeFollower returns false: the fetcher keeps going, only the new epoch is learned
             nb = _new_epoch(b, epoch=m.epoch, isr=m.isr, stale=stale)
         else:
-            if self._hw_truncation:
-                b = truncate_broker(b, b.hw, self._fix_10706)
+            if features.hw_truncation:
+                b = truncate_broker(b, b.hw, features.kafka_10706_fix)
                 fetch = FETCHING
-            elif self._offsets or not b.cache:
+            elif features.uses_offsets_request or not b.cache:
                 # an OffsetsForLeaderEpoch round first; with truncate-on-fetch (2.8+
                 # ``AbstractFetcherThread.partitionFetchState``) only a follower with no epoch is Truncating
                 # (it truncates to its HW: ``truncateToHighWatermark``)
@@ -322,7 +368,9 @@ class ControlPlaneActions:
             else:
                 fetch = FETCHING
             nb = _made_follower(b, leader=m.leader, epoch=m.epoch, isr=m.isr, fetch=fetch, stale=stale)
-        if self._alter_isr:
+        if m.leader != i and nb.remote_epochs:
+            nb = _remote_epochs(nb, remote_epochs=())  # KIP-903: a follower keeps no follower's broker epoch
+        if features.alter_by_request:
             nb = _committed_version(nb, partition_epoch=m.partition_epoch)
         return with_broker(s, i, nb, network=network)
 
@@ -332,7 +380,7 @@ class ControlPlaneActions:
         (``Partition.makeFollower``): never in 0.10.2 to 2.0.0 (``leaderReplicaIdOpt == newLeader``); in
         2.0.1 (``kafka-7164``) when it skipped an epoch (``leaderEpoch != oldLeaderEpoch + 1``); from 2.1.0
         (KIP-320, ``leader-epoch-fencing``) on every epoch change."""
-        if self._fencing:
+        if self.features.leader_epoch_fencing:
             return True
         if self.features.kafka_7164:
             return m.epoch > b.epoch + 1

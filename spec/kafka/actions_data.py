@@ -2,8 +2,10 @@
 watermark, shrink and expand the ISR), what a follower sends (Fetch, OffsetsForLeaderEpoch), and how
 the leader serves those requests and the follower applies the answers (append, truncate, retry).
 
-``DataPlaneActions`` is a mixin of ``spec.kafka.model.KafkaModel``: it reads the bounds, feature
-switches and action tables that ``KafkaModel.__init__`` sets. Each method names the release source
+``DataPlaneActions`` is one of the action families of ``spec.kafka.model.KafkaModel``
+(a base class that defines its own functions and overrides none of another family's): it reads the bounds,
+feature switches (``self.features``) and action tables that ``KafkaModel.__init__`` sets. Which controller runs
+is chosen once, by the control plane (``spec.kafka.controllers``). Each method names the release source
 it follows; ``spec.kafka.rules`` is the table of every rule that differs between releases.
 """
 
@@ -64,6 +66,7 @@ _advanced = updater(Broker, "hw")  # AdvanceHighWatermark
 _leader_isr = updater(Broker, "isr")  # ShrinkIsr / ExpandIsr
 _controller_isr = updater(Controller, "isr")
 _fetched_by = updater(Broker, "remote")  # the leader records a follower's fetch offset
+_fetched_epoch_by = updater(Broker, "remote_epochs")  # KIP-903: ... and its broker epoch
 _appended_fetched = updater(Broker, "log", "hw", "cache", "reconciled")  # ReceiveFetch appends
 _hw_taken = updater(Broker, "hw")  # 0.11.0 / 1.0.x: an empty answer to a truncating partition (processPartitionData)
 _produced = updater(KafkaState, "brokers", "produced")
@@ -92,20 +95,26 @@ class DataPlaneActions:
     def _produce_action(self, s: KafkaState, i: int, leader: Broker, add) -> None:
         """Produce: a broker that believes it leads appends a record in its leader epoch
         (``Partition.appendRecordsToLeader``; the epoch cache learns a new epoch on its first append,
-        ``Log.append`` -> ``leaderEpochCache.assign``; 0.10.2 keeps no epoch cache)."""
-        if s.produced >= self.max_records:
+        ``Log.append`` -> ``leaderEpochCache.assign``; 0.10.2 keeps no epoch cache). The producer policy
+        (``spec.kafka.clients.producer_for``) says whether the leader accepts it (acks=all: NOT_ENOUGH_REPLICAS) and
+        what the producer is told."""
+        producer = self.producer  # spec.kafka.clients: the producer's acks, chosen once
+        if s.produced >= self.max_records or not producer.accepts(leader):
             return
         ident = s.produced + 1
         leo = len(leader.log)
         epoch = leader.epoch
-        cache = assign(leader.cache, epoch, leo, self._7415) if self._epoch_cache else leader.cache
-        appended = _appended(leader, log=leader.log + (Record(epoch, ident),), cache=cache)
-        add((self._produce[i], _produced(s, brokers=replace_at(s.brokers, i, appended), produced=ident)))
+        cache = assign(leader.cache, epoch, leo, self.features.kafka_7415) if self.features.epoch_cache else leader.cache
+        record = Record(epoch, ident)
+        appended = _appended(leader, log=leader.log + (record,), cache=cache)
+        t = _produced(s, brokers=replace_at(s.brokers, i, appended), produced=ident)
+        add((self._produce[i], producer.appended(t, leo, record)))
 
     def _advance_hw_action(self, s: KafkaState, i: int, leader: Broker, add) -> None:
         """AdvanceHighWatermark: HW = the least LEO over the leader's ISR (the leader's own included),
         as the fetch offsets of its last fetches tell it (``Partition.maybeIncrementLeaderHW``). The
-        records below the new HW become committed (the ghost ``committed``). With ``kafka-15583`` (3.7.0
+        records below the new HW become committed (the ghost ``committed``), and the producer policy says which
+        waiting produce requests complete (acks=all: ``spec.kafka.clients.AllAcks``). With ``kafka-15583`` (3.7.0
         ``maybeIncrementLeaderHW``: ``if (isUnderMinIsr) return false``, ZooKeeper and KRaft mode alike) not while
         the ISR is below ``min_isr``; ``isUnderMinIsr`` reads ``partitionState.isr``, the committed ISR while an
         AlterPartition is pending (the maximal ISR counts for the HW itself)."""
@@ -124,7 +133,8 @@ class DataPlaneActions:
             record = leader.log[offset]
             committed.add((offset, record.epoch, record.ident))
         advanced = _advanced(leader, hw=hw)
-        add((self._advance[i], _committed(s, brokers=replace_at(s.brokers, i, advanced), committed=tuple(sorted(committed)))))
+        t = _committed(s, brokers=replace_at(s.brokers, i, advanced), committed=tuple(sorted(committed)))
+        add((self._advance[i], self.producer.advanced(t, leader, hw)))
 
     def _isr_change_action(self, s: KafkaState, i: int, leader: Broker, f: int, add) -> None:
         """ShrinkIsr / ExpandIsr of follower ``f`` by the leader of the controller's current epoch.
@@ -156,21 +166,26 @@ class DataPlaneActions:
     def _follower_actions(self, s: KafkaState, i: int, follower: Broker, out: list, broker_epoch: int = UNDEFINED) -> None:
         """SendFetch / SendOffsetsForLeaderEpoch: the fetcher thread sends one request at a time to the
         leader it follows and waits for the answer (``AbstractFetcherThread.doWork``). ``broker_epoch`` is the
-        follower's broker epoch its Fetch carries (KIP-903 on KRaft: ``actions_kraft``; -1 otherwise)."""
+        follower's broker epoch its Fetch carries (KIP-903 on KRaft, 3.5.0 ``RemoteLeaderEndPoint.buildFetch``:
+        ``FetchRequest.Builder.forReplica(version, brokerId, brokerEpochSupplier(), ...)``, FetchRequest v15
+        ``ReplicaState.ReplicaEpoch``; the caller, ``KafkaModel._replica_actions``, passes it; -1 otherwise)."""
         leader = follower.leader
         network = s.network
         if follower.fetch == NO_FETCHER or follower.pending_diverging or busy(network, i, leader):
             return  # no partition to fetch, or the thread has a truncation to finish, or waits for an answer
         if self.max_inflight and in_flight(network) >= self.max_inflight:
             return
-        current_epoch = follower.epoch if self._send_epoch else UNDEFINED  # KIP-320: currentLeaderEpoch
+        features = self.features
+        current_epoch = follower.epoch if features.leader_epoch_fencing else UNDEFINED  # KIP-320: currentLeaderEpoch
         if follower.fetch == FETCHING:
-            last_fetched = latest_epoch(follower.cache) if self._on_fetch else UNDEFINED  # KAFKA-10554: lastFetchedEpoch
-            request = FetchRequest(FETCH, i, leader, current_epoch, len(follower.log), last_fetched, broker_epoch)
+            # KAFKA-10554: lastFetchedEpoch
+            last_fetched = latest_epoch(follower.cache) if features.truncate_on_fetch else UNDEFINED
+            request = FetchRequest.new(src=i, dst=leader, epoch=current_epoch, offset=len(follower.log),
+                                   last_epoch=last_fetched, broker_epoch=broker_epoch)
             out.append((self._send_fetch[i][leader], with_network(s, add_messages(network, request))))
         elif (follower.fetch == TRUNCATING or follower.fetch == TRUNCATING_AGAIN) and follower.cache:
-            request = OffsetsRequest(OFFSETS_FOR_LEADER_EPOCH, i, leader, current_epoch if self._fencing else UNDEFINED,
-                                     latest_epoch(follower.cache))
+            request = OffsetsRequest.new(src=i, dst=leader, epoch=current_epoch,
+                                     requested=latest_epoch(follower.cache))
             out.append((self._send_offsets[i][leader], with_network(s, add_messages(network, request))))
 
     # -- the leader serves -----------------------------------------------------------------------------------
@@ -178,7 +193,7 @@ class DataPlaneActions:
         """The leader's check of a request (2.1+: ``Partition.localReplicaWithEpochOrException``):
         FENCED_LEADER_EPOCH if the request's current leader epoch is older than the leader's,
         UNKNOWN_LEADER_EPOCH if newer, NOT_LEADER if this broker does not lead."""
-        if self._fencing:
+        if self.features.leader_epoch_fencing:
             if request_epoch < leader.epoch:
                 return FENCED_LEADER_EPOCH
             if request_epoch > leader.epoch:
@@ -192,26 +207,34 @@ class DataPlaneActions:
         ``Partition.fetchRecords`` with ``lastFetchedEpoch``) a diverging epoch and no records. A fetch
         at an offset within the leader's log records it as the follower's LEO
         (``Partition.updateFollowerFetchState``); with a diverging epoch it does so only without
-        ``kafka-13141`` (the leader took the follower's fetch offset although it had diverged)."""
+        ``kafka-13141`` (the leader took the follower's fetch offset although it had diverged). With KIP-903 on KRaft
+        (``fetch_carries_broker_epoch``) a fetch the leader accepts records the follower's broker epoch with its fetch
+        offset (3.5.0 ``Partition.updateFollowerFetchState``, ``Replica.updateFetchState(brokerEpoch)``)."""
         network = remove_message(s.network, m)
         i, f = m.dst, m.src
         leader = s.brokers[i]
         error = self._error(leader, i, m.epoch)
         if error != NONE:
-            response = FetchResponse(FETCH_RESPONSE, i, f, m.epoch, m.offset, error, (), UNDEFINED, UNDEFINED, UNDEFINED)
+            response = FetchResponse.new(src=i, dst=f, epoch=m.epoch, offset=m.offset, error=error, records=(),
+                                     hw=UNDEFINED, diverging_epoch=UNDEFINED, diverging_offset=UNDEFINED)
             if not self.features.kafka_8400 and leader.leader == i and leader.remote[f] != -1:
                 # before KAFKA-8400 (2.4.0) the errored read's LogReadResult (UnknownOffsetMetadata) still went
                 # through updateFollowerLogReadResults: the leader forgets the follower's LEO
                 leader = _fetched_by(leader, remote=replace_at(leader.remote, f, -1))
                 return with_broker(s, i, leader, network=add_messages(network, response))
             return with_network(s, add_messages(network, response))
+        if leader.replicas and f not in leader.replicas:  # a reassignment took the follower out (actions_reassignment)
+            return self._serve_non_replica(s, m, network)
         leo = len(leader.log)
-        diverging = diverging_epoch(leader.cache, leo, m.offset, m.last_epoch) if self._on_fetch else None
+        diverging = diverging_epoch(leader.cache, leo, m.offset, m.last_epoch) if self.features.truncate_on_fetch else None
         if diverging == LOOKUP_UNDEFINED:
-            response = FetchResponse(FETCH_RESPONSE, i, f, m.epoch, m.offset, OFFSET_OUT_OF_RANGE, (), leo, UNDEFINED, UNDEFINED)
+            response = FetchResponse.new(src=i, dst=f, epoch=m.epoch, offset=m.offset,
+                                     error=OFFSET_OUT_OF_RANGE, records=(), hw=leo, diverging_epoch=UNDEFINED,
+                                     diverging_offset=UNDEFINED)
             return with_network(s, add_messages(network, response))
         if diverging is not None:
-            response = FetchResponse(FETCH_RESPONSE, i, f, m.epoch, m.offset, NONE, (), leader.hw, *diverging)
+            response = FetchResponse.new(src=i, dst=f, epoch=m.epoch, offset=m.offset, error=NONE, records=(),
+                                     hw=leader.hw, diverging_epoch=diverging[0], diverging_offset=diverging[1])
             if self.features.kafka_13141:
                 return with_network(s, add_messages(network, response))
             # before KAFKA-13141's fix the leader took the diverging fetch offset as the follower's LEO, also one
@@ -220,11 +243,16 @@ class DataPlaneActions:
             leader = _fetched_by(leader, remote=replace_at(leader.remote, f, m.offset))
             return with_broker(s, i, leader, network=add_messages(network, response))
         if m.offset > leo:
-            response = FetchResponse(FETCH_RESPONSE, i, f, m.epoch, m.offset, OFFSET_OUT_OF_RANGE, (), leo, UNDEFINED, UNDEFINED)
+            response = FetchResponse.new(src=i, dst=f, epoch=m.epoch, offset=m.offset,
+                                     error=OFFSET_OUT_OF_RANGE, records=(), hw=leo, diverging_epoch=UNDEFINED,
+                                     diverging_offset=UNDEFINED)
             return with_network(s, add_messages(network, response))
         leader = _fetched_by(leader, remote=replace_at(leader.remote, f, m.offset))
-        response = FetchResponse(FETCH_RESPONSE, i, f, m.epoch, m.offset, NONE, leader.log[m.offset :], leader.hw,
-                                 UNDEFINED, UNDEFINED)
+        if leader.remote_epochs and leader.remote_epochs[f] != m.broker_epoch and self.features.fetch_carries_broker_epoch:
+            leader = _fetched_epoch_by(leader, remote_epochs=replace_at(leader.remote_epochs, f, m.broker_epoch))
+        response = FetchResponse.new(src=i, dst=f, epoch=m.epoch, offset=m.offset, error=NONE,
+                                 records=leader.log[m.offset :], hw=leader.hw, diverging_epoch=UNDEFINED,
+                                 diverging_offset=UNDEFINED)
         return with_broker(s, i, leader, network=add_messages(network, response))
 
     def _serve_offsets_state(self, s: KafkaState, m: OffsetsRequest) -> KafkaState:
@@ -236,18 +264,19 @@ class DataPlaneActions:
         error = self._error(leader, i, m.epoch)
         if error != NONE:
             answer_epoch, end = UNDEFINED, UNDEFINED
-        elif self._kip279:
-            answer_epoch, end = end_offset_for(leader.cache, len(leader.log), m.requested, self._7415)
+        elif self.features.epoch_in_response:
+            answer_epoch, end = end_offset_for(leader.cache, len(leader.log), m.requested, self.features.kafka_7415)
         else:
             answer_epoch, end = UNDEFINED, end_offset_kip101(leader.cache, len(leader.log), m.requested)
-        response = OffsetsResponse(OFFSETS_FOR_LEADER_EPOCH_RESPONSE, i, f, m.epoch, m.requested, error, answer_epoch, end)
+        response = OffsetsResponse.new(src=i, dst=f, epoch=m.epoch, requested=m.requested,
+                                   error=error, answer_epoch=answer_epoch, end_offset=end)
         return with_network(s, add_messages(network, response))
 
     def _removes_on_fenced(self, request_epoch: int, follower: Broker) -> bool:
         """Whether a FENCED_LEADER_EPOCH answer takes the partition out of the fetcher: 2.1.0+
         (``onPartitionFenced``), and from 2.5.0 (``kafka-9654``) only if the request's epoch is still the
         fetch state's (``onPartitionFenced(tp, requestEpoch)``; otherwise the partition is retried)."""
-        if not self._fenced_removes:
+        if not self.features.removes_fenced_partition:
             return False
         return not self.features.kafka_9654 or request_epoch == follower.epoch
 
@@ -265,23 +294,24 @@ class DataPlaneActions:
         still went through ``processPartitionData``, which took the leader's HW over the divergent tail.
         With ``kafka-18991`` a diverging epoch is used only if the request's leader epoch is still the
         fetch state's."""
+        features = self.features
         network = remove_message(s.network, m)
         i = m.dst
         follower = s.brokers[i]
         leo = len(follower.log)
         truncating = follower.fetch == TRUNCATING or follower.fetch == TRUNCATING_AGAIN
-        if follower.fetch != FETCHING and not (truncating and not self.features.kafka_5163):
+        if follower.fetch != FETCHING and not (truncating and not features.kafka_5163):
             # the partition left the fetcher or (kafka-5163, 1.1.0: isReadyForFetch) is truncating: dropped. 0.11.0 and
             # 1.0.x check only fetchRequest.offset(tp) == currentPartitionFetchState.fetchOffset, and a state they
             # re-created (makeFollowers: at the LEO) matches an answer that was in flight
             return with_network(s, network)
         if follower.leader != m.src or leo != m.offset:
             return with_network(s, network)  # the fetcher moved on: the response is dropped
-        if self.features.kafka_18991 and m.epoch != follower.epoch:
+        if features.kafka_18991 and m.epoch != follower.epoch:
             return with_network(s, network)  # KAFKA-18991: an answer to a request of an older leader epoch
         if m.error == NONE and m.diverging_epoch == UNDEFINED and m.diverging_offset == UNDEFINED:
             log = follower.log + m.records
-            cache = cache_after_append(follower.cache, log, leo, self._7415) if self._epoch_cache else follower.cache
+            cache = cache_after_append(follower.cache, log, leo, features.kafka_7415) if features.epoch_cache else follower.cache
             if truncating:
                 # 0.11.0 / 1.0.x: processPartitionData appends and takes the HW; with records the state is replaced by
                 # PartitionFetchState(newOffset) (truncatingLog = false): the truncation is skipped; an empty answer
@@ -292,19 +322,19 @@ class DataPlaneActions:
             follower = _appended_fetched(follower, log=log, hw=min(m.hw, len(log)), cache=cache, reconciled=follower.epoch)
         elif m.error == NONE:
             pending = (m.src, m.epoch, m.diverging_epoch, m.diverging_offset)
-            if self.features.kafka_14704:
+            if features.kafka_14704:
                 follower = _diverging_noted(follower, pending_diverging=pending)
             else:  # before KAFKA-14704's fix: the leader's HW is taken before the divergent tail is truncated
                 follower = _diverging_noted_hw(follower, pending_diverging=pending, hw=min(m.hw, leo))
         elif m.error == OFFSET_OUT_OF_RANGE and m.hw < leo:
-            if not self.features.kafka_7414 and not self.features.unclean:
+            if not features.kafka_7414 and not features.unclean:
                 # before 2.0.1 (KAFKA-7414) a follower ahead of its leader halts the broker unless unclean election
                 # is on (0.10.2.2 to 2.0.0 ReplicaFetcherThread.handleOffsetOutOfRange: "Exiting because log
                 # truncation is not allowed", FatalExitError); 2.0.1 truncates to the leader's end offset
                 return self._crash_state(with_network(s, network), i, leo)
             # the leader's log ends before ours: truncate to its end offset (0.11.0 / 1.0.x: a truncating partition
             # then fetches, new PartitionFetchState(newOffset))
-            follower = truncate_broker(follower, m.hw, self._fix_10706, self.features.truncation_lowers_hw)
+            follower = truncate_broker(follower, m.hw, features.kafka_10706_fix, features.truncation_lowers_hw)
             if truncating:
                 follower = with_fetch_state(follower, fetch=FETCHING)
         elif m.error == FENCED_LEADER_EPOCH and self._removes_on_fenced(m.epoch, follower):
@@ -327,7 +357,7 @@ class DataPlaneActions:
             add((self._truncate_diverging[i], with_broker(s, i, follower.with_(pending_diverging=()))))
             return
         offset, _ = follower_truncation(follower.cache, len(follower.log), follower.hw, epoch, end)
-        truncated = truncate_broker(follower, offset, self._fix_10706, self.features.truncation_lowers_hw)
+        truncated = truncate_broker(follower, offset, self.features.kafka_10706_fix, self.features.truncation_lowers_hw)
         truncated = _diverging_done(truncated, fetch=FETCHING if in_fetcher else truncated.fetch)
         add((self._truncate_diverging[i], with_broker(s, i, truncated)))
 
@@ -340,12 +370,13 @@ class DataPlaneActions:
         in 2.1+); only an error-free UNDEFINED_EPOCH_OFFSET falls back to the HW. FENCED_LEADER_EPOCH
         removes the partition in 2.1.0 (``fenced-removes-partition``: KAFKA-7786's stall); with
         ``kafka-7786-fix`` an answer whose request epoch is no longer the partition's is ignored."""
+        features = self.features
         network = remove_message(s.network, m)
         i = m.dst
         follower = s.brokers[i]
         if (follower.fetch != TRUNCATING and follower.fetch != TRUNCATING_AGAIN) or follower.leader != m.src:
             return with_network(s, network)
-        if self._fix_7786 and m.epoch != follower.epoch:
+        if features.checks_offsets_answer_epoch and m.epoch != follower.epoch:
             return with_network(s, network)  # KAFKA-7786's fix: the epoch changed while it was in flight
         leo = len(follower.log)
         done = True
@@ -354,19 +385,20 @@ class DataPlaneActions:
                 follower = _fenced(follower)  # until the next LeaderAndIsr
                 return with_broker(s, i, follower, network=network)
             return with_network(s, network)  # retried: the partition stays truncating
-        if self._kip279:
+        if features.epoch_in_response:
             # an UNDEFINED answer truncates to the fetch state's offset (2.0.0 getOffsetTruncationState: "The initial
             # fetch offset ... will be used for truncation"): the initial fetch offset the state was created at (the
             # HW from kafka-5163, 1.1.0 makeFollowers; the LEO before), or, after an intermediate truncation, that
             # offset (updateFetchOffsetAndMaybeMarkTruncationComplete): its LEO
-            at_leo = follower.fetch == TRUNCATING_AGAIN or not self.features.kafka_5163
+            at_leo = follower.fetch == TRUNCATING_AGAIN or not features.kafka_5163
             fetch_offset = leo if at_leo else follower.hw
-            offset, done = follower_truncation(follower.cache, leo, fetch_offset, m.answer_epoch, m.end_offset, self._7415)
+            offset, done = follower_truncation(follower.cache, leo, fetch_offset, m.answer_epoch, m.end_offset,
+                                               features.kafka_7415)
         elif m.end_offset == UNDEFINED:
             offset = follower.hw  # 0.11: UNDEFINED_EPOCH_OFFSET falls back to the high watermark
         else:
             offset = min(m.end_offset, leo)
-        truncated = truncate_broker(follower, offset, self._fix_10706, self.features.truncation_lowers_hw)
+        truncated = truncate_broker(follower, offset, features.kafka_10706_fix, features.truncation_lowers_hw)
         follower = with_fetch_state(truncated, fetch=FETCHING if done else TRUNCATING_AGAIN)
         return with_broker(s, i, follower, network=network)
 

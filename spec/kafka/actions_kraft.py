@@ -41,10 +41,11 @@ On the KRaft rows the controller is the KRaft quorum controller, not ZooKeeper's
 
 The ZooKeeper rows with ``alter-isr`` (2.7.0+: 2.8.0, 2.8.1, 3.4.1, 3.9.1) reuse the AlterPartition families for the
 ZooKeeper controller's AlterIsr: ShrinkIsr / ExpandIsr, LoseAlterPartitionResponse and the bounds ``alters`` and
-``alter_losses`` as above, with ``_process_alter_isr`` and ``_receive_alter_isr_response`` where the ZooKeeper
-controller and its leader differ (the zkVersion as the version, STALE_BROKER_EPOCH, an already-written proposal
+``alter_losses`` as above. Their control plane (``spec.kafka.controllers.AlterIsrController``) runs
+``_alter_leader_actions`` and delivers with ``_process_alter_isr`` and ``_receive_alter_isr_response`` where the
+ZooKeeper controller and its leader differ (the zkVersion as the version, STALE_BROKER_EPOCH, an already-written proposal
 answered with the current state, no LeaderAndIsr after a write, no INELIGIBLE_REPLICA); the rest of their control plane
-is ZooKeeper's (``spec.kafka.actions_control``).
+is ZooKeeper's (``spec.kafka.actions_control``). The KRaft rows' plane is ``KRaftController``.
 
 Faults: Crash keeps the log (a process crash: the page cache survives); UncleanShutdown(broker, keep) loses
 the log beyond ``keep`` records (bound ``unclean_shutdowns``): Kafka leaves flushing to the OS, so any
@@ -80,16 +81,16 @@ CleanShutdown                      broker, leader              (clean_shutdowns)
 
 from __future__ import annotations
 
+from spec.kafka.clients import unclean_noted
 from spec.kafka.log import UNDEFINED, epoch_start
 from spec.kafka.state import (
     ALTER_PARTITION,
     ALTER_PARTITION_RESPONSE,
     DEAD,
     FENCED_LEADER_EPOCH,
-    FETCH_RESPONSE,
+    IDLE_STOPPED,
     INELIGIBLE_REPLICA,
     INVALID_UPDATE_VERSION,
-    LEADER_AND_ISR,
     NO_LEADER,
     NONE,
     STALE_BROKER_EPOCH,
@@ -130,19 +131,11 @@ KRAFT_MATRIX_BOUNDS: dict[str, tuple[str, ...]] = {
 }
 
 
-def _kraft_bound_sets() -> dict[str, dict[str, tuple[str, ...]]]:
+def kraft_bound_sets() -> dict[str, dict[str, tuple[str, ...]]]:
     deep = ("records=1", "epochs=3", "crashes=1", "unclean_shutdowns=1", "alters=2", "min_isr=2")
     return {"default": dict(KRAFT_MATRIX_BOUNDS),
             "deep": {**KRAFT_MATRIX_BOUNDS, **{name: deep for name in ("committed-durable", "no-uncommitted-below-hw",
                                                                        "replica-sanity", "elr-safety")}}}
-
-
-#: the families this mixin overrides that do nothing on a ZooKeeper row but hand on to the ZooKeeper ones
-_ZOOKEEPER_FALLBACKS = ("_controller_actions", "_leader_actions", "_isr_change_action",
-                        "_apply_leader_and_isr", "_follower_actions", "_serve_fetch_state")
-#: the families a ZooKeeper row with ``alter-isr`` (2.7.0+) keeps from this mixin: the leader's ISR change is a request
-_ALTER_ISR_FAMILIES = ("_leader_actions", "_isr_change_action")
-
 
 
 def _answers_pending(b: Broker, m: AlterPartitionResponse) -> bool:
@@ -151,38 +144,24 @@ def _answers_pending(b: Broker, m: AlterPartitionResponse) -> bool:
     (KRaft's and ZooKeeper's leaders alike: ``isrState != proposedIsrState``)."""
     return b.alter_pending and b.epoch == m.epoch and b.partition_epoch == m.partition_epoch
 
+
 class KRaftActions:
-    """The KRaft controller, AlterPartition, fencing and the unclean shutdown. Every method falls back to the
-    ZooKeeper families (``super()``) on the rows without ``kraft``, so their state spaces are unchanged."""
+    """The KRaft controller, AlterPartition (and the ZooKeeper rows' AlterIsr), fencing and the unclean shutdown.
+    No method here overrides another family's: the KRaft and AlterIsr control planes (``spec.kafka.controllers``)
+    call these where the ZooKeeper plane calls ``actions_control`` and ``actions_data``."""
 
     def _init_kraft(self, alters: int, unclean_shutdowns: int, alter_losses: int = 0, metadata_lag: int = 0,
                     clean_shutdowns: int = 0, fences: int = 0) -> None:
         f = self.features
-        self._kraft = f.kraft
         # the bounds of the KRaft rows are inert on the ZooKeeper rows (their fault is lossy-crash), as the bounds of
         # the ZooKeeper control plane (shutdowns, bounces, losses) are on the KRaft rows: a scenario replays under both
         self.max_alters = alters
         self.max_unclean_shutdowns = unclean_shutdowns
         self.max_alter_losses = alter_losses
-        self.metadata_lag = bool(metadata_lag)
+        self.metadata_lag = metadata_lag  # a bound (0 or 1), not a protocol switch
         self.max_clean_shutdowns = clean_shutdowns
         self.max_fences = fences
-        self._elr = f.kip_966_elr
-        #: KIP-966's detection acts only where ELR is supported (``handleBrokerUncleanShutdown``: isElrSupported)
-        self._detect_unclean = f.clean_shutdown_detection and f.kip_966_elr
-        #: a ZooKeeper row from 2.7.0 (``alter-isr``): the leader's ISR changes are AlterIsr requests to the ZooKeeper
-        #: controller, through the AlterPartition families below (``_process_alter_isr``, ``_receive_alter_isr_response``
-        #: where the ZooKeeper controller and its leader differ from KRaft's)
-        self._alter_isr = f.alter_isr and not f.kraft
-        #: the ISR is changed by a request to the controller (KRaft's AlterPartition, ZooKeeper's AlterIsr)
-        self._alter_by_request = f.kraft or self._alter_isr
-        if not f.kraft:
-            # the ZooKeeper rows run the ZooKeeper families with no KRaft wrapper in between (each override below
-            # only hands them on there); a family another mixin already bound on this model stays as it is
-            for name in _ZOOKEEPER_FALLBACKS:
-                if name not in vars(self) and not (self._alter_isr and name in _ALTER_ISR_FAMILIES):
-                    setattr(self, name, getattr(super(), name))
-        if self._alter_isr:
+        if f.zookeeper_alter_isr:
             self.constants["alters"] = alters
             if alter_losses:
                 self.constants["alter_losses"] = alter_losses
@@ -196,9 +175,9 @@ class KRaftActions:
                 self.constants["clean_shutdowns"] = clean_shutdowns
             if fences:
                 self.constants["fences"] = fences
-            # ``kmc matrix`` checks a KRaft row at its own bounds (an instance attribute over the class's)
+            # ``kmc matrix`` checks a KRaft row at its own bounds (an instance attribute over the class's; the bound
+            # sets: ``KafkaModel.matrix_bound_sets``)
             self.matrix_bounds = dict(KRAFT_MATRIX_BOUNDS)
-            self.matrix_bound_sets = _kraft_bound_sets
         ids = range(self.n)
         a = Action
         self._fence = [[a("FenceBroker", (("broker", b), ("leader", x))) for x in range(-1, self.n)] for b in ids]
@@ -233,7 +212,7 @@ class KRaftActions:
         if target or c.adding or c.removing:  # spec.kafka.actions_reassignment
             leader, isr, bump, assignment = self._reassigned(s, leader, isr, bump, target)
         elr = c.elr
-        if self._elr:
+        if self.features.kip_966_elr:
             if len(isr) >= self.min_isr:
                 elr = ()
             else:
@@ -254,8 +233,9 @@ class KRaftActions:
             to = self._replaying(c, controller, to)
         # a metadata record is not addressed to a registration: a fenced broker that runs replays it too (its own
         # broker epoch, which is the registered one whenever it is unfenced)
-        sent = tuple([LeaderAndIsr(LEADER_AND_ISR, r, new_epoch, leader, isr, s.brokers[r].broker_epoch,
-                                   s.brokers[r].incarnation, partition_epoch, controller.replicas)
+        sent = tuple([LeaderAndIsr.new(dst=r, epoch=new_epoch, leader=leader, isr=isr,
+                                       broker_epoch=s.brokers[r].broker_epoch, meant=s.brokers[r].incarnation,
+                                       partition_epoch=partition_epoch, replicas=controller.replicas)
                       for r in to if s.brokers[r].alive])
         return s.with_(controller=controller, network=add_messages(s.network, *sent))
 
@@ -263,7 +243,7 @@ class KRaftActions:
         """The electable replicas (``PartitionChangeBuilder.isValidNewLeader``): unfenced ISR members; with
         ``kip-966-elr``, unfenced ELR members when the ISR is empty."""
         found = [r for r in isr if r != excluded and self._unfenced(s, r)]
-        if not found and not isr and self._elr:
+        if not found and not isr and self.features.kip_966_elr:
             replicas = s.controller.replicas  # the election walks the replicas (spec.kafka.actions_reassignment)
             found = [r for r in elr if r != excluded and self._unfenced(s, r) and (not replicas or r in replicas)]
         return found
@@ -272,10 +252,12 @@ class KRaftActions:
         """A new leader from the ISR, or (empty ISR, KIP-966) from the ELR: it becomes the ISR."""
         return self._partition_change(s, leader, isr if leader in isr else (leader,))
 
-    def _controller_actions(self, s: KafkaState, out: list) -> None:
-        if not self._kraft:
-            super()._controller_actions(s, out)
-            return
+    def _kraft_controller_actions(self, s: KafkaState, out: list) -> None:
+        """The KRaft controller's own actions (``KRaftController.actions``): it fences a broker whose session expired
+        (or, bound ``fences``, a running one) and unfences one that heartbeats again; it elects a leader for an offline
+        partition (KIP-966: from the ELR when the ISR is empty; ``unclean``: any unfenced replica when no member is
+        electable), moves leadership to another unfenced ISR member (preferred election) and bumps the leader epoch
+        (``bumps``)."""
         add = out.append
         brokers, c = s.brokers, s.controller
         for b in range(self.n):
@@ -292,9 +274,10 @@ class KRaftActions:
                 if t is not None:
                     add((self._elect[b], t))
             if self.features.unclean and not self._candidates(s, c.isr, c.elr):
+                noted = unclean_noted(s)  # the consumers' ghost (spec.kafka.clients)
                 for b in c.replicas or range(self.n):  # the replicas (spec.kafka.actions_reassignment)
                     if self._unfenced(s, b):
-                        t = self._partition_change(s, b, (b,))
+                        t = self._partition_change(noted, b, (b,))
                         if t is not None:
                             add((self._unclean[b], t))
         elif brokers[c.leader].alive and self._unfenced(s, c.leader):
@@ -320,11 +303,11 @@ class KRaftActions:
             add((table[c.leader + 1], fenced))
             return
         isr = tuple([r for r in c.isr if r != i])
-        if not isr and not self._elr:
+        if not isr and not self.features.kip_966_elr:
             isr = c.isr  # PartitionChangeBuilder.build: an empty target ISR is not written
         if c.leader == i or c.leader == NO_LEADER:
             elr_after = c.elr
-            if self._elr and len(isr) < self.min_isr:
+            if self.features.kip_966_elr and len(isr) < self.min_isr:
                 elr_after = tuple(sorted((set(c.elr) | set(c.isr)) - set(isr)))
             candidates = self._candidates(fenced, isr, elr_after, excluded=i)
             if candidates:
@@ -372,14 +355,11 @@ class KRaftActions:
                 add((table[r + 1], t))
 
     # -- the leader's AlterPartition -------------------------------------------------------------------------
-    def _leader_actions(self, s: KafkaState, i: int, leader: Broker, out: list) -> None:
+    def _alter_leader_actions(self, s: KafkaState, i: int, leader: Broker, out: list) -> None:
         """A leader's own actions; on KRaft a deposed leader still sends AlterPartition (the controller fences
         it by its leader epoch) but only one at a time (``PartitionState.isInflight``). The same on a ZooKeeper row with
         ``alter-isr`` (2.7.0 ``Partition.maybeShrinkIsr`` / ``canAddReplicaToIsr``: ``!isrState.isInflight``; the
         ZooKeeper write of a deposed leader failing on its zkVersion is gone with the write itself)."""
-        if not self._alter_by_request:
-            super()._leader_actions(s, i, leader, out)
-            return
         add = out.append
         self._produce_action(s, i, leader, add)
         self._advance_hw_action(s, i, leader, add)
@@ -387,7 +367,7 @@ class KRaftActions:
             return
         for f in leader.replicas or range(self.n):  # its replicas (spec.kafka.actions_reassignment)
             if f != i:
-                self._isr_change_action(s, i, leader, f, add)
+                self._isr_change_request_action(s, i, leader, f, add)
 
     def _eligible(self, s: KafkaState, leader: Broker, f: int) -> bool:
         """``Partition.isReplicaIsrEligible`` (3.3.0+ in KRaft mode): not fenced, not in controlled shutdown
@@ -398,7 +378,7 @@ class KRaftActions:
         newer view only blocks an expansion, which the model has anyway). Partition changes are replayed late either
         way: a LeaderAndIsr is the PartitionChangeRecord a broker replays when it reaches it (``_apply_leader_and_isr``)."""
         registered = s.controller.registered[f]
-        lagging = self.metadata_lag
+        lagging = self.metadata_lag > 0
         # with metadata_lag the leader's metadata cache may not have replayed the latest registration records yet: any
         # older view of the follower (unfenced, not shutting down, the broker epoch of its fetch state) is possible, so
         # the leader's own check passes; the controller checks the proposal against its current registrations
@@ -409,7 +389,7 @@ class KRaftActions:
             return stored != UNDEFINED and (lagging or stored == registered)
         return True
 
-    def _isr_change_action(self, s: KafkaState, i: int, leader: Broker, f: int, add) -> None:
+    def _isr_change_request_action(self, s: KafkaState, i: int, leader: Broker, f: int, add) -> None:
         """ShrinkIsr / ExpandIsr on KRaft (``Partition.maybeShrinkIsr`` / ``maybeExpandIsr``): the leader sends an
         AlterPartition with its leader and partition epochs and (KIP-903) each member's broker epoch
         (``addBrokerEpochToIsr``); meanwhile it works with the maximal ISR (an expansion counts the new member).
@@ -420,9 +400,6 @@ class KRaftActions:
         zkVersion of its last committed state as the version (``AlterIsrRequestData.currentIsrVersion``, 3.3+
         ``partitionEpoch``) and its own broker epoch (``AlterIsrRequestData.brokerEpoch``); no eligibility check
         (``isReplicaIsrEligible`` is KRaft's before 3.4.0)."""
-        if not self._alter_by_request:
-            super()._isr_change_action(s, i, leader, f, add)
-            return
         isr = leader.isr
         if f in isr:
             if self.features.kafka_7152 and leader.remote[f] == len(leader.log):
@@ -436,18 +413,19 @@ class KRaftActions:
                 return
             if self.features.kafka_7128 and fetched < epoch_start(leader.cache, leader.epoch, len(leader.log)):
                 return
-            if self._kraft and not self._eligible(s, leader, f):
+            if self.features.kraft and not self._eligible(s, leader, f):
                 return
             proposed = maximal = tuple(sorted(isr + (f,)))
             act = self._expand[i][f]
-        if self._alter_isr:
+        if self.features.zookeeper_alter_isr:
             epochs = tuple([leader.broker_epoch if r == i else UNDEFINED for r in range(self.n)])
         elif self.features.kip_903:
             epochs = tuple([(leader.broker_epoch if r == i else leader.remote_epochs[r]) if r in proposed else UNDEFINED
                             for r in range(self.n)])
         else:
             epochs = (UNDEFINED,) * self.n
-        request = AlterPartition(ALTER_PARTITION, i, CONTROLLER, leader.epoch, leader.partition_epoch, proposed, epochs)
+        request = AlterPartition.new(src=i, dst=CONTROLLER, epoch=leader.epoch,
+                                 partition_epoch=leader.partition_epoch, isr=proposed, broker_epochs=epochs)
         pending = leader.with_(isr=maximal, alter_pending=True, committed_isr=isr)
         add((act, with_broker(s, i, pending, network=add_messages(s.network, request), alters=s.alters + 1)))
 
@@ -457,9 +435,6 @@ class KRaftActions:
         INELIGIBLE_REPLICA (KIP-841: a fenced member; KIP-903: a broker epoch other than the registered one);
         otherwise the change is written (not enabled beyond the epoch bound) and answered. On a ZooKeeper row with
         ``alter-isr``, the ZooKeeper controller's rules: ``_process_alter_isr``."""
-        if self._alter_isr:
-            self._process_alter_isr(s, m, add)
-            return
         c = s.controller
         rest = s.with_(network=remove_message(s.network, m))
         error = NONE
@@ -471,16 +446,18 @@ class KRaftActions:
             error = INELIGIBLE_REPLICA
         act = self._process_alter[m.src]
         if error != NONE:
-            response = AlterPartitionResponse(ALTER_PARTITION_RESPONSE, CONTROLLER, m.src, m.epoch, m.partition_epoch,
-                                              error, (), UNDEFINED, UNDEFINED)
+            response = AlterPartitionResponse.new(src=CONTROLLER, dst=m.src, epoch=m.epoch,
+                                              partition_epoch=m.partition_epoch, error=error, isr=(), new_epoch=UNDEFINED,
+                                              new_partition_epoch=UNDEFINED)
             add((act, rest.with_(network=add_messages(rest.network, response))))
             return
         changed = self._partition_change(rest, c.leader, m.isr)
         if changed is None:
             return
         after = changed.controller
-        response = AlterPartitionResponse(ALTER_PARTITION_RESPONSE, CONTROLLER, m.src, m.epoch, m.partition_epoch, NONE,
-                                          after.isr, after.epoch, after.partition_epoch)
+        response = AlterPartitionResponse.new(src=CONTROLLER, dst=m.src, epoch=m.epoch,
+                                          partition_epoch=m.partition_epoch, error=NONE, isr=after.isr, new_epoch=after.epoch,
+                                          new_partition_epoch=after.partition_epoch)
         add((act, changed.with_(network=add_messages(changed.network, response))))
         if s.alter_losses < self.max_alter_losses:
             self._lose_alter_response(changed, m, add)
@@ -507,8 +484,9 @@ class KRaftActions:
         elif m.epoch < c.epoch:
             error = FENCED_LEADER_EPOCH
         elif m.src == c.leader and m.epoch == c.epoch and m.isr == c.isr:
-            current = AlterPartitionResponse(ALTER_PARTITION_RESPONSE, CONTROLLER, m.src, m.epoch, m.partition_epoch, NONE,
-                                             c.isr, c.epoch, c.partition_epoch)
+            current = AlterPartitionResponse.new(src=CONTROLLER, dst=m.src, epoch=m.epoch,
+                                             partition_epoch=m.partition_epoch, error=NONE, isr=c.isr, new_epoch=c.epoch,
+                                             new_partition_epoch=c.partition_epoch)
             add((act, rest.with_(network=add_messages(rest.network, current))))
             return
         elif m.partition_epoch != c.partition_epoch:
@@ -518,14 +496,16 @@ class KRaftActions:
         if error != NONE:
             # STALE_BROKER_EPOCH names the proposal, which the leader sends again (``AlterIsrManager`` keeps the item)
             isr = m.isr if error == STALE_BROKER_EPOCH else ()
-            response = AlterPartitionResponse(ALTER_PARTITION_RESPONSE, CONTROLLER, m.src, m.epoch, m.partition_epoch,
-                                              error, isr, UNDEFINED, UNDEFINED)
+            response = AlterPartitionResponse.new(src=CONTROLLER, dst=m.src, epoch=m.epoch,
+                                              partition_epoch=m.partition_epoch, error=error, isr=isr, new_epoch=UNDEFINED,
+                                              new_partition_epoch=UNDEFINED)
             add((act, rest.with_(network=add_messages(rest.network, response))))
             return
         version = c.partition_epoch + 1
         written = rest.with_(controller=c.with_(isr=m.isr, partition_epoch=version))
-        response = AlterPartitionResponse(ALTER_PARTITION_RESPONSE, CONTROLLER, m.src, m.epoch, m.partition_epoch, NONE,
-                                          m.isr, c.epoch, version)
+        response = AlterPartitionResponse.new(src=CONTROLLER, dst=m.src, epoch=m.epoch,
+                                          partition_epoch=m.partition_epoch, error=NONE, isr=m.isr, new_epoch=c.epoch,
+                                          new_partition_epoch=version)
         add((act, written.with_(network=add_messages(written.network, response))))
         if s.alter_losses < self.max_alter_losses:
             self._lose_alter_response(written, m, add)
@@ -562,9 +542,6 @@ class KRaftActions:
         change moved the leader epoch (then the partition change brings it); INELIGIBLE_REPLICA reverts to the
         last committed ISR; the other errors wait for the next partition change (``handleAlterPartitionError``). On a
         ZooKeeper row with ``alter-isr``: ``_receive_alter_isr_response``."""
-        if self._alter_isr:
-            self._receive_alter_isr_response(s, m, add)
-            return
         i = m.dst
         b = s.brokers[i]
         rest = s.with_(network=remove_message(s.network, m))
@@ -605,72 +582,50 @@ class KRaftActions:
             add((act, with_broker(rest, i, b)))
         elif m.error == STALE_BROKER_EPOCH:
             epochs = tuple([b.broker_epoch if r == i else UNDEFINED for r in range(self.n)])
-            again = AlterPartition(ALTER_PARTITION, i, CONTROLLER, b.epoch, b.partition_epoch, m.isr, epochs)
+            again = AlterPartition.new(src=i, dst=CONTROLLER, epoch=b.epoch, partition_epoch=b.partition_epoch,
+                                   isr=m.isr, broker_epochs=epochs)
             add((act, rest.with_(network=add_messages(rest.network, again))))
         else:
             add((act, rest))
 
+    # -- the requests to the controller, delivered --------------------------------------------------------------
+    def _alter_partition_deliveries(self, s: KafkaState, out: list) -> None:
+        """KRaft: the controller processes an AlterPartition; a leader receives the answer (after the messages every
+        row shares, ``KafkaModel._deliveries``)."""
+        add = out.append
+        for m in s.network:
+            if m.kind == ALTER_PARTITION:
+                self._process_alter_partition(s, m, add)
+            elif m.kind == ALTER_PARTITION_RESPONSE:
+                self._receive_alter_response(s, m, add)
+
+    def _alter_isr_deliveries(self, s: KafkaState, out: list) -> None:
+        """A ZooKeeper row with ``alter-isr``: the ZooKeeper controller processes an AlterIsr; the leader receives the
+        answer."""
+        add = out.append
+        for m in s.network:
+            if m.kind == ALTER_PARTITION:
+                self._process_alter_isr(s, m, add)
+            elif m.kind == ALTER_PARTITION_RESPONSE:
+                self._receive_alter_isr_response(s, m, add)
+
     # -- metadata replayed by a broker -----------------------------------------------------------------------
-    def _apply_leader_and_isr(self, s: KafkaState, m: LeaderAndIsr) -> KafkaState:
-        """On KRaft a partition change replayed from the metadata log (``ReplicaManager.applyDelta``): a newer
-        leader epoch goes through ``becomeLeaderOrFollower`` as before; the same leader epoch with a newer
-        partition epoch only updates the ISR (a leader's pending AlterPartition is dropped:
-        ``Partition.makeLeader`` sets a committed partition state). Both drop a pending AlterPartition. A leader
-        re-elected in a new epoch keeps its followers' fetch states (3.3.0 ``Replica.resetReplicaState`` with
-        ``isNewLeader = false``)."""
-        if not self._kraft:
-            return super()._apply_leader_and_isr(s, m)
+    def _kraft_apply_leader_and_isr(self, s: KafkaState, m: LeaderAndIsr) -> KafkaState:
+        """On KRaft a partition change replayed from the metadata log (``ReplicaManager.applyDelta``): the same leader
+        epoch with a newer partition epoch only updates the ISR (a leader's pending AlterPartition is dropped:
+        ``Partition.makeLeader`` sets a committed partition state); a newer leader epoch goes through
+        ``becomeLeaderOrFollower`` as on the ZooKeeper rows (``actions_control._apply_leader_and_isr``, which also sets
+        the partition epoch, drops a pending AlterPartition and, with KIP-903, the followers' broker epochs)."""
         i = m.dst
         b = s.brokers[i]
         if m.epoch == b.epoch and m.partition_epoch > b.partition_epoch:
             updated = b.with_(isr=m.isr, partition_epoch=m.partition_epoch, alter_pending=False, committed_isr=())
             return with_broker(s, i, updated, network=remove_message(s.network, m))
-        t = super()._apply_leader_and_isr(s, m)
-        after = t.brokers[i]
-        if after.epoch != m.epoch or b.epoch == m.epoch:
-            return t  # ignored
-        updated = after.with_(partition_epoch=m.partition_epoch, alter_pending=False, committed_isr=())
-        if m.leader == i and b.leader == i:
-            # re-elected with a new leader epoch: ``Replica.resetReplicaState(isNewLeader = false)`` keeps each
-            # follower's fetch state (LEO, broker epoch): the window KIP-903 closes
-            updated = updated.with_(remote=b.remote, remote_epochs=b.remote_epochs)
-        elif m.leader == i and self.features.kip_903:
-            updated = updated.with_(remote_epochs=(UNDEFINED,) * self.n)  # a new leader: every state unknown
-        elif m.leader != i:
-            updated = updated.with_(remote_epochs=())
-        return with_broker(t, i, updated)
-
-    # -- KIP-903: the follower's broker epoch in its fetch ------------------------------------------------------
-    def _follower_actions(self, s: KafkaState, i: int, follower: Broker, out: list) -> None:
-        """SendFetch with KIP-903 on KRaft: the Fetch carries the follower's broker epoch (3.5.0
-        ``RemoteLeaderEndPoint.buildFetch``: ``FetchRequest.Builder.forReplica(version, brokerId, brokerEpochSupplier(), ...)``,
-        FetchRequest v15 ``ReplicaState.ReplicaEpoch``), given to the action that builds the request."""
-        if not (self._kraft and self.features.kip_903):
-            super()._follower_actions(s, i, follower, out)
-            return
-        super()._follower_actions(s, i, follower, out, broker_epoch=follower.broker_epoch)
-
-    def _serve_fetch_state(self, s: KafkaState, m) -> KafkaState:
-        """ServeFetch; with KIP-903 a fetch the leader accepts records the follower's broker epoch with its fetch
-        offset (3.5.0 ``Partition.updateFollowerFetchState``, ``Replica.updateFetchState(brokerEpoch)``)."""
-        t = super()._serve_fetch_state(s, m)
-        if not (self._kraft and self.features.kip_903):
-            return t
-        i, f = m.dst, m.src
-        leader = t.brokers[i]
-        if not leader.remote_epochs:
-            return t
-        for r in t.network:
-            if r.kind == FETCH_RESPONSE and r.src == i and r.dst == f:
-                if r.error == NONE and r.diverging_epoch == UNDEFINED and leader.remote_epochs[f] != m.broker_epoch:
-                    return with_broker(t, i, leader.with_(remote_epochs=replace_at(leader.remote_epochs, f,
-                                                                                   m.broker_epoch)))
-                break
-        return t
+        return self._apply_leader_and_isr(s, m)
 
     # -- a broker's own actions: crash, unclean shutdown, restart ----------------------------------------------
     def _kraft_broker_actions(self, s: KafkaState, i: int, out: list) -> None:
-        """A broker's own actions on the KRaft rows (``KafkaModel._broker_actions`` hands them here): as on the
+        """A broker's own actions on the KRaft rows (``KRaftController.broker_actions``): as on the
         ZooKeeper rows, without the ZooKeeper ControlledShutdown and Bounce, with KRaft's Restart and the
         UncleanShutdown fault."""
         b = s.brokers[i]
@@ -715,10 +670,10 @@ class KRaftActions:
         table = self._kraft_shutdown[i]
         shutting = with_broker(s, i, b.with_(stopping=True), shutdowns=s.shutdowns + 1)
         isr = tuple([r for r in c.isr if r != i])
-        if not isr and not self._elr:
+        if not isr and not self.features.kip_966_elr:
             isr = c.isr  # PartitionChangeBuilder.build: an empty target ISR is not written
         elr_after = c.elr
-        if self._elr and len(isr) < self.min_isr:
+        if self.features.kip_966_elr and len(isr) < self.min_isr:
             elr_after = tuple(sorted((set(c.elr) | set(c.isr)) - set(isr)))
         candidates = self._candidates(shutting, isr, elr_after, excluded=i)
         for r in candidates:
@@ -771,32 +726,28 @@ class KRaftActions:
         whose previous broker epoch, read from its clean shutdown file (``LogManager.readBrokerEpochFromCleanShutdownFiles``,
         ``BrokerLifecycleManager`` ``previousBrokerEpoch``; -1 without the file), is not its registered one: a broker
         that crashed (Crash, UncleanShutdown), not one that stopped cleanly (CleanShutdown: dead with ``stopping``).
-        It then replays the partition's current state."""
+        It then replays the partition's current state; a broker that a reassignment took out of the replicas
+        (``spec.kafka.actions_reassignment``) has no partition state to replay (no fetcher), and a log it did not delete
+        before it crashed stays on its disk as a stray log (3.5.0 deletes none at start-up)."""
         before = s.brokers[i]
         clean = not before.alive and before.stopping  # its clean shutdown file holds the registered broker epoch
         reborn = self._reborn(before)
         c = s.controller
+        hosts = not c.replicas or i in c.replicas
+        if not hosts:
+            reborn = reborn.with_(idle_cause=IDLE_STOPPED)
         s = with_broker(s, i, reborn, controller=c.with_(registered=replace_at(c.registered, i, reborn.broker_epoch)))
         c = s.controller
         unclean = not (clean and self.features.kafka_18635)
-        if self._detect_unclean and unclean and (i in c.isr or i in c.elr):
+        if self.features.detects_unclean_shutdown and unclean and (i in c.isr or i in c.elr):
             isr = tuple([r for r in c.isr if r != i])
             s = s.with_(controller=c.with_(elr=tuple([r for r in c.elr if r != i])))
             return self._partition_change(s, c.leader if c.leader != i else NO_LEADER, isr, unclean_replica=i)
-        request = LeaderAndIsr(LEADER_AND_ISR, i, c.epoch, c.leader, c.isr, reborn.broker_epoch, reborn.incarnation,
-                               c.partition_epoch, c.replicas)
+        if not hosts:
+            return s
+        request = LeaderAndIsr.new(dst=i, epoch=c.epoch, leader=c.leader, isr=c.isr, broker_epoch=reborn.broker_epoch,
+                                   meant=reborn.incarnation, partition_epoch=c.partition_epoch, replicas=c.replicas)
         return s.with_(network=add_messages(s.network, request))
-
-    # -- messages -------------------------------------------------------------------------------------------------
-    def _kraft_deliveries(self, s: KafkaState, out: list) -> None:
-        """The controller processes an AlterPartition; a leader receives the answer (after the messages the
-        ZooKeeper rows share, ``KafkaModel._deliveries``)."""
-        add = out.append
-        for m in s.network:
-            if m.kind == ALTER_PARTITION:
-                self._process_alter_partition(s, m, add)
-            elif m.kind == ALTER_PARTITION_RESPONSE:
-                self._receive_alter_response(s, m, add)
 
 
 def _alter_in_flight(network: tuple, leader: int) -> bool:

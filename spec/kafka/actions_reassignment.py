@@ -53,12 +53,9 @@ of the ExpandIsr that adds the new replica), as in Kafka.
 from __future__ import annotations
 
 from spec.kafka.state import (
-    FETCH_RESPONSE,
     IDLE_STOPPED,
-    LEADER_AND_ISR,
     NO_FETCHER,
     NO_LEADER,
-    NONE,
     UNKNOWN_LEADER_EPOCH,
     Broker,
     Controller,
@@ -74,7 +71,6 @@ from spec.model import Action
 UNDEFINED = -1  # spec.kafka.log.UNDEFINED: no diverging epoch
 #: the families this mixin wraps; with no reassignment (the bound 0, or a ZooKeeper row) the model calls the wrapped
 #: ones directly, so the state space and the cost per state are those of the model without it
-_WRAPPED = ("_controller_actions", "_apply_leader_and_isr", "_serve_fetch_state", "_kraft_restart_state")
 
 #: ``ReplicaManager.stopPartitions`` with ``deleteLocalLog = true``: the fetcher removed, the log and its epoch cache and
 #: HW checkpoint deleted, the partition forgotten (its partition state, its leader's view of the followers)
@@ -110,22 +106,19 @@ class ReassignmentActions:
 
     def _init_reassignment(self, reassignments: int) -> None:
         self.max_reassignments = reassignments
-        self._reassigning = bool(reassignments) and self._kraft
-        if self._reassigning:
+        if reassignments and self.features.kraft:
             self.constants["reassignments"] = reassignments
             # a removed leader's successor is the first valid target replica, the lowest id here (Kafka: the first in
             # the order the user gave): renaming broker ids does not commute with that, so no --symmetry
             self.has_symmetry = False
-        else:
-            for name in _WRAPPED:  # the wrapped families directly (a family another mixin bound stays as it is)
-                if name not in vars(self):
-                    setattr(self, name, getattr(super(), name))
         ids = range(-1, self.n)
         self._reassign = [[Action("ReassignPartition", (("remove", r), ("add", a))) for a in ids] for r in ids]
 
     # -- the controller --------------------------------------------------------------------------------------------
-    def _controller_actions(self, s: KafkaState, out: list) -> None:
-        super()._controller_actions(s, out)
+    def _reassigning_controller_actions(self, s: KafkaState, out: list) -> None:
+        """The KRaft controller's actions with reassignments (``spec.kafka.controllers.KRaftReassigningController``):
+        its own, then a reassignment while the bound allows one."""
+        self._kraft_controller_actions(s, out)
         if s.reassignments < self.max_reassignments:
             self._reassign_actions(s, out.append)
 
@@ -186,19 +179,20 @@ class ReassignmentActions:
         return sorted(set(to) | (new - old))
 
     # -- the brokers ----------------------------------------------------------------------------------------------
-    def _apply_leader_and_isr(self, s: KafkaState, m: LeaderAndIsr) -> KafkaState:
+    def _reassigned_apply_leader_and_isr(self, s: KafkaState, m: LeaderAndIsr) -> KafkaState:
         """A partition change with a replica list (``ReplicaManager.applyDelta``): a broker not in it deletes its replica
         (``localChanges.deletes`` -> ``stopPartitions(deleteLocalLog = true)``), whatever the leader epoch (the metadata
         log is replayed in order); a replica applies it as before and takes the replica list; a leader forgets what it
         knew of a broker that left or joined its replicas (``updateAssignmentAndIsr``: a new ``Replica``, LEO
-        unknown)."""
+        unknown). The KRaft plane with reassignments applies every partition change through it
+        (``spec.kafka.controllers.KRaftReassigningController``)."""
         if not m.replicas:
-            return super()._apply_leader_and_isr(s, m)
+            return self._kraft_apply_leader_and_isr(s, m)
         i = m.dst
         b = s.brokers[i]
         if i not in m.replicas:
             return with_broker(s, i, _deleted(b, replicas=m.replicas), network=remove_message(s.network, m))
-        t = super()._apply_leader_and_isr(s, m)
+        t = self._kraft_apply_leader_and_isr(s, m)
         after = t.brokers[i]
         if after.partition_epoch != m.partition_epoch or after.replicas == m.replicas:
             return t  # ignored, or nothing new about the replicas
@@ -211,23 +205,10 @@ class ReassignmentActions:
                                                              for r, x in enumerate(after.remote_epochs)]))
         return with_broker(t, i, updated)
 
-    def _serve_fetch_state(self, s: KafkaState, m: FetchRequest) -> KafkaState:
+    def _serve_non_replica(self, s: KafkaState, m: FetchRequest, network: tuple) -> KafkaState:
         """ServeFetch of a fetch from a broker that is not one of the leader's replicas (3.5.0 ``Partition.fetchRecords``
-        -> ``followerReplicaOrThrow``, after the leader epoch checks): UNKNOWN_LEADER_EPOCH, its offset not recorded."""
-        leader = s.brokers[m.dst]
-        if leader.replicas and m.src not in leader.replicas and self._error(leader, m.dst, m.epoch) == NONE:
-            response = FetchResponse(FETCH_RESPONSE, m.dst, m.src, m.epoch, m.offset, UNKNOWN_LEADER_EPOCH, (), UNDEFINED,
-                                     UNDEFINED, UNDEFINED)
-            return with_network(s, add_messages(remove_message(s.network, m), response))
-        return super()._serve_fetch_state(s, m)
-
-    def _kraft_restart_state(self, s: KafkaState, i: int) -> KafkaState | None:
-        """Restart of a broker that is not a replica of the partition any more: it registers as any broker does, and
-        has no partition state to replay (it hosts no replica: no fetcher). A log it did not delete before it crashed
-        stays on its disk as a stray log (3.5.0 deletes none at start-up)."""
-        t = super()._kraft_restart_state(s, i)
-        replicas = s.controller.replicas
-        if t is None or not replicas or i in replicas:
-            return t
-        network = tuple([m for m in t.network if not (m.kind == LEADER_AND_ISR and m.dst == i)])
-        return with_broker(t, i, t.brokers[i].with_(idle_cause=IDLE_STOPPED), network=network)
+        -> ``followerReplicaOrThrow``, after the leader epoch checks): UNKNOWN_LEADER_EPOCH, its offset not recorded
+        (called by the shared ``actions_data._serve_fetch_state`` once a leader has a replica list)."""
+        response = FetchResponse.new(src=m.dst, dst=m.src, epoch=m.epoch, offset=m.offset, error=UNKNOWN_LEADER_EPOCH,
+                                     records=(), hw=UNDEFINED, diverging_epoch=UNDEFINED, diverging_offset=UNDEFINED)
+        return with_network(s, add_messages(network, response))

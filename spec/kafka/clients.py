@@ -1,10 +1,12 @@
 """Clients in the Kafka model: a producer's acknowledgements (acks=1 / acks=all) and consumers.
 
-``ClientActions`` is a mixin of ``spec.kafka.model.KafkaModel``, before the replica families in its bases:
-it refines Produce and AdvanceHighWatermark with the producer's acknowledgement (the ghost
-``KafkaState.acked``) and adds the consumers' actions. With the defaults (``acks=0``, ``consumers=0``) it
-changes nothing: ``acked`` stays empty and there is no consumer, so the replica-only state space is the
-one pinned in the tests. Every rule here is in ``spec.kafka.rules`` with its release and source.
+The producer is a policy chosen once, when the model is built (``producer_for``: ``NoAcks``, ``LeaderAcks``,
+``AllAcks``), and passed where it is used: Produce and AdvanceHighWatermark (``spec.kafka.actions_data``) ask it
+whether an append is accepted and what the producer is told (the ghost ``KafkaState.acked``). The consumers'
+actions are ``ClientActions``'s, a family of ``spec.kafka.model.KafkaModel``; an unclean election notes what they
+had read (``unclean_noted``, called by the controllers' UncleanLeaderElection). With the defaults (``acks=0``,
+``consumers=0``) nothing changes: ``acked`` stays empty and there is no consumer, so the replica-only state space
+is the one pinned in the tests. Every rule here is in ``spec.kafka.rules`` with its release and source.
 
 Producer (constants ``acks`` and ``min_isr``; the existing Produce action and its bound ``records``)
     acks=0   fire and forget (``acks=0``): no acknowledgement, nothing recorded (the default).
@@ -71,8 +73,9 @@ UncleanLeaderElection when there are consumers; those records may vanish, consum
 
 from __future__ import annotations
 
-from spec.kafka.log import UNDEFINED, end_offset_for
+from spec.kafka.log import UNDEFINED, Record, end_offset_for
 from spec.kafka.state import Broker, Consumer, KafkaState
+from spec.kafka.updates import replace_at
 from spec.model import Action
 
 ACKS_NONE = 0
@@ -92,100 +95,103 @@ def _add_acked(acked: tuple, entries: list) -> tuple:
     return tuple(sorted(set(acked).union(entries)))
 
 
-class ClientActions:
-    """The producer's acknowledgement (around Produce and AdvanceHighWatermark) and the consumers' actions."""
+class NoAcks:
+    """acks=0: fire and forget. Every append is accepted, nothing is acknowledged (the replica-only model)."""
 
-    def _init_clients(self, acks: int, min_isr: int, consumers: int, consumer_inflight: int = 0) -> None:
-        self.acks = acks
-        if acks != ACKS_NONE:
-            # with a producer, Produce and AdvanceHighWatermark also acknowledge; without one (the
-            # replica-only model) the data plane's own actions run with no wrapper in between
-            self._produce_action = self._produce_with_acks
-            self._advance_hw_action = self._advance_hw_with_acks
+    acks = ACKS_NONE
+
+    def accepts(self, leader: Broker) -> bool:
+        """Whether the leader appends the produce request (acks=all: NOT_ENOUGH_REPLICAS below ``min_isr``)."""
+        return True
+
+    def appended(self, t: KafkaState, offset: int, record: Record) -> KafkaState:
+        """The state after the leader appended ``record`` at ``offset``, with what the producer is told."""
+        return t
+
+    def advanced(self, t: KafkaState, leader: Broker, hw: int) -> KafkaState:
+        """The state after ``leader`` (as it was before) advanced its HW to ``hw``, with what the producer is told."""
+        return t
+
+
+class LeaderAcks(NoAcks):
+    """acks=1: the leader acknowledges on append (2.1.0 ``ReplicaManager.appendRecords``: ``delayedProduceRequestRequired``
+    is false unless requiredAcks == -1): the record is in ``acked`` from the Produce step on."""
+
+    acks = ACKS_LEADER
+
+    def appended(self, t: KafkaState, offset: int, record: Record) -> KafkaState:
+        return t.with_(acked=_add_acked(t.acked, [(offset, record.epoch, record.ident)]))
+
+
+class AllAcks(NoAcks):
+    """acks=all: a Produce is refused with NOT_ENOUGH_REPLICAS below ``min_isr`` (2.1.0
+    ``Partition.appendRecordsToLeader``) and acknowledged later, by AdvanceHighWatermark (``DelayedProduce.tryComplete``).
+    On the KRaft rows the check counts the last committed ISR, not the maximal one a pending AlterPartition works
+    with (3.5.0 ``Partition.appendRecordsToLeader``: ``inSyncSize = partitionState.isr.size``; the acknowledgement's
+    ``checkEnoughReplicasReachOffset`` counts ``maximalIsr``)."""
+
+    acks = ACKS_ALL
+
+    def __init__(self, min_isr: int) -> None:
         self.min_isr = min_isr
+
+    def accepts(self, leader: Broker) -> bool:
+        committed_isr = leader.committed_isr if leader.alter_pending else leader.isr
+        return len(committed_isr) >= self.min_isr
+
+    def advanced(self, t: KafkaState, leader: Broker, hw: int) -> KafkaState:
+        """The waiting produce requests of the leader's epoch whose offset the new HW passes complete, acknowledged
+        if the ISR has ``min_isr`` members (2.1.0 ``Partition.checkEnoughReplicasReachOffset``: ``minIsr <=
+        curInSyncReplicas.size``; else NOT_ENOUGH_REPLICAS_AFTER_APPEND)."""
+        if len(leader.isr) < self.min_isr:
+            return t
+        log = leader.log
+        entries = [(offset, r.epoch, r.ident) for offset, r in enumerate(log[leader.hw:hw], leader.hw)
+                   if r.epoch == leader.epoch]
+        return t.with_(acked=_add_acked(t.acked, entries)) if entries else t
+
+
+def producer_for(acks: int, min_isr: int) -> NoAcks:
+    """The producer policy of the constant ``acks`` (0, 1 or -1 = all), chosen once (``KafkaModel.__init__``)."""
+    if acks == ACKS_ALL:
+        return AllAcks(min_isr)
+    if acks == ACKS_LEADER:
+        return LeaderAcks()
+    return NoAcks()
+
+
+def unclean_noted(s: KafkaState) -> KafkaState:
+    """The state an UncleanLeaderElection starts from: each consumer's ghost ``read_before_unclean`` set to what it
+    has read (those records may now vanish; consumed-stays says which may). Without consumers, ``s`` itself."""
+    if not s.consumers:
+        return s
+    return s.with_(consumers=tuple([c.with_(read_before_unclean=len(c.consumed)) for c in s.consumers]))
+
+
+class ClientActions:
+    """The consumers' actions (the producer is a policy: ``producer_for``)."""
+
+    def _init_clients(self, consumers: int, consumer_inflight: int = 0) -> None:
         self.n_consumers = consumers
-        self._consumer_validates = self.features.consumer_truncation_detection
         ids = range(self.n)
         a = Action
-        self._consumer_metadata = [[a("ConsumerMetadata", (("consumer", c), ("leader", b))) for b in ids]
-                                   for c in range(consumers)]
-        self._consumer_fetch = [[a("ConsumerFetch", (("consumer", c), ("leader", b))) for b in ids]
-                                for c in range(consumers)]
-        self._consumer_validate = [[a("ConsumerValidate", (("consumer", c), ("leader", b))) for b in ids]
-                                   for c in range(consumers)]
-        self._from_follower = self.features.fetch_from_follower
-        self._consumer_fetch_follower = [[a("ConsumerFetchFromFollower", (("consumer", c), ("replica", b))) for b in ids]
-                                         for c in range(consumers)]
-        self._unclean_actions = frozenset(id(action) for action in self._unclean)
-        if consumers and self.features.unclean:
-            # consumers remember an unclean election (the ghost read_before_unclean); otherwise the controller's
-            # own actions run with no wrapper in between
-            self._controller_actions = self._controller_actions_marking_unclean
+        c_ids = range(consumers)
+
+        def table(name: str, second: str) -> list[list[Action]]:
+            return [[a(name, (("consumer", c), (second, b))) for b in ids] for c in c_ids]
+
+        self._consumer_metadata = table("ConsumerMetadata", "leader")
+        self._consumer_fetch = table("ConsumerFetch", "leader")
+        self._consumer_validate = table("ConsumerValidate", "leader")
+        self._consumer_fetch_follower = table("ConsumerFetchFromFollower", "replica")
         self._consumer_inflight = consumer_inflight
-        table = [("_consumer_send_fetch", "ConsumerSendFetch"), ("_consumer_serve_fetch", "ServeConsumerFetch"),
-                 ("_consumer_receive_fetch", "ReceiveConsumerFetch"), ("_consumer_send_validate", "ConsumerSendValidate"),
-                 ("_consumer_serve_validate", "ServeConsumerValidate"),
-                 ("_consumer_receive_validate", "ReceiveConsumerValidate"), ("_consumer_disconnect", "ConsumerDisconnect")]
-        for attribute, name in table:
-            setattr(self, attribute, [[a(name, (("consumer", c), ("broker", b))) for b in ids] for c in range(consumers)])
-
-    # -- the unclean-election ghost ------------------------------------------------------------------------
-    def _controller_actions_marking_unclean(self, s: KafkaState, out: list) -> None:
-        """The controller's actions (with consumers and unclean election on only); an UncleanLeaderElection also
-        sets each consumer's ghost ``read_before_unclean`` (what it had read may now vanish). Without consumers
-        it is not used, so the replica-only state space is unchanged."""
-        start = len(out)
-        super()._controller_actions(s, out)
-        unclean = self._unclean_actions
-        for k in range(start, len(out)):
-            action, t = out[k]
-            if id(action) in unclean:
-                marked = tuple([c.with_(read_before_unclean=len(c.consumed)) for c in t.consumers])
-                out[k] = (action, t.with_(consumers=marked))
-
-    # -- the producer ------------------------------------------------------------------------------------
-    def _produce_with_acks(self, s: KafkaState, i: int, leader: Broker, add) -> None:
-        """Produce with the producer's acks: acks=1 is acknowledged on append; acks=all is refused with
-        NOT_ENOUGH_REPLICAS below ``min_isr`` (2.1.0 ``Partition.appendRecordsToLeader``) and acknowledged
-        later, by AdvanceHighWatermark (``DelayedProduce.tryComplete``). On the KRaft rows the check counts the
-        last committed ISR, not the maximal one a pending AlterPartition works with (3.5.0
-        ``Partition.appendRecordsToLeader``: ``inSyncSize = partitionState.isr.size``; the acknowledgement's
-        ``checkEnoughReplicasReachOffset`` counts ``maximalIsr``)."""
-        acks = self.acks
-        if acks == ACKS_ALL:
-            committed_isr = leader.committed_isr if leader.alter_pending else leader.isr
-            if len(committed_isr) < self.min_isr:
-                return  # NOT_ENOUGH_REPLICAS: nothing is appended
-            super()._produce_action(s, i, leader, add)
-            return
-
-        def acknowledged(step: tuple) -> None:
-            action, t = step
-            record = t.brokers[i].log[-1]
-            add((action, t.with_(acked=_add_acked(t.acked, [(len(leader.log), record.epoch, record.ident)]))))
-
-        super()._produce_action(s, i, leader, acknowledged)
-
-    def _advance_hw_with_acks(self, s: KafkaState, i: int, leader: Broker, add) -> None:
-        """AdvanceHighWatermark; with acks=all the waiting produce requests of the leader's epoch whose
-        offset the new HW passes complete, acknowledged if the ISR has ``min_isr`` members
-        (2.1.0 ``Partition.checkEnoughReplicasReachOffset``: ``minIsr <= curInSyncReplicas.size``; else
-        NOT_ENOUGH_REPLICAS_AFTER_APPEND)."""
-        if self.acks != ACKS_ALL:
-            super()._advance_hw_action(s, i, leader, add)
-            return
-
-        def acknowledged(step: tuple) -> None:
-            action, t = step
-            if len(leader.isr) < self.min_isr:
-                add(step)
-                return
-            advanced = t.brokers[i]
-            entries = [(offset, r.epoch, r.ident) for offset, r in enumerate(advanced.log[leader.hw:advanced.hw], leader.hw)
-                       if r.epoch == leader.epoch]
-            add((action, t.with_(acked=_add_acked(t.acked, entries)) if entries else t))
-
-        super()._advance_hw_action(s, i, leader, acknowledged)
+        self._consumer_send_fetch = table("ConsumerSendFetch", "broker")
+        self._consumer_serve_fetch = table("ServeConsumerFetch", "broker")
+        self._consumer_receive_fetch = table("ReceiveConsumerFetch", "broker")
+        self._consumer_send_validate = table("ConsumerSendValidate", "broker")
+        self._consumer_serve_validate = table("ServeConsumerValidate", "broker")
+        self._consumer_receive_validate = table("ReceiveConsumerValidate", "broker")
+        self._consumer_disconnect = table("ConsumerDisconnect", "broker")
 
     # -- consumers ---------------------------------------------------------------------------------------
     def _consumer_actions(self, s: KafkaState, out: list) -> None:
@@ -202,7 +208,7 @@ class ClientActions:
             if b < 0 or not s.brokers[b].alive:
                 continue
             broker = s.brokers[b]
-            if broker.leader != b or (self._consumer_validates and broker.epoch != consumer.epoch):
+            if broker.leader != b or (self.features.consumer_truncation_detection and broker.epoch != consumer.epoch):
                 continue  # NOT_LEADER / FENCED_LEADER_EPOCH / UNKNOWN_LEADER_EPOCH: a metadata update first
             if consumer.validating:
                 add((self._consumer_validate[c][b], self._validate_state(s, c, consumer, broker)))
@@ -210,7 +216,7 @@ class ClientActions:
             fetched = self._consumer_fetch_state(s, c, consumer, broker)
             if fetched is not None:
                 add((self._consumer_fetch[c][b], fetched))
-            if self._from_follower:
+            if self.features.fetch_from_follower:
                 self._fetch_from_follower_actions(s, c, consumer, add)
 
     def _fetch_from_follower_actions(self, s: KafkaState, c: int, consumer: Consumer, add) -> None:
@@ -238,26 +244,26 @@ class ClientActions:
         epoch to it, 2.1.0). From 2.3.0 (``SubscriptionState.maybeValidatePositionForCurrentLeader``) a
         changed leader or epoch puts a position with a known epoch into AWAIT_VALIDATION."""
         controller = s.controller
-        validating = consumer.validating or (self._consumer_validates and consumer.last_epoch != UNDEFINED)
+        validating = consumer.validating or (self.features.consumer_truncation_detection and consumer.last_epoch != UNDEFINED)
         updated = consumer.with_(leader=controller.leader, epoch=controller.epoch, validating=validating)
-        return s.with_(consumers=_replace(s.consumers, c, updated))
+        return s.with_(consumers=replace_at(s.consumers, c, updated))
 
     def _consumer_fetch_state(self, s: KafkaState, c: int, consumer: Consumer, broker: Broker) -> KafkaState | None:
         """ConsumerFetch: the answer (``_fetch_answer``) applied at once; None if it changes nothing."""
         answer = _fetch_answer(consumer, broker)
         if answer is None:
             return None
-        return s.with_(consumers=_replace(s.consumers, c, _apply_fetch_answer(consumer, answer)))
+        return s.with_(consumers=replace_at(s.consumers, c, _apply_fetch_answer(consumer, answer)))
 
     def _validate_state(self, s: KafkaState, c: int, consumer: Consumer, broker: Broker) -> KafkaState:
         """ConsumerValidate: the answer (``_validate_answer``) applied at once."""
         answer = self._validate_answer(consumer.last_epoch, broker)
-        return s.with_(consumers=_replace(s.consumers, c, _apply_validate_answer(consumer, answer)))
+        return s.with_(consumers=replace_at(s.consumers, c, _apply_validate_answer(consumer, answer)))
 
     def _validate_answer(self, last_epoch: int, broker: Broker) -> tuple[int, int]:
         """The leader's answer to the consumer's OffsetsForLeaderEpoch(last consumed epoch): ``endOffsetFor``,
         as to a follower (2.3.0 ``KafkaApis.handleOffsetForLeaderEpochRequest``)."""
-        return end_offset_for(broker.cache, len(broker.log), last_epoch, self._7415)
+        return end_offset_for(broker.cache, len(broker.log), last_epoch, self.features.kafka_7415)
 
     # -- consumer requests through the network (constant consumer_inflight=1) ------------------------------
     def _delayed_consumer_actions(self, s: KafkaState, c: int, consumer: Consumer, add) -> None:
@@ -272,7 +278,7 @@ class ClientActions:
             broker = s.brokers[b]
             if not broker.alive or broker.incarnation != incarnation:
                 cleared = consumer.with_(inflight=())
-                add((self._consumer_disconnect[c][b], s.with_(consumers=_replace(s.consumers, c, cleared))))
+                add((self._consumer_disconnect[c][b], s.with_(consumers=replace_at(s.consumers, c, cleared))))
                 return
             if kind == CONSUMER_FETCH:
                 add((self._consumer_serve_fetch[c][b], self._serve_consumer_fetch(s, c, consumer, broker)))
@@ -284,7 +290,7 @@ class ClientActions:
                 fenced = broker.leader != b or broker.epoch != epoch
                 answer = None if fenced else self._validate_answer(last_epoch, broker)
                 served = consumer.with_(inflight=(b, CONSUMER_VALIDATE_RESPONSE, incarnation, epoch, last_epoch, answer))
-                add((self._consumer_serve_validate[c][b], s.with_(consumers=_replace(s.consumers, c, served))))
+                add((self._consumer_serve_validate[c][b], s.with_(consumers=replace_at(s.consumers, c, served))))
             else:
                 add((self._consumer_receive_validate[c][b], _receive_consumer_validate(s, c, consumer)))
             return
@@ -298,7 +304,7 @@ class ClientActions:
         else:
             request = (b, CONSUMER_FETCH, broker.incarnation, consumer.epoch, consumer.position)
             action = self._consumer_send_fetch[c][b]
-        add((action, s.with_(consumers=_replace(s.consumers, c, consumer.with_(inflight=request)))))
+        add((action, s.with_(consumers=replace_at(s.consumers, c, consumer.with_(inflight=request)))))
 
     def _serve_consumer_fetch(self, s: KafkaState, c: int, consumer: Consumer, broker: Broker) -> KafkaState:
         """ServeConsumerFetch: the broker answers the fetch as it is now (2.3.0 ``ReplicaManager.fetchMessages``):
@@ -306,12 +312,12 @@ class ClientActions:
         is not its own (the consumer drops the answer and refreshes its metadata), else the records below its HW
         (``_fetch_answer``)."""
         b, _, incarnation, epoch, position = consumer.inflight
-        if broker.leader != b or (self._consumer_validates and broker.epoch != epoch):
+        if broker.leader != b or (self.features.consumer_truncation_detection and broker.epoch != epoch):
             answer = None
         else:
             answer = _fetch_answer(consumer.with_(position=position), broker)
         response = (b, CONSUMER_FETCH_RESPONSE, incarnation, position, answer)
-        return s.with_(consumers=_replace(s.consumers, c, consumer.with_(inflight=response)))
+        return s.with_(consumers=replace_at(s.consumers, c, consumer.with_(inflight=response)))
 
 
 #: what a consumer's ``inflight`` holds (constant consumer_inflight=1): (broker, kind, the broker's incarnation, ...)
@@ -373,7 +379,7 @@ def _receive_consumer_fetch(s: KafkaState, c: int, consumer: Consumer) -> KafkaS
     done = consumer.with_(inflight=())
     if answer is not None and not consumer.validating and consumer.position == position:
         done = _apply_fetch_answer(done, answer)
-    return s.with_(consumers=_replace(s.consumers, c, done))
+    return s.with_(consumers=replace_at(s.consumers, c, done))
 
 
 def _receive_consumer_validate(s: KafkaState, c: int, consumer: Consumer) -> KafkaState:
@@ -385,9 +391,4 @@ def _receive_consumer_validate(s: KafkaState, c: int, consumer: Consumer) -> Kaf
     if (answer is not None and consumer.validating and consumer.last_epoch == last_epoch
             and (consumer.leader, consumer.epoch) == (b, epoch)):
         done = _apply_validate_answer(done, answer)
-    return s.with_(consumers=_replace(s.consumers, c, done))
-
-
-def _replace(values: tuple, index: int, value) -> tuple:
-    return values[:index] + (value,) + values[index + 1:]
-
+    return s.with_(consumers=replace_at(s.consumers, c, done))

@@ -371,26 +371,26 @@ class Footprint:
 
 
 def _zk(m: Any) -> bool:
-    return not m._kraft
+    return not m.features.kraft
 
 
 def _kraft(m: Any) -> bool:
-    return m._kraft
+    return m.features.kraft
 
 
 def _zk_write(m: Any) -> bool:
     """A ZooKeeper row whose leader writes the ISR to ZooKeeper itself (before 2.7.0's AlterIsr: no alter-isr)."""
-    return not m._alter_by_request
+    return not m.features.alter_by_request
 
 
 def _by_request(m: Any) -> bool:
     """The ISR changes by a request to the controller: KRaft's AlterPartition, or ZooKeeper's AlterIsr (alter-isr)."""
-    return m._alter_by_request
+    return m.features.alter_by_request
 
 
 def _reassigning(m: Any) -> bool:
     """A KRaft row with ``reassignments`` (``spec.kafka.actions_reassignment``): a replica list that changes."""
-    return m._reassigning
+    return bool(m.max_reassignments) and m.features.kraft
 
 
 def _acks(m: Any) -> bool:
@@ -403,7 +403,7 @@ def _inflight(m: Any) -> bool:
 
 def _halts(m: Any) -> bool:
     """Before 2.1.0 a follower ahead of its leader halts its broker on OFFSET_OUT_OF_RANGE (unless unclean election)."""
-    return not m._fencing and not m.features.unclean
+    return not m.features.leader_epoch_fencing and not m.features.unclean
 
 
 #: the controller's partition state, what every election writes, and what it reads of the brokers (``_elected``,
@@ -610,13 +610,13 @@ def _fetch_answer_retried(m: Any, answer: Any) -> bool:
     OFFSET_OUT_OF_RANGE (truncation, or a halt before 2.0.1) and an answer with records are not dropped."""
     if answer.error in (NONE, OFFSET_OUT_OF_RANGE):
         return False
-    return answer.error != FENCED_LEADER_EPOCH or not m._fenced_removes
+    return answer.error != FENCED_LEADER_EPOCH or not m.features.removes_fenced_partition
 
 
 def _offsets_answer_retried(m: Any, answer: Any) -> bool:
     """``DataPlaneActions._receive_offsets_state``: an error answer leaves the partition truncating (dropped),
     but FENCED_LEADER_EPOCH where it removes the partition (2.1.0+)."""
-    return answer.error != NONE and (answer.error != FENCED_LEADER_EPOCH or not m._fenced_removes)
+    return answer.error != NONE and (answer.error != FENCED_LEADER_EPOCH or not m.features.removes_fenced_partition)
 
 
 def _served_an_error(name: str) -> Conjunct:
@@ -685,7 +685,7 @@ NARROWER: tuple[Narrower, ...] = (
     Narrower("ReceiveOffsetsForLeaderEpoch", _only_retried("offsets_resp", "follower", "leader", _offsets_answer_retried),
              (NET("offsets_resp", "leader", "follower"),),
              (NET("offsets_resp", "leader", "follower"), BUSY("follower", "leader"))),
-    # the KRaft rows serve a fetch in actions_kraft (KIP-903's broker epochs): not narrowed there
+    # not narrowed on the KRaft rows (a served fetch there may also record KIP-903's broker epoch: actions_data)
     Narrower("ServeFetch", _served_an_error("fetch"),
              (NET("fetch", "follower", "leader"), B("leader", "epoch", "leader"), when(_no_8400, REMOTE("leader", "follower"))),
              (NET("fetch", "follower", "leader"), NET("fetch_resp", "leader", "follower"),
@@ -703,7 +703,7 @@ NARROWER: tuple[Narrower, ...] = (
              (B("leader", "alive", "leader", "epoch", "isr"), C("leader", "epoch", "isr")),
              (B("leader", "isr"), C("isr")), when=_zk,
              keeps=("Produce", "ReceiveFetch", "ReceiveOffsetsForLeaderEpoch", "TruncateToHighWatermark")),
-    # KRaft rows apply a LeaderAndIsr in actions_kraft: not narrowed there
+    # not narrowed on the KRaft rows (their plane applies a same-epoch ISR update too: _kraft_apply_leader_and_isr)
     Narrower("DeliverLeaderAndIsr", _ignored_leader_and_isr(), (CTL("broker"),), (CTL("broker"),), when=_zk),
     # one applied to the incarnation it was meant for (or to a broker already marked) leaves the ghost ``stale`` as it
     # is: invisible to no-stale-control-request (which is all it reads)

@@ -112,13 +112,14 @@ from typing import Any
 
 from spec.kafka.actions_control import ControlPlaneActions, channel_order
 from spec.kafka.actions_data import DataPlaneActions, busy
-from spec.kafka.actions_kraft import KRaftActions
+from spec.kafka.actions_kraft import KRaftActions, kraft_bound_sets
 from spec.kafka.actions_reassignment import ReassignmentActions
-from spec.kafka.clients import ACKS_NONE, ClientActions, new_consumer
+from spec.kafka.clients import ACKS_NONE, ClientActions, new_consumer, producer_for
+from spec.kafka.controllers import control_plane
+from spec.kafka.log import UNDEFINED
 from spec.kafka.protocols import DEFAULT_PROTOCOL, Features, resolve
 from spec.kafka.state import (
     CONTROLLED_SHUTDOWN,
-    DEAD,
     FETCH,
     FETCH_RESPONSE,
     FETCHING,
@@ -131,18 +132,16 @@ from spec.kafka.state import (
     STOP_REPLICA,
     TRUNCATING,
     Broker,
-    ControlledShutdown,
     Controller,
     KafkaState,
     decode_state,
     decode_states,
     encode_states,
     state_parts,
-    updater,
 )
 from spec.kafka.symmetry import canonical as kafka_canonical
 from spec.kafka.symmetry import reduces_nothing
-from spec.kafka.updates import add_messages, remove_message, truncate_broker, with_broker, with_fetch_state
+from spec.kafka.updates import remove_message, truncate_broker, with_broker, with_fetch_state
 from spec.model import Action, Model, StateParts
 
 #: default bounds (see spec.kafka.__init__ for why they are large enough)
@@ -165,14 +164,17 @@ KRAFT_DEFAULTS = {"alters": 2, "unclean_shutdowns": 0, "alter_losses": 0, "metad
                   "fences": 0, "reassignments": 0}
 
 
-# the updates of the hot path, generated once from the field names (``spec.kafka.state.updater``)
-_stopping = updater(Broker, "stopping")  # SendControlledShutdown
-
 
 class KafkaModel(ClientActions, ReassignmentActions, KRaftActions, ControlPlaneActions, DataPlaneActions, Model):
     """The model: bounds, feature switches and action tables, and the next-state relation
-    (``successors``: controller actions, each broker's own actions, message deliveries). The action
-    families are in ``spec.kafka.actions_control`` and ``spec.kafka.actions_data``."""
+    (``successors``: controller actions, each broker's own actions, message deliveries).
+
+    Composed once, when it is built: the action families (``spec.kafka.actions_control``, ``actions_data``,
+    ``actions_kraft``, ``clients``) are base classes whose functions all have their own names (none overrides
+    another's), the protocol row's controller is ``self.control_plane`` (``spec.kafka.controllers``: ZooKeeper,
+    ZooKeeper with AlterIsr, KRaft) and the producer's acknowledgement is ``self.producer``
+    (``spec.kafka.clients.producer_for``). Every feature switch is read as ``self.features.<name>``
+    (``spec.kafka.protocols.Features``); nothing is rebound on the model after ``__init__``."""
 
     name = "kafka"
     family = "kafka"
@@ -197,8 +199,9 @@ class KafkaModel(ClientActions, ReassignmentActions, KRaftActions, ControlPlaneA
     #: truncating against a stale leader) and KAFKA-7128; four records for KAFKA-13207's story and KIP-279's
     #: scenario 1 with more than one record in the returning leader's epoch; three epoch bumps for KAFKA-7786
     #: after a retry; a crash with the control-plane actions
-    @staticmethod
-    def matrix_bound_sets() -> dict[str, dict[str, tuple[str, ...]]]:
+    def matrix_bound_sets(self) -> dict[str, dict[str, tuple[str, ...]]]:
+        if self.features.kraft:
+            return kraft_bound_sets()  # spec.kafka.actions_kraft: the KRaft rows' own bounds
         deep_data = ("brokers=3", "records=1", "epochs=2", "crashes=1")
         return {
             "default": dict(KafkaModel.matrix_bounds),
@@ -276,19 +279,6 @@ class KafkaModel(ClientActions, ReassignmentActions, KRaftActions, ControlPlaneA
                           "losses": losses}
         clients = {"acks": acks, "min_isr": min_isr, "consumers": consumers, "consumer_inflight": consumer_inflight}
         self.constants.update({k: v for k, v in clients.items() if v != CLIENT_DEFAULTS[k]})
-        f = self.features
-        self._fencing = f.leader_epoch_fencing
-        self._send_epoch = f.leader_epoch_fencing
-        self._offsets = f.uses_offsets_request
-        self._kip279 = f.epoch_in_response
-        self._on_fetch = f.truncate_on_fetch
-        self._hw_truncation = f.truncation == "hw-truncation"
-        self._fenced_removes = f.leader_epoch_fencing and f.fenced_removes_partition
-        self._fix_7786 = f.kafka_7786_fix and f.leader_epoch_fencing  # without fencing a request carries no epoch
-        self._reject_stale = f.reject_stale_broker_epoch
-        self._fix_10706 = f.kafka_10706_fix
-        self._7415 = f.kafka_7415
-        self._epoch_cache = f.truncation != "hw-truncation"  # 0.11.0 (KIP-101) introduced the leader epoch cache
         ids = range(brokers)
         a = Action
         self._elect = [a("ElectLeader", (("leader", b),)) for b in ids]
@@ -323,10 +313,15 @@ class KafkaModel(ClientActions, ReassignmentActions, KRaftActions, ControlPlaneA
         self._process_shutdown = table("ProcessControlledShutdown", "broker", "leader")
         self._deliver = [[a("DeliverLeaderAndIsr", (("broker", b), ("epoch", e))) for e in range(epochs + 1)]
                          for b in ids]
-        self._init_clients(acks, min_isr, consumers, consumer_inflight)
-        # KRaft rows (spec.kafka.actions_kraft): after min_isr is known
+        self.acks = acks
+        self.min_isr = min_isr
+        self._init_clients(consumers, consumer_inflight)
         self._init_kraft(alters, unclean_shutdowns, alter_losses, metadata_lag, clean_shutdowns, fences)
         self._init_reassignment(reassignments)  # spec.kafka.actions_reassignment: after the KRaft families
+        # -- the composition, chosen once: the protocol row's controller (spec.kafka.controllers: ZooKeeper, ZooKeeper
+        # -- with AlterIsr, KRaft) and the producer's acknowledgement (spec.kafka.clients: acks=0, 1 or all)
+        self.control_plane = control_plane(self.features, reassignments)
+        self.producer = producer_for(acks, min_isr)
 
     # -- the model interface -------------------------------------------------------------------------
     def state_types(self) -> tuple[type, ...]:
@@ -380,7 +375,7 @@ class KafkaModel(ClientActions, ReassignmentActions, KRaftActions, ControlPlaneA
         leader = Broker(alive=True, log=(), hw=0, cache=leader_cache, leader=0, epoch=0, isr=isr, fetch=NO_FETCHER,
                         remote=(-1,) * n, broker_epoch=0, stopping=False, incarnation=0, stale=False, reconciled=0,
                         idle_cause=IDLE_NONE, pending_diverging=(),
-                        remote_epochs=(-1,) * n if self._kraft and self.features.kip_903 else ())
+                        remote_epochs=(-1,) * n if self.features.fetch_carries_broker_epoch else ())
         follower = leader.with_(cache=(), fetch=FETCHING, remote=(), reconciled=-1, remote_epochs=())
         controller = Controller(leader=0, epoch=0, isr=isr, registered=(0,) * n)
         return [KafkaState(brokers=(leader,) + (follower,) * (n - 1), controller=controller, network=(), produced=0,
@@ -390,56 +385,34 @@ class KafkaModel(ClientActions, ReassignmentActions, KRaftActions, ControlPlaneA
     def successors(self, s: KafkaState) -> list[tuple[Action, KafkaState]]:
         # one list, filled in order by each family (no nested generators: this is the hot path)
         out: list[tuple[Action, KafkaState]] = []
-        self._controller_actions(s, out)
+        plane = self.control_plane
+        plane.actions(self, s, out)
         for i in range(self.n):
-            self._broker_actions(s, i, out)
+            plane.broker_actions(self, s, i, out)
         self._deliveries(s, out)
         if self.n_consumers:
             self._consumer_actions(s, out)
         return out
 
-    # -- one broker's own actions -------------------------------------------------------------------
-    def _broker_actions(self, s: KafkaState, i: int, out: list) -> None:
-        if self._kraft:
-            self._kraft_broker_actions(s, i, out)  # spec.kafka.actions_kraft
-            return
-        b = s.brokers[i]
-        add = out.append
-        if not b.alive:
-            # once the controller processed its death (else it is a Bounce); a broker that halted beyond the crash
-            # bound (a follower ahead of its leader before 2.1.0 exits on its own) stays down
-            if s.controller.registered[i] == DEAD and s.crashes <= self.max_crashes:
-                add((self._restart[i], self._restart_state(s, i)))
-            return
-        self._replica_actions(s, i, b, out)
-        if s.shutdowns < self.max_shutdowns and not b.stopping:
-            request = ControlledShutdown(CONTROLLED_SHUTDOWN, i, b.broker_epoch, b.incarnation)
-            add((self._shutdown[i], with_broker(s, i, _stopping(b, stopping=True), network=add_messages(s.network, request),
-                                                shutdowns=s.shutdowns + 1)))
-        if s.crashes < self.max_crashes:
-            add((self._crash[i], self._crash_state(s, i, len(b.log))))
-            if self.features.lossy_crash:
-                lossy = self._lossy[i]
-                for keep in range(len(b.log)):
-                    add((lossy[keep], self._crash_state(s, i, keep)))
-        if s.bounces < self.max_bounces:
-            add((self._bounce[i], self._bounce_state(s, i)))
-
+    # -- one broker's own actions (the ZooKeeper rows': actions_control._zookeeper_broker_actions; KRaft's: actions_kraft)
     def _replica_actions(self, s: KafkaState, i: int, b: Broker, out: list) -> None:
         """What a live replica does on its own, under either controller: finish a truncation to a diverging
-        epoch, lead (produce, HW, ISR) or follow (send its requests), or truncate to its HW with no epoch."""
+        epoch, lead (produce, HW, ISR: the control plane's ``leader_actions``, as the ISR change differs) or follow
+        (send its requests), or truncate to its HW with no epoch."""
         if b.pending_diverging:
             self._truncate_on_diverging_action(s, i, b, out.append)
         leader = b.leader
         if leader == i:
-            self._leader_actions(s, i, b, out)
+            self.control_plane.leader_actions(self, s, i, b, out)
         elif leader >= 0 and s.brokers[leader].alive:
-            self._follower_actions(s, i, b, out)
+            # KIP-903 (KRaft): the Fetch carries the follower's broker epoch
+            broker_epoch = b.broker_epoch if self.features.fetch_carries_broker_epoch else UNDEFINED
+            self._follower_actions(s, i, b, out, broker_epoch)
         if b.fetch == TRUNCATING and not b.cache and leader != i and not busy(s.network, i, leader):
             # a follower with no epoch asks for UNDEFINED_EPOCH and gets UNDEFINED_EPOCH_OFFSET: it truncates
             # to its HW (the round trip is folded into one step; the fetcher thread first handles the answer
             # it waits for, hence the busy check)
-            truncated = with_fetch_state(truncate_broker(b, b.hw, self._fix_10706), fetch=FETCHING)
+            truncated = with_fetch_state(truncate_broker(b, b.hw, self.features.kafka_10706_fix), fetch=FETCHING)
             out.append((self._trunc_hw[i], with_broker(s, i, truncated)))
 
     # -- messages --------------------------------------------------------------------------------------
@@ -448,6 +421,7 @@ class KafkaModel(ClientActions, ReassignmentActions, KRaftActions, ControlPlaneA
         # epoch, broker epoch) a request carries only grows along a channel, and a StopReplica comes
         # after a LeaderAndIsr of the same pair (see channel_order)
         network = s.network
+        plane = self.control_plane
         if not network:
             return
         add = out.append
@@ -466,7 +440,7 @@ class KafkaModel(ClientActions, ReassignmentActions, KRaftActions, ControlPlaneA
             for dst in sorted(oldest):
                 m = oldest[dst]
                 if m.kind == LEADER_AND_ISR:
-                    add((self._deliver[dst][m.epoch], self._apply_leader_and_isr(s, m)))
+                    add((self._deliver[dst][m.epoch], plane.apply_leader_and_isr(self, s, m)))
                 else:
                     add((self._deliver_stop[dst], self._apply_stop_replica(s, m)))
                 if s.losses < self.max_losses and queued[dst] > 1:
@@ -490,5 +464,5 @@ class KafkaModel(ClientActions, ReassignmentActions, KRaftActions, ControlPlaneA
                 add((self._serve_offsets[m.dst][m.src], self._serve_offsets_state(s, m)))
             elif kind == OFFSETS_FOR_LEADER_EPOCH_RESPONSE:
                 add((self._receive_offsets[m.dst][m.src], self._receive_offsets_state(s, m)))
-        if self._alter_by_request:
-            self._kraft_deliveries(s, out)  # AlterPartition (ZooKeeper: AlterIsr) and its answer (spec.kafka.actions_kraft)
+        # AlterPartition (ZooKeeper: AlterIsr) and its answer, where the control plane has them
+        plane.deliveries(self, s, out)

@@ -19,6 +19,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass, fields, replace
+from functools import cached_property
 
 from spec.errors import UsageError
 
@@ -91,9 +92,59 @@ class Features:
             return "kip-101"
         return "hw-truncation"
 
-    @property
+    # -- derived switches: what the model reads where a rule depends on more than one flag. Each is computed once per
+    # -- ``Features`` (``cached_property``: the frozen record keeps it beside its fields), so the model reads every
+    # -- switch the same way, ``self.features.<name>``, and no switch has a second name on the model
+    @cached_property
     def uses_offsets_request(self) -> bool:
+        """A truncating follower asks OffsetsForLeaderEpoch (KIP-101 / KIP-279, until truncate-on-fetch replaced it)."""
         return (self.offsets_for_leader_epoch or self.epoch_in_response) and not self.truncate_on_fetch
+
+    @cached_property
+    def epoch_cache(self) -> bool:
+        """The leader epoch cache exists (0.11.0, KIP-101: ``LeaderEpochFileCache``); 0.10.2 truncates to the HW."""
+        return self.truncation != "hw-truncation"
+
+    @cached_property
+    def hw_truncation(self) -> bool:
+        """A new follower truncates to its own HW (0.10.2, before KIP-101: ``ReplicaManager.makeFollowers``)."""
+        return self.truncation == "hw-truncation"
+
+    @cached_property
+    def removes_fenced_partition(self) -> bool:
+        """FENCED_LEADER_EPOCH takes the partition out of the fetcher (``fenced-removes-partition``); only where a
+        request carries a leader epoch to be fenced by (``leader-epoch-fencing``, KIP-320)."""
+        return self.leader_epoch_fencing and self.fenced_removes_partition
+
+    @cached_property
+    def checks_offsets_answer_epoch(self) -> bool:
+        """KAFKA-7786's fix (``kafka-7786-fix``): an OffsetsForLeaderEpoch answer whose request epoch is no longer the
+        partition's is ignored; without ``leader-epoch-fencing`` a request carries no epoch to compare."""
+        return self.kafka_7786_fix and self.leader_epoch_fencing
+
+    @cached_property
+    def zookeeper_alter_isr(self) -> bool:
+        """A ZooKeeper row from 2.7.0 (``alter-isr``): the leader's ISR changes are AlterIsr requests to the ZooKeeper
+        controller (the KRaft rows' request is ``kraft``'s AlterPartition)."""
+        return self.alter_isr and not self.kraft
+
+    @cached_property
+    def alter_by_request(self) -> bool:
+        """The leader changes the ISR by a request to the controller (KRaft's AlterPartition, ZooKeeper's AlterIsr),
+        not by writing it itself (0.10.2 to 2.6 ``Partition.updateIsr``)."""
+        return self.kraft or self.zookeeper_alter_isr
+
+    @cached_property
+    def fetch_carries_broker_epoch(self) -> bool:
+        """KIP-903 on KRaft (3.5.0 FetchRequest v15 ``ReplicaState.ReplicaEpoch``): a follower's Fetch carries its
+        broker epoch and the leader records it with the fetch offset."""
+        return self.kraft and self.kip_903
+
+    @cached_property
+    def detects_unclean_shutdown(self) -> bool:
+        """KIP-966's detection of an unclean restart (``clean-shutdown-detection``) acts only where ELR is supported
+        (``ReplicationControlManager.handleBrokerUncleanShutdown``: ``isElrSupported``)."""
+        return self.clean_shutdown_detection and self.kip_966_elr
 
 
 def _field_name(flag: str) -> str:
@@ -280,7 +331,7 @@ def canonical_flag(name: str) -> str:
 
 
 def _epoch_cache(f: Features) -> bool:
-    return f.truncation != "hw-truncation"
+    return f.epoch_cache
 
 
 #: flag -> (what it needs, a predicate on the resolved flags): a flag exists in a release line only where

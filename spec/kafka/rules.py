@@ -217,12 +217,12 @@ RULES: tuple[Rule, ...] = (
                      "with LogTruncationException raised); the consumer's fetch is fenced by its epoch from then on"),
     Rule("producer acks=1: the leader acknowledges on append", "-", "0.10.2", "every release",
          f"2.1.0 {_S}ReplicaManager.scala appendRecords, delayedProduceRequestRequired (requiredAcks == -1 only)",
-         "clients._produce_with_acks (bound acks=1)"),
+         "clients.LeaderAcks (bound acks=1)"),
     Rule("producer acks=all: refused with NOT_ENOUGH_REPLICAS when the ISR is below min.insync.replicas; "
          "acknowledged once the leader's HW passes the record with the ISR still at min.insync.replicas",
          "-", "0.10.2", "every release", f"0.10.2.2 and 2.1.0 {_C}Partition.scala appendRecordsToLeader "
          f"(inSyncSize < minIsr && requiredAcks == -1), checkEnoughReplicasReachOffset; {_S}DelayedProduce.scala "
-         "tryComplete", "clients._produce_with_acks, _advance_hw_with_acks (bounds acks=-1, min_isr)",
+         "tryComplete", "clients.AllAcks (accepts, advanced: bounds acks=-1, min_isr)",
          abstraction="acknowledged at the AdvanceHighWatermark step of the leader of the record's epoch; a record "
                      "appended before a BumpLeaderEpoch that kept its leader is never acknowledged (Kafka would)"),
     Rule("a consumer reads from the leader it believes in, only below the HW; beyond the LEO (OFFSET_OUT_OF_RANGE) "
@@ -248,7 +248,7 @@ RULES: tuple[Rule, ...] = (
          "vanish, what it reads later may not", "KIP-320 (Consumer Handling)", "0.10.2", "every release, with "
          "unclean election on", "a ghost, no source: the trade unclean.leader.election.enable makes "
          f"(0.10.2.2 {_K}PartitionLeaderSelector.scala OfflinePartitionLeaderSelector)",
-         "clients._controller_actions_marking_unclean (UncleanLeaderElection), invariants.kafka_clients consumed-stays"),
+         "clients.unclean_noted (UncleanLeaderElection), invariants.kafka_clients consumed-stays"),
     Rule("an empty consumer fetch answer (position between HW and LEO, no error) at a position past records the "
          "consumer never read is a silent skip", "KIP-320", "0.10.2", "every release (2.3.0+: the position is "
          "validated first after a leader change, so the skip cannot happen there)",
@@ -299,7 +299,7 @@ RULES: tuple[Rule, ...] = (
          "tryProcessAlterPartition (the same checks, the version before the write, equalsAllowStalePartitionEpoch "
          "first: KAFKA-14144 keeps that order in 3.4.0); 3.9.0 Partition.scala submitAlterPartition, "
          "handleAlterPartitionUpdate, handleAlterPartitionError",
-         "actions_kraft._leader_actions, _isr_change_action (the ZooKeeper request), _process_alter_isr, "
+         "actions_kraft._alter_leader_actions, _isr_change_request_action (the ZooKeeper request), _process_alter_isr, "
          "_receive_alter_isr_response, _lose_alter_response; actions_control._elect_state (the zkVersion moves), "
          "_apply_leader_and_isr (clears the pending AlterIsr)", flag="alter-isr",
          abstraction="bounded like the KRaft rows' AlterPartition: at most alters requests (a zkVersion is a counter, "
@@ -313,7 +313,7 @@ RULES: tuple[Rule, ...] = (
          "2.1.0", "2.1.0 and later (9a7f29c1ede; the 2.0 branch commit b8b83a72df5 is in no release)",
          f"2.1.0 {_C}Partition.scala getOutOfSyncReplicas (r.logEndOffset != leaderReplica.logEndOffset && ...); "
          "2.8.0 isFollowerOutOfSync; 3.3.0 and 3.9.0 Replica.scala isCaughtUp (leaderEndOffset == logEndOffset || ...)",
-         "actions_data._isr_change_action, actions_kraft._isr_change_action", flag="kafka-7152",
+         "actions_data._isr_change_action, actions_kraft._isr_change_request_action", flag="kafka-7152",
          abstraction="the follower's LEO is the fetch offset the leader last recorded (remote); the time half "
                      "(lastCaughtUpTimeMs within replica.lag.time.max.ms) is abstracted away as before"),
     Rule("a fetch answer is dropped unless the partition is still in that leader's fetcher at the request's offset",
@@ -363,7 +363,7 @@ RULES: tuple[Rule, ...] = (
          "them unknown", "-", "0.10.2", "every release",
          f"0.10.2.2, 2.0.0 and 2.8.0 {_C}Partition.scala makeLeader (if (isNewLeader) ... updateLogReadResult / "
          "updateFetchState(UnknownOffsetMetadata)); 3.3.0 Replica.scala resetReplicaState(isNewLeader)",
-         "actions_control._apply_leader_and_isr, actions_kraft._apply_leader_and_isr"),
+         "actions_control._apply_leader_and_isr, actions_kraft._kraft_apply_leader_and_isr"),
     Rule("the controller elects the leader from the live ISR; a restarted broker is sent the current LeaderAndIsr",
          "-", "0.10.2", "every ZooKeeper release", f"0.10.2.2 {_K}PartitionLeaderSelector.scala "
          "OfflinePartitionLeaderSelector; KafkaController.onBrokerStartup; 2.1.0 "
@@ -442,7 +442,7 @@ RULES: tuple[Rule, ...] = (
          "isBrokerFenced, isBrokerShuttingDown (3.3.0+), getAliveBrokerEpoch (3.5.0, KIP-903); "
          f"{_C}Partition.scala isReplicaIsrEligible (reads that cache)",
          "partition changes: a LeaderAndIsr (with the partition epoch) in the broker's FIFO channel, delivered late "
-         "(actions_kraft._apply_leader_and_isr); registrations: constant metadata_lag=1 (actions_kraft._eligible)",
+         "(actions_kraft._kraft_apply_leader_and_isr); registrations: constant metadata_lag=1 (actions_kraft._eligible)",
          abstraction="a LeaderAndIsr already stands for the PartitionRecord / PartitionChangeRecord a broker replays "
                      "late, in order; the registration records (fencing, controlled shutdown, a new broker epoch) are "
                      "not messages: metadata_lag=0 (default) reads the controller's, metadata_lag=1 lets the leader's "
@@ -473,7 +473,7 @@ RULES: tuple[Rule, ...] = (
          "(KAFKA-14617: 79b5f7f1ce2, 8c88cdb7186, d5e216d6183)",
          f"3.5.0 {_C}Partition.scala isBrokerEpochIsrEligible, addBrokerEpochToIsr, updateFollowerFetchState; "
          "metadata/.../controller/ReplicationControlManager.java ineligibleReplicasForIsr (broker epoch mismatch)",
-         "actions_kraft._eligible, _serve_fetch_state, _process_alter_partition", flag="kip-903"),
+         "actions_kraft._eligible, _process_alter_partition; actions_data._serve_fetch_state, _follower_actions", flag="kip-903"),
     Rule("an ISR shrink keeps the leader epoch; only the partition epoch moves", "KAFKA-15021", "3.6.0",
          "3.6.0 and later (MetadataVersion 3.6-IV0)",
          "3.9.0 metadata/.../controller/PartitionChangeBuilder.java triggerLeaderEpochBumpForIsrShrinkIfNeeded "
@@ -491,7 +491,7 @@ RULES: tuple[Rule, ...] = (
          "empty), elected when no ISR member is left", "KIP-966 (KAFKA-15581, KAFKA-15584)", "3.7.0",
          "3.7.0 code, off by default until 4.1.0 (eligible.leader.replicas.version=1 on new clusters)",
          "3.9.0 metadata/.../controller/PartitionChangeBuilder.java maybePopulateTargetElr, isValidNewLeader, "
-         "electAnyLeader", "actions_kraft._partition_change, _controller_actions", flag="kip-966-elr",
+         "electAnyLeader", "actions_kraft._partition_change, _kraft_controller_actions", flag="kip-966-elr",
          abstraction="no last-known-leader election (KIP-966's balanced recovery)"),
     Rule("a broker that registers as a new incarnation is removed from the ISR and the ELR", "KIP-966 "
          "(KAFKA-15582, KAFKA-15586; KAFKA-16952)", "3.8.0", "3.8.0 and later, where ELR is supported: 3.8.x and (with "
@@ -557,7 +557,7 @@ RULES: tuple[Rule, ...] = (
          "Election.scala leaderForOffline (newRecoveringLeaderAndIsr), KafkaController.scala processAlterPartition; "
          "core/src/main/scala/kafka/cluster/Partition.scala makeLeader ('Leader log recovery is not implemented. "
          "Marking the topic partition as RECOVERED'); the same in 3.9.0-rc3 and trunk of October 2024",
-         "actions_kraft._process_alter_partition, _controller_actions (UncleanLeaderElection)",
+         "actions_kraft._process_alter_partition, _kraft_controller_actions (UncleanLeaderElection)",
          abstraction="no LeaderRecoveryState in the state: RECOVERING lasts until the new leader replays its election, "
                      "which no step of the model can observe (the leader neither waits nor sends RECOVERING)"),
     Rule("an unclean shutdown loses the unflushed suffix of the log (any suffix: Kafka leaves flushing to the OS, "
@@ -599,8 +599,8 @@ RULES: tuple[Rule, ...] = (
          "deleteLocalLog; applyLocalFollowersDelta -> getOrCreatePartition, makeFollower); metadata/.../image/"
          "TopicDelta.java localChanges; core/src/main/scala/kafka/cluster/Partition.scala updateAssignmentAndIsr "
          "(remoteReplicasMap), fetchRecords -> followerReplicaOrThrow",
-         "actions_reassignment._apply_leader_and_isr, _serve_fetch_state, _replaying; "
-         "actions_kraft._leader_actions (the leader's replicas)",
+         "actions_reassignment._reassigned_apply_leader_and_isr, _serve_non_replica, _replaying; "
+         "actions_kraft._alter_leader_actions (the leader's replicas)",
          abstraction="a broker that crashed before it replayed its removal keeps its log as a stray log on restart "
                      "(3.5.0 deletes none at start-up; the stray-log deletion of later releases is not modelled) and "
                      "replays nothing while it is not a replica"),

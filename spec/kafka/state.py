@@ -6,7 +6,9 @@ a replica of the one partition.
 
 Messages are one NamedTuple class per request or response type. Each starts with a ``kind``
 field (a distinct small int), so two messages of different types never compare equal, and the
-network is a sorted tuple of them: a canonical set in which equal situations hash equal.
+network is a sorted tuple of them: a canonical set in which equal situations hash equal. The model builds a
+message with its fields named, the kind implied: ``FetchRequest.new(src=i, dst=leader, epoch=..., offset=...,
+last_epoch=...)``; every type has ``with_(**changes)`` for a copy with named fields changed.
 """
 
 from __future__ import annotations
@@ -519,6 +521,28 @@ for _cls in STATE_TYPES:
     _install_with(_cls)
 
 
+def _install_new(cls: type, kind: int) -> None:
+    """Give the message class ``cls`` a ``new(**fields)``: the message built with every field named and its ``kind``
+    implied by the class, ``FetchRequest.new(src=i, dst=leader, epoch=..., offset=..., last_epoch=...)``.
+
+    Calling the class with keywords goes through ``type.__call__`` with a keyword dictionary (about twice the cost of
+    positional arguments, and a message is built on most successors); this is generated once, from the field names,
+    as a function of keyword-only parameters (a field with a default keeps it) that builds the tuple directly, cheaper
+    than the class called positionally. An unknown or missing field is a TypeError, as for any function."""
+    fields = cls._fields[1:]  # every message starts with its kind
+    defaults = cls._field_defaults
+    parameters = ", ".join(f"{name}=_default_{name}" if name in defaults else name for name in fields)
+    source = (f"def new(*, {parameters}):\n"
+              f"    return _new(_cls, (_kind, {', '.join(fields)}))\n")
+    namespace = {"_new": tuple.__new__, "_cls": cls, "_kind": kind,
+                 **{f"_default_{name}": value for name, value in defaults.items()}}
+    exec(source, namespace)  # noqa: S102 (generated from the class's own field names, no outside input)
+    new = namespace["new"]
+    new.__qualname__ = f"{cls.__name__}.new"
+    new.__doc__ = f"A {cls.__name__} (kind {kind}) with its fields named."
+    cls.new = staticmethod(new)
+
+
 def updater(cls: type, *names: str, **constants: object):
     """A named update for the hot path: ``updater(Broker, "log", "cache")`` is a function
     ``(broker, log, cache) -> Broker``, the same copy as ``broker.with_(log=log, cache=cache)``;
@@ -552,3 +576,7 @@ def updater(cls: type, *names: str, **constants: object):
     update.__qualname__ = update.__name__ = f"{cls.__name__}.with_({changed})"
     update.__doc__ = f"A copy of a {cls.__name__} with {changed}."
     return update
+
+
+for _kind, _cls in _MESSAGE_CLASS.items():
+    _install_new(_cls, _kind)

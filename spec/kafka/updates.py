@@ -1,8 +1,19 @@
 """Small pure updates of a Kafka state shared by every action family: put messages in flight or take
 one out, replace one broker, truncate a broker's log.
 
-Every state, broker and message type has ``with_(**changes)`` (``spec.kafka.state``): a copy with the
-named fields changed, so an action reads as ``leader.with_(log=..., hw=...)``.
+One update idiom: a copy with the named fields changed. Every state, broker and message type has
+``with_(**changes)`` (``spec.kafka.state``), so an action reads as ``leader.with_(log=..., hw=...)``. Two layers
+sit on it and are called the same way, by field name, for the hot path only:
+
+- ``updater(Broker, "log", "cache")`` (``spec.kafka.state``) is a ``with_`` generated once for a fixed set of
+  fields: ``_appended(leader, log=..., cache=...)`` is ``leader.with_(log=..., cache=...)``, built without a
+  keyword dictionary (the actions that run on most successors use it);
+- ``with_broker(s, i, broker, network=..., controller=..., **fields)`` and ``with_network(s, network)`` below are
+  ``s.with_(brokers=replace_at(s.brokers, i, broker), ...)`` and ``s.with_(network=network)``: the two state updates
+  nearly every action makes.
+
+A message is built with its fields named and its kind implied by its class (``FetchRequest.new(src=i, dst=leader,
+epoch=..., ...)``, generated once per message type in ``spec.kafka.state``).
 """
 
 from __future__ import annotations

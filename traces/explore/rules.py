@@ -16,14 +16,15 @@ from collections.abc import Mapping, Sequence
 
 #: action name -> the model functions (as the rule table's ``model`` column names them) that compute it
 ACTION_FUNCTIONS: Mapping[str, tuple[str, ...]] = {
-    # the leader's own actions (actions_data._leader_actions; KRaft: actions_kraft._leader_actions)
-    "Produce": ("_leader_actions", "_produce_action", "_produce_with_acks", "spec.kafka.log"),
-    "AdvanceHighWatermark": ("_advance_hw_action", "_advance_hw_with_acks"),
-    "ShrinkIsr": ("_isr_change_action", "_partition_change"),
-    "ExpandIsr": ("_isr_change_action", "_eligible", "_ineligible", "_partition_change"),
+    # the leader's own actions (actions_data._leader_actions; AlterIsr and KRaft: actions_kraft._alter_leader_actions)
+    # and the producer's acknowledgement (clients.LeaderAcks, clients.AllAcks)
+    "Produce": ("_leader_actions", "_alter_leader_actions", "_produce_action", "LeaderAcks", "AllAcks", "spec.kafka.log"),
+    "AdvanceHighWatermark": ("_advance_hw_action", "AllAcks"),
+    "ShrinkIsr": ("_isr_change_action", "_isr_change_request_action", "_partition_change"),
+    "ExpandIsr": ("_isr_change_action", "_isr_change_request_action", "_eligible", "_ineligible", "_partition_change"),
     # the fetch path
     "SendFetch": ("_follower_actions",),
-    "ServeFetch": ("_serve_fetch_state", "_error"),
+    "ServeFetch": ("_serve_fetch_state", "_error", "_serve_non_replica"),
     "ReceiveFetch": ("_receive_fetch_state", "truncate_broker", "follower_truncation"),
     "TruncateOnDivergingEpoch": ("_truncate_on_diverging_action", "truncate_broker"),
     "SendOffsetsForLeaderEpoch": ("_follower_actions",),
@@ -31,15 +32,17 @@ ACTION_FUNCTIONS: Mapping[str, tuple[str, ...]] = {
     "ReceiveOffsetsForLeaderEpoch": ("_receive_offsets_state", "follower_truncation", "truncate_broker"),
     "TruncateToHighWatermark": ("_follower_actions", "truncate_broker"),
     # the controller (ZooKeeper) and the control requests
-    "ElectLeader": ("_controller_actions", "_elect_state", "_partition_change"),
-    "PreferredLeaderElection": ("_controller_actions", "_elect_state", "_partition_change"),
-    "UncleanLeaderElection": ("_controller_actions", "_elect_state", "_partition_change"),
-    "BumpLeaderEpoch": ("_controller_actions", "_elect_state"),
+    "ElectLeader": ("_controller_actions", "_kraft_controller_actions", "_elect_state", "_partition_change"),
+    "PreferredLeaderElection": ("_controller_actions", "_kraft_controller_actions", "_elect_state", "_partition_change"),
+    "UncleanLeaderElection": ("_controller_actions", "_kraft_controller_actions", "_elect_state", "_partition_change",
+                              "unclean_noted"),
+    "BumpLeaderEpoch": ("_controller_actions", "_kraft_controller_actions", "_elect_state"),
     "ProcessBrokerFailure": ("_broker_failure_actions",),
     "ProcessBrokerChange": ("_broker_change_state",),
     "ProcessControlledShutdown": ("_controlled_shutdowns", "_controlled_shutdown_actions", "_unfenced"),
-    "DeliverLeaderAndIsr": ("_apply_leader_and_isr", "_restarts_truncation", "_stale_generation", "_deliveries",
-                            "assign", "truncate_broker"),
+    "DeliverLeaderAndIsr": ("_apply_leader_and_isr", "_kraft_apply_leader_and_isr", "_reassigned_apply_leader_and_isr",
+                            "_restarts_truncation",
+                            "_stale_generation", "_deliveries", "assign", "truncate_broker"),
     "DeliverStopReplica": ("_apply_stop_replica", "_stale_generation", "_deliveries"),
     "LoseControlRequest": ("_deliveries",),
     # broker faults
