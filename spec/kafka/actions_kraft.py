@@ -199,13 +199,15 @@ class KRaftActions:
         return s.controller.registered[b] != DEAD and not s.brokers[b].stopping
 
     def _partition_change(self, s: KafkaState, leader: int, isr: tuple[int, ...], bump: bool = False,
-                          unclean_replica: int = -1, target: tuple[int, ...] = ()) -> KafkaState | None:
+                          unclean_replica: int = -1, target: tuple[int, ...] = (),
+                          restarted: int = -1) -> KafkaState | None:
         """A PartitionChangeRecord (``PartitionChangeBuilder.build``): the new leader and ISR, the partition epoch
         + 1, the leader epoch + 1 if the leader changes, on ``bump`` (reassignment) and, before KAFKA-15021, on an
         ISR shrink; with ``kip-966-elr`` the ELR (``maybePopulateTargetElr``: cleared when the ISR reaches min
         ISR, else the old ELR and ISR minus the new ISR minus ``unclean_replica``). Every live broker replays it.
         None beyond the epoch bound. A reassignment to ``target`` replicas, or one in progress, is applied first
-        (``spec.kafka.actions_reassignment``)."""
+        (``spec.kafka.actions_reassignment``). A broker that registers again as the change is written (``restarted``)
+        replays it whatever it changes: its first metadata image holds the partition (see ``_kraft_restart_state``)."""
         c = s.controller
         isr = tuple(sorted(isr))
         assignment: dict = {}
@@ -231,6 +233,8 @@ class KRaftActions:
         to = range(self.n) if new_epoch != c.epoch else (leader,) if leader != NO_LEADER else ()
         if controller.replicas:  # the replicas, old and new, replay it (spec.kafka.actions_reassignment)
             to = self._replaying(c, controller, to)
+        if restarted >= 0 and restarted not in to:
+            to = (*to, restarted)
         # a metadata record is not addressed to a registration: a fenced broker that runs replays it too (its own
         # broker epoch, which is the registered one whenever it is unfenced)
         sent = tuple([LeaderAndIsr.new(dst=r, epoch=new_epoch, leader=leader, isr=isr,
@@ -742,7 +746,13 @@ class KRaftActions:
         if self.features.detects_unclean_shutdown and unclean and (i in c.isr or i in c.elr):
             isr = tuple([r for r in c.isr if r != i])
             s = s.with_(controller=c.with_(elr=tuple([r for r in c.elr if r != i])))
-            return self._partition_change(s, c.leader if c.leader != i else NO_LEADER, isr, unclean_replica=i)
+            # the restarted broker replays the change too, although it keeps the leader epoch: its first metadata image
+            # holds the partition as the change left it (3.9.0 ``BrokerMetadataPublisher.onMetadataUpdate``: on the
+            # first publish the delta from the empty image, ``replicaManager.applyDelta`` -> makeFollower); the change is
+            # written with the registration it answers (``ClusterControlManager.registerBroker``), before the broker's
+            # initial catch-up to the metadata log ends
+            return self._partition_change(s, c.leader if c.leader != i else NO_LEADER, isr, unclean_replica=i,
+                                          restarted=i if hosts else -1)
         if not hosts:
             return s
         request = LeaderAndIsr.new(dst=i, epoch=c.epoch, leader=c.leader, isr=c.isr, broker_epoch=reborn.broker_epoch,
