@@ -10,9 +10,11 @@ every reachable state's reduced form is stored, with every invariant's verdict, 
 holds: a dead message's presence only disables other steps, it stays dead, and an invariant violated with it is
 violated without it (``spec.kafka.dead`` argues each for the Kafka model; ``tests/test_dead.py`` checks them).
 
-Counterexamples are replayed on the unreduced model (``checker.search.rebuild_trace``): the recorded steps, then the
-delivery of every dead message still in flight, so the trace ends in the stored violating state and every step is a
-step of the model. It is a real behaviour but not necessarily a shortest one (the reduced search's depth does not
+Counterexamples are replayed on the unreduced model (``checker.search.rebuild_trace``): the recorded steps, with the
+dead messages of the state reached delivered first wherever the recorded step is not a step of that state (the search
+took it in the stored state, without them: the follower's next request, which waits for the answer it is owed), and
+the delivery of every dead message still in flight at the end, so the trace ends in the stored violating state and
+every step is a step of the model. It is a real behaviour but not necessarily a shortest one (the reduced search's depth does not
 count the deliveries it folded away, and the replay adds those still in flight); ``--shortest`` then runs the full
 search bounded at its length (``checker.por.shortest_rerun``), as with ``--reduce por``.
 

@@ -200,21 +200,26 @@ def rebuild_trace(
         raise cannot("no initial state has the recorded fingerprint", "no initial state has its first fingerprint")
     initial = current
     steps: list[Step] = []
+    dead = options.reduce == "dead"
+    if dead:
+        from checker.dead import deliver_dead
     for fp, action_id in path[1:]:
         wanted = actions[action_id]
-        chosen = None
-        for act, succ in model.successors(current):
-            if hash(canonical(succ)) == fp and (options.symmetry or act == wanted):
-                chosen = (act, succ)
-                break
+        chosen = _recorded_step(model, current, fp, wanted, canonical, options.symmetry)
+        if chosen is None and dead:
+            # the search took this step in the stored state, which lacks the dead messages of ``current``; their
+            # presence only disables steps (a follower waits for the answer it is owed, the inflight bound), so
+            # they are delivered first (checker.dead), and the step is then one of the stored state's
+            for step in deliver_dead(model, current):
+                steps.append(step)
+                current = step.state
+            chosen = _recorded_step(model, current, fp, wanted, canonical, options.symmetry)
         if chosen is None:
             raise cannot(f"{wanted} is not deterministic in this model",
                          f"no {wanted} step reaches the state it records at step {len(steps) + 1}")
         steps.append(Step(*chosen))
         current = chosen[1]
-    if options.reduce == "dead":  # the dead messages the stored state lacks, delivered (checker.dead)
-        from checker.dead import deliver_dead
-
+    if dead:  # the dead messages the stored state lacks, delivered (checker.dead)
         for step in deliver_dead(model, current):
             steps.append(step)
             current = step.state
@@ -229,6 +234,16 @@ def rebuild_trace(
         violation_index=len(steps) if invariant else None,
         explanation=why,
     )
+
+
+def _recorded_step(model: Model, current: Any, fp: int, wanted: Action, canonical: Callable[[Any], Any],
+                   symmetry: bool) -> tuple[Action, Any] | None:
+    """The successor of ``current`` the search recorded: the one with its fingerprint (and, without symmetry, its
+    action), or None."""
+    for act, succ in model.successors(current):
+        if hash(canonical(succ)) == fp and (symmetry or act == wanted):
+            return act, succ
+    return None
 
 
 def recheck_concrete(model: Model, options: SearchOptions, invariant: str, state: Any) -> None:

@@ -18,7 +18,7 @@ from checker.result import Verdict
 from checker.search import SearchOptions
 from invariants.registry import for_family
 from spec.kafka import dead as dead_module
-from spec.kafka.state import FENCED_LEADER_EPOCH, OFFSETS_FOR_LEADER_EPOCH_RESPONSE
+from spec.kafka.state import FENCED_LEADER_EPOCH, FETCH, OFFSETS_FOR_LEADER_EPOCH_RESPONSE
 from spec.registry import build_model
 from traces.replay import replay_trace
 
@@ -253,3 +253,32 @@ def test_a_reduced_runs_checkpoint_is_refused_by_a_full_run():
     model = build_model("kafka", ["records=1", "crashes=0"], "2.1.0")
     assert "reduce" not in _identity(model, SearchOptions())
     assert _identity(model, SearchOptions(reduce="dead"))["reduce"] == "dead"
+
+
+def _no_second_fetch_at_one(state) -> bool:
+    """Holds while no follower has a Fetch at offset 1 in flight to a leader that already recorded its LEO as 1: the
+    reduced search's shortest way there sends that Fetch while the empty answer to the previous one is dead (dropped),
+    a step the unreduced model takes only once the answer is delivered (``actions_data.busy``)."""
+    return not any(m.kind == FETCH and m.offset == 1 and state.brokers[m.dst].remote[m.src] == 1 for m in state.network)
+
+
+@pytest.mark.parametrize("engine", ["bfs", "parallel"])
+def test_a_counterexample_whose_step_waits_for_a_dead_answer_is_rebuilt(engine):
+    """A step the search took in a stored state that the concrete state of the rebuilt trace still holds a dead answer
+    for (the follower's next Fetch): the rebuilt trace delivers the dead answers first, every step one of the model's."""
+    from checker.invariant import Invariant
+
+    model = build_model("kafka", ["records=1", "crashes=0", "epochs=0"], "2.1.0")
+    invariant = Invariant("no-second-fetch-at-one", "a follower's second Fetch at offset 1", _no_second_fetch_at_one)
+    options = SearchOptions(invariants=[invariant], reduce="dead")
+    extra = engines.engine_options("parallel", {"--workers": 2}) if engine == "parallel" else None
+    result = engines.run(model, options, engine, extra)
+    assert result.verdict is Verdict.VIOLATED
+    trace = result.violations[0].trace
+    state = model.init_states()[0]
+    for step in trace.steps:  # every step a successor of the state before it, in the unreduced model
+        assert (step.action, step.state) in model.successors(state)
+        state = step.state
+    assert not _no_second_fetch_at_one(state)
+    full = bfs.check(model, SearchOptions(invariants=[invariant]))
+    assert len(trace.steps) == len(full.violations[0].trace.steps) == 8

@@ -108,8 +108,9 @@ class DeadMessages:
                                 and not f.truncate_on_fetch and f.truncation != "hw-truncation")
         #: 3: KAFKA-18991's fix
         self.fetch_epoch_dead = f.kafka_18991
-        #: 4: KAFKA-7786's fix (with fencing: a request carries no epoch before it)
-        self.offsets_epoch_dead = f.kafka_7786_fix and f.leader_epoch_fencing
+        #: 4: KAFKA-7786's fix (with fencing: a request carries no epoch before it), on the rows that send
+        #: OffsetsForLeaderEpoch at all (not truncate-on-fetch's, 2.8.0+)
+        self.offsets_epoch_dead = f.kafka_7786_fix and f.leader_epoch_fencing and f.uses_offsets_request
 
     def describe(self) -> list[str]:
         """Which classes of the module's docstring apply on this row (for reports)."""
