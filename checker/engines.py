@@ -54,6 +54,9 @@ class Engine:
         result = search(model, options, engine_options)
         if options.shortest:
             result = shortest_rerun(model, options, result, lambda m, o: search(m, o, engine_options))
+        if options.reduce != "none" and result.violations:
+            # a reduced search's counterexamples need not be shortest, unless --shortest gave them (``--json`` says it)
+            result.extra["guaranteed_shortest"] = bool(options.shortest)
         return result
 
 

@@ -274,6 +274,7 @@ def test_a_counterexample_whose_step_waits_for_a_dead_answer_is_rebuilt(engine):
     extra = engines.engine_options("parallel", {"--workers": 2}) if engine == "parallel" else None
     result = engines.run(model, options, engine, extra)
     assert result.verdict is Verdict.VIOLATED
+    assert result.extra["guaranteed_shortest"] is False  # --json says it too: the reduced search's trace
     trace = result.violations[0].trace
     state = model.init_states()[0]
     for step in trace.steps:  # every step a successor of the state before it, in the unreduced model
