@@ -20,6 +20,7 @@ from invariants.registry import for_family
 from spec.kafka import dead as dead_module
 from spec.kafka.state import FENCED_LEADER_EPOCH, FETCH, OFFSETS_FOR_LEADER_EPOCH_RESPONSE
 from spec.registry import build_model
+from tests.test_symmetry import _reachable
 from traces.replay import replay_trace
 
 KAFKA = for_family("kafka")
@@ -27,17 +28,7 @@ KAFKA = for_family("kafka")
 
 def reachable(model, max_states: int) -> list:
     """The unreduced search's states (its first levels up to ``max_states``)."""
-    engine = bfs.LocalBFS(model, SearchOptions(max_states=max_states))
-    seen: list = []
-    original = engine._check_invariants
-
-    def collect(st, states, base):
-        seen.extend(states)
-        return original(st, states, base)
-
-    engine._check_invariants = collect
-    engine.run()
-    return seen
+    return _reachable(model, max_states)
 
 
 def obligations(model, states: list) -> list[str]:
