@@ -20,6 +20,7 @@ from invariants.registry import for_family
 from spec.kafka import dead as dead_module
 from spec.kafka.state import FENCED_LEADER_EPOCH, FETCH, OFFSETS_FOR_LEADER_EPOCH_RESPONSE
 from spec.registry import build_model
+from tests.test_por import _violated, readme_matrix  # README's table: the full search's, kept equal to kmc matrix
 from tests.test_symmetry import _reachable
 from traces.replay import replay_trace
 
@@ -159,8 +160,6 @@ def test_the_full_verdict_on_part_of_the_matrix(monkeypatch):
 def test_the_full_verdict_on_every_cell_of_representative_rows(monkeypatch):
     """Every default column of the rows of each class of ``spec.kafka.dead`` but the AlterIsr ones, at the matrix's
     bounds, against README's table of the full search (as ``test_por`` compares its reduction)."""
-    from tests.test_por import readme_matrix  # README's table: the full search's, kept equal to kmc matrix by its tests
-
     rows = ["0.10.2", "2.1.0", "2.2.0"]
     expected = {cell: verdict for cell, verdict in readme_matrix().items() if cell[0] in rows}
     assert len(expected) == 27
@@ -178,13 +177,6 @@ def test_the_full_verdicts_on_the_alter_isr_rows_at_small_bounds(protocol):
     assert reduced.verdict == full.verdict and reduced.distinct_states < full.distinct_states
     for v in reduced.violations:
         assert replay_trace(model, v.trace, [v.invariant]).outcome == "violated"
-
-
-def _violated(protocol: str, consts: list[str], invariant: str, **options):
-    model = build_model("kafka", consts, protocol)
-    result = engines.run(model, SearchOptions(invariants=[KAFKA[invariant]], **options))
-    assert result.verdict is Verdict.VIOLATED
-    return model, result
 
 
 @pytest.mark.parametrize("protocol,consts,invariant", [
