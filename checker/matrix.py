@@ -59,9 +59,9 @@ from checker import engines
 from checker.invariant import SAFETY, Invariant
 from checker.pool import can_fork, run_jobs
 from checker.result import CheckResult, Verdict
-from checker.search import Progress, SearchOptions
+from checker.search import Progress, SearchOptions, search_canonical
 from invariants.registry import for_family
-from spec.errors import BadFileError, NoInputError, UsageError
+from spec.errors import BadFileError, ModelError, NoInputError, UsageError
 from spec.registry import build_model, get_model_info
 
 #: exit code when a cell differs from the ``--expect`` file (like diff: 1 means "different")
@@ -262,6 +262,9 @@ def run_matrix(
     workers: int = 1,
     running: Callable[[list[tuple[str, list[str], float]], int, int], None] | None = None,
     running_every: float = 10.0,
+    symmetry: bool = False,
+    reduce: str = "none",
+    shortest: bool = False,
 ) -> list[Cell]:
     """Check every chosen row against every chosen safety invariant; one ``Cell`` each.
 
@@ -278,6 +281,11 @@ def run_matrix(
     the same search), and come back in the same order. Then ``on_search`` is called as a search is handed to a
     worker, ``on_cell`` as its cells come back, and every ``running_every`` seconds ``running`` instead of
     ``progress``: (row, invariants, seconds so far) of each search running, the searches done, all of them.
+
+    ``symmetry``, ``reduce`` and ``shortest`` are the search's own options (``kmc check --symmetry --reduce
+    por|dead --shortest``), applied to every search; a row where one cannot apply is refused (one line) before any
+    search runs. A cell's states are then the reduced search's, and its counterexample replays on the unreduced
+    model but is a shortest one only with ``shortest``.
     """
     info = get_model_info(model_name)
     rows = [parse_row(p) for p in protocols] if protocols else default_rows(model_name)
@@ -311,7 +319,8 @@ def run_matrix(
         header: dict[str, Any] = {"protocol": row.protocol} if row.protocol else {}
         if row.features:
             header["row"] = row.label
-        options = {"max_seconds": max_seconds, "max_states": max_states, "header": header, "progress": progress}
+        options = {"max_seconds": max_seconds, "max_states": max_states, "header": header, "progress": progress,
+                   "symmetry": symmetry, "reduce": reduce, "shortest": shortest}
         groups: dict[tuple[str, ...], list[str]] = {}
         for name in names:
             groups.setdefault(tuple(profile_of.get(name, ())), []).append(name)
@@ -324,6 +333,9 @@ def run_matrix(
             jobs.append(_Job(model_name, row, flags, profile, tuple(constants), checked,
                              tuple(chosen[n] for n in group), options, engine, engine_options))
         order.append([(where[name], name) for name in names])
+    if symmetry or reduce != "none" or shortest:
+        for job in jobs:  # every refusal before the first search, not after the rows before it
+            _check_reduction(job)
 
     def started(index: int) -> None:
         if on_search is not None:
@@ -378,6 +390,20 @@ class _Job:
     engine_options: Any
 
 
+def _check_reduction(job: _Job) -> None:
+    """One line (``UsageError``, exit 64) if the job's search cannot apply its reduction (``--symmetry``, ``--reduce``,
+    ``--shortest``): the engine's refusal, or the row's (``--reduce dead`` on a row without dead messages)."""
+    from checker.por import check_supported
+
+    options = SearchOptions(invariants=list(job.invariants), **{k: v for k, v in job.options.items()
+                                                                if k not in ("header", "progress")})
+    check_supported(job.engine, options, getattr(job.engine_options, "workers", 1) or 1)
+    try:
+        search_canonical(job.model, options)
+    except (UsageError, ModelError) as exc:
+        raise UsageError(f"row {job.row.label}: {exc}") from None
+
+
 def _check_job(job: _Job) -> list[Cell]:
     """The job's cells, each violated one with its story (computed here: it replays, which costs a search's
     worth of CPU on the Kafka rows, and is done in the job's own process when the matrix runs on every core)."""
@@ -418,9 +444,11 @@ def load_expectation(path: str) -> dict[tuple[str, str], dict[str, Any]]:
     return out
 
 
-def compare(cells: Sequence[Cell], expected: dict[tuple[str, str], dict[str, Any]]) -> list[str]:
+def compare(cells: Sequence[Cell], expected: dict[tuple[str, str], dict[str, Any]], counts: bool = True,
+            lengths: bool = True) -> list[str]:
     """One line per cell that differs from the expectation (verdict, length, distinct states) or is
-    not in it; cells of the expectation this run did not check are not differences."""
+    not in it; cells of the expectation this run did not check are not differences. Without ``counts`` the
+    distinct states are not compared, without ``lengths`` the counterexamples' lengths (a reduced search's)."""
     changes = []
     for cell in cells:
         want = expected.get((cell.protocol, cell.invariant))
@@ -431,9 +459,9 @@ def compare(cells: Sequence[Cell], expected: dict[tuple[str, str], dict[str, Any
         diffs = []
         if want["verdict"] != cell.verdict:
             diffs.append(f"verdict {want['verdict']} -> {cell.verdict}")
-        if cell.verdict == want["verdict"] == Verdict.VIOLATED.value and want.get("length") != cell.length:
+        if lengths and cell.verdict == want["verdict"] == Verdict.VIOLATED.value and want.get("length") != cell.length:
             diffs.append(f"length {want.get('length')} -> {cell.length}")
-        if (cell.verdict == want["verdict"] and cell.verdict != Verdict.UNDETERMINED.value
+        if (counts and cell.verdict == want["verdict"] and cell.verdict != Verdict.UNDETERMINED.value
                 and "distinct_states" in want and want["distinct_states"] != cell.distinct_states):
             diffs.append(f"distinct states {want['distinct_states']:,} -> {cell.distinct_states:,}"
                          if isinstance(want["distinct_states"], int) else
@@ -510,6 +538,19 @@ def layout(cells: Sequence[Cell], width: int) -> list[str]:
         if max(map(len, lines)) <= width and max(map(len, legend)) <= width:
             return lines + legend
     return _listing(cells)
+
+
+def reduction_note(args: argparse.Namespace, width: int) -> list[str]:
+    """What a reduced matrix's figures are (``--symmetry``, ``--reduce``): not the full search's."""
+    said = []
+    if args.symmetry or args.reduce != "none":
+        said.append("the states counted are the reduced search's (" + ", then ".join(
+            how for how, on in (("dead messages dropped", args.reduce == "dead"), ("one a symmetry orbit", args.symmetry),
+                                ("ample sets", args.reduce == "por")) if on) + ")")
+    if args.reduce != "none" and not args.shortest:
+        said.append("a counterexample replays on the full model but need not be a shortest one, and a story is told of "
+                    "it: --shortest gives the full search's lengths and stories")
+    return textwrap.wrap("; ".join(said) + ".", width, break_long_words=False, break_on_hyphens=False) if said else []
 
 
 def notes(cells: Sequence[Cell], width: int) -> list[str]:
@@ -643,7 +684,7 @@ def cmd_matrix(args: argparse.Namespace) -> int:
         engine_options=engine_options,
         on_cell=lines.cell if lines else None, on_search=on_search, progress=lines,
         workers=args.workers if at_once else 1, running=lines.running if lines else None,
-        running_every=args.progress_every,
+        running_every=args.progress_every, symmetry=args.symmetry, reduce=args.reduce, shortest=args.shortest,
     )
     elapsed = time.monotonic() - started
     console = Console(highlight=False)
@@ -657,10 +698,12 @@ def cmd_matrix(args: argparse.Namespace) -> int:
         width = console.width
         bounds = ", ".join(args.const) or "model bounds"
         extra = f"; features {', '.join(args.feature)}" if args.feature else ""
+        extra += "".join(f"; {how}" for how, on in (("symmetry", args.symmetry), (f"reduce {args.reduce}", args.reduce != "none"),
+                                                    ("shortest", args.shortest)) if on)
         title = f"{args.model}: every protocol against every invariant ({bounds}{extra})"
         for line in textwrap.wrap(title, width, break_long_words=False, break_on_hyphens=False):
             console.print(Text(line, style="bold"), soft_wrap=True)
-        for line in layout(cells, width) + notes(cells, width):
+        for line in layout(cells, width) + notes(cells, width) + reduction_note(args, width):
             text = Text(line)
             text.highlight_regex(r"\bviolated\b|✗", "red")
             text.highlight_regex(r"\bholds\b|✓", "green")
@@ -672,7 +715,10 @@ def cmd_matrix(args: argparse.Namespace) -> int:
         console.print(f"{len(cells)} cells from {len(configurations)} configurations ({how}) in {elapsed:.1f} s",
                       soft_wrap=True)
     if expected is not None:
-        changes = compare(cells, expected)
+        # a reduced search's states are not the full search's, nor (without --shortest) its lengths: an expectation
+        # written by the full search is compared on what the reduction keeps
+        changes = compare(cells, expected, counts=not args.symmetry and args.reduce == "none",
+                          lengths=args.reduce == "none" or args.shortest)
         out = sys.stderr if fmt in ("json", "csv") else sys.stdout
         if changes:
             print(f"{len(changes)} cell{'s' if len(changes) != 1 else ''} differ from {args.expect}:", file=out)
@@ -719,6 +765,14 @@ def add_parser(subparsers: Any, *_: Any) -> argparse.ArgumentParser:
     parser.add_argument("--quiet", action="store_true", help="no progress lines on stderr")
     parser.add_argument("--progress-every", type=_positive_float, default=10.0, metavar="SECONDS",
                         help="seconds between two progress lines during a search (default 10)")
+    parser.add_argument("--symmetry", action="store_true", help="every search reduced by symmetry over interchangeable ids")
+    parser.add_argument("--reduce", choices=("none", "por", "dead"), default="none",
+                        help="every search reduced: por, partial-order reduction; dead, messages whose delivery can "
+                             "only be a no-op dropped (rows that cannot be reduced are refused); default none. With "
+                             "--expect the verdicts are compared, and the lengths only with --shortest")
+    parser.add_argument("--shortest", action="store_true",
+                        help="with --reduce: a shortest counterexample for each violated cell (a full search bounded by "
+                             "the reduced one's length)")
     parser.add_argument("--engine", default="bfs", help="search engine: " + ", ".join(engines.ENGINES))
     parser.add_argument("--workers", type=_workers, default=None,
                         help="searches run at once, each in its own process (a number, or auto: one a core, the "
