@@ -256,3 +256,36 @@ def test_a_narrower_footprint_keeps_what_could_end_its_condition_dependent():
                     assert bool(mask >> j & 1) == (other[0] not in keeps), (key, other)
             checked[act.name] = key
     assert set(checked) == {"ServeFetch", "ShrinkIsr"}  # an errored fetch served, a shrink with a Produce kept out
+
+
+def _pinned_configurations() -> list[tuple[str, tuple[str, ...]]]:
+    """The pinned configurations of the ZooKeeper rows before AlterIsr (``test_kafka_state_space.PINNED``, both bound
+    sets) and of the control plane (``test_kafka_control.PINNED``'s kip-320 and kip-380); the AlterIsr rows' pins are
+    compared at their own small bounds above (0.2 million states a pin against a few thousand here)."""
+    from tests.test_kafka_control import PINNED as CONTROL
+    from tests.test_kafka_state_space import PINNED, SMALL_A, SMALL_B
+
+    data = [(row, consts) for row in PINNED if not resolve(row).alter_isr for consts in (SMALL_A, SMALL_B)]
+    control = ("records=1", "epochs=1", "crashes=0", "bumps=1", "shutdowns=0", "bounces=1")
+    return data + [(row, control) for row in CONTROL if not resolve(row).alter_isr]
+
+
+@pytest.mark.slow
+def test_por_gives_the_full_verdict_on_every_pinned_configuration():
+    """Every default invariant on each pinned configuration (the ones whose state counts the suite pins), searched to
+    the end with and without the reduction: the same invariants violated, at no more states."""
+    configurations = _pinned_configurations()
+    assert len(configurations) == 14
+    broken = 0
+    for protocol, consts in configurations:
+        verdicts = []
+        for reduce in ("none", "por"):
+            model = build_model("kafka", list(consts), protocol=protocol)
+            invariants = [inv for inv in KAFKA.values() if inv.kind == "safety" and inv.default]
+            result = engines.run(model, SearchOptions(invariants=invariants, stop_at_first=False, reduce=reduce), "bfs")
+            verdicts.append((sorted({v.invariant for v in result.violations}), result.distinct_states))
+        (full, full_states), (reduced, reduced_states) = verdicts
+        assert reduced == full, (protocol, consts)
+        assert reduced_states <= full_states
+        broken += bool(full)
+    assert 0 < broken < len(configurations)  # configurations that hold and ones that break are compared
