@@ -78,6 +78,7 @@ def run_jobs(work: Callable[[Job], Out], jobs: Sequence[Job], workers: int,
     raises is the last one too: its error is raised once the jobs before it are done, unless one of them says
     the rest is not needed."""
     workers = min(workers, len(jobs))
+    dispatch = _permutation(order, len(jobs))  # checked at any worker count
     if workers <= 1 or not can_fork():
         results = []
         for index, job in enumerate(jobs):
@@ -87,7 +88,7 @@ def run_jobs(work: Callable[[Job], Out], jobs: Sequence[Job], workers: int,
             if finished is not None and finished(index, results[-1]):
                 break
         return results
-    pending = deque(_permutation(order, len(jobs)))  # the jobs not handed out yet, in the order they go out
+    pending = deque(dispatch)  # the jobs not handed out yet, in the order they go out
     ctx = mp.get_context("fork")
     procs: dict[Connection, Any] = {}  # every worker started, by its end of the pipe
     results: dict[int, Out] = {}

@@ -81,10 +81,11 @@ def test_one_worker_runs_the_jobs_here_in_their_own_order():
     assert started == [0, 1, 2, 3]
 
 
+@pytest.mark.parametrize("workers", [1, 2])
 @pytest.mark.parametrize("order", [[0, 1, 1], [0, 1], [0, 1, 3]])
-def test_an_order_that_is_not_a_permutation_of_the_jobs_is_refused(order):
+def test_an_order_that_is_not_a_permutation_of_the_jobs_is_refused(order, workers):
     with pytest.raises(ValueError, match="each of the 3 jobs once"):
-        run_jobs(_job, [0, 1, 2], 2, order=order)
+        run_jobs(_job, [0, 1, 2], workers, order=order)
 
 
 @pytest.mark.parametrize("workers", [1, 2, 3])
