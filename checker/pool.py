@@ -3,8 +3,9 @@
 ``kmc matrix`` checks its configurations this way (one search a configuration, each in one process)
 and ``kmc simulate --workers N`` its walks. A job is a value of the parent's, read by index in the
 forked workers (nothing is sent to them but the index); each result comes back through a pipe, from
-a process this run forked (never data a user handed us). The results are returned in the jobs' order
-whatever the order they finish in, so the output of a command does not depend on the worker count.
+a process this run forked (never data a user handed us). The jobs may be handed out in an order of the
+caller's (``kmc matrix``: the largest first); the results are returned in the jobs' order whatever the order
+they are handed out or finish in, so the output of a command does not depend on the worker count.
 
 Ctrl-C is the parent's: the workers ignore SIGINT, and the parent stops them (its own processes, by
 their handles) before the interrupt goes on. A job that raises stops the run: the workers are
