@@ -3,8 +3,9 @@
 ``kmc matrix`` checks its configurations this way (one search a configuration, each in one process)
 and ``kmc simulate --workers N`` its walks. A job is a value of the parent's, read by index in the
 forked workers (nothing is sent to them but the index); each result comes back through a pipe, from
-a process this run forked (never data a user handed us). The results are returned in the jobs' order
-whatever the order they finish in, so the output of a command does not depend on the worker count.
+a process this run forked (never data a user handed us). The jobs may be handed out in an order of the
+caller's (``kmc matrix``: the largest first); the results are returned in the jobs' order whatever the order
+they are handed out or finish in, so the output of a command does not depend on the worker count.
 
 Ctrl-C is the parent's: the workers ignore SIGINT, and the parent stops them (its own processes, by
 their handles) before the interrupt goes on. A job that raises stops the run: the workers are
@@ -18,6 +19,7 @@ import pickle
 import signal
 import time
 import traceback
+from collections import deque
 from collections.abc import Callable, Sequence
 from multiprocessing.connection import Connection, wait
 from typing import Any, TypeVar
@@ -53,23 +55,31 @@ def _worker(conn: Connection, work: Callable[[Any], Any], jobs: Sequence[Any]) -
 
 def run_jobs(work: Callable[[Job], Out], jobs: Sequence[Job], workers: int,
              started: Callable[[int], None] | None = None,
-             finished: Callable[[int, Out], None] | None = None,
+             finished: Callable[[int, Out], bool | None] | None = None,
              running: Callable[[list[tuple[int, float]]], None] | None = None,
-             every: float = 10.0) -> list[Out]:
+             every: float = 10.0, order: Sequence[int] | None = None) -> list[Out]:
     """``[work(job) for job in jobs]``, with up to ``workers`` jobs at once in forked processes.
 
     ``started(index)`` is called as a job is handed to a worker, ``finished(index, result)`` as its result
     comes back, ``running([(index, seconds so far), ...])`` every ``every`` seconds while jobs run. With one
-    worker, one job, or no ``fork`` on this platform, the jobs run here, one after the other, with the same
-    calls.
+    worker, one job, or no ``fork`` on this platform, the jobs run here, one after the other in their own
+    order, with the same calls.
+
+    ``order`` is the order the workers are handed the jobs in (a permutation of their indices; default their
+    own order): the longest first, say, so that no worker idles at the end while another finishes a long job
+    (list scheduling, longest processing time first: Graham, "Bounds on multiprocessing timing anomalies",
+    1969). It changes when results come back, never which results are returned or their order.
 
     ``finished`` may return True: the jobs after that one are not needed (a violation found, a time budget
-    spent). Then no later job is handed out, the earlier ones still running are waited for, and the results
-    returned are those of the jobs up to the last one not after it: the same list at any worker count,
-    as long as ``finished`` answers the same for the same result (the results of later jobs that were already
-    running are dropped). A job that raises is the last one too: its error is raised once the jobs before it
-    are done, unless one of them says the rest is not needed."""
+    spent). Then no later job is handed out, the earlier ones are still run (those not handed out yet, when
+    ``order`` is not the jobs' own) and waited for, and the results returned are those of the jobs up to the
+    last one not after it: the same list at any worker count and in any ``order``, as long as ``finished``
+    answers the same for the same result (the results of later jobs that were already done are dropped, and
+    the later jobs still running are stopped, their workers replaced while earlier jobs wait). A job that
+    raises is the last one too: its error is raised once the jobs before it are done, unless one of them says
+    the rest is not needed."""
     workers = min(workers, len(jobs))
+    dispatch = _permutation(order, len(jobs))  # checked at any worker count
     if workers <= 1 or not can_fork():
         results = []
         for index, job in enumerate(jobs):
@@ -79,27 +89,55 @@ def run_jobs(work: Callable[[Job], Out], jobs: Sequence[Job], workers: int,
             if finished is not None and finished(index, results[-1]):
                 break
         return results
+    pending = deque(dispatch)  # the jobs not handed out yet, in the order they go out
     ctx = mp.get_context("fork")
-    procs, conns = [], []
-    for _ in range(workers):
+    procs: dict[Connection, Any] = {}  # every worker started, by its end of the pipe
+    results: dict[int, Out] = {}
+    busy: dict[Connection, tuple[int, float]] = {}  # worker -> (its job, when it started)
+    last = len(jobs) - 1  # the last job whose result is needed
+    failed: BaseException | None = None  # the error of job ``last``, if it raised
+
+    def start() -> Connection:
         parent_end, child_end = ctx.Pipe()
         proc = ctx.Process(target=_worker, args=(child_end, work, jobs), daemon=True)
         proc.start()
         child_end.close()
-        procs.append(proc)
-        conns.append(parent_end)
-    results: dict[int, Out] = {}
-    busy: dict[Connection, tuple[int, float]] = {}  # worker -> (its job, when it started)
-    following = 0
-    last = len(jobs) - 1  # the last job whose result is needed
-    failed: BaseException | None = None  # the error of job ``last``, if it raised
+        procs[parent_end] = proc
+        return parent_end
+
+    def waiting() -> bool:
+        """Whether a needed job is still to be handed out."""
+        while pending and pending[0] > last:  # not needed: a job before it said the rest is not needed
+            pending.popleft()
+        return bool(pending)
+
+    def hand(conn: Connection) -> None:
+        """The next needed job of ``pending`` to this worker, if one is left."""
+        if waiting():
+            index = pending.popleft()
+            if started is not None:
+                started(index)
+            conn.send(index)
+            busy[conn] = (index, time.monotonic())
+
+    def drop_later() -> None:
+        """``last`` moved down: stop the jobs after it still running; a fresh worker for each, while needed jobs wait."""
+        for conn, (index, _) in list(busy.items()):
+            if index > last:
+                del busy[conn]
+                _stop(procs[conn])
+                if waiting():
+                    hand(start())
+
     last_report = time.monotonic()
     try:
-        for conn in conns:
-            following = _hand(conn, following, busy, started)
-        while any(index <= last for index, _ in busy.values()):  # jobs past ``last`` are stopped, not waited for
+        for _ in range(workers):
+            hand(start())
+        while busy:  # every job running is needed (drop_later), and a free worker takes the next needed one
             for conn in wait(list(busy), timeout=max(0.05, every - (time.monotonic() - last_report))):
                 assert isinstance(conn, Connection)
+                if conn not in busy:  # stopped while this loop ran
+                    continue
                 kind, index, value = pickle.loads(conn.recv_bytes())  # noqa: S301 (our own forked worker)
                 del busy[conn]
                 if index > last:  # a job after one that said the rest is not needed
@@ -107,40 +145,50 @@ def run_jobs(work: Callable[[Job], Out], jobs: Sequence[Job], workers: int,
                 if kind == "error":  # raised once the earlier jobs are done (one of them may stop the run first)
                     failed, last = value, index
                     results = {i: r for i, r in results.items() if i < last}
+                    drop_later()
                 else:
                     results[index] = value
                     if finished is not None and finished(index, value):
                         last, failed = index, None
                         results = {i: r for i, r in results.items() if i <= last}
-                if following <= last:
-                    following = _hand(conn, following, busy, started)
+                        drop_later()
+                hand(conn)
             if running is not None and busy and time.monotonic() - last_report >= every:
                 last_report = time.monotonic()
                 running(sorted((index, last_report - since) for index, since in busy.values()))
     finally:
-        for conn in conns:
+        for conn in procs:
             try:
                 conn.send(None)
             except (OSError, ValueError):
                 pass
-        for proc in procs:
-            if busy:  # stopped early (an error, Ctrl-C, jobs not needed): the jobs still running are not waited for
+        for conn, proc in procs.items():
+            if conn in busy:  # stopped early (an error, Ctrl-C): the jobs still running are not waited for
                 proc.terminate()
-            proc.join(timeout=5)
-            if proc.is_alive():
-                proc.kill()
-                proc.join()
-        for conn in conns:
+            _stop(proc, wait=5)
+        for conn in procs:
             conn.close()
     if failed is not None:
         raise failed
     return [results[i] for i in range(last + 1)]
 
 
-def _hand(conn: Connection, index: int, busy: dict[Connection, tuple[int, float]],
-          started: Callable[[int], None] | None) -> int:
-    if started is not None:
-        started(index)
-    conn.send(index)
-    busy[conn] = (index, time.monotonic())
-    return index + 1
+def _permutation(order: Sequence[int] | None, count: int) -> list[int]:
+    if order is None:
+        return list(range(count))
+    chosen = list(order)
+    if sorted(chosen) != list(range(count)):
+        raise ValueError(f"order must name each of the {count} jobs once, by index: {chosen}")
+    return chosen
+
+
+def _stop(proc: Any, wait: float = 0.0) -> None:
+    """End one worker this run started: let it leave within ``wait`` seconds, else terminate it, then kill it."""
+    if wait:
+        proc.join(timeout=wait)
+    if proc.is_alive():
+        proc.terminate()
+        proc.join(timeout=5)
+    if proc.is_alive():
+        proc.kill()
+    proc.join()

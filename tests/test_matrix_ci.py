@@ -311,3 +311,39 @@ def test_one_search_on_two_cores_keeps_its_progress_lines():
     run_matrix(TOY, protocols=["v1"], invariants=["x-small"], on_search=lines.search, on_cell=lines.cell,
                progress=lines, workers=2, running=lines.running)
     assert "Progress(" in stream.getvalue()  # one search: run here, with its own progress lines
+
+
+def _searches_started(workers: int, **kwargs) -> list[tuple[str, int]]:
+    started = []
+    run_matrix(TOY, on_search=lambda row, names, constants: started.append((row, constants["N"])), workers=workers,
+               **kwargs)
+    return started
+
+
+def test_two_workers_take_the_largest_searches_first_and_one_takes_them_in_order():
+    """Each row checks y-small at N=3 and the others at N=4: two workers take the three N=4 searches first
+    (the largest bounds), ties in the rows' order; one worker runs the searches here in the rows' order."""
+    assert _searches_started(2) == [("v1", 4), ("v2", 4), ("v1,fast=on", 4), ("v1", 3), ("v2", 3), ("v1,fast=on", 3)]
+    assert _searches_started(1) == [("v1", 4), ("v1", 3), ("v2", 4), ("v2", 3), ("v1,fast=on", 4), ("v1,fast=on", 3)]
+
+
+def test_the_dispatch_order_is_by_the_estimate_largest_first():
+    captured = []
+    real = matrix_module.run_jobs
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(matrix_module, "run_jobs", lambda work, jobs, *a, **k: captured.append((jobs, k["order"]))
+                      or real(work, jobs, *a, **k))
+        run_matrix(TOY, bounds="deep", workers=2)
+    jobs, order = captured[0]
+    costs = [matrix_module.job_cost(job) for job in jobs]
+    assert costs == [job.model.constants["N"] for job in jobs] and len(set(costs)) > 1
+    assert order == sorted(range(len(jobs)), key=lambda i: (-costs[i], i)) != list(range(len(jobs)))
+
+
+def test_the_cost_estimate_is_the_sum_of_the_numeric_bounds():
+    class Job:
+        def __init__(self, constants):
+            self.model = type("M", (), {"constants": constants})()
+
+    assert matrix_module.job_cost(Job({"brokers": 2, "records": 3, "acks": -1, "unclean": True, "mode": "x"})) == 6
+    assert matrix_module.dispatch_order([Job({"N": 1}), Job({"N": 3}), Job({"N": 1, "M": 2}), Job({})]) == [1, 2, 0, 3]
