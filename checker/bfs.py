@@ -66,6 +66,9 @@ _ABSORB_AT = 65536
 #: ... once past SPILL_AT of the memory budget: 16% less peak memory for 6% more CPU (bench/NOTES.md)
 _PRUNE_AT_UNDER_PRESSURE = 16384
 _RSS_EVERY = 0.2  # seconds between two looks at the resident set size
+#: out-degrees collected (a list append a state in the hot loop) before they are counted into the histogram at
+#: once (numpy's bincount: a ``Counter`` a block cost two-phase RM=6 0.5% of its instructions)
+_FOLD_DEGREES_AT = 1 << 16
 _first, _second, _third = itemgetter(0), itemgetter(1), itemgetter(2)
 
 
@@ -93,6 +96,20 @@ def _action_id(table: ActionTable) -> Any:
     return action_id
 
 
+def action_ids(table: ActionTable, actions: list[Any]) -> np.ndarray:
+    """The ids of ``actions`` in ``table`` as int32, new ones interned in their order (the initial states' None: -1).
+
+    The actions of a level were nearly all interned at earlier levels: their ids are looked up in C (``dict.get``
+    mapped by ``np.fromiter``), and only a list with an action not interned yet (a None id: ``fromiter`` raises
+    TypeError) is mapped again through ``ActionTable.id``, which interns in order. Two Python calls a new state
+    less (two-phase RM=6: about 1% of the search's instructions, callgrind).
+    """
+    try:
+        return np.fromiter(map(table.lookup(), actions), np.int32, len(actions))
+    except TypeError:
+        return np.fromiter(map(_action_id(table), actions), np.int32, len(actions))
+
+
 def first_false(predicate: Any, items: list[Any]) -> int | None:
     """The position of the first item for which ``predicate`` is false (iterated in C), or None."""
     return next(compress(count(), map(not_, map(predicate, items))), None)
@@ -107,8 +124,11 @@ class _Level:
         self.count = 0
         #: while the level is kept as one dictionary: the fingerprints its successors had in the batches absorbed
         #: so far and in the batch being built (visited at earlier levels or not; empty during the first batch,
-        #: which is its own); None once it is block-wise (``fps``)
-        self.seen: dict[int, None] | None = {} if seen else None
+        #: which is its own); None once it is block-wise (``fps``). It is the first batch's own dictionary (not a
+        #: copy of its keys, which cost two-phase RM=7 87 M of its 22.2 G search instructions), so it
+        #: holds that batch's entries until the level ends, at most ``_ABSORB_AT`` of them; the later batches' new
+        #: fingerprints are added to it with None
+        self.seen: dict[int, Any] | None = {} if seen else None
         #: the level's new fingerprints, once block-wise
         self.fps = LevelFingerprints()
         self.new_fps: list[np.ndarray] = []  # in discovery order, a chunk a block
@@ -195,12 +215,31 @@ class LocalBFS(LevelSearch):
         self.object_states = object_states(self.memory_budget)
         # run statistics (this process's expansions; a resumed run does not report them)
         self.coverage: Counter | None = Counter() if options.coverage else None
-        self._degrees: dict[int, int] = {}  # out-degree -> states expanded with it
+        #: out-degree -> states expanded with it, for those folded in (``_degrees``: all of them)
+        self._degree_counts: dict[int, int] = {}
+        self._degree_list: list[int] = []  # the out-degree of each state expanded since the last fold
         self._discovered: dict[str, Discovery] = {}
         self.reduction = por.for_search(model, options, self.invariants)  # --reduce por, else None
         #: the form states are stored in: symmetry's canonical form, dead messages dropped (``search_canonical``)
         self.canonical = search_canonical(model, options)
         self.successor_view = SuccessorView(model, self.symmetry, self.canonical)
+
+    @property
+    def _degrees(self) -> dict[int, int]:
+        """Out-degree -> states expanded with it (this process's expansions)."""
+        self._fold_degrees()
+        return self._degree_counts
+
+    def _fold_degrees(self) -> None:
+        """Count the out-degrees collected since the last fold into the histogram (one bincount)."""
+        pending = self._degree_list
+        if not pending:
+            return
+        counts = np.bincount(np.fromiter(pending, np.intp, len(pending)))
+        folded = self._degree_counts
+        for degree in np.flatnonzero(counts).tolist():
+            folded[degree] = folded.get(degree, 0) + int(counts[degree])
+        pending.clear()
 
     # -- the search ------------------------------------------------------------------------------
     def run(self) -> CheckResult:
@@ -339,8 +378,8 @@ class LocalBFS(LevelSearch):
                 outgrown = size > self.object_states or not self._level_as_dictionary()
                 if outgrown or len(batch) >= _ABSORB_AT:
                     self._absorb(st, level, batch)
-                    if not outgrown and not level.seen:
-                        level.seen = dict.fromkeys(batch)
+                    if not outgrown and not level.seen:  # the first batch's dictionary is the level's from now on
+                        level.seen = batch
                     batch = None
                 if outgrown:
                     self._go_block_wise(level)
@@ -392,22 +431,24 @@ class LocalBFS(LevelSearch):
             seen = fresh
         checked = 0  # entries of ``fresh`` known not to be visited yet (the first ones)
         generated = 0
-        degrees: list[int] = []  # out-degree of each state expanded (counted into ``self._degrees`` at the end)
+        degrees = self._degree_list  # out-degree of each state expanded (folded into ``_degrees`` now and then)
         # every _CHECK_EVERY successors counted over the whole run, not from this call: a level is
         # expanded in many small calls (one a block)
         next_check = _CHECK_EVERY - generated_before % _CHECK_EVERY
         prune_at = _PRUNE_AT_UNDER_PRESSURE if self.under_pressure else _PRUNE_AT
         reduce = self.reduction.successors if self.reduction is not None else None
+        reduce_or_cover = reduce is not None or cover is not None
         for state in frontier:
             succs = successors(state)
             if type(succs) is not list:
                 succs = list(succs)
-            if reduce is not None:  # an ample set, or every successor (checker.por)
-                succs = reduce(state, succs, st.visited, canonical)
+            if reduce_or_cover:  # one look a state when neither is asked for (the plain search)
+                if reduce is not None:  # an ample set, or every successor (checker.por)
+                    succs = reduce(state, succs, st.visited, canonical)
+                if cover is not None:
+                    cover.update(map(_first, succs))
             degree = len(succs)
             degrees.append(degree)
-            if cover is not None:
-                cover.update(map(_first, succs))
             if every:
                 for act, succ in succs:
                     fp = hash(succ)
@@ -447,9 +488,8 @@ class LocalBFS(LevelSearch):
                 if len(fresh) - checked >= prune_at:
                     checked = _drop_visited(st.visited, fresh, len(fresh) - checked)
         st.generated += generated
-        counted = self._degrees
-        for degree, states in Counter(degrees).items():
-            counted[degree] = counted.get(degree, 0) + states
+        if len(degrees) >= _FOLD_DEGREES_AT:
+            self._fold_degrees()
         return fresh
 
     def _level_as_dictionary(self) -> bool:
@@ -495,7 +535,7 @@ class LocalBFS(LevelSearch):
         new_fps = fps[new_mask]
         states = list(map(_first, entries))
         level.parents.append(np.fromiter(map(_second, entries), np.int32, len(entries)))
-        level.actions.append(np.fromiter(map(_action_id(st.actions), map(_third, entries)), np.int32, len(entries)))
+        level.actions.append(action_ids(st.actions, list(map(_third, entries))))
         del entries
         for name, index in self._check_invariants(st, states, level.base + level.count).items():
             level.found.setdefault(name, index)  # blocks come in order: the first one found is the first

@@ -239,15 +239,24 @@ class FrontierStore:
 
     # -- writing -----------------------------------------------------------------------------------
     def extend(self, states: list[Any]) -> None:
-        """Append ``states`` (in order) to the level."""
+        """Append ``states`` (in order) to the level (the list is read, not kept).
+
+        Each state is copied once, into its block (a slice of ``states``, or the pending block completed from its
+        first states), not also into the pending list and out of it again."""
         pending = self._pending
-        pending.extend(states)
         self._size += len(states)
-        if len(pending) >= BLOCK:  # the whole blocks, then the rest moved down once (not once a block)
-            full = len(pending) - len(pending) % BLOCK
-            for start in range(0, full, BLOCK):
-                self._seal(pending[start:start + BLOCK])
-            del pending[:full]
+        if len(pending) + len(states) < BLOCK:
+            pending.extend(states)
+            return
+        at = 0
+        if pending:  # the pending states and the first of these make a block
+            at = BLOCK - len(pending)
+            pending += states[:at]
+            self._seal(pending)
+        end = at + (len(states) - at) // BLOCK * BLOCK
+        for start in range(at, end, BLOCK):
+            self._seal(states[start:start + BLOCK])
+        self._pending = states[end:]
 
     def finish(self) -> FrontierStore:
         """Seal the last, partial block; the store is then read, not written."""
@@ -260,10 +269,11 @@ class FrontierStore:
         return self
 
     def _seal(self, states: list[Any]) -> None:
+        """Write one block (``states``: a list the store takes, as it is when kept as objects)."""
         count = len(states)
         if (self.keep_objects and self._objects + count <= self.object_states
                 and self._memory + count * OBJECT_BYTES <= self.budget):
-            self._blocks.append(("objects", list(states), count))
+            self._blocks.append(("objects", states, count))
             self._memory += count * OBJECT_BYTES
             self._objects += count
             return

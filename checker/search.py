@@ -293,6 +293,11 @@ class ActionTable:
             self.actions.append(action)
         return found
 
+    def lookup(self) -> Callable[[Action], int | None]:
+        """The id of an action interned already, None for one that is not (``dict.get``: a caller maps it over
+        many actions in C, and interns the others with ``id`` in their order)."""
+        return self._ids.get
+
     def truncate(self, size: int) -> None:
         """Forget the actions interned after the first ``size`` (an abandoned level's)."""
         for act in self.actions[size:]:

@@ -120,3 +120,41 @@ def test_membership_with_and_without_sorting_the_keys(monkeypatch, sort_keys_pas
     fps = visited.FingerprintSet()
     fps.add(data)
     assert (fps.contains(keys) == expected).all()
+
+
+def test_action_ids_look_up_known_actions_and_intern_new_ones_in_order():
+    """``bfs.action_ids``: known actions looked up in C, a list with a new one (or the initial states' None) interned
+    one by one in its order; the same ids as ``ActionTable.id`` gives each action in turn."""
+    import numpy as np
+
+    from checker.search import ActionTable
+    from spec.model import Action
+
+    a, b, c, d = (Action(name) for name in "abcd")
+    table, reference = ActionTable([a, b]), ActionTable([a, b])
+    for actions in ([b, a, b], [d, a, c, None, b], [c, c, d], [None], []):
+        ids = bfs.action_ids(table, actions)
+        assert ids.dtype == np.int32
+        assert ids.tolist() == [-1 if act is None else reference.id(act) for act in actions]
+        assert table.actions == reference.actions
+    assert table.actions == [a, b, d, c]
+
+
+@pytest.mark.parametrize("fold_at", [1, 7, bfs._FOLD_DEGREES_AT])
+@pytest.mark.parametrize("coverage", [False, True])
+def test_out_degrees_folded_in_batches_are_every_expanded_state_s(monkeypatch, fold_at, coverage):
+    """The out-degree histogram (collected a state, folded in batches of ``_FOLD_DEGREES_AT``) counts each expanded
+    state's successors once, whatever the batch and with ``--coverage`` (the hot loop's other branch)."""
+    from collections import Counter
+
+    from tests.test_cli_habits import reachable
+
+    monkeypatch.setattr(bfs, "_FOLD_DEGREES_AT", fold_at)
+    model = TwoPhase(4)
+    engine = bfs.LocalBFS(model, SearchOptions(invariants=[], coverage=coverage))
+    result = engine.run()
+    _, generated, degrees = reachable(model)
+    assert engine._degrees == dict(Counter(degrees))
+    assert result.states_generated == generated and not engine._degree_list
+    assert (result.out_degree.minimum, result.out_degree.maximum) == (min(degrees), max(degrees))
+    assert (result.coverage is not None) == coverage
