@@ -494,6 +494,10 @@ class _Worker:
         positions = np.sort(np.concatenate([_read(self._path("won", o, self.w)) for o in range(self.n)]))
         candidates = self._candidates
         assert candidates is not None
+        # the level is committed from here on (the parent sends commit to every worker once all have expanded):
+        # the part just expanded is let go before its successor is built, so that the two parts' blocks and
+        # pools are never held at once beside the candidates (the commit round set the worker's peak)
+        self.part.close()
         part = self._store(previous=candidates)
         at = 0
         for block in candidates.blocks():  # the winners, a block of candidates at a time
@@ -517,7 +521,6 @@ class _Worker:
         self.seen.add_level(np.concatenate(level))
         del level, won
         self.log.append(fps, parents, acts)
-        self.part.close()
         self.part = part
         new_actions = self.table.actions[self.reported:]
         self.reported = len(self.table.actions)
