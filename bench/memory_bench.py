@@ -64,6 +64,9 @@ def child(spec: dict[str, Any]) -> dict[str, Any]:
         bfs.FRONTIER_SHARE = 0.0  # (where there are frontier stores) every block on disk
     if spec["mode"] == "encoded":
         bfs.FRONTIER_OBJECTS = False
+    if spec.get("no_pools"):  # past their objects the stores encode every block (the model's msgpack encoding)
+        from checker import frontier
+        frontier.POOL_LIMIT = -(1 << 62)
     if spec.get("object_states") is not None:
         bfs.FRONTIER_OBJECT_STATES = spec["object_states"]  # (a baseline without it ignores it)
     started = time.monotonic()
@@ -124,6 +127,8 @@ def main() -> int:
     parser.add_argument("--max-memory", type=float, default=None, help="--max-memory MB (default: the engine's)")
     parser.add_argument("--object-states", type=int, default=None,
                         help="states each frontier store keeps as objects (default: the engine's)")
+    parser.add_argument("--no-pools", action="store_true",
+                        help="stores encode the states past their objects instead of pooling them")
     parser.add_argument("--out", default=os.path.join(ROOT, "bench", "results.json"),
                         help="JSON file the figures are merged into (key memory_per_state)")
     parser.add_argument("--child", help=argparse.SUPPRESS)
@@ -143,7 +148,7 @@ def main() -> int:
             spec = {"model": args.model, "consts": consts, "protocol": args.protocol, "mode": mode,
                     "workers": args.workers, "root": root, "tree": tree, "object_states": args.object_states,
                     "symmetry": args.symmetry, "max_memory": args.max_memory,
-                    "reduce": args.reduce, "max_depth": args.max_depth}
+                    "reduce": args.reduce, "max_depth": args.max_depth, "no_pools": args.no_pools}
             out = subprocess.run([sys.executable, __file__, "--child", json.dumps(spec)], capture_output=True,
                                  text=True, cwd=root)
             if out.returncode:
@@ -174,7 +179,8 @@ def main() -> int:
                     *([f"--reduce {args.reduce}"] if args.reduce else []),
                     *([f"--max-depth {args.max_depth}"] if args.max_depth is not None else []),
                     *([f"--max-memory {args.max_memory:g}"] if args.max_memory else []),
-                    *([f"--object-states {args.object_states}"] if args.object_states is not None else [])]).replace("  ", " ")
+                    *([f"--object-states {args.object_states}"] if args.object_states is not None else []),
+                    *(["--no-pools"] if args.no_pools else [])]).replace("  ", " ")
     runs[key] = report
     data["memory_per_state"] = runs
     with open(args.out, "w") as f:
