@@ -180,7 +180,9 @@ def main() -> int:
                     *([f"--max-depth {args.max_depth}"] if args.max_depth is not None else []),
                     *([f"--max-memory {args.max_memory:g}"] if args.max_memory else []),
                     *([f"--object-states {args.object_states}"] if args.object_states is not None else []),
-                    *(["--no-pools"] if args.no_pools else [])]).replace("  ", " ")
+                    *(["--no-pools"] if args.no_pools else []),
+                    # runs of other modes of the same configuration keep their own entries
+                    *([f"({args.modes})"] if args.modes != parser.get_default("modes") else [])]).replace("  ", " ")
     runs[key] = report
     data["memory_per_state"] = runs
     with open(args.out, "w") as f:
