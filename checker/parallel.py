@@ -516,7 +516,7 @@ class _Worker:
         assert candidates is not None
         # the level is committed from here on (the parent sends commit to every worker once all have expanded):
         # the part just expanded is let go before its successor is built, so that the two parts' blocks and
-        # pools are never held at once beside the candidates (the commit round set the worker's peak)
+        # pools are never held at once beside the candidates (the commit round raised the worker's peak)
         self.part.close()
         part = self._store(previous=candidates)
         at = 0
