@@ -4,6 +4,8 @@
     python3 bench/memory_bench.py --const RM=8 --model two-phase --protocol ''
     python3 bench/memory_bench.py --baseline ../kmc-main  # the same runs of another checkout first
     python3 bench/memory_bench.py --out memory.json   # elsewhere than bench/results.json
+    python3 bench/memory_bench.py --modes parallel --symmetry --reduce dead \
+        --const brokers=3 --const records=1 --const crashes=0   # the goal configuration (2,105,961 orbits)
 
 Each run builds the model, notes its resident set, runs the search and reports the growth of the
 peak resident set (``ru_maxrss``, so the transient peaks count) divided by the distinct states,
@@ -52,7 +54,9 @@ def child(spec: dict[str, Any]) -> dict[str, Any]:
     if spec.get("symmetry"):  # orbits: the safety invariants (the liveness ones need the whole graph)
         invariants = [inv for inv in invariants if inv.kind == SAFETY]
     options = SearchOptions(invariants=invariants, stop_at_first=False,
-                            symmetry=bool(spec.get("symmetry")), max_memory_mb=spec.get("max_memory"))
+                            symmetry=bool(spec.get("symmetry")), max_memory_mb=spec.get("max_memory"),
+                            **({"reduce": spec["reduce"]} if spec.get("reduce") else {}),
+                            max_depth=spec.get("max_depth"))
     list(model.init_states())
     start_kb = _rss_kb()
     if spec["mode"] == "spill":
@@ -60,6 +64,9 @@ def child(spec: dict[str, Any]) -> dict[str, Any]:
         bfs.FRONTIER_SHARE = 0.0  # (where there are frontier stores) every block on disk
     if spec["mode"] == "encoded":
         bfs.FRONTIER_OBJECTS = False
+    if spec.get("no_pools"):  # past their objects the stores encode every block (the model's msgpack encoding)
+        from checker import frontier
+        frontier.POOL_LIMIT = -(1 << 62)
     if spec.get("object_states") is not None:
         bfs.FRONTIER_OBJECT_STATES = spec["object_states"]  # (a baseline without it ignores it)
     started = time.monotonic()
@@ -92,6 +99,9 @@ def child(spec: dict[str, Any]) -> dict[str, Any]:
         row["parent_bytes_per_state"] = round(parent_growth_kb * 1024 / max(1, result.distinct_states), 1)
         row["worker_bytes_per_state"] = [round(kb * 1024 / max(1, result.distinct_states), 1)
                                          for kb in worker_growth_kb]
+        # the workers' own CPU (the parent's is ``cpu_seconds``) and the serial share the engine reports
+        row["worker_cpu_seconds"] = result.extra.get("worker_cpu_seconds")
+        row["serial_share"] = result.extra.get("serial_share")
     return row
 
 
@@ -112,9 +122,13 @@ def main() -> int:
     parser.add_argument("--baseline", help="a checkout to run the same modes on first (e.g. main)")
     parser.add_argument("--workers", type=int, default=2)
     parser.add_argument("--symmetry", action="store_true", help="search orbits (--symmetry)")
+    parser.add_argument("--reduce", default=None, help="--reduce (e.g. dead; default: the engine's)")
+    parser.add_argument("--max-depth", type=int, default=None, help="--max-depth D (a depth-bounded run)")
     parser.add_argument("--max-memory", type=float, default=None, help="--max-memory MB (default: the engine's)")
     parser.add_argument("--object-states", type=int, default=None,
                         help="states each frontier store keeps as objects (default: the engine's)")
+    parser.add_argument("--no-pools", action="store_true",
+                        help="stores encode the states past their objects instead of pooling them")
     parser.add_argument("--out", default=os.path.join(ROOT, "bench", "results.json"),
                         help="JSON file the figures are merged into (key memory_per_state)")
     parser.add_argument("--child", help=argparse.SUPPRESS)
@@ -133,7 +147,8 @@ def main() -> int:
                 continue
             spec = {"model": args.model, "consts": consts, "protocol": args.protocol, "mode": mode,
                     "workers": args.workers, "root": root, "tree": tree, "object_states": args.object_states,
-                    "symmetry": args.symmetry, "max_memory": args.max_memory}
+                    "symmetry": args.symmetry, "max_memory": args.max_memory,
+                    "reduce": args.reduce, "max_depth": args.max_depth, "no_pools": args.no_pools}
             out = subprocess.run([sys.executable, __file__, "--child", json.dumps(spec)], capture_output=True,
                                  text=True, cwd=root)
             if out.returncode:
@@ -161,7 +176,13 @@ def main() -> int:
     if not isinstance(runs, dict) or "model" in runs:  # the old layout held one configuration
         runs = {}
     key = " ".join([args.model, args.protocol, *consts, *(["--symmetry"] if args.symmetry else []),
-                    *([f"--max-memory {args.max_memory:g}"] if args.max_memory else [])]).replace("  ", " ")
+                    *([f"--reduce {args.reduce}"] if args.reduce else []),
+                    *([f"--max-depth {args.max_depth}"] if args.max_depth is not None else []),
+                    *([f"--max-memory {args.max_memory:g}"] if args.max_memory else []),
+                    *([f"--object-states {args.object_states}"] if args.object_states is not None else []),
+                    *(["--no-pools"] if args.no_pools else []),
+                    # runs of other modes of the same configuration keep their own entries
+                    *([f"({args.modes})"] if args.modes != parser.get_default("modes") else [])]).replace("  ", " ")
     runs[key] = report
     data["memory_per_state"] = runs
     with open(args.out, "w") as f:

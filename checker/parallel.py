@@ -116,15 +116,35 @@ def amdahl_speedup(serial_share: float, cores: int) -> float:
 
 
 def _rss_mb_of(pids: list[int]) -> float:
+    """The memory of these processes together (MB), what the memory budget is held against: the sum of their
+    proportional set sizes (``Pss``: a page shared by k processes counts 1/k in each), so that the pages the
+    workers share with the parent since the fork (the interpreter, the model, the modules: about 37 MB) count
+    once, not once a process as the sum of the resident sets counted them; the resident set where /proc gives
+    no ``Pss`` (kernels before 4.14)."""
     page = os.sysconf("SC_PAGE_SIZE")
     total = 0
     for pid in pids:
+        try:
+            total += _pss_kb(pid) * 1024
+            continue
+        except (OSError, ValueError, IndexError):
+            pass
         try:
             with open(f"/proc/{pid}/statm") as f:
                 total += int(f.read().split()[1]) * page
         except (OSError, ValueError, IndexError):
             pass
     return total / 2**20
+
+
+def _pss_kb(pid: int) -> int:
+    """The proportional set size of process ``pid`` in kB (``/proc/<pid>/smaps_rollup``); OSError or ValueError
+    where it is not there."""
+    with open(f"/proc/{pid}/smaps_rollup") as f:
+        for line in f:
+            if line.startswith("Pss:"):
+                return int(line.split()[1])
+    raise ValueError(f"no Pss line for process {pid}")
 
 
 def _peak_rss_kb() -> int:
@@ -494,6 +514,10 @@ class _Worker:
         positions = np.sort(np.concatenate([_read(self._path("won", o, self.w)) for o in range(self.n)]))
         candidates = self._candidates
         assert candidates is not None
+        # the level is committed from here on (the parent sends commit to every worker once all have expanded):
+        # the part just expanded is let go before its successor is built, so that the two parts' blocks and
+        # pools are never held at once beside the candidates (the commit round raised the worker's peak)
+        self.part.close()
         part = self._store(previous=candidates)
         at = 0
         for block in candidates.blocks():  # the winners, a block of candidates at a time
@@ -517,7 +541,6 @@ class _Worker:
         self.seen.add_level(np.concatenate(level))
         del level, won
         self.log.append(fps, parents, acts)
-        self.part.close()
         self.part = part
         new_actions = self.table.actions[self.reported:]
         self.reported = len(self.table.actions)

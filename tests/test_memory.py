@@ -249,3 +249,36 @@ def test_parallel_workers_keep_a_level_compact_and_drop_what_other_shards_visite
     distinct = _levels_in_process(model, options, 2, on_expanded)
     assert distinct == bfs.LocalBFS(model, SearchOptions(invariants=INVARIANTS)).run().distinct_states
     assert seen["largest"] > 1000 and seen["encoded"] > 0
+
+
+def test_a_worker_lets_go_of_the_part_it_expanded_before_it_builds_the_next(monkeypatch):
+    """At the commit round a worker held three levels' stores at once (the part it had expanded, the candidates and
+    the part being built from them), which set its peak. The expanded part is closed first now: when the next
+    part's store is made, the worker's current part is empty and holds no pools; the counts are the single
+    process's."""
+    monkeypatch.setattr(bfs, "FRONTIER_OBJECT_STATES", 256)  # pooled levels: the pools are what the order saves
+    model, options = TwoPhase(5), SearchOptions(invariants=INVARIANTS)
+    made = {"in_commit": 0, "held": 0}
+    original_store, original_commit = parallel._Worker._store, parallel._Worker.do_commit
+    committing = []
+
+    def store(worker, *args, **kwargs):
+        if committing:
+            made["in_commit"] += 1
+            part = worker.part
+            if len(part) or part._blocks or part._pools is not None:
+                made["held"] += 1
+        return original_store(worker, *args, **kwargs)
+
+    def commit(worker):
+        committing.append(worker)
+        try:
+            return original_commit(worker)
+        finally:
+            committing.pop()
+
+    monkeypatch.setattr(parallel._Worker, "_store", store)
+    monkeypatch.setattr(parallel._Worker, "do_commit", commit)
+    distinct = _levels_in_process(model, options, 2, lambda crew, levels: None)
+    assert distinct == bfs.LocalBFS(model, SearchOptions(invariants=INVARIANTS)).run().distinct_states
+    assert made["in_commit"] > 10 and made["held"] == 0

@@ -1,6 +1,8 @@
 """The multi-process engine gives exactly the single-process engine's counts, parent log and
 shortest counterexamples (same trace, step by step), and honours budgets, Ctrl-C and checkpoints."""
 
+import os
+
 import numpy as np
 import pytest
 
@@ -321,3 +323,41 @@ def test_invariants_checked_in_small_blocks_find_the_same_first_violations(monke
     single = bfs.check(model, options)
     assert single.violations, "a configuration with counterexamples, so that traces are compared"
     _same(single, parallel.ParallelBFS(model, options, 2).run())
+
+
+def test_the_memory_budget_counts_the_pages_workers_share_with_the_parent_once():
+    """The budget is held against the processes' proportional set sizes: a page the parent and a forked worker share
+    counts once over the two (the sum of the resident sets counted it in each, so two workers were charged the
+    interpreter and the model three times)."""
+    import multiprocessing
+
+    from checker.parallel import _rss_mb_of
+
+    ballast = bytearray(64 * 2**20)  # 64 MB the child shares with this process (touched: resident in both)
+    ballast[::4096] = b"x" * len(ballast[::4096])
+    ctx = multiprocessing.get_context("fork")
+    ready, hold = ctx.Event(), ctx.Event()
+
+    def child():
+        ready.set()
+        hold.wait(30)
+
+    proc = ctx.Process(target=child, daemon=True)
+    proc.start()
+    try:
+        assert ready.wait(30)
+        pids = [os.getpid(), proc.pid]
+        page = os.sysconf("SC_PAGE_SIZE")
+        resident = 0
+        for pid in pids:
+            with open(f"/proc/{pid}/statm") as f:
+                resident += int(f.read().split()[1]) * page / 2**20
+        together = _rss_mb_of(pids)
+        if not os.path.exists(f"/proc/{proc.pid}/smaps_rollup"):
+            pytest.skip("no smaps_rollup: the resident sets are summed")
+        assert resident - together > 50  # the shared 64 MB (and the interpreter) counted once, not twice
+        assert together > 64  # ... but counted
+    finally:
+        hold.set()
+        proc.join(10)
+    del ballast

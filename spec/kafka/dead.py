@@ -83,8 +83,11 @@ from spec.kafka.state import (
 )
 
 _new = tuple.__new__
-#: how many (follower, answer) pairs ``DeadMessages._noop`` remembers before it starts again (a few MB)
-_KNOWN_PAIRS = 1 << 16
+#: how many (follower, answer) pairs ``DeadMessages._noop`` remembers before it starts again: the pairs are held
+#: alive with the answer, so at 65,536 it was about 15 MB a searching process (each parallel worker its own) on the
+#: three-broker goal configuration; 4,096 keep the repeats of siblings (bench/NOTES.md, "Parallel workers' memory
+#: at the goal configuration")
+_KNOWN_PAIRS = 1 << 12
 _NETWORK = KafkaState._fields.index("network")
 
 

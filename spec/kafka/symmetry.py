@@ -141,9 +141,12 @@ _IDENTITY = {n: tuple(range(n)) for n in range(1, 9)}
 
 #: renamed brokers and networks, by (value, inverse permutation): a successor shares all but one broker and
 #: most messages with its parent, so the same renamings recur (99% hits measured on three brokers); cleared
-#: when it reaches ``_CACHE_LIMIT`` entries, so it stays small
+#: when it reaches ``_CACHE_LIMIT`` entries, so it stays small. Its entries hold their networks and brokers alive
+#: in every process that searches (each parallel worker its own): at 65,536 entries it was about 25 MB a process
+#: on the three-broker goal configuration; 4,096 keep the hits of siblings, which is where they come from
+#: (bench/NOTES.md, "Parallel workers' memory at the goal configuration")
 _RENAMED: dict[tuple, Any] = {}
-_CACHE_LIMIT = 1 << 16
+_CACHE_LIMIT = 1 << 12
 
 
 def _permute(s: KafkaState, p: tuple[int, ...], inv: tuple[int, ...]) -> KafkaState:
