@@ -9,8 +9,9 @@ projection of a state (a part of it dropped) counts the distinct canonical forms
 that count is the most a reduction that forgets that part could give (an upper bound: it says nothing of whether
 forgetting it is sound). Projections:
 
-* ``network``: every message in flight dropped; ``leader_and_isr`` / ``answers``: every LeaderAndIsr, every
-  FetchResponse and OffsetsForLeaderEpoch answer dropped;
+* ``network``: every message in flight dropped; ``leader_and_isr`` / ``answers``: every LeaderAndIsr (on the KRaft rows:
+  the partition change a broker replays), every FetchResponse and OffsetsForLeaderEpoch answer dropped;
+  ``alter_answers``: every AlterPartition answer dropped (the KRaft rows and the ZooKeeper rows with AlterIsr);
 * ``noop_now``: the messages whose delivery in the state itself would change nothing but the network (the model's
   own step run on the state), dropped: the most dead-message elimination could give;
 * ``dead``: the messages ``spec.kafka.dead`` declares dead (what ``--reduce dead`` drops; the reduced search
@@ -36,7 +37,9 @@ sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), os.p
 from orbit_sizes import reachable  # noqa: E402
 
 import spec.kafka  # noqa: E402, F401 - registers the model
+from spec.errors import UsageError  # noqa: E402
 from spec.kafka.state import (  # noqa: E402
+    ALTER_PARTITION_RESPONSE,
     FETCH_RESPONSE,
     KIND_NAMES,
     LEADER_AND_ISR,
@@ -52,9 +55,15 @@ ANSWERS = (FETCH_RESPONSE, OFFSETS_FOR_LEADER_EPOCH_RESPONSE)
 
 
 def noop_now(model, s, m) -> bool:
-    """Whether delivering ``m`` in ``s`` would change nothing but the network (the model's own step)."""
+    """Whether delivering ``m`` in ``s`` would change nothing but the network (the model's own step; the partition
+    change and the AlterPartition answer as the row's control plane delivers them)."""
     if m.kind == LEADER_AND_ISR:
-        after = model._apply_leader_and_isr(s, m)
+        after = model.control_plane.apply_leader_and_isr(model, s, m)
+    elif m.kind == ALTER_PARTITION_RESPONSE:
+        out: list = []
+        receive = model._receive_alter_response if model.features.kraft else model._receive_alter_isr_response
+        receive(s, m, out.append)
+        return all(t == s.with_(network=remove_message(s.network, m)) for _, t in out)
     elif m.kind == STOP_REPLICA:
         after = model._apply_stop_replica(s, m)
     elif m.kind == FETCH_RESPONSE:
@@ -68,11 +77,14 @@ def noop_now(model, s, m) -> bool:
 
 def census(model, states: list) -> dict:
     canonical = model.canonical
-    reducer = None if model.features.kraft else model.dead_messages()
+    try:
+        reducer = model.dead_messages()
+    except UsageError:  # a row --reduce dead refuses: no "dead" projection beyond the no-op-now one
+        reducer = None
     kinds, noop_kinds, dead_kinds = Counter(), Counter(), Counter()
     sizes = Counter()
     projections: dict[str, set] = {name: set() for name in (
-        "network", "leader_and_isr", "answers", "noop_now", "dead", "retried", "ghosts")}
+        "network", "leader_and_isr", "answers", "alter_answers", "noop_now", "dead", "retried", "ghosts")}
 
     def without(s, drop) -> object:
         return canonical(s.with_(network=tuple([m for m in s.network if not drop(m)])))
@@ -90,6 +102,7 @@ def census(model, states: list) -> dict:
         projections["network"].add(canonical(s.with_(network=())))
         projections["leader_and_isr"].add(without(s, lambda m: m.kind == LEADER_AND_ISR))
         projections["answers"].add(without(s, lambda m: m.kind in ANSWERS))
+        projections["alter_answers"].add(without(s, lambda m: m.kind == ALTER_PARTITION_RESPONSE))
         projections["noop_now"].add(without(s, lambda m, gone=noop: any(m is x for x in gone)))
         projections["dead"].add(without(s, lambda m, gone=dead: any(m is x for x in gone)))
         projections["retried"].add(without(s, lambda m: m.kind in ANSWERS and m.error in (NOT_LEADER, UNKNOWN_LEADER_EPOCH)))
