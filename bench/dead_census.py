@@ -21,6 +21,12 @@ forgetting it is sound). Projections:
   committed and acknowledged records) set to constants (every default invariant reads some of them).
 
 It also counts the messages in flight by kind, and which of them are no-ops now and dead.
+
+    python3 bench/dead_census.py --protocol kraft-4.1 --const brokers=3 ... --levels 11
+
+``--levels D`` instead searches the configuration to depth D twice under ``--symmetry``, without and with
+``--reduce dead`` (one process, no invariant), and prints each level's new orbits and the factor between the two
+(level by level and cumulated): the reduction's factor where both searches can reach.
 """
 
 from __future__ import annotations
@@ -121,15 +127,59 @@ def census(model, states: list) -> dict:
     }
 
 
+def level_sizes(model, depth: int, reduce: str) -> list[int]:
+    """New orbits of each level (the initial states first) of the search to ``depth`` under ``--symmetry``."""
+    from checker.bfs import LocalBFS
+    from checker.search import SearchOptions
+
+    engine = LocalBFS(model, SearchOptions(max_depth=depth, symmetry=True, reduce=reduce))
+    sizes: list[int] = []
+    commit = engine._commit
+
+    def counted(st, level):
+        sizes.append(level.count)
+        return commit(st, level)
+
+    engine._commit = counted
+    engine.run()
+    return sizes
+
+
+def levels(model, depth: int) -> dict:
+    started = time.process_time()
+    full = level_sizes(model, depth, "none")
+    full_cpu = time.process_time() - started
+    reduced = level_sizes(model, depth, "dead")
+    reduced_cpu = time.process_time() - started - full_cpu
+    rows = []
+    for d, (f, r) in enumerate(zip(full, reduced, strict=False)):
+        cf, cr = sum(full[:d + 1]), sum(reduced[:d + 1])
+        rows.append({"level": d, "full": f, "reduced": r, "factor": round(f / r, 3) if r else None,
+                     "full_total": cf, "reduced_total": cr, "total_factor": round(cf / cr, 3)})
+    return {"levels": rows, "cpu_seconds": {"full": round(full_cpu, 1), "reduced": round(reduced_cpu, 1)}}
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--protocol", default="2.1.0")
     parser.add_argument("--const", action="append", default=None, metavar="NAME=VALUE")
     parser.add_argument("--max-states", type=int, default=None)
     parser.add_argument("--json", metavar="FILE", help="also write the figures here")
+    parser.add_argument("--levels", type=int, metavar="D", help="the level sizes to depth D, without and with --reduce dead")
     args = parser.parse_args()
     constants = args.const or ["brokers=3", "records=1", "epochs=1", "crashes=0"]
     model = build_model("kafka", constants, args.protocol)
+    if args.levels is not None:
+        figures = levels(model, args.levels)
+        print(f"kafka {args.protocol} {' '.join(constants)} --symmetry, new orbits a level (full / --reduce dead):")
+        for row in figures["levels"]:
+            print(f"  {row['level']:>3} {row['full']:>11,} {row['reduced']:>11,} {row['factor']:>6}x   "
+                  f"total {row['full_total']:>11,} {row['reduced_total']:>11,} {row['total_factor']:>6}x")
+        print(f"  CPU: {figures['cpu_seconds']['full']} s full, {figures['cpu_seconds']['reduced']} s reduced")
+        if args.json:
+            with open(args.json, "w") as f:
+                json.dump({**figures, "protocol": args.protocol, "constants": constants}, f, indent=1)
+        return 0
     started = time.process_time()
     states = reachable(model, args.max_states, symmetry=True)
     figures = census(model, states)
