@@ -55,16 +55,65 @@ with *another* leader, which it follows only after a LeaderAndIsr. What is dead,
    follower's** (``AbstractFetcherThread.maybeTruncate`` ignores it), and every one that is a no-op now, by the
    argument of 3 (the OffsetsForLeaderEpoch answer is read against the same fields).
 
-What it cannot express: a LeaderAndIsr older than the broker's epoch (none arises without a crash or bounce in the
-bounds measured, and a bounce delivers a queued request to a new incarnation: the stale-control-request story); a
-FetchResponse on 2.8.x to 3.4 and an OffsetsForLeaderEpoch answer on 2.0.x and 2.1.0 that the follower drops now but
-could take after a LeaderAndIsr that brings it back to the same leader (KAFKA-18991's and KAFKA-7786's stories:
-those answers are live); requests (serving one changes the leader's view of the follower); the KRaft rows (their
-controller and fetch handling are ``spec.kafka.actions_kraft``'s, not covered: the option is refused there).
+The KRaft rows (kraft-3.3, kraft-3.5, kraft-4.1)
+------------------------------------------------
+Their fetch path is the ZooKeeper row's of the same release (kraft-3.3 2.8.1's, kraft-3.5 3.4.1's, kraft-4.1 3.9.1's:
+truncate-on-fetch and KAFKA-9654 on all three, KAFKA-18991's fix on kraft-4.1 only); their control plane is
+``spec.kafka.actions_kraft``'s: there is no LeaderAndIsr request, a broker learns a new leader epoch by replaying the
+partition change the controller wrote to the metadata log (the model's LeaderAndIsr message stands for that record).
+What the classes above rely on holds there for its own reasons:
 
-``tests/test_dead.py`` checks, on every row named above, that every message found dead is a no-op when delivered
-in the state, stays dead along sampled continuations, and that the reduced search keeps every verdict of the
-unreduced one with counterexamples that replay.
+* An answer's destination keeps running while it is in flight: Crash, UncleanShutdown and CleanShutdown drop every
+  message to the broker (``_kraft_crash`` -> ``_crash_state``); a running broker the controller fences (``fences``)
+  keeps its fetcher, log and view of the partition.
+* The follower's leader epoch and partition epoch only grow: a replayed change of an older leader epoch is ignored
+  (``_apply_leader_and_isr``), one of the same leader epoch is taken only with a newer partition epoch and then moves
+  the ISR alone (``_kraft_apply_leader_and_isr``). Source: the metadata log is replayed in order (3.5.0
+  ``ReplicaManager.applyDelta`` -> ``applyLocalFollowersDelta``), the controller never lowers either epoch
+  (``PartitionChangeBuilder.build``), and 3.5.0 ``Partition.makeFollower`` skips an older partition epoch.
+* The fetcher is restarted only on a new leader epoch (3.5.0 ``applyLocalFollowersDelta``: ``isNewLeaderEpoch`` ->
+  ``partitionsToStartFetching``, ``InitialFetchState(leader, partition.getLeaderEpoch, initialFetchOffset(log))``): a
+  same-epoch change touches neither the fetch state nor the log.
+
+So, on the KRaft rows:
+
+1. **Retried answers** as on every ZooKeeper row: NOT_LEADER_OR_FOLLOWER and UNKNOWN_LEADER_EPOCH (3.5.0
+   ``AbstractFetcherThread.processFetchRequest``: ``partitionsWithError``), and FENCED_LEADER_EPOCH whose request epoch
+   is not the fetch state's (``onPartitionFenced(tp, requestEpoch)``, KAFKA-9654), which stays so (the epoch only
+   grows). No OffsetsForLeaderEpoch round is sent on these rows (truncate-on-fetch).
+3. **kraft-4.1 (KAFKA-18991's fix, 4.1.0 ``processFetchRequest``): every FetchResponse of another leader epoch, and
+   every one that is a no-op now**: with the leader epoch unchanged, the fetch state, leader and log change only by
+   a replayed change of a newer leader epoch (then the answer is of another epoch: dead), and the follower records a
+   diverging epoch only from the answer to its own request, the one in flight. On kraft-3.3 and kraft-3.5 (3.5.0
+   ``processFetchRequest`` checks ``fetchOffset == currentFetchState.fetchOffset && isReadyForFetch``, not the
+   request's leader epoch) an answer the follower drops now is taken after it comes back to the same leader, in a
+   newer epoch, at the answer's offset: KAFKA-18991's stale append, so those answers are live (a mutant calling them
+   dead fails the obligations in ``tests/test_dead.py``).
+5. **AlterPartition answers that are no-ops now, every KRaft row.** The leader takes an answer only for the change
+   it is still waiting for (``_answers_pending``; 3.5.0 ``Partition.submitAlterPartition``: ``partitionState !=
+   proposedIsrState`` is ignored); FENCED_LEADER_EPOCH and INVALID_UPDATE_VERSION change nothing, the leader waits for
+   the replayed change (``handleAlterPartitionError``); NONE in a leader epoch that is not its own waits the same way.
+   It waits for no other change while the answer is in flight: it sends no AlterPartition while one of its own or its
+   answer is in flight (``_alter_in_flight``; 3.5.0 ``AlterPartitionManager.submit`` keeps one item a partition in
+   ``unsentIsrUpdates`` until answered, and ``maybeShrinkIsr`` / ``maybeExpandIsr`` need ``!partitionState.isInflight``),
+   and every replayed change of its leader or partition epoch clears the pending state; the answer's error and
+   epochs are fixed. So an answer it ignores now it ignores in every continuation. (No invariant reads an
+   AlterPartition answer; its presence only stops the leader's next ShrinkIsr / ExpandIsr.)
+
+What it cannot express: a LeaderAndIsr older than the broker's epoch (none arises without a crash or bounce in the
+bounds measured, and a bounce delivers a queued request to a new incarnation: the stale-control-request story; on the
+KRaft rows a stale replayed change is dead by the epoch argument above, but worth at most 4% at the first levels of
+Last Replica Standing's bounds, ``bench/NOTES.md``, and not declared); a FetchResponse on 2.8.x to 3.4, kraft-3.3 and
+kraft-3.5 and an OffsetsForLeaderEpoch answer on 2.0.x and 2.1.0 that the follower drops now but could take after a
+LeaderAndIsr that brings it back to the same leader (KAFKA-18991's and KAFKA-7786's stories: those answers are live);
+requests (serving one changes the leader's view of the follower); the ZooKeeper rows' AlterIsr answers (2.8.0 to
+3.9.1: STALE_BROKER_EPOCH sends the request again); partition reassignments on the KRaft rows (a replica taken out of
+the replicas: not argued, the option is refused with ``--const reassignments``).
+
+``tests/test_dead.py`` checks, on every row named above (the KRaft ones with their faults: an unclean shutdown,
+AlterPartition with lost answers, a running broker fenced, controlled and clean shutdowns, metadata lag), that every
+message found dead is a no-op when delivered in the state, stays dead along sampled continuations, and that the
+reduced search keeps every verdict of the unreduced one with counterexamples that replay.
 """
 
 from __future__ import annotations
@@ -73,6 +122,7 @@ from typing import Any
 
 from spec.errors import UsageError
 from spec.kafka.state import (
+    ALTER_PARTITION_RESPONSE,
     FENCED_LEADER_EPOCH,
     FETCH_RESPONSE,
     FETCHING,
@@ -96,11 +146,13 @@ class DeadMessages:
 
     def __init__(self, model: Any) -> None:
         f = model.features
-        if f.kraft:
-            raise UsageError(f"--reduce dead covers the ZooKeeper rows; {model.protocol} is a KRaft row: drop --reduce dead")
+        if f.kraft and model.max_reassignments:
+            raise UsageError(f"--reduce dead does not cover reassignments (a removed replica's fetcher is not argued): "
+                             f"drop --const reassignments={model.max_reassignments} or --reduce dead")
         self.model = model
         self.receive_fetch = model._receive_fetch_state
         self.receive_offsets = model._receive_offsets_state
+        self.receive_alter = model._receive_alter_response
         self._known: dict[tuple[int, int], tuple[Any, Any, bool]] = {}  # _noop's answers by (follower, answer)
         #: FENCED_LEADER_EPOCH drops an answer in every state (1: no removal before 2.1.0) ...
         self.fenced_retried = not (f.leader_epoch_fencing and f.fenced_removes_partition)
@@ -114,6 +166,10 @@ class DeadMessages:
         #: 4: KAFKA-7786's fix (with fencing: a request carries no epoch before it), on the rows that send
         #: OffsetsForLeaderEpoch at all (not truncate-on-fetch's, 2.8.0+)
         self.offsets_epoch_dead = f.kafka_7786_fix and f.leader_epoch_fencing and f.uses_offsets_request
+        #: 5: the KRaft rows' AlterPartition answers that are no-ops now
+        self.alter_noop_dead = f.kraft
+        #: the kinds ``reduce`` looks at
+        self.kinds = (FETCH_RESPONSE, OFFSETS_FOR_LEADER_EPOCH_RESPONSE, *((ALTER_PARTITION_RESPONSE,) if f.kraft else ()))
 
     def describe(self) -> list[str]:
         """Which classes of the module's docstring apply on this row (for reports)."""
@@ -124,6 +180,8 @@ class DeadMessages:
             out.append("fetch answers of another leader epoch or no-ops (3)")
         if self.offsets_epoch_dead:
             out.append("OffsetsForLeaderEpoch answers of another leader epoch or no-ops (4)")
+        if self.alter_noop_dead:
+            out.append("AlterPartition answers that are no-ops (5)")
         return out
 
     def _noop(self, s: KafkaState, m: Any) -> bool:
@@ -135,9 +193,14 @@ class DeadMessages:
         known = self._known.get(key)
         if known is not None:
             return known[2]
-        receive = self.receive_fetch if m.kind == FETCH_RESPONSE else self.receive_offsets
-        after = receive(s, m)
-        noop = after.brokers == s.brokers and after.crashes == s.crashes
+        kind = m.kind
+        if kind == ALTER_PARTITION_RESPONSE:
+            out: list = []
+            self.receive_alter(s, m, out.append)  # one successor: the leader's ReceiveAlterPartitionResponse
+            noop = all(after.brokers == s.brokers for _, after in out)
+        else:
+            after = (self.receive_fetch if kind == FETCH_RESPONSE else self.receive_offsets)(s, m)
+            noop = after.brokers == s.brokers and after.crashes == s.crashes
         if len(self._known) >= _KNOWN_PAIRS:
             self._known.clear()
         self._known[key] = (follower, m, noop)
@@ -163,6 +226,8 @@ class DeadMessages:
                 return False
             if self.offsets_epoch_dead:
                 return m.epoch != follower.epoch or self._noop(s, m)
+        elif kind == ALTER_PARTITION_RESPONSE and self.alter_noop_dead:
+            return self._noop(s, m)  # ignored by the leader, which sends nothing while it is in flight (5)
         return False
 
     def reduce(self, s: KafkaState) -> KafkaState:
@@ -171,8 +236,8 @@ class DeadMessages:
         if not network:
             return s
         dead = self.dead
-        kept = [m for m in network if not ((m[0] == FETCH_RESPONSE or m[0] == OFFSETS_FOR_LEADER_EPOCH_RESPONSE)
-                                           and dead(s, m))]
+        kinds = self.kinds
+        kept = [m for m in network if not (m[0] in kinds and dead(s, m))]
         if len(kept) == len(network):
             return s
         fields = list(s)
