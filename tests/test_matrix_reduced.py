@@ -63,7 +63,8 @@ def test_compare_leaves_out_what_a_reduction_changes():
 
 
 @pytest.mark.parametrize("argv, message", [
-    (["--protocol", "2.1.0", "--protocol", "kraft-3.5", "--reduce", "dead"], "row kraft-3.5: --reduce dead covers"),
+    (["--protocol", "2.1.0", "--protocol", "kraft-4.1", "--const", "reassignments=1", "--reduce", "dead"],
+     "row kraft-4.1: --reduce dead does not cover reassignments"),
     (["--protocol", "2.1.0", "--reduce", "por", "--engine", "parallel", "--workers", "2"], "--reduce por runs on the local"),
     (["--protocol", "2.1.0", "--shortest"], "--shortest goes with --reduce"),
 ])
