@@ -88,10 +88,13 @@ def test_por_gives_the_full_verdict_on_every_cell_of_the_default_matrix(monkeypa
     assert set(searched) <= set(light)
     expected = {cell: verdict for cell, verdict in table.items() if cell[0] in searched}
     # kraft-4.1's consumed-stays (861,238 states, a client column with no ELR condition of its own) is left to the
-    # rows before it: the other nine columns of kraft-4.1 cover the KRaft controller's and the ELR's conditions
-    del expected[("kraft-4.1", "consumed-stays")]
+    # rows before it, and so are its log-matching and acknowledged-durable (162,948 and 228,054 states, 45 s of the
+    # suite's CPU under the reduction: their searches' bounds add records and a client, not a condition): the other
+    # seven columns, elr-safety's search among them, cover the KRaft controller's and the ELR's conditions
+    for name in ("consumed-stays", "log-matching", "acknowledged-durable"):
+        del expected[("kraft-4.1", name)]
     kraft = [name for row, name in expected if row == "kraft-4.1"]
-    assert len(kraft) == 9
+    assert len(kraft) == 7 and "elr-safety" in kraft
     found = {**_cells(monkeypatch, searched[:3], [], "por"), **_cells(monkeypatch, ["kraft-4.1"], kraft, "por")}
     assert found == expected
 
