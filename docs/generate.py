@@ -440,7 +440,6 @@ PAGES: dict[str, Callable[[], str]] = {
 
 def _all_pages() -> dict[str, str]:
     import spec.kafka  # noqa: F401 - registers the Kafka model
-
     from docs import benchmarks
 
     pages = {path: make() for path, make in PAGES.items()}
