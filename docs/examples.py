@@ -10,8 +10,8 @@ A shell example is a fenced block marked ``sh``. The HTML comment on the line ju
 
 A ``text`` block right after a run example (blank lines between them only) is its output: each line of it must be
 printed, in that order and with nothing between two shown lines, except where a line ``...`` marks an abridged
-part (at the start, between lines or at the end). Decimal fractions (seconds, rates) are compared as numbers of any
-value; every other character is compared as printed. A ``python`` block whose first line is ``# NAME.py`` is a file
+part (at the start, between lines or at the end). Decimal fractions (seconds) and rates (states/s) are compared as
+numbers of any value; every other character is compared as printed. A ``python`` block whose first line is ``# NAME.py`` is a file
 the reader saves: it is written into the examples' directory before the page's first example runs.
 
 The examples of one page run in order, in one temporary directory that has the checkout's ``traces/`` (the shipped
@@ -33,6 +33,7 @@ _MARK = re.compile(r"^<!--\s*example:\s*(.*?)\s*-->$")
 _FENCE = re.compile(r"^(\s*)```(\w*)\s*$")
 _COMMANDISH = re.compile(r"^(kmc|python3|bench/|\$ )")
 _FLOAT = re.compile(r"\d+\.\d+(?:[eE][-+]?\d+)?")
+_RATE = re.compile(r"[\d,]+(?= [\w ]*/s\b)")  # a rate ("8,729 distinct states/s") varies as the time does
 
 
 @dataclass(frozen=True)
@@ -147,7 +148,7 @@ def prepare(directory: Path, files: list[SavedFile]) -> dict[str, str]:
 
 
 def _normal(line: str) -> str:
-    return _FLOAT.sub("N", line.rstrip())
+    return _RATE.sub("N", _FLOAT.sub("N", line.rstrip()))
 
 
 def compare(shown: tuple[str, ...], printed: str) -> str | None:
@@ -171,6 +172,8 @@ def compare(shown: tuple[str, ...], printed: str) -> str | None:
                 pos = at + len(part)
                 break
         else:
+            if anchored and part[0] in out:
+                return f"printed {out[0]!r} first, the page shows {part[0]!r} (mark a cut at the start with '...')"
             near = next((i for i in range(pos, len(out)) if out[i] == part[0]), None)
             if near is None:
                 return f"not printed: {part[0]!r}"
