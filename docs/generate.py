@@ -232,6 +232,24 @@ def page_protocols() -> str:
     return "\n".join(parts).rstrip() + "\n"
 
 
+# -- reference/abstractions.md: where the model is coarser than the code -------------------------------------
+
+def page_abstractions() -> str:
+    rules = [r for r in _kmc_json("list", "--rules")["rules"] if r.get("abstraction")]
+    parts = [
+        "# Where the model abstracts", "", GENERATED,
+        "Every rule of the table whose model is coarser than Kafka's code says where, and so what the model cannot "
+        "express: the `abstraction` column of `spec/kafka/rules.py`. What the model leaves out as a whole (one "
+        "partition, one record per batch, the controller's view as the truth) is argued in "
+        "[what the model abstracts](../explanation/model.md).", "",
+        f"{len(rules)} of the rules say where they abstract:", "",
+    ]
+    for r in rules:
+        parts += [f"## {r['rule']}", "", r["abstraction"], "",
+                  f"Rule: {r['ticket']}, since {r['release']}; flag `{r['flag']}`; modelled by `{r['model']}`.", ""]
+    return "\n".join(parts).rstrip() + "\n"
+
+
 # -- reference/invariants.md: every invariant of every model --------------------------------------------------
 
 def page_invariants() -> str:
@@ -432,6 +450,7 @@ PAGES: dict[str, Callable[[], str]] = {
     "reference/cli.md": page_cli,
     "reference/protocols.md": page_protocols,
     "reference/invariants.md": page_invariants,
+    "reference/abstractions.md": page_abstractions,
     "reference/bounds.md": page_bounds,
     "reference/exit-codes.md": page_exit_codes,
     "reference/formats.md": page_formats,
