@@ -51,6 +51,7 @@ def test_an_option_added_without_its_docs_fails(monkeypatch):
     assert "--brand-new-option" in generate.page_cli()
 
 
+@pytest.mark.slow  # a third generation (1 s of CPU); the fast test above names the command in its message too
 def test_the_check_command_names_the_regenerating_command(tmp_path, capsys):
     generate.generate(tmp_path)
     (tmp_path / "reference" / "exit-codes.md").write_text("edited by hand\n", encoding="utf-8")
