@@ -427,8 +427,9 @@ def page_formats() -> str:
         "written by the code: `kmc check two-phase --const RM=2 --const commit_guard=off`, its first steps shown). "
         "Nothing in any of these files is executed or unpickled; a file that is not exactly one of them is refused "
         "with one line (exit 65, or 66 for another model's).", "",
-        f"## Traces (`traces/io.py`: format `{trace_io.FORMAT}` version {trace_io.VERSION}, "
-        f"`{trace_io.MSGPACK_FORMAT}` version {trace_io.MSGPACK_VERSION})", "",
+        "## Traces (`traces/io.py`)", "",
+        f"Format `{trace_io.FORMAT}` version {trace_io.VERSION}; `{trace_io.MSGPACK_FORMAT}` version "
+        f"{trace_io.MSGPACK_VERSION}.", "",
         rst_to_markdown(inspect.getdoc(trace_io) or ""),
         "A trace in kmc's JSON (`.json`):", "", "```json", _abridged(plain, "steps"), "```", "",
         "## ITF (`traces/itf.py`)", "",
@@ -437,7 +438,7 @@ def page_formats() -> str:
         "## Scenarios (`traces/scenario.py`)", "",
         rst_to_markdown(inspect.getdoc(scenario) or ""),
         "The stories shipped as scenarios, with their outcome per release: `traces/scenarios/README.md`.", "",
-        f"## Checkpoints (`checker/checkpoint.py`, format version {checkpoint.FORMAT})", "",
+        "## Checkpoints (`checker/checkpoint.py`)", "", f"Format version {checkpoint.FORMAT}.", "",
         rst_to_markdown(inspect.getdoc(checkpoint) or ""),
     ]
     return "\n".join(parts).rstrip() + "\n"
