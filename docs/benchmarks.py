@@ -174,4 +174,10 @@ def _cell(text: str) -> str:
 
 
 def _code(text: str) -> str:
-    return f"`{text.replace('`', '')}`" if text else " "
+    """A command as a code span in a table cell (a pipe in it as an HTML entity: see ``docs.generate._cell``)."""
+    if not text:
+        return " "
+    text = text.replace("`", "")
+    if "|" in text:
+        return "<code>" + escape(text).replace("|", "&#124;") + "</code>"
+    return f"`{text}`"
