@@ -76,7 +76,7 @@ def rst_to_markdown(doc: str) -> str:
     i = 0
     while i < len(lines):
         line = lines[i]
-        if line.startswith("====="):  # a simple reST table: kept as it is, in a block
+        if line.startswith("====="):  # a simple reST table (border, header, border, rows, border)
             block = [line]
             i += 1
             seen = 1
@@ -84,7 +84,7 @@ def rst_to_markdown(doc: str) -> str:
                 block.append(lines[i])
                 seen += lines[i].startswith("=====")
                 i += 1
-            out += ["```text", *block, "```"]
+            out += _rst_table(block)
             continue
         if line.rstrip().endswith("::"):
             out.append(line.rstrip()[:-2].rstrip().replace("``", "`") + ":")
@@ -102,6 +102,27 @@ def rst_to_markdown(doc: str) -> str:
         out.append(line.replace("``", "`"))
         i += 1
     return "\n".join(out).strip() + "\n"
+
+
+def _rst_table(block: list[str]) -> list[str]:
+    """A reST simple table as a Markdown one; a line whose first column is blank continues the row above."""
+    starts = [m.start() for m in re.finditer(r"=+", block[0])]
+
+    def cells(line: str) -> list[str]:
+        bounds = [*starts[1:], None]
+        return [line[a:b].strip() for a, b in zip(starts, bounds, strict=True)]
+
+    rows: list[list[str]] = []
+    for line in block[1:]:
+        if line.startswith("=====") or not line.strip():
+            continue
+        parts = cells(line)
+        if parts[0] or not rows:
+            rows.append(parts)
+        else:
+            rows[-1] = [f"{a} {b}".strip() for a, b in zip(rows[-1], parts, strict=True)]
+    md = [[c.replace("``", "`") for c in row] for row in rows]
+    return ["", _table(md[0], md[1:]).rstrip("\n"), ""]
 
 
 @contextlib.contextmanager
@@ -416,15 +437,15 @@ def _sample_trace() -> tuple[dict[str, Any], dict[str, Any]]:
         return json.loads(plain.read_text()), json.loads(itf.read_text())
 
 
-def _abridged(doc: dict[str, Any], key: str) -> str:
-    """A document as JSON with its list ``key`` cut to its first two items (the cut marked)."""
+def _abridged(doc: dict[str, Any], key: str) -> list[str]:
+    """A document as a JSON block with its list ``key`` cut to its first two items, and a line saying so."""
     shown = dict(doc)
     items = shown[key]
     shown[key] = items[:2]
-    text = json.dumps(shown, indent=2, sort_keys=False)
+    lines = ["```json", json.dumps(shown, indent=2, sort_keys=False), "```", ""]
     if len(items) > 2:
-        text += f"\n// ... {len(items) - 2} more items of \"{key}\" left out here"
-    return text
+        lines += [f"(the first 2 of its {len(items)} `{key}`)", ""]
+    return lines
 
 
 def page_formats() -> str:
@@ -443,10 +464,10 @@ def page_formats() -> str:
         f"Format `{trace_io.FORMAT}` version {trace_io.VERSION}; `{trace_io.MSGPACK_FORMAT}` version "
         f"{trace_io.MSGPACK_VERSION}.", "",
         rst_to_markdown(inspect.getdoc(trace_io) or ""),
-        "A trace in kmc's JSON (`.json`):", "", "```json", _abridged(plain, "steps"), "```", "",
+        "A trace in kmc's JSON (`.json`):", "", *_abridged(plain, "steps"),
         "## ITF (`traces/itf.py`)", "",
         rst_to_markdown(inspect.getdoc(itf) or ""),
-        "The same trace in ITF (`.itf.json`):", "", "```json", _abridged(itf_doc, "states"), "```", "",
+        "The same trace in ITF (`.itf.json`):", "", *_abridged(itf_doc, "states"),
         "## Scenarios (`traces/scenario.py`)", "",
         rst_to_markdown(inspect.getdoc(scenario) or ""),
         "The stories shipped as scenarios, with their outcome per release: `traces/scenarios/README.md`.", "",
