@@ -17,7 +17,6 @@ from __future__ import annotations
 import argparse
 import contextlib
 import html
-import importlib
 import inspect
 import io
 import json
@@ -533,6 +532,4 @@ def main(argv: list[str] | None = None) -> int:
 
 
 if __name__ == "__main__":
-    sys.path.insert(0, str(ROOT))
-    importlib.invalidate_caches()
     sys.exit(main())
