@@ -29,7 +29,8 @@ def bar_chart(title: str, unit: str, bars: list[tuple[str, float, str]]) -> str:
     left, width, row, top = 250, 420, 22, 34
     peak = max(value for _, value, _ in bars) or 1.0
     height = top + row * len(bars) + 28
-    out = [f'<svg xmlns="http://www.w3.org/2000/svg" width="{left + width + 110}" height="{height}" '
+    total = max(left + width + 110, 16 + int(9 * len(title)))  # wide enough for the title (bold 14 px: about 9 px a letter)
+    out = [f'<svg xmlns="http://www.w3.org/2000/svg" width="{total}" height="{height}" '
            f'font-family="sans-serif" font-size="12">',
            f'<text x="8" y="18" font-size="14" font-weight="bold">{escape(title)}</text>']
     for i, (label, value, colour) in enumerate(bars):
