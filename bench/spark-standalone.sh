@@ -14,7 +14,7 @@
 # the master and the workers with spark.authenticate=true and that secret (spark.authenticate.secret,
 # read from $KMC_SPARK_DIR/auth.conf, mode 0600, never put on a command line); kmc's driver reads it
 # from the file named by KMC_SPARK_SECRET_FILE. A client without it is refused. The web UIs are not
-# covered by spark.authenticate; they listen on 127.0.0.1 only here (see README, "Spark").
+# covered by spark.authenticate; they listen on 127.0.0.1 only here (see docs/how-to/spark.md).
 #
 # Uses the Spark of the installed PySpark (or $SPARK_HOME). Logs, pid files, the secret and the
 # workers' scratch space go to $KMC_SPARK_DIR (default ./spark-standalone). Settings, all optional:

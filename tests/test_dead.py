@@ -26,7 +26,7 @@ from spec.kafka.state import (
     OFFSETS_FOR_LEADER_EPOCH_RESPONSE,
 )
 from spec.registry import build_model
-from tests.test_por import _violated, readme_matrix  # README's table: the full search's, kept equal to kmc matrix
+from tests.test_por import _violated, readme_matrix  # the docs' matrix table: the full search's, kept equal to kmc matrix
 from tests.test_symmetry import _reachable
 from traces.replay import replay_trace
 
@@ -224,7 +224,7 @@ def test_the_full_verdict_on_part_of_the_matrix(monkeypatch):
 @pytest.mark.slow
 def test_the_full_verdict_on_every_cell_of_representative_rows(monkeypatch):
     """Every default column of the rows of each class of ``spec.kafka.dead`` but the AlterIsr ones, at the matrix's
-    bounds, against README's table of the full search (as ``test_por`` compares its reduction)."""
+    bounds, against the docs' matrix table of the full search (as ``test_por`` compares its reduction)."""
     rows = ["0.10.2", "2.1.0", "2.2.0"]
     expected = {cell: verdict for cell, verdict in readme_matrix().items() if cell[0] in rows}
     assert len(expected) == 27
@@ -236,7 +236,7 @@ KRAFT_FAST = ["replica-sanity", "no-fence-stall", "no-stale-control-request"]
 
 def test_the_full_verdict_on_kraft_cells(monkeypatch):
     """kraft-3.5's and kraft-4.1's replica-sanity (KAFKA-18991: violated, then fixed) and two control-plane cells,
-    reduced, against README's table of the full search; each reduced counterexample replayed on the unreduced model."""
+    reduced, against the docs' matrix table of the full search; each reduced counterexample replayed on the unreduced model."""
     rows = ["kraft-3.5", "kraft-4.1"]
     table = readme_matrix()
     expected = {(row, name): table[(row, name)] for row in rows for name in KRAFT_FAST}
@@ -246,7 +246,7 @@ def test_the_full_verdict_on_kraft_cells(monkeypatch):
 
 @pytest.mark.slow
 def test_the_full_verdict_on_every_kraft_cell(monkeypatch):
-    """Every default column of the three KRaft rows at the matrix's bounds, reduced, against README's table, but
+    """Every default column of the three KRaft rows at the matrix's bounds, reduced, against the docs' matrix table, but
     kraft-4.1's consumed-stays (861,238 states unreduced, a client column with no ELR condition of its own: left to
     the rows before it, as test_por leaves it): about 10 min of wall at load 7 to 9 with it."""
     rows = ["kraft-3.3", "kraft-3.5", "kraft-4.1"]

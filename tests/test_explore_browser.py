@@ -205,11 +205,11 @@ def test_run_to_completion_from_a_step_of_the_story(server, page):
 
 
 def test_readme_screenshot_is_taken_again(tmp_path):
-    """``python3 -m traces.explore.screenshot`` (README's picture) loads the story, compares releases and saves a PNG
+    """``python3 -m traces.explore.screenshot`` (the documentation's picture) loads the story, compares releases and saves a PNG
     of the whole page."""
     from traces.explore import screenshot
 
-    assert screenshot.DEFAULT_OUT.name == "screenshot.png"  # README's picture, beside the page
+    assert screenshot.DEFAULT_OUT == ROOT / "docs" / "images" / "explorer.png"  # the picture README and the docs show
     out = tmp_path / "shot.png"
     # in a process of its own: Playwright's sync API cannot start inside this module's running browser session
     done = subprocess.run([sys.executable, "-m", "traces.explore.screenshot", str(out)], cwd=ROOT, capture_output=True,

@@ -64,7 +64,7 @@ def test_sigint_to_two_workers_exits_130_and_leaves_a_resumable_checkpoint(tmp_p
     assert wait_for(lambda: not survivors(proc.pid), 10), "orphan worker processes"
     code, out, err = finish(start(*argv, "--resume", ckpt))
     assert code == 0, err
-    resumed = json.loads(out)  # TLC's figures for RM=7, pinned in the README
+    resumed = json.loads(out)  # TLC's figures for RM=7, pinned in docs/explanation/how-it-works.md
     assert (resumed["distinct_states"], resumed["states_generated"], resumed["depth"]) == (296_448, 2_744_706, 23)
 
 

@@ -1,7 +1,7 @@
 """Swarm simulation (``kmc simulate --workers N``, ``--engine spark``): each walk seeded from --seed and its number,
 so the same walks, counts, distinct states covered and counterexample at any worker count, any batch size and on
 Spark; a
-violating walk shortened to a trace that replays (KAFKA-7786 on 2.1.0, the README's tour)."""
+violating walk shortened to a trace that replays (KAFKA-7786 on 2.1.0, README's tour)."""
 
 from __future__ import annotations
 

@@ -77,7 +77,7 @@ Default bounds: brokers=2, records=2, epochs=2 (three leader epochs: 0, 1, 2), c
 bound beyond one outstanding request per follower), bumps=0, shutdowns=0, bounces=0, losses=0 (the
 control-plane actions are off). ``kmc matrix`` checks the control-plane columns at their own bounds
 (``KafkaModel.matrix_bounds``: a bounce and a controlled shutdown for no-stale-control-request and
-no-bounce-stall; two epoch bumps for no-fence-stall). README shows the matrix and what each cell means.
+no-bounce-stall; two epoch bumps for no-fence-stall). docs/tutorials/matrix.md shows the matrix and what each cell means.
 """
 
 from __future__ import annotations

@@ -1,4 +1,5 @@
-"""Take README's screenshot of ``kmc explore`` again: ``python3 -m traces.explore.screenshot [OUT.png]``.
+"""Take the documentation's screenshot of ``kmc explore`` again (``docs/images/explorer.png``, shown by README and
+the explorer tutorial): ``python3 -m traces.explore.screenshot [OUT.png]``.
 
 It serves the explorer on a loopback port, opens it in headless Chromium (Playwright, with the system's browser:
 ``KMC_CHROMIUM`` or ``chromium`` on the PATH; it never downloads one), loads the KAFKA-7786 scenario (the page opens the
@@ -18,7 +19,8 @@ from traces.explore.server import ExplorerServer
 SCENARIO = "kafka-7786-fenced-answer-stalls-the-follower.json"
 FLAGS = ["--no-sandbox", "--disable-gpu", "--disable-background-networking", "--disable-component-update",
          "--no-first-run"]
-DEFAULT_OUT = Path(__file__).resolve().parent / "screenshot.png"
+#: the picture README and docs/tutorials/explorer.md show, in the documentation's images
+DEFAULT_OUT = Path(__file__).resolve().parents[2] / "docs" / "images" / "explorer.png"
 
 
 def take(out: Path) -> None:
