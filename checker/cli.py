@@ -574,7 +574,7 @@ def cmd_list_rules(args: argparse.Namespace) -> int:
     if info.rules is None:
         raise UsageError(f"model {info.name} has no rule table; 'kmc list' shows its protocol versions")
     if args.protocol is not None and not info.has_protocol(args.protocol):
-        raise UsageError(f"unknown protocol {args.protocol!r} for model {info.name}; known: {info.protocol_names()}")
+        raise UsageError(info.unknown_protocol(args.protocol))
     rows = info.rules(args.protocol)
     if args.json:
         print(json.dumps({"model": info.name, "protocol": args.protocol, "rules": rows}))

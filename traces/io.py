@@ -359,7 +359,7 @@ def model_for_header(
         if not info.protocols:
             raise UsageError(f"model {info.name} has no protocol versions; drop --protocol")
         if not info.has_protocol(protocol):
-            raise UsageError(f"unknown protocol {protocol!r} for model {info.name}; known: {info.protocol_names()}")
+            raise UsageError(info.unknown_protocol(protocol))
     user_features = list(features or [])
     parse_features(info, user_features)  # the user's flags: UsageError if bad
     user_constants = list(constants or [])

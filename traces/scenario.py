@@ -293,9 +293,9 @@ def check_names(scenario: Scenario) -> None:
     path = scenario.path
     try:
         info = get_model_info(scenario.model)
-        # a release or one of its aliases (an older name such as kip-279 or 4.1.0), as --protocol takes them
+        # a row, one of its aliases (an older name such as kip-279) or a release by its number, as --protocol takes them
         if scenario.protocol is not None and not info.has_protocol(scenario.protocol):
-            raise UsageError(f"unknown protocol {scenario.protocol!r} (known: {info.protocol_names() or 'none'})")
+            raise UsageError(info.unknown_protocol(scenario.protocol))
         constants = [f"{k}={'on' if v is True else 'off' if v is False else v}" for k, v in scenario.constants.items()]
         parse_constants(info, constants)
         flags = [f"{k}={'on' if v else 'off'}" for k, v in scenario.features.items()]
