@@ -161,6 +161,11 @@ class Model(ABC):
         """What identifies this configuration in a checkpoint or a trace header."""
         return {"model": self.name, "constants": dict(self.constants)}
 
+    def what_runs(self) -> dict[str, Any]:
+        """What a run of this configuration checks beyond ``describe``, for ``--json``, the text header and a saved
+        trace's header (not a checkpoint's identity): a versioned model's release, row and flags; {} by default."""
+        return {}
+
     def enabled(self, state: State) -> Iterator[Action]:
         for act, _ in self.successors(state):
             yield act

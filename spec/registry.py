@@ -70,6 +70,9 @@ class ModelInfo:
     #: name is one, and the one-line reason a name is not (the nearest releases; "" for a name of no such shape)
     protocol_numbers: Callable[[str], bool] | None = None
     protocol_hint: Callable[[str], str] | None = None
+    #: every release by its number (``kmc list --releases``): rows of "protocol" (the name to give), "release", "mode",
+    #: "row" and "differs" (flag -> on/off where the release's flags are not the row's)
+    release_table: Callable[[], list[dict[str, Any]]] | None = None
 
     def has_protocol(self, name: str) -> bool:
         return (name in self.protocols or name in self.protocol_aliases

@@ -178,6 +178,12 @@ def mapping() -> list[ReleaseFlags]:
     return out + [lookup(r if version(r) >= version(NO_ZOOKEEPER) else KRAFT_PREFIX + r) for r in _mode_releases(True)]
 
 
+def release_rows() -> list[dict[str, object]]:
+    """``mapping()`` as rows for ``kmc list --releases``."""
+    return [{"protocol": m.asked, "release": m.release, "mode": m.mode, "row": m.row,
+             "differs": {flag: on for flag, on in m.differs}} for m in mapping()]
+
+
 def differs_text(differs: tuple[tuple[str, bool], ...]) -> str:
     """``+kafka-15583 -kafka-18635``: the flags a release switches against its row ("" for none)."""
     return " ".join(f"{'+' if on else '-'}{flag}" for flag, on in differs)
