@@ -404,7 +404,7 @@ def resolve(protocol: str, overrides: Mapping[str, bool] | None = None) -> Featu
                              f"kraft-3.5, kraft-4.0 or kraft-4.1, kraft-<release> (or a ZooKeeper row) instead of "
                              f"--feature kraft={'on' if value else 'off'}")
         changes[_field_name(flag)] = bool(value)
-        if value:
+        if value and not features.flag(flag):  # a flag the release has already is not switched (a trace's header)
             switched_on.append(flag)
     resolved = replace(features, **changes)
     # a flag switched on where its mechanism is absent is refused (off is what it is there already, and what
