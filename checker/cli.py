@@ -576,7 +576,14 @@ def _model_listing(info: ModelInfo) -> dict[str, Any]:
         "default_protocol": info.default_protocol,
         "features": dict(info.features),
         "invariants": {name: inv.description for name, inv in for_family(_family_of(info)).items()},
+        **({"release_numbers": _release_span(info)} if info.release_table is not None else {}),
     }
+
+
+def _release_span(info: ModelInfo) -> str:
+    """``0.10.2.0 to 4.1.1``: the first and last release a model takes by its number."""
+    releases = sorted({row["release"] for row in info.release_table()}, key=lambda r: tuple(int(p) for p in r.split(".")))
+    return f"{releases[0]} to {releases[-1]}"
 
 
 def _family_of(info: ModelInfo) -> str:
@@ -606,6 +613,8 @@ def cmd_list_rules(args: argparse.Namespace) -> int:
         console.print(f"  releases: {row['releases']}")
         if "rows" in row:
             console.print(f"  protocol rows with it: {row['rows']}")
+        if row.get("default"):
+            console.print(f"  on by default: {row['default']} (every release: kmc list --releases)")
         console.print(f"  source: {row['source']}", markup=False)
         console.print(f"  model: {row['model']}", markup=False)
         if row.get("abstraction"):
@@ -671,6 +680,9 @@ def cmd_list(args: argparse.Namespace) -> int:
             console.print(f"  --protocol {name}{mark}  {text}")
         for alias, target in item["protocol_aliases"].items():
             console.print(f"  --protocol {alias}  alias of {target}: {item['protocols'][target]}")
+        if item.get("release_numbers"):
+            console.print(f"  --protocol <release>  any release by its number, {item['release_numbers']} "
+                          "(kraft-<release>: KRaft mode): its row and flags, kmc list --releases")
         for name, text in item["features"].items():
             console.print(f"  --feature {name}=on|off  {text}")
         for name, text in item["invariants"].items():

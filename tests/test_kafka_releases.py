@@ -205,3 +205,19 @@ def test_a_release_replays_its_own_trace_header():
         assert resolve(found.asked, found.features.as_dict()) == found.features, found.asked
     with pytest.raises(UsageError, match="needs kip-966-elr"):
         resolve("kraft-3.5", {"clean-shutdown-detection": True})  # switched on against the row: still refused
+
+
+def test_list_rules_says_where_each_flag_is_on_by_default():
+    from spec.kafka.rules import rule_rows
+
+    rows = {r["flag"]: r for r in rule_rows()}
+    assert rows["kafka-13141"]["default"] == "2.7.2 on its line, 2.8.1 on its line, from 3.0.0"
+    assert rows["offsets-for-leader-epoch"]["default"] == "from 0.11.0, until 2.8.0"
+    assert rows["kip-966-elr"]["default"] == "from 4.1.0"
+    assert rows["unclean"]["default"].startswith("in no release by default")
+
+
+def test_kmc_list_names_the_release_numbers(capsys):
+    assert main(["list", "--json"]) == 0
+    kafka = next(m for m in json.loads(capsys.readouterr().out)["models"] if m["name"] == "kafka")
+    assert kafka["release_numbers"] == f"{KAFKA_RELEASES[0]} to {KAFKA_RELEASES[-1]}"

@@ -655,6 +655,16 @@ assert set(flag_rules()) == set(FLAGS), "every feature flag has a rule and every
 assert not set(FLAG_ALIASES) & set(FLAGS)
 
 
+def on_by_default(rule: Rule) -> str:
+    """Where a flag's rule is on by default, as ``kmc list --rules`` says it (``spec.kafka.releases`` computes each
+    release's flags from the same fields)."""
+    if rule.since == ():
+        return "in no release by default (a configuration, a fault, or the controller a row is: --feature, --protocol)"
+    since = list(rule.since) if rule.since is not None else [rule.introduced.split()[0]]
+    lines = [f"{first} on its line" for first in since[:-1]] + [f"from {since[-1]}"]
+    return ", ".join(lines) + (f", until {rule.until}" if rule.until else "")
+
+
 def rule_rows(protocol: str | None = None) -> list[dict[str, str]]:
     """The table as rows for ``kmc list --rules`` (``on`` is "yes"/"no" for a flag under ``protocol``)."""
     from spec.kafka.protocols import resolve
@@ -667,6 +677,7 @@ def rule_rows(protocol: str | None = None) -> list[dict[str, str]]:
                "abstraction": rule.abstraction}
         if rule.flag:
             row["rows"] = ", ".join(releases_with(rule.flag)) or "(none: switch it with --feature)"
+            row["default"] = on_by_default(rule)
         if on is not None:
             row["on"] = "yes" if on else "no"
         rows.append(row)
