@@ -221,3 +221,25 @@ def test_kmc_list_names_the_release_numbers(capsys):
     assert main(["list", "--json"]) == 0
     kafka = next(m for m in json.loads(capsys.readouterr().out)["models"] if m["name"] == "kafka")
     assert kafka["release_numbers"] == f"{KAFKA_RELEASES[0]} to {KAFKA_RELEASES[-1]}"
+
+
+def test_a_saved_trace_of_the_former_4_1_0_row_still_replays(capsys, tmp_path):
+    """A trace saved when 4.1.0 named the newest ZooKeeper row (header protocol 4.1.0, its flags 3.9.1's, no release
+    or row keys) replays on 3.9.1 as it was made, on its own and under another protocol."""
+    from traces.io import save_trace
+    from traces.replay import replay_scenario, scenario_model
+    from traces.scenario import load_scenario
+
+    scenario = load_scenario("traces/scenarios/kip-101-scenario-1-committed-data-lost.json")
+    model = scenario_model(scenario, "3.9.1")
+    trace = replay_scenario(model, scenario).trace
+    header = {**model.describe(), "protocol": "4.1.0"}
+    assert header["features"]["kraft"] is False and "row" not in header
+    path = save_trace(replace(trace, header=header), str(tmp_path / "old.json"))
+    assert main(["trace", "replay", path, "--json"]) == 0
+    assert json.loads(capsys.readouterr().out)["protocol"] == "3.9.1"
+    assert main(["trace", "replay", path, "--protocol", "3.4.1", "--json"]) == 0
+    assert json.loads(capsys.readouterr().out)["outcome"] == "holds"
+    # under a KRaft row it blocks (ZooKeeper steps), its kraft=off not carried as a switch against kraft-4.1's defaults
+    assert main(["trace", "replay", path, "--protocol", "kraft-4.1", "--json"]) == 67
+    assert json.loads(capsys.readouterr().out)["outcome"] == "blocked"
