@@ -73,6 +73,9 @@ class ModelInfo:
     #: every release by its number (``kmc list --releases``): rows of "protocol" (the name to give), "release", "mode",
     #: "row" and "differs" (flag -> on/off where the release's flags are not the row's)
     release_table: Callable[[], list[dict[str, Any]]] | None = None
+    #: the row a protocol name runs unchanged (a release number whose flags are its row's: 3.5.1 is 3.4.1), else None;
+    #: a scenario's expectation for the row is the release's
+    protocol_row: Callable[[str], str | None] | None = None
 
     def has_protocol(self, name: str) -> bool:
         return (name in self.protocols or name in self.protocol_aliases

@@ -243,3 +243,13 @@ def test_a_saved_trace_of_the_former_4_1_0_row_still_replays(capsys, tmp_path):
     # under a KRaft row it blocks (ZooKeeper steps), its kraft=off not carried as a switch against kraft-4.1's defaults
     assert main(["trace", "replay", path, "--protocol", "kraft-4.1", "--json"]) == 67
     assert json.loads(capsys.readouterr().out)["outcome"] == "blocked"
+
+
+def test_a_scenario_expects_of_a_release_what_it_expects_of_its_row_when_the_flags_are_the_rows(capsys):
+    """3.5.1 runs 3.4.1 unchanged: the scenario's 3.4.1 expectation is 3.5.1's; 3.7.1 adds kafka-15583: none is."""
+    path = "traces/scenarios/kafka-18991-stale-diverging-answer-after-leadership-returns.json"
+    assert main(["trace", "replay", path, "--protocol", "3.5.1", "--json"]) == 12
+    data = json.loads(capsys.readouterr().out)
+    assert data["expected"] is not None and data["as_expected"] is True
+    main(["trace", "replay", path, "--protocol", "3.7.1", "--json"])
+    assert json.loads(capsys.readouterr().out)["expected"] is None

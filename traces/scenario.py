@@ -125,14 +125,17 @@ class Scenario:
 
     def expectation(self, protocol: str | None) -> Expectation | None:
         """The expected outcome under ``protocol``: its own entry, else an entry under another name of the
-        same version (an alias such as ``kip-101`` for ``0.11.0``, or the reverse), else ``"*"``."""
+        same version (an alias such as ``kip-101`` for ``0.11.0``, or the reverse; a release number whose flags are
+        its row's, ``3.5.1`` for ``3.4.1``), else ``"*"``."""
         if protocol is not None and protocol in self.expect:
             return self.expect[protocol]
         if protocol is not None:
             from spec.registry import get_model_info
 
-            aliases = get_model_info(self.model).protocol_aliases
-            target = aliases.get(protocol, protocol)
+            info = get_model_info(self.model)
+            aliases = info.protocol_aliases
+            row = info.protocol_row(protocol) if info.protocol_row is not None else None
+            target = aliases.get(protocol, row or protocol)
             for key, expected in self.expect.items():
                 if aliases.get(key, key) == target:
                     return expected

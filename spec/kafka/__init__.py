@@ -88,7 +88,7 @@ from spec.errors import UsageError
 from spec.kafka.clients import ACKS_VALUES
 from spec.kafka.model import CLIENT_DEFAULTS, DEFAULTS, KRAFT_DEFAULTS, KafkaModel
 from spec.kafka.protocols import DEFAULT_PROTOCOL, FLAG_ALIASES, FLAGS, FORMER_NAMES, PROTOCOL_ALIASES, RELEASES, resolve
-from spec.kafka.releases import is_release, nearest, release_rows
+from spec.kafka.releases import is_release, nearest, release_rows, same_row
 from spec.kafka.rules import rule_rows
 from spec.registry import Constant, ModelInfo, register
 
@@ -186,6 +186,7 @@ INFO = register(
         protocol_numbers=is_release,
         protocol_hint=nearest,
         release_table=release_rows,
+        protocol_row=same_row,
         rules=rule_rows,
     )
 )

@@ -178,6 +178,15 @@ def mapping() -> list[ReleaseFlags]:
     return out + [lookup(r if version(r) >= version(NO_ZOOKEEPER) else KRAFT_PREFIX + r) for r in _mode_releases(True)]
 
 
+def same_row(name: str) -> str | None:
+    """The row release-number ``name`` runs with no flag changed (``3.5.1`` -> ``3.4.1``), None if its flags differ from
+    its row's or it is no release."""
+    if not is_release(name):
+        return None
+    found = lookup(name)
+    return None if found.differs else found.row
+
+
 def release_rows() -> list[dict[str, object]]:
     """``mapping()`` as rows for ``kmc list --releases``."""
     return [{"protocol": m.asked, "release": m.release, "mode": m.mode, "row": m.row,
