@@ -35,7 +35,7 @@ KRAFT_PREFIX = "kraft-"
 #: ZooKeeper mode (4.0.0: KafkaController.scala and KafkaServer.scala are gone)
 FIRST_KRAFT, NO_ZOOKEEPER = "3.3.0", "4.0.0"
 
-_NUMBER = re.compile(r"\d+(?:\.\d+){1,3}")
+_NUMBER = re.compile(r"\d{1,6}(?:\.\d{1,6}){1,3}")  # bounded: a hostile name of 5,000 digits is no number
 
 
 def version(text: str) -> tuple[int, ...]:
