@@ -546,6 +546,9 @@ def cmd_simulate(args: argparse.Namespace) -> int:
 
     console = Console(stderr=args.json)
     model = model_from_args(args)
+    runs = getattr(model, "what_runs", dict)()
+    if runs and not args.json:
+        print_what_runs(console, model.name, runs)
     options = SearchOptions(invariants=select_invariants(model, args.invariant, args.property),
                             stop_at_first=not args.keep_going)
     if args.engine == "spark" and args.workers != 1:
@@ -558,7 +561,7 @@ def cmd_simulate(args: argparse.Namespace) -> int:
     result = simulate(model, options, sim)
     save_traces(result, args.trace_dir)
     if args.json:
-        print(json.dumps(result.to_json()))
+        print(json.dumps({**result.to_json(), **runs}))
     else:
         print_summary(console, result)
     return int(result.exit_code)

@@ -255,3 +255,10 @@ def test_a_scenario_expects_of_a_release_what_it_expects_of_its_row_when_the_fla
     assert data["expected"] is not None and data["as_expected"] is True
     main(["trace", "replay", path, "--protocol", "3.7.1", "--json"])
     assert json.loads(capsys.readouterr().out)["expected"] is None
+
+
+def test_simulate_says_what_it_ran(capsys):
+    assert main(["simulate", "kafka", "--protocol", "4.0.1", "--walks", "2", "--depth", "4", "--json"]) == 20
+    data = json.loads(capsys.readouterr().out)
+    assert (data["release"], data["row"], data["differs_from_row"]) == ("4.0.1", "kraft-4.0",
+                                                                        {"kafka-18991": True, "kafka-18635": True})
