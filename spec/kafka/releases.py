@@ -193,11 +193,6 @@ def release_rows() -> list[dict[str, object]]:
              "differs": {flag: on for flag, on in m.differs}} for m in mapping()]
 
 
-def differs_text(differs: tuple[tuple[str, bool], ...]) -> str:
-    """``+kafka-15583 -kafka-18635``: the flags a release switches against its row ("" for none)."""
-    return " ".join(f"{'+' if on else '-'}{flag}" for flag, on in differs)
-
-
 def run_description(protocol: str, features: Features) -> dict[str, object]:
     """What a run checked: the name asked for, the release it is (if a number), the row, the flags on and those that
     differ from the row's defaults (a release's own and any ``--feature``), for ``--json``, the header and traces."""
