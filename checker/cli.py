@@ -454,6 +454,9 @@ def cmd_check(args: argparse.Namespace) -> int:
     console = Console(stderr=args.json)
     model = model_from_args(args)
     err = Console(stderr=True)
+    runs = getattr(model, "what_runs", dict)()
+    if runs and not args.json:
+        print_what_runs(console, model.name, runs, verbose=args.verbose)
     with LiveProgress(err, enabled=not (args.quiet or args.json)) as live:
         progress: Any = live
         if not (args.quiet or err.is_terminal):  # a log, not a terminal: a TLC-like line every minute
@@ -472,6 +475,7 @@ def cmd_check(args: argparse.Namespace) -> int:
     report = coverage_report(model, result) if result.coverage is not None else None
     if args.json:
         data = result.to_json()
+        data.update(runs)  # the protocol asked for, its release, the row and the flags that ran
         if report is not None:
             data["coverage"] = [{"action": name, "count": n} for name, n in report["counts"]]
             data["never_fired"] = report["never_fired"]
@@ -484,6 +488,19 @@ def cmd_check(args: argparse.Namespace) -> int:
         if report is not None:
             print_coverage(console, report, result)
     return int(result.exit_code)
+
+
+def print_what_runs(console: Console, model_name: str, runs: dict[str, Any], verbose: bool = False) -> None:
+    """The header of a run: the protocol asked for, the release it is, the row and the flags that differ from the
+    row's (``--verbose``: every flag that is on)."""
+    asked, row = runs.get("protocol"), runs.get("row")
+    release = f"release {runs['release']}, " if runs.get("release") else ""
+    mode = f"{runs['mode']} mode, " if runs.get("mode") else ""
+    differs = " ".join(f"{'+' if on else '-'}{flag}" for flag, on in (runs.get("differs_from_row") or {}).items())
+    what = f"row {row}" + (f" {differs}" if differs else "") if row != asked or differs else f"row {row}"
+    console.print(f"Checking {model_name} --protocol {asked}: {release}{mode}{what}", highlight=False, markup=False)
+    if verbose:
+        console.print("Flags on: " + (", ".join(runs.get("flags") or []) or "none"), highlight=False, markup=False)
 
 
 def print_reduction(console: Console, result: CheckResult) -> None:
@@ -529,6 +546,9 @@ def cmd_simulate(args: argparse.Namespace) -> int:
 
     console = Console(stderr=args.json)
     model = model_from_args(args)
+    runs = getattr(model, "what_runs", dict)()
+    if runs and not args.json:
+        print_what_runs(console, model.name, runs)
     options = SearchOptions(invariants=select_invariants(model, args.invariant, args.property),
                             stop_at_first=not args.keep_going)
     if args.engine == "spark" and args.workers != 1:
@@ -541,7 +561,7 @@ def cmd_simulate(args: argparse.Namespace) -> int:
     result = simulate(model, options, sim)
     save_traces(result, args.trace_dir)
     if args.json:
-        print(json.dumps(result.to_json()))
+        print(json.dumps({**result.to_json(), **runs}))
     else:
         print_summary(console, result)
     return int(result.exit_code)
@@ -559,7 +579,14 @@ def _model_listing(info: ModelInfo) -> dict[str, Any]:
         "default_protocol": info.default_protocol,
         "features": dict(info.features),
         "invariants": {name: inv.description for name, inv in for_family(_family_of(info)).items()},
+        **({"release_numbers": _release_span(info)} if info.release_table is not None else {}),
     }
+
+
+def _release_span(info: ModelInfo) -> str:
+    """``0.10.2.0 to 4.1.1``: the first and last release a model takes by its number."""
+    releases = sorted({row["release"] for row in info.release_table()}, key=lambda r: tuple(int(p) for p in r.split(".")))
+    return f"{releases[0]} to {releases[-1]}"
 
 
 def _family_of(info: ModelInfo) -> str:
@@ -574,7 +601,7 @@ def cmd_list_rules(args: argparse.Namespace) -> int:
     if info.rules is None:
         raise UsageError(f"model {info.name} has no rule table; 'kmc list' shows its protocol versions")
     if args.protocol is not None and not info.has_protocol(args.protocol):
-        raise UsageError(f"unknown protocol {args.protocol!r} for model {info.name}; known: {info.protocol_names()}")
+        raise UsageError(info.unknown_protocol(args.protocol))
     rows = info.rules(args.protocol)
     if args.json:
         print(json.dumps({"model": info.name, "protocol": args.protocol, "rules": rows}))
@@ -589,6 +616,8 @@ def cmd_list_rules(args: argparse.Namespace) -> int:
         console.print(f"  releases: {row['releases']}")
         if "rows" in row:
             console.print(f"  protocol rows with it: {row['rows']}")
+        if row.get("default"):
+            console.print(f"  on by default: {row['default']} (every release: kmc list --releases)")
         console.print(f"  source: {row['source']}", markup=False)
         console.print(f"  model: {row['model']}", markup=False)
         if row.get("abstraction"):
@@ -596,11 +625,50 @@ def cmd_list_rules(args: argparse.Namespace) -> int:
     return 0
 
 
+def release_groups(rows: list[dict[str, Any]]) -> list[tuple[list[str], dict[str, Any]]]:
+    """Consecutive releases of one mode with the same row and the same flags against it, as (names, row)."""
+    groups: list[tuple[list[str], dict[str, Any]]] = []
+    for row in rows:
+        key = (row["mode"], row["row"], tuple(row["differs"].items()))
+        if groups and (groups[-1][1]["mode"], groups[-1][1]["row"], tuple(groups[-1][1]["differs"].items())) == key:
+            groups[-1][0].append(row["protocol"])
+        else:
+            groups.append(([row["protocol"]], row))
+    return groups
+
+
+def cmd_list_releases(args: argparse.Namespace) -> int:
+    """``kmc list --releases [--model M]``: every release by its number, the protocol row it runs and the flags that
+    differ from the row's (the release's flags, computed from the rule table's since/until releases)."""
+    info = get_model_info(args.model)
+    if info.release_table is None:
+        raise UsageError(f"model {info.name} has no releases by number; 'kmc list' shows its protocol versions")
+    rows = info.release_table()
+    if args.json:
+        print(json.dumps({"model": info.name, "releases": rows}))
+        return 0
+    console = Console()
+    console.print(f"[bold]{info.name} releases[/] ({len(rows)}): --protocol <release> runs the row with the flags shown "
+                  "(+ on, - off against the row's defaults); kraft-<release> is KRaft mode, 4.x KRaft only")
+    mode = None
+    for names, row in release_groups(rows):
+        if row["mode"] != mode:
+            mode = row["mode"]
+            console.print(f"\n[bold]{mode} mode[/]")
+        flags = " ".join(f"{'+' if on else '-'}{flag}" for flag, on in row["differs"].items())
+        console.print(f"  {', '.join(names)}  ->  {row['row']}" + (f" {flags}" if flags else ""), highlight=False)
+    return 0
+
+
 def cmd_list(args: argparse.Namespace) -> int:
+    if args.rules and args.releases:
+        raise UsageError("--rules and --releases are two listings: give one")
     if args.rules:
         return cmd_list_rules(args)
     if args.protocol is not None:
         raise UsageError("--protocol goes with --rules: kmc list --rules --protocol P")
+    if args.releases:
+        return cmd_list_releases(args)
     listing = [_model_listing(info) for info in all_models().values()]
     if args.json:
         print(json.dumps({"models": listing, "engines": {k: v.description for k, v in engines.ENGINES.items()}}))
@@ -615,6 +683,9 @@ def cmd_list(args: argparse.Namespace) -> int:
             console.print(f"  --protocol {name}{mark}  {text}")
         for alias, target in item["protocol_aliases"].items():
             console.print(f"  --protocol {alias}  alias of {target}: {item['protocols'][target]}")
+        if item.get("release_numbers"):
+            console.print(f"  --protocol <release>  any release by its number, {item['release_numbers']} "
+                          "(kraft-<release>: KRaft mode): its row and flags, kmc list --releases")
         for name, text in item["features"].items():
             console.print(f"  --feature {name}=on|off  {text}")
         for name, text in item["invariants"].items():
@@ -656,6 +727,8 @@ def build_parser() -> argparse.ArgumentParser:
     check = sub.add_parser("check", help="exhaustive breadth-first check of a model")
     add_model_options(check)
     add_search_options(check)
+    check.add_argument("--verbose", action="store_true",
+                       help="the header also lists every feature flag that is on in the run")
     check.set_defaults(func=cmd_check)
 
     simulate = sub.add_parser("simulate", help="random walks, for configurations too big to exhaust")
@@ -683,7 +756,9 @@ def build_parser() -> argparse.ArgumentParser:
     listing.add_argument("--json", action="store_true")
     listing.add_argument("--rules", action="store_true",
                          help="the rule table: every behaviour that differs between releases, with its source")
-    listing.add_argument("--model", default="kafka", help="with --rules: the model (default kafka)")
+    listing.add_argument("--releases", action="store_true",
+                         help="every release by its number: the protocol row it runs and the flags it differs by")
+    listing.add_argument("--model", default="kafka", help="with --rules or --releases: the model (default kafka)")
     listing.add_argument("--protocol", help="with --rules: mark which rules this protocol version has")
     listing.set_defaults(func=cmd_list)
 

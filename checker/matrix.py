@@ -292,7 +292,7 @@ def run_matrix(
     rows = [parse_row(p) for p in protocols] if protocols else default_rows(model_name)
     for row in rows:
         if row.protocol is not None and not info.has_protocol(row.protocol):
-            raise UsageError(f"unknown protocol {row.protocol!r} for model {model_name}; known: {info.protocol_names()}")
+            raise UsageError(info.unknown_protocol(row.protocol))
     jobs: list[_Job] = []
     order: list[list[tuple[int, str]]] = []  # each row's cells: (its job, its invariant), in column order
     for row in rows:

@@ -161,6 +161,16 @@ class Model(ABC):
         """What identifies this configuration in a checkpoint or a trace header."""
         return {"model": self.name, "constants": dict(self.constants)}
 
+    def why_not(self, state: Any, name: str, params: dict[str, Any], history: Sequence[Any] = ()) -> str | None:
+        """Why step ``name`` with ``params`` is not enabled in ``state`` after the steps ``history`` (actions), in the
+        words of the system modelled (a replay that blocks says it); None when the model has no sentence for it."""
+        return None
+
+    def what_runs(self) -> dict[str, Any]:
+        """What a run of this configuration checks beyond ``describe``, for ``--json``, the text header and a saved
+        trace's header (not a checkpoint's identity): a versioned model's release, row and flags; {} by default."""
+        return {}
+
     def enabled(self, state: State) -> Iterator[Action]:
         for act, _ in self.successors(state):
             yield act

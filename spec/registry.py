@@ -66,13 +66,34 @@ class ModelInfo:
     #: other names a protocol version answers to (older names kept so saved traces still replay) -> version
     protocol_aliases: Mapping[str, str] = field(default_factory=dict)
 
+    #: protocol names beyond ``protocols`` and ``protocol_aliases`` (a release by its number, ``3.7.1``): whether a
+    #: name is one, and the one-line reason a name is not (the nearest releases; "" for a name of no such shape)
+    protocol_numbers: Callable[[str], bool] | None = None
+    protocol_hint: Callable[[str], str] | None = None
+    #: every release by its number (``kmc list --releases``): rows of "protocol" (the name to give), "release", "mode",
+    #: "row" and "differs" (flag -> on/off where the release's flags are not the row's)
+    release_table: Callable[[], list[dict[str, Any]]] | None = None
+    #: the row a protocol name runs unchanged (a release number whose flags are its row's: 3.5.1 is 3.4.1), else None;
+    #: a scenario's expectation for the row is the release's
+    protocol_row: Callable[[str], str | None] | None = None
+
     def has_protocol(self, name: str) -> bool:
-        return name in self.protocols or name in self.protocol_aliases
+        return (name in self.protocols or name in self.protocol_aliases
+                or (self.protocol_numbers is not None and self.protocol_numbers(name)))
 
     def protocol_names(self) -> str:
         """The known protocol names, for an error message."""
         aliases = ", ".join(f"{a} (= {t})" for a, t in self.protocol_aliases.items())
-        return ", ".join(self.protocols) + (f"; aliases: {aliases}" if aliases else "")
+        numbers = "; or a release by its number (kmc list --releases)" if self.protocol_numbers is not None else ""
+        return ", ".join(self.protocols) + (f"; aliases: {aliases}" if aliases else "") + numbers
+
+    def unknown_protocol(self, name: str) -> str:
+        """The one line for a protocol name the model does not know: the releases nearest to a number, else the
+        names it knows."""
+        hint = self.protocol_hint(name) if self.protocol_hint is not None else ""
+        if hint:
+            return f"unknown protocol {name!r} for model {self.name}: {hint}"
+        return f"unknown protocol {name!r} for model {self.name}; known: {self.protocol_names()}"
 
 
 _MODELS: dict[str, ModelInfo] = {}
@@ -151,6 +172,6 @@ def build_model(
     if info.protocols:
         protocol = protocol or info.default_protocol
         if not info.has_protocol(protocol):
-            raise UsageError(f"unknown protocol {protocol!r} for model {info.name}; known: {info.protocol_names()}")
+            raise UsageError(info.unknown_protocol(protocol))
         return info.build(constants, protocol=protocol, features=features)
     return info.build(constants)

@@ -233,7 +233,7 @@ def test_replay_json_prints_one_object_when_blocked(capsys, trace_file):
     assert "is not enabled" in one_line_error(err)
 
 
-@pytest.mark.parametrize("alias,release", [("kip-279", "2.0.0"), ("4.1.0", "3.9.1"), ("truncate-on-fetch", "3.9.1")])
+@pytest.mark.parametrize("alias,release", [("kip-279", "2.0.0"), ("kip-380", "2.2.0"), ("truncate-on-fetch", "3.9.1")])
 def test_a_scenario_naming_an_alias_as_its_protocol_loads_and_replays(capsys, tmp_path, alias, release):
     """A saved scenario whose protocol is an older name replays as the release it stands for (it was refused with
     exit 65 because only the release names were accepted)."""
@@ -248,10 +248,14 @@ def test_a_scenario_naming_an_alias_as_its_protocol_loads_and_replays(capsys, tm
                       "--protocol", release, "--json")[:2]
     assert data["protocol"] == alias and data["as_expected"] is True
     assert code == expected
-    doc["protocol"] = "4.2.0"  # a name that is neither a release nor an alias is still refused, naming both
+    doc["protocol"] = "4.2.0"  # a number that is no release is still refused, naming the nearest release
     path.write_text(json.dumps(doc))
     code, _, err = run(capsys, "trace", "replay", path)
-    assert code == 65 and "unknown protocol '4.2.0'" in one_line_error(err) and "aliases: " in err
+    assert code == 65 and "unknown protocol '4.2.0'" in one_line_error(err) and "the nearest: 4.1.1" in err
+    doc["protocol"] = "kip-999"  # a name that is neither a row, an alias nor a number: refused, naming them
+    path.write_text(json.dumps(doc))
+    code, _, err = run(capsys, "trace", "replay", path)
+    assert code == 65 and "unknown protocol 'kip-999'" in one_line_error(err) and "aliases: " in err
 
 
 @pytest.mark.parametrize("constant, value", [("RM", 10**17), ("RM", -1), ("commit_guard", "maybe")])

@@ -244,6 +244,8 @@ def _result_json(result: Any, expected: Any) -> dict[str, Any]:
         "invariant": result.invariant.name if result.invariant else None,
         "explanation": result.explanation,
         "diverged_at": result.diverged_at,
+        "why": result.why,
+        "enabled_after": None if result.enabled_after is None else [str(a) for a in result.enabled_after],
         "expected": None if expected is None else expected.describe(),
         "as_expected": None if expected is None else result.matches(expected),
         "exit_code": int(result.exit_code),

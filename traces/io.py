@@ -359,7 +359,7 @@ def model_for_header(
         if not info.protocols:
             raise UsageError(f"model {info.name} has no protocol versions; drop --protocol")
         if not info.has_protocol(protocol):
-            raise UsageError(f"unknown protocol {protocol!r} for model {info.name}; known: {info.protocol_names()}")
+            raise UsageError(info.unknown_protocol(protocol))
     user_features = list(features or [])
     parse_features(info, user_features)  # the user's flags: UsageError if bad
     user_constants = list(constants or [])
@@ -418,7 +418,12 @@ def _switched_in_trace(info: Any, header: dict[str, Any], header_constants: list
     if not isinstance(recorded, dict):
         return []
     try:
-        defaults = build_model(info.name, header_constants, str(header["protocol"])).describe().get("features") or {}
+        # the row the trace ran on: its protocol name as the recorded flags resolve it (a name that has since become
+        # a release of another row, 4.1.0, still builds the row a trace recorded with kraft off was made on)
+        recorded_flags = [f"{k}={'on' if v else 'off'}" for k, v in recorded.items() if k in info.features]
+        own = getattr(build_model(info.name, header_constants, str(header["protocol"]), recorded_flags), "protocol",
+                      None) or str(header["protocol"])
+        defaults = build_model(info.name, header_constants, own).describe().get("features") or {}
     except UsageError as exc:
         raise WrongModelError(f"the trace header does not fit model {info.name}: {exc}") from None
     return [f"{name}={'on' if value else 'off'}" for name, value in recorded.items()

@@ -36,6 +36,21 @@ class ReplayResult:
     enabled: list[Action] = field(default_factory=list)
     #: first step whose replayed state differs from the recorded one (None: all equal or none recorded)
     diverged_at: int | None = None
+    #: a blocked step: the guard it fails, in the words of the system modelled (None: the model has no sentence)
+    why: str | None = None
+    #: a blocked replay's last state (where ``enabled_after`` searches from)
+    blocked_state: Any = field(default=None, repr=False)
+    _enabled_after: Any = field(default=False, repr=False)
+
+    @property
+    def enabled_after(self) -> list[Action] | None:
+        """A blocked step: the shortest sequence of steps from the blocked state after which it is enabled (None: none
+        within ``enabling_steps``' bounds, or not blocked); searched when first asked for (the text and ``--json``
+        ask, the replay itself does not)."""
+        if self._enabled_after is False:
+            self._enabled_after = (enabling_steps(self.model, self.blocked_state, self.action)
+                                   if self.outcome == "blocked" and self.blocked_state is not None else None)
+        return self._enabled_after
 
     @property
     def protocol(self) -> str | None:
@@ -58,8 +73,11 @@ class ReplayResult:
         if self.outcome == "blocked":
             shown = ", ".join(str(a) for a in self.enabled[:8]) or "none"
             more = f" and {len(self.enabled) - 8} more" if len(self.enabled) > 8 else ""
-            return (f"step {self.step} of {self.total_steps}, {self.action}, is not enabled under {self.under()} "
-                    f"(enabled there: {shown}{more})")
+            why = f": {self.why}" if self.why else ""
+            after = ("; it would be enabled after " + ", ".join(str(a) for a in self.enabled_after)
+                     if self.enabled_after else "")
+            return (f"step {self.step} of {self.total_steps}, {self.action}, is not enabled under {self.under()}{why}"
+                    f"{after} (enabled there: {shown}{more})")
         if self.outcome == "violated":
             assert self.invariant is not None
             return f"invariant {self.invariant.name} is violated at step {self.step} of {self.total_steps} under {self.under()}"
@@ -144,7 +162,9 @@ def replay(
         candidates = [(act, succ) for act, succ in model.successors(current) if spec.matches(act)]
         if not candidates:
             enabled = list(dict.fromkeys(act for act, _ in model.successors(current)))
-            return result("blocked", step=number, action=spec, enabled=enabled)
+            why = getattr(model, "why_not", lambda *_: None)(current, spec.name, dict(spec.params),
+                                                             [step.action for step in taken])
+            return result("blocked", step=number, action=spec, enabled=enabled, why=why, blocked_state=current)
         distinct = list(dict.fromkeys(succ for _, succ in candidates))
         if len(distinct) > 1:
             options = ", ".join(str(a) for a in dict.fromkeys(act for act, _ in candidates))
@@ -161,6 +181,39 @@ def replay(
     if expect_deadlock and next(iter(model.successors(current)), None) is None:
         return result("deadlock", step=len(steps))
     return result("holds")
+
+
+_HEALING = ("Deliver", "Process", "Receive", "Serve", "Send", "Truncate")
+#: how far ``enabling_steps`` looks from a blocked state: steps, and states visited
+ENABLING_DEPTH, ENABLING_STATES = 3, 5_000
+
+
+def enabling_steps(model: Model, state: Any, spec: StepSpec) -> list[Action] | None:
+    """The shortest sequence of steps from ``state`` after which ``spec`` is enabled (breadth-first, at most
+    ``ENABLING_DEPTH`` steps and ``ENABLING_STATES`` states); None if there is none within those bounds."""
+    parents: dict[Any, tuple[Any, Action] | None] = {state: None}
+    level = [state]
+    for _ in range(ENABLING_DEPTH):
+        following = []
+        for current in level:
+            # the requests and answers in flight first (Deliver, Process, Receive, Serve, Send...), then new events
+            # (crashes, elections, produce): of the shortest ways, the one that completes what the replay started
+            for act, succ in sorted(model.successors(current), key=lambda pair: not pair[0].name.startswith(_HEALING)):
+                if succ in parents:
+                    continue
+                parents[succ] = (current, act)
+                if any(spec.matches(a) for a, _ in model.successors(succ)):
+                    path = []
+                    at: Any = succ
+                    while parents[at] is not None:
+                        at, step = parents[at]
+                        path.append(step)
+                    return path[::-1]
+                if len(parents) >= ENABLING_STATES:
+                    return None
+                following.append(succ)
+        level = following
+    return None
 
 
 def replay_trace(model: Model, trace: Trace, invariants: Sequence[str] = ()) -> ReplayResult:

@@ -125,14 +125,17 @@ class Scenario:
 
     def expectation(self, protocol: str | None) -> Expectation | None:
         """The expected outcome under ``protocol``: its own entry, else an entry under another name of the
-        same version (an alias such as ``kip-101`` for ``0.11.0``, or the reverse), else ``"*"``."""
+        same version (an alias such as ``kip-101`` for ``0.11.0``, or the reverse; a release number whose flags are
+        its row's, ``3.5.1`` for ``3.4.1``), else ``"*"``."""
         if protocol is not None and protocol in self.expect:
             return self.expect[protocol]
         if protocol is not None:
             from spec.registry import get_model_info
 
-            aliases = get_model_info(self.model).protocol_aliases
-            target = aliases.get(protocol, protocol)
+            info = get_model_info(self.model)
+            aliases = info.protocol_aliases
+            row = info.protocol_row(protocol) if info.protocol_row is not None else None
+            target = aliases.get(protocol, row or protocol)
             for key, expected in self.expect.items():
                 if aliases.get(key, key) == target:
                     return expected
@@ -293,9 +296,9 @@ def check_names(scenario: Scenario) -> None:
     path = scenario.path
     try:
         info = get_model_info(scenario.model)
-        # a release or one of its aliases (an older name such as kip-279 or 4.1.0), as --protocol takes them
+        # a row, one of its aliases (an older name such as kip-279) or a release by its number, as --protocol takes them
         if scenario.protocol is not None and not info.has_protocol(scenario.protocol):
-            raise UsageError(f"unknown protocol {scenario.protocol!r} (known: {info.protocol_names() or 'none'})")
+            raise UsageError(info.unknown_protocol(scenario.protocol))
         constants = [f"{k}={'on' if v is True else 'off' if v is False else v}" for k, v in scenario.constants.items()]
         parse_constants(info, constants)
         flags = [f"{k}={'on' if v else 'off'}" for k, v in scenario.features.items()]

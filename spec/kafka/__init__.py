@@ -87,13 +87,17 @@ from typing import Any
 from spec.errors import UsageError
 from spec.kafka.clients import ACKS_VALUES
 from spec.kafka.model import CLIENT_DEFAULTS, DEFAULTS, KRAFT_DEFAULTS, KafkaModel
-from spec.kafka.protocols import DEFAULT_PROTOCOL, FLAG_ALIASES, FLAGS, PROTOCOL_ALIASES, RELEASES, resolve
+from spec.kafka.protocols import DEFAULT_PROTOCOL, FLAG_ALIASES, FLAGS, FORMER_NAMES, PROTOCOL_ALIASES, RELEASES, resolve
+from spec.kafka.releases import is_release, nearest, release_rows, same_row
 from spec.kafka.rules import rule_rows
 from spec.registry import Constant, ModelInfo, register
 
 __all__ = ["KafkaModel", "build", "INFO"]
 
 def build(constants: dict[str, Any], protocol: str = DEFAULT_PROTOCOL, features: dict[str, bool] | None = None):
+    if protocol in FORMER_NAMES and (features or {}).get("kraft") is False and resolve(protocol).kraft:
+        # a trace or scenario made when this name was a ZooKeeper row (its recorded flags have kraft off): that row
+        protocol = FORMER_NAMES[protocol]
     return KafkaModel(
         brokers=constants.get("brokers", DEFAULTS["brokers"]),
         records=constants.get("records", DEFAULTS["records"]),
@@ -179,6 +183,10 @@ INFO = register(
         default_protocol=DEFAULT_PROTOCOL,
         features={**FLAGS, **{old: f"alias of {new}" for old, new in FLAG_ALIASES.items()}},
         protocol_aliases=dict(PROTOCOL_ALIASES),
+        protocol_numbers=is_release,
+        protocol_hint=nearest,
+        release_table=release_rows,
+        protocol_row=same_row,
         rules=rule_rows,
     )
 )

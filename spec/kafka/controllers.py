@@ -17,7 +17,7 @@ AlterIsrController  2.8.0 to 3.9.1 (``alter-isr``,   the ZooKeeper controller, a
                     2.7.0+)                          with an AlterIsr request (``actions_kraft``: the
                                                      AlterPartition families with the ZooKeeper controller's
                                                      ``_process_alter_isr`` and ``_receive_alter_isr_response``)
-KRaftController     kraft-3.3, kraft-3.5, kraft-4.1  the KRaft quorum controller (``actions_kraft``): fencing,
+KRaftController     kraft-3.3 to kraft-4.1 (kraft-*) the KRaft quorum controller (``actions_kraft``): fencing,
                                                      registration, AlterPartition, partition epochs replayed
 ==================  ===============================  ===========================================================
 

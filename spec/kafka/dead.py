@@ -55,10 +55,10 @@ with *another* leader, which it follows only after a LeaderAndIsr. What is dead,
    follower's** (``AbstractFetcherThread.maybeTruncate`` ignores it), and every one that is a no-op now, by the
    argument of 3 (the OffsetsForLeaderEpoch answer is read against the same fields).
 
-The KRaft rows (kraft-3.3, kraft-3.5, kraft-4.1)
-------------------------------------------------
-Their fetch path is the ZooKeeper row's of the same release (kraft-3.3 2.8.1's, kraft-3.5 3.4.1's, kraft-4.1 3.9.1's:
-truncate-on-fetch and KAFKA-9654 on all three, KAFKA-18991's fix on kraft-4.1 only); their control plane is
+The KRaft rows (kraft-3.3, kraft-3.5, kraft-4.0, kraft-4.1)
+-----------------------------------------------------------
+Their fetch path is the ZooKeeper row's of the same release (kraft-3.3 2.8.1's, kraft-3.5 3.4.1's, kraft-4.0 3.9.0's,
+kraft-4.1 3.9.1's: truncate-on-fetch and KAFKA-9654 on all four, KAFKA-18991's fix on kraft-4.1 only); their control plane is
 ``spec.kafka.actions_kraft``'s: there is no LeaderAndIsr request, a broker learns a new leader epoch by replaying the
 partition change the controller wrote to the metadata log (the model's LeaderAndIsr message stands for that record).
 What the classes above rely on holds there for its own reasons:

@@ -367,6 +367,19 @@ class KafkaModel(ClientActions, ReassignmentActions, KRaftActions, ControlPlaneA
         out["features"] = self.features.as_dict()
         return out
 
+    def why_not(self, state: Any, name: str, params: dict[str, Any], history: Sequence[Any] = ()) -> str | None:
+        """The guard a blocked step fails, in Kafka's words (``spec.kafka.blocked``)."""
+        from spec.kafka.blocked import why_not
+
+        return why_not(self, state, name, params, history)
+
+    def what_runs(self) -> dict[str, Any]:
+        """The protocol asked for, the release it is (a number: ``spec.kafka.releases``), the row, the mode, the flags
+        that are on and those that differ from the row's defaults (the release's own and any ``--feature``)."""
+        from spec.kafka.releases import run_description
+
+        return run_description(self.protocol, self.features)
+
     def init_states(self) -> list[KafkaState]:
         """Broker 0 leads in epoch 0 with every broker in the ISR; every log is empty."""
         n = self.n

@@ -242,6 +242,10 @@ _3_9_1 = replace(_3_4_1, kafka_15583=True, kafka_18991=True)  # kafka-15583: 3.7
 #: AlterIsr, off there (the KRaft controller's AlterPartition is ``kraft``'s)
 _KRAFT_3_3 = replace(_2_8_1, kraft=True, kip_841=True, alter_isr=False)
 _KRAFT_3_5 = replace(_3_4_1, kraft=True, kip_841=True, kip_903=True, alter_isr=False)
+#: 4.0.x: the 3.6 to 3.8 changes on kraft-3.5 (KAFKA-15021, KAFKA-15583, KIP-966's detection and KAFKA-15665), ELR off
+#: by default (eligible.leader.replicas.version=1 only on new 4.1.0 clusters), so the detection does not act; KAFKA-18991
+#: and KAFKA-18635 only from 4.0.1 (``--protocol 4.0.1``)
+_KRAFT_4_0 = replace(_KRAFT_3_5, kafka_15021=True, kafka_15583=True, clean_shutdown_detection=True, kafka_15665=True)
 _KRAFT_4_1 = replace(_3_9_1, kraft=True, kip_841=True, kip_903=True, kafka_15021=True, kip_966_elr=True,
                      clean_shutdown_detection=True, kafka_18635=True, kafka_15665=True, alter_isr=False)
 
@@ -267,21 +271,23 @@ RELEASES: tuple[Release, ...] = (
             "(KAFKA-7786)", _2_1_0),
     Release("2.1.1", "2.1.0 with KAFKA-7786's fix", _2_1_1),
     Release("2.2.0", "KIP-380: broker epochs in control requests, stale ones rejected; bounced brokers detected",
-            _2_2_0, "2.2.x and 2.3.x; 2.4.x to 2.7.x with kafka-8400 and truncation-lowers-hw on (KAFKA-9654 in 2.5.0 "
-            "matters only from 2.8.0; 2.7.x at IBP 2.7-IV2 or later, its default, also with alter-isr on); "
-            "with consumers, 2.2.x only (2.3.0's consumer validates its position: consumer-truncation-detection)"),
+            _2_2_0, "2.2.x; 2.3.x with consumer-truncation-detection on; 2.4.x to 2.7.x also with kafka-8400 and "
+            "truncation-lowers-hw on (KAFKA-9654 in 2.5.0 matters only from 2.8.0), 2.6.1 to 2.7.x also with "
+            "kafka-10706-fix, 2.7.x at IBP 2.7-IV2 or later, its default, also with alter-isr"),
     Release("2.8.0", "KAFKA-10554: truncation on fetch (the fetch carries the last fetched epoch)", _2_8_0),
     Release("2.8.1", "2.8.0 with KAFKA-13141 and KAFKA-13207", _2_8_1, "2.8.2, 3.0.x to 3.4.0"),
     Release("3.4.1", "KAFKA-14704: a diverging answer's HW is taken only after the truncation", _3_4_1,
-            "3.5.x to 3.9.0 (4.0.0 has no ZooKeeper mode; its KRaft fetch path is kraft-3.5's)"),
+            "3.5.x and 3.6.x; 3.7.0 to 3.9.0 with kafka-15583 on (KAFKA-15583 is in 3.7.0)"),
     Release("3.9.1", "KAFKA-18991: a fetch answer to an older leader epoch's request is ignored (the last ZooKeeper "
             "release line; formerly named 4.1.0, an alias still)", _3_9_1,
-            "3.9.x from 3.9.1; 4.0.1 and 4.1.0 carry the fix in KRaft mode only (kraft-4.1)"),
+            "3.9.x from 3.9.1; 4.0.1 and 4.1.0 carry the fix in KRaft mode only (4.0.1, kraft-4.1)"),
     # -- KRaft (a KRaft controller instead of ZooKeeper; same fetch path as the ZooKeeper row of the release) --
     Release("kraft-3.3", "KRaft: AlterPartition, broker epochs and fencing; KIP-841 (fenced replicas ineligible)",
-            _KRAFT_3_3, "3.3.x, 3.4.x in KRaft mode"),
+            _KRAFT_3_3, "3.3.x and 3.4.0 in KRaft mode (3.4.1: with kafka-14704 on, kraft-3.4.1)"),
     Release("kraft-3.5", "KRaft with KIP-903: broker epochs in Fetch and AlterPartition", _KRAFT_3_5,
-            "3.5.x, 3.6.x (3.6: KAFKA-15021) in KRaft mode"),
+            "3.5.x in KRaft mode; 3.6.x to 3.9.x with the flags of their release (kraft-3.6.0 ...: kmc list --releases)"),
+    Release("kraft-4.0", "KRaft 4.0: KAFKA-15021, strict min ISR (KAFKA-15583), KAFKA-15665; ELR off by default",
+            _KRAFT_4_0, "4.0.0 (4.0.1 with kafka-18991 and kafka-18635 on)"),
     Release("kraft-4.1", "KRaft with KIP-966: strict min ISR, eligible leader replicas, clean shutdown detection",
             _KRAFT_4_1, "4.1.x in KRaft mode (ELR on by default for new clusters from 4.1.0)"),
 )
@@ -295,10 +301,13 @@ PROTOCOL_ALIASES: dict[str, str] = {
     "kip-320": "2.1.0",
     "kip-380": "2.2.0",
     "truncate-on-fetch": "3.9.1",
-    # the newest ZooKeeper row's former name: 4.0 and 4.1 have no ZooKeeper mode (KafkaController.scala and
-    # KafkaServer.scala are gone at the 4.0.1 and 4.1.0 version bumps); the ZooKeeper line with KAFKA-18991 is 3.9.1
-    "4.1.0": "3.9.1",
 }
+
+#: names that stood for another row before they were release numbers: the newest ZooKeeper row was ``4.1.0`` until it
+#: was read that 4.0 and 4.1 have no ZooKeeper mode (KafkaController.scala and KafkaServer.scala are gone at the 4.0.1
+#: and 4.1.0 version bumps). ``--protocol 4.1.0`` is the release now (kraft-4.1); a saved trace or scenario whose
+#: recorded flags have kraft off replays on the row it was made on (``spec.kafka.build``)
+FORMER_NAMES: dict[str, str] = {"4.1.0": "3.9.1"}
 
 #: why each alias stands for its release (``kmc list`` prints it beside the alias)
 ALIAS_NOTES: dict[str, str] = {
@@ -308,8 +317,6 @@ ALIAS_NOTES: dict[str, str] = {
     "kip-320": "the name before the rows were release lines",
     "kip-380": "the name before the rows were release lines",
     "truncate-on-fetch": "the name before the rows were release lines: the newest ZooKeeper row",
-    "4.1.0": "the newest ZooKeeper row's former name; 4.0 and 4.1 have no ZooKeeper mode, so the ZooKeeper line with "
-             "KAFKA-18991 is 3.9.1 (Kafka 4.1 itself is kraft-4.1)",
 }
 assert set(ALIAS_NOTES) == set(PROTOCOL_ALIASES)
 
@@ -379,9 +386,12 @@ def applicable_flags(features: Features) -> tuple[str, ...]:
 def resolve(protocol: str, overrides: Mapping[str, bool] | None = None) -> Features:
     """The flags of ``protocol`` with ``overrides`` (flag name -> on/off) applied. A flag switched on where
     it does not exist in the resulting release line (its mechanism is absent) is refused."""
-    if protocol not in PROTOCOLS:
-        raise UsageError(f"unknown protocol {protocol!r}; known: {', '.join(PROTOCOLS)}")
-    features = PROTOCOLS[protocol][1]
+    if protocol in PROTOCOLS:
+        features = PROTOCOLS[protocol][1]
+    else:  # a release by its number (3.7.1, kraft-3.7.1): its row and flags from the rule table
+        from spec.kafka.releases import resolve_number
+
+        features = resolve_number(protocol)
     changes = {}
     switched_on = []
     for name, value in (overrides or {}).items():
@@ -391,9 +401,10 @@ def resolve(protocol: str, overrides: Mapping[str, bool] | None = None) -> Featu
         if flag == "kraft" and bool(value) != features.kraft:
             # the controller is what a row is (the KRaft rows' mechanisms replace ZooKeeper's), not a fix to switch
             raise UsageError(f"kraft is the controller of a protocol row, not a switch: use --protocol kraft-3.3, "
-                             f"kraft-3.5 or kraft-4.1 (or a ZooKeeper row) instead of --feature kraft={'on' if value else 'off'}")
+                             f"kraft-3.5, kraft-4.0 or kraft-4.1, kraft-<release> (or a ZooKeeper row) instead of "
+                             f"--feature kraft={'on' if value else 'off'}")
         changes[_field_name(flag)] = bool(value)
-        if value:
+        if value and not features.flag(flag):  # a flag the release has already is not switched (a trace's header)
             switched_on.append(flag)
     resolved = replace(features, **changes)
     # a flag switched on where its mechanism is absent is refused (off is what it is there already, and what

@@ -26,6 +26,12 @@ class Rule:
     model: str  # what the model does (the function that does it)
     flag: str = ""  # the feature flag, if it differs between releases
     abstraction: str = ""  # where the model is coarser than the code
+    #: the releases whose default configuration has the flag on (``spec.kafka.releases`` computes every release's
+    #: flag set from them): the first release of each line that has it, oldest first; the last one holds for every
+    #: later line, an earlier one for its own line only (a backport: ("2.7.2", "2.8.1", "3.0.0")). None: from
+    #: ``introduced`` on; (): in no release by default (a configuration, a fault, the controller a row is)
+    since: tuple[str, ...] | None = None
+    until: str = ""  # the first release without it, where a behaviour was removed
 
 
 _S = "core/.../server/"
@@ -43,7 +49,8 @@ RULES: tuple[Rule, ...] = (
          "truncates to its HW locally, 2.8.0 AbstractFetcherThread.partitionFetchState -> Truncating, maybeTruncate "
          "-> partitionsWithoutEpochs -> truncateToHighWatermark)",
          f"0.11.0.0 {_S}ReplicaFetcherThread.scala maybeTruncate; {_E} endOffsetFor",
-         "actions_data._receive_offsets_state, log.end_offset_kip101", flag="offsets-for-leader-epoch"),
+         "actions_data._receive_offsets_state, log.end_offset_kip101", flag="offsets-for-leader-epoch",
+         until="2.8.0"),
     Rule("an error answer to OffsetsForLeaderEpoch is retried; only UNDEFINED_EPOCH_OFFSET falls back to the HW",
          "KIP-101", "0.11.0", "every release with the round",
          f"0.11.0.0 {_S}ReplicaFetcherThread.scala maybeTruncate (partitionsWithError, delayPartitions); "
@@ -120,7 +127,8 @@ RULES: tuple[Rule, ...] = (
          "backports were never released)", f"2.5.0 {_S}AbstractFetcherThread.scala onPartitionFenced(tp, requestEpoch)",
          "actions_data._receive_fetch_state", flag="kafka-9654",
          abstraction="before 2.8.0 a stale fetch answer is dropped earlier (the re-added partition is truncating), "
-                     "so the model puts the flag in the 2.8.0+ rows only"),
+                     "so the model puts the flag in the 2.8.0+ rows only",
+         since=("2.8.0",)),
     # -- KIP-380 ----------------------------------------------------------------------------------------------
     Rule("a broker rejects a LeaderAndIsr / StopReplica stamped with an older broker epoch (STALE_BROKER_EPOCH), "
          "before it starts the HW checkpoint task", "KIP-380 (KAFKA-7235)", "2.2.0", "2.2.0 and later (2155c6d54b08)",
@@ -162,7 +170,8 @@ RULES: tuple[Rule, ...] = (
     Rule("truncation at or beyond the LEO still drops epoch cache entries starting there", "KAFKA-10706", "2.6.1",
          "2.6.1 (0b7c490a6cbe), 2.7.0 (f641ecd7edab), 2.8.0 and later (bc96a8feb5dc); 2.4/2.5 backports unreleased",
          "2.7.0 core/src/main/scala/kafka/log/Log.scala truncateTo (leaderEpochCache.truncateFromEnd(logEndOffset))",
-         "updates.truncate_broker", flag="kafka-10706-fix"),
+         "updates.truncate_broker", flag="kafka-10706-fix",
+         since=("2.6.1", "2.7.0")),
     # -- truncation on fetch and its fixes --------------------------------------------------------------------
     Rule("no OffsetsForLeaderEpoch round: the fetch carries the last fetched epoch and the leader answers a diverging "
          "epoch; a follower with an empty epoch cache truncates to its HW", "KAFKA-10554", "2.8.0",
@@ -178,11 +187,12 @@ RULES: tuple[Rule, ...] = (
          f"2.8.1 {_S}ReplicaManager.scala updateFollowerFetchState (skipped on divergingEpoch); before it, 2.8.0 "
          f"{_C}Partition.readRecords returns FetchDataInfo(LogOffsetMetadata(fetchOffset)) with the diverging epoch "
          "and no check against the leader's LEO, which updateFollowerFetchState takes (also beyond the LEO)",
-         "actions_data._serve_fetch_state", flag="kafka-13141"),
+         "actions_data._serve_fetch_state", flag="kafka-13141",
+         since=("2.7.2", "2.8.1", "3.0.0")),
     Rule("a diverging-epoch truncation is skipped if the partition left the fetcher meanwhile", "KAFKA-13207", "2.8.1",
          "2.8.1, 2.8.2, 3.0.0 and later (9618c61a248, 4d1efc90af0)",
          f"2.8.1 {_S}AbstractFetcherThread.scala maybeTruncateToEpochEndOffsets (partitionStates.contains(tp))",
-         "actions_data._truncate_on_diverging_action", flag="kafka-13207",
+         "actions_data._truncate_on_diverging_action", flag="kafka-13207", since=("2.8.1", "3.0.0"),
          abstraction="membership only, as Kafka: a partition removed and re-added for the same leader in the window "
                      "is still truncated"),
     Rule("a diverging answer's HW is not taken before the truncation (the next fetch brings it)", "KAFKA-14704",
@@ -195,15 +205,16 @@ RULES: tuple[Rule, ...] = (
          "The 3.9.1/4.0.1 placement is from the backport request: those release commits were not read in source here",
          "4.1.0 core/.../server/AbstractFetcherThread.scala processFetchRequest "
          "(requested currentLeaderEpoch == currentFetchState.currentLeaderEpoch)", "actions_data._receive_fetch_state",
-         flag="kafka-18991"),
+         flag="kafka-18991", since=("3.9.1", "4.0.1", "4.1.0")),
     # -- configuration and faults ---------------------------------------------------------------------------
     Rule("unclean leader election: a live replica outside the ISR may lead when no ISR member lives", "KIP-106 "
          "(default off from 0.11.0)", "0.10.2", "every release, as configured (unclean.leader.election.enable; the "
          "0.10.2 default was true)", f"0.10.2.2 {_K}PartitionLeaderSelector.scala OfflinePartitionLeaderSelector",
-         "actions_control._controller_actions (UncleanLeaderElection)", flag="unclean"),
+         "actions_control._controller_actions (UncleanLeaderElection)", flag="unclean",
+         since=()),
     Rule("a crash loses the unflushed tail of the log", "-", "0.10.2", "every release (a fault, not a rule)",
          "core/src/main/scala/kafka/log/Log.scala recovery (the unflushed suffix is gone after a power loss)",
-         "actions_control._crash_state (CrashLosingTail)", flag="lossy-crash"),
+         "actions_control._crash_state (CrashLosingTail)", flag="lossy-crash", since=()),
     # -- clients (spec.kafka.clients; off unless the bounds acks, consumers switch them on) ----------------------
     Rule("a consumer after a leader change validates its position with OffsetsForLeaderEpoch (last consumed epoch); "
          "an end offset below it is a truncation, reset to it or LogTruncationException", "KIP-320 (KAFKA-7747)",
@@ -240,7 +251,7 @@ RULES: tuple[Rule, ...] = (
          f"2.4.0 {_S}ReplicaManager.scala findPreferredReadReplica, readFromLocalLog (fetchOnlyFromLeader is false "
          f"for a consumer with client metadata); {_C}Partition.scala readRecords (the local HW bounds a consumer's "
          "read), localLogWithEpochOrException (the request's leader epoch must be the replica's)",
-         "clients._fetch_from_follower_actions (ConsumerFetchFromFollower)", flag="fetch-from-follower",
+         "clients._fetch_from_follower_actions (ConsumerFetchFromFollower)", flag="fetch-from-follower", since=(),
          abstraction="off in every row (a configuration); refused before the 2.8.0 row (the model has no 2.4 to 2.7 "
                      "rows apart from 2.2.0's); the selector may pick any live follower of the consumer's leader in "
                      "its epoch whose LEO reaches the position; the consumer asks the leader first each time"),
@@ -396,7 +407,7 @@ RULES: tuple[Rule, ...] = (
          "build (an empty target ISR is not written), triggerLeaderEpochBumpIfNeeded; ClusterControlManager.java "
          "registerBroker",
          "actions_kraft.KRaftActions (the KRaft controller: _process_alter_partition, _fence_actions, "
-         "_kraft_restart_state)", flag="kraft",
+         "_kraft_restart_state)", flag="kraft", since=(),  # the controller a row is: kraft-<release>
          abstraction="a restarted broker registers and is unfenced in one step (Kafka unfences it once it caught up "
                      "with the metadata log); a broker's view of fencing is the controller's unless metadata_lag (see "
                      "its rule); a lost AlterPartition "
@@ -481,7 +492,7 @@ RULES: tuple[Rule, ...] = (
          "actions_kraft._partition_change", flag="kafka-15021"),
     Rule("strict min ISR: the leader's HW does not advance while the (committed) ISR is below min.insync.replicas",
          "KIP-966 (KAFKA-15583)", "3.7.0", "3.7.0 and later (edc7e10a745), ZooKeeper and KRaft mode alike "
-         "(Partition.scala is shared; unconditional, not an ELR feature level): the 3.9.1 and kraft-4.1 rows",
+         "(Partition.scala is shared; unconditional, not an ELR feature level): the 3.9.1, kraft-4.0 and kraft-4.1 rows",
          f"3.7.0 and 3.9.0 {_C}Partition.scala maybeIncrementLeaderHW (if (isUnderMinIsr) return false), "
          "isUnderMinIsr (partitionState.isr.size < effectiveMinIsr)", "actions_data._advance_hw_action",
          flag="kafka-15583",
@@ -492,6 +503,7 @@ RULES: tuple[Rule, ...] = (
          "3.7.0 code, off by default until 4.1.0 (eligible.leader.replicas.version=1 on new clusters)",
          "3.9.0 metadata/.../controller/PartitionChangeBuilder.java maybePopulateTargetElr, isValidNewLeader, "
          "electAnyLeader", "actions_kraft._partition_change, _kraft_controller_actions", flag="kip-966-elr",
+         since=("4.1.0",),
          abstraction="no last-known-leader election (KIP-966's balanced recovery)"),
     Rule("a broker that registers as a new incarnation is removed from the ISR and the ELR", "KIP-966 "
          "(KAFKA-15582, KAFKA-15586; KAFKA-16952)", "3.8.0", "3.8.0 and later, where ELR is supported: 3.8.x and (with "
@@ -504,7 +516,9 @@ RULES: tuple[Rule, ...] = (
          "ReplicationControlManager.java handleBrokerUncleanShutdown (isElrSupported); PartitionChangeBuilder.java "
          "maybePopulateTargetElr (uncleanShutdownReplicas)",
          "actions_kraft._kraft_restart_state", flag="clean-shutdown-detection",
-         abstraction="no 3.8 or 3.9 KRaft row: kraft-4.1 is 4.1 (kafka-18635 on); kafka-18635=off is 3.9.x's rule"),
+         abstraction="the rows are kraft-4.0 (4.0.0, ELR off by default: the detection does not act) and kraft-4.1 "
+                     "(kafka-18635 on); kraft-3.8.x and kraft-3.9.x are kraft-3.5 with the flags of their releases "
+                     "(kmc list --releases), kafka-18635=off being 3.9.x's rule"),
     Rule("a registration with the incarnation id already registered amends it and keeps its broker epoch and fencing "
          "state; a new incarnation gets a new broker epoch, and is refused while the old one's session lives",
          "KIP-631; KAFKA-16952 (2fd00ce5367)", "3.3.0", "every KRaft release; the same-incarnation case keeps the broker "
@@ -516,14 +530,16 @@ RULES: tuple[Rule, ...] = (
                      "version upgrade (KIP-858's directory ids), which the model has no step for: every registration in "
                      "the model is a restarted broker's, with a new incarnation id and broker epoch"),
     Rule("a clean restart keeps its ISR/ELR membership again: the unclean shutdown check reads the previous broker "
-         "epoch again", "KAFKA-18635", "4.1.0", "4.1.x (apache/kafka PR 18277, reviewed in January 2025 and "
-         "merged to trunk, months before 4.1.0; the 4.x sources are not among the tags read here: the change is "
-         "read from the pull request, and whether 4.0.0 has it is not settled)",
+         "epoch again", "KAFKA-18635", "4.0.1", "4.0.1 and 4.1.0 and later (apache/kafka PR 18277, reviewed in January "
+         "2025, merged to trunk and backported to 4.0 after 4.0.0); 3.8.x already had the check it restores (3.8.0 "
+         "ClusterControlManager.registerBroker: previousBrokerEpoch() != existing.epoch()), 3.9.x and 4.0.0 remove "
+         "every new incarnation (KAFKA-16952)",
          "3.8.0 metadata/.../controller/ClusterControlManager.java registerBroker (the check it restores: "
          "request.previousBrokerEpoch() != existing.epoch()); 3.8.0 core/.../log/LogManager.scala shutdown(brokerEpoch) "
          "(CleanShutdownFileHandler.write), readBrokerEpochFromCleanShutdownFiles; BrokerServer.scala shutdown "
          "(logManager.shutdown(lifecycleManager.brokerEpoch)), startup (lifecycleManager.start(..., previousBrokerEpoch))",
-         "actions_kraft._kraft_restart_state, _clean_shutdown_actions", flag="kafka-18635"),
+         "actions_kraft._kraft_restart_state, _clean_shutdown_actions", flag="kafka-18635",
+         since=("3.8.0", "4.0.1")),
     Rule("a broker that leads nothing ends its controlled shutdown: fenced (SHUTDOWN_NOW), it stops and writes its "
          "clean shutdown file", "KIP-631, KIP-966", "3.3.0", "every KRaft release (the clean shutdown file from 3.8.0)",
          "3.8.0 metadata/.../controller/BrokerHeartbeatManager.java calculateNextBrokerState (SHUTDOWN_NOW when no "
@@ -639,6 +655,16 @@ assert set(flag_rules()) == set(FLAGS), "every feature flag has a rule and every
 assert not set(FLAG_ALIASES) & set(FLAGS)
 
 
+def on_by_default(rule: Rule) -> str:
+    """Where a flag's rule is on by default, as ``kmc list --rules`` says it (``spec.kafka.releases`` computes each
+    release's flags from the same fields)."""
+    if rule.since == ():
+        return "in no release by default (a configuration, a fault, or the controller a row is: --feature, --protocol)"
+    since = list(rule.since) if rule.since is not None else [rule.introduced.split()[0]]
+    lines = [f"{first} on its line" for first in since[:-1]] + [f"from {since[-1]}"]
+    return ", ".join(lines) + (f", until {rule.until}" if rule.until else "")
+
+
 def rule_rows(protocol: str | None = None) -> list[dict[str, str]]:
     """The table as rows for ``kmc list --rules`` (``on`` is "yes"/"no" for a flag under ``protocol``)."""
     from spec.kafka.protocols import resolve
@@ -651,6 +677,7 @@ def rule_rows(protocol: str | None = None) -> list[dict[str, str]]:
                "abstraction": rule.abstraction}
         if rule.flag:
             row["rows"] = ", ".join(releases_with(rule.flag)) or "(none: switch it with --feature)"
+            row["default"] = on_by_default(rule)
         if on is not None:
             row["on"] = "yes" if on else "no"
         rows.append(row)
