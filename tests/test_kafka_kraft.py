@@ -350,17 +350,27 @@ def test_a_lost_answer_resends_the_request_and_the_metadata_commits_the_isr():
 SHUTTING_DOWN = "kip-841-shutting-down-replica-rejoins-the-isr.json"
 
 
+#: a broker in controlled shutdown that keeps fetching (KAFKA-13858's check off): KIP-841's story
+KEEPS_FETCHING = "kraft-shutdown-stops-fetcher=off"
+
+
 @pytest.mark.parametrize("protocol", KRAFT_ROWS)
 def test_a_shutting_down_replica_rejoins_the_isr_only_without_kip_841(protocol):
-    """The leader's controlled shutdown moves leadership away; the broker keeps fetching. With KIP-841 (every KRaft
-    row) the new leader does not propose it (blocked at ExpandIsr, step 13); with kip-841=off it does, the controller
-    accepts, and the ISR holds a broker that is about to stop until it is fenced (no safety property breaks)."""
+    """The leader's controlled shutdown moves leadership away. From 3.3.0 (KAFKA-13858, every KRaft row) the broker
+    stops fetching when it replays the change that takes it out of the ISR: blocked at its first fetch (step 11). If it
+    kept fetching, KIP-841 keeps the new leader from proposing it (blocked at ExpandIsr, step 13); with kip-841=off too
+    the leader does, the controller accepts, and the ISR holds a broker that is about to stop until it is fenced (no
+    safety property breaks)."""
     scenario = load_scenario(os.path.join(SCENARIOS, SHUTTING_DOWN))
     result = replay_scenario(scenario_model(scenario, protocol), scenario)
-    assert (result.outcome, result.step) == ("blocked", 13)
-    off = replay_scenario(scenario_model(scenario, protocol, ["kip-841=off"]), scenario)
+    assert (result.outcome, result.step) == ("blocked", 11)
+    assert (replay_scenario(scenario_model(scenario, protocol, ["kip-841=off"]), scenario).step) == 11
+    fetching = replay_scenario(scenario_model(scenario, protocol, [KEEPS_FETCHING]), scenario)
+    assert (fetching.outcome, fetching.step) == ("blocked", 13)
+    off = replay_scenario(scenario_model(scenario, protocol, ["kip-841=off", KEEPS_FETCHING]), scenario)
     assert off.outcome == "holds"
-    model = build_model("kafka", ["records=1", "epochs=2", "crashes=1", "shutdowns=1"], protocol, ["kip-841=off"])
+    model = build_model("kafka", ["records=1", "epochs=2", "crashes=1", "shutdowns=1"], protocol,
+                        ["kip-841=off", KEEPS_FETCHING])
     steps = [(str(step.name), dict(step.params)) for step in scenario.steps[:15]]
     s = _run(model, steps)
     assert s.controller.isr == (0, 1) and s.brokers[0].stopping and s.brokers[1].isr == (0, 1)
@@ -404,7 +414,8 @@ def test_with_metadata_lag_the_controllers_check_keeps_a_fenced_or_shutting_down
     s = _take(model, s, "ReceiveAlterPartitionResponse", leader=0)
     assert (s.brokers[0].isr, s.brokers[0].alter_pending) == ((0,), False)
     shutting = load_scenario(os.path.join(SCENARIOS, SHUTTING_DOWN))
-    model = build_model("kafka", ["records=1", "epochs=2", "crashes=1", "shutdowns=1", "metadata_lag=1"], "kraft-3.5")
+    model = build_model("kafka", ["records=1", "epochs=2", "crashes=1", "shutdowns=1", "metadata_lag=1"], "kraft-3.5",
+                        [KEEPS_FETCHING])
     s = _run(model, [(str(step.name), dict(step.params)) for step in shutting.steps[:15]])
     assert s.controller.isr == (1,) and s.brokers[1].isr == (1,)  # proposed, rejected, reverted
 
