@@ -304,3 +304,25 @@ def test_a_broker_that_is_no_replica_is_not_a_lagging_follower():
     s = _run(model, REPLICATE + REMOVE_1 + [("DeliverLeaderAndIsr", {"broker": 1}), ("DeliverLeaderAndIsr", {"broker": 0})])
     assert s.brokers[1].alive and s.brokers[1].fetch == 0
     assert lagging_followers(s) == []
+
+
+# -- the upstream report (docs/reports/kraft-4.1-elr-not-filtered-by-replicas.md): the orders on the fixed model ------
+REPORT_TWO = "kraft-4.1-elr-not-filtered-by-replicas-two-brokers.json"
+REPORT_THREE = "kraft-4.1-elr-not-filtered-by-replicas-three-brokers.json"
+
+
+@pytest.mark.parametrize("name,elr_safety_step,durable_step,fixed_step", [(REPORT_TWO, 15, 18, 16),
+                                                                          (REPORT_THREE, 20, 22, 21)])
+def test_the_reports_orders_lose_a_committed_record_and_the_fix_blocks_them(name, elr_safety_step, durable_step,
+                                                                            fixed_step):
+    """kraft-4.1 with min ISR capped by the replicas (effective-min-isr) and the ELR cleared on unclean elections: the
+    removed replica stays in the ELR, is added back with an empty log and is elected from it (elr-safety, then
+    committed-durable once it leads). With the proposed fix (elr-filtered-by-replicas) the removal drops it from the
+    ELR and the election is not enabled."""
+    scenario = load_scenario(os.path.join(SCENARIOS, name))
+    result = replay_scenario(scenario_model(scenario, "kraft-4.1"), scenario)
+    assert (result.outcome, result.invariant.name, result.step) == ("violated", "elr-safety", elr_safety_step)
+    durable = replay_scenario(scenario_model(scenario, "kraft-4.1"), scenario, invariants=["committed-durable"])
+    assert (durable.outcome, durable.invariant.name, durable.step) == ("violated", "committed-durable", durable_step)
+    fixed = replay_scenario(scenario_model(scenario, "kraft-4.1", ["elr-filtered-by-replicas=on"]), scenario)
+    assert (fixed.outcome, fixed.step) == ("blocked", fixed_step)

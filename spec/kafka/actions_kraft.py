@@ -223,7 +223,9 @@ class KRaftActions:
         The min ISR is ``_controller_min_isr`` (``effective-min-isr``: capped by the replicas before the change). An
         ``unclean`` election (the record sets the ISR in ``tryElection``) empties the ELR with
         ``unclean-election-clears-elr`` (3.7.0 and 3.9.0-rc3 ``maybeUpdateRecordElr``: ``isCleanLeaderElection =
-        record.isr() == null``; not clean: ``targetElr`` and ``targetLastKnownElr`` emptied)."""
+        record.isr() == null``; not clean: ``targetElr`` and ``targetLastKnownElr`` emptied). With the proposed fix
+        ``elr-filtered-by-replicas`` (in no release) the ELR keeps only the replicas after the change (``targetReplicas``
+        once ``completeReassignmentIfNeeded`` ran: the merged list while a reassignment is in progress)."""
         c = s.controller
         isr = tuple(sorted(isr))
         min_isr = self._controller_min_isr(s)
@@ -238,6 +240,9 @@ class KRaftActions:
                 elr = tuple(sorted((set(c.elr) | set(c.isr)) - set(isr) - {unclean_replica, leader}))
             if unclean and self.features.unclean_election_clears_elr:
                 elr = ()
+            if self.features.elr_filtered_by_replicas:  # the proposed fix: only the target replicas stay eligible
+                kept = assignment.get("replicas", c.replicas)
+                elr = tuple([r for r in elr if not kept or r in kept])
         shrink = not set(c.isr) <= set(isr)
         new_epoch = c.epoch
         if leader != c.leader or bump or (shrink and not self.features.kafka_15021):

@@ -75,6 +75,7 @@ class Features:
     unclean_election_clears_elr: bool = False  # 3.7.0 (KAFKA-15581): an unclean election empties the ELR
     kraft_shutdown_stops_fetcher: bool = False  # 3.3.0 (KAFKA-13858): in controlled shutdown, out of the ISR: no fetch
     fenced_broker_clean_shutdown: bool = False  # 3.8.0: a fenced running broker stops cleanly (SHUTDOWN_NOW, file)
+    elr_filtered_by_replicas: bool = False  # a proposed fix, in no release: the ELR keeps only the target replicas
 
     def flag(self, name: str) -> bool:
         return bool(getattr(self, _field_name(name)))
@@ -224,6 +225,9 @@ FLAGS: dict[str, str] = {
                                     "it out of the ISR, or the partition without a leader, stops fetching",
     "fenced-broker-clean-shutdown": "3.8.0 (KIP-966's clean shutdown file): a fenced running broker's shutdown is "
                                     "granted at once (SHUTDOWN_NOW) and it stops cleanly, writing its broker epoch",
+    "elr-filtered-by-replicas": "a proposed fix, in no release (on in no row): maybePopulateTargetElr keeps only the "
+                                "target replicas in the ELR, so a replica a reassignment removed is not elected from "
+                                "it after an add-back",
 }
 assert set(FLAGS) == {f.name.replace("_", "-") for f in fields(Features)}
 
@@ -386,6 +390,7 @@ REQUIRES: dict[str, tuple[str, object]] = {
     "unclean-election-clears-elr": ("kip-966-elr (the ELR it clears)", lambda f: f.kraft and f.kip_966_elr),
     "kraft-shutdown-stops-fetcher": ("the KRaft controller (a kraft-* protocol)", lambda f: f.kraft),
     "fenced-broker-clean-shutdown": ("the KRaft controller (a kraft-* protocol)", lambda f: f.kraft),
+    "elr-filtered-by-replicas": ("kip-966-elr (the ELR it filters)", lambda f: f.kraft and f.kip_966_elr),
 }
 
 

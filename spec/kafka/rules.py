@@ -669,6 +669,12 @@ RULES: tuple[Rule, ...] = (
          "metadata/.../metadata/PartitionRegistration.java merge",
          "actions_kraft._partition_change (ELR), _candidates (ELR members among the replicas); "
          "actions_reassignment._reassigned (the rows with kip-966-elr)"),
+    Rule("proposed fix (in no release): the ELR keeps only the target replicas, so a replica a reassignment removed "
+         "leaves the ELR with the replica list", "-", "-", "none: a proposed fix (the upstream report "
+         "kraft-4.1-elr-not-filtered-by-replicas); on in no row, switch it with --feature",
+         "against 3.9.0-rc3 metadata/.../controller/PartitionChangeBuilder.java maybePopulateTargetElr (candidateSet "
+         "filtered by targetReplicas as well as by the target ISR and the unclean shutdown replicas)",
+         "actions_kraft._partition_change (ELR)", flag="elr-filtered-by-replicas"),
     Rule("one record per batch, one partition", "-", "-", "-", "-", "log.Record (a record is a batch), state.KafkaState "
          "(one partition's replicas)",
          abstraction="KIP-279's scenario 1 with n > 20 relied on truncating to a batch boundary; a second partition "
