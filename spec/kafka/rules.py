@@ -661,8 +661,12 @@ RULES: tuple[Rule, ...] = (
                      "replays nothing while it is not a replica"),
     Rule("the ELR is not filtered by the replica list: a replica removed from an ISR below min ISR enters the ELR and "
          "stays there; the elections walk the replica list, so it is electable from the ELR again once a "
-         "reassignment adds it back, with the empty log it starts from", "KIP-966", "3.7.0",
-         "every release with ELR: 3.9.0-rc3, trunk of October 2024 (no later fix among the commits read)",
+         "reassignment adds it back, with the empty log it starts from, if the add-back keeps the ELR (the ISR below "
+         "the min ISR capped by the replicas before the change: effective-min-isr); the upstream report "
+         "docs/reports/kraft-4.1-elr-not-filtered-by-replicas.md, its proposed fix the flag elr-filtered-by-replicas",
+         "KIP-966", "3.7.0",
+         "every release with ELR: 3.9.0-rc3, trunk of October 2024 and a post-4.0 trunk PartitionChangeBuilder (no "
+         "later fix among the commits read)",
          "3.9.0-rc3 metadata/.../controller/PartitionChangeBuilder.java build (completeReassignmentIfNeeded before "
          "maybePopulateTargetElr), maybePopulateTargetElr (candidateSet = targetElr + partition.isr, less the target "
          "ISR), electAnyLeader (targetReplicas.stream().filter(this::isValidNewLeader)), isValidNewLeader; "
