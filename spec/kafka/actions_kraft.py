@@ -243,6 +243,14 @@ class KRaftActions:
             if self.features.elr_filtered_by_replicas:  # the proposed fix: only the target replicas stay eligible
                 kept = assignment.get("replicas", c.replicas)
                 elr = tuple([r for r in elr if not kept or r in kept])
+            if target and leader == NO_LEADER and not isr:
+                # a reassignment's own build elects from the ELR when the ISR is empty (tryElection after
+                # maybePopulateTargetElr: electAnyLeader walks the target replicas, isValidNewLeader takes an active ELR
+                # member); ``_reassigned`` has elected from the ISR
+                elected = next((r for r in assignment["replicas"] if r in elr and self._unfenced(s, r)), NO_LEADER)
+                if elected != NO_LEADER:
+                    leader, isr = elected, (elected,)
+                    elr = tuple([r for r in elr if r != elected])
         shrink = not set(c.isr) <= set(isr)
         new_epoch = c.epoch
         if leader != c.leader or bump or (shrink and not self.features.kafka_15021):
