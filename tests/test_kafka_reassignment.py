@@ -264,12 +264,39 @@ def test_state_counts_with_one_reassignment(protocol, states, depth):
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("protocol,verdict", [("kraft-3.5", "holds"), ("kraft-4.1", "violated")])
-def test_remove_and_add_back_under_min_isr_2(protocol, verdict):
-    """A replica removed and added back (reassignments=2) with min.insync.replicas=2, a crash, two leader epochs: the
-    KIP-966 row breaks elr-safety (the removed replica kept in the ELR, the story of ``ELR_STORY``); 3.5 holds."""
-    bounds = ("records=1", "epochs=2", "crashes=1", "alters=1", "reassignments=2", "min_isr=2")
-    assert _search(protocol, *bounds, invariants=("elr-safety",))[0] == verdict
+@pytest.mark.parametrize("protocol,epochs,verdict", [("kraft-3.5", 2, "holds"), ("kraft-4.1", 2, "holds"),
+                                                    ("kraft-4.1", 3, "violated")])
+def test_remove_and_add_back_under_min_isr_2(protocol, epochs, verdict):
+    """A replica removed and added back (reassignments=2) with min.insync.replicas=2, a crash: the KIP-966 row loses a
+    committed record once a third leader epoch allows the add-back's ELR election (the report's leader-moved order:
+    the removal, the fencing and the election each take one); two epochs hold since the min ISR is capped by the
+    replicas (effective-min-isr: the ``ELR_STORY`` add-back clears the ELR). 3.5 holds."""
+    bounds = ("records=1", f"epochs={epochs}", "crashes=1", "alters=1", "reassignments=2", "min_isr=2")
+    invariants = ("elr-safety",) if protocol == "kraft-3.5" else ("committed-durable", "elr-safety")
+    assert _search(protocol, *bounds, invariants=invariants)[0] == verdict
+
+
+#: the bounds at which the report's fix is searched: the unfixed row violates (16,489 states to the counterexample)
+FIX_BOUNDS = ("records=1", "epochs=3", "crashes=1", "alters=0", "reassignments=2", "min_isr=2")
+
+
+def test_the_proposed_fix_holds_where_the_row_loses_a_committed_record():
+    """kraft-4.1 at ``FIX_BOUNDS`` violates committed-durable (the leader-moved order); with elr-filtered-by-replicas
+    the whole space holds elr-safety and committed-durable (344,036 states: slow)."""
+    verdict, _, depth = _search("kraft-4.1", *FIX_BOUNDS)
+    assert (verdict, depth) == ("violated", 10)
+
+
+@pytest.mark.slow
+def test_the_proposed_fix_holds_the_search():
+    from checker.bfs import check
+    from checker.search import SearchOptions
+    from invariants.registry import for_family
+
+    checks = [for_family("kafka")[name] for name in ("committed-durable", "elr-safety")]
+    model = build_model("kafka", list(FIX_BOUNDS), "kraft-4.1", ["elr-filtered-by-replicas=on"])
+    result = check(model, SearchOptions(invariants=checks))
+    assert (result.verdict.value, result.distinct_states, result.depth) == ("holds", 344036, 44)
 
 
 def test_an_alter_partition_that_completes_a_move_of_the_leader_answers_a_new_leader():
