@@ -627,7 +627,8 @@ RULES: tuple[Rule, ...] = (
     Rule("a partition reassignment (AlterPartitionReassignments) writes the merged replica list (target + removing) "
          "with the adding and removing replicas; every later partition change completes it once the ISR less the "
          "removing replicas is not empty and holds every adding replica: replicas = target, ISR = ISR - removing; the "
-         "leader is kept if still in the target ISR, else the first valid target replica is elected; a replica list that "
+         "leader is kept if still in the target ISR, else the first valid target replica is elected (with ELR, an "
+         "active ELR member when the target ISR is empty, in the reassignment's own change); a replica list that "
          "loses a replica bumps the leader epoch, an addition alone does not", "KIP-455 (KRaft: KAFKA-12803)", "3.0.0",
          "every KRaft release (KAFKA-12803: 6a0efda30ec, in 3.0.0); the completion condition is KAFKA-15665's "
          "from 3.8.0 (flag kafka-15665)",
@@ -636,7 +637,7 @@ RULES: tuple[Rule, ...] = (
          "PartitionChangeBuilder.java build (completeReassignmentIfNeeded, tryElection -> electAnyLeader, "
          "triggerLeaderEpochBumpIfNeeded); 3.9.0-rc3 the same (triggerLeaderEpochBumpForReplicaReassignmentIfNeeded)",
          "actions_reassignment._reassign_actions (ReassignPartition(remove, add), bound reassignments), _reassigned, "
-         "completed",
+         "completed; actions_kraft._partition_change (the ELR election of a reassignment's change)",
          abstraction="one reassignment at a time: no cancellation or replacement of one in progress "
                      "(cancelPartitionReassignment, PartitionReassignmentRevert); the target list is sorted, so the "
                      "first valid replica is the lowest id; the ZooKeeper rows' reassignment "
