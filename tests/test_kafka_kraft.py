@@ -271,10 +271,11 @@ _SLOW = pytest.mark.slow
 
 
 @pytest.mark.parametrize("extra,protocol,states,depth", [
-    # the leader's controlled shutdown adds its partition change and a running broker in controlled shutdown
-    pytest.param("shutdowns=1", "kraft-3.3", 20594, 31, marks=_SLOW),
-    ("shutdowns=1", "kraft-3.5", 19822, 31),
-    pytest.param("shutdowns=1", "kraft-4.1", 75841, 38, marks=_SLOW),
+    # the leader's controlled shutdown adds its partition change and a running broker in controlled shutdown, which
+    # stops fetching once it replays the change that takes it out of the ISR (KAFKA-13858, 3.3.0)
+    pytest.param("shutdowns=1", "kraft-3.3", 17316, 31, marks=_SLOW),
+    ("shutdowns=1", "kraft-3.5", 16690, 31),
+    pytest.param("shutdowns=1", "kraft-4.1", 67465, 37, marks=_SLOW),
     # a lost AlterPartition answer: the request is sent again and answered with an error
     pytest.param("alter_losses=1", "kraft-3.3", 17828, 31, marks=_SLOW), ("alter_losses=1", "kraft-3.5", 16620, 31),
     pytest.param("alter_losses=1", "kraft-4.1", 65175, 38, marks=_SLOW),
@@ -350,17 +351,27 @@ def test_a_lost_answer_resends_the_request_and_the_metadata_commits_the_isr():
 SHUTTING_DOWN = "kip-841-shutting-down-replica-rejoins-the-isr.json"
 
 
+#: a broker in controlled shutdown that keeps fetching (KAFKA-13858's check off): KIP-841's story
+KEEPS_FETCHING = "kraft-shutdown-stops-fetcher=off"
+
+
 @pytest.mark.parametrize("protocol", KRAFT_ROWS)
 def test_a_shutting_down_replica_rejoins_the_isr_only_without_kip_841(protocol):
-    """The leader's controlled shutdown moves leadership away; the broker keeps fetching. With KIP-841 (every KRaft
-    row) the new leader does not propose it (blocked at ExpandIsr, step 13); with kip-841=off it does, the controller
-    accepts, and the ISR holds a broker that is about to stop until it is fenced (no safety property breaks)."""
+    """The leader's controlled shutdown moves leadership away. From 3.3.0 (KAFKA-13858, every KRaft row) the broker
+    stops fetching when it replays the change that takes it out of the ISR: blocked at its first fetch (step 11). If it
+    kept fetching, KIP-841 keeps the new leader from proposing it (blocked at ExpandIsr, step 13); with kip-841=off too
+    the leader does, the controller accepts, and the ISR holds a broker that is about to stop until it is fenced (no
+    safety property breaks)."""
     scenario = load_scenario(os.path.join(SCENARIOS, SHUTTING_DOWN))
     result = replay_scenario(scenario_model(scenario, protocol), scenario)
-    assert (result.outcome, result.step) == ("blocked", 13)
-    off = replay_scenario(scenario_model(scenario, protocol, ["kip-841=off"]), scenario)
+    assert (result.outcome, result.step) == ("blocked", 11)
+    assert (replay_scenario(scenario_model(scenario, protocol, ["kip-841=off"]), scenario).step) == 11
+    fetching = replay_scenario(scenario_model(scenario, protocol, [KEEPS_FETCHING]), scenario)
+    assert (fetching.outcome, fetching.step) == ("blocked", 13)
+    off = replay_scenario(scenario_model(scenario, protocol, ["kip-841=off", KEEPS_FETCHING]), scenario)
     assert off.outcome == "holds"
-    model = build_model("kafka", ["records=1", "epochs=2", "crashes=1", "shutdowns=1"], protocol, ["kip-841=off"])
+    model = build_model("kafka", ["records=1", "epochs=2", "crashes=1", "shutdowns=1"], protocol,
+                        ["kip-841=off", KEEPS_FETCHING])
     steps = [(str(step.name), dict(step.params)) for step in scenario.steps[:15]]
     s = _run(model, steps)
     assert s.controller.isr == (0, 1) and s.brokers[0].stopping and s.brokers[1].isr == (0, 1)
@@ -404,7 +415,8 @@ def test_with_metadata_lag_the_controllers_check_keeps_a_fenced_or_shutting_down
     s = _take(model, s, "ReceiveAlterPartitionResponse", leader=0)
     assert (s.brokers[0].isr, s.brokers[0].alter_pending) == ((0,), False)
     shutting = load_scenario(os.path.join(SCENARIOS, SHUTTING_DOWN))
-    model = build_model("kafka", ["records=1", "epochs=2", "crashes=1", "shutdowns=1", "metadata_lag=1"], "kraft-3.5")
+    model = build_model("kafka", ["records=1", "epochs=2", "crashes=1", "shutdowns=1", "metadata_lag=1"], "kraft-3.5",
+                        [KEEPS_FETCHING])
     s = _run(model, [(str(step.name), dict(step.params)) for step in shutting.steps[:15]])
     assert s.controller.isr == (1,) and s.brokers[1].isr == (1,)  # proposed, rejected, reverted
 
@@ -527,3 +539,77 @@ def test_kip_704_an_uncleanly_elected_leader_expands_the_isr_at_once(protocol):
     assert result.outcome == "holds"
     last = result.trace.steps[-1].state
     assert (last.controller.leader, last.controller.isr) == (1, (0, 1)) and last.brokers[1].isr == (0, 1)
+
+
+# -- issue 36: min ISR capped by the replicas, the ELR on an unclean election, a fenced broker's clean stop ----------
+@pytest.mark.parametrize("protocol", ["3.9.1", "kraft-4.1"])
+@pytest.mark.parametrize("capped", [True, False])
+def test_the_leader_caps_min_isr_by_its_replicas(protocol, capped):
+    """3.7.0 ``Partition.effectiveMinIsr`` (``minInSyncReplicas.min(remoteReplicasMap.size + 1)``): with
+    min.insync.replicas=3 on two replicas an acks=all write is accepted and acknowledged and the HW advances (strict
+    min ISR); with the raw constant (effective-min-isr=off) the write is refused NOT_ENOUGH_REPLICAS and, once
+    appended by an acks=1 producer, the HW never advances (kafka-15583)."""
+    features = () if capped else ("effective-min-isr=off",)
+    model = build_model("kafka", ["records=1", "epochs=1", "min_isr=3", "acks=-1"], protocol, list(features))
+    assert _enabled(model, model.init_states()[0], "Produce", leader=0) == capped
+    if capped:
+        s = _run(model, REPLICATE)
+        assert s.brokers[0].hw == 1 and s.acked
+    leader_acks = build_model("kafka", ["records=1", "epochs=1", "min_isr=3", "acks=1"], protocol, list(features))
+    s = _run(leader_acks, REPLICATE[:-1])
+    assert _enabled(leader_acks, s, "AdvanceHighWatermark", leader=0) == capped
+
+
+def test_the_controller_caps_min_isr_by_the_replicas_before_the_change():
+    """3.7.0 ``getTopicEffectiveMinIsr`` = min(min ISR, replication factor of the registration before the change): the
+    reassignment to [0] is built on replicas [0, 1] (min ISR 2: broker 1 enters the ELR), the add-back to [0, 1] on
+    replicas [0] (min ISR 1: the ISR {0} reaches it and the ELR is cleared); the raw constant keeps broker 1 in the
+    ELR. (Without a reassignment the cap cannot show in the ELR: the capped min ISR is reached only by a full ISR.)"""
+    scenario = load_scenario(os.path.join(SCENARIOS, "kraft-reassignment-removed-replica-elected-from-the-elr-with-an"
+                                                     "-empty-log.json"))
+    steps = [(str(step.name), dict(step.params)) for step in scenario.steps]
+    for features, elr_after_add_back in (((), ()), (("effective-min-isr=off",), (1,))):
+        model = scenario_model(scenario, "kraft-4.1", list(features))
+        removed = _run(model, steps[:8])
+        assert (removed.controller.replicas, removed.controller.isr, removed.controller.elr) == ((0,), (0,), (1,))
+        added = _run(model, steps[8:11], removed)
+        assert (added.controller.replicas, added.controller.adding) == ((0, 1), (1,))
+        assert added.controller.elr == elr_after_add_back
+
+
+@pytest.mark.parametrize("clears", [True, False])
+def test_an_unclean_election_empties_the_elr(clears):
+    """3.7.0 / 3.9.0-rc3 ``PartitionChangeBuilder.maybeUpdateRecordElr``: the unclean election sets the record's ISR, so
+    ``isCleanLeaderElection`` is false and the ELR is emptied. Broker 1 crashes and is fenced into the ELR, broker 0
+    crashes and is fenced (ISR empty, ELR {0, 1}), broker 1 restarts uncleanly and leaves the ELR; the partition is
+    elected uncleanly to broker 1: the ELR {0} goes with it (unclean-election-clears-elr=off keeps it, so broker 0
+    could later be elected "cleanly" from an ELR its log no longer deserves)."""
+    features = ("unclean=on",) + (() if clears else ("unclean-election-clears-elr=off",))
+    model = build_model("kafka", ["records=1", "epochs=3", "crashes=2", "min_isr=2", "alters=0"], "kraft-4.1",
+                        list(features))
+    s = _run(model, REPLICATE + [("Crash", {"broker": 1}), ("FenceBroker", {"broker": 1, "leader": 0}),
+                                 ("Crash", {"broker": 0}), ("FenceBroker", {"broker": 0, "leader": -1}),
+                                 ("Restart", {"broker": 1})])
+    assert (s.controller.leader, s.controller.isr, s.controller.elr) == (-1, (), (0,))
+    s = _run(model, [("UncleanLeaderElection", {"leader": 1})], s)
+    assert (s.controller.leader, s.controller.isr) == (1, (1,))
+    assert s.controller.elr == (() if clears else (0,))
+
+
+@pytest.mark.parametrize("granted", [True, False])
+def test_a_fenced_running_broker_stops_cleanly_and_keeps_its_elr_membership(granted):
+    """3.9.0-rc3 ``BrokerHeartbeatManager.calculateNextBrokerState`` (case FENCED: wantShutDown -> SHUTDOWN_NOW) and
+    ``BrokerServer.shutdown`` (the clean shutdown file with its broker epoch, whatever the controller said): a running
+    broker fenced into the ELR stops cleanly, with no partition change, and its restart is clean (KAFKA-18635): it stays
+    in the ELR. Without fenced-broker-clean-shutdown it can only crash, and its restart leaves the ELR."""
+    features = () if granted else ("fenced-broker-clean-shutdown=off",)
+    model = _model("kraft-4.1", "min_isr=2", "fences=1", "clean_shutdowns=1", "alters=0", features=features)
+    s = _run(model, REPLICATE + [("FenceBroker", {"broker": 1, "leader": 0})])
+    assert (s.controller.isr, s.controller.elr, s.controller.registered[1]) == ((0,), (1,), DEAD)
+    assert _enabled(model, s, "CleanShutdown", broker=1) == granted
+    if granted:
+        stopped = _run(model, [("CleanShutdown", {"broker": 1, "leader": 0})], s)
+        assert stopped.controller == s.controller and stopped.brokers[1].stopping and not stopped.brokers[1].alive
+        assert _run(model, [("Restart", {"broker": 1})], stopped).controller.elr == (1,)
+    crashed = _run(model, [("Crash", {"broker": 1}), ("Restart", {"broker": 1})], s)
+    assert crashed.controller.elr == ()

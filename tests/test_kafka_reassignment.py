@@ -199,7 +199,10 @@ def test_a_removed_replica_in_the_elr_is_not_elected_while_it_is_no_replica():
 
 
 @pytest.mark.parametrize("protocol,features,expected", [
-    ("kraft-4.1", (), ("violated", "elr-safety", 14)),
+    # effective-min-isr (3.7.0 getTopicEffectiveMinIsr): the add-back is built with min ISR min(2, 1) = 1 and clears
+    # the ELR; with the raw constant the removed replica stays in the ELR and elr-safety breaks
+    ("kraft-4.1", (), ("blocked", 15)),
+    ("kraft-4.1", ("effective-min-isr=off",), ("violated", "elr-safety", 14)),
     ("kraft-4.1", ("kip-966-elr=off", "clean-shutdown-detection=off", "kafka-18635=off"), ("blocked", 15)),
     ("kraft-3.5", (), ("blocked", 15)), ("kraft-3.3", (), ("blocked", 15)), ("3.9.1", (), ("blocked", 8)),
 ])
@@ -211,9 +214,11 @@ def test_the_removed_replica_is_elected_from_the_elr_with_an_empty_log(protocol,
 
 
 def test_the_elected_replica_then_loses_the_committed_record():
-    """The story two steps further on kraft-4.1: broker 1 leads with an empty log (committed-durable)."""
+    """The story two steps further on kraft-4.1 with the raw min ISR (effective-min-isr=off): broker 1 leads with an
+    empty log (committed-durable)."""
     scenario = load_scenario(os.path.join(SCENARIOS, ELR_STORY))
-    result = replay_scenario(scenario_model(scenario, "kraft-4.1"), scenario, invariants=["committed-durable"])
+    model = scenario_model(scenario, "kraft-4.1", ["effective-min-isr=off"])
+    result = replay_scenario(model, scenario, invariants=["committed-durable"])
     assert (result.outcome, result.invariant.name, result.step) == ("violated", "committed-durable", 16)
 
 
@@ -259,12 +264,39 @@ def test_state_counts_with_one_reassignment(protocol, states, depth):
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("protocol,verdict", [("kraft-3.5", "holds"), ("kraft-4.1", "violated")])
-def test_remove_and_add_back_under_min_isr_2(protocol, verdict):
-    """A replica removed and added back (reassignments=2) with min.insync.replicas=2, a crash, two leader epochs: the
-    KIP-966 row breaks elr-safety (the removed replica kept in the ELR, the story of ``ELR_STORY``); 3.5 holds."""
-    bounds = ("records=1", "epochs=2", "crashes=1", "alters=1", "reassignments=2", "min_isr=2")
-    assert _search(protocol, *bounds, invariants=("elr-safety",))[0] == verdict
+@pytest.mark.parametrize("protocol,epochs,verdict", [("kraft-3.5", 2, "holds"), ("kraft-4.1", 2, "holds"),
+                                                    ("kraft-4.1", 3, "violated")])
+def test_remove_and_add_back_under_min_isr_2(protocol, epochs, verdict):
+    """A replica removed and added back (reassignments=2) with min.insync.replicas=2, a crash: the KIP-966 row loses a
+    committed record once a third leader epoch allows the add-back's ELR election (the report's leader-moved order:
+    the removal, the fencing and the election each take one); two epochs hold since the min ISR is capped by the
+    replicas (effective-min-isr: the ``ELR_STORY`` add-back clears the ELR). 3.5 holds."""
+    bounds = ("records=1", f"epochs={epochs}", "crashes=1", "alters=1", "reassignments=2", "min_isr=2")
+    invariants = ("elr-safety",) if protocol == "kraft-3.5" else ("committed-durable", "elr-safety")
+    assert _search(protocol, *bounds, invariants=invariants)[0] == verdict
+
+
+#: the bounds at which the report's fix is searched: the unfixed row violates (16,489 states to the counterexample)
+FIX_BOUNDS = ("records=1", "epochs=3", "crashes=1", "alters=0", "reassignments=2", "min_isr=2")
+
+
+def test_the_proposed_fix_holds_where_the_row_loses_a_committed_record():
+    """kraft-4.1 at ``FIX_BOUNDS`` violates committed-durable (the leader-moved order); with elr-filtered-by-replicas
+    the whole space holds elr-safety and committed-durable (344,036 states: slow)."""
+    verdict, _, depth = _search("kraft-4.1", *FIX_BOUNDS)
+    assert (verdict, depth) == ("violated", 10)
+
+
+@pytest.mark.slow
+def test_the_proposed_fix_holds_the_search():
+    from checker.bfs import check
+    from checker.search import SearchOptions
+    from invariants.registry import for_family
+
+    checks = [for_family("kafka")[name] for name in ("committed-durable", "elr-safety")]
+    model = build_model("kafka", list(FIX_BOUNDS), "kraft-4.1", ["elr-filtered-by-replicas=on"])
+    result = check(model, SearchOptions(invariants=checks))
+    assert (result.verdict.value, result.distinct_states, result.depth) == ("holds", 344036, 44)
 
 
 def test_an_alter_partition_that_completes_a_move_of_the_leader_answers_a_new_leader():
@@ -299,3 +331,46 @@ def test_a_broker_that_is_no_replica_is_not_a_lagging_follower():
     s = _run(model, REPLICATE + REMOVE_1 + [("DeliverLeaderAndIsr", {"broker": 1}), ("DeliverLeaderAndIsr", {"broker": 0})])
     assert s.brokers[1].alive and s.brokers[1].fetch == 0
     assert lagging_followers(s) == []
+
+
+# -- the upstream report (docs/reports/kraft-4.1-elr-not-filtered-by-replicas.md): the orders on the fixed model ------
+REPORT_TWO = "kraft-4.1-elr-not-filtered-by-replicas-two-brokers.json"
+REPORT_THREE = "kraft-4.1-elr-not-filtered-by-replicas-three-brokers.json"
+
+
+REPORT_SHORTEST = "kraft-4.1-elr-not-filtered-by-replicas-leader-moved.json"
+
+
+@pytest.mark.parametrize("name,elr_safety_step,durable_step,fixed_step", [(REPORT_TWO, 15, 18, 16),
+                                                                          (REPORT_THREE, 20, 22, 21)])
+def test_the_reports_orders_lose_a_committed_record_and_the_fix_blocks_them(name, elr_safety_step, durable_step,
+                                                                            fixed_step):
+    """kraft-4.1 with min ISR capped by the replicas (effective-min-isr) and the ELR cleared on unclean elections: the
+    removed replica stays in the ELR, is added back with an empty log and is elected from it (elr-safety, then
+    committed-durable once it leads). With the proposed fix (elr-filtered-by-replicas) the removal drops it from the
+    ELR and the election is not enabled."""
+    scenario = load_scenario(os.path.join(SCENARIOS, name))
+    result = replay_scenario(scenario_model(scenario, "kraft-4.1"), scenario)
+    assert (result.outcome, result.invariant.name, result.step) == ("violated", "elr-safety", elr_safety_step)
+    durable = replay_scenario(scenario_model(scenario, "kraft-4.1"), scenario, invariants=["committed-durable"])
+    assert (durable.outcome, durable.invariant.name, durable.step) == ("violated", "committed-durable", durable_step)
+    fixed = replay_scenario(scenario_model(scenario, "kraft-4.1", ["elr-filtered-by-replicas=on"]), scenario)
+    assert (fixed.outcome, fixed.step) == ("blocked", fixed_step)
+
+
+def test_the_shortest_order_needs_the_leaders_capped_min_isr():
+    """The acks=all write on the one replica left is accepted only with the leader's min ISR capped by its replicas
+    (3.7.0 ``Partition.effectiveMinIsr``): with the raw constant it is refused NOT_ENOUGH_REPLICAS; with the cap it is
+    acknowledged, and lost when the add-back elects the removed leader from the ELR in its own change
+    (``electAnyLeader`` after ``maybePopulateTargetElr``). With the proposed fix the add-back elects no one."""
+    scenario = load_scenario(os.path.join(SCENARIOS, REPORT_SHORTEST))
+    raw = replay_scenario(scenario_model(scenario, "kraft-4.1", ["effective-min-isr=off"]), scenario)
+    assert (raw.outcome, raw.step) == ("blocked", 3)
+    acked = replay_scenario(scenario_model(scenario, "kraft-4.1"), scenario, invariants=["acknowledged-durable"])
+    assert (acked.outcome, acked.invariant.name, acked.step) == ("violated", "acknowledged-durable", 9)
+    fixed = replay_scenario(scenario_model(scenario, "kraft-4.1", ["elr-filtered-by-replicas=on"]), scenario)
+    assert fixed.outcome == "holds"
+    model = scenario_model(scenario, "kraft-4.1")
+    steps = [(str(step.name), dict(step.params)) for step in scenario.steps]
+    added = _run(model, steps[:7])
+    assert (added.controller.leader, added.controller.isr, added.controller.elr) == (0, (0,), (1,))

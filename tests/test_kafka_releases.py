@@ -64,14 +64,18 @@ PINNED = [
                         "consumer-truncation-detection": True, "alter-isr": True}),  # 13141 needs truncate-on-fetch
     ("3.4.0", "2.8.1", {}),
     ("3.6.2", "3.4.1", {}),
-    ("3.7.1", "3.4.1", {"kafka-15583": True}),  # edc7e10a745: 3.7.0
-    ("3.9.0", "3.4.1", {"kafka-15583": True}),
+    ("3.7.1", "3.4.1", {"kafka-15583": True, "effective-min-isr": True}),  # edc7e10a745, af747fbfed7: 3.7.0
+    ("3.9.0", "3.4.1", {"kafka-15583": True, "effective-min-isr": True}),
     ("kraft-3.4.1", "kraft-3.3", {"kafka-14704": True}),  # 649d5497442: 3.4.1
     ("kraft-3.6.0", "kraft-3.5", {"kafka-15021": True}),
     ("kraft-3.8.0", "kraft-3.5", {"kafka-15021": True, "kafka-15583": True, "clean-shutdown-detection": True,
-                                  "kafka-18635": True, "kafka-15665": True}),  # 3.8.0 registerBroker: previousBrokerEpoch
+                                  "kafka-18635": True, "kafka-15665": True,
+                                  "effective-min-isr": True, "unclean-election-clears-elr": True,
+                                  "fenced-broker-clean-shutdown": True}),  # 3.8.0 registerBroker: previousBrokerEpoch
     ("kraft-3.9.0", "kraft-3.5", {"kafka-15021": True, "kafka-15583": True, "clean-shutdown-detection": True,
-                                  "kafka-15665": True}),  # 3.9.0: every new incarnation (KAFKA-16952)
+                                  "kafka-15665": True,
+                                  "effective-min-isr": True, "unclean-election-clears-elr": True,
+                                  "fenced-broker-clean-shutdown": True}),  # 3.9.0: every new incarnation (KAFKA-16952)
     ("4.0.0", "kraft-4.0", {}),
     ("kraft-4.0.0", "kraft-4.0", {}),
     ("4.0.1", "kraft-4.0", {"kafka-18991": True, "kafka-18635": True}),
@@ -166,7 +170,7 @@ def test_list_releases_shows_every_release_with_its_row_and_flags(capsys):
     assert [r["protocol"] for r in rows] == [m.asked for m in mapping()]
     by_name = {r["protocol"]: r for r in rows}
     assert by_name["3.7.1"] == {"protocol": "3.7.1", "release": "3.7.1", "mode": "ZooKeeper", "row": "3.4.1",
-                                "differs": {"kafka-15583": True}}
+                                "differs": {"kafka-15583": True, "effective-min-isr": True}}
     assert main(["list", "--releases"]) == 0
     text = capsys.readouterr().out
     lines = re.sub(r"\s+", " ", text)
@@ -182,8 +186,8 @@ def test_check_says_what_it_checked(capsys):
                  "--json"]) == 0
     data = json.loads(capsys.readouterr().out)
     assert (data["protocol"], data["release"], data["row"], data["mode"]) == ("3.7.1", "3.7.1", "3.4.1", "ZooKeeper")
-    assert data["differs_from_row"] == {"unclean": True, "kafka-15583": True}
-    assert data["flags"] == list(resolve("3.4.1", {"kafka-15583": True, "unclean": True}).on())
+    assert data["differs_from_row"] == {"unclean": True, "kafka-15583": True, "effective-min-isr": True}
+    assert data["flags"] == list(resolve("3.4.1", {"kafka-15583": True, "effective-min-isr": True, "unclean": True}).on())
     assert main(["check", "kafka", "--protocol", "kip-101", *sum((["--const", c] for c in TINY), []), "--quiet",
                  "--verbose"]) == 0
     lines = capsys.readouterr().out.splitlines()

@@ -86,6 +86,9 @@ STORIES = (
           "committed-durable", 18, "blocked@16", "kraft-3.5"),
     Story("clean-shutdown-detection", "kip-966-unclean-restart-stays-eligible.json", "kraft-4.1", "kraft-4.1",
           "elr-safety", 15, "blocked@16"),
+    # the proposed fix of the upstream report (in no release): kraft-4.1 both ways
+    Story("elr-filtered-by-replicas", "kraft-4.1-elr-not-filtered-by-replicas-two-brokers.json", "kraft-4.1", "kraft-4.1",
+          "elr-safety", 15, "blocked@16", "kraft-4.1"),
 )
 
 #: flags whose story is a liveness harm (checked below on the state graph around the story's last state)
@@ -93,6 +96,20 @@ LIVENESS_STORIES = {"kafka-10706-fix": "kafka-10706-truncation-never-completes.j
 
 #: flags with no story of their own, and why
 NO_STORY = {
+    "effective-min-isr": "the min ISR a 3.7.0+ release computes, not a fix: with it off the model tells a story no "
+                         "release has (kraft-reassignment-removed-replica-elected-from-the-elr-with-an-empty-log, "
+                         "elr-safety @14) and refuses writes a release accepts; both ways in "
+                         "tests/test_kafka_reassignment.py and tests/test_kafka_kraft.py",
+    "unclean-election-clears-elr": "with it off a former ELR member stays eligible after an unclean election; no "
+                                   "invariant reads that (reasoned, not searched: strict min ISR holds the new "
+                                   "leader's HW until the ISR reaches min ISR, which clears the ELR, so the kept "
+                                   "member misses no record committed after the election); both ways in "
+                                   "tests/test_kafka_kraft.py",
+    "kraft-shutdown-stops-fetcher": "it removes fetches of a broker in controlled shutdown, which no invariant reads: "
+                                    "the KIP-841 shutting-down scenario is blocked at its first fetch with it, at the "
+                                    "expansion without it (tests/test_kafka_kraft.py)",
+    "fenced-broker-clean-shutdown": "its harm without it is availability (a fenced broker's restart leaves the ELR); "
+                                    "both ways in tests/test_kafka_kraft.py",
     "kafka-18635": "its harm is availability, not an invariant (a cleanly restarted ELR member is removed, and the "
                    "partition stays offline when the last ISR member dies): its scenario "
                    "kafka-18635-clean-restart-keeps-its-elr-membership is replayed on kraft-4.1, the flag both ways, in "

@@ -11,6 +11,7 @@ it follows; ``spec.kafka.rules`` is the table of every rule that differs between
 
 from __future__ import annotations
 
+from spec.kafka.clients import leader_min_isr
 from spec.kafka.log import (
     LOOKUP_UNDEFINED,
     UNDEFINED,
@@ -117,10 +118,12 @@ class DataPlaneActions:
         waiting produce requests complete (acks=all: ``spec.kafka.clients.AllAcks``). With ``kafka-15583`` (3.7.0
         ``maybeIncrementLeaderHW``: ``if (isUnderMinIsr) return false``, ZooKeeper and KRaft mode alike) not while
         the ISR is below ``min_isr``; ``isUnderMinIsr`` reads ``partitionState.isr``, the committed ISR while an
-        AlterPartition is pending (the maximal ISR counts for the HW itself)."""
+        AlterPartition is pending (the maximal ISR counts for the HW itself); with ``effective-min-isr`` (3.7.0, the
+        same commit: ``isUnderMinIsr`` compares with ``effectiveMinIsr``) the min ISR capped by the leader's replicas."""
         if self.features.kafka_15583:
             committed = leader.committed_isr if leader.alter_pending else leader.isr
-            if len(committed) < self.min_isr:
+            required = leader_min_isr(self.min_isr, leader, self.n) if self.features.effective_min_isr else self.min_isr
+            if len(committed) < required:
                 return
         hw = len(leader.log)
         for r in leader.isr:

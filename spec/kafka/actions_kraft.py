@@ -91,6 +91,7 @@ from spec.kafka.state import (
     IDLE_STOPPED,
     INELIGIBLE_REPLICA,
     INVALID_UPDATE_VERSION,
+    NO_FETCHER,
     NO_LEADER,
     NONE,
     STALE_BROKER_EPOCH,
@@ -198,27 +199,58 @@ class KRaftActions:
         the controller moved leadership away from, ``Broker.stopping`` on the KRaft rows)."""
         return s.controller.registered[b] != DEAD and not s.brokers[b].stopping
 
+    def _controller_min_isr(self, s: KafkaState) -> int:
+        """The min ISR every ``PartitionChangeBuilder`` gets: with ``effective-min-isr`` (3.7.0 KAFKA-15581, af747fbfed7;
+        3.9.0-rc3 the same) ``ReplicationControlManager.getTopicEffectiveMinIsr``: ``Math.min(currentMinIsr,
+        replicationFactor)``, the replication factor read from the partition's registration before the change
+        (``topics.get(topicId).parts.get(0).replicas.length``: during a reassignment the merged list, target and
+        removing replicas; () in the model while no reassignment changed them: every broker)."""
+        if not self.features.effective_min_isr:
+            return self.min_isr
+        replicas = s.controller.replicas
+        return min(self.min_isr, len(replicas) if replicas else self.n)
+
     def _partition_change(self, s: KafkaState, leader: int, isr: tuple[int, ...], bump: bool = False,
                           unclean_replica: int = -1, target: tuple[int, ...] = (),
-                          restarted: int = -1) -> KafkaState | None:
+                          restarted: int = -1, unclean: bool = False) -> KafkaState | None:
         """A PartitionChangeRecord (``PartitionChangeBuilder.build``): the new leader and ISR, the partition epoch
         + 1, the leader epoch + 1 if the leader changes, on ``bump`` (reassignment) and, before KAFKA-15021, on an
         ISR shrink; with ``kip-966-elr`` the ELR (``maybePopulateTargetElr``: cleared when the ISR reaches min
         ISR, else the old ELR and ISR minus the new ISR minus ``unclean_replica``). Every live broker replays it.
         None beyond the epoch bound. A reassignment to ``target`` replicas, or one in progress, is applied first
         (``spec.kafka.actions_reassignment``). A broker that registers again as the change is written (``restarted``)
-        replays it whatever it changes: its first metadata image holds the partition (see ``_kraft_restart_state``)."""
+        replays it whatever it changes: its first metadata image holds the partition (see ``_kraft_restart_state``).
+        The min ISR is ``_controller_min_isr`` (``effective-min-isr``: capped by the replicas before the change). An
+        ``unclean`` election (the record sets the ISR in ``tryElection``) empties the ELR with
+        ``unclean-election-clears-elr`` (3.7.0 and 3.9.0-rc3 ``maybeUpdateRecordElr``: ``isCleanLeaderElection =
+        record.isr() == null``; not clean: ``targetElr`` and ``targetLastKnownElr`` emptied). With the proposed fix
+        ``elr-filtered-by-replicas`` (in no release) the ELR keeps only the replicas after the change (``targetReplicas``
+        once ``completeReassignmentIfNeeded`` ran: the merged list while a reassignment is in progress)."""
         c = s.controller
         isr = tuple(sorted(isr))
+        min_isr = self._controller_min_isr(s)
         assignment: dict = {}
         if target or c.adding or c.removing:  # spec.kafka.actions_reassignment
             leader, isr, bump, assignment = self._reassigned(s, leader, isr, bump, target)
         elr = c.elr
         if self.features.kip_966_elr:
-            if len(isr) >= self.min_isr:
+            if len(isr) >= min_isr:
                 elr = ()
             else:
                 elr = tuple(sorted((set(c.elr) | set(c.isr)) - set(isr) - {unclean_replica, leader}))
+            if unclean and self.features.unclean_election_clears_elr:
+                elr = ()
+            if self.features.elr_filtered_by_replicas:  # the proposed fix: only the target replicas stay eligible
+                kept = assignment.get("replicas", c.replicas)
+                elr = tuple([r for r in elr if not kept or r in kept])
+            if target and leader == NO_LEADER and not isr:
+                # a reassignment's own build elects from the ELR when the ISR is empty (tryElection after
+                # maybePopulateTargetElr: electAnyLeader walks the target replicas, isValidNewLeader takes an active ELR
+                # member); ``_reassigned`` has elected from the ISR
+                elected = next((r for r in assignment["replicas"] if r in elr and self._unfenced(s, r)), NO_LEADER)
+                if elected != NO_LEADER:
+                    leader, isr = elected, (elected,)
+                    elr = tuple([r for r in elr if r != elected])
         shrink = not set(c.isr) <= set(isr)
         new_epoch = c.epoch
         if leader != c.leader or bump or (shrink and not self.features.kafka_15021):
@@ -281,7 +313,7 @@ class KRaftActions:
                 noted = unclean_noted(s)  # the consumers' ghost (spec.kafka.clients)
                 for b in c.replicas or range(self.n):  # the replicas (spec.kafka.actions_reassignment)
                     if self._unfenced(s, b):
-                        t = self._partition_change(noted, b, (b,))
+                        t = self._partition_change(noted, b, (b,), unclean=True)
                         if t is not None:
                             add((self._unclean[b], t))
         elif brokers[c.leader].alive and self._unfenced(s, c.leader):
@@ -311,7 +343,7 @@ class KRaftActions:
             isr = c.isr  # PartitionChangeBuilder.build: an empty target ISR is not written
         if c.leader == i or c.leader == NO_LEADER:
             elr_after = c.elr
-            if self.features.kip_966_elr and len(isr) < self.min_isr:
+            if self.features.kip_966_elr and len(isr) < self._controller_min_isr(s):
                 elr_after = tuple(sorted((set(c.elr) | set(c.isr)) - set(isr)))
             candidates = self._candidates(fenced, isr, elr_after, excluded=i)
             if candidates:
@@ -619,13 +651,27 @@ class KRaftActions:
         epoch with a newer partition epoch only updates the ISR (a leader's pending AlterPartition is dropped:
         ``Partition.makeLeader`` sets a committed partition state); a newer leader epoch goes through
         ``becomeLeaderOrFollower`` as on the ZooKeeper rows (``actions_control._apply_leader_and_isr``, which also sets
-        the partition epoch, drops a pending AlterPartition and, with KIP-903, the followers' broker epochs)."""
+        the partition epoch, drops a pending AlterPartition and, with KIP-903, the followers' broker epochs).
+
+        With ``kraft-shutdown-stops-fetcher`` (3.3.0, KAFKA-13858 76477ffd2d8; 3.9.0-rc3 the same) a broker in controlled
+        shutdown that replays a change as a follower stops fetching when the change leaves it out of the ISR or the
+        partition without a leader (``applyLocalFollowersDelta``: ``isInControlledShutdown && (info.partition.leader ==
+        NO_LEADER || !info.partition.isr.contains(config.brokerId))`` -> ``partitionsToStopFetching`` ->
+        ``stopPartitions`` without deleting the log): it still takes the partition state (``makeFollower`` runs
+        first), and has no fetcher (``IDLE_STOPPED``)."""
         i = m.dst
         b = s.brokers[i]
         if m.epoch == b.epoch and m.partition_epoch > b.partition_epoch:
             updated = b.with_(isr=m.isr, partition_epoch=m.partition_epoch, alter_pending=False, committed_isr=())
-            return with_broker(s, i, updated, network=remove_message(s.network, m))
-        return self._apply_leader_and_isr(s, m)
+            t = with_broker(s, i, updated, network=remove_message(s.network, m))
+        else:
+            t = self._apply_leader_and_isr(s, m)
+        if self.features.kraft_shutdown_stops_fetcher and b.stopping and m.leader != i:
+            after = t.brokers[i]
+            applied = after.partition_epoch == m.partition_epoch and after.epoch == m.epoch
+            if applied and (m.leader == NO_LEADER or i not in m.isr) and after.fetch != NO_FETCHER:
+                t = with_broker(t, i, after.with_(fetch=NO_FETCHER, idle_cause=IDLE_STOPPED))
+        return t
 
     # -- a broker's own actions: crash, unclean shutdown, restart ----------------------------------------------
     def _kraft_broker_actions(self, s: KafkaState, i: int, out: list) -> None:
@@ -677,7 +723,7 @@ class KRaftActions:
         if not isr and not self.features.kip_966_elr:
             isr = c.isr  # PartitionChangeBuilder.build: an empty target ISR is not written
         elr_after = c.elr
-        if self.features.kip_966_elr and len(isr) < self.min_isr:
+        if self.features.kip_966_elr and len(isr) < self._controller_min_isr(s):
             elr_after = tuple(sorted((set(c.elr) | set(c.isr)) - set(isr)))
         candidates = self._candidates(shutting, isr, elr_after, excluded=i)
         for r in candidates:
@@ -700,12 +746,27 @@ class KRaftActions:
         ``BrokerServer.shutdown`` -> ``LogManager.shutdown(lifecycleManager.brokerEpoch)``,
         ``CleanShutdownFileHandler.write``): a dead broker with ``stopping`` set. Its log is kept whole. The wait for
         the broker's metadata offset to reach the controlled shutdown offset is not modelled (the model's metadata is
-        the LeaderAndIsr each broker replays, late)."""
-        if s.controller.registered[i] == DEAD or s.controller.leader == i:
-            return  # guard: a fenced broker's heartbeat is refused; a leader is moved first (CONTROLLED_SHUTDOWN)
+        the LeaderAndIsr each broker replays, late).
+
+        A fenced running broker (FenceBroker with ``fences``) with ``fenced-broker-clean-shutdown`` (3.8.0: the clean
+        shutdown file; the grant is 3.3.0's): its heartbeat with ``wantShutDown`` is answered SHUTDOWN_NOW at once
+        (3.9.0-rc3 ``BrokerHeartbeatManager.calculateNextBrokerState``, ``case FENCED``: "has requested and been
+        granted an immediate shutdown"); ``handleBrokerFenced`` of a broker already out of the ISR writes no partition
+        change, and ``BrokerServer.shutdown`` writes the clean shutdown file with ``lifecycleManager.brokerEpoch``, its
+        registration's, whatever the controller answered. Without the flag the model has it only crash."""
+        fenced = s.controller.registered[i] == DEAD
+        if fenced and not self.features.fenced_broker_clean_shutdown:
+            return  # guard: without the flag, a fenced broker's shutdown is a Crash
+        if s.controller.leader == i:
+            return  # guard: a leader is moved first (CONTROLLED_SHUTDOWN)
         t = self._kraft_crash(s, i, len(b.log))
         stopped = with_broker(t, i, t.brokers[i].with_(stopping=True), crashes=s.crashes,
                               clean_shutdowns=s.clean_shutdowns + 1)
+        if fenced:
+            # SHUTDOWN_NOW -> handleBrokerFenced: the broker is already fenced and out of the ISR (kip-966-elr; without
+            # ELR the last member stays, and an ISR it cannot leave changes nothing): no partition change
+            add((self._clean_shutdown[i][s.controller.leader + 1], stopped))
+            return
         fenced: list = []
         self._fence_actions(stopped, i, fenced.append)
         table = self._clean_shutdown[i]

@@ -13,7 +13,8 @@ complete in the build that starts it; one that adds a replica completes in the b
 the new replica in the ISR (the leader's ExpandIsr, after the new replica fetched up to the HW). Within the build
 ``tryElection`` keeps the leader only if it is still a valid leader (in the target ISR, unfenced), else elects the first
 valid one of the target replicas (``electAnyLeader``; the model keeps the replica list sorted, so "first" is the lowest
-id), and ``triggerLeaderEpochBumpIfNeeded`` (3.5.0; 3.9.0 ``triggerLeaderEpochBumpForReplicaReassignmentIfNeeded``)
+id; with ELR and an empty target ISR an active ELR member, which ``actions_kraft._partition_change`` elects once the
+ELR is computed), and ``triggerLeaderEpochBumpIfNeeded`` (3.5.0; 3.9.0 ``triggerLeaderEpochBumpForReplicaReassignmentIfNeeded``)
 bumps the leader epoch when the new replica list does not contain every old replica. An addition alone keeps the
 leader epoch (only the partition epoch moves). On the KIP-966 rows ``maybePopulateTargetElr`` runs after the
 completion and does not look at the replica list (3.9.0-rc3, and trunk in October 2024): a removed replica that was in

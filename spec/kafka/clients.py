@@ -128,22 +128,30 @@ class AllAcks(NoAcks):
     ``Partition.appendRecordsToLeader``) and acknowledged later, by AdvanceHighWatermark (``DelayedProduce.tryComplete``).
     On the KRaft rows the check counts the last committed ISR, not the maximal one a pending AlterPartition works
     with (3.5.0 ``Partition.appendRecordsToLeader``: ``inSyncSize = partitionState.isr.size``; the acknowledgement's
-    ``checkEnoughReplicasReachOffset`` counts ``maximalIsr``)."""
+    ``checkEnoughReplicasReachOffset`` counts ``maximalIsr``). With ``effective-min-isr`` (3.7.0) both read the min ISR
+    capped by the leader's replicas (``effectiveMinIsr``: ``leaderLog.config.minInSyncReplicas.min(remoteReplicasMap
+    .size + 1)``): ``brokers`` is the model's broker count, the replicas of a leader no reassignment changed."""
 
     acks = ACKS_ALL
 
-    def __init__(self, min_isr: int) -> None:
+    def __init__(self, min_isr: int, capped: bool = False, brokers: int = 0) -> None:
         self.min_isr = min_isr
+        self.capped = capped
+        self.brokers = brokers
+
+    def required(self, leader: Broker) -> int:
+        """The min ISR the leader checks (3.7.0 ``Partition.effectiveMinIsr`` with ``effective-min-isr``)."""
+        return leader_min_isr(self.min_isr, leader, self.brokers) if self.capped else self.min_isr
 
     def accepts(self, leader: Broker) -> bool:
         committed_isr = leader.committed_isr if leader.alter_pending else leader.isr
-        return len(committed_isr) >= self.min_isr
+        return len(committed_isr) >= self.required(leader)
 
     def advanced(self, t: KafkaState, leader: Broker, hw: int) -> KafkaState:
         """The waiting produce requests of the leader's epoch whose offset the new HW passes complete, acknowledged
         if the ISR has ``min_isr`` members (2.1.0 ``Partition.checkEnoughReplicasReachOffset``: ``minIsr <=
-        curInSyncReplicas.size``; else NOT_ENOUGH_REPLICAS_AFTER_APPEND)."""
-        if len(leader.isr) < self.min_isr:
+        curInSyncReplicas.size``; else NOT_ENOUGH_REPLICAS_AFTER_APPEND; 3.7.0: ``effectiveMinIsr``)."""
+        if len(leader.isr) < self.required(leader):
             return t
         log = leader.log
         entries = [(offset, r.epoch, r.ident) for offset, r in enumerate(log[leader.hw:hw], leader.hw)
@@ -151,10 +159,19 @@ class AllAcks(NoAcks):
         return t.with_(acked=_add_acked(t.acked, entries)) if entries else t
 
 
-def producer_for(acks: int, min_isr: int) -> NoAcks:
-    """The producer policy of the constant ``acks`` (0, 1 or -1 = all), chosen once (``KafkaModel.__init__``)."""
+def leader_min_isr(min_isr: int, leader: Broker, brokers: int) -> int:
+    """3.7.0 ``Partition.effectiveMinIsr`` (KAFKA-15583, edc7e10a745): ``minInSyncReplicas.min(remoteReplicasMap.size +
+    1)``, the leader's replicas as its partition state has them (during a reassignment the merged list: target and
+    removing replicas); ``leader.replicas`` is () while no reassignment changed them: every one of ``brokers``."""
+    replicas = len(leader.replicas) if leader.replicas else brokers
+    return min(min_isr, replicas)
+
+
+def producer_for(acks: int, min_isr: int, capped: bool = False, brokers: int = 0) -> NoAcks:
+    """The producer policy of the constant ``acks`` (0, 1 or -1 = all), chosen once (``KafkaModel.__init__``);
+    ``capped``: ``effective-min-isr`` (3.7.0), the min ISR capped by the leader's replicas among ``brokers``."""
     if acks == ACKS_ALL:
-        return AllAcks(min_isr)
+        return AllAcks(min_isr, capped, brokers)
     if acks == ACKS_LEADER:
         return LeaderAcks()
     return NoAcks()

@@ -437,8 +437,9 @@ _APPLIED = (*DATA, "leader", "epoch", "isr", "fetch", "remote", "stale", "reconc
 #: takes the replica list)
 _REASSIGNED = ("replicas", "pending_diverging")
 _READS_OF_LEADER = ("alive", "leader", "epoch", "log", "cache", "hw")
-#: what a producer with acks (spec.kafka.clients) and KIP-966's strict min ISR read besides
-_ISR_READS = ("isr", "committed_isr", "alter_pending")
+#: what a producer with acks (spec.kafka.clients) and KIP-966's strict min ISR read besides (with effective-min-isr, the
+#: replicas that cap the min ISR)
+_ISR_READS = ("isr", "committed_isr", "alter_pending", "replicas")
 _FOLLOWER_SEND_READS = ("alive", "leader", "epoch", "fetch", "pending_diverging", "log", "cache", "broker_epoch")
 
 FOOTPRINTS: tuple[Footprint, ...] = (

@@ -321,7 +321,7 @@ class KafkaModel(ClientActions, ReassignmentActions, KRaftActions, ControlPlaneA
         # -- the composition, chosen once: the protocol row's controller (spec.kafka.controllers: ZooKeeper, ZooKeeper
         # -- with AlterIsr, KRaft) and the producer's acknowledgement (spec.kafka.clients: acks=0, 1 or all)
         self.control_plane = control_plane(self.features, reassignments)
-        self.producer = producer_for(acks, min_isr)
+        self.producer = producer_for(acks, min_isr, self.features.effective_min_isr, self.n)
 
     # -- the model interface -------------------------------------------------------------------------
     def state_types(self) -> tuple[type, ...]:

@@ -70,6 +70,12 @@ class Features:
     clean_shutdown_detection: bool = False  # KIP-966 (3.8.0): an unclean restart leaves the ISR and the ELR
     kafka_18635: bool = False  # 4.1.0: a clean restart keeps ISR/ELR membership again (3.9.x removes every restart)
     kafka_15665: bool = False  # 3.8.0: a reassignment completes only once every target replica is in the ISR
+    #: 3.7.0 (KAFKA-15583's broker half, KAFKA-15581's controller half): min.insync.replicas capped by the replicas
+    effective_min_isr: bool = False
+    unclean_election_clears_elr: bool = False  # 3.7.0 (KAFKA-15581): an unclean election empties the ELR
+    kraft_shutdown_stops_fetcher: bool = False  # 3.3.0 (KAFKA-13858): in controlled shutdown, out of the ISR: no fetch
+    fenced_broker_clean_shutdown: bool = False  # 3.8.0: a fenced running broker stops cleanly (SHUTDOWN_NOW, file)
+    elr_filtered_by_replicas: bool = False  # a proposed fix, in no release: the ELR keeps only the target replicas
 
     def flag(self, name: str) -> bool:
         return bool(getattr(self, _field_name(name)))
@@ -211,6 +217,17 @@ FLAGS: dict[str, str] = {
                    "incarnation is, clean shutdown or not",
     "kafka-15665": "KAFKA-15665: a reassignment completes only once the ISR holds every target replica (before: every "
                    "adding replica)",
+    "effective-min-isr": "3.7.0 (KAFKA-15583, KAFKA-15581): min.insync.replicas is capped by the replication factor: "
+                         "the leader's by its replicas (HW, acks=all), the KRaft controller's by the partition's "
+                         "replicas before the change (ELR)",
+    "unclean-election-clears-elr": "3.7.0 (KAFKA-15581): an unclean election empties the ELR (and the last-known ELR)",
+    "kraft-shutdown-stops-fetcher": "3.3.0 (KAFKA-13858): a broker in controlled shutdown that replays a change leaving "
+                                    "it out of the ISR, or the partition without a leader, stops fetching",
+    "fenced-broker-clean-shutdown": "3.8.0 (KIP-966's clean shutdown file): a fenced running broker's shutdown is "
+                                    "granted at once (SHUTDOWN_NOW) and it stops cleanly, writing its broker epoch",
+    "elr-filtered-by-replicas": "a proposed fix, in no release (on in no row): maybePopulateTargetElr keeps only the "
+                                "target replicas in the ELR, so a replica a reassignment removed is not elected from "
+                                "it after an add-back",
 }
 assert set(FLAGS) == {f.name.replace("_", "-") for f in fields(Features)}
 
@@ -235,19 +252,22 @@ _2_8_0 = replace(_2_2_0, offsets_for_leader_epoch=False, truncate_on_fetch=True,
 _2_8_1 = replace(_2_8_0, kafka_13141=True, kafka_13207=True)
 _3_4_1 = replace(_2_8_1, kafka_14704=True)
 #: the last release line with ZooKeeper mode (4.0 removed it: KafkaController.scala and KafkaServer.scala are gone)
-_3_9_1 = replace(_3_4_1, kafka_15583=True, kafka_18991=True)  # kafka-15583: 3.7.0
+_3_9_1 = replace(_3_4_1, kafka_15583=True, kafka_18991=True, effective_min_isr=True)  # 15583, effective-min-isr: 3.7.0
 #: the KRaft lines: the fetch path of the same release (3.3.x ~ 2.8.1's rules, 3.5.x ~ 3.4.1's, 4.1.0 ~ 3.9.1's) with the
 #: KRaft controller; the ZooKeeper control-plane flags of KIP-380 stay on (they only touch actions the KRaft rows
 #: do not have: ControlledShutdown over ZooKeeper, Bounce, ProcessBrokerChange); alter-isr is the ZooKeeper controller's
 #: AlterIsr, off there (the KRaft controller's AlterPartition is ``kraft``'s)
-_KRAFT_3_3 = replace(_2_8_1, kraft=True, kip_841=True, alter_isr=False)
-_KRAFT_3_5 = replace(_3_4_1, kraft=True, kip_841=True, kip_903=True, alter_isr=False)
+_KRAFT_3_3 = replace(_2_8_1, kraft=True, kip_841=True, alter_isr=False, kraft_shutdown_stops_fetcher=True)
+_KRAFT_3_5 = replace(_3_4_1, kraft=True, kip_841=True, kip_903=True, alter_isr=False, kraft_shutdown_stops_fetcher=True)
 #: 4.0.x: the 3.6 to 3.8 changes on kraft-3.5 (KAFKA-15021, KAFKA-15583, KIP-966's detection and KAFKA-15665), ELR off
 #: by default (eligible.leader.replicas.version=1 only on new 4.1.0 clusters), so the detection does not act; KAFKA-18991
 #: and KAFKA-18635 only from 4.0.1 (``--protocol 4.0.1``)
-_KRAFT_4_0 = replace(_KRAFT_3_5, kafka_15021=True, kafka_15583=True, clean_shutdown_detection=True, kafka_15665=True)
+_KRAFT_4_0 = replace(_KRAFT_3_5, kafka_15021=True, kafka_15583=True, clean_shutdown_detection=True, kafka_15665=True,
+                     effective_min_isr=True, unclean_election_clears_elr=True, fenced_broker_clean_shutdown=True)
 _KRAFT_4_1 = replace(_3_9_1, kraft=True, kip_841=True, kip_903=True, kafka_15021=True, kip_966_elr=True,
-                     clean_shutdown_detection=True, kafka_18635=True, kafka_15665=True, alter_isr=False)
+                     clean_shutdown_detection=True, kafka_18635=True, kafka_15665=True, alter_isr=False,
+                     unclean_election_clears_elr=True, kraft_shutdown_stops_fetcher=True,
+                     fenced_broker_clean_shutdown=True)
 
 
 @dataclass(frozen=True)
@@ -375,6 +395,10 @@ REQUIRES: dict[str, tuple[str, object]] = {
                                  lambda f: f.kraft and f.kip_966_elr),
     "kafka-18635": ("clean-shutdown-detection (KAFKA-18635 changes which registrations it removes)",
                     lambda f: f.kraft and f.kip_966_elr and f.clean_shutdown_detection),
+    "unclean-election-clears-elr": ("kip-966-elr (the ELR it clears)", lambda f: f.kraft and f.kip_966_elr),
+    "kraft-shutdown-stops-fetcher": ("the KRaft controller (a kraft-* protocol)", lambda f: f.kraft),
+    "fenced-broker-clean-shutdown": ("the KRaft controller (a kraft-* protocol)", lambda f: f.kraft),
+    "elr-filtered-by-replicas": ("kip-966-elr (the ELR it filters)", lambda f: f.kraft and f.kip_966_elr),
 }
 
 

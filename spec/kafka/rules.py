@@ -473,12 +473,25 @@ RULES: tuple[Rule, ...] = (
          "(CONTROLLED_SHUTDOWN while it has leaderships, then SHUTDOWN_NOW); ReplicationControlManager.java "
          "processBrokerHeartbeat, handleBrokerInControlledShutdown -> generateLeaderAndIsrUpdates (brokerToRemove); "
          "ClusterControlManager.java active (not fenced, not in controlled shutdown)",
-         "actions_kraft._controlled_shutdown_actions (ProcessControlledShutdown(broker, leader)), _unfenced",
+         "actions_kraft._controlled_shutdown_actions (ProcessControlledShutdown(broker, leader)), _unfenced; that it "
+         "stops fetching once out of the ISR: kraft-shutdown-stops-fetcher",
          abstraction="the heartbeat and its handling are one step, and only the partition's leader takes it (a broker "
                      "that leads nothing goes to SHUTDOWN_NOW at once: fenced and stopped, which the model's "
                      "CleanShutdown is, bound clean_shutdowns, or Crash and FenceBroker without the clean shutdown "
                      "file); the leader's SHUTDOWN_NOW that follows is a CleanShutdown or a Crash the same way; bound "
                      "shutdowns (0 by default)"),
+    Rule("a broker in controlled shutdown stops fetching once a change it replays as a follower leaves it out of the "
+         "ISR or the partition without a leader (its log kept)", "KAFKA-13858", "3.3.0",
+         "3.3.0 and later (76477ffd2d8), every KRaft row",
+         "3.3.0 and 3.9.0-rc3 core/.../server/ReplicaManager.scala applyLocalFollowersDelta (isInControlledShutdown && "
+         "(info.partition.leader == NO_LEADER || !info.partition.isr.contains(config.brokerId)) -> "
+         "partitionsToStopFetching -> stopPartitions, deleteLocalLog = false), beginControlledShutdown; "
+         "core/.../server/BrokerServer.scala shutdown (replicaManager.beginControlledShutdown before the heartbeat)",
+         "actions_kraft._kraft_apply_leader_and_isr (fetch=NO_FETCHER, IDLE_STOPPED)",
+         flag="kraft-shutdown-stops-fetcher",
+         abstraction="the broker's own flag is set with the controller's ProcessControlledShutdown (one step, as the "
+                     "heartbeat and its handling are), so a change replayed between BrokerServer.shutdown's "
+                     "beginControlledShutdown and the heartbeat's answer is not seen as in controlled shutdown"),
     Rule("the fetch carries the follower's broker epoch and AlterPartition each proposed member's; a replica whose "
          "fetch state is from an earlier registration is ineligible", "KIP-903", "3.5.0", "3.5.0 and later "
          "(KAFKA-14617: 79b5f7f1ce2, 8c88cdb7186, d5e216d6183)",
@@ -496,8 +509,25 @@ RULES: tuple[Rule, ...] = (
          f"3.7.0 and 3.9.0 {_C}Partition.scala maybeIncrementLeaderHW (if (isUnderMinIsr) return false), "
          "isUnderMinIsr (partitionState.isr.size < effectiveMinIsr)", "actions_data._advance_hw_action",
          flag="kafka-15583",
-         abstraction="min_isr above the replication factor is not capped (effectiveMinIsr); it matters only with "
-                     "min_isr > 1, so the ZooKeeper matrix cells (min_isr=1) do not see it"),
+         abstraction="the cap by the replication factor (effectiveMinIsr, the same commit) is its own flag: "
+                     "effective-min-isr"),
+    Rule("min.insync.replicas is capped by the replication factor: the leader's effective min ISR is min(min ISR, "
+         "its replicas) for the HW, the acks=all refusal and completion; the KRaft controller's is min(min ISR, the "
+         "partition's replicas before the change), given to every partition change (ELR population)",
+         "KAFKA-15583 (broker), KAFKA-15581 (controller)", "3.7.0",
+         "3.7.0 and later (broker: edc7e10a745; controller: af747fbfed7, with ELR): the 3.9.1 and kraft-4.1 rows",
+         f"3.7.0 and 3.9.0-rc3 {_C}Partition.scala effectiveMinIsr (leaderLog.config.minInSyncReplicas.min("
+         "remoteReplicasMap.size + 1)), isUnderMinIsr, checkEnoughReplicasReachOffset, appendRecordsToLeader; "
+         "metadata/.../controller/ReplicationControlManager.java getTopicEffectiveMinIsr (Math.min(currentMinIsr, "
+         "replicationFactor), replicationFactor = topics.get(topicId).parts.get(0).replicas.length), passed to each "
+         "PartitionChangeBuilder (alterPartition, handleBrokerFenced / generateLeaderAndIsrUpdates, "
+         "changePartitionReassignment, electLeader); PartitionChangeBuilder.java maybePopulateTargetElr "
+         "(targetIsr.size() >= minISR: ELR cleared)",
+         "clients.leader_min_isr, clients.AllAcks; actions_data._advance_hw_action; actions_kraft._controller_min_isr "
+         "(_partition_change, _fence_actions, _controlled_shutdown_actions)", flag="effective-min-isr",
+         abstraction="the replication factor is read from the model's one partition (Kafka reads partition 0's "
+                     "replica list for the whole topic; the model has one partition, so they agree); it differs from "
+                     "min_isr only when min_isr exceeds the brokers or a reassignment shrinks the replicas"),
     Rule("eligible leader replicas: replicas leaving an ISR below min ISR become eligible leader replicas (the ISR may "
          "empty), elected when no ISR member is left", "KIP-966 (KAFKA-15581, KAFKA-15584)", "3.7.0",
          "3.7.0 code, off by default until 4.1.0 (eligible.leader.replicas.version=1 on new clusters)",
@@ -505,6 +535,15 @@ RULES: tuple[Rule, ...] = (
          "electAnyLeader", "actions_kraft._partition_change, _kraft_controller_actions", flag="kip-966-elr",
          since=("4.1.0",),
          abstraction="no last-known-leader election (KIP-966's balanced recovery)"),
+    Rule("an unclean election empties the ELR and the last-known ELR (an ELR election is clean: the record's ISR is "
+         "not set by tryElection)", "KIP-966 (KAFKA-15581)", "3.7.0", "3.7.0 and later, where ELR is on "
+         "(af747fbfed7; 3.9.0-rc3 unchanged): the kraft-4.1 row",
+         "3.7.0 and 3.9.0-rc3 metadata/.../controller/PartitionChangeBuilder.java maybeUpdateRecordElr "
+         "(isCleanLeaderElection = record.isr() == null; not clean: targetElr, targetLastKnownElr emptied), "
+         "tryElection (record.setIsr on an unclean election), build (maybeUpdateRecordElr after tryElection)",
+         "actions_kraft._partition_change (unclean=True), _kraft_controller_actions (UncleanLeaderElection)",
+         flag="unclean-election-clears-elr",
+         abstraction="the model has no last-known ELR (no last-known-leader election), so only the ELR is cleared"),
     Rule("a broker that registers as a new incarnation is removed from the ISR and the ELR", "KIP-966 "
          "(KAFKA-15582, KAFKA-15586; KAFKA-16952)", "3.8.0", "3.8.0 and later, where ELR is supported: 3.8.x and (with "
          "kafka-18635) 4.1.x remove a broker whose registration does not carry its registered broker epoch as its "
@@ -548,6 +587,22 @@ RULES: tuple[Rule, ...] = (
          "actions_kraft._clean_shutdown_actions (bound clean_shutdowns)",
          abstraction="the controller's wait for the broker's metadata offset to reach the controlled shutdown offset "
                      "is not modelled; a Crash stands for any other stop (no clean shutdown file)"),
+    Rule("a fenced running broker's shutdown is granted at once (SHUTDOWN_NOW) and it stops cleanly: its clean "
+         "shutdown file holds its registration's broker epoch, so its restart is clean (with kafka-18635 it keeps "
+         "its ELR membership)", "KIP-631, KIP-966", "3.8.0",
+         "the grant in every KRaft release (3.3.0 BrokerHeartbeatManager, case FENCED); the clean shutdown file, "
+         "which makes it differ from a crash, from 3.8.0: the kraft-4.1 row",
+         "3.9.0-rc3 metadata/.../controller/BrokerHeartbeatManager.java calculateNextBrokerState (case FENCED: "
+         "wantShutDown -> SHUTDOWN_NOW, 'has requested and been granted an immediate shutdown'); "
+         "ReplicationControlManager.java processBrokerHeartbeat (SHUTDOWN_NOW: handleBrokerFenced, no partition "
+         "change for a broker out of every ISR); core/.../server/BrokerServer.scala shutdown (the future's timeout "
+         "and errors swallowed, then logManager.shutdown(lifecycleManager.brokerEpoch))",
+         "actions_kraft._clean_shutdown_actions (CleanShutdown of a fenced broker, bounds fences and clean_shutdowns)",
+         flag="fenced-broker-clean-shutdown",
+         abstraction="on the rows without clean-shutdown-detection a fenced broker's clean stop is the model's Crash "
+                     "(nothing reads the file there), so the flag is on kraft-4.1 only; the controlled shutdown "
+                     "timeout of a leader (BrokerServer.shutdown goes on and writes the file) is not modelled: a "
+                     "leader stops cleanly only once its leadership moved"),
     Rule("a running broker whose heartbeats stop is fenced: out of the ISR (the last member kept unless ELR), a new "
          "leader if it led; it keeps running, its log and its fetcher", "KIP-631", "3.3.0 (KRaft GA)",
          "every KRaft release", "3.5.0 metadata/.../controller/QuorumController.java rescheduleMaybeFenceStaleBrokers; "
@@ -588,7 +643,8 @@ RULES: tuple[Rule, ...] = (
     Rule("a partition reassignment (AlterPartitionReassignments) writes the merged replica list (target + removing) "
          "with the adding and removing replicas; every later partition change completes it once the ISR less the "
          "removing replicas is not empty and holds every adding replica: replicas = target, ISR = ISR - removing; the "
-         "leader is kept if still in the target ISR, else the first valid target replica is elected; a replica list that "
+         "leader is kept if still in the target ISR, else the first valid target replica is elected (with ELR, an "
+         "active ELR member when the target ISR is empty, in the reassignment's own change); a replica list that "
          "loses a replica bumps the leader epoch, an addition alone does not", "KIP-455 (KRaft: KAFKA-12803)", "3.0.0",
          "every KRaft release (KAFKA-12803: 6a0efda30ec, in 3.0.0); the completion condition is KAFKA-15665's "
          "from 3.8.0 (flag kafka-15665)",
@@ -597,7 +653,7 @@ RULES: tuple[Rule, ...] = (
          "PartitionChangeBuilder.java build (completeReassignmentIfNeeded, tryElection -> electAnyLeader, "
          "triggerLeaderEpochBumpIfNeeded); 3.9.0-rc3 the same (triggerLeaderEpochBumpForReplicaReassignmentIfNeeded)",
          "actions_reassignment._reassign_actions (ReassignPartition(remove, add), bound reassignments), _reassigned, "
-         "completed",
+         "completed; actions_kraft._partition_change (the ELR election of a reassignment's change)",
          abstraction="one reassignment at a time: no cancellation or replacement of one in progress "
                      "(cancelPartitionReassignment, PartitionReassignmentRevert); the target list is sorted, so the "
                      "first valid replica is the lowest id; the ZooKeeper rows' reassignment "
@@ -622,14 +678,24 @@ RULES: tuple[Rule, ...] = (
                      "replays nothing while it is not a replica"),
     Rule("the ELR is not filtered by the replica list: a replica removed from an ISR below min ISR enters the ELR and "
          "stays there; the elections walk the replica list, so it is electable from the ELR again once a "
-         "reassignment adds it back, with the empty log it starts from", "KIP-966", "3.7.0",
-         "every release with ELR: 3.9.0-rc3, trunk of October 2024 (no later fix among the commits read)",
+         "reassignment adds it back, with the empty log it starts from, if the add-back keeps the ELR (the ISR below "
+         "the min ISR capped by the replicas before the change: effective-min-isr); the upstream report "
+         "docs/reports/kraft-4.1-elr-not-filtered-by-replicas.md, its proposed fix the flag elr-filtered-by-replicas",
+         "KIP-966", "3.7.0",
+         "every release with ELR: 3.9.0-rc3, trunk of October 2024 and a post-4.0 trunk PartitionChangeBuilder (no "
+         "later fix among the commits read)",
          "3.9.0-rc3 metadata/.../controller/PartitionChangeBuilder.java build (completeReassignmentIfNeeded before "
          "maybePopulateTargetElr), maybePopulateTargetElr (candidateSet = targetElr + partition.isr, less the target "
          "ISR), electAnyLeader (targetReplicas.stream().filter(this::isValidNewLeader)), isValidNewLeader; "
          "metadata/.../metadata/PartitionRegistration.java merge",
          "actions_kraft._partition_change (ELR), _candidates (ELR members among the replicas); "
          "actions_reassignment._reassigned (the rows with kip-966-elr)"),
+    Rule("proposed fix (in no release): the ELR keeps only the target replicas, so a replica a reassignment removed "
+         "leaves the ELR with the replica list", "-", "-", "none: a proposed fix (the upstream report "
+         "kraft-4.1-elr-not-filtered-by-replicas); on in no row, switch it with --feature",
+         "against 3.9.0-rc3 metadata/.../controller/PartitionChangeBuilder.java maybePopulateTargetElr (candidateSet "
+         "filtered by targetReplicas as well as by the target ISR and the unclean shutdown replicas)",
+         "actions_kraft._partition_change (ELR)", flag="elr-filtered-by-replicas", since=()),
     Rule("one record per batch, one partition", "-", "-", "-", "-", "log.Record (a record is a batch), state.KafkaState "
          "(one partition's replicas)",
          abstraction="KIP-279's scenario 1 with n > 20 relied on truncating to a batch boundary; a second partition "
