@@ -65,11 +65,6 @@ _PRUNE_AT = 131072  # new entries of a level's dictionary between two removals o
 _ABSORB_AT = 65536
 #: ... once past SPILL_AT of the memory budget: 16% less peak memory for 6% more CPU (bench/NOTES.md)
 _PRUNE_AT_UNDER_PRESSURE = 16384
-#: successors whose stored form ``_expand`` remembers (``--symmetry`` without bounds): the same successor is met
-#: from several states of a level (the two orders of two independent steps), and its form (the dead messages
-#: dropped, the brokers renamed) costs more than the successor itself. Bounded: each entry holds its successor and
-#: the form alive (cleared when full)
-_IMAGES = 1 << 14
 _RSS_EVERY = 0.2  # seconds between two looks at the resident set size
 #: out-degrees collected (a list append a state in the hot loop) before they are counted into the histogram at
 #: once (numpy's bincount: a ``Counter`` a block cost two-phase RM=6 0.5% of its instructions)
@@ -228,9 +223,6 @@ class LocalBFS(LevelSearch):
         #: the form states are stored in: symmetry's canonical form, dead messages dropped (``search_canonical``)
         self.canonical = search_canonical(model, options)
         self.successor_view = SuccessorView(model, self.symmetry, self.canonical)
-        #: the stored form of the last successors that were not stored as they are, by their fingerprint:
-        #: fingerprint -> (successor, its form, the form's fingerprint) (``_expand``)
-        self._images: dict[int, tuple[Any, Any, int]] = {}
 
     @property
     def _degrees(self) -> dict[int, int]:
@@ -446,8 +438,6 @@ class LocalBFS(LevelSearch):
         prune_at = _PRUNE_AT_UNDER_PRESSURE if self.under_pressure else _PRUNE_AT
         reduce = self.reduction.successors if self.reduction is not None else None
         reduce_or_cover = reduce is not None or cover is not None
-        images = self._images
-        images_get = images.get
         for state in frontier:
             succs = successors(state)
             if type(succs) is not list:
@@ -472,16 +462,8 @@ class LocalBFS(LevelSearch):
                     raw = hash(succ)
                     if raw in seen:  # a canonical state found already: its canonical form is itself
                         continue
-                    known = images_get(raw)
-                    if known is not None and known[0] == succ:  # met as another state's successor: its form then
-                        image, fp = known[1], known[2]
-                    else:
-                        image = canonical(succ)
-                        fp = raw if image is succ else hash(image)
-                        if image is not succ:
-                            if len(images) >= _IMAGES:
-                                images.clear()
-                            images[raw] = (succ, image, fp)
+                    image = canonical(succ)
+                    fp = raw if image is succ else hash(image)
                     if fp not in seen:
                         fresh[fp] = (image, index, pair[0])
                         if mark:

@@ -139,8 +139,6 @@ _new = tuple.__new__
 #: at the goal configuration")
 _KNOWN_PAIRS = 1 << 12
 _NETWORK = KafkaState._fields.index("network")
-_BROKERS = KafkaState._fields.index("brokers")
-_DST = 2  # an answer's destination: every answer is (kind, src, dst, ...)
 
 
 class DeadMessages:
@@ -156,9 +154,6 @@ class DeadMessages:
         self.receive_offsets = model._receive_offsets_state
         self.receive_alter = model._receive_alter_response
         self._known: dict[tuple[int, int], tuple[Any, Any, bool]] = {}  # _noop's answers by (follower, answer)
-        #: ``reduce``'s memory: ``dead``'s verdicts by (follower, answer), a network's answers by the network
-        self._verdicts: dict[tuple[int, int], tuple[Any, Any, bool]] = {}
-        self._answers: dict[int, tuple[tuple, tuple]] = {}
         #: FENCED_LEADER_EPOCH drops an answer in every state (1: no removal before 2.1.0) ...
         self.fenced_retried = not (f.leader_epoch_fencing and f.fenced_removes_partition)
         #: ... or once the request's epoch is not the fetch state's (1: kafka-9654)
@@ -236,49 +231,16 @@ class DeadMessages:
         return False
 
     def reduce(self, s: KafkaState) -> KafkaState:
-        """``s`` without its dead messages (``s`` itself when it has none).
-
-        Called once a successor, so it remembers what it found by the objects a successor shares with its parent
-        and siblings: a network's answers (the messages of ``kinds``, by the network), and ``dead``'s verdict by
-        (follower, answer), which is all ``dead`` reads (``_noop``'s argument). Each entry holds the objects of its
-        key alive, so no other object can take their ids while it is kept. ``tests/test_dead.py`` checks the
-        verdicts against ``dead`` called afresh, and the reduced searches' counts."""
+        """``s`` without its dead messages (``s`` itself when it has none)."""
         network = s[_NETWORK]
         if not network:
             return s
-        entry = self._answers.get(id(network))
-        if entry is None:
-            kinds = self.kinds
-            if len(self._answers) >= _KNOWN_PAIRS:
-                self._answers.clear()
-            entry = self._answers[id(network)] = (network, tuple([m for m in network if m[0] in kinds]))
-        answers = entry[1]
-        if not answers:
-            return s
-        brokers = s[_BROKERS]
-        verdicts = self._verdicts
-        dead = None
-        for m in answers:
-            follower = brokers[m[_DST]]
-            key = (id(follower), id(m))
-            known = verdicts.get(key)
-            if known is None:
-                if len(verdicts) >= _KNOWN_PAIRS:
-                    verdicts.clear()
-                known = verdicts[key] = (follower, m, self.dead(s, m))
-            if known[2]:
-                if dead is None:
-                    dead = [m]
-                else:
-                    dead.append(m)
-        if dead is None:
+        dead = self.dead
+        kinds = self.kinds
+        kept = [m for m in network if not (m[0] in kinds and dead(s, m))]
+        if len(kept) == len(network):
             return s
         fields = list(s)
-        if len(dead) == 1:
-            kept = list(network)
-            kept.remove(dead[0])  # a network is a set: the message is there once
-        else:
-            kept = [m for m in network if m not in dead]
         fields[_NETWORK] = tuple(kept)
         return _new(KafkaState, fields)
 

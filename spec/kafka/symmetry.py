@@ -139,9 +139,7 @@ _C_LEADER, _C_REGISTERED, _C_ISR = (Controller._fields.index(name) for name in (
 _IDENTITY = {n: tuple(range(n)) for n in range(1, 9)}
 
 
-#: renamed brokers and networks, by (the value's id, inverse permutation), each entry holding the value it renamed
-#: (so that no other object takes its id while the entry is kept; a key of the value itself cost a hash of the
-#: whole broker or network a look-up): a successor shares all but one broker and
+#: renamed brokers and networks, by (value, inverse permutation): a successor shares all but one broker and
 #: most messages with its parent, so the same renamings recur (99% hits measured on three brokers); cleared
 #: when it reaches ``_CACHE_LIMIT`` entries, so it stays small. Its entries hold their networks and brokers alive
 #: in every process that searches (each parallel worker its own): at 65,536 entries it was about 25 MB a process
@@ -158,19 +156,19 @@ def _permute(s: KafkaState, p: tuple[int, ...], inv: tuple[int, ...]) -> KafkaSt
     brokers = []
     for k in inv:
         b = s[0][k]
-        key = (id(b), inv)
-        entry = cache.get(key)
-        if entry is None:
-            entry = cache[key] = (b, _RENAME_BROKER(b, p, inv))
-        brokers.append(entry[1])
+        key = (b, inv)
+        renamed = cache.get(key)
+        if renamed is None:
+            renamed = cache[key] = _RENAME_BROKER(b, p, inv)
+        brokers.append(renamed)
     network = s[2]
     if network:
-        key = (id(network), inv)
-        entry = cache.get(key)
-        if entry is None:
+        key = (network, inv)
+        renamed = cache.get(key)
+        if renamed is None:
             rename = _RENAME
-            entry = cache[key] = (network, tuple(sorted([rename[type(m)](m, p, inv) for m in network])))
-        network = entry[1]
+            renamed = cache[key] = tuple(sorted([rename[type(m)](m, p, inv) for m in network]))
+        network = renamed
     controller = s[1]
     head = (tuple(brokers), _RENAME_CONTROLLER(controller, p, inv), network)
     renamed = _new(KafkaState, head + s[3:])
