@@ -1,7 +1,7 @@
 """The Kafka model's speed against a baseline checkout, side by side in one run.
 
     git worktree add --detach ../kmc-baseline <commit>
-    python3 bench/model_speed.py --baseline ../kmc-baseline [--rounds 3] [--instructions]
+    python3 bench/model_speed.py --baseline ../kmc-baseline [--rounds 3] [--instructions] [--goal]
 
 Each workload is a full local-engine search with no invariant, run in a fresh interpreter, alternating
 baseline and current so both see the same machine load. The figure is CPU seconds per state generated
@@ -13,6 +13,10 @@ are the ones both versions know (kip-101 .. truncate-on-fetch are aliases in the
 callgrind, when it is installed: the same search minus the same process with the search left out). On a shared
 machine this figure does not move with the load; it is not time (a cache miss costs more than an add), so the
 CPU-time ratio stays the figure that counts.
+
+``--goal`` measures issue 35's two configurations instead, reduced as a user runs them (``--symmetry --reduce dead``)
+to a fixed depth: 2.1.0 with three brokers (records=1 crashes=0) to depth 12 and kraft-4.1 at Last Replica Standing's
+bounds (brokers=3 acks=-1 min_isr=2 unclean_shutdowns=1) to depth 8.
 
 ``--frontier-objects`` runs the current checkout with every frontier state kept as objects, as the baseline
 (which had no frontier store) did. The default runs compare end to end: a level past
