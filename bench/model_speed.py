@@ -1,7 +1,7 @@
 """The Kafka model's speed against a baseline checkout, side by side in one run.
 
     git worktree add --detach ../kmc-baseline <commit>
-    python3 bench/model_speed.py --baseline ../kmc-baseline [--rounds 3] [--instructions]
+    python3 bench/model_speed.py --baseline ../kmc-baseline [--rounds 3] [--instructions] [--goal]
 
 Each workload is a full local-engine search with no invariant, run in a fresh interpreter, alternating
 baseline and current so both see the same machine load. The figure is CPU seconds per state generated
@@ -13,6 +13,10 @@ are the ones both versions know (kip-101 .. truncate-on-fetch are aliases in the
 callgrind, when it is installed: the same search minus the same process with the search left out). On a shared
 machine this figure does not move with the load; it is not time (a cache miss costs more than an add), so the
 CPU-time ratio stays the figure that counts.
+
+``--goal`` measures issue 35's two configurations instead, reduced as a user runs them (``--symmetry --reduce dead``)
+to a fixed depth: 2.1.0 with three brokers (records=1 crashes=0) to depth 12 and kraft-4.1 at Last Replica Standing's
+bounds (brokers=3 acks=-1 min_isr=2 unclean_shutdowns=1) to depth 8.
 
 ``--frontier-objects`` runs the current checkout with every frontier state kept as objects, as the baseline
 (which had no frontier store) did. The default runs compare end to end: a level past
@@ -36,6 +40,13 @@ WORKLOADS = [
     ("truncate-on-fetch", ["records=2", "epochs=1", "crashes=1"]),
     ("kip-380", ["records=1", "epochs=1", "crashes=0", "bumps=1", "shutdowns=1", "bounces=1"]),
 ]
+#: ``--goal``: issue 35's two configurations, reduced as a user runs them (``--symmetry --reduce dead``), to a fixed
+#: depth: the 2.1.0 three-broker goal configuration and kraft-4.1 at Last Replica Standing's bounds
+GOAL_OPTIONS = {"symmetry": True, "reduce": "dead"}
+GOAL_WORKLOADS = [
+    ("2.1.0", ["brokers=3", "records=1", "crashes=0"], {**GOAL_OPTIONS, "max_depth": 12}),
+    ("kraft-4.1", ["brokers=3", "acks=-1", "min_isr=2", "unclean_shutdowns=1"], {**GOAL_OPTIONS, "max_depth": 8}),
+]
 
 CHILD = r"""
 import json, os, sys, time
@@ -47,11 +58,12 @@ from spec.registry import build_model
 from checker.bfs import check
 from checker.search import SearchOptions
 model = build_model("kafka", json.loads(sys.argv[3]), sys.argv[2])
-if len(sys.argv) > 4:  # --instructions: the same process without the search
+options = json.loads(sys.argv[4])
+if len(sys.argv) > 5:  # --instructions: the same process without the search
     print(json.dumps({"distinct": 0, "generated": 0, "cpu": 0.0}))
     sys.exit(0)
 start = time.process_time()
-result = check(model, SearchOptions(invariants=[]))
+result = check(model, SearchOptions(invariants=[], **options))
 cpu = time.process_time() - start
 print(json.dumps({"distinct": result.distinct_states, "generated": result.states_generated, "cpu": cpu}))
 """
@@ -65,18 +77,21 @@ def _env(objects: bool) -> dict:
     return env
 
 
-def run(root: str, protocol: str, constants: list[str], objects: bool = False) -> dict:
-    out = subprocess.run([sys.executable, "-c", CHILD, os.path.abspath(root), protocol, json.dumps(constants)],
+def run(root: str, protocol: str, constants: list[str], objects: bool = False, options: dict | None = None) -> dict:
+    out = subprocess.run([sys.executable, "-c", CHILD, os.path.abspath(root), protocol, json.dumps(constants),
+                          json.dumps(options or {})],
                          capture_output=True, text=True, check=True, cwd=os.path.abspath(root), env=_env(objects))
     return json.loads(out.stdout)
 
 
-def instructions(root: str, protocol: str, constants: list[str], objects: bool = False) -> float:
+def instructions(root: str, protocol: str, constants: list[str], objects: bool = False,
+                 options: dict | None = None) -> float:
     """CPU instructions of the search per state generated (callgrind's total, minus the run without the search)."""
     totals, generated = [], 0
     for extra in (["skip"], []):
         out = subprocess.run(["valgrind", "--tool=callgrind", "--callgrind-out-file=/dev/null", sys.executable, "-c", CHILD,
-                              os.path.abspath(root), protocol, json.dumps(constants), *extra],
+                              os.path.abspath(root), protocol, json.dumps(constants), json.dumps(options or {}),
+                              *extra],
                              capture_output=True, text=True, check=True, cwd=os.path.abspath(root), env=_env(objects))
         totals.append(int(re.search(r"Collected : (\d+)", out.stderr).group(1)))
         generated = json.loads(out.stdout.strip().splitlines()[-1])["generated"] or generated
@@ -90,6 +105,9 @@ def main() -> int:
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--json", metavar="FILE", help="also write the figures here")
     parser.add_argument("--instructions", action="store_true", help="also count instructions per state (valgrind)")
+    parser.add_argument("--goal", action="store_true",
+                        help="issue 35's configurations instead (2.1.0 three brokers to depth 12, kraft-4.1 at Last "
+                             "Replica Standing's bounds to depth 8, both --symmetry --reduce dead)")
     parser.add_argument("--frontier-objects", action="store_true",
                         help="the current checkout keeps every frontier state as objects, as the baseline did (the "
                              "model's own speed, without the memory-bounded frontier's pooling of levels past "
@@ -103,21 +121,23 @@ def main() -> int:
         return 69
     load_start = os.getloadavg()
     rows = []
-    for protocol, constants in WORKLOADS:
+    workloads = GOAL_WORKLOADS if args.goal else [(protocol, constants, {}) for protocol, constants in WORKLOADS]
+    for protocol, constants, options in workloads:
         base, cur = [], []
         for _ in range(args.rounds):
-            base.append(run(args.baseline, protocol, constants))
-            cur.append(run(args.current, protocol, constants, args.frontier_objects))
+            base.append(run(args.baseline, protocol, constants, options=options))
+            cur.append(run(args.current, protocol, constants, args.frontier_objects, options))
         b = sum(r["cpu"] for r in base) / sum(r["generated"] for r in base)
         c = sum(r["cpu"] for r in cur) / sum(r["generated"] for r in cur)
-        rows.append({"protocol": protocol, "constants": constants, "baseline_generated": base[0]["generated"],
+        rows.append({"protocol": protocol, "constants": constants, "options": options, "baseline_generated": base[0]["generated"],
                      "current_generated": cur[0]["generated"], "baseline_us_per_state": b * 1e6,
                      "current_us_per_state": c * 1e6, "ratio": c / b})
         if args.instructions:
-            bi = instructions(args.baseline, protocol, constants)
-            ci = instructions(args.current, protocol, constants, args.frontier_objects)
+            bi = instructions(args.baseline, protocol, constants, options=options)
+            ci = instructions(args.current, protocol, constants, args.frontier_objects, options)
             rows[-1].update(baseline_instructions_per_state=bi, current_instructions_per_state=ci, instruction_ratio=ci / bi)
-        print(f"{protocol:18} {' '.join(constants):52} baseline {b * 1e6:6.2f} us/state ({base[0]['generated']:,} "
+        label = " ".join(constants + [f"{k}={v}" for k, v in options.items()])
+        print(f"{protocol:18} {label:52} baseline {b * 1e6:6.2f} us/state ({base[0]['generated']:,} "
               f"generated)  current {c * 1e6:6.2f} us/state ({cur[0]['generated']:,})  current/baseline {c / b:.2f}")
         if args.instructions:
             row = rows[-1]
