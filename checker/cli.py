@@ -729,7 +729,8 @@ def _interrupted_message(args: argparse.Namespace | None) -> str:
     import os
 
     checkpoint = getattr(args, "checkpoint", None) or getattr(args, "resume", None)
-    if checkpoint and os.path.isfile(checkpoint):
+    # a Spark run directory (``--engine spark --checkpoint DIR``) is resumable once its first Spark level committed
+    if checkpoint and (os.path.isfile(checkpoint) or os.path.isfile(os.path.join(checkpoint, "run.json"))):
         return (f"interrupted; the last complete level is saved in {checkpoint}: "
                 f"run the same command with --resume {checkpoint} to continue")
     return "interrupted (give --checkpoint FILE to be able to continue a run later)"

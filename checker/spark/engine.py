@@ -24,7 +24,13 @@ from checker.spark.driver_state import Counters, LevelInfo, LevelTiming, SparkRu
 from checker.spark.level_step import LevelStep
 from checker.spark.resume import Resumable
 from checker.spark.rundir import RunDir
-from checker.spark.session import DEFAULT_MASTER, _ship_packages, check_environment, spark_session
+from checker.spark.session import (
+    DEFAULT_MASTER,
+    SparkInterrupt,
+    _ship_packages,
+    check_environment,
+    spark_session,
+)
 from checker.spark.verdict import Verdicts
 from spec.errors import EnvironmentMissingError, KmcError, ModelError, UsageError
 from spec.model import Model
@@ -116,6 +122,7 @@ class SparkBFS(ArrowLevelStep, LevelStep, Resumable, Verdicts, LevelSearch):
         where = opts.checkpoint_path or opts.resume_from
         self._run_dir = RunDir(where) if where else None
         self._spark = None
+        self._interrupt: SparkInterrupt | None = None
         try:
             if opts.resume_from:
                 self._spark, st, self._levels = self._resume(self._run_dir)
@@ -126,12 +133,22 @@ class SparkBFS(ArrowLevelStep, LevelStep, Resumable, Verdicts, LevelSearch):
             self._started = self.local._started
             self._arrow = self._use_arrow()
             result = run_levels(self, st)
+            self._raise_if_interrupted()
+        except Exception:
+            self._raise_if_interrupted()  # a job cancelled by Ctrl-C (``SparkInterrupt``) ends as the Ctrl-C
+            raise
         finally:
             if self._spark is not None:
                 self._stop(self._spark, self._run_dir)
             elif self._run_dir is not None and self._run_dir.temporary:
                 self._run_dir.cleanup()
+            if self._interrupt is not None:
+                self._interrupt.uninstall()
         return result
+
+    def _raise_if_interrupted(self) -> None:
+        if self._interrupt is not None:
+            self._interrupt.raise_if_interrupted()
 
     # -- the hooks of the level loop (checker.levels) ---------------------------------------------
     #: the run directory (``--checkpoint``) is the resume point, written as each Spark level commits
@@ -149,6 +166,7 @@ class SparkBFS(ArrowLevelStep, LevelStep, Resumable, Verdicts, LevelSearch):
     def expand_level(self, st: Counters) -> None:
         """One level: on the driver with the local engine while the frontier is below the threshold
         (and Spark has not started), else on Spark with the arrow or the blocks transport."""
+        self._raise_if_interrupted()
         if not st.spark_started and len(st.local.frontier) < self.threshold:
             self._local_level(st)
             return
@@ -231,6 +249,9 @@ class SparkBFS(ArrowLevelStep, LevelStep, Resumable, Verdicts, LevelSearch):
         transport takes one, as each partition's first-occurrence filter sees more of the level)."""
         session, created = spark_session(self.master, self.memory)
         sc = session.sparkContext
+        if self._interrupt is None:  # Ctrl-C: one line, not PySpark's handler (``SparkInterrupt``)
+            self._interrupt = SparkInterrupt(sc)
+            self._interrupt.install()
         run_dir.attach(sc)
         if not sc.master.startswith("local"):
             staging = tempfile.mkdtemp(prefix="kmc-ship-")

@@ -142,6 +142,7 @@ class LevelStep:
             # job 2: the parent pointers and the states as Parquet, the resume point
             info.path = run_dir.level_path(depth)
             self._write_level(spark, level, info.path, resumable)
+            info.digest = run_dir.level_digest(info.path)
         elif info.pointers is None:
             # job 2: a large level's parent pointers stay on the executors, as arrays
             info.rdd = level.map(_pointer_block, preservesPartitioning=True).persist(storage_level())
