@@ -107,7 +107,7 @@ def add_search_options(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--symmetry", action="store_true", help="reduce by symmetry over interchangeable ids")
     parser.add_argument("--reduce", choices=("none", "por", "dead"), default="none",
                         help="reduce the safety search: por, partial-order reduction (local engine, one process); dead, "
-                             "drop messages whose delivery can only be a no-op (local and parallel engines); default none")
+                             "drop messages whose delivery can only be a no-op (local, parallel and spark engines); default none")
     parser.add_argument("--shortest", action="store_true",
                         help="with --reduce por or dead: after a violation, search fully up to its depth for a shortest "
                              "trace")

@@ -94,9 +94,10 @@ class ArrowExpand:
     ``invariants`` are checked on the partition's own states (the frontier), not on the candidates."""
 
     def __init__(self, model: Model, symmetry: bool, check_deadlock: bool, invariants: list[Any], numbers: Any,
-                 codec: ModelStateCodec | CompactCodec, fail_once: str | None = None) -> None:
+                 codec: ModelStateCodec | CompactCodec, fail_once: str | None = None, canonical: Any = None) -> None:
         self.model = model
         self.symmetry = symmetry
+        self.canonical = canonical  # the stored form (``search_canonical``: --reduce dead, --symmetry)
         self.check_deadlock = check_deadlock
         self.invariants = invariants
         self.numbers = numbers  # broadcast (fingerprints sorted, their global indices, recent levels' fingerprints)
@@ -115,7 +116,7 @@ class ArrowExpand:
         if self.fail_once is not None:
             _maybe_fail(len(blobs), self.fail_once)
         decode, encode = self.codec.decode, self.codec.encode
-        successors_of = SuccessorView(self.model, self.symmetry).of
+        successors_of = SuccessorView(self.model, self.symmetry, self.canonical).of
         # the frontier's states are checked here, each once (they are the level's distinct states);
         # an invariant violated in this partition is not checked again in it (``FrontierCheck``
         # finds the first violating state when the driver sees the bit)
@@ -343,7 +344,7 @@ class ArrowLevelStep:
         check = [] if spark.frontier_checked else self._pending(st)
         fail_once = self.fail_marker if self.fail_at_depth is not None and int(self.fail_at_depth) == depth else None
         expand = ArrowExpand(self.model, self.symmetry, self.options.check_deadlock, check, spark.broadcasts[-1],
-                             spark.codec, fail_once)
+                             spark.codec, fail_once, canonical=self.local.canonical)
         spark.sc.setJobDescription(f"kmc level {depth}: expand")
         candidates = spark.frontier.mapInArrow(expand, CANDIDATES_SCHEMA)
         # shuffled to their fingerprint's partition and sorted there (the visited runs are

@@ -64,7 +64,7 @@ class LevelStep:
         ranges = _ParentRange(st.frontier_base, frontier_size, parts)
         expand = _Expand(self.model, self.symmetry, self.options.check_deadlock, parts,
                          fail_once=self.fail_marker if self.fail_at_depth is not None and int(self.fail_at_depth) == depth
-                         else None)
+                         else None, canonical=self.local.canonical)
         candidates = spark.frontier.mapPartitions(expand).partitionBy(parts, fingerprint_partition)
         pending = [inv for inv in self.invariants if inv.name not in st.found]
         new = (
