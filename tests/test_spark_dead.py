@@ -5,6 +5,7 @@ The fast test runs each transport's expansion on Kafka states whose successors h
 candidate it emits is in the reduced form. The slow ones search on the suite's Spark session (tests/conftest.py)."""
 
 import importlib.util
+import json
 import shutil
 
 import numpy as np
@@ -14,6 +15,7 @@ from checker import engines
 from checker.bfs import LocalBFS
 from checker.search import SearchOptions, search_canonical
 from invariants.registry import for_family
+from spec.errors import WrongModelError
 from spec.registry import build_model
 
 KAFKA = for_family("kafka")
@@ -89,6 +91,10 @@ def run_spark(model, options, **extra):
     return engines.run(model, options, "spark", SparkOptions(master="local[2]", partitions=2, **extra))
 
 
+needs_spark = pytest.mark.skipif(shutil.which("java") is None or importlib.util.find_spec("pyspark") is None,
+                                 reason="needs PySpark and Java")
+
+
 def _arrow_ready():
     if importlib.util.find_spec("pyspark") is None:
         return False
@@ -97,15 +103,14 @@ def _arrow_ready():
     return arrow_available()
 
 
-spark_marks = [pytest.mark.slow, pytest.mark.spark,
-               pytest.mark.skipif(shutil.which("java") is None or importlib.util.find_spec("pyspark") is None,
-                                  reason="needs PySpark and Java")]
+
 
 
 @pytest.mark.parametrize("transport", ["blocks", pytest.param("arrow", marks=pytest.mark.skipif(
     not _arrow_ready(), reason="the arrow transport needs PyArrow and PySpark 4"))])
 @pytest.mark.slow  # 9,563 reduced states, the levels from 300 states on on Spark: 10 to 20 s each on a quiet machine
 @pytest.mark.spark
+@needs_spark
 def test_spark_gives_the_local_engines_reduced_search(spark_local, transport):
     model = build_model("kafka", CONSTS, "2.1.0")
     options = SearchOptions(invariants=[KAFKA["no-fence-stall"]], reduce="dead")
@@ -117,15 +122,20 @@ def test_spark_gives_the_local_engines_reduced_search(spark_local, transport):
     assert result.extra["guaranteed_shortest"] is False
 
 
+@pytest.mark.parametrize("transport", ["blocks", pytest.param("arrow", marks=pytest.mark.skipif(
+    not _arrow_ready(), reason="the arrow transport needs PyArrow and PySpark 4"))])
 @pytest.mark.slow  # an interrupted Spark run and its resume
 @pytest.mark.spark
-def test_an_interrupted_reduced_run_resumes_to_the_local_counts(spark_local, tmp_path):
-    """--symmetry --reduce dead --checkpoint DIR, Ctrl-C after a Spark level, --resume DIR: the local engine's result."""
-    model = build_model("kafka", ["brokers=3", "records=1", "crashes=0", "epochs=0"], "2.1.0")
+@needs_spark
+def test_an_interrupted_reduced_run_resumes_to_the_local_result(spark_local, tmp_path, transport):
+    """--symmetry --reduce dead --checkpoint DIR, Ctrl-C after a Spark level, --resume DIR (in the transport that
+    wrote the directory): the local engine's counts and counterexample (its steps across the resumed levels)."""
+    model = build_model("kafka", CONSTS, "2.1.0")
     invariants = [KAFKA["no-fence-stall"], KAFKA["replica-sanity"]]
     local = engines.run(model, SearchOptions(invariants=invariants, reduce="dead", symmetry=True))
+    assert local.verdict.value == "violated"
     run_dir = tmp_path / "run"
-    stop_at = local.depth - 3
+    stop_at = local.depth - 4
 
     def interrupt(progress):
         if progress.depth == stop_at:
@@ -134,10 +144,12 @@ def test_an_interrupted_reduced_run_resumes_to_the_local_counts(spark_local, tmp
     options = SearchOptions(invariants=invariants, reduce="dead", symmetry=True, checkpoint_path=str(run_dir),
                             progress=interrupt)
     with pytest.raises(KeyboardInterrupt):
-        run_spark(model, options, threshold=30, transport="blocks")
+        run_spark(model, options, threshold=300, transport=transport)
+    saved = json.loads((run_dir / "run.json").read_text())
+    assert saved["transport"] == transport and saved["depth"] == stop_at
     resumed = run_spark(model, SearchOptions(invariants=invariants, reduce="dead", symmetry=True,
-                                             checkpoint_path=str(run_dir), resume_from=str(run_dir)), threshold=30)
-    assert summary(resumed) == summary(local)
-    with pytest.raises(Exception, match="another run"):  # the identity names the reduction
+                                             checkpoint_path=str(run_dir), resume_from=str(run_dir)), threshold=300)
+    assert summary(resumed) == summary(local) and resumed.extra["spark"]["transport"] == transport
+    with pytest.raises(WrongModelError):  # the identity names the reduction
         run_spark(model, SearchOptions(invariants=invariants, symmetry=True, checkpoint_path=str(run_dir),
-                                       resume_from=str(run_dir)), threshold=30)
+                                       resume_from=str(run_dir)), threshold=300)

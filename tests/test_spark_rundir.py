@@ -48,7 +48,7 @@ def handmade(tmp_path):
         levels.append({"depth": depth, "base": base, "count": count, "path": path,
                        "digest": run_dir.level_digest(path)})
         base += count
-    payload = {"partitions": 4, "depth": 5, "generated": 40, "distinct": 16, "local_distinct": 10,
+    payload = {"transport": "blocks", "partitions": 4, "depth": 5, "generated": 40, "distinct": 16, "local_distinct": 10,
                "frontier_base": 14, "frontier_size": 2, "found": {}, "deadlock": None, "elapsed": 3.5,
                "levels": levels}
     return run_dir, payload

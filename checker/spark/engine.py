@@ -95,6 +95,8 @@ class SparkBFS(ArrowLevelStep, LevelStep, Resumable, Verdicts, LevelSearch):
         self.symmetry = self.local.symmetry
         self.invariants = self.local.invariants
         self.timings: list[LevelTiming] = []
+        #: the transport that wrote the run directory a ``--resume`` continues ("arrow" or "blocks"), None otherwise
+        self._resumed_transport: str | None = None
         self._console = self._level_console()
 
     def _level_console(self) -> Any:
@@ -132,6 +134,8 @@ class SparkBFS(ArrowLevelStep, LevelStep, Resumable, Verdicts, LevelSearch):
                 self._levels = [LevelInfo(1, 0, st.distinct)]
             self._started = self.local._started
             self._arrow = self._use_arrow()
+            if self._resumed_transport is not None:  # the resumed levels, in their transport
+                self._rebuild(self._spark, st, self._levels, self._run_dir)
             result = run_levels(self, st)
             self._raise_if_interrupted()
         except Exception:
@@ -195,7 +199,8 @@ class SparkBFS(ArrowLevelStep, LevelStep, Resumable, Verdicts, LevelSearch):
     def _start_spark(self, st: Counters) -> None:
         """Start Spark and move the local prefix to it (its visited set and last level)."""
         if self._arrow:
-            self._run_dir = RunDir(tempfile.mkdtemp(prefix="kmc-spark-"), temporary=True)
+            if self._run_dir is None:
+                self._run_dir = RunDir(tempfile.mkdtemp(prefix="kmc-spark-"), temporary=True)
             self._spark = self._start(self._run_dir, per_core=1)
             self._arrow_switch(self._spark, st, self._levels)
             return
@@ -209,11 +214,18 @@ class SparkBFS(ArrowLevelStep, LevelStep, Resumable, Verdicts, LevelSearch):
         self._switch(self._spark, st, self._levels, self._run_dir)
 
     def _use_arrow(self) -> bool:
-        """The Arrow transport unless the run is resumable (``--checkpoint``/``--resume``: blocks
-        writes the levels), blocks is asked for, or PyArrow, pandas or PySpark 4 is missing."""
-        if self.transport == "blocks" or self.options.checkpoint_path or self.options.resume_from:
-            if self.transport == "arrow":
-                raise UsageError("the arrow Spark transport does not write resumable runs; drop --checkpoint/--resume")
+        """The Arrow transport unless blocks is asked for or PyArrow, pandas or PySpark 4 is missing; a
+        resumed run in the transport that wrote its run directory (both write resumable levels)."""
+        written = self._resumed_transport
+        if written is not None:
+            if self.transport not in (None, written):
+                raise UsageError(f"run directory {self._run_dir.path} was written by the {written} Spark transport; "
+                                 f"resume it with --spark-transport {written} (or without --spark-transport)")
+            if written == "arrow" and not arrow_available():
+                raise EnvironmentMissingError("this run directory was written by the arrow Spark transport, which "
+                                              "needs PyArrow and PySpark 4: python3 -m pip install -e '.[spark]'")
+            return written == "arrow"
+        if self.transport == "blocks":
             return False
         if self.transport == "arrow":
             if not arrow_available():

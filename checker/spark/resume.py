@@ -54,6 +54,8 @@ def _checked_levels(payload: dict[str, Any], run_dir: RunDir, where: str, invari
     """
     for key in ("depth", "generated", "distinct", "local_distinct", "frontier_base", "frontier_size"):
         _count(payload, key, where)
+    if payload.get("transport") not in ("arrow", "blocks"):
+        raise BadFileError(f"{where} names no Spark transport (arrow or blocks); it cannot be resumed")
     elapsed = payload.get("elapsed")
     if (not isinstance(elapsed, int | float) or isinstance(elapsed, bool)
             or not (math.isfinite(elapsed) and 0 <= elapsed <= MAX_ELAPSED)):
@@ -139,6 +141,7 @@ class Resumable:
             "magic": RUN_MAGIC,
             "format": RUN_FORMAT,
             "identity": ckpt._identity(self.model, self.options),
+            "transport": "arrow" if spark.codec is not None else "blocks",
             "partitions": spark.partitions,
             "depth": st.depth,
             "generated": st.generated,
@@ -197,9 +200,7 @@ class Resumable:
                                f"states on the driver, local.ckpt has {len(local.log)}); it cannot be resumed")
         st.spark_started = True
         local.frontier = []
-        sc, parts = spark.sc, spark.partitions
         paths = [level.path for level in levels if level.path]
-        local_fps = sc.parallelize(local.visited.array.tolist(), parts).map(_fp_record)
         if paths:
             try:
                 frame = spark.session.read.parquet(*paths)
@@ -210,7 +211,20 @@ class Resumable:
             if rows != st.distinct - st.local_distinct:
                 raise BadFileError(f"run directory {run_dir.path}: its level files hold {rows:,} states, run.json "
                                    f"counts {st.distinct - st.local_distinct:,}; it cannot be resumed")
-            read = frame.select("fp").rdd.map(_fp_of_row)
+        self._resumed_transport = payload["transport"]
+        return spark, st, levels
+
+    def _rebuild(self, spark: SparkRun, st: Counters, levels: list[LevelInfo], run_dir: RunDir) -> None:
+        """The resumed levels back in Spark, in the transport that wrote them."""
+        if self._resumed_transport == "arrow":
+            self._arrow_resume(spark, st, levels, run_dir)
+            return
+        local = st.local
+        sc, parts = spark.sc, spark.partitions
+        paths = [level.path for level in levels if level.path]
+        local_fps = sc.parallelize(local.visited.array.tolist(), parts).map(_fp_record)
+        if paths:
+            read = spark.session.read.parquet(*paths).select("fp").rdd.map(_fp_of_row)
             local_fps = local_fps.union(read)
         spark.visited = (
             local_fps.partitionBy(parts, fingerprint_partition)
@@ -226,4 +240,3 @@ class Resumable:
                 .partitionBy(parts, fingerprint_partition)
                 .mapPartitionsWithIndex(_rows_to_block, preservesPartitioning=True).persist(storage_level())
             )
-        return spark, st, levels
