@@ -122,11 +122,26 @@ def _edit(payload, key, value):
     ((1, "digest"), "0" * 64, "digest but no files"),
     ((3, "count"), 0, "out of order"),
     ((3, "base"), 11, "out of order"),
+    ("transport", "rdd", "no Spark transport"),
+    ("transport", None, "no Spark transport"),
 ])
 def test_every_field_of_run_json_is_bounded_against_the_run(tmp_path, key, value, why):
     run_dir, payload = handmade(tmp_path)
     with pytest.raises(BadFileError, match=why):
         check(run_dir, _edit(payload, key, value))
+
+
+def test_a_run_directory_resumes_in_the_transport_that_wrote_it(tmp_path):
+    """The two transports' level files differ (blocks: gidx, fp, parent, pos, state; arrow: fp, key, state)."""
+    from checker.spark import SparkBFS, SparkOptions
+    from spec.errors import UsageError
+
+    search = SparkBFS(TwoPhase(3), SearchOptions(invariants=[]), SparkOptions(transport="blocks"))
+    search._run_dir, search._resumed_transport = RunDir(str(tmp_path)), "arrow"
+    with pytest.raises(UsageError, match="written by the arrow Spark transport; resume it with --spark-transport arrow"):
+        search._use_arrow()
+    search._resumed_transport = "blocks"
+    assert search._use_arrow() is False
 
 
 def test_a_level_digest_on_a_fifo_is_refused_not_waited_on(tmp_path):
