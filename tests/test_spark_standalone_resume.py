@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.test_spark_standalone_auth import CONNECT_SECONDS, SCRIPT, _free_port
+from tests.test_spark_standalone_auth import SCRIPT, _free_port
 
 ROOT = Path(__file__).resolve().parent.parent
 CONSTS = ["brokers=3", "records=1", "crashes=0", "epochs=0"]
@@ -47,7 +47,7 @@ def _command(master: str, *extra: str) -> list[str]:
 @pytest.mark.spark
 def test_a_run_killed_with_a_worker_resumes_on_the_cluster_to_the_local_counts(cluster, tmp_path):
     master, cluster_dir = cluster
-    env = {**os.environ, "PYTHONPATH": str(ROOT), "KMC_SPARK_CONNECT_SECONDS": str(CONNECT_SECONDS),
+    env = {**os.environ, "PYTHONPATH": str(ROOT), "KMC_SPARK_CONNECT_SECONDS": "180",
            "KMC_SPARK_SECRET_FILE": str(cluster_dir / "secret")}
     run_dir = tmp_path / "run"
     child = subprocess.Popen(_command(master, "--checkpoint", str(run_dir)), cwd=tmp_path, env=env,
