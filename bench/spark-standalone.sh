@@ -18,7 +18,8 @@
 #
 # Uses the Spark of the installed PySpark (or $SPARK_HOME). Logs, pid files, the secret and the
 # workers' scratch space go to $KMC_SPARK_DIR (default ./spark-standalone). Settings, all optional:
-# KMC_SPARK_PORT (7077), KMC_WORKER_CORES (1 a worker), KMC_WORKER_MEMORY (1g a worker).
+# KMC_SPARK_PORT (7077), KMC_WORKER_CORES (1 a worker), KMC_WORKER_MEMORY (1g a worker),
+# KMC_SPARK_REGISTER_SECONDS (60: how long "start" waits for the workers to register).
 # The executors run the interpreter the workers find as python3, unless the cluster configures
 # one (spark.pyspark.python in $SPARK_CONF_DIR/spark-defaults.conf, or PYSPARK_PYTHON here).
 set -euo pipefail
@@ -63,16 +64,17 @@ make_secret() {
 }
 
 wait_for_workers() {
-    # the master's log names each worker it registers; give them 60 s
-    local log
-    for _ in $(seq 120); do
+    # the master's log names each worker it registers; give them KMC_SPARK_REGISTER_SECONDS (60 s; more on a
+    # loaded machine, where three JVMs start slowly)
+    local log seconds=${KMC_SPARK_REGISTER_SECONDS:-60}
+    for _ in $(seq $((seconds * 2))); do
         log=$(cat "$SPARK_LOG_DIR"/*"$master_class"*.out 2>/dev/null || true)
         if [ "$(grep -c 'Registering worker' <<<"$log")" -ge 2 ]; then
             return 0
         fi
         sleep 0.5
     done
-    echo "spark-standalone.sh: the workers did not register with $master_url within 60 s; see $SPARK_LOG_DIR" >&2
+    echo "spark-standalone.sh: the workers did not register with $master_url within $seconds s; see $SPARK_LOG_DIR" >&2
     return 1
 }
 

@@ -5,6 +5,7 @@
     python3 bench/spark_bench.py --model kafka --protocol 2.1.0 --const brokers=3 --const records=1 \
         --const epochs=1 --const crashes=0 --masters 'local[2]' --transports arrow,blocks
     python3 bench/spark_bench.py --json out.json
+    python3 bench/spark_bench.py --transports arrow,arrow+checkpoint   # also with a run directory (resumable)
 
 Besides wall seconds it reports CPU seconds of the whole process tree (the driver, Spark's JVM and
 its Python workers, read from /proc on Linux): on a shared machine the wall-clock ratio depends
@@ -21,9 +22,12 @@ job, the price every level pays however small).
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import json
 import os
+import shutil
 import sys
+import tempfile
 import time
 from typing import Any
 
@@ -138,10 +142,17 @@ def run_spark(model: Any, options: SearchOptions, master: str, threshold: int, p
     # start the Python workers and import the engine in them (startup, not search)
     sc.parallelize(range(4 * warm), warm).map(lambda x: __import__("checker.spark") and x).count()
     startup = time.monotonic() - started
+    name = transport
+    transport, _, variant = transport.partition("+")
+    run_dir = tempfile.mkdtemp(prefix="kmc-bench-run-") if variant == "checkpoint" else None
+    if run_dir is not None:  # a resumable run: every level written to the run directory, run.json after each
+        options = dataclasses.replace(options, checkpoint_path=os.path.join(run_dir, "run"))
     spark_options = SparkOptions(master=master, threshold=threshold, transport=transport, partitions=partitions or None)
     before = tree_cpu_by_kind()
     result = run_engine(model, options, spark_options)
     after = tree_cpu_by_kind()
+    if run_dir is not None:
+        shutil.rmtree(run_dir, ignore_errors=True)
     cpu_by_kind = {kind: after[kind] - before.get(kind, 0.0) for kind in after}
     cpu = sum(cpu_by_kind.values())
     parts = result.extra["spark"]["partitions"] or warm
@@ -151,7 +162,7 @@ def run_spark(model: Any, options: SearchOptions, master: str, threshold: int, p
     levels = result.extra["spark"]["levels"]
     spark_levels = [lv for lv in levels if lv["engine"] == "spark"]
     return {
-        "engine": f"spark {master} {transport}",
+        "engine": f"spark {master} {name}",
         "result": result,
         "cpu_seconds": cpu,
         "cpu_by_process": cpu_by_kind,
@@ -177,7 +188,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--const", action="append", default=None, metavar="NAME=VALUE")
     parser.add_argument("--protocol")
     parser.add_argument("--masters", default="local[1],local[2]", help="comma-separated Spark masters")
-    parser.add_argument("--transports", default="arrow", help="comma-separated Spark transports: arrow, blocks")
+    parser.add_argument("--transports", default="arrow", help="comma-separated Spark transports: arrow, blocks, "
+                        "each with +checkpoint for a resumable run (a run directory)")
     parser.add_argument("--threshold", type=int, default=10_000, help="--spark-threshold of the Spark runs")
     parser.add_argument("--partitions", type=int, help="Spark partitions (default the engine's: a core each with the "
                         "arrow transport, two with blocks)")
@@ -228,7 +240,7 @@ def main(argv: list[str] | None = None) -> int:
               f"{base['result'].seconds / r.seconds:>14.2f}x")
     for row in rows[1:] if not args.skip_local else rows:
         print()
-        if row["engine"].endswith("arrow"):
+        if " arrow" in row["engine"]:
             print(f"{row['engine']}: Spark and worker startup {row['startup']:.1f} s (not counted), "
                   f"{row['partitions']} partitions, {row['spark_levels']} levels on Spark: the level's job "
                   f"{row['job_expand']:.1f} s wall, numbering and the rest {row['job_index']:.1f} s wall, "

@@ -107,7 +107,7 @@ def add_search_options(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--symmetry", action="store_true", help="reduce by symmetry over interchangeable ids")
     parser.add_argument("--reduce", choices=("none", "por", "dead"), default="none",
                         help="reduce the safety search: por, partial-order reduction (local engine, one process); dead, "
-                             "drop messages whose delivery can only be a no-op (local and parallel engines); default none")
+                             "drop messages whose delivery can only be a no-op (local, parallel and spark engines); default none")
     parser.add_argument("--shortest", action="store_true",
                         help="with --reduce por or dead: after a violation, search fully up to its depth for a shortest "
                              "trace")
@@ -804,7 +804,8 @@ def _interrupted_message(args: argparse.Namespace | None) -> str:
     import os
 
     checkpoint = getattr(args, "checkpoint", None) or getattr(args, "resume", None)
-    if checkpoint and os.path.isfile(checkpoint):
+    # a Spark run directory (``--engine spark --checkpoint DIR``) is resumable once its first Spark level committed
+    if checkpoint and (os.path.isfile(checkpoint) or os.path.isfile(os.path.join(checkpoint, "run.json"))):
         return (f"interrupted; the last complete level is saved in {checkpoint}: "
                 f"run the same command with --resume {checkpoint} to continue")
     return "interrupted (give --checkpoint FILE to be able to continue a run later)"

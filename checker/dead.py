@@ -18,8 +18,10 @@ every step is a step of the model. It is a real behaviour but not necessarily a 
 count the deliveries it folded away, and the replay adds those still in flight); ``--shortest`` then runs the full
 search bounded at its length (``checker.por.shortest_rerun``), as with ``--reduce por``.
 
-Engines: the local breadth-first engine and the parallel one (``--workers N``: each worker applies the same form);
-Spark, checkpoints and liveness properties are refused with one line (exit 64).
+Engines: the local breadth-first engine, the parallel one (``--workers N``: each worker applies the same form) and
+Spark (both transports: its executors expand in the same form; its run directories, ``--checkpoint DIR`` and
+``--resume DIR``, name the reduction in their identity). Refused with one line (exit 64): the other engines, liveness
+properties, and the checkpoints of the local and parallel engines (``check_supported``).
 """
 
 from __future__ import annotations
@@ -31,15 +33,22 @@ from checker.trace import Step
 from spec.errors import UsageError
 from spec.model import Model
 
+#: the engines that search in the reduced form, and those of them whose checkpoints under it are tested (a Spark run
+#: directory); the local and parallel engines' checkpoint files stay refused until theirs are
+ENGINES = ("bfs", "parallel", "spark")
+RESUMABLE_ENGINES = ("spark",)
+
 
 def check_supported(engine: str, options: SearchOptions) -> None:
     """One line (exit 64) where ``--reduce dead`` cannot run."""
-    if engine not in ("bfs", "parallel"):
-        raise UsageError(f"--reduce dead runs on the local and parallel engines, not {engine}; drop --engine {engine}")
+    if engine not in ENGINES:
+        raise UsageError(f"--reduce dead runs on the local, parallel and spark engines, not {engine}; "
+                         f"drop --engine {engine}")
     if options.liveness_properties() or options.keep_graph:
         raise UsageError("--reduce dead preserves safety properties only; check liveness properties without it")
-    if options.checkpoint_path or options.resume_from:
-        raise UsageError("--reduce dead does not write or resume checkpoints; drop --checkpoint / --resume")
+    if (options.checkpoint_path or options.resume_from) and engine not in RESUMABLE_ENGINES:
+        raise UsageError("--reduce dead writes and resumes checkpoints on --engine spark only (a run directory); "
+                         "drop --checkpoint / --resume, or add --engine spark")
 
 
 def deliver_dead(model: Model, state: Any) -> list[Step]:

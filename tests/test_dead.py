@@ -307,10 +307,10 @@ def test_deadlock_is_neither_hidden_nor_made():
 
 
 @pytest.mark.parametrize("argv,message", [
-    (["--reduce", "dead", "--engine", "spark"], "local and parallel engines"),
+    (["--reduce", "dead", "--engine", "directed"], "local, parallel and spark engines"),
     (["--reduce", "dead", "--protocol", "kraft-3.5", "--const", "reassignments=1"], "does not cover reassignments"),
     (["--reduce", "dead", "--invariant", "no-fence-stall-liveness"], "safety properties only"),
-    (["--reduce", "dead", "--checkpoint", "x.ckpt"], "checkpoints"),
+    (["--reduce", "dead", "--checkpoint", "x.ckpt"], "checkpoints on --engine spark only"),
 ])
 def test_refused_with_one_line(capsys, argv, message):
     code = main(["check", "kafka", "--const", "records=1", "--const", "crashes=0", "--quiet", *argv])

@@ -117,7 +117,7 @@ def test_killed_driver_resumes_from_the_last_completed_level(spark, tmp_path):
     run_dir = tmp_path / "run"
     root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
     command = [sys.executable, "-m", "checker.cli", "check", "two-phase", "--const", "RM=3",
-               "--engine", "spark", "--master", "local[1]", "--spark-threshold", "30",
+               "--engine", "spark", "--master", "local[1]", "--spark-threshold", "30", "--spark-transport", "blocks",
                "--checkpoint", str(run_dir), "--json", "--quiet", "--trace-dir", str(tmp_path / "traces"),
                "-deadlock"]  # resumed below with SearchOptions' default: no deadlock check
     child = subprocess.Popen(command, cwd=root, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,

@@ -13,8 +13,9 @@ Two transports
     ``arrow`` (the default when PyArrow, pandas and PySpark 4 are installed; ``arrow_step``):
     DataFrames, states as compact msgpack in a binary column, successors over Arrow batches
     (``mapInArrow``), dedup and the anti-join against the visited set in the JVM; its design is
-    in ``arrow_step``. ``blocks`` (``--spark-transport blocks``, and always for
-    ``--checkpoint``/``--resume``): RDDs of columnar blocks, described below.
+    in ``arrow_step``. ``blocks`` (``--spark-transport blocks``): RDDs of columnar blocks, described
+    below. Both write resumable run directories (``--checkpoint DIR``); ``--resume DIR`` continues in
+    the transport that wrote it (run.json's ``transport``).
 
 One level on Spark with the blocks transport is one job (two for large or resumable levels)
     The frontier (the last level) and the visited set are pair RDDs partitioned by the 64-bit
@@ -48,7 +49,11 @@ Fault tolerance
     nothing. Local masters get Spark's usual
     four attempts per task (``local[N]`` becomes ``local[N,4]``). With ``--checkpoint DIR`` (a run
     directory) a driver that dies resumes from the last completed level with ``--resume DIR``:
-    ``run.json`` is rewritten atomically after each level and names the level files it covers.
+    ``run.json`` is rewritten atomically after each level and names the level files it covers, with
+    the SHA-256 of each level's files. A run directory is input: ``--resume`` checks every field of
+    run.json against the run it claims to be and every level's files against their digest before it
+    reads any (``resume``), and refuses with one line (exit 65). Ctrl-C cancels the running jobs and
+    ends with one line (``session.SparkInterrupt``).
 
 Modules
     ``engine`` the engine's options (``SparkOptions``) and its hooks into the one level loop of

@@ -44,6 +44,12 @@ Per level
     successors on Kafka, are then expanded by one task, whose own first-occurrence filter drops the
     shared successors before they are encoded and shuffled.
 
+Resumable runs (``--checkpoint DIR``): the local prefix is saved when Spark starts, and each level,
+once its job is in, is written as Parquet ``(fp, key, state)`` (one more job, which reads the level's
+checkpoint) and committed to run.json with its digest. ``--resume DIR`` reads every level's
+``(fp, key)`` back to the driver as its parent pointers (each checked to point into the level before),
+the visited fingerprints from every level and the last level as the frontier (``_arrow_resume``).
+
 Every task is deterministic (its input sorted by global index, minimum keys), so a retried task
 or a recomputed partition changes nothing.
 
@@ -64,7 +70,8 @@ from checker.search import SuccessorView
 from checker.spark.blocks import _gc_paused
 from checker.spark.driver_state import Counters, LevelInfo, LevelTiming, SparkRun
 from checker.spark.expand import _maybe_fail
-from spec.errors import UsageError
+from checker.spark.rundir import RunDir, save_local_prefix
+from spec.errors import BadFileError, UsageError
 from spec.model import Model
 
 #: bits of the order key that hold the successor position (a state has fewer than 2**20 successors)
@@ -94,9 +101,10 @@ class ArrowExpand:
     ``invariants`` are checked on the partition's own states (the frontier), not on the candidates."""
 
     def __init__(self, model: Model, symmetry: bool, check_deadlock: bool, invariants: list[Any], numbers: Any,
-                 codec: ModelStateCodec | CompactCodec, fail_once: str | None = None) -> None:
+                 codec: ModelStateCodec | CompactCodec, fail_once: str | None = None, canonical: Any = None) -> None:
         self.model = model
         self.symmetry = symmetry
+        self.canonical = canonical  # the stored form (``search_canonical``: --reduce dead, --symmetry)
         self.check_deadlock = check_deadlock
         self.invariants = invariants
         self.numbers = numbers  # broadcast (fingerprints sorted, their global indices, recent levels' fingerprints)
@@ -115,7 +123,7 @@ class ArrowExpand:
         if self.fail_once is not None:
             _maybe_fail(len(blobs), self.fail_once)
         decode, encode = self.codec.decode, self.codec.encode
-        successors_of = SuccessorView(self.model, self.symmetry).of
+        successors_of = SuccessorView(self.model, self.symmetry, self.canonical).of
         # the frontier's states are checked here, each once (they are the level's distinct states);
         # an invariant violated in this partition is not checked again in it (``FrontierCheck``
         # finds the first violating state when the driver sees the bit)
@@ -235,6 +243,27 @@ def _candidates(pa: Any, fps: list[int], keys: list[int], states: list[bytes]) -
     )
 
 
+def _arrow_conf(spark: SparkRun, model: Model) -> None:
+    """The session's settings for the arrow transport's plans, its state codec and its partition labels."""
+    session, parts = spark.session, spark.partitions
+    conf = session.conf
+    conf.set("spark.sql.shuffle.partitions", str(parts))
+    # the plans rely on the partitioning and order that a checkpoint keeps (hash of the
+    # fingerprint, sorted by it): adaptive execution hides them behind its own plan node, and
+    # a broadcast of the visited set would send it to every task each level
+    conf.set("spark.sql.adaptive.enabled", "false")
+    conf.set("spark.sql.autoBroadcastJoinThreshold", "-1")
+    conf.set("spark.sql.execution.arrow.pyspark.enabled", "true")
+    spark.codec = state_column_codec(model)
+    spark.labels = _partition_labels(session, parts)
+
+
+def _fp_table(fps: Any) -> Any:
+    import pyarrow as pa
+
+    return pa.table({"fp": pa.array(np.asarray(fps, dtype=np.int64))})
+
+
 def _partition_labels(session: Any, partitions: int) -> list[int]:
     """For each partition ``j`` a long ``label`` that ``repartition(partitions, label)`` sends to
     partition ``j`` (Spark places a row at ``pmod(hash(label), partitions)``), asked of Spark itself
@@ -294,15 +323,9 @@ class ArrowLevelStep:
 
         local = st.local
         session, parts = spark.session, spark.partitions
-        conf = session.conf
-        conf.set("spark.sql.shuffle.partitions", str(parts))
-        # the plans rely on the partitioning and order that a checkpoint keeps (hash of the
-        # fingerprint, sorted by it): adaptive execution hides them behind its own plan node, and
-        # a broadcast of the visited set would send it to every task each level
-        conf.set("spark.sql.adaptive.enabled", "false")
-        conf.set("spark.sql.autoBroadcastJoinThreshold", "-1")
-        conf.set("spark.sql.execution.arrow.pyspark.enabled", "true")
-        spark.codec = state_column_codec(self.model)
+        _arrow_conf(spark, self.model)
+        if not self._run_dir.temporary:
+            save_local_prefix(self._run_dir, self.model, self.options, local)
         visited = pa.table({"fp": pa.array(np.asarray(local.visited.array, dtype=np.int64))})
         spark.visited = _cut(spark, session.createDataFrame(visited).repartition(parts, "fp").sortWithinPartitions("fp"))
         spark.runs = []
@@ -312,7 +335,6 @@ class ArrowLevelStep:
         indices = np.arange(fps.size, dtype=np.int64)
         table = pa.table({"fp": pa.array(fps), "key": pa.array(indices),
                           "state": pa.array([encode(s) for s in frontier], pa.binary())})
-        spark.labels = _partition_labels(session, parts)
         spark.frontier = _cut(spark, _by_index_range(spark, session.createDataFrame(table), indices))
         self._broadcast_numbers(spark, fps, np.arange(local.frontier_base, local.frontier_base + fps.size,
                                                       dtype=np.int64))
@@ -343,7 +365,7 @@ class ArrowLevelStep:
         check = [] if spark.frontier_checked else self._pending(st)
         fail_once = self.fail_marker if self.fail_at_depth is not None and int(self.fail_at_depth) == depth else None
         expand = ArrowExpand(self.model, self.symmetry, self.options.check_deadlock, check, spark.broadcasts[-1],
-                             spark.codec, fail_once)
+                             spark.codec, fail_once, canonical=self.local.canonical)
         spark.sc.setJobDescription(f"kmc level {depth}: expand")
         candidates = spark.frontier.mapInArrow(expand, CANDIDATES_SCHEMA)
         # shuffled to their fingerprint's partition and sorted there (the visited runs are
@@ -376,6 +398,7 @@ class ArrowLevelStep:
                 # the local engine stops after the level where it finds a violation, before expanding
                 # it: the expansion's new level, successors and deadlock are not counted
                 timing.new = 0
+                self._commit(spark, st, levels, self._run_dir)
                 timing.seconds = time.monotonic() - level_started
                 self._level_done(timing, st)
                 return
@@ -387,6 +410,7 @@ class ArrowLevelStep:
         if count == 0:
             st.frontier_size = 0
             spark.frontier = None
+            self._commit(spark, st, levels, self._run_dir)
             timing.seconds = time.monotonic() - level_started
             self._level_done(timing, st)
             return
@@ -400,6 +424,12 @@ class ArrowLevelStep:
         info.pointers = (fps[order], keys[order] >> POSITION_BITS, (keys[order] & POSITION_MASK).astype(np.int32))
         self._broadcast_numbers(spark, fps, base + rank)
         states = level.where(F.col("fp").isNotNull())
+        if not self._run_dir.temporary:
+            # the resume point: the level's (fp, key, state) as Parquet, and their digest in run.json below
+            spark.sc.setJobDescription(f"kmc level {depth}: write")
+            info.path = self._run_dir.level_path(depth)
+            states.select("fp", "key", "state").write.mode("overwrite").parquet(info.path)
+            info.digest = self._run_dir.level_digest(info.path)
         # the expansion's partitions are ranges of the level in global-index order (made by the next
         # level's job, its first stage): siblings and cousins, which share many successors, are then
         # expanded by one task, whose first-occurrence filter drops the duplicates before they are
@@ -420,8 +450,51 @@ class ArrowLevelStep:
         timing.job_index = time.monotonic() - index_started
         st.level_done(depth, base, count)
         levels.append(info)
+        self._commit(spark, st, levels, self._run_dir)
         timing.seconds = time.monotonic() - level_started
         self._level_done(timing, st)
+
+    def _arrow_resume(self, spark: SparkRun, st: Counters, levels: list[LevelInfo], run_dir: RunDir) -> None:
+        """A run directory the arrow transport wrote, back in Spark: the parent pointers of its levels on the
+        driver (each level's keys, checked to point into the level before), the visited fingerprints (the local
+        prefix's and every level's) and the last level as the frontier, numbered for its expansion. Its files
+        were checked against their digests and their row count against run.json's (``Resumable._resume``)."""
+        from pyspark.sql import functions as F  # noqa: N812
+
+        session, parts = spark.session, spark.partitions
+        _arrow_conf(spark, self.model)
+        local = st.local
+        previous = None
+        for level in levels:
+            if level.path is None:
+                previous = level
+                continue
+            table = session.read.parquet(level.path).select("fp", "key").toArrow()
+            keys = table["key"].to_numpy()
+            order = np.argsort(keys, kind="stable")
+            fps, keys = table["fp"].to_numpy()[order], keys[order]
+            parents = keys >> POSITION_BITS
+            if (table.num_rows != level.count or (keys.size and (keys[0] < 0 or np.any(keys[1:] == keys[:-1])))
+                    or previous is None or np.any(parents < previous.base)
+                    or np.any(parents >= previous.base + previous.count)):
+                raise BadFileError(f"run directory {run_dir.path}: level {level.depth}'s parent pointers do not "
+                                   "point into the level before; it cannot be resumed")
+            level.pointers = (fps, parents, (keys & POSITION_MASK).astype(np.int32))
+            previous = level
+        paths = [level.path for level in levels if level.path is not None]
+        local_fps = session.createDataFrame(_fp_table(local.visited.array))
+        merged = session.read.parquet(*paths).select("fp").unionByName(local_fps)
+        spark.visited = _cut(spark, merged.repartition(parts, "fp").sortWithinPartitions("fp"))
+        spark.runs = []
+        last = levels[-1]
+        spark.recent = [level.pointers[0] for level in levels[-RECENT_LEVELS:-1] if level.pointers is not None]
+        if st.frontier_size:
+            fps, parents, positions = last.pointers
+            keys = (parents << POSITION_BITS) | positions.astype(np.int64)
+            frame = session.read.parquet(last.path).where(F.col("fp").isNotNull())
+            spark.frontier = _cut(spark, _by_index_range(spark, frame, keys))
+            self._broadcast_numbers(spark, fps, last.base + np.arange(fps.size, dtype=np.int64))
+        spark.frontier_checked = False  # the last level's states are checked as they are expanded
 
     def _pending(self, st: Counters) -> list[Any]:
         """The invariants not violated yet (each gets a bit of a 64-bit mask)."""

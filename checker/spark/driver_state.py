@@ -17,13 +17,15 @@ class LevelInfo:
     base: int  # global index of the level's first state
     count: int
     path: str | None = None  # Parquet directory (None: a level of the local prefix or kept on the driver)
+    #: the SHA-256 of the level's files as written (``RunDir.level_digest``), checked before a resume reads them
+    digest: str | None = None
     #: (fingerprints, parent indices, successor positions) of a small level kept on the driver
     pointers: tuple[np.ndarray, np.ndarray, np.ndarray] | None = None
     #: a large level's parent pointers kept on the executors (runs without a run directory)
     rdd: Any = None
 
     def to_json(self) -> dict[str, Any]:
-        return {"depth": self.depth, "base": self.base, "count": self.count, "path": self.path}
+        return {"depth": self.depth, "base": self.base, "count": self.count, "path": self.path, "digest": self.digest}
 
 
 @dataclass

@@ -24,7 +24,13 @@ from checker.spark.driver_state import Counters, LevelInfo, LevelTiming, SparkRu
 from checker.spark.level_step import LevelStep
 from checker.spark.resume import Resumable
 from checker.spark.rundir import RunDir
-from checker.spark.session import DEFAULT_MASTER, _ship_packages, check_environment, spark_session
+from checker.spark.session import (
+    DEFAULT_MASTER,
+    SparkInterrupt,
+    _ship_packages,
+    check_environment,
+    spark_session,
+)
 from checker.spark.verdict import Verdicts
 from spec.errors import EnvironmentMissingError, KmcError, ModelError, UsageError
 from spec.model import Model
@@ -89,6 +95,8 @@ class SparkBFS(ArrowLevelStep, LevelStep, Resumable, Verdicts, LevelSearch):
         self.symmetry = self.local.symmetry
         self.invariants = self.local.invariants
         self.timings: list[LevelTiming] = []
+        #: the transport that wrote the run directory a ``--resume`` continues ("arrow" or "blocks"), None otherwise
+        self._resumed_transport: str | None = None
         self._console = self._level_console()
 
     def _level_console(self) -> Any:
@@ -116,6 +124,7 @@ class SparkBFS(ArrowLevelStep, LevelStep, Resumable, Verdicts, LevelSearch):
         where = opts.checkpoint_path or opts.resume_from
         self._run_dir = RunDir(where) if where else None
         self._spark = None
+        self._interrupt: SparkInterrupt | None = None
         try:
             if opts.resume_from:
                 self._spark, st, self._levels = self._resume(self._run_dir)
@@ -125,13 +134,25 @@ class SparkBFS(ArrowLevelStep, LevelStep, Resumable, Verdicts, LevelSearch):
                 self._levels = [LevelInfo(1, 0, st.distinct)]
             self._started = self.local._started
             self._arrow = self._use_arrow()
+            if self._resumed_transport is not None:  # the resumed levels, in their transport
+                self._rebuild(self._spark, st, self._levels, self._run_dir)
             result = run_levels(self, st)
+            self._raise_if_interrupted()
+        except Exception:
+            self._raise_if_interrupted()  # a job cancelled by Ctrl-C (``SparkInterrupt``) ends as the Ctrl-C
+            raise
         finally:
             if self._spark is not None:
                 self._stop(self._spark, self._run_dir)
             elif self._run_dir is not None and self._run_dir.temporary:
                 self._run_dir.cleanup()
+            if self._interrupt is not None:
+                self._interrupt.uninstall()
         return result
+
+    def _raise_if_interrupted(self) -> None:
+        if self._interrupt is not None:
+            self._interrupt.raise_if_interrupted()
 
     # -- the hooks of the level loop (checker.levels) ---------------------------------------------
     #: the run directory (``--checkpoint``) is the resume point, written as each Spark level commits
@@ -149,6 +170,7 @@ class SparkBFS(ArrowLevelStep, LevelStep, Resumable, Verdicts, LevelSearch):
     def expand_level(self, st: Counters) -> None:
         """One level: on the driver with the local engine while the frontier is below the threshold
         (and Spark has not started), else on Spark with the arrow or the blocks transport."""
+        self._raise_if_interrupted()
         if not st.spark_started and len(st.local.frontier) < self.threshold:
             self._local_level(st)
             return
@@ -177,7 +199,8 @@ class SparkBFS(ArrowLevelStep, LevelStep, Resumable, Verdicts, LevelSearch):
     def _start_spark(self, st: Counters) -> None:
         """Start Spark and move the local prefix to it (its visited set and last level)."""
         if self._arrow:
-            self._run_dir = RunDir(tempfile.mkdtemp(prefix="kmc-spark-"), temporary=True)
+            if self._run_dir is None:
+                self._run_dir = RunDir(tempfile.mkdtemp(prefix="kmc-spark-"), temporary=True)
             self._spark = self._start(self._run_dir, per_core=1)
             self._arrow_switch(self._spark, st, self._levels)
             return
@@ -191,11 +214,18 @@ class SparkBFS(ArrowLevelStep, LevelStep, Resumable, Verdicts, LevelSearch):
         self._switch(self._spark, st, self._levels, self._run_dir)
 
     def _use_arrow(self) -> bool:
-        """The Arrow transport unless the run is resumable (``--checkpoint``/``--resume``: blocks
-        writes the levels), blocks is asked for, or PyArrow, pandas or PySpark 4 is missing."""
-        if self.transport == "blocks" or self.options.checkpoint_path or self.options.resume_from:
-            if self.transport == "arrow":
-                raise UsageError("the arrow Spark transport does not write resumable runs; drop --checkpoint/--resume")
+        """The Arrow transport unless blocks is asked for or PyArrow, pandas or PySpark 4 is missing; a
+        resumed run in the transport that wrote its run directory (both write resumable levels)."""
+        written = self._resumed_transport
+        if written is not None:
+            if self.transport not in (None, written):
+                raise UsageError(f"run directory {self._run_dir.path} was written by the {written} Spark transport; "
+                                 f"resume it with --spark-transport {written} (or without --spark-transport)")
+            if written == "arrow" and not arrow_available():
+                raise EnvironmentMissingError("this run directory was written by the arrow Spark transport, which "
+                                              "needs PyArrow and PySpark 4: python3 -m pip install -e '.[spark]'")
+            return written == "arrow"
+        if self.transport == "blocks":
             return False
         if self.transport == "arrow":
             if not arrow_available():
@@ -231,6 +261,9 @@ class SparkBFS(ArrowLevelStep, LevelStep, Resumable, Verdicts, LevelSearch):
         transport takes one, as each partition's first-occurrence filter sees more of the level)."""
         session, created = spark_session(self.master, self.memory)
         sc = session.sparkContext
+        if self._interrupt is None:  # Ctrl-C: one line, not PySpark's handler (``SparkInterrupt``)
+            self._interrupt = SparkInterrupt(sc)
+            self._interrupt.install()
         run_dir.attach(sc)
         if not sc.master.startswith("local"):
             staging = tempfile.mkdtemp(prefix="kmc-ship-")

@@ -20,9 +20,12 @@ class _Expand:
     partition, and one statistics record."""
 
     def __init__(self, model: Model, symmetry: bool, check_deadlock: bool, partitions: int,
-                 fail_once: str | None = None) -> None:
+                 fail_once: str | None = None, canonical: Any = None) -> None:
         self.model = model
         self.symmetry = symmetry
+        #: the form states are stored in (``checker.search.search_canonical``: ``--reduce dead`` drops dead
+        #: messages, ``--symmetry`` renames); None: the model's canonical form under symmetry
+        self.canonical = canonical
         self.check_deadlock = check_deadlock
         self.partitions = partitions
         self.fail_once = fail_once  # fault injection: a marker path ("" for none) or None
@@ -38,7 +41,7 @@ class _Expand:
         frontier.sort(key=_first)
         if self.fail_once is not None:
             _maybe_fail(len(frontier), self.fail_once)
-        successors_of = SuccessorView(self.model, self.symmetry).of
+        successors_of = SuccessorView(self.model, self.symmetry, self.canonical).of
         best: dict[int, tuple] = {}
         generated = 0
         deadlock = None

@@ -64,7 +64,7 @@ class LevelStep:
         ranges = _ParentRange(st.frontier_base, frontier_size, parts)
         expand = _Expand(self.model, self.symmetry, self.options.check_deadlock, parts,
                          fail_once=self.fail_marker if self.fail_at_depth is not None and int(self.fail_at_depth) == depth
-                         else None)
+                         else None, canonical=self.local.canonical)
         candidates = spark.frontier.mapPartitions(expand).partitionBy(parts, fingerprint_partition)
         pending = [inv for inv in self.invariants if inv.name not in st.found]
         new = (
@@ -142,6 +142,7 @@ class LevelStep:
             # job 2: the parent pointers and the states as Parquet, the resume point
             info.path = run_dir.level_path(depth)
             self._write_level(spark, level, info.path, resumable)
+            info.digest = run_dir.level_digest(info.path)
         elif info.pointers is None:
             # job 2: a large level's parent pointers stay on the executors, as arrays
             info.rdd = level.map(_pointer_block, preservesPartitioning=True).persist(storage_level())

@@ -3,8 +3,10 @@ the local prefix of the search saved there for ``--resume``."""
 
 from __future__ import annotations
 
+import hashlib
 import os
 import shutil
+import stat
 from typing import Any
 
 from checker import checkpoint as ckpt
@@ -15,7 +17,16 @@ from spec.errors import BadFileError, UsageError
 from spec.model import Model
 
 RUN_MAGIC = "kmc-spark-run"
-RUN_FORMAT = 1
+#: 2: every level's files have a digest in run.json (``RunDir.level_digest``)
+RUN_FORMAT = 2
+#: the hash of a level's files (SHA-256: the JVM computes the same for a level on Hadoop storage)
+DIGEST = "SHA-256"
+_CHUNK = 1 << 20
+
+
+def _data_file(name: str) -> bool:
+    """A file Spark's Parquet reader reads: not hidden (``.``, its checksums) nor metadata (``_SUCCESS``)."""
+    return not name.startswith((".", "_"))
 
 
 class RunDir:
@@ -71,6 +82,58 @@ class RunDir:
             return bytes(self._sc._jvm.org.apache.commons.io.IOUtils.toByteArray(stream))
         finally:
             stream.close()
+
+    def level_digest(self, path: str) -> str:
+        """The SHA-256 of a level's Parquet directory as Spark reads it: each data file's name, size and
+        SHA-256, in name order (a file added, removed, emptied, truncated or changed changes it). On Hadoop
+        storage the JVM reads the files, so they do not cross to Python."""
+        if not self.local:
+            return self._hadoop_digest(path)
+        digest = hashlib.sha256()
+        try:
+            names = sorted(name for name in os.listdir(path) if _data_file(name))
+        except OSError as exc:
+            raise BadFileError(f"cannot read level directory {path}: {exc.strerror or exc}; "
+                               "the run directory cannot be resumed") from None
+        for name in names:
+            full = os.path.join(path, name)
+            try:
+                fd = os.open(full, os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0))
+            except OSError as exc:
+                raise BadFileError(f"cannot read level file {full}: {exc.strerror or exc}; "
+                                   "the run directory cannot be resumed") from None
+            with os.fdopen(fd, "rb") as f:
+                info = os.fstat(f.fileno())
+                if not stat.S_ISREG(info.st_mode):
+                    raise BadFileError(f"level directory {path} holds {name}, which is not a regular file; "
+                                       "the run directory cannot be resumed")
+                digest.update(f"{name}\0{info.st_size}\0".encode())
+                content = hashlib.sha256()
+                while chunk := f.read(_CHUNK):
+                    content.update(chunk)
+                digest.update(content.digest())
+        return digest.hexdigest()
+
+    def _hadoop_digest(self, path: str) -> str:
+        jvm = self._sc._jvm
+        fs, where = self._hadoop(path)
+        statuses = sorted((s for s in fs.listStatus(where) if _data_file(s.getPath().getName())),
+                          key=lambda s: s.getPath().getName())
+        digest = hashlib.sha256()
+        for status in statuses:
+            name = status.getPath().getName()
+            if not status.isFile():
+                raise BadFileError(f"level directory {path} holds {name}, which is not a file; "
+                                   "the run directory cannot be resumed")
+            digest.update(f"{name}\0{status.getLen()}\0".encode())
+            md = jvm.java.security.MessageDigest.getInstance(DIGEST)
+            stream = jvm.java.security.DigestInputStream(fs.open(status.getPath()), md)
+            try:
+                jvm.org.apache.commons.io.IOUtils.consume(stream)
+            finally:
+                stream.close()
+            digest.update(bytes(md.digest()))
+        return digest.hexdigest()
 
     def _hadoop(self, uri: str) -> tuple[Any, Any]:
         if self._sc is None:

@@ -14,11 +14,14 @@ own retries and its log on stderr.
 
 from __future__ import annotations
 
+import contextlib
 import importlib.util
 import os
 import re
 import shutil
+import signal
 import sys
+import threading
 import zipfile
 from collections.abc import MutableMapping
 from typing import Any
@@ -248,3 +251,69 @@ def storage_level() -> Any:
     from pyspark import StorageLevel
 
     return StorageLevel.MEMORY_AND_DISK
+
+
+class SparkInterrupt:
+    """Ctrl-C during a Spark run: one line and exit 130, as on the local engines.
+
+    PySpark's own SIGINT handler (installed with the SparkContext) calls ``cancelAllJobs`` through Py4J from
+    inside the signal handler: when the signal lands while the driver waits for a Spark job, that is a
+    re-entrant call on the connection the driver waits on, and Py4J logs two tracebacks before the
+    ``KeyboardInterrupt``. This handler, in its place while a search runs, does not touch the connection:
+    when the driver is inside a Py4J call it cancels the jobs from a thread of its own (its own connection;
+    again every 0.2 s, so a job started after is cancelled too, and with Spark's log turned off, so the
+    Python workers that the terminal's Ctrl-C ended are not reported), and the search raises
+    ``KeyboardInterrupt`` as soon as the call returns (``raise_if_interrupted``, the engine's
+    ``run_engine``); elsewhere it raises ``KeyboardInterrupt`` at once. A second Ctrl-C raises at once."""
+
+    def __init__(self, sc: Any) -> None:
+        self.sc = sc
+        self.pending = threading.Event()
+        self.done = threading.Event()
+        self.previous: Any = None
+
+    def install(self) -> None:
+        if threading.current_thread() is threading.main_thread():
+            self.previous = signal.signal(signal.SIGINT, self._handler)
+
+    def uninstall(self) -> None:
+        self.done.set()
+        if self.previous is not None and threading.current_thread() is threading.main_thread():
+            signal.signal(signal.SIGINT, self.previous)
+            self.previous = None
+
+    @property
+    def interrupted(self) -> bool:
+        return self.pending.is_set()
+
+    def raise_if_interrupted(self) -> None:
+        if self.pending.is_set():
+            self.done.set()
+            raise KeyboardInterrupt
+
+    def _handler(self, _signum: int, frame: Any) -> None:
+        if self.pending.is_set() or not _inside_py4j(frame):
+            self.pending.set()
+            self.done.set()
+            raise KeyboardInterrupt
+        self.pending.set()
+        threading.Thread(target=self._cancel, name="kmc-spark-interrupt", daemon=True).start()
+
+    def _cancel(self) -> None:
+        with contextlib.suppress(Exception):
+            self.sc.setLogLevel("OFF")
+        while not self.done.is_set():
+            try:
+                self.sc.cancelAllJobs()
+            except Exception:  # the context is gone: nothing left to cancel
+                return
+            self.done.wait(0.2)
+
+
+def _inside_py4j(frame: Any) -> bool:
+    """True when ``frame`` (where the signal landed) is inside a Py4J call, i.e. the driver waits on the JVM."""
+    while frame is not None:
+        if f"{os.sep}py4j{os.sep}" in frame.f_code.co_filename:
+            return True
+        frame = frame.f_back
+    return False

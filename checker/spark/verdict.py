@@ -57,7 +57,8 @@ class Verdicts:
             path = st.local.log.path_to(index)
             return rebuild_trace(self.model, path, st.local.actions.actions, self.options, name, why)
         steps = self._path_to(index, st, levels, spark)
-        canonical = self.model.canonical if self.symmetry else (lambda s: s)
+        # the stored form the search expanded (``search_canonical``: dead messages dropped, then renamed)
+        canonical = self.local.canonical or (lambda s: s)
         table = ActionTable(st.local.actions.actions)
         root_fp = steps[0][0]
         current = next((canonical(s) for s in self.model.init_states() if hash(canonical(s)) == root_fp), None)
@@ -91,6 +92,11 @@ class Verdicts:
                                 lambda s: "deadlock: no action is enabled in the last state")
             violations.append(Violation("deadlock", "deadlock", trace))
         verdict = verdict_of(violations, reason)
+        extra: dict[str, Any] = {}
+        if self.options.reduce == "dead":  # what was dropped, as the local engine reports it
+            from checker.dead import report
+
+            extra["reduction"] = report(self.model)
         workers = spark.sc.defaultParallelism if spark is not None else 1
         checkpoint_file = run_dir.path if (reason and run_dir is not None and not run_dir.temporary
                                            and st.spark_started and st.frontier_size) else None
@@ -111,6 +117,7 @@ class Verdicts:
             queue=st.frontier_size,
             checkpoint_file=checkpoint_file,
             extra={
+                **extra,
                 "spark": {
                     "master": spark.sc.master if spark is not None else None,
                     "partitions": spark.partitions if spark is not None else None,

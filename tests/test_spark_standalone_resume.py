@@ -1,0 +1,80 @@
+"""A resumable run on the standalone cluster of ``bench/spark-standalone.sh`` (a master and two workers on 127.0.0.1,
+authenticated) survives the loss of its driver and of a worker: killed mid-run (SIGKILL, the driver's JVM with it),
+``--resume`` on the cluster left ends with the local engine's counts. At a small size (Kafka 2.1.0, three brokers,
+``--symmetry --reduce dead``: 584 orbits, 19 levels) the three-broker goal configuration's command."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from tests.test_spark_standalone_auth import SCRIPT, _free_port
+
+ROOT = Path(__file__).resolve().parent.parent
+CONSTS = ["brokers=3", "records=1", "crashes=0", "epochs=0"]
+
+
+@pytest.fixture(scope="module")
+def cluster(tmp_path_factory):
+    pytest.importorskip("pyspark")
+    if shutil.which("java") is None and not os.environ.get("JAVA_HOME"):
+        pytest.skip("the standalone cluster needs Java")
+    run_dir = tmp_path_factory.mktemp("spark-standalone")
+    env = dict(os.environ, KMC_SPARK_DIR=str(run_dir), KMC_SPARK_PORT=str(_free_port()), KMC_SPARK_REGISTER_SECONDS="240")
+    started = subprocess.run(["bash", str(SCRIPT), "start"], env=env, capture_output=True, text=True, timeout=360)
+    try:
+        assert started.returncode == 0, started.stderr
+        yield started.stdout.strip().splitlines()[-1], run_dir
+    finally:
+        subprocess.run(["bash", str(SCRIPT), "stop"], env=env, capture_output=True, timeout=120)
+
+
+def _command(master: str, *extra: str) -> list[str]:
+    consts = [word for c in CONSTS for word in ("--const", c)]
+    return [sys.executable, "-m", "checker", "check", "kafka", "--protocol", "2.1.0", *consts, "--symmetry",
+            "--reduce", "dead", "--engine", "spark", "--master", master, "--spark-threshold", "30", "--quiet", *extra]
+
+
+@pytest.mark.slow  # a cluster of three JVMs, a run killed and resumed on it: minutes
+@pytest.mark.spark
+def test_a_run_killed_with_a_worker_resumes_on_the_cluster_to_the_local_counts(cluster, tmp_path):
+    master, cluster_dir = cluster
+    env = {**os.environ, "PYTHONPATH": str(ROOT), "KMC_SPARK_CONNECT_SECONDS": "180",
+           "KMC_SPARK_SECRET_FILE": str(cluster_dir / "secret")}
+    run_dir = tmp_path / "run"
+    child = subprocess.Popen(_command(master, "--checkpoint", str(run_dir)), cwd=tmp_path, env=env,
+                             stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True, start_new_session=True)
+    depth = 0
+    try:
+        deadline = time.monotonic() + 600
+        while depth < 12 and child.poll() is None and time.monotonic() < deadline:
+            time.sleep(0.2)
+            try:
+                depth = json.loads((run_dir / "run.json").read_text())["depth"]
+            except (OSError, ValueError, KeyError):
+                pass
+    finally:
+        if child.poll() is None:
+            os.killpg(child.pid, signal.SIGKILL)  # the driver and its JVM
+        _out, err = child.communicate()
+    assert 12 <= depth < 19, err[-2000:]  # killed mid-run
+    worker = next((cluster_dir / "pids").glob("*Worker-2.pid"))
+    os.kill(int(worker.read_text().split()[0]), signal.SIGKILL)  # one worker, and the executor it ran
+    resumed = subprocess.run(_command(master, "--resume", str(run_dir), "--json"), cwd=tmp_path, env=env,
+                             capture_output=True, text=True, timeout=900)
+    assert resumed.returncode == 0, resumed.stderr[-2000:]
+    got = json.loads(resumed.stdout)
+    local = subprocess.run([sys.executable, "-m", "checker", "check", "kafka", "--protocol", "2.1.0",
+                            *[word for c in CONSTS for word in ("--const", c)], "--symmetry", "--reduce", "dead",
+                            "--quiet", "--json"], cwd=tmp_path, env=env, capture_output=True, text=True, timeout=300)
+    want = json.loads(local.stdout)
+    keys = ("verdict", "distinct_states", "states_generated", "depth")
+    assert [got[k] for k in keys] == [want[k] for k in keys] and want["distinct_states"] == 584
