@@ -28,7 +28,7 @@ import checker
 from checker import engines
 from checker.invariant import SAFETY, Invariant
 from checker.result import CheckResult, Verdict, collision_estimates
-from checker.search import CHECKER_VERSION, Progress, SearchOptions
+from checker.search import CHECKER_VERSION, Progress, SearchOptions, uses_symmetry
 from invariants.registry import for_family
 from spec.errors import EnvironmentMissingError, ExitCode, KmcError, NoInputError, UsageError
 from spec.model import Model
@@ -455,8 +455,6 @@ def cmd_check(args: argparse.Namespace) -> int:
     model = model_from_args(args)
     err = Console(stderr=True)
     runs = getattr(model, "what_runs", dict)()
-    if runs and not args.json:
-        print_what_runs(console, model.name, runs, verbose=args.verbose)
     with LiveProgress(err, enabled=not (args.quiet or args.json)) as live:
         progress: Any = live
         if not (args.quiet or err.is_terminal):  # a log, not a terminal: a TLC-like line every minute
@@ -464,6 +462,9 @@ def cmd_check(args: argparse.Namespace) -> int:
 
             progress = ProgressLines(interval=PROGRESS_LINE_EVERY)
         options = search_options(args, model, progress=progress)
+        uses_symmetry(model, options)  # a refused combination is one line on its own, before the header
+        if runs and not args.json:
+            print_what_runs(console, model.name, runs, verbose=args.verbose)
         why = model.symmetry_reduces_nothing() if options.symmetry else None
         if why:  # decided from the model before the search: one line, and the search runs as asked
             print(f"warning: --symmetry reduces nothing here: {why}", file=sys.stderr)
