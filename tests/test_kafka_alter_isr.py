@@ -200,3 +200,47 @@ def test_alter_isr_off_is_the_direct_zookeeper_write_of_before():
 
     result = check(model("2.8.0", "records=1", "epochs=1", "crashes=1", features=("alter-isr=off",)), SearchOptions())
     assert (result.distinct_states, result.states_generated, result.depth) == (3978, 11501, 26)
+
+
+#: KAFKA-14140 (3.4.0, 163d00b3e61): a dead follower proposed into the ISR. Broker 1 is shrunk out, fetches again and
+#: leader 0 proposes it back (the fetch it serves records its LEO: maybeExpandIsr); broker 1 crashes and the controller
+#: processes its death before the AlterIsr (no new epoch: broker 1 is in no ISR the controller has)
+_BACK = [SHRINK, PROCESS, RECEIVE, ("SendFetch", {"follower": 1, "leader": 0}),
+         ("ServeFetch", {"leader": 0, "follower": 1}), EXPAND]
+_DEAD_FOLLOWER_EXPANDED = [*_BACK, ("Crash", {"broker": 1}), ("ProcessBrokerFailure", {"broker": 1}), PROCESS]
+
+
+@pytest.mark.parametrize("protocol, features, rejected", [
+    ("3.4.1", (), True), ("3.9.1", (), True), ("2.8.1", (), False), ("3.4.1", ("kafka-14140=off",), False)])
+def test_kafka_14140_the_controller_answers_ineligible_replica_for_a_dead_member_and_the_leader_reverts(
+        protocol, features, rejected):
+    """3.4.0 ``KafkaController.tryProcessAlterPartition``: ``newLeaderAndIsr.isr.toSet -- liveBrokerIds`` non-empty ->
+    INELIGIBLE_REPLICA (after the version check); ``Partition.handleAlterPartitionError``: INELIGIBLE_REPLICA resets
+    the partition state to the last committed one. 2.7 to 3.3 write the ISR with the dead broker in it."""
+    from spec.kafka.state import INELIGIBLE_REPLICA
+
+    m = model(protocol, "records=1", "alters=2", features=features)
+    processed = run_scenario(m, _DEAD_FOLLOWER_EXPANDED)[-1]
+    (answer,) = _messages(processed, ALTER_PARTITION_RESPONSE)
+    if not rejected:
+        assert answer.error == NONE and processed.controller.isr == (0, 1), "2.7-3.3: a dead broker written to the ISR"
+        return
+    assert answer.error == INELIGIBLE_REPLICA and processed.controller.isr == (0,)
+    leader = run_scenario(m, [RECEIVE], processed)[-1].brokers[0]
+    assert (leader.isr, leader.alter_pending) == ((0,), False), "reverted to the committed ISR"
+
+
+def test_kafka_14140_a_member_in_controlled_shutdown_is_ineligible_once_the_controller_processed_it():
+    """3.4.0 ``ControllerContext.liveBrokerIds`` excludes ``shuttingDownBrokerIds``, which ``doControlledShutdown`` adds
+    to. Broker 1 (out of the ISR, proposed back) asks to shut down and the controller processes it (a StopReplica)
+    before the AlterIsr: INELIGIBLE_REPLICA on 3.4.1, written on 2.8.1. Before the controller processed the request
+    broker 1 is still live for it."""
+    from spec.kafka.state import INELIGIBLE_REPLICA
+
+    shutdown = [("ControlledShutdown", {"broker": 1}), ("ProcessControlledShutdown", {"broker": 1, "leader": 0})]
+    for protocol, steps, error in (("3.4.1", [*_BACK, *shutdown, PROCESS], INELIGIBLE_REPLICA),
+                                   ("2.8.1", [*_BACK, *shutdown, PROCESS], NONE),
+                                   ("3.4.1", [*_BACK, shutdown[0], PROCESS], NONE)):
+        (answer,) = _messages(run_scenario(model(protocol, "records=1", "alters=2", "shutdowns=1"), steps)[-1],
+                              ALTER_PARTITION_RESPONSE)
+        assert answer.error == error, (protocol, steps[-2])

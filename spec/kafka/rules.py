@@ -304,11 +304,27 @@ RULES: tuple[Rule, ...] = (
          "_apply_leader_and_isr (clears the pending AlterIsr)", flag="alter-isr",
          abstraction="bounded like the KRaft rows' AlterPartition: at most alters requests (a zkVersion is a counter, "
                      "so the bound keeps the state space finite) and alter_losses lost answers; the 2.2.0 row with "
-                     "kafka-8400 and alter-isr on stands for 2.7.x; 3.4.0+ KAFKA-14140 (the ZooKeeper controller "
-                     "answers INELIGIBLE_REPLICA to an ISR with an offline or shutting-down member, and the leader "
-                     "proposes only a broker its metadata cache has alive) is not modelled: the 3.4.1 and 3.9.1 rows may "
-                     "add a dead or shutting-down follower to the ISR as 2.7 to 3.3 may; UpdateMetadata is not a "
-                     "message in the model (no broker reads a metadata cache on the ZooKeeper rows)"),
+                     "kafka-8400 and alter-isr on stands for 2.7.x; 3.4.0's INELIGIBLE_REPLICA is its own rule "
+                     "(kafka-14140); UpdateMetadata is not a message in the model (no broker reads a metadata cache on "
+                     "the ZooKeeper rows)"),
+    Rule("ZooKeeper mode: the controller answers INELIGIBLE_REPLICA (OPERATION_NOT_ATTEMPTED to AlterPartition v0/v1) "
+         "to an AlterIsr whose proposed ISR has a member that is not live for it (its death processed, or in "
+         "controlled shutdown), after the version check; the leader resets to its last committed ISR; the leader "
+         "itself proposes only a follower its metadata cache has alive", "KAFKA-14140", "3.4.0",
+         "3.4.0 and later ZooKeeper releases, to 3.9.x (163d00b3e61; 3.3.x and before write the ISR)",
+         f"3.4.0 {_K}KafkaController.scala tryProcessAlterPartition (ineligibleReplicas = newLeaderAndIsr.isr.toSet -- "
+         f"controllerContext.liveBrokerIds), {_K}ControllerContext.scala liveBrokerIds (liveBrokerEpochs less "
+         f"shuttingDownBrokerIds), doControlledShutdown (shuttingDownBrokerIds.add); {_C}Partition.scala "
+         "isReplicaIsrEligible (ZkMetadataCache: hasAliveBroker), handleAlterPartitionError (INELIGIBLE_REPLICA: "
+         "partitionState = lastCommittedState); 3.9.0-rc3 the same",
+         "actions_kraft._process_alter_isr, _zookeeper_live, _receive_alter_isr_response", flag="kafka-14140",
+         abstraction="the leader's check reads its metadata cache, which UpdateMetadata fills and the model has no "
+                     "message for: it may lag at any step, so the model's leader may propose a dead member (the "
+                     "controller then rejects it, as with a lagging cache), never one Kafka's controller accepts; the "
+                     "controller's shutting-down set is read from the brokers (a processed ControlledShutdown of the "
+                     "live incarnation): a broker that crashed or bounced after it, before the controller processed "
+                     "that, counts live in the model (Kafka keeps it in shuttingDownBrokerIds until onBrokerFailure), "
+                     "so the model accepts an expansion there that 3.4+ rejects"),
     Rule("a follower whose LEO equals the leader's is never out of sync: it is not shrunk out of the ISR", "KAFKA-7152",
          "2.1.0", "2.1.0 and later (9a7f29c1ede; the 2.0 branch commit b8b83a72df5 is in no release)",
          f"2.1.0 {_C}Partition.scala getOutOfSyncReplicas (r.logEndOffset != leaderReplica.logEndOffset && ...); "
