@@ -44,8 +44,8 @@ ZooKeeper controller's AlterIsr: ShrinkIsr / ExpandIsr, LoseAlterPartitionRespon
 ``alter_losses`` as above. Their control plane (``spec.kafka.controllers.AlterIsrController``) runs
 ``_alter_leader_actions`` and delivers with ``_process_alter_isr`` and ``_receive_alter_isr_response`` where the
 ZooKeeper controller and its leader differ (the zkVersion as the version, STALE_BROKER_EPOCH, an already-written proposal
-answered with the current state, no LeaderAndIsr after a write, INELIGIBLE_REPLICA only from 3.4.0: kafka-14140); the rest of their control plane
-is ZooKeeper's (``spec.kafka.actions_control``). The KRaft rows' plane is ``KRaftController``.
+answered with the current state, no LeaderAndIsr after a write, INELIGIBLE_REPLICA only from 3.4.0: kafka-14140); the
+rest of their control plane is ZooKeeper's (``spec.kafka.actions_control``). The KRaft rows' plane is ``KRaftController``.
 
 Faults: Crash keeps the log (a process crash: the page cache survives); UncleanShutdown(broker, keep) loses
 the log beyond ``keep`` records (bound ``unclean_shutdowns``): Kafka leaves flushing to the OS, so any
