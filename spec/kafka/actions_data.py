@@ -231,7 +231,7 @@ class DataPlaneActions:
             response = FetchResponse.new(src=i, dst=f, epoch=m.epoch, offset=m.offset,
                                      error=OFFSET_OUT_OF_RANGE, records=(), hw=leo, diverging_epoch=UNDEFINED,
                                      diverging_offset=UNDEFINED)
-            return with_network(s, add_messages(network, response))
+            return self._answered_out_of_range(s, i, leader, f, network, response)
         if diverging is not None:
             response = FetchResponse.new(src=i, dst=f, epoch=m.epoch, offset=m.offset, error=NONE, records=(),
                                      hw=leader.hw, diverging_epoch=diverging[0], diverging_offset=diverging[1])
@@ -246,7 +246,7 @@ class DataPlaneActions:
             response = FetchResponse.new(src=i, dst=f, epoch=m.epoch, offset=m.offset,
                                      error=OFFSET_OUT_OF_RANGE, records=(), hw=leo, diverging_epoch=UNDEFINED,
                                      diverging_offset=UNDEFINED)
-            return with_network(s, add_messages(network, response))
+            return self._answered_out_of_range(s, i, leader, f, network, response)
         leader = _fetched_by(leader, remote=replace_at(leader.remote, f, m.offset))
         if leader.remote_epochs and leader.remote_epochs[f] != m.broker_epoch and self.features.fetch_carries_broker_epoch:
             leader = _fetched_epoch_by(leader, remote_epochs=replace_at(leader.remote_epochs, f, m.broker_epoch))
@@ -254,6 +254,20 @@ class DataPlaneActions:
                                  records=leader.log[m.offset :], hw=leader.hw, diverging_epoch=UNDEFINED,
                                  diverging_offset=UNDEFINED)
         return with_broker(s, i, leader, network=add_messages(network, response))
+
+    def _answered_out_of_range(self, s: KafkaState, i: int, leader: Broker, f: int, network: tuple,
+                               response: FetchResponse) -> KafkaState:
+        """The leader answers OFFSET_OUT_OF_RANGE (the follower fetches beyond the leader's LEO). Before KAFKA-8400
+        (``kafka-8400`` off: 0.10.2 to 2.3.x) the errored read still reset the follower's LEO on the leader to
+        unknown: 0.10.2.0 to 2.3.0 ``ReplicaManager.readFromLocalLog`` maps OffsetOutOfRangeException (with
+        NotLeaderForPartition, UnknownTopicOrPartition, ReplicaNotAvailable) to ``LogReadResult(FetchDataInfo(
+        LogOffsetMetadata.UnknownOffsetMetadata, ...))``, which ``updateFollowerLogReadResults`` hands to
+        ``Partition.updateReplicaLogReadResult`` (``Replica.updateLogReadResult``: the LEO becomes unknown). 2.4.0
+        ``updateFollowerFetchState`` skips a result with an error."""
+        if not self.features.kafka_8400 and leader.remote[f] != -1:
+            leader = _fetched_by(leader, remote=replace_at(leader.remote, f, -1))
+            return with_broker(s, i, leader, network=add_messages(network, response))
+        return with_network(s, add_messages(network, response))
 
     def _serve_offsets_state(self, s: KafkaState, m: OffsetsRequest) -> KafkaState:
         """ServeOffsetsForLeaderEpoch: 0.11 answers an end offset (``LeaderEpochFileCache.endOffsetFor``),

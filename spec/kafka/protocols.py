@@ -173,8 +173,8 @@ FLAGS: dict[str, str] = {
     "fenced-removes-partition": "2.1.0: FENCED_LEADER_EPOCH removes the partition from the fetcher until the next "
                                 "LeaderAndIsr",
     "kafka-7786-fix": "KAFKA-7786: ignore an OffsetsForLeaderEpoch answer if the partition's epoch changed meanwhile",
-    "kafka-8400": "KAFKA-8400: an errored follower fetch (e.g. FENCED_LEADER_EPOCH) no longer resets the follower's "
-                  "LEO on the leader to unknown (2.1.0 to 2.3.x did)",
+    "kafka-8400": "KAFKA-8400: an errored follower fetch (OFFSET_OUT_OF_RANGE, FENCED_LEADER_EPOCH) no longer resets "
+                  "the follower's LEO on the leader to unknown (0.10.2 to 2.3.x did)",
     "truncation-lowers-hw": "2.4.0 (the HW moved into Log): a truncation below the HW lowers it to the new LEO; "
                             "0.10.2 to 2.3.x leave a follower's HW above its LEO until its next fetch answer",
     "reject-stale-broker-epoch": "KIP-380: a broker rejects control requests for an older broker epoch (STALE_BROKER_EPOCH)",

@@ -129,15 +129,19 @@ RULES: tuple[Rule, ...] = (
          abstraction="the HW checkpoint rewritten by a stale first LeaderAndIsr (KAFKA-7235's third motivation) needs "
                      "a second partition and is not modelled; a newer broker epoch is accepted (KAFKA-9839, 2.5.1/2.6.0: "
                      "before it the request failed with IllegalStateException; the model never stamps a newer epoch)"),
-    Rule("a follower fetch the leader answers with an error (FENCED_LEADER_EPOCH, UNKNOWN_LEADER_EPOCH) leaves the "
-         "follower's LEO on the leader alone; before, the errored read reset it to unknown", "KAFKA-8400", "2.4.0",
-         "2.4.0 and later (0e95c9f3a82; the 2.3 branch commit 404fab2641e is in no release tag); 2.1.0 to 2.3.x reset it",
-         f"2.2.0 {_S}ReplicaManager.scala readFromLocalLog (an error gives LogReadResult(FetchDataInfo("
-         "LogOffsetMetadata.UnknownOffsetMetadata, ...))), updateFollowerLogReadResults (updateReplicaLogReadResult on "
-         "any result); 2.4.0 the same method skips a result with an error",
-         "actions_data._serve_fetch_state", flag="kafka-8400",
-         abstraction="before 2.1.0 a leader answers no error in the model (no epoch in the fetch), so the flag acts from "
-                     "the 2.1.0 row; the 2.2.0 row stands for 2.2.x and 2.3.x (2.4.x to 2.7.x: --feature kafka-8400=on)"),
+    Rule("a follower fetch the leader answers with an error (OFFSET_OUT_OF_RANGE, and from 2.1.0 FENCED_LEADER_EPOCH, "
+         "UNKNOWN_LEADER_EPOCH) leaves the follower's LEO on the leader alone; before, the errored read reset it to "
+         "unknown", "KAFKA-8400", "2.4.0",
+         "2.4.0 and later (0e95c9f3a82; the 2.3 branch commit 404fab2641e is in no release tag); 0.10.2 to 2.3.x reset it",
+         f"0.10.2.0, 0.11.0.0, 1.1.0, 2.0.0, 2.2.0 and 2.3.0 {_S}ReplicaManager.scala readFromLocalLog "
+         "(OffsetOutOfRangeException, NotLeaderForPartitionException, ... give LogReadResult(FetchDataInfo("
+         "LogOffsetMetadata.UnknownOffsetMetadata, ...)); 2.1.0+ also the leader epoch errors), "
+         "updateFollowerLogReadResults (updateReplicaLogReadResult on any result); 2.4.0 updateFollowerFetchState "
+         "skips a result with an error",
+         "actions_data._serve_fetch_state, _answered_out_of_range", flag="kafka-8400",
+         abstraction="an errored read on a broker that does not lead (NOT_LEADER) resets its record too, which the model "
+                     "leaves: a broker that leads again is a new leader and resets every record itself (makeLeader); "
+                     "the 2.2.0 row stands for 2.2.x and 2.3.x (2.4.x to 2.7.x: --feature kafka-8400=on)"),
     Rule("a truncation below the HW lowers the HW to the new LEO; before, a follower's HW stayed above its LEO until "
          "its next fetch answer, and a follower becoming leader with such a HW restarted it from the log start",
          "-", "2.4.0", "2.4.0 and later (MINOR 7a7d4cb5819, which moved the HW into Log); 0.10.2 to 2.3.x leave it",
