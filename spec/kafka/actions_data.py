@@ -155,7 +155,28 @@ class DataPlaneActions:
             return
         if self.features.kafka_7128 and fetched < epoch_start(leader.cache, leader.epoch, len(leader.log)):
             return
+        if not self._fetch_being_answered(s.network, i, leader, f):
+            return
         add((self._expand[i][f], self._with_isr(s, i, leader, tuple(sorted(isr + (f,))))))
+
+    def _fetch_being_answered(self, network: tuple, i: int, leader: Broker, f: int) -> bool:
+        """ExpandIsr happens only as the leader records a fetch it accepted from the follower: 0.10.2.0
+        ``Partition.updateReplicaLogReadResult`` -> ``maybeExpandIsr``, 2.8.0 and 3.9.0 ``updateFollowerFetchState`` ->
+        ``maybeExpandIsr`` (``ReplicaManager.updateFollowerFetchState`` skips an errored read from 2.4.0; before, an
+        errored read records an unknown LEO, which no expansion passes). The model takes the expansion as its own step
+        while the answer of that fetch is on its way to the follower (the follower sends no other fetch meanwhile:
+        ``busy``): error-free, with records or (before KAFKA-13141's fix, which records nothing for it) a diverging
+        epoch, and (KIP-320, 2.1.0+) to a request of the leader's current epoch. So a leader re-elected in a new epoch
+        does not add a follower from the LEO it recorded in the previous one, nor one that crashed or stopped fetching
+        since (a crash drops the answers to it)."""
+        fencing = self.features.leader_epoch_fencing
+        records_diverging = not self.features.kafka_13141
+        for m in network:
+            if (m.kind == FETCH_RESPONSE and m.src == i and m.dst == f and m.error == NONE
+                    and (records_diverging or m.diverging_epoch == UNDEFINED)
+                    and (not fencing or m.epoch == leader.epoch)):
+                return True
+        return False
 
     @staticmethod
     def _with_isr(s: KafkaState, i: int, leader: Broker, isr: tuple[int, ...]) -> KafkaState:

@@ -200,11 +200,35 @@ RULES: tuple[Rule, ...] = (
          "4.1.0 core/.../server/AbstractFetcherThread.scala processFetchRequest "
          "(requested currentLeaderEpoch == currentFetchState.currentLeaderEpoch)", "actions_data._receive_fetch_state",
          flag="kafka-18991"),
+    Rule("a fetch answer appends only the batches whose partition leader epoch is at most the request's current "
+         "leader epoch: the answer's bytes are read from the leader's log when the response is sent, after the serving "
+         "step, and a broker that stopped leading, truncated and appended in between sends a later log",
+         "KAFKA-18723", "3.9.1", "3.9.1, 4.0.1 (backports), 4.1.0; not modelled (no flag)",
+         "4.1.0 core/.../server/AbstractFetcherThread.scala processFetchRequest (processPartitionData(..., "
+         "currentFetchState.currentLeaderEpoch, ...)); storage UnifiedLog analyzeAndValidateRecords "
+         "(hasHigherPartitionLeaderEpoch: skipRemainingBatches for the replication origin)",
+         "actions_data._serve_fetch_state (the records are copied at the serving step)",
+         abstraction="one-step serving: ServeFetch copies the records it answers with in the step that checks the "
+                     "request, so the race (a leader deposed, truncated and appending in a later epoch before its "
+                     "answer's bytes are read) cannot occur and the guard has nothing to act on; the stories it hides: "
+                     "a follower appending a batch of a leader epoch above its own from an answer of the old epoch "
+                     "(divergent logs below the HW on 3.9.0 and before, 4.0.0)"),
     # -- configuration and faults ---------------------------------------------------------------------------
     Rule("unclean leader election: a live replica outside the ISR may lead when no ISR member lives", "KIP-106 "
          "(default off from 0.11.0)", "0.10.2", "every release, as configured (unclean.leader.election.enable; the "
          "0.10.2 default was true)", f"0.10.2.2 {_K}PartitionLeaderSelector.scala OfflinePartitionLeaderSelector",
          "actions_control._controller_actions (UncleanLeaderElection)", flag="unclean"),
+    Rule("a crash closes the broker's connections: what it had sent and the peer had fully received is processed "
+         "(a fetch answer, an OffsetsForLeaderEpoch answer, a Fetch request); what was cut off is lost", "-", "0.10.2",
+         "every release", f"0.10.2.2 and 3.9.0-rc3 {_S}AbstractFetcherThread.scala processFetchRequest (a response "
+         "read in full is processed, a disconnect is an error retried after the back-off); clients NetworkClient "
+         "(completed receives before disconnections)",
+         "actions_control._crash_state, actions_kraft._kraft_crash (every message from or to the broker is dropped)",
+         abstraction="every message from a crashing broker is dropped with its connections: the answers and requests "
+                     "a peer had fully received are lost too, so the model misses the stories where a follower applies "
+                     "a dead leader's last fetch answer, or a leader serves (and, KRaft, records with the old broker "
+                     "epoch: KIP-903) a fetch of an incarnation that is gone; it adds no behaviour. Keeping them would "
+                     "need a crash that keeps or drops each one (a choice per message), multiplying every crash cell"),
     Rule("a crash loses the unflushed tail of the log", "-", "0.10.2", "every release (a fault, not a rule)",
          "core/src/main/scala/kafka/log/Log.scala recovery (the unflushed suffix is gone after a power loss)",
          "actions_control._crash_state (CrashLosingTail)", flag="lossy-crash"),
@@ -271,6 +295,19 @@ RULES: tuple[Rule, ...] = (
     Rule("a follower's HW is min(leader HW, its LEO) after each fetch (it may go down)", "-", "0.10.2", "every release",
          f"0.10.2.2 {_S}ReplicaFetcherThread.scala processPartitionData; 2.8.0 Log.updateHighWatermark",
          "actions_data._receive_fetch_state"),
+    Rule("the leader recomputes its HW when an AlterIsr shrink commits (before, 2.7.0 to 3.0.x, only at its next "
+         "append or follower fetch: a committed shrink left the HW where it was)", "KAFKA-13091", "3.1.0",
+         "3.1.0 and later (26ee78f3923; 2.7.x, 2.8.x and 3.0.x do not); liveness only, not modelled (no flag)",
+         f"2.8.0 and 3.0.0 {_C}Partition.scala handleAlterIsrResponse (isrState = committed state, no "
+         "maybeIncrementLeaderHW); 3.1.0 the same method (maybeIncrementLeaderHW after the shrink, "
+         "tryCompleteDelayedRequests)",
+         "actions_data._advance_hw_action (AdvanceHighWatermark, its own step)",
+         abstraction="AdvanceHighWatermark is enabled whenever the ISR allows a higher HW, so a HW that 2.7 to 3.0 "
+                     "leave behind after a committed shrink (until the next produce or follower fetch: with acks=all "
+                     "and no other traffic the producer times out, KAFKA-13091) cannot be shown; the rows it concerns "
+                     "are 2.8.0, 2.8.1 (as 3.0.x) and 2.2.0 with alter-isr on (2.7.x). Showing it needs the events "
+                     "that call maybeIncrementLeaderHW as state and a liveness property 'the HW eventually advances' "
+                     "under fairness of the leader's own steps"),
     Rule("the leader's HW is the least LEO over its ISR", "-", "0.10.2", "every release",
          f"0.10.2.2 {_C}Partition.scala maybeIncrementLeaderHW", "actions_data._advance_hw_action",
          abstraction="Kafka also counts followers outside the ISR that caught up within replica.lag.time.max.ms; that "
@@ -283,6 +320,20 @@ RULES: tuple[Rule, ...] = (
          "shrinkIsrWithZk (useAlterIsr false)",
          "actions_data._leader_actions", abstraction="time is abstracted: a follower may be shrunk at any moment "
          "(from 2.1.0 one whose LEO is the leader's never is: kafka-7152)"),
+    Rule("the leader expands the ISR only as it records a fetch it accepted from the follower (maybeExpandIsr is called "
+         "from the fetch path alone; an errored read is skipped from 2.4.0, and before it records an unknown LEO)", "-",
+         "0.10.2", "every release",
+         f"0.10.2.0 {_C}Partition.scala updateReplicaLogReadResult -> maybeExpandIsr; 2.8.0 and 3.9.0-rc3 "
+         f"updateFollowerFetchState -> maybeExpandIsr; 2.8.0 {_S}ReplicaManager.scala updateFollowerFetchState (readResult"
+         ".error != Errors.NONE: skipped)", "actions_data._fetch_being_answered (ZooKeeper rows: _isr_change_action, "
+         "actions_kraft._isr_change_request_action)",
+         abstraction="the expansion is its own step, enabled while the answer of that fetch is on its way to the "
+                     "follower (error-free; before 2.1.0 the answer carries no leader epoch, so one served before the "
+                     "same leader's re-election in a new epoch still counts); an AlterIsr answered between the fetch "
+                     "and the expansion lets it through where Kafka waits for the next fetch; the KRaft rows still "
+                     "expand from the LEO the leader last recorded, whenever recorded: KIP-903's story (a fetch of the "
+                     "old incarnation recorded after its restart) rests on it, and the model drops a crashed broker's "
+                     "requests on the wire, which Kafka serves when fully received"),
     Rule("ZooKeeper mode: the leader changes the ISR by AlterIsr to the controller instead of writing ZooKeeper; one in "
          "flight, meanwhile the maximal ISR (an expansion counts the new member at once, a shrink drops the member only "
          "once committed) for the HW; the controller answers STALE_BROKER_EPOCH (top level), FENCED_LEADER_EPOCH for an "
