@@ -20,7 +20,7 @@ from spec.kafka.state import (
     STALE_BROKER_EPOCH,
     STOP_REPLICA,
 )
-from tests.kafka_steps import deliver, fetch, model
+from tests.kafka_steps import deliver, fetch, model, offsets_round
 
 SHRINK = ("ShrinkIsr", {"leader": 0, "follower": 1})
 EXPAND = ("ExpandIsr", {"leader": 0, "follower": 1})
@@ -244,3 +244,29 @@ def test_kafka_14140_a_member_in_controlled_shutdown_is_ineligible_once_the_cont
         (answer,) = _messages(run_scenario(model(protocol, "records=1", "alters=2", "shutdowns=1"), steps)[-1],
                               ALTER_PARTITION_RESPONSE)
         assert answer.error == error, (protocol, steps[-2])
+
+
+@pytest.mark.parametrize("protocol", ["2.2.0", "2.8.1", "3.9.1"])
+def test_the_leader_expands_the_isr_only_as_it_records_an_accepted_fetch(protocol):
+    """2.2.0 / 2.8.0 / 3.9.0 ``Partition.updateFollowerFetchState`` (0.10.2 ``updateReplicaLogReadResult``) is the
+    only caller of ``maybeExpandIsr``. Broker 1 is shrunk out and fetches m1 (the leader records LEO 1, which passes
+    the HW and, KAFKA-7128, the start offset 1 of epoch 1; the leader does not expand then); leader 0 is re-elected
+    in epoch 1 (it keeps broker 1's recorded LEO: makeLeader of a leader that was one). Until broker 1 fetches in
+    epoch 1 the leader does not add it: not from the LEO of epoch 0, not on the FENCED_LEADER_EPOCH answer to its
+    fetch of epoch 0; the accepted fetch of epoch 1 does. (Before this model change ExpandIsr was enabled right after
+    the re-election.)"""
+    m = model(protocol, "records=1", "bumps=1", "alters=2")
+    shrink = [SHRINK, PROCESS, RECEIVE] if resolve(protocol).alter_isr else [SHRINK]
+    rebuilt = run_scenario(m, [("Produce", {"leader": 0}), *shrink, *fetch(1, 0), *fetch(1, 0),
+                               ("BumpLeaderEpoch", {"leader": 0}), deliver(0, 1)])[-1]
+    leader = rebuilt.brokers[0]
+    assert (leader.epoch, leader.isr, leader.remote[1], leader.hw) == (1, (0,), 1, 0), "the record of epoch 0 is kept"
+    assert "ExpandIsr" not in _enabled(m, rebuilt)
+    fenced = run_scenario(m, [("SendFetch", {"follower": 1, "leader": 0}),
+                              ("ServeFetch", {"leader": 0, "follower": 1})], rebuilt)[-1]
+    assert "ExpandIsr" not in _enabled(m, fenced), "the answer is FENCED_LEADER_EPOCH"
+    truncation = offsets_round(1, 0) if resolve(protocol).uses_offsets_request else []  # KIP-320: a new epoch
+    accepted = run_scenario(m, [("ReceiveFetch", {"follower": 1, "leader": 0}), deliver(1, 1), *truncation,
+                                ("SendFetch", {"follower": 1, "leader": 0}),
+                                ("ServeFetch", {"leader": 0, "follower": 1}), EXPAND], fenced)[-1]
+    assert accepted.brokers[0].isr == (0, 1)
