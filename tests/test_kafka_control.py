@@ -264,7 +264,9 @@ def test_liveness_is_not_in_the_default_invariants(capsys) -> None:
 # -- pinned counts and symmetry -------------------------------------------------------------------------
 # protocol -> (distinct states, states generated, depth) at records=1, epochs=1, crashes=0, bumps=1, bounces=1
 # (truncate-on-fetch, now 3.9.1 with alter-isr, was (9781, 27724, 23) when its leader wrote the ISR to ZooKeeper)
-PINNED = {"kip-320": (13289, 38010, 25), "kip-380": (11477, 32197, 27), "truncate-on-fetch": (67117, 218562, 31)}
+# (kip-320 (13289, 38010, 25), kip-380 (11477, 32197, 27), truncate-on-fetch (67117, 218562, 31) before ExpandIsr waited
+# for the answer of the fetch it records: maybeExpandIsr runs in the fetch path only)
+PINNED = {"kip-320": (12933, 35960, 25), "kip-380": (10624, 29003, 27), "truncate-on-fetch": (64937, 210849, 31)}
 
 
 @pytest.mark.parametrize("protocol", sorted(PINNED))
@@ -315,7 +317,7 @@ def test_kafka10706_epoch_registered_as_leader_outlives_truncation(fix: str) -> 
     assert last.brokers[1].cache == ((0, 0),) and all(replica_sanity(s) for s in states)
 
 
-@pytest.mark.parametrize("fix, verdict, states", [("off", "violated", 3545), ("on", "holds", 24650)])
+@pytest.mark.parametrize("fix, verdict, states", [("off", "violated", 3501), ("on", "holds", 22662)])
 def test_kafka7786_fix_alone_on_the_same_configuration(fix: str, verdict: str, states: int) -> None:
     """Epoch bumps only (no bounce, shutdown or crash): kip-320 stalls in the seed's story, in 9 steps
     (leadership moves to 1, then a bump with the same leader overtakes 0's OffsetsForLeaderEpoch),
