@@ -331,9 +331,11 @@ RULES: tuple[Rule, ...] = (
                      "follower (error-free; before 2.1.0 the answer carries no leader epoch, so one served before the "
                      "same leader's re-election in a new epoch still counts); an AlterIsr answered between the fetch "
                      "and the expansion lets it through where Kafka waits for the next fetch; the KRaft rows still "
-                     "expand from the LEO the leader last recorded, whenever recorded: KIP-903's story (a fetch of the "
-                     "old incarnation recorded after its restart) rests on it, and the model drops a crashed broker's "
-                     "requests on the wire, which Kafka serves when fully received"),
+                     "expand from the LEO the leader last recorded, whenever recorded: the stories "
+                     "kip-841-fenced-replica-rejoins-the-isr and kip-903-stale-fetch-state-rejoins-the-isr take the "
+                     "expansion after the follower's unclean shutdown or restart (in Kafka: an expansion decided at a "
+                     "fetch before it, or a fetch of the old incarnation served after it, which the model's crash "
+                     "drops from the wire)"),
     Rule("ZooKeeper mode: the leader changes the ISR by AlterIsr to the controller instead of writing ZooKeeper; one in "
          "flight, meanwhile the maximal ISR (an expansion counts the new member at once, a shrink drops the member only "
          "once committed) for the HW; the controller answers STALE_BROKER_EPOCH (top level), FENCED_LEADER_EPOCH for an "
