@@ -46,7 +46,7 @@ def test_finds_a_known_violation_whose_trace_replays(bounds, protocol, invariant
     assert bfs.violations[0].length <= violation.length
 
 
-@pytest.mark.parametrize("symmetry, counts", [(False, (5159, 14664)), (True, (4969, 14352))])
+@pytest.mark.parametrize("symmetry, counts", [(False, (3835, 10977)), (True, (3743, 10846))])
 def test_exhausts_a_space_that_holds_with_the_breadth_first_counts(symmetry, counts):
     _, directed = _run(*HOLDS, ["acknowledged-durable", "committed-durable"], symmetry=symmetry)
     _, bfs = _run(*HOLDS, ["acknowledged-durable", "committed-durable"], engine="bfs", symmetry=symmetry)

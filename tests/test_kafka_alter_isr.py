@@ -20,7 +20,7 @@ from spec.kafka.state import (
     STALE_BROKER_EPOCH,
     STOP_REPLICA,
 )
-from tests.kafka_steps import deliver, fetch, model
+from tests.kafka_steps import deliver, fetch, model, offsets_round
 
 SHRINK = ("ShrinkIsr", {"leader": 0, "follower": 1})
 EXPAND = ("ExpandIsr", {"leader": 0, "follower": 1})
@@ -194,9 +194,80 @@ def test_the_alters_bound_counts_alter_isr_requests():
 
 def test_alter_isr_off_is_the_direct_zookeeper_write_of_before():
     """``--feature alter-isr=off`` on 2.8.0 (2.8 at an inter-broker protocol below 2.7-IV2) is the model before this
-    change, state for state: the count 2.8.0 had pinned when its leader wrote the ISR itself."""
+    change, state for state: the count 2.8.0 had pinned when its leader wrote the ISR itself (3978, 11501, 26 before
+    ExpandIsr waited for the answer of the fetch it records, as the 2.2.0 row does)."""
     from checker.bfs import check
     from checker.search import SearchOptions
 
     result = check(model("2.8.0", "records=1", "epochs=1", "crashes=1", features=("alter-isr=off",)), SearchOptions())
-    assert (result.distinct_states, result.states_generated, result.depth) == (3978, 11501, 26)
+    assert (result.distinct_states, result.states_generated, result.depth) == (3201, 9243, 27)
+
+
+#: KAFKA-14140 (3.4.0, 163d00b3e61): a dead follower proposed into the ISR. Broker 1 is shrunk out, fetches again and
+#: leader 0 proposes it back (the fetch it serves records its LEO: maybeExpandIsr); broker 1 crashes and the controller
+#: processes its death before the AlterIsr (no new epoch: broker 1 is in no ISR the controller has)
+_BACK = [SHRINK, PROCESS, RECEIVE, ("SendFetch", {"follower": 1, "leader": 0}),
+         ("ServeFetch", {"leader": 0, "follower": 1}), EXPAND]
+_DEAD_FOLLOWER_EXPANDED = [*_BACK, ("Crash", {"broker": 1}), ("ProcessBrokerFailure", {"broker": 1}), PROCESS]
+
+
+@pytest.mark.parametrize("protocol, features, rejected", [
+    ("3.4.1", (), True), ("3.9.1", (), True), ("2.8.1", (), False), ("3.4.1", ("kafka-14140=off",), False)])
+def test_kafka_14140_the_controller_answers_ineligible_replica_for_a_dead_member_and_the_leader_reverts(
+        protocol, features, rejected):
+    """3.4.0 ``KafkaController.tryProcessAlterPartition``: ``newLeaderAndIsr.isr.toSet -- liveBrokerIds`` non-empty ->
+    INELIGIBLE_REPLICA (after the version check); ``Partition.handleAlterPartitionError``: INELIGIBLE_REPLICA resets
+    the partition state to the last committed one. 2.7 to 3.3 write the ISR with the dead broker in it."""
+    from spec.kafka.state import INELIGIBLE_REPLICA
+
+    m = model(protocol, "records=1", "alters=2", features=features)
+    processed = run_scenario(m, _DEAD_FOLLOWER_EXPANDED)[-1]
+    (answer,) = _messages(processed, ALTER_PARTITION_RESPONSE)
+    if not rejected:
+        assert answer.error == NONE and processed.controller.isr == (0, 1), "2.7-3.3: a dead broker written to the ISR"
+        return
+    assert answer.error == INELIGIBLE_REPLICA and processed.controller.isr == (0,)
+    leader = run_scenario(m, [RECEIVE], processed)[-1].brokers[0]
+    assert (leader.isr, leader.alter_pending) == ((0,), False), "reverted to the committed ISR"
+
+
+def test_kafka_14140_a_member_in_controlled_shutdown_is_ineligible_once_the_controller_processed_it():
+    """3.4.0 ``ControllerContext.liveBrokerIds`` excludes ``shuttingDownBrokerIds``, which ``doControlledShutdown`` adds
+    to. Broker 1 (out of the ISR, proposed back) asks to shut down and the controller processes it (a StopReplica)
+    before the AlterIsr: INELIGIBLE_REPLICA on 3.4.1, written on 2.8.1. Before the controller processed the request
+    broker 1 is still live for it."""
+    from spec.kafka.state import INELIGIBLE_REPLICA
+
+    shutdown = [("ControlledShutdown", {"broker": 1}), ("ProcessControlledShutdown", {"broker": 1, "leader": 0})]
+    for protocol, steps, error in (("3.4.1", [*_BACK, *shutdown, PROCESS], INELIGIBLE_REPLICA),
+                                   ("2.8.1", [*_BACK, *shutdown, PROCESS], NONE),
+                                   ("3.4.1", [*_BACK, shutdown[0], PROCESS], NONE)):
+        (answer,) = _messages(run_scenario(model(protocol, "records=1", "alters=2", "shutdowns=1"), steps)[-1],
+                              ALTER_PARTITION_RESPONSE)
+        assert answer.error == error, (protocol, steps[-2])
+
+
+@pytest.mark.parametrize("protocol", ["2.2.0", "2.8.1", "3.9.1"])
+def test_the_leader_expands_the_isr_only_as_it_records_an_accepted_fetch(protocol):
+    """2.2.0 / 2.8.0 / 3.9.0 ``Partition.updateFollowerFetchState`` (0.10.2 ``updateReplicaLogReadResult``) is the
+    only caller of ``maybeExpandIsr``. Broker 1 is shrunk out and fetches m1 (the leader records LEO 1, which passes
+    the HW and, KAFKA-7128, the start offset 1 of epoch 1; the leader does not expand then); leader 0 is re-elected
+    in epoch 1 (it keeps broker 1's recorded LEO: makeLeader of a leader that was one). Until broker 1 fetches in
+    epoch 1 the leader does not add it: not from the LEO of epoch 0, not on the FENCED_LEADER_EPOCH answer to its
+    fetch of epoch 0; the accepted fetch of epoch 1 does. (Before this model change ExpandIsr was enabled right after
+    the re-election.)"""
+    m = model(protocol, "records=1", "bumps=1", "alters=2")
+    shrink = [SHRINK, PROCESS, RECEIVE] if resolve(protocol).alter_isr else [SHRINK]
+    rebuilt = run_scenario(m, [("Produce", {"leader": 0}), *shrink, *fetch(1, 0), *fetch(1, 0),
+                               ("BumpLeaderEpoch", {"leader": 0}), deliver(0, 1)])[-1]
+    leader = rebuilt.brokers[0]
+    assert (leader.epoch, leader.isr, leader.remote[1], leader.hw) == (1, (0,), 1, 0), "the record of epoch 0 is kept"
+    assert "ExpandIsr" not in _enabled(m, rebuilt)
+    fenced = run_scenario(m, [("SendFetch", {"follower": 1, "leader": 0}),
+                              ("ServeFetch", {"leader": 0, "follower": 1})], rebuilt)[-1]
+    assert "ExpandIsr" not in _enabled(m, fenced), "the answer is FENCED_LEADER_EPOCH"
+    truncation = offsets_round(1, 0) if resolve(protocol).uses_offsets_request else []  # KIP-320: a new epoch
+    accepted = run_scenario(m, [("ReceiveFetch", {"follower": 1, "leader": 0}), deliver(1, 1), *truncation,
+                                ("SendFetch", {"follower": 1, "leader": 0}),
+                                ("ServeFetch", {"leader": 0, "follower": 1}), EXPAND], fenced)[-1]
+    assert accepted.brokers[0].isr == (0, 1)

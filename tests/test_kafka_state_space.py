@@ -22,19 +22,24 @@ SMALL_B = ("records=2", "epochs=1", "crashes=0")
 # model (each change explained in its commit): the controller now processes a broker's death (an epoch bump),
 # Restart waits for it, OffsetsForLeaderEpoch errors are retried, the ghosts ``reconciled`` and ``idle_cause``
 # tell log-matching pairs and stall causes apart, and truncation on fetch takes two steps.
+# ExpandIsr waits for the answer of the fetch it records (maybeExpandIsr's only caller is the fetch path): SMALL_A was
+# 3764 (0.10.2), 4720 (0.11.0, 2.0.0), 4755 (2.0.1), 4851 (2.1.0, 2.2.0), 16686 (2.8.0), 16352 (2.8.1, 3.9.1)
+# distinct states; SMALL_B kept its distinct states and generated fewer (14285, 15684, 15874, 15165, 142629, 134125,
+# 134224);
+# 3.9.1 with kafka-14140 (INELIGIBLE_REPLICA for a dead member) is no longer 2.8.1's
 PINNED = {
-    "0.10.2": {SMALL_A: (3764, 11528, 26), SMALL_B: (4734, 14285, 24)},
-    "0.11.0": {SMALL_A: (4720, 14413, 31), SMALL_B: (5224, 15684, 27)},
-    "2.0.0": {SMALL_A: (4720, 14413, 31), SMALL_B: (5224, 15684, 27)},
-    "2.0.1": {SMALL_A: (4755, 14552, 31), SMALL_B: (5288, 15874, 27)},
-    "2.1.0": {SMALL_A: (4851, 13946, 30), SMALL_B: (5342, 15165, 27)},
-    "2.2.0": {SMALL_A: (4851, 13946, 30), SMALL_B: (5342, 15165, 27)},
+    "0.10.2": {SMALL_A: (2913, 8948, 26), SMALL_B: (4734, 13603, 24)},
+    "0.11.0": {SMALL_A: (3331, 10202, 30), SMALL_B: (5224, 15068, 27)},
+    "2.0.0": {SMALL_A: (3331, 10202, 30), SMALL_B: (5224, 15068, 27)},
+    "2.0.1": {SMALL_A: (3421, 10467, 30), SMALL_B: (5288, 15258, 27)},
+    "2.1.0": {SMALL_A: (3623, 10492, 30), SMALL_B: (5342, 14549, 27)},
+    "2.2.0": {SMALL_A: (3623, 10492, 30), SMALL_B: (5342, 14549, 27)},
     # alter-isr (2.7.0's AlterIsr, issue 27): the 2.8.0+ rows change the ISR by a request to the controller, at most
     # ``alters`` (2) of them, with the pending maximal ISR and the zkVersion in the state: about 4 and 8 times the
     # states of the direct ZooKeeper write (3978 / 5090, 3927 / 4954, 3927 / 4944 before)
-    "2.8.0": {SMALL_A: (16686, 60772, 32), SMALL_B: (42997, 142629, 32)},
-    "2.8.1": {SMALL_A: (16352, 59836, 32), SMALL_B: (40593, 134125, 33)},
-    "3.9.1": {SMALL_A: (16352, 59836, 32), SMALL_B: (40620, 134224, 33)},
+    "2.8.0": {SMALL_A: (16190, 59252, 32), SMALL_B: (42997, 141832, 32)},
+    "2.8.1": {SMALL_A: (15856, 58367, 32), SMALL_B: (40593, 133509, 33)},
+    "3.9.1": {SMALL_A: (15320, 56646, 32), SMALL_B: (40620, 133608, 33)},
 }
 
 
@@ -100,8 +105,9 @@ def test_matrix_cells() -> None:
             "kraft-3.3", "kraft-3.5", "kraft-4.1", "2.8.0,kafka-9654=off", "3.9.1,unclean=on")
     assert [(c.protocol, c.invariant) for c in cells] == [(p, i) for p in rows for i in ("log-matching", "committed-durable")]
     by_key = {(c.protocol, c.invariant): c for c in cells}
-    assert (by_key["0.10.2", "committed-durable"].verdict, by_key["0.10.2", "committed-durable"].length) == ("violated", 15)
-    assert by_key["0.10.2", "committed-durable"].story.startswith("KIP-101")
+    # at one epoch KIP-101's first scenario no longer fits: the restarted follower must fetch its way back into the ISR
+    # (the leader adds a follower only as it records its fetch), which takes the second epoch (23 steps at epochs=2)
+    assert by_key["0.10.2", "committed-durable"].verdict == "holds"
     assert by_key["3.9.1", "log-matching"].verdict == "holds"
     for cell in cells:
         assert (cell.length is None) == (cell.verdict != "violated")
@@ -117,12 +123,14 @@ def test_matrix_cells() -> None:
 
 
 def test_matrix_json_command(capsys) -> None:
-    code = main(["matrix", "--json", "--const", "records=1", "--const", "epochs=1",
-                 "--protocol", "hw-truncation", "--protocol", "truncate-on-fetch", "--invariant", "committed-durable",
+    # two epochs: KIP-101's first scenario needs the restarted follower to fetch its way back into the ISR (the leader
+    # adds a follower only as it records its fetch) before the election that loses m1
+    code = main(["matrix", "--json", "--const", "records=1", "--const", "epochs=2",
+                 "--protocol", "hw-truncation", "--protocol", "kip-320", "--invariant", "committed-durable",
                  "--uniform-bounds"])
     assert code == 0
     rows = json.loads(capsys.readouterr().out)
-    assert [r["protocol"] for r in rows] == ["hw-truncation", "truncate-on-fetch"]
+    assert [r["protocol"] for r in rows] == ["hw-truncation", "kip-320"]
     for row in rows:
         assert {"protocol", "invariant", "verdict", "distinct_states", "depth", "length"} <= set(row)
     assert rows[0]["verdict"] == "violated" and rows[0]["length"] > 0

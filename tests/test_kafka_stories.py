@@ -142,6 +142,9 @@ NO_STORY = {
                  "and each of its rules on 2.2.0 and 2.8.0+ in tests/test_kafka_alter_isr.py",
     "kafka-15021": "changes how epochs move (an ISR shrink keeps the leader epoch), not whether a story breaks: the "
                    "KRaft stories replay with it (kraft-4.1) and without it (kraft-3.3, kraft-3.5)",
+    "kafka-14140": "a dead or shutting-down member proposed into the ISR is answered INELIGIBLE_REPLICA and the leader "
+                   "reverts (3.4.1, 3.9.1) where 2.8.1 and the flag off write it: replayed in "
+                   "tests/test_kafka_alter_isr.py (no story file)",
     "kafka-15665": "changes when a reassignment completes (every target replica in the ISR, not only the adding ones), "
                    "not whether a story breaks: replayed on kraft-3.5 and kraft-4.1, the flag both ways, in "
                    "tests/test_kafka_reassignment.py",

@@ -158,7 +158,28 @@ class DataPlaneActions:
             return
         if self.features.kafka_7128 and fetched < epoch_start(leader.cache, leader.epoch, len(leader.log)):
             return
+        if not self._fetch_being_answered(s.network, i, leader, f):
+            return
         add((self._expand[i][f], self._with_isr(s, i, leader, tuple(sorted(isr + (f,))))))
+
+    def _fetch_being_answered(self, network: tuple, i: int, leader: Broker, f: int) -> bool:
+        """ExpandIsr happens only as the leader records a fetch it accepted from the follower: 0.10.2.0
+        ``Partition.updateReplicaLogReadResult`` -> ``maybeExpandIsr``, 2.8.0 and 3.9.0 ``updateFollowerFetchState`` ->
+        ``maybeExpandIsr`` (``ReplicaManager.updateFollowerFetchState`` skips an errored read from 2.4.0; before, an
+        errored read records an unknown LEO, which no expansion passes). The model takes the expansion as its own step
+        while the answer of that fetch is on its way to the follower (the follower sends no other fetch meanwhile:
+        ``busy``): error-free, with records or (before KAFKA-13141's fix, which records nothing for it) a diverging
+        epoch, and (KIP-320, 2.1.0+) to a request of the leader's current epoch. So a leader re-elected in a new epoch
+        does not add a follower from the LEO it recorded in the previous one, nor one that crashed or stopped fetching
+        since (a crash drops the answers to it)."""
+        fencing = self.features.leader_epoch_fencing
+        records_diverging = not self.features.kafka_13141
+        for m in network:
+            if (m.kind == FETCH_RESPONSE and m.src == i and m.dst == f and m.error == NONE
+                    and (records_diverging or m.diverging_epoch == UNDEFINED)
+                    and (not fencing or m.epoch == leader.epoch)):
+                return True
+        return False
 
     @staticmethod
     def _with_isr(s: KafkaState, i: int, leader: Broker, isr: tuple[int, ...]) -> KafkaState:
@@ -234,7 +255,7 @@ class DataPlaneActions:
             response = FetchResponse.new(src=i, dst=f, epoch=m.epoch, offset=m.offset,
                                      error=OFFSET_OUT_OF_RANGE, records=(), hw=leo, diverging_epoch=UNDEFINED,
                                      diverging_offset=UNDEFINED)
-            return with_network(s, add_messages(network, response))
+            return self._answered_out_of_range(s, i, leader, f, network, response)
         if diverging is not None:
             response = FetchResponse.new(src=i, dst=f, epoch=m.epoch, offset=m.offset, error=NONE, records=(),
                                      hw=leader.hw, diverging_epoch=diverging[0], diverging_offset=diverging[1])
@@ -249,7 +270,7 @@ class DataPlaneActions:
             response = FetchResponse.new(src=i, dst=f, epoch=m.epoch, offset=m.offset,
                                      error=OFFSET_OUT_OF_RANGE, records=(), hw=leo, diverging_epoch=UNDEFINED,
                                      diverging_offset=UNDEFINED)
-            return with_network(s, add_messages(network, response))
+            return self._answered_out_of_range(s, i, leader, f, network, response)
         leader = _fetched_by(leader, remote=replace_at(leader.remote, f, m.offset))
         if leader.remote_epochs and leader.remote_epochs[f] != m.broker_epoch and self.features.fetch_carries_broker_epoch:
             leader = _fetched_epoch_by(leader, remote_epochs=replace_at(leader.remote_epochs, f, m.broker_epoch))
@@ -257,6 +278,20 @@ class DataPlaneActions:
                                  records=leader.log[m.offset :], hw=leader.hw, diverging_epoch=UNDEFINED,
                                  diverging_offset=UNDEFINED)
         return with_broker(s, i, leader, network=add_messages(network, response))
+
+    def _answered_out_of_range(self, s: KafkaState, i: int, leader: Broker, f: int, network: tuple,
+                               response: FetchResponse) -> KafkaState:
+        """The leader answers OFFSET_OUT_OF_RANGE (the follower fetches beyond the leader's LEO). Before KAFKA-8400
+        (``kafka-8400`` off: 0.10.2 to 2.3.x) the errored read still reset the follower's LEO on the leader to
+        unknown: 0.10.2.0 to 2.3.0 ``ReplicaManager.readFromLocalLog`` maps OffsetOutOfRangeException (with
+        NotLeaderForPartition, UnknownTopicOrPartition, ReplicaNotAvailable) to ``LogReadResult(FetchDataInfo(
+        LogOffsetMetadata.UnknownOffsetMetadata, ...))``, which ``updateFollowerLogReadResults`` hands to
+        ``Partition.updateReplicaLogReadResult`` (``Replica.updateLogReadResult``: the LEO becomes unknown). 2.4.0
+        ``updateFollowerFetchState`` skips a result with an error."""
+        if not self.features.kafka_8400 and leader.remote[f] != -1:
+            leader = _fetched_by(leader, remote=replace_at(leader.remote, f, -1))
+            return with_broker(s, i, leader, network=add_messages(network, response))
+        return with_network(s, add_messages(network, response))
 
     def _serve_offsets_state(self, s: KafkaState, m: OffsetsRequest) -> KafkaState:
         """ServeOffsetsForLeaderEpoch: 0.11 answers an end offset (``LeaderEpochFileCache.endOffsetFor``),

@@ -44,8 +44,8 @@ ZooKeeper controller's AlterIsr: ShrinkIsr / ExpandIsr, LoseAlterPartitionRespon
 ``alter_losses`` as above. Their control plane (``spec.kafka.controllers.AlterIsrController``) runs
 ``_alter_leader_actions`` and delivers with ``_process_alter_isr`` and ``_receive_alter_isr_response`` where the
 ZooKeeper controller and its leader differ (the zkVersion as the version, STALE_BROKER_EPOCH, an already-written proposal
-answered with the current state, no LeaderAndIsr after a write, no INELIGIBLE_REPLICA); the rest of their control plane
-is ZooKeeper's (``spec.kafka.actions_control``). The KRaft rows' plane is ``KRaftController``.
+answered with the current state, no LeaderAndIsr after a write, INELIGIBLE_REPLICA only from 3.4.0: kafka-14140); the
+rest of their control plane is ZooKeeper's (``spec.kafka.actions_control``). The KRaft rows' plane is ``KRaftController``.
 
 Faults: Crash keeps the log (a process crash: the page cache survives); UncleanShutdown(broker, keep) loses
 the log beyond ``keep`` records (bound ``unclean_shutdowns``): Kafka leaves flushing to the OS, so any
@@ -86,6 +86,7 @@ from spec.kafka.log import UNDEFINED, epoch_start
 from spec.kafka.state import (
     ALTER_PARTITION,
     ALTER_PARTITION_RESPONSE,
+    CONTROLLED_SHUTDOWN,
     DEAD,
     FENCED_LEADER_EPOCH,
     IDLE_STOPPED,
@@ -451,6 +452,8 @@ class KRaftActions:
                 return
             if self.features.kraft and not self._eligible(s, leader, f):
                 return
+            if not self.features.kraft and not self._fetch_being_answered(s.network, i, leader, f):
+                return  # ZooKeeper rows: maybeExpandIsr runs as the leader records the follower's fetch
             proposed = maximal = tuple(sorted(isr + (f,)))
             act = self._expand[i][f]
         if self.features.zookeeper_alter_isr:
@@ -506,7 +509,10 @@ class KRaftActions:
         already the proposed one, whatever the version (``equalsIgnoreZk``; 3.3+ ``equalsAllowStalePartitionEpoch``,
         checked before the version: a request sent again after a lost answer is answered with the state it wrote);
         INVALID_UPDATE_VERSION for another zkVersion (2.7 to 3.2 the conditional ZooKeeper write,
-        ``zkClient.updateLeaderAndIsr`` -> ``badVersionUpdates``; 3.3+ checked before the write). Otherwise the ISR is
+        ``zkClient.updateLeaderAndIsr`` -> ``badVersionUpdates``; 3.3+ checked before the write); with ``kafka-14140``
+        (3.4.0 ``tryProcessAlterPartition``, commit 163d00b3e61: ``newLeaderAndIsr.isr.toSet --
+        controllerContext.liveBrokerIds``, checked last) INELIGIBLE_REPLICA if a member of the proposed ISR is not live
+        for the controller (``_zookeeper_live``: its death processed, or its controlled shutdown). Otherwise the ISR is
         written with the request's leader epoch (no new leader epoch: no epoch bound) and a new zkVersion, and answered
         with it; the controller then sends UpdateMetadata only (``sendUpdateMetadataRequest``), no LeaderAndIsr, so the
         leader learns the committed ISR from the answer alone. With ``alter_losses`` the answer may be lost after the
@@ -527,6 +533,8 @@ class KRaftActions:
             return
         elif m.partition_epoch != c.partition_epoch:
             error = INVALID_UPDATE_VERSION
+        elif self.features.kafka_14140 and not all(_zookeeper_live(s, r) for r in m.isr):
+            error = INELIGIBLE_REPLICA  # KAFKA-14140 (3.4.0): newLeaderAndIsr.isr.toSet -- liveBrokerIds
         else:
             error = NONE
         if error != NONE:
@@ -604,8 +612,11 @@ class KRaftActions:
         STALE_BROKER_EPOCH (top level) leaves the item queued: the proposal is sent again with the broker's current
         broker epoch. FENCED_LEADER_EPOCH and INVALID_UPDATE_VERSION give up: the ISR stays pending (no further ISR
         change) until the next LeaderAndIsr, which a FENCED_LEADER_EPOCH leader has coming (the controller's newer
-        epoch was sent to it). Unlike KRaft's leader, no error reverts to the committed ISR (INELIGIBLE_REPLICA is
-        3.4.0's in ZooKeeper mode, KAFKA-14140, not modelled)."""
+        epoch was sent to it). INELIGIBLE_REPLICA (``kafka-14140``, 3.4.0 ``handleAlterPartitionError``: "the request
+        was not applied") reverts to the last committed ISR, as KRaft's leader does; 2.7 to 3.3 never receive it.
+        The leader's own check (3.4.0 ``Partition.isReplicaIsrEligible``: ``zkMetadataCache.hasAliveBroker``) reads a
+        metadata cache that UpdateMetadata fills, which the model has no message for: the cache may lag the controller
+        at any step, so the leader may propose a member the controller rejects (what a lagging cache does)."""
         i = m.dst
         b = s.brokers[i]
         rest = s.with_(network=remove_message(s.network, m))
@@ -616,6 +627,8 @@ class KRaftActions:
         if m.error == NONE and m.new_epoch == b.epoch and m.new_partition_epoch > b.partition_epoch:
             b = b.with_(isr=m.isr, alter_pending=False, committed_isr=(), partition_epoch=m.new_partition_epoch)
             add((act, with_broker(rest, i, b)))
+        elif m.error == INELIGIBLE_REPLICA:
+            add((act, with_broker(rest, i, b.with_(isr=b.committed_isr, alter_pending=False, committed_isr=()))))
         elif m.error == STALE_BROKER_EPOCH:
             epochs = tuple([b.broker_epoch if r == i else UNDEFINED for r in range(self.n)])
             again = AlterPartition.new(src=i, dst=CONTROLLER, epoch=b.epoch, partition_epoch=b.partition_epoch,
@@ -819,6 +832,19 @@ class KRaftActions:
         request = LeaderAndIsr.new(dst=i, epoch=c.epoch, leader=c.leader, isr=c.isr, broker_epoch=reborn.broker_epoch,
                                    meant=reborn.incarnation, partition_epoch=c.partition_epoch, replicas=c.replicas)
         return s.with_(network=add_messages(s.network, request))
+
+
+def _zookeeper_live(s: KafkaState, r: int) -> bool:
+    """Whether the ZooKeeper controller counts broker ``r`` live (3.4.0 ``ControllerContext.liveBrokerIds``:
+    ``liveBrokerEpochs.keySet.diff(shuttingDownBrokerIds)``): its death not processed (``registered``), and not in
+    controlled shutdown: ``doControlledShutdown`` adds it to ``shuttingDownBrokerIds`` as the controller processes its
+    ControlledShutdown (its own request is then no longer in flight), ``onBrokerFailure`` removes it."""
+    if s.controller.registered[r] == DEAD:
+        return False
+    b = s.brokers[r]
+    if not b.alive or not b.stopping:
+        return True
+    return any(m.kind == CONTROLLED_SHUTDOWN and m.src == r and m.incarnation == b.incarnation for m in s.network)
 
 
 def _alter_in_flight(network: tuple, leader: int) -> bool:

@@ -54,6 +54,11 @@ with *another* leader, which it follows only after a LeaderAndIsr. What is dead,
 4. **KAFKA-7786's fix (2.1.1, 2.2.0): every OffsetsForLeaderEpoch answer whose request's leader epoch is not the
    follower's** (``AbstractFetcherThread.maybeTruncate`` ignores it), and every one that is a no-op now, by the
    argument of 3 (the OffsetsForLeaderEpoch answer is read against the same fields).
+6. **Not dead, on every ZooKeeper row: an error-free fetch answer whose leader still leads in the epoch it answered
+   in.** The leader's ExpandIsr is enabled only while the answer of the fetch it recorded is on its way
+   (``actions_data._fetch_being_answered``: ``maybeExpandIsr`` runs in the fetch path), so that answer's presence
+   enables a step and it is kept, whatever 2 and 3 say of its delivery. Before 2.1.0 the answer carries no leader
+   epoch and the leader's check is that it leads.
 
 The KRaft rows (kraft-3.3, kraft-3.5, kraft-4.0, kraft-4.1)
 -----------------------------------------------------------
@@ -126,6 +131,7 @@ from spec.kafka.state import (
     FENCED_LEADER_EPOCH,
     FETCH_RESPONSE,
     FETCHING,
+    NONE,
     NOT_LEADER,
     OFFSETS_FOR_LEADER_EPOCH_RESPONSE,
     UNKNOWN_LEADER_EPOCH,
@@ -168,6 +174,10 @@ class DeadMessages:
         self.offsets_epoch_dead = f.kafka_7786_fix and f.leader_epoch_fencing and f.uses_offsets_request
         #: 5: the KRaft rows' AlterPartition answers that are no-ops now
         self.alter_noop_dead = f.kraft
+        #: 6: on the ZooKeeper rows an error-free fetch answer enables the leader's ExpandIsr while it is on the wire
+        #: (``actions_data._fetch_being_answered``)
+        self.answer_enables_expansion = not f.kraft
+        self._fetch_being_answered = model._fetch_being_answered
         #: the kinds ``reduce`` looks at
         self.kinds = (FETCH_RESPONSE, OFFSETS_FOR_LEADER_EPOCH_RESPONSE, *((ALTER_PARTITION_RESPONSE,) if f.kraft else ()))
 
@@ -206,6 +216,13 @@ class DeadMessages:
         self._known[key] = (follower, m, noop)
         return noop
 
+    def _may_expand(self, s: KafkaState, m: Any) -> bool:
+        """Whether an error-free fetch answer can still let its leader add its follower to the ISR (6): its leader
+        still leads in the epoch it answered in. That stays false once false: a running leader's epoch only grows and
+        a crash of either end drops the answer."""
+        leader = s.brokers[m.src]
+        return leader.alive and leader.leader == m.src and self._fetch_being_answered((m,), m.src, leader, m.dst)
+
     def dead(self, s: KafkaState, m: Any) -> bool:
         kind = m.kind
         if kind == FETCH_RESPONSE or kind == OFFSETS_FOR_LEADER_EPOCH_RESPONSE:
@@ -217,6 +234,8 @@ class DeadMessages:
                 if self.fenced_retried or (self.fenced_by_epoch and m.epoch != follower.epoch):
                     return True
             if kind == FETCH_RESPONSE:
+                if self.answer_enables_expansion and error == NONE and self._may_expand(s, m):
+                    return False  # the leader's ExpandIsr needs it on the wire (6)
                 if self.fetch_noop_dead:
                     if follower.fetch != FETCHING or follower.leader != m.src or len(follower.log) != m.offset:
                         return True  # dropped (isReadyForFetch, the fetch offset)

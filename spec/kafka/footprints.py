@@ -475,10 +475,13 @@ FOOTPRINTS: tuple[Footprint, ...] = (
               (B("leader", "isr"), C("isr")), (alive("leader"), leads("leader"), controller_agrees("leader"),
                                               in_isr("leader", "follower", True), lags_behind("leader", "follower")),
               when=_zk_write),
+    # the answer of the fetch whose recording expands the ISR is on the wire (actions_data._fetch_being_answered)
     Footprint("ExpandIsr", ("leader", "follower"),
-              (B("leader", *_READS_OF_LEADER, "isr"), REMOTE("leader", "follower"), C("leader", "epoch", "isr")),
+              (B("leader", *_READS_OF_LEADER, "isr"), REMOTE("leader", "follower"), C("leader", "epoch", "isr"),
+               NET("fetch_resp", "leader", "follower")),
               (B("leader", "isr"), C("isr")), (alive("leader"), leads("leader"), controller_agrees("leader"),
-                                              in_isr("leader", "follower", False), caught_up("leader", "follower")),
+                                              in_isr("leader", "follower", False), caught_up("leader", "follower"),
+                                              queued(NET("fetch_resp", "leader", "follower"))),
               when=_zk_write),
     # -- a follower's requests and their answers ------------------------------------------------------------------
     Footprint("SendFetch", ("follower", "leader"),

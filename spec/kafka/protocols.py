@@ -53,6 +53,7 @@ class Features:
     kafka_13207: bool = False  # 2.8.1 / 3.0.0
     kafka_14704: bool = False  # 3.4.1 / 3.5.0
     kafka_18991: bool = False  # 3.9.1 / 4.0.1 / 4.1.0 (ZooKeeper rows: 3.9.1, the last line with ZooKeeper mode)
+    kafka_14140: bool = False  # 3.4.0, ZooKeeper mode (alter-isr): INELIGIBLE_REPLICA for a dead / shutting-down member
     unclean: bool = False  # configuration: unclean.leader.election.enable
     lossy_crash: bool = False  # fault: a crash loses the unflushed tail of the log
     consumer_truncation_detection: bool = False  # KIP-320 consumer side, KAFKA-7747 (2.3.0)
@@ -178,8 +179,8 @@ FLAGS: dict[str, str] = {
     "fenced-removes-partition": "2.1.0: FENCED_LEADER_EPOCH removes the partition from the fetcher until the next "
                                 "LeaderAndIsr",
     "kafka-7786-fix": "KAFKA-7786: ignore an OffsetsForLeaderEpoch answer if the partition's epoch changed meanwhile",
-    "kafka-8400": "KAFKA-8400: an errored follower fetch (e.g. FENCED_LEADER_EPOCH) no longer resets the follower's "
-                  "LEO on the leader to unknown (2.1.0 to 2.3.x did)",
+    "kafka-8400": "KAFKA-8400: an errored follower fetch (OFFSET_OUT_OF_RANGE, FENCED_LEADER_EPOCH) no longer resets "
+                  "the follower's LEO on the leader to unknown (0.10.2 to 2.3.x did)",
     "truncation-lowers-hw": "2.4.0 (the HW moved into Log): a truncation below the HW lowers it to the new LEO; "
                             "0.10.2 to 2.3.x leave a follower's HW above its LEO until its next fetch answer",
     "reject-stale-broker-epoch": "KIP-380: a broker rejects control requests for an older broker epoch (STALE_BROKER_EPOCH)",
@@ -193,6 +194,9 @@ FLAGS: dict[str, str] = {
     "kafka-13207": "KAFKA-13207: a diverging-epoch truncation is skipped if the partition left the fetcher meanwhile",
     "kafka-14704": "KAFKA-14704: a diverging answer's HW is not taken before the truncation",
     "kafka-18991": "KAFKA-18991: a fetch answer is used only if its request's leader epoch is the fetch state's",
+    "kafka-14140": "KAFKA-14140 (ZooKeeper mode, alter-isr): the controller answers INELIGIBLE_REPLICA to an AlterIsr "
+                   "whose ISR has a member that is not live (dead or in controlled shutdown); the leader reverts to "
+                   "its committed ISR",
     "unclean": "configuration: unclean leader election from any live replica when no ISR member lives",
     "lossy-crash": "fault: a crash may lose the unflushed tail of the log (KIP-101's second scenario)",
     "consumer-truncation-detection": "KIP-320 (consumer, KAFKA-7747): after a leader change a consumer validates its "
@@ -250,7 +254,7 @@ _2_8_0 = replace(_2_2_0, offsets_for_leader_epoch=False, truncate_on_fetch=True,
                  consumer_truncation_detection=True, kafka_8400=True, truncation_lowers_hw=True,
                  alter_isr=True)  # kafka-8400, truncation-lowers-hw: 2.4.0; alter-isr: 2.7.0
 _2_8_1 = replace(_2_8_0, kafka_13141=True, kafka_13207=True)
-_3_4_1 = replace(_2_8_1, kafka_14704=True)
+_3_4_1 = replace(_2_8_1, kafka_14704=True, kafka_14140=True)  # kafka-14140: 3.4.0
 #: the last release line with ZooKeeper mode (4.0 removed it: KafkaController.scala and KafkaServer.scala are gone)
 _3_9_1 = replace(_3_4_1, kafka_15583=True, kafka_18991=True, effective_min_isr=True)  # 15583, effective-min-isr: 3.7.0
 #: the KRaft lines: the fetch path of the same release (3.3.x ~ 2.8.1's rules, 3.5.x ~ 3.4.1's, 4.1.0 ~ 3.9.1's) with the
@@ -258,7 +262,8 @@ _3_9_1 = replace(_3_4_1, kafka_15583=True, kafka_18991=True, effective_min_isr=T
 #: do not have: ControlledShutdown over ZooKeeper, Bounce, ProcessBrokerChange); alter-isr is the ZooKeeper controller's
 #: AlterIsr, off there (the KRaft controller's AlterPartition is ``kraft``'s)
 _KRAFT_3_3 = replace(_2_8_1, kraft=True, kip_841=True, alter_isr=False, kraft_shutdown_stops_fetcher=True)
-_KRAFT_3_5 = replace(_3_4_1, kraft=True, kip_841=True, kip_903=True, alter_isr=False, kraft_shutdown_stops_fetcher=True)
+_KRAFT_3_5 = replace(_3_4_1, kraft=True, kip_841=True, kip_903=True, alter_isr=False, kraft_shutdown_stops_fetcher=True,
+                     kafka_14140=False)  # kafka-14140 is the ZooKeeper controller's; KRaft's check is kip-841
 #: 4.0.x: the 3.6 to 3.8 changes on kraft-3.5 (KAFKA-15021, KAFKA-15583, KIP-966's detection and KAFKA-15665), ELR off
 #: by default (eligible.leader.replicas.version=1 only on new 4.1.0 clusters), so the detection does not act; KAFKA-18991
 #: and KAFKA-18635 only from 4.0.1 (``--protocol 4.0.1``)
@@ -267,7 +272,7 @@ _KRAFT_4_0 = replace(_KRAFT_3_5, kafka_15021=True, kafka_15583=True, clean_shutd
 _KRAFT_4_1 = replace(_3_9_1, kraft=True, kip_841=True, kip_903=True, kafka_15021=True, kip_966_elr=True,
                      clean_shutdown_detection=True, kafka_18635=True, kafka_15665=True, alter_isr=False,
                      unclean_election_clears_elr=True, kraft_shutdown_stops_fetcher=True,
-                     fenced_broker_clean_shutdown=True)
+                     fenced_broker_clean_shutdown=True, kafka_14140=False)
 
 
 @dataclass(frozen=True)
@@ -295,7 +300,8 @@ RELEASES: tuple[Release, ...] = (
             "truncation-lowers-hw on (KAFKA-9654 in 2.5.0 matters only from 2.8.0), 2.6.1 to 2.7.x also with "
             "kafka-10706-fix, 2.7.x at IBP 2.7-IV2 or later, its default, also with alter-isr"),
     Release("2.8.0", "KAFKA-10554: truncation on fetch (the fetch carries the last fetched epoch)", _2_8_0),
-    Release("2.8.1", "2.8.0 with KAFKA-13141 and KAFKA-13207", _2_8_1, "2.8.2, 3.0.x to 3.4.0"),
+    Release("2.8.1", "2.8.0 with KAFKA-13141 and KAFKA-13207", _2_8_1,
+            "2.8.2, 3.0.x to 3.3.x; 3.4.0 with kafka-14140 on"),
     Release("3.4.1", "KAFKA-14704: a diverging answer's HW is taken only after the truncation", _3_4_1,
             "3.5.x and 3.6.x; 3.7.0 to 3.9.0 with kafka-15583 on (KAFKA-15583 is in 3.7.0)"),
     Release("3.9.1", "KAFKA-18991: a fetch answer to an older leader epoch's request is ignored (the last ZooKeeper "
@@ -382,6 +388,8 @@ REQUIRES: dict[str, tuple[str, object]] = {
     "kafka-13207": ("truncate-on-fetch (2.8.0+)", lambda f: f.truncate_on_fetch),
     "kafka-14704": ("truncate-on-fetch (2.8.0+)", lambda f: f.truncate_on_fetch),
     "kafka-18991": ("truncate-on-fetch (2.8.0+)", lambda f: f.truncate_on_fetch),
+    "kafka-14140": ("alter-isr (the ZooKeeper controller's AlterIsr, 2.7.0+; the KRaft rows' check is kip-841)",
+                    lambda f: f.zookeeper_alter_isr),
     "consumer-truncation-detection": ("leader-epoch-fencing (KIP-320)", lambda f: f.leader_epoch_fencing),
     "fetch-from-follower": ("a 2.4.0+ release line: the model's 2.8.0+ rows (KIP-392 came after the 2.3.0 consumer's "
                             "position validation, consumer-truncation-detection)",

@@ -137,15 +137,19 @@ RULES: tuple[Rule, ...] = (
          abstraction="the HW checkpoint rewritten by a stale first LeaderAndIsr (KAFKA-7235's third motivation) needs "
                      "a second partition and is not modelled; a newer broker epoch is accepted (KAFKA-9839, 2.5.1/2.6.0: "
                      "before it the request failed with IllegalStateException; the model never stamps a newer epoch)"),
-    Rule("a follower fetch the leader answers with an error (FENCED_LEADER_EPOCH, UNKNOWN_LEADER_EPOCH) leaves the "
-         "follower's LEO on the leader alone; before, the errored read reset it to unknown", "KAFKA-8400", "2.4.0",
-         "2.4.0 and later (0e95c9f3a82; the 2.3 branch commit 404fab2641e is in no release tag); 2.1.0 to 2.3.x reset it",
-         f"2.2.0 {_S}ReplicaManager.scala readFromLocalLog (an error gives LogReadResult(FetchDataInfo("
-         "LogOffsetMetadata.UnknownOffsetMetadata, ...))), updateFollowerLogReadResults (updateReplicaLogReadResult on "
-         "any result); 2.4.0 the same method skips a result with an error",
-         "actions_data._serve_fetch_state", flag="kafka-8400",
-         abstraction="before 2.1.0 a leader answers no error in the model (no epoch in the fetch), so the flag acts from "
-                     "the 2.1.0 row; the 2.2.0 row stands for 2.2.x and 2.3.x (2.4.x to 2.7.x: --feature kafka-8400=on)"),
+    Rule("a follower fetch the leader answers with an error (OFFSET_OUT_OF_RANGE, and from 2.1.0 FENCED_LEADER_EPOCH, "
+         "UNKNOWN_LEADER_EPOCH) leaves the follower's LEO on the leader alone; before, the errored read reset it to "
+         "unknown", "KAFKA-8400", "2.4.0",
+         "2.4.0 and later (0e95c9f3a82; the 2.3 branch commit 404fab2641e is in no release tag); 0.10.2 to 2.3.x reset it",
+         f"0.10.2.0, 0.11.0.0, 1.1.0, 2.0.0, 2.2.0 and 2.3.0 {_S}ReplicaManager.scala readFromLocalLog "
+         "(OffsetOutOfRangeException, NotLeaderForPartitionException, ... give LogReadResult(FetchDataInfo("
+         "LogOffsetMetadata.UnknownOffsetMetadata, ...)); 2.1.0+ also the leader epoch errors), "
+         "updateFollowerLogReadResults (updateReplicaLogReadResult on any result); 2.4.0 updateFollowerFetchState "
+         "skips a result with an error",
+         "actions_data._serve_fetch_state, _answered_out_of_range", flag="kafka-8400",
+         abstraction="an errored read on a broker that does not lead (NOT_LEADER) resets its record too, which the model "
+                     "leaves: a broker that leads again is a new leader and resets every record itself (makeLeader); "
+                     "the 2.2.0 row stands for 2.2.x and 2.3.x (2.4.x to 2.7.x: --feature kafka-8400=on)"),
     Rule("a truncation below the HW lowers the HW to the new LEO; before, a follower's HW stayed above its LEO until "
          "its next fetch answer, and a follower becoming leader with such a HW restarted it from the log start",
          "-", "2.4.0", "2.4.0 and later (MINOR 7a7d4cb5819, which moved the HW into Log); 0.10.2 to 2.3.x leave it",
@@ -206,12 +210,36 @@ RULES: tuple[Rule, ...] = (
          "4.1.0 core/.../server/AbstractFetcherThread.scala processFetchRequest "
          "(requested currentLeaderEpoch == currentFetchState.currentLeaderEpoch)", "actions_data._receive_fetch_state",
          flag="kafka-18991", since=("3.9.1", "4.0.1", "4.1.0")),
+    Rule("a fetch answer appends only the batches whose partition leader epoch is at most the request's current "
+         "leader epoch: the answer's bytes are read from the leader's log when the response is sent, after the serving "
+         "step, and a broker that stopped leading, truncated and appended in between sends a later log",
+         "KAFKA-18723", "3.9.1", "3.9.1, 4.0.1 (backports), 4.1.0; not modelled (no flag)",
+         "4.1.0 core/.../server/AbstractFetcherThread.scala processFetchRequest (processPartitionData(..., "
+         "currentFetchState.currentLeaderEpoch, ...)); storage UnifiedLog analyzeAndValidateRecords "
+         "(hasHigherPartitionLeaderEpoch: skipRemainingBatches for the replication origin)",
+         "actions_data._serve_fetch_state (the records are copied at the serving step)",
+         abstraction="one-step serving: ServeFetch copies the records it answers with in the step that checks the "
+                     "request, so the race (a leader deposed, truncated and appending in a later epoch before its "
+                     "answer's bytes are read) cannot occur and the guard has nothing to act on; the stories it hides: "
+                     "a follower appending a batch of a leader epoch above its own from an answer of the old epoch "
+                     "(divergent logs below the HW on 3.9.0 and before, 4.0.0)"),
     # -- configuration and faults ---------------------------------------------------------------------------
     Rule("unclean leader election: a live replica outside the ISR may lead when no ISR member lives", "KIP-106 "
          "(default off from 0.11.0)", "0.10.2", "every release, as configured (unclean.leader.election.enable; the "
          "0.10.2 default was true)", f"0.10.2.2 {_K}PartitionLeaderSelector.scala OfflinePartitionLeaderSelector",
          "actions_control._controller_actions (UncleanLeaderElection)", flag="unclean",
          since=()),
+    Rule("a crash closes the broker's connections: what it had sent and the peer had fully received is processed "
+         "(a fetch answer, an OffsetsForLeaderEpoch answer, a Fetch request); what was cut off is lost", "-", "0.10.2",
+         "every release", f"0.10.2.2 and 3.9.0-rc3 {_S}AbstractFetcherThread.scala processFetchRequest (a response "
+         "read in full is processed, a disconnect is an error retried after the back-off); clients NetworkClient "
+         "(completed receives before disconnections)",
+         "actions_control._crash_state, actions_kraft._kraft_crash (every message from or to the broker is dropped)",
+         abstraction="every message from a crashing broker is dropped with its connections: the answers and requests "
+                     "a peer had fully received are lost too, so the model misses the stories where a follower applies "
+                     "a dead leader's last fetch answer, or a leader serves (and, KRaft, records with the old broker "
+                     "epoch: KIP-903) a fetch of an incarnation that is gone; it adds no behaviour. Keeping them would "
+                     "need a crash that keeps or drops each one (a choice per message), multiplying every crash cell"),
     Rule("a crash loses the unflushed tail of the log", "-", "0.10.2", "every release (a fault, not a rule)",
          "core/src/main/scala/kafka/log/Log.scala recovery (the unflushed suffix is gone after a power loss)",
          "actions_control._crash_state (CrashLosingTail)", flag="lossy-crash", since=()),
@@ -278,6 +306,19 @@ RULES: tuple[Rule, ...] = (
     Rule("a follower's HW is min(leader HW, its LEO) after each fetch (it may go down)", "-", "0.10.2", "every release",
          f"0.10.2.2 {_S}ReplicaFetcherThread.scala processPartitionData; 2.8.0 Log.updateHighWatermark",
          "actions_data._receive_fetch_state"),
+    Rule("the leader recomputes its HW when an AlterIsr shrink commits (before, 2.7.0 to 3.0.x, only at its next "
+         "append or follower fetch: a committed shrink left the HW where it was)", "KAFKA-13091", "3.1.0",
+         "3.1.0 and later (26ee78f3923; 2.7.x, 2.8.x and 3.0.x do not); liveness only, not modelled (no flag)",
+         f"2.8.0 and 3.0.0 {_C}Partition.scala handleAlterIsrResponse (isrState = committed state, no "
+         "maybeIncrementLeaderHW); 3.1.0 the same method (maybeIncrementLeaderHW after the shrink, "
+         "tryCompleteDelayedRequests)",
+         "actions_data._advance_hw_action (AdvanceHighWatermark, its own step)",
+         abstraction="AdvanceHighWatermark is enabled whenever the ISR allows a higher HW, so a HW that 2.7 to 3.0 "
+                     "leave behind after a committed shrink (until the next produce or follower fetch: with acks=all "
+                     "and no other traffic the producer times out, KAFKA-13091) cannot be shown; the rows it concerns "
+                     "are 2.8.0, 2.8.1 (as 3.0.x) and 2.2.0 with alter-isr on (2.7.x). Showing it needs the events "
+                     "that call maybeIncrementLeaderHW as state and a liveness property 'the HW eventually advances' "
+                     "under fairness of the leader's own steps"),
     Rule("the leader's HW is the least LEO over its ISR", "-", "0.10.2", "every release",
          f"0.10.2.2 {_C}Partition.scala maybeIncrementLeaderHW", "actions_data._advance_hw_action",
          abstraction="Kafka also counts followers outside the ISR that caught up within replica.lag.time.max.ms; that "
@@ -290,6 +331,22 @@ RULES: tuple[Rule, ...] = (
          "shrinkIsrWithZk (useAlterIsr false)",
          "actions_data._leader_actions", abstraction="time is abstracted: a follower may be shrunk at any moment "
          "(from 2.1.0 one whose LEO is the leader's never is: kafka-7152)"),
+    Rule("the leader expands the ISR only as it records a fetch it accepted from the follower (maybeExpandIsr is called "
+         "from the fetch path alone; an errored read is skipped from 2.4.0, and before it records an unknown LEO)", "-",
+         "0.10.2", "every release",
+         f"0.10.2.0 {_C}Partition.scala updateReplicaLogReadResult -> maybeExpandIsr; 2.8.0 and 3.9.0-rc3 "
+         f"updateFollowerFetchState -> maybeExpandIsr; 2.8.0 {_S}ReplicaManager.scala updateFollowerFetchState (readResult"
+         ".error != Errors.NONE: skipped)", "actions_data._fetch_being_answered (ZooKeeper rows: _isr_change_action, "
+         "actions_kraft._isr_change_request_action)",
+         abstraction="the expansion is its own step, enabled while the answer of that fetch is on its way to the "
+                     "follower (error-free; before 2.1.0 the answer carries no leader epoch, so one served before the "
+                     "same leader's re-election in a new epoch still counts); an AlterIsr answered between the fetch "
+                     "and the expansion lets it through where Kafka waits for the next fetch; the KRaft rows still "
+                     "expand from the LEO the leader last recorded, whenever recorded: the stories "
+                     "kip-841-fenced-replica-rejoins-the-isr and kip-903-stale-fetch-state-rejoins-the-isr take the "
+                     "expansion after the follower's unclean shutdown or restart (in Kafka: an expansion decided at a "
+                     "fetch before it, or a fetch of the old incarnation served after it, which the model's crash "
+                     "drops from the wire)"),
     Rule("ZooKeeper mode: the leader changes the ISR by AlterIsr to the controller instead of writing ZooKeeper; one in "
          "flight, meanwhile the maximal ISR (an expansion counts the new member at once, a shrink drops the member only "
          "once committed) for the HW; the controller answers STALE_BROKER_EPOCH (top level), FENCED_LEADER_EPOCH for an "
@@ -315,11 +372,27 @@ RULES: tuple[Rule, ...] = (
          "_apply_leader_and_isr (clears the pending AlterIsr)", flag="alter-isr",
          abstraction="bounded like the KRaft rows' AlterPartition: at most alters requests (a zkVersion is a counter, "
                      "so the bound keeps the state space finite) and alter_losses lost answers; the 2.2.0 row with "
-                     "kafka-8400 and alter-isr on stands for 2.7.x; 3.4.0+ KAFKA-14140 (the ZooKeeper controller "
-                     "answers INELIGIBLE_REPLICA to an ISR with an offline or shutting-down member, and the leader "
-                     "proposes only a broker its metadata cache has alive) is not modelled: the 3.4.1 and 3.9.1 rows may "
-                     "add a dead or shutting-down follower to the ISR as 2.7 to 3.3 may; UpdateMetadata is not a "
-                     "message in the model (no broker reads a metadata cache on the ZooKeeper rows)"),
+                     "kafka-8400 and alter-isr on stands for 2.7.x; 3.4.0's INELIGIBLE_REPLICA is its own rule "
+                     "(kafka-14140); UpdateMetadata is not a message in the model (no broker reads a metadata cache on "
+                     "the ZooKeeper rows)"),
+    Rule("ZooKeeper mode: the controller answers INELIGIBLE_REPLICA (OPERATION_NOT_ATTEMPTED to AlterPartition v0/v1) "
+         "to an AlterIsr whose proposed ISR has a member that is not live for it (its death processed, or in "
+         "controlled shutdown), after the version check; the leader resets to its last committed ISR; the leader "
+         "itself proposes only a follower its metadata cache has alive", "KAFKA-14140", "3.4.0",
+         "3.4.0 and later ZooKeeper releases, to 3.9.x (163d00b3e61; 3.3.x and before write the ISR)",
+         f"3.4.0 {_K}KafkaController.scala tryProcessAlterPartition (ineligibleReplicas = newLeaderAndIsr.isr.toSet -- "
+         f"controllerContext.liveBrokerIds), {_K}ControllerContext.scala liveBrokerIds (liveBrokerEpochs less "
+         f"shuttingDownBrokerIds), doControlledShutdown (shuttingDownBrokerIds.add); {_C}Partition.scala "
+         "isReplicaIsrEligible (ZkMetadataCache: hasAliveBroker), handleAlterPartitionError (INELIGIBLE_REPLICA: "
+         "partitionState = lastCommittedState); 3.9.0-rc3 the same",
+         "actions_kraft._process_alter_isr, _zookeeper_live, _receive_alter_isr_response", flag="kafka-14140",
+         abstraction="the leader's check reads its metadata cache, which UpdateMetadata fills and the model has no "
+                     "message for: it may lag at any step, so the model's leader may propose a dead member (the "
+                     "controller then rejects it, as with a lagging cache), never one Kafka's controller accepts; the "
+                     "controller's shutting-down set is read from the brokers (a processed ControlledShutdown of the "
+                     "live incarnation): a broker that crashed or bounced after it, before the controller processed "
+                     "that, counts live in the model (Kafka keeps it in shuttingDownBrokerIds until onBrokerFailure), "
+                     "so the model accepts an expansion there that 3.4+ rejects"),
     Rule("a follower whose LEO equals the leader's is never out of sync: it is not shrunk out of the ISR", "KAFKA-7152",
          "2.1.0", "2.1.0 and later (9a7f29c1ede; the 2.0 branch commit b8b83a72df5 is in no release)",
          f"2.1.0 {_C}Partition.scala getOutOfSyncReplicas (r.logEndOffset != leaderReplica.logEndOffset && ...); "
