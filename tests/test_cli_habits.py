@@ -1,4 +1,4 @@
-"""TLC's habits on kmc's command line: --version, python -m checker, shell completion, --workers
+"""TLC's habits on kmc's command line: --version, python -m kmc, shell completion, --workers
 auto, the deadlock check on by default (-deadlock turns it off), the fingerprint collision
 estimates, --coverage, out-degree, liveness time in "Finished in", simulate's rate, exit 66 for a
 missing input."""
@@ -16,11 +16,12 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from checker import cli, engines
-from checker.cli import main
+from checker import engines
 from checker.invariant import LIVENESS, Invariant
 from checker.result import collision_estimates
 from checker.search import SearchOptions
+from kmc import cli
+from kmc.cli import main
 from spec.registry import build_model
 from tests import toy_matrix
 
@@ -63,8 +64,8 @@ def test_version(capsys):
     assert code == 0 and out.strip().startswith("kmc ") and out.strip().split()[1][0].isdigit() and err == ""
 
 
-def test_python_dash_m_checker_is_the_same_command():
-    done = subprocess.run([sys.executable, "-m", "checker", "--version"], cwd=ROOT, capture_output=True, text=True,
+def test_python_dash_m_kmc_is_the_same_command():
+    done = subprocess.run([sys.executable, "-m", "kmc", "--version"], cwd=ROOT, capture_output=True, text=True,
                           timeout=60)
     assert done.returncode == 0 and done.stdout.startswith("kmc ")
 
@@ -94,7 +95,7 @@ def test_workers_auto_is_one_a_core(capsys, monkeypatch):
     for command in (["check", "two-phase"], ["matrix", "two-phase"], ["simulate", "two-phase"]):
         parsed = parser.parse_args([*command, "--workers", "auto"])
         assert parsed.workers == 3, command
-    from checker.matrix import matrix_workers
+    from kmc.matrix import matrix_workers
 
     assert parser.parse_args(["matrix", "two-phase"]).workers is None  # not given: auto, resolved by the command
     assert matrix_workers(None) == 3 and matrix_workers(1) == 1  # the matrix's default is auto

@@ -13,10 +13,10 @@ import pytest
 
 import spec.kafka  # noqa: F401 - registers the model and its invariants
 from checker import bfs, engines, matrix
-from checker.cli import main
 from checker.result import Verdict
 from checker.search import SearchOptions
 from invariants.registry import for_family
+from kmc.cli import main
 from spec.kafka import dead as dead_module
 from spec.kafka.state import (
     ALTER_PARTITION_RESPONSE,

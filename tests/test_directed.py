@@ -10,9 +10,9 @@ import json
 import pytest
 
 from checker import engines
-from checker.cli import main
 from checker.search import SearchOptions
 from invariants.registry import for_family
+from kmc.cli import main
 from spec.registry import build_model
 from traces.replay import replay_trace
 

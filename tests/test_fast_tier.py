@@ -1,9 +1,9 @@
 """The fast tier (``python3 -m pytest -m "not slow"``) covers every module of the project: each module under
-``spec/``, ``checker/``, ``invariants/`` and ``traces/`` is imported by the time the tier ends.
+``spec/``, ``checker/``, ``invariants/``, ``traces/`` and ``kmc/`` is imported by the time the tier ends.
 
 ``test_every_module_is_imported_by_the_tier`` runs last (tests/conftest.py puts it there) and looks at this
 process's ``sys.modules``: the modules the collected test files import and those the tests import as they run.
-``checker/__main__.py`` (``python -m checker``) runs only in the child processes of the command-line tests
+``kmc/__main__.py`` (``python -m kmc``) runs only in the child processes of the command-line tests
 (tests/test_cli_habits.py and others); a test here imports it in this process. It checks the whole tier only: a run
 of some files or some tests (``-k``, ``--lf``, a path) skips it. Without PySpark or Java the Spark tests are
 skipped, and the ``checker.spark`` modules are not asked for. The modules that only keep an old import path working
@@ -21,7 +21,7 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
-PACKAGES = ("spec", "checker", "invariants", "traces")
+PACKAGES = ("spec", "checker", "invariants", "traces", "kmc")
 
 
 def project_modules(root: Path = ROOT) -> list[str]:
@@ -74,10 +74,10 @@ def test_the_module_list_is_every_file_and_a_missing_module_is_named(tmp_path):
     assert len(project_modules()) > 90 and "spec.kafka.model" in project_modules()
 
 
-def test_python_dash_m_checker_imports_without_running():
-    """``python -m checker`` is run in child processes; its module is imported here so that the tier covers it."""
-    module = importlib.import_module("checker.__main__")
-    assert module.entry.__module__ == "checker.cli"
+def test_python_dash_m_kmc_imports_without_running():
+    """``python -m kmc`` is run in child processes; its module is imported here so that the tier covers it."""
+    module = importlib.import_module("kmc.__main__")
+    assert module.entry.__module__ == "kmc.cli"
 
 
 @pytest.mark.parametrize("old, new", [

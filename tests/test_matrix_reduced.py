@@ -8,8 +8,8 @@ import json
 import pytest
 
 import spec.kafka  # noqa: F401 - registers the model and its invariants
-from checker import matrix
-from checker.cli import main
+from kmc import matrix
+from kmc.cli import main
 
 ROWS = ["--protocol", "2.1.0", "--protocol", "2.1.1"]
 #: KAFKA-7786's stall (2.1.0 breaks, 2.1.1 holds) and KIP-380's stale control request (both break)

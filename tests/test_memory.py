@@ -14,10 +14,10 @@ import numpy as np
 import pytest
 
 from checker import bfs, parallel
-from checker.cli import main
 from checker.result import Verdict
 from checker.search import SearchOptions
 from invariants.registry import for_family
+from kmc.cli import main
 from spec.two_phase import TwoPhase
 
 INVARIANTS = list(for_family("two-phase").values())

@@ -131,7 +131,7 @@ def test_time_budget_is_undetermined():
 def test_workers_option_without_an_engine_is_the_parallel_engine():
     """``kmc check --workers N`` (N > 1) without --engine runs the parallel engine with N workers; --workers 1 the
     local one; the local engine itself takes no option (``--engine bfs --workers 2`` is refused: tests/test_cli_habits)."""
-    from checker.cli import build_parser, chosen_engine
+    from kmc.cli import build_parser, chosen_engine
 
     parser = build_parser()
     assert chosen_engine(parser.parse_args(["check", "two-phase", "--workers", "2"])) == (
@@ -223,8 +223,8 @@ def test_engines_import_no_circle():
 
 
 def test_command_line_workers_auto_and_bad_value(capsys, monkeypatch):
-    from checker import cli
-    from checker.cli import main
+    from kmc import cli
+    from kmc.cli import main
 
     monkeypatch.setattr(cli.os, "cpu_count", lambda: 2)
     assert main(["check", "two-phase", "--const", "RM=3", "--workers", "auto"]) == 0

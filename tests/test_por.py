@@ -12,10 +12,10 @@ import pytest
 
 import spec.kafka  # noqa: F401 - registers the model and its invariants
 from checker import bfs, engines, matrix, por
-from checker.cli import main
 from checker.result import Verdict
 from checker.search import SearchOptions
 from invariants.registry import for_family
+from kmc.cli import main
 from spec.kafka.protocols import resolve
 from spec.registry import build_model
 from traces.replay import replay_trace

@@ -1,4 +1,4 @@
-"""The ``kmc`` command line (also ``python -m checker``).
+"""The ``kmc`` command line (also ``python -m kmc``).
 
     kmc check MODEL [--const NAME=VALUE]... [--invariant NAME]... [--property MOD:FUNC]... [--json] ...
     kmc simulate MODEL [--walks N] [--depth D] [--seed S] ...
@@ -24,7 +24,7 @@ from typing import Any
 
 from rich.console import Console
 
-import checker
+import kmc
 from checker import engines
 from checker.invariant import SAFETY, Invariant
 from checker.result import CheckResult, Verdict, collision_estimates
@@ -34,7 +34,7 @@ from spec.errors import EnvironmentMissingError, ExitCode, KmcError, NoInputErro
 from spec.model import Model
 from spec.registry import ModelInfo, all_models, build_model, get_model_info
 
-SUBCOMMAND_MODULES = ("checker.matrix", "traces.cli", "traces.explore.cli")
+SUBCOMMAND_MODULES = ("kmc.matrix", "kmc.trace", "kmc.explore")
 DEFAULT_TRACE_DIR = "kmc-traces"
 #: shell completion of a file argument (what ``shtab.FILE`` is, without importing shtab to build the parser)
 FILE_COMPLETION = {"bash": "_shtab_compgen_files", "zsh": "_files", "tcsh": "f"}
@@ -457,7 +457,7 @@ def cmd_check(args: argparse.Namespace) -> int:
     with LiveProgress(err, enabled=not (args.quiet or args.json)) as live:
         progress: Any = live
         if not (args.quiet or err.is_terminal):  # a log, not a terminal: a TLC-like line every minute
-            from checker.matrix import ProgressLines
+            from kmc.matrix import ProgressLines
 
             progress = ProgressLines(interval=PROGRESS_LINE_EVERY)
         options = search_options(args, model, progress=progress)
@@ -742,7 +742,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     as_json = "--json" in words
     args = None
     try:
-        checker.started()  # a Ctrl-C while kmc started ends it here (checker/__init__.py)
+        kmc.started()  # a Ctrl-C while kmc started ends it here (kmc/__init__.py)
         parser = build_parser()
         args = parser.parse_args(argv)
         if not getattr(args, "func", None):

@@ -678,8 +678,8 @@ def matrix_workers(given: int | None) -> int:
 
 
 def cmd_matrix(args: argparse.Namespace) -> int:
-    from checker.cli import chosen_engine
     from checker.properties import load_properties
+    from kmc.cli import chosen_engine
 
     at_once = args.engine == "bfs"  # --workers: searches at once (another engine: the workers of each search)
     args.workers = matrix_workers(args.workers) if at_once or args.workers is not None else None
@@ -755,7 +755,7 @@ def cmd_matrix(args: argparse.Namespace) -> int:
 
 def add_parser(subparsers: Any, *_: Any) -> argparse.ArgumentParser:
     # the command line loads this module lazily
-    from checker.cli import FILE_COMPLETION, _positive_float, _positive_int, _workers
+    from kmc.cli import FILE_COMPLETION, _positive_float, _positive_int, _workers
 
     parser = subparsers.add_parser("matrix", help="every protocol version against every invariant, as a table",
                                    description="Every protocol version against every invariant. Exit codes: 0 ran (and "
