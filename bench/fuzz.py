@@ -489,7 +489,8 @@ def _empty_cases() -> list[tuple[str, list[str]]]:
     """(argument's display name, argv before the empty value) for every argument of every subcommand."""
     import argparse
 
-    from kmc.cli import EMPTY_VALUE_ALLOWED, build_parser
+    from kmc.cli import build_parser
+    from kmc.options import EMPTY_VALUE_ALLOWED
 
     cases: list[tuple[str, list[str]]] = []
 

@@ -33,7 +33,7 @@ def is_loopback(host: str) -> bool:
 
 
 def add_parser(subparsers: Any) -> None:
-    from kmc.cli import FILE_COMPLETION
+    from kmc.options import FILE_COMPLETION
     from traces.explore.runner import DEFAULT_MAX_STATES
 
     explore = subparsers.add_parser(

@@ -61,6 +61,7 @@ from checker.pool import can_fork, run_jobs
 from checker.result import CheckResult, Verdict
 from checker.search import Progress, SearchOptions, search_canonical
 from invariants.registry import for_family
+from kmc.options import FILE_COMPLETION, chosen_engine, positive_float, positive_int, worker_count
 from spec.errors import BadFileError, ModelError, NoInputError, UsageError
 from spec.registry import build_model, get_model_info
 
@@ -679,7 +680,6 @@ def matrix_workers(given: int | None) -> int:
 
 def cmd_matrix(args: argparse.Namespace) -> int:
     from checker.properties import load_properties
-    from kmc.cli import chosen_engine
 
     at_once = args.engine == "bfs"  # --workers: searches at once (another engine: the workers of each search)
     args.workers = matrix_workers(args.workers) if at_once or args.workers is not None else None
@@ -754,9 +754,6 @@ def cmd_matrix(args: argparse.Namespace) -> int:
 
 
 def add_parser(subparsers: Any, *_: Any) -> argparse.ArgumentParser:
-    # the command line loads this module lazily
-    from kmc.cli import FILE_COMPLETION, _positive_float, _positive_int, _workers
-
     parser = subparsers.add_parser("matrix", help="every protocol version against every invariant, as a table",
                                    description="Every protocol version against every invariant. Exit codes: 0 ran (and "
                                    "matched --expect), 1 a cell differs from --expect, 20 a cell undetermined (without "
@@ -776,15 +773,15 @@ def add_parser(subparsers: Any, *_: Any) -> argparse.ArgumentParser:
     parser.add_argument("--uniform-bounds", action="store_true",
                         help="check every invariant at the model's default bounds (and --const), ignoring the "
                              "per-invariant bounds the model declares for the matrix")
-    parser.add_argument("--max-seconds", type=_positive_float, help="time budget per search (then: undetermined)")
-    parser.add_argument("--max-states", type=_positive_int, help="distinct-state budget per search (then: undetermined)")
+    parser.add_argument("--max-seconds", type=positive_float, help="time budget per search (then: undetermined)")
+    parser.add_argument("--max-states", type=positive_int, help="distinct-state budget per search (then: undetermined)")
     parser.add_argument("--format", choices=FORMATS, default="table", help="output format (default table)")
     parser.add_argument("--json", action="store_true", help="the same as --format json")
     parser.add_argument("--expect", metavar="FILE", help="compare with this verdict table (a saved 'kmc matrix --json'); "
                         "exit 1 and name the cells that changed").complete = FILE_COMPLETION
     parser.add_argument("--trace-dir", metavar="DIR", help="save every counterexample here (one JSON trace a violated cell)")
     parser.add_argument("--quiet", action="store_true", help="no progress lines on stderr")
-    parser.add_argument("--progress-every", type=_positive_float, default=10.0, metavar="SECONDS",
+    parser.add_argument("--progress-every", type=positive_float, default=10.0, metavar="SECONDS",
                         help="seconds between two progress lines during a search (default 10)")
     parser.add_argument("--symmetry", action="store_true", help="every search reduced by symmetry over interchangeable ids")
     parser.add_argument("--reduce", choices=("none", "por", "dead"), default="none",
@@ -795,7 +792,7 @@ def add_parser(subparsers: Any, *_: Any) -> argparse.ArgumentParser:
                         help="with --reduce: a shortest counterexample for each violated cell (a full search bounded by "
                              "the reduced one's length)")
     parser.add_argument("--engine", default="bfs", help="search engine: " + ", ".join(engines.ENGINES))
-    parser.add_argument("--workers", type=_workers, default=None,
+    parser.add_argument("--workers", type=worker_count, default=None,
                         help="searches run at once, each in its own process (a number, or auto: one a core, the "
                              "default); with --engine parallel, the worker processes of each search")
     parser.add_argument("--master", default=None, help="Spark master URL (spark engine; default local[*])")

@@ -44,7 +44,7 @@ def _add_file_options(parser: argparse.ArgumentParser) -> None:
 
 
 def add_parser(subparsers: Any) -> None:
-    from kmc.cli import add_model_options
+    from kmc.options import add_model_options
 
     trace = subparsers.add_parser("trace", help="show, export, replay, draw and explain counterexample traces")
     sub = trace.add_subparsers(dest="trace_command", parser_class=type(trace))
@@ -179,7 +179,7 @@ def cmd_explain(args: argparse.Namespace) -> int:
 # -- graph ------------------------------------------------------------------------------------------
 def cmd_graph(args: argparse.Namespace) -> int:
     from invariants.registry import for_family
-    from kmc.cli import model_from_args
+    from kmc.options import model_from_args
     from traces.diagram import render_svg_with_graphviz
     from traces.graph import explore, highlight_path, label_states, state_graph, to_dot
 

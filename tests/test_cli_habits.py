@@ -20,7 +20,7 @@ from checker import engines
 from checker.invariant import LIVENESS, Invariant
 from checker.result import collision_estimates
 from checker.search import SearchOptions
-from kmc import cli
+from kmc import cli, options
 from kmc.cli import main
 from spec.registry import build_model
 from tests import toy_matrix
@@ -250,7 +250,7 @@ def test_an_option_the_engine_would_ignore_is_refused(capsys, argv):
     line naming the option and exit 64, not a run that silently ignores it."""
     code, out, err = run(capsys, *argv, "--quiet")
     assert code == 64 and out == ""
-    flag = next(word for word in argv if word in cli.ENGINE_FLAGS)
+    flag = next(word for word in argv if word in options.ENGINE_FLAGS)
     engine = argv[argv.index("--engine") + 1] if "--engine" in argv else "bfs"
     assert len(err.strip().splitlines()) == 1 and flag in err and f"--engine {engine}" in err
 

@@ -17,7 +17,8 @@ from pathlib import Path
 
 import pytest
 
-from kmc.cli import EMPTY_VALUE_ALLOWED, build_parser, chosen_engine, main
+from kmc.cli import build_parser, main
+from kmc.options import EMPTY_VALUE_ALLOWED, chosen_engine
 
 ROOT = Path(__file__).resolve().parent.parent
 #: a value for a positional argument that is not the one under test: never valid, so that if the parser

@@ -131,7 +131,8 @@ def test_time_budget_is_undetermined():
 def test_workers_option_without_an_engine_is_the_parallel_engine():
     """``kmc check --workers N`` (N > 1) without --engine runs the parallel engine with N workers; --workers 1 the
     local one; the local engine itself takes no option (``--engine bfs --workers 2`` is refused: tests/test_cli_habits)."""
-    from kmc.cli import build_parser, chosen_engine
+    from kmc.cli import build_parser
+    from kmc.options import chosen_engine
 
     parser = build_parser()
     assert chosen_engine(parser.parse_args(["check", "two-phase", "--workers", "2"])) == (
