@@ -27,7 +27,6 @@ from __future__ import annotations
 from typing import Any
 
 from checker.search import SearchOptions
-from checker.trace import Step
 from spec.errors import UsageError
 from spec.model import Model
 
@@ -40,11 +39,6 @@ def check_supported(engine: str, options: SearchOptions) -> None:
         raise UsageError("--reduce dead preserves safety properties only; check liveness properties without it")
     if options.checkpoint_path or options.resume_from:
         raise UsageError("--reduce dead does not write or resume checkpoints; drop --checkpoint / --resume")
-
-
-def deliver_dead(model: Model, state: Any) -> list[Step]:
-    """The steps that deliver the dead messages of ``state`` (each a no-op but its own removal)."""
-    return [Step(act, succ) for act, succ in model.dead_messages().deliveries(state)]
 
 
 def report(model: Model) -> dict[str, Any]:

@@ -201,15 +201,13 @@ def rebuild_trace(
     initial = current
     steps: list[Step] = []
     dead = options.reduce == "dead"
-    if dead:
-        from checker.dead import deliver_dead
     for fp, action_id in path[1:]:
         wanted = actions[action_id]
         chosen = _recorded_step(model, current, fp, wanted, canonical, options.symmetry)
         if chosen is None and dead:
             # the search took this step in the stored state, which lacks the dead messages of ``current``; their
             # presence only disables steps (a follower waits for the answer it is owed, the inflight bound), so
-            # they are delivered first (checker.dead), and the step is then one of the stored state's
+            # they are delivered first (``deliver_dead``), and the step is then one of the stored state's
             for step in deliver_dead(model, current):
                 steps.append(step)
                 current = step.state
@@ -219,7 +217,7 @@ def rebuild_trace(
                          f"no {wanted} step reaches the state it records at step {len(steps) + 1}")
         steps.append(Step(*chosen))
         current = chosen[1]
-    if dead:  # the dead messages the stored state lacks, delivered (checker.dead)
+    if dead:  # the dead messages the stored state lacks, delivered
         for step in deliver_dead(model, current):
             steps.append(step)
             current = step.state
@@ -234,6 +232,12 @@ def rebuild_trace(
         violation_index=len(steps) if invariant else None,
         explanation=why,
     )
+
+
+def deliver_dead(model: Model, state: Any) -> list[Step]:
+    """The steps that deliver the dead messages of ``state`` (each a no-op but its own removal): how a trace of
+    ``--reduce dead`` (``checker.dead``) is replayed on the unreduced model."""
+    return [Step(act, succ) for act, succ in model.dead_messages().deliveries(state)]
 
 
 def _recorded_step(model: Model, current: Any, fp: int, wanted: Action, canonical: Callable[[Any], Any],
