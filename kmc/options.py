@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import sys
 from collections.abc import Sequence
 from typing import Any
 
@@ -112,15 +113,25 @@ def add_property_option(parser: argparse.ArgumentParser) -> None:
 
 
 def worker_count(text: str) -> int:
-    """``--workers N`` or ``--workers auto`` (one a core)."""
-    if text.strip().lower() == "auto":
-        from checker.parallel import available_cores
+    """``--workers N`` or ``--workers auto`` (one a core). A count above the cores this process may use is capped
+    to them, with one warning line: more processes than cores make no search faster (each level waits for its
+    slowest worker), and a typo (``--workers 1000``) would otherwise fork a thousand interpreters and take the
+    machine. Every engine gives the same states, verdicts and traces at any worker count, so the cap changes only
+    the time; ``kmc check``, ``kmc matrix`` and ``kmc simulate`` all parse ``--workers`` here."""
+    from checker.parallel import available_cores
 
-        return available_cores()  # the CPU affinity, not os.cpu_count(): a container or taskset may allow fewer
+    cores = available_cores()  # the CPU affinity, not os.cpu_count(): a container or taskset may allow fewer
+    if text.strip().lower() == "auto":
+        return cores
     try:
-        return positive_int(text)
+        count = positive_int(text)
     except argparse.ArgumentTypeError:
         raise argparse.ArgumentTypeError(f"expected a positive integer or auto, not {text!r}") from None
+    if count > cores:
+        print(f"kmc: warning: --workers {count} is more than the {cores} core{'s' if cores != 1 else ''} this process "
+              f"may use; running {cores}", file=sys.stderr)
+        return cores
+    return count
 
 
 def positive_int(text: str) -> int:

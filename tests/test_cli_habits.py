@@ -108,6 +108,23 @@ def test_workers_auto_is_one_a_core(capsys, monkeypatch):
     assert counts[0] == counts[1] and counts[0][:2] == (0, 1568)
 
 
+def test_a_worker_count_above_the_cores_is_capped_with_one_warning_line(capsys, monkeypatch):
+    """``kmc check two-phase --const RM=3 --workers 1000`` on two cores forked 1,000 processes and drove the load past
+    500: a count above the cores this process may use runs on that many, with one line saying so, on every
+    subcommand that takes --workers; a count within them is taken as given, silently."""
+    monkeypatch.setattr(os, "sched_getaffinity", lambda pid: {0, 1}, raising=False)
+    parser = cli.build_parser()
+    warning = "kmc: warning: --workers 1000 is more than the 2 cores this process may use; running 2"
+    for command in (["check", "two-phase"], ["matrix", "two-phase"], ["simulate", "two-phase"]):
+        assert parser.parse_args([*command, "--workers", "1000"]).workers == 2, command
+        assert capsys.readouterr().err.splitlines() == [warning], command
+        assert parser.parse_args([*command, "--workers", "2"]).workers == 2 and capsys.readouterr().err == ""
+    code, out, err = run(capsys, "check", "two-phase", "--const", "RM=3", "--workers", "1000", "--json")
+    data = json.loads(out)
+    assert (code, data["engine"], data["workers"], data["distinct_states"]) == (0, "parallel", 2, 288)
+    assert one_line(err) == warning
+
+
 # -- deadlock, as TLC -----------------------------------------------------------------------------------
 def test_deadlock_is_checked_by_default_and_minus_deadlock_turns_it_off(capsys, tmp_path):
     # the toy model stops when both counters reach N: a deadlock
