@@ -35,7 +35,7 @@ from __future__ import annotations
 
 import heapq
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from itertools import count
 from typing import Any
 
@@ -71,26 +71,18 @@ def _nonnegative_int(value: Any) -> int:
 class DirectedOptions:
     """The directed engine's options: the weight of the heuristic distance against the depth."""
 
-    weight: int = field(default=DEFAULT_WEIGHT, metadata={"flag": "--directed-weight"})
+    weight: int = DEFAULT_WEIGHT
 
     def __post_init__(self) -> None:
         self.weight = _nonnegative_int(self.weight)
 
 
 def check_supported(options: SearchOptions) -> list[Any]:
-    """The invariants' distances, or one line (exit 64) for what a directed search cannot honour."""
-    if options.liveness_properties() or options.keep_graph:
-        raise UsageError("--engine directed checks safety properties only; check liveness properties with the "
-                         "breadth-first engine")
-    if options.checkpoint_path or options.resume_from:
-        raise UsageError("--engine directed does not write or resume checkpoints; drop --checkpoint / --resume")
-    if options.reduce != "none":
-        raise UsageError("--reduce por runs on the breadth-first engine; drop --reduce with --engine directed")
+    """The invariants' distances, or one line (exit 64) for what a directed search cannot honour (beyond what its
+    engine record refuses: reductions, checkpoints, liveness, coverage)."""
     if not options.stop_at_first:
         raise UsageError("--engine directed stops at its first violation (its order is towards one); drop --continue, or "
                          "use the breadth-first engine for every invariant's shortest trace")
-    if options.coverage:
-        raise UsageError("--coverage is counted by the breadth-first engine; drop it with --engine directed")
     safety = options.safety_invariants()
     if not safety:
         raise UsageError("--engine directed needs an invariant with a distance to steer by; name one with --invariant")

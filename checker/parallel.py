@@ -62,7 +62,7 @@ import signal
 import tempfile
 import time
 import traceback
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, replace
 from operator import itemgetter
 from typing import IO, Any
 
@@ -941,7 +941,7 @@ def resolve_workers(requested: int | None) -> int:
 class ParallelOptions:
     """The parallel engine's options: its worker processes (0: ``auto``, one a core this process may run on)."""
 
-    workers: int = field(default=0, metadata={"flag": "--workers"})
+    workers: int = 0
 
     def __post_init__(self) -> None:
         if self.workers < 0:

@@ -312,8 +312,9 @@ def for_search(model: Model, options: SearchOptions, invariants: list[Any]) -> R
     return Reduction(model, invariants)
 
 
-def check_supported(engine: str, options: SearchOptions, workers: int) -> None:
-    """One line (exit 64) where the reduction cannot run."""
+def check_supported(options: SearchOptions) -> None:
+    """One line (exit 64) where the reduction cannot run (which engines run it is their record's to say,
+    ``checker.engines.Engine.reductions``)."""
     if options.reduce not in REDUCTIONS:
         raise UsageError(f"unknown reduction {options.reduce!r}; reductions: {', '.join(REDUCTIONS)}")
     if options.reduce == "none":
@@ -324,10 +325,8 @@ def check_supported(engine: str, options: SearchOptions, workers: int) -> None:
     if options.reduce == "dead":
         from checker.dead import check_supported as dead_supported
 
-        dead_supported(engine, options)
+        dead_supported(options)
         return
-    if engine != "bfs" or workers > 1:
-        raise UsageError("--reduce por runs on the local breadth-first engine in one process; drop --engine and --workers")
     if options.liveness_properties() or options.keep_graph:
         raise UsageError("--reduce por preserves safety properties only; check liveness properties without it")
     if options.checkpoint_path or options.resume_from:

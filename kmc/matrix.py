@@ -61,7 +61,15 @@ from checker.pool import can_fork, run_jobs
 from checker.result import CheckResult, Verdict
 from checker.search import Progress, SearchOptions, search_canonical
 from invariants.registry import for_family
-from kmc.options import FILE_COMPLETION, chosen_engine, positive_float, positive_int, worker_count
+from kmc.options import (
+    FILE_COMPLETION,
+    add_engine_options,
+    chosen_engine,
+    positive_float,
+    positive_int,
+    reduce_choices,
+    reductions_help,
+)
 from spec.errors import BadFileError, ModelError, NoInputError, UsageError
 from spec.registry import build_model, get_model_info
 
@@ -125,10 +133,6 @@ def cell_of(protocol: str, invariant: str, result: CheckResult) -> Cell:
                 trace=violation.trace)
 
 
-#: engines that record where each violation was found (``Violation.discovered``)
-ONE_SEARCH_ENGINES = ("bfs", "parallel")
-
-
 def _search(model: Any, invariants: Sequence[Invariant], options: dict[str, Any], stop_at_first: bool,
             engine: str, engine_options: Any) -> CheckResult:
     search = SearchOptions(invariants=list(invariants), stop_at_first=stop_at_first,
@@ -143,7 +147,7 @@ def check_cells(model: Any, protocol: str, invariants: Sequence[Invariant], opti
     When the engine does not record where each violation was found, falls back to
     ``check_cells_by_rounds``.
     """
-    if engine not in ONE_SEARCH_ENGINES:
+    if not engines.get_engine(engine).first_violations:
         return check_cells_by_rounds(model, protocol, invariants, options, engine, engine_options)
     result = _search(model, invariants, options, False, engine, engine_options)
     if any(v.discovered is None for v in result.violations):
@@ -399,7 +403,10 @@ def _check_reduction(job: _Job) -> None:
 
     options = SearchOptions(invariants=list(job.invariants), **{k: v for k, v in job.options.items()
                                                                 if k not in ("header", "progress")})
-    check_supported(job.engine, options, getattr(job.engine_options, "workers", 1) or 1)
+    check_supported(options)
+    why = engines.get_engine(job.engine).refusal(options)
+    if why:
+        raise UsageError(why)
     try:
         search_canonical(job.model, options)
     except (UsageError, ModelError) as exc:
@@ -730,7 +737,7 @@ def cmd_matrix(args: argparse.Namespace) -> int:
             text.highlight_regex(r"\bholds\b|✓", "green")
             text.highlight_regex(r"\bundetermined\b", "yellow")
             console.print(text, soft_wrap=True)
-        how = "one search each" if args.engine in ONE_SEARCH_ENGINES else "stop-at-first searches"
+        how = "one search each" if engines.get_engine(args.engine).first_violations else "stop-at-first searches"
         if at_once and min(args.workers, len(configurations)) > 1 and can_fork():
             how += f", {min(args.workers, len(configurations))} at once"
         console.print(f"{len(cells)} cells from {len(configurations)} configurations ({how}) in {elapsed:.1f} s",
@@ -784,19 +791,15 @@ def add_parser(subparsers: Any, *_: Any) -> argparse.ArgumentParser:
     parser.add_argument("--progress-every", type=positive_float, default=10.0, metavar="SECONDS",
                         help="seconds between two progress lines during a search (default 10)")
     parser.add_argument("--symmetry", action="store_true", help="every search reduced by symmetry over interchangeable ids")
-    parser.add_argument("--reduce", choices=("none", "por", "dead"), default="none",
+    parser.add_argument("--reduce", choices=reduce_choices(), default="none",
                         help="every search reduced: por, partial-order reduction; dead, messages whose delivery can "
-                             "only be a no-op dropped (rows that cannot be reduced are refused); default none. With "
-                             "--expect the verdicts are compared, and the lengths only with --shortest")
+                             f"only be a no-op dropped ({reductions_help()}; rows that cannot be reduced are refused); "
+                             "default none. With --expect the verdicts are compared, and the lengths only with --shortest")
     parser.add_argument("--shortest", action="store_true",
                         help="with --reduce: a shortest counterexample for each violated cell (a full search bounded by "
                              "the reduced one's length)")
-    parser.add_argument("--engine", default="bfs", help="search engine: " + ", ".join(engines.ENGINES))
-    parser.add_argument("--workers", type=worker_count, default=None,
-                        help="searches run at once, each in its own process (a number, or auto: one a core, the "
-                             "default); with --engine parallel, the worker processes of each search")
-    parser.add_argument("--master", default=None, help="Spark master URL (spark engine; default local[*])")
-    parser.add_argument("--spark-threshold", type=int, default=None, metavar="N",
-                        help="spark engine: run levels locally while the frontier has fewer than N states (default 10000)")
+    add_engine_options(parser, default="bfs", workers_help="searches run at once, each in its own process (a number, "
+                       "or auto: one a core, the default; at most the cores); with --engine parallel, the worker "
+                       "processes of each search")
     parser.set_defaults(func=cmd_matrix)
     return parser

@@ -80,24 +80,13 @@ def add_search_options(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--max-memory", type=positive_float, metavar="MB",
                         help="memory budget in MB (default 80%% of RAM; then: undetermined and a checkpoint)")
     parser.add_argument("--symmetry", action="store_true", help="reduce by symmetry over interchangeable ids")
-    parser.add_argument("--reduce", choices=("none", "por", "dead"), default="none",
-                        help="reduce the safety search: por, partial-order reduction (local engine, one process); dead, "
-                             "drop messages whose delivery can only be a no-op (local and parallel engines); default none")
+    parser.add_argument("--reduce", choices=reduce_choices(), default="none",
+                        help="reduce the safety search: por, partial-order reduction; dead, drop messages whose delivery "
+                             f"can only be a no-op ({reductions_help()}); default none")
     parser.add_argument("--shortest", action="store_true",
                         help="with --reduce por or dead: after a violation, search fully up to its depth for a shortest "
                              "trace")
-    parser.add_argument("--engine", default=None,
-                        help="search engine: " + ", ".join(engines.ENGINES) + " (default bfs; parallel with --workers N)")
-    parser.add_argument("--workers", type=worker_count, default=None,
-                        help="worker processes (parallel engine): a number, or auto for one a core")
-    parser.add_argument("--master", default=None, help="Spark master URL (spark engine; default local[*])")
-    parser.add_argument("--spark-threshold", type=int, default=None, metavar="N",
-                        help="spark engine: run levels locally while the frontier has fewer than N states (default 10000)")
-    parser.add_argument("--spark-transport", choices=("arrow", "blocks"), default=None,
-                        help="spark engine: arrow (DataFrames, Arrow batches, dedup in the JVM; the default "
-                             "with PyArrow and PySpark 4) or blocks (RDDs; always for --checkpoint/--resume)")
-    parser.add_argument("--directed-weight", type=int, default=None, metavar="W",
-                        help="directed engine: order states by W x distance + depth (0 breadth-first, 1 A*; default 1000)")
+    add_engine_options(parser, default=None, engine_help=" (default bfs; parallel with --workers N)")
     parser.add_argument("--checkpoint", metavar="FILE", help="write a checkpoint here (periodically, on Ctrl-C, on budget)")
     parser.add_argument("--checkpoint-every", type=positive_float, default=300.0, metavar="SECONDS")
     parser.add_argument("--resume", metavar="FILE",
@@ -192,8 +181,6 @@ def search_options(args: argparse.Namespace, model: Model, progress: Any = None)
         check_deadlock = bool(getattr(model, "deadlock_by_default", True))
     if args.resume:
         require_input(args.resume, "checkpoint", "--resume")
-    if args.coverage and args.engine != "bfs":
-        raise UsageError("--coverage is counted by the local engine in one process; drop --engine and --workers")
     if args.coverage and args.resume:
         raise UsageError("--coverage counts a whole run; it cannot continue a checkpoint's counts, drop --resume")
     return SearchOptions(
@@ -225,10 +212,37 @@ def require_input(path: str, what: str, option: str) -> None:
         raise NoInputError(f"{what} {path} cannot be read (permission denied)")
 
 
-#: the command line's engine options: flag -> its argparse destination. Each engine's options dataclass says
-#: which of them it reads (``checker.engines.engine_options``); the others are refused for it.
-ENGINE_FLAGS = {"--workers": "workers", "--master": "master", "--spark-threshold": "spark_threshold",
-                "--spark-transport": "spark_transport", "--directed-weight": "directed_weight"}
+#: the argument type of each kind of engine option (``checker.engines.EngineFlag.kind``)
+_ENGINE_FLAG_TYPES = {"workers": worker_count, "int": int, "str": str}
+
+
+def engine_flag_dests() -> dict[str, str]:
+    """The command line's engine options, from the engines' records (``checker.engines.ENGINES``): flag -> its
+    argparse destination. Each engine's record says which of them it reads; the others are refused for it."""
+    return {flag: flag[2:].replace("-", "_") for flag in engines.engine_flags()}
+
+
+def reduce_choices() -> tuple[str, ...]:
+    """``--reduce``'s values: none and every reduction an engine's record says it runs."""
+    return ("none", *sorted({method for engine in engines.ENGINES.values() for method in engine.reductions},
+                            reverse=True))
+
+
+def reductions_help() -> str:
+    """Which engines run each reduction, from their records: ``por: bfs; dead: bfs, parallel``."""
+    return "; ".join(f"{method}: " + ", ".join(e.name for e in engines.ENGINES.values() if method in e.reductions)
+                     for method in reduce_choices()[1:])
+
+
+def add_engine_options(parser: argparse.ArgumentParser, default: str | None, engine_help: str = "",
+                       workers_help: str | None = None) -> None:
+    """``--engine`` and every engine's own options, from the engines' records (``kmc check`` and ``kmc matrix``);
+    ``workers_help`` is the matrix's own meaning of ``--workers``."""
+    parser.add_argument("--engine", default=default, help="search engine: " + ", ".join(engines.ENGINES) + engine_help)
+    for flag in engines.engine_flags().values():
+        parser.add_argument(flag.flag, type=_ENGINE_FLAG_TYPES[flag.kind], default=None, metavar=flag.metavar,
+                            choices=flag.choices,
+                            help=workers_help if flag.flag == "--workers" and workers_help else flag.help)
 
 
 def chosen_engine(args: argparse.Namespace, workers_for_engine: bool = True) -> tuple[str, Any]:
@@ -236,7 +250,7 @@ def chosen_engine(args: argparse.Namespace, workers_for_engine: bool = True) -> 
     option the engine cannot honour. Without ``--engine``: ``--workers N`` (N > 1, or auto on more than one
     core) is the parallel engine, else the local one. ``workers_for_engine`` False: ``--workers`` is the
     caller's own (``kmc matrix --engine bfs``: searches at once) and is not an engine option."""
-    given = {flag: getattr(args, dest) for flag, dest in ENGINE_FLAGS.items() if getattr(args, dest, None) is not None}
+    given = {flag: getattr(args, dest) for flag, dest in engine_flag_dests().items() if getattr(args, dest, None) is not None}
     if not workers_for_engine:
         given.pop("--workers", None)
     name = args.engine

@@ -267,7 +267,7 @@ def test_an_option_the_engine_would_ignore_is_refused(capsys, argv):
     line naming the option and exit 64, not a run that silently ignores it."""
     code, out, err = run(capsys, *argv, "--quiet")
     assert code == 64 and out == ""
-    flag = next(word for word in argv if word in options.ENGINE_FLAGS)
+    flag = next(word for word in argv if word in options.engine_flag_dests())
     engine = argv[argv.index("--engine") + 1] if "--engine" in argv else "bfs"
     assert len(err.strip().splitlines()) == 1 and flag in err and f"--engine {engine}" in err
 
@@ -279,7 +279,7 @@ def test_each_engine_takes_its_own_options_type():
 
     assert [e.options_type.__name__ for e in engines.ENGINES.values()] == ["LocalOptions", "ParallelOptions", "SparkOptions",
                                                                           "DirectedOptions"]
-    assert engines.get_engine("spark").flags() == {"--master": "master", "--spark-threshold": "threshold",
+    assert engines.get_engine("spark").flag_fields() == {"--master": "master", "--spark-threshold": "threshold",
                                                    "--spark-transport": "transport"}
     with pytest.raises(TypeError, match="engine bfs takes LocalOptions, not ParallelOptions"):
         engines.run(build_model("two-phase", []), SearchOptions(), "bfs", ParallelOptions(workers=2))

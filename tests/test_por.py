@@ -185,8 +185,8 @@ def test_an_invariant_that_declares_no_reads_turns_the_reduction_off():
 
 
 @pytest.mark.parametrize("argv,message", [
-    (["--reduce", "por", "--engine", "parallel"], "local breadth-first engine"),
-    (["--reduce", "por", "--workers", "2"], "local breadth-first engine"),
+    (["--reduce", "por", "--engine", "parallel"], "not supported by --engine parallel (engines that support it: bfs)"),
+    (["--reduce", "por", "--workers", "2"], "not supported by --engine parallel (engines that support it: bfs)"),
     (["--shortest"], "--shortest goes with --reduce por"),
     (["--reduce", "por", "--invariant", "no-fence-stall-liveness"], "safety properties only"),
 ])
