@@ -40,13 +40,14 @@ from itertools import count
 from typing import Any
 
 from checker.bfs import rss_mb
-from checker.result import CheckResult, Verdict, Violation, collision_estimates
+from checker.result import CheckResult, collision_estimates
 from checker.search import (
     ActionTable,
     Progress,
     SearchOptions,
     SuccessorView,
     rebuild_trace,
+    search_result,
     uses_bounds,
     uses_symmetry,
     validate_initial,
@@ -185,9 +186,8 @@ def run_engine(model: Model, options: SearchOptions, engine_options: DirectedOpt
     if found is None and reason is None and pruned:
         reason = f"depth bound {options.max_depth} reached with {pruned} states unexpanded"
     seconds = time.monotonic() - started
-    violations = []
-    if found is not None:
-        name, fp = found
+
+    def trace_of(fp: int, name: str, why: Any) -> Any:
         path = []
         at: int | None = fp
         while at is not None:
@@ -195,26 +195,14 @@ def run_engine(model: Model, options: SearchOptions, engine_options: DirectedOpt
             path.append((at, action_id))
             at = parent
         path.reverse()
-        inv = next((i for i in invariants if i.name == name), None)
-        trace = rebuild_trace(model, path, table.actions, options, name, inv.why if inv else None)
-        violations.append(Violation(name, "deadlock" if name == "deadlock" else "safety", trace))
-    verdict = Verdict.VIOLATED if violations else (Verdict.UNDETERMINED if reason else Verdict.HOLDS)
-    result = CheckResult(
-        model=model.name,
-        constants=dict(model.constants),
-        verdict=verdict,
-        distinct_states=len(parents),
-        states_generated=generated,
-        depth=deepest,
-        seconds=seconds,
-        violations=violations,
-        invariants=[inv.name for inv in invariants],
-        engine="directed",
-        symmetry=symmetry,
-        reason=reason,
-        queue=len(queue),
-        collision=collision_estimates(len(parents), generated),
-    )
+        return rebuild_trace(model, path, table.actions, options, name, why)
+
+    name, fp = found if found is not None else (None, None)
+    result = search_result(model, invariants, found={name: fp} if name not in (None, "deadlock") else {},
+                           deadlock=fp if name == "deadlock" else None, trace_of=trace_of,
+                           distinct_states=len(parents), states_generated=generated, depth=deepest, seconds=seconds,
+                           reason=reason, engine="directed", symmetry=symmetry, queue=len(queue),
+                           collision=collision_estimates(len(parents), generated))
     result.extra["directed"] = {"weight": weight, "expanded": expanded, "best_distance": best,
                                 "guaranteed_shortest": False}
     return result

@@ -10,7 +10,7 @@ from typing import Any, NamedTuple
 
 from checker.fingerprint import validate_state
 from checker.invariant import SAFETY, Invariant
-from checker.result import Verdict
+from checker.result import CheckResult, Verdict, Violation
 from checker.trace import Step, Trace
 from checker.visited import FingerprintSet, ParentLog
 from spec.errors import BadFileError, KmcError, ModelError, UsageError
@@ -79,6 +79,32 @@ def verdict_of(violations: Sequence[Any], reason: str | None) -> Verdict:
     if violations:
         return Verdict.VIOLATED
     return Verdict.UNDETERMINED if reason else Verdict.HOLDS
+
+
+def _deadlock_why(state: Any) -> str:
+    return "deadlock: no action is enabled in the last state"
+
+
+def search_result(model: Model, invariants: Sequence[Invariant], *, found: dict[str, Any], deadlock: Any,
+                  trace_of: Callable[[Any, str, Callable[[Any], str] | None], Trace], distinct_states: int,
+                  states_generated: int, depth: int, seconds: float, reason: str | None, engine: str,
+                  discovered: dict[str, Any] | None = None, **fields: Any) -> CheckResult:
+    """The result of a search, built here for every engine (local, parallel, Spark, directed): a violation per
+    invariant found (``found``: name -> the engine's handle on the violating state, in the order they were found,
+    ties by name), the deadlock after them, each trace from the engine's ``trace_of(handle, name, why)``; the
+    verdict (``verdict_of``), and the budget's reason only when the verdict is undetermined. ``fields`` are the
+    engine's own figures (``workers``, ``queue``, ``symmetry``, ``checkpoint_file``, ``collision``, ``extra``)."""
+    by_name = {inv.name: inv for inv in invariants}
+    violations = [Violation(name, "safety", trace_of(at, name, by_name[name].why),
+                            discovered=(discovered or {}).get(name))
+                  for name, at in sorted(found.items(), key=lambda item: (item[1], item[0]))]
+    if deadlock is not None:
+        violations.append(Violation("deadlock", "deadlock", trace_of(deadlock, "deadlock", _deadlock_why)))
+    verdict = verdict_of(violations, reason)
+    return CheckResult(model=model.name, constants=dict(model.constants), verdict=verdict,
+                       distinct_states=distinct_states, states_generated=states_generated, depth=depth,
+                       seconds=seconds, violations=violations, invariants=[inv.name for inv in invariants],
+                       engine=engine, reason=reason if verdict is Verdict.UNDETERMINED else None, **fields)
 
 
 def uses_bounds(model: Model) -> bool:
