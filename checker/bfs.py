@@ -596,6 +596,9 @@ class LocalBFS(LevelSearch):
 
     # -- the result ------------------------------------------------------------------------------
     def _result(self, st: SearchState, elapsed: float, reason: str | None, checkpoint_file: str | None) -> CheckResult:
+        if self.options.observer is not None:
+            self.options.observer.finished(st)
+
         def trace_of(index: int, name: str, why: Any) -> Any:
             return rebuild_trace(self.model, st.log.path_to(index), st.actions.actions, self.options, name, why)
 

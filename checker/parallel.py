@@ -311,7 +311,7 @@ class _WorkerBFS(LocalBFS):
     """The expansion side of LocalBFS, run inside a worker on its part of the frontier."""
 
     def __init__(self, model: Model, options: SearchOptions, abort: Any, pids: list[int]) -> None:
-        super().__init__(model, replace(options, progress=None, checkpoint_path=None, resume_from=None))
+        super().__init__(model, replace(options, progress=None, observer=None, checkpoint_path=None, resume_from=None))
         self.abort = abort
         self.pids = pids
         self._last_rss = 0.0

@@ -27,6 +27,37 @@ class Progress(NamedTuple):
     seconds: float
 
 
+class SearchObserver:
+    """Hooks into a search, for progress displays, benchmarks and tests, instead of replacing an engine's methods: a
+    subclass overrides what it needs (each does nothing here). ``st`` is the engine's search state: a
+    ``SearchState`` (local and parallel engines: the parent log, the visited set, the action table), or the Spark
+    driver's counters. ``SearchOptions.observer`` hands one to a search."""
+
+    def level(self, st: Any) -> None:
+        """After each level is committed (``checker.levels.run_levels``)."""
+
+    def finished(self, st: Any) -> None:
+        """Once, when the search is over and its result is about to be built from ``st`` (the parallel engine's
+        parent log gathered)."""
+
+
+class RecordParentLog(SearchObserver):
+    """Keeps what the tests compare between engines and storage modes at the end of a search: the parent log's
+    columns as lists (``log``), the action table (``actions``) and whether the log went to disk (``spilled``)."""
+
+    def __init__(self) -> None:
+        self.log: list[list[int]] | None = None
+        self.actions: list[Any] | None = None
+        self.spilled = False
+        self.state: Any = None
+
+    def finished(self, st: Any) -> None:
+        self.state = st
+        self.log = [column.tolist() for column in st.log.arrays()]
+        self.actions = list(st.actions.actions)
+        self.spilled = bool(st.log.spilled)
+
+
 @dataclass
 class SearchOptions:
     invariants: Sequence[Invariant] = ()
@@ -54,6 +85,8 @@ class SearchOptions:
     #: found a violation, the full search bounded at its depth gives a shortest counterexample
     reduce: str = "none"
     shortest: bool = False
+    #: hooks into the search (``SearchObserver``): for progress displays, benchmarks and tests
+    observer: SearchObserver | None = None
 
     def safety_invariants(self) -> list[Invariant]:
         return [inv for inv in self.invariants if inv.kind == SAFETY and inv.holds is not None]

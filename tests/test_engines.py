@@ -71,3 +71,24 @@ def test_a_toy_engine_is_one_module_and_one_registry_line(with_toy, capsys):
     assert "--toy-note is not an option of --engine bfs (it is read by --engine toy)" in capsys.readouterr().err
     result = engines.run(build_model("two-phase", ["RM=3"]), SearchOptions(), "toy", toy_engine.ToyOptions("direct"))
     assert result.extra["toy_note"] == "direct"
+
+
+@pytest.mark.parametrize("engine", ["bfs", "parallel"])
+def test_an_observer_sees_every_level_and_the_final_search_state(engine):
+    """The hook that replaced tests' swapping of private engine methods: ``level`` after each committed level,
+    ``finished`` once with the state the result is built from (the parallel engine's parent log gathered)."""
+    from checker.search import RecordParentLog
+
+    class Levels(RecordParentLog):
+        def __init__(self) -> None:
+            super().__init__()
+            self.depths: list[int] = []
+
+        def level(self, st):
+            self.depths.append(st.depth)
+
+    seen = Levels()
+    given = engines.engine_options(engine, {"--workers": 2} if engine == "parallel" else {})
+    result = engines.run(build_model("two-phase", ["RM=3"]), SearchOptions(observer=seen), engine, given)
+    assert seen.depths == list(range(2, seen.depths[-1] + 1)) and seen.depths[-1] >= result.depth  # one call a level
+    assert len(seen.log[0]) == result.distinct_states == 288 and seen.actions
