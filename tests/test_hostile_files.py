@@ -260,7 +260,7 @@ def test_json_mode_reports_errors_as_a_json_object(tmp_path):
 
 
 def test_every_kmc_error_is_one_class_per_exit_code():
-    from checker import errors
+    from spec import errors
 
     classes = [c for c in vars(errors).values() if isinstance(c, type) and issubclass(c, KmcError) and c is not KmcError]
     assert {errors.NoInputError.code, errors.BadFileError.code, errors.UsageError.code,

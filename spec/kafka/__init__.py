@@ -93,7 +93,7 @@ from spec.registry import Constant, ModelInfo, register
 
 __all__ = ["KafkaModel", "build", "INFO"]
 
-def build(constants: dict[str, Any], protocol: str = DEFAULT_PROTOCOL, features: dict[str, bool] | None = None):
+def build(constants: dict[str, Any], protocol: str, features: dict[str, bool] | None = None):
     return KafkaModel(
         brokers=constants.get("brokers", DEFAULTS["brokers"]),
         records=constants.get("records", DEFAULTS["records"]),
