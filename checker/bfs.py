@@ -37,7 +37,6 @@ import numpy as np
 
 from checker import checkpoint as ckpt
 from checker import frontier as frontier_store
-from checker import por
 from checker.frontier import FrontierStore, store_of
 from checker.levels import MEMORY_BUDGET, BudgetExceeded, LevelSearch, run_levels
 from checker.result import CheckResult, Discovery, OutDegree, collision_estimates
@@ -219,7 +218,6 @@ class LocalBFS(LevelSearch):
         self._degree_counts: dict[int, int] = {}
         self._degree_list: list[int] = []  # the out-degree of each state expanded since the last fold
         self._discovered: dict[str, Discovery] = {}
-        self.reduction = por.for_search(model, options, self.invariants)  # --reduce por, else None
         #: the form states are stored in: symmetry's canonical form, dead messages dropped (``search_canonical``)
         self.canonical = search_canonical(model, options)
         self.successor_view = SuccessorView(model, self.symmetry, self.canonical)
@@ -436,17 +434,12 @@ class LocalBFS(LevelSearch):
         # expanded in many small calls (one a block)
         next_check = _CHECK_EVERY - generated_before % _CHECK_EVERY
         prune_at = _PRUNE_AT_UNDER_PRESSURE if self.under_pressure else _PRUNE_AT
-        reduce = self.reduction.successors if self.reduction is not None else None
-        reduce_or_cover = reduce is not None or cover is not None
         for state in frontier:
             succs = successors(state)
             if type(succs) is not list:
                 succs = list(succs)
-            if reduce_or_cover:  # one look a state when neither is asked for (the plain search)
-                if reduce is not None:  # an ample set, or every successor (checker.por)
-                    succs = reduce(state, succs, st.visited, canonical)
-                if cover is not None:
-                    cover.update(map(_first, succs))
+            if cover is not None:
+                cover.update(map(_first, succs))
             degree = len(succs)
             degrees.append(degree)
             if every:
@@ -608,9 +601,7 @@ class LocalBFS(LevelSearch):
                                symmetry=self.symmetry, queue=len(st.frontier), checkpoint_file=checkpoint_file)
         if st.edges is not None:
             result.graph = (st.log, st.edges, st.actions)
-        if self.reduction is not None:
-            result.extra["reduction"] = self.reduction.report()
-        elif self.options.reduce == "dead":
+        if self.options.reduce == "dead":
             from checker.dead import report
 
             result.extra["reduction"] = report(self.model)

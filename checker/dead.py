@@ -16,7 +16,7 @@ took it in the stored state, without them: the follower's next request, which wa
 the delivery of every dead message still in flight at the end, so the trace ends in the stored violating state and
 every step is a step of the model. It is a real behaviour but not necessarily a shortest one (the reduced search's depth does not
 count the deliveries it folded away, and the replay adds those still in flight); ``--shortest`` then runs the full
-search bounded at its length (``checker.por.shortest_rerun``), as with ``--reduce por``.
+search bounded at its length (``checker.reductions.shortest_rerun``).
 
 Engines: the local breadth-first engine and the parallel one (``--workers N``: each worker applies the same form);
 Spark, checkpoints and liveness properties are refused with one line (exit 64).

@@ -95,7 +95,7 @@ class Engine:
     def run(self, model: Model, options: SearchOptions, engine_options: Any = None) -> CheckResult:
         """The safety search; what this engine cannot honour refused (one line), and ``--shortest`` after a reduced
         search."""
-        from checker.por import check_supported, shortest_rerun
+        from checker.reductions import check_supported, shortest_rerun
 
         wanted = self.options_type
         engine_options = wanted() if engine_options is None else engine_options
@@ -127,7 +127,7 @@ WORKERS = EngineFlag("--workers", "workers", "worker processes (parallel engine)
 ENGINES: dict[str, Engine] = {
     engine.name: engine for engine in (
         Engine("bfs", "checker.bfs", "LocalOptions", "breadth-first search in this process (the default)",
-               reductions=frozenset({"por", "dead"}), checkpoints=True, liveness=True, coverage=True,
+               reductions=frozenset({"dead"}), checkpoints=True, liveness=True, coverage=True,
                first_violations=True),
         Engine("parallel", "checker.parallel", "ParallelOptions",
                "breadth-first search in --workers N processes (default: one a core)", flags=(WORKERS,),
@@ -161,7 +161,7 @@ def engine_flags() -> dict[str, EngineFlag]:
 
 def engine_table() -> list[str]:
     """The engines and what each supports, as Markdown rows (README's engine table is this)."""
-    kinds = ("--reduce por", "--reduce dead", "--checkpoint", "liveness", "--coverage", "directed")
+    kinds = ("--reduce dead", "--checkpoint", "liveness", "--coverage", "directed")
     rows = ["| engine | options | " + " | ".join(kinds) + " |", "|" + " --- |" * (len(kinds) + 2)]
     for engine in ENGINES.values():
         has = engine.supports()

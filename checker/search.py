@@ -81,8 +81,8 @@ class SearchOptions:
     stop_when_all_found: bool = False
     #: written into every trace header (protocol, features, ...)
     header: dict[str, Any] = field(default_factory=dict)
-    #: "none" or "por" (``checker.por``: partial-order reduction, local engine); ``shortest``: after a reduced search
-    #: found a violation, the full search bounded at its depth gives a shortest counterexample
+    #: "none" or "dead" (``checker.dead``: messages whose delivery can only be a no-op dropped); ``shortest``: after a
+    #: reduced search found a violation, the full search bounded at its depth gives a shortest counterexample
     reduce: str = "none"
     shortest: bool = False
     #: hooks into the search (``SearchObserver``): for progress displays, benchmarks and tests

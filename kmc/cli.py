@@ -308,24 +308,17 @@ def cmd_check(args: argparse.Namespace) -> int:
 
 
 def print_reduction(console: Console, result: CheckResult) -> None:
-    """What ``--reduce por`` or ``dead`` did, and whether its counterexamples are shortest (``checker.por``,
-    ``checker.dead``)."""
+    """What ``--reduce dead`` did, and whether its counterexamples are shortest (``checker.dead``)."""
     reduction = result.extra.get("reduction")
     if not reduction:
         return
-    method = "partial-order reduction"
-    if reduction["method"] == "dead":
-        method = "dead-message reduction"
-        console.print(f"Dead-message reduction: dropped as soon as dead: {', '.join(reduction['dead_messages'])}")
-    else:
-        console.print(f"Partial-order reduction: {reduction['reduced_states']:,} states expanded with a smaller ample "
-                      f"set, {reduction['proviso_full']:,} fully by the cycle proviso")
+    console.print(f"Dead-message reduction: dropped as soon as dead: {', '.join(reduction['dead_messages'])}")
     shortest = result.extra.get("shortest")
     if shortest:
         console.print(f"Shortest counterexamples: from a full search bounded at depth {shortest['depth_bound']} "
                       f"({shortest['distinct_states']:,} distinct states)")
     elif result.violations:
-        console.print(f"A counterexample found with {method} need not be shortest: add --shortest")
+        console.print("A counterexample found with dead-message reduction need not be shortest: add --shortest")
 
 
 def print_directed(console: Console, result: CheckResult) -> None:

@@ -289,7 +289,7 @@ def run_matrix(
     ``progress``: (row, invariants, seconds so far) of each search running, the searches done, all of them.
 
     ``symmetry``, ``reduce`` and ``shortest`` are the search's own options (``kmc check --symmetry --reduce
-    por|dead --shortest``), applied to every search; a row where one cannot apply is refused (one line) before any
+    dead --shortest``), applied to every search; a row where one cannot apply is refused (one line) before any
     search runs. A cell's states are then the reduced search's, and its counterexample replays on the unreduced
     model but is a shortest one only with ``shortest``.
     """
@@ -399,7 +399,7 @@ class _Job:
 def _check_reduction(job: _Job) -> None:
     """One line (``UsageError``, exit 64) if the job's search cannot apply its reduction (``--symmetry``, ``--reduce``,
     ``--shortest``): the engine's refusal, or the row's (``--reduce dead`` on a row without dead messages)."""
-    from checker.por import check_supported
+    from checker.reductions import check_supported
 
     options = SearchOptions(invariants=list(job.invariants), **{k: v for k, v in job.options.items()
                                                                 if k not in ("header", "progress")})
@@ -574,8 +574,8 @@ def reduction_note(args: argparse.Namespace, width: int) -> list[str]:
     said = []
     if args.symmetry or args.reduce != "none":
         said.append("the states counted are the reduced search's (" + ", then ".join(
-            how for how, on in (("dead messages dropped", args.reduce == "dead"), ("one a symmetry orbit", args.symmetry),
-                                ("ample sets", args.reduce == "por")) if on) + ")")
+            how for how, on in (("dead messages dropped", args.reduce == "dead"), ("one a symmetry orbit", args.symmetry))
+            if on) + ")")
     if args.reduce != "none" and not args.shortest:
         said.append("a counterexample replays on the full model but need not be a shortest one, and a story is told of "
                     "it: --shortest gives the full search's lengths and stories")
@@ -792,7 +792,7 @@ def add_parser(subparsers: Any, *_: Any) -> argparse.ArgumentParser:
                         help="seconds between two progress lines during a search (default 10)")
     parser.add_argument("--symmetry", action="store_true", help="every search reduced by symmetry over interchangeable ids")
     parser.add_argument("--reduce", choices=reduce_choices(), default="none",
-                        help="every search reduced: por, partial-order reduction; dead, messages whose delivery can "
+                        help="every search reduced: dead, messages whose delivery can "
                              f"only be a no-op dropped ({reductions_help()}; rows that cannot be reduced are refused); "
                              "default none. With --expect the verdicts are compared, and the lengths only with --shortest")
     parser.add_argument("--shortest", action="store_true",

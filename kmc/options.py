@@ -81,10 +81,10 @@ def add_search_options(parser: argparse.ArgumentParser) -> None:
                         help="memory budget in MB (default 80%% of RAM; then: undetermined and a checkpoint)")
     parser.add_argument("--symmetry", action="store_true", help="reduce by symmetry over interchangeable ids")
     parser.add_argument("--reduce", choices=reduce_choices(), default="none",
-                        help="reduce the safety search: por, partial-order reduction; dead, drop messages whose delivery "
+                        help="reduce the safety search: dead, drop messages whose delivery "
                              f"can only be a no-op ({reductions_help()}); default none")
     parser.add_argument("--shortest", action="store_true",
-                        help="with --reduce por or dead: after a violation, search fully up to its depth for a shortest "
+                        help="with --reduce dead: after a violation, search fully up to its depth for a shortest "
                              "trace")
     add_engine_options(parser, default=None, engine_help=" (default bfs; parallel with --workers N)")
     parser.add_argument("--checkpoint", metavar="FILE", help="write a checkpoint here (periodically, on Ctrl-C, on budget)")
@@ -229,7 +229,7 @@ def reduce_choices() -> tuple[str, ...]:
 
 
 def reductions_help() -> str:
-    """Which engines run each reduction, from their records: ``por: bfs; dead: bfs, parallel``."""
+    """Which engines run each reduction, from their records: ``dead: bfs, parallel``."""
     return "; ".join(f"{method}: " + ", ".join(e.name for e in engines.ENGINES.values() if method in e.reductions)
                      for method in reduce_choices()[1:])
 

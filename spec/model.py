@@ -114,11 +114,6 @@ class Model(ABC):
         decided from the model before a search; None when it may reduce."""
         return None
 
-    def reduction(self) -> Any:
-        """The footprint of every action (what it reads and writes), for partial-order reduction (``checker.por``,
-        which documents the interface); None: the model declares none and ``--reduce por`` is refused."""
-        return None
-
     def dead_messages(self) -> Any:
         """What drops the messages of a state that are dead (``state -> state``), for ``--reduce dead``
         (``checker.dead``, which documents the interface); None: the model declares none and the option is refused."""

@@ -121,7 +121,7 @@ KRAFT = ["check", "kafka", "--protocol", "kraft-3.5", "--const", "records=1"]
     (["--invariant", "acknowledged-durable", "--workers", "2"], "--workers is not an option of --engine directed"),
     (["--invariant", "acknowledged-durable", "--master", "local[2]"], "--master is not an option of --engine directed"),
     (["--invariant", "acknowledged-durable", "--checkpoint", "x.ckpt"], "--checkpoint / --resume is not supported"),
-    (["--invariant", "acknowledged-durable", "--reduce", "por"], "--reduce por is not supported by --engine directed"),
+    (["--invariant", "acknowledged-durable", "--reduce", "dead"], "--reduce dead is not supported by --engine directed"),
     (["--invariant", "acknowledged-durable", "--coverage"], "--coverage is not supported by --engine directed"),
     (["--invariant", "acknowledged-durable", "--continue"], "drop --continue"),
     (["--invariant", "acknowledged-durable", "--directed-weight", "-1"], "--directed-weight must be"),

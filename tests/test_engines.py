@@ -1,6 +1,6 @@
 """The engine record (``checker.engines.Engine``) says an engine's options and what it supports once: the ``check``
 and ``matrix`` parsers, the refusals and the engine table come from it. A toy engine added as one module and one
-registry line gets its option on both parsers, runs, and is refused what its record leaves out."""
+registry line gets its option on both parsers, runs, and is refused what its record leaves out (--reduce dead)."""
 
 from __future__ import annotations
 
@@ -17,7 +17,7 @@ from spec.registry import build_model
 from tests import toy_engine
 
 CAPABILITIES = {  # what a search may ask for -> the record's field that allows it
-    "reductions": lambda: SearchOptions(reduce="por"),
+    "reductions": lambda: SearchOptions(reduce="dead"),
     "checkpoints": lambda: SearchOptions(checkpoint_path="run.ckpt"),
     "liveness": lambda: SearchOptions(keep_graph=True),
     "coverage": lambda: SearchOptions(coverage=True),
@@ -37,7 +37,7 @@ def test_each_flag_of_a_record_sets_a_field_of_its_options(name):
 @pytest.mark.parametrize("capability", list(CAPABILITIES))
 def test_the_refusals_are_the_records(name, capability):
     engine = engines.ENGINES[name]
-    supported = "por" in engine.reductions if capability == "reductions" else getattr(engine, capability)
+    supported = "dead" in engine.reductions if capability == "reductions" else getattr(engine, capability)
     why = engine.refusal(CAPABILITIES[capability]())
     assert (why is None) == supported, (name, capability, why)
     if why:
@@ -46,9 +46,10 @@ def test_the_refusals_are_the_records(name, capability):
 
 def test_the_engine_table_is_the_records():
     rows = engines.engine_table()
-    assert rows[2] == ("| `bfs` | none | yes | yes | yes | yes | yes | no |")
-    assert rows[3] == ("| `parallel` | `--workers` | no | yes | yes | yes | no | no |")
-    assert rows[5].startswith("| `directed` | `--directed-weight` | no | no | no | no | no | yes |")
+    assert rows[0] == "| engine | options | --reduce dead | --checkpoint | liveness | --coverage | directed |"
+    assert rows[2] == "| `bfs` | none | yes | yes | yes | yes | no |"
+    assert rows[3] == "| `parallel` | `--workers` | yes | yes | yes | no | no |"
+    assert rows[5] == "| `directed` | `--directed-weight` | no | no | no | no | yes |"
     assert len(rows) == 2 + len(engines.ENGINES)
 
 
@@ -64,9 +65,9 @@ def test_a_toy_engine_is_one_module_and_one_registry_line(with_toy, capsys):
     assert main(["check", "two-phase", "--const", "RM=3", "--engine", "toy", "--toy-note", "hello", "--json"]) == 0
     data = json.loads(capsys.readouterr().out)
     assert data["distinct_states"] == 288 and data["engine"] == "bfs"  # its search is the local one's
-    assert options.reduce_choices() == ("none", "por", "dead") and "dead: bfs, parallel, toy" in options.reductions_help()
-    assert main(["check", "two-phase", "--engine", "toy", "--reduce", "por", "--quiet"]) == 64
-    assert "--reduce por is not supported by --engine toy (engines that support it: bfs)" in capsys.readouterr().err
+    assert options.reduce_choices() == ("none", "dead") and options.reductions_help() == "dead: bfs, parallel"
+    assert main(["check", "two-phase", "--engine", "toy", "--reduce", "dead", "--quiet"]) == 64
+    assert "--reduce dead is not supported by --engine toy (engines that support it: bfs, parallel)" in capsys.readouterr().err
     assert main(["check", "two-phase", "--engine", "bfs", "--toy-note", "z", "--quiet"]) == 64
     assert "--toy-note is not an option of --engine bfs (it is read by --engine toy)" in capsys.readouterr().err
     result = engines.run(build_model("two-phase", ["RM=3"]), SearchOptions(), "toy", toy_engine.ToyOptions("direct"))

@@ -26,4 +26,4 @@ def run_engine(model: Model, options: SearchOptions, engine_options: ToyOptions)
 
 #: the registry line
 ENGINE = Engine("toy", __name__, "ToyOptions", "the local search under another name (a test)",
-                flags=(EngineFlag("--toy-note", "note", "toy engine: a word it records"),), reductions=frozenset({"dead"}))
+                flags=(EngineFlag("--toy-note", "note", "toy engine: a word it records"),))
