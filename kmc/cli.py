@@ -200,9 +200,9 @@ def declared_actions(model: Model) -> list[Any]:
     values it holds in its attributes (models build their actions once, see ``spec.model.Action``)."""
     from spec.model import Action
 
-    declared = getattr(model, "all_actions", None)
-    if callable(declared):
-        return list(dict.fromkeys(declared()))
+    declared = model.all_actions()
+    if declared is not None:
+        return list(dict.fromkeys(declared))
     found: dict[Any, None] = {}
 
     def walk(value: Any, depth: int) -> None:

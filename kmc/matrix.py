@@ -19,16 +19,8 @@ its own that stops there; the search stops once every invariant it checks is vio
 that do not record them (spark) use a few stop-at-first searches instead
 (``check_cells_by_rounds``), with the same figures.
 
-What a model may declare for the matrix (all optional, read through the model object):
-
-* ``matrix_variants``: extra rows, (protocol, (FLAG=on|off, ...)) pairs (``kip-380,kafka-7786-fix=off``);
-* ``matrix_bounds``: invariant -> NAME=VALUE assignments (or a dict of constants) applied before
-  ``--const``, for properties whose counterexamples need actions the default bounds leave out;
-* ``matrix_bound_sets()``: named sets of such bounds (``--bounds NAME``); without it the only set
-  is ``default``, which is ``matrix_bounds``;
-* ``matrix_excluded``: invariants left out of the default columns (``--invariant`` still checks them);
-* ``matrix_story(protocol, invariant, trace)``: a one-line name of the KIP or JIRA story a violated
-  cell's counterexample is an instance of (None: no story); ``protocol`` is the row label.
+What a model may declare for the matrix (``matrix_variants``, ``matrix_bounds``, ``matrix_bound_sets()``,
+``matrix_excluded``, ``matrix_story()``) is part of the model contract, ``spec.model.Model``, which documents each.
 
 Exit codes: 0 when the matrix ran and (with ``--expect``) every cell matched; 1 when a cell
 differs from ``--expect`` (changed verdict, length or distinct states, or a cell the file lacks);
@@ -197,7 +189,7 @@ def default_rows(model_name: str) -> list[Row]:
     info = get_model_info(model_name)
     rows = [Row(name, name) for name in info.protocols] or [Row("-", None)]
     model = build_model(model_name, [], info.default_protocol, [])
-    for protocol, flags in getattr(model, "matrix_variants", ()):
+    for protocol, flags in model.matrix_variants:
         rows.append(Row(",".join((protocol, *flags)), protocol, tuple(flags)))
     return rows
 
@@ -211,12 +203,10 @@ def _assignments(value: Any) -> tuple[str, ...]:
 
 def bound_sets(model: Any) -> dict[str, dict[str, tuple[str, ...]]]:
     """The model's named bound sets (invariant -> NAME=VALUE assignments); ``default`` always exists."""
-    declared = getattr(model, "matrix_bound_sets", None)
-    raw = declared() if callable(declared) else {}
+    raw = model.matrix_bound_sets()
     sets = {name: {inv: _assignments(b) for inv, b in (bounds or {}).items()} for name, bounds in raw.items()}
     if DEFAULT_BOUND_SET not in sets:
-        plain = getattr(model, "matrix_bounds", {})
-        sets[DEFAULT_BOUND_SET] = {inv: _assignments(b) for inv, b in dict(plain() if callable(plain) else plain).items()}
+        sets[DEFAULT_BOUND_SET] = {inv: _assignments(b) for inv, b in dict(model.matrix_bounds).items()}
     return sets
 
 
@@ -233,10 +223,7 @@ def story_of(model: Any, protocol: str, invariant: str, trace: Any, replay: dict
         found = computed_story(replay["model"], replay["protocol"], replay["flags"], replay["constants"],
                                replay["invariant"], trace)
         return found.text if found is not None else None
-    hook = getattr(model, "matrix_story", None)
-    if not callable(hook):
-        return None
-    story = hook(protocol, invariant, trace)
+    story = model.matrix_story(protocol, invariant, trace)
     if not story:
         return None
     return " ".join(str(story).split()) or None  # one line
@@ -314,7 +301,7 @@ def run_matrix(
         # a model may leave invariants out of its default columns (``matrix_excluded``: ones that are vacuous at the
         # default bounds, such as Kafka's client properties without clients), and an invariant may be checked by
         # name only (``Invariant.default``); ``--invariant`` still names them
-        excluded = set(getattr(model, "matrix_excluded", ()))
+        excluded = set(model.matrix_excluded)
         names = list(invariants) or ([] if properties else [k for k, v in available.items()
                                                             if v.default and k not in excluded])
         names += [p.name for p in properties]

@@ -166,10 +166,6 @@ def select_invariants(model: Model, names: Sequence[str], properties: Sequence[s
 
 
 def search_options(args: argparse.Namespace, model: Model, progress: Any = None) -> SearchOptions:
-    header = {}
-    for key in ("protocol",):
-        if getattr(model, key, None) is not None:
-            header[key] = getattr(model, key)
     checkpoint = args.checkpoint or args.resume
     if args.deadlock_flag and args.deadlock is False:
         raise UsageError("--deadlock and -deadlock contradict each other; -deadlock (or --no-deadlock) turns the "
@@ -178,7 +174,7 @@ def search_options(args: argparse.Namespace, model: Model, progress: Any = None)
     # (every record produced, a broker down past the crash bound) says so with deadlock_by_default = False
     check_deadlock = True if args.deadlock_flag else args.deadlock
     if check_deadlock is None:
-        check_deadlock = bool(getattr(model, "deadlock_by_default", True))
+        check_deadlock = model.deadlock_by_default
     if args.resume:
         require_input(args.resume, "checkpoint", "--resume")
     if args.coverage and args.resume:

@@ -227,7 +227,7 @@ def _run(args: argparse.Namespace, protocol: str | None) -> tuple[Any, Any]:
             raise WrongModelError(f"the scenario is of model {scenario.model!r}, not {args.expect_model!r}")
         model = scenario_model(scenario, protocol, args.feature, args.const)
         result = replay_scenario(model, scenario, args.invariant)
-        return result, scenario.expectation(getattr(model, "protocol", None))
+        return result, scenario.expectation(model.protocol)
     trace, model = load_trace(args.file, protocol=protocol, features=args.feature, model_name=args.expect_model,
                               constants=args.const)
     return replay_trace(model, trace, args.invariant), None
