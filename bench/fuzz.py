@@ -2,7 +2,7 @@
 
     python3 bench/fuzz.py --seconds 1800 --seed 1 --out fuzz.json
 
-Each case runs ``python3 -m checker.cli ...`` in a fresh process (memory capped, time bounded) on one
+Each case runs ``python3 -m kmc.cli ...`` in a fresh process (memory capped, time bounded) on one
 of these classes of input, and checks the outcome against an oracle:
 
 * ``trace``: seed traces (our JSON, ITF, msgpack; two-phase and Kafka) mutated byte-wise and
@@ -97,7 +97,7 @@ def kmc(argv: list[str], cwd: str, timeout: float = CASE_SECONDS, signal_after: 
     """Run the command line; (exit code or None on a hang, stdout, stderr, seconds). ``block_sigint``: start it
     with SIGINT blocked (inherited across exec), so that a SIGINT waits for kmc's code to unblock it."""
     started = time.monotonic()
-    proc = subprocess.Popen([sys.executable, "-m", "checker.cli", *argv], cwd=cwd, stdout=subprocess.PIPE,
+    proc = subprocess.Popen([sys.executable, "-m", "kmc.cli", *argv], cwd=cwd, stdout=subprocess.PIPE,
                             stderr=subprocess.PIPE, stdin=subprocess.DEVNULL, text=True, errors="replace",
                             preexec_fn=_limit_and_block if block_sigint else _limit, start_new_session=True,
                             env={**os.environ, "PYTHONPATH": ROOT})
@@ -489,7 +489,8 @@ def _empty_cases() -> list[tuple[str, list[str]]]:
     """(argument's display name, argv before the empty value) for every argument of every subcommand."""
     import argparse
 
-    from checker.cli import EMPTY_VALUE_ALLOWED, build_parser
+    from kmc.cli import build_parser
+    from kmc.options import EMPTY_VALUE_ALLOWED
 
     cases: list[tuple[str, list[str]]] = []
 
@@ -595,7 +596,7 @@ def case_startup(ws: Workspace, rng: random.Random) -> Outcome:
 
 def _at_once(commands: list[list[str]], cwd: str) -> list[tuple[int | None, str]]:
     """Start every command at the same moment; (exit code, stderr) of each."""
-    procs = [subprocess.Popen([sys.executable, "-m", "checker.cli", *argv], cwd=cwd, stdout=subprocess.DEVNULL,
+    procs = [subprocess.Popen([sys.executable, "-m", "kmc.cli", *argv], cwd=cwd, stdout=subprocess.DEVNULL,
                               stderr=subprocess.PIPE, stdin=subprocess.DEVNULL, text=True, errors="replace",
                               preexec_fn=_limit, env={**os.environ, "PYTHONPATH": ROOT}) for argv in commands]
     results = []

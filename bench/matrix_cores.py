@@ -32,7 +32,7 @@ def run(workers: int, extra: list[str]) -> dict:
     before = resource.getrusage(resource.RUSAGE_CHILDREN)
     load = os.getloadavg()[0]
     started = time.monotonic()
-    out = subprocess.run([sys.executable, "-m", "checker", "matrix", "--quiet", "--workers", str(workers), *extra],
+    out = subprocess.run([sys.executable, "-m", "kmc", "matrix", "--quiet", "--workers", str(workers), *extra],
                          capture_output=True, text=True, cwd=ROOT, env={**os.environ, "COLUMNS": "130"})
     wall = time.monotonic() - started
     after = resource.getrusage(resource.RUSAGE_CHILDREN)

@@ -15,7 +15,7 @@ import time
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
-from checker import matrix  # noqa: E402
+from kmc import matrix  # noqa: E402
 
 
 def load() -> str:

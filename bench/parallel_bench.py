@@ -43,7 +43,7 @@ def amdahl(share: float, cores: int) -> float:
 
 
 def run(model: str, consts: list[str], protocol: str, workers: str) -> dict[str, Any]:
-    argv = [sys.executable, "-m", "checker.cli", "check", model, "--continue", "--json", "--quiet"]
+    argv = [sys.executable, "-m", "kmc.cli", "check", model, "--continue", "--json", "--quiet"]
     for const in consts:
         argv += ["--const", const]
     if protocol:

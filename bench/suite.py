@@ -160,7 +160,7 @@ def run_workload(work: Workload, repeat: int) -> dict[str, Any]:
 
 def command_vs_ceiling(rm: int, repeat: int) -> dict[str, Any]:
     """The whole ``kmc check`` command against the bare BFS, interleaved, minimum of each."""
-    command = [sys.executable, "-m", "checker.cli", "check", "two-phase", "--const", f"RM={rm}", "--quiet"]
+    command = [sys.executable, "-m", "kmc.cli", "check", "two-phase", "--const", f"RM={rm}", "--quiet"]
     bare = [sys.executable, str(ROOT / "bench" / "bare_two_phase.py"), str(rm)]
     walls: dict[str, list[float]] = {"command": [], "bare": []}
     bare_out = ""

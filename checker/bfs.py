@@ -37,10 +37,9 @@ import numpy as np
 
 from checker import checkpoint as ckpt
 from checker import frontier as frontier_store
-from checker import por
 from checker.frontier import FrontierStore, store_of
 from checker.levels import MEMORY_BUDGET, BudgetExceeded, LevelSearch, run_levels
-from checker.result import CheckResult, Discovery, OutDegree, Verdict, Violation, collision_estimates
+from checker.result import CheckResult, Discovery, OutDegree, collision_estimates
 from checker.safe_io import interrupts_deferred
 from checker.search import (
     ActionTable,
@@ -50,10 +49,10 @@ from checker.search import (
     SuccessorView,
     rebuild_trace,
     search_canonical,
+    search_result,
     uses_bounds,
     uses_symmetry,
     validate_initial,
-    verdict_of,
 )
 from checker.visited import FingerprintSet, LevelFingerprints
 from spec.model import Model
@@ -219,7 +218,6 @@ class LocalBFS(LevelSearch):
         self._degree_counts: dict[int, int] = {}
         self._degree_list: list[int] = []  # the out-degree of each state expanded since the last fold
         self._discovered: dict[str, Discovery] = {}
-        self.reduction = por.for_search(model, options, self.invariants)  # --reduce por, else None
         #: the form states are stored in: symmetry's canonical form, dead messages dropped (``search_canonical``)
         self.canonical = search_canonical(model, options)
         self.successor_view = SuccessorView(model, self.symmetry, self.canonical)
@@ -436,17 +434,12 @@ class LocalBFS(LevelSearch):
         # expanded in many small calls (one a block)
         next_check = _CHECK_EVERY - generated_before % _CHECK_EVERY
         prune_at = _PRUNE_AT_UNDER_PRESSURE if self.under_pressure else _PRUNE_AT
-        reduce = self.reduction.successors if self.reduction is not None else None
-        reduce_or_cover = reduce is not None or cover is not None
         for state in frontier:
             succs = successors(state)
             if type(succs) is not list:
                 succs = list(succs)
-            if reduce_or_cover:  # one look a state when neither is asked for (the plain search)
-                if reduce is not None:  # an ample set, or every successor (checker.por)
-                    succs = reduce(state, succs, st.visited, canonical)
-                if cover is not None:
-                    cover.update(map(_first, succs))
+            if cover is not None:
+                cover.update(map(_first, succs))
             degree = len(succs)
             degrees.append(degree)
             if every:
@@ -596,40 +589,19 @@ class LocalBFS(LevelSearch):
 
     # -- the result ------------------------------------------------------------------------------
     def _result(self, st: SearchState, elapsed: float, reason: str | None, checkpoint_file: str | None) -> CheckResult:
-        violations = []
-        by_name = {inv.name: inv for inv in self.invariants}
-        for name, index in sorted(st.found.items(), key=lambda item: (item[1], item[0])):
-            inv = by_name[name]
-            trace = rebuild_trace(self.model, st.log.path_to(index), st.actions.actions, self.options, name, inv.why)
-            violations.append(Violation(name, "safety", trace, discovered=self._discovered.get(name)))
-        if st.deadlock is not None:
-            trace = rebuild_trace(
-                self.model, st.log.path_to(st.deadlock), st.actions.actions, self.options, "deadlock",
-                lambda s: "deadlock: no action is enabled in the last state",
-            )
-            violations.append(Violation("deadlock", "deadlock", trace))
-        verdict = verdict_of(violations, reason)
-        result = CheckResult(
-            model=self.model.name,
-            constants=dict(self.model.constants),
-            verdict=verdict,
-            distinct_states=len(st.log),
-            states_generated=st.generated,
-            depth=st.depth,
-            seconds=elapsed,
-            violations=violations,
-            invariants=[inv.name for inv in self.invariants],
-            engine=self.engine,
-            symmetry=self.symmetry,
-            reason=reason if verdict is Verdict.UNDETERMINED else None,
-            queue=len(st.frontier),
-            checkpoint_file=checkpoint_file,
-        )
+        if self.options.observer is not None:
+            self.options.observer.finished(st)
+
+        def trace_of(index: int, name: str, why: Any) -> Any:
+            return rebuild_trace(self.model, st.log.path_to(index), st.actions.actions, self.options, name, why)
+
+        result = search_result(self.model, self.invariants, found=st.found, deadlock=st.deadlock, trace_of=trace_of,
+                               distinct_states=len(st.log), states_generated=st.generated, depth=st.depth,
+                               seconds=elapsed, reason=reason, engine=self.engine, discovered=self._discovered,
+                               symmetry=self.symmetry, queue=len(st.frontier), checkpoint_file=checkpoint_file)
         if st.edges is not None:
             result.graph = (st.log, st.edges, st.actions)
-        if self.reduction is not None:
-            result.extra["reduction"] = self.reduction.report()
-        elif self.options.reduce == "dead":
+        if self.options.reduce == "dead":
             from checker.dead import report
 
             result.extra["reduction"] = report(self.model)

@@ -16,7 +16,7 @@ took it in the stored state, without them: the follower's next request, which wa
 the delivery of every dead message still in flight at the end, so the trace ends in the stored violating state and
 every step is a step of the model. It is a real behaviour but not necessarily a shortest one (the reduced search's depth does not
 count the deliveries it folded away, and the replay adds those still in flight); ``--shortest`` then runs the full
-search bounded at its length (``checker.por.shortest_rerun``), as with ``--reduce por``.
+search bounded at its length (``checker.reductions.shortest_rerun``).
 
 Engines: the local breadth-first engine, the parallel one (``--workers N``: each worker applies the same form) and
 Spark (both transports: its executors expand in the same form; its run directories, ``--checkpoint DIR`` and
@@ -29,31 +29,15 @@ from __future__ import annotations
 from typing import Any
 
 from checker.search import SearchOptions
-from checker.trace import Step
 from spec.errors import UsageError
 from spec.model import Model
 
-#: the engines that search in the reduced form, and those of them whose checkpoints under it are tested (a Spark run
-#: directory); the local and parallel engines' checkpoint files stay refused until theirs are
-ENGINES = ("bfs", "parallel", "spark")
-RESUMABLE_ENGINES = ("spark",)
 
-
-def check_supported(engine: str, options: SearchOptions) -> None:
-    """One line (exit 64) where ``--reduce dead`` cannot run."""
-    if engine not in ENGINES:
-        raise UsageError(f"--reduce dead runs on the local, parallel and spark engines, not {engine}; "
-                         f"drop --engine {engine}")
+def check_supported(options: SearchOptions) -> None:
+    """One line (exit 64) where ``--reduce dead`` cannot run (the engines that run it, and those whose checkpoints
+    keep it, say so in their record: ``checker.engines.Engine.reductions`` and ``reduced_checkpoints``)."""
     if options.liveness_properties() or options.keep_graph:
         raise UsageError("--reduce dead preserves safety properties only; check liveness properties without it")
-    if (options.checkpoint_path or options.resume_from) and engine not in RESUMABLE_ENGINES:
-        raise UsageError("--reduce dead writes and resumes checkpoints on --engine spark only (a run directory); "
-                         "drop --checkpoint / --resume, or add --engine spark")
-
-
-def deliver_dead(model: Model, state: Any) -> list[Step]:
-    """The steps that deliver the dead messages of ``state`` (each a no-op but its own removal)."""
-    return [Step(act, succ) for act, succ in model.dead_messages().deliveries(state)]
 
 
 def report(model: Model) -> dict[str, Any]:

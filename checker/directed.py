@@ -35,18 +35,19 @@ from __future__ import annotations
 
 import heapq
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from itertools import count
 from typing import Any
 
 from checker.bfs import rss_mb
-from checker.result import CheckResult, Verdict, Violation, collision_estimates
+from checker.result import CheckResult, collision_estimates
 from checker.search import (
     ActionTable,
     Progress,
     SearchOptions,
     SuccessorView,
     rebuild_trace,
+    search_result,
     uses_bounds,
     uses_symmetry,
     validate_initial,
@@ -71,26 +72,18 @@ def _nonnegative_int(value: Any) -> int:
 class DirectedOptions:
     """The directed engine's options: the weight of the heuristic distance against the depth."""
 
-    weight: int = field(default=DEFAULT_WEIGHT, metadata={"flag": "--directed-weight"})
+    weight: int = DEFAULT_WEIGHT
 
     def __post_init__(self) -> None:
         self.weight = _nonnegative_int(self.weight)
 
 
 def check_supported(options: SearchOptions) -> list[Any]:
-    """The invariants' distances, or one line (exit 64) for what a directed search cannot honour."""
-    if options.liveness_properties() or options.keep_graph:
-        raise UsageError("--engine directed checks safety properties only; check liveness properties with the "
-                         "breadth-first engine")
-    if options.checkpoint_path or options.resume_from:
-        raise UsageError("--engine directed does not write or resume checkpoints; drop --checkpoint / --resume")
-    if options.reduce != "none":
-        raise UsageError("--reduce por runs on the breadth-first engine; drop --reduce with --engine directed")
+    """The invariants' distances, or one line (exit 64) for what a directed search cannot honour (beyond what its
+    engine record refuses: reductions, checkpoints, liveness, coverage)."""
     if not options.stop_at_first:
         raise UsageError("--engine directed stops at its first violation (its order is towards one); drop --continue, or "
                          "use the breadth-first engine for every invariant's shortest trace")
-    if options.coverage:
-        raise UsageError("--coverage is counted by the breadth-first engine; drop it with --engine directed")
     safety = options.safety_invariants()
     if not safety:
         raise UsageError("--engine directed needs an invariant with a distance to steer by; name one with --invariant")
@@ -193,9 +186,8 @@ def run_engine(model: Model, options: SearchOptions, engine_options: DirectedOpt
     if found is None and reason is None and pruned:
         reason = f"depth bound {options.max_depth} reached with {pruned} states unexpanded"
     seconds = time.monotonic() - started
-    violations = []
-    if found is not None:
-        name, fp = found
+
+    def trace_of(fp: int, name: str, why: Any) -> Any:
         path = []
         at: int | None = fp
         while at is not None:
@@ -203,26 +195,14 @@ def run_engine(model: Model, options: SearchOptions, engine_options: DirectedOpt
             path.append((at, action_id))
             at = parent
         path.reverse()
-        inv = next((i for i in invariants if i.name == name), None)
-        trace = rebuild_trace(model, path, table.actions, options, name, inv.why if inv else None)
-        violations.append(Violation(name, "deadlock" if name == "deadlock" else "safety", trace))
-    verdict = Verdict.VIOLATED if violations else (Verdict.UNDETERMINED if reason else Verdict.HOLDS)
-    result = CheckResult(
-        model=model.name,
-        constants=dict(model.constants),
-        verdict=verdict,
-        distinct_states=len(parents),
-        states_generated=generated,
-        depth=deepest,
-        seconds=seconds,
-        violations=violations,
-        invariants=[inv.name for inv in invariants],
-        engine="directed",
-        symmetry=symmetry,
-        reason=reason,
-        queue=len(queue),
-        collision=collision_estimates(len(parents), generated),
-    )
+        return rebuild_trace(model, path, table.actions, options, name, why)
+
+    name, fp = found if found is not None else (None, None)
+    result = search_result(model, invariants, found={name: fp} if name not in (None, "deadlock") else {},
+                           deadlock=fp if name == "deadlock" else None, trace_of=trace_of,
+                           distinct_states=len(parents), states_generated=generated, depth=deepest, seconds=seconds,
+                           reason=reason, engine="directed", symmetry=symmetry, queue=len(queue),
+                           collision=collision_estimates(len(parents), generated))
     result.extra["directed"] = {"weight": weight, "expanded": expanded, "best_distance": best,
                                 "guaranteed_shortest": False}
     return result

@@ -38,14 +38,6 @@ class Invariant:
     #: checked when no invariant is named (``kmc check``, ``kmc matrix``); False for a stronger or alternative
     #: form that is checked only by name
     default: bool = True
-    #: the parts of a state ``holds`` reads, as the model's footprints name them (``spec.kafka.footprints``:
-    #: "brokers.log", "controller.epoch", "committed", "network"...), for partial-order reduction (``checker.por``);
-    #: None: it may read anything (the reduction then expands every state fully while it is checked)
-    reads: tuple[str, ...] | None = None
-    #: (tags, predicate): the property holds in every state where ``predicate`` does, which reads only ``tags``. When
-    #: no action of the model writes those parts and every initial state satisfies it, the property is constant and
-    #: partial-order reduction takes it to read nothing (``checker.por``)
-    vacuous_while: tuple[tuple[str, ...], Callable[[Any], bool]] | None = None
     #: ``distance(state) -> int``: an estimate of the steps from ``state`` to one that violates the property, 0 only
     #: where it is violated (``holds`` false), for the directed search (``checker.directed``, ``--engine directed``),
     #: which expands the states of the smallest estimate first; None: the property cannot steer that search

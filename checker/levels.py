@@ -117,6 +117,8 @@ def run_levels(search: LevelSearch, st: Any) -> CheckResult:
                 break
             search.expand_level(st)
             search.after_level(st)
+            if opts.observer is not None:
+                opts.observer.level(st)
             if saves and opts.checkpoint_path and time.monotonic() - last_checkpoint >= opts.checkpoint_every:
                 search.save(st, opts.checkpoint_path)
                 last_checkpoint = time.monotonic()

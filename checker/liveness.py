@@ -21,7 +21,7 @@ import networkx as nx
 from checker.invariant import Invariant
 from checker.levels import BudgetExceeded, LevelSearch, run_levels
 from checker.result import CheckResult
-from checker.search import SearchOptions, SuccessorView, trace_header, uses_bounds, validate_initial, verdict_of
+from checker.search import SearchOptions, SuccessorView, search_result, trace_header, uses_bounds, validate_initial
 from checker.trace import Step, Trace
 from spec.model import Model
 
@@ -91,9 +91,9 @@ class _GraphSearch(LevelSearch):
             self.depth += 1
 
     def finish(self, st: _GraphSearch, reason: str | None, checkpoint_file: str | None) -> CheckResult:
-        return CheckResult(self.model.name, dict(self.model.constants), verdict_of((), reason), len(self.states),
-                           self.graph.number_of_edges(), self.depth, self.elapsed(), reason=reason,
-                           queue=len(self.level))
+        return search_result(self.model, [], found={}, deadlock=None, trace_of=None, distinct_states=len(self.states),
+                             states_generated=self.graph.number_of_edges(), depth=self.depth, seconds=self.elapsed(),
+                             reason=reason, engine="bfs", queue=len(self.level))
 
 
 def explore_graph(model: Model, options: SearchOptions | None = None,

@@ -62,7 +62,7 @@ import signal
 import tempfile
 import time
 import traceback
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, replace
 from operator import itemgetter
 from typing import IO, Any
 
@@ -311,7 +311,7 @@ class _WorkerBFS(LocalBFS):
     """The expansion side of LocalBFS, run inside a worker on its part of the frontier."""
 
     def __init__(self, model: Model, options: SearchOptions, abort: Any, pids: list[int]) -> None:
-        super().__init__(model, replace(options, progress=None, checkpoint_path=None, resume_from=None))
+        super().__init__(model, replace(options, progress=None, observer=None, checkpoint_path=None, resume_from=None))
         self.abort = abort
         self.pids = pids
         self._last_rss = 0.0
@@ -941,7 +941,7 @@ def resolve_workers(requested: int | None) -> int:
 class ParallelOptions:
     """The parallel engine's options: its worker processes (0: ``auto``, one a core this process may run on)."""
 
-    workers: int = field(default=0, metadata={"flag": "--workers"})
+    workers: int = 0
 
     def __post_init__(self) -> None:
         if self.workers < 0:

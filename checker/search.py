@@ -10,7 +10,7 @@ from typing import Any, NamedTuple
 
 from checker.fingerprint import validate_state
 from checker.invariant import SAFETY, Invariant
-from checker.result import Verdict
+from checker.result import CheckResult, Verdict, Violation
 from checker.trace import Step, Trace
 from checker.visited import FingerprintSet, ParentLog
 from spec.errors import BadFileError, KmcError, ModelError, UsageError
@@ -25,6 +25,37 @@ class Progress(NamedTuple):
     distinct_states: int
     queue: int
     seconds: float
+
+
+class SearchObserver:
+    """Hooks into a search, for progress displays, benchmarks and tests, instead of replacing an engine's methods: a
+    subclass overrides what it needs (each does nothing here). ``st`` is the engine's search state: a
+    ``SearchState`` (local and parallel engines: the parent log, the visited set, the action table), or the Spark
+    driver's counters. ``SearchOptions.observer`` hands one to a search."""
+
+    def level(self, st: Any) -> None:
+        """After each level is committed (``checker.levels.run_levels``)."""
+
+    def finished(self, st: Any) -> None:
+        """Once, when the search is over and its result is about to be built from ``st`` (the parallel engine's
+        parent log gathered)."""
+
+
+class RecordParentLog(SearchObserver):
+    """Keeps what the tests compare between engines and storage modes at the end of a search: the parent log's
+    columns as lists (``log``), the action table (``actions``) and whether the log went to disk (``spilled``)."""
+
+    def __init__(self) -> None:
+        self.log: list[list[int]] | None = None
+        self.actions: list[Any] | None = None
+        self.spilled = False
+        self.state: Any = None
+
+    def finished(self, st: Any) -> None:
+        self.state = st
+        self.log = [column.tolist() for column in st.log.arrays()]
+        self.actions = list(st.actions.actions)
+        self.spilled = bool(st.log.spilled)
 
 
 @dataclass
@@ -50,10 +81,12 @@ class SearchOptions:
     stop_when_all_found: bool = False
     #: written into every trace header (protocol, features, ...)
     header: dict[str, Any] = field(default_factory=dict)
-    #: "none" or "por" (``checker.por``: partial-order reduction, local engine); ``shortest``: after a reduced search
-    #: found a violation, the full search bounded at its depth gives a shortest counterexample
+    #: "none" or "dead" (``checker.dead``: messages whose delivery can only be a no-op dropped); ``shortest``: after a
+    #: reduced search found a violation, the full search bounded at its depth gives a shortest counterexample
     reduce: str = "none"
     shortest: bool = False
+    #: hooks into the search (``SearchObserver``): for progress displays, benchmarks and tests
+    observer: SearchObserver | None = None
 
     def safety_invariants(self) -> list[Invariant]:
         return [inv for inv in self.invariants if inv.kind == SAFETY and inv.holds is not None]
@@ -79,6 +112,32 @@ def verdict_of(violations: Sequence[Any], reason: str | None) -> Verdict:
     if violations:
         return Verdict.VIOLATED
     return Verdict.UNDETERMINED if reason else Verdict.HOLDS
+
+
+def _deadlock_why(state: Any) -> str:
+    return "deadlock: no action is enabled in the last state"
+
+
+def search_result(model: Model, invariants: Sequence[Invariant], *, found: dict[str, Any], deadlock: Any,
+                  trace_of: Callable[[Any, str, Callable[[Any], str] | None], Trace], distinct_states: int,
+                  states_generated: int, depth: int, seconds: float, reason: str | None, engine: str,
+                  discovered: dict[str, Any] | None = None, **fields: Any) -> CheckResult:
+    """The result of a search, built here for every engine (local, parallel, Spark, directed): a violation per
+    invariant found (``found``: name -> the engine's handle on the violating state, in the order they were found,
+    ties by name), the deadlock after them, each trace from the engine's ``trace_of(handle, name, why)``; the
+    verdict (``verdict_of``), and the budget's reason only when the verdict is undetermined. ``fields`` are the
+    engine's own figures (``workers``, ``queue``, ``symmetry``, ``checkpoint_file``, ``collision``, ``extra``)."""
+    by_name = {inv.name: inv for inv in invariants}
+    violations = [Violation(name, "safety", trace_of(at, name, by_name[name].why),
+                            discovered=(discovered or {}).get(name))
+                  for name, at in sorted(found.items(), key=lambda item: (item[1], item[0]))]
+    if deadlock is not None:
+        violations.append(Violation("deadlock", "deadlock", trace_of(deadlock, "deadlock", _deadlock_why)))
+    verdict = verdict_of(violations, reason)
+    return CheckResult(model=model.name, constants=dict(model.constants), verdict=verdict,
+                       distinct_states=distinct_states, states_generated=states_generated, depth=depth,
+                       seconds=seconds, violations=violations, invariants=[inv.name for inv in invariants],
+                       engine=engine, reason=reason if verdict is Verdict.UNDETERMINED else None, **fields)
 
 
 def uses_bounds(model: Model) -> bool:
@@ -203,15 +262,13 @@ def rebuild_trace(
     initial = current
     steps: list[Step] = []
     dead = options.reduce == "dead"
-    if dead:
-        from checker.dead import deliver_dead
     for fp, action_id in path[1:]:
         wanted = actions[action_id]
         chosen = _recorded_step(model, current, fp, wanted, canonical, options.symmetry)
         if chosen is None and dead:
             # the search took this step in the stored state, which lacks the dead messages of ``current``; their
             # presence only disables steps (a follower waits for the answer it is owed, the inflight bound), so
-            # they are delivered first (checker.dead), and the step is then one of the stored state's
+            # they are delivered first (``deliver_dead``), and the step is then one of the stored state's
             for step in deliver_dead(model, current):
                 steps.append(step)
                 current = step.state
@@ -221,7 +278,7 @@ def rebuild_trace(
                          f"no {wanted} step reaches the state it records at step {len(steps) + 1}")
         steps.append(Step(*chosen))
         current = chosen[1]
-    if dead:  # the dead messages the stored state lacks, delivered (checker.dead)
+    if dead:  # the dead messages the stored state lacks, delivered
         for step in deliver_dead(model, current):
             steps.append(step)
             current = step.state
@@ -236,6 +293,12 @@ def rebuild_trace(
         violation_index=len(steps) if invariant else None,
         explanation=why,
     )
+
+
+def deliver_dead(model: Model, state: Any) -> list[Step]:
+    """The steps that deliver the dead messages of ``state`` (each a no-op but its own removal): how a trace of
+    ``--reduce dead`` (``checker.dead``) is replayed on the unreduced model."""
+    return [Step(act, succ) for act, succ in model.dead_messages().deliveries(state)]
 
 
 def _recorded_step(model: Model, current: Any, fp: int, wanted: Action, canonical: Callable[[Any], Any],

@@ -15,7 +15,7 @@ numbers of any value; every other character is compared as printed. A ``python``
 the reader saves: it is written into the examples' directory before the page's first example runs.
 
 The examples of one page run in order, in one temporary directory that has the checkout's ``traces/`` (the shipped
-scenarios), with ``kmc`` being this checkout's ``python3 -m checker``. A block whose first line starts like a command
+scenarios), with ``kmc`` being this checkout's ``python3 -m kmc``. A block whose first line starts like a command
 (``kmc``, ``python3``) but is not marked ``sh`` is an error, so that no example escapes the check.
 """
 
@@ -137,7 +137,7 @@ def prepare(directory: Path, files: list[SavedFile]) -> dict[str, str]:
     bin_dir = directory / ".bin"
     bin_dir.mkdir()
     kmc = bin_dir / "kmc"
-    kmc.write_text(f'#!/bin/sh\nexec "{sys.executable}" -m checker "$@"\n', encoding="utf-8")
+    kmc.write_text(f'#!/bin/sh\nexec "{sys.executable}" -m kmc "$@"\n', encoding="utf-8")
     kmc.chmod(0o755)
     python = bin_dir / "python3"
     python.symlink_to(sys.executable)

@@ -4,9 +4,9 @@
     python3 -m docs.generate --check    # exit 1, naming each page that differs, if a page is out of date
 
 Every page it writes says so in its first lines and is rebuilt from: the argparse parsers of every command
-(``checker.cli.build_parser``), the models' registry and constants (``spec.registry``), the rule table and the
+(``kmc.cli.build_parser``), the models' registry and constants (``spec.registry``), the rule table and the
 protocol rows (``ModelInfo.rules``), the invariant registry (``invariants.registry``), the matrix's bound sets
-(``checker.matrix.bound_sets``), the exit codes (``spec.errors.ExitCode``), the file formats' module docstrings
+(``kmc.matrix.bound_sets``), the exit codes (``spec.errors.ExitCode``), the file formats' module docstrings
 and a trace written by the code, and the measured figures of ``bench/results.json``. Nothing here is edited by
 hand: change the code (or the results file) and run the command again. ``tests/test_docs.py`` regenerates into a
 temporary directory and fails, naming this command, on any difference.
@@ -139,7 +139,7 @@ def _columns(width: int) -> Iterator[None]:
 
 def _kmc_json(*argv: str) -> Any:
     """What ``kmc ARGV --json`` prints, run in this process."""
-    from checker.cli import main
+    from kmc.cli import main
 
     out = io.StringIO()
     with contextlib.redirect_stdout(out):
@@ -203,13 +203,13 @@ def _command_section(path: list[str], parser: argparse.ArgumentParser, summary: 
 
 def page_cli() -> str:
     from checker import engines
-    from checker.cli import build_parser
+    from kmc.cli import build_parser
 
     parser = build_parser()
     commands = _subparsers(parser)
     parts = [
         "# Commands and options", "", GENERATED,
-        "Every command of `kmc` (also `python3 -m checker`) and every option, from the argparse parsers themselves. "
+        "Every command of `kmc` (also `python3 -m kmc`) and every option, from the argparse parsers themselves. "
         "`kmc COMMAND --help` prints the same. An option the chosen engine does not read is refused with one line "
         "(exit 64); see [exit codes](exit-codes.md).", "",
         "Commands: " + ", ".join(f"[`kmc {name}`](#{_anchor('kmc ' + name)})" for name, _, _ in commands) + ".", "",
@@ -333,7 +333,7 @@ def _family(model_name: str) -> str:
 # -- reference/bounds.md: every constant with its default and bounds; the matrix's bound sets -----------------
 
 def page_bounds() -> str:
-    from checker.matrix import bound_sets
+    from kmc.matrix import bound_sets
     from spec.registry import all_models, build_model
 
     parts = [
@@ -361,7 +361,7 @@ def page_bounds() -> str:
     parts += [
         "## The matrix's bounds", "",
         "`kmc matrix` checks each column at its own bounds (the constants it sets; every other constant at its "
-        "default), from the model's `matrix_bound_sets` (`checker.matrix.bound_sets`); `--bounds NAME` picks a set.",
+        "default), from the model's `matrix_bound_sets` (`kmc.matrix.bound_sets`); `--bounds NAME` picks a set.",
         "",
     ]
     for key, rows in groups.items():
@@ -391,7 +391,7 @@ def _enum_comments(cls: type) -> dict[str, str]:
 
 
 def page_exit_codes() -> str:
-    from checker import matrix
+    from kmc import matrix
     from spec.errors import ExitCode
 
     comments = _enum_comments(ExitCode)

@@ -30,7 +30,7 @@ acknowledgements and the consumers' reads, each vacuous when the clients are off
 from __future__ import annotations
 
 from checker.invariant import Invariant
-from invariants.kafka_durability import LEADER_READS, current_leader, first_missing_at_leader, loss_distance, record_at
+from invariants.kafka_durability import current_leader, first_missing_at_leader, loss_distance, record_at
 from invariants.registry import register
 
 
@@ -61,7 +61,6 @@ ACKNOWLEDGED_DURABLE = register(
         "offset in the current leader's log (Kafka's acks documentation; vacuous with acks=0)",
         acknowledged_durable,
         explain=_explain_ack,
-        reads=("acked", *LEADER_READS),
         distance=lambda state: loss_distance(state, state.acked),
     ),
 )
@@ -100,7 +99,6 @@ NO_SILENT_SKIP = register(
         "(KIP-320, Consumer Handling; vacuous with consumers=0)",
         no_silent_skip,
         explain=_explain_skip,
-        reads=("consumers",),
     ),
 )
 
@@ -148,6 +146,5 @@ CONSUMED_STAYS = register(
         "happened after it read it and it did not read on silently past the loss (KIP-320; vacuous with consumers=0)",
         consumed_stays,
         explain=_explain_vanished,
-        reads=("consumers", *LEADER_READS),
     ),
 )

@@ -81,7 +81,6 @@ NO_STALE_CONTROL_REQUEST = register(
         "a broker never applies a control request meant for an earlier incarnation of itself (ghost check)",
         no_stale_control_request,
         explain=_explain_stale,
-        reads=("brokers.stale",),
     ),
 )
 
@@ -99,11 +98,6 @@ def _controller_pending(state, i: int) -> bool:
         if kind == CONTROLLED_SHUTDOWN and m.src == i:
             return True
     return False
-
-
-#: what ``stalled_followers`` reads besides the controller's leader, epoch and registrations (``Invariant.reads``)
-STALL_READS = ("brokers.alive", "brokers.leader", "brokers.epoch", "brokers.broker_epoch", "brokers.stopping",
-               "brokers.fetch", "brokers.idle_cause", "network.control", "network.busy")
 
 
 def stalled_followers(state, cause: int | None = None) -> list[int]:
@@ -186,7 +180,6 @@ NO_FENCE_STALL = register(
         "could give it a fetcher state again (KAFKA-7786)",
         no_fence_stall,
         explain=lambda state: _explain_stall(state, IDLE_FENCED, "a FENCED_LEADER_EPOCH answer removed it"),
-        reads=("controller.leader", "controller.epoch", "controller.registered", *STALL_READS),
         distance=lambda state: stall_distance(state, IDLE_FENCED),
     ),
 )
@@ -199,7 +192,6 @@ NO_BOUNCE_STALL = register(
         "controller missed)",
         no_bounce_stall,
         explain=lambda state: _explain_stall(state, IDLE_RESTARTED, "it restarted"),
-        reads=("controller.leader", "controller.epoch", "controller.registered", *STALL_READS),
         distance=lambda state: stall_distance(state, IDLE_RESTARTED),
     ),
 )

@@ -12,9 +12,6 @@ from __future__ import annotations
 from checker.invariant import Invariant
 from invariants.registry import register
 
-#: what ``first_missing_at_leader`` reads besides its entries (``Invariant.reads``)
-LEADER_READS = ("controller.leader", "controller.epoch", "brokers.alive", "brokers.leader", "brokers.epoch", "brokers.log")
-
 
 def current_leader(state) -> int:
     """The broker that has applied the controller's current epoch as its leader, or -1."""
@@ -130,7 +127,6 @@ COMMITTED_DURABLE = register(
         "every record a leader's high watermark passed is at its offset in the current leader's log",
         committed_durable,
         explain=_explain,
-        reads=("committed", *LEADER_READS),
         distance=lambda state: loss_distance(state, state.committed),
     ),
 )
@@ -172,6 +168,5 @@ NO_UNCOMMITTED_BELOW_HW = register(
         "may see below its HW is durable (KAFKA-14704)",
         no_uncommitted_below_hw,
         explain=_explain_exposed,
-        reads=("committed", "brokers.alive", "brokers.hw", "brokers.log"),
     ),
 )

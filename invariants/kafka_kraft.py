@@ -41,11 +41,6 @@ def _first_unsafe(state) -> tuple[int, tuple[int, int, int]] | None:
     return None
 
 
-def no_elr(state) -> bool:
-    """No eligible leader replica: elr-safety holds (``_first_unsafe``'s first test)."""
-    return not state.controller.elr
-
-
 def elr_safety(state) -> bool:
     return _first_unsafe(state) is None
 
@@ -70,10 +65,5 @@ ELR_SAFETY = register(
         "holds every committed record (vacuous without ELR)",
         elr_safety,
         explain=_explain,
-        reads=("committed", "controller.elr", "controller.isr", "controller.registered", "controller.replicas",
-               "brokers.alive", "brokers.log"),
-        # vacuous without an ELR; on a model whose actions never write it (every ZooKeeper row, the KRaft rows without
-        # kip-966-elr) the reduction takes it to read nothing, so that ISR changes are invisible to it
-        vacuous_while=(("controller.elr",), no_elr),
     ),
 )

@@ -144,7 +144,6 @@ LOG_MATCHING = register(
         "two HWs (the seed's Log Matching)",
         log_matching,
         explain=_explain,
-        reads=("brokers.alive", "brokers.leader", "brokers.epoch", "brokers.reconciled", "brokers.log", "brokers.hw"),
     ),
 )
 
@@ -155,7 +154,6 @@ LOG_MATCHING_ALL_PAIRS = register(
         "every two replicas, crashed or not yet reconciled included, hold identical logs below the smaller HW",
         log_matching_all_pairs,
         explain=_explain_all,
-        reads=("brokers.log", "brokers.hw"),
         default=False,
     ),
 )
@@ -167,7 +165,6 @@ LOG_MATCHING_RAFT = register(
         "two replicas holding a record of the same epoch at the same offset hold identical logs up to it (Raft)",
         log_matching_raft,
         explain=_explain_raft,
-        reads=("brokers.log",),
         default=False,
     ),
 )

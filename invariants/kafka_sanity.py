@@ -71,6 +71,5 @@ REPLICA_SANITY = register(
         "HW <= LEO on every leader, and every replica's leader epoch cache agrees with its log",
         replica_sanity,
         explain=_explain,
-        reads=("brokers.alive", "brokers.leader", "brokers.log", "brokers.hw", "brokers.cache"),
     ),
 )

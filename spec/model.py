@@ -88,6 +88,36 @@ class Model(ABC):
     constants: Mapping[str, Any] = {}
     #: True when ``canonical`` implements a real symmetry reduction.
     has_symmetry: bool = False
+    #: the protocol version this instance models, for a model that has versions (``ModelInfo.protocols``); written
+    #: into trace headers and checked when a trace is replayed. None: the model has no versions
+    protocol: str | None = None
+    #: TLC checks deadlock unless told not to; False for a model whose bounded runs end in states with nothing left
+    #: to do (every record produced, a broker down past the crash bound), where ``--deadlock`` turns the check on
+    deadlock_by_default: bool = True
+
+    # -- what ``kmc matrix`` reads (``kmc.matrix``); each is optional --------------------------------------------
+    #: extra rows of the matrix: (protocol, (FLAG=on|off, ...)) pairs, e.g. ``("3.9.1", ("unclean=on",))``
+    matrix_variants: Sequence[tuple[str, Sequence[str]]] = ()
+    #: invariant -> NAME=VALUE assignments (or a dict of constants) applied before ``--const``, for properties whose
+    #: counterexamples need actions the default bounds leave out
+    matrix_bounds: Mapping[str, Any] = {}
+    #: invariants left out of the matrix's default columns (``--invariant`` still checks them)
+    matrix_excluded: Sequence[str] = ()
+
+    def matrix_bound_sets(self) -> Mapping[str, Mapping[str, Any]]:
+        """Named sets of matrix bounds (``kmc matrix --bounds NAME``): invariant -> assignments, as
+        ``matrix_bounds``; the set ``default`` is ``matrix_bounds`` unless given here."""
+        return {}
+
+    def matrix_story(self, protocol: str, invariant: str, trace: Any) -> str | None:
+        """A one-line name of the KIP or JIRA story a violated cell's counterexample is an instance of, for a model
+        without a rule table (a model with one has its stories computed, ``checker.stories``); None: no story."""
+        return None
+
+    def all_actions(self) -> Sequence[Action] | None:
+        """Every action the model can take, for ``--coverage``'s list of actions that never fired; None: the
+        actions found among the model's attributes (models build their actions once)."""
+        return None
 
     @abstractmethod
     def init_states(self) -> Sequence[State]:
@@ -112,11 +142,6 @@ class Model(ABC):
     def symmetry_reduces_nothing(self) -> str | None:
         """Why ``--symmetry`` cannot reduce this configuration (its group of valid renamings is trivial),
         decided from the model before a search; None when it may reduce."""
-        return None
-
-    def reduction(self) -> Any:
-        """The footprint of every action (what it reads and writes), for partial-order reduction (``checker.por``,
-        which documents the interface); None: the model declares none and ``--reduce por`` is refused."""
         return None
 
     def dead_messages(self) -> Any:

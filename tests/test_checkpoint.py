@@ -167,7 +167,7 @@ def test_a_three_step_violation_never_resumes_to_holds(tmp_path):
 
 def test_refused_checkpoint_is_one_line_and_exit_65(tmp_path):
     path = _tampered(_partial(tmp_path), MUTATIONS["visited reordered"])
-    run = subprocess.run([sys.executable, "-m", "checker.cli", "check", "two-phase", "--const", "RM=4", "--quiet", "-deadlock",
+    run = subprocess.run([sys.executable, "-m", "kmc.cli", "check", "two-phase", "--const", "RM=4", "--quiet", "-deadlock",
                           "--resume", str(path)], cwd=ROOT, capture_output=True, text=True, timeout=60)
     assert run.returncode == 65 and "Traceback" not in run.stderr
     assert len(run.stderr.strip().splitlines()) == 1 and "cannot be resumed" in run.stderr
@@ -176,7 +176,7 @@ def test_refused_checkpoint_is_one_line_and_exit_65(tmp_path):
 @pytest.mark.slow  # two kmc processes: about 1.4 s of CPU; tests/test_hostile_writers.py races two checkpoint writes fast
 def test_two_runs_sharing_one_checkpoint_path_both_finish(tmp_path):
     path = str(tmp_path / "shared.ckpt")
-    command = [sys.executable, "-m", "checker.cli", "check", "two-phase", "--const", "RM=5", "--quiet", "-deadlock",
+    command = [sys.executable, "-m", "kmc.cli", "check", "two-phase", "--const", "RM=5", "--quiet", "-deadlock",
                "--checkpoint", path, "--checkpoint-every", "0.001", "--trace-dir", str(tmp_path)]
     runs = [subprocess.Popen(command, cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
             for _ in range(2)]

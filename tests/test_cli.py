@@ -2,7 +2,7 @@
 
 import json
 
-from checker.cli import main
+from kmc.cli import main
 
 
 def run(capsys, *argv):

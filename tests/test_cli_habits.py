@@ -1,4 +1,4 @@
-"""TLC's habits on kmc's command line: --version, python -m checker, shell completion, --workers
+"""TLC's habits on kmc's command line: --version, python -m kmc, shell completion, --workers
 auto, the deadlock check on by default (-deadlock turns it off), the fingerprint collision
 estimates, --coverage, out-degree, liveness time in "Finished in", simulate's rate, exit 66 for a
 missing input."""
@@ -16,11 +16,12 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from checker import cli, engines
-from checker.cli import main
+from checker import engines
 from checker.invariant import LIVENESS, Invariant
 from checker.result import collision_estimates
 from checker.search import SearchOptions
+from kmc import cli, options
+from kmc.cli import main
 from spec.registry import build_model
 from tests import toy_matrix
 
@@ -63,8 +64,8 @@ def test_version(capsys):
     assert code == 0 and out.strip().startswith("kmc ") and out.strip().split()[1][0].isdigit() and err == ""
 
 
-def test_python_dash_m_checker_is_the_same_command():
-    done = subprocess.run([sys.executable, "-m", "checker", "--version"], cwd=ROOT, capture_output=True, text=True,
+def test_python_dash_m_kmc_is_the_same_command():
+    done = subprocess.run([sys.executable, "-m", "kmc", "--version"], cwd=ROOT, capture_output=True, text=True,
                           timeout=60)
     assert done.returncode == 0 and done.stdout.startswith("kmc ")
 
@@ -94,7 +95,7 @@ def test_workers_auto_is_one_a_core(capsys, monkeypatch):
     for command in (["check", "two-phase"], ["matrix", "two-phase"], ["simulate", "two-phase"]):
         parsed = parser.parse_args([*command, "--workers", "auto"])
         assert parsed.workers == 3, command
-    from checker.matrix import matrix_workers
+    from kmc.matrix import matrix_workers
 
     assert parser.parse_args(["matrix", "two-phase"]).workers is None  # not given: auto, resolved by the command
     assert matrix_workers(None) == 3 and matrix_workers(1) == 1  # the matrix's default is auto
@@ -105,6 +106,23 @@ def test_workers_auto_is_one_a_core(capsys, monkeypatch):
         data = json.loads(out)
         counts.append((code, data["distinct_states"], data["states_generated"], data["depth"]))
     assert counts[0] == counts[1] and counts[0][:2] == (0, 1568)
+
+
+def test_a_worker_count_above_the_cores_is_capped_with_one_warning_line(capsys, monkeypatch):
+    """``kmc check two-phase --const RM=3 --workers 1000`` on two cores forked 1,000 processes and drove the load past
+    500: a count above the cores this process may use runs on that many, with one line saying so, on every
+    subcommand that takes --workers; a count within them is taken as given, silently."""
+    monkeypatch.setattr(os, "sched_getaffinity", lambda pid: {0, 1}, raising=False)
+    parser = cli.build_parser()
+    warning = "kmc: warning: --workers 1000 is more than the 2 cores this process may use; running 2"
+    for command in (["check", "two-phase"], ["matrix", "two-phase"], ["simulate", "two-phase"]):
+        assert parser.parse_args([*command, "--workers", "1000"]).workers == 2, command
+        assert capsys.readouterr().err.splitlines() == [warning], command
+        assert parser.parse_args([*command, "--workers", "2"]).workers == 2 and capsys.readouterr().err == ""
+    code, out, err = run(capsys, "check", "two-phase", "--const", "RM=3", "--workers", "1000", "--json")
+    data = json.loads(out)
+    assert (code, data["engine"], data["workers"], data["distinct_states"]) == (0, "parallel", 2, 288)
+    assert one_line(err) == warning
 
 
 # -- deadlock, as TLC -----------------------------------------------------------------------------------
@@ -249,7 +267,7 @@ def test_an_option_the_engine_would_ignore_is_refused(capsys, argv):
     line naming the option and exit 64, not a run that silently ignores it."""
     code, out, err = run(capsys, *argv, "--quiet")
     assert code == 64 and out == ""
-    flag = next(word for word in argv if word in cli.ENGINE_FLAGS)
+    flag = next(word for word in argv if word in options.engine_flag_dests())
     engine = argv[argv.index("--engine") + 1] if "--engine" in argv else "bfs"
     assert len(err.strip().splitlines()) == 1 and flag in err and f"--engine {engine}" in err
 
@@ -261,7 +279,7 @@ def test_each_engine_takes_its_own_options_type():
 
     assert [e.options_type.__name__ for e in engines.ENGINES.values()] == ["LocalOptions", "ParallelOptions", "SparkOptions",
                                                                           "DirectedOptions"]
-    assert engines.get_engine("spark").flags() == {"--master": "master", "--spark-threshold": "threshold",
+    assert engines.get_engine("spark").flag_fields() == {"--master": "master", "--spark-threshold": "threshold",
                                                    "--spark-transport": "transport"}
     with pytest.raises(TypeError, match="engine bfs takes LocalOptions, not ParallelOptions"):
         engines.run(build_model("two-phase", []), SearchOptions(), "bfs", ParallelOptions(workers=2))

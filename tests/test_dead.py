@@ -12,11 +12,12 @@ from collections import Counter
 import pytest
 
 import spec.kafka  # noqa: F401 - registers the model and its invariants
-from checker import bfs, engines, matrix
-from checker.cli import main
+from checker import bfs, engines
 from checker.result import Verdict
 from checker.search import SearchOptions
 from invariants.registry import for_family
+from kmc import matrix
+from kmc.cli import main
 from spec.kafka import dead as dead_module
 from spec.kafka.state import (
     ALTER_PARTITION_RESPONSE,
@@ -26,11 +27,18 @@ from spec.kafka.state import (
     OFFSETS_FOR_LEADER_EPOCH_RESPONSE,
 )
 from spec.registry import build_model
-from tests.test_por import _violated, readme_matrix  # the docs' matrix table: the full search's, kept equal to kmc matrix
+from tests.matrix_table import documented_matrix as readme_matrix  # the docs' matrix table: kmc matrix's output
 from tests.test_symmetry import _reachable
 from traces.replay import replay_trace
 
 KAFKA = for_family("kafka")
+
+
+def _violated(protocol: str, consts: list[str], invariant: str, **options):
+    model = build_model("kafka", consts, protocol)
+    result = engines.run(model, SearchOptions(invariants=[KAFKA[invariant]], **options))
+    assert result.verdict is Verdict.VIOLATED
+    return model, result
 
 
 def reachable(model, max_states: int) -> list:
@@ -307,10 +315,10 @@ def test_deadlock_is_neither_hidden_nor_made():
 
 
 @pytest.mark.parametrize("argv,message", [
-    (["--reduce", "dead", "--engine", "directed"], "local, parallel and spark engines"),
+    (["--reduce", "dead", "--engine", "directed"], "engines that support it: bfs, parallel, spark"),
     (["--reduce", "dead", "--protocol", "kraft-3.5", "--const", "reassignments=1"], "does not cover reassignments"),
     (["--reduce", "dead", "--invariant", "no-fence-stall-liveness"], "safety properties only"),
-    (["--reduce", "dead", "--checkpoint", "x.ckpt"], "checkpoints on --engine spark only"),
+    (["--reduce", "dead", "--checkpoint", "x.ckpt"], "engines that support it: spark"),
 ])
 def test_refused_with_one_line(capsys, argv, message):
     code = main(["check", "kafka", "--const", "records=1", "--const", "crashes=0", "--quiet", *argv])

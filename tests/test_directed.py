@@ -10,9 +10,9 @@ import json
 import pytest
 
 from checker import engines
-from checker.cli import main
 from checker.search import SearchOptions
 from invariants.registry import for_family
+from kmc.cli import main
 from spec.registry import build_model
 from traces.replay import replay_trace
 
@@ -117,12 +117,12 @@ KRAFT = ["check", "kafka", "--protocol", "kraft-3.5", "--const", "records=1"]
 
 @pytest.mark.parametrize("extra, words", [
     (["--invariant", "log-matching"], "declares no distance"),
-    (["--invariant", "no-fence-stall-liveness"], "safety properties only"),
+    (["--invariant", "no-fence-stall-liveness"], "a liveness property is not supported by --engine directed"),
     (["--invariant", "acknowledged-durable", "--workers", "2"], "--workers is not an option of --engine directed"),
     (["--invariant", "acknowledged-durable", "--master", "local[2]"], "--master is not an option of --engine directed"),
-    (["--invariant", "acknowledged-durable", "--checkpoint", "x.ckpt"], "checkpoints"),
-    (["--invariant", "acknowledged-durable", "--reduce", "por"], "--reduce por"),
-    (["--invariant", "acknowledged-durable", "--coverage"], "--coverage"),
+    (["--invariant", "acknowledged-durable", "--checkpoint", "x.ckpt"], "--checkpoint / --resume is not supported"),
+    (["--invariant", "acknowledged-durable", "--reduce", "dead"], "--reduce dead is not supported by --engine directed"),
+    (["--invariant", "acknowledged-durable", "--coverage"], "--coverage is not supported by --engine directed"),
     (["--invariant", "acknowledged-durable", "--continue"], "drop --continue"),
     (["--invariant", "acknowledged-durable", "--directed-weight", "-1"], "--directed-weight must be"),
 ])

@@ -176,7 +176,7 @@ def test_scenario_shows_its_violation_and_export_replays(server, page, tmp_path)
     exported = tmp_path / "exported.json"
     download.value.save_as(exported)
     env = dict(os.environ, PYTHONPATH=str(ROOT))
-    done = subprocess.run([sys.executable, "-m", "checker", "trace", "replay", str(exported), "--json"],
+    done = subprocess.run([sys.executable, "-m", "kmc", "trace", "replay", str(exported), "--json"],
                           capture_output=True, text=True, env=env, cwd=ROOT, timeout=120)
     result = json.loads(done.stdout)
     assert done.returncode == 12, done.stderr

@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pytest
 
-from checker.cli import declared_actions
+from kmc.cli import declared_actions
 from spec.registry import all_models, build_model, get_model_info
 from traces.explore import runner, session
 from traces.explore.rules import ACTION_FUNCTIONS, rules_for_action
@@ -347,7 +347,7 @@ def test_starting_at_is_the_model_from_another_state():
 # -- the command line ----------------------------------------------------------------------------------
 def start_cli(*argv):
     env = dict(os.environ, PYTHONPATH=str(ROOT))
-    proc = subprocess.Popen([sys.executable, "-m", "checker", "explore", *argv], stdout=subprocess.PIPE,
+    proc = subprocess.Popen([sys.executable, "-m", "kmc", "explore", *argv], stdout=subprocess.PIPE,
                             stderr=subprocess.PIPE, text=True, env=env, cwd=ROOT)
     line = proc.stdout.readline()
     return proc, line
@@ -374,7 +374,7 @@ def test_cli_serves_on_loopback_and_ctrl_c_stops_it(tmp_path):
 
 
 def test_loopback_hosts_are_not_warned_about():
-    from traces.explore.cli import is_loopback
+    from kmc.explore import is_loopback
 
     assert all(is_loopback(h) for h in ("127.0.0.1", "127.0.0.2", "::1", "[::1]", "localhost"))
     assert not any(is_loopback(h) for h in ("0.0.0.0", "::", "10.1.2.3", "example.com"))
@@ -388,7 +388,7 @@ def test_cli_warns_for_another_host_and_refuses_bad_options(capsys):
         proc.send_signal(signal.SIGINT)
         _, err = proc.communicate(timeout=30)
     assert "warning: --host 0.0.0.0" in err and proc.returncode == 0
-    from checker.cli import main  # the refusals come before any server starts: in this process (a kmc start each
+    from kmc.cli import main  # the refusals come before any server starts: in this process (a kmc start each
     # in a subprocess cost about 2 s of CPU; the one above is the real command line)
 
     stall = str(SCENARIOS / STALL)

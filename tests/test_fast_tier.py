@@ -1,13 +1,12 @@
 """The fast tier (``python3 -m pytest -m "not slow"``) covers every module of the project: each module under
-``spec/``, ``checker/``, ``invariants/`` and ``traces/`` is imported by the time the tier ends.
+``spec/``, ``checker/``, ``invariants/``, ``traces/`` and ``kmc/`` is imported by the time the tier ends.
 
 ``test_every_module_is_imported_by_the_tier`` runs last (tests/conftest.py puts it there) and looks at this
 process's ``sys.modules``: the modules the collected test files import and those the tests import as they run.
-``checker/__main__.py`` (``python -m checker``) runs only in the child processes of the command-line tests
+``kmc/__main__.py`` (``python -m kmc``) runs only in the child processes of the command-line tests
 (tests/test_cli_habits.py and others); a test here imports it in this process. It checks the whole tier only: a run
 of some files or some tests (``-k``, ``--lf``, a path) skips it. Without PySpark or Java the Spark tests are
-skipped, and the ``checker.spark`` modules are not asked for. The modules that only keep an old import path working
-(``checker.symmetry``, ``invariants.base``, ``traces.trace``) are imported by a test of their own here.
+skipped, and the ``checker.spark`` modules are not asked for.
 """
 
 from __future__ import annotations
@@ -21,7 +20,7 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
-PACKAGES = ("spec", "checker", "invariants", "traces")
+PACKAGES = ("spec", "checker", "invariants", "traces", "kmc")
 
 
 def project_modules(root: Path = ROOT) -> list[str]:
@@ -74,22 +73,10 @@ def test_the_module_list_is_every_file_and_a_missing_module_is_named(tmp_path):
     assert len(project_modules()) > 90 and "spec.kafka.model" in project_modules()
 
 
-def test_python_dash_m_checker_imports_without_running():
-    """``python -m checker`` is run in child processes; its module is imported here so that the tier covers it."""
-    module = importlib.import_module("checker.__main__")
-    assert module.entry.__module__ == "checker.cli"
-
-
-@pytest.mark.parametrize("old, new", [
-    ("checker.symmetry", "spec.symmetry"), ("invariants.base", "checker.invariant"), ("traces.trace", "checker.trace"),
-])
-def test_an_old_import_path_gives_the_very_objects_of_the_new_one(old, new):
-    """Three modules only keep an old import path working (for code written against it, a user's property module
-    among them): each name they export is the object of the module that now owns it, and they export every name they
-    take from it. No other fast test imports them; the tier's module check below found them."""
-    shim, owner = importlib.import_module(old), importlib.import_module(new)
-    assert shim.__all__ and all(getattr(shim, name) is getattr(owner, name) for name in shim.__all__)
-    assert set(shim.__all__) == {n for n in vars(shim) if not n.startswith("_") and getattr(owner, n, None) is getattr(shim, n)}
+def test_python_dash_m_kmc_imports_without_running():
+    """``python -m kmc`` is run in child processes; its module is imported here so that the tier covers it."""
+    module = importlib.import_module("kmc.__main__")
+    assert module.entry.__module__ == "kmc.cli"
 
 
 def test_every_module_is_imported_by_the_tier(request):

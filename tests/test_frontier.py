@@ -6,6 +6,7 @@ import functools
 import gc
 import os
 import weakref
+from dataclasses import replace
 
 import numpy as np
 import pytest
@@ -14,7 +15,7 @@ from checker import bfs
 from checker import frontier as frontier_module
 from checker.frontier import FrontierStore, StatePools, state_codec
 from checker.result import Verdict
-from checker.search import SearchOptions
+from checker.search import RecordParentLog, SearchOptions
 from invariants.registry import for_family
 from spec.model import INLINE, Model, StateParts
 from spec.registry import build_model
@@ -276,22 +277,14 @@ def _run(model, options, patches=None):
         setattr(module, name, value)
     FrontierStore._seal = seal
     try:
-        engine = bfs.LocalBFS(model, options)
-        seen = {}
-        original = engine._result
-
-        def capture(st, *args):
-            seen["log"] = [a.tolist() for a in st.log.arrays()]
-            return original(st, *args)
-
-        engine._result = capture
-        result = engine.run()
+        seen = RecordParentLog()
+        result = bfs.LocalBFS(model, replace(options, observer=seen)).run()
     finally:
         FrontierStore._seal = original_seal
         for (module, name), value in saved.items():
             setattr(module, name, value)
     traces = [(v.invariant, trace_to_msgpack(v.trace)) for v in result.violations]
-    return result, seen["log"], traces, bool(spilled)
+    return result, seen.log, traces, bool(spilled)
 
 
 #: FRONTIER_SHARE giving each store one block of 100 states as objects and 200 bytes more

@@ -17,7 +17,8 @@ from pathlib import Path
 
 import pytest
 
-from checker.cli import EMPTY_VALUE_ALLOWED, build_parser, chosen_engine, main
+from kmc.cli import build_parser, main
+from kmc.options import EMPTY_VALUE_ALLOWED, chosen_engine
 
 ROOT = Path(__file__).resolve().parent.parent
 #: a value for a positional argument that is not the one under test: never valid, so that if the parser
@@ -93,7 +94,7 @@ def test_an_empty_value_is_refused(capsys, name, argv):
 
 def test_the_reported_case_end_to_end():
     """The issue's command, as a user runs it: one line naming --protocol, exit 64, nothing on stdout."""
-    proc = subprocess.run([sys.executable, "-m", "checker", "check", "kafka", "--protocol", "", "--quiet"],
+    proc = subprocess.run([sys.executable, "-m", "kmc", "check", "kafka", "--protocol", "", "--quiet"],
                           capture_output=True, text=True, cwd=ROOT, timeout=120)
     assert proc.returncode == 64, proc.stderr
     assert proc.stdout == ""

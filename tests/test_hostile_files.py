@@ -15,8 +15,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as hs
 
-from checker.cli import main
 from checker.codec import Codec
+from kmc.cli import main
 from spec.errors import BadFileError, KmcError
 from traces.scenario import parse_action
 
@@ -31,7 +31,7 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 def kmc(*argv, timeout=60, env=None, **kw):
     """Run the real command line in a fresh interpreter: (exit code, stdout, stderr)."""
-    run = subprocess.run([sys.executable, "-m", "checker.cli", *map(str, argv)], cwd=ROOT, capture_output=True,
+    run = subprocess.run([sys.executable, "-m", "kmc.cli", *map(str, argv)], cwd=ROOT, capture_output=True,
                          text=True, timeout=timeout, env=env, **kw)
     return run.returncode, run.stdout, run.stderr
 
@@ -260,7 +260,7 @@ def test_json_mode_reports_errors_as_a_json_object(tmp_path):
 
 
 def test_every_kmc_error_is_one_class_per_exit_code():
-    from checker import errors
+    from spec import errors
 
     classes = [c for c in vars(errors).values() if isinstance(c, type) and issubclass(c, KmcError) and c is not KmcError]
     assert {errors.NoInputError.code, errors.BadFileError.code, errors.UsageError.code,

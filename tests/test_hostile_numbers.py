@@ -16,11 +16,11 @@ import pytest
 from checker import checkpoint as ckpt
 from checker import safe_io
 from checker.bfs import check
-from checker.cli import main
 from checker.codec import Codec
 from checker.search import SearchOptions
 from checker.trace import Step
 from invariants.registry import for_family
+from kmc.cli import main
 from spec.errors import BadFileError
 from spec.two_phase import TwoPhase
 from traces.io import load_trace, trace_to_msgpack

@@ -14,7 +14,7 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 
 def start(*argv, env=None):
-    return subprocess.Popen([sys.executable, "-m", "checker.cli", *map(str, argv)], cwd=ROOT, env=env,
+    return subprocess.Popen([sys.executable, "-m", "kmc.cli", *map(str, argv)], cwd=ROOT, env=env,
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True)
 
 

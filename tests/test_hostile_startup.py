@@ -1,5 +1,5 @@
 """Ctrl-C at start-up: exit 130 and one line on stderr, however early it comes, on both entry points
-(the ``kmc`` console script and ``python -m checker``).
+(the ``kmc`` console script and ``python -m kmc``).
 
 Time zero is the moment the process is started. Before kmc's first line runs, the interpreter starts
 (about 10 ms here until Python installs its SIGINT handler, then ``site`` and the environment's ``.pth``
@@ -27,9 +27,9 @@ COMMAND = ["check", "two-phase", "--const", "RM=5", "--quiet", "--trace-dir", "k
 
 
 def _entry_points() -> dict[str, list[str]]:
-    points = {"python -m checker": [sys.executable, "-m", "checker"]}
+    points = {"python -m kmc": [sys.executable, "-m", "kmc"]}
     script = Path(sysconfig.get_path("scripts")) / "kmc"
-    if script.is_file():  # the console script pip made for checker.cli:entry
+    if script.is_file():  # the console script pip made for kmc.cli:entry
         points["kmc console script"] = [str(script)]
     return points
 
@@ -67,7 +67,7 @@ def test_ctrl_c_at_any_moment_of_start_up_is_130_and_one_line(tmp_path, entry):
 def test_an_ignored_sigint_stays_ignored(tmp_path):
     """A background job of a shell script starts with SIGINT ignored: kmc does not take it back."""
     env = dict(os.environ, PYTHONPATH=str(ROOT))
-    child = subprocess.Popen([sys.executable, "-m", "checker", *COMMAND], cwd=tmp_path, env=env, stdout=subprocess.DEVNULL,
+    child = subprocess.Popen([sys.executable, "-m", "kmc", *COMMAND], cwd=tmp_path, env=env, stdout=subprocess.DEVNULL,
                              stderr=subprocess.PIPE, text=True,
                              preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_IGN))
     time.sleep(0.05)
@@ -77,8 +77,8 @@ def test_an_ignored_sigint_stays_ignored(tmp_path):
 
 
 def test_the_package_imports_nothing_slow_before_its_handling():
-    """``checker/__init__.py`` imports only os and sys before it installs the hook (a guard on later edits)."""
-    source = (ROOT / "checker" / "__init__.py").read_text()
+    """``kmc/__init__.py`` imports only os and sys before it installs the hook (a guard on later edits)."""
+    source = (ROOT / "kmc" / "__init__.py").read_text()
     head = source[: source.index("_sys.excepthook = _exit_on_interrupt")]
     imports = sorted({line.split()[1] for line in head.splitlines() if line.startswith(("import ", "from "))})
     assert imports == ["os", "sys"], imports
@@ -88,8 +88,8 @@ def test_an_interrupt_that_an_import_turned_into_another_error_is_still_130_and_
     """A Ctrl-C inside numpy's C import surfaces as "ImportError: numpy._core.umath failed to import" (seen once in
     the start-up sweep above): noted by kmc's SIGINT handler while it starts, it ends as an interrupt, not as a
     traceback."""
-    code = ("import checker; checker._interrupted_while_starting = True; "
-            "checker._exit_on_interrupt(ImportError, ImportError('numpy._core.umath failed to import'), None)")
+    code = ("import kmc; kmc._interrupted_while_starting = True; "
+            "kmc._exit_on_interrupt(ImportError, ImportError('numpy._core.umath failed to import'), None)")
     child = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, timeout=60)
     lines = [line for line in child.stderr.splitlines() if line.strip()]
     assert child.returncode == 130 and lines == ["kmc: error: interrupted while starting (nothing was written)"], child
@@ -97,11 +97,11 @@ def test_an_interrupt_that_an_import_turned_into_another_error_is_still_130_and_
 
 def test_an_interrupt_swallowed_while_starting_ends_the_command(monkeypatch, capsys):
     """An optional import that swallowed the KeyboardInterrupt: the command still ends as interrupted (130)."""
-    import checker
-    from checker.cli import main
+    import kmc
+    from kmc.cli import main
 
-    monkeypatch.setattr(checker, "_interrupted_while_starting", True)
+    monkeypatch.setattr(kmc, "_interrupted_while_starting", True)
     assert main(["list"]) == 130
     assert "interrupted" in capsys.readouterr().err
-    monkeypatch.setattr(checker, "_interrupted_while_starting", False)
+    monkeypatch.setattr(kmc, "_interrupted_while_starting", False)
     assert main(["list"]) == 0

@@ -97,7 +97,7 @@ def test_two_checkpoint_writers_at_once_leave_a_whole_checkpoint(tmp_path):
 @pytest.fixture(scope="module")
 def two_traces(tmp_path_factory):
     """Two traces of different lengths (two-phase without its commit guard, with 3 and with 6 resource managers)."""
-    from checker.cli import main
+    from kmc.cli import main
 
     traces = []
     for rm in (3, 6):

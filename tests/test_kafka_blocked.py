@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import json
 
-from checker.cli import main
+from kmc.cli import main
 from spec.model import Action
 from traces.replay import replay, replay_scenario, scenario_model
 from traces.scenario import load_scenario, scenario_from_data

@@ -12,9 +12,9 @@ from itertools import permutations
 import pytest
 
 from checker.bfs import check
-from checker.cli import main
 from checker.search import SearchOptions
 from invariants.registry import for_family
+from kmc.cli import main
 from spec.errors import UsageError, WrongModelError
 from spec.kafka import symmetry as kafka_symmetry
 from spec.kafka.protocols import RELEASES, resolve

@@ -15,12 +15,12 @@ from itertools import permutations
 import pytest
 
 from checker.bfs import check
-from checker.cli import main
-from checker.matrix import run_matrix
 from checker.search import SearchOptions
 from invariants.kafka_control import no_fence_stall, no_stale_control_request, stalled_followers
 from invariants.kafka_log_matching import log_matching, log_matching_all_pairs
 from invariants.registry import for_family
+from kmc.cli import main
+from kmc.matrix import run_matrix
 from spec.kafka import symmetry
 from spec.kafka.protocols import resolve
 from spec.kafka.scenario import ScenarioError, run_scenario

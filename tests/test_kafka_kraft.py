@@ -8,9 +8,9 @@ import os
 
 import pytest
 
-from checker.cli import main
 from invariants.kafka_kraft import elr_safety
 from invariants.registry import for_family
+from kmc.cli import main
 from spec.errors import UsageError
 from spec.kafka.protocols import RELEASES, resolve
 from spec.kafka.state import (

@@ -10,8 +10,8 @@ from dataclasses import replace
 
 import pytest
 
-from checker.cli import main
 from checker.search import SearchOptions, trace_header
+from kmc.cli import main
 from spec.errors import UsageError
 from spec.kafka.protocols import FLAGS, RELEASE_BY_NAME, RELEASES, REQUIRES, resolve
 from spec.kafka.releases import (

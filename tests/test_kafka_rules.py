@@ -13,7 +13,7 @@ from dataclasses import replace
 
 import pytest
 
-from checker.cli import main
+from kmc.cli import main
 from spec.errors import UsageError
 from spec.kafka.protocols import FLAG_ALIASES, FLAGS, PROTOCOL_ALIASES, RELEASES, resolve
 from spec.kafka.rules import RULES, flag_rules, releases_with, rule_rows

@@ -8,11 +8,11 @@ import json
 import pytest
 
 from checker.bfs import check
-from checker.cli import main
 from checker.fingerprint import validate_state
-from checker.matrix import parse_row, run_matrix
 from checker.search import SearchOptions
 from invariants.registry import for_family
+from kmc.cli import main
+from kmc.matrix import parse_row, run_matrix
 from spec.registry import build_model
 
 SMALL_A = ("records=1", "epochs=1", "crashes=1")

@@ -3,11 +3,13 @@
 frontier store keeps, or from the start when memory is short. Whichever way, the same counts, the same parent
 log (so the same first occurrences) and the same counterexamples."""
 
+from dataclasses import replace
+
 import pytest
 
 from checker import bfs, visited
 from checker import frontier as frontier_module
-from checker.search import SearchOptions
+from checker.search import RecordParentLog, SearchOptions
 from invariants.registry import for_family
 from spec.registry import build_model
 from spec.two_phase import TwoPhase
@@ -44,17 +46,9 @@ def _run(model, options, monkeypatch, settings):
     monkeypatch.setattr(bfs.LocalBFS, "_go_block_wise", counting_switch)
     monkeypatch.setattr(bfs.LocalBFS, "_absorb", counting_absorb)
     monkeypatch.setattr(visited.LevelFingerprints, "contains", counting_lookup)
-    engine = bfs.LocalBFS(model, options)
-    seen = {}
-    original = engine._result
-
-    def capture(st, *args):
-        seen["log"] = [a.tolist() for a in st.log.arrays()]
-        return original(st, *args)
-
-    engine._result = capture
-    result = engine.run()
-    return result, seen["log"], calls
+    seen = RecordParentLog()
+    result = bfs.LocalBFS(model, replace(options, observer=seen)).run()
+    return result, seen.log, calls
 
 
 def _summary(result):

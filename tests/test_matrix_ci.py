@@ -10,12 +10,12 @@ import json
 
 import pytest
 
-from checker import matrix as matrix_module
 from checker.bfs import check
-from checker.cli import main
-from checker.matrix import Cell, ProgressLines, layout, notes, parse_row, run_matrix
 from checker.search import SearchOptions
 from invariants.registry import for_family
+from kmc import matrix as matrix_module
+from kmc.cli import main
+from kmc.matrix import Cell, ProgressLines, layout, notes, parse_row, run_matrix
 from spec.registry import build_model
 from tests import toy_matrix
 from traces.io import load_trace

@@ -1,4 +1,4 @@
-"""``kmc matrix --symmetry --reduce por|dead --shortest``: every search of the matrix reduced, refusals before the first
+"""``kmc matrix --symmetry --reduce dead --shortest``: every search of the matrix reduced, refusals before the first
 search, and ``--expect`` comparing what a reduction keeps (verdicts; lengths with ``--shortest``)."""
 
 from __future__ import annotations
@@ -8,8 +8,8 @@ import json
 import pytest
 
 import spec.kafka  # noqa: F401 - registers the model and its invariants
-from checker import matrix
-from checker.cli import main
+from kmc import matrix
+from kmc.cli import main
 
 ROWS = ["--protocol", "2.1.0", "--protocol", "2.1.1"]
 #: KAFKA-7786's stall (2.1.0 breaks, 2.1.1 holds) and KIP-380's stale control request (both break)
@@ -27,11 +27,11 @@ def test_reduced_matrix_keeps_every_verdict_and_shortest_gives_the_lengths(capsy
     assert {c["verdict"] for c in full} == {"holds", "violated"}  # both verdicts are compared
     expect = tmp_path / "full.json"
     expect.write_text(json.dumps(full))
-    for extra in (["--reduce", "dead"], ["--reduce", "dead", "--symmetry"], ["--reduce", "por"], ["--symmetry"]):
+    for extra in (["--reduce", "dead"], ["--reduce", "dead", "--symmetry"], ["--symmetry"]):
         reduced = _json(capsys, *extra)
         assert [(c["protocol"], c["invariant"], c["verdict"]) for c in reduced] == \
                [(c["protocol"], c["invariant"], c["verdict"]) for c in full], extra
-        # the reduced searches store their own states: dead answers dropped (far fewer); orbits and ample sets (about
+        # the reduced searches store their own states: dead answers dropped (far fewer); orbits (about
         # as many here: two brokers, the first leader named in the initial state; every step visible)
         fewer = sum(c["distinct_states"] for c in reduced) / sum(c["distinct_states"] for c in full)
         assert fewer < 0.9 if "dead" in extra else fewer <= 1, extra
@@ -65,7 +65,8 @@ def test_compare_leaves_out_what_a_reduction_changes():
 @pytest.mark.parametrize("argv, message", [
     (["--protocol", "2.1.0", "--protocol", "kraft-4.1", "--const", "reassignments=1", "--reduce", "dead"],
      "row kraft-4.1: --reduce dead does not cover reassignments"),
-    (["--protocol", "2.1.0", "--reduce", "por", "--engine", "parallel", "--workers", "2"], "--reduce por runs on the local"),
+    (["--protocol", "2.1.0", "--reduce", "dead", "--engine", "directed"],
+     "--reduce dead is not supported by --engine directed (engines that support it: bfs, parallel)"),
     (["--protocol", "2.1.0", "--shortest"], "--shortest goes with --reduce"),
 ])
 def test_a_row_or_engine_that_cannot_be_reduced_is_refused_before_any_search(capsys, monkeypatch, argv, message):

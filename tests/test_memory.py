@@ -8,16 +8,17 @@ import os
 import shutil
 import tempfile
 import time
+from dataclasses import replace
 from types import SimpleNamespace
 
 import numpy as np
 import pytest
 
 from checker import bfs, parallel
-from checker.cli import main
 from checker.result import Verdict
-from checker.search import SearchOptions
+from checker.search import RecordParentLog, SearchOptions
 from invariants.registry import for_family
+from kmc.cli import main
 from spec.two_phase import TwoPhase
 
 INVARIANTS = list(for_family("two-phase").values())
@@ -26,21 +27,13 @@ INVARIANTS = list(for_family("two-phase").values())
 @pytest.mark.parametrize("on_disk", [True, False])
 def test_visited_and_parents_take_8_bytes_a_state_in_memory_and_16_on_disk(monkeypatch, on_disk):
     monkeypatch.setattr(bfs, "PARENTS_ON_DISK", on_disk)
-    engine = bfs.LocalBFS(TwoPhase(5), SearchOptions())
-    seen = {}
-    original = engine._result
-
-    def capture(st, *args):
-        seen["memory"] = st.visited.array.nbytes + st.log.nbytes()
-        seen["disk"] = st.log.disk_bytes()
-        return original(st, *args)
-
-    engine._result = capture
-    result = engine.run()
+    seen = RecordParentLog()
+    result = bfs.LocalBFS(TwoPhase(5), SearchOptions(observer=seen)).run()
+    memory, disk = seen.state.visited.array.nbytes + seen.state.log.nbytes(), seen.state.log.disk_bytes()
     if on_disk:  # the default: only the visited set stays in memory
-        assert (seen["memory"], seen["disk"]) == (8 * result.distinct_states, 16 * result.distinct_states)
+        assert (memory, disk) == (8 * result.distinct_states, 16 * result.distinct_states)
     else:
-        assert (seen["memory"], seen["disk"]) == (24 * result.distinct_states, 0)
+        assert (memory, disk) == (24 * result.distinct_states, 0)
 
 
 @functools.cache
@@ -85,17 +78,9 @@ def test_dropping_visited_candidates_early_changes_nothing(monkeypatch, guard):
     options = SearchOptions(invariants=INVARIANTS, stop_at_first=False)
 
     def run():
-        engine = bfs.LocalBFS(model, options)
-        seen = {}
-        original = engine._result
-
-        def capture(st, *args):
-            seen["log"] = [a.tolist() for a in st.log.arrays()]
-            return original(st, *args)
-
-        engine._result = capture
-        result = engine.run()
-        return result, seen["log"]
+        seen = RecordParentLog()
+        result = bfs.LocalBFS(model, replace(options, observer=seen)).run()
+        return result, seen.log
 
     plain, plain_log = run()
     monkeypatch.setattr(bfs, "_PRUNE_AT", 64)
@@ -129,17 +114,9 @@ def test_a_run_past_half_its_memory_budget_spills_and_gives_the_same_result(monk
     options = SearchOptions(invariants=INVARIANTS, stop_at_first=False)
 
     def run():
-        engine = bfs.LocalBFS(model, options)
-        seen = {}
-        original = engine._result
-
-        def capture(st, *args):
-            seen["log"] = [a.tolist() for a in st.log.arrays()]
-            seen["spilled"] = st.log.spilled
-            return original(st, *args)
-
-        engine._result = capture
-        return engine.run(), seen
+        recorder = RecordParentLog()
+        result = bfs.LocalBFS(model, replace(options, observer=recorder)).run()
+        return result, {"log": recorder.log, "spilled": recorder.spilled}
 
     monkeypatch.setattr(bfs, "PARENTS_ON_DISK", False)
     plain, plain_seen = run()
@@ -161,22 +138,18 @@ def test_under_memory_pressure_the_level_dictionary_sheds_visited_states_more_of
     original_drop = bfs._drop_visited
 
     def run():
-        engine = bfs.LocalBFS(model, options)
+        recorder = RecordParentLog()
+        engine = bfs.LocalBFS(model, replace(options, observer=recorder))
         seen = {}
-        original_result = engine._result
-
-        def capture(st, *args):
-            seen["log"] = [a.tolist() for a in st.log.arrays()]
-            seen["pressure"] = engine.under_pressure
-            return original_result(st, *args)
 
         def counting_drop(*args):
             seen["drops"] = seen.get("drops", 0) + 1
             return original_drop(*args)
 
-        engine._result = capture
         monkeypatch.setattr(bfs, "_drop_visited", counting_drop)
-        return engine.run(), seen
+        result = engine.run()
+        seen.update(log=recorder.log, pressure=engine.under_pressure)  # once past SPILL_AT, the run stays so
+        return result, seen
 
     monkeypatch.setattr(bfs, "_CHECK_EVERY", 64)
     plain, plain_seen = run()

@@ -8,7 +8,7 @@ import pytest
 
 from checker import bfs, engines, parallel
 from checker.result import Verdict
-from checker.search import SearchOptions
+from checker.search import RecordParentLog, SearchOptions
 from invariants.registry import for_family
 from spec.registry import build_model
 from spec.two_phase import TwoPhase
@@ -49,25 +49,13 @@ def test_seeded_bug_same_shortest_trace(stop_at_first):
 def test_parent_log_is_identical():
     """Not only the counts: every state gets the same global index, parent and action."""
     model = TwoPhase(5)
-    single = bfs.LocalBFS(model, SearchOptions())
-    multi = parallel.ParallelBFS(model, SearchOptions(), 2)
-    logs = []
-    for engine in (single, multi):
-        captured = {}
-        original = engine._result
-
-        def capture(st, *args, original=original, captured=captured):
-            captured["log"] = st.log.arrays()
-            captured["actions"] = list(st.actions.actions)
-            return original(st, *args)
-
-        engine._result = capture
-        engine.run()
-        logs.append(captured)
-    (fa, pa, aa), (fb, pb, ab) = logs[0]["log"], logs[1]["log"]
-    assert np.array_equal(fa, fb) and np.array_equal(pa, pb)
-    names_a = [logs[0]["actions"][i] if i >= 0 else None for i in aa]
-    names_b = [logs[1]["actions"][i] if i >= 0 else None for i in ab]
+    single, multi = RecordParentLog(), RecordParentLog()
+    bfs.LocalBFS(model, SearchOptions(observer=single)).run()
+    parallel.ParallelBFS(model, SearchOptions(observer=multi), 2).run()
+    (fa, pa, aa), (fb, pb, ab) = single.log, multi.log
+    assert fa == fb and pa == pb
+    names_a = [single.actions[i] if i >= 0 else None for i in aa]
+    names_b = [multi.actions[i] if i >= 0 else None for i in ab]
     assert names_a == names_b
 
 
@@ -131,7 +119,8 @@ def test_time_budget_is_undetermined():
 def test_workers_option_without_an_engine_is_the_parallel_engine():
     """``kmc check --workers N`` (N > 1) without --engine runs the parallel engine with N workers; --workers 1 the
     local one; the local engine itself takes no option (``--engine bfs --workers 2`` is refused: tests/test_cli_habits)."""
-    from checker.cli import build_parser, chosen_engine
+    from kmc.cli import build_parser
+    from kmc.options import chosen_engine
 
     parser = build_parser()
     assert chosen_engine(parser.parse_args(["check", "two-phase", "--workers", "2"])) == (
@@ -223,8 +212,8 @@ def test_engines_import_no_circle():
 
 
 def test_command_line_workers_auto_and_bad_value(capsys, monkeypatch):
-    from checker import cli
-    from checker.cli import main
+    from kmc import cli
+    from kmc.cli import main
 
     monkeypatch.setattr(cli.os, "cpu_count", lambda: 2)
     assert main(["check", "two-phase", "--const", "RM=3", "--workers", "auto"]) == 0
@@ -236,29 +225,12 @@ def test_command_line_workers_auto_and_bad_value(capsys, monkeypatch):
 
 def test_parent_log_gathered_to_disk_past_half_the_budget(monkeypatch):
     model = TwoPhase(4, commit_guard=False)
-    options = SearchOptions(invariants=INVARIANTS, stop_at_first=False)
+    seen, seen_single = RecordParentLog(), RecordParentLog()
     monkeypatch.setattr(parallel, "SPILL_AT", 0.0)
-    engine = parallel.ParallelBFS(model, options, 2)
-    seen = {}
-    original = engine._result
-
-    def capture(st, *args):
-        seen["spilled"] = st.log.spilled
-        seen["log"] = [a.tolist() for a in st.log.arrays()]
-        return original(st, *args)
-
-    engine._result = capture
-    multi = engine.run()
-    single_engine = bfs.LocalBFS(model, options)
-    original_single = single_engine._result
-
-    def capture_single(st, *args):
-        seen["single_log"] = [a.tolist() for a in st.log.arrays()]
-        return original_single(st, *args)
-
-    single_engine._result = capture_single
-    _same(single_engine.run(), multi)
-    assert seen["spilled"] and seen["log"] == seen["single_log"]
+    multi = parallel.ParallelBFS(model, SearchOptions(invariants=INVARIANTS, stop_at_first=False, observer=seen), 2).run()
+    single = bfs.LocalBFS(model, SearchOptions(invariants=INVARIANTS, stop_at_first=False, observer=seen_single)).run()
+    _same(single, multi)
+    assert seen.spilled and seen.log == seen_single.log
 
 
 def test_states_moved_between_workers_go_through_the_model_codec_not_pickle(tmp_path):

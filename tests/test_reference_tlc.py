@@ -12,10 +12,10 @@ import json
 import pytest
 
 from checker.bfs import check
-from checker.cli import main
 from checker.result import Verdict
 from checker.search import SearchOptions
 from invariants.registry import for_family
+from kmc.cli import main
 from spec.registry import build_model
 
 TLC = {  # module: (distinct states, states generated, depth)

@@ -10,11 +10,11 @@ import json
 import pytest
 
 from checker import simulate as simulate_module
-from checker.cli import main
 from checker.search import SearchOptions
 from checker.simulate import SimulationOptions, _without_loops, simulate
 from checker.trace import Step
 from invariants.registry import for_family
+from kmc.cli import main
 from spec.registry import build_model
 from spec.two_phase import TwoPhase
 from traces.io import load_trace

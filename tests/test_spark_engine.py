@@ -116,7 +116,7 @@ def test_killed_driver_resumes_from_the_last_completed_level(spark, tmp_path):
     """A driver killed outright (SIGKILL, JVM included) resumes from the levels it had written."""
     run_dir = tmp_path / "run"
     root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-    command = [sys.executable, "-m", "checker.cli", "check", "two-phase", "--const", "RM=3",
+    command = [sys.executable, "-m", "kmc.cli", "check", "two-phase", "--const", "RM=3",
                "--engine", "spark", "--master", "local[1]", "--spark-threshold", "30", "--spark-transport", "blocks",
                "--checkpoint", str(run_dir), "--json", "--quiet", "--trace-dir", str(tmp_path / "traces"),
                "-deadlock"]  # resumed below with SearchOptions' default: no deadlock check
@@ -200,7 +200,7 @@ def test_kafka_protocols_match_the_local_engine(spark, protocol):
 
 @pytest.mark.slow  # Kafka on Spark, or a run of its own: 9 to 47 s each
 def test_command_line(spark, capsys, tmp_path):
-    from checker.cli import main
+    from kmc.cli import main
 
     code = main(["check", "two-phase", "--const", "commit_guard=off", "--engine", "spark", "--spark-threshold", "0",
                  "--json", "--quiet", "--trace-dir", str(tmp_path)])

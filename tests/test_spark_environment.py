@@ -4,9 +4,9 @@ import importlib.util
 
 import pytest
 
-from checker.cli import main
 from checker.search import SearchOptions
 from checker.spark import SparkOptions, check_environment, run_engine, with_task_retries
+from kmc.cli import main
 from spec.errors import EnvironmentMissingError, ExitCode
 from spec.two_phase import TwoPhase
 

@@ -160,7 +160,7 @@ COMMAND = ["check", "two-phase", "--const", "RM=3", "--engine", "spark", "--mast
 @pytest.fixture(scope="module")
 def real_run(spark_local, tmp_path_factory):
     """A two-phase RM=3 run directory whose levels 6 to 11 ran on Spark (the suite's session, in this process)."""
-    from checker.cli import main
+    from kmc.cli import main
 
     run_dir = tmp_path_factory.mktemp("spark-run") / "run"
     assert main([*COMMAND, "--checkpoint", str(run_dir)]) == 0
@@ -206,7 +206,7 @@ def test_ctrl_c_during_a_spark_level_is_one_line_and_resumes(spark_local, tmp_pa
     """The terminal's Ctrl-C (SIGINT to the process group: driver, JVM, Python workers) while a Spark level runs:
     exit 130, one line naming the run directory (PySpark's handler printed two Py4J tracebacks, and the JVM the
     workers' deaths), then ``--resume`` counts what an uninterrupted run counts."""
-    from checker.cli import main
+    from kmc.cli import main
 
     run_dir = tmp_path / "run"
     env = {**os.environ, "PYTHONPATH": ROOT}

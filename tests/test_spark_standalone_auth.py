@@ -67,7 +67,7 @@ def _kmc(master: str, cwd: Path, secret_file: str | None, timeout: float = 300,
     if secret_file is not None:
         env["KMC_SPARK_SECRET_FILE"] = secret_file
     started = time.monotonic()
-    with subprocess.Popen([sys.executable, "-m", "checker", "check", "two-phase", "--const", "RM=3", "--engine", "spark",
+    with subprocess.Popen([sys.executable, "-m", "kmc", "check", "two-phase", "--const", "RM=3", "--engine", "spark",
                            "--master", master, "--spark-threshold", "54", "--quiet", "--json"],
                           cwd=cwd, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True) as run:
         while seen is not None and run.poll() is None and time.monotonic() - started < timeout:

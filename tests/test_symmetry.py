@@ -192,7 +192,7 @@ def test_kafka_canonical_takes_states_already_in_order_as_they_are():
 
 
 def _cli(capsys, *argv):
-    from checker.cli import main
+    from kmc.cli import main
 
     code = main(list(argv))
     out, err = capsys.readouterr()

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from checker.cli import main
+from kmc.cli import main
 
 
 def run(capsys, *argv):

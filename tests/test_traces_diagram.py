@@ -9,8 +9,8 @@ import xml.etree.ElementTree as ET
 
 import pytest
 
-from checker.cli import main
 from checker.trace import Step, Trace
+from kmc.cli import main
 from spec.registry import build_model
 from traces.diagram import CHAR_WIDTH, events, participants, to_dot, to_mermaid, to_svg, wrap_label
 

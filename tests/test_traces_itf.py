@@ -6,8 +6,8 @@ import json
 
 import pytest
 
-from checker.cli import main
 from checker.trace import Step, Trace
+from kmc.cli import main
 from spec.errors import UsageError, WrongModelError
 from spec.registry import build_model
 from traces.io import load_trace, save_trace, trace_to_itf

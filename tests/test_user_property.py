@@ -8,7 +8,7 @@ import textwrap
 
 import pytest
 
-from checker.cli import main
+from kmc.cli import main
 from tests import toy_matrix
 
 TOY = toy_matrix.NAME

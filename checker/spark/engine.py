@@ -12,7 +12,7 @@ import re
 import sys
 import tempfile
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 from checker.bfs import LocalBFS
@@ -47,14 +47,14 @@ DEFAULT_MERGE_LEVELS = 8
 
 @dataclass(frozen=True)
 class SparkOptions:
-    """The Spark engine's options (the fields with a flag are the command line's; the others are for
-    tests and ``bench/spark_bench.py``)."""
+    """The Spark engine's options (master, threshold and transport are the command line's, named by the engine's
+    record in ``checker.engines``; the others are for tests and ``bench/spark_bench.py``)."""
 
-    master: str = field(default=DEFAULT_MASTER, metadata={"flag": "--master"})
+    master: str = DEFAULT_MASTER
     #: levels run on the driver with the local engine while the frontier has fewer states
-    threshold: int = field(default=DEFAULT_THRESHOLD, metadata={"flag": "--spark-threshold"})
+    threshold: int = DEFAULT_THRESHOLD
     #: "arrow", "blocks" or None (arrow when PyArrow and PySpark 4 are there, blocks for resumable runs)
-    transport: str | None = field(default=None, metadata={"flag": "--spark-transport"})
+    transport: str | None = None
     partitions: int | None = None  # None: two a core (one with the arrow transport)
     checkpoint_levels: int = DEFAULT_CHECKPOINT_LEVELS
     merge_levels: int = DEFAULT_MERGE_LEVELS

@@ -7,8 +7,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from checker.result import CheckResult, Verdict, Violation
-from checker.search import ActionTable, rebuild_trace, verdict_of
+from checker.result import CheckResult
+from checker.search import ActionTable, rebuild_trace, search_result
 from checker.spark.driver_state import Counters, LevelInfo, SparkRun
 from checker.spark.numbering import _PointerAt
 from checker.spark.rundir import RunDir
@@ -82,16 +82,6 @@ class Verdicts:
 
     def _result(self, st: Counters, levels: list[LevelInfo], elapsed: float, reason: str | None,
                 spark: SparkRun | None, run_dir: RunDir | None) -> CheckResult:
-        violations = []
-        by_name = {inv.name: inv for inv in self.invariants}
-        for name, index in sorted(st.found.items(), key=lambda item: (item[1], item[0])):
-            inv = by_name[name]
-            violations.append(Violation(name, "safety", self._trace(index, st, levels, spark, name, inv.why)))
-        if st.deadlock is not None:
-            trace = self._trace(st.deadlock, st, levels, spark, "deadlock",
-                                lambda s: "deadlock: no action is enabled in the last state")
-            violations.append(Violation("deadlock", "deadlock", trace))
-        verdict = verdict_of(violations, reason)
         extra: dict[str, Any] = {}
         if self.options.reduce == "dead":  # what was dropped, as the local engine reports it
             from checker.dead import report
@@ -100,21 +90,11 @@ class Verdicts:
         workers = spark.sc.defaultParallelism if spark is not None else 1
         checkpoint_file = run_dir.path if (reason and run_dir is not None and not run_dir.temporary
                                            and st.spark_started and st.frontier_size) else None
-        return CheckResult(
-            model=self.model.name,
-            constants=dict(self.model.constants),
-            verdict=verdict,
-            distinct_states=st.distinct,
-            states_generated=st.generated,
-            depth=st.depth,
-            seconds=elapsed,
-            violations=violations,
-            invariants=[inv.name for inv in self.invariants],
-            engine=self.engine,
-            workers=workers,
-            symmetry=self.symmetry,
-            reason=reason if verdict is Verdict.UNDETERMINED else None,
-            queue=st.frontier_size,
+        return search_result(
+            self.model, self.invariants, found=st.found, deadlock=st.deadlock,
+            trace_of=lambda index, name, why: self._trace(index, st, levels, spark, name, why),
+            distinct_states=st.distinct, states_generated=st.generated, depth=st.depth, seconds=elapsed, reason=reason,
+            engine=self.engine, workers=workers, symmetry=self.symmetry, queue=st.frontier_size,
             checkpoint_file=checkpoint_file,
             extra={
                 **extra,

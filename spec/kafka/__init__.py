@@ -94,7 +94,7 @@ from spec.registry import Constant, ModelInfo, register
 
 __all__ = ["KafkaModel", "build", "INFO"]
 
-def build(constants: dict[str, Any], protocol: str = DEFAULT_PROTOCOL, features: dict[str, bool] | None = None):
+def build(constants: dict[str, Any], protocol: str, features: dict[str, bool] | None = None):
     if protocol in FORMER_NAMES and (features or {}).get("kraft") is False and resolve(protocol).kraft:
         # a trace or scenario made when this name was a ZooKeeper row (its recorded flags have kraft off): that row
         protocol = FORMER_NAMES[protocol]

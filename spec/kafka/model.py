@@ -349,12 +349,6 @@ class KafkaModel(ClientActions, ReassignmentActions, KRaftActions, ControlPlaneA
     def symmetry_reduces_nothing(self) -> str | None:
         return reduces_nothing(self.n)
 
-    def reduction(self) -> Any:
-        """Every action's footprint (``spec.kafka.footprints``), for ``--reduce por``."""
-        from spec.kafka.footprints import KafkaFootprints
-
-        return KafkaFootprints(self)
-
     def dead_messages(self) -> Any:
         """The answers in flight that are dead, dropped (``spec.kafka.dead``), for ``--reduce dead``."""
         from spec.kafka.dead import DeadMessages

@@ -36,6 +36,8 @@ class StartingAt(Model):
         self.family = model.family
         self.constants = model.constants
         self.has_symmetry = model.has_symmetry
+        self.protocol = model.protocol
+        self.deadlock_by_default = model.deadlock_by_default
 
     def init_states(self) -> list[Any]:
         return [self.state]
@@ -73,7 +75,10 @@ class StartingAt(Model):
     def describe(self) -> dict[str, Any]:
         return self.model.describe()
 
-    def __getattr__(self, name: str) -> Any:  # the model's own extras: protocol, deadlock_by_default, ...
+    def all_actions(self) -> Any:
+        return self.model.all_actions()
+
+    def __getattr__(self, name: str) -> Any:  # the model's own extras beyond the contract (spec.model.Model)
         return getattr(self.__dict__["model"], name)
 
 

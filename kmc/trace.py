@@ -44,7 +44,7 @@ def _add_file_options(parser: argparse.ArgumentParser) -> None:
 
 
 def add_parser(subparsers: Any) -> None:
-    from checker.cli import add_model_options
+    from kmc.options import add_model_options
 
     trace = subparsers.add_parser("trace", help="show, export, replay, draw and explain counterexample traces")
     sub = trace.add_subparsers(dest="trace_command", parser_class=type(trace))
@@ -178,8 +178,8 @@ def cmd_explain(args: argparse.Namespace) -> int:
 
 # -- graph ------------------------------------------------------------------------------------------
 def cmd_graph(args: argparse.Namespace) -> int:
-    from checker.cli import model_from_args
     from invariants.registry import for_family
+    from kmc.options import model_from_args
     from traces.diagram import render_svg_with_graphviz
     from traces.graph import explore, highlight_path, label_states, state_graph, to_dot
 
@@ -227,7 +227,7 @@ def _run(args: argparse.Namespace, protocol: str | None) -> tuple[Any, Any]:
             raise WrongModelError(f"the scenario is of model {scenario.model!r}, not {args.expect_model!r}")
         model = scenario_model(scenario, protocol, args.feature, args.const)
         result = replay_scenario(model, scenario, args.invariant)
-        return result, scenario.expectation(getattr(model, "protocol", None))
+        return result, scenario.expectation(model.protocol)
     trace, model = load_trace(args.file, protocol=protocol, features=args.feature, model_name=args.expect_model,
                               constants=args.const)
     return replay_trace(model, trace, args.invariant), None

@@ -19,16 +19,8 @@ its own that stops there; the search stops once every invariant it checks is vio
 that do not record them (spark) use a few stop-at-first searches instead
 (``check_cells_by_rounds``), with the same figures.
 
-What a model may declare for the matrix (all optional, read through the model object):
-
-* ``matrix_variants``: extra rows, (protocol, (FLAG=on|off, ...)) pairs (``kip-380,kafka-7786-fix=off``);
-* ``matrix_bounds``: invariant -> NAME=VALUE assignments (or a dict of constants) applied before
-  ``--const``, for properties whose counterexamples need actions the default bounds leave out;
-* ``matrix_bound_sets()``: named sets of such bounds (``--bounds NAME``); without it the only set
-  is ``default``, which is ``matrix_bounds``;
-* ``matrix_excluded``: invariants left out of the default columns (``--invariant`` still checks them);
-* ``matrix_story(protocol, invariant, trace)``: a one-line name of the KIP or JIRA story a violated
-  cell's counterexample is an instance of (None: no story); ``protocol`` is the row label.
+What a model may declare for the matrix (``matrix_variants``, ``matrix_bounds``, ``matrix_bound_sets()``,
+``matrix_excluded``, ``matrix_story()``) is part of the model contract, ``spec.model.Model``, which documents each.
 
 Exit codes: 0 when the matrix ran and (with ``--expect``) every cell matched; 1 when a cell
 differs from ``--expect`` (changed verdict, length or distinct states, or a cell the file lacks);
@@ -61,6 +53,15 @@ from checker.pool import can_fork, run_jobs
 from checker.result import CheckResult, Verdict
 from checker.search import Progress, SearchOptions, search_canonical
 from invariants.registry import for_family
+from kmc.options import (
+    FILE_COMPLETION,
+    add_engine_options,
+    chosen_engine,
+    positive_float,
+    positive_int,
+    reduce_choices,
+    reductions_help,
+)
 from spec.errors import BadFileError, ModelError, NoInputError, UsageError
 from spec.registry import build_model, get_model_info
 
@@ -124,10 +125,6 @@ def cell_of(protocol: str, invariant: str, result: CheckResult) -> Cell:
                 trace=violation.trace)
 
 
-#: engines that record where each violation was found (``Violation.discovered``)
-ONE_SEARCH_ENGINES = ("bfs", "parallel")
-
-
 def _search(model: Any, invariants: Sequence[Invariant], options: dict[str, Any], stop_at_first: bool,
             engine: str, engine_options: Any) -> CheckResult:
     search = SearchOptions(invariants=list(invariants), stop_at_first=stop_at_first,
@@ -142,7 +139,7 @@ def check_cells(model: Any, protocol: str, invariants: Sequence[Invariant], opti
     When the engine does not record where each violation was found, falls back to
     ``check_cells_by_rounds``.
     """
-    if engine not in ONE_SEARCH_ENGINES:
+    if not engines.get_engine(engine).first_violations:
         return check_cells_by_rounds(model, protocol, invariants, options, engine, engine_options)
     result = _search(model, invariants, options, False, engine, engine_options)
     if any(v.discovered is None for v in result.violations):
@@ -192,7 +189,7 @@ def default_rows(model_name: str) -> list[Row]:
     info = get_model_info(model_name)
     rows = [Row(name, name) for name in info.protocols] or [Row("-", None)]
     model = build_model(model_name, [], info.default_protocol, [])
-    for protocol, flags in getattr(model, "matrix_variants", ()):
+    for protocol, flags in model.matrix_variants:
         rows.append(Row(",".join((protocol, *flags)), protocol, tuple(flags)))
     return rows
 
@@ -206,12 +203,10 @@ def _assignments(value: Any) -> tuple[str, ...]:
 
 def bound_sets(model: Any) -> dict[str, dict[str, tuple[str, ...]]]:
     """The model's named bound sets (invariant -> NAME=VALUE assignments); ``default`` always exists."""
-    declared = getattr(model, "matrix_bound_sets", None)
-    raw = declared() if callable(declared) else {}
+    raw = model.matrix_bound_sets()
     sets = {name: {inv: _assignments(b) for inv, b in (bounds or {}).items()} for name, bounds in raw.items()}
     if DEFAULT_BOUND_SET not in sets:
-        plain = getattr(model, "matrix_bounds", {})
-        sets[DEFAULT_BOUND_SET] = {inv: _assignments(b) for inv, b in dict(plain() if callable(plain) else plain).items()}
+        sets[DEFAULT_BOUND_SET] = {inv: _assignments(b) for inv, b in dict(model.matrix_bounds).items()}
     return sets
 
 
@@ -228,10 +223,7 @@ def story_of(model: Any, protocol: str, invariant: str, trace: Any, replay: dict
         found = computed_story(replay["model"], replay["protocol"], replay["flags"], replay["constants"],
                                replay["invariant"], trace)
         return found.text if found is not None else None
-    hook = getattr(model, "matrix_story", None)
-    if not callable(hook):
-        return None
-    story = hook(protocol, invariant, trace)
+    story = model.matrix_story(protocol, invariant, trace)
     if not story:
         return None
     return " ".join(str(story).split()) or None  # one line
@@ -284,7 +276,7 @@ def run_matrix(
     ``progress``: (row, invariants, seconds so far) of each search running, the searches done, all of them.
 
     ``symmetry``, ``reduce`` and ``shortest`` are the search's own options (``kmc check --symmetry --reduce
-    por|dead --shortest``), applied to every search; a row where one cannot apply is refused (one line) before any
+    dead --shortest``), applied to every search; a row where one cannot apply is refused (one line) before any
     search runs. A cell's states are then the reduced search's, and its counterexample replays on the unreduced
     model but is a shortest one only with ``shortest``.
     """
@@ -309,7 +301,7 @@ def run_matrix(
         # a model may leave invariants out of its default columns (``matrix_excluded``: ones that are vacuous at the
         # default bounds, such as Kafka's client properties without clients), and an invariant may be checked by
         # name only (``Invariant.default``); ``--invariant`` still names them
-        excluded = set(getattr(model, "matrix_excluded", ()))
+        excluded = set(model.matrix_excluded)
         names = list(invariants) or ([] if properties else [k for k, v in available.items()
                                                             if v.default and k not in excluded])
         names += [p.name for p in properties]
@@ -394,11 +386,14 @@ class _Job:
 def _check_reduction(job: _Job) -> None:
     """One line (``UsageError``, exit 64) if the job's search cannot apply its reduction (``--symmetry``, ``--reduce``,
     ``--shortest``): the engine's refusal, or the row's (``--reduce dead`` on a row without dead messages)."""
-    from checker.por import check_supported
+    from checker.reductions import check_supported
 
     options = SearchOptions(invariants=list(job.invariants), **{k: v for k, v in job.options.items()
                                                                 if k not in ("header", "progress")})
-    check_supported(job.engine, options, getattr(job.engine_options, "workers", 1) or 1)
+    check_supported(options)
+    why = engines.get_engine(job.engine).refusal(options)
+    if why:
+        raise UsageError(why)
     try:
         search_canonical(job.model, options)
     except (UsageError, ModelError) as exc:
@@ -566,8 +561,8 @@ def reduction_note(args: argparse.Namespace, width: int) -> list[str]:
     said = []
     if args.symmetry or args.reduce != "none":
         said.append("the states counted are the reduced search's (" + ", then ".join(
-            how for how, on in (("dead messages dropped", args.reduce == "dead"), ("one a symmetry orbit", args.symmetry),
-                                ("ample sets", args.reduce == "por")) if on) + ")")
+            how for how, on in (("dead messages dropped", args.reduce == "dead"), ("one a symmetry orbit", args.symmetry))
+            if on) + ")")
     if args.reduce != "none" and not args.shortest:
         said.append("a counterexample replays on the full model but need not be a shortest one, and a story is told of "
                     "it: --shortest gives the full search's lengths and stories")
@@ -678,7 +673,6 @@ def matrix_workers(given: int | None) -> int:
 
 
 def cmd_matrix(args: argparse.Namespace) -> int:
-    from checker.cli import chosen_engine
     from checker.properties import load_properties
 
     at_once = args.engine == "bfs"  # --workers: searches at once (another engine: the workers of each search)
@@ -730,7 +724,7 @@ def cmd_matrix(args: argparse.Namespace) -> int:
             text.highlight_regex(r"\bholds\b|✓", "green")
             text.highlight_regex(r"\bundetermined\b", "yellow")
             console.print(text, soft_wrap=True)
-        how = "one search each" if args.engine in ONE_SEARCH_ENGINES else "stop-at-first searches"
+        how = "one search each" if engines.get_engine(args.engine).first_violations else "stop-at-first searches"
         if at_once and min(args.workers, len(configurations)) > 1 and can_fork():
             how += f", {min(args.workers, len(configurations))} at once"
         console.print(f"{len(cells)} cells from {len(configurations)} configurations ({how}) in {elapsed:.1f} s",
@@ -754,9 +748,6 @@ def cmd_matrix(args: argparse.Namespace) -> int:
 
 
 def add_parser(subparsers: Any, *_: Any) -> argparse.ArgumentParser:
-    # the command line loads this module lazily
-    from checker.cli import FILE_COMPLETION, _positive_float, _positive_int, _workers
-
     parser = subparsers.add_parser("matrix", help="every protocol version against every invariant, as a table",
                                    description="Every protocol version against every invariant. Exit codes: 0 ran (and "
                                    "matched --expect), 1 a cell differs from --expect, 20 a cell undetermined (without "
@@ -776,30 +767,26 @@ def add_parser(subparsers: Any, *_: Any) -> argparse.ArgumentParser:
     parser.add_argument("--uniform-bounds", action="store_true",
                         help="check every invariant at the model's default bounds (and --const), ignoring the "
                              "per-invariant bounds the model declares for the matrix")
-    parser.add_argument("--max-seconds", type=_positive_float, help="time budget per search (then: undetermined)")
-    parser.add_argument("--max-states", type=_positive_int, help="distinct-state budget per search (then: undetermined)")
+    parser.add_argument("--max-seconds", type=positive_float, help="time budget per search (then: undetermined)")
+    parser.add_argument("--max-states", type=positive_int, help="distinct-state budget per search (then: undetermined)")
     parser.add_argument("--format", choices=FORMATS, default="table", help="output format (default table)")
     parser.add_argument("--json", action="store_true", help="the same as --format json")
     parser.add_argument("--expect", metavar="FILE", help="compare with this verdict table (a saved 'kmc matrix --json'); "
                         "exit 1 and name the cells that changed").complete = FILE_COMPLETION
     parser.add_argument("--trace-dir", metavar="DIR", help="save every counterexample here (one JSON trace a violated cell)")
     parser.add_argument("--quiet", action="store_true", help="no progress lines on stderr")
-    parser.add_argument("--progress-every", type=_positive_float, default=10.0, metavar="SECONDS",
+    parser.add_argument("--progress-every", type=positive_float, default=10.0, metavar="SECONDS",
                         help="seconds between two progress lines during a search (default 10)")
     parser.add_argument("--symmetry", action="store_true", help="every search reduced by symmetry over interchangeable ids")
-    parser.add_argument("--reduce", choices=("none", "por", "dead"), default="none",
-                        help="every search reduced: por, partial-order reduction; dead, messages whose delivery can "
-                             "only be a no-op dropped (rows that cannot be reduced are refused); default none. With "
-                             "--expect the verdicts are compared, and the lengths only with --shortest")
+    parser.add_argument("--reduce", choices=reduce_choices(), default="none",
+                        help="every search reduced: dead, messages whose delivery can "
+                             f"only be a no-op dropped ({reductions_help()}; rows that cannot be reduced are refused); "
+                             "default none. With --expect the verdicts are compared, and the lengths only with --shortest")
     parser.add_argument("--shortest", action="store_true",
                         help="with --reduce: a shortest counterexample for each violated cell (a full search bounded by "
                              "the reduced one's length)")
-    parser.add_argument("--engine", default="bfs", help="search engine: " + ", ".join(engines.ENGINES))
-    parser.add_argument("--workers", type=_workers, default=None,
-                        help="searches run at once, each in its own process (a number, or auto: one a core, the "
-                             "default); with --engine parallel, the worker processes of each search")
-    parser.add_argument("--master", default=None, help="Spark master URL (spark engine; default local[*])")
-    parser.add_argument("--spark-threshold", type=int, default=None, metavar="N",
-                        help="spark engine: run levels locally while the frontier has fewer than N states (default 10000)")
+    add_engine_options(parser, default="bfs", workers_help="searches run at once, each in its own process (a number, "
+                       "or auto: one a core, the default; at most the cores); with --engine parallel, the worker "
+                       "processes of each search")
     parser.set_defaults(func=cmd_matrix)
     return parser

@@ -1,4 +1,4 @@
-"""The ``kmc`` command line (also ``python -m checker``).
+"""The ``kmc`` command line (also ``python -m kmc``).
 
     kmc check MODEL [--const NAME=VALUE]... [--invariant NAME]... [--property MOD:FUNC]... [--json] ...
     kmc simulate MODEL [--walks N] [--depth D] [--seed S] ...
@@ -6,16 +6,15 @@
     kmc completion bash|zsh|tcsh
     kmc --version
 
-Other packages add subcommands (``kmc matrix``, ``kmc trace``) through ``SUBCOMMAND_MODULES``:
-each module has ``add_parser(subparsers, common)``. Every user error becomes one line on stderr
-and a documented exit code (see ``spec.errors.ExitCode``), never a traceback.
+The other front ends of this package add their subcommands (``kmc matrix``, ``kmc trace``, ``kmc explore``):
+each module has ``add_parser(subparsers)``; the options they share are ``kmc.options``. Every user error
+becomes one line on stderr and a documented exit code (see ``spec.errors.ExitCode``), never a traceback.
 """
 
 from __future__ import annotations
 
 import argparse
 import contextlib
-import importlib
 import json
 import os
 import sys
@@ -24,45 +23,33 @@ from typing import Any
 
 from rich.console import Console
 
-import checker
+import kmc
 from checker import engines
-from checker.invariant import SAFETY, Invariant
+from checker.invariant import SAFETY
 from checker.result import CheckResult, Verdict, collision_estimates
 from checker.search import CHECKER_VERSION, Progress, SearchOptions, uses_symmetry
 from invariants.registry import for_family
-from spec.errors import EnvironmentMissingError, ExitCode, KmcError, NoInputError, UsageError
+from kmc import explore, matrix, trace
+from kmc.options import (
+    DEFAULT_TRACE_DIR,
+    KmcParser,
+    add_model_options,
+    add_property_option,
+    add_search_options,
+    chosen_engine,
+    model_from_args,
+    positive_float,
+    positive_int,
+    search_options,
+    select_invariants,
+    worker_count,
+)
+from spec.errors import EnvironmentMissingError, ExitCode, KmcError, UsageError
 from spec.model import Model
-from spec.registry import ModelInfo, all_models, build_model, get_model_info
+from spec.registry import ModelInfo, all_models, get_model_info
 
-SUBCOMMAND_MODULES = ("checker.matrix", "traces.cli", "traces.explore.cli")
-DEFAULT_TRACE_DIR = "kmc-traces"
-#: shell completion of a file argument (what ``shtab.FILE`` is, without importing shtab to build the parser)
-FILE_COMPLETION = {"bash": "_shtab_compgen_files", "zsh": "_files", "tcsh": "f"}
 COMPLETION_SHELLS = ("bash", "zsh", "tcsh")
 PROGRESS_LINE_EVERY = 60.0  # seconds between two progress lines of kmc check on a stderr that is not a terminal
-
-
-#: options (by option string, e.g. ``"--foo"``) whose empty value means something; every other option and
-#: positional argument of every subcommand refuses an empty or blank value (exit 64). None does today.
-EMPTY_VALUE_ALLOWED: frozenset[str] = frozenset()
-
-
-class _Parser(argparse.ArgumentParser):
-    """argparse with kmc's boundary rules, for the top level and every subcommand (subparsers are built
-    with this class, so an option added later gets them too): an error is one line and exit 64, and a
-    value given on the command line that is empty or only blanks is refused, never taken as the default
-    (``--protocol ""`` is not the default protocol)."""
-
-    def error(self, message: str) -> None:  # one line and the usage exit code, not argparse's 2
-        raise UsageError(f"{message} (see '{self.prog} --help')")
-
-    def _get_values(self, action: argparse.Action, arg_strings: list[str]) -> Any:
-        # argparse calls this for the strings the command line gave an argument (never for its default)
-        if action.nargs not in (argparse.PARSER, argparse.REMAINDER) and not EMPTY_VALUE_ALLOWED & set(action.option_strings):
-            if any(not text.strip() for text in arg_strings):
-                raise argparse.ArgumentError(action, "an empty value means nothing here; give a value or leave the "
-                                                     "argument out")
-        return super()._get_values(action, arg_strings)
 
 
 def kmc_version() -> str:
@@ -72,172 +59,6 @@ def kmc_version() -> str:
         return version("kmc")
     except (ImportError, PackageNotFoundError):
         return CHECKER_VERSION
-
-
-# -- options shared by the subcommands ------------------------------------------------------------
-def add_model_options(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("model", help="model name (see 'kmc list'), e.g. two-phase, kafka, tla:Kip320")
-    parser.add_argument("--const", action="append", default=[], metavar="NAME=VALUE", help="set a constant (bound)")
-    parser.add_argument("--protocol", help="protocol version, for models that have them (see 'kmc list')")
-    parser.add_argument(
-        "--feature", action="append", default=[], metavar="FLAG=on|off", help="switch one feature flag of the protocol"
-    )
-
-
-def add_search_options(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--invariant", action="append", default=[], metavar="NAME", help="check only these (default all)")
-    add_property_option(parser)
-    parser.add_argument("--json", action="store_true", help="print one JSON object on stdout")
-    parser.add_argument("--continue", dest="keep_going", action="store_true",
-                        help="do not stop at the first violation: report the shortest trace of every violated invariant")
-    parser.add_argument("-deadlock", "--no-deadlock", dest="deadlock", action="store_false", default=None,
-                        help="do not check for deadlock (as TLC's -deadlock): by default a reachable state with no "
-                             "successor is reported (exit 11), unless the model says its bounds end in such states")
-    parser.add_argument("--deadlock", dest="deadlock_flag", action="store_true",
-                        help="check for deadlock even for a model whose bounds end in states with nothing to do "
-                             "(kafka)")
-    parser.add_argument("--coverage", action="store_true",
-                        help="count the successors each action (with its parameters) generated and list the actions "
-                             "that never fired (local engine)")
-    parser.add_argument("--max-states", type=_positive_int, help="distinct-state budget (then: undetermined)")
-    parser.add_argument("--max-seconds", type=_positive_float, help="time budget in seconds (then: undetermined)")
-    parser.add_argument("--max-depth", type=_positive_int, help="depth bound (then: undetermined if states remain)")
-    parser.add_argument("--max-memory", type=_positive_float, metavar="MB",
-                        help="memory budget in MB (default 80%% of RAM; then: undetermined and a checkpoint)")
-    parser.add_argument("--symmetry", action="store_true", help="reduce by symmetry over interchangeable ids")
-    parser.add_argument("--reduce", choices=("none", "por", "dead"), default="none",
-                        help="reduce the safety search: por, partial-order reduction (local engine, one process); dead, "
-                             "drop messages whose delivery can only be a no-op (local, parallel and spark engines); default none")
-    parser.add_argument("--shortest", action="store_true",
-                        help="with --reduce por or dead: after a violation, search fully up to its depth for a shortest "
-                             "trace")
-    parser.add_argument("--engine", default=None,
-                        help="search engine: " + ", ".join(engines.ENGINES) + " (default bfs; parallel with --workers N)")
-    parser.add_argument("--workers", type=_workers, default=None,
-                        help="worker processes (parallel engine): a number, or auto for one a core")
-    parser.add_argument("--master", default=None, help="Spark master URL (spark engine; default local[*])")
-    parser.add_argument("--spark-threshold", type=int, default=None, metavar="N",
-                        help="spark engine: run levels locally while the frontier has fewer than N states (default 10000)")
-    parser.add_argument("--spark-transport", choices=("arrow", "blocks"), default=None,
-                        help="spark engine: arrow (DataFrames, Arrow batches, dedup in the JVM; the default "
-                             "with PyArrow and PySpark 4) or blocks (RDDs; always for --checkpoint/--resume)")
-    parser.add_argument("--directed-weight", type=int, default=None, metavar="W",
-                        help="directed engine: order states by W x distance + depth (0 breadth-first, 1 A*; default 1000)")
-    parser.add_argument("--checkpoint", metavar="FILE", help="write a checkpoint here (periodically, on Ctrl-C, on budget)")
-    parser.add_argument("--checkpoint-every", type=_positive_float, default=300.0, metavar="SECONDS")
-    parser.add_argument("--resume", metavar="FILE",
-                        help="continue the run saved in this checkpoint").complete = FILE_COMPLETION
-    parser.add_argument("--trace-dir", default=DEFAULT_TRACE_DIR, help="where counterexample traces are saved")
-    parser.add_argument("--quiet", action="store_true", help="no live progress display")
-
-
-def add_property_option(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--property", action="append", default=[], metavar="MODULE:FUNCTION",
-                        help="check this function of a state (or of a state and the model) like an invariant, e.g. "
-                             "my_props:no_two_leaders; with --property and no --invariant only the properties are checked")
-
-
-def _workers(text: str) -> int:
-    """``--workers N`` or ``--workers auto`` (one a core)."""
-    if text.strip().lower() == "auto":
-        from checker.parallel import available_cores
-
-        return available_cores()  # the CPU affinity, not os.cpu_count(): a container or taskset may allow fewer
-    try:
-        return _positive_int(text)
-    except argparse.ArgumentTypeError:
-        raise argparse.ArgumentTypeError(f"expected a positive integer or auto, not {text!r}") from None
-
-
-def _positive_int(text: str) -> int:
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected a positive integer, not {text!r}") from None
-    if value <= 0:
-        raise argparse.ArgumentTypeError(f"expected a positive integer, not {text!r}")
-    return value
-
-
-def _positive_float(text: str) -> float:
-    try:
-        value = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected a positive number, not {text!r}") from None
-    if not value > 0:
-        raise argparse.ArgumentTypeError(f"expected a positive number, not {text!r}")
-    return value
-
-
-def model_from_args(args: argparse.Namespace) -> Model:
-    return build_model(args.model, args.const, args.protocol, args.feature)
-
-
-def select_invariants(model: Model, names: Sequence[str], properties: Sequence[str] = ()) -> list[Invariant]:
-    """The invariants named (default: every safety invariant of the model) and the ``--property``
-    functions; with properties and no names, only the properties."""
-    from checker.properties import load_properties
-
-    available = for_family(model.family)
-    user = [prop.bind(model) for prop in load_properties(properties, taken=available)]
-    if not names:  # liveness properties build the whole state graph: only when asked for by name
-        return user or [inv for inv in available.values() if inv.kind == SAFETY and inv.default]
-    chosen = []
-    for name in names:
-        if name not in available:
-            known = ", ".join(available) or "none"
-            raise UsageError(f"model {model.name} has no invariant {name!r}; its invariants: {known}")
-        chosen.append(available[name])
-    return chosen + user
-
-
-def search_options(args: argparse.Namespace, model: Model, progress: Any = None) -> SearchOptions:
-    header = {}
-    for key in ("protocol",):
-        if getattr(model, key, None) is not None:
-            header[key] = getattr(model, key)
-    checkpoint = args.checkpoint or args.resume
-    if args.deadlock_flag and args.deadlock is False:
-        raise UsageError("--deadlock and -deadlock contradict each other; -deadlock (or --no-deadlock) turns the "
-                         "deadlock check off, --deadlock turns it on")
-    # TLC checks deadlock unless -deadlock; a model whose bounded runs end in states with nothing left to do
-    # (every record produced, a broker down past the crash bound) says so with deadlock_by_default = False
-    check_deadlock = True if args.deadlock_flag else args.deadlock
-    if check_deadlock is None:
-        check_deadlock = bool(getattr(model, "deadlock_by_default", True))
-    if args.resume:
-        require_input(args.resume, "checkpoint", "--resume")
-    if args.coverage and args.engine != "bfs":
-        raise UsageError("--coverage is counted by the local engine in one process; drop --engine and --workers")
-    if args.coverage and args.resume:
-        raise UsageError("--coverage counts a whole run; it cannot continue a checkpoint's counts, drop --resume")
-    return SearchOptions(
-        invariants=select_invariants(model, args.invariant, args.property),
-        stop_at_first=not args.keep_going,
-        check_deadlock=check_deadlock,
-        coverage=args.coverage,
-        max_states=args.max_states,
-        max_seconds=args.max_seconds,
-        max_depth=args.max_depth,
-        max_memory_mb=args.max_memory,
-        symmetry=args.symmetry,
-        reduce=getattr(args, "reduce", "none"),
-        shortest=getattr(args, "shortest", False),
-        checkpoint_path=checkpoint,
-        checkpoint_every=args.checkpoint_every,
-        resume_from=args.resume,
-        progress=progress,
-    )
-
-
-def require_input(path: str, what: str, option: str) -> None:
-    """A missing or unreadable input file: one line and exit 66."""
-    if "://" in path:  # a URL (hdfs://, s3a://, file://) is the engine's to open
-        return
-    if not os.path.exists(path):
-        raise NoInputError(f"{what} {path} does not exist; check the path given to {option}")
-    if not os.access(path, os.R_OK):
-        raise NoInputError(f"{what} {path} cannot be read (permission denied)")
 
 
 # -- live progress ----------------------------------------------------------------------------------
@@ -359,9 +180,9 @@ def declared_actions(model: Model) -> list[Any]:
     values it holds in its attributes (models build their actions once, see ``spec.model.Action``)."""
     from spec.model import Action
 
-    declared = getattr(model, "all_actions", None)
-    if callable(declared):
-        return list(dict.fromkeys(declared()))
+    declared = model.all_actions()
+    if declared is not None:
+        return list(dict.fromkeys(declared))
     found: dict[Any, None] = {}
 
     def walk(value: Any, depth: int) -> None:
@@ -422,28 +243,6 @@ def wrap_items(title: str, items: Sequence[str], width: int) -> list[str]:
     return lines + [current]
 
 
-#: the command line's engine options: flag -> its argparse destination. Each engine's options dataclass says
-#: which of them it reads (``checker.engines.engine_options``); the others are refused for it.
-ENGINE_FLAGS = {"--workers": "workers", "--master": "master", "--spark-threshold": "spark_threshold",
-                "--spark-transport": "spark_transport", "--directed-weight": "directed_weight"}
-
-
-def chosen_engine(args: argparse.Namespace, workers_for_engine: bool = True) -> tuple[str, Any]:
-    """The engine asked for and its options, built from the engine options given; one line (exit 64) for an
-    option the engine cannot honour. Without ``--engine``: ``--workers N`` (N > 1, or auto on more than one
-    core) is the parallel engine, else the local one. ``workers_for_engine`` False: ``--workers`` is the
-    caller's own (``kmc matrix --engine bfs``: searches at once) and is not an engine option."""
-    given = {flag: getattr(args, dest) for flag, dest in ENGINE_FLAGS.items() if getattr(args, dest, None) is not None}
-    if not workers_for_engine:
-        given.pop("--workers", None)
-    name = args.engine
-    if name is None:
-        name = "parallel" if given.get("--workers", 1) != 1 else "bfs"
-    if name == "bfs" and given.get("--workers") == 1:
-        del given["--workers"]  # one process: what the local engine is
-    return name, engines.engine_options(name, given)
-
-
 def run_search(model: Model, options: SearchOptions, engine: str, engine_options: Any) -> CheckResult:
     """The safety search on the chosen engine, then any liveness property (``engines.run``)."""
     return engines.run(model, options, engine, engine_options)
@@ -458,9 +257,7 @@ def cmd_check(args: argparse.Namespace) -> int:
     with LiveProgress(err, enabled=not (args.quiet or args.json)) as live:
         progress: Any = live
         if not (args.quiet or err.is_terminal):  # a log, not a terminal: a TLC-like line every minute
-            from checker.matrix import ProgressLines
-
-            progress = ProgressLines(interval=PROGRESS_LINE_EVERY)
+            progress = matrix.ProgressLines(interval=PROGRESS_LINE_EVERY)
         options = search_options(args, model, progress=progress)
         uses_symmetry(model, options)  # a refused combination is one line on its own, before the header
         if runs and not args.json:
@@ -505,24 +302,17 @@ def print_what_runs(console: Console, model_name: str, runs: dict[str, Any], ver
 
 
 def print_reduction(console: Console, result: CheckResult) -> None:
-    """What ``--reduce por`` or ``dead`` did, and whether its counterexamples are shortest (``checker.por``,
-    ``checker.dead``)."""
+    """What ``--reduce dead`` did, and whether its counterexamples are shortest (``checker.dead``)."""
     reduction = result.extra.get("reduction")
     if not reduction:
         return
-    method = "partial-order reduction"
-    if reduction["method"] == "dead":
-        method = "dead-message reduction"
-        console.print(f"Dead-message reduction: dropped as soon as dead: {', '.join(reduction['dead_messages'])}")
-    else:
-        console.print(f"Partial-order reduction: {reduction['reduced_states']:,} states expanded with a smaller ample "
-                      f"set, {reduction['proviso_full']:,} fully by the cycle proviso")
+    console.print(f"Dead-message reduction: dropped as soon as dead: {', '.join(reduction['dead_messages'])}")
     shortest = result.extra.get("shortest")
     if shortest:
         console.print(f"Shortest counterexamples: from a full search bounded at depth {shortest['depth_bound']} "
                       f"({shortest['distinct_states']:,} distinct states)")
     elif result.violations:
-        console.print(f"A counterexample found with {method} need not be shortest: add --shortest")
+        console.print("A counterexample found with dead-message reduction need not be shortest: add --shortest")
 
 
 def print_directed(console: Console, result: CheckResult) -> None:
@@ -720,10 +510,10 @@ SIMULATE_ENGINES = ("local", "spark")
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = _Parser(prog="kmc", description="An explicit-state model checker for the Kafka replication protocol.")
+    parser = KmcParser(prog="kmc", description="An explicit-state model checker for the Kafka replication protocol.")
     parser.add_argument("--version", action="store_true", help="print kmc's version and exit")
     parser.set_defaults(func=_top_level(parser))
-    sub = parser.add_subparsers(dest="command", parser_class=_Parser)
+    sub = parser.add_subparsers(dest="command", parser_class=KmcParser)
 
     check = sub.add_parser("check", help="exhaustive breadth-first check of a model")
     add_model_options(check)
@@ -736,11 +526,11 @@ def build_parser() -> argparse.ArgumentParser:
     add_model_options(simulate)
     simulate.add_argument("--invariant", action="append", default=[], metavar="NAME")
     add_property_option(simulate)
-    simulate.add_argument("--walks", type=_positive_int, default=1000)
-    simulate.add_argument("--depth", type=_positive_int, default=50, help="maximum number of steps per walk")
+    simulate.add_argument("--walks", type=positive_int, default=1000)
+    simulate.add_argument("--depth", type=positive_int, default=50, help="maximum number of steps per walk")
     simulate.add_argument("--seed", type=int, default=0)
-    simulate.add_argument("--max-seconds", type=_positive_float)
-    simulate.add_argument("--workers", type=_workers, default=1,
+    simulate.add_argument("--max-seconds", type=positive_float)
+    simulate.add_argument("--workers", type=worker_count, default=1,
                           help="processes the walks run in (a number, or auto: one a core); the same walks at any count")
     simulate.add_argument("--engine", default="local", choices=SIMULATE_ENGINES,
                           help="local (--workers processes here, the default) or spark (the walks' batches on Spark's "
@@ -770,14 +560,8 @@ def build_parser() -> argparse.ArgumentParser:
     completion.add_argument("shell", choices=COMPLETION_SHELLS)
     completion.set_defaults(func=cmd_completion)
 
-    for module in SUBCOMMAND_MODULES:
-        try:
-            mod = importlib.import_module(module)
-        except ModuleNotFoundError as exc:
-            if exc.name != module:
-                raise
-            continue
-        mod.add_parser(sub)
+    for front_end in (matrix, trace, explore):
+        front_end.add_parser(sub)
     return parser
 
 
@@ -819,7 +603,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     as_json = "--json" in words
     args = None
     try:
-        checker.started()  # a Ctrl-C while kmc started ends it here (checker/__init__.py)
+        kmc.started()  # a Ctrl-C while kmc started ends it here (kmc/__init__.py)
         parser = build_parser()
         args = parser.parse_args(argv)
         if not getattr(args, "func", None):

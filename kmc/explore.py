@@ -33,7 +33,7 @@ def is_loopback(host: str) -> bool:
 
 
 def add_parser(subparsers: Any) -> None:
-    from checker.cli import FILE_COMPLETION
+    from kmc.options import FILE_COMPLETION
     from traces.explore.runner import DEFAULT_MAX_STATES
 
     explore = subparsers.add_parser(
@@ -74,7 +74,7 @@ def start_position(args: argparse.Namespace) -> Any:
     if not args.model:
         raise UsageError("give a model (kmc explore kafka --protocol 2.1.0) or a trace (kmc explore --trace FILE)")
     model = build_model(args.model, args.const, args.protocol, args.feature)
-    config = Config(args.model, getattr(model, "protocol", None) if args.protocol else None,
+    config = Config(args.model, model.protocol if args.protocol else None,
                     tuple(args.const), tuple(args.feature))
     return Loaded(Position(config), f"model {args.model}", "")
 
