@@ -65,9 +65,9 @@ def test_a_toy_engine_is_one_module_and_one_registry_line(with_toy, capsys):
     assert main(["check", "two-phase", "--const", "RM=3", "--engine", "toy", "--toy-note", "hello", "--json"]) == 0
     data = json.loads(capsys.readouterr().out)
     assert data["distinct_states"] == 288 and data["engine"] == "bfs"  # its search is the local one's
-    assert options.reduce_choices() == ("none", "dead") and options.reductions_help() == "dead: bfs, parallel"
+    assert options.reduce_choices() == ("none", "dead") and options.reductions_help() == "dead: bfs, parallel, spark"
     assert main(["check", "two-phase", "--engine", "toy", "--reduce", "dead", "--quiet"]) == 64
-    assert "--reduce dead is not supported by --engine toy (engines that support it: bfs, parallel)" in capsys.readouterr().err
+    assert "--reduce dead is not supported by --engine toy (engines that support it: bfs, parallel, spark)" in capsys.readouterr().err
     assert main(["check", "two-phase", "--engine", "bfs", "--toy-note", "z", "--quiet"]) == 64
     assert "--toy-note is not an option of --engine bfs (it is read by --engine toy)" in capsys.readouterr().err
     result = engines.run(build_model("two-phase", ["RM=3"]), SearchOptions(), "toy", toy_engine.ToyOptions("direct"))

@@ -13,12 +13,13 @@ import pytest
 from checker.search import SearchOptions, trace_header
 from kmc.cli import main
 from spec.errors import UsageError
-from spec.kafka.protocols import FLAGS, RELEASE_BY_NAME, RELEASES, REQUIRES, resolve
+from spec.kafka.protocols import FLAGS, RELEASE_BY_NAME, RELEASES, REQUIRES
 from spec.kafka.releases import (
     KAFKA_RELEASES,
     flags_of,
     lookup,
     mapping,
+    resolve,
     row_release,
 )
 from spec.kafka.rules import flag_rules

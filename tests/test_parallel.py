@@ -277,7 +277,7 @@ def test_parts_moved_between_workers_every_level_change_nothing(monkeypatch, wor
         return original_call(self, w, message)
 
     monkeypatch.setattr(parallel.ParallelBFS, "_call", call)
-    model = build_model("kafka", ["records=1", "epochs=1", "crashes=1"], "0.10.2")
+    model = build_model("kafka", ["records=1", "epochs=2", "crashes=1"], "0.10.2")
     options = SearchOptions(invariants=list(for_family("kafka").values()), stop_at_first=False)
     single = bfs.check(model, options)
     multi = parallel.ParallelBFS(model, options, workers).run()
@@ -290,7 +290,7 @@ def test_invariants_checked_in_small_blocks_find_the_same_first_violations(monke
     """A worker checks its part a block at a time: with blocks of 3 states the first violation of an invariant
     sits past the first block, and its global index (so the trace) must still be the single-process engine's."""
     monkeypatch.setattr(parallel, "_CHECK_BLOCK", 3)
-    model = build_model("kafka", ["records=1", "epochs=1", "crashes=1"], "0.10.2")
+    model = build_model("kafka", ["records=1", "epochs=2", "crashes=1"], "0.10.2")
     options = SearchOptions(invariants=list(for_family("kafka").values()), stop_at_first=False)
     single = bfs.check(model, options)
     assert single.violations, "a configuration with counterexamples, so that traces are compared"

@@ -87,12 +87,17 @@ from typing import Any
 from spec.errors import UsageError
 from spec.kafka.clients import ACKS_VALUES
 from spec.kafka.model import CLIENT_DEFAULTS, DEFAULTS, KRAFT_DEFAULTS, KafkaModel
-from spec.kafka.protocols import DEFAULT_PROTOCOL, FLAG_ALIASES, FLAGS, FORMER_NAMES, PROTOCOL_ALIASES, RELEASES, resolve
-from spec.kafka.releases import is_release, nearest, release_rows, same_row
+from spec.kafka.protocols import DEFAULT_PROTOCOL, FLAG_ALIASES, FLAGS, FORMER_NAMES, PROTOCOL_ALIASES, RELEASES
+from spec.kafka.releases import is_release, nearest, release_rows, resolve, same_row
 from spec.kafka.rules import rule_rows
 from spec.registry import Constant, ModelInfo, register
 
 __all__ = ["KafkaModel", "build", "INFO"]
+
+def _rule_rows(protocol: str | None = None) -> list[dict[str, str]]:
+    """``kmc list --rules [--protocol P]``: the rule table, each flag marked on or off under P (a row or a release)."""
+    return rule_rows(resolve(protocol) if protocol is not None else None)
+
 
 def build(constants: dict[str, Any], protocol: str, features: dict[str, bool] | None = None):
     if protocol in FORMER_NAMES and (features or {}).get("kraft") is False and resolve(protocol).kraft:
@@ -187,6 +192,6 @@ INFO = register(
         protocol_hint=nearest,
         release_table=release_rows,
         protocol_row=same_row,
-        rules=rule_rows,
+        rules=_rule_rows,
     )
 )

@@ -117,7 +117,8 @@ from spec.kafka.actions_reassignment import ReassignmentActions
 from spec.kafka.clients import ACKS_NONE, ClientActions, new_consumer, producer_for
 from spec.kafka.controllers import control_plane
 from spec.kafka.log import UNDEFINED
-from spec.kafka.protocols import DEFAULT_PROTOCOL, Features, resolve
+from spec.kafka.protocols import DEFAULT_PROTOCOL, Features
+from spec.kafka.releases import resolve
 from spec.kafka.state import (
     CONTROLLED_SHUTDOWN,
     FETCH,

@@ -415,15 +415,17 @@ def applicable_flags(features: Features) -> tuple[str, ...]:
     return tuple(name for name in FLAGS if name not in REQUIRES or REQUIRES[name][1](features))
 
 
-def resolve(protocol: str, overrides: Mapping[str, bool] | None = None) -> Features:
-    """The flags of ``protocol`` with ``overrides`` (flag name -> on/off) applied. A flag switched on where
-    it does not exist in the resulting release line (its mechanism is absent) is refused."""
-    if protocol in PROTOCOLS:
+def resolve(protocol: str, overrides: Mapping[str, bool] | None = None, base: Features | None = None) -> Features:
+    """The flags of the row ``protocol`` (or ``base``, the flags a release number has: ``spec.kafka.releases.resolve``
+    takes any release by its number) with ``overrides`` (flag name -> on/off) applied. A flag switched on where it
+    does not exist in the resulting release line (its mechanism is absent) is refused."""
+    if base is not None:
+        features = base
+    elif protocol in PROTOCOLS:
         features = PROTOCOLS[protocol][1]
-    else:  # a release by its number (3.7.1, kraft-3.7.1): its row and flags from the rule table
-        from spec.kafka.releases import resolve_number
-
-        features = resolve_number(protocol)
+    else:
+        raise UsageError(f"unknown protocol {protocol!r}; rows: {', '.join(PROTOCOLS)} (a release by its number: "
+                         "spec.kafka.releases.resolve)")
     changes = {}
     switched_on = []
     for name, value in (overrides or {}).items():

@@ -13,10 +13,12 @@ table with its ``introduced`` release (and a row to ``RELEASES``) falls in place
 from __future__ import annotations
 
 import re
+from collections.abc import Mapping
 from dataclasses import dataclass, fields
 
 from spec.errors import UsageError
-from spec.kafka.protocols import FLAGS, RELEASES, REQUIRES, Features, Release
+from spec.kafka.protocols import FLAGS, PROTOCOLS, RELEASES, REQUIRES, Features, Release
+from spec.kafka.protocols import resolve as resolve_row
 from spec.kafka.rules import Rule, flag_rules
 
 #: every Kafka release from 0.10.2.0 to 4.1.x, oldest first (0.x numbers have four parts); the release tags of
@@ -210,6 +212,9 @@ def run_description(protocol: str, features: Features) -> dict[str, object]:
             "differs_from_row": {flag: on for flag, on in differs}}
 
 
-def resolve_number(name: str) -> Features:
-    """``protocols.resolve``'s lookup of a name that is no row or alias."""
-    return lookup(name).features
+def resolve(protocol: str, overrides: Mapping[str, bool] | None = None) -> Features:
+    """The flags of ``protocol``, a row or alias (``protocols.resolve``) or any release by its number (3.7.1,
+    kraft-3.7.1: its row and flags from the rule table), with ``overrides`` (flag name -> on/off) applied."""
+    if protocol in PROTOCOLS:
+        return resolve_row(protocol, overrides)
+    return resolve_row(protocol, overrides, base=lookup(protocol).features)

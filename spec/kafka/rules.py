@@ -804,11 +804,8 @@ def on_by_default(rule: Rule) -> str:
     return ", ".join(lines) + (f", until {rule.until}" if rule.until else "")
 
 
-def rule_rows(protocol: str | None = None) -> list[dict[str, str]]:
-    """The table as rows for ``kmc list --rules`` (``on`` is "yes"/"no" for a flag under ``protocol``)."""
-    from spec.kafka.protocols import resolve
-
-    features = resolve(protocol) if protocol is not None else None
+def rule_rows(features: Features | None = None) -> list[dict[str, str]]:
+    """The table as rows for ``kmc list --rules`` (``on`` is "yes"/"no" for a flag under ``features``, a protocol's)."""
     rows = []
     for rule, on in rules_for(features):
         row = {"rule": rule.name, "flag": rule.flag or "(every release)", "ticket": rule.ticket,
