@@ -657,5 +657,16 @@ class LocalOptions:
 
 
 def run_engine(model: Model, options: SearchOptions, engine_options: LocalOptions) -> CheckResult:
-    """``--engine bfs``: the search in this process."""
-    return check(model, options)
+    """``--engine bfs``: the search in this process, on the model's compiled kernel when ``options.kernel`` asks for
+    it and the kernel can run it (``checker.kernel``), else on the readable model; ``result.extra["path"]`` says
+    which ran (and why not the kernel)."""
+    if options.kernel == "off":
+        return check(model, options)
+    from checker import kernel
+
+    outcome = kernel.run(model, options, options.kernel)
+    if isinstance(outcome, CheckResult):
+        return outcome
+    result = check(model, options)
+    result.extra["path"] = {"path": "readable", "reason": outcome}
+    return result

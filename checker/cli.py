@@ -113,6 +113,12 @@ def add_search_options(parser: argparse.ArgumentParser) -> None:
                              "trace")
     parser.add_argument("--engine", default=None,
                         help="search engine: " + ", ".join(engines.ENGINES) + " (default bfs; parallel with --workers N)")
+    parser.add_argument("--kernel", choices=("auto", "on", "off"), default="auto",
+                        help="the compiled successor kernel (local engine; models that have one: two-phase, tla:Kip101, "
+                             "tla:Kip279, tla:Kip320): auto where it applies (the default), on (else exit 69), off "
+                             "(the readable model); the same counts, depth, verdict and traces either way")
+    parser.add_argument("--verbose", action="store_true",
+                        help="say which path ran (the compiled kernel or the readable model, and why)")
     parser.add_argument("--workers", type=_workers, default=None,
                         help="worker processes (parallel engine): a number, or auto for one a core")
     parser.add_argument("--master", default=None, help="Spark master URL (spark engine; default local[*])")
@@ -223,6 +229,7 @@ def search_options(args: argparse.Namespace, model: Model, progress: Any = None)
         symmetry=args.symmetry,
         reduce=getattr(args, "reduce", "none"),
         shortest=getattr(args, "shortest", False),
+        kernel=getattr(args, "kernel", "off"),
         checkpoint_path=checkpoint,
         checkpoint_every=args.checkpoint_every,
         resume_from=args.resume,
@@ -483,7 +490,21 @@ def cmd_check(args: argparse.Namespace) -> int:
         print_directed(console, result)
         if report is not None:
             print_coverage(console, report, result)
+        if args.verbose:
+            print_path(console, result)
     return int(result.exit_code)
+
+
+def print_path(console: Console, result: CheckResult) -> None:
+    """``--verbose``: which path ran, the compiled kernel or the readable model (and why not the kernel)."""
+    path = result.extra.get("path")
+    if path is None:
+        console.print("Path: the readable model (--kernel off)", highlight=False)
+    elif path["path"] == "kernel":
+        console.print(f"Path: the compiled kernel ({path['kernel']}, {path['state_bytes']} bytes a state, "
+                      f"{path['kernel_bytes'] / 2**20:.1f} MB; library {path['library']})", highlight=False)
+    else:
+        console.print(f"Path: the readable model ({path['reason']})", highlight=False)
 
 
 def print_reduction(console: Console, result: CheckResult) -> None:

@@ -51,7 +51,14 @@ class Engine:
             raise TypeError(f"engine {self.name} takes {wanted.__name__}, not {type(engine_options).__name__}")
         search = importlib.import_module(self.module).run_engine
         check_supported(self.name, options, getattr(engine_options, "workers", 1) or 1)
+        if options.kernel == "on" and self.name != "bfs":
+            from checker.kernel import KernelUnavailable
+
+            raise KernelUnavailable(f"--kernel on: the compiled kernel runs on the local engine, not --engine {self.name}; "
+                                    "drop --engine and --workers, or use --kernel auto")
         result = search(model, options, engine_options)
+        if options.kernel != "off" and self.name != "bfs":
+            result.extra["path"] = {"path": "readable", "reason": f"the kernel runs on the local engine, not {self.name}"}
         if options.shortest:
             result = shortest_rerun(model, options, result, lambda m, o: search(m, o, engine_options))
         if options.reduce != "none" and result.violations:

@@ -54,6 +54,9 @@ class SearchOptions:
     #: found a violation, the full search bounded at its depth gives a shortest counterexample
     reduce: str = "none"
     shortest: bool = False
+    #: the compiled kernel (``checker.kernel``, local engine): "auto" where the model has one and the options allow
+    #: it, "on" (or a one-line error), "off" (the readable model; the default of a search started from Python)
+    kernel: str = "off"
 
     def safety_invariants(self) -> list[Invariant]:
         return [inv for inv in self.invariants if inv.kind == SAFETY and inv.holds is not None]
