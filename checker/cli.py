@@ -323,7 +323,10 @@ def print_summary(console: Console, result: CheckResult) -> None:
         console.print(f"{result.extra.get('walks', 0):,} walks, {result.states_generated:,} states generated, "
                       f"{result.distinct_states:,} distinct states covered, deepest walk {result.depth} states.")
     else:
-        if result.collision is not None:
+        if result.extra.get("path", {}).get("path") == "kernel":
+            console.print("The compiled kernel stores every state whole (no fingerprints): no two distinct states "
+                          "can have been taken for one.", highlight=False)
+        elif result.collision is not None:
             console.print(statistics_lines(result), highlight=False)
         console.print(
             f"{result.states_generated:,} states generated, {result.distinct_states:,} distinct states found, "

@@ -315,7 +315,7 @@ class KernelBFS(LevelSearch):
         if histogram:
             result.out_degree = OutDegree.of(histogram)
         # whole states are stored, not fingerprints: two distinct states never merge
-        result.collision = Collision(0.0, None)
+        result.collision = Collision(0.0, 0.0)
         result.extra["path"] = {"path": "kernel", "kernel": os.path.basename(self.spec.source),
                                 "library": os.path.basename(self.kernel.library), "state_bytes": self.kernel.state_bytes,
                                 "kernel_bytes": st.bytes}
