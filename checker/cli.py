@@ -476,6 +476,8 @@ def cmd_check(args: argparse.Namespace) -> int:
             print(f"warning: --symmetry reduces nothing here: {why}", file=sys.stderr)
         result = run_search(model, options, args.engine, engine_options)
     record_property_forms(result, options)
+    if args.kernel == "off":  # which path ran, whatever was asked (--json, --verbose)
+        result.extra.setdefault("path", {"path": "readable", "reason": "--kernel off"})
     if result.collision is None:  # an engine that keeps no fingerprints in one place: the optimistic estimate
         result.collision = collision_estimates(result.distinct_states, result.states_generated)
     save_traces(result, args.trace_dir)
@@ -500,10 +502,8 @@ def cmd_check(args: argparse.Namespace) -> int:
 
 def print_path(console: Console, result: CheckResult) -> None:
     """``--verbose``: which path ran, the compiled kernel or the readable model (and why not the kernel)."""
-    path = result.extra.get("path")
-    if path is None:
-        console.print("Path: the readable model (--kernel off)", highlight=False)
-    elif path["path"] == "kernel":
+    path = result.extra["path"]
+    if path["path"] == "kernel":
         console.print(f"Path: the compiled kernel ({path['kernel']}, {path['state_bytes']} bytes a state, "
                       f"{path['kernel_bytes'] / 2**20:.1f} MB; library {path['library']})", highlight=False)
     else:
