@@ -170,6 +170,7 @@ def why_not(model: Model, options: SearchOptions) -> str | None:
         return "the kernel has no --symmetry"
     for wanted, what in ((options.reduce != "none", f"--reduce {options.reduce}"),
                          (options.resume_from or options.checkpoint_path, "checkpoints"),
+                         (options.max_memory_mb is not None, "--max-memory (a checkpoint when it runs out)"),
                          (options.coverage, "--coverage"), (options.keep_graph, "the state graph")):
         if wanted:
             return f"{what} is not supported by the kernel"
