@@ -54,12 +54,16 @@ family = for_family(model.family)
 names = json.loads(sys.argv[4])
 invariants = [i for i in family.values() if i.default] if names is None else [family[n] for n in names]
 kernel = sys.argv[5]
+def search(model):
+    return run(model, SearchOptions(invariants=invariants, stop_at_first=False, check_deadlock=False, kernel=kernel))
 if kernel == "on":
     from checker.kernel import load
     load(model.kernel())  # compiled or cached before the count: the same in both runs
-if len(sys.argv) > 6:
+# a search of a tiny configuration first, in both runs: the imports and first calls of the path are not counted
+search(build_model(sys.argv[2], json.loads(sys.argv[6])))
+if len(sys.argv) > 7:
     sys.exit(0)
-result = run(model, SearchOptions(invariants=invariants, stop_at_first=False, check_deadlock=False, kernel=kernel))
+result = search(model)
 print(json.dumps({"distinct": result.distinct_states, "generated": result.states_generated}))
 """
 
@@ -78,11 +82,18 @@ def timed_kmc(model: str, constants: list[str], invariants: list[str] | None, ke
             "path": data.get("path", {}).get("path"), "wall": wall, "cpu": cpu}
 
 
+#: the tiny configuration searched first in both runs of ``instructions``
+TINY = {"two-phase": ["RM=2"]}
+
+
 def instructions(model: str, constants: list[str], invariants: list[str] | None, kernel: str) -> tuple[int, int]:
-    """(instructions of the search alone, states generated), callgrind: the run minus the run without the search."""
+    """(instructions of the search alone, states generated), callgrind: the run minus the run without the search
+    (both first search a tiny configuration, so the imports and first calls are in both)."""
     totals, generated = [], 0
+    tiny = TINY.get(model, ["Replicas=1", "LogSize=1", "MaxRecords=1", "MaxLeaderEpoch=1"])
     for extra in (["skip"], []):
-        args = [sys.executable, "-c", SEARCH_ONLY, ROOT, model, json.dumps(constants), json.dumps(invariants), kernel]
+        args = [sys.executable, "-c", SEARCH_ONLY, ROOT, model, json.dumps(constants), json.dumps(invariants), kernel,
+                json.dumps(tiny)]
         out = subprocess.run(["valgrind", "--tool=callgrind", "--callgrind-out-file=/dev/null", *args, *extra],
                              capture_output=True, text=True, check=True, cwd=ROOT)
         totals.append(int(re.search(r"Collected : (\d+)", out.stderr).group(1)))
@@ -98,6 +109,8 @@ def main() -> int:
     parser.add_argument("--rounds", type=int, default=2, help="runs of the kernel (and of TLC), alternating")
     parser.add_argument("--readable-rounds", type=int, default=1, help="runs of the readable model (0: none)")
     parser.add_argument("--instructions", action="store_true", help="callgrind: kernel against readable")
+    parser.add_argument("--instructions-only", nargs="+", metavar="MODEL=CONSTANTS",
+                        help="only count instructions, e.g. two-phase=RM=6 tla:Kip320=Replicas=2,LogSize=3,...")
     parser.add_argument("--only", nargs="+", help="just these models")
     parser.add_argument("--json", metavar="FILE", help="also write the figures here")
     args = parser.parse_args()
@@ -105,6 +118,18 @@ def main() -> int:
         print("kernel_speed: --tlc needs the jar and --specs DIR with the TLA+ modules", file=sys.stderr)
         return 66
     rows = []
+    if args.instructions_only:
+        for item in args.instructions_only:
+            model, _, constants = item.partition("=")
+            invariants = next(w[2] for w in WORKLOADS if w[0] == model)
+            small = constants.split(",")
+            ki, kg = instructions(model, small, invariants, "on")
+            ri, rg = instructions(model, small, invariants, "off")
+            assert kg == rg
+            print(f"{model:11} {' '.join(small):48} search instructions: kernel {ki / 1e6:9.1f} M "
+                  f"({ki / kg:7.1f} a state generated), readable {ri / 1e6:9.1f} M ({ri / rg:7.1f}): "
+                  f"readable/kernel {ri / ki:6.1f}; load {os.getloadavg()[0]:.1f}", flush=True)
+        return 0
     java = _java_version() if args.tlc else None
     for model, constants, invariants, tlc_invariants, small in WORKLOADS:
         if args.only and model not in args.only:
