@@ -38,7 +38,7 @@ import numpy as np
 from checker import checkpoint as ckpt
 from checker import frontier as frontier_store
 from checker.frontier import FrontierStore, store_of
-from checker.levels import MEMORY_BUDGET, BudgetExceeded, LevelSearch, run_levels
+from checker.levels import MEMORY_BUDGET, BudgetExceeded, LevelSearch, default_memory_budget_mb, rss_mb, run_levels
 from checker.result import CheckResult, Discovery, OutDegree, collision_estimates
 from checker.safe_io import interrupts_deferred
 from checker.search import (
@@ -145,16 +145,6 @@ def _blocks(frontier: Any) -> Any:
     return (frontier[i:i + size] for i in range(0, len(frontier), size))
 
 
-def rss_mb() -> float:
-    try:
-        with open("/proc/self/statm") as f:
-            return int(f.read().split()[1]) * os.sysconf("SC_PAGE_SIZE") / 2**20
-    except OSError:  # not Linux: fall back to the peak
-        import resource
-
-        return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
-
-
 #: share of the memory budget past which the parent log is kept on disk
 SPILL_AT = 0.5
 #: share of the memory budget the two frontier stores (the frontier and the level being built) may
@@ -188,14 +178,6 @@ def object_states(memory_budget_mb: float) -> float:
     if FRONTIER_OBJECT_STATES is not None:
         return FRONTIER_OBJECT_STATES
     return memory_budget_mb * 2**20 * FRONTIER_OBJECT_SHARE / 2 / frontier_store.OBJECT_BYTES  # inf: no budget
-
-
-def default_memory_budget_mb() -> float:
-    """80% of physical memory: run out of budget (undetermined) before the OOM killer acts."""
-    try:
-        return os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES") / 2**20 * 0.8
-    except (ValueError, OSError):
-        return float("inf")
 
 
 class LocalBFS(LevelSearch):
@@ -629,5 +611,16 @@ class LocalOptions:
 
 
 def run_engine(model: Model, options: SearchOptions, engine_options: LocalOptions) -> CheckResult:
-    """``--engine bfs``: the search in this process."""
-    return check(model, options)
+    """``--engine bfs``: the search in this process, on the model's compiled kernel when ``options.kernel`` asks for
+    it and the kernel can run it (``checker.kernel``), else on the readable model; ``result.extra["path"]`` says
+    which ran (and why not the kernel)."""
+    if options.kernel == "off":
+        return check(model, options)
+    from checker import kernel
+
+    outcome = kernel.run(model, options, options.kernel)
+    if isinstance(outcome, CheckResult):
+        return outcome
+    result = check(model, options)
+    result.extra["path"] = {"path": "readable", "reason": outcome}
+    return result

@@ -52,6 +52,7 @@ class Engine:
     - ``coverage``: it counts ``--coverage``;
     - ``directed``: it searches best-first towards a violation (its counterexamples need not be shortest), not
       level by level;
+    - ``kernel``: it runs a model's compiled kernel (``checker.kernel``, ``--kernel``) where the model has one;
     - ``first_violations``: it records each invariant's figures at its first violation (``Violation.discovered``),
       so ``kmc matrix`` checks a row's invariants in one search."""
 
@@ -66,6 +67,7 @@ class Engine:
     liveness: bool = False
     coverage: bool = False
     directed: bool = False
+    kernel: bool = False
     first_violations: bool = False
 
     @property
@@ -112,7 +114,14 @@ class Engine:
         if why:
             raise UsageError(why)
         search = importlib.import_module(self.module).run_engine
+        if options.kernel == "on" and not self.kernel:
+            from checker.kernel import KernelUnavailable
+
+            raise KernelUnavailable(f"--kernel on: the compiled kernel runs on the local engine, not --engine {self.name}; "
+                                    "drop --engine and --workers, or use --kernel auto")
         result = search(model, options, engine_options)
+        if options.kernel != "off" and not self.kernel:
+            result.extra["path"] = {"path": "readable", "reason": f"the kernel runs on the local engine, not {self.name}"}
         if options.shortest:
             result = shortest_rerun(model, options, result, lambda m, o: search(m, o, engine_options))
         if options.reduce != "none" and result.violations:
@@ -133,7 +142,7 @@ WORKERS = EngineFlag("--workers", "workers", "worker processes (parallel engine)
 ENGINES: dict[str, Engine] = {
     engine.name: engine for engine in (
         Engine("bfs", "checker.bfs", "LocalOptions", "breadth-first search in this process (the default)",
-               reductions=frozenset({"dead"}), checkpoints=True, liveness=True, coverage=True,
+               reductions=frozenset({"dead"}), checkpoints=True, liveness=True, coverage=True, kernel=True,
                first_violations=True),
         Engine("parallel", "checker.parallel", "ParallelOptions",
                "breadth-first search in --workers N processes (default: one a core)", flags=(WORKERS,),

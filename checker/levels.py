@@ -133,3 +133,21 @@ def run_levels(search: LevelSearch, st: Any) -> CheckResult:
         search.save(st, path)
         checkpoint_file = path
     return search.finish(st, reason, checkpoint_file)
+
+
+def rss_mb() -> float:
+    try:
+        with open("/proc/self/statm") as f:
+            return int(f.read().split()[1]) * os.sysconf("SC_PAGE_SIZE") / 2**20
+    except OSError:  # not Linux: fall back to the peak
+        import resource
+
+        return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+
+
+def default_memory_budget_mb() -> float:
+    """80% of physical memory: run out of budget (undetermined) before the OOM killer acts."""
+    try:
+        return os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES") / 2**20 * 0.8
+    except (ValueError, OSError):
+        return float("inf")

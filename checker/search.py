@@ -87,6 +87,9 @@ class SearchOptions:
     shortest: bool = False
     #: hooks into the search (``SearchObserver``): for progress displays, benchmarks and tests
     observer: SearchObserver | None = None
+    #: the compiled kernel (``checker.kernel``, local engine): "auto" where the model has one and the options allow
+    #: it, "on" (or a one-line error), "off" (the readable model; the default of a search started from Python)
+    kernel: str = "off"
 
     def safety_invariants(self) -> list[Invariant]:
         return [inv for inv in self.invariants if inv.kind == SAFETY and inv.holds is not None]

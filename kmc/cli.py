@@ -137,7 +137,10 @@ def print_summary(console: Console, result: CheckResult) -> None:
         console.print(f"{result.extra.get('walks', 0):,} walks, {result.states_generated:,} states generated, "
                       f"{result.distinct_states:,} distinct states covered, deepest walk {result.depth} states.")
     else:
-        if result.collision is not None:
+        if result.extra.get("path", {}).get("path") == "kernel":
+            console.print("The compiled kernel stores every state whole (no fingerprints): no two distinct states "
+                          "can have been taken for one.", highlight=False)
+        elif result.collision is not None:
             console.print(statistics_lines(result), highlight=False)
         console.print(
             f"{result.states_generated:,} states generated, {result.distinct_states:,} distinct states found, "
@@ -267,6 +270,8 @@ def cmd_check(args: argparse.Namespace) -> int:
             print(f"warning: --symmetry reduces nothing here: {why}", file=sys.stderr)
         result = run_search(model, options, args.engine, engine_options)
     record_property_forms(result, options)
+    if args.kernel == "off":  # which path ran, whatever was asked (--json, --verbose)
+        result.extra.setdefault("path", {"path": "readable", "reason": "--kernel off"})
     if result.collision is None:  # an engine that keeps no fingerprints in one place: the optimistic estimate
         result.collision = collision_estimates(result.distinct_states, result.states_generated)
     save_traces(result, args.trace_dir)
@@ -285,6 +290,8 @@ def cmd_check(args: argparse.Namespace) -> int:
         print_directed(console, result)
         if report is not None:
             print_coverage(console, report, result)
+        if args.verbose:
+            print_path(console, result)
     return int(result.exit_code)
 
 
@@ -299,6 +306,16 @@ def print_what_runs(console: Console, model_name: str, runs: dict[str, Any], ver
     console.print(f"Checking {model_name} --protocol {asked}: {release}{mode}{what}", highlight=False, markup=False)
     if verbose:
         console.print("Flags on: " + (", ".join(runs.get("flags") or []) or "none"), highlight=False, markup=False)
+
+
+def print_path(console: Console, result: CheckResult) -> None:
+    """``--verbose``: which path ran, the compiled kernel or the readable model (and why not the kernel)."""
+    path = result.extra["path"]
+    if path["path"] == "kernel":
+        console.print(f"Path: the compiled kernel ({path['kernel']}, {path['state_bytes']} bytes a state, "
+                      f"{path['kernel_bytes'] / 2**20:.1f} MB; library {path['library']})", highlight=False)
+    else:
+        console.print(f"Path: the readable model ({path['reason']})", highlight=False)
 
 
 def print_reduction(console: Console, result: CheckResult) -> None:
@@ -518,8 +535,13 @@ def build_parser() -> argparse.ArgumentParser:
     check = sub.add_parser("check", help="exhaustive breadth-first check of a model")
     add_model_options(check)
     add_search_options(check)
+    check.add_argument("--kernel", choices=("auto", "on", "off"), default="auto",
+                       help="the compiled successor kernel (local engine; models that have one: two-phase, tla:Kip101, "
+                            "tla:Kip279, tla:Kip320): auto where it applies (the default), on (else exit 69), off "
+                            "(the readable model); the same counts, depth, verdict and traces either way")
     check.add_argument("--verbose", action="store_true",
-                       help="the header also lists every feature flag that is on in the run")
+                       help="the header also lists every feature flag that is on in the run, and the run says which "
+                            "path ran (the compiled kernel or the readable model, and why)")
     check.set_defaults(func=cmd_check)
 
     simulate = sub.add_parser("simulate", help="random walks, for configurations too big to exhaust")

@@ -191,6 +191,7 @@ def search_options(args: argparse.Namespace, model: Model, progress: Any = None)
         symmetry=args.symmetry,
         reduce=getattr(args, "reduce", "none"),
         shortest=getattr(args, "shortest", False),
+        kernel=getattr(args, "kernel", "off"),
         checkpoint_path=checkpoint,
         checkpoint_every=args.checkpoint_every,
         resume_from=args.resume,

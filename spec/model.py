@@ -75,6 +75,27 @@ class StateParts(NamedTuple):
 INLINE = -1
 
 
+class KernelSource(NamedTuple):
+    """A model's compiled successor kernel (``Model.kernel``; ``checker.kernel`` compiles, loads and searches
+    with it). The C file lives beside the readable model it mirrors, rule for rule, and includes the engine's
+    search (``checker/kernel_search.h``, which documents what the file defines). A state crosses between the
+    two as ``state_bytes`` bytes: ``pack`` and ``unpack`` are exact inverses on the reachable states, and the
+    kernel's successors come in the readable model's order with action codes that ``action`` names as the
+    readable model does. Bit i of the kernel's violation mask is invariant ``invariants[i]`` of the model's
+    family; ``symmetry`` says the kernel's canonical form is the model's ``canonical``."""
+
+    source: str  # the C file's path
+    defines: tuple[tuple[str, int], ...]  # compile-time constants (the configuration)
+    state_bytes: int
+    pack: Callable[[Any], bytes]
+    unpack: Callable[[bytes], Any]
+    action: Callable[[int], Action]
+    invariants: tuple[str, ...]
+    symmetry: bool = False
+    #: why this configuration is out of the kernel's reach (then the readable model runs), or None
+    unsupported: str | None = None
+
+
 class Model(ABC):
     """A finite transition system to check.
 
@@ -147,6 +168,12 @@ class Model(ABC):
     def dead_messages(self) -> Any:
         """What drops the messages of a state that are dead (``state -> state``), for ``--reduce dead``
         (``checker.dead``, which documents the interface); None: the model declares none and the option is refused."""
+        return None
+
+    def kernel(self) -> KernelSource | None:
+        """The compiled successor kernel of this configuration (``KernelSource``), or None: the model has none and
+        every search runs the readable model. The readable model stays the reference: the kernel follows it and
+        the equivalence tests prove the two agree."""
         return None
 
     def state_types(self) -> tuple[type, ...]:

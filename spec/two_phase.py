@@ -63,6 +63,12 @@ class TwoPhase(Model):
     def state_types(self) -> tuple[type, ...]:
         return (TwoPhaseState,)
 
+    def kernel(self):
+        """The compiled kernel (``two_phase_kernel.c``, which follows ``successors`` rule for rule)."""
+        from spec.two_phase_kernel import kernel
+
+        return kernel(self.rm, self.commit_guard, TwoPhaseState)
+
     def encode_state(self, state: TwoPhaseState) -> TwoPhaseState:
         return state  # tuples of ints and bools: msgpack packs it as it is
 

@@ -8,6 +8,7 @@ from __future__ import annotations
 import json
 import math
 import os
+import shutil
 import subprocess
 import sys
 import time
@@ -18,6 +19,7 @@ import pytest
 
 from checker import engines
 from checker.invariant import LIVENESS, Invariant
+from checker.kernel import compiler as kernel_compiler
 from checker.result import collision_estimates
 from checker.search import SearchOptions
 from kmc import cli, options
@@ -143,7 +145,8 @@ def test_deadlock_is_checked_by_default_and_minus_deadlock_turns_it_off(capsys, 
 
 # -- statistics after every check -------------------------------------------------------------------------
 def test_collision_estimates_are_tlcs(capsys):
-    code, out, _ = run(capsys, "check", "two-phase", "--const", "RM=3", "--json")
+    # the readable path's fingerprints (the compiled kernel stores whole states: below)
+    code, out, _ = run(capsys, "check", "two-phase", "--const", "RM=3", "--json", "--kernel", "off")
     data = json.loads(out)
     n, g = data["distinct_states"], data["states_generated"]
     assert data["fingerprint_collision"]["optimistic"] == pytest.approx(n * (g - n) / 2**64)
@@ -152,8 +155,13 @@ def test_collision_estimates_are_tlcs(capsys):
     fps = np.sort(np.array([hash(s) for s in states], dtype=np.int64))
     smallest = min(int(b) - int(a) for a, b in zip(fps[:-1].tolist(), fps[1:].tolist(), strict=True))
     assert data["fingerprint_collision"]["observed"] == pytest.approx(1 / smallest)
-    code, out, _ = run(capsys, "check", "two-phase", "--const", "RM=3")
+    code, out, _ = run(capsys, "check", "two-phase", "--const", "RM=3", "--kernel", "off")
     assert "calculated (optimistic):  val = " in out and "based on the actual fingerprints:  val = " in out
+    if shutil.which(kernel_compiler()):  # the kernel keeps whole states: no estimate, a sentence saying why
+        code, out, _ = run(capsys, "check", "two-phase", "--const", "RM=3", "--kernel", "on")
+        assert "calculated (optimistic)" not in out and "stores every state whole" in out
+        code, out, _ = run(capsys, "check", "two-phase", "--const", "RM=3", "--kernel", "on", "--json")
+        assert json.loads(out)["fingerprint_collision"] == {"optimistic": 0.0, "observed": 0.0}
     # the parallel engine keeps no fingerprint set in one place: the optimistic estimate only
     code, out, _ = run(capsys, "check", "two-phase", "--const", "RM=3", "--workers", "2", "--json")
     data = json.loads(out)

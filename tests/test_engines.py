@@ -67,7 +67,8 @@ def test_a_toy_engine_is_one_module_and_one_registry_line(with_toy, capsys):
     assert data["distinct_states"] == 288 and data["engine"] == "bfs"  # its search is the local one's
     assert options.reduce_choices() == ("none", "dead") and options.reductions_help() == "dead: bfs, parallel, spark"
     assert main(["check", "two-phase", "--engine", "toy", "--reduce", "dead", "--quiet"]) == 64
-    assert "--reduce dead is not supported by --engine toy (engines that support it: bfs, parallel, spark)" in capsys.readouterr().err
+    refusal = "--reduce dead is not supported by --engine toy (engines that support it: bfs, parallel, spark)"
+    assert refusal in capsys.readouterr().err
     assert main(["check", "two-phase", "--engine", "bfs", "--toy-note", "z", "--quiet"]) == 64
     assert "--toy-note is not an option of --engine bfs (it is read by --engine toy)" in capsys.readouterr().err
     result = engines.run(build_model("two-phase", ["RM=3"]), SearchOptions(), "toy", toy_engine.ToyOptions("direct"))

@@ -150,6 +150,14 @@ class KafkaReplication(Model):
     def describe(self) -> dict:
         return {"model": self.name, "constants": dict(self.constants), "tla_module": self.module}
 
+    def kernel(self):
+        """The compiled kernel (``kernel.c``, which follows this module and the variants rule for rule), for the
+        modules it compiles (Kip101, Kip279, Kip320); None for the others."""
+        from spec.reference.kernel import kernel
+
+        return kernel(self.module, self.n, self.log_size, self.max_records, self.max_leader_epoch,
+                      self.controller_shrink_guard, (KafkaState, LogRecord, QuorumState, ReplicaState))
+
     # -- operators (FiniteReplicatedLog, KafkaReplication) -----------------------------------------
     @staticmethod
     def has_entry(log: tuple, record: LogRecord, offset: int) -> bool:

@@ -1,0 +1,355 @@
+"""The compiled path: a model's successor kernel (``Model.kernel``) and the breadth-first search in C.
+
+A model that has a kernel keeps a C file beside its readable model, rule for rule, which includes the
+engine's search (``checker/kernel_search.h``). This module compiles it with the system C compiler at first
+use (``$KMC_CC``, else ``$CC``, else ``cc``), caches the shared library per user (``$XDG_CACHE_HOME/kmc/kernels``,
+else ``~/.cache/kmc/kernels``) under a hash of both sources, the configuration's constants, the compiler and its
+flags, and loads it with ctypes (the standard library: no new dependency). ``KernelBFS`` then runs the level
+loop of ``checker.levels`` with a level step in C, so budgets, progress and the result are the local engine's;
+a counterexample is rebuilt from the kernel's parent indices, its states unpacked into the readable model's,
+and replayed on the readable model (``checker.search.rebuild_trace``): it is printed and saved as the readable
+path prints it.
+
+``why_not(model, options)`` says why a search cannot take this path (the caller then runs the readable model):
+a model without a kernel, an option the kernel does not honour, a user ``--property``, no C compiler.
+
+The interface a new kernel (the Kafka model's, say) plugs into is ``spec.model.KernelSource``: its C file
+defines ``km_state`` (fixed-width fields, no padding), ``KM_MAX_SUCC``, ``KM_INVARIANTS``, ``km_successors``,
+``km_violations`` and ``km_canonical``, and the Python side packs, unpacks and names the actions.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import hashlib
+import os
+import shutil
+import subprocess
+import tempfile
+import time
+from functools import partial
+from typing import Any
+
+from checker.levels import MEMORY_BUDGET, LevelSearch, run_levels
+from checker.result import CheckResult, Collision, Discovery, OutDegree, Verdict, Violation
+from checker.search import Progress, SearchOptions, rebuild_trace, uses_bounds, uses_symmetry, validate_initial, verdict_of
+from spec.errors import EnvironmentMissingError, ModelError
+from spec.model import Action, KernelSource, Model
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+SEARCH_HEADER = os.path.join(HERE, "kernel_search.h")
+CFLAGS = ("-O2", "-shared", "-fPIC", "-std=c11")
+#: ``--kernel``: auto (the kernel where it applies, else the readable model), on (the kernel or an error), off
+MODES = ("auto", "on", "off")
+
+
+class KernelUnavailable(EnvironmentMissingError):
+    """``--kernel on`` and the kernel cannot run here (no C compiler, or it failed): one line, exit 69."""
+
+
+def compiler() -> str:
+    return os.environ.get("KMC_CC") or os.environ.get("CC") or "cc"
+
+
+def cache_dir() -> str:
+    base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
+    return os.path.join(base, "kmc", "kernels")
+
+
+class Kernel:
+    """A compiled kernel, loaded: the C functions with their ctypes signatures, and the model's ``KernelSource``."""
+
+    def __init__(self, spec: KernelSource, library: str) -> None:
+        self.spec = spec
+        self.library = library
+        lib = self.lib = ctypes.CDLL(library)
+        p, u8p = ctypes.c_void_p, ctypes.c_char_p
+        i64p = ctypes.POINTER(ctypes.c_int64)
+        sig = {
+            "km_state_bytes": ([], ctypes.c_uint64), "km_max_successors": ([], ctypes.c_uint64),
+            "km_invariant_count": ([], ctypes.c_uint64),
+            "km_new": ([ctypes.c_uint32, ctypes.c_int, ctypes.c_int], p), "km_free": ([p], None),
+            "km_add_initial": ([p, u8p], ctypes.c_int64), "km_expand_level": ([p], ctypes.c_int),
+            "km_counts": ([p, i64p], None), "km_found": ([p, i64p], None),
+            "km_degrees": ([p, ctypes.POINTER(ctypes.c_uint64)], None),
+            "km_path": ([p, ctypes.c_int64, i64p, ctypes.POINTER(ctypes.c_uint32), ctypes.c_int64], ctypes.c_int64),
+            "km_get_state": ([p, ctypes.c_int64, ctypes.c_char_p], None),
+            "km_successors_of": ([u8p, ctypes.POINTER(ctypes.c_uint32), ctypes.c_char_p], ctypes.c_uint32),
+            "km_violations_of": ([u8p], ctypes.c_uint32), "km_canonical_of": ([ctypes.c_char_p], None),
+        }
+        for name, (args, res) in sig.items():
+            fn = getattr(lib, name)
+            fn.argtypes, fn.restype = args, res
+        self.state_bytes = int(lib.km_state_bytes())
+        self.max_successors = int(lib.km_max_successors())
+        self.invariant_count = int(lib.km_invariant_count())
+        if self.state_bytes != spec.state_bytes or self.invariant_count != len(spec.invariants):
+            raise ModelError(f"kernel {spec.source}: the C file's state is {self.state_bytes} bytes and "
+                             f"{self.invariant_count} invariants, its Python side says {spec.state_bytes} and "
+                             f"{len(spec.invariants)}: make them agree")
+
+    # -- one state at a time (the equivalence tests) ---------------------------------------------------
+    def successors(self, state: Any) -> list[tuple[Action, Any]]:
+        """The kernel's (action, successor) pairs of a readable state, unpacked into the readable model's terms."""
+        n, size = self.max_successors, self.state_bytes
+        actions = (ctypes.c_uint32 * n)()
+        out = ctypes.create_string_buffer(n * size)
+        count = self.lib.km_successors_of(self.spec.pack(state), actions, out)
+        raw = out.raw
+        return [(self.spec.action(actions[i]), self.spec.unpack(raw[i * size:(i + 1) * size])) for i in range(count)]
+
+    def violated(self, state: Any) -> set[str]:
+        """The compiled invariants ``state`` violates."""
+        mask = self.lib.km_violations_of(self.spec.pack(state))
+        return {name for i, name in enumerate(self.spec.invariants) if mask >> i & 1}
+
+    def canonical(self, state: Any) -> Any:
+        buf = ctypes.create_string_buffer(self.spec.pack(state), self.state_bytes)
+        self.lib.km_canonical_of(buf)
+        return self.spec.unpack(buf.raw)
+
+
+def build_command(spec: KernelSource, cc: str, output: str, extra: tuple[str, ...] = ()) -> list[str]:
+    defines = [f"-D{name}={value}" for name, value in spec.defines] + list(extra)
+    return [cc, *CFLAGS, f"-I{HERE}", *defines, spec.source, "-o", output]
+
+
+def load(spec: KernelSource, extra_flags: tuple[str, ...] = ()) -> Kernel:
+    """The kernel of ``spec``, compiled now or taken from the cache; ``KernelUnavailable`` (one line) when there
+    is no C compiler or it fails. ``extra_flags``: more compiler flags (the tests' mutants: ``-DKM_MUTANT=1``)."""
+    cc = compiler()
+    found = shutil.which(cc)
+    if found is None:
+        raise KernelUnavailable(f"no C compiler: {cc!r} is not on the PATH (set KMC_CC to one, or use --kernel off)")
+    key = hashlib.sha256()
+    for path in (spec.source, SEARCH_HEADER):
+        with open(path, "rb") as f:
+            key.update(f.read())
+    key.update(repr((found, CFLAGS, spec.defines, extra_flags)).encode())
+    directory = cache_dir()
+    library = os.path.join(directory, f"{os.path.splitext(os.path.basename(spec.source))[0]}-{key.hexdigest()[:24]}.so")
+    if not os.path.exists(library):
+        try:
+            os.makedirs(directory, exist_ok=True)
+            fd, tmp = tempfile.mkstemp(suffix=".so", dir=directory)
+            os.close(fd)
+        except OSError as exc:
+            raise KernelUnavailable(f"cannot write the kernel cache {directory}: {exc.strerror}") from None
+        try:
+            done = subprocess.run(build_command(spec, found, tmp, extra_flags), capture_output=True, text=True)
+            if done.returncode != 0:
+                first = (done.stderr.strip().splitlines() or ["no message"])[0]
+                raise KernelUnavailable(f"the C compiler {cc} failed on {os.path.basename(spec.source)}: {first}")
+            os.replace(tmp, library)  # atomic: a concurrent run sees the whole library or none
+        finally:
+            if os.path.exists(tmp):
+                os.unlink(tmp)
+    return Kernel(spec, library)
+
+
+def _compiled_invariant(inv: Any, names: tuple[str, ...]) -> bool:
+    """A built-in invariant (defined in the invariants package) of a name the kernel compiles: a user's
+    ``--property`` of the same name is code the kernel has not got."""
+    holds = inv.holds.func if isinstance(inv.holds, partial) else inv.holds
+    return inv.name in names and getattr(holds, "__module__", "").startswith("invariants.")
+
+
+def why_not(model: Model, options: SearchOptions) -> str | None:
+    """Why this search must run on the readable model (one phrase), or None: the kernel can run it."""
+    spec = model.kernel()
+    if spec is None:
+        return f"model {model.name} has no compiled kernel"
+    if spec.unsupported:
+        return spec.unsupported
+    if uses_bounds(model):
+        return "the model has a state constraint the kernel does not compile"
+    for inv in options.invariants:
+        if not _compiled_invariant(inv, spec.invariants):
+            return f"property {inv.name} is not compiled into the kernel"
+    if options.symmetry and not spec.symmetry:
+        return "the kernel has no --symmetry"
+    for wanted, what in ((options.reduce != "none", f"--reduce {options.reduce}"),
+                         (options.resume_from or options.checkpoint_path, "checkpoints"),
+                         (options.max_memory_mb is not None, "--max-memory (a checkpoint when it runs out)"),
+                         (options.coverage, "--coverage"), (options.keep_graph, "the state graph")):
+        if wanted:
+            return f"{what} is not supported by the kernel"
+    return None
+
+
+class KernelBFS(LevelSearch):
+    """The local engine's search with the level step in C (``km_expand_level``); the same figures, verdicts
+    and counterexamples as ``checker.bfs.LocalBFS``."""
+
+    engine = "bfs"
+
+    def __init__(self, model: Model, options: SearchOptions, kernel: Kernel) -> None:
+        self.model = model
+        self.options = options
+        self.kernel = kernel
+        self.spec = kernel.spec
+        self.symmetry = uses_symmetry(model, options)
+        self.invariants = options.safety_invariants()
+        names = self.spec.invariants
+        self.checked = 0
+        for inv in self.invariants:
+            self.checked |= 1 << names.index(inv.name)
+        from checker.levels import default_memory_budget_mb
+
+        self.memory_budget = options.max_memory_mb or default_memory_budget_mb()
+        self._discovered: dict[str, Discovery] = {}
+
+    def run(self) -> CheckResult:
+        self._started = time.monotonic()
+        lib = self.kernel.lib
+        handle = lib.km_new(self.checked, int(self.options.check_deadlock), int(self.symmetry))
+        if not handle:
+            raise MemoryError("the kernel could not allocate its search")
+        try:
+            self.handle = handle
+            inits = list(self.model.init_states())
+            validate_initial(self.model, inits)
+            self.initial_generated = len(inits)
+            for state in inits:
+                if lib.km_add_initial(handle, self.spec.pack(state)) == -2:
+                    raise MemoryError("the kernel ran out of memory")
+            st = _Counters()
+            self._refresh(st)
+            st.depth = 1 if st.distinct else 0
+            self._report(st)
+            return run_levels(self, st)
+        finally:
+            lib.km_free(handle)
+
+    def _refresh(self, st: _Counters) -> None:
+        counts = (ctypes.c_int64 * 6)()
+        self.kernel.lib.km_counts(self.handle, counts)
+        st.distinct, st.generated = counts[0], counts[1] + self.initial_generated
+        st.queue, st.deadlock, st.bytes = counts[3] - counts[2], counts[4], counts[5]
+        n = max(1, len(self.spec.invariants))
+        found = (ctypes.c_int64 * n)()
+        self.kernel.lib.km_found(self.handle, found)
+        st.found = {name: found[i] for i, name in enumerate(self.spec.invariants) if self.checked >> i & 1 and found[i] >= 0}
+
+    # -- the hooks of the level loop (checker.levels) ---------------------------------------------------
+    writes_checkpoints = False
+
+    def queue(self, st: _Counters) -> int:
+        return st.queue
+
+    def distinct(self, st: _Counters) -> int:
+        return st.distinct
+
+    def should_stop(self, st: _Counters) -> bool:
+        for name in st.found:
+            self._discovered.setdefault(name, Discovery(st.distinct, st.generated, st.depth))
+        if not self.options.stop_at_first:
+            if not self.options.stop_when_all_found:
+                return False
+            every = bool(self.invariants) and len(st.found) == len(self.invariants)
+            return every and (st.deadlock >= 0 or not self.options.check_deadlock)
+        return bool(st.found) or st.deadlock >= 0
+
+    def expand_level(self, st: _Counters) -> None:
+        before = st.distinct
+        if self.kernel.lib.km_expand_level(self.handle) == -2:
+            raise MemoryError("the kernel ran out of memory")
+        self._refresh(st)
+        if st.distinct > before:
+            st.depth += 1
+
+    def after_level(self, st: _Counters) -> None:
+        from checker.levels import rss_mb
+
+        self._report(st)
+        if rss_mb() > self.memory_budget:
+            from checker.levels import BudgetExceeded
+
+            raise BudgetExceeded(f"{MEMORY_BUDGET} of {self.memory_budget:.0f} MB ran out at depth {st.depth}")
+
+    def _report(self, st: _Counters) -> None:
+        if self.options.progress:
+            self.options.progress(Progress(st.depth, st.generated, st.distinct, st.queue, self.elapsed()))
+
+    # -- the result ------------------------------------------------------------------------------------
+    def _trace(self, index: int, name: str, explanation: Any) -> Any:
+        """The path to state ``index`` unpacked and replayed on the readable model (``rebuild_trace``)."""
+        room = 1 << 16
+        indices = (ctypes.c_int64 * room)()
+        codes = (ctypes.c_uint32 * room)()
+        length = self.kernel.lib.km_path(self.handle, index, indices, codes, room)
+        buf = ctypes.create_string_buffer(self.kernel.state_bytes)
+        actions: list[Action] = []
+        path = []
+        for k in reversed(range(length)):
+            self.kernel.lib.km_get_state(self.handle, indices[k], buf)
+            state = self.spec.unpack(buf.raw)
+            if k == length - 1:
+                path.append((hash(state), -1))
+            else:
+                path.append((hash(state), len(actions)))
+                actions.append(self.spec.action(codes[k]))
+        return rebuild_trace(self.model, path, actions, self.options, name, explanation)
+
+    def finish(self, st: _Counters, reason: str | None, checkpoint_file: str | None) -> CheckResult:
+        elapsed = self.elapsed()
+        self._report(st)
+        violations = []
+        by_name = {inv.name: inv for inv in self.invariants}
+        for name, index in sorted(st.found.items(), key=lambda item: (item[1], item[0])):
+            trace = self._trace(index, name, by_name[name].why)
+            violations.append(Violation(name, "safety", trace, discovered=self._discovered.get(name)))
+        if st.deadlock >= 0:
+            trace = self._trace(st.deadlock, "deadlock", lambda s: "deadlock: no action is enabled in the last state")
+            violations.append(Violation("deadlock", "deadlock", trace))
+        verdict = verdict_of(violations, reason)
+        result = CheckResult(
+            model=self.model.name, constants=dict(self.model.constants), verdict=verdict,
+            distinct_states=st.distinct, states_generated=st.generated, depth=st.depth, seconds=elapsed,
+            violations=violations, invariants=[inv.name for inv in self.invariants], engine=self.engine,
+            symmetry=self.symmetry, reason=reason if verdict is Verdict.UNDETERMINED else None, queue=st.queue,
+            checkpoint_file=checkpoint_file,
+        )
+        degrees = (ctypes.c_uint64 * (self.kernel.max_successors + 1))()
+        self.kernel.lib.km_degrees(self.handle, degrees)
+        histogram = {d: int(n) for d, n in enumerate(degrees) if n}
+        if histogram:
+            result.out_degree = OutDegree.of(histogram)
+        # whole states are stored, not fingerprints: two distinct states never merge
+        result.collision = Collision(0.0, 0.0)
+        result.extra["path"] = {"path": "kernel", "kernel": os.path.basename(self.spec.source),
+                                "library": os.path.basename(self.kernel.library), "state_bytes": self.kernel.state_bytes,
+                                "kernel_bytes": st.bytes}
+        return result
+
+
+class _Counters:
+    """The figures of a kernel search between its levels (read from the C side after each level)."""
+
+    depth = 0
+    distinct = 0
+    generated = 0
+    queue = 0
+    deadlock = -1
+    bytes = 0
+    found: dict[str, int]
+
+    def __init__(self) -> None:
+        self.found = {}
+
+
+def run(model: Model, options: SearchOptions, mode: str = "auto") -> CheckResult | str:
+    """The search on the kernel, or why not (a phrase: the caller runs the readable model). ``mode`` on: a reason
+    is an error (``KernelUnavailable``, one line)."""
+    reason = why_not(model, options)
+    kernel = None
+    if reason is None:
+        try:
+            kernel = load(model.kernel())
+        except KernelUnavailable as exc:
+            reason = str(exc)
+    if kernel is None:
+        if mode == "on":
+            raise KernelUnavailable(f"--kernel on: {reason}")
+        return reason
+    return KernelBFS(model, options, kernel).run()
