@@ -69,7 +69,7 @@ print(json.dumps({"distinct": result.distinct_states, "generated": result.states
 
 
 def timed_kmc(model: str, constants: list[str], invariants: list[str] | None, kernel: str) -> dict:
-    command = [sys.executable, "-m", "checker", "check", model, *sum((["--const", c] for c in constants), []),
+    command = [sys.executable, "-m", "kmc", "check", model, *sum((["--const", c] for c in constants), []),
                "-deadlock", "--continue", "--json", "--quiet", "--kernel", kernel, "--trace-dir", TRACES]
     for name in invariants or []:
         command += ["--invariant", name]

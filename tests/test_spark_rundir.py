@@ -170,7 +170,7 @@ def real_run(spark_local, tmp_path_factory):
 def resume(run_dir):
     """``kmc check --resume`` in a process of its own (a refusal comes before its JVM would start)."""
     env = {**os.environ, "PYTHONPATH": ROOT}
-    done = subprocess.run([sys.executable, "-m", "checker", *COMMAND, "--resume", str(run_dir)], cwd=ROOT, env=env,
+    done = subprocess.run([sys.executable, "-m", "kmc", *COMMAND, "--resume", str(run_dir)], cwd=ROOT, env=env,
                           capture_output=True, text=True, timeout=300)
     return done.returncode, done.stdout, done.stderr
 
@@ -210,7 +210,7 @@ def test_ctrl_c_during_a_spark_level_is_one_line_and_resumes(spark_local, tmp_pa
 
     run_dir = tmp_path / "run"
     env = {**os.environ, "PYTHONPATH": ROOT}
-    child = subprocess.Popen([sys.executable, "-m", "checker", *COMMAND, "--checkpoint", str(run_dir)], cwd=ROOT,
+    child = subprocess.Popen([sys.executable, "-m", "kmc", *COMMAND, "--checkpoint", str(run_dir)], cwd=ROOT,
                              env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
                              start_new_session=True)
     try:

@@ -39,7 +39,7 @@ def cluster(tmp_path_factory):
 
 def _command(master: str, *extra: str) -> list[str]:
     consts = [word for c in CONSTS for word in ("--const", c)]
-    return [sys.executable, "-m", "checker", "check", "kafka", "--protocol", "2.1.0", *consts, "--symmetry",
+    return [sys.executable, "-m", "kmc", "check", "kafka", "--protocol", "2.1.0", *consts, "--symmetry",
             "--reduce", "dead", "--engine", "spark", "--master", master, "--spark-threshold", "30", "--quiet", *extra]
 
 
@@ -72,7 +72,7 @@ def test_a_run_killed_with_a_worker_resumes_on_the_cluster_to_the_local_counts(c
                              capture_output=True, text=True, timeout=900)
     assert resumed.returncode == 0, resumed.stderr[-2000:]
     got = json.loads(resumed.stdout)
-    local = subprocess.run([sys.executable, "-m", "checker", "check", "kafka", "--protocol", "2.1.0",
+    local = subprocess.run([sys.executable, "-m", "kmc", "check", "kafka", "--protocol", "2.1.0",
                             *[word for c in CONSTS for word in ("--const", c)], "--symmetry", "--reduce", "dead",
                             "--quiet", "--json"], cwd=tmp_path, env=env, capture_output=True, text=True, timeout=300)
     want = json.loads(local.stdout)
