@@ -80,7 +80,9 @@ def test_default_bounds_newest_release_holds() -> None:
     result = check(build_model("kafka", [], protocol="truncate-on-fetch"), SearchOptions(invariants=[inv]))
     assert result.verdict.value == "holds"
     # (135117, 37) when the leader wrote the ISR to ZooKeeper itself; alter-isr (2.7.0's AlterIsr) multiplies it
-    assert (result.distinct_states, result.depth) == (839777, 43)
+    # (839777, 43) before ExpandIsr waited for the answer of the fetch it records and kafka-14140 (3.4.0) refused a dead
+    # follower (the matrix's 3.9.1 log-matching cell)
+    assert (result.distinct_states, result.depth) == (809390, 43)
 
 
 def test_kip_279_scenario_1_is_the_shortest_0_11_0_divergence() -> None:
@@ -102,7 +104,7 @@ def test_matrix_cells() -> None:
     cells = run_matrix("kafka", constants=["records=1", "epochs=1"], invariants=["log-matching", "committed-durable"],
                        uniform_bounds=True)
     rows = ("0.10.2", "0.11.0", "2.0.0", "2.0.1", "2.1.0", "2.1.1", "2.2.0", "2.8.0", "2.8.1", "3.4.1", "3.9.1",
-            "kraft-3.3", "kraft-3.5", "kraft-4.1", "2.8.0,kafka-9654=off", "3.9.1,unclean=on")
+            "kraft-3.3", "kraft-3.5", "kraft-4.0", "kraft-4.1", "2.8.0,kafka-9654=off", "3.9.1,unclean=on")
     assert [(c.protocol, c.invariant) for c in cells] == [(p, i) for p in rows for i in ("log-matching", "committed-durable")]
     by_key = {(c.protocol, c.invariant): c for c in cells}
     # at one epoch KIP-101's first scenario no longer fits: the restarted follower must fetch its way back into the ISR

@@ -40,7 +40,7 @@ def spark(spark_local):
 SLOW = pytest.mark.slow
 
 #: Spark gets the widest levels and the rest (a level costs a job)
-THRESHOLD = {"two-phase": 100, "kafka": 1500}
+THRESHOLD = {"two-phase": 100, "kafka": 500}
 
 
 def summary(result):
