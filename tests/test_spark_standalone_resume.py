@@ -1,7 +1,8 @@
 """A resumable run on the standalone cluster of ``bench/spark-standalone.sh`` (a master and two workers on 127.0.0.1,
 authenticated) survives the loss of its driver and of a worker: killed mid-run (SIGKILL, the driver's JVM with it),
 ``--resume`` on the cluster left ends with the local engine's counts. At a small size (Kafka 2.1.0, three brokers,
-``--symmetry --reduce dead``: 835 orbits, 21 levels; 584 and 19 before ExpandIsr waited for a fetch answer, which keeps such answers live) the three-broker goal configuration's command."""
+``--symmetry --reduce dead``: 835 orbits, 21 levels; 584 and 19 before ExpandIsr waited for a fetch answer, which
+keeps such answers live) the three-broker goal configuration's command."""
 
 from __future__ import annotations
 
