@@ -17,6 +17,7 @@ from checker.search import SearchOptions, search_canonical
 from invariants.registry import for_family
 from spec.errors import WrongModelError
 from spec.registry import build_model
+from tests.test_spark_engine import summary  # everything engines must agree on, traces included
 
 KAFKA = for_family("kafka")
 CONSTS = ["records=1", "epochs=2", "bumps=2", "crashes=0"]  # 2.1.0: no-fence-stall (KAFKA-7786) violated, reduced or not
@@ -71,18 +72,6 @@ def test_each_transports_expansion_emits_the_reduced_form():
         assert blobs and all(reduce(codec.decode(b)) == codec.decode(b) for b in blobs)
     # the driver's own levels use the same form (the local engine's)
     assert LocalBFS(model, options).canonical is not None
-
-
-def summary(result):
-    return {
-        "verdict": result.verdict,
-        "distinct": result.distinct_states,
-        "generated": result.states_generated,
-        "depth": result.depth,
-        "queue": result.queue,
-        "violations": [(v.invariant, v.trace.initial, [(s.action, s.state) for s in v.trace.steps])
-                       for v in result.violations],
-    }
 
 
 def run_spark(model, options, **extra):
