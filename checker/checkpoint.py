@@ -76,7 +76,7 @@ def dumps(model: Model, options: SearchOptions, st: SearchState) -> bytes:
         "format": MAGIC,
         "version": FORMAT,
         "identity": _identity(model, options),
-        "engine": "local (bfs and parallel write and read the same format)",
+        "engine": "local (the local and parallel engines write and read the same format)",
         "checker_version": CHECKER_VERSION,
         "distinct": len(st.log),
         "depth": st.depth,

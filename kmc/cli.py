@@ -338,7 +338,7 @@ def print_directed(console: Console, result: CheckResult) -> None:
         return
     steps = max(v.length for v in result.violations)
     console.print(f"A counterexample of the directed search need not be shortest: a breadth-first search bounded at its "
-                  f"length (--engine bfs --max-depth {steps + 1}) gives a shortest one", highlight=False)
+                  f"length (--engine local --max-depth {steps + 1}) gives a shortest one", highlight=False)
 
 
 def record_property_forms(result: CheckResult, options: SearchOptions) -> None:

@@ -55,6 +55,7 @@ from checker.search import Progress, SearchOptions, search_canonical
 from invariants.registry import for_family
 from kmc.options import (
     FILE_COMPLETION,
+    FORMER_ENGINE_NAMES,
     add_engine_options,
     chosen_engine,
     positive_float,
@@ -133,7 +134,7 @@ def _search(model: Any, invariants: Sequence[Invariant], options: dict[str, Any]
 
 
 def check_cells(model: Any, protocol: str, invariants: Sequence[Invariant], options: dict[str, Any],
-                engine: str = "bfs", engine_options: Any = None) -> list[Cell]:
+                engine: str = "local", engine_options: Any = None) -> list[Cell]:
     """One cell per invariant from one ``--continue`` search of ``model`` checking them all.
 
     When the engine does not record where each violation was found, falls back to
@@ -148,7 +149,7 @@ def check_cells(model: Any, protocol: str, invariants: Sequence[Invariant], opti
 
 
 def check_cells_by_rounds(model: Any, protocol: str, invariants: Sequence[Invariant], options: dict[str, Any],
-                          engine: str = "bfs", engine_options: Any = None) -> list[Cell]:
+                          engine: str = "local", engine_options: Any = None) -> list[Cell]:
     """One cell per invariant from stop-at-first searches: each search checks the invariants still
     open and stops at the first level where one fails, which is exactly what a search for that one
     invariant alone would have explored; the others share the next search."""
@@ -243,7 +244,7 @@ def run_matrix(
     max_seconds: float | None = None,
     max_states: int | None = None,
     on_cell: Callable[[Cell], None] | None = None,
-    engine: str = "bfs",
+    engine: str = "local",
     engine_options: Any = None,
     uniform_bounds: bool = False,
     bounds: str = DEFAULT_BOUND_SET,
@@ -347,7 +348,7 @@ def run_matrix(
                 on_cell(cell)
 
     # ``workers`` searches at once, each in one process (the engine's own workers are for one search)
-    at_once = min(workers, len(jobs)) if engine == "bfs" and getattr(engine_options, "workers", 1) <= 1 else 1
+    at_once = min(workers, len(jobs)) if engine == "local" and getattr(engine_options, "workers", 1) <= 1 else 1
     if at_once > 1 and can_fork():  # the searches' own progress stays in their processes
         for job in jobs:
             job.options["progress"] = None
@@ -675,7 +676,8 @@ def matrix_workers(given: int | None) -> int:
 def cmd_matrix(args: argparse.Namespace) -> int:
     from checker.properties import load_properties
 
-    at_once = args.engine == "bfs"  # --workers: searches at once (another engine: the workers of each search)
+    # --workers: searches at once (another engine: the workers of each search)
+    at_once = FORMER_ENGINE_NAMES.get(args.engine, args.engine) == "local"
     args.workers = matrix_workers(args.workers) if at_once or args.workers is not None else None
     args.engine, engine_options = chosen_engine(args, workers_for_engine=not at_once)
     if args.workers is None:  # --engine parallel without --workers: one worker a core for each search
@@ -785,7 +787,7 @@ def add_parser(subparsers: Any, *_: Any) -> argparse.ArgumentParser:
     parser.add_argument("--shortest", action="store_true",
                         help="with --reduce: a shortest counterexample for each violated cell (a full search bounded by "
                              "the reduced one's length)")
-    add_engine_options(parser, default="bfs", workers_help="searches run at once, each in its own process (a number, "
+    add_engine_options(parser, default="local", workers_help="searches run at once, each in its own process (a number, "
                        "or auto: one a core, the default; at most the cores); with --engine parallel, the worker "
                        "processes of each search")
     parser.set_defaults(func=cmd_matrix)

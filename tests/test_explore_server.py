@@ -323,7 +323,7 @@ def test_run_holds_counts_like_check_and_cancel_stops(server):
     get(server, f"/api/run?{query}", method="POST")
     report = wait_run(server)
     model = build_model("kafka", ["records=1", "epochs=1", "crashes=0"], "2.1.0")
-    check = engines.run(model, SearchOptions(invariants=safety_invariants(model)), "bfs")
+    check = engines.run(model, SearchOptions(invariants=safety_invariants(model)), "local")
     assert report["result"]["verdict"] == "holds" and report["found"] is None
     assert report["result"]["distinct"] == check.distinct_states and report["result"]["depth"] == check.depth
     # a big configuration, stopped from the page

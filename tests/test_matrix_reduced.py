@@ -66,7 +66,7 @@ def test_compare_leaves_out_what_a_reduction_changes():
     (["--protocol", "2.1.0", "--protocol", "kraft-4.1", "--const", "reassignments=1", "--reduce", "dead"],
      "row kraft-4.1: --reduce dead does not cover reassignments"),
     (["--protocol", "2.1.0", "--reduce", "dead", "--engine", "directed"],
-     "--reduce dead is not supported by --engine directed (engines that support it: bfs, parallel, spark)"),
+     "--reduce dead is not supported by --engine directed (engines that support it: local, parallel, spark)"),
     (["--protocol", "2.1.0", "--shortest"], "--shortest goes with --reduce"),
 ])
 def test_a_row_or_engine_that_cannot_be_reduced_is_refused_before_any_search(capsys, monkeypatch, argv, message):

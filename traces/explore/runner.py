@@ -136,7 +136,7 @@ def start(model: Model, state: Any, query: str, max_states: int,
 
     def work() -> None:
         try:
-            run.result = engines.run(StartingAt(model, state), options, "bfs")
+            run.result = engines.run(StartingAt(model, state), options, "local")
             if run.result.violations and on_trace is not None:
                 on_trace(run, run.result.violations[0].trace)
         except BudgetExceeded as exc:  # a cancel seen in the final report, after the search loop
