@@ -256,7 +256,7 @@ def cmd_check(args: argparse.Namespace) -> int:
     console = Console(stderr=args.json)
     model = model_from_args(args)
     err = Console(stderr=True)
-    runs = getattr(model, "what_runs", dict)()
+    runs = model.what_runs()
     with LiveProgress(err, enabled=not (args.quiet or args.json)) as live:
         progress: Any = live
         if not (args.quiet or err.is_terminal):  # a log, not a terminal: a TLC-like line every minute
@@ -354,7 +354,7 @@ def cmd_simulate(args: argparse.Namespace) -> int:
 
     console = Console(stderr=args.json)
     model = model_from_args(args)
-    runs = getattr(model, "what_runs", dict)()
+    runs = model.what_runs()
     if runs and not args.json:
         print_what_runs(console, model.name, runs)
     options = SearchOptions(invariants=select_invariants(model, args.invariant, args.property),

@@ -78,9 +78,6 @@ class StartingAt(Model):
     def all_actions(self) -> Any:
         return self.model.all_actions()
 
-    def __getattr__(self, name: str) -> Any:  # the model's own extras beyond the contract (spec.model.Model)
-        return getattr(self.__dict__["model"], name)
-
 
 @dataclass
 class Run:
@@ -131,7 +128,7 @@ def start(model: Model, state: Any, query: str, max_states: int,
             raise BudgetExceeded(CANCELLED)
 
     options = SearchOptions(invariants=safety_invariants(model), stop_at_first=True,
-                            check_deadlock=bool(getattr(model, "deadlock_by_default", True)),
+                            check_deadlock=bool(model.deadlock_by_default),
                             max_states=max_states, progress=progress, progress_every=0.2)
 
     def work() -> None:

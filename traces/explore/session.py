@@ -169,7 +169,7 @@ def config_of(model: Model) -> Config:
     and the flags that differ from the protocol's own (a trace or a scenario names its model by its header)."""
     defaults = {c.name: c.default for c in get_model_info(model.name).constants}
     consts = tuple(f"{k}={_const_text(v)}" for k, v in model.constants.items() if k not in defaults or defaults[k] != v)
-    protocol = getattr(model, "protocol", None)
+    protocol = model.protocol
     described = model.describe().get("features")
     features: tuple[str, ...] = ()
     if isinstance(described, dict):
@@ -325,7 +325,7 @@ def state_view(state: Any, before: Any | None) -> dict[str, Any]:
 def _rules(info: ModelInfo, model: Model, action: Action) -> list[dict[str, str]]:
     if info.rules is None:
         return []
-    rows = _rule_rows(info, getattr(model, "protocol", None))
+    rows = _rule_rows(info, model.protocol)
     kraft = bool((model.describe().get("features") or {}).get("kraft"))
     keys = ("rule", "ticket", "release", "source", "flag", "on")
     return [{k: str(row.get(k, "")) for k in keys} for row in rules_for_action(action.name, rows, kraft)]
@@ -408,7 +408,7 @@ def compare(info: ModelInfo, w: Walk, features: Sequence[str] = ()) -> list[dict
     plain = Trace(trace.header, trace.initial, trace.steps)
     rows = []
     for protocol in list(info.protocols) or [None]:
-        row: dict[str, Any] = {"protocol": protocol, "current": protocol == getattr(w.model, "protocol", None)}
+        row: dict[str, Any] = {"protocol": protocol, "current": protocol == w.model.protocol}
         try:
             model = model_for_header(dict(trace.header), protocol, list(features))
             result = replay_trace(model, plain)
@@ -472,7 +472,7 @@ def load_scenario_file(path: str, protocol: str | None = None) -> Loaded:
     result = replay_scenario(model, scenario)
     init, steps = path_of(model, result.trace)
     config = config_of(model)
-    expected = scenario.expectation(getattr(model, "protocol", None))
+    expected = scenario.expectation(model.protocol)
     return Loaded(Position(config, init, steps, len(steps)), scenario.name,
                   f"Replay: {result.summary()}.", None if expected is None else expected.describe())
 
