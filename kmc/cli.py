@@ -29,7 +29,8 @@ from checker.invariant import SAFETY
 from checker.result import CheckResult, Verdict, collision_estimates
 from checker.search import CHECKER_VERSION, Progress, SearchOptions, uses_symmetry
 from invariants.registry import for_family
-from kmc import explore, matrix, trace
+from kmc import explore, trace
+from kmc.matrix import command as matrix
 from kmc.options import (
     DEFAULT_TRACE_DIR,
     KmcParser,
@@ -44,6 +45,7 @@ from kmc.options import (
     select_invariants,
     worker_count,
 )
+from kmc.progress import ProgressLines
 from spec.errors import EnvironmentMissingError, ExitCode, KmcError, UsageError
 from spec.model import Model
 from spec.registry import ModelInfo, all_models, get_model_info
@@ -260,7 +262,7 @@ def cmd_check(args: argparse.Namespace) -> int:
     with LiveProgress(err, enabled=not (args.quiet or args.json)) as live:
         progress: Any = live
         if not (args.quiet or err.is_terminal):  # a log, not a terminal: a TLC-like line every minute
-            progress = matrix.ProgressLines(interval=PROGRESS_LINE_EVERY)
+            progress = ProgressLines(interval=PROGRESS_LINE_EVERY)
         options = search_options(args, model, progress=progress)
         uses_symmetry(model, options)  # a refused combination is one line on its own, before the header
         if runs and not args.json:

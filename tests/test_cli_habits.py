@@ -97,7 +97,7 @@ def test_workers_auto_is_one_a_core(capsys, monkeypatch):
     for command in (["check", "two-phase"], ["matrix", "two-phase"], ["simulate", "two-phase"]):
         parsed = parser.parse_args([*command, "--workers", "auto"])
         assert parsed.workers == 3, command
-    from kmc.matrix import matrix_workers
+    from kmc.matrix.command import matrix_workers
 
     assert parser.parse_args(["matrix", "two-phase"]).workers is None  # not given: auto, resolved by the command
     assert matrix_workers(None) == 3 and matrix_workers(1) == 1  # the matrix's default is auto

@@ -16,8 +16,8 @@ from checker import bfs, engines
 from checker.result import Verdict
 from checker.search import SearchOptions
 from invariants.registry import for_family
-from kmc import matrix
 from kmc.cli import main
+from kmc.matrix.run import MatrixOptions, run_matrix
 from spec.kafka import dead as dead_module
 from spec.kafka.state import (
     ALTER_PARTITION_RESPONSE,
@@ -212,8 +212,8 @@ def _cells(monkeypatch, rows: list[str], invariants: list[str], reduce: str) -> 
             assert replayed.step == len(v.trace.steps)
         return result
 
-    monkeypatch.setattr(matrix.engines, "run", reduced)
-    return {(c.protocol, c.invariant): c.verdict for c in matrix.run_matrix("kafka", rows, invariants)}
+    monkeypatch.setattr(engines, "run", reduced)
+    return {(c.protocol, c.invariant): c.verdict for c in run_matrix("kafka", MatrixOptions(rows, invariants))}
 
 
 FAST_INVARIANTS = ["no-fence-stall", "no-stale-control-request", "no-bounce-stall", "log-matching"]
