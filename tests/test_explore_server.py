@@ -18,9 +18,9 @@ from pathlib import Path
 import pytest
 
 from kmc.cli import declared_actions
+from spec.kafka.action_rules import ACTION_FUNCTIONS, rules_for_action
 from spec.registry import all_models, build_model, get_model_info
 from traces.explore import runner, session
-from traces.explore.rules import ACTION_FUNCTIONS, rules_for_action
 from traces.io import load_trace, save_trace
 from traces.render import flat_state, fmt
 from traces.replay import replay_trace
@@ -168,7 +168,7 @@ def test_every_kafka_action_has_its_functions_and_they_exist():
 
 
 def test_rule_table_model_column_is_read_by_function():
-    from traces.explore.rules import row_functions
+    from spec.kafka.action_rules import row_functions
 
     assert row_functions("actions_data._error, _receive_fetch_state; actions_control._restarts_truncation") == [
         ("actions_data._error", frozenset()), ("actions_data._receive_fetch_state", frozenset()),

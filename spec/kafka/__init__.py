@@ -82,8 +82,10 @@ no-bounce-stall; two epoch bumps for no-fence-stall). docs/tutorials/matrix.md s
 
 from __future__ import annotations
 
+from functools import cache
 from typing import Any
 
+from spec.kafka.action_rules import rules_for_action
 from spec.kafka.bounds import CONSTANTS, DEFAULTS
 from spec.kafka.model import KafkaModel
 from spec.kafka.protocols import DEFAULT_PROTOCOL, FLAG_ALIASES, FLAGS, FORMER_NAMES, PROTOCOL_ALIASES, RELEASES
@@ -96,6 +98,16 @@ __all__ = ["KafkaModel", "build", "INFO"]
 def _rule_rows(protocol: str | None = None) -> list[dict[str, str]]:
     """``kmc list --rules [--protocol P]``: the rule table, each flag marked on or off under P (a row or a release)."""
     return rule_rows(resolve(protocol) if protocol is not None else None)
+
+
+@cache
+def _rows_of(protocol: str | None) -> list[dict[str, str]]:
+    return _rule_rows(protocol)
+
+
+def _action_rules(action_name: str, model: KafkaModel) -> list[dict[str, str]]:
+    """The explorer's rules of an action: the rows of the model's release that name a function computing it."""
+    return rules_for_action(action_name, _rows_of(model.protocol), model.features.kraft)
 
 
 def build(constants: dict[str, Any], protocol: str, features: dict[str, bool] | None = None):
@@ -121,5 +133,6 @@ INFO = register(
         release_table=release_rows,
         protocol_row=same_row,
         rules=_rule_rows,
+        action_rules=_action_rules,
     )
 )

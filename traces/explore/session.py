@@ -27,7 +27,6 @@ from spec.errors import KmcError, NotReplayableError, UsageError, WrongModelErro
 from spec.model import Action, Model
 from spec.registry import ModelInfo, build_model, get_model_info
 from traces.diagram import _message_label, to_mermaid, to_svg
-from traces.explore.rules import rules_for_action
 from traces.render import flat_state, fmt, is_message
 from traces.replay import replay_trace, safety_invariants
 from traces.views import broker_views, diverging_offsets
@@ -323,23 +322,10 @@ def state_view(state: Any, before: Any | None) -> dict[str, Any]:
 
 
 def _rules(info: ModelInfo, model: Model, action: Action) -> list[dict[str, str]]:
-    if info.rules is None:
+    if info.action_rules is None:
         return []
-    rows = _rule_rows(info, model.protocol)
-    kraft = bool((model.describe().get("features") or {}).get("kraft"))
     keys = ("rule", "ticket", "release", "source", "flag", "on")
-    return [{k: str(row.get(k, "")) for k in keys} for row in rules_for_action(action.name, rows, kraft)]
-
-
-_RULE_ROWS: dict[tuple[str, str | None], list[dict[str, str]]] = {}
-
-
-def _rule_rows(info: ModelInfo, protocol: str | None) -> list[dict[str, str]]:
-    key = (info.name, protocol)
-    if key not in _RULE_ROWS:
-        assert info.rules is not None
-        _RULE_ROWS[key] = info.rules(protocol)
-    return _RULE_ROWS[key]
+    return [{k: str(row.get(k, "")) for k in keys} for row in info.action_rules(action.name, model)]
 
 
 def actions_view(info: ModelInfo, w: Walk) -> list[dict[str, Any]]:
