@@ -86,7 +86,8 @@ def add_search_options(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--shortest", action="store_true",
                         help="with --reduce dead: after a violation, search fully up to its depth for a shortest "
                              "trace")
-    add_engine_options(parser, default=None, engine_help=" (default bfs; parallel with --workers N)")
+    add_engine_options(parser, default=None,
+                       engine_help=" (default local; parallel with --workers N; bfs: the local engine's former name)")
     parser.add_argument("--checkpoint", metavar="FILE", help="write a checkpoint here (periodically, on Ctrl-C, on budget)")
     parser.add_argument("--checkpoint-every", type=positive_float, default=300.0, metavar="SECONDS")
     parser.add_argument("--resume", metavar="FILE",

@@ -1,5 +1,5 @@
 """Run to completion from the explorer's current state: the project's local breadth-first engine (``kmc check``'s
-``bfs``, one process) on the model with that state as its only initial state, in a background thread, bounded
+``--engine local``, one process) on the model with that state as its only initial state, in a background thread, bounded
 by a distinct-state budget and cancellable; the page polls its progress. A counterexample it finds is a path
 from the current state, which the page appends to its own.
 """
