@@ -7,7 +7,7 @@ Runs the matrix in this process, one search after the other (``run_matrix(worker
 (its search and its stories' replays, ``time.process_time``) and the parent's own work around them (building the
 models, saving traces, what is left of the wall time). From those measured seconds it computes the makespan of
 list scheduling on ``--workers`` workers (a free worker takes the next job) in three orders: the jobs' own order
-(the dispatch before longest-first), ``kmc.matrix``'s estimate of each job's cost, largest first (what
+(the dispatch before longest-first), ``kmc.matrix.run``'s estimate of each job's cost, largest first (what
 ``kmc matrix`` does), and the measured seconds, largest first (LPT with perfect knowledge; Graham 1969: within
 4/3 of the optimum), each against half of the total (the ideal); ``--perturb N`` also draws N perturbed
 copies of the measured seconds to see how robust each order is. Per-job CPU does not depend on the load
@@ -31,7 +31,7 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, ROOT)
 
 from checker.pool import run_jobs  # noqa: E402
-from kmc import matrix  # noqa: E402
+from kmc.matrix import run as matrix  # noqa: E402
 
 #: the spread of the perturbation (``--perturb``), chosen, not measured: searches that come out 30% longer or shorter
 #: on another machine or another load, a stress test of an order fixed in advance
@@ -76,7 +76,7 @@ def measure(extra_protocols: list[str]) -> dict:
     load = os.getloadavg()
     cpu, wall = time.process_time(), time.perf_counter()
     try:
-        cells = matrix.run_matrix("kafka", extra_protocols, workers=1)
+        cells = matrix.run_matrix("kafka", matrix.MatrixOptions(protocols=extra_protocols, workers=1))
     finally:
         matrix._check_job, matrix.story_of = real_job, real_story
     total_cpu, total_wall = time.process_time() - cpu, time.perf_counter() - wall
@@ -86,7 +86,7 @@ def measure(extra_protocols: list[str]) -> dict:
 
 
 def estimate(job: dict) -> float:
-    """``kmc.matrix.job_cost`` of a measured job (from its constants, as the command computes it)."""
+    """``kmc.matrix.run.job_cost`` of a measured job (from its constants, as the command computes it)."""
     return matrix.job_cost(SimpleNamespace(model=SimpleNamespace(constants=job["constants"])))
 
 

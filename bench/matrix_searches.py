@@ -15,7 +15,8 @@ import time
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
-from kmc import matrix  # noqa: E402
+from kmc.matrix import cells as matrix_cells  # noqa: E402
+from kmc.matrix import run as matrix_run  # noqa: E402
 
 
 def load() -> str:
@@ -23,7 +24,7 @@ def load() -> str:
 
 
 def measure(way: str, model: str) -> tuple[float, int, int, list]:
-    real = matrix._search
+    real = matrix_cells._search
     calls = []
 
     def counting(m, invariants, options, stop_at_first, engine, engine_options):
@@ -31,16 +32,16 @@ def measure(way: str, model: str) -> tuple[float, int, int, list]:
         calls.append(result.distinct_states)
         return result
 
-    matrix._search = counting
-    saved = matrix.check_cells
+    matrix_cells._search = counting
+    saved = matrix_run.check_cells
     if way == "rounds":
-        matrix.check_cells = matrix.check_cells_by_rounds
+        matrix_run.check_cells = matrix_cells.check_cells_by_rounds
     try:
         started = time.perf_counter()
-        cells = matrix.run_matrix(model)
+        cells = matrix_run.run_matrix(model)
         seconds = time.perf_counter() - started
     finally:
-        matrix._search, matrix.check_cells = real, saved
+        matrix_cells._search, matrix_run.check_cells = real, saved
     figures = [(c.protocol, c.invariant, c.verdict, c.length, c.distinct_states, c.states_generated, c.depth)
                for c in cells]
     return seconds, len(calls), sum(calls), figures

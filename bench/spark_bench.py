@@ -209,7 +209,7 @@ def main(argv: list[str] | None = None) -> int:
     if not args.skip_local:
         cpu = tree_cpu_seconds()
         result = check(model, options)
-        rows.append({"engine": "local (bfs)", "result": result, "cpu_seconds": tree_cpu_seconds() - cpu})
+        rows.append({"engine": "local", "result": result, "cpu_seconds": tree_cpu_seconds() - cpu})
         print(f"  local: {result.seconds:.1f} s", flush=True)
     for master in [m.strip() for m in args.masters.split(",") if m.strip()]:
         for transport in [t.strip() for t in args.transports.split(",") if t.strip()]:

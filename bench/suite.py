@@ -44,7 +44,7 @@ class Workload:
     model: str
     consts: list[str] = field(default_factory=list)
     protocol: str | None = None
-    engine: str = "bfs"
+    engine: str = "local"
     workers: int = 1
     symmetry: bool = False
     keep_going: bool = True  # explore the whole space (--continue): comparable work on every engine
@@ -242,7 +242,7 @@ def compare(results: list[dict[str, Any]]) -> list[dict[str, Any]]:
     for r in results:
         groups.setdefault(r["group"], []).append(r)
     for group, rows in groups.items():
-        base = next((r for r in rows if r["engine"] == "bfs" and not r["symmetry"]), None)
+        base = next((r for r in rows if r["engine"] in ("local", "bfs") and not r["symmetry"]), None)
         if base is None:
             continue
         for r in rows:

@@ -181,7 +181,7 @@ def object_states(memory_budget_mb: float) -> float:
 
 
 class LocalBFS(LevelSearch):
-    engine = "bfs"
+    engine = "local"
 
     def __init__(self, model: Model, options: SearchOptions) -> None:
         self.model = model

@@ -76,7 +76,7 @@ def dumps(model: Model, options: SearchOptions, st: SearchState) -> bytes:
         "format": MAGIC,
         "version": FORMAT,
         "identity": _identity(model, options),
-        "engine": "local (bfs and parallel write and read the same format)",
+        "engine": "local (the local and parallel engines write and read the same format)",
         "checker_version": CHECKER_VERSION,
         "distinct": len(st.log),
         "depth": st.depth,
@@ -269,7 +269,55 @@ def _levels(parents: np.ndarray, where: str) -> list[tuple[int, int]]:
 
 
 def _validate(payload: dict[str, Any], model: Model, options: SearchOptions, where: str) -> SearchState:
+    """The search state a checkpoint's payload holds, each part checked against the others and against the model
+    (``_bad``: one line naming what is wrong)."""
+    visited_arr, fps, parents, acts, actions, levels = _validated_log(payload, where)
+    n = int(fps.size)
+    depth = _int(payload, "depth", where)
+    if depth != len(levels):
+        raise _bad(where, f"has depth {depth} but its parent log has {len(levels)} levels")
+    generated = _int(payload, "generated", where, low=n)
+    elapsed = payload.get("elapsed")
+    if not isinstance(elapsed, float | int) or isinstance(elapsed, bool) or not (math.isfinite(elapsed) and elapsed >= 0):
+        raise _bad(where, f"has an impossible elapsed time ({elapsed!r})")
+    frontier_base = _int(payload, "frontier_base", where, high=n)
+    raw_frontier = payload.get("frontier")
+    if not isinstance(raw_frontier, list) or not all(isinstance(raw, bytes) for raw in raw_frontier):
+        raise _bad(where, "has a malformed frontier")
+    if frontier_base + len(raw_frontier) != n:
+        raise _bad(where, "is inconsistent (the frontier does not end the parent log)")
+    if raw_frontier and frontier_base != levels[-1][0]:
+        raise _bad(where, "is inconsistent (the frontier is not the last level of the parent log)")
+    found, deadlock = _validated_findings(payload, options, n, where)
+    frontier = _validated_frontier(model, options, raw_frontier, fps[frontier_base:], where)
+    safety = {inv.name: inv for inv in options.safety_invariants()}
+    # the invariants the checkpoint says hold on the frontier do hold there
+    for name, inv in safety.items():
+        index = found.get(name)
+        upto = len(frontier) if index is None or index < frontier_base else index - frontier_base
+        for state in frontier[:upto]:
+            if not inv.holds(state):
+                raise _bad(where, f"says {name} holds but a frontier state violates it")
+    log = ParentLog()
+    log.append(fps, parents, acts)
+    _replay_recorded_paths(model, options, log, n, actions, found, deadlock, where)
+    return SearchState(
+        visited=FingerprintSet(visited_arr),
+        log=log,
+        actions=ActionTable(actions),
+        frontier=frontier,
+        frontier_base=frontier_base,
+        depth=depth,
+        generated=generated,
+        elapsed=float(elapsed),
+        found=found,
+        deadlock=deadlock,
+    )
 
+
+def _validated_log(payload: dict[str, Any], where: str) -> tuple[Any, Any, Any, Any, list[Action], list]:
+    """The visited set, the parent log (fingerprints, parents, action ids), the action table and the log's levels,
+    each consistent with the others."""
     visited_arr = _array(payload, "visited", "<i8", where)
     fps = _array(payload, "log_fps", "<i8", where)
     parents = _array(payload, "log_parents", "<i4", where)
@@ -292,25 +340,17 @@ def _validate(payload: dict[str, Any], model: Model, options: SearchOptions, whe
         first_end = levels[0][1]
         if (acts[:first_end] != -1).any() or (acts[first_end:] < 0).any() or (acts >= len(actions)).any():
             raise _bad(where, "has an action id out of range in its parent log")
-    depth = _int(payload, "depth", where)
-    if depth != len(levels):
-        raise _bad(where, f"has depth {depth} but its parent log has {len(levels)} levels")
-    generated = _int(payload, "generated", where, low=n)
-    elapsed = payload.get("elapsed")
-    if not isinstance(elapsed, float | int) or isinstance(elapsed, bool) or not (math.isfinite(elapsed) and elapsed >= 0):
-        raise _bad(where, f"has an impossible elapsed time ({elapsed!r})")
-    frontier_base = _int(payload, "frontier_base", where, high=n)
-    raw_frontier = payload.get("frontier")
-    if not isinstance(raw_frontier, list) or not all(isinstance(raw, bytes) for raw in raw_frontier):
-        raise _bad(where, "has a malformed frontier")
-    if frontier_base + len(raw_frontier) != n:
-        raise _bad(where, "is inconsistent (the frontier does not end the parent log)")
-    if raw_frontier and frontier_base != levels[-1][0]:
-        raise _bad(where, "is inconsistent (the frontier is not the last level of the parent log)")
+    return visited_arr, fps, parents, acts, actions, levels
+
+
+def _validated_findings(payload: dict[str, Any], options: SearchOptions, n: int,
+                        where: str) -> tuple[dict[str, int], int | None]:
+    """The violations (invariant -> index in the log) and the deadlock the checkpoint records, at possible places
+    and of invariants this run checks."""
     found_raw = payload.get("found")
     if not isinstance(found_raw, dict):
         raise _bad(where, "has a malformed list of violations")
-    safety = {inv.name: inv for inv in options.safety_invariants()}
+    safety = {inv.name for inv in options.safety_invariants()}
     found: dict[str, int] = {}
     for name, index in found_raw.items():
         if name not in safety:
@@ -322,14 +362,17 @@ def _validate(payload: dict[str, Any], model: Model, options: SearchOptions, whe
     if deadlock is not None and (not isinstance(deadlock, int) or isinstance(deadlock, bool) or not 0 <= deadlock < n
                                  or not options.check_deadlock):
         raise _bad(where, f"records a deadlock at an impossible index {deadlock!r}")
+    return found, deadlock
 
-    # the frontier: decodes to the model's types, has the recorded fingerprints, within bounds
+
+def _validated_frontier(model: Model, options: SearchOptions, raw_frontier: list[bytes], expected: Any,
+                        where: str) -> list[Any]:
+    """The frontier: decodes to the model's types, has the recorded fingerprints, within bounds."""
     types = tuple(model.state_types())
     codec = Codec(types)
     frontier = [codec.decode(raw) for raw in raw_frontier]
     canonical = model.canonical if options.symmetry else None
     bounded = uses_bounds(model)
-    expected = fps[frontier_base:]
     for i, state in enumerate(frontier):
         if types and type(state) not in types:
             raise _bad(where, f"has a frontier state of type {type(state).__name__}, not one of model {model.name}'s")
@@ -337,16 +380,13 @@ def _validate(payload: dict[str, Any], model: Model, options: SearchOptions, whe
             raise _bad(where, f"has frontier state {i} with another fingerprint than its parent log records")
         if bounded and not model.within_bounds(state):
             raise _bad(where, f"has frontier state {i} outside the model's bounds")
-    # the invariants the checkpoint says hold on the frontier do hold there
-    for name, inv in safety.items():
-        index = found.get(name)
-        upto = len(frontier) if index is None or index < frontier_base else index - frontier_base
-        for state in frontier[:upto]:
-            if not inv.holds(state):
-                raise _bad(where, f"says {name} holds but a frontier state violates it")
-    # recorded paths replay in the model: every violation and a sample spread over the log
-    log = ParentLog()
-    log.append(fps, parents, acts)
+    return frontier
+
+
+def _replay_recorded_paths(model: Model, options: SearchOptions, log: ParentLog, n: int, actions: list[Action],
+                           found: dict[str, int], deadlock: int | None, where: str) -> None:
+    """The recorded paths replay in the model: every violation, the deadlock and a sample spread over the log."""
+    safety = {inv.name: inv for inv in options.safety_invariants()}
     claimed = {*found.values(), *([] if deadlock is None else [deadlock])}
     sample = sorted({*claimed, *np.linspace(0, n - 1, min(n, SAMPLED_PATHS)).astype(int).tolist()} if n else set())
     for index in sample:
@@ -360,15 +400,3 @@ def _validate(payload: dict[str, Any], model: Model, options: SearchOptions, whe
                 raise _bad(where, f"records a violation of {name} at a state that satisfies it")
         if index == deadlock and next(iter(model.successors(final)), None) is not None:
             raise _bad(where, f"records a deadlock at state {index}, which has a successor")
-    return SearchState(
-        visited=FingerprintSet(visited_arr),
-        log=log,
-        actions=ActionTable(actions),
-        frontier=frontier,
-        frontier_base=frontier_base,
-        depth=depth,
-        generated=generated,
-        elapsed=float(elapsed),
-        found=found,
-        deadlock=deadlock,
-    )

@@ -96,113 +96,133 @@ def check_supported(options: SearchOptions) -> list[Any]:
 
 def run_engine(model: Model, options: SearchOptions, engine_options: DirectedOptions) -> CheckResult:
     """``--engine directed``: best-first search in this process (see the module's docstring)."""
-    distances = check_supported(options)
-    symmetry = uses_symmetry(model, options)
-    invariants = options.safety_invariants()
-    view = SuccessorView(model, symmetry)
-    weight = engine_options.weight
-    started = time.monotonic()
+    return _BestFirst(model, options, engine_options.weight, check_supported(options)).run()
 
-    def estimate(state: Any) -> int:
-        return min(d(state) for d in distances)
 
-    def violated(state: Any) -> str | None:
-        return next((inv.name for inv in invariants if not inv.holds(state)), None)
+class _BestFirst:
+    """One directed search: the queue keyed by ``weight * distance + depth``, the parent pointers, the counts."""
 
-    initial = list(model.init_states())
-    validate_initial(model, initial)
-    canonical = model.canonical if symmetry else None
-    table = ActionTable()
-    # fingerprint -> (parent fingerprint, action id); an initial state's parent is None
-    parents: dict[int, tuple[int | None, int]] = {}
-    queue: list[tuple[int, int, int, int, Any]] = []  # (key, insertion, depth, fingerprint, state)
-    order = count()
-    generated = 0
-    deepest = 0
-    pruned = 0
-    found: tuple[str, int] | None = None  # (invariant or "deadlock", fingerprint)
-    best = None
+    def __init__(self, model: Model, options: SearchOptions, weight: int, distances: list[Any]) -> None:
+        self.model, self.options, self.weight, self.distances = model, options, weight, distances
+        self.symmetry = uses_symmetry(model, options)
+        self.invariants = options.safety_invariants()
+        self.view = SuccessorView(model, self.symmetry)
+        self.started = time.monotonic()
+        self.table = ActionTable()
+        # fingerprint -> (parent fingerprint, action id); an initial state's parent is None
+        self.parents: dict[int, tuple[int | None, int]] = {}
+        self.queue: list[tuple[int, int, int, int, Any]] = []  # (key, insertion, depth, fingerprint, state)
+        self.order = count()
+        self.generated = 0
+        self.deepest = 0
+        self.pruned = 0
+        self.expanded = 0
+        self.found: tuple[str, int] | None = None  # (invariant or "deadlock", fingerprint)
+        self.best: int | None = None
 
-    def push(state: Any, depth: int, fp: int) -> None:
-        nonlocal best
-        h = estimate(state)
-        best = h if best is None else min(best, h)
-        heapq.heappush(queue, (weight * h + depth, next(order), depth, fp, state))
+    def violated(self, state: Any) -> str | None:
+        return next((inv.name for inv in self.invariants if not inv.holds(state)), None)
 
-    bounded = uses_bounds(model)
-    for state in initial:
-        state = canonical(state) if canonical else state
-        generated += 1
-        fp = hash(state)
-        if fp in parents or (bounded and not model.within_bounds(state)):
-            continue
-        parents[fp] = (None, -1)
-        name = violated(state)
-        if name:
-            found = (name, fp)
-            break
-        push(state, 1, fp)
-    reason = None
-    expanded = 0
-    last_report = started
-    while found is None and queue:
-        if expanded % _CHECK_EVERY == 0:
+    def push(self, state: Any, depth: int, fp: int) -> None:
+        h = min(d(state) for d in self.distances)
+        self.best = h if self.best is None else min(self.best, h)
+        heapq.heappush(self.queue, (self.weight * h + depth, next(self.order), depth, fp, state))
+
+    def seed(self) -> None:
+        """The initial states, canonical with ``--symmetry``, within bounds, each checked."""
+        model = self.model
+        initial = list(model.init_states())
+        validate_initial(model, initial)
+        canonical = model.canonical if self.symmetry else None
+        bounded = uses_bounds(model)
+        for state in initial:
+            state = canonical(state) if canonical else state
+            self.generated += 1
+            fp = hash(state)
+            if fp in self.parents or (bounded and not model.within_bounds(state)):
+                continue
+            self.parents[fp] = (None, -1)
+            name = self.violated(state)
+            if name:
+                self.found = (name, fp)
+                break
+            self.push(state, 1, fp)
+
+    def budget(self, last_report: float) -> tuple[str | None, float]:
+        """Why the search must stop now, or None; and when progress was last reported (every ``_CHECK_EVERY``
+        expansions the clock, the memory and the progress line; the state budget at each)."""
+        options = self.options
+        if self.expanded % _CHECK_EVERY == 0:
             now = time.monotonic()
-            elapsed = now - started
+            elapsed = now - self.started
             if options.max_seconds is not None and elapsed > options.max_seconds:
-                reason = f"time budget of {options.max_seconds:g} s ran out"
-                break
+                return f"time budget of {options.max_seconds:g} s ran out", last_report
             if options.max_memory_mb is not None and rss_mb() > options.max_memory_mb:
-                reason = f"memory budget of {options.max_memory_mb:g} MB ran out"
-                break
+                return f"memory budget of {options.max_memory_mb:g} MB ran out", last_report
             if options.progress is not None and now - last_report >= options.progress_every:
                 last_report = now
-                options.progress(Progress(deepest, generated, len(parents), len(queue), elapsed))
-        if options.max_states is not None and len(parents) >= options.max_states:
-            reason = f"state budget {options.max_states} reached"
-            break
-        _key, _order, depth, fp, state = heapq.heappop(queue)
-        expanded += 1
-        deepest = max(deepest, depth)
-        if options.max_depth is not None and depth >= options.max_depth:
-            pruned += 1
-            continue
-        total, kept = view.of(state)
-        generated += total
-        if total == 0 and options.check_deadlock:
-            found = ("deadlock", fp)
-            break
+                options.progress(Progress(self.deepest, self.generated, len(self.parents), len(self.queue), elapsed))
+        if options.max_states is not None and len(self.parents) >= options.max_states:
+            return f"state budget {options.max_states} reached", last_report
+        return None, last_report
+
+    def expand(self) -> None:
+        """The best state of the queue: its new successors checked and queued (a deadlock if it has none)."""
+        _key, _order, depth, fp, state = heapq.heappop(self.queue)
+        self.expanded += 1
+        self.deepest = max(self.deepest, depth)
+        if self.options.max_depth is not None and depth >= self.options.max_depth:
+            self.pruned += 1
+            return
+        total, kept = self.view.of(state)
+        self.generated += total
+        if total == 0 and self.options.check_deadlock:
+            self.found = ("deadlock", fp)
+            return
         for _pos, act, succ in kept:
             sfp = hash(succ)
-            if sfp in parents:
+            if sfp in self.parents:
                 continue
-            parents[sfp] = (fp, table.id(act))
-            name = violated(succ)
+            self.parents[sfp] = (fp, self.table.id(act))
+            name = self.violated(succ)
             if name:
-                found = (name, sfp)
-                deepest = max(deepest, depth + 1)
-                break
-            push(succ, depth + 1, sfp)
-    if found is None and reason is None and pruned:
-        reason = f"depth bound {options.max_depth} reached with {pruned} states unexpanded"
-    seconds = time.monotonic() - started
+                self.found = (name, sfp)
+                self.deepest = max(self.deepest, depth + 1)
+                return
+            self.push(succ, depth + 1, sfp)
 
-    def trace_of(fp: int, name: str, why: Any) -> Any:
+    def run(self) -> CheckResult:
+        self.seed()
+        reason = None
+        last_report = self.started
+        while self.found is None and self.queue:
+            reason, last_report = self.budget(last_report)
+            if reason:
+                break
+            self.expand()
+        if self.found is None and reason is None and self.pruned:
+            reason = f"depth bound {self.options.max_depth} reached with {self.pruned} states unexpanded"
+        return self.result(reason, time.monotonic() - self.started)
+
+    def trace_of(self, fp: int, name: str, why: Any) -> Any:
         path = []
         at: int | None = fp
         while at is not None:
-            parent, action_id = parents[at]
+            parent, action_id = self.parents[at]
             path.append((at, action_id))
             at = parent
         path.reverse()
-        return rebuild_trace(model, path, table.actions, options, name, why)
+        return rebuild_trace(self.model, path, self.table.actions, self.options, name, why)
 
-    name, fp = found if found is not None else (None, None)
-    result = search_result(model, invariants, found={name: fp} if name not in (None, "deadlock") else {},
-                           deadlock=fp if name == "deadlock" else None, trace_of=trace_of,
-                           distinct_states=len(parents), states_generated=generated, depth=deepest, seconds=seconds,
-                           reason=reason, engine="directed", symmetry=symmetry, queue=len(queue),
-                           collision=collision_estimates(len(parents), generated))
-    result.extra["directed"] = {"weight": weight, "expanded": expanded, "best_distance": best,
-                                "guaranteed_shortest": False}
-    return result
+    def result(self, reason: str | None, seconds: float) -> CheckResult:
+        name, fp = self.found if self.found is not None else (None, None)
+        distinct = len(self.parents)
+        result = search_result(self.model, self.invariants,
+                               found={name: fp} if name not in (None, "deadlock") else {},
+                               deadlock=fp if name == "deadlock" else None, trace_of=self.trace_of,
+                               distinct_states=distinct, states_generated=self.generated, depth=self.deepest,
+                               seconds=seconds, reason=reason, engine="directed", symmetry=self.symmetry,
+                               queue=len(self.queue), collision=collision_estimates(distinct, self.generated))
+        result.extra["directed"] = {"weight": self.weight, "expanded": self.expanded, "best_distance": self.best,
+                                    "guaranteed_shortest": False}
+        return result

@@ -141,7 +141,7 @@ WORKERS = EngineFlag("--workers", "workers", "worker processes (parallel engine)
 
 ENGINES: dict[str, Engine] = {
     engine.name: engine for engine in (
-        Engine("bfs", "checker.bfs", "LocalOptions", "breadth-first search in this process (the default)",
+        Engine("local", "checker.bfs", "LocalOptions", "breadth-first search in this process (the default)",
                reductions=frozenset({"dead"}), checkpoints=True, liveness=True, coverage=True, kernel=True,
                first_violations=True),
         Engine("parallel", "checker.parallel", "ParallelOptions",
@@ -205,7 +205,7 @@ def engine_options(name: str, given: dict[str, Any]) -> Any:
     return engine.options_type(**{flags[flag]: value for flag, value in given.items()})
 
 
-def run(model: Model, options: SearchOptions, engine: str = "bfs", engine_options: Any = None) -> CheckResult:
+def run(model: Model, options: SearchOptions, engine: str = "local", engine_options: Any = None) -> CheckResult:
     """Run the safety search on the chosen engine, then any liveness property on the state graph, whose time
     is added to the result's seconds ("Finished in" covers both).
 

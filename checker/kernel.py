@@ -181,7 +181,7 @@ class KernelBFS(LevelSearch):
     """The local engine's search with the level step in C (``km_expand_level``); the same figures, verdicts
     and counterexamples as ``checker.bfs.LocalBFS``."""
 
-    engine = "bfs"
+    engine = "local"
 
     def __init__(self, model: Model, options: SearchOptions, kernel: Kernel) -> None:
         self.model = model

@@ -93,7 +93,7 @@ class _GraphSearch(LevelSearch):
     def finish(self, st: _GraphSearch, reason: str | None, checkpoint_file: str | None) -> CheckResult:
         return search_result(self.model, [], found={}, deadlock=None, trace_of=None, distinct_states=len(self.states),
                              states_generated=self.graph.number_of_edges(), depth=self.depth, seconds=self.elapsed(),
-                             reason=reason, engine="bfs", queue=len(self.level))
+                             reason=reason, engine="local", queue=len(self.level))
 
 
 def explore_graph(model: Model, options: SearchOptions | None = None,

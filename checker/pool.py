@@ -81,96 +81,121 @@ def run_jobs(work: Callable[[Job], Out], jobs: Sequence[Job], workers: int,
     workers = min(workers, len(jobs))
     dispatch = _permutation(order, len(jobs))  # checked at any worker count
     if workers <= 1 or not can_fork():
-        results = []
-        for index, job in enumerate(jobs):
-            if started is not None:
-                started(index)
-            results.append(work(job))
-            if finished is not None and finished(index, results[-1]):
-                break
-        return results
-    pending = deque(dispatch)  # the jobs not handed out yet, in the order they go out
-    ctx = mp.get_context("fork")
-    procs: dict[Connection, Any] = {}  # every worker started, by its end of the pipe
-    results: dict[int, Out] = {}
-    busy: dict[Connection, tuple[int, float]] = {}  # worker -> (its job, when it started)
-    last = len(jobs) - 1  # the last job whose result is needed
-    failed: BaseException | None = None  # the error of job ``last``, if it raised
+        return _run_here(work, jobs, started, finished)
+    pool = _Pool(work, jobs, dispatch, started, finished)
+    try:
+        pool.run(workers, running, every)
+    finally:
+        pool.close()
+    if pool.failed is not None:
+        raise pool.failed
+    return [pool.results[i] for i in range(pool.last + 1)]
 
-    def start() -> Connection:
-        parent_end, child_end = ctx.Pipe()
-        proc = ctx.Process(target=_worker, args=(child_end, work, jobs), daemon=True)
+
+def _run_here(work: Callable[[Job], Out], jobs: Sequence[Job], started: Callable[[int], None] | None,
+              finished: Callable[[int, Out], bool | None] | None) -> list[Out]:
+    """The jobs in this process, one after the other in their own order, with the calls of ``run_jobs``."""
+    results = []
+    for index, job in enumerate(jobs):
+        if started is not None:
+            started(index)
+        results.append(work(job))
+        if finished is not None and finished(index, results[-1]):
+            break
+    return results
+
+
+class _Pool:
+    """The forked workers of one ``run_jobs``: which job each runs, the jobs not handed out yet, the results
+    back, and the last job whose result is needed (``last``; ``failed`` its error, if it raised)."""
+
+    def __init__(self, work: Callable[[Job], Out], jobs: Sequence[Job], dispatch: Sequence[int],
+                 started: Callable[[int], None] | None, finished: Callable[[int, Out], bool | None] | None) -> None:
+        self.work, self.jobs, self.started, self.finished = work, jobs, started, finished
+        self.pending = deque(dispatch)  # the jobs not handed out yet, in the order they go out
+        self.ctx = mp.get_context("fork")
+        self.procs: dict[Connection, Any] = {}  # every worker started, by its end of the pipe
+        self.results: dict[int, Out] = {}
+        self.busy: dict[Connection, tuple[int, float]] = {}  # worker -> (its job, when it started)
+        self.last = len(jobs) - 1  # the last job whose result is needed
+        self.failed: BaseException | None = None  # the error of job ``last``, if it raised
+
+    def start(self) -> Connection:
+        parent_end, child_end = self.ctx.Pipe()
+        proc = self.ctx.Process(target=_worker, args=(child_end, self.work, self.jobs), daemon=True)
         proc.start()
         child_end.close()
-        procs[parent_end] = proc
+        self.procs[parent_end] = proc
         return parent_end
 
-    def waiting() -> bool:
+    def waiting(self) -> bool:
         """Whether a needed job is still to be handed out."""
-        while pending and pending[0] > last:  # not needed: a job before it said the rest is not needed
-            pending.popleft()
-        return bool(pending)
+        while self.pending and self.pending[0] > self.last:  # not needed: a job before it said the rest is not
+            self.pending.popleft()
+        return bool(self.pending)
 
-    def hand(conn: Connection) -> None:
+    def hand(self, conn: Connection) -> None:
         """The next needed job of ``pending`` to this worker, if one is left."""
-        if waiting():
-            index = pending.popleft()
-            if started is not None:
-                started(index)
+        if self.waiting():
+            index = self.pending.popleft()
+            if self.started is not None:
+                self.started(index)
             conn.send(index)
-            busy[conn] = (index, time.monotonic())
+            self.busy[conn] = (index, time.monotonic())
 
-    def drop_later() -> None:
-        """``last`` moved down: stop the jobs after it still running; a fresh worker for each, while needed jobs wait."""
-        for conn, (index, _) in list(busy.items()):
-            if index > last:
-                del busy[conn]
-                _stop(procs[conn])
-                if waiting():
-                    hand(start())
+    def drop_later(self) -> None:
+        """``last`` moved down: stop the jobs after it still running; a fresh worker for each, while needed jobs
+        wait."""
+        for conn, (index, _) in list(self.busy.items()):
+            if index > self.last:
+                del self.busy[conn]
+                _stop(self.procs[conn])
+                if self.waiting():
+                    self.hand(self.start())
 
-    last_report = time.monotonic()
-    try:
+    def receive(self, conn: Connection) -> None:
+        """A worker's answer: its result (or error) kept if needed, then its next job."""
+        kind, index, value = pickle.loads(conn.recv_bytes())  # noqa: S301 (our own forked worker)
+        del self.busy[conn]
+        if index > self.last:  # a job after one that said the rest is not needed
+            return
+        if kind == "error":  # raised once the earlier jobs are done (one of them may stop the run first)
+            self.failed, self.last = value, index
+            self.results = {i: r for i, r in self.results.items() if i < self.last}
+            self.drop_later()
+        else:
+            self.results[index] = value
+            if self.finished is not None and self.finished(index, value):
+                self.last, self.failed = index, None
+                self.results = {i: r for i, r in self.results.items() if i <= self.last}
+                self.drop_later()
+        self.hand(conn)
+
+    def run(self, workers: int, running: Callable[[list[tuple[int, float]]], None] | None, every: float) -> None:
+        last_report = time.monotonic()
         for _ in range(workers):
-            hand(start())
-        while busy:  # every job running is needed (drop_later), and a free worker takes the next needed one
-            for conn in wait(list(busy), timeout=max(0.05, every - (time.monotonic() - last_report))):
+            self.hand(self.start())
+        while self.busy:  # every job running is needed (drop_later), and a free worker takes the next needed one
+            for conn in wait(list(self.busy), timeout=max(0.05, every - (time.monotonic() - last_report))):
                 assert isinstance(conn, Connection)
-                if conn not in busy:  # stopped while this loop ran
-                    continue
-                kind, index, value = pickle.loads(conn.recv_bytes())  # noqa: S301 (our own forked worker)
-                del busy[conn]
-                if index > last:  # a job after one that said the rest is not needed
-                    continue
-                if kind == "error":  # raised once the earlier jobs are done (one of them may stop the run first)
-                    failed, last = value, index
-                    results = {i: r for i, r in results.items() if i < last}
-                    drop_later()
-                else:
-                    results[index] = value
-                    if finished is not None and finished(index, value):
-                        last, failed = index, None
-                        results = {i: r for i, r in results.items() if i <= last}
-                        drop_later()
-                hand(conn)
-            if running is not None and busy and time.monotonic() - last_report >= every:
+                if conn in self.busy:  # else stopped while this loop ran
+                    self.receive(conn)
+            if running is not None and self.busy and time.monotonic() - last_report >= every:
                 last_report = time.monotonic()
-                running(sorted((index, last_report - since) for index, since in busy.values()))
-    finally:
-        for conn in procs:
+                running(sorted((index, last_report - since) for index, since in self.busy.values()))
+
+    def close(self) -> None:
+        for conn in self.procs:
             try:
                 conn.send(None)
             except (OSError, ValueError):
                 pass
-        for conn, proc in procs.items():
-            if conn in busy:  # stopped early (an error, Ctrl-C): the jobs still running are not waited for
+        for conn, proc in self.procs.items():
+            if conn in self.busy:  # stopped early (an error, Ctrl-C): the jobs still running are not waited for
                 proc.terminate()
             _stop(proc, wait=5)
-        for conn in procs:
+        for conn in self.procs:
             conn.close()
-    if failed is not None:
-        raise failed
-    return [results[i] for i in range(last + 1)]
 
 
 def _permutation(order: Sequence[int] | None, count: int) -> list[int]:

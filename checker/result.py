@@ -116,7 +116,7 @@ class CheckResult:
     seconds: float
     violations: list[Violation] = field(default_factory=list)
     invariants: list[str] = field(default_factory=list)
-    engine: str = "bfs"
+    engine: str = "local"
     workers: int = 1
     symmetry: bool = False
     reason: str | None = None  # why the verdict is undetermined

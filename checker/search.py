@@ -227,7 +227,7 @@ class SuccessorView:
 def trace_header(model: Model, options: SearchOptions) -> dict[str, Any]:
     header = {"checker": "kmc", "checker_version": CHECKER_VERSION, **model.describe()}
     # the release and row the protocol name stood for (a header without them, an older trace's, reads the same)
-    header.update({k: v for k, v in getattr(model, "what_runs", dict)().items() if k in ("release", "row") and v is not None})
+    header.update({k: v for k, v in model.what_runs().items() if k in ("release", "row") and v is not None})
     header.update(options.header)
     header["symmetry"] = bool(options.symmetry)
     return header

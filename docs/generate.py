@@ -6,7 +6,7 @@
 Every page it writes says so in its first lines and is rebuilt from: the argparse parsers of every command
 (``kmc.cli.build_parser``), the models' registry and constants (``spec.registry``), the rule table and the
 protocol rows (``ModelInfo.rules``), the invariant registry (``invariants.registry``), the matrix's bound sets
-(``kmc.matrix.bound_sets``), the exit codes (``spec.errors.ExitCode``), the file formats' module docstrings
+(``kmc.matrix.run.bound_sets``), the exit codes (``spec.errors.ExitCode``), the file formats' module docstrings
 and a trace written by the code, and the measured figures of ``bench/results.json``. Nothing here is edited by
 hand: change the code (or the results file) and run the command again. ``tests/test_docs.py`` regenerates into a
 temporary directory and fails, naming this command, on any difference.
@@ -333,7 +333,7 @@ def _family(model_name: str) -> str:
 # -- reference/bounds.md: every constant with its default and bounds; the matrix's bound sets -----------------
 
 def page_bounds() -> str:
-    from kmc.matrix import bound_sets
+    from kmc.matrix.run import bound_sets
     from spec.registry import all_models, build_model
 
     parts = [
@@ -361,7 +361,7 @@ def page_bounds() -> str:
     parts += [
         "## The matrix's bounds", "",
         "`kmc matrix` checks each column at its own bounds (the constants it sets; every other constant at its "
-        "default), from the model's `matrix_bound_sets` (`kmc.matrix.bound_sets`); `--bounds NAME` picks a set.",
+        "default), from the model's `matrix_bound_sets` (`kmc.matrix.run.bound_sets`); `--bounds NAME` picks a set.",
         "",
     ]
     for key, rows in groups.items():
@@ -391,7 +391,7 @@ def _enum_comments(cls: type) -> dict[str, str]:
 
 
 def page_exit_codes() -> str:
-    from kmc import matrix
+    from kmc.matrix import command as matrix
     from spec.errors import ExitCode
 
     comments = _enum_comments(ExitCode)

@@ -29,7 +29,8 @@ from checker.invariant import SAFETY
 from checker.result import CheckResult, Verdict, collision_estimates
 from checker.search import CHECKER_VERSION, Progress, SearchOptions, uses_symmetry
 from invariants.registry import for_family
-from kmc import explore, matrix, trace
+from kmc import explore, trace
+from kmc.matrix import command as matrix
 from kmc.options import (
     DEFAULT_TRACE_DIR,
     KmcParser,
@@ -44,6 +45,7 @@ from kmc.options import (
     select_invariants,
     worker_count,
 )
+from kmc.progress import ProgressLines
 from spec.errors import EnvironmentMissingError, ExitCode, KmcError, UsageError
 from spec.model import Model
 from spec.registry import ModelInfo, all_models, get_model_info
@@ -256,11 +258,11 @@ def cmd_check(args: argparse.Namespace) -> int:
     console = Console(stderr=args.json)
     model = model_from_args(args)
     err = Console(stderr=True)
-    runs = getattr(model, "what_runs", dict)()
+    runs = model.what_runs()
     with LiveProgress(err, enabled=not (args.quiet or args.json)) as live:
         progress: Any = live
         if not (args.quiet or err.is_terminal):  # a log, not a terminal: a TLC-like line every minute
-            progress = matrix.ProgressLines(interval=PROGRESS_LINE_EVERY)
+            progress = ProgressLines(interval=PROGRESS_LINE_EVERY)
         options = search_options(args, model, progress=progress)
         uses_symmetry(model, options)  # a refused combination is one line on its own, before the header
         if runs and not args.json:
@@ -338,7 +340,7 @@ def print_directed(console: Console, result: CheckResult) -> None:
         return
     steps = max(v.length for v in result.violations)
     console.print(f"A counterexample of the directed search need not be shortest: a breadth-first search bounded at its "
-                  f"length (--engine bfs --max-depth {steps + 1}) gives a shortest one", highlight=False)
+                  f"length (--engine local --max-depth {steps + 1}) gives a shortest one", highlight=False)
 
 
 def record_property_forms(result: CheckResult, options: SearchOptions) -> None:
@@ -354,7 +356,7 @@ def cmd_simulate(args: argparse.Namespace) -> int:
 
     console = Console(stderr=args.json)
     model = model_from_args(args)
-    runs = getattr(model, "what_runs", dict)()
+    runs = model.what_runs()
     if runs and not args.json:
         print_what_runs(console, model.name, runs)
     options = SearchOptions(invariants=select_invariants(model, args.invariant, args.property),

@@ -86,7 +86,8 @@ def add_search_options(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--shortest", action="store_true",
                         help="with --reduce dead: after a violation, search fully up to its depth for a shortest "
                              "trace")
-    add_engine_options(parser, default=None, engine_help=" (default bfs; parallel with --workers N)")
+    add_engine_options(parser, default=None,
+                       engine_help=" (default local; parallel with --workers N; bfs: the local engine's former name)")
     parser.add_argument("--checkpoint", metavar="FILE", help="write a checkpoint here (periodically, on Ctrl-C, on budget)")
     parser.add_argument("--checkpoint-every", type=positive_float, default=300.0, metavar="SECONDS")
     parser.add_argument("--resume", metavar="FILE",
@@ -226,7 +227,7 @@ def reduce_choices() -> tuple[str, ...]:
 
 
 def reductions_help() -> str:
-    """Which engines run each reduction, from their records: ``dead: bfs, parallel``."""
+    """Which engines run each reduction, from their records: ``dead: local, parallel``."""
     return "; ".join(f"{method}: " + ", ".join(e.name for e in engines.ENGINES.values() if method in e.reductions)
                      for method in reduce_choices()[1:])
 
@@ -242,17 +243,22 @@ def add_engine_options(parser: argparse.ArgumentParser, default: str | None, eng
                             help=workers_help if flag.flag == "--workers" and workers_help else flag.help)
 
 
+#: ``--engine bfs``: the local engine's name until December 2026, in the tutorials and in the command ``kmc check``
+#: printed for a shortest counterexample; still accepted on the command line, as the local engine
+FORMER_ENGINE_NAMES = {"bfs": "local"}
+
+
 def chosen_engine(args: argparse.Namespace, workers_for_engine: bool = True) -> tuple[str, Any]:
     """The engine asked for and its options, built from the engine options given; one line (exit 64) for an
     option the engine cannot honour. Without ``--engine``: ``--workers N`` (N > 1, or auto on more than one
     core) is the parallel engine, else the local one. ``workers_for_engine`` False: ``--workers`` is the
-    caller's own (``kmc matrix --engine bfs``: searches at once) and is not an engine option."""
+    caller's own (``kmc matrix --engine local``: searches at once) and is not an engine option."""
     given = {flag: getattr(args, dest) for flag, dest in engine_flag_dests().items() if getattr(args, dest, None) is not None}
     if not workers_for_engine:
         given.pop("--workers", None)
-    name = args.engine
+    name = FORMER_ENGINE_NAMES.get(args.engine, args.engine)
     if name is None:
-        name = "parallel" if given.get("--workers", 1) != 1 else "bfs"
-    if name == "bfs" and given.get("--workers") == 1:
+        name = "parallel" if given.get("--workers", 1) != 1 else "local"
+    if name == "local" and given.get("--workers") == 1:
         del given["--workers"]  # one process: what the local engine is
     return name, engines.engine_options(name, given)

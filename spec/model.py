@@ -116,7 +116,7 @@ class Model(ABC):
     #: to do (every record produced, a broker down past the crash bound), where ``--deadlock`` turns the check on
     deadlock_by_default: bool = True
 
-    # -- what ``kmc matrix`` reads (``kmc.matrix``); each is optional --------------------------------------------
+    # -- what ``kmc matrix`` reads (``kmc.matrix.run``); each is optional --------------------------------------------
     #: extra rows of the matrix: (protocol, (FLAG=on|off, ...)) pairs, e.g. ``("3.9.1", ("unclean=on",))``
     matrix_variants: Sequence[tuple[str, Sequence[str]]] = ()
     #: invariant -> NAME=VALUE assignments (or a dict of constants) applied before ``--const``, for properties whose

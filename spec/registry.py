@@ -63,6 +63,8 @@ class ModelInfo:
     #: the rule table (``kmc list --rules``): ``rules(protocol or None)`` -> rows of column -> text, each
     #: row with at least "rule", "release", "ticket", "source"; "on" says whether the protocol has it
     rules: Callable[[str | None], list[dict[str, str]]] | None = None
+    #: the rows of that table an action of ``model`` follows, in table order: ``action_rules(action name, model)``
+    action_rules: Callable[[str, Model], list[dict[str, str]]] | None = None
     #: other names a protocol version answers to (older names kept so saved traces still replay) -> version
     protocol_aliases: Mapping[str, str] = field(default_factory=dict)
 

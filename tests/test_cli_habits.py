@@ -97,7 +97,7 @@ def test_workers_auto_is_one_a_core(capsys, monkeypatch):
     for command in (["check", "two-phase"], ["matrix", "two-phase"], ["simulate", "two-phase"]):
         parsed = parser.parse_args([*command, "--workers", "auto"])
         assert parsed.workers == 3, command
-    from kmc.matrix import matrix_workers
+    from kmc.matrix.command import matrix_workers
 
     assert parser.parse_args(["matrix", "two-phase"]).workers is None  # not given: auto, resolved by the command
     assert matrix_workers(None) == 3 and matrix_workers(1) == 1  # the matrix's default is auto
@@ -220,7 +220,7 @@ def test_liveness_time_is_in_finished_in(monkeypatch):
     monkeypatch.setattr(engines, "add_liveness", slow_liveness)
     prop = Invariant("eventually", "a liveness property", None, kind=LIVENESS)
     model = build_model("two-phase", ["RM=2"])
-    result = cli.run_search(model, SearchOptions(invariants=[prop]), "bfs", None)
+    result = cli.run_search(model, SearchOptions(invariants=[prop]), "local", None)
     assert result.seconds >= 0.3
 
 
@@ -266,7 +266,7 @@ def test_a_model_whose_bounds_end_in_idle_states_checks_deadlock_only_when_asked
     ["check", "two-phase", "--engine", "spark", "--workers", "2"],
     ["matrix", "two-phase", "--master", "local[2]"],
     ["matrix", "two-phase", "--engine", "spark", "--workers", "2"],
-    ["check", "two-phase", "--engine", "bfs", "--workers", "2"],
+    ["check", "two-phase", "--engine", "local", "--workers", "2"],
     ["check", "two-phase", "--engine", "parallel", "--master", "local[2]"],
     ["matrix", "two-phase", "--engine", "parallel", "--spark-threshold", "5"],
 ])
@@ -276,7 +276,7 @@ def test_an_option_the_engine_would_ignore_is_refused(capsys, argv):
     code, out, err = run(capsys, *argv, "--quiet")
     assert code == 64 and out == ""
     flag = next(word for word in argv if word in options.engine_flag_dests())
-    engine = argv[argv.index("--engine") + 1] if "--engine" in argv else "bfs"
+    engine = argv[argv.index("--engine") + 1] if "--engine" in argv else "local"
     assert len(err.strip().splitlines()) == 1 and flag in err and f"--engine {engine}" in err
 
 
@@ -289,5 +289,5 @@ def test_each_engine_takes_its_own_options_type():
                                                                           "DirectedOptions"]
     assert engines.get_engine("spark").flag_fields() == {"--master": "master", "--spark-threshold": "threshold",
                                                    "--spark-transport": "transport"}
-    with pytest.raises(TypeError, match="engine bfs takes LocalOptions, not ParallelOptions"):
-        engines.run(build_model("two-phase", []), SearchOptions(), "bfs", ParallelOptions(workers=2))
+    with pytest.raises(TypeError, match="engine local takes LocalOptions, not ParallelOptions"):
+        engines.run(build_model("two-phase", []), SearchOptions(), "local", ParallelOptions(workers=2))

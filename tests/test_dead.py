@@ -16,8 +16,8 @@ from checker import bfs, engines
 from checker.result import Verdict
 from checker.search import SearchOptions
 from invariants.registry import for_family
-from kmc import matrix
 from kmc.cli import main
+from kmc.matrix.run import MatrixOptions, run_matrix
 from spec.kafka import dead as dead_module
 from spec.kafka.state import (
     ALTER_PARTITION_RESPONSE,
@@ -212,8 +212,8 @@ def _cells(monkeypatch, rows: list[str], invariants: list[str], reduce: str) -> 
             assert replayed.step == len(v.trace.steps)
         return result
 
-    monkeypatch.setattr(matrix.engines, "run", reduced)
-    return {(c.protocol, c.invariant): c.verdict for c in matrix.run_matrix("kafka", rows, invariants)}
+    monkeypatch.setattr(engines, "run", reduced)
+    return {(c.protocol, c.invariant): c.verdict for c in run_matrix("kafka", MatrixOptions(rows, invariants))}
 
 
 FAST_INVARIANTS = ["no-fence-stall", "no-stale-control-request", "no-bounce-stall", "log-matching"]
@@ -315,7 +315,7 @@ def test_deadlock_is_neither_hidden_nor_made():
 
 
 @pytest.mark.parametrize("argv,message", [
-    (["--reduce", "dead", "--engine", "directed"], "engines that support it: bfs, parallel, spark"),
+    (["--reduce", "dead", "--engine", "directed"], "engines that support it: local, parallel, spark"),
     (["--reduce", "dead", "--protocol", "kraft-3.5", "--const", "reassignments=1"], "does not cover reassignments"),
     (["--reduce", "dead", "--invariant", "no-fence-stall-liveness"], "safety properties only"),
     (["--reduce", "dead", "--checkpoint", "x.ckpt"], "engines that support it: spark"),
@@ -351,7 +351,7 @@ def _no_second_fetch_at_one(state) -> bool:
     return not any(m.kind == FETCH and m.offset == 1 and state.brokers[m.dst].remote[m.src] == 1 for m in state.network)
 
 
-@pytest.mark.parametrize("engine", ["bfs", "parallel"])
+@pytest.mark.parametrize("engine", ["local", "parallel"])
 def test_a_counterexample_whose_step_waits_for_a_dead_answer_is_rebuilt(engine):
     """A step the search took in a stored state that the concrete state of the rebuilt trace still holds a dead answer
     for (the follower's next Fetch): the rebuilt trace delivers the dead answers first, every step one of the model's."""

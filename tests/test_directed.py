@@ -42,14 +42,14 @@ def test_finds_a_known_violation_whose_trace_replays(bounds, protocol, invariant
     replayed = replay_trace(model, violation.trace, [invariant])
     assert (replayed.outcome, replayed.step) == ("violated", violation.length)
     # breadth-first search finds one no longer (its first is shortest)
-    _, bfs = _run(bounds, protocol, [invariant], engine="bfs")
+    _, bfs = _run(bounds, protocol, [invariant], engine="local")
     assert bfs.violations[0].length <= violation.length
 
 
 @pytest.mark.parametrize("symmetry, counts", [(False, (3835, 10977)), (True, (3743, 10846))])
 def test_exhausts_a_space_that_holds_with_the_breadth_first_counts(symmetry, counts):
     _, directed = _run(*HOLDS, ["acknowledged-durable", "committed-durable"], symmetry=symmetry)
-    _, bfs = _run(*HOLDS, ["acknowledged-durable", "committed-durable"], engine="bfs", symmetry=symmetry)
+    _, bfs = _run(*HOLDS, ["acknowledged-durable", "committed-durable"], engine="local", symmetry=symmetry)
     assert directed.verdict == bfs.verdict == "holds"
     assert (directed.distinct_states, directed.states_generated) == (bfs.distinct_states, bfs.states_generated) == counts
     assert directed.queue == 0 and directed.reason is None and directed.symmetry is symmetry
@@ -77,7 +77,7 @@ def test_the_weight_orders_the_search():
     from checker.directed import DirectedOptions
 
     zero = engines.run(model, options, "directed", DirectedOptions(weight=0))
-    bfs = engines.run(model, options, "bfs")
+    bfs = engines.run(model, options, "local")
     greedy = engines.run(model, options, "directed")
     assert zero.violations[0].length == bfs.violations[0].length
     assert greedy.violations[0].length >= zero.violations[0].length
@@ -134,7 +134,7 @@ def test_what_it_cannot_honour_is_refused_with_one_line(capsys, tmp_path, extra,
 
 def test_the_weight_is_refused_for_another_engine(capsys):
     code, _, err = _cli(capsys, *KRAFT, "--invariant", "acknowledged-durable", "--directed-weight", "5")
-    assert code == 64 and "--directed-weight is not an option of --engine bfs" in err
+    assert code == 64 and "--directed-weight is not an option of --engine local" in err
 
 
 def test_the_command_line_says_the_trace_need_not_be_shortest(capsys, tmp_path):
@@ -143,7 +143,7 @@ def test_the_command_line_says_the_trace_need_not_be_shortest(capsys, tmp_path):
             "directed", "--trace-dir", str(tmp_path)]
     code, out, _ = _cli(capsys, *argv)
     assert code == 12
-    assert "need not be shortest" in out and "--engine bfs --max-depth" in out
+    assert "need not be shortest" in out and "--engine local --max-depth" in out
     code, out, _ = _cli(capsys, *argv, "--json")
     data = json.loads(out)
     assert data["engine"] == "directed" and data["directed"]["weight"] == 1000

@@ -172,7 +172,7 @@ def test_readme_is_a_front_page():
 def test_the_matrix_table_is_in_one_place():
     table = documented_matrix()
     # every row kmc matrix runs has its line (a new release row without its cells fails here), and no other
-    from kmc.matrix import default_rows
+    from kmc.matrix.run import default_rows
 
     assert {protocol for protocol, _ in table} == {row.label for row in default_rows("kafka")}
     assert len(table) >= 9 * len(default_rows("kafka"))  # the nine default invariants (a tenth on KRaft rows)

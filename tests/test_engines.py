@@ -47,7 +47,7 @@ def test_the_refusals_are_the_records(name, capability):
 def test_the_engine_table_is_the_records():
     rows = engines.engine_table()
     assert rows[0] == "| engine | options | --reduce dead | --checkpoint | liveness | --coverage | directed |"
-    assert rows[2] == "| `bfs` | none | yes | yes | yes | yes | no |"
+    assert rows[2] == "| `local` | none | yes | yes | yes | yes | no |"
     assert rows[3] == "| `parallel` | `--workers` | yes | yes | yes | no | no |"
     assert rows[5] == "| `directed` | `--directed-weight` | no | no | no | no | yes |"
     assert len(rows) == 2 + len(engines.ENGINES)
@@ -64,18 +64,18 @@ def test_a_toy_engine_is_one_module_and_one_registry_line(with_toy, capsys):
     assert parser.parse_args(["matrix", "two-phase", "--engine", "toy", "--toy-note", "y"]).toy_note == "y"
     assert main(["check", "two-phase", "--const", "RM=3", "--engine", "toy", "--toy-note", "hello", "--json"]) == 0
     data = json.loads(capsys.readouterr().out)
-    assert data["distinct_states"] == 288 and data["engine"] == "bfs"  # its search is the local one's
-    assert options.reduce_choices() == ("none", "dead") and options.reductions_help() == "dead: bfs, parallel, spark"
+    assert data["distinct_states"] == 288 and data["engine"] == "local"  # its search is the local one's
+    assert options.reduce_choices() == ("none", "dead") and options.reductions_help() == "dead: local, parallel, spark"
     assert main(["check", "two-phase", "--engine", "toy", "--reduce", "dead", "--quiet"]) == 64
-    refusal = "--reduce dead is not supported by --engine toy (engines that support it: bfs, parallel, spark)"
+    refusal = "--reduce dead is not supported by --engine toy (engines that support it: local, parallel, spark)"
     assert refusal in capsys.readouterr().err
-    assert main(["check", "two-phase", "--engine", "bfs", "--toy-note", "z", "--quiet"]) == 64
-    assert "--toy-note is not an option of --engine bfs (it is read by --engine toy)" in capsys.readouterr().err
+    assert main(["check", "two-phase", "--engine", "local", "--toy-note", "z", "--quiet"]) == 64
+    assert "--toy-note is not an option of --engine local (it is read by --engine toy)" in capsys.readouterr().err
     result = engines.run(build_model("two-phase", ["RM=3"]), SearchOptions(), "toy", toy_engine.ToyOptions("direct"))
     assert result.extra["toy_note"] == "direct"
 
 
-@pytest.mark.parametrize("engine", ["bfs", "parallel"])
+@pytest.mark.parametrize("engine", ["local", "parallel"])
 def test_an_observer_sees_every_level_and_the_final_search_state(engine):
     """The hook that replaced tests' swapping of private engine methods: ``level`` after each committed level,
     ``finished`` once with the state the result is built from (the parallel engine's parent log gathered)."""

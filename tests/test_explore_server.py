@@ -18,9 +18,9 @@ from pathlib import Path
 import pytest
 
 from kmc.cli import declared_actions
+from spec.kafka.action_rules import ACTION_FUNCTIONS, rules_for_action
 from spec.registry import all_models, build_model, get_model_info
 from traces.explore import runner, session
-from traces.explore.rules import ACTION_FUNCTIONS, rules_for_action
 from traces.io import load_trace, save_trace
 from traces.render import flat_state, fmt
 from traces.replay import replay_trace
@@ -168,7 +168,7 @@ def test_every_kafka_action_has_its_functions_and_they_exist():
 
 
 def test_rule_table_model_column_is_read_by_function():
-    from traces.explore.rules import row_functions
+    from spec.kafka.action_rules import row_functions
 
     assert row_functions("actions_data._error, _receive_fetch_state; actions_control._restarts_truncation") == [
         ("actions_data._error", frozenset()), ("actions_data._receive_fetch_state", frozenset()),
@@ -323,7 +323,7 @@ def test_run_holds_counts_like_check_and_cancel_stops(server):
     get(server, f"/api/run?{query}", method="POST")
     report = wait_run(server)
     model = build_model("kafka", ["records=1", "epochs=1", "crashes=0"], "2.1.0")
-    check = engines.run(model, SearchOptions(invariants=safety_invariants(model)), "bfs")
+    check = engines.run(model, SearchOptions(invariants=safety_invariants(model)), "local")
     assert report["result"]["verdict"] == "holds" and report["found"] is None
     assert report["result"]["distinct"] == check.distinct_states and report["result"]["depth"] == check.depth
     # a big configuration, stopped from the page

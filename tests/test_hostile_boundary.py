@@ -106,7 +106,7 @@ def test_the_reported_case_end_to_end():
 def test_defaults_and_real_values_still_parse():
     """The check is on what the command line gives, not on defaults: an option left out keeps its default."""
     args = build_parser().parse_args(["check", "two-phase"])
-    assert args.protocol is None and args.trace_dir == "kmc-traces" and chosen_engine(args)[0] == "bfs"
+    assert args.protocol is None and args.trace_dir == "kmc-traces" and chosen_engine(args)[0] == "local"
     args = build_parser().parse_args(["trace", "export", "t.json", "-o", "x.itf.json"])
     assert args.output == "x.itf.json"
 

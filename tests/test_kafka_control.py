@@ -20,7 +20,7 @@ from invariants.kafka_control import no_fence_stall, no_stale_control_request, s
 from invariants.kafka_log_matching import log_matching, log_matching_all_pairs
 from invariants.registry import for_family
 from kmc.cli import main
-from kmc.matrix import run_matrix
+from kmc.matrix.run import MatrixOptions, run_matrix
 from spec.kafka import symmetry
 from spec.kafka.protocols import resolve
 from spec.kafka.scenario import ScenarioError, run_scenario
@@ -197,7 +197,7 @@ def test_kafka6880_zombie_fenced_by_kip320() -> None:
 def test_matrix_control_cells() -> None:
     rows = ["hw-truncation", "kip-320", "kip-380", "truncate-on-fetch", "kip-380,kafka-7786-fix=off"]
     invariants = ["no-stale-control-request", "no-fence-stall", "no-bounce-stall"]
-    cells = run_matrix("kafka", protocols=rows, invariants=invariants)
+    cells = run_matrix("kafka", MatrixOptions(protocols=rows, invariants=invariants))
     got = {(c.protocol, c.invariant): (c.verdict, c.length) for c in cells}
     # before KIP-380 (2.2.0): a StopReplica meant for the old incarnation, and a bounce the controller misses
     for protocol in ("hw-truncation", "kip-320"):

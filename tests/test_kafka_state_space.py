@@ -12,7 +12,7 @@ from checker.fingerprint import validate_state
 from checker.search import SearchOptions
 from invariants.registry import for_family
 from kmc.cli import main
-from kmc.matrix import parse_row, run_matrix
+from kmc.matrix.run import MatrixOptions, parse_row, run_matrix
 from spec.registry import build_model
 
 SMALL_A = ("records=1", "epochs=1", "crashes=1")
@@ -101,8 +101,8 @@ def test_kip_279_scenario_1_is_the_shortest_0_11_0_divergence() -> None:
 
 @pytest.mark.slow  # matrix cells at the model bounds: about 10 s
 def test_matrix_cells() -> None:
-    cells = run_matrix("kafka", constants=["records=1", "epochs=1"], invariants=["log-matching", "committed-durable"],
-                       uniform_bounds=True)
+    cells = run_matrix("kafka", MatrixOptions(constants=["records=1", "epochs=1"], uniform_bounds=True,
+                                             invariants=["log-matching", "committed-durable"]))
     rows = ("0.10.2", "0.11.0", "2.0.0", "2.0.1", "2.1.0", "2.1.1", "2.2.0", "2.8.0", "2.8.1", "3.4.1", "3.9.1",
             "kraft-3.3", "kraft-3.5", "kraft-4.0", "kraft-4.1", "2.8.0,kafka-9654=off", "3.9.1,unclean=on")
     assert [(c.protocol, c.invariant) for c in cells] == [(p, i) for p in rows for i in ("log-matching", "committed-durable")]

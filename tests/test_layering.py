@@ -50,7 +50,7 @@ def project_modules(root: Path) -> dict[str, Path]:
 
 def import_graph(root: Path) -> dict[str, dict[str, int]]:
     """module -> {project module it imports: the first line}; ``from a import b`` is an edge to ``a.b`` when that is
-    a module, else to ``a``."""
+    a module, else to ``a``, and an edge to each package the imported module is in (its ``__init__`` runs first)."""
     modules = project_modules(root)
     graph: dict[str, dict[str, int]] = {name: {} for name in modules}
     for name, path in modules.items():
@@ -59,6 +59,12 @@ def import_graph(root: Path) -> dict[str, dict[str, int]]:
                 target = target.rpartition(".")[0]
             if target and target != name:
                 graph[name].setdefault(target, line)
+            # importing ``a.b.c`` first runs the package ``a.b`` (its ``__init__``), unless the importer is inside it
+            package = target.rpartition(".")[0]
+            while package and not (name + ".").startswith(package + "."):
+                if package in modules:
+                    graph[name].setdefault(package, line)
+                package = package.rpartition(".")[0]
     return graph
 
 

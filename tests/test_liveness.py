@@ -39,7 +39,7 @@ def test_the_graph_is_built_within_the_runs_time_budget():
     """The graph is built in the one level loop, so ``--max-seconds`` counts it too (it counts from the safety
     search's start): a run whose safety search used up the budget is undetermined, not checked on and on."""
     options = SearchOptions(invariants=[leads_to(lambda a: True)], max_seconds=60)
-    safety = engines.get_engine("bfs").run(Grid(2), options, None)
+    safety = engines.get_engine("local").run(Grid(2), options, None)
     assert safety.verdict is Verdict.HOLDS
     safety.seconds = 61.0  # as if the safety search had taken 61 s of the 60
     result = engines.add_liveness(Grid(2), options, safety, options.liveness_properties())

@@ -13,9 +13,14 @@ import pytest
 from checker.bfs import check
 from checker.search import SearchOptions
 from invariants.registry import for_family
-from kmc import matrix as matrix_module
 from kmc.cli import main
-from kmc.matrix import Cell, ProgressLines, layout, notes, parse_row, run_matrix
+from kmc.matrix import cells as matrix_cells
+from kmc.matrix import command as matrix_module
+from kmc.matrix import run as matrix_run
+from kmc.matrix.cells import Cell
+from kmc.matrix.render import layout, notes
+from kmc.matrix.run import MatrixObserver, MatrixOptions, parse_row, run_matrix
+from kmc.progress import ProgressLines
 from spec.registry import build_model
 from tests import toy_matrix
 from traces.io import load_trace
@@ -44,8 +49,8 @@ def figures(cell: Cell) -> tuple:
 
 def test_one_search_per_configuration_equals_per_invariant_runs(monkeypatch):
     searches = []
-    real = matrix_module._search
-    monkeypatch.setattr(matrix_module, "_search", lambda model, invs, *a: searches.append(
+    real = matrix_cells._search
+    monkeypatch.setattr(matrix_cells, "_search", lambda model, invs, *a: searches.append(
         (model.describe()["protocol"], model.constants["N"], [i.name for i in invs])) or real(model, invs, *a))
     cells = run_matrix(TOY)
     # rows v1, v2, v1+fast; y-small at N=3 (the default bound set), the others at N=4: two searches a row
@@ -67,7 +72,7 @@ def test_kafka_one_search_equals_per_invariant_runs():
     cell holds since the leader adds a follower to the ISR only as it records its fetch)."""
     constants = ["records=1", "epochs=2"]
     rows = ["hw-truncation", "kip-320"]
-    cells = run_matrix("kafka", protocols=rows, constants=constants, uniform_bounds=True)
+    cells = run_matrix("kafka", MatrixOptions(protocols=rows, constants=constants, uniform_bounds=True))
     assert {c.verdict for c in cells} == {"holds", "violated"}
     for cell in cells:
         assert figures(cell) == per_invariant("kafka", cell, constants), cell
@@ -77,8 +82,8 @@ def test_by_rounds_fallback_gives_the_same_cells():
     model = build_model(TOY, [], "v1", [])
     invariants = list(for_family(TOY).values())
     options = {"max_seconds": None, "max_states": None, "header": {}}
-    one = matrix_module.check_cells(model, "v1", invariants, options)
-    rounds = matrix_module.check_cells_by_rounds(model, "v1", invariants, options)
+    one = matrix_cells.check_cells(model, "v1", invariants, options)
+    rounds = matrix_cells.check_cells_by_rounds(model, "v1", invariants, options)
     assert [figures(c) for c in one] == [figures(c) for c in rounds]
 
 
@@ -168,10 +173,10 @@ def test_bound_sets(capsys):
     assert code == 64 and "its bound sets: default, deep" in err
     # a model without matrix_bound_sets has one set, "default", which is its matrix_bounds
     model = build_model("two-phase", [])
-    assert matrix_module.bound_sets(model) == {"default": {}}
+    assert matrix_run.bound_sets(model) == {"default": {}}
     # the Kafka model declares "default" (its matrix_bounds) and "deep"
     kafka = build_model("kafka", [])
-    sets = matrix_module.bound_sets(kafka)
+    sets = matrix_run.bound_sets(kafka)
     assert set(sets) == {"default", "deep"}
     assert sets["default"] == {k: tuple(v) for k, v in kafka.matrix_bounds.items()}
     assert sets["deep"]["committed-durable"] == ("brokers=3", "records=1", "epochs=2", "crashes=1")
@@ -249,7 +254,8 @@ def test_matrix_command_output_fits_the_terminal(capsys, monkeypatch, columns):
 def test_progress_lines_on_a_stream_that_is_not_a_terminal(capsys):
     stream = io.StringIO()
     lines = ProgressLines(stream, interval=0.0)
-    cells = run_matrix(TOY, protocols=["v1"], on_search=lines.search, on_cell=lines.cell, progress=lines)
+    cells = run_matrix(TOY, MatrixOptions(protocols=["v1"]),
+                       MatrixObserver(on_search=lines.search, on_cell=lines.cell, progress=lines))
     text = stream.getvalue()
     assert text.count("Checking v1:") == 2 and "Progress(" in text and "states left on queue" in text
     assert text.count(" v1 / ") == len(cells) == 3
@@ -298,8 +304,8 @@ def test_the_matrix_on_two_cores_gives_the_same_table_counts_stories_and_traces(
 def test_the_matrix_on_two_cores_reports_which_searches_run(capsys):
     stream = io.StringIO()
     lines = ProgressLines(stream, interval=0.0)
-    cells = run_matrix(TOY, on_search=lines.search, on_cell=lines.cell, workers=2, running=lines.running,
-                       running_every=0.0)
+    cells = run_matrix(TOY, MatrixOptions(workers=2), MatrixObserver(
+        on_search=lines.search, on_cell=lines.cell, running=lines.running, running_every=0.0))
     text = stream.getvalue()
     assert text.count("Checking ") == len({(c.protocol, tuple(sorted(c.constants.items()))) for c in cells})
     assert text.count(" / ") == len(cells)
@@ -309,15 +315,15 @@ def test_the_matrix_on_two_cores_reports_which_searches_run(capsys):
 def test_one_search_on_two_cores_keeps_its_progress_lines():
     stream = io.StringIO()
     lines = ProgressLines(stream, interval=0.0)
-    run_matrix(TOY, protocols=["v1"], invariants=["x-small"], on_search=lines.search, on_cell=lines.cell,
-               progress=lines, workers=2, running=lines.running)
+    run_matrix(TOY, MatrixOptions(protocols=["v1"], invariants=["x-small"], workers=2), MatrixObserver(
+        on_search=lines.search, on_cell=lines.cell, progress=lines, running=lines.running))
     assert "Progress(" in stream.getvalue()  # one search: run here, with its own progress lines
 
 
 def _searches_started(workers: int, **kwargs) -> list[tuple[str, int]]:
     started = []
-    run_matrix(TOY, on_search=lambda row, names, constants: started.append((row, constants["N"])), workers=workers,
-               **kwargs)
+    run_matrix(TOY, MatrixOptions(workers=workers, **kwargs),
+               MatrixObserver(on_search=lambda row, names, constants: started.append((row, constants["N"]))))
     return started
 
 
@@ -330,13 +336,13 @@ def test_two_workers_take_the_largest_searches_first_and_one_takes_them_in_order
 
 def test_the_dispatch_order_is_by_the_estimate_largest_first():
     captured = []
-    real = matrix_module.run_jobs
+    real = matrix_run.run_jobs
     with pytest.MonkeyPatch.context() as patch:
-        patch.setattr(matrix_module, "run_jobs", lambda work, jobs, *a, **k: captured.append((jobs, k["order"]))
+        patch.setattr(matrix_run, "run_jobs", lambda work, jobs, *a, **k: captured.append((jobs, k["order"]))
                       or real(work, jobs, *a, **k))
-        run_matrix(TOY, bounds="deep", workers=2)
+        run_matrix(TOY, MatrixOptions(bounds="deep", workers=2))
     jobs, order = captured[0]
-    costs = [matrix_module.job_cost(job) for job in jobs]
+    costs = [matrix_run.job_cost(job) for job in jobs]
     assert costs == [job.model.constants["N"] for job in jobs] and len(set(costs)) > 1
     assert order == sorted(range(len(jobs)), key=lambda i: (-costs[i], i)) != list(range(len(jobs)))
 
@@ -346,5 +352,5 @@ def test_the_cost_estimate_is_the_sum_of_the_numeric_bounds():
         def __init__(self, constants):
             self.model = type("M", (), {"constants": constants})()
 
-    assert matrix_module.job_cost(Job({"brokers": 2, "records": 3, "acks": -1, "unclean": True, "mode": "x"})) == 6
-    assert matrix_module.dispatch_order([Job({"N": 1}), Job({"N": 3}), Job({"N": 1, "M": 2}), Job({})]) == [1, 2, 0, 3]
+    assert matrix_run.job_cost(Job({"brokers": 2, "records": 3, "acks": -1, "unclean": True, "mode": "x"})) == 6
+    assert matrix_run.dispatch_order([Job({"N": 1}), Job({"N": 3}), Job({"N": 1, "M": 2}), Job({})]) == [1, 2, 0, 3]

@@ -8,8 +8,11 @@ import json
 import pytest
 
 import spec.kafka  # noqa: F401 - registers the model and its invariants
-from kmc import matrix
 from kmc.cli import main
+from kmc.matrix import command as matrix
+from kmc.matrix import run as matrix_run
+from kmc.matrix.cells import Cell
+from kmc.matrix.compare import compare
 
 ROWS = ["--protocol", "2.1.0", "--protocol", "2.1.1"]
 #: KAFKA-7786's stall (2.1.0 breaks, 2.1.1 holds) and KIP-380's stale control request (both break)
@@ -54,24 +57,24 @@ def test_expect_under_a_reduction_still_catches_a_changed_verdict(capsys, tmp_pa
 
 
 def test_compare_leaves_out_what_a_reduction_changes():
-    cell = matrix.Cell("2.1.0", "no-fence-stall", "violated", distinct_states=100, states_generated=300, depth=12, length=12,
+    cell = Cell("2.1.0", "no-fence-stall", "violated", distinct_states=100, states_generated=300, depth=12, length=12,
                        seconds=1.0)
     want = {("2.1.0", "no-fence-stall"): {"verdict": "violated", "length": 9, "distinct_states": 200}}
-    assert matrix.compare([cell], want) == ["2.1.0 / no-fence-stall: length 9 -> 12, distinct states 200 -> 100"]
-    assert matrix.compare([cell], want, counts=False) == ["2.1.0 / no-fence-stall: length 9 -> 12"]
-    assert matrix.compare([cell], want, counts=False, lengths=False) == []
+    assert compare([cell], want) == ["2.1.0 / no-fence-stall: length 9 -> 12, distinct states 200 -> 100"]
+    assert compare([cell], want, counts=False) == ["2.1.0 / no-fence-stall: length 9 -> 12"]
+    assert compare([cell], want, counts=False, lengths=False) == []
 
 
 @pytest.mark.parametrize("argv, message", [
     (["--protocol", "2.1.0", "--protocol", "kraft-4.1", "--const", "reassignments=1", "--reduce", "dead"],
      "row kraft-4.1: --reduce dead does not cover reassignments"),
     (["--protocol", "2.1.0", "--reduce", "dead", "--engine", "directed"],
-     "--reduce dead is not supported by --engine directed (engines that support it: bfs, parallel, spark)"),
+     "--reduce dead is not supported by --engine directed (engines that support it: local, parallel, spark)"),
     (["--protocol", "2.1.0", "--shortest"], "--shortest goes with --reduce"),
 ])
 def test_a_row_or_engine_that_cannot_be_reduced_is_refused_before_any_search(capsys, monkeypatch, argv, message):
     searched = []
-    monkeypatch.setattr(matrix, "check_cells", lambda *a, **k: searched.append(a) or [])
+    monkeypatch.setattr(matrix_run, "check_cells", lambda *a, **k: searched.append(a) or [])
     assert main(["matrix", *argv, "--quiet"]) == 64
     err = capsys.readouterr().err
     assert message in err and len(err.strip().splitlines()) == 1 and "Traceback" not in err

@@ -42,11 +42,11 @@ def _full_two_phase_6():
     return bfs.check(TwoPhase(6), SearchOptions(invariants=INVARIANTS))
 
 
-@pytest.mark.parametrize("engine", ["bfs", "parallel"])
+@pytest.mark.parametrize("engine", ["local", "parallel"])
 def test_tiny_memory_budget_gives_undetermined_and_a_checkpoint(tmp_path, monkeypatch, engine):
     monkeypatch.chdir(tmp_path)
     options = SearchOptions(invariants=INVARIANTS, max_memory_mb=1)
-    if engine == "bfs":
+    if engine == "local":
         result = bfs.check(TwoPhase(6), options)
     else:
         result = parallel.check(TwoPhase(6), options, 2)

@@ -118,15 +118,17 @@ def test_time_budget_is_undetermined():
 
 def test_workers_option_without_an_engine_is_the_parallel_engine():
     """``kmc check --workers N`` (N > 1) without --engine runs the parallel engine with N workers; --workers 1 the
-    local one; the local engine itself takes no option (``--engine bfs --workers 2`` is refused: tests/test_cli_habits)."""
+    local one; the local engine itself takes no option (``--engine local --workers 2`` is refused: tests/test_cli_habits)."""
     from kmc.cli import build_parser
     from kmc.options import chosen_engine
 
     parser = build_parser()
     assert chosen_engine(parser.parse_args(["check", "two-phase", "--workers", "2"])) == (
         "parallel", parallel.ParallelOptions(workers=2))
-    assert chosen_engine(parser.parse_args(["check", "two-phase", "--workers", "1"])) == ("bfs", bfs.LocalOptions())
-    assert chosen_engine(parser.parse_args(["check", "two-phase"])) == ("bfs", bfs.LocalOptions())
+    assert chosen_engine(parser.parse_args(["check", "two-phase", "--workers", "1"])) == ("local", bfs.LocalOptions())
+    assert chosen_engine(parser.parse_args(["check", "two-phase"])) == ("local", bfs.LocalOptions())
+    # the local engine's former name, still accepted on the command line (the tutorials used it)
+    assert chosen_engine(parser.parse_args(["check", "two-phase", "--engine", "bfs"])) == ("local", bfs.LocalOptions())
     result = engines.run(TwoPhase(3), SearchOptions(invariants=INVARIANTS), "parallel", parallel.ParallelOptions(workers=2))
     assert result.engine == "parallel" and result.workers == 2 and result.distinct_states == 288
 

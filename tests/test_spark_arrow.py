@@ -74,7 +74,7 @@ def spark_run(model, options, transport="arrow", threshold=0, **extra):
 @pytest.mark.slow
 @pytest.mark.usefixtures("spark")
 def test_every_engine_gives_the_same_counts_and_shortest_counterexamples(name, consts, protocol):
-    """bfs, parallel with 1, 2 and auto workers, and spark local[2] with both transports."""
+    """local, parallel with 1, 2 and auto workers, and spark local[2] with both transports."""
     model = build_model(name, consts, protocol)
     options = SearchOptions(invariants=list(for_family(model.family).values()), stop_at_first=False)
     reference = summary(check(model, options))

@@ -103,7 +103,7 @@ def _arrow_ready():
 def test_spark_gives_the_local_engines_reduced_search(spark_local, transport):
     model = build_model("kafka", CONSTS, "2.1.0")
     options = SearchOptions(invariants=[KAFKA["no-fence-stall"]], reduce="dead")
-    local = engines.run(model, options, "bfs")
+    local = engines.run(model, options, "local")
     result = run_spark(model, options, threshold=300, transport=transport)
     assert any(level["engine"] == "spark" for level in result.extra["spark"]["levels"])
     assert summary(result) == summary(local) and result.verdict.value == "violated"

@@ -20,7 +20,7 @@ def counterexamples(name, consts=(), protocol=None, every=True):
     model = build_model(name, list(consts), protocol)
     options = SearchOptions(invariants=list(for_family(model.family).values()), stop_at_first=not every,
                             header={"protocol": protocol} if protocol else {})
-    result = engines.run(model, options, "bfs")
+    result = engines.run(model, options, "local")
     assert result.violations, f"{name} {protocol}: expected a counterexample"
     return model, [v.trace for v in result.violations]
 

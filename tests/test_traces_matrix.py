@@ -1,7 +1,7 @@
 """Every counterexample ``kmc matrix`` finds, shown, exported to ITF and read back, drawn and
 replayed under every protocol version; and the control-plane messages drawn readably.
 
-The matrix is run in process with ``kmc.matrix``'s own rows (every version and the variants the
+The matrix is run in process with ``kmc.matrix.run``'s own rows (every version and the variants the
 model declares) and per-invariant bounds, keeping each violation's trace (``run_matrix`` keeps only
 the figures). A budget of distinct states stops the cells that hold early: every violated cell of
 the default matrix has its shortest counterexample within 70,000 distinct states (kip-279's
@@ -20,7 +20,7 @@ from checker.bfs import check
 from checker.invariant import SAFETY
 from checker.search import CHECKER_VERSION, SearchOptions
 from invariants.registry import for_family
-from kmc.matrix import default_rows
+from kmc.matrix.run import default_rows
 from spec.errors import NotReplayableError
 from spec.registry import build_model, get_model_info
 from traces.diagram import to_dot, to_mermaid, to_svg

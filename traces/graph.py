@@ -32,7 +32,7 @@ DEFAULT_MAX_STATES = 5000
 
 def explore(model: Model, invariants: Iterable[Invariant] = (), max_states: int = DEFAULT_MAX_STATES) -> CheckResult:
     options = SearchOptions(invariants=list(invariants), stop_at_first=False, keep_graph=True, max_states=max_states)
-    result = engines.run(model, options, "bfs")
+    result = engines.run(model, options, "local")
     if result.graph is None:
         raise UsageError("the search kept no state graph")
     return result

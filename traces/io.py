@@ -421,8 +421,8 @@ def _switched_in_trace(info: Any, header: dict[str, Any], header_constants: list
         # the row the trace ran on: its protocol name as the recorded flags resolve it (a name that has since become
         # a release of another row, 4.1.0, still builds the row a trace recorded with kraft off was made on)
         recorded_flags = [f"{k}={'on' if v else 'off'}" for k, v in recorded.items() if k in info.features]
-        own = getattr(build_model(info.name, header_constants, str(header["protocol"]), recorded_flags), "protocol",
-                      None) or str(header["protocol"])
+        own = build_model(info.name, header_constants, str(header["protocol"]), recorded_flags).protocol or str(
+            header["protocol"])
         defaults = build_model(info.name, header_constants, own).describe().get("features") or {}
     except UsageError as exc:
         raise WrongModelError(f"the trace header does not fit model {info.name}: {exc}") from None
@@ -511,7 +511,7 @@ def _action_between(doc: TraceDocument, model: Model, before: Any, after: Any, s
     except Exception as exc:  # a state that decodes but that the model cannot expand
         raise WrongModelError(f"{doc.path}: the trace does not fit model {model.name}: step {step}: {exc}") from None
     raise WrongModelError(f"{doc.path}: state {step} is not a successor of state {step - 1} under model {model.name}"
-                          f"{' protocol ' + str(model.protocol) if getattr(model, 'protocol', None) else ''} "
+                          f"{' protocol ' + str(model.protocol) if model.protocol else ''} "
                           f"({_constants_text(model)}), and the file names no action for it")
 
 

@@ -54,7 +54,7 @@ class ReplayResult:
 
     @property
     def protocol(self) -> str | None:
-        return getattr(self.model, "protocol", None)
+        return self.model.protocol
 
     @property
     def exit_code(self) -> ExitCode:
@@ -139,7 +139,7 @@ def replay(
         raise NotReplayableError(f"the trace's initial state is not an initial state of model {model.name} here")
     checks = list(invariants) if invariants is not None else safety_invariants(model, prefer)
     base_header = dict(header or model.describe())
-    if getattr(model, "protocol", None) is not None:
+    if model.protocol is not None:
         base_header["protocol"] = model.protocol
     start = current
     taken: list[Step] = []
@@ -162,14 +162,13 @@ def replay(
         candidates = [(act, succ) for act, succ in model.successors(current) if spec.matches(act)]
         if not candidates:
             enabled = list(dict.fromkeys(act for act, _ in model.successors(current)))
-            why = getattr(model, "why_not", lambda *_: None)(current, spec.name, dict(spec.params),
-                                                             [step.action for step in taken])
+            why = model.why_not(current, spec.name, dict(spec.params), [step.action for step in taken])
             return result("blocked", step=number, action=spec, enabled=enabled, why=why, blocked_state=current)
         distinct = list(dict.fromkeys(succ for _, succ in candidates))
         if len(distinct) > 1:
             options = ", ".join(str(a) for a in dict.fromkeys(act for act, _ in candidates))
             raise NotReplayableError(f"step {number}, {spec}, is ambiguous under {model.name}"
-                                     f"{' ' + str(model.protocol) if getattr(model, 'protocol', None) else ''}: "
+                                     f"{' ' + str(model.protocol) if model.protocol else ''}: "
                                      f"it fits {options}; name more parameters")
         act, current = candidates[0]
         taken.append(Step(act, current))

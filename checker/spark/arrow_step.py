@@ -363,26 +363,7 @@ class ArrowLevelStep:
         # the invariants are checked on the frontier as it is expanded (each distinct state once),
         # unless they were on its way in (the local prefix's last level)
         check = [] if spark.frontier_checked else self._pending(st)
-        fail_once = self.fail_marker if self.fail_at_depth is not None and int(self.fail_at_depth) == depth else None
-        expand = ArrowExpand(self.model, self.symmetry, self.options.check_deadlock, check, spark.broadcasts[-1],
-                             spark.codec, fail_once, canonical=self.local.canonical)
-        spark.sc.setJobDescription(f"kmc level {depth}: expand")
-        candidates = spark.frontier.mapInArrow(expand, CANDIDATES_SCHEMA)
-        # shuffled to their fingerprint's partition and sorted there (the visited runs are
-        # partitioned and sorted alike, so the anti-joins are merges that move no visited
-        # fingerprint), then the smallest key per fingerprint; the statistics rows (null
-        # fingerprint) match nothing and end in one group
-        fresh = candidates.join(spark.visited, "fp", "left_anti")
-        for run in spark.runs:
-            fresh = fresh.join(run, "fp", "left_anti")
-        new = fresh.groupBy("fp").agg(
-            F.min("key").alias("key"), F.min_by("state", "key").alias("state"), F.bit_or("bad").alias("bad"),
-            F.sum("gen").alias("gen"), F.min("dead").alias("dead"), F.sum("cpu").alias("cpu"),
-        )
-        # the level's one job: expand, shuffle, anti-joins, dedup; the new level stays in Spark (a
-        # checkpoint made as the job computes it, the next level's leaf) and only its keys come
-        # back, as Arrow (the statistics columns are null on a state's row)
-        level = _cut(spark, new, eager=False)
+        level = self._expanded(spark, depth, check)
         table = level.select("fp", "key", "bad", "gen", "dead", "cpu").toArrow()
         job_expand = time.monotonic() - level_started
         index_started = time.monotonic()
@@ -438,21 +419,51 @@ class ArrowLevelStep:
         spark.frontier_checked = False
         spark.runs.append(states.select("fp"))
         if len(spark.runs) >= self.merge_levels:
-            # the visited set's runs merged into one (a shuffle of fingerprints only); the levels'
-            # states they pointed to can go
-            merged = spark.visited
-            for run in spark.runs:
-                merged = merged.unionByName(run)
-            # made by the next level's job (its first stage)
-            spark.visited = _cut(spark, merged.repartition(spark.partitions, "fp").sortWithinPartitions("fp"),
-                                 eager=False)
-            spark.runs = []
+            self._merge_runs(spark)
         timing.job_index = time.monotonic() - index_started
         st.level_done(depth, base, count)
         levels.append(info)
         self._commit(spark, st, levels, self._run_dir)
         timing.seconds = time.monotonic() - level_started
         self._level_done(timing, st)
+
+    def _expanded(self, spark: SparkRun, depth: int, check: list) -> Any:
+        """The level's one job, as a plan: expand the frontier (checking ``check`` on it), shuffle, anti-join the
+        visited runs, keep the smallest key per fingerprint; cut so that the next level's job computes it."""
+        from pyspark.sql import functions as F  # noqa: N812
+
+        fail_once = self.fail_marker if self.fail_at_depth is not None and int(self.fail_at_depth) == depth else None
+        expand = ArrowExpand(self.model, self.symmetry, self.options.check_deadlock, check, spark.broadcasts[-1],
+                             spark.codec, fail_once, canonical=self.local.canonical)
+        spark.sc.setJobDescription(f"kmc level {depth}: expand")
+        candidates = spark.frontier.mapInArrow(expand, CANDIDATES_SCHEMA)
+        # shuffled to their fingerprint's partition and sorted there (the visited runs are
+        # partitioned and sorted alike, so the anti-joins are merges that move no visited
+        # fingerprint), then the smallest key per fingerprint; the statistics rows (null
+        # fingerprint) match nothing and end in one group
+        fresh = candidates.join(spark.visited, "fp", "left_anti")
+        for run in spark.runs:
+            fresh = fresh.join(run, "fp", "left_anti")
+        new = fresh.groupBy("fp").agg(
+            F.min("key").alias("key"), F.min_by("state", "key").alias("state"), F.bit_or("bad").alias("bad"),
+            F.sum("gen").alias("gen"), F.min("dead").alias("dead"), F.sum("cpu").alias("cpu"),
+        )
+        # the level's one job: expand, shuffle, anti-joins, dedup; the new level stays in Spark (a
+        # checkpoint made as the job computes it, the next level's leaf) and only its keys come
+        # back, as Arrow (the statistics columns are null on a state's row)
+        level = _cut(spark, new, eager=False)
+        return level
+
+    def _merge_runs(self, spark: SparkRun) -> None:
+        # the visited set's runs merged into one (a shuffle of fingerprints only); the levels'
+        # states they pointed to can go
+        merged = spark.visited
+        for run in spark.runs:
+            merged = merged.unionByName(run)
+        # made by the next level's job (its first stage)
+        spark.visited = _cut(spark, merged.repartition(spark.partitions, "fp").sortWithinPartitions("fp"),
+                             eager=False)
+        spark.runs = []
 
     def _arrow_resume(self, spark: SparkRun, st: Counters, levels: list[LevelInfo], run_dir: RunDir) -> None:
         """A run directory the arrow transport wrote, back in Spark: the parent pointers of its levels on the

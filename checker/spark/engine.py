@@ -90,7 +90,7 @@ class SparkBFS(ArrowLevelStep, LevelStep, Resumable, Verdicts, LevelSearch):
         #: the transport of resumable runs) or None: arrow when available, else blocks
         self.transport = engine_options.transport
         if options.keep_graph:
-            raise UsageError("the spark engine does not keep the state graph (liveness); use --engine bfs")
+            raise UsageError("the spark engine does not keep the state graph (liveness); use --engine local")
         self.local = LocalBFS(model, options)
         self.symmetry = self.local.symmetry
         self.invariants = self.local.invariants

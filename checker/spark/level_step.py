@@ -75,15 +75,7 @@ class LevelStep:
         # job 1: expand, shuffle, dedup, invariants; only the summaries come back
         summaries = new.map(_summary_of).collect()
         job_expand = time.monotonic() - level_started
-        count = sum(s[0] for s in summaries)
-        histogram = [sum(column) for column in zip(*(s[1] for s in summaries), strict=True)]
-        stats = _stats()
-        first: dict[str, tuple] = {}
-        for summary in summaries:
-            stats = _merge_stats(stats, summary[3])
-            for name, item in summary[2].items():
-                if name not in first or item[0] < first[name][0]:
-                    first[name] = item
+        count, histogram, stats, first = _merge_summaries(summaries)
         st.generated += stats[1]
         if stats[2] is not None and st.deadlock is None:
             st.deadlock = stats[2]
@@ -103,38 +95,7 @@ class LevelStep:
         index_started = time.monotonic()
         base = st.distinct
         info = LevelInfo(depth, base, count)
-        keys = [summary[4] for summary in summaries]
-        found: dict[str, int] = {}
-        if count <= self.driver_index_limit and all(k is not None for k in keys):
-            # a small level: number it on the driver (its keys came back with job 1), no shuffle
-            fps = np.concatenate([k[0] for k in keys])
-            parents = np.concatenate([k[1] for k in keys])
-            positions = np.concatenate([k[2] for k in keys])
-            order = np.lexsort((positions, parents))
-            info.pointers = (fps[order], parents[order], positions[order])
-            by_fp = np.argsort(fps)
-            indices = np.empty(count, np.int64)
-            indices[order] = base + np.arange(count, dtype=np.int64)
-            numbers = spark.sc.broadcast((fps[by_fp], indices[by_fp]))
-            spark.broadcasts.append(numbers)
-            level = new.map(_Attach(numbers), preservesPartitioning=True).persist(storage_level())
-            lookup = dict(zip(fps.tolist(), indices.tolist(), strict=True))
-            found = {name: lookup[fp] for name, (_key, fp) in first.items()}
-        else:
-            # a large level: order keys go to parent ranges, are sorted and numbered from per-range
-            # offsets (the histogram of job 1), and the indices come back to the fingerprint partitions
-            offsets, running = [], base
-            for size in histogram:
-                offsets.append(running)
-                running += size
-            numbers = (
-                new.flatMap(_OrderKeys(ranges)).partitionBy(parts, fingerprint_partition)
-                .mapPartitionsWithIndex(_Number(offsets, parts)).partitionBy(parts, fingerprint_partition)
-            )
-            level = (
-                new.union(numbers).mapPartitionsWithIndex(_join_numbers, preservesPartitioning=True)
-                .persist(storage_level())
-            )
+        level, found = self._number_level(spark, new, summaries, info, histogram, ranges, first)
         checkpointing = self.checkpoint_levels > 0 and depth % self.checkpoint_levels == 0
         if checkpointing:
             level.checkpoint()
@@ -169,6 +130,45 @@ class LevelStep:
         timing.seconds = time.monotonic() - level_started
         self._level_done(timing, st)
 
+    def _number_level(self, spark: SparkRun, new: Any, summaries: list, info: LevelInfo, histogram: list[int],
+                      ranges: _ParentRange, first: dict[str, tuple]) -> tuple[Any, dict[str, int]]:
+        """Job 2's first half: each new state's global index (parent order), attached to the level, and the indices
+        of the violations the driver can look up (a small level's); the level persisted."""
+        parts, count, base = spark.partitions, info.count, info.base
+        keys = [summary[4] for summary in summaries]
+        found: dict[str, int] = {}
+        if count <= self.driver_index_limit and all(k is not None for k in keys):
+            # a small level: number it on the driver (its keys came back with job 1), no shuffle
+            fps = np.concatenate([k[0] for k in keys])
+            parents = np.concatenate([k[1] for k in keys])
+            positions = np.concatenate([k[2] for k in keys])
+            order = np.lexsort((positions, parents))
+            info.pointers = (fps[order], parents[order], positions[order])
+            by_fp = np.argsort(fps)
+            indices = np.empty(count, np.int64)
+            indices[order] = base + np.arange(count, dtype=np.int64)
+            numbers = spark.sc.broadcast((fps[by_fp], indices[by_fp]))
+            spark.broadcasts.append(numbers)
+            level = new.map(_Attach(numbers), preservesPartitioning=True).persist(storage_level())
+            lookup = dict(zip(fps.tolist(), indices.tolist(), strict=True))
+            found = {name: lookup[fp] for name, (_key, fp) in first.items()}
+        else:
+            # a large level: order keys go to parent ranges, are sorted and numbered from per-range
+            # offsets (the histogram of job 1), and the indices come back to the fingerprint partitions
+            offsets, running = [], base
+            for size in histogram:
+                offsets.append(running)
+                running += size
+            numbers = (
+                new.flatMap(_OrderKeys(ranges)).partitionBy(parts, fingerprint_partition)
+                .mapPartitionsWithIndex(_Number(offsets, parts)).partitionBy(parts, fingerprint_partition)
+            )
+            level = (
+                new.union(numbers).mapPartitionsWithIndex(_join_numbers, preservesPartitioning=True)
+                .persist(storage_level())
+            )
+        return level, found
+
     def _write_level(self, spark: SparkRun, level: Any, path: str, resumable: bool) -> None:
         from pyspark.sql.types import BinaryType, IntegerType, LongType, StructField, StructType
 
@@ -184,3 +184,18 @@ class LevelStep:
             codec = Codec(self.model.state_types())
         frame = spark.session.createDataFrame(level.flatMap(_LevelRows(codec)), StructType(fields), verifySchema=False)
         frame.write.mode("overwrite").parquet(path)
+
+
+def _merge_summaries(summaries: list) -> tuple[int, list[int], Any, dict[str, tuple]]:
+    """Job 1's summaries merged: the level's new states, its histogram over the parent ranges, the statistics and
+    each invariant's first violation (the smallest order key)."""
+    count = sum(s[0] for s in summaries)
+    histogram = [sum(column) for column in zip(*(s[1] for s in summaries), strict=True)]
+    stats = _stats()
+    first: dict[str, tuple] = {}
+    for summary in summaries:
+        stats = _merge_stats(stats, summary[3])
+        for name, item in summary[2].items():
+            if name not in first or item[0] < first[name][0]:
+                first[name] = item
+    return count, histogram, stats, first

@@ -82,15 +82,16 @@ no-bounce-stall; two epoch bumps for no-fence-stall). docs/tutorials/matrix.md s
 
 from __future__ import annotations
 
+from functools import cache
 from typing import Any
 
-from spec.errors import UsageError
-from spec.kafka.clients import ACKS_VALUES
-from spec.kafka.model import CLIENT_DEFAULTS, DEFAULTS, KRAFT_DEFAULTS, KafkaModel
+from spec.kafka.action_rules import rules_for_action
+from spec.kafka.bounds import CONSTANTS, DEFAULTS
+from spec.kafka.model import KafkaModel
 from spec.kafka.protocols import DEFAULT_PROTOCOL, FLAG_ALIASES, FLAGS, FORMER_NAMES, PROTOCOL_ALIASES, RELEASES
 from spec.kafka.releases import is_release, nearest, release_rows, resolve, same_row
 from spec.kafka.rules import rule_rows
-from spec.registry import Constant, ModelInfo, register
+from spec.registry import ModelInfo, register
 
 __all__ = ["KafkaModel", "build", "INFO"]
 
@@ -99,90 +100,29 @@ def _rule_rows(protocol: str | None = None) -> list[dict[str, str]]:
     return rule_rows(resolve(protocol) if protocol is not None else None)
 
 
+@cache
+def _rows_of(protocol: str | None) -> list[dict[str, str]]:
+    return _rule_rows(protocol)
+
+
+def _action_rules(action_name: str, model: KafkaModel) -> list[dict[str, str]]:
+    """The explorer's rules of an action: the rows of the model's release that name a function computing it."""
+    return rules_for_action(action_name, _rows_of(model.protocol), model.features.kraft)
+
+
 def build(constants: dict[str, Any], protocol: str, features: dict[str, bool] | None = None):
     if protocol in FORMER_NAMES and (features or {}).get("kraft") is False and resolve(protocol).kraft:
         # a trace or scenario made when this name was a ZooKeeper row (its recorded flags have kraft off): that row
         protocol = FORMER_NAMES[protocol]
-    return KafkaModel(
-        brokers=constants.get("brokers", DEFAULTS["brokers"]),
-        records=constants.get("records", DEFAULTS["records"]),
-        epochs=constants.get("epochs", DEFAULTS["epochs"]),
-        crashes=constants.get("crashes", DEFAULTS["crashes"]),
-        inflight=constants.get("inflight", DEFAULTS["inflight"]),
-        bumps=constants.get("bumps", DEFAULTS["bumps"]),
-        shutdowns=constants.get("shutdowns", DEFAULTS["shutdowns"]),
-        bounces=constants.get("bounces", DEFAULTS["bounces"]),
-        losses=constants.get("losses", DEFAULTS["losses"]),
-        protocol=protocol,
-        features=resolve(protocol, features),
-        acks=_acks(constants.get("acks", CLIENT_DEFAULTS["acks"])),
-        min_isr=constants.get("min_isr", CLIENT_DEFAULTS["min_isr"]),
-        consumers=constants.get("consumers", CLIENT_DEFAULTS["consumers"]),
-        consumer_inflight=constants.get("consumer_inflight", CLIENT_DEFAULTS["consumer_inflight"]),
-        alters=constants.get("alters", KRAFT_DEFAULTS["alters"]),
-        unclean_shutdowns=constants.get("unclean_shutdowns", KRAFT_DEFAULTS["unclean_shutdowns"]),
-        alter_losses=constants.get("alter_losses", KRAFT_DEFAULTS["alter_losses"]),
-        metadata_lag=constants.get("metadata_lag", KRAFT_DEFAULTS["metadata_lag"]),
-        clean_shutdowns=constants.get("clean_shutdowns", KRAFT_DEFAULTS["clean_shutdowns"]),
-        fences=constants.get("fences", KRAFT_DEFAULTS["fences"]),
-        reassignments=constants.get("reassignments", KRAFT_DEFAULTS["reassignments"]),
-    )
-
-
-def _acks(value: int) -> int:
-    if value not in ACKS_VALUES:
-        raise UsageError(f"acks={value} is not a producer acks setting; use acks=0, acks=1 or acks=-1 (all)")
-    return value
+    bounds = {name: constants[name] for name in DEFAULTS if name in constants}
+    return KafkaModel(protocol=protocol, features=resolve(protocol, features), **bounds)
 
 
 INFO = register(
     ModelInfo(
         name="kafka",
         description="Kafka replication of one partition: produce, fetch, truncation, elections, crashes",
-        constants=(
-            Constant("brokers", DEFAULTS["brokers"], "brokers, each holding a replica", int, minimum=1, maximum=5),
-            Constant("records", DEFAULTS["records"], "records produced, at most", int, minimum=0, maximum=8),
-            Constant("epochs", DEFAULTS["epochs"], "highest leader epoch (elections: epoch 0 is the first)", int,
-                     minimum=0, maximum=8),
-            Constant("crashes", DEFAULTS["crashes"], "broker crashes, at most", int, minimum=0, maximum=8),
-            Constant("inflight", DEFAULTS["inflight"], "broker requests and responses in flight, at most (0: no bound)",
-                     int, minimum=0, maximum=16),
-            Constant("bumps", DEFAULTS["bumps"], "leader epoch bumps with an unchanged leader (reassignment), at most", int,
-                     minimum=0, maximum=8),
-            Constant("shutdowns", DEFAULTS["shutdowns"], "ControlledShutdown requests, at most", int, minimum=0, maximum=8),
-            Constant("bounces", DEFAULTS["bounces"], "bounces the controller does not see at once, at most", int,
-                     minimum=0, maximum=8),
-            Constant("losses", DEFAULTS["losses"], "control requests lost in a controller failover (a newer one to the "
-                     "same broker still queued), at most", int, minimum=0, maximum=8),
-            Constant("acks", CLIENT_DEFAULTS["acks"], "the producer's acks: 0 none recorded, 1 on append, -1 all (once "
-                     "the HW passes the record)", int, minimum=-1, maximum=1),
-            Constant("min_isr", CLIENT_DEFAULTS["min_isr"], "min.insync.replicas (acks=-1; on kraft rows with "
-                     "kip-966-elr also strict min ISR and ELR)", int, minimum=1, maximum=5),
-            Constant("consumers", CLIENT_DEFAULTS["consumers"], "consumers of the partition", int, minimum=0, maximum=3),
-            Constant("consumer_inflight", CLIENT_DEFAULTS["consumer_inflight"], "1: a consumer's Fetch and "
-                     "OffsetsForLeaderEpoch are a request, an answer and a receipt, delivered late (0: one step)", int,
-                     minimum=0, maximum=1),
-            Constant("alters", KRAFT_DEFAULTS["alters"], "kraft rows: AlterPartition requests (ISR shrink or expand), "
-                     "at most", int, minimum=0, maximum=8),
-            Constant("unclean_shutdowns", KRAFT_DEFAULTS["unclean_shutdowns"], "kraft rows: unclean shutdowns (a crash "
-                     "that loses a suffix of the log, or the disk), at most", int, minimum=0, maximum=8),
-            Constant("alter_losses", KRAFT_DEFAULTS["alter_losses"], "kraft rows: AlterPartition answers lost after the "
-                     "controller wrote the change (the leader's AlterPartitionManager sends the request again), at most",
-                     int, minimum=0, maximum=8),
-            Constant("metadata_lag", KRAFT_DEFAULTS["metadata_lag"], "kraft rows: 1: a leader's view of the broker "
-                     "registrations (fenced, in controlled shutdown, broker epoch) may be older than the controller's, "
-                     "so its own ISR eligibility check passes on any of them (the controller's still applies)", int,
-                     minimum=0, maximum=1),
-            Constant("clean_shutdowns", KRAFT_DEFAULTS["clean_shutdowns"], "kraft rows: clean shutdowns (a broker that "
-                     "leads nothing is fenced and stops, writing its clean shutdown file), at most", int, minimum=0,
-                     maximum=8),
-            Constant("fences", KRAFT_DEFAULTS["fences"], "kraft rows: running brokers fenced for missed heartbeats "
-                     "(they keep their log and fetcher and are unfenced when they heartbeat again), at most", int,
-                     minimum=0, maximum=8),
-            Constant("reassignments", KRAFT_DEFAULTS["reassignments"], "kraft rows: partition reassignments (a "
-                     "replica removed, added, or moved: its log deleted, a new one fetched from empty), at most", int,
-                     minimum=0, maximum=8),
-        ),
+        constants=CONSTANTS,
         build=build,
         protocols={r.name: r.summary for r in RELEASES},
         default_protocol=DEFAULT_PROTOCOL,
@@ -193,5 +133,6 @@ INFO = register(
         release_table=release_rows,
         protocol_row=same_row,
         rules=_rule_rows,
+        action_rules=_action_rules,
     )
 )

@@ -114,7 +114,8 @@ from spec.kafka.actions_control import ControlPlaneActions, channel_order
 from spec.kafka.actions_data import DataPlaneActions, busy
 from spec.kafka.actions_kraft import KRaftActions, kraft_bound_sets
 from spec.kafka.actions_reassignment import ReassignmentActions
-from spec.kafka.clients import ACKS_NONE, ClientActions, new_consumer, producer_for
+from spec.kafka.bounds import CLIENTS, DEFAULTS, GROUPS, REPLICAS, bound_values
+from spec.kafka.clients import ClientActions, new_consumer, producer_for
 from spec.kafka.controllers import control_plane
 from spec.kafka.log import UNDEFINED
 from spec.kafka.protocols import DEFAULT_PROTOCOL, Features
@@ -145,12 +146,6 @@ from spec.kafka.symmetry import reduces_nothing
 from spec.kafka.updates import remove_message, truncate_broker, with_broker, with_fetch_state
 from spec.model import Action, Model, StateParts
 
-#: default bounds (see spec.kafka.__init__ for why they are large enough)
-DEFAULTS = {"brokers": 2, "records": 2, "epochs": 2, "crashes": 1, "inflight": 0, "bumps": 0, "shutdowns": 0, "bounces": 0,
-            "losses": 0}
-#: the clients' constants (``spec.kafka.clients``); at these defaults there is no client and the state space
-#: is the replica-only one. A model lists them in its constants only when they differ from these
-CLIENT_DEFAULTS = {"acks": ACKS_NONE, "min_isr": 1, "consumers": 0, "consumer_inflight": 0}
 #: ``kmc matrix`` bounds of the client columns, each the replica columns' data bounds (two epochs, a crash) with one
 #: client. acknowledged-durable: a producer with acks=all and two records, as committed-durable (KAFKA-13141 needs the
 #: second record: a deposed leader's HW passes it), 0.16 to 0.25 million states where it holds. consumed-stays: one
@@ -160,10 +155,6 @@ CLIENT_DEFAULTS = {"acks": ACKS_NONE, "min_isr": 1, "consumers": 0, "consumer_in
 ACKS_MATRIX_BOUNDS = ("records=2", "epochs=2", "crashes=1", "acks=-1")
 CONSUMED_MATRIX_BOUNDS = ("records=1", "epochs=2", "crashes=1", "consumers=1")
 SKIP_MATRIX_BOUNDS = ("records=2", "epochs=2", "crashes=1", "consumers=1")
-#: the KRaft rows' own bounds (``spec.kafka.actions_kraft``): listed in a model's constants on those rows only
-KRAFT_DEFAULTS = {"alters": 2, "unclean_shutdowns": 0, "alter_losses": 0, "metadata_lag": 0, "clean_shutdowns": 0,
-                  "fences": 0, "reassignments": 0}
-
 
 
 class KafkaModel(ClientActions, ReassignmentActions, KRaftActions, ControlPlaneActions, DataPlaneActions, Model):
@@ -239,47 +230,25 @@ class KafkaModel(ClientActions, ReassignmentActions, KRaftActions, ControlPlaneA
     #: broker ids are interchangeable: ``--symmetry`` (see spec.kafka.symmetry)
     has_symmetry = True
 
-    def __init__(
-        self,
-        brokers: int = 2,
-        records: int = 2,
-        epochs: int = 2,
-        crashes: int = 1,
-        inflight: int = 0,
-        bumps: int = 0,
-        shutdowns: int = 0,
-        bounces: int = 0,
-        losses: int = 0,
-        protocol: str = DEFAULT_PROTOCOL,
-        features: Features | None = None,
-        acks: int = ACKS_NONE,
-        min_isr: int = 1,
-        consumers: int = 0,
-        consumer_inflight: int = 0,
-        alters: int = 2,
-        unclean_shutdowns: int = 0,
-        alter_losses: int = 0,
-        metadata_lag: int = 0,
-        clean_shutdowns: int = 0,
-        fences: int = 0,
-        reassignments: int = 0,
-    ) -> None:
+    def __init__(self, protocol: str = DEFAULT_PROTOCOL, features: Features | None = None, **bounds: int) -> None:
+        """``bounds``: any of ``spec.kafka.bounds.BOUNDS`` by name (``brokers=3``), the others at their defaults."""
+        bound = bound_values(bounds)
+        brokers, records, epochs = bound["brokers"], bound["records"], bound["epochs"]
         self.n = brokers
         self.max_records = records
         self.max_epoch = epochs
-        self.max_crashes = crashes
-        self.max_inflight = inflight
-        self.max_bumps = bumps
-        self.max_shutdowns = shutdowns
-        self.max_bounces = bounces
-        self.max_losses = losses
+        self.max_crashes = bound["crashes"]
+        self.max_inflight = bound["inflight"]
+        self.max_bumps = bound["bumps"]
+        self.max_shutdowns = bound["shutdowns"]
+        self.max_bounces = bound["bounces"]
+        self.max_losses = bound["losses"]
         self.protocol = protocol
         self.features = features if features is not None else resolve(protocol)
-        self.constants = {"brokers": brokers, "records": records, "epochs": epochs, "crashes": crashes,
-                          "inflight": inflight, "bumps": bumps, "shutdowns": shutdowns, "bounces": bounces,
-                          "losses": losses}
-        clients = {"acks": acks, "min_isr": min_isr, "consumers": consumers, "consumer_inflight": consumer_inflight}
-        self.constants.update({k: v for k, v in clients.items() if v != CLIENT_DEFAULTS[k]})
+        # the replicas' bounds always, the clients' where they differ from their defaults (no client: the
+        # replica-only state space); the KRaft families add theirs on the KRaft rows (``_init_kraft``)
+        self.constants = {name: value for name, value in bound.items()
+                          if GROUPS[name] == REPLICAS or (GROUPS[name] == CLIENTS and value != DEFAULTS[name])}
         ids = range(brokers)
         a = Action
         self._elect = [a("ElectLeader", (("leader", b),)) for b in ids]
@@ -314,10 +283,12 @@ class KafkaModel(ClientActions, ReassignmentActions, KRaftActions, ControlPlaneA
         self._process_shutdown = table("ProcessControlledShutdown", "broker", "leader")
         self._deliver = [[a("DeliverLeaderAndIsr", (("broker", b), ("epoch", e))) for e in range(epochs + 1)]
                          for b in ids]
+        acks, min_isr, reassignments = bound["acks"], bound["min_isr"], bound["reassignments"]
         self.acks = acks
         self.min_isr = min_isr
-        self._init_clients(consumers, consumer_inflight)
-        self._init_kraft(alters, unclean_shutdowns, alter_losses, metadata_lag, clean_shutdowns, fences)
+        self._init_clients(bound["consumers"], bound["consumer_inflight"])
+        self._init_kraft(bound["alters"], bound["unclean_shutdowns"], bound["alter_losses"], bound["metadata_lag"],
+                         bound["clean_shutdowns"], bound["fences"])
         self._init_reassignment(reassignments)  # spec.kafka.actions_reassignment: after the KRaft families
         # -- the composition, chosen once: the protocol row's controller (spec.kafka.controllers: ZooKeeper, ZooKeeper
         # -- with AlterIsr, KRaft) and the producer's acknowledgement (spec.kafka.clients: acks=0, 1 or all)

@@ -1,5 +1,5 @@
 """Run to completion from the explorer's current state: the project's local breadth-first engine (``kmc check``'s
-``bfs``, one process) on the model with that state as its only initial state, in a background thread, bounded
+``--engine local``, one process) on the model with that state as its only initial state, in a background thread, bounded
 by a distinct-state budget and cancellable; the page polls its progress. A counterexample it finds is a path
 from the current state, which the page appends to its own.
 """
@@ -78,9 +78,6 @@ class StartingAt(Model):
     def all_actions(self) -> Any:
         return self.model.all_actions()
 
-    def __getattr__(self, name: str) -> Any:  # the model's own extras beyond the contract (spec.model.Model)
-        return getattr(self.__dict__["model"], name)
-
 
 @dataclass
 class Run:
@@ -131,12 +128,12 @@ def start(model: Model, state: Any, query: str, max_states: int,
             raise BudgetExceeded(CANCELLED)
 
     options = SearchOptions(invariants=safety_invariants(model), stop_at_first=True,
-                            check_deadlock=bool(getattr(model, "deadlock_by_default", True)),
+                            check_deadlock=bool(model.deadlock_by_default),
                             max_states=max_states, progress=progress, progress_every=0.2)
 
     def work() -> None:
         try:
-            run.result = engines.run(StartingAt(model, state), options, "bfs")
+            run.result = engines.run(StartingAt(model, state), options, "local")
             if run.result.violations and on_trace is not None:
                 on_trace(run, run.result.violations[0].trace)
         except BudgetExceeded as exc:  # a cancel seen in the final report, after the search loop

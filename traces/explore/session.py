@@ -27,7 +27,6 @@ from spec.errors import KmcError, NotReplayableError, UsageError, WrongModelErro
 from spec.model import Action, Model
 from spec.registry import ModelInfo, build_model, get_model_info
 from traces.diagram import _message_label, to_mermaid, to_svg
-from traces.explore.rules import rules_for_action
 from traces.render import flat_state, fmt, is_message
 from traces.replay import replay_trace, safety_invariants
 from traces.views import broker_views, diverging_offsets
@@ -169,7 +168,7 @@ def config_of(model: Model) -> Config:
     and the flags that differ from the protocol's own (a trace or a scenario names its model by its header)."""
     defaults = {c.name: c.default for c in get_model_info(model.name).constants}
     consts = tuple(f"{k}={_const_text(v)}" for k, v in model.constants.items() if k not in defaults or defaults[k] != v)
-    protocol = getattr(model, "protocol", None)
+    protocol = model.protocol
     described = model.describe().get("features")
     features: tuple[str, ...] = ()
     if isinstance(described, dict):
@@ -323,23 +322,10 @@ def state_view(state: Any, before: Any | None) -> dict[str, Any]:
 
 
 def _rules(info: ModelInfo, model: Model, action: Action) -> list[dict[str, str]]:
-    if info.rules is None:
+    if info.action_rules is None:
         return []
-    rows = _rule_rows(info, getattr(model, "protocol", None))
-    kraft = bool((model.describe().get("features") or {}).get("kraft"))
     keys = ("rule", "ticket", "release", "source", "flag", "on")
-    return [{k: str(row.get(k, "")) for k in keys} for row in rules_for_action(action.name, rows, kraft)]
-
-
-_RULE_ROWS: dict[tuple[str, str | None], list[dict[str, str]]] = {}
-
-
-def _rule_rows(info: ModelInfo, protocol: str | None) -> list[dict[str, str]]:
-    key = (info.name, protocol)
-    if key not in _RULE_ROWS:
-        assert info.rules is not None
-        _RULE_ROWS[key] = info.rules(protocol)
-    return _RULE_ROWS[key]
+    return [{k: str(row.get(k, "")) for k in keys} for row in info.action_rules(action.name, model)]
 
 
 def actions_view(info: ModelInfo, w: Walk) -> list[dict[str, Any]]:
@@ -408,7 +394,7 @@ def compare(info: ModelInfo, w: Walk, features: Sequence[str] = ()) -> list[dict
     plain = Trace(trace.header, trace.initial, trace.steps)
     rows = []
     for protocol in list(info.protocols) or [None]:
-        row: dict[str, Any] = {"protocol": protocol, "current": protocol == getattr(w.model, "protocol", None)}
+        row: dict[str, Any] = {"protocol": protocol, "current": protocol == w.model.protocol}
         try:
             model = model_for_header(dict(trace.header), protocol, list(features))
             result = replay_trace(model, plain)
@@ -472,7 +458,7 @@ def load_scenario_file(path: str, protocol: str | None = None) -> Loaded:
     result = replay_scenario(model, scenario)
     init, steps = path_of(model, result.trace)
     config = config_of(model)
-    expected = scenario.expectation(getattr(model, "protocol", None))
+    expected = scenario.expectation(model.protocol)
     return Loaded(Position(config, init, steps, len(steps)), scenario.name,
                   f"Replay: {result.summary()}.", None if expected is None else expected.describe())
 

@@ -1,4 +1,5 @@
-"""Which rows of a model's rule table an action follows, for the explorer's list of enabled actions.
+"""Which rows of the Kafka model's rule table an action follows (``ModelInfo.action_rules``: the explorer's list of
+enabled actions shows them).
 
 The rule table (``kmc list --rules``, ``spec.kafka.rules``) names, for every rule, the model functions that
 implement it (its ``model`` column: ``actions_data._receive_fetch_state, _serve_fetch_state;
