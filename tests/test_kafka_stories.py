@@ -79,9 +79,9 @@ STORIES = (
     # -- KRaft: every KRaft row has KIP-841, so its story breaks only with the flag switched off; KIP-966's ELR without
     # -- the clean shutdown detection (3.7.0's code) is not safe either (elr-safety), so its "with" row is kraft-4.1
     Story("kip-841", "kip-841-fenced-replica-rejoins-the-isr.json", "kraft-3.3", "kraft-3.3",
-          "committed-durable", 19, "blocked@11"),
+          "committed-durable", 24, "blocked@22"),
     Story("kip-903", "kip-903-stale-fetch-state-rejoins-the-isr.json", "kraft-3.5", "kraft-3.3",
-          "committed-durable", 18, "blocked@12", "kraft-3.3"),
+          "committed-durable", 23, "blocked@21", "kraft-3.3"),
     Story("kip-966-elr", "kip-966-last-replica-standing.json", "kraft-4.1", "kraft-4.1",
           "committed-durable", 18, "blocked@16", "kraft-3.5"),
     Story("clean-shutdown-detection", "kip-966-unclean-restart-stays-eligible.json", "kraft-4.1", "kraft-4.1",

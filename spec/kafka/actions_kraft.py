@@ -452,8 +452,8 @@ class KRaftActions:
                 return
             if self.features.kraft and not self._eligible(s, leader, f):
                 return
-            if not self.features.kraft and not self._fetch_being_answered(s.network, i, leader, f):
-                return  # ZooKeeper rows: maybeExpandIsr runs as the leader records the follower's fetch
+            if not self._fetch_being_answered(s.network, i, leader, f):
+                return  # maybeExpandIsr runs as the leader records the follower's fetch (KRaft rows too)
             proposed = maximal = tuple(sorted(isr + (f,)))
             act = self._expand[i][f]
         if self.features.zookeeper_alter_isr:

@@ -333,20 +333,23 @@ RULES: tuple[Rule, ...] = (
          "(from 2.1.0 one whose LEO is the leader's never is: kafka-7152)"),
     Rule("the leader expands the ISR only as it records a fetch it accepted from the follower (maybeExpandIsr is called "
          "from the fetch path alone; an errored read is skipped from 2.4.0, and before it records an unknown LEO)", "-",
-         "0.10.2", "every release",
+         "0.10.2", "every release, ZooKeeper and KRaft mode",
          f"0.10.2.0 {_C}Partition.scala updateReplicaLogReadResult -> maybeExpandIsr; 2.8.0 and 3.9.0-rc3 "
          f"updateFollowerFetchState -> maybeExpandIsr; 2.8.0 {_S}ReplicaManager.scala updateFollowerFetchState (readResult"
-         ".error != Errors.NONE: skipped)", "actions_data._fetch_being_answered (ZooKeeper rows: _isr_change_action, "
+         ".error != Errors.NONE: skipped); KRaft mode the same path: 3.3.0 Partition.updateFollowerFetchState -> "
+         "maybeExpandIsr (its only caller), 3.9.0-rc3 Partition.fetchRecords -> updateFollowerFetchState (not on a "
+         "diverging epoch, not on an error: the checks throw before it)",
+         "actions_data._fetch_being_answered (ZooKeeper write: _isr_change_action; AlterIsr and KRaft: "
          "actions_kraft._isr_change_request_action)",
          abstraction="the expansion is its own step, enabled while the answer of that fetch is on its way to the "
                      "follower (error-free; before 2.1.0 the answer carries no leader epoch, so one served before the "
-                     "same leader's re-election in a new epoch still counts); an AlterIsr answered between the fetch "
-                     "and the expansion lets it through where Kafka waits for the next fetch; the KRaft rows still "
-                     "expand from the LEO the leader last recorded, whenever recorded: the stories "
-                     "kip-841-fenced-replica-rejoins-the-isr and kip-903-stale-fetch-state-rejoins-the-isr take the "
-                     "expansion after the follower's unclean shutdown or restart (in Kafka: an expansion decided at a "
-                     "fetch before it, or a fetch of the old incarnation served after it, which the model's crash "
-                     "drops from the wire)"),
+                     "same leader's re-election in a new epoch still counts); an AlterIsr / AlterPartition answered "
+                     "between the fetch and the expansion lets it through where Kafka waits for the next fetch; on the "
+                     "KRaft rows the leader's eligibility check (KIP-841, KIP-903) is read at the expansion step, not "
+                     "at the fetch, which only matters with metadata_lag=1 or a running broker fenced in between (the "
+                     "controller checks again either way); a fetch of a crashed incarnation served after its restart "
+                     "is not modelled (the crash drops it from the wire), so KIP-903's story is told with the "
+                     "expansion decided before the crash and checked by the controller after the restart"),
     Rule("ZooKeeper mode: the leader changes the ISR by AlterIsr to the controller instead of writing ZooKeeper; one in "
          "flight, meanwhile the maximal ISR (an expansion counts the new member at once, a shrink drops the member only "
          "once committed) for the HW; the controller answers STALE_BROKER_EPOCH (top level), FENCED_LEADER_EPOCH for an "
