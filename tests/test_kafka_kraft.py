@@ -273,22 +273,23 @@ _SLOW = pytest.mark.slow
 @pytest.mark.parametrize("extra,protocol,states,depth", [
     # the leader's controlled shutdown adds its partition change and a running broker in controlled shutdown, which
     # stops fetching once it replays the change that takes it out of the ISR (KAFKA-13858, 3.3.0)
-    pytest.param("shutdowns=1", "kraft-3.3", 17316, 31, marks=_SLOW),
+    pytest.param("shutdowns=1", "kraft-3.3", 16993, 31, marks=_SLOW),
     ("shutdowns=1", "kraft-3.5", 16690, 31),
     pytest.param("shutdowns=1", "kraft-4.1", 67465, 37, marks=_SLOW),
     # a lost AlterPartition answer: the request is sent again and answered with an error
-    pytest.param("alter_losses=1", "kraft-3.3", 17828, 31, marks=_SLOW), ("alter_losses=1", "kraft-3.5", 16620, 31),
+    pytest.param("alter_losses=1", "kraft-3.3", 17146, 31, marks=_SLOW), ("alter_losses=1", "kraft-3.5", 16620, 31),
     pytest.param("alter_losses=1", "kraft-4.1", 65175, 38, marks=_SLOW),
-    # more expansions are proposed (and rejected by the controller); none at this size on kraft-3.3, where a follower
-    # is fenced only by a crash, which drops the answer of the fetch an expansion is decided at
+    # a leader's view older than the controller's adds nothing at this size (the same counts as without it): a
+    # follower is fenced here only by a crash, which drops the answer of the fetch an expansion is decided at (the
+    # lag shows with a running fence: test_with_metadata_lag_the_controllers_check_keeps_...)
     ("metadata_lag=1", "kraft-3.3", 11286, 30),
-    pytest.param("metadata_lag=1", "kraft-3.5", 11499, 30, marks=_SLOW),
-    pytest.param("metadata_lag=1", "kraft-4.1", 44974, 37, marks=_SLOW),
+    pytest.param("metadata_lag=1", "kraft-3.5", 11156, 30, marks=_SLOW),
+    pytest.param("metadata_lag=1", "kraft-4.1", 41687, 37, marks=_SLOW),
     # a broker that leads nothing stops cleanly (fenced, its clean shutdown file written) and restarts
     ("clean_shutdowns=1", "kraft-3.3", 23952, 32), pytest.param("clean_shutdowns=1", "kraft-3.5", 24861, 32, marks=_SLOW),
     pytest.param("clean_shutdowns=1", "kraft-4.1", 133645, 39, marks=_SLOW),
     # a running broker is fenced for missed heartbeats, keeps its log and fetcher, and is unfenced again
-    pytest.param("fences=1", "kraft-3.3", 38427, 30, marks=_SLOW), ("fences=1", "kraft-3.5", 37263, 30),
+    pytest.param("fences=1", "kraft-3.3", 37598, 31, marks=_SLOW), ("fences=1", "kraft-3.5", 37263, 30),
     pytest.param("fences=1", "kraft-4.1", 181788, 40, marks=_SLOW),
 ])
 def test_state_counts_with_each_new_kraft_bound(extra, protocol, states, depth):
