@@ -63,7 +63,9 @@ PINNED = [
                         "consumer-truncation-detection": True}),
     ("2.7.2", "2.2.0", {"kafka-8400": True, "truncation-lowers-hw": True, "kafka-10706-fix": True,
                         "consumer-truncation-detection": True, "alter-isr": True}),  # 13141 needs truncate-on-fetch
-    ("3.4.0", "2.8.1", {"kafka-14140": True}),  # 163d00b3e61: 3.4.0
+    ("3.0.2", "2.8.1", {}),
+    ("3.1.0", "2.8.1", {"kafka-13091": True}),  # 26ee78f3923: 3.1.0
+    ("3.4.0", "2.8.1", {"kafka-14140": True, "kafka-13091": True}),  # 163d00b3e61: 3.4.0
     ("3.6.2", "3.4.1", {}),
     ("3.7.1", "3.4.1", {"kafka-15583": True, "effective-min-isr": True}),  # edc7e10a745, af747fbfed7: 3.7.0
     ("3.9.0", "3.4.1", {"kafka-15583": True, "effective-min-isr": True}),

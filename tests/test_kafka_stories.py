@@ -105,6 +105,8 @@ NO_STORY = {
                                    "leader's HW until the ISR reaches min ISR, which clears the ELR, so the kept "
                                    "member misses no record committed after the election); both ways in "
                                    "tests/test_kafka_kraft.py",
+    "kafka-13091": "its harm is liveness (a HW that never advances after a committed AlterIsr shrink), shown with "
+                   "hw_events=1 by hw-advances in tests/test_kafka_progress.py",
     "kraft-shutdown-stops-fetcher": "it removes fetches of a broker in controlled shutdown, which no invariant reads: "
                                     "the KIP-841 shutting-down scenario is blocked at its first fetch with it, at the "
                                     "expansion without it (tests/test_kafka_kraft.py)",

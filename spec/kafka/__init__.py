@@ -86,7 +86,7 @@ from typing import Any
 
 from spec.errors import UsageError
 from spec.kafka.clients import ACKS_VALUES
-from spec.kafka.model import CLIENT_DEFAULTS, DEFAULTS, KRAFT_DEFAULTS, KafkaModel
+from spec.kafka.model import CLIENT_DEFAULTS, DEFAULTS, HW_EVENTS_DEFAULT, KRAFT_DEFAULTS, KafkaModel
 from spec.kafka.protocols import DEFAULT_PROTOCOL, FLAG_ALIASES, FLAGS, FORMER_NAMES, PROTOCOL_ALIASES, RELEASES
 from spec.kafka.releases import _NUMBER, fixed_in, is_release, nearest, release_rows, resolve, same_row, version
 from spec.kafka.rules import rule_rows
@@ -137,6 +137,7 @@ def build(constants: dict[str, Any], protocol: str, features: dict[str, bool] | 
         clean_shutdowns=constants.get("clean_shutdowns", KRAFT_DEFAULTS["clean_shutdowns"]),
         fences=constants.get("fences", KRAFT_DEFAULTS["fences"]),
         reassignments=constants.get("reassignments", KRAFT_DEFAULTS["reassignments"]),
+        hw_events=constants.get("hw_events", HW_EVENTS_DEFAULT),
     )
 
 
@@ -190,6 +191,10 @@ INFO = register(
             Constant("fences", KRAFT_DEFAULTS["fences"], "kraft rows: running brokers fenced for missed heartbeats "
                      "(they keep their log and fetcher and are unfenced when they heartbeat again), at most", int,
                      minimum=0, maximum=8),
+            Constant("hw_events", HW_EVENTS_DEFAULT, "1: the leader's HW is recomputed only at the events that call "
+                     "maybeIncrementLeaderHW where a release differs (kafka-13091 off: not when an AlterIsr commits, "
+                     "2.7 to 3.0); 0: whenever the ISR allows (sound for safety); the liveness property hw-advances "
+                     "needs 1", int, minimum=0, maximum=1),
             Constant("reassignments", KRAFT_DEFAULTS["reassignments"], "kraft rows: partition reassignments (a "
                      "replica removed, added, or moved: its log deleted, a new one fetched from empty), at most", int,
                      minimum=0, maximum=8),

@@ -151,6 +151,9 @@ DEFAULTS = {"brokers": 2, "records": 2, "epochs": 2, "crashes": 1, "inflight": 0
 #: the clients' constants (``spec.kafka.clients``); at these defaults there is no client and the state space
 #: is the replica-only one. A model lists them in its constants only when they differ from these
 CLIENT_DEFAULTS = {"acks": ACKS_NONE, "min_isr": 1, "consumers": 0, "consumer_inflight": 0}
+#: ``hw_events``: 0 (the default) the leader's HW advances as its own step whenever the ISR allows; 1 a release without
+#: KAFKA-13091's fix leaves its HW stale after a committed ISR change until the next event that recomputes it
+HW_EVENTS_DEFAULT = 0
 #: ``kmc matrix`` bounds of the client columns, each the replica columns' data bounds (two epochs, a crash) with one
 #: client. acknowledged-durable: a producer with acks=all and two records, as committed-durable (KAFKA-13141 needs the
 #: second record: a deposed leader's HW passes it), 0.16 to 0.25 million states where it holds. consumed-stays: one
@@ -263,6 +266,7 @@ class KafkaModel(ClientActions, ReassignmentActions, KRaftActions, ControlPlaneA
         clean_shutdowns: int = 0,
         fences: int = 0,
         reassignments: int = 0,
+        hw_events: int = HW_EVENTS_DEFAULT,
     ) -> None:
         self.n = brokers
         self.max_records = records
@@ -280,6 +284,10 @@ class KafkaModel(ClientActions, ReassignmentActions, KRaftActions, ControlPlaneA
                           "losses": losses}
         clients = {"acks": acks, "min_isr": min_isr, "consumers": consumers, "consumer_inflight": consumer_inflight}
         self.constants.update({k: v for k, v in clients.items() if v != CLIENT_DEFAULTS[k]})
+        #: KAFKA-13091's stale HW (``Broker.hw_stale``): a bound-like switch, 0 or 1, listed only when set
+        self.hw_events = hw_events and self.features.alter_by_request and not self.features.kafka_13091
+        if hw_events:
+            self.constants["hw_events"] = hw_events
         ids = range(brokers)
         a = Action
         self._elect = [a("ElectLeader", (("leader", b),)) for b in ids]

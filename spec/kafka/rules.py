@@ -306,19 +306,23 @@ RULES: tuple[Rule, ...] = (
     Rule("a follower's HW is min(leader HW, its LEO) after each fetch (it may go down)", "-", "0.10.2", "every release",
          f"0.10.2.2 {_S}ReplicaFetcherThread.scala processPartitionData; 2.8.0 Log.updateHighWatermark",
          "actions_data._receive_fetch_state"),
-    Rule("the leader recomputes its HW when an AlterIsr shrink commits (before, 2.7.0 to 3.0.x, only at its next "
-         "append or follower fetch: a committed shrink left the HW where it was)", "KAFKA-13091", "3.1.0",
-         "3.1.0 and later (26ee78f3923; 2.7.x, 2.8.x and 3.0.x do not); liveness only, not modelled (no flag)",
-         f"2.8.0 and 3.0.0 {_C}Partition.scala handleAlterIsrResponse (isrState = committed state, no "
-         "maybeIncrementLeaderHW); 3.1.0 the same method (maybeIncrementLeaderHW after the shrink, "
-         "tryCompleteDelayedRequests)",
-         "actions_data._advance_hw_action (AdvanceHighWatermark, its own step)",
-         abstraction="AdvanceHighWatermark is enabled whenever the ISR allows a higher HW, so a HW that 2.7 to 3.0 "
-                     "leave behind after a committed shrink (until the next produce or follower fetch: with acks=all "
-                     "and no other traffic the producer times out, KAFKA-13091) cannot be shown; the rows it concerns "
-                     "are 2.8.0, 2.8.1 (as 3.0.x) and 2.2.0 with alter-isr on (2.7.x). Showing it needs the events "
-                     "that call maybeIncrementLeaderHW as state and a liveness property 'the HW eventually advances' "
-                     "under fairness of the leader's own steps"),
+    Rule("the leader recomputes its HW when an AlterIsr (AlterPartition) commits an ISR change (before, 2.7.0 to 3.0.x, "
+         "only at its next append, a fetch that moves a follower's LEO, or a LeaderAndIsr: a committed shrink left the "
+         "HW where it was)", "KAFKA-13091", "3.1.0",
+         "3.1.0 and later, ZooKeeper (alter-isr) and KRaft mode (26ee78f3923; 2.7.x, 2.8.x and 3.0.x do not)",
+         f"2.8.0 and 3.0.0 {_C}Partition.scala handleAlterIsrResponse (isrState = CommittedIsr, no "
+         "maybeIncrementLeaderHW); the callers of maybeIncrementLeaderHW: appendRecordsToLeader, updateFollowerFetchState "
+         "(prevFollowerEndOffset != logEndOffset), makeLeader, maybeShrinkIsr on the ZooKeeper write; 3.1.0 the same "
+         "method: 'we may need to increment high watermark since ISR could be down to 1', maybeIncrementLeaderHW",
+         "actions_kraft._receive_alter_isr_response, _receive_alter_response (hw_stale); "
+         "actions_data._advance_hw_action", flag="kafka-13091",
+         abstraction="by default (hw_events=0) AdvanceHighWatermark is enabled whenever the ISR allows a higher HW, an "
+                     "over-approximation sound for safety: the flag then changes nothing. With --const hw_events=1 a "
+                     "release without the fix marks its HW stale at a committed ISR change and AdvanceHighWatermark "
+                     "waits for the next Produce, a ServeFetch that moves a follower's LEO or a LeaderAndIsr; the "
+                     "liveness property hw-advances shows the HW that never advances (2.8.0, 2.8.1: no append and the "
+                     "removed follower dead; Kafka's acks=all producer times out). The model recomputes at every "
+                     "other event as its own step (AdvanceHighWatermark), as before"),
     Rule("the leader's HW is the least LEO over its ISR", "-", "0.10.2", "every release",
          f"0.10.2.2 {_C}Partition.scala maybeIncrementLeaderHW", "actions_data._advance_hw_action",
          abstraction="Kafka also counts followers outside the ISR that caught up within replica.lag.time.max.ms; that "
