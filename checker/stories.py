@@ -110,7 +110,9 @@ def story_of(model_name: str, protocol: str, flags: Sequence[str], constants: Se
     info = get_model_info(model_name)
     if info.rules is None or not info.protocols:
         return None
-    rows = {row["flag"]: row for row in info.rules(None) if row.get("flag") and row["flag"] != "(every release)"}
+    # the table under this protocol: a fix's row names the release that brings it to this protocol's line
+    # (``fixed_in``), where the model knows one, else the release that introduced it
+    rows = {row["flag"]: row for row in info.rules(protocol) if row.get("flag") and row["flag"] != "(every release)"}
     here = _features_of(model_name, protocol, flags, constants)
     names = list(info.protocols)
     target = info.protocol_aliases.get(protocol, protocol)
@@ -129,7 +131,8 @@ def story_of(model_name: str, protocol: str, flags: Sequence[str], constants: Se
             continue
         if _removed(fixed, trace, invariant):
             row = rows[flag]
-            return Story(flag, row["ticket"], f"{row['ticket']}: {row['rule']} (fixed in {row['release']})")
+            return Story(flag, row["ticket"],
+                         f"{row['ticket']}: {row['rule']} (fixed in {row.get('fixed_in') or row['release']})")
     # no single fix removes it: the first later version whose whole set of changes does (several fixes together)
     for later_protocol in later:
         try:

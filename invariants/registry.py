@@ -17,7 +17,8 @@ from checker.invariant import Invariant
 _MODULES: dict[str, tuple[str, ...]] = {
     "two-phase": ("invariants.two_phase",),
     "kafka": ("invariants.kafka_log_matching", "invariants.kafka_durability", "invariants.kafka_sanity",
-              "invariants.kafka_control", "invariants.kafka_clients", "invariants.kafka_kraft"),
+              "invariants.kafka_control", "invariants.kafka_clients", "invariants.kafka_kraft",
+              "invariants.kafka_progress"),
 }
 # family-name prefix -> the module whose ``register_family(name)`` registers a family made per configuration
 _PER_CONFIGURATION: dict[str, str] = {"tla:": "invariants.reference"}

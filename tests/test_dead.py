@@ -190,6 +190,17 @@ def test_the_obligations_and_the_verdicts_catch_a_live_kraft_answer_called_dead(
     assert obligations(fixed, reachable(fixed, 6000)) == []
 
 
+def test_the_obligations_catch_a_kraft_fetch_answer_that_enables_an_expansion_called_dead(monkeypatch):
+    """On the KRaft rows too the leader's ExpandIsr needs the answer of the fetch it records on the wire (3.3.0 to 4.1
+    ``Partition.updateFollowerFetchState`` -> ``maybeExpandIsr``): a reduction that forgets it (class 6 as the
+    ZooKeeper rows' alone) drops an answer whose presence enables an expansion, which the obligations catch."""
+    model = build_model("kafka", _KRAFT_DURABILITY, "kraft-4.1")
+    states = reachable(model, 6000)
+    assert obligations(model, states) == []
+    monkeypatch.setattr(dead_module.DeadMessages, "_may_expand", lambda self, s, m: False)
+    assert any("ExpandIsr" in f and "no counterpart" in f for f in obligations(model, states))
+
+
 def test_the_obligations_catch_a_live_alter_partition_answer_called_dead(monkeypatch):
     """An AlterPartition answer the leader still waits for (NONE in its epochs: it commits the ISR) is live."""
     original = dead_module.DeadMessages.dead

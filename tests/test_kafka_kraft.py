@@ -241,7 +241,7 @@ def test_acknowledged_durable_on_the_last_replica_standing(protocol):
 
 
 # -- pinned state counts of a small configuration of each KRaft line -------------------------------------------------
-@pytest.mark.parametrize("protocol,states,depth", [("kraft-3.3", 11609, 30), ("kraft-3.5", 11156, 30),
+@pytest.mark.parametrize("protocol,states,depth", [("kraft-3.3", 11286, 30), ("kraft-3.5", 11156, 30),
                                                    ("kraft-4.1", 41687, 37)])
 def test_state_counts_of_each_kraft_line(protocol, states, depth):
     """records=1, epochs=1, one crash, one unclean shutdown, one AlterPartition, min.insync.replicas=2: every line holds
@@ -273,21 +273,23 @@ _SLOW = pytest.mark.slow
 @pytest.mark.parametrize("extra,protocol,states,depth", [
     # the leader's controlled shutdown adds its partition change and a running broker in controlled shutdown, which
     # stops fetching once it replays the change that takes it out of the ISR (KAFKA-13858, 3.3.0)
-    pytest.param("shutdowns=1", "kraft-3.3", 17316, 31, marks=_SLOW),
+    pytest.param("shutdowns=1", "kraft-3.3", 16993, 31, marks=_SLOW),
     ("shutdowns=1", "kraft-3.5", 16690, 31),
     pytest.param("shutdowns=1", "kraft-4.1", 67465, 37, marks=_SLOW),
     # a lost AlterPartition answer: the request is sent again and answered with an error
-    pytest.param("alter_losses=1", "kraft-3.3", 17828, 31, marks=_SLOW), ("alter_losses=1", "kraft-3.5", 16620, 31),
+    pytest.param("alter_losses=1", "kraft-3.3", 17146, 31, marks=_SLOW), ("alter_losses=1", "kraft-3.5", 16620, 31),
     pytest.param("alter_losses=1", "kraft-4.1", 65175, 38, marks=_SLOW),
-    # more expansions are proposed (and rejected by the controller)
-    ("metadata_lag=1", "kraft-3.3", 11712, 30),
-    pytest.param("metadata_lag=1", "kraft-3.5", 11499, 30, marks=_SLOW),
-    pytest.param("metadata_lag=1", "kraft-4.1", 44974, 37, marks=_SLOW),
+    # a leader's view older than the controller's adds nothing at this size (the same counts as without it): a
+    # follower is fenced here only by a crash, which drops the answer of the fetch an expansion is decided at (the
+    # lag shows with a running fence: test_with_metadata_lag_the_controllers_check_keeps_...)
+    ("metadata_lag=1", "kraft-3.3", 11286, 30),
+    pytest.param("metadata_lag=1", "kraft-3.5", 11156, 30, marks=_SLOW),
+    pytest.param("metadata_lag=1", "kraft-4.1", 41687, 37, marks=_SLOW),
     # a broker that leads nothing stops cleanly (fenced, its clean shutdown file written) and restarts
-    ("clean_shutdowns=1", "kraft-3.3", 24538, 32), pytest.param("clean_shutdowns=1", "kraft-3.5", 24861, 32, marks=_SLOW),
+    ("clean_shutdowns=1", "kraft-3.3", 23952, 32), pytest.param("clean_shutdowns=1", "kraft-3.5", 24861, 32, marks=_SLOW),
     pytest.param("clean_shutdowns=1", "kraft-4.1", 133645, 39, marks=_SLOW),
     # a running broker is fenced for missed heartbeats, keeps its log and fetcher, and is unfenced again
-    pytest.param("fences=1", "kraft-3.3", 38427, 30, marks=_SLOW), ("fences=1", "kraft-3.5", 37607, 30),
+    pytest.param("fences=1", "kraft-3.3", 37598, 31, marks=_SLOW), ("fences=1", "kraft-3.5", 37263, 30),
     pytest.param("fences=1", "kraft-4.1", 181788, 40, marks=_SLOW),
 ])
 def test_state_counts_with_each_new_kraft_bound(extra, protocol, states, depth):
@@ -400,16 +402,22 @@ def test_controlled_shutdown_moves_leadership_to_an_active_isr_member_or_leaves_
 # -- a leader's metadata lag: its own eligibility check passes on an older view; the controller's check holds -------
 def test_with_metadata_lag_the_controllers_check_keeps_a_fenced_or_shutting_down_broker_out():
     """metadata_lag=1: the leader's metadata cache may predate the fencing (or controlled shutdown) of a follower, so
-    it proposes it; the controller answers INELIGIBLE_REPLICA (ineligibleReplicasForIsr) and the leader reverts to its
-    last committed ISR. KIP-841's fenced story then stops where the controller would have to elect the fenced broker."""
+    recording that follower's fetch it proposes it; the controller answers INELIGIBLE_REPLICA (ineligibleReplicasForIsr)
+    and the leader reverts to its last committed ISR. KIP-841's fenced story stops where the controller would have to
+    elect the fenced broker, with or without the lag."""
     fenced = load_scenario(os.path.join(SCENARIOS, "kip-841-fenced-replica-rejoins-the-isr.json"))
     for protocol in ("kraft-3.3", "kraft-3.5"):
         result = replay_scenario(scenario_model(fenced, protocol, constants=["metadata_lag=1"]), fenced)
-        assert (result.outcome, result.step) == ("blocked", 17)  # ElectLeader(leader=1): broker 1 is not in the ISR
-    model = build_model("kafka", ["records=1", "epochs=3", "crashes=1", "unclean_shutdowns=1", "metadata_lag=1"],
-                        "kraft-3.3")
-    steps = [(str(step.name), dict(step.params)) for step in fenced.steps[:12]]
-    s = _run(model, steps)
+        assert (result.outcome, result.step) == ("blocked", 22)  # ElectLeader(leader=1): broker 1 is not in the ISR
+    # the story up to the fetch whose answer is on its way (broker 1 caught up, out of the ISR), then a running fence
+    steps = [(str(step.name), dict(step.params)) for step in fenced.steps[:13]]
+    fence = ("FenceBroker", {"broker": 1, "leader": 0})
+    for lag, proposes in (("metadata_lag=0", False), ("metadata_lag=1", True)):
+        model = build_model("kafka", ["records=1", "epochs=3", "fences=1", lag], "kraft-3.3")
+        s = _run(model, [*steps, fence])
+        assert _enabled(model, s, "ExpandIsr", leader=0, follower=1) == proposes
+    s = _run(model, [*steps, fence, ("ExpandIsr", {"leader": 0, "follower": 1}),
+                     ("ProcessAlterPartition", {"leader": 0})])
     (response,) = [m for m in s.network if m.kind == ALTER_PARTITION_RESPONSE]
     assert response.error == INELIGIBLE_REPLICA and s.controller.isr == (0,)
     s = _take(model, s, "ReceiveAlterPartitionResponse", leader=0)

@@ -63,7 +63,9 @@ PINNED = [
                         "consumer-truncation-detection": True}),
     ("2.7.2", "2.2.0", {"kafka-8400": True, "truncation-lowers-hw": True, "kafka-10706-fix": True,
                         "consumer-truncation-detection": True, "alter-isr": True}),  # 13141 needs truncate-on-fetch
-    ("3.4.0", "2.8.1", {"kafka-14140": True}),  # 163d00b3e61: 3.4.0
+    ("3.0.2", "2.8.1", {}),
+    ("3.1.0", "2.8.1", {"kafka-13091": True}),  # 26ee78f3923: 3.1.0
+    ("3.4.0", "2.8.1", {"kafka-14140": True, "kafka-13091": True}),  # 163d00b3e61: 3.4.0
     ("3.6.2", "3.4.1", {}),
     ("3.7.1", "3.4.1", {"kafka-15583": True, "effective-min-isr": True}),  # edc7e10a745, af747fbfed7: 3.7.0
     ("3.9.0", "3.4.1", {"kafka-15583": True, "effective-min-isr": True}),
@@ -267,3 +269,19 @@ def test_simulate_says_what_it_ran(capsys):
     data = json.loads(capsys.readouterr().out)
     assert (data["release"], data["row"], data["differs_from_row"]) == ("4.0.1", "kraft-4.0",
                                                                         {"kafka-18991": True, "kafka-18635": True})
+
+
+@pytest.mark.parametrize("flag,protocol,fixed", [
+    ("kafka-18991", "kraft-4.0", "4.0.1"), ("kafka-18991", "4.0.0", "4.0.1"), ("kafka-18991", "kraft-3.5", "3.9.1"),
+    ("kafka-18991", "3.4.1", "3.9.1"), ("kafka-13141", "2.8.0", "2.8.1"), ("kafka-14704", "2.8.1", "3.4.1"),
+    ("kafka-7786-fix", "2.1.0", "2.1.1"), ("kip-966-elr", "kraft-4.0", "4.1.0"), ("kafka-18635", "kraft-4.0", "4.0.1"),
+    ("kafka-18991", "kraft-4.1", None),
+    ("unclean", "3.9.1", None),
+])
+def test_a_fix_is_named_by_the_release_that_brings_it_to_the_rows_line(flag, protocol, fixed):
+    """A story's "fixed in" (``kmc matrix``) is the first release at or after the row's with the fix: KAFKA-18991
+    came to the 4.0 line in 4.0.1, not in 3.9.1; KAFKA-13141 to the 2.8 line in 2.8.1 (2.7.2 has it too, but 2.7 has
+    no truncate-on-fetch follower to fix)."""
+    from spec.kafka.releases import fixed_in
+
+    assert fixed_in(protocol).get(flag) == fixed

@@ -112,4 +112,6 @@ def test_kraft_rows_break_replica_sanity_by_kafka_18991_until_it_is_fixed(protoc
         assert result.violations[0].length == 12
         story = story_of("kafka", protocol, [], consts, inv, trace)
         assert story is not None and story.ticket == "KAFKA-18991", story
+        # the fix on the row's own release line where it has one (4.0.1 for 4.0.0), else the next release with it
+        assert story.text.endswith(f"(fixed in {'4.0.1' if protocol == '4.0.0' else '3.9.1'})"), story.text
         assert not _still_violates(build_model("kafka", consts, protocol, ["kafka-18991=on"]), trace, inv)

@@ -89,15 +89,26 @@ from spec.kafka.action_rules import rules_for_action
 from spec.kafka.bounds import CONSTANTS, DEFAULTS
 from spec.kafka.model import KafkaModel
 from spec.kafka.protocols import DEFAULT_PROTOCOL, FLAG_ALIASES, FLAGS, FORMER_NAMES, PROTOCOL_ALIASES, RELEASES
-from spec.kafka.releases import is_release, nearest, release_rows, resolve, same_row
+from spec.kafka.releases import _NUMBER, fixed_in, is_release, nearest, release_rows, resolve, same_row, version
 from spec.kafka.rules import rule_rows
 from spec.registry import ModelInfo, register
 
 __all__ = ["KafkaModel", "build", "INFO"]
 
 def _rule_rows(protocol: str | None = None) -> list[dict[str, str]]:
-    """``kmc list --rules [--protocol P]``: the rule table, each flag marked on or off under P (a row or a release)."""
-    return rule_rows(resolve(protocol) if protocol is not None else None)
+    """``kmc list --rules [--protocol P]``: the rule table, each flag marked on or off under P (a row or a release);
+    under P a flag that is off there has ``fixed_in``, the first release at or after P's with it (on P's own release
+    line where that line has it: ``spec.kafka.releases.fixed_in``), which a matrix story names."""
+    if protocol is None:
+        return rule_rows(None)
+    rows = rule_rows(resolve(protocol))
+    first = fixed_in(protocol)
+    for row in rows:
+        if row.get("on") == "no" and row["flag"] in first:
+            # the rule's own release where it is the same one (0.11.0 for 0.11.0.0)
+            same = version(first[row["flag"]]) == version(row["release"]) if _NUMBER.fullmatch(row["release"]) else False
+            row["fixed_in"] = row["release"] if same else first[row["flag"]]
+    return rows
 
 
 @cache

@@ -263,7 +263,7 @@ class ControlPlaneActions:
         records of the log). A halt the protocol itself causes (a follower ahead of its leader before
         2.1.0) counts against the crash bound too, so the state space stays finite."""
         kept = truncate_broker(s.brokers[i], keep)
-        dead = _crashed(kept)
+        dead = _crashed(kept.with_(hw_stale=False) if kept.hw_stale else kept)
         network = tuple([m for m in s.network if m.kind == CONTROLLED_SHUTDOWN or (m.dst != i and
                                                                                    (m.kind in CONTROL_KINDS or m.src != i))])
         return _after_crash(s, brokers=replace_at(s.brokers, i, dead), network=network, crashes=s.crashes + 1)
@@ -342,6 +342,8 @@ class ControlPlaneActions:
             # fetcher left as it was (KRaft's applyLocalFollowersDelta calls makeFollower anyway: actions_kraft)
             return with_network(s, network)
         stale = b.stale or m.meant != b.incarnation
+        if b.hw_stale:  # makeLeader / makeFollower: the leader recomputes its HW (KAFKA-13091, hw_events)
+            b = b.with_(hw_stale=False)
         if m.leader == i:
             cache = assign(b.cache, m.epoch, len(b.log)) if features.kafka_7415 else b.cache
             # Partition.makeLeader resets the followers' fetch states only "if (isNewLeader)" (0.10.2.2, 2.0.0,

@@ -67,6 +67,15 @@ _advanced = updater(Broker, "hw")  # AdvanceHighWatermark
 _leader_isr = updater(Broker, "isr")  # ShrinkIsr / ExpandIsr
 _controller_isr = updater(Controller, "isr")
 _fetched_by = updater(Broker, "remote")  # the leader records a follower's fetch offset
+def _recorded(leader: Broker, f: int, offset: int) -> Broker:
+    """The leader records follower ``f``'s fetch offset (``Partition.updateFollowerFetchState``); a stale HW
+    (KAFKA-13091, ``hw_events``) is recomputed there when the follower's LEO moved (2.8.0: ``prevFollowerEndOffset !=
+    followerReplica.logEndOffset`` -> ``maybeIncrementLeaderHW``)."""
+    moved = leader.remote[f] != offset
+    leader = _fetched_by(leader, remote=replace_at(leader.remote, f, offset))
+    return leader.with_(hw_stale=False) if moved and leader.hw_stale else leader
+
+
 _fetched_epoch_by = updater(Broker, "remote_epochs")  # KIP-903: ... and its broker epoch
 _appended_fetched = updater(Broker, "log", "hw", "cache", "reconciled")  # ReceiveFetch appends
 _hw_taken = updater(Broker, "hw")  # 0.11.0 / 1.0.x: an empty answer to a truncating partition (processPartitionData)
@@ -108,6 +117,8 @@ class DataPlaneActions:
         cache = assign(leader.cache, epoch, leo, self.features.kafka_7415) if self.features.epoch_cache else leader.cache
         record = Record(epoch, ident)
         appended = _appended(leader, log=leader.log + (record,), cache=cache)
+        if appended.hw_stale:  # appendRecordsToLeader -> maybeIncrementLeaderHW (KAFKA-13091, hw_events)
+            appended = appended.with_(hw_stale=False)
         t = _produced(s, brokers=replace_at(s.brokers, i, appended), produced=ident)
         add((self._produce[i], producer.appended(t, leo, record)))
 
@@ -120,6 +131,8 @@ class DataPlaneActions:
         the ISR is below ``min_isr``; ``isUnderMinIsr`` reads ``partitionState.isr``, the committed ISR while an
         AlterPartition is pending (the maximal ISR counts for the HW itself); with ``effective-min-isr`` (3.7.0, the
         same commit: ``isUnderMinIsr`` compares with ``effectiveMinIsr``) the min ISR capped by the leader's replicas."""
+        if leader.hw_stale:
+            return  # KAFKA-13091 (2.7 to 3.0, hw_events=1): a committed ISR change left the HW; the next event moves it
         if self.features.kafka_15583:
             committed = leader.committed_isr if leader.alter_pending else leader.isr
             required = leader_min_isr(self.min_isr, leader, self.n) if self.features.effective_min_isr else self.min_isr
@@ -264,14 +277,14 @@ class DataPlaneActions:
             # before KAFKA-13141's fix the leader took the diverging fetch offset as the follower's LEO, also one
             # beyond its own LEO (2.8.0 Partition.readRecords returns FetchDataInfo(LogOffsetMetadata(fetchOffset))
             # with the diverging epoch and no check against the LEO; updateFollowerFetchState takes it)
-            leader = _fetched_by(leader, remote=replace_at(leader.remote, f, m.offset))
+            leader = _recorded(leader, f, m.offset)
             return with_broker(s, i, leader, network=add_messages(network, response))
         if m.offset > leo:
             response = FetchResponse.new(src=i, dst=f, epoch=m.epoch, offset=m.offset,
                                      error=OFFSET_OUT_OF_RANGE, records=(), hw=leo, diverging_epoch=UNDEFINED,
                                      diverging_offset=UNDEFINED)
             return self._answered_out_of_range(s, i, leader, f, network, response)
-        leader = _fetched_by(leader, remote=replace_at(leader.remote, f, m.offset))
+        leader = _recorded(leader, f, m.offset)
         if leader.remote_epochs and leader.remote_epochs[f] != m.broker_epoch and self.features.fetch_carries_broker_epoch:
             leader = _fetched_epoch_by(leader, remote_epochs=replace_at(leader.remote_epochs, f, m.broker_epoch))
         response = FetchResponse.new(src=i, dst=f, epoch=m.epoch, offset=m.offset, error=NONE,

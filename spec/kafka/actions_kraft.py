@@ -140,6 +140,11 @@ def kraft_bound_sets() -> dict[str, dict[str, tuple[str, ...]]]:
                                                                        "replica-sanity", "elr-safety")}}}
 
 
+def _hw_bound(b: Broker, i: int, isr: tuple[int, ...]) -> int:
+    """The HW leader ``i`` computes over ``isr`` (``maybeIncrementLeaderHW``: the least LEO, its own included)."""
+    return min([len(b.log)] + [b.remote[r] for r in isr if r != i])
+
+
 def _answers_pending(b: Broker, m: AlterPartitionResponse) -> bool:
     """The answer is to the request the leader still waits for: its ISR change is pending in the leader epoch and
     partition epoch (zkVersion on a ZooKeeper row) the request was sent from; otherwise the answer is dropped
@@ -452,8 +457,8 @@ class KRaftActions:
                 return
             if self.features.kraft and not self._eligible(s, leader, f):
                 return
-            if not self.features.kraft and not self._fetch_being_answered(s.network, i, leader, f):
-                return  # ZooKeeper rows: maybeExpandIsr runs as the leader records the follower's fetch
+            if not self._fetch_being_answered(s.network, i, leader, f):
+                return  # maybeExpandIsr runs as the leader records the follower's fetch (KRaft rows too)
             proposed = maximal = tuple(sorted(isr + (f,)))
             act = self._expand[i][f]
         if self.features.zookeeper_alter_isr:
@@ -580,6 +585,16 @@ class KRaftActions:
                 return True
         return False
 
+    def _hw_left_stale(self, b: Broker, i: int, isr: tuple[int, ...]) -> bool:
+        """KAFKA-13091 (``hw_events=1`` on a release without the fix, 2.7 to 3.0 ``handleAlterIsrResponse``): the
+        committed ``isr`` would let the HW advance and the leader does not recompute it. Marked only when the model's
+        HW is where Kafka's is (the bound over the ISR before the commit, which every earlier append and fetch
+        recomputed): where the model's own AdvanceHighWatermark step still lags, it is left free, so no stuck HW is
+        reported that Kafka would have moved at an earlier event."""
+        if not self.hw_events:
+            return False
+        return b.hw == _hw_bound(b, i, b.isr) and _hw_bound(b, i, isr) > b.hw
+
     def _receive_alter_response(self, s: KafkaState, m: AlterPartitionResponse, add) -> None:
         """ReceiveAlterPartitionResponse (``Partition.submitAlterPartition`` completion): ignored if the partition
         state changed since the request (``partitionState != proposedIsrState``); NONE commits the ISR unless the
@@ -594,7 +609,8 @@ class KRaftActions:
             add((act, rest))
             return
         if m.error == NONE and m.new_epoch == b.epoch:
-            b = b.with_(isr=m.isr, alter_pending=False, committed_isr=(), partition_epoch=m.new_partition_epoch)
+            b = b.with_(isr=m.isr, alter_pending=False, committed_isr=(), partition_epoch=m.new_partition_epoch,
+                        hw_stale=self._hw_left_stale(b, i, m.isr))
         elif m.error == INELIGIBLE_REPLICA:
             b = b.with_(isr=b.committed_isr, alter_pending=False, committed_isr=())
         else:
@@ -625,7 +641,9 @@ class KRaftActions:
             add((act, rest))
             return
         if m.error == NONE and m.new_epoch == b.epoch and m.new_partition_epoch > b.partition_epoch:
-            b = b.with_(isr=m.isr, alter_pending=False, committed_isr=(), partition_epoch=m.new_partition_epoch)
+            # before KAFKA-13091's fix (3.1.0) the committed ISR is taken without maybeIncrementLeaderHW (hw_events=1)
+            b = b.with_(isr=m.isr, alter_pending=False, committed_isr=(), partition_epoch=m.new_partition_epoch,
+                        hw_stale=self._hw_left_stale(b, i, m.isr))
             add((act, with_broker(rest, i, b)))
         elif m.error == INELIGIBLE_REPLICA:
             add((act, with_broker(rest, i, b.with_(isr=b.committed_isr, alter_pending=False, committed_isr=()))))
@@ -675,7 +693,8 @@ class KRaftActions:
         i = m.dst
         b = s.brokers[i]
         if m.epoch == b.epoch and m.partition_epoch > b.partition_epoch:
-            updated = b.with_(isr=m.isr, partition_epoch=m.partition_epoch, alter_pending=False, committed_isr=())
+            updated = b.with_(isr=m.isr, partition_epoch=m.partition_epoch, alter_pending=False, committed_isr=(),
+                              hw_stale=False)  # makeLeader recomputes the HW
             t = with_broker(s, i, updated, network=remove_message(s.network, m))
         else:
             t = self._apply_leader_and_isr(s, m)

@@ -4,10 +4,10 @@
 ``KafkaModel(**bounds)`` all read this table; nothing else spells a bound's default. The defaults are
 large enough for the stories (see ``spec.kafka``); a bigger bound is a bigger state space.
 
-Three groups: the replicas' bounds (in every model's constants), the clients' (``spec.kafka.clients``;
+Four groups: the replicas' bounds (in every model's constants), the clients' (``spec.kafka.clients``;
 listed in a model's constants only when they differ from their defaults: at the defaults there is no
-client and the state space is the replica-only one) and the KRaft rows' (``spec.kafka.actions_kraft``,
-``actions_reassignment``: listed on those rows only)."""
+client and the state space is the replica-only one), the switches (``hw_events``: listed only when set)
+and the KRaft rows' (``spec.kafka.actions_kraft``, ``actions_reassignment``: listed on those rows only)."""
 
 from __future__ import annotations
 
@@ -17,7 +17,7 @@ from spec.errors import UsageError
 from spec.kafka.clients import ACKS_NONE, ACKS_VALUES
 from spec.registry import Constant
 
-REPLICAS, CLIENTS, KRAFT = "replicas", "clients", "kraft"
+REPLICAS, CLIENTS, SWITCHES, KRAFT = "replicas", "clients", "switches", "kraft"
 
 
 @dataclass(frozen=True)
@@ -71,6 +71,9 @@ BOUNDS: tuple[Bound, ...] = (
            "stops, writing its clean shutdown file), at most", 0, 8),
     _bound(KRAFT, "fences", 0, "kraft rows: running brokers fenced for missed heartbeats (they keep their log "
            "and fetcher and are unfenced when they heartbeat again), at most", 0, 8),
+    _bound(SWITCHES, "hw_events", 0, "1: the leader's HW is recomputed only at the events that call "
+           "maybeIncrementLeaderHW where a release differs (kafka-13091 off: not when an AlterIsr commits, 2.7 to "
+           "3.0); 0: whenever the ISR allows (sound for safety); the liveness property hw-advances needs 1", 0, 1),
     _bound(KRAFT, "reassignments", 0, "kraft rows: partition reassignments (a replica removed, added, or moved: "
            "its log deleted, a new one fetched from empty), at most", 0, 8),
 )

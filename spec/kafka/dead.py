@@ -54,8 +54,8 @@ with *another* leader, which it follows only after a LeaderAndIsr. What is dead,
 4. **KAFKA-7786's fix (2.1.1, 2.2.0): every OffsetsForLeaderEpoch answer whose request's leader epoch is not the
    follower's** (``AbstractFetcherThread.maybeTruncate`` ignores it), and every one that is a no-op now, by the
    argument of 3 (the OffsetsForLeaderEpoch answer is read against the same fields).
-6. **Not dead, on every ZooKeeper row: an error-free fetch answer whose leader still leads in the epoch it answered
-   in.** The leader's ExpandIsr is enabled only while the answer of the fetch it recorded is on its way
+6. **Not dead, on every row (ZooKeeper and KRaft): an error-free fetch answer whose leader still leads in the epoch
+   it answered in.** The leader's ExpandIsr is enabled only while the answer of the fetch it recorded is on its way
    (``actions_data._fetch_being_answered``: ``maybeExpandIsr`` runs in the fetch path), so that answer's presence
    enables a step and it is kept, whatever 2 and 3 say of its delivery. Before 2.1.0 the answer carries no leader
    epoch and the leader's check is that it leads.
@@ -80,7 +80,8 @@ What the classes above rely on holds there for its own reasons:
   ``partitionsToStartFetching``, ``InitialFetchState(leader, partition.getLeaderEpoch, initialFetchOffset(log))``): a
   same-epoch change touches neither the fetch state nor the log.
 
-So, on the KRaft rows:
+So, on the KRaft rows (and with class 6 kept live there too: 3.3.0 to 4.1 decide an expansion in the fetch path as
+the ZooKeeper rows do, ``Partition.updateFollowerFetchState`` -> ``maybeExpandIsr``):
 
 1. **Retried answers** as on every ZooKeeper row: NOT_LEADER_OR_FOLLOWER and UNKNOWN_LEADER_EPOCH (3.5.0
    ``AbstractFetcherThread.processFetchRequest``: ``partitionsWithError``), and FENCED_LEADER_EPOCH whose request epoch
@@ -174,9 +175,9 @@ class DeadMessages:
         self.offsets_epoch_dead = f.kafka_7786_fix and f.leader_epoch_fencing and f.uses_offsets_request
         #: 5: the KRaft rows' AlterPartition answers that are no-ops now
         self.alter_noop_dead = f.kraft
-        #: 6: on the ZooKeeper rows an error-free fetch answer enables the leader's ExpandIsr while it is on the wire
+        #: 6: on every row an error-free fetch answer enables the leader's ExpandIsr while it is on the wire
         #: (``actions_data._fetch_being_answered``)
-        self.answer_enables_expansion = not f.kraft
+        self.answer_enables_expansion = True
         self._fetch_being_answered = model._fetch_being_answered
         #: the kinds ``reduce`` looks at
         self.kinds = (FETCH_RESPONSE, OFFSETS_FOR_LEADER_EPOCH_RESPONSE, *((ALTER_PARTITION_RESPONSE,) if f.kraft else ()))

@@ -114,7 +114,7 @@ from spec.kafka.actions_control import ControlPlaneActions, channel_order
 from spec.kafka.actions_data import DataPlaneActions, busy
 from spec.kafka.actions_kraft import KRaftActions, kraft_bound_sets
 from spec.kafka.actions_reassignment import ReassignmentActions
-from spec.kafka.bounds import CLIENTS, DEFAULTS, GROUPS, REPLICAS, bound_values
+from spec.kafka.bounds import CLIENTS, DEFAULTS, GROUPS, REPLICAS, SWITCHES, bound_values
 from spec.kafka.clients import ClientActions, new_consumer, producer_for
 from spec.kafka.controllers import control_plane
 from spec.kafka.log import UNDEFINED
@@ -245,10 +245,12 @@ class KafkaModel(ClientActions, ReassignmentActions, KRaftActions, ControlPlaneA
         self.max_losses = bound["losses"]
         self.protocol = protocol
         self.features = features if features is not None else resolve(protocol)
-        # the replicas' bounds always, the clients' where they differ from their defaults (no client: the
-        # replica-only state space); the KRaft families add theirs on the KRaft rows (``_init_kraft``)
+        # the replicas' bounds always, the clients' and the switches' where they differ from their defaults (no
+        # client: the replica-only state space); the KRaft families add theirs on the KRaft rows (``_init_kraft``)
         self.constants = {name: value for name, value in bound.items()
-                          if GROUPS[name] == REPLICAS or (GROUPS[name] == CLIENTS and value != DEFAULTS[name])}
+                          if GROUPS[name] == REPLICAS or (GROUPS[name] in (CLIENTS, SWITCHES) and value != DEFAULTS[name])}
+        #: KAFKA-13091's stale HW (``Broker.hw_stale``): ``hw_events`` on a release without the fix
+        self.hw_events = bound["hw_events"] and self.features.alter_by_request and not self.features.kafka_13091
         ids = range(brokers)
         a = Action
         self._elect = [a("ElectLeader", (("leader", b),)) for b in ids]

@@ -54,6 +54,7 @@ class Features:
     kafka_14704: bool = False  # 3.4.1 / 3.5.0
     kafka_18991: bool = False  # 3.9.1 / 4.0.1 / 4.1.0 (ZooKeeper rows: 3.9.1, the last line with ZooKeeper mode)
     kafka_14140: bool = False  # 3.4.0, ZooKeeper mode (alter-isr): INELIGIBLE_REPLICA for a dead / shutting-down member
+    kafka_13091: bool = False  # 3.1.0: the leader recomputes its HW when an AlterIsr / AlterPartition commits
     unclean: bool = False  # configuration: unclean.leader.election.enable
     lossy_crash: bool = False  # fault: a crash loses the unflushed tail of the log
     consumer_truncation_detection: bool = False  # KIP-320 consumer side, KAFKA-7747 (2.3.0)
@@ -194,6 +195,9 @@ FLAGS: dict[str, str] = {
     "kafka-13207": "KAFKA-13207: a diverging-epoch truncation is skipped if the partition left the fetcher meanwhile",
     "kafka-14704": "KAFKA-14704: a diverging answer's HW is not taken before the truncation",
     "kafka-18991": "KAFKA-18991: a fetch answer is used only if its request's leader epoch is the fetch state's",
+    "kafka-13091": "KAFKA-13091: the leader recomputes its HW when an AlterIsr (AlterPartition) commits; without it a "
+                   "committed shrink leaves the HW where it was until the next append or follower fetch (acts with "
+                   "--const hw_events=1; liveness: hw-advances)",
     "kafka-14140": "KAFKA-14140 (ZooKeeper mode, alter-isr): the controller answers INELIGIBLE_REPLICA to an AlterIsr "
                    "whose ISR has a member that is not live (dead or in controlled shutdown); the leader reverts to "
                    "its committed ISR",
@@ -254,14 +258,15 @@ _2_8_0 = replace(_2_2_0, offsets_for_leader_epoch=False, truncate_on_fetch=True,
                  consumer_truncation_detection=True, kafka_8400=True, truncation_lowers_hw=True,
                  alter_isr=True)  # kafka-8400, truncation-lowers-hw: 2.4.0; alter-isr: 2.7.0
 _2_8_1 = replace(_2_8_0, kafka_13141=True, kafka_13207=True)
-_3_4_1 = replace(_2_8_1, kafka_14704=True, kafka_14140=True)  # kafka-14140: 3.4.0
+_3_4_1 = replace(_2_8_1, kafka_14704=True, kafka_14140=True, kafka_13091=True)  # kafka-14140: 3.4.0; 13091: 3.1.0
 #: the last release line with ZooKeeper mode (4.0 removed it: KafkaController.scala and KafkaServer.scala are gone)
 _3_9_1 = replace(_3_4_1, kafka_15583=True, kafka_18991=True, effective_min_isr=True)  # 15583, effective-min-isr: 3.7.0
 #: the KRaft lines: the fetch path of the same release (3.3.x ~ 2.8.1's rules, 3.5.x ~ 3.4.1's, 4.1.0 ~ 3.9.1's) with the
 #: KRaft controller; the ZooKeeper control-plane flags of KIP-380 stay on (they only touch actions the KRaft rows
 #: do not have: ControlledShutdown over ZooKeeper, Bounce, ProcessBrokerChange); alter-isr is the ZooKeeper controller's
 #: AlterIsr, off there (the KRaft controller's AlterPartition is ``kraft``'s)
-_KRAFT_3_3 = replace(_2_8_1, kraft=True, kip_841=True, alter_isr=False, kraft_shutdown_stops_fetcher=True)
+_KRAFT_3_3 = replace(_2_8_1, kraft=True, kip_841=True, alter_isr=False, kraft_shutdown_stops_fetcher=True,
+                     kafka_13091=True)  # kafka-13091: 3.1.0
 _KRAFT_3_5 = replace(_3_4_1, kraft=True, kip_841=True, kip_903=True, alter_isr=False, kraft_shutdown_stops_fetcher=True,
                      kafka_14140=False)  # kafka-14140 is the ZooKeeper controller's; KRaft's check is kip-841
 #: 4.0.x: the 3.6 to 3.8 changes on kraft-3.5 (KAFKA-15021, KAFKA-15583, KIP-966's detection and KAFKA-15665), ELR off
@@ -301,7 +306,7 @@ RELEASES: tuple[Release, ...] = (
             "kafka-10706-fix, 2.7.x at IBP 2.7-IV2 or later, its default, also with alter-isr"),
     Release("2.8.0", "KAFKA-10554: truncation on fetch (the fetch carries the last fetched epoch)", _2_8_0),
     Release("2.8.1", "2.8.0 with KAFKA-13141 and KAFKA-13207", _2_8_1,
-            "2.8.2, 3.0.x to 3.3.x; 3.4.0 with kafka-14140 on"),
+            "2.8.2, 3.0.x; 3.1.x to 3.3.x with kafka-13091 on; 3.4.0 with kafka-13091 and kafka-14140 on"),
     Release("3.4.1", "KAFKA-14704: a diverging answer's HW is taken only after the truncation", _3_4_1,
             "3.5.x and 3.6.x; 3.7.0 to 3.9.0 with kafka-15583 on (KAFKA-15583 is in 3.7.0)"),
     Release("3.9.1", "KAFKA-18991: a fetch answer to an older leader epoch's request is ignored (the last ZooKeeper "
@@ -388,6 +393,7 @@ REQUIRES: dict[str, tuple[str, object]] = {
     "kafka-13207": ("truncate-on-fetch (2.8.0+)", lambda f: f.truncate_on_fetch),
     "kafka-14704": ("truncate-on-fetch (2.8.0+)", lambda f: f.truncate_on_fetch),
     "kafka-18991": ("truncate-on-fetch (2.8.0+)", lambda f: f.truncate_on_fetch),
+    "kafka-13091": ("an ISR change by request: alter-isr (2.7.0+) or the KRaft controller", lambda f: f.alter_by_request),
     "kafka-14140": ("alter-isr (the ZooKeeper controller's AlterIsr, 2.7.0+; the KRaft rows' check is kip-841)",
                     lambda f: f.zookeeper_alter_isr),
     "consumer-truncation-detection": ("leader-epoch-fencing (KIP-320)", lambda f: f.leader_epoch_fencing),

@@ -212,6 +212,43 @@ def run_description(protocol: str, features: Features) -> dict[str, object]:
             "differs_from_row": {flag: on for flag, on in differs}}
 
 
+def _release_and_mode(protocol: str) -> tuple[str, bool] | None:
+    """(release, KRaft mode) of a protocol row, alias or release number; None for a row that names no release."""
+    from spec.kafka.protocols import PROTOCOL_ALIASES, RELEASE_BY_NAME
+
+    name = PROTOCOL_ALIASES.get(protocol, protocol)
+    if name in RELEASE_BY_NAME:
+        row = RELEASE_BY_NAME[name]
+        release = row_release(row)
+        return (release, row.features.kraft) if release is not None else None
+    if not is_release(protocol):
+        return None
+    found = lookup(protocol)
+    return found.release, found.mode == KRAFT
+
+
+def fixed_in(protocol: str) -> dict[str, str]:
+    """For each flag off in ``protocol``'s release, the first release at or after it, in its mode, whose default
+    configuration has the flag on: the fix on the row's own release line where that line has it (KAFKA-18991 for
+    kraft-4.0 is 4.0.1, for kraft-3.5 3.9.1, the next line that has it). Flags no later release has are left out, and
+    so is everything for a ``protocol`` that names no release."""
+    found = _release_and_mode(protocol)
+    if found is None:
+        return {}
+    release, kraft = found
+    v = version(release)
+    here = flags_of(release, kraft)
+    first: dict[str, str] = {}
+    for number in _mode_releases(kraft):
+        if version(number) < v:
+            continue
+        flags = flags_of(number, kraft)
+        for flag in FLAGS:
+            if flag not in first and not here.flag(flag) and flags.flag(flag):
+                first[flag] = number
+    return first
+
+
 def resolve(protocol: str, overrides: Mapping[str, bool] | None = None) -> Features:
     """The flags of ``protocol``, a row or alias (``protocols.resolve``) or any release by its number (3.7.1,
     kraft-3.7.1: its row and flags from the rule table), with ``overrides`` (flag name -> on/off) applied."""

@@ -306,19 +306,23 @@ RULES: tuple[Rule, ...] = (
     Rule("a follower's HW is min(leader HW, its LEO) after each fetch (it may go down)", "-", "0.10.2", "every release",
          f"0.10.2.2 {_S}ReplicaFetcherThread.scala processPartitionData; 2.8.0 Log.updateHighWatermark",
          "actions_data._receive_fetch_state"),
-    Rule("the leader recomputes its HW when an AlterIsr shrink commits (before, 2.7.0 to 3.0.x, only at its next "
-         "append or follower fetch: a committed shrink left the HW where it was)", "KAFKA-13091", "3.1.0",
-         "3.1.0 and later (26ee78f3923; 2.7.x, 2.8.x and 3.0.x do not); liveness only, not modelled (no flag)",
-         f"2.8.0 and 3.0.0 {_C}Partition.scala handleAlterIsrResponse (isrState = committed state, no "
-         "maybeIncrementLeaderHW); 3.1.0 the same method (maybeIncrementLeaderHW after the shrink, "
-         "tryCompleteDelayedRequests)",
-         "actions_data._advance_hw_action (AdvanceHighWatermark, its own step)",
-         abstraction="AdvanceHighWatermark is enabled whenever the ISR allows a higher HW, so a HW that 2.7 to 3.0 "
-                     "leave behind after a committed shrink (until the next produce or follower fetch: with acks=all "
-                     "and no other traffic the producer times out, KAFKA-13091) cannot be shown; the rows it concerns "
-                     "are 2.8.0, 2.8.1 (as 3.0.x) and 2.2.0 with alter-isr on (2.7.x). Showing it needs the events "
-                     "that call maybeIncrementLeaderHW as state and a liveness property 'the HW eventually advances' "
-                     "under fairness of the leader's own steps"),
+    Rule("the leader recomputes its HW when an AlterIsr (AlterPartition) commits an ISR change (before, 2.7.0 to 3.0.x, "
+         "only at its next append, a fetch that moves a follower's LEO, or a LeaderAndIsr: a committed shrink left the "
+         "HW where it was)", "KAFKA-13091", "3.1.0",
+         "3.1.0 and later, ZooKeeper (alter-isr) and KRaft mode (26ee78f3923; 2.7.x, 2.8.x and 3.0.x do not)",
+         f"2.8.0 and 3.0.0 {_C}Partition.scala handleAlterIsrResponse (isrState = CommittedIsr, no "
+         "maybeIncrementLeaderHW); the callers of maybeIncrementLeaderHW: appendRecordsToLeader, updateFollowerFetchState "
+         "(prevFollowerEndOffset != logEndOffset), makeLeader, maybeShrinkIsr on the ZooKeeper write; 3.1.0 the same "
+         "method: 'we may need to increment high watermark since ISR could be down to 1', maybeIncrementLeaderHW",
+         "actions_kraft._receive_alter_isr_response, _receive_alter_response (hw_stale); "
+         "actions_data._advance_hw_action", flag="kafka-13091",
+         abstraction="by default (hw_events=0) AdvanceHighWatermark is enabled whenever the ISR allows a higher HW, an "
+                     "over-approximation sound for safety: the flag then changes nothing. With --const hw_events=1 a "
+                     "release without the fix marks its HW stale at a committed ISR change and AdvanceHighWatermark "
+                     "waits for the next Produce, a ServeFetch that moves a follower's LEO or a LeaderAndIsr; the "
+                     "liveness property hw-advances shows the HW that never advances (2.8.0, 2.8.1: no append and the "
+                     "removed follower dead; Kafka's acks=all producer times out). The model recomputes at every "
+                     "other event as its own step (AdvanceHighWatermark), as before"),
     Rule("the leader's HW is the least LEO over its ISR", "-", "0.10.2", "every release",
          f"0.10.2.2 {_C}Partition.scala maybeIncrementLeaderHW", "actions_data._advance_hw_action",
          abstraction="Kafka also counts followers outside the ISR that caught up within replica.lag.time.max.ms; that "
@@ -333,20 +337,23 @@ RULES: tuple[Rule, ...] = (
          "(from 2.1.0 one whose LEO is the leader's never is: kafka-7152)"),
     Rule("the leader expands the ISR only as it records a fetch it accepted from the follower (maybeExpandIsr is called "
          "from the fetch path alone; an errored read is skipped from 2.4.0, and before it records an unknown LEO)", "-",
-         "0.10.2", "every release",
+         "0.10.2", "every release, ZooKeeper and KRaft mode",
          f"0.10.2.0 {_C}Partition.scala updateReplicaLogReadResult -> maybeExpandIsr; 2.8.0 and 3.9.0-rc3 "
          f"updateFollowerFetchState -> maybeExpandIsr; 2.8.0 {_S}ReplicaManager.scala updateFollowerFetchState (readResult"
-         ".error != Errors.NONE: skipped)", "actions_data._fetch_being_answered (ZooKeeper rows: _isr_change_action, "
+         ".error != Errors.NONE: skipped); KRaft mode the same path: 3.3.0 Partition.updateFollowerFetchState -> "
+         "maybeExpandIsr (its only caller), 3.9.0-rc3 Partition.fetchRecords -> updateFollowerFetchState (not on a "
+         "diverging epoch, not on an error: the checks throw before it)",
+         "actions_data._fetch_being_answered (ZooKeeper write: _isr_change_action; AlterIsr and KRaft: "
          "actions_kraft._isr_change_request_action)",
          abstraction="the expansion is its own step, enabled while the answer of that fetch is on its way to the "
                      "follower (error-free; before 2.1.0 the answer carries no leader epoch, so one served before the "
-                     "same leader's re-election in a new epoch still counts); an AlterIsr answered between the fetch "
-                     "and the expansion lets it through where Kafka waits for the next fetch; the KRaft rows still "
-                     "expand from the LEO the leader last recorded, whenever recorded: the stories "
-                     "kip-841-fenced-replica-rejoins-the-isr and kip-903-stale-fetch-state-rejoins-the-isr take the "
-                     "expansion after the follower's unclean shutdown or restart (in Kafka: an expansion decided at a "
-                     "fetch before it, or a fetch of the old incarnation served after it, which the model's crash "
-                     "drops from the wire)"),
+                     "same leader's re-election in a new epoch still counts); an AlterIsr / AlterPartition answered "
+                     "between the fetch and the expansion lets it through where Kafka waits for the next fetch; on the "
+                     "KRaft rows the leader's eligibility check (KIP-841, KIP-903) is read at the expansion step, not "
+                     "at the fetch, which only matters with metadata_lag=1 or a running broker fenced in between (the "
+                     "controller checks again either way); a fetch of a crashed incarnation served after its restart "
+                     "is not modelled (the crash drops it from the wire), so KIP-903's story is told with the "
+                     "expansion decided before the crash and checked by the controller after the restart"),
     Rule("ZooKeeper mode: the leader changes the ISR by AlterIsr to the controller instead of writing ZooKeeper; one in "
          "flight, meanwhile the maximal ISR (an expansion counts the new member at once, a shrink drops the member only "
          "once committed) for the HW; the controller answers STALE_BROKER_EPOCH (top level), FENCED_LEADER_EPOCH for an "

@@ -123,6 +123,10 @@ class Broker(NamedTuple):
     #: KRaft with ``reassignments`` (``spec.kafka.actions_reassignment``): the partition's replicas as the broker last
     #: replayed them (``PartitionRegistration.replicas``, sorted); () while no reassignment ever changed them: every broker
     replicas: tuple[int, ...] = ()
+    #: as leader, with ``hw_events=1`` on a release without KAFKA-13091's fix (2.7 to 3.0): an AlterIsr committed an
+    #: ISR change and the leader has not recomputed its HW since (``handleAlterIsrResponse`` does not call
+    #: ``maybeIncrementLeaderHW``); its next append, a fetch that moves a follower's LEO or a LeaderAndIsr does
+    hw_stale: bool = False
     #: how traces show and exchange the fields (read by ``traces`` only; see ``KafkaState``)
     GHOST_FIELDS = ("incarnation", "stale", "reconciled", "idle_cause")
     SET_FIELDS = ("isr", "committed_isr", "replicas")
