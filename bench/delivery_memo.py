@@ -192,16 +192,16 @@ def _instructions(root: str, goal: tuple, memo: bool) -> float:
     return (totals[1] - totals[0]) / generated
 
 
-def verify(goal: tuple) -> int:
+def verify(goal: tuple) -> tuple[int, int, int]:
     """On every state a reduced search expands to the goal's depth: the memoised model's (action, successor) list
-    equal to the readable model's, in order. The number of states compared."""
+    equal to the readable model's, in order. (states compared, keys filled, keys that fell back to the rule)."""
     from checker.search import SearchOptions, search_canonical
     from spec.registry import build_model
 
     protocol, constants, depth = goal
     readable = build_model("kafka", constants, protocol)
     fast = build_model("kafka", constants, protocol)
-    with_memo(fast)
+    tables = with_memo(fast)
     form = search_canonical(readable, SearchOptions(symmetry=True, reduce="dead"))
     level = [form(s) for s in readable.init_states()]
     seen = set(level)
@@ -219,7 +219,8 @@ def verify(goal: tuple) -> int:
                     seen.add(image)
                     following.append(image)
         level = following
-    return compared
+    return (compared, sum(len(t) for t in tables.values()),
+            sum(1 for t in tables.values() for entry in t.values() if entry is FALLBACK))
 
 
 def floor(goal: tuple) -> tuple[int, float, float]:
@@ -302,7 +303,9 @@ def main() -> int:
                   f"({rules / memo:.1f}x)")
             continue
         if args.verify:
-            print(f"{name}: {verify(goal):,} states expanded, the memoised successors equal the model's on each")
+            compared, entries, fallbacks = verify(goal)
+            print(f"{name}: {compared:,} states expanded, the memoised successors equal the model's on each "
+                  f"({entries:,} keys, {fallbacks} fell back to the rule)")
         runs: dict[bool, list[dict]] = {False: [], True: []}
         for _ in range(args.rounds):
             for memo in (False, True):
