@@ -81,7 +81,7 @@ def violations():
     return matrix_violations()
 
 
-@pytest.mark.slow  # the whole default matrix (about 4 minutes on two quiet cores)
+@pytest.mark.slow  # the searches of every violated cell of the default matrix (one fixture for the module)
 def test_the_matrix_counterexamples_are_collected(violations):
     cells = {(row, v.invariant) for row, v in violations}
     assert KNOWN <= cells
@@ -105,7 +105,7 @@ def test_the_matrix_counterexamples_are_collected(violations):
                 assert features[name] is (value == "on"), (row, name)
 
 
-@pytest.mark.slow  # the whole default matrix (about 4 minutes on two quiet cores)
+@pytest.mark.slow  # the searches of every violated cell of the default matrix (one fixture for the module)
 def test_every_counterexample_is_shown(violations):
     for row, v in violations:
         out = io.StringIO()
@@ -119,7 +119,7 @@ def test_every_counterexample_is_shown(violations):
             assert flag in text, (row, "the trace header names the switched flag")
 
 
-@pytest.mark.slow  # the whole default matrix (about 4 minutes on two quiet cores)
+@pytest.mark.slow  # the searches of every violated cell of the default matrix (one fixture for the module)
 def test_every_counterexample_reads_back_identical_from_itf(violations, tmp_path):
     for i, (_, v) in enumerate(violations):
         path = save_trace(v.trace, str(tmp_path / f"cell{i}.itf.json"))
@@ -132,7 +132,7 @@ def _arrows(mermaid: str) -> list[str]:
     return [line for line in mermaid.splitlines() if "->>" in line]
 
 
-@pytest.mark.slow  # the whole default matrix (about 4 minutes on two quiet cores)
+@pytest.mark.slow  # the searches of every violated cell of the default matrix (one fixture for the module)
 def test_every_counterexample_is_drawn(violations):
     drawn: set[str] = set()
     for row, v in violations:
@@ -155,7 +155,7 @@ def test_every_counterexample_is_drawn(violations):
     assert {"LeaderAndIsr", "Fetch", "OffsetsForLeaderEpoch"} <= drawn
 
 
-@pytest.mark.slow  # the whole default matrix (about 4 minutes on two quiet cores)
+@pytest.mark.slow  # the searches of every violated cell of the default matrix (one fixture for the module)
 def test_every_counterexample_replays_under_every_protocol(violations):
     protocols = list(get_model_info("kafka").protocols)
     for row, v in violations:
