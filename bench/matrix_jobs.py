@@ -70,6 +70,7 @@ def measure(extra_protocols: list[str]) -> dict:
                      "cpu_s": round(time.process_time() - cpu, 3), "wall_s": round(time.perf_counter() - wall, 3),
                      "story_cpu_s": round(story_cpu[0], 3),
                      "states": max(c.distinct_states for c in cells), "cells": len(cells)})
+        print(json.dumps(jobs[-1]), file=sys.stderr, flush=True)  # one line a search, as it ends
         return cells
 
     matrix._check_job, matrix.story_of = timed_job, timed_story

@@ -24,6 +24,16 @@ def matrix_text() -> str:
 def documented_matrix() -> dict[tuple[str, str], str]:
     """The full search's verdict of every cell of the default matrix, as the table gives it: (row, invariant) ->
     "holds" or "violated"."""
+    return {cell: "violated" if text.startswith("✗") else "holds" for cell, text in _cells().items()}
+
+
+def documented_lengths() -> dict[tuple[str, str], int]:
+    """The shortest counterexample's length (steps) of every violated cell of the table: (row, invariant) -> N."""
+    return {cell: int(text.split()[1].replace(",", "")) for cell, text in _cells().items() if text.startswith("✗")}
+
+
+def _cells() -> dict[tuple[str, str], str]:
+    """Every cell of the table as printed (``✗ N`` or ``✓ N``): (row, invariant) -> its text."""
     block = matrix_text()
     lines = block.splitlines()
     columns = lines[1].split()[1:]
@@ -35,5 +45,5 @@ def documented_matrix() -> dict[tuple[str, str], str]:
         row, *cells = re.split(r"\s{2,}", line.strip())
         assert 0 < len(cells) <= len(columns), line  # a ZooKeeper row has no ELR column (J)
         for column, cell in zip(columns, cells, strict=False):
-            verdicts[(row, legend[column])] = "violated" if cell.startswith("✗") else "holds"
+            verdicts[(row, legend[column])] = cell
     return verdicts

@@ -3,9 +3,11 @@ replayed under every protocol version; and the control-plane messages drawn read
 
 The matrix is run in process with ``kmc.matrix.run``'s own rows (every version and the variants the
 model declares) and per-invariant bounds, keeping each violation's trace (``run_matrix`` keeps only
-the figures). A budget of distinct states stops the cells that hold early: every violated cell of
-the default matrix has its shortest counterexample within 70,000 distinct states (kip-279's
-log-matching, the largest), so the budget changes no violation, only how long holding cells run.
+the figures). The matrix table (docs/tutorials/matrix.md, ``kmc matrix``'s output) says which cells are violated
+and in how many steps, so only the searches with a violated cell run, each to the depth of its longest shortest
+counterexample (a counterexample of N steps ends at depth N + 1): that finds every violated cell's shortest
+counterexample, and no search explores what could only end in "holds". Every violated cell of the table must be
+collected, with the table's length.
 """
 
 from __future__ import annotations
@@ -23,16 +25,14 @@ from invariants.registry import for_family
 from kmc.matrix.run import default_rows
 from spec.errors import NotReplayableError
 from spec.registry import build_model, get_model_info
+from tests.matrix_table import documented_lengths
 from traces.diagram import to_dot, to_mermaid, to_svg
 from traces.io import load_trace, model_for_header, save_trace
 from traces.render import print_trace
 from traces.replay import replay_scenario, replay_trace, scenario_model
 from traces.scenario import load_scenario
 
-BUDGET = 75_000
 #: cells every run of the default matrix must find violated (each version's known bug)
-#: (0.10.2's committed-durable, 15 steps before the leader added a follower only as it recorded its fetch, takes 23
-#: now, past this test's state budget; the matrix finds it)
 KNOWN = {
     ("0.10.2", "log-matching"), ("2.1.0", "no-fence-stall"),
     ("2.1.0", "no-stale-control-request"), ("2.0.1", "no-bounce-stall"), ("2.8.0", "committed-durable"),
@@ -45,9 +45,12 @@ SENDERS = {"SendFetch": "FetchRequest(", "SendOffsetsForLeaderEpoch": "OffsetsRe
            "ControlledShutdown": "ControlledShutdown("}
 
 
-def matrix_violations(model_name: str = "kafka", max_states: int | None = BUDGET) -> list[tuple[str, object]]:
+def matrix_violations(model_name: str = "kafka") -> list[tuple[str, object]]:
     """(row label, violation) for every violated cell of the default matrix, as ``run_matrix`` groups
-    its searches: per row, per set of bounds, the invariants sharing one search until each is decided."""
+    its searches: per row, per set of bounds, the invariants sharing one search until each is decided. A group
+    with no violated cell in the matrix table is not searched; the others stop at the depth of their longest
+    counterexample in the table."""
+    lengths = documented_lengths()
     found = []
     for row in default_rows(model_name):
         model = build_model(model_name, [], row.protocol, list(row.features))
@@ -60,10 +63,15 @@ def matrix_violations(model_name: str = "kafka", max_states: int | None = BUDGET
             groups.setdefault(tuple(bounds.get(name, ())), []).append(name)
         header = {"protocol": row.protocol, **({"row": row.label} if row.features else {})}
         for profile, names in groups.items():
+            steps = [lengths[row.label, n] for n in names if (row.label, n) in lengths]
+            if not steps:
+                continue  # every cell of the group holds: nothing to collect
             checked = model if not profile else build_model(model_name, list(profile), row.protocol, list(row.features))
-            # one search a group, as ``kmc matrix`` runs it: on until each invariant is violated or the budget is spent
+            # one search a group, as ``kmc matrix`` runs it: on until each invariant is violated or the depth where
+            # the table's longest counterexample of the group ends
             result = check(checked, SearchOptions(invariants=[available[n] for n in names], header=header,
-                                                  max_states=max_states, stop_at_first=False, stop_when_all_found=True))
+                                                  max_depth=max(steps) + 1, stop_at_first=False,
+                                                  stop_when_all_found=True))
             found.extend((row.label, v) for v in result.violations)
     return found
 
@@ -73,11 +81,13 @@ def violations():
     return matrix_violations()
 
 
-@pytest.mark.slow  # the whole default matrix (about 4 minutes on two quiet cores)
+@pytest.mark.slow  # the searches of every violated cell of the default matrix (one fixture for the module)
 def test_the_matrix_counterexamples_are_collected(violations):
     cells = {(row, v.invariant) for row, v in violations}
     assert KNOWN <= cells
     assert len(cells) == len(violations), "one trace per violated cell"
+    # every violated cell of the table, with the table's length
+    assert {(row, v.invariant): v.length for row, v in violations} == documented_lengths()
     for row, v in violations:
         trace = v.trace
         assert trace.invariant == v.invariant and trace.length == v.length == trace.violation_index
@@ -95,7 +105,7 @@ def test_the_matrix_counterexamples_are_collected(violations):
                 assert features[name] is (value == "on"), (row, name)
 
 
-@pytest.mark.slow  # the whole default matrix (about 4 minutes on two quiet cores)
+@pytest.mark.slow  # the searches of every violated cell of the default matrix (one fixture for the module)
 def test_every_counterexample_is_shown(violations):
     for row, v in violations:
         out = io.StringIO()
@@ -109,7 +119,7 @@ def test_every_counterexample_is_shown(violations):
             assert flag in text, (row, "the trace header names the switched flag")
 
 
-@pytest.mark.slow  # the whole default matrix (about 4 minutes on two quiet cores)
+@pytest.mark.slow  # the searches of every violated cell of the default matrix (one fixture for the module)
 def test_every_counterexample_reads_back_identical_from_itf(violations, tmp_path):
     for i, (_, v) in enumerate(violations):
         path = save_trace(v.trace, str(tmp_path / f"cell{i}.itf.json"))
@@ -122,7 +132,7 @@ def _arrows(mermaid: str) -> list[str]:
     return [line for line in mermaid.splitlines() if "->>" in line]
 
 
-@pytest.mark.slow  # the whole default matrix (about 4 minutes on two quiet cores)
+@pytest.mark.slow  # the searches of every violated cell of the default matrix (one fixture for the module)
 def test_every_counterexample_is_drawn(violations):
     drawn: set[str] = set()
     for row, v in violations:
@@ -145,7 +155,7 @@ def test_every_counterexample_is_drawn(violations):
     assert {"LeaderAndIsr", "Fetch", "OffsetsForLeaderEpoch"} <= drawn
 
 
-@pytest.mark.slow  # the whole default matrix (about 4 minutes on two quiet cores)
+@pytest.mark.slow  # the searches of every violated cell of the default matrix (one fixture for the module)
 def test_every_counterexample_replays_under_every_protocol(violations):
     protocols = list(get_model_info("kafka").protocols)
     for row, v in violations:
