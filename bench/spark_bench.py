@@ -196,11 +196,15 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--skip-local", action="store_true")
     parser.add_argument("--stages", action="store_true",
                         help="keep Spark's web UI on and report its stage metrics per step (arrow transport)")
+    parser.add_argument("--symmetry", action="store_true", help="search orbits (kmc check --symmetry)")
+    parser.add_argument("--reduce", choices=("none", "dead"), default="none", help="kmc check --reduce")
+    parser.add_argument("--max-depth", type=int, help="stop after this many levels (a rate on a search's first levels)")
     parser.add_argument("--json", metavar="FILE", help="also write the figures here")
     args = parser.parse_args(argv)
     consts = args.const if args.const is not None else (["RM=8"] if args.model == "two-phase" else [])
     model = build_model(args.model, consts, args.protocol)
-    options = SearchOptions(invariants=list(for_family(model.family).values()))
+    options = SearchOptions(invariants=list(for_family(model.family).values()), symmetry=args.symmetry,
+                            reduce=args.reduce, max_depth=args.max_depth)
     print(f"{args.model} {' '.join(consts)}: local engine, then Spark {args.masters} (threshold {args.threshold:,})",
           flush=True)
 
