@@ -34,6 +34,7 @@ from typing import Any
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 from checker.bfs import check  # noqa: E402
+from checker.invariant import SAFETY  # noqa: E402
 from checker.search import SearchOptions  # noqa: E402
 from checker.spark import SparkOptions  # noqa: E402
 from invariants.registry import for_family  # noqa: E402
@@ -196,11 +197,17 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--skip-local", action="store_true")
     parser.add_argument("--stages", action="store_true",
                         help="keep Spark's web UI on and report its stage metrics per step (arrow transport)")
+    parser.add_argument("--symmetry", action="store_true", help="search orbits (kmc check --symmetry; the safety "
+                        "invariants only)")
+    parser.add_argument("--reduce", choices=("none", "dead"), default="none", help="kmc check --reduce")
+    parser.add_argument("--max-depth", type=int, help="stop after this many levels (a rate on a search's first levels)")
     parser.add_argument("--json", metavar="FILE", help="also write the figures here")
     args = parser.parse_args(argv)
     consts = args.const if args.const is not None else (["RM=8"] if args.model == "two-phase" else [])
     model = build_model(args.model, consts, args.protocol)
-    options = SearchOptions(invariants=list(for_family(model.family).values()))
+    invariants = [inv for inv in for_family(model.family).values() if not args.symmetry or inv.kind == SAFETY]
+    options = SearchOptions(invariants=invariants, symmetry=args.symmetry,
+                            reduce=args.reduce, max_depth=args.max_depth)
     print(f"{args.model} {' '.join(consts)}: local engine, then Spark {args.masters} (threshold {args.threshold:,})",
           flush=True)
 

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import dataclasses
 import json
 import os
 import sys
@@ -255,6 +256,8 @@ def run_search(model: Model, options: SearchOptions, engine: str, engine_options
 
 def cmd_check(args: argparse.Namespace) -> int:
     args.engine, engine_options = chosen_engine(args)
+    if args.verbose and hasattr(engine_options, "jvm_log"):  # Spark: its JVM's own log and start-up lines
+        engine_options = dataclasses.replace(engine_options, jvm_log=True)
     console = Console(stderr=args.json)
     model = model_from_args(args)
     err = Console(stderr=True)
@@ -543,7 +546,8 @@ def build_parser() -> argparse.ArgumentParser:
                             "(the readable model); the same counts, depth, verdict and traces either way")
     check.add_argument("--verbose", action="store_true",
                        help="the header also lists every feature flag that is on in the run, and the run says which "
-                            "path ran (the compiled kernel or the readable model, and why)")
+                            "path ran (the compiled kernel or the readable model, and why); a Spark run also shows its "
+                            "JVM's start-up lines and Spark's log (else only errors)")
     check.set_defaults(func=cmd_check)
 
     simulate = sub.add_parser("simulate", help="random walks, for configurations too big to exhaust")

@@ -74,6 +74,48 @@ def test_each_transports_expansion_emits_the_reduced_form():
     assert LocalBFS(model, options).canonical is not None
 
 
+@pytest.mark.skipif(importlib.util.find_spec("pyarrow") is None, reason="the arrow transport needs PyArrow")
+def test_the_arrow_expansion_skips_canonical_for_a_state_found_already():
+    """Under --symmetry --reduce dead the arrow expansion skips ``canonical`` for a successor whose own fingerprint
+    it has seen (a canonical state found already), as the local engine does; it emits what the loop over
+    ``SuccessorView.of`` emits: the same fingerprints, keys and states, in the same order."""
+    import pyarrow as pa
+
+    from checker.codec import state_column_codec
+    from checker.search import SuccessorView
+    from checker.spark.arrow_step import POSITION_BITS, ArrowExpand
+
+    model = build_model("kafka", CONSTS, "2.1.0")
+    canonical = search_canonical(model, SearchOptions(invariants=[], reduce="dead", symmetry=True))
+    frontier = list(dict.fromkeys(canonical(s) for s in _states_with_dead_successors(model, limit=60)))
+    fps = np.array([hash(s) for s in frontier], np.int64)  # a state's global index: its place in ``frontier``
+    codec = state_column_codec(model)
+    calls = []
+
+    def counted(state):
+        calls.append(1)
+        return canonical(state)
+
+    class Broadcast:  # the level's fingerprints sorted, each one's global index; no recent levels
+        value = (fps[np.argsort(fps)], np.argsort(fps).astype(np.int64), np.zeros(0, np.int64))
+
+    batch = pa.RecordBatch.from_arrays([pa.array(fps.tolist(), pa.int64()),
+                                        pa.array([codec.encode(s) for s in frontier], pa.binary())], names=["fp", "state"])
+    out = list(ArrowExpand(model, True, False, [], Broadcast(), codec, canonical=counted)(iter([batch])))
+    got = [(fp, key, blob) for b in out for fp, key, blob in zip(b.column(0).to_pylist(), b.column(1).to_pylist(),
+                                                                 b.column(2).to_pylist(), strict=True) if fp is not None]
+    view, seen, want, generated = SuccessorView(model, True, canonical), set(), [], 0
+    for index, state in enumerate(frontier):
+        count, kept = view.of(state)
+        generated += count
+        for pos, _act, succ in kept:
+            if hash(succ) not in seen:
+                seen.add(hash(succ))
+                want.append((hash(succ), index << POSITION_BITS | pos, codec.encode(succ)))
+    assert got == want and len(want) > 100
+    assert len(calls) < generated  # some successors were known canonical states: no call
+
+
 def run_spark(model, options, **extra):
     from checker.spark import SparkOptions
 

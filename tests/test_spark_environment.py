@@ -79,3 +79,42 @@ def test_below_the_threshold_the_run_says_it_stays_on_the_driver(capsys):
     assert len(lines) == 1
     assert "ran on the driver" in lines[0] and "--spark-threshold 10,000" in lines[0]
     assert result.extra["spark"]["driver_only"] == lines[0]
+
+
+# -- the driver JVM's stderr: kmc's lines only, unless --verbose --------------------------------------------------
+
+def test_the_jvms_start_up_banner_is_dropped_and_its_errors_kept():
+    """``_forward_jvm_stderr`` copies the JVM's stderr line by line but the banner no log level turns off (the
+    Java runtime's notice of the incubating module Spark's launcher adds), in order, bytes as they are."""
+    import io
+
+    from checker.spark.session import _forward_jvm_stderr
+
+    source = io.BytesIO(b"WARNING: Using incubator modules: jdk.incubator.vector\n"
+                        b"26/12/01 23:25:00 ERROR Executor: Exception in task 0.0\n"
+                        b"\xff not UTF-8\n")
+    target = io.TextIOWrapper(io.BytesIO(), encoding="utf-8")
+    _forward_jvm_stderr(source, target)
+    assert target.buffer.getvalue() == b"26/12/01 23:25:00 ERROR Executor: Exception in task 0.0\n\xff not UTF-8\n"
+
+
+@pytest.mark.slow  # two kmc processes, each with its own JVM (about 15 s each on a quiet machine)
+@pytest.mark.spark
+@pytest.mark.skipif(not _spark_installed(), reason="needs PySpark and Java")
+def test_a_spark_run_prints_only_kmcs_lines_unless_verbose():
+    """A run on Spark printed the JVM's banner on stderr (the incubator module's warning, Spark's default log
+    profile and level, NativeCodeLoader's warning); now stderr is empty with --quiet, and --verbose shows them."""
+    import os
+    import subprocess
+    import sys
+
+    root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    command = [sys.executable, "-m", "kmc", "check", "two-phase", "--const", "RM=3", "--engine", "spark",
+               "--master", "local[1]", "--spark-threshold", "0", "--quiet"]
+    env = {**os.environ, "PYTHONPATH": root}
+    quiet = subprocess.run(command, cwd=root, env=env, capture_output=True, text=True, timeout=600)
+    assert quiet.returncode == 0 and quiet.stderr == "", quiet.stderr
+    assert "288 distinct states" in quiet.stdout, quiet.stdout
+    verbose = subprocess.run([*command, "--verbose"], cwd=root, env=env, capture_output=True, text=True, timeout=600)
+    assert verbose.returncode == 0, verbose.stderr
+    assert "Using incubator modules" in verbose.stderr and "log level" in verbose.stderr, verbose.stderr

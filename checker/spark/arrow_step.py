@@ -123,7 +123,13 @@ class ArrowExpand:
         if self.fail_once is not None:
             _maybe_fail(len(blobs), self.fail_once)
         decode, encode = self.codec.decode, self.codec.encode
-        successors_of = SuccessorView(self.model, self.symmetry, self.canonical).of
+        view = SuccessorView(self.model, self.symmetry, self.canonical)
+        successors_of = view.of
+        # --symmetry / --reduce dead without bounds: a successor whose own fingerprint is one ``seen`` holds is a
+        # canonical state found already (its canonical form is itself), so it is skipped before ``canonical``, as
+        # the local engine's loop does (``checker.bfs.LocalBFS._expand``); the candidates are the same
+        only_canonical = view.within is None and view.canonical is not None
+        successors, canonical = self.model.successors, view.canonical
         # the frontier's states are checked here, each once (they are the level's distinct states);
         # an invariant violated in this partition is not checked again in it (``FrontierCheck``
         # finds the first violating state when the driver sees the bit)
@@ -142,17 +148,38 @@ class ArrowExpand:
                 bad, checks = _check(state, checks)
                 violated |= bad
             base_key = index << POSITION_BITS
-            count, kept = successors_of(state)
-            if count > POSITION_MASK + 1:
-                raise RuntimeError(f"a state with more than {POSITION_MASK + 1} successors")
-            for pos, _act, succ in kept:
-                fp = hash(succ)
-                if fp in seen:
-                    continue
-                seen.add(fp)
-                out_fp.append(fp)
-                out_key.append(base_key | pos)
-                out_state.append(encode(succ))
+            if only_canonical:
+                succs = successors(state)
+                if type(succs) is not list:
+                    succs = list(succs)
+                count = len(succs)
+                if count > POSITION_MASK + 1:
+                    raise RuntimeError(f"a state with more than {POSITION_MASK + 1} successors")
+                for pos, pair in enumerate(succs):
+                    succ = pair[1]
+                    raw = hash(succ)
+                    if raw in seen:
+                        continue
+                    image = canonical(succ)
+                    fp = raw if image is succ else hash(image)
+                    if fp in seen:
+                        continue
+                    seen.add(fp)
+                    out_fp.append(fp)
+                    out_key.append(base_key | pos)
+                    out_state.append(encode(image))
+            else:
+                count, kept = successors_of(state)
+                if count > POSITION_MASK + 1:
+                    raise RuntimeError(f"a state with more than {POSITION_MASK + 1} successors")
+                for pos, _act, succ in kept:
+                    fp = hash(succ)
+                    if fp in seen:
+                        continue
+                    seen.add(fp)
+                    out_fp.append(fp)
+                    out_key.append(base_key | pos)
+                    out_state.append(encode(succ))
             generated += count
             if not count and self.check_deadlock and deadlock is None:
                 deadlock = index

@@ -61,6 +61,8 @@ class SparkOptions:
     driver_index_limit: int = DEFAULT_DRIVER_INDEX_LIMIT
     driver_memory: str = "4g"
     verbose: bool = False  # a line a level on stderr
+    #: the driver JVM's own log and start-up lines on stderr (``kmc check --verbose``); else errors only
+    jvm_log: bool = False
     fail_task_at_depth: int | None = None  # fault injection (tests): one expansion task at this depth fails once
     fail_marker: str = ""
 
@@ -86,6 +88,7 @@ class SparkBFS(ArrowLevelStep, LevelStep, Resumable, Verdicts, LevelSearch):
         self.fail_marker = engine_options.fail_marker
         self.memory = engine_options.driver_memory
         self.verbose = engine_options.verbose
+        self.jvm_log = engine_options.jvm_log
         #: "arrow" (DataFrames, Arrow batches, dedup in the JVM), "blocks" (RDDs of columnar blocks,
         #: the transport of resumable runs) or None: arrow when available, else blocks
         self.transport = engine_options.transport
@@ -259,7 +262,7 @@ class SparkBFS(ArrowLevelStep, LevelStep, Resumable, Verdicts, LevelSearch):
     def _start(self, run_dir: RunDir, per_core: int = 2) -> SparkRun:
         """The Spark session and the run's partitions (``per_core`` a core unless given: the arrow
         transport takes one, as each partition's first-occurrence filter sees more of the level)."""
-        session, created = spark_session(self.master, self.memory)
+        session, created = spark_session(self.master, self.memory, jvm_log=self.jvm_log)
         sc = session.sparkContext
         if self._interrupt is None:  # Ctrl-C: one line, not PySpark's handler (``SparkInterrupt``)
             self._interrupt = SparkInterrupt(sc)

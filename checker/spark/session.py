@@ -35,6 +35,8 @@ DEFAULT_MASTER = "local[*]"
 SECRET_FILE_VARIABLE = "KMC_SPARK_SECRET_FILE"
 CONNECT_SECONDS_VARIABLE = "KMC_SPARK_CONNECT_SECONDS"
 DEFAULT_CONNECT_SECONDS = 60.0
+#: the driver JVM's log configuration unless ``--verbose`` (errors only, on stderr)
+LOG4J2_PROPERTIES = os.path.join(os.path.dirname(os.path.abspath(__file__)), "log4j2-kmc.properties")
 _SECRET = re.compile(r"[\x21-\x7e]{16,1024}")  # printable, no blanks: a properties value as it is
 
 
@@ -145,19 +147,18 @@ def connect_seconds(env: MutableMapping[str, str] | None = None) -> float:
     return value
 
 
-def _create(builder: Any, options: dict[str, str], master: str, secret: str | None, seconds: float) -> Any:
-    """``builder.getOrCreate()`` with ``options``. With ``secret``, the JVM is launched with the options
-    alone and the secret is set through Py4J. On a cluster master, the SparkContext (whose creation
+def _create(builder: Any, options: dict[str, str], master: str, secret: str | None, seconds: float,
+            quiet: bool = True) -> Any:
+    """``builder.getOrCreate()`` with ``options``. The JVM is launched with the options alone (``launch_jvm``);
+    with ``secret``, the secret is set through Py4J after. On a cluster master, the SparkContext (whose creation
     waits for the master to register the application) is made first under a watchdog that ends the JVM
     when the master has not accepted the driver within ``seconds``: one line instead of Spark's minute
     of retries. The session is built on it after."""
-    import threading
-
     from pyspark import SparkConf, SparkContext
 
     local = master.startswith("local")
-    if secret is not None or not local:  # the JVM first: the watchdog times the master, not Java's start-up
-        SparkContext._ensure_initialized(conf=SparkConf(loadDefaults=False).setAll(list(options.items())))
+    # the JVM first (the watchdog times the master, not Java's start-up), its stderr through ``_forward_jvm_stderr``
+    launch_jvm(SparkConf(loadDefaults=False).setAll(list(options.items())), quiet=quiet)
     if secret is not None:
         options = {**options, "spark.authenticate": "true", "spark.authenticate.secret": secret}
     for key, value in options.items():
@@ -191,10 +192,14 @@ def _create(builder: Any, options: dict[str, str], master: str, secret: str | No
     return builder.getOrCreate()
 
 
-def spark_session(master: str = DEFAULT_MASTER, memory: str = "4g", ui: bool = False) -> tuple[Any, bool]:
+def spark_session(master: str = DEFAULT_MASTER, memory: str = "4g", ui: bool = False,
+                  jvm_log: bool = False) -> tuple[Any, bool]:
     """The active SparkSession, or a new one for ``master``; True when this call created it.
 
     ``ui``: keep Spark's web UI and its REST API (the benchmark reads the stages' metrics there).
+    ``jvm_log`` (``kmc check --verbose``): Spark's own log profile (info, then warnings once the session runs)
+    and the JVM's start-up lines; without it the JVM logs errors only (``log4j2-kmc.properties``) and its
+    start-up banner is dropped (``_forward_jvm_stderr``), so a run prints kmc's lines alone.
 
     Under ``spark-submit`` the master and the rest of the configuration come from spark-submit.
     """
@@ -216,21 +221,69 @@ def spark_session(master: str = DEFAULT_MASTER, memory: str = "4g", ui: bool = F
             "spark.ui.showConsoleProgress": "false",
             "spark.driver.memory": memory,
             "spark.sql.shuffle.partitions": "8",
-            # as setLogLevel("ERROR") below, from the start: a master's refusals and retries are warnings
-            "spark.log.level": "ERROR",
             # the Arrow transport checkpoints every level: the files of a level no longer referenced go
             "spark.cleaner.referenceTracking.cleanCheckpoints": "true",
         }
+        java_options: list[str] = []
         if master.startswith("local") and not os.environ.get("KMC_SPARK_FULL_JIT"):
             # A local master's executors are this JVM, and a search makes a few dozen short jobs of
             # new query plans: HotSpot's optimizing compiler (C2) then spends more CPU compiling
             # Spark's code than the jobs spend running it (22 of 40 JVM CPU seconds on Kafka 2.1.0,
             # 612,834 states); its quick compiler alone costs a little speed and saves most of that
             # (bench/NOTES.md, "Issue 13 item 4: third round"). KMC_SPARK_FULL_JIT=1 keeps C2.
-            options["spark.driver.extraJavaOptions"] = "-XX:TieredStopAtLevel=1"
-        session = _create(builder, options, master, secret, seconds)
+            java_options.append("-XX:TieredStopAtLevel=1")
+        if jvm_log:
+            # as setLogLevel("ERROR") below, from the start: a master's refusals and retries are warnings
+            options["spark.log.level"] = "ERROR"
+        else:
+            # errors only from the first line: no default profile, so no banner (a file, as log4j2 reads it)
+            java_options.append(f"-Dlog4j2.configurationFile={LOG4J2_PROPERTIES}")
+        if java_options:
+            options["spark.driver.extraJavaOptions"] = " ".join(java_options)
+        session = _create(builder, options, master, secret, seconds, quiet=not jvm_log)
     session.sparkContext.setLogLevel("ERROR")
     return session, True
+
+
+def launch_jvm(conf: Any, quiet: bool) -> None:
+    """Start the driver's JVM (PySpark's ``launch_gateway``) with ``conf``, unless one runs; ``quiet``: its
+    stderr is piped through ``_forward_jvm_stderr`` (the start-up banner dropped, the rest as it comes)."""
+    import subprocess
+
+    from pyspark import SparkContext
+    from pyspark.java_gateway import launch_gateway
+
+    if SparkContext._gateway is not None:
+        return
+    gateway = launch_gateway(conf, popen_kwargs={"stderr": subprocess.PIPE} if quiet else None)
+    if quiet:
+        threading.Thread(target=_forward_jvm_stderr, args=(gateway.proc.stderr, sys.stderr), daemon=True,
+                         name="kmc-jvm-stderr").start()
+    SparkContext._ensure_initialized(gateway=gateway, conf=conf)
+
+
+#: the lines the driver's JVM prints at every start whatever its log level: the Java runtime's notice of the
+#: incubating module Spark's launcher adds (``--add-modules=jdk.incubator.vector``, spark-launcher's
+#: ``JavaModuleOptions``, Spark 4), which no option of the runtime turns off
+JVM_BANNER = (b"WARNING: Using incubator modules:",)
+
+
+def _forward_jvm_stderr(source: Any, target: Any) -> None:
+    """Copy the JVM's stderr (bytes, a line at a time) to ``target`` as it comes, but the ``JVM_BANNER`` lines."""
+    sink = getattr(target, "buffer", None)
+    for line in iter(source.readline, b""):
+        if line.startswith(JVM_BANNER):
+            continue
+        try:
+            if sink is not None:
+                target.flush()
+                sink.write(line)
+                sink.flush()
+            else:
+                target.write(line.decode("utf-8", "replace"))
+                target.flush()
+        except (OSError, ValueError):  # the driver's stderr closed at exit: nothing left to show
+            return
 
 
 def _ship_packages(sc: Any, directory: str) -> None:
