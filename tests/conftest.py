@@ -8,6 +8,7 @@ subprocess get a JVM of their own, as a user's run does.
 from __future__ import annotations
 
 import shutil
+import sys
 
 import pytest
 
@@ -46,3 +47,35 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
     """The tier's module check (tests/test_fast_tier.py) runs after every other test: it reads what they imported."""
     last = [item for item in items if item.name == "test_every_module_is_imported_by_the_tier"]
     items[:] = [item for item in items if item not in last] + last
+
+
+# -- the fast tier's module check across the workers of ``pytest -n N`` (pytest-xdist) ----------------------------
+_WORKER_MODULES = pytest.StashKey[set]()
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    config.stash[_WORKER_MODULES] = set()
+
+
+@pytest.hookimpl(optionalhook=True)
+def pytest_testnodedown(node, error) -> None:
+    """The controller: the project modules a finished worker imported."""
+    node.config.stash[_WORKER_MODULES].update(getattr(node, "workeroutput", {}).get("kmc_modules", ()))
+
+
+def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
+    from tests.test_fast_tier import PACKAGES, missing_message, not_imported, project_modules, spark_available, whole_tier
+
+    config = session.config
+    if hasattr(config, "workeroutput"):  # a worker: hand the controller what this process imported
+        config.workeroutput["kmc_modules"] = sorted(m for m in sys.modules if m.split(".")[0] in PACKAGES)
+        return
+    loaded = config.stash[_WORKER_MODULES]
+    if not loaded or not whole_tier(config) or exitstatus not in (pytest.ExitCode.OK, pytest.ExitCode.TESTS_FAILED):
+        return  # not a run of pytest -n, not a whole tier, or a run that did not finish
+    missing = not_imported(project_modules(), loaded, spark_available())
+    if missing:
+        config.get_terminal_writer().line()
+        config.get_terminal_writer().line(f"FAILED test_every_module_is_imported_by_the_tier: {missing_message(missing)}",
+                                          red=True)
+        session.exitstatus = pytest.ExitCode.TESTS_FAILED

@@ -19,8 +19,8 @@ from tests.matrix_table import MATRIX_PAGE, documented_matrix
 
 ROOT = Path(__file__).resolve().parents[1]
 README = ROOT / "README.md"
-TEST_COMMAND = "python3 -m pip install -e '.[test]' && python3 -m pytest"
-FAST_TIER_COMMAND = 'python3 -m pytest -m "not slow"'
+TEST_COMMAND = "python3 -m pip install -e '.[test]' && python3 -m pytest -n 2 --dist loadgroup"
+FAST_TIER_COMMAND = 'python3 -m pytest -n 2 -m "not slow"'
 
 
 # -- the generated reference ----------------------------------------------------------------------------------
@@ -165,6 +165,7 @@ def test_readme_is_a_front_page():
     text = README.read_text(encoding="utf-8")
     assert len(text.splitlines()) <= 150
     assert TEST_COMMAND in text and FAST_TIER_COMMAND in text  # what CI runs, and the developer's loop
+    assert (ROOT / ".ci" / "run").read_text().rstrip().endswith(TEST_COMMAND)  # CI runs README's command
     for page in ("docs/tutorials/first-counterexample.md", "docs/reference/cli.md", "docs/tutorials/matrix.md"):
         assert f"]({page})" in text
 

@@ -3,6 +3,9 @@
 
 ``test_every_module_is_imported_by_the_tier`` runs last (tests/conftest.py puts it there) and looks at this
 process's ``sys.modules``: the modules the collected test files import and those the tests import as they run.
+Under ``pytest -n N`` (pytest-xdist) each worker runs a share of the tests, so the controller does the check
+instead: every worker hands it the project modules it imported, and a whole tier whose workers together miss a
+module fails the run with the same message (tests/conftest.py).
 ``kmc/__main__.py`` (``python -m kmc``) runs only in the child processes of the command-line tests
 (tests/test_cli_habits.py and others); a test here imports it in this process. It checks the whole tier only: a run
 of some files or some tests (``-k``, ``--lf``, a path) skips it. Without PySpark or Java the Spark tests are
@@ -79,8 +82,15 @@ def test_python_dash_m_kmc_imports_without_running():
     assert module.entry.__module__ == "kmc.cli"
 
 
+def missing_message(missing: list[str]) -> str:
+    return f"no fast test imports {', '.join(missing)}: add one, or take a test of it out of the slow tier"
+
+
 def test_every_module_is_imported_by_the_tier(request):
     if not whole_tier(request.config):
         pytest.skip("checks a whole tier (python3 -m pytest -m 'not slow'), not a choice of tests")
+    if hasattr(request.config, "workeroutput"):
+        pytest.skip("a worker of pytest -n sees its share of the tests: the controller checks the workers' modules "
+                    "together (tests/conftest.py, pytest_sessionfinish)")
     missing = not_imported(project_modules(), set(sys.modules), spark_available())
-    assert not missing, f"no fast test imports {', '.join(missing)}: add one, or take a test of it out of the slow tier"
+    assert not missing, missing_message(missing)

@@ -25,6 +25,9 @@ import pytest
 ROOT = Path(__file__).resolve().parent.parent
 SCRIPT = ROOT / "bench" / "spark-standalone.sh"
 CONNECT_SECONDS = 20
+#: under ``pytest -n N --dist loadgroup`` the standalone clusters' tests share one worker: one cluster of three JVMs at
+#: a time on a two-core machine
+pytestmark = pytest.mark.xdist_group("spark-standalone")
 
 
 def _free_port() -> int:

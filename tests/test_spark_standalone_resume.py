@@ -21,6 +21,9 @@ from tests.test_spark_standalone_auth import SCRIPT, _free_port
 
 ROOT = Path(__file__).resolve().parent.parent
 CONSTS = ["brokers=3", "records=1", "crashes=0", "epochs=0"]
+#: under ``pytest -n N --dist loadgroup`` the standalone clusters' tests share one worker: one cluster of three JVMs at
+#: a time on a two-core machine
+pytestmark = pytest.mark.xdist_group("spark-standalone")
 
 
 @pytest.fixture(scope="module")
