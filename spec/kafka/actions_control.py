@@ -85,13 +85,13 @@ class ControlPlaneActions:
         add = out.append
         brokers, controller = s.brokers, s.controller
         registered = controller.registered
-        for b in range(self.n):
+        for b in range(self.brokers):
             broker = brokers[b]
             if not broker.alive and registered[b] != DEAD:
                 self._broker_failure_actions(s, b, add)
             elif broker.alive and registered[b] != broker.broker_epoch:
                 add((self._broker_change[b], self._broker_change_state(s, b)))
-        if controller.epoch >= self.max_epoch:
+        if controller.epoch >= self.epochs:
             return
         leader = controller.leader
         live_isr = tuple([r for r in controller.isr if brokers[r].alive])
@@ -102,14 +102,14 @@ class ControlPlaneActions:
                 add((self._elect[b], self._elect_state(s, b, live_isr)))
             if self.features.unclean and not live_isr:
                 noted = unclean_noted(s)  # the consumers' ghost (spec.kafka.clients)
-                for b in range(self.n):
+                for b in range(self.brokers):
                     if brokers[b].alive:
                         add((self._unclean[b], self._elect_state(noted, b, (b,))))
         elif brokers[leader].alive:
             for b in live_isr:
                 if b != leader:
                     add((self._preferred[b], self._elect_state(s, b, controller.isr)))
-            if s.bumps < self.max_bumps:
+            if s.bumps < self.bumps:
                 # reassignment, or an ISR change by the controller: a new epoch, the same leader
                 add((self._bump[leader], self._elect_state(s, leader, controller.isr).with_(bumps=s.bumps + 1)))
 
@@ -126,7 +126,7 @@ class ControlPlaneActions:
         if i not in controller.isr and controller.leader != i:
             add((self._broker_failure[i], processed))
             return
-        if controller.epoch >= self.max_epoch:
+        if controller.epoch >= self.epochs:
             return
         remaining = tuple([r for r in controller.isr if r != i])
         if not remaining and (self.features.kafka_5642 or not self.features.unclean):
@@ -165,7 +165,7 @@ class ControlPlaneActions:
         registered, brokers, version = controller.registered, s.brokers, controller.partition_epoch
         sent = tuple([LeaderAndIsr.new(dst=r, epoch=epoch, leader=leader, isr=isr, broker_epoch=registered[r],
                                    meant=brokers[r].incarnation, partition_epoch=version)
-                      for r in range(self.n) if brokers[r].alive and r != skip])
+                      for r in range(self.brokers) if brokers[r].alive and r != skip])
         return _with_controller_network(s, controller=controller, network=add_messages(s.network, *sent))
 
     def _broker_change_state(self, s: KafkaState, i: int) -> KafkaState:
@@ -182,7 +182,7 @@ class ControlPlaneActions:
             return _with_controller(s, controller=noticed)
         network = tuple([m for m in s.network if not (m.kind in CONTROL_KINDS and m.dst == i)])
         s = s.with_(controller=noticed, network=network)
-        if controller.leader == i and controller.epoch < self.max_epoch:
+        if controller.leader == i and controller.epoch < self.epochs:
             return self._elect_state(s, i, controller.isr)
         request = self._leader_and_isr(s, i, controller.epoch, controller.leader, controller.isr)
         return with_network(s, add_messages(network, request))
@@ -206,7 +206,7 @@ class ControlPlaneActions:
             if not others:  # nowhere to move leadership: Kafka answers "partitions remaining"
                 out.append((act[i], rest))
                 return
-            if controller.epoch >= self.max_epoch:
+            if controller.epoch >= self.epochs:
                 return
             for leader in others:
                 # the LeaderAndIsr goes to the shutting-down broker too (live or shutting down), then the
@@ -214,7 +214,7 @@ class ControlPlaneActions:
                 moved = self._elect_state(rest, leader, isr)
                 out.append((act[leader], self._send_stop(moved, i, m.incarnation)))
         elif i in controller.isr:
-            if controller.epoch >= self.max_epoch:
+            if controller.epoch >= self.epochs:
                 return
             shrunk = self._elect_state(rest, controller.leader, isr, skip=i)
             out.append((act[controller.leader], self._send_stop(shrunk, i, m.incarnation)))
@@ -238,21 +238,21 @@ class ControlPlaneActions:
         if not b.alive:
             # once the controller processed its death (else it is a Bounce); a broker that halted beyond the crash
             # bound (a follower ahead of its leader before 2.1.0 exits on its own) stays down
-            if s.controller.registered[i] == DEAD and s.crashes <= self.max_crashes:
+            if s.controller.registered[i] == DEAD and s.crashes <= self.crashes:
                 add((self._restart[i], self._restart_state(s, i)))
             return
         self._replica_actions(s, i, b, out)
-        if s.shutdowns < self.max_shutdowns and not b.stopping:
+        if s.shutdowns < self.shutdowns and not b.stopping:
             request = ControlledShutdown.new(src=i, broker_epoch=b.broker_epoch, incarnation=b.incarnation)
             add((self._shutdown[i], with_broker(s, i, _stopping(b, stopping=True), network=add_messages(s.network, request),
                                                 shutdowns=s.shutdowns + 1)))
-        if s.crashes < self.max_crashes:
+        if s.crashes < self.crashes:
             add((self._crash[i], self._crash_state(s, i, len(b.log))))
             if self.features.lossy_crash:
                 lossy = self._lossy[i]
                 for keep in range(len(b.log)):
                     add((lossy[keep], self._crash_state(s, i, keep)))
-        if s.bounces < self.max_bounces:
+        if s.bounces < self.bounces:
             add((self._bounce[i], self._bounce_state(s, i)))
 
     # -- crash, restart and bounce -------------------------------------------------------------------
@@ -348,13 +348,13 @@ class ControlPlaneActions:
             cache = assign(b.cache, m.epoch, len(b.log)) if features.kafka_7415 else b.cache
             # Partition.makeLeader resets the followers' fetch states only "if (isNewLeader)" (0.10.2.2, 2.0.0,
             # 2.8.0; 3.x resetReplicaState(isNewLeader = ...)): a leader re-elected in a new epoch keeps them
-            remote = b.remote if b.leader == i else (-1,) * self.n
+            remote = b.remote if b.leader == i else (-1,) * self.brokers
             if b.leader != i and not features.truncation_lowers_hw:
                 b = new_leader_hw(b)  # before 2.4.0 a follower's HW may sit above its LEO: isNewLeader resets it
             nb = _made_leader(b, cache=cache, leader=i, epoch=m.epoch, isr=m.isr, remote=remote, stale=stale,
                               reconciled=m.epoch)
             if b.leader != i and features.kip_903:
-                nb = _remote_epochs(nb, remote_epochs=(UNDEFINED,) * self.n)  # KIP-903: a new leader knows none
+                nb = _remote_epochs(nb, remote_epochs=(UNDEFINED,) * self.brokers)  # KIP-903: a new leader knows none
         elif b.leader == m.leader and b.fetch != NO_FETCHER and not self._restarts_truncation(b, m):
             # Partition.makeFollower returns false: the fetcher keeps going, only the new epoch is learned
             nb = _new_epoch(b, epoch=m.epoch, isr=m.isr, stale=stale)

@@ -98,7 +98,7 @@ class DataPlaneActions:
         controller = s.controller
         if controller.leader != i or controller.epoch != leader.epoch:
             return  # a deposed leader's ZooKeeper write of the ISR fails (stale zkVersion): Partition.updateIsr
-        for f in range(self.n):
+        for f in range(self.brokers):
             if f != i:
                 self._isr_change_action(s, i, leader, f, add)
 
@@ -109,7 +109,7 @@ class DataPlaneActions:
         (``spec.kafka.clients.producer_for``) says whether the leader accepts it (acks=all: NOT_ENOUGH_REPLICAS) and
         what the producer is told."""
         producer = self.producer  # spec.kafka.clients: the producer's acks, chosen once
-        if s.produced >= self.max_records or not producer.accepts(leader):
+        if s.produced >= self.records or not producer.accepts(leader):
             return
         ident = s.produced + 1
         leo = len(leader.log)
@@ -135,7 +135,7 @@ class DataPlaneActions:
             return  # KAFKA-13091 (2.7 to 3.0, hw_events=1): a committed ISR change left the HW; the next event moves it
         if self.features.kafka_15583:
             committed = leader.committed_isr if leader.alter_pending else leader.isr
-            required = leader_min_isr(self.min_isr, leader, self.n) if self.features.effective_min_isr else self.min_isr
+            required = leader_min_isr(self.min_isr, leader, self.brokers) if self.features.effective_min_isr else self.min_isr
             if len(committed) < required:
                 return
         hw = len(leader.log)
@@ -210,7 +210,7 @@ class DataPlaneActions:
         network = s.network
         if follower.fetch == NO_FETCHER or follower.pending_diverging or busy(network, i, leader):
             return  # no partition to fetch, or the thread has a truncation to finish, or waits for an answer
-        if self.max_inflight and in_flight(network) >= self.max_inflight:
+        if self.inflight and in_flight(network) >= self.inflight:
             return
         features = self.features
         current_epoch = follower.epoch if features.leader_epoch_fencing else UNDEFINED  # KIP-320: currentLeaderEpoch

@@ -106,13 +106,13 @@ class ReassignmentActions:
     (the hooks in ``spec.kafka.actions_kraft._partition_change`` call ``_reassigned`` and ``_replaying``)."""
 
     def _init_reassignment(self, reassignments: int) -> None:
-        self.max_reassignments = reassignments
+        self.reassignments = reassignments
         if reassignments and self.features.kraft:
             self.constants["reassignments"] = reassignments
             # a removed leader's successor is the first valid target replica, the lowest id here (Kafka: the first in
             # the order the user gave): renaming broker ids does not commute with that, so no --symmetry
             self.has_symmetry = False
-        ids = range(-1, self.n)
+        ids = range(-1, self.brokers)
         self._reassign = [[Action("ReassignPartition", (("remove", r), ("add", a))) for a in ids] for r in ids]
 
     # -- the controller --------------------------------------------------------------------------------------------
@@ -120,7 +120,7 @@ class ReassignmentActions:
         """The KRaft controller's actions with reassignments (``spec.kafka.controllers.KRaftReassigningController``):
         its own, then a reassignment while the bound allows one."""
         self._kraft_controller_actions(s, out)
-        if s.reassignments < self.max_reassignments:
+        if s.reassignments < self.reassignments:
             self._reassign_actions(s, out.append)
 
     def _reassign_actions(self, s: KafkaState, add) -> None:
@@ -132,8 +132,8 @@ class ReassignmentActions:
         c = s.controller
         if c.adding or c.removing:
             return
-        current = replicas_of(c.replicas, self.n)
-        others = [b for b in range(self.n) if b not in current]
+        current = replicas_of(c.replicas, self.brokers)
+        others = [b for b in range(self.brokers) if b not in current]
         for remove in (-1, *current):
             for added in (-1, *others):
                 if remove == added == -1:
@@ -154,7 +154,7 @@ class ReassignmentActions:
         valid target replica, else none) and the leader epoch bump of a replica list that lost a replica. Returns the
         leader, ISR, bump and the controller's new ``replicas`` / ``adding`` / ``removing``."""
         c = s.controller
-        current = replicas_of(c.replicas, self.n)
+        current = replicas_of(c.replicas, self.brokers)
         if target:
             removing = tuple([r for r in current if r not in target])
             adding = tuple([r for r in target if r not in current])
@@ -173,10 +173,10 @@ class ReassignmentActions:
     def _replaying(self, before: Controller, after: Controller, to) -> list[int]:
         """Who replays a partition change once the partition has a replica list: with a new leader epoch every replica,
         old and new (a removed one deletes its replica); otherwise the leader and any broker the change adds."""
-        old = set(replicas_of(before.replicas, self.n))
+        old = set(replicas_of(before.replicas, self.brokers))
         new = set(after.replicas)
         if after.epoch != before.epoch:
-            return [r for r in range(self.n) if r in old or r in new]
+            return [r for r in range(self.brokers) if r in old or r in new]
         return sorted(set(to) | (new - old))
 
     # -- the brokers ----------------------------------------------------------------------------------------------
@@ -197,7 +197,7 @@ class ReassignmentActions:
         after = t.brokers[i]
         if after.partition_epoch != m.partition_epoch or after.replicas == m.replicas:
             return t  # ignored, or nothing new about the replicas
-        changed = set(replicas_of(b.replicas, self.n)) ^ set(m.replicas)
+        changed = set(replicas_of(b.replicas, self.brokers)) ^ set(m.replicas)
         updated = after.with_(replicas=m.replicas)
         if after.leader == i and after.remote:
             updated = updated.with_(remote=tuple([-1 if r in changed else x for r, x in enumerate(after.remote)]))

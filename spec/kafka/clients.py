@@ -189,8 +189,8 @@ class ClientActions:
     """The consumers' actions (the producer is a policy: ``producer_for``)."""
 
     def _init_clients(self, consumers: int, consumer_inflight: int = 0) -> None:
-        self.n_consumers = consumers
-        ids = range(self.n)
+        self.consumers = consumers
+        ids = range(self.brokers)
         a = Action
         c_ids = range(consumers)
 
@@ -201,7 +201,7 @@ class ClientActions:
         self._consumer_fetch = table("ConsumerFetch", "leader")
         self._consumer_validate = table("ConsumerValidate", "leader")
         self._consumer_fetch_follower = table("ConsumerFetchFromFollower", "replica")
-        self._consumer_inflight = consumer_inflight
+        self.consumer_inflight = consumer_inflight
         self._consumer_send_fetch = table("ConsumerSendFetch", "broker")
         self._consumer_serve_fetch = table("ServeConsumerFetch", "broker")
         self._consumer_receive_fetch = table("ReceiveConsumerFetch", "broker")
@@ -218,7 +218,7 @@ class ClientActions:
             known = controller.leader
             if known >= 0 and (known, controller.epoch) != (consumer.leader, consumer.epoch):
                 add((self._consumer_metadata[c][known], self._metadata_state(s, c, consumer)))
-            if self._consumer_inflight:
+            if self.consumer_inflight:
                 self._delayed_consumer_actions(s, c, consumer, add)
                 continue
             b = consumer.leader
@@ -245,7 +245,7 @@ class ClientActions:
         ``localLogWithEpochOrException`` fences a request whose leader epoch is not the follower's). The model
         lets the selector pick any live follower of the consumer's leader in the consumer's epoch whose LEO
         reaches the position (the leader's view of it may lag; the follower's own LEO is what it serves)."""
-        for r in range(self.n):
+        for r in range(self.brokers):
             if r == consumer.leader:
                 continue
             replica = s.brokers[r]

@@ -234,15 +234,15 @@ class KafkaModel(ClientActions, ReassignmentActions, KRaftActions, ControlPlaneA
         """``bounds``: any of ``spec.kafka.bounds.BOUNDS`` by name (``brokers=3``), the others at their defaults."""
         bound = bound_values(bounds)
         brokers, records, epochs = bound["brokers"], bound["records"], bound["epochs"]
-        self.n = brokers
-        self.max_records = records
-        self.max_epoch = epochs
-        self.max_crashes = bound["crashes"]
-        self.max_inflight = bound["inflight"]
-        self.max_bumps = bound["bumps"]
-        self.max_shutdowns = bound["shutdowns"]
-        self.max_bounces = bound["bounces"]
-        self.max_losses = bound["losses"]
+        self.brokers = brokers
+        self.records = records
+        self.epochs = epochs
+        self.crashes = bound["crashes"]
+        self.inflight = bound["inflight"]
+        self.bumps = bound["bumps"]
+        self.shutdowns = bound["shutdowns"]
+        self.bounces = bound["bounces"]
+        self.losses = bound["losses"]
         self.protocol = protocol
         self.features = features if features is not None else resolve(protocol)
         # the replicas' bounds always, the clients' and the switches' where they differ from their defaults (no
@@ -295,7 +295,7 @@ class KafkaModel(ClientActions, ReassignmentActions, KRaftActions, ControlPlaneA
         # -- the composition, chosen once: the protocol row's controller (spec.kafka.controllers: ZooKeeper, ZooKeeper
         # -- with AlterIsr, KRaft) and the producer's acknowledgement (spec.kafka.clients: acks=0, 1 or all)
         self.control_plane = control_plane(self.features, reassignments)
-        self.producer = producer_for(acks, min_isr, self.features.effective_min_isr, self.n)
+        self.producer = producer_for(acks, min_isr, self.features.effective_min_isr, self.brokers)
 
     # -- the model interface -------------------------------------------------------------------------
     def state_types(self) -> tuple[type, ...]:
@@ -314,14 +314,14 @@ class KafkaModel(ClientActions, ReassignmentActions, KRaftActions, ControlPlaneA
         return decode_states(plain)
 
     def state_parts(self) -> StateParts:
-        return state_parts(self.n)
+        return state_parts(self.brokers)
 
     #: the least renaming of broker ids (``spec.kafka.symmetry``); a plain function, as the engine calls it
     #: once a successor
     canonical = staticmethod(kafka_canonical)
 
     def symmetry_reduces_nothing(self) -> str | None:
-        return reduces_nothing(self.n)
+        return reduces_nothing(self.brokers)
 
     def dead_messages(self) -> Any:
         """The answers in flight that are dead, dropped (``spec.kafka.dead``), for ``--reduce dead``."""
@@ -350,7 +350,7 @@ class KafkaModel(ClientActions, ReassignmentActions, KRaftActions, ControlPlaneA
 
     def init_states(self) -> list[KafkaState]:
         """Broker 0 leads in epoch 0 with every broker in the ISR; every log is empty."""
-        n = self.n
+        n = self.brokers
         isr = tuple(range(n))
         leader_cache = ((0, 0),) if self.features.kafka_7415 else ()
         leader = Broker(alive=True, log=(), hw=0, cache=leader_cache, leader=0, epoch=0, isr=isr, fetch=NO_FETCHER,
@@ -361,17 +361,17 @@ class KafkaModel(ClientActions, ReassignmentActions, KRaftActions, ControlPlaneA
         controller = Controller(leader=0, epoch=0, isr=isr, registered=(0,) * n)
         return [KafkaState(brokers=(leader,) + (follower,) * (n - 1), controller=controller, network=(), produced=0,
                            crashes=0, bumps=0, shutdowns=0, bounces=0, losses=0, committed=(), acked=(),
-                           consumers=(new_consumer(),) * self.n_consumers)]
+                           consumers=(new_consumer(),) * self.consumers)]
 
     def successors(self, s: KafkaState) -> list[tuple[Action, KafkaState]]:
         # one list, filled in order by each family (no nested generators: this is the hot path)
         out: list[tuple[Action, KafkaState]] = []
         plane = self.control_plane
         plane.actions(self, s, out)
-        for i in range(self.n):
+        for i in range(self.brokers):
             plane.broker_actions(self, s, i, out)
         self._deliveries(s, out)
-        if self.n_consumers:
+        if self.consumers:
             self._consumer_actions(s, out)
         return out
 
@@ -424,7 +424,7 @@ class KafkaModel(ClientActions, ReassignmentActions, KRaftActions, ControlPlaneA
                     add((self._deliver[dst][m.epoch], plane.apply_leader_and_isr(self, s, m)))
                 else:
                     add((self._deliver_stop[dst], self._apply_stop_replica(s, m)))
-                if s.losses < self.max_losses and queued[dst] > 1:
+                if s.losses < self.losses and queued[dst] > 1:
                     # a controller failover: the old controller's queue is dropped and the new one sends the
                     # current state; the broker misses the oldest request but still gets a newer one
                     add((self._lose[dst], s.with_(network=remove_message(network, m), losses=s.losses + 1)))
