@@ -12,6 +12,7 @@ it follows; ``spec.kafka.rules`` is the table of every rule that differs between
 from __future__ import annotations
 
 from spec.kafka.clients import unclean_noted
+from spec.kafka.declared import BROKER, EPOCH, KEEP, Declared
 from spec.kafka.log import UNDEFINED, assign
 from spec.kafka.state import (
     CONTROL_KINDS,
@@ -397,3 +398,34 @@ def channel_order(m: LeaderAndIsr | StopReplica) -> tuple[int, int, int, int]:
     of that epoch whatever its zkVersion (the kind before the version), and the KRaft rows, which have no
     StopReplica, order changes of one leader epoch by their partition epoch."""
     return m.epoch, m.broker_epoch, m.kind, m.partition_epoch if m.kind == LEADER_AND_ISR else 0
+
+
+#: the control plane's actions (``spec.kafka.declared``): the ZooKeeper controller's, the control requests and the
+#: broker faults; ElectLeader, PreferredLeaderElection, UncleanLeaderElection and BumpLeaderEpoch are the KRaft
+#: controller's too (``actions_kraft._kraft_controller_actions``)
+ACTIONS: tuple[Declared, ...] = (
+    Declared("ElectLeader", "_elect", (("leader", BROKER),),
+             ("_controller_actions", "_kraft_controller_actions", "_elect_state", "_partition_change")),
+    Declared("PreferredLeaderElection", "_preferred", (("leader", BROKER),),
+             ("_controller_actions", "_kraft_controller_actions", "_elect_state", "_partition_change")),
+    Declared("UncleanLeaderElection", "_unclean", (("leader", BROKER),),
+             ("_controller_actions", "_kraft_controller_actions", "_elect_state", "_partition_change",
+              "unclean_noted")),
+    Declared("Crash", "_crash", (("broker", BROKER),), ("_crash_state", "_kraft_crash", "_broker_failure_actions")),
+    Declared("Restart", "_restart", (("broker", BROKER),), ("_restart_state", "_reborn", "_kraft_restart_state")),
+    Declared("BumpLeaderEpoch", "_bump", (("leader", BROKER),),
+             ("_controller_actions", "_kraft_controller_actions", "_elect_state")),
+    Declared("ControlledShutdown", "_shutdown", (("broker", BROKER),), ("_controlled_shutdowns",)),
+    Declared("Bounce", "_bounce", (("broker", BROKER),), ("_bounce_state", "_reborn")),
+    Declared("ProcessBrokerChange", "_broker_change", (("broker", BROKER),), ("_broker_change_state",)),
+    Declared("ProcessBrokerFailure", "_broker_failure", (("broker", BROKER),), ("_broker_failure_actions",)),
+    Declared("DeliverStopReplica", "_deliver_stop", (("broker", BROKER),),
+             ("_apply_stop_replica", "_stale_generation", "_deliveries")),
+    Declared("LoseControlRequest", "_lose", (("broker", BROKER),), ("_deliveries",)),
+    Declared("CrashLosingTail", "_lossy", (("broker", BROKER), ("keep", KEEP)), ("_crash_state", "_kraft_crash")),
+    Declared("ProcessControlledShutdown", "_process_shutdown", (("broker", BROKER), ("leader", BROKER)),
+             ("_controlled_shutdowns",)),
+    Declared("DeliverLeaderAndIsr", "_deliver", (("broker", BROKER), ("epoch", EPOCH)),
+             ("_apply_leader_and_isr", "_kraft_apply_leader_and_isr", "_reassigned_apply_leader_and_isr",
+              "_restarts_truncation", "_stale_generation", "_deliveries", "assign", "truncate_broker")),
+)

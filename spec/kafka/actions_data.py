@@ -12,6 +12,7 @@ it follows; ``spec.kafka.rules`` is the table of every rule that differs between
 from __future__ import annotations
 
 from spec.kafka.clients import leader_min_isr
+from spec.kafka.declared import BROKER, Declared
 from spec.kafka.log import (
     LOOKUP_UNDEFINED,
     UNDEFINED,
@@ -470,3 +471,30 @@ def busy(network: tuple, follower: int, leader: int) -> bool:
 def in_flight(network: tuple) -> int:
     """Broker-to-broker requests and responses in flight (what ``inflight`` bounds)."""
     return sum(1 for m in network if m.kind in DATA_KINDS)
+
+
+#: the data plane's actions (``spec.kafka.declared``): the leader's (ShrinkIsr and ExpandIsr as an AlterIsr or
+#: AlterPartition request too: ``actions_kraft``), the fetch path and the truncations
+ACTIONS: tuple[Declared, ...] = (
+    Declared("Produce", "_produce", (("leader", BROKER),),
+             ("_leader_actions", "_alter_leader_actions", "_produce_action", "LeaderAcks", "AllAcks", "spec.kafka.log")),
+    Declared("AdvanceHighWatermark", "_advance", (("leader", BROKER),), ("_advance_hw_action", "AllAcks")),
+    Declared("TruncateToHighWatermark", "_trunc_hw", (("follower", BROKER),), ("_follower_actions", "truncate_broker")),
+    Declared("TruncateOnDivergingEpoch", "_truncate_diverging", (("follower", BROKER),),
+             ("_truncate_on_diverging_action", "truncate_broker")),
+    Declared("SendFetch", "_send_fetch", (("follower", BROKER), ("leader", BROKER)), ("_follower_actions",)),
+    Declared("ServeFetch", "_serve_fetch", (("leader", BROKER), ("follower", BROKER)),
+             ("_serve_fetch_state", "_error", "_serve_non_replica")),
+    Declared("ReceiveFetch", "_receive_fetch", (("follower", BROKER), ("leader", BROKER)),
+             ("_receive_fetch_state", "truncate_broker", "follower_truncation")),
+    Declared("SendOffsetsForLeaderEpoch", "_send_offsets", (("follower", BROKER), ("leader", BROKER)),
+             ("_follower_actions",)),
+    Declared("ServeOffsetsForLeaderEpoch", "_serve_offsets", (("leader", BROKER), ("follower", BROKER)),
+             ("_serve_offsets_state", "_error", "end_offset_kip101", "end_offset_for")),
+    Declared("ReceiveOffsetsForLeaderEpoch", "_receive_offsets", (("follower", BROKER), ("leader", BROKER)),
+             ("_receive_offsets_state", "follower_truncation", "truncate_broker")),
+    Declared("ShrinkIsr", "_shrink", (("leader", BROKER), ("follower", BROKER)),
+             ("_isr_change_action", "_isr_change_request_action", "_partition_change")),
+    Declared("ExpandIsr", "_expand", (("leader", BROKER), ("follower", BROKER)),
+             ("_isr_change_action", "_isr_change_request_action", "_eligible", "_ineligible", "_partition_change")),
+)

@@ -82,6 +82,7 @@ CleanShutdown                      broker, leader              (clean_shutdowns)
 from __future__ import annotations
 
 from spec.kafka.clients import unclean_noted
+from spec.kafka.declared import BROKER, BROKER_OR_NONE, KEEP, Declared
 from spec.kafka.log import UNDEFINED, epoch_start
 from spec.kafka.state import (
     ALTER_PARTITION,
@@ -103,7 +104,6 @@ from spec.kafka.state import (
     LeaderAndIsr,
 )
 from spec.kafka.updates import add_messages, remove_message, replace_at, with_broker
-from spec.model import Action
 
 CONTROLLER = -1  # the src / dst of a message to or from the KRaft controller
 
@@ -185,19 +185,6 @@ class KRaftActions:
             # ``kmc matrix`` checks a KRaft row at its own bounds (an instance attribute over the class's; the bound
             # sets: ``KafkaModel.matrix_bound_sets``)
             self.matrix_bounds = dict(KRAFT_MATRIX_BOUNDS)
-        ids = range(self.brokers)
-        a = Action
-        self._fence = [[a("FenceBroker", (("broker", b), ("leader", x))) for x in range(-1, self.brokers)] for b in ids]
-        self._process_alter = [a("ProcessAlterPartition", (("leader", b),)) for b in ids]
-        self._receive_alter = [a("ReceiveAlterPartitionResponse", (("leader", b),)) for b in ids]
-        self._lose_alter = [a("LoseAlterPartitionResponse", (("leader", b),)) for b in ids]
-        self._kraft_shutdown = [[a("ProcessControlledShutdown", (("broker", b), ("leader", x))) for x in range(-1, self.brokers)]
-                                for b in ids]
-        self._unclean_shutdown = [[a("UncleanShutdown", (("broker", b), ("keep", k))) for k in range(self.records + 1)]
-                                  for b in ids]
-        self._clean_shutdown = [[a("CleanShutdown", (("broker", b), ("leader", x))) for x in range(-1, self.brokers)]
-                                for b in ids]
-        self._unfence = [[a("UnfenceBroker", (("broker", b), ("leader", x))) for x in range(-1, self.brokers)] for b in ids]
 
     # -- partition changes by the controller ---------------------------------------------------------------
     def _unfenced(self, s: KafkaState, b: int) -> bool:
@@ -874,3 +861,23 @@ def _alter_in_flight(network: tuple, leader: int) -> bool:
     return False
 
 
+#: the KRaft controller's own actions and the AlterPartition requests (``spec.kafka.declared``); a broker id or -1
+#: for the leader afterwards (none)
+ACTIONS: tuple[Declared, ...] = (
+    Declared("FenceBroker", "_fence", (("broker", BROKER), ("leader", BROKER_OR_NONE)),
+             ("_fence_actions", "_fence_running_actions", "_unfenced", "_partition_change")),
+    Declared("ProcessAlterPartition", "_process_alter", (("leader", BROKER),),
+             ("_process_alter_partition", "_partition_change", "_ineligible", "_process_alter_isr", "_reassigned",
+              "completed")),
+    Declared("ReceiveAlterPartitionResponse", "_receive_alter", (("leader", BROKER),),
+             ("_receive_alter_response", "_receive_alter_isr_response")),
+    Declared("LoseAlterPartitionResponse", "_lose_alter", (("leader", BROKER),), ("_lose_alter_response",)),
+    Declared("ProcessControlledShutdown", "_kraft_shutdown", (("broker", BROKER), ("leader", BROKER_OR_NONE)),
+             ("_controlled_shutdown_actions", "_unfenced")),
+    Declared("UncleanShutdown", "_unclean_shutdown", (("broker", BROKER), ("keep", KEEP)),
+             ("_kraft_broker_actions", "_kraft_crash", "_restart_state")),
+    Declared("CleanShutdown", "_clean_shutdown", (("broker", BROKER), ("leader", BROKER_OR_NONE)),
+             ("_clean_shutdown_actions", "_fence_actions", "_partition_change")),
+    Declared("UnfenceBroker", "_unfence", (("broker", BROKER), ("leader", BROKER_OR_NONE)),
+             ("_unfence_actions", "_candidates", "_partition_change")),
+)

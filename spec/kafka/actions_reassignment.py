@@ -53,6 +53,7 @@ of the ExpandIsr that adds the new replica), as in Kafka.
 
 from __future__ import annotations
 
+from spec.kafka.declared import BROKER_OR_NONE, Declared
 from spec.kafka.state import (
     IDLE_STOPPED,
     NO_FETCHER,
@@ -67,7 +68,6 @@ from spec.kafka.state import (
     updater,
 )
 from spec.kafka.updates import add_messages, remove_message, with_broker, with_network
-from spec.model import Action
 
 UNDEFINED = -1  # spec.kafka.log.UNDEFINED: no diverging epoch
 #: the families this mixin wraps; with no reassignment (the bound 0, or a ZooKeeper row) the model calls the wrapped
@@ -112,8 +112,6 @@ class ReassignmentActions:
             # a removed leader's successor is the first valid target replica, the lowest id here (Kafka: the first in
             # the order the user gave): renaming broker ids does not commute with that, so no --symmetry
             self.has_symmetry = False
-        ids = range(-1, self.brokers)
-        self._reassign = [[Action("ReassignPartition", (("remove", r), ("add", a))) for a in ids] for r in ids]
 
     # -- the controller --------------------------------------------------------------------------------------------
     def _reassigning_controller_actions(self, s: KafkaState, out: list) -> None:
@@ -213,3 +211,11 @@ class ReassignmentActions:
         response = FetchResponse.new(src=m.dst, dst=m.src, epoch=m.epoch, offset=m.offset, error=UNKNOWN_LEADER_EPOCH,
                                      records=(), hw=UNDEFINED, diverging_epoch=UNDEFINED, diverging_offset=UNDEFINED)
         return with_network(s, add_messages(network, response))
+
+
+#: the reassignment's action (``spec.kafka.declared``; completion is part of a partition change): a replica removed,
+#: one added, or both (-1: none)
+ACTIONS: tuple[Declared, ...] = (
+    Declared("ReassignPartition", "_reassign", (("remove", BROKER_OR_NONE), ("add", BROKER_OR_NONE)),
+             ("_reassign_actions", "_reassigned", "completed", "_partition_change")),
+)
