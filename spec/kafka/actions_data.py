@@ -496,5 +496,6 @@ ACTIONS: tuple[Declared, ...] = (
     Declared("ShrinkIsr", "_shrink", (("leader", BROKER), ("follower", BROKER)),
              ("_isr_change_action", "_isr_change_request_action", "_partition_change")),
     Declared("ExpandIsr", "_expand", (("leader", BROKER), ("follower", BROKER)),
-             ("_isr_change_action", "_isr_change_request_action", "_eligible", "_ineligible", "_partition_change")),
+             ("_isr_change_action", "_isr_change_request_action", "_fetch_being_answered", "_eligible", "_ineligible",
+              "_partition_change")),
 )
