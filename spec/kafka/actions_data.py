@@ -4,7 +4,8 @@ the leader serves those requests and the follower applies the answers (append, t
 
 ``DataPlaneActions`` is one of the action families of ``spec.kafka.model.KafkaModel``
 (a base class that defines its own functions and overrides none of another family's): it reads the bounds,
-feature switches (``self.features``) and action tables that ``KafkaModel.__init__`` sets. Which controller runs
+feature switches (``self.features``) and action tables that ``KafkaModel.__init__`` sets (built from the
+``ACTIONS`` at the end of this module). Which controller runs
 is chosen once, by the control plane (``spec.kafka.controllers``). Each method names the release source
 it follows; ``spec.kafka.rules`` is the table of every rule that differs between releases.
 """
