@@ -241,10 +241,9 @@ class KafkaModel(ClientActions, ReassignmentActions, KRaftActions, ControlPlaneA
     def __init__(self, protocol: str = DEFAULT_PROTOCOL, features: Features | None = None, **bounds: int) -> None:
         """``bounds``: any of ``spec.kafka.bounds.BOUNDS`` by name (``brokers=3``), the others at their defaults."""
         bound = bound_values(bounds)
-        brokers, records, epochs = bound["brokers"], bound["records"], bound["epochs"]
-        self.brokers = brokers
-        self.records = records
-        self.epochs = epochs
+        self.brokers = bound["brokers"]
+        self.records = bound["records"]
+        self.epochs = bound["epochs"]
         self.crashes = bound["crashes"]
         self.inflight = bound["inflight"]
         self.bumps = bound["bumps"]
