@@ -137,12 +137,12 @@ def with_memo(model: Any) -> dict:
     """Install the memo on ``model`` (its delivery rules and its control plane's LeaderAndIsr); the tables by name."""
     tables = {}
     for name in RULES:
-        step = memoised(getattr(model, name), model.n)
+        step = memoised(getattr(model, name), model.brokers)
         setattr(model, name, step)
         tables[name] = step.table
     plane = model.control_plane
     apply = plane.apply_leader_and_isr
-    step = memoised(lambda s, m: apply(model, s, m), model.n)
+    step = memoised(lambda s, m: apply(model, s, m), model.brokers)
     plane_class = type(plane)
     model.control_plane = type(plane_class.__name__, (plane_class,),
                                {"apply_leader_and_isr": staticmethod(lambda _model, s, m: step(s, m))})()

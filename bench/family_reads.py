@@ -117,7 +117,7 @@ def main() -> int:
     plane = model.control_plane
     families = {
         "controller's steps": lambda s, reads: plane.actions(model, view(s, None, reads), []),
-        **{f"broker {i}'s own steps": _own_steps(model, i) for i in range(model.n)},
+        **{f"broker {i}'s own steps": _own_steps(model, i) for i in range(model.brokers)},
         "deliveries (the network's pass)": lambda s, reads: model._deliveries(view(s, None, reads), []),
     }
     print(f"{protocol} {' '.join(constants)}: {len(states):,} states expanded")

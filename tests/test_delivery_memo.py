@@ -63,7 +63,7 @@ def test_a_read_outside_the_key_falls_back_to_the_rule():
         s.controller.leader  # noqa: B018 (a read outside the key, nothing else)
         return receive(s, m)
 
-    step = memo.memoised(reads_the_controller, model.n)
+    step = memo.memoised(reads_the_controller, model.brokers)
     pairs = [(s, m) for s in _reachable(model, 300) for m in s.network if m.kind == FETCH_RESPONSE]
     assert pairs
     for s, m in pairs:

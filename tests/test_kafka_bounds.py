@@ -15,8 +15,8 @@ def test_the_command_line_constants_are_the_bounds_table():
 def test_every_bound_given_by_name_reaches_the_model():
     changed = {bound.name: bound.constant.maximum if bound.name != "acks" else -1 for bound in BOUNDS}
     model = KafkaModel(protocol="kraft-4.0", **changed)
-    assert (model.n, model.max_epoch, model.max_records, model.max_fences) == (5, 8, 8, 8)
-    assert (model.acks, model.min_isr, model.n_consumers, model.max_reassignments) == (-1, 5, 3, 8)
+    assert (model.brokers, model.epochs, model.records, model.fences) == (5, 8, 8, 8)
+    assert (model.acks, model.min_isr, model.consumers, model.reassignments) == (-1, 5, 3, 8)
     assert build({"brokers": 3, "epochs": 1}, "3.9.1").constants == KafkaModel(protocol="3.9.1", brokers=3, epochs=1).constants
 
 

@@ -18,7 +18,8 @@ Modules
                each has ``with_(**changes)`` for named-field updates; ``updater(Broker, "log", "cache")``
                declares, once, the same update for the hot path (called as ``_appended(leader, log=...,
                cache=...)``: the field names stay at the call; about half of ``with_``'s cost)
-    actions_control / actions_data   the actions, guard first, effect second, each citing its source
+    actions_control / actions_data   the actions, guard first, effect second, each citing its source; each
+               family module ends with ``ACTIONS``, its actions declared once (``spec.kafka.declared``)
     model      ``KafkaModel``: bounds, switches and the action table (in its docstring)
     scenario   run an explicit list of (action, params) steps; refuses a step that is not enabled
     invariants/kafka_log_matching, kafka_durability, kafka_sanity, kafka_control: log-matching (the seed's

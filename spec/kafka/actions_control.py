@@ -4,7 +4,8 @@ broker applies them, and the crash, restart and bounce of a broker.
 
 ``ControlPlaneActions`` is one of the action families of ``spec.kafka.model.KafkaModel``
 (a base class that defines its own functions and overrides none of another family's): it reads the bounds,
-feature switches (``self.features``) and action tables that ``KafkaModel.__init__`` sets. Which controller runs
+feature switches (``self.features``) and action tables that ``KafkaModel.__init__`` sets (built from the
+``ACTIONS`` at the end of this module). Which controller runs
 is chosen once, by the control plane (``spec.kafka.controllers``). Each method names the release source
 it follows; ``spec.kafka.rules`` is the table of every rule that differs between releases.
 """
@@ -12,6 +13,7 @@ it follows; ``spec.kafka.rules`` is the table of every rule that differs between
 from __future__ import annotations
 
 from spec.kafka.clients import unclean_noted
+from spec.kafka.declared import BROKER, EPOCH, KEEP, Declared
 from spec.kafka.log import UNDEFINED, assign
 from spec.kafka.state import (
     CONTROL_KINDS,
@@ -85,13 +87,13 @@ class ControlPlaneActions:
         add = out.append
         brokers, controller = s.brokers, s.controller
         registered = controller.registered
-        for b in range(self.n):
+        for b in range(self.brokers):
             broker = brokers[b]
             if not broker.alive and registered[b] != DEAD:
                 self._broker_failure_actions(s, b, add)
             elif broker.alive and registered[b] != broker.broker_epoch:
                 add((self._broker_change[b], self._broker_change_state(s, b)))
-        if controller.epoch >= self.max_epoch:
+        if controller.epoch >= self.epochs:
             return
         leader = controller.leader
         live_isr = tuple([r for r in controller.isr if brokers[r].alive])
@@ -102,14 +104,14 @@ class ControlPlaneActions:
                 add((self._elect[b], self._elect_state(s, b, live_isr)))
             if self.features.unclean and not live_isr:
                 noted = unclean_noted(s)  # the consumers' ghost (spec.kafka.clients)
-                for b in range(self.n):
+                for b in range(self.brokers):
                     if brokers[b].alive:
                         add((self._unclean[b], self._elect_state(noted, b, (b,))))
         elif brokers[leader].alive:
             for b in live_isr:
                 if b != leader:
                     add((self._preferred[b], self._elect_state(s, b, controller.isr)))
-            if s.bumps < self.max_bumps:
+            if s.bumps < self.bumps:
                 # reassignment, or an ISR change by the controller: a new epoch, the same leader
                 add((self._bump[leader], self._elect_state(s, leader, controller.isr).with_(bumps=s.bumps + 1)))
 
@@ -126,7 +128,7 @@ class ControlPlaneActions:
         if i not in controller.isr and controller.leader != i:
             add((self._broker_failure[i], processed))
             return
-        if controller.epoch >= self.max_epoch:
+        if controller.epoch >= self.epochs:
             return
         remaining = tuple([r for r in controller.isr if r != i])
         if not remaining and (self.features.kafka_5642 or not self.features.unclean):
@@ -165,7 +167,7 @@ class ControlPlaneActions:
         registered, brokers, version = controller.registered, s.brokers, controller.partition_epoch
         sent = tuple([LeaderAndIsr.new(dst=r, epoch=epoch, leader=leader, isr=isr, broker_epoch=registered[r],
                                    meant=brokers[r].incarnation, partition_epoch=version)
-                      for r in range(self.n) if brokers[r].alive and r != skip])
+                      for r in range(self.brokers) if brokers[r].alive and r != skip])
         return _with_controller_network(s, controller=controller, network=add_messages(s.network, *sent))
 
     def _broker_change_state(self, s: KafkaState, i: int) -> KafkaState:
@@ -182,7 +184,7 @@ class ControlPlaneActions:
             return _with_controller(s, controller=noticed)
         network = tuple([m for m in s.network if not (m.kind in CONTROL_KINDS and m.dst == i)])
         s = s.with_(controller=noticed, network=network)
-        if controller.leader == i and controller.epoch < self.max_epoch:
+        if controller.leader == i and controller.epoch < self.epochs:
             return self._elect_state(s, i, controller.isr)
         request = self._leader_and_isr(s, i, controller.epoch, controller.leader, controller.isr)
         return with_network(s, add_messages(network, request))
@@ -206,7 +208,7 @@ class ControlPlaneActions:
             if not others:  # nowhere to move leadership: Kafka answers "partitions remaining"
                 out.append((act[i], rest))
                 return
-            if controller.epoch >= self.max_epoch:
+            if controller.epoch >= self.epochs:
                 return
             for leader in others:
                 # the LeaderAndIsr goes to the shutting-down broker too (live or shutting down), then the
@@ -214,7 +216,7 @@ class ControlPlaneActions:
                 moved = self._elect_state(rest, leader, isr)
                 out.append((act[leader], self._send_stop(moved, i, m.incarnation)))
         elif i in controller.isr:
-            if controller.epoch >= self.max_epoch:
+            if controller.epoch >= self.epochs:
                 return
             shrunk = self._elect_state(rest, controller.leader, isr, skip=i)
             out.append((act[controller.leader], self._send_stop(shrunk, i, m.incarnation)))
@@ -238,21 +240,21 @@ class ControlPlaneActions:
         if not b.alive:
             # once the controller processed its death (else it is a Bounce); a broker that halted beyond the crash
             # bound (a follower ahead of its leader before 2.1.0 exits on its own) stays down
-            if s.controller.registered[i] == DEAD and s.crashes <= self.max_crashes:
+            if s.controller.registered[i] == DEAD and s.crashes <= self.crashes:
                 add((self._restart[i], self._restart_state(s, i)))
             return
         self._replica_actions(s, i, b, out)
-        if s.shutdowns < self.max_shutdowns and not b.stopping:
+        if s.shutdowns < self.shutdowns and not b.stopping:
             request = ControlledShutdown.new(src=i, broker_epoch=b.broker_epoch, incarnation=b.incarnation)
             add((self._shutdown[i], with_broker(s, i, _stopping(b, stopping=True), network=add_messages(s.network, request),
                                                 shutdowns=s.shutdowns + 1)))
-        if s.crashes < self.max_crashes:
+        if s.crashes < self.crashes:
             add((self._crash[i], self._crash_state(s, i, len(b.log))))
             if self.features.lossy_crash:
                 lossy = self._lossy[i]
                 for keep in range(len(b.log)):
                     add((lossy[keep], self._crash_state(s, i, keep)))
-        if s.bounces < self.max_bounces:
+        if s.bounces < self.bounces:
             add((self._bounce[i], self._bounce_state(s, i)))
 
     # -- crash, restart and bounce -------------------------------------------------------------------
@@ -348,13 +350,13 @@ class ControlPlaneActions:
             cache = assign(b.cache, m.epoch, len(b.log)) if features.kafka_7415 else b.cache
             # Partition.makeLeader resets the followers' fetch states only "if (isNewLeader)" (0.10.2.2, 2.0.0,
             # 2.8.0; 3.x resetReplicaState(isNewLeader = ...)): a leader re-elected in a new epoch keeps them
-            remote = b.remote if b.leader == i else (-1,) * self.n
+            remote = b.remote if b.leader == i else (-1,) * self.brokers
             if b.leader != i and not features.truncation_lowers_hw:
                 b = new_leader_hw(b)  # before 2.4.0 a follower's HW may sit above its LEO: isNewLeader resets it
             nb = _made_leader(b, cache=cache, leader=i, epoch=m.epoch, isr=m.isr, remote=remote, stale=stale,
                               reconciled=m.epoch)
             if b.leader != i and features.kip_903:
-                nb = _remote_epochs(nb, remote_epochs=(UNDEFINED,) * self.n)  # KIP-903: a new leader knows none
+                nb = _remote_epochs(nb, remote_epochs=(UNDEFINED,) * self.brokers)  # KIP-903: a new leader knows none
         elif b.leader == m.leader and b.fetch != NO_FETCHER and not self._restarts_truncation(b, m):
             # Partition.makeFollower returns false: the fetcher keeps going, only the new epoch is learned
             nb = _new_epoch(b, epoch=m.epoch, isr=m.isr, stale=stale)
@@ -397,3 +399,34 @@ def channel_order(m: LeaderAndIsr | StopReplica) -> tuple[int, int, int, int]:
     of that epoch whatever its zkVersion (the kind before the version), and the KRaft rows, which have no
     StopReplica, order changes of one leader epoch by their partition epoch."""
     return m.epoch, m.broker_epoch, m.kind, m.partition_epoch if m.kind == LEADER_AND_ISR else 0
+
+
+#: the control plane's actions (``spec.kafka.declared``): the ZooKeeper controller's, the control requests and the
+#: broker faults; ElectLeader, PreferredLeaderElection, UncleanLeaderElection and BumpLeaderEpoch are the KRaft
+#: controller's too (``actions_kraft._kraft_controller_actions``)
+ACTIONS: tuple[Declared, ...] = (
+    Declared("ElectLeader", "_elect", (("leader", BROKER),),
+             ("_controller_actions", "_kraft_controller_actions", "_elect_state", "_partition_change")),
+    Declared("PreferredLeaderElection", "_preferred", (("leader", BROKER),),
+             ("_controller_actions", "_kraft_controller_actions", "_elect_state", "_partition_change")),
+    Declared("UncleanLeaderElection", "_unclean", (("leader", BROKER),),
+             ("_controller_actions", "_kraft_controller_actions", "_elect_state", "_partition_change",
+              "unclean_noted")),
+    Declared("Crash", "_crash", (("broker", BROKER),), ("_crash_state", "_kraft_crash", "_broker_failure_actions")),
+    Declared("Restart", "_restart", (("broker", BROKER),), ("_restart_state", "_reborn", "_kraft_restart_state")),
+    Declared("BumpLeaderEpoch", "_bump", (("leader", BROKER),),
+             ("_controller_actions", "_kraft_controller_actions", "_elect_state")),
+    Declared("ControlledShutdown", "_shutdown", (("broker", BROKER),), ("_controlled_shutdowns",)),
+    Declared("Bounce", "_bounce", (("broker", BROKER),), ("_bounce_state", "_reborn")),
+    Declared("ProcessBrokerChange", "_broker_change", (("broker", BROKER),), ("_broker_change_state",)),
+    Declared("ProcessBrokerFailure", "_broker_failure", (("broker", BROKER),), ("_broker_failure_actions",)),
+    Declared("DeliverStopReplica", "_deliver_stop", (("broker", BROKER),),
+             ("_apply_stop_replica", "_stale_generation", "_deliveries")),
+    Declared("LoseControlRequest", "_lose", (("broker", BROKER),), ("_deliveries",)),
+    Declared("CrashLosingTail", "_lossy", (("broker", BROKER), ("keep", KEEP)), ("_crash_state", "_kraft_crash")),
+    Declared("ProcessControlledShutdown", "_process_shutdown", (("broker", BROKER), ("leader", BROKER)),
+             ("_controlled_shutdowns",)),
+    Declared("DeliverLeaderAndIsr", "_deliver", (("broker", BROKER), ("epoch", EPOCH)),
+             ("_apply_leader_and_isr", "_kraft_apply_leader_and_isr", "_reassigned_apply_leader_and_isr",
+              "_restarts_truncation", "_stale_generation", "_deliveries", "assign", "truncate_broker")),
+)

@@ -4,7 +4,8 @@ the leader serves those requests and the follower applies the answers (append, t
 
 ``DataPlaneActions`` is one of the action families of ``spec.kafka.model.KafkaModel``
 (a base class that defines its own functions and overrides none of another family's): it reads the bounds,
-feature switches (``self.features``) and action tables that ``KafkaModel.__init__`` sets. Which controller runs
+feature switches (``self.features``) and action tables that ``KafkaModel.__init__`` sets (built from the
+``ACTIONS`` at the end of this module). Which controller runs
 is chosen once, by the control plane (``spec.kafka.controllers``). Each method names the release source
 it follows; ``spec.kafka.rules`` is the table of every rule that differs between releases.
 """
@@ -12,6 +13,7 @@ it follows; ``spec.kafka.rules`` is the table of every rule that differs between
 from __future__ import annotations
 
 from spec.kafka.clients import leader_min_isr
+from spec.kafka.declared import BROKER, Declared
 from spec.kafka.log import (
     LOOKUP_UNDEFINED,
     UNDEFINED,
@@ -98,7 +100,7 @@ class DataPlaneActions:
         controller = s.controller
         if controller.leader != i or controller.epoch != leader.epoch:
             return  # a deposed leader's ZooKeeper write of the ISR fails (stale zkVersion): Partition.updateIsr
-        for f in range(self.n):
+        for f in range(self.brokers):
             if f != i:
                 self._isr_change_action(s, i, leader, f, add)
 
@@ -109,7 +111,7 @@ class DataPlaneActions:
         (``spec.kafka.clients.producer_for``) says whether the leader accepts it (acks=all: NOT_ENOUGH_REPLICAS) and
         what the producer is told."""
         producer = self.producer  # spec.kafka.clients: the producer's acks, chosen once
-        if s.produced >= self.max_records or not producer.accepts(leader):
+        if s.produced >= self.records or not producer.accepts(leader):
             return
         ident = s.produced + 1
         leo = len(leader.log)
@@ -135,7 +137,7 @@ class DataPlaneActions:
             return  # KAFKA-13091 (2.7 to 3.0, hw_events=1): a committed ISR change left the HW; the next event moves it
         if self.features.kafka_15583:
             committed = leader.committed_isr if leader.alter_pending else leader.isr
-            required = leader_min_isr(self.min_isr, leader, self.n) if self.features.effective_min_isr else self.min_isr
+            required = leader_min_isr(self.min_isr, leader, self.brokers) if self.features.effective_min_isr else self.min_isr
             if len(committed) < required:
                 return
         hw = len(leader.log)
@@ -210,7 +212,7 @@ class DataPlaneActions:
         network = s.network
         if follower.fetch == NO_FETCHER or follower.pending_diverging or busy(network, i, leader):
             return  # no partition to fetch, or the thread has a truncation to finish, or waits for an answer
-        if self.max_inflight and in_flight(network) >= self.max_inflight:
+        if self.inflight and in_flight(network) >= self.inflight:
             return
         features = self.features
         current_epoch = follower.epoch if features.leader_epoch_fencing else UNDEFINED  # KIP-320: currentLeaderEpoch
@@ -470,3 +472,31 @@ def busy(network: tuple, follower: int, leader: int) -> bool:
 def in_flight(network: tuple) -> int:
     """Broker-to-broker requests and responses in flight (what ``inflight`` bounds)."""
     return sum(1 for m in network if m.kind in DATA_KINDS)
+
+
+#: the data plane's actions (``spec.kafka.declared``): the leader's (ShrinkIsr and ExpandIsr as an AlterIsr or
+#: AlterPartition request too: ``actions_kraft``), the fetch path and the truncations
+ACTIONS: tuple[Declared, ...] = (
+    Declared("Produce", "_produce", (("leader", BROKER),),
+             ("_leader_actions", "_alter_leader_actions", "_produce_action", "LeaderAcks", "AllAcks", "spec.kafka.log")),
+    Declared("AdvanceHighWatermark", "_advance", (("leader", BROKER),), ("_advance_hw_action", "AllAcks")),
+    Declared("TruncateToHighWatermark", "_trunc_hw", (("follower", BROKER),), ("_follower_actions", "truncate_broker")),
+    Declared("TruncateOnDivergingEpoch", "_truncate_diverging", (("follower", BROKER),),
+             ("_truncate_on_diverging_action", "truncate_broker")),
+    Declared("SendFetch", "_send_fetch", (("follower", BROKER), ("leader", BROKER)), ("_follower_actions",)),
+    Declared("ServeFetch", "_serve_fetch", (("leader", BROKER), ("follower", BROKER)),
+             ("_serve_fetch_state", "_error", "_serve_non_replica")),
+    Declared("ReceiveFetch", "_receive_fetch", (("follower", BROKER), ("leader", BROKER)),
+             ("_receive_fetch_state", "truncate_broker", "follower_truncation")),
+    Declared("SendOffsetsForLeaderEpoch", "_send_offsets", (("follower", BROKER), ("leader", BROKER)),
+             ("_follower_actions",)),
+    Declared("ServeOffsetsForLeaderEpoch", "_serve_offsets", (("leader", BROKER), ("follower", BROKER)),
+             ("_serve_offsets_state", "_error", "end_offset_kip101", "end_offset_for")),
+    Declared("ReceiveOffsetsForLeaderEpoch", "_receive_offsets", (("follower", BROKER), ("leader", BROKER)),
+             ("_receive_offsets_state", "follower_truncation", "truncate_broker")),
+    Declared("ShrinkIsr", "_shrink", (("leader", BROKER), ("follower", BROKER)),
+             ("_isr_change_action", "_isr_change_request_action", "_partition_change")),
+    Declared("ExpandIsr", "_expand", (("leader", BROKER), ("follower", BROKER)),
+             ("_isr_change_action", "_isr_change_request_action", "_fetch_being_answered", "_eligible", "_ineligible",
+              "_partition_change")),
+)

@@ -82,6 +82,7 @@ CleanShutdown                      broker, leader              (clean_shutdowns)
 from __future__ import annotations
 
 from spec.kafka.clients import unclean_noted
+from spec.kafka.declared import BROKER, BROKER_OR_NONE, KEEP, Declared
 from spec.kafka.log import UNDEFINED, epoch_start
 from spec.kafka.state import (
     ALTER_PARTITION,
@@ -103,7 +104,6 @@ from spec.kafka.state import (
     LeaderAndIsr,
 )
 from spec.kafka.updates import add_messages, remove_message, replace_at, with_broker
-from spec.model import Action
 
 CONTROLLER = -1  # the src / dst of a message to or from the KRaft controller
 
@@ -162,12 +162,12 @@ class KRaftActions:
         f = self.features
         # the bounds of the KRaft rows are inert on the ZooKeeper rows (their fault is lossy-crash), as the bounds of
         # the ZooKeeper control plane (shutdowns, bounces, losses) are on the KRaft rows: a scenario replays under both
-        self.max_alters = alters
-        self.max_unclean_shutdowns = unclean_shutdowns
-        self.max_alter_losses = alter_losses
+        self.alters = alters
+        self.unclean_shutdowns = unclean_shutdowns
+        self.alter_losses = alter_losses
         self.metadata_lag = metadata_lag  # a bound (0 or 1), not a protocol switch
-        self.max_clean_shutdowns = clean_shutdowns
-        self.max_fences = fences
+        self.clean_shutdowns = clean_shutdowns
+        self.fences = fences
         if f.zookeeper_alter_isr:
             self.constants["alters"] = alters
             if alter_losses:
@@ -185,18 +185,6 @@ class KRaftActions:
             # ``kmc matrix`` checks a KRaft row at its own bounds (an instance attribute over the class's; the bound
             # sets: ``KafkaModel.matrix_bound_sets``)
             self.matrix_bounds = dict(KRAFT_MATRIX_BOUNDS)
-        ids = range(self.n)
-        a = Action
-        self._fence = [[a("FenceBroker", (("broker", b), ("leader", x))) for x in range(-1, self.n)] for b in ids]
-        self._process_alter = [a("ProcessAlterPartition", (("leader", b),)) for b in ids]
-        self._receive_alter = [a("ReceiveAlterPartitionResponse", (("leader", b),)) for b in ids]
-        self._lose_alter = [a("LoseAlterPartitionResponse", (("leader", b),)) for b in ids]
-        self._kraft_shutdown = [[a("ProcessControlledShutdown", (("broker", b), ("leader", x))) for x in range(-1, self.n)]
-                                for b in ids]
-        self._unclean_shutdown = [[a("UncleanShutdown", (("broker", b), ("keep", k))) for k in range(self.max_records + 1)]
-                                  for b in ids]
-        self._clean_shutdown = [[a("CleanShutdown", (("broker", b), ("leader", x))) for x in range(-1, self.n)] for b in ids]
-        self._unfence = [[a("UnfenceBroker", (("broker", b), ("leader", x))) for x in range(-1, self.n)] for b in ids]
 
     # -- partition changes by the controller ---------------------------------------------------------------
     def _unfenced(self, s: KafkaState, b: int) -> bool:
@@ -214,7 +202,7 @@ class KRaftActions:
         if not self.features.effective_min_isr:
             return self.min_isr
         replicas = s.controller.replicas
-        return min(self.min_isr, len(replicas) if replicas else self.n)
+        return min(self.min_isr, len(replicas) if replicas else self.brokers)
 
     def _partition_change(self, s: KafkaState, leader: int, isr: tuple[int, ...], bump: bool = False,
                           unclean_replica: int = -1, target: tuple[int, ...] = (),
@@ -261,14 +249,14 @@ class KRaftActions:
         new_epoch = c.epoch
         if leader != c.leader or bump or (shrink and not self.features.kafka_15021):
             new_epoch += 1
-        if new_epoch > self.max_epoch:
+        if new_epoch > self.epochs:
             return None
         partition_epoch = c.partition_epoch + 1
         controller = c.with_(leader=leader, epoch=new_epoch, isr=isr, partition_epoch=partition_epoch, elr=elr,
                              **assignment)
         # a change that keeps the leader epoch (an ISR change) is sent to the leader only: a follower does nothing with
         # the ISR or the partition epoch until a change of leader epoch, which every live broker replays
-        to = range(self.n) if new_epoch != c.epoch else (leader,) if leader != NO_LEADER else ()
+        to = range(self.brokers) if new_epoch != c.epoch else (leader,) if leader != NO_LEADER else ()
         if controller.replicas:  # the replicas, old and new, replay it (spec.kafka.actions_reassignment)
             to = self._replaying(c, controller, to)
         if restarted >= 0 and restarted not in to:
@@ -302,11 +290,11 @@ class KRaftActions:
         (``bumps``)."""
         add = out.append
         brokers, c = s.brokers, s.controller
-        for b in range(self.n):
+        for b in range(self.brokers):
             if not brokers[b].alive and c.registered[b] != DEAD:
                 self._fence_actions(s, b, add)
             elif c.registered[b] != DEAD:
-                if s.fences < self.max_fences:
+                if s.fences < self.fences:
                     self._fence_running_actions(s, b, add)
             elif brokers[b].alive:
                 self._unfence_actions(s, b, add)
@@ -317,7 +305,7 @@ class KRaftActions:
                     add((self._elect[b], t))
             if self.features.unclean and not self._candidates(s, c.isr, c.elr):
                 noted = unclean_noted(s)  # the consumers' ghost (spec.kafka.clients)
-                for b in c.replicas or range(self.n):  # the replicas (spec.kafka.actions_reassignment)
+                for b in c.replicas or range(self.brokers):  # the replicas (spec.kafka.actions_reassignment)
                     if self._unfenced(s, b):
                         t = self._partition_change(noted, b, (b,), unclean=True)
                         if t is not None:
@@ -328,7 +316,7 @@ class KRaftActions:
                     t = self._partition_change(s, b, c.isr)
                     if t is not None:
                         add((self._preferred[b], t))
-            if s.bumps < self.max_bumps:
+            if s.bumps < self.bumps:
                 t = self._partition_change(s, c.leader, c.isr, bump=True)
                 if t is not None:
                     add((self._bump[c.leader], t.with_(bumps=s.bumps + 1)))
@@ -405,9 +393,9 @@ class KRaftActions:
         add = out.append
         self._produce_action(s, i, leader, add)
         self._advance_hw_action(s, i, leader, add)
-        if leader.alter_pending or s.alters >= self.max_alters or _alter_in_flight(s.network, i):
+        if leader.alter_pending or s.alters >= self.alters or _alter_in_flight(s.network, i):
             return
-        for f in leader.replicas or range(self.n):  # its replicas (spec.kafka.actions_reassignment)
+        for f in leader.replicas or range(self.brokers):  # its replicas (spec.kafka.actions_reassignment)
             if f != i:
                 self._isr_change_request_action(s, i, leader, f, add)
 
@@ -462,12 +450,12 @@ class KRaftActions:
             proposed = maximal = tuple(sorted(isr + (f,)))
             act = self._expand[i][f]
         if self.features.zookeeper_alter_isr:
-            epochs = tuple([leader.broker_epoch if r == i else UNDEFINED for r in range(self.n)])
+            epochs = tuple([leader.broker_epoch if r == i else UNDEFINED for r in range(self.brokers)])
         elif self.features.kip_903:
             epochs = tuple([(leader.broker_epoch if r == i else leader.remote_epochs[r]) if r in proposed else UNDEFINED
-                            for r in range(self.n)])
+                            for r in range(self.brokers)])
         else:
-            epochs = (UNDEFINED,) * self.n
+            epochs = (UNDEFINED,) * self.brokers
         request = AlterPartition.new(src=i, dst=CONTROLLER, epoch=leader.epoch,
                                  partition_epoch=leader.partition_epoch, isr=proposed, broker_epochs=epochs)
         pending = leader.with_(isr=maximal, alter_pending=True, committed_isr=isr)
@@ -503,7 +491,7 @@ class KRaftActions:
                                           partition_epoch=m.partition_epoch, error=NONE, isr=after.isr, new_epoch=after.epoch,
                                           new_partition_epoch=after.partition_epoch)
         add((act, changed.with_(network=add_messages(changed.network, response))))
-        if s.alter_losses < self.max_alter_losses:
+        if s.alter_losses < self.alter_losses:
             self._lose_alter_response(changed, m, add)
 
     def _process_alter_isr(self, s: KafkaState, m: AlterPartition, add) -> None:
@@ -556,7 +544,7 @@ class KRaftActions:
                                           partition_epoch=m.partition_epoch, error=NONE, isr=m.isr, new_epoch=c.epoch,
                                           new_partition_epoch=version)
         add((act, written.with_(network=add_messages(written.network, response))))
-        if s.alter_losses < self.max_alter_losses:
+        if s.alter_losses < self.alter_losses:
             self._lose_alter_response(written, m, add)
 
     def _lose_alter_response(self, changed: KafkaState, m: AlterPartition, add) -> None:
@@ -648,7 +636,7 @@ class KRaftActions:
         elif m.error == INELIGIBLE_REPLICA:
             add((act, with_broker(rest, i, b.with_(isr=b.committed_isr, alter_pending=False, committed_isr=()))))
         elif m.error == STALE_BROKER_EPOCH:
-            epochs = tuple([b.broker_epoch if r == i else UNDEFINED for r in range(self.n)])
+            epochs = tuple([b.broker_epoch if r == i else UNDEFINED for r in range(self.brokers)])
             again = AlterPartition.new(src=i, dst=CONTROLLER, epoch=b.epoch, partition_epoch=b.partition_epoch,
                                    isr=m.isr, broker_epochs=epochs)
             add((act, rest.with_(network=add_messages(rest.network, again))))
@@ -719,13 +707,13 @@ class KRaftActions:
                     add((self._restart[i], t))
             return
         self._replica_actions(s, i, b, out)  # spec.kafka.model: the same under either controller
-        if s.shutdowns < self.max_shutdowns and not b.stopping and s.controller.leader == i:
+        if s.shutdowns < self.shutdowns and not b.stopping and s.controller.leader == i:
             self._controlled_shutdown_actions(s, i, b, add)
-        if s.clean_shutdowns < self.max_clean_shutdowns:
+        if s.clean_shutdowns < self.clean_shutdowns:
             self._clean_shutdown_actions(s, i, b, add)
-        if s.crashes < self.max_crashes:
+        if s.crashes < self.crashes:
             add((self._crash[i], self._kraft_crash(s, i, len(b.log))))
-        if s.unclean_shutdowns < self.max_unclean_shutdowns:
+        if s.unclean_shutdowns < self.unclean_shutdowns:
             for keep in range(len(b.log)):
                 t = self._kraft_crash(s, i, keep)
                 add((self._unclean_shutdown[i][keep], t.with_(crashes=s.crashes, unclean_shutdowns=s.unclean_shutdowns + 1)))
@@ -873,3 +861,23 @@ def _alter_in_flight(network: tuple, leader: int) -> bool:
     return False
 
 
+#: the KRaft controller's own actions and the AlterPartition requests (``spec.kafka.declared``); a broker id or -1
+#: for the leader afterwards (none)
+ACTIONS: tuple[Declared, ...] = (
+    Declared("FenceBroker", "_fence", (("broker", BROKER), ("leader", BROKER_OR_NONE)),
+             ("_fence_actions", "_fence_running_actions", "_unfenced", "_partition_change")),
+    Declared("ProcessAlterPartition", "_process_alter", (("leader", BROKER),),
+             ("_process_alter_partition", "_partition_change", "_ineligible", "_process_alter_isr", "_reassigned",
+              "completed")),
+    Declared("ReceiveAlterPartitionResponse", "_receive_alter", (("leader", BROKER),),
+             ("_receive_alter_response", "_receive_alter_isr_response")),
+    Declared("LoseAlterPartitionResponse", "_lose_alter", (("leader", BROKER),), ("_lose_alter_response",)),
+    Declared("ProcessControlledShutdown", "_kraft_shutdown", (("broker", BROKER), ("leader", BROKER_OR_NONE)),
+             ("_controlled_shutdown_actions", "_unfenced")),
+    Declared("UncleanShutdown", "_unclean_shutdown", (("broker", BROKER), ("keep", KEEP)),
+             ("_kraft_broker_actions", "_kraft_crash", "_restart_state")),
+    Declared("CleanShutdown", "_clean_shutdown", (("broker", BROKER), ("leader", BROKER_OR_NONE)),
+             ("_clean_shutdown_actions", "_fence_actions", "_partition_change")),
+    Declared("UnfenceBroker", "_unfence", (("broker", BROKER), ("leader", BROKER_OR_NONE)),
+             ("_unfence_actions", "_candidates", "_partition_change")),
+)

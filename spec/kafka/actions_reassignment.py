@@ -53,6 +53,7 @@ of the ExpandIsr that adds the new replica), as in Kafka.
 
 from __future__ import annotations
 
+from spec.kafka.declared import BROKER_OR_NONE, Declared
 from spec.kafka.state import (
     IDLE_STOPPED,
     NO_FETCHER,
@@ -67,7 +68,6 @@ from spec.kafka.state import (
     updater,
 )
 from spec.kafka.updates import add_messages, remove_message, with_broker, with_network
-from spec.model import Action
 
 UNDEFINED = -1  # spec.kafka.log.UNDEFINED: no diverging epoch
 #: the families this mixin wraps; with no reassignment (the bound 0, or a ZooKeeper row) the model calls the wrapped
@@ -106,21 +106,19 @@ class ReassignmentActions:
     (the hooks in ``spec.kafka.actions_kraft._partition_change`` call ``_reassigned`` and ``_replaying``)."""
 
     def _init_reassignment(self, reassignments: int) -> None:
-        self.max_reassignments = reassignments
+        self.reassignments = reassignments
         if reassignments and self.features.kraft:
             self.constants["reassignments"] = reassignments
             # a removed leader's successor is the first valid target replica, the lowest id here (Kafka: the first in
             # the order the user gave): renaming broker ids does not commute with that, so no --symmetry
             self.has_symmetry = False
-        ids = range(-1, self.n)
-        self._reassign = [[Action("ReassignPartition", (("remove", r), ("add", a))) for a in ids] for r in ids]
 
     # -- the controller --------------------------------------------------------------------------------------------
     def _reassigning_controller_actions(self, s: KafkaState, out: list) -> None:
         """The KRaft controller's actions with reassignments (``spec.kafka.controllers.KRaftReassigningController``):
         its own, then a reassignment while the bound allows one."""
         self._kraft_controller_actions(s, out)
-        if s.reassignments < self.max_reassignments:
+        if s.reassignments < self.reassignments:
             self._reassign_actions(s, out.append)
 
     def _reassign_actions(self, s: KafkaState, add) -> None:
@@ -132,8 +130,8 @@ class ReassignmentActions:
         c = s.controller
         if c.adding or c.removing:
             return
-        current = replicas_of(c.replicas, self.n)
-        others = [b for b in range(self.n) if b not in current]
+        current = replicas_of(c.replicas, self.brokers)
+        others = [b for b in range(self.brokers) if b not in current]
         for remove in (-1, *current):
             for added in (-1, *others):
                 if remove == added == -1:
@@ -154,7 +152,7 @@ class ReassignmentActions:
         valid target replica, else none) and the leader epoch bump of a replica list that lost a replica. Returns the
         leader, ISR, bump and the controller's new ``replicas`` / ``adding`` / ``removing``."""
         c = s.controller
-        current = replicas_of(c.replicas, self.n)
+        current = replicas_of(c.replicas, self.brokers)
         if target:
             removing = tuple([r for r in current if r not in target])
             adding = tuple([r for r in target if r not in current])
@@ -173,10 +171,10 @@ class ReassignmentActions:
     def _replaying(self, before: Controller, after: Controller, to) -> list[int]:
         """Who replays a partition change once the partition has a replica list: with a new leader epoch every replica,
         old and new (a removed one deletes its replica); otherwise the leader and any broker the change adds."""
-        old = set(replicas_of(before.replicas, self.n))
+        old = set(replicas_of(before.replicas, self.brokers))
         new = set(after.replicas)
         if after.epoch != before.epoch:
-            return [r for r in range(self.n) if r in old or r in new]
+            return [r for r in range(self.brokers) if r in old or r in new]
         return sorted(set(to) | (new - old))
 
     # -- the brokers ----------------------------------------------------------------------------------------------
@@ -197,7 +195,7 @@ class ReassignmentActions:
         after = t.brokers[i]
         if after.partition_epoch != m.partition_epoch or after.replicas == m.replicas:
             return t  # ignored, or nothing new about the replicas
-        changed = set(replicas_of(b.replicas, self.n)) ^ set(m.replicas)
+        changed = set(replicas_of(b.replicas, self.brokers)) ^ set(m.replicas)
         updated = after.with_(replicas=m.replicas)
         if after.leader == i and after.remote:
             updated = updated.with_(remote=tuple([-1 if r in changed else x for r, x in enumerate(after.remote)]))
@@ -213,3 +211,11 @@ class ReassignmentActions:
         response = FetchResponse.new(src=m.dst, dst=m.src, epoch=m.epoch, offset=m.offset, error=UNKNOWN_LEADER_EPOCH,
                                      records=(), hw=UNDEFINED, diverging_epoch=UNDEFINED, diverging_offset=UNDEFINED)
         return with_network(s, add_messages(network, response))
+
+
+#: the reassignment's action (``spec.kafka.declared``; completion is part of a partition change): a replica removed,
+#: one added, or both (-1: none)
+ACTIONS: tuple[Declared, ...] = (
+    Declared("ReassignPartition", "_reassign", (("remove", BROKER_OR_NONE), ("add", BROKER_OR_NONE)),
+             ("_reassign_actions", "_reassigned", "completed", "_partition_change")),
+)

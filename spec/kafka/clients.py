@@ -73,10 +73,10 @@ UncleanLeaderElection when there are consumers; those records may vanish, consum
 
 from __future__ import annotations
 
+from spec.kafka.declared import BROKER, CONSUMER, Declared
 from spec.kafka.log import UNDEFINED, Record, end_offset_for
 from spec.kafka.state import Broker, Consumer, KafkaState
 from spec.kafka.updates import replace_at
-from spec.model import Action
 
 ACKS_NONE = 0
 ACKS_LEADER = 1
@@ -189,26 +189,8 @@ class ClientActions:
     """The consumers' actions (the producer is a policy: ``producer_for``)."""
 
     def _init_clients(self, consumers: int, consumer_inflight: int = 0) -> None:
-        self.n_consumers = consumers
-        ids = range(self.n)
-        a = Action
-        c_ids = range(consumers)
-
-        def table(name: str, second: str) -> list[list[Action]]:
-            return [[a(name, (("consumer", c), (second, b))) for b in ids] for c in c_ids]
-
-        self._consumer_metadata = table("ConsumerMetadata", "leader")
-        self._consumer_fetch = table("ConsumerFetch", "leader")
-        self._consumer_validate = table("ConsumerValidate", "leader")
-        self._consumer_fetch_follower = table("ConsumerFetchFromFollower", "replica")
-        self._consumer_inflight = consumer_inflight
-        self._consumer_send_fetch = table("ConsumerSendFetch", "broker")
-        self._consumer_serve_fetch = table("ServeConsumerFetch", "broker")
-        self._consumer_receive_fetch = table("ReceiveConsumerFetch", "broker")
-        self._consumer_send_validate = table("ConsumerSendValidate", "broker")
-        self._consumer_serve_validate = table("ServeConsumerValidate", "broker")
-        self._consumer_receive_validate = table("ReceiveConsumerValidate", "broker")
-        self._consumer_disconnect = table("ConsumerDisconnect", "broker")
+        self.consumers = consumers
+        self.consumer_inflight = consumer_inflight
 
     # -- consumers ---------------------------------------------------------------------------------------
     def _consumer_actions(self, s: KafkaState, out: list) -> None:
@@ -218,7 +200,7 @@ class ClientActions:
             known = controller.leader
             if known >= 0 and (known, controller.epoch) != (consumer.leader, consumer.epoch):
                 add((self._consumer_metadata[c][known], self._metadata_state(s, c, consumer)))
-            if self._consumer_inflight:
+            if self.consumer_inflight:
                 self._delayed_consumer_actions(s, c, consumer, add)
                 continue
             b = consumer.leader
@@ -245,7 +227,7 @@ class ClientActions:
         ``localLogWithEpochOrException`` fences a request whose leader epoch is not the follower's). The model
         lets the selector pick any live follower of the consumer's leader in the consumer's epoch whose LEO
         reaches the position (the leader's view of it may lag; the follower's own LEO is what it serves)."""
-        for r in range(self.n):
+        for r in range(self.brokers):
             if r == consumer.leader:
                 continue
             replica = s.brokers[r]
@@ -409,3 +391,31 @@ def _receive_consumer_validate(s: KafkaState, c: int, consumer: Consumer) -> Kaf
             and (consumer.leader, consumer.epoch) == (b, epoch)):
         done = _apply_validate_answer(done, answer)
     return s.with_(consumers=replace_at(s.consumers, c, done))
+
+
+#: the consumers' actions (``spec.kafka.declared``): each with a consumer and the broker it asks; the Send, Serve and
+#: Receive steps with ``consumer_inflight``, the one-step ones without
+ACTIONS: tuple[Declared, ...] = (
+    Declared("ConsumerMetadata", "_consumer_metadata", (("consumer", CONSUMER), ("leader", BROKER)),
+             ("_metadata_state",)),
+    Declared("ConsumerFetch", "_consumer_fetch", (("consumer", CONSUMER), ("leader", BROKER)),
+             ("_consumer_fetch_state",)),
+    Declared("ConsumerValidate", "_consumer_validate", (("consumer", CONSUMER), ("leader", BROKER)),
+             ("_validate_state",)),
+    Declared("ConsumerFetchFromFollower", "_consumer_fetch_follower", (("consumer", CONSUMER), ("replica", BROKER)),
+             ("_fetch_from_follower_actions",)),
+    Declared("ConsumerSendFetch", "_consumer_send_fetch", (("consumer", CONSUMER), ("broker", BROKER)),
+             ("_consumer_fetch_state", "_delayed_consumer_actions")),
+    Declared("ServeConsumerFetch", "_consumer_serve_fetch", (("consumer", CONSUMER), ("broker", BROKER)),
+             ("_serve_consumer_fetch", "_delayed_consumer_actions")),
+    Declared("ReceiveConsumerFetch", "_consumer_receive_fetch", (("consumer", CONSUMER), ("broker", BROKER)),
+             ("_receive_consumer_fetch", "_delayed_consumer_actions")),
+    Declared("ConsumerSendValidate", "_consumer_send_validate", (("consumer", CONSUMER), ("broker", BROKER)),
+             ("_validate_state", "_delayed_consumer_actions")),
+    Declared("ServeConsumerValidate", "_consumer_serve_validate", (("consumer", CONSUMER), ("broker", BROKER)),
+             ("_validate_answer", "_delayed_consumer_actions")),
+    Declared("ReceiveConsumerValidate", "_consumer_receive_validate", (("consumer", CONSUMER), ("broker", BROKER)),
+             ("_receive_consumer_validate", "_delayed_consumer_actions")),
+    Declared("ConsumerDisconnect", "_consumer_disconnect", (("consumer", CONSUMER), ("broker", BROKER)),
+             ("_consumer_actions",)),
+)

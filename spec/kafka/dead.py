@@ -153,9 +153,9 @@ class DeadMessages:
 
     def __init__(self, model: Any) -> None:
         f = model.features
-        if f.kraft and model.max_reassignments:
+        if f.kraft and model.reassignments:
             raise UsageError(f"--reduce dead does not cover reassignments (a removed replica's fetcher is not argued): "
-                             f"drop --const reassignments={model.max_reassignments} or --reduce dead")
+                             f"drop --const reassignments={model.reassignments} or --reduce dead")
         self.model = model
         self.receive_fetch = model._receive_fetch_state
         self.receive_offsets = model._receive_offsets_state

@@ -110,6 +110,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
+from spec.kafka import actions_control, actions_data, actions_kraft, actions_reassignment, clients
 from spec.kafka.actions_control import ControlPlaneActions, channel_order
 from spec.kafka.actions_data import DataPlaneActions, busy
 from spec.kafka.actions_kraft import KRaftActions, kraft_bound_sets
@@ -117,6 +118,7 @@ from spec.kafka.actions_reassignment import ReassignmentActions
 from spec.kafka.bounds import CLIENTS, DEFAULTS, GROUPS, REPLICAS, SWITCHES, bound_values
 from spec.kafka.clients import ClientActions, new_consumer, producer_for
 from spec.kafka.controllers import control_plane
+from spec.kafka.declared import Declared, build_action_tables
 from spec.kafka.log import UNDEFINED
 from spec.kafka.protocols import DEFAULT_PROTOCOL, Features
 from spec.kafka.releases import resolve
@@ -155,6 +157,12 @@ from spec.model import Action, Model, StateParts
 ACKS_MATRIX_BOUNDS = ("records=2", "epochs=2", "crashes=1", "acks=-1")
 CONSUMED_MATRIX_BOUNDS = ("records=1", "epochs=2", "crashes=1", "consumers=1")
 SKIP_MATRIX_BOUNDS = ("records=2", "epochs=2", "crashes=1", "consumers=1")
+
+
+#: every action of the model, each declared once by its family (``spec.kafka.declared``), in the order the model
+#: builds their tables (``kmc check --coverage`` lists the actions that never fired in this order)
+ACTIONS: tuple[Declared, ...] = (actions_control.ACTIONS + actions_data.ACTIONS + clients.ACTIONS + actions_kraft.ACTIONS
+                                 + actions_reassignment.ACTIONS)
 
 
 class KafkaModel(ClientActions, ReassignmentActions, KRaftActions, ControlPlaneActions, DataPlaneActions, Model):
@@ -233,16 +241,15 @@ class KafkaModel(ClientActions, ReassignmentActions, KRaftActions, ControlPlaneA
     def __init__(self, protocol: str = DEFAULT_PROTOCOL, features: Features | None = None, **bounds: int) -> None:
         """``bounds``: any of ``spec.kafka.bounds.BOUNDS`` by name (``brokers=3``), the others at their defaults."""
         bound = bound_values(bounds)
-        brokers, records, epochs = bound["brokers"], bound["records"], bound["epochs"]
-        self.n = brokers
-        self.max_records = records
-        self.max_epoch = epochs
-        self.max_crashes = bound["crashes"]
-        self.max_inflight = bound["inflight"]
-        self.max_bumps = bound["bumps"]
-        self.max_shutdowns = bound["shutdowns"]
-        self.max_bounces = bound["bounces"]
-        self.max_losses = bound["losses"]
+        self.brokers = bound["brokers"]
+        self.records = bound["records"]
+        self.epochs = bound["epochs"]
+        self.crashes = bound["crashes"]
+        self.inflight = bound["inflight"]
+        self.bumps = bound["bumps"]
+        self.shutdowns = bound["shutdowns"]
+        self.bounces = bound["bounces"]
+        self.losses = bound["losses"]
         self.protocol = protocol
         self.features = features if features is not None else resolve(protocol)
         # the replicas' bounds always, the clients' and the switches' where they differ from their defaults (no
@@ -251,40 +258,6 @@ class KafkaModel(ClientActions, ReassignmentActions, KRaftActions, ControlPlaneA
                           if GROUPS[name] == REPLICAS or (GROUPS[name] in (CLIENTS, SWITCHES) and value != DEFAULTS[name])}
         #: KAFKA-13091's stale HW (``Broker.hw_stale``): ``hw_events`` on a release without the fix
         self.hw_events = bound["hw_events"] and self.features.alter_by_request and not self.features.kafka_13091
-        ids = range(brokers)
-        a = Action
-        self._elect = [a("ElectLeader", (("leader", b),)) for b in ids]
-        self._preferred = [a("PreferredLeaderElection", (("leader", b),)) for b in ids]
-        self._unclean = [a("UncleanLeaderElection", (("leader", b),)) for b in ids]
-        self._produce = [a("Produce", (("leader", b),)) for b in ids]
-        self._advance = [a("AdvanceHighWatermark", (("leader", b),)) for b in ids]
-        self._trunc_hw = [a("TruncateToHighWatermark", (("follower", b),)) for b in ids]
-        self._truncate_diverging = [a("TruncateOnDivergingEpoch", (("follower", b),)) for b in ids]
-        self._crash = [a("Crash", (("broker", b),)) for b in ids]
-        self._restart = [a("Restart", (("broker", b),)) for b in ids]
-        self._bump = [a("BumpLeaderEpoch", (("leader", b),)) for b in ids]
-        self._shutdown = [a("ControlledShutdown", (("broker", b),)) for b in ids]
-        self._bounce = [a("Bounce", (("broker", b),)) for b in ids]
-        self._broker_change = [a("ProcessBrokerChange", (("broker", b),)) for b in ids]
-        self._broker_failure = [a("ProcessBrokerFailure", (("broker", b),)) for b in ids]
-        self._deliver_stop = [a("DeliverStopReplica", (("broker", b),)) for b in ids]
-        self._lose = [a("LoseControlRequest", (("broker", b),)) for b in ids]
-        self._lossy = [[a("CrashLosingTail", (("broker", b), ("keep", k))) for k in range(records + 1)] for b in ids]
-
-        def table(name: str, first: str, second: str) -> list[list[Action]]:
-            return [[a(name, ((first, x), (second, y))) for y in ids] for x in ids]
-
-        self._send_fetch = table("SendFetch", "follower", "leader")
-        self._serve_fetch = table("ServeFetch", "leader", "follower")
-        self._receive_fetch = table("ReceiveFetch", "follower", "leader")
-        self._send_offsets = table("SendOffsetsForLeaderEpoch", "follower", "leader")
-        self._serve_offsets = table("ServeOffsetsForLeaderEpoch", "leader", "follower")
-        self._receive_offsets = table("ReceiveOffsetsForLeaderEpoch", "follower", "leader")
-        self._shrink = table("ShrinkIsr", "leader", "follower")
-        self._expand = table("ExpandIsr", "leader", "follower")
-        self._process_shutdown = table("ProcessControlledShutdown", "broker", "leader")
-        self._deliver = [[a("DeliverLeaderAndIsr", (("broker", b), ("epoch", e))) for e in range(epochs + 1)]
-                         for b in ids]
         acks, min_isr, reassignments = bound["acks"], bound["min_isr"], bound["reassignments"]
         self.acks = acks
         self.min_isr = min_isr
@@ -292,10 +265,11 @@ class KafkaModel(ClientActions, ReassignmentActions, KRaftActions, ControlPlaneA
         self._init_kraft(bound["alters"], bound["unclean_shutdowns"], bound["alter_losses"], bound["metadata_lag"],
                          bound["clean_shutdowns"], bound["fences"])
         self._init_reassignment(reassignments)  # spec.kafka.actions_reassignment: after the KRaft families
+        build_action_tables(self, ACTIONS)  # every family's table, at the bounds set above
         # -- the composition, chosen once: the protocol row's controller (spec.kafka.controllers: ZooKeeper, ZooKeeper
         # -- with AlterIsr, KRaft) and the producer's acknowledgement (spec.kafka.clients: acks=0, 1 or all)
         self.control_plane = control_plane(self.features, reassignments)
-        self.producer = producer_for(acks, min_isr, self.features.effective_min_isr, self.n)
+        self.producer = producer_for(acks, min_isr, self.features.effective_min_isr, self.brokers)
 
     # -- the model interface -------------------------------------------------------------------------
     def state_types(self) -> tuple[type, ...]:
@@ -314,14 +288,14 @@ class KafkaModel(ClientActions, ReassignmentActions, KRaftActions, ControlPlaneA
         return decode_states(plain)
 
     def state_parts(self) -> StateParts:
-        return state_parts(self.n)
+        return state_parts(self.brokers)
 
     #: the least renaming of broker ids (``spec.kafka.symmetry``); a plain function, as the engine calls it
     #: once a successor
     canonical = staticmethod(kafka_canonical)
 
     def symmetry_reduces_nothing(self) -> str | None:
-        return reduces_nothing(self.n)
+        return reduces_nothing(self.brokers)
 
     def dead_messages(self) -> Any:
         """The answers in flight that are dead, dropped (``spec.kafka.dead``), for ``--reduce dead``."""
@@ -350,7 +324,7 @@ class KafkaModel(ClientActions, ReassignmentActions, KRaftActions, ControlPlaneA
 
     def init_states(self) -> list[KafkaState]:
         """Broker 0 leads in epoch 0 with every broker in the ISR; every log is empty."""
-        n = self.n
+        n = self.brokers
         isr = tuple(range(n))
         leader_cache = ((0, 0),) if self.features.kafka_7415 else ()
         leader = Broker(alive=True, log=(), hw=0, cache=leader_cache, leader=0, epoch=0, isr=isr, fetch=NO_FETCHER,
@@ -361,17 +335,17 @@ class KafkaModel(ClientActions, ReassignmentActions, KRaftActions, ControlPlaneA
         controller = Controller(leader=0, epoch=0, isr=isr, registered=(0,) * n)
         return [KafkaState(brokers=(leader,) + (follower,) * (n - 1), controller=controller, network=(), produced=0,
                            crashes=0, bumps=0, shutdowns=0, bounces=0, losses=0, committed=(), acked=(),
-                           consumers=(new_consumer(),) * self.n_consumers)]
+                           consumers=(new_consumer(),) * self.consumers)]
 
     def successors(self, s: KafkaState) -> list[tuple[Action, KafkaState]]:
         # one list, filled in order by each family (no nested generators: this is the hot path)
         out: list[tuple[Action, KafkaState]] = []
         plane = self.control_plane
         plane.actions(self, s, out)
-        for i in range(self.n):
+        for i in range(self.brokers):
             plane.broker_actions(self, s, i, out)
         self._deliveries(s, out)
-        if self.n_consumers:
+        if self.consumers:
             self._consumer_actions(s, out)
         return out
 
@@ -424,7 +398,7 @@ class KafkaModel(ClientActions, ReassignmentActions, KRaftActions, ControlPlaneA
                     add((self._deliver[dst][m.epoch], plane.apply_leader_and_isr(self, s, m)))
                 else:
                     add((self._deliver_stop[dst], self._apply_stop_replica(s, m)))
-                if s.losses < self.max_losses and queued[dst] > 1:
+                if s.losses < self.losses and queued[dst] > 1:
                     # a controller failover: the old controller's queue is dropped and the new one sends the
                     # current state; the broker misses the oldest request but still gets a newer one
                     add((self._lose[dst], s.with_(network=remove_message(network, m), losses=s.losses + 1)))

@@ -305,7 +305,7 @@ class KafkaState(NamedTuple):
     brokers: tuple[Broker, ...]
     controller: Controller
     network: tuple[Message, ...]  # sorted: the messages in flight, as a set
-    produced: int  # records produced so far (bounded by max_records)
+    produced: int  # records produced so far (bounded by the model's records)
     crashes: int  # crashes so far (bounded by max_crashes)
     bumps: int  # epoch bumps with an unchanged leader so far (bounded by max_bumps)
     shutdowns: int  # ControlledShutdown requests sent so far (bounded by max_shutdowns)

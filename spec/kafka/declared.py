@@ -1,0 +1,79 @@
+"""An action of the Kafka model, declared once, by its family.
+
+Each action family (``spec.kafka.actions_control``, ``actions_data``, ``actions_kraft``,
+``actions_reassignment``, ``clients``) ends with ``ACTIONS``, one row an action: its name, the model
+attribute holding its ``Action`` values (built once, so a successor allocates no action), its parameters
+with the range each takes, and the model functions that compute it as the rule table's ``model`` column
+names them (``spec.kafka.rules``). ``KafkaModel.__init__`` builds its action tables from these rows
+(``build_action_tables``) and ``spec.kafka.action_rules`` its map of an action to its functions
+(``action_functions``); adding an action is its function and one row.
+
+A table is indexed by its parameters in order, each from the first value of its range: ``model._fence[b][x + 1]``
+is ``FenceBroker(broker=b, leader=x)`` (``x`` from -1, no leader).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import dataclass
+from typing import Any
+
+from spec.model import Action
+
+#: the ranges a parameter takes: a broker id (0 .. brokers - 1), a broker id or -1 (no leader, no replica),
+#: a leader epoch (0 .. epochs), a count of records kept (0 .. records), a consumer (0 .. consumers - 1)
+BROKER, BROKER_OR_NONE, EPOCH, KEEP, CONSUMER = "broker", "broker-or-none", "epoch", "keep", "consumer"
+
+
+@dataclass(frozen=True)
+class Declared:
+    """One action of a family: ``Declared("ShrinkIsr", "_shrink", (("leader", BROKER), ("follower", BROKER)),
+    ("_isr_change_action", ...))``."""
+
+    name: str
+    table: str
+    params: tuple[tuple[str, str], ...]
+    functions: tuple[str, ...]
+
+
+def _values(domain: str, model: Any) -> range:
+    if domain == BROKER:
+        return range(model.brokers)
+    if domain == BROKER_OR_NONE:
+        return range(-1, model.brokers)
+    if domain == EPOCH:
+        return range(model.epochs + 1)
+    if domain == KEEP:
+        return range(model.records + 1)
+    if domain == CONSUMER:
+        return range(model.consumers)
+    raise ValueError(f"no parameter range {domain!r}")
+
+
+def action_table(declared: Declared, model: Any) -> list[Any]:
+    """The nested lists of ``declared``'s actions at ``model``'s bounds, one level a parameter."""
+    ranges = [(param, _values(domain, model)) for param, domain in declared.params]
+
+    def level(depth: int, bound: tuple[tuple[str, int], ...]) -> list[Any]:
+        param, values = ranges[depth]
+        if depth == len(ranges) - 1:
+            return [Action(declared.name, bound + ((param, v),)) for v in values]
+        return [level(depth + 1, bound + ((param, v),)) for v in values]
+
+    return level(0, ())
+
+
+def build_action_tables(model: Any, declarations: Iterable[Declared]) -> None:
+    """Set each declared table on ``model`` (its bounds set first), in declaration order."""
+    for declared in declarations:
+        setattr(model, declared.table, action_table(declared, model))
+
+
+def action_functions(declarations: Iterable[Declared]) -> dict[str, tuple[str, ...]]:
+    """Action name -> the functions computing it, over every table of that name (``ProcessControlledShutdown`` has
+    the ZooKeeper controller's and the KRaft controller's), in declaration order."""
+    out: dict[str, tuple[str, ...]] = {}
+    for declared in declarations:
+        known = out.get(declared.name, ())
+        out[declared.name] = known + tuple(f for f in declared.functions if f not in known)
+    return out
