@@ -32,6 +32,10 @@ from traces.render import print_trace
 from traces.replay import replay_scenario, replay_trace, scenario_model
 from traces.scenario import load_scenario
 
+#: under ``pytest -n N --dist loadgroup`` the module's tests share one worker, so that its module-scoped fixture (the
+#: matrix's violated cells, minutes of searches) is computed once, not once a worker
+pytestmark = pytest.mark.xdist_group("traces-matrix")
+
 #: cells every run of the default matrix must find violated (each version's known bug)
 KNOWN = {
     ("0.10.2", "log-matching"), ("2.1.0", "no-fence-stall"),
