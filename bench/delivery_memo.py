@@ -227,26 +227,14 @@ def floor(goal: tuple) -> tuple[int, float, float]:
     """(successors, us a successor by the model's rules, us a successor by a memo that knew every answer)."""
     import time
 
-    from checker.search import SearchOptions, search_canonical
+    from reduced_levels import expanded_states
+
     from spec.kafka.state import KafkaState
     from spec.registry import build_model
 
     protocol, constants, depth = goal
     model = build_model("kafka", constants, protocol)
-    form = search_canonical(model, SearchOptions(symmetry=True, reduce="dead"))
-    level = [form(s) for s in model.init_states()]
-    seen = set(level)
-    states = []
-    for _ in range(depth):
-        following = []
-        for s in level:
-            states.append(s)
-            for _, t in model.successors(s):
-                image = form(t)
-                if image not in seen:
-                    seen.add(image)
-                    following.append(image)
-        level = following
+    states = expanded_states(model, depth)
     new = tuple.__new__
     plan = [[(act, list(t[0]), t[1], list(t[2]), t[3:], (t[0][0], t[2][:1])) for act, t in model.successors(s)]
             for s in states]

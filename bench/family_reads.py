@@ -95,25 +95,13 @@ def main() -> int:
     parser.add_argument("--depth", type=int)
     args = parser.parse_args()
     sys.path.insert(0, __file__.rsplit("/bench/", 1)[0])
-    from checker.search import SearchOptions, search_canonical
+    from reduced_levels import expanded_states
+
     from spec.registry import build_model
 
     protocol, constants, depth = GOALS[args.goal]
     model = build_model("kafka", constants, protocol)
-    form = search_canonical(model, SearchOptions(symmetry=True, reduce="dead"))
-    level = [form(s) for s in model.init_states()]
-    seen = set(level)
-    states = []
-    for _ in range(args.depth or depth):
-        following = []
-        for s in level:
-            states.append(s)
-            for _, t in model.successors(s):
-                image = form(t)
-                if image not in seen:
-                    seen.add(image)
-                    following.append(image)
-        level = following
+    states = expanded_states(model, args.depth or depth)
     plane = model.control_plane
     families = {
         "controller's steps": lambda s, reads: plane.actions(model, view(s, None, reads), []),

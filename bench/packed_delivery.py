@@ -22,7 +22,8 @@ from __future__ import annotations
 import argparse
 import time
 
-from checker.search import SearchOptions, search_canonical
+from reduced_levels import expanded_states
+
 from spec.kafka.state import FETCH_RESPONSE, KafkaState
 from spec.registry import build_model
 
@@ -43,20 +44,7 @@ def main() -> int:
     parser.add_argument("--depth", type=int, default=12)
     args = parser.parse_args()
     model = build_model("kafka", ["brokers=3", "records=1", "crashes=0"], "2.1.0")
-    form = search_canonical(model, SearchOptions(symmetry=True, reduce="dead"))
-    level = [form(s) for s in model.init_states()]
-    seen = set(level)
-    states = []
-    for _ in range(args.depth):
-        following = []
-        for s in level:
-            states.append(s)
-            for _, t in model.successors(s):
-                image = form(t)
-                if image not in seen:
-                    seen.add(image)
-                    following.append(image)
-        level = following
+    states = expanded_states(model, args.depth)
     pairs = [(s, m) for s in states for m in s.network if m.kind == FETCH_RESPONSE]
     receive = model._receive_fetch_state
 
