@@ -22,6 +22,10 @@ from spec.kafka.model import ACTIONS
 #: declaration of its actions (``spec.kafka.declared``, ``spec.kafka.model.ACTIONS``)
 ACTION_FUNCTIONS: Mapping[str, tuple[str, ...]] = action_functions(ACTIONS)
 
+#: the modules of the KRaft rows' families (the AlterIsr of the ZooKeeper rows with ``alter-isr`` among them, as before
+#: the KRaft family was split)
+_KRAFT_FAMILIES = ("actions_kraft", "actions_alter_partition", "actions_alter_isr", "actions_broker_lifecycle",
+                   "actions_reassignment")
 _CALLED = re.compile(r"\(([^)]*)\)")
 _ACTION_WORD = re.compile(r"\b[A-Z][a-z]+(?:[A-Z][a-z]+)+\b")
 _FUNCTION = re.compile(r"[A-Za-z_][\w.]*")
@@ -72,8 +76,8 @@ def _names(function: str) -> set[str]:
 
 def rules_for_action(action_name: str, rows: Sequence[Mapping[str, str]], kraft: bool = False) -> list[Mapping[str, str]]:
     """The rows of a rule table (``ModelInfo.rules(protocol)``) that the action follows, in table order.
-    Without ``kraft`` (a ZooKeeper row) the functions of ``actions_kraft`` and ``actions_reassignment`` are left out:
-    the KRaft controller overrides them, a ZooKeeper cluster never runs them."""
+    Without ``kraft`` (a ZooKeeper row) the functions of the KRaft families (``_KRAFT_FAMILIES``) are left out: the
+    KRaft controller overrides them, a ZooKeeper cluster never runs them."""
     functions = set(ACTION_FUNCTIONS.get(action_name, ()))
     if not functions:
         return []
@@ -82,7 +86,7 @@ def rules_for_action(action_name: str, rows: Sequence[Mapping[str, str]], kraft:
         for function, only in row_functions(row.get("model", "")):
             if only and action_name not in only:
                 continue
-            if not kraft and function.startswith(("actions_kraft", "actions_reassignment")):
+            if not kraft and function.startswith(_KRAFT_FAMILIES):
                 continue
             if _names(function) & functions:
                 found.append(row)

@@ -232,7 +232,7 @@ class ControlPlaneActions:
     # -- a broker's own actions (ZooKeeper rows) ------------------------------------------------------
     def _zookeeper_broker_actions(self, s: KafkaState, i: int, out: list) -> None:
         """A broker's own actions on the ZooKeeper rows (``ZooKeeperController.broker_actions``; the KRaft rows':
-        ``actions_kraft._kraft_broker_actions``): Restart once the controller processed its death, its replica's
+        ``actions_broker_lifecycle._kraft_broker_actions``): Restart once the controller processed its death, its replica's
         actions (``KafkaModel._replica_actions``, the same under either controller), ControlledShutdown, Crash (and
         CrashLosingTail) and Bounce."""
         b = s.brokers[i]

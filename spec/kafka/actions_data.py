@@ -475,7 +475,7 @@ def in_flight(network: tuple) -> int:
 
 
 #: the data plane's actions (``spec.kafka.declared``): the leader's (ShrinkIsr and ExpandIsr as an AlterIsr or
-#: AlterPartition request too: ``actions_kraft``), the fetch path and the truncations
+#: AlterPartition request too: ``actions_alter_partition``), the fetch path and the truncations
 ACTIONS: tuple[Declared, ...] = (
     Declared("Produce", "_produce", (("leader", BROKER),),
              ("_leader_actions", "_alter_leader_actions", "_produce_action", "LeaderAcks", "AllAcks", "spec.kafka.log")),

@@ -1,7 +1,8 @@
 """An action of the Kafka model, declared once, by its family.
 
 Each action family (``spec.kafka.actions_control``, ``actions_data``, ``actions_kraft``,
-``actions_reassignment``, ``clients``) ends with ``ACTIONS``, one row an action: its name, the model
+``actions_alter_partition``, ``actions_alter_isr``, ``actions_broker_lifecycle``, ``actions_reassignment``,
+``clients``) ends with ``ACTIONS``, one row an action: its name, the model
 attribute holding its ``Action`` values (built once, so a successor allocates no action), its parameters
 with the range each takes, and the model functions that compute it as the rule table's ``model`` column
 names them (``spec.kafka.rules``). ``KafkaModel.__init__`` builds its action tables from these rows

@@ -77,7 +77,8 @@ On the KRaft rows (``kraft-*``) the controller is KRaft's: FenceBroker, ProcessA
 LoseAlterPartitionResponse, ReceiveAlterPartitionResponse and UncleanShutdown join the table, ShrinkIsr / ExpandIsr send
 an AlterPartition, ProcessControlledShutdown(broker, leader) is the leader's heartbeat with wantShutDown (no request
 message), and ProcessBrokerFailure, ProcessBrokerChange, ControlledShutdown, Bounce, LoseControlRequest and
-DeliverStopReplica do not occur (``spec.kafka.actions_kraft`` has its table and sources).
+DeliverStopReplica do not occur (``spec.kafka.actions_kraft``, ``actions_alter_partition`` and
+``actions_broker_lifecycle`` have their tables and sources).
 
 Control plane. The controller keeps, per broker, the broker epoch of the registration it last processed
 (``Controller.registered``), or DEAD once it processed the broker's death. A Crash is processed later by
@@ -110,10 +111,22 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from spec.kafka import actions_control, actions_data, actions_kraft, actions_reassignment, clients
+from spec.kafka import (
+    actions_alter_isr,
+    actions_alter_partition,
+    actions_broker_lifecycle,
+    actions_control,
+    actions_data,
+    actions_kraft,
+    actions_reassignment,
+    clients,
+)
+from spec.kafka.actions_alter_isr import AlterIsrActions
+from spec.kafka.actions_alter_partition import AlterPartitionActions
+from spec.kafka.actions_broker_lifecycle import BrokerLifecycleActions
 from spec.kafka.actions_control import ControlPlaneActions, channel_order
 from spec.kafka.actions_data import DataPlaneActions, busy
-from spec.kafka.actions_kraft import KRaftActions, kraft_bound_sets
+from spec.kafka.actions_kraft import KRaftControllerActions, kraft_bound_sets
 from spec.kafka.actions_reassignment import ReassignmentActions
 from spec.kafka.bounds import CLIENTS, DEFAULTS, GROUPS, REPLICAS, SWITCHES, bound_values
 from spec.kafka.clients import ClientActions, new_consumer, producer_for
@@ -162,15 +175,18 @@ SKIP_MATRIX_BOUNDS = ("records=2", "epochs=2", "crashes=1", "consumers=1")
 #: every action of the model, each declared once by its family (``spec.kafka.declared``), in the order the model
 #: builds their tables (``kmc check --coverage`` lists the actions that never fired in this order)
 ACTIONS: tuple[Declared, ...] = (actions_control.ACTIONS + actions_data.ACTIONS + clients.ACTIONS + actions_kraft.ACTIONS
-                                 + actions_reassignment.ACTIONS)
+                                 + actions_alter_partition.ACTIONS + actions_alter_isr.ACTIONS
+                                 + actions_broker_lifecycle.ACTIONS + actions_reassignment.ACTIONS)
 
 
-class KafkaModel(ClientActions, ReassignmentActions, KRaftActions, ControlPlaneActions, DataPlaneActions, Model):
+class KafkaModel(ClientActions, ReassignmentActions, KRaftControllerActions, AlterPartitionActions, AlterIsrActions,
+                 BrokerLifecycleActions, ControlPlaneActions, DataPlaneActions, Model):
     """The model: bounds, feature switches and action tables, and the next-state relation
     (``successors``: controller actions, each broker's own actions, message deliveries).
 
     Composed once, when it is built: the action families (``spec.kafka.actions_control``, ``actions_data``,
-    ``actions_kraft``, ``clients``) are base classes whose functions all have their own names (none overrides
+    ``actions_kraft``, ``actions_alter_partition``, ``actions_alter_isr``, ``actions_broker_lifecycle``,
+    ``actions_reassignment``, ``clients``) are base classes whose functions all have their own names (none overrides
     another's), the protocol row's controller is ``self.control_plane`` (``spec.kafka.controllers``: ZooKeeper,
     ZooKeeper with AlterIsr, KRaft) and the producer's acknowledgement is ``self.producer``
     (``spec.kafka.clients.producer_for``). Every feature switch is read as ``self.features.<name>``
@@ -349,7 +365,8 @@ class KafkaModel(ClientActions, ReassignmentActions, KRaftActions, ControlPlaneA
             self._consumer_actions(s, out)
         return out
 
-    # -- one broker's own actions (the ZooKeeper rows': actions_control._zookeeper_broker_actions; KRaft's: actions_kraft)
+    # -- one broker's own actions (the ZooKeeper rows': actions_control._zookeeper_broker_actions; KRaft's:
+    # -- actions_broker_lifecycle)
     def _replica_actions(self, s: KafkaState, i: int, b: Broker, out: list) -> None:
         """What a live replica does on its own, under either controller: finish a truncation to a diverging
         epoch, lead (produce, HW, ISR: the control plane's ``leader_actions``, as the ISR change differs) or follow

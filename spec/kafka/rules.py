@@ -234,7 +234,8 @@ RULES: tuple[Rule, ...] = (
          "every release", f"0.10.2.2 and 3.9.0-rc3 {_S}AbstractFetcherThread.scala processFetchRequest (a response "
          "read in full is processed, a disconnect is an error retried after the back-off); clients NetworkClient "
          "(completed receives before disconnections)",
-         "actions_control._crash_state, actions_kraft._kraft_crash (every message from or to the broker is dropped)",
+         "actions_control._crash_state, actions_broker_lifecycle._kraft_crash (every message from "
+         "or to the broker is dropped)",
          abstraction="every message from a crashing broker is dropped with its connections: the answers and requests "
                      "a peer had fully received are lost too, so the model misses the stories where a follower applies "
                      "a dead leader's last fetch answer, or a leader serves (and, KRaft, records with the old broker "
@@ -314,7 +315,8 @@ RULES: tuple[Rule, ...] = (
          "maybeIncrementLeaderHW); the callers of maybeIncrementLeaderHW: appendRecordsToLeader, updateFollowerFetchState "
          "(prevFollowerEndOffset != logEndOffset), makeLeader, maybeShrinkIsr on the ZooKeeper write; 3.1.0 the same "
          "method: 'we may need to increment high watermark since ISR could be down to 1', maybeIncrementLeaderHW",
-         "actions_kraft._receive_alter_isr_response, _receive_alter_response (hw_stale); "
+         "actions_alter_isr._receive_alter_isr_response, "
+         "actions_alter_partition._receive_alter_response (hw_stale); "
          "actions_data._advance_hw_action", flag="kafka-13091",
          abstraction="by default (hw_events=0) AdvanceHighWatermark is enabled whenever the ISR allows a higher HW, an "
                      "over-approximation sound for safety: the flag then changes nothing. With --const hw_events=1 a "
@@ -343,8 +345,8 @@ RULES: tuple[Rule, ...] = (
          ".error != Errors.NONE: skipped); KRaft mode the same path: 3.3.0 Partition.updateFollowerFetchState -> "
          "maybeExpandIsr (its only caller), 3.9.0-rc3 Partition.fetchRecords -> updateFollowerFetchState (not on a "
          "diverging epoch, not on an error: the checks throw before it)",
-         "actions_data._fetch_being_answered (ZooKeeper write: _isr_change_action; AlterIsr and KRaft: "
-         "actions_kraft._isr_change_request_action)",
+         "actions_data._fetch_being_answered (ZooKeeper write: _isr_change_action; AlterIsr and "
+         "KRaft: actions_alter_partition._isr_change_request_action)",
          abstraction="the expansion is its own step, enabled while the answer of that fetch is on its way to the "
                      "follower (error-free; before 2.1.0 the answer carries no leader epoch, so one served before the "
                      "same leader's re-election in a new epoch still counts); an AlterIsr / AlterPartition answered "
@@ -374,9 +376,10 @@ RULES: tuple[Rule, ...] = (
          "tryProcessAlterPartition (the same checks, the version before the write, equalsAllowStalePartitionEpoch "
          "first: KAFKA-14144 keeps that order in 3.4.0); 3.9.0 Partition.scala submitAlterPartition, "
          "handleAlterPartitionUpdate, handleAlterPartitionError",
-         "actions_kraft._alter_leader_actions, _isr_change_request_action (the ZooKeeper request), _process_alter_isr, "
-         "_receive_alter_isr_response, _lose_alter_response; actions_control._elect_state (the zkVersion moves), "
-         "_apply_leader_and_isr (clears the pending AlterIsr)", flag="alter-isr",
+         "actions_alter_partition._alter_leader_actions, _isr_change_request_action (the ZooKeeper "
+         "request), actions_alter_isr._process_alter_isr, _receive_alter_isr_response, "
+         "actions_alter_partition._lose_alter_response; actions_control._elect_state (the zkVersion"
+         " moves), _apply_leader_and_isr (clears the pending AlterIsr)", flag="alter-isr",
          abstraction="bounded like the KRaft rows' AlterPartition: at most alters requests (a zkVersion is a counter, "
                      "so the bound keeps the state space finite) and alter_losses lost answers; the 2.2.0 row with "
                      "kafka-8400 and alter-isr on stands for 2.7.x; 3.4.0's INELIGIBLE_REPLICA is its own rule "
@@ -392,7 +395,7 @@ RULES: tuple[Rule, ...] = (
          f"shuttingDownBrokerIds), doControlledShutdown (shuttingDownBrokerIds.add); {_C}Partition.scala "
          "isReplicaIsrEligible (ZkMetadataCache: hasAliveBroker), handleAlterPartitionError (INELIGIBLE_REPLICA: "
          "partitionState = lastCommittedState); 3.9.0-rc3 the same",
-         "actions_kraft._process_alter_isr, _zookeeper_live, _receive_alter_isr_response", flag="kafka-14140",
+         "actions_alter_isr._process_alter_isr, _zookeeper_live, _receive_alter_isr_response", flag="kafka-14140",
          abstraction="the leader's check reads its metadata cache, which UpdateMetadata fills and the model has no "
                      "message for: it may lag at any step, so the model's leader may propose a dead member (the "
                      "controller then rejects it, as with a lagging cache), never one Kafka's controller accepts; the "
@@ -404,7 +407,7 @@ RULES: tuple[Rule, ...] = (
          "2.1.0", "2.1.0 and later (9a7f29c1ede; the 2.0 branch commit b8b83a72df5 is in no release)",
          f"2.1.0 {_C}Partition.scala getOutOfSyncReplicas (r.logEndOffset != leaderReplica.logEndOffset && ...); "
          "2.8.0 isFollowerOutOfSync; 3.3.0 and 3.9.0 Replica.scala isCaughtUp (leaderEndOffset == logEndOffset || ...)",
-         "actions_data._isr_change_action, actions_kraft._isr_change_request_action", flag="kafka-7152",
+         "actions_data._isr_change_action, actions_alter_partition._isr_change_request_action", flag="kafka-7152",
          abstraction="the follower's LEO is the fetch offset the leader last recorded (remote); the time half "
                      "(lastCaughtUpTimeMs within replica.lag.time.max.ms) is abstracted away as before"),
     Rule("a fetch answer is dropped unless the partition is still in that leader's fetcher at the request's offset",
@@ -486,8 +489,9 @@ RULES: tuple[Rule, ...] = (
          "validateAlterPartitionData, handleBrokerFenced, generateLeaderAndIsrUpdates; PartitionChangeBuilder.java "
          "build (an empty target ISR is not written), triggerLeaderEpochBumpIfNeeded; ClusterControlManager.java "
          "registerBroker",
-         "actions_kraft.KRaftActions (the KRaft controller: _process_alter_partition, _fence_actions, "
-         "_kraft_restart_state)", flag="kraft", since=(),  # the controller a row is: kraft-<release>
+         "actions_kraft.KRaftControllerActions (the KRaft controller: _fence_actions; "
+         "actions_alter_partition._process_alter_partition; "
+         "actions_broker_lifecycle._kraft_restart_state)", flag="kraft", since=(),  # the controller a row is: kraft-<release>
          abstraction="a restarted broker registers and is unfenced in one step (Kafka unfences it once it caught up "
                      "with the metadata log); a broker's view of fencing is the controller's unless metadata_lag (see "
                      "its rule); a lost AlterPartition "
@@ -505,7 +509,8 @@ RULES: tuple[Rule, ...] = (
          "BrokerToControllerChannelManager.scala handleResponse (wasDisconnected: requestQueue.putFirst); "
          f"{_C}Partition.scala submitAlterPartition (an answer to an older partition state is ignored), "
          "handleAlterPartitionError (INVALID_UPDATE_VERSION, FENCED_LEADER_EPOCH: wait for the metadata)",
-         "actions_kraft._lose_alter_response (LoseAlterPartitionResponse), _receive_alter_response",
+         "actions_alter_partition._lose_alter_response (LoseAlterPartitionResponse), "
+         "_receive_alter_response",
          abstraction="only the answer to an accepted change is lost (a lost rejection and its resend reach the state "
                      "they started from); a lost request is a late one (the network delivers in any order); a "
                      "leader's crash drops its request in flight, where Kafka's controller may still read one already "
@@ -517,8 +522,8 @@ RULES: tuple[Rule, ...] = (
          "(completeReassignmentIfNeeded, then tryElection: electAnyLeader keeps a leader that is in the target ISR "
          "and active); validateAlterPartitionData (the new ISR must contain the leader); "
          f"{_C}Partition.scala handleAlterPartitionError (NEW_LEADER_ELECTED: stay pending until the metadata)",
-         "actions_kraft._process_alter_partition (ProcessAlterPartition), _receive_alter_response; "
-         "actions_reassignment._reassigned (bound reassignments)",
+         "actions_alter_partition._process_alter_partition (ProcessAlterPartition), "
+         "_receive_alter_response; actions_reassignment._reassigned (bound reassignments)",
          abstraction="the leader changes on an AlterPartition only when it completes a reassignment that removes the "
                      "leader from the replicas (with reassignments > 0): the request's ISR must contain the leader and "
                      "its leader epoch must be current, and a fenced or shutting-down leader has already been moved by "
@@ -532,8 +537,9 @@ RULES: tuple[Rule, ...] = (
          "metadata loader), ReplicaManager.scala applyDelta; core/.../server/metadata/KRaftMetadataCache.scala "
          "isBrokerFenced, isBrokerShuttingDown (3.3.0+), getAliveBrokerEpoch (3.5.0, KIP-903); "
          f"{_C}Partition.scala isReplicaIsrEligible (reads that cache)",
-         "partition changes: a LeaderAndIsr (with the partition epoch) in the broker's FIFO channel, delivered late "
-         "(actions_kraft._kraft_apply_leader_and_isr); registrations: constant metadata_lag=1 (actions_kraft._eligible)",
+         "partition changes: a LeaderAndIsr (with the partition epoch) in the broker's FIFO "
+         "channel, delivered late (actions_kraft._kraft_apply_leader_and_isr); registrations: "
+         "constant metadata_lag=1 (actions_alter_partition._eligible)",
          abstraction="a LeaderAndIsr already stands for the PartitionRecord / PartitionChangeRecord a broker replays "
                      "late, in order; the registration records (fencing, controlled shutdown, a new broker epoch) are "
                      "not messages: metadata_lag=0 (default) reads the controller's, metadata_lag=1 lets the leader's "
@@ -543,7 +549,7 @@ RULES: tuple[Rule, ...] = (
          "controller answers INELIGIBLE_REPLICA", "KIP-841", "3.3.0", "3.3.0 and later (KAFKA-13916: f83d95d9a28, "
          "151ca12a56c)", f"3.3.0 {_C}Partition.scala isReplicaIsrEligible, handleAlterPartitionError; "
          "metadata/.../controller/ReplicationControlManager.java validateAlterPartitionData (ineligibleReplicasForIsr)",
-         "actions_kraft._eligible, _ineligible (Broker.stopping: in controlled shutdown)", flag="kip-841"),
+         "actions_alter_partition._eligible, _ineligible (Broker.stopping: in controlled shutdown)", flag="kip-841"),
     Rule("controlled shutdown on KRaft: a leader's heartbeat with wantShutDown puts it in controlled shutdown; the "
          "controller takes it out of the ISR (the last member kept, unless ELR) and moves leadership to an active ISR "
          "member, else leaves the partition offline; it keeps running and fetching, and is not electable; a broker "
@@ -553,8 +559,9 @@ RULES: tuple[Rule, ...] = (
          "(CONTROLLED_SHUTDOWN while it has leaderships, then SHUTDOWN_NOW); ReplicationControlManager.java "
          "processBrokerHeartbeat, handleBrokerInControlledShutdown -> generateLeaderAndIsrUpdates (brokerToRemove); "
          "ClusterControlManager.java active (not fenced, not in controlled shutdown)",
-         "actions_kraft._controlled_shutdown_actions (ProcessControlledShutdown(broker, leader)), _unfenced; that it "
-         "stops fetching once out of the ISR: kraft-shutdown-stops-fetcher",
+         "actions_broker_lifecycle._controlled_shutdown_actions (ProcessControlledShutdown(broker, "
+         "leader)), actions_kraft._unfenced; that it stops fetching once out of the ISR: "
+         "kraft-shutdown-stops-fetcher",
          abstraction="the heartbeat and its handling are one step, and only the partition's leader takes it (a broker "
                      "that leads nothing goes to SHUTDOWN_NOW at once: fenced and stopped, which the model's "
                      "CleanShutdown is, bound clean_shutdowns, or Crash and FenceBroker without the clean shutdown "
@@ -577,7 +584,8 @@ RULES: tuple[Rule, ...] = (
          "(KAFKA-14617: 79b5f7f1ce2, 8c88cdb7186, d5e216d6183)",
          f"3.5.0 {_C}Partition.scala isBrokerEpochIsrEligible, addBrokerEpochToIsr, updateFollowerFetchState; "
          "metadata/.../controller/ReplicationControlManager.java ineligibleReplicasForIsr (broker epoch mismatch)",
-         "actions_kraft._eligible, _process_alter_partition; actions_data._serve_fetch_state, _follower_actions", flag="kip-903"),
+         "actions_alter_partition._eligible, _process_alter_partition; "
+         "actions_data._serve_fetch_state, _follower_actions", flag="kip-903"),
     Rule("an ISR shrink keeps the leader epoch; only the partition epoch moves", "KAFKA-15021", "3.6.0",
          "3.6.0 and later (MetadataVersion 3.6-IV0)",
          "3.9.0 metadata/.../controller/PartitionChangeBuilder.java triggerLeaderEpochBumpForIsrShrinkIfNeeded "
@@ -603,8 +611,9 @@ RULES: tuple[Rule, ...] = (
          "PartitionChangeBuilder (alterPartition, handleBrokerFenced / generateLeaderAndIsrUpdates, "
          "changePartitionReassignment, electLeader); PartitionChangeBuilder.java maybePopulateTargetElr "
          "(targetIsr.size() >= minISR: ELR cleared)",
-         "clients.leader_min_isr, clients.AllAcks; actions_data._advance_hw_action; actions_kraft._controller_min_isr "
-         "(_partition_change, _fence_actions, _controlled_shutdown_actions)", flag="effective-min-isr",
+         "clients.leader_min_isr, clients.AllAcks; actions_data._advance_hw_action; "
+         "actions_kraft._controller_min_isr (_partition_change, _fence_actions, "
+         "actions_broker_lifecycle._controlled_shutdown_actions)", flag="effective-min-isr",
          abstraction="the replication factor is read from the model's one partition (Kafka reads partition 0's "
                      "replica list for the whole topic; the model has one partition, so they agree); it differs from "
                      "min_isr only when min_isr exceeds the brokers or a reassignment shrinks the replicas"),
@@ -634,7 +643,7 @@ RULES: tuple[Rule, ...] = (
          "(version < 2 || existing == null || request.previousBrokerEpoch() != existing.epoch()); "
          "ReplicationControlManager.java handleBrokerUncleanShutdown (isElrSupported); PartitionChangeBuilder.java "
          "maybePopulateTargetElr (uncleanShutdownReplicas)",
-         "actions_kraft._kraft_restart_state", flag="clean-shutdown-detection",
+         "actions_broker_lifecycle._kraft_restart_state", flag="clean-shutdown-detection",
          abstraction="the rows are kraft-4.0 (4.0.0, ELR off by default: the detection does not act) and kraft-4.1 "
                      "(kafka-18635 on); kraft-3.8.x and kraft-3.9.x are kraft-3.5 with the flags of their releases "
                      "(kmc list --releases), kafka-18635=off being 3.9.x's rule"),
@@ -644,7 +653,8 @@ RULES: tuple[Rule, ...] = (
          "epoch from 3.9.0 (3.7.x and 3.8.x bumped it)",
          "3.9.0-rc3 metadata/.../controller/ClusterControlManager.java registerBroker (hasValidSession -> "
          "DuplicateBrokerRegistrationException; setBrokerEpoch(existing.epoch()) for the same incarnation id); 3.5.0 the "
-         "same method", "actions_kraft._kraft_restart_state (every registration is a new incarnation, once fenced)",
+         "same method", "actions_broker_lifecycle._kraft_restart_state (every registration is a new"
+                        " incarnation, once fenced)",
          abstraction="a same-incarnation re-registration happens only when a running broker re-registers on a metadata "
                      "version upgrade (KIP-858's directory ids), which the model has no step for: every registration in "
                      "the model is a restarted broker's, with a new incarnation id and broker epoch"),
@@ -657,14 +667,14 @@ RULES: tuple[Rule, ...] = (
          "request.previousBrokerEpoch() != existing.epoch()); 3.8.0 core/.../log/LogManager.scala shutdown(brokerEpoch) "
          "(CleanShutdownFileHandler.write), readBrokerEpochFromCleanShutdownFiles; BrokerServer.scala shutdown "
          "(logManager.shutdown(lifecycleManager.brokerEpoch)), startup (lifecycleManager.start(..., previousBrokerEpoch))",
-         "actions_kraft._kraft_restart_state, _clean_shutdown_actions", flag="kafka-18635",
+         "actions_broker_lifecycle._kraft_restart_state, _clean_shutdown_actions", flag="kafka-18635",
          since=("3.8.0", "4.0.1")),
     Rule("a broker that leads nothing ends its controlled shutdown: fenced (SHUTDOWN_NOW), it stops and writes its "
          "clean shutdown file", "KIP-631, KIP-966", "3.3.0", "every KRaft release (the clean shutdown file from 3.8.0)",
          "3.8.0 metadata/.../controller/BrokerHeartbeatManager.java calculateNextBrokerState (SHUTDOWN_NOW when no "
          "leaderships); ReplicationControlManager.java processBrokerHeartbeat (case SHUTDOWN_NOW: handleBrokerFenced); "
          "core/.../server/BrokerServer.scala shutdown",
-         "actions_kraft._clean_shutdown_actions (bound clean_shutdowns)",
+         "actions_broker_lifecycle._clean_shutdown_actions (bound clean_shutdowns)",
          abstraction="the controller's wait for the broker's metadata offset to reach the controlled shutdown offset "
                      "is not modelled; a Crash stands for any other stop (no clean shutdown file)"),
     Rule("a fenced running broker's shutdown is granted at once (SHUTDOWN_NOW) and it stops cleanly: its clean "
@@ -677,7 +687,8 @@ RULES: tuple[Rule, ...] = (
          "ReplicationControlManager.java processBrokerHeartbeat (SHUTDOWN_NOW: handleBrokerFenced, no partition "
          "change for a broker out of every ISR); core/.../server/BrokerServer.scala shutdown (the future's timeout "
          "and errors swallowed, then logManager.shutdown(lifecycleManager.brokerEpoch))",
-         "actions_kraft._clean_shutdown_actions (CleanShutdown of a fenced broker, bounds fences and clean_shutdowns)",
+         "actions_broker_lifecycle._clean_shutdown_actions (CleanShutdown of a fenced broker, "
+         "bounds fences and clean_shutdowns)",
          flag="fenced-broker-clean-shutdown",
          abstraction="on the rows without clean-shutdown-detection a fenced broker's clean stop is the model's Crash "
                      "(nothing reads the file there), so the flag is on kraft-4.1 only; the controlled shutdown "
@@ -708,15 +719,17 @@ RULES: tuple[Rule, ...] = (
          "Election.scala leaderForOffline (newRecoveringLeaderAndIsr), KafkaController.scala processAlterPartition; "
          "core/src/main/scala/kafka/cluster/Partition.scala makeLeader ('Leader log recovery is not implemented. "
          "Marking the topic partition as RECOVERED'); the same in 3.9.0-rc3 and trunk of October 2024",
-         "actions_kraft._process_alter_partition, _kraft_controller_actions (UncleanLeaderElection)",
+         "actions_alter_partition._process_alter_partition, actions_kraft._kraft_controller_actions"
+         " (UncleanLeaderElection)",
          abstraction="no LeaderRecoveryState in the state: RECOVERING lasts until the new leader replays its election, "
                      "which no step of the model can observe (the leader neither waits nor sends RECOVERING)"),
     Rule("an unclean shutdown loses the unflushed suffix of the log (any suffix: Kafka leaves flushing to the OS, "
          "log.flush.interval.messages is unbounded by default); a disk loss is one that keeps nothing", "KIP-966", "-",
          "every release (a fault with its own bound, unclean_shutdowns; on the KRaft rows)",
          "KIP-966 Motivation (an unclean shutdown loses unflushed data); 3.5.0 core/src/main/scala/kafka/log/"
-         "LogManager.scala loadLogs (recovery after an unclean shutdown)", "actions_kraft._kraft_broker_actions, "
-         "_kraft_crash",
+         "LogManager.scala loadLogs (recovery after an unclean shutdown)", "actions_broker_lifecycl"
+                                                                           "e._kraft_broker_actions"
+                                                                           ", _kraft_crash",
          abstraction="a disk loss (log, epoch cache and HW checkpoint gone) is UncleanShutdown(keep=0): with one "
                      "partition and the HW clamped to the LEO on restart the model cannot tell them apart; the "
                      "ZooKeeper rows have their own form of the fault (lossy-crash)"),
@@ -752,7 +765,7 @@ RULES: tuple[Rule, ...] = (
          "TopicDelta.java localChanges; core/src/main/scala/kafka/cluster/Partition.scala updateAssignmentAndIsr "
          "(remoteReplicasMap), fetchRecords -> followerReplicaOrThrow",
          "actions_reassignment._reassigned_apply_leader_and_isr, _serve_non_replica, _replaying; "
-         "actions_kraft._alter_leader_actions (the leader's replicas)",
+         "actions_alter_partition._alter_leader_actions (the leader's replicas)",
          abstraction="a broker that crashed before it replayed its removal keeps its log as a stray log on restart "
                      "(3.5.0 deletes none at start-up; the stray-log deletion of later releases is not modelled) and "
                      "replays nothing while it is not a replica"),
