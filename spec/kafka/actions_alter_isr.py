@@ -44,7 +44,6 @@ def _zookeeper_live(s: KafkaState, r: int) -> bool:
     return any(m.kind == CONTROLLED_SHUTDOWN and m.src == r and m.incarnation == b.incarnation for m in s.network)
 
 
-
 class AlterIsrActions:
     """The ZooKeeper controller's processing of an AlterIsr and the leader's handling of its answer. No method here
     overrides another family's."""

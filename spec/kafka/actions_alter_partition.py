@@ -257,7 +257,6 @@ class AlterPartitionActions:
                 self._receive_alter_response(s, m, add)
 
 
-
 #: the AlterPartition requests and their answers (``spec.kafka.declared``; ShrinkIsr and ExpandIsr are the data
 #: plane's rows, ``spec.kafka.actions_data``)
 ACTIONS: tuple[Declared, ...] = (
@@ -268,4 +267,3 @@ ACTIONS: tuple[Declared, ...] = (
              ("_receive_alter_response", "_receive_alter_isr_response")),
     Declared("LoseAlterPartitionResponse", "_lose_alter", (("leader", BROKER),), ("_lose_alter_response",)),
 )
-

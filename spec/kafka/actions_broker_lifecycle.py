@@ -200,7 +200,6 @@ class BrokerLifecycleActions:
         return s.with_(network=add_messages(s.network, request))
 
 
-
 #: a KRaft broker's own actions (``spec.kafka.declared``); a broker id or -1 for the leader afterwards (none)
 ACTIONS: tuple[Declared, ...] = (
     Declared("ProcessControlledShutdown", "_kraft_shutdown", (("broker", BROKER), ("leader", BROKER_OR_NONE)),
@@ -210,4 +209,3 @@ ACTIONS: tuple[Declared, ...] = (
     Declared("CleanShutdown", "_clean_shutdown", (("broker", BROKER), ("leader", BROKER_OR_NONE)),
              ("_clean_shutdown_actions", "_fence_actions", "_partition_change")),
 )
-

@@ -96,7 +96,6 @@ def kraft_bound_sets() -> dict[str, dict[str, tuple[str, ...]]]:
                                                                        "replica-sanity", "elr-safety")}}}
 
 
-
 class KRaftControllerActions:
     """The KRaft controller's partition changes: elections, fencing and unfencing, the ELR, and the brokers' replay of
     a change. No method here overrides another family's: the KRaft control plane (``spec.kafka.controllers``) calls
@@ -367,4 +366,3 @@ ACTIONS: tuple[Declared, ...] = (
     Declared("UnfenceBroker", "_unfence", (("broker", BROKER), ("leader", BROKER_OR_NONE)),
              ("_unfence_actions", "_candidates", "_partition_change")),
 )
-
