@@ -32,7 +32,7 @@ ReceiveAlterPartitionResponse      leader                      the leader applie
 
 from __future__ import annotations
 
-from spec.kafka.declared import BROKER, Declared
+from spec.kafka.declared import BROKER, Consumes, Declared
 from spec.kafka.log import UNDEFINED, epoch_start
 from spec.kafka.state import (
     ALTER_PARTITION,
@@ -262,8 +262,19 @@ class AlterPartitionActions:
 ACTIONS: tuple[Declared, ...] = (
     Declared("ProcessAlterPartition", "_process_alter", (("leader", BROKER),),
              ("_process_alter_partition", "_partition_change", "_ineligible", "_process_alter_isr", "_reassigned",
-              "completed")),
+              "completed"),
+             rules=("alter-isr", "kafka-14140"),
+             kraft_rules=("new-leader-elected", "kip-841", "kip-903", "kafka-15021", "kip-966-elr",
+                          "unclean-election-clears-elr", "leader-recovery-state", "reassignment",
+                          "kafka-15665", "elr-not-filtered-by-replicas", "elr-filtered-by-replicas"),
+             flags=("kafka-14140", "kip-841", "kip-903", "kafka-15021", "kip-966-elr",
+                    "kafka-15665", "unclean-election-clears-elr", "elr-filtered-by-replicas"),
+             consumes=Consumes("AlterPartition", "leader", None, "ISR change request")),
     Declared("ReceiveAlterPartitionResponse", "_receive_alter", (("leader", BROKER),),
-             ("_receive_alter_response", "_receive_alter_isr_response")),
-    Declared("LoseAlterPartitionResponse", "_lose_alter", (("leader", BROKER),), ("_lose_alter_response",)),
+             ("_receive_alter_response", "_receive_alter_isr_response"),
+             rules=("kafka-13091", "alter-isr", "kafka-14140", "lost-alter-partition-answer"),
+             kraft_rules=("new-leader-elected",), actor="leader",
+             consumes=Consumes("AlterPartitionResponse", None, "leader", "ISR change response")),
+    Declared("LoseAlterPartitionResponse", "_lose_alter", (("leader", BROKER),), ("_lose_alter_response",),
+             rules=("alter-isr", "lost-alter-partition-answer")),
 )

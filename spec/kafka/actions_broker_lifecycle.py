@@ -203,9 +203,19 @@ class BrokerLifecycleActions:
 #: a KRaft broker's own actions (``spec.kafka.declared``); a broker id or -1 for the leader afterwards (none)
 ACTIONS: tuple[Declared, ...] = (
     Declared("ProcessControlledShutdown", "_kraft_shutdown", (("broker", BROKER), ("leader", BROKER_OR_NONE)),
-             ("_controlled_shutdown_actions", "_unfenced")),
+             ("_controlled_shutdown_actions", "_unfenced"),
+             rules=(), kraft_rules=("kraft-controlled-shutdown",), flags=("kip-966-elr",)),
     Declared("UncleanShutdown", "_unclean_shutdown", (("broker", BROKER), ("keep", KEEP)),
-             ("_kraft_broker_actions", "_kraft_crash", "_restart_state")),
+             ("_kraft_broker_actions", "_kraft_crash", "_restart_state"),
+             rules=("controller-elects-from-live-isr",),
+             kraft_rules=("crash-closes-connections", "unclean-shutdown")),
     Declared("CleanShutdown", "_clean_shutdown", (("broker", BROKER), ("leader", BROKER_OR_NONE)),
-             ("_clean_shutdown_actions", "_fence_actions", "_partition_change")),
+             ("_clean_shutdown_actions", "_fence_actions", "_partition_change"),
+             rules=(),
+             kraft_rules=("kafka-15021", "kip-966-elr", "unclean-election-clears-elr",
+                          "kafka-18635", "clean-shutdown", "fenced-broker-clean-shutdown",
+                          "fence-running-broker", "reassignment", "elr-not-filtered-by-replicas",
+                          "elr-filtered-by-replicas"),
+             flags=("kafka-15021", "kip-966-elr", "unclean-election-clears-elr",
+                    "fenced-broker-clean-shutdown", "elr-filtered-by-replicas")),
 )

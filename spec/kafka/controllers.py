@@ -27,7 +27,7 @@ The client behaviour is chosen the same way (``spec.kafka.clients.producer_for``
 
 To add an action family (a reassignment, say): write its actions as model functions in a family class of their
 own module (a base of ``KafkaModel``; names no other family uses), guard then effect, declare them in the module's
-``ACTIONS`` (``spec.kafka.declared``: one row an action, added to ``spec.kafka.model.ACTIONS``), and call them from the
+``ACTIONS`` (``spec.kafka.declared``: one row an action, added to ``spec.kafka.families.ACTIONS``), and call them from the
 plane(s) whose controller has them: from the function a plane names for the controller's actions, a broker's
 actions or the requests to the controller, or name a new function of the family in the table. A plane that lacks
 the family does not call it; nothing is rebound on the model.

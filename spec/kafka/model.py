@@ -111,16 +111,6 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from spec.kafka import (
-    actions_alter_isr,
-    actions_alter_partition,
-    actions_broker_lifecycle,
-    actions_control,
-    actions_data,
-    actions_kraft,
-    actions_reassignment,
-    clients,
-)
 from spec.kafka.actions_alter_isr import AlterIsrActions
 from spec.kafka.actions_alter_partition import AlterPartitionActions
 from spec.kafka.actions_broker_lifecycle import BrokerLifecycleActions
@@ -131,7 +121,8 @@ from spec.kafka.actions_reassignment import ReassignmentActions
 from spec.kafka.bounds import CLIENTS, DEFAULTS, GROUPS, REPLICAS, SWITCHES, bound_values
 from spec.kafka.clients import ClientActions, new_consumer, producer_for
 from spec.kafka.controllers import control_plane
-from spec.kafka.declared import Declared, build_action_tables
+from spec.kafka.declared import build_action_tables
+from spec.kafka.families import ACTIONS  # every family's actions (spec.kafka.declared), in table order
 from spec.kafka.log import UNDEFINED
 from spec.kafka.protocols import DEFAULT_PROTOCOL, Features
 from spec.kafka.releases import resolve
@@ -170,13 +161,6 @@ from spec.model import Action, Model, StateParts
 ACKS_MATRIX_BOUNDS = ("records=2", "epochs=2", "crashes=1", "acks=-1")
 CONSUMED_MATRIX_BOUNDS = ("records=1", "epochs=2", "crashes=1", "consumers=1")
 SKIP_MATRIX_BOUNDS = ("records=2", "epochs=2", "crashes=1", "consumers=1")
-
-
-#: every action of the model, each declared once by its family (``spec.kafka.declared``), in the order the model
-#: builds their tables (``kmc check --coverage`` lists the actions that never fired in this order)
-ACTIONS: tuple[Declared, ...] = (actions_control.ACTIONS + actions_data.ACTIONS + clients.ACTIONS + actions_kraft.ACTIONS
-                                 + actions_alter_partition.ACTIONS + actions_alter_isr.ACTIONS
-                                 + actions_broker_lifecycle.ACTIONS + actions_reassignment.ACTIONS)
 
 
 class KafkaModel(ClientActions, ReassignmentActions, KRaftControllerActions, AlterPartitionActions, AlterIsrActions,
