@@ -7,14 +7,16 @@ attribute holding its ``Action`` values (built once, so a successor allocates no
 with the range each takes, and the model functions that compute it as the rule table's ``model`` column
 names them (``spec.kafka.rules``). ``KafkaModel.__init__`` builds its action tables from these rows
 (``build_action_tables``) and ``spec.kafka.action_rules`` its map of an action to its functions
-(``action_functions``); adding an action is its function and one row.
+(``action_functions``). Adding an action is its function and one row: a function a control plane calls
+(``spec.kafka.controllers``: the row's ``functions``), or one the row names as its own ``steps``, which the model
+runs for every state.
 
 A row also says what a reader of the action needs beside its code: the rules of the rule table it follows, by id
 (``rules``: on every controller; ``kraft_rules``: on the KRaft rows only, ``spec.kafka.rules.RULE_IDS``), the protocol
 flags its functions read (``flags``), and for the replay's "why not" (``spec.kafka.blocked``) the parameter naming the
 broker that acts (``actor``), whether only the leader takes it (``leader_only``) and the message it consumes
-(``consumes``). The explorer's rules of an action (``spec.kafka.action_rules``) and ``blocked``'s maps are read from
-these rows; an unknown rule id or flag is refused when the row is built.
+(``consumes``). The explorer's rules of an action (``spec.kafka.action_rules``) and ``blocked``'s maps are read
+from these rows; an unknown rule id, flag or parameter is refused when the row is built.
 
 A table is indexed by its parameters in order, each from the first value of its range: ``model._fence[b][x + 1]``
 is ``FenceBroker(broker=b, leader=x)`` (``x`` from -1, no leader).
@@ -22,7 +24,7 @@ is ``FenceBroker(broker=b, leader=x)`` (``x`` from -1, no leader).
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import Any, NamedTuple
 
@@ -60,6 +62,10 @@ class Declared:
     actor: str = ""
     leader_only: bool = False
     consumes: Consumes | None = None
+    #: an action no control plane calls (``spec.kafka.controllers``): its own function, ``steps(model, state, out)``,
+    #: which appends its enabled ``(action, successor)`` pairs to ``out``; the model runs it for every state after the
+    #: planes' actions (``KafkaModel.successors``). Such an action is its function and this row, nothing else
+    steps: Callable[[Any, Any, list], None] | None = None
 
     def __post_init__(self) -> None:
         unknown = [r for r in self.rules + self.kraft_rules if r not in RULE_IDS]

@@ -270,6 +270,8 @@ class KafkaModel(ClientActions, ReassignmentActions, KRaftControllerActions, Alt
         # -- with AlterIsr, KRaft) and the producer's acknowledgement (spec.kafka.clients: acks=0, 1 or all)
         self.control_plane = control_plane(self.features, reassignments)
         self.producer = producer_for(acks, min_isr, self.features.effective_min_isr, self.brokers)
+        #: the declared actions no plane calls (``Declared.steps``): run after the planes' actions, in declaration order
+        self.own_steps = tuple(d.steps for d in ACTIONS if d.steps is not None)
 
     # -- the model interface -------------------------------------------------------------------------
     def state_types(self) -> tuple[type, ...]:
@@ -347,6 +349,8 @@ class KafkaModel(ClientActions, ReassignmentActions, KRaftControllerActions, Alt
         self._deliveries(s, out)
         if self.consumers:
             self._consumer_actions(s, out)
+        for steps in self.own_steps:  # spec.kafka.declared: an action declared with its own function
+            steps(self, s, out)
         return out
 
     # -- one broker's own actions (the ZooKeeper rows': actions_control._zookeeper_broker_actions; KRaft's:
