@@ -150,7 +150,7 @@ from spec.kafka.state import (
 from spec.kafka.symmetry import canonical as kafka_canonical
 from spec.kafka.symmetry import reduces_nothing
 from spec.kafka.updates import remove_message, truncate_broker, with_broker, with_fetch_state
-from spec.model import Action, Model, StateParts
+from spec.model import Action, DeadMessages, Model, StateParts
 
 #: ``kmc matrix`` bounds of the client columns, each the replica columns' data bounds (two epochs, a crash) with one
 #: client. acknowledged-durable: a producer with acks=all and two records, as committed-durable (KAFKA-13141 needs the
@@ -299,7 +299,7 @@ class KafkaModel(ClientActions, ReassignmentActions, KRaftControllerActions, Alt
     def symmetry_reduces_nothing(self) -> str | None:
         return reduces_nothing(self.brokers)
 
-    def dead_messages(self) -> Any:
+    def dead_messages(self) -> DeadMessages:
         """The answers in flight that are dead, dropped (``spec.kafka.dead``), for ``--reduce dead``."""
         from spec.kafka.dead import DeadMessages
 
