@@ -363,7 +363,6 @@ class KRaftControllerActions:
 ACTIONS: tuple[Declared, ...] = (
     Declared("FenceBroker", "_fence", (("broker", BROKER), ("leader", BROKER_OR_NONE)),
              ("_fence_actions", "_fence_running_actions", "_unfenced", "_partition_change"),
-             rules=(),
              kraft_rules=("kraft-controlled-shutdown", "kafka-15021", "kip-966-elr",
                           "unclean-election-clears-elr", "fence-running-broker", "reassignment",
                           "elr-not-filtered-by-replicas", "elr-filtered-by-replicas"),
@@ -371,7 +370,6 @@ ACTIONS: tuple[Declared, ...] = (
                     "elr-filtered-by-replicas")),
     Declared("UnfenceBroker", "_unfence", (("broker", BROKER), ("leader", BROKER_OR_NONE)),
              ("_unfence_actions", "_candidates", "_partition_change"),
-             rules=(),
              kraft_rules=("kafka-15021", "kip-966-elr", "unclean-election-clears-elr",
                           "unfence-broker", "reassignment", "elr-not-filtered-by-replicas",
                           "elr-filtered-by-replicas"),

@@ -218,7 +218,6 @@ class ReassignmentActions:
 ACTIONS: tuple[Declared, ...] = (
     Declared("ReassignPartition", "_reassign", (("remove", BROKER_OR_NONE), ("add", BROKER_OR_NONE)),
              ("_reassign_actions", "_reassigned", "completed", "_partition_change"),
-             rules=(),
              kraft_rules=("new-leader-elected", "kafka-15021", "kip-966-elr",
                           "unclean-election-clears-elr", "reassignment", "kafka-15665",
                           "elr-not-filtered-by-replicas", "elr-filtered-by-replicas"),

@@ -429,5 +429,5 @@ ACTIONS: tuple[Declared, ...] = (
              rules=("consumer-network",)),
     Declared("ConsumerDisconnect", "_consumer_disconnect", (("consumer", CONSUMER), ("broker", BROKER)),
              ("_consumer_actions",),
-             rules=(), flags=("consumer-truncation-detection", "fetch-from-follower")),
+             flags=("consumer-truncation-detection", "fetch-from-follower")),
 )

@@ -30,7 +30,9 @@ own module (a base of ``KafkaModel``; names no other family uses), guard then ef
 ``ACTIONS`` (``spec.kafka.declared``: one row an action, added to ``spec.kafka.families.ACTIONS``), and call them from the
 plane(s) whose controller has them: from the function a plane names for the controller's actions, a broker's
 actions or the requests to the controller, or name a new function of the family in the table. A plane that lacks
-the family does not call it; nothing is rebound on the model.
+the family does not call it; nothing is rebound on the model. A single action that needs no plane's place in the
+order (its guard reads the flags it needs) is its function and its row alone: the row names it as ``steps``
+(``spec.kafka.declared``), and the model runs it after the planes' actions.
 """
 
 from __future__ import annotations
