@@ -144,6 +144,8 @@ def test_a_kafka_action_is_its_function_and_one_table_row(monkeypatch, capsys):
 
     before = run()
     with monkeypatch.context() as m:
+        # the row, where a family's ACTIONS would bring it (spec.kafka.families: every family's rows, which the model
+        # builds its tables from); the function is the row's own ``steps``
         m.setattr(kafka_model, "ACTIONS", (*kafka_model.ACTIONS, HEARTBEAT))
         after = run()
         # it fires: the same states, each running broker's heartbeat one more successor of each state
