@@ -221,3 +221,22 @@ def test_the_replay_reads_who_acts_and_what_is_consumed_from_the_rows() -> None:
                                     "ServeOffsetsForLeaderEpoch"}
     assert blocked._CONSUMES["ProcessAlterPartition"] == ("AlterPartition", "leader", None, "ISR change request")
     assert set(blocked._CONSUMES) == {d.name for d in ACTIONS if d.consumes is not None}
+
+
+def test_the_alter_isr_rows_show_the_alter_isr_rules_and_not_kraft_only_ones() -> None:
+    """The rule ids on a row say where a rule holds: the ZooKeeper rows with AlterIsr (3.9.1) show the AlterIsr rules on
+    its steps (they were hidden when the explorer left out every function of the KRaft modules on a ZooKeeper row),
+    and a rule only the KRaft controller has (KIP-903) only on the KRaft rows."""
+    from spec.kafka.action_rules import rules_for_action
+    from spec.registry import get_model_info
+
+    info = get_model_info("kafka")
+
+    def shown(action: str, protocol: str) -> dict[str, str]:
+        rows = info.rules(protocol)
+        return {row["flag"]: row.get("on", "") for row in rules_for_action(action, rows, protocol.startswith("kraft"))}
+
+    assert shown("ProcessAlterPartition", "3.9.1")["kafka-14140"] == "yes"
+    assert shown("ReceiveAlterPartitionResponse", "3.9.1")["alter-isr"] == "yes"
+    assert "kip-903" not in shown("ProcessAlterPartition", "3.9.1")
+    assert shown("ProcessAlterPartition", "kraft-4.1")["kip-903"] == "yes"
