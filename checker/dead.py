@@ -43,5 +43,4 @@ def check_supported(options: SearchOptions) -> None:
 def report(model: Model) -> dict[str, Any]:
     """What ``--reduce dead`` dropped on this model (the kinds of dead message it declares)."""
     reducer = model.dead_messages()
-    describe = getattr(reducer, "describe", None)
-    return {"method": "dead", "dead_messages": describe() if describe is not None else []}
+    return {"method": "dead", "dead_messages": reducer.describe() if reducer is not None else []}

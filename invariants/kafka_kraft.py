@@ -1,4 +1,4 @@
-"""What the KRaft rows promise beyond the ZooKeeper ones (``spec.kafka.actions_kraft``).
+"""What the KRaft rows promise beyond the ZooKeeper ones (``spec.kafka.controllers.KRaftController``).
 
 - ``elr-safety`` (KIP-966): an eligible leader replica the controller may elect holds every committed record.
   KIP-966, "Eligible Leader Replicas": a replica that leaves an ISR below min.insync.replicas keeps every

@@ -46,4 +46,15 @@ def for_family(family: str) -> dict[str, Invariant]:
         for prefix, module in _PER_CONFIGURATION.items():
             if family.startswith(prefix):
                 importlib.import_module(module).register_family(family)
-    return dict(_REGISTRY.get(family, {}))
+    registered = _REGISTRY.get(family, {})
+    modules = _MODULES.get(family, ())
+    # the family's modules in their order, each module's invariants in the order it registers them: the same whichever
+    # module a process happened to import first (a test importing ``invariants.kafka_control`` directly, say)
+    order = {module: k for k, module in enumerate(modules)}
+    return dict(sorted(registered.items(), key=lambda item: order.get(_module_of(item[1]), len(modules))))
+
+
+def _module_of(invariant: Invariant) -> str:
+    """The module that defines an invariant's check (its ``holds``, ``premise`` or ``graph_check``)."""
+    check = invariant.holds or invariant.premise or invariant.graph_check
+    return getattr(check, "__module__", "")

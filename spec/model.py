@@ -15,7 +15,7 @@ from __future__ import annotations
 
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
-from typing import Any, NamedTuple
+from typing import Any, NamedTuple, Protocol
 
 State = Any  # a NamedTuple; kept as Any so models can use their own NamedTuple classes
 
@@ -96,6 +96,23 @@ class KernelSource(NamedTuple):
     unsupported: str | None = None
 
 
+class DeadMessages(Protocol):
+    """What a model that declares dead messages gives ``--reduce dead`` (``Model.dead_messages``; ``checker.dead``
+    documents the reduction, ``spec.kafka.dead`` is the Kafka model's)."""
+
+    def reduce(self, state: Any) -> Any:
+        """The state without its dead messages (the form the search stores)."""
+
+    def dead(self, state: Any, message: Any) -> bool:
+        """Whether ``message``, in flight in ``state``, is dead."""
+
+    def deliveries(self, state: Any) -> list[tuple[Action, Any]]:
+        """The model's own steps that deliver the dead messages of ``state`` (a reduced trace's replay)."""
+
+    def describe(self) -> list[str]:
+        """The kinds of dead message it declares, in words (``--json``'s ``reduction``)."""
+
+
 class Model(ABC):
     """A finite transition system to check.
 
@@ -165,9 +182,9 @@ class Model(ABC):
         decided from the model before a search; None when it may reduce."""
         return None
 
-    def dead_messages(self) -> Any:
-        """What drops the messages of a state that are dead (``state -> state``), for ``--reduce dead``
-        (``checker.dead``, which documents the interface); None: the model declares none and the option is refused."""
+    def dead_messages(self) -> DeadMessages | None:
+        """What drops the messages of a state that are dead (``DeadMessages``), for ``--reduce dead``
+        (``checker.dead``, which documents the reduction); None: the model declares none and the option is refused."""
         return None
 
     def kernel(self) -> KernelSource | None:

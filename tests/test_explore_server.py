@@ -151,10 +151,22 @@ def test_compare_agrees_with_the_scenario_expectations():
 
 # -- the rule table ------------------------------------------------------------------------------------
 def test_every_kafka_action_has_its_functions_and_they_exist():
-    from spec.kafka import actions_control, actions_data, actions_kraft, actions_reassignment, clients, log, updates
+    from spec.kafka import (
+        actions_alter_isr,
+        actions_alter_partition,
+        actions_broker_lifecycle,
+        actions_control,
+        actions_data,
+        actions_kraft,
+        actions_reassignment,
+        clients,
+        log,
+        updates,
+    )
     from spec.kafka.model import KafkaModel
 
-    places = (KafkaModel, actions_control, actions_data, actions_kraft, actions_reassignment, clients, log, updates)
+    places = (KafkaModel, actions_control, actions_data, actions_kraft, actions_alter_partition, actions_alter_isr,
+              actions_broker_lifecycle, actions_reassignment, clients, log, updates)
 
     info = get_model_info("kafka")
     names = set()

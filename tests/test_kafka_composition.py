@@ -11,9 +11,12 @@ import re
 
 import pytest
 
+from spec.kafka.actions_alter_isr import AlterIsrActions
+from spec.kafka.actions_alter_partition import AlterPartitionActions
+from spec.kafka.actions_broker_lifecycle import BrokerLifecycleActions
 from spec.kafka.actions_control import ControlPlaneActions
 from spec.kafka.actions_data import DataPlaneActions
-from spec.kafka.actions_kraft import KRaftActions
+from spec.kafka.actions_kraft import KRaftControllerActions
 from spec.kafka.actions_reassignment import ReassignmentActions
 from spec.kafka.clients import AllAcks, ClientActions, LeaderAcks, NoAcks
 from spec.kafka.controllers import (
@@ -28,7 +31,8 @@ from spec.kafka.protocols import RELEASES
 
 SPEC = pathlib.Path(__file__).resolve().parent.parent / "spec"
 #: the model's action families: each defines its own functions, none overrides another's
-FAMILIES = (ClientActions, ReassignmentActions, KRaftActions, ControlPlaneActions, DataPlaneActions)
+FAMILIES = (ClientActions, ReassignmentActions, KRaftControllerActions, AlterPartitionActions, AlterIsrActions,
+            BrokerLifecycleActions, ControlPlaneActions, DataPlaneActions)
 #: client configurations: none, acks=1, acks=all with a consumer, delayed consumer requests
 CLIENTS = ({}, {"acks": 1}, {"acks": -1, "consumers": 1}, {"consumers": 1, "consumer_inflight": 1})
 

@@ -3,14 +3,22 @@ computes is one of the declared tables' values, and every declared table yields 
 
 from __future__ import annotations
 
+import ast
+import inspect
+import textwrap
 from collections import deque
+from dataclasses import replace
 from typing import Any
 
 import pytest
 
-from spec.kafka.action_rules import ACTION_FUNCTIONS
-from spec.kafka.declared import BROKER, BROKER_OR_NONE, Declared, action_functions, action_table
-from spec.kafka.model import ACTIONS, KafkaModel
+from spec.kafka import actions_reassignment, clients, log, updates
+from spec.kafka.action_rules import ACTION_FUNCTIONS, row_functions
+from spec.kafka.declared import BROKER, BROKER_OR_NONE, Consumes, Declared, action_functions, action_table
+from spec.kafka.families import ACTIONS
+from spec.kafka.model import KafkaModel
+from spec.kafka.protocols import FLAGS, Features
+from spec.kafka.rules import RULES
 from spec.registry import build_model
 
 #: (protocol, bounds, features, order, states): small spaces that between them reach every declared table. A
@@ -25,6 +33,55 @@ SPACES = (
     ("kraft-4.1", ["records=1", "epochs=1", "shutdowns=1", "alter_losses=1", "unclean_shutdowns=1",
                    "clean_shutdowns=1", "fences=1", "reassignments=1"], [], "breadth", 10_000),
 )
+
+
+#: where a declared function lives when the model does not have it (a module function of a family or a helper)
+_FUNCTION_MODULES = (clients, actions_reassignment, log, updates)
+
+
+def _source(function: str) -> str | None:
+    found = getattr(KafkaModel, function, None)
+    for module in _FUNCTION_MODULES:
+        found = found if found is not None else getattr(module, function, None)
+    return textwrap.dedent(inspect.getsource(found)) if callable(found) else None
+
+
+def _switches_read(source: str) -> set[str]:
+    """The ``Features`` members a function reads: ``self.features.x``, ``model.features.x``, or ``f.x`` after
+    ``f = self.features``."""
+    tree = ast.parse(source)
+    aliases = {target.id for node in ast.walk(tree) if isinstance(node, ast.Assign)
+               and isinstance(node.value, ast.Attribute) and node.value.attr == "features"
+               for target in node.targets if isinstance(target, ast.Name)}
+    return {node.attr for node in ast.walk(tree) if isinstance(node, ast.Attribute)
+            and ((isinstance(node.value, ast.Attribute) and node.value.attr == "features")
+                 or (isinstance(node.value, ast.Name) and node.value.id in aliases))}
+
+
+def _flags_of(switch: str, seen: frozenset[str] = frozenset()) -> set[str]:
+    """The flags behind a ``Features`` member: a field is its flag; a derived switch (``alter_by_request``) the flags
+    of the members its body reads."""
+    flag = switch.replace("_", "-")
+    if flag in FLAGS:
+        return {flag}
+    member = inspect.getattr_static(Features, switch, None)
+    body = getattr(member, "func", getattr(member, "fget", None))
+    if body is None or switch in seen:
+        return set()
+    tree = ast.parse(textwrap.dedent(inspect.getsource(body)))
+    read = {n.attr for n in ast.walk(tree) if isinstance(n, ast.Attribute) and isinstance(n.value, ast.Name)
+            and n.value.id == "self"}
+    return set().union(set(), *(_flags_of(r, seen | {switch}) for r in read))
+
+
+def flags_read(functions: tuple[str, ...]) -> tuple[str, ...]:
+    """The flags the declared functions read, in the flag table's order."""
+    read: set[str] = set()
+    for function in functions:
+        source = _source(function)
+        if source is not None:
+            read |= set().union(set(), *(_flags_of(s) for s in _switches_read(source)))
+    return tuple(f for f in FLAGS if f in read)
 
 
 def _flat(table: Any) -> list[Any]:
@@ -95,14 +152,91 @@ WHOLE_MODEL_RULES = (
 )
 
 
-def test_every_rule_of_a_step_is_shown_for_some_declared_action() -> None:
-    """The explorer shows a rule on the actions whose declared functions its ``model`` column names
-    (``spec.kafka.action_rules``): a rule of a step that no declaration reaches is shown nowhere."""
-    from spec.kafka.action_rules import row_functions
-    from spec.kafka.rules import RULES
-
-    functions = set().union(*map(set, ACTION_FUNCTIONS.values()))
-    shown_nowhere = [rule.name for rule in RULES if not rule.model.startswith("not modelled")
-                     and not any({f, f.rsplit(".", 1)[-1]} & functions for f, _ in row_functions(rule.model))]
+def test_every_rule_of_a_step_is_named_by_some_declared_action() -> None:
+    """The explorer shows a rule on the actions whose declarations name it (``spec.kafka.action_rules``): a rule of a
+    step that no declaration names is shown nowhere."""
+    named = {rule for d in ACTIONS for rule in d.rules + d.kraft_rules}
+    shown_nowhere = [rule.name for rule in RULES if not rule.model.startswith("not modelled") and rule.id not in named]
     assert len(shown_nowhere) == len(WHOLE_MODEL_RULES), shown_nowhere
     assert all(name.startswith(WHOLE_MODEL_RULES) for name in shown_nowhere), shown_nowhere
+
+
+def _rules_naming(declared: Declared) -> set[str]:
+    """The ids of the rules whose ``model`` column names one of the declaration's functions (a function named with a
+    parenthesis of action names counts for those actions only)."""
+    functions = set(declared.functions)
+    found = set()
+    for rule in RULES:
+        for function, only in row_functions(rule.model):
+            if (not only or declared.name in only) and {function, function.rsplit(".", 1)[-1]} & functions:
+                found.add(rule.id)
+    return found
+
+
+def test_a_row_names_the_rules_whose_model_column_names_its_functions() -> None:
+    """A declaration's rule ids and the rule table's ``model`` column are one account: a rule that names a function
+    of the action and is not on its row (or a rule on its row that names none of its functions) fails here."""
+    wrong = {d.table: (sorted(_rules_naming(d) - set(d.rules + d.kraft_rules)),
+                       sorted(set(d.rules + d.kraft_rules) - _rules_naming(d)))
+             for d in ACTIONS if _rules_naming(d) != set(d.rules + d.kraft_rules)}
+    assert not wrong, f"table: (rules naming its functions, not on the row; on the row, naming none of them): {wrong}"
+
+
+def test_a_row_declares_the_flags_its_functions_read() -> None:
+    wrong = {d.table: (flags_read(d.functions), d.flags) for d in ACTIONS if flags_read(d.functions) != d.flags}
+    assert not wrong, f"table: (the flags its functions read, the flags declared): {wrong}"
+
+
+def test_the_row_checks_fail_on_a_missing_rule_or_flag() -> None:
+    """The two checks above, on a row with one rule and one flag taken out."""
+    expand = next(d for d in ACTIONS if d.table == "_expand")
+    assert "kafka-7128" in expand.rules and "kafka-7128" in expand.flags
+    short = replace(expand, rules=tuple(r for r in expand.rules if r != "kafka-7128"),
+                    flags=tuple(f for f in expand.flags if f != "kafka-7128"))
+    assert _rules_naming(short) - set(short.rules + short.kraft_rules) == {"kafka-7128"}
+    assert flags_read(short.functions) != short.flags
+
+
+def test_a_row_with_an_unknown_rule_flag_or_parameter_is_refused() -> None:
+    params = (("leader", BROKER),)
+    with pytest.raises(ValueError, match="no rule 'kafka-0000'"):
+        Declared("X", "_x", params, (), rules=("kafka-0000",))
+    with pytest.raises(ValueError, match="no rule 'kip-0'"):
+        Declared("X", "_x", params, (), kraft_rules=("kip-0",))
+    with pytest.raises(ValueError, match="no flag 'kip-0'"):
+        Declared("X", "_x", params, (), flags=("kip-0",))
+    with pytest.raises(ValueError, match="no parameter 'follower'"):
+        Declared("X", "_x", params, (), actor="follower")
+    with pytest.raises(ValueError, match="no parameter 'broker'"):
+        Declared("X", "_x", params, (), consumes=Consumes("FetchRequest", "broker", "leader", "Fetch request"))
+    assert Declared("X", "_x", params, (), rules=("leader-hw", "kip-966-elr"), flags=("kraft",), actor="leader")
+
+
+def test_the_replay_reads_who_acts_and_what_is_consumed_from_the_rows() -> None:
+    """``spec.kafka.blocked``'s maps are the declarations' ``actor``, ``leader_only`` and ``consumes``."""
+    from spec.kafka import blocked
+
+    assert blocked._ACTOR["ServeFetch"] == "leader" and blocked._ACTOR["ReceiveFetch"] == "follower"
+    assert blocked._LEADER_ONLY == {"Produce", "AdvanceHighWatermark", "ShrinkIsr", "ExpandIsr", "ServeFetch",
+                                    "ServeOffsetsForLeaderEpoch"}
+    assert blocked._CONSUMES["ProcessAlterPartition"] == ("AlterPartition", "leader", None, "ISR change request")
+    assert set(blocked._CONSUMES) == {d.name for d in ACTIONS if d.consumes is not None}
+
+
+def test_the_alter_isr_rows_show_the_alter_isr_rules_and_not_kraft_only_ones() -> None:
+    """The rule ids on a row say where a rule holds: the ZooKeeper rows with AlterIsr (3.9.1) show the AlterIsr rules on
+    its steps (they were hidden when the explorer left out every function of the KRaft modules on a ZooKeeper row),
+    and a rule only the KRaft controller has (KIP-903) only on the KRaft rows."""
+    from spec.kafka.action_rules import rules_for_action
+    from spec.registry import get_model_info
+
+    info = get_model_info("kafka")
+
+    def shown(action: str, protocol: str) -> dict[str, str]:
+        rows = info.rules(protocol)
+        return {row["flag"]: row.get("on", "") for row in rules_for_action(action, rows, protocol.startswith("kraft"))}
+
+    assert shown("ProcessAlterPartition", "3.9.1")["kafka-14140"] == "yes"
+    assert shown("ReceiveAlterPartitionResponse", "3.9.1")["alter-isr"] == "yes"
+    assert "kip-903" not in shown("ProcessAlterPartition", "3.9.1")
+    assert shown("ProcessAlterPartition", "kraft-4.1")["kip-903"] == "yes"

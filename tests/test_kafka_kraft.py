@@ -1,4 +1,4 @@
-"""The KRaft rows (``spec.kafka.actions_kraft``): AlterPartition answered and rejected as the KRaft controller does,
+"""The KRaft rows (``spec.kafka.controllers.KRaftController``): AlterPartition answered and rejected as the KRaft controller does,
 fencing and registration, the unclean shutdown, the KIP flags refused on the ZooKeeper rows, elr-safety, and the state
 counts of a small configuration of each KRaft line pinned."""
 

@@ -155,8 +155,9 @@ def test_rule_rows_name_the_rows_that_have_each_flag():
 
 
 # -- every rule's model column names functions that exist -----------------------------------------------------
-_SPEC_MODULES = ("actions_control", "actions_data", "actions_kraft", "actions_reassignment", "clients", "log", "model",
-                 "updates", "state", "protocols", "scenario")
+_SPEC_MODULES = ("actions_control", "actions_data", "actions_kraft", "actions_alter_partition", "actions_alter_isr",
+                 "actions_broker_lifecycle", "actions_reassignment", "clients", "log", "model", "updates", "state",
+                 "protocols", "scenario")
 #: ``module.name`` (optionally ``spec.kafka.module.name``), or a bare ``_name`` that belongs to the module named last
 _REFERENCE = re.compile(r"(?:spec\.kafka\.)?\b([a-z_]+)\.([A-Za-z_]\w*)|(?<![.\w])(_[a-z]\w*)")
 

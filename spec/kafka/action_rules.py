@@ -1,13 +1,15 @@
 """Which rows of the Kafka model's rule table an action follows (``ModelInfo.action_rules``: the explorer's list of
 enabled actions shows them).
 
-The rule table (``kmc list --rules``, ``spec.kafka.rules``) names, for every rule, the model functions that
-implement it (its ``model`` column: ``actions_data._receive_fetch_state, _serve_fetch_state;
-log.diverging_epoch``). ``ACTION_FUNCTIONS`` says which of those functions compute each action of the Kafka
-model (each family declares them with its actions: ``spec.kafka.declared``), so an action's
-rules are the rows that name one of its functions. A function named with a parenthesis that names actions
-(``actions_control._controller_actions (UncleanLeaderElection)``) applies to those actions only. A row whose
-flag the protocol lacks is still shown, marked off: it says what a later (or earlier) release does differently.
+Each family declares, with each action, the ids of the rules it follows (``spec.kafka.declared``: ``rules`` on every
+controller, ``kraft_rules`` on the KRaft rows only; ``spec.kafka.rules.RULE_IDS``): ``ACTION_RULES`` reads them. A
+row whose flag the protocol lacks is still shown, marked off: it says what a later (or earlier) release does
+differently.
+
+The rule table's ``model`` column names, for every rule, the model functions that implement it
+(``actions_data._receive_fetch_state, _serve_fetch_state; log.diverging_epoch``; ``row_functions`` reads it), and a
+declaration names the functions that compute its action (``ACTION_FUNCTIONS``): ``tests/test_kafka_declared.py``
+checks that an action's rules are those whose functions it names, so the two stay one account.
 """
 
 from __future__ import annotations
@@ -15,13 +17,17 @@ from __future__ import annotations
 import re
 from collections.abc import Mapping, Sequence
 
-from spec.kafka.declared import action_functions
-from spec.kafka.model import ACTIONS
+from spec.kafka.declared import action_functions, action_rules
+from spec.kafka.families import ACTIONS
+from spec.kafka.rules import RULE_IDS
 
 #: action name -> the model functions (as the rule table's ``model`` column names them) that compute it: each family's
-#: declaration of its actions (``spec.kafka.declared``, ``spec.kafka.model.ACTIONS``)
+#: declaration of its actions (``spec.kafka.declared``, ``spec.kafka.families.ACTIONS``)
 ACTION_FUNCTIONS: Mapping[str, tuple[str, ...]] = action_functions(ACTIONS)
 
+#: action name -> the ids of the rules it follows on a ZooKeeper row (False) and on a KRaft row (True), from the
+#: declarations
+ACTION_RULES: Mapping[bool, Mapping[str, tuple[str, ...]]] = {kraft: action_rules(ACTIONS, kraft) for kraft in (False, True)}
 _CALLED = re.compile(r"\(([^)]*)\)")
 _ACTION_WORD = re.compile(r"\b[A-Z][a-z]+(?:[A-Z][a-z]+)+\b")
 _FUNCTION = re.compile(r"[A-Za-z_][\w.]*")
@@ -62,29 +68,8 @@ def row_functions(model_text: str) -> list[tuple[str, frozenset[str]]]:
     return out
 
 
-def _names(function: str) -> set[str]:
-    """The names a function is known by: ``actions_data._receive_fetch_state`` is also ``_receive_fetch_state``;
-    a module path (``spec.kafka.log``) stays whole."""
-    if "." in function and not function.startswith("spec."):
-        return {function, function.rsplit(".", 1)[1]}
-    return {function}
-
-
 def rules_for_action(action_name: str, rows: Sequence[Mapping[str, str]], kraft: bool = False) -> list[Mapping[str, str]]:
-    """The rows of a rule table (``ModelInfo.rules(protocol)``) that the action follows, in table order.
-    Without ``kraft`` (a ZooKeeper row) the functions of ``actions_kraft`` and ``actions_reassignment`` are left out:
-    the KRaft controller overrides them, a ZooKeeper cluster never runs them."""
-    functions = set(ACTION_FUNCTIONS.get(action_name, ()))
-    if not functions:
-        return []
-    found = []
-    for row in rows:
-        for function, only in row_functions(row.get("model", "")):
-            if only and action_name not in only:
-                continue
-            if not kraft and function.startswith(("actions_kraft", "actions_reassignment")):
-                continue
-            if _names(function) & functions:
-                found.append(row)
-                break
-    return found
+    """The rows of a rule table (``ModelInfo.rules(protocol)``) that the action follows, in table order: those its
+    declaration names (with ``kraft``, a KRaft row, its ``kraft_rules`` too)."""
+    names = {RULE_IDS[rule].name for rule in ACTION_RULES[kraft].get(action_name, ())}
+    return [row for row in rows if row.get("rule") in names]

@@ -217,5 +217,10 @@ class ReassignmentActions:
 #: one added, or both (-1: none)
 ACTIONS: tuple[Declared, ...] = (
     Declared("ReassignPartition", "_reassign", (("remove", BROKER_OR_NONE), ("add", BROKER_OR_NONE)),
-             ("_reassign_actions", "_reassigned", "completed", "_partition_change")),
+             ("_reassign_actions", "_reassigned", "completed", "_partition_change"),
+             kraft_rules=("new-leader-elected", "kafka-15021", "kip-966-elr",
+                          "unclean-election-clears-elr", "reassignment", "kafka-15665",
+                          "elr-not-filtered-by-replicas", "elr-filtered-by-replicas"),
+             flags=("kafka-15021", "kip-966-elr", "kafka-15665", "unclean-election-clears-elr",
+                    "elr-filtered-by-replicas")),
 )

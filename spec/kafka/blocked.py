@@ -12,32 +12,15 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
+from spec.kafka.families import ACTIONS
 from spec.kafka.state import KafkaState
 
-#: the broker that acts in a step, by its parameter
-_ACTOR = {
-    "Produce": "leader", "AdvanceHighWatermark": "leader", "ShrinkIsr": "leader", "ExpandIsr": "leader",
-    "ServeFetch": "leader", "ServeOffsetsForLeaderEpoch": "leader", "ReceiveAlterPartitionResponse": "leader",
-    "SendFetch": "follower", "ReceiveFetch": "follower", "SendOffsetsForLeaderEpoch": "follower",
-    "ReceiveOffsetsForLeaderEpoch": "follower", "TruncateOnDivergingEpoch": "follower",
-    "TruncateToHighWatermark": "follower", "DeliverLeaderAndIsr": "broker", "DeliverStopReplica": "broker",
-    "Crash": "broker", "ControlledShutdown": "broker",
-}
-
-#: steps only the leader takes (``Partition.scala``: leaderLogIfLocal, the ISR changes, the HW)
-_LEADER_ONLY = ("Produce", "AdvanceHighWatermark", "ShrinkIsr", "ExpandIsr", "ServeFetch", "ServeOffsetsForLeaderEpoch")
-
-#: step -> (message type, parameter of its sender, parameter of its receiver, Kafka's name of it)
-_CONSUMES = {
-    "ServeFetch": ("FetchRequest", "follower", "leader", "Fetch request"),
-    "ReceiveFetch": ("FetchResponse", "leader", "follower", "Fetch response"),
-    "ServeOffsetsForLeaderEpoch": ("OffsetsRequest", "follower", "leader", "OffsetsForLeaderEpoch request"),
-    "ReceiveOffsetsForLeaderEpoch": ("OffsetsResponse", "leader", "follower", "OffsetsForLeaderEpoch response"),
-    "ProcessAlterPartition": ("AlterPartition", "leader", None, "ISR change request"),
-    "ReceiveAlterPartitionResponse": ("AlterPartitionResponse", None, "leader", "ISR change response"),
-    "DeliverLeaderAndIsr": ("LeaderAndIsr", None, "broker", "LeaderAndIsr request"),
-    "DeliverStopReplica": ("StopReplica", None, "broker", "StopReplica request"),
-}
+#: the broker that acts in a step, by its parameter; the steps only the leader takes (``Partition.scala``:
+#: leaderLogIfLocal, the ISR changes, the HW); the message a step consumes: read from each action's declaration
+#: (``spec.kafka.declared``: ``actor``, ``leader_only``, ``consumes``)
+_ACTOR = {d.name: d.actor for d in ACTIONS if d.actor}
+_LEADER_ONLY = frozenset(d.name for d in ACTIONS if d.leader_only)
+_CONSUMES = {d.name: d.consumes for d in ACTIONS if d.consumes is not None}
 
 
 def _request_name(kraft: bool) -> str:

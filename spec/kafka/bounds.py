@@ -7,7 +7,8 @@ large enough for the stories (see ``spec.kafka``); a bigger bound is a bigger st
 Four groups: the replicas' bounds (in every model's constants), the clients' (``spec.kafka.clients``;
 listed in a model's constants only when they differ from their defaults: at the defaults there is no
 client and the state space is the replica-only one), the switches (``hw_events``: listed only when set)
-and the KRaft rows' (``spec.kafka.actions_kraft``, ``actions_reassignment``: listed on those rows only)."""
+and the KRaft rows' (``spec.kafka.actions_kraft``, ``actions_alter_partition``, ``actions_broker_lifecycle``,
+``actions_reassignment``: listed on those rows only)."""
 
 from __future__ import annotations
 

@@ -14,28 +14,35 @@ plane               rows                             where it differs
 ZooKeeperController 0.10.2 to 2.2.0 (``alter-isr``   the ZooKeeper controller (``actions_control``); the leader
                     off)                             writes its ISR changes itself (``Partition.updateIsr``)
 AlterIsrController  2.8.0 to 3.9.1 (``alter-isr``,   the ZooKeeper controller, and the leader changes the ISR
-                    2.7.0+)                          with an AlterIsr request (``actions_kraft``: the
-                                                     AlterPartition families with the ZooKeeper controller's
-                                                     ``_process_alter_isr`` and ``_receive_alter_isr_response``)
-KRaftController     kraft-3.3 to kraft-4.1 (kraft-*) the KRaft quorum controller (``actions_kraft``): fencing,
-                                                     registration, AlterPartition, partition epochs replayed
+                    2.7.0+)                          with an AlterIsr request (``actions_alter_partition``, with
+                                                     the ZooKeeper controller's ``_process_alter_isr`` and
+                                                     ``_receive_alter_isr_response``: ``actions_alter_isr``)
+KRaftController     kraft-3.3 to kraft-4.1 (kraft-*) the KRaft quorum controller: fencing and partition changes
+                                                     replayed (``actions_kraft``), AlterPartition
+                                                     (``actions_alter_partition``), registration and shutdown
+                                                     (``actions_broker_lifecycle``)
 ==================  ===============================  ===========================================================
 
 The client behaviour is chosen the same way (``spec.kafka.clients.producer_for``: the producer's acks).
 
 To add an action family (a reassignment, say): write its actions as model functions in a family class of their
 own module (a base of ``KafkaModel``; names no other family uses), guard then effect, declare them in the module's
-``ACTIONS`` (``spec.kafka.declared``: one row an action, added to ``spec.kafka.model.ACTIONS``), and call them from the
+``ACTIONS`` (``spec.kafka.declared``: one row an action, added to ``spec.kafka.families.ACTIONS``), and call them from the
 plane(s) whose controller has them: from the function a plane names for the controller's actions, a broker's
 actions or the requests to the controller, or name a new function of the family in the table. A plane that lacks
-the family does not call it; nothing is rebound on the model.
+the family does not call it; nothing is rebound on the model. A single action that needs no plane's place in the
+order (its guard reads the flags it needs) is its function and its row alone: the row names it as ``steps``
+(``spec.kafka.declared``), and the model runs it after the planes' actions.
 """
 
 from __future__ import annotations
 
+from spec.kafka.actions_alter_isr import AlterIsrActions
+from spec.kafka.actions_alter_partition import AlterPartitionActions
+from spec.kafka.actions_broker_lifecycle import BrokerLifecycleActions
 from spec.kafka.actions_control import ControlPlaneActions
 from spec.kafka.actions_data import DataPlaneActions
-from spec.kafka.actions_kraft import KRaftActions
+from spec.kafka.actions_kraft import KRaftControllerActions
 from spec.kafka.actions_reassignment import ReassignmentActions
 from spec.kafka.protocols import Features
 
@@ -58,11 +65,11 @@ class ZooKeeperController:
 
 class AlterIsrController(ZooKeeperController):
     """The ZooKeeper controller with AlterIsr (2.7.0+, ``alter-isr``): the leader's ISR change is a request, which the
-    ZooKeeper controller processes (``actions_kraft._process_alter_isr``, ``_receive_alter_isr_response``)."""
+    ZooKeeper controller processes (``actions_alter_isr._process_alter_isr``, ``_receive_alter_isr_response``)."""
 
     name = "zookeeper-alter-isr"
-    leader_actions = staticmethod(KRaftActions._alter_leader_actions)
-    deliveries = staticmethod(KRaftActions._alter_isr_deliveries)
+    leader_actions = staticmethod(AlterPartitionActions._alter_leader_actions)
+    deliveries = staticmethod(AlterIsrActions._alter_isr_deliveries)
 
 
 class KRaftController:
@@ -70,11 +77,11 @@ class KRaftController:
     AlterPartition, partition changes replayed by the brokers."""
 
     name = "kraft"
-    actions = staticmethod(KRaftActions._kraft_controller_actions)
-    broker_actions = staticmethod(KRaftActions._kraft_broker_actions)
-    leader_actions = staticmethod(KRaftActions._alter_leader_actions)
-    apply_leader_and_isr = staticmethod(KRaftActions._kraft_apply_leader_and_isr)
-    deliveries = staticmethod(KRaftActions._alter_partition_deliveries)
+    actions = staticmethod(KRaftControllerActions._kraft_controller_actions)
+    broker_actions = staticmethod(BrokerLifecycleActions._kraft_broker_actions)
+    leader_actions = staticmethod(AlterPartitionActions._alter_leader_actions)
+    apply_leader_and_isr = staticmethod(KRaftControllerActions._kraft_apply_leader_and_isr)
+    deliveries = staticmethod(AlterPartitionActions._alter_partition_deliveries)
 
 
 class KRaftReassigningController(KRaftController):

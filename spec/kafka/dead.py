@@ -64,8 +64,9 @@ The KRaft rows (kraft-3.3, kraft-3.5, kraft-4.0, kraft-4.1)
 -----------------------------------------------------------
 Their fetch path is the ZooKeeper row's of the same release (kraft-3.3 2.8.1's, kraft-3.5 3.4.1's, kraft-4.0 3.9.0's,
 kraft-4.1 3.9.1's: truncate-on-fetch and KAFKA-9654 on all four, KAFKA-18991's fix on kraft-4.1 only); their control plane is
-``spec.kafka.actions_kraft``'s: there is no LeaderAndIsr request, a broker learns a new leader epoch by replaying the
-partition change the controller wrote to the metadata log (the model's LeaderAndIsr message stands for that record).
+the KRaft families' (``spec.kafka.controllers.KRaftController``): there is no LeaderAndIsr request, a broker learns a
+new leader epoch by replaying the partition change the controller wrote to the metadata log (the model's LeaderAndIsr
+message stands for that record).
 What the classes above rely on holds there for its own reasons:
 
 * An answer's destination keeps running while it is in flight: Crash, UncleanShutdown and CleanShutdown drop every
@@ -96,7 +97,7 @@ the ZooKeeper rows do, ``Partition.updateFollowerFetchState`` -> ``maybeExpandIs
    newer epoch, at the answer's offset: KAFKA-18991's stale append, so those answers are live (a mutant calling them
    dead fails the obligations in ``tests/test_dead.py``).
 5. **AlterPartition answers that are no-ops now, every KRaft row.** The leader takes an answer only for the change
-   it is still waiting for (``_answers_pending``; 3.5.0 ``Partition.submitAlterPartition``: ``partitionState !=
+   it is still waiting for (``answers_pending``; 3.5.0 ``Partition.submitAlterPartition``: ``partitionState !=
    proposedIsrState`` is ignored); FENCED_LEADER_EPOCH and INVALID_UPDATE_VERSION change nothing, the leader waits for
    the replayed change (``handleAlterPartitionError``); NONE in a leader epoch that is not its own waits the same way.
    It waits for no other change while the answer is in flight: it sends no AlterPartition while one of its own or its

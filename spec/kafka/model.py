@@ -77,7 +77,8 @@ On the KRaft rows (``kraft-*``) the controller is KRaft's: FenceBroker, ProcessA
 LoseAlterPartitionResponse, ReceiveAlterPartitionResponse and UncleanShutdown join the table, ShrinkIsr / ExpandIsr send
 an AlterPartition, ProcessControlledShutdown(broker, leader) is the leader's heartbeat with wantShutDown (no request
 message), and ProcessBrokerFailure, ProcessBrokerChange, ControlledShutdown, Bounce, LoseControlRequest and
-DeliverStopReplica do not occur (``spec.kafka.actions_kraft`` has its table and sources).
+DeliverStopReplica do not occur (``spec.kafka.actions_kraft``, ``actions_alter_partition`` and
+``actions_broker_lifecycle`` have their tables and sources).
 
 Control plane. The controller keeps, per broker, the broker epoch of the registration it last processed
 (``Controller.registered``), or DEAD once it processed the broker's death. A Crash is processed later by
@@ -110,15 +111,18 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from spec.kafka import actions_control, actions_data, actions_kraft, actions_reassignment, clients
+from spec.kafka.actions_alter_isr import AlterIsrActions
+from spec.kafka.actions_alter_partition import AlterPartitionActions
+from spec.kafka.actions_broker_lifecycle import BrokerLifecycleActions
 from spec.kafka.actions_control import ControlPlaneActions, channel_order
 from spec.kafka.actions_data import DataPlaneActions, busy
-from spec.kafka.actions_kraft import KRaftActions, kraft_bound_sets
+from spec.kafka.actions_kraft import KRaftControllerActions, kraft_bound_sets
 from spec.kafka.actions_reassignment import ReassignmentActions
 from spec.kafka.bounds import CLIENTS, DEFAULTS, GROUPS, REPLICAS, SWITCHES, bound_values
 from spec.kafka.clients import ClientActions, new_consumer, producer_for
 from spec.kafka.controllers import control_plane
-from spec.kafka.declared import Declared, build_action_tables
+from spec.kafka.declared import build_action_tables
+from spec.kafka.families import ACTIONS  # every family's actions (spec.kafka.declared), in table order
 from spec.kafka.log import UNDEFINED
 from spec.kafka.protocols import DEFAULT_PROTOCOL, Features
 from spec.kafka.releases import resolve
@@ -146,7 +150,7 @@ from spec.kafka.state import (
 from spec.kafka.symmetry import canonical as kafka_canonical
 from spec.kafka.symmetry import reduces_nothing
 from spec.kafka.updates import remove_message, truncate_broker, with_broker, with_fetch_state
-from spec.model import Action, Model, StateParts
+from spec.model import Action, DeadMessages, Model, StateParts
 
 #: ``kmc matrix`` bounds of the client columns, each the replica columns' data bounds (two epochs, a crash) with one
 #: client. acknowledged-durable: a producer with acks=all and two records, as committed-durable (KAFKA-13141 needs the
@@ -159,18 +163,14 @@ CONSUMED_MATRIX_BOUNDS = ("records=1", "epochs=2", "crashes=1", "consumers=1")
 SKIP_MATRIX_BOUNDS = ("records=2", "epochs=2", "crashes=1", "consumers=1")
 
 
-#: every action of the model, each declared once by its family (``spec.kafka.declared``), in the order the model
-#: builds their tables (``kmc check --coverage`` lists the actions that never fired in this order)
-ACTIONS: tuple[Declared, ...] = (actions_control.ACTIONS + actions_data.ACTIONS + clients.ACTIONS + actions_kraft.ACTIONS
-                                 + actions_reassignment.ACTIONS)
-
-
-class KafkaModel(ClientActions, ReassignmentActions, KRaftActions, ControlPlaneActions, DataPlaneActions, Model):
+class KafkaModel(ClientActions, ReassignmentActions, KRaftControllerActions, AlterPartitionActions, AlterIsrActions,
+                 BrokerLifecycleActions, ControlPlaneActions, DataPlaneActions, Model):
     """The model: bounds, feature switches and action tables, and the next-state relation
     (``successors``: controller actions, each broker's own actions, message deliveries).
 
     Composed once, when it is built: the action families (``spec.kafka.actions_control``, ``actions_data``,
-    ``actions_kraft``, ``clients``) are base classes whose functions all have their own names (none overrides
+    ``actions_kraft``, ``actions_alter_partition``, ``actions_alter_isr``, ``actions_broker_lifecycle``,
+    ``actions_reassignment``, ``clients``) are base classes whose functions all have their own names (none overrides
     another's), the protocol row's controller is ``self.control_plane`` (``spec.kafka.controllers``: ZooKeeper,
     ZooKeeper with AlterIsr, KRaft) and the producer's acknowledgement is ``self.producer``
     (``spec.kafka.clients.producer_for``). Every feature switch is read as ``self.features.<name>``
@@ -270,6 +270,8 @@ class KafkaModel(ClientActions, ReassignmentActions, KRaftActions, ControlPlaneA
         # -- with AlterIsr, KRaft) and the producer's acknowledgement (spec.kafka.clients: acks=0, 1 or all)
         self.control_plane = control_plane(self.features, reassignments)
         self.producer = producer_for(acks, min_isr, self.features.effective_min_isr, self.brokers)
+        #: the declared actions no plane calls (``Declared.steps``): run after the planes' actions, in declaration order
+        self.own_steps = tuple(d.steps for d in ACTIONS if d.steps is not None)
 
     # -- the model interface -------------------------------------------------------------------------
     def state_types(self) -> tuple[type, ...]:
@@ -297,7 +299,7 @@ class KafkaModel(ClientActions, ReassignmentActions, KRaftActions, ControlPlaneA
     def symmetry_reduces_nothing(self) -> str | None:
         return reduces_nothing(self.brokers)
 
-    def dead_messages(self) -> Any:
+    def dead_messages(self) -> DeadMessages:
         """The answers in flight that are dead, dropped (``spec.kafka.dead``), for ``--reduce dead``."""
         from spec.kafka.dead import DeadMessages
 
@@ -347,9 +349,12 @@ class KafkaModel(ClientActions, ReassignmentActions, KRaftActions, ControlPlaneA
         self._deliveries(s, out)
         if self.consumers:
             self._consumer_actions(s, out)
+        for steps in self.own_steps:  # spec.kafka.declared: an action declared with its own function
+            steps(self, s, out)
         return out
 
-    # -- one broker's own actions (the ZooKeeper rows': actions_control._zookeeper_broker_actions; KRaft's: actions_kraft)
+    # -- one broker's own actions (the ZooKeeper rows': actions_control._zookeeper_broker_actions; KRaft's:
+    # -- actions_broker_lifecycle)
     def _replica_actions(self, s: KafkaState, i: int, b: Broker, out: list) -> None:
         """What a live replica does on its own, under either controller: finish a truncation to a diverging
         epoch, lead (produce, HW, ISR: the control plane's ``leader_actions``, as the ISR change differs) or follow

@@ -32,6 +32,17 @@ class Rule:
     #: ``introduced`` on; (): in no release by default (a configuration, a fault, the controller a row is)
     since: tuple[str, ...] | None = None
     until: str = ""  # the first release without it, where a behaviour was removed
+    #: what an action's declaration names the rule by (``spec.kafka.declared``: ``Declared.rules``): its flag, or, for
+    #: a rule every release shares, a name of its own
+    id: str = ""
+
+    def __post_init__(self) -> None:
+        if self.flag and self.id and self.id != self.flag:
+            raise ValueError(f"rule {self.name!r}: a flagged rule's id is its flag ({self.flag!r}), not {self.id!r}")
+        if not self.id:
+            if not self.flag:
+                raise ValueError(f"rule {self.name!r}: a rule without a flag needs an id")
+            object.__setattr__(self, "id", self.flag)
 
 
 _S = "core/.../server/"
@@ -43,7 +54,8 @@ RULES: tuple[Rule, ...] = (
     # -- truncation, version by version ------------------------------------------------------------------
     Rule("truncate to the HW on becoming follower", "-", "0.10.2", "0.10.2 (removed by KIP-101 in 0.11.0)",
          f"0.10.2.2 {_S}ReplicaManager.scala makeFollowers: logManager.truncateTo(... highWatermark)",
-         "actions_control._apply_leader_and_isr (hw-truncation branch)"),
+         "actions_control._apply_leader_and_isr (hw-truncation branch)",
+         id="truncate-to-hw-on-follow"),
     Rule("OffsetsForLeaderEpoch round on becoming follower", "KIP-101", "0.11.0", "0.11.0 to 2.7.x (and 2.8+ with an "
          "inter-broker protocol below 2.7-IV1; a 2.8+ follower whose epoch cache is empty sends no round: it "
          "truncates to its HW locally, 2.8.0 AbstractFetcherThread.partitionFetchState -> Truncating, maybeTruncate "
@@ -55,7 +67,8 @@ RULES: tuple[Rule, ...] = (
          "KIP-101", "0.11.0", "every release with the round",
          f"0.11.0.0 {_S}ReplicaFetcherThread.scala maybeTruncate (partitionsWithError, delayPartitions); "
          f"2.0.0 same method; 2.1.0 {_S}AbstractFetcherThread.scala maybeTruncate",
-         "actions_data._receive_offsets_state (an error leaves the partition truncating)"),
+         "actions_data._receive_offsets_state (an error leaves the partition truncating)",
+         id="offsets-error-retried"),
     Rule("the answer carries its epoch; truncate to the largest common epoch, in rounds", "KIP-279", "2.0.0",
          "2.0.0 and later", f"2.0.0 {_S}AbstractFetcherThread.scala getOffsetTruncationState; {_E} endOffsetFor",
          "log.end_offset_for, log.follower_truncation", flag="epoch-in-response"),
@@ -71,7 +84,8 @@ RULES: tuple[Rule, ...] = (
          "actions_data._receive_offsets_state (state.TRUNCATING_AGAIN: truncating after an intermediate truncation)",
          abstraction="a fresh state's offset is taken as min(HW, LEO): before 2.4.0 a follower's HW may be above its "
                      "LEO (truncation-lowers-hw), and a state created there fetches at that HW after an UNDEFINED "
-                     "answer (processPartitionData then fails on the offset mismatch); the model fetches at the LEO"),
+                     "answer (processPartitionData then fails on the offset mismatch); the model fetches at the LEO",
+         id="undefined-answer-fetch-offset"),
     Rule("the initial fetch offset of a follower's fetch state: 0.10.2 its LEO after truncating to the HW; 0.11.0 and "
          "1.0.x its LEO; 1.1.0 to 2.7.x its HW (kafka-5163), truncating first; 2.8.0 and later its LEO if its epoch "
          "cache has an epoch (fetching at once), else its HW (truncating to it)", "KAFKA-5163, KAFKA-10554", "0.10.2",
@@ -87,7 +101,8 @@ RULES: tuple[Rule, ...] = (
          abstraction="the model keeps no fetch offset: a fetching partition fetches at its LEO, and where the offset is "
                      "read (an UNDEFINED answer, a stale fetch answer) it is the LEO or the HW as the row's state was "
                      "created, clamped to the LEO; a 1.1 to 2.3 state created at a HW above the LEO "
-                     "(truncation-lowers-hw off) would fetch there after an UNDEFINED answer, which the model does not"),
+                     "(truncation-lowers-hw off) would fetch there after an UNDEFINED answer, which the model does not",
+         id="initial-fetch-offset"),
     Rule("a new leader registers (epoch, LEO) in its epoch cache; a lookup below the first epoch answers (requested, "
          "start of the first epoch); assign truncates later entries", "KAFKA-7415", "2.0.1", "2.0.1, 2.1.0 and later "
          "(2.0 branch 18b25773b11a, trunk f2dd6aa26983; the 1.1 backport was never released)",
@@ -222,7 +237,8 @@ RULES: tuple[Rule, ...] = (
                      "request, so the race (a leader deposed, truncated and appending in a later epoch before its "
                      "answer's bytes are read) cannot occur and the guard has nothing to act on; the stories it hides: "
                      "a follower appending a batch of a leader epoch above its own from an answer of the old epoch "
-                     "(divergent logs below the HW on 3.9.0 and before, 4.0.0)"),
+                     "(divergent logs below the HW on 3.9.0 and before, 4.0.0)",
+         id="fetch-answer-epoch-bound"),
     # -- configuration and faults ---------------------------------------------------------------------------
     Rule("unclean leader election: a live replica outside the ISR may lead when no ISR member lives", "KIP-106 "
          "(default off from 0.11.0)", "0.10.2", "every release, as configured (unclean.leader.election.enable; the "
@@ -234,12 +250,14 @@ RULES: tuple[Rule, ...] = (
          "every release", f"0.10.2.2 and 3.9.0-rc3 {_S}AbstractFetcherThread.scala processFetchRequest (a response "
          "read in full is processed, a disconnect is an error retried after the back-off); clients NetworkClient "
          "(completed receives before disconnections)",
-         "actions_control._crash_state, actions_kraft._kraft_crash (every message from or to the broker is dropped)",
+         "actions_control._crash_state, actions_broker_lifecycle._kraft_crash (every message from "
+         "or to the broker is dropped)",
          abstraction="every message from a crashing broker is dropped with its connections: the answers and requests "
                      "a peer had fully received are lost too, so the model misses the stories where a follower applies "
                      "a dead leader's last fetch answer, or a leader serves (and, KRaft, records with the old broker "
                      "epoch: KIP-903) a fetch of an incarnation that is gone; it adds no behaviour. Keeping them would "
-                     "need a crash that keeps or drops each one (a choice per message), multiplying every crash cell"),
+                     "need a crash that keeps or drops each one (a choice per message), multiplying every crash cell",
+         id="crash-closes-connections"),
     Rule("a crash loses the unflushed tail of the log", "-", "0.10.2", "every release (a fault, not a rule)",
          "core/src/main/scala/kafka/log/Log.scala recovery (the unflushed suffix is gone after a power loss)",
          "actions_control._crash_state (CrashLosingTail)", flag="lossy-crash", since=()),
@@ -256,14 +274,16 @@ RULES: tuple[Rule, ...] = (
                      "with LogTruncationException raised); the consumer's fetch is fenced by its epoch from then on"),
     Rule("producer acks=1: the leader acknowledges on append", "-", "0.10.2", "every release",
          f"2.1.0 {_S}ReplicaManager.scala appendRecords, delayedProduceRequestRequired (requiredAcks == -1 only)",
-         "clients.LeaderAcks (bound acks=1)"),
+         "clients.LeaderAcks (bound acks=1)",
+         id="acks-1"),
     Rule("producer acks=all: refused with NOT_ENOUGH_REPLICAS when the ISR is below min.insync.replicas; "
          "acknowledged once the leader's HW passes the record with the ISR still at min.insync.replicas",
          "-", "0.10.2", "every release", f"0.10.2.2 and 2.1.0 {_C}Partition.scala appendRecordsToLeader "
          f"(inSyncSize < minIsr && requiredAcks == -1), checkEnoughReplicasReachOffset; {_S}DelayedProduce.scala "
          "tryComplete", "clients.AllAcks (accepts, advanced: bounds acks=-1, min_isr)",
          abstraction="acknowledged at the AdvanceHighWatermark step of the leader of the record's epoch; a record "
-                     "appended before a BumpLeaderEpoch that kept its leader is never acknowledged (Kafka would)"),
+                     "appended before a BumpLeaderEpoch that kept its leader is never acknowledged (Kafka would)",
+         id="acks-all"),
     Rule("a consumer reads from the leader it believes in, only below the HW; beyond the LEO (OFFSET_OUT_OF_RANGE) "
          "it resets to the latest offset (auto.offset.reset)", "-", "0.10.2", "every release",
          f"2.1.0 {_S}ReplicaManager.scala fetchMessages (FetchHighWatermark for a consumer); 2.2.0 clients/src/main/"
@@ -271,7 +291,8 @@ RULES: tuple[Rule, ...] = (
          "requestOffsetReset)", "clients._consumer_fetch_state, _metadata_state",
          abstraction="a fetch and its answer are one step unless consumer_inflight=1, and return every record up to "
                      "the HW; metadata is the controller's (leader, epoch); the reset goes to the leader's HW "
-                     "(auto.offset.reset=latest)"),
+                     "(auto.offset.reset=latest)",
+         id="consumer-reads-below-hw"),
     Rule("a consumer may fetch from a follower the leader names (preferred read replica), reading below that "
          "follower's HW", "KIP-392 (KAFKA-8443, KAFKA-8365)", "2.4.0", "2.4.0 and later, as configured "
          "(replica.selector.class on the broker, client.rack on the consumer; off by default: 23beeea34bf, "
@@ -287,12 +308,14 @@ RULES: tuple[Rule, ...] = (
          "vanish, what it reads later may not", "KIP-320 (Consumer Handling)", "0.10.2", "every release, with "
          "unclean election on", "a ghost, no source: the trade unclean.leader.election.enable makes "
          f"(0.10.2.2 {_K}PartitionLeaderSelector.scala OfflinePartitionLeaderSelector)",
-         "clients.unclean_noted (UncleanLeaderElection), invariants.kafka_clients consumed-stays"),
+         "clients.unclean_noted (UncleanLeaderElection), invariants.kafka_clients consumed-stays",
+         id="consumer-unclean-ghost"),
     Rule("an empty consumer fetch answer (position between HW and LEO, no error) at a position past records the "
          "consumer never read is a silent skip", "KIP-320", "0.10.2", "every release (2.3.0+: the position is "
          "validated first after a leader change, so the skip cannot happen there)",
          f"2.1.0 {_S}ReplicaManager.scala readFromLocalLog (FetchHighWatermark: an empty read, no error, up to the "
-         "LEO; OFFSET_OUT_OF_RANGE beyond)", "clients._consumer_fetch_state (ghost skipped)"),
+         "LEO; OFFSET_OUT_OF_RANGE beyond)", "clients._consumer_fetch_state (ghost skipped)",
+         id="consumer-empty-answer-skip"),
     Rule("a consumer's Fetch and OffsetsForLeaderEpoch go through the network (constant consumer_inflight=1): "
          "one request outstanding; an answer is ignored once the position moved or awaits validation", "-", "0.10.2",
          "every release (the validation from 2.3.0)",
@@ -301,11 +324,13 @@ RULES: tuple[Rule, ...] = (
          "SubscriptionState.java maybeCompleteValidation (the current FetchPosition must equal the request's)",
          "clients._delayed_consumer_actions, _receive_consumer_fetch, _receive_consumer_validate",
          abstraction="off by default (a request and its answer are one step); fetch-from-follower stays one step; "
-                     "a request is lost only when its broker dies or bounces (ConsumerDisconnect)"),
+                     "a request is lost only when its broker dies or bounces (ConsumerDisconnect)",
+         id="consumer-network"),
     # -- shared by every release, with the model's abstractions ------------------------------------------------
     Rule("a follower's HW is min(leader HW, its LEO) after each fetch (it may go down)", "-", "0.10.2", "every release",
          f"0.10.2.2 {_S}ReplicaFetcherThread.scala processPartitionData; 2.8.0 Log.updateHighWatermark",
-         "actions_data._receive_fetch_state"),
+         "actions_data._receive_fetch_state",
+         id="follower-hw"),
     Rule("the leader recomputes its HW when an AlterIsr (AlterPartition) commits an ISR change (before, 2.7.0 to 3.0.x, "
          "only at its next append, a fetch that moves a follower's LEO, or a LeaderAndIsr: a committed shrink left the "
          "HW where it was)", "KAFKA-13091", "3.1.0",
@@ -314,7 +339,8 @@ RULES: tuple[Rule, ...] = (
          "maybeIncrementLeaderHW); the callers of maybeIncrementLeaderHW: appendRecordsToLeader, updateFollowerFetchState "
          "(prevFollowerEndOffset != logEndOffset), makeLeader, maybeShrinkIsr on the ZooKeeper write; 3.1.0 the same "
          "method: 'we may need to increment high watermark since ISR could be down to 1', maybeIncrementLeaderHW",
-         "actions_kraft._receive_alter_isr_response, _receive_alter_response (hw_stale); "
+         "actions_alter_isr._receive_alter_isr_response, "
+         "actions_alter_partition._receive_alter_response (hw_stale); "
          "actions_data._advance_hw_action", flag="kafka-13091",
          abstraction="by default (hw_events=0) AdvanceHighWatermark is enabled whenever the ISR allows a higher HW, an "
                      "over-approximation sound for safety: the flag then changes nothing. With --const hw_events=1 a "
@@ -327,14 +353,16 @@ RULES: tuple[Rule, ...] = (
          f"0.10.2.2 {_C}Partition.scala maybeIncrementLeaderHW", "actions_data._advance_hw_action",
          abstraction="Kafka also counts followers outside the ISR that caught up within replica.lag.time.max.ms; that "
                      "only lowers the HW, so the model's HW can be higher than Kafka's, never lower; 3.7.0's "
-                     "min.insync.replicas condition is its own rule (kafka-15583)"),
+                     "min.insync.replicas condition is its own rule (kafka-15583)",
+         id="leader-hw"),
     Rule("ISR shrink and expand are ZooKeeper writes only the leader of the current epoch can make", "-", "0.10.2",
          "0.10.2 to 2.6.x, and 2.7+ ZooKeeper releases at an inter-broker protocol below 2.7-IV2 (from 2.7.0 AlterIsr "
          "replaces the write: alter-isr)",
          f"0.10.2.2 {_C}Partition.scala maybeShrinkIsr, updateIsr (zkVersion); 2.7.0 the same file expandIsrWithZk, "
          "shrinkIsrWithZk (useAlterIsr false)",
          "actions_data._leader_actions", abstraction="time is abstracted: a follower may be shrunk at any moment "
-         "(from 2.1.0 one whose LEO is the leader's never is: kafka-7152)"),
+         "(from 2.1.0 one whose LEO is the leader's never is: kafka-7152)",
+         id="isr-zookeeper-write"),
     Rule("the leader expands the ISR only as it records a fetch it accepted from the follower (maybeExpandIsr is called "
          "from the fetch path alone; an errored read is skipped from 2.4.0, and before it records an unknown LEO)", "-",
          "0.10.2", "every release, ZooKeeper and KRaft mode",
@@ -343,8 +371,8 @@ RULES: tuple[Rule, ...] = (
          ".error != Errors.NONE: skipped); KRaft mode the same path: 3.3.0 Partition.updateFollowerFetchState -> "
          "maybeExpandIsr (its only caller), 3.9.0-rc3 Partition.fetchRecords -> updateFollowerFetchState (not on a "
          "diverging epoch, not on an error: the checks throw before it)",
-         "actions_data._fetch_being_answered (ZooKeeper write: _isr_change_action; AlterIsr and KRaft: "
-         "actions_kraft._isr_change_request_action)",
+         "actions_data._fetch_being_answered (ZooKeeper write: _isr_change_action; AlterIsr and "
+         "KRaft: actions_alter_partition._isr_change_request_action)",
          abstraction="the expansion is its own step, enabled while the answer of that fetch is on its way to the "
                      "follower (error-free; before 2.1.0 the answer carries no leader epoch, so one served before the "
                      "same leader's re-election in a new epoch still counts); an AlterIsr / AlterPartition answered "
@@ -353,7 +381,8 @@ RULES: tuple[Rule, ...] = (
                      "at the fetch, which only matters with metadata_lag=1 or a running broker fenced in between (the "
                      "controller checks again either way); a fetch of a crashed incarnation served after its restart "
                      "is not modelled (the crash drops it from the wire), so KIP-903's story is told with the "
-                     "expansion decided before the crash and checked by the controller after the restart"),
+                     "expansion decided before the crash and checked by the controller after the restart",
+         id="isr-expand-on-fetch"),
     Rule("ZooKeeper mode: the leader changes the ISR by AlterIsr to the controller instead of writing ZooKeeper; one in "
          "flight, meanwhile the maximal ISR (an expansion counts the new member at once, a shrink drops the member only "
          "once committed) for the HW; the controller answers STALE_BROKER_EPOCH (top level), FENCED_LEADER_EPOCH for an "
@@ -374,9 +403,10 @@ RULES: tuple[Rule, ...] = (
          "tryProcessAlterPartition (the same checks, the version before the write, equalsAllowStalePartitionEpoch "
          "first: KAFKA-14144 keeps that order in 3.4.0); 3.9.0 Partition.scala submitAlterPartition, "
          "handleAlterPartitionUpdate, handleAlterPartitionError",
-         "actions_kraft._alter_leader_actions, _isr_change_request_action (the ZooKeeper request), _process_alter_isr, "
-         "_receive_alter_isr_response, _lose_alter_response; actions_control._elect_state (the zkVersion moves), "
-         "_apply_leader_and_isr (clears the pending AlterIsr)", flag="alter-isr",
+         "actions_alter_partition._alter_leader_actions, _isr_change_request_action (the ZooKeeper "
+         "request), actions_alter_isr._process_alter_isr, _receive_alter_isr_response, "
+         "actions_alter_partition._lose_alter_response; actions_control._elect_state (the zkVersion"
+         " moves), _apply_leader_and_isr (clears the pending AlterIsr)", flag="alter-isr",
          abstraction="bounded like the KRaft rows' AlterPartition: at most alters requests (a zkVersion is a counter, "
                      "so the bound keeps the state space finite) and alter_losses lost answers; the 2.2.0 row with "
                      "kafka-8400 and alter-isr on stands for 2.7.x; 3.4.0's INELIGIBLE_REPLICA is its own rule "
@@ -392,7 +422,7 @@ RULES: tuple[Rule, ...] = (
          f"shuttingDownBrokerIds), doControlledShutdown (shuttingDownBrokerIds.add); {_C}Partition.scala "
          "isReplicaIsrEligible (ZkMetadataCache: hasAliveBroker), handleAlterPartitionError (INELIGIBLE_REPLICA: "
          "partitionState = lastCommittedState); 3.9.0-rc3 the same",
-         "actions_kraft._process_alter_isr, _zookeeper_live, _receive_alter_isr_response", flag="kafka-14140",
+         "actions_alter_isr._process_alter_isr, _zookeeper_live, _receive_alter_isr_response", flag="kafka-14140",
          abstraction="the leader's check reads its metadata cache, which UpdateMetadata fills and the model has no "
                      "message for: it may lag at any step, so the model's leader may propose a dead member (the "
                      "controller then rejects it, as with a lagging cache), never one Kafka's controller accepts; the "
@@ -404,13 +434,14 @@ RULES: tuple[Rule, ...] = (
          "2.1.0", "2.1.0 and later (9a7f29c1ede; the 2.0 branch commit b8b83a72df5 is in no release)",
          f"2.1.0 {_C}Partition.scala getOutOfSyncReplicas (r.logEndOffset != leaderReplica.logEndOffset && ...); "
          "2.8.0 isFollowerOutOfSync; 3.3.0 and 3.9.0 Replica.scala isCaughtUp (leaderEndOffset == logEndOffset || ...)",
-         "actions_data._isr_change_action, actions_kraft._isr_change_request_action", flag="kafka-7152",
+         "actions_data._isr_change_action, actions_alter_partition._isr_change_request_action", flag="kafka-7152",
          abstraction="the follower's LEO is the fetch offset the leader last recorded (remote); the time half "
                      "(lastCaughtUpTimeMs within replica.lag.time.max.ms) is abstracted away as before"),
     Rule("a fetch answer is dropped unless the partition is still in that leader's fetcher at the request's offset",
          "-", "0.10.2", "every release", f"0.10.2.2 and 2.2.0 {_S}AbstractFetcherThread.scala processFetchRequest "
          "(fetchRequest.offset(tp) == currentPartitionFetchState.fetchOffset)", "actions_data._receive_fetch_state",
-         abstraction="the fetch offset of a fetching partition is its LEO; the readiness half is kafka-5163"),
+         abstraction="the fetch offset of a fetching partition is its LEO; the readiness half is kafka-5163",
+         id="stale-fetch-answer-dropped"),
     Rule("a fetch answer is applied only to a partition ready for fetch; before, 0.11.0 and 1.0.x applied one to a "
          "truncating partition whose state (re-created at the LEO by makeFollowers) had the request's offset: with "
          "records it appended them, took the HW and replaced the state by a fetching one (the truncation skipped); an "
@@ -449,12 +480,14 @@ RULES: tuple[Rule, ...] = (
          "leader is available\"; else partition.getOrCreateReplica / createLogIfNotExists only)",
          "actions_control._apply_leader_and_isr",
          abstraction="only leader -1 counts as unavailable: a named leader that is dead in the broker's metadata "
-                     "cache is followed as if alive (the model keeps no metadata cache on ZooKeeper rows)"),
+                     "cache is followed as if alive (the model keeps no metadata cache on ZooKeeper rows)",
+         id="offline-leader-and-isr"),
     Rule("a leader re-elected in a new epoch keeps its followers' fetch states (LEO); only a new leader starts with "
          "them unknown", "-", "0.10.2", "every release",
          f"0.10.2.2, 2.0.0 and 2.8.0 {_C}Partition.scala makeLeader (if (isNewLeader) ... updateLogReadResult / "
          "updateFetchState(UnknownOffsetMetadata)); 3.3.0 Replica.scala resetReplicaState(isNewLeader)",
-         "actions_control._apply_leader_and_isr, actions_kraft._kraft_apply_leader_and_isr"),
+         "actions_control._apply_leader_and_isr, actions_kraft._kraft_apply_leader_and_isr",
+         id="re-elected-leader-keeps-followers"),
     Rule("the controller elects the leader from the live ISR; a restarted broker is sent the current LeaderAndIsr",
          "-", "0.10.2", "every ZooKeeper release", f"0.10.2.2 {_K}PartitionLeaderSelector.scala "
          "OfflinePartitionLeaderSelector; KafkaController.onBrokerStartup; 2.1.0 "
@@ -464,17 +497,20 @@ RULES: tuple[Rule, ...] = (
          abstraction="any eligible replica may be elected, in every election (offline, preferred, controlled shutdown, "
                      "unclean): Kafka takes the first in assignment order (the preferred election only the first); every "
                      "choice is some assignment's first, and runs that use two different orders are included too. This "
-                     "is what makes broker ids interchangeable for --symmetry (spec.kafka.symmetry)"),
+                     "is what makes broker ids interchangeable for --symmetry (spec.kafka.symmetry)",
+         id="controller-elects-from-live-isr"),
     Rule("the controller's requests to a broker form one FIFO channel, kept across a bounce it has not seen",
          "-", "0.10.2", "every ZooKeeper release", f"0.10.2.2 {_K}ControllerChannelManager.scala RequestSendThread",
          "model._deliveries (channel_order)",
          abstraction="LeaderAndIsr and StopReplica cannot overtake each other (KIP-570's case does not arise); a "
-                     "request is lost only by LoseControlRequest (a controller failover's dropped queue)"),
+                     "request is lost only by LoseControlRequest (a controller failover's dropped queue)",
+         id="control-channel-fifo"),
     Rule("the HW checkpoint survives a crash", "-", "0.10.2", "every release",
          f"0.10.2.2 {_S}ReplicaManager.scala checkpointHighWatermarks; {_C}Partition.scala getOrCreateReplica",
          "actions_control._reborn",
          abstraction="a restarted broker gets its last HW back; Kafka reads the last checkpoint, written every 5 s, "
-                     "which can be older (lower)"),
+                     "which can be older (lower)",
+         id="hw-checkpoint"),
     # -- KRaft (spec.kafka.actions_kraft) -------------------------------------------------------------------
     Rule("the KRaft controller: the leader changes the ISR by AlterPartition (one in flight, checked by leader and "
          "partition epoch: FENCED_LEADER_EPOCH, INVALID_UPDATE_VERSION); INELIGIBLE_REPLICA reverts the leader to the "
@@ -486,8 +522,9 @@ RULES: tuple[Rule, ...] = (
          "validateAlterPartitionData, handleBrokerFenced, generateLeaderAndIsrUpdates; PartitionChangeBuilder.java "
          "build (an empty target ISR is not written), triggerLeaderEpochBumpIfNeeded; ClusterControlManager.java "
          "registerBroker",
-         "actions_kraft.KRaftActions (the KRaft controller: _process_alter_partition, _fence_actions, "
-         "_kraft_restart_state)", flag="kraft", since=(),  # the controller a row is: kraft-<release>
+         "actions_kraft.KRaftControllerActions (the KRaft controller: _fence_actions; "
+         "actions_alter_partition._process_alter_partition; "
+         "actions_broker_lifecycle._kraft_restart_state)", flag="kraft", since=(),  # the controller a row is: kraft-<release>
          abstraction="a restarted broker registers and is unfenced in one step (Kafka unfences it once it caught up "
                      "with the metadata log); a broker's view of fencing is the controller's unless metadata_lag (see "
                      "its rule); a lost AlterPartition "
@@ -505,11 +542,13 @@ RULES: tuple[Rule, ...] = (
          "BrokerToControllerChannelManager.scala handleResponse (wasDisconnected: requestQueue.putFirst); "
          f"{_C}Partition.scala submitAlterPartition (an answer to an older partition state is ignored), "
          "handleAlterPartitionError (INVALID_UPDATE_VERSION, FENCED_LEADER_EPOCH: wait for the metadata)",
-         "actions_kraft._lose_alter_response (LoseAlterPartitionResponse), _receive_alter_response",
+         "actions_alter_partition._lose_alter_response (LoseAlterPartitionResponse), "
+         "_receive_alter_response",
          abstraction="only the answer to an accepted change is lost (a lost rejection and its resend reach the state "
                      "they started from); a lost request is a late one (the network delivers in any order); a "
                      "leader's crash drops its request in flight, where Kafka's controller may still read one already "
-                     "sent"),
+                     "sent",
+         id="lost-alter-partition-answer"),
     Rule("NEW_LEADER_ELECTED: the controller wrote the AlterPartition's change and it moved the leader; the leader "
          "waits for the metadata", "KIP-497, KIP-631", "3.3.0", "every KRaft row (AlterPartition v2+)",
          "3.3.0 and 3.5.0 metadata/.../controller/ReplicationControlManager.java alterPartition (change.leader() != "
@@ -517,14 +556,15 @@ RULES: tuple[Rule, ...] = (
          "(completeReassignmentIfNeeded, then tryElection: electAnyLeader keeps a leader that is in the target ISR "
          "and active); validateAlterPartitionData (the new ISR must contain the leader); "
          f"{_C}Partition.scala handleAlterPartitionError (NEW_LEADER_ELECTED: stay pending until the metadata)",
-         "actions_kraft._process_alter_partition (ProcessAlterPartition), _receive_alter_response; "
-         "actions_reassignment._reassigned (bound reassignments)",
+         "actions_alter_partition._process_alter_partition (ProcessAlterPartition), "
+         "_receive_alter_response; actions_reassignment._reassigned (bound reassignments)",
          abstraction="the leader changes on an AlterPartition only when it completes a reassignment that removes the "
                      "leader from the replicas (with reassignments > 0): the request's ISR must contain the leader and "
                      "its leader epoch must be current, and a fenced or shutting-down leader has already been moved by "
                      "the partition change of its fencing or controlled shutdown. The model has no NEW_LEADER_ELECTED "
                      "code: its answer is NONE with the new leader epoch, which the leader handles as Kafka's leader "
-                     "handles NEW_LEADER_ELECTED (it stays pending until it replays the change)"),
+                     "handles NEW_LEADER_ELECTED (it stays pending until it replays the change)",
+         id="new-leader-elected"),
     Rule("brokers replay the metadata log late: a partition change reaches a broker when it replays it; a leader's "
          "view of the registrations (fenced, in controlled shutdown, broker epoch) may be older than the controller's",
          "KIP-500, KIP-631", "2.8.0", "every KRaft row",
@@ -532,18 +572,20 @@ RULES: tuple[Rule, ...] = (
          "metadata loader), ReplicaManager.scala applyDelta; core/.../server/metadata/KRaftMetadataCache.scala "
          "isBrokerFenced, isBrokerShuttingDown (3.3.0+), getAliveBrokerEpoch (3.5.0, KIP-903); "
          f"{_C}Partition.scala isReplicaIsrEligible (reads that cache)",
-         "partition changes: a LeaderAndIsr (with the partition epoch) in the broker's FIFO channel, delivered late "
-         "(actions_kraft._kraft_apply_leader_and_isr); registrations: constant metadata_lag=1 (actions_kraft._eligible)",
+         "partition changes: a LeaderAndIsr (with the partition epoch) in the broker's FIFO "
+         "channel, delivered late (actions_kraft._kraft_apply_leader_and_isr); registrations: "
+         "constant metadata_lag=1 (actions_alter_partition._eligible)",
          abstraction="a LeaderAndIsr already stands for the PartitionRecord / PartitionChangeRecord a broker replays "
                      "late, in order; the registration records (fencing, controlled shutdown, a new broker epoch) are "
                      "not messages: metadata_lag=0 (default) reads the controller's, metadata_lag=1 lets the leader's "
                      "own eligibility check pass on any older view (the controller's ineligibleReplicasForIsr still "
-                     "applies); a newer view only blocks an expansion, which the model has anyway"),
+                     "applies); a newer view only blocks an expansion, which the model has anyway",
+         id="metadata-replayed-late"),
     Rule("a fenced or shutting-down replica is ineligible to join the ISR: the leader does not propose it, the "
          "controller answers INELIGIBLE_REPLICA", "KIP-841", "3.3.0", "3.3.0 and later (KAFKA-13916: f83d95d9a28, "
          "151ca12a56c)", f"3.3.0 {_C}Partition.scala isReplicaIsrEligible, handleAlterPartitionError; "
          "metadata/.../controller/ReplicationControlManager.java validateAlterPartitionData (ineligibleReplicasForIsr)",
-         "actions_kraft._eligible, _ineligible (Broker.stopping: in controlled shutdown)", flag="kip-841"),
+         "actions_alter_partition._eligible, _ineligible (Broker.stopping: in controlled shutdown)", flag="kip-841"),
     Rule("controlled shutdown on KRaft: a leader's heartbeat with wantShutDown puts it in controlled shutdown; the "
          "controller takes it out of the ISR (the last member kept, unless ELR) and moves leadership to an active ISR "
          "member, else leaves the partition offline; it keeps running and fetching, and is not electable; a broker "
@@ -553,13 +595,15 @@ RULES: tuple[Rule, ...] = (
          "(CONTROLLED_SHUTDOWN while it has leaderships, then SHUTDOWN_NOW); ReplicationControlManager.java "
          "processBrokerHeartbeat, handleBrokerInControlledShutdown -> generateLeaderAndIsrUpdates (brokerToRemove); "
          "ClusterControlManager.java active (not fenced, not in controlled shutdown)",
-         "actions_kraft._controlled_shutdown_actions (ProcessControlledShutdown(broker, leader)), _unfenced; that it "
-         "stops fetching once out of the ISR: kraft-shutdown-stops-fetcher",
+         "actions_broker_lifecycle._controlled_shutdown_actions (ProcessControlledShutdown(broker, "
+         "leader)), actions_kraft._unfenced; that it stops fetching once out of the ISR: "
+         "kraft-shutdown-stops-fetcher",
          abstraction="the heartbeat and its handling are one step, and only the partition's leader takes it (a broker "
                      "that leads nothing goes to SHUTDOWN_NOW at once: fenced and stopped, which the model's "
                      "CleanShutdown is, bound clean_shutdowns, or Crash and FenceBroker without the clean shutdown "
                      "file); the leader's SHUTDOWN_NOW that follows is a CleanShutdown or a Crash the same way; bound "
-                     "shutdowns (0 by default)"),
+                     "shutdowns (0 by default)",
+         id="kraft-controlled-shutdown"),
     Rule("a broker in controlled shutdown stops fetching once a change it replays as a follower leaves it out of the "
          "ISR or the partition without a leader (its log kept)", "KAFKA-13858", "3.3.0",
          "3.3.0 and later (76477ffd2d8), every KRaft row",
@@ -577,7 +621,8 @@ RULES: tuple[Rule, ...] = (
          "(KAFKA-14617: 79b5f7f1ce2, 8c88cdb7186, d5e216d6183)",
          f"3.5.0 {_C}Partition.scala isBrokerEpochIsrEligible, addBrokerEpochToIsr, updateFollowerFetchState; "
          "metadata/.../controller/ReplicationControlManager.java ineligibleReplicasForIsr (broker epoch mismatch)",
-         "actions_kraft._eligible, _process_alter_partition; actions_data._serve_fetch_state, _follower_actions", flag="kip-903"),
+         "actions_alter_partition._eligible, _process_alter_partition; "
+         "actions_data._serve_fetch_state, _follower_actions", flag="kip-903"),
     Rule("an ISR shrink keeps the leader epoch; only the partition epoch moves", "KAFKA-15021", "3.6.0",
          "3.6.0 and later (MetadataVersion 3.6-IV0)",
          "3.9.0 metadata/.../controller/PartitionChangeBuilder.java triggerLeaderEpochBumpForIsrShrinkIfNeeded "
@@ -603,8 +648,9 @@ RULES: tuple[Rule, ...] = (
          "PartitionChangeBuilder (alterPartition, handleBrokerFenced / generateLeaderAndIsrUpdates, "
          "changePartitionReassignment, electLeader); PartitionChangeBuilder.java maybePopulateTargetElr "
          "(targetIsr.size() >= minISR: ELR cleared)",
-         "clients.leader_min_isr, clients.AllAcks; actions_data._advance_hw_action; actions_kraft._controller_min_isr "
-         "(_partition_change, _fence_actions, _controlled_shutdown_actions)", flag="effective-min-isr",
+         "clients.leader_min_isr, clients.AllAcks; actions_data._advance_hw_action; "
+         "actions_kraft._controller_min_isr (_partition_change, _fence_actions, "
+         "actions_broker_lifecycle._controlled_shutdown_actions)", flag="effective-min-isr",
          abstraction="the replication factor is read from the model's one partition (Kafka reads partition 0's "
                      "replica list for the whole topic; the model has one partition, so they agree); it differs from "
                      "min_isr only when min_isr exceeds the brokers or a reassignment shrinks the replicas"),
@@ -634,7 +680,7 @@ RULES: tuple[Rule, ...] = (
          "(version < 2 || existing == null || request.previousBrokerEpoch() != existing.epoch()); "
          "ReplicationControlManager.java handleBrokerUncleanShutdown (isElrSupported); PartitionChangeBuilder.java "
          "maybePopulateTargetElr (uncleanShutdownReplicas)",
-         "actions_kraft._kraft_restart_state", flag="clean-shutdown-detection",
+         "actions_broker_lifecycle._kraft_restart_state", flag="clean-shutdown-detection",
          abstraction="the rows are kraft-4.0 (4.0.0, ELR off by default: the detection does not act) and kraft-4.1 "
                      "(kafka-18635 on); kraft-3.8.x and kraft-3.9.x are kraft-3.5 with the flags of their releases "
                      "(kmc list --releases), kafka-18635=off being 3.9.x's rule"),
@@ -644,10 +690,12 @@ RULES: tuple[Rule, ...] = (
          "epoch from 3.9.0 (3.7.x and 3.8.x bumped it)",
          "3.9.0-rc3 metadata/.../controller/ClusterControlManager.java registerBroker (hasValidSession -> "
          "DuplicateBrokerRegistrationException; setBrokerEpoch(existing.epoch()) for the same incarnation id); 3.5.0 the "
-         "same method", "actions_kraft._kraft_restart_state (every registration is a new incarnation, once fenced)",
+         "same method", "actions_broker_lifecycle._kraft_restart_state (every registration is a new"
+                        " incarnation, once fenced)",
          abstraction="a same-incarnation re-registration happens only when a running broker re-registers on a metadata "
                      "version upgrade (KIP-858's directory ids), which the model has no step for: every registration in "
-                     "the model is a restarted broker's, with a new incarnation id and broker epoch"),
+                     "the model is a restarted broker's, with a new incarnation id and broker epoch",
+         id="same-incarnation-registration"),
     Rule("a clean restart keeps its ISR/ELR membership again: the unclean shutdown check reads the previous broker "
          "epoch again", "KAFKA-18635", "4.0.1", "4.0.1 and 4.1.0 and later (apache/kafka PR 18277, reviewed in January "
          "2025, merged to trunk and backported to 4.0 after 4.0.0); 3.8.x already had the check it restores (3.8.0 "
@@ -657,16 +705,17 @@ RULES: tuple[Rule, ...] = (
          "request.previousBrokerEpoch() != existing.epoch()); 3.8.0 core/.../log/LogManager.scala shutdown(brokerEpoch) "
          "(CleanShutdownFileHandler.write), readBrokerEpochFromCleanShutdownFiles; BrokerServer.scala shutdown "
          "(logManager.shutdown(lifecycleManager.brokerEpoch)), startup (lifecycleManager.start(..., previousBrokerEpoch))",
-         "actions_kraft._kraft_restart_state, _clean_shutdown_actions", flag="kafka-18635",
+         "actions_broker_lifecycle._kraft_restart_state, _clean_shutdown_actions", flag="kafka-18635",
          since=("3.8.0", "4.0.1")),
     Rule("a broker that leads nothing ends its controlled shutdown: fenced (SHUTDOWN_NOW), it stops and writes its "
          "clean shutdown file", "KIP-631, KIP-966", "3.3.0", "every KRaft release (the clean shutdown file from 3.8.0)",
          "3.8.0 metadata/.../controller/BrokerHeartbeatManager.java calculateNextBrokerState (SHUTDOWN_NOW when no "
          "leaderships); ReplicationControlManager.java processBrokerHeartbeat (case SHUTDOWN_NOW: handleBrokerFenced); "
          "core/.../server/BrokerServer.scala shutdown",
-         "actions_kraft._clean_shutdown_actions (bound clean_shutdowns)",
+         "actions_broker_lifecycle._clean_shutdown_actions (bound clean_shutdowns)",
          abstraction="the controller's wait for the broker's metadata offset to reach the controlled shutdown offset "
-                     "is not modelled; a Crash stands for any other stop (no clean shutdown file)"),
+                     "is not modelled; a Crash stands for any other stop (no clean shutdown file)",
+         id="clean-shutdown"),
     Rule("a fenced running broker's shutdown is granted at once (SHUTDOWN_NOW) and it stops cleanly: its clean "
          "shutdown file holds its registration's broker epoch, so its restart is clean (with kafka-18635 it keeps "
          "its ELR membership)", "KIP-631, KIP-966", "3.8.0",
@@ -677,7 +726,8 @@ RULES: tuple[Rule, ...] = (
          "ReplicationControlManager.java processBrokerHeartbeat (SHUTDOWN_NOW: handleBrokerFenced, no partition "
          "change for a broker out of every ISR); core/.../server/BrokerServer.scala shutdown (the future's timeout "
          "and errors swallowed, then logManager.shutdown(lifecycleManager.brokerEpoch))",
-         "actions_kraft._clean_shutdown_actions (CleanShutdown of a fenced broker, bounds fences and clean_shutdowns)",
+         "actions_broker_lifecycle._clean_shutdown_actions (CleanShutdown of a fenced broker, "
+         "bounds fences and clean_shutdowns)",
          flag="fenced-broker-clean-shutdown",
          abstraction="on the rows without clean-shutdown-detection a fenced broker's clean stop is the model's Crash "
                      "(nothing reads the file there), so the flag is on kraft-4.1 only; the controlled shutdown "
@@ -689,7 +739,8 @@ RULES: tuple[Rule, ...] = (
          "ReplicationControlManager.java maybeFenceOneStaleBroker -> handleBrokerFenced; BrokerHeartbeatManager.java "
          "findOneStaleBroker", "actions_kraft._fence_running_actions, _fence_actions (bound fences)",
          abstraction="the session timeout is one step; the fenced broker's own view changes only as it replays "
-                     "the partition change"),
+                     "the partition change",
+         id="fence-running-broker"),
     Rule("a fenced running broker that heartbeats again is unfenced with its registration's broker epoch; a "
          "partition with no leader gets one from its ISR (KIP-966: ELR) in the same change", "KIP-631", "3.3.0",
          "every KRaft release", "3.5.0 metadata/.../controller/BrokerHeartbeatManager.java calculateNextBrokerState "
@@ -698,7 +749,8 @@ RULES: tuple[Rule, ...] = (
          "actions_kraft._unfence_actions",
          abstraction="the metadata-offset condition always holds for a broker that kept running (it replayed its "
                      "registration long ago); the model elects any unfenced ISR (ELR) member, Kafka the first in "
-                     "replica order"),
+                     "replica order",
+         id="unfence-broker"),
     Rule("an uncleanly elected leader's partition is RECOVERING; the controller rejects a RECOVERING AlterPartition "
          "with more than one ISR member and RECOVERED -> RECOVERING", "KIP-704 (KAFKA-13587, 52621613fd3)", "3.2.0",
          "3.2.0 and later, KRaft and (IBP >= 3.2-IV0) ZooKeeper controllers alike; no release's leader waits: it marks "
@@ -708,18 +760,22 @@ RULES: tuple[Rule, ...] = (
          "Election.scala leaderForOffline (newRecoveringLeaderAndIsr), KafkaController.scala processAlterPartition; "
          "core/src/main/scala/kafka/cluster/Partition.scala makeLeader ('Leader log recovery is not implemented. "
          "Marking the topic partition as RECOVERED'); the same in 3.9.0-rc3 and trunk of October 2024",
-         "actions_kraft._process_alter_partition, _kraft_controller_actions (UncleanLeaderElection)",
+         "actions_alter_partition._process_alter_partition, actions_kraft._kraft_controller_actions"
+         " (UncleanLeaderElection)",
          abstraction="no LeaderRecoveryState in the state: RECOVERING lasts until the new leader replays its election, "
-                     "which no step of the model can observe (the leader neither waits nor sends RECOVERING)"),
+                     "which no step of the model can observe (the leader neither waits nor sends RECOVERING)",
+         id="leader-recovery-state"),
     Rule("an unclean shutdown loses the unflushed suffix of the log (any suffix: Kafka leaves flushing to the OS, "
          "log.flush.interval.messages is unbounded by default); a disk loss is one that keeps nothing", "KIP-966", "-",
          "every release (a fault with its own bound, unclean_shutdowns; on the KRaft rows)",
          "KIP-966 Motivation (an unclean shutdown loses unflushed data); 3.5.0 core/src/main/scala/kafka/log/"
-         "LogManager.scala loadLogs (recovery after an unclean shutdown)", "actions_kraft._kraft_broker_actions, "
-         "_kraft_crash",
+         "LogManager.scala loadLogs (recovery after an unclean shutdown)", "actions_broker_lifecycl"
+                                                                           "e._kraft_broker_actions"
+                                                                           ", _kraft_crash",
          abstraction="a disk loss (log, epoch cache and HW checkpoint gone) is UncleanShutdown(keep=0): with one "
                      "partition and the HW clamped to the LEO on restart the model cannot tell them apart; the "
-                     "ZooKeeper rows have their own form of the fault (lossy-crash)"),
+                     "ZooKeeper rows have their own form of the fault (lossy-crash)",
+         id="unclean-shutdown"),
     Rule("a partition reassignment (AlterPartitionReassignments) writes the merged replica list (target + removing) "
          "with the adding and removing replicas; every later partition change completes it once the ISR less the "
          "removing replicas is not empty and holds every adding replica: replicas = target, ISR = ISR - removing; the "
@@ -737,7 +793,8 @@ RULES: tuple[Rule, ...] = (
          abstraction="one reassignment at a time: no cancellation or replacement of one in progress "
                      "(cancelPartitionReassignment, PartitionReassignmentRevert); the target list is sorted, so the "
                      "first valid replica is the lowest id; the ZooKeeper rows' reassignment "
-                     "(KafkaController.onPartitionReassignment) is not modelled: every broker is a replica there"),
+                     "(KafkaController.onPartitionReassignment) is not modelled: every broker is a replica there",
+         id="reassignment"),
     Rule("a reassignment completes only once the ISR holds every target replica (not only the adding ones)",
          "KAFKA-15665", "3.8.0", "3.8.0 and later (756f44a3e58)",
          "3.8.0 metadata/.../controller/PartitionReassignmentReplicas.java maybeCompleteReassignment "
@@ -752,10 +809,11 @@ RULES: tuple[Rule, ...] = (
          "TopicDelta.java localChanges; core/src/main/scala/kafka/cluster/Partition.scala updateAssignmentAndIsr "
          "(remoteReplicasMap), fetchRecords -> followerReplicaOrThrow",
          "actions_reassignment._reassigned_apply_leader_and_isr, _serve_non_replica, _replaying; "
-         "actions_kraft._alter_leader_actions (the leader's replicas)",
+         "actions_alter_partition._alter_leader_actions (the leader's replicas)",
          abstraction="a broker that crashed before it replayed its removal keeps its log as a stray log on restart "
                      "(3.5.0 deletes none at start-up; the stray-log deletion of later releases is not modelled) and "
-                     "replays nothing while it is not a replica"),
+                     "replays nothing while it is not a replica",
+         id="reassignment-deletes-replica"),
     Rule("the ELR is not filtered by the replica list: a replica removed from an ISR below min ISR enters the ELR and "
          "stays there; the elections walk the replica list, so it is electable from the ELR again once a "
          "reassignment adds it back, with the empty log it starts from, if the add-back keeps the ELR (the ISR below "
@@ -769,7 +827,8 @@ RULES: tuple[Rule, ...] = (
          "ISR), electAnyLeader (targetReplicas.stream().filter(this::isValidNewLeader)), isValidNewLeader; "
          "metadata/.../metadata/PartitionRegistration.java merge",
          "actions_kraft._partition_change (ELR), _candidates (ELR members among the replicas); "
-         "actions_reassignment._reassigned (the rows with kip-966-elr)"),
+         "actions_reassignment._reassigned (the rows with kip-966-elr)",
+         id="elr-not-filtered-by-replicas"),
     Rule("proposed fix (in no release): the ELR keeps only the target replicas, so a replica a reassignment removed "
          "leaves the ELR with the replica list", "-", "-", "none: a proposed fix (the upstream report "
          "kraft-4.1-elr-not-filtered-by-replicas); on in no row, switch it with --feature",
@@ -779,8 +838,14 @@ RULES: tuple[Rule, ...] = (
     Rule("one record per batch, one partition", "-", "-", "-", "-", "log.Record (a record is a batch), state.KafkaState "
          "(one partition's replicas)",
          abstraction="KIP-279's scenario 1 with n > 20 relied on truncating to a batch boundary; a second partition "
-                     "(KAFKA-7235's checkpoint rewrite) cannot be expressed"),
+                     "(KAFKA-7235's checkpoint rewrite) cannot be expressed",
+         id="one-record-per-batch"),
 )
+
+
+#: every rule by its id (a flag, or its own name for a rule every release shares)
+RULE_IDS: dict[str, Rule] = {r.id: r for r in RULES}
+assert len(RULE_IDS) == len(RULES), "every rule has its own id"
 
 
 def flag_rules() -> dict[str, Rule]:

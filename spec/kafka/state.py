@@ -41,7 +41,7 @@ OFFSETS_FOR_LEADER_EPOCH = 4
 OFFSETS_FOR_LEADER_EPOCH_RESPONSE = 5
 STOP_REPLICA = 6
 CONTROLLED_SHUTDOWN = 7
-ALTER_PARTITION = 8  # KRaft (``spec.kafka.actions_kraft``): leader -> controller
+ALTER_PARTITION = 8  # KRaft (``spec.kafka.actions_alter_partition``): leader -> controller
 ALTER_PARTITION_RESPONSE = 9  # KRaft: controller -> leader
 KIND_NAMES = {
     LEADER_AND_ISR: "LeaderAndIsr",
@@ -110,7 +110,7 @@ class Broker(NamedTuple):
     #: or (). The truncation is
     #: a separate step (``AbstractFetcherThread.truncateOnFetchResponse``, after the lock was released)
     pending_diverging: tuple[int, ...]
-    # -- KRaft rows and the ZooKeeper rows with alter-isr (``spec.kafka.actions_kraft``); inert defaults elsewhere --
+    # -- KRaft rows and the ZooKeeper rows with alter-isr (``spec.kafka.actions_alter_partition``); inert elsewhere --
     #: the partition epoch of the partition state it last learned (KRaft PartitionRecord; on a ZooKeeper row with
     #: alter-isr the zkVersion of the partition state znode, which 2.7 to 3.2 call ``zkVersion`` and 3.3+ partitionEpoch)
     partition_epoch: int = 0
@@ -320,7 +320,7 @@ class KafkaState(NamedTuple):
     acked: tuple[tuple[int, int, int], ...] = ()
     #: the consumers (bound ``consumers``), by id
     consumers: tuple[Consumer, ...] = ()
-    #: KRaft (``spec.kafka.actions_kraft``): unclean shutdowns so far (bound ``unclean_shutdowns``; a disk loss is
+    #: KRaft (``spec.kafka.actions_broker_lifecycle``): unclean shutdowns so far (bound ``unclean_shutdowns``; a disk loss is
     #: one that keeps nothing)
     unclean_shutdowns: int = 0
     alters: int = 0  # KRaft: AlterPartition requests sent so far (bound ``alters``)
