@@ -96,3 +96,124 @@ def test_a_shipped_library_loads_where_the_cache_lacks_it(tmp_path, monkeypatch)
     loaded = batch_kernel(shipment)
     assert loaded.state_bytes == kernel.state_bytes
     assert (tmp_path / "kmc" / "kernels" / shipment.name).exists()
+
+
+# -- the Spark executors' expansion on the kernel, without Spark (pyarrow only) ---------------------------------
+
+
+class _Broadcast:
+    def __init__(self, value):
+        self.value = value
+
+
+def _levels(model, symmetry: bool, depth: int) -> list[list]:
+    """The first ``depth`` levels of the breadth-first search, states in the stored form, in global-index order."""
+    form = model.canonical if symmetry else (lambda s: s)
+    level = list(dict.fromkeys(form(s) for s in model.init_states()))
+    seen, levels = set(level), [level]
+    while len(levels) < depth and level:
+        fresh = []
+        for state in level:
+            for _, succ in model.successors(state):
+                succ = form(succ)
+                if succ not in seen:
+                    seen.add(succ)
+                    fresh.append(succ)
+        levels.append(level := fresh)
+    return levels
+
+
+def _expand_partition(expand, fps, states, gidx, recent, pa):
+    """Run one ``mapInArrow`` function over a partition given as two batches in a scrambled order: the candidates
+    (key -> state bytes) and the statistics row."""
+    order = np.random.default_rng(39).permutation(len(states))
+    known = np.argsort(fps, kind="stable")
+    expand.numbers = _Broadcast((fps[known], gidx[known], recent))
+    half = len(order) // 2
+    batches = [pa.RecordBatch.from_arrays([pa.array(fps[part]), pa.array([states[i] for i in part], pa.binary())],
+                                          names=["fp", "state"]) for part in (order[:half], order[half:])]
+    candidates, stats = {}, None
+    for out in expand(iter(batches)):
+        rows = out.to_pylist()
+        for row in rows:
+            if row["fp"] is None:
+                stats = (row["bad"], row["gen"], row["dead"])
+            else:
+                candidates[row["key"]] = row["state"]
+    return candidates, stats
+
+
+@needs_cc
+@pytest.mark.parametrize(("name", "constants", "symmetry", "depth"),
+                         [("two-phase", {"RM": 4, "commit_guard": False}, True, 6),
+                          ("tla:Kip101", TLA_SMALL, False, 12)], ids=["two-phase", "Kip101"])
+def test_the_kernel_expansion_of_a_partition_is_the_readable_one(name, constants, symmetry, depth):
+    """``KernelExpand`` (packed states, the kernel's fingerprints) and ``ArrowExpand`` (msgpack, Python's) over the
+    same frontier partition: the same candidates (order key -> state), states generated, deadlock and violations
+    (the kernel's partition in chunks of 97 states, so its first-occurrence set and indices cross chunks)."""
+    pa = pytest.importorskip("pyarrow")
+    from checker.codec import state_column_codec
+    from checker.spark.arrow_step import ArrowExpand
+    from checker.spark.kernel_step import KernelExpand, kernel_checks
+
+    model = model_of(name, constants)
+    kernel = km.load(model.kernel())
+    shipment = Shipment.of(kernel)
+    batch = batch_kernel(shipment)
+    levels = _levels(model, symmetry, depth)
+    frontier, before = levels[-1], levels[-2]
+    base = sum(len(level) for level in levels[:-1])
+    gidx = np.arange(base, base + len(frontier), dtype=np.int64)
+    invariants = [inv for inv in for_family(model.family).values() if inv.name in kernel.spec.invariants]
+    codec = state_column_codec(model)
+    readable = ArrowExpand(model, symmetry, True, invariants, None, codec,
+                           canonical=model.canonical if symmetry else None)
+    py_fps = np.array([hash(s) for s in frontier], np.int64)
+    py_recent = np.array([hash(s) for s in before + frontier], np.int64)
+    want, want_stats = _expand_partition(readable, py_fps, [codec.encode(s) for s in frontier], gidx, py_recent, pa)
+    packed = [kernel.spec.pack(s) for s in frontier]
+    k_fps = batch.fingerprints(batch.rows(b"".join(packed)))
+    k_recent = batch.fingerprints(batch.rows(b"".join(kernel.spec.pack(s) for s in before + frontier)))
+    compiled = KernelExpand(shipment, symmetry, True, kernel_checks(kernel, invariants), None, chunk=97)
+    got, got_stats = _expand_partition(compiled, k_fps, packed, gidx, k_recent, pa)
+    assert want and got_stats == want_stats
+    assert {key: kernel.spec.unpack(raw) for key, raw in got.items()} == {key: codec.decode(raw)
+                                                                        for key, raw in want.items()}
+    if name == "tla:Kip101":
+        assert want_stats[0], "the frontier should violate an invariant (the test then covers the masks)"
+
+
+@needs_cc
+def test_the_prefix_moves_to_spark_packed_in_the_readable_order():
+    """``packed_prefix``: the kernel's C search of the local prefix's levels, every state in global-index order
+    with the kernel's fingerprints; a kernel that disagrees with the readable prefix is one line, not a wrong run."""
+    from checker.bfs import LocalBFS
+    from checker.search import SearchOptions
+    from checker.spark.kernel_step import packed_prefix
+    from spec.errors import ModelError
+
+    model = model_of("two-phase", {"RM": 4})
+    local = LocalBFS(model, SearchOptions(symmetry=True))
+    st = local._initial_level()
+    for _ in range(5):
+        local._expand_level(st)
+    kernel = km.load(model.kernel())
+    rows, fps, start = packed_prefix(kernel, model, True, st)
+    levels = _levels(model, True, st.depth)
+    assert rows.tobytes() == b"".join(kernel.spec.pack(s) for level in levels for s in level)
+    assert start == st.frontier_base == len(rows) - len(levels[-1])
+    assert fps.tolist() == BatchKernel(kernel.library, kernel.state_bytes).fingerprints(rows).tolist()
+    mutant = km.load(model.kernel(), extra_flags=("-DKM_MUTANT=1",))
+    with pytest.raises(ModelError, match="disagree"):
+        packed_prefix(mutant, model, True, st)
+
+
+def test_the_readable_model_runs_on_spark_where_the_kernel_cannot():
+    """``why_not`` per engine: Spark's blocks transport and run directories hold readable states."""
+    from checker.search import SearchOptions
+
+    model = model_of("two-phase", {"RM": 3})
+    assert km.why_not(model, SearchOptions(), engine="spark") is None
+    assert "blocks" in km.why_not(model, SearchOptions(), engine="spark", spark_transport="blocks")
+    assert "run directory" in km.why_not(model, SearchOptions(checkpoint_path="run"), engine="spark")
+    assert "run directory" in km.why_not(model, SearchOptions(resume_from="run"), engine="spark")

@@ -94,8 +94,9 @@ class KernelExpand:
     on the partition's own states."""
 
     def __init__(self, shipment: Shipment, symmetry: bool, check_deadlock: bool, checks: list[tuple[int, int]],
-                 numbers: Any, fail_once: str | None = None) -> None:
+                 numbers: Any, fail_once: str | None = None, chunk: int = CHUNK) -> None:
         self.shipment = shipment
+        self.chunk = chunk  # states a ``km_expand_batch`` call
         self.symmetry = symmetry
         self.check_deadlock = check_deadlock
         self.checks = checks
@@ -117,8 +118,8 @@ class KernelExpand:
             _maybe_fail(rows.shape[0], self.fail_once)
         violated, generated, deadlock = 0, 0, None
         with FingerprintSet(kernel, self.numbers.value[2]) as seen:
-            for start in range(0, rows.shape[0], CHUNK):
-                got = kernel.expand(rows[start:start + CHUNK], self.symmetry, seen)
+            for start in range(0, rows.shape[0], self.chunk):
+                got = kernel.expand(rows[start:start + self.chunk], self.symmetry, seen)
                 violated |= _violated(got.masks, self.checks)
                 generated += int(got.degrees.sum())
                 if self.check_deadlock and deadlock is None:
