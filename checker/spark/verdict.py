@@ -79,7 +79,7 @@ class Verdicts:
                     break
             if chosen is None:
                 raise ModelError("cannot rebuild a trace: the recorded step is not deterministic in this model")
-            path.append((fp, table.id(chosen[0])))
+            path.append((hash(chosen[1]), table.id(chosen[0])))  # rebuild_trace replays by Python fingerprint
             current = chosen[1]
         return rebuild_trace(self.model, path, table.actions, self.options, name, why)
 
