@@ -70,7 +70,14 @@ from checker.search import SuccessorView
 from checker.spark.blocks import _gc_paused
 from checker.spark.driver_state import Counters, LevelInfo, LevelTiming, SparkRun
 from checker.spark.expand import _maybe_fail
-from checker.spark.kernel_step import KernelExpand, KernelFrontierCheck, binary_column, kernel_checks, packed_prefix
+from checker.spark.kernel_step import (
+    KernelExpand,
+    KernelFrontierCheck,
+    _candidates_arrays,
+    binary_column,
+    kernel_checks,
+    packed_prefix,
+)
 from checker.spark.rundir import RunDir, save_local_prefix
 from spec.errors import BadFileError, UsageError
 from spec.model import Model
@@ -264,12 +271,6 @@ def _frontier_in_order(batches: Iterator[Any], numbers: tuple) -> tuple[list[byt
 def _candidates(pa: Any, fps: list[int], keys: list[int], states: list[bytes]) -> Any:
     return _candidates_arrays(pa, pa.array(fps, pa.int64()), pa.array(keys, pa.int64()), pa.array(states, pa.binary()))
 
-
-def _candidates_arrays(pa: Any, fps: Any, keys: Any, states: Any) -> Any:
-    """A batch of candidates (Arrow arrays of fingerprints, order keys and encoded states), statistics null."""
-    nothing = pa.nulls(len(fps), pa.int64())
-    return pa.RecordBatch.from_arrays([fps, keys, states, nothing, nothing, nothing, nothing],
-                                      names=["fp", "key", "state", "bad", "gen", "dead", "cpu"])
 
 
 def _arrow_conf(spark: SparkRun, model: Model) -> None:

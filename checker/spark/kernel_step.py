@@ -79,6 +79,14 @@ def _in_order(batches: Iterator[Any], numbers: tuple, width: int) -> tuple[np.nd
     return np.ascontiguousarray(rows[order]), gidx[order]
 
 
+def _candidates_arrays(pa: Any, fps: Any, keys: Any, states: Any) -> Any:
+    """A batch of candidates of the arrow transport (Arrow arrays of fingerprints, order keys and states, packed or
+    encoded), its statistics columns null."""
+    nothing = pa.nulls(len(fps), pa.int64())
+    return pa.RecordBatch.from_arrays([fps, keys, states, nothing, nothing, nothing, nothing],
+                                      names=["fp", "key", "state", "bad", "gen", "dead", "cpu"])
+
+
 def _violated(masks: np.ndarray, checks: list[tuple[int, int]]) -> int:
     """The bits (``checks``: (bit of the level's mask, bit of the kernel's)) that some state of ``masks`` violates."""
     bad = 0
@@ -108,8 +116,6 @@ class KernelExpand:
 
     def _run(self, batches: Iterator[Any]) -> Iterator[Any]:
         import pyarrow as pa
-
-        from checker.spark.arrow_step import _candidates_arrays
 
         cpu_started = time.process_time()
         kernel = batch_kernel(self.shipment)
