@@ -217,3 +217,17 @@ def test_the_readable_model_runs_on_spark_where_the_kernel_cannot():
     assert "blocks" in km.why_not(model, SearchOptions(), engine="spark", spark_transport="blocks")
     assert "run directory" in km.why_not(model, SearchOptions(checkpoint_path="run"), engine="spark")
     assert "run directory" in km.why_not(model, SearchOptions(resume_from="run"), engine="spark")
+
+
+def test_verbose_names_the_kernel_on_the_spark_executors():
+    from types import SimpleNamespace
+
+    from rich.console import Console
+
+    from kmc.cli import print_path
+
+    console = Console(record=True, width=200)
+    path = {"path": "kernel", "engine": "spark", "kernel": "kernel.c", "library": "kernel-0123.so", "state_bytes": 43,
+            "fingerprints": "the kernel's 64-bit hash of the packed state on Spark's levels"}
+    print_path(console, SimpleNamespace(extra={"path": path}))
+    assert "the compiled kernel on the Spark executors (kernel.c, 43 bytes a state" in console.export_text()
