@@ -40,11 +40,13 @@ CASES = [
     ("two-phase", {"RM": 5}, {"symmetry": True, "check_deadlock": True}, 20, Verdict.HOLDS),
     ("tla:Kip101", TLA_SMALL, {"stop_at_first": False}, 30, Verdict.VIOLATED),
     ("tla:Kip320", TLA_SMALL, {}, 0, Verdict.HOLDS),
+    # the search stops at a frontier it does not expand, whose states violate: KernelFrontierCheck finds the first
+    ("tla:Kip101", TLA_SMALL, {"max_depth": 12}, 30, Verdict.VIOLATED),
 ]
 
 
 @pytest.mark.parametrize(("name", "constants", "options", "threshold", "verdict"), CASES,
-                         ids=["two-phase-violated", "two-phase-symmetry", "Kip101", "Kip320"])
+                         ids=["two-phase-violated", "two-phase-symmetry", "Kip101", "Kip320", "Kip101-depth-bound"])
 @pytest.mark.usefixtures("spark")
 def test_spark_on_the_kernel_is_the_local_engine(name, constants, options, threshold, verdict):
     model = model_of(name, constants)
