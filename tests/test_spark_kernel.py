@@ -67,3 +67,5 @@ def test_kernel_off_and_the_blocks_transport_run_the_readable_model():
     blocks = spark_run(model, SearchOptions(kernel="auto"), transport="blocks")
     assert "blocks transport" in blocks.extra["path"]["reason"]
     assert summary(off) == summary(blocks)
+    below = spark_run(model, SearchOptions(kernel="auto"), threshold=10_000)  # Spark never starts
+    assert below.extra["path"]["path"] == "readable" and "--spark-threshold" in below.extra["path"]["reason"]

@@ -99,6 +99,9 @@ class Verdicts:
             extra["reduction"] = report(self.model)
         if getattr(self, "_path", None):
             extra["path"] = self._path
+            if spark is None and self._path["path"] == "kernel":  # no level reached Spark's executors
+                extra["path"] = {"path": "readable", "reason": "every level ran on the driver with the local engine "
+                                 "(below --spark-threshold), on the readable model"}
         workers = spark.sc.defaultParallelism if spark is not None else 1
         checkpoint_file = run_dir.path if (reason and run_dir is not None and not run_dir.temporary
                                            and st.spark_started and st.frontier_size) else None
