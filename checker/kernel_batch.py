@@ -55,17 +55,27 @@ def batch_kernel(shipment: Shipment) -> BatchKernel:
     path = os.path.join(cache_dir(), shipment.name)
     if not os.path.exists(path):
         try:
-            os.makedirs(cache_dir(), exist_ok=True)
-            directory = cache_dir()
-        except OSError:
-            directory = tempfile.mkdtemp(prefix="kmc-kernel-")
-        fd, tmp = tempfile.mkstemp(suffix=".so", dir=directory)
+            path = _write_library(cache_dir(), shipment)
+        except OSError:  # a cache this process cannot write: a directory of its own
+            path = _write_library(tempfile.mkdtemp(prefix="kmc-kernel-"), shipment)
+    loaded = _LOADED[shipment.name] = BatchKernel(path, shipment.state_bytes)
+    return loaded
+
+
+def _write_library(directory: str, shipment: Shipment) -> str:
+    """``shipment``'s library written into ``directory`` under its name, atomically (a concurrent worker sees the
+    whole file or none); its path."""
+    os.makedirs(directory, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(suffix=".so", dir=directory)
+    try:
         with os.fdopen(fd, "wb") as f:
             f.write(shipment.data)
         path = os.path.join(directory, shipment.name)
         os.replace(tmp, path)
-    loaded = _LOADED[shipment.name] = BatchKernel(path, shipment.state_bytes)
-    return loaded
+    finally:
+        if os.path.exists(tmp):
+            os.unlink(tmp)
+    return path
 
 
 class BatchKernel:

@@ -96,6 +96,20 @@ def test_a_shipped_library_loads_where_the_cache_lacks_it(tmp_path, monkeypatch)
     loaded = batch_kernel(shipment)
     assert loaded.state_bytes == kernel.state_bytes
     assert (tmp_path / "kmc" / "kernels" / shipment.name).exists()
+    # a cache directory this process cannot write in (as a user whose cache is read-only): a directory of its own
+    import tempfile
+
+    monkeypatch.setattr("checker.kernel_batch._LOADED", {})
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "read-only"))
+    real = tempfile.mkstemp
+
+    def mkstemp(suffix=None, prefix=None, dir=None):  # noqa: A002 (tempfile's own name)
+        if dir is not None and "read-only" in str(dir):
+            raise PermissionError(13, "Permission denied")
+        return real(suffix=suffix, prefix=prefix, dir=dir)
+
+    monkeypatch.setattr(tempfile, "mkstemp", mkstemp)
+    assert batch_kernel(shipment).state_bytes == kernel.state_bytes
 
 
 # -- the Spark executors' expansion on the kernel, without Spark (pyarrow only) ---------------------------------
