@@ -35,7 +35,7 @@ def spark(spark_local):
 
 CASES = [
     # (model, constants, search options, threshold: the local prefix's frontier below it, the verdict)
-    ("two-phase", {"RM": 4, "commit_guard": False}, {"stop_at_first": False, "check_deadlock": True}, 0,
+    ("two-phase", {"RM": 3, "commit_guard": False}, {"stop_at_first": False, "check_deadlock": True}, 0,
      Verdict.VIOLATED),
     ("two-phase", {"RM": 5}, {"symmetry": True, "check_deadlock": True}, 20, Verdict.HOLDS),
     ("tla:Kip101", TLA_SMALL, {"stop_at_first": False}, 30, Verdict.VIOLATED),
