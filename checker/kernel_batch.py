@@ -24,8 +24,11 @@ import numpy as np
 
 from checker.kernel import Kernel, cache_dir
 
-#: states expanded a call (the output buffers hold this many times the kernel's successor bound)
+#: states expanded a call at most (the output buffers hold this many times the kernel's successor bound)
 CHUNK = 4096
+#: bytes of successor buffers a call may take: a kernel of large states or many successors a state (the Kafka
+#: model's) expands fewer states a call
+OUTPUT_BUDGET = 32 << 20
 
 
 @dataclass(frozen=True)
@@ -99,6 +102,10 @@ class BatchKernel:
         if self.state_bytes != state_bytes:
             raise RuntimeError(f"kernel library {library}: {self.state_bytes} bytes a state, expected {state_bytes}")
 
+    def chunk(self) -> int:
+        """States a call: ``CHUNK``, fewer when their successors' buffers would pass ``OUTPUT_BUDGET``."""
+        return max(1, min(CHUNK, OUTPUT_BUDGET // max(1, self.max_successors * self.state_bytes)))
+
     def rows(self, packed: bytes | np.ndarray) -> np.ndarray:
         """``packed`` (states end to end) as a C-contiguous array of one row a state."""
         flat = np.frombuffer(packed, np.uint8) if isinstance(packed, bytes | bytearray | memoryview) else packed
@@ -119,7 +126,7 @@ class BatchKernel:
         return out
 
     def expand(self, states: np.ndarray, symmetry: bool, seen: FingerprintSet | None = None) -> Expansion:
-        """The successors of ``states`` (rows; at most ``CHUNK`` of them), as ``km_expand_batch`` gives them."""
+        """The successors of ``states`` (rows; ``chunk()`` of them or fewer), as ``km_expand_batch`` gives them."""
         states = np.ascontiguousarray(states, dtype=np.uint8)
         n = states.shape[0]
         cap = max(1, n * self.max_successors)

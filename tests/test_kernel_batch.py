@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 
 from checker import kernel as km
-from checker.kernel_batch import BatchKernel, FingerprintSet, Shipment, batch_kernel
+from checker.kernel_batch import CHUNK, BatchKernel, FingerprintSet, Shipment, batch_kernel
 from invariants.registry import for_family
 from tests.test_kernel import TLA_SMALL, model_of, needs_cc, reachable
 
@@ -245,3 +245,15 @@ def test_verbose_names_the_kernel_on_the_spark_executors():
             "fingerprints": "the kernel's 64-bit hash of the packed state on Spark's levels"}
     print_path(console, SimpleNamespace(extra={"path": path}))
     assert "the compiled kernel on the Spark executors (kernel.c, 43 bytes a state" in console.export_text()
+
+
+@needs_cc
+def test_a_kernel_of_large_successor_buffers_expands_fewer_states_a_call(monkeypatch):
+    """The buffers of a call hold chunk() x the successor bound x the state's bytes: within OUTPUT_BUDGET (a Kafka
+    kernel's states are larger and have more successors than these)."""
+    model = model_of("tla:Kip320", TLA_SMALL)
+    kernel = km.load(model.kernel())
+    batch = BatchKernel(kernel.library, kernel.state_bytes)
+    assert batch.chunk() == CHUNK
+    monkeypatch.setattr("checker.kernel_batch.OUTPUT_BUDGET", 10 * batch.max_successors * batch.state_bytes)
+    assert batch.chunk() == 10

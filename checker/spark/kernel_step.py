@@ -27,7 +27,7 @@ from typing import Any
 import numpy as np
 
 from checker.kernel import Kernel
-from checker.kernel_batch import CHUNK, FingerprintSet, Shipment, batch_kernel
+from checker.kernel_batch import FingerprintSet, Shipment, batch_kernel
 from checker.spark.blocks import _gc_paused
 from checker.spark.expand import _maybe_fail
 from spec.errors import ModelError
@@ -102,9 +102,9 @@ class KernelExpand:
     on the partition's own states."""
 
     def __init__(self, shipment: Shipment, symmetry: bool, check_deadlock: bool, checks: list[tuple[int, int]],
-                 numbers: Any, fail_once: str | None = None, chunk: int = CHUNK) -> None:
+                 numbers: Any, fail_once: str | None = None, chunk: int | None = None) -> None:
         self.shipment = shipment
-        self.chunk = chunk  # states a ``km_expand_batch`` call
+        self.chunk = chunk  # states a ``km_expand_batch`` call (None: the kernel's ``chunk()``)
         self.symmetry = symmetry
         self.check_deadlock = check_deadlock
         self.checks = checks
@@ -124,8 +124,9 @@ class KernelExpand:
             _maybe_fail(rows.shape[0], self.fail_once)
         violated, generated, deadlock = 0, 0, None
         with FingerprintSet(kernel, self.numbers.value[2]) as seen:
-            for start in range(0, rows.shape[0], self.chunk):
-                got = kernel.expand(rows[start:start + self.chunk], self.symmetry, seen)
+            chunk = self.chunk or kernel.chunk()
+            for start in range(0, rows.shape[0], chunk):
+                got = kernel.expand(rows[start:start + chunk], self.symmetry, seen)
                 violated |= _violated(got.masks, self.checks)
                 generated += int(got.degrees.sum())
                 if self.check_deadlock and deadlock is None:
