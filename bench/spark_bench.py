@@ -6,6 +6,8 @@
         --const epochs=1 --const crashes=0 --masters 'local[2]' --transports arrow,blocks
     python3 bench/spark_bench.py --json out.json
     python3 bench/spark_bench.py --transports arrow,arrow+checkpoint   # also with a run directory (resumable)
+    python3 bench/spark_bench.py --const RM=7 --masters 'local[2]' --transports arrow,arrow+kernel --local-kernel
+        # the compiled kernel (checker.spark.kernel_step) on the executors, and on the local engine
 
 Besides wall seconds it reports CPU seconds of the whole process tree (the driver, Spark's JVM and
 its Python workers, read from /proc on Linux): on a shared machine the wall-clock ratio depends
@@ -146,6 +148,8 @@ def run_spark(model: Any, options: SearchOptions, master: str, threshold: int, p
     name = transport
     transport, _, variant = transport.partition("+")
     run_dir = tempfile.mkdtemp(prefix="kmc-bench-run-") if variant == "checkpoint" else None
+    # +kernel: the executors expand packed states with the compiled kernel; else the readable model
+    options = dataclasses.replace(options, kernel="on" if variant == "kernel" else "off")
     if run_dir is not None:  # a resumable run: every level written to the run directory, run.json after each
         options = dataclasses.replace(options, checkpoint_path=os.path.join(run_dir, "run"))
     spark_options = SparkOptions(master=master, threshold=threshold, transport=transport, partitions=partitions or None)
@@ -195,6 +199,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--partitions", type=int, help="Spark partitions (default the engine's: a core each with the "
                         "arrow transport, two with blocks)")
     parser.add_argument("--skip-local", action="store_true")
+    parser.add_argument("--local-kernel", action="store_true", help="also the local engine on the compiled kernel "
+                        "(kmc check --kernel on)")
     parser.add_argument("--stages", action="store_true",
                         help="keep Spark's web UI on and report its stage metrics per step (arrow transport)")
     parser.add_argument("--symmetry", action="store_true", help="search orbits (kmc check --symmetry; the safety "
@@ -218,6 +224,13 @@ def main(argv: list[str] | None = None) -> int:
         result = check(model, options)
         rows.append({"engine": "local", "result": result, "cpu_seconds": tree_cpu_seconds() - cpu})
         print(f"  local: {result.seconds:.1f} s", flush=True)
+    if args.local_kernel:
+        from checker.bfs import LocalOptions, run_engine
+
+        cpu = tree_cpu_seconds()
+        result = run_engine(model, dataclasses.replace(options, kernel="on"), LocalOptions())
+        rows.append({"engine": "local kernel", "result": result, "cpu_seconds": tree_cpu_seconds() - cpu})
+        print(f"  local kernel: {result.seconds:.1f} s", flush=True)
     for master in [m.strip() for m in args.masters.split(",") if m.strip()]:
         for transport in [t.strip() for t in args.transports.split(",") if t.strip()]:
             row = run_spark(model, options, master, args.threshold, args.partitions, transport, args.stages)
@@ -246,6 +259,8 @@ def main(argv: list[str] | None = None) -> int:
         print(f"{row['engine']:<26}{r.seconds:>10.1f}{r.distinct_states / r.seconds:>12,.0f}{row['cpu_seconds']:>10.1f}"
               f"{base['result'].seconds / r.seconds:>14.2f}x")
     for row in rows[1:] if not args.skip_local else rows:
+        if "startup" not in row:  # the local engine on the kernel
+            continue
         print()
         if " arrow" in row["engine"]:
             print(f"{row['engine']}: Spark and worker startup {row['startup']:.1f} s (not counted), "

@@ -117,11 +117,12 @@ class Engine:
         if options.kernel == "on" and not self.kernel:
             from checker.kernel import KernelUnavailable
 
-            raise KernelUnavailable(f"--kernel on: the compiled kernel runs on the local engine, not --engine {self.name}; "
-                                    "drop --engine and --workers, or use --kernel auto")
+            raise KernelUnavailable(f"--kernel on: the compiled kernel runs on the local and spark engines, not --engine "
+                                    f"{self.name}; drop --engine and --workers, or use --kernel auto")
         result = search(model, options, engine_options)
         if options.kernel != "off" and not self.kernel:
-            result.extra["path"] = {"path": "readable", "reason": f"the kernel runs on the local engine, not {self.name}"}
+            result.extra["path"] = {"path": "readable",
+                                    "reason": f"the kernel runs on the local and spark engines, not {self.name}"}
         if options.shortest:
             result = shortest_rerun(model, options, result, lambda m, o: search(m, o, engine_options))
         if options.reduce != "none" and result.violations:
@@ -155,7 +156,7 @@ ENGINES: dict[str, Engine] = {
                       EngineFlag("--spark-transport", "transport", "spark engine: arrow (DataFrames, Arrow batches, "
                                  "dedup in the JVM; the default with PyArrow and PySpark 4) or blocks (RDDs); both "
                                  "write resumable run directories (--checkpoint DIR)", choices=("arrow", "blocks"))),
-               reductions=frozenset({"dead"}), checkpoints=True, reduced_checkpoints=True, liveness=True),
+               reductions=frozenset({"dead"}), checkpoints=True, reduced_checkpoints=True, liveness=True, kernel=True),
         Engine("directed", "checker.directed", "DirectedOptions",
                "best-first search towards a violation, steered by the invariants' distances (--directed-weight)",
                flags=(EngineFlag("--directed-weight", "weight", "directed engine: order states by W x distance + "

@@ -74,6 +74,7 @@ class Kernel:
             "km_degrees": ([p, ctypes.POINTER(ctypes.c_uint64)], None),
             "km_path": ([p, ctypes.c_int64, i64p, ctypes.POINTER(ctypes.c_uint32), ctypes.c_int64], ctypes.c_int64),
             "km_get_state": ([p, ctypes.c_int64, ctypes.c_char_p], None),
+            "km_get_states": ([p, ctypes.c_uint64, ctypes.c_uint64, p], None),
             "km_successors_of": ([u8p, ctypes.POINTER(ctypes.c_uint32), ctypes.c_char_p], ctypes.c_uint32),
             "km_violations_of": ([u8p], ctypes.c_uint32), "km_canonical_of": ([ctypes.c_char_p], None),
         }
@@ -154,8 +155,14 @@ def _compiled_invariant(inv: Any, names: tuple[str, ...]) -> bool:
     return inv.name in names and getattr(holds, "__module__", "").startswith("invariants.")
 
 
-def why_not(model: Model, options: SearchOptions) -> str | None:
-    """Why this search must run on the readable model (one phrase), or None: the kernel can run it."""
+def why_not(model: Model, options: SearchOptions, engine: str = "local", spark_transport: str = "arrow") -> str | None:
+    """Why this search must run on the readable model (one phrase), or None: the kernel can run it on ``engine``
+    (local: ``KernelBFS``; spark: the executors expand packed states, ``checker.spark.kernel_step``, on the arrow
+    transport only; its run directories hold readable states)."""
+    if engine == "spark" and spark_transport != "arrow":
+        return "the Spark blocks transport carries readable states (the kernel runs on the arrow transport)"
+    if engine == "spark" and (options.resume_from or options.checkpoint_path):
+        return "a Spark run directory (--checkpoint, --resume) holds readable states"
     spec = model.kernel()
     if spec is None:
         return f"model {model.name} has no compiled kernel"

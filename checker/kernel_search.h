@@ -264,3 +264,131 @@ void km_canonical_of(uint8_t *packed) {
     km_canonical(&s);
     memcpy(packed, &s, KM_BYTES);
 }
+
+/* -- a batch at a time, from any process (the Spark executors: checker/kernel_batch.py) ------------
+   A state's fingerprint is km_hash of its packed bytes (in the canonical form under --symmetry); a set
+   of fingerprints (km_fpset) keeps an expansion's first occurrences across its batches. */
+
+typedef struct {
+    uint64_t *slots; /* open addressing: 0 empty; the fingerprint 0 is held apart (has_zero) */
+    uint64_t mask, n;
+    int has_zero;
+} km_fpset;
+
+void km_fpset_free(km_fpset *set) {
+    if (!set) return;
+    free(set->slots);
+    free(set);
+}
+
+km_fpset *km_fpset_new(void) {
+    km_fpset *set = calloc(1, sizeof(km_fpset));
+    if (!set) return NULL;
+    set->mask = 4095;
+    set->slots = calloc(set->mask + 1, sizeof(uint64_t));
+    if (!set->slots) { free(set); return NULL; }
+    return set;
+}
+
+static int km_fpset_grow(km_fpset *set) {
+    uint64_t cap = (set->mask + 1) * 2;
+    uint64_t *slots = calloc(cap, sizeof(uint64_t));
+    if (!slots) return -1;
+    for (uint64_t i = 0; i <= set->mask; i++) {
+        uint64_t fp = set->slots[i];
+        if (!fp) continue;
+        uint64_t h = (fp ^ fp >> 29) & (cap - 1);
+        while (slots[h]) h = (h + 1) & (cap - 1);
+        slots[h] = fp;
+    }
+    free(set->slots);
+    set->slots = slots;
+    set->mask = cap - 1;
+    return 0;
+}
+
+/* Add fp: 1 if it was new, 0 if the set held it, -2 out of memory. */
+static int km_fpset_add(km_fpset *set, uint64_t fp) {
+    if (fp == 0) {
+        int was = set->has_zero;
+        set->has_zero = 1;
+        return !was;
+    }
+    uint64_t h = (fp ^ fp >> 29) & set->mask;
+    while (set->slots[h]) {
+        if (set->slots[h] == fp) return 0;
+        h = (h + 1) & set->mask;
+    }
+    set->slots[h] = fp;
+    set->n++;
+    if (set->n * 2 > set->mask + 1 && km_fpset_grow(set)) return -2;
+    return 1;
+}
+
+/* Add n fingerprints (the levels known visited): 0, or -2 out of memory. */
+int km_fpset_add_many(km_fpset *set, const uint64_t *fps, uint64_t n) {
+    for (uint64_t i = 0; i < n; i++)
+        if (km_fpset_add(set, fps[i]) == -2) return -2;
+    return 0;
+}
+
+/* The fingerprints of n packed states (as they are: canonicalise first under --symmetry). */
+void km_fingerprints(const uint8_t *states, uint64_t n, uint64_t *out) {
+    for (uint64_t i = 0; i < n; i++) out[i] = km_hash(states + i * KM_BYTES);
+}
+
+/* The compiled invariants' violation masks of n packed states. */
+void km_violations_batch(const uint8_t *states, uint64_t n, uint32_t *masks) {
+    km_state s;
+    for (uint64_t i = 0; i < n; i++) {
+        memcpy(&s, states + i * KM_BYTES, KM_BYTES);
+        masks[i] = km_violations(&s);
+    }
+}
+
+/* Expand n packed states in order. For state i: masks[i] the compiled invariants it violates, degrees[i]
+   its successor count. Its successors, in the readable model's order, canonical under `symmetry`, are
+   written out in order (at most `cap`): the packed state, its fingerprint, the expanded state's offset i
+   in this batch, its position among i's successors and the action code; with `seen`, only those whose
+   fingerprint is not in it, each then added (an expansion's first occurrences, across its batches).
+   Returns how many were written; -2 out of memory; -1 when `cap` is short (the caller passes at least
+   n * KM_MAX_SUCC: on -1, `seen` holds fingerprints not written, and the batch is spoiled). */
+int64_t km_expand_batch(const uint8_t *states, uint64_t n, int symmetry, km_fpset *seen, uint32_t *masks,
+                        uint32_t *degrees, uint8_t *out_states, uint64_t *out_fps, uint32_t *out_parent,
+                        uint32_t *out_pos, uint32_t *out_action, uint64_t cap) {
+    km_succ *out = malloc(sizeof(km_succ));
+    if (!out) return -2;
+    uint64_t w = 0;
+    km_state s;
+    for (uint64_t i = 0; i < n; i++) {
+        memcpy(&s, states + i * KM_BYTES, KM_BYTES);
+        masks[i] = km_violations(&s);
+        out->n = 0;
+        km_successors(&s, out);
+        degrees[i] = out->n;
+        for (uint32_t j = 0; j < out->n; j++) {
+            km_state *t = &out->st[j];
+            if (symmetry) km_canonical(t);
+            uint64_t fp = km_hash((const uint8_t *)t);
+            if (seen) {
+                int added = km_fpset_add(seen, fp);
+                if (added == -2) { free(out); return -2; }
+                if (!added) continue;
+            }
+            if (w == cap) { free(out); return -1; }
+            memcpy(out_states + w * KM_BYTES, t, KM_BYTES);
+            out_fps[w] = fp;
+            out_parent[w] = (uint32_t)i;
+            out_pos[w] = j;
+            out_action[w] = out->act[j];
+            w++;
+        }
+    }
+    free(out);
+    return (int64_t)w;
+}
+
+/* States [start, start + n) of a search, packed, in discovery order (the prefix a Spark run moves over). */
+void km_get_states(const km_search *k, uint64_t start, uint64_t n, uint8_t *out) {
+    memcpy(out, k->states + start * KM_BYTES, n * KM_BYTES);
+}

@@ -140,7 +140,8 @@ def print_summary(console: Console, result: CheckResult) -> None:
         console.print(f"{result.extra.get('walks', 0):,} walks, {result.states_generated:,} states generated, "
                       f"{result.distinct_states:,} distinct states covered, deepest walk {result.depth} states.")
     else:
-        if result.extra.get("path", {}).get("path") == "kernel":
+        path = result.extra.get("path", {})
+        if path.get("path") == "kernel" and not path.get("fingerprints"):
             console.print("The compiled kernel stores every state whole (no fingerprints): no two distinct states "
                           "can have been taken for one.", highlight=False)
         elif result.collision is not None:
@@ -316,7 +317,10 @@ def print_what_runs(console: Console, model_name: str, runs: dict[str, Any], ver
 def print_path(console: Console, result: CheckResult) -> None:
     """``--verbose``: which path ran, the compiled kernel or the readable model (and why not the kernel)."""
     path = result.extra["path"]
-    if path["path"] == "kernel":
+    if path["path"] == "kernel" and path.get("engine") == "spark":
+        console.print(f"Path: the compiled kernel on the Spark executors ({path['kernel']}, {path['state_bytes']} bytes "
+                      f"a state on the wire; library {path['library']})", highlight=False)
+    elif path["path"] == "kernel":
         console.print(f"Path: the compiled kernel ({path['kernel']}, {path['state_bytes']} bytes a state, "
                       f"{path['kernel_bytes'] / 2**20:.1f} MB; library {path['library']})", highlight=False)
     else:
@@ -541,8 +545,8 @@ def build_parser() -> argparse.ArgumentParser:
     add_model_options(check)
     add_search_options(check)
     check.add_argument("--kernel", choices=("auto", "on", "off"), default="auto",
-                       help="the compiled successor kernel (local engine; models that have one: two-phase, tla:Kip101, "
-                            "tla:Kip279, tla:Kip320): auto where it applies (the default), on (else exit 69), off "
+                       help="the compiled successor kernel (local and spark engines; models that have one: two-phase, "
+                            "tla:Kip101, tla:Kip279, tla:Kip320): auto where it applies (the default), on (else exit 69), off "
                             "(the readable model); the same counts, depth, verdict and traces either way")
     check.add_argument("--verbose", action="store_true",
                        help="the header also lists every feature flag that is on in the run, and the run says which "

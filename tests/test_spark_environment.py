@@ -46,6 +46,14 @@ def test_local_masters_get_task_retries():
     assert with_task_retries("spark://host:7077") == "spark://host:7077"
 
 
+def test_the_driver_takes_a_levels_keys_as_large_as_its_memory():
+    """A level's keys come back as one result; Spark's default ``spark.driver.maxResultSize`` (1g) refused a level of
+    about 22 M new states (48 bytes each) that the driver's memory holds."""
+    from checker.spark.session import session_options
+
+    assert session_options("local[2]", "6g", ui=False, jvm_log=False)["spark.driver.maxResultSize"] == "6g"
+
+
 def test_executors_use_the_clusters_interpreter_and_loopback_needs_no_setting():
     from checker.spark.session import prepare_environment
 

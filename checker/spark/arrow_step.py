@@ -70,6 +70,14 @@ from checker.search import SuccessorView
 from checker.spark.blocks import _gc_paused
 from checker.spark.driver_state import Counters, LevelInfo, LevelTiming, SparkRun
 from checker.spark.expand import _maybe_fail
+from checker.spark.kernel_step import (
+    KernelExpand,
+    KernelFrontierCheck,
+    _candidates_arrays,
+    binary_column,
+    kernel_checks,
+    packed_prefix,
+)
 from checker.spark.rundir import RunDir, save_local_prefix
 from spec.errors import BadFileError, UsageError
 from spec.model import Model
@@ -261,13 +269,8 @@ def _frontier_in_order(batches: Iterator[Any], numbers: tuple) -> tuple[list[byt
 
 
 def _candidates(pa: Any, fps: list[int], keys: list[int], states: list[bytes]) -> Any:
-    count = len(fps)
-    nothing = pa.nulls(count, pa.int64())
-    return pa.RecordBatch.from_arrays(
-        [pa.array(fps, pa.int64()), pa.array(keys, pa.int64()), pa.array(states, pa.binary()),
-         nothing, nothing, nothing, nothing],
-        names=["fp", "key", "state", "bad", "gen", "dead", "cpu"],
-    )
+    return _candidates_arrays(pa, pa.array(fps, pa.int64()), pa.array(keys, pa.int64()), pa.array(states, pa.binary()))
+
 
 
 def _arrow_conf(spark: SparkRun, model: Model) -> None:
@@ -353,15 +356,18 @@ class ArrowLevelStep:
         _arrow_conf(spark, self.model)
         if not self._run_dir.temporary:
             save_local_prefix(self._run_dir, self.model, self.options, local)
-        visited = pa.table({"fp": pa.array(np.asarray(local.visited.array, dtype=np.int64))})
+        if self._kernel is not None:  # packed states with the kernel's fingerprints (``kernel_step``)
+            rows, kernel_fps, start = packed_prefix(self._kernel, self.model, self.symmetry, local)
+            visited_fps, fps, states = kernel_fps, kernel_fps[start:], binary_column(pa, rows[start:])
+        else:
+            visited_fps = np.asarray(local.visited.array, dtype=np.int64)
+            fps = np.fromiter((hash(s) for s in local.frontier), np.int64, len(local.frontier))
+            states = pa.array([spark.codec.encode(s) for s in local.frontier], pa.binary())
+        visited = pa.table({"fp": pa.array(visited_fps)})
         spark.visited = _cut(spark, session.createDataFrame(visited).repartition(parts, "fp").sortWithinPartitions("fp"))
         spark.runs = []
-        encode = spark.codec.encode
-        frontier = list(local.frontier)
-        fps = np.fromiter((hash(s) for s in frontier), np.int64, len(frontier))
         indices = np.arange(fps.size, dtype=np.int64)
-        table = pa.table({"fp": pa.array(fps), "key": pa.array(indices),
-                          "state": pa.array([encode(s) for s in frontier], pa.binary())})
+        table = pa.table({"fp": pa.array(fps), "key": pa.array(indices), "state": states})
         spark.frontier = _cut(spark, _by_index_range(spark, session.createDataFrame(table), indices))
         self._broadcast_numbers(spark, fps, np.arange(local.frontier_base, local.frontier_base + fps.size,
                                                       dtype=np.int64))
@@ -460,8 +466,12 @@ class ArrowLevelStep:
         from pyspark.sql import functions as F  # noqa: N812
 
         fail_once = self.fail_marker if self.fail_at_depth is not None and int(self.fail_at_depth) == depth else None
-        expand = ArrowExpand(self.model, self.symmetry, self.options.check_deadlock, check, spark.broadcasts[-1],
-                             spark.codec, fail_once, canonical=self.local.canonical)
+        if self._kernel is not None:  # packed states expanded in C (``kernel_step``)
+            expand: Any = KernelExpand(self._shipment, self.symmetry, self.options.check_deadlock,
+                                       kernel_checks(self._kernel, check), spark.broadcasts[-1], fail_once)
+        else:
+            expand = ArrowExpand(self.model, self.symmetry, self.options.check_deadlock, check, spark.broadcasts[-1],
+                                 spark.codec, fail_once, canonical=self.local.canonical)
         spark.sc.setJobDescription(f"kmc level {depth}: expand")
         candidates = spark.frontier.mapInArrow(expand, CANDIDATES_SCHEMA)
         # shuffled to their fingerprint's partition and sorted there (the visited runs are
@@ -549,8 +559,12 @@ class ArrowLevelStep:
         if not invariants:
             return False
         spark.sc.setJobDescription(f"kmc level {st.depth}: first violating states")
-        rows = spark.frontier.mapInArrow(FrontierCheck(invariants, spark.broadcasts[-1], spark.codec),
-                                         "index long, bad long").toArrow()
+        if self._kernel is not None:
+            check: Any = KernelFrontierCheck(self._shipment, kernel_checks(self._kernel, invariants),
+                                             spark.broadcasts[-1])
+        else:
+            check = FrontierCheck(invariants, spark.broadcasts[-1], spark.codec)
+        rows = spark.frontier.mapInArrow(check, "index long, bad long").toArrow()
         indices, bad = rows["index"].to_numpy(), rows["bad"].to_numpy()
         found = False
         for bit, inv in enumerate(invariants):

@@ -100,6 +100,11 @@ class SparkBFS(ArrowLevelStep, LevelStep, Resumable, Verdicts, LevelSearch):
         self.timings: list[LevelTiming] = []
         #: the transport that wrote the run directory a ``--resume`` continues ("arrow" or "blocks"), None otherwise
         self._resumed_transport: str | None = None
+        #: the compiled kernel the executors expand with (``kernel_step``), its library as bytes, and what
+        #: ``--verbose`` and ``--json`` say of the path (``_choose_path``)
+        self._kernel: Any = None
+        self._shipment: Any = None
+        self._path: dict[str, Any] = {}
         self._console = self._level_console()
 
     def _level_console(self) -> Any:
@@ -137,6 +142,7 @@ class SparkBFS(ArrowLevelStep, LevelStep, Resumable, Verdicts, LevelSearch):
                 self._levels = [LevelInfo(1, 0, st.distinct)]
             self._started = self.local._started
             self._arrow = self._use_arrow()
+            self._choose_path()
             if self._resumed_transport is not None:  # the resumed levels, in their transport
                 self._rebuild(self._spark, st, self._levels, self._run_dir)
             result = run_levels(self, st)
@@ -238,6 +244,30 @@ class SparkBFS(ArrowLevelStep, LevelStep, Resumable, Verdicts, LevelSearch):
         # measured side by side on Kafka 2.1.0 brokers=3 (612,834 states, bench/NOTES.md): arrow
         # 0.28x the local engine and 93 CPU seconds, blocks 0.24x and 136 (local: 25)
         return arrow_available()
+
+    def _choose_path(self) -> None:
+        """The compiled kernel on the executors where ``checker.kernel.why_not`` allows it (``--kernel`` auto or
+        on), else the readable model; ``self._path`` says which, and why not the kernel."""
+        from checker import kernel as km
+        from checker.kernel_batch import Shipment
+
+        mode = self.options.kernel
+        reason = "--kernel off" if mode == "off" else km.why_not(
+            self.model, self.options, engine="spark", spark_transport="arrow" if self._arrow else "blocks")
+        if reason is None:
+            try:
+                self._kernel = km.load(self.model.kernel())
+            except km.KernelUnavailable as exc:
+                reason = str(exc)
+        if self._kernel is None:
+            if mode == "on":
+                raise km.KernelUnavailable(f"--kernel on: {reason}")
+            self._path = {"path": "readable", "reason": reason}
+            return
+        self._shipment = Shipment.of(self._kernel)
+        self._path = {"path": "kernel", "engine": "spark", "kernel": os.path.basename(self._kernel.spec.source),
+                      "library": self._shipment.name, "state_bytes": self._kernel.state_bytes,
+                      "fingerprints": "the kernel's 64-bit hash of the packed state on Spark's levels"}
 
     def _driver_only_note(self) -> str:
         """One line: why this run never used Spark (every level stayed below the threshold)."""

@@ -192,6 +192,40 @@ def _create(builder: Any, options: dict[str, str], master: str, secret: str | No
     return builder.getOrCreate()
 
 
+def session_options(master: str, memory: str, ui: bool, jvm_log: bool) -> dict[str, str]:
+    """The configuration of a session kmc starts itself (not under spark-submit, whose ``--conf`` rule)."""
+    options = {
+        "spark.master": with_task_retries(master),
+        "spark.ui.enabled": "true" if ui else "false",
+        "spark.ui.showConsoleProgress": "false",
+        "spark.driver.memory": memory,
+        # a level's keys come back to the driver as one Arrow table, 48 bytes a new state (fingerprint, key and the
+        # four statistics columns, null on a state's row): Spark's default of 1g refuses a level of about 22 M
+        # states, which the driver's memory would hold
+        "spark.driver.maxResultSize": memory,
+        "spark.sql.shuffle.partitions": "8",
+        # the Arrow transport checkpoints every level: the files of a level no longer referenced go
+        "spark.cleaner.referenceTracking.cleanCheckpoints": "true",
+    }
+    java_options: list[str] = []
+    if master.startswith("local") and not os.environ.get("KMC_SPARK_FULL_JIT"):
+        # A local master's executors are this JVM, and a search makes a few dozen short jobs of
+        # new query plans: HotSpot's optimizing compiler (C2) then spends more CPU compiling
+        # Spark's code than the jobs spend running it (22 of 40 JVM CPU seconds on Kafka 2.1.0,
+        # 612,834 states); its quick compiler alone costs a little speed and saves most of that
+        # (bench/NOTES.md, "Issue 13 item 4: third round"). KMC_SPARK_FULL_JIT=1 keeps C2.
+        java_options.append("-XX:TieredStopAtLevel=1")
+    if jvm_log:
+        # as setLogLevel("ERROR") below, from the start: a master's refusals and retries are warnings
+        options["spark.log.level"] = "ERROR"
+    else:
+        # errors only from the first line: no default profile, so no banner (a file, as log4j2 reads it)
+        java_options.append(f"-Dlog4j2.configurationFile={LOG4J2_PROPERTIES}")
+    if java_options:
+        options["spark.driver.extraJavaOptions"] = " ".join(java_options)
+    return options
+
+
 def spark_session(master: str = DEFAULT_MASTER, memory: str = "4g", ui: bool = False,
                   jvm_log: bool = False) -> tuple[Any, bool]:
     """The active SparkSession, or a new one for ``master``; True when this call created it.
@@ -215,31 +249,7 @@ def spark_session(master: str = DEFAULT_MASTER, memory: str = "4g", ui: bool = F
     else:
         prepare_environment(master, os.environ)
         secret, seconds = auth_secret(), connect_seconds()
-        options = {
-            "spark.master": with_task_retries(master),
-            "spark.ui.enabled": "true" if ui else "false",
-            "spark.ui.showConsoleProgress": "false",
-            "spark.driver.memory": memory,
-            "spark.sql.shuffle.partitions": "8",
-            # the Arrow transport checkpoints every level: the files of a level no longer referenced go
-            "spark.cleaner.referenceTracking.cleanCheckpoints": "true",
-        }
-        java_options: list[str] = []
-        if master.startswith("local") and not os.environ.get("KMC_SPARK_FULL_JIT"):
-            # A local master's executors are this JVM, and a search makes a few dozen short jobs of
-            # new query plans: HotSpot's optimizing compiler (C2) then spends more CPU compiling
-            # Spark's code than the jobs spend running it (22 of 40 JVM CPU seconds on Kafka 2.1.0,
-            # 612,834 states); its quick compiler alone costs a little speed and saves most of that
-            # (bench/NOTES.md, "Issue 13 item 4: third round"). KMC_SPARK_FULL_JIT=1 keeps C2.
-            java_options.append("-XX:TieredStopAtLevel=1")
-        if jvm_log:
-            # as setLogLevel("ERROR") below, from the start: a master's refusals and retries are warnings
-            options["spark.log.level"] = "ERROR"
-        else:
-            # errors only from the first line: no default profile, so no banner (a file, as log4j2 reads it)
-            java_options.append(f"-Dlog4j2.configurationFile={LOG4J2_PROPERTIES}")
-        if java_options:
-            options["spark.driver.extraJavaOptions"] = " ".join(java_options)
+        options = session_options(master, memory, ui, jvm_log)
         session = _create(builder, options, master, secret, seconds, quiet=not jvm_log)
     session.sparkContext.setLogLevel("ERROR")
     return session, True

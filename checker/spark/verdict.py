@@ -65,20 +65,30 @@ class Verdicts:
         if current is None:
             raise ModelError("cannot rebuild a trace: no initial state has the recorded fingerprint")
         path = [(root_fp, -1)]
+        # the local prefix's steps carry Python's fingerprints, Spark's levels on the kernel the kernel's
+        spark_fp = self._kernel_fingerprint if getattr(self, "_kernel", None) is not None else hash
         for fp, (kind, value) in steps[1:]:
+            fingerprint = spark_fp if kind == "pos" else hash
             chosen = None
             for pos, (act, succ) in enumerate(self.model.successors(current)):
                 succ = canonical(succ)
-                if hash(succ) != fp:
+                if fingerprint(succ) != fp:
                     continue
                 if (kind == "pos" and pos == value) or (kind == "action" and act == st.local.actions.actions[value]):
                     chosen = (act, succ)
                     break
             if chosen is None:
                 raise ModelError("cannot rebuild a trace: the recorded step is not deterministic in this model")
-            path.append((fp, table.id(chosen[0])))
+            path.append((hash(chosen[1]), table.id(chosen[0])))  # rebuild_trace replays by Python fingerprint
             current = chosen[1]
         return rebuild_trace(self.model, path, table.actions, self.options, name, why)
+
+    def _kernel_fingerprint(self, state: Any) -> int:
+        """The fingerprint a Spark level on the kernel gave ``state`` (a stored form): its packed bytes' hash."""
+        from checker.kernel_batch import batch_kernel
+
+        batch = batch_kernel(self._shipment)
+        return int(batch.fingerprints(batch.rows(self._kernel.spec.pack(state)))[0])
 
     def _result(self, st: Counters, levels: list[LevelInfo], elapsed: float, reason: str | None,
                 spark: SparkRun | None, run_dir: RunDir | None) -> CheckResult:
@@ -87,6 +97,11 @@ class Verdicts:
             from checker.dead import report
 
             extra["reduction"] = report(self.model)
+        if getattr(self, "_path", None):
+            extra["path"] = self._path
+            if spark is None and self._path["path"] == "kernel":  # no level reached Spark's executors
+                extra["path"] = {"path": "readable", "reason": "every level ran on the driver with the local engine "
+                                 "(below --spark-threshold), on the readable model"}
         workers = spark.sc.defaultParallelism if spark is not None else 1
         checkpoint_file = run_dir.path if (reason and run_dir is not None and not run_dir.temporary
                                            and st.spark_started and st.frontier_size) else None
