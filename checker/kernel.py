@@ -47,6 +47,21 @@ class KernelUnavailable(EnvironmentMissingError):
     """``--kernel on`` and the kernel cannot run here (no C compiler, or it failed): one line, exit 69."""
 
 
+class KernelCapacityError(ModelError):
+    """The kernel met a state past one of its fixed capacities (the search stops rather than differ): one line."""
+
+
+#: a kernel's capacity codes (``out->error`` in its C file), what each means
+CAPACITY = {1: "more messages in flight than the network's slots", 2: "a log longer than the records bound",
+            3: "a message or branch it does not compile"}
+
+
+def capacity_message(spec: KernelSource, code: int) -> str:
+    what = CAPACITY.get(code, f"capacity code {code}")
+    return (f"the compiled kernel {os.path.basename(spec.source)} stopped: {what}; "
+            "run this configuration with --kernel off")
+
+
 def compiler() -> str:
     return os.environ.get("KMC_CC") or os.environ.get("CC") or "cc"
 
@@ -76,6 +91,8 @@ class Kernel:
             "km_get_state": ([p, ctypes.c_int64, ctypes.c_char_p], None),
             "km_successors_of": ([u8p, ctypes.POINTER(ctypes.c_uint32), ctypes.c_char_p], ctypes.c_uint32),
             "km_violations_of": ([u8p], ctypes.c_uint32), "km_canonical_of": ([ctypes.c_char_p], None),
+            "km_set_reduce": ([p, ctypes.c_int], ctypes.c_int), "km_error": ([p], ctypes.c_uint32),
+            "km_reduce_of": ([ctypes.c_char_p], None),
         }
         for name, (args, res) in sig.items():
             fn = getattr(lib, name)
@@ -95,6 +112,8 @@ class Kernel:
         actions = (ctypes.c_uint32 * n)()
         out = ctypes.create_string_buffer(n * size)
         count = self.lib.km_successors_of(self.spec.pack(state), actions, out)
+        if count > n:
+            raise KernelCapacityError(capacity_message(self.spec, 0xFFFFFFFF - count))
         raw = out.raw
         return [(self.spec.action(actions[i]), self.spec.unpack(raw[i * size:(i + 1) * size])) for i in range(count)]
 
@@ -102,6 +121,12 @@ class Kernel:
         """The compiled invariants ``state`` violates."""
         mask = self.lib.km_violations_of(self.spec.pack(state))
         return {name for i, name in enumerate(self.spec.invariants) if mask >> i & 1}
+
+    def reduced(self, state: Any) -> Any:
+        """The state ``--reduce dead`` stores (``km_reduce``), unpacked."""
+        buf = ctypes.create_string_buffer(self.spec.pack(state), self.state_bytes)
+        self.lib.km_reduce_of(buf)
+        return self.spec.unpack(buf.raw)
 
     def canonical(self, state: Any) -> Any:
         buf = ctypes.create_string_buffer(self.spec.pack(state), self.state_bytes)
@@ -168,7 +193,8 @@ def why_not(model: Model, options: SearchOptions) -> str | None:
             return f"property {inv.name} is not compiled into the kernel"
     if options.symmetry and not spec.symmetry:
         return "the kernel has no --symmetry"
-    for wanted, what in ((options.reduce != "none", f"--reduce {options.reduce}"),
+    reduce_other = options.reduce != "none" and options.reduce not in spec.reductions
+    for wanted, what in ((reduce_other, f"--reduce {options.reduce}"),
                          (options.resume_from or options.checkpoint_path, "checkpoints"),
                          (options.max_memory_mb is not None, "--max-memory (a checkpoint when it runs out)"),
                          (options.coverage, "--coverage"), (options.keep_graph, "the state graph")):
@@ -207,6 +233,8 @@ class KernelBFS(LevelSearch):
             raise MemoryError("the kernel could not allocate its search")
         try:
             self.handle = handle
+            if not lib.km_set_reduce(handle, int(self.options.reduce == "dead")):
+                raise ModelError(f"kernel {self.spec.source} does not compile --reduce {self.options.reduce}")
             inits = list(self.model.init_states())
             validate_initial(self.model, inits)
             self.initial_generated = len(inits)
@@ -252,8 +280,11 @@ class KernelBFS(LevelSearch):
 
     def expand_level(self, st: _Counters) -> None:
         before = st.distinct
-        if self.kernel.lib.km_expand_level(self.handle) == -2:
+        status = self.kernel.lib.km_expand_level(self.handle)
+        if status == -2:
             raise MemoryError("the kernel ran out of memory")
+        if status == -3:
+            raise KernelCapacityError(capacity_message(self.spec, self.kernel.lib.km_error(self.handle)))
         self._refresh(st)
         if st.distinct > before:
             st.depth += 1
@@ -315,6 +346,10 @@ class KernelBFS(LevelSearch):
         histogram = {d: int(n) for d, n in enumerate(degrees) if n}
         if histogram:
             result.out_degree = OutDegree.of(histogram)
+        if self.options.reduce == "dead":
+            from checker.dead import report
+
+            result.extra["reduction"] = report(self.model)
         # whole states are stored, not fingerprints: two distinct states never merge
         result.collision = Collision(0.0, 0.0)
         result.extra["path"] = {"path": "kernel", "kernel": os.path.basename(self.spec.source),
