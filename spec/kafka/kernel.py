@@ -25,6 +25,7 @@ import os
 from typing import Any
 
 from spec.kafka.log import Record
+from spec.kafka.releases import resolve
 from spec.kafka.state import (
     FETCH,
     FETCH_RESPONSE,
@@ -61,7 +62,7 @@ UNCOMPILED_FLAGS = ("truncate_on_fetch", "alter_isr", "kraft", "lossy_crash", "f
 #: the compiled invariants, in the order of the violation mask's bits
 INVARIANTS = ("log-matching", "log-matching-all-pairs", "log-matching-raft")
 #: the rows the equivalence tests (tests/test_kafka_kernel.py) prove: ``--kernel auto`` picks the kernel only there
-PROVEN_ROWS = ("2.1.0",)
+PROVEN_ROWS = ("0.10.2", "0.11.0", "2.0.0", "2.0.1", "2.1.0", "2.1.1", "2.2.0")
 MAX_BROKERS = 5  # an ISR is one byte
 
 
@@ -257,6 +258,9 @@ def unsupported_reason(model: Any) -> str | None:
         return f"brokers={model.brokers} is past the kernel's {MAX_BROKERS}"
     if model.protocol not in PROVEN_ROWS:
         return f"the kernel is proven on {', '.join(PROVEN_ROWS)} only, not {model.protocol}"
+    changed = [name for name in FLAGS if getattr(f, name) != getattr(resolve(model.protocol), name)]
+    if changed:
+        return f"the kernel is proven on the rows' own flags, not with {changed[0].replace('_', '-')} changed"
     return None
 
 
