@@ -61,7 +61,7 @@ typedef struct {
 } km_state;
 
 #define KM_MAX_SUCC (8 * KM_N + 4 * KM_N * KM_N + KM_NET + 8)
-#define KM_INVARIANTS 3 /* log-matching, log-matching-all-pairs, log-matching-raft */
+#define KM_INVARIANTS 13 /* spec/kafka/kernel.py INVARIANTS */
 #define KM_HAS_REDUCE 1
 
 #include "kernel_search.h" /* checker/kernel_search.h: km_succ, km_emit and the search */
@@ -1095,7 +1095,103 @@ static int log_matching_raft(const km_state *s) {
     return 1;
 }
 
+/* invariants/kafka_durability.current_leader: the broker that applied the controller's current epoch as leader */
+static int current_leader(const km_state *s) {
+    int i = s->c_leader;
+    if (i < 0) return -1;
+    const km_broker *b = &s->b[i];
+    return b->alive && b->leader == i && b->epoch == s->c_epoch ? i : -1;
+}
+
+static int holds_entry(const km_broker *b, const int8_t *entry) {
+    return entry[0] < b->log_len && b->log[entry[0]][0] == entry[1] && b->log[entry[0]][1] == entry[2];
+}
+
+/* committed_durable: every committed record is at its offset in the current leader's log */
+static int committed_durable(const km_state *s) {
+    int i = current_leader(s);
+    if (i < 0) return 1;
+    for (int k = 0; k < s->committed_len; k++)
+        if (!holds_entry(&s->b[i], s->committed[k])) return 0;
+    return 1;
+}
+
+/* no_uncommitted_below_hw: every record below a live replica's HW is committed */
+static int no_uncommitted_below_hw(const km_state *s) {
+    for (int i = 0; i < KM_N; i++) {
+        const km_broker *b = &s->b[i];
+        if (!b->alive) continue;
+        for (int o = 0; o < MIN(b->hw, b->log_len); o++) {
+            int found = 0;
+            for (int k = 0; k < s->committed_len && !found; k++)
+                found = s->committed[k][0] == o && s->committed[k][1] == b->log[o][0] && s->committed[k][2] == b->log[o][1];
+            if (!found) return 0;
+        }
+    }
+    return 1;
+}
+
+/* invariants/kafka_sanity._broker_problem is None */
+static int broker_sane(const km_broker *b, int leads) {
+    int leo = b->log_len, n = b->cache_len;
+    if (leads && b->hw > leo) return 0;
+    if (!n) return 1;
+    for (int k = 1; k < n; k++)
+        if (b->cache[k][0] <= b->cache[k - 1][0] || b->cache[k][1] <= b->cache[k - 1][1]) return 0;
+    if (b->cache[n - 1][1] > leo) return 0;
+    int k = -1;
+    for (int o = 0; o < leo; o++) {
+        while (k + 1 < n && b->cache[k + 1][1] <= o) k++;
+        if (b->log[o][0] != (k >= 0 ? b->cache[k][0] : -1)) return 0;
+    }
+    return 1;
+}
+
+/* replica_sanity */
+static int replica_sanity(const km_state *s) {
+    for (int i = 0; i < KM_N; i++)
+        if (!broker_sane(&s->b[i], s->b[i].alive && s->b[i].leader == i)) return 0;
+    return 1;
+}
+
+/* no_stale_control_request */
+static int no_stale_control_request(const km_state *s) {
+    for (int i = 0; i < KM_N; i++)
+        if (s->b[i].stale) return 0;
+    return 1;
+}
+
+/* invariants/kafka_control._controller_pending (no StopReplica or ControlledShutdown: shutdowns are not compiled) */
+static int controller_pending(const km_state *s, int i) {
+    if (s->registered[i] != s->b[i].broker_epoch) return 1;
+    for (int k = 0; k < s->net_len; k++)
+        if (msg_kind(s, k) == LEADER_AND_ISR && s->net[k][1] - 2 == i) return 1;
+    return 0;
+}
+
+/* stalled_followers(state, cause) is not empty */
+static int stalled(const km_state *s, int cause) {
+    int leader = current_leader(s);
+    if (leader < 0 || controller_pending(s, leader)) return 0;
+    for (int i = 0; i < KM_N; i++) {
+        const km_broker *b = &s->b[i];
+        if (i == leader || !b->alive || b->stopping || b->fetch != NO_FETCHER || b->idle_cause != cause) continue;
+        if (controller_pending(s, i)) continue;
+        int talking = 0;
+        for (int k = 0; k < s->net_len && !talking; k++)
+            talking = msg_kind(s, k) != LEADER_AND_ISR && (s->net[k][1] - 2 == i || s->net[k][2] - 2 == i);
+        if (!talking) return 1;
+    }
+    return 0;
+}
+
+/* the invariants of invariants/kafka*.py in spec/kafka/kernel.py INVARIANTS' order; acknowledged-durable,
+   no-silent-skip, consumed-stays and elr-safety read the acknowledged records, the consumers and the ELR, which a
+   compiled state has none of (no producer acks, no consumers, a ZooKeeper controller): they hold on it */
 static uint32_t km_violations(const km_state *s) {
     return (uint32_t)!log_matching(s) | (uint32_t)!log_matching_all_pairs(s) << 1 |
-           (uint32_t)!log_matching_raft(s) << 2;
+           (uint32_t)!log_matching_raft(s) << 2 | (uint32_t)!committed_durable(s) << 3 |
+           (uint32_t)!no_uncommitted_below_hw(s) << 4 | (uint32_t)!replica_sanity(s) << 5 |
+           (uint32_t)!no_stale_control_request(s) << 6 | (uint32_t)stalled(s, IDLE_FENCED) << 7 |
+           (uint32_t)stalled(s, IDLE_RESTARTED) << 8;
 }

@@ -60,7 +60,9 @@ FLAGS = ("kafka_5642", "kafka_5163", "epoch_in_response", "kafka_7415", "kafka_7
 UNCOMPILED_FLAGS = ("truncate_on_fetch", "alter_isr", "kraft", "lossy_crash", "fetch_from_follower", "kafka_15583",
                     "consumer_truncation_detection")
 #: the compiled invariants, in the order of the violation mask's bits
-INVARIANTS = ("log-matching", "log-matching-all-pairs", "log-matching-raft")
+INVARIANTS = ("log-matching", "log-matching-all-pairs", "log-matching-raft", "committed-durable", "no-uncommitted-below-hw",
+              "replica-sanity", "no-stale-control-request", "no-fence-stall", "no-bounce-stall", "acknowledged-durable",
+              "no-silent-skip", "consumed-stays", "elr-safety")
 #: the rows the equivalence tests (tests/test_kafka_kernel.py) prove: ``--kernel auto`` picks the kernel only there
 PROVEN_ROWS = ("0.10.2", "0.11.0", "2.0.0", "2.0.1", "2.1.0", "2.1.1", "2.2.0")
 MAX_BROKERS = 5  # an ISR is one byte
