@@ -10,6 +10,8 @@
    Compile-time constants (spec/kafka/kernel.py passes them):
      KM_N, KM_R, KM_E, KM_C     brokers, records, epochs, crashes (the bounds)
      KM_BUMPS, KM_LOSSES        bumps, losses (bounds)
+     KM_INFLIGHT                inflight (bound; 0: none)
+     KM_ACKS, KM_MIN_ISR        the producer's acks (0, 1, -1: all) and min.insync.replicas (clients.producer_for)
      KM_NET                     the network's slots (a message past them stops the search: KM_ERR_NETWORK)
      KM_F_*                     each feature flag the rules read (spec.kafka.protocols.Features), 0 or 1
      KM_MUTANT                  1: a deliberate change (ExpandIsr without its guard that the follower's fetch is
@@ -58,6 +60,8 @@ typedef struct {
     int8_t produced, crashes, bumps, shutdowns, bounces, losses;
     uint8_t committed_len;
     int8_t committed[KM_LOG][3]; /* (offset, epoch, ident), sorted */
+    uint8_t acked_len;
+    int8_t acked[KM_LOG][3]; /* the producer's acknowledged records (offset, epoch, ident), sorted */
 } km_state;
 
 #define KM_MAX_SUCC (8 * KM_N + 4 * KM_N * KM_N + KM_NET + 8)
@@ -482,10 +486,32 @@ static int busy(const km_state *s, int follower, int leader) {
     return 0;
 }
 
-/* _produce_action (NoAcks: every append accepted) */
+/* a ghost set of (offset, epoch, ident) triples (committed, acked) with one added, kept sorted: each record sits at
+   the offset it was produced at, so a set holds at most KM_R of them */
+static void add_entry(km_succ *out, uint8_t *len, int8_t (*set)[3], int offset, int epoch, int ident) {
+    int n = *len, k = 0;
+    for (; k < n; k++) {
+        int8_t *c = set[k];
+        if (c[0] == offset && c[1] == epoch && c[2] == ident) return;
+        if (c[0] > offset || (c[0] == offset && (c[1] > epoch || (c[1] == epoch && c[2] > ident)))) break;
+    }
+    if (n >= KM_LOG) { out->error = KM_ERR_LOG; return; }
+    memmove(set[k + 1], set[k], (size_t)(n - k) * 3);
+    set[k][0] = (int8_t)offset; set[k][1] = (int8_t)epoch; set[k][2] = (int8_t)ident;
+    *len = (uint8_t)(n + 1);
+}
+
+static int isr_size(int isr) {
+    int n = 0;
+    for (int r = 0; r < KM_N; r++) n += IN(isr, r);
+    return n;
+}
+
+/* _produce_action; the producer (clients.producer_for): acks=all refuses below min.insync.replicas (AllAcks.accepts),
+   acks=1 is told on append (LeaderAcks.appended) */
 static void produce_action(const km_state *s, km_succ *out, int i) {
-    if (s->produced >= KM_R) return;
     const km_broker *leader = &s->b[i];
+    if (s->produced >= KM_R || (KM_ACKS == -1 && isr_size(leader->isr) < KM_MIN_ISR)) return;
     int ident = s->produced + 1, leo = leader->log_len;
     if (leo >= KM_LOG) { out->error = KM_ERR_LOG; return; }
     km_state *t = km_emit(out, s, CODE(A_PRODUCE, i, 0));
@@ -495,20 +521,7 @@ static void produce_action(const km_state *s, km_succ *out, int i) {
     b->log[leo][1] = (int8_t)ident;
     b->log_len = (uint8_t)(leo + 1);
     t->produced = (int8_t)ident;
-}
-
-/* the committed ghost with (offset, epoch, ident) added, kept sorted */
-static void commit(km_succ *out, km_state *t, int offset, int epoch, int ident) {
-    int n = t->committed_len, k = 0;
-    for (; k < n; k++) {
-        int8_t *c = t->committed[k];
-        if (c[0] == offset && c[1] == epoch && c[2] == ident) return;
-        if (c[0] > offset || (c[0] == offset && (c[1] > epoch || (c[1] == epoch && c[2] > ident)))) break;
-    }
-    if (n >= KM_LOG) { out->error = KM_ERR_LOG; return; }
-    memmove(t->committed[k + 1], t->committed[k], (size_t)(n - k) * 3);
-    t->committed[k][0] = (int8_t)offset; t->committed[k][1] = (int8_t)epoch; t->committed[k][2] = (int8_t)ident;
-    t->committed_len = (uint8_t)(n + 1);
+    if (KM_ACKS == 1) add_entry(out, &t->acked_len, t->acked, leo, leader->epoch, ident);
 }
 
 /* _advance_hw_action (kafka-15583 and the acks are not compiled) */
@@ -519,8 +532,12 @@ static void advance_hw_action(const km_state *s, km_succ *out, int i) {
         if (IN(leader->isr, r) && r != i && leader->remote[r] < hw) hw = leader->remote[r];
     if (hw <= leader->hw) return;
     km_state *t = km_emit(out, s, CODE(A_ADVANCE, i, 0));
-    for (int o = 0; o < hw; o++) commit(out, t, o, leader->log[o][0], leader->log[o][1]);
+    for (int o = 0; o < hw; o++) add_entry(out, &t->committed_len, t->committed, o, leader->log[o][0], leader->log[o][1]);
     t->b[i].hw = (int8_t)hw;
+    if (KM_ACKS == -1 && isr_size(leader->isr) >= KM_MIN_ISR) /* AllAcks.advanced: the leader's epoch's records */
+        for (int o = leader->hw; o < hw; o++)
+            if (leader->log[o][0] == leader->epoch)
+                add_entry(out, &t->acked_len, t->acked, o, leader->log[o][0], leader->log[o][1]);
 }
 
 /* _fetch_being_answered */
@@ -568,11 +585,22 @@ static void leader_actions(const km_state *s, km_succ *out, int i) {
         if (f != i) isr_change_action(s, out, i, f);
 }
 
-/* _follower_actions (the bound inflight is not compiled) */
+/* in_flight: broker-to-broker requests and responses in flight (what the bound inflight counts) */
+static int in_flight(const km_state *s) {
+    int n = 0;
+    for (int k = 0; k < s->net_len; k++) {
+        int kind = msg_kind(s, k);
+        n += kind >= FETCH && kind <= OFFSETS_FOR_LEADER_EPOCH_RESPONSE;
+    }
+    return n;
+}
+
+/* _follower_actions */
 static void follower_actions(const km_state *s, km_succ *out, int i) {
     const km_broker *follower = &s->b[i];
     int leader = follower->leader;
     if (follower->fetch == NO_FETCHER || busy(s, i, leader)) return;
+    if (KM_INFLIGHT && in_flight(s) >= KM_INFLIGHT) return;
     km_msg m;
     memset(&m, 0, sizeof m);
     m.src = i; m.dst = leader;
@@ -936,11 +964,13 @@ static int serialize(const km_state *s, uint8_t *p) {
     PUT(s->produced); PUT(s->crashes); PUT(s->bumps); PUT(s->shutdowns); PUT(s->bounces); PUT(s->losses);
     for (int k = 0; k < s->committed_len; k++) { PUT(s->committed[k][0]); PUT(s->committed[k][1]); PUT(s->committed[k][2]); }
     p[at++] = 0;
+    for (int k = 0; k < s->acked_len; k++) { PUT(s->acked[k][0]); PUT(s->acked[k][1]); PUT(s->acked[k][2]); }
+    p[at++] = 0;
 #undef PUT
     return at;
 }
 
-#define SER_BYTES (KM_N * (2 * KM_LOG + 2 * KM_CACHE + 3 * KM_N + 20) + 2 * KM_N + 8 + KM_NET * KM_MSG + 3 * KM_LOG + 12)
+#define SER_BYTES (KM_N * (2 * KM_LOG + 2 * KM_CACHE + 3 * KM_N + 20) + 2 * KM_N + 8 + KM_NET * KM_MSG + 6 * KM_LOG + 12)
 
 static int rename_id(const int *p, int id) { return id < 0 ? id : p[id]; }
 
@@ -1107,14 +1137,20 @@ static int holds_entry(const km_broker *b, const int8_t *entry) {
     return entry[0] < b->log_len && b->log[entry[0]][0] == entry[1] && b->log[entry[0]][1] == entry[2];
 }
 
-/* committed_durable: every committed record is at its offset in the current leader's log */
-static int committed_durable(const km_state *s) {
+/* first_missing_at_leader is None: every entry is at its offset in the current leader's log */
+static int at_leader(const km_state *s, uint8_t len, const int8_t (*set)[3]) {
     int i = current_leader(s);
     if (i < 0) return 1;
-    for (int k = 0; k < s->committed_len; k++)
-        if (!holds_entry(&s->b[i], s->committed[k])) return 0;
+    for (int k = 0; k < len; k++)
+        if (!holds_entry(&s->b[i], set[k])) return 0;
     return 1;
 }
+
+/* committed_durable */
+static int committed_durable(const km_state *s) { return at_leader(s, s->committed_len, s->committed); }
+
+/* invariants/kafka_clients.acknowledged_durable */
+static int acknowledged_durable(const km_state *s) { return at_leader(s, s->acked_len, s->acked); }
 
 /* no_uncommitted_below_hw: every record below a live replica's HW is committed */
 static int no_uncommitted_below_hw(const km_state *s) {
@@ -1185,13 +1221,13 @@ static int stalled(const km_state *s, int cause) {
     return 0;
 }
 
-/* the invariants of invariants/kafka*.py in spec/kafka/kernel.py INVARIANTS' order; acknowledged-durable,
-   no-silent-skip, consumed-stays and elr-safety read the acknowledged records, the consumers and the ELR, which a
-   compiled state has none of (no producer acks, no consumers, a ZooKeeper controller): they hold on it */
+/* the invariants of invariants/kafka*.py in spec/kafka/kernel.py INVARIANTS' order; no-silent-skip, consumed-stays
+   and elr-safety read the consumers and the ELR, which a compiled state has none of (no consumers, a ZooKeeper
+   controller): they hold on it */
 static uint32_t km_violations(const km_state *s) {
     return (uint32_t)!log_matching(s) | (uint32_t)!log_matching_all_pairs(s) << 1 |
            (uint32_t)!log_matching_raft(s) << 2 | (uint32_t)!committed_durable(s) << 3 |
            (uint32_t)!no_uncommitted_below_hw(s) << 4 | (uint32_t)!replica_sanity(s) << 5 |
            (uint32_t)!no_stale_control_request(s) << 6 | (uint32_t)stalled(s, IDLE_FENCED) << 7 |
-           (uint32_t)stalled(s, IDLE_RESTARTED) << 8;
+           (uint32_t)stalled(s, IDLE_RESTARTED) << 8 | (uint32_t)!acknowledged_durable(s) << 9;
 }

@@ -12,11 +12,11 @@ each produce's record sitting at the offset it was produced at, and an epoch cac
 - the network: a count and ``KM_NET`` slots, each message written order-preserving (every value ``v`` as the byte
   ``v + 2``, a tuple as its items then 0), so the slots sorted bytewise are the readable model's sorted network and a
   state's bytes compare as its tuple does (``km_serialize``, the canonical form's tie-break);
-- the bound counters (produced, crashes, bumps, shutdowns, bounces, losses) and the committed ghost (a count and
-  (offset, epoch, ident) triples).
+- the bound counters (produced, crashes, bumps, shutdowns, bounces, losses), the committed ghost and the producer's
+  acknowledged records (each a count and (offset, epoch, ident) triples).
 
 Signed values are stored as their low byte (-1 as 255). The fields the compiled rows never set (KRaft's, alter-isr's,
-truncate-on-fetch's pending diverging epoch, the clients') are not stored: ``pack`` refuses a state where one is set.
+truncate-on-fetch's pending diverging epoch, the consumers') are not stored: ``pack`` refuses a state where one is set.
 """
 
 from __future__ import annotations
@@ -104,7 +104,7 @@ class Packing:
         self.msg_bytes = max(10 + 2 * records, 7 + brokers)
         self.broker_bytes = 15 + 2 * self.log_cap + 2 * self.cache_cap + brokers
         self.state_bytes = (brokers * self.broker_bytes + 3 + brokers + 1 + net * self.msg_bytes + 6
-                            + 1 + 3 * self.log_cap)
+                            + 2 * (1 + 3 * self.log_cap))
 
     # -- messages -----------------------------------------------------------------------------------------------
     def _message(self, m: Any) -> bytes:
@@ -182,7 +182,7 @@ class Packing:
         c = s.controller
         if c.partition_epoch or c.elr or c.replicas or c.adding or c.removing:
             raise ValueError(f"the kernel stores no KRaft controller field: {c}")
-        if (s.acked or s.consumers or s.unclean_shutdowns or s.alters or s.alter_losses or s.clean_shutdowns
+        if (s.consumers or s.unclean_shutdowns or s.alters or s.alter_losses or s.clean_shutdowns
                 or s.fences or s.reassignments):
             raise ValueError("the kernel stores no client or KRaft counter")
         out: list[int] = []
@@ -193,12 +193,14 @@ class Packing:
             raise ValueError(f"{len(s.network)} messages in flight, past the kernel's {self.net}")
         slots = sorted(self._message(m) for m in s.network)
         packed = bytes(out) + bytes([len(slots)]) + b"".join(slots) + bytes(self.msg_bytes * (self.net - len(slots)))
-        tail = [s.produced, s.crashes, s.bumps, s.shutdowns, s.bounces, s.losses, len(s.committed)]
-        if len(s.committed) > self.log_cap:
-            raise ValueError(f"{len(s.committed)} committed records, past the kernel's {self.log_cap}")
-        for triple in s.committed:
-            tail += [_s8(x) for x in triple]
-        tail += [0, 0, 0] * (self.log_cap - len(s.committed))
+        tail = [s.produced, s.crashes, s.bumps, s.shutdowns, s.bounces, s.losses]
+        for ghost in (s.committed, s.acked):
+            if len(ghost) > self.log_cap:
+                raise ValueError(f"{len(ghost)} committed or acknowledged records, past the kernel's {self.log_cap}")
+            tail.append(len(ghost))
+            for triple in ghost:
+                tail += [_s8(x) for x in triple]
+            tail += [0, 0, 0] * (self.log_cap - len(ghost))
         return packed + bytes(tail)
 
     def unpack(self, data: bytes) -> KafkaState:
@@ -230,12 +232,16 @@ class Packing:
         mb = self.msg_bytes
         network = tuple(self._unmessage(data[at + k * mb:at + (k + 1) * mb]) for k in range(count))
         at += self.net * mb
-        produced, crashes, bumps, shutdowns, bounces, losses, committed_len = data[at:at + 7]
-        at += 7
-        committed = tuple(tuple(_signed(x) for x in data[at + 3 * k:at + 3 * k + 3]) for k in range(committed_len))
+        produced, crashes, bumps, shutdowns, bounces, losses = data[at:at + 6]
+        at += 6
+        ghosts = []
+        for _ in range(2):  # committed, acked
+            count = data[at]
+            ghosts.append(tuple(tuple(_signed(x) for x in data[at + 1 + 3 * k:at + 4 + 3 * k]) for k in range(count)))
+            at += 1 + 3 * self.log_cap
         return KafkaState(brokers=tuple(brokers), controller=controller, network=network, produced=produced,
                           crashes=crashes, bumps=bumps, shutdowns=shutdowns, bounces=bounces, losses=losses,
-                          committed=committed)
+                          committed=ghosts[0], acked=ghosts[1])
 
 
 def network_slots(brokers: int, epochs: int, crashes: int, bumps: int) -> int:
@@ -251,11 +257,9 @@ def unsupported_reason(model: Any) -> str | None:
     for flag in UNCOMPILED_FLAGS:
         if getattr(f, flag):
             return f"the kernel does not compile {flag.replace('_', '-')}"
-    for bound in ("shutdowns", "bounces", "consumers", "inflight"):
+    for bound in ("shutdowns", "bounces", "consumers"):
         if getattr(model, bound):
             return f"the kernel does not compile the bound {bound}={getattr(model, bound)}"
-    if model.producer.acks != 0:
-        return f"the kernel does not compile the producer's acks={model.producer.acks}"
     if model.brokers > MAX_BROKERS:
         return f"brokers={model.brokers} is past the kernel's {MAX_BROKERS}"
     if model.protocol not in PROVEN_ROWS:
@@ -280,7 +284,8 @@ def kernel(model: Any) -> KernelSource:
 
     f = model.features
     defines = [("KM_N", model.brokers), ("KM_R", model.records), ("KM_E", model.epochs), ("KM_C", model.crashes),
-               ("KM_BUMPS", model.bumps), ("KM_LOSSES", model.losses), ("KM_NET", net)]
+               ("KM_BUMPS", model.bumps), ("KM_LOSSES", model.losses), ("KM_INFLIGHT", model.inflight), ("KM_NET", net),
+               ("KM_ACKS", model.acks), ("KM_MIN_ISR", model.min_isr)]
     defines += [(f"KM_F_{flag.upper()}", int(bool(getattr(f, flag)))) for flag in FLAGS]
     return KernelSource(source=SOURCE, defines=tuple(defines), state_bytes=packing.state_bytes, pack=packing.pack,
                         unpack=packing.unpack, action=action, invariants=INVARIANTS, symmetry=True,
