@@ -163,7 +163,8 @@ def load(spec: KernelSource, extra_flags: tuple[str, ...] = ()) -> Kernel:
         try:
             done = subprocess.run(build_command(spec, found, tmp, extra_flags), capture_output=True, text=True)
             if done.returncode != 0:
-                first = (done.stderr.strip().splitlines() or ["no message"])[0]
+                lines = done.stderr.strip().splitlines() or ["no message"]
+                first = next((line for line in lines if "error" in line), lines[0])  # the error, not its context
                 raise KernelUnavailable(f"the C compiler {cc} failed on {os.path.basename(spec.source)}: {first}")
             os.replace(tmp, library)  # atomic: a concurrent run sees the whole library or none
         finally:

@@ -73,18 +73,21 @@ def disagreements(model, kernel: km.Kernel, states: list) -> list[str]:
 #: (row, bounds, how many reachable states: None every one) checked state for state in the fast tier
 FAST = [
     ("2.1.0", {"brokers": 2, "records": 1, "epochs": 1, "crashes": 0}, None),
-    ("2.1.0", {"brokers": 2, "records": 1, "epochs": 1, "crashes": 1}, 1000),
-    ("2.1.0", {"brokers": 3, "records": 1, "epochs": 1, "crashes": 1}, 800),
-    ("2.1.0", {"brokers": 2, "records": 2, "epochs": 2, "crashes": 1, "bumps": 1, "losses": 1}, 800),
-    ("0.10.2", {"brokers": 2, "records": 2, "epochs": 1, "crashes": 1}, 800),
-    ("0.11.0", {"brokers": 2, "records": 2, "epochs": 1, "crashes": 1}, 800),
-    ("2.0.0", {"brokers": 2, "records": 2, "epochs": 1, "crashes": 1}, 800),
-    ("2.0.1", {"brokers": 3, "records": 1, "epochs": 1, "crashes": 1}, 800),
-    ("2.1.1", {"brokers": 2, "records": 2, "epochs": 2, "crashes": 1}, 800),
-    ("2.2.0", {"brokers": 3, "records": 1, "epochs": 1, "crashes": 1}, 800),
-    ("2.1.0", {"brokers": 3, "records": 1, "epochs": 1, "crashes": 1, "inflight": 1}, 800),
-    ("2.1.0", {"brokers": 3, "records": 1, "epochs": 1, "crashes": 1, "acks": -1, "min_isr": 2}, 800),
-    ("0.10.2", {"brokers": 2, "records": 2, "epochs": 1, "crashes": 1, "acks": 1}, 800),
+    ("2.1.0", {"brokers": 2, "records": 1, "epochs": 1, "crashes": 1}, 600),
+    ("2.1.0", {"brokers": 3, "records": 1, "epochs": 1, "crashes": 1}, 500),
+    ("2.1.0", {"brokers": 2, "records": 2, "epochs": 2, "crashes": 1, "bumps": 1, "losses": 1}, 500),
+    ("0.10.2", {"brokers": 2, "records": 2, "epochs": 1, "crashes": 1}, 500),
+    ("0.11.0", {"brokers": 2, "records": 2, "epochs": 1, "crashes": 1}, 500),
+    ("2.0.0", {"brokers": 2, "records": 2, "epochs": 1, "crashes": 1}, 500),
+    ("2.0.1", {"brokers": 3, "records": 1, "epochs": 1, "crashes": 1}, 500),
+    ("2.1.1", {"brokers": 2, "records": 2, "epochs": 2, "crashes": 1}, 500),
+    ("2.2.0", {"brokers": 3, "records": 1, "epochs": 1, "crashes": 1}, 500),
+    ("2.1.0", {"brokers": 3, "records": 1, "epochs": 1, "crashes": 1, "inflight": 1}, 500),
+    ("2.1.0", {"brokers": 3, "records": 1, "epochs": 1, "crashes": 1, "acks": -1, "min_isr": 2}, 500),
+    ("0.10.2", {"brokers": 2, "records": 2, "epochs": 1, "crashes": 1, "acks": 1}, 500),
+    # the control-plane columns' actions: controlled shutdowns, bounces the controller sees late (KIP-380 on 2.2.0)
+    ("2.1.0", {"brokers": 2, "records": 1, "epochs": 1, "crashes": 0, "bumps": 1, "shutdowns": 1, "bounces": 1}, 500),
+    ("2.2.0", {"brokers": 3, "records": 1, "epochs": 2, "crashes": 1, "shutdowns": 1, "bounces": 1, "losses": 1}, 500),
 ]
 
 
@@ -135,6 +138,9 @@ def summary(result) -> tuple:
 #: the default safety invariants of the Kafka model (every one compiled)
 DEFAULT = tuple(name for name, inv in for_family("kafka").items() if inv.default and inv.holds is not None)
 
+#: the matrix's bounds of no-stale-control-request and no-bounce-stall
+CONTROL = {"records": 1, "epochs": 1, "crashes": 0, "bumps": 1, "shutdowns": 1, "bounces": 1}
+
 FAST_SEARCHES = [
     ("2.1.0", {"brokers": 2, "records": 1, "epochs": 1, "crashes": 1}, {}),
     ("2.1.0", {"brokers": 2, "records": 1, "epochs": 2, "crashes": 1}, {"symmetry": True, "reduce": "dead"}),
@@ -151,6 +157,9 @@ FAST_SEARCHES = [
      {"invariants": DEFAULT, "stop_at_first": False}),
     ("2.1.0", {"brokers": 2, "records": 2, "epochs": 1, "crashes": 1, "acks": 1, "inflight": 1},
      {"invariants": DEFAULT, "symmetry": True, "reduce": "dead"}),
+    # KIP-380's stories (the matrix's control-plane bounds): a stale LeaderAndIsr applied, a bounced broker stalled
+    ("2.1.0", CONTROL, {"invariants": DEFAULT}),
+    ("0.11.0", CONTROL, {"invariants": DEFAULT, "symmetry": True, "reduce": "dead"}),
 ]
 
 
@@ -168,12 +177,16 @@ def test_searches_agree(row, bounds, options):
 @needs_cc
 @pytest.mark.parametrize("row", PROVEN_ROWS)
 def test_big_searches_agree(row):
+    """Three brokers to depth 16, and the control-plane bounds exhaustively."""
     model = kafka(row, brokers=3, records=1, epochs=2, crashes=1)
     options = {"symmetry": True, "reduce": "dead", "max_depth": 16, "stop_at_first": False,
                "invariants": ("log-matching", "log-matching-all-pairs", "log-matching-raft")}
     compiled = search(model, "on", **options)
     assert compiled.extra["path"]["path"] == "kernel"
     assert summary(compiled) == summary(search(model, "off", **options))
+    control = kafka(row, **CONTROL)
+    options = {"invariants": DEFAULT, "stop_at_first": False}
+    assert summary(search(control, "on", **options)) == summary(search(control, "off", **options))
 
 
 # -- which path runs --------------------------------------------------------------------------------------------
@@ -191,8 +204,8 @@ def test_auto_picks_the_kernel_where_it_is_proven_only(capsys):
     assert data["path"] == {"path": "readable", "reason": "the kernel does not compile truncate-on-fetch"}
     code, data = check_json(capsys, "--protocol", "2.1.0", "--feature", "unclean=on", *small)
     assert data["path"]["reason"] == "the kernel is proven on the rows' own flags, not with unclean changed"
-    code, data = check_json(capsys, "--protocol", "2.1.0", "--const", "shutdowns=1", *small)
-    assert data["path"]["reason"] == "the kernel does not compile the bound shutdowns=1"
+    code, data = check_json(capsys, "--protocol", "2.1.0", "--const", "consumers=1", *small)
+    assert data["path"]["reason"] == "the kernel does not compile the bound consumers=1"
     code, data = check_json(capsys, "--protocol", "2.1.0", "--const", "records=1", "--const", "epochs=1")
     assert code == 0 and data["path"]["path"] == "kernel"  # the default invariants are compiled
 

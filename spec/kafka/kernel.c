@@ -11,6 +11,7 @@
      KM_N, KM_R, KM_E, KM_C     brokers, records, epochs, crashes (the bounds)
      KM_BUMPS, KM_LOSSES        bumps, losses (bounds)
      KM_INFLIGHT                inflight (bound; 0: none)
+     KM_SHUTDOWNS, KM_BOUNCES   shutdowns, bounces (bounds)
      KM_ACKS, KM_MIN_ISR        the producer's acks (0, 1, -1: all) and min.insync.replicas (clients.producer_for)
      KM_NET                     the network's slots (a message past them stops the search: KM_ERR_NETWORK)
      KM_F_*                     each feature flag the rules read (spec.kafka.protocols.Features), 0 or 1
@@ -78,7 +79,10 @@ typedef struct {
 /* spec/kafka/state.py */
 enum { NO_FETCHER, TRUNCATING, FETCHING, TRUNCATING_AGAIN };
 enum { IDLE_NONE, IDLE_FENCED, IDLE_STOPPED, IDLE_RESTARTED };
-enum { LEADER_AND_ISR = 1, FETCH, FETCH_RESPONSE, OFFSETS_FOR_LEADER_EPOCH, OFFSETS_FOR_LEADER_EPOCH_RESPONSE };
+enum { LEADER_AND_ISR = 1, FETCH, FETCH_RESPONSE, OFFSETS_FOR_LEADER_EPOCH, OFFSETS_FOR_LEADER_EPOCH_RESPONSE,
+       STOP_REPLICA, CONTROLLED_SHUTDOWN };
+#define IS_DATA(kind) ((kind) >= FETCH && (kind) <= OFFSETS_FOR_LEADER_EPOCH_RESPONSE) /* DATA_KINDS */
+#define IS_CONTROL(kind) ((kind) == LEADER_AND_ISR || (kind) == STOP_REPLICA) /* CONTROL_KINDS */
 enum { E_NONE, E_NOT_LEADER, E_FENCED_LEADER_EPOCH, E_UNKNOWN_LEADER_EPOCH, E_OFFSET_OUT_OF_RANGE };
 #define UNDEFINED (-1)
 #define DEAD (-1)
@@ -87,7 +91,8 @@ enum { E_NONE, E_NOT_LEADER, E_FENCED_LEADER_EPOCH, E_UNKNOWN_LEADER_EPOCH, E_OF
 /* action kinds: spec/kafka/kernel.py KINDS (the model's tables), code kind << 24 | p1 << 16 | p2 << 8 */
 enum { A_ELECT, A_PREFERRED, A_UNCLEAN, A_CRASH, A_RESTART, A_BUMP, A_BROKER_FAILURE, A_BROKER_CHANGE, A_DELIVER,
        A_LOSE, A_PRODUCE, A_ADVANCE, A_TRUNC_HW, A_SEND_FETCH, A_SERVE_FETCH, A_RECEIVE_FETCH, A_SEND_OFFSETS,
-       A_SERVE_OFFSETS, A_RECEIVE_OFFSETS, A_SHRINK, A_EXPAND };
+       A_SERVE_OFFSETS, A_RECEIVE_OFFSETS, A_SHRINK, A_EXPAND, A_SHUTDOWN, A_BOUNCE, A_DELIVER_STOP,
+       A_PROCESS_SHUTDOWN };
 #define CODE(kind, a, b) ((uint32_t)(kind) << 24 | (uint32_t)(a) << 16 | (uint32_t)(b) << 8)
 
 #define MIN(a, b) ((a) < (b) ? (a) : (b))
@@ -133,6 +138,14 @@ static void msg_decode(const uint8_t *p, km_msg *m) {
     case OFFSETS_FOR_LEADER_EPOCH:
         m->src = p[1] - 2; m->dst = p[2] - 2; m->epoch = p[3] - 2; m->requested = p[4] - 2;
         break;
+    case STOP_REPLICA:
+        m->dst = p[1] - 2; m->epoch = p[2] - 2; m->broker_epoch = p[3] - 2; m->meant = p[4] - 2;
+        m->src = UNDEFINED;
+        break;
+    case CONTROLLED_SHUTDOWN: /* meant: the sender's incarnation */
+        m->src = p[1] - 2; m->broker_epoch = p[2] - 2; m->meant = p[3] - 2;
+        m->dst = UNDEFINED;
+        break;
     default: /* OFFSETS_FOR_LEADER_EPOCH_RESPONSE */
         m->src = p[1] - 2; m->dst = p[2] - 2; m->epoch = p[3] - 2; m->requested = p[4] - 2; m->error = p[5] - 2;
         m->answer_epoch = p[6] - 2; m->end_offset = p[7] - 2;
@@ -164,6 +177,12 @@ static void msg_encode(const km_msg *m, uint8_t *p) {
         break;
     case OFFSETS_FOR_LEADER_EPOCH:
         PUT(m->src); PUT(m->dst); PUT(m->epoch); PUT(m->requested);
+        break;
+    case STOP_REPLICA:
+        PUT(m->dst); PUT(m->epoch); PUT(m->broker_epoch); PUT(m->meant);
+        break;
+    case CONTROLLED_SHUTDOWN:
+        PUT(m->src); PUT(m->broker_epoch); PUT(m->meant);
         break;
     default:
         PUT(m->src); PUT(m->dst); PUT(m->epoch); PUT(m->requested); PUT(m->error); PUT(m->answer_epoch);
@@ -353,11 +372,25 @@ static void broker_failure_actions(const km_state *s, km_succ *out, int i) {
     elect_state(out, t, leader, remaining, -1);
 }
 
-/* _broker_change_state (reached only after a Bounce: the bound bounces, which the kernel does not compile) */
+/* _broker_change_state: the registration of a broker that bounced unseen; with detect-bounced-broker (KIP-380) its
+   queued control requests are dropped and it is re-elected (its leadership) or sent the current LeaderAndIsr */
 static void broker_change(const km_state *s, km_succ *out, int i) {
     km_state *t = km_emit(out, s, CODE(A_BROKER_CHANGE, i, 0));
     t->registered[i] = s->b[i].broker_epoch;
-    if (KM_F_DETECT_BOUNCED_BROKER) out->error = KM_ERR_UNCOMPILED;
+    if (!KM_F_DETECT_BOUNCED_BROKER) return;
+    for (int k = 0; k < t->net_len;) {
+        if (IS_CONTROL(msg_kind(t, k)) && t->net[k][1] - 2 == i) net_remove(t, k);
+        else k++;
+    }
+    if (s->c_leader == i && s->c_epoch < KM_E) {
+        elect_state(out, t, i, s->c_isr, -1);
+        return;
+    }
+    km_msg m;
+    memset(&m, 0, sizeof m);
+    m.kind = LEADER_AND_ISR; m.dst = i; m.epoch = t->c_epoch; m.leader = t->c_leader; m.isr = t->c_isr;
+    m.broker_epoch = t->registered[i]; m.meant = t->b[i].incarnation;
+    net_add(out, t, &m);
 }
 
 /* _controller_actions (ZooKeeperController.actions) */
@@ -398,22 +431,40 @@ static void crash_broker(km_state *t, int i) {
     for (int k = 0; k < t->net_len;) {
         km_msg m;
         msg_decode(t->net[k], &m);
-        if (m.dst == i || (m.kind != LEADER_AND_ISR && m.src == i)) net_remove(t, k);
+        if (m.kind != CONTROLLED_SHUTDOWN && (m.dst == i || (!IS_CONTROL(m.kind) && m.src == i))) net_remove(t, k);
         else k++;
     }
     t->crashes = (int8_t)(t->crashes + 1);
 }
 
-/* _restart_state, _reborn */
-static void restart_state(const km_state *s, km_succ *out, int i) {
-    km_state *t = km_emit(out, s, CODE(A_RESTART, i, 0));
-    km_broker *b = &t->b[i];
+/* _reborn: a new incarnation, its log, epoch cache and HW checkpoint back, a new broker epoch */
+static void reborn(km_broker *b) {
     b->hw = (int8_t)MIN(b->hw, b->log_len);
     b->broker_epoch = (int8_t)(b->broker_epoch + 1);
     b->incarnation = (int8_t)(b->incarnation + 1);
     b->alive = 1; b->leader = -1; b->epoch = -1; b->isr = 0; b->fetch = NO_FETCHER;
     b->has_remote = 0; memset(b->remote, 0, sizeof b->remote);
     b->stopping = 0; b->reconciled = -1; b->idle_cause = IDLE_RESTARTED;
+}
+
+/* _bounce_state: a crash and re-registration the controller has not processed; broker-to-broker messages lost */
+static void bounce_state(const km_state *s, km_succ *out, int i) {
+    km_state *t = km_emit(out, s, CODE(A_BOUNCE, i, 0));
+    reborn(&t->b[i]);
+    for (int k = 0; k < t->net_len;) {
+        km_msg m;
+        msg_decode(t->net[k], &m);
+        if (IS_DATA(m.kind) && (m.dst == i || m.src == i)) net_remove(t, k);
+        else k++;
+    }
+    t->bounces = (int8_t)(s->bounces + 1);
+}
+
+/* _restart_state */
+static void restart_state(const km_state *s, km_succ *out, int i) {
+    km_state *t = km_emit(out, s, CODE(A_RESTART, i, 0));
+    km_broker *b = &t->b[i];
+    reborn(b);
     t->registered[i] = b->broker_epoch;
     km_msg m;
     memset(&m, 0, sizeof m);
@@ -468,6 +519,63 @@ static void apply_leader_and_isr(km_state *t, const km_msg *m) {
         b->has_remote = 0; memset(b->remote, 0, sizeof b->remote);
         b->reconciled = -1; b->idle_cause = IDLE_NONE;
     }
+}
+
+/* _apply_stop_replica: t already has the message removed */
+static void apply_stop_replica(km_state *t, const km_msg *m) {
+    km_broker *b = &t->b[m->dst];
+    if (stale_generation(b, m)) return;
+    b->stale = (uint8_t)(b->stale || m->meant != b->incarnation);
+    b->fetch = NO_FETCHER;
+    b->idle_cause = IDLE_STOPPED;
+}
+
+/* _send_stop */
+static void send_stop(km_succ *out, km_state *t, int i, int meant) {
+    km_msg m;
+    memset(&m, 0, sizeof m);
+    m.kind = STOP_REPLICA; m.dst = i; m.epoch = t->c_epoch; m.broker_epoch = t->registered[i]; m.meant = meant;
+    net_add(out, t, &m);
+}
+
+/* the action table's leader index (the readable model indexes it with the controller's leader, -1 the last) */
+#define LEADER_INDEX(l) ((l) < 0 ? KM_N + (l) : (l))
+
+/* _controlled_shutdowns: ProcessControlledShutdown of the oldest request of broker m->src (slot k) */
+static void controlled_shutdowns(const km_state *s, km_succ *out, int k, const km_msg *m) {
+    int i = m->src, leader = s->c_leader;
+#define ACT(l) CODE(A_PROCESS_SHUTDOWN, i, LEADER_INDEX(l))
+    if (!s->b[i].alive || (KM_F_REJECT_STALE_SHUTDOWN && m->broker_epoch < s->registered[i])) {
+        net_remove(km_emit(out, s, ACT(leader)), k);
+        return;
+    }
+    int isr = s->c_isr & ~(1 << i);
+    if (leader == i) {
+        int others = live_members(s, isr);
+        if (!others) { /* nowhere to move leadership: "partitions remaining" */
+            net_remove(km_emit(out, s, ACT(i)), k);
+            return;
+        }
+        if (s->c_epoch >= KM_E) return;
+        for (int l = 0; l < KM_N; l++) {
+            if (!IN(others, l)) continue;
+            km_state *t = km_emit(out, s, ACT(l));
+            net_remove(t, k);
+            elect_state(out, t, l, isr, -1);
+            send_stop(out, t, i, m->meant);
+        }
+    } else if (IN(s->c_isr, i)) {
+        if (s->c_epoch >= KM_E) return;
+        km_state *t = km_emit(out, s, ACT(leader));
+        net_remove(t, k);
+        elect_state(out, t, leader, isr, i);
+        send_stop(out, t, i, m->meant);
+    } else {
+        km_state *t = km_emit(out, s, ACT(leader));
+        net_remove(t, k);
+        send_stop(out, t, i, m->meant);
+    }
+#undef ACT
 }
 
 /* -- the data plane (actions_data.py) ---------------------------------------------------------------------- */
@@ -629,7 +737,7 @@ static void replica_actions(const km_state *s, km_succ *out, int i) {
     }
 }
 
-/* _zookeeper_broker_actions (shutdowns, lossy-crash and bounces are not compiled) */
+/* _zookeeper_broker_actions (lossy-crash is not compiled) */
 static void broker_actions(const km_state *s, km_succ *out, int i) {
     const km_broker *b = &s->b[i];
     if (!b->alive) {
@@ -637,7 +745,17 @@ static void broker_actions(const km_state *s, km_succ *out, int i) {
         return;
     }
     replica_actions(s, out, i);
+    if (s->shutdowns < KM_SHUTDOWNS && !b->stopping) { /* ControlledShutdown: the broker asks to shut down */
+        km_state *t = km_emit(out, s, CODE(A_SHUTDOWN, i, 0));
+        t->b[i].stopping = 1;
+        km_msg m;
+        memset(&m, 0, sizeof m);
+        m.kind = CONTROLLED_SHUTDOWN; m.src = i; m.broker_epoch = b->broker_epoch; m.meant = b->incarnation;
+        net_add(out, t, &m);
+        t->shutdowns = (int8_t)(s->shutdowns + 1);
+    }
     if (s->crashes < KM_C) crash_broker(km_emit(out, s, CODE(A_CRASH, i, 0)), i);
+    if (s->bounces < KM_BOUNCES) bounce_state(s, out, i);
 }
 
 /* _error: the leader's check of a request */
@@ -779,10 +897,11 @@ static void receive_offsets(km_state *t, const km_msg *m) {
     follower->fetch = done ? FETCHING : TRUNCATING_AGAIN;
 }
 
-/* channel_order: (leader epoch, broker epoch, kind, partition epoch) */
+/* channel_order: (leader epoch, broker epoch, kind, partition epoch: 0 on these rows) */
 static int channel_before(const km_msg *a, const km_msg *b) {
     if (a->epoch != b->epoch) return a->epoch < b->epoch;
-    return a->broker_epoch < b->broker_epoch;
+    if (a->broker_epoch != b->broker_epoch) return a->broker_epoch < b->broker_epoch;
+    return a->kind < b->kind;
 }
 
 /* KafkaModel._deliveries */
@@ -791,7 +910,7 @@ static void deliveries(const km_state *s, km_succ *out) {
     km_msg first[KM_N];
     for (int d = 0; d < KM_N; d++) oldest[d] = -1, queued[d] = 0;
     for (int k = 0; k < s->net_len; k++) {
-        if (msg_kind(s, k) != LEADER_AND_ISR) continue; /* no StopReplica: shutdowns are not compiled */
+        if (!IS_CONTROL(msg_kind(s, k))) continue;
         km_msg m;
         msg_decode(s->net[k], &m);
         queued[m.dst]++;
@@ -802,21 +921,34 @@ static void deliveries(const km_state *s, km_succ *out) {
     }
     for (int d = 0; d < KM_N; d++) {
         if (oldest[d] < 0) continue;
-        km_state *t = km_emit(out, s, CODE(A_DELIVER, d, first[d].epoch));
-        net_remove(t, oldest[d]);
-        apply_leader_and_isr(t, &first[d]);
+        km_state *t;
+        if (first[d].kind == LEADER_AND_ISR) {
+            t = km_emit(out, s, CODE(A_DELIVER, d, first[d].epoch));
+            net_remove(t, oldest[d]);
+            apply_leader_and_isr(t, &first[d]);
+        } else {
+            t = km_emit(out, s, CODE(A_DELIVER_STOP, d, 0));
+            net_remove(t, oldest[d]);
+            apply_stop_replica(t, &first[d]);
+        }
         if (s->losses < KM_LOSSES && queued[d] > 1) {
             km_state *u = km_emit(out, s, CODE(A_LOSE, d, 0));
             net_remove(u, oldest[d]);
             u->losses = (int8_t)(s->losses + 1);
         }
     }
+    int last_src = -1;
     for (int k = 0; k < s->net_len; k++) {
         int kind = msg_kind(s, k);
-        if (kind == LEADER_AND_ISR) continue;
+        if (IS_CONTROL(kind)) continue;
         km_msg m;
         msg_decode(s->net[k], &m);
-        if (kind == FETCH) {
+        if (kind == CONTROLLED_SHUTDOWN) {
+            if (m.src != last_src) { /* the controller handles one broker's requests in order */
+                last_src = m.src;
+                controlled_shutdowns(s, out, k, &m);
+            }
+        } else if (kind == FETCH) {
             serve_fetch(s, out, k, &m);
         } else if (kind == FETCH_RESPONSE) {
             km_state *t = km_emit(out, s, CODE(A_RECEIVE_FETCH, m.dst, m.src));
@@ -1197,11 +1329,13 @@ static int no_stale_control_request(const km_state *s) {
     return 1;
 }
 
-/* invariants/kafka_control._controller_pending (no StopReplica or ControlledShutdown: shutdowns are not compiled) */
+/* invariants/kafka_control._controller_pending */
 static int controller_pending(const km_state *s, int i) {
     if (s->registered[i] != s->b[i].broker_epoch) return 1;
-    for (int k = 0; k < s->net_len; k++)
-        if (msg_kind(s, k) == LEADER_AND_ISR && s->net[k][1] - 2 == i) return 1;
+    for (int k = 0; k < s->net_len; k++) {
+        int kind = msg_kind(s, k); /* a control request's dst and a ControlledShutdown's src come first */
+        if ((IS_CONTROL(kind) || kind == CONTROLLED_SHUTDOWN) && s->net[k][1] - 2 == i) return 1;
+    }
     return 0;
 }
 
@@ -1215,7 +1349,7 @@ static int stalled(const km_state *s, int cause) {
         if (controller_pending(s, i)) continue;
         int talking = 0;
         for (int k = 0; k < s->net_len && !talking; k++)
-            talking = msg_kind(s, k) != LEADER_AND_ISR && (s->net[k][1] - 2 == i || s->net[k][2] - 2 == i);
+            talking = IS_DATA(msg_kind(s, k)) && (s->net[k][1] - 2 == i || s->net[k][2] - 2 == i);
         if (!talking) return 1;
     }
     return 0;

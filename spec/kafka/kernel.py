@@ -27,12 +27,15 @@ from typing import Any
 from spec.kafka.log import Record
 from spec.kafka.releases import resolve
 from spec.kafka.state import (
+    CONTROLLED_SHUTDOWN,
     FETCH,
     FETCH_RESPONSE,
     LEADER_AND_ISR,
     OFFSETS_FOR_LEADER_EPOCH,
     OFFSETS_FOR_LEADER_EPOCH_RESPONSE,
+    STOP_REPLICA,
     Broker,
+    ControlledShutdown,
     Controller,
     FetchRequest,
     FetchResponse,
@@ -40,6 +43,7 @@ from spec.kafka.state import (
     LeaderAndIsr,
     OffsetsRequest,
     OffsetsResponse,
+    StopReplica,
 )
 from spec.model import Action, KernelSource
 
@@ -48,14 +52,15 @@ SOURCE = os.path.join(os.path.dirname(os.path.abspath(__file__)), "kernel.c")
 #: the C file's action kinds in order (code: kind << 24 | p1 << 16 | p2 << 8), each the model's table it names
 KINDS = ("_elect", "_preferred", "_unclean", "_crash", "_restart", "_bump", "_broker_failure", "_broker_change",
          "_deliver", "_lose", "_produce", "_advance", "_trunc_hw", "_send_fetch", "_serve_fetch", "_receive_fetch",
-         "_send_offsets", "_serve_offsets", "_receive_offsets", "_shrink", "_expand")
+         "_send_offsets", "_serve_offsets", "_receive_offsets", "_shrink", "_expand", "_shutdown", "_bounce",
+         "_deliver_stop", "_process_shutdown")
 
 #: the feature flags the C file reads, each a ``KM_F_*`` define (``Features`` fields and derived switches)
 FLAGS = ("kafka_5642", "kafka_5163", "epoch_in_response", "kafka_7415", "kafka_7128", "kafka_7164", "kafka_7414",
          "leader_epoch_fencing", "kafka_7152", "kafka_9654", "kafka_8400", "truncation_lowers_hw",
-         "reject_stale_broker_epoch", "detect_bounced_broker", "kafka_10706_fix", "kafka_13141", "kafka_18991",
-         "unclean", "epoch_cache", "hw_truncation", "uses_offsets_request", "removes_fenced_partition",
-         "checks_offsets_answer_epoch")
+         "reject_stale_broker_epoch", "detect_bounced_broker", "reject_stale_shutdown", "kafka_10706_fix",
+         "kafka_13141", "kafka_18991", "unclean", "epoch_cache", "hw_truncation", "uses_offsets_request",
+         "removes_fenced_partition", "checks_offsets_answer_epoch")
 #: flags whose rules the C file does not compile: a row with one on runs the readable model
 UNCOMPILED_FLAGS = ("truncate_on_fetch", "alter_isr", "kraft", "lossy_crash", "fetch_from_follower", "kafka_15583",
                     "consumer_truncation_detection")
@@ -127,6 +132,10 @@ class Packing:
             body = [_enc(v) for v in (kind, m.src, m.dst, m.epoch, m.requested)]
         elif kind == OFFSETS_FOR_LEADER_EPOCH_RESPONSE:
             body = [_enc(v) for v in (kind, m.src, m.dst, m.epoch, m.requested, m.error, m.answer_epoch, m.end_offset)]
+        elif kind == STOP_REPLICA:
+            body = [_enc(v) for v in (kind, m.dst, m.epoch, m.broker_epoch, m.meant)]
+        elif kind == CONTROLLED_SHUTDOWN:
+            body = [_enc(v) for v in (kind, m.src, m.broker_epoch, m.incarnation)]
         else:
             raise ValueError(f"the kernel compiles no message of kind {kind}: {m}")
         if len(body) > self.msg_bytes:
@@ -151,6 +160,10 @@ class Packing:
             return FetchResponse(kind, *v[1:6], tuple(records), v[end + 1], v[end + 2], v[end + 3])
         if kind == OFFSETS_FOR_LEADER_EPOCH:
             return OffsetsRequest(kind, *v[1:5])
+        if kind == STOP_REPLICA:
+            return StopReplica(kind, *v[1:5])
+        if kind == CONTROLLED_SHUTDOWN:
+            return ControlledShutdown(kind, *v[1:4])
         return OffsetsResponse(kind, *v[1:8])
 
     # -- states -------------------------------------------------------------------------------------------------
@@ -244,11 +257,13 @@ class Packing:
                           committed=ghosts[0], acked=ghosts[1])
 
 
-def network_slots(brokers: int, epochs: int, crashes: int, bumps: int) -> int:
+def network_slots(brokers: int, epochs: int, crashes: int, bounces: int, shutdowns: int) -> int:
     """The messages in flight at most (the network's slots): a request or its answer per (follower, leader) pair (a
-    follower sends only when none of the pair is in flight, ``actions_data.busy``), and per broker a LeaderAndIsr
-    for each election (at most ``epochs`` and the bumps among them) and each restart's, plus the initial epoch's."""
-    return brokers * (brokers - 1) + brokers * (epochs + crashes + 2)
+    follower sends only when none of the pair is in flight, ``actions_data.busy``); per broker a LeaderAndIsr for each
+    election (at most ``epochs``: bumps and controlled shutdowns among them), each restart's and each processed
+    bounce's, plus the initial epoch's; a ControlledShutdown and a StopReplica a shutdown. A state past them stops the
+    search (``KM_ERR_NETWORK``), never a silently different one."""
+    return brokers * (brokers - 1) + brokers * (epochs + crashes + bounces + 2) + 2 * shutdowns
 
 
 def unsupported_reason(model: Any) -> str | None:
@@ -257,7 +272,7 @@ def unsupported_reason(model: Any) -> str | None:
     for flag in UNCOMPILED_FLAGS:
         if getattr(f, flag):
             return f"the kernel does not compile {flag.replace('_', '-')}"
-    for bound in ("shutdowns", "bounces", "consumers"):
+    for bound in ("consumers",):
         if getattr(model, bound):
             return f"the kernel does not compile the bound {bound}={getattr(model, bound)}"
     if model.brokers > MAX_BROKERS:
@@ -272,7 +287,7 @@ def unsupported_reason(model: Any) -> str | None:
 
 def kernel(model: Any) -> KernelSource:
     """The Kafka model's kernel at ``model``'s bounds and flags."""
-    net = network_slots(model.brokers, model.epochs, model.crashes, model.bumps)
+    net = network_slots(model.brokers, model.epochs, model.crashes, model.bounces, model.shutdowns)
     packing = Packing(model.brokers, model.records, model.epochs, net)
     tables = [getattr(model, name) for name in KINDS]
 
@@ -284,7 +299,8 @@ def kernel(model: Any) -> KernelSource:
 
     f = model.features
     defines = [("KM_N", model.brokers), ("KM_R", model.records), ("KM_E", model.epochs), ("KM_C", model.crashes),
-               ("KM_BUMPS", model.bumps), ("KM_LOSSES", model.losses), ("KM_INFLIGHT", model.inflight), ("KM_NET", net),
+               ("KM_BUMPS", model.bumps), ("KM_LOSSES", model.losses), ("KM_INFLIGHT", model.inflight),
+               ("KM_SHUTDOWNS", model.shutdowns), ("KM_BOUNCES", model.bounces), ("KM_NET", net),
                ("KM_ACKS", model.acks), ("KM_MIN_ISR", model.min_isr)]
     defines += [(f"KM_F_{flag.upper()}", int(bool(getattr(f, flag)))) for flag in FLAGS]
     return KernelSource(source=SOURCE, defines=tuple(defines), state_bytes=packing.state_bytes, pack=packing.pack,
