@@ -65,7 +65,10 @@ typedef struct {
     int8_t acked[KM_LOG][3]; /* the producer's acknowledged records (offset, epoch, ident), sorted */
 } km_state;
 
-#define KM_MAX_SUCC (8 * KM_N + 4 * KM_N * KM_N + KM_NET + 8)
+/* a bound on one state's successors: the controller's (an election per live ISR member for each death), each broker's
+   own (produce, HW, an ISR change per follower, a request, truncations, shutdown, crash, bounce), a delivery and a
+   loss per control channel, and per message in flight one step (a ControlledShutdown one per new leader) */
+#define KM_MAX_SUCC (8 * KM_N + 4 * KM_N * KM_N + KM_NET * KM_N + 8)
 #define KM_INVARIANTS 13 /* spec/kafka/kernel.py INVARIANTS */
 #define KM_HAS_REDUCE 1
 
