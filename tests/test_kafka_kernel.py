@@ -108,12 +108,15 @@ def test_the_kernel_is_the_readable_model_state_for_state(row, bounds, limit):
 @pytest.mark.slow
 @needs_cc
 @pytest.mark.parametrize("row", PROVEN_ROWS)
-@pytest.mark.parametrize("bounds", [{"brokers": 2, "records": 2, "epochs": 2, "crashes": 1},
-                                    {"brokers": 3, "records": 1, "epochs": 1, "crashes": 1}], ids=_id)
-def test_every_reachable_state_of_each_row(row, bounds):
+@pytest.mark.parametrize(("bounds", "limit"), [({"brokers": 2, "records": 2, "epochs": 2, "crashes": 1}, 10_000),
+                                               ({"brokers": 3, "records": 1, "epochs": 1, "crashes": 1}, 3_000)],
+                         ids=_id)
+def test_more_reachable_states_of_each_row(row, bounds, limit):
+    """The first 10,000 states of the default bounds catch what the fast tier's 500 do not (a dead answer's no-op
+    branch of ``km_reduce`` dropped: 105 disagreements there, none in the fast tier's)."""
     model = kafka(row, **bounds)
     kernel = km.load(model.kernel())
-    assert disagreements(model, kernel, reachable(model, 40_000)) == []
+    assert disagreements(model, kernel, reachable(model, limit)) == []
 
 
 @needs_cc
@@ -177,9 +180,9 @@ def test_searches_agree(row, bounds, options):
 @needs_cc
 @pytest.mark.parametrize("row", PROVEN_ROWS)
 def test_big_searches_agree(row):
-    """Three brokers to depth 16, and the control-plane bounds exhaustively."""
-    model = kafka(row, brokers=3, records=1, epochs=2, crashes=1)
-    options = {"symmetry": True, "reduce": "dead", "max_depth": 16, "stop_at_first": False,
+    """Three brokers to depth 12, and the control-plane bounds exhaustively."""
+    model = kafka(row, brokers=3, records=1, epochs=1, crashes=1)
+    options = {"symmetry": True, "reduce": "dead", "max_depth": 12, "stop_at_first": False,
                "invariants": ("log-matching", "log-matching-all-pairs", "log-matching-raft")}
     compiled = search(model, "on", **options)
     assert compiled.extra["path"]["path"] == "kernel"
