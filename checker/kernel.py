@@ -13,9 +13,11 @@ path prints it.
 ``why_not(model, options)`` says why a search cannot take this path (the caller then runs the readable model):
 a model without a kernel, an option the kernel does not honour, a user ``--property``, no C compiler.
 
-The interface a new kernel (the Kafka model's, say) plugs into is ``spec.model.KernelSource``: its C file
-defines ``km_state`` (fixed-width fields, no padding), ``KM_MAX_SUCC``, ``KM_INVARIANTS``, ``km_successors``,
-``km_violations`` and ``km_canonical``, and the Python side packs, unpacks and names the actions.
+The interface a kernel plugs into is ``spec.model.KernelSource`` (the reference models', ``spec/kafka/kernel.c``): its
+C file defines ``km_state`` (fixed-width fields, no padding), ``KM_MAX_SUCC``, ``KM_INVARIANTS``, ``km_successors``,
+``km_violations`` and ``km_canonical``, optionally ``km_reduce`` (``--reduce dead``, ``KernelSource.reductions``), and
+the Python side packs, unpacks and names the actions. A kernel that meets a state past one of its fixed capacities
+stops the search with ``KernelCapacityError`` (one line), never a different search.
 """
 
 from __future__ import annotations
