@@ -18,6 +18,10 @@ CPU-time ratio stays the figure that counts.
 to a fixed depth: 2.1.0 with three brokers (records=1 crashes=0) to depth 12 and kraft-4.1 at Last Replica Standing's
 bounds (brokers=3 acks=-1 min_isr=2 unclean_shutdowns=1) to depth 8.
 
+``--kernel`` runs the current checkout's searches on the model's compiled kernel (``checker.kernel``, ``--kernel on``:
+``spec/kafka/kernel.c`` for the ZooKeeper rows it compiles); the baseline runs as it is. The kernel is compiled once
+before the rounds (a cached library), so no round counts the C compiler.
+
 ``--frontier-objects`` runs the current checkout with every frontier state kept as objects, as the baseline
 (which had no frontier store) did. The default runs compare end to end: a level past
 ``checker.bfs.FRONTIER_OBJECT_STATES`` states is pooled to bound memory (issue 13's bytes a state), which costs
@@ -62,37 +66,54 @@ options = json.loads(sys.argv[4])
 if len(sys.argv) > 5:  # --instructions: the same process without the search
     print(json.dumps({"distinct": 0, "generated": 0, "cpu": 0.0}))
     sys.exit(0)
-start = time.process_time()
-result = check(model, SearchOptions(invariants=[], **options))
-cpu = time.process_time() - start
+if os.environ.get("MODEL_SPEED_KERNEL"):  # --kernel (the current checkout only): the compiled kernel's search
+    from checker.kernel import run as run_kernel
+    from checker.kernel import why_not
+    kernel_options = SearchOptions(invariants=[], kernel="on", **options)
+    if why_not(model, kernel_options):
+        print(json.dumps({"skip": why_not(model, kernel_options)}))
+        sys.exit(0)
+    start = time.process_time()
+    result = run_kernel(model, kernel_options, "on")
+    cpu = time.process_time() - start
+    assert result.extra["path"]["path"] == "kernel"
+else:
+    start = time.process_time()
+    result = check(model, SearchOptions(invariants=[], **options))
+    cpu = time.process_time() - start
 print(json.dumps({"distinct": result.distinct_states, "generated": result.states_generated, "cpu": cpu}))
 """
 
 
-def _env(objects: bool) -> dict:
+def _env(objects: bool, kernel: bool = False) -> dict:
     env = dict(os.environ)
     env.pop("MODEL_SPEED_OBJECT_STATES", None)
+    env.pop("MODEL_SPEED_KERNEL", None)
     if objects:
         env["MODEL_SPEED_OBJECT_STATES"] = str(2**62)
+    if kernel:
+        env["MODEL_SPEED_KERNEL"] = "1"
     return env
 
 
-def run(root: str, protocol: str, constants: list[str], objects: bool = False, options: dict | None = None) -> dict:
+def run(root: str, protocol: str, constants: list[str], objects: bool = False, options: dict | None = None,
+        kernel: bool = False) -> dict:
     out = subprocess.run([sys.executable, "-c", CHILD, os.path.abspath(root), protocol, json.dumps(constants),
                           json.dumps(options or {})],
-                         capture_output=True, text=True, check=True, cwd=os.path.abspath(root), env=_env(objects))
+                         capture_output=True, text=True, check=True, cwd=os.path.abspath(root), env=_env(objects, kernel))
     return json.loads(out.stdout)
 
 
 def instructions(root: str, protocol: str, constants: list[str], objects: bool = False,
-                 options: dict | None = None) -> float:
+                 options: dict | None = None, kernel: bool = False) -> float:
     """CPU instructions of the search per state generated (callgrind's total, minus the run without the search)."""
     totals, generated = [], 0
     for extra in (["skip"], []):
         out = subprocess.run(["valgrind", "--tool=callgrind", "--callgrind-out-file=/dev/null", sys.executable, "-c", CHILD,
                               os.path.abspath(root), protocol, json.dumps(constants), json.dumps(options or {}),
                               *extra],
-                             capture_output=True, text=True, check=True, cwd=os.path.abspath(root), env=_env(objects))
+                             capture_output=True, text=True, check=True, cwd=os.path.abspath(root),
+                             env=_env(objects, kernel))
         totals.append(int(re.search(r"Collected : (\d+)", out.stderr).group(1)))
         generated = json.loads(out.stdout.strip().splitlines()[-1])["generated"] or generated
     return (totals[1] - totals[0]) / generated
@@ -108,6 +129,8 @@ def main() -> int:
     parser.add_argument("--goal", action="store_true",
                         help="issue 35's configurations instead (2.1.0 three brokers to depth 12, kraft-4.1 at Last "
                              "Replica Standing's bounds to depth 8, both --symmetry --reduce dead)")
+    parser.add_argument("--kernel", action="store_true",
+                        help="the current checkout searches on the model's compiled kernel (--kernel on)")
     parser.add_argument("--frontier-objects", action="store_true",
                         help="the current checkout keeps every frontier state as objects, as the baseline did (the "
                              "model's own speed, without the memory-bounded frontier's pooling of levels past "
@@ -123,10 +146,15 @@ def main() -> int:
     rows = []
     workloads = GOAL_WORKLOADS if args.goal else [(protocol, constants, {}) for protocol, constants in WORKLOADS]
     for protocol, constants, options in workloads:
+        if args.kernel:  # compile (or find) the kernel before any round counts
+            warm = run(args.current, protocol, constants, options={**options, "max_depth": 1}, kernel=True)
+            if "skip" in warm:
+                print(f"{protocol:18} not measured: the kernel does not run it ({warm['skip']})")
+                continue
         base, cur = [], []
         for _ in range(args.rounds):
             base.append(run(args.baseline, protocol, constants, options=options))
-            cur.append(run(args.current, protocol, constants, args.frontier_objects, options))
+            cur.append(run(args.current, protocol, constants, args.frontier_objects, options, args.kernel))
         b = sum(r["cpu"] for r in base) / sum(r["generated"] for r in base)
         c = sum(r["cpu"] for r in cur) / sum(r["generated"] for r in cur)
         rows.append({"protocol": protocol, "constants": constants, "options": options, "baseline_generated": base[0]["generated"],
@@ -134,7 +162,7 @@ def main() -> int:
                      "current_us_per_state": c * 1e6, "ratio": c / b})
         if args.instructions:
             bi = instructions(args.baseline, protocol, constants, options=options)
-            ci = instructions(args.current, protocol, constants, args.frontier_objects, options)
+            ci = instructions(args.current, protocol, constants, args.frontier_objects, options, args.kernel)
             rows[-1].update(baseline_instructions_per_state=bi, current_instructions_per_state=ci, instruction_ratio=ci / bi)
         label = " ".join(constants + [f"{k}={v}" for k, v in options.items()])
         print(f"{protocol:18} {label:52} baseline {b * 1e6:6.2f} us/state ({base[0]['generated']:,} "
@@ -148,7 +176,7 @@ def main() -> int:
     if args.json:
         with open(args.json, "w") as f:
             json.dump({"rows": rows, "load_start": load_start, "load_end": load_end, "rounds": args.rounds,
-                       "frontier_objects": args.frontier_objects}, f, indent=1)
+                       "frontier_objects": args.frontier_objects, "kernel": args.kernel}, f, indent=1)
     return 0
 
 

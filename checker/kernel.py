@@ -13,9 +13,11 @@ path prints it.
 ``why_not(model, options)`` says why a search cannot take this path (the caller then runs the readable model):
 a model without a kernel, an option the kernel does not honour, a user ``--property``, no C compiler.
 
-The interface a new kernel (the Kafka model's, say) plugs into is ``spec.model.KernelSource``: its C file
-defines ``km_state`` (fixed-width fields, no padding), ``KM_MAX_SUCC``, ``KM_INVARIANTS``, ``km_successors``,
-``km_violations`` and ``km_canonical``, and the Python side packs, unpacks and names the actions.
+The interface a kernel plugs into is ``spec.model.KernelSource`` (the reference models', ``spec/kafka/kernel.c``): its
+C file defines ``km_state`` (fixed-width fields, no padding), ``KM_MAX_SUCC``, ``KM_INVARIANTS``, ``km_successors``,
+``km_violations`` and ``km_canonical``, optionally ``km_reduce`` (``--reduce dead``, ``KernelSource.reductions``), and
+the Python side packs, unpacks and names the actions. A kernel that meets a state past one of its fixed capacities
+stops the search with ``KernelCapacityError`` (one line), never a different search.
 """
 
 from __future__ import annotations
@@ -45,6 +47,21 @@ MODES = ("auto", "on", "off")
 
 class KernelUnavailable(EnvironmentMissingError):
     """``--kernel on`` and the kernel cannot run here (no C compiler, or it failed): one line, exit 69."""
+
+
+class KernelCapacityError(ModelError):
+    """The kernel met a state past one of its fixed capacities (the search stops rather than differ): one line."""
+
+
+#: a kernel's capacity codes (``out->error`` in its C file), what each means
+CAPACITY = {1: "more messages in flight than the network's slots", 2: "a log longer than the records bound",
+            3: "a message or branch it does not compile"}
+
+
+def capacity_message(spec: KernelSource, code: int) -> str:
+    what = CAPACITY.get(code, f"capacity code {code}")
+    return (f"the compiled kernel {os.path.basename(spec.source)} stopped: {what}; "
+            "run this configuration with --kernel off")
 
 
 def compiler() -> str:
@@ -77,6 +94,8 @@ class Kernel:
             "km_get_states": ([p, ctypes.c_uint64, ctypes.c_uint64, p], None),
             "km_successors_of": ([u8p, ctypes.POINTER(ctypes.c_uint32), ctypes.c_char_p], ctypes.c_uint32),
             "km_violations_of": ([u8p], ctypes.c_uint32), "km_canonical_of": ([ctypes.c_char_p], None),
+            "km_set_reduce": ([p, ctypes.c_int], ctypes.c_int), "km_error": ([p], ctypes.c_uint32),
+            "km_reduce_of": ([ctypes.c_char_p], None),
         }
         for name, (args, res) in sig.items():
             fn = getattr(lib, name)
@@ -96,6 +115,8 @@ class Kernel:
         actions = (ctypes.c_uint32 * n)()
         out = ctypes.create_string_buffer(n * size)
         count = self.lib.km_successors_of(self.spec.pack(state), actions, out)
+        if count > n:
+            raise KernelCapacityError(capacity_message(self.spec, 0xFFFFFFFF - count))
         raw = out.raw
         return [(self.spec.action(actions[i]), self.spec.unpack(raw[i * size:(i + 1) * size])) for i in range(count)]
 
@@ -103,6 +124,12 @@ class Kernel:
         """The compiled invariants ``state`` violates."""
         mask = self.lib.km_violations_of(self.spec.pack(state))
         return {name for i, name in enumerate(self.spec.invariants) if mask >> i & 1}
+
+    def reduced(self, state: Any) -> Any:
+        """The state ``--reduce dead`` stores (``km_reduce``), unpacked."""
+        buf = ctypes.create_string_buffer(self.spec.pack(state), self.state_bytes)
+        self.lib.km_reduce_of(buf)
+        return self.spec.unpack(buf.raw)
 
     def canonical(self, state: Any) -> Any:
         buf = ctypes.create_string_buffer(self.spec.pack(state), self.state_bytes)
@@ -139,7 +166,8 @@ def load(spec: KernelSource, extra_flags: tuple[str, ...] = ()) -> Kernel:
         try:
             done = subprocess.run(build_command(spec, found, tmp, extra_flags), capture_output=True, text=True)
             if done.returncode != 0:
-                first = (done.stderr.strip().splitlines() or ["no message"])[0]
+                lines = done.stderr.strip().splitlines() or ["no message"]
+                first = next((line for line in lines if "error" in line), lines[0])  # the error, not its context
                 raise KernelUnavailable(f"the C compiler {cc} failed on {os.path.basename(spec.source)}: {first}")
             os.replace(tmp, library)  # atomic: a concurrent run sees the whole library or none
         finally:
@@ -163,6 +191,8 @@ def why_not(model: Model, options: SearchOptions, engine: str = "local", spark_t
         return "the Spark blocks transport carries readable states (the kernel runs on the arrow transport)"
     if engine == "spark" and (options.resume_from or options.checkpoint_path):
         return "a Spark run directory (--checkpoint, --resume) holds readable states"
+    if engine != "local" and options.reduce != "none":
+        return f"--reduce {options.reduce} runs on the local engine's kernel only (the batch expansion does not reduce)"
     spec = model.kernel()
     if spec is None:
         return f"model {model.name} has no compiled kernel"
@@ -175,7 +205,8 @@ def why_not(model: Model, options: SearchOptions, engine: str = "local", spark_t
             return f"property {inv.name} is not compiled into the kernel"
     if options.symmetry and not spec.symmetry:
         return "the kernel has no --symmetry"
-    for wanted, what in ((options.reduce != "none", f"--reduce {options.reduce}"),
+    reduce_other = options.reduce != "none" and options.reduce not in spec.reductions
+    for wanted, what in ((reduce_other, f"--reduce {options.reduce}"),
                          (options.resume_from or options.checkpoint_path, "checkpoints"),
                          (options.max_memory_mb is not None, "--max-memory (a checkpoint when it runs out)"),
                          (options.coverage, "--coverage"), (options.keep_graph, "the state graph")):
@@ -214,6 +245,8 @@ class KernelBFS(LevelSearch):
             raise MemoryError("the kernel could not allocate its search")
         try:
             self.handle = handle
+            if not lib.km_set_reduce(handle, int(self.options.reduce == "dead")):
+                raise ModelError(f"kernel {self.spec.source} does not compile --reduce {self.options.reduce}")
             inits = list(self.model.init_states())
             validate_initial(self.model, inits)
             self.initial_generated = len(inits)
@@ -259,8 +292,11 @@ class KernelBFS(LevelSearch):
 
     def expand_level(self, st: _Counters) -> None:
         before = st.distinct
-        if self.kernel.lib.km_expand_level(self.handle) == -2:
+        status = self.kernel.lib.km_expand_level(self.handle)
+        if status == -2:
             raise MemoryError("the kernel ran out of memory")
+        if status == -3:
+            raise KernelCapacityError(capacity_message(self.spec, self.kernel.lib.km_error(self.handle)))
         self._refresh(st)
         if st.distinct > before:
             st.depth += 1
@@ -322,6 +358,10 @@ class KernelBFS(LevelSearch):
         histogram = {d: int(n) for d, n in enumerate(degrees) if n}
         if histogram:
             result.out_degree = OutDegree.of(histogram)
+        if self.options.reduce == "dead":
+            from checker.dead import report
+
+            result.extra["reduction"] = report(self.model)
         # whole states are stored, not fingerprints: two distinct states never merge
         result.collision = Collision(0.0, 0.0)
         result.extra["path"] = {"path": "kernel", "kernel": os.path.basename(self.spec.source),

@@ -22,7 +22,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from checker.kernel import Kernel, cache_dir
+from checker.kernel import CAPACITY, Kernel, KernelCapacityError, cache_dir
 
 #: states expanded a call at most (the output buffers hold this many times the kernel's successor bound)
 CHUNK = 4096
@@ -93,6 +93,7 @@ class BatchKernel:
             "km_fpset_add_many": ([p, p, n], ctypes.c_int),
             "km_fingerprints": ([p, n, p], None), "km_violations_batch": ([p, n, p], None),
             "km_expand_batch": ([p, n, ctypes.c_int, p, p, p, p, p, p, p, p, n], ctypes.c_int64),
+            "km_batch_error_code": ([], ctypes.c_uint32),
         }
         for name, (args, res) in sig.items():
             fn = getattr(lib, name)
@@ -140,6 +141,10 @@ class BatchKernel:
             action.ctypes.data, cap)
         if written == -2:
             raise MemoryError("the kernel ran out of memory expanding a batch")
+        if written == -3:
+            code = int(self.lib.km_batch_error_code())
+            raise KernelCapacityError(f"the compiled kernel stopped: {CAPACITY.get(code, f'capacity code {code}')}; "
+                                      "run this configuration with --kernel off")
         if written < 0:
             raise RuntimeError("km_expand_batch: its output was too small")
         return Expansion(masks, degrees, out[:written], fps[:written].view(np.int64), parent[:written],

@@ -8,6 +8,11 @@
      km_violations(s)            the bit mask of the compiled invariants s violates
      km_canonical(s)             s in place in the readable model's canonical form (--symmetry)
    and after it the three functions (km_successors emits each successor with km_emit).
+   Optional hooks, where the local engine (checker/bfs.py) applies the model's:
+     KM_HAS_REDUCE, km_reduce(s) s in place in the form --reduce dead stores (spec.model.KernelSource.reductions),
+                                 applied before km_canonical, to every successor and initial state
+   A kernel that meets a state past its fixed capacity sets out->error (nonzero: its own code) in km_successors;
+   the level stops and km_expand_level returns -3 (km_error gives the code): never a silently different search.
    This file gives the search, level by level as checker/bfs.py runs it: a hash set of whole packed
    states (no fingerprint: two distinct states never merge), the states in discovery order (a level is
    a range of them: the frontier), each state's parent index and action code (a counterexample is
@@ -22,6 +27,7 @@
 
 typedef struct {
     uint32_t n;
+    uint32_t error; /* a kernel's capacity code, 0: none */
     uint32_t act[KM_MAX_SUCC];
     km_state st[KM_MAX_SUCC];
 } km_succ;
@@ -29,6 +35,9 @@ typedef struct {
 static void km_successors(const km_state *s, km_succ *out);
 static uint32_t km_violations(const km_state *s);
 static void km_canonical(km_state *s);
+#ifdef KM_HAS_REDUCE
+static void km_reduce(km_state *s);
+#endif
 
 /* A successor of s by the action with this code: a copy of s, for the rule to change (its effect). */
 static inline km_state *km_emit(km_succ *out, const km_state *s, uint32_t code) {
@@ -53,6 +62,8 @@ typedef struct {
     int64_t deadlock;
     uint64_t degrees[KM_MAX_SUCC + 1];
     km_succ *buf;
+    int reduce;          /* --reduce dead: km_reduce before km_canonical (KM_HAS_REDUCE) */
+    uint32_t error;      /* the kernel's capacity code that stopped the search, 0: none */
 } km_search;
 
 static uint64_t km_hash(const uint8_t *p) {
@@ -169,6 +180,9 @@ km_search *km_new(uint32_t checked, int check_deadlock, int symmetry) {
 int64_t km_add_initial(km_search *k, const uint8_t *packed) {
     km_state t;
     memcpy(&t, packed, KM_BYTES);
+#ifdef KM_HAS_REDUCE
+    if (k->reduce) km_reduce(&t);
+#endif
     if (k->symmetry) km_canonical(&t);
     int64_t index = km_insert(k, &t, UINT32_MAX, UINT32_MAX);
     k->level_start = 0;
@@ -184,13 +198,18 @@ int km_expand_level(km_search *k) {
         km_state s;
         memcpy(&s, k->states + i * KM_BYTES, KM_BYTES);
         out->n = 0;
+        out->error = 0;
         km_successors(&s, out);
+        if (out->error) { k->error = out->error; return -3; }
         uint32_t n = out->n;
         k->generated += n;
         k->degrees[n]++;
         if (n == 0 && k->check_deadlock && k->deadlock < 0) k->deadlock = (int64_t)i;
         for (uint32_t j = 0; j < n; j++) {
             km_state *t = &out->st[j];
+#ifdef KM_HAS_REDUCE
+            if (k->reduce) km_reduce(t);
+#endif
             if (k->symmetry) km_canonical(t);
             if (km_insert(k, t, (uint32_t)i, out->act[j]) == -2) return -2;
         }
@@ -244,8 +263,10 @@ uint32_t km_successors_of(const uint8_t *packed, uint32_t *actions, uint8_t *sta
     km_state s;
     memcpy(&s, packed, KM_BYTES);
     out->n = 0;
+    out->error = 0;
     km_successors(&s, out);
-    uint32_t n = out->n;
+    uint32_t n = out->error ? UINT32_MAX - out->error : out->n;
+    if (out->error) { free(out); return n; }
     memcpy(actions, out->act, n * sizeof(uint32_t));
     memcpy(states, out->st, n * KM_BYTES);
     free(out);
@@ -346,12 +367,17 @@ void km_violations_batch(const uint8_t *states, uint64_t n, uint32_t *masks) {
     }
 }
 
+/* The capacity code that stopped the last km_expand_batch (its -3), as km_error gives a search's. */
+static uint32_t km_batch_error;
+uint32_t km_batch_error_code(void) { return km_batch_error; }
+
 /* Expand n packed states in order. For state i: masks[i] the compiled invariants it violates, degrees[i]
    its successor count. Its successors, in the readable model's order, canonical under `symmetry`, are
    written out in order (at most `cap`): the packed state, its fingerprint, the expanded state's offset i
    in this batch, its position among i's successors and the action code; with `seen`, only those whose
    fingerprint is not in it, each then added (an expansion's first occurrences, across its batches).
-   Returns how many were written; -2 out of memory; -1 when `cap` is short (the caller passes at least
+   Returns how many were written; -2 out of memory; -3 a state past the kernel's capacity
+   (km_batch_error_code); -1 when `cap` is short (the caller passes at least
    n * KM_MAX_SUCC: on -1, `seen` holds fingerprints not written, and the batch is spoiled). */
 int64_t km_expand_batch(const uint8_t *states, uint64_t n, int symmetry, km_fpset *seen, uint32_t *masks,
                         uint32_t *degrees, uint8_t *out_states, uint64_t *out_fps, uint32_t *out_parent,
@@ -364,7 +390,9 @@ int64_t km_expand_batch(const uint8_t *states, uint64_t n, int symmetry, km_fpse
         memcpy(&s, states + i * KM_BYTES, KM_BYTES);
         masks[i] = km_violations(&s);
         out->n = 0;
+        out->error = 0;
         km_successors(&s, out);
+        if (out->error) { km_batch_error = out->error; free(out); return -3; }
         degrees[i] = out->n;
         for (uint32_t j = 0; j < out->n; j++) {
             km_state *t = &out->st[j];
@@ -391,4 +419,31 @@ int64_t km_expand_batch(const uint8_t *states, uint64_t n, int symmetry, km_fpse
 /* States [start, start + n) of a search, packed, in discovery order (the prefix a Spark run moves over). */
 void km_get_states(const km_search *k, uint64_t start, uint64_t n, uint8_t *out) {
     memcpy(out, k->states + start * KM_BYTES, n * KM_BYTES);
+}
+
+/* -- the optional hooks (additive: a kernel without them answers as one that has none) ---------------------- */
+/* --reduce dead on this search: 1 if the kernel compiles it (or it is asked off), 0 if not */
+int km_set_reduce(km_search *k, int on) {
+#ifdef KM_HAS_REDUCE
+    k->reduce = on;
+    return 1;
+#else
+    (void)k;
+    return !on;
+#endif
+}
+
+/* the capacity code that stopped the search (0: none) */
+uint32_t km_error(const km_search *k) { return k->error; }
+
+/* km_reduce of one state, in place (the equivalence tests); a kernel without it leaves the state alone */
+void km_reduce_of(uint8_t *packed) {
+#ifdef KM_HAS_REDUCE
+    km_state s;
+    memcpy(&s, packed, KM_BYTES);
+    km_reduce(&s);
+    memcpy(packed, &s, KM_BYTES);
+#else
+    (void)packed;
+#endif
 }

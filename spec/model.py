@@ -94,6 +94,9 @@ class KernelSource(NamedTuple):
     symmetry: bool = False
     #: why this configuration is out of the kernel's reach (then the readable model runs), or None
     unsupported: str | None = None
+    #: the ``--reduce`` methods the C file compiles (``km_reduce``: the state the search stores, as the model's
+    #: ``dead_messages().reduce``), applied where the local engine applies them
+    reductions: tuple[str, ...] = ()
 
 
 class DeadMessages(Protocol):

@@ -199,7 +199,7 @@ def _add_jobs(model_name: str, row: Row, options: MatrixOptions, observer: Matri
         header["row"] = row.label
     search = {"max_seconds": options.max_seconds, "max_states": options.max_states, "header": header,
               "progress": observer.progress, "symmetry": options.symmetry, "reduce": options.reduce,
-              "shortest": options.shortest}
+              "shortest": options.shortest, "kernel": "auto"}  # a row's compiled kernel where it is proven equal
     groups: dict[tuple[str, ...], list[str]] = {}
     for name in names:
         groups.setdefault(tuple(profile_of.get(name, ())), []).append(name)

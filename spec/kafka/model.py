@@ -305,6 +305,13 @@ class KafkaModel(ClientActions, ReassignmentActions, KRaftControllerActions, Alt
 
         return DeadMessages(self)
 
+    def kernel(self) -> Any:
+        """The compiled kernel (``spec/kafka/kernel.c``, which follows the action families rule for rule;
+        ``spec.kafka.kernel`` says which rows and bounds it compiles)."""
+        from spec.kafka.kernel import kernel
+
+        return kernel(self)
+
     def describe(self) -> dict[str, Any]:
         out = super().describe()
         out["protocol"] = self.protocol

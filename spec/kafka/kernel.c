@@ -1,0 +1,1370 @@
+/* The compiled successor kernel of the Kafka model, the ZooKeeper rows without AlterIsr and truncate-on-fetch:
+   spec/kafka/model.py (successors, _replica_actions, _deliveries), actions_control.py, actions_data.py, log.py,
+   updates.py and controllers.py (ZooKeeperController) in C, with the canonical form of symmetry.py, the dead
+   answers of dead.py and the invariants of invariants/kafka_log_matching.py.
+
+   The readable model is the reference: a rule changes there first, then here, and tests/test_kafka_kernel.py shows
+   the two agree. Each function below names the readable function it follows; the successors come in the readable
+   model's order. spec/kafka/kernel.py documents the state layout and packs states into it.
+
+   Compile-time constants (spec/kafka/kernel.py passes them):
+     KM_N, KM_R, KM_E, KM_C     brokers, records, epochs, crashes (the bounds)
+     KM_BUMPS, KM_LOSSES        bumps, losses (bounds)
+     KM_INFLIGHT                inflight (bound; 0: none)
+     KM_SHUTDOWNS, KM_BOUNCES   shutdowns, bounces (bounds)
+     KM_ACKS, KM_MIN_ISR        the producer's acks (0, 1, -1: all) and min.insync.replicas (clients.producer_for)
+     KM_NET                     the network's slots (a message past them stops the search: KM_ERR_NETWORK)
+     KM_F_*                     each feature flag the rules read (spec.kafka.protocols.Features), 0 or 1
+     KM_MUTANT                  1: a deliberate change (ExpandIsr without its guard that the follower's fetch is
+                                being answered, _fetch_being_answered), which the equivalence test must catch */
+
+#include <stdint.h>
+#include <string.h>
+
+#ifndef KM_MUTANT
+#define KM_MUTANT 0
+#endif
+
+#define KM_LOG (KM_R > 0 ? KM_R : 1)
+#define KM_CACHE (KM_E + 1)
+#define KM_MSG ((10 + 2 * KM_R) > (7 + KM_N) ? (10 + 2 * KM_R) : (7 + KM_N))
+
+typedef struct {
+    uint8_t alive;
+    uint8_t log_len;
+    int8_t log[KM_LOG][2]; /* (epoch, ident) */
+    int8_t hw;
+    uint8_t cache_len;
+    int8_t cache[KM_CACHE][2]; /* (epoch, start offset) */
+    int8_t leader;
+    int8_t epoch;
+    uint8_t isr; /* bit i: broker i */
+    uint8_t fetch;
+    uint8_t has_remote;
+    int8_t remote[KM_N];
+    int8_t broker_epoch;
+    uint8_t stopping;
+    int8_t incarnation;
+    uint8_t stale;
+    int8_t reconciled;
+    uint8_t idle_cause;
+} km_broker;
+
+typedef struct {
+    km_broker b[KM_N];
+    int8_t c_leader;
+    int8_t c_epoch;
+    uint8_t c_isr;
+    int8_t registered[KM_N];
+    uint8_t net_len;
+    uint8_t net[KM_NET][KM_MSG]; /* sorted, order-preserving encoding (spec/kafka/kernel.py) */
+    int8_t produced, crashes, bumps, shutdowns, bounces, losses;
+    uint8_t committed_len;
+    int8_t committed[KM_LOG][3]; /* (offset, epoch, ident), sorted */
+    uint8_t acked_len;
+    int8_t acked[KM_LOG][3]; /* the producer's acknowledged records (offset, epoch, ident), sorted */
+} km_state;
+
+/* a bound on one state's successors: the controller's (an election per live ISR member for each death), each broker's
+   own (produce, HW, an ISR change per follower, a request, truncations, shutdown, crash, bounce), a delivery and a
+   loss per control channel, and per message in flight one step (a ControlledShutdown one per new leader) */
+#define KM_MAX_SUCC (8 * KM_N + 4 * KM_N * KM_N + KM_NET * KM_N + 8)
+#define KM_INVARIANTS 13 /* spec/kafka/kernel.py INVARIANTS */
+#define KM_HAS_REDUCE 1
+
+#include "kernel_search.h" /* checker/kernel_search.h: km_succ, km_emit and the search */
+
+/* errors that stop the search (never a silently different one): km_succ.error */
+#define KM_ERR_NETWORK 1 /* more messages in flight than KM_NET */
+#define KM_ERR_LOG 2     /* a log or the committed ghost past KM_R records */
+#define KM_ERR_UNCOMPILED 3 /* a message or branch the kernel does not compile */
+
+/* spec/kafka/state.py */
+enum { NO_FETCHER, TRUNCATING, FETCHING, TRUNCATING_AGAIN };
+enum { IDLE_NONE, IDLE_FENCED, IDLE_STOPPED, IDLE_RESTARTED };
+enum { LEADER_AND_ISR = 1, FETCH, FETCH_RESPONSE, OFFSETS_FOR_LEADER_EPOCH, OFFSETS_FOR_LEADER_EPOCH_RESPONSE,
+       STOP_REPLICA, CONTROLLED_SHUTDOWN };
+#define IS_DATA(kind) ((kind) >= FETCH && (kind) <= OFFSETS_FOR_LEADER_EPOCH_RESPONSE) /* DATA_KINDS */
+#define IS_CONTROL(kind) ((kind) == LEADER_AND_ISR || (kind) == STOP_REPLICA) /* CONTROL_KINDS */
+enum { E_NONE, E_NOT_LEADER, E_FENCED_LEADER_EPOCH, E_UNKNOWN_LEADER_EPOCH, E_OFFSET_OUT_OF_RANGE };
+#define UNDEFINED (-1)
+#define DEAD (-1)
+#define NO_LEADER (-1)
+
+/* action kinds: spec/kafka/kernel.py KINDS (the model's tables), code kind << 24 | p1 << 16 | p2 << 8 */
+enum { A_ELECT, A_PREFERRED, A_UNCLEAN, A_CRASH, A_RESTART, A_BUMP, A_BROKER_FAILURE, A_BROKER_CHANGE, A_DELIVER,
+       A_LOSE, A_PRODUCE, A_ADVANCE, A_TRUNC_HW, A_SEND_FETCH, A_SERVE_FETCH, A_RECEIVE_FETCH, A_SEND_OFFSETS,
+       A_SERVE_OFFSETS, A_RECEIVE_OFFSETS, A_SHRINK, A_EXPAND, A_SHUTDOWN, A_BOUNCE, A_DELIVER_STOP,
+       A_PROCESS_SHUTDOWN };
+#define CODE(kind, a, b) ((uint32_t)(kind) << 24 | (uint32_t)(a) << 16 | (uint32_t)(b) << 8)
+
+#define MIN(a, b) ((a) < (b) ? (a) : (b))
+#define IN(mask, i) (((mask) >> (i)) & 1)
+
+/* -- messages: decoded into named fields, encoded order-preserving (spec/kafka/kernel.py Packing._message) ---- */
+typedef struct {
+    int kind, src, dst, epoch, leader, isr, broker_epoch, meant; /* LeaderAndIsr: dst, epoch, leader, isr, ... */
+    int offset, last_epoch;                                      /* Fetch */
+    int error, nrec, hw, diverging_epoch, diverging_offset;       /* FetchResponse */
+    int8_t rec[KM_LOG][2];
+    int requested, answer_epoch, end_offset; /* OffsetsForLeaderEpoch and its answer */
+} km_msg;
+
+static void msg_decode(const uint8_t *p, km_msg *m) {
+    m->kind = p[0] - 2;
+    switch (m->kind) {
+    case LEADER_AND_ISR: {
+        m->dst = p[1] - 2; m->epoch = p[2] - 2; m->leader = p[3] - 2;
+        int at = 4;
+        m->isr = 0;
+        while (p[at]) m->isr |= 1 << (p[at++] - 2);
+        m->broker_epoch = p[at + 1] - 2; m->meant = p[at + 2] - 2;
+        m->src = UNDEFINED;
+        break;
+    }
+    case FETCH:
+        m->src = p[1] - 2; m->dst = p[2] - 2; m->epoch = p[3] - 2; m->offset = p[4] - 2; m->last_epoch = p[5] - 2;
+        break;
+    case FETCH_RESPONSE: {
+        m->src = p[1] - 2; m->dst = p[2] - 2; m->epoch = p[3] - 2; m->offset = p[4] - 2; m->error = p[5] - 2;
+        int at = 6;
+        m->nrec = 0;
+        while (p[at]) {
+            m->rec[m->nrec][0] = (int8_t)(p[at] - 2);
+            m->rec[m->nrec][1] = (int8_t)(p[at + 1] - 2);
+            m->nrec++;
+            at += 2;
+        }
+        m->hw = p[at + 1] - 2; m->diverging_epoch = p[at + 2] - 2; m->diverging_offset = p[at + 3] - 2;
+        break;
+    }
+    case OFFSETS_FOR_LEADER_EPOCH:
+        m->src = p[1] - 2; m->dst = p[2] - 2; m->epoch = p[3] - 2; m->requested = p[4] - 2;
+        break;
+    case STOP_REPLICA:
+        m->dst = p[1] - 2; m->epoch = p[2] - 2; m->broker_epoch = p[3] - 2; m->meant = p[4] - 2;
+        m->src = UNDEFINED;
+        break;
+    case CONTROLLED_SHUTDOWN: /* meant: the sender's incarnation */
+        m->src = p[1] - 2; m->broker_epoch = p[2] - 2; m->meant = p[3] - 2;
+        m->dst = UNDEFINED;
+        break;
+    default: /* OFFSETS_FOR_LEADER_EPOCH_RESPONSE */
+        m->src = p[1] - 2; m->dst = p[2] - 2; m->epoch = p[3] - 2; m->requested = p[4] - 2; m->error = p[5] - 2;
+        m->answer_epoch = p[6] - 2; m->end_offset = p[7] - 2;
+        break;
+    }
+}
+
+static void msg_encode(const km_msg *m, uint8_t *p) {
+    memset(p, 0, KM_MSG);
+    int at = 0;
+#define PUT(v) (p[at++] = (uint8_t)((v) + 2))
+    PUT(m->kind);
+    switch (m->kind) {
+    case LEADER_AND_ISR:
+        PUT(m->dst); PUT(m->epoch); PUT(m->leader);
+        for (int i = 0; i < KM_N; i++)
+            if (IN(m->isr, i)) PUT(i);
+        p[at++] = 0;
+        PUT(m->broker_epoch); PUT(m->meant);
+        break;
+    case FETCH:
+        PUT(m->src); PUT(m->dst); PUT(m->epoch); PUT(m->offset); PUT(m->last_epoch);
+        break;
+    case FETCH_RESPONSE:
+        PUT(m->src); PUT(m->dst); PUT(m->epoch); PUT(m->offset); PUT(m->error);
+        for (int k = 0; k < m->nrec; k++) { PUT(m->rec[k][0]); PUT(m->rec[k][1]); }
+        p[at++] = 0;
+        PUT(m->hw); PUT(m->diverging_epoch); PUT(m->diverging_offset);
+        break;
+    case OFFSETS_FOR_LEADER_EPOCH:
+        PUT(m->src); PUT(m->dst); PUT(m->epoch); PUT(m->requested);
+        break;
+    case STOP_REPLICA:
+        PUT(m->dst); PUT(m->epoch); PUT(m->broker_epoch); PUT(m->meant);
+        break;
+    case CONTROLLED_SHUTDOWN:
+        PUT(m->src); PUT(m->broker_epoch); PUT(m->meant);
+        break;
+    default:
+        PUT(m->src); PUT(m->dst); PUT(m->epoch); PUT(m->requested); PUT(m->error); PUT(m->answer_epoch);
+        PUT(m->end_offset);
+        break;
+    }
+#undef PUT
+}
+
+/* updates.remove_message: the network without slot k */
+static void net_remove(km_state *t, int k) {
+    memmove(t->net[k], t->net[k + 1], (size_t)(t->net_len - k - 1) * KM_MSG);
+    t->net_len--;
+    memset(t->net[t->net_len], 0, KM_MSG);
+}
+
+/* updates.add_messages: the network with m too, kept sorted (a sorted tuple: the slots compare as the messages) */
+static void net_add(km_succ *out, km_state *t, const km_msg *m) {
+    if (t->net_len >= KM_NET) { out->error = KM_ERR_NETWORK; return; }
+    uint8_t slot[KM_MSG];
+    msg_encode(m, slot);
+    int k = t->net_len;
+    while (k > 0 && memcmp(t->net[k - 1], slot, KM_MSG) > 0) k--;
+    memmove(t->net[k + 1], t->net[k], (size_t)(t->net_len - k) * KM_MSG);
+    memcpy(t->net[k], slot, KM_MSG);
+    t->net_len++;
+}
+
+static int msg_kind(const km_state *s, int k) { return s->net[k][0] - 2; }
+
+/* -- the log and its epoch cache (log.py) ---------------------------------------------------------------- */
+static int latest_epoch(const km_broker *b) { return b->cache_len ? b->cache[b->cache_len - 1][0] : UNDEFINED; }
+
+/* log.assign */
+static void assign(km_broker *b, int epoch, int offset, int kafka_7415) {
+    int n = b->cache_len;
+    if (!kafka_7415) {
+        if (n && (epoch <= b->cache[n - 1][0] || offset < b->cache[n - 1][1])) return;
+    } else {
+        if (n && b->cache[n - 1][0] == epoch && offset >= b->cache[n - 1][1]) return;
+        int kept = 0;
+        for (int k = 0; k < n; k++)
+            if (b->cache[k][0] < epoch && b->cache[k][1] < offset) {
+                b->cache[kept][0] = b->cache[k][0];
+                b->cache[kept][1] = b->cache[k][1];
+                kept++;
+            }
+        for (int k = kept; k < n; k++) b->cache[k][0] = b->cache[k][1] = 0;
+        n = kept;
+    }
+    b->cache[n][0] = (int8_t)epoch; /* a cache holds distinct epochs 0 .. KM_E: room for KM_E + 1 */
+    b->cache[n][1] = (int8_t)offset;
+    b->cache_len = (uint8_t)(n + 1);
+}
+
+/* log.truncate_cache */
+static void truncate_cache(km_broker *b, int offset) {
+    while (b->cache_len && b->cache[b->cache_len - 1][1] >= offset) {
+        b->cache_len--;
+        b->cache[b->cache_len][0] = b->cache[b->cache_len][1] = 0;
+    }
+}
+
+/* log.cache_after_append */
+static void cache_after_append(km_broker *b, int start, int kafka_7415) {
+    for (int o = start; o < b->log_len; o++) {
+        int epoch = b->log[o][0];
+        if (!b->cache_len || epoch != b->cache[b->cache_len - 1][0]) assign(b, epoch, o, kafka_7415);
+    }
+}
+
+/* log.end_offset_kip101 */
+static int end_offset_kip101(const km_broker *b, int requested) {
+    int n = b->cache_len;
+    if (!n || requested == UNDEFINED) return UNDEFINED;
+    if (requested == b->cache[n - 1][0]) return b->log_len;
+    if (requested < b->cache[0][0]) return UNDEFINED;
+    for (int k = 0; k < n; k++)
+        if (b->cache[k][0] > requested) return b->cache[k][1];
+    return UNDEFINED;
+}
+
+/* log.end_offset_for: (epoch, end offset) */
+static void end_offset_for(const km_broker *b, int requested, int kafka_7415, int *epoch, int *end) {
+    int n = b->cache_len;
+    *epoch = *end = UNDEFINED;
+    if (requested == UNDEFINED || !n) return;
+    if (b->cache[n - 1][0] == requested) { *epoch = requested; *end = b->log_len; return; }
+    int floor = UNDEFINED;
+    for (int k = 0; k < n; k++) {
+        if (b->cache[k][0] > requested) {
+            if (floor == UNDEFINED) {
+                if (kafka_7415) { *epoch = requested; *end = b->cache[k][1]; }
+                return;
+            }
+            *epoch = floor; *end = b->cache[k][1];
+            return;
+        }
+        floor = b->cache[k][0];
+    }
+}
+
+/* log.epoch_start */
+static int epoch_start(const km_broker *b, int epoch) {
+    for (int k = 0; k < b->cache_len; k++)
+        if (b->cache[k][0] == epoch) return b->cache[k][1];
+    return b->log_len;
+}
+
+/* log.follower_truncation: the offset, and *done */
+static int follower_truncation(const km_broker *b, int hw, int leader_epoch, int leader_end, int kafka_7415,
+                               int *done) {
+    int leo = b->log_len;
+    *done = 1;
+    if (leader_end == UNDEFINED) return MIN(hw, leo);
+    int epoch, end;
+    end_offset_for(b, leader_epoch, kafka_7415, &epoch, &end);
+    if (end == UNDEFINED) return MIN(leader_end, leo);
+    if (epoch != leader_epoch) { *done = 0; return MIN(end, leo); }
+    return MIN(MIN(leader_end, end), leo);
+}
+
+/* updates.truncate_broker */
+static void truncate_broker(km_broker *b, int offset, int clean_cache, int lowers_hw) {
+    if (offset >= b->log_len) {
+        if (clean_cache) truncate_cache(b, offset);
+        return;
+    }
+    for (int o = offset; o < b->log_len; o++) b->log[o][0] = b->log[o][1] = 0;
+    b->log_len = (uint8_t)offset;
+    if (lowers_hw) b->hw = (int8_t)MIN(b->hw, offset);
+    truncate_cache(b, offset);
+}
+
+/* -- the control plane (actions_control.py) ---------------------------------------------------------------- */
+
+/* _elect_state: the controller writes (leader, epoch + 1, isr) and sends a LeaderAndIsr to every live replica */
+static void elect_state(km_succ *out, km_state *t, int leader, int isr, int skip) {
+    t->c_leader = (int8_t)leader;
+    t->c_epoch = (int8_t)(t->c_epoch + 1);
+    t->c_isr = (uint8_t)isr;
+    km_msg m;
+    memset(&m, 0, sizeof m);
+    m.kind = LEADER_AND_ISR; m.epoch = t->c_epoch; m.leader = leader; m.isr = isr;
+    for (int r = 0; r < KM_N; r++) {
+        if (!t->b[r].alive || r == skip) continue;
+        m.dst = r; m.broker_epoch = t->registered[r]; m.meant = t->b[r].incarnation;
+        net_add(out, t, &m);
+    }
+}
+
+static int live_members(const km_state *s, int isr) {
+    int live = 0;
+    for (int r = 0; r < KM_N; r++)
+        if (IN(isr, r) && s->b[r].alive) live |= 1 << r;
+    return live;
+}
+
+/* _broker_failure_actions */
+static void broker_failure_actions(const km_state *s, km_succ *out, int i) {
+    int isr = s->c_isr, leader = s->c_leader;
+    if (!IN(isr, i) && leader != i) {
+        km_state *t = km_emit(out, s, CODE(A_BROKER_FAILURE, i, 0));
+        t->registered[i] = DEAD;
+        return;
+    }
+    if (s->c_epoch >= KM_E) return;
+    int remaining = isr & ~(1 << i);
+    if (!remaining && (KM_F_KAFKA_5642 || !KM_F_UNCLEAN)) remaining = isr;
+    if (leader == i) {
+        int live = live_members(s, remaining);
+        for (int b = 0; b < KM_N; b++) {
+            if (!IN(live, b)) continue;
+            km_state *t = km_emit(out, s, CODE(A_ELECT, b, 0));
+            t->registered[i] = DEAD;
+            elect_state(out, t, b, live, -1);
+        }
+        if (!live) {
+            km_state *t = km_emit(out, s, CODE(A_BROKER_FAILURE, i, 0));
+            t->registered[i] = DEAD;
+            elect_state(out, t, NO_LEADER, remaining, -1);
+        }
+        return;
+    }
+    km_state *t = km_emit(out, s, CODE(A_BROKER_FAILURE, i, 0));
+    t->registered[i] = DEAD;
+    elect_state(out, t, leader, remaining, -1);
+}
+
+/* _broker_change_state: the registration of a broker that bounced unseen; with detect-bounced-broker (KIP-380) its
+   queued control requests are dropped and it is re-elected (its leadership) or sent the current LeaderAndIsr */
+static void broker_change(const km_state *s, km_succ *out, int i) {
+    km_state *t = km_emit(out, s, CODE(A_BROKER_CHANGE, i, 0));
+    t->registered[i] = s->b[i].broker_epoch;
+    if (!KM_F_DETECT_BOUNCED_BROKER) return;
+    for (int k = 0; k < t->net_len;) {
+        if (IS_CONTROL(msg_kind(t, k)) && t->net[k][1] - 2 == i) net_remove(t, k);
+        else k++;
+    }
+    if (s->c_leader == i && s->c_epoch < KM_E) {
+        elect_state(out, t, i, s->c_isr, -1);
+        return;
+    }
+    km_msg m;
+    memset(&m, 0, sizeof m);
+    m.kind = LEADER_AND_ISR; m.dst = i; m.epoch = t->c_epoch; m.leader = t->c_leader; m.isr = t->c_isr;
+    m.broker_epoch = t->registered[i]; m.meant = t->b[i].incarnation;
+    net_add(out, t, &m);
+}
+
+/* _controller_actions (ZooKeeperController.actions) */
+static void controller_actions(const km_state *s, km_succ *out) {
+    for (int b = 0; b < KM_N; b++) {
+        const km_broker *br = &s->b[b];
+        if (!br->alive && s->registered[b] != DEAD) broker_failure_actions(s, out, b);
+        else if (br->alive && s->registered[b] != br->broker_epoch) broker_change(s, out, b);
+    }
+    if (s->c_epoch >= KM_E) return;
+    int leader = s->c_leader;
+    int live = live_members(s, s->c_isr);
+    if (leader == NO_LEADER) {
+        for (int b = 0; b < KM_N; b++)
+            if (IN(live, b)) elect_state(out, km_emit(out, s, CODE(A_ELECT, b, 0)), b, live, -1);
+        if (KM_F_UNCLEAN && !live) /* unclean_noted: no consumers, the state itself */
+            for (int b = 0; b < KM_N; b++)
+                if (s->b[b].alive) elect_state(out, km_emit(out, s, CODE(A_UNCLEAN, b, 0)), b, 1 << b, -1);
+    } else if (s->b[leader].alive) {
+        for (int b = 0; b < KM_N; b++)
+            if (IN(live, b) && b != leader)
+                elect_state(out, km_emit(out, s, CODE(A_PREFERRED, b, 0)), b, s->c_isr, -1);
+        if (s->bumps < KM_BUMPS) {
+            km_state *t = km_emit(out, s, CODE(A_BUMP, leader, 0));
+            elect_state(out, t, leader, s->c_isr, -1);
+            t->bumps = (int8_t)(s->bumps + 1);
+        }
+    }
+}
+
+/* _crash_state (keep = the LEO: Crash; the kernel does not compile lossy-crash) */
+static void crash_broker(km_state *t, int i) {
+    km_broker *b = &t->b[i];
+    b->alive = 0; b->leader = -1; b->epoch = -1; b->isr = 0; b->fetch = NO_FETCHER;
+    b->has_remote = 0; memset(b->remote, 0, sizeof b->remote);
+    b->stopping = 0; b->reconciled = -1; b->idle_cause = IDLE_NONE;
+    /* its messages are lost: a control request to it and a data message to or from it */
+    for (int k = 0; k < t->net_len;) {
+        km_msg m;
+        msg_decode(t->net[k], &m);
+        if (m.kind != CONTROLLED_SHUTDOWN && (m.dst == i || (!IS_CONTROL(m.kind) && m.src == i))) net_remove(t, k);
+        else k++;
+    }
+    t->crashes = (int8_t)(t->crashes + 1);
+}
+
+/* _reborn: a new incarnation, its log, epoch cache and HW checkpoint back, a new broker epoch */
+static void reborn(km_broker *b) {
+    b->hw = (int8_t)MIN(b->hw, b->log_len);
+    b->broker_epoch = (int8_t)(b->broker_epoch + 1);
+    b->incarnation = (int8_t)(b->incarnation + 1);
+    b->alive = 1; b->leader = -1; b->epoch = -1; b->isr = 0; b->fetch = NO_FETCHER;
+    b->has_remote = 0; memset(b->remote, 0, sizeof b->remote);
+    b->stopping = 0; b->reconciled = -1; b->idle_cause = IDLE_RESTARTED;
+}
+
+/* _bounce_state: a crash and re-registration the controller has not processed; broker-to-broker messages lost */
+static void bounce_state(const km_state *s, km_succ *out, int i) {
+    km_state *t = km_emit(out, s, CODE(A_BOUNCE, i, 0));
+    reborn(&t->b[i]);
+    for (int k = 0; k < t->net_len;) {
+        km_msg m;
+        msg_decode(t->net[k], &m);
+        if (IS_DATA(m.kind) && (m.dst == i || m.src == i)) net_remove(t, k);
+        else k++;
+    }
+    t->bounces = (int8_t)(s->bounces + 1);
+}
+
+/* _restart_state */
+static void restart_state(const km_state *s, km_succ *out, int i) {
+    km_state *t = km_emit(out, s, CODE(A_RESTART, i, 0));
+    km_broker *b = &t->b[i];
+    reborn(b);
+    t->registered[i] = b->broker_epoch;
+    km_msg m;
+    memset(&m, 0, sizeof m);
+    m.kind = LEADER_AND_ISR; m.dst = i; m.epoch = t->c_epoch; m.leader = t->c_leader; m.isr = t->c_isr;
+    m.broker_epoch = b->broker_epoch; m.meant = b->incarnation;
+    net_add(out, t, &m);
+}
+
+/* _stale_generation */
+static int stale_generation(const km_broker *b, const km_msg *m) {
+    return KM_F_REJECT_STALE_BROKER_EPOCH && m->broker_epoch < b->broker_epoch;
+}
+
+/* _restarts_truncation */
+static int restarts_truncation(const km_broker *b, const km_msg *m) {
+    if (KM_F_LEADER_EPOCH_FENCING) return 1;
+    if (KM_F_KAFKA_7164) return m->epoch > b->epoch + 1;
+    return 0;
+}
+
+/* _apply_leader_and_isr (ZooKeeperController.apply_leader_and_isr): t already has the message removed */
+static void apply_leader_and_isr(km_state *t, const km_msg *m) {
+    int i = m->dst;
+    km_broker *b = &t->b[i];
+    if (m->epoch <= b->epoch || stale_generation(b, m)) return;
+    if (m->leader == NO_LEADER) return; /* makeFollowers: only when the leader is available */
+    int stale = b->stale || m->meant != b->incarnation;
+    if (m->leader == i) {
+        if (KM_F_KAFKA_7415) assign(b, m->epoch, b->log_len, 1);
+        if (b->leader != i) {
+            b->has_remote = 1;
+            memset(b->remote, -1, sizeof b->remote);
+            if (!KM_F_TRUNCATION_LOWERS_HW && b->hw > b->log_len) b->hw = 0; /* new_leader_hw */
+        }
+        b->leader = (int8_t)i; b->epoch = (int8_t)m->epoch; b->isr = (uint8_t)m->isr;
+        b->stale = (uint8_t)stale; b->reconciled = (int8_t)m->epoch;
+        b->fetch = NO_FETCHER; b->idle_cause = IDLE_NONE;
+    } else if (b->leader == m->leader && b->fetch != NO_FETCHER && !restarts_truncation(b, m)) {
+        b->epoch = (int8_t)m->epoch; b->isr = (uint8_t)m->isr; b->stale = (uint8_t)stale;
+    } else {
+        int fetch;
+        if (KM_F_HW_TRUNCATION) {
+            truncate_broker(b, b->hw, KM_F_KAFKA_10706_FIX, 1);
+            fetch = FETCHING;
+        } else if (KM_F_USES_OFFSETS_REQUEST || !b->cache_len) {
+            fetch = TRUNCATING;
+        } else {
+            fetch = FETCHING;
+        }
+        b->leader = (int8_t)m->leader; b->epoch = (int8_t)m->epoch; b->isr = (uint8_t)m->isr;
+        b->fetch = (uint8_t)fetch; b->stale = (uint8_t)stale;
+        b->has_remote = 0; memset(b->remote, 0, sizeof b->remote);
+        b->reconciled = -1; b->idle_cause = IDLE_NONE;
+    }
+}
+
+/* _apply_stop_replica: t already has the message removed */
+static void apply_stop_replica(km_state *t, const km_msg *m) {
+    km_broker *b = &t->b[m->dst];
+    if (stale_generation(b, m)) return;
+    b->stale = (uint8_t)(b->stale || m->meant != b->incarnation);
+    b->fetch = NO_FETCHER;
+    b->idle_cause = IDLE_STOPPED;
+}
+
+/* _send_stop */
+static void send_stop(km_succ *out, km_state *t, int i, int meant) {
+    km_msg m;
+    memset(&m, 0, sizeof m);
+    m.kind = STOP_REPLICA; m.dst = i; m.epoch = t->c_epoch; m.broker_epoch = t->registered[i]; m.meant = meant;
+    net_add(out, t, &m);
+}
+
+/* the action table's leader index (the readable model indexes it with the controller's leader, -1 the last) */
+#define LEADER_INDEX(l) ((l) < 0 ? KM_N + (l) : (l))
+
+/* _controlled_shutdowns: ProcessControlledShutdown of the oldest request of broker m->src (slot k) */
+static void controlled_shutdowns(const km_state *s, km_succ *out, int k, const km_msg *m) {
+    int i = m->src, leader = s->c_leader;
+#define ACT(l) CODE(A_PROCESS_SHUTDOWN, i, LEADER_INDEX(l))
+    if (!s->b[i].alive || (KM_F_REJECT_STALE_SHUTDOWN && m->broker_epoch < s->registered[i])) {
+        net_remove(km_emit(out, s, ACT(leader)), k);
+        return;
+    }
+    int isr = s->c_isr & ~(1 << i);
+    if (leader == i) {
+        int others = live_members(s, isr);
+        if (!others) { /* nowhere to move leadership: "partitions remaining" */
+            net_remove(km_emit(out, s, ACT(i)), k);
+            return;
+        }
+        if (s->c_epoch >= KM_E) return;
+        for (int l = 0; l < KM_N; l++) {
+            if (!IN(others, l)) continue;
+            km_state *t = km_emit(out, s, ACT(l));
+            net_remove(t, k);
+            elect_state(out, t, l, isr, -1);
+            send_stop(out, t, i, m->meant);
+        }
+    } else if (IN(s->c_isr, i)) {
+        if (s->c_epoch >= KM_E) return;
+        km_state *t = km_emit(out, s, ACT(leader));
+        net_remove(t, k);
+        elect_state(out, t, leader, isr, i);
+        send_stop(out, t, i, m->meant);
+    } else {
+        km_state *t = km_emit(out, s, ACT(leader));
+        net_remove(t, k);
+        send_stop(out, t, i, m->meant);
+    }
+#undef ACT
+}
+
+/* -- the data plane (actions_data.py) ---------------------------------------------------------------------- */
+
+/* busy: a request from follower to leader, or its answer, is in flight */
+static int busy(const km_state *s, int follower, int leader) {
+    for (int k = 0; k < s->net_len; k++) {
+        int kind = msg_kind(s, k), src = s->net[k][1] - 2, dst = s->net[k][2] - 2;
+        if (kind == FETCH || kind == OFFSETS_FOR_LEADER_EPOCH) {
+            if (src == follower && dst == leader) return 1;
+        } else if ((kind == FETCH_RESPONSE || kind == OFFSETS_FOR_LEADER_EPOCH_RESPONSE) && src == leader &&
+                   dst == follower) {
+            return 1;
+        }
+    }
+    return 0;
+}
+
+/* a ghost set of (offset, epoch, ident) triples (committed, acked) with one added, kept sorted: each record sits at
+   the offset it was produced at, so a set holds at most KM_R of them */
+static void add_entry(km_succ *out, uint8_t *len, int8_t (*set)[3], int offset, int epoch, int ident) {
+    int n = *len, k = 0;
+    for (; k < n; k++) {
+        int8_t *c = set[k];
+        if (c[0] == offset && c[1] == epoch && c[2] == ident) return;
+        if (c[0] > offset || (c[0] == offset && (c[1] > epoch || (c[1] == epoch && c[2] > ident)))) break;
+    }
+    if (n >= KM_LOG) { out->error = KM_ERR_LOG; return; }
+    memmove(set[k + 1], set[k], (size_t)(n - k) * 3);
+    set[k][0] = (int8_t)offset; set[k][1] = (int8_t)epoch; set[k][2] = (int8_t)ident;
+    *len = (uint8_t)(n + 1);
+}
+
+static int isr_size(int isr) {
+    int n = 0;
+    for (int r = 0; r < KM_N; r++) n += IN(isr, r);
+    return n;
+}
+
+/* _produce_action; the producer (clients.producer_for): acks=all refuses below min.insync.replicas (AllAcks.accepts),
+   acks=1 is told on append (LeaderAcks.appended) */
+static void produce_action(const km_state *s, km_succ *out, int i) {
+    const km_broker *leader = &s->b[i];
+    if (s->produced >= KM_R || (KM_ACKS == -1 && isr_size(leader->isr) < KM_MIN_ISR)) return;
+    int ident = s->produced + 1, leo = leader->log_len;
+    if (leo >= KM_LOG) { out->error = KM_ERR_LOG; return; }
+    km_state *t = km_emit(out, s, CODE(A_PRODUCE, i, 0));
+    km_broker *b = &t->b[i];
+    if (KM_F_EPOCH_CACHE) assign(b, leader->epoch, leo, KM_F_KAFKA_7415);
+    b->log[leo][0] = leader->epoch;
+    b->log[leo][1] = (int8_t)ident;
+    b->log_len = (uint8_t)(leo + 1);
+    t->produced = (int8_t)ident;
+    if (KM_ACKS == 1) add_entry(out, &t->acked_len, t->acked, leo, leader->epoch, ident);
+}
+
+/* _advance_hw_action (kafka-15583 and the acks are not compiled) */
+static void advance_hw_action(const km_state *s, km_succ *out, int i) {
+    const km_broker *leader = &s->b[i];
+    int hw = leader->log_len;
+    for (int r = 0; r < KM_N; r++)
+        if (IN(leader->isr, r) && r != i && leader->remote[r] < hw) hw = leader->remote[r];
+    if (hw <= leader->hw) return;
+    km_state *t = km_emit(out, s, CODE(A_ADVANCE, i, 0));
+    for (int o = 0; o < hw; o++) add_entry(out, &t->committed_len, t->committed, o, leader->log[o][0], leader->log[o][1]);
+    t->b[i].hw = (int8_t)hw;
+    if (KM_ACKS == -1 && isr_size(leader->isr) >= KM_MIN_ISR) /* AllAcks.advanced: the leader's epoch's records */
+        for (int o = leader->hw; o < hw; o++)
+            if (leader->log[o][0] == leader->epoch)
+                add_entry(out, &t->acked_len, t->acked, o, leader->log[o][0], leader->log[o][1]);
+}
+
+/* _fetch_being_answered */
+static int fetch_being_answered(const km_state *s, int i, const km_broker *leader, int f) {
+    for (int k = 0; k < s->net_len; k++) {
+        if (msg_kind(s, k) != FETCH_RESPONSE) continue;
+        km_msg m;
+        msg_decode(s->net[k], &m);
+        if (m.src == i && m.dst == f && m.error == E_NONE && (!KM_F_KAFKA_13141 || m.diverging_epoch == UNDEFINED) &&
+            (!KM_F_LEADER_EPOCH_FENCING || m.epoch == leader->epoch))
+            return 1;
+    }
+    return 0;
+}
+
+/* _with_isr: the leader's ISR change written to ZooKeeper (Partition.updateIsr) */
+static void with_isr(const km_state *s, km_succ *out, uint32_t code, int i, int isr) {
+    km_state *t = km_emit(out, s, code);
+    t->b[i].isr = (uint8_t)isr;
+    t->c_isr = (uint8_t)isr;
+}
+
+/* _isr_change_action */
+static void isr_change_action(const km_state *s, km_succ *out, int i, int f) {
+    const km_broker *leader = &s->b[i];
+    int isr = leader->isr;
+    if (IN(isr, f)) {
+        if (KM_F_KAFKA_7152 && leader->remote[f] == leader->log_len) return;
+        with_isr(s, out, CODE(A_SHRINK, i, f), i, isr & ~(1 << f));
+        return;
+    }
+    int fetched = leader->remote[f];
+    if (fetched < 0 || fetched < leader->hw) return;
+    if (KM_F_KAFKA_7128 && fetched < epoch_start(leader, leader->epoch)) return;
+    if (!fetch_being_answered(s, i, leader, f) && !KM_MUTANT) return;
+    with_isr(s, out, CODE(A_EXPAND, i, f), i, isr | 1 << f);
+}
+
+/* _leader_actions (ZooKeeperController.leader_actions) */
+static void leader_actions(const km_state *s, km_succ *out, int i) {
+    produce_action(s, out, i);
+    advance_hw_action(s, out, i);
+    if (s->c_leader != i || s->c_epoch != s->b[i].epoch) return;
+    for (int f = 0; f < KM_N; f++)
+        if (f != i) isr_change_action(s, out, i, f);
+}
+
+/* in_flight: broker-to-broker requests and responses in flight (what the bound inflight counts) */
+static int in_flight(const km_state *s) {
+    int n = 0;
+    for (int k = 0; k < s->net_len; k++) {
+        int kind = msg_kind(s, k);
+        n += kind >= FETCH && kind <= OFFSETS_FOR_LEADER_EPOCH_RESPONSE;
+    }
+    return n;
+}
+
+/* _follower_actions */
+static void follower_actions(const km_state *s, km_succ *out, int i) {
+    const km_broker *follower = &s->b[i];
+    int leader = follower->leader;
+    if (follower->fetch == NO_FETCHER || busy(s, i, leader)) return;
+    if (KM_INFLIGHT && in_flight(s) >= KM_INFLIGHT) return;
+    km_msg m;
+    memset(&m, 0, sizeof m);
+    m.src = i; m.dst = leader;
+    m.epoch = KM_F_LEADER_EPOCH_FENCING ? follower->epoch : UNDEFINED; /* KIP-320: currentLeaderEpoch */
+    if (follower->fetch == FETCHING) {
+        m.kind = FETCH; m.offset = follower->log_len; m.last_epoch = UNDEFINED;
+        km_state *t = km_emit(out, s, CODE(A_SEND_FETCH, i, leader));
+        net_add(out, t, &m);
+    } else if ((follower->fetch == TRUNCATING || follower->fetch == TRUNCATING_AGAIN) && follower->cache_len) {
+        m.kind = OFFSETS_FOR_LEADER_EPOCH; m.requested = latest_epoch(follower);
+        km_state *t = km_emit(out, s, CODE(A_SEND_OFFSETS, i, leader));
+        net_add(out, t, &m);
+    }
+}
+
+/* KafkaModel._replica_actions */
+static void replica_actions(const km_state *s, km_succ *out, int i) {
+    const km_broker *b = &s->b[i];
+    int leader = b->leader;
+    if (leader == i) leader_actions(s, out, i);
+    else if (leader >= 0 && s->b[leader].alive) follower_actions(s, out, i);
+    if (b->fetch == TRUNCATING && !b->cache_len && leader != i && !busy(s, i, leader)) {
+        km_state *t = km_emit(out, s, CODE(A_TRUNC_HW, i, 0));
+        truncate_broker(&t->b[i], b->hw, KM_F_KAFKA_10706_FIX, 1);
+        t->b[i].fetch = FETCHING;
+    }
+}
+
+/* _zookeeper_broker_actions (lossy-crash is not compiled) */
+static void broker_actions(const km_state *s, km_succ *out, int i) {
+    const km_broker *b = &s->b[i];
+    if (!b->alive) {
+        if (s->registered[i] == DEAD && s->crashes <= KM_C) restart_state(s, out, i);
+        return;
+    }
+    replica_actions(s, out, i);
+    if (s->shutdowns < KM_SHUTDOWNS && !b->stopping) { /* ControlledShutdown: the broker asks to shut down */
+        km_state *t = km_emit(out, s, CODE(A_SHUTDOWN, i, 0));
+        t->b[i].stopping = 1;
+        km_msg m;
+        memset(&m, 0, sizeof m);
+        m.kind = CONTROLLED_SHUTDOWN; m.src = i; m.broker_epoch = b->broker_epoch; m.meant = b->incarnation;
+        net_add(out, t, &m);
+        t->shutdowns = (int8_t)(s->shutdowns + 1);
+    }
+    if (s->crashes < KM_C) crash_broker(km_emit(out, s, CODE(A_CRASH, i, 0)), i);
+    if (s->bounces < KM_BOUNCES) bounce_state(s, out, i);
+}
+
+/* _error: the leader's check of a request */
+static int request_error(const km_broker *leader, int i, int request_epoch) {
+    if (KM_F_LEADER_EPOCH_FENCING) {
+        if (request_epoch < leader->epoch) return E_FENCED_LEADER_EPOCH;
+        if (request_epoch > leader->epoch) return E_UNKNOWN_LEADER_EPOCH;
+    }
+    if (leader->leader != i) return E_NOT_LEADER;
+    return E_NONE;
+}
+
+/* _serve_fetch_state (no truncate-on-fetch: no diverging epoch; no reassignment) */
+static void serve_fetch(const km_state *s, km_succ *out, int k, const km_msg *m) {
+    int i = m->dst, f = m->src;
+    const km_broker *leader = &s->b[i];
+    km_state *t = km_emit(out, s, CODE(A_SERVE_FETCH, i, f));
+    net_remove(t, k);
+    km_msg r;
+    memset(&r, 0, sizeof r);
+    r.kind = FETCH_RESPONSE; r.src = i; r.dst = f; r.epoch = m->epoch; r.offset = m->offset;
+    r.diverging_epoch = r.diverging_offset = UNDEFINED;
+    int error = request_error(leader, i, m->epoch);
+    if (error != E_NONE) {
+        r.error = error; r.hw = UNDEFINED;
+        if (!KM_F_KAFKA_8400 && leader->leader == i && leader->remote[f] != -1) t->b[i].remote[f] = -1;
+        net_add(out, t, &r);
+        return;
+    }
+    int leo = leader->log_len;
+    if (m->offset > leo) { /* _answered_out_of_range */
+        r.error = E_OFFSET_OUT_OF_RANGE; r.hw = leo;
+        if (!KM_F_KAFKA_8400 && leader->remote[f] != -1) t->b[i].remote[f] = -1;
+        net_add(out, t, &r);
+        return;
+    }
+    t->b[i].remote[f] = (int8_t)m->offset; /* _recorded */
+    r.error = E_NONE; r.hw = leader->hw;
+    r.nrec = leo - m->offset;
+    for (int o = m->offset; o < leo; o++) {
+        r.rec[o - m->offset][0] = leader->log[o][0];
+        r.rec[o - m->offset][1] = leader->log[o][1];
+    }
+    net_add(out, t, &r);
+}
+
+/* _serve_offsets_state */
+static void serve_offsets(const km_state *s, km_succ *out, int k, const km_msg *m) {
+    int i = m->dst, f = m->src;
+    const km_broker *leader = &s->b[i];
+    km_state *t = km_emit(out, s, CODE(A_SERVE_OFFSETS, i, f));
+    net_remove(t, k);
+    km_msg r;
+    memset(&r, 0, sizeof r);
+    r.kind = OFFSETS_FOR_LEADER_EPOCH_RESPONSE; r.src = i; r.dst = f; r.epoch = m->epoch; r.requested = m->requested;
+    r.error = request_error(leader, i, m->epoch);
+    if (r.error != E_NONE) {
+        r.answer_epoch = r.end_offset = UNDEFINED;
+    } else if (KM_F_EPOCH_IN_RESPONSE) {
+        end_offset_for(leader, m->requested, KM_F_KAFKA_7415, &r.answer_epoch, &r.end_offset);
+    } else {
+        r.answer_epoch = UNDEFINED;
+        r.end_offset = end_offset_kip101(leader, m->requested);
+    }
+    net_add(out, t, &r);
+}
+
+/* _removes_on_fenced */
+static int removes_on_fenced(int request_epoch, const km_broker *follower) {
+    if (!KM_F_REMOVES_FENCED_PARTITION) return 0;
+    return !KM_F_KAFKA_9654 || request_epoch == follower->epoch;
+}
+
+/* _receive_fetch_state, applied to t (the message already removed) */
+static void receive_fetch(km_succ *out, km_state *t, const km_msg *m) {
+    int i = m->dst;
+    km_broker *follower = &t->b[i];
+    int leo = follower->log_len;
+    int truncating = follower->fetch == TRUNCATING || follower->fetch == TRUNCATING_AGAIN;
+    if (follower->fetch != FETCHING && !(truncating && !KM_F_KAFKA_5163)) return;
+    if (follower->leader != m->src || leo != m->offset) return;
+    if (KM_F_KAFKA_18991 && m->epoch != follower->epoch) return;
+    if (m->error == E_NONE && m->diverging_epoch == UNDEFINED && m->diverging_offset == UNDEFINED) {
+        if (leo + m->nrec > KM_LOG) { out->error = KM_ERR_LOG; return; }
+        if (truncating) {
+            if (!m->nrec) {
+                follower->hw = (int8_t)MIN(m->hw, leo);
+                return;
+            }
+            follower->fetch = FETCHING;
+        }
+        for (int k = 0; k < m->nrec; k++) {
+            follower->log[leo + k][0] = m->rec[k][0];
+            follower->log[leo + k][1] = m->rec[k][1];
+        }
+        follower->log_len = (uint8_t)(leo + m->nrec);
+        if (KM_F_EPOCH_CACHE) cache_after_append(follower, leo, KM_F_KAFKA_7415);
+        follower->hw = (int8_t)MIN(m->hw, follower->log_len);
+        follower->reconciled = follower->epoch;
+    } else if (m->error == E_NONE) {
+        out->error = KM_ERR_UNCOMPILED; /* a diverging epoch: truncate-on-fetch */
+    } else if (m->error == E_OFFSET_OUT_OF_RANGE && m->hw < leo) {
+        if (!KM_F_KAFKA_7414 && !KM_F_UNCLEAN) {
+            crash_broker(t, i); /* before 2.0.1 a follower ahead of its leader halts */
+            return;
+        }
+        truncate_broker(follower, m->hw, KM_F_KAFKA_10706_FIX, KM_F_TRUNCATION_LOWERS_HW);
+        if (truncating) follower->fetch = FETCHING;
+    } else if (m->error == E_FENCED_LEADER_EPOCH && removes_on_fenced(m->epoch, follower)) {
+        follower->fetch = NO_FETCHER;
+        follower->idle_cause = IDLE_FENCED;
+    }
+}
+
+/* _receive_offsets_state, applied to t (the message already removed) */
+static void receive_offsets(km_state *t, const km_msg *m) {
+    int i = m->dst;
+    km_broker *follower = &t->b[i];
+    if ((follower->fetch != TRUNCATING && follower->fetch != TRUNCATING_AGAIN) || follower->leader != m->src) return;
+    if (KM_F_CHECKS_OFFSETS_ANSWER_EPOCH && m->epoch != follower->epoch) return;
+    int leo = follower->log_len, done = 1, offset;
+    if (m->error != E_NONE) {
+        if (m->error == E_FENCED_LEADER_EPOCH && removes_on_fenced(m->epoch, follower)) {
+            follower->fetch = NO_FETCHER;
+            follower->idle_cause = IDLE_FENCED;
+        }
+        return;
+    }
+    if (KM_F_EPOCH_IN_RESPONSE) {
+        int at_leo = follower->fetch == TRUNCATING_AGAIN || !KM_F_KAFKA_5163;
+        int fetch_offset = at_leo ? leo : follower->hw;
+        offset = follower_truncation(follower, fetch_offset, m->answer_epoch, m->end_offset, KM_F_KAFKA_7415, &done);
+    } else if (m->end_offset == UNDEFINED) {
+        offset = follower->hw;
+    } else {
+        offset = MIN(m->end_offset, leo);
+    }
+    truncate_broker(follower, offset, KM_F_KAFKA_10706_FIX, KM_F_TRUNCATION_LOWERS_HW);
+    follower->fetch = done ? FETCHING : TRUNCATING_AGAIN;
+}
+
+/* channel_order: (leader epoch, broker epoch, kind, partition epoch: 0 on these rows) */
+static int channel_before(const km_msg *a, const km_msg *b) {
+    if (a->epoch != b->epoch) return a->epoch < b->epoch;
+    if (a->broker_epoch != b->broker_epoch) return a->broker_epoch < b->broker_epoch;
+    return a->kind < b->kind;
+}
+
+/* KafkaModel._deliveries */
+static void deliveries(const km_state *s, km_succ *out) {
+    int oldest[KM_N], queued[KM_N];
+    km_msg first[KM_N];
+    for (int d = 0; d < KM_N; d++) oldest[d] = -1, queued[d] = 0;
+    for (int k = 0; k < s->net_len; k++) {
+        if (!IS_CONTROL(msg_kind(s, k))) continue;
+        km_msg m;
+        msg_decode(s->net[k], &m);
+        queued[m.dst]++;
+        if (oldest[m.dst] < 0 || channel_before(&m, &first[m.dst])) {
+            oldest[m.dst] = k;
+            first[m.dst] = m;
+        }
+    }
+    for (int d = 0; d < KM_N; d++) {
+        if (oldest[d] < 0) continue;
+        km_state *t;
+        if (first[d].kind == LEADER_AND_ISR) {
+            t = km_emit(out, s, CODE(A_DELIVER, d, first[d].epoch));
+            net_remove(t, oldest[d]);
+            apply_leader_and_isr(t, &first[d]);
+        } else {
+            t = km_emit(out, s, CODE(A_DELIVER_STOP, d, 0));
+            net_remove(t, oldest[d]);
+            apply_stop_replica(t, &first[d]);
+        }
+        if (s->losses < KM_LOSSES && queued[d] > 1) {
+            km_state *u = km_emit(out, s, CODE(A_LOSE, d, 0));
+            net_remove(u, oldest[d]);
+            u->losses = (int8_t)(s->losses + 1);
+        }
+    }
+    int last_src = -1;
+    for (int k = 0; k < s->net_len; k++) {
+        int kind = msg_kind(s, k);
+        if (IS_CONTROL(kind)) continue;
+        km_msg m;
+        msg_decode(s->net[k], &m);
+        if (kind == CONTROLLED_SHUTDOWN) {
+            if (m.src != last_src) { /* the controller handles one broker's requests in order */
+                last_src = m.src;
+                controlled_shutdowns(s, out, k, &m);
+            }
+        } else if (kind == FETCH) {
+            serve_fetch(s, out, k, &m);
+        } else if (kind == FETCH_RESPONSE) {
+            km_state *t = km_emit(out, s, CODE(A_RECEIVE_FETCH, m.dst, m.src));
+            net_remove(t, k);
+            receive_fetch(out, t, &m);
+        } else if (kind == OFFSETS_FOR_LEADER_EPOCH) {
+            serve_offsets(s, out, k, &m);
+        } else {
+            km_state *t = km_emit(out, s, CODE(A_RECEIVE_OFFSETS, m.dst, m.src));
+            net_remove(t, k);
+            receive_offsets(t, &m);
+        }
+    }
+}
+
+/* KafkaModel.successors: the controller, each broker, the deliveries */
+static void km_successors(const km_state *s, km_succ *out) {
+    controller_actions(s, out);
+    for (int i = 0; i < KM_N; i++) broker_actions(s, out, i);
+    deliveries(s, out);
+}
+
+/* -- the dead answers (dead.py DeadMessages) --------------------------------------------------------------- */
+
+/* DeadMessages._noop: delivering the answer changes no broker and crashes nothing */
+static int delivery_noop(const km_state *s, int k, const km_msg *m) {
+    km_state t = *s;
+    km_succ scratch;
+    scratch.error = 0;
+    if (m->kind == FETCH_RESPONSE) receive_fetch(&scratch, &t, m);
+    else receive_offsets(&t, m);
+    (void)k;
+    return memcmp(t.b, s->b, sizeof s->b) == 0 && t.crashes == s->crashes && !scratch.error;
+}
+
+/* DeadMessages._may_expand */
+static int may_expand(const km_state *s, const km_msg *m) {
+    const km_broker *leader = &s->b[m->src];
+    return leader->alive && leader->leader == m->src && m->error == E_NONE &&
+           (!KM_F_KAFKA_13141 || m->diverging_epoch == UNDEFINED) &&
+           (!KM_F_LEADER_EPOCH_FENCING || m->epoch == leader->epoch);
+}
+
+#define FENCED_RETRIED (!(KM_F_LEADER_EPOCH_FENCING && KM_F_REMOVES_FENCED_PARTITION))
+#define FENCED_BY_EPOCH (KM_F_LEADER_EPOCH_FENCING && KM_F_REMOVES_FENCED_PARTITION && KM_F_KAFKA_9654)
+#define FETCH_NOOP_DEAD (KM_F_LEADER_EPOCH_FENCING && KM_F_USES_OFFSETS_REQUEST && KM_F_KAFKA_5163 && \
+                         !KM_F_HW_TRUNCATION)
+#define OFFSETS_EPOCH_DEAD (KM_F_CHECKS_OFFSETS_ANSWER_EPOCH && KM_F_USES_OFFSETS_REQUEST)
+
+/* DeadMessages.dead */
+static int dead(const km_state *s, int k, const km_msg *m) {
+    int error = m->error;
+    if (error == E_NOT_LEADER || error == E_UNKNOWN_LEADER_EPOCH) return 1;
+    const km_broker *follower = &s->b[m->dst];
+    if (error == E_FENCED_LEADER_EPOCH && (FENCED_RETRIED || (FENCED_BY_EPOCH && m->epoch != follower->epoch)))
+        return 1;
+    if (m->kind == FETCH_RESPONSE) {
+        if (error == E_NONE && may_expand(s, m)) return 0;
+        if (FETCH_NOOP_DEAD) {
+            if (follower->fetch != FETCHING || follower->leader != m->src || follower->log_len != m->offset) return 1;
+            return !m->nrec && delivery_noop(s, k, m);
+        }
+        if (KM_F_KAFKA_18991) return m->epoch != follower->epoch || delivery_noop(s, k, m);
+        return 0;
+    }
+    if (OFFSETS_EPOCH_DEAD) return m->epoch != follower->epoch || delivery_noop(s, k, m);
+    return 0;
+}
+
+/* DeadMessages.reduce: the state without its dead answers */
+static void km_reduce(km_state *s) {
+    const km_state before = *s;
+    int kept = 0;
+    for (int k = 0; k < before.net_len; k++) {
+        int kind = msg_kind(&before, k);
+        if (kind == FETCH_RESPONSE || kind == OFFSETS_FOR_LEADER_EPOCH_RESPONSE) {
+            km_msg m;
+            msg_decode(before.net[k], &m);
+            if (dead(&before, k, &m)) continue;
+        }
+        if (kept != k) memcpy(s->net[kept], before.net[k], KM_MSG);
+        kept++;
+    }
+    for (int k = kept; k < before.net_len; k++) memset(s->net[k], 0, KM_MSG);
+    s->net_len = (uint8_t)kept;
+}
+
+/* -- the canonical form (symmetry.py) ------------------------------------------------------------------------ */
+
+/* a broker's signature (symmetry.signatures), order-preserving: its id-free fields, whether it leads in its own
+   view and in the controller's, its registration and its ISR membership at the controller */
+static int signature(const km_state *s, int i, uint8_t *p) {
+    const km_broker *b = &s->b[i];
+    int at = 0;
+#define PUT(v) (p[at++] = (uint8_t)((v) + 2))
+    PUT(b->alive);
+    for (int o = 0; o < b->log_len; o++) { PUT(b->log[o][0]); PUT(b->log[o][1]); }
+    p[at++] = 0;
+    PUT(b->hw);
+    for (int k = 0; k < b->cache_len; k++) { PUT(b->cache[k][0]); PUT(b->cache[k][1]); }
+    p[at++] = 0;
+    PUT(b->epoch); PUT(b->fetch); PUT(b->broker_epoch); PUT(b->stopping); PUT(b->incarnation); PUT(b->stale);
+    PUT(b->reconciled); PUT(b->idle_cause);
+    PUT(b->leader == i); PUT(s->c_leader == i); PUT(s->registered[i]); PUT(IN(s->c_isr, i));
+#undef PUT
+    return at;
+}
+
+#define SIG_BYTES (2 * KM_LOG + 2 * KM_CACHE + 20)
+
+/* the state's tuple, order-preserving (KafkaState compared as Python compares it): the tie-break of the canonical
+   form, the least image */
+static int serialize(const km_state *s, uint8_t *p) {
+    int at = 0;
+#define PUT(v) (p[at++] = (uint8_t)((v) + 2))
+    for (int i = 0; i < KM_N; i++) {
+        const km_broker *b = &s->b[i];
+        PUT(b->alive);
+        for (int o = 0; o < b->log_len; o++) { PUT(b->log[o][0]); PUT(b->log[o][1]); }
+        p[at++] = 0;
+        PUT(b->hw);
+        for (int k = 0; k < b->cache_len; k++) { PUT(b->cache[k][0]); PUT(b->cache[k][1]); }
+        p[at++] = 0;
+        PUT(b->leader); PUT(b->epoch);
+        for (int r = 0; r < KM_N; r++)
+            if (IN(b->isr, r)) PUT(r);
+        p[at++] = 0;
+        PUT(b->fetch);
+        if (b->has_remote)
+            for (int r = 0; r < KM_N; r++) PUT(b->remote[r]);
+        p[at++] = 0;
+        PUT(b->broker_epoch); PUT(b->stopping); PUT(b->incarnation); PUT(b->stale); PUT(b->reconciled);
+        PUT(b->idle_cause);
+    }
+    PUT(s->c_leader); PUT(s->c_epoch);
+    for (int r = 0; r < KM_N; r++)
+        if (IN(s->c_isr, r)) PUT(r);
+    p[at++] = 0;
+    for (int r = 0; r < KM_N; r++) PUT(s->registered[r]);
+    for (int k = 0; k < s->net_len; k++) {
+        memcpy(p + at, s->net[k], KM_MSG); /* a message's encoding ends before the next begins: its own zeros */
+        at += KM_MSG;
+    }
+    p[at++] = 0;
+    PUT(s->produced); PUT(s->crashes); PUT(s->bumps); PUT(s->shutdowns); PUT(s->bounces); PUT(s->losses);
+    for (int k = 0; k < s->committed_len; k++) { PUT(s->committed[k][0]); PUT(s->committed[k][1]); PUT(s->committed[k][2]); }
+    p[at++] = 0;
+    for (int k = 0; k < s->acked_len; k++) { PUT(s->acked[k][0]); PUT(s->acked[k][1]); PUT(s->acked[k][2]); }
+    p[at++] = 0;
+#undef PUT
+    return at;
+}
+
+#define SER_BYTES (KM_N * (2 * KM_LOG + 2 * KM_CACHE + 3 * KM_N + 20) + 2 * KM_N + 8 + KM_NET * KM_MSG + 6 * KM_LOG + 12)
+
+static int rename_id(const int *p, int id) { return id < 0 ? id : p[id]; }
+
+static int rename_mask(const int *p, int mask) {
+    int out = 0;
+    for (int i = 0; i < KM_N; i++)
+        if (IN(mask, i)) out |= 1 << p[i];
+    return out;
+}
+
+/* symmetry._permute: broker i renamed p[i] everywhere (brokers reordered, ids renamed, the network re-sorted) */
+static void permute(const km_state *s, const int *p, km_state *t) {
+    *t = *s;
+    for (int i = 0; i < KM_N; i++) {
+        km_broker *b = &t->b[p[i]];
+        *b = s->b[i];
+        b->leader = (int8_t)rename_id(p, s->b[i].leader);
+        b->isr = (uint8_t)rename_mask(p, s->b[i].isr);
+        if (b->has_remote)
+            for (int k = 0; k < KM_N; k++) b->remote[p[k]] = s->b[i].remote[k];
+        t->registered[p[i]] = s->registered[i];
+    }
+    t->c_leader = (int8_t)rename_id(p, s->c_leader);
+    t->c_isr = (uint8_t)rename_mask(p, s->c_isr);
+    t->net_len = 0;
+    memset(t->net, 0, sizeof t->net);
+    km_succ scratch;
+    scratch.error = 0;
+    for (int k = 0; k < s->net_len; k++) {
+        km_msg m;
+        msg_decode(s->net[k], &m);
+        m.src = rename_id(p, m.src);
+        m.dst = rename_id(p, m.dst);
+        if (m.kind == LEADER_AND_ISR) {
+            m.leader = rename_id(p, m.leader);
+            m.isr = rename_mask(p, m.isr);
+        }
+        net_add(&scratch, t, &m);
+    }
+}
+
+/* symmetry.canonical: the least renaming among those that sort the broker signatures */
+static void km_canonical(km_state *s) {
+    uint8_t sig[KM_N][SIG_BYTES];
+    for (int i = 0; i < KM_N; i++) {
+        memset(sig[i], 0, SIG_BYTES);
+        signature(s, i, sig[i]);
+    }
+    int increasing = 1;
+    for (int i = 0; i + 1 < KM_N; i++)
+        if (memcmp(sig[i], sig[i + 1], SIG_BYTES) >= 0) increasing = 0;
+    if (increasing) return;
+    /* order[new position] = old id, a stable sort by signature */
+    int order[KM_N];
+    for (int i = 0; i < KM_N; i++) {
+        int k = i;
+        while (k > 0 && memcmp(sig[order[k - 1]], sig[i], SIG_BYTES) > 0) { order[k] = order[k - 1]; k--; }
+        order[k] = i;
+    }
+    /* spec.symmetry.candidate_permutations: every order of each group of equal signatures */
+    int group[KM_N]; /* group[position]: the position its group starts at */
+    for (int k = 0; k < KM_N; k++)
+        group[k] = (k > 0 && memcmp(sig[order[k - 1]], sig[order[k]], SIG_BYTES) == 0) ? group[k - 1] : k;
+    int choice[KM_N]; /* a permutation of positions within each group, enumerated in product order */
+    for (int k = 0; k < KM_N; k++) choice[k] = k;
+    km_state best, image;
+    uint8_t best_bytes[SER_BYTES], image_bytes[SER_BYTES];
+    int have = 0, best_len = 0;
+    for (;;) {
+        int p[KM_N];
+        for (int k = 0; k < KM_N; k++) p[order[choice[k]]] = k;
+        permute(s, p, &image);
+        memset(image_bytes, 0, SER_BYTES);
+        int len = serialize(&image, image_bytes);
+        if (!have || memcmp(image_bytes, best_bytes, (size_t)(len > best_len ? len : best_len)) < 0) {
+            best = image;
+            memcpy(best_bytes, image_bytes, SER_BYTES);
+            best_len = len;
+            have = 1;
+        }
+        /* the next choice: the last group's next permutation first (itertools.product over permutations) */
+        int g = KM_N - 1;
+        for (;;) {
+            while (g >= 0 && group[g] != g) g--;
+            if (g < 0) break;
+            int start = g, end = start + 1;
+            while (end < KM_N && group[end] == start) end++;
+            /* next lexicographic permutation of choice[start:end] */
+            int a = end - 2;
+            while (a >= start && choice[a] > choice[a + 1]) a--;
+            if (a >= start) {
+                int b2 = end - 1;
+                while (choice[b2] < choice[a]) b2--;
+                int tmp = choice[a]; choice[a] = choice[b2]; choice[b2] = tmp;
+                for (int x = a + 1, y = end - 1; x < y; x++, y--) { tmp = choice[x]; choice[x] = choice[y]; choice[y] = tmp; }
+                break;
+            }
+            for (int x = start, y = end - 1; x < y; x++, y--) { int t2 = choice[x]; choice[x] = choice[y]; choice[y] = t2; }
+            g = start - 1;
+        }
+        if (g < 0) break;
+    }
+    *s = best;
+}
+
+/* -- invariants (invariants/kafka_log_matching.py) --------------------------------------------------------- */
+
+static int logs_agree_below(const km_broker *a, const km_broker *b, int bound) {
+    for (int o = 0; o < bound; o++)
+        if (a->log[o][0] != b->log[o][0] || a->log[o][1] != b->log[o][1]) return 0;
+    return 1;
+}
+
+static int bound_of(const km_broker *a, const km_broker *b) {
+    return MIN(MIN(a->hw, b->hw), MIN(a->log_len, b->log_len));
+}
+
+/* log_matching: every (leader, reconciled follower) pair, pairs() */
+static int log_matching(const km_state *s) {
+    for (int l = 0; l < KM_N; l++) {
+        const km_broker *a = &s->b[l];
+        if (!a->alive || a->leader != l) continue;
+        for (int f = 0; f < KM_N; f++) {
+            const km_broker *b = &s->b[f];
+            if (f != l && b->alive && b->leader == l && b->epoch == a->epoch && b->reconciled == a->epoch &&
+                !logs_agree_below(a, b, bound_of(a, b)))
+                return 0;
+        }
+    }
+    return 1;
+}
+
+/* log_matching_all_pairs */
+static int log_matching_all_pairs(const km_state *s) {
+    for (int a = 0; a < KM_N; a++)
+        for (int b = a + 1; b < KM_N; b++)
+            if (!logs_agree_below(&s->b[a], &s->b[b], bound_of(&s->b[a], &s->b[b]))) return 0;
+    return 1;
+}
+
+/* log_matching_raft */
+static int log_matching_raft(const km_state *s) {
+    for (int a = 0; a < KM_N; a++)
+        for (int b = a + 1; b < KM_N; b++) {
+            const km_broker *x = &s->b[a], *y = &s->b[b];
+            for (int o = MIN(x->log_len, y->log_len) - 1; o >= 0; o--)
+                if (x->log[o][0] == y->log[o][0]) {
+                    if (!logs_agree_below(x, y, o + 1)) return 0;
+                    break;
+                }
+        }
+    return 1;
+}
+
+/* invariants/kafka_durability.current_leader: the broker that applied the controller's current epoch as leader */
+static int current_leader(const km_state *s) {
+    int i = s->c_leader;
+    if (i < 0) return -1;
+    const km_broker *b = &s->b[i];
+    return b->alive && b->leader == i && b->epoch == s->c_epoch ? i : -1;
+}
+
+static int holds_entry(const km_broker *b, const int8_t *entry) {
+    return entry[0] < b->log_len && b->log[entry[0]][0] == entry[1] && b->log[entry[0]][1] == entry[2];
+}
+
+/* first_missing_at_leader is None: every entry is at its offset in the current leader's log */
+static int at_leader(const km_state *s, uint8_t len, const int8_t (*set)[3]) {
+    int i = current_leader(s);
+    if (i < 0) return 1;
+    for (int k = 0; k < len; k++)
+        if (!holds_entry(&s->b[i], set[k])) return 0;
+    return 1;
+}
+
+/* committed_durable */
+static int committed_durable(const km_state *s) { return at_leader(s, s->committed_len, s->committed); }
+
+/* invariants/kafka_clients.acknowledged_durable */
+static int acknowledged_durable(const km_state *s) { return at_leader(s, s->acked_len, s->acked); }
+
+/* no_uncommitted_below_hw: every record below a live replica's HW is committed */
+static int no_uncommitted_below_hw(const km_state *s) {
+    for (int i = 0; i < KM_N; i++) {
+        const km_broker *b = &s->b[i];
+        if (!b->alive) continue;
+        for (int o = 0; o < MIN(b->hw, b->log_len); o++) {
+            int found = 0;
+            for (int k = 0; k < s->committed_len && !found; k++)
+                found = s->committed[k][0] == o && s->committed[k][1] == b->log[o][0] && s->committed[k][2] == b->log[o][1];
+            if (!found) return 0;
+        }
+    }
+    return 1;
+}
+
+/* invariants/kafka_sanity._broker_problem is None */
+static int broker_sane(const km_broker *b, int leads) {
+    int leo = b->log_len, n = b->cache_len;
+    if (leads && b->hw > leo) return 0;
+    if (!n) return 1;
+    for (int k = 1; k < n; k++)
+        if (b->cache[k][0] <= b->cache[k - 1][0] || b->cache[k][1] <= b->cache[k - 1][1]) return 0;
+    if (b->cache[n - 1][1] > leo) return 0;
+    int k = -1;
+    for (int o = 0; o < leo; o++) {
+        while (k + 1 < n && b->cache[k + 1][1] <= o) k++;
+        if (b->log[o][0] != (k >= 0 ? b->cache[k][0] : -1)) return 0;
+    }
+    return 1;
+}
+
+/* replica_sanity */
+static int replica_sanity(const km_state *s) {
+    for (int i = 0; i < KM_N; i++)
+        if (!broker_sane(&s->b[i], s->b[i].alive && s->b[i].leader == i)) return 0;
+    return 1;
+}
+
+/* no_stale_control_request */
+static int no_stale_control_request(const km_state *s) {
+    for (int i = 0; i < KM_N; i++)
+        if (s->b[i].stale) return 0;
+    return 1;
+}
+
+/* invariants/kafka_control._controller_pending */
+static int controller_pending(const km_state *s, int i) {
+    if (s->registered[i] != s->b[i].broker_epoch) return 1;
+    for (int k = 0; k < s->net_len; k++) {
+        int kind = msg_kind(s, k); /* a control request's dst and a ControlledShutdown's src come first */
+        if ((IS_CONTROL(kind) || kind == CONTROLLED_SHUTDOWN) && s->net[k][1] - 2 == i) return 1;
+    }
+    return 0;
+}
+
+/* stalled_followers(state, cause) is not empty */
+static int stalled(const km_state *s, int cause) {
+    int leader = current_leader(s);
+    if (leader < 0 || controller_pending(s, leader)) return 0;
+    for (int i = 0; i < KM_N; i++) {
+        const km_broker *b = &s->b[i];
+        if (i == leader || !b->alive || b->stopping || b->fetch != NO_FETCHER || b->idle_cause != cause) continue;
+        if (controller_pending(s, i)) continue;
+        int talking = 0;
+        for (int k = 0; k < s->net_len && !talking; k++)
+            talking = IS_DATA(msg_kind(s, k)) && (s->net[k][1] - 2 == i || s->net[k][2] - 2 == i);
+        if (!talking) return 1;
+    }
+    return 0;
+}
+
+/* the invariants of invariants/kafka*.py in spec/kafka/kernel.py INVARIANTS' order; no-silent-skip, consumed-stays
+   and elr-safety read the consumers and the ELR, which a compiled state has none of (no consumers, a ZooKeeper
+   controller): they hold on it */
+static uint32_t km_violations(const km_state *s) {
+    return (uint32_t)!log_matching(s) | (uint32_t)!log_matching_all_pairs(s) << 1 |
+           (uint32_t)!log_matching_raft(s) << 2 | (uint32_t)!committed_durable(s) << 3 |
+           (uint32_t)!no_uncommitted_below_hw(s) << 4 | (uint32_t)!replica_sanity(s) << 5 |
+           (uint32_t)!no_stale_control_request(s) << 6 | (uint32_t)stalled(s, IDLE_FENCED) << 7 |
+           (uint32_t)stalled(s, IDLE_RESTARTED) << 8 | (uint32_t)!acknowledged_durable(s) << 9;
+}

@@ -1,0 +1,310 @@
+"""The compiled kernel of the Kafka model (``kernel.c``): how a ``KafkaState`` packs into fixed-width bytes and back,
+the action codes' names, and which configurations it compiles.
+
+The layout (``kernel.c``'s ``km_state``, every field one byte, no padding), for ``n`` brokers, ``r`` records and
+``e`` epochs (the bounds size every array: ``KM_N``, ``KM_R``, ``KM_E``; a log holds at most ``records`` records,
+each produce's record sitting at the offset it was produced at, and an epoch cache at most ``epochs + 1`` entries):
+
+- each broker: alive, its log (length, then (epoch, ident) a record, zero past the end), HW, its epoch cache (length,
+  then (epoch, start offset) pairs), leader, leader epoch, ISR (a bit mask), fetcher state, whether it holds remote
+  LEOs and the ``n`` of them, broker epoch, stopping, and the ghosts incarnation, stale, reconciled, idle cause;
+- the controller: leader, epoch, ISR mask, each broker's registered broker epoch;
+- the network: a count and ``KM_NET`` slots, each message written order-preserving (every value ``v`` as the byte
+  ``v + 2``, a tuple as its items then 0), so the slots sorted bytewise are the readable model's sorted network and a
+  state's bytes compare as its tuple does (``km_serialize``, the canonical form's tie-break);
+- the bound counters (produced, crashes, bumps, shutdowns, bounces, losses), the committed ghost and the producer's
+  acknowledged records (each a count and (offset, epoch, ident) triples).
+
+Signed values are stored as their low byte (-1 as 255). The fields the compiled rows never set (KRaft's, alter-isr's,
+truncate-on-fetch's pending diverging epoch, the consumers') are not stored: ``pack`` refuses a state where one is set.
+"""
+
+from __future__ import annotations
+
+import os
+from typing import Any
+
+from spec.kafka.log import Record
+from spec.kafka.releases import resolve
+from spec.kafka.state import (
+    CONTROLLED_SHUTDOWN,
+    FETCH,
+    FETCH_RESPONSE,
+    LEADER_AND_ISR,
+    OFFSETS_FOR_LEADER_EPOCH,
+    OFFSETS_FOR_LEADER_EPOCH_RESPONSE,
+    STOP_REPLICA,
+    Broker,
+    ControlledShutdown,
+    Controller,
+    FetchRequest,
+    FetchResponse,
+    KafkaState,
+    LeaderAndIsr,
+    OffsetsRequest,
+    OffsetsResponse,
+    StopReplica,
+)
+from spec.model import Action, KernelSource
+
+SOURCE = os.path.join(os.path.dirname(os.path.abspath(__file__)), "kernel.c")
+
+#: the C file's action kinds in order (code: kind << 24 | p1 << 16 | p2 << 8), each the model's table it names
+KINDS = ("_elect", "_preferred", "_unclean", "_crash", "_restart", "_bump", "_broker_failure", "_broker_change",
+         "_deliver", "_lose", "_produce", "_advance", "_trunc_hw", "_send_fetch", "_serve_fetch", "_receive_fetch",
+         "_send_offsets", "_serve_offsets", "_receive_offsets", "_shrink", "_expand", "_shutdown", "_bounce",
+         "_deliver_stop", "_process_shutdown")
+
+#: the feature flags the C file reads, each a ``KM_F_*`` define (``Features`` fields and derived switches)
+FLAGS = ("kafka_5642", "kafka_5163", "epoch_in_response", "kafka_7415", "kafka_7128", "kafka_7164", "kafka_7414",
+         "leader_epoch_fencing", "kafka_7152", "kafka_9654", "kafka_8400", "truncation_lowers_hw",
+         "reject_stale_broker_epoch", "detect_bounced_broker", "reject_stale_shutdown", "kafka_10706_fix",
+         "kafka_13141", "kafka_18991", "unclean", "epoch_cache", "hw_truncation", "uses_offsets_request",
+         "removes_fenced_partition", "checks_offsets_answer_epoch")
+#: flags whose rules the C file does not compile: a row with one on runs the readable model
+UNCOMPILED_FLAGS = ("truncate_on_fetch", "alter_isr", "kraft", "lossy_crash", "fetch_from_follower", "kafka_15583",
+                    "consumer_truncation_detection")
+#: the compiled invariants, in the order of the violation mask's bits
+INVARIANTS = ("log-matching", "log-matching-all-pairs", "log-matching-raft", "committed-durable", "no-uncommitted-below-hw",
+              "replica-sanity", "no-stale-control-request", "no-fence-stall", "no-bounce-stall", "acknowledged-durable",
+              "no-silent-skip", "consumed-stays", "elr-safety")
+#: the rows the equivalence tests (tests/test_kafka_kernel.py) prove: ``--kernel auto`` picks the kernel only there
+PROVEN_ROWS = ("0.10.2", "0.11.0", "2.0.0", "2.0.1", "2.1.0", "2.1.1", "2.2.0")
+MAX_BROKERS = 5  # an ISR is one byte
+
+
+def _s8(v: int) -> int:
+    return v & 0xFF
+
+
+def _signed(b: int) -> int:
+    return b - 256 if b > 127 else b
+
+
+def _mask(ids: tuple[int, ...]) -> int:
+    m = 0
+    for i in ids:
+        m |= 1 << i
+    return m
+
+
+def _ids(mask: int, n: int) -> tuple[int, ...]:
+    return tuple(i for i in range(n) if mask >> i & 1)
+
+
+def _enc(v: int) -> int:
+    """A value in the order-preserving message encoding (-1 is 1, so 0 can end a tuple)."""
+    if not -1 <= v <= 253:
+        raise ValueError(f"value {v} is out of the kernel's message encoding")
+    return v + 2
+
+
+class Packing:
+    """The byte layout of ``km_state`` for one configuration (brokers, records, epochs, network slots)."""
+
+    def __init__(self, brokers: int, records: int, epochs: int, net: int) -> None:
+        self.n, self.r, self.e, self.net = brokers, records, epochs, net
+        self.log_cap = max(records, 1)
+        self.cache_cap = epochs + 1
+        self.msg_bytes = max(10 + 2 * records, 7 + brokers)
+        self.broker_bytes = 15 + 2 * self.log_cap + 2 * self.cache_cap + brokers
+        self.state_bytes = (brokers * self.broker_bytes + 3 + brokers + 1 + net * self.msg_bytes + 6
+                            + 2 * (1 + 3 * self.log_cap))
+
+    # -- messages -----------------------------------------------------------------------------------------------
+    def _message(self, m: Any) -> bytes:
+        kind = m.kind
+        if kind == LEADER_AND_ISR:
+            if m.partition_epoch != 0 or m.replicas:
+                raise ValueError(f"the kernel stores no partition epoch or replicas: {m}")
+            out = [kind, m.dst, m.epoch, m.leader, *m.isr]
+            body = [_enc(v) for v in out] + [0] + [_enc(v) for v in (m.broker_epoch, m.meant)]
+        elif kind == FETCH:
+            if m.broker_epoch != -1:
+                raise ValueError(f"the kernel stores no broker epoch in a Fetch: {m}")
+            body = [_enc(v) for v in (kind, m.src, m.dst, m.epoch, m.offset, m.last_epoch)]
+        elif kind == FETCH_RESPONSE:
+            body = [_enc(v) for v in (kind, m.src, m.dst, m.epoch, m.offset, m.error)]
+            for rec in m.records:
+                body += [_enc(rec.epoch), _enc(rec.ident)]
+            body += [0] + [_enc(v) for v in (m.hw, m.diverging_epoch, m.diverging_offset)]
+        elif kind == OFFSETS_FOR_LEADER_EPOCH:
+            body = [_enc(v) for v in (kind, m.src, m.dst, m.epoch, m.requested)]
+        elif kind == OFFSETS_FOR_LEADER_EPOCH_RESPONSE:
+            body = [_enc(v) for v in (kind, m.src, m.dst, m.epoch, m.requested, m.error, m.answer_epoch, m.end_offset)]
+        elif kind == STOP_REPLICA:
+            body = [_enc(v) for v in (kind, m.dst, m.epoch, m.broker_epoch, m.meant)]
+        elif kind == CONTROLLED_SHUTDOWN:
+            body = [_enc(v) for v in (kind, m.src, m.broker_epoch, m.incarnation)]
+        else:
+            raise ValueError(f"the kernel compiles no message of kind {kind}: {m}")
+        if len(body) > self.msg_bytes:
+            raise ValueError(f"message {m} is past the kernel's {self.msg_bytes} bytes")
+        return bytes(body + [0] * (self.msg_bytes - len(body)))
+
+    def _unmessage(self, b: bytes) -> Any:
+        v = [x - 2 for x in b]
+        kind = v[0]
+        if kind == LEADER_AND_ISR:
+            end = b.index(0, 4)
+            isr = tuple(v[4:end])
+            return LeaderAndIsr(kind, v[1], v[2], v[3], isr, v[end + 1], v[end + 2])
+        if kind == FETCH:
+            return FetchRequest(kind, *v[1:6])
+        if kind == FETCH_RESPONSE:
+            end = 6
+            records = []
+            while b[end]:
+                records.append(Record(v[end], v[end + 1]))
+                end += 2
+            return FetchResponse(kind, *v[1:6], tuple(records), v[end + 1], v[end + 2], v[end + 3])
+        if kind == OFFSETS_FOR_LEADER_EPOCH:
+            return OffsetsRequest(kind, *v[1:5])
+        if kind == STOP_REPLICA:
+            return StopReplica(kind, *v[1:5])
+        if kind == CONTROLLED_SHUTDOWN:
+            return ControlledShutdown(kind, *v[1:4])
+        return OffsetsResponse(kind, *v[1:8])
+
+    # -- states -------------------------------------------------------------------------------------------------
+    def _broker(self, b: Broker) -> list[int]:
+        if (b.pending_diverging or b.partition_epoch or b.alter_pending or b.committed_isr or b.remote_epochs
+                or b.replicas or b.hw_stale):
+            raise ValueError(f"the kernel stores none of pending_diverging, partition_epoch, alter_pending, "
+                             f"committed_isr, remote_epochs, replicas, hw_stale: {b}")
+        if len(b.log) > self.log_cap or len(b.cache) > self.cache_cap:
+            raise ValueError(f"a log or epoch cache past the kernel's bounds: {b}")
+        out = [int(b.alive), len(b.log)]
+        for rec in b.log:
+            out += [_s8(rec.epoch), _s8(rec.ident)]
+        out += [0, 0] * (self.log_cap - len(b.log))
+        out += [_s8(b.hw), len(b.cache)]
+        for epoch, start in b.cache:
+            out += [_s8(epoch), _s8(start)]
+        out += [0, 0] * (self.cache_cap - len(b.cache))
+        remote = b.remote
+        if remote and len(remote) != self.n:
+            raise ValueError(f"remote LEOs of another width: {b}")
+        out += [_s8(b.leader), _s8(b.epoch), _mask(b.isr), b.fetch, int(bool(remote)),
+                *(_s8(x) for x in (remote or (0,) * self.n)),
+                _s8(b.broker_epoch), int(b.stopping), _s8(b.incarnation), int(b.stale), _s8(b.reconciled),
+                b.idle_cause]
+        return out
+
+    def pack(self, s: KafkaState) -> bytes:
+        c = s.controller
+        if c.partition_epoch or c.elr or c.replicas or c.adding or c.removing:
+            raise ValueError(f"the kernel stores no KRaft controller field: {c}")
+        if (s.consumers or s.unclean_shutdowns or s.alters or s.alter_losses or s.clean_shutdowns
+                or s.fences or s.reassignments):
+            raise ValueError("the kernel stores no client or KRaft counter")
+        out: list[int] = []
+        for b in s.brokers:
+            out += self._broker(b)
+        out += [_s8(c.leader), _s8(c.epoch), _mask(c.isr), *(_s8(x) for x in c.registered)]
+        if len(s.network) > self.net:
+            raise ValueError(f"{len(s.network)} messages in flight, past the kernel's {self.net}")
+        slots = sorted(self._message(m) for m in s.network)
+        packed = bytes(out) + bytes([len(slots)]) + b"".join(slots) + bytes(self.msg_bytes * (self.net - len(slots)))
+        tail = [s.produced, s.crashes, s.bumps, s.shutdowns, s.bounces, s.losses]
+        for ghost in (s.committed, s.acked):
+            if len(ghost) > self.log_cap:
+                raise ValueError(f"{len(ghost)} committed or acknowledged records, past the kernel's {self.log_cap}")
+            tail.append(len(ghost))
+            for triple in ghost:
+                tail += [_s8(x) for x in triple]
+            tail += [0, 0, 0] * (self.log_cap - len(ghost))
+        return packed + bytes(tail)
+
+    def unpack(self, data: bytes) -> KafkaState:
+        n = self.n
+        at = 0
+        brokers = []
+        for _ in range(n):
+            d = data[at:at + self.broker_bytes]
+            at += self.broker_bytes
+            log_len = d[1]
+            log = tuple(Record(_signed(d[2 + 2 * k]), _signed(d[3 + 2 * k])) for k in range(log_len))
+            p = 2 + 2 * self.log_cap
+            hw, cache_len = _signed(d[p]), d[p + 1]
+            cache = tuple((_signed(d[p + 2 + 2 * k]), _signed(d[p + 3 + 2 * k])) for k in range(cache_len))
+            p += 2 + 2 * self.cache_cap
+            leader, epoch, isr, fetch, has_remote = _signed(d[p]), _signed(d[p + 1]), d[p + 2], d[p + 3], d[p + 4]
+            remote = tuple(_signed(x) for x in d[p + 5:p + 5 + n]) if has_remote else ()
+            p += 5 + n
+            brokers.append(Broker(
+                alive=bool(d[0]), log=log, hw=hw, cache=cache, leader=leader, epoch=epoch, isr=_ids(isr, n),
+                fetch=fetch, remote=remote, broker_epoch=_signed(d[p]), stopping=bool(d[p + 1]),
+                incarnation=_signed(d[p + 2]), stale=bool(d[p + 3]), reconciled=_signed(d[p + 4]),
+                idle_cause=d[p + 5], pending_diverging=()))
+        controller = Controller(leader=_signed(data[at]), epoch=_signed(data[at + 1]), isr=_ids(data[at + 2], n),
+                                registered=tuple(_signed(x) for x in data[at + 3:at + 3 + n]))
+        at += 3 + n
+        count = data[at]
+        at += 1
+        mb = self.msg_bytes
+        network = tuple(self._unmessage(data[at + k * mb:at + (k + 1) * mb]) for k in range(count))
+        at += self.net * mb
+        produced, crashes, bumps, shutdowns, bounces, losses = data[at:at + 6]
+        at += 6
+        ghosts = []
+        for _ in range(2):  # committed, acked
+            count = data[at]
+            ghosts.append(tuple(tuple(_signed(x) for x in data[at + 1 + 3 * k:at + 4 + 3 * k]) for k in range(count)))
+            at += 1 + 3 * self.log_cap
+        return KafkaState(brokers=tuple(brokers), controller=controller, network=network, produced=produced,
+                          crashes=crashes, bumps=bumps, shutdowns=shutdowns, bounces=bounces, losses=losses,
+                          committed=ghosts[0], acked=ghosts[1])
+
+
+def network_slots(brokers: int, epochs: int, crashes: int, bounces: int, shutdowns: int) -> int:
+    """The messages in flight at most (the network's slots): a request or its answer per (follower, leader) pair (a
+    follower sends only when none of the pair is in flight, ``actions_data.busy``); per broker a LeaderAndIsr for each
+    election (at most ``epochs``: bumps and controlled shutdowns among them), each restart's and each processed
+    bounce's, plus the initial epoch's; a ControlledShutdown and a StopReplica a shutdown. A state past them stops the
+    search (``KM_ERR_NETWORK``), never a silently different one."""
+    return brokers * (brokers - 1) + brokers * (epochs + crashes + bounces + 2) + 2 * shutdowns
+
+
+def unsupported_reason(model: Any) -> str | None:
+    """Why this configuration of the Kafka model is out of the kernel's reach, or None."""
+    f = model.features
+    for flag in UNCOMPILED_FLAGS:
+        if getattr(f, flag):
+            return f"the kernel does not compile {flag.replace('_', '-')}"
+    for bound in ("consumers",):
+        if getattr(model, bound):
+            return f"the kernel does not compile the bound {bound}={getattr(model, bound)}"
+    if model.own_steps:
+        return "the kernel does not compile an action declared with its own function (Declared.steps)"
+    if model.brokers > MAX_BROKERS:
+        return f"brokers={model.brokers} is past the kernel's {MAX_BROKERS}"
+    if model.protocol not in PROVEN_ROWS:
+        return f"the kernel is proven on {', '.join(PROVEN_ROWS)} only, not {model.protocol}"
+    changed = [name for name in FLAGS if getattr(f, name) != getattr(resolve(model.protocol), name)]
+    if changed:
+        return f"the kernel is proven on the rows' own flags, not with {changed[0].replace('_', '-')} changed"
+    return None
+
+
+def kernel(model: Any) -> KernelSource:
+    """The Kafka model's kernel at ``model``'s bounds and flags."""
+    net = network_slots(model.brokers, model.epochs, model.crashes, model.bounces, model.shutdowns)
+    packing = Packing(model.brokers, model.records, model.epochs, net)
+    tables = [getattr(model, name) for name in KINDS]
+
+    def action(code: int) -> Action:
+        table = tables[code >> 24]
+        params = (code >> 16 & 0xFF, code >> 8 & 0xFF)
+        entry = table[params[0]]
+        return entry if isinstance(entry, Action) else entry[params[1]]
+
+    f = model.features
+    defines = [("KM_N", model.brokers), ("KM_R", model.records), ("KM_E", model.epochs), ("KM_C", model.crashes),
+               ("KM_BUMPS", model.bumps), ("KM_LOSSES", model.losses), ("KM_INFLIGHT", model.inflight),
+               ("KM_SHUTDOWNS", model.shutdowns), ("KM_BOUNCES", model.bounces), ("KM_NET", net),
+               ("KM_ACKS", model.acks), ("KM_MIN_ISR", model.min_isr)]
+    defines += [(f"KM_F_{flag.upper()}", int(bool(getattr(f, flag)))) for flag in FLAGS]
+    return KernelSource(source=SOURCE, defines=tuple(defines), state_bytes=packing.state_bytes, pack=packing.pack,
+                        unpack=packing.unpack, action=action, invariants=INVARIANTS, symmetry=True,
+                        unsupported=unsupported_reason(model), reductions=("dead",))
