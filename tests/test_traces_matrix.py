@@ -42,7 +42,7 @@ KNOWN = {
 MESSAGES = {"LeaderAndIsr": "LeaderAndIsr(", "StopReplica": "StopReplica(", "ControlledShutdown": "ControlledShutdown(",
             "Fetch": "FetchRequest(", "OffsetsForLeaderEpoch": "OffsetsRequest("}
 #: a row whose counterexamples draw a LeaderAndIsr, a Fetch and an OffsetsForLeaderEpoch request (2.1.0's control-plane
-#: and replica-sanity cells: 0.11.0 to 2.2.0 draw all three)
+#: and replica-sanity cells; 0.11.0, 2.0.0, 2.1.1 and 2.2.0 draw all three too)
 EVERY_KIND_ROW = "2.1.0"
 SENDERS = {"SendFetch": "FetchRequest(", "SendOffsetsForLeaderEpoch": "OffsetsRequest(",
            "ControlledShutdown": "ControlledShutdown("}
