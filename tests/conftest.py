@@ -43,18 +43,50 @@ def explorer_server():
     srv.server_close()
 
 
+@pytest.hookimpl(tryfirst=True)  # before pytest-xdist's worker reads the groups
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
-    """The tier's module check (tests/test_fast_tier.py) runs after every other test: it reads what they imported."""
+    """The tier's module check (tests/test_fast_tier.py) runs after every other test: it reads what they imported.
+    Under ``pytest -n N`` the tests of ``spark_local`` share one worker, and the slow tests are handed out first
+    (below)."""
+    for item in items:
+        if "spark_local" in getattr(item, "fixturenames", ()) and not item.get_closest_marker("xdist_group"):
+            item.add_marker(pytest.mark.xdist_group("spark-local"))
+    if hasattr(config, "workerinput"):
+        items.sort(key=lambda item: item.get_closest_marker("slow") is None)
     last = [item for item in items if item.name == "test_every_module_is_imported_by_the_tier"]
     items[:] = [item for item in items if item not in last] + last
 
 
-# -- the fast tier's module check across the workers of ``pytest -n N`` (pytest-xdist) ----------------------------
+# -- the workers of ``pytest -n N`` (pytest-xdist) ----------------------------------------------------------------
+# The in-process Spark tests (the ``spark_local`` fixture) form one group: one worker starts the JVM, not both (about
+# 10 s of CPU a start and its first jobs). The tests are handed to the workers in the order of the workers'
+# collection (pytest_collection_modifyitems above: each worker sorts its collection the same way), a group of
+# ``xdist_group`` tests before single tests: the slow tests first, the fast ones last, so that no worker starts a
+# test of minutes while the other has seconds of work left (the sort is stable: the tests of a module keep their
+# order). The groups are kept whenever no ``--dist`` is named, so that README's fast tier (``pytest -n 2 -m "not
+# slow"``) keeps them as README's suite command (``--dist loadgroup``) does.
+
+
+#: the project modules the workers imported (the fast tier's module check, below)
 _WORKER_MODULES = pytest.StashKey[set]()
 
 
+def _dist_named(config: pytest.Config) -> bool:
+    return any(str(arg).startswith(("--dist", "-d")) for arg in config.invocation_params.args)
+
+
+@pytest.hookimpl(tryfirst=True)
 def pytest_configure(config: pytest.Config) -> None:
     config.stash[_WORKER_MODULES] = set()
+    if _dist_named(config) or not hasattr(config.option, "dist"):
+        return
+    if hasattr(config, "workerinput"):  # a worker: tag each grouped test's id with its group, as --dist loadgroup does
+        config.option.loadgroup = True
+    elif config.option.numprocesses and config.option.dist == "load":  # the controller: schedule by group
+        config.option.dist = "loadgroup"
+
+
+# -- the fast tier's module check across the workers of ``pytest -n N`` (pytest-xdist) ----------------------------
 
 
 @pytest.hookimpl(optionalhook=True)

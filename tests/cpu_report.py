@@ -14,7 +14,8 @@ time out of the live sum; the test it ends in is charged nothing rather than a n
 spent after the previous test is lost (small: an idle JVM spends about 0.1 s a minute).
 
 The report is one line a test, most expensive first: CPU seconds, the marker tier (``slow`` or ``fast``) and the
-test id; the last lines give the totals of each tier. Linux only (``/proc``).
+test id; the last lines give the totals of each tier. Under ``pytest -n N`` (pytest-xdist) each worker writes its own
+report, FILE.gw0, FILE.gw1, ... (the controller runs no test and writes none). Linux only (``/proc``).
 """
 
 from __future__ import annotations
@@ -100,5 +101,10 @@ class _Recorder:
 
 def pytest_configure(config: pytest.Config) -> None:
     path = config.getoption("--cpu-report")
+    worker = getattr(config, "workerinput", {}).get("workerid")
+    if path and worker:  # under pytest -n N each worker writes its own report: FILE.gw0, FILE.gw1, ...
+        path = f"{path}.{worker}"
+    elif getattr(config.option, "numprocesses", None):
+        return  # the controller of pytest -n N: it runs no test
     if path:
         config.pluginmanager.register(_Recorder(path), "cpu-report-recorder")

@@ -22,7 +22,7 @@ from checker.bfs import check
 from checker.invariant import SAFETY
 from checker.search import CHECKER_VERSION, SearchOptions
 from invariants.registry import for_family
-from kmc.matrix.run import default_rows
+from kmc.matrix.run import Row, default_rows
 from spec.errors import NotReplayableError
 from spec.registry import build_model, get_model_info
 from tests.matrix_table import documented_lengths
@@ -31,10 +31,6 @@ from traces.io import load_trace, model_for_header, save_trace
 from traces.render import print_trace
 from traces.replay import replay_scenario, replay_trace, scenario_model
 from traces.scenario import load_scenario
-
-#: under ``pytest -n N --dist loadgroup`` the module's tests share one worker, so that its module-scoped fixture (the
-#: matrix's violated cells, minutes of searches) is computed once, not once a worker
-pytestmark = pytest.mark.xdist_group("traces-matrix")
 
 #: cells every run of the default matrix must find violated (each version's known bug)
 KNOWN = {
@@ -45,53 +41,73 @@ KNOWN = {
 #: the message a request kind is drawn as, and the action that sends it
 MESSAGES = {"LeaderAndIsr": "LeaderAndIsr(", "StopReplica": "StopReplica(", "ControlledShutdown": "ControlledShutdown(",
             "Fetch": "FetchRequest(", "OffsetsForLeaderEpoch": "OffsetsRequest("}
+#: a row whose counterexamples draw a LeaderAndIsr, a Fetch and an OffsetsForLeaderEpoch request (2.1.0's control-plane
+#: and replica-sanity cells; 0.11.0, 2.0.0, 2.1.1 and 2.2.0 draw all three too)
+EVERY_KIND_ROW = "2.1.0"
 SENDERS = {"SendFetch": "FetchRequest(", "SendOffsetsForLeaderEpoch": "OffsetsRequest(",
            "ControlledShutdown": "ControlledShutdown("}
 
 
-def matrix_violations(model_name: str = "kafka") -> list[tuple[str, object]]:
-    """(row label, violation) for every violated cell of the default matrix, as ``run_matrix`` groups
-    its searches: per row, per set of bounds, the invariants sharing one search until each is decided. A group
-    with no violated cell in the matrix table is not searched; the others stop at the depth of their longest
-    counterexample in the table."""
+def row_violations(row: Row, model_name: str = "kafka") -> list[tuple[str, object]]:
+    """(row label, violation) for every violated cell of one row of the default matrix, as ``run_matrix`` groups its
+    searches: per set of bounds, the invariants sharing one search until each is decided. A group with no violated
+    cell in the matrix table is not searched; the others stop at the depth of their longest counterexample in the
+    table."""
     lengths = documented_lengths()
     found = []
-    for row in default_rows(model_name):
-        model = build_model(model_name, [], row.protocol, list(row.features))
-        excluded = set(getattr(model, "matrix_excluded", ()))  # the matrix's own columns, as run_matrix picks them
-        available = {k: v for k, v in for_family(model.family).items()
-                     if v.kind == SAFETY and v.default and k not in excluded}
-        bounds = dict(getattr(model, "matrix_bounds", {}))
-        groups: dict[tuple[str, ...], list[str]] = {}
-        for name in available:
-            groups.setdefault(tuple(bounds.get(name, ())), []).append(name)
-        header = {"protocol": row.protocol, **({"row": row.label} if row.features else {})}
-        for profile, names in groups.items():
-            steps = [lengths[row.label, n] for n in names if (row.label, n) in lengths]
-            if not steps:
-                continue  # every cell of the group holds: nothing to collect
-            checked = model if not profile else build_model(model_name, list(profile), row.protocol, list(row.features))
-            # one search a group, as ``kmc matrix`` runs it: on until each invariant is violated or the depth where
-            # the table's longest counterexample of the group ends
-            result = check(checked, SearchOptions(invariants=[available[n] for n in names], header=header,
-                                                  max_depth=max(steps) + 1, stop_at_first=False,
-                                                  stop_when_all_found=True))
-            found.extend((row.label, v) for v in result.violations)
+    model = build_model(model_name, [], row.protocol, list(row.features))
+    excluded = set(getattr(model, "matrix_excluded", ()))  # the matrix's own columns, as run_matrix picks them
+    available = {k: v for k, v in for_family(model.family).items()
+                 if v.kind == SAFETY and v.default and k not in excluded}
+    bounds = dict(getattr(model, "matrix_bounds", {}))
+    groups: dict[tuple[str, ...], list[str]] = {}
+    for name in available:
+        groups.setdefault(tuple(bounds.get(name, ())), []).append(name)
+    header = {"protocol": row.protocol, **({"row": row.label} if row.features else {})}
+    for profile, names in groups.items():
+        steps = [lengths[row.label, n] for n in names if (row.label, n) in lengths]
+        if not steps:
+            continue  # every cell of the group holds: nothing to collect
+        checked = model if not profile else build_model(model_name, list(profile), row.protocol, list(row.features))
+        # one search a group, as ``kmc matrix`` runs it: on until each invariant is violated or the depth where
+        # the table's longest counterexample of the group ends
+        result = check(checked, SearchOptions(invariants=[available[n] for n in names], header=header,
+                                              max_depth=max(steps) + 1, stop_at_first=False,
+                                              stop_when_all_found=True))
+        found.extend((row.label, v) for v in result.violations)
     return found
 
 
-@pytest.fixture(scope="module")
-def violations():
-    return matrix_violations()
+#: the default matrix's rows with a violated cell in the table, each its own group under ``pytest -n N --dist
+#: loadgroup``: a row's tests share one worker, so that its searches (the module fixture below) run once, and the
+#: rows' searches (minutes in all, 0 to about 40 s a row) are shared between the workers
+VIOLATED_ROWS = [row for row in default_rows("kafka") if any(label == row.label for label, _ in documented_lengths())]
 
 
-@pytest.mark.slow  # the searches of every violated cell of the default matrix (one fixture for the module)
+@pytest.fixture(scope="module", params=[pytest.param(row, id=row.label, marks=pytest.mark.xdist_group(
+    f"traces-matrix-{row.label}")) for row in VIOLATED_ROWS])
+def violations(request):
+    """The row's violated cells, searched once for the module's tests of that row."""
+    return row_violations(request.param)
+
+
+def test_every_row_of_the_table_with_a_violated_cell_is_searched():
+    """The slow tests below take the table's rows one at a time: none of its violated cells, and none of the cells
+    every run must find violated, is left out."""
+    rows = {row.label for row in VIOLATED_ROWS}
+    assert {label for label, _ in documented_lengths()} == rows
+    assert {label for label, _ in KNOWN} <= rows and EVERY_KIND_ROW in rows
+
+
+@pytest.mark.slow  # the searches of a row's violated cells of the default matrix (one fixture a row)
 def test_the_matrix_counterexamples_are_collected(violations):
+    (label,) = {row for row, _ in violations}
     cells = {(row, v.invariant) for row, v in violations}
-    assert KNOWN <= cells
+    assert {cell for cell in KNOWN if cell[0] == label} <= cells
     assert len(cells) == len(violations), "one trace per violated cell"
-    # every violated cell of the table, with the table's length
-    assert {(row, v.invariant): v.length for row, v in violations} == documented_lengths()
+    # every violated cell of the row in the table, with the table's length
+    assert {(row, v.invariant): v.length for row, v in violations} == {
+        cell: length for cell, length in documented_lengths().items() if cell[0] == label}
     for row, v in violations:
         trace = v.trace
         assert trace.invariant == v.invariant and trace.length == v.length == trace.violation_index
@@ -109,7 +125,7 @@ def test_the_matrix_counterexamples_are_collected(violations):
                 assert features[name] is (value == "on"), (row, name)
 
 
-@pytest.mark.slow  # the searches of every violated cell of the default matrix (one fixture for the module)
+@pytest.mark.slow  # the searches of a row's violated cells of the default matrix (one fixture a row)
 def test_every_counterexample_is_shown(violations):
     for row, v in violations:
         out = io.StringIO()
@@ -123,7 +139,7 @@ def test_every_counterexample_is_shown(violations):
             assert flag in text, (row, "the trace header names the switched flag")
 
 
-@pytest.mark.slow  # the searches of every violated cell of the default matrix (one fixture for the module)
+@pytest.mark.slow  # the searches of a row's violated cells of the default matrix (one fixture a row)
 def test_every_counterexample_reads_back_identical_from_itf(violations, tmp_path):
     for i, (_, v) in enumerate(violations):
         path = save_trace(v.trace, str(tmp_path / f"cell{i}.itf.json"))
@@ -136,8 +152,9 @@ def _arrows(mermaid: str) -> list[str]:
     return [line for line in mermaid.splitlines() if "->>" in line]
 
 
-@pytest.mark.slow  # the searches of every violated cell of the default matrix (one fixture for the module)
+@pytest.mark.slow  # the searches of a row's violated cells of the default matrix (one fixture a row)
 def test_every_counterexample_is_drawn(violations):
+    (label,) = {row for row, _ in violations}
     drawn: set[str] = set()
     for row, v in violations:
         mermaid = to_mermaid(v.trace)
@@ -156,10 +173,11 @@ def test_every_counterexample_is_drawn(violations):
             if "Response(" in a:
                 assert not re.search(r"error=\d", a), "error codes are drawn by name"
         assert to_dot(v.trace).rstrip().endswith("}") and to_svg(v.trace).startswith("<svg")
-    assert {"LeaderAndIsr", "Fetch", "OffsetsForLeaderEpoch"} <= drawn
+    if label == EVERY_KIND_ROW:
+        assert {"LeaderAndIsr", "Fetch", "OffsetsForLeaderEpoch"} <= drawn
 
 
-@pytest.mark.slow  # the searches of every violated cell of the default matrix (one fixture for the module)
+@pytest.mark.slow  # the searches of a row's violated cells of the default matrix (one fixture a row)
 def test_every_counterexample_replays_under_every_protocol(violations):
     protocols = list(get_model_info("kafka").protocols)
     for row, v in violations:
