@@ -323,6 +323,8 @@ def print_path(console: Console, result: CheckResult) -> None:
     elif path["path"] == "kernel":
         console.print(f"Path: the compiled kernel ({path['kernel']}, {path['state_bytes']} bytes a state, "
                       f"{path['kernel_bytes'] / 2**20:.1f} MB; library {path['library']})", highlight=False)
+        if "workers_asked" in path:  # --workers N on the kernel: the local engine's search, one process
+            console.print(f"--workers {path['workers_asked']}: {path['reason']}", highlight=False)
     else:
         console.print(f"Path: the readable model ({path['reason']})", highlight=False)
 
@@ -545,7 +547,7 @@ def build_parser() -> argparse.ArgumentParser:
     add_model_options(check)
     add_search_options(check)
     check.add_argument("--kernel", choices=("auto", "on", "off"), default="auto",
-                       help="the compiled successor kernel (local and spark engines; models that have one: two-phase, "
+                       help="the compiled successor kernel (local, parallel and spark engines; models that have one: two-phase, "
                             "tla:Kip101, tla:Kip279, tla:Kip320): auto where it applies (the default), on (else exit 69), off "
                             "(the readable model); the same counts, depth, verdict and traces either way")
     check.add_argument("--verbose", action="store_true",
