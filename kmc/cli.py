@@ -376,8 +376,10 @@ def cmd_simulate(args: argparse.Namespace) -> int:
     if args.engine != "spark" and args.master is not None:
         raise UsageError(f"--master is for --engine spark, not --engine {args.engine}; add --engine spark or drop it")
     sim = SimulationOptions(walks=args.walks, depth=args.depth, seed=args.seed, max_seconds=args.max_seconds,
-                            workers=args.workers, engine=args.engine, master=args.master)
+                            workers=args.workers, engine=args.engine, master=args.master, kernel=args.kernel)
     result = simulate(model, options, sim)
+    if args.kernel == "off":  # which path ran, whatever was asked (--json)
+        result.extra.setdefault("path", {"path": "readable", "reason": "--kernel off"})
     save_traces(result, args.trace_dir)
     if args.json:
         print(json.dumps({**result.to_json(), **runs}))
@@ -571,6 +573,10 @@ def build_parser() -> argparse.ArgumentParser:
                           "executors, --master): the same walks either way")
     simulate.add_argument("--master", default=None,
                           help="Spark master URL (--engine spark; default local[*], or spark-submit's)")
+    simulate.add_argument("--kernel", choices=("auto", "on", "off"), default="auto",
+                          help="the compiled successor kernel (--engine local; models that have one): auto where it "
+                          "applies (the default), on (else exit 69), off (the readable model); the same walks for a "
+                          "seed either way; --json's path says which ran")
     simulate.add_argument("--continue", dest="keep_going", action="store_true")
     simulate.add_argument("--json", action="store_true")
     simulate.add_argument("--trace-dir", default=DEFAULT_TRACE_DIR)
