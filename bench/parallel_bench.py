@@ -49,6 +49,8 @@ def run(model: str, consts: list[str], protocol: str, workers: str) -> dict[str,
     if protocol:
         argv += ["--protocol", protocol]
     argv += ["--workers", workers]  # 1: the single-process engine, the baseline
+    # the readable model on both sides: with a compiled kernel, --workers N would run the local kernel search
+    argv += ["--kernel", "off"]
     load = os.getloadavg()[0]
     before = resource.getrusage(resource.RUSAGE_CHILDREN)
     started = time.perf_counter()

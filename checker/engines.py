@@ -117,12 +117,12 @@ class Engine:
         if options.kernel == "on" and not self.kernel:
             from checker.kernel import KernelUnavailable
 
-            raise KernelUnavailable(f"--kernel on: the compiled kernel runs on the local and spark engines, not --engine "
-                                    f"{self.name}; drop --engine and --workers, or use --kernel auto")
+            raise KernelUnavailable(f"--kernel on: the compiled kernel runs on the local, parallel and spark engines, "
+                                    f"not --engine {self.name}; drop --engine, or use --kernel auto")
         result = search(model, options, engine_options)
         if options.kernel != "off" and not self.kernel:
-            result.extra["path"] = {"path": "readable",
-                                    "reason": f"the kernel runs on the local and spark engines, not {self.name}"}
+            result.extra["path"] = {"path": "readable", "reason": "the kernel runs on the local, parallel and spark "
+                                                                  f"engines, not {self.name}"}
         if options.shortest:
             result = shortest_rerun(model, options, result, lambda m, o: search(m, o, engine_options))
         if options.reduce != "none" and result.violations:
@@ -147,7 +147,7 @@ ENGINES: dict[str, Engine] = {
                first_violations=True),
         Engine("parallel", "checker.parallel", "ParallelOptions",
                "breadth-first search in --workers N processes (default: one a core)", flags=(WORKERS,),
-               reductions=frozenset({"dead"}), checkpoints=True, liveness=True, first_violations=True),
+               reductions=frozenset({"dead"}), checkpoints=True, liveness=True, kernel=True, first_violations=True),
         Engine("spark", "checker.spark", "SparkOptions",
                "distributed breadth-first search on Spark (--master, default local[*])",
                flags=(EngineFlag("--master", "master", "Spark master URL (spark engine; default local[*])"),

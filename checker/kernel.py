@@ -185,14 +185,15 @@ def _compiled_invariant(inv: Any, names: tuple[str, ...]) -> bool:
 
 def why_not(model: Model, options: SearchOptions, engine: str = "local", spark_transport: str = "arrow") -> str | None:
     """Why this search must run on the readable model (one phrase), or None: the kernel can run it on ``engine``
-    (local: ``KernelBFS``; spark: the executors expand packed states, ``checker.spark.kernel_step``, on the arrow
-    transport only; its run directories hold readable states)."""
+    (local: ``KernelBFS``; parallel: ``KernelBFS`` too, in one process, ``checker.parallel.run_engine``; spark:
+    the executors expand packed states, ``checker.spark.kernel_step``, on the arrow transport only; its run
+    directories hold readable states)."""
     if engine == "spark" and spark_transport != "arrow":
         return "the Spark blocks transport carries readable states (the kernel runs on the arrow transport)"
     if engine == "spark" and (options.resume_from or options.checkpoint_path):
         return "a Spark run directory (--checkpoint, --resume) holds readable states"
-    if engine != "local" and options.reduce != "none":
-        return f"--reduce {options.reduce} runs on the local engine's kernel only (the batch expansion does not reduce)"
+    if engine == "spark" and options.reduce != "none":
+        return f"--reduce {options.reduce} runs on the local engine's kernel only (Spark's batch expansion does not reduce)"
     spec = model.kernel()
     if spec is None:
         return f"model {model.name} has no compiled kernel"
@@ -385,10 +386,11 @@ class _Counters:
         self.found = {}
 
 
-def run(model: Model, options: SearchOptions, mode: str = "auto") -> CheckResult | str:
+def run(model: Model, options: SearchOptions, mode: str = "auto", engine: str = "local") -> CheckResult | str:
     """The search on the kernel, or why not (a phrase: the caller runs the readable model). ``mode`` on: a reason
-    is an error (``KernelUnavailable``, one line)."""
-    reason = why_not(model, options)
+    is an error (``KernelUnavailable``, one line). ``engine``: the engine asked for (``why_not``); the search runs
+    in this process either way (``checker.parallel.run_engine`` says why for ``--workers N``)."""
+    reason = why_not(model, options, engine)
     kernel = None
     if reason is None:
         try:

@@ -948,10 +948,34 @@ class ParallelOptions:
             raise UsageError(f"--workers {self.workers}: give a positive number of worker processes, or auto")
 
 
+#: why ``--workers N`` runs the local kernel search: the readable workers' figures against it (bench/NOTES.md)
+ONE_C_PROCESS = ("one process on the compiled kernel is faster than {workers} readable workers (the kernel's search "
+                 "is C; the parallel engine's workers run the readable model)")
+
+
 def run_engine(model: Model, options: SearchOptions, engine_options: ParallelOptions) -> CheckResult:
     """``--engine parallel``: ``--workers N`` processes, one a core when not given or ``auto``. A search
-    that keeps the state graph (liveness) runs in one process: the graph is built there."""
+    that keeps the state graph (liveness) runs in one process: the graph is built there.
+
+    Where the model's compiled kernel can run the search (``checker.kernel.why_not``: no checkpoint,
+    ``--max-memory``, ``--reduce``, user property, ...), it runs the local engine's search on the kernel in this
+    process (``KernelBFS``) instead of N readable workers: the same figures, verdicts and counterexamples, and
+    ``result.extra["path"]`` says so (the workers asked for and why); else the readable workers, with the reason."""
     workers = resolve_workers(engine_options.workers)
+    reason = None
+    if options.kernel != "off":
+        from checker import kernel
+
+        outcome = kernel.run(model, options, options.kernel, engine="parallel")
+        if isinstance(outcome, CheckResult):
+            outcome.extra["path"].update(engine="local", workers_asked=workers,
+                                         reason=ONE_C_PROCESS.format(workers=workers))
+            return outcome
+        reason = outcome
     if options.keep_graph or "fork" not in mp.get_all_start_methods():
-        return LocalBFS(model, options).run()
-    return ParallelBFS(model, options, workers).run()
+        result = LocalBFS(model, options).run()
+    else:
+        result = ParallelBFS(model, options, workers).run()
+    if reason is not None:
+        result.extra["path"] = {"path": "readable", "reason": reason}
+    return result

@@ -19,7 +19,9 @@ covered are counted by fingerprint.
 
 from __future__ import annotations
 
+import ctypes
 import hashlib
+import os
 import random
 import time
 from collections.abc import Sequence
@@ -52,6 +54,9 @@ class SimulationOptions:
     #: "local" (``workers`` processes here) or "spark" (the batches on Spark's executors, ``checker.spark.swarm``)
     engine: str = "local"
     master: str | None = None  # None: Spark's default (``checker.spark.session.DEFAULT_MASTER``)
+    #: the compiled kernel (``checker.kernel``): "auto" where the model has one and the options allow it (the
+    #: command line's default), "on" (else ``KernelUnavailable``), "off" (the readable model; the API's default)
+    kernel: str = "off"
 
 
 def walk_seed(seed: int, walk: int) -> int:
@@ -131,8 +136,87 @@ class _Walker:
         done.deepest = max(done.deepest, len(steps) + 1)
 
 
+class _KernelWalker(_Walker):
+    """The same walks on the model's compiled kernel (``checker.kernel``): a walk's state is packed bytes, its
+    successors come from ``km_successors_of`` in the readable model's order (the kernel's contract, checked state
+    for state by tests/test_kernel.py) and its compiled invariants from ``km_violations_of``; a walk's states are
+    unpacked only for a violation's trace. Each step draws ``rng.choice`` over as many successors as the readable
+    walk draws over, so a seed gives the same walks, counts and counterexamples; distinct states are counted by
+    the packed bytes' hash (one packed form a state: the same count)."""
+
+    def __init__(self, model: Model, options: SearchOptions, sim: SimulationOptions, kernel: Any) -> None:
+        super().__init__(model, options, sim)
+        self.kernel, self.spec = kernel, kernel.spec
+        self.bits = [(inv, 1 << self.spec.invariants.index(inv.name)) for inv in self.invariants]
+        self.packed_inits = [self.spec.pack(state) for state in self.inits]
+        self._actions = (ctypes.c_uint32 * kernel.max_successors)()
+        self._out = ctypes.create_string_buffer(kernel.max_successors * kernel.state_bytes)
+
+    def _walk(self, walk: int, done: _Done, fingerprints: set[int]) -> None:
+        depth, stop = self.sim.depth, self.options.stop_at_first
+        lib, size, actions, out = self.kernel.lib, self.kernel.state_bytes, self._actions, self._out
+        base = ctypes.addressof(out)
+        rng = random.Random(walk_seed(self.sim.seed, walk))
+        first = rng.choice(range(len(self.inits)))  # the readable walk's rng.choice(inits): the same draw
+        initial, packed = self.inits[first], self.packed_inits[first]
+        packs: list[bytes] = []
+        codes: list[int] = []
+        seen: set[str] = set()  # invariants this walk broke already
+        while True:
+            fingerprints.add(hash(packed))
+            mask = lib.km_violations_of(packed) if self.bits else 0
+            broken = [inv for inv, bit in self.bits if mask & bit and inv.name not in seen]
+            if broken:
+                steps = tuple(Step(self.spec.action(code), self.spec.unpack(p)) for code, p in zip(codes, packs, strict=True))
+                state = steps[-1].state if steps else initial
+                for inv in broken:
+                    seen.add(inv.name)
+                    trace = Trace(self.header, initial, steps, inv.name, len(steps), inv.why(state))
+                    best = done.found.get(inv.name)
+                    if best is None or (len(steps), walk) < best[:2]:
+                        done.found[inv.name] = (len(steps), walk, trace)
+            if (broken and stop) or len(packs) == depth:
+                break
+            count = lib.km_successors_of(packed, actions, out)
+            done.generated += count
+            if not count:
+                break
+            chosen = rng.choice(range(count))  # the readable walk's rng.choice(choices): as many, in its order
+            packed = ctypes.string_at(base + chosen * size, size)
+            packs.append(packed)
+            codes.append(actions[chosen])
+        done.walks += 1
+        done.steps += len(packs)
+        done.deepest = max(done.deepest, len(packs) + 1)
+
+
+def _walker(model: Model, options: SearchOptions, sim: SimulationOptions) -> tuple[_Walker, dict[str, Any] | None]:
+    """The walker ``sim.kernel`` asks for, and which path it runs (None: ``--kernel off``, not reported)."""
+    if sim.kernel == "off":
+        return _Walker(model, options, sim), None
+    from checker import kernel as km
+
+    kernel = None
+    if sim.engine == "spark":
+        reason = "the walks on Spark's executors run the readable model (the kernel runs with --engine local)"
+    else:
+        reason = km.why_not(model, options, engine="simulate")
+    if reason is None:
+        try:
+            kernel = km.load(model.kernel())
+        except km.KernelUnavailable as exc:
+            reason = str(exc)
+    if kernel is None:
+        if sim.kernel == "on":
+            raise km.KernelUnavailable(f"--kernel on: {reason}")
+        return _Walker(model, options, sim), {"path": "readable", "reason": reason}
+    return _KernelWalker(model, options, sim, kernel), {
+        "path": "kernel", "engine": "simulate", "kernel": os.path.basename(kernel.spec.source),
+        "library": os.path.basename(kernel.library), "state_bytes": kernel.state_bytes}
+
+
 def simulate(model: Model, options: SearchOptions, sim: SimulationOptions) -> CheckResult:
-    walker = _Walker(model, options, sim)
+    walker, path = _walker(model, options, sim)
     started = time.monotonic()
     deadline = None if sim.max_seconds is None else started + sim.max_seconds
     batches = [_Batch(first, min(WALKS_A_BATCH, sim.walks - first), deadline)
@@ -180,6 +264,8 @@ def simulate(model: Model, options: SearchOptions, sim: SimulationOptions) -> Ch
     result.extra.update({"walks": walks, "steps": sum(d.steps for d in results), "seed": sim.seed, "swarm": sim.engine,
                          "deepest_walk": deepest, "distinct_states_covered": len(fingerprints),
                          "walks_a_batch": WALKS_A_BATCH})
+    if path is not None:
+        result.extra["path"] = path
     return result
 
 

@@ -323,6 +323,8 @@ def print_path(console: Console, result: CheckResult) -> None:
     elif path["path"] == "kernel":
         console.print(f"Path: the compiled kernel ({path['kernel']}, {path['state_bytes']} bytes a state, "
                       f"{path['kernel_bytes'] / 2**20:.1f} MB; library {path['library']})", highlight=False)
+        if "workers_asked" in path:  # --workers N on the kernel: the local engine's search, one process
+            console.print(f"--workers {path['workers_asked']}: {path['reason']}", highlight=False)
     else:
         console.print(f"Path: the readable model ({path['reason']})", highlight=False)
 
@@ -374,8 +376,10 @@ def cmd_simulate(args: argparse.Namespace) -> int:
     if args.engine != "spark" and args.master is not None:
         raise UsageError(f"--master is for --engine spark, not --engine {args.engine}; add --engine spark or drop it")
     sim = SimulationOptions(walks=args.walks, depth=args.depth, seed=args.seed, max_seconds=args.max_seconds,
-                            workers=args.workers, engine=args.engine, master=args.master)
+                            workers=args.workers, engine=args.engine, master=args.master, kernel=args.kernel)
     result = simulate(model, options, sim)
+    if args.kernel == "off":  # which path ran, whatever was asked (--json)
+        result.extra.setdefault("path", {"path": "readable", "reason": "--kernel off"})
     save_traces(result, args.trace_dir)
     if args.json:
         print(json.dumps({**result.to_json(), **runs}))
@@ -545,9 +549,9 @@ def build_parser() -> argparse.ArgumentParser:
     add_model_options(check)
     add_search_options(check)
     check.add_argument("--kernel", choices=("auto", "on", "off"), default="auto",
-                       help="the compiled successor kernel (local and spark engines; models that have one: two-phase, "
-                            "tla:Kip101, tla:Kip279, tla:Kip320, kafka on the ZooKeeper rows 0.10.2 to 2.2.0): auto where "
-                            "it applies (the default), on (else exit 69), off "
+                       help="the compiled successor kernel (local, parallel and spark engines; models that have one: "
+                            "two-phase, tla:Kip101, tla:Kip279, tla:Kip320, kafka on the ZooKeeper rows 0.10.2 to 2.2.0): "
+                            "auto where it applies (the default), on (else exit 69), off "
                             "(the readable model); the same counts, depth, verdict and traces either way")
     check.add_argument("--verbose", action="store_true",
                        help="the header also lists every feature flag that is on in the run, and the run says which "
@@ -570,6 +574,10 @@ def build_parser() -> argparse.ArgumentParser:
                           "executors, --master): the same walks either way")
     simulate.add_argument("--master", default=None,
                           help="Spark master URL (--engine spark; default local[*], or spark-submit's)")
+    simulate.add_argument("--kernel", choices=("auto", "on", "off"), default="auto",
+                          help="the compiled successor kernel (--engine local; models that have one): auto where it "
+                          "applies (the default), on (else exit 69), off (the readable model); the same walks for a "
+                          "seed either way; --json's path says which ran")
     simulate.add_argument("--continue", dest="keep_going", action="store_true")
     simulate.add_argument("--json", action="store_true")
     simulate.add_argument("--trace-dir", default=DEFAULT_TRACE_DIR)

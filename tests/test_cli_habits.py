@@ -121,7 +121,7 @@ def test_a_worker_count_above_the_cores_is_capped_with_one_warning_line(capsys, 
         assert parser.parse_args([*command, "--workers", "1000"]).workers == 2, command
         assert capsys.readouterr().err.splitlines() == [warning], command
         assert parser.parse_args([*command, "--workers", "2"]).workers == 2 and capsys.readouterr().err == ""
-    code, out, err = run(capsys, "check", "two-phase", "--const", "RM=3", "--workers", "1000", "--json")
+    code, out, err = run(capsys, "check", "two-phase", "--const", "RM=3", "--workers", "1000", "--json", "--kernel", "off")
     data = json.loads(out)
     assert (code, data["engine"], data["workers"], data["distinct_states"]) == (0, "parallel", 2, 288)
     assert one_line(err) == warning
@@ -163,7 +163,7 @@ def test_collision_estimates_are_tlcs(capsys):
         code, out, _ = run(capsys, "check", "two-phase", "--const", "RM=3", "--kernel", "on", "--json")
         assert json.loads(out)["fingerprint_collision"] == {"optimistic": 0.0, "observed": 0.0}
     # the parallel engine keeps no fingerprint set in one place: the optimistic estimate only
-    code, out, _ = run(capsys, "check", "two-phase", "--const", "RM=3", "--workers", "2", "--json")
+    code, out, _ = run(capsys, "check", "two-phase", "--const", "RM=3", "--workers", "2", "--json", "--kernel", "off")
     data = json.loads(out)
     assert data["fingerprint_collision"] == {"optimistic": pytest.approx(n * (g - n) / 2**64), "observed": None}
 

@@ -187,10 +187,8 @@ def test_what_the_kernel_cannot_honour_runs_on_the_readable_model(capsys, tmp_pa
     code, data = check_json(capsys, "two-phase", "--property", f"{prop}:few_aborts")
     assert code == 0 and data["path"] == {"path": "readable",
                                           "reason": "property few_aborts is not compiled into the kernel"}
-    code, data = check_json(capsys, "two-phase", "--workers", "2")
-    assert code == 0 and data["path"]["reason"] == "the kernel runs on the local and spark engines, not parallel"
-    assert main(["check", "two-phase", "--workers", "2", "--kernel", "on", "--quiet"]) == 69
-    assert "--kernel on: the compiled kernel runs on the local and spark engines" in capsys.readouterr().err
+    assert main(["check", "two-phase", "--engine", "directed", "--kernel", "on", "--quiet"]) == 69
+    assert "--kernel on: the compiled kernel runs on the local, parallel and spark engines" in capsys.readouterr().err
 
 
 def test_without_a_compiler_the_answers_are_the_same(capsys, monkeypatch):

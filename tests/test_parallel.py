@@ -218,7 +218,7 @@ def test_command_line_workers_auto_and_bad_value(capsys, monkeypatch):
     from kmc.cli import main
 
     monkeypatch.setattr(cli.os, "cpu_count", lambda: 2)
-    assert main(["check", "two-phase", "--const", "RM=3", "--workers", "auto"]) == 0
+    assert main(["check", "two-phase", "--const", "RM=3", "--workers", "auto", "--kernel", "off"]) == 0
     out = capsys.readouterr().out
     assert "engine parallel" in out and "Serial share" in out and "16 cores" in out
     assert main(["check", "two-phase", "--workers", "many"]) == 64
