@@ -31,7 +31,8 @@ def bare(n: int) -> tuple[int, int, int]:
                 if tm_init and mp[i]:
                     succs.append((rm, tm, tp[:i] + (True,) + tp[i + 1 :], mp, mc, ma))
                 if rm[i] == WORKING:
-                    succs.append((rm[:i] + (PREPARED,) + rm[i + 1 :], tm, tp, mp[:i] + (True,) + mp[i + 1 :], mc, ma))
+                    succs.append((rm[:i] + (PREPARED,) + rm[i + 1 :], tm, tp, mp[:i] + (True,)
+                                  + mp[i + 1 :], mc, ma))
                     succs.append((rm[:i] + (ABORTED,) + rm[i + 1 :], tm, tp, mp, mc, ma))
                 if mc:
                     succs.append((rm[:i] + (COMMITTED,) + rm[i + 1 :], tm, tp, mp, mc, ma))

@@ -1,33 +1,38 @@
-"""What makes a Kafka configuration's states distinct: a census of the reduced search's states, for levers.
+"""What makes a Kafka configuration's states distinct: a census of the reduced search's states, for
+levers.
 
     python3 bench/dead_census.py                              # 2.1.0 brokers=3 records=1 epochs=1 crashes=0, --symmetry
     python3 bench/dead_census.py --protocol 3.9.1 --const brokers=3 --const records=1 --const epochs=1 \
         --const crashes=0 [--max-states N] [--json FILE]
 
-Runs the search under ``--symmetry`` (bounded by ``--max-states`` at a level's end, if given), then for each
-projection of a state (a part of it dropped) counts the distinct canonical forms the states fall into: states /
-that count is the most a reduction that forgets that part could give (an upper bound: it says nothing of whether
-forgetting it is sound). Projections:
+Runs the search under ``--symmetry`` (bounded by ``--max-states`` at a level's end, if given), then
+for each projection of a state (a part of it dropped) counts the distinct canonical forms the states
+fall into: states / that count is the most a reduction that forgets that part could give (an upper
+bound: it says nothing of whether forgetting it is sound). Projections:
 
-* ``network``: every message in flight dropped; ``leader_and_isr`` / ``answers``: every LeaderAndIsr (on the KRaft rows:
-  the partition change a broker replays), every FetchResponse and OffsetsForLeaderEpoch answer dropped;
-  ``alter_answers``: every AlterPartition answer dropped (the KRaft rows and the ZooKeeper rows with AlterIsr);
-* ``noop_now``: the messages whose delivery in the state itself would change nothing but the network (the model's
-  own step run on the state), dropped: the most dead-message elimination could give;
-* ``dead``: the messages ``spec.kafka.dead`` declares dead (what ``--reduce dead`` drops; the reduced search
-  stores exactly this many states, the census's check that the reduction is what it claims);
+* ``network``: every message in flight dropped; ``leader_and_isr`` / ``answers``: every LeaderAndIsr
+  (on the KRaft rows: the partition change a broker replays), every FetchResponse and
+  OffsetsForLeaderEpoch answer dropped; ``alter_answers``: every AlterPartition answer dropped (the
+  KRaft rows and the ZooKeeper rows with AlterIsr);
+* ``noop_now``: the messages whose delivery in the state itself would change nothing but the network
+  (the model's own step run on the state), dropped: the most dead-message elimination could give;
+* ``dead``: the messages ``spec.kafka.dead`` declares dead (what ``--reduce dead`` drops; the
+  reduced search stores exactly this many states, the census's check that the reduction is what it
+  claims);
 * ``retried``: only the answers with NOT_LEADER / UNKNOWN_LEADER_EPOCH dropped;
-* ``ghosts``: the ghost fields no protocol step reads (a broker's incarnation, stale, reconciled, idle cause; the
-  committed and acknowledged records) set to constants (every default invariant reads some of them).
+* ``ghosts``: the ghost fields no protocol step reads (a broker's incarnation, stale, reconciled,
+  idle cause; the committed and acknowledged records) set to constants (every default invariant
+  reads some of them).
 
 It also counts the messages in flight by kind, and which of them are no-ops now and dead.
 
     python3 bench/dead_census.py --protocol kraft-4.1 --const brokers=3 ... --levels 11
 
-``--levels D`` instead searches the configuration to depth D twice under ``--symmetry``, without and with
-``--reduce dead`` (one process, no invariant), and prints each level's new orbits and the factor between the two
-(level by level and cumulated): the reduction's factor where both searches can reach.
-"""
+``--levels D`` instead searches the configuration to depth D twice under ``--symmetry``, without and
+with ``--reduce dead`` (one process, no invariant), and prints each level's new orbits and the
+factor between the two (level by level and cumulated): the reduction's factor where both searches
+can reach.
+"""  # noqa: E501
 
 from __future__ import annotations
 
@@ -61,13 +66,14 @@ ANSWERS = (FETCH_RESPONSE, OFFSETS_FOR_LEADER_EPOCH_RESPONSE)
 
 
 def noop_now(model, s, m) -> bool:
-    """Whether delivering ``m`` in ``s`` would change nothing but the network (the model's own step; the partition
-    change and the AlterPartition answer as the row's control plane delivers them)."""
+    """Whether delivering ``m`` in ``s`` would change nothing but the network (the model's own step;
+    the partition change and the AlterPartition answer as the row's control plane delivers them)."""
     if m.kind == LEADER_AND_ISR:
         after = model.control_plane.apply_leader_and_isr(model, s, m)
     elif m.kind == ALTER_PARTITION_RESPONSE:
         out: list = []
-        receive = model._receive_alter_response if model.features.kraft else model._receive_alter_isr_response
+        receive = (model._receive_alter_response if model.features.kraft
+                   else model._receive_alter_isr_response)
         receive(s, m, out.append)
         return all(t == s.with_(network=remove_message(s.network, m)) for _, t in out)
     elif m.kind == STOP_REPLICA:
@@ -90,7 +96,8 @@ def census(model, states: list) -> dict:
     kinds, noop_kinds, dead_kinds = Counter(), Counter(), Counter()
     sizes = Counter()
     projections: dict[str, set] = {name: set() for name in (
-        "network", "leader_and_isr", "answers", "alter_answers", "noop_now", "dead", "retried", "ghosts")}
+        "network", "leader_and_isr", "answers", "alter_answers", "noop_now", "dead", "retried",
+        "ghosts")}
 
     def without(s, drop) -> object:
         return canonical(s.with_(network=tuple([m for m in s.network if not drop(m)])))
@@ -111,8 +118,10 @@ def census(model, states: list) -> dict:
         projections["alter_answers"].add(without(s, lambda m: m.kind == ALTER_PARTITION_RESPONSE))
         projections["noop_now"].add(without(s, lambda m, gone=noop: any(m is x for x in gone)))
         projections["dead"].add(without(s, lambda m, gone=dead: any(m is x for x in gone)))
-        projections["retried"].add(without(s, lambda m: m.kind in ANSWERS and m.error in (NOT_LEADER, UNKNOWN_LEADER_EPOCH)))
-        ghostless = s.with_(brokers=tuple([b.with_(incarnation=0, stale=False, reconciled=0, idle_cause=0)
+        projections["retried"].add(without(s, lambda m: m.kind in ANSWERS and m.error
+                                           in (NOT_LEADER, UNKNOWN_LEADER_EPOCH)))
+        ghostless = s.with_(brokers=tuple([b.with_(incarnation=0, stale=False, reconciled=0,
+                                                   idle_cause=0)
                                            for b in s.brokers]), committed=(), acked=())
         projections["ghosts"].add(canonical(ghostless))
     n = len(states)
@@ -128,7 +137,8 @@ def census(model, states: list) -> dict:
 
 
 def level_sizes(model, depth: int, reduce: str) -> list[int]:
-    """New orbits of each level (the initial states first) of the search to ``depth`` under ``--symmetry``."""
+    """New orbits of each level (the initial states first) of the search to ``depth`` under
+    ``--symmetry``."""
     from checker.bfs import LocalBFS
     from checker.search import SearchOptions
 
@@ -156,29 +166,36 @@ def levels(model, depth: int) -> dict:
         cf, cr = sum(full[:d + 1]), sum(reduced[:d + 1])
         rows.append({"level": d, "full": f, "reduced": r, "factor": round(f / r, 3) if r else None,
                      "full_total": cf, "reduced_total": cr, "total_factor": round(cf / cr, 3)})
-    return {"levels": rows, "cpu_seconds": {"full": round(full_cpu, 1), "reduced": round(reduced_cpu, 1)}}
+    return {"levels": rows, "cpu_seconds": {"full": round(full_cpu, 1),
+                                            "reduced": round(reduced_cpu, 1)}}
 
 
 def main() -> int:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = argparse.ArgumentParser(description=__doc__,
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--protocol", default="2.1.0")
     parser.add_argument("--const", action="append", default=None, metavar="NAME=VALUE")
     parser.add_argument("--max-states", type=int, default=None)
     parser.add_argument("--json", metavar="FILE", help="also write the figures here")
-    parser.add_argument("--levels", type=int, metavar="D", help="the level sizes to depth D, without and with --reduce dead")
+    parser.add_argument("--levels", type=int, metavar="D", help="the level sizes to depth D, "
+                                                                "without and with --reduce dead")
     args = parser.parse_args()
     constants = args.const or ["brokers=3", "records=1", "epochs=1", "crashes=0"]
     model = build_model("kafka", constants, args.protocol)
     if args.levels is not None:
         figures = levels(model, args.levels)
-        print(f"kafka {args.protocol} {' '.join(constants)} --symmetry, new orbits a level (full / --reduce dead):")
+        print(f"kafka {args.protocol} {' '.join(constants)} --symmetry, new orbits a level (full / "
+              "--reduce dead):")
         for row in figures["levels"]:
-            print(f"  {row['level']:>3} {row['full']:>11,} {row['reduced']:>11,} {row['factor']:>6}x   "
-                  f"total {row['full_total']:>11,} {row['reduced_total']:>11,} {row['total_factor']:>6}x")
-        print(f"  CPU: {figures['cpu_seconds']['full']} s full, {figures['cpu_seconds']['reduced']} s reduced")
+            print(f"  {row['level']:>3} {row['full']:>11,} {row['reduced']:>11,} "
+                  f"{row['factor']:>6}x   total {row['full_total']:>11,} "
+                  f"{row['reduced_total']:>11,} {row['total_factor']:>6}x")
+        print(f"  CPU: {figures['cpu_seconds']['full']} s full, "
+              f"{figures['cpu_seconds']['reduced']} s reduced")
         if args.json:
             with open(args.json, "w") as f:
-                json.dump({**figures, "protocol": args.protocol, "constants": constants}, f, indent=1)
+                json.dump({**figures, "protocol": args.protocol, "constants": constants}, f,
+                          indent=1)
         return 0
     started = time.process_time()
     states = reachable(model, args.max_states, symmetry=True)
@@ -189,8 +206,10 @@ def main() -> int:
           f"{f' (first levels up to {args.max_states:,})' if args.max_states else ''}")
     print("  messages in flight a state (count: states): "
           + ", ".join(f"{k}: {v:,}" for k, v in figures["messages_in_flight_by_count"].items()))
-    for label, key in (("in flight", "messages_by_kind"), ("no-op now", "noop_now_by_kind"), ("dead", "dead_by_kind")):
-        print(f"  {label} by kind: " + (", ".join(f"{k} {v:,}" for k, v in figures[key].items()) or "none"))
+    for label, key in (("in flight", "messages_by_kind"), ("no-op now", "noop_now_by_kind"),
+                       ("dead", "dead_by_kind")):
+        print(f"  {label} by kind: " + (", ".join(f"{k} {v:,}" for k, v in figures[key].items())
+                                        or "none"))
     print("  distinct states after dropping (factor):")
     for name, count in figures["distinct_after_dropping"].items():
         print(f"    {name:<15} {count:>10,}  {figures['factor'][name]:.2f}x")

@@ -1,27 +1,30 @@
-"""A memo of the Kafka model's deliveries, keyed by exactly what they read, end to end (issue 35; stop 41).
+"""A memo of the Kafka model's deliveries, keyed by exactly what they read, end to end (issue 35;
+stop 41).
 
     python3 bench/delivery_memo.py [--goal a|b] [--depth D] [--rounds 3] [--verify] [--instructions]
 
 Every delivery of a message to a broker (ServeFetch, ReceiveFetch, ServeOffsetsForLeaderEpoch,
-ReceiveOffsetsForLeaderEpoch, DeliverStopReplica and the control plane's DeliverLeaderAndIsr) is remembered by
-(destination broker, message): the entry is the new destination broker (or none) and the messages the step adds.
-The key is exact by construction: an entry is filled by running the model's own rule on a *probe view* of the
-state in which the destination broker and the message are real and everything else is poisoned (the other
-brokers, the controller, the counters and ghosts raise on any read; the network is a view that allows only
-removing the delivered message). A rule that reads anything else raises, and that key falls back to the rule
-for good. The successor is then rebuilt from the real state: its network without the message plus the ones
-added, re-sorted.
+ReceiveOffsetsForLeaderEpoch, DeliverStopReplica and the control plane's DeliverLeaderAndIsr) is
+remembered by (destination broker, message): the entry is the new destination broker (or none) and
+the messages the step adds. The key is exact by construction: an entry is filled by running the
+model's own rule on a *probe view* of the state in which the destination broker and the message are
+real and everything else is poisoned (the other brokers, the controller, the counters and ghosts
+raise on any read; the network is a view that allows only removing the delivered message). A rule
+that reads anything else raises, and that key falls back to the rule for good. The successor is then
+rebuilt from the real state: its network without the message plus the ones added, re-sorted.
 
-The search (``--symmetry --reduce dead``, no invariant, to a fixed depth: ``bench/model_speed.py --goal``'s
-configurations) runs with and without the memo in fresh interpreters, alternating; the counts must be equal.
-``--verify`` also compares, on every state the search expands, the (action, successor) list of the memoised
-model with the readable model's, in order. ``--instructions``: callgrind's instructions a state generated (the
-search minus the same process without it), as ``bench/model_speed.py``.
+The search (``--symmetry --reduce dead``, no invariant, to a fixed depth:
+``bench/model_speed.py --goal``'s configurations) runs with and without the memo in fresh
+interpreters, alternating; the counts must be equal. ``--verify`` also compares, on every state the
+search expands, the (action, successor) list of the memoised model with the readable model's, in
+order. ``--instructions``: callgrind's instructions a state generated (the search minus the same
+process without it), as ``bench/model_speed.py``.
 
-``--floor`` bounds what any memo on these records can reach: on the states the search expands, the model's
-successors against the cost of a memo that knew every family's answer (guards included): a successor is then one
-dictionary look-up keyed by a pair of parts (a broker and a message, hashed as the delivery memo's key is) and the
-state rebuilt from its parts (the brokers tuple, the network re-sorted, the rest copied). Best of 5, CPU seconds.
+``--floor`` bounds what any memo on these records can reach: on the states the search expands, the
+model's successors against the cost of a memo that knew every family's answer (guards included): a
+successor is then one dictionary look-up keyed by a pair of parts (a broker and a message, hashed as
+the delivery memo's key is) and the state rebuilt from its parts (the brokers tuple, the network
+re-sorted, the rest copied). Best of 5, CPU seconds.
 """
 
 from __future__ import annotations
@@ -39,9 +42,10 @@ GOALS = {
     "a": ("2.1.0", ["brokers=3", "records=1", "crashes=0"], 12),
     "b": ("kraft-4.1", ["brokers=3", "acks=-1", "min_isr=2", "unclean_shutdowns=1"], 8),
 }
-#: the model's delivery rules that take (state, message) and change at most the message's destination and the network
-RULES = ("_serve_fetch_state", "_receive_fetch_state", "_serve_offsets_state", "_receive_offsets_state",
-         "_apply_stop_replica")
+#: the model's delivery rules that take (state, message) and change at most the message's
+#: destination and the network
+RULES = ("_serve_fetch_state", "_receive_fetch_state", "_serve_offsets_state",
+         "_receive_offsets_state", "_apply_stop_replica")
 
 
 class Touched(Exception):
@@ -65,8 +69,8 @@ POISON = Poison()
 
 
 class ProbeNetwork(tuple):
-    """The network of a probe view, ``(m,)``: it allows ``remove_message(network, m)`` (``index`` then the two
-    slices around it, both empty) and nothing else."""
+    """The network of a probe view, ``(m,)``: it allows ``remove_message(network, m)`` (``index``
+    then the two slices around it, both empty) and nothing else."""
 
     def index(self, x: Any, *_args: Any) -> int:
         m = tuple.__getitem__(self, 0)
@@ -80,7 +84,7 @@ class ProbeNetwork(tuple):
             return ()
         raise Touched()
 
-    __iter__ = __len__ = __contains__ = __eq__ = __ne__ = __lt__ = __le__ = __gt__ = __ge__ = _touched
+    __iter__ = __len__ = __contains__ = __eq__ = __ne__ = __lt__ = __le__ = __gt__ = __ge__ = _touched  # noqa: E501
     __hash__ = __add__ = __radd__ = __mul__ = __rmul__ = count = __bool__ = _touched
 
 
@@ -88,7 +92,8 @@ FALLBACK = object()
 
 
 def memoised(rule: Any, n: int) -> Any:
-    """``rule(s, m)`` remembered by (destination broker, message), each entry from a probe view (see the module doc)."""
+    """``rule(s, m)`` remembered by (destination broker, message), each entry from a probe view (see
+    the module doc)."""
     from spec.kafka.state import KafkaState
     from spec.kafka.updates import remove_message
 
@@ -99,15 +104,18 @@ def memoised(rule: Any, n: int) -> Any:
     def probe(s: Any, m: Any, i: int) -> Any:
         brokers = [POISON] * n
         brokers[i] = s[0][i]
-        view = new(KafkaState, (tuple(brokers), POISON, ProbeNetwork((m,))) + (POISON,) * (width - 3))
+        view = new(KafkaState, (tuple(brokers), POISON, ProbeNetwork((m,))) + (POISON,)
+                   * (width - 3))
         try:
             t = rule(view, m)
         except Touched:
             return FALLBACK
         if type(t) is not KafkaState or t[1] is not POISON or any(x is not POISON for x in t[3:]):
             return FALLBACK
-        if len(t[0]) != n or any(t[0][k] is not POISON for k in range(n) if k != i) or type(t[2]) is not tuple:
-            return FALLBACK  # (a network left as the view was: the message not removed, not this family's shape)
+        if (len(t[0]) != n or any(t[0][k] is not POISON for k in range(n) if k != i) or type(t[2])
+            is not tuple):
+            # (a network left as the view was: the message not removed, not this family's shape)
+            return FALLBACK
         return (None if t[0][i] is s[0][i] else t[0][i]), t[2]
 
     def step(s: Any, m: Any) -> Any:
@@ -134,7 +142,8 @@ def memoised(rule: Any, n: int) -> Any:
 
 
 def with_memo(model: Any) -> dict:
-    """Install the memo on ``model`` (its delivery rules and its control plane's LeaderAndIsr); the tables by name."""
+    """Install the memo on ``model`` (its delivery rules and its control plane's LeaderAndIsr); the
+    tables by name."""
     tables = {}
     for name in RULES:
         step = memoised(getattr(model, name), model.brokers)
@@ -145,7 +154,8 @@ def with_memo(model: Any) -> dict:
     step = memoised(lambda s, m: apply(model, s, m), model.brokers)
     plane_class = type(plane)
     model.control_plane = type(plane_class.__name__, (plane_class,),
-                               {"apply_leader_and_isr": staticmethod(lambda _model, s, m: step(s, m))})()
+                               {"apply_leader_and_isr": staticmethod(
+                                   lambda _model, s, m: step(s, m))})()
     tables["apply_leader_and_isr"] = step.table
     return tables
 
@@ -170,13 +180,15 @@ cpu = time.process_time() - start
 print(json.dumps({"distinct": r.distinct_states, "generated": r.states_generated, "depth": r.depth, "cpu": cpu,
                   "entries": sum(len(t) for t in tables.values()),
                   "fallbacks": sum(1 for t in tables.values() for e in t.values() if e is delivery_memo.FALLBACK)}))
-"""
+"""  # noqa: E501
 
 
-def _child(root: str, goal: tuple, memo: bool, valgrind: bool = False, skip: bool = False) -> tuple[dict, str]:
+def _child(root: str, goal: tuple, memo: bool, valgrind: bool = False,
+           skip: bool = False) -> tuple[dict, str]:
     protocol, constants, depth = goal
-    command = [sys.executable, "-c", CHILD, root, os.path.dirname(os.path.abspath(__file__)), protocol,
-               json.dumps(constants), str(depth), "on" if memo else "off", *(["skip"] if skip else [])]
+    command = [sys.executable, "-c", CHILD, root, os.path.dirname(os.path.abspath(__file__)),
+               protocol, json.dumps(constants), str(depth), "on" if memo else "off",
+               *(["skip"] if skip else [])]
     if valgrind:
         command = ["valgrind", "--tool=callgrind", "--callgrind-out-file=/dev/null", *command]
     out = subprocess.run(command, capture_output=True, text=True, check=True, cwd=root)
@@ -193,8 +205,9 @@ def _instructions(root: str, goal: tuple, memo: bool) -> float:
 
 
 def verify(goal: tuple) -> tuple[int, int, int]:
-    """On every state a reduced search expands to the goal's depth: the memoised model's (action, successor) list
-    equal to the readable model's, in order. (states compared, keys filled, keys that fell back to the rule)."""
+    """On every state a reduced search expands to the goal's depth: the memoised model's (action,
+    successor) list equal to the readable model's, in order. (states compared, keys filled, keys
+    that fell back to the rule)."""
     from checker.search import SearchOptions, search_canonical
     from spec.registry import build_model
 
@@ -211,7 +224,8 @@ def verify(goal: tuple) -> tuple[int, int, int]:
         for s in level:
             expected = readable.successors(s)
             if fast.successors(s) != expected:
-                raise SystemExit(f"delivery_memo: the memoised successors differ from the model's at {s}")
+                raise SystemExit("delivery_memo: the memoised successors differ from the model's "
+                                 f"at {s}")
             compared += 1
             for _, t in expected:
                 image = form(t)
@@ -224,7 +238,8 @@ def verify(goal: tuple) -> tuple[int, int, int]:
 
 
 def floor(goal: tuple) -> tuple[int, float, float]:
-    """(successors, us a successor by the model's rules, us a successor by a memo that knew every answer)."""
+    """(successors, us a successor by the model's rules, us a successor by a memo that knew every
+    answer)."""
     import time
 
     from reduced_levels import expanded_states
@@ -236,7 +251,8 @@ def floor(goal: tuple) -> tuple[int, float, float]:
     model = build_model("kafka", constants, protocol)
     states = expanded_states(model, depth)
     new = tuple.__new__
-    plan = [[(act, list(t[0]), t[1], list(t[2]), t[3:], (t[0][0], t[2][:1])) for act, t in model.successors(s)]
+    plan = [[(act, list(t[0]), t[1], list(t[2]), t[3:], (t[0][0], t[2][:1]))
+             for act, t in model.successors(s)]
             for s in states]
     table = {key: act for rows in plan for act, *_, key in rows}
 
@@ -246,7 +262,8 @@ def floor(goal: tuple) -> tuple[int, float, float]:
     def by_memo() -> int:
         count = 0
         for rows in plan:
-            out = [(table[key], new(KafkaState, (tuple(brokers), controller, tuple(sorted(network))) + rest))
+            out = [(table[key], new(KafkaState, (tuple(brokers), controller, tuple(sorted(network)))
+                                    + rest))
                    for _act, brokers, controller, network, rest, key in rows]
             count += len(out)
         return count
@@ -264,16 +281,20 @@ def floor(goal: tuple) -> tuple[int, float, float]:
 
 
 def main() -> int:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = argparse.ArgumentParser(description=__doc__,
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--goal", choices=sorted(GOALS), action="append",
-                        help="a: 2.1.0 three brokers (records=1 crashes=0), b: kraft-4.1 at Last Replica Standing's "
-                             "bounds; both by default")
+                        help="a: 2.1.0 three brokers (records=1 crashes=0), b: kraft-4.1 at Last "
+                             "Replica Standing's bounds; both by default")
     parser.add_argument("--depth", type=int, help="instead of the goal's (12 for a, 8 for b)")
     parser.add_argument("--rounds", type=int, default=3)
-    parser.add_argument("--verify", action="store_true", help="also compare the successors state for state")
-    parser.add_argument("--instructions", action="store_true", help="also count instructions a state (valgrind)")
+    parser.add_argument("--verify", action="store_true", help="also compare the successors state "
+                                                              "for state")
+    parser.add_argument("--instructions", action="store_true", help="also count instructions a "
+                                                                    "state (valgrind)")
     parser.add_argument("--floor", action="store_true",
-                        help="only bound what a memo of every family on these records could reach (see above)")
+                        help="only bound what a memo of every family on these records could reach "
+                             "(see above)")
     args = parser.parse_args()
     if args.instructions and not shutil.which("valgrind"):
         print("delivery_memo: --instructions needs valgrind (callgrind)", file=sys.stderr)
@@ -286,32 +307,35 @@ def main() -> int:
         goal = (protocol, constants, args.depth or depth)
         if args.floor:
             count, rules, memo = floor(goal)
-            print(f"{name}: {protocol} {' '.join(constants)} depth {goal[2]}: {count:,} successors of the states "
-                  f"expanded; the rules {rules:.2f} us a successor, a memo that knew every answer {memo:.2f} "
-                  f"({rules / memo:.1f}x)")
+            print(f"{name}: {protocol} {' '.join(constants)} depth {goal[2]}: {count:,} successors "
+                  f"of the states expanded; the rules {rules:.2f} us a successor, a memo that knew "
+                  f"every answer {memo:.2f} ({rules / memo:.1f}x)")
             continue
         if args.verify:
             compared, entries, fallbacks = verify(goal)
-            print(f"{name}: {compared:,} states expanded, the memoised successors equal the model's on each "
-                  f"({entries:,} keys, {fallbacks} fell back to the rule)")
+            print(f"{name}: {compared:,} states expanded, the memoised successors equal the "
+                  f"model's on each ({entries:,} keys, {fallbacks} fell back to the rule)")
         runs: dict[bool, list[dict]] = {False: [], True: []}
         for _ in range(args.rounds):
             for memo in (False, True):
                 runs[memo].append(_child(root, goal, memo)[0])
         off, on = runs[False][0], runs[True][0]
-        if any((r["distinct"], r["generated"], r["depth"]) != (off["distinct"], off["generated"], off["depth"])
+        if any((r["distinct"], r["generated"], r["depth"])
+               != (off["distinct"], off["generated"], off["depth"])
                for r in runs[False] + runs[True]):
             print(f"delivery_memo: the counts differ: {runs}", file=sys.stderr)
             return 1
-        us = {memo: sum(r["cpu"] for r in rs) / sum(r["generated"] for r in rs) * 1e6 for memo, rs in runs.items()}
-        print(f"{name}: {protocol} {' '.join(constants)} depth {goal[2]}: {off['distinct']:,} orbits, "
-              f"{off['generated']:,} generated (equal both ways); CPU a state {us[False]:.2f} us readable, "
-              f"{us[True]:.2f} us memoised ({us[True] / us[False]:.2f}); {on['entries']:,} entries, "
-              f"{on['fallbacks']} fallbacks")
+        us = {memo: sum(r["cpu"] for r in rs) / sum(r["generated"] for r in rs) * 1e6
+              for memo, rs in runs.items()}
+        print(f"{name}: {protocol} {' '.join(constants)} depth {goal[2]}: {off['distinct']:,} "
+              f"orbits, {off['generated']:,} generated (equal both ways); CPU a state "
+              f"{us[False]:.2f} us readable, {us[True]:.2f} us memoised "
+              f"({us[True] / us[False]:.2f}); {on['entries']:,} entries, {on['fallbacks']} "
+              "fallbacks")
         if args.instructions:
             readable, memoised_ = _instructions(root, goal, False), _instructions(root, goal, True)
-            print(f"{name}: instructions a state {readable:,.0f} readable, {memoised_:,.0f} memoised "
-                  f"({memoised_ / readable:.2f})")
+            print(f"{name}: instructions a state {readable:,.0f} readable, {memoised_:,.0f} "
+                  f"memoised ({memoised_ / readable:.2f})")
     print(f"load average at end {os.getloadavg()[0]:.2f}")
     return 0
 

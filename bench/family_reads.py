@@ -1,16 +1,17 @@
-"""What each family of the Kafka model's steps reads outside its own broker (issue 35; stop 41): the keys a memo of
-that family needs.
+"""What each family of the Kafka model's steps reads outside its own broker (issue 35; stop 41): the
+keys a memo of that family needs.
 
     python3 bench/family_reads.py [--goal a|b] [--depth D]
 
-On every state a reduced search (``--symmetry --reduce dead``) expands to the goal's depth, each family runs on a
-*recording view* of the state: every part outside the family's own broker (the other brokers, the controller, the
-network, each counter and ghost) answers as the real one does and notes the read (a field, an index, an iteration, a
-comparison). The families: the controller's own steps (``control_plane.actions``), a broker's own steps
-(``control_plane.broker_actions``, broker i real), and the deliveries (the whole ``_deliveries`` pass, which
-picks the oldest request of each control channel from the network). Printed: each family's reads with how many of
-its calls made them. The counts say what a recorded key must hold; they are not a proof (``bench/delivery_memo.py``'s
-probe view is).
+On every state a reduced search (``--symmetry --reduce dead``) expands to the goal's depth, each
+family runs on a *recording view* of the state: every part outside the family's own broker (the
+other brokers, the controller, the network, each counter and ghost) answers as the real one does and
+notes the read (a field, an index, an iteration, a comparison). The families: the controller's own
+steps (``control_plane.actions``), a broker's own steps (``control_plane.broker_actions``, broker i
+real), and the deliveries (the whole ``_deliveries`` pass, which picks the oldest request of each
+control channel from the network). Printed: each family's reads with how many of its calls made
+them. The counts say what a recorded key must hold; they are not a proof
+(``bench/delivery_memo.py``'s probe view is).
 """
 
 from __future__ import annotations
@@ -69,8 +70,8 @@ def _binary(name: str) -> Any:
     return op
 
 
-for _name in ("__eq__", "__ne__", "__lt__", "__le__", "__gt__", "__ge__", "__add__", "__radd__", "__sub__",
-              "__rsub__", "__contains__"):
+for _name in ("__eq__", "__ne__", "__lt__", "__le__", "__gt__", "__ge__", "__add__", "__radd__",
+              "__sub__", "__rsub__", "__contains__"):
     setattr(Recording, _name, _binary(_name))
 
 
@@ -78,8 +79,10 @@ def view(s: Any, own: int | None, reads: set) -> Any:
     """``s`` with every part but broker ``own`` recording its reads."""
     from spec.kafka.state import KafkaState
 
-    brokers = tuple(b if k == own else Recording(b, "other broker", reads) for k, b in enumerate(s.brokers))
-    rest = [Recording(value, name, reads) for name, value in zip(KafkaState._fields[1:], s[1:], strict=True)]
+    brokers = tuple(b if k == own else Recording(b, "other broker", reads)
+                    for k, b in enumerate(s.brokers))
+    rest = [Recording(value, name, reads) for name, value in zip(KafkaState._fields[1:], s[1:],
+                                                                 strict=True)]
     return tuple.__new__(KafkaState, (brokers, *rest))
 
 
@@ -90,7 +93,8 @@ def _own_steps(model: Any, i: int) -> Any:
 
 
 def main() -> int:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = argparse.ArgumentParser(description=__doc__,
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--goal", choices=sorted(GOALS), default="a")
     parser.add_argument("--depth", type=int)
     args = parser.parse_args()
@@ -106,7 +110,8 @@ def main() -> int:
     families = {
         "controller's steps": lambda s, reads: plane.actions(model, view(s, None, reads), []),
         **{f"broker {i}'s own steps": _own_steps(model, i) for i in range(model.brokers)},
-        "deliveries (the network's pass)": lambda s, reads: model._deliveries(view(s, None, reads), []),
+        "deliveries (the network's "
+        "pass)": lambda s, reads: model._deliveries(view(s, None, reads), []),
     }
     print(f"{protocol} {' '.join(constants)}: {len(states):,} states expanded")
     for family, run in families.items():

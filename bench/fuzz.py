@@ -14,15 +14,17 @@ of these classes of input, and checks the outcome against an oracle:
 * ``output``: traces, exports, diagrams and checkpoints aimed at places that cannot hold them;
 * ``signal``: SIGINT at a random moment (one or two interrupts, one or two workers) and resumes,
   whose final counts must equal the uninterrupted run's;
-* ``empty``: an empty or blank value for a random option or argument of a random subcommand (found by
-  walking the parser, so new options are fuzzed too): refused with one line naming it, exit 64;
-* ``number``: an integer outside signed 64 bits (a JSON number or an ITF ``#bigint``, up to 4,000 digits)
-  put in a random integer field of a trace or a scenario, or in a checkpoint's payload behind a valid
-  checksum: exit 65, on every reader;
-* ``startup``: SIGINT 0-200 ms after the start, with SIGINT blocked at exec (so it waits for kmc's first
-  line) or not (then one landing in Python's own start-up is recorded apart): 130 and one line;
-* ``writers``: two processes writing one output path at once (``trace export -o``, ``--checkpoint``),
-  then the file read back: it must be whole (and a checkpoint resume to the reference counts).
+* ``empty``: an empty or blank value for a random option or argument of a random subcommand (found
+  by walking the parser, so new options are fuzzed too): refused with one line naming it, exit 64;
+* ``number``: an integer outside signed 64 bits (a JSON number or an ITF ``#bigint``, up to 4,000
+  digits) put in a random integer field of a trace or a scenario, or in a checkpoint's payload
+  behind a valid checksum: exit 65, on every reader;
+* ``startup``: SIGINT 0-200 ms after the start, with SIGINT blocked at exec (so it waits for kmc's
+  first line) or not (then one landing in Python's own start-up is recorded apart): 130 and one
+  line;
+* ``writers``: two processes writing one output path at once (``trace export -o``,
+  ``--checkpoint``), then the file read back: it must be whole (and a checkpoint resume to the
+  reference counts).
 
 A defect is any of: a traceback, a death by signal, a hang (no exit within the time bound), an exit
 code not documented for the class, an error that is not one line, a silent wrong result (counts or
@@ -51,7 +53,8 @@ from typing import Any
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, ROOT)
 
-CLASSES = ("trace", "scenario", "checkpoint", "special", "output", "signal", "empty", "number", "startup", "writers")
+CLASSES = ("trace", "scenario", "checkpoint", "special", "output", "signal", "empty", "number",
+           "startup", "writers")
 CASE_SECONDS = 60  # a case that runs longer is a hang
 #: a SIGINT while the interpreter itself starts (site, .pth files, standard streams), before any kmc
 #: code runs: recorded apart, since no kmc code can handle it
@@ -94,13 +97,15 @@ def _limit_and_block() -> None:
 
 def kmc(argv: list[str], cwd: str, timeout: float = CASE_SECONDS, signal_after: float | None = None,
         block_sigint: bool = False) -> tuple[int | None, str, str, float]:
-    """Run the command line; (exit code or None on a hang, stdout, stderr, seconds). ``block_sigint``: start it
-    with SIGINT blocked (inherited across exec), so that a SIGINT waits for kmc's code to unblock it."""
+    """Run the command line; (exit code or None on a hang, stdout, stderr, seconds).
+    ``block_sigint``: start it with SIGINT blocked (inherited across exec), so that a SIGINT waits
+    for kmc's code to unblock it."""
     started = time.monotonic()
-    proc = subprocess.Popen([sys.executable, "-m", "kmc.cli", *argv], cwd=cwd, stdout=subprocess.PIPE,
-                            stderr=subprocess.PIPE, stdin=subprocess.DEVNULL, text=True, errors="replace",
-                            preexec_fn=_limit_and_block if block_sigint else _limit, start_new_session=True,
-                            env={**os.environ, "PYTHONPATH": ROOT})
+    proc = subprocess.Popen([sys.executable, "-m", "kmc.cli", *argv], cwd=cwd,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                            stdin=subprocess.DEVNULL, text=True, errors="replace",
+                            preexec_fn=_limit_and_block if block_sigint else _limit,
+                            start_new_session=True, env={**os.environ, "PYTHONPATH": ROOT})
     try:
         if signal_after is not None:
             try:
@@ -120,13 +125,15 @@ def kmc(argv: list[str], cwd: str, timeout: float = CASE_SECONDS, signal_after: 
             os.killpg(proc.pid, signal.SIGKILL)  # nothing of the case survives it (workers, JVMs)
 
 
-def judge(cls: str, argv: list[str], code: int | None, err: str, seconds: float, allowed: set[int] | None = None,
+def judge(cls: str, argv: list[str], code: int | None, err: str, seconds: float, allowed: set[int]
+          | None = None,
           stdout: str = "") -> Outcome:
     out = Outcome(cls, argv, code, round(seconds, 3))
     if code is None:
         out.defects.append("hang")
         return out
-    silent_sigint = code == -signal.SIGINT and not err and not stdout  # before Python installs its handler
+    # before Python installs its handler
+    silent_sigint = code == -signal.SIGINT and not err and not stdout
     if silent_sigint or "Fatal Python error: init_" in err:
         # a signal while the interpreter itself starts (site, .pth files), before any kmc code
         # runs: recorded apart, it is not kmc's to handle
@@ -143,7 +150,7 @@ def judge(cls: str, argv: list[str], code: int | None, err: str, seconds: float,
     return out
 
 
-# -- mutations ------------------------------------------------------------------------------------------
+# -- mutations -------------------------------------------------------------------------------------
 def mutate_bytes(rng: random.Random, data: bytes, others: list[bytes]) -> bytes:
     buf = bytearray(data)
     for _ in range(rng.choice((1, 1, 1, 2, 4, 16))):
@@ -167,8 +174,9 @@ def mutate_bytes(rng: random.Random, data: bytes, others: list[bytes]) -> bytes:
             k = rng.randrange(len(other) + 1)
             buf[i:] = other[k:]
         elif op == 7:
-            buf[i:i] = rng.choice([b"\xc9\xff\xff\xff\xff\x03", b"\xdd\xff\xff\xff\xff", b"[" * 5000, b"9" * 5000,
-                                   b" " * 20000, b"\x00" * 64, b"NaN", b"1e999", b'"\\ud800"'])
+            buf[i:i] = rng.choice([b"\xc9\xff\xff\xff\xff\x03", b"\xdd\xff\xff\xff\xff",
+                                   b"[" * 5000, b"9" * 5000, b" " * 20000, b"\x00" * 64, b"NaN",
+                                   b"1e999", b'"\\ud800"'])
         elif op == 8 and buf:
             buf[i] = rng.choice(b'{}[]":,\\0-')
     return bytes(buf)
@@ -176,8 +184,9 @@ def mutate_bytes(rng: random.Random, data: bytes, others: list[bytes]) -> bytes:
 
 def _interesting(rng: random.Random) -> Any:
     return rng.choice([
-        None, True, -1, 0, 2**63, -(2**63) - 1, 10**40, 1.5, float("inf"), "", " " * 50_000, "x" * 100_000,
-        "Fetch(" + " " * 30_000 + "x", "TMAbort(rm=" + "7" * 5000 + ")", "A" + " " * 30_000 + "(", [], {}, [[[[[]]]]],
+        None, True, -1, 0, 2**63, -(2**63) - 1, 10**40, 1.5, float("inf"), "", " " * 50_000,
+        "x" * 100_000, "Fetch(" + " " * 30_000 + "x", "TMAbort(rm=" + "7" * 5000 + ")",
+        "A" + " " * 30_000 + "(", [], {}, [[[[[]]]]],
         {"action": "TMAbort", "params": {"rm": [1, [2, [3]]]}}, "\u0000\ud7ff", "a(b=c)(d)",
     ])
 
@@ -212,7 +221,8 @@ def mutate_json(rng: random.Random, data: bytes) -> bytes:
             elif op == 1 and isinstance(parent, dict):
                 del parent[key]
             elif op == 2 and isinstance(parent, dict):
-                parent[rng.choice(["extra", "#meta", "format", "steps", "x" * 300])] = _interesting(rng)
+                parent[rng.choice(["extra", "#meta", "format", "steps",
+                                   "x" * 300])] = _interesting(rng)
             elif op == 3:
                 value = parent[key]
                 for _ in range(rng.choice((10, 100, 3000))):
@@ -231,7 +241,7 @@ def mutate_json(rng: random.Random, data: bytes) -> bytes:
     return text.encode()
 
 
-# -- the workspace: seeds and references ------------------------------------------------------------------
+# -- the workspace: seeds and references -----------------------------------------------------------
 class Workspace:
     def __init__(self, root: str, quick: bool = False) -> None:
         self.root = root
@@ -247,9 +257,11 @@ class Workspace:
 
     def prepare(self) -> None:
         traces = os.path.join(self.root, "seed-traces")
-        seeds = [["check", "two-phase", "--const", "commit_guard=off"], ["check", "kafka", "--protocol", "kip-101"]]
+        seeds = [["check", "two-phase", "--const", "commit_guard=off"],
+                 ["check", "kafka", "--protocol", "kip-101"]]
         for argv in seeds[:1] if self.quick else seeds:
-            code, out, err, _ = kmc([*argv, "--json", "--quiet", "--trace-dir", traces], self.root, timeout=600)
+            code, out, err, _ = kmc([*argv, "--json", "--quiet", "--trace-dir", traces], self.root,
+                                    timeout=600)
             if code != 12:
                 raise SystemExit(f"cannot make a seed trace with {argv}: {err}")
             path = json.loads(out)["violations"][0]["trace_file"]
@@ -265,9 +277,10 @@ class Workspace:
                 with open(os.path.join(scenario_dir, name), "rb") as f:
                     self.scenarios.append(f.read())
         self.checkpoints: dict[str, bytes] = {}
-        for label, consts, budget in (("violated", ["RM=4", "commit_guard=off"], 40), ("holds", ["RM=4"], 300)):
-            argv = ["check", "two-phase", *[x for c in consts for x in ("--const", c)], "--quiet", "--json",
-                    "--trace-dir", os.path.join(self.root, "ref-traces")]
+        for label, consts, budget in (("violated", ["RM=4", "commit_guard=off"], 40),
+                                      ("holds", ["RM=4"], 300)):
+            argv = ["check", "two-phase", *[x for c in consts for x in ("--const", c)], "--quiet",
+                    "--json", "--trace-dir", os.path.join(self.root, "ref-traces")]
             code, out, err, _ = kmc(argv, self.root)
             self.reference[label] = _summary(json.loads(out))
             ckpt = os.path.join(self.root, f"seed-{label}.ckpt")
@@ -278,7 +291,8 @@ class Workspace:
         if self.quick:
             return
         argv = ["check", "two-phase", "--const", "RM=6", "--quiet", "--json"]
-        code, out, err, _ = kmc([*argv, "--trace-dir", os.path.join(self.root, "ref-traces")], self.root)
+        code, out, err, _ = kmc([*argv, "--trace-dir", os.path.join(self.root, "ref-traces")],
+                                self.root)
         self.reference["signal"] = {**_summary(json.loads(out)), "argv": argv}
 
 
@@ -288,17 +302,21 @@ def _summary(result: dict[str, Any]) -> dict[str, Any]:
             "lengths": sorted(v["length"] for v in result.get("violations", []))}
 
 
-# -- the cases ------------------------------------------------------------------------------------------
+# -- the cases -------------------------------------------------------------------------------------
 def case_trace(ws: Workspace, rng: random.Random) -> Outcome:
     key = rng.choice(sorted(ws.seeds))
     data = ws.seeds[key]
-    data = mutate_json(rng, data) if key.split(":")[0] in ("json", "itf") and rng.random() < 0.5 else mutate_bytes(
+    data = mutate_json(rng, data) if key.split(":")[0] in (
+        "json",
+        "itf") and rng.random() < 0.5 else mutate_bytes(
         rng, data, list(ws.seeds.values()))
     path = ws.path("trace" + (".msgpack" if key.startswith("msgpack") else ".json"))
     with open(path, "wb") as f:
         f.write(data)
-    command = rng.choice([["trace", "show"], ["trace", "explain"], ["trace", "diagram"], ["trace", "replay"],
-                          ["trace", "export", "--to", rng.choice(["json", "itf", "msgpack"]), "-o", ws.path("export")]])
+    command = rng.choice([["trace", "show"], ["trace", "explain"], ["trace", "diagram"],
+                          ["trace", "replay"],
+                          ["trace", "export", "--to", rng.choice(["json", "itf", "msgpack"]), "-o",
+                           ws.path("export")]])
     argv = [*command[:2], path, *command[2:]]
     code, _, err, seconds = kmc(argv, ws.root)
     return judge("trace", argv, code, err, seconds)
@@ -341,10 +359,12 @@ def _mutate_payload(rng: random.Random, payload: dict[str, Any], pack: Any) -> b
         elif op == 2:
             rng.shuffle(value)
         else:
-            value[i] = mutate_bytes(rng, value[i], []) if isinstance(value[i], bytes) else _interesting(rng)
+            value[i] = (mutate_bytes(rng, value[i], []) if isinstance(value[i], bytes)
+                        else _interesting(rng))
     else:
-        payload[key] = rng.choice([-1, 0, 1, 2**64 - 1, 2**63, -(2**63), 10**6, None, "x", 1.5, [], {},
-                                   {"TCConsistent": 0}, {"TCConsistent": -1}, {"nope": 1}, float("nan")])
+        payload[key] = rng.choice([-1, 0, 1, 2**64 - 1, 2**63, -(2**63), 10**6, None, "x", 1.5, [],
+                                   {}, {"TCConsistent": 0}, {"TCConsistent": -1}, {"nope": 1},
+                                   float("nan")])
     try:
         return pack(payload)
     except (TypeError, ValueError, OverflowError):
@@ -357,14 +377,16 @@ def case_checkpoint(ws: Workspace, rng: random.Random) -> Outcome:
     label = rng.choice(sorted(ws.checkpoints))
     data = ws.checkpoints[label]
     semantic = rng.random() < 0.6
-    if semantic and not hasattr(ckpt, "unpack"):  # the format before checksums: one msgpack document
+    # the format before checksums: one msgpack document
+    if semantic and not hasattr(ckpt, "unpack"):
         import msgpack
 
         payload = msgpack.unpackb(data, raw=False, strict_map_key=False)
         data = _mutate_payload(rng, payload, lambda p: msgpack.packb(p, use_bin_type=True)) or data
     elif semantic:
         header, payload = ckpt.unpack(data)
-        data = _mutate_payload(rng, payload, lambda p: ckpt.pack(header, p)) or mutate_bytes(rng, data, [])
+        data = (_mutate_payload(rng, payload, lambda p: ckpt.pack(header, p))
+                or mutate_bytes(rng, data, []))
     else:
         data = mutate_bytes(rng, data, list(ws.checkpoints.values()))
     path = ws.path("resume.ckpt")
@@ -390,7 +412,8 @@ def case_checkpoint(ws: Workspace, rng: random.Random) -> Outcome:
 
 
 def case_special(ws: Workspace, rng: random.Random) -> Outcome:
-    kind = rng.choice(["fifo", "/dev/zero", "/dev/urandom", "/dev/null", "directory", "dangling", "loop", "empty"])
+    kind = rng.choice(["fifo", "/dev/zero", "/dev/urandom", "/dev/null", "directory", "dangling",
+                       "loop", "empty"])
     if kind == "fifo":
         path = ws.path("fifo")
         os.mkfifo(path)
@@ -408,8 +431,9 @@ def case_special(ws: Workspace, rng: random.Random) -> Outcome:
         open(path, "wb").close()
     else:
         path = kind
-    command = rng.choice([["trace", "show", path], ["trace", "replay", path], ["trace", "explain", path],
-                          ["trace", "export", path, "--to", "itf", "-o", ws.path("x.itf.json")],
+    command = rng.choice([["trace", "show", path], ["trace", "replay", path],
+                          ["trace", "explain", path], ["trace", "export", path, "--to", "itf", "-o",
+                                                       ws.path("x.itf.json")],
                           ["check", "two-phase", "--quiet", "--resume", path],
                           ["check", "two-phase", "--quiet", "--workers", "2", "--resume", path]])
     code, _, err, seconds = kmc(command, ws.root, timeout=30)
@@ -428,16 +452,20 @@ def case_output(ws: Workspace, rng: random.Random) -> Outcome:
         f.write("x")
     directory = ws.path("a-dir")
     os.mkdir(directory)
-    places = [os.path.join(blocker, "out.json"), directory, os.path.join(ws.root, "n" * 300, "x.json"),
-              "/proc/kmc-cannot-write-here.json", os.path.join(blocker, "sub", "x.json")]
+    places = [os.path.join(blocker, "out.json"), directory,
+              os.path.join(ws.root, "n" * 300, "x.json"), "/proc/kmc-cannot-write-here.json",
+              os.path.join(blocker, "sub", "x.json")]
     place = rng.choice(places)
-    trace = os.path.join(ws.root, "seed-traces", sorted(os.listdir(os.path.join(ws.root, "seed-traces")))[0])
+    trace = os.path.join(ws.root, "seed-traces",
+                         sorted(os.listdir(os.path.join(ws.root, "seed-traces")))[0])
     command = rng.choice([["trace", "export", trace, "--to", "itf", "-o", place],
                           ["trace", "diagram", trace, "-o", place],
-                          ["check", "two-phase", "--quiet", "--max-states", "50", "--checkpoint", place]])
+                          ["check", "two-phase", "--quiet", "--max-states", "50", "--checkpoint",
+                           place]])
     if rng.random() < 0.25:  # a trace directory: an existing directory is a good place for one
         place = rng.choice([p for p in places if p != directory])
-        command = ["check", "two-phase", "--const", "commit_guard=off", "--quiet", "--trace-dir", place]
+        command = ["check", "two-phase", "--const", "commit_guard=off", "--quiet", "--trace-dir",
+                   place]
     before = set(os.listdir(directory))
     temporary = _temporary(ws.root)
     code, _, err, seconds = kmc(command, ws.root)
@@ -486,7 +514,8 @@ def case_signal(ws: Workspace, rng: random.Random) -> Outcome:
 
 
 def _empty_cases() -> list[tuple[str, list[str]]]:
-    """(argument's display name, argv before the empty value) for every argument of every subcommand."""
+    """(argument's display name, argv before the empty value) for every argument of every
+    subcommand."""
     import argparse
 
     from kmc.cli import build_parser
@@ -495,8 +524,10 @@ def _empty_cases() -> list[tuple[str, list[str]]]:
     cases: list[tuple[str, list[str]]] = []
 
     def walk(parser: argparse.ArgumentParser, path: list[str]) -> None:
-        actions = [a for a in parser._actions if a.nargs != 0 and not isinstance(a, argparse._HelpAction)]
-        positionals = [a for a in actions if not a.option_strings and not isinstance(a, argparse._SubParsersAction)]
+        actions = [a for a in parser._actions if a.nargs != 0
+                   and not isinstance(a, argparse._HelpAction)]
+        positionals = [a for a in actions if not a.option_strings
+                       and not isinstance(a, argparse._SubParsersAction)]
         for action in actions:
             if isinstance(action, argparse._SubParsersAction):
                 for name, sub in action.choices.items():
@@ -509,7 +540,10 @@ def _empty_cases() -> list[tuple[str, list[str]]]:
             if action.option_strings:
                 cases.append((name, [*path, *fill, action.option_strings[-1]]))
             else:
-                cases.append((name, [*path, *["" if p is action else v for p, v in zip(positionals, fill, strict=True)]]))
+                cases.append((name,
+                              [*path,
+                               *["" if p is action else v
+                                 for p, v in zip(positionals, fill, strict=True)]]))
 
     walk(build_parser(), [])
     return cases
@@ -518,7 +552,8 @@ def _empty_cases() -> list[tuple[str, list[str]]]:
 def case_empty(ws: Workspace, rng: random.Random) -> Outcome:
     name, argv = rng.choice(_empty_cases())
     value = rng.choice(["", " ", "\t", "  \n "])
-    argv = [*argv, value] if argv and argv[-1].startswith("-") else [a if a else value for a in argv]
+    argv = ([*argv, value] if argv and argv[-1].startswith("-")
+            else [a if a else value for a in argv])
     code, _, err, seconds = kmc(argv, ws.root)
     outcome = judge("empty", argv, code, err, seconds)
     if code == 64 and f"argument {name}: an empty value" not in err:
@@ -529,15 +564,18 @@ def case_empty(ws: Workspace, rng: random.Random) -> Outcome:
 
 def _huge(rng: random.Random) -> int:
     # up to 4,000 digits: Python itself refuses to write an integer of more than 4,300 as text
-    return rng.choice([2**63, -(2**63) - 1, 2**64 - 1, 10**rng.randrange(19, 4000) * rng.choice((1, -1))])
+    return rng.choice([2**63, -(2**63) - 1, 2**64 - 1, 10**rng.randrange(19, 4000)
+                       * rng.choice((1, -1))])
 
 
 def _replace_an_int(rng: random.Random, doc: Any, value: int, bigint: bool) -> bool:
-    """Put ``value`` (as a number or an ITF #bigint) in place of a random integer of ``doc``; False if it has none."""
+    """Put ``value`` (as a number or an ITF #bigint) in place of a random integer of ``doc``; False
+    if it has none."""
     places: list[tuple[Any, Any]] = []
 
     def walk(node: Any) -> None:
-        items = node.items() if isinstance(node, dict) else enumerate(node) if isinstance(node, list) else ()
+        items = (node.items() if isinstance(node, dict) else enumerate(node)
+                 if isinstance(node, list) else ())
         for key, child in items:
             if (type(child) is int) or (isinstance(child, dict) and set(child) == {"#bigint"}):
                 places.append((node, key))
@@ -560,13 +598,15 @@ def case_number(ws: Workspace, rng: random.Random) -> Outcome:
 
         label = rng.choice(sorted(ws.checkpoints))
         header, payload = ckpt.unpack(ws.checkpoints[label])
-        payload[rng.choice(["depth", "generated", "elapsed", "frontier_base"])] = rng.choice([2**63, 2**64 - 1])
+        payload[rng.choice(["depth", "generated", "elapsed",
+                            "frontier_base"])] = rng.choice([2**63, 2**64 - 1])
         path = ws.path("number.ckpt")
         with open(path, "wb") as f:
             f.write(ckpt.pack(header, payload))
         argv = [*ws.reference[label]["argv"], "--resume", path]
     else:
-        keys = sorted(k for k in ws.seeds if not k.startswith("msgpack")) if kind == "trace" else None
+        keys = (sorted(k for k in ws.seeds if not k.startswith("msgpack")) if kind == "trace"
+                else None)
         data = ws.seeds[rng.choice(keys)] if keys else rng.choice(ws.scenarios)
         doc = json.loads(data)
         if not _replace_an_int(rng, doc, value, bigint and kind == "trace"):
@@ -576,7 +616,8 @@ def case_number(ws: Workspace, rng: random.Random) -> Outcome:
             json.dump(doc, f)
         command = rng.choice([["trace", "show"], ["trace", "explain"], ["trace", "replay"],
                               ["trace", "diagram", "-o", ws.path("d.mmd")],
-                              ["trace", "export", "--to", rng.choice(["json", "itf", "msgpack"]), "-o", ws.path("e")]])
+                              ["trace", "export", "--to", rng.choice(["json", "itf", "msgpack"]),
+                               "-o", ws.path("e")]])
         argv = [*command[:2], path, *command[2:]] if kind == "trace" else ["trace", "replay", path]
     code, _, err, seconds = kmc(argv, ws.root)
     outcome = judge("number", argv, code, err, seconds)
@@ -590,15 +631,18 @@ def case_startup(ws: Workspace, rng: random.Random) -> Outcome:
     argv = ["check", "two-phase", "--const", "RM=5", "--quiet", "--trace-dir", ws.path("traces")]
     code, out, err, seconds = kmc(argv, ws.root, signal_after=delay, block_sigint=blocked)
     outcome = judge("startup", argv, code, err, seconds, stdout=out)
-    outcome.note = f"SIGINT after {delay * 1000:.0f} ms, {'blocked at exec' if blocked else 'not blocked'}"
+    outcome.note = (f"SIGINT after {delay * 1000:.0f} ms, "
+                    f"{'blocked at exec' if blocked else 'not blocked'}")
     return outcome
 
 
 def _at_once(commands: list[list[str]], cwd: str) -> list[tuple[int | None, str]]:
     """Start every command at the same moment; (exit code, stderr) of each."""
-    procs = [subprocess.Popen([sys.executable, "-m", "kmc.cli", *argv], cwd=cwd, stdout=subprocess.DEVNULL,
-                              stderr=subprocess.PIPE, stdin=subprocess.DEVNULL, text=True, errors="replace",
-                              preexec_fn=_limit, env={**os.environ, "PYTHONPATH": ROOT}) for argv in commands]
+    procs = [subprocess.Popen([sys.executable, "-m", "kmc.cli", *argv], cwd=cwd,
+                              stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
+                              stdin=subprocess.DEVNULL, text=True, errors="replace",
+                              preexec_fn=_limit, env={**os.environ, "PYTHONPATH": ROOT})
+             for argv in commands]
     results = []
     for proc in procs:
         try:
@@ -616,16 +660,20 @@ def case_writers(ws: Workspace, rng: random.Random) -> Outcome:
         target = ws.path("shared" + rng.choice([".json", ".itf.json", ".msgpack"]))
         commands = []
         for _ in range(2):
-            source = ws.path("source" + (".msgpack" if (key := rng.choice(seeds)).startswith("msgpack") else ".json"))
+            source = ws.path("source"
+                             + (".msgpack" if (key := rng.choice(seeds)).startswith("msgpack")
+                                else ".json"))
             with open(source, "wb") as f:
                 f.write(ws.seeds[key])
-            commands.append(["trace", "export", source, "--to", rng.choice(["json", "itf", "msgpack"]), "-o", target])
+            commands.append(["trace", "export", source, "--to",
+                             rng.choice(["json", "itf", "msgpack"]), "-o", target])
         check = ["trace", "show", target]
         expected = None
     else:  # two runs checkpointing to one path, then a resume to the reference counts
         ref = ws.reference["holds"]
         target = ws.path("shared.ckpt")
-        commands = [[*ref["argv"], "--max-states", str(budget), "--checkpoint", target, "--checkpoint-every", "0.001"]
+        commands = [[*ref["argv"], "--max-states", str(budget), "--checkpoint", target,
+                     "--checkpoint-every", "0.001"]
                     for budget in rng.sample([100, 200, 300, 500], 2)]
         check = [*ref["argv"], "--resume", target]
         expected = {k: v for k, v in ref.items() if k != "argv"}
@@ -646,15 +694,16 @@ def case_writers(ws: Workspace, rng: random.Random) -> Outcome:
     return outcome
 
 
-CASES = {"trace": case_trace, "scenario": case_scenario, "checkpoint": case_checkpoint, "special": case_special,
-         "output": case_output, "signal": case_signal, "empty": case_empty, "number": case_number,
-         "startup": case_startup, "writers": case_writers}
+CASES = {"trace": case_trace, "scenario": case_scenario, "checkpoint": case_checkpoint,
+         "special": case_special, "output": case_output, "signal": case_signal, "empty": case_empty,
+         "number": case_number, "startup": case_startup, "writers": case_writers}
 
 
 def run_cases(seed: int, per_class: int | None = None, seconds: float | None = None,
               classes: tuple[str, ...] = CLASSES, root: str | None = None, log: Any = None,
               quick: bool = False) -> list[Outcome]:
-    """Run cases round-robin over ``classes``: ``per_class`` of each, or until ``seconds`` have passed."""
+    """Run cases round-robin over ``classes``: ``per_class`` of each, or until ``seconds`` have
+    passed."""
     rng = random.Random(seed)
     own = root is None
     root = root or tempfile.mkdtemp(prefix="kmc-fuzz-")
@@ -706,8 +755,10 @@ def summarize(outcomes: list[Outcome]) -> dict[str, Any]:
             "exit_codes": dict(sorted(Counter(str(o.code) for o in mine).items())),
             "max_seconds": max(o.seconds for o in mine),
         }
-    return {"cases": len(outcomes), "defects": sum(1 for o in outcomes if o.defects and o.defects != [STARTUP]),
-            "python_startup": sum(1 for o in outcomes if o.defects == [STARTUP]), "by_class": by_class}
+    return {"cases": len(outcomes), "defects": sum(1 for o in outcomes if o.defects and o.defects
+                                                   != [STARTUP]),
+            "python_startup": sum(1 for o in outcomes if o.defects == [STARTUP]),
+            "by_class": by_class}
 
 
 def main() -> int:
@@ -724,8 +775,8 @@ def main() -> int:
                    defect_cases=[o.__dict__ for o in outcomes if o.defects][:200])
     print(f"{'class':<12}{'cases':>7}{'defects':>9}{'py-start':>10}  exit codes")
     for cls, row in summary["by_class"].items():
-        print(f"{cls:<12}{row['cases']:>7}{row['defects']:>9}{row['python_startup']:>10}  {row['exit_codes']}  "
-              f"{row['defect_kinds'] or ''}")
+        print(f"{cls:<12}{row['cases']:>7}{row['defects']:>9}{row['python_startup']:>10}  "
+              f"{row['exit_codes']}  {row['defect_kinds'] or ''}")
     print(f"{'all':<12}{summary['cases']:>7}{summary['defects']:>9}{summary['python_startup']:>10}")
     if args.out:
         with open(args.out, "w") as f:

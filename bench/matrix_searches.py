@@ -42,7 +42,8 @@ def measure(way: str, model: str) -> tuple[float, int, int, list]:
         seconds = time.perf_counter() - started
     finally:
         matrix_cells._search, matrix_run.check_cells = real, saved
-    figures = [(c.protocol, c.invariant, c.verdict, c.length, c.distinct_states, c.states_generated, c.depth)
+    figures = [(c.protocol, c.invariant, c.verdict, c.length, c.distinct_states, c.states_generated,
+                c.depth)
                for c in cells]
     return seconds, len(calls), sum(calls), figures
 
@@ -60,9 +61,11 @@ def main() -> None:
             seconds, searches, explored, figures = measure(way, args.model)
             results[way] = figures
             totals[way] += seconds
-            print(f"{way:>10}: {seconds:6.1f} s, {searches} searches, {explored:,} distinct states explored")
+            print(f"{way:>10}: {seconds:6.1f} s, {searches} searches, {explored:,} distinct states "
+                  "explored")
         assert results["one-search"] == results["rounds"], "the two ways disagree on a cell"
-    print(f"same cells both ways; rounds / one-search = {totals['rounds'] / totals['one-search']:.2f}")
+    print("same cells both ways; rounds / one-search = "
+          f"{totals['rounds'] / totals['one-search']:.2f}")
     print(f"load average after: {load()}")
 
 

@@ -16,7 +16,7 @@ parent log and the frontier blocks on disk from the first level on (what a run d
 ``--max-memory``); ``parallel``, the parallel engine (every process's peak growth added up). With
 ``--baseline``, every mode is run on that checkout and on this one, alternately, so that both see
 the same machine load (``encoded`` is this checkout's only), and the CPU ratio is printed.
-"""
+"""  # noqa: E501
 
 from __future__ import annotations
 
@@ -51,10 +51,12 @@ def child(spec: dict[str, Any]) -> dict[str, Any]:
 
     model = build_model(spec["model"], spec["consts"], spec["protocol"] or None)
     invariants = list(for_family(model.family).values())
-    if spec.get("symmetry"):  # orbits: the safety invariants (the liveness ones need the whole graph)
+    # orbits: the safety invariants (the liveness ones need the whole graph)
+    if spec.get("symmetry"):
         invariants = [inv for inv in invariants if inv.kind == SAFETY]
     options = SearchOptions(invariants=invariants, stop_at_first=False,
-                            symmetry=bool(spec.get("symmetry")), max_memory_mb=spec.get("max_memory"),
+                            symmetry=bool(spec.get("symmetry")),
+                            max_memory_mb=spec.get("max_memory"),
                             **({"reduce": spec["reduce"]} if spec.get("reduce") else {}),
                             max_depth=spec.get("max_depth"))
     list(model.init_states())
@@ -64,7 +66,8 @@ def child(spec: dict[str, Any]) -> dict[str, Any]:
         bfs.FRONTIER_SHARE = 0.0  # (where there are frontier stores) every block on disk
     if spec["mode"] == "encoded":
         bfs.FRONTIER_OBJECTS = False
-    if spec.get("no_pools"):  # past their objects the stores encode every block (the model's msgpack encoding)
+    # past their objects the stores encode every block (the model's msgpack encoding)
+    if spec.get("no_pools"):
         from checker import frontier
         frontier.POOL_LIMIT = -(1 << 62)
     if spec.get("object_states") is not None:
@@ -74,9 +77,11 @@ def child(spec: dict[str, Any]) -> dict[str, Any]:
     if spec["mode"] == "parallel":
         engine = parallel.ParallelBFS(model, options, spec["workers"])
         result = engine.run()
-        # each worker's own peak (VmHWM, read by the worker at the end of the run), less what it had at the fork
+        # each worker's own peak (VmHWM, read by the worker at the end of the run), less what it had
+        # at the fork
         worker_kb = result.extra.get("worker_peak_rss_kb")
-        if worker_kb is None:  # a baseline that does not report it: the largest worker's peak, once a worker
+        # a baseline that does not report it: the largest worker's peak, once a worker
+        if worker_kb is None:
             worker_kb = [resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss] * spec["workers"]
         worker_growth_kb = [kb - start_kb for kb in worker_kb]
         parent_growth_kb = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss - start_kb
@@ -96,10 +101,12 @@ def child(spec: dict[str, Any]) -> dict[str, Any]:
         "bytes_per_state": round(peak_growth_kb * 1024 / max(1, result.distinct_states), 1),
     }
     if spec["mode"] == "parallel":
-        row["parent_bytes_per_state"] = round(parent_growth_kb * 1024 / max(1, result.distinct_states), 1)
+        row["parent_bytes_per_state"] = round(parent_growth_kb * 1024
+                                              / max(1, result.distinct_states), 1)
         row["worker_bytes_per_state"] = [round(kb * 1024 / max(1, result.distinct_states), 1)
                                          for kb in worker_growth_kb]
-        # the workers' own CPU (the parent's is ``cpu_seconds``) and the serial share the engine reports
+        # the workers' own CPU (the parent's is ``cpu_seconds``) and the serial share the engine
+        # reports
         row["worker_cpu_seconds"] = result.extra.get("worker_cpu_seconds")
         row["serial_share"] = result.extra.get("serial_share")
     return row
@@ -109,7 +116,8 @@ def _commit(checkout: str | None) -> str | None:
     """The baseline as its commit (never a path of this machine)."""
     if not checkout:
         return None
-    out = subprocess.run(["git", "-C", checkout, "rev-parse", "--short", "HEAD"], capture_output=True, text=True)
+    out = subprocess.run(["git", "-C", checkout, "rev-parse", "--short", "HEAD"],
+                         capture_output=True, text=True)
     return out.stdout.strip() or os.path.basename(os.path.abspath(checkout))
 
 
@@ -122,9 +130,12 @@ def main() -> int:
     parser.add_argument("--baseline", help="a checkout to run the same modes on first (e.g. main)")
     parser.add_argument("--workers", type=int, default=2)
     parser.add_argument("--symmetry", action="store_true", help="search orbits (--symmetry)")
-    parser.add_argument("--reduce", default=None, help="--reduce (e.g. dead; default: the engine's)")
-    parser.add_argument("--max-depth", type=int, default=None, help="--max-depth D (a depth-bounded run)")
-    parser.add_argument("--max-memory", type=float, default=None, help="--max-memory MB (default: the engine's)")
+    parser.add_argument("--reduce", default=None, help="--reduce (e.g. dead; default: the "
+                                                       "engine's)")
+    parser.add_argument("--max-depth", type=int, default=None, help="--max-depth D (a "
+                                                                    "depth-bounded run)")
+    parser.add_argument("--max-memory", type=float, default=None, help="--max-memory MB (default: "
+                                                                       "the engine's)")
     parser.add_argument("--object-states", type=int, default=None,
                         help="states each frontier store keeps as objects (default: the engine's)")
     parser.add_argument("--no-pools", action="store_true",
@@ -146,11 +157,12 @@ def main() -> int:
             if mode == "encoded" and tree == "baseline":
                 continue
             spec = {"model": args.model, "consts": consts, "protocol": args.protocol, "mode": mode,
-                    "workers": args.workers, "root": root, "tree": tree, "object_states": args.object_states,
-                    "symmetry": args.symmetry, "max_memory": args.max_memory,
-                    "reduce": args.reduce, "max_depth": args.max_depth, "no_pools": args.no_pools}
-            out = subprocess.run([sys.executable, __file__, "--child", json.dumps(spec)], capture_output=True,
-                                 text=True, cwd=root)
+                    "workers": args.workers, "root": root, "tree": tree,
+                    "object_states": args.object_states, "symmetry": args.symmetry,
+                    "max_memory": args.max_memory, "reduce": args.reduce,
+                    "max_depth": args.max_depth, "no_pools": args.no_pools}
+            out = subprocess.run([sys.executable, __file__, "--child", json.dumps(spec)],
+                                 capture_output=True, text=True, cwd=root)
             if out.returncode:
                 print(out.stderr, file=sys.stderr)
                 return 1
@@ -160,13 +172,14 @@ def main() -> int:
         pair = {r["tree"]: r for r in rows if r["mode"] == mode}
         if len(pair) == 2:
             ratio = pair["current"]["cpu_seconds"] / max(0.01, pair["baseline"]["cpu_seconds"])
-            print(f"{mode}: {pair['baseline']['bytes_per_state']} -> {pair['current']['bytes_per_state']} B a state, "
-                  f"CPU current/baseline {ratio:.2f}")
+            print(f"{mode}: {pair['baseline']['bytes_per_state']} -> "
+                  f"{pair['current']['bytes_per_state']} B a state, CPU current/baseline "
+                  f"{ratio:.2f}")
     if len({(r["distinct"], r["generated"], r["depth"]) for r in rows}) != 1:
         print("the runs disagree on the counts", file=sys.stderr)
         return 1
-    report = {"model": args.model, "consts": consts, "protocol": args.protocol, "baseline": _commit(args.baseline),
-              "load_before": load,
+    report = {"model": args.model, "consts": consts, "protocol": args.protocol,
+              "baseline": _commit(args.baseline), "load_before": load,
               "load_after": os.getloadavg(), "runs": rows}
     data = {}
     if os.path.exists(args.out):
@@ -179,10 +192,12 @@ def main() -> int:
                     *([f"--reduce {args.reduce}"] if args.reduce else []),
                     *([f"--max-depth {args.max_depth}"] if args.max_depth is not None else []),
                     *([f"--max-memory {args.max_memory:g}"] if args.max_memory else []),
-                    *([f"--object-states {args.object_states}"] if args.object_states is not None else []),
+                    *([f"--object-states {args.object_states}"] if args.object_states is not None
+                      else []),
                     *(["--no-pools"] if args.no_pools else []),
                     # runs of other modes of the same configuration keep their own entries
-                    *([f"({args.modes})"] if args.modes != parser.get_default("modes") else [])]).replace("  ", " ")
+                    *([f"({args.modes})"] if args.modes != parser.get_default("modes")
+                      else [])]).replace("  ", " ")
     runs[key] = report
     data["memory_per_state"] = runs
     with open(args.out, "w") as f:

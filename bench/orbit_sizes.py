@@ -11,14 +11,15 @@ groups its states R by ``model.canonical``. For each orbit met it reports:
   state as it is: a state whose brokers 1 and 2 look alike has an orbit of 3 on three brokers);
 * how many of its members R holds.
 
-The reduction factor, |R| / orbits met, is the mean number of members R holds an orbit. It falls short of
-n! for two reasons, told apart here: orbits smaller than n! (states that some renaming leaves as they are:
-brokers that look alike), which no canonical form can reduce further; and members of an orbit that R lacks
-(the initial state names broker 0 the leader of epoch 0, so R holds only the renamings of a state that
-a run starting there reaches), which leave the orbits count as it is: they are states the unreduced search
-does not visit either. It also checks, on every state of R, that the canonical form is the same for every
-renaming (an inexact form would leave an orbit in several pieces and reduce less than it could).
-"""
+The reduction factor, |R| / orbits met, is the mean number of members R holds an orbit. It falls
+short of n! for two reasons, told apart here: orbits smaller than n! (states that some renaming
+leaves as they are: brokers that look alike), which no canonical form can reduce further; and
+members of an orbit that R lacks (the initial state names broker 0 the leader of epoch 0, so R holds
+only the renamings of a state that a run starting there reaches), which leave the orbits count as it
+is: they are states the unreduced search does not visit either. It also checks, on every state of R,
+that the canonical form is the same for every renaming (an inexact form would leave an orbit in
+several pieces and reduce less than it could).
+"""  # noqa: E501
 
 from __future__ import annotations
 
@@ -82,7 +83,8 @@ def analyse(model, states: list) -> dict:
 
 
 def main() -> int:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = argparse.ArgumentParser(description=__doc__,
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--protocol", default="2.1.0")
     parser.add_argument("--const", action="append", default=None, metavar="NAME=VALUE")
     parser.add_argument("--max-states", type=int, default=None)
@@ -93,19 +95,22 @@ def main() -> int:
     started = time.process_time()
     states = reachable(model, args.max_states)
     figures = analyse(model, states)
-    # the reduced search's own count, when the unreduced one was complete (bounded, it stops at other levels)
+    # the reduced search's own count, when the unreduced one was complete (bounded, it stops at
+    # other levels)
     reduced = None if args.max_states else len(reachable(model, None, symmetry=True))
     figures.update(protocol=args.protocol, constants=constants, reduced_search_orbits=reduced,
                    cpu_seconds=round(time.process_time() - started, 1), max_states=args.max_states)
     print(f"kafka {args.protocol} {' '.join(constants)}"
           f"{f' (first levels up to {args.max_states:,} states)' if args.max_states else ''}")
-    print(f"  reachable states {figures['states']:,}; orbits met {figures['orbits']:,} (the reduced search: "
-          f"{f'{reduced:,}' if reduced is not None else 'not run, the unreduced one was bounded'}); "
-          f"reduction {figures['reduction']:.2f} of {figures['group']}")
+    print(f"  reachable states {figures['states']:,}; orbits met {figures['orbits']:,} (the "
+          "reduced search: "
+          f"{f'{reduced:,}' if reduced is not None else 'not run, the unreduced one was bounded'}); reduction {figures['reduction']:.2f} of {figures['group']}")  # noqa: E501
     print(f"  states whose renamings have another canonical form: {figures['inexact_states']}")
-    print(f"  mean orbit size {figures['mean_orbit_size']:.2f}: the most any canonical form could reduce these orbits by "
-          f"(their members, all reachable: {figures['states_if_every_member_were_reachable']:,} states)")
-    print("  orbits by size (size: orbits): " + ", ".join(f"{k}: {v:,}" for k, v in figures["orbit_sizes"].items()))
+    print(f"  mean orbit size {figures['mean_orbit_size']:.2f}: the most any canonical form could "
+          "reduce these orbits by (their members, all reachable: "
+          f"{figures['states_if_every_member_were_reachable']:,} states)")
+    print("  orbits by size (size: orbits): "
+          + ", ".join(f"{k}: {v:,}" for k, v in figures["orbit_sizes"].items()))
     print("  orbits by size and members reached (size:members: orbits): "
           + ", ".join(f"{k}: {v:,}" for k, v in figures["members_held"].items()))
     if args.json:

@@ -1,5 +1,6 @@
-"""The states a ``--symmetry --reduce dead`` breadth-first search expands to a depth, in order: the sample the
-Kafka model's cost benchmarks measure (``packed_delivery``, ``delivery_memo --floor``, ``family_reads``)."""
+"""The states a ``--symmetry --reduce dead`` breadth-first search expands to a depth, in order: the
+sample the Kafka model's cost benchmarks measure (``packed_delivery``, ``delivery_memo --floor``,
+``family_reads``)."""
 
 from __future__ import annotations
 
@@ -7,7 +8,8 @@ from typing import Any
 
 
 def expanded_states(model: Any, depth: int) -> list[Any]:
-    """Every canonical state of levels 0 to ``depth`` - 1 of ``model``'s reduced search, level by level."""
+    """Every canonical state of levels 0 to ``depth`` - 1 of ``model``'s reduced search, level by
+    level."""
     from checker.search import SearchOptions, search_canonical
 
     form = search_canonical(model, SearchOptions(symmetry=True, reduce="dead"))

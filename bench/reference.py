@@ -66,10 +66,12 @@ def run(module: str, replicas: int, invariants: list[str]) -> dict:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = argparse.ArgumentParser(description=__doc__,
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--out", help="write the results as JSON here")
     parser.add_argument("--three", action="store_true", help="also StrongIsr with Replicas=3")
-    parser.add_argument("--full-three", action="store_true", help="also exhaustive Replicas=3 runs (slow)")
+    parser.add_argument("--full-three", action="store_true", help="also exhaustive Replicas=3 runs "
+                                                                  "(slow)")
     parser.add_argument("--only", nargs="+", choices=MODULES, help="just these modules")
     args = parser.parse_args(argv)
     modules = args.only or MODULES
@@ -80,8 +82,8 @@ def main(argv: list[str] | None = None) -> int:
     if args.full_three:
         plan += [(m, 3, []) for m in modules]
     rows = []
-    header = f"{'model':34} {'R':>1} {'invariants':20} {'verdict':9} {'distinct':>10} {'generated':>11} " \
-             f"{'depth':>5} {'cex':>4} {'seconds':>8} {'states/s':>9}  TLC"
+    header = (f"{'model':34} {'R':>1} {'invariants':20} {'verdict':9} {'distinct':>10} "
+              f"{'generated':>11} {'depth':>5} {'cex':>4} {'seconds':>8} {'states/s':>9}  TLC")
     print(header)
     all_equal = True
     for module, replicas, invariants in plan:
@@ -92,12 +94,14 @@ def main(argv: list[str] | None = None) -> int:
             tlc = "equal" if row["equal_to_tlc"] else f"DIFFERS from {tuple(row['tlc'].values())}"
             all_equal &= row["equal_to_tlc"]
         cex = row["counterexample_length"] if row["counterexample_length"] is not None else "-"
-        print(f"{row['model']:34} {replicas:>1} {','.join(invariants) or '-':20} {row['verdict']:9} "
-              f"{row['distinct_states']:>10,} {row['states_generated']:>11,} {row['depth']:>5} {cex:>4} "
-              f"{row['seconds']:>8.2f} {row['distinct_states_per_second']:>9,}  {tlc}", flush=True)
+        print(f"{row['model']:34} {replicas:>1} {','.join(invariants) or '-':20} "
+              f"{row['verdict']:9} {row['distinct_states']:>10,} {row['states_generated']:>11,} "
+              f"{row['depth']:>5} {cex:>4} {row['seconds']:>8.2f} "
+              f"{row['distinct_states_per_second']:>9,}  {tlc}", flush=True)
     if args.out:
         with open(args.out, "w") as f:
-            json.dump({"benchmark": "reference", "python": platform.python_version(), "runs": rows}, f, indent=2)
+            json.dump({"benchmark": "reference", "python": platform.python_version(), "runs": rows},
+                      f, indent=2)
     return 0 if all_equal else 1
 
 

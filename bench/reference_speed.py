@@ -1,28 +1,32 @@
-"""The reference models' per-core speed against a baseline checkout (and TLC when it is at hand), side by side.
+"""The reference models' per-core speed against a baseline checkout (and TLC when it is at hand),
+side by side.
 
     git worktree add --detach ../kmc-baseline 597ac90
     python3 bench/reference_speed.py [--baseline ../kmc-baseline] [--rounds 3] [--instructions]
         [--tlc tla2tools.jar --specs DIR] [--only MODEL ...] [--json FILE]
 
 The reference models are two-phase commit and Kafka's published TLA+ specifications (``tla:Kip101``,
-``tla:Kip279``, ``tla:Kip320``). Each workload is a full search with the local engine, run in a fresh
-interpreter, alternating baseline and current so that both see the same machine load; the figure is the
-search's own CPU seconds (process time), and the ratio current / baseline is printed per workload with the
-load average at the start and the end. Both checkouts must find the same counts (they are printed).
+``tla:Kip279``, ``tla:Kip320``). Each workload is a full search with the local engine, run in a
+fresh interpreter, alternating baseline and current so that both see the same machine load; the
+figure is the search's own CPU seconds (process time), and the ratio current / baseline is printed
+per workload with the load average at the start and the end. Both checkouts must find the same
+counts (they are printed).
 
-``--instructions`` also counts the CPU instructions of the search (valgrind's callgrind: the same process
-with the search minus the one without it) on a smaller configuration of each workload, chosen so that its
-largest levels still pass the 2,048 states a level that earlier frontier stores kept as objects. Under load
-this figure does not move; it is not time, but a ratio of it is the figure to go by on a shared machine.
+``--instructions`` also counts the CPU instructions of the search (valgrind's callgrind: the same
+process with the search minus the one without it) on a smaller configuration of each workload,
+chosen so that its largest levels still pass the 2,048 states a level that earlier frontier stores
+kept as objects. Under load this figure does not move; it is not time, but a ratio of it is the
+figure to go by on a shared machine.
 
-``--tlc JAR --specs DIR`` also runs TLC (one worker, ``-deadlock``, ``JVM_OPTIONS``) on every workload whose
-module DIR holds (the ``kafka-specification`` repository's ``.tla`` files; ``TwoPhase.tla`` and ``TCommit.tla``
-of the TLA+ Examples for two-phase), in the same rounds, alternating with kmc, with the same constants and
-invariants (``LogMatching``, which the TLA+ text lacks, and two-phase's ``TCConsistent`` are added to a copy
-of the module), and checks that TLC finds the same distinct and generated states. It prints both tools' wall
-and CPU seconds per process (kmc's interpreter start-up and TLC's JVM start-up, JIT compiler and collector
-threads included) and the ratios TLC / kmc. Either ``--baseline`` or ``--tlc`` may be left out, not both;
-without ``--tlc`` the TLC column is left out (the jar is never part of this repository).
+``--tlc JAR --specs DIR`` also runs TLC (one worker, ``-deadlock``, ``JVM_OPTIONS``) on every
+workload whose module DIR holds (the ``kafka-specification`` repository's ``.tla`` files;
+``TwoPhase.tla`` and ``TCommit.tla`` of the TLA+ Examples for two-phase), in the same rounds,
+alternating with kmc, with the same constants and invariants (``LogMatching``, which the TLA+ text
+lacks, and two-phase's ``TCConsistent`` are added to a copy of the module), and checks that TLC
+finds the same distinct and generated states. It prints both tools' wall and CPU seconds per process
+(kmc's interpreter start-up and TLC's JVM start-up, JIT compiler and collector threads included) and
+the ratios TLC / kmc. Either ``--baseline`` or ``--tlc`` may be left out, not both; without
+``--tlc`` the TLC column is left out (the jar is never part of this repository).
 """
 
 from __future__ import annotations
@@ -38,14 +42,15 @@ import sys
 import tempfile
 import time
 
-#: the Kafka specifications' invariants that TLC can evaluate on the published text: its ``TypeOk`` cannot be
-#: (``FiniteReplicatedLog``'s ``records \\in [Offsets -> LogRecords \\union {Nil}]`` with ``Nil == -1``: TLC stops
-#: with "Attempted to check equality of integer -1 with non-integer" at the first record written), so the
-#: workloads check the others, in kmc and in TLC alike
+#: the Kafka specifications' invariants that TLC can evaluate on the published text: its ``TypeOk``
+#: cannot be (``FiniteReplicatedLog``'s ``records \\in [Offsets -> LogRecords \\union {Nil}]`` with
+#: ``Nil == -1``: TLC stops with "Attempted to check equality of integer -1 with non-integer" at the
+#: first record written), so the workloads check the others, in kmc and in TLC alike
 TLC_KAFKA_INVARIANTS = ["WeakIsr", "StrongIsr", "LogMatching"]
 
-#: (model, constants of the timed run, constants of the instruction count, invariants: None = every one);
-#: Kip101 checks none, since every invariant breaks on it (KIP-101's data loss), which ends the run early
+#: (model, constants of the timed run, constants of the instruction count, invariants: None = every
+#: one); Kip101 checks none, since every invariant breaks on it (KIP-101's data loss), which ends
+#: the run early
 WORKLOADS = [
     ("tla:Kip320", ["Replicas=2", "LogSize=3", "MaxRecords=3", "MaxLeaderEpoch=3"],
      ["Replicas=2", "LogSize=3", "MaxRecords=2", "MaxLeaderEpoch=3"], TLC_KAFKA_INVARIANTS),
@@ -75,24 +80,29 @@ result = check(model, SearchOptions(invariants=invariants))
 cpu = time.process_time() - start
 print(json.dumps({"distinct": result.distinct_states, "generated": result.states_generated, "depth": result.depth,
                   "verdict": str(result.verdict), "cpu": cpu}))
-"""
+"""  # noqa: E501
 
 
 def _args(root: str, model: str, constants: list[str], invariants: list[str] | None) -> list[str]:
-    return [sys.executable, "-c", CHILD, os.path.abspath(root), model, json.dumps(constants), json.dumps(invariants)]
+    return [sys.executable, "-c", CHILD, os.path.abspath(root), model, json.dumps(constants),
+            json.dumps(invariants)]
 
 
 def run(root: str, model: str, constants: list[str], invariants: list[str] | None) -> dict:
-    """One search in a fresh interpreter: its counts, the search's CPU seconds (``cpu``) and the whole process's
-    wall and CPU seconds (``wall``, ``process_cpu``: start-up, imports and model building too)."""
+    """One search in a fresh interpreter: its counts, the search's CPU seconds (``cpu``) and the
+    whole process's wall and CPU seconds (``wall``, ``process_cpu``: start-up, imports and model
+    building too)."""
     out, wall, cpu = _timed(_args(root, model, constants, invariants), os.path.abspath(root))
     if out.returncode != 0:
-        raise RuntimeError(f"kmc in {root} failed on {model} (exit {out.returncode}): {out.stderr[-600:]}")
+        raise RuntimeError(f"kmc in {root} failed on {model} (exit {out.returncode}): "
+                           f"{out.stderr[-600:]}")
     return {**json.loads(out.stdout), "wall": wall, "process_cpu": cpu}
 
 
-def instructions(root: str, model: str, constants: list[str], invariants: list[str] | None) -> tuple[int, int]:
-    """(instructions of the search, states generated): callgrind's total minus the run without the search."""
+def instructions(root: str, model: str, constants: list[str], invariants: list[str]
+                 | None) -> tuple[int, int]:
+    """(instructions of the search, states generated): callgrind's total minus the run without the
+    search."""
     totals, generated = [], 0
     for extra in (["skip"], []):
         out = subprocess.run(["valgrind", "--tool=callgrind", "--callgrind-out-file=/dev/null",
@@ -103,39 +113,44 @@ def instructions(root: str, model: str, constants: list[str], invariants: list[s
     return totals[1] - totals[0], generated
 
 
-#: the invariants kmc checks that the TLA+ text does not define, written in TLA+ for TLC (over the modules' own
-#: operators): Raft's LogMatching as ``invariants/reference.py`` states it, and two-phase's TCConsistent
-#: (``TwoPhase.tla`` instances ``TCommit`` as ``TC``)
+#: the invariants kmc checks that the TLA+ text does not define, written in TLA+ for TLC (over the
+#: modules' own operators): Raft's LogMatching as ``invariants/reference.py`` states it, and
+#: two-phase's TCConsistent (``TwoPhase.tla`` instances ``TCommit`` as ``TC``)
 TLA_DEFINITIONS = {
     "LogMatching": (
         "LogMatching == \\A r1, r2 \\in Replicas : \\A offset \\in ReplicaLog!Offsets :\n"
         "    (/\\ ReplicaLog!HasOffset(r1, offset) /\\ ReplicaLog!HasOffset(r2, offset)\n"
-        "     /\\ ReplicaLog!GetRecordAtOffset(r1, offset).epoch = ReplicaLog!GetRecordAtOffset(r2, offset).epoch)\n"
-        "    => \\A below \\in 0 .. offset :\n"
-        "           ReplicaLog!GetRecordAtOffset(r1, below) = ReplicaLog!GetRecordAtOffset(r2, below)\n"),
+        "     /\\ ReplicaLog!GetRecordAtOffset(r1, offset).epoch = "
+        "ReplicaLog!GetRecordAtOffset(r2, offset).epoch)\n    => \\A below \\in 0 .. offset :\n"
+        "           ReplicaLog!GetRecordAtOffset(r1, below) = ReplicaLog!GetRecordAtOffset(r2, "
+        "below)\n"),
     "TCConsistent": "TCConsistent == TC!TCConsistent\n",
 }
 #: the JVM's options for TLC (TLC's own advice for its breadth-first search: the parallel collector)
 JVM_OPTIONS = ["-XX:+UseParallelGC"]
 
 
-def tlc_module(model: str, constants: list[str], invariants: list[str] | None) -> tuple[str, str, str, list[str]]:
-    """(module TLC reads, the definitions to add to its text, its configuration, invariants) for a workload.
+def tlc_module(model: str, constants: list[str], invariants: list[str]
+               | None) -> tuple[str, str, str, list[str]]:
+    """(module TLC reads, the definitions to add to its text, its configuration, invariants) for a
+    workload.
 
-    The definitions go into a copy of the module itself (before its closing line), not into a module extending
-    it: ``Kip101`` and ``Kip279`` declare their ``Next`` LOCAL."""
+    The definitions go into a copy of the module itself (before its closing line), not into a module
+    extending it: ``Kip101`` and ``Kip279`` declare their ``Next`` LOCAL."""
     values = dict(c.split("=", 1) for c in constants)
     if model == "two-phase":
         module, names = "TwoPhase", ["TCConsistent"] if invariants is None else invariants
         init, nxt = "TPInit", "TPNext"
         consts = {"RM": "{" + ", ".join(f"r{i}" for i in range(1, int(values["RM"]) + 1)) + "}"}
     else:
-        module, names = model.split(":", 1)[1], TLC_KAFKA_INVARIANTS if invariants is None else invariants
+        module, names = model.split(":",
+                                    1)[1], TLC_KAFKA_INVARIANTS if invariants is None else invariants  # noqa: E501
         init, nxt = "Init", "Next"
         replicas = "{" + ", ".join(f"r{i}" for i in range(1, int(values.pop("Replicas")) + 1)) + "}"
         consts = {"Replicas": replicas, **values}
     definitions = "".join(TLA_DEFINITIONS[name] for name in names if name in TLA_DEFINITIONS)
-    cfg = (f"INIT {init}\nNEXT {nxt}\nCONSTANTS\n" + "".join(f"    {k} = {v}\n" for k, v in consts.items())
+    cfg = (f"INIT {init}\nNEXT {nxt}\nCONSTANTS\n"
+           + "".join(f"    {k} = {v}\n" for k, v in consts.items())
            + ("INVARIANTS " + " ".join(names) + "\n" if names else ""))
     return module, definitions, cfg, names
 
@@ -153,9 +168,11 @@ def tlc_available(specs: str, model: str) -> bool:
     return os.path.isfile(os.path.join(specs, f"{module}.tla"))
 
 
-def tlc(jar: str, specs: str, model: str, constants: list[str], invariants: list[str] | None) -> dict:
-    """TLC on the workload (one worker, no deadlock check, the same constants and invariants as kmc's run):
-    its wall and CPU seconds (the JVM's every thread: JIT compiler and collector too), counts and version."""
+def tlc(jar: str, specs: str, model: str, constants: list[str], invariants: list[str]
+        | None) -> dict:
+    """TLC on the workload (one worker, no deadlock check, the same constants and invariants as
+    kmc's run): its wall and CPU seconds (the JVM's every thread: JIT compiler and collector too),
+    counts and version."""
     module, definitions, cfg, names = tlc_module(model, constants, invariants)
     with tempfile.TemporaryDirectory(prefix="kmc-tlc-") as work:
         for name in os.listdir(specs):
@@ -167,12 +184,13 @@ def tlc(jar: str, specs: str, model: str, constants: list[str], invariants: list
             f.write(_with_definitions(text, definitions))
         with open(os.path.join(work, f"{module}.cfg"), "w") as f:
             f.write(cfg)
-        command = ["java", *JVM_OPTIONS, "-cp", os.path.abspath(jar), "tlc2.TLC", "-workers", "1", "-deadlock",
-                   "-config", f"{module}.cfg", f"{module}.tla"]
+        command = ["java", *JVM_OPTIONS, "-cp", os.path.abspath(jar), "tlc2.TLC", "-workers", "1",
+                   "-deadlock", "-config", f"{module}.cfg", f"{module}.tla"]
         out, wall, cpu = _timed(command, work)
     found = re.search(r"([\d,]+) states generated, ([\d,]+) distinct states found", out.stdout)
     if not found or "No error has been found" not in out.stdout:
-        raise RuntimeError(f"TLC did not complete {module} (exit {out.returncode}): {out.stdout[-600:]}")
+        raise RuntimeError(f"TLC did not complete {module} (exit {out.returncode}): "
+                           f"{out.stdout[-600:]}")
     generated, distinct = (int(x.replace(",", "")) for x in found.groups())
     depth = re.search(r"depth of the complete state graph search is (\d+)", out.stdout)
     version = re.search(r"TLC2 (Version [^\n]*)", out.stdout)
@@ -182,7 +200,8 @@ def tlc(jar: str, specs: str, model: str, constants: list[str], invariants: list
 
 
 def _timed(command: list[str], cwd: str) -> tuple[subprocess.CompletedProcess, float, float]:
-    """Run to the end: (the process, its wall seconds, its CPU seconds, user and system, every thread)."""
+    """Run to the end: (the process, its wall seconds, its CPU seconds, user and system, every
+    thread)."""
     before = resource.getrusage(resource.RUSAGE_CHILDREN)
     started = time.monotonic()
     out = subprocess.run(command, capture_output=True, text=True, cwd=cwd)
@@ -202,32 +221,42 @@ def _java_version() -> str:
 
 
 def main() -> int:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = argparse.ArgumentParser(description=__doc__,
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--baseline", help="a checkout of the baseline commit (e.g. 597ac90)")
-    parser.add_argument("--current", default=os.path.join(os.path.dirname(os.path.abspath(__file__)), os.pardir))
+    parser.add_argument("--current",
+                        default=os.path.join(os.path.dirname(os.path.abspath(__file__)), os.pardir))
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--only", nargs="+", help="just these models (e.g. tla:Kip320 two-phase)")
-    parser.add_argument("--instructions", action="store_true", help="also count instructions (valgrind's callgrind)")
-    parser.add_argument("--tlc", metavar="JAR", help="tla2tools.jar: also run TLC, alternating with kmc")
-    parser.add_argument("--specs", metavar="DIR", help="the directory of the TLA+ modules TLC reads (with --tlc)")
+    parser.add_argument("--instructions", action="store_true", help="also count instructions "
+                                                                    "(valgrind's callgrind)")
+    parser.add_argument("--tlc", metavar="JAR", help="tla2tools.jar: also run TLC, alternating "
+                                                     "with kmc")
+    parser.add_argument("--specs", metavar="DIR", help="the directory of the TLA+ modules TLC "
+                                                       "reads (with --tlc)")
     parser.add_argument("--json", metavar="FILE", help="also write the figures here")
     args = parser.parse_args()
     if args.baseline is None and args.tlc is None:
-        print("reference_speed: nothing to compare with: give --baseline CHECKOUT, --tlc JAR --specs DIR, or both",
+        print("reference_speed: nothing to compare with: give --baseline CHECKOUT, --tlc JAR "
+              "--specs DIR, or both",
               file=sys.stderr)
         return 64
     if args.baseline is not None and not os.path.isdir(os.path.join(args.baseline, "spec")):
-        print(f"reference_speed: {args.baseline} is not a kmc checkout (no spec/ in it)", file=sys.stderr)
+        print(f"reference_speed: {args.baseline} is not a kmc checkout (no spec/ in it)",
+              file=sys.stderr)
         return 66
     if args.instructions and not shutil.which("valgrind"):
-        print("reference_speed: --instructions needs valgrind (callgrind); install it or leave the option out",
+        print("reference_speed: --instructions needs valgrind (callgrind); install it or leave the "
+              "option out",
               file=sys.stderr)
         return 69
     if args.tlc and not (os.path.isfile(args.tlc) and args.specs and os.path.isdir(args.specs)):
-        print("reference_speed: --tlc needs the jar and --specs DIR with the TLA+ modules", file=sys.stderr)
+        print("reference_speed: --tlc needs the jar and --specs DIR with the TLA+ modules",
+              file=sys.stderr)
         return 66
     if args.tlc and not shutil.which("java"):
-        print("reference_speed: --tlc needs java on the PATH (TLC runs on a JVM); install one or leave --tlc out",
+        print("reference_speed: --tlc needs java on the PATH (TLC runs on a JVM); install one or "
+              "leave --tlc out",
               file=sys.stderr)
         return 69
     if not args.tlc:
@@ -254,45 +283,52 @@ def main() -> int:
                "current_cpu_s": [round(r["cpu"], 3) for r in cur],
                "current_process_cpu_s": [round(r["process_cpu"], 3) for r in cur],
                "current_wall_s": [round(r["wall"], 3) for r in cur]}
-        print(f"{model:11} {' '.join(constants):52} {cur[0]['distinct']:>9,} distinct  kmc: search CPU {c:6.2f} s, "
-              f"process CPU {_mean([r['process_cpu'] for r in cur]):6.2f} s, wall {_mean([r['wall'] for r in cur]):6.2f} s",
+        print(f"{model:11} {' '.join(constants):52} {cur[0]['distinct']:>9,} distinct  kmc: search "
+              f"CPU {c:6.2f} s, process CPU {_mean([r['process_cpu'] for r in cur]):6.2f} s, wall "
+              f"{_mean([r['wall'] for r in cur]):6.2f} s",
               flush=True)
         if base:
             b = _mean([r["cpu"] for r in base])
             row.update(baseline={k: base[0][k] for k in ("distinct", "generated", "depth")},
                        baseline_cpu_s=[round(r["cpu"], 3) for r in base], cpu_ratio=c / b)
-            print(f"{'':11} baseline: {base[0]['distinct']:,} distinct, search CPU {b:6.2f} s;  current/baseline "
-                  f"{c / b:.2f}", flush=True)
+            print(f"{'':11} baseline: {base[0]['distinct']:,} distinct, search CPU {b:6.2f} s;  "
+                  f"current/baseline {c / b:.2f}", flush=True)
         if args.instructions:
             ci, cg = instructions(args.current, model, small, invariants)
-            row.update(instruction_constants=small, current_instructions=ci, instruction_generated=[cg])
+            row.update(instruction_constants=small, current_instructions=ci,
+                       instruction_generated=[cg])
             line = f"{'':11} {' '.join(small):52} instructions: current {ci / 1e9:6.2f} G"
             if args.baseline is not None:
                 bi, bg = instructions(args.baseline, model, small, invariants)
-                row.update(baseline_instructions=bi, instruction_ratio=ci / bi, instruction_generated=[bg, cg])
+                row.update(baseline_instructions=bi, instruction_ratio=ci / bi,
+                           instruction_generated=[bg, cg])
                 line += f"  baseline {bi / 1e9:6.2f} G  current/baseline {ci / bi:.2f}"
             print(line, flush=True)
         if tl:
-            same = all((t["distinct"], t["generated"]) == (r["distinct"], r["generated"]) for t in tl for r in cur)
+            same = all((t["distinct"], t["generated"]) == (r["distinct"], r["generated"])
+                       for t in tl for r in cur)
             tw, tc = _mean([t["wall"] for t in tl]), _mean([t["cpu"] for t in tl])
             kw, kc = _mean([r["wall"] for r in cur]), _mean([r["process_cpu"] for r in cur])
             row["tlc"] = {"version": tl[0]["version"], "java": java, "jvm_options": JVM_OPTIONS,
                           "invariants": tl[0]["invariants"], "distinct": tl[0]["distinct"],
-                          "generated": tl[0]["generated"], "depth": tl[0]["depth"], "same_counts": same,
-                          "wall_s": [round(t["wall"], 3) for t in tl], "cpu_s": [round(t["cpu"], 3) for t in tl],
-                          "wall_ratio": tw / kw, "cpu_ratio": tc / kc}
+                          "generated": tl[0]["generated"], "depth": tl[0]["depth"],
+                          "same_counts": same, "wall_s": [round(t["wall"], 3) for t in tl],
+                          "cpu_s": [round(t["cpu"], 3) for t in tl], "wall_ratio": tw / kw,
+                          "cpu_ratio": tc / kc}
             print(f"{'':11} TLC: {tl[0]['distinct']:,} distinct, {tl[0]['generated']:,} generated "
-                  f"({'the same as kmc' if same else 'NOT the same as kmc'}); wall {tw:6.2f} s, CPU {tc:6.2f} s: "
-                  f"TLC/kmc wall {tw / kw:.2f}, CPU {tc / kc:.2f}", flush=True)
+                  f"({'the same as kmc' if same else 'NOT the same as kmc'}); wall {tw:6.2f} s, "
+                  f"CPU {tc:6.2f} s: TLC/kmc wall {tw / kw:.2f}, CPU {tc / kc:.2f}", flush=True)
         rows.append(row)
     load_end = os.getloadavg()
-    print(f"load average at start {load_start[0]:.2f}, at end {load_end[0]:.2f}; {args.rounds} rounds, alternating")
+    print(f"load average at start {load_start[0]:.2f}, at end {load_end[0]:.2f}; {args.rounds} "
+          "rounds, alternating")
     if java:
-        print(f"TLC: {next((r['tlc']['version'] for r in rows if 'tlc' in r), 'not run')}, one worker, "
-              f"{' '.join(JVM_OPTIONS)}, on {java}")
+        print(f"TLC: {next((r['tlc']['version'] for r in rows if 'tlc' in r), 'not run')}, one "
+              f"worker, {' '.join(JVM_OPTIONS)}, on {java}")
     if args.json:
         with open(args.json, "w") as f:
-            json.dump({"rows": rows, "load_start": load_start, "load_end": load_end, "rounds": args.rounds}, f,
+            json.dump({"rows": rows, "load_start": load_start, "load_end": load_end,
+                       "rounds": args.rounds}, f,
                       indent=1)
     return 0
 

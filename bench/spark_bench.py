@@ -19,7 +19,7 @@ run on Spark: the wall time of job 1 (expand, shuffle, dedup, invariants) and of
 writing of large levels, the executor seconds spent expanding states, merging candidates and
 removing visited ones, and checking invariants, plus the per-level fixed cost (an empty two-stage
 job, the price every level pays however small).
-"""
+"""  # noqa: E501
 
 from __future__ import annotations
 
@@ -59,7 +59,8 @@ def tree_cpu_seconds() -> float:
 
 
 def _kind(pid: int, me: int) -> str:
-    """driver (this process), jvm (Spark's JVM) or python workers (PySpark's daemon and its workers)."""
+    """driver (this process), jvm (Spark's JVM) or python workers (PySpark's daemon and its
+    workers)."""
     if pid == me:
         return "driver"
     try:
@@ -73,7 +74,8 @@ def _kind(pid: int, me: int) -> str:
 
 
 def tree_cpu_by_kind() -> dict[str, float]:
-    """``tree_cpu_seconds`` by kind of process (``_kind``); a reaped process counts with its parent."""
+    """``tree_cpu_seconds`` by kind of process (``_kind``); a reaped process counts with its
+    parent."""
     tick = os.sysconf("SC_CLK_TCK")
     parents: dict[int, int] = {}
     times: dict[int, float] = {}
@@ -110,7 +112,8 @@ def stage_profile(sc: Any) -> dict[str, dict[str, float]]:
         return datetime.strptime(text.replace("GMT", "+0000"), "%Y-%m-%dT%H:%M:%S.%f%z").timestamp()
 
     url = f"{sc.uiWebUrl}/api/v1/applications/{sc.applicationId}/stages?status=complete"
-    with urllib.request.urlopen(url, timeout=60) as response:  # noqa: S310 - Spark's own UI on this machine
+    with urllib.request.urlopen(url,
+                                timeout=60) as response:  # noqa: S310 - Spark's own UI on this machine
         stages = json.load(response)
     kinds: dict[str, dict[str, float]] = {}
     for stage in stages:
@@ -118,10 +121,12 @@ def stage_profile(sc: Any) -> dict[str, dict[str, float]]:
         if not description.startswith("kmc level"):
             continue
         step = description.split(":", 1)[1].strip()
-        side = "map" if stage.get("shuffleWriteBytes", 0) else ("reduce" if stage.get("shuffleReadBytes", 0) else "scan")
-        row = kinds.setdefault(f"{step} ({side})", {"stages": 0, "wall": 0.0, "run": 0.0, "cpu": 0.0, "gc": 0.0,
-                                                     "shuffle_write_mb": 0.0, "shuffle_write_records": 0,
-                                                     "spill_mb": 0.0})
+        side = ("map" if stage.get("shuffleWriteBytes", 0)
+                else ("reduce" if stage.get("shuffleReadBytes", 0) else "scan"))
+        row = kinds.setdefault(f"{step} ({side})",
+                               {"stages": 0, "wall": 0.0, "run": 0.0, "cpu": 0.0, "gc": 0.0,
+                                 "shuffle_write_mb": 0.0, "shuffle_write_records": 0,
+                                 "spill_mb": 0.0})
         row["stages"] += 1
         if stage.get("submissionTime") and stage.get("completionTime"):
             row["wall"] += moment(stage["completionTime"]) - moment(stage["submissionTime"])
@@ -134,7 +139,8 @@ def stage_profile(sc: Any) -> dict[str, dict[str, float]]:
     return kinds
 
 
-def run_spark(model: Any, options: SearchOptions, master: str, threshold: int, partitions: int | None,
+def run_spark(model: Any, options: SearchOptions, master: str, threshold: int, partitions: int
+              | None,
               transport: str, stages: bool = False) -> dict[str, Any]:
     from checker.spark import run_engine, spark_session
 
@@ -150,9 +156,11 @@ def run_spark(model: Any, options: SearchOptions, master: str, threshold: int, p
     run_dir = tempfile.mkdtemp(prefix="kmc-bench-run-") if variant == "checkpoint" else None
     # +kernel: the executors expand packed states with the compiled kernel; else the readable model
     options = dataclasses.replace(options, kernel="on" if variant == "kernel" else "off")
-    if run_dir is not None:  # a resumable run: every level written to the run directory, run.json after each
+    # a resumable run: every level written to the run directory, run.json after each
+    if run_dir is not None:
         options = dataclasses.replace(options, checkpoint_path=os.path.join(run_dir, "run"))
-    spark_options = SparkOptions(master=master, threshold=threshold, transport=transport, partitions=partitions or None)
+    spark_options = SparkOptions(master=master, threshold=threshold, transport=transport,
+                                 partitions=partitions or None)
     before = tree_cpu_by_kind()
     result = run_engine(model, options, spark_options)
     after = tree_cpu_by_kind()
@@ -188,33 +196,43 @@ def run_spark(model: Any, options: SearchOptions, master: str, threshold: int, p
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = argparse.ArgumentParser(description=__doc__,
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--model", default="two-phase")
     parser.add_argument("--const", action="append", default=None, metavar="NAME=VALUE")
     parser.add_argument("--protocol")
-    parser.add_argument("--masters", default="local[1],local[2]", help="comma-separated Spark masters")
-    parser.add_argument("--transports", default="arrow", help="comma-separated Spark transports: arrow, blocks, "
-                        "each with +checkpoint for a resumable run (a run directory)")
-    parser.add_argument("--threshold", type=int, default=10_000, help="--spark-threshold of the Spark runs")
-    parser.add_argument("--partitions", type=int, help="Spark partitions (default the engine's: a core each with the "
-                        "arrow transport, two with blocks)")
+    parser.add_argument("--masters", default="local[1],local[2]", help="comma-separated Spark "
+                                                                       "masters")
+    parser.add_argument("--transports", default="arrow", help="comma-separated Spark transports: "
+                        "arrow, blocks, each with +checkpoint for a resumable run (a run "
+                        "directory)")
+    parser.add_argument("--threshold", type=int, default=10_000, help="--spark-threshold of the "
+                                                                      "Spark runs")
+    parser.add_argument("--partitions", type=int, help="Spark partitions (default the engine's: a "
+                        "core each with the arrow transport, two with blocks)")
     parser.add_argument("--skip-local", action="store_true")
-    parser.add_argument("--local-kernel", action="store_true", help="also the local engine on the compiled kernel "
-                        "(kmc check --kernel on)")
+    parser.add_argument("--local-kernel", action="store_true", help="also the local engine on the "
+                        "compiled kernel (kmc check --kernel on)")
     parser.add_argument("--stages", action="store_true",
-                        help="keep Spark's web UI on and report its stage metrics per step (arrow transport)")
-    parser.add_argument("--symmetry", action="store_true", help="search orbits (kmc check --symmetry; the safety "
-                        "invariants only)")
-    parser.add_argument("--reduce", choices=("none", "dead"), default="none", help="kmc check --reduce")
-    parser.add_argument("--max-depth", type=int, help="stop after this many levels (a rate on a search's first levels)")
+                        help="keep Spark's web UI on and report its stage metrics per step (arrow "
+                             "transport)")
+    parser.add_argument("--symmetry", action="store_true", help="search orbits (kmc check "
+                        "--symmetry; the safety invariants only)")
+    parser.add_argument("--reduce", choices=("none", "dead"), default="none",
+                        help="kmc check --reduce")
+    parser.add_argument("--max-depth", type=int, help="stop after this many levels (a rate on a "
+                                                      "search's first levels)")
     parser.add_argument("--json", metavar="FILE", help="also write the figures here")
     args = parser.parse_args(argv)
-    consts = args.const if args.const is not None else (["RM=8"] if args.model == "two-phase" else [])
+    consts = (args.const if args.const is not None
+              else (["RM=8"] if args.model == "two-phase" else []))
     model = build_model(args.model, consts, args.protocol)
-    invariants = [inv for inv in for_family(model.family).values() if not args.symmetry or inv.kind == SAFETY]
+    invariants = [inv for inv in for_family(model.family).values() if not args.symmetry or inv.kind
+                  == SAFETY]
     options = SearchOptions(invariants=invariants, symmetry=args.symmetry,
                             reduce=args.reduce, max_depth=args.max_depth)
-    print(f"{args.model} {' '.join(consts)}: local engine, then Spark {args.masters} (threshold {args.threshold:,})",
+    print(f"{args.model} {' '.join(consts)}: local engine, then Spark {args.masters} (threshold "
+          f"{args.threshold:,})",
           flush=True)
 
     rows: list[dict[str, Any]] = []
@@ -229,11 +247,13 @@ def main(argv: list[str] | None = None) -> int:
 
         cpu = tree_cpu_seconds()
         result = run_engine(model, dataclasses.replace(options, kernel="on"), LocalOptions())
-        rows.append({"engine": "local kernel", "result": result, "cpu_seconds": tree_cpu_seconds() - cpu})
+        rows.append({"engine": "local kernel", "result": result, "cpu_seconds": tree_cpu_seconds()
+                     - cpu})
         print(f"  local kernel: {result.seconds:.1f} s", flush=True)
     for master in [m.strip() for m in args.masters.split(",") if m.strip()]:
         for transport in [t.strip() for t in args.transports.split(",") if t.strip()]:
-            row = run_spark(model, options, master, args.threshold, args.partitions, transport, args.stages)
+            row = run_spark(model, options, master, args.threshold, args.partitions, transport,
+                            args.stages)
             rows.append(row)
             print(f"  {row['engine']}: {row['result'].seconds:.1f} s", flush=True)
     load_after = os.getloadavg()
@@ -242,55 +262,68 @@ def main(argv: list[str] | None = None) -> int:
     for row in rows:
         r = row["result"]
         same = (r.distinct_states, r.states_generated, r.depth, r.verdict) == (
-            reference.distinct_states, reference.states_generated, reference.depth, reference.verdict)
+            reference.distinct_states, reference.states_generated, reference.depth,
+            reference.verdict)
         if not same:
-            print(f"MISMATCH: {row['engine']} gives {r.distinct_states} / {r.states_generated} / {r.depth}",
+            print(f"MISMATCH: {row['engine']} gives {r.distinct_states} / {r.states_generated} / "
+                  f"{r.depth}",
                   file=sys.stderr)
             return 1
 
     print()
     print(f"distinct {reference.distinct_states:,}, generated {reference.states_generated:,}, "
-          f"depth {reference.depth}, verdict {reference.verdict.value} (identical for every engine)")
+          f"depth {reference.depth}, verdict {reference.verdict.value} (identical for every "
+          "engine)")
     print(f"load average {load_before[0]:.1f} before, {load_after[0]:.1f} after (1 min)")
     base = rows[0]
     print(f"{'engine':<26}{'seconds':>10}{'states/s':>12}{'CPU s':>10}{'wall vs first':>15}")
     for row in rows:
         r = row["result"]
-        print(f"{row['engine']:<26}{r.seconds:>10.1f}{r.distinct_states / r.seconds:>12,.0f}{row['cpu_seconds']:>10.1f}"
-              f"{base['result'].seconds / r.seconds:>14.2f}x")
+        print(
+            f"{row['engine']:<26}{r.seconds:>10.1f}{r.distinct_states / r.seconds:>12,.0f}{row['cpu_seconds']:>10.1f}"  # noqa: E501
+            f"{base['result'].seconds / r.seconds:>14.2f}x")
     for row in rows[1:] if not args.skip_local else rows:
         if "startup" not in row:  # the local engine on the kernel
             continue
         print()
         if " arrow" in row["engine"]:
-            print(f"{row['engine']}: Spark and worker startup {row['startup']:.1f} s (not counted), "
-                  f"{row['partitions']} partitions, {row['spark_levels']} levels on Spark: the level's job "
-                  f"{row['job_expand']:.1f} s wall, numbering and the rest {row['job_index']:.1f} s wall, "
-                  f"{row['local_levels']} levels on the driver {row['local_seconds']:.1f} s")
-            print("  CPU seconds by process: " + ", ".join(f"{k} {v:.1f}" for k, v in sorted(row["cpu_by_process"].items())))
-            print(f"  Python workers' CPU in the expansion (decode, successors, invariants, encode, Arrow): "
-                  f"{row['expand']:.1f} s; fixed cost of a level-shaped job on no data: {row['fixed_per_level']:.2f} s")
+            print(f"{row['engine']}: Spark and worker startup {row['startup']:.1f} s (not "
+                  f"counted), {row['partitions']} partitions, {row['spark_levels']} levels on "
+                  f"Spark: the level's job {row['job_expand']:.1f} s wall, numbering and the rest "
+                  f"{row['job_index']:.1f} s wall, {row['local_levels']} levels on the driver "
+                  f"{row['local_seconds']:.1f} s")
+            print("  CPU seconds by process: "
+                  + ", ".join(f"{k} {v:.1f}" for k, v in sorted(row["cpu_by_process"].items())))
+            print("  Python workers' CPU in the expansion (decode, successors, invariants, "
+                  f"encode, Arrow): {row['expand']:.1f} s; fixed cost of a level-shaped job on no "
+                  f"data: {row['fixed_per_level']:.2f} s")
             for kind, m in sorted(row["stages"].items()):
-                print(f"  stages {kind:<24} {m['stages']:>4}: wall {m['wall']:7.1f} s, task run {m['run']:7.1f} s, "
-                      f"JVM task CPU {m['cpu']:7.1f} s, GC {m['gc']:5.1f} s, shuffle write {m['shuffle_write_mb']:7.1f} MB "
+                print(f"  stages {kind:<24} {m['stages']:>4}: wall {m['wall']:7.1f} s, task run "
+                      f"{m['run']:7.1f} s, JVM task CPU {m['cpu']:7.1f} s, GC {m['gc']:5.1f} s, "
+                      f"shuffle write {m['shuffle_write_mb']:7.1f} MB "
                       f"({m['shuffle_write_records']:,} rows), spilled {m['spill_mb']:.1f} MB")
             continue
-        print(f"{row['engine']}: Spark and worker startup {row['startup']:.1f} s (not counted), {row['partitions']} partitions")
-        print(f"  {row['local_levels']} levels on the driver below the threshold: {row['local_seconds']:.1f} s")
-        print(f"  {row['spark_levels']} levels on Spark: job 1 (expand+shuffle+dedup+invariants) {row['job_expand']:.1f} s wall, "
-              f"numbering and the rest of the level {row['job_index']:.1f} s wall")
-        print(f"  executor seconds: expand {row['expand']:.1f} (reading the frontier and computing successors), "
-              f"dedup {row['dedup']:.1f} (pickling candidates, merging them, removing visited ones), "
-              f"invariants {row['invariants']:.1f}")
+        print(f"{row['engine']}: Spark and worker startup {row['startup']:.1f} s (not counted), "
+              f"{row['partitions']} partitions")
+        print(f"  {row['local_levels']} levels on the driver below the threshold: "
+              f"{row['local_seconds']:.1f} s")
+        print(f"  {row['spark_levels']} levels on Spark: job 1 (expand+shuffle+dedup+invariants) "
+              f"{row['job_expand']:.1f} s wall, numbering and the rest of the level "
+              f"{row['job_index']:.1f} s wall")
+        print(f"  executor seconds: expand {row['expand']:.1f} (reading the frontier and computing "
+              f"successors), dedup {row['dedup']:.1f} (pickling candidates, merging them, removing "
+              f"visited ones), invariants {row['invariants']:.1f}")
         print(f"  fixed cost of a level-shaped job on no data: {row['fixed_per_level']:.2f} s "
-              f"(x {row['spark_levels']} levels = {row['fixed_per_level'] * row['spark_levels']:.1f} s)")
+              f"(x {row['spark_levels']} levels = "
+              f"{row['fixed_per_level'] * row['spark_levels']:.1f} s)")
     if args.json:
         out = []
         for row in rows:
             item = {k: v for k, v in row.items() if k != "result"}
             item["load_average"] = [round(load_before[0], 2), round(load_after[0], 2)]
-            item.update({k: row["result"].to_json()[k] for k in ("distinct_states", "states_generated", "depth",
-                                                                  "seconds", "states_per_second")})
+            item.update({k: row["result"].to_json()[k]
+                         for k in ("distinct_states", "states_generated", "depth",
+                                    "seconds", "states_per_second")})
             out.append(item)
         with open(args.json, "w") as f:
             json.dump(out, f, indent=1)

@@ -35,7 +35,8 @@ from typing import Any
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))  # run from a checkout: python3 bench/suite.py
-TLC_SECONDS_RM7 = 12.0  # TLC 2.18, one worker, JVM start included, on this class of machine (issue 8)
+# TLC 2.18, one worker, JVM start included, on this class of machine (issue 8)
+TLC_SECONDS_RM7 = 12.0
 
 
 @dataclass
@@ -51,7 +52,7 @@ class Workload:
     group: str = ""  # workloads of one group are compared (parallel speed-up, symmetry reduction)
 
 
-# -- the child: one workload in this process -------------------------------------------------------------
+# -- the child: one workload in this process -------------------------------------------------------
 def _status_kb(key: str) -> int:
     try:
         with open("/proc/self/status") as f:
@@ -85,10 +86,11 @@ def run_child(spec: dict[str, Any]) -> dict[str, Any]:
 
     work = Workload(**spec)
     model = build_model(work.model, work.consts, work.protocol)
-    # the safety search only: liveness properties (the Kafka family has some) are checked afterwards on
-    # a state graph built by a separate pass, a cost of its own that is not the engine's
+    # the safety search only: liveness properties (the Kafka family has some) are checked afterwards
+    # on a state graph built by a separate pass, a cost of its own that is not the engine's
     safety = [inv for inv in for_family(model.family).values() if inv.kind == SAFETY]
-    options = SearchOptions(invariants=safety, stop_at_first=not work.keep_going, symmetry=work.symmetry)
+    options = SearchOptions(invariants=safety, stop_at_first=not work.keep_going,
+                            symmetry=work.symmetry)
     gc.collect()
     _reset_peak()
     rss_before = _status_kb("VmRSS")
@@ -113,7 +115,8 @@ def run_child(spec: dict[str, Any]) -> dict[str, Any]:
         "violations": {v.invariant: v.length for v in result.violations},
         "seconds": round(wall, 3),
         "states_per_second": round(distinct / wall, 1) if wall > 0 else None,
-        "cpu_seconds": round(time.process_time() - cpu_before + children.ru_utime + children.ru_stime, 3),
+        "cpu_seconds": round(time.process_time() - cpu_before + children.ru_utime
+                             + children.ru_stime, 3),
         "engine": result.engine,
         "workers": result.workers,
         "peak_rss_growth_mb": round(growth / 2**20, 1),
@@ -129,9 +132,10 @@ def run_child(spec: dict[str, Any]) -> dict[str, Any]:
     return out
 
 
-# -- the parent: run, compare, print, save ---------------------------------------------------------------
+# -- the parent: run, compare, print, save ---------------------------------------------------------
 def _spawn(argv: list[str]) -> tuple[str, float, float, int]:
-    """Run argv; return its stdout, wall seconds, CPU seconds (with its children) and peak RSS in KB."""
+    """Run argv; return its stdout, wall seconds, CPU seconds (with its children) and peak RSS in
+    KB."""
     with tempfile.TemporaryFile("w+") as errors:
         started = time.perf_counter()
         proc = subprocess.Popen(argv, cwd=ROOT, stdout=subprocess.PIPE, stderr=errors, text=True,
@@ -150,7 +154,8 @@ def _spawn(argv: list[str]) -> tuple[str, float, float, int]:
 def run_workload(work: Workload, repeat: int) -> dict[str, Any]:
     best = None
     for _ in range(repeat):
-        out, _, _, _ = _spawn([sys.executable, str(ROOT / "bench" / "suite.py"), "--child", json.dumps(asdict(work))])
+        out, _, _, _ = _spawn([sys.executable, str(ROOT / "bench" / "suite.py"), "--child",
+                               json.dumps(asdict(work))])
         figures = json.loads(out.strip().splitlines()[-1])
         if best is None or figures["seconds"] < best["seconds"]:
             best = figures
@@ -160,7 +165,8 @@ def run_workload(work: Workload, repeat: int) -> dict[str, Any]:
 
 def command_vs_ceiling(rm: int, repeat: int) -> dict[str, Any]:
     """The whole ``kmc check`` command against the bare BFS, interleaved, minimum of each."""
-    command = [sys.executable, "-m", "kmc.cli", "check", "two-phase", "--const", f"RM={rm}", "--quiet"]
+    command = [sys.executable, "-m", "kmc.cli", "check", "two-phase", "--const", f"RM={rm}",
+               "--quiet"]
     bare = [sys.executable, str(ROOT / "bench" / "bare_two_phase.py"), str(rm)]
     walls: dict[str, list[float]] = {"command": [], "bare": []}
     bare_out = ""
@@ -197,14 +203,16 @@ def workloads(quick: bool, workers: int) -> list[Workload]:
     g = f"two-phase RM={rm}"
     out += [
         Workload(f"{g}", "two-phase", [f"RM={rm}"], group=g),
-        Workload(f"{g} parallel", "two-phase", [f"RM={rm}"], engine="parallel", workers=workers, group=g),
+        Workload(f"{g} parallel", "two-phase", [f"RM={rm}"], engine="parallel", workers=workers,
+                 group=g),
         Workload(f"{g} symmetry", "two-phase", [f"RM={rm}"], symmetry=True, group=g),
     ]
     if not quick:
         g = "two-phase RM=8 (million-state run)"
         out += [
             Workload(g, "two-phase", ["RM=8"], group=g),
-            Workload(f"{g} parallel", "two-phase", ["RM=8"], engine="parallel", workers=workers, group=g),
+            Workload(f"{g} parallel", "two-phase", ["RM=8"], engine="parallel", workers=workers,
+                     group=g),
             Workload(f"{g} symmetry", "two-phase", ["RM=8"], symmetry=True, group=g),
         ]
     models = all_models()
@@ -215,14 +223,16 @@ def workloads(quick: bool, workers: int) -> list[Workload]:
             g = f"kafka {protocol} default bounds"
             out.append(Workload(g, "kafka", [], protocol, group=g))
             if not quick:
-                out.append(Workload(f"{g} parallel", "kafka", [], protocol, engine="parallel", workers=workers, group=g))
+                out.append(Workload(f"{g} parallel", "kafka", [], protocol, engine="parallel",
+                                    workers=workers, group=g))
                 out.append(Workload(f"{g} symmetry", "kafka", [], protocol, symmetry=True, group=g))
         if not quick:
             consts, protocol = KAFKA_MILLION
             g = f"kafka {protocol} {' '.join(consts)} (million-state run)"
             out += [
                 Workload(g, "kafka", consts, protocol, group=g),
-                Workload(f"{g} parallel", "kafka", consts, protocol, engine="parallel", workers=workers, group=g),
+                Workload(f"{g} parallel", "kafka", consts, protocol, engine="parallel",
+                         workers=workers, group=g),
                 Workload(f"{g} symmetry", "kafka", consts, protocol, symmetry=True, group=g),
             ]
     for name in models:
@@ -231,7 +241,8 @@ def workloads(quick: bool, workers: int) -> list[Workload]:
     return out
 
 
-#: three brokers, one record, one election, one crash: 2.3 million distinct states (truncate-on-fetch)
+#: three brokers, one record, one election, one crash: 2.3 million distinct states
+#: (truncate-on-fetch)
 KAFKA_MILLION = (["brokers=3", "records=1", "epochs=1", "crashes=1"], "truncate-on-fetch")
 
 
@@ -242,7 +253,8 @@ def compare(results: list[dict[str, Any]]) -> list[dict[str, Any]]:
     for r in results:
         groups.setdefault(r["group"], []).append(r)
     for group, rows in groups.items():
-        base = next((r for r in rows if r["engine"] in ("local", "bfs") and not r["symmetry"]), None)
+        base = next((r for r in rows if r["engine"] in ("local", "bfs") and not r["symmetry"]),
+                    None)
         if base is None:
             continue
         for r in rows:
@@ -250,15 +262,17 @@ def compare(results: list[dict[str, Any]]) -> list[dict[str, Any]]:
                 continue
             row = {"group": group, "name": r["name"]}
             if r["engine"] == "parallel":
-                row["same_counts"] = (r["distinct_states"], r["states_generated"], r["depth"], r["violations"]) == (
-                    base["distinct_states"], base["states_generated"], base["depth"], base["violations"])
+                row["same_counts"] = (r["distinct_states"], r["states_generated"], r["depth"],
+                                      r["violations"]) == (
+                    base["distinct_states"], base["states_generated"], base["depth"],
+                    base["violations"])
                 row["speedup"] = round(base["seconds"] / r["seconds"], 2)
                 row["cpu_overhead"] = round(r["cpu_seconds"] / base["cpu_seconds"], 2)
                 workers = r.get("worker_cpu_seconds")
                 if workers:
-                    # the single engine's CPU time over the parallel run's critical path (the parent's
-                    # CPU plus the busiest worker's): the speed-up with a free core per worker,
-                    # ignoring waits at the level barriers
+                    # the single engine's CPU time over the parallel run's critical path (the
+                    # parent's CPU plus the busiest worker's): the speed-up with a free core per
+                    # worker, ignoring waits at the level barriers
                     row["cpu_critical_path_speedup"] = round(
                         base["cpu_seconds"] / (r["parent_cpu_seconds"] + max(workers)), 2)
                 share = r.get("serial_share")
@@ -268,7 +282,8 @@ def compare(results: list[dict[str, Any]]) -> list[dict[str, Any]]:
                     row["amdahl_speedup_16"] = round(1 / (share + (1 - share) / 16), 2)
                     row["amdahl_speedup_64"] = round(1 / (share + (1 - share) / 64), 2)
             if r["symmetry"]:
-                row["same_verdict"] = (r["verdict"], r["violations"]) == (base["verdict"], base["violations"])
+                row["same_verdict"] = (r["verdict"],
+                                       r["violations"]) == (base["verdict"], base["violations"])
                 row["reduction_factor"] = round(base["distinct_states"] / r["distinct_states"], 2)
                 row["speedup"] = round(base["seconds"] / r["seconds"], 2)
             out.append(row)
@@ -276,17 +291,23 @@ def compare(results: list[dict[str, Any]]) -> list[dict[str, Any]]:
 
 
 def _print_row(r: dict[str, Any]) -> None:
-    print(f"{r['name'][:58]:58} {r['verdict']:>12} {r['distinct_states']:>10,} {r['states_generated']:>11,} "
-          f"{r['seconds']:>8.2f} {r['states_per_second']:>9,.0f} {r['peak_rss_growth_mb']:>8.1f} "
-          f"{r['peak_rss_growth_bytes_per_state']:>7} {r['visited_and_parents_bytes_per_state']:>4}", flush=True)
+    print(f"{r['name'][:58]:58} {r['verdict']:>12} {r['distinct_states']:>10,} "
+          f"{r['states_generated']:>11,} {r['seconds']:>8.2f} {r['states_per_second']:>9,.0f} "
+          f"{r['peak_rss_growth_mb']:>8.1f} {r['peak_rss_growth_bytes_per_state']:>7} "
+          f"{r['visited_and_parents_bytes_per_state']:>4}", flush=True)
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python3 bench/suite.py", description=__doc__.split("\n\n")[0])
-    parser.add_argument("--quick", action="store_true", help="small workloads only (about a minute)")
-    parser.add_argument("--out", default="bench/results.json", help="where to write the figures (JSON)")
-    parser.add_argument("--repeat", type=int, default=None, help="runs per workload, the fastest kept (default 3, quick 1)")
-    parser.add_argument("--workers", type=int, default=2, help="worker processes of the parallel engine")
+    parser = argparse.ArgumentParser(prog="python3 bench/suite.py",
+                                     description=__doc__.split("\n\n")[0])
+    parser.add_argument("--quick", action="store_true", help="small workloads only (about a "
+                                                             "minute)")
+    parser.add_argument("--out", default="bench/results.json", help="where to write the figures "
+                                                                    "(JSON)")
+    parser.add_argument("--repeat", type=int, default=None, help="runs per workload, the fastest "
+                                                                 "kept (default 3, quick 1)")
+    parser.add_argument("--workers", type=int, default=2, help="worker processes of the parallel "
+                                                               "engine")
     parser.add_argument("--only", help="run only the workloads whose name contains this")
     parser.add_argument("--child", help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
@@ -295,18 +316,20 @@ def main(argv: list[str] | None = None) -> int:
         return 0
     repeat = args.repeat or (1 if args.quick else 3)
     report: dict[str, Any] = {
-        "machine": {"python": platform.python_version(), "cpus": os.cpu_count(), "platform": platform.platform()},
+        "machine": {"python": platform.python_version(), "cpus": os.cpu_count(),
+                    "platform": platform.platform()},
         "started": time.strftime("%Y-%m-%dT%H:%M:%S"),
     }
     if not args.only or "command" in args.only:
         head = command_vs_ceiling(7, 3)  # the issue's headline: RM=7, even in a quick run
         report["command_vs_ceiling"] = head
-        print(f"{head['name']}: command {head['command_seconds']:.2f} s, bare {head['bare_seconds']:.2f} s, "
-              f"ratio {head['command_over_bare']:.2f}"
-              + (f", {head['speedup_over_tlc']:.1f}x TLC's {TLC_SECONDS_RM7:g} s" if "speedup_over_tlc" in head else ""),
+        print(f"{head['name']}: command {head['command_seconds']:.2f} s, bare "
+              f"{head['bare_seconds']:.2f} s, ratio {head['command_over_bare']:.2f}"
+              + (f", {head['speedup_over_tlc']:.1f}x TLC's {TLC_SECONDS_RM7:g} "
+                 "s" if "speedup_over_tlc" in head else ""),
               flush=True)
-    print(f"{'workload':58} {'verdict':>12} {'distinct':>10} {'generated':>11} {'wall s':>8} {'states/s':>9} "
-          f"{'peak MB':>8} {'B/state':>7} {'arr':>4}")
+    print(f"{'workload':58} {'verdict':>12} {'distinct':>10} {'generated':>11} {'wall s':>8} "
+          f"{'states/s':>9} {'peak MB':>8} {'B/state':>7} {'arr':>4}")
     results = []
     for work in workloads(args.quick, args.workers):
         if args.only and args.only not in work.name:

@@ -8,7 +8,7 @@ as the engine expands them), then times, in CPU
 seconds of this process, the model's successors of those states and ``model.canonical`` of every
 successor (best of ``--repeat``), and counts how many successors were already canonical. The
 figures are merged into bench/results.json under ``symmetry_canonical``.
-"""
+"""  # noqa: E501
 
 from __future__ import annotations
 
@@ -75,15 +75,17 @@ def main() -> int:
     per_succ_us = canon / len(succs) * 1e6
     row = {
         "model": args.model, "consts": consts, "protocol": args.protocol, "states": len(states),
-        "successors": len(succs), "successors_cpu_us_per_successor": round(expand / len(succs) * 1e6, 2),
+        "successors": len(succs),
+        "successors_cpu_us_per_successor": round(expand / len(succs) * 1e6, 2),
         "canonical_cpu_us_per_successor": round(per_succ_us, 2),
-        "already_canonical": round(unchanged / len(succs), 3),
-        "load": round(os.getloadavg()[0], 2), "started": time.strftime("%Y-%m-%dT%H:%M:%S"),
+        "already_canonical": round(unchanged / len(succs), 3), "load": round(os.getloadavg()[0], 2),
+        "started": time.strftime("%Y-%m-%dT%H:%M:%S"),
     }
     print(json.dumps(row))
     path = Path(args.out)
     data = json.loads(path.read_text()) if path.exists() else {}
-    data.setdefault("symmetry_canonical", {})[f"{args.model} {args.protocol} {' '.join(consts)}"] = row
+    data.setdefault("symmetry_canonical", {})[f"{args.model} {args.protocol} "
+                                              f"{' '.join(consts)}"] = row
     path.write_text(json.dumps(data, indent=2) + "\n")
     return 0
 

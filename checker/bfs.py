@@ -1,21 +1,21 @@
 """The local breadth-first engine: level-synchronous, with a compact visited set.
 
-Each level expands the frontier in order, block by block (``checker.frontier``: a block of states
-is read back, expanded, and let go), keeping the first occurrence of each new fingerprint (so the
-result does not depend on how the level is split among blocks or workers). While the level is small (its
-fingerprints fit the objects a frontier store keeps, ``object_states``), one dictionary of the level's
-fingerprints (``_Level.seen``, about 80 bytes a fingerprint) drops a successor this level already found
-in the hot loop itself; past that, the level goes block-wise: its new fingerprints move to a
-``LevelFingerprints`` (8 bytes each) and a vectorised lookup after each block removes those this level
-already found. Either way, one vectorised lookup removes the successors visited at earlier levels, after
-each block, or after each batch of blocks (``_ABSORB_AT`` successors) while the level is one dictionary;
-the rest are the block's new states, in discovery order: their invariants are checked, their parent
-pointers noted and the states written to the next level's store. So a large level costs the visited set,
-the parent log and the two stores (compact past their budget), plus one block of Python objects, and a
-small one pays no numpy lookup against itself.
-The first violation found at a level is a shortest counterexample. The search state (visited set,
-parent log, counts, frontier) changes only when a whole level commits, which is what makes
-checkpoints and Ctrl-C safe: an abandoned level leaves nothing behind.
+Each level expands the frontier in order, block by block (``checker.frontier``: a block of states is
+read back, expanded, and let go), keeping the first occurrence of each new fingerprint (so the
+result does not depend on how the level is split among blocks or workers). While the level is small
+(its fingerprints fit the objects a frontier store keeps, ``object_states``), one dictionary of the
+level's fingerprints (``_Level.seen``, about 80 bytes a fingerprint) drops a successor this level
+already found in the hot loop itself; past that, the level goes block-wise: its new fingerprints
+move to a ``LevelFingerprints`` (8 bytes each) and a vectorised lookup after each block removes
+those this level already found. Either way, one vectorised lookup removes the successors visited at
+earlier levels, after each block, or after each batch of blocks (``_ABSORB_AT`` successors) while
+the level is one dictionary; the rest are the block's new states, in discovery order: their
+invariants are checked, their parent pointers noted and the states written to the next level's
+store. So a large level costs the visited set, the parent log and the two stores (compact past their
+budget), plus one block of Python objects, and a small one pays no numpy lookup against itself. The
+first violation found at a level is a shortest counterexample. The search state (visited set, parent
+log, counts, frontier) changes only when a whole level commits, which is what makes checkpoints and
+Ctrl-C safe: an abandoned level leaves nothing behind.
 
 The loop over the levels (stop conditions, budgets, checkpoints, Ctrl-C) is ``checker.levels``;
 ``LocalBFS`` gives it the level step (``_expand_level``) and its hooks (spill past half the memory
@@ -38,7 +38,14 @@ import numpy as np
 from checker import checkpoint as ckpt
 from checker import frontier as frontier_store
 from checker.frontier import FrontierStore, store_of
-from checker.levels import MEMORY_BUDGET, BudgetExceeded, LevelSearch, default_memory_budget_mb, rss_mb, run_levels
+from checker.levels import (
+    MEMORY_BUDGET,
+    BudgetExceeded,
+    LevelSearch,
+    default_memory_budget_mb,
+    rss_mb,
+    run_levels,
+)
 from checker.result import CheckResult, Discovery, OutDegree, collision_estimates
 from checker.safe_io import interrupts_deferred
 from checker.search import (
@@ -59,14 +66,17 @@ from spec.model import Model
 
 _CHECK_EVERY = 8192  # successors between two looks at the clock
 _PRUNE_AT = 131072  # new entries of a level's dictionary between two removals of the visited ones
-#: successors of a level kept as one dictionary looked up in the visited set at once (a block's lookup, 512
-#: states' successors, cost numpy's fixed price of each call: about 6% of two-phase's instructions)
+#: successors of a level kept as one dictionary looked up in the visited set at once (a block's
+#: lookup, 512 states' successors, cost numpy's fixed price of each call: about 6% of two-phase's
+#: instructions)
 _ABSORB_AT = 65536
-#: ... once past SPILL_AT of the memory budget: 16% less peak memory for 6% more CPU (bench/NOTES.md)
+#: ... once past SPILL_AT of the memory budget: 16% less peak memory for 6% more CPU
+#: (bench/NOTES.md)
 _PRUNE_AT_UNDER_PRESSURE = 16384
 _RSS_EVERY = 0.2  # seconds between two looks at the resident set size
-#: out-degrees collected (a list append a state in the hot loop) before they are counted into the histogram at
-#: once (numpy's bincount: a ``Counter`` a block cost two-phase RM=6 0.5% of its instructions)
+#: out-degrees collected (a list append a state in the hot loop) before they are counted into the
+#: histogram at once (numpy's bincount: a ``Counter`` a block cost two-phase RM=6 0.5% of its
+#: instructions)
 _FOLD_DEGREES_AT = 1 << 16
 _first, _second, _third = itemgetter(0), itemgetter(1), itemgetter(2)
 
@@ -96,12 +106,14 @@ def _action_id(table: ActionTable) -> Any:
 
 
 def action_ids(table: ActionTable, actions: list[Any]) -> np.ndarray:
-    """The ids of ``actions`` in ``table`` as int32, new ones interned in their order (the initial states' None: -1).
+    """The ids of ``actions`` in ``table`` as int32, new ones interned in their order (the initial
+    states' None: -1).
 
-    The actions of a level were nearly all interned at earlier levels: their ids are looked up in C (``dict.get``
-    mapped by ``np.fromiter``), and only a list with an action not interned yet (a None id: ``fromiter`` raises
-    TypeError) is mapped again through ``ActionTable.id``, which interns in order. Two Python calls a new state
-    less (two-phase RM=6: about 1% of the search's instructions, callgrind).
+    The actions of a level were nearly all interned at earlier levels: their ids are looked up in C
+    (``dict.get`` mapped by ``np.fromiter``), and only a list with an action not interned yet (a
+    None id: ``fromiter`` raises TypeError) is mapped again through ``ActionTable.id``, which
+    interns in order. Two Python calls a new state less (two-phase RM=6: about 1% of the search's
+    instructions, callgrind).
     """
     try:
         return np.fromiter(map(table.lookup(), actions), np.int32, len(actions))
@@ -115,18 +127,20 @@ def first_false(predicate: Any, items: list[Any]) -> int | None:
 
 
 class _Level:
-    """The level being built: its new fingerprints, parent pointers and violations, and its store."""
+    """The level being built: its new fingerprints, parent pointers and violations, and its
+    store."""
 
     def __init__(self, store: FrontierStore, base: int, seen: bool = False) -> None:
         self.store = store
         self.base = base  # global index of its first state
         self.count = 0
-        #: while the level is kept as one dictionary: the fingerprints its successors had in the batches absorbed
-        #: so far and in the batch being built (visited at earlier levels or not; empty during the first batch,
-        #: which is its own); None once it is block-wise (``fps``). It is the first batch's own dictionary (not a
-        #: copy of its keys, which cost two-phase RM=7 87 M of its 22.2 G search instructions), so it
-        #: holds that batch's entries until the level ends, at most ``_ABSORB_AT`` of them; the later batches' new
-        #: fingerprints are added to it with None
+        #: while the level is kept as one dictionary: the fingerprints its successors had in the
+        #: batches absorbed so far and in the batch being built (visited at earlier levels or not;
+        #: empty during the first batch, which is its own); None once it is block-wise (``fps``). It
+        #: is the first batch's own dictionary (not a copy of its keys, which cost two-phase RM=7 87
+        #: M of its 22.2 G search instructions), so it holds that batch's entries until the level
+        #: ends, at most ``_ABSORB_AT`` of them; the later batches' new fingerprints are added to it
+        #: with None
         self.seen: dict[int, Any] | None = {} if seen else None
         #: the level's new fingerprints, once block-wise
         self.fps = LevelFingerprints()
@@ -149,19 +163,19 @@ def _blocks(frontier: Any) -> Any:
 SPILL_AT = 0.5
 #: share of the memory budget the two frontier stores (the frontier and the level being built) may
 #: hold in memory together, half each; past it a store writes its blocks to disk. A store keeps its
-#: first states as Python objects (``FRONTIER_OBJECT_SHARE``) and pools or encodes the others, all of
-#: them once the run is past ``SPILL_AT`` of its budget.
+#: first states as Python objects (``FRONTIER_OBJECT_SHARE``) and pools or encodes the others, all
+#: of them once the run is past ``SPILL_AT`` of its budget.
 FRONTIER_SHARE = 0.25
 #: False: every block of the frontier is encoded from the first level on (``bench/memory_bench.py``)
 FRONTIER_OBJECTS = True
-#: share of the memory budget the two stores may hold as Python objects together (half each, counted at
-#: ``frontier.OBJECT_BYTES`` a state): a level that fits costs no encoding at all, a level past it pools (or
-#: encodes) its later blocks. Pooling is for runs whose memory needs it: the generic msgpack encoding of a
-#: model with no parts (Kafka's TLA+ specifications) cost tla:Kip320 R2L3M3E3 four times the CPU of its
-#: search (13.2 against 3.3 s, levels of at most 15,848 states), and the pooled one about 3.5 us a Kafka
-#: state. With the default budget (80% of a 23 GB machine) a store keeps about a million states as objects;
-#: the largest levels of a 36-million-orbit run are pooled past that (bench/NOTES.md, "Frontier objects by
-#: the memory budget").
+#: share of the memory budget the two stores may hold as Python objects together (half each, counted
+#: at ``frontier.OBJECT_BYTES`` a state): a level that fits costs no encoding at all, a level past
+#: it pools (or encodes) its later blocks. Pooling is for runs whose memory needs it: the generic
+#: msgpack encoding of a model with no parts (Kafka's TLA+ specifications) cost tla:Kip320 R2L3M3E3
+#: four times the CPU of its search (13.2 against 3.3 s, levels of at most 15,848 states), and the
+#: pooled one about 3.5 us a Kafka state. With the default budget (80% of a 23 GB machine) a store
+#: keeps about a million states as objects; the largest levels of a 36-million-orbit run are pooled
+#: past that (bench/NOTES.md, "Frontier objects by the memory budget").
 FRONTIER_OBJECT_SHARE = 1 / 16
 #: a fixed count of objects a store instead of the share (None: the share; ``bench/memory_bench.py
 #: --object-states`` measures the memory a fixed count gives)
@@ -173,11 +187,13 @@ PARENTS_ON_DISK = True
 
 
 def object_states(memory_budget_mb: float) -> float:
-    """States each of the two frontier stores keeps as Python objects under a memory budget of this many MB:
-    ``FRONTIER_OBJECT_STATES`` when set, else its half of ``FRONTIER_OBJECT_SHARE`` of the budget."""
+    """States each of the two frontier stores keeps as Python objects under a memory budget of this
+    many MB: ``FRONTIER_OBJECT_STATES`` when set, else its half of ``FRONTIER_OBJECT_SHARE`` of the
+    budget."""
     if FRONTIER_OBJECT_STATES is not None:
         return FRONTIER_OBJECT_STATES
-    return memory_budget_mb * 2**20 * FRONTIER_OBJECT_SHARE / 2 / frontier_store.OBJECT_BYTES  # inf: no budget
+    # inf: no budget
+    return memory_budget_mb * 2**20 * FRONTIER_OBJECT_SHARE / 2 / frontier_store.OBJECT_BYTES
 
 
 class LocalBFS(LevelSearch):
@@ -198,9 +214,11 @@ class LocalBFS(LevelSearch):
         self.coverage: Counter | None = Counter() if options.coverage else None
         #: out-degree -> states expanded with it, for those folded in (``_degrees``: all of them)
         self._degree_counts: dict[int, int] = {}
-        self._degree_list: list[int] = []  # the out-degree of each state expanded since the last fold
+        # the out-degree of each state expanded since the last fold
+        self._degree_list: list[int] = []
         self._discovered: dict[str, Discovery] = {}
-        #: the form states are stored in: symmetry's canonical form, dead messages dropped (``search_canonical``)
+        #: the form states are stored in: symmetry's canonical form, dead messages dropped
+        #: (``search_canonical``)
         self.canonical = search_canonical(model, options)
         self.successor_view = SuccessorView(model, self.symmetry, self.canonical)
 
@@ -265,7 +283,8 @@ class LocalBFS(LevelSearch):
         st.elapsed = self.elapsed()
         ckpt.save(path, self.model, self.options, st)
 
-    def finish(self, st: SearchState, reason: str | None, checkpoint_file: str | None) -> CheckResult:
+    def finish(self, st: SearchState, reason: str | None, checkpoint_file: str
+               | None) -> CheckResult:
         elapsed = self.elapsed()
         self._report(st, elapsed, force=True)
         return self._result(st, elapsed, reason, checkpoint_file)
@@ -280,13 +299,14 @@ class LocalBFS(LevelSearch):
         st.log.spill(self._spill_dir())
 
     def _spill_dir(self) -> str | None:
-        """Where the parent log and the frontier stores spill: beside the checkpoint, or the system's
-        temporary directory (the files are anonymous: unlinked as they are created)."""
+        """Where the parent log and the frontier stores spill: beside the checkpoint, or the
+        system's temporary directory (the files are anonymous: unlinked as they are created)."""
         path = self.options.checkpoint_path
         return os.path.dirname(os.path.abspath(path)) if path else None
 
     def _new_store(self, expanding: Any = None) -> FrontierStore:
-        """The store of the next level; ``expanding``: the frontier it is built from (its pools are shared)."""
+        """The store of the next level; ``expanding``: the frontier it is built from (its pools are
+        shared)."""
         return FrontierStore(self.model, self.store_budget, self._spill_dir(),
                              keep_objects=FRONTIER_OBJECTS and not self.under_pressure,
                              object_states=self.object_states,
@@ -309,7 +329,8 @@ class LocalBFS(LevelSearch):
             return
         for name in st.found:
             if name not in self._discovered:
-                self._discovered[name] = Discovery(self._distinct_so_far(st), st.generated, st.depth)
+                self._discovered[name] = Discovery(self._distinct_so_far(st), st.generated,
+                                                   st.depth)
 
     def _distinct_so_far(self, st: SearchState) -> int:
         return len(st.log)
@@ -343,22 +364,26 @@ class LocalBFS(LevelSearch):
         held = interrupts_deferred()
         try:
             index = st.frontier_base
-            batch: dict[int, tuple] | None = None  # while the level is one dictionary: blocks not absorbed yet
+            # while the level is one dictionary: blocks not absorbed yet
+            batch: dict[int, tuple] | None = None
             for block in _blocks(st.frontier):
-                self._level_new = level.count  # for the progress reports (``_expand`` adds its pending ones)
+                # for the progress reports (``_expand`` adds its pending ones)
+                self._level_new = level.count
                 if level.seen is None:
                     fresh = self._expand(st, block, index, st.generated)
                     index += len(block)
                     self._absorb(st, level, fresh)
                     continue
-                # the first batch is its own ``seen``; a later one is added to the earlier ones' fingerprints too
+                # the first batch is its own ``seen``; a later one is added to the earlier ones'
+                # fingerprints too
                 batch = self._expand(st, block, index, st.generated, level.seen or None, batch)
                 index += len(block)
                 size = len(level.seen) if level.seen else len(batch)
                 outgrown = size > self.object_states or not self._level_as_dictionary()
                 if outgrown or len(batch) >= _ABSORB_AT:
                     self._absorb(st, level, batch)
-                    if not outgrown and not level.seen:  # the first batch's dictionary is the level's from now on
+                    # the first batch's dictionary is the level's from now on
+                    if not outgrown and not level.seen:
                         level.seen = batch
                     batch = None
                 if outgrown:
@@ -382,15 +407,17 @@ class LocalBFS(LevelSearch):
             held.__exit__(None, None, None)
 
     def _expand(self, st: SearchState, frontier: list[Any], index: int, generated_before: int,
-                seen: dict[int, None] | None = None, fresh: dict[int, tuple] | None = None) -> dict[int, tuple]:
+                seen: dict[int, None] | None = None, fresh: dict[int, tuple]
+                | None = None) -> dict[int, tuple]:
         """Expand ``frontier`` (whose first state has global index ``index``) in order.
 
-        Returns fingerprint -> (state, parent global index, action) for the first occurrence of
-        each successor fingerprint, in discovery order, and adds the successors computed to
-        ``st.generated``. This is the hot loop: one hash and one dict lookup a successor.
-        ``seen``: the fingerprints the level had before this call (``_Level.seen``), which are left out and
-        to which this call's are added; None: only the first occurrence within this call counts.
-        ``fresh``: a dictionary to add the new ones to (a batch of blocks, with ``seen``), else a new one.
+        Returns fingerprint -> (state, parent global index, action) for the first occurrence of each
+        successor fingerprint, in discovery order, and adds the successors computed to
+        ``st.generated``. This is the hot loop: one hash and one dict lookup a successor. ``seen``:
+        the fingerprints the level had before this call (``_Level.seen``), which are left out and to
+        which this call's are added; None: only the first occurrence within this call counts.
+        ``fresh``: a dictionary to add the new ones to (a batch of blocks, with ``seen``), else a
+        new one.
         """
         model = self.model
         successors = model.successors
@@ -399,8 +426,9 @@ class LocalBFS(LevelSearch):
         check_deadlock = self.options.check_deadlock and st.deadlock is None
         edges = st.edges
         only_canonical = within is None and canonical is not None and edges is None
-        # no bounds, symmetry or graph: every successor is kept as it is (``kept`` hands back the list), and the
-        # loop needs neither the call nor a look at ``edges`` a successor (3% of two-phase's instructions)
+        # no bounds, symmetry or graph: every successor is kept as it is (``kept`` hands back the
+        # list), and the loop needs neither the call nor a look at ``edges`` a successor (3% of
+        # two-phase's instructions)
         every = within is None and canonical is None and edges is None
         cover = self.coverage
         kept = self.successor_view.kept
@@ -411,7 +439,8 @@ class LocalBFS(LevelSearch):
             seen = fresh
         checked = 0  # entries of ``fresh`` known not to be visited yet (the first ones)
         generated = 0
-        degrees = self._degree_list  # out-degree of each state expanded (folded into ``_degrees`` now and then)
+        # out-degree of each state expanded (folded into ``_degrees`` now and then)
+        degrees = self._degree_list
         # every _CHECK_EVERY successors counted over the whole run, not from this call: a level is
         # expanded in many small calls (one a block)
         next_check = _CHECK_EVERY - generated_before % _CHECK_EVERY
@@ -431,7 +460,8 @@ class LocalBFS(LevelSearch):
                         fresh[fp] = (succ, index, act)
                         if mark:
                             seen[fp] = None
-            elif only_canonical:  # --symmetry without bounds or a graph: 10% fewer instructions than kept (SuccessorView)
+            # --symmetry without bounds or a graph: 10% fewer instructions than kept (SuccessorView)
+            elif only_canonical:
                 for pair in succs:
                     succ = pair[1]
                     raw = hash(succ)
@@ -468,14 +498,14 @@ class LocalBFS(LevelSearch):
         return fresh
 
     def _level_as_dictionary(self) -> bool:
-        """Whether a level starts (or stays) as one dictionary of its fingerprints: while its states are kept as
-        objects, not past ``SPILL_AT`` of the memory budget (the dictionary's size is bounded by the same
-        ``object_states`` as a frontier store's objects: ``_go_block_wise``)."""
+        """Whether a level starts (or stays) as one dictionary of its fingerprints: while its states
+        are kept as objects, not past ``SPILL_AT`` of the memory budget (the dictionary's size is
+        bounded by the same ``object_states`` as a frontier store's objects: ``_go_block_wise``)."""
         return FRONTIER_OBJECTS and not self.under_pressure and self.object_states > 0
 
     def _go_block_wise(self, level: _Level) -> None:
-        """The level's dictionary outgrew ``object_states`` fingerprints (or memory is short): its new
-        fingerprints go to a ``LevelFingerprints`` and the dictionary is let go."""
+        """The level's dictionary outgrew ``object_states`` fingerprints (or memory is short): its
+        new fingerprints go to a ``LevelFingerprints`` and the dictionary is let go."""
         if level.new_fps:
             level.fps.add(np.concatenate(level.new_fps))
         level.seen = None
@@ -498,12 +528,14 @@ class LocalBFS(LevelSearch):
             return
         fps = np.fromiter(fresh.keys(), dtype=np.int64, count=len(fresh))
         new_mask = ~st.visited.contains(fps)
-        if level.seen is None and len(level.fps):  # (kept as a dictionary: ``_expand`` left them out)
+        # (kept as a dictionary: ``_expand`` left them out)
+        if level.seen is None and len(level.fps):
             unvisited = np.flatnonzero(new_mask)
             new_mask[unvisited[level.fps.contains(fps[unvisited])]] = False
         values = list(fresh.values())
         del fresh
-        entries = values if new_mask.all() else list(map(values.__getitem__, np.flatnonzero(new_mask).tolist()))
+        entries = (values if new_mask.all()
+                   else list(map(values.__getitem__, np.flatnonzero(new_mask).tolist())))
         del values
         if not entries:
             return
@@ -513,7 +545,8 @@ class LocalBFS(LevelSearch):
         level.actions.append(action_ids(st.actions, list(map(_third, entries))))
         del entries
         for name, index in self._check_invariants(st, states, level.base + level.count).items():
-            level.found.setdefault(name, index)  # blocks come in order: the first one found is the first
+            # blocks come in order: the first one found is the first
+            level.found.setdefault(name, index)
         if level.seen is None:
             level.fps.add(new_fps)
         level.new_fps.append(new_fps)
@@ -521,10 +554,13 @@ class LocalBFS(LevelSearch):
         level.store.extend(states)
 
     def _commit(self, st: SearchState, level: _Level) -> None:
-        """The level becomes the frontier: the visited set, the parent log and the violations grow."""
+        """The level becomes the frontier: the visited set, the parent log and the violations
+        grow."""
         if level.count:
-            st.visited.add(level.fps.sorted() if level.seen is None else np.concatenate(level.new_fps))
-            st.log.append(np.concatenate(level.new_fps), np.concatenate(level.parents), np.concatenate(level.actions))
+            st.visited.add(level.fps.sorted() if level.seen is None
+                           else np.concatenate(level.new_fps))
+            st.log.append(np.concatenate(level.new_fps), np.concatenate(level.parents),
+                          np.concatenate(level.actions))
             st.depth += 1
         for name, index in level.found.items():
             st.found.setdefault(name, index)
@@ -554,33 +590,42 @@ class LocalBFS(LevelSearch):
         now = time.monotonic()
         elapsed = now - self._started
         if self.options.max_seconds is not None and elapsed > self.options.max_seconds:
-            raise BudgetExceeded(f"time budget of {self.options.max_seconds:g} s ran out at depth {st.depth}")
+            raise BudgetExceeded(f"time budget of {self.options.max_seconds:g} s ran out at depth "
+                                 f"{st.depth}")
         if now - getattr(self, "_last_rss", 0.0) >= _RSS_EVERY:
             self._last_rss = now
             if rss_mb() > self.memory_budget:
-                    raise BudgetExceeded(f"{MEMORY_BUDGET} of {self.memory_budget:.0f} MB ran out at depth {st.depth}")
-        if self.options.progress and now - getattr(self, "_last_report", 0.0) >= self.options.progress_every:
+                    raise BudgetExceeded(f"{MEMORY_BUDGET} of {self.memory_budget:.0f} MB ran out "
+                                         f"at depth {st.depth}")
+        if (self.options.progress and now - getattr(self, "_last_report", 0.0)
+            >= self.options.progress_every):
             self._last_report = now
             distinct = len(st.log) + getattr(self, "_level_new", 0) + pending
-            self.options.progress(Progress(st.depth + 1, generated, distinct, len(st.frontier), elapsed))
+            self.options.progress(Progress(st.depth + 1, generated, distinct, len(st.frontier),
+                                           elapsed))
 
     def _report(self, st: SearchState, elapsed: float, force: bool = False) -> None:
         if self.options.progress:
             self._last_report = time.monotonic()
-            self.options.progress(Progress(st.depth, st.generated, len(st.log), len(st.frontier), elapsed))
+            self.options.progress(Progress(st.depth, st.generated, len(st.log), len(st.frontier),
+                                           elapsed))
 
     # -- the result ------------------------------------------------------------------------------
-    def _result(self, st: SearchState, elapsed: float, reason: str | None, checkpoint_file: str | None) -> CheckResult:
+    def _result(self, st: SearchState, elapsed: float, reason: str | None, checkpoint_file: str
+                | None) -> CheckResult:
         if self.options.observer is not None:
             self.options.observer.finished(st)
 
         def trace_of(index: int, name: str, why: Any) -> Any:
-            return rebuild_trace(self.model, st.log.path_to(index), st.actions.actions, self.options, name, why)
+            return rebuild_trace(self.model, st.log.path_to(index), st.actions.actions,
+                                 self.options, name, why)
 
-        result = search_result(self.model, self.invariants, found=st.found, deadlock=st.deadlock, trace_of=trace_of,
-                               distinct_states=len(st.log), states_generated=st.generated, depth=st.depth,
-                               seconds=elapsed, reason=reason, engine=self.engine, discovered=self._discovered,
-                               symmetry=self.symmetry, queue=len(st.frontier), checkpoint_file=checkpoint_file)
+        result = search_result(self.model, self.invariants, found=st.found, deadlock=st.deadlock,
+                               trace_of=trace_of, distinct_states=len(st.log),
+                               states_generated=st.generated, depth=st.depth, seconds=elapsed,
+                               reason=reason, engine=self.engine, discovered=self._discovered,
+                               symmetry=self.symmetry, queue=len(st.frontier),
+                               checkpoint_file=checkpoint_file)
         if st.edges is not None:
             result.graph = (st.log, st.edges, st.actions)
         if self.options.reduce == "dead":
@@ -592,7 +637,8 @@ class LocalBFS(LevelSearch):
 
     def _add_statistics(self, st: SearchState, result: CheckResult) -> None:
         """Fingerprint collision estimates, out-degree and (``--coverage``) action counts."""
-        fps = st.visited.array if len(st.visited) == len(st.log) else None  # the parallel parent keeps none
+        # the parallel parent keeps none
+        fps = st.visited.array if len(st.visited) == len(st.log) else None
         result.collision = collision_estimates(len(st.log), st.generated, fps)
         if self._degrees and not self.options.resume_from:
             result.out_degree = OutDegree.of(self._degrees)
@@ -607,13 +653,14 @@ def check(model: Model, options: SearchOptions | None = None) -> CheckResult:
 
 @dataclass(frozen=True)
 class LocalOptions:
-    """The local engine's options: none (it runs in this process; ``--workers N`` is the parallel engine's)."""
+    """The local engine's options: none (it runs in this process; ``--workers N`` is the parallel
+    engine's)."""
 
 
 def run_engine(model: Model, options: SearchOptions, engine_options: LocalOptions) -> CheckResult:
-    """``--engine bfs``: the search in this process, on the model's compiled kernel when ``options.kernel`` asks for
-    it and the kernel can run it (``checker.kernel``), else on the readable model; ``result.extra["path"]`` says
-    which ran (and why not the kernel)."""
+    """``--engine bfs``: the search in this process, on the model's compiled kernel when
+    ``options.kernel`` asks for it and the kernel can run it (``checker.kernel``), else on the
+    readable model; ``result.extra["path"]`` says which ran (and why not the kernel)."""
     if options.kernel == "off":
         return check(model, options)
     from checker import kernel

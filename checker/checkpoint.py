@@ -36,8 +36,21 @@ from typing import Any
 import numpy as np
 
 from checker.codec import Codec
-from checker.safe_io import MAX_CHECKPOINT_BYTES, atomic_write, interrupts_deferred, read_file, unpack_msgpack
-from checker.search import CHECKER_VERSION, ActionTable, SearchOptions, SearchState, rebuild_trace, uses_bounds
+from checker.safe_io import (
+    MAX_CHECKPOINT_BYTES,
+    atomic_write,
+    interrupts_deferred,
+    read_file,
+    unpack_msgpack,
+)
+from checker.search import (
+    CHECKER_VERSION,
+    ActionTable,
+    SearchOptions,
+    SearchState,
+    rebuild_trace,
+    uses_bounds,
+)
 from checker.visited import FingerprintSet, ParentLog
 from spec.errors import BadFileError, KmcError, ModelError, WrongModelError
 from spec.model import Action, Model
@@ -58,8 +71,9 @@ def _identity(model: Model, options: SearchOptions) -> dict[str, Any]:
         "invariants": sorted(inv.name for inv in options.invariants),
         "symmetry": bool(options.symmetry),
         "deadlock": bool(options.check_deadlock),
-        # a reduced search's states are not the full search's (``--reduce dead`` stores them without dead messages):
-        # its checkpoint is refused by a run without the reduction; a run without one keeps its identity as it was
+        # a reduced search's states are not the full search's (``--reduce dead`` stores them without
+        # dead messages): its checkpoint is refused by a run without the reduction; a run without
+        # one keeps its identity as it was
         **({"reduce": options.reduce} if options.reduce != "none" else {}),
     }
 
@@ -110,7 +124,8 @@ def pack(header: dict[str, Any], payload: dict[str, Any]) -> bytes:
 
 
 def unpack(data: bytes, where: str = "checkpoint") -> tuple[dict[str, Any], dict[str, Any]]:
-    """(header, payload) of a checkpoint file whose magic, version and digest are right; no validation."""
+    """(header, payload) of a checkpoint file whose magic, version and digest are right; no
+    validation."""
     return _open(data, where)
 
 
@@ -127,21 +142,23 @@ def load(path: str, model: Model, options: SearchOptions) -> SearchState:
 
 
 def identity_difference(got: Any, want: dict[str, Any], limit: int = 6) -> str:
-    """What differs between a saved run's identity and this one's, briefly: ``protocol: saved "kraft-4.1", here
-    "2.1.0"; constants.alters: saved 2, here absent`` (plain fields first, at most ``limit`` items; the saved
-    side may be anything a file held)."""
+    """What differs between a saved run's identity and this one's, briefly:
+    ``protocol: saved "kraft-4.1", here "2.1.0"; constants.alters: saved 2, here absent`` (plain
+    fields first, at most ``limit`` items; the saved side may be anything a file held)."""
     if not isinstance(got, dict):
         return "its identity is not a run description"
     items = []
     keys = sorted(set(got) | set(want), key=str)
-    for key in sorted(keys, key=lambda k: isinstance(want.get(k), dict) or isinstance(got.get(k), dict)):
+    for key in sorted(keys, key=lambda k: isinstance(want.get(k), dict)
+                      or isinstance(got.get(k), dict)):
         saved, here = got.get(key, _ABSENT), want.get(key, _ABSENT)
         if saved == here:
             continue
         if isinstance(saved, dict) and isinstance(here, dict):
             for sub in sorted(set(saved) | set(here), key=str):
                 if saved.get(sub, _ABSENT) != here.get(sub, _ABSENT):
-                    items.append(f"{key}.{sub}: saved {_short(saved.get(sub, _ABSENT))}, here {_short(here.get(sub, _ABSENT))}")
+                    items.append(f"{key}.{sub}: saved {_short(saved.get(sub, _ABSENT))}, here "
+                                 f"{_short(here.get(sub, _ABSENT))}")
         else:
             items.append(f"{key}: saved {_short(saved)}, here {_short(here)}")
     more = f"; and {len(items) - limit} more" if len(items) > limit else ""
@@ -156,28 +173,34 @@ def _short(value: Any, width: int = 40) -> str:
     return text if len(text) <= width else text[: width - 3] + "..."
 
 
-def loads(data: bytes, model: Model, options: SearchOptions, where: str = "checkpoint") -> SearchState:
+def loads(data: bytes, model: Model, options: SearchOptions,
+          where: str = "checkpoint") -> SearchState:
     header, payload = _open(data, where)
     want = _identity(model, options)
     got = header.get("identity")
     if got != _plain(want):
-        raise WrongModelError(f"checkpoint {where} was written for another run ({identity_difference(got, _plain(want))}); "
+        raise WrongModelError(f"checkpoint {where} was written for another run "
+                              f"({identity_difference(got, _plain(want))}); "
                               "resume with the same model, constants and options")
     try:
         state = _validate(payload, model, options, where)
-        # the header repeats the counts: a payload count changed alone (behind a recomputed digest) disagrees
+        # the header repeats the counts: a payload count changed alone (behind a recomputed digest)
+        # disagrees
         summary = {"distinct": len(state.log), "depth": state.depth, "generated": state.generated,
                    "queue": len(state.frontier)}
         for key, value in summary.items():
             if header.get(key) != value:
-                raise _bad(where, f"is inconsistent (its header says {key} {header.get(key)!r}, its payload {value})")
+                raise _bad(where, f"is inconsistent (its header says {key} {header.get(key)!r}, "
+                           f"its payload {value})")
         return state
     except BadFileError:
         raise
     except WrongModelError:
         raise
-    except (KmcError, KeyError, TypeError, ValueError, AttributeError, IndexError, OverflowError, RecursionError) as exc:
-        raise _bad(where, f"does not fit model {model.name} ({type(exc).__name__}: {exc})") from None
+    except (KmcError, KeyError, TypeError, ValueError, AttributeError, IndexError, OverflowError,
+            RecursionError) as exc:
+        raise _bad(where, f"does not fit model {model.name} ({type(exc).__name__}: "
+                   f"{exc})") from None
 
 
 def _plain(value: Any) -> Any:
@@ -190,21 +213,26 @@ def _plain(value: Any) -> Any:
 
 
 def _bad(where: str, message: str) -> BadFileError:
-    return BadFileError(f"checkpoint {where} {message}; it cannot be resumed (start the run again without --resume)")
+    return BadFileError(f"checkpoint {where} {message}; it cannot be resumed (start the run again "
+                        "without --resume)")
 
 
 def _open(data: bytes, where: str) -> tuple[dict[str, Any], dict[str, Any]]:
     """Check magic, version and digest; unpack the header and the payload."""
-    if data[:1] in (b"\x80", b"\x81", b"\x82", b"\x83", b"\x84", b"\x85", b"\x86", b"\x87") or data[:1] == b"\xde":
+    if (data[:1] in (b"\x80", b"\x81", b"\x82", b"\x83", b"\x84", b"\x85", b"\x86", b"\x87")
+        or data[:1] == b"\xde"):
         if b"kmc-checkpoint" in data[:64]:
-            raise BadFileError(f"checkpoint {where} was written by an older kmc (format 1, no checksum); "
+            raise BadFileError(f"checkpoint {where} was written by an older kmc (format 1, no "
+                               "checksum); "
                                "start the run again without --resume")
     prefix_size = _PREFIX.size
     if len(data) < prefix_size or data[:8] != FILE_MAGIC:
-        raise BadFileError(f"{where} is not a kmc checkpoint (no KMC-CKPT header); give a file written by --checkpoint")
+        raise BadFileError(f"{where} is not a kmc checkpoint (no KMC-CKPT header); give a file "
+                           "written by --checkpoint")
     _magic, version, digest, head_len = _PREFIX.unpack_from(data)
     if version != FORMAT:
-        raise BadFileError(f"checkpoint {where} has format version {version}, this kmc reads {FORMAT}; "
+        raise BadFileError(f"checkpoint {where} has format version {version}, this kmc reads "
+                           f"{FORMAT}; "
                            "start the run again without --resume")
     body = memoryview(data)[prefix_size - 4:]
     if _digest(body) != digest:
@@ -212,13 +240,15 @@ def _open(data: bytes, where: str) -> tuple[dict[str, Any], dict[str, Any]]:
     if prefix_size + head_len > len(data):
         raise _bad(where, "is inconsistent (header longer than the file)")
     try:
-        header = unpack_msgpack(bytes(data[prefix_size:prefix_size + head_len]), where=f"checkpoint {where}")
+        header = unpack_msgpack(bytes(data[prefix_size:prefix_size + head_len]),
+                                where=f"checkpoint {where}")
         payload = unpack_msgpack(bytes(data[prefix_size + head_len:]), where=f"checkpoint {where}")
     except BadFileError:
         raise
     except Exception as exc:  # msgpack raises many types on malformed input
         raise _bad(where, f"is corrupt ({type(exc).__name__})") from None
-    if not isinstance(header, dict) or header.get("format") != MAGIC or header.get("version") != FORMAT:
+    if (not isinstance(header, dict) or header.get("format") != MAGIC or header.get("version")
+        != FORMAT):
         raise _bad(where, "has a malformed header")
     if not isinstance(payload, dict):
         raise _bad(where, "has a malformed payload")
@@ -228,7 +258,8 @@ def _open(data: bytes, where: str) -> tuple[dict[str, Any], dict[str, Any]]:
 def _int(payload: dict[str, Any], key: str, where: str, low: int = 0, high: int = MAX_COUNT) -> int:
     value = payload.get(key)
     if not isinstance(value, int) or isinstance(value, bool) or not low <= value <= high:
-        raise _bad(where, f"has an impossible {key} ({value!r}; expected an integer from {low} to {high})")
+        raise _bad(where, f"has an impossible {key} ({value!r}; expected an integer from {low} to "
+                   f"{high})")
     return value
 
 
@@ -262,15 +293,17 @@ def _levels(parents: np.ndarray, where: str) -> list[tuple[int, int]]:
         outside = (rest < prev_start) | (rest >= prev_end)
         end = start + (int(np.argmax(outside)) if outside.any() else int(rest.size))
         if end == start:
-            raise _bad(where, f"has a parent pointer out of place at entry {start} (not a state of the level before)")
+            raise _bad(where, f"has a parent pointer out of place at entry {start} (not a state of "
+                       "the level before)")
         levels.append((start, end))
         start = end
     return levels
 
 
-def _validate(payload: dict[str, Any], model: Model, options: SearchOptions, where: str) -> SearchState:
-    """The search state a checkpoint's payload holds, each part checked against the others and against the model
-    (``_bad``: one line naming what is wrong)."""
+def _validate(payload: dict[str, Any], model: Model, options: SearchOptions,
+              where: str) -> SearchState:
+    """The search state a checkpoint's payload holds, each part checked against the others and
+    against the model (``_bad``: one line naming what is wrong)."""
     visited_arr, fps, parents, acts, actions, levels = _validated_log(payload, where)
     n = int(fps.size)
     depth = _int(payload, "depth", where)
@@ -278,11 +311,13 @@ def _validate(payload: dict[str, Any], model: Model, options: SearchOptions, whe
         raise _bad(where, f"has depth {depth} but its parent log has {len(levels)} levels")
     generated = _int(payload, "generated", where, low=n)
     elapsed = payload.get("elapsed")
-    if not isinstance(elapsed, float | int) or isinstance(elapsed, bool) or not (math.isfinite(elapsed) and elapsed >= 0):
+    if (not isinstance(elapsed, float | int) or isinstance(elapsed, bool)
+        or not (math.isfinite(elapsed) and elapsed >= 0)):
         raise _bad(where, f"has an impossible elapsed time ({elapsed!r})")
     frontier_base = _int(payload, "frontier_base", where, high=n)
     raw_frontier = payload.get("frontier")
-    if not isinstance(raw_frontier, list) or not all(isinstance(raw, bytes) for raw in raw_frontier):
+    if (not isinstance(raw_frontier, list)
+        or not all(isinstance(raw, bytes) for raw in raw_frontier)):
         raise _bad(where, "has a malformed frontier")
     if frontier_base + len(raw_frontier) != n:
         raise _bad(where, "is inconsistent (the frontier does not end the parent log)")
@@ -315,9 +350,10 @@ def _validate(payload: dict[str, Any], model: Model, options: SearchOptions, whe
     )
 
 
-def _validated_log(payload: dict[str, Any], where: str) -> tuple[Any, Any, Any, Any, list[Action], list]:
-    """The visited set, the parent log (fingerprints, parents, action ids), the action table and the log's levels,
-    each consistent with the others."""
+def _validated_log(payload: dict[str, Any], where: str) -> tuple[Any, Any, Any, Any, list[Action],
+                                                                 list]:
+    """The visited set, the parent log (fingerprints, parents, action ids), the action table and the
+    log's levels, each consistent with the others."""
     visited_arr = _array(payload, "visited", "<i8", where)
     fps = _array(payload, "log_fps", "<i8", where)
     parents = _array(payload, "log_parents", "<i4", where)
@@ -338,15 +374,16 @@ def _validated_log(payload: dict[str, Any], where: str) -> tuple[Any, Any, Any, 
     levels = _levels(parents, where)
     if n:
         first_end = levels[0][1]
-        if (acts[:first_end] != -1).any() or (acts[first_end:] < 0).any() or (acts >= len(actions)).any():
+        if ((acts[:first_end] != -1).any() or (acts[first_end:] < 0).any()
+            or (acts >= len(actions)).any()):
             raise _bad(where, "has an action id out of range in its parent log")
     return visited_arr, fps, parents, acts, actions, levels
 
 
 def _validated_findings(payload: dict[str, Any], options: SearchOptions, n: int,
                         where: str) -> tuple[dict[str, int], int | None]:
-    """The violations (invariant -> index in the log) and the deadlock the checkpoint records, at possible places
-    and of invariants this run checks."""
+    """The violations (invariant -> index in the log) and the deadlock the checkpoint records, at
+    possible places and of invariants this run checks."""
     found_raw = payload.get("found")
     if not isinstance(found_raw, dict):
         raise _bad(where, "has a malformed list of violations")
@@ -359,14 +396,15 @@ def _validated_findings(payload: dict[str, Any], options: SearchOptions, n: int,
             raise _bad(where, f"records the violation of {name} at an impossible index {index!r}")
         found[name] = index
     deadlock = payload.get("deadlock")
-    if deadlock is not None and (not isinstance(deadlock, int) or isinstance(deadlock, bool) or not 0 <= deadlock < n
+    if deadlock is not None and (not isinstance(deadlock, int) or isinstance(deadlock, bool)
+                                 or not 0 <= deadlock < n
                                  or not options.check_deadlock):
         raise _bad(where, f"records a deadlock at an impossible index {deadlock!r}")
     return found, deadlock
 
 
-def _validated_frontier(model: Model, options: SearchOptions, raw_frontier: list[bytes], expected: Any,
-                        where: str) -> list[Any]:
+def _validated_frontier(model: Model, options: SearchOptions, raw_frontier: list[bytes],
+                        expected: Any, where: str) -> list[Any]:
     """The frontier: decodes to the model's types, has the recorded fingerprints, within bounds."""
     types = tuple(model.state_types())
     codec = Codec(types)
@@ -375,25 +413,32 @@ def _validated_frontier(model: Model, options: SearchOptions, raw_frontier: list
     bounded = uses_bounds(model)
     for i, state in enumerate(frontier):
         if types and type(state) not in types:
-            raise _bad(where, f"has a frontier state of type {type(state).__name__}, not one of model {model.name}'s")
-        if hash(state) != int(expected[i]) or (canonical is not None and hash(canonical(state)) != int(expected[i])):
-            raise _bad(where, f"has frontier state {i} with another fingerprint than its parent log records")
+            raise _bad(where, f"has a frontier state of type {type(state).__name__}, not one of "
+                       f"model {model.name}'s")
+        if (hash(state) != int(expected[i]) or (canonical is not None and hash(canonical(state))
+                                                != int(expected[i]))):
+            raise _bad(where, f"has frontier state {i} with another fingerprint than its parent "
+                       "log records")
         if bounded and not model.within_bounds(state):
             raise _bad(where, f"has frontier state {i} outside the model's bounds")
     return frontier
 
 
-def _replay_recorded_paths(model: Model, options: SearchOptions, log: ParentLog, n: int, actions: list[Action],
-                           found: dict[str, int], deadlock: int | None, where: str) -> None:
-    """The recorded paths replay in the model: every violation, the deadlock and a sample spread over the log."""
+def _replay_recorded_paths(model: Model, options: SearchOptions, log: ParentLog, n: int,
+                           actions: list[Action], found: dict[str, int], deadlock: int | None,
+                           where: str) -> None:
+    """The recorded paths replay in the model: every violation, the deadlock and a sample spread
+    over the log."""
     safety = {inv.name: inv for inv in options.safety_invariants()}
     claimed = {*found.values(), *([] if deadlock is None else [deadlock])}
-    sample = sorted({*claimed, *np.linspace(0, n - 1, min(n, SAMPLED_PATHS)).astype(int).tolist()} if n else set())
+    sample = sorted({*claimed, *np.linspace(0, n - 1, min(n, SAMPLED_PATHS)).astype(int).tolist()}
+                    if n else set())
     for index in sample:
         try:
             trace = rebuild_trace(model, log.path_to(index), actions, options, None)
         except (ModelError, BadFileError):
-            raise _bad(where, f"records a path to state {index} that the model cannot take") from None
+            raise _bad(where, f"records a path to state {index} that the model cannot "
+                       "take") from None
         final = trace.steps[-1].state if trace.steps else trace.initial
         for name, at in found.items():
             if at == index and safety[name].holds(final):

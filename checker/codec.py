@@ -32,7 +32,8 @@ def _to_plain(obj: Any) -> Any:
             return msgpack.ExtType(_EXT_NAMEDTUPLE, packb([type(obj).__name__, items]))
         return msgpack.ExtType(_EXT_TUPLE, packb(items))
     if isinstance(obj, frozenset):
-        return msgpack.ExtType(_EXT_FROZENSET, packb(sorted((_to_plain(i) for i in obj), key=_ext_key)))
+        return msgpack.ExtType(_EXT_FROZENSET,
+                               packb(sorted((_to_plain(i) for i in obj), key=_ext_key)))
     if isinstance(obj, list):
         return [_to_plain(item) for item in obj]
     if isinstance(obj, dict):
@@ -72,7 +73,8 @@ class Codec:
             raise
         except Exception as exc:  # msgpack raises many types on corrupt input
             raise CorruptDataError(f"corrupt encoded data ({type(exc).__name__}: {exc})") from None
-        if not isinstance(value, tuple | frozenset):  # the extensions checked their own items (_hashable)
+        # the extensions checked their own items (_hashable)
+        if not isinstance(value, tuple | frozenset):
             try:
                 check_ints(value, "encoded data")
             except BadFileError as exc:
@@ -89,7 +91,8 @@ class Codec:
             size = len(data)
             return msgpack.unpackb(
                 data, raw=False, ext_hook=self._ext_hook, strict_map_key=False,
-                max_str_len=size, max_bin_len=size, max_array_len=size, max_map_len=size // 2, max_ext_len=size,
+                max_str_len=size, max_bin_len=size, max_array_len=size, max_map_len=size // 2,
+                max_ext_len=size,
             )
         finally:
             self._depth -= 1
@@ -111,7 +114,8 @@ class Codec:
 def _hashable(value: Any) -> Any:
     if isinstance(value, list):
         return tuple([_hashable(v) for v in value])
-    if type(value) is int and value > MAX_INT:  # msgpack's integers reach 2^64-1; the files' stop at 2^63-1
+    # msgpack's integers reach 2^64-1; the files' stop at 2^63-1
+    if type(value) is int and value > MAX_INT:
         try:
             check_int(value, "encoded data")
         except BadFileError as exc:
@@ -134,9 +138,11 @@ class CompactCodec:
     def __init__(self, types: Iterable[type]) -> None:
         self._types = tuple(sorted(types, key=lambda t: t.__name__))
         self._numbers = {t: i for i, t in enumerate(self._types)}
-        self._packer = msgpack.Packer(default=self._default, strict_types=True, use_bin_type=True, autoreset=True)
+        self._packer = msgpack.Packer(default=self._default, strict_types=True, use_bin_type=True,
+                                      autoreset=True)
 
-    def __getstate__(self) -> dict[str, Any]:  # a Packer cannot be pickled: Spark ships the types only
+    # a Packer cannot be pickled: Spark ships the types only
+    def __getstate__(self) -> dict[str, Any]:
         return {"types": self._types}
 
     def __setstate__(self, state: dict[str, Any]) -> None:
@@ -167,19 +173,23 @@ class CompactCodec:
         try:
             cls = self._types[number]
         except (IndexError, TypeError):
-            raise CorruptDataError(f"unknown state type number {number!r} in compact encoded data") from None
+            raise CorruptDataError(f"unknown state type number {number!r} in compact encoded "
+                                   "data") from None
         try:
-            return checked_new(cls, items)  # spec.fields reads a field unchecked: the width is checked
+            # spec.fields reads a field unchecked: the width is checked
+            return checked_new(cls, items)
         except ValueError as exc:
             raise CorruptDataError(f"compact encoded data: {exc}") from None
 
     def decode(self, data: bytes) -> Any:
         try:
-            return msgpack.unpackb(data, raw=False, use_list=False, object_pairs_hook=self._pairs, strict_map_key=False)
+            return msgpack.unpackb(data, raw=False, use_list=False, object_pairs_hook=self._pairs,
+                                   strict_map_key=False)
         except CorruptDataError:
             raise
         except Exception as exc:
-            raise CorruptDataError(f"corrupt compact encoded data ({type(exc).__name__}: {exc})") from None
+            raise CorruptDataError(f"corrupt compact encoded data ({type(exc).__name__}: "
+                                   f"{exc})") from None
 
 
 def has_state_form(model: Any) -> bool:
@@ -188,12 +198,13 @@ def has_state_form(model: Any) -> bool:
     from spec.model import Model
 
     kind = type(model)
-    return kind.encode_state is not Model.encode_state and kind.decode_state is not Model.decode_state
+    return (kind.encode_state is not Model.encode_state and kind.decode_state
+            is not Model.decode_state)
 
 
 class ModelStateCodec:
-    """States as msgpack of the model's own plain form (``Model.encode_state``/``decode_state``), for
-    data that one run writes and reads back itself (the Spark engine's Arrow columns), like
+    """States as msgpack of the model's own plain form (``Model.encode_state``/``decode_state``),
+    for data that one run writes and reads back itself (the Spark engine's Arrow columns), like
     ``CompactCodec`` but cheaper where a model has such a form.
 
     The plain form is nested tuples of ints and bools (a NamedTuple is one: msgpack packs it as an
@@ -209,7 +220,8 @@ class ModelStateCodec:
         self._decode_state = model.decode_state
         self._packer = msgpack.Packer(use_bin_type=True, autoreset=True)
 
-    def __getstate__(self) -> dict[str, Any]:  # a Packer cannot be pickled: Spark ships the model only
+    # a Packer cannot be pickled: Spark ships the model only
+    def __getstate__(self) -> dict[str, Any]:
         return {"model": self._model}
 
     def __setstate__(self, state: dict[str, Any]) -> None:
@@ -224,14 +236,16 @@ class ModelStateCodec:
         except Exception as exc:  # msgpack raises many types on corrupt input
             raise CorruptDataError(f"corrupt encoded state ({type(exc).__name__}: {exc})") from None
         if type(plain) is not tuple:
-            raise CorruptDataError(f"corrupt encoded state (a {type(plain).__name__}, not an array)")
+            raise CorruptDataError(f"corrupt encoded state (a {type(plain).__name__}, not an "
+                                   "array)")
         try:
             state = self._decode_state(plain)
         except Exception as exc:  # the model's classes rebuilt from data of the wrong shape
             raise CorruptDataError(f"corrupt encoded state ({type(exc).__name__}: {exc})") from None
         fields = getattr(type(state), "_fields", None)
         if fields is not None and len(state) != len(fields):
-            raise CorruptDataError(f"corrupt encoded state ({len(state)} fields for a {type(state).__name__})")
+            raise CorruptDataError(f"corrupt encoded state ({len(state)} fields for a "
+                                   f"{type(state).__name__})")
         return state
 
 

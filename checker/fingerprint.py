@@ -37,7 +37,8 @@ def validate_state(state: Any, where: str = "state") -> None:
         return
     if isinstance(state, int):
         if state < -1:
-            raise ModelError(f"{where} holds the int {state}; use ints >= -1 in states (-1 for none)")
+            raise ModelError(f"{where} holds the int {state}; use ints >= -1 in states (-1 for "
+                             "none)")
         return
     if isinstance(state, tuple):
         fields = getattr(state, "_fields", None)

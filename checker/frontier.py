@@ -4,10 +4,11 @@ A level is written block by block as the level being built finds its new states,
 block by block for expansion, so neither the frontier nor the next level has to be one list of
 Python objects. A block is held in one of three forms, chosen as it is written:
 
-* **objects**: the states as they are (no cost), for the store's first ``object_states`` states
-  (the engine's share of its memory budget, ``checker.bfs.FRONTIER_OBJECT_SHARE``) while they stay
-  within its budget (counted at ``OBJECT_BYTES`` a state, a measured average for a Kafka state whose
-  substructures are shared with its siblings): a run whose levels fit pays nothing for the forms below;
+* **objects**: the states as they are (no cost), for the store's first ``object_states`` states (the
+  engine's share of its memory budget, ``checker.bfs.FRONTIER_OBJECT_SHARE``) while they stay within
+  its budget (counted at ``OBJECT_BYTES`` a state, a measured average for a Kafka state whose
+  substructures are shared with its siblings): a run whose levels fit pays nothing for the forms
+  below;
 * **pooled**: for a model that splits its states into shared parts (``Model.state_parts``: a Kafka
   state's brokers, controller, network and the rest), each distinct part is kept once in the
   store's pools and a state is a row of pool indices (``StatePools``), compressed with zlib. A
@@ -17,8 +18,8 @@ Python objects. A block is held in one of three forms, chosen as it is written:
 * **encoded**: the states packed with the model's compact encoding (``Model.encode_state``, the
   state as msgpack arrays; the generic msgpack codec for a model without one) and compressed with
   zlib: a 3-broker Kafka state takes about 16 bytes this way, against a few hundred as objects, but
-  packing and rebuilding it costs about 8 microseconds (pooled: about 2). A model without parts, or a
-  store whose pools grew past ``POOL_LIMIT`` (its states share little), uses it;
+  packing and rebuilding it costs about 8 microseconds (pooled: about 2). A model without parts, or
+  a store whose pools grew past ``POOL_LIMIT`` (its states share little), uses it;
 * **on disk**: encoded blocks past the budget go to an anonymous temporary file (unlinked as it is
   created, so nothing is left behind by an exit, a Ctrl-C, an error or a kill) and are read back
   one block at a time.
@@ -49,29 +50,30 @@ OBJECT_BYTES = 600
 #: zlib level: 1 packs a block of 3-broker Kafka states 10:1 at about 1 microsecond a state
 ZLIB_LEVEL = 1
 _packb, _unpackb = msgpack.packb, msgpack.unpackb
-#: pooled rows are compressed too (a 3-broker Kafka state: about 5 bytes instead of about 25, for well under a
-#: microsecond a state)
+#: pooled rows are compressed too (a 3-broker Kafka state: about 5 bytes instead of about 25, for
+#: well under a microsecond a state)
 POOLED_ZLIB = True
-#: what a part kept in a store's pools is counted at against the budget (bytes; a broker with its log is
-#: the largest part of a Kafka state)
+#: what a part kept in a store's pools is counted at against the budget (bytes; a broker with its
+#: log is the largest part of a Kafka state)
 POOL_ENTRY_BYTES = 400
-#: a store stops pooling (its later blocks are encoded) once its pools hold more parts than this many plus
-#: half its states: the states share too little for pools to save memory
+#: a store stops pooling (its later blocks are encoded) once its pools hold more parts than this
+#: many plus half its states: the states share too little for pools to save memory
 POOL_LIMIT = 65536
 
 
 class StatePools:
-    """The pooled encoding of one store's states (see the module): each distinct part of a state (by value)
-    once in the pool of its kind, a state a row of ``width`` values in one msgpack array per block: pool
-    indices (one byte each below 128), and the ``INLINE`` parts as they are.
+    """The pooled encoding of one store's states (see the module): each distinct part of a state (by
+    value) once in the pool of its kind, a state a row of ``width`` values in one msgpack array per
+    block: pool indices (one byte each below 128), and the ``INLINE`` parts as they are.
 
-    A part is looked up by identity first (the parts the pools hold are kept alive, so their ids stay
-    theirs): the brokers a step left unchanged are the same objects in its successors, and hashing a broker
-    costs more than a dictionary look-up by id. A part equal to a pooled one but another object is found by
-    value and not remembered by id (it may be freed and its id reused), unless it is a part of ``previous``,
-    the pools of the level being expanded: a successor shares the parts its step left unchanged with its
-    parent, which was read back from those pools, so it is kept alive here too and then found by id (at most
-    one reference a part of ``previous``). ``finish()`` lets go of ``previous``.
+    A part is looked up by identity first (the parts the pools hold are kept alive, so their ids
+    stay theirs): the brokers a step left unchanged are the same objects in its successors, and
+    hashing a broker costs more than a dictionary look-up by id. A part equal to a pooled one but
+    another object is found by value and not remembered by id (it may be freed and its id reused),
+    unless it is a part of ``previous``, the pools of the level being expanded: a successor shares
+    the parts its step left unchanged with its parent, which was read back from those pools, so it
+    is kept alive here too and then found by id (at most one reference a part of ``previous``).
+    ``finish()`` lets go of ``previous``.
 
     The loops over a block are generated from ``kinds`` (one unrolled statement a position), as
     ``spec.kafka.state.updater`` does for updates."""
@@ -83,18 +85,22 @@ class StatePools:
         self._values: dict[int, list[Any]] = {k: [] for k in pooled}
         self._by_value: dict[int, dict[Any, int]] = {k: {} for k in pooled}
         self._by_id: dict[int, dict[int, int]] = {k: {} for k in pooled}
-        self._kept: list[Any] = []  # parts of ``previous`` equal to pooled ones, kept alive to be found by id
+        # parts of ``previous`` equal to pooled ones, kept alive to be found by id
+        self._kept: list[Any] = []
         self._releases: list[Callable[[], None]] = []
-        namespace: dict[str, Any] = {"split": parts.split, "join": parts.join, "_id": id, "_unset": object()}
+        namespace: dict[str, Any] = {"split": parts.split, "join": parts.join, "_id": id,
+                                     "_unset": object()}
         for k in pooled:
             namespace[f"by_id_{k}"] = self._by_id[k]
             namespace[f"values_{k}"] = self._values[k]
-            namespace[f"add_{k}"] = self._adder(k, previous._by_id.get(k, {}) if previous is not None else {})
+            namespace[f"add_{k}"] = self._adder(k, previous._by_id.get(k, {}) if previous
+                                                is not None else {})
         names = [f"p{i}" for i in range(self.width)]
         pooled_at = [i for i, k in enumerate(kinds) if k != INLINE]
-        # the part at each pooled position in the block's previous state, and its index: states next to each other
-        # are often siblings (successors of one parent), which share every part their steps left unchanged, and
-        # ``is`` on a part held here (so alive: its identity is its own) costs less than a dictionary look-up
+        # the part at each pooled position in the block's previous state, and its index: states next
+        # to each other are often siblings (successors of one parent), which share every part their
+        # steps left unchanged, and ``is`` on a part held here (so alive: its identity is its own)
+        # costs less than a dictionary look-up
         encode = [f"    {' = '.join([f'last{i}' for i in pooled_at] + ['_unset'])}",
                   "    for state in states:", f"        {', '.join(names)}, = split(state)"]
         row = []
@@ -110,18 +116,25 @@ class StatePools:
             row.append(f"index{i}")
         source = ("def encode(states):\n    row = []\n    extend = row.extend\n" + "\n".join(encode)
                   + f"\n        extend(({', '.join(row)},))\n    return row\n")
-        parts_of = [names[i] if k == INLINE else f"values_{k}[{names[i]}]" for i, k in enumerate(kinds)]
-        rows = f"zip({', '.join(['indices'] * self.width)})"  # the flat row, ``width`` ints at a time
+        parts_of = [names[i] if k == INLINE else f"values_{k}[{names[i]}]"
+                    for i, k in enumerate(kinds)]
+        # the flat row, ``width`` ints at a time
+        rows = f"zip({', '.join(['indices'] * self.width)})"
         source += ("def decode(row):\n    indices = iter(row)\n"
                    f"    return [join({', '.join(parts_of)}) for {', '.join(names)}, in {rows}]\n")
-        exec(_compiled(source), namespace)  # noqa: S102 (generated from the model's part kinds, no outside input)
-        # popped: a function in its own globals is a reference cycle, and the search runs with the collector off
+        exec(
+            _compiled(
+                source),
+            namespace)  # noqa: S102 (generated from the model's part kinds, no outside input)
+        # popped: a function in its own globals is a reference cycle, and the search runs with the
+        # collector off
         self._encode, self._decode = namespace.pop("encode"), namespace.pop("decode")
 
     def _adder(self, kind: int, previous_ids: dict[int, int]) -> Callable[[Any], int]:
-        # no reference to ``self`` in the closures: the search runs with the garbage collector off, so a
-        # cycle through the generated functions would keep every level's pools alive
-        values, by_value, by_id, kept = self._values[kind], self._by_value[kind], self._by_id[kind], self._kept
+        # no reference to ``self`` in the closures: the search runs with the garbage collector off,
+        # so a cycle through the generated functions would keep every level's pools alive
+        values, by_value, by_id, kept = self._values[kind], self._by_value[kind], self._by_id[
+            kind], self._kept
 
         def add(part: Any) -> int:
             index = by_value.get(part)
@@ -151,8 +164,9 @@ class StatePools:
             release()
 
     def encode(self, states: list[Any]) -> bytes:
-        """The block's rows as one msgpack array (most values take one byte: counters, the indices of small
-        pools). An inline part msgpack cannot pack raises TypeError, an int past 64 bits OverflowError."""
+        """The block's rows as one msgpack array (most values take one byte: counters, the indices
+        of small pools). An inline part msgpack cannot pack raises TypeError, an int past 64 bits
+        OverflowError."""
         return _packb(self._encode(states))
 
     def decode(self, data: bytes) -> list[Any]:
@@ -166,9 +180,11 @@ def _compiled(source: str) -> Any:
 
 
 def state_codec(model: Model) -> tuple[Callable[[list[Any]], bytes], Callable[[bytes], list[Any]]]:
-    """(pack a list of states, unpack it) with the model's compact encoding, or the generic codec."""
+    """(pack a list of states, unpack it) with the model's compact encoding, or the generic
+    codec."""
     kind = type(model)
-    own_block = kind.encode_states is not Model.encode_states and kind.decode_states is not Model.decode_states
+    own_block = (kind.encode_states is not Model.encode_states and kind.decode_states
+                 is not Model.decode_states)
     if has_state_form(model) or own_block:
         encode, decode = model.encode_states, model.decode_states
         packb, unpackb = msgpack.packb, msgpack.unpackb
@@ -192,14 +208,17 @@ def state_codec(model: Model) -> tuple[Callable[[list[Any]], bytes], Callable[[b
 
 
 class FrontierStore:
-    """A level's states in blocks: objects, encoded in memory, or encoded on disk (see the module)."""
+    """A level's states in blocks: objects, encoded in memory, or encoded on disk (see the
+    module)."""
 
     def __init__(self, model: Model, budget: float = float("inf"), directory: str | None = None,
                  keep_objects: bool = True, object_states: float = float("inf"),
                  previous: FrontierStore | None = None) -> None:
-        """``previous``: the store of the level being expanded (its pools are looked in, see ``StatePools``)."""
+        """``previous``: the store of the level being expanded (its pools are looked in, see
+        ``StatePools``)."""
         self._pack, self._unpack = state_codec(model)
-        #: the pooled encoding, made when the first block is encoded (most levels of a small search never are)
+        #: the pooled encoding, made when the first block is encoded (most levels of a small search
+        #: never are)
         self._parts = model.state_parts()
         self._previous = previous
         self._pools: StatePools | None = None
@@ -209,7 +228,8 @@ class FrontierStore:
         self.object_states = object_states
         self._objects = 0
         self._directory = directory
-        #: (form, payload, count): ("objects", list), ("pooled" or "encoded", bytes), ("disk", (offset, length, form))
+        #: (form, payload, count): ("objects", list), ("pooled" or "encoded", bytes), ("disk",
+        #: (offset, length, form))
         self._blocks: list[tuple[str, Any, int]] = []
         self._pending: list[Any] = []
         self._size = 0
@@ -241,8 +261,8 @@ class FrontierStore:
     def extend(self, states: list[Any]) -> None:
         """Append ``states`` (in order) to the level (the list is read, not kept).
 
-        Each state is copied once, into its block (a slice of ``states``, or the pending block completed from its
-        first states), not also into the pending list and out of it again."""
+        Each state is copied once, into its block (a slice of ``states``, or the pending block
+        completed from its first states), not also into the pending list and out of it again."""
         pending = self._pending
         self._size += len(states)
         if len(pending) + len(states) < BLOCK:
@@ -288,7 +308,8 @@ class FrontierStore:
                 data, form = pools.encode(states), "pooled"
                 if POOLED_ZLIB:
                     data = zlib.compress(data, ZLIB_LEVEL)
-            except (OverflowError, TypeError):  # an inline part that is not a small int: this block is encoded
+            # an inline part that is not a small int: this block is encoded
+            except (OverflowError, TypeError):
                 pass
             self._memory += (pools.entries - held) * POOL_ENTRY_BYTES  # the pools stay in memory
         if data is None:
@@ -308,7 +329,8 @@ class FrontierStore:
 
     # -- reading -----------------------------------------------------------------------------------
     def blocks(self) -> Iterator[list[Any]]:
-        """The states block by block, in order (a block kept as objects is the store's own list: read it only)."""
+        """The states block by block, in order (a block kept as objects is the store's own list:
+        read it only)."""
         for form, payload, _count in self._blocks:
             yield self._block(form, payload)
         if self._pending:
@@ -334,7 +356,7 @@ class FrontierStore:
             at += count
         return out
 
-    # -- cutting a finished store at either end (the parallel engine's parts move between workers) ------
+    # -- cutting a finished store at either end (the parallel engine's parts move between workers)
     def take_head(self, k: int) -> list[Any]:
         """Remove the first ``k`` states and return them; only the blocks they are in are read."""
         return self._take(k, head=True)
@@ -353,7 +375,8 @@ class FrontierStore:
             states = list(self._block(form, payload))
             self._forget(form, payload, count)
             if count > left:  # the block is split: the part that stays goes back as objects
-                stay, states = (states[left:], states[:left]) if head else (states[:-left], states[-left:])
+                stay, states = ((states[left:], states[:left]) if head
+                                else (states[:-left], states[-left:]))
                 self._put(stay, head)
             taken.append(states)
             left -= len(states)
@@ -408,7 +431,8 @@ class FrontierStore:
         """Free the blocks and the temporary file (also done when the store is dropped)."""
         self._blocks, self._pending, self._size, self._memory, self._disk = [], [], 0, 0, 0
         self._objects = 0
-        self._pools = self._parts = self._previous = None  # the pools die with the blocks; not written again
+        # the pools die with the blocks; not written again
+        self._pools = self._parts = self._previous = None
         if self._file is not None:
             self._file.close()
             self._file = None

@@ -35,12 +35,13 @@ class Invariant:
     premise: Callable[[Any], bool] | None = None
     goal: Callable[[Any], bool] | None = None
     healing: Callable[[Any], bool] | None = None
-    #: checked when no invariant is named (``kmc check``, ``kmc matrix``); False for a stronger or alternative
-    #: form that is checked only by name
+    #: checked when no invariant is named (``kmc check``, ``kmc matrix``); False for a stronger or
+    #: alternative form that is checked only by name
     default: bool = True
-    #: ``distance(state) -> int``: an estimate of the steps from ``state`` to one that violates the property, 0 only
-    #: where it is violated (``holds`` false), for the directed search (``checker.directed``, ``--engine directed``),
-    #: which expands the states of the smallest estimate first; None: the property cannot steer that search
+    #: ``distance(state) -> int``: an estimate of the steps from ``state`` to one that violates the
+    #: property, 0 only where it is violated (``holds`` false), for the directed search
+    #: (``checker.directed``, ``--engine directed``), which expands the states of the smallest
+    #: estimate first; None: the property cannot steer that search
     distance: Callable[[Any], int] | None = None
 
     def why(self, state: Any) -> str:

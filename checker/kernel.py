@@ -1,22 +1,26 @@
-"""The compiled path: a model's successor kernel (``Model.kernel``) and the breadth-first search in C.
+"""The compiled path: a model's successor kernel (``Model.kernel``) and the breadth-first search in
+C.
 
-A model that has a kernel keeps a C file beside its readable model, rule for rule, which includes the
-engine's search (``checker/kernel_search.h``). This module compiles it with the system C compiler at first
-use (``$KMC_CC``, else ``$CC``, else ``cc``), caches the shared library per user (``$XDG_CACHE_HOME/kmc/kernels``,
-else ``~/.cache/kmc/kernels``) under a hash of both sources, the configuration's constants, the compiler and its
-flags, and loads it with ctypes (the standard library: no new dependency). ``KernelBFS`` then runs the level
-loop of ``checker.levels`` with a level step in C, so budgets, progress and the result are the local engine's;
-a counterexample is rebuilt from the kernel's parent indices, its states unpacked into the readable model's,
-and replayed on the readable model (``checker.search.rebuild_trace``): it is printed and saved as the readable
-path prints it.
+A model that has a kernel keeps a C file beside its readable model, rule for rule, which includes
+the engine's search (``checker/kernel_search.h``). This module compiles it with the system C
+compiler at first use (``$KMC_CC``, else ``$CC``, else ``cc``), caches the shared library per user
+(``$XDG_CACHE_HOME/kmc/kernels``, else ``~/.cache/kmc/kernels``) under a hash of both sources, the
+configuration's constants, the compiler and its flags, and loads it with ctypes (the standard
+library: no new dependency). ``KernelBFS`` then runs the level loop of ``checker.levels`` with a
+level step in C, so budgets, progress and the result are the local engine's; a counterexample is
+rebuilt from the kernel's parent indices, its states unpacked into the readable model's, and
+replayed on the readable model (``checker.search.rebuild_trace``): it is printed and saved as the
+readable path prints it.
 
-``why_not(model, options)`` says why a search cannot take this path (the caller then runs the readable model):
-a model without a kernel, an option the kernel does not honour, a user ``--property``, no C compiler.
+``why_not(model, options)`` says why a search cannot take this path (the caller then runs the
+readable model): a model without a kernel, an option the kernel does not honour, a user
+``--property``, no C compiler.
 
-The interface a kernel plugs into is ``spec.model.KernelSource`` (the reference models', ``spec/kafka/kernel.c``): its
-C file defines ``km_state`` (fixed-width fields, no padding), ``KM_MAX_SUCC``, ``KM_INVARIANTS``, ``km_successors``,
-``km_violations`` and ``km_canonical``, optionally ``km_reduce`` (``--reduce dead``, ``KernelSource.reductions``), and
-the Python side packs, unpacks and names the actions. A kernel that meets a state past one of its fixed capacities
+The interface a kernel plugs into is ``spec.model.KernelSource`` (the reference models',
+``spec/kafka/kernel.c``): its C file defines ``km_state`` (fixed-width fields, no padding),
+``KM_MAX_SUCC``, ``KM_INVARIANTS``, ``km_successors``, ``km_violations`` and ``km_canonical``,
+optionally ``km_reduce`` (``--reduce dead``, ``KernelSource.reductions``), and the Python side
+packs, unpacks and names the actions. A kernel that meets a state past one of its fixed capacities
 stops the search with ``KernelCapacityError`` (one line), never a different search.
 """
 
@@ -34,27 +38,39 @@ from typing import Any
 
 from checker.levels import MEMORY_BUDGET, LevelSearch, run_levels
 from checker.result import CheckResult, Collision, Discovery, OutDegree, Verdict, Violation
-from checker.search import Progress, SearchOptions, rebuild_trace, uses_bounds, uses_symmetry, validate_initial, verdict_of
+from checker.search import (
+    Progress,
+    SearchOptions,
+    rebuild_trace,
+    uses_bounds,
+    uses_symmetry,
+    validate_initial,
+    verdict_of,
+)
 from spec.errors import EnvironmentMissingError, ModelError
 from spec.model import Action, KernelSource, Model
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 SEARCH_HEADER = os.path.join(HERE, "kernel_search.h")
 CFLAGS = ("-O2", "-shared", "-fPIC", "-std=c11")
-#: ``--kernel``: auto (the kernel where it applies, else the readable model), on (the kernel or an error), off
+#: ``--kernel``: auto (the kernel where it applies, else the readable model), on (the kernel or an
+#: error), off
 MODES = ("auto", "on", "off")
 
 
 class KernelUnavailable(EnvironmentMissingError):
-    """``--kernel on`` and the kernel cannot run here (no C compiler, or it failed): one line, exit 69."""
+    """``--kernel on`` and the kernel cannot run here (no C compiler, or it failed): one line, exit
+    69."""
 
 
 class KernelCapacityError(ModelError):
-    """The kernel met a state past one of its fixed capacities (the search stops rather than differ): one line."""
+    """The kernel met a state past one of its fixed capacities (the search stops rather than
+    differ): one line."""
 
 
 #: a kernel's capacity codes (``out->error`` in its C file), what each means
-CAPACITY = {1: "more messages in flight than the network's slots", 2: "a log longer than the records bound",
+CAPACITY = {1: "more messages in flight than the network's slots", 2: "a log longer than the "
+                                                                      "records bound",
             3: "a message or branch it does not compile"}
 
 
@@ -74,7 +90,8 @@ def cache_dir() -> str:
 
 
 class Kernel:
-    """A compiled kernel, loaded: the C functions with their ctypes signatures, and the model's ``KernelSource``."""
+    """A compiled kernel, loaded: the C functions with their ctypes signatures, and the model's
+    ``KernelSource``."""
 
     def __init__(self, spec: KernelSource, library: str) -> None:
         self.spec = spec
@@ -89,11 +106,14 @@ class Kernel:
             "km_add_initial": ([p, u8p], ctypes.c_int64), "km_expand_level": ([p], ctypes.c_int),
             "km_counts": ([p, i64p], None), "km_found": ([p, i64p], None),
             "km_degrees": ([p, ctypes.POINTER(ctypes.c_uint64)], None),
-            "km_path": ([p, ctypes.c_int64, i64p, ctypes.POINTER(ctypes.c_uint32), ctypes.c_int64], ctypes.c_int64),
+            "km_path": ([p, ctypes.c_int64, i64p, ctypes.POINTER(ctypes.c_uint32), ctypes.c_int64],
+                        ctypes.c_int64),
             "km_get_state": ([p, ctypes.c_int64, ctypes.c_char_p], None),
             "km_get_states": ([p, ctypes.c_uint64, ctypes.c_uint64, p], None),
-            "km_successors_of": ([u8p, ctypes.POINTER(ctypes.c_uint32), ctypes.c_char_p], ctypes.c_uint32),
-            "km_violations_of": ([u8p], ctypes.c_uint32), "km_canonical_of": ([ctypes.c_char_p], None),
+            "km_successors_of": ([u8p, ctypes.POINTER(ctypes.c_uint32), ctypes.c_char_p],
+                                 ctypes.c_uint32),
+            "km_violations_of": ([u8p], ctypes.c_uint32),
+            "km_canonical_of": ([ctypes.c_char_p], None),
             "km_set_reduce": ([p, ctypes.c_int], ctypes.c_int), "km_error": ([p], ctypes.c_uint32),
             "km_reduce_of": ([ctypes.c_char_p], None),
         }
@@ -104,13 +124,14 @@ class Kernel:
         self.max_successors = int(lib.km_max_successors())
         self.invariant_count = int(lib.km_invariant_count())
         if self.state_bytes != spec.state_bytes or self.invariant_count != len(spec.invariants):
-            raise ModelError(f"kernel {spec.source}: the C file's state is {self.state_bytes} bytes and "
-                             f"{self.invariant_count} invariants, its Python side says {spec.state_bytes} and "
-                             f"{len(spec.invariants)}: make them agree")
+            raise ModelError(f"kernel {spec.source}: the C file's state is {self.state_bytes} "
+                             f"bytes and {self.invariant_count} invariants, its Python side says "
+                             f"{spec.state_bytes} and {len(spec.invariants)}: make them agree")
 
-    # -- one state at a time (the equivalence tests) ---------------------------------------------------
+    # -- one state at a time (the equivalence tests) -----------------------------------------------
     def successors(self, state: Any) -> list[tuple[Action, Any]]:
-        """The kernel's (action, successor) pairs of a readable state, unpacked into the readable model's terms."""
+        """The kernel's (action, successor) pairs of a readable state, unpacked into the readable
+        model's terms."""
         n, size = self.max_successors, self.state_bytes
         actions = (ctypes.c_uint32 * n)()
         out = ctypes.create_string_buffer(n * size)
@@ -118,7 +139,8 @@ class Kernel:
         if count > n:
             raise KernelCapacityError(capacity_message(self.spec, 0xFFFFFFFF - count))
         raw = out.raw
-        return [(self.spec.action(actions[i]), self.spec.unpack(raw[i * size:(i + 1) * size])) for i in range(count)]
+        return [(self.spec.action(actions[i]), self.spec.unpack(raw[i * size:(i + 1) * size]))
+                for i in range(count)]
 
     def violated(self, state: Any) -> set[str]:
         """The compiled invariants ``state`` violates."""
@@ -137,38 +159,46 @@ class Kernel:
         return self.spec.unpack(buf.raw)
 
 
-def build_command(spec: KernelSource, cc: str, output: str, extra: tuple[str, ...] = ()) -> list[str]:
+def build_command(spec: KernelSource, cc: str, output: str,
+                  extra: tuple[str, ...] = ()) -> list[str]:
     defines = [f"-D{name}={value}" for name, value in spec.defines] + list(extra)
     return [cc, *CFLAGS, f"-I{HERE}", *defines, spec.source, "-o", output]
 
 
 def load(spec: KernelSource, extra_flags: tuple[str, ...] = ()) -> Kernel:
-    """The kernel of ``spec``, compiled now or taken from the cache; ``KernelUnavailable`` (one line) when there
-    is no C compiler or it fails. ``extra_flags``: more compiler flags (the tests' mutants: ``-DKM_MUTANT=1``)."""
+    """The kernel of ``spec``, compiled now or taken from the cache; ``KernelUnavailable`` (one
+    line) when there is no C compiler or it fails. ``extra_flags``: more compiler flags (the tests'
+    mutants: ``-DKM_MUTANT=1``)."""
     cc = compiler()
     found = shutil.which(cc)
     if found is None:
-        raise KernelUnavailable(f"no C compiler: {cc!r} is not on the PATH (set KMC_CC to one, or use --kernel off)")
+        raise KernelUnavailable(f"no C compiler: {cc!r} is not on the PATH (set KMC_CC to one, or "
+                                "use --kernel off)")
     key = hashlib.sha256()
     for path in (spec.source, SEARCH_HEADER):
         with open(path, "rb") as f:
             key.update(f.read())
     key.update(repr((found, CFLAGS, spec.defines, extra_flags)).encode())
     directory = cache_dir()
-    library = os.path.join(directory, f"{os.path.splitext(os.path.basename(spec.source))[0]}-{key.hexdigest()[:24]}.so")
+    library = os.path.join(directory,
+                           f"{os.path.splitext(os.path.basename(spec.source))[0]}-{key.hexdigest()[:24]}.so")  # noqa: E501
     if not os.path.exists(library):
         try:
             os.makedirs(directory, exist_ok=True)
             fd, tmp = tempfile.mkstemp(suffix=".so", dir=directory)
             os.close(fd)
         except OSError as exc:
-            raise KernelUnavailable(f"cannot write the kernel cache {directory}: {exc.strerror}") from None
+            raise KernelUnavailable(f"cannot write the kernel cache {directory}: "
+                                    f"{exc.strerror}") from None
         try:
-            done = subprocess.run(build_command(spec, found, tmp, extra_flags), capture_output=True, text=True)
+            done = subprocess.run(build_command(spec, found, tmp, extra_flags), capture_output=True,
+                                  text=True)
             if done.returncode != 0:
                 lines = done.stderr.strip().splitlines() or ["no message"]
-                first = next((line for line in lines if "error" in line), lines[0])  # the error, not its context
-                raise KernelUnavailable(f"the C compiler {cc} failed on {os.path.basename(spec.source)}: {first}")
+                # the error, not its context
+                first = next((line for line in lines if "error" in line), lines[0])
+                raise KernelUnavailable(f"the C compiler {cc} failed on "
+                                        f"{os.path.basename(spec.source)}: {first}")
             os.replace(tmp, library)  # atomic: a concurrent run sees the whole library or none
         finally:
             if os.path.exists(tmp):
@@ -177,23 +207,27 @@ def load(spec: KernelSource, extra_flags: tuple[str, ...] = ()) -> Kernel:
 
 
 def _compiled_invariant(inv: Any, names: tuple[str, ...]) -> bool:
-    """A built-in invariant (defined in the invariants package) of a name the kernel compiles: a user's
-    ``--property`` of the same name is code the kernel has not got."""
+    """A built-in invariant (defined in the invariants package) of a name the kernel compiles: a
+    user's ``--property`` of the same name is code the kernel has not got."""
     holds = inv.holds.func if isinstance(inv.holds, partial) else inv.holds
     return inv.name in names and getattr(holds, "__module__", "").startswith("invariants.")
 
 
-def why_not(model: Model, options: SearchOptions, engine: str = "local", spark_transport: str = "arrow") -> str | None:
-    """Why this search must run on the readable model (one phrase), or None: the kernel can run it on ``engine``
-    (local: ``KernelBFS``; parallel: ``KernelBFS`` too, in one process, ``checker.parallel.run_engine``; spark:
-    the executors expand packed states, ``checker.spark.kernel_step``, on the arrow transport only; its run
-    directories hold readable states)."""
+def why_not(model: Model, options: SearchOptions, engine: str = "local",
+            spark_transport: str = "arrow") -> str | None:
+    """Why this search must run on the readable model (one phrase), or None: the kernel can run it
+    on ``engine`` (local: ``KernelBFS``; parallel: ``KernelBFS`` too, in one process,
+    ``checker.parallel.run_engine``; spark: the executors expand packed states,
+    ``checker.spark.kernel_step``, on the arrow transport only; its run directories hold readable
+    states)."""
     if engine == "spark" and spark_transport != "arrow":
-        return "the Spark blocks transport carries readable states (the kernel runs on the arrow transport)"
+        return ("the Spark blocks transport carries readable states (the kernel runs on the arrow "
+                "transport)")
     if engine == "spark" and (options.resume_from or options.checkpoint_path):
         return "a Spark run directory (--checkpoint, --resume) holds readable states"
     if engine == "spark" and options.reduce != "none":
-        return f"--reduce {options.reduce} runs on the local engine's kernel only (Spark's batch expansion does not reduce)"
+        return (f"--reduce {options.reduce} runs on the local engine's kernel only (Spark's batch "
+                "expansion does not reduce)")
     spec = model.kernel()
     if spec is None:
         return f"model {model.name} has no compiled kernel"
@@ -209,7 +243,8 @@ def why_not(model: Model, options: SearchOptions, engine: str = "local", spark_t
     reduce_other = options.reduce != "none" and options.reduce not in spec.reductions
     for wanted, what in ((reduce_other, f"--reduce {options.reduce}"),
                          (options.resume_from or options.checkpoint_path, "checkpoints"),
-                         (options.max_memory_mb is not None, "--max-memory (a checkpoint when it runs out)"),
+                         (options.max_memory_mb is not None,
+                          "--max-memory (a checkpoint when it runs out)"),
                          (options.coverage, "--coverage"), (options.keep_graph, "the state graph")):
         if wanted:
             return f"{what} is not supported by the kernel"
@@ -217,8 +252,8 @@ def why_not(model: Model, options: SearchOptions, engine: str = "local", spark_t
 
 
 class KernelBFS(LevelSearch):
-    """The local engine's search with the level step in C (``km_expand_level``); the same figures, verdicts
-    and counterexamples as ``checker.bfs.LocalBFS``."""
+    """The local engine's search with the level step in C (``km_expand_level``); the same figures,
+    verdicts and counterexamples as ``checker.bfs.LocalBFS``."""
 
     engine = "local"
 
@@ -247,7 +282,8 @@ class KernelBFS(LevelSearch):
         try:
             self.handle = handle
             if not lib.km_set_reduce(handle, int(self.options.reduce == "dead")):
-                raise ModelError(f"kernel {self.spec.source} does not compile --reduce {self.options.reduce}")
+                raise ModelError(f"kernel {self.spec.source} does not compile --reduce "
+                                 f"{self.options.reduce}")
             inits = list(self.model.init_states())
             validate_initial(self.model, inits)
             self.initial_generated = len(inits)
@@ -270,9 +306,10 @@ class KernelBFS(LevelSearch):
         n = max(1, len(self.spec.invariants))
         found = (ctypes.c_int64 * n)()
         self.kernel.lib.km_found(self.handle, found)
-        st.found = {name: found[i] for i, name in enumerate(self.spec.invariants) if self.checked >> i & 1 and found[i] >= 0}
+        st.found = {name: found[i] for i, name in enumerate(self.spec.invariants)
+                    if self.checked >> i & 1 and found[i] >= 0}
 
-    # -- the hooks of the level loop (checker.levels) ---------------------------------------------------
+    # -- the hooks of the level loop (checker.levels) ----------------------------------------------
     writes_checkpoints = False
 
     def queue(self, st: _Counters) -> int:
@@ -297,7 +334,8 @@ class KernelBFS(LevelSearch):
         if status == -2:
             raise MemoryError("the kernel ran out of memory")
         if status == -3:
-            raise KernelCapacityError(capacity_message(self.spec, self.kernel.lib.km_error(self.handle)))
+            raise KernelCapacityError(capacity_message(self.spec,
+                                                       self.kernel.lib.km_error(self.handle)))
         self._refresh(st)
         if st.distinct > before:
             st.depth += 1
@@ -309,15 +347,18 @@ class KernelBFS(LevelSearch):
         if rss_mb() > self.memory_budget:
             from checker.levels import BudgetExceeded
 
-            raise BudgetExceeded(f"{MEMORY_BUDGET} of {self.memory_budget:.0f} MB ran out at depth {st.depth}")
+            raise BudgetExceeded(f"{MEMORY_BUDGET} of {self.memory_budget:.0f} MB ran out at depth "
+                                 f"{st.depth}")
 
     def _report(self, st: _Counters) -> None:
         if self.options.progress:
-            self.options.progress(Progress(st.depth, st.generated, st.distinct, st.queue, self.elapsed()))
+            self.options.progress(Progress(st.depth, st.generated, st.distinct, st.queue,
+                                           self.elapsed()))
 
-    # -- the result ------------------------------------------------------------------------------------
+    # -- the result --------------------------------------------------------------------------------
     def _trace(self, index: int, name: str, explanation: Any) -> Any:
-        """The path to state ``index`` unpacked and replayed on the readable model (``rebuild_trace``)."""
+        """The path to state ``index`` unpacked and replayed on the readable model
+        (``rebuild_trace``)."""
         room = 1 << 16
         indices = (ctypes.c_int64 * room)()
         codes = (ctypes.c_uint32 * room)()
@@ -342,17 +383,20 @@ class KernelBFS(LevelSearch):
         by_name = {inv.name: inv for inv in self.invariants}
         for name, index in sorted(st.found.items(), key=lambda item: (item[1], item[0])):
             trace = self._trace(index, name, by_name[name].why)
-            violations.append(Violation(name, "safety", trace, discovered=self._discovered.get(name)))
+            violations.append(Violation(name, "safety", trace,
+                                        discovered=self._discovered.get(name)))
         if st.deadlock >= 0:
-            trace = self._trace(st.deadlock, "deadlock", lambda s: "deadlock: no action is enabled in the last state")
+            trace = self._trace(st.deadlock, "deadlock", lambda s: "deadlock: no action is enabled "
+                                                                   "in the last state")
             violations.append(Violation("deadlock", "deadlock", trace))
         verdict = verdict_of(violations, reason)
         result = CheckResult(
             model=self.model.name, constants=dict(self.model.constants), verdict=verdict,
-            distinct_states=st.distinct, states_generated=st.generated, depth=st.depth, seconds=elapsed,
-            violations=violations, invariants=[inv.name for inv in self.invariants], engine=self.engine,
-            symmetry=self.symmetry, reason=reason if verdict is Verdict.UNDETERMINED else None, queue=st.queue,
-            checkpoint_file=checkpoint_file,
+            distinct_states=st.distinct, states_generated=st.generated, depth=st.depth,
+            seconds=elapsed, violations=violations,
+            invariants=[inv.name for inv in self.invariants], engine=self.engine,
+            symmetry=self.symmetry, reason=reason if verdict is Verdict.UNDETERMINED else None,
+            queue=st.queue, checkpoint_file=checkpoint_file,
         )
         degrees = (ctypes.c_uint64 * (self.kernel.max_successors + 1))()
         self.kernel.lib.km_degrees(self.handle, degrees)
@@ -366,8 +410,8 @@ class KernelBFS(LevelSearch):
         # whole states are stored, not fingerprints: two distinct states never merge
         result.collision = Collision(0.0, 0.0)
         result.extra["path"] = {"path": "kernel", "kernel": os.path.basename(self.spec.source),
-                                "library": os.path.basename(self.kernel.library), "state_bytes": self.kernel.state_bytes,
-                                "kernel_bytes": st.bytes}
+                                "library": os.path.basename(self.kernel.library),
+                                "state_bytes": self.kernel.state_bytes, "kernel_bytes": st.bytes}
         return result
 
 
@@ -386,10 +430,12 @@ class _Counters:
         self.found = {}
 
 
-def run(model: Model, options: SearchOptions, mode: str = "auto", engine: str = "local") -> CheckResult | str:
-    """The search on the kernel, or why not (a phrase: the caller runs the readable model). ``mode`` on: a reason
-    is an error (``KernelUnavailable``, one line). ``engine``: the engine asked for (``why_not``); the search runs
-    in this process either way (``checker.parallel.run_engine`` says why for ``--workers N``)."""
+def run(model: Model, options: SearchOptions, mode: str = "auto",
+        engine: str = "local") -> CheckResult | str:
+    """The search on the kernel, or why not (a phrase: the caller runs the readable model). ``mode``
+    on: a reason is an error (``KernelUnavailable``, one line). ``engine``: the engine asked for
+    (``why_not``); the search runs in this process either way (``checker.parallel.run_engine`` says
+    why for ``--workers N``)."""
     reason = why_not(model, options, engine)
     kernel = None
     if reason is None:

@@ -2,15 +2,16 @@
 (``checker.spark.kernel_step``) on packed states, never a readable state.
 
 ``km_expand_batch`` (``checker/kernel_search.h``) expands an array of packed states (one row of
-``state_bytes`` a state) in order and gives back, for each, its violation mask and its successor count, and
-the successors in the readable model's order (canonical under ``--symmetry``) with their fingerprints,
-their parent's row, their position and action code; with a fingerprint set (``FingerprintSet``), only the
-first occurrence of each fingerprint not in it. A fingerprint is the kernel's 64-bit hash of the packed
-bytes (``km_hash``), not Python's ``hash`` of the readable state: a search that mixes the two (the Spark
-engine's local prefix) says which it compares (``checker.spark.verdict``).
+``state_bytes`` a state) in order and gives back, for each, its violation mask and its successor
+count, and the successors in the readable model's order (canonical under ``--symmetry``) with their
+fingerprints, their parent's row, their position and action code; with a fingerprint set
+(``FingerprintSet``), only the first occurrence of each fingerprint not in it. A fingerprint is the
+kernel's 64-bit hash of the packed bytes (``km_hash``), not Python's ``hash`` of the readable state:
+a search that mixes the two (the Spark engine's local prefix) says which it compares
+(``checker.spark.verdict``).
 
-The library travels as bytes (``Shipment``): an executor without the driver's compiler or cache writes
-it to its own cache once and loads it with ctypes.
+The library travels as bytes (``Shipment``): an executor without the driver's compiler or cache
+writes it to its own cache once and loads it with ctypes.
 """
 
 from __future__ import annotations
@@ -24,10 +25,11 @@ import numpy as np
 
 from checker.kernel import CAPACITY, Kernel, KernelCapacityError, cache_dir
 
-#: states expanded a call at most (the output buffers hold this many times the kernel's successor bound)
+#: states expanded a call at most (the output buffers hold this many times the kernel's successor
+#: bound)
 CHUNK = 4096
-#: bytes of successor buffers a call may take: a kernel of large states or many successors a state (the Kafka
-#: model's) expands fewer states a call
+#: bytes of successor buffers a call may take: a kernel of large states or many successors a state
+#: (the Kafka model's) expands fewer states a call
 OUTPUT_BUDGET = 32 << 20
 
 
@@ -44,14 +46,16 @@ class Shipment:
     def of(cls, kernel: Kernel) -> Shipment:
         with open(kernel.library, "rb") as f:
             data = f.read()
-        return cls(os.path.basename(kernel.library), data, kernel.state_bytes, tuple(kernel.spec.invariants))
+        return cls(os.path.basename(kernel.library), data, kernel.state_bytes,
+                   tuple(kernel.spec.invariants))
 
 
 _LOADED: dict[str, BatchKernel] = {}
 
 
 def batch_kernel(shipment: Shipment) -> BatchKernel:
-    """The kernel of ``shipment``, loaded once a process (written to this machine's cache if it is not there)."""
+    """The kernel of ``shipment``, loaded once a process (written to this machine's cache if it is
+    not there)."""
     loaded = _LOADED.get(shipment.name)
     if loaded is not None:
         return loaded
@@ -66,8 +70,8 @@ def batch_kernel(shipment: Shipment) -> BatchKernel:
 
 
 def _write_library(directory: str, shipment: Shipment) -> str:
-    """``shipment``'s library written into ``directory`` under its name, atomically (a concurrent worker sees the
-    whole file or none); its path."""
+    """``shipment``'s library written into ``directory`` under its name, atomically (a concurrent
+    worker sees the whole file or none); its path."""
     os.makedirs(directory, exist_ok=True)
     fd, tmp = tempfile.mkstemp(suffix=".so", dir=directory)
     try:
@@ -101,15 +105,18 @@ class BatchKernel:
         self.state_bytes = int(lib.km_state_bytes())
         self.max_successors = int(lib.km_max_successors())
         if self.state_bytes != state_bytes:
-            raise RuntimeError(f"kernel library {library}: {self.state_bytes} bytes a state, expected {state_bytes}")
+            raise RuntimeError(f"kernel library {library}: {self.state_bytes} bytes a state, "
+                               f"expected {state_bytes}")
 
     def chunk(self) -> int:
-        """States a call: ``CHUNK``, fewer when their successors' buffers would pass ``OUTPUT_BUDGET``."""
+        """States a call: ``CHUNK``, fewer when their successors' buffers would pass
+        ``OUTPUT_BUDGET``."""
         return max(1, min(CHUNK, OUTPUT_BUDGET // max(1, self.max_successors * self.state_bytes)))
 
     def rows(self, packed: bytes | np.ndarray) -> np.ndarray:
         """``packed`` (states end to end) as a C-contiguous array of one row a state."""
-        flat = np.frombuffer(packed, np.uint8) if isinstance(packed, bytes | bytearray | memoryview) else packed
+        flat = (np.frombuffer(packed, np.uint8)
+                if isinstance(packed, bytes | bytearray | memoryview) else packed)
         return np.ascontiguousarray(flat, dtype=np.uint8).reshape(-1, self.state_bytes)
 
     def fingerprints(self, states: np.ndarray) -> np.ndarray:
@@ -120,41 +127,48 @@ class BatchKernel:
         return out.view(np.int64)
 
     def violations(self, states: np.ndarray) -> np.ndarray:
-        """Each state's bit mask of the compiled invariants it violates (bit i: the kernel's invariant i)."""
+        """Each state's bit mask of the compiled invariants it violates (bit i: the kernel's
+        invariant i)."""
         states = np.ascontiguousarray(states, dtype=np.uint8)
         out = np.empty(states.shape[0], np.uint32)
         self.lib.km_violations_batch(states.ctypes.data, states.shape[0], out.ctypes.data)
         return out
 
-    def expand(self, states: np.ndarray, symmetry: bool, seen: FingerprintSet | None = None) -> Expansion:
-        """The successors of ``states`` (rows; ``chunk()`` of them or fewer), as ``km_expand_batch`` gives them."""
+    def expand(self, states: np.ndarray, symmetry: bool, seen: FingerprintSet
+               | None = None) -> Expansion:
+        """The successors of ``states`` (rows; ``chunk()`` of them or fewer), as ``km_expand_batch``
+        gives them."""
         states = np.ascontiguousarray(states, dtype=np.uint8)
         n = states.shape[0]
         cap = max(1, n * self.max_successors)
         masks, degrees = np.empty(n, np.uint32), np.empty(n, np.uint32)
         out = np.empty((cap, self.state_bytes), np.uint8)
         fps = np.empty(cap, np.uint64)
-        parent, pos, action = np.empty(cap, np.uint32), np.empty(cap, np.uint32), np.empty(cap, np.uint32)
+        parent, pos, action = np.empty(cap, np.uint32), np.empty(cap,
+                                                                 np.uint32), np.empty(
+                                                                     cap, np.uint32)
         written = self.lib.km_expand_batch(
-            states.ctypes.data, n, int(symmetry), seen.handle if seen is not None else None, masks.ctypes.data,
-            degrees.ctypes.data, out.ctypes.data, fps.ctypes.data, parent.ctypes.data, pos.ctypes.data,
-            action.ctypes.data, cap)
+            states.ctypes.data, n, int(symmetry), seen.handle if seen is not None else None,
+            masks.ctypes.data, degrees.ctypes.data, out.ctypes.data, fps.ctypes.data,
+            parent.ctypes.data, pos.ctypes.data, action.ctypes.data, cap)
         if written == -2:
             raise MemoryError("the kernel ran out of memory expanding a batch")
         if written == -3:
             code = int(self.lib.km_batch_error_code())
-            raise KernelCapacityError(f"the compiled kernel stopped: {CAPACITY.get(code, f'capacity code {code}')}; "
+            raise KernelCapacityError("the compiled kernel stopped: "
+                                      f"{CAPACITY.get(code, f'capacity code {code}')}; "
                                       "run this configuration with --kernel off")
         if written < 0:
             raise RuntimeError("km_expand_batch: its output was too small")
-        return Expansion(masks, degrees, out[:written], fps[:written].view(np.int64), parent[:written],
-                         pos[:written], action[:written])
+        return Expansion(masks, degrees, out[:written], fps[:written].view(np.int64),
+                         parent[:written], pos[:written], action[:written])
 
 
 @dataclass
 class Expansion:
-    """What ``km_expand_batch`` gives for a batch: per state expanded its violation mask and successor count;
-    per successor written its packed bytes (rows), fingerprint, parent row in the batch, position and action."""
+    """What ``km_expand_batch`` gives for a batch: per state expanded its violation mask and
+    successor count; per successor written its packed bytes (rows), fingerprint, parent row in the
+    batch, position and action."""
 
     masks: np.ndarray
     degrees: np.ndarray
@@ -166,7 +180,8 @@ class Expansion:
 
 
 class FingerprintSet:
-    """A C set of fingerprints (``km_fpset``): the first occurrences of one expansion across its batches."""
+    """A C set of fingerprints (``km_fpset``): the first occurrences of one expansion across its
+    batches."""
 
     def __init__(self, kernel: BatchKernel, known: np.ndarray | None = None) -> None:
         self.kernel = kernel

@@ -1,6 +1,6 @@
-"""The level loop, written once: every engine (``checker.bfs``, ``checker.parallel``, ``checker.spark``)
-plugs into ``run_levels`` with the one thing it does its own way, how a level is expanded, and a few
-hooks (how it counts, saves and measures).
+"""The level loop, written once: every engine (``checker.bfs``, ``checker.parallel``,
+``checker.spark``) plugs into ``run_levels`` with the one thing it does its own way, how a level is
+expanded, and a few hooks (how it counts, saves and measures).
 
 The loop, as TLC runs it between its levels::
 
@@ -34,7 +34,8 @@ DEFAULT_CHECKPOINT_DIR = "kmc-checkpoints"
 
 
 class BudgetExceeded(Exception):
-    """A budget (time, memory) ran out inside a level: the level is abandoned and the run is undetermined."""
+    """A budget (time, memory) ran out inside a level: the level is abandoned and the run is
+    undetermined."""
 
     def __init__(self, reason: str) -> None:
         super().__init__(reason)
@@ -62,7 +63,8 @@ class LevelSearch:
 
     model: Model
     options: SearchOptions
-    #: the monotonic clock at the (possibly resumed) start of the search, less the time before a resume
+    #: the monotonic clock at the (possibly resumed) start of the search, less the time before a
+    #: resume
     _started: float
     #: False: the engine keeps its own resume point, and the loop writes no checkpoint
     writes_checkpoints = True
@@ -80,8 +82,8 @@ class LevelSearch:
         raise NotImplementedError
 
     def expand_level(self, st: Any) -> None:
-        """Expand the frontier into the next level and commit it; raise ``BudgetExceeded`` (the level
-        abandoned) when a budget runs out inside it."""
+        """Expand the frontier into the next level and commit it; raise ``BudgetExceeded`` (the
+        level abandoned) when a budget runs out inside it."""
         raise NotImplementedError
 
     def before_level(self, st: Any) -> None:
@@ -103,7 +105,8 @@ class LevelSearch:
 
 
 def run_levels(search: LevelSearch, st: Any) -> CheckResult:
-    """Run ``search`` level by level from ``st`` (its initial level, or a resumed one) to its result."""
+    """Run ``search`` level by level from ``st`` (its initial level, or a resumed one) to its
+    result."""
     opts = search.options
     saves = search.writes_checkpoints
     last_checkpoint = time.monotonic()
@@ -112,14 +115,16 @@ def run_levels(search: LevelSearch, st: Any) -> CheckResult:
     try:
         while search.queue(st) and not search.should_stop(st):
             search.before_level(st)
-            reason = budget_reason(opts, st.depth, search.distinct(st), search.queue(st), search.elapsed())
+            reason = budget_reason(opts, st.depth, search.distinct(st), search.queue(st),
+                                   search.elapsed())
             if reason:
                 break
             search.expand_level(st)
             search.after_level(st)
             if opts.observer is not None:
                 opts.observer.level(st)
-            if saves and opts.checkpoint_path and time.monotonic() - last_checkpoint >= opts.checkpoint_every:
+            if (saves and opts.checkpoint_path and time.monotonic() - last_checkpoint
+                >= opts.checkpoint_every):
                 search.save(st, opts.checkpoint_path)
                 last_checkpoint = time.monotonic()
     except BudgetExceeded as exc:

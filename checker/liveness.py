@@ -21,7 +21,14 @@ import networkx as nx
 from checker.invariant import Invariant
 from checker.levels import BudgetExceeded, LevelSearch, run_levels
 from checker.result import CheckResult
-from checker.search import SearchOptions, SuccessorView, search_result, trace_header, uses_bounds, validate_initial
+from checker.search import (
+    SearchOptions,
+    SuccessorView,
+    search_result,
+    trace_header,
+    uses_bounds,
+    validate_initial,
+)
 from checker.trace import Step, Trace
 from spec.model import Model
 
@@ -36,10 +43,11 @@ class LivenessOutcome:
 
 
 class _GraphSearch(LevelSearch):
-    """The reachable graph built level by level in the one level loop (``checker.levels.run_levels``), so the
-    run's budgets (time, states, depth) and Ctrl-C end it as they end any search. It keeps every state, which a
-    safety engine deliberately does not: the property is checked on the whole graph afterwards. It writes no
-    checkpoint (a graph is rebuilt, not resumed)."""
+    """The reachable graph built level by level in the one level loop
+    (``checker.levels.run_levels``), so the run's budgets (time, states, depth) and Ctrl-C end it as
+    they end any search. It keeps every state, which a safety engine deliberately does not: the
+    property is checked on the whole graph afterwards. It writes no checkpoint (a graph is rebuilt,
+    not resumed)."""
 
     writes_checkpoints = False
 
@@ -70,7 +78,8 @@ class _GraphSearch(LevelSearch):
         return False
 
     def expand_level(self, st: _GraphSearch) -> None:
-        """Every state of the level with its edges; a new state past ``--max-states`` abandons the graph."""
+        """Every state of the level with its edges; a new state past ``--max-states`` abandons the
+        graph."""
         max_states = self.options.max_states
         graph, index = self.graph, self.index
         following: list[int] = []
@@ -90,18 +99,22 @@ class _GraphSearch(LevelSearch):
         if following:
             self.depth += 1
 
-    def finish(self, st: _GraphSearch, reason: str | None, checkpoint_file: str | None) -> CheckResult:
-        return search_result(self.model, [], found={}, deadlock=None, trace_of=None, distinct_states=len(self.states),
-                             states_generated=self.graph.number_of_edges(), depth=self.depth, seconds=self.elapsed(),
-                             reason=reason, engine="local", queue=len(self.level))
+    def finish(self, st: _GraphSearch, reason: str | None, checkpoint_file: str
+               | None) -> CheckResult:
+        return search_result(self.model, [], found={}, deadlock=None, trace_of=None,
+                             distinct_states=len(self.states),
+                             states_generated=self.graph.number_of_edges(), depth=self.depth,
+                             seconds=self.elapsed(), reason=reason, engine="local",
+                             queue=len(self.level))
 
 
 def explore_graph(model: Model, options: SearchOptions | None = None,
                   started: float | None = None) -> tuple[nx.DiGraph, list[Any], str | None]:
     """The reachable graph: nodes are breadth-first indices, edges carry the action.
 
-    Returns the graph, the states by index and the budget that cut the exploration short (None: the graph is
-    whole). ``started`` is the run's start on the monotonic clock (``--max-seconds`` counts the whole run)."""
+    Returns the graph, the states by index and the budget that cut the exploration short (None: the
+    graph is whole). ``started`` is the run's start on the monotonic clock (``--max-seconds`` counts
+    the whole run)."""
     options = options or SearchOptions()
     inits = list(model.init_states())
     validate_initial(model, inits)
@@ -150,6 +163,8 @@ def _path_trace(model: Model, graph: nx.DiGraph, states: list[Any], node: int, p
     steps.reverse()
     last = steps[-1].state if steps else states[node]
     why = prop.why(last) if prop.explain else (
-        f"{prop.name}: from this state no state where the goal holds is reachable by healing actions alone"
+        f"{prop.name}: from this state no state where the goal holds is reachable by healing "
+        "actions alone"
     )
-    return Trace(trace_header(model, options), states[node], tuple(steps), prop.name, len(steps), why)
+    return Trace(trace_header(model, options), states[node], tuple(steps), prop.name, len(steps),
+                 why)

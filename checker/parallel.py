@@ -11,13 +11,13 @@ Each worker owns two things:
 One level takes four rounds, each run by every worker at once; the parent only sends the
 round's command and adds up a few numbers per worker (the level's synchronisation):
 
-1. *expand*: each worker expands its part in order, a chunk at a time, and keeps the first occurrence
-   of each successor fingerprint that is not known to be visited (its own shard, and every shard's
-   last two levels) as its level's candidates, in discovery order, in a frontier store (objects within
-   the worker's share of the memory budget, pooled or encoded beyond, as ``checker.bfs`` does), then
-   sends every candidate's fingerprint and key (``worker << 40 | position among the candidates``)
-   straight to its owner, through a file per (sender, owner) pair in a private directory (in /dev/shm
-   when it has room);
+1. *expand*: each worker expands its part in order, a chunk at a time, and keeps the first
+   occurrence of each successor fingerprint that is not known to be visited (its own shard, and
+   every shard's last two levels) as its level's candidates, in discovery order, in a frontier store
+   (objects within the worker's share of the memory budget, pooled or encoded beyond, as
+   ``checker.bfs`` does), then sends every candidate's fingerprint and key
+   (``worker << 40 | position among the candidates``) straight to its owner, through a file per
+   (sender, owner) pair in a private directory (in /dev/shm when it has room);
 2. *dedup*: each owner keeps, per fingerprint, the smallest key (parts are consecutive in the
    global order and each dictionary is in discovery order, so the smallest key is the first
    occurrence in the single-process engine's frontier order, whatever the worker count), drops
@@ -81,16 +81,19 @@ from spec.model import Model
 
 _REBALANCE_SLACK = 0.03  # parts may differ by this fraction of the frontier before states move
 _REBALANCE_MIN = 256  # ... and by at least this many states
-_KEY_BITS = 40  # a successor's key: sending worker << 40 | its position in the sender's level dictionary
+# a successor's key: sending worker << 40 | its position in the sender's level dictionary
+_KEY_BITS = 40
 _KEY_MASK = (1 << _KEY_BITS) - 1
 #: the rounds of a level, each one run by every worker at once and waited for by the parent
 _ROUNDS = ("expand", "dedup", "commit", "check")
-#: states a worker checks the invariants on at once (every invariant on a block before the next block)
+#: states a worker checks the invariants on at once (every invariant on a block before the next
+#: block)
 _CHECK_BLOCK = 256
-#: states of a worker's part expanded into one level dictionary: the candidates they give are pruned and stored
-#: (as objects within the worker's share of the budget, pooled beyond) a chunk at a time
+#: states of a worker's part expanded into one level dictionary: the candidates they give are pruned
+#: and stored (as objects within the worker's share of the budget, pooled beyond) a chunk at a time
 _EXPAND_CHUNK = 2048
-#: committed levels whose fingerprints (every shard's) each worker keeps to prune its level dictionary
+#: committed levels whose fingerprints (every shard's) each worker keeps to prune its level
+#: dictionary
 _RECENT_LEVELS = 2
 _MIX = np.uint64(0x9E3779B97F4A7C15)  # 2**64 / golden ratio: spreads neighbouring fingerprints
 _first, _second, _third = itemgetter(0), itemgetter(1), itemgetter(2)
@@ -116,11 +119,11 @@ def amdahl_speedup(serial_share: float, cores: int) -> float:
 
 
 def _rss_mb_of(pids: list[int]) -> float:
-    """The memory of these processes together (MB), what the memory budget is held against: the sum of their
-    proportional set sizes (``Pss``: a page shared by k processes counts 1/k in each), so that the pages the
-    workers share with the parent since the fork (the interpreter, the model, the modules: about 37 MB) count
-    once, not once a process as the sum of the resident sets counted them; the resident set where /proc gives
-    no ``Pss`` (kernels before 4.14)."""
+    """The memory of these processes together (MB), what the memory budget is held against: the sum
+    of their proportional set sizes (``Pss``: a page shared by k processes counts 1/k in each), so
+    that the pages the workers share with the parent since the fork (the interpreter, the model, the
+    modules: about 37 MB) count once, not once a process as the sum of the resident sets counted
+    them; the resident set where /proc gives no ``Pss`` (kernels before 4.14)."""
     page = os.sysconf("SC_PAGE_SIZE")
     total = 0
     for pid in pids:
@@ -138,8 +141,8 @@ def _rss_mb_of(pids: list[int]) -> float:
 
 
 def _pss_kb(pid: int) -> int:
-    """The proportional set size of process ``pid`` in kB (``/proc/<pid>/smaps_rollup``); OSError or ValueError
-    where it is not there."""
+    """The proportional set size of process ``pid`` in kB (``/proc/<pid>/smaps_rollup``); OSError or
+    ValueError where it is not there."""
     with open(f"/proc/{pid}/smaps_rollup") as f:
         for line in f:
             if line.startswith("Pss:"):
@@ -159,12 +162,13 @@ def _peak_rss_kb() -> int:
     return 0
 
 
-_SHM_MIN_FREE = 2**30  # /dev/shm is used for the exchanges only with this much room (containers give 64 MB)
+# /dev/shm is used for the exchanges only with this much room (containers give 64 MB)
+_SHM_MIN_FREE = 2**30
 
 
 def _exchange_dir() -> str:
-    """A private directory for the level's exchanges (16 bytes a successor a level, deleted as read):
-    in memory (/dev/shm) where there is room, else the temporary directory."""
+    """A private directory for the level's exchanges (16 bytes a successor a level, deleted as
+    read): in memory (/dev/shm) where there is room, else the temporary directory."""
     shm = "/dev/shm"
     base = None
     try:
@@ -189,12 +193,13 @@ def _read(path: str) -> np.ndarray:
 
 
 class _WorkerLog:
-    """The parent log of the states one worker committed, a segment a level (fingerprints, parent global
-    indexes, the worker's own action ids), until the parent gathers it a level at a time.
+    """The parent log of the states one worker committed, a segment a level (fingerprints, parent
+    global indexes, the worker's own action ids), until the parent gathers it a level at a time.
 
-    On disk by default (``checker.bfs.PARENTS_ON_DISK``, as the single-process engine's log): 16-byte records
-    in an anonymous temporary file, so that a worker keeps no memory per committed state for the log (in memory
-    it was 16 bytes an orbit over the workers, a third of the workers' share at the peak)."""
+    On disk by default (``checker.bfs.PARENTS_ON_DISK``, as the single-process engine's log):
+    16-byte records in an anonymous temporary file, so that a worker keeps no memory per committed
+    state for the log (in memory it was 16 bytes an orbit over the workers, a third of the workers'
+    share at the peak)."""
 
     def __init__(self, on_disk: bool, directory: str | None) -> None:
         self._on_disk = on_disk
@@ -229,7 +234,8 @@ class _WorkerLog:
         self._file.seek(first * LOG_RECORD.itemsize)
         records = np.fromfile(self._file, LOG_RECORD, size)
         if records.size != size:
-            raise CorruptDataError(f"a worker's parent log lost records ({records.size} of {size} read back)")
+            raise CorruptDataError(f"a worker's parent log lost records ({records.size} of {size} "
+                                   "read back)")
         return (records["fp"].copy(), records["parent"].copy(), records["action"].copy())
 
     def nbytes(self) -> int:
@@ -251,7 +257,8 @@ class _WorkerLog:
 
 
 def _chunks(blocks: Any, size: int) -> Any:
-    """Blocks of states joined into chunks of at least ``size`` states (the last one may be smaller)."""
+    """Blocks of states joined into chunks of at least ``size`` states (the last one may be
+    smaller)."""
     chunk: list[Any] = []
     for block in blocks:
         chunk.extend(block)
@@ -272,14 +279,15 @@ def _check_blocks(blocks: Any) -> Any:
 
 
 class _RecentlySeen:
-    """What a worker knows to be visited: its own shard of the visited set, and every fingerprint (all shards)
-    of the last ``_RECENT_LEVELS`` committed levels.
+    """What a worker knows to be visited: its own shard of the visited set, and every fingerprint
+    (all shards) of the last ``_RECENT_LEVELS`` committed levels.
 
-    A successor already visited was, nearly always, found at the level being expanded or the one before; a
-    worker that knew only its own shard kept the others' as candidates (objects, in its level dictionary and
-    its level's entries) until their owners dropped them at the dedup round. Dropping a visited candidate
-    early changes nothing else: its owner would have dropped it, and the first occurrence of every other
-    fingerprint keeps its place (as ``checker.bfs._drop_visited``)."""
+    A successor already visited was, nearly always, found at the level being expanded or the one
+    before; a worker that knew only its own shard kept the others' as candidates (objects, in its
+    level dictionary and its level's entries) until their owners dropped them at the dedup round.
+    Dropping a visited candidate early changes nothing else: its owner would have dropped it, and
+    the first occurrence of every other fingerprint keeps its place (as
+    ``checker.bfs._drop_visited``)."""
 
     def __init__(self, shard: FingerprintSet) -> None:
         self.shard = shard
@@ -292,8 +300,9 @@ class _RecentlySeen:
         self.levels = []
 
     def contains(self, fps: np.ndarray, *more: Any) -> np.ndarray:
-        """A boolean mask: which of ``fps`` are visited (or in one of the sorted arrays ``more``). The keys are
-        sorted once for every array searched (``checker.visited.member`` sorts them for each)."""
+        """A boolean mask: which of ``fps`` are visited (or in one of the sorted arrays ``more``).
+        The keys are sorted once for every array searched (``checker.visited.member`` sorts them for
+        each)."""
         order = np.argsort(fps)
         keys = fps[order]
         hit = np.zeros(fps.size, dtype=bool)
@@ -311,7 +320,8 @@ class _WorkerBFS(LocalBFS):
     """The expansion side of LocalBFS, run inside a worker on its part of the frontier."""
 
     def __init__(self, model: Model, options: SearchOptions, abort: Any, pids: list[int]) -> None:
-        super().__init__(model, replace(options, progress=None, observer=None, checkpoint_path=None, resume_from=None))
+        super().__init__(model, replace(options, progress=None, observer=None, checkpoint_path=None,
+                                        resume_from=None))
         self.abort = abort
         self.pids = pids
         self._last_rss = 0.0
@@ -321,22 +331,26 @@ class _WorkerBFS(LocalBFS):
             raise BudgetExceeded("interrupted")
         now = time.monotonic()
         if self.options.max_seconds is not None and now - self._started > self.options.max_seconds:
-            raise BudgetExceeded(f"time budget of {self.options.max_seconds:g} s ran out at depth {st.depth}")
+            raise BudgetExceeded(f"time budget of {self.options.max_seconds:g} s ran out at depth "
+                                 f"{st.depth}")
         if now - self._last_rss >= 0.2:
             self._last_rss = now
             rss = _rss_mb_of(self.pids)
             if rss > self.memory_budget * SPILL_AT:
-                self.under_pressure = True  # the level dictionary sheds visited successors more often
+                # the level dictionary sheds visited successors more often
+                self.under_pressure = True
             if rss > self.memory_budget:
-                raise BudgetExceeded(f"{MEMORY_BUDGET} of {self.memory_budget:.0f} MB ran out at depth {st.depth}")
+                raise BudgetExceeded(f"{MEMORY_BUDGET} of {self.memory_budget:.0f} MB ran out at "
+                                     f"depth {st.depth}")
 
 
-def _worker_main(conn: Any, index: int, workers: int, exchange: str, model: Model, options: SearchOptions,
-                 part: list[Any], visited: np.ndarray, recent: np.ndarray, depth: int, started: float,
-                 abort: Any) -> None:
+def _worker_main(conn: Any, index: int, workers: int, exchange: str, model: Model,
+                 options: SearchOptions, part: list[Any], visited: np.ndarray, recent: np.ndarray,
+                 depth: int, started: float, abort: Any) -> None:
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # the parent decides what Ctrl-C means
     try:
-        _Worker(conn, index, workers, exchange, model, options, part, visited, recent, depth, started, abort).serve()
+        _Worker(conn, index, workers, exchange, model, options, part, visited, recent, depth,
+                started, abort).serve()
     except (EOFError, BrokenPipeError, KeyboardInterrupt):
         pass
     finally:
@@ -344,9 +358,9 @@ def _worker_main(conn: Any, index: int, workers: int, exchange: str, model: Mode
 
 
 class _Worker:
-    def __init__(self, conn: Any, index: int, workers: int, exchange: str, model: Model, options: SearchOptions,
-                 part: list[Any], visited: np.ndarray, recent: np.ndarray, depth: int, started: float,
-                 abort: Any) -> None:
+    def __init__(self, conn: Any, index: int, workers: int, exchange: str, model: Model,
+                 options: SearchOptions, part: list[Any], visited: np.ndarray, recent: np.ndarray,
+                 depth: int, started: float, abort: Any) -> None:
         self.conn = conn
         self.w = index
         self.n = workers
@@ -356,11 +370,13 @@ class _Worker:
         # a worker's stores get its share of what the single process's two stores may hold
         self.engine.store_budget /= workers
         self.engine.object_states /= workers
-        #: this worker's part of the frontier: a frontier store (objects while they fit this worker's share of the
-        #: memory budget, pooled or encoded beyond, as the single process's), cut at either end to rebalance
+        #: this worker's part of the frontier: a frontier store (objects while they fit this
+        #: worker's share of the memory budget, pooled or encoded beyond, as the single process's),
+        #: cut at either end to rebalance
         self.part = self._store(part).finish()
-        #: the level being expanded: its candidates (first occurrence in this worker, visited ones dropped) in a
-        #: store, by position, with their fingerprints, parents' global indexes and actions (ids in ``_actions``)
+        #: the level being expanded: its candidates (first occurrence in this worker, visited ones
+        #: dropped) in a store, by position, with their fingerprints, parents' global indexes and
+        #: actions (ids in ``_actions``)
         self._candidates: FrontierStore | None = None
         self._level_parents = np.zeros(0, np.int64)
         self._level_actions = np.zeros(0, np.int32)
@@ -377,12 +393,14 @@ class _Worker:
         self._won = np.zeros(0, np.int64)  # fingerprints this owner will add to its shard on commit
         #: the parent log of the states this worker committed: one (fps, parents, local action ids)
         #: per level, gathered by the parent
-        spill = os.path.dirname(os.path.abspath(options.checkpoint_path)) if options.checkpoint_path else None
+        spill = (os.path.dirname(os.path.abspath(options.checkpoint_path))
+                 if options.checkpoint_path else None)
         self.log = _WorkerLog(bfs.PARENTS_ON_DISK, spill)
-        #: states moved to a neighbour go through a file in the exchange directory, in the model's compact
-        #: msgpack encoding (the frontier store's: data only, the model's own classes rebuilt; the generic
-        #: codec for a model without one), never pickle. The generic codec cost about 190 us a moved state,
-        #: on the critical path (the other workers wait while a neighbour writes and reads)
+        #: states moved to a neighbour go through a file in the exchange directory, in the model's
+        #: compact msgpack encoding (the frontier store's: data only, the model's own classes
+        #: rebuilt; the generic codec for a model without one), never pickle. The generic codec cost
+        #: about 190 us a moved state, on the critical path (the other workers wait while a
+        #: neighbour writes and reads)
         self.pack, self.unpack = state_codec(model)
         #: CPU seconds this worker spent in each round of a level, over the run (``do_stats``)
         self.round_cpu = dict.fromkeys(_ROUNDS, 0.0)
@@ -433,7 +451,8 @@ class _Worker:
 
     # -- one level, three rounds -----------------------------------------------------------------
     def do_expand(self, base: int, depth: int, pids: list[int], deadlock_wanted: bool) -> tuple:
-        """Round 1: expand the part (global indexes from ``base``), send (fingerprint, key) to owners."""
+        """Round 1: expand the part (global indexes from ``base``), send (fingerprint, key) to
+        owners."""
         st, engine = self.st, self.engine
         engine.pids = pids
         st.depth = depth
@@ -441,7 +460,8 @@ class _Worker:
         st.generated = 0
         self._forget_level()
         candidates = self._candidates = self._store(previous=self.part)
-        found = LevelFingerprints()  # the candidates' fingerprints so far: the first occurrence in this worker wins
+        # the candidates' fingerprints so far: the first occurrence in this worker wins
+        found = LevelFingerprints()
         fps_chunks, parent_chunks, action_chunks = [], [], []
         action_id = self._actions.id
         index = base
@@ -454,7 +474,8 @@ class _Worker:
             keep = ~self.seen.contains(fps, *found.runs())
             values = list(fresh.values())
             del fresh
-            entries = values if keep.all() else list(map(values.__getitem__, np.flatnonzero(keep).tolist()))
+            entries = (values if keep.all()
+                       else list(map(values.__getitem__, np.flatnonzero(keep).tolist())))
             del values
             if not entries:
                 continue
@@ -462,15 +483,18 @@ class _Worker:
             found.add(fps)
             fps_chunks.append(fps)
             parent_chunks.append(np.fromiter(map(_second, entries), np.int64, len(entries)))
-            action_chunks.append(np.fromiter(map(action_id, map(_third, entries)), np.int32, len(entries)))
+            action_chunks.append(np.fromiter(map(action_id, map(_third, entries)), np.int32,
+                                             len(entries)))
             candidates.extend(list(map(_first, entries)))
             del entries
         candidates.finish()
         del found
         deadlock = st.deadlock if deadlock_wanted and st.deadlock is not None else -1
         fps = np.concatenate(fps_chunks) if fps_chunks else np.zeros(0, np.int64)
-        self._level_parents = np.concatenate(parent_chunks) if parent_chunks else np.zeros(0, np.int64)
-        self._level_actions = np.concatenate(action_chunks) if action_chunks else np.zeros(0, np.int32)
+        self._level_parents = (np.concatenate(parent_chunks) if parent_chunks
+                               else np.zeros(0, np.int64))
+        self._level_actions = (np.concatenate(action_chunks) if action_chunks
+                               else np.zeros(0, np.int32))
         del fps_chunks, parent_chunks, action_chunks
         self._level_fps = fps
         keys = np.arange(fps.size, dtype=np.int64)
@@ -484,7 +508,8 @@ class _Worker:
         return ("expanded", st.generated, deadlock)
 
     def do_dedup(self) -> tuple:
-        """Round 2: as owner, the first occurrence of each fingerprint sent here, minus the visited."""
+        """Round 2: as owner, the first occurrence of each fingerprint sent here, minus the
+        visited."""
         fps_parts, key_parts = [], []
         for sender in range(self.n):
             data = _read(self._path("succ", sender, self.w))
@@ -495,28 +520,33 @@ class _Worker:
         keys = np.concatenate(key_parts)
         del fps_parts, key_parts
         # senders in order, each in its own order: the keys grow along the concatenation, so the
-        # first index of each fingerprint (np.unique sorts stably for return_index) is its smallest key
+        # first index of each fingerprint (np.unique sorts stably for return_index) is its smallest
+        # key
         unique, first = np.unique(fps, return_index=True)
         new = ~self.visited.contains(unique)
         self._won = unique[new]
-        # the level's new fingerprints of this shard, for the other workers to prune their next level with
+        # the level's new fingerprints of this shard, for the other workers to prune their next
+        # level with
         self._won.tofile(self._path("new", self.w, 0))
         won_keys = np.sort(keys[first[new]])
         senders = won_keys >> _KEY_BITS
         counts = np.bincount(senders, minlength=self.n)
         cuts = np.concatenate([[0], np.cumsum(counts)])
         for sender in range(self.n):
-            _write(self._path("won", self.w, sender), won_keys[cuts[sender]:cuts[sender + 1]] & _KEY_MASK)
+            _write(self._path("won", self.w, sender), won_keys[cuts[sender]:cuts[sender + 1]]
+                   & _KEY_MASK)
         return ("deduped", counts)
 
     def do_commit(self) -> tuple:
         """Round 3: keep the winning entries as the next part and log them."""
-        positions = np.sort(np.concatenate([_read(self._path("won", o, self.w)) for o in range(self.n)]))
+        positions = np.sort(np.concatenate([_read(self._path("won", o, self.w))
+                                            for o in range(self.n)]))
         candidates = self._candidates
         assert candidates is not None
-        # the level is committed from here on (the parent sends commit to every worker once all have expanded):
-        # the part just expanded is let go before its successor is built, so that the two parts' blocks and
-        # pools are never held at once beside the candidates (the commit round raised the worker's peak)
+        # the level is committed from here on (the parent sends commit to every worker once all have
+        # expanded): the part just expanded is let go before its successor is built, so that the two
+        # parts' blocks and pools are never held at once beside the candidates (the commit round
+        # raised the worker's peak)
         self.part.close()
         part = self._store(previous=candidates)
         at = 0
@@ -529,15 +559,18 @@ class _Worker:
             at += len(block)
         part.finish()
         parents = self._level_parents[positions].astype(np.int32)
-        # interned in the part's order, as the engine did before: the ids the parent learns come in the same order
+        # interned in the part's order, as the engine did before: the ids the parent learns come in
+        # the same order
         named = self._actions.actions
-        acts = np.fromiter((self.table.id(named[a]) for a in self._level_actions[positions].tolist()), np.int32,
+        acts = np.fromiter((self.table.id(named[a])
+                            for a in self._level_actions[positions].tolist()), np.int32,
                            positions.size)
         fps = self._level_fps[positions]
         won, self._won = self._won, np.zeros(0, np.int64)
         self._forget_level()
         self.visited.add(won)
-        level = [won] + [np.fromfile(self._path("new", o, 0), np.int64) for o in range(self.n) if o != self.w]
+        level = [won] + [np.fromfile(self._path("new", o, 0), np.int64) for o in range(self.n) if o
+                         != self.w]
         self.seen.add_level(np.concatenate(level))
         del level, won
         self.log.append(fps, parents, acts)
@@ -547,13 +580,14 @@ class _Worker:
         return ("committed", len(part), new_actions)
 
     def do_check(self, check: list[str]) -> tuple:
-        """Round 4, once the parts of the new level are even: the invariants on this worker's part (offset of
-        the first violation in the part, per invariant).
+        """Round 4, once the parts of the new level are even: the invariants on this worker's part
+        (offset of the first violation in the part, per invariant).
 
-        The part is checked a block at a time, every invariant on one block before the next block, as the
-        single-process engine does: a block's states stay in the CPU's caches from one invariant to the next.
-        One invariant over the whole part at a time cost about 1.5 times as much (9.4 against 6.1-6.5 CPU s on
-        612,834 states: a level's states no longer fit in the caches)."""
+        The part is checked a block at a time, every invariant on one block before the next block,
+        as the single-process engine does: a block's states stay in the CPU's caches from one
+        invariant to the next. One invariant over the whole part at a time cost about 1.5 times as
+        much (9.4 against 6.1-6.5 CPU s on 612,834 states: a level's states no longer fit in the
+        caches)."""
         invariants = [inv for inv in self.engine.invariants if inv.name in check]
         found: dict[str, int] = {}
         for start, block in _check_blocks(self.part.blocks()):
@@ -572,7 +606,8 @@ class _Worker:
 
     # -- moving states between neighbours, the log, checkpoints ----------------------------------
     def _move(self, moved: list[Any], path: str) -> None:
-        """Write states for the neighbour to read back (a private file of this run's exchange directory)."""
+        """Write states for the neighbour to read back (a private file of this run's exchange
+        directory)."""
         with open(path, "wb") as f:
             f.write(self.pack(moved))
 
@@ -589,8 +624,10 @@ class _Worker:
             data = f.read()
         try:
             states = self.unpack(data)
-        except Exception as exc:  # msgpack and the model's decoder raise many types on data they did not write
-            raise CorruptDataError(f"states moved between workers unreadable ({type(exc).__name__}: {exc})") from None
+        # msgpack and the model's decoder raise many types on data they did not write
+        except Exception as exc:
+            raise CorruptDataError("states moved between workers unreadable "
+                                   f"({type(exc).__name__}: {exc})") from None
         os.unlink(path)
         return states
 
@@ -603,7 +640,8 @@ class _Worker:
         return ("ok", len(self.part))
 
     def do_take_log(self, index: int, last: bool) -> tuple:
-        """The ``index``-th level of the log not gathered yet; ``last``: the log starts again after it."""
+        """The ``index``-th level of the log not gathered yet; ``last``: the log starts again after
+        it."""
         segment = self.log.level(index)
         if last:
             self.log.clear()
@@ -615,7 +653,8 @@ class _Worker:
     def do_stats(self) -> tuple:
         # CPU seconds of this worker since the fork, and the out-degrees of the states it expanded
         times = os.times()
-        return ("stats", time.process_time(), self.engine._degrees, dict(self.round_cpu), times.system, _peak_rss_kb())
+        return ("stats", time.process_time(), self.engine._degrees, dict(self.round_cpu),
+                times.system, _peak_rss_kb())
 
 
 class ParallelBFS(LocalBFS):
@@ -632,7 +671,8 @@ class ParallelBFS(LocalBFS):
         self._interrupted = False
         self._exchange = ""
         self._waiting = 0.0  # wall seconds the parent waited for its workers
-        #: wall seconds of each round of the levels, and of moving states between parts, over the run
+        #: wall seconds of each round of the levels, and of moving states between parts, over the
+        #: run
         self._round_wall = dict.fromkeys((*_ROUNDS, "rebalance"), 0.0)
 
     # -- the search ------------------------------------------------------------------------------
@@ -657,7 +697,8 @@ class ParallelBFS(LocalBFS):
             shutil.rmtree(self._exchange, ignore_errors=True)
             if previous_handler is not None:
                 signal.signal(signal.SIGINT, previous_handler)
-        self._add_serial_share(result, time.process_time() - cpu_started, time.monotonic() - started)
+        self._add_serial_share(result, time.process_time() - cpu_started, time.monotonic()
+                               - started)
         return result
 
     # -- the hooks of the level loop (checker.levels) ---------------------------------------------
@@ -675,12 +716,14 @@ class ParallelBFS(LocalBFS):
         st.elapsed = self.elapsed()
         self._report(st, st.elapsed)
         if _rss_mb_of(self._pids) > self.memory_budget:
-            raise BudgetExceeded(f"{MEMORY_BUDGET} of {self.memory_budget:.0f} MB ran out at depth {st.depth}")
+            raise BudgetExceeded(f"{MEMORY_BUDGET} of {self.memory_budget:.0f} MB ran out at depth "
+                                 f"{st.depth}")
 
     def save(self, st: SearchState, path: str) -> None:
         self._save(st, path)
 
-    def finish(self, st: SearchState, reason: str | None, checkpoint_file: str | None) -> CheckResult:
+    def finish(self, st: SearchState, reason: str | None, checkpoint_file: str
+               | None) -> CheckResult:
         self._gather_log(st)
         stats = self._call_all([("stats",)] * self.workers)
         for _, _, degrees, *_ in stats:  # the out-degrees of the states each worker expanded
@@ -695,28 +738,36 @@ class ParallelBFS(LocalBFS):
         # says little, the CPU seconds of each worker say how well the level was split
         result.extra["worker_cpu_seconds"] = [round(r[1], 3) for r in stats]
         result.extra["worker_system_cpu_seconds"] = [round(r[4], 3) for r in stats]
-        # each worker's peak resident set (VmHWM: the pages inherited from the parent at the fork included)
+        # each worker's peak resident set (VmHWM: the pages inherited from the parent at the fork
+        # included)
         result.extra["worker_peak_rss_kb"] = [r[5] for r in stats]
-        # where the wall time of the levels went: each round lasts as long as its slowest worker, so a
-        # worker is idle for the round's wall time less its own CPU time in it (the level's imbalance, and
-        # any time the machine gave to other work)
-        result.extra["round_wall_seconds"] = {name: round(t, 3) for name, t in self._round_wall.items()}
-        result.extra["worker_round_cpu_seconds"] = {name: [round(r[3][name], 3) for r in stats] for name in _ROUNDS}
+        # where the wall time of the levels went: each round lasts as long as its slowest worker, so
+        # a worker is idle for the round's wall time less its own CPU time in it (the level's
+        # imbalance, and any time the machine gave to other work)
+        result.extra["round_wall_seconds"] = {name: round(t, 3)
+                                              for name, t in self._round_wall.items()}
+        result.extra["worker_round_cpu_seconds"] = {name: [round(r[3][name], 3) for r in stats]
+                                                    for name in _ROUNDS}
         result.extra["worker_idle_seconds"] = [
-            round(sum(max(0.0, self._round_wall[name] - r[3][name]) for name in _ROUNDS), 3) for r in stats]
+            round(sum(max(0.0, self._round_wall[name] - r[3][name]) for name in _ROUNDS), 3)
+            for r in stats]
         return result
 
     def _add_serial_share(self, result: CheckResult, parent_cpu: float, wall: float) -> None:
         workers_cpu = sum(result.extra.get("worker_cpu_seconds", []))
         total = parent_cpu + workers_cpu
-        share = round(parent_cpu / total, 5) if total > 0 else 1.0  # the predictions are the reported share's
+        # the predictions are the reported share's
+        share = round(parent_cpu / total, 5) if total > 0 else 1.0
         result.extra["parent_cpu_seconds"] = round(parent_cpu, 3)
         result.extra["serial_share"] = share
-        result.extra["parent_busy_wall_share"] = round(max(0.0, wall - self._waiting) / wall, 5) if wall > 0 else 1.0
-        result.extra["amdahl_speedup"] = {str(n): round(amdahl_speedup(share, n), 2) for n in (2, 16, 64)}
+        result.extra["parent_busy_wall_share"] = (round(max(0.0, wall - self._waiting) / wall, 5)
+                                                  if wall > 0 else 1.0)
+        result.extra["amdahl_speedup"] = {str(n): round(amdahl_speedup(share, n), 2)
+                                          for n in (2, 16, 64)}
 
     def _distinct_so_far(self, st: SearchState) -> int:
-        return getattr(self, "_distinct", len(st.log))  # the log is gathered from the workers at the end
+        # the log is gathered from the workers at the end
+        return getattr(self, "_distinct", len(st.log))
 
     def _queue(self) -> int:
         return sum(self._sizes)
@@ -746,14 +797,15 @@ class ParallelBFS(LocalBFS):
         frontier, n = st.frontier, self.workers
         cuts = [len(frontier) * w // n for w in range(n + 1)]
         visited = st.visited.array
-        recent = np.array(st.log.arrays()[0][st.frontier_base:], np.int64)  # the frontier's fingerprints
+        # the frontier's fingerprints
+        recent = np.array(st.log.arrays()[0][st.frontier_base:], np.int64)
         for w in range(n):
             parent_end, child_end = ctx.Pipe()
             part = frontier[cuts[w]:cuts[w + 1]]
             proc = ctx.Process(
                 target=_worker_main,
-                args=(child_end, w, n, self._exchange, self.model, self.options, part, visited, recent, st.depth,
-                      self._started, self._abort),
+                args=(child_end, w, n, self._exchange, self.model, self.options, part, visited,
+                      recent, st.depth, self._started, self._abort),
                 daemon=True,
             )
             proc.start()
@@ -808,13 +860,14 @@ class ParallelBFS(LocalBFS):
                 raise reply[1]
         return replies
 
-    # -- one level -----------------------------------------------------------------------------------
+    # -- one level ---------------------------------------------------------------------------------
     def _expand_level(self, st: SearchState) -> None:
         n = self.workers
         want_deadlock = self.options.check_deadlock and st.deadlock is None
         starts = st.frontier_base + np.concatenate([[0], np.cumsum(self._sizes)]).astype(np.int64)
         clock = time.monotonic()
-        replies = self._call_all([("expand", int(starts[w]), st.depth, self._pids, want_deadlock) for w in range(n)])
+        replies = self._call_all([("expand", int(starts[w]), st.depth, self._pids, want_deadlock)
+                                  for w in range(n)])
         clock = self._lap("expand", clock)
         stopped = [r[1] for r in replies if r[0] == "budget"]
         if stopped:
@@ -828,7 +881,8 @@ class ParallelBFS(LocalBFS):
         for _, generated, deadlock in replies:
             st.generated += generated
             if deadlock >= 0 and want_deadlock and st.deadlock is None:
-                st.deadlock = int(deadlock)  # parts in order: the first one found is the first in the frontier
+                # parts in order: the first one found is the first in the frontier
+                st.deadlock = int(deadlock)
         # from here on the level is committed by every worker: no interruption in between
         counts = np.sum([r[1] for r in self._call_all([("dedup",)] * n)], axis=0)
         clock = self._lap("dedup", clock)
@@ -837,7 +891,8 @@ class ParallelBFS(LocalBFS):
         clock = self._lap("commit", clock)
         for w, (_, size, new_actions) in enumerate(replies):
             if new_actions:
-                ids = np.fromiter((st.actions.id(a) for a in new_actions), np.int64, len(new_actions))
+                ids = np.fromiter((st.actions.id(a) for a in new_actions), np.int64,
+                                  len(new_actions))
                 self._luts[w] = np.concatenate([self._luts[w], ids])
             self._sizes[w] = size
         self._pending_levels += 1
@@ -846,9 +901,9 @@ class ParallelBFS(LocalBFS):
             st.depth += 1
         st.frontier_base = base
         self._distinct = base + new
-        # the parts are made even before the invariants are checked on them, so that the check (a fifth of a
-        # level's work) is shared evenly too; the parts stay in the global order, so the first violation in
-        # part order is still the first in discovery order
+        # the parts are made even before the invariants are checked on them, so that the check (a
+        # fifth of a level's work) is shared evenly too; the parts stay in the global order, so the
+        # first violation in part order is still the first in discovery order
         self._rebalance()
         clock = self._lap("rebalance", clock)
         check = [inv.name for inv in self.invariants if inv.name not in st.found]
@@ -872,15 +927,18 @@ class ParallelBFS(LocalBFS):
         if not st.log.spilled and _rss_mb_of(self._pids) > self.memory_budget * SPILL_AT:
             st.log.spill(os.path.dirname(os.path.abspath(self.options.checkpoint_path))
                          if self.options.checkpoint_path else None)
-        # a level at a time: the parent holds one level's segments, never the whole log of the workers
+        # a level at a time: the parent holds one level's segments, never the whole log of the
+        # workers
         for level in range(self._pending_levels):
             last = level == self._pending_levels - 1
-            for w, (_, segment) in enumerate(self._call_all([("take_log", level, last)] * self.workers)):
+            for w, (_, segment) in enumerate(self._call_all([("take_log", level, last)]
+                                                            * self.workers)):
                 fps, parents, acts = segment
                 st.log.append(fps, parents, self._luts[w][acts] if acts.size else acts)
         self._pending_levels = 0
         if len(st.log) != self._distinct:
-            raise RuntimeError(f"parent log has {len(st.log)} states, the workers counted {self._distinct}")
+            raise RuntimeError(f"parent log has {len(st.log)} states, the workers counted "
+                               f"{self._distinct}")
 
     def _rebalance(self) -> None:
         total, n = self._queue(), self.workers
@@ -909,9 +967,10 @@ class ParallelBFS(LocalBFS):
                 self._sizes[w + 1] -= move
             prefix = sum(self._sizes[: w + 1])
 
-    # -- checkpoints ---------------------------------------------------------------------------------
+    # -- checkpoints -------------------------------------------------------------------------------
     def _save(self, st: SearchState, path: str) -> None:
-        """Gather the parent log, the frontier parts (in order) and the visited set (the log's fingerprints)."""
+        """Gather the parent log, the frontier parts (in order) and the visited set (the log's
+        fingerprints)."""
         self._gather_log(st)
         parts = self._call_all([("dump",)] * self.workers)
         st.frontier = [state for _, states in parts for state in states]
@@ -939,28 +998,33 @@ def resolve_workers(requested: int | None) -> int:
 
 @dataclass(frozen=True)
 class ParallelOptions:
-    """The parallel engine's options: its worker processes (0: ``auto``, one a core this process may run on)."""
+    """The parallel engine's options: its worker processes (0: ``auto``, one a core this process may
+    run on)."""
 
     workers: int = 0
 
     def __post_init__(self) -> None:
         if self.workers < 0:
-            raise UsageError(f"--workers {self.workers}: give a positive number of worker processes, or auto")
+            raise UsageError(f"--workers {self.workers}: give a positive number of worker "
+                             "processes, or auto")
 
 
-#: why ``--workers N`` runs the local kernel search: the readable workers' figures against it (bench/NOTES.md)
-ONE_C_PROCESS = ("one process on the compiled kernel is faster than {workers} readable workers (the kernel's search "
-                 "is C; the parallel engine's workers run the readable model)")
+#: why ``--workers N`` runs the local kernel search: the readable workers' figures against it
+#: (bench/NOTES.md)
+ONE_C_PROCESS = ("one process on the compiled kernel is faster than {workers} readable workers "
+                 "(the kernel's search is C; the parallel engine's workers run the readable model)")
 
 
-def run_engine(model: Model, options: SearchOptions, engine_options: ParallelOptions) -> CheckResult:
-    """``--engine parallel``: ``--workers N`` processes, one a core when not given or ``auto``. A search
-    that keeps the state graph (liveness) runs in one process: the graph is built there.
+def run_engine(model: Model, options: SearchOptions,
+               engine_options: ParallelOptions) -> CheckResult:
+    """``--engine parallel``: ``--workers N`` processes, one a core when not given or ``auto``. A
+    search that keeps the state graph (liveness) runs in one process: the graph is built there.
 
     Where the model's compiled kernel can run the search (``checker.kernel.why_not``: no checkpoint,
-    ``--max-memory``, ``--reduce``, user property, ...), it runs the local engine's search on the kernel in this
-    process (``KernelBFS``) instead of N readable workers: the same figures, verdicts and counterexamples, and
-    ``result.extra["path"]`` says so (the workers asked for and why); else the readable workers, with the reason."""
+    ``--max-memory``, ``--reduce``, user property, ...), it runs the local engine's search on the
+    kernel in this process (``KernelBFS``) instead of N readable workers: the same figures, verdicts
+    and counterexamples, and ``result.extra["path"]`` says so (the workers asked for and why); else
+    the readable workers, with the reason."""
     workers = resolve_workers(engine_options.workers)
     reason = None
     if options.kernel != "off":

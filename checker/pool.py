@@ -3,9 +3,10 @@
 ``kmc matrix`` checks its configurations this way (one search a configuration, each in one process)
 and ``kmc simulate --workers N`` its walks. A job is a value of the parent's, read by index in the
 forked workers (nothing is sent to them but the index); each result comes back through a pipe, from
-a process this run forked (never data a user handed us). The jobs may be handed out in an order of the
-caller's (``kmc matrix``: the largest first); the results are returned in the jobs' order whatever the order
-they are handed out or finish in, so the output of a command does not depend on the worker count.
+a process this run forked (never data a user handed us). The jobs may be handed out in an order of
+the caller's (``kmc matrix``: the largest first); the results are returned in the jobs' order
+whatever the order they are handed out or finish in, so the output of a command does not depend on
+the worker count.
 
 Ctrl-C is the parent's: the workers ignore SIGINT, and the parent stops them (its own processes, by
 their handles) before the interrupt goes on. A job that raises stops the run: the workers are
@@ -60,24 +61,25 @@ def run_jobs(work: Callable[[Job], Out], jobs: Sequence[Job], workers: int,
              every: float = 10.0, order: Sequence[int] | None = None) -> list[Out]:
     """``[work(job) for job in jobs]``, with up to ``workers`` jobs at once in forked processes.
 
-    ``started(index)`` is called as a job is handed to a worker, ``finished(index, result)`` as its result
-    comes back, ``running([(index, seconds so far), ...])`` every ``every`` seconds while jobs run. With one
-    worker, one job, or no ``fork`` on this platform, the jobs run here, one after the other in their own
-    order, with the same calls.
+    ``started(index)`` is called as a job is handed to a worker, ``finished(index, result)`` as its
+    result comes back, ``running([(index, seconds so far), ...])`` every ``every`` seconds while
+    jobs run. With one worker, one job, or no ``fork`` on this platform, the jobs run here, one
+    after the other in their own order, with the same calls.
 
-    ``order`` is the order the workers are handed the jobs in (a permutation of their indices; default their
-    own order): the longest first, say, so that no worker idles at the end while another finishes a long job
-    (list scheduling, longest processing time first: Graham, "Bounds on multiprocessing timing anomalies",
-    1969). It changes when results come back, never which results are returned or their order.
+    ``order`` is the order the workers are handed the jobs in (a permutation of their indices;
+    default their own order): the longest first, say, so that no worker idles at the end while
+    another finishes a long job (list scheduling, longest processing time first: Graham, "Bounds on
+    multiprocessing timing anomalies", 1969). It changes when results come back, never which results
+    are returned or their order.
 
-    ``finished`` may return True: the jobs after that one are not needed (a violation found, a time budget
-    spent). Then no later job is handed out, the earlier ones are still run (those not handed out yet, when
-    ``order`` is not the jobs' own) and waited for, and the results returned are those of the jobs up to the
-    last one not after it: the same list at any worker count and in any ``order``, as long as ``finished``
-    answers the same for the same result (the results of later jobs that were already done are dropped, and
-    the later jobs still running are stopped, their workers replaced while earlier jobs wait). A job that
-    raises is the last one too: its error is raised once the jobs before it are done, unless one of them says
-    the rest is not needed."""
+    ``finished`` may return True: the jobs after that one are not needed (a violation found, a time
+    budget spent). Then no later job is handed out, the earlier ones are still run (those not handed
+    out yet, when ``order`` is not the jobs' own) and waited for, and the results returned are those
+    of the jobs up to the last one not after it: the same list at any worker count and in any
+    ``order``, as long as ``finished`` answers the same for the same result (the results of later
+    jobs that were already done are dropped, and the later jobs still running are stopped, their
+    workers replaced while earlier jobs wait). A job that raises is the last one too: its error is
+    raised once the jobs before it are done, unless one of them says the rest is not needed."""
     workers = min(workers, len(jobs))
     dispatch = _permutation(order, len(jobs))  # checked at any worker count
     if workers <= 1 or not can_fork():
@@ -92,9 +94,11 @@ def run_jobs(work: Callable[[Job], Out], jobs: Sequence[Job], workers: int,
     return [pool.results[i] for i in range(pool.last + 1)]
 
 
-def _run_here(work: Callable[[Job], Out], jobs: Sequence[Job], started: Callable[[int], None] | None,
+def _run_here(work: Callable[[Job], Out], jobs: Sequence[Job], started: Callable[[int], None]
+              | None,
               finished: Callable[[int, Out], bool | None] | None) -> list[Out]:
-    """The jobs in this process, one after the other in their own order, with the calls of ``run_jobs``."""
+    """The jobs in this process, one after the other in their own order, with the calls of
+    ``run_jobs``."""
     results = []
     for index, job in enumerate(jobs):
         if started is not None:
@@ -106,11 +110,13 @@ def _run_here(work: Callable[[Job], Out], jobs: Sequence[Job], started: Callable
 
 
 class _Pool:
-    """The forked workers of one ``run_jobs``: which job each runs, the jobs not handed out yet, the results
-    back, and the last job whose result is needed (``last``; ``failed`` its error, if it raised)."""
+    """The forked workers of one ``run_jobs``: which job each runs, the jobs not handed out yet, the
+    results back, and the last job whose result is needed (``last``; ``failed`` its error, if it
+    raised)."""
 
     def __init__(self, work: Callable[[Job], Out], jobs: Sequence[Job], dispatch: Sequence[int],
-                 started: Callable[[int], None] | None, finished: Callable[[int, Out], bool | None] | None) -> None:
+                 started: Callable[[int], None] | None, finished: Callable[[int, Out], bool | None]
+                 | None) -> None:
         self.work, self.jobs, self.started, self.finished = work, jobs, started, finished
         self.pending = deque(dispatch)  # the jobs not handed out yet, in the order they go out
         self.ctx = mp.get_context("fork")
@@ -130,7 +136,8 @@ class _Pool:
 
     def waiting(self) -> bool:
         """Whether a needed job is still to be handed out."""
-        while self.pending and self.pending[0] > self.last:  # not needed: a job before it said the rest is not
+        # not needed: a job before it said the rest is not
+        while self.pending and self.pending[0] > self.last:
             self.pending.popleft()
         return bool(self.pending)
 
@@ -144,8 +151,8 @@ class _Pool:
             self.busy[conn] = (index, time.monotonic())
 
     def drop_later(self) -> None:
-        """``last`` moved down: stop the jobs after it still running; a fresh worker for each, while needed jobs
-        wait."""
+        """``last`` moved down: stop the jobs after it still running; a fresh worker for each, while
+        needed jobs wait."""
         for conn, (index, _) in list(self.busy.items()):
             if index > self.last:
                 del self.busy[conn]
@@ -159,7 +166,8 @@ class _Pool:
         del self.busy[conn]
         if index > self.last:  # a job after one that said the rest is not needed
             return
-        if kind == "error":  # raised once the earlier jobs are done (one of them may stop the run first)
+        # raised once the earlier jobs are done (one of them may stop the run first)
+        if kind == "error":
             self.failed, self.last = value, index
             self.results = {i: r for i, r in self.results.items() if i < self.last}
             self.drop_later()
@@ -171,12 +179,15 @@ class _Pool:
                 self.drop_later()
         self.hand(conn)
 
-    def run(self, workers: int, running: Callable[[list[tuple[int, float]]], None] | None, every: float) -> None:
+    def run(self, workers: int, running: Callable[[list[tuple[int, float]]], None] | None,
+            every: float) -> None:
         last_report = time.monotonic()
         for _ in range(workers):
             self.hand(self.start())
-        while self.busy:  # every job running is needed (drop_later), and a free worker takes the next needed one
-            for conn in wait(list(self.busy), timeout=max(0.05, every - (time.monotonic() - last_report))):
+        # every job running is needed (drop_later), and a free worker takes the next needed one
+        while self.busy:
+            for conn in wait(list(self.busy),
+                             timeout=max(0.05, every - (time.monotonic() - last_report))):
                 assert isinstance(conn, Connection)
                 if conn in self.busy:  # else stopped while this loop ran
                     self.receive(conn)
@@ -191,7 +202,8 @@ class _Pool:
             except (OSError, ValueError):
                 pass
         for conn, proc in self.procs.items():
-            if conn in self.busy:  # stopped early (an error, Ctrl-C): the jobs still running are not waited for
+            # stopped early (an error, Ctrl-C): the jobs still running are not waited for
+            if conn in self.busy:
                 proc.terminate()
             _stop(proc, wait=5)
         for conn in self.procs:
@@ -208,7 +220,8 @@ def _permutation(order: Sequence[int] | None, count: int) -> list[int]:
 
 
 def _stop(proc: Any, wait: float = 0.0) -> None:
-    """End one worker this run started: let it leave within ``wait`` seconds, else terminate it, then kill it."""
+    """End one worker this run started: let it leave within ``wait`` seconds, else terminate it,
+    then kill it."""
     if wait:
         proc.join(timeout=wait)
     if proc.is_alive():

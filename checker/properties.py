@@ -59,10 +59,13 @@ def load_property(spec: str) -> UserProperty:
     module = _load_module(where, spec)
     function = getattr(module, attr, None)
     if function is None:
-        found = sorted(n for n, v in vars(module).items() if inspect.isfunction(v) and not n.startswith("_"))
-        raise UsageError(f"--property {spec}: {where} has no function {attr!r}; its functions: {', '.join(found) or 'none'}")
+        found = sorted(n for n, v in vars(module).items() if inspect.isfunction(v)
+                       and not n.startswith("_"))
+        raise UsageError(f"--property {spec}: {where} has no function {attr!r}; its functions: "
+                         f"{', '.join(found) or 'none'}")
     if not callable(function):
-        raise UsageError(f"--property {spec}: {attr} is a {type(function).__name__}, not a function")
+        raise UsageError(f"--property {spec}: {attr} is a {type(function).__name__}, not a "
+                         "function")
     wants_model = _arity(function, spec) == 2
     doc = (inspect.getdoc(function) or "").strip().splitlines()
     description = doc[0] if doc else f"user property {spec}"
@@ -75,7 +78,8 @@ def load_properties(specs: Sequence[str], taken: Sequence[str] = ()) -> list[Use
     for spec in specs:
         prop = load_property(spec)
         if prop.name in names:
-            raise UsageError(f"--property {spec}: the name {prop.name!r} is already taken (a built-in invariant "
+            raise UsageError(f"--property {spec}: the name {prop.name!r} is already taken (a "
+                             "built-in invariant "
                              "or another --property); rename the function")
         names.add(prop.name)
         out.append(prop)
@@ -107,15 +111,18 @@ def _load_module(where: str, spec: str) -> Any:
                 sys.path.remove(cwd)
     except ModuleNotFoundError as exc:
         if exc.name and where.startswith(exc.name):
-            raise UsageError(f"--property {spec}: no module {where!r} (put {where.replace('.', '/')}.py in the current "
+            raise UsageError(f"--property {spec}: no module {where!r} (put "
+                             f"{where.replace('.', '/')}.py in the current "
                              "directory or on PYTHONPATH, or give FILE.py:FUNCTION)") from None
         raise UsageError(f"--property {spec}: importing {where} failed: {exc}") from None
     except (UsageError, NoInputError):
         raise
     except OSError as exc:
-        raise NoInputError(f"--property {spec}: cannot read {where}: {exc.strerror or exc}") from None
+        raise NoInputError(f"--property {spec}: cannot read {where}: "
+                           f"{exc.strerror or exc}") from None
     except Exception as exc:  # a syntax error or a failing import in the user's module
-        raise UsageError(f"--property {spec}: importing {where} failed: {type(exc).__name__}: {exc}") from None
+        raise UsageError(f"--property {spec}: importing {where} failed: {type(exc).__name__}: "
+                         f"{exc}") from None
 
 
 def _arity(function: Callable[..., Any], spec: str) -> int:

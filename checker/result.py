@@ -11,7 +11,8 @@ import numpy as np
 from checker.trace import Trace
 from spec.errors import ExitCode
 
-_CHUNK = 1 << 16  # fingerprints scanned at a time for the observed collision estimate (two 512 KiB temporaries)
+# fingerprints scanned at a time for the observed collision estimate (two 512 KiB temporaries)
+_CHUNK = 1 << 16
 
 
 class Verdict(StrEnum):
@@ -23,7 +24,8 @@ class Verdict(StrEnum):
 @dataclass(frozen=True)
 class Discovery:
     """What a search that stops at a violation reports: distinct states, states generated and depth
-    at the end of the level where the violation was found (the same with or without ``--continue``)."""
+    at the end of the level where the violation was found (the same with or without
+    ``--continue``)."""
 
     distinct_states: int
     states_generated: int
@@ -67,7 +69,8 @@ class Collision:
     observed: float | None
 
 
-def collision_estimates(distinct: int, generated: int, sorted_fps: np.ndarray | None = None) -> Collision:
+def collision_estimates(distinct: int, generated: int, sorted_fps: np.ndarray
+                        | None = None) -> Collision:
     optimistic = distinct * max(generated - distinct, 0) / 2.0**64
     observed = None
     if sorted_fps is not None and sorted_fps.size >= 2:
@@ -87,7 +90,8 @@ class Violation:
     kind: str  # "safety", "liveness" or "deadlock"
     trace: Trace
     trace_file: str | None = None
-    #: the figures of a search stopping at this violation (None when the engine does not record them)
+    #: the figures of a search stopping at this violation (None when the engine does not record
+    #: them)
     discovered: Discovery | None = None
 
     @property

@@ -74,19 +74,22 @@ def _kind(mode: int) -> str:
 
 
 def read_file(path: str, what: str = "file", max_bytes: int = MAX_TRACE_BYTES) -> bytes:
-    """The bytes of the regular file ``path`` (a ``what``: "trace", "checkpoint", ...), at most ``max_bytes``."""
+    """The bytes of the regular file ``path`` (a ``what``: "trace", "checkpoint", ...), at most
+    ``max_bytes``."""
     try:
         info = os.stat(path)
     except FileNotFoundError:
         raise NoInputError(f"no such {what}: {path}; check the path") from None
     except NotADirectoryError:
-        raise NoInputError(f"no such {what}: {path} (a part of the path is not a directory)") from None
+        raise NoInputError(f"no such {what}: {path} (a part of the path is not a "
+                           "directory)") from None
     except OSError as exc:
         raise NoInputError(f"cannot read the {what} {path}: {exc.strerror or exc}") from None
     except ValueError:  # an embedded NUL byte
         raise NoInputError(f"cannot read the {what} {path!r}: not a valid path") from None
     if not stat.S_ISREG(info.st_mode):
-        raise BadFileError(f"{path} is {_kind(info.st_mode)}, not a {what} file; give the path of a regular file")
+        raise BadFileError(f"{path} is {_kind(info.st_mode)}, not a {what} file; give the path of "
+                           "a regular file")
     _check_size(path, what, info.st_size, max_bytes)
     try:
         fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0))
@@ -95,7 +98,8 @@ def read_file(path: str, what: str = "file", max_bytes: int = MAX_TRACE_BYTES) -
     try:
         info = os.fstat(fd)
         if not stat.S_ISREG(info.st_mode):  # swapped for something else since the stat above
-            raise BadFileError(f"{path} is {_kind(info.st_mode)}, not a {what} file; give the path of a regular file")
+            raise BadFileError(f"{path} is {_kind(info.st_mode)}, not a {what} file; give the path "
+                               "of a regular file")
         _check_size(path, what, info.st_size, max_bytes)
         flags = fcntl.fcntl(fd, fcntl.F_GETFL)
         fcntl.fcntl(fd, fcntl.F_SETFL, flags & ~os.O_NONBLOCK)
@@ -120,16 +124,18 @@ def read_file(path: str, what: str = "file", max_bytes: int = MAX_TRACE_BYTES) -
 
 def _check_size(path: str, what: str, size: int, max_bytes: int) -> None:
     if size > max_bytes:
-        raise BadFileError(f"{path} is too large for a {what} ({size:,} bytes, the limit is {max_bytes:,})")
+        raise BadFileError(f"{path} is too large for a {what} ({size:,} bytes, the limit is "
+                           f"{max_bytes:,})")
 
 
-# -- JSON ---------------------------------------------------------------------------------------------
+# -- JSON ------------------------------------------------------------------------------------------
 _ESCAPE = re.compile(rb"\\.", re.DOTALL)
 _STRING = re.compile(rb'"[^"]*"')
 _DEPTH_DELTA = np.zeros(256, np.int8)
 _DEPTH_DELTA[ord("[")] = _DEPTH_DELTA[ord("{")] = 1
 _DEPTH_DELTA[ord("]")] = _DEPTH_DELTA[ord("}")] = -1
-_KEEP = bytes(range(256)).translate(None, b'"[]{}\\')  # everything but these is deleted before the scan
+# everything but these is deleted before the scan
+_KEEP = bytes(range(256)).translate(None, b'"[]{}\\')
 
 
 def json_depth(data: bytes) -> int:
@@ -147,16 +153,19 @@ def json_depth(data: bytes) -> int:
 
 
 def _int_text(text: str) -> str:
-    return text if len(text) <= 24 else f"{text[:10]}...{text[-4:]} ({len(text.lstrip('-')):,} digits)"
+    return (text if len(text) <= 24 else f"{text[:10]}...{text[-4:]} ({len(text.lstrip('-')):,} "
+                                         "digits)")
 
 
 def int_from_text(text: str, where: str) -> int:
-    """The integer written in decimal ``text`` (JSON number, ITF ``#bigint``, scenario parameter), if it
-    lies in ``MIN_INT..MAX_INT``; else one ``BadFileError`` naming ``where``, the file or its place."""
+    """The integer written in decimal ``text`` (JSON number, ITF ``#bigint``, scenario parameter),
+    if it lies in ``MIN_INT..MAX_INT``; else one ``BadFileError`` naming ``where``, the file or its
+    place."""
     digits = len(text.lstrip("-"))
     value = int(text) if digits <= MAX_INT_DIGITS else None
     if value is None or not MIN_INT <= value <= MAX_INT:
-        raise BadFileError(f"{where}: the integer {_int_text(text)} is out of range (kmc reads integers from -2^63 to "
+        raise BadFileError(f"{where}: the integer {_int_text(text)} is out of range (kmc reads "
+                           "integers from -2^63 to "
                            "2^63-1, a 64-bit Kafka field); this is not a file kmc wrote")
     return value
 
@@ -164,13 +173,15 @@ def int_from_text(text: str, where: str) -> int:
 def check_int(value: int, where: str) -> int:
     """``value`` if it lies in ``MIN_INT..MAX_INT`` (see ``int_from_text``)."""
     if not MIN_INT <= value <= MAX_INT:
-        raise BadFileError(f"{where}: the integer {_int_text(str(value))} is out of range (kmc reads integers from -2^63 "
+        raise BadFileError(f"{where}: the integer {_int_text(str(value))} is out of range (kmc "
+                           "reads integers from -2^63 "
                            "to 2^63-1, a 64-bit Kafka field); this is not a file kmc wrote")
     return value
 
 
 def check_ints(value: Any, where: str) -> Any:
-    """``value`` (a decoded document of dicts, lists, tuples and scalars) after checking every integer in it."""
+    """``value`` (a decoded document of dicts, lists, tuples and scalars) after checking every
+    integer in it."""
     stack = [value]
     while stack:
         item = stack.pop()
@@ -191,7 +202,8 @@ def parse_json(path: str, data: bytes, what: str = "file", max_depth: int = MAX_
     """``json.loads`` with the depth, integer and constant limits above; errors name the file."""
     depth = json_depth(data)
     if depth > max_depth:
-        raise BadFileError(f"{path}: JSON nested {depth} levels deep (the limit is {max_depth}); this is not a kmc {what}")
+        raise BadFileError(f"{path}: JSON nested {depth} levels deep (the limit is {max_depth}); "
+                           f"this is not a kmc {what}")
 
     def no_constant(name: str) -> Any:
         raise ValueError(f"{name} is not JSON")
@@ -199,26 +211,32 @@ def parse_json(path: str, data: bytes, what: str = "file", max_depth: int = MAX_
     def finite_float(text: str) -> float:
         value = float(text)
         if not math.isfinite(value):
-            raise BadFileError(f"{path}: the number {_int_text(text)} overflows a float; this is not a kmc {what}")
+            raise BadFileError(f"{path}: the number {_int_text(text)} overflows a float; this is "
+                               f"not a kmc {what}")
         return value
 
-    def bounded_int(text: str) -> int:  # 18 characters or fewer: below 10^18 < 2^63, nothing to check
+    # 18 characters or fewer: below 10^18 < 2^63, nothing to check
+    def bounded_int(text: str) -> int:
         return int(text) if len(text) <= 18 else int_from_text(text, path)
 
-    def bigint(obj: dict) -> dict:  # ITF's {"#bigint": "..."}: bounded like a number, before anyone converts it
-        if len(obj) == 1 and isinstance(obj.get("#bigint"), str) and _BIGINT_TEXT.fullmatch(obj["#bigint"]):
+    # ITF's {"#bigint": "..."}: bounded like a number, before anyone converts it
+    def bigint(obj: dict) -> dict:
+        if (len(obj) == 1 and isinstance(obj.get("#bigint"), str)
+            and _BIGINT_TEXT.fullmatch(obj["#bigint"])):
             int_from_text(obj["#bigint"], path)
         return obj
 
     try:
-        # the hook costs a call per object: only for a document that has a #bigint at all (not kmc's own small ones)
+        # the hook costs a call per object: only for a document that has a #bigint at all (not kmc's
+        # own small ones)
         hook = bigint if b"#bigint" in data else None
-        return json.loads(data.decode("utf-8"), parse_constant=no_constant, parse_float=finite_float,
-                          parse_int=bounded_int, object_hook=hook)
+        return json.loads(data.decode("utf-8"), parse_constant=no_constant,
+                          parse_float=finite_float, parse_int=bounded_int, object_hook=hook)
     except UnicodeDecodeError:
         raise BadFileError(f"{path}: not UTF-8 text") from None
     except json.JSONDecodeError as exc:
-        raise BadFileError(f"{path}: corrupt or truncated JSON at line {exc.lineno} column {exc.colno}: {exc.msg}") from None
+        raise BadFileError(f"{path}: corrupt or truncated JSON at line {exc.lineno} column "
+                           f"{exc.colno}: {exc.msg}") from None
     except (ValueError, RecursionError, MemoryError) as exc:
         raise BadFileError(f"{path}: not valid JSON ({type(exc).__name__}: {exc})") from None
 
@@ -227,13 +245,13 @@ def read_json(path: str, what: str = "file", max_bytes: int = MAX_TRACE_BYTES) -
     return parse_json(path, read_file(path, what, max_bytes), what)
 
 
-# -- msgpack ------------------------------------------------------------------------------------------
+# -- msgpack ---------------------------------------------------------------------------------------
 def _refuse_ext(code: int, data: bytes) -> Any:
     raise BadFileError(f"unexpected msgpack extension type {code}")
 
 
-def unpack_msgpack(data: bytes, ext_hook: Callable[[int, bytes], Any] | None = None, where: str = "msgpack document",
-                   **kwargs: Any) -> Any:
+def unpack_msgpack(data: bytes, ext_hook: Callable[[int, bytes], Any] | None = None,
+                   where: str = "msgpack document", **kwargs: Any) -> Any:
     """``msgpack.unpackb`` with every length bounded by the document size, extensions refused unless
     ``ext_hook`` decodes them. Raises ``ValueError`` and msgpack's own errors on corrupt input."""
     size = len(data)
@@ -245,7 +263,7 @@ def unpack_msgpack(data: bytes, ext_hook: Callable[[int, bytes], Any] | None = N
     return check_ints(value, where)  # msgpack holds up to 2^64-1
 
 
-# -- writing ------------------------------------------------------------------------------------------
+# -- writing ---------------------------------------------------------------------------------------
 _FULL = {errno.ENOSPC, errno.EDQUOT, errno.EFBIG, errno.EIO}
 
 
@@ -254,14 +272,16 @@ def output_error(path: str, exc: OSError, what: str = "file") -> OutputError:
     error, 73 for a place where the file cannot be created."""
     reason = exc.strerror or str(exc)
     if exc.errno in _FULL:
-        return OutputError(f"cannot write the {what} {path}: {reason}; free some space or choose another place",
+        return OutputError(f"cannot write the {what} {path}: {reason}; free some space or choose "
+                           "another place",
                            cannot_create=False)
-    return OutputError(f"cannot create the {what} {path}: {reason}; choose a writable place", cannot_create=True)
+    return OutputError(f"cannot create the {what} {path}: {reason}; choose a writable place",
+                       cannot_create=True)
 
 
 def _temp_beside(path: str) -> tuple[int, str]:
-    """A new temporary file of a unique name in ``path``'s directory (two writers of one path never share
-    one), with the permissions any new file gets there (``mkstemp`` makes it 0600)."""
+    """A new temporary file of a unique name in ``path``'s directory (two writers of one path never
+    share one), with the permissions any new file gets there (``mkstemp`` makes it 0600)."""
     directory = os.path.dirname(path) or "."
     os.makedirs(directory, exist_ok=True)
     fd, tmp = tempfile.mkstemp(dir=directory, prefix=f".{os.path.basename(path)}.", suffix=".tmp")
@@ -276,7 +296,8 @@ def _temp_beside(path: str) -> tuple[int, str]:
 
 
 def _umask() -> int:
-    """The process's umask, read without changing it where Linux shows it (``os.umask`` sets it while it reads)."""
+    """The process's umask, read without changing it where Linux shows it (``os.umask`` sets it
+    while it reads)."""
     with contextlib.suppress(OSError, ValueError, IndexError):
         with open("/proc/self/status", "rb") as status:
             for line in status:
@@ -349,7 +370,8 @@ def write_new(path: str, data: bytes, what: str = "file") -> str:
                     continue
                 _fsync_dir(target)
                 return target
-            raise OutputError(f"cannot create the {what} {path}: 10,000 other files already have its name", cannot_create=True)
+            raise OutputError(f"cannot create the {what} {path}: 10,000 other files already have "
+                              "its name", cannot_create=True)
         except OSError as exc:
             raise output_error(path, exc, what) from None
         finally:
@@ -398,7 +420,7 @@ def _fsync_dir(path: str) -> None:
             os.close(fd)
 
 
-# -- Ctrl-C ---------------------------------------------------------------------------------------------
+# -- Ctrl-C ----------------------------------------------------------------------------------------
 @contextlib.contextmanager
 def interrupts_deferred() -> Iterator[None]:
     """Hold a Ctrl-C (SIGINT) until the block ends, then raise it: for the few steps that must

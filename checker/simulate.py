@@ -1,14 +1,15 @@
 """Random simulation: many random walks of bounded depth, for configurations too big to exhaust.
 
-Each walk starts at a random initial state and takes a random enabled action until it reaches
-the depth bound, a state with no successor inside the bounds, or a violation. Walk ``i`` is driven
-by its own generator, seeded from the user's ``--seed`` and ``i`` (``walk_seed``), so a walk is the
+Each walk starts at a random initial state and takes a random enabled action until it reaches the
+depth bound, a state with no successor inside the bounds, or a violation. Walk ``i`` is driven by
+its own generator, seeded from the user's ``--seed`` and ``i`` (``walk_seed``), so a walk is the
 same whichever process runs it: ``--workers N`` runs the walks in batches of ``WALKS_A_BATCH`` on N
-cores (``checker.pool``), or, with ``--engine spark``, on Spark's executors (``checker.spark.swarm``), and
-the same seed gives the same walks, the same counts, the same distinct states covered and the same
-counterexample at any N and on Spark (with no ``--max-seconds``: a time budget ends
-the run wherever the clock says). Stopping at the first violation means: after the batch of the first
-walk that finds one, with every earlier batch done, so the walks counted do not depend on N either.
+cores (``checker.pool``), or, with ``--engine spark``, on Spark's executors
+(``checker.spark.swarm``), and the same seed gives the same walks, the same counts, the same
+distinct states covered and the same counterexample at any N and on Spark (with no
+``--max-seconds``: a time budget ends the run wherever the clock says). Stopping at the first
+violation means: after the batch of the first walk that finds one, with every earlier batch done, so
+the walks counted do not depend on N either.
 
 A violation found this way is a real behaviour but not necessarily a shortest one; it is shortened
 (``shorten``: loops dropped, then each step removed while the violation persists, every candidate
@@ -51,16 +52,19 @@ class SimulationOptions:
     workers: int = 1
     #: shorten a violating walk before it is reported
     shorten: bool = True
-    #: "local" (``workers`` processes here) or "spark" (the batches on Spark's executors, ``checker.spark.swarm``)
+    #: "local" (``workers`` processes here) or "spark" (the batches on Spark's executors,
+    #: ``checker.spark.swarm``)
     engine: str = "local"
     master: str | None = None  # None: Spark's default (``checker.spark.session.DEFAULT_MASTER``)
-    #: the compiled kernel (``checker.kernel``): "auto" where the model has one and the options allow it (the
-    #: command line's default), "on" (else ``KernelUnavailable``), "off" (the readable model; the API's default)
+    #: the compiled kernel (``checker.kernel``): "auto" where the model has one and the options
+    #: allow it (the command line's default), "on" (else ``KernelUnavailable``), "off" (the readable
+    #: model; the API's default)
     kernel: str = "off"
 
 
 def walk_seed(seed: int, walk: int) -> int:
-    """The seed of walk ``walk`` of a run seeded ``seed`` (64 bits of BLAKE2b: walks of nearby seeds share none)."""
+    """The seed of walk ``walk`` of a run seeded ``seed`` (64 bits of BLAKE2b: walks of nearby seeds
+    share none)."""
     return int.from_bytes(hashlib.blake2b(f"{seed}/{walk}".encode(), digest_size=8).digest(), "big")
 
 
@@ -68,7 +72,8 @@ def walk_seed(seed: int, walk: int) -> int:
 class _Batch:
     first: int  # the index of its first walk
     count: int
-    deadline: float | None  # time.monotonic() past which no walk starts (the clock is the machine's, shared)
+    # time.monotonic() past which no walk starts (the clock is the machine's, shared)
+    deadline: float | None
 
 
 @dataclass
@@ -79,8 +84,10 @@ class _Done:
     steps: int = 0
     generated: int = 0
     deepest: int = 0
-    fingerprints: Any = None  # the distinct fingerprints of the states its walks visited (int64, sorted)
-    #: invariant -> (walk length, walk index, the walk's trace): the shortest violating walk, the first on a tie
+    # the distinct fingerprints of the states its walks visited (int64, sorted)
+    fingerprints: Any = None
+    #: invariant -> (walk length, walk index, the walk's trace): the shortest violating walk, the
+    #: first on a tie
     found: dict[str, tuple[int, int, Trace]] = field(default_factory=dict)
     out_of_time: bool = False
 
@@ -90,7 +97,8 @@ class _Walker:
         self.model, self.options, self.sim = model, options, sim
         self.inits = list(model.init_states())
         validate_initial(model, self.inits)
-        self.successors_of = SuccessorView(model, symmetry=False).of  # walks go through concrete states
+        # walks go through concrete states
+        self.successors_of = SuccessorView(model, symmetry=False).of
         self.invariants = options.safety_invariants()
         self.header = trace_header(model, options)
 
@@ -115,10 +123,12 @@ class _Walker:
         seen: set[str] = set()  # invariants this walk broke already
         while True:
             fingerprints.add(hash(state))
-            broken = [inv for inv in self.invariants if inv.name not in seen and not inv.holds(state)]
+            broken = [inv for inv in self.invariants if inv.name not in seen
+                      and not inv.holds(state)]
             for inv in broken:
                 seen.add(inv.name)
-                trace = Trace(self.header, initial, tuple(steps), inv.name, len(steps), inv.why(state))
+                trace = Trace(self.header, initial, tuple(steps), inv.name, len(steps),
+                              inv.why(state))
                 best = done.found.get(inv.name)
                 if best is None or (len(steps), walk) < best[:2]:
                     done.found[inv.name] = (len(steps), walk, trace)
@@ -137,14 +147,16 @@ class _Walker:
 
 
 class _KernelWalker(_Walker):
-    """The same walks on the model's compiled kernel (``checker.kernel``): a walk's state is packed bytes, its
-    successors come from ``km_successors_of`` in the readable model's order (the kernel's contract, checked state
-    for state by tests/test_kernel.py) and its compiled invariants from ``km_violations_of``; a walk's states are
-    unpacked only for a violation's trace. Each step draws ``rng.choice`` over as many successors as the readable
-    walk draws over, so a seed gives the same walks, counts and counterexamples; distinct states are counted by
-    the packed bytes' hash (one packed form a state: the same count)."""
+    """The same walks on the model's compiled kernel (``checker.kernel``): a walk's state is packed
+    bytes, its successors come from ``km_successors_of`` in the readable model's order (the kernel's
+    contract, checked state for state by tests/test_kernel.py) and its compiled invariants from
+    ``km_violations_of``; a walk's states are unpacked only for a violation's trace. Each step draws
+    ``rng.choice`` over as many successors as the readable walk draws over, so a seed gives the same
+    walks, counts and counterexamples; distinct states are counted by the packed bytes' hash (one
+    packed form a state: the same count)."""
 
-    def __init__(self, model: Model, options: SearchOptions, sim: SimulationOptions, kernel: Any) -> None:
+    def __init__(self, model: Model, options: SearchOptions, sim: SimulationOptions,
+                 kernel: Any) -> None:
         super().__init__(model, options, sim)
         self.kernel, self.spec = kernel, kernel.spec
         self.bits = [(inv, 1 << self.spec.invariants.index(inv.name)) for inv in self.invariants]
@@ -157,7 +169,8 @@ class _KernelWalker(_Walker):
         lib, size, actions, out = self.kernel.lib, self.kernel.state_bytes, self._actions, self._out
         base = ctypes.addressof(out)
         rng = random.Random(walk_seed(self.sim.seed, walk))
-        first = rng.choice(range(len(self.inits)))  # the readable walk's rng.choice(inits): the same draw
+        # the readable walk's rng.choice(inits): the same draw
+        first = rng.choice(range(len(self.inits)))
         initial, packed = self.inits[first], self.packed_inits[first]
         packs: list[bytes] = []
         codes: list[int] = []
@@ -167,7 +180,8 @@ class _KernelWalker(_Walker):
             mask = lib.km_violations_of(packed) if self.bits else 0
             broken = [inv for inv, bit in self.bits if mask & bit and inv.name not in seen]
             if broken:
-                steps = tuple(Step(self.spec.action(code), self.spec.unpack(p)) for code, p in zip(codes, packs, strict=True))
+                steps = tuple(Step(self.spec.action(code), self.spec.unpack(p))
+                              for code, p in zip(codes, packs, strict=True))
                 state = steps[-1].state if steps else initial
                 for inv in broken:
                     seen.add(inv.name)
@@ -181,7 +195,8 @@ class _KernelWalker(_Walker):
             done.generated += count
             if not count:
                 break
-            chosen = rng.choice(range(count))  # the readable walk's rng.choice(choices): as many, in its order
+            # the readable walk's rng.choice(choices): as many, in its order
+            chosen = rng.choice(range(count))
             packed = ctypes.string_at(base + chosen * size, size)
             packs.append(packed)
             codes.append(actions[chosen])
@@ -190,15 +205,18 @@ class _KernelWalker(_Walker):
         done.deepest = max(done.deepest, len(packs) + 1)
 
 
-def _walker(model: Model, options: SearchOptions, sim: SimulationOptions) -> tuple[_Walker, dict[str, Any] | None]:
-    """The walker ``sim.kernel`` asks for, and which path it runs (None: ``--kernel off``, not reported)."""
+def _walker(model: Model, options: SearchOptions,
+            sim: SimulationOptions) -> tuple[_Walker, dict[str, Any] | None]:
+    """The walker ``sim.kernel`` asks for, and which path it runs (None: ``--kernel off``, not
+    reported)."""
     if sim.kernel == "off":
         return _Walker(model, options, sim), None
     from checker import kernel as km
 
     kernel = None
     if sim.engine == "spark":
-        reason = "the walks on Spark's executors run the readable model (the kernel runs with --engine local)"
+        reason = ("the walks on Spark's executors run the readable model (the kernel runs with "
+                  "--engine local)")
     else:
         reason = km.why_not(model, options, engine="simulate")
     if reason is None:
@@ -237,14 +255,16 @@ def simulate(model: Model, options: SearchOptions, sim: SimulationOptions) -> Ch
         for name, best in done.found.items():
             if name not in found or best[:2] < found[name][:2]:
                 found[name] = best
-    fingerprints = np.unique(np.concatenate([d.fingerprints for d in results])) if results else np.zeros(0, np.int64)
+    fingerprints = (np.unique(np.concatenate([d.fingerprints for d in results])) if results
+                    else np.zeros(0, np.int64))
     by_name = {inv.name: inv for inv in walker.invariants}
     violations = []
     for name, (length, walk, trace) in sorted(found.items()):
         short = shorten(model, trace, by_name[name]) if sim.shorten else trace
         extra = {"walk": walk, "walk_seed": walk_seed(sim.seed, walk), "length_as_walked": length}
-        violations.append(Violation(name, "safety", Trace(short.header, short.initial, short.steps, name, short.length,
-                                                          short.explanation, extra)))
+        violations.append(Violation(name, "safety",
+                                    Trace(short.header, short.initial, short.steps, name,
+                                          short.length, short.explanation, extra)))
     walks = sum(d.walks for d in results)
     deepest = max((d.deepest for d in results), default=0)
     result = CheckResult(
@@ -258,24 +278,26 @@ def simulate(model: Model, options: SearchOptions, sim: SimulationOptions) -> Ch
         violations=violations,
         invariants=[inv.name for inv in walker.invariants],
         engine="simulate",
-        reason=None if violations else f"simulation of {walks} walks found no violation (not a proof)",
+        reason=None if violations else f"simulation of {walks} walks found no violation (not a "
+                                       "proof)",
     )
     result.workers = cores
-    result.extra.update({"walks": walks, "steps": sum(d.steps for d in results), "seed": sim.seed, "swarm": sim.engine,
-                         "deepest_walk": deepest, "distinct_states_covered": len(fingerprints),
+    result.extra.update({"walks": walks, "steps": sum(d.steps for d in results), "seed": sim.seed,
+                         "swarm": sim.engine, "deepest_walk": deepest,
+                         "distinct_states_covered": len(fingerprints),
                          "walks_a_batch": WALKS_A_BATCH})
     if path is not None:
         result.extra["path"] = path
     return result
 
 
-# -- shortening a violating walk ------------------------------------------------------------------------------
+# -- shortening a violating walk -------------------------------------------------------------------
 def shorten(model: Model, trace: Trace, invariant: Invariant) -> Trace:
-    """A trace from the same initial state to a state violating ``invariant``, no longer than ``trace``: its
-    loops dropped (a state met twice: the steps between go), then each step removed in turn while the rest,
-    replayed action by action from the initial state (each action must be enabled, and the bounds hold),
-    still reaches a violation (the trace then ends at the first violating state). Every candidate is replayed,
-    so the result is a behaviour of the model."""
+    """A trace from the same initial state to a state violating ``invariant``, no longer than
+    ``trace``: its loops dropped (a state met twice: the steps between go), then each step removed
+    in turn while the rest, replayed action by action from the initial state (each action must be
+    enabled, and the bounds hold), still reaches a violation (the trace then ends at the first
+    violating state). Every candidate is replayed, so the result is a behaviour of the model."""
     bounded = uses_bounds(model)
     steps = _without_loops(trace.initial, list(trace.steps))
     actions = [step.action for step in steps]
@@ -288,11 +310,13 @@ def shorten(model: Model, trace: Trace, invariant: Invariant) -> Trace:
         steps = _without_loops(trace.initial, replayed)
         actions = [step.action for step in steps]
     last = steps[-1].state if steps else trace.initial
-    return Trace(trace.header, trace.initial, tuple(steps), invariant.name, len(steps), invariant.why(last), trace.extra)
+    return Trace(trace.header, trace.initial, tuple(steps), invariant.name, len(steps),
+                 invariant.why(last), trace.extra)
 
 
 def _without_loops(initial: Any, steps: Sequence[Step]) -> list[Step]:
-    """``steps`` with every cycle cut out: where a state recurs, the steps since its first visit go."""
+    """``steps`` with every cycle cut out: where a state recurs, the steps since its first visit
+    go."""
     at = {initial: 0}
     out: list[Step] = []
     for step in steps:
@@ -308,9 +332,10 @@ def _without_loops(initial: Any, steps: Sequence[Step]) -> list[Step]:
     return out
 
 
-def _replay(model: Model, initial: Any, actions: Sequence[Any], invariant: Invariant, bounded: bool) -> list[Step] | None:
-    """The steps of ``actions`` from ``initial`` up to the first state violating ``invariant``; None when an action
-    is not enabled, a state leaves the bounds, or no state violates it."""
+def _replay(model: Model, initial: Any, actions: Sequence[Any], invariant: Invariant,
+            bounded: bool) -> list[Step] | None:
+    """The steps of ``actions`` from ``initial`` up to the first state violating ``invariant``; None
+    when an action is not enabled, a state leaves the bounds, or no state violates it."""
     if not invariant.holds(initial):
         return []
     current = initial

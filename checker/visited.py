@@ -33,11 +33,13 @@ LOG_RECORD = np.dtype([("fp", "<i8"), ("parent", "<i4"), ("action", "<i4")])
 GROWTH = 0.25
 #: old fingerprints moved at once by the in-place merge (the merge's only temporary arrays)
 MOVE_BLOCK = 1 << 15
-#: fingerprints of a sorted array past which ``member`` sorts its keys first: below it (1 MB) the array stays in
-#: the cache and the keys' sort is the larger cost (two-phase RM=6, 50,816 states: 1.5% of its instructions)
+#: fingerprints of a sorted array past which ``member`` sorts its keys first: below it (1 MB) the
+#: array stays in the cache and the keys' sort is the larger cost (two-phase RM=6, 50,816 states:
+#: 1.5% of its instructions)
 SORT_KEYS_PAST = 1 << 17
-#: fingerprints below which ``FingerprintSet.add`` inserts by copying the set (8 MB at most, beside the set):
-#: the in-place merge's moves cost more instructions (two-phase RM=6: 0.5%) and save memory only on a large set
+#: fingerprints below which ``FingerprintSet.add`` inserts by copying the set (8 MB at most, beside
+#: the set): the in-place merge's moves cost more instructions (two-phase RM=6: 0.5%) and save
+#: memory only on a large set
 COPY_BELOW = 1 << 20
 
 
@@ -45,7 +47,8 @@ def member(data: np.ndarray, fps: np.ndarray) -> np.ndarray:
     """A boolean mask: which of ``fps`` are in the sorted array ``data``."""
     if data.size == 0 or fps.size == 0:
         return np.zeros(fps.size, dtype=bool)
-    if data.size <= SORT_KEYS_PAST:  # the array is in the cache: sorting the keys would cost more than it saves
+    # the array is in the cache: sorting the keys would cost more than it saves
+    if data.size <= SORT_KEYS_PAST:
         pos = np.searchsorted(data, fps)
         pos[pos == data.size] = 0
         return data[pos] == fps
@@ -61,7 +64,8 @@ def member(data: np.ndarray, fps: np.ndarray) -> np.ndarray:
 
 
 class FingerprintSet:
-    """A sorted array of distinct int64 fingerprints with batched membership and in-place insertion."""
+    """A sorted array of distinct int64 fingerprints with batched membership and in-place
+    insertion."""
 
     def __init__(self, values: np.ndarray | None = None) -> None:
         self._buf = np.zeros(0, dtype=np.int64) if values is None else np.array(values, np.int64)
@@ -85,7 +89,8 @@ class FingerprintSet:
             return
         new = np.sort(fps.astype(np.int64, copy=False))
         n, m = self._n, int(new.size)
-        if n + m <= COPY_BELOW:  # a small set: one copying insert (fewer instructions than the merge's moves)
+        # a small set: one copying insert (fewer instructions than the merge's moves)
+        if n + m <= COPY_BELOW:
             self._buf = np.insert(self._buf[:n], np.searchsorted(self._buf[:n], new), new)
             self._n = n + m
             return
@@ -93,14 +98,15 @@ class FingerprintSet:
             self._grow(max(n + m, int(n * (1 + GROWTH))))
         buf = self._buf
         pos = np.searchsorted(buf[:n], new)  # where each new one goes among the old ones
-        # move the old ones up by the number of new ones before them, the top block first: a
-        # block's targets lie at or above it, so no old value is overwritten before it moves
-        # (old value k moves up by the number of new ones with pos <= k: a running count over the block)
+        # move the old ones up by the number of new ones before them, the top block first: a block's
+        # targets lie at or above it, so no old value is overwritten before it moves (old value k
+        # moves up by the number of new ones with pos <= k: a running count over the block)
         first = int(pos[0])
         hi = n
         while hi > first:
             lo = max(first, hi - MOVE_BLOCK)
-            below, inside = np.searchsorted(pos, [lo, hi])  # new ones before the block, before its end
+            # new ones before the block, before its end
+            below, inside = np.searchsorted(pos, [lo, hi])
             shift = np.cumsum(np.bincount(pos[below:inside] - lo, minlength=hi - lo))
             shift += below
             buf[np.arange(lo, hi, dtype=np.int64) + shift] = buf[lo:hi].copy()
@@ -110,7 +116,8 @@ class FingerprintSet:
 
     def _grow(self, capacity: int) -> None:
         try:
-            self._buf.resize(capacity, refcheck=False)  # realloc: a large array's pages are moved, not copied
+            # realloc: a large array's pages are moved, not copied
+            self._buf.resize(capacity, refcheck=False)
         except ValueError:  # the array does not own its memory
             grown = np.empty(capacity, np.int64)
             grown[:self._n] = self._buf[:self._n]
@@ -148,7 +155,8 @@ class LevelFingerprints:
         self._size += int(fps.size)
         while len(runs) > 1 and runs[-2].size <= 2 * runs[-1].size:
             last = runs.pop()
-            runs[-1] = np.sort(np.concatenate([runs[-1], last]), kind="stable")  # a merge of two runs
+            # a merge of two runs
+            runs[-1] = np.sort(np.concatenate([runs[-1], last]), kind="stable")
 
     def runs(self) -> list[np.ndarray]:
         """The sorted runs (together: every fingerprint), to search without merging them."""
@@ -198,7 +206,8 @@ class ParentLog:
         self._size += int(fps.size)
 
     def spill(self, directory: str | None = None) -> None:
-        """Move the records to a temporary file (deleted when the log is) and keep appending there."""
+        """Move the records to a temporary file (deleted when the log is) and keep appending
+        there."""
         if self._file is not None:
             return
         fps, parents, actions = self.arrays()
@@ -221,7 +230,8 @@ class ParentLog:
                     np.concatenate(self._actions),
                 )
                 # keep one chunk so later appends stay cheap
-                self._fps, self._parents, self._actions = [self._flat[0]], [self._flat[1]], [self._flat[2]]
+                self._fps, self._parents, self._actions = [self._flat[0]], [self._flat[1]], [
+                    self._flat[2]]
             else:
                 empty = np.zeros(0, np.int64)
                 self._flat = (empty, empty.astype(np.int32), empty.astype(np.int32))
@@ -255,7 +265,8 @@ class ParentLog:
             return 0
         if self._flat is not None:
             return int(sum(a.nbytes for a in self._flat))
-        return int(sum(a.nbytes for chunks in (self._fps, self._parents, self._actions) for a in chunks))
+        return int(sum(a.nbytes for chunks in (self._fps, self._parents, self._actions)
+                       for a in chunks))
 
     def disk_bytes(self) -> int:
         return self._size * LOG_RECORD.itemsize if self._file is not None else 0

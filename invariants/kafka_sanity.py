@@ -1,19 +1,21 @@
 """Replica sanity: HW <= LEO on a leader, and the leader epoch cache agrees with the log.
 
-HW <= LEO is checked on the replicas that lead (alive, leading in the epoch they know), not on followers: before
-2.4.0 a follower's HW stays above its LEO after a truncation (the HW lives in ``Replica``; 2.3.0 ``Log.truncateTo`` /
-``updateLogEndOffset`` leave it, ``ReplicaFetcherThread.truncate`` only warns "Truncating ... below high
-watermark") until its next fetch answer sets it to min(leader HW, LEO) (``processPartitionData``), and nothing
-reads it meanwhile: consumers read from the leader, a restart reads the checkpoint back clamped to the LEO
-(``Partition.getOrCreateReplica``), and a follower becoming leader resets it (``Partition.makeLeader`` ->
-``convertHWToLocalOffsetMetadata``). A leader's HW above its LEO would expose records it does not have; that
-no release allows. From 2.4.0 (``Log.updateLogEndOffset`` lowers the HW) every replica keeps HW <= LEO, which
-``tests/test_kafka_data_plane_releases.py`` checks on those rows apart.
+HW <= LEO is checked on the replicas that lead (alive, leading in the epoch they know), not on
+followers: before 2.4.0 a follower's HW stays above its LEO after a truncation (the HW lives in
+``Replica``; 2.3.0 ``Log.truncateTo`` / ``updateLogEndOffset`` leave it,
+``ReplicaFetcherThread.truncate`` only warns "Truncating ... below high watermark") until its next
+fetch answer sets it to min(leader HW, LEO) (``processPartitionData``), and nothing reads it
+meanwhile: consumers read from the leader, a restart reads the checkpoint back clamped to the LEO
+(``Partition.getOrCreateReplica``), and a follower becoming leader resets it
+(``Partition.makeLeader`` -> ``convertHWToLocalOffsetMetadata``). A leader's HW above its LEO would
+expose records it does not have; that no release allows. From 2.4.0 (``Log.updateLogEndOffset``
+lowers the HW) every replica keeps HW <= LEO, which ``tests/test_kafka_data_plane_releases.py``
+checks on those rows apart.
 
 The cache agrees with the log when its epochs and start offsets strictly increase, no epoch starts
-beyond the LEO, and every record carries the epoch of the cache entry that covers its offset. A replica
-with an empty cache is checked for HW <= LEO only: 0.10.2 keeps no leader epoch cache (KIP-101 brought
-it in 0.11.0), and from 0.11.0 on a replica with records always has an entry.
+beyond the LEO, and every record carries the epoch of the cache entry that covers its offset. A
+replica with an empty cache is checked for HW <= LEO only: 0.10.2 keeps no leader epoch cache
+(KIP-101 brought it in 0.11.0), and from 0.11.0 on a replica with records always has an entry.
 """
 
 from __future__ import annotations
@@ -40,7 +42,8 @@ def _broker_problem(b, leads: bool) -> str | None:
             k += 1
         covering = cache[k][0] if k >= 0 else -1
         if record.epoch != covering:
-            return f"the record at offset {offset} has epoch {record.epoch} but its cache says epoch {covering}"
+            return (f"the record at offset {offset} has epoch {record.epoch} but its cache says "
+                    f"epoch {covering}")
     return None
 
 

@@ -6,9 +6,9 @@ the same offset, their logs are identical at that offset and at every offset bel
 
 TypeOk depends on the constants (LogSize, MaxRecords, MaxLeaderEpoch), so the invariants are
 registered per configuration: each model's family names its module and constants
-(``spec.reference.base.family_for``), and ``register_family``, which the registry calls the first time
-it is asked for such a family, binds TypeOk to them. The predicates are
-module-level functions (bound with ``functools.partial``) so they pickle for other processes.
+(``spec.reference.base.family_for``), and ``register_family``, which the registry calls the first
+time it is asked for such a family, binds TypeOk to them. The predicates are module-level functions
+(bound with ``functools.partial``) so they pickle for other processes.
 """
 
 from __future__ import annotations
@@ -23,7 +23,7 @@ from spec.reference.base import FAMILY_CONSTANTS, NIL, NONE, KafkaState, QuorumS
 CONSTANT_NAMES = FAMILY_CONSTANTS
 
 
-# -- TypeOk -------------------------------------------------------------------------------------------
+# -- TypeOk ----------------------------------------------------------------------------------------
 def _type_ok_problems(bounds: tuple[int, int, int, int], s: KafkaState) -> list[str]:
     replicas, log_size, max_records, max_leader_epoch = bounds
     ids = set(range(1, replicas + 1))
@@ -44,12 +44,14 @@ def _type_ok_problems(bounds: tuple[int, int, int, int], s: KafkaState) -> list[
                 problems.append(f"r{r} holds {record} at offset {offset}, not in LogRecords")
 
     def quorum_ok(q: QuorumState) -> bool:
-        return (q.leader_epoch == NIL or q.leader_epoch in epochs) and (q.leader == NONE or q.leader in ids) and (
+        return (q.leader_epoch == NIL or q.leader_epoch in epochs) and (q.leader == NONE or q.leader
+                                                                        in ids) and (
             q.isr <= ids
         )
 
     for r, rs in enumerate(s.replica_state, 1):
-        if not (0 <= rs.hw <= log_size and quorum_ok(QuorumState(rs.leader_epoch, rs.leader, rs.isr))):
+        if not (0 <= rs.hw <= log_size
+                and quorum_ok(QuorumState(rs.leader_epoch, rs.leader, rs.isr))):
             problems.append(f"replicaState[r{r}] = {rs}")
     if not quorum_ok(s.quorum_state):
         problems.append(f"quorumState = {s.quorum_state}")
@@ -67,7 +69,7 @@ def _explain_type_ok(bounds: tuple[int, int, int, int], s: KafkaState) -> str:
     return "TypeOk broken: " + "; ".join(_type_ok_problems(bounds, s))
 
 
-# -- WeakIsr, StrongIsr ---------------------------------------------------------------------------------
+# -- WeakIsr, StrongIsr ----------------------------------------------------------------------------
 def _isr_gaps(s: KafkaState, strong: bool) -> list[tuple[int, int, int]]:
     """(leader, replica, offset) below a presumed leader's high watermark that the replica lacks."""
     gaps = []
@@ -80,7 +82,8 @@ def _isr_gaps(s: KafkaState, strong: bool) -> list[tuple[int, int, int]]:
         for r2 in sorted(isr):
             log2 = logs[r2 - 1]
             for offset in range(mine.hw):
-                # \E record \in LogRecords : HasEntry(r1, record, offset) /\ HasEntry(r2, record, offset)
+                # \E record \in LogRecords : HasEntry(r1, record, offset) /\ HasEntry(r2, record,
+                # offset)
                 if not (offset < len(log1) and offset < len(log2) and log1[offset] == log2[offset]):
                     gaps.append((r1, r2, offset))
     return gaps
@@ -99,12 +102,13 @@ def _explain_isr(strong: bool, s: KafkaState) -> str:
     which = "quorum ISR" if strong else "its own ISR"
     hw = s.replica_state[leader - 1].hw
     return (
-        f"{'StrongIsr' if strong else 'WeakIsr'} broken: r{leader} presumes leadership with high watermark {hw}, "
-        f"but r{replica} (in {which}) does not hold the same record as r{leader} at offset {offset}"
+        f"{'StrongIsr' if strong else 'WeakIsr'} broken: r{leader} presumes leadership with high "
+        f"watermark {hw}, but r{replica} (in {which}) does not hold the same record as r{leader} "
+        f"at offset {offset}"
     )
 
 
-# -- LogMatching ----------------------------------------------------------------------------------------
+# -- LogMatching -----------------------------------------------------------------------------------
 def _log_mismatch(s: KafkaState) -> tuple[int, int, int] | None:
     logs = s.replica_log
     for r1 in range(len(logs)):
@@ -127,23 +131,26 @@ def _explain_log_matching(s: KafkaState) -> str:
     r1, r2, offset = _log_mismatch(s)
     epoch = s.replica_log[r1 - 1][offset].epoch
     return (
-        f"LogMatching broken: r{r1} and r{r2} both hold a record of epoch {epoch} at offset {offset}, "
-        f"but their logs differ at or below it: r{r1} {list(s.replica_log[r1 - 1])}, r{r2} {list(s.replica_log[r2 - 1])}"
+        f"LogMatching broken: r{r1} and r{r2} both hold a record of epoch {epoch} at offset "
+        f"{offset}, but their logs differ at or below it: r{r1} {list(s.replica_log[r1 - 1])}, "
+        f"r{r2} {list(s.replica_log[r2 - 1])}"
     )
 
 
-# -- registration -----------------------------------------------------------------------------------------
+# -- registration ----------------------------------------------------------------------------------
 def register_family(family: str) -> bool:
     """Register the invariants of a family named by ``family_for`` (``tla:Kip320 Replicas=2 ...``).
 
-    False when the name is not such a family (an unknown module is still a family: the invariants read
-    only the state's shape, which every reference module shares).
+    False when the name is not such a family (an unknown module is still a family: the invariants
+    read only the state's shape, which every reference module shares).
     """
     head, _, rest = family.partition(" ")
     fields = dict(part.partition("=")[::2] for part in rest.split())
-    if not head.startswith("tla:") or set(fields) != set(CONSTANT_NAMES) or not all(v.isdigit() for v in fields.values()):
+    if (not head.startswith("tla:") or set(fields) != set(CONSTANT_NAMES)
+        or not all(v.isdigit() for v in fields.values())):
         return False
-    register_configuration(head.removeprefix("tla:"), {name: int(fields[name]) for name in CONSTANT_NAMES})
+    register_configuration(head.removeprefix("tla:"),
+                           {name: int(fields[name]) for name in CONSTANT_NAMES})
     return True
 
 
@@ -157,7 +164,8 @@ def register_configuration(module: str, constants: Mapping[str, int]) -> str:
         family,
         Invariant(
             "TypeOk",
-            "every variable has its TLA+ type (ids, epochs, offsets and high watermarks within the constants)",
+            "every variable has its TLA+ type (ids, epochs, offsets and high watermarks within the "
+            "constants)",
             partial(type_ok, bounds),
             explain=partial(_explain_type_ok, bounds),
         ),
@@ -166,7 +174,8 @@ def register_configuration(module: str, constants: Mapping[str, int]) -> str:
         family,
         Invariant(
             "WeakIsr",
-            "below a presumed leader's high watermark, every member of its own ISR holds the leader's records",
+            "below a presumed leader's high watermark, every member of its own ISR holds the "
+            "leader's records",
             weak_isr,
             explain=partial(_explain_isr, False),
         ),
@@ -175,7 +184,8 @@ def register_configuration(module: str, constants: Mapping[str, int]) -> str:
         family,
         Invariant(
             "StrongIsr",
-            "below a presumed leader's high watermark, every member of the quorum's ISR holds the leader's records",
+            "below a presumed leader's high watermark, every member of the quorum's ISR holds the "
+            "leader's records",
             strong_isr,
             explain=partial(_explain_isr, True),
         ),
@@ -184,7 +194,8 @@ def register_configuration(module: str, constants: Mapping[str, int]) -> str:
         family,
         Invariant(
             "LogMatching",
-            "two logs with records of the same epoch at an offset are identical up to that offset (Raft)",
+            "two logs with records of the same epoch at an offset are identical up to that offset "
+            "(Raft)",
             log_matching,
             explain=_explain_log_matching,
         ),

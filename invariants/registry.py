@@ -16,11 +16,12 @@ from checker.invariant import Invariant
 # family -> modules that register its invariants
 _MODULES: dict[str, tuple[str, ...]] = {
     "two-phase": ("invariants.two_phase",),
-    "kafka": ("invariants.kafka_log_matching", "invariants.kafka_durability", "invariants.kafka_sanity",
-              "invariants.kafka_control", "invariants.kafka_clients", "invariants.kafka_kraft",
-              "invariants.kafka_progress"),
+    "kafka": ("invariants.kafka_log_matching", "invariants.kafka_durability",
+              "invariants.kafka_sanity", "invariants.kafka_control", "invariants.kafka_clients",
+              "invariants.kafka_kraft", "invariants.kafka_progress"),
 }
-# family-name prefix -> the module whose ``register_family(name)`` registers a family made per configuration
+# family-name prefix -> the module whose ``register_family(name)`` registers a family made per
+# configuration
 _PER_CONFIGURATION: dict[str, str] = {"tla:": "invariants.reference"}
 _REGISTRY: dict[str, dict[str, Invariant]] = {}
 
@@ -48,13 +49,16 @@ def for_family(family: str) -> dict[str, Invariant]:
                 importlib.import_module(module).register_family(family)
     registered = _REGISTRY.get(family, {})
     modules = _MODULES.get(family, ())
-    # the family's modules in their order, each module's invariants in the order it registers them: the same whichever
-    # module a process happened to import first (a test importing ``invariants.kafka_control`` directly, say)
+    # the family's modules in their order, each module's invariants in the order it registers them:
+    # the same whichever module a process happened to import first (a test importing
+    # ``invariants.kafka_control`` directly, say)
     order = {module: k for k, module in enumerate(modules)}
-    return dict(sorted(registered.items(), key=lambda item: order.get(_module_of(item[1]), len(modules))))
+    return dict(sorted(registered.items(),
+                       key=lambda item: order.get(_module_of(item[1]), len(modules))))
 
 
 def _module_of(invariant: Invariant) -> str:
-    """The module that defines an invariant's check (its ``holds``, ``premise`` or ``graph_check``)."""
+    """The module that defines an invariant's check (its ``holds``, ``premise`` or
+    ``graph_check``)."""
     check = invariant.holds or invariant.premise or invariant.graph_check
     return getattr(check, "__module__", "")

@@ -6,10 +6,11 @@
     kmc completion bash|zsh|tcsh
     kmc --version
 
-The other front ends of this package add their subcommands (``kmc matrix``, ``kmc trace``, ``kmc explore``):
-each module has ``add_parser(subparsers)``; the options they share are ``kmc.options``. Every user error
-becomes one line on stderr and a documented exit code (see ``spec.errors.ExitCode``), never a traceback.
-"""
+The other front ends of this package add their subcommands (``kmc matrix``, ``kmc trace``,
+``kmc explore``): each module has ``add_parser(subparsers)``; the options they share are
+``kmc.options``. Every user error becomes one line on stderr and a documented exit code (see
+``spec.errors.ExitCode``), never a traceback.
+"""  # noqa: E501
 
 from __future__ import annotations
 
@@ -52,7 +53,8 @@ from spec.model import Model
 from spec.registry import ModelInfo, all_models, get_model_info
 
 COMPLETION_SHELLS = ("bash", "zsh", "tcsh")
-PROGRESS_LINE_EVERY = 60.0  # seconds between two progress lines of kmc check on a stderr that is not a terminal
+# seconds between two progress lines of kmc check on a stderr that is not a terminal
+PROGRESS_LINE_EVERY = 60.0
 
 
 def kmc_version() -> str:
@@ -64,7 +66,7 @@ def kmc_version() -> str:
         return CHECKER_VERSION
 
 
-# -- live progress ----------------------------------------------------------------------------------
+# -- live progress ---------------------------------------------------------------------------------
 class LiveProgress:
     """A live rich display of depth, states generated, distinct states, queue and states/s."""
 
@@ -77,7 +79,8 @@ class LiveProgress:
         if self.enabled:
             from rich.live import Live
 
-            self._live = Live(self._render(None), console=self.console, refresh_per_second=4, transient=True)
+            self._live = Live(self._render(None), console=self.console, refresh_per_second=4,
+                              transient=True)
             self._live.__enter__()
         return self
 
@@ -105,12 +108,14 @@ class LiveProgress:
         return table
 
 
-# -- subcommands ------------------------------------------------------------------------------------
+# -- subcommands -----------------------------------------------------------------------------------
 def save_traces(result: CheckResult, directory: str) -> None:
     from traces.io import default_trace_path, save_trace
 
     for violation in result.violations:
-        violation.trace_file = save_trace(violation.trace, default_trace_path(directory, violation.trace), keep_others=True)
+        violation.trace_file = save_trace(violation.trace,
+                                          default_trace_path(directory, violation.trace),
+                                          keep_others=True)
 
 
 def print_summary(console: Console, result: CheckResult) -> None:
@@ -119,10 +124,13 @@ def print_summary(console: Console, result: CheckResult) -> None:
     if result.verdict is Verdict.VIOLATED:
         for violation in result.violations:
             what = {
-                "deadlock": "Deadlock reached (a state with no successor; -deadlock turns the check off, as in TLC)",
-                "liveness": f"Liveness property {violation.invariant} is violated (a state from which no healing path leads on)",
+                "deadlock": "Deadlock reached (a state with no successor; -deadlock turns the "
+                            "check off, as in TLC)",
+                "liveness": f"Liveness property {violation.invariant} is violated (a state from "
+                            "which no healing path leads on)",
             }.get(violation.kind, f"Invariant {violation.invariant} is violated")
-            console.print(f"[bold red]Error:[/] {what}. The behavior up to this point is ({violation.length} steps):")
+            console.print(f"[bold red]Error:[/] {what}. The behavior up to this point is "
+                          f"({violation.length} steps):")
             print_trace(console, violation.trace)
             if violation.trace_file:
                 console.print(f"Trace saved to {violation.trace_file}")
@@ -131,48 +139,57 @@ def print_summary(console: Console, result: CheckResult) -> None:
     else:
         console.print(f"[bold yellow]Undetermined:[/] {result.reason}. This is not a pass.")
         if result.checkpoint_file:
-            console.print(f"Checkpoint written to {result.checkpoint_file}; continue with --resume {result.checkpoint_file}")
+            console.print(f"Checkpoint written to {result.checkpoint_file}; continue with --resume "
+                          f"{result.checkpoint_file}")
     forms = result.extra.get("property_forms", {})
     if any(not form.startswith("safety") for form in forms.values()):
-        console.print("Properties: " + "; ".join(f"{name}: {form}" for name, form in forms.items()), highlight=False)
+        console.print("Properties: " + "; ".join(f"{name}: {form}" for name, form in forms.items()),
+                      highlight=False)
     simulated = result.engine == "simulate"
     if simulated:
-        console.print(f"{result.extra.get('walks', 0):,} walks, {result.states_generated:,} states generated, "
-                      f"{result.distinct_states:,} distinct states covered, deepest walk {result.depth} states.")
+        console.print(f"{result.extra.get('walks', 0):,} walks, {result.states_generated:,} states "
+                      f"generated, {result.distinct_states:,} distinct states covered, deepest "
+                      f"walk {result.depth} states.")
     else:
         path = result.extra.get("path", {})
         if path.get("path") == "kernel" and not path.get("fingerprints"):
-            console.print("The compiled kernel stores every state whole (no fingerprints): no two distinct states "
-                          "can have been taken for one.", highlight=False)
+            console.print("The compiled kernel stores every state whole (no fingerprints): no two "
+                          "distinct states can have been taken for one.", highlight=False)
         elif result.collision is not None:
             console.print(statistics_lines(result), highlight=False)
         console.print(
-            f"{result.states_generated:,} states generated, {result.distinct_states:,} distinct states found, "
-            f"{result.queue:,} states left on queue."
+            f"{result.states_generated:,} states generated, {result.distinct_states:,} distinct "
+            f"states found, {result.queue:,} states left on queue."
         )
         if result.engine == "directed":  # best-first: no level is ever complete
-            console.print(f"The deepest state the directed search expanded is at depth {result.depth}.")
+            console.print("The deepest state the directed search expanded is at depth "
+                          f"{result.depth}.")
         else:
             console.print(f"The depth of the complete state graph search is {result.depth}.")
         if result.out_degree is not None:
             d = result.out_degree
-            console.print(f"The average outdegree of the complete state graph is {d.mean:.2f} (minimum is {d.minimum}, "
-                          f"the maximum {d.maximum} and the 95th percentile is {d.percentile_95}).",
+            console.print(f"The average outdegree of the complete state graph is {d.mean:.2f} "
+                          f"(minimum is {d.minimum}, the maximum {d.maximum} and the 95th "
+                          f"percentile is {d.percentile_95}).",
                           highlight=False, soft_wrap=True)
-    rate = (f"{result.states_generated / result.seconds if result.seconds > 0 else 0.0:,.0f} states generated/s"
+    rate = (f"{result.states_generated / result.seconds if result.seconds > 0 else 0.0:,.0f} "
+            "states generated/s"
             if simulated else f"{result.states_per_second:,.0f} distinct states/s")
     console.print(
         f"Finished in {result.seconds:.2f} s ({rate}, "
         f"engine {result.engine}, {result.workers} worker{'s' if result.workers != 1 else ''}"
         f"{', symmetry' if result.symmetry else ''})."
     )
-    if "serial_share" in result.extra:  # the parallel engine's own measure of what did not run in parallel
-        console.print(f"Serial share {result.extra['serial_share']:.2%} of the CPU time: Amdahl's law predicts "
-                      f"{result.extra['amdahl_speedup']['16']}x on 16 cores.", highlight=False)
+    # the parallel engine's own measure of what did not run in parallel
+    if "serial_share" in result.extra:
+        console.print(f"Serial share {result.extra['serial_share']:.2%} of the CPU time: Amdahl's "
+                      f"law predicts {result.extra['amdahl_speedup']['16']}x on 16 cores.",
+                      highlight=False)
 
 
 def statistics_lines(result: CheckResult) -> str:
-    """TLC's two estimates of the probability of a fingerprint collision (see ``checker.result.Collision``)."""
+    """TLC's two estimates of the probability of a fingerprint collision (see
+    ``checker.result.Collision``)."""
     c = result.collision
     lines = ["Estimates of the probability that kmc did not check all reachable states",
              "because two distinct states had the same fingerprint:",
@@ -184,7 +201,8 @@ def statistics_lines(result: CheckResult) -> str:
 
 def declared_actions(model: Model) -> list[Any]:
     """Every action the model declares: its ``all_actions()`` if it has one, else the ``Action``
-    values it holds in its attributes (models build their actions once, see ``spec.model.Action``)."""
+    values it holds in its attributes (models build their actions once, see
+    ``spec.model.Action``)."""
     from spec.model import Action
 
     declared = model.all_actions()
@@ -223,8 +241,9 @@ def coverage_report(model: Model, result: CheckResult) -> dict[str, Any]:
 
 
 def print_coverage(console: Console, report: dict[str, Any], result: CheckResult) -> None:
-    console.print(f"Coverage: successors generated by each action ({report['total']:,} = {result.states_generated:,} "
-                  f"states generated - {result.states_generated - report['total']:,} initial states):",
+    console.print(f"Coverage: successors generated by each action ({report['total']:,} = "
+                  f"{result.states_generated:,} states generated - "
+                  f"{result.states_generated - report['total']:,} initial states):",
                   highlight=False, soft_wrap=True)
     width = max((len(name) for name, _ in report["counts"]), default=0)
     for name, n in report["counts"]:
@@ -233,7 +252,8 @@ def print_coverage(console: Console, report: dict[str, Any], result: CheckResult
     for line in wrap_items("Actions that never fired:", report["never_fired"] or ["none"], width):
         console.print(line, highlight=False, soft_wrap=True)
     if report["never_fired_instances"]:
-        for line in wrap_items("Instances that never fired (of actions that did):", report["never_fired_instances"], width):
+        for line in wrap_items("Instances that never fired (of actions that did):",
+                               report["never_fired_instances"], width):
             console.print(line, highlight=False, soft_wrap=True)
 
 
@@ -250,14 +270,16 @@ def wrap_items(title: str, items: Sequence[str], width: int) -> list[str]:
     return lines + [current]
 
 
-def run_search(model: Model, options: SearchOptions, engine: str, engine_options: Any) -> CheckResult:
+def run_search(model: Model, options: SearchOptions, engine: str,
+               engine_options: Any) -> CheckResult:
     """The safety search on the chosen engine, then any liveness property (``engines.run``)."""
     return engines.run(model, options, engine, engine_options)
 
 
 def cmd_check(args: argparse.Namespace) -> int:
     args.engine, engine_options = chosen_engine(args)
-    if args.verbose and hasattr(engine_options, "jvm_log"):  # Spark: its JVM's own log and start-up lines
+    # Spark: its JVM's own log and start-up lines
+    if args.verbose and hasattr(engine_options, "jvm_log"):
         engine_options = dataclasses.replace(engine_options, jvm_log=True)
     console = Console(stderr=args.json)
     model = model_from_args(args)
@@ -265,10 +287,12 @@ def cmd_check(args: argparse.Namespace) -> int:
     runs = model.what_runs()
     with LiveProgress(err, enabled=not (args.quiet or args.json)) as live:
         progress: Any = live
-        if not (args.quiet or err.is_terminal):  # a log, not a terminal: a TLC-like line every minute
+        # a log, not a terminal: a TLC-like line every minute
+        if not (args.quiet or err.is_terminal):
             progress = ProgressLines(interval=PROGRESS_LINE_EVERY)
         options = search_options(args, model, progress=progress)
-        uses_symmetry(model, options)  # a refused combination is one line on its own, before the header
+        # a refused combination is one line on its own, before the header
+        uses_symmetry(model, options)
         if runs and not args.json:
             print_what_runs(console, model.name, runs, verbose=args.verbose)
         why = model.symmetry_reduces_nothing() if options.symmetry else None
@@ -278,7 +302,8 @@ def cmd_check(args: argparse.Namespace) -> int:
     record_property_forms(result, options)
     if args.kernel == "off":  # which path ran, whatever was asked (--json, --verbose)
         result.extra.setdefault("path", {"path": "readable", "reason": "--kernel off"})
-    if result.collision is None:  # an engine that keeps no fingerprints in one place: the optimistic estimate
+    # an engine that keeps no fingerprints in one place: the optimistic estimate
+    if result.collision is None:
         result.collision = collision_estimates(result.distinct_states, result.states_generated)
     save_traces(result, args.trace_dir)
     report = coverage_report(model, result) if result.coverage is not None else None
@@ -301,62 +326,79 @@ def cmd_check(args: argparse.Namespace) -> int:
     return int(result.exit_code)
 
 
-def print_what_runs(console: Console, model_name: str, runs: dict[str, Any], verbose: bool = False) -> None:
-    """The header of a run: the protocol asked for, the release it is, the row and the flags that differ from the
-    row's (``--verbose``: every flag that is on)."""
+def print_what_runs(console: Console, model_name: str, runs: dict[str, Any],
+                    verbose: bool = False) -> None:
+    """The header of a run: the protocol asked for, the release it is, the row and the flags that
+    differ from the row's (``--verbose``: every flag that is on)."""
     asked, row = runs.get("protocol"), runs.get("row")
     release = f"release {runs['release']}, " if runs.get("release") else ""
     mode = f"{runs['mode']} mode, " if runs.get("mode") else ""
-    differs = " ".join(f"{'+' if on else '-'}{flag}" for flag, on in (runs.get("differs_from_row") or {}).items())
-    what = f"row {row}" + (f" {differs}" if differs else "") if row != asked or differs else f"row {row}"
-    console.print(f"Checking {model_name} --protocol {asked}: {release}{mode}{what}", highlight=False, markup=False)
+    differs = " ".join(f"{'+' if on else '-'}{flag}"
+                       for flag, on in (runs.get("differs_from_row") or {}).items())
+    what = (f"row {row}" + (f" {differs}" if differs else "") if row != asked or differs
+            else f"row {row}")
+    console.print(f"Checking {model_name} --protocol {asked}: {release}{mode}{what}",
+                  highlight=False, markup=False)
     if verbose:
-        console.print("Flags on: " + (", ".join(runs.get("flags") or []) or "none"), highlight=False, markup=False)
+        console.print("Flags on: " + (", ".join(runs.get("flags") or []) or "none"),
+                      highlight=False, markup=False)
 
 
 def print_path(console: Console, result: CheckResult) -> None:
-    """``--verbose``: which path ran, the compiled kernel or the readable model (and why not the kernel)."""
+    """``--verbose``: which path ran, the compiled kernel or the readable model (and why not the
+    kernel)."""
     path = result.extra["path"]
     if path["path"] == "kernel" and path.get("engine") == "spark":
-        console.print(f"Path: the compiled kernel on the Spark executors ({path['kernel']}, {path['state_bytes']} bytes "
-                      f"a state on the wire; library {path['library']})", highlight=False)
+        console.print(f"Path: the compiled kernel on the Spark executors ({path['kernel']}, "
+                      f"{path['state_bytes']} bytes a state on the wire; library "
+                      f"{path['library']})", highlight=False)
     elif path["path"] == "kernel":
-        console.print(f"Path: the compiled kernel ({path['kernel']}, {path['state_bytes']} bytes a state, "
-                      f"{path['kernel_bytes'] / 2**20:.1f} MB; library {path['library']})", highlight=False)
-        if "workers_asked" in path:  # --workers N on the kernel: the local engine's search, one process
+        console.print(f"Path: the compiled kernel ({path['kernel']}, {path['state_bytes']} bytes a "
+                      f"state, {path['kernel_bytes'] / 2**20:.1f} MB; library {path['library']})",
+                      highlight=False)
+        # --workers N on the kernel: the local engine's search, one process
+        if "workers_asked" in path:
             console.print(f"--workers {path['workers_asked']}: {path['reason']}", highlight=False)
     else:
         console.print(f"Path: the readable model ({path['reason']})", highlight=False)
 
 
 def print_reduction(console: Console, result: CheckResult) -> None:
-    """What ``--reduce dead`` did, and whether its counterexamples are shortest (``checker.dead``)."""
+    """What ``--reduce dead`` did, and whether its counterexamples are shortest
+    (``checker.dead``)."""
     reduction = result.extra.get("reduction")
     if not reduction:
         return
-    console.print(f"Dead-message reduction: dropped as soon as dead: {', '.join(reduction['dead_messages'])}")
+    console.print("Dead-message reduction: dropped as soon as dead: "
+                  f"{', '.join(reduction['dead_messages'])}")
     shortest = result.extra.get("shortest")
     if shortest:
-        console.print(f"Shortest counterexamples: from a full search bounded at depth {shortest['depth_bound']} "
-                      f"({shortest['distinct_states']:,} distinct states)")
+        console.print("Shortest counterexamples: from a full search bounded at depth "
+                      f"{shortest['depth_bound']} ({shortest['distinct_states']:,} distinct "
+                      "states)")
     elif result.violations:
-        console.print("A counterexample found with dead-message reduction need not be shortest: add --shortest")
+        console.print("A counterexample found with dead-message reduction need not be shortest: "
+                      "add --shortest")
 
 
 def print_directed(console: Console, result: CheckResult) -> None:
-    """That a directed search's counterexample need not be shortest, and the command that gives a shortest one."""
+    """That a directed search's counterexample need not be shortest, and the command that gives a
+    shortest one."""
     if result.engine != "directed" or not result.violations:
         return
     steps = max(v.length for v in result.violations)
-    console.print(f"A counterexample of the directed search need not be shortest: a breadth-first search bounded at its "
-                  f"length (--engine local --max-depth {steps + 1}) gives a shortest one", highlight=False)
+    console.print("A counterexample of the directed search need not be shortest: a breadth-first "
+                  f"search bounded at its length (--engine local --max-depth {steps + 1}) gives a "
+                  "shortest one", highlight=False)
 
 
 def record_property_forms(result: CheckResult, options: SearchOptions) -> None:
-    """``property_forms``: how each property was checked (safety on every state, or liveness on the graph)."""
+    """``property_forms``: how each property was checked (safety on every state, or liveness on the
+    graph)."""
     forms = dict(result.extra.get("property_forms", {}))
     for inv in options.invariants:
-        forms.setdefault(inv.name, "safety (every reachable state)" if inv.kind == SAFETY else "liveness (not checked)")
+        forms.setdefault(inv.name, "safety (every reachable state)" if inv.kind == SAFETY
+                         else "liveness (not checked)")
     result.extra["property_forms"] = forms
 
 
@@ -371,12 +413,15 @@ def cmd_simulate(args: argparse.Namespace) -> int:
     options = SearchOptions(invariants=select_invariants(model, args.invariant, args.property),
                             stop_at_first=not args.keep_going)
     if args.engine == "spark" and args.workers != 1:
-        raise UsageError("kmc simulate --workers is for --engine local; on Spark the walks run on the executors' "
-                         "cores (drop --workers, or size the cluster with --master local[N])")
+        raise UsageError("kmc simulate --workers is for --engine local; on Spark the walks run on "
+                         "the executors' cores (drop --workers, or size the cluster with --master "
+                         "local[N])")
     if args.engine != "spark" and args.master is not None:
-        raise UsageError(f"--master is for --engine spark, not --engine {args.engine}; add --engine spark or drop it")
-    sim = SimulationOptions(walks=args.walks, depth=args.depth, seed=args.seed, max_seconds=args.max_seconds,
-                            workers=args.workers, engine=args.engine, master=args.master, kernel=args.kernel)
+        raise UsageError(f"--master is for --engine spark, not --engine {args.engine}; add "
+                         "--engine spark or drop it")
+    sim = SimulationOptions(walks=args.walks, depth=args.depth, seed=args.seed,
+                            max_seconds=args.max_seconds, workers=args.workers, engine=args.engine,
+                            master=args.master, kernel=args.kernel)
     result = simulate(model, options, sim)
     if args.kernel == "off":  # which path ran, whatever was asked (--json)
         result.extra.setdefault("path", {"path": "readable", "reason": "--kernel off"})
@@ -393,7 +438,8 @@ def _model_listing(info: ModelInfo) -> dict[str, Any]:
         "name": info.name,
         "description": info.description,
         "constants": [
-            {"name": c.name, "default": c.default, "description": c.description} for c in info.constants
+            {"name": c.name, "default": c.default, "description": c.description}
+            for c in info.constants
         ],
         "protocols": dict(info.protocols),
         "protocol_aliases": dict(info.protocol_aliases),
@@ -406,7 +452,8 @@ def _model_listing(info: ModelInfo) -> dict[str, Any]:
 
 def _release_span(info: ModelInfo) -> str:
     """``0.10.2.0 to 4.1.1``: the first and last release a model takes by its number."""
-    releases = sorted({row["release"] for row in info.release_table()}, key=lambda r: tuple(int(p) for p in r.split(".")))
+    releases = sorted({row["release"] for row in info.release_table()},
+                      key=lambda r: tuple(int(p) for p in r.split(".")))
     return f"{releases[0]} to {releases[-1]}"
 
 
@@ -417,10 +464,12 @@ def _family_of(info: ModelInfo) -> str:
 
 
 def cmd_list_rules(args: argparse.Namespace) -> int:
-    """``kmc list --rules [--model M] [--protocol P]``: the model's rule table (release, ticket, source)."""
+    """``kmc list --rules [--model M] [--protocol P]``: the model's rule table (release, ticket,
+    source)."""
     info = get_model_info(args.model)
     if info.rules is None:
-        raise UsageError(f"model {info.name} has no rule table; 'kmc list' shows its protocol versions")
+        raise UsageError(f"model {info.name} has no rule table; 'kmc list' shows its protocol "
+                         "versions")
     if args.protocol is not None and not info.has_protocol(args.protocol):
         raise UsageError(info.unknown_protocol(args.protocol))
     rows = info.rules(args.protocol)
@@ -429,7 +478,8 @@ def cmd_list_rules(args: argparse.Namespace) -> int:
         return 0
     console = Console()
     title = f"{info.name} rules" + (f" under {args.protocol}" if args.protocol else "")
-    console.print(f"[bold]{title}[/] ({len(rows)} rules; a flag is switched with --feature FLAG=on|off)")
+    console.print(f"[bold]{title}[/] ({len(rows)} rules; a flag is switched with --feature "
+                  "FLAG=on|off)")
     for row in rows:
         on = {"yes": " [green]on[/]", "no": " [red]off[/]"}.get(row.get("on", ""), "")
         console.print(f"\n[bold]{row['rule']}[/]{on}")
@@ -447,11 +497,13 @@ def cmd_list_rules(args: argparse.Namespace) -> int:
 
 
 def release_groups(rows: list[dict[str, Any]]) -> list[tuple[list[str], dict[str, Any]]]:
-    """Consecutive releases of one mode with the same row and the same flags against it, as (names, row)."""
+    """Consecutive releases of one mode with the same row and the same flags against it, as (names,
+    row)."""
     groups: list[tuple[list[str], dict[str, Any]]] = []
     for row in rows:
         key = (row["mode"], row["row"], tuple(row["differs"].items()))
-        if groups and (groups[-1][1]["mode"], groups[-1][1]["row"], tuple(groups[-1][1]["differs"].items())) == key:
+        if (groups and (groups[-1][1]["mode"], groups[-1][1]["row"],
+                        tuple(groups[-1][1]["differs"].items())) == key):
             groups[-1][0].append(row["protocol"])
         else:
             groups.append(([row["protocol"]], row))
@@ -459,25 +511,30 @@ def release_groups(rows: list[dict[str, Any]]) -> list[tuple[list[str], dict[str
 
 
 def cmd_list_releases(args: argparse.Namespace) -> int:
-    """``kmc list --releases [--model M]``: every release by its number, the protocol row it runs and the flags that
-    differ from the row's (the release's flags, computed from the rule table's since/until releases)."""
+    """``kmc list --releases [--model M]``: every release by its number, the protocol row it runs
+    and the flags that differ from the row's (the release's flags, computed from the rule table's
+    since/until releases)."""
     info = get_model_info(args.model)
     if info.release_table is None:
-        raise UsageError(f"model {info.name} has no releases by number; 'kmc list' shows its protocol versions")
+        raise UsageError(f"model {info.name} has no releases by number; 'kmc list' shows its "
+                         "protocol versions")
     rows = info.release_table()
     if args.json:
         print(json.dumps({"model": info.name, "releases": rows}))
         return 0
     console = Console()
-    console.print(f"[bold]{info.name} releases[/] ({len(rows)}): --protocol <release> runs the row with the flags shown "
-                  "(+ on, - off against the row's defaults); kraft-<release> is KRaft mode, 4.x KRaft only")
+    console.print(f"[bold]{info.name} releases[/] ({len(rows)}): --protocol <release> runs the row "
+                  "with the flags shown "
+                  "(+ on, - off against the row's defaults); kraft-<release> is KRaft mode, 4.x "
+                  "KRaft only")
     mode = None
     for names, row in release_groups(rows):
         if row["mode"] != mode:
             mode = row["mode"]
             console.print(f"\n[bold]{mode} mode[/]")
         flags = " ".join(f"{'+' if on else '-'}{flag}" for flag, on in row["differs"].items())
-        console.print(f"  {', '.join(names)}  ->  {row['row']}" + (f" {flags}" if flags else ""), highlight=False)
+        console.print(f"  {', '.join(names)}  ->  {row['row']}" + (f" {flags}" if flags else ""),
+                      highlight=False)
     return 0
 
 
@@ -492,7 +549,8 @@ def cmd_list(args: argparse.Namespace) -> int:
         return cmd_list_releases(args)
     listing = [_model_listing(info) for info in all_models().values()]
     if args.json:
-        print(json.dumps({"models": listing, "engines": {k: v.description for k, v in engines.ENGINES.items()}}))
+        print(json.dumps({"models": listing,
+                          "engines": {k: v.description for k, v in engines.ENGINES.items()}}))
         return 0
     console = Console()
     for item in listing:
@@ -505,13 +563,15 @@ def cmd_list(args: argparse.Namespace) -> int:
         for alias, target in item["protocol_aliases"].items():
             console.print(f"  --protocol {alias}  alias of {target}: {item['protocols'][target]}")
         if item.get("release_numbers"):
-            console.print(f"  --protocol <release>  any release by its number, {item['release_numbers']} "
+            console.print("  --protocol <release>  any release by its number, "
+                          f"{item['release_numbers']} "
                           "(kraft-<release>: KRaft mode): its row and flags, kmc list --releases")
         for name, text in item["features"].items():
             console.print(f"  --feature {name}=on|off  {text}")
         for name, text in item["invariants"].items():
             console.print(f"  --invariant {name}  {text}")
-    console.print("[bold]engines[/]: " + "; ".join(f"{k}: {v.description}" for k, v in engines.ENGINES.items()))
+    console.print("[bold]engines[/]: "
+                  + "; ".join(f"{k}: {v.description}" for k, v in engines.ENGINES.items()))
     return 0
 
 
@@ -540,7 +600,8 @@ SIMULATE_ENGINES = ("local", "spark")
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = KmcParser(prog="kmc", description="An explicit-state model checker for the Kafka replication protocol.")
+    parser = KmcParser(prog="kmc", description="An explicit-state model checker for the Kafka "
+                                               "replication protocol.")
     parser.add_argument("--version", action="store_true", help="print kmc's version and exit")
     parser.set_defaults(func=_top_level(parser))
     sub = parser.add_subparsers(dest="command", parser_class=KmcParser)
@@ -549,55 +610,69 @@ def build_parser() -> argparse.ArgumentParser:
     add_model_options(check)
     add_search_options(check)
     check.add_argument("--kernel", choices=("auto", "on", "off"), default="auto",
-                       help="the compiled successor kernel (local, parallel and spark engines; models that have one: "
-                            "two-phase, tla:Kip101, tla:Kip279, tla:Kip320, kafka on the ZooKeeper rows 0.10.2 to 2.2.0): "
-                            "auto where it applies (the default), on (else exit 69), off "
-                            "(the readable model); the same counts, depth, verdict and traces either way")
+                       help="the compiled successor kernel (local, parallel and spark engines; "
+                            "models that have one: two-phase, tla:Kip101, tla:Kip279, tla:Kip320, "
+                            "kafka on the ZooKeeper rows 0.10.2 to 2.2.0): auto where it applies "
+                            "(the default), on (else exit 69), off (the readable model); the same "
+                            "counts, depth, verdict and traces either way")
     check.add_argument("--verbose", action="store_true",
-                       help="the header also lists every feature flag that is on in the run, and the run says which "
-                            "path ran (the compiled kernel or the readable model, and why); a Spark run also shows its "
-                            "JVM's start-up lines and Spark's log (else only errors)")
+                       help="the header also lists every feature flag that is on in the run, and "
+                            "the run says which path ran (the compiled kernel or the readable "
+                            "model, and why); a Spark run also shows its JVM's start-up lines and "
+                            "Spark's log (else only errors)")
     check.set_defaults(func=cmd_check)
 
-    simulate = sub.add_parser("simulate", help="random walks, for configurations too big to exhaust")
+    simulate = sub.add_parser("simulate", help="random walks, for configurations too big to "
+                                               "exhaust")
     add_model_options(simulate)
     simulate.add_argument("--invariant", action="append", default=[], metavar="NAME")
     add_property_option(simulate)
     simulate.add_argument("--walks", type=positive_int, default=1000)
-    simulate.add_argument("--depth", type=positive_int, default=50, help="maximum number of steps per walk")
+    simulate.add_argument("--depth", type=positive_int, default=50,
+                          help="maximum number of steps per walk")
     simulate.add_argument("--seed", type=int, default=0)
     simulate.add_argument("--max-seconds", type=positive_float)
     simulate.add_argument("--workers", type=worker_count, default=1,
-                          help="processes the walks run in (a number, or auto: one a core); the same walks at any count")
+                          help="processes the walks run in (a number, or auto: one a core); the "
+                               "same walks at any count")
     simulate.add_argument("--engine", default="local", choices=SIMULATE_ENGINES,
-                          help="local (--workers processes here, the default) or spark (the walks' batches on Spark's "
-                          "executors, --master): the same walks either way")
+                          help="local (--workers processes here, the default) or spark (the walks' "
+                          "batches on Spark's executors, --master): the same walks either way")
     simulate.add_argument("--master", default=None,
-                          help="Spark master URL (--engine spark; default local[*], or spark-submit's)")
+                          help="Spark master URL (--engine spark; default local[*], or "
+                               "spark-submit's)")
     simulate.add_argument("--kernel", choices=("auto", "on", "off"), default="auto",
-                          help="the compiled successor kernel (--engine local; models that have one): auto where it "
-                          "applies (the default), on (else exit 69), off (the readable model); the same walks for a "
-                          "seed either way; --json's path says which ran")
+                          help="the compiled successor kernel (--engine local; models that have "
+                          "one): auto where it applies (the default), on (else exit 69), off (the "
+                          "readable model); the same walks for a seed either way; --json's path "
+                          "says which ran")
     simulate.add_argument("--continue", dest="keep_going", action="store_true")
     simulate.add_argument("--json", action="store_true")
     simulate.add_argument("--trace-dir", default=DEFAULT_TRACE_DIR)
-    simulate.add_argument("--quiet", action="store_true", help="no live progress display (as for check)")
+    simulate.add_argument("--quiet", action="store_true", help="no live progress display (as for "
+                                                               "check)")
     simulate.set_defaults(func=cmd_simulate)
 
     listing = sub.add_parser("list", help="models, protocol versions, invariants and engines")
     listing.add_argument("--json", action="store_true")
     listing.add_argument("--rules", action="store_true",
-                         help="the rule table: every behaviour that differs between releases, with its source")
+                         help="the rule table: every behaviour that differs between releases, with "
+                              "its source")
     listing.add_argument("--releases", action="store_true",
-                         help="every release by its number: the protocol row it runs and the flags it differs by")
-    listing.add_argument("--model", default="kafka", help="with --rules or --releases: the model (default kafka)")
-    listing.add_argument("--protocol", help="with --rules: mark which rules this protocol version has")
+                         help="every release by its number: the protocol row it runs and the flags "
+                              "it differs by")
+    listing.add_argument("--model", default="kafka", help="with --rules or --releases: the model "
+                                                          "(default kafka)")
+    listing.add_argument("--protocol", help="with --rules: mark which rules this protocol version "
+                                            "has")
     listing.set_defaults(func=cmd_list)
 
-    completion = sub.add_parser("completion", help="print a shell completion script (bash, zsh or tcsh)",
+    completion = sub.add_parser("completion", help="print a shell completion script (bash, zsh or "
+                                                   "tcsh)",
                                 description="Print a completion script for kmc. bash: "
-                                "kmc completion bash > ~/.local/share/bash-completion/completions/kmc; "
-                                "zsh: kmc completion zsh > \"${fpath[1]}/_kmc\"")
+                                "kmc completion bash > "
+                                "~/.local/share/bash-completion/completions/kmc; zsh: kmc "
+                                "completion zsh > \"${fpath[1]}/_kmc\"")
     completion.add_argument("shell", choices=COMPLETION_SHELLS)
     completion.set_defaults(func=cmd_completion)
 
@@ -615,12 +690,14 @@ _KINDS = {
 
 
 def _fail(err: Console, as_json: bool, code: int, message: str) -> int:
-    """The one line on stderr (and, under --json, a JSON error object on stdout) for a stopped command."""
+    """The one line on stderr (and, under --json, a JSON error object on stdout) for a stopped
+    command."""
     err.print(f"kmc: error: {message}", markup=False, highlight=False, soft_wrap=True)
     if as_json:
         kind = _KINDS.get(code, "error") if code != ExitCode.WRONG_MODEL else "wrong-input"
         try:
-            print(json.dumps({"error": {"exit_code": code, "kind": kind, "message": message}}), flush=True)
+            print(json.dumps({"error": {"exit_code": code, "kind": kind, "message": message}}),
+                  flush=True)
         except (BrokenPipeError, OSError):
             pass
     return code
@@ -630,15 +707,18 @@ def _interrupted_message(args: argparse.Namespace | None) -> str:
     import os
 
     checkpoint = getattr(args, "checkpoint", None) or getattr(args, "resume", None)
-    # a Spark run directory (``--engine spark --checkpoint DIR``) is resumable once its first Spark level committed
-    if checkpoint and (os.path.isfile(checkpoint) or os.path.isfile(os.path.join(checkpoint, "run.json"))):
+    # a Spark run directory (``--engine spark --checkpoint DIR``) is resumable once its first Spark
+    # level committed
+    if (checkpoint and (os.path.isfile(checkpoint)
+                        or os.path.isfile(os.path.join(checkpoint, "run.json")))):
         return (f"interrupted; the last complete level is saved in {checkpoint}: "
                 f"run the same command with --resume {checkpoint} to continue")
     return "interrupted (give --checkpoint FILE to be able to continue a run later)"
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    """Run one command; every user error is one line (a JSON object too under --json) and its exit code."""
+    """Run one command; every user error is one line (a JSON object too under --json) and its exit
+    code."""
     err = Console(stderr=True)
     words = list(sys.argv[1:] if argv is None else argv)
     as_json = "--json" in words
@@ -657,13 +737,15 @@ def main(argv: Sequence[str] | None = None) -> int:
         return _fail(err, as_json, int(ExitCode.INTERRUPTED), _interrupted_message(args))
     except BrokenPipeError:
         return 0
-    except OSError as exc:  # an output nobody wrapped: where it cannot be created, or the disk is full
+    # an output nobody wrapped: where it cannot be created, or the disk is full
+    except OSError as exc:
         from checker.safe_io import output_error
 
         out = output_error(exc.filename or "output", exc)
         return _fail(err, as_json, int(out.code), str(out))
     except RecursionError:
-        return _fail(err, as_json, int(ExitCode.BAD_FILE), "an input nests too deeply to be read (RecursionError)")
+        return _fail(err, as_json, int(ExitCode.BAD_FILE),
+                     "an input nests too deeply to be read (RecursionError)")
 
 
 def entry() -> None:
@@ -679,11 +761,11 @@ def entry() -> None:
     with contextlib.suppress(ValueError, OSError):
         signal.signal(signal.SIGINT, signal.SIG_IGN)
     if code == int(ExitCode.INTERRUPTED):
-        # After a Ctrl-C handled here, the interpreter could still end the process by SIGINT (-2: its exit
-        # path for an unhandled KeyboardInterrupt) instead of with this code: seen when the signal came about
-        # 0.17 s into a command, 14 times in 60 timed tries (not a kmc traceback: the line and the JSON were
-        # printed). Nothing is left to do (the command's own clean-up ran in its finally blocks): flush and
-        # end with the code.
+        # After a Ctrl-C handled here, the interpreter could still end the process by SIGINT (-2:
+        # its exit path for an unhandled KeyboardInterrupt) instead of with this code: seen when the
+        # signal came about 0.17 s into a command, 14 times in 60 timed tries (not a kmc traceback:
+        # the line and the JSON were printed). Nothing is left to do (the command's own clean-up ran
+        # in its finally blocks): flush and end with the code.
         for stream in (sys.stdout, sys.stderr):
             with contextlib.suppress(Exception):
                 stream.flush()

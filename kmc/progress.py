@@ -32,13 +32,15 @@ class ProgressLines:
     def __call__(self, p: Progress) -> None:
         if time.monotonic() - self._last >= self.interval:
             self._last = time.monotonic()
-            self._line(f"Progress({p.depth}): {p.states_generated:,} states generated, {p.distinct_states:,} distinct "
-                       f"states found, {p.queue:,} states left on queue ({p.seconds:.0f} s).")
+            self._line(f"Progress({p.depth}): {p.states_generated:,} states generated, "
+                       f"{p.distinct_states:,} distinct states found, {p.queue:,} states left on "
+                       f"queue ({p.seconds:.0f} s).")
 
     def cell(self, cell: Cell) -> None:
         self._line(f"  {cell.protocol} / {cell.invariant}: {describe(cell)}")
 
     def running(self, searches: list[tuple[str, list[str], float]], done: int, total: int) -> None:
         """Searches on several cores: which run, for how long, and how many are done."""
-        now = ", ".join(f"{row} ({', '.join(names)}, {seconds:.0f} s)" for row, names, seconds in searches)
+        now = ", ".join(f"{row} ({', '.join(names)}, {seconds:.0f} "
+                        "s)" for row, names, seconds in searches)
         self._line(f"Progress: {done} of {total} searches done; running {now}")

@@ -13,7 +13,7 @@ takes a hand-written scenario (see ``traces/scenarios/README.md``). Exit codes: 
 whole behaviour runs and every invariant holds), 12 replay breaks an invariant, 65 corrupt or
 hostile file, 66 a trace of another model or configuration, 67 a step not enabled under the chosen
 protocol, 64 bad options.
-"""
+"""  # noqa: E501
 
 from __future__ import annotations
 
@@ -35,10 +35,10 @@ _SUFFIX = {"json": ".json", "itf": ".itf.json", "msgpack": ".msgpack"}
 def _add_file_options(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("file", help="a trace file (.json, .itf.json, .msgpack)")
     parser.add_argument("--model", dest="expect_model", metavar="NAME",
-                        help="fail (exit 66) unless the trace is of this model; for an ITF trace written by "
-                             "Apalache or Quint, the model it is of")
-    parser.add_argument("--protocol", help="for an ITF trace written by another tool: the protocol version "
-                                           "(default: the model's default)")
+                        help="fail (exit 66) unless the trace is of this model; for an ITF trace "
+                             "written by Apalache or Quint, the model it is of")
+    parser.add_argument("--protocol", help="for an ITF trace written by another tool: the protocol "
+                                           "version (default: the model's default)")
     parser.add_argument("--const", action="append", default=[], metavar="NAME=VALUE",
                         help="for an ITF trace written by another tool: a constant of the model")
 
@@ -46,55 +46,75 @@ def _add_file_options(parser: argparse.ArgumentParser) -> None:
 def add_parser(subparsers: Any) -> None:
     from kmc.options import add_model_options
 
-    trace = subparsers.add_parser("trace", help="show, export, replay, draw and explain counterexample traces")
+    trace = subparsers.add_parser("trace", help="show, export, replay, draw and explain "
+                                                "counterexample traces")
     sub = trace.add_subparsers(dest="trace_command", parser_class=type(trace))
     trace.set_defaults(func=lambda args: _usage(trace))
 
-    show = sub.add_parser("show", help="step by step: each action and what it changed, with the broker logs")
+    show = sub.add_parser("show", help="step by step: each action and what it changed, with the "
+                                       "broker logs")
     _add_file_options(show)
-    show.add_argument("--full", action="store_true", help="every variable of every state, changes highlighted")
+    show.add_argument("--full", action="store_true", help="every variable of every state, changes "
+                                                          "highlighted")
     show.add_argument("--broker", type=int, metavar="N", help="only what concerns broker N")
     show.add_argument("--no-logs", action="store_true", help="do not draw the per-broker logs")
     show.add_argument("--all", action="store_true",
-                      help="also show ghost variables and bound counters (hidden by default; the legend names them)")
-    show.add_argument("--no-legend", action="store_true", help="do not print the legend of abbreviations")
+                      help="also show ghost variables and bound counters (hidden by default; the "
+                           "legend names them)")
+    show.add_argument("--no-legend", action="store_true", help="do not print the legend of "
+                                                               "abbreviations")
     show.set_defaults(func=cmd_show)
 
-    export = sub.add_parser("export", help="write the trace in another format (ITF JSON, our JSON, msgpack)")
+    export = sub.add_parser("export", help="write the trace in another format (ITF JSON, our JSON, "
+                                           "msgpack)")
     _add_file_options(export)
     export.add_argument("--to", choices=FORMATS, default="itf", help="output format (default itf)")
-    export.add_argument("-o", "--output", metavar="OUT", help="output file (default: FILE with the format's suffix)")
+    export.add_argument("-o", "--output", metavar="OUT", help="output file (default: FILE with the "
+                                                              "format's suffix)")
     export.set_defaults(func=cmd_export)
 
-    replay = sub.add_parser("replay", help="check a trace or scenario step by step against a protocol version")
+    replay = sub.add_parser("replay", help="check a trace or scenario step by step against a "
+                                           "protocol version")
     replay.add_argument("file", help="a trace file or a hand-written scenario (.json)")
-    replay.add_argument("--model", dest="expect_model", metavar="NAME", help="fail (exit 66) unless it is of this model")
-    replay.add_argument("--protocol", help="replay under this protocol version (default: the file's)")
-    replay.add_argument("--feature", action="append", default=[], metavar="FLAG=on|off", help="switch a feature flag")
-    replay.add_argument("--const", action="append", default=[], metavar="NAME=VALUE", help="override a constant")
-    replay.add_argument("--invariant", action="append", default=[], metavar="NAME", help="check only these (default all)")
-    replay.add_argument("--all-protocols", action="store_true", help="replay under every protocol version of the model")
+    replay.add_argument("--model", dest="expect_model", metavar="NAME",
+                        help="fail (exit 66) unless it is of this model")
+    replay.add_argument("--protocol", help="replay under this protocol version (default: the "
+                                           "file's)")
+    replay.add_argument("--feature", action="append", default=[], metavar="FLAG=on|off",
+                        help="switch a feature flag")
+    replay.add_argument("--const", action="append", default=[], metavar="NAME=VALUE",
+                        help="override a constant")
+    replay.add_argument("--invariant", action="append", default=[], metavar="NAME",
+                        help="check only these (default all)")
+    replay.add_argument("--all-protocols", action="store_true", help="replay under every protocol "
+                                                                     "version of the model")
     replay.add_argument("--json", action="store_true", help="print one JSON object on stdout")
     replay.add_argument("--quiet", action="store_true", help="print only the outcome")
     replay.set_defaults(func=cmd_replay)
 
-    diagram = sub.add_parser("diagram", help="a sequence diagram of the messages (Mermaid, DOT or SVG)")
+    diagram = sub.add_parser("diagram", help="a sequence diagram of the messages (Mermaid, DOT or "
+                                             "SVG)")
     _add_file_options(diagram)
     diagram.add_argument("--format", choices=("mermaid", "dot", "svg"), default="mermaid")
     diagram.add_argument("-o", "--output", metavar="OUT", help="write to a file instead of stdout")
     diagram.set_defaults(func=cmd_diagram)
 
-    graph = sub.add_parser("graph", help="the explored state graph of a small run (DOT or SVG): each state with the "
-                                         "action that reached it and a short summary")
+    graph = sub.add_parser("graph", help="the explored state graph of a small run (DOT or SVG): "
+                                         "each state with the action that reached it and a short "
+                                         "summary")
     add_model_options(graph)
-    graph.add_argument("--max-states", type=int, default=2000, help="refuse runs with more distinct states (default 2000)")
+    graph.add_argument("--max-states", type=int, default=2000, help="refuse runs with more "
+                                                                    "distinct states (default "
+                                                                    "2000)")
     graph.add_argument("--trace", metavar="FILE", help="highlight this trace's path")
     graph.add_argument("--format", choices=("dot", "svg"), default="dot",
-                       help="DOT source (default), or SVG laid out by Graphviz's dot program (exit 69 without it)")
+                       help="DOT source (default), or SVG laid out by Graphviz's dot program (exit "
+                            "69 without it)")
     graph.add_argument("-o", "--output", metavar="OUT", help="write to a file instead of stdout")
     graph.set_defaults(func=cmd_graph)
 
-    explain = sub.add_parser("explain", help="one paragraph: which invariant broke, where, between which brokers")
+    explain = sub.add_parser("explain", help="one paragraph: which invariant broke, where, between "
+                                             "which brokers")
     _add_file_options(explain)
     explain.set_defaults(func=cmd_explain)
 
@@ -109,9 +129,11 @@ def _load(args: argparse.Namespace) -> tuple[Trace, Any]:
 
     if args.protocol or args.const:
         if read_document(args.file).header.get("model"):
-            raise UsageError("--protocol and --const are for ITF traces written by another tool; this trace names its "
-                             "own configuration (use 'kmc trace replay --protocol' to replay it under another)")
-        return load_trace(args.file, model_name=args.expect_model, protocol=args.protocol, constants=args.const)
+            raise UsageError("--protocol and --const are for ITF traces written by another tool; "
+                             "this trace names its own configuration (use 'kmc trace replay "
+                             "--protocol' to replay it under another)")
+        return load_trace(args.file, model_name=args.expect_model, protocol=args.protocol,
+                          constants=args.const)
     return load_trace(args.file, model_name=args.expect_model)
 
 
@@ -125,7 +147,7 @@ def _write(text: str, output: str | None) -> None:
         sys.stdout.write(text)
 
 
-# -- show / export / diagram / explain ----------------------------------------------------------------
+# -- show / export / diagram / explain -------------------------------------------------------------
 def cmd_show(args: argparse.Namespace) -> int:
     from traces.render import print_trace
     from traces.views import broker_views
@@ -135,9 +157,10 @@ def cmd_show(args: argparse.Namespace) -> int:
         views = broker_views(trace.initial)
         known = [v.broker for v in views] if views else None
         if known is not None and args.broker not in known:
-            raise UsageError(f"no broker {args.broker} in this trace; brokers: {', '.join(map(str, known))}")
-    print_trace(Console(), trace, full=args.full, broker=args.broker, logs=not args.no_logs, show_hidden=args.all,
-                show_legend=not args.no_legend)
+            raise UsageError(f"no broker {args.broker} in this trace; brokers: "
+                             f"{', '.join(map(str, known))}")
+    print_trace(Console(), trace, full=args.full, broker=args.broker, logs=not args.no_logs,
+                show_hidden=args.all, show_legend=not args.no_legend)
     return 0
 
 
@@ -176,7 +199,7 @@ def cmd_explain(args: argparse.Namespace) -> int:
     return 0
 
 
-# -- graph ------------------------------------------------------------------------------------------
+# -- graph -----------------------------------------------------------------------------------------
 def cmd_graph(args: argparse.Namespace) -> int:
     from invariants.registry import for_family
     from kmc.options import model_from_args
@@ -186,7 +209,8 @@ def cmd_graph(args: argparse.Namespace) -> int:
     model = model_from_args(args)
     result = explore(model, for_family(model.family).values(), max_states=args.max_states)
     if result.reason:
-        raise UsageError(f"the run is too big to draw ({result.reason}); use smaller constants or --max-states")
+        raise UsageError(f"the run is too big to draw ({result.reason}); use smaller constants or "
+                         "--max-states")
     graph = state_graph(result)
     if args.trace:
         trace, _ = load_trace(args.trace, model=model, model_name=model.name)
@@ -197,7 +221,7 @@ def cmd_graph(args: argparse.Namespace) -> int:
     return 0
 
 
-# -- replay -----------------------------------------------------------------------------------------
+# -- replay ----------------------------------------------------------------------------------------
 def _is_scenario_file(path: str) -> bool:
     data = read_bytes(path)
     if data.lstrip()[:1] != b"{":
@@ -224,12 +248,13 @@ def _run(args: argparse.Namespace, protocol: str | None) -> tuple[Any, Any]:
         if args.expect_model and scenario.model != args.expect_model:
             from spec.errors import WrongModelError
 
-            raise WrongModelError(f"the scenario is of model {scenario.model!r}, not {args.expect_model!r}")
+            raise WrongModelError(f"the scenario is of model {scenario.model!r}, not "
+                                  f"{args.expect_model!r}")
         model = scenario_model(scenario, protocol, args.feature, args.const)
         result = replay_scenario(model, scenario, args.invariant)
         return result, scenario.expectation(model.protocol)
-    trace, model = load_trace(args.file, protocol=protocol, features=args.feature, model_name=args.expect_model,
-                              constants=args.const)
+    trace, model = load_trace(args.file, protocol=protocol, features=args.feature,
+                              model_name=args.expect_model, constants=args.const)
     return replay_trace(model, trace, args.invariant), None
 
 
@@ -245,7 +270,8 @@ def _result_json(result: Any, expected: Any) -> dict[str, Any]:
         "explanation": result.explanation,
         "diverged_at": result.diverged_at,
         "why": result.why,
-        "enabled_after": None if result.enabled_after is None else [str(a) for a in result.enabled_after],
+        "enabled_after": None if result.enabled_after is None
+        else [str(a) for a in result.enabled_after],
         "expected": None if expected is None else expected.describe(),
         "as_expected": None if expected is None else result.matches(expected),
         "exit_code": int(result.exit_code),
@@ -262,11 +288,12 @@ def cmd_replay(args: argparse.Namespace) -> int:
         return _replay_all(args, console)
     result, expected = _run(args, args.protocol)
     if args.json:
-        # one JSON object, the result (a blocked replay's "exit_code" says 67): the error line goes to stderr only,
-        # not as a second object on stdout
+        # one JSON object, the result (a blocked replay's "exit_code" says 67): the error line goes
+        # to stderr only, not as a second object on stdout
         print(json.dumps(_result_json(result, expected)))
         if result.outcome == "blocked":
-            console.print(f"kmc: error: {result.summary()}", markup=False, highlight=False, soft_wrap=True)
+            console.print(f"kmc: error: {result.summary()}", markup=False, highlight=False,
+                          soft_wrap=True)
         return int(result.exit_code)
     if not args.quiet:
         print_trace(console, result.trace)
@@ -277,17 +304,19 @@ def cmd_replay(args: argparse.Namespace) -> int:
 
 
 def _print_outcome(console: Console, result: Any, expected: Any) -> None:
-    style = {"holds": "bold green", "violated": "bold red", "deadlock": "bold red", "blocked": "bold yellow"}[result.outcome]
+    style = {"holds": "bold green", "violated": "bold red", "deadlock": "bold red",
+             "blocked": "bold yellow"}[result.outcome]
     console.print(f"Replay: {result.summary()}.", style=style, markup=False, highlight=False)
     if result.explanation:
         console.print(result.explanation, markup=False, highlight=False)
     if result.diverged_at is not None:
-        console.print(f"(From step {result.diverged_at} on, the states differ from the ones the trace recorded.)",
+        console.print(f"(From step {result.diverged_at} on, the states differ from the ones the "
+                      "trace recorded.)",
                       markup=False)
     if expected is not None:
         verdict = "as expected" if result.matches(expected) else "NOT as expected"
-        console.print(f"The scenario expects: {expected.describe()} -- {verdict}.", markup=False, highlight=False,
-                      style="green" if result.matches(expected) else "bold red")
+        console.print(f"The scenario expects: {expected.describe()} -- {verdict}.", markup=False,
+                      highlight=False, style="green" if result.matches(expected) else "bold red")
 
 
 def _replay_all(args: argparse.Namespace, console: Console) -> int:
@@ -308,8 +337,10 @@ def _replay_all(args: argparse.Namespace, console: Console) -> int:
         except NotReplayableError as exc:  # an ambiguous scenario step under this version
             rows.append({"protocol": protocol, "outcome": "error", "detail": str(exc)})
             continue
-        except (UsageError, WrongModelError) as exc:  # the trace's own switches (or a scenario's flags) do not
-            rows.append({"protocol": protocol, "outcome": "n/a", "detail": str(exc)})  # exist in this version
+        # the trace's own switches (or a scenario's flags) do not
+        except (UsageError, WrongModelError) as exc:
+            # exist in this version
+            rows.append({"protocol": protocol, "outcome": "n/a", "detail": str(exc)})
             continue
         row = _result_json(result, expected)
         row["detail"] = result.summary()
@@ -324,7 +355,8 @@ def _replay_all(args: argparse.Namespace, console: Console) -> int:
         expected = row.get("expected") or ""
         if row.get("as_expected") is not None:
             expected += " (ok)" if row["as_expected"] else " (NOT as expected)"
-        table.add_row(str(row["protocol"]), row["outcome"], str(row.get("step") if row.get("step") is not None else ""),
+        table.add_row(str(row["protocol"]), row["outcome"],
+                      str(row.get("step") if row.get("step") is not None else ""),
                       str(row.get("invariant") or ""), expected)
     console.print(table)
     return 0

@@ -41,7 +41,8 @@ class BadFileError(KmcError):
 
 
 class CorruptDataError(BadFileError):
-    """Encoded data that is not even well-formed (truncated, nested without end): never "another model"."""
+    """Encoded data that is not even well-formed (truncated, nested without end): never "another
+    model"."""
 
 
 class WrongModelError(KmcError):
@@ -49,7 +50,8 @@ class WrongModelError(KmcError):
 
 
 class NoInputError(KmcError):
-    """An input file is missing or unreadable (as opposed to readable but wrong: ``BadFileError``)."""
+    """An input file is missing or unreadable (as opposed to readable but wrong:
+    ``BadFileError``)."""
 
     code = ExitCode.NO_INPUT
 

@@ -76,13 +76,14 @@ INLINE = -1
 
 
 class KernelSource(NamedTuple):
-    """A model's compiled successor kernel (``Model.kernel``; ``checker.kernel`` compiles, loads and searches
-    with it). The C file lives beside the readable model it mirrors, rule for rule, and includes the engine's
-    search (``checker/kernel_search.h``, which documents what the file defines). A state crosses between the
-    two as ``state_bytes`` bytes: ``pack`` and ``unpack`` are exact inverses on the reachable states, and the
-    kernel's successors come in the readable model's order with action codes that ``action`` names as the
-    readable model does. Bit i of the kernel's violation mask is invariant ``invariants[i]`` of the model's
-    family; ``symmetry`` says the kernel's canonical form is the model's ``canonical``."""
+    """A model's compiled successor kernel (``Model.kernel``; ``checker.kernel`` compiles, loads and
+    searches with it). The C file lives beside the readable model it mirrors, rule for rule, and
+    includes the engine's search (``checker/kernel_search.h``, which documents what the file
+    defines). A state crosses between the two as ``state_bytes`` bytes: ``pack`` and ``unpack`` are
+    exact inverses on the reachable states, and the kernel's successors come in the readable model's
+    order with action codes that ``action`` names as the readable model does. Bit i of the kernel's
+    violation mask is invariant ``invariants[i]`` of the model's family; ``symmetry`` says the
+    kernel's canonical form is the model's ``canonical``."""
 
     source: str  # the C file's path
     defines: tuple[tuple[str, int], ...]  # compile-time constants (the configuration)
@@ -94,14 +95,14 @@ class KernelSource(NamedTuple):
     symmetry: bool = False
     #: why this configuration is out of the kernel's reach (then the readable model runs), or None
     unsupported: str | None = None
-    #: the ``--reduce`` methods the C file compiles (``km_reduce``: the state the search stores, as the model's
-    #: ``dead_messages().reduce``), applied where the local engine applies them
+    #: the ``--reduce`` methods the C file compiles (``km_reduce``: the state the search stores, as
+    #: the model's ``dead_messages().reduce``), applied where the local engine applies them
     reductions: tuple[str, ...] = ()
 
 
 class DeadMessages(Protocol):
-    """What a model that declares dead messages gives ``--reduce dead`` (``Model.dead_messages``; ``checker.dead``
-    documents the reduction, ``spec.kafka.dead`` is the Kafka model's)."""
+    """What a model that declares dead messages gives ``--reduce dead`` (``Model.dead_messages``;
+    ``checker.dead`` documents the reduction, ``spec.kafka.dead`` is the Kafka model's)."""
 
     def reduce(self, state: Any) -> Any:
         """The state without its dead messages (the form the search stores)."""
@@ -110,7 +111,8 @@ class DeadMessages(Protocol):
         """Whether ``message``, in flight in ``state``, is dead."""
 
     def deliveries(self, state: Any) -> list[tuple[Action, Any]]:
-        """The model's own steps that deliver the dead messages of ``state`` (a reduced trace's replay)."""
+        """The model's own steps that deliver the dead messages of ``state`` (a reduced trace's
+        replay)."""
 
     def describe(self) -> list[str]:
         """The kinds of dead message it declares, in words (``--json``'s ``reduction``)."""
@@ -129,18 +131,21 @@ class Model(ABC):
     constants: Mapping[str, Any] = {}
     #: True when ``canonical`` implements a real symmetry reduction.
     has_symmetry: bool = False
-    #: the protocol version this instance models, for a model that has versions (``ModelInfo.protocols``); written
-    #: into trace headers and checked when a trace is replayed. None: the model has no versions
+    #: the protocol version this instance models, for a model that has versions
+    #: (``ModelInfo.protocols``); written into trace headers and checked when a trace is replayed.
+    #: None: the model has no versions
     protocol: str | None = None
-    #: TLC checks deadlock unless told not to; False for a model whose bounded runs end in states with nothing left
-    #: to do (every record produced, a broker down past the crash bound), where ``--deadlock`` turns the check on
+    #: TLC checks deadlock unless told not to; False for a model whose bounded runs end in states
+    #: with nothing left to do (every record produced, a broker down past the crash bound), where
+    #: ``--deadlock`` turns the check on
     deadlock_by_default: bool = True
 
-    # -- what ``kmc matrix`` reads (``kmc.matrix.run``); each is optional --------------------------------------------
-    #: extra rows of the matrix: (protocol, (FLAG=on|off, ...)) pairs, e.g. ``("3.9.1", ("unclean=on",))``
+    # -- what ``kmc matrix`` reads (``kmc.matrix.run``); each is optional --------------------------
+    #: extra rows of the matrix: (protocol, (FLAG=on|off, ...)) pairs, e.g.
+    #: ``("3.9.1", ("unclean=on",))``
     matrix_variants: Sequence[tuple[str, Sequence[str]]] = ()
-    #: invariant -> NAME=VALUE assignments (or a dict of constants) applied before ``--const``, for properties whose
-    #: counterexamples need actions the default bounds leave out
+    #: invariant -> NAME=VALUE assignments (or a dict of constants) applied before ``--const``, for
+    #: properties whose counterexamples need actions the default bounds leave out
     matrix_bounds: Mapping[str, Any] = {}
     #: invariants left out of the matrix's default columns (``--invariant`` still checks them)
     matrix_excluded: Sequence[str] = ()
@@ -151,13 +156,14 @@ class Model(ABC):
         return {}
 
     def matrix_story(self, protocol: str, invariant: str, trace: Any) -> str | None:
-        """A one-line name of the KIP or JIRA story a violated cell's counterexample is an instance of, for a model
-        without a rule table (a model with one has its stories computed, ``checker.stories``); None: no story."""
+        """A one-line name of the KIP or JIRA story a violated cell's counterexample is an instance
+        of, for a model without a rule table (a model with one has its stories computed,
+        ``checker.stories``); None: no story."""
         return None
 
     def all_actions(self) -> Sequence[Action] | None:
-        """Every action the model can take, for ``--coverage``'s list of actions that never fired; None: the
-        actions found among the model's attributes (models build their actions once)."""
+        """Every action the model can take, for ``--coverage``'s list of actions that never fired;
+        None: the actions found among the model's attributes (models build their actions once)."""
         return None
 
     @abstractmethod
@@ -181,19 +187,20 @@ class Model(ABC):
         return state
 
     def symmetry_reduces_nothing(self) -> str | None:
-        """Why ``--symmetry`` cannot reduce this configuration (its group of valid renamings is trivial),
-        decided from the model before a search; None when it may reduce."""
+        """Why ``--symmetry`` cannot reduce this configuration (its group of valid renamings is
+        trivial), decided from the model before a search; None when it may reduce."""
         return None
 
     def dead_messages(self) -> DeadMessages | None:
-        """What drops the messages of a state that are dead (``DeadMessages``), for ``--reduce dead``
-        (``checker.dead``, which documents the reduction); None: the model declares none and the option is refused."""
+        """What drops the messages of a state that are dead (``DeadMessages``), for
+        ``--reduce dead`` (``checker.dead``, which documents the reduction); None: the model
+        declares none and the option is refused."""
         return None
 
     def kernel(self) -> KernelSource | None:
-        """The compiled successor kernel of this configuration (``KernelSource``), or None: the model has none and
-        every search runs the readable model. The readable model stays the reference: the kernel follows it and
-        the equivalence tests prove the two agree."""
+        """The compiled successor kernel of this configuration (``KernelSource``), or None: the
+        model has none and every search runs the readable model. The readable model stays the
+        reference: the kernel follows it and the equivalence tests prove the two agree."""
         return None
 
     def state_types(self) -> tuple[type, ...]:
@@ -201,17 +208,19 @@ class Model(ABC):
         return ()
 
     def encode_state(self, state: State) -> Any:
-        """A compact plain form of ``state`` for the search's frontier store: nested tuples (or lists)
-        of ints and bools that msgpack packs as they are, with no class names. A NamedTuple is
-        already such a form (msgpack packs it as an array), so a model whose states hold no
+        """A compact plain form of ``state`` for the search's frontier store: nested tuples (or
+        lists) of ints and bools that msgpack packs as they are, with no class names. A NamedTuple
+        is already such a form (msgpack packs it as an array), so a model whose states hold no
         frozenset returns ``state`` itself. Optional: without it (and ``decode_state``) the search
-        stores its frontier with the generic codec, which names every record's class (bigger, slower).
+        stores its frontier with the generic codec, which names every record's class (bigger,
+        slower).
         """
         raise NotImplementedError
 
     def decode_state(self, plain: Any) -> State:
-        """The state ``encode_state`` gave ``plain`` for, rebuilt with the model's classes (``plain``
-        comes back from msgpack with tuples for arrays). Equal to the encoded state, so same hash."""
+        """The state ``encode_state`` gave ``plain`` for, rebuilt with the model's classes
+        (``plain`` comes back from msgpack with tuples for arrays). Equal to the encoded state, so
+        same hash."""
         raise NotImplementedError
 
     def encode_states(self, states: Sequence[State]) -> Any:
@@ -225,22 +234,25 @@ class Model(ABC):
 
     def state_parts(self) -> StateParts | None:
         """How a state splits into parts that many states of a level share (``StateParts``), for the
-        frontier store's pooled encoding: each distinct part is kept once and a state is a row of small
-        integers. Optional: None (the default) keeps the msgpack encoding above."""
+        frontier store's pooled encoding: each distinct part is kept once and a state is a row of
+        small integers. Optional: None (the default) keeps the msgpack encoding above."""
         return None
 
     def describe(self) -> dict[str, Any]:
         """What identifies this configuration in a checkpoint or a trace header."""
         return {"model": self.name, "constants": dict(self.constants)}
 
-    def why_not(self, state: Any, name: str, params: dict[str, Any], history: Sequence[Any] = ()) -> str | None:
-        """Why step ``name`` with ``params`` is not enabled in ``state`` after the steps ``history`` (actions), in the
-        words of the system modelled (a replay that blocks says it); None when the model has no sentence for it."""
+    def why_not(self, state: Any, name: str, params: dict[str, Any],
+                history: Sequence[Any] = ()) -> str | None:
+        """Why step ``name`` with ``params`` is not enabled in ``state`` after the steps ``history``
+        (actions), in the words of the system modelled (a replay that blocks says it); None when the
+        model has no sentence for it."""
         return None
 
     def what_runs(self) -> dict[str, Any]:
-        """What a run of this configuration checks beyond ``describe``, for ``--json``, the text header and a saved
-        trace's header (not a checkpoint's identity): a versioned model's release, row and flags; {} by default."""
+        """What a run of this configuration checks beyond ``describe``, for ``--json``, the text
+        header and a saved trace's header (not a checkpoint's identity): a versioned model's
+        release, row and flags; {} by default."""
         return {}
 
     def enabled(self, state: State) -> Iterator[Action]:

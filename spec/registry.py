@@ -43,9 +43,11 @@ class Constant:
     def check(self, value: Any) -> Any:
         if self.kind is int:
             if self.minimum is not None and value < self.minimum:
-                raise UsageError(f"constant {self.name}={value} is below its minimum {self.minimum}")
+                raise UsageError(f"constant {self.name}={value} is below its minimum "
+                                 f"{self.minimum}")
             if self.maximum is not None and value > self.maximum:
-                raise UsageError(f"constant {self.name}={value} is above its maximum {self.maximum}")
+                raise UsageError(f"constant {self.name}={value} is above its maximum "
+                                 f"{self.maximum}")
         return value
 
 
@@ -60,23 +62,28 @@ class ModelInfo:
     default_protocol: str | None = None
     #: feature flags that ``--feature NAME=on|off`` may switch, with descriptions
     features: Mapping[str, str] = field(default_factory=dict)
-    #: the rule table (``kmc list --rules``): ``rules(protocol or None)`` -> rows of column -> text, each
-    #: row with at least "rule", "release", "ticket", "source"; "on" says whether the protocol has it
+    #: the rule table (``kmc list --rules``): ``rules(protocol or None)`` -> rows of column -> text,
+    #: each row with at least "rule", "release", "ticket", "source"; "on" says whether the protocol
+    #: has it
     rules: Callable[[str | None], list[dict[str, str]]] | None = None
-    #: the rows of that table an action of ``model`` follows, in table order: ``action_rules(action name, model)``
+    #: the rows of that table an action of ``model`` follows, in table order:
+    #: ``action_rules(action name, model)``
     action_rules: Callable[[str, Model], list[dict[str, str]]] | None = None
-    #: other names a protocol version answers to (older names kept so saved traces still replay) -> version
+    #: other names a protocol version answers to (older names kept so saved traces still replay) ->
+    #: version
     protocol_aliases: Mapping[str, str] = field(default_factory=dict)
 
-    #: protocol names beyond ``protocols`` and ``protocol_aliases`` (a release by its number, ``3.7.1``): whether a
-    #: name is one, and the one-line reason a name is not (the nearest releases; "" for a name of no such shape)
+    #: protocol names beyond ``protocols`` and ``protocol_aliases`` (a release by its number,
+    #: ``3.7.1``): whether a name is one, and the one-line reason a name is not (the nearest
+    #: releases; "" for a name of no such shape)
     protocol_numbers: Callable[[str], bool] | None = None
     protocol_hint: Callable[[str], str] | None = None
-    #: every release by its number (``kmc list --releases``): rows of "protocol" (the name to give), "release", "mode",
-    #: "row" and "differs" (flag -> on/off where the release's flags are not the row's)
+    #: every release by its number (``kmc list --releases``): rows of "protocol" (the name to give),
+    #: "release", "mode", "row" and "differs" (flag -> on/off where the release's flags are not the
+    #: row's)
     release_table: Callable[[], list[dict[str, Any]]] | None = None
-    #: the row a protocol name runs unchanged (a release number whose flags are its row's: 3.5.1 is 3.4.1), else None;
-    #: a scenario's expectation for the row is the release's
+    #: the row a protocol name runs unchanged (a release number whose flags are its row's: 3.5.1 is
+    #: 3.4.1), else None; a scenario's expectation for the row is the release's
     protocol_row: Callable[[str], str | None] | None = None
 
     def has_protocol(self, name: str) -> bool:
@@ -86,12 +93,13 @@ class ModelInfo:
     def protocol_names(self) -> str:
         """The known protocol names, for an error message."""
         aliases = ", ".join(f"{a} (= {t})" for a, t in self.protocol_aliases.items())
-        numbers = "; or a release by its number (kmc list --releases)" if self.protocol_numbers is not None else ""
+        numbers = ("; or a release by its number (kmc list --releases)" if self.protocol_numbers
+                   is not None else "")
         return ", ".join(self.protocols) + (f"; aliases: {aliases}" if aliases else "") + numbers
 
     def unknown_protocol(self, name: str) -> str:
-        """The one line for a protocol name the model does not know: the releases nearest to a number, else the
-        names it knows."""
+        """The one line for a protocol name the model does not know: the releases nearest to a
+        number, else the names it knows."""
         hint = self.protocol_hint(name) if self.protocol_hint is not None else ""
         if hint:
             return f"unknown protocol {name!r} for model {self.name}: {hint}"
@@ -140,7 +148,8 @@ def parse_constants(info: ModelInfo, assignments: list[str]) -> dict[str, Any]:
         const = by_name.get(key.strip().lower())
         if const is None:
             names = ", ".join(c.name for c in info.constants) or "none"
-            raise UsageError(f"model {info.name} has no constant {key.strip()!r}; its constants: {names}")
+            raise UsageError(f"model {info.name} has no constant {key.strip()!r}; its constants: "
+                             f"{names}")
         values[const.name] = const.parse(raw)
     return values
 

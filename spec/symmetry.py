@@ -56,7 +56,8 @@ def candidate_permutations(signatures: Sequence[Any]) -> Iterator[Perm]:
         yield tuple(perm)
 
 
-def canonicalize(state: Any, n: int, permute: Callable[[Any, Perm], Any], signature: Callable[[Any, int], Any]) -> Any:
+def canonicalize(state: Any, n: int, permute: Callable[[Any, Perm], Any],
+                 signature: Callable[[Any, int], Any]) -> Any:
     """The least ``permute(state, perm)`` over the candidate permutations (see the module doc)."""
     best = None
     identity = _IDENTITY.get(n) or _IDENTITY.setdefault(n, tuple(range(n)))
@@ -80,7 +81,8 @@ def rename(ids: tuple[int, ...], perm: Perm) -> tuple[int, ...]:
 
 
 def reindex(values: tuple, perm: Perm) -> tuple:
-    """A tuple indexed by id (``values[i]`` belongs to id i), renamed: ``out[perm[i]] = values[i]``."""
+    """A tuple indexed by id (``values[i]`` belongs to id i), renamed:
+    ``out[perm[i]] = values[i]``."""
     if not values:
         return values
     out = list(values)

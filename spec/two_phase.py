@@ -64,7 +64,8 @@ class TwoPhase(Model):
         return (TwoPhaseState,)
 
     def kernel(self):
-        """The compiled kernel (``two_phase_kernel.c``, which follows ``successors`` rule for rule)."""
+        """The compiled kernel (``two_phase_kernel.c``, which follows ``successors`` rule for
+        rule)."""
         from spec.two_phase_kernel import kernel
 
         return kernel(self.rm, self.commit_guard, TwoPhaseState)
@@ -80,13 +81,15 @@ class TwoPhase(Model):
         state is its own three attributes, so the sorted form is an exact canonical form."""
         per_rm = sorted(zip(s.rm_state, s.tm_prepared, s.msg_prepared, strict=True))
         rm_state, tm_prepared, msg_prepared = zip(*per_rm, strict=True)
-        return _tuple_new(TwoPhaseState, (rm_state, s.tm_state, tm_prepared, msg_prepared, s.msg_commit, s.msg_abort))
+        return _tuple_new(TwoPhaseState, (rm_state, s.tm_state, tm_prepared, msg_prepared,
+                                          s.msg_commit, s.msg_abort))
 
     def permute(self, s: TwoPhaseState, perm: tuple[int, ...]) -> TwoPhaseState:
         """RM i renamed perm[i] (what ``canonical`` picks the least of; used by the tests)."""
         from spec.symmetry import reindex
 
-        return s._replace(rm_state=reindex(s.rm_state, perm), tm_prepared=reindex(s.tm_prepared, perm),
+        return s._replace(rm_state=reindex(s.rm_state, perm),
+                          tm_prepared=reindex(s.tm_prepared, perm),
                           msg_prepared=reindex(s.msg_prepared, perm))
 
     def successors(self, s: TwoPhaseState) -> Iterator[tuple[Action, TwoPhaseState]]:
@@ -99,25 +102,35 @@ class TwoPhase(Model):
         tm_init = tm_state == TM_INIT
         if tm_init:
             if not self.commit_guard or False not in tm_prepared:
-                append((self._tm_commit, new(cls, (rm_state, TM_DONE, tm_prepared, msg_prepared, True, msg_abort))))
-            append((self._tm_abort, new(cls, (rm_state, TM_DONE, tm_prepared, msg_prepared, msg_commit, True))))
+                append((self._tm_commit,
+                        new(cls, (rm_state, TM_DONE, tm_prepared, msg_prepared, True, msg_abort))))
+            append((self._tm_abort,
+                    new(cls, (rm_state, TM_DONE, tm_prepared, msg_prepared, msg_commit, True))))
         i = 0
         for rcv_prepared, prepare, choose_abort, rcv_commit, rcv_abort in self._per_rm:
             if tm_init and msg_prepared[i]:
                 new_prepared = tm_prepared[:i] + _TRUE + tm_prepared[i + 1 :]
-                append((rcv_prepared, new(cls, (rm_state, tm_state, new_prepared, msg_prepared, msg_commit, msg_abort))))
+                append((rcv_prepared,
+                        new(cls, (rm_state, tm_state, new_prepared, msg_prepared, msg_commit,
+                                  msg_abort))))
             if rm_state[i] == WORKING:
                 head, tail = rm_state[:i], rm_state[i + 1 :]
                 msgs = msg_prepared[:i] + _TRUE + msg_prepared[i + 1 :]
-                append((prepare, new(cls, (head + _PREPARED + tail, tm_state, tm_prepared, msgs, msg_commit, msg_abort))))
-                append((choose_abort, new(cls, (head + _ABORTED + tail, tm_state, tm_prepared, msg_prepared, msg_commit,
-                                                msg_abort))))
+                append((prepare, new(cls, (head + _PREPARED + tail, tm_state, tm_prepared, msgs,
+                                           msg_commit, msg_abort))))
+                append((choose_abort,
+                        new(cls, (head + _ABORTED + tail, tm_state, tm_prepared, msg_prepared,
+                                  msg_commit, msg_abort))))
             if msg_commit:
                 rms = rm_state[:i] + _COMMITTED + rm_state[i + 1 :]
-                append((rcv_commit, new(cls, (rms, tm_state, tm_prepared, msg_prepared, msg_commit, msg_abort))))
+                append((rcv_commit,
+                        new(cls, (rms, tm_state, tm_prepared, msg_prepared, msg_commit,
+                                  msg_abort))))
             if msg_abort:
                 rms = rm_state[:i] + _ABORTED + rm_state[i + 1 :]
-                append((rcv_abort, new(cls, (rms, tm_state, tm_prepared, msg_prepared, msg_commit, msg_abort))))
+                append((rcv_abort,
+                        new(cls, (rms, tm_state, tm_prepared, msg_prepared, msg_commit,
+                                  msg_abort))))
             i += 1
         return iter(out)
 
@@ -136,7 +149,8 @@ register(
         description="Lamport's two-phase commit (TwoPhase.tla), the cross-tool example",
         constants=(
             Constant("RM", 3, "number of resource managers", int, minimum=1, maximum=12),
-            Constant("commit_guard", True, "TMCommit waits for every RM to be prepared (off seeds a bug)", bool),
+            Constant("commit_guard", True, "TMCommit waits for every RM to be prepared (off seeds "
+                     "a bug)", bool),
         ),
         build=_build,
     )

@@ -1,5 +1,6 @@
-"""Two-phase commit's compiled kernel (``two_phase_kernel.c``): how a ``TwoPhaseState`` packs into bytes and back,
-and the action codes' names. The C file follows ``TwoPhase.successors`` rule for rule."""
+"""Two-phase commit's compiled kernel (``two_phase_kernel.c``): how a ``TwoPhaseState`` packs into
+bytes and back, and the action codes' names. The C file follows ``TwoPhase.successors`` rule for
+rule."""
 
 from __future__ import annotations
 
@@ -11,18 +12,22 @@ from spec.model import Action, KernelSource
 
 SOURCE = os.path.join(os.path.dirname(os.path.abspath(__file__)), "two_phase_kernel.c")
 #: the action kinds of the C file, in its order (the code is kind << 8 | rm)
-KINDS = ("TMCommit", "TMAbort", "TMRcvPrepared", "RMPrepare", "RMChooseToAbort", "RMRcvCommitMsg", "RMRcvAbortMsg")
+KINDS = ("TMCommit", "TMAbort", "TMRcvPrepared", "RMPrepare", "RMChooseToAbort", "RMRcvCommitMsg",
+         "RMRcvAbortMsg")
 MAX_RM = 12
 
 
 def pack(s: Any) -> bytes:
-    """rm[i] = rmState << 2 | tmPrepared << 1 | msgPrepared, then tmState, the Commit and Abort flags."""
-    per_rm = (r << 2 | tp << 1 | mp for r, tp, mp in zip(s.rm_state, s.tm_prepared, s.msg_prepared, strict=True))
+    """rm[i] = rmState << 2 | tmPrepared << 1 | msgPrepared, then tmState, the Commit and Abort
+    flags."""
+    per_rm = (r << 2 | tp << 1 | mp for r, tp, mp in zip(s.rm_state, s.tm_prepared, s.msg_prepared,
+                                                         strict=True))
     return bytes((*per_rm, s.tm_state, s.msg_commit, s.msg_abort))
 
 
 def unpack(data: bytes, state_type: type) -> Any:
-    """The ``state_type`` (``spec.two_phase.TwoPhaseState``, passed in: the model imports this module) of ``data``."""
+    """The ``state_type`` (``spec.two_phase.TwoPhaseState``, passed in: the model imports this
+    module) of ``data``."""
     per_rm, (tm_state, commit, abort) = data[:-3], data[-3:]
     return state_type(tuple(b >> 2 for b in per_rm), tm_state, tuple(bool(b & 2) for b in per_rm),
                          tuple(bool(b & 1) for b in per_rm), bool(commit), bool(abort))

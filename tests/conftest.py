@@ -1,8 +1,8 @@
 """Fixtures shared by the whole suite.
 
-``spark_local`` is the one SparkSession (``local[2,2]``: two cores, a failed task tried twice) that every
-in-process Spark test uses: a JVM starts once a suite run, not once a module. Tests that start kmc in a
-subprocess get a JVM of their own, as a user's run does.
+``spark_local`` is the one SparkSession (``local[2,2]``: two cores, a failed task tried twice) that
+every in-process Spark test uses: a JVM starts once a suite run, not once a module. Tests that start
+kmc in a subprocess get a JVM of their own, as a user's run does.
 """
 
 from __future__ import annotations
@@ -28,8 +28,8 @@ def spark_local():
 
 @pytest.fixture(scope="module")
 def explorer_server():
-    """A ``kmc explore`` server on a free loopback port, serving in a thread for one test module (the server tests
-    and the browser tests)."""
+    """A ``kmc explore`` server on a free loopback port, serving in a thread for one test module
+    (the server tests and the browser tests)."""
     import threading
 
     from traces.explore.server import ExplorerServer
@@ -45,11 +45,12 @@ def explorer_server():
 
 @pytest.hookimpl(tryfirst=True)  # before pytest-xdist's worker reads the groups
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
-    """The tier's module check (tests/test_fast_tier.py) runs after every other test: it reads what they imported.
-    Under ``pytest -n N`` the tests of ``spark_local`` share one worker, and the slow tests are handed out first
-    (below)."""
+    """The tier's module check (tests/test_fast_tier.py) runs after every other test: it reads what
+    they imported. Under ``pytest -n N`` the tests of ``spark_local`` share one worker, and the slow
+    tests are handed out first (below)."""
     for item in items:
-        if "spark_local" in getattr(item, "fixturenames", ()) and not item.get_closest_marker("xdist_group"):
+        if ("spark_local" in getattr(item, "fixturenames", ())
+            and not item.get_closest_marker("xdist_group")):
             item.add_marker(pytest.mark.xdist_group("spark-local"))
     if hasattr(config, "workerinput"):
         items.sort(key=lambda item: item.get_closest_marker("slow") is None)
@@ -57,14 +58,15 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
     items[:] = [item for item in items if item not in last] + last
 
 
-# -- the workers of ``pytest -n N`` (pytest-xdist) ----------------------------------------------------------------
-# The in-process Spark tests (the ``spark_local`` fixture) form one group: one worker starts the JVM, not both (about
-# 10 s of CPU a start and its first jobs). The tests are handed to the workers in the order of the workers'
-# collection (pytest_collection_modifyitems above: each worker sorts its collection the same way), a group of
-# ``xdist_group`` tests before single tests: the slow tests first, the fast ones last, so that no worker starts a
-# test of minutes while the other has seconds of work left (the sort is stable: the tests of a module keep their
-# order). The groups are kept whenever no ``--dist`` is named, so that README's fast tier (``pytest -n 2 -m "not
-# slow"``) keeps them as README's suite command (``--dist loadgroup``) does.
+# -- the workers of ``pytest -n N`` (pytest-xdist) -------------------------------------------------
+# The in-process Spark tests (the ``spark_local`` fixture) form one group: one worker starts the
+# JVM, not both (about 10 s of CPU a start and its first jobs). The tests are handed to the workers
+# in the order of the workers' collection (pytest_collection_modifyitems above: each worker sorts
+# its collection the same way), a group of ``xdist_group`` tests before single tests: the slow tests
+# first, the fast ones last, so that no worker starts a test of minutes while the other has seconds
+# of work left (the sort is stable: the tests of a module keep their order). The groups are kept
+# whenever no ``--dist`` is named, so that README's fast tier (``pytest -n 2 -m "not slow"``) keeps
+# them as README's suite command (``--dist loadgroup``) does.
 
 
 #: the project modules the workers imported (the fast tier's module check, below)
@@ -80,34 +82,47 @@ def pytest_configure(config: pytest.Config) -> None:
     config.stash[_WORKER_MODULES] = set()
     if _dist_named(config) or not hasattr(config.option, "dist"):
         return
-    if hasattr(config, "workerinput"):  # a worker: tag each grouped test's id with its group, as --dist loadgroup does
+    # a worker: tag each grouped test's id with its group, as --dist loadgroup does
+    if hasattr(config, "workerinput"):
         config.option.loadgroup = True
-    elif config.option.numprocesses and config.option.dist == "load":  # the controller: schedule by group
+    # the controller: schedule by group
+    elif config.option.numprocesses and config.option.dist == "load":
         config.option.dist = "loadgroup"
 
 
-# -- the fast tier's module check across the workers of ``pytest -n N`` (pytest-xdist) ----------------------------
+# -- the fast tier's module check across the workers of ``pytest -n N`` (pytest-xdist) -------------
 
 
 @pytest.hookimpl(optionalhook=True)
 def pytest_testnodedown(node, error) -> None:
     """The controller: the project modules a finished worker imported."""
-    node.config.stash[_WORKER_MODULES].update(getattr(node, "workeroutput", {}).get("kmc_modules", ()))
+    node.config.stash[_WORKER_MODULES].update(getattr(node, "workeroutput",
+                                                      {}).get("kmc_modules", ()))
 
 
 def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
-    from tests.test_fast_tier import PACKAGES, missing_message, not_imported, project_modules, spark_available, whole_tier
+    from tests.test_fast_tier import (
+        PACKAGES,
+        missing_message,
+        not_imported,
+        project_modules,
+        spark_available,
+        whole_tier,
+    )
 
     config = session.config
     if hasattr(config, "workeroutput"):  # a worker: hand the controller what this process imported
-        config.workeroutput["kmc_modules"] = sorted(m for m in sys.modules if m.split(".")[0] in PACKAGES)
+        config.workeroutput["kmc_modules"] = sorted(m for m in sys.modules
+                                                    if m.split(".")[0] in PACKAGES)
         return
     loaded = config.stash[_WORKER_MODULES]
-    if not loaded or not whole_tier(config) or exitstatus not in (pytest.ExitCode.OK, pytest.ExitCode.TESTS_FAILED):
+    if (not loaded or not whole_tier(config) or exitstatus
+        not in (pytest.ExitCode.OK, pytest.ExitCode.TESTS_FAILED)):
         return  # not a run of pytest -n, not a whole tier, or a run that did not finish
     missing = not_imported(project_modules(), loaded, spark_available())
     if missing:
         config.get_terminal_writer().line()
-        config.get_terminal_writer().line(f"FAILED test_every_module_is_imported_by_the_tier: {missing_message(missing)}",
+        config.get_terminal_writer().line("FAILED test_every_module_is_imported_by_the_tier: "
+                                          f"{missing_message(missing)}",
                                           red=True)
         session.exitstatus = pytest.ExitCode.TESTS_FAILED

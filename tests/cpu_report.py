@@ -1,21 +1,25 @@
-"""Per-test CPU time, for finding where a tier's time goes on a shared machine (wall time is noise there).
+"""Per-test CPU time, for finding where a tier's time goes on a shared machine (wall time is noise
+there).
 
-Load it with ``python3 -m pytest -p tests.cpu_report --cpu-report=cpu.tsv ...``: each test's setup, call and
-teardown are charged the CPU (user + system seconds) spent in them by
+Load it with ``python3 -m pytest -p tests.cpu_report --cpu-report=cpu.tsv ...``: each test's setup,
+call and teardown are charged the CPU (user + system seconds) spent in them by
 
 - the pytest process itself (``time.process_time()``, every thread),
-- its children that ended and were waited for (``resource.getrusage(RUSAGE_CHILDREN)``: subprocess CLI runs,
-  forked workers), and
-- its children still alive (``/proc/<pid>/stat`` utime + stime + the children they waited for: a Spark JVM that lives
-  for the whole session is charged to the tests that kept it busy, not to the session's end).
+- its children that ended and were waited for (``resource.getrusage(RUSAGE_CHILDREN)``: subprocess
+  CLI runs, forked workers), and
+- its children still alive (``/proc/<pid>/stat`` utime + stime + the children they waited for: a
+  Spark JVM that lives for the whole session is charged to the tests that kept it busy, not to the
+  session's end).
 
-A child that ends without being waited for by this process (the Spark JVM stopped at the session's end) takes its
-time out of the live sum; the test it ends in is charged nothing rather than a negative time, so the CPU such a child
-spent after the previous test is lost (small: an idle JVM spends about 0.1 s a minute).
+A child that ends without being waited for by this process (the Spark JVM stopped at the session's
+end) takes its time out of the live sum; the test it ends in is charged nothing rather than a
+negative time, so the CPU such a child spent after the previous test is lost (small: an idle JVM
+spends about 0.1 s a minute).
 
-The report is one line a test, most expensive first: CPU seconds, the marker tier (``slow`` or ``fast``) and the
-test id; the last lines give the totals of each tier. Under ``pytest -n N`` (pytest-xdist) each worker writes its own
-report, FILE.gw0, FILE.gw1, ... (the controller runs no test and writes none). Linux only (``/proc``).
+The report is one line a test, most expensive first: CPU seconds, the marker tier (``slow`` or
+``fast``) and the test id; the last lines give the totals of each tier. Under ``pytest -n N``
+(pytest-xdist) each worker writes its own report, FILE.gw0, FILE.gw1, ... (the controller runs no
+test and writes none). Linux only (``/proc``).
 """
 
 from __future__ import annotations
@@ -30,7 +34,8 @@ _TICK = os.sysconf("SC_CLK_TCK")
 
 
 def _live_descendants_cpu(pid: int) -> float:
-    """CPU seconds of the live descendants of ``pid`` (their own time and that of the children they waited for)."""
+    """CPU seconds of the live descendants of ``pid`` (their own time and that of the children they
+    waited for)."""
     total = 0.0
     stack = [pid]
     while stack:
@@ -51,7 +56,8 @@ def _live_descendants_cpu(pid: int) -> float:
                         fields = fh.read().rsplit(")", 1)[1].split()
                 except OSError:
                     continue
-                # fields[0] is the state (field 3 of proc(5)); utime, stime, cutime, cstime are fields 14 to 17
+                # fields[0] is the state (field 3 of proc(5)); utime, stime, cutime, cstime are
+                # fields 14 to 17
                 total += sum(int(f) for f in fields[11:15]) / _TICK
                 stack.append(child)
     return total
@@ -59,7 +65,8 @@ def _live_descendants_cpu(pid: int) -> float:
 
 def _cpu_now() -> float:
     children = resource.getrusage(resource.RUSAGE_CHILDREN)
-    return time.process_time() + children.ru_utime + children.ru_stime + _live_descendants_cpu(os.getpid())
+    return time.process_time() + children.ru_utime + children.ru_stime + _live_descendants_cpu(
+        os.getpid())
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
@@ -78,8 +85,9 @@ class _Recorder:
     def pytest_runtest_protocol(self, item: pytest.Item, nextitem: pytest.Item | None):
         before = _cpu_now()
         yield
-        # a child that ends without this process waiting for it (the Spark JVM at the session's end, a browser) takes
-        # the CPU it was charged while it lived out of the sum: that test is charged nothing, not a negative time
+        # a child that ends without this process waiting for it (the Spark JVM at the session's end,
+        # a browser) takes the CPU it was charged while it lived out of the sum: that test is
+        # charged nothing, not a negative time
         self.cpu[item.nodeid] = max(0.0, _cpu_now() - before)
         self.tier[item.nodeid] = "slow" if item.get_closest_marker("slow") else "fast"
 
@@ -102,7 +110,8 @@ class _Recorder:
 def pytest_configure(config: pytest.Config) -> None:
     path = config.getoption("--cpu-report")
     worker = getattr(config, "workerinput", {}).get("workerid")
-    if path and worker:  # under pytest -n N each worker writes its own report: FILE.gw0, FILE.gw1, ...
+    # under pytest -n N each worker writes its own report: FILE.gw0, FILE.gw1, ...
+    if path and worker:
         path = f"{path}.{worker}"
     elif getattr(config.option, "numprocesses", None):
         return  # the controller of pytest -n N: it runs no test

@@ -50,18 +50,22 @@ def is_isr_change(step) -> bool:
 
 
 def alter_isr_round(step) -> list:
-    """The AlterIsr round trip that completes an ISR change on a row with alter-isr: the controller writes it, the
-    leader takes the answer (``KafkaController.processAlterIsr``, ``Partition.handleAlterIsrResponse``)."""
+    """The AlterIsr round trip that completes an ISR change on a row with alter-isr: the controller
+    writes it, the leader takes the answer (``KafkaController.processAlterIsr``,
+    ``Partition.handleAlterIsrResponse``)."""
     import re
 
     leader = int(re.search(r"leader=(\d+)", _action_text(step)).group(1))
-    return [f"ProcessAlterPartition(leader={leader})", f"ReceiveAlterPartitionResponse(leader={leader})"]
+    return [f"ProcessAlterPartition(leader={leader})",
+            f"ReceiveAlterPartitionResponse(leader={leader})"]
 
 
-def with_alter_isr(steps: list, protocol: str, features: dict | None = None) -> tuple[list, StepShift]:
-    """A story's steps as a row with alter-isr takes them: each ShrinkIsr / ExpandIsr followed at once by its AlterIsr
-    round trip, so the ISR changes when the story says it does; other rows get the steps unchanged. Returns the steps
-    and the map from the story's step numbers to the new ones."""
+def with_alter_isr(steps: list, protocol: str, features: dict
+                   | None = None) -> tuple[list, StepShift]:
+    """A story's steps as a row with alter-isr takes them: each ShrinkIsr / ExpandIsr followed at
+    once by its AlterIsr round trip, so the ISR changes when the story says it does; other rows get
+    the steps unchanged. Returns the steps and the map from the story's step numbers to the new
+    ones."""
     from spec.kafka.protocols import resolve
 
     if not resolve(protocol, features or {}).alter_isr:
@@ -77,7 +81,8 @@ def with_alter_isr(steps: list, protocol: str, features: dict | None = None) -> 
 
 
 class StepShift:
-    """Story step numbers -> the numbers with the AlterIsr round trips inserted (two steps after each ISR change)."""
+    """Story step numbers -> the numbers with the AlterIsr round trips inserted (two steps after
+    each ISR change)."""
 
     def __init__(self, changes: tuple[int, ...]) -> None:
         self.changes = changes
@@ -87,10 +92,13 @@ class StepShift:
         return step + 2 * sum(1 for c in self.changes if c < step)
 
     def state(self, step: int) -> int:
-        """The state after the story's ``step`` (after its own round trip, if it is an ISR change)."""
+        """The state after the story's ``step`` (after its own round trip, if it is an ISR
+        change)."""
         return step + 2 * sum(1 for c in self.changes if c <= step)
 
 
 def alter_isr(leader: int) -> list:
-    """The AlterIsr round trip as ``run_scenario`` steps (``alter_isr_round`` gives it as scenario text)."""
-    return [("ProcessAlterPartition", {"leader": leader}), ("ReceiveAlterPartitionResponse", {"leader": leader})]
+    """The AlterIsr round trip as ``run_scenario`` steps (``alter_isr_round`` gives it as scenario
+    text)."""
+    return [("ProcessAlterPartition", {"leader": leader}),
+            ("ReceiveAlterPartitionResponse", {"leader": leader})]

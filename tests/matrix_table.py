@@ -1,8 +1,9 @@
 """The matrix table of the documentation (docs/tutorials/matrix.md), read as tests use it.
 
-The table is ``kmc matrix``'s output at the model's bounds, re-run whenever the model changes, and lives in one place:
-the matrix tutorial (it was README's until README was cut to a front page). Its lines keep the format ``kmc matrix``
-prints; tests that compare a reduced search with the full one read the full search's verdicts from it.
+The table is ``kmc matrix``'s output at the model's bounds, re-run whenever the model changes, and
+lives in one place: the matrix tutorial (it was README's until README was cut to a front page). Its
+lines keep the format ``kmc matrix`` prints; tests that compare a reduced search with the full one
+read the full search's verdicts from it.
 """
 
 from __future__ import annotations
@@ -22,14 +23,17 @@ def matrix_text() -> str:
 
 
 def documented_matrix() -> dict[tuple[str, str], str]:
-    """The full search's verdict of every cell of the default matrix, as the table gives it: (row, invariant) ->
-    "holds" or "violated"."""
-    return {cell: "violated" if text.startswith("✗") else "holds" for cell, text in _cells().items()}
+    """The full search's verdict of every cell of the default matrix, as the table gives it: (row,
+    invariant) -> "holds" or "violated"."""
+    return {cell: "violated" if text.startswith("✗") else "holds"
+            for cell, text in _cells().items()}
 
 
 def documented_lengths() -> dict[tuple[str, str], int]:
-    """The shortest counterexample's length (steps) of every violated cell of the table: (row, invariant) -> N."""
-    return {cell: int(text.split()[1].replace(",", "")) for cell, text in _cells().items() if text.startswith("✗")}
+    """The shortest counterexample's length (steps) of every violated cell of the table: (row,
+    invariant) -> N."""
+    return {cell: int(text.split()[1].replace(",", "")) for cell, text in _cells().items()
+            if text.startswith("✗")}
 
 
 def _cells() -> dict[tuple[str, str], str]:

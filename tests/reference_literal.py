@@ -1,10 +1,10 @@
 """A second, deliberately literal encoding of the same specifications: the cross-check.
 
-``spec.reference`` is written for speed: it encodes a log as the tuple of its written records,
-pins existential witnesses instead of enumerating them and counts TLC's duplicate successors by
-hand. This module does none of that. It transcribes the TLA+ text operator by operator: records
-and functions are ``Rec`` mappings keyed by field or by replica name (``"r1"``), ``None`` is the
-string ``"NONE"``, a log is ``[endOffset |-> .., records |-> [Offsets -> LogRecords \\union {Nil}]]``,
+``spec.reference`` is written for speed: it encodes a log as the tuple of its written records, pins
+existential witnesses instead of enumerating them and counts TLC's duplicate successors by hand.
+This module does none of that. It transcribes the TLA+ text operator by operator: records and
+functions are ``Rec`` mappings keyed by field or by replica name (``"r1"``), ``None`` is the string
+``"NONE"``, a log is ``[endOffset |-> .., records |-> [Offsets -> LogRecords \\union {Nil}]]``,
 every ``\\E`` runs over its whole domain and every disjunct of a ``\\/`` is its own branch, so a
 successor comes out twice exactly when TLC's evaluation would produce it twice.
 
@@ -52,45 +52,52 @@ class Rec(dict):
 class LiteralSpec:
     """Init and Next of one variant module, straight from its TLA+ text."""
 
-    def __init__(self, module: str, replicas: int, log_size: int, max_records: int, max_leader_epoch: int) -> None:
+    def __init__(self, module: str, replicas: int, log_size: int, max_records: int,
+                 max_leader_epoch: int) -> None:
         self.module = module
         self.Replicas = [f"r{i}" for i in range(1, replicas + 1)]
         self.LogSize = log_size
         self.MaxLeaderEpoch = max_leader_epoch
-        self.MaxRecordId = max_records - 1  # RecordSeq == INSTANCE IdSequence WITH MaxId <- MaxRecords - 1
+        # RecordSeq == INSTANCE IdSequence WITH MaxId <- MaxRecords - 1
+        self.MaxRecordId = max_records - 1
         self.Offsets = list(range(0, log_size))  # 0 .. MaxOffset
         self.EpochIdSet = list(range(0, max_leader_epoch + 1))
         self.RecordIdSet = list(range(0, max_records))
         self.LogRecords = [Rec(id=i, epoch=e) for i in self.RecordIdSet for e in self.EpochIdSet]
         self.next = {
             "KafkaTruncateToHighWatermark": [
-                self.ControllerElectLeader, self.ControllerShrinkIsr, self.BecomeLeader, self.LeaderExpandIsr,
-                self.LeaderShrinkIsr, self.LeaderWrite, self.LeaderIncHighWatermark,
-                self.BecomeFollowerTruncateToHighWatermark, self.FollowerReplicate,
+                self.ControllerElectLeader, self.ControllerShrinkIsr, self.BecomeLeader,
+                self.LeaderExpandIsr, self.LeaderShrinkIsr, self.LeaderWrite,
+                self.LeaderIncHighWatermark, self.BecomeFollowerTruncateToHighWatermark,
+                self.FollowerReplicate,
             ],
             "Kip101": [
-                self.ControllerElectLeader, self.ControllerShrinkIsr, self.BecomeLeader, self.LeaderExpandIsr,
-                self.LeaderShrinkIsr, self.LeaderWrite, self.LeaderIncHighWatermark,
-                self.BecomeFollowerTruncateKip101, self.FollowerReplicate,
+                self.ControllerElectLeader, self.ControllerShrinkIsr, self.BecomeLeader,
+                self.LeaderExpandIsr, self.LeaderShrinkIsr, self.LeaderWrite,
+                self.LeaderIncHighWatermark, self.BecomeFollowerTruncateKip101,
+                self.FollowerReplicate,
             ],
             "Kip279": [
-                self.ControllerElectLeader, self.ControllerShrinkIsr, self.BecomeLeader, self.LeaderExpandIsr,
-                self.LeaderShrinkIsr, self.LeaderWrite, self.LeaderIncHighWatermark,
-                self.BecomeFollowerTruncateKip279, self.FollowerReplicate,
+                self.ControllerElectLeader, self.ControllerShrinkIsr, self.BecomeLeader,
+                self.LeaderExpandIsr, self.LeaderShrinkIsr, self.LeaderWrite,
+                self.LeaderIncHighWatermark, self.BecomeFollowerTruncateKip279,
+                self.FollowerReplicate,
             ],
             "Kip320FirstTry": [
                 self.ControllerElectLeader, self.ControllerShrinkIsr, self.BecomeLeader,
-                self.LeaderExpandIsrBetterFencing, self.LeaderShrinkIsrBetterFencing, self.LeaderWrite,
-                self.ImprovedLeaderIncHighWatermark, self.BecomeFollower, self.FollowerFetch, self.FollowerTruncate,
+                self.LeaderExpandIsrBetterFencing, self.LeaderShrinkIsrBetterFencing,
+                self.LeaderWrite, self.ImprovedLeaderIncHighWatermark, self.BecomeFollower,
+                self.FollowerFetch, self.FollowerTruncate,
             ],
             "Kip320": [
-                self.ControllerElectLeader, self.ControllerShrinkIsr, self.BecomeLeader, self.FencedLeaderExpandIsr,
-                self.FencedLeaderShrinkIsr, self.LeaderWrite, self.FencedLeaderIncHighWatermark,
-                self.FencedBecomeFollowerAndTruncate, self.FencedFollowerFetch,
+                self.ControllerElectLeader, self.ControllerShrinkIsr, self.BecomeLeader,
+                self.FencedLeaderExpandIsr, self.FencedLeaderShrinkIsr, self.LeaderWrite,
+                self.FencedLeaderIncHighWatermark, self.FencedBecomeFollowerAndTruncate,
+                self.FencedFollowerFetch,
             ],
         }[module]
 
-    # -- Init / Next ---------------------------------------------------------------------------------
+    # -- Init / Next -------------------------------------------------------------------------------
     def Init(self) -> list[Rec]:
         empty_log = Rec(endOffset=0, records=Rec({o: NIL for o in self.Offsets}))
         return [
@@ -98,7 +105,8 @@ class LiteralSpec:
                 nextLeaderEpoch=0,
                 nextRecordId=0,
                 replicaLog=Rec({r: empty_log for r in self.Replicas}),
-                replicaState=Rec({r: Rec(hw=0, leaderEpoch=NIL, leader=NONE, isr=frozenset()) for r in self.Replicas}),
+                replicaState=Rec({r: Rec(hw=0, leaderEpoch=NIL, leader=NONE, isr=frozenset())
+                                  for r in self.Replicas}),
                 quorumState=Rec(leaderEpoch=NIL, leader=NONE, isr=frozenset(self.Replicas)),
                 leaderAndIsrRequests=frozenset(),
             )
@@ -108,7 +116,7 @@ class LiteralSpec:
         for action in self.next:
             yield from action(s)
 
-    # -- FiniteReplicatedLog (logs <- replicaLog) ----------------------------------------------------
+    # -- FiniteReplicatedLog (logs <- replicaLog) --------------------------------------------------
     def IsEmpty(self, s, replica):
         return s.replicaLog[replica].endOffset == 0
 
@@ -121,7 +129,8 @@ class LiteralSpec:
 
     def IsLatestEntry(self, s, replica, record, offset):
         log = s.replicaLog[replica]
-        return (not self.IsEmpty(s, replica)) and offset == log.endOffset - 1 and record == log.records[offset]
+        return ((not self.IsEmpty(s, replica)) and offset == log.endOffset - 1 and record
+                == log.records[offset])
 
     def GetLatestRecord(self, s, replica):
         log = s.replicaLog[replica]
@@ -137,7 +146,8 @@ class LiteralSpec:
         log = s.replicaLog[replica]
         if log.endOffset == 0:
             return set()
-        return {Rec(offset=o, record=self.GetRecordAtOffset(s, replica, o)) for o in range(0, log.endOffset)}
+        return {Rec(offset=o, record=self.GetRecordAtOffset(s, replica, o))
+                for o in range(0, log.endOffset)}
 
     def HasOffset(self, s, replica, offset):
         return offset < s.replicaLog[replica].endOffset
@@ -146,7 +156,8 @@ class LiteralSpec:
         """Yields the new value of logs (replicaLog') if enabled."""
         log = s.replicaLog[replica]
         if (not self.IsFull(s, replica)) and offset == log.endOffset:
-            yield s.replicaLog.at(replica, log.but(records=log.records.at(offset, record), endOffset=log.endOffset + 1))
+            yield s.replicaLog.at(replica, log.but(records=log.records.at(offset, record),
+                                                   endOffset=log.endOffset + 1))
 
     def TruncateTo(self, s, replica, newEndOffset) -> Iterator[Rec]:
         log = s.replicaLog[replica]
@@ -160,7 +171,7 @@ class LiteralSpec:
                 if self.HasEntry(s, fromReplica, record, offset):
                     yield from self.Append(s, toReplica, record, offset)
 
-    # -- Util --------------------------------------------------------------------------------------------
+    # -- Util --------------------------------------------------------------------------------------
     @staticmethod
     def Min(values):
         return min(values)
@@ -169,7 +180,7 @@ class LiteralSpec:
     def Max(values):
         return max(values)
 
-    # -- KafkaReplication ----------------------------------------------------------------------------
+    # -- KafkaReplication --------------------------------------------------------------------------
     def ReplicaPresumesLeadership(self, s, replica):
         return s.replicaState[replica].leader == replica
 
@@ -223,7 +234,8 @@ class LiteralSpec:
                 for offset in self.Offsets:
                     if not self.ReplicaPresumesLeadership(s, replica):
                         continue
-                    if not (id_ <= self.MaxRecordId and id_ == s.nextRecordId):  # RecordSeq!NextId(id)
+                    # RecordSeq!NextId(id)
+                    if not (id_ <= self.MaxRecordId and id_ == s.nextRecordId):
                         continue
                     record = Rec(id=id_, epoch=s.replicaState[replica].leaderEpoch)
                     for logs in self.Append(s, replica, record, offset):
@@ -271,7 +283,8 @@ class LiteralSpec:
     def LeaderIncHighWatermark(self, s) -> Iterator[Rec]:
         for offset in self.Offsets:
             for leader in self.Replicas:
-                if not self.ReplicaPresumesLeadership(s, leader) or offset != s.replicaState[leader].hw:
+                if (not self.ReplicaPresumesLeadership(s, leader) or offset
+                    != s.replicaState[leader].hw):
                     continue
                 if all(
                     self.ReplicaIsFollowing(s, f, leader) and self.HasOffset(s, f, offset)
@@ -301,21 +314,24 @@ class LiteralSpec:
     def FollowerReplicate(self, s) -> Iterator[Rec]:
         for follower in self.Replicas:
             for leader in self.Replicas:
-                if not (self.ReplicaPresumesLeadership(s, leader) and self.ReplicaIsFollowing(s, follower, leader)):
+                if not (self.ReplicaPresumesLeadership(s, leader)
+                        and self.ReplicaIsFollowing(s, follower, leader)):
                     continue
                 for logs in self.ReplicateTo(s, leader, follower):
                     newEndOffset = self.GetEndOffset(s, follower) + 1
                     followerHw = self.Min({s.replicaState[leader].hw, newEndOffset})
                     old = s.replicaState[follower]
-                    yield s.but(replicaLog=logs, replicaState=s.replicaState.at(follower, old.but(hw=followerHw)))
+                    yield s.but(replicaLog=logs,
+                                replicaState=s.replicaState.at(follower, old.but(hw=followerHw)))
 
-    # -- KafkaTruncateToHighWatermark ----------------------------------------------------------------
+    # -- KafkaTruncateToHighWatermark --------------------------------------------------------------
     def BecomeFollowerTruncateToHighWatermark(self, s) -> Iterator[Rec]:
         for leader in self.Replicas:
             for replica in self.Replicas:
-                yield from self.BecomeFollowerAndTruncateTo(s, leader, replica, s.replicaState[replica].hw)
+                yield from self.BecomeFollowerAndTruncateTo(s, leader, replica,
+                                                            s.replicaState[replica].hw)
 
-    # -- Kip101 ----------------------------------------------------------------------------------------
+    # -- Kip101 ------------------------------------------------------------------------------------
     def OffsetsWithLargerEpochs(self, s, replica, epoch):
         return {e.offset for e in self.GetAllEntries(s, replica) if e.record.epoch > epoch}
 
@@ -342,9 +358,10 @@ class LiteralSpec:
                         offset = self.LookupOffsetForEpoch(s, leader, replica, record.epoch)
                         yield from self.BecomeFollowerAndTruncateTo(s, leader, replica, offset)
 
-    # -- Kip279 ----------------------------------------------------------------------------------------
+    # -- Kip279 ------------------------------------------------------------------------------------
     def MatchingOffsets(self, s, replica1, replica2):
-        return {e.offset for e in self.GetAllEntries(s, replica1) if self.HasEntry(s, replica2, e.record, e.offset)}
+        return {e.offset for e in self.GetAllEntries(s, replica1)
+                if self.HasEntry(s, replica2, e.record, e.offset)}
 
     def FirstNonMatchingOffsetFromTail(self, s, leader, follower):
         if self.IsEmpty(s, leader):
@@ -360,9 +377,10 @@ class LiteralSpec:
                 offset = self.FirstNonMatchingOffsetFromTail(s, leader, replica)
                 yield from self.BecomeFollowerAndTruncateTo(s, leader, replica, offset)
 
-    # -- Kip320FirstTry ----------------------------------------------------------------------------------
+    # -- Kip320FirstTry ----------------------------------------------------------------------------
     def IsFollowerCaughtUpToLeaderEpoch(self, s, leader, follower, endOffset) -> Iterator[None]:
-        if not (self.ReplicaPresumesLeadership(s, leader) and self.ReplicaIsFollowing(s, follower, leader)):
+        if not (self.ReplicaPresumesLeadership(s, leader)
+                and self.ReplicaIsFollowing(s, follower, leader)):
             return
         if endOffset == 0:
             yield None
@@ -377,7 +395,8 @@ class LiteralSpec:
                     yield None
 
     def caught_up_to_epoch_value(self, s, leader, follower, endOffset) -> bool:
-        return any(True for _ in self.IsFollowerCaughtUpToLeaderEpoch(s, leader, follower, endOffset))
+        return any(True for _ in self.IsFollowerCaughtUpToLeaderEpoch(s, leader, follower,
+                                                                      endOffset))
 
     def FollowerNeedsTruncation(self, s, follower, leader) -> Iterator[None]:
         if self.GetEndOffset(s, follower) > self.GetEndOffset(s, leader):
@@ -394,13 +413,16 @@ class LiteralSpec:
     def FollowerTruncate(self, s) -> Iterator[Rec]:
         for leader in self.Replicas:
             for follower in self.Replicas:
-                if not (self.ReplicaPresumesLeadership(s, leader) and self.ReplicaIsFollowing(s, follower, leader)):
+                if not (self.ReplicaPresumesLeadership(s, leader)
+                        and self.ReplicaIsFollowing(s, follower, leader)):
                     continue
                 for _ in self.FollowerNeedsTruncation(s, follower, leader):
                     t = self.FirstNonMatchingOffsetFromTail(s, leader, follower)
                     for logs in self.TruncateTo(s, follower, t):
                         old = s.replicaState[follower]
-                        yield s.but(replicaLog=logs, replicaState=s.replicaState.at(follower, old.but(hw=min(t, old.hw))))
+                        yield s.but(replicaLog=logs,
+                                    replicaState=s.replicaState.at(follower,
+                                                                   old.but(hw=min(t, old.hw))))
 
     def ImprovedLeaderIncHighWatermark(self, s) -> Iterator[Rec]:
         for leader in self.Replicas:
@@ -409,7 +431,8 @@ class LiteralSpec:
             leaderHw = s.replicaState[leader].hw
             for record in self.LogRecords:
                 if self.HasEntry(s, leader, record, leaderHw) and all(
-                    self.caught_up_to_epoch_value(s, leader, f, leaderHw + 1) for f in s.replicaState[leader].isr
+                    self.caught_up_to_epoch_value(s, leader, f, leaderHw + 1)
+                    for f in s.replicaState[leader].isr
                 ):
                     old = s.replicaState[leader]
                     yield s.but(replicaState=s.replicaState.at(leader, old.but(hw=old.hw + 1)))
@@ -418,11 +441,14 @@ class LiteralSpec:
         for follower in self.Replicas:
             for leader in self.Replicas:
                 followerEndOffset = self.GetEndOffset(s, follower)
-                for _ in self.IsFollowerCaughtUpToLeaderEpoch(s, leader, follower, followerEndOffset):
+                for _ in self.IsFollowerCaughtUpToLeaderEpoch(s, leader, follower,
+                                                              followerEndOffset):
                     for logs in self.ReplicateTo(s, leader, follower):
                         followerHw = self.Min({s.replicaState[leader].hw, followerEndOffset + 1})
                         old = s.replicaState[follower]
-                        yield s.but(replicaLog=logs, replicaState=s.replicaState.at(follower, old.but(hw=followerHw)))
+                        yield s.but(replicaLog=logs,
+                                    replicaState=s.replicaState.at(follower,
+                                                                   old.but(hw=followerHw)))
 
     def LeaderShrinkIsrBetterFencing(self, s) -> Iterator[Rec]:
         for leader in self.Replicas:
@@ -437,7 +463,8 @@ class LiteralSpec:
         if hw == self.GetEndOffset(s, leader):
             yield None
         for record in self.LogRecords:
-            if self.HasEntry(s, leader, record, hw) and record.epoch == s.replicaState[leader].leaderEpoch:
+            if (self.HasEntry(s, leader, record, hw) and record.epoch
+                == s.replicaState[leader].leaderEpoch):
                 yield None
 
     def LeaderExpandIsrBetterFencing(self, s) -> Iterator[Rec]:
@@ -453,12 +480,14 @@ class LiteralSpec:
         for leader in self.Replicas:
             for replica in self.Replicas:
                 for req in s.leaderAndIsrRequests:
-                    if leader != replica and req.leader == leader and req.leaderEpoch > s.replicaState[replica].leaderEpoch:
+                    if (leader != replica and req.leader == leader and req.leaderEpoch
+                        > s.replicaState[replica].leaderEpoch):
                         old = s.replicaState[replica]
-                        new = Rec(leaderEpoch=req.leaderEpoch, leader=leader, isr=req.isr, hw=old.hw)
+                        new = Rec(leaderEpoch=req.leaderEpoch, leader=leader, isr=req.isr,
+                                  hw=old.hw)
                         yield s.but(replicaState=s.replicaState.at(replica, new))
 
-    # -- Kip320 ------------------------------------------------------------------------------------------
+    # -- Kip320 ------------------------------------------------------------------------------------
     def IsFollowingLeaderEpoch(self, s, leader, follower):
         return (
             self.ReplicaPresumesLeadership(s, leader)
@@ -475,7 +504,8 @@ class LiteralSpec:
                     newEndOffset = self.GetEndOffset(s, follower) + 1
                     followerHw = self.Min({s.replicaState[leader].hw, newEndOffset})
                     old = s.replicaState[follower]
-                    yield s.but(replicaLog=logs, replicaState=s.replicaState.at(follower, old.but(hw=followerHw)))
+                    yield s.but(replicaLog=logs,
+                                replicaState=s.replicaState.at(follower, old.but(hw=followerHw)))
 
     def FencedLeaderIncHighWatermark(self, s) -> Iterator[Rec]:
         for leader in self.Replicas:
@@ -527,7 +557,8 @@ class LiteralSpec:
 
                     def become(hw, req=req, replica=replica):
                         return s.replicaState.at(
-                            replica, Rec(leaderEpoch=req.leaderEpoch, leader=req.leader, isr=req.isr, hw=hw)
+                            replica, Rec(leaderEpoch=req.leaderEpoch, leader=req.leader,
+                                         isr=req.isr, hw=hw)
                         )
 
                     if leader == NONE:
@@ -539,7 +570,9 @@ class LiteralSpec:
                     ):
                         t = self.FirstNonMatchingOffsetFromTail(s, leader, replica)
                         for logs in self.TruncateTo(s, replica, t):
-                            yield s.but(replicaLog=logs, replicaState=become(self.Min({t, s.replicaState[replica].hw})))
+                            yield s.but(replicaLog=logs,
+                                        replicaState=become(self.Min({t,
+                                                                      s.replicaState[replica].hw})))
 
 
 def to_fast(s: Rec) -> KafkaState:
@@ -556,9 +589,11 @@ def to_fast(s: Rec) -> KafkaState:
     for r in replicas:
         log = s.replicaLog[r]
         assert all(log.records[o] == NIL for o in log.records if o >= log.endOffset)
-        logs.append(tuple(LogRecord(log.records[o].id, log.records[o].epoch) for o in range(log.endOffset)))
+        logs.append(tuple(LogRecord(log.records[o].id, log.records[o].epoch)
+                          for o in range(log.endOffset)))
     states = tuple(
-        ReplicaState(st.hw, st.leaderEpoch, rid(st.leader), isr(st.isr)) for st in (s.replicaState[r] for r in replicas)
+        ReplicaState(st.hw, st.leaderEpoch, rid(st.leader), isr(st.isr))
+        for st in (s.replicaState[r] for r in replicas)
     )
 
     def quorum(q) -> QuorumState:

@@ -12,10 +12,12 @@ def run(capsys, *argv):
 
 
 def test_check_json_has_the_stable_keys(capsys, tmp_path):
-    code, out, _ = run(capsys, "check", "two-phase", "--const", "RM=3", "--json", "--trace-dir", str(tmp_path))
+    code, out, _ = run(capsys, "check", "two-phase", "--const", "RM=3", "--json", "--trace-dir",
+                       str(tmp_path))
     data = json.loads(out)
     assert code == 0
-    for key in ("model", "verdict", "distinct_states", "states_generated", "depth", "seconds", "violations"):
+    for key in ("model", "verdict", "distinct_states", "states_generated", "depth", "seconds",
+                "violations"):
         assert key in data
     assert (data["verdict"], data["distinct_states"], data["states_generated"], data["depth"]) == (
         "holds", 288, 1146, 11)
@@ -33,7 +35,8 @@ def test_violation_exit_code_and_saved_trace(capsys, tmp_path):
 
 
 def test_undetermined_exit_code(capsys):
-    code, out, _ = run(capsys, "check", "two-phase", "--const", "RM=5", "--max-states", "100", "--json")
+    code, out, _ = run(capsys, "check", "two-phase", "--const", "RM=5", "--max-states", "100",
+                       "--json")
     assert code == 20 and json.loads(out)["verdict"] == "undetermined"
 
 
@@ -70,8 +73,8 @@ def test_corrupt_checkpoint_gives_one_line_and_exit_65(capsys, tmp_path):
 
 
 def test_simulation_finds_the_seeded_bug_deterministically(capsys, tmp_path):
-    argv = ["simulate", "two-phase", "--const", "commit_guard=off", "--walks", "200", "--seed", "7", "--json",
-            "--trace-dir", str(tmp_path)]
+    argv = ["simulate", "two-phase", "--const", "commit_guard=off", "--walks", "200", "--seed", "7",
+            "--json", "--trace-dir", str(tmp_path)]
     code1, out1, _ = run(capsys, *argv)
     code2, out2, _ = run(capsys, *argv)
     first, second = json.loads(out1), json.loads(out2)

@@ -63,12 +63,13 @@ def reachable(model) -> tuple[set, int, list[int]]:
 
 def test_version(capsys):
     code, out, err = run(capsys, "--version")
-    assert code == 0 and out.strip().startswith("kmc ") and out.strip().split()[1][0].isdigit() and err == ""
+    assert (code == 0 and out.strip().startswith("kmc ") and out.strip().split()[1][0].isdigit()
+            and err == "")
 
 
 def test_python_dash_m_kmc_is_the_same_command():
-    done = subprocess.run([sys.executable, "-m", "kmc", "--version"], cwd=ROOT, capture_output=True, text=True,
-                          timeout=60)
+    done = subprocess.run([sys.executable, "-m", "kmc", "--version"], cwd=ROOT, capture_output=True,
+                          text=True, timeout=60)
     assert done.returncode == 0 and done.stdout.startswith("kmc ")
 
 
@@ -89,8 +90,8 @@ def test_completion_scripts(capsys, shell):
 
 
 def test_workers_auto_is_one_a_core(capsys, monkeypatch):
-    """auto counts the cores this process may run on (its CPU affinity: a container or taskset may allow
-    fewer than the machine has), not os.cpu_count()."""
+    """auto counts the cores this process may run on (its CPU affinity: a container or taskset may
+    allow fewer than the machine has), not os.cpu_count()."""
     parser = cli.build_parser()
     monkeypatch.setattr(os, "sched_getaffinity", lambda pid: {0, 3, 5}, raising=False)
     monkeypatch.setattr(os, "cpu_count", lambda: 64)
@@ -99,35 +100,42 @@ def test_workers_auto_is_one_a_core(capsys, monkeypatch):
         assert parsed.workers == 3, command
     from kmc.matrix.command import matrix_workers
 
-    assert parser.parse_args(["matrix", "two-phase"]).workers is None  # not given: auto, resolved by the command
+    # not given: auto, resolved by the command
+    assert parser.parse_args(["matrix", "two-phase"]).workers is None
     assert matrix_workers(None) == 3 and matrix_workers(1) == 1  # the matrix's default is auto
     monkeypatch.undo()
     counts = []
     for workers in ("auto", "1"):
-        code, out, _ = run(capsys, "check", "two-phase", "--const", "RM=4", "--workers", workers, "--json")
+        code, out, _ = run(capsys, "check", "two-phase", "--const", "RM=4", "--workers", workers,
+                           "--json")
         data = json.loads(out)
         counts.append((code, data["distinct_states"], data["states_generated"], data["depth"]))
     assert counts[0] == counts[1] and counts[0][:2] == (0, 1568)
 
 
 def test_a_worker_count_above_the_cores_is_capped_with_one_warning_line(capsys, monkeypatch):
-    """``kmc check two-phase --const RM=3 --workers 1000`` on two cores forked 1,000 processes and drove the load past
-    500: a count above the cores this process may use runs on that many, with one line saying so, on every
-    subcommand that takes --workers; a count within them is taken as given, silently."""
+    """``kmc check two-phase --const RM=3 --workers 1000`` on two cores forked 1,000 processes and
+    drove the load past 500: a count above the cores this process may use runs on that many, with
+    one line saying so, on every subcommand that takes --workers; a count within them is taken as
+    given, silently."""
     monkeypatch.setattr(os, "sched_getaffinity", lambda pid: {0, 1}, raising=False)
     parser = cli.build_parser()
-    warning = "kmc: warning: --workers 1000 is more than the 2 cores this process may use; running 2"
+    warning = ("kmc: warning: --workers 1000 is more than the 2 cores this process may use; "
+               "running 2")
     for command in (["check", "two-phase"], ["matrix", "two-phase"], ["simulate", "two-phase"]):
         assert parser.parse_args([*command, "--workers", "1000"]).workers == 2, command
         assert capsys.readouterr().err.splitlines() == [warning], command
-        assert parser.parse_args([*command, "--workers", "2"]).workers == 2 and capsys.readouterr().err == ""
-    code, out, err = run(capsys, "check", "two-phase", "--const", "RM=3", "--workers", "1000", "--json", "--kernel", "off")
+        assert (parser.parse_args([*command, "--workers", "2"]).workers == 2
+                and capsys.readouterr().err == "")
+    code, out, err = run(capsys, "check", "two-phase", "--const", "RM=3", "--workers", "1000",
+                         "--json", "--kernel", "off")
     data = json.loads(out)
-    assert (code, data["engine"], data["workers"], data["distinct_states"]) == (0, "parallel", 2, 288)
+    assert ((code, data["engine"], data["workers"], data["distinct_states"])
+            == (0, "parallel", 2, 288))
     assert one_line(err) == warning
 
 
-# -- deadlock, as TLC -----------------------------------------------------------------------------------
+# -- deadlock, as TLC ------------------------------------------------------------------------------
 def test_deadlock_is_checked_by_default_and_minus_deadlock_turns_it_off(capsys, tmp_path):
     # the toy model stops when both counters reach N: a deadlock
     base = ["check", TOY, "--invariant", "bounded", "--json", "--trace-dir", tmp_path]
@@ -143,7 +151,7 @@ def test_deadlock_is_checked_by_default_and_minus_deadlock_turns_it_off(capsys, 
     assert code == 64 and "contradict" in one_line(err)
 
 
-# -- statistics after every check -------------------------------------------------------------------------
+# -- statistics after every check ------------------------------------------------------------------
 def test_collision_estimates_are_tlcs(capsys):
     # the readable path's fingerprints (the compiled kernel stores whole states: below)
     code, out, _ = run(capsys, "check", "two-phase", "--const", "RM=3", "--json", "--kernel", "off")
@@ -153,19 +161,25 @@ def test_collision_estimates_are_tlcs(capsys):
     states, generated, _ = reachable(build_model("two-phase", ["RM=3"]))
     assert (len(states), generated) == (n, g)
     fps = np.sort(np.array([hash(s) for s in states], dtype=np.int64))
-    smallest = min(int(b) - int(a) for a, b in zip(fps[:-1].tolist(), fps[1:].tolist(), strict=True))
+    smallest = min(int(b) - int(a) for a, b in zip(fps[:-1].tolist(), fps[1:].tolist(),
+                                                   strict=True))
     assert data["fingerprint_collision"]["observed"] == pytest.approx(1 / smallest)
     code, out, _ = run(capsys, "check", "two-phase", "--const", "RM=3", "--kernel", "off")
-    assert "calculated (optimistic):  val = " in out and "based on the actual fingerprints:  val = " in out
-    if shutil.which(kernel_compiler()):  # the kernel keeps whole states: no estimate, a sentence saying why
+    assert ("calculated (optimistic):  val = " in out and "based on the actual fingerprints:  val "
+                                                          "= " in out)
+    # the kernel keeps whole states: no estimate, a sentence saying why
+    if shutil.which(kernel_compiler()):
         code, out, _ = run(capsys, "check", "two-phase", "--const", "RM=3", "--kernel", "on")
         assert "calculated (optimistic)" not in out and "stores every state whole" in out
-        code, out, _ = run(capsys, "check", "two-phase", "--const", "RM=3", "--kernel", "on", "--json")
+        code, out, _ = run(capsys, "check", "two-phase", "--const", "RM=3", "--kernel", "on",
+                           "--json")
         assert json.loads(out)["fingerprint_collision"] == {"optimistic": 0.0, "observed": 0.0}
     # the parallel engine keeps no fingerprint set in one place: the optimistic estimate only
-    code, out, _ = run(capsys, "check", "two-phase", "--const", "RM=3", "--workers", "2", "--json", "--kernel", "off")
+    code, out, _ = run(capsys, "check", "two-phase", "--const", "RM=3", "--workers", "2", "--json",
+                       "--kernel", "off")
     data = json.loads(out)
-    assert data["fingerprint_collision"] == {"optimistic": pytest.approx(n * (g - n) / 2**64), "observed": None}
+    assert (data["fingerprint_collision"] == {"optimistic": pytest.approx(n * (g - n) / 2**64),
+                                              "observed": None})
 
 
 def test_collision_estimate_handles_the_whole_signed_range():
@@ -184,7 +198,8 @@ def test_out_degree(capsys):
     p95 = sorted(degrees)[math.ceil(0.95 * len(degrees)) - 1]
     assert degree["percentile_95"] == p95
     code, out, _ = run(capsys, "check", "two-phase", "--const", "RM=3")
-    assert f"(minimum is {min(degrees)}, the maximum {max(degrees)} and the 95th percentile is {p95})" in out
+    assert (f"(minimum is {min(degrees)}, the maximum {max(degrees)} and the 95th percentile is "
+            f"{p95})" in out)
 
 
 @pytest.mark.parametrize("argv, model", [
@@ -196,7 +211,8 @@ def test_coverage_counts_sum_to_states_generated_minus_initial_states(capsys, ar
     code, out, _ = run(capsys, "check", *argv, "--coverage", "--json", "-deadlock")
     data = json.loads(out)
     assert code == 0
-    assert sum(item["count"] for item in data["coverage"]) == data["states_generated"] - len(model.init_states())
+    assert (sum(item["count"] for item in data["coverage"]) == data["states_generated"]
+            - len(model.init_states()))
     assert all(item["count"] > 0 for item in data["coverage"])
     if argv[0] == TOY:  # v2 never increments y, so never resets either
         assert data["never_fired"] == ["IncY", "Reset"]
@@ -204,7 +220,8 @@ def test_coverage_counts_sum_to_states_generated_minus_initial_states(capsys, ar
     else:  # TMCommit, TMAbort and five actions per resource manager, all fired
         assert data["never_fired"] == [] and len(data["coverage"]) == 2 + 5 * model.rm
     code, out, _ = run(capsys, "check", *argv, "--coverage", "-deadlock")
-    assert "Coverage: successors generated by each action" in out and "Actions that never fired:" in out
+    assert ("Coverage: successors generated by each action" in out and "Actions that never fired:"
+            in out)
 
 
 def test_coverage_refuses_other_engines(capsys):
@@ -231,7 +248,7 @@ def test_simulate_reports_states_generated_per_second(capsys):
     assert "states generated/s" in finished and "distinct states/s" not in finished
 
 
-# -- missing inputs: 66 -------------------------------------------------------------------------------------
+# -- missing inputs: 66 ----------------------------------------------------------------------------
 def test_missing_inputs_exit_66(capsys, tmp_path):
     for argv in (["check", "two-phase", "--resume", tmp_path / "nope.ckpt"],
                  ["matrix", TOY, "--quiet", "--expect", tmp_path / "nope.json"],
@@ -250,9 +267,10 @@ def test_check_writes_progress_lines_when_stderr_is_not_a_terminal(capsys, monke
 
 
 def test_a_model_whose_bounds_end_in_idle_states_checks_deadlock_only_when_asked(capsys):
-    """The Kafka model's bounded runs end in states with nothing left to do (every record produced, a broker down
-    past the crash bound): deadlock is not checked unless --deadlock."""
-    base = ["check", "kafka", "--protocol", "3.9.1", "--const", "records=0", "--const", "epochs=0", "--json"]
+    """The Kafka model's bounded runs end in states with nothing left to do (every record produced,
+    a broker down past the crash bound): deadlock is not checked unless --deadlock."""
+    base = ["check", "kafka", "--protocol", "3.9.1", "--const", "records=0", "--const", "epochs=0",
+            "--json"]
     code, out, _ = run(capsys, *base)
     assert code == 0 and json.loads(out)["verdict"] == "holds"
     code, out, _ = run(capsys, *base, "--deadlock")
@@ -271,8 +289,8 @@ def test_a_model_whose_bounds_end_in_idle_states_checks_deadlock_only_when_asked
     ["matrix", "two-phase", "--engine", "parallel", "--spark-threshold", "5"],
 ])
 def test_an_option_the_engine_would_ignore_is_refused(capsys, argv):
-    """--workers means nothing to Spark, --master and the --spark-* options nothing to the local engines: one
-    line naming the option and exit 64, not a run that silently ignores it."""
+    """--workers means nothing to Spark, --master and the --spark-* options nothing to the local
+    engines: one line naming the option and exit 64, not a run that silently ignores it."""
     code, out, err = run(capsys, *argv, "--quiet")
     assert code == 64 and out == ""
     flag = next(word for word in argv if word in options.engine_flag_dests())
@@ -281,13 +299,17 @@ def test_an_option_the_engine_would_ignore_is_refused(capsys, argv):
 
 
 def test_each_engine_takes_its_own_options_type():
-    """The registry maps a name to an engine whose options type is its own; another engine's options are a
-    programming error, not a silent run with defaults."""
+    """The registry maps a name to an engine whose options type is its own; another engine's options
+    are a programming error, not a silent run with defaults."""
     from checker.parallel import ParallelOptions
 
-    assert [e.options_type.__name__ for e in engines.ENGINES.values()] == ["LocalOptions", "ParallelOptions", "SparkOptions",
-                                                                          "DirectedOptions"]
-    assert engines.get_engine("spark").flag_fields() == {"--master": "master", "--spark-threshold": "threshold",
+    assert [e.options_type.__name__
+            for e in engines.ENGINES.values()] == ["LocalOptions", "ParallelOptions",
+                                                   "SparkOptions",
+                                                  "DirectedOptions"]
+    assert engines.get_engine("spark").flag_fields() == {"--master": "master",
+                                                         "--spark-threshold": "threshold",
                                                    "--spark-transport": "transport"}
     with pytest.raises(TypeError, match="engine local takes LocalOptions, not ParallelOptions"):
-        engines.run(build_model("two-phase", []), SearchOptions(), "local", ParallelOptions(workers=2))
+        engines.run(build_model("two-phase", []), SearchOptions(), "local",
+                    ParallelOptions(workers=2))

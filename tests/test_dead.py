@@ -1,7 +1,8 @@
-"""Dead-message reduction (``--reduce dead``, ``checker.dead``, ``spec.kafka.dead``): the proof obligations of the
-reduction checked on every reachable state of small configurations of each kind of row, a mutant that drops a live
-answer caught by them and by the verdicts, the full search's verdict on matrix cells, counterexamples that replay
-on the unreduced model, ``--shortest``, the engines and the refusals."""
+"""Dead-message reduction (``--reduce dead``, ``checker.dead``, ``spec.kafka.dead``): the proof
+obligations of the reduction checked on every reachable state of small configurations of each kind
+of row, a mutant that drops a live answer caught by them and by the verdicts, the full search's
+verdict on matrix cells, counterexamples that replay on the unreduced model, ``--shortest``, the
+engines and the refusals."""
 
 from __future__ import annotations
 
@@ -27,7 +28,9 @@ from spec.kafka.state import (
     OFFSETS_FOR_LEADER_EPOCH_RESPONSE,
 )
 from spec.registry import build_model
-from tests.matrix_table import documented_matrix as readme_matrix  # the docs' matrix table: kmc matrix's output
+
+# the docs' matrix table: kmc matrix's output
+from tests.matrix_table import documented_matrix as readme_matrix
 from tests.test_symmetry import _reachable
 from traces.replay import replay_trace
 
@@ -47,13 +50,15 @@ def reachable(model, max_states: int) -> list:
 
 
 def obligations(model, states: list) -> list[str]:
-    """Every way the model's dead messages break the reduction's argument (``spec.kafka.dead``) on ``states``:
-    a dead message whose delivery is not a no-op; one that a step leaves in flight alive; a step of a state that the
-    state without its dead messages cannot take to the same reduced successor (a dead message that enables or
-    changes a step); a violated invariant that holds without the dead messages. Empty: none found."""
+    """Every way the model's dead messages break the reduction's argument (``spec.kafka.dead``) on
+    ``states``: a dead message whose delivery is not a no-op; one that a step leaves in flight
+    alive; a step of a state that the state without its dead messages cannot take to the same
+    reduced successor (a dead message that enables or changes a step); a violated invariant that
+    holds without the dead messages. Empty: none found."""
     reducer = model.dead_messages()
     reduce = reducer.reduce
-    invariants = [inv for name, inv in KAFKA.items() if name not in model.matrix_excluded and inv.holds is not None]
+    invariants = [inv for name, inv in KAFKA.items() if name not in model.matrix_excluded
+                  and inv.holds is not None]
     failures = []
     for s in states:
         dead = [m for m in s.network if reducer.dead(s, m)]
@@ -78,18 +83,21 @@ def obligations(model, states: list) -> list[str]:
                 if left[m] >= Counter(s.network)[m] and not reducer.dead(t, m):
                     failures.append(f"{m} is dead in a state and alive after {act}")
             if (act, reduce(t)) not in from_reduced:
-                failures.append(f"{act} of a state with dead messages has no counterpart without them")
+                failures.append(f"{act} of a state with dead messages has no counterpart without "
+                                "them")
         for inv in invariants:
             if not inv.holds(s) and inv.holds(r):
-                failures.append(f"{inv.name} is violated with the dead messages and holds without them")
+                failures.append(f"{inv.name} is violated with the dead messages and holds without "
+                                "them")
     return failures
 
 
-#: one configuration a kind of row (``spec.kafka.dead``'s classes): no fencing (0.10.2: retried NOT_LEADER answers
-#: only), KIP-279 without fencing (2.0.1), fencing without KAFKA-7786's fix (2.1.0: every no-op fetch answer dead),
-#: with it (2.2.0: and the OffsetsForLeaderEpoch answers of another epoch), truncate-on-fetch without and with
-#: KAFKA-18991's fix (2.8.0, 3.9.1); crashes, bounces and controlled shutdowns where the bounds allow them. Three in the
-#: fast tier (about 10 s of CPU together), the others in the slow one
+#: one configuration a kind of row (``spec.kafka.dead``'s classes): no fencing (0.10.2: retried
+#: NOT_LEADER answers only), KIP-279 without fencing (2.0.1), fencing without KAFKA-7786's fix
+#: (2.1.0: every no-op fetch answer dead), with it (2.2.0: and the OffsetsForLeaderEpoch answers of
+#: another epoch), truncate-on-fetch without and with KAFKA-18991's fix (2.8.0, 3.9.1); crashes,
+#: bounces and controlled shutdowns where the bounds allow them. Three in the fast tier (about 10 s
+#: of CPU together), the others in the slow one
 OBLIGATION_ROWS = [
     ("2.1.0", ["records=1", "epochs=2", "crashes=1"]),
     ("2.2.0", ["records=1", "epochs=1", "crashes=0", "bumps=1", "shutdowns=1", "bounces=1"]),
@@ -104,15 +112,19 @@ OBLIGATION_ROWS = [
 ]
 
 
-#: the goal configuration's row with three brokers (the first levels: its 2,105,961 orbits are out of a test's reach)
-OBLIGATION_ROWS.append(pytest.param("2.1.0", ["brokers=3", "records=1", "crashes=0"], marks=pytest.mark.slow))
+#: the goal configuration's row with three brokers (the first levels: its 2,105,961 orbits are out
+#: of a test's reach)
+OBLIGATION_ROWS.append(pytest.param("2.1.0", ["brokers=3", "records=1", "crashes=0"],
+                                    marks=pytest.mark.slow))
 
-#: the KRaft rows (classes 1, 3 and 5): kraft-3.5 (no KAFKA-18991 fix: its fetch answers of another epoch are live) and
-#: kraft-4.1 (the fix, the ELR, clean shutdown detection) at the durability columns' bounds (an unclean shutdown, an
-#: AlterPartition, a crash) in the fast tier (about 3 s of CPU together); in the slow one kraft-3.3, both rows with three
-#: brokers at Last Replica Standing's bounds, and the other KRaft faults (lost AlterPartition answers, a running broker
-#: fenced, controlled and clean shutdowns, metadata lag, bumps)
-_KRAFT_DURABILITY = ["records=1", "epochs=2", "crashes=1", "unclean_shutdowns=1", "alters=1", "min_isr=2"]
+#: the KRaft rows (classes 1, 3 and 5): kraft-3.5 (no KAFKA-18991 fix: its fetch answers of another
+#: epoch are live) and kraft-4.1 (the fix, the ELR, clean shutdown detection) at the durability
+#: columns' bounds (an unclean shutdown, an AlterPartition, a crash) in the fast tier (about 3 s of
+#: CPU together); in the slow one kraft-3.3, both rows with three brokers at Last Replica Standing's
+#: bounds, and the other KRaft faults (lost AlterPartition answers, a running broker fenced,
+#: controlled and clean shutdowns, metadata lag, bumps)
+_KRAFT_DURABILITY = ["records=1", "epochs=2", "crashes=1", "unclean_shutdowns=1", "alters=1",
+                     "min_isr=2"]
 _LAST_REPLICA_STANDING = ["brokers=3", "acks=-1", "min_isr=2", "unclean_shutdowns=1"]
 OBLIGATION_ROWS += [
     ("kraft-3.5", _KRAFT_DURABILITY),
@@ -121,10 +133,10 @@ OBLIGATION_ROWS += [
         ("kraft-3.3", _KRAFT_DURABILITY),
         ("kraft-3.5", _LAST_REPLICA_STANDING),
         ("kraft-4.1", _LAST_REPLICA_STANDING),
-        ("kraft-3.5", ["records=2", "epochs=3", "crashes=1", "alters=2", "alter_losses=1", "fences=1", "metadata_lag=1",
-                       "bumps=1"]),
-        ("kraft-4.1", ["records=2", "epochs=2", "crashes=1", "alters=2", "alter_losses=1", "fences=1", "clean_shutdowns=1",
-                       "shutdowns=1"]),
+        ("kraft-3.5", ["records=2", "epochs=3", "crashes=1", "alters=2", "alter_losses=1",
+                       "fences=1", "metadata_lag=1", "bumps=1"]),
+        ("kraft-4.1", ["records=2", "epochs=2", "crashes=1", "alters=2", "alter_losses=1",
+                       "fences=1", "clean_shutdowns=1", "shutdowns=1"]),
     )],
 ]
 
@@ -133,13 +145,14 @@ OBLIGATION_ROWS += [
 def test_dead_messages_keep_the_reductions_obligations(protocol, consts):
     model = build_model("kafka", consts, protocol)
     states = reachable(model, 6000)
-    assert sum(1 for s in states if s.network != model.dead_messages().reduce(s).network) > 100  # it drops messages
+    # it drops messages
+    assert sum(1 for s in states if s.network != model.dead_messages().reduce(s).network) > 100
     assert obligations(model, states) == []
 
 
 def _mutant_dead(monkeypatch):
-    """A mutant that also calls live answers dead: a FENCED_LEADER_EPOCH OffsetsForLeaderEpoch answer, which 2.1.0
-    applies (it removes the partition from the fetcher: KAFKA-7786's stall)."""
+    """A mutant that also calls live answers dead: a FENCED_LEADER_EPOCH OffsetsForLeaderEpoch
+    answer, which 2.1.0 applies (it removes the partition from the fetcher: KAFKA-7786's stall)."""
     original = dead_module.DeadMessages.dead
 
     def dead(self, s, m):
@@ -158,13 +171,15 @@ def test_the_obligations_and_the_verdicts_catch_a_live_answer_called_dead(monkey
     assert bfs.check(model, options).verdict is Verdict.VIOLATED
     _mutant_dead(monkeypatch)
     assert any("not delivered as a no-op" in f for f in obligations(model, states))
-    assert bfs.check(model, options).verdict is Verdict.HOLDS  # KAFKA-7786 lost: what the verdict tests compare
+    # KAFKA-7786 lost: what the verdict tests compare
+    assert bfs.check(model, options).verdict is Verdict.HOLDS
 
 
 def _kraft_18991_mutant(monkeypatch):
-    """A mutant that calls the KRaft rows' no-op fetch answers dead also without KAFKA-18991's fix (kraft-3.5): an
-    answer the follower drops now is taken once it is back at the same leader and offset in a newer epoch (3.5.0
-    ``AbstractFetcherThread.processFetchRequest`` checks the fetch offset, not the request's leader epoch)."""
+    """A mutant that calls the KRaft rows' no-op fetch answers dead also without KAFKA-18991's fix
+    (kraft-3.5): an answer the follower drops now is taken once it is back at the same leader and
+    offset in a newer epoch (3.5.0 ``AbstractFetcherThread.processFetchRequest`` checks the fetch
+    offset, not the request's leader epoch)."""
     original = dead_module.DeadMessages.dead
 
     def dead(self, s, m):
@@ -176,10 +191,11 @@ def _kraft_18991_mutant(monkeypatch):
 
 
 def test_the_obligations_and_the_verdicts_catch_a_live_kraft_answer_called_dead(monkeypatch):
-    """KAFKA-18991's stale append on kraft-3.5 (replica-sanity, the matrix's bounds) is found by the reduced search; the
-    mutant's dead answers come back to life after a partition change, which the obligations catch (the verdict alone
-    would not: the mutant's search still reaches a stale append by another interleaving). On kraft-4.1 the same
-    answers are dead (the fix) and the mutant is the reduction itself."""
+    """KAFKA-18991's stale append on kraft-3.5 (replica-sanity, the matrix's bounds) is found by the
+    reduced search; the mutant's dead answers come back to life after a partition change, which the
+    obligations catch (the verdict alone would not: the mutant's search still reaches a stale append
+    by another interleaving). On kraft-4.1 the same answers are dead (the fix) and the mutant is the
+    reduction itself."""
     model = build_model("kafka", ["records=2", "epochs=2", "crashes=1", "alters=0"], "kraft-3.5")
     states = reachable(model, 6000)
     options = SearchOptions(invariants=[KAFKA["replica-sanity"]], reduce="dead")
@@ -190,10 +206,12 @@ def test_the_obligations_and_the_verdicts_catch_a_live_kraft_answer_called_dead(
     assert obligations(fixed, reachable(fixed, 6000)) == []
 
 
-def test_the_obligations_catch_a_kraft_fetch_answer_that_enables_an_expansion_called_dead(monkeypatch):
-    """On the KRaft rows too the leader's ExpandIsr needs the answer of the fetch it records on the wire (3.3.0 to 4.1
-    ``Partition.updateFollowerFetchState`` -> ``maybeExpandIsr``): a reduction that forgets it (class 6 as the
-    ZooKeeper rows' alone) drops an answer whose presence enables an expansion, which the obligations catch."""
+def test_the_obligations_catch_a_kraft_fetch_answer_that_enables_an_expansion_called_dead(
+    monkeypatch):
+    """On the KRaft rows too the leader's ExpandIsr needs the answer of the fetch it records on the
+    wire (3.3.0 to 4.1 ``Partition.updateFollowerFetchState`` -> ``maybeExpandIsr``): a reduction
+    that forgets it (class 6 as the ZooKeeper rows' alone) drops an answer whose presence enables an
+    expansion, which the obligations catch."""
     model = build_model("kafka", _KRAFT_DURABILITY, "kraft-4.1")
     states = reachable(model, 6000)
     assert obligations(model, states) == []
@@ -202,17 +220,19 @@ def test_the_obligations_catch_a_kraft_fetch_answer_that_enables_an_expansion_ca
 
 
 def test_the_obligations_catch_a_live_alter_partition_answer_called_dead(monkeypatch):
-    """An AlterPartition answer the leader still waits for (NONE in its epochs: it commits the ISR) is live."""
+    """An AlterPartition answer the leader still waits for (NONE in its epochs: it commits the ISR)
+    is live."""
     original = dead_module.DeadMessages.dead
     monkeypatch.setattr(dead_module.DeadMessages, "dead",
-                        lambda self, s, m: m.kind == ALTER_PARTITION_RESPONSE or original(self, s, m))
+                        lambda self, s, m: m.kind == ALTER_PARTITION_RESPONSE
+                        or original(self, s, m))
     model = build_model("kafka", _KRAFT_DURABILITY, "kraft-4.1")
     assert any("not delivered as a no-op" in f for f in obligations(model, reachable(model, 6000)))
 
 
 def _cells(monkeypatch, rows: list[str], invariants: list[str], reduce: str) -> dict:
-    """The default matrix's cells of ``rows`` (its own bounds per invariant), searched with ``reduce``; each
-    reduced counterexample replayed on the unreduced model."""
+    """The default matrix's cells of ``rows`` (its own bounds per invariant), searched with
+    ``reduce``; each reduced counterexample replayed on the unreduced model."""
     plain = bfs.check
 
     def reduced(model, search, *engine):
@@ -224,7 +244,8 @@ def _cells(monkeypatch, rows: list[str], invariants: list[str], reduce: str) -> 
         return result
 
     monkeypatch.setattr(engines, "run", reduced)
-    return {(c.protocol, c.invariant): c.verdict for c in run_matrix("kafka", MatrixOptions(rows, invariants))}
+    return {(c.protocol, c.invariant): c.verdict
+            for c in run_matrix("kafka", MatrixOptions(rows, invariants))}
 
 
 FAST_INVARIANTS = ["no-fence-stall", "no-stale-control-request", "no-bounce-stall", "log-matching"]
@@ -232,8 +253,9 @@ FAST_INVARIANTS = ["no-fence-stall", "no-stale-control-request", "no-bounce-stal
 
 @pytest.mark.slow
 def test_the_full_verdict_on_part_of_the_matrix(monkeypatch):
-    """2.1.0's control-plane and Log Matching cells (2.2.0's, which cost five times as much, are in the slow test
-    below; the fast tier compares a verdict and its shortest length in the rebuild tests)."""
+    """2.1.0's control-plane and Log Matching cells (2.2.0's, which cost five times as much, are in
+    the slow test below; the fast tier compares a verdict and its shortest length in the rebuild
+    tests)."""
     full = _cells(monkeypatch, ["2.1.0"], FAST_INVARIANTS, "none")
     reduced = _cells(monkeypatch, ["2.1.0"], FAST_INVARIANTS, "dead")
     assert reduced == full
@@ -242,8 +264,9 @@ def test_the_full_verdict_on_part_of_the_matrix(monkeypatch):
 
 @pytest.mark.slow
 def test_the_full_verdict_on_every_cell_of_representative_rows(monkeypatch):
-    """Every default column of the rows of each class of ``spec.kafka.dead`` but the AlterIsr ones, at the matrix's
-    bounds, against the docs' matrix table of the full search (as ``test_por`` compares its reduction)."""
+    """Every default column of the rows of each class of ``spec.kafka.dead`` but the AlterIsr ones,
+    at the matrix's bounds, against the docs' matrix table of the full search (as ``test_por``
+    compares its reduction)."""
     rows = ["0.10.2", "2.1.0", "2.2.0"]
     expected = {cell: verdict for cell, verdict in readme_matrix().items() if cell[0] in rows}
     assert len(expected) == 27
@@ -254,8 +277,9 @@ KRAFT_FAST = ["replica-sanity", "no-fence-stall", "no-stale-control-request"]
 
 
 def test_the_full_verdict_on_kraft_cells(monkeypatch):
-    """kraft-3.5's and kraft-4.1's replica-sanity (KAFKA-18991: violated, then fixed) and two control-plane cells,
-    reduced, against the docs' matrix table of the full search; each reduced counterexample replayed on the unreduced model."""
+    """kraft-3.5's and kraft-4.1's replica-sanity (KAFKA-18991: violated, then fixed) and two
+    control-plane cells, reduced, against the docs' matrix table of the full search; each reduced
+    counterexample replayed on the unreduced model."""
     rows = ["kraft-3.5", "kraft-4.1"]
     table = readme_matrix()
     expected = {(row, name): table[(row, name)] for row in rows for name in KRAFT_FAST}
@@ -265,15 +289,17 @@ def test_the_full_verdict_on_kraft_cells(monkeypatch):
 
 @pytest.mark.slow
 def test_the_full_verdict_on_every_kraft_cell(monkeypatch):
-    """Every default column of the three KRaft rows at the matrix's bounds, reduced, against the docs' matrix table, but
-    kraft-4.1's consumed-stays (861,238 states unreduced, a client column with no ELR condition of its own: left to
-    the rows before it, as test_por leaves it): about 10 min of wall at load 7 to 9 with it."""
+    """Every default column of the three KRaft rows at the matrix's bounds, reduced, against the
+    docs' matrix table, but kraft-4.1's consumed-stays (861,238 states unreduced, a client column
+    with no ELR condition of its own: left to the rows before it, as test_por leaves it): about 10
+    min of wall at load 7 to 9 with it."""
     rows = ["kraft-3.3", "kraft-3.5", "kraft-4.1"]
     expected = {cell: verdict for cell, verdict in readme_matrix().items() if cell[0] in rows}
     del expected[("kraft-4.1", "consumed-stays")]
     assert len(expected) == 29
     found = {**_cells(monkeypatch, rows[:2], [], "dead"),
-             **_cells(monkeypatch, ["kraft-4.1"], [name for row, name in expected if row == "kraft-4.1"], "dead")}
+             **_cells(monkeypatch, ["kraft-4.1"],
+                      [name for row, name in expected if row == "kraft-4.1"], "dead")}
     assert found == expected
 
 
@@ -283,7 +309,8 @@ def test_the_full_verdicts_on_the_alter_isr_rows_at_small_bounds(protocol):
     model = build_model("kafka", ["records=1", "epochs=2", "crashes=1"], protocol)
     invariants = [inv for name, inv in KAFKA.items() if name not in model.matrix_excluded]
     full = bfs.check(model, SearchOptions(invariants=invariants, stop_at_first=False))
-    reduced = bfs.check(model, SearchOptions(invariants=invariants, stop_at_first=False, reduce="dead"))
+    reduced = bfs.check(model, SearchOptions(invariants=invariants, stop_at_first=False,
+                                             reduce="dead"))
     assert {v.invariant for v in reduced.violations} == {v.invariant for v in full.violations}
     assert reduced.verdict == full.verdict and reduced.distinct_states < full.distinct_states
     for v in reduced.violations:
@@ -294,11 +321,13 @@ def test_the_full_verdicts_on_the_alter_isr_rows_at_small_bounds(protocol):
     ("2.1.0", ["records=1", "epochs=2", "bumps=2", "crashes=0"], "no-fence-stall"),  # KAFKA-7786
     ("2.8.0", [], "committed-durable"),  # KAFKA-13141
 ])
-def test_a_reduced_counterexample_replays_and_shortest_finds_the_full_length(protocol, consts, invariant):
+def test_a_reduced_counterexample_replays_and_shortest_finds_the_full_length(
+    protocol, consts, invariant):
     _, full = _violated(protocol, consts, invariant)
     model, reduced = _violated(protocol, consts, invariant, reduce="dead")
     trace = reduced.violations[0].trace
-    replayed = replay_trace(model, trace, [invariant])  # on the model as it is: every step one of its own
+    # on the model as it is: every step one of its own
+    replayed = replay_trace(model, trace, [invariant])
     assert replayed.outcome == "violated" and replayed.invariant.name == invariant
     assert replayed.step == len(trace.steps)
     assert len(trace.steps) >= len(full.violations[0].trace.steps)  # not shortest in general
@@ -309,10 +338,13 @@ def test_a_reduced_counterexample_replays_and_shortest_finds_the_full_length(pro
 
 def test_the_parallel_engine_gives_the_local_counts():
     model = build_model("kafka", ["brokers=3", "records=1", "epochs=1", "crashes=0"], "2.1.0")
-    options = SearchOptions(invariants=[KAFKA["no-stale-control-request"]], reduce="dead", symmetry=True, max_depth=12)
+    options = SearchOptions(invariants=[KAFKA["no-stale-control-request"]], reduce="dead",
+                            symmetry=True, max_depth=12)
     local = engines.run(model, options)
-    parallel = engines.run(model, options, "parallel", engines.engine_options("parallel", {"--workers": 2}))
-    assert (parallel.distinct_states, parallel.states_generated) == (local.distinct_states, local.states_generated)
+    parallel = engines.run(model, options, "parallel",
+                           engines.engine_options("parallel", {"--workers": 2}))
+    assert ((parallel.distinct_states, parallel.states_generated)
+            == (local.distinct_states, local.states_generated))
     full = engines.run(model, dataclasses.replace(options, reduce="none"))
     assert local.distinct_states < full.distinct_states
 
@@ -321,33 +353,38 @@ def test_deadlock_is_neither_hidden_nor_made():
     model = build_model("kafka", ["records=1", "crashes=1"], "2.1.0")
     full = bfs.check(model, SearchOptions(invariants=[], check_deadlock=True))
     reduced = bfs.check(model, SearchOptions(invariants=[], check_deadlock=True, reduce="dead"))
-    assert [v.invariant for v in full.violations] == [v.invariant for v in reduced.violations] == ["deadlock"]
+    assert ([v.invariant for v in full.violations] == [v.invariant for v in reduced.violations]
+            == ["deadlock"])
     assert not model.successors(reduced.violations[0].trace.states[-1])
 
 
 @pytest.mark.parametrize("argv,message", [
-    (["--reduce", "dead", "--engine", "directed"], "engines that support it: local, parallel, spark"),
-    (["--reduce", "dead", "--protocol", "kraft-3.5", "--const", "reassignments=1"], "does not cover reassignments"),
+    (["--reduce", "dead", "--engine", "directed"], "engines that support it: local, parallel, "
+     "spark"),
+    (["--reduce", "dead", "--protocol", "kraft-3.5", "--const", "reassignments=1"],
+     "does not cover reassignments"),
     (["--reduce", "dead", "--invariant", "no-fence-stall-liveness"], "safety properties only"),
     (["--reduce", "dead", "--checkpoint", "x.ckpt"], "engines that support it: spark"),
 ])
 def test_refused_with_one_line(capsys, argv, message):
-    code = main(["check", "kafka", "--const", "records=1", "--const", "crashes=0", "--quiet", *argv])
+    code = main(["check", "kafka", "--const", "records=1", "--const", "crashes=0", "--quiet",
+                 *argv])
     err = capsys.readouterr().err.strip()
     assert code == 64 and message in err and len(err.splitlines()) == 1, err
 
 
 def test_cli_reports_the_reduction(capsys):
-    code = main(["check", "kafka", "--protocol", "2.1.0", "--const", "records=1", "--const", "crashes=0", "--quiet",
-                 "--json", "--reduce", "dead"])
+    code = main(["check", "kafka", "--protocol", "2.1.0", "--const", "records=1", "--const",
+                 "crashes=0", "--quiet", "--json", "--reduce", "dead"])
     data = json.loads(capsys.readouterr().out)
     assert code == 0 and data["verdict"] == "holds"
     assert data["reduction"]["method"] == "dead" and len(data["reduction"]["dead_messages"]) == 2
 
 
 def test_a_reduced_runs_checkpoint_is_refused_by_a_full_run():
-    """A run stopped by its memory budget writes a checkpoint; its identity names the reduction, so a run without
-    it refuses to resume from reduced states (a run without a reduction keeps the identity it always had)."""
+    """A run stopped by its memory budget writes a checkpoint; its identity names the reduction, so
+    a run without it refuses to resume from reduced states (a run without a reduction keeps the
+    identity it always had)."""
     from checker.checkpoint import _identity
 
     model = build_model("kafka", ["records=1", "crashes=0"], "2.1.0")
@@ -356,28 +393,34 @@ def test_a_reduced_runs_checkpoint_is_refused_by_a_full_run():
 
 
 def _no_second_fetch_at_one(state) -> bool:
-    """Holds while no follower has a Fetch at offset 1 in flight to a leader that already recorded its LEO as 1: the
-    reduced search's shortest way there sends that Fetch while the empty answer to the previous one is dead (dropped),
-    a step the unreduced model takes only once the answer is delivered (``actions_data.busy``)."""
-    return not any(m.kind == FETCH and m.offset == 1 and state.brokers[m.dst].remote[m.src] == 1 for m in state.network)
+    """Holds while no follower has a Fetch at offset 1 in flight to a leader that already recorded
+    its LEO as 1: the reduced search's shortest way there sends that Fetch while the empty answer to
+    the previous one is dead (dropped), a step the unreduced model takes only once the answer is
+    delivered (``actions_data.busy``)."""
+    return not any(m.kind == FETCH and m.offset == 1 and state.brokers[m.dst].remote[m.src] == 1
+                   for m in state.network)
 
 
 @pytest.mark.parametrize("engine", ["local", "parallel"])
 def test_a_counterexample_whose_step_waits_for_a_dead_answer_is_rebuilt(engine):
-    """A step the search took in a stored state that the concrete state of the rebuilt trace still holds a dead answer
-    for (the follower's next Fetch): the rebuilt trace delivers the dead answers first, every step one of the model's."""
+    """A step the search took in a stored state that the concrete state of the rebuilt trace still
+    holds a dead answer for (the follower's next Fetch): the rebuilt trace delivers the dead answers
+    first, every step one of the model's."""
     from checker.invariant import Invariant
 
     model = build_model("kafka", ["records=1", "crashes=0", "epochs=0"], "2.1.0")
-    invariant = Invariant("no-second-fetch-at-one", "a follower's second Fetch at offset 1", _no_second_fetch_at_one)
+    invariant = Invariant("no-second-fetch-at-one", "a follower's second Fetch at offset 1",
+                          _no_second_fetch_at_one)
     options = SearchOptions(invariants=[invariant], reduce="dead")
     extra = engines.engine_options("parallel", {"--workers": 2}) if engine == "parallel" else None
     result = engines.run(model, options, engine, extra)
     assert result.verdict is Verdict.VIOLATED
-    assert result.extra["guaranteed_shortest"] is False  # --json says it too: the reduced search's trace
+    # --json says it too: the reduced search's trace
+    assert result.extra["guaranteed_shortest"] is False
     trace = result.violations[0].trace
     state = model.init_states()[0]
-    for step in trace.steps:  # every step a successor of the state before it, in the unreduced model
+    # every step a successor of the state before it, in the unreduced model
+    for step in trace.steps:
         assert (step.action, step.state) in model.successors(state)
         state = step.state
     assert not _no_second_fetch_at_one(state)

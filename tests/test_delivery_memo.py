@@ -1,8 +1,9 @@
-"""``bench/delivery_memo.py`` (issue 35): the deliveries remembered by (destination broker, message), each entry
-filled by the model's rule on a probe view that raises on any other read, give the readable model's successors on
-every state a small reduced search expands, on a ZooKeeper row before and after truncate-on-fetch and a KRaft row.
-The check can fail: a key without the destination broker fails it, and a rule that reads outside the key is caught by
-the probe and left to the rule."""
+"""``bench/delivery_memo.py`` (issue 35): the deliveries remembered by (destination broker,
+message), each entry filled by the model's rule on a probe view that raises on any other read, give
+the readable model's successors on every state a small reduced search expands, on a ZooKeeper row
+before and after truncate-on-fetch and a KRaft row. The check can fail: a key without the
+destination broker fails it, and a rule that reads outside the key is caught by the probe and left
+to the rule."""
 
 from __future__ import annotations
 
@@ -34,7 +35,8 @@ def _load(source: str | None = None) -> types.ModuleType:
         spec.loader.exec_module(module)
         return module
     module = types.ModuleType("delivery_memo_mutant")
-    exec(compile(source, BENCH, "exec"), module.__dict__)  # noqa: S102 (the bench file, one line changed)
+    exec(compile(source, BENCH, "exec"),
+         module.__dict__)  # noqa: S102 (the bench file, one line changed)
     return module
 
 
@@ -42,7 +44,8 @@ def _load(source: str | None = None) -> types.ModuleType:
 def test_memoised_deliveries_equal_the_model(protocol, constants, depth):
     compared, entries, fallbacks = _load().verify((protocol, constants, depth))
     assert compared > 100 and entries > 20  # the memo was used, not only filled
-    assert fallbacks == 0  # every delivery of these rows reads only its destination broker and its message
+    # every delivery of these rows reads only its destination broker and its message
+    assert fallbacks == 0
 
 
 def test_a_key_without_the_broker_fails():

@@ -1,7 +1,7 @@
-"""The directed search (``--engine directed``, ``checker.directed``): it finds a known violation and its trace replays,
-it exhausts a small space that holds with breadth-first search's counts, the same run gives the same trace, what it
-cannot honour is refused with one line (exit 64), and each declared distance is 0 exactly where its invariant is
-violated."""
+"""The directed search (``--engine directed``, ``checker.directed``): it finds a known violation and
+its trace replays, it exhausts a small space that holds with breadth-first search's counts, the same
+run gives the same trace, what it cannot honour is refused with one line (exit 64), and each
+declared distance is 0 exactly where its invariant is violated."""
 
 from __future__ import annotations
 
@@ -49,9 +49,11 @@ def test_finds_a_known_violation_whose_trace_replays(bounds, protocol, invariant
 @pytest.mark.parametrize("symmetry, counts", [(False, (3835, 10977)), (True, (3743, 10846))])
 def test_exhausts_a_space_that_holds_with_the_breadth_first_counts(symmetry, counts):
     _, directed = _run(*HOLDS, ["acknowledged-durable", "committed-durable"], symmetry=symmetry)
-    _, bfs = _run(*HOLDS, ["acknowledged-durable", "committed-durable"], engine="local", symmetry=symmetry)
+    _, bfs = _run(*HOLDS, ["acknowledged-durable", "committed-durable"], engine="local",
+                  symmetry=symmetry)
     assert directed.verdict == bfs.verdict == "holds"
-    assert (directed.distinct_states, directed.states_generated) == (bfs.distinct_states, bfs.states_generated) == counts
+    assert ((directed.distinct_states, directed.states_generated)
+            == (bfs.distinct_states, bfs.states_generated) == counts)
     assert directed.queue == 0 and directed.reason is None and directed.symmetry is symmetry
 
 
@@ -66,12 +68,14 @@ def test_a_budget_makes_it_undetermined_never_a_pass():
 
 def test_the_same_run_gives_the_same_trace_and_counts():
     runs = [_run(*KAFKA_7786, ["no-fence-stall"])[1] for _ in range(2)]
-    first, second = ((r.distinct_states, r.states_generated, r.depth, r.violations[0].trace.steps) for r in runs)
+    first, second = ((r.distinct_states, r.states_generated, r.depth, r.violations[0].trace.steps)
+                     for r in runs)
     assert first == second
 
 
 def test_the_weight_orders_the_search():
-    """Weight 0 is breadth-first order: its first violation is a shortest one, as breadth-first search's."""
+    """Weight 0 is breadth-first order: its first violation is a shortest one, as breadth-first
+    search's."""
     model = build_model("kafka", *KAFKA_7786, [])
     options = SearchOptions(invariants=[for_family("kafka")["no-fence-stall"]])
     from checker.directed import DirectedOptions
@@ -86,15 +90,20 @@ def test_the_weight_orders_the_search():
 @pytest.mark.parametrize("bounds, protocol, features, broken", [
     (*KAFKA_7786, [], {"no-fence-stall"}),
     (*ACKS_ONE, [], {"acknowledged-durable"}),
-    (["records=1", "epochs=2", "crashes=1", "acks=-1"], "2.2.0", ["unclean=on"], {"acknowledged-durable", "committed-durable"}),
+    (["records=1", "epochs=2", "crashes=1", "acks=-1"], "2.2.0", ["unclean=on"],
+     {"acknowledged-durable", "committed-durable"}),
 ])
-def test_every_distance_is_zero_exactly_where_its_invariant_is_violated(bounds, protocol, features, broken):
-    """On every state a breadth-first search reaches (keeping the graph), for every invariant that declares one."""
+def test_every_distance_is_zero_exactly_where_its_invariant_is_violated(bounds, protocol, features,
+                                                                        broken):
+    """On every state a breadth-first search reaches (keeping the graph), for every invariant that
+    declares one."""
     from checker.liveness import explore_graph
 
     model = build_model("kafka", bounds, protocol, features)
-    declared = [inv for inv in for_family("kafka").values() if inv.distance is not None and inv.holds is not None]
-    assert {inv.name for inv in declared} >= {"acknowledged-durable", "committed-durable", "no-fence-stall"}
+    declared = [inv for inv in for_family("kafka").values() if inv.distance is not None
+                and inv.holds is not None]
+    assert ({inv.name for inv in declared} >= {"acknowledged-durable", "committed-durable",
+                                               "no-fence-stall"})
     _, states, reason = explore_graph(model, SearchOptions(max_states=20_000), started=None)
     violated = set()
     for state in states:
@@ -117,30 +126,39 @@ KRAFT = ["check", "kafka", "--protocol", "kraft-3.5", "--const", "records=1"]
 
 @pytest.mark.parametrize("extra, words", [
     (["--invariant", "log-matching"], "declares no distance"),
-    (["--invariant", "no-fence-stall-liveness"], "a liveness property is not supported by --engine directed"),
-    (["--invariant", "acknowledged-durable", "--workers", "2"], "--workers is not an option of --engine directed"),
-    (["--invariant", "acknowledged-durable", "--master", "local[2]"], "--master is not an option of --engine directed"),
-    (["--invariant", "acknowledged-durable", "--checkpoint", "x.ckpt"], "--checkpoint / --resume is not supported"),
-    (["--invariant", "acknowledged-durable", "--reduce", "dead"], "--reduce dead is not supported by --engine directed"),
-    (["--invariant", "acknowledged-durable", "--coverage"], "--coverage is not supported by --engine directed"),
+    (["--invariant", "no-fence-stall-liveness"], "a liveness property is not supported by --engine "
+     "directed"),
+    (["--invariant", "acknowledged-durable", "--workers", "2"],
+     "--workers is not an option of --engine directed"),
+    (["--invariant", "acknowledged-durable", "--master", "local[2]"],
+     "--master is not an option of --engine directed"),
+    (["--invariant", "acknowledged-durable", "--checkpoint", "x.ckpt"],
+     "--checkpoint / --resume is not supported"),
+    (["--invariant", "acknowledged-durable", "--reduce", "dead"],
+     "--reduce dead is not supported by --engine directed"),
+    (["--invariant", "acknowledged-durable", "--coverage"],
+     "--coverage is not supported by --engine directed"),
     (["--invariant", "acknowledged-durable", "--continue"], "drop --continue"),
-    (["--invariant", "acknowledged-durable", "--directed-weight", "-1"], "--directed-weight must be"),
+    (["--invariant", "acknowledged-durable", "--directed-weight", "-1"],
+     "--directed-weight must be"),
 ])
 def test_what_it_cannot_honour_is_refused_with_one_line(capsys, tmp_path, extra, words):
-    code, _, err = _cli(capsys, *KRAFT, "--engine", "directed", "--trace-dir", str(tmp_path), *extra)
+    code, _, err = _cli(capsys, *KRAFT, "--engine", "directed", "--trace-dir", str(tmp_path),
+                        *extra)
     lines = err.strip().splitlines()
     assert code == 64 and len(lines) == 1 and words in lines[0], err
 
 
 def test_the_weight_is_refused_for_another_engine(capsys):
-    code, _, err = _cli(capsys, *KRAFT, "--invariant", "acknowledged-durable", "--directed-weight", "5")
+    code, _, err = _cli(capsys, *KRAFT, "--invariant", "acknowledged-durable", "--directed-weight",
+                        "5")
     assert code == 64 and "--directed-weight is not an option of --engine local" in err
 
 
 def test_the_command_line_says_the_trace_need_not_be_shortest(capsys, tmp_path):
     bounds = [w for b in KAFKA_7786[0] for w in ("--const", b)]
-    argv = ["check", "kafka", "--protocol", KAFKA_7786[1], *bounds, "--invariant", "no-fence-stall", "--engine",
-            "directed", "--trace-dir", str(tmp_path)]
+    argv = ["check", "kafka", "--protocol", KAFKA_7786[1], *bounds, "--invariant", "no-fence-stall",
+            "--engine", "directed", "--trace-dir", str(tmp_path)]
     code, out, _ = _cli(capsys, *argv)
     assert code == 12
     assert "need not be shortest" in out and "--engine local --max-depth" in out
@@ -160,17 +178,20 @@ def test_a_state_without_successors_is_a_deadlock_when_deadlock_is_checked():
 
 @pytest.mark.slow
 def test_last_replica_standing_on_three_brokers_is_found_and_replays():
-    """The issue's target (kraft-3.5, brokers=3 acks=-1 min_isr=2 unclean_shutdowns=1 epochs=4): the directed search
-    finds an acknowledged record lost by the last ISR member's unclean shutdown within 200,000 states; weight 10 keeps
-    the test to about 55,000 (bench/NOTES.md)."""
+    """The issue's target (kraft-3.5, brokers=3 acks=-1 min_isr=2 unclean_shutdowns=1 epochs=4): the
+    directed search finds an acknowledged record lost by the last ISR member's unclean shutdown
+    within 200,000 states; weight 10 keeps the test to about 55,000 (bench/NOTES.md)."""
     from checker.directed import DirectedOptions
 
-    model = build_model("kafka", ["brokers=3", "acks=-1", "min_isr=2", "unclean_shutdowns=1", "epochs=4"], "kraft-3.5",
+    model = build_model("kafka", ["brokers=3", "acks=-1", "min_isr=2", "unclean_shutdowns=1",
+                                  "epochs=4"], "kraft-3.5",
                         [])
-    options = SearchOptions(invariants=[for_family("kafka")["acknowledged-durable"]], max_states=200_000)
+    options = SearchOptions(invariants=[for_family("kafka")["acknowledged-durable"]],
+                            max_states=200_000)
     result = engines.run(model, options, "directed", DirectedOptions(weight=10))
     (violation,) = result.violations
     names = [step.action.name for step in violation.trace.steps]
-    assert "UncleanShutdown" in names and names.index("UncleanShutdown") < names.index("ElectLeader")
+    assert ("UncleanShutdown" in names and names.index("UncleanShutdown")
+            < names.index("ElectLeader"))
     replayed = replay_trace(model, violation.trace, ["acknowledged-durable"])
     assert (replayed.outcome, replayed.step) == ("violated", violation.length)

@@ -1,6 +1,7 @@
-"""The documentation cannot drift from the code: the generated reference is rebuilt and compared, the site builds
-strictly (a broken link or a page missing from the nav fails), every shell example is run (its output compared where
-the page shows it) or marked as not run, and README stays a front page."""
+"""The documentation cannot drift from the code: the generated reference is rebuilt and compared,
+the site builds strictly (a broken link or a page missing from the nav fails), every shell example
+is run (its output compared where the page shows it) or marked as not run, and README stays a front
+page."""
 
 from __future__ import annotations
 
@@ -23,25 +24,29 @@ TEST_COMMAND = "python3 -m pip install -e '.[test]' && python3 -m pytest -n 2 --
 FAST_TIER_COMMAND = 'python3 -m pytest -n 2 -m "not slow"'
 
 
-# -- the generated reference ----------------------------------------------------------------------------------
+# -- the generated reference -----------------------------------------------------------------------
 
 def test_the_generated_pages_are_those_the_code_gives(tmp_path):
     written = generate.generate(tmp_path)
     assert "reference/cli.md" in written and "benchmarks.md" in written
     differ = [rel for rel in written if not (generate.DOCS / rel).is_file()
-              or (generate.DOCS / rel).read_text(encoding="utf-8") != (tmp_path / rel).read_text(encoding="utf-8")]
-    assert not differ, "\n".join(f"docs/{rel} is out of date: run {generate.COMMAND}" for rel in differ)
+              or (generate.DOCS / rel).read_text(encoding="utf-8")
+              != (tmp_path / rel).read_text(encoding="utf-8")]
+    assert not differ, (
+        "\n".join(f"docs/{rel} is out of date: run {generate.COMMAND}" for rel in differ))
 
 
 def test_an_option_added_without_its_docs_fails(monkeypatch):
-    """What the test above catches: an option the parsers gain makes the commands page out of date."""
+    """What the test above catches: an option the parsers gain makes the commands page out of
+    date."""
     from kmc import cli
 
     build = cli.build_parser
 
     def with_new_option() -> argparse.ArgumentParser:
         parser = build()
-        check = next(a for a in parser._actions if isinstance(a, argparse._SubParsersAction)).choices["check"]
+        check = next(a for a in parser._actions
+                     if isinstance(a, argparse._SubParsersAction)).choices["check"]
         check.add_argument("--brand-new-option", help="an option nobody documented")
         return parser
 
@@ -51,18 +56,21 @@ def test_an_option_added_without_its_docs_fails(monkeypatch):
     assert "--brand-new-option" in generate.page_cli()
 
 
-@pytest.mark.slow  # a third generation (1 s of CPU); the fast test above names the command in its message too
+# a third generation (1 s of CPU); the fast test above names the command in its message too
+@pytest.mark.slow
 def test_the_check_command_names_the_regenerating_command(tmp_path, capsys):
     generate.generate(tmp_path)
     (tmp_path / "reference" / "exit-codes.md").write_text("edited by hand\n", encoding="utf-8")
     assert generate.main(["--check", "--out", str(tmp_path)]) == 1
-    assert capsys.readouterr().out == f"docs/reference/exit-codes.md is out of date: run {generate.COMMAND}\n"
+    assert (capsys.readouterr().out == "docs/reference/exit-codes.md is out of date: run "
+                                       f"{generate.COMMAND}\n")
 
 
-# -- the site -------------------------------------------------------------------------------------------------
+# -- the site --------------------------------------------------------------------------------------
 
 def _build(config: Path, site: Path) -> subprocess.CompletedProcess:
-    # not --quiet: MkDocs then drops its warnings before --strict counts them, and a broken link passes
+    # not --quiet: MkDocs then drops its warnings before --strict counts them, and a broken link
+    # passes
     return subprocess.run([sys.executable, "-m", "mkdocs", "build", "--strict", "-f", str(config),
                            "-d", str(site)], capture_output=True, text=True, timeout=300,
                           env={**os.environ, "NO_MKDOCS_2_WARNING": "1"}, cwd=config.parent)
@@ -72,7 +80,8 @@ def test_the_site_builds_strictly(tmp_path):
     done = _build(ROOT / "mkdocs.yml", tmp_path / "site")
     assert done.returncode == 0, done.stderr
     assert (tmp_path / "site" / "reference" / "cli" / "index.html").is_file()
-    assert "Performance notes" in (tmp_path / "site" / "archive" / "journal" / "index.html").read_text()
+    assert ("Performance notes" in (tmp_path / "site" / "archive" / "journal"
+                                    / "index.html").read_text())
 
 
 @pytest.mark.slow  # a second build (3 s); the fast test above builds the site itself
@@ -89,10 +98,11 @@ def test_a_broken_link_fails_the_build(tmp_path):
     assert done.returncode != 0 and "no-such-page.md" in done.stderr
 
 
-# -- the shell examples ---------------------------------------------------------------------------------------
+# -- the shell examples ----------------------------------------------------------------------------
 
 def _pages_with(slow: bool) -> list[str]:
-    """The pages with examples to run in a tier (a page whose examples cannot be read is kept: its test says why)."""
+    """The pages with examples to run in a tier (a page whose examples cannot be read is kept: its
+    test says why)."""
     chosen = []
     for page in examples.pages():
         try:
@@ -135,7 +145,8 @@ def test_the_slow_examples_of_a_page_do_what_it_shows(page, tmp_path):
 
 
 def test_a_failing_example_or_a_changed_output_fails(tmp_path):
-    """The runner's own check: a command that exits otherwise than the page says, or prints otherwise, is named."""
+    """The runner's own check: a command that exits otherwise than the page says, or prints
+    otherwise, is named."""
     env = examples.prepare(tmp_path, [])
     bad = examples.Example("probe.md", 3, "kmc check two-phase --const RM=0", run=True)
     assert "exited 64, the page says 0" in examples.run(bad, tmp_path, env)
@@ -150,7 +161,8 @@ def test_a_failing_example_or_a_changed_output_fails(tmp_path):
 
 
 def _read(path: Path) -> None:
-    """``examples.read_page`` on a file outside the checkout (the page's name is then its full path)."""
+    """``examples.read_page`` on a file outside the checkout (the page's name is then its full
+    path)."""
     original = examples.ROOT
     try:
         examples.ROOT = path.parent
@@ -159,31 +171,39 @@ def _read(path: Path) -> None:
         examples.ROOT = original
 
 
-# -- README and the one matrix table --------------------------------------------------------------------------
+# -- README and the one matrix table ---------------------------------------------------------------
 
 def test_readme_is_a_front_page():
     text = README.read_text(encoding="utf-8")
     assert len(text.splitlines()) <= 150
-    assert TEST_COMMAND in text and FAST_TIER_COMMAND in text  # what CI runs, and the developer's loop
-    assert (ROOT / ".ci" / "run").read_text().rstrip().endswith(TEST_COMMAND)  # CI runs README's command
-    for page in ("docs/tutorials/first-counterexample.md", "docs/reference/cli.md", "docs/tutorials/matrix.md"):
+    # what CI runs, and the developer's loop
+    assert TEST_COMMAND in text and FAST_TIER_COMMAND in text
+    # CI runs README's command
+    assert (ROOT / ".ci" / "run").read_text().rstrip().endswith(TEST_COMMAND)
+    for page in ("docs/tutorials/first-counterexample.md", "docs/reference/cli.md",
+                 "docs/tutorials/matrix.md"):
         assert f"]({page})" in text
 
 
 def test_the_matrix_table_is_in_one_place():
     table = documented_matrix()
-    # every row kmc matrix runs has its line (a new release row without its cells fails here), and no other
+    # every row kmc matrix runs has its line (a new release row without its cells fails here), and
+    # no other
     from kmc.matrix.run import default_rows
 
     assert {protocol for protocol, _ in table} == {row.label for row in default_rows("kafka")}
-    assert len(table) >= 9 * len(default_rows("kafka"))  # the nine default invariants (a tenth on KRaft rows)
-    holders = [p for p in examples.pages() if "every protocol against every invariant (model bounds)" in p.read_text()]
+    # the nine default invariants (a tenth on KRaft rows)
+    assert len(table) >= 9 * len(default_rows("kafka"))
+    holders = [p for p in examples.pages() if "every protocol against every invariant (model "
+                                              "bounds)" in p.read_text()]
     assert holders == [MATRIX_PAGE]
 
 
 def test_the_exit_codes_in_detail_are_the_codes_kmc_has():
-    """The hand-written table of what each code covers names exactly the codes of ``spec.errors.ExitCode``."""
+    """The hand-written table of what each code covers names exactly the codes of
+    ``spec.errors.ExitCode``."""
     text = (ROOT / "docs" / "how-to" / "checkpoints.md").read_text(encoding="utf-8")
     table = text[text.index("## Exit codes"):]
-    codes = {int(line.split("|")[1]) for line in table.splitlines() if line.startswith("| ") and line[2].isdigit()}
+    codes = {int(line.split("|")[1]) for line in table.splitlines() if line.startswith("| ")
+             and line[2].isdigit()}
     assert codes == {int(c) for c in ExitCode}

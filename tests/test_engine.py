@@ -128,6 +128,7 @@ def test_fingerprints_are_stable_across_processes():
     seen = set()
     for seed in ("0", "1", "12345", "random"):
         env = dict(os.environ, PYTHONHASHSEED=seed)
-        out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, check=True)
+        out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True,
+                             check=True)
         seen.add(int(out.stdout))
     assert seen == {fingerprint(state)}

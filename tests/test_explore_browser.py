@@ -1,9 +1,11 @@
-"""``kmc explore`` in a real headless Chromium (Playwright): open a release, take five actions by clicking, check the
-state shown against the model, go back, reload from the URL, load a shipped scenario and see the violation at its
-step, export the path and replay it with ``kmc trace replay``, and run to completion from a step of a story.
+"""``kmc explore`` in a real headless Chromium (Playwright): open a release, take five actions by
+clicking, check the state shown against the model, go back, reload from the URL, load a shipped
+scenario and see the violation at its step, export the path and replay it with ``kmc trace replay``,
+and run to completion from a step of a story.
 
-Chromium is the system's (``/usr/bin/chromium``, or ``KMC_CHROMIUM``); Playwright never downloads a browser here.
-Without Playwright or Chromium the tests skip, saying which is missing (``.ci/run`` installs both).
+Chromium is the system's (``/usr/bin/chromium``, or ``KMC_CHROMIUM``); Playwright never downloads a
+browser here. Without Playwright or Chromium the tests skip, saying which is missing (``.ci/run``
+installs both).
 """
 
 from __future__ import annotations
@@ -29,12 +31,14 @@ os.environ.setdefault("PLAYWRIGHT_SKIP_BROWSER_DOWNLOAD", "1")
 ROOT = Path(__file__).resolve().parent.parent
 CHROMIUM = os.environ.get("KMC_CHROMIUM") or shutil.which("chromium") or "/usr/bin/chromium"
 STALL = "kafka-7786-fenced-answer-stalls-the-follower.json"
-FLAGS = ["--no-sandbox", "--disable-gpu", "--disable-background-networking", "--disable-component-update",
-         "--no-first-run"]
+FLAGS = ["--no-sandbox", "--disable-gpu", "--disable-background-networking",
+         "--disable-component-update", "--no-first-run"]
 
-sync_api = pytest.importorskip("playwright.sync_api", reason="Playwright is not installed: pip install -e '.[test]'")
+sync_api = pytest.importorskip("playwright.sync_api", reason="Playwright is not installed: pip "
+                                                             "install -e '.[test]'")
 if not os.path.exists(CHROMIUM):
-    pytest.skip(f"no Chromium at {CHROMIUM}: apt-get install chromium (or set KMC_CHROMIUM)", allow_module_level=True)
+    pytest.skip(f"no Chromium at {CHROMIUM}: apt-get install chromium (or set KMC_CHROMIUM)",
+                allow_module_level=True)
 
 
 @pytest.fixture(scope="module")
@@ -72,11 +76,13 @@ def wait_step(pg, at: int, total: int) -> None:
 
 def shown_fields(pg) -> dict[str, str]:
     return pg.eval_on_selector_all("tr.field", "rows => Object.fromEntries(rows.map(r => "
-                                               "[r.dataset.key, r.querySelector('td.value').textContent]))")
+                                               "[r.dataset.key, "
+                                               "r.querySelector('td.value').textContent]))")
 
 
 def check_state_against_model(pg, model, position) -> None:
-    """Every variable the page shows is the model's, in the state the path leads to; the broker table too."""
+    """Every variable the page shows is the model's, in the state the path leads to; the broker
+    table too."""
     current = model.init_states()[position.init]
     for index in position.path[: position.at]:  # the model's own order, not the explorer's walk
         current = list(model.successors(current))[index][1]
@@ -94,13 +100,16 @@ def check_state_against_model(pg, model, position) -> None:
     assert pg.locator("button.action").all_inner_texts() == expected_actions
 
 
-@pytest.mark.slow  # Chromium: about 3 s of CPU with its start; the page's API is tested in tests/test_explore_server.py
+# Chromium: about 3 s of CPU with its start; the page's API is tested in
+# tests/test_explore_server.py
+@pytest.mark.slow
 def test_click_five_actions_back_and_reload(server, page):
     model = build_model("kafka", [], "2.1.0")
     page.goto(server.url + "#model=kafka&protocol=2.1.0")
     wait_step(page, 0, 0)
     clicks = []
-    for n, wanted in enumerate((1, 4, 0, 2, 1), start=1):  # positions in the list, bounded by what is enabled
+    # positions in the list, bounded by what is enabled
+    for n, wanted in enumerate((1, 4, 0, 2, 1), start=1):
         buttons = page.locator("button.action")
         choice = min(wanted, buttons.count() - 1)
         clicks.append(int(buttons.nth(choice).get_attribute("data-index")))
@@ -110,7 +119,8 @@ def test_click_five_actions_back_and_reload(server, page):
     assert position.path == tuple(clicks) and position.at == 5
     check_state_against_model(page, model, position)
     assert page.locator("#diagram svg").count() == 1
-    # ghost variables and bound counters: there, hidden until the toggle; the last step's changes marked
+    # ghost variables and bound counters: there, hidden until the toggle; the last step's changes
+    # marked
     hidden = page.locator("tr.field.hidden")
     assert hidden.count() > 0 and not any(hidden.nth(i).is_visible() for i in range(hidden.count()))
     page.check("#show-hidden")
@@ -139,7 +149,8 @@ def test_click_five_actions_back_and_reload(server, page):
     check_state_against_model(other, model, position)
 
 
-@pytest.mark.slow  # the browser's CPU; the fast tier drives the page in test_readme_screenshot_is_taken_again
+# the browser's CPU; the fast tier drives the page in test_readme_screenshot_is_taken_again
+@pytest.mark.slow
 def test_scenario_shows_its_violation_and_export_replays(server, page, tmp_path):
     scenario = load_scenario(str(ROOT / "traces" / "scenarios" / STALL))
     page.goto(server.url)
@@ -154,9 +165,12 @@ def test_scenario_shows_its_violation_and_export_replays(server, page, tmp_path)
     assert row.get_attribute("data-first") == str(expected.step)
     assert page.locator("nav .crumb.broken").get_attribute("data-step") == str(expected.step)
     banner = page.locator("#banner").inner_text()
-    assert f"{expected.invariant} is violated at step {expected.step}" in banner and scenario.name in banner
-    assert f"step {expected.step}: {expected.invariant} violated" in page.locator("#diagram svg").text_content()
-    # one step before: the action that breaks it is marked, with the rule 2.1.0 lacks (KAFKA-7786's fix)
+    assert (f"{expected.invariant} is violated at step {expected.step}" in banner and scenario.name
+            in banner)
+    assert (f"step {expected.step}: {expected.invariant} violated"
+            in page.locator("#diagram svg").text_content())
+    # one step before: the action that breaks it is marked, with the rule 2.1.0 lacks (KAFKA-7786's
+    # fix)
     page.click(f'nav .crumb[data-step="{expected.step - 1}"]')
     wait_step(page, expected.step - 1, expected.step)
     last = session.load_scenario_file(session.scenario_file(STALL))
@@ -180,16 +194,19 @@ def test_scenario_shows_its_violation_and_export_replays(server, page, tmp_path)
                           capture_output=True, text=True, env=env, cwd=ROOT, timeout=120)
     result = json.loads(done.stdout)
     assert done.returncode == 12, done.stderr
-    assert (result["outcome"], result["step"], result["invariant"]) == ("violated", expected.step, expected.invariant)
+    assert ((result["outcome"], result["step"], result["invariant"])
+            == ("violated", expected.step, expected.invariant))
     # compare releases: the replay table of every protocol, 2.1.0 breaking where it did here
     page.click("#compare-btn")
     current = page.locator("#compare-table tr.current-protocol")
     sync_api.expect(current).to_have_attribute("data-outcome", "violated")
-    assert page.locator('#compare-table tr[data-protocol="2.1.1"]').get_attribute("data-outcome") == \
-        scenario.expectation("2.1.1").outcome
+    assert (page.locator('#compare-table tr[data-protocol="2.1.1"]').get_attribute("data-outcome")
+            ==
+         scenario.expectation("2.1.1").outcome)
 
 
-@pytest.mark.slow  # the browser's CPU; the run itself is tested through the API (tests/test_explore_server.py)
+# the browser's CPU; the run itself is tested through the API (tests/test_explore_server.py)
+@pytest.mark.slow
 def test_run_to_completion_from_a_step_of_the_story(server, page):
     loaded = session.load_scenario_file(session.scenario_file(STALL))
     prefix = session.Position(loaded.position.config, 0, loaded.position.path[:9], 9)
@@ -197,23 +214,28 @@ def test_run_to_completion_from_a_step_of_the_story(server, page):
     wait_step(page, 9, 9)
     page.fill("#max-states", "20000")
     page.click("#run-btn")
-    sync_api.expect(page.locator("#run-status")).to_contain_text("no-fence-stall violated", timeout=30_000)
-    sync_api.expect(page.locator('tr.prop[data-name="no-fence-stall"]')).to_have_attribute("data-status", "violated")
+    sync_api.expect(page.locator("#run-status")).to_contain_text("no-fence-stall "
+                                                                 "violated", timeout=30_000)
+    sync_api.expect(page.locator('tr.prop[data-name="no-fence-stall"]')).to_have_attribute(
+        "data-status", "violated")
     found = session.parse_position(fragment(page))
     assert found.path[:9] == prefix.path and found.at == len(found.path) > 9
     wait_step(page, found.at, found.at)
 
 
 def test_readme_screenshot_is_taken_again(tmp_path):
-    """``python3 -m traces.explore.screenshot`` (the documentation's picture) loads the story, compares releases and saves a PNG
-    of the whole page."""
+    """``python3 -m traces.explore.screenshot`` (the documentation's picture) loads the story,
+    compares releases and saves a PNG of the whole page."""
     from traces.explore import screenshot
 
-    assert screenshot.DEFAULT_OUT == ROOT / "docs" / "images" / "explorer.png"  # the picture README and the docs show
+    # the picture README and the docs show
+    assert screenshot.DEFAULT_OUT == ROOT / "docs" / "images" / "explorer.png"
     out = tmp_path / "shot.png"
-    # in a process of its own: Playwright's sync API cannot start inside this module's running browser session
-    done = subprocess.run([sys.executable, "-m", "traces.explore.screenshot", str(out)], cwd=ROOT, capture_output=True,
-                          text=True, timeout=300, env={**os.environ, "KMC_CHROMIUM": CHROMIUM})
+    # in a process of its own: Playwright's sync API cannot start inside this module's running
+    # browser session
+    done = subprocess.run([sys.executable, "-m", "traces.explore.screenshot", str(out)], cwd=ROOT,
+                          capture_output=True, text=True, timeout=300,
+                          env={**os.environ, "KMC_CHROMIUM": CHROMIUM})
     assert done.returncode == 0 and "saved" in done.stdout, done.stderr
     data = out.read_bytes()
     assert data[:8] == b"\x89PNG\r\n\x1a\n"

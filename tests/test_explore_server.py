@@ -1,6 +1,7 @@
-"""``kmc explore`` without a browser: the page's data computed from the model, the rule rows of each action, the
-HTTP API's answers to good and malformed requests (4xx with one line, and the server keeps serving), run to
-completion from a state, and the command line (loopback by default, Ctrl-C stops it with exit 0)."""
+"""``kmc explore`` without a browser: the page's data computed from the model, the rule rows of each
+action, the HTTP API's answers to good and malformed requests (4xx with one line, and the server
+keeps serving), run to completion from a state, and the command line (loopback by default, Ctrl-C
+stops it with exit 0)."""
 
 from __future__ import annotations
 
@@ -48,9 +49,10 @@ def get(server, path, method="GET", data=None):
     return status, (json.loads(body) if "json" in kind else body.decode())
 
 
-# -- positions and paths ------------------------------------------------------------------------------
+# -- positions and paths ---------------------------------------------------------------------------
 def test_query_round_trip():
-    position = session.parse_position("model=kafka&protocol=2.1.0&const=records=1&feature=unclean=on&path=3.0.7&at=2")
+    position = session.parse_position(
+        "model=kafka&protocol=2.1.0&const=records=1&feature=unclean=on&path=3.0.7&at=2")
     assert position.config == session.Config("kafka", "2.1.0", ("records=1",), ("unclean=on",))
     assert position.path == (3, 0, 7) and position.at == 2
     assert session.parse_position(position.query()) == position
@@ -75,20 +77,25 @@ def test_walk_follows_the_model_order_and_rejects_missing_actions():
     model = build_model("kafka", [], "2.1.0")
     w = session.walk(model, session.parse_position("model=kafka&protocol=2.1.0&path=1.0.2"))
     state = model.init_states()[0]
-    for index, (act, after) in zip((1, 0, 2), zip(w.actions, w.states[1:], strict=True), strict=True):
+    for index, (act, after) in zip((1, 0, 2), zip(w.actions, w.states[1:], strict=True),
+                                   strict=True):
         expected_act, state = list(model.successors(state))[index]
         assert (act, after) == (expected_act, state)
     enabled = len(list(model.successors(w.states[-1])))
     with pytest.raises(session.RequestError, match=f"has {enabled} enabled action"):
-        session.walk(model, session.parse_position(f"model=kafka&protocol=2.1.0&path=1.0.2.{enabled}"))
+        session.walk(model,
+                     session.parse_position(f"model=kafka&protocol=2.1.0&path=1.0.2.{enabled}"))
 
 
 def test_state_view_shows_every_variable_as_the_model_has_it():
     model = build_model("kafka", [], "2.1.0")
     w = session.walk(model, session.parse_position("model=kafka&protocol=2.1.0&path=1.3.0"))
     view = session.state_view(w.current, w.states[-2])
-    rows = {r["key"]: r for b in view["brokers"] for r in b["fields"]} | {r["key"]: r for r in view["others"]}
-    flat, visible, before = flat_state(w.current), flat_state(w.current, show_hidden=False), flat_state(w.states[-2])
+    rows = {r["key"]: r for b in view["brokers"]
+            for r in b["fields"]} | {r["key"]: r for r in view["others"]}
+    flat, visible, before = flat_state(w.current), flat_state(w.current,
+                                                              show_hidden=False), flat_state(
+                                                                  w.states[-2])
     assert set(rows) == set(flat)
     for key, value in flat.items():
         assert rows[key]["value"] == fmt(value, show_hidden=True), key
@@ -96,20 +103,23 @@ def test_state_view_shows_every_variable_as_the_model_has_it():
         assert rows[key]["hidden"] == (key not in visible), key
     assert any(r["hidden"] for r in rows.values()) and any(r["changed"] for r in rows.values())
     for shown, broker in zip(view["brokers"], broker_views(w.current), strict=True):
-        assert (shown["id"], shown["leo"], shown["hw"], shown["leader_epoch"]) == (broker.broker, broker.leo, broker.hw,
-                                                                                 broker.leader_epoch)
+        assert (shown["id"], shown["leo"], shown["hw"],
+                shown["leader_epoch"]) == (broker.broker, broker.leo, broker.hw,
+                                         broker.leader_epoch)
         assert [c["label"] for c in shown["log"]] == [e.label() for e in broker.log]
 
 
 def test_only_broker_variables_go_under_a_broker():
-    """A consumer numbered 0 is not broker 0; the TLA+ models' per-replica logs are their replicas'."""
+    """A consumer numbered 0 is not broker 0; the TLA+ models' per-replica logs are their
+    replicas'."""
     model = build_model("kafka", ["consumers=1"], "2.8.0")
     view = session.state_view(model.init_states()[0], None)
     assert all(r["key"].startswith("brokers[") for b in view["brokers"] for r in b["fields"])
     assert any(r["key"].startswith("consumers[0].") for r in view["others"])
     reference = build_model("tla:Kip101")
     view = session.state_view(reference.init_states()[0], None)
-    assert {r["key"] for r in view["brokers"][0]["fields"]} >= {"replica_log[1]", "replica_state[1].hw"}
+    assert ({r["key"] for r in view["brokers"][0]["fields"]}
+            >= {"replica_log[1]", "replica_state[1].hw"})
 
 
 def test_scenario_loads_at_its_expected_violation():
@@ -128,7 +138,8 @@ def test_scenario_loads_at_its_expected_violation():
 
 
 def test_compare_agrees_with_the_scenario_expectations():
-    """The path of the KAFKA-7786 story under every release: what the scenario file expects of each."""
+    """The path of the KAFKA-7786 story under every release: what the scenario file expects of
+    each."""
     loaded = session.load_scenario_file(session.scenario_file(STALL))
     scenario = load_scenario(str(SCENARIOS / STALL))
     config = loaded.position.config
@@ -139,7 +150,8 @@ def test_compare_agrees_with_the_scenario_expectations():
     checked = 0
     for protocol, row in by_protocol.items():
         expected = scenario.expect.get(protocol)
-        if expected is None or expected.outcome == "blocked" and expected.step > len(loaded.position.path):
+        if (expected is None or expected.outcome == "blocked" and expected.step
+            > len(loaded.position.path)):
             continue
         assert row["outcome"] == expected.outcome, protocol
         if expected.step is not None:
@@ -149,7 +161,7 @@ def test_compare_agrees_with_the_scenario_expectations():
     assert by_protocol["2.1.0"]["current"] and by_protocol["2.1.0"]["invariant"] == "no-fence-stall"
 
 
-# -- the rule table ------------------------------------------------------------------------------------
+# -- the rule table --------------------------------------------------------------------------------
 def test_every_kafka_action_has_its_functions_and_they_exist():
     from spec.kafka import (
         actions_alter_isr,
@@ -165,34 +177,40 @@ def test_every_kafka_action_has_its_functions_and_they_exist():
     )
     from spec.kafka.model import KafkaModel
 
-    places = (KafkaModel, actions_control, actions_data, actions_kraft, actions_alter_partition, actions_alter_isr,
-              actions_broker_lifecycle, actions_reassignment, clients, log, updates)
+    places = (KafkaModel, actions_control, actions_data, actions_kraft, actions_alter_partition,
+              actions_alter_isr, actions_broker_lifecycle, actions_reassignment, clients, log,
+              updates)
 
     info = get_model_info("kafka")
     names = set()
     for protocol in info.protocols:
-        names |= {a.name for a in declared_actions(build_model("kafka", ["consumers=1", "acks=-1"], protocol))}
+        names |= {a.name
+                  for a in declared_actions(build_model("kafka", ["consumers=1", "acks=-1"],
+                                                        protocol))}
     assert names <= set(ACTION_FUNCTIONS), sorted(names - set(ACTION_FUNCTIONS))
     for action, functions in ACTION_FUNCTIONS.items():
         for function in functions:
-            assert function == "spec.kafka.log" or any(hasattr(place, function) for place in places), \
+            assert (function == "spec.kafka.log"
+                    or any(hasattr(place, function) for place in places)), \
                 f"{action}: no function {function} in the model"
 
 
 def test_rule_table_model_column_is_read_by_function():
     from spec.kafka.action_rules import row_functions
 
-    assert row_functions("actions_data._error, _receive_fetch_state; actions_control._restarts_truncation") == [
+    assert row_functions("actions_data._error, _receive_fetch_state; "
+                         "actions_control._restarts_truncation") == [
         ("actions_data._error", frozenset()), ("actions_data._receive_fetch_state", frozenset()),
         ("actions_control._restarts_truncation", frozenset())]
-    assert row_functions("actions_kraft._controlled_shutdown_actions (ProcessControlledShutdown(broker, leader)), "
-                         "_unfenced") == [
+    assert row_functions("actions_kraft._controlled_shutdown_actions "
+                         "(ProcessControlledShutdown(broker, leader)), _unfenced") == [
         ("actions_kraft._controlled_shutdown_actions", frozenset({"ProcessControlledShutdown"})),
         ("actions_kraft._unfenced", frozenset())]
 
 
 def test_actions_follow_the_rules_of_their_release():
-    rows_210, rows_211 = get_model_info("kafka").rules("2.1.0"), get_model_info("kafka").rules("2.1.1")
+    rows_210, rows_211 = get_model_info("kafka").rules("2.1.0"), get_model_info("kafka").rules(
+        "2.1.1")
 
     def tickets(action, rows, kraft=False):
         return {(r["ticket"], r.get("on", "")) for r in rules_for_action(action, rows, kraft)}
@@ -203,9 +221,13 @@ def test_actions_follow_the_rules_of_their_release():
     assert ("KAFKA-7128", "yes") in tickets("ExpandIsr", rows_210)
     unclean = tickets("UncleanLeaderElection", rows_210)
     assert any(t.startswith("KIP-106") for t, _ in unclean)
-    assert not any(t.startswith("KIP-106") for t, _ in tickets("ElectLeader", rows_210))  # the parenthesis restricts
-    assert not any("KIP-966" in t for t, _ in tickets("ElectLeader", rows_210))  # a KRaft override, not ZooKeeper's
-    assert any("KIP-966" in t for t, _ in tickets("ElectLeader", get_model_info("kafka").rules("kraft-4.1"), kraft=True))
+    # the parenthesis restricts
+    assert not any(t.startswith("KIP-106") for t, _ in tickets("ElectLeader", rows_210))
+    # a KRaft override, not ZooKeeper's
+    assert not any("KIP-966" in t for t, _ in tickets("ElectLeader", rows_210))
+    assert any("KIP-966" in t for t, _ in tickets("ElectLeader",
+                                                  get_model_info("kafka").rules("kraft-4.1"),
+                                                  kraft=True))
 
 
 def test_a_scenario_opens_under_another_release():
@@ -217,15 +239,18 @@ def test_a_scenario_opens_under_another_release():
     assert session.walk(model, loaded.position).trace().invariant is None
 
 
-# -- the HTTP API --------------------------------------------------------------------------------------
+# -- the HTTP API ----------------------------------------------------------------------------------
 def test_page_and_view(server):
     status, page = get(server, "/")
     assert status == 200 and "<title>kmc explore</title>" in page
     status, info = get(server, "/api/models")
-    assert status == 200 and STALL in info["scenarios"] and any(m["name"] == "kafka" for m in info["models"])
+    assert (status == 200 and STALL in info["scenarios"]
+            and any(m["name"] == "kafka" for m in info["models"]))
     status, view = get(server, "/api/view?model=kafka&protocol=2.1.0&path=1.0")
-    assert status == 200 and view["at"] == 2 and [s["label"] for s in view["path"]] == ["Produce(leader=0)",
-                                                                                      "PreferredLeaderElection(leader=1)"]
+    assert status == 200 and view["at"] == 2 and [s["label"]
+                                                  for s in view["path"]] == [
+                                                      "Produce(leader=0)",
+                                                    "PreferredLeaderElection(leader=1)"]
     model = build_model("kafka", [], "2.1.0")
     w = session.walk(model, session.parse_position("model=kafka&protocol=2.1.0&path=1.0"))
     assert [a["label"] for a in view["actions"]] == [str(a) for a, _ in model.successors(w.current)]
@@ -234,7 +259,8 @@ def test_page_and_view(server):
 
 @pytest.mark.parametrize("name", sorted(all_models()))
 def test_every_model_can_be_walked(server, name):
-    """Each registered model's page: its initial state, then the first enabled action three times."""
+    """Each registered model's page: its initial state, then the first enabled action three
+    times."""
     path: list[int] = []
     for _ in range(4):
         query = f"model={name}" + (f"&path={'.'.join(map(str, path))}" if path else "")
@@ -278,7 +304,8 @@ def test_bad_requests_get_4xx_and_one_line(server, method, path, status, words):
 def test_garbage_on_the_socket_does_not_stop_the_server(server):
     host, port = server.server_address[:2]
     for raw in (b"\x00\x01\x02 garbage\r\n\r\n", b"GET /" + b"a" * 70000 + b" HTTP/1.1\r\n\r\n",
-                b"POST /api/run HTTP/1.1\r\nContent-Length: 999999999\r\n\r\n", b"PATCH / HTTP/1.1\r\n\r\n", b""):
+                b"POST /api/run HTTP/1.1\r\nContent-Length: 999999999\r\n\r\n",
+                b"PATCH / HTTP/1.1\r\n\r\n", b""):
         with socket.create_connection((host, port), timeout=10) as sock:
             sock.sendall(raw)
             sock.shutdown(socket.SHUT_WR)
@@ -294,7 +321,8 @@ def test_export_reads_back_as_the_same_trace(server, tmp_path):
     path.write_text(json.dumps(data))
     trace, model = load_trace(str(path))
     result = replay_trace(model, trace)
-    assert (result.outcome, result.step, result.invariant.name) == ("violated", 15, "no-fence-stall")
+    assert ((result.outcome, result.step, result.invariant.name)
+            == ("violated", 15, "no-fence-stall"))
     status, itf = get(server, f"/api/export?{query}&format=itf")
     assert status == 200 and itf["#meta"]["kmc"]["invariant"] == "no-fence-stall"
 
@@ -317,7 +345,8 @@ def test_run_to_completion_finds_the_shortest_rest_of_a_story(server):
     status, _ = get(server, f"/api/run?{prefix.query()}&max_states=20000", method="POST")
     assert status == 202
     report = wait_run(server)
-    assert report["result"]["verdict"] == "violated" and report["result"]["violations"] == ["no-fence-stall"]
+    assert (report["result"]["verdict"] == "violated" and report["result"]["violations"]
+            == ["no-fence-stall"])
     found = session.parse_position(report["found"])
     assert found.path[:9] == full.path[:9] and found.at == len(found.path)
     model = build_model(full.config.model, list(full.config.consts), full.config.protocol)
@@ -337,15 +366,18 @@ def test_run_holds_counts_like_check_and_cancel_stops(server):
     model = build_model("kafka", ["records=1", "epochs=1", "crashes=0"], "2.1.0")
     check = engines.run(model, SearchOptions(invariants=safety_invariants(model)), "local")
     assert report["result"]["verdict"] == "holds" and report["found"] is None
-    assert report["result"]["distinct"] == check.distinct_states and report["result"]["depth"] == check.depth
+    assert (report["result"]["distinct"] == check.distinct_states and report["result"]["depth"]
+            == check.depth)
     # a big configuration, stopped from the page
-    big = "model=kafka&protocol=4.1.0&const=brokers=3&const=records=3&const=epochs=3&const=crashes=2"
+    big = (
+        "model=kafka&protocol=4.1.0&const=brokers=3&const=records=3&const=epochs=3&const=crashes=2")
     status, _ = get(server, f"/api/run?{big}&max_states=400000", method="POST")
     assert status == 202
     time.sleep(0.5)
     status, report = get(server, "/api/run/cancel", method="POST")
     assert status == 200 and not report["running"] and report["cancelled"]
-    assert report["result"]["verdict"] == "undetermined" and report["result"]["reason"] == runner.CANCELLED
+    assert (report["result"]["verdict"] == "undetermined" and report["result"]["reason"]
+            == runner.CANCELLED)
 
 
 def test_starting_at_is_the_model_from_another_state():
@@ -353,10 +385,11 @@ def test_starting_at_is_the_model_from_another_state():
     state = list(model.successors(model.init_states()[0]))[0][1]
     wrapped = runner.StartingAt(model, state)
     assert wrapped.init_states() == [state] and wrapped.protocol == "2.1.0"
-    assert list(wrapped.successors(state)) == list(model.successors(state)) and wrapped.describe() == model.describe()
+    assert (list(wrapped.successors(state)) == list(model.successors(state)) and wrapped.describe()
+            == model.describe())
 
 
-# -- the command line ----------------------------------------------------------------------------------
+# -- the command line ------------------------------------------------------------------------------
 def start_cli(*argv):
     env = dict(os.environ, PYTHONPATH=str(ROOT))
     proc = subprocess.Popen([sys.executable, "-m", "kmc", "explore", *argv], stdout=subprocess.PIPE,
@@ -400,11 +433,13 @@ def test_cli_warns_for_another_host_and_refuses_bad_options(capsys):
         proc.send_signal(signal.SIGINT)
         _, err = proc.communicate(timeout=30)
     assert "warning: --host 0.0.0.0" in err and proc.returncode == 0
-    from kmc.cli import main  # the refusals come before any server starts: in this process (a kmc start each
+    # the refusals come before any server starts: in this process (a kmc start each
+    from kmc.cli import main
     # in a subprocess cost about 2 s of CPU; the one above is the real command line)
 
     stall = str(SCENARIOS / STALL)
-    for argv, code in ((["explore"], 64), (["explore", "--trace", stall, "--feature", "unclean=on"], 64),
+    for argv, code in ((["explore"], 64), (["explore", "--trace", stall, "--feature", "unclean=on"],
+                                           64),
                        (["explore", "two-phase", "--trace", stall], 66),
                        (["explore", "--trace", stall, "--const", "records=2"], 64),
                        (["explore", "--trace", str(tmp_missing := ROOT / "no-such.json")], 66),

@@ -1,7 +1,7 @@
-"""Extending kmc the two ways ``docs/explanation/how-it-works.md`` shows: an engine is one module and one registry line
-(``checker.engines.ENGINES``), a Kafka action is its function and one table row (``spec.kafka.declared``). Each toy
-here is added that way and nothing else, runs, and is gone afterwards: the registry and the model's actions are left
-as they were."""
+"""Extending kmc the two ways ``docs/explanation/how-it-works.md`` shows: an engine is one module
+and one registry line (``checker.engines.ENGINES``), a Kafka action is its function and one table
+row (``spec.kafka.declared``). Each toy here is added that way and nothing else, runs, and is gone
+afterwards: the registry and the model's actions are left as they were."""
 
 from __future__ import annotations
 
@@ -33,9 +33,10 @@ from spec.registry import build_model
 
 
 class ToyBreadthFirst:
-    """A toy engine, the shape of an engine module: its options dataclass and ``run_engine``. Level by level, a plain
-    dictionary for the visited states and their parents, the successors every search sees (``SuccessorView``), the
-    result built where every engine builds it (``search_result``)."""
+    """A toy engine, the shape of an engine module: its options dataclass and ``run_engine``. Level
+    by level, a plain dictionary for the visited states and their parents, the successors every
+    search sees (``SuccessorView``), the result built where every engine builds it
+    (``search_result``)."""
 
     @dataclass(frozen=True)
     class Options:
@@ -86,17 +87,19 @@ class ToyBreadthFirst:
         return search_result(model, invariants, found=found, deadlock=None, trace_of=trace_of,
                              distinct_states=len(parents), states_generated=generated, depth=depth,
                              seconds=time.monotonic() - started,
-                             reason=None, engine="toy", queue=0, collision=collision_estimates(len(parents), generated))
+                             reason=None, engine="toy", queue=0,
+                             collision=collision_estimates(len(parents), generated))
 
 
 #: the registry line
-TOY_ENGINE = engines.Engine("toy", "toy_breadth_first", "Options", "a plain breadth-first search (a test)")
+TOY_ENGINE = engines.Engine("toy", "toy_breadth_first", "Options",
+                            "a plain breadth-first search (a test)")
 
 
 def _counts(result: CheckResult) -> tuple[Any, ...]:
     trace = result.violations[0].trace if result.violations else None
-    return (result.verdict, result.distinct_states, result.depth, [v.invariant for v in result.violations],
-            len(trace.steps) if trace else None)
+    return (result.verdict, result.distinct_states, result.depth,
+            [v.invariant for v in result.violations], len(trace.steps) if trace else None)
 
 
 def test_an_engine_is_one_module_and_one_registry_line(monkeypatch, capsys):
@@ -112,8 +115,10 @@ def test_an_engine_is_one_module_and_one_registry_line(monkeypatch, capsys):
             assert toy.engine == "toy" and local.engine == "local"
         assert toy.verdict is Verdict.VIOLATED and toy.violations[0].trace.steps
         held = engines.run(build_model("two-phase", ["RM=3"]), SearchOptions(), "toy")
-        assert (held.distinct_states, held.states_generated, held.depth) == (288, 1146, 11)  # as ``kmc check`` prints
-        # the command line knows it too, from its record alone, and refuses what the record does not list
+        # as ``kmc check`` prints
+        assert (held.distinct_states, held.states_generated, held.depth) == (288, 1146, 11)
+        # the command line knows it too, from its record alone, and refuses what the record does not
+        # list
         assert main(["check", "two-phase", "--const", "RM=3", "--engine", "toy", "--json"]) == 0
         assert json.loads(capsys.readouterr().out)["distinct_states"] == 288
         assert main(["check", "two-phase", "--engine", "toy", "--coverage", "--quiet"]) == 64
@@ -123,18 +128,19 @@ def test_an_engine_is_one_module_and_one_registry_line(monkeypatch, capsys):
 
 
 def _heartbeats(model: Any, s: Any, out: list) -> None:
-    """Heartbeat(broker): a running broker's heartbeat, which changes nothing the model keeps. Guard: the broker
-    runs. Effect: none (the same state)."""
+    """Heartbeat(broker): a running broker's heartbeat, which changes nothing the model keeps.
+    Guard: the broker runs. Effect: none (the same state)."""
     for i, b in enumerate(s.brokers):
         if b.alive:
             out.append((model._heartbeat[i], s))
 
 
 #: the table row
-HEARTBEAT = Declared("Heartbeat", "_heartbeat", (("broker", BROKER),), ("_heartbeats",), actor="broker",
-                     steps=_heartbeats)
+HEARTBEAT = Declared("Heartbeat", "_heartbeat", (("broker", BROKER),), ("_heartbeats",),
+                     actor="broker", steps=_heartbeats)
 
-START_UP = ["--protocol", "3.9.1", "--const", "records=0", "--const", "epochs=0", "--const", "crashes=0"]
+START_UP = ["--protocol", "3.9.1", "--const", "records=0", "--const", "epochs=0", "--const",
+            "crashes=0"]
 
 
 def test_a_kafka_action_is_its_function_and_one_table_row(monkeypatch, capsys):
@@ -144,17 +150,19 @@ def test_a_kafka_action_is_its_function_and_one_table_row(monkeypatch, capsys):
 
     before = run()
     with monkeypatch.context() as m:
-        # the row, where a family's ACTIONS would bring it (spec.kafka.families: every family's rows, which the model
-        # builds its tables from); the function is the row's own ``steps``
+        # the row, where a family's ACTIONS would bring it (spec.kafka.families: every family's
+        # rows, which the model builds its tables from); the function is the row's own ``steps``
         m.setattr(kafka_model, "ACTIONS", (*kafka_model.ACTIONS, HEARTBEAT))
         after = run()
-        # it fires: the same states, each running broker's heartbeat one more successor of each state
+        # it fires: the same states, each running broker's heartbeat one more successor of each
+        # state
         assert after["distinct_states"] == before["distinct_states"]
         beats = after["states_generated"] - before["states_generated"]
         assert beats > 0
         assert main(["check", "kafka", *START_UP, "--kernel", "off", "--coverage"]) == 0
         shown = capsys.readouterr().out
-        lines = [line.split() for line in shown.splitlines() if line.strip().startswith("Heartbeat(")]
+        lines = [line.split() for line in shown.splitlines()
+                 if line.strip().startswith("Heartbeat(")]
         assert [words[0] for words in lines] == ["Heartbeat(broker=0)", "Heartbeat(broker=1)"]
         assert sum(int(words[1].replace(",", "")) for words in lines) == beats
         model = build_model("kafka", ["records=0", "epochs=0", "crashes=0"], "3.9.1")
@@ -163,7 +171,8 @@ def test_a_kafka_action_is_its_function_and_one_table_row(monkeypatch, capsys):
         toy_row = build_model("kafka", ["records=0", "epochs=0", "crashes=0"], "2.1.0")
         assert "its own function" in toy_row.kernel().unsupported
     again = run()
-    assert (again["distinct_states"], again["states_generated"]) == (before["distinct_states"], before["states_generated"])
+    assert ((again["distinct_states"], again["states_generated"])
+            == (before["distinct_states"], before["states_generated"]))
     assert "Heartbeat" not in {d.name for d in kafka_model.ACTIONS}
     assert not hasattr(build_model("kafka", ["records=0"], "3.9.1"), "_heartbeat")
 
@@ -172,4 +181,5 @@ def test_a_kafka_action_is_its_function_and_one_table_row(monkeypatch, capsys):
 def test_a_toy_row_is_checked_as_the_families_rows_are(field):
     """The row's rule ids and flags are refused when unknown, like the families' rows."""
     with pytest.raises(ValueError):
-        Declared("Heartbeat", "_heartbeat", (("broker", BROKER),), ("_heartbeats",), **{field: ("no-such",)})
+        Declared("Heartbeat", "_heartbeat", (("broker", BROKER),), ("_heartbeats",),
+                 **{field: ("no-such",)})

@@ -1,6 +1,6 @@
-"""Named fields at the cost of an index (``spec.fields``): every Kafka state type reads each field as its item,
-refuses writes, and no decoder of outside data builds an instance of the wrong width (its fields are read
-unchecked)."""
+"""Named fields at the cost of an index (``spec.fields``): every Kafka state type reads each field
+as its item, refuses writes, and no decoder of outside data builds an instance of the wrong width
+(its fields are read unchecked)."""
 
 import sys
 from typing import NamedTuple
@@ -105,7 +105,8 @@ def test_the_compact_codec_refuses_a_named_tuple_of_the_wrong_width():
     controller = model.init_states()[0].controller
     data = codec.encode(controller)
     assert codec.decode(data) == controller
-    number = codec._numbers[type(controller)]  # the codec numbers the types by name, not in state_types() order
+    # the codec numbers the types by name, not in state_types() order
+    number = codec._numbers[type(controller)]
     for items in ([0, 0], list(controller) + [0]):
         with pytest.raises(CorruptDataError):
             codec.decode(msgpack.packb({number: items}))

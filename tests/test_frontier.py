@@ -42,8 +42,10 @@ def _reachable(model, limit):
 @pytest.mark.parametrize("model", [
     TwoPhase(4), _kafka(),
     build_model("kafka", ["records=2", "epochs=1", "crashes=1", "consumers=1", "acks=-1"], "3.9.1"),
-    build_model("kafka", ["records=1", "epochs=1", "crashes=1", "consumers=1", "consumer_inflight=1"], "2.8.1"),
-    build_model("kafka", ["records=1", "epochs=1", "crashes=1", "unclean_shutdowns=1", "min_isr=2"], "kraft-4.1"),
+    build_model("kafka", ["records=1", "epochs=1", "crashes=1", "consumers=1",
+                          "consumer_inflight=1"], "2.8.1"),
+    build_model("kafka", ["records=1", "epochs=1", "crashes=1", "unclean_shutdowns=1", "min_isr=2"],
+                "kraft-4.1"),
 ], ids=["two-phase", "kafka", "kafka-with-clients", "kafka-consumer-requests", "kafka-kraft"])
 def test_the_compact_encoding_gives_back_equal_states_of_the_same_classes(model):
     states = _reachable(model, 3000)
@@ -54,25 +56,31 @@ def test_the_compact_encoding_gives_back_equal_states_of_the_same_classes(model)
     # the same classes all the way down (a plain tuple would compare and hash equal)
     assert [type(s) for s in back] == [type(s) for s in states]
     if hasattr(states[0], "brokers"):
-        assert {type(m).__name__ for s in back for m in s.network} >= {"FetchRequest", "FetchResponse"}
-        assert all(type(m) is type(n) for s, t in zip(back, states, strict=True) for m, n in zip(s.network, t.network,
-                                                                                                   strict=True))
+        assert ({type(m).__name__ for s in back for m in s.network}
+                >= {"FetchRequest", "FetchResponse"})
+        assert all(type(m) is type(n) for s, t in zip(back, states, strict=True)
+                   for m, n in zip(s.network, t.network,
+                                     strict=True))
         assert all(type(r).__name__ == "Record" for s in back for b in s.brokers for r in b.log)
         assert any(b.log for s in back for b in s.brokers)
         assert all(type(c).__name__ == "Consumer" for s in back for c in s.consumers)
         assert [s.controller for s in back] == [s.controller for s in states]
         assert all(type(s.controller).__name__ == "Controller" for s in back)
     if getattr(model, "features", None) is not None and model.features.kraft:
-        assert {type(m).__name__ for s in back for m in s.network} >= {"AlterPartition", "AlterPartitionResponse"}
+        assert ({type(m).__name__ for s in back for m in s.network}
+                >= {"AlterPartition", "AlterPartitionResponse"})
 
 
 KAFKA_MODELS = {
     "kafka": _kafka,
-    "kafka-3-brokers": lambda: build_model("kafka", ["brokers=3", "records=1", "epochs=1", "crashes=0"], "2.1.0"),
+    "kafka-3-brokers": lambda: build_model("kafka",
+                                           ["brokers=3", "records=1", "epochs=1", "crashes=0"],
+                                           "2.1.0"),
     "kafka-with-clients": lambda: build_model(
         "kafka", ["records=2", "epochs=1", "crashes=1", "consumers=1", "acks=-1"], "3.9.1"),
     "kafka-kraft": lambda: build_model(
-        "kafka", ["records=1", "epochs=1", "crashes=1", "unclean_shutdowns=1", "min_isr=2"], "kraft-4.1"),
+        "kafka", ["records=1", "epochs=1", "crashes=1", "unclean_shutdowns=1", "min_isr=2"],
+        "kraft-4.1"),
 }
 
 
@@ -81,13 +89,17 @@ def test_the_pooled_encoding_gives_back_equal_states_sharing_their_parts(which):
     model = KAFKA_MODELS[which]()
     states = _reachable(model, 3000)
     pools = StatePools(model.state_parts())
-    back = [state for start in range(0, len(states), 512) for state in pools.decode(pools.encode(states[start:start + 512]))]
+    back = [state for start in range(0, len(states), 512)
+            for state in pools.decode(pools.encode(states[start:start + 512]))]
     assert back == states
     assert [hash(s) for s in back] == [hash(s) for s in states]
     assert [type(s) for s in back] == [type(s) for s in states]
-    assert all(type(b) is type(c) for s, t in zip(back, states, strict=True) for b, c in zip(s.brokers, t.brokers, strict=True))
-    assert all(type(m) is type(n) for s, t in zip(back, states, strict=True) for m, n in zip(s.network, t.network, strict=True))
-    # each distinct broker, controller and network is one object in the states read back: the pools' own
+    assert all(type(b) is type(c) for s, t in zip(back, states, strict=True)
+               for b, c in zip(s.brokers, t.brokers, strict=True))
+    assert all(type(m) is type(n) for s, t in zip(back, states, strict=True)
+               for m, n in zip(s.network, t.network, strict=True))
+    # each distinct broker, controller and network is one object in the states read back: the pools'
+    # own
     distinct_brokers = {b for s in states for b in s.brokers}
     assert len({id(b) for s in back for b in s.brokers}) == len(distinct_brokers)
     assert len({id(s.network) for s in back}) == len({s.network for s in states})
@@ -95,9 +107,9 @@ def test_the_pooled_encoding_gives_back_equal_states_sharing_their_parts(which):
 
 
 def test_a_level_finds_the_parts_of_the_level_it_expands_by_identity():
-    """The next level's pools keep the parts of the frontier's pools that successors share with their parents
-    and find them by id after; what is read back is the same either way, and ``finish`` lets go of the
-    frontier's pools."""
+    """The next level's pools keep the parts of the frontier's pools that successors share with
+    their parents and find them by id after; what is read back is the same either way, and
+    ``finish`` lets go of the frontier's pools."""
     model = KAFKA_MODELS["kafka-3-brokers"]()
     states = _reachable(model, 4000)
     frontier = FrontierStore(model, keep_objects=False)
@@ -119,9 +131,9 @@ def test_a_level_finds_the_parts_of_the_level_it_expands_by_identity():
 
 
 def test_pools_are_freed_with_no_garbage_collector():
-    """The search runs with the garbage collector off: a level's pools (and the parts they hold) must go when
-    its store goes, not at the end of the run (a reference cycle through the generated functions kept every
-    level's pools alive, 60 bytes a state more at the peak)."""
+    """The search runs with the garbage collector off: a level's pools (and the parts they hold)
+    must go when its store goes, not at the end of the run (a reference cycle through the generated
+    functions kept every level's pools alive, 60 bytes a state more at the peak)."""
     model = KAFKA_MODELS["kafka-3-brokers"]()
     states = _reachable(model, 600)
     was_enabled = gc.isenabled()
@@ -136,7 +148,8 @@ def test_pools_are_freed_with_no_garbage_collector():
         following.finish()
         assert list(following) == successors
         # the pools, and their generated functions, which hold the pooled parts
-        held = [weakref.ref(obj) for store in (frontier, following) for obj in (store._pools, store._pools._encode)]
+        held = [weakref.ref(obj) for store in (frontier, following)
+                for obj in (store._pools, store._pools._encode)]
         del frontier, following
         assert [ref() for ref in held] == [None] * 4
     finally:
@@ -146,7 +159,8 @@ def test_pools_are_freed_with_no_garbage_collector():
 
 def test_a_store_encodes_blocks_once_its_pools_hold_too_much(monkeypatch):
     monkeypatch.setattr(frontier_module, "BLOCK", 64)
-    monkeypatch.setattr(frontier_module, "POOL_LIMIT", 0)  # past the first block, pools hold more than half the states
+    # past the first block, pools hold more than half the states
+    monkeypatch.setattr(frontier_module, "POOL_LIMIT", 0)
     model = _kafka()
     states = _reachable(model, 2000)
     store = FrontierStore(model, keep_objects=False)
@@ -158,8 +172,9 @@ def test_a_store_encodes_blocks_once_its_pools_hold_too_much(monkeypatch):
 
 
 class _InlineFirstField(TwoPhase):
-    """Two-phase with pooled parts, its first field inline, and the generic codec for blocks that cannot be
-    pooled (a value msgpack cannot pack as it is, such as a frozenset, the generic codec can)."""
+    """Two-phase with pooled parts, its first field inline, and the generic codec for blocks that
+    cannot be pooled (a value msgpack cannot pack as it is, such as a frozenset, the generic codec
+    can)."""
 
     encode_state, decode_state = Model.encode_state, Model.decode_state
 
@@ -191,7 +206,8 @@ def test_a_kafka_state_encodes_in_a_few_bytes():
     store.extend(states)
     store.finish()
     assert store.encoded_states == len(states)
-    assert store.memory_bytes < 40 * len(states)  # about 13 bytes a state once a block is compressed
+    # about 13 bytes a state once a block is compressed
+    assert store.memory_bytes < 40 * len(states)
 
 
 @pytest.mark.parametrize("budget,keep", [(10**9, True), (10**9, False), (0, False), (10**5, True)])
@@ -210,7 +226,8 @@ def test_a_store_reads_back_what_was_written_in_every_form(monkeypatch, budget, 
     assert store[100:300] == states[100:300] and store[990:2000] == states[990:]
     assert store.spilled == (budget == 0)
     if keep:  # objects while they fit (all of them, or the first blocks), then encoded blocks
-        assert store.encoded_states == 0 if budget == 10**9 else 0 < store.encoded_states < len(states)
+        assert (store.encoded_states == 0 if budget == 10**9 else 0 < store.encoded_states
+                < len(states))
     else:
         assert store.encoded_states == len(states)
     store.close()
@@ -224,7 +241,8 @@ def test_a_store_keeps_at_most_its_object_count_as_objects(monkeypatch):
     store = FrontierStore(model, budget=10**9, keep_objects=True, object_states=200)
     store.extend(states)
     store.finish()
-    assert store.encoded_states == len(states) - 192  # three whole blocks fit in 200; the rest is encoded
+    # three whole blocks fit in 200; the rest is encoded
+    assert store.encoded_states == len(states) - 192
     assert list(store) == states
 
 
@@ -244,16 +262,19 @@ def _encoded_states_of_a_run(monkeypatch, model, options):
 
 
 def test_the_objects_a_store_keeps_are_a_share_of_the_memory_budget(monkeypatch):
-    """Pooling and encoding are for runs whose memory needs them: a run whose levels fit the object share of its
-    memory budget encodes nothing; with a share of 64 states a store, the same run pools past them, with the
-    same counts."""
-    assert bfs.object_states(1024) == 1024 * 2**20 * bfs.FRONTIER_OBJECT_SHARE / 2 / frontier_module.OBJECT_BYTES
+    """Pooling and encoding are for runs whose memory needs them: a run whose levels fit the object
+    share of its memory budget encodes nothing; with a share of 64 states a store, the same run
+    pools past them, with the same counts."""
+    assert (bfs.object_states(1024) == 1024 * 2**20 * bfs.FRONTIER_OBJECT_SHARE / 2
+            / frontier_module.OBJECT_BYTES)
     assert bfs.object_states(float("inf")) == float("inf")
-    model, options = TwoPhase(5, commit_guard=False), SearchOptions(invariants=TWO_PHASE, stop_at_first=False,
+    model, options = TwoPhase(5, commit_guard=False), SearchOptions(invariants=TWO_PHASE,
+                                                                    stop_at_first=False,
                                                                      max_memory_mb=4096)
     plain, plain_encoded = _encoded_states_of_a_run(monkeypatch, model, options)
     assert plain_encoded == 0
-    monkeypatch.setattr(bfs, "FRONTIER_OBJECT_SHARE", 2 * 64 * frontier_module.OBJECT_BYTES / (4096 * 2**20))
+    monkeypatch.setattr(bfs, "FRONTIER_OBJECT_SHARE", 2 * 64 * frontier_module.OBJECT_BYTES
+                        / (4096 * 2**20))
     assert bfs.object_states(4096) == 64
     pooled, pooled_encoded = _encoded_states_of_a_run(monkeypatch, model, options)
     assert pooled_encoded > 0
@@ -262,7 +283,8 @@ def test_the_objects_a_store_keeps_are_a_share_of_the_memory_budget(monkeypatch)
 
 
 def _run(model, options, patches=None):
-    """A local run with module settings patched; (result, parent log, traces as bytes, stores spilled)."""
+    """A local run with module settings patched; (result, parent log, traces as bytes, stores
+    spilled)."""
     saved = {}
     spilled = []
     original_seal = FrontierStore._seal
@@ -288,14 +310,16 @@ def _run(model, options, patches=None):
 
 
 #: FRONTIER_SHARE giving each store one block of 100 states as objects and 200 bytes more
-ONE_BLOCK_SHARE = 2 * (100 * frontier_module.OBJECT_BYTES + 200) / bfs.default_memory_budget_mb() / 2**20
+ONE_BLOCK_SHARE = 2 * (100 * frontier_module.OBJECT_BYTES
+                       + 200) / bfs.default_memory_budget_mb() / 2**20
 
 SETTINGS = {
     "blocks of 7, encoded": {(frontier_module, "BLOCK"): 7, (bfs, "FRONTIER_OBJECTS"): False},
     "blocks of 5, on disk": {(frontier_module, "BLOCK"): 5, (bfs, "FRONTIER_SHARE"): 0.0},
     "blocks of 7, the first 14 states as objects": {(frontier_module, "BLOCK"): 7,
                                                     (bfs, "FRONTIER_OBJECT_STATES"): 14},
-    # each store's budget: one block as objects and 200 bytes, so the next (encoded) blocks go to disk
+    # each store's budget: one block as objects and 200 bytes, so the next (encoded) blocks go to
+    # disk
     "blocks of 100, objects then disk": {(frontier_module, "BLOCK"): 100,
                                          (bfs, "FRONTIER_SHARE"): ONE_BLOCK_SHARE},
 }
@@ -303,7 +327,8 @@ SETTINGS = {
 
 def _same_counts_case(which):
     if which == "two-phase":
-        return TwoPhase(4, commit_guard=False), SearchOptions(invariants=TWO_PHASE, stop_at_first=False)
+        return TwoPhase(4, commit_guard=False), SearchOptions(invariants=TWO_PHASE,
+                                                              stop_at_first=False)
     return _kafka(), SearchOptions(invariants=KAFKA, stop_at_first=False, check_deadlock=True)
 
 
@@ -353,7 +378,8 @@ def test_a_checkpoint_holds_a_frontier_that_is_on_disk_and_resumes(tmp_path, mon
     assert part.checkpoint_file == path and part.queue > 16
     assert _open_frontier_files() == []
     assert os.listdir(tmp_path) == ["run.ckpt"]  # the spill files were anonymous
-    resumed = bfs.check(model, SearchOptions(invariants=KAFKA, stop_at_first=False, resume_from=path))
+    resumed = bfs.check(model, SearchOptions(invariants=KAFKA, stop_at_first=False,
+                                             resume_from=path))
     assert (resumed.distinct_states, resumed.states_generated, resumed.depth) == (
         full.distinct_states, full.states_generated, full.depth)
     assert [trace_to_msgpack(v.trace) for v in resumed.violations] == [
@@ -363,7 +389,8 @@ def test_a_checkpoint_holds_a_frontier_that_is_on_disk_and_resumes(tmp_path, mon
 @pytest.mark.skipif(not os.path.isdir("/proc/self/fd"), reason="reads /proc")
 def test_an_abandoned_level_leaves_the_search_state_and_no_file(tmp_path, monkeypatch):
     """A budget running out in the middle of a level (here: on the 40th look at the clock) abandons
-    it: the checkpoint is of whole levels, resumes to the full counts, and no spill file stays open."""
+    it: the checkpoint is of whole levels, resumes to the full counts, and no spill file stays
+    open."""
     monkeypatch.setattr(frontier_module, "BLOCK", 8)
     monkeypatch.setattr(bfs, "FRONTIER_SHARE", 0.0)
     monkeypatch.setattr(bfs, "_CHECK_EVERY", 16)
@@ -380,7 +407,8 @@ def test_an_abandoned_level_leaves_the_search_state_and_no_file(tmp_path, monkey
     full = bfs.check(model, SearchOptions(invariants=TWO_PHASE))
     monkeypatch.setattr(bfs.LocalBFS, "_check_budgets", check_budgets)
     path = str(tmp_path / "run.ckpt")
-    part = bfs.check(model, SearchOptions(invariants=TWO_PHASE, checkpoint_path=path, max_seconds=10**6))
+    part = bfs.check(model, SearchOptions(invariants=TWO_PHASE, checkpoint_path=path,
+                                          max_seconds=10**6))
     assert part.verdict is Verdict.UNDETERMINED and part.checkpoint_file == path
     assert _open_frontier_files() == []
     monkeypatch.setattr(bfs.LocalBFS, "_check_budgets", original)
@@ -393,7 +421,8 @@ def test_the_visited_set_merges_in_place_whatever_the_block():
     from checker import visited
 
     rng = np.random.default_rng(5)
-    # (small sets are inserted by copying: COPY_BELOW 0 makes every insertion merge in place; None copies)
+    # (small sets are inserted by copying: COPY_BELOW 0 makes every insertion merge in place; None
+    # copies)
     for move_block, copy_below in ((1, 0), (3, 0), (1 << 18, 0), (None, 1 << 20)):
         saved = visited.MOVE_BLOCK, visited.COPY_BELOW
         visited.MOVE_BLOCK, visited.COPY_BELOW = move_block or saved[0], copy_below
@@ -414,9 +443,10 @@ def test_the_visited_set_merges_in_place_whatever_the_block():
 
 
 def test_pooled_parts_repeated_from_state_to_state_or_none_are_read_back():
-    """The pooled encoding remembers each position's part of the previous state (siblings share parts): a part
-    that is the same object as the previous state's, an equal one that is another object, and a pooled part that
-    is None (the first state's look-up must not take it for the remembered one) all read back as written."""
+    """The pooled encoding remembers each position's part of the previous state (siblings share
+    parts): a part that is the same object as the previous state's, an equal one that is another
+    object, and a pooled part that is None (the first state's look-up must not take it for the
+    remembered one) all read back as written."""
 
     class Pair(tuple):
         pass
@@ -427,8 +457,8 @@ def test_pooled_parts_repeated_from_state_to_state_or_none_are_read_back():
     parts = StateParts(kinds=(0, 0, INLINE), split=split, join=lambda a, b, n: Pair((a, b, n)))
     pools = StatePools(parts)
     shared = (1, 2)
-    states = [Pair((None, shared, 0)), Pair((None, shared, 1)), Pair(((1, 2), None, 2)), Pair((shared, (1, 2), 3)),
-              Pair(((3,), (3,), 4)), Pair((None, None, 5))]
+    states = [Pair((None, shared, 0)), Pair((None, shared, 1)), Pair(((1, 2), None, 2)),
+              Pair((shared, (1, 2), 3)), Pair(((3,), (3,), 4)), Pair((None, None, 5))]
     back = pools.decode(pools.encode(states))
     assert back == states
     assert [tuple(s) for s in back] == [tuple(s) for s in states]

@@ -31,13 +31,14 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 def kmc(*argv, timeout=60, env=None, **kw):
     """Run the real command line in a fresh interpreter: (exit code, stdout, stderr)."""
-    run = subprocess.run([sys.executable, "-m", "kmc.cli", *map(str, argv)], cwd=ROOT, capture_output=True,
-                         text=True, timeout=timeout, env=env, **kw)
+    run = subprocess.run([sys.executable, "-m", "kmc.cli", *map(str, argv)], cwd=ROOT,
+                         capture_output=True, text=True, timeout=timeout, env=env, **kw)
     return run.returncode, run.stdout, run.stderr
 
 
 def cli(*argv, seconds=60):
-    """Run the command line in this process with an alarm as a guard against hangs: (code, out, err)."""
+    """Run the command line in this process with an alarm as a guard against hangs: (code, out,
+    err)."""
     import contextlib
     import io
     import signal
@@ -66,14 +67,16 @@ def one_line(err):
 @pytest.fixture(scope="module")
 def trace_file(tmp_path_factory):
     where = tmp_path_factory.mktemp("traces")
-    code, out, _ = kmc("check", "two-phase", "--const", "commit_guard=off", "--json", "--quiet", "--trace-dir", where)
+    code, out, _ = kmc("check", "two-phase", "--const", "commit_guard=off", "--json", "--quiet",
+                       "--trace-dir", where)
     assert code == 12
     return json.loads(out)["violations"][0]["trace_file"]
 
 
-# -- special files ------------------------------------------------------------------------------------
+# -- special files ---------------------------------------------------------------------------------
 @pytest.mark.parametrize("special", ["fifo", "/dev/zero", "/dev/urandom", "directory"])
-@pytest.mark.parametrize("argv", [("trace", "show"), ("trace", "replay"), ("check", "two-phase", "--quiet", "--resume")])
+@pytest.mark.parametrize("argv", [("trace", "show"), ("trace", "replay"),
+                                  ("check", "two-phase", "--quiet", "--resume")])
 def test_special_files_are_refused_at_once(tmp_path, special, argv):
     if special == "fifo":
         path = tmp_path / "pipe"
@@ -83,14 +86,16 @@ def test_special_files_are_refused_at_once(tmp_path, special, argv):
     else:
         path = special
     started = time.monotonic()
-    code, _, err = cli(*argv, path, seconds=20)  # the old reader blocked on a FIFO, read /dev/zero to 2.6 GB
+    # the old reader blocked on a FIFO, read /dev/zero to 2.6 GB
+    code, _, err = cli(*argv, path, seconds=20)
     assert code == 65 and "not a" in one_line(err)
     assert time.monotonic() - started < 20
 
 
-# -- bombs --------------------------------------------------------------------------------------------
+# -- bombs -----------------------------------------------------------------------------------------
 def _nested_ext(depth):
-    """msgpack of ``depth`` extensions (type 3, a tuple) each holding the next, built in linear time."""
+    """msgpack of ``depth`` extensions (type 3, a tuple) each holding the next, built in linear
+    time."""
     inner = msgpack.packb(1)
     sizes = [len(inner) + 6 * k for k in range(depth)]  # ext 32: 0xc9, 4-byte length, type, data
     return b"".join(b"\xc9" + size.to_bytes(4, "big") + b"\x03" for size in reversed(sizes)) + inner
@@ -98,8 +103,9 @@ def _nested_ext(depth):
 
 def test_deeply_nested_msgpack_extensions_do_not_crash(tmp_path):
     """A trace whose state nests 200,000 extensions used to overflow the C stack (exit -11)."""
-    doc = {"format": "kmc-trace-msgpack", "version": 1, "header": {"model": "two-phase", "constants": {}},
-           "invariant": None, "violation_index": None, "explanation": None, "extra": {},
+    doc = {"format": "kmc-trace-msgpack", "version": 1,
+           "header": {"model": "two-phase", "constants": {}}, "invariant": None,
+           "violation_index": None, "explanation": None, "extra": {},
            "initial": _nested_ext(200_000), "steps": []}
     path = tmp_path / "bomb.msgpack"
     path.write_bytes(msgpack.packb(doc, use_bin_type=True))
@@ -133,8 +139,9 @@ def test_json_depth_prescan_ignores_brackets_in_strings():
 
 @settings(max_examples=200, deadline=None)
 @given(hs.recursive(hs.none() | hs.booleans() | hs.integers() | hs.text(alphabet='[]{}"\\ab'),
-                    lambda inner: hs.lists(inner, max_size=3) | hs.dictionaries(hs.text('[]{}"\\', max_size=3), inner,
-                                                                                max_size=3), max_leaves=20))
+                    lambda inner: hs.lists(inner, max_size=3)
+                    | hs.dictionaries(hs.text('[]{}"\\', max_size=3), inner,
+                                      max_size=3), max_leaves=20))
 def test_json_depth_is_the_real_depth(value):
     def depth(v):
         if isinstance(v, list):
@@ -156,7 +163,7 @@ def test_readers_refuse_garbage_with_their_own_error_only(data):
             pass
 
 
-# -- numbers and text ---------------------------------------------------------------------------------
+# -- numbers and text ------------------------------------------------------------------------------
 def _scenario(tmp_path, step, **extra):
     doc = {"scenario": "hostile", "model": "two-phase", "steps": [step], **extra}
     path = tmp_path / "scenario.json"
@@ -165,24 +172,29 @@ def _scenario(tmp_path, step, **extra):
 
 
 def test_a_5000_digit_integer_in_a_scenario_is_refused(tmp_path):
-    code, _, err = cli("trace", "replay", _scenario(tmp_path, "TMRcvPrepared(rm=" + "7" * 5000 + ")"))
+    code, _, err = cli("trace", "replay", _scenario(tmp_path, "TMRcvPrepared(rm=" + "7" * 5000
+                                                    + ")"))
     assert code == 65 and "digits" in one_line(err)
     path = tmp_path / "big.json"
-    path.write_text('{"scenario": "x", "model": "two-phase", "constants": {"RM": ' + "9" * 5000 + '}, "steps": []}')
+    path.write_text('{"scenario": "x", "model": "two-phase", "constants": {"RM": ' + "9" * 5000
+                    + '}, "steps": []}')
     code, _, err = cli("trace", "replay", path)
     assert code == 65 and "digits" in one_line(err)
 
 
 def test_scenario_steps_parse_in_linear_time():
-    """``Name`` + 9,000 spaces + ``x`` took seconds with the old backtracking pattern (minutes for longer)."""
-    for text in ("A" + " " * 9_000 + "x", " " * 9_000, "A(" + " " * 9_000 + "x", "A(k=" + " " * 9_000 + "= 1)"):
+    """``Name`` + 9,000 spaces + ``x`` took seconds with the old backtracking pattern (minutes for
+    longer)."""
+    for text in ("A" + " " * 9_000 + "x", " " * 9_000, "A(" + " " * 9_000 + "x", "A(k="
+                 + " " * 9_000 + "= 1)"):
         started = time.monotonic()
         with pytest.raises(BadFileError):
             parse_action(text)
         assert time.monotonic() - started < 0.5
     with pytest.raises(BadFileError, match="characters"):
         parse_action("A" + " " * 1_000_000)
-    assert parse_action("  Fetch( follower = 2 , leader=1 ) ").params == (("follower", 2), ("leader", 1))
+    assert (parse_action("  Fetch( follower = 2 , leader=1 ) ").params
+            == (("follower", 2), ("leader", 1)))
 
 
 @settings(max_examples=300, deadline=None)
@@ -195,8 +207,10 @@ def test_parse_action_accepts_or_refuses_with_one_error(text):
     assert spec.name and all(key for key, _ in spec.params)
 
 
-@pytest.mark.parametrize("extra", [{"features": {"no-such-flag": True}}, {"invariants": ["NoSuchInvariant"]},
-                                   {"protocol": "no-such-protocol"}, {"constants": {"NoSuchConstant": 3}}])
+@pytest.mark.parametrize("extra", [{"features": {"no-such-flag": True}},
+                                   {"invariants": ["NoSuchInvariant"]},
+                                   {"protocol": "no-such-protocol"},
+                                   {"constants": {"NoSuchConstant": 3}}])
 def test_unknown_names_inside_a_scenario_are_a_bad_file_not_bad_usage(tmp_path, extra):
     code, _, err = cli("trace", "replay", _scenario(tmp_path, "TMAbort", **extra))
     assert code == 65 and "scenario" in one_line(err)
@@ -209,13 +223,15 @@ def test_a_missing_input_is_66(tmp_path):
     assert code == 66
 
 
-# -- outputs ------------------------------------------------------------------------------------------
+# -- outputs ---------------------------------------------------------------------------------------
 def test_an_output_that_cannot_be_created_is_73(tmp_path, trace_file):
     blocker = tmp_path / "file"
     blocker.write_text("x")
     for argv in (("trace", "export", trace_file, "--to", "itf", "-o", blocker / "out.itf.json"),
-                 ("check", "two-phase", "--const", "commit_guard=off", "--quiet", "--trace-dir", blocker / "t"),
-                 ("check", "two-phase", "--quiet", "--max-states", "50", "--checkpoint", blocker / "c.ckpt"),
+                 ("check", "two-phase", "--const", "commit_guard=off", "--quiet", "--trace-dir",
+                  blocker / "t"),
+                 ("check", "two-phase", "--quiet", "--max-states", "50", "--checkpoint",
+                  blocker / "c.ckpt"),
                  ("trace", "export", trace_file, "--to", "itf", "-o", tmp_path)):
         code, _, err = cli(*argv)
         assert code == 73, (argv, err)
@@ -239,22 +255,24 @@ def test_a_full_disk_is_74_and_leaves_no_partial_file(tmp_path, trace_file, monk
 def test_two_runs_with_different_constants_keep_both_traces(tmp_path):
     paths = []
     for rm in (3, 4):
-        code, out, _ = cli("check", "two-phase", "--const", f"RM={rm}", "--const", "commit_guard=off", "--json",
-                           "--quiet", "--trace-dir", tmp_path)
+        code, out, _ = cli("check", "two-phase", "--const", f"RM={rm}", "--const",
+                           "commit_guard=off", "--json", "--quiet", "--trace-dir", tmp_path)
         assert code == 12
         paths.append(json.loads(out)["violations"][0]["trace_file"])
     assert paths[0] != paths[1] and all(os.path.exists(p) for p in paths)
     assert json.loads(open(paths[0]).read())["header"]["constants"]["RM"] == 3
-    code, out, _ = cli("check", "two-phase", "--const", "RM=3", "--const", "commit_guard=off", "--json", "--quiet",
-                       "--trace-dir", tmp_path)
-    assert json.loads(out)["violations"][0]["trace_file"] == paths[0]  # the same trace again: the same file
+    code, out, _ = cli("check", "two-phase", "--const", "RM=3", "--const", "commit_guard=off",
+                       "--json", "--quiet", "--trace-dir", tmp_path)
+    # the same trace again: the same file
+    assert json.loads(out)["violations"][0]["trace_file"] == paths[0]
 
 
 def test_json_mode_reports_errors_as_a_json_object(tmp_path):
     code, out, err = cli("check", "two-phase", "--json", "--resume", "/dev/zero")
     assert code == 65
     error = json.loads(out)["error"]
-    assert error["exit_code"] == 65 and error["kind"] == "bad-input-file" and "/dev/zero" in error["message"]
+    assert (error["exit_code"] == 65 and error["kind"] == "bad-input-file" and "/dev/zero"
+            in error["message"])
     code, out, _ = cli("check", "two-phase", "--json", "--no-such-flag")
     assert code == 64 and json.loads(out)["error"]["kind"] == "usage"
 
@@ -262,8 +280,10 @@ def test_json_mode_reports_errors_as_a_json_object(tmp_path):
 def test_every_kmc_error_is_one_class_per_exit_code():
     from spec import errors
 
-    classes = [c for c in vars(errors).values() if isinstance(c, type) and issubclass(c, KmcError) and c is not KmcError]
+    classes = [c for c in vars(errors).values() if isinstance(c, type) and issubclass(c, KmcError)
+               and c is not KmcError]
     assert {errors.NoInputError.code, errors.BadFileError.code, errors.UsageError.code,
             errors.EnvironmentMissingError.code} == {66, 65, 64, 69}
-    assert errors.OutputError("x").code == 73 and errors.OutputError("x", cannot_create=False).code == 74
+    assert (errors.OutputError("x").code == 73 and errors.OutputError("x", cannot_create=False).code
+            == 74)
     assert len(classes) >= 7

@@ -13,14 +13,16 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 
 def _fuzz():
-    spec = importlib.util.spec_from_file_location("kmc_fuzz", os.path.join(ROOT, "bench", "fuzz.py"))
+    spec = importlib.util.spec_from_file_location("kmc_fuzz",
+                                                  os.path.join(ROOT, "bench", "fuzz.py"))
     module = importlib.util.module_from_spec(spec)
     sys.modules["kmc_fuzz"] = module  # dataclasses look their module up there
     spec.loader.exec_module(module)
     return module
 
 
-@pytest.mark.slow  # about 7 s of CPU; each class of hostile input has direct fast tests (tests/test_hostile_*.py)
+# about 7 s of CPU; each class of hostile input has direct fast tests (tests/test_hostile_*.py)
+@pytest.mark.slow
 def test_a_slice_of_the_fuzzer_finds_no_defect(tmp_path):
     fuzz = _fuzz()
     classes = ("trace", "scenario", "checkpoint", "special", "output")

@@ -15,7 +15,8 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 def start(*argv, env=None):
     return subprocess.Popen([sys.executable, "-m", "kmc.cli", *map(str, argv)], cwd=ROOT, env=env,
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True)
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                            start_new_session=True)
 
 
 def finish(proc, timeout=120):
@@ -50,12 +51,15 @@ def wait_for(predicate, seconds=60.0):
     return False
 
 
-@pytest.mark.slow  # RM=7 resumed on two workers: about 4.5 s of CPU; the fast tier interrupts and resumes kmc below
+# RM=7 resumed on two workers: about 4.5 s of CPU; the fast tier interrupts and resumes kmc below
+@pytest.mark.slow
 def test_sigint_to_two_workers_exits_130_and_leaves_a_resumable_checkpoint(tmp_path):
     ckpt = tmp_path / "run.ckpt"
-    argv = ("check", "two-phase", "--const", "RM=7", "--workers", "2", "--quiet", "--json", "--trace-dir", tmp_path)
+    argv = ("check", "two-phase", "--const", "RM=7", "--workers", "2", "--quiet", "--json",
+            "--trace-dir", tmp_path)
     proc = start(*argv, "--checkpoint", ckpt)
-    assert wait_for(lambda: len(survivors(proc.pid)) >= 3)  # the parent and its two workers are running
+    # the parent and its two workers are running
+    assert wait_for(lambda: len(survivors(proc.pid)) >= 3)
     time.sleep(0.5)
     proc.send_signal(signal.SIGINT)
     code, out, err = finish(proc)
@@ -65,11 +69,13 @@ def test_sigint_to_two_workers_exits_130_and_leaves_a_resumable_checkpoint(tmp_p
     code, out, err = finish(start(*argv, "--resume", ckpt))
     assert code == 0, err
     resumed = json.loads(out)  # TLC's figures for RM=7, pinned in docs/explanation/how-it-works.md
-    assert (resumed["distinct_states"], resumed["states_generated"], resumed["depth"]) == (296_448, 2_744_706, 23)
+    assert ((resumed["distinct_states"], resumed["states_generated"], resumed["depth"])
+            == (296_448, 2_744_706, 23))
 
 
 def test_two_interrupts_and_a_resume_count_what_an_uninterrupted_run_counts(tmp_path):
-    """The old engine counted a level's successors twice when Ctrl-C landed inside it (440,378 vs 402,306)."""
+    """The old engine counted a level's successors twice when Ctrl-C landed inside it (440,378 vs
+    402,306)."""
     ckpt = tmp_path / "run.ckpt"
     argv = ("check", "two-phase", "--const", "RM=6", "--quiet", "--json", "--trace-dir", tmp_path)
     full = json.loads(finish(start(*argv))[1])
@@ -107,9 +113,11 @@ def test_ctrl_c_while_kmc_is_still_starting_is_130_without_traceback():
 def test_a_broken_pyspark_is_69(tmp_path):
     fake = tmp_path / "site" / "pyspark"
     fake.mkdir(parents=True)
-    (fake / "__init__.py").write_text("raise ImportError('libpyspark.so: cannot open shared object file')\n")
+    (fake / "__init__.py").write_text("raise ImportError('libpyspark.so: cannot open shared object "
+                                      "file')\n")
     env = {**os.environ, "PYTHONPATH": str(tmp_path / "site")}
-    code, _, err = finish(start("check", "two-phase", "--engine", "spark", "--spark-threshold", "1", "--quiet", env=env))
+    code, _, err = finish(start("check", "two-phase", "--engine", "spark", "--spark-threshold", "1",
+                                "--quiet", env=env))
     assert code == 69 and "Traceback" not in err and "PySpark" in err, err
 
 
@@ -123,5 +131,7 @@ def test_a_java_that_does_not_start_is_69(tmp_path):
     java.chmod(0o755)
     env = {k: v for k, v in os.environ.items() if k != "JAVA_HOME"}
     env["PATH"] = f"{bin_dir}{os.pathsep}{env.get('PATH', '')}"
-    code, _, err = finish(start("check", "two-phase", "--engine", "spark", "--spark-threshold", "1", "--quiet", env=env))
-    assert code == 69 and "Traceback" not in err and "Java" in err.splitlines()[-1], err  # was 64 (usage)
+    code, _, err = finish(start("check", "two-phase", "--engine", "spark", "--spark-threshold", "1",
+                                "--quiet", env=env))
+    # was 64 (usage)
+    assert code == 69 and "Traceback" not in err and "Java" in err.splitlines()[-1], err

@@ -2,11 +2,11 @@
 (the ``kmc`` console script and ``python -m kmc``).
 
 Time zero is the moment the process is started. Before kmc's first line runs, the interpreter starts
-(about 10 ms here until Python installs its SIGINT handler, then ``site`` and the environment's ``.pth``
-files, another 20-40 ms), and no code of kmc can answer a signal then. So the test starts the process
-with SIGINT blocked: a Ctrl-C sent at 0 ms waits, pending, until kmc's package has put its handling in
-place and unblocks it. What this shows is the claim kmc can make: from its first line on, nothing slow
-is imported before a Ctrl-C is answered with 130 and one line.
+(about 10 ms here until Python installs its SIGINT handler, then ``site`` and the environment's
+``.pth`` files, another 20-40 ms), and no code of kmc can answer a signal then. So the test starts
+the process with SIGINT blocked: a Ctrl-C sent at 0 ms waits, pending, until kmc's package has put
+its handling in place and unblocks it. What this shows is the claim kmc can make: from its first
+line on, nothing slow is imported before a Ctrl-C is answered with 130 and one line.
 """
 
 from __future__ import annotations
@@ -23,7 +23,8 @@ import pytest
 
 ROOT = Path(__file__).resolve().parent.parent
 DELAYS_MS = (0, 2, 5, 10, 20, 50, 100, 200)
-COMMAND = ["check", "two-phase", "--const", "RM=5", "--quiet", "--trace-dir", "kmc-test-traces-unused"]
+COMMAND = ["check", "two-phase", "--const", "RM=5", "--quiet", "--trace-dir",
+           "kmc-test-traces-unused"]
 
 
 def _entry_points() -> dict[str, list[str]]:
@@ -42,9 +43,10 @@ def _block_sigint() -> None:  # in the child, before exec: the mask is inherited
 
 
 def _interrupt_after(argv: list[str], delay_ms: float, cwd: Path) -> tuple[int, list[str]]:
-    env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(ROOT), os.environ.get("PYTHONPATH", "")]))
-    child = subprocess.Popen([*argv, *COMMAND], cwd=cwd, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
-                             text=True, preexec_fn=_block_sigint)
+    env = dict(os.environ,
+               PYTHONPATH=os.pathsep.join([str(ROOT), os.environ.get("PYTHONPATH", "")]))
+    child = subprocess.Popen([*argv, *COMMAND], cwd=cwd, env=env, stdout=subprocess.DEVNULL,
+                             stderr=subprocess.PIPE, text=True, preexec_fn=_block_sigint)
     if delay_ms:
         time.sleep(delay_ms / 1000)
     child.send_signal(signal.SIGINT)
@@ -58,8 +60,10 @@ def _interrupt_after(argv: list[str], delay_ms: float, cwd: Path) -> tuple[int, 
 
 @pytest.mark.parametrize("entry", list(ENTRY_POINTS))
 def test_ctrl_c_at_any_moment_of_start_up_is_130_and_one_line(tmp_path, entry):
-    outcomes = [(delay, *_interrupt_after(ENTRY_POINTS[entry], delay, tmp_path)) for delay in DELAYS_MS]
-    wrong = [(delay, code, lines[-3:]) for delay, code, lines in outcomes if code != 130 or len(lines) != 1]
+    outcomes = [(delay, *_interrupt_after(ENTRY_POINTS[entry], delay, tmp_path))
+                for delay in DELAYS_MS]
+    wrong = [(delay, code, lines[-3:]) for delay, code, lines in outcomes if code != 130
+             or len(lines) != 1]
     assert not wrong, wrong
     assert all(lines[0].startswith("kmc: error: interrupted") for _, _, lines in outcomes)
 
@@ -67,8 +71,8 @@ def test_ctrl_c_at_any_moment_of_start_up_is_130_and_one_line(tmp_path, entry):
 def test_an_ignored_sigint_stays_ignored(tmp_path):
     """A background job of a shell script starts with SIGINT ignored: kmc does not take it back."""
     env = dict(os.environ, PYTHONPATH=str(ROOT))
-    child = subprocess.Popen([sys.executable, "-m", "kmc", *COMMAND], cwd=tmp_path, env=env, stdout=subprocess.DEVNULL,
-                             stderr=subprocess.PIPE, text=True,
+    child = subprocess.Popen([sys.executable, "-m", "kmc", *COMMAND], cwd=tmp_path, env=env,
+                             stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
                              preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_IGN))
     time.sleep(0.05)
     child.send_signal(signal.SIGINT)
@@ -77,26 +81,32 @@ def test_an_ignored_sigint_stays_ignored(tmp_path):
 
 
 def test_the_package_imports_nothing_slow_before_its_handling():
-    """``kmc/__init__.py`` imports only os and sys before it installs the hook (a guard on later edits)."""
+    """``kmc/__init__.py`` imports only os and sys before it installs the hook (a guard on later
+    edits)."""
     source = (ROOT / "kmc" / "__init__.py").read_text()
     head = source[: source.index("_sys.excepthook = _exit_on_interrupt")]
-    imports = sorted({line.split()[1] for line in head.splitlines() if line.startswith(("import ", "from "))})
+    imports = sorted({line.split()[1] for line in head.splitlines()
+                      if line.startswith(("import ", "from "))})
     assert imports == ["os", "sys"], imports
 
 
 def test_an_interrupt_that_an_import_turned_into_another_error_is_still_130_and_one_line():
-    """A Ctrl-C inside numpy's C import surfaces as "ImportError: numpy._core.umath failed to import" (seen once in
-    the start-up sweep above): noted by kmc's SIGINT handler while it starts, it ends as an interrupt, not as a
-    traceback."""
+    """A Ctrl-C inside numpy's C import surfaces as "ImportError: numpy._core.umath failed to
+    import" (seen once in the start-up sweep above): noted by kmc's SIGINT handler while it starts,
+    it ends as an interrupt, not as a traceback."""
     code = ("import kmc; kmc._interrupted_while_starting = True; "
-            "kmc._exit_on_interrupt(ImportError, ImportError('numpy._core.umath failed to import'), None)")
-    child = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, timeout=60)
+            "kmc._exit_on_interrupt(ImportError, ImportError('numpy._core.umath failed to "
+            "import'), None)")
+    child = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True,
+                           timeout=60)
     lines = [line for line in child.stderr.splitlines() if line.strip()]
-    assert child.returncode == 130 and lines == ["kmc: error: interrupted while starting (nothing was written)"], child
+    assert (child.returncode == 130 and lines == ["kmc: error: interrupted while starting (nothing "
+                                                  "was written)"]), child
 
 
 def test_an_interrupt_swallowed_while_starting_ends_the_command(monkeypatch, capsys):
-    """An optional import that swallowed the KeyboardInterrupt: the command still ends as interrupted (130)."""
+    """An optional import that swallowed the KeyboardInterrupt: the command still ends as
+    interrupted (130)."""
     import kmc
     from kmc.cli import main
 

@@ -1,10 +1,10 @@
 """Two writers of one checkpoint, trace or export path at the same moment each leave a whole file.
 
-Each writer writes its own temporary file beside the target (a unique name), fsyncs it and renames it
-over the target: the last rename wins, whole. The test starts two writer processes at once (a barrier)
-for many rounds, with contents of different sizes, and loads what is on disk after every round. A
-shared temporary name (``PATH.tmp``) fails it at once: the writers truncate and interleave each other's
-bytes, and the second rename finds no file.
+Each writer writes its own temporary file beside the target (a unique name), fsyncs it and renames
+it over the target: the last rename wins, whole. The test starts two writer processes at once (a
+barrier) for many rounds, with contents of different sizes, and loads what is on disk after every
+round. A shared temporary name (``PATH.tmp``) fails it at once: the writers truncate and interleave
+each other's bytes, and the second rename finds no file.
 """
 
 from __future__ import annotations
@@ -40,7 +40,8 @@ def _writer(write, contents, path, start, done, failures):
 
 
 def _race(write, contents_a, contents_b, path, load):
-    """Run ROUNDS rounds of two writers at once; after each, ``load(path)`` must give one of the two."""
+    """Run ROUNDS rounds of two writers at once; after each, ``load(path)`` must give one of the
+    two."""
     context = multiprocessing.get_context("fork")
     start, done = context.Barrier(3), context.Barrier(3)
     failures = context.Queue()
@@ -55,7 +56,8 @@ def _race(write, contents_a, contents_b, path, load):
             done.wait(timeout=60)
             seen.append(load(path))
     except BaseException:
-        start.abort()  # the writers stop at their next wait instead of waiting for a round that never comes
+        # the writers stop at their next wait instead of waiting for a round that never comes
+        start.abort()
         done.abort()
         raise
     finally:
@@ -75,7 +77,8 @@ def _race(write, contents_a, contents_b, path, load):
 
 def _checkpoint_bytes(tmp_path: Path, max_states: int) -> bytes:
     path = tmp_path / f"ckpt-{max_states}"
-    check(TwoPhase(5), SearchOptions(invariants=INVARIANTS, max_states=max_states, checkpoint_path=str(path)))
+    check(TwoPhase(5), SearchOptions(invariants=INVARIANTS, max_states=max_states,
+                                     checkpoint_path=str(path)))
     return path.read_bytes()
 
 
@@ -89,21 +92,25 @@ def test_two_checkpoint_writers_at_once_leave_a_whole_checkpoint(tmp_path):
         state = ckpt.load(where, TwoPhase(5), SearchOptions(invariants=INVARIANTS))
         return len(state.log)
 
-    sizes = set(_race(lambda where, data: safe_io.atomic_write(where, data, "checkpoint"), small, large, path, load))
-    assert sizes <= {len(ckpt.load(str(tmp_path / "ckpt-200"), TwoPhase(5), SearchOptions(invariants=INVARIANTS)).log),
-                     len(ckpt.load(str(tmp_path / "ckpt-3000"), TwoPhase(5), SearchOptions(invariants=INVARIANTS)).log)}
+    sizes = set(_race(lambda where, data: safe_io.atomic_write(where, data, "checkpoint"), small,
+                      large, path, load))
+    assert sizes <= {len(ckpt.load(str(tmp_path / "ckpt-200"), TwoPhase(5),
+                                   SearchOptions(invariants=INVARIANTS)).log),
+                     len(ckpt.load(str(tmp_path / "ckpt-3000"), TwoPhase(5),
+                                   SearchOptions(invariants=INVARIANTS)).log)}
 
 
 @pytest.fixture(scope="module")
 def two_traces(tmp_path_factory):
-    """Two traces of different lengths (two-phase without its commit guard, with 3 and with 6 resource managers)."""
+    """Two traces of different lengths (two-phase without its commit guard, with 3 and with 6
+    resource managers)."""
     from kmc.cli import main
 
     traces = []
     for rm in (3, 6):
         where = tmp_path_factory.mktemp(f"rm{rm}")
-        assert main(["check", "two-phase", "--const", f"RM={rm}", "--const", "commit_guard=off", "--quiet",
-                     "--trace-dir", str(where)]) == 12
+        assert main(["check", "two-phase", "--const", f"RM={rm}", "--const", "commit_guard=off",
+                     "--quiet", "--trace-dir", str(where)]) == 12
         traces.append(load_trace(str(next(where.iterdir())))[0])
     assert traces[0] != traces[1]
     return traces
@@ -128,8 +135,9 @@ def test_two_output_writers_at_once_leave_a_whole_file(tmp_path):
 
 
 def test_a_written_file_has_the_permissions_of_a_new_file(tmp_path):
-    """A temporary file is created private (0600); the file put in place gets what the umask gives any new
-    file, so a checkpoint or trace in a shared directory can be read by whoever may read the others."""
+    """A temporary file is created private (0600); the file put in place gets what the umask gives
+    any new file, so a checkpoint or trace in a shared directory can be read by whoever may read the
+    others."""
     previous = os.umask(0o022)
     try:
         path = str(tmp_path / "x.ckpt")

@@ -31,7 +31,8 @@ def leader(*epochs: int, current: int = 3):
     return log, cache
 
 
-# case: (leader log epochs, follower log epochs, expected truncation offset or None for no divergence)
+# case: (leader log epochs, follower log epochs, expected truncation offset or None for no
+# divergence)
 CASES = {
     "A: follower behind, same epoch": ((1, 1, 1, 1), (1, 1), None),
     "B: follower behind, leader has a higher epoch": ((1, 1, 2, 2), (1, 1), None),
@@ -48,7 +49,8 @@ def test_seed_divergence_table(case: str) -> None:
     leader_epochs, follower_epochs, expected = CASES[case]
     leader_log, leader_cache = leader(*leader_epochs)
     follower_log = log_of(*follower_epochs)
-    offset = truncation_for_diverging_fetch(leader_log, leader_cache, follower_log, cache_from_log(follower_log))
+    offset = truncation_for_diverging_fetch(leader_log, leader_cache, follower_log,
+                                            cache_from_log(follower_log))
     assert offset == expected
 
 
@@ -69,10 +71,13 @@ def test_seed_case_g_lookup_below_every_epoch() -> None:
 def test_kip279_scenario1_lookups() -> None:
     # Broker A: epoch 1 from 0 to 20, epoch 3 from 21; broker B asks for epoch 2
     cache_a = ((1, 0), (3, 21))
-    assert end_offset_kip101(cache_a, 31, 2) == 21  # KIP-101: the start of the next epoch, unqualified
-    assert end_offset_for(cache_a, 31, 2) == (1, 21)  # KIP-279: (largest epoch <= 2, its end offset)
+    # KIP-101: the start of the next epoch, unqualified
+    assert end_offset_kip101(cache_a, 31, 2) == 21
+    # KIP-279: (largest epoch <= 2, its end offset)
+    assert end_offset_for(cache_a, 31, 2) == (1, 21)
     cache_b = ((1, 0), (2, 11))
-    assert follower_truncation(cache_b, 21, 0, 1, 21) == (11, True)  # B truncates [11, n] and fetches from 11
+    # B truncates [11, n] and fetches from 11
+    assert follower_truncation(cache_b, 21, 0, 1, 21) == (11, True)
 
 
 def test_kip279_scenario3_rounds() -> None:
@@ -80,15 +85,18 @@ def test_kip279_scenario3_rounds() -> None:
     cache_a, cache_b = ((0, 0), (2, 1)), ((1, 0), (3, 1))
     answer = end_offset_for(cache_b, 2, 2)
     assert answer == (1, 1)
-    assert follower_truncation(cache_a, 2, 0, *answer) == (1, False)  # A does not know epoch 1: another round
+    # A does not know epoch 1: another round
+    assert follower_truncation(cache_a, 2, 0, *answer) == (1, False)
     answer = end_offset_for(cache_b, 2, 0)
     assert answer == (0, 0)  # below every epoch B knows: the start of its lowest epoch
     assert follower_truncation(((0, 0),), 1, 0, *answer) == (0, True)
-    assert end_offset_kip101(cache_b, 2, 2) == 1  # KIP-101's one round: offset 1, and offset 0 stays divergent
+    # KIP-101's one round: offset 1, and offset 0 stays divergent
+    assert end_offset_kip101(cache_b, 2, 2) == 1
 
 
 def test_kip101_undefined_cases() -> None:
     assert end_offset_kip101((), 0, 0) == UNDEFINED
     assert end_offset_kip101(((1, 0),), 3, 0) == UNDEFINED  # below every known epoch
     assert end_offset_kip101(((1, 0),), 3, 1) == 3  # the latest epoch: the LEO
-    assert follower_truncation(((1, 0),), 3, 1, UNDEFINED, UNDEFINED) == (1, True)  # fall back to the HW
+    # fall back to the HW
+    assert follower_truncation(((1, 0),), 3, 1, UNDEFINED, UNDEFINED) == (1, True)

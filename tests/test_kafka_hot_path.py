@@ -1,9 +1,10 @@
-"""The Kafka search's memories on its hot path give what computing afresh gives (issue 35): ``--reduce dead``'s
-no-op verdicts by (follower, answer) (``spec.kafka.dead.DeadMessages._noop``) and the renamings of brokers and
-networks (``spec.kafka.symmetry._permute``), each checked against the form computed with nothing remembered, on
-sampled reachable states of a ZooKeeper and two KRaft rows, warm memories included (siblings share their parent's
-brokers and messages). A memory keyed by less than its answer reads fails them: ``_noop`` keyed by the answer
-alone, or a renaming keyed without its permutation (both tried and reverted)."""
+"""The Kafka search's memories on its hot path give what computing afresh gives (issue 35):
+``--reduce dead``'s no-op verdicts by (follower, answer) (``spec.kafka.dead.DeadMessages._noop``)
+and the renamings of brokers and networks (``spec.kafka.symmetry._permute``), each checked against
+the form computed with nothing remembered, on sampled reachable states of a ZooKeeper and two KRaft
+rows, warm memories included (siblings share their parent's brokers and messages). A memory keyed by
+less than its answer reads fails them: ``_noop`` keyed by the answer alone, or a renaming keyed
+without its permutation (both tried and reverted)."""
 
 from __future__ import annotations
 
@@ -23,7 +24,8 @@ ROWS = [
 
 
 def _afresh(reducer, state):
-    """``state`` without its dead messages, every verdict computed now (``dead`` with its own memory emptied)."""
+    """``state`` without its dead messages, every verdict computed now (``dead`` with its own memory
+    emptied)."""
     kept = []
     for m in state.network:
         reducer._known.clear()
@@ -39,7 +41,8 @@ def test_reduce_with_its_memory_drops_what_dead_drops_afresh(protocol, consts):
     rng = random.Random(35)
     dropped = 0
     for state in rng.sample(_reachable(model, 1500), 150):
-        for _, succ in model.successors(state):  # siblings share the parent's network and brokers: warm memory
+        # siblings share the parent's network and brokers: warm memory
+        for _, succ in model.successors(state):
             reduced = reducer.reduce(succ)
             assert reduced == _afresh(reference, succ)
             dropped += reduced is not succ

@@ -1,12 +1,14 @@
 """The Kafka model's compiled kernel (``spec/kafka/kernel.c``) and the readable model are one model.
 
-State for state: on the reachable states of small configurations of each row the kernel compiles (the ZooKeeper rows
-0.10.2 to 2.2.0), packing is exact, the kernel's (action, successor) list equals the readable model's in order, and
-its canonical form (``--symmetry``), its state without dead answers (``--reduce dead``) and its invariant verdicts
-equal the readable ones. Search for search: ``--kernel on`` and ``--kernel off`` give the same distinct states, states
-generated, depth, verdict, out-degrees and counterexamples (the kernel's replayed on the readable model), with and
-without ``--symmetry`` and ``--reduce dead``. A kernel with one rule changed (``-DKM_MUTANT=1``: ExpandIsr without its
-guard that the follower's fetch is being answered) fails the state-for-state check. Without a C compiler these skip.
+State for state: on the reachable states of small configurations of each row the kernel compiles
+(the ZooKeeper rows 0.10.2 to 2.2.0), packing is exact, the kernel's (action, successor) list equals
+the readable model's in order, and its canonical form (``--symmetry``), its state without dead
+answers (``--reduce dead``) and its invariant verdicts equal the readable ones. Search for search:
+``--kernel on`` and ``--kernel off`` give the same distinct states, states generated, depth,
+verdict, out-degrees and counterexamples (the kernel's replayed on the readable model), with and
+without ``--symmetry`` and ``--reduce dead``. A kernel with one rule changed (``-DKM_MUTANT=1``:
+ExpandIsr without its guard that the follower's fetch is being answered) fails the state-for-state
+check. Without a C compiler these skip.
 """
 
 from __future__ import annotations
@@ -31,7 +33,8 @@ def kafka(protocol: str, **bounds: int):
 
 
 def reachable(model, limit: int | None = None) -> list:
-    """The reachable states of ``model`` in breadth-first order (every one, or the first ``limit``)."""
+    """The reachable states of ``model`` in breadth-first order (every one, or the first
+    ``limit``)."""
     seen = dict.fromkeys(model.init_states())
     order = list(seen)
     for state in order:
@@ -45,7 +48,8 @@ def reachable(model, limit: int | None = None) -> list:
 
 
 def disagreements(model, kernel: km.Kernel, states: list) -> list[str]:
-    """Where the kernel and the readable model differ on ``states`` (empty: they are one model there)."""
+    """Where the kernel and the readable model differ on ``states`` (empty: they are one model
+    there)."""
     invariants = [inv for inv in for_family("kafka").values() if inv.name in kernel.spec.invariants]
     dead = DeadMessages(model)
     problems = []
@@ -60,7 +64,8 @@ def disagreements(model, kernel: km.Kernel, states: list) -> list[str]:
             problems.append(f"successors of {state}: readable only {missing}, kernel only {extra}")
         violated = {inv.name for inv in invariants if not inv.holds(state)}
         if kernel.violated(state) != violated:
-            problems.append(f"invariants of {state}: readable {violated}, kernel {kernel.violated(state)}")
+            problems.append(f"invariants of {state}: readable {violated}, kernel "
+                            f"{kernel.violated(state)}")
         if kernel.canonical(state) != model.canonical(state):
             problems.append(f"canonical form of {state}")
         if kernel.reduced(state) != dead.reduce(state):
@@ -75,7 +80,8 @@ FAST = [
     ("2.1.0", {"brokers": 2, "records": 1, "epochs": 1, "crashes": 0}, None),
     ("2.1.0", {"brokers": 2, "records": 1, "epochs": 1, "crashes": 1}, 600),
     ("2.1.0", {"brokers": 3, "records": 1, "epochs": 1, "crashes": 1}, 500),
-    ("2.1.0", {"brokers": 2, "records": 2, "epochs": 2, "crashes": 1, "bumps": 1, "losses": 1}, 500),
+    ("2.1.0", {"brokers": 2, "records": 2, "epochs": 2, "crashes": 1, "bumps": 1, "losses": 1},
+     500),
     ("0.10.2", {"brokers": 2, "records": 2, "epochs": 1, "crashes": 1}, 500),
     ("0.11.0", {"brokers": 2, "records": 2, "epochs": 1, "crashes": 1}, 500),
     ("2.0.0", {"brokers": 2, "records": 2, "epochs": 1, "crashes": 1}, 500),
@@ -83,11 +89,15 @@ FAST = [
     ("2.1.1", {"brokers": 2, "records": 2, "epochs": 2, "crashes": 1}, 500),
     ("2.2.0", {"brokers": 3, "records": 1, "epochs": 1, "crashes": 1}, 500),
     ("2.1.0", {"brokers": 3, "records": 1, "epochs": 1, "crashes": 1, "inflight": 1}, 500),
-    ("2.1.0", {"brokers": 3, "records": 1, "epochs": 1, "crashes": 1, "acks": -1, "min_isr": 2}, 500),
+    ("2.1.0", {"brokers": 3, "records": 1, "epochs": 1, "crashes": 1, "acks": -1, "min_isr": 2},
+     500),
     ("0.10.2", {"brokers": 2, "records": 2, "epochs": 1, "crashes": 1, "acks": 1}, 500),
-    # the control-plane columns' actions: controlled shutdowns, bounces the controller sees late (KIP-380 on 2.2.0)
-    ("2.1.0", {"brokers": 2, "records": 1, "epochs": 1, "crashes": 0, "bumps": 1, "shutdowns": 1, "bounces": 1}, 500),
-    ("2.2.0", {"brokers": 3, "records": 1, "epochs": 2, "crashes": 1, "shutdowns": 1, "bounces": 1, "losses": 1}, 500),
+    # the control-plane columns' actions: controlled shutdowns, bounces the controller sees late
+    # (KIP-380 on 2.2.0)
+    ("2.1.0", {"brokers": 2, "records": 1, "epochs": 1, "crashes": 0, "bumps": 1, "shutdowns": 1,
+               "bounces": 1}, 500),
+    ("2.2.0", {"brokers": 3, "records": 1, "epochs": 2, "crashes": 1, "shutdowns": 1, "bounces": 1,
+               "losses": 1}, 500),
 ]
 
 
@@ -108,12 +118,14 @@ def test_the_kernel_is_the_readable_model_state_for_state(row, bounds, limit):
 @pytest.mark.slow
 @needs_cc
 @pytest.mark.parametrize("row", PROVEN_ROWS)
-@pytest.mark.parametrize(("bounds", "limit"), [({"brokers": 2, "records": 2, "epochs": 2, "crashes": 1}, 10_000),
-                                               ({"brokers": 3, "records": 1, "epochs": 1, "crashes": 1}, 3_000)],
+@pytest.mark.parametrize(("bounds", "limit"),
+                         [({"brokers": 2, "records": 2, "epochs": 2, "crashes": 1}, 10_000),
+                          ({"brokers": 3, "records": 1, "epochs": 1, "crashes": 1}, 3_000)],
                          ids=_id)
 def test_more_reachable_states_of_each_row(row, bounds, limit):
-    """The first 10,000 states of the default bounds catch what the fast tier's 500 do not (a dead answer's no-op
-    branch of ``km_reduce`` dropped: 105 disagreements there, none in the fast tier's)."""
+    """The first 10,000 states of the default bounds catch what the fast tier's 500 do not (a dead
+    answer's no-op branch of ``km_reduce`` dropped: 105 disagreements there, none in the fast
+    tier's)."""
     model = kafka(row, **bounds)
     kernel = km.load(model.kernel())
     assert disagreements(model, kernel, reachable(model, limit)) == []
@@ -128,39 +140,47 @@ def test_a_kernel_with_one_rule_changed_fails_the_check():
 
 def search(model, kernel: str, invariants: tuple[str, ...] = ("log-matching",), **options):
     family = for_family("kafka")
-    return run(model, SearchOptions(invariants=[family[name] for name in invariants], kernel=kernel, **options))
+    return run(model, SearchOptions(invariants=[family[name] for name in invariants], kernel=kernel,
+                                    **options))
 
 
 def summary(result) -> tuple:
-    violations = [(v.invariant, v.length, tuple(map(str, (s.action for s in v.trace.steps))), v.trace.states,
-                   v.discovered) for v in result.violations]
-    return (result.verdict, result.distinct_states, result.states_generated, result.depth, result.out_degree,
-            violations)
+    violations = [(v.invariant, v.length, tuple(map(str, (s.action for s in v.trace.steps))),
+                   v.trace.states, v.discovered) for v in result.violations]
+    return (result.verdict, result.distinct_states, result.states_generated, result.depth,
+            result.out_degree, violations)
 
 
 #: the default safety invariants of the Kafka model (every one compiled)
-DEFAULT = tuple(name for name, inv in for_family("kafka").items() if inv.default and inv.holds is not None)
+DEFAULT = tuple(name for name, inv in for_family("kafka").items() if inv.default and inv.holds
+                is not None)
 
 #: the matrix's bounds of no-stale-control-request and no-bounce-stall
 CONTROL = {"records": 1, "epochs": 1, "crashes": 0, "bumps": 1, "shutdowns": 1, "bounces": 1}
 
 FAST_SEARCHES = [
     ("2.1.0", {"brokers": 2, "records": 1, "epochs": 1, "crashes": 1}, {}),
-    ("2.1.0", {"brokers": 2, "records": 1, "epochs": 2, "crashes": 1}, {"symmetry": True, "reduce": "dead"}),
-    ("2.1.0", {"brokers": 3, "records": 1, "epochs": 1, "crashes": 0}, {"symmetry": True, "reduce": "dead",
-                                                                         "max_depth": 14}),
+    ("2.1.0", {"brokers": 2, "records": 1, "epochs": 2, "crashes": 1},
+     {"symmetry": True, "reduce": "dead"}),
+    ("2.1.0", {"brokers": 3, "records": 1, "epochs": 1, "crashes": 0},
+     {"symmetry": True, "reduce": "dead",
+       "max_depth": 14}),
     ("2.1.1", {"brokers": 2, "records": 1, "epochs": 2, "crashes": 1}, {"reduce": "dead"}),
     # KIP-101's lost record: a counterexample found by the kernel, replayed on the readable model
     ("0.10.2", {"brokers": 2, "records": 2, "epochs": 1, "crashes": 1}, {}),
-    ("0.10.2", {"brokers": 2, "records": 2, "epochs": 1, "crashes": 1}, {"symmetry": True, "reduce": "dead"}),
+    ("0.10.2", {"brokers": 2, "records": 2, "epochs": 1, "crashes": 1},
+     {"symmetry": True, "reduce": "dead"}),
     ("0.11.0", {"brokers": 2, "records": 2, "epochs": 1, "crashes": 1},
-     {"invariants": ("log-matching", "log-matching-all-pairs", "log-matching-raft"), "stop_at_first": False}),
-    # the default invariants with a producer that waits for all (acknowledged-durable) and one in flight at most
+     {"invariants": ("log-matching", "log-matching-all-pairs", "log-matching-raft"),
+      "stop_at_first": False}),
+    # the default invariants with a producer that waits for all (acknowledged-durable) and one in
+    # flight at most
     ("0.11.0", {"brokers": 2, "records": 2, "epochs": 1, "crashes": 1, "acks": -1},
      {"invariants": DEFAULT, "stop_at_first": False}),
     ("2.1.0", {"brokers": 2, "records": 2, "epochs": 1, "crashes": 1, "acks": 1, "inflight": 1},
      {"invariants": DEFAULT, "symmetry": True, "reduce": "dead"}),
-    # KIP-380's stories (the matrix's control-plane bounds): a stale LeaderAndIsr applied, a bounced broker stalled
+    # KIP-380's stories (the matrix's control-plane bounds): a stale LeaderAndIsr applied, a bounced
+    # broker stalled
     ("2.1.0", CONTROL, {"invariants": DEFAULT}),
     ("0.11.0", CONTROL, {"invariants": DEFAULT, "symmetry": True, "reduce": "dead"}),
 ]
@@ -192,7 +212,7 @@ def test_big_searches_agree(row):
     assert summary(search(control, "on", **options)) == summary(search(control, "off", **options))
 
 
-# -- which path runs --------------------------------------------------------------------------------------------
+# -- which path runs -------------------------------------------------------------------------------
 def check_json(capsys, *words: str) -> tuple[int, dict]:
     code = main(["check", "kafka", *words, "--json", "--quiet"])
     return code, json.loads(capsys.readouterr().out)
@@ -204,19 +224,23 @@ def test_auto_picks_the_kernel_where_it_is_proven_only(capsys):
     code, data = check_json(capsys, "--protocol", "2.1.0", *small)
     assert code == 0 and data["path"]["path"] == "kernel"
     code, data = check_json(capsys, "--protocol", "2.8.0", *small)
-    assert data["path"] == {"path": "readable", "reason": "the kernel does not compile truncate-on-fetch"}
+    assert (data["path"] == {"path": "readable", "reason": "the kernel does not compile "
+                                                           "truncate-on-fetch"})
     code, data = check_json(capsys, "--protocol", "2.1.0", "--feature", "unclean=on", *small)
-    assert data["path"]["reason"] == "the kernel is proven on the rows' own flags, not with unclean changed"
+    assert (data["path"]["reason"] == "the kernel is proven on the rows' own flags, not with "
+                                      "unclean changed")
     code, data = check_json(capsys, "--protocol", "2.1.0", "--const", "consumers=1", *small)
     assert data["path"]["reason"] == "the kernel does not compile the bound consumers=1"
-    code, data = check_json(capsys, "--protocol", "2.1.0", "--const", "records=1", "--const", "epochs=1")
+    code, data = check_json(capsys, "--protocol", "2.1.0", "--const", "records=1", "--const",
+                            "epochs=1")
     assert code == 0 and data["path"]["path"] == "kernel"  # the default invariants are compiled
 
 
 @needs_cc
 def test_a_state_past_the_kernels_capacity_stops_the_search():
-    """A kernel built with fewer network slots than the configuration needs (one) stops at the first state with two
-    messages in flight, with one clear error, rather than searching another state space."""
+    """A kernel built with fewer network slots than the configuration needs (one) stops at the first
+    state with two messages in flight, with one clear error, rather than searching another state
+    space."""
     model = kafka("2.1.0", brokers=2, records=1, epochs=1, crashes=1)
     spec = model.kernel()
     narrow = Packing(model.brokers, model.records, model.epochs, 1)
@@ -224,15 +248,17 @@ def test_a_state_past_the_kernels_capacity_stops_the_search():
                          state_bytes=narrow.state_bytes, pack=narrow.pack, unpack=narrow.unpack)
     kernel = km.load(spec)
     options = SearchOptions(invariants=[for_family("kafka")["log-matching"]], kernel="on")
-    with pytest.raises(km.KernelCapacityError, match="more messages in flight than the network's slots; run this "
-                                                     "configuration with --kernel off"):
+    with pytest.raises(km.KernelCapacityError, match="more messages in flight than the network's "
+                                                     "slots; run this configuration with --kernel "
+                                                     "off"):
         km.KernelBFS(model, options, kernel).run()
 
 
 @needs_cc
 def test_a_batch_past_the_kernels_capacity_stops_and_other_engines_do_not_reduce():
-    """The batch expansion (Spark executors) stops with the same one line as the level search on a state past the
-    kernel's capacity; --reduce dead, which the batch expansion does not apply, keeps Spark readable."""
+    """The batch expansion (Spark executors) stops with the same one line as the level search on a
+    state past the kernel's capacity; --reduce dead, which the batch expansion does not apply, keeps
+    Spark readable."""
     import numpy as np
 
     from checker.kernel_batch import BatchKernel
@@ -244,11 +270,15 @@ def test_a_batch_past_the_kernels_capacity_stops_and_other_engines_do_not_reduce
                          state_bytes=narrow.state_bytes, pack=narrow.pack, unpack=narrow.unpack)
     batch = BatchKernel(km.load(spec).library, spec.state_bytes)
     frontier = [spec.pack(state) for state in model.init_states()]
-    with pytest.raises(km.KernelCapacityError, match="more messages in flight than the network's slots"):
+    with pytest.raises(km.KernelCapacityError, match="more messages in flight than the network's "
+                                                     "slots"):
         for _ in range(20):  # breadth first until a state holds two messages in flight
-            rows = np.frombuffer(b"".join(frontier), np.uint8).reshape(len(frontier), spec.state_bytes)
+            rows = np.frombuffer(b"".join(frontier), np.uint8).reshape(len(frontier),
+                                                                       spec.state_bytes)
             frontier = [bytes(row) for row in batch.expand(rows, symmetry=False).states][:500]
     wide = kafka("2.1.0", brokers=2, records=1, epochs=1)
     assert km.why_not(wide, SearchOptions(reduce="dead")) is None
-    assert km.why_not(wide, SearchOptions(reduce="dead"), engine="parallel") is None  # one process: KernelBFS
-    assert "local engine's kernel only" in km.why_not(wide, SearchOptions(reduce="dead"), engine="spark")
+    # one process: KernelBFS
+    assert km.why_not(wide, SearchOptions(reduce="dead"), engine="parallel") is None
+    assert ("local engine's kernel only" in km.why_not(wide, SearchOptions(reduce="dead"),
+                                                       engine="spark"))

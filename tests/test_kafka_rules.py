@@ -27,8 +27,10 @@ def _version(name: str) -> tuple[int, ...]:
     return parts + (0,) * (3 - len(parts))  # kraft-3.3 is 3.3.0
 
 
-#: the release lines: ZooKeeper rows, then KRaft rows; a fix stays on in the later rows of its own line
-LINES = ([r.name for r in RELEASES if not r.features.kraft], [r.name for r in RELEASES if r.features.kraft])
+#: the release lines: ZooKeeper rows, then KRaft rows; a fix stays on in the later rows of its own
+#: line
+LINES = ([r.name for r in RELEASES if not r.features.kraft],
+         [r.name for r in RELEASES if r.features.kraft])
 
 
 def test_every_flag_has_exactly_one_rule_with_a_release_and_a_source():
@@ -41,13 +43,16 @@ def test_every_flag_has_exactly_one_rule_with_a_release_and_a_source():
 
 
 def flag_readers() -> dict[str, set[str]]:
-    """Each flag's field -> the names the model may read it by: the field itself and every derived switch of
-    ``Features`` (a property defined beside the releases) that reads it, directly or through another one."""
+    """Each flag's field -> the names the model may read it by: the field itself and every derived
+    switch of ``Features`` (a property defined beside the releases) that reads it, directly or
+    through another one."""
     from spec.kafka.protocols import Features
 
     code = {name: value.func if isinstance(value, functools.cached_property) else value.fget
-            for name, value in vars(Features).items() if isinstance(value, (functools.cached_property, property))}
-    reads = {name: set(re.findall(r"self\.(\w+)", inspect.getsource(function))) for name, function in code.items()}
+            for name, value in vars(Features).items()
+            if isinstance(value, (functools.cached_property, property))}
+    reads = {name: set(re.findall(r"self\.(\w+)", inspect.getsource(function)))
+             for name, function in code.items()}
     readers: dict[str, set[str]] = {f.replace("-", "_"): {f.replace("-", "_")} for f in FLAGS}
     changed = True
     while changed:  # a switch derived from a derived switch reads that one's flags too
@@ -61,13 +66,14 @@ def flag_readers() -> dict[str, set[str]]:
 
 
 def test_every_flag_is_used_by_the_model_code():
-    """A flag that no code reads would be a rule the model only claims to have. The model reads a flag as
-    ``features.<field>`` or through a derived switch of ``Features`` that reads it (no other name: the map between
-    names is computed from ``spec.kafka.protocols``, not written here)."""
+    """A flag that no code reads would be a rule the model only claims to have. The model reads a
+    flag as ``features.<field>`` or through a derived switch of ``Features`` that reads it (no other
+    name: the map between names is computed from ``spec.kafka.protocols``, not written here)."""
     import pathlib
 
-    code = "".join(p.read_text() for p in pathlib.Path("spec/kafka").glob("*.py") if p.name not in ("protocols.py",
-                                                                                                  "rules.py"))
+    code = "".join(p.read_text() for p in pathlib.Path("spec/kafka").glob("*.py") if p.name
+                   not in ("protocols.py",
+                         "rules.py"))
     readers = flag_readers()
     for flag in FLAGS:
         names = readers[flag.replace("-", "_")]
@@ -76,7 +82,8 @@ def test_every_flag_is_used_by_the_model_code():
 
 
 def test_the_model_names_no_flag_twice():
-    """No switch has a second name on the model: every shortcut attribute the model once kept is gone."""
+    """No switch has a second name on the model: every shortcut attribute the model once kept is
+    gone."""
     from spec.kafka.model import KafkaModel
 
     for protocol in ("0.10.2", "2.1.0", "2.8.0", "kraft-4.1"):
@@ -86,8 +93,9 @@ def test_the_model_names_no_flag_twice():
 
 
 def test_a_fix_is_on_from_the_release_that_introduced_it():
-    """Each flag's first release row is not older than the release the table names (backports aside, the
-    table's 'introduced' is the oldest release with the fix), and once on it stays on in later rows."""
+    """Each flag's first release row is not older than the release the table names (backports aside,
+    the table's 'introduced' is the oldest release with the fix), and once on it stays on in later
+    rows."""
     for flag, rule in flag_rules().items():
         rows = releases_with(flag)
         if not rows or rule.introduced == "-":
@@ -101,11 +109,13 @@ def test_a_fix_is_on_from_the_release_that_introduced_it():
                 assert on == line[line.index(on[0]):], (flag, on)
 
 
-@pytest.mark.parametrize("flag,first", [("kafka-7786-fix", "2.1.1"), ("reject-stale-broker-epoch", "2.2.0"),
-                                        ("kafka-7415", "2.0.1"), ("kafka-7128", "2.0.1"), ("kafka-7164", "2.0.1"),
-                                        ("truncate-on-fetch", "2.8.0"), ("kafka-13207", "2.8.1"),
-                                        ("kafka-13141", "2.8.1"), ("kafka-14704", "3.4.1"), ("kafka-18991", "3.9.1"),
-                                        ("kafka-10706-fix", "2.8.0"), ("leader-epoch-fencing", "2.1.0")])
+@pytest.mark.parametrize("flag,first",
+                         [("kafka-7786-fix", "2.1.1"), ("reject-stale-broker-epoch", "2.2.0"),
+                          ("kafka-7415", "2.0.1"), ("kafka-7128", "2.0.1"), ("kafka-7164", "2.0.1"),
+                          ("truncate-on-fetch", "2.8.0"), ("kafka-13207", "2.8.1"),
+                          ("kafka-13141", "2.8.1"), ("kafka-14704", "3.4.1"),
+                          ("kafka-18991", "3.9.1"), ("kafka-10706-fix", "2.8.0"),
+                          ("leader-epoch-fencing", "2.1.0")])
 def test_release_placements_from_the_fix_commits(flag, first):
     assert releases_with(flag)[0] == first
 
@@ -116,7 +126,8 @@ def test_old_protocol_and_flag_names_are_aliases():
         model = build_model("kafka", ["records=0", "epochs=0", "crashes=0"], alias)
         assert model.protocol == alias
     for old, new in FLAG_ALIASES.items():
-        base = "2.8.0" if new == "kafka-18991" else "0.11.0" if new.startswith("kafka-71") else "2.0.1"
+        base = ("2.8.0" if new == "kafka-18991" else "0.11.0" if new.startswith("kafka-71")
+                else "2.0.1")
         assert resolve(base, {old: True}).flag(new)
     info = get_model_info("kafka")
     assert list(info.protocols) == RELEASE_ORDER and info.has_protocol("kip-320")
@@ -154,17 +165,19 @@ def test_rule_rows_name_the_rows_that_have_each_flag():
     assert rows["kafka-7786-fix"]["rows"].startswith("2.1.1, 2.2.0")
 
 
-# -- every rule's model column names functions that exist -----------------------------------------------------
-_SPEC_MODULES = ("actions_control", "actions_data", "actions_kraft", "actions_alter_partition", "actions_alter_isr",
-                 "actions_broker_lifecycle", "actions_reassignment", "clients", "log", "model", "updates", "state",
-                 "protocols", "scenario")
-#: ``module.name`` (optionally ``spec.kafka.module.name``), or a bare ``_name`` that belongs to the module named last
+# -- every rule's model column names functions that exist ------------------------------------------
+_SPEC_MODULES = ("actions_control", "actions_data", "actions_kraft", "actions_alter_partition",
+                 "actions_alter_isr", "actions_broker_lifecycle", "actions_reassignment", "clients",
+                 "log", "model", "updates", "state", "protocols", "scenario")
+#: ``module.name`` (optionally ``spec.kafka.module.name``), or a bare ``_name`` that belongs to the
+#: module named last
 _REFERENCE = re.compile(r"(?:spec\.kafka\.)?\b([a-z_]+)\.([A-Za-z_]\w*)|(?<![.\w])(_[a-z]\w*)")
 
 
 def model_references(text: str) -> list[tuple[str | None, str]]:
-    """The (module, name) pairs a rule's ``model`` column names, in order; a bare ``_name`` takes the module of the
-    reference before it (``actions_data._receive_fetch_state, _truncate_on_diverging_action``)."""
+    """The (module, name) pairs a rule's ``model`` column names, in order; a bare ``_name`` takes
+    the module of the reference before it
+    (``actions_data._receive_fetch_state, _truncate_on_diverging_action``)."""
     refs: list[tuple[str | None, str]] = []
     module = None
     for match in _REFERENCE.finditer(text):
@@ -178,24 +191,27 @@ def model_references(text: str) -> list[tuple[str | None, str]]:
 
 
 def resolves(module_name: str | None, name: str) -> bool:
-    """``name`` is a function, class or constant of ``spec.kafka.<module>``, or a method of a class defined there."""
+    """``name`` is a function, class or constant of ``spec.kafka.<module>``, or a method of a class
+    defined there."""
     if module_name is None:
         return False
     module = importlib.import_module(f"spec.kafka.{module_name}")
     if hasattr(module, name):
         return True
-    return any(cls.__module__ == module.__name__ and name in vars(cls) for _, cls in inspect.getmembers(module, inspect.isclass))
+    return any(cls.__module__ == module.__name__ and name in vars(cls)
+               for _, cls in inspect.getmembers(module, inspect.isclass))
 
 
 def unresolved(rule) -> list[str]:
-    """What is wrong with a rule's model column: each name that resolves to nothing, or that it names nothing at all
-    (only a rule that says "not modelled: why" may name no function)."""
+    """What is wrong with a rule's model column: each name that resolves to nothing, or that it
+    names nothing at all (only a rule that says "not modelled: why" may name no function)."""
     if rule.model.startswith("not modelled: "):
         return []
     refs = model_references(rule.model)
     if not refs:
         return [f"{rule.name!r} names no model function ({rule.model!r})"]
-    return [f"{rule.name!r} names {m or '?'}.{n}, which does not exist" for m, n in refs if not resolves(m, n)]
+    return [f"{rule.name!r} names {m or '?'}.{n}, which does not exist" for m, n in refs
+            if not resolves(m, n)]
 
 
 def test_every_rule_names_model_functions_that_exist():
@@ -204,13 +220,16 @@ def test_every_rule_names_model_functions_that_exist():
 
 
 def test_the_model_column_check_fails_on_a_missing_or_absent_name():
-    """The resolver itself: a name that does not exist, a bare name with no module, and a column naming nothing
-    are each reported (the two names the table used to carry, clients._controller_actions and
-    actions_kraft._restart_state, among them)."""
+    """The resolver itself: a name that does not exist, a bare name with no module, and a column
+    naming nothing are each reported (the two names the table used to carry,
+    clients._controller_actions and actions_kraft._restart_state, among them)."""
     rule = RULES[0]
     for text in ("clients._controller_actions", "actions_kraft._restart_state",
-                 "actions_data._receive_fetch_state, _no_such_method", "_orphan", "the leader's log"):
+                 "actions_data._receive_fetch_state, _no_such_method", "_orphan",
+                 "the leader's log"):
         assert unresolved(replace(rule, model=text)), text
-    assert not unresolved(replace(rule, model="actions_data._receive_fetch_state, _truncate_on_diverging_action"))
-    assert model_references("clients._produce_with_acks, _advance_hw_with_acks (bounds acks=-1, min_isr)") == [
+    assert not unresolved(replace(rule, model="actions_data._receive_fetch_state, "
+                                              "_truncate_on_diverging_action"))
+    assert model_references("clients._produce_with_acks, _advance_hw_with_acks (bounds acks=-1, "
+                            "min_isr)") == [
         ("clients", "_produce_with_acks"), ("clients", "_advance_hw_with_acks")]

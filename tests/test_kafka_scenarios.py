@@ -19,7 +19,7 @@ def idents(state, broker: int) -> list[int]:
     return [r.ident for r in state.brokers[broker].log]
 
 
-# -- section 3.1 of the seed: how logs diverge, and each version's truncation repairs it -------------
+# -- section 3.1 of the seed: how logs diverge, and each version's truncation repairs it -----------
 def section_31_steps(protocol: str) -> list:
     steps = [("Produce", {"leader": 0})]  # record A in epoch 1
     steps += [("SendFetch", {"follower": f, "leader": 0}) for f in (1, 2)]
@@ -50,14 +50,17 @@ def test_section_31_divergence_is_truncated(protocol: str) -> None:
 def kip279_scenario1_steps(k: int) -> list:
     """A (0) writes three records in epoch 1, B (1) replicates the first; B leads epoch 2 and writes
     ``k`` records; B's session expires; A leads epoch 3 and writes one; B comes back."""
-    steps = [("Produce", {"leader": 0}), *fetch(1, 0), ("Produce", {"leader": 0}), ("Produce", {"leader": 0})]
+    steps = [("Produce", {"leader": 0}), *fetch(1, 0), ("Produce", {"leader": 0}),
+             ("Produce", {"leader": 0})]
     steps += [("PreferredLeaderElection", {"leader": 1}), deliver(1, 1)]
     steps += [("Produce", {"leader": 1})] * k
-    steps += [("Crash", {"broker": 1}), ("ElectLeader", {"leader": 0}), deliver(0, 1), deliver(0, 2)]
+    steps += [("Crash", {"broker": 1}), ("ElectLeader", {"leader": 0}), deliver(0, 1),
+              deliver(0, 2)]
     steps += [("Produce", {"leader": 0}), ("Restart", {"broker": 1}), deliver(1, 2)]
     steps += offsets_round(1, 0)
     # B fetches, rejoins the ISR, the HW advances and reaches B
-    steps += [*fetch(1, 0), ("SendFetch", {"follower": 1, "leader": 0}), ("ServeFetch", {"leader": 0, "follower": 1})]
+    steps += [*fetch(1, 0), ("SendFetch", {"follower": 1, "leader": 0}),
+              ("ServeFetch", {"leader": 0, "follower": 1})]
     steps += [("ExpandIsr", {"leader": 0, "follower": 1}), ("AdvanceHighWatermark", {"leader": 0})]
     steps += [("ReceiveFetch", {"follower": 1, "leader": 0}), *fetch(1, 0)]
     return steps
@@ -68,7 +71,8 @@ def test_kip279_scenario1_breaks_kip101(k: int, case: str) -> None:
     m = model("kip-101", "records=7")
     states = run_scenario(m, kip279_scenario1_steps(k))
     last = states[-1]
-    # A answered the start of epoch 3 (offset 3) to B's request for epoch 2: B kept its epoch-2 records
+    # A answered the start of epoch 3 (offset 3) to B's request for epoch 2: B kept its epoch-2
+    # records
     assert idents(last, 1)[:2] == [1, 4]
     assert idents(last, 0) == [1, 2, 3, 4 + k]
     assert not log_matching(last), f"{case}: the logs diverge below both high watermarks"
@@ -88,21 +92,25 @@ def test_kip279_scenario1_fixed_by_kip279(k: int) -> None:
     assert log_matching(last) and committed_durable(last)
 
 
-# -- KIP-279 scenario 3: fast leader fail-over with unclean leader election -------------------------
+# -- KIP-279 scenario 3: fast leader fail-over with unclean leader election ------------------------
 def kip279_scenario3_steps(protocol: str) -> list:
-    """Each death is processed by the controller (a new epoch) before the next restart: the seed's epochs
-    0, 1, 2, 3 of the writes are the model's 1, 3, 5, 7."""
-    steps = [("Crash", {"broker": 1}), ("ProcessBrokerFailure", {"broker": 1}), deliver(0, 1)]  # B leaves the ISR
+    """Each death is processed by the controller (a new epoch) before the next restart: the seed's
+    epochs 0, 1, 2, 3 of the writes are the model's 1, 3, 5, 7."""
+    # B leaves the ISR
+    steps = [("Crash", {"broker": 1}), ("ProcessBrokerFailure", {"broker": 1}), deliver(0, 1)]
     # [epoch 1] write A:0, stop A, bring up B which becomes leader
-    steps += [("Produce", {"leader": 0}), ("AdvanceHighWatermark", {"leader": 0}), ("Crash", {"broker": 0})]
+    steps += [("Produce", {"leader": 0}), ("AdvanceHighWatermark", {"leader": 0}),
+              ("Crash", {"broker": 0})]
     steps += [("ProcessBrokerFailure", {"broker": 0}), ("Restart", {"broker": 1}), deliver(1, 2)]
     steps += [("UncleanLeaderElection", {"leader": 1}), deliver(1, 3)]
     # [epoch 3] write B:0, stop B, bring up A which becomes leader
-    steps += [("Produce", {"leader": 1}), ("AdvanceHighWatermark", {"leader": 1}), ("Crash", {"broker": 1})]
+    steps += [("Produce", {"leader": 1}), ("AdvanceHighWatermark", {"leader": 1}),
+              ("Crash", {"broker": 1})]
     steps += [("ProcessBrokerFailure", {"broker": 1}), ("Restart", {"broker": 0}), deliver(0, 4)]
     steps += [("UncleanLeaderElection", {"leader": 0}), deliver(0, 5)]
     # [epoch 5] write A:1, stop A, bring up B which becomes leader
-    steps += [("Produce", {"leader": 0}), ("AdvanceHighWatermark", {"leader": 0}), ("Crash", {"broker": 0})]
+    steps += [("Produce", {"leader": 0}), ("AdvanceHighWatermark", {"leader": 0}),
+              ("Crash", {"broker": 0})]
     steps += [("ProcessBrokerFailure", {"broker": 0}), ("Restart", {"broker": 1}), deliver(1, 6)]
     steps += [("UncleanLeaderElection", {"leader": 1}), deliver(1, 7)]
     # [epoch 7] write B:1; bring up A
@@ -133,9 +141,11 @@ def test_kip279_scenario3_fixed_by_kip279_with_the_kafka_7415_lookup(protocol: s
     m = model(protocol, *SCENARIO_3, features=("unclean=on",))
     states = run_scenario(m, kip279_scenario3_steps(protocol))
     after_first_round = states[-7]
-    assert idents(after_first_round, 0) == [1], "first round: B answers (epoch 3, offset 1); A truncates to 1"
+    assert idents(after_first_round, 0) == [1], (
+        "first round: B answers (epoch 3, offset 1); A truncates to 1")
     after_second_round = states[-4]
-    assert idents(after_second_round, 0) == [], "second round: B answers (1, 0) for epoch 1: A truncates to 0"
+    assert idents(after_second_round, 0) == [], (
+        "second round: B answers (1, 0) for epoch 1: A truncates to 0")
     last = states[-1]
     assert last.brokers[0].log == last.brokers[1].log
     assert log_matching(last)
@@ -143,15 +153,20 @@ def test_kip279_scenario3_fixed_by_kip279_with_the_kafka_7415_lookup(protocol: s
     assert not committed_durable(last)
 
 
-# -- KIP-101's first scenario (KIP-279's scenario 2): a lagging HW, a bounce the controller missed ---------
+# -- KIP-101's first scenario (KIP-279's scenario 2): a lagging HW, a bounce the controller missed
 def kip101_restart_steps(protocol: str) -> list:
-    """A restart the controller processes takes the follower out of the ISR (it could not be elected), so the
-    follower bounces unseen and an epoch bump of the same leader makes the new incarnation a follower."""
+    """A restart the controller processes takes the follower out of the ISR (it could not be
+    elected), so the follower bounces unseen and an epoch bump of the same leader makes the new
+    incarnation a follower."""
     steps = [("Produce", {"leader": 0}), *fetch(1, 0), ("Produce", {"leader": 0})]
-    steps += [("SendFetch", {"follower": 1, "leader": 0}), ("ServeFetch", {"leader": 0, "follower": 1})]
-    steps += [("AdvanceHighWatermark", {"leader": 0}), ("ReceiveFetch", {"follower": 1, "leader": 0})]
-    steps += [("SendFetch", {"follower": 1, "leader": 0}), ("ServeFetch", {"leader": 0, "follower": 1})]
-    steps += [("AdvanceHighWatermark", {"leader": 0}), ("ReceiveFetch", {"follower": 1, "leader": 0})]
+    steps += [("SendFetch", {"follower": 1, "leader": 0}),
+              ("ServeFetch", {"leader": 0, "follower": 1})]
+    steps += [("AdvanceHighWatermark", {"leader": 0}),
+              ("ReceiveFetch", {"follower": 1, "leader": 0})]
+    steps += [("SendFetch", {"follower": 1, "leader": 0}),
+              ("ServeFetch", {"leader": 0, "follower": 1})]
+    steps += [("AdvanceHighWatermark", {"leader": 0}),
+              ("ReceiveFetch", {"follower": 1, "leader": 0})]
     # follower (HW 1) bounces while the leader's HW is 2; a reassignment bumps the epoch
     steps += [("Bounce", {"broker": 1}), ("BumpLeaderEpoch", {"leader": 0}), deliver(1, 1)]
     if protocol != "hw-truncation":
@@ -184,13 +199,16 @@ def kip101_lossy_steps(protocol: str) -> list:
     steps = [("Produce", {"leader": 0}), ("Produce", {"leader": 0}), *fetch(1, 0), *fetch(1, 0)]
     steps += [("AdvanceHighWatermark", {"leader": 0}), *fetch(1, 0)]  # both hold m1, m2 with HW 2
     steps += [("CrashLosingTail", {"broker": 1, "keep": 1}), ("Crash", {"broker": 0})]
-    # the controller processes the leader's death first (offline, ISR {1}), then broker 1's (the last ISR member)
+    # the controller processes the leader's death first (offline, ISR {1}), then broker 1's (the
+    # last ISR member)
     steps += [("ProcessBrokerFailure", {"broker": 0}), ("ProcessBrokerFailure", {"broker": 1})]
-    steps += [("Restart", {"broker": 1}), ("ElectLeader", {"leader": 1}), deliver(1, 2), deliver(1, 3)]
+    steps += [("Restart", {"broker": 1}), ("ElectLeader", {"leader": 1}), deliver(1, 2),
+              deliver(1, 3)]
     steps += [("Produce", {"leader": 1}), ("Restart", {"broker": 0}), deliver(0, 3)]
     if protocol != "hw-truncation":
         steps += offsets_round(0, 1)
-    steps += [*fetch(0, 1), ("SendFetch", {"follower": 0, "leader": 1}), ("ServeFetch", {"leader": 1, "follower": 0})]
+    steps += [*fetch(0, 1), ("SendFetch", {"follower": 0, "leader": 1}),
+              ("ServeFetch", {"leader": 1, "follower": 0})]
     steps += [("ExpandIsr", {"leader": 1, "follower": 0}), ("AdvanceHighWatermark", {"leader": 1})]
     steps += [("ReceiveFetch", {"follower": 0, "leader": 1}), *fetch(0, 1)]
     return steps

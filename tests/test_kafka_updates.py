@@ -21,7 +21,8 @@ def test_updater_equals_with_for_every_field_of_a_broker():
         copy = update(broker, **{name: value})
         assert type(copy) is Broker
         assert copy == broker.with_(**{name: value})
-        assert copy[position] == value and copy[:position] == broker[:position] and copy[position + 1 :] == broker[position + 1 :]
+        assert (copy[position] == value and copy[:position] == broker[:position]
+                and copy[position + 1 :] == broker[position + 1 :])
 
 
 def test_updater_with_fixed_values_and_positional_or_keyword_calls():
@@ -31,12 +32,15 @@ def test_updater_with_fixed_values_and_positional_or_keyword_calls():
     assert crash(broker, 7) == expected
     assert crash(broker, hw=7) == expected
     state = _states()
-    moved = updater(KafkaState, "brokers", "produced")(state, brokers=state.brokers[::-1], produced=3)
+    moved = updater(KafkaState, "brokers", "produced")(state, brokers=state.brokers[::-1],
+                                                       produced=3)
     assert moved == state.with_(brokers=state.brokers[::-1], produced=3)
-    assert updater(Controller, "isr")(state.controller, isr=(1,)) == state.controller.with_(isr=(1,))
+    assert (updater(Controller, "isr")(state.controller, isr=(1,))
+            == state.controller.with_(isr=(1,)))
 
 
-@pytest.mark.parametrize("names, constants", [(("lof",), {}), (("log", "log"), {}), (("log",), {"log": ()}), ((), {"nope": 1})])
+@pytest.mark.parametrize("names, constants", [(("lof",), {}), (("log", "log"), {}),
+                                              (("log",), {"log": ()}), ((), {"nope": 1})])
 def test_updater_refuses_unknown_or_repeated_fields(names, constants):
     with pytest.raises(TypeError):
         updater(Broker, *names, **constants)

@@ -1,9 +1,11 @@
-"""The kernel a batch at a time (``checker.kernel_batch``, what the Spark executors run) is the readable model.
+"""The kernel a batch at a time (``checker.kernel_batch``, what the Spark executors run) is the
+readable model.
 
-On reachable states of small configurations, ``km_expand_batch``'s successors are the readable model's, state
-for state, in its order, canonical under symmetry, with its action codes; each state's violation mask is the
-readable invariants' verdict; the fingerprint set keeps exactly the first occurrences; and a library shipped as
-bytes loads in a process that lacks it. A kernel with one rule changed fails the same check.
+On reachable states of small configurations, ``km_expand_batch``'s successors are the readable
+model's, state for state, in its order, canonical under symmetry, with its action codes; each
+state's violation mask is the readable invariants' verdict; the fingerprint set keeps exactly the
+first occurrences; and a library shipped as bytes loads in a process that lacks it. A kernel with
+one rule changed fails the same check.
 """
 
 from __future__ import annotations
@@ -21,7 +23,8 @@ CONFIGS = [("two-phase", {"RM": 4}, True), ("two-phase", {"RM": 3, "commit_guard
 
 
 def batch_disagreements(model, kernel: km.Kernel, states: list, symmetry: bool) -> list[str]:
-    """Where one ``km_expand_batch`` call over ``states`` differs from the readable model (empty: nowhere)."""
+    """Where one ``km_expand_batch`` call over ``states`` differs from the readable model (empty:
+    nowhere)."""
     spec = kernel.spec
     batch = BatchKernel(kernel.library, kernel.state_bytes)
     rows = batch.rows(b"".join(spec.pack(s) for s in states))
@@ -36,8 +39,10 @@ def batch_disagreements(model, kernel: km.Kernel, states: list, symmetry: bool) 
             continue
         for j, (act, succ) in enumerate(readable):
             want = spec.pack(model.canonical(succ) if symmetry else succ)
-            if (got.parent[at], got.position[at]) != (i, j) or spec.action(int(got.action[at])) != act:
-                problems.append(f"{state}: successor {j} is {spec.action(int(got.action[at]))}, readable {act}")
+            if ((got.parent[at], got.position[at]) != (i, j) or spec.action(int(got.action[at]))
+                != act):
+                problems.append(f"{state}: successor {j} is {spec.action(int(got.action[at]))}, "
+                                f"readable {act}")
             elif got.states[at].tobytes() != want:
                 problems.append(f"{state}: successor {j} by {act} differs")
             at += 1
@@ -96,7 +101,8 @@ def test_a_shipped_library_loads_where_the_cache_lacks_it(tmp_path, monkeypatch)
     loaded = batch_kernel(shipment)
     assert loaded.state_bytes == kernel.state_bytes
     assert (tmp_path / "kmc" / "kernels" / shipment.name).exists()
-    # a cache directory this process cannot write in (as a user whose cache is read-only): a directory of its own
+    # a cache directory this process cannot write in (as a user whose cache is read-only): a
+    # directory of its own
     import tempfile
 
     monkeypatch.setattr("checker.kernel_batch._LOADED", {})
@@ -112,7 +118,7 @@ def test_a_shipped_library_loads_where_the_cache_lacks_it(tmp_path, monkeypatch)
     assert batch_kernel(shipment).state_bytes == kernel.state_bytes
 
 
-# -- the Spark executors' expansion on the kernel, without Spark (pyarrow only) ---------------------------------
+# -- the Spark executors' expansion on the kernel, without Spark (pyarrow only) --------------------
 
 
 class _Broadcast:
@@ -121,7 +127,8 @@ class _Broadcast:
 
 
 def _levels(model, symmetry: bool, depth: int) -> list[list]:
-    """The first ``depth`` levels of the breadth-first search, states in the stored form, in global-index order."""
+    """The first ``depth`` levels of the breadth-first search, states in the stored form, in
+    global-index order."""
     form = model.canonical if symmetry else (lambda s: s)
     level = list(dict.fromkeys(form(s) for s in model.init_states()))
     seen, levels = set(level), [level]
@@ -138,14 +145,16 @@ def _levels(model, symmetry: bool, depth: int) -> list[list]:
 
 
 def _expand_partition(expand, fps, states, gidx, recent, pa):
-    """Run one ``mapInArrow`` function over a partition given as two batches in a scrambled order: the candidates
-    (key -> state bytes) and the statistics row."""
+    """Run one ``mapInArrow`` function over a partition given as two batches in a scrambled order:
+    the candidates (key -> state bytes) and the statistics row."""
     order = np.random.default_rng(39).permutation(len(states))
     known = np.argsort(fps, kind="stable")
     expand.numbers = _Broadcast((fps[known], gidx[known], recent))
     half = len(order) // 2
-    batches = [pa.RecordBatch.from_arrays([pa.array(fps[part]), pa.array([states[i] for i in part], pa.binary())],
-                                          names=["fp", "state"]) for part in (order[:half], order[half:])]
+    batches = [pa.RecordBatch.from_arrays([pa.array(fps[part]),
+                                           pa.array([states[i] for i in part], pa.binary())],
+                                          names=["fp", "state"])
+               for part in (order[:half], order[half:])]
     candidates, stats = {}, None
     for out in expand(iter(batches)):
         rows = out.to_pylist()
@@ -162,9 +171,10 @@ def _expand_partition(expand, fps, states, gidx, recent, pa):
                          [("two-phase", {"RM": 4, "commit_guard": False}, True, 6),
                           ("tla:Kip101", TLA_SMALL, False, 12)], ids=["two-phase", "Kip101"])
 def test_the_kernel_expansion_of_a_partition_is_the_readable_one(name, constants, symmetry, depth):
-    """``KernelExpand`` (packed states, the kernel's fingerprints) and ``ArrowExpand`` (msgpack, Python's) over the
-    same frontier partition: the same candidates (order key -> state), states generated, deadlock and violations
-    (the kernel's partition in chunks of 97 states, so its first-occurrence set and indices cross chunks)."""
+    """``KernelExpand`` (packed states, the kernel's fingerprints) and ``ArrowExpand`` (msgpack,
+    Python's) over the same frontier partition: the same candidates (order key -> state), states
+    generated, deadlock and violations (the kernel's partition in chunks of 97 states, so its
+    first-occurrence set and indices cross chunks)."""
     pa = pytest.importorskip("pyarrow")
     from checker.codec import state_column_codec
     from checker.spark.arrow_step import ArrowExpand
@@ -178,29 +188,36 @@ def test_the_kernel_expansion_of_a_partition_is_the_readable_one(name, constants
     frontier, before = levels[-1], levels[-2]
     base = sum(len(level) for level in levels[:-1])
     gidx = np.arange(base, base + len(frontier), dtype=np.int64)
-    invariants = [inv for inv in for_family(model.family).values() if inv.name in kernel.spec.invariants]
+    invariants = [inv for inv in for_family(model.family).values()
+                  if inv.name in kernel.spec.invariants]
     codec = state_column_codec(model)
     readable = ArrowExpand(model, symmetry, True, invariants, None, codec,
                            canonical=model.canonical if symmetry else None)
     py_fps = np.array([hash(s) for s in frontier], np.int64)
     py_recent = np.array([hash(s) for s in before + frontier], np.int64)
-    want, want_stats = _expand_partition(readable, py_fps, [codec.encode(s) for s in frontier], gidx, py_recent, pa)
+    want, want_stats = _expand_partition(readable, py_fps, [codec.encode(s) for s in frontier],
+                                         gidx, py_recent, pa)
     packed = [kernel.spec.pack(s) for s in frontier]
     k_fps = batch.fingerprints(batch.rows(b"".join(packed)))
-    k_recent = batch.fingerprints(batch.rows(b"".join(kernel.spec.pack(s) for s in before + frontier)))
-    compiled = KernelExpand(shipment, symmetry, True, kernel_checks(kernel, invariants), None, chunk=97)
+    k_recent = batch.fingerprints(batch.rows(b"".join(kernel.spec.pack(s) for s in before
+                                                      + frontier)))
+    compiled = KernelExpand(shipment, symmetry, True, kernel_checks(kernel, invariants), None,
+                            chunk=97)
     got, got_stats = _expand_partition(compiled, k_fps, packed, gidx, k_recent, pa)
     assert want and got_stats == want_stats
-    assert {key: kernel.spec.unpack(raw) for key, raw in got.items()} == {key: codec.decode(raw)
-                                                                        for key, raw in want.items()}
+    assert {key: kernel.spec.unpack(raw) for key, raw in got.items()} == {
+        key: codec.decode(raw)
+      for key, raw in want.items()}
     if name == "tla:Kip101":
-        assert want_stats[0], "the frontier should violate an invariant (the test then covers the masks)"
+        assert want_stats[0], (
+            "the frontier should violate an invariant (the test then covers the masks)")
 
 
 @needs_cc
 def test_the_prefix_moves_to_spark_packed_in_the_readable_order():
-    """``packed_prefix``: the kernel's C search of the local prefix's levels, every state in global-index order
-    with the kernel's fingerprints; a kernel that disagrees with the readable prefix is one line, not a wrong run."""
+    """``packed_prefix``: the kernel's C search of the local prefix's levels, every state in
+    global-index order with the kernel's fingerprints; a kernel that disagrees with the readable
+    prefix is one line, not a wrong run."""
     from checker.bfs import LocalBFS
     from checker.search import SearchOptions
     from checker.spark.kernel_step import packed_prefix
@@ -216,7 +233,8 @@ def test_the_prefix_moves_to_spark_packed_in_the_readable_order():
     levels = _levels(model, True, st.depth)
     assert rows.tobytes() == b"".join(kernel.spec.pack(s) for level in levels for s in level)
     assert start == st.frontier_base == len(rows) - len(levels[-1])
-    assert fps.tolist() == BatchKernel(kernel.library, kernel.state_bytes).fingerprints(rows).tolist()
+    assert (fps.tolist() == BatchKernel(kernel.library,
+                                        kernel.state_bytes).fingerprints(rows).tolist())
     mutant = km.load(model.kernel(), extra_flags=("-DKM_MUTANT=1",))
     with pytest.raises(ModelError, match="disagree"):
         packed_prefix(mutant, model, True, st)
@@ -229,7 +247,8 @@ def test_the_readable_model_runs_on_spark_where_the_kernel_cannot():
     model = model_of("two-phase", {"RM": 3})
     assert km.why_not(model, SearchOptions(), engine="spark") is None
     assert "blocks" in km.why_not(model, SearchOptions(), engine="spark", spark_transport="blocks")
-    assert "run directory" in km.why_not(model, SearchOptions(checkpoint_path="run"), engine="spark")
+    assert ("run directory" in km.why_not(model, SearchOptions(checkpoint_path="run"),
+                                          engine="spark"))
     assert "run directory" in km.why_not(model, SearchOptions(resume_from="run"), engine="spark")
 
 
@@ -241,19 +260,22 @@ def test_verbose_names_the_kernel_on_the_spark_executors():
     from kmc.cli import print_path
 
     console = Console(record=True, width=200)
-    path = {"path": "kernel", "engine": "spark", "kernel": "kernel.c", "library": "kernel-0123.so", "state_bytes": 43,
-            "fingerprints": "the kernel's 64-bit hash of the packed state on Spark's levels"}
+    path = {"path": "kernel", "engine": "spark", "kernel": "kernel.c", "library": "kernel-0123.so",
+            "state_bytes": 43, "fingerprints": "the kernel's 64-bit hash of the packed state on "
+                                               "Spark's levels"}
     print_path(console, SimpleNamespace(extra={"path": path}))
-    assert "the compiled kernel on the Spark executors (kernel.c, 43 bytes a state" in console.export_text()
+    assert ("the compiled kernel on the Spark executors (kernel.c, 43 bytes a state"
+            in console.export_text())
 
 
 @needs_cc
 def test_a_kernel_of_large_successor_buffers_expands_fewer_states_a_call(monkeypatch):
-    """The buffers of a call hold chunk() x the successor bound x the state's bytes: within OUTPUT_BUDGET (a Kafka
-    kernel's states are larger and have more successors than these)."""
+    """The buffers of a call hold chunk() x the successor bound x the state's bytes: within
+    OUTPUT_BUDGET (a Kafka kernel's states are larger and have more successors than these)."""
     model = model_of("tla:Kip320", TLA_SMALL)
     kernel = km.load(model.kernel())
     batch = BatchKernel(kernel.library, kernel.state_bytes)
     assert batch.chunk() == CHUNK
-    monkeypatch.setattr("checker.kernel_batch.OUTPUT_BUDGET", 10 * batch.max_successors * batch.state_bytes)
+    monkeypatch.setattr("checker.kernel_batch.OUTPUT_BUDGET", 10 * batch.max_successors
+                        * batch.state_bytes)
     assert batch.chunk() == 10

@@ -1,7 +1,7 @@
 """The level's deduplication: one dictionary of the level's fingerprints while the level is small
-(``checker.bfs._Level.seen``), block-wise (``checker.visited.LevelFingerprints``) once it outgrows the objects a
-frontier store keeps, or from the start when memory is short. Whichever way, the same counts, the same parent
-log (so the same first occurrences) and the same counterexamples."""
+(``checker.bfs._Level.seen``), block-wise (``checker.visited.LevelFingerprints``) once it outgrows
+the objects a frontier store keeps, or from the start when memory is short. Whichever way, the same
+counts, the same parent log (so the same first occurrences) and the same counterexamples."""
 
 from dataclasses import replace
 
@@ -14,19 +14,21 @@ from invariants.registry import for_family
 from spec.registry import build_model
 from spec.two_phase import TwoPhase
 
-#: ``checker.bfs`` settings of each mode: by default every level here fits its dictionary and is absorbed at
-#: once; with a small ``_ABSORB_AT`` the dictionary's blocks are absorbed a few at a time; with 64 objects a
-#: store the larger levels go block-wise part of the way through; with none, every level from its start
-MODES = {"dictionary": {}, "dictionary, small batches": {"_ABSORB_AT": 40}, "switches": {"FRONTIER_OBJECT_STATES": 64},
-         "block-wise": {"FRONTIER_OBJECT_STATES": 0}}
+#: ``checker.bfs`` settings of each mode: by default every level here fits its dictionary and is
+#: absorbed at once; with a small ``_ABSORB_AT`` the dictionary's blocks are absorbed a few at a
+#: time; with 64 objects a store the larger levels go block-wise part of the way through; with none,
+#: every level from its start
+MODES = {"dictionary": {}, "dictionary, small batches": {"_ABSORB_AT": 40},
+         "switches": {"FRONTIER_OBJECT_STATES": 64}, "block-wise": {"FRONTIER_OBJECT_STATES": 0}}
 #: the methods counted (taken once: a run's counting wrapper must not wrap the previous run's)
-SWITCH, LOOKUP, ABSORB = bfs.LocalBFS._go_block_wise, visited.LevelFingerprints.contains, bfs.LocalBFS._absorb
+SWITCH, LOOKUP, ABSORB = (bfs.LocalBFS._go_block_wise, visited.LevelFingerprints.contains,
+                          bfs.LocalBFS._absorb)
 ABSORB_AT = bfs._ABSORB_AT
 
 
 def _run(model, options, monkeypatch, settings):
-    """(result, parent log, calls: levels that went block-wise midway, lookups against a LevelFingerprints,
-    batches absorbed)."""
+    """(result, parent log, calls: levels that went block-wise midway, lookups against a
+    LevelFingerprints, batches absorbed)."""
     for name, default in (("FRONTIER_OBJECT_STATES", None), ("_ABSORB_AT", ABSORB_AT)):
         monkeypatch.setattr(bfs, name, settings.get(name, default))
     calls = {"switch": 0, "lookup": 0, "absorb": 0}
@@ -58,19 +60,23 @@ def _summary(result):
 
 CASES = {
     "two-phase RM=5": (lambda: TwoPhase(5), {}),
-    "two-phase RM=5 without the commit guard (violations)": (lambda: TwoPhase(5, commit_guard=False),
-                                                             {"stop_at_first": False}),
+    "two-phase RM=5 without the commit guard "
+    "(violations)": (lambda: TwoPhase(5, commit_guard=False),
+                     {"stop_at_first": False}),
     "two-phase RM=6 --symmetry": (lambda: TwoPhase(6), {"symmetry": True}),
-    "tla:Kip320 R2L2M2E2": (lambda: build_model("tla:Kip320", ["Replicas=2", "LogSize=2", "MaxRecords=2",
-                                                               "MaxLeaderEpoch=2"]), {}),
+    "tla:Kip320 "
+    "R2L2M2E2": (lambda: build_model("tla:Kip320", ["Replicas=2", "LogSize=2", "MaxRecords=2",
+                                                    "MaxLeaderEpoch=2"]), {}),
 }
 
 
 @pytest.mark.parametrize("case", list(CASES))
-def test_a_level_as_one_dictionary_block_wise_or_switching_midway_gives_the_same_search(monkeypatch, case):
+def test_a_level_as_one_dictionary_block_wise_or_switching_midway_gives_the_same_search(
+    monkeypatch, case):
     make, extra = CASES[case]
     model = make()
-    monkeypatch.setattr(frontier_module, "BLOCK", 32)  # levels of several blocks, so that a switch has blocks after it
+    # levels of several blocks, so that a switch has blocks after it
+    monkeypatch.setattr(frontier_module, "BLOCK", 32)
     options = SearchOptions(invariants=list(for_family(model.family).values()), **extra)
     runs = {mode: _run(model, options, monkeypatch, settings) for mode, settings in MODES.items()}
     expected, expected_log, _ = runs["dictionary"]
@@ -80,7 +86,8 @@ def test_a_level_as_one_dictionary_block_wise_or_switching_midway_gives_the_same
     # each mode took its own path: otherwise the comparison above compares a path with itself
     calls = {mode: run[2] for mode, run in runs.items()}
     assert calls["dictionary"]["switch"] == calls["dictionary"]["lookup"] == 0
-    assert calls["dictionary, small batches"]["switch"] == calls["dictionary, small batches"]["lookup"] == 0
+    assert (calls["dictionary, small batches"]["switch"] == calls["dictionary, small "
+                                                                  "batches"]["lookup"] == 0)
     assert calls["dictionary, small batches"]["absorb"] > calls["dictionary"]["absorb"]
     assert runs["switches"][2]["switch"] > 0 and runs["switches"][2]["lookup"] > 0
     assert runs["block-wise"][2]["switch"] == 0 and runs["block-wise"][2]["lookup"] > 0
@@ -99,14 +106,15 @@ def test_past_half_the_memory_budget_a_level_is_block_wise(monkeypatch):
 
 @pytest.mark.parametrize("sort_keys_past", [0, 1 << 40])
 def test_membership_with_and_without_sorting_the_keys(monkeypatch, sort_keys_past):
-    """``visited.member`` sorts its keys only for a large array: both ways give the same mask, keys in any order,
-    with keys below, between, equal to and above the array's values."""
+    """``visited.member`` sorts its keys only for a large array: both ways give the same mask, keys
+    in any order, with keys below, between, equal to and above the array's values."""
     import numpy as np
 
     monkeypatch.setattr(visited, "SORT_KEYS_PAST", sort_keys_past)
     rng = np.random.default_rng(7)
     data = np.unique(rng.integers(-2**62, 2**62, 5000))
-    keys = np.concatenate([data[::3], rng.integers(-2**62, 2**62, 4000), [data[0] - 1, data[-1] + 1, data[-1]]])
+    keys = np.concatenate([data[::3], rng.integers(-2**62, 2**62, 4000),
+                           [data[0] - 1, data[-1] + 1, data[-1]]])
     rng.shuffle(keys)
     expected = np.isin(keys, data)
     assert expected.any() and not expected.all()
@@ -117,8 +125,9 @@ def test_membership_with_and_without_sorting_the_keys(monkeypatch, sort_keys_pas
 
 
 def test_action_ids_look_up_known_actions_and_intern_new_ones_in_order():
-    """``bfs.action_ids``: known actions looked up in C, a list with a new one (or the initial states' None) interned
-    one by one in its order; the same ids as ``ActionTable.id`` gives each action in turn."""
+    """``bfs.action_ids``: known actions looked up in C, a list with a new one (or the initial
+    states' None) interned one by one in its order; the same ids as ``ActionTable.id`` gives each
+    action in turn."""
     import numpy as np
 
     from checker.search import ActionTable
@@ -137,8 +146,9 @@ def test_action_ids_look_up_known_actions_and_intern_new_ones_in_order():
 @pytest.mark.parametrize("fold_at", [1, 7, bfs._FOLD_DEGREES_AT])
 @pytest.mark.parametrize("coverage", [False, True])
 def test_out_degrees_folded_in_batches_are_every_expanded_state_s(monkeypatch, fold_at, coverage):
-    """The out-degree histogram (collected a state, folded in batches of ``_FOLD_DEGREES_AT``) counts each expanded
-    state's successors once, whatever the batch and with ``--coverage`` (the hot loop's other branch)."""
+    """The out-degree histogram (collected a state, folded in batches of ``_FOLD_DEGREES_AT``)
+    counts each expanded state's successors once, whatever the batch and with ``--coverage`` (the
+    hot loop's other branch)."""
     from collections import Counter
 
     from tests.test_cli_habits import reachable

@@ -1,5 +1,6 @@
-"""The one level loop (``checker.levels.run_levels``): what it does around an engine's level step, checked
-with a counting engine, and that no other module of ``checker/`` runs a level loop of its own."""
+"""The one level loop (``checker.levels.run_levels``): what it does around an engine's level step,
+checked with a counting engine, and that no other module of ``checker/`` runs a level loop of its
+own."""
 
 from __future__ import annotations
 
@@ -23,8 +24,8 @@ class _State:
 
 
 class _Counting(LevelSearch):
-    """Each level adds ``grow`` states; a level past ``stop_after`` finds a violation, one at ``raise_at``
-    raises (a budget inside the level, or Ctrl-C)."""
+    """Each level adds ``grow`` states; a level past ``stop_after`` finds a violation, one at
+    ``raise_at`` raises (a budget inside the level, or Ctrl-C)."""
 
     def __init__(self, options: SearchOptions, levels: int = 5, stop_after: int | None = None,
                  raise_at: tuple[int, BaseException] | None = None, saves: bool = True) -> None:
@@ -71,29 +72,38 @@ def test_the_loop_runs_levels_until_the_frontier_is_empty_or_the_search_stops():
 
 def test_a_budget_between_levels_stops_the_loop_with_a_checkpoint_of_the_last_level():
     st = _State()
-    depth, reason, checkpoint = run_levels(_Counting(SearchOptions(max_depth=3, checkpoint_path="c")), st)
-    assert (depth, checkpoint, st.saved) == (3, "c", [("c", 3)]) and reason.startswith("depth bound 3")
+    depth, reason, checkpoint = run_levels(_Counting(SearchOptions(max_depth=3,
+                                                                   checkpoint_path="c")), st)
+    assert ((depth, checkpoint, st.saved) == (3, "c", [("c", 3)])
+            and reason.startswith("depth bound 3"))
     st = _State()
     depth, reason, _ = run_levels(_Counting(SearchOptions(max_states=25)), st)
-    assert depth == 3 and reason.startswith("state budget 25") and st.saved == []  # 31 states; no --checkpoint: none
+    # 31 states; no --checkpoint: none
+    assert depth == 3 and reason.startswith("state budget 25") and st.saved == []
 
 
-def test_a_budget_inside_a_level_is_undetermined_and_a_memory_budget_saves_even_without_checkpoint(tmp_path,
-                                                                                                   monkeypatch):
+def test_a_budget_inside_a_level_is_undetermined_and_a_memory_budget_saves_even_without_checkpoint(
+    tmp_path,
+    monkeypatch):
     monkeypatch.chdir(tmp_path)
     st = _State()
-    engine = _Counting(SearchOptions(), raise_at=(2, BudgetExceeded("time budget of 1 s ran out at depth 2")))
-    assert run_levels(engine, st) == (2, "time budget of 1 s ran out at depth 2", None) and st.saved == []
+    engine = _Counting(SearchOptions(),
+                       raise_at=(2, BudgetExceeded("time budget of 1 s ran out at depth 2")))
+    assert (run_levels(engine, st) == (2, "time budget of 1 s ran out at depth 2", None)
+            and st.saved == [])
     st = _State()
-    engine = _Counting(SearchOptions(), raise_at=(2, BudgetExceeded("memory budget of 1 MB ran out at depth 2")))
+    engine = _Counting(SearchOptions(),
+                       raise_at=(2, BudgetExceeded("memory budget of 1 MB ran out at depth 2")))
     depth, _, checkpoint = run_levels(engine, st)
-    assert checkpoint == str(Path("kmc-checkpoints") / "two-phase.ckpt") and st.saved == [(checkpoint, 2)]
+    assert (checkpoint == str(Path("kmc-checkpoints") / "two-phase.ckpt") and st.saved
+            == [(checkpoint, 2)])
 
 
 def test_ctrl_c_saves_the_last_whole_level_then_goes_on():
     st = _State()
     with pytest.raises(KeyboardInterrupt):
-        run_levels(_Counting(SearchOptions(checkpoint_path="c"), raise_at=(3, KeyboardInterrupt())), st)
+        run_levels(_Counting(SearchOptions(checkpoint_path="c"), raise_at=(3, KeyboardInterrupt())),
+                   st)
     assert st.saved == [("c", 3)]
 
 
@@ -102,17 +112,20 @@ def test_periodic_checkpoints_and_an_engine_that_keeps_its_own():
     run_levels(_Counting(SearchOptions(checkpoint_path="c", checkpoint_every=0.0)), st)
     assert st.saved == [("c", depth) for depth in range(1, 6)]
     st = _State()
-    engine = _Counting(SearchOptions(checkpoint_path="c", checkpoint_every=0.0, max_depth=2), saves=False)
-    assert run_levels(engine, st)[2] is None and st.saved == []  # Spark: its run directory is the checkpoint
+    engine = _Counting(SearchOptions(checkpoint_path="c", checkpoint_every=0.0, max_depth=2),
+                       saves=False)
+    # Spark: its run directory is the checkpoint
+    assert run_levels(engine, st)[2] is None and st.saved == []
 
 
 def test_no_module_of_checker_runs_a_level_loop_of_its_own():
-    """The budgets between levels are asked in one place: a module calling ``budget_reason`` itself would be
-    a second level loop."""
+    """The budgets between levels are asked in one place: a module calling ``budget_reason`` itself
+    would be a second level loop."""
     root = Path(__file__).resolve().parents[1] / "checker"
     callers = set()
     for path in root.rglob("*.py"):
         for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
-            if isinstance(node, ast.Call) and getattr(node.func, "id", getattr(node.func, "attr", None)) == "budget_reason":
+            if (isinstance(node, ast.Call)
+                and getattr(node.func, "id", getattr(node.func, "attr", None)) == "budget_reason"):
                 callers.add(path.relative_to(root).as_posix())
     assert callers == {"levels.py"}

@@ -11,5 +11,6 @@ ROOT = Path(__file__).resolve().parents[1]
 
 @pytest.mark.skipif(shutil.which("ruff") is None, reason="ruff is installed by the test extra")
 def test_ruff_clean():
-    out = subprocess.run(["ruff", "check", "--quiet", "."], cwd=ROOT, capture_output=True, text=True)
+    out = subprocess.run(["ruff", "check", "--quiet", "."], cwd=ROOT, capture_output=True,
+                         text=True)
     assert out.returncode == 0, out.stdout + out.stderr

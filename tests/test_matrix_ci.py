@@ -51,28 +51,34 @@ def test_one_search_per_configuration_equals_per_invariant_runs(monkeypatch):
     searches = []
     real = matrix_cells._search
     monkeypatch.setattr(matrix_cells, "_search", lambda model, invs, *a: searches.append(
-        (model.describe()["protocol"], model.constants["N"], [i.name for i in invs])) or real(model, invs, *a))
+        (model.describe()["protocol"], model.constants["N"], [i.name for i in invs]))
+                        or real(model, invs, *a))
     cells = run_matrix(TOY)
-    # rows v1, v2, v1+fast; y-small at N=3 (the default bound set), the others at N=4: two searches a row
+    # rows v1, v2, v1+fast; y-small at N=3 (the default bound set), the others at N=4: two searches
+    # a row
     assert len(searches) == 6 and all(len(names) <= 2 for _, _, names in searches)
     verdicts = {(c.protocol, c.invariant): c.verdict for c in cells}
     assert verdicts == {
         ("v1", "x-small"): "violated", ("v1", "bounded"): "holds", ("v1", "y-small"): "violated",
         ("v2", "x-small"): "violated", ("v2", "bounded"): "holds", ("v2", "y-small"): "holds",
-        ("v1,fast=on", "x-small"): "violated", ("v1,fast=on", "bounded"): "holds", ("v1,fast=on", "y-small"): "violated",
+        ("v1,fast=on", "x-small"): "violated", ("v1,fast=on", "bounded"): "holds",
+        ("v1,fast=on", "y-small"): "violated",
     }
     for cell in cells:
         constants = [f"N={cell.constants['N']}"]
         assert figures(cell) == per_invariant(TOY, cell, constants), cell
 
 
-@pytest.mark.slow  # about 2.5 s; the toy model's test above checks the same grouping in the fast tier
+# about 2.5 s; the toy model's test above checks the same grouping in the fast tier
+@pytest.mark.slow
 def test_kafka_one_search_equals_per_invariant_runs():
-    """The Kafka model at small uniform bounds: every invariant of two rows in one search each (two epochs: at one, every
-    cell holds since the leader adds a follower to the ISR only as it records its fetch)."""
+    """The Kafka model at small uniform bounds: every invariant of two rows in one search each (two
+    epochs: at one, every cell holds since the leader adds a follower to the ISR only as it records
+    its fetch)."""
     constants = ["records=1", "epochs=2"]
     rows = ["hw-truncation", "kip-320"]
-    cells = run_matrix("kafka", MatrixOptions(protocols=rows, constants=constants, uniform_bounds=True))
+    cells = run_matrix("kafka", MatrixOptions(protocols=rows, constants=constants,
+                                              uniform_bounds=True))
     assert {c.verdict for c in cells} == {"holds", "violated"}
     for cell in cells:
         assert figures(cell) == per_invariant("kafka", cell, constants), cell
@@ -87,7 +93,7 @@ def test_by_rounds_fallback_gives_the_same_cells():
     assert [figures(c) for c in one] == [figures(c) for c in rounds]
 
 
-# -- --expect -----------------------------------------------------------------------------------------
+# -- --expect --------------------------------------------------------------------------------------
 def test_expect_passes_on_its_own_json_and_fails_on_a_changed_cell(capsys, tmp_path):
     code, out, _ = run(capsys, "matrix", TOY, "--json", "--quiet")
     assert code == 0
@@ -113,11 +119,13 @@ def test_expect_passes_on_its_own_json_and_fails_on_a_changed_cell(capsys, tmp_p
     assert "v2 / y-small: verdict violated -> holds" in out
     assert "v2 / bounded: distinct states" in out
     # a cell the expectation lacks is a difference too; cells it has but the run skipped are not
-    code, out, _ = run(capsys, "matrix", TOY, "--quiet", "--expect", str(expected), "--protocol", "v2")
+    code, out, _ = run(capsys, "matrix", TOY, "--quiet", "--expect", str(expected), "--protocol",
+                       "v2")
     assert code == 0
     cells = [c for c in json.loads(expected.read_text()) if c["protocol"] != "v2"]
     changed.write_text(json.dumps(cells))
-    code, out, _ = run(capsys, "matrix", TOY, "--quiet", "--expect", str(changed), "--protocol", "v2")
+    code, out, _ = run(capsys, "matrix", TOY, "--quiet", "--expect", str(changed), "--protocol",
+                       "v2")
     assert code == 1 and "not in the expectation" in out
 
 
@@ -134,11 +142,12 @@ def test_expect_file_errors(capsys, tmp_path):
 
 
 def test_undetermined_cells_exit_20_without_expect(capsys):
-    code, out, _ = run(capsys, "matrix", TOY, "--quiet", "--json", "--max-states", "3", "--protocol", "v2")
+    code, out, _ = run(capsys, "matrix", TOY, "--quiet", "--json", "--max-states", "3",
+                       "--protocol", "v2")
     assert code == 20 and "undetermined" in {c["verdict"] for c in json.loads(out)}
 
 
-# -- formats, layout, traces, stories, bound sets -------------------------------------------------------
+# -- formats, layout, traces, stories, bound sets --------------------------------------------------
 def test_formats_and_stories(capsys, tmp_path):
     code, out, _ = run(capsys, "matrix", TOY, "--quiet", "--format", "json")
     cells = json.loads(out)
@@ -151,7 +160,8 @@ def test_formats_and_stories(capsys, tmp_path):
     rows = list(csv.DictReader(io.StringIO(out)))
     assert code == 0 and len(rows) == 9
     by_key = {(r["protocol"], r["invariant"]): r for r in rows}
-    assert by_key["v1", "x-small"]["length"] == "3" and by_key["v1", "x-small"]["story"].startswith("TOY-1")
+    assert (by_key["v1", "x-small"]["length"] == "3"
+            and by_key["v1", "x-small"]["story"].startswith("TOY-1"))
     assert by_key["v2", "bounded"]["verdict"] == "holds" and by_key["v2", "bounded"]["length"] == ""
 
     code, out, _ = run(capsys, "matrix", TOY, "--quiet", "--format", "markdown")
@@ -164,7 +174,8 @@ def test_formats_and_stories(capsys, tmp_path):
 
 
 def test_bound_sets(capsys):
-    code, out, _ = run(capsys, "matrix", TOY, "--quiet", "--json", "--bounds", "deep", "--protocol", "v1")
+    code, out, _ = run(capsys, "matrix", TOY, "--quiet", "--json", "--bounds", "deep", "--protocol",
+                       "v1")
     cells = {c["invariant"]: c for c in json.loads(out)}
     assert code == 0
     assert cells["x-small"]["constants"] == {"N": 6} and cells["y-small"]["constants"] == {"N": 6}
@@ -183,7 +194,8 @@ def test_bound_sets(capsys):
 
 
 def test_trace_dir_saves_every_counterexample(capsys, tmp_path):
-    code, out, _ = run(capsys, "matrix", TOY, "--quiet", "--json", "--trace-dir", str(tmp_path / "traces"))
+    code, out, _ = run(capsys, "matrix", TOY, "--quiet", "--json", "--trace-dir",
+                       str(tmp_path / "traces"))
     cells = json.loads(out)
     violated = [c for c in cells if c["verdict"] == "violated"]
     assert len(violated) == 5 and len({c["trace_file"] for c in violated}) == 5
@@ -203,19 +215,24 @@ def _row(label: str) -> tuple:
 
 KAFKA_ROWS = ("hw-truncation", "kip-101", "kip-279", "kip-320", "kip-380", "truncate-on-fetch",
               "kip-380,kafka-7786-fix=off")
-KAFKA_INVARIANTS = ("log-matching", "committed-durable", "replica-sanity", "no-stale-control-request", "no-fence-stall")
+KAFKA_INVARIANTS = ("log-matching", "committed-durable", "replica-sanity",
+                    "no-stale-control-request", "no-fence-stall")
 
 
 def kafka_like_cells() -> list[Cell]:
-    """The default Kafka matrix's names with figures of its size (the layout depends only on widths)."""
+    """The default Kafka matrix's names with figures of its size (the layout depends only on
+    widths)."""
     cells = []
     for i, protocol in enumerate(KAFKA_ROWS):
         for j, invariant in enumerate(KAFKA_INVARIANTS):
             holds = (i + j) % 3 == 0
-            cells.append(Cell(protocol, invariant, "holds" if holds else "violated", 161_590 - 97 * i, 1_234_567, 19,
-                              None if holds else 10 + i + j, 1.0, constants={"brokers": 2, "records": 2, "epochs": 2,
-                              "crashes": 1, "inflight": 0, "bumps": 0, "shutdowns": 0, "bounces": 0},
-                              story=None if holds else f"KAFKA-{7000 + i} follower truncation below the high watermark"))
+            cells.append(Cell(protocol, invariant, "holds" if holds else "violated", 161_590
+                              - 97 * i, 1_234_567, 19,
+                              None if holds else 10 + i + j, 1.0,
+                              constants={"brokers": 2, "records": 2, "epochs": 2,
+"crashes": 1, "inflight": 0, "bumps": 0, "shutdowns": 0, "bounces": 0},
+                              story=None if holds else f"KAFKA-{7000 + i} follower truncation "
+                                                       "below the high watermark"))
     return cells
 
 
@@ -226,11 +243,13 @@ def test_layout_fits_and_never_cuts_a_name(width):
     assert max(map(len, lines)) <= width
     words = {w for line in lines for w in line.replace(",", " ").split()}
     for name in KAFKA_ROWS + KAFKA_INVARIANTS:
-        assert name in words or any(line.strip().startswith(name) or f" {name}" in line for line in lines), name
+        assert (name in words or any(line.strip().startswith(name) or f" {name}" in line
+                                     for line in lines)), name
     for protocol in KAFKA_ROWS:  # every row label whole at the start of a line
         assert any(line.startswith(protocol + " ") or line == protocol for line in lines), protocol
     for invariant in KAFKA_INVARIANTS:
-        assert any(invariant in line.split() or line.endswith(invariant) for line in lines), invariant
+        assert any(invariant in line.split() or line.endswith(invariant) for line in lines), (
+            invariant)
 
 
 def test_layout_prefers_full_names_when_they_fit():
@@ -257,7 +276,8 @@ def test_progress_lines_on_a_stream_that_is_not_a_terminal(capsys):
     cells = run_matrix(TOY, MatrixOptions(protocols=["v1"]),
                        MatrixObserver(on_search=lines.search, on_cell=lines.cell, progress=lines))
     text = stream.getvalue()
-    assert text.count("Checking v1:") == 2 and "Progress(" in text and "states left on queue" in text
+    assert (text.count("Checking v1:") == 2 and "Progress(" in text and "states left on queue"
+            in text)
     assert text.count(" v1 / ") == len(cells) == 3
     # the command writes them to stderr (not a terminal under pytest) unless --quiet
     code, _, err = run(capsys, "matrix", TOY, "--protocol", "v2")
@@ -277,17 +297,20 @@ def test_the_parallel_engine_gives_the_same_cells(capsys):
 
 @pytest.mark.parametrize("command", [
     pytest.param([TOY], id="toy"),
-    pytest.param(["kafka", "--protocol", "0.10.2", "--protocol", "2.1.0", "--invariant", "no-fence-stall",
-                  "--invariant", "no-stale-control-request", "--invariant", "log-matching", "--const", "records=1"],
+    pytest.param(["kafka", "--protocol", "0.10.2", "--protocol", "2.1.0", "--invariant",
+                  "no-fence-stall", "--invariant", "no-stale-control-request", "--invariant",
+                  "log-matching", "--const", "records=1"],
                  id="kafka", marks=pytest.mark.slow),  # Kafka's four matrix runs: about 3 s of CPU
 ])
-def test_the_matrix_on_two_cores_gives_the_same_table_counts_stories_and_traces(capsys, tmp_path, command):
+def test_the_matrix_on_two_cores_gives_the_same_table_counts_stories_and_traces(
+    capsys, tmp_path, command):
     """--workers 2 runs the searches two at once, each in its own process: the same table, counts,
     stories and saved traces as one after the other."""
     outs = {}
     for workers in ("1", "2"):
         traces = tmp_path / f"traces-{workers}"
-        code, table, _ = run(capsys, "matrix", *command, "--quiet", "--workers", workers, "--trace-dir", str(traces))
+        code, table, _ = run(capsys, "matrix", *command, "--quiet", "--workers", workers,
+                             "--trace-dir", str(traces))
         *lines, footer = table.splitlines()
         assert code == 0 and footer.endswith(" s")
         assert ("2 at once" in footer) == (workers == "2")
@@ -307,7 +330,8 @@ def test_the_matrix_on_two_cores_reports_which_searches_run(capsys):
     cells = run_matrix(TOY, MatrixOptions(workers=2), MatrixObserver(
         on_search=lines.search, on_cell=lines.cell, running=lines.running, running_every=0.0))
     text = stream.getvalue()
-    assert text.count("Checking ") == len({(c.protocol, tuple(sorted(c.constants.items()))) for c in cells})
+    assert (text.count("Checking ")
+            == len({(c.protocol, tuple(sorted(c.constants.items()))) for c in cells}))
     assert text.count(" / ") == len(cells)
     assert "Progress: " in text and "searches done; running " in text
 
@@ -315,7 +339,8 @@ def test_the_matrix_on_two_cores_reports_which_searches_run(capsys):
 def test_one_search_on_two_cores_keeps_its_progress_lines():
     stream = io.StringIO()
     lines = ProgressLines(stream, interval=0.0)
-    run_matrix(TOY, MatrixOptions(protocols=["v1"], invariants=["x-small"], workers=2), MatrixObserver(
+    run_matrix(TOY, MatrixOptions(protocols=["v1"], invariants=["x-small"], workers=2),
+               MatrixObserver(
         on_search=lines.search, on_cell=lines.cell, progress=lines, running=lines.running))
     assert "Progress(" in stream.getvalue()  # one search: run here, with its own progress lines
 
@@ -323,22 +348,27 @@ def test_one_search_on_two_cores_keeps_its_progress_lines():
 def _searches_started(workers: int, **kwargs) -> list[tuple[str, int]]:
     started = []
     run_matrix(TOY, MatrixOptions(workers=workers, **kwargs),
-               MatrixObserver(on_search=lambda row, names, constants: started.append((row, constants["N"]))))
+               MatrixObserver(on_search=lambda row, names, constants: started.append(
+                   (row, constants["N"]))))
     return started
 
 
 def test_two_workers_take_the_largest_searches_first_and_one_takes_them_in_order():
-    """Each row checks y-small at N=3 and the others at N=4: two workers take the three N=4 searches first
-    (the largest bounds), ties in the rows' order; one worker runs the searches here in the rows' order."""
-    assert _searches_started(2) == [("v1", 4), ("v2", 4), ("v1,fast=on", 4), ("v1", 3), ("v2", 3), ("v1,fast=on", 3)]
-    assert _searches_started(1) == [("v1", 4), ("v1", 3), ("v2", 4), ("v2", 3), ("v1,fast=on", 4), ("v1,fast=on", 3)]
+    """Each row checks y-small at N=3 and the others at N=4: two workers take the three N=4 searches
+    first (the largest bounds), ties in the rows' order; one worker runs the searches here in the
+    rows' order."""
+    assert (_searches_started(2) == [("v1", 4), ("v2", 4), ("v1,fast=on", 4), ("v1", 3), ("v2", 3),
+                                     ("v1,fast=on", 3)])
+    assert (_searches_started(1) == [("v1", 4), ("v1", 3), ("v2", 4), ("v2", 3), ("v1,fast=on", 4),
+                                     ("v1,fast=on", 3)])
 
 
 def test_the_dispatch_order_is_by_the_estimate_largest_first():
     captured = []
     real = matrix_run.run_jobs
     with pytest.MonkeyPatch.context() as patch:
-        patch.setattr(matrix_run, "run_jobs", lambda work, jobs, *a, **k: captured.append((jobs, k["order"]))
+        patch.setattr(matrix_run, "run_jobs",
+                      lambda work, jobs, *a, **k: captured.append((jobs, k["order"]))
                       or real(work, jobs, *a, **k))
         run_matrix(TOY, MatrixOptions(bounds="deep", workers=2))
     jobs, order = captured[0]
@@ -352,5 +382,7 @@ def test_the_cost_estimate_is_the_sum_of_the_numeric_bounds():
         def __init__(self, constants):
             self.model = type("M", (), {"constants": constants})()
 
-    assert matrix_run.job_cost(Job({"brokers": 2, "records": 3, "acks": -1, "unclean": True, "mode": "x"})) == 6
-    assert matrix_run.dispatch_order([Job({"N": 1}), Job({"N": 3}), Job({"N": 1, "M": 2}), Job({})]) == [1, 2, 0, 3]
+    assert (matrix_run.job_cost(Job({"brokers": 2, "records": 3, "acks": -1, "unclean": True,
+                                     "mode": "x"})) == 6)
+    assert (matrix_run.dispatch_order([Job({"N": 1}), Job({"N": 3}), Job({"N": 1, "M": 2}),
+                                       Job({})]) == [1, 2, 0, 3])

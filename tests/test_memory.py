@@ -1,7 +1,7 @@
-"""Memory: the visited set takes 8 bytes a distinct state in memory and the parent pointers 16 on disk
-(24 in memory when they are kept there), and a run that
-outgrows its memory budget stops as undetermined with a checkpoint (never an out-of-memory kill),
-from which it resumes to the full counts."""
+"""Memory: the visited set takes 8 bytes a distinct state in memory and the parent pointers 16 on
+disk (24 in memory when they are kept there), and a run that outgrows its memory budget stops as
+undetermined with a checkpoint (never an out-of-memory kill), from which it resumes to the full
+counts."""
 
 import functools
 import os
@@ -29,7 +29,8 @@ def test_visited_and_parents_take_8_bytes_a_state_in_memory_and_16_on_disk(monke
     monkeypatch.setattr(bfs, "PARENTS_ON_DISK", on_disk)
     seen = RecordParentLog()
     result = bfs.LocalBFS(TwoPhase(5), SearchOptions(observer=seen)).run()
-    memory, disk = seen.state.visited.array.nbytes + seen.state.log.nbytes(), seen.state.log.disk_bytes()
+    memory, disk = (seen.state.visited.array.nbytes + seen.state.log.nbytes(),
+                    seen.state.log.disk_bytes())
     if on_disk:  # the default: only the visited set stays in memory
         assert (memory, disk) == (8 * result.distinct_states, 16 * result.distinct_states)
     else:
@@ -55,7 +56,8 @@ def test_tiny_memory_budget_gives_undetermined_and_a_checkpoint(tmp_path, monkey
     # no --checkpoint given: the default place, so that the work done is not lost
     assert result.checkpoint_file == os.path.join("kmc-checkpoints", "two-phase.ckpt")
     assert (tmp_path / result.checkpoint_file).stat().st_size > 0
-    resumed = bfs.check(TwoPhase(6), SearchOptions(invariants=INVARIANTS, resume_from=result.checkpoint_file))
+    resumed = bfs.check(TwoPhase(6),
+                        SearchOptions(invariants=INVARIANTS, resume_from=result.checkpoint_file))
     full = _full_two_phase_6()
     assert resumed.verdict is Verdict.HOLDS
     assert (resumed.distinct_states, resumed.states_generated, resumed.depth) == (
@@ -64,7 +66,8 @@ def test_tiny_memory_budget_gives_undetermined_and_a_checkpoint(tmp_path, monkey
 
 def test_memory_budget_uses_the_checkpoint_option(tmp_path, capsys):
     path = tmp_path / "big.ckpt"
-    code = main(["check", "two-phase", "--const", "RM=6", "--max-memory", "1", "--checkpoint", str(path), "--quiet"])
+    code = main(["check", "two-phase", "--const", "RM=6", "--max-memory", "1", "--checkpoint",
+                 str(path), "--quiet"])
     assert code == 20
     assert path.stat().st_size > 0
     out = capsys.readouterr().out
@@ -89,7 +92,8 @@ def test_dropping_visited_candidates_early_changes_nothing(monkeypatch, guard):
     assert (pruned.distinct_states, pruned.states_generated, pruned.depth) == (
         plain.distinct_states, plain.states_generated, plain.depth)
     assert pruned_log == plain_log
-    assert [(v.invariant, v.length) for v in pruned.violations] == [(v.invariant, v.length) for v in plain.violations]
+    assert ([(v.invariant, v.length) for v in pruned.violations]
+            == [(v.invariant, v.length) for v in plain.violations])
 
 
 def test_parent_log_spills_to_disk_with_the_same_records():
@@ -103,7 +107,8 @@ def test_parent_log_spills_to_disk_with_the_same_records():
     log.append(np.array([9], np.int64), np.array([1], np.int32), np.array([4], np.int32))
     assert log.spilled and len(log) == 3 and log.nbytes() == 0 and log.disk_bytes() == 48
     fps, parents, actions = log.arrays()
-    assert fps.tolist() == [5, 7, 9] and parents.tolist() == [-1, 0, 1] and actions.tolist() == [-1, 3, 4]
+    assert (fps.tolist() == [5, 7, 9] and parents.tolist() == [-1, 0, 1] and actions.tolist()
+            == [-1, 3, 4])
     assert log.path_to(2) == [(5, -1), (7, 3), (9, 4)]
 
 
@@ -148,7 +153,8 @@ def test_under_memory_pressure_the_level_dictionary_sheds_visited_states_more_of
 
         monkeypatch.setattr(bfs, "_drop_visited", counting_drop)
         result = engine.run()
-        seen.update(log=recorder.log, pressure=engine.under_pressure)  # once past SPILL_AT, the run stays so
+        # once past SPILL_AT, the run stays so
+        seen.update(log=recorder.log, pressure=engine.under_pressure)
         return result, seen
 
     monkeypatch.setattr(bfs, "_CHECK_EVERY", 64)
@@ -164,19 +170,22 @@ def test_under_memory_pressure_the_level_dictionary_sheds_visited_states_more_of
 
 
 def _levels_in_process(model, options, workers, on_expanded):
-    """The parallel engine's rounds run in this process, worker after worker, on ``workers`` in-process workers
-    (the parent's own work, the level numbering, as ``ParallelBFS`` does without rebalancing); calls
-    ``on_expanded(workers, frontier_levels)`` after each expand round. Returns the distinct states."""
+    """The parallel engine's rounds run in this process, worker after worker, on ``workers``
+    in-process workers (the parent's own work, the level numbering, as ``ParallelBFS`` does without
+    rebalancing); calls ``on_expanded(workers, frontier_levels)`` after each expand round. Returns
+    the distinct states."""
     engine = bfs.LocalBFS(model, options)
     st = engine._initial_level()
     exchange = tempfile.mkdtemp(prefix="kmc-test-exchange-")
     frontier = list(st.frontier)
     cuts = [len(frontier) * w // workers for w in range(workers + 1)]
     levels = [np.array(st.log.arrays()[0][st.frontier_base:], np.int64)]
-    crew = [parallel._Worker(None, w, workers, exchange, model, options, frontier[cuts[w]:cuts[w + 1]],
-                             st.visited.array, levels[-1], st.depth, time.monotonic(), SimpleNamespace(value=0))
+    crew = [parallel._Worker(None, w, workers, exchange, model, options,
+                             frontier[cuts[w]:cuts[w + 1]], st.visited.array, levels[-1], st.depth,
+                             time.monotonic(), SimpleNamespace(value=0))
             for w in range(workers)]
-    distinct, base, sizes = len(st.log), st.frontier_base, [cuts[w + 1] - cuts[w] for w in range(workers)]
+    distinct, base, sizes = len(st.log), st.frontier_base, [cuts[w + 1] - cuts[w]
+                                                            for w in range(workers)]
     try:
         while sum(sizes):
             starts = base + np.concatenate([[0], np.cumsum(sizes)])
@@ -198,13 +207,14 @@ def _levels_in_process(model, options, workers, on_expanded):
 
 
 def test_parallel_workers_keep_a_level_compact_and_drop_what_other_shards_visited(monkeypatch):
-    """What a worker keeps a state, checked on its own data structures (not a timing): the part and the level's
-    candidates are frontier stores, encoded past the worker's share of the object states (the engine used to keep
-    both as lists of objects, whatever the level's size); no candidate is a state any shard committed at the last
-    two levels (the engine used to keep another shard's visited successors as objects until their owner dropped
-    them); the parent log is on disk (it was 16 bytes a state in the workers' memory); and the counts are the
-    single process's."""
-    monkeypatch.setattr(bfs, "FRONTIER_OBJECT_STATES", 256)  # 128 a worker: every large level is encoded
+    """What a worker keeps a state, checked on its own data structures (not a timing): the part and
+    the level's candidates are frontier stores, encoded past the worker's share of the object states
+    (the engine used to keep both as lists of objects, whatever the level's size); no candidate is a
+    state any shard committed at the last two levels (the engine used to keep another shard's
+    visited successors as objects until their owner dropped them); the parent log is on disk (it was
+    16 bytes a state in the workers' memory); and the counts are the single process's."""
+    # 128 a worker: every large level is encoded
+    monkeypatch.setattr(bfs, "FRONTIER_OBJECT_STATES", 256)
     model, options = TwoPhase(5), SearchOptions(invariants=INVARIANTS)
     seen = {"encoded": 0, "largest": 0}
 
@@ -212,24 +222,28 @@ def test_parallel_workers_keep_a_level_compact_and_drop_what_other_shards_visite
         recent = np.concatenate(levels[-2:])
         for worker in crew:
             candidates = worker._candidates
-            assert isinstance(worker.part, parallel.FrontierStore) and isinstance(candidates, parallel.FrontierStore)
+            assert (isinstance(worker.part, parallel.FrontierStore)
+                    and isinstance(candidates, parallel.FrontierStore))
             assert candidates._objects <= 128 and worker.part._objects <= 128
-            assert not np.isin(worker._level_fps, recent).any()  # another shard's recent states are not kept
+            # another shard's recent states are not kept
+            assert not np.isin(worker._level_fps, recent).any()
             assert worker.log.nbytes() == 0
             seen["encoded"] += candidates.encoded_states
             seen["largest"] = max(seen["largest"], len(candidates))
 
     distinct = _levels_in_process(model, options, 2, on_expanded)
-    assert distinct == bfs.LocalBFS(model, SearchOptions(invariants=INVARIANTS)).run().distinct_states
+    assert (distinct
+            == bfs.LocalBFS(model, SearchOptions(invariants=INVARIANTS)).run().distinct_states)
     assert seen["largest"] > 1000 and seen["encoded"] > 0
 
 
 def test_a_worker_lets_go_of_the_part_it_expanded_before_it_builds_the_next(monkeypatch):
-    """At the commit round a worker held three levels' stores at once (the part it had expanded, the candidates and
-    the part being built from them), which set its peak. The expanded part is closed first now: when the next
-    part's store is made, the worker's current part is empty and holds no pools; the counts are the single
-    process's."""
-    monkeypatch.setattr(bfs, "FRONTIER_OBJECT_STATES", 256)  # pooled levels: the pools are what the order saves
+    """At the commit round a worker held three levels' stores at once (the part it had expanded, the
+    candidates and the part being built from them), which set its peak. The expanded part is closed
+    first now: when the next part's store is made, the worker's current part is empty and holds no
+    pools; the counts are the single process's."""
+    # pooled levels: the pools are what the order saves
+    monkeypatch.setattr(bfs, "FRONTIER_OBJECT_STATES", 256)
     model, options = TwoPhase(5), SearchOptions(invariants=INVARIANTS)
     made = {"in_commit": 0, "held": 0}
     original_store, original_commit = parallel._Worker._store, parallel._Worker.do_commit
@@ -253,5 +267,6 @@ def test_a_worker_lets_go_of_the_part_it_expanded_before_it_builds_the_next(monk
     monkeypatch.setattr(parallel._Worker, "_store", store)
     monkeypatch.setattr(parallel._Worker, "do_commit", commit)
     distinct = _levels_in_process(model, options, 2, lambda crew, levels: None)
-    assert distinct == bfs.LocalBFS(model, SearchOptions(invariants=INVARIANTS)).run().distinct_states
+    assert (distinct
+            == bfs.LocalBFS(model, SearchOptions(invariants=INVARIANTS)).run().distinct_states)
     assert made["in_commit"] > 10 and made["held"] == 0

@@ -20,13 +20,16 @@ INVARIANTS = list(for_family("two-phase").values())
 def _same(a, b):
     assert (a.verdict, a.distinct_states, a.states_generated, a.depth) == (
         b.verdict, b.distinct_states, b.states_generated, b.depth)
-    assert [(v.invariant, v.length) for v in a.violations] == [(v.invariant, v.length) for v in b.violations]
+    assert ([(v.invariant, v.length) for v in a.violations]
+            == [(v.invariant, v.length) for v in b.violations])
     for va, vb in zip(a.violations, b.violations, strict=True):
         assert va.trace.initial == vb.trace.initial
-        assert [(s.action, s.state) for s in va.trace.steps] == [(s.action, s.state) for s in vb.trace.steps]
+        assert ([(s.action, s.state) for s in va.trace.steps]
+                == [(s.action, s.state) for s in vb.trace.steps])
 
 
-@pytest.mark.parametrize("rm", [3, 4, 5, pytest.param(6, marks=pytest.mark.slow)])  # RM=6: about 1 s a worker count
+# RM=6: about 1 s a worker count
+@pytest.mark.parametrize("rm", [3, 4, 5, pytest.param(6, marks=pytest.mark.slow)])
 @pytest.mark.parametrize("workers", [2, 3])
 def test_two_phase_counts_match(rm, workers):
     options = SearchOptions(invariants=INVARIANTS)
@@ -69,7 +72,8 @@ def _kafka_protocols():
     from spec.registry import all_models
 
     protocols = list(all_models()["kafka"].protocols)
-    # the oldest and the newest version the model has; the newest (KRaft, about 2.5 s) in the whole suite only
+    # the oldest and the newest version the model has; the newest (KRaft, about 2.5 s) in the whole
+    # suite only
     return [protocols[0], pytest.param(protocols[-1], marks=pytest.mark.slow)]
 
 
@@ -78,19 +82,22 @@ def test_kafka_counts_match(protocol):
     model = build_model("kafka", ["records=1", "epochs=1"], protocol)
     # a depth bound keeps the test short whatever the model's current bounds are (the space is
     # about 30 levels deep at these constants); both engines stop at the same level
-    options = SearchOptions(invariants=list(for_family("kafka").values()), stop_at_first=False, max_depth=40)
+    options = SearchOptions(invariants=list(for_family("kafka").values()), stop_at_first=False,
+                            max_depth=40)
     _same(bfs.check(model, options), parallel.check(model, options, 2))
 
 
 def test_budget_checkpoint_and_resume(tmp_path):
     path = str(tmp_path / "run.ckpt")
     full = bfs.check(TwoPhase(5), SearchOptions(invariants=INVARIANTS))
-    part = parallel.check(TwoPhase(5), SearchOptions(invariants=INVARIANTS, max_states=2000, checkpoint_path=path), 2)
+    part = parallel.check(TwoPhase(5), SearchOptions(invariants=INVARIANTS, max_states=2000,
+                                                     checkpoint_path=path), 2)
     assert part.verdict is Verdict.UNDETERMINED and part.checkpoint_file == path
     # a parallel checkpoint resumes on either engine to the same final counts
     for resume in (bfs.check, lambda m, o: parallel.check(m, o, 2)):
         resumed = resume(TwoPhase(5), SearchOptions(invariants=INVARIANTS, resume_from=path))
-        assert (resumed.verdict, resumed.distinct_states, resumed.states_generated, resumed.depth) == (
+        assert (resumed.verdict, resumed.distinct_states, resumed.states_generated,
+                resumed.depth) == (
             Verdict.HOLDS, full.distinct_states, full.states_generated, full.depth)
 
 
@@ -105,9 +112,10 @@ def test_interrupt_writes_a_checkpoint(tmp_path):
             raise KeyboardInterrupt
 
     with pytest.raises(KeyboardInterrupt):
-        parallel.check(model, SearchOptions(invariants=INVARIANTS, stop_at_first=False, checkpoint_path=path,
-                                            progress=interrupt), 2)
-    resumed = parallel.check(model, SearchOptions(invariants=INVARIANTS, stop_at_first=False, resume_from=path), 2)
+        parallel.check(model, SearchOptions(invariants=INVARIANTS, stop_at_first=False,
+                                            checkpoint_path=path, progress=interrupt), 2)
+    resumed = parallel.check(model, SearchOptions(invariants=INVARIANTS, stop_at_first=False,
+                                                  resume_from=path), 2)
     _same(full, resumed)
 
 
@@ -117,19 +125,23 @@ def test_time_budget_is_undetermined():
 
 
 def test_workers_option_without_an_engine_is_the_parallel_engine():
-    """``kmc check --workers N`` (N > 1) without --engine runs the parallel engine with N workers; --workers 1 the
-    local one; the local engine itself takes no option (``--engine local --workers 2`` is refused: tests/test_cli_habits)."""
+    """``kmc check --workers N`` (N > 1) without --engine runs the parallel engine with N workers;
+    --workers 1 the local one; the local engine itself takes no option
+    (``--engine local --workers 2`` is refused: tests/test_cli_habits)."""
     from kmc.cli import build_parser
     from kmc.options import chosen_engine
 
     parser = build_parser()
     assert chosen_engine(parser.parse_args(["check", "two-phase", "--workers", "2"])) == (
         "parallel", parallel.ParallelOptions(workers=2))
-    assert chosen_engine(parser.parse_args(["check", "two-phase", "--workers", "1"])) == ("local", bfs.LocalOptions())
+    assert (chosen_engine(parser.parse_args(["check", "two-phase", "--workers", "1"]))
+            == ("local", bfs.LocalOptions()))
     assert chosen_engine(parser.parse_args(["check", "two-phase"])) == ("local", bfs.LocalOptions())
     # the local engine's former name, still accepted on the command line (the tutorials used it)
-    assert chosen_engine(parser.parse_args(["check", "two-phase", "--engine", "bfs"])) == ("local", bfs.LocalOptions())
-    result = engines.run(TwoPhase(3), SearchOptions(invariants=INVARIANTS), "parallel", parallel.ParallelOptions(workers=2))
+    assert (chosen_engine(parser.parse_args(["check", "two-phase", "--engine", "bfs"]))
+            == ("local", bfs.LocalOptions()))
+    result = engines.run(TwoPhase(3), SearchOptions(invariants=INVARIANTS), "parallel",
+                         parallel.ParallelOptions(workers=2))
     assert result.engine == "parallel" and result.workers == 2 and result.distinct_states == 288
 
 
@@ -156,8 +168,8 @@ def test_serial_share_is_measured_and_gives_amdahl_predictions():
 
 
 def test_rounds_are_timed_per_worker():
-    """Where a level's wall time went: every round's wall time, each worker's CPU time in it (no more than the
-    worker's whole CPU time) and what the worker spent idle at the rounds' ends."""
+    """Where a level's wall time went: every round's wall time, each worker's CPU time in it (no
+    more than the worker's whole CPU time) and what the worker spent idle at the rounds' ends."""
     result = parallel.check(TwoPhase(6), SearchOptions(invariants=INVARIANTS), 2)
     walls = result.extra["round_wall_seconds"]
     rounds = result.extra["worker_round_cpu_seconds"]
@@ -168,7 +180,9 @@ def test_rounds_are_timed_per_worker():
         in_rounds = sum(rounds[name][w] for name in rounds)
         assert 0 < in_rounds <= total
         idle = result.extra["worker_idle_seconds"][w]
-        assert idle == pytest.approx(sum(max(0.0, walls[name] - rounds[name][w]) for name in rounds), abs=0.01)
+        assert (idle
+                == pytest.approx(sum(max(0.0, walls[name] - rounds[name][w]) for name in rounds),
+                                 abs=0.01))
     assert len(result.extra["worker_system_cpu_seconds"]) == 2
 
 def test_amdahl_law():
@@ -178,7 +192,8 @@ def test_amdahl_law():
 
 
 def test_fingerprint_owners_spread_evenly():
-    fps = np.arange(0, 40_000 * 7919, 7919, dtype=np.int64)  # regular fingerprints, the worst case for a modulo
+    # regular fingerprints, the worst case for a modulo
+    fps = np.arange(0, 40_000 * 7919, 7919, dtype=np.int64)
     for workers in (2, 3, 16):
         counts = np.bincount(parallel.owner_of(fps, workers), minlength=workers)
         assert counts.min() > 0.9 * fps.size / workers
@@ -187,7 +202,8 @@ def test_fingerprint_owners_spread_evenly():
 def test_auto_workers_use_the_cores_there_are(monkeypatch):
     monkeypatch.setattr(parallel, "available_cores", lambda: 3)
     assert parallel.resolve_workers(0) == 3 and parallel.resolve_workers(2) == 2
-    result = engines.run(TwoPhase(3), SearchOptions(invariants=INVARIANTS), "parallel", parallel.ParallelOptions())
+    result = engines.run(TwoPhase(3), SearchOptions(invariants=INVARIANTS), "parallel",
+                         parallel.ParallelOptions())
     assert result.engine == "parallel" and result.workers == 3 and result.distinct_states == 288
 
 
@@ -218,7 +234,8 @@ def test_command_line_workers_auto_and_bad_value(capsys, monkeypatch):
     from kmc.cli import main
 
     monkeypatch.setattr(cli.os, "cpu_count", lambda: 2)
-    assert main(["check", "two-phase", "--const", "RM=3", "--workers", "auto", "--kernel", "off"]) == 0
+    assert (main(["check", "two-phase", "--const", "RM=3", "--workers", "auto", "--kernel", "off"])
+            == 0)
     out = capsys.readouterr().out
     assert "engine parallel" in out and "Serial share" in out and "16 cores" in out
     assert main(["check", "two-phase", "--workers", "many"]) == 64
@@ -229,15 +246,18 @@ def test_parent_log_gathered_to_disk_past_half_the_budget(monkeypatch):
     model = TwoPhase(4, commit_guard=False)
     seen, seen_single = RecordParentLog(), RecordParentLog()
     monkeypatch.setattr(parallel, "SPILL_AT", 0.0)
-    multi = parallel.ParallelBFS(model, SearchOptions(invariants=INVARIANTS, stop_at_first=False, observer=seen), 2).run()
-    single = bfs.LocalBFS(model, SearchOptions(invariants=INVARIANTS, stop_at_first=False, observer=seen_single)).run()
+    multi = parallel.ParallelBFS(model, SearchOptions(invariants=INVARIANTS, stop_at_first=False,
+                                                      observer=seen), 2).run()
+    single = bfs.LocalBFS(model, SearchOptions(invariants=INVARIANTS, stop_at_first=False,
+                                               observer=seen_single)).run()
     _same(single, multi)
     assert seen.spilled and seen.log == seen_single.log
 
 
 def test_states_moved_between_workers_go_through_the_model_codec_not_pickle(tmp_path):
-    """Rebalancing moves states through a file: it holds the model's compact msgpack encoding (data only) and
-    reads back equal, with the model's classes; a pickle in its place is refused, not executed."""
+    """Rebalancing moves states through a file: it holds the model's compact msgpack encoding (data
+    only) and reads back equal, with the model's classes; a pickle in its place is refused, not
+    executed."""
     import types
 
     from checker.frontier import state_codec
@@ -254,7 +274,8 @@ def test_states_moved_between_workers_go_through_the_model_codec_not_pickle(tmp_
     _Worker._move(worker, states, path)
     back = _Worker._load(worker, path)
     assert back == states
-    assert [type(m) for s in back for m in s.network] == [type(m) for s in states for m in s.network]
+    assert ([type(m) for s in back for m in s.network]
+            == [type(m) for s in states for m in s.network])
     import pickle
 
     with open(path, "wb") as f:
@@ -265,9 +286,9 @@ def test_states_moved_between_workers_go_through_the_model_codec_not_pickle(tmp_
 
 @pytest.mark.parametrize("workers", [2, 3])
 def test_parts_moved_between_workers_every_level_change_nothing(monkeypatch, workers):
-    """Rebalancing cuts a worker's part at either end and puts the states before or after its neighbour's.
-    Forced at every level on a Kafka configuration with counterexamples: the same counts, parent log and
-    traces as the single-process engine."""
+    """Rebalancing cuts a worker's part at either end and puts the states before or after its
+    neighbour's. Forced at every level on a Kafka configuration with counterexamples: the same
+    counts, parent log and traces as the single-process engine."""
     monkeypatch.setattr(parallel, "_REBALANCE_MIN", 1)
     monkeypatch.setattr(parallel, "_REBALANCE_SLACK", 0.0)
     moves = []
@@ -289,8 +310,9 @@ def test_parts_moved_between_workers_every_level_change_nothing(monkeypatch, wor
 
 
 def test_invariants_checked_in_small_blocks_find_the_same_first_violations(monkeypatch):
-    """A worker checks its part a block at a time: with blocks of 3 states the first violation of an invariant
-    sits past the first block, and its global index (so the trace) must still be the single-process engine's."""
+    """A worker checks its part a block at a time: with blocks of 3 states the first violation of an
+    invariant sits past the first block, and its global index (so the trace) must still be the
+    single-process engine's."""
     monkeypatch.setattr(parallel, "_CHECK_BLOCK", 3)
     model = build_model("kafka", ["records=1", "epochs=2", "crashes=1"], "0.10.2")
     options = SearchOptions(invariants=list(for_family("kafka").values()), stop_at_first=False)
@@ -300,14 +322,15 @@ def test_invariants_checked_in_small_blocks_find_the_same_first_violations(monke
 
 
 def test_the_memory_budget_counts_the_pages_workers_share_with_the_parent_once():
-    """The budget is held against the processes' proportional set sizes: a page the parent and a forked worker share
-    counts once over the two (the sum of the resident sets counted it in each, so two workers were charged the
-    interpreter and the model three times)."""
+    """The budget is held against the processes' proportional set sizes: a page the parent and a
+    forked worker share counts once over the two (the sum of the resident sets counted it in each,
+    so two workers were charged the interpreter and the model three times)."""
     import multiprocessing
 
     from checker.parallel import _rss_mb_of
 
-    ballast = bytearray(64 * 2**20)  # 64 MB the child shares with this process (touched: resident in both)
+    # 64 MB the child shares with this process (touched: resident in both)
+    ballast = bytearray(64 * 2**20)
     ballast[::4096] = b"x" * len(ballast[::4096])
     ctx = multiprocessing.get_context("fork")
     ready, hold = ctx.Event(), ctx.Event()
@@ -329,7 +352,8 @@ def test_the_memory_budget_counts_the_pages_workers_share_with_the_parent_once()
         together = _rss_mb_of(pids)
         if not os.path.exists(f"/proc/{proc.pid}/smaps_rollup"):
             pytest.skip("no smaps_rollup: the resident sets are summed")
-        assert resident - together > 50  # the shared 64 MB (and the interpreter) counted once, not twice
+        # the shared 64 MB (and the interpreter) counted once, not twice
+        assert resident - together > 50
         assert together > 64  # ... but counted
     finally:
         hold.set()

@@ -1,5 +1,5 @@
-"""Independent jobs on every core (``checker.pool``): results in the jobs' order whatever order they finish
-in, the callbacks, and a job's error raised in the parent with the workers stopped."""
+"""Independent jobs on every core (``checker.pool``): results in the jobs' order whatever order they
+finish in, the callbacks, and a job's error raised in the parent with the workers stopped."""
 
 from __future__ import annotations
 
@@ -42,7 +42,8 @@ def test_a_job_that_raises_stops_the_run_with_its_error():
 def test_running_jobs_are_reported_while_they_run():
     reports = []
     run_jobs(_slow_first, [0, 1], 2, running=reports.append, every=0.05)
-    assert reports and all(index in (0, 1) and seconds >= 0 for report in reports for index, seconds in report)
+    assert (reports and all(index in (0, 1) and seconds >= 0 for report in reports
+                            for index, seconds in report))
 
 
 def _stops_at_two_fails_at_five(job: int) -> int:
@@ -60,8 +61,10 @@ def test_a_job_that_says_stop_before_a_later_one_fails_ends_the_run_as_one_worke
         finished.append(index)
         return result == 2
 
-    assert run_jobs(_stops_at_two_fails_at_five, list(range(8)), workers, finished=note) == [0, 1, 2]
-    assert 2 in finished and 5 not in finished  # (later jobs done before job 2 may have been reported too)
+    assert (run_jobs(_stops_at_two_fails_at_five, list(range(8)), workers, finished=note)
+            == [0, 1, 2])
+    # (later jobs done before job 2 may have been reported too)
+    assert 2 in finished and 5 not in finished
 
 
 def _job(job: int) -> int:
@@ -91,8 +94,8 @@ def test_an_order_that_is_not_a_permutation_of_the_jobs_is_refused(order, worker
 @pytest.mark.parametrize("workers", [1, 2, 3])
 @pytest.mark.parametrize("order", [None, list(range(7, -1, -1)), [5, 7, 2, 6, 0, 4, 1, 3]])
 def test_a_job_that_says_stop_gives_the_same_results_in_any_order(workers, order):
-    """The jobs before the one that says stop still run when they were to be handed out after it; the
-    results are those of a run in the jobs' own order."""
+    """The jobs before the one that says stop still run when they were to be handed out after it;
+    the results are those of a run in the jobs' own order."""
     finished = []
 
     def note(index, result):
@@ -108,10 +111,12 @@ def test_a_job_that_says_stop_gives_the_same_results_in_any_order(workers, order
 def test_a_job_that_raises_waits_for_the_earlier_jobs_in_any_order(workers, order):
     ran = []
     with pytest.raises(UsageError, match="job 3 is refused"):
-        run_jobs(_fails_on_three, list(range(8)), workers, finished=lambda index, result: ran.append(index), order=order)
+        run_jobs(_fails_on_three, list(range(8)), workers,
+                 finished=lambda index, result: ran.append(index), order=order)
     assert {0, 1, 2} <= set(ran)
     # and an earlier job that says stop still wins over it
-    assert run_jobs(_fails_on_three, list(range(8)), workers, finished=lambda index, result: index == 1,
+    assert run_jobs(_fails_on_three, list(range(8)), workers, finished=lambda index, result: index
+                    == 1,
                     order=order) == [0, 1]
 
 
@@ -124,9 +129,11 @@ def _slow_past_two(job: tuple[int, str]) -> int:
     return index
 
 
-def test_later_jobs_still_running_are_stopped_and_their_workers_replaced_for_the_earlier_ones(tmp_path):
-    """Three workers take jobs 6, 7 and 2 first; job 2 says stop at once: 6 and 7 are not needed and are
-    stopped (never reaching their end), and jobs 0 and 1 run on fresh workers instead of waiting for them."""
+def test_later_jobs_still_running_are_stopped_and_their_workers_replaced_for_the_earlier_ones(
+    tmp_path):
+    """Three workers take jobs 6, 7 and 2 first; job 2 says stop at once: 6 and 7 are not needed and
+    are stopped (never reaching their end), and jobs 0 and 1 run on fresh workers instead of waiting
+    for them."""
     jobs = [(i, str(tmp_path / f"job-{i}")) for i in range(8)]
     started = []
     results = run_jobs(_slow_past_two, jobs, 3, started.append, lambda index, result: result == 2,

@@ -37,7 +37,8 @@ def reachable(model) -> dict:
     return level
 
 
-#: three configurations; the third (two leader epochs, about 1 s a variant) is in the fast tier for KIP-320 only
+#: three configurations; the third (two leader epochs, about 1 s a variant) is in the fast tier for
+#: KIP-320 only
 CONFIGS = [(2, 3, 2, 1), (1, 3, 3, 3), (2, 1, 1, 2)]
 
 
@@ -60,7 +61,8 @@ def test_literal_encoding_agrees_state_for_state(module, config):
     assert generated == lit_generated
 
 
-@pytest.mark.slow  # 2 to 5 s each; the fast tier compares the encodings state for state at two replicas (above)
+# 2 to 5 s each; the fast tier compares the encodings state for state at two replicas (above)
+@pytest.mark.slow
 @pytest.mark.parametrize("module", ["Kip279", "Kip320"])
 def test_literal_encoding_agrees_with_three_replicas(module):
     literal = LiteralSpec(module, 3, 1, 1, 1)
@@ -91,19 +93,23 @@ def rename(s: KafkaState, perm: dict[int, int]) -> KafkaState:
         next_leader_epoch=s.next_leader_epoch,
         leader_and_isr_requests=frozenset(QuorumState(q.leader_epoch, rid(q.leader), isr(q.isr))
                                           for q in s.leader_and_isr_requests),
-        quorum_state=QuorumState(s.quorum_state.leader_epoch, rid(s.quorum_state.leader), isr(s.quorum_state.isr)),
+        quorum_state=QuorumState(s.quorum_state.leader_epoch, rid(s.quorum_state.leader),
+                                 isr(s.quorum_state.isr)),
     )
 
 
-#: about 1.5 s each at three replicas: the fast tier renames one variant's states, the whole suite every variant's
+#: about 1.5 s each at three replicas: the fast tier renames one variant's states, the whole suite
+#: every variant's
 SYMMETRIC_FAST = {"Kip320"}
 
 
-@pytest.mark.parametrize("module", [m if m in SYMMETRIC_FAST else pytest.param(m, marks=pytest.mark.slow)
-                                    for m in sorted(VARIANTS)])
+@pytest.mark.parametrize("module",
+                         [m if m in SYMMETRIC_FAST else pytest.param(m, marks=pytest.mark.slow)
+                          for m in sorted(VARIANTS)])
 def test_reachable_states_are_symmetric_in_the_replicas(module):
     states = set(reachable(VARIANTS[module](3, 1, 1, 1)))
-    for perm in ({1: 2, 2: 1}, {1: 2, 2: 3, 3: 1}):  # a transposition and a 3-cycle generate them all
+    # a transposition and a 3-cycle generate them all
+    for perm in ({1: 2, 2: 1}, {1: 2, 2: 3, 3: 1}):
         assert {rename(s, perm) for s in states} == states
 
 
@@ -112,7 +118,8 @@ def test_reachable_states_grow_with_every_constant(module):
     base = (2, 1, 1, 1)
     small = set(reachable(VARIANTS[module](*base)))
     sizes = []
-    for i in range(1, 4):  # LogSize, MaxRecords, MaxLeaderEpoch (Replicas changes the state's shape)
+    # LogSize, MaxRecords, MaxLeaderEpoch (Replicas changes the state's shape)
+    for i in range(1, 4):
         bigger = list(base)
         bigger[i] += 1
         large = set(reachable(VARIANTS[module](*bigger)))
@@ -135,16 +142,19 @@ def state(logs, replica_states, quorum, requests=(), next_record_id=0, next_lead
 
 def test_invariants_catch_hand_built_violations():
     quorum = QuorumState(1, 1, frozenset({1, 2}))
-    fine = state([[(0, 0)], [(0, 0)]], [(1, 1, 1, {1, 2}), (1, 1, 1, {1, 2})], quorum, [quorum], 1, 2)
+    fine = state([[(0, 0)], [(0, 0)]], [(1, 1, 1, {1, 2}), (1, 1, 1, {1, 2})], quorum, [quorum], 1,
+                 2)
     assert type_ok(BOUNDS, fine) and weak_isr(fine) and strong_isr(fine) and log_matching(fine)
     # r1 leads with HW 1 but r2 lost offset 0: both ISR properties break
     lost = fine._replace(replica_log=(fine.replica_log[0], ()))
     assert not weak_isr(lost) and not strong_isr(lost) and log_matching(lost)
     # only the quorum ISR lacks the record: StrongIsr breaks, WeakIsr (r1's own ISR {1}) holds
-    narrow = lost._replace(replica_state=(ReplicaState(1, 1, 1, frozenset({1})), lost.replica_state[1]))
+    narrow = lost._replace(replica_state=(ReplicaState(1, 1, 1, frozenset({1})),
+                                          lost.replica_state[1]))
     assert weak_isr(narrow) and not strong_isr(narrow)
     # same epoch at offset 1, different records below it
-    diverged = fine._replace(replica_log=((LogRecord(0, 0), LogRecord(1, 1)), (LogRecord(1, 0), LogRecord(1, 1))))
+    diverged = fine._replace(replica_log=((LogRecord(0, 0), LogRecord(1, 1)),
+                                          (LogRecord(1, 0), LogRecord(1, 1))))
     assert not log_matching(diverged)
     # same epoch at offset 0 but different ids
     assert not log_matching(fine._replace(replica_log=((LogRecord(0, 0),), (LogRecord(1, 0),))))

@@ -75,7 +75,8 @@ def test_strong_isr_violated_with_a_shortest_counterexample(module, replicas, le
     invariant = for_family(model.family)["StrongIsr"]
     states = trace.states
     assert all(invariant.holds(s) for s in states[:-1]) and not invariant.holds(states[-1])
-    for before, step in zip(states[:-1], trace.steps, strict=True):  # every step is a real transition
+    # every step is a real transition
+    for before, step in zip(states[:-1], trace.steps, strict=True):
         assert (step.action, step.state) in list(model.successors(before))
     assert "StrongIsr broken" in trace.explanation
 
@@ -88,20 +89,23 @@ def test_kip320_first_try_violates_strong_isr_with_three_replicas():
 
 @pytest.mark.parametrize("module", sorted(SECOND))
 def test_pinned_counts_at_a_second_configuration(module):
-    _, result = run(module, ["Replicas=3", "LogSize=1", "MaxRecords=1", "MaxLeaderEpoch=1"], ["TypeOk"])
+    _, result = run(module, ["Replicas=3", "LogSize=1", "MaxRecords=1", "MaxLeaderEpoch=1"],
+                    ["TypeOk"])
     assert result.verdict is Verdict.HOLDS
     assert (result.distinct_states, result.states_generated, result.depth) == SECOND[module]
 
 
 def test_cli_end_to_end(capsys, tmp_path):
-    argv = ["check", "tla:Kip320", *[a for c in TWO for a in ("--const", c)], "--invariant", "StrongIsr",
-            "--json", "--trace-dir", str(tmp_path), "-deadlock"]  # as TLC was run: deadlock checking off
+    argv = ["check", "tla:Kip320", *[a for c in TWO for a in ("--const", c)], "--invariant",
+            "StrongIsr",
+            # as TLC was run: deadlock checking off
+            "--json", "--trace-dir", str(tmp_path), "-deadlock"]
     code = main(argv)
     data = json.loads(capsys.readouterr().out)
     assert code == 0 and data["verdict"] == "holds"
     assert (data["distinct_states"], data["states_generated"], data["depth"]) == TLC["Kip320"]
-    code = main(["check", "tla:Kip101", "--invariant", "StrongIsr", "--json", "--trace-dir", str(tmp_path),
-                 "-deadlock"])
+    code = main(["check", "tla:Kip101", "--invariant", "StrongIsr", "--json", "--trace-dir",
+                 str(tmp_path), "-deadlock"])
     data = json.loads(capsys.readouterr().out)
     assert code == 12 and data["verdict"] == "violated" and data["violations"][0]["length"] == 11
 

@@ -26,33 +26,39 @@ def _states(model, limit=400):
     return list(seen)
 
 
-@pytest.mark.parametrize("model", [TwoPhase(3), build_model("kafka", ["records=1", "consumers=1"], "2.1.0")],
+@pytest.mark.parametrize("model",
+                         [TwoPhase(3), build_model("kafka", ["records=1", "consumers=1"], "2.1.0")],
                          ids=["two-phase", "kafka"])
 def test_compact_codec_round_trips_states_with_their_types_and_fingerprints(model):
-    # our own codec object, pickled and unpickled in-process as Spark ships a closure to its executors (no user data)
+    # our own codec object, pickled and unpickled in-process as Spark ships a closure to its
+    # executors (no user data)
     codec = pickle.loads(pickle.dumps(CompactCodec(model.state_types())))  # noqa: S301
     reference = Codec(model.state_types())
     for state in _states(model):
         data = codec.encode(state)
         back = codec.decode(data)
         assert back == state and hash(back) == hash(state) and type(back) is type(state)
-        assert repr(back) == repr(state)  # nested NamedTuples, tuples and frozensets rebuilt as such
+        # nested NamedTuples, tuples and frozensets rebuilt as such
+        assert repr(back) == repr(state)
         assert len(data) < len(reference.encode(state))
 
 
 def test_compact_codec_rejects_what_it_did_not_write():
     codec = CompactCodec(TwoPhase(3).state_types())
-    for data in (b"\xc1", b"\x81\x63\x90", b"\x82\x00\x90\x01\x90", b"\x81\xa1x\x90", b"\x92\x01"[:1]):
+    for data in (b"\xc1", b"\x81\x63\x90", b"\x82\x00\x90\x01\x90", b"\x81\xa1x\x90",
+                 b"\x92\x01"[:1]):
         with pytest.raises(CorruptDataError):
             codec.decode(data)
     with pytest.raises(TypeError):
         codec.encode(({1, 2},))  # a mutable set is no state
 
 
-@pytest.mark.parametrize("model", [TwoPhase(3), build_model("kafka", ["records=1", "consumers=1"], "2.1.0")],
+@pytest.mark.parametrize("model",
+                         [TwoPhase(3), build_model("kafka", ["records=1", "consumers=1"], "2.1.0")],
                          ids=["two-phase", "kafka"])
 def test_model_state_codec_round_trips_states_in_fewer_bytes(model):
-    codec = pickle.loads(pickle.dumps(state_column_codec(model)))  # noqa: S301 (our own object, as Spark ships it)
+    codec = pickle.loads(
+        pickle.dumps(state_column_codec(model)))  # noqa: S301 (our own object, as Spark ships it)
     assert isinstance(codec, ModelStateCodec)
     compact = CompactCodec(model.state_types())
     for state in _states(model):
@@ -77,7 +83,8 @@ def test_a_model_without_a_plain_form_gets_the_compact_codec():
     b"\x97\x01\x02\x03\x04\x05\x06\x07",  # too many fields for a TwoPhaseState
     b"\x96\x01\x02\x03\x04\x05\x06\x07",  # a valid array followed by extra bytes
 ], ids=["not-msgpack", "truncated", "not-an-array", "too-few", "too-many", "extra-bytes"])
-@pytest.mark.parametrize("model", [TwoPhase(3), build_model("kafka", ["records=1"], "2.1.0")], ids=["two-phase", "kafka"])
+@pytest.mark.parametrize("model", [TwoPhase(3), build_model("kafka", ["records=1"], "2.1.0")],
+                         ids=["two-phase", "kafka"])
 def test_model_state_codec_rejects_what_it_did_not_write(model, data):
     with pytest.raises(CorruptDataError):
         ModelStateCodec(model).decode(data)

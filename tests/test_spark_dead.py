@@ -1,8 +1,10 @@
-"""``--reduce dead`` on the Spark engine (both transports, run directories and ``--resume``): the local engine's counts,
-depth, verdict and the very same counterexample (replayed on the unreduced model).
+"""``--reduce dead`` on the Spark engine (both transports, run directories and ``--resume``): the
+local engine's counts, depth, verdict and the very same counterexample (replayed on the unreduced
+model).
 
-The fast test runs each transport's expansion on Kafka states whose successors hold dead answers, without Spark: every
-candidate it emits is in the reduced form. The slow ones search on the suite's Spark session (tests/conftest.py)."""
+The fast test runs each transport's expansion on Kafka states whose successors hold dead answers,
+without Spark: every candidate it emits is in the reduced form. The slow ones search on the suite's
+Spark session (tests/conftest.py)."""
 
 import importlib.util
 import json
@@ -20,7 +22,8 @@ from spec.registry import build_model
 from tests.test_spark_engine import summary  # everything engines must agree on, traces included
 
 KAFKA = for_family("kafka")
-CONSTS = ["records=1", "epochs=2", "bumps=2", "crashes=0"]  # 2.1.0: no-fence-stall (KAFKA-7786) violated, reduced or not
+# 2.1.0: no-fence-stall (KAFKA-7786) violated, reduced or not
+CONSTS = ["records=1", "epochs=2", "bumps=2", "crashes=0"]
 
 
 def _states_with_dead_successors(model, limit=40):
@@ -49,9 +52,10 @@ def test_each_transports_expansion_emits_the_reduced_form():
     states = _states_with_dead_successors(model)
     assert states
     fps = np.array([hash(s) for s in states], np.int64)
-    block = ("l", fps, np.zeros(len(states), np.int64), np.zeros(len(states), np.int32), _dumps(states),
-             np.arange(len(states), dtype=np.int64), None)
-    emitted = [s for _part, out in _Expand(model, False, False, 2, canonical=canonical)([(0, block)]) if out[0] == "c"
+    block = ("l", fps, np.zeros(len(states), np.int64), np.zeros(len(states), np.int32),
+             _dumps(states), np.arange(len(states), dtype=np.int64), None)
+    emitted = [s for _part, out in _Expand(model, False, False, 2,
+                                           canonical=canonical)([(0, block)]) if out[0] == "c"
                for s in unpack_states(out[4])]
     assert emitted and all(reduce(s) == s for s in emitted)
     if importlib.util.find_spec("pyarrow") is not None:
@@ -63,22 +67,27 @@ def test_each_transports_expansion_emits_the_reduced_form():
         codec = state_column_codec(model)
 
         class Broadcast:
-            value = (np.sort(fps), np.argsort(np.argsort(fps)).astype(np.int64), np.zeros(0, np.int64))
+            value = (np.sort(fps), np.argsort(np.argsort(fps)).astype(np.int64),
+                     np.zeros(0, np.int64))
 
         batch = pa.RecordBatch.from_arrays([pa.array(fps.tolist(), pa.int64()),
-                                            pa.array([codec.encode(s) for s in states], pa.binary())], names=["fp", "state"])
-        out = list(ArrowExpand(model, False, False, [], Broadcast(), codec, canonical=canonical)(iter([batch])))
+                                            pa.array([codec.encode(s) for s in states],
+                                                     pa.binary())], names=["fp", "state"])
+        out = list(ArrowExpand(model, False, False, [], Broadcast(), codec,
+                               canonical=canonical)(iter([batch])))
         blobs = [b for batch in out for b in batch.column(2).to_pylist() if b is not None]
         assert blobs and all(reduce(codec.decode(b)) == codec.decode(b) for b in blobs)
     # the driver's own levels use the same form (the local engine's)
     assert LocalBFS(model, options).canonical is not None
 
 
-@pytest.mark.skipif(importlib.util.find_spec("pyarrow") is None, reason="the arrow transport needs PyArrow")
+@pytest.mark.skipif(importlib.util.find_spec("pyarrow") is None, reason="the arrow transport needs "
+                                                                        "PyArrow")
 def test_the_arrow_expansion_skips_canonical_for_a_state_found_already():
-    """Under --symmetry --reduce dead the arrow expansion skips ``canonical`` for a successor whose own fingerprint
-    it has seen (a canonical state found already), as the local engine does; it emits what the loop over
-    ``SuccessorView.of`` emits: the same fingerprints, keys and states, in the same order."""
+    """Under --symmetry --reduce dead the arrow expansion skips ``canonical`` for a successor whose
+    own fingerprint it has seen (a canonical state found already), as the local engine does; it
+    emits what the loop over ``SuccessorView.of`` emits: the same fingerprints, keys and states, in
+    the same order."""
     import pyarrow as pa
 
     from checker.codec import state_column_codec
@@ -87,8 +96,10 @@ def test_the_arrow_expansion_skips_canonical_for_a_state_found_already():
 
     model = build_model("kafka", CONSTS, "2.1.0")
     canonical = search_canonical(model, SearchOptions(invariants=[], reduce="dead", symmetry=True))
-    frontier = list(dict.fromkeys(canonical(s) for s in _states_with_dead_successors(model, limit=60)))
-    fps = np.array([hash(s) for s in frontier], np.int64)  # a state's global index: its place in ``frontier``
+    frontier = list(dict.fromkeys(canonical(s)
+                                  for s in _states_with_dead_successors(model, limit=60)))
+    # a state's global index: its place in ``frontier``
+    fps = np.array([hash(s) for s in frontier], np.int64)
     codec = state_column_codec(model)
     calls = []
 
@@ -100,10 +111,14 @@ def test_the_arrow_expansion_skips_canonical_for_a_state_found_already():
         value = (fps[np.argsort(fps)], np.argsort(fps).astype(np.int64), np.zeros(0, np.int64))
 
     batch = pa.RecordBatch.from_arrays([pa.array(fps.tolist(), pa.int64()),
-                                        pa.array([codec.encode(s) for s in frontier], pa.binary())], names=["fp", "state"])
-    out = list(ArrowExpand(model, True, False, [], Broadcast(), codec, canonical=counted)(iter([batch])))
-    got = [(fp, key, blob) for b in out for fp, key, blob in zip(b.column(0).to_pylist(), b.column(1).to_pylist(),
-                                                                 b.column(2).to_pylist(), strict=True) if fp is not None]
+                                        pa.array([codec.encode(s) for s in frontier], pa.binary())],
+                                       names=["fp", "state"])
+    out = list(ArrowExpand(model, True, False, [], Broadcast(), codec,
+                           canonical=counted)(iter([batch])))
+    got = [(fp, key, blob) for b in out for fp, key, blob in zip(b.column(0).to_pylist(),
+                                                                 b.column(1).to_pylist(),
+                                                                 b.column(2).to_pylist(),
+                                                                 strict=True) if fp is not None]
     view, seen, want, generated = SuccessorView(model, True, canonical), set(), [], 0
     for index, state in enumerate(frontier):
         count, kept = view.of(state)
@@ -119,10 +134,12 @@ def test_the_arrow_expansion_skips_canonical_for_a_state_found_already():
 def run_spark(model, options, **extra):
     from checker.spark import SparkOptions
 
-    return engines.run(model, options, "spark", SparkOptions(master="local[2]", partitions=2, **extra))
+    return engines.run(model, options, "spark",
+                       SparkOptions(master="local[2]", partitions=2, **extra))
 
 
-needs_spark = pytest.mark.skipif(shutil.which("java") is None or importlib.util.find_spec("pyspark") is None,
+needs_spark = pytest.mark.skipif(shutil.which("java") is None or importlib.util.find_spec("pyspark")
+                                 is None,
                                  reason="needs PySpark and Java")
 
 
@@ -139,7 +156,8 @@ def _arrow_ready():
 
 @pytest.mark.parametrize("transport", ["blocks", pytest.param("arrow", marks=pytest.mark.skipif(
     not _arrow_ready(), reason="the arrow transport needs PyArrow and PySpark 4"))])
-@pytest.mark.slow  # 9,563 reduced states, the levels from 300 states on on Spark: 10 to 20 s each on a quiet machine
+# 9,563 reduced states, the levels from 300 states on on Spark: 10 to 20 s each on a quiet machine
+@pytest.mark.slow
 @pytest.mark.spark
 @needs_spark
 def test_spark_gives_the_local_engines_reduced_search(spark_local, transport):
@@ -159,8 +177,9 @@ def test_spark_gives_the_local_engines_reduced_search(spark_local, transport):
 @pytest.mark.spark
 @needs_spark
 def test_an_interrupted_reduced_run_resumes_to_the_local_result(spark_local, tmp_path, transport):
-    """--symmetry --reduce dead --checkpoint DIR, Ctrl-C after a Spark level, --resume DIR (in the transport that
-    wrote the directory): the local engine's counts and counterexample (its steps across the resumed levels)."""
+    """--symmetry --reduce dead --checkpoint DIR, Ctrl-C after a Spark level, --resume DIR (in the
+    transport that wrote the directory): the local engine's counts and counterexample (its steps
+    across the resumed levels)."""
     model = build_model("kafka", CONSTS, "2.1.0")
     invariants = [KAFKA["no-fence-stall"], KAFKA["replica-sanity"]]
     local = engines.run(model, SearchOptions(invariants=invariants, reduce="dead", symmetry=True))
@@ -172,15 +191,17 @@ def test_an_interrupted_reduced_run_resumes_to_the_local_result(spark_local, tmp
         if progress.depth == stop_at:
             raise KeyboardInterrupt
 
-    options = SearchOptions(invariants=invariants, reduce="dead", symmetry=True, checkpoint_path=str(run_dir),
-                            progress=interrupt)
+    options = SearchOptions(invariants=invariants, reduce="dead", symmetry=True,
+                            checkpoint_path=str(run_dir), progress=interrupt)
     with pytest.raises(KeyboardInterrupt):
         run_spark(model, options, threshold=30, transport=transport)
     saved = json.loads((run_dir / "run.json").read_text())
     assert saved["transport"] == transport and saved["depth"] == stop_at
     resumed = run_spark(model, SearchOptions(invariants=invariants, reduce="dead", symmetry=True,
-                                             checkpoint_path=str(run_dir), resume_from=str(run_dir)), threshold=30)
+                                             checkpoint_path=str(run_dir),
+                                             resume_from=str(run_dir)), threshold=30)
     assert summary(resumed) == summary(local) and resumed.extra["spark"]["transport"] == transport
     with pytest.raises(WrongModelError):  # the identity names the reduction
-        run_spark(model, SearchOptions(invariants=invariants, symmetry=True, checkpoint_path=str(run_dir),
-                                       resume_from=str(run_dir)), threshold=30)
+        run_spark(model, SearchOptions(invariants=invariants, symmetry=True,
+                                       checkpoint_path=str(run_dir), resume_from=str(run_dir)),
+                  threshold=30)

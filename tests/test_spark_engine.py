@@ -1,7 +1,8 @@
 """The spark engine gives exactly the local engine's results (counts, depth, verdict, the very same
 shortest counterexample), survives a failed task and resumes an interrupted run to the same counts.
 
-One SparkSession (``local[2,2]``: two cores, a failed task is tried twice) serves the whole suite (tests/conftest.py).
+One SparkSession (``local[2,2]``: two cores, a failed task is tried twice) serves the whole suite
+(tests/conftest.py).
 """
 
 import json
@@ -23,7 +24,8 @@ from spec.registry import build_model
 from spec.two_phase import TwoPhase
 
 pytest.importorskip("pyspark")
-pytestmark = [pytest.mark.spark, pytest.mark.skipif(shutil.which("java") is None, reason="needs Java")]
+pytestmark = [pytest.mark.spark, pytest.mark.skipif(shutil.which("java") is None,
+                                                    reason="needs Java")]
 
 INVARIANTS = list(for_family("two-phase").values())
 
@@ -37,7 +39,8 @@ def run_spark(model, options, **extra):
     from checker.spark import SparkOptions, run_engine
 
     extra.setdefault("partitions", 2)
-    extra.setdefault("transport", "blocks")  # this module's transport (the arrow one: tests/test_spark_arrow.py)
+    # this module's transport (the arrow one: tests/test_spark_arrow.py)
+    extra.setdefault("transport", "blocks")
     return run_engine(model, options, SparkOptions(master="local[2]", **extra))
 
 
@@ -56,7 +59,8 @@ def summary(result):
     }
 
 
-@pytest.mark.slow  # about 6 s; the fast tier runs the blocks transport on the seeded bug (below): the counts,
+# about 6 s; the fast tier runs the blocks transport on the seeded bug (below): the counts,
+@pytest.mark.slow
 # the depth and the trace of the local engine
 def test_two_phase_matches_tlc_and_the_local_engine(spark):
     result = run_spark(TwoPhase(3), SearchOptions(invariants=INVARIANTS), threshold=0)
@@ -65,7 +69,8 @@ def test_two_phase_matches_tlc_and_the_local_engine(spark):
     assert result.extra["spark"]["transport"] == "blocks"
     assert summary(result) == summary(check(TwoPhase(3), SearchOptions(invariants=INVARIANTS)))
     levels = result.extra["spark"]["levels"]
-    assert [lv["engine"] for lv in levels] == ["spark"] * 11  # threshold 0: every level after the first on Spark
+    # threshold 0: every level after the first on Spark
+    assert [lv["engine"] for lv in levels] == ["spark"] * 11
     assert sum(lv["new"] for lv in levels) == 288 - 1
 
 
@@ -77,7 +82,8 @@ def test_threshold_keeps_small_levels_local(spark):
     assert summary(result) == summary(check(TwoPhase(5), options))
     engines = [lv["engine"] for lv in result.extra["spark"]["levels"]]
     first_spark = engines.index("spark")
-    assert engines[:first_spark] == ["local"] * first_spark and set(engines[first_spark:]) == {"spark"}
+    assert (engines[:first_spark] == ["local"] * first_spark and set(engines[first_spark:])
+            == {"spark"})
     assert result.extra["spark"]["levels"][first_spark]["frontier"] >= 1000
 
 
@@ -94,7 +100,8 @@ def test_large_levels_numbered_and_written_on_the_executors(spark):
     pointers, RDD checkpoints."""
     model = TwoPhase(4, commit_guard=False)
     options = SearchOptions(invariants=INVARIANTS, stop_at_first=False)
-    result = run_spark(model, options, threshold=200, driver_index_limit=0, checkpoint_levels=2, transport="blocks")
+    result = run_spark(model, options, threshold=200, driver_index_limit=0, checkpoint_levels=2,
+                       transport="blocks")
     assert result.extra["spark"]["transport"] == "blocks"
     assert result.extra["spark"]["levels"][-1]["engine"] == "spark"
     local = check(model, options)
@@ -106,7 +113,8 @@ def test_large_levels_numbered_and_written_on_the_executors(spark):
 def test_a_failed_task_is_retried_with_no_change(spark, tmp_path):
     marker = tmp_path / "failures"
     options = SearchOptions(invariants=INVARIANTS)
-    result = run_spark(TwoPhase(3), options, threshold=0, fail_task_at_depth=4, fail_marker=str(marker))
+    result = run_spark(TwoPhase(3), options, threshold=0, fail_task_at_depth=4,
+                       fail_marker=str(marker))
     assert marker.read_text().count("failed") == 1  # the task really died once, and was retried
     assert summary(result) == summary(check(TwoPhase(3), options))
 
@@ -117,11 +125,12 @@ def test_killed_driver_resumes_from_the_last_completed_level(spark, tmp_path):
     run_dir = tmp_path / "run"
     root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
     command = [sys.executable, "-m", "kmc.cli", "check", "two-phase", "--const", "RM=3",
-               "--engine", "spark", "--master", "local[1]", "--spark-threshold", "30", "--spark-transport", "blocks",
-               "--checkpoint", str(run_dir), "--json", "--quiet", "--trace-dir", str(tmp_path / "traces"),
+               "--engine", "spark", "--master", "local[1]", "--spark-threshold", "30",
+               "--spark-transport", "blocks", "--checkpoint", str(run_dir), "--json", "--quiet",
+               "--trace-dir", str(tmp_path / "traces"),
                "-deadlock"]  # resumed below with SearchOptions' default: no deadlock check
-    child = subprocess.Popen(command, cwd=root, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
-                             start_new_session=True)
+    child = subprocess.Popen(command, cwd=root, stdout=subprocess.DEVNULL,
+                             stderr=subprocess.DEVNULL, start_new_session=True)
     try:
         deadline = time.monotonic() + 150
         depth = 0
@@ -138,7 +147,8 @@ def test_killed_driver_resumes_from_the_last_completed_level(spark, tmp_path):
     model = TwoPhase(3)
     full = check(model, SearchOptions(invariants=INVARIANTS))
     saved = json.loads((run_dir / "run.json").read_text())
-    assert 6 <= saved["depth"] < full.depth and 0 < saved["distinct"] < full.distinct_states  # killed mid-way
+    # killed mid-way
+    assert 6 <= saved["depth"] < full.depth and 0 < saved["distinct"] < full.distinct_states
     resumed = run_spark(model, SearchOptions(invariants=INVARIANTS, checkpoint_path=str(run_dir),
                                              resume_from=str(run_dir)), threshold=30)
     assert summary(resumed) == summary(full)
@@ -172,14 +182,16 @@ def test_deadlocks_and_state_constraints_match_the_local_engine(spark):
     assert dead_end.violations[0].kind == "deadlock" and dead_end.violations[0].length == 4
     assert summary(dead_end) == summary(check(Grid(2), options))
     bounded = run_spark(Grid(3, bound=3), SearchOptions(), threshold=2)
-    assert bounded.distinct_states == 10 and bounded.states_generated == check(Grid(3, bound=3)).states_generated
+    assert (bounded.distinct_states == 10 and bounded.states_generated
+            == check(Grid(3, bound=3)).states_generated)
     assert summary(bounded) == summary(check(Grid(3, bound=3), SearchOptions()))
 
 
 @pytest.mark.slow  # Kafka on Spark, or a run of its own: 9 to 47 s each
 def test_symmetry_reduction_matches_the_local_engine(spark):
     model = build_model("kafka", ["records=1"], "kip-101")
-    safety = [inv for inv in for_family(model.family).values() if inv.kind == "safety"]  # liveness: refused under symmetry
+    # liveness: refused under symmetry
+    safety = [inv for inv in for_family(model.family).values() if inv.kind == "safety"]
     options = SearchOptions(invariants=safety, symmetry=True)
     result = run_spark(model, options, threshold=500)
     assert result.symmetry and result.extra["spark"]["levels"][-1]["engine"] == "spark"
@@ -187,9 +199,11 @@ def test_symmetry_reduction_matches_the_local_engine(spark):
 
 
 @pytest.mark.slow  # Kafka on Spark, or a run of its own: 9 to 47 s each
-@pytest.mark.parametrize("protocol", ["hw-truncation", "kip-101", "truncate-on-fetch"])  # kip-279: as kip-101 on Spark
+# kip-279: as kip-101 on Spark
+@pytest.mark.parametrize("protocol", ["hw-truncation", "kip-101", "truncate-on-fetch"])
 def test_kafka_protocols_match_the_local_engine(spark, protocol):
-    # truncate-on-fetch (3.9.1) changes its ISR through AlterIsr, whose states and levels are many more: one epoch
+    # truncate-on-fetch (3.9.1) changes its ISR through AlterIsr, whose states and levels are many
+    # more: one epoch
     bounds = ["records=1", "epochs=1"] if protocol == "truncate-on-fetch" else ["records=1"]
     model = build_model("kafka", bounds, protocol)
     options = SearchOptions(invariants=list(for_family(model.family).values()))
@@ -202,8 +216,8 @@ def test_kafka_protocols_match_the_local_engine(spark, protocol):
 def test_command_line(spark, capsys, tmp_path):
     from kmc.cli import main
 
-    code = main(["check", "two-phase", "--const", "commit_guard=off", "--engine", "spark", "--spark-threshold", "0",
-                 "--json", "--quiet", "--trace-dir", str(tmp_path)])
+    code = main(["check", "two-phase", "--const", "commit_guard=off", "--engine", "spark",
+                 "--spark-threshold", "0", "--json", "--quiet", "--trace-dir", str(tmp_path)])
     out = json.loads(capsys.readouterr().out)
     assert code == 12 and out["engine"] == "spark" and out["violations"][0]["length"] == 3
     assert (out["distinct_states"], out["depth"]) == (110, 4)

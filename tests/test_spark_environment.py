@@ -1,4 +1,5 @@
-"""The spark engine names the fix when Java or PySpark is missing (exit code 69), before starting anything."""
+"""The spark engine names the fix when Java or PySpark is missing (exit code 69), before starting
+anything."""
 
 import importlib.util
 
@@ -20,7 +21,8 @@ def test_missing_java_names_the_fix(monkeypatch, capsys):
     assert info.value.code == ExitCode.ENVIRONMENT == 69
     assert main(["check", "two-phase", "--engine", "spark", "--quiet"]) == 69
     assert "Java 17" in capsys.readouterr().err
-    assert main(["simulate", "two-phase", "--engine", "spark", "--walks", "3"]) == 69  # the swarm on Spark too
+    # the swarm on Spark too
+    assert main(["simulate", "two-phase", "--engine", "spark", "--walks", "3"]) == 69
     err = capsys.readouterr().err
     assert "Java 17" in err and len(err.strip().splitlines()) == 1
 
@@ -33,7 +35,8 @@ def test_java_home_without_java_names_the_fix(monkeypatch, tmp_path):
 
 def test_missing_pyspark_names_the_fix(monkeypatch):
     real = importlib.util.find_spec
-    monkeypatch.setattr(importlib.util, "find_spec", lambda name, *a: None if name == "pyspark" else real(name, *a))
+    monkeypatch.setattr(importlib.util, "find_spec", lambda name, *a: None if name == "pyspark"
+                        else real(name, *a))
     with pytest.raises(EnvironmentMissingError, match="pip install 'pyspark"):
         check_environment()
 
@@ -47,11 +50,12 @@ def test_local_masters_get_task_retries():
 
 
 def test_the_driver_takes_a_levels_keys_as_large_as_its_memory():
-    """A level's keys come back as one result; Spark's default ``spark.driver.maxResultSize`` (1g) refused a level of
-    about 22 M new states (48 bytes each) that the driver's memory holds."""
+    """A level's keys come back as one result; Spark's default ``spark.driver.maxResultSize`` (1g)
+    refused a level of about 22 M new states (48 bytes each) that the driver's memory holds."""
     from checker.spark.session import session_options
 
-    assert session_options("local[2]", "6g", ui=False, jvm_log=False)["spark.driver.maxResultSize"] == "6g"
+    assert (session_options("local[2]", "6g", ui=False, jvm_log=False)["spark.driver.maxResultSize"]
+            == "6g")
 
 
 def test_executors_use_the_clusters_interpreter_and_loopback_needs_no_setting():
@@ -65,10 +69,12 @@ def test_executors_use_the_clusters_interpreter_and_loopback_needs_no_setting():
     assert local["PYSPARK_PYTHON"] and local["SPARK_LOCAL_IP"] == "127.0.0.1"
     on_this_machine: dict[str, str] = {}
     prepare_environment("spark://127.0.0.1:7077", on_this_machine)
-    assert "PYSPARK_PYTHON" not in on_this_machine and on_this_machine["SPARK_LOCAL_IP"] == "127.0.0.1"
+    assert ("PYSPARK_PYTHON" not in on_this_machine and on_this_machine["SPARK_LOCAL_IP"]
+            == "127.0.0.1")
     chosen = {"PYSPARK_PYTHON": "/opt/python/bin/python3", "SPARK_LOCAL_IP": "10.0.0.5"}
     prepare_environment("local[2]", chosen)
-    assert chosen["PYSPARK_PYTHON"] == "/opt/python/bin/python3" and chosen["SPARK_LOCAL_IP"] == "10.0.0.5"
+    assert (chosen["PYSPARK_PYTHON"] == "/opt/python/bin/python3" and chosen["SPARK_LOCAL_IP"]
+            == "10.0.0.5")
 
 
 def _spark_installed() -> bool:
@@ -89,11 +95,12 @@ def test_below_the_threshold_the_run_says_it_stays_on_the_driver(capsys):
     assert result.extra["spark"]["driver_only"] == lines[0]
 
 
-# -- the driver JVM's stderr: kmc's lines only, unless --verbose --------------------------------------------------
+# -- the driver JVM's stderr: kmc's lines only, unless --verbose -----------------------------------
 
 def test_the_jvms_start_up_banner_is_dropped_and_its_errors_kept():
-    """``_forward_jvm_stderr`` copies the JVM's stderr line by line but the banner no log level turns off (the
-    Java runtime's notice of the incubating module Spark's launcher adds), in order, bytes as they are."""
+    """``_forward_jvm_stderr`` copies the JVM's stderr line by line but the banner no log level
+    turns off (the Java runtime's notice of the incubating module Spark's launcher adds), in order,
+    bytes as they are."""
     import io
 
     from checker.spark.session import _forward_jvm_stderr
@@ -103,26 +110,30 @@ def test_the_jvms_start_up_banner_is_dropped_and_its_errors_kept():
                         b"\xff not UTF-8\n")
     target = io.TextIOWrapper(io.BytesIO(), encoding="utf-8")
     _forward_jvm_stderr(source, target)
-    assert target.buffer.getvalue() == b"26/12/01 23:25:00 ERROR Executor: Exception in task 0.0\n\xff not UTF-8\n"
+    assert (target.buffer.getvalue() == b"26/12/01 23:25:00 ERROR Executor: Exception in task "
+                                        b"0.0\n\xff not UTF-8\n")
 
 
 @pytest.mark.slow  # two kmc processes, each with its own JVM (the levels past 54 states on Spark)
 @pytest.mark.spark
 @pytest.mark.skipif(not _spark_installed(), reason="needs PySpark and Java")
 def test_a_spark_run_prints_only_kmcs_lines_unless_verbose():
-    """A run on Spark printed the JVM's banner on stderr (the incubator module's warning, Spark's default log
-    profile and level, NativeCodeLoader's warning); now stderr is empty with --quiet, and --verbose shows them."""
+    """A run on Spark printed the JVM's banner on stderr (the incubator module's warning, Spark's
+    default log profile and level, NativeCodeLoader's warning); now stderr is empty with --quiet,
+    and --verbose shows them."""
     import os
     import subprocess
     import sys
 
     root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-    command = [sys.executable, "-m", "kmc", "check", "two-phase", "--const", "RM=3", "--engine", "spark",
-               "--master", "local[1]", "--spark-threshold", "54", "--quiet"]
+    command = [sys.executable, "-m", "kmc", "check", "two-phase", "--const", "RM=3", "--engine",
+               "spark", "--master", "local[1]", "--spark-threshold", "54", "--quiet"]
     env = {**os.environ, "PYTHONPATH": root}
     quiet = subprocess.run(command, cwd=root, env=env, capture_output=True, text=True, timeout=600)
     assert quiet.returncode == 0 and quiet.stderr == "", quiet.stderr
     assert "288 distinct states" in quiet.stdout, quiet.stdout
-    verbose = subprocess.run([*command, "--verbose"], cwd=root, env=env, capture_output=True, text=True, timeout=600)
+    verbose = subprocess.run([*command, "--verbose"], cwd=root, env=env, capture_output=True,
+                             text=True, timeout=600)
     assert verbose.returncode == 0, verbose.stderr
-    assert "Using incubator modules" in verbose.stderr and "log level" in verbose.stderr, verbose.stderr
+    assert "Using incubator modules" in verbose.stderr and "log level" in verbose.stderr, (
+        verbose.stderr)

@@ -1,8 +1,9 @@
-"""The spark engine on the compiled kernel (``checker.spark.kernel_step``): packed states on the wire, the executors
-expanding with ``km_expand_batch``; the same counts, depth, verdict, queue and the very same shortest counterexamples
-as the local engine on the readable model, stopping at the first violation or not, with a deadlock, under
-``--symmetry``. The executor side is checked against the readable one without Spark in the fast tier
-(``tests/test_kernel_batch.py``); these start Spark (the suite's one ``local[2,2]`` session, tests/conftest.py).
+"""The spark engine on the compiled kernel (``checker.spark.kernel_step``): packed states on the
+wire, the executors expanding with ``km_expand_batch``; the same counts, depth, verdict, queue and
+the very same shortest counterexamples as the local engine on the readable model, stopping at the
+first violation or not, with a deadlock, under ``--symmetry``. The executor side is checked against
+the readable one without Spark in the fast tier (``tests/test_kernel_batch.py``); these start Spark
+(the suite's one ``local[2,2]`` session, tests/conftest.py).
 """
 
 from __future__ import annotations
@@ -29,30 +30,35 @@ def spark(spark_local):
     from checker.spark.arrow_step import arrow_available
 
     if importlib.util.find_spec("pyarrow") is None or not arrow_available():
-        pytest.skip("the arrow transport needs PyArrow, pandas and PySpark 4 (pip install -e '.[spark]')")
+        pytest.skip("the arrow transport needs PyArrow, pandas and PySpark 4 (pip install -e "
+                    "'.[spark]')")
     return spark_local
 
 
 CASES = [
-    # (model, constants, search options, threshold: the local prefix's frontier below it, the verdict)
-    ("two-phase", {"RM": 3, "commit_guard": False}, {"stop_at_first": False, "check_deadlock": True}, 0,
-     Verdict.VIOLATED),
+    # (model, constants, search options, threshold: the local prefix's frontier below it, the
+    # verdict)
+    ("two-phase", {"RM": 3, "commit_guard": False},
+     {"stop_at_first": False, "check_deadlock": True}, 0, Verdict.VIOLATED),
     ("two-phase", {"RM": 5}, {"symmetry": True, "check_deadlock": True}, 20, Verdict.HOLDS),
     ("tla:Kip101", TLA_SMALL, {"stop_at_first": False}, 30, Verdict.VIOLATED),
     ("tla:Kip320", TLA_SMALL, {}, 0, Verdict.HOLDS),
-    # the search stops at a frontier it does not expand, whose states violate: KernelFrontierCheck finds the first
+    # the search stops at a frontier it does not expand, whose states violate: KernelFrontierCheck
+    # finds the first
     ("tla:Kip101", TLA_SMALL, {"max_depth": 12}, 30, Verdict.VIOLATED),
 ]
 
 
 @pytest.mark.parametrize(("name", "constants", "options", "threshold", "verdict"), CASES,
-                         ids=["two-phase-violated", "two-phase-symmetry", "Kip101", "Kip320", "Kip101-depth-bound"])
+                         ids=["two-phase-violated", "two-phase-symmetry", "Kip101", "Kip320",
+                              "Kip101-depth-bound"])
 @pytest.mark.usefixtures("spark")
 def test_spark_on_the_kernel_is_the_local_engine(name, constants, options, threshold, verdict):
     model = model_of(name, constants)
     invariants = [inv for inv in for_family(model.family).values() if inv.default]
     reference = summary(check(model, SearchOptions(invariants=invariants, **options)))
-    result = spark_run(model, SearchOptions(invariants=invariants, kernel="auto", **options), threshold=threshold)
+    result = spark_run(model, SearchOptions(invariants=invariants, kernel="auto", **options),
+                       threshold=threshold)
     assert result.extra["path"]["path"] == "kernel"
     assert any(level["engine"] == "spark" for level in result.extra["spark"]["levels"])
     assert summary(result) == reference
@@ -68,4 +74,5 @@ def test_kernel_off_and_the_blocks_transport_run_the_readable_model():
     assert "blocks transport" in blocks.extra["path"]["reason"]
     assert summary(off) == summary(blocks)
     below = spark_run(model, SearchOptions(kernel="auto"), threshold=10_000)  # Spark never starts
-    assert below.extra["path"]["path"] == "readable" and "--spark-threshold" in below.extra["path"]["reason"]
+    assert (below.extra["path"]["path"] == "readable" and "--spark-threshold"
+            in below.extra["path"]["reason"])

@@ -1,11 +1,11 @@
-"""A Spark run directory is input, and hostile input is refused: every level's files are checked against the
-digest run.json recorded when the level committed, and every field of run.json is bounded against the run it
-claims to be, before any of it is used (exit 65, one line). Ctrl-C during a Spark level is one line, exit 130,
-and the run resumes to the uninterrupted run's counts.
+"""A Spark run directory is input, and hostile input is refused: every level's files are checked
+against the digest run.json recorded when the level committed, and every field of run.json is
+bounded against the run it claims to be, before any of it is used (exit 65, one line). Ctrl-C during
+a Spark level is one line, exit 130, and the run resumes to the uninterrupted run's counts.
 
-The fast tests check the refusals on a run directory made by hand (no Spark); the slow ones corrupt a real run
-directory as the issue's hostile user did (a level's Parquet file emptied, truncated; a huge partition count) and
-resume it with ``kmc check --resume``."""
+The fast tests check the refusals on a run directory made by hand (no Spark); the slow ones corrupt
+a real run directory as the issue's hostile user did (a level's Parquet file emptied, truncated; a
+huge partition count) and resume it with ``kmc check --resume``."""
 
 import copy
 import json
@@ -31,7 +31,8 @@ WHERE = "run.json"
 
 
 def handmade(tmp_path):
-    """A run directory of 5 levels: 3 on the driver (10 states), 2 on Spark with a file each (4 + 2 states)."""
+    """A run directory of 5 levels: 3 on the driver (10 states), 2 on Spark with a file each (4 + 2
+    states)."""
     run_dir = RunDir(str(tmp_path / "run"))
     levels = [{"depth": 1, "base": 0, "count": 1, "path": None, "digest": None},
               {"depth": 2, "base": 1, "count": 3, "path": None, "digest": None},
@@ -48,9 +49,9 @@ def handmade(tmp_path):
         levels.append({"depth": depth, "base": base, "count": count, "path": path,
                        "digest": run_dir.level_digest(path)})
         base += count
-    payload = {"transport": "blocks", "partitions": 4, "depth": 5, "generated": 40, "distinct": 16, "local_distinct": 10,
-               "frontier_base": 14, "frontier_size": 2, "found": {}, "deadlock": None, "elapsed": 3.5,
-               "levels": levels}
+    payload = {"transport": "blocks", "partitions": 4, "depth": 5, "generated": 40, "distinct": 16,
+               "local_distinct": 10, "frontier_base": 14, "frontier_size": 2, "found": {},
+               "deadlock": None, "elapsed": 3.5, "levels": levels}
     return run_dir, payload
 
 
@@ -63,7 +64,8 @@ def check(run_dir, payload):
 def test_a_handmade_run_directory_passes(tmp_path):
     run_dir, payload = handmade(tmp_path)
     levels = check(run_dir, payload)
-    assert [level.depth for level in levels] == [1, 2, 3, 4, 5] and levels[-1].digest == payload["levels"][-1]["digest"]
+    assert ([level.depth for level in levels] == [1, 2, 3, 4, 5] and levels[-1].digest
+            == payload["levels"][-1]["digest"])
 
 
 def _part(run_dir, depth=4):
@@ -71,8 +73,10 @@ def _part(run_dir, depth=4):
 
 
 @pytest.mark.parametrize("corrupt", [
-    lambda path: open(path, "wb").close(),  # emptied: resumed as good with a wrong result before the digest
-    lambda path: os.truncate(path, os.path.getsize(path) // 2),  # truncated: a JVM trace and exit 64 before
+    # emptied: resumed as good with a wrong result before the digest
+    lambda path: open(path, "wb").close(),
+    # truncated: a JVM trace and exit 64 before
+    lambda path: os.truncate(path, os.path.getsize(path) // 2),
     lambda path: open(path, "r+b").write(b"\xff"),  # one byte changed
     lambda path: shutil.copy(path, path.replace("00001", "00002")),  # a file added
     os.remove,  # a file removed
@@ -86,7 +90,8 @@ def test_a_level_file_that_is_not_the_one_written_is_refused(tmp_path, corrupt):
 
 
 def test_checksum_and_success_files_are_not_part_of_the_digest(tmp_path):
-    """Spark's reader skips hidden and underscore files, so may the digest (a .crc rewritten is harmless)."""
+    """Spark's reader skips hidden and underscore files, so may the digest (a .crc rewritten is
+    harmless)."""
     run_dir, payload = handmade(tmp_path)
     with open(os.path.join(run_dir.level_path(5), "_SUCCESS"), "wb") as f:
         f.write(b"x")
@@ -132,13 +137,15 @@ def test_every_field_of_run_json_is_bounded_against_the_run(tmp_path, key, value
 
 
 def test_a_run_directory_resumes_in_the_transport_that_wrote_it(tmp_path):
-    """The two transports' level files differ (blocks: gidx, fp, parent, pos, state; arrow: fp, key, state)."""
+    """The two transports' level files differ (blocks: gidx, fp, parent, pos, state; arrow: fp, key,
+    state)."""
     from checker.spark import SparkBFS, SparkOptions
     from spec.errors import UsageError
 
     search = SparkBFS(TwoPhase(3), SearchOptions(invariants=[]), SparkOptions(transport="blocks"))
     search._run_dir, search._resumed_transport = RunDir(str(tmp_path)), "arrow"
-    with pytest.raises(UsageError, match="written by the arrow Spark transport; resume it with --spark-transport arrow"):
+    with pytest.raises(UsageError, match="written by the arrow Spark transport; resume it with "
+                                         "--spark-transport arrow"):
         search._use_arrow()
     search._resumed_transport = "blocks"
     assert search._use_arrow() is False
@@ -151,7 +158,7 @@ def test_a_level_digest_on_a_fifo_is_refused_not_waited_on(tmp_path):
         check(run_dir, payload)
 
 
-# -- a real run directory, corrupted and resumed on the command line ----------------------------------------------
+# -- a real run directory, corrupted and resumed on the command line -------------------------------
 
 COMMAND = ["check", "two-phase", "--const", "RM=3", "--engine", "spark", "--master", "local[2]",
            "--spark-threshold", "30", "--quiet"]
@@ -159,7 +166,8 @@ COMMAND = ["check", "two-phase", "--const", "RM=3", "--engine", "spark", "--mast
 
 @pytest.fixture(scope="module")
 def real_run(spark_local, tmp_path_factory):
-    """A two-phase RM=3 run directory whose levels 6 to 11 ran on Spark (the suite's session, in this process)."""
+    """A two-phase RM=3 run directory whose levels 6 to 11 ran on Spark (the suite's session, in
+    this process)."""
     from kmc.cli import main
 
     run_dir = tmp_path_factory.mktemp("spark-run") / "run"
@@ -168,16 +176,18 @@ def real_run(spark_local, tmp_path_factory):
 
 
 def resume(run_dir):
-    """``kmc check --resume`` in a process of its own (a refusal comes before its JVM would start)."""
+    """``kmc check --resume`` in a process of its own (a refusal comes before its JVM would
+    start)."""
     env = {**os.environ, "PYTHONPATH": ROOT}
-    done = subprocess.run([sys.executable, "-m", "kmc", *COMMAND, "--resume", str(run_dir)], cwd=ROOT, env=env,
-                          capture_output=True, text=True, timeout=300)
+    done = subprocess.run([sys.executable, "-m", "kmc", *COMMAND, "--resume", str(run_dir)],
+                          cwd=ROOT, env=env, capture_output=True, text=True, timeout=300)
     return done.returncode, done.stdout, done.stderr
 
 
 def _first_part(run_dir, depth):
     path = run_dir / "levels" / f"{depth:04d}"
-    return next(p for p in sorted(path.iterdir()) if p.name.startswith("part-") and p.stat().st_size)
+    return next(p for p in sorted(path.iterdir()) if p.name.startswith("part-")
+                and p.stat().st_size)
 
 
 @pytest.mark.slow  # a Spark run (about 10 s on a quiet machine) and three kmc processes
@@ -198,21 +208,22 @@ def test_the_issues_corruptions_of_a_real_run_directory_are_refused(real_run, tm
     assert err.count("\n") == 1 and err.startswith("kmc: error: ") and "Exception" not in err, err
 
 
-# -- Ctrl-C during a Spark level ------------------------------------------------------------------------------------
+# -- Ctrl-C during a Spark level -------------------------------------------------------------------
 
 @pytest.mark.slow  # a kmc process with its own JVM, then a resume in this one
 @pytest.mark.spark
 def test_ctrl_c_during_a_spark_level_is_one_line_and_resumes(spark_local, tmp_path, capsys):
-    """The terminal's Ctrl-C (SIGINT to the process group: driver, JVM, Python workers) while a Spark level runs:
-    exit 130, one line naming the run directory (PySpark's handler printed two Py4J tracebacks, and the JVM the
-    workers' deaths), then ``--resume`` counts what an uninterrupted run counts."""
+    """The terminal's Ctrl-C (SIGINT to the process group: driver, JVM, Python workers) while a
+    Spark level runs: exit 130, one line naming the run directory (PySpark's handler printed two
+    Py4J tracebacks, and the JVM the workers' deaths), then ``--resume`` counts what an
+    uninterrupted run counts."""
     from kmc.cli import main
 
     run_dir = tmp_path / "run"
     env = {**os.environ, "PYTHONPATH": ROOT}
-    child = subprocess.Popen([sys.executable, "-m", "kmc", *COMMAND, "--checkpoint", str(run_dir)], cwd=ROOT,
-                             env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                             start_new_session=True)
+    child = subprocess.Popen([sys.executable, "-m", "kmc", *COMMAND, "--checkpoint", str(run_dir)],
+                             cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                             text=True, start_new_session=True)
     try:
         deadline = time.monotonic() + 240
         while child.poll() is None and time.monotonic() < deadline:
@@ -231,13 +242,15 @@ def test_ctrl_c_during_a_spark_level_is_one_line_and_resumes(spark_local, tmp_pa
             child.wait()
     assert child.returncode == 130, err
     ours = [line for line in err.splitlines() if line.startswith("kmc:")]
-    assert ours == [f"kmc: error: interrupted; the last complete level is saved in {run_dir}: run the same command "
-                    f"with --resume {run_dir} to continue"], err
-    assert "Traceback" not in err and " ERROR " not in err, err  # no Python traceback, no JVM error line
+    assert ours == [f"kmc: error: interrupted; the last complete level is saved in {run_dir}: run "
+                    f"the same command with --resume {run_dir} to continue"], err
+    # no Python traceback, no JVM error line
+    assert "Traceback" not in err and " ERROR " not in err, err
     assert json.loads((run_dir / "run.json").read_text())["depth"] < 11  # stopped mid-way
     capsys.readouterr()
     assert main([*COMMAND, "--json", "--resume", str(run_dir)]) == 0
     resumed = json.loads(capsys.readouterr().out)
-    full = bfs_check(TwoPhase(3), SearchOptions(invariants=list(for_family("two-phase").values()), check_deadlock=True))
+    full = bfs_check(TwoPhase(3), SearchOptions(invariants=list(for_family("two-phase").values()),
+                                                check_deadlock=True))
     assert (resumed["distinct_states"], resumed["states_generated"], resumed["depth"]) == (
         full.distinct_states, full.states_generated, full.depth)

@@ -1,11 +1,12 @@
 """The standalone cluster of ``bench/spark-standalone.sh`` accepts only clients holding its secret.
 
 Spark's RPC is unauthenticated by default: a cluster bound to 127.0.0.1 kept other machines out but
-let any user of this one submit code to its workers. The script now generates a secret (mode 0600) and
-starts the master and the workers with ``spark.authenticate``; kmc's driver reads the secret from the
-file ``KMC_SPARK_SECRET_FILE`` names. This test starts the cluster with the script, runs kmc on it with
-the secret (it runs), without it and with a wrong one (refused: one line from kmc, exit 69, within the
-connect timeout, not Spark's minute of retries), and checks that the secret is on no command line.
+let any user of this one submit code to its workers. The script now generates a secret (mode 0600)
+and starts the master and the workers with ``spark.authenticate``; kmc's driver reads the secret
+from the file ``KMC_SPARK_SECRET_FILE`` names. This test starts the cluster with the script, runs
+kmc on it with the secret (it runs), without it and with a wrong one (refused: one line from kmc,
+exit 69, within the connect timeout, not Spark's minute of retries), and checks that the secret is
+on no command line.
 """
 
 from __future__ import annotations
@@ -25,8 +26,8 @@ import pytest
 ROOT = Path(__file__).resolve().parent.parent
 SCRIPT = ROOT / "bench" / "spark-standalone.sh"
 CONNECT_SECONDS = 20
-#: under ``pytest -n N --dist loadgroup`` the standalone clusters' tests share one worker: one cluster of three JVMs at
-#: a time on a two-core machine
+#: under ``pytest -n N --dist loadgroup`` the standalone clusters' tests share one worker: one
+#: cluster of three JVMs at a time on a two-core machine
 pytestmark = pytest.mark.xdist_group("spark-standalone")
 
 
@@ -43,7 +44,8 @@ def cluster(tmp_path_factory):
         pytest.skip("the standalone cluster needs Java")
     run_dir = tmp_path_factory.mktemp("spark-standalone")
     env = dict(os.environ, KMC_SPARK_DIR=str(run_dir), KMC_SPARK_PORT=str(_free_port()))
-    started = subprocess.run(["bash", str(SCRIPT), "start"], env=env, capture_output=True, text=True, timeout=180)
+    started = subprocess.run(["bash", str(SCRIPT), "start"], env=env, capture_output=True,
+                             text=True, timeout=180)
     try:
         assert started.returncode == 0, started.stderr
         yield started.stdout.strip().splitlines()[-1], run_dir, started.stderr
@@ -63,16 +65,18 @@ def _command_lines() -> list[str]:
 
 def _kmc(master: str, cwd: Path, secret_file: str | None, timeout: float = 300,
          seen: list[str] | None = None) -> tuple[int, str, str, float]:
-    """Run kmc on the cluster; with ``seen``, collect every process's command line while it runs (the driver's
-    JVM and the executors the workers start for it included)."""
+    """Run kmc on the cluster; with ``seen``, collect every process's command line while it runs
+    (the driver's JVM and the executors the workers start for it included)."""
     env = {k: v for k, v in os.environ.items() if k != "KMC_SPARK_SECRET_FILE"}
     env.update(PYTHONPATH=str(ROOT), KMC_SPARK_CONNECT_SECONDS=str(CONNECT_SECONDS))
     if secret_file is not None:
         env["KMC_SPARK_SECRET_FILE"] = secret_file
     started = time.monotonic()
-    with subprocess.Popen([sys.executable, "-m", "kmc", "check", "two-phase", "--const", "RM=3", "--engine", "spark",
-                           "--master", master, "--spark-threshold", "54", "--quiet", "--json"],
-                          cwd=cwd, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True) as run:
+    with subprocess.Popen([sys.executable, "-m", "kmc", "check", "two-phase", "--const", "RM=3",
+                           "--engine", "spark", "--master", master, "--spark-threshold", "54",
+                           "--quiet", "--json"],
+                          cwd=cwd, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                          text=True) as run:
         while seen is not None and run.poll() is None and time.monotonic() - started < timeout:
             seen.extend(_command_lines())
             time.sleep(0.5)
@@ -100,7 +104,8 @@ def test_a_client_with_the_secret_runs_and_the_secret_is_on_no_command_line(clus
     assert code == 0, err[-2000:]
     assert json.loads(out)["distinct_states"] == 288
     secret = (run_dir / "secret").read_text().strip()
-    assert any("org.apache.spark.executor" in line for line in seen)  # the executors ran while we looked
+    # the executors ran while we looked
+    assert any("org.apache.spark.executor" in line for line in seen)
     assert not [line for line in seen if secret in line]
 
 
@@ -119,7 +124,8 @@ def test_a_client_without_the_secret_is_refused_with_one_line(cluster, tmp_path,
     kmc_lines = [line for line in err.splitlines() if line.startswith("kmc:")]
     assert code == 69, err[-2000:]
     assert len(kmc_lines) == 1 and "did not accept kmc's driver" in kmc_lines[0], err[-2000:]
-    assert ("set KMC_SPARK_SECRET_FILE" if secret == "none" else "is it this cluster's?") in kmc_lines[0]
+    assert (("set KMC_SPARK_SECRET_FILE" if secret == "none" else "is it this cluster's?")
+            in kmc_lines[0])
     assert "Traceback" not in err and seconds < CONNECT_SECONDS + 60
     assert '"exit_code": 69' in out  # --json: the error as a JSON object too
 

@@ -1,8 +1,9 @@
-"""A resumable run on the standalone cluster of ``bench/spark-standalone.sh`` (a master and two workers on 127.0.0.1,
-authenticated) survives the loss of its driver and of a worker: killed mid-run (SIGKILL, the driver's JVM with it),
-``--resume`` on the cluster left ends with the local engine's counts. At a small size (Kafka 2.1.0, three brokers,
-``--symmetry --reduce dead``: 835 orbits, 21 levels; 584 and 19 before ExpandIsr waited for a fetch answer, which
-keeps such answers live) the three-broker goal configuration's command."""
+"""A resumable run on the standalone cluster of ``bench/spark-standalone.sh`` (a master and two
+workers on 127.0.0.1, authenticated) survives the loss of its driver and of a worker: killed mid-run
+(SIGKILL, the driver's JVM with it), ``--resume`` on the cluster left ends with the local engine's
+counts. At a small size (Kafka 2.1.0, three brokers, ``--symmetry --reduce dead``: 835 orbits, 21
+levels; 584 and 19 before ExpandIsr waited for a fetch answer, which keeps such answers live) the
+three-broker goal configuration's command."""
 
 from __future__ import annotations
 
@@ -21,8 +22,8 @@ from tests.test_spark_standalone_auth import SCRIPT, _free_port
 
 ROOT = Path(__file__).resolve().parent.parent
 CONSTS = ["brokers=3", "records=1", "crashes=0", "epochs=0"]
-#: under ``pytest -n N --dist loadgroup`` the standalone clusters' tests share one worker: one cluster of three JVMs at
-#: a time on a two-core machine
+#: under ``pytest -n N --dist loadgroup`` the standalone clusters' tests share one worker: one
+#: cluster of three JVMs at a time on a two-core machine
 pytestmark = pytest.mark.xdist_group("spark-standalone")
 
 
@@ -32,8 +33,10 @@ def cluster(tmp_path_factory):
     if shutil.which("java") is None and not os.environ.get("JAVA_HOME"):
         pytest.skip("the standalone cluster needs Java")
     run_dir = tmp_path_factory.mktemp("spark-standalone")
-    env = dict(os.environ, KMC_SPARK_DIR=str(run_dir), KMC_SPARK_PORT=str(_free_port()), KMC_SPARK_REGISTER_SECONDS="240")
-    started = subprocess.run(["bash", str(SCRIPT), "start"], env=env, capture_output=True, text=True, timeout=360)
+    env = dict(os.environ, KMC_SPARK_DIR=str(run_dir), KMC_SPARK_PORT=str(_free_port()),
+               KMC_SPARK_REGISTER_SECONDS="240")
+    started = subprocess.run(["bash", str(SCRIPT), "start"], env=env, capture_output=True,
+                             text=True, timeout=360)
     try:
         assert started.returncode == 0, started.stderr
         yield started.stdout.strip().splitlines()[-1], run_dir
@@ -43,8 +46,9 @@ def cluster(tmp_path_factory):
 
 def _command(master: str, *extra: str) -> list[str]:
     consts = [word for c in CONSTS for word in ("--const", c)]
-    return [sys.executable, "-m", "kmc", "check", "kafka", "--protocol", "2.1.0", *consts, "--symmetry",
-            "--reduce", "dead", "--engine", "spark", "--master", master, "--spark-threshold", "30", "--quiet", *extra]
+    return [sys.executable, "-m", "kmc", "check", "kafka", "--protocol", "2.1.0", *consts,
+            "--symmetry", "--reduce", "dead", "--engine", "spark", "--master", master,
+            "--spark-threshold", "30", "--quiet", *extra]
 
 
 @pytest.mark.slow  # a cluster of three JVMs, a run killed and resumed on it: minutes
@@ -55,7 +59,8 @@ def test_a_run_killed_with_a_worker_resumes_on_the_cluster_to_the_local_counts(c
            "KMC_SPARK_SECRET_FILE": str(cluster_dir / "secret")}
     run_dir = tmp_path / "run"
     child = subprocess.Popen(_command(master, "--checkpoint", str(run_dir)), cwd=tmp_path, env=env,
-                             stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True, start_new_session=True)
+                             stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
+                             start_new_session=True)
     depth = 0
     try:
         deadline = time.monotonic() + 600
@@ -71,14 +76,16 @@ def test_a_run_killed_with_a_worker_resumes_on_the_cluster_to_the_local_counts(c
         _out, err = child.communicate()
     assert 12 <= depth < 19, err[-2000:]  # killed mid-run
     worker = next((cluster_dir / "pids").glob("*Worker-2.pid"))
-    os.kill(int(worker.read_text().split()[0]), signal.SIGKILL)  # one worker, and the executor it ran
-    resumed = subprocess.run(_command(master, "--resume", str(run_dir), "--json"), cwd=tmp_path, env=env,
-                             capture_output=True, text=True, timeout=900)
+    # one worker, and the executor it ran
+    os.kill(int(worker.read_text().split()[0]), signal.SIGKILL)
+    resumed = subprocess.run(_command(master, "--resume", str(run_dir), "--json"), cwd=tmp_path,
+                             env=env, capture_output=True, text=True, timeout=900)
     assert resumed.returncode == 0, resumed.stderr[-2000:]
     got = json.loads(resumed.stdout)
     local = subprocess.run([sys.executable, "-m", "kmc", "check", "kafka", "--protocol", "2.1.0",
-                            *[word for c in CONSTS for word in ("--const", c)], "--symmetry", "--reduce", "dead",
-                            "--quiet", "--json"], cwd=tmp_path, env=env, capture_output=True, text=True, timeout=300)
+                            *[word for c in CONSTS for word in ("--const", c)], "--symmetry",
+                            "--reduce", "dead", "--quiet", "--json"], cwd=tmp_path, env=env,
+                           capture_output=True, text=True, timeout=300)
     want = json.loads(local.stdout)
     keys = ("verdict", "distinct_states", "states_generated", "depth")
     assert [got[k] for k in keys] == [want[k] for k in keys] and want["distinct_states"] == 835

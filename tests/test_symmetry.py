@@ -74,7 +74,8 @@ def test_kafka_transitions_commute_with_renaming(brokers):
         successors = {succ for _, succ in model.successors(state)}
         for perm in permutations(range(brokers)):
             image = kafka_symmetry.permute(state, perm)
-            assert {succ for _, succ in model.successors(image)} == {kafka_symmetry.permute(t, perm) for t in successors}
+            assert ({succ for _, succ in model.successors(image)}
+                    == {kafka_symmetry.permute(t, perm) for t in successors})
 
 
 @pytest.mark.parametrize("rm", [3, 5])
@@ -84,7 +85,8 @@ def test_two_phase_reduction(rm):
     assert reduced.verdict is full.verdict is Verdict.HOLDS
     assert reduced.depth == full.depth
     assert full.distinct_states > 2 * reduced.distinct_states
-    assert parallel.check(TwoPhase(rm), SearchOptions(invariants=TWO_PHASE, symmetry=True), 2).distinct_states == (
+    assert parallel.check(TwoPhase(rm), SearchOptions(invariants=TWO_PHASE, symmetry=True),
+                          2).distinct_states == (
         reduced.distinct_states)
 
 
@@ -111,15 +113,18 @@ def _kafka(protocol, **bounds):
     from spec.registry import get_model_info
 
     core = {"brokers", "records", "epochs", "crashes", "inflight"}
-    values = {c.name: max(0, c.minimum or 0) for c in get_model_info("kafka").constants if c.name not in core}
+    values = {c.name: max(0, c.minimum or 0) for c in get_model_info("kafka").constants if c.name
+              not in core}
     values.update(bounds)
     return build_model("kafka", [f"{k}={v}" for k, v in values.items()], protocol)
 
 
 SMALL_KAFKA = [
-    pytest.param({"brokers": 2, "records": 1, "epochs": 2, "crashes": 1}, id="2-brokers"),  # the older protocols' violations
+    # the older protocols' violations
+    pytest.param({"brokers": 2, "records": 1, "epochs": 2, "crashes": 1}, id="2-brokers"),
     # three brokers, a real reduction: every protocol, 3 to 4 s each
-    pytest.param({"brokers": 3, "records": 1, "epochs": 1, "crashes": 0, "inflight": 1}, id="3-brokers", marks=pytest.mark.slow),
+    pytest.param({"brokers": 3, "records": 1, "epochs": 1, "crashes": 0, "inflight": 1},
+                 id="3-brokers", marks=pytest.mark.slow),
 ]
 
 
@@ -129,21 +134,24 @@ def _protocols():
     return list(get_model_info("kafka").protocols)
 
 
-#: 1 to 2 s each: the fast tier compares the oldest release and the newest KRaft one (2.1.0's stall under symmetry:
-#: test_kafka_three_broker_counterexample_replays_to_a_concrete_trace below); the whole suite every release
+#: 1 to 2 s each: the fast tier compares the oldest release and the newest KRaft one (2.1.0's stall
+#: under symmetry: test_kafka_three_broker_counterexample_replays_to_a_concrete_trace below); the
+#: whole suite every release
 SYMMETRY_FAST = {"0.10.2", "kraft-4.1"}
 
 
 @pytest.mark.parametrize("bounds", SMALL_KAFKA)
-@pytest.mark.parametrize("protocol", [p if p in SYMMETRY_FAST else pytest.param(p, marks=pytest.mark.slow)
-                                      for p in _protocols()])
+@pytest.mark.parametrize("protocol",
+                         [p if p in SYMMETRY_FAST else pytest.param(p, marks=pytest.mark.slow)
+                          for p in _protocols()])
 def test_kafka_same_verdicts_under_symmetry(protocol, bounds):
     model = _kafka(protocol, **bounds)
     safety = [inv for inv in KAFKA if inv.holds is not None and inv.kind == "safety"]
     full = bfs.check(model, SearchOptions(invariants=safety, stop_at_first=False))
     reduced = bfs.check(model, SearchOptions(invariants=safety, stop_at_first=False, symmetry=True))
     assert reduced.verdict is full.verdict
-    assert {v.invariant: v.length for v in reduced.violations} == {v.invariant: v.length for v in full.violations}
+    assert ({v.invariant: v.length for v in reduced.violations}
+            == {v.invariant: v.length for v in full.violations})
     assert reduced.distinct_states <= full.distinct_states
     if bounds["brokers"] == 3:
         assert reduced.distinct_states * 1.5 < full.distinct_states
@@ -152,9 +160,10 @@ def test_kafka_same_verdicts_under_symmetry(protocol, bounds):
 
 
 def test_kafka_three_broker_counterexample_replays_to_a_concrete_trace():
-    """KAFKA-7786's fence stall with three brokers: the same shortest length with and without symmetry, and
-    the trace found under symmetry is a real run of the model whose last state is a renaming of the
-    canonical one the search met, not that state itself (so the replay did the renaming)."""
+    """KAFKA-7786's fence stall with three brokers: the same shortest length with and without
+    symmetry, and the trace found under symmetry is a real run of the model whose last state is a
+    renaming of the canonical one the search met, not that state itself (so the replay did the
+    renaming)."""
     model = _kafka("2.1.0", brokers=3, records=1, epochs=2, bumps=2, crashes=0)
     stall = [inv for inv in KAFKA if inv.name == "no-fence-stall"]
     full = bfs.check(model, SearchOptions(invariants=stall))
@@ -165,13 +174,15 @@ def test_kafka_three_broker_counterexample_replays_to_a_concrete_trace():
     _check_real_trace(model, violation)
     last = violation.trace.steps[-1].state
     assert last != model.canonical(last)
-    assert last in {kafka_symmetry.permute(model.canonical(last), p) for p in permutations(range(3))}
+    assert (last in {kafka_symmetry.permute(model.canonical(last), p)
+                     for p in permutations(range(3))})
 
 
 def test_a_false_symmetry_is_caught_when_the_trace_is_replayed():
-    """A property that tells ids apart breaks the reduction: the search meets the violation on a canonical
-    state (the last resource manager committed), the concrete replay commits the first one, and the re-check
-    of the concrete state refuses the result instead of reporting a counterexample that is not one."""
+    """A property that tells ids apart breaks the reduction: the search meets the violation on a
+    canonical state (the last resource manager committed), the concrete replay commits the first
+    one, and the re-check of the concrete state refuses the result instead of reporting a
+    counterexample that is not one."""
     from checker.invariant import Invariant
     from spec.errors import ModelError
     from spec.two_phase import COMMITTED
@@ -179,8 +190,10 @@ def test_a_false_symmetry_is_caught_when_the_trace_is_replayed():
     last_not_committed = Invariant("last-rm-not-committed", "the last RM never commits",
                                    lambda s: s.rm_state[-1] != COMMITTED)
     model = TwoPhase(3)
-    assert bfs.check(model, SearchOptions(invariants=[last_not_committed])).violations  # a real violation ...
-    with pytest.raises(ModelError, match="not a symmetry"):  # ... but not where the canonical search found it
+    # a real violation ...
+    assert bfs.check(model, SearchOptions(invariants=[last_not_committed])).violations
+    # ... but not where the canonical search found it
+    with pytest.raises(ModelError, match="not a symmetry"):
         bfs.check(model, SearchOptions(invariants=[last_not_committed], symmetry=True))
 
 
@@ -188,7 +201,8 @@ def test_kafka_canonical_takes_states_already_in_order_as_they_are():
     model = _kafka("3.9.1", brokers=3, records=1, epochs=1, crashes=0)
     for state in random.Random(3).sample(_reachable(model, 2000), 100):
         canon = model.canonical(state)
-        assert model.canonical(canon) is canon  # a canonical state is its own form, with no renaming
+        # a canonical state is its own form, with no renaming
+        assert model.canonical(canon) is canon
 
 
 def _cli(capsys, *argv):
@@ -200,32 +214,36 @@ def _cli(capsys, *argv):
 
 
 def test_symmetry_warns_in_one_line_when_the_group_is_trivial(capsys, tmp_path):
-    code, _, err = _cli(capsys, "check", "kafka", "--const", "brokers=1", "--const", "records=1", "--symmetry",
-                        "--quiet", "--trace-dir", str(tmp_path))
+    code, _, err = _cli(capsys, "check", "kafka", "--const", "brokers=1", "--const", "records=1",
+                        "--symmetry", "--quiet", "--trace-dir", str(tmp_path))
     assert code == 0
     assert [line for line in err.splitlines() if line.strip()] == [
         "warning: --symmetry reduces nothing here: one broker has no other id to rename it to"]
-    code, _, err = _cli(capsys, "check", "kafka", "--const", "brokers=3", "--const", "records=1", "--symmetry",
-                        "--quiet", "--max-states", "50", "--trace-dir", str(tmp_path))
-    assert code == 20 and "warning" not in err  # three brokers: no warning (the budget ends the run early)
+    code, _, err = _cli(capsys, "check", "kafka", "--const", "brokers=3", "--const", "records=1",
+                        "--symmetry", "--quiet", "--max-states", "50", "--trace-dir", str(tmp_path))
+    # three brokers: no warning (the budget ends the run early)
+    assert code == 20 and "warning" not in err
 
 
 def test_liveness_under_symmetry_is_refused_in_one_line(capsys, tmp_path):
-    code, out, err = _cli(capsys, "check", "kafka", "--const", "records=1", "--const", "crashes=0", "--symmetry",
-                          "--invariant", "no-fence-stall-liveness", "--trace-dir", str(tmp_path))
+    code, out, err = _cli(capsys, "check", "kafka", "--const", "records=1", "--const", "crashes=0",
+                          "--symmetry", "--invariant", "no-fence-stall-liveness", "--trace-dir",
+                          str(tmp_path))
     assert code == 64
     assert out == ""
     lines = [line for line in err.splitlines() if line.strip()]
-    assert len(lines) == 1 and "liveness property no-fence-stall-liveness" in lines[0] and "Traceback" not in err
+    assert (len(lines) == 1 and "liveness property no-fence-stall-liveness" in lines[0]
+            and "Traceback" not in err)
 
 
 @pytest.mark.parametrize("which", ["kafka", "two-phase"])
 def test_the_symmetry_loop_keeps_the_first_occurrence_of_every_canonical_successor(which):
-    """The engine's --symmetry loop skips canonicalising a successor whose own fingerprint is already in
-    the level's dictionary; its dictionary must be the plain one: every successor canonicalised, the
-    first occurrence of each canonical fingerprint kept, in discovery order."""
-    model = build_model("kafka", ["brokers=3", "records=1", "epochs=1", "crashes=0"], "2.1.0") if which == "kafka" \
-        else TwoPhase(4)
+    """The engine's --symmetry loop skips canonicalising a successor whose own fingerprint is
+    already in the level's dictionary; its dictionary must be the plain one: every successor
+    canonicalised, the first occurrence of each canonical fingerprint kept, in discovery order."""
+    model = (build_model("kafka", ["brokers=3", "records=1", "epochs=1", "crashes=0"], "2.1.0")
+             if which == "kafka"
+         else TwoPhase(4))
     frontier = [model.canonical(s) for s in _reachable(model, 3000)]
     expected = {}
     for index, state in enumerate(frontier):
@@ -239,16 +257,18 @@ def test_the_symmetry_loop_keeps_the_first_occurrence_of_every_canonical_success
     assert list(fresh.items()) == list(expected.items())
     assert st.generated == sum(len(list(model.successors(s))) for s in frontier)
     # the skip happened: some successors were canonical states already in the dictionary
-    assert sum(1 for s in frontier for _, t in model.successors(s) if model.canonical(t) == t) > len(fresh)
+    assert (sum(1 for s in frontier for _, t in model.successors(s) if model.canonical(t) == t)
+            > len(fresh))
 
 
 def test_three_brokers_the_reduced_search_meets_each_orbit_of_the_full_search_once():
-    """What keeps three brokers at about 2 states in 6 (bench/orbit_sizes.py): not the canonical form, which
-    leaves no orbit in pieces (the reduced search stores exactly one state for each orbit the unreduced search
-    meets) and whose orbits are whole (every renaming of a stored state is a state of the model), but the
-    unreduced search itself: its one initial state names broker 0 the leader of epoch 0, so of each orbit of 6
-    it meets only the 2 states the renamings that fix broker 0 give. A symmetric start (any broker the first
-    leader) would triple the unreduced count and leave the orbits as they are."""
+    """What keeps three brokers at about 2 states in 6 (bench/orbit_sizes.py): not the canonical
+    form, which leaves no orbit in pieces (the reduced search stores exactly one state for each
+    orbit the unreduced search meets) and whose orbits are whole (every renaming of a stored state
+    is a state of the model), but the unreduced search itself: its one initial state names broker 0
+    the leader of epoch 0, so of each orbit of 6 it meets only the 2 states the renamings that fix
+    broker 0 give. A symmetric start (any broker the first leader) would triple the unreduced count
+    and leave the orbits as they are."""
     model = build_model("kafka", ["brokers=3", "records=1", "epochs=0", "crashes=0"], "2.1.0")
     states = _reachable(model, None)
     canonical = {}
@@ -256,10 +276,12 @@ def test_three_brokers_the_reduced_search_meets_each_orbit_of_the_full_search_on
         canonical.setdefault(model.canonical(state), []).append(state)
     reduced = bfs.check(model, SearchOptions(symmetry=True))
     assert reduced.distinct_states == len(canonical)
-    assert len(states) == 2 * len(canonical) - sum(1 for members in canonical.values() if len(members) == 1)
+    assert (len(states) == 2 * len(canonical)
+            - sum(1 for members in canonical.values() if len(members) == 1))
     fixing_broker_0 = [(0, 1, 2), (0, 2, 1)]
     sizes = set()
     for image, members in canonical.items():
-        assert set(members) == {kafka_symmetry.permute(members[0], perm) for perm in fixing_broker_0}
+        assert (set(members) == {kafka_symmetry.permute(members[0], perm)
+                                 for perm in fixing_broker_0})
         sizes.add(len({kafka_symmetry.permute(image, perm) for perm in permutations(range(3))}))
     assert sizes <= {3, 6} and 6 in sizes  # whole orbits: 6 states, 3 where two brokers look alike

@@ -1,5 +1,6 @@
-"""``kmc trace``: show, export, replay, diagram, graph and explain from the command line, with one-line
-errors and distinct exit codes for corrupt files (65), other models (66) and impossible steps (67)."""
+"""``kmc trace``: show, export, replay, diagram, graph and explain from the command line, with
+one-line errors and distinct exit codes for corrupt files (65), other models (66) and impossible
+steps (67)."""
 
 import contextlib
 import io
@@ -28,14 +29,16 @@ def one_line_error(err):
 
 @pytest.fixture
 def trace_file(capsys, tmp_path):
-    code, out, _ = run(capsys, "check", "two-phase", "--const", "commit_guard=off", "--json", "--trace-dir", tmp_path)
+    code, out, _ = run(capsys, "check", "two-phase", "--const", "commit_guard=off", "--json",
+                       "--trace-dir", tmp_path)
     assert code == 12
     return json.loads(out)["violations"][0]["trace_file"]
 
 
 @pytest.fixture(scope="module")
 def _kafka_trace_of_the_module(tmp_path_factory):
-    """One ``kmc check`` of Kafka for the module's tests (a search of about half a second): they only read its trace."""
+    """One ``kmc check`` of Kafka for the module's tests (a search of about half a second): they
+    only read its trace."""
     out = io.StringIO()
     with contextlib.redirect_stdout(out):
         code = main(["check", "kafka", "--protocol", "hw-truncation", "--json", "--trace-dir",
@@ -46,14 +49,16 @@ def _kafka_trace_of_the_module(tmp_path_factory):
 
 @pytest.fixture
 def kafka_trace_file(_kafka_trace_of_the_module, tmp_path):
-    """The module's Kafka trace, copied for each test (a test cannot change what the next one reads)."""
+    """The module's Kafka trace, copied for each test (a test cannot change what the next one
+    reads)."""
     return str(shutil.copy(_kafka_trace_of_the_module, tmp_path / _kafka_trace_of_the_module.name))
 
 
 def test_show_names_actions_and_changes(capsys, trace_file):
     code, out, _ = run(capsys, "trace", "show", trace_file)
     assert code == 0
-    assert "TMCommit" in out and "rm_state: [3, 0, 0] -> [3, 2, 0]" in out and "TCConsistent is violated" in out
+    assert ("TMCommit" in out and "rm_state: [3, 0, 0] -> [3, 2, 0]" in out
+            and "TCConsistent is violated" in out)
     code, out, _ = run(capsys, "trace", "show", trace_file, "--full")
     assert code == 0 and "msg_abort = False" in out
 
@@ -69,19 +74,23 @@ def test_show_kafka_draws_broker_logs(capsys, kafka_trace_file):
 
 
 def test_show_hides_ghosts_and_counters_unless_all(capsys, kafka_trace_file):
-    """Issue 14: bound counters and ghost variables are bookkeeping; the legend names what is hidden."""
+    """Issue 14: bound counters and ghost variables are bookkeeping; the legend names what is
+    hidden."""
     code, out, _ = run(capsys, "trace", "show", kafka_trace_file)
     body = [line for line in out.splitlines() if "legend:" not in line]
     legend = " ".join(line for line in out.splitlines() if "legend:" in line)
     assert code == 0 and "hidden (--all shows them): bound counters produced, crashes" in legend
-    assert "ghost variables committed; incarnation, stale, reconciled, idle_cause of Broker" in legend
-    assert "eE:R = record R written in leader epoch E" in legend and "brokers are numbered 0, 1" in legend
+    assert ("ghost variables committed; incarnation, stale, reconciled, idle_cause of Broker"
+            in legend)
+    assert ("eE:R = record R written in leader epoch E" in legend and "brokers are numbered 0, "
+                                                                      "1" in legend)
     assert not any(re.match(r"\s+(produced|crashes|committed)\b", line) for line in body)
     assert not any("incarnation" in line or "meant=" in line or ".stale" in line for line in body)
     assert any(re.match(r"\s+brokers\[0\]\.log: ", line) for line in body)
     code, out, _ = run(capsys, "trace", "show", kafka_trace_file, "--all")
     assert code == 0 and re.search(r"produced: 0 -> 1", out) and "brokers[0].incarnation = 0" in out
-    assert "hidden (--all" not in out and re.search(r"meant=0", out) and "brokers[0].log = []" not in out
+    assert ("hidden (--all" not in out and re.search(r"meant=0", out) and "brokers[0].log = []"
+            not in out)
     code, out, _ = run(capsys, "trace", "show", kafka_trace_file, "--full")
     assert "brokers[0].log = []" in out and "produced = 0" not in out
     code, out, _ = run(capsys, "trace", "show", kafka_trace_file, "--no-legend")
@@ -89,13 +98,15 @@ def test_show_hides_ghosts_and_counters_unless_all(capsys, kafka_trace_file):
 
 
 def test_show_numbers_replicas_as_the_model_does(capsys, tmp_path):
-    """The TLA+ reference models number replicas from 1: variables are indexed by replica id, as in TLA+."""
-    code, out, _ = run(capsys, "check", "tla:Kip101", "--const", "Replicas=2", "--const", "LogSize=2", "--const",
-                       "MaxRecords=2", "--const", "MaxLeaderEpoch=2", "--invariant", "StrongIsr", "--json",
-                       "--trace-dir", tmp_path, "-deadlock")
+    """The TLA+ reference models number replicas from 1: variables are indexed by replica id, as in
+    TLA+."""
+    code, out, _ = run(capsys, "check", "tla:Kip101", "--const", "Replicas=2", "--const",
+                       "LogSize=2", "--const", "MaxRecords=2", "--const", "MaxLeaderEpoch=2",
+                       "--invariant", "StrongIsr", "--json", "--trace-dir", tmp_path, "-deadlock")
     assert code == 12
     code, out, _ = run(capsys, "trace", "show", json.loads(out)["violations"][0]["trace_file"])
-    assert code == 0 and "replica_state[1]." in out and "replica_state[2]." in out and "replica_state[0]" not in out
+    assert (code == 0 and "replica_state[1]." in out and "replica_state[2]." in out
+            and "replica_state[0]" not in out)
     assert "brokers are numbered 1, 2" in out
 
 
@@ -109,17 +120,20 @@ def test_export_to_every_format_reads_back_identical(capsys, tmp_path, kafka_tra
         assert code == 0 and str(out_path) in out
         assert load_trace(str(out_path))[0] == original
     itf = json.loads((tmp_path / "out" / "k.itf.json").read_text())
-    assert itf["#meta"]["format"] == "ITF" and itf["#meta"]["kmc"]["header"]["protocol"] == "hw-truncation"
+    assert (itf["#meta"]["format"] == "ITF" and itf["#meta"]["kmc"]["header"]["protocol"]
+            == "hw-truncation")
 
 
 def test_replay_outcomes_and_exit_codes(capsys, trace_file):
     code, out, _ = run(capsys, "trace", "replay", trace_file, "--quiet")
     assert code == 12 and "TCConsistent is violated at step 3" in out
-    code, out, err = run(capsys, "trace", "replay", trace_file, "--const", "commit_guard=on", "--quiet")
+    code, out, err = run(capsys, "trace", "replay", trace_file, "--const", "commit_guard=on",
+                         "--quiet")
     assert code == 67 and "step 1 of 3, TMCommit, is not enabled" in one_line_error(err)
     code, out, _ = run(capsys, "trace", "replay", trace_file, "--json")
     data = json.loads(out)
-    assert code == 12 and (data["outcome"], data["step"], data["invariant"]) == ("violated", 3, "TCConsistent")
+    assert (code == 12 and (data["outcome"], data["step"], data["invariant"])
+            == ("violated", 3, "TCConsistent"))
 
 
 def test_replay_kafka_against_every_protocol(capsys, kafka_trace_file):
@@ -127,33 +141,42 @@ def test_replay_kafka_against_every_protocol(capsys, kafka_trace_file):
     data = json.loads(out)
     from spec.registry import get_model_info
 
-    assert code == 0 and [r["protocol"] for r in data["replays"]] == list(get_model_info("kafka").protocols)
+    assert (code == 0 and [r["protocol"] for r in data["replays"]]
+            == list(get_model_info("kafka").protocols))
     assert {"2.1.0", "2.2.0"} <= {r["protocol"] for r in data["replays"]}
     assert data["replays"][0]["outcome"] == "violated"
-    code, _, _ = run(capsys, "trace", "replay", kafka_trace_file, "--protocol", "kip-279", "--quiet")
+    code, _, _ = run(capsys, "trace", "replay", kafka_trace_file, "--protocol", "kip-279",
+                     "--quiet")
     assert code in (0, 12, 67)
 
 
 def test_replay_under_other_protocols_keeps_the_traces_own_switches(capsys, tmp_path):
-    # an unclean election is what this trace is about: replayed under another release it must still be allowed
-    # (before, --all-protocols rebuilt each release with its defaults and the unclean step was blocked)
-    code, out, _ = run(capsys, "check", "kafka", "--protocol", "3.9.1", "--feature", "unclean=on", "--invariant",
-                       "committed-durable", "--json", "--trace-dir", tmp_path)
+    # an unclean election is what this trace is about: replayed under another release it must still
+    # be allowed (before, --all-protocols rebuilt each release with its defaults and the unclean
+    # step was blocked)
+    code, out, _ = run(capsys, "check", "kafka", "--protocol", "3.9.1", "--feature", "unclean=on",
+                       "--invariant", "committed-durable", "--json", "--trace-dir", tmp_path)
     assert code == 12
     trace = json.loads(out)["violations"][0]["trace_file"]
     code, out, _ = run(capsys, "trace", "replay", trace, "--all-protocols", "--json")
     rows = json.loads(out)["replays"]
-    # every ZooKeeper release with AlterIsr (alter-isr, 2.8.0 and later) takes the trace's steps; the older ones stop at
-    # the trace's AlterIsr round trip, never at its unclean election (the KRaft rows have another controller)
+    # every ZooKeeper release with AlterIsr (alter-isr, 2.8.0 and later) takes the trace's steps;
+    # the older ones stop at the trace's AlterIsr round trip, never at its unclean election (the
+    # KRaft rows have another controller)
     from spec.kafka.protocols import resolve
 
     zookeeper = [r for r in rows if not r["protocol"].startswith("kraft")]
-    assert code == 0 and {r["outcome"] for r in zookeeper if resolve(r["protocol"]).alter_isr} == {"violated"}, rows
+    assert (code == 0 and {r["outcome"] for r in zookeeper if resolve(r["protocol"]).alter_isr}
+            == {"violated"}), rows
     older = [r for r in zookeeper if not resolve(r["protocol"]).alter_isr]
-    assert older and all(r["outcome"] == "violated" or r["action"].startswith("ProcessAlterPartition") for r in older), rows
-    assert {r["outcome"] for r in rows if r["protocol"].startswith("kraft")} <= {"blocked", "n/a", "violated"}
-    # the user's own flag still wins over the trace's: with unclean=off the unclean step cannot be taken
-    code, out, _ = run(capsys, "trace", "replay", trace, "--protocol", "2.1.0", "--feature", "unclean=off", "--json")
+    assert (older and all(r["outcome"] == "violated"
+                          or r["action"].startswith("ProcessAlterPartition") for r in older)), rows
+    assert ({r["outcome"] for r in rows if r["protocol"].startswith("kraft")}
+            <= {"blocked", "n/a", "violated"})
+    # the user's own flag still wins over the trace's: with unclean=off the unclean step cannot be
+    # taken
+    code, out, _ = run(capsys, "trace", "replay", trace, "--protocol", "2.1.0", "--feature",
+                       "unclean=off", "--json")
     assert json.loads(out.splitlines()[0])["outcome"] == "blocked" and code != 0
 
 
@@ -167,7 +190,8 @@ def test_replay_scenario_file(capsys):
 
 def test_diagrams(capsys, tmp_path, kafka_trace_file):
     code, out, _ = run(capsys, "trace", "diagram", kafka_trace_file)
-    assert code == 0 and out.startswith("sequenceDiagram") and "->>" in out and "participant controller" in out
+    assert (code == 0 and out.startswith("sequenceDiagram") and "->>" in out
+            and "participant controller" in out)
     code, out, _ = run(capsys, "trace", "diagram", kafka_trace_file, "--format", "dot")
     assert code == 0 and out.startswith("digraph sequence") and out.rstrip().endswith("}")
     svg = tmp_path / "d.svg"
@@ -176,8 +200,8 @@ def test_diagrams(capsys, tmp_path, kafka_trace_file):
 
 
 def test_state_graph_dot(capsys, trace_file):
-    code, out, _ = run(capsys, "trace", "graph", "two-phase", "--const", "RM=2", "--const", "commit_guard=off",
-                       "--trace", trace_file)
+    code, out, _ = run(capsys, "trace", "graph", "two-phase", "--const", "RM=2", "--const",
+                       "commit_guard=off", "--trace", trace_file)
     assert code == 66  # the trace is of RM=3, not of this graph's configuration
     code, out, _ = run(capsys, "trace", "graph", "two-phase", "--const", "RM=2")
     assert code == 0 and out.startswith('digraph "two-phase"')
@@ -206,7 +230,8 @@ def test_bad_files_give_one_line_and_distinct_codes(capsys, tmp_path, trace_file
     garbage = tmp_path / "garbage.msgpack"
     garbage.write_bytes(b"\xc1\xff\x00junk")
     other = tmp_path / "other.json"
-    other.write_text(text.replace('"rm_state": [', '"rm_state": [0, '))  # four RMs, header says three
+    # four RMs, header says three
+    other.write_text(text.replace('"rm_state": [', '"rm_state": [0, '))
     cases = [
         (["trace", "show", truncated], 65),
         (["trace", "replay", garbage], 65),
@@ -224,19 +249,23 @@ def test_bad_files_give_one_line_and_distinct_codes(capsys, tmp_path, trace_file
 
 
 def test_replay_json_prints_one_object_when_blocked(capsys, trace_file):
-    """A blocked replay under --json is one JSON object on stdout (its exit_code 67), the error line on stderr only:
-    before, the result and then an error object were printed, two JSON documents where one is promised."""
-    code, out, err = run(capsys, "trace", "replay", trace_file, "--const", "commit_guard=on", "--json")
+    """A blocked replay under --json is one JSON object on stdout (its exit_code 67), the error line
+    on stderr only: before, the result and then an error object were printed, two JSON documents
+    where one is promised."""
+    code, out, err = run(capsys, "trace", "replay", trace_file, "--const", "commit_guard=on",
+                         "--json")
     assert code == 67 and len(out.strip().splitlines()) == 1, out
     data = json.loads(out)  # a second object on stdout would make this fail ("Extra data")
     assert (data["outcome"], data["step"], data["exit_code"]) == ("blocked", 1, 67)
     assert "is not enabled" in one_line_error(err)
 
 
-@pytest.mark.parametrize("alias,release", [("kip-279", "2.0.0"), ("kip-380", "2.2.0"), ("truncate-on-fetch", "3.9.1")])
-def test_a_scenario_naming_an_alias_as_its_protocol_loads_and_replays(capsys, tmp_path, alias, release):
-    """A saved scenario whose protocol is an older name replays as the release it stands for (it was refused with
-    exit 65 because only the release names were accepted)."""
+@pytest.mark.parametrize("alias,release", [("kip-279", "2.0.0"), ("kip-380", "2.2.0"),
+                                           ("truncate-on-fetch", "3.9.1")])
+def test_a_scenario_naming_an_alias_as_its_protocol_loads_and_replays(capsys, tmp_path, alias,
+                                                                      release):
+    """A saved scenario whose protocol is an older name replays as the release it stands for (it was
+    refused with exit 65 because only the release names were accepted)."""
     doc = json.loads(open("traces/scenarios/kip-101-scenario-1-committed-data-lost.json").read())
     doc["protocol"] = alias
     path = tmp_path / "aliased.json"
@@ -244,25 +273,30 @@ def test_a_scenario_naming_an_alias_as_its_protocol_loads_and_replays(capsys, tm
     code, out, err = run(capsys, "trace", "replay", path, "--json")
     assert code != 65, err
     data = json.loads(out)
-    expected, _ = run(capsys, "trace", "replay", "traces/scenarios/kip-101-scenario-1-committed-data-lost.json",
-                      "--protocol", release, "--json")[:2]
+    expected, _ = run(capsys, "trace", "replay",
+                      "traces/scenarios/kip-101-scenario-1-committed-data-lost.json", "--protocol",
+                      release, "--json")[:2]
     assert data["protocol"] == alias and data["as_expected"] is True
     assert code == expected
-    doc["protocol"] = "4.2.0"  # a number that is no release is still refused, naming the nearest release
+    # a number that is no release is still refused, naming the nearest release
+    doc["protocol"] = "4.2.0"
     path.write_text(json.dumps(doc))
     code, _, err = run(capsys, "trace", "replay", path)
-    assert code == 65 and "unknown protocol '4.2.0'" in one_line_error(err) and "the nearest: 4.1.1" in err
-    doc["protocol"] = "kip-999"  # a name that is neither a row, an alias nor a number: refused, naming them
+    assert (code == 65 and "unknown protocol '4.2.0'" in one_line_error(err)
+            and "the nearest: 4.1.1" in err)
+    # a name that is neither a row, an alias nor a number: refused, naming them
+    doc["protocol"] = "kip-999"
     path.write_text(json.dumps(doc))
     code, _, err = run(capsys, "trace", "replay", path)
     assert code == 65 and "unknown protocol 'kip-999'" in one_line_error(err) and "aliases: " in err
 
 
 @pytest.mark.parametrize("constant, value", [("RM", 10**17), ("RM", -1), ("commit_guard", "maybe")])
-def test_a_header_constant_no_configuration_has_is_a_corrupt_file(capsys, tmp_path, trace_file, constant, value):
-    """A header constant outside the model's range (or of the wrong kind) is a corrupt or hostile file, 65; a trace of
-    another valid configuration stays 66 (above). Before, ``RM=10^17`` gave 66, as if the trace were of another
-    configuration."""
+def test_a_header_constant_no_configuration_has_is_a_corrupt_file(capsys, tmp_path, trace_file,
+                                                                  constant, value):
+    """A header constant outside the model's range (or of the wrong kind) is a corrupt or hostile
+    file, 65; a trace of another valid configuration stays 66 (above). Before, ``RM=10^17`` gave 66,
+    as if the trace were of another configuration."""
     doc = json.loads(open(trace_file).read())
     doc["header"]["constants"][constant] = value
     bad = tmp_path / "bad-header.json"

@@ -1,7 +1,7 @@
-"""Sequence diagrams and state graphs a reviewer can read: Mermaid that Mermaid's sequenceDiagram grammar
-accepts, lanes in broker order with each action on the lane of the broker that acts, an SVG whose
-layout measures its text (nothing clipped), DOT through the graphviz package, and a clear exit 69
-when Graphviz's dot program is needed and missing."""
+"""Sequence diagrams and state graphs a reviewer can read: Mermaid that Mermaid's sequenceDiagram
+grammar accepts, lanes in broker order with each action on the lane of the broker that acts, an SVG
+whose layout measures its text (nothing clipped), DOT through the graphviz package, and a clear exit
+69 when Graphviz's dot program is needed and missing."""
 
 import re
 import shutil
@@ -25,9 +25,10 @@ def walk(model, wanted):
 
 
 STEPS = ["Produce(leader=0)", "SendFetch(follower=1, leader=0)", "ShrinkIsr(leader=0, follower=1)",
-         "ServeFetch(leader=0, follower=1)", "ReceiveFetch(follower=1, leader=0)", "SendFetch(follower=1, leader=0)",
-         "ServeFetch(leader=0, follower=1)", "ExpandIsr(leader=0, follower=1)", "Crash(broker=0)",
-         "ElectLeader(leader=1)", "DeliverLeaderAndIsr(broker=1, epoch=1)"]
+         "ServeFetch(leader=0, follower=1)", "ReceiveFetch(follower=1, leader=0)",
+         "SendFetch(follower=1, leader=0)", "ServeFetch(leader=0, follower=1)",
+         "ExpandIsr(leader=0, follower=1)", "Crash(broker=0)", "ElectLeader(leader=1)",
+         "DeliverLeaderAndIsr(broker=1, epoch=1)"]
 
 
 @pytest.fixture(scope="module")
@@ -35,9 +36,10 @@ def trace():
     return walk(build_model("kafka", ["brokers=2"], "kip-320"), STEPS)
 
 
-# -- Mermaid ----------------------------------------------------------------------------------------
-#: the statements of Mermaid's sequenceDiagram grammar that kmc writes: an id is a word; a message or
-#: note text runs to the end of the line and may not hold ';' (ends a statement) or '#' (an entity)
+# -- Mermaid ---------------------------------------------------------------------------------------
+#: the statements of Mermaid's sequenceDiagram grammar that kmc writes: an id is a word; a message
+#: or note text runs to the end of the line and may not hold ';' (ends a statement) or '#' (an
+#: entity)
 _ID = r"[A-Za-z_][A-Za-z0-9_]*"
 _TEXT = r"[^;#\n]+"
 MERMAID_LINES = [
@@ -48,7 +50,8 @@ MERMAID_LINES = [
 
 
 def parse_mermaid(text):
-    """(participants in order, [(kind, ends, text)]) or an AssertionError naming the line that does not parse."""
+    """(participants in order, [(kind, ends, text)]) or an AssertionError naming the line that does
+    not parse."""
     lines = text.rstrip("\n").split("\n")
     assert lines[0] == "sequenceDiagram"
     declared, statements = [], []
@@ -61,7 +64,8 @@ def parse_mermaid(text):
             continue
         ends = [groups["src"], groups["dst"]] if groups.get("src") else groups["over"].split(",")
         assert all(end in declared for end in ends), f"undeclared participant in {line!r}"
-        statements.append(("message" if groups.get("src") else "note", ends, line.split(": ", 1)[1]))
+        statements.append(("message" if groups.get("src") else "note", ends,
+                           line.split(": ", 1)[1]))
     return declared, statements
 
 
@@ -75,7 +79,8 @@ def test_mermaid_parses_with_lanes_in_broker_order(trace):
     assert by_text["ShrinkIsr"] == ("note", ["broker_0"])  # the leader shrinks the ISR: its lane
     assert by_text["Produce"] == ("note", ["broker_0"])
     assert by_text["ExpandIsr"] == ("note", ["broker_0"])
-    assert statements[-1] == ("note", ["controller", "broker_1"], f"step {len(STEPS)}: log-matching violated")
+    assert (statements[-1] == ("note", ["controller", "broker_1"],
+                               f"step {len(STEPS)}: log-matching violated"))
 
 
 def test_mermaid_never_writes_a_statement_end_into_a_label():
@@ -92,7 +97,8 @@ def test_the_grammar_check_can_fail():
 
 
 def test_three_brokers_get_three_lanes_in_id_order():
-    t = walk(build_model("kafka", ["brokers=3"], "kip-320"), ["Produce(leader=0)", "SendFetch(follower=2, leader=0)"])
+    t = walk(build_model("kafka", ["brokers=3"], "kip-320"),
+             ["Produce(leader=0)", "SendFetch(follower=2, leader=0)"])
     assert participants(t, events(t)) == ["controller", "broker 0", "broker 1", "broker 2"]
     declared, statements = parse_mermaid(to_mermaid(t))
     assert declared == ["controller", "broker_0", "broker_1", "broker_2"]
@@ -103,11 +109,12 @@ def test_ghost_fields_stay_out_of_labels(trace):
     assert "meant=" not in to_mermaid(trace) and "meant=" not in to_svg(trace)
 
 
-# -- SVG --------------------------------------------------------------------------------------------
+# -- SVG -------------------------------------------------------------------------------------------
 def _texts(svg):
     root = ET.fromstring(svg)
     ns = {"s": "http://www.w3.org/2000/svg"}
-    return root, [(float(t.get("x")), t.get("text-anchor"), t.text or "") for t in root.iterfind(".//s:text", ns)]
+    return root, [(float(t.get("x")), t.get("text-anchor"), t.text or "")
+                  for t in root.iterfind(".//s:text", ns)]
 
 
 def test_svg_is_wide_enough_for_every_label(trace):
@@ -136,13 +143,13 @@ def test_svg_message_labels_fit_between_their_lanes(trace):
 
 
 def test_long_labels_wrap_at_spaces():
-    lines = wrap_label("FetchResponse(epoch=-1, offset=0, error=NONE, records=[(epoch=0, ident=1)], hw=0, "
-                       "diverging_epoch=-1, diverging_offset=-1)", 40)
+    lines = wrap_label("FetchResponse(epoch=-1, offset=0, error=NONE, records=[(epoch=0, "
+                       "ident=1)], hw=0, diverging_epoch=-1, diverging_offset=-1)", 40)
     assert len(lines) > 1 and all(len(line) <= 40 for line in lines)
     assert " ".join(lines).startswith("FetchResponse(epoch=-1, offset=0")
 
 
-# -- DOT and Graphviz ---------------------------------------------------------------------------------
+# -- DOT and Graphviz ------------------------------------------------------------------------------
 def test_dot_holds_lanes_in_order_and_one_row_an_event(trace):
     source = to_dot(trace)
     headers = re.findall(r'^\s*h(\d+) \[label=(?:"([^"]+)"|(\w+))', source, re.M)
@@ -182,10 +189,11 @@ def test_graph_svg_with_dot(capsys):
 
 
 def test_graph_nodes_name_the_action_and_summarise_the_state(capsys):
-    assert main(["trace", "graph", "kafka", "--protocol", "kip-101", "--const", "records=1", "--const", "epochs=1",
-                 "--const", "crashes=0", "--max-states", "3000"]) == 0
+    assert main(["trace", "graph", "kafka", "--protocol", "kip-101", "--const", "records=1",
+                 "--const", "epochs=1", "--const", "crashes=0", "--max-states", "3000"]) == 0
     out = capsys.readouterr().out
-    assert '0 [label="#0 initial\\nb0 leader e0 |\\nb1 follower e0 |\\ncontroller leader=0 epoch=0"' in out
+    assert ('0 [label="#0 initial\\nb0 leader e0 |\\nb1 follower e0 |\\ncontroller leader=0 '
+            'epoch=0"' in out)
     assert re.search(r'label="#\d+ Produce\(leader=0\)\\nb0 leader e0 \|e0:1\\n', out)
     labels = re.findall(r'^\s*(\d+) \[label="([^"]*)"', out, re.M)
     assert len(labels) > 100 and all("\\n" in text for _, text in labels)
@@ -193,14 +201,17 @@ def test_graph_nodes_name_the_action_and_summarise_the_state(capsys):
 
 
 def test_numbered_lanes_are_in_id_order_whoever_acts_first():
-    t = walk(build_model("two-phase", []), ["RMPrepare(rm=3)", "RMPrepare(rm=1)", "TMRcvPrepared(rm=3)"])
+    t = walk(build_model("two-phase", []), ["RMPrepare(rm=3)", "RMPrepare(rm=1)",
+                                            "TMRcvPrepared(rm=3)"])
     declared, statements = parse_mermaid(to_mermaid(t))
     assert declared == ["TM", "RM_1", "RM_3"]
-    assert statements[0][:2] == ("message", ["RM_3", "TM"]) and statements[2][:2] == ("note", ["TM"])
+    assert (statements[0][:2] == ("message", ["RM_3", "TM"]) and statements[2][:2]
+            == ("note", ["TM"]))
 
 
 def test_a_trace_with_no_step_and_no_broker_draws_an_empty_diagram():
-    """Two-phase's initial state alone: no lane, no event; an SVG that parses, not a crash on the missing lanes."""
+    """Two-phase's initial state alone: no lane, no event; an SVG that parses, not a crash on the
+    missing lanes."""
     model = build_model("two-phase", [])
     svg = to_svg(Trace(header={"model": "two-phase"}, initial=model.init_states()[0]))
     assert ET.fromstring(svg).tag.endswith("svg")

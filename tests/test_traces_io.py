@@ -18,8 +18,9 @@ FORMATS = (".json", ".itf.json", ".msgpack")
 
 def counterexamples(name, consts=(), protocol=None, every=True):
     model = build_model(name, list(consts), protocol)
-    options = SearchOptions(invariants=list(for_family(model.family).values()), stop_at_first=not every,
-                            header={"protocol": protocol} if protocol else {})
+    options = SearchOptions(invariants=list(for_family(model.family).values()),
+                            stop_at_first=not every, header={"protocol": protocol} if protocol
+                            else {})
     result = engines.run(model, options, "local")
     assert result.violations, f"{name} {protocol}: expected a counterexample"
     return model, [v.trace for v in result.violations]
@@ -58,7 +59,8 @@ def test_kafka_counterexamples_read_back_identical(tmp_path, kafka_traces, suffi
         path = save_trace(original, str(tmp_path / f"k{i}{suffix}"))
         trace, model = load_trace(path)
         assert trace == original
-        assert trace.states == original.states and [s.action for s in trace.steps] == [s.action for s in original.steps]
+        assert (trace.states == original.states and [s.action for s in trace.steps]
+                == [s.action for s in original.steps])
         assert model.protocol == original.header["protocol"]
 
 
@@ -91,7 +93,8 @@ def test_itf_layout_is_what_tla_tools_read(two_phase_trace):
     assert [s["#meta"]["index"] for s in itf["states"]] == list(range(two_phase_trace.length + 1))
     assert itf["states"][0]["#meta"] == {"index": 0}  # as Apalache and Quint write it
     first = two_phase_trace.steps[0].action
-    assert itf["states"][1]["#meta"] == {"index": 1, "action": first.name, "params": dict(first.params)}
+    assert (itf["states"][1]["#meta"] == {"index": 1, "action": first.name,
+                                          "params": dict(first.params)})
     assert itf["#meta"]["kmc"]["header"]["model"] == "two-phase"
     assert set(itf["states"][2]) == {"#meta", *itf["vars"]}
     json.dumps(itf)  # plain JSON
@@ -123,7 +126,8 @@ def test_corrupt_and_truncated_files_are_bad_files(tmp_path, two_phase_trace):
         ("nan.json", '{"format": "kmc-trace", "version": 2, "x": NaN}'),
         ("deep.json", "[" * 100000 + "]" * 100000),
         ("wrongversion.json", good_json.replace('"version": 2', '"version": 99')),
-        ("noheader.json", json.dumps({"format": "kmc-trace", "version": 2, "initial": {}, "steps": []})),
+        ("noheader.json", json.dumps({"format": "kmc-trace", "version": 2, "initial": {},
+                                      "steps": []})),
         ("notatrace.json", json.dumps({"hello": "world"})),
         ("pickle.bin", b"\x80\x04\x95\x00\x00cos\nsystem\n."),
     ]:
@@ -152,9 +156,12 @@ def test_version_1_files_still_read(tmp_path, two_phase_trace):
     """The first JSON format wrote sets as plain lists; the field annotation brings them back."""
     from spec.model import state_to_data
 
-    v1 = {"format": "kmc-trace", "version": 1, "header": two_phase_trace.header, "invariant": two_phase_trace.invariant,
-          "violation_index": two_phase_trace.violation_index, "explanation": two_phase_trace.explanation,
+    v1 = {"format": "kmc-trace", "version": 1, "header": two_phase_trace.header,
+          "invariant": two_phase_trace.invariant,
+          "violation_index": two_phase_trace.violation_index,
+          "explanation": two_phase_trace.explanation,
           "initial": state_to_data(two_phase_trace.initial),
-          "steps": [{"action": s.action.to_data(), "state": state_to_data(s.state)} for s in two_phase_trace.steps]}
+          "steps": [{"action": s.action.to_data(), "state": state_to_data(s.state)}
+                    for s in two_phase_trace.steps]}
     trace, _ = load_trace(_write(tmp_path, "v1.json", json.dumps(v1)))
     assert trace.states == two_phase_trace.states

@@ -13,16 +13,18 @@ from spec.registry import build_model, get_model_info
 from traces.replay import replay, replay_scenario, replay_trace, scenario_model
 from traces.scenario import load_scenario, parse_action, scenario_from_data
 
-SCENARIOS = sorted(glob.glob(os.path.join(os.path.dirname(__file__), "..", "traces", "scenarios", "*.json")))
+SCENARIOS = sorted(glob.glob(os.path.join(os.path.dirname(__file__), "..", "traces", "scenarios",
+                                          "*.json")))
 
 
 def test_scenarios_are_shipped():
     assert len(SCENARIOS) >= 2
 
 
-#: (file, release) -> why the model's replay differs from what that release's code does. Each scenario's ``expect``
-#: says what the release does; these cells are the model's known differences, reported to be fixed in the model
-#: (a strict xfail: once the model is fixed the cell passes and this entry must go)
+#: (file, release) -> why the model's replay differs from what that release's code does. Each
+#: scenario's ``expect`` says what the release does; these cells are the model's known differences,
+#: reported to be fixed in the model (a strict xfail: once the model is fixed the cell passes and
+#: this entry must go)
 KNOWN_MODEL_DIFFERENCES: dict[tuple[str, str], str] = {}
 
 
@@ -31,7 +33,8 @@ def _cells():
     for path in SCENARIOS:
         name = os.path.basename(path)
         model_name = load_scenario(path).model
-        for protocol in (releases if model_name == "kafka" else list(get_model_info(model_name).protocols) or [None]):
+        for protocol in (releases if model_name == "kafka"
+                         else list(get_model_info(model_name).protocols) or [None]):
             reason = KNOWN_MODEL_DIFFERENCES.get((name, protocol))
             marks = [pytest.mark.xfail(strict=True, reason=reason)] if reason else []
             yield pytest.param(path, protocol, id=f"{name}-{protocol}", marks=marks)
@@ -39,7 +42,8 @@ def _cells():
 
 @functools.cache
 def _loaded(path: str):
-    """Each scenario file read and checked once for its cells (a Scenario is frozen; about 6 ms a load, 630 cells)."""
+    """Each scenario file read and checked once for its cells (a Scenario is frozen; about 6 ms a
+    load, 630 cells)."""
     return load_scenario(path)
 
 
@@ -47,15 +51,17 @@ def _loaded(path: str):
 def test_scenario_reaches_its_expected_outcome_under_every_release(path, protocol):
     scenario = _loaded(path)
     if not _exists_in(scenario, protocol):
-        # a flag the story needs (fetch-from-follower, 2.4.0+) does not exist in this release line: refused, and the
-        # file expects nothing there
-        assert protocol not in scenario.expect, f"{path}: expects an outcome under {protocol}, which refuses its flags"
+        # a flag the story needs (fetch-from-follower, 2.4.0+) does not exist in this release line:
+        # refused, and the file expects nothing there
+        assert protocol not in scenario.expect, (
+            f"{path}: expects an outcome under {protocol}, which refuses its flags")
         return
     model = scenario_model(scenario, protocol)
     result = replay_scenario(model, scenario)
     expected = scenario.expectation(protocol)
     assert expected is not None, f"{path}: no expectation for {protocol}"
-    assert result.matches(expected), f"{path} under {protocol}: {result.summary()}, expected {expected.describe()}"
+    assert result.matches(expected), (
+        f"{path} under {protocol}: {result.summary()}, expected {expected.describe()}")
 
 
 def test_every_scenario_names_every_release_in_expect():
@@ -65,12 +71,15 @@ def test_every_scenario_names_every_release_in_expect():
         if scenario.model == "kafka":
             assert list(scenario.expect) == [r for r in releases if _exists_in(scenario, r)], path
             assert scenario.source and scenario.description, path
-            # the release code the story follows, not only the KIP text (the seed's own divergence example excepted)
-            assert ".scala" in scenario.source or ".java" in scenario.source or "log-divergence" in scenario.source, path
+            # the release code the story follows, not only the KIP text (the seed's own divergence
+            # example excepted)
+            assert (".scala" in scenario.source or ".java" in scenario.source or "log-divergence"
+                    in scenario.source), path
 
 
 def _exists_in(scenario, protocol) -> bool:
-    """Whether the scenario's flags exist in ``protocol`` (a release line refuses a flag whose mechanism it lacks)."""
+    """Whether the scenario's flags exist in ``protocol`` (a release line refuses a flag whose
+    mechanism it lacks)."""
     try:
         scenario_model(scenario, protocol)
     except WrongModelError:
@@ -88,7 +97,8 @@ def test_known_model_differences_name_shipped_cells():
 def test_kip_101_scenario_1_breaks_only_hw_truncation():
     scenario = _shipped("kip-101-scenario-1")
     buggy = replay_scenario(scenario_model(scenario, "hw-truncation"), scenario)
-    assert (buggy.outcome, buggy.invariant.name, buggy.step) == ("violated", "committed-durable", 13)
+    assert ((buggy.outcome, buggy.invariant.name, buggy.step)
+            == ("violated", "committed-durable", 13))
     assert "step 13" in buggy.explanation and "broker 1" in buggy.explanation
     assert [s.action.name for s in buggy.trace.steps][7:9] == ["Bounce", "BumpLeaderEpoch"]
     fixed = replay_scenario(scenario_model(scenario, "kip-101"), scenario)
@@ -97,7 +107,8 @@ def test_kip_101_scenario_1_breaks_only_hw_truncation():
 
 def test_two_phase_counterexample_is_blocked_by_the_commit_guard():
     buggy = build_model("two-phase", ["commit_guard=off"])
-    steps = [parse_action("TMCommit"), parse_action("RMChooseToAbort(rm=1)"), parse_action("RMRcvCommitMsg(rm=2)")]
+    steps = [parse_action("TMCommit"), parse_action("RMChooseToAbort(rm=1)"),
+             parse_action("RMRcvCommitMsg(rm=2)")]
     result = replay(buggy, steps)
     assert (result.outcome, result.step, result.invariant.name) == ("violated", 3, "TCConsistent")
     assert int(result.exit_code) == 12
@@ -112,11 +123,13 @@ def test_recorded_kafka_counterexamples_replay_under_every_protocol():
     for trace in kafka_counterexamples():
         own = trace.header["protocol"]
         for protocol in get_model_info("kafka").protocols:
-            model = build_model("kafka", [f"{k}={v}" for k, v in trace.header["constants"].items()], protocol)
+            model = build_model("kafka", [f"{k}={v}" for k, v in trace.header["constants"].items()],
+                                protocol)
             result = replay_trace(model, trace)
             assert result.outcome in ("violated", "blocked", "holds")
             if protocol == own:  # its own version reproduces it exactly, state for state
-                assert (result.outcome, result.invariant.name, result.step) == ("violated", trace.invariant, trace.length)
+                assert ((result.outcome, result.invariant.name, result.step)
+                        == ("violated", trace.invariant, trace.length))
                 assert result.diverged_at is None and result.trace.states == trace.states
 
 
@@ -131,7 +144,8 @@ def test_scenario_syntax_errors_are_bad_files():
     for text in ("Produce(", "Produce(leader)", "Produce(leader=__import__('os'))", "1x"):
         with pytest.raises(BadFileError):
             parse_action(text)
-    for doc in ({"steps": []}, {"model": "kafka", "steps": "x"}, {"model": "kafka", "steps": [], "bogus": 1},
+    for doc in ({"steps": []}, {"model": "kafka", "steps": "x"},
+                {"model": "kafka", "steps": [], "bogus": 1},
                 {"model": "kafka", "steps": [{"action": "X", "params": {"a": 1.5}}]},
                 {"model": "kafka", "steps": [], "expect": {"kip-101": {"outcome": "maybe"}}}):
         with pytest.raises(BadFileError):
@@ -139,7 +153,8 @@ def test_scenario_syntax_errors_are_bad_files():
 
 
 def _shipped(fragment):
-    """The shipped scenario whose name contains ``fragment`` (the shortest: a story's 0.10.2 form is a longer name)."""
+    """The shipped scenario whose name contains ``fragment`` (the shortest: a story's 0.10.2 form is
+    a longer name)."""
     return load_scenario(min((p for p in SCENARIOS if fragment in os.path.basename(p)), key=len))
 
 
@@ -149,65 +164,81 @@ def test_kip_279_scenario_1_every_case_diverges_under_kip_101_only():
         diverged = replay_scenario(scenario_model(scenario, "kip-101"), scenario, ["log-matching"])
         assert (diverged.outcome, diverged.step) == ("violated", step), tag
         last = diverged.trace.steps[-1].state
-        assert [r.epoch for r in last.brokers[1].log][1] == 1 and [r.epoch for r in last.brokers[0].log][1] == 0
+        assert ([r.epoch for r in last.brokers[1].log][1] == 1
+                and [r.epoch for r in last.brokers[0].log][1] == 0)
         fixed = replay_scenario(scenario_model(scenario, "kip-279"), scenario)
         end = fixed.trace.steps[-1].state
         assert fixed.outcome == "holds" and end.brokers[0].log == end.brokers[1].log
-    # n < 20: replica-sanity breaks first, when B appends A's epoch-0 record after its own epoch-1 record
+    # n < 20: replica-sanity breaks first, when B appends A's epoch-0 record after its own epoch-1
+    # record
     first = replay_scenario(scenario_model(_shipped("n-lt-20"), "kip-101"), _shipped("n-lt-20"))
-    assert (first.invariant.name, first.step, str(first.action)) == ("replica-sanity", 22, "ReceiveFetch(follower=1, leader=0)")
+    assert ((first.invariant.name, first.step, str(first.action))
+            == ("replica-sanity", 22, "ReceiveFetch(follower=1, leader=0)"))
 
 
 def test_kip_279_scenario_3_one_round_diverges_two_rounds_agree():
     one_round = _shipped("scenario-3-unclean-kip-101")
     assert one_round.features == {"unclean": True} and one_round.invariants == ("log-matching",)
-    # every release loses the records committed before an unclean election: why the files check log-matching only
+    # every release loses the records committed before an unclean election: why the files check
+    # log-matching only
     everywhere = replay(scenario_model(one_round, "2.0.1"), one_round.steps, invariants=None)
-    assert (everywhere.outcome, everywhere.invariant.name, everywhere.step) == ("violated", "committed-durable", 11)
+    assert ((everywhere.outcome, everywhere.invariant.name, everywhere.step)
+            == ("violated", "committed-durable", 11))
     diverged = replay_scenario(scenario_model(one_round, "0.11.0"), one_round)
     assert (diverged.outcome, diverged.step) == ("violated", 37)
     two_rounds = _shipped("scenario-3-unclean-kip-279")
     result = replay_scenario(scenario_model(two_rounds, "2.0.1"), two_rounds)
-    assert result.outcome == "holds" and [r.ident for r in result.trace.steps[-1].state.brokers[0].log] == [2, 4]
+    assert (result.outcome == "holds"
+            and [r.ident for r in result.trace.steps[-1].state.brokers[0].log] == [2, 4])
 
 
 def test_kafka_7786_stalls_2_2_0_without_its_fix():
     scenario = _shipped("kafka-7786")
     result = replay_scenario(scenario_model(scenario, "2.2.0", ["kafka-7786-fix=off"]), scenario)
-    assert (result.outcome, result.invariant.name, result.step) == ("violated", "no-fence-stall", 15)
+    assert ((result.outcome, result.invariant.name, result.step)
+            == ("violated", "no-fence-stall", 15))
     assert "broker 1" in result.explanation
     fixed = replay_scenario(scenario_model(scenario, "2.2.0"), scenario)
-    assert fixed.outcome == "holds" and fixed.trace.steps[-1].state.brokers[1].fetch == 1  # still truncating: asks again
+    # still truncating: asks again
+    assert fixed.outcome == "holds" and fixed.trace.steps[-1].state.brokers[1].fetch == 1
 
 
 def test_control_plane_scenarios_break_before_kip_380_and_hold_with_it():
-    for fragment, invariant, step in (("bounce-during-controlled-shutdown", "no-stale-control-request", 4),
+    for fragment, invariant, step in (("bounce-during-controlled-shutdown",
+                                       "no-stale-control-request", 4),
                                       ("stale-controlled-shutdown", "no-stale-control-request", 8),
                                       ("fast-bounce", "no-bounce-stall", 2)):
         scenario = _shipped(fragment)
         buggy = replay_scenario(scenario_model(scenario, "2.1.1"), scenario)
-        assert (buggy.outcome, buggy.invariant.name, buggy.step) == ("violated", invariant, step), fragment
-        assert replay_scenario(scenario_model(scenario, "2.2.0"), scenario).outcome in ("holds", "blocked")
+        assert (buggy.outcome, buggy.invariant.name, buggy.step) == ("violated", invariant,
+                                                                     step), fragment
+        assert (replay_scenario(scenario_model(scenario, "2.2.0"), scenario).outcome
+                in ("holds", "blocked"))
 
 
 def test_kip_101_scenario_2_is_fixed_by_kafka_7415_lookup():
-    """0.11.0 answers UNDEFINED for an epoch below the leader's first one: broker 0 keeps m1 at its HW; with
-    KAFKA-7415's lookup (2.0.1+) the answer is (0, 0) and m1 is truncated. Log Matching in the seed's form waits
-    until broker 0 fetched in the leader's epoch: a crashed replica no longer breaks it (the old model's finding)."""
+    """0.11.0 answers UNDEFINED for an epoch below the leader's first one: broker 0 keeps m1 at its
+    HW; with KAFKA-7415's lookup (2.0.1+) the answer is (0, 0) and m1 is truncated. Log Matching in
+    the seed's form waits until broker 0 fetched in the leader's epoch: a crashed replica no longer
+    breaks it (the old model's finding)."""
     scenario = _shipped("kip-101-scenario-2")
     kept = replay_scenario(scenario_model(scenario, "0.11.0"), scenario)
     assert (kept.outcome, kept.step) == ("violated", 26)
     assert [r.ident for r in kept.trace.steps[-1].state.brokers[0].log] == [1]
     fixed = replay_scenario(scenario_model(scenario, "2.0.1"), scenario)
-    assert fixed.outcome == "holds" and [r.ident for r in fixed.trace.steps[-1].state.brokers[0].log] == [2]
+    assert (fixed.outcome == "holds"
+            and [r.ident for r in fixed.trace.steps[-1].state.brokers[0].log] == [2])
     # KAFKA-7415 alone makes the difference on 2.0.0's rules
-    assert replay_scenario(scenario_model(scenario, "0.11.0", ["epoch-in-response=on", "kafka-7415=on"]),
+    assert replay_scenario(scenario_model(scenario, "0.11.0",
+                                          ["epoch-in-response=on", "kafka-7415=on"]),
                            scenario).outcome == "holds"
 
 
 def test_check_from_is_a_step_number():
     for bad in (-1, True, "3", 2):
         with pytest.raises(BadFileError, match="check_from"):
-            scenario_from_data({"model": "kafka", "steps": ["Produce(leader=0)"], "check_from": bad}, "s.json")
-    ok = scenario_from_data({"model": "kafka", "steps": ["Produce(leader=0)"], "check_from": 1}, "s.json")
+            scenario_from_data({"model": "kafka", "steps": ["Produce(leader=0)"],
+                                "check_from": bad}, "s.json")
+    ok = scenario_from_data({"model": "kafka", "steps": ["Produce(leader=0)"], "check_from": 1},
+                            "s.json")
     assert ok.check_from == 1

@@ -14,7 +14,8 @@ INVARIANTS = list(for_family("two-phase").values())
 @pytest.mark.parametrize(
     ("rm", "distinct", "generated", "depth"),
     [(3, 288, 1146, 11), (5, 8832, None, None),
-     pytest.param(7, 296448, 2744706, 23, marks=pytest.mark.slow)],  # 3.5 s (RM=3's TLC figures are the fast pin)
+     # 3.5 s (RM=3's TLC figures are the fast pin)
+     pytest.param(7, 296448, 2744706, 23, marks=pytest.mark.slow)],
 )
 def test_counts_match_tlc(rm, distinct, generated, depth):
     result = check(TwoPhase(rm), SearchOptions(invariants=INVARIANTS))
@@ -43,7 +44,8 @@ def test_seeded_bug_has_a_three_step_shortest_trace():
 
 
 def test_continue_mode_reports_the_same_shortest_length():
-    result = check(TwoPhase(3, commit_guard=False), SearchOptions(invariants=INVARIANTS, stop_at_first=False))
+    result = check(TwoPhase(3, commit_guard=False),
+                   SearchOptions(invariants=INVARIANTS, stop_at_first=False))
     assert result.verdict is Verdict.VIOLATED
     assert [v.length for v in result.violations] == [3]
     # the whole space was explored: more distinct states than the stop-at-first run

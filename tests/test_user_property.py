@@ -59,34 +59,39 @@ def run(capsys, *argv):
 
 
 def test_a_user_property_holds_and_is_found_violated(capsys, props):
-    code, out, _ = run(capsys, "check", "two-phase", "--property", "my_props:no_commit_with_abort", "--json",
-                       "--trace-dir", props)
+    code, out, _ = run(capsys, "check", "two-phase", "--property", "my_props:no_commit_with_abort",
+                       "--json", "--trace-dir", props)
     data = json.loads(out)
-    assert code == 0 and data["invariants"] == ["no_commit_with_abort"] and data["distinct_states"] == 288
+    assert (code == 0 and data["invariants"] == ["no_commit_with_abort"] and data["distinct_states"]
+            == 288)
     code, out, _ = run(capsys, "check", "two-phase", "--const", "commit_guard=off", "--property",
                        "my_props:no_commit_with_abort", "--json", "--trace-dir", props)
     data = json.loads(out)
     (violation,) = data["violations"]
-    assert code == 12 and violation["invariant"] == "no_commit_with_abort" and violation["length"] == 3
+    assert (code == 12 and violation["invariant"] == "no_commit_with_abort" and violation["length"]
+            == 3)
     # the same verdict and length as the built-in TCConsistent, which states the same property
-    code, out, _ = run(capsys, "check", "two-phase", "--const", "commit_guard=off", "--invariant", "TCConsistent",
-                       "--json", "--trace-dir", props)
+    code, out, _ = run(capsys, "check", "two-phase", "--const", "commit_guard=off", "--invariant",
+                       "TCConsistent", "--json", "--trace-dir", props)
     assert json.loads(out)["violations"][0]["length"] == 3
 
 
 def test_a_property_of_the_state_and_the_model_beside_the_built_ins(capsys, props):
     code, out, _ = run(capsys, "check", "two-phase", "--invariant", "TCConsistent", "--property",
-                       "my_props:at_most_all_prepared", "--property", f"{props / 'my_props.py'}:no_commit_with_abort",
-                       "--json")
+                       "my_props:at_most_all_prepared", "--property",
+                       f"{props / 'my_props.py'}:no_commit_with_abort", "--json")
     data = json.loads(out)
-    assert code == 0 and data["invariants"] == ["TCConsistent", "at_most_all_prepared", "no_commit_with_abort"]
+    assert (code == 0 and data["invariants"] == ["TCConsistent", "at_most_all_prepared",
+                                                 "no_commit_with_abort"])
 
 
 def test_the_matrix_checks_user_properties(capsys, props):
-    code, out, _ = run(capsys, "matrix", TOY, "--quiet", "--json", "--property", "my_props:x_below_two")
+    code, out, _ = run(capsys, "matrix", TOY, "--quiet", "--json", "--property",
+                       "my_props:x_below_two")
     cells = {(c["protocol"], c["invariant"]): c for c in json.loads(out)}
     assert code == 0 and {i for _, i in cells} == {"x_below_two"}
-    assert cells["v1", "x_below_two"]["verdict"] == "violated" and cells["v1", "x_below_two"]["length"] == 2
+    assert (cells["v1", "x_below_two"]["verdict"] == "violated"
+            and cells["v1", "x_below_two"]["length"] == 2)
     assert cells["v1,fast=on", "x_below_two"]["length"] == 1
     code, out, _ = run(capsys, "matrix", TOY, "--quiet", "--json", "--invariant", "x-small",
                        "--property", "my_props:x_below_two")

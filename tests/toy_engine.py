@@ -1,6 +1,7 @@
-"""A toy engine, added the way every engine is: this module (its options dataclass and ``run_engine``) and one
-``Engine(...)`` line in ``checker.engines.ENGINES`` (the test puts it there). It runs the local engine's search,
-and records the one option it takes, ``--toy-note``, in the result."""
+"""A toy engine, added the way every engine is: this module (its options dataclass and
+``run_engine``) and one ``Engine(...)`` line in ``checker.engines.ENGINES`` (the test puts it
+there). It runs the local engine's search, and records the one option it takes, ``--toy-note``, in
+the result."""
 
 from __future__ import annotations
 

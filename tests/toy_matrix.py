@@ -55,15 +55,18 @@ class ToyMatrix(Model):
 
     @staticmethod
     def matrix_bound_sets() -> dict[str, dict[str, dict[str, int]]]:
-        return {"default": {"y-small": {"N": 3}}, "deep": {"x-small": {"N": 6}, "y-small": {"N": 6}}}
+        return {"default": {"y-small": {"N": 3}},
+                "deep": {"x-small": {"N": 6}, "y-small": {"N": 6}}}
 
     def matrix_story(self, protocol: str, invariant: str, trace: Any) -> str | None:
         if invariant == "x-small":
-            return f"TOY-1: x reaches {trace.steps[-1].state.x} in {trace.length} steps under {protocol}"
+            return (f"TOY-1: x reaches {trace.steps[-1].state.x} in {trace.length} steps under "
+                    f"{protocol}")
         return None
 
 
-def _build(constants: dict[str, Any], protocol: str = "v1", features: dict[str, bool] | None = None) -> ToyMatrix:
+def _build(constants: dict[str, Any], protocol: str = "v1", features: dict[str, bool]
+           | None = None) -> ToyMatrix:
     return ToyMatrix(constants["N"], protocol, bool((features or {}).get("fast")))
 
 
@@ -71,9 +74,10 @@ def install() -> None:
     """Register the model and its invariants (idempotent)."""
     if NAME in all_models():
         return
-    register_model(ModelInfo(NAME, "two counters (a test model)", (Constant("N", 4, "counter bound", minimum=1),),
-                             _build, protocols={"v1": "both counters", "v2": "x only"}, default_protocol="v1",
-                             features={"fast": "x counts in twos"}))
+    register_model(ModelInfo(NAME, "two counters (a test model)",
+                             (Constant("N", 4, "counter bound", minimum=1),), _build,
+                             protocols={"v1": "both counters", "v2": "x only"},
+                             default_protocol="v1", features={"fast": "x counts in twos"}))
     register(NAME, Invariant("x-small", "x stays below 3", lambda s: s.x < 3))
     register(NAME, Invariant("y-small", "y stays below 2", lambda s: s.y < 2))
     register(NAME, Invariant("bounded", "x + y stays within 2N", lambda s: s.x + s.y <= 12))

@@ -45,7 +45,8 @@ ACTOR_RULES: dict[str, str] = {
     "TMAbort": "TM",
     "TMRcvPrepared": "TM",
 }
-#: parameters that name a broker (or a resource manager); the first of them in an action's parameters acts
+#: parameters that name a broker (or a resource manager); the first of them in an action's
+#: parameters acts
 ACTOR_PARAMS = ("broker", "follower", "leader", "replica", "rm", "newLeader")
 #: models without a network: action -> (sender, receiver, label); templates use the parameters
 MESSAGE_RULES: dict[str, tuple[str, str, str]] = {
@@ -53,9 +54,12 @@ MESSAGE_RULES: dict[str, tuple[str, str, str]] = {
     "TMCommit": ("TM", "RMs", "Commit"),
     "TMAbort": ("TM", "RMs", "Abort"),
     "BecomeLeader": (CONTROLLER, "broker {changed}", "LeaderAndIsr(epoch={epoch}): lead"),
-    "BecomeFollowerTruncateKip101": (CONTROLLER, "broker {replica}", "LeaderAndIsr(epoch={epoch}, leader={leader})"),
-    "BecomeFollowerTruncateKip279": (CONTROLLER, "broker {replica}", "LeaderAndIsr(epoch={epoch}, leader={leader})"),
-    "BecomeFollowerAndTruncateTo": (CONTROLLER, "broker {replica}", "LeaderAndIsr(epoch={epoch}, leader={leader})"),
+    "BecomeFollowerTruncateKip101": (CONTROLLER, "broker {replica}",
+                                     "LeaderAndIsr(epoch={epoch}, leader={leader})"),
+    "BecomeFollowerTruncateKip279": (CONTROLLER, "broker {replica}",
+                                     "LeaderAndIsr(epoch={epoch}, leader={leader})"),
+    "BecomeFollowerAndTruncateTo": (CONTROLLER, "broker {replica}",
+                                    "LeaderAndIsr(epoch={epoch}, leader={leader})"),
     "FollowerReplicate": ("broker {leader}", "broker {follower}", "records"),
 }
 _HIDDEN_FIELDS = {"kind", "src", "dst"}
@@ -85,11 +89,12 @@ def _network(state: Any) -> tuple | None:
 
 
 def _message_label(message: Any) -> str:
-    """``FetchRequest(epoch=1, offset=0, last_epoch=-1)``: sender and receiver are the arrow's ends; ghost
-    fields (``GHOST_FIELDS`` of the message type) are left out."""
+    """``FetchRequest(epoch=1, offset=0, last_epoch=-1)``: sender and receiver are the arrow's ends;
+    ghost fields (``GHOST_FIELDS`` of the message type) are left out."""
     kind = type(message)
     hidden = _HIDDEN_FIELDS | hidden_fields(kind)
-    fields = [f"{k}={fmt(named(kind, k, v))}" for k, v in zip(message._fields, message, strict=True) if k not in hidden]
+    fields = [f"{k}={fmt(named(kind, k, v))}" for k, v in zip(message._fields, message, strict=True)
+              if k not in hidden]
     return f"{kind.__name__}({', '.join(fields)})"
 
 
@@ -104,8 +109,8 @@ def _receiver(message: Any) -> str:
 
 
 def _named_participants(action: Any) -> set[str]:
-    """The participants an action acts as: the controller for a controller action, else the brokers its
-    parameters name."""
+    """The participants an action acts as: the controller for a controller action, else the brokers
+    its parameters name."""
     if ACTOR_RULES.get(action.name) == CONTROLLER:
         return {CONTROLLER}
     return {_participant("broker", v) for k, v in action.params if k in ACTOR_PARAMS}
@@ -120,8 +125,8 @@ def _handled(action: Any, consumed: Counter) -> Any:
 
 
 def _short(message: Any, ends: bool = False) -> str:
-    """A message by its type, its error if any and (``ends``) its ends: ``FetchResponse FENCED_LEADER_EPOCH
-    (broker 0 to broker 1)``."""
+    """A message by its type, its error if any and (``ends``) its ends:
+    ``FetchResponse FENCED_LEADER_EPOCH (broker 0 to broker 1)``."""
     text = type(message).__name__
     error = named(type(message), "error", getattr(message, "error", None))
     if isinstance(error, int) and error:
@@ -141,9 +146,10 @@ def _changed_broker(before: Any, after: Any) -> Any:
 
 
 def _actor(action: Any, before: Any, after: Any, broker_word: str) -> str:
-    """The participant that acts: the controller for a controller action, else the broker named by the
-    action's first broker parameter (a model lists the actor first: ``ShrinkIsr(leader, follower)`` is the
-    leader's, ``SendFetch(follower, leader)`` the follower's), else the broker whose state changed."""
+    """The participant that acts: the controller for a controller action, else the broker named by
+    the action's first broker parameter (a model lists the actor first:
+    ``ShrinkIsr(leader, follower)`` is the leader's, ``SendFetch(follower, leader)`` the
+    follower's), else the broker whose state changed."""
     if action.name in ACTOR_RULES:
         return ACTOR_RULES[action.name]
     for key, value in action.params:
@@ -166,9 +172,11 @@ def events(trace: Trace) -> list[Event]:
             handled = _handled(action, consumed)
             dropped = consumed - Counter([handled]) if handled is not None else consumed
             for message in sent.elements():
-                out.append(Event(number, "message", _sender(message), _receiver(message), _message_label(message)))
+                out.append(Event(number, "message", _sender(message), _receiver(message),
+                                 _message_label(message)))
             if not sent and handled is not None:
-                out.append(Event(number, "note", "", _receiver(handled), f"{action}: handles {_short(handled)}"))
+                out.append(Event(number, "note", "", _receiver(handled),
+                                 f"{action}: handles {_short(handled)}"))
             if dropped:
                 actor = _actor(action, previous, state, "broker")
                 lost = ", ".join(_short(m, ends=True) for m in dropped.elements())
@@ -184,9 +192,11 @@ def events(trace: Trace) -> list[Event]:
                 out.append(Event(number, "message", src.format_map(values), dst.format_map(values),
                                  label.format_map(values)))
             except (KeyError, ValueError, IndexError):
-                out.append(Event(number, "note", "", _actor(action, previous, state, "broker"), str(action)))
+                out.append(Event(number, "note", "", _actor(action, previous, state, "broker"),
+                                 str(action)))
         else:
-            out.append(Event(number, "note", "", _actor(action, previous, state, "broker"), str(action)))
+            out.append(Event(number, "note", "", _actor(action, previous, state, "broker"),
+                             str(action)))
         previous = state
     return out
 
@@ -211,7 +221,8 @@ def participants(trace: Trace, evs: Sequence[Event]) -> list[str]:
         return (word, int(number)) if word and number.lstrip("-").isdigit() else None
 
     plain = [n for n in names if numbered(n) is None]
-    return plain + sorted((n for n in names if numbered(n) is not None), key=lambda n: numbered(n) or ("", 0))
+    return plain + sorted((n for n in names if numbered(n) is not None), key=lambda n: numbered(n)
+                          or ("", 0))
 
 
 def _ident(name: str) -> str:
@@ -250,13 +261,15 @@ def _mermaid_text(text: str) -> str:
 
 
 def to_dot(trace: Trace) -> str:
-    """A sequence diagram as Graphviz DOT, built with the ``graphviz`` package: one column a participant
-    (in lane order, held by invisible edges), one row an event, so no two labels share a row."""
+    """A sequence diagram as Graphviz DOT, built with the ``graphviz`` package: one column a
+    participant (in lane order, held by invisible edges), one row an event, so no two labels share a
+    row."""
     graphviz = graphviz_package()
     evs = events(trace)
     names = participants(trace, evs)
-    dot = graphviz.Digraph("sequence", graph_attr={"rankdir": "TB", "splines": "false", "nodesep": "0.6",
-                                                   "ranksep": "0.5", "newrank": "true"},
+    dot = graphviz.Digraph("sequence", graph_attr={"rankdir": "TB", "splines": "false",
+                                                   "nodesep": "0.6", "ranksep": "0.5",
+                                                   "newrank": "true"},
                            node_attr={"shape": "point", "width": "0.04", "color": "#999999"},
                            edge_attr={"fontsize": "10", "fontname": "monospace"})
     rows = len(evs)
@@ -264,7 +277,8 @@ def to_dot(trace: Trace) -> str:
     with dot.subgraph() as top:
         top.attr(rank="same")
         for col, name in enumerate(names):
-            top.node(f"h{col}", name, shape="box", style="rounded", color="black", fontname="monospace")
+            top.node(f"h{col}", name, shape="box", style="rounded", color="black",
+                     fontname="monospace")
         for col in range(len(names) - 1):
             top.edge(f"h{col}", f"h{col + 1}", style="invis")
     for row in range(1, rows + 1):
@@ -275,9 +289,9 @@ def to_dot(trace: Trace) -> str:
                 if note is None:
                     line.node(f"p{col}_{row}")
                 else:  # a note over a lane is a point of its lifeline
-                    line.node(f"p{col}_{row}", _wrap_text(f"{note.step}. {note.label}", "\\n"), shape="note",
-                              fontsize="10", fontname="monospace", color="#aaaa88", style="filled",
-                              fillcolor="#ffffdd", width="0", height="0")
+                    line.node(f"p{col}_{row}", _wrap_text(f"{note.step}. {note.label}", "\\n"),
+                              shape="note", fontsize="10", fontname="monospace", color="#aaaa88",
+                              style="filled", fillcolor="#ffffdd", width="0", height="0")
             for col in range(len(names) - 1):
                 line.edge(f"p{col}_{row}", f"p{col + 1}_{row}", style="invis")
     for col in range(len(names)):
@@ -295,31 +309,36 @@ def to_dot(trace: Trace) -> str:
 
 
 def graphviz_package() -> Any:
-    """The ``graphviz`` package (a dependency of kmc), or EnvironmentMissingError (exit 69) naming the fix."""
+    """The ``graphviz`` package (a dependency of kmc), or EnvironmentMissingError (exit 69) naming
+    the fix."""
     try:
         import graphviz
     except ImportError:
         from spec.errors import EnvironmentMissingError
 
-        raise EnvironmentMissingError("the graphviz Python package is missing: pip install graphviz") from None
+        raise EnvironmentMissingError("the graphviz Python package is missing: pip install "
+                                      "graphviz") from None
     return graphviz
 
 
 def render_svg_with_graphviz(source: str) -> str:
-    """SVG from DOT through Graphviz's ``dot`` program (EnvironmentMissingError, exit 69, when it is absent)."""
+    """SVG from DOT through Graphviz's ``dot`` program (EnvironmentMissingError, exit 69, when it is
+    absent)."""
     from spec.errors import EnvironmentMissingError
 
     graphviz = graphviz_package()
     try:
         return graphviz.Source(source).pipe(format="svg", encoding="utf-8")
     except graphviz.ExecutableNotFound:
-        raise EnvironmentMissingError("Graphviz's 'dot' program is not installed (apt-get install graphviz, "
-                                      "brew install graphviz); --format dot writes the source instead") from None
+        raise EnvironmentMissingError("Graphviz's 'dot' program is not installed (apt-get install "
+                                      "graphviz, brew install graphviz); --format dot writes the "
+                                      "source instead") from None
 
 
-# -- SVG: a layout that measures its text ------------------------------------------------------------
-#: the SVG text is monospace at FONT_SIZE px: every character is CHAR_WIDTH wide (0.6 em, the advance of
-#: DejaVu Sans Mono, Courier and Menlo), so a label's width is measured exactly from its length
+# -- SVG: a layout that measures its text ----------------------------------------------------------
+#: the SVG text is monospace at FONT_SIZE px: every character is CHAR_WIDTH wide (0.6 em, the
+#: advance of DejaVu Sans Mono, Courier and Menlo), so a label's width is measured exactly from its
+#: length
 FONT_SIZE = 12
 CHAR_WIDTH = 0.6 * FONT_SIZE
 LINE_HEIGHT = 15
@@ -328,7 +347,8 @@ PAD = 14
 
 
 def wrap_label(text: str, width: int = WRAP) -> list[str]:
-    """A label cut into lines of at most ``width`` characters at spaces (a longer word stays whole)."""
+    """A label cut into lines of at most ``width`` characters at spaces (a longer word stays
+    whole)."""
     return textwrap.wrap(text, width, break_long_words=False, break_on_hyphens=False) or [""]
 
 
@@ -341,8 +361,9 @@ def text_width(line: str) -> float:
 
 
 def lane_positions(names: Sequence[str], evs: Sequence[Event]) -> tuple[list[float], float]:
-    """x of each lane and the total width, such that every header, message label and note fits: each gap
-    between neighbouring lanes grows until the labels that span it fit between the lanes they join."""
+    """x of each lane and the total width, such that every header, message label and note fits: each
+    gap between neighbouring lanes grows until the labels that span it fit between the lanes they
+    join."""
     count = max(len(names), 1)
     half = [max(text_width(n) + 2 * PAD, 100) / 2 for n in names] or [50.0]
     gaps = [half[i] + half[i + 1] + PAD for i in range(count - 1)]
@@ -378,12 +399,14 @@ def lane_positions(names: Sequence[str], evs: Sequence[Event]) -> tuple[list[flo
 
 
 def to_svg(trace: Trace) -> str:
-    """A self-contained SVG sequence diagram, laid out by measuring its text (no Graphviz needed): lanes
-    are as far apart as their longest label needs, long labels wrap, and each event has its own row."""
+    """A self-contained SVG sequence diagram, laid out by measuring its text (no Graphviz needed):
+    lanes are as far apart as their longest label needs, long labels wrap, and each event has its
+    own row."""
     evs = events(trace)
     names = participants(trace, evs)
     xs, width = lane_positions(names, evs)
-    x = dict(zip(names, xs[:len(names)], strict=True))  # no lanes yet (a model without brokers, no step): one empty slot
+    # no lanes yet (a model without brokers, no step): one empty slot
+    x = dict(zip(names, xs[:len(names)], strict=True))
     top = 60
     rows = []
     y = top
@@ -395,41 +418,47 @@ def to_svg(trace: Trace) -> str:
     footer = _footer(trace)
     height = y + (30 if footer else 10)
     out = [f'<svg xmlns="http://www.w3.org/2000/svg" width="{width:.0f}" height="{height:.0f}" '
-           f'viewBox="0 0 {width:.0f} {height:.0f}" font-family="DejaVu Sans Mono, Menlo, Courier New, monospace" '
-           f'font-size="{FONT_SIZE}">',
-           '<defs><marker id="arrow" markerWidth="10" markerHeight="8" refX="9" refY="4" orient="auto">'
-           '<path d="M0,0 L10,4 L0,8 z" fill="#333"/></marker></defs>',
+           f'viewBox="0 0 {width:.0f} {height:.0f}" font-family="DejaVu Sans Mono, Menlo, Courier '
+           f'New, monospace" font-size="{FONT_SIZE}">',
+           '<defs><marker id="arrow" markerWidth="10" markerHeight="8" refX="9" refY="4" '
+           'orient="auto"><path d="M0,0 L10,4 L0,8 z" fill="#333"/></marker></defs>',
            f'<rect width="{width:.0f}" height="{height:.0f}" fill="white"/>']
     for name in names:
         cx, w = x[name], max(text_width(name) + 2 * PAD, 100)
-        out.append(f'<rect x="{cx - w / 2:.1f}" y="15" width="{w:.1f}" height="26" rx="6" fill="#eef" stroke="#334"/>')
+        out.append(f'<rect x="{cx - w / 2:.1f}" y="15" width="{w:.1f}" height="26" rx="6" '
+                   'fill="#eef" stroke="#334"/>')
         out.append(f'<text x="{cx:.1f}" y="32" text-anchor="middle">{html.escape(name)}</text>')
-        out.append(f'<line x1="{cx:.1f}" y1="41" x2="{cx:.1f}" y2="{height - 10:.0f}" stroke="#bbb" '
+        out.append(f'<line x1="{cx:.1f}" y1="41" x2="{cx:.1f}" y2="{height - 10:.0f}" '
+                   'stroke="#bbb" '
                    'stroke-dasharray="4 3"/>')
     for e, lines, y0, h in rows:
         if e.kind == "message":
             x1, x2 = x[e.src], x[e.dst]
             arrow_y = y0 + h - 4
             if x1 == x2:
-                out.append(f'<path d="M{x1:.1f},{y0 + 4} h30 V{arrow_y} H{x1 + 2:.1f}" fill="none" stroke="#333" '
+                out.append(f'<path d="M{x1:.1f},{y0 + 4} h30 V{arrow_y} H{x1 + 2:.1f}" fill="none" '
+                           'stroke="#333" '
                            'marker-end="url(#arrow)"/>')
                 anchor, tx = "start", x1 + 36
             else:
-                out.append(f'<line x1="{x1:.1f}" y1="{arrow_y}" x2="{x2:.1f}" y2="{arrow_y}" stroke="#333" '
+                out.append(f'<line x1="{x1:.1f}" y1="{arrow_y}" x2="{x2:.1f}" y2="{arrow_y}" '
+                           'stroke="#333" '
                            'marker-end="url(#arrow)"/>')
                 anchor, tx = "middle", (x1 + x2) / 2
             for i, line in enumerate(lines):
-                out.append(f'<text x="{tx:.1f}" y="{y0 + LINE_HEIGHT * (i + 1) - 4}" text-anchor="{anchor}">'
-                           f'{html.escape(line)}</text>')
+                out.append(f'<text x="{tx:.1f}" y="{y0 + LINE_HEIGHT * (i + 1) - 4}" '
+                           f'text-anchor="{anchor}">{html.escape(line)}</text>')
         else:
             cx = x[e.dst]
             w = max(text_width(line) for line in lines) + 2 * PAD
-            out.append(f'<rect x="{cx - w / 2:.1f}" y="{y0}" width="{w:.1f}" height="{h}" fill="#ffd" stroke="#aa8"/>')
+            out.append(f'<rect x="{cx - w / 2:.1f}" y="{y0}" width="{w:.1f}" height="{h}" '
+                       'fill="#ffd" stroke="#aa8"/>')
             for i, line in enumerate(lines):
-                out.append(f'<text x="{cx:.1f}" y="{y0 + LINE_HEIGHT * (i + 1) + 2}" text-anchor="middle">'
-                           f'{html.escape(line)}</text>')
+                out.append(f'<text x="{cx:.1f}" y="{y0 + LINE_HEIGHT * (i + 1) + 2}" '
+                           f'text-anchor="middle">{html.escape(line)}</text>')
     if footer:
-        out.append(f'<text x="{PAD}" y="{height - 12:.0f}" fill="#c00">{html.escape(footer)}</text>')
+        out.append(f'<text x="{PAD}" y="{height - 12:.0f}" '
+                   f'fill="#c00">{html.escape(footer)}</text>')
     out.append("</svg>")
     return "\n".join(out) + "\n"
 

@@ -65,7 +65,8 @@ def _diverged_since(trace: Trace, index: int, a: int, b: int, offset: int) -> st
             break
         va = next((v for v in views if v.broker == a), None)
         vb = next((v for v in views if v.broker == b), None)
-        if va is None or vb is None or offset >= min(va.leo, vb.leo) or va.log[offset] == vb.log[offset]:
+        if (va is None or vb is None or offset >= min(va.leo, vb.leo) or va.log[offset]
+            == vb.log[offset]):
             break
         first = i
     if first is None or first == 0:

@@ -30,8 +30,10 @@ from traces.views import broker_views
 DEFAULT_MAX_STATES = 5000
 
 
-def explore(model: Model, invariants: Iterable[Invariant] = (), max_states: int = DEFAULT_MAX_STATES) -> CheckResult:
-    options = SearchOptions(invariants=list(invariants), stop_at_first=False, keep_graph=True, max_states=max_states)
+def explore(model: Model, invariants: Iterable[Invariant] = (),
+            max_states: int = DEFAULT_MAX_STATES) -> CheckResult:
+    options = SearchOptions(invariants=list(invariants), stop_at_first=False, keep_graph=True,
+                            max_states=max_states)
     result = engines.run(model, options, "local")
     if result.graph is None:
         raise UsageError("the search kept no state graph")
@@ -39,7 +41,8 @@ def explore(model: Model, invariants: Iterable[Invariant] = (), max_states: int 
 
 
 def state_graph(result: CheckResult) -> nx.DiGraph:
-    """Nodes: global indices with ``fp``, ``depth`` and ``parent``; edges: ``actions`` (names of every action)."""
+    """Nodes: global indices with ``fp``, ``depth`` and ``parent``; edges: ``actions`` (names of
+    every action)."""
     log, edges, table = result.graph
     fps, parents, _ = log.arrays()
     graph = nx.DiGraph()
@@ -82,8 +85,8 @@ def highlight_path(graph: nx.DiGraph, fingerprints: Iterable[int]) -> None:
 
 
 def state_summary(state: Any, width: int = 34) -> list[str]:
-    """A few short lines that tell states apart: per broker ``b0 leader e2 |e0:1 e2:2 HW1`` (the HW bar
-    as in ``kmc trace show``), else the shown variables ``name=value``, wrapped at ``width``."""
+    """A few short lines that tell states apart: per broker ``b0 leader e2 |e0:1 e2:2 HW1`` (the HW
+    bar as in ``kmc trace show``), else the shown variables ``name=value``, wrapped at ``width``."""
     views = broker_views(state)
     if views:
         lines = []
@@ -98,13 +101,16 @@ def state_summary(state: Any, width: int = 34) -> list[str]:
             if name in hidden_fields(root) or not isinstance(value, tuple):
                 continue
             if hasattr(value, "_fields"):  # the controller: its scalars
-                inert = getattr(value, "_field_defaults", {})  # a defaulted field at its default says nothing
+                # a defaulted field at its default says nothing
+                inert = getattr(value, "_field_defaults", {})
                 scalars = [f"{k}={fmt(v)}" for k, v in zip(value._fields, value, strict=True)
                            if k not in hidden_fields(type(value)) and isinstance(v, int)
                            and not (k in inert and v == inert[k])]
                 lines.append(f"{name} {' '.join(scalars)}")
-            elif value and all(is_message(m) for m in value):  # messages in flight: type and destination
-                sent = [type(m).__name__ + (f">{m.dst}" if hasattr(m, "dst") else "") for m in value]
+            # messages in flight: type and destination
+            elif value and all(is_message(m) for m in value):
+                sent = [type(m).__name__ + (f">{m.dst}" if hasattr(m, "dst") else "")
+                        for m in value]
                 lines.extend(textwrap.wrap(f"{name}: {', '.join(sent)}", width))
         return lines
     text = " ".join(f"{k}={fmt(v)}" for k, v in flat_state(state, show_hidden=False).items())
@@ -129,31 +135,37 @@ def label_states(graph: nx.DiGraph, model: Model) -> None:
             continue
         for act, successor in model.successors(state):
             child = by_fp.get(fingerprint(successor))
-            if child is not None and child not in states and graph.nodes[child].get("parent") == node:
+            if (child is not None and child not in states and graph.nodes[child].get("parent")
+                == node):
                 states[child] = successor
                 first_action[child] = str(act)
     for node, data in graph.nodes(data=True):
-        lines = [f"#{node}" + (" initial" if data.get("initial") else f" {first_action.get(node, '')}")]
+        lines = [f"#{node}"
+                 + (" initial" if data.get("initial") else " "
+                                                           f"{first_action.get(node, '')}")]
         if node in states:
             lines += state_summary(states[node])
         data["label"] = "\\n".join(line.rstrip() for line in lines)
 
 
 def to_dot(graph: nx.DiGraph, name: str = "states") -> str:
-    """DOT source for a state graph, built with the ``graphviz`` package; nodes show ``label`` if set."""
+    """DOT source for a state graph, built with the ``graphviz`` package; nodes show ``label`` if
+    set."""
     from traces.diagram import graphviz_package
 
     graphviz = graphviz_package()
 
     dot = graphviz.Digraph(name, graph_attr={"rankdir": "TB"},
-                           node_attr={"shape": "box", "style": "rounded", "fontsize": "9", "fontname": "monospace"},
+                           node_attr={"shape": "box", "style": "rounded", "fontsize": "9",
+                                      "fontname": "monospace"},
                            edge_attr={"fontsize": "8", "fontname": "monospace"})
     for node, data in graph.nodes(data=True):
         attrs = {"label": str(data.get("label", node))}
         if data.get("initial"):
             attrs["peripheries"] = "2"
         if data.get("violates"):
-            attrs.update(style="rounded,filled", fillcolor="#ff9999", tooltip="violates " + ", ".join(data["violates"]))
+            attrs.update(style="rounded,filled", fillcolor="#ff9999", tooltip="violates "
+                         + ", ".join(data["violates"]))
         if data.get("path"):
             attrs.update(color="blue", penwidth="2")
         dot.node(str(node), **attrs)

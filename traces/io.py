@@ -64,12 +64,14 @@ def trace_to_data(trace: Trace) -> dict[str, Any]:
         "version": VERSION,
         **_meta(trace),
         "initial": encode(trace.initial),
-        "steps": [{"action": _action_json(step.action), "state": encode(step.state)} for step in trace.steps],
+        "steps": [{"action": _action_json(step.action), "state": encode(step.state)}
+                  for step in trace.steps],
     }
 
 
 def trace_to_itf(trace: Trace) -> dict[str, Any]:
-    """The ITF document, as Apalache and Quint write it (see ``traces.itf``); our header is in ``#meta.kmc``."""
+    """The ITF document, as Apalache and Quint write it (see ``traces.itf``); our header is in
+    ``#meta.kmc``."""
     header = trace.header
     meta = {
         "source": str(header.get("model", "model")),
@@ -92,7 +94,8 @@ def trace_to_msgpack(trace: Trace) -> bytes:
         "extra": trace.extra,
         # states and parameters are packed apart, so the outer document reads without the model
         "initial": packb(trace.initial),
-        "steps": [[step.action.name, packb(tuple(step.action.params)), packb(step.state)] for step in trace.steps],
+        "steps": [[step.action.name, packb(tuple(step.action.params)), packb(step.state)]
+                  for step in trace.steps],
     }
     return packb(meta)
 
@@ -110,8 +113,8 @@ def save_trace(trace: Trace, path: str, fmt: str | None = None, keep_others: boo
     """Write ``trace`` to ``path`` (format from ``fmt`` or the file name) and return the path.
 
     The file appears whole or not at all (temporary file, then rename). With ``keep_others`` an
-    existing file with another trace is never replaced: the trace goes to ``NAME-2.json``, ...
-    (two runs sharing a trace directory keep both counterexamples), and the path written is returned.
+    existing file with another trace is never replaced: the trace goes to ``NAME-2.json``, ... (two
+    runs sharing a trace directory keep both counterexamples), and the path written is returned.
     """
     fmt = fmt or format_of_path(path)
     if fmt not in FORMATS:
@@ -119,7 +122,8 @@ def save_trace(trace: Trace, path: str, fmt: str | None = None, keep_others: boo
     if fmt == "msgpack":
         data = trace_to_msgpack(trace)
     else:
-        data = (json.dumps(trace_to_itf(trace) if fmt == "itf" else trace_to_data(trace), indent=1) + "\n").encode()
+        data = (json.dumps(trace_to_itf(trace) if fmt == "itf" else trace_to_data(trace), indent=1)
+                + "\n").encode()
     if keep_others:
         return safe_io.write_new(path, data, "trace")
     return safe_io.atomic_write(path, data, "trace")
@@ -182,7 +186,8 @@ def read_document(path: str) -> TraceDocument:
     """Parse a trace file of any of the formats, without the model."""
     doc = _read_document(path)
     if doc.violation_index is not None and doc.violation_index > doc.length:
-        raise _bad(path, f"violation_index {doc.violation_index} is past the trace's last state ({doc.length})")
+        raise _bad(path, f"violation_index {doc.violation_index} is past the trace's last state "
+                   f"({doc.length})")
     return doc
 
 
@@ -197,7 +202,8 @@ def _read_document(path: str) -> TraceDocument:
         if isinstance(doc, dict) and doc.get("format") == FORMAT:
             return _json_document(path, doc)
         if isinstance(doc, dict) and "steps" in doc and "format" not in doc:
-            raise _bad(path, "this is a scenario, not a trace: use 'kmc trace replay' (see traces/scenarios/README.md)")
+            raise _bad(path, "this is a scenario, not a trace: use 'kmc trace replay' (see "
+                       "traces/scenarios/README.md)")
         raise _bad(path, f"not a kmc trace: expected an ITF trace or {{\"format\": \"{FORMAT}\"}}")
     return _msgpack_document(path, data)
 
@@ -206,12 +212,14 @@ def _check_meta(path: str, meta: Any) -> tuple[dict, str | None, int | None, str
     if not isinstance(meta, dict):
         raise _bad(path, "the trace metadata is not an object")
     header = json_to_plain(meta.get("header"))
-    if not isinstance(header, dict) or not isinstance(header.get("model"), str) or not header["model"].strip():
+    if (not isinstance(header, dict) or not isinstance(header.get("model"), str)
+        or not header["model"].strip()):
         raise _bad(path, "the trace header is missing or names no model")
     protocol = header.get("protocol")
     if protocol is not None and (not isinstance(protocol, str) or not protocol.strip()):
         # an empty protocol would build the model's default release: refused, not defaulted
-        raise _bad(path, f"the trace header's protocol {protocol!r} is not a protocol name (see 'kmc list')")
+        raise _bad(path, f"the trace header's protocol {protocol!r} is not a protocol name (see "
+                   "'kmc list')")
     if not isinstance(header.get("constants", {}), dict):
         raise _bad(path, "the trace header's constants are not an object")
     invariant = meta.get("invariant")
@@ -235,13 +243,15 @@ def _json_action(decoder: ValueDecoder, raw: Any, where: str) -> Action:
     params = raw.get("params") or {}
     if not isinstance(params, dict):
         raise ShapeError(where, "action params must be an object")
-    return Action(raw["name"], tuple((str(k), decoder.value(v, f"{where}.{k}")) for k, v in params.items()))
+    return Action(raw["name"], tuple((str(k), decoder.value(v, f"{where}.{k}"))
+                                     for k, v in params.items()))
 
 
 def _json_document(path: str, doc: dict) -> TraceDocument:
     version = doc.get("version")
     if version not in (1, VERSION):
-        raise _bad(path, f"unsupported {FORMAT} version {version!r} (this kmc reads 1 and {VERSION})")
+        raise _bad(path, f"unsupported {FORMAT} version {version!r} (this kmc reads 1 and "
+                   f"{VERSION})")
     header, invariant, index, explanation, extra = _check_meta(path, doc)
     steps = doc.get("steps")
     if "initial" not in doc or not isinstance(steps, list):
@@ -265,7 +275,8 @@ def _itf_document(path: str, doc: dict) -> TraceDocument:
     if isinstance(meta.get("kmc"), dict):
         header, invariant, index, explanation, extra = _check_meta(path, meta["kmc"])
     else:  # written by Apalache, Quint or another tool: the model comes from the user (--model)
-        header, invariant, index, explanation, extra = {}, None, None, None, {"itf_meta": json_to_plain(meta)}
+        header, invariant, index, explanation, extra = {}, None, None, None, {
+            "itf_meta": json_to_plain(meta)}
     states = doc.get("states")
     variables = doc.get("vars")
     params = doc.get("params") or []
@@ -299,7 +310,8 @@ def _msgpack_document(path: str, data: bytes) -> TraceDocument:
     try:
         doc = outer.decode(data)
     except BadFileError:
-        raise _bad(path, "not a trace: neither JSON nor a complete kmc msgpack document (corrupt or truncated?)") from None
+        raise _bad(path, "not a trace: neither JSON nor a complete kmc msgpack document (corrupt "
+                   "or truncated?)") from None
     if not isinstance(doc, dict) or doc.get("format") != MSGPACK_FORMAT:
         raise _bad(path, "not a kmc trace (unknown binary format)")
     if doc.get("version") != MSGPACK_VERSION:
@@ -327,13 +339,14 @@ def _msgpack_state(codec: Codec, value: bytes, where: str) -> Any:
 def _msgpack_action(codec: Codec, raw: tuple[str, bytes], where: str) -> Action:
     name, params = raw
     decoded = codec.decode(params)
-    if not isinstance(decoded, tuple) or not all(isinstance(p, tuple) and len(p) == 2 and isinstance(p[0], str)
+    if not isinstance(decoded, tuple) or not all(isinstance(p, tuple) and len(p) == 2
+                                                 and isinstance(p[0], str)
                                                  for p in decoded):
         raise ShapeError(where, "action parameters are malformed")
     return Action(name, decoded)
 
 
-# -- reading: typing the states with the model ------------------------------------------------------
+# -- reading: typing the states with the model -----------------------------------------------------
 def model_for_header(
     header: dict[str, Any],
     protocol: str | None = None,
@@ -341,7 +354,8 @@ def model_for_header(
     model_name: str | None = None,
     constants: list[str] | None = None,
 ) -> Model:
-    """Build the model a trace header describes; ``protocol``/``features``/``constants`` override the header's.
+    """Build the model a trace header describes; ``protocol``/``features``/``constants`` override
+    the header's.
 
     ``model_name`` is the model the user asked for: a different one in the header is a
     ``WrongModelError``. Errors in the user's own options stay ``UsageError``.
@@ -368,36 +382,40 @@ def model_for_header(
     _check_header_constants(info, header_constants)
     header_features: list[str] = []
     if protocol is None and isinstance(header.get("features"), dict):
-        header_features = [f"{k}={'on' if v else 'off'}" for k, v in header["features"].items() if k in info.features]
+        header_features = [f"{k}={'on' if v else 'off'}" for k, v in header["features"].items()
+                           if k in info.features]
     chosen = protocol if protocol is not None else header.get("protocol")
     if chosen is not None and not info.protocols:
         chosen = None
     from spec.registry import build_model
 
     if protocol is not None and header.get("protocol") and info.protocols:
-        # replayed under another protocol: the switches the trace made against its own protocol's defaults
-        # (unclean=on, lossy-crash=on, ...) go with it, unless the user sets them; a release fix that its
-        # protocol merely has (kafka-13141=on in a 2.8.1 trace) is the new protocol's to decide
+        # replayed under another protocol: the switches the trace made against its own protocol's
+        # defaults (unclean=on, lossy-crash=on, ...) go with it, unless the user sets them; a
+        # release fix that its protocol merely has (kafka-13141=on in a 2.8.1 trace) is the new
+        # protocol's to decide
         user_names = {text.split("=", 1)[0] for text in user_features}
         carried = [text for text in _switched_in_trace(info, header, header_constants)
                    if text.split("=", 1)[0] not in user_names]
         if carried:
             try:
-                return build_model(info.name, header_constants + user_constants, chosen, carried + user_features)
+                return build_model(info.name, header_constants + user_constants, chosen, carried
+                                   + user_features)
             except UsageError as exc:
-                raise UsageError(f"the trace switches {', '.join(carried)} against its protocol's defaults, which "
-                                 f"protocol {protocol} cannot: {exc}") from None
+                raise UsageError(f"the trace switches {', '.join(carried)} against its protocol's "
+                                 f"defaults, which protocol {protocol} cannot: {exc}") from None
     try:
-        return build_model(info.name, header_constants + user_constants, chosen, header_features + user_features)
+        return build_model(info.name, header_constants + user_constants, chosen, header_features
+                           + user_features)
     except UsageError as exc:
         raise WrongModelError(f"the trace header does not fit model {info.name}: {exc}") from None
 
 
 def _check_header_constants(info: Any, header_constants: list[str]) -> None:
-    """A constant the model has, with a value no configuration of the model can have (``brokers=10^17``,
-    ``records=-1``, ``brokers=yes``), is a corrupt header (``BadFileError``, exit 65), not a trace of another
-    configuration (``WrongModelError``, exit 66, kept for a constant the model does not have or a valid one that
-    does not go with the rest)."""
+    """A constant the model has, with a value no configuration of the model can have
+    (``brokers=10^17``, ``records=-1``, ``brokers=yes``), is a corrupt header (``BadFileError``,
+    exit 65), not a trace of another configuration (``WrongModelError``, exit 66, kept for a
+    constant the model does not have or a valid one that does not go with the rest)."""
     by_name = {c.name.lower(): c for c in info.constants}
     for text in header_constants:
         key, _, raw = text.partition("=")
@@ -407,21 +425,26 @@ def _check_header_constants(info: Any, header_constants: list[str]) -> None:
         try:
             const.parse(raw)
         except UsageError as exc:
-            raise BadFileError(f"the trace header is corrupt: {exc} (a trace kmc wrote never has it)") from None
+            raise BadFileError(f"the trace header is corrupt: {exc} (a trace kmc wrote never has "
+                               "it)") from None
 
 
 def _switched_in_trace(info: Any, header: dict[str, Any], header_constants: list[str]) -> list[str]:
-    """``FLAG=on|off`` for every flag the trace's header sets differently from its own protocol's defaults."""
+    """``FLAG=on|off`` for every flag the trace's header sets differently from its own protocol's
+    defaults."""
     from spec.registry import build_model
 
     recorded = header.get("features")
     if not isinstance(recorded, dict):
         return []
     try:
-        # the row the trace ran on: its protocol name as the recorded flags resolve it (a name that has since become
-        # a release of another row, 4.1.0, still builds the row a trace recorded with kraft off was made on)
-        recorded_flags = [f"{k}={'on' if v else 'off'}" for k, v in recorded.items() if k in info.features]
-        own = build_model(info.name, header_constants, str(header["protocol"]), recorded_flags).protocol or str(
+        # the row the trace ran on: its protocol name as the recorded flags resolve it (a name that
+        # has since become a release of another row, 4.1.0, still builds the row a trace recorded
+        # with kraft off was made on)
+        recorded_flags = [f"{k}={'on' if v else 'off'}" for k, v in recorded.items()
+                          if k in info.features]
+        own = build_model(info.name, header_constants, str(header["protocol"]),
+                          recorded_flags).protocol or str(
             header["protocol"])
         defaults = build_model(info.name, header_constants, own).describe().get("features") or {}
     except UsageError as exc:
@@ -444,7 +467,8 @@ def decode_trace(doc: TraceDocument, model: Model, strict_initial: bool = True) 
     """Type a parsed document's states and actions with ``model``."""
     initial_sample = model.init_states()[0]
     if doc.fmt == "msgpack":
-        decoder: Any = Codec(tuple(ValueDecoder(model.state_types(), initial_sample).types.values()))
+        decoder: Any = Codec(tuple(ValueDecoder(model.state_types(),
+                                                initial_sample).types.values()))
         root = type(initial_sample)
     else:
         decoder = ValueDecoder(model.state_types(), initial_sample)
@@ -455,18 +479,22 @@ def decode_trace(doc: TraceDocument, model: Model, strict_initial: bool = True) 
     for i, (raw_action, raw_state) in enumerate(doc.raw_states):
         where = "initial state" if i == 0 else f"state after step {i}"
         try:
-            action = doc.decode_action(decoder, raw_action, f"action of step {i}") if i > 0 else None
+            action = (doc.decode_action(decoder, raw_action, f"action of step {i}") if i > 0
+                      else None)
             state = doc.decode_state(decoder, raw_state, where)
         except ShapeError as exc:
-            raise WrongModelError(f"{doc.path}: the trace does not fit model {model.name}: {exc}") from None
+            raise WrongModelError(f"{doc.path}: the trace does not fit model {model.name}: "
+                                  f"{exc}") from None
         except CorruptDataError as exc:
             raise BadFileError(f"{doc.path}: {where}: {exc}") from None
         except BadFileError as exc:
-            raise WrongModelError(f"{doc.path}: the trace does not fit model {model.name}: {where}: {exc}") from None
+            raise WrongModelError(f"{doc.path}: the trace does not fit model {model.name}: "
+                                  f"{where}: {exc}") from None
         except RecursionError:
             raise BadFileError(f"{doc.path}: {where} is nested too deeply") from None
         if root is not None and type(state) is not root:
-            raise WrongModelError(f"{doc.path}: the trace does not fit model {model.name}: {where} is not a {root.__name__}")
+            raise WrongModelError(f"{doc.path}: the trace does not fit model {model.name}: {where} "
+                                  f"is not a {root.__name__}")
         if i > 0:
             if action is None:
                 action = _action_between(doc, model, states[-1], state, i)
@@ -475,8 +503,9 @@ def decode_trace(doc: TraceDocument, model: Model, strict_initial: bool = True) 
             actions.append(action)
         states.append(state)
     if strict_initial and states[0] not in model.init_states():
-        raise WrongModelError(f"{doc.path}: the trace does not fit model {model.name}: its initial state is not one of the "
-                              f"model's (other constants? {_constants_text(model)})")
+        raise WrongModelError(f"{doc.path}: the trace does not fit model {model.name}: its initial "
+                              "state is not one of the model's (other constants? "
+                              f"{_constants_text(model)})")
     return Trace(
         header=doc.header,
         initial=states[0],
@@ -489,12 +518,13 @@ def decode_trace(doc: TraceDocument, model: Model, strict_initial: bool = True) 
 
 
 def _as_model_action(model: Model, before: Any, action: Action) -> Action:
-    """The model's own action equal to ``action`` up to the order of its parameters (another tool may
-    write them in any order), or ``action`` itself when ``before`` enables none."""
+    """The model's own action equal to ``action`` up to the order of its parameters (another tool
+    may write them in any order), or ``action`` itself when ``before`` enables none."""
     wanted = dict(action.params)
     try:
         for act, _ in model.successors(before):
-            if act.name == action.name and len(act.params) == len(wanted) and dict(act.params) == wanted:
+            if (act.name == action.name and len(act.params) == len(wanted) and dict(act.params)
+                == wanted):
                 return act
     except Exception:  # a state the model cannot expand: keep the file's action; replay reports it
         return action
@@ -503,16 +533,18 @@ def _as_model_action(model: Model, before: Any, action: Action) -> Action:
 
 def _action_between(doc: TraceDocument, model: Model, before: Any, after: Any, step: int) -> Action:
     """The action that leads from ``before`` to ``after``, for a file that does not name it (an ITF
-    trace from Apalache or Quint): the first of the model's enabled actions whose successor is ``after``."""
+    trace from Apalache or Quint): the first of the model's enabled actions whose successor is
+    ``after``."""
     try:
         for act, successor in model.successors(before):
             if successor == after:
                 return act
     except Exception as exc:  # a state that decodes but that the model cannot expand
-        raise WrongModelError(f"{doc.path}: the trace does not fit model {model.name}: step {step}: {exc}") from None
-    raise WrongModelError(f"{doc.path}: state {step} is not a successor of state {step - 1} under model {model.name}"
-                          f"{' protocol ' + str(model.protocol) if model.protocol else ''} "
-                          f"({_constants_text(model)}), and the file names no action for it")
+        raise WrongModelError(f"{doc.path}: the trace does not fit model {model.name}: step "
+                              f"{step}: {exc}") from None
+    raise WrongModelError(f"{doc.path}: state {step} is not a successor of state {step - 1} under "
+                          "model "
+                          f"{model.name}{' protocol ' + str(model.protocol) if model.protocol else ''} ({_constants_text(model)}), and the file names no action for it")  # noqa: E501
 
 
 def load_trace(
@@ -528,7 +560,8 @@ def load_trace(
     doc = read_document(path)
     if not doc.header.get("model"):  # an ITF trace written by another tool
         if model is None and model_name is None:
-            raise UsageError(f"{path} is an ITF trace without kmc's header: say which model it is of with --model NAME "
+            raise UsageError(f"{path} is an ITF trace without kmc's header: say which model it is "
+                             "of with --model NAME "
                              "(and --protocol, --const if not the defaults)")
         doc.header = {"model": model.name if model is not None else model_name}
         if model is None:
@@ -538,4 +571,5 @@ def load_trace(
         model = model_for_header(doc.header, protocol, features, model_name, constants)
     elif model_name is not None and doc.model_name != model_name:
         raise WrongModelError(f"the trace is of model {doc.model_name!r}, not {model_name!r}")
-    return decode_trace(doc, model, strict_initial=protocol is None and not features and not constants), model
+    return decode_trace(doc, model, strict_initial=protocol is None and not features
+                        and not constants), model

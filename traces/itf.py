@@ -51,8 +51,10 @@ def _canonical(item: Any) -> str:
     return json.dumps(item, sort_keys=True, separators=(",", ":"))
 
 
-def itf_value(value: Any, hint: Any = None, owner: type | None = None, field: str | None = None) -> Any:
-    """The ITF JSON of one value; ``hint`` is the annotation of the field it fills (None: by shape)."""
+def itf_value(value: Any, hint: Any = None, owner: type | None = None, field: str
+              | None = None) -> Any:
+    """The ITF JSON of one value; ``hint`` is the annotation of the field it fills (None: by
+    shape)."""
     if isinstance(value, bool) or value is None or isinstance(value, str):
         return value
     if isinstance(value, int):
@@ -72,7 +74,8 @@ def itf_value(value: Any, hint: Any = None, owner: type | None = None, field: st
         inner = item_hint(hint)
         return [itf_value(v, inner) for v in value]
     if isinstance(value, dict):
-        return {"#map": sorted(([itf_value(k), itf_value(v)] for k, v in value.items()), key=_canonical)}
+        return {"#map": sorted(([itf_value(k), itf_value(v)] for k, v in value.items()),
+                               key=_canonical)}
     raise TypeError(f"cannot write a {type(value).__name__} into an ITF trace")
 
 
@@ -95,11 +98,13 @@ def _record(value: Any) -> dict[str, Any]:
 
 
 def action_meta(action: Action) -> dict[str, Any]:
-    return {"action": action.name, "params": {key: itf_value(value) for key, value in action.params}}
+    return {"action": action.name,
+            "params": {key: itf_value(value) for key, value in action.params}}
 
 
 def itf_document(states: list[Any], actions: list[Action], meta: dict[str, Any]) -> dict[str, Any]:
-    """The ITF document of a behaviour: ``states[0]`` initial, ``actions[i]`` leads to ``states[i + 1]``."""
+    """The ITF document of a behaviour: ``states[0]`` initial, ``actions[i]`` leads to
+    ``states[i + 1]``."""
     variables = list(getattr(states[0], "_fields", ()))
     if not variables:
         raise TypeError("an ITF trace needs states that are records (NamedTuples)")
@@ -109,15 +114,16 @@ def itf_document(states: list[Any], actions: list[Action], meta: dict[str, Any])
         if index > 0:
             state_meta.update(action_meta(actions[index - 1]))
         out_states.append({"#meta": state_meta, **_record(state)})
-    return {"#meta": {"format": "ITF", "format-description": ITF_DESCRIPTION, **meta}, "vars": variables,
-            "states": out_states}
+    return {"#meta": {"format": "ITF", "format-description": ITF_DESCRIPTION, **meta},
+            "vars": variables, "states": out_states}
 
 
-# -- reading: what the ITF layout says beyond the values (the values: ``traces.values.ValueDecoder``) --
+# -- reading: what the ITF layout says beyond the values (the values:
+# -- ``traces.values.ValueDecoder``) --
 def itf_action(state_meta: dict, state: dict) -> Any:
-    """The raw action that led to an ITF state: ours in ``#meta`` (``action`` and ``params``; kmc before
-    wrote ``action`` as ``{"name", "params"}``), Quint's ``mbt::actionTaken`` and ``mbt::nondetPicks``
-    (the picks that are ``Some``), or None when the file does not say."""
+    """The raw action that led to an ITF state: ours in ``#meta`` (``action`` and ``params``; kmc
+    before wrote ``action`` as ``{"name", "params"}``), Quint's ``mbt::actionTaken`` and
+    ``mbt::nondetPicks`` (the picks that are ``Some``), or None when the file does not say."""
     action = state_meta.get("action")
     if isinstance(action, dict):
         return action
@@ -136,7 +142,7 @@ def itf_action(state_meta: dict, state: dict) -> Any:
 
 
 def itf_variables(state: dict, params: list[str]) -> dict[str, Any]:
-    """The state's variables: without ``#meta``, the trace's ``params`` and Quint's ``mbt::`` entries, and
-    with Quint's module qualification dropped (``kafka::brokers`` is ``brokers``)."""
+    """The state's variables: without ``#meta``, the trace's ``params`` and Quint's ``mbt::``
+    entries, and with Quint's module qualification dropped (``kafka::brokers`` is ``brokers``)."""
     return {key.rsplit("::", 1)[-1]: value for key, value in state.items()
             if key != "#meta" and key not in params and not key.startswith("mbt::")}

@@ -26,24 +26,29 @@ from traces.views import BrokerView, broker_views, diverging_offsets, named
 
 
 def is_message(value: Any) -> bool:
-    """A message in flight: a record with a destination, or a request to the controller (a sender only)."""
-    return isinstance(value, tuple) and hasattr(value, "_fields") and (hasattr(value, "dst") or hasattr(value, "src"))
+    """A message in flight: a record with a destination, or a request to the controller (a sender
+    only)."""
+    return (isinstance(value, tuple) and hasattr(value, "_fields")
+            and (hasattr(value, "dst") or hasattr(value, "src")))
 
 
 def fmt(value: Any, show_hidden: bool = False) -> str:
-    """A compact text form of a state value: records ``(id=0, epoch=2)``, tuples ``[..]``, sets ``{..}``.
+    """A compact text form of a state value: records ``(id=0, epoch=2)``, tuples ``[..]``, sets
+    ``{..}``.
 
     Ghost fields of a record (``GHOST_FIELDS`` of its type) are left out unless ``show_hidden``.
     """
     if isinstance(value, tuple) and hasattr(value, "_fields"):
         kind = type(value)
         skip = () if show_hidden else hidden_fields(kind)
-        return "(" + ", ".join(f"{k}={fmt(named(kind, k, v), show_hidden)}" for k, v in zip(value._fields, value, strict=True)
+        return "(" + ", ".join(f"{k}={fmt(named(kind, k, v), show_hidden)}"
+                               for k, v in zip(value._fields, value, strict=True)
                                if k not in skip) + ")"
     if isinstance(value, tuple):
         return "[" + ", ".join(fmt(v, show_hidden) for v in value) + "]"
     if isinstance(value, frozenset):
-        return "{" + ", ".join(sorted((fmt(v, show_hidden) for v in value), key=lambda t: (len(t), t))) + "}"
+        return "{" + ", ".join(sorted((fmt(v, show_hidden) for v in value),
+                                      key=lambda t: (len(t), t))) + "}"
     return str(value)
 
 
@@ -100,7 +105,8 @@ def flat_state(state: Any, show_hidden: bool = True) -> dict[str, Any]:
 def state_diff(before: Any, after: Any, show_hidden: bool = True) -> list[tuple[str, Any, Any]]:
     """(variable, old, new) for every variable that changed, by name."""
     old, new = flat_state(before, show_hidden), flat_state(after, show_hidden)
-    return [(k, old.get(k), new.get(k)) for k in dict.fromkeys([*old, *new]) if old.get(k) != new.get(k)]
+    return [(k, old.get(k), new.get(k)) for k in dict.fromkeys([*old, *new]) if old.get(k)
+            != new.get(k)]
 
 
 def broker_index(state: Any, broker: int) -> int:
@@ -114,8 +120,10 @@ def broker_index(state: Any, broker: int) -> int:
     return broker - 1
 
 
-def _for_broker(diff: list[tuple[str, Any, Any]], broker: int, index: int) -> list[tuple[str, Any, Any]]:
-    """The changes that concern one broker: keys indexed by its id, and position ``index`` of per-broker lists."""
+def _for_broker(diff: list[tuple[str, Any, Any]], broker: int,
+                index: int) -> list[tuple[str, Any, Any]]:
+    """The changes that concern one broker: keys indexed by its id, and position ``index`` of
+    per-broker lists."""
     out = []
     for key, old, new in diff:
         first = re.search(r"\[(\d+)\]", key)
@@ -132,17 +140,20 @@ def _for_broker(diff: list[tuple[str, Any, Any]], broker: int, index: int) -> li
 def _record_label(value: Any, show_hidden: bool = False) -> str:
     kind = type(value)
     skip = {"kind"} | (set() if show_hidden else set(hidden_fields(kind)))
-    fields = ", ".join(f"{k}={fmt(named(kind, k, v), show_hidden)}" for k, v in zip(value._fields, value, strict=True)
+    fields = ", ".join(f"{k}={fmt(named(kind, k, v), show_hidden)}"
+                       for k, v in zip(value._fields, value, strict=True)
                        if k not in skip)
     return f"{type(value).__name__}({fields})"
 
 
 def _is_record_bag(value: Any) -> bool:
-    return isinstance(value, tuple) and not hasattr(value, "_fields") and all(hasattr(v, "_fields") for v in value)
+    return (isinstance(value, tuple) and not hasattr(value, "_fields")
+            and all(hasattr(v, "_fields") for v in value))
 
 
 def _change_line(key: str, old: Any, new: Any, show_hidden: bool = False) -> Text:
-    if _is_record_bag(old) and _is_record_bag(new) and (old or new) and any(is_message(v) for v in old + new):
+    if (_is_record_bag(old) and _is_record_bag(new) and (old or new)
+        and any(is_message(v) for v in old + new)):
         # a set of messages: what was sent and what was consumed
         line = Text(f"  {key}: ")
         gone = Counter(old) - Counter(new)
@@ -161,7 +172,8 @@ def _change_line(key: str, old: Any, new: Any, show_hidden: bool = False) -> Tex
     return line
 
 
-def log_table(views: list[BrokerView], only: int | None = None, changed: set[int] | None = None) -> Table:
+def log_table(views: list[BrokerView], only: int | None = None, changed: set[int]
+              | None = None) -> Table:
     """The per-broker logs of one state as a rich table."""
     diverging = diverging_offsets(views)
     width = max((v.leo for v in views), default=0)
@@ -195,14 +207,17 @@ def log_table(views: list[BrokerView], only: int | None = None, changed: set[int
             cell = Text("|" if offset == view.hw else "", style="yellow")
             cell.append(view.log[offset].label(), style=style)
             cells.append(cell)
-        name = Text(str(view.broker), style="bold cyan" if changed and view.broker in changed else "")
-        role = Text(view.role, style="green" if view.role == "leader" else ("red" if view.role == "offline" else ""))
+        name = Text(str(view.broker), style="bold cyan" if changed and view.broker in changed
+                    else "")
+        role = Text(view.role, style="green" if view.role == "leader"
+                    else ("red" if view.role == "offline" else ""))
         epoch = "" if view.leader_epoch is None else str(view.leader_epoch)
         row = [name, role, epoch, *cells, str(view.hw), str(view.leo)]
         if with_cache:
             row.append(" ".join(f"e{e}@{o}" for e, o in view.epoch_cache))
         if with_fetcher:
-            row.append(Text(view.fetcher, style="bold red" if view.fetcher == "none" and view.role == "follower" else ""))
+            row.append(Text(view.fetcher, style="bold red" if view.fetcher == "none" and view.role
+                            == "follower" else ""))
         if with_generation:
             row.append("" if view.broker_epoch is None else str(view.broker_epoch))
         table.add_row(*row)
@@ -222,7 +237,8 @@ def _protocol_features(header: dict[str, Any]) -> dict[str, Any] | None:
     try:
         from spec.registry import build_model
 
-        base = build_model(str(header.get("model")), [], str(header["protocol"]), []).describe().get("features")
+        base = build_model(str(header.get("model")), [], str(header["protocol"]),
+                           []).describe().get("features")
     except Exception:  # an unknown model or protocol: show every flag
         return None
     return base if isinstance(base, dict) else None
@@ -240,10 +256,13 @@ def describe_header(trace: Trace) -> str:
     if isinstance(features, dict) and features:
         base = _protocol_features(h)
         if base is None:
-            parts.append("features " + ", ".join(f"{k}={'on' if v else 'off'}" for k, v in features.items()))
+            parts.append("features " + ", ".join(f"{k}={'on' if v else 'off'}"
+                                                 for k, v in features.items()))
         else:
-            changed = [f"{k}={'on' if v else 'off'}" for k, v in features.items() if base.get(k) != v]
-            parts.append(f"features of {h['protocol']}" + (" with " + ", ".join(changed) if changed else ""))
+            changed = [f"{k}={'on' if v else 'off'}" for k, v in features.items() if base.get(k)
+                       != v]
+            parts.append(f"features of {h['protocol']}"
+                         + (" with " + ", ".join(changed) if changed else ""))
     if h.get("checker_version"):
         parts.append(f"{h.get('checker', 'kmc')} {h['checker_version']}")
     return "; ".join(parts)
@@ -251,13 +270,16 @@ def describe_header(trace: Trace) -> str:
 
 #: action parameters that name a broker
 BROKER_PARAMS = ("broker", "leader", "follower", "replica", "newLeader")
-#: per-broker fields that the log table draws (role, log, HW, LEO, epoch, epoch cache, fetcher, broker epoch)
-TABLE_FIELDS = frozenset({"alive", "up", "online", "log", "records", "hw", "high_watermark", "cache", "epoch_cache",
-                          "epochs", "leader_epoch", "epoch", "fetch", "fetcher", "broker_epoch"})
+#: per-broker fields that the log table draws (role, log, HW, LEO, epoch, epoch cache, fetcher,
+#: broker epoch)
+TABLE_FIELDS = frozenset({"alive", "up", "online", "log", "records", "hw", "high_watermark",
+                          "cache", "epoch_cache", "epochs", "leader_epoch", "epoch", "fetch",
+                          "fetcher", "broker_epoch"})
 
 
 def _in_log_table(key: str) -> bool:
-    """``brokers[0].hw``: a per-broker variable the log table shows (the initial state lists it only with --full)."""
+    """``brokers[0].hw``: a per-broker variable the log table shows (the initial state lists it only
+    with --full)."""
     match = re.fullmatch(r"[A-Za-z_]\w*\[\d+\]\.(\w+)", key)
     return match is not None and match.group(1) in TABLE_FIELDS
 
@@ -282,37 +304,47 @@ def _record_types(trace: Trace) -> list[type]:
 
 
 def legend(trace: Trace, show_hidden: bool = False) -> list[str]:
-    """What the abbreviations of ``print_trace`` mean, and which variables it hides (computed from the trace)."""
+    """What the abbreviations of ``print_trace`` mean, and which variables it hides (computed from
+    the trace)."""
     lines = []
     views = broker_views(trace.initial)
     if views:
         ids = [v.broker for v in views]
-        per_broker = next((name for name, value in zip(trace.initial._fields, trace.initial, strict=True)
-                           if isinstance(value, tuple) and len(value) == len(ids) and all(map(_per_broker, value))), None)
+        per_broker = next((name for name, value in zip(trace.initial._fields, trace.initial,
+                                                       strict=True)
+                           if isinstance(value, tuple) and len(value) == len(ids)
+                           and all(map(_per_broker, value))), None)
         where = [f"{per_broker}[N]"] if per_broker else []
-        params = dict.fromkeys(k for step in trace.steps for k, _ in step.action.params if k in BROKER_PARAMS)
+        params = dict.fromkeys(k for step in trace.steps for k, _ in step.action.params
+                               if k in BROKER_PARAMS)
         if params:
             where.append(", ".join(f"{k}=N" for k in params) + " in actions")
-        if any(is_message(v) and hasattr(v, "dst") for state in trace.states for v in getattr(state, "network", ()) or ()):
+        if any(is_message(v) and hasattr(v, "dst") for state in trace.states
+               for v in getattr(state, "network", ()) or ()):
             where.append("src/dst=N in messages")
         where.append("'broker N' in diagrams")
-        lines.append(f"brokers are numbered {', '.join(map(str, ids))} everywhere: broker N is {', '.join(where)}")
-        lines.append("logs: eE:R = record R written in leader epoch E; | = the high watermark (HW), records left of it "
-                     "are committed; LEO = log end offset; epoch = the leader epoch the broker knows; epoch cache "
-                     "eE@O = epoch E starts at offset O; ISR = in-sync replicas; -1 = none")
+        lines.append(f"brokers are numbered {', '.join(map(str, ids))} everywhere: broker N is "
+                     f"{', '.join(where)}")
+        lines.append("logs: eE:R = record R written in leader epoch E; | = the high watermark "
+                     "(HW), records left of it are committed; LEO = log end offset; epoch = the "
+                     "leader epoch the broker knows; epoch cache eE@O = epoch E starts at offset "
+                     "O; ISR = in-sync replicas; -1 = none")
     if not show_hidden:
         root = type(trace.initial)
-        counters = sorted(field_set(root, "BOOKKEEPING_FIELDS"), key=root._fields.index) if hasattr(root, "_fields") else []
+        counters = (sorted(field_set(root, "BOOKKEEPING_FIELDS"), key=root._fields.index)
+                    if hasattr(root, "_fields") else [])
         ghosts = []
         for cls in _record_types(trace):
             names = [n for n in cls._fields if n in field_set(cls, "GHOST_FIELDS")]
-            if cls is root:  # a state field with a default (a model's optional part, e.g. Kafka's clients) that
+            # a state field with a default (a model's optional part, e.g. Kafka's clients) that
+            if cls is root:
                 # no state of the trace changes from it is not part of this trace's story
                 defaults = getattr(root, "_field_defaults", {})
                 names = [n for n in names if n not in defaults
                          or any(getattr(state, n) != defaults[n] for state in trace.states)]
             if names:
-                ghosts.append(", ".join(names) if cls is root else f"{', '.join(names)} of {cls.__name__}")
+                ghosts.append(", ".join(names) if cls is root else f"{', '.join(names)} of "
+                                                                   f"{cls.__name__}")
         parts = []
         if counters:
             parts.append("bound counters " + ", ".join(counters))
@@ -323,8 +355,8 @@ def legend(trace: Trace, show_hidden: bool = False) -> list[str]:
     return lines
 
 
-def print_trace(console: Console, trace: Trace, full: bool = False, broker: int | None = None, logs: bool = True,
-                show_hidden: bool = True, show_legend: bool = False) -> None:
+def print_trace(console: Console, trace: Trace, full: bool = False, broker: int | None = None,
+                logs: bool = True, show_hidden: bool = True, show_legend: bool = False) -> None:
     """Step by step: the action, what changed, and the broker logs when they changed.
 
     ``show_hidden`` False leaves out ghost variables and bound counters (``kmc trace show`` without
@@ -342,7 +374,8 @@ def print_trace(console: Console, trace: Trace, full: bool = False, broker: int 
         if views and not full and _in_log_table(key):
             continue
         if not full and isinstance(value, tuple) and not value:
-            empty.append(key)  # nothing in flight, no pending diverging epoch, no consumers: named on one line
+            # nothing in flight, no pending diverging epoch, no consumers: named on one line
+            empty.append(key)
             continue
         console.print(f"  {key} = {fmt(value, show_hidden)}")
     if empty:
@@ -370,14 +403,17 @@ def print_trace(console: Console, trace: Trace, full: bool = False, broker: int 
             for key, old, new in diff:
                 console.print(_change_line(key, old, new, show_hidden))
             if not diff:
-                console.print("  (no change)" if show_hidden else "  (no change to a shown variable)", style="dim")
+                console.print("  (no change)" if show_hidden else "  (no change to a shown "
+                                                                  "variable)", style="dim")
         current_views = broker_views(step.state) if logs else None
         if current_views and (current_views != previous_views or number == violation or full):
-            console.print(log_table(current_views, broker, _changed_brokers(previous_views, current_views)))
+            console.print(log_table(current_views, broker,
+                                    _changed_brokers(previous_views, current_views)))
         previous, previous_views = step.state, current_views
     if trace.invariant:
         where = trace.violation_index if trace.violation_index is not None else trace.length
-        what = "A deadlock is reached" if trace.invariant == "deadlock" else f"Invariant {trace.invariant} is violated"
+        what = ("A deadlock is reached" if trace.invariant == "deadlock"
+                else f"Invariant {trace.invariant} is violated")
         console.print(Text(f"{what} in state {where + 1} (after step {where}).", style="bold red"))
         if trace.explanation:
             console.print(f"  {trace.explanation}")

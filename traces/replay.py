@@ -34,9 +34,11 @@ class ReplayResult:
     invariant: Invariant | None = None
     explanation: str | None = None
     enabled: list[Action] = field(default_factory=list)
-    #: first step whose replayed state differs from the recorded one (None: all equal or none recorded)
+    #: first step whose replayed state differs from the recorded one (None: all equal or none
+    #: recorded)
     diverged_at: int | None = None
-    #: a blocked step: the guard it fails, in the words of the system modelled (None: the model has no sentence)
+    #: a blocked step: the guard it fails, in the words of the system modelled (None: the model has
+    #: no sentence)
     why: str | None = None
     #: a blocked replay's last state (where ``enabled_after`` searches from)
     blocked_state: Any = field(default=None, repr=False)
@@ -44,12 +46,13 @@ class ReplayResult:
 
     @property
     def enabled_after(self) -> list[Action] | None:
-        """A blocked step: the shortest sequence of steps from the blocked state after which it is enabled (None: none
-        within ``enabling_steps``' bounds, or not blocked); searched when first asked for (the text and ``--json``
-        ask, the replay itself does not)."""
+        """A blocked step: the shortest sequence of steps from the blocked state after which it is
+        enabled (None: none within ``enabling_steps``' bounds, or not blocked); searched when first
+        asked for (the text and ``--json`` ask, the replay itself does not)."""
         if self._enabled_after is False:
             self._enabled_after = (enabling_steps(self.model, self.blocked_state, self.action)
-                                   if self.outcome == "blocked" and self.blocked_state is not None else None)
+                                   if self.outcome == "blocked" and self.blocked_state is not None
+                                   else None)
         return self._enabled_after
 
     @property
@@ -76,13 +79,15 @@ class ReplayResult:
             why = f": {self.why}" if self.why else ""
             after = ("; it would be enabled after " + ", ".join(str(a) for a in self.enabled_after)
                      if self.enabled_after else "")
-            return (f"step {self.step} of {self.total_steps}, {self.action}, is not enabled under {self.under()}{why}"
-                    f"{after} (enabled there: {shown}{more})")
+            return (f"step {self.step} of {self.total_steps}, {self.action}, is not enabled under "
+                    f"{self.under()}{why}{after} (enabled there: {shown}{more})")
         if self.outcome == "violated":
             assert self.invariant is not None
-            return f"invariant {self.invariant.name} is violated at step {self.step} of {self.total_steps} under {self.under()}"
+            return (f"invariant {self.invariant.name} is violated at step {self.step} of "
+                    f"{self.total_steps} under {self.under()}")
         if self.outcome == "deadlock":
-            return f"the replay ends in a deadlock after {self.total_steps} steps under {self.under()}"
+            return (f"the replay ends in a deadlock after {self.total_steps} steps under "
+                    f"{self.under()}")
         return f"all {self.total_steps} steps replay under {self.under()} and every invariant holds"
 
     def matches(self, expected: Expectation) -> bool:
@@ -90,15 +95,18 @@ class ReplayResult:
             return False
         if expected.step is not None and expected.step != self.step:
             return False
-        if expected.invariant is not None and (self.invariant is None or self.invariant.name != expected.invariant):
+        if (expected.invariant is not None and (self.invariant is None or self.invariant.name
+                                                != expected.invariant)):
             return False
         return True
 
 
 def safety_invariants(model: Model, prefer: str | None = None) -> list[Invariant]:
-    found = [inv for inv in for_family(model.family).values() if inv.kind == SAFETY or inv.holds is not None]
+    found = [inv for inv in for_family(model.family).values() if inv.kind == SAFETY or inv.holds
+             is not None]
     found = [inv for inv in found if inv.holds is not None]
-    found.sort(key=lambda inv: inv.name != prefer)  # the recorded invariant first, else registry order
+    # the recorded invariant first, else registry order
+    found.sort(key=lambda inv: inv.name != prefer)
     return found
 
 
@@ -136,7 +144,8 @@ def replay(
     elif len(inits) == 1:
         current, diverged = inits[0], 0
     else:
-        raise NotReplayableError(f"the trace's initial state is not an initial state of model {model.name} here")
+        raise NotReplayableError("the trace's initial state is not an initial state of model "
+                                 f"{model.name} here")
     checks = list(invariants) if invariants is not None else safety_invariants(model, prefer)
     base_header = dict(header or model.describe())
     if model.protocol is not None:
@@ -146,13 +155,15 @@ def replay(
 
     def result(outcome: str, **kw: Any) -> ReplayResult:
         inv = kw.get("invariant")
-        trace = Trace(base_header, start, tuple(taken), inv.name if inv else ("deadlock" if outcome == "deadlock" else None),
+        trace = Trace(base_header, start, tuple(taken), inv.name if inv
+                      else ("deadlock" if outcome == "deadlock" else None),
                       len(taken) if outcome in ("violated", "deadlock") else None)
         out = ReplayResult(outcome, model, trace, len(steps), diverged_at=diverged, **kw)
         if outcome in ("violated", "deadlock"):
             out.explanation = explain(trace, inv)
-            out.trace = Trace(trace.header, trace.initial, trace.steps, trace.invariant, trace.violation_index,
-                              inv.why(taken[-1].state if taken else start) if inv else None)
+            out.trace = Trace(trace.header, trace.initial, trace.steps, trace.invariant,
+                              trace.violation_index, inv.why(taken[-1].state if taken else start)
+                              if inv else None)
         return out
 
     broken = _first_broken(checks, current) if check_from <= 0 else None
@@ -162,8 +173,10 @@ def replay(
         candidates = [(act, succ) for act, succ in model.successors(current) if spec.matches(act)]
         if not candidates:
             enabled = list(dict.fromkeys(act for act, _ in model.successors(current)))
-            why = model.why_not(current, spec.name, dict(spec.params), [step.action for step in taken])
-            return result("blocked", step=number, action=spec, enabled=enabled, why=why, blocked_state=current)
+            why = model.why_not(current, spec.name, dict(spec.params),
+                                [step.action for step in taken])
+            return result("blocked", step=number, action=spec, enabled=enabled, why=why,
+                          blocked_state=current)
         distinct = list(dict.fromkeys(succ for _, succ in candidates))
         if len(distinct) > 1:
             options = ", ".join(str(a) for a in dict.fromkeys(act for act, _ in candidates))
@@ -172,7 +185,8 @@ def replay(
                                      f"it fits {options}; name more parameters")
         act, current = candidates[0]
         taken.append(Step(act, current))
-        if diverged is None and recorded is not None and number - 1 < len(recorded) and recorded[number - 1] != current:
+        if (diverged is None and recorded is not None and number - 1 < len(recorded)
+            and recorded[number - 1] != current):
             diverged = number
         broken = _first_broken(checks, current) if number >= check_from else None
         if broken is not None:
@@ -188,16 +202,19 @@ ENABLING_DEPTH, ENABLING_STATES = 3, 5_000
 
 
 def enabling_steps(model: Model, state: Any, spec: StepSpec) -> list[Action] | None:
-    """The shortest sequence of steps from ``state`` after which ``spec`` is enabled (breadth-first, at most
-    ``ENABLING_DEPTH`` steps and ``ENABLING_STATES`` states); None if there is none within those bounds."""
+    """The shortest sequence of steps from ``state`` after which ``spec`` is enabled (breadth-first,
+    at most ``ENABLING_DEPTH`` steps and ``ENABLING_STATES`` states); None if there is none within
+    those bounds."""
     parents: dict[Any, tuple[Any, Action] | None] = {state: None}
     level = [state]
     for _ in range(ENABLING_DEPTH):
         following = []
         for current in level:
-            # the requests and answers in flight first (Deliver, Process, Receive, Serve, Send...), then new events
-            # (crashes, elections, produce): of the shortest ways, the one that completes what the replay started
-            for act, succ in sorted(model.successors(current), key=lambda pair: not pair[0].name.startswith(_HEALING)):
+            # the requests and answers in flight first (Deliver, Process, Receive, Serve, Send...),
+            # then new events (crashes, elections, produce): of the shortest ways, the one that
+            # completes what the replay started
+            for act, succ in sorted(model.successors(current),
+                                    key=lambda pair: not pair[0].name.startswith(_HEALING)):
                 if succ in parents:
                     continue
                 parents[succ] = (current, act)
@@ -219,7 +236,8 @@ def replay_trace(model: Model, trace: Trace, invariants: Sequence[str] = ()) -> 
     """Replay a recorded trace by its actions (every parameter must match)."""
     specs = [StepSpec(s.action.name, tuple(s.action.params), exact=True) for s in trace.steps]
     return replay(model, specs, initial=trace.initial, recorded=[s.state for s in trace.steps],
-                  header=dict(trace.header), prefer=trace.invariant, expect_deadlock=trace.invariant == "deadlock",
+                  header=dict(trace.header), prefer=trace.invariant, expect_deadlock=trace.invariant
+                  == "deadlock",
                   invariants=select_invariants(model, invariants))
 
 
@@ -232,17 +250,21 @@ def select_invariants(model: Model, names: Sequence[str]) -> list[Invariant] | N
     if missing:
         from spec.errors import UsageError
 
-        raise UsageError(f"model {model.name} has no invariant {missing[0]!r}; its invariants: {', '.join(available)}")
+        raise UsageError(f"model {model.name} has no invariant {missing[0]!r}; its invariants: "
+                         f"{', '.join(available)}")
     return [available[n] for n in names]
 
 
-def replay_scenario(model: Model, scenario: Scenario, invariants: Sequence[str] = ()) -> ReplayResult:
+def replay_scenario(model: Model, scenario: Scenario,
+                    invariants: Sequence[str] = ()) -> ReplayResult:
     checks = select_invariants(model, list(invariants) or list(scenario.invariants))
-    return replay(model, scenario.steps, header=scenario.header(), invariants=checks, check_from=scenario.check_from)
+    return replay(model, scenario.steps, header=scenario.header(), invariants=checks,
+                  check_from=scenario.check_from)
 
 
 def scenario_model(
-    scenario: Scenario, protocol: str | None = None, features: list[str] | None = None, constants: list[str] | None = None
+    scenario: Scenario, protocol: str | None = None, features: list[str] | None = None,
+    constants: list[str] | None = None
 ) -> Model:
     """The model a scenario names; ``protocol``, ``features`` and ``constants`` override its own.
 

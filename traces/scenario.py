@@ -42,11 +42,12 @@ from spec.errors import BadFileError, UsageError
 from traces.io import parse_json, read_bytes
 from traces.values import json_to_plain
 
-SCENARIO_KEYS = {"scenario", "description", "source", "model", "protocol", "constants", "features", "steps", "expect",
-                 "notes", "invariants", "check_from"}
+SCENARIO_KEYS = {"scenario", "description", "source", "model", "protocol", "constants", "features",
+                 "steps", "expect", "notes", "invariants", "check_from"}
 OUTCOMES = ("violated", "blocked", "holds", "deadlock")
 _NAME = r"[A-Za-z_][A-Za-z0-9_:.-]*"
-# anchored patterns over pieces without spaces: no two parts can match the same text, so no backtracking
+# anchored patterns over pieces without spaces: no two parts can match the same text, so no
+# backtracking
 _NAME_RE = re.compile(_NAME)
 _INT_RE = re.compile(r"-?[0-9]+")
 _VALUE_RE = re.compile(rf"-?[0-9]+|{_NAME}")
@@ -124,9 +125,9 @@ class Scenario:
         return header
 
     def expectation(self, protocol: str | None) -> Expectation | None:
-        """The expected outcome under ``protocol``: its own entry, else an entry under another name of the
-        same version (an alias such as ``kip-101`` for ``0.11.0``, or the reverse; a release number whose flags are
-        its row's, ``3.5.1`` for ``3.4.1``), else ``"*"``."""
+        """The expected outcome under ``protocol``: its own entry, else an entry under another name
+        of the same version (an alias such as ``kip-101`` for ``0.11.0``, or the reverse; a release
+        number whose flags are its row's, ``3.5.1`` for ``3.4.1``), else ``"*"``."""
         if protocol is not None and protocol in self.expect:
             return self.expect[protocol]
         if protocol is not None:
@@ -149,7 +150,8 @@ def parse_action(text: str, where: str = "step") -> StepSpec:
     backtrack over it), each piece checked with an anchored pattern that cannot backtrack.
     """
     if len(text) > MAX_STEP_CHARS:
-        raise BadFileError(f"{where}: an action of {len(text):,} characters (the limit is {MAX_STEP_CHARS:,})")
+        raise BadFileError(f"{where}: an action of {len(text):,} characters (the limit is "
+                           f"{MAX_STEP_CHARS:,})")
     body = text.strip()
     name, paren, rest = body.partition("(")
     name = name.strip()
@@ -157,17 +159,20 @@ def parse_action(text: str, where: str = "step") -> StepSpec:
     if paren:
         rest = rest.rstrip()
         if not rest.endswith(")"):
-            raise BadFileError(f"{where}: cannot read the action {_short(text)} (write Name(key=value, ...))")
+            raise BadFileError(f"{where}: cannot read the action {_short(text)} (write "
+                               "Name(key=value, ...))")
         inner = rest[:-1]
     if not _NAME_RE.fullmatch(name):
-        raise BadFileError(f"{where}: cannot read the action {_short(text)} (write Name(key=value, ...))")
+        raise BadFileError(f"{where}: cannot read the action {_short(text)} (write Name(key=value, "
+                           "...))")
     params: list[tuple[str, Any]] = []
     if inner and inner.strip():
         for part in inner.split(","):
             key, eq, value = part.partition("=")
             key, value = key.strip(), value.strip()
             if not eq or not _NAME_RE.fullmatch(key) or not _VALUE_RE.fullmatch(value):
-                raise BadFileError(f"{where}: cannot read the parameter {_short(part.strip())} of {name} (write key=value)")
+                raise BadFileError(f"{where}: cannot read the parameter {_short(part.strip())} of "
+                                   f"{name} (write key=value)")
             params.append((key, _value(value, where)))
     return StepSpec(name, tuple(params))
 
@@ -189,7 +194,8 @@ def _value(text: str, where: str = "step") -> Any:
 def _param_value(value: Any, where: str) -> Any:
     value = json_to_plain(value)
     if isinstance(value, float) or value is None or isinstance(value, dict):
-        raise BadFileError(f"{where}: a parameter must be an integer, a boolean, a word or a list of them")
+        raise BadFileError(f"{where}: a parameter must be an integer, a boolean, a word or a list "
+                           "of them")
     if isinstance(value, list):
         return tuple(_param_value(v, where) for v in value)
     return value
@@ -199,15 +205,18 @@ def parse_step(raw: Any, where: str) -> StepSpec:
     if isinstance(raw, str):
         return parse_action(raw, where)
     if not isinstance(raw, dict) or not isinstance(raw.get("action"), str):
-        raise BadFileError(f"{where}: a step is \"Name(key=value)\" or {{\"action\": NAME, \"params\": {{...}}}}")
+        raise BadFileError(f"{where}: a step is \"Name(key=value)\" or {{\"action\": NAME, "
+                           "\"params\": {...}}")
     unknown = set(raw) - {"action", "params", "note", "exact"}
     if unknown:
-        raise BadFileError(f"{where}: unknown keys {sorted(unknown)} (a step has action, params, note, exact)")
+        raise BadFileError(f"{where}: unknown keys {sorted(unknown)} (a step has action, params, "
+                           "note, exact)")
     params = raw.get("params") or {}
     if not isinstance(params, dict):
         raise BadFileError(f"{where}: params must be an object")
     spec = parse_action(raw["action"], where)
-    merged = spec.params + tuple((str(k), _param_value(v, f"{where}.{k}")) for k, v in params.items())
+    merged = spec.params + tuple((str(k), _param_value(v, f"{where}.{k}"))
+                                 for k, v in params.items())
     note = raw.get("note")
     if note is not None and not isinstance(note, str):
         raise BadFileError(f"{where}: note must be a string")
@@ -218,7 +227,8 @@ def _expectation(raw: Any, where: str) -> Expectation:
     if isinstance(raw, str):
         raw = {"outcome": raw}
     if not isinstance(raw, dict) or raw.get("outcome") not in OUTCOMES:
-        raise BadFileError(f"{where}: an expectation is {{\"outcome\": one of {', '.join(OUTCOMES)}, ...}}")
+        raise BadFileError(f"{where}: an expectation is {{\"outcome\": one of "
+                           f"{', '.join(OUTCOMES)}, ...}}")
     step = raw.get("step")
     if step is not None and (not isinstance(step, int) or isinstance(step, bool) or step < 0):
         raise BadFileError(f"{where}: step must be a non-negative integer")
@@ -237,7 +247,8 @@ def scenario_from_data(doc: Any, path: str) -> Scenario:
         raise BadFileError(f"{path}: a scenario is a JSON object")
     unknown = set(doc) - SCENARIO_KEYS
     if unknown:
-        raise BadFileError(f"{path}: unknown scenario keys {sorted(unknown)} (known: {', '.join(sorted(SCENARIO_KEYS))})")
+        raise BadFileError(f"{path}: unknown scenario keys {sorted(unknown)} (known: "
+                           f"{', '.join(sorted(SCENARIO_KEYS))})")
     model = doc.get("model")
     if not isinstance(model, str):
         raise BadFileError(f"{path}: a scenario names its model, e.g. \"model\": \"kafka\"")
@@ -260,11 +271,14 @@ def scenario_from_data(doc: Any, path: str) -> Scenario:
     if "outcome" in expect_raw:
         expect = {"*": _expectation(expect_raw, f"{path}: expect")}
     else:
-        if any(not str(k).strip() for k in expect_raw):  # an expectation for no protocol would never be checked
-            raise BadFileError(f"{path}: expect has an entry with an empty protocol name; name the protocol, or \"*\" "
+        # an expectation for no protocol would never be checked
+        if any(not str(k).strip() for k in expect_raw):
+            raise BadFileError(f"{path}: expect has an entry with an empty protocol name; name the "
+                               "protocol, or \"*\" "
                                "for every protocol")
         expect = {str(k): _expectation(v, f"{path}: expect.{k}") for k, v in expect_raw.items()}
-    for key in ("scenario", "model", "protocol"):  # a name that is empty names nothing: refused, not defaulted
+    # a name that is empty names nothing: refused, not defaulted
+    for key in ("scenario", "model", "protocol"):
         if isinstance(doc.get(key), str) and not doc[key].strip():
             fix = "give it a value" if key == "model" else "give it a value or leave the key out"
             raise BadFileError(f"{path}: \"{key}\" is empty; {fix}")
@@ -273,11 +287,13 @@ def scenario_from_data(doc: Any, path: str) -> Scenario:
     if not isinstance(invariants, list) or not all(isinstance(i, str) for i in invariants):
         raise BadFileError(f"{path}: invariants must be a list of invariant names")
     check_from = doc.get("check_from", 0)
-    if not isinstance(check_from, int) or isinstance(check_from, bool) or not 0 <= check_from <= len(steps):
-        raise BadFileError(f"{path}: check_from must be a step number between 0 and the number of steps ({len(steps)})")
-    return Scenario(path, str(doc.get("scenario") or path), model, protocol, dict(constants), dict(features), steps,
-                    expect, text if isinstance(text, str) else "", str(doc.get("source") or ""), tuple(invariants),
-                    check_from)
+    if (not isinstance(check_from, int) or isinstance(check_from, bool) or not 0 <= check_from
+        <= len(steps)):
+        raise BadFileError(f"{path}: check_from must be a step number between 0 and the number of "
+                           f"steps ({len(steps)})")
+    return Scenario(path, str(doc.get("scenario") or path), model, protocol, dict(constants),
+                    dict(features), steps, expect, text if isinstance(text, str) else "",
+                    str(doc.get("source") or ""), tuple(invariants), check_from)
 
 
 def load_scenario(path: str) -> Scenario:
@@ -296,18 +312,22 @@ def check_names(scenario: Scenario) -> None:
     path = scenario.path
     try:
         info = get_model_info(scenario.model)
-        # a row, one of its aliases (an older name such as kip-279) or a release by its number, as --protocol takes them
+        # a row, one of its aliases (an older name such as kip-279) or a release by its number, as
+        # --protocol takes them
         if scenario.protocol is not None and not info.has_protocol(scenario.protocol):
             raise UsageError(info.unknown_protocol(scenario.protocol))
-        constants = [f"{k}={'on' if v is True else 'off' if v is False else v}" for k, v in scenario.constants.items()]
+        constants = [f"{k}={'on' if v is True else 'off' if v is False else v}"
+                     for k, v in scenario.constants.items()]
         parse_constants(info, constants)
         flags = [f"{k}={'on' if v else 'off'}" for k, v in scenario.features.items()]
         parse_features(info, flags)
-        family = build_model(info.name, constants, scenario.protocol or info.default_protocol, flags).family
+        family = build_model(info.name, constants, scenario.protocol or info.default_protocol,
+                             flags).family
     except UsageError as exc:
         raise BadFileError(f"{path}: {exc}; fix the scenario file") from None
     available = for_family(family)
     for name in scenario.invariants:
         if name not in available:
-            raise BadFileError(f"{path}: the scenario names invariant {name!r}, which model {scenario.model} does not have "
-                               f"(its invariants: {', '.join(available) or 'none'}); fix the scenario file")
+            raise BadFileError(f"{path}: the scenario names invariant {name!r}, which model "
+                               f"{scenario.model} does not have (its invariants: "
+                               f"{', '.join(available) or 'none'}); fix the scenario file")

@@ -109,14 +109,15 @@ def _hashable(value: Any) -> Any:
 
 
 # -- what a model says about its fields ------------------------------------------------------------
-#: a field whose integer values have names: field -> the table of names in the module that defines the
-#: record type (for Kafka: error codes in responses, the fetcher state of a broker, the message kind).
-#: A table is a tuple (value -> name) or a dict {value: name}.
+#: a field whose integer values have names: field -> the table of names in the module that defines
+#: the record type (for Kafka: error codes in responses, the fetcher state of a broker, the message
+#: kind). A table is a tuple (value -> name) or a dict {value: name}.
 VALUE_NAME_TABLES = {"error": "ERROR_NAMES", "fetch": "FETCHER_NAMES", "kind": "KIND_NAMES"}
 
 
 def field_set(cls: type, attribute: str) -> frozenset[str]:
-    """The fields a state type lists in one of its class attributes (``GHOST_FIELDS``, ``SET_FIELDS``, ...).
+    """The fields a state type lists in one of its class attributes (``GHOST_FIELDS``,
+    ``SET_FIELDS``, ...).
 
     A model declares them on its NamedTuple classes; a class that declares nothing has none. Names
     that are not fields (left over after a model change) are ignored.
@@ -134,7 +135,8 @@ def hidden_fields(cls: type) -> frozenset[str]:
 
 
 def name_table(record_type: type, field: str) -> dict[int, str] | None:
-    """value -> name for ``field`` of ``record_type``, from the module that defines the type (None: no names)."""
+    """value -> name for ``field`` of ``record_type``, from the module that defines the type (None:
+    no names)."""
     table_name = VALUE_NAME_TABLES.get(field)
     if table_name is None:
         return None
@@ -175,7 +177,8 @@ _HINTS: dict[type, dict[str, Any]] = {}
 
 
 def is_sequence_hint(hint: Any) -> bool:
-    """``tuple[X, ...]`` (or a bare ``tuple``): a sequence, as opposed to a fixed-length TLA+ tuple."""
+    """``tuple[X, ...]`` (or a bare ``tuple``): a sequence, as opposed to a fixed-length TLA+
+    tuple."""
     if hint is tuple:
         return True
     args = typing.get_args(hint)
@@ -229,25 +232,29 @@ def _record_classes(hint: Any) -> tuple[type, ...]:
 
 
 def _unit(value: Any) -> bool:
-    """The payload of an enum-like variant: ``{}``, ``{"#tup": []}``, null or Apalache's ``"U_OF_UNIT"``."""
-    return value in ({}, {"#tup": []}, None, []) or (isinstance(value, str) and value.upper() == "U_OF_UNIT")
+    """The payload of an enum-like variant: ``{}``, ``{"#tup": []}``, null or Apalache's
+    ``"U_OF_UNIT"``."""
+    return (value in ({}, {"#tup": []}, None, [])
+            or (isinstance(value, str) and value.upper() == "U_OF_UNIT"))
 
 
 class ValueDecoder:
-    """Reads JSON values (our JSON and ITF as kmc, Apalache or Quint write it) into a model's typed values.
+    """Reads JSON values (our JSON and ITF as kmc, Apalache or Quint write it) into a model's typed
+    values.
 
     What a value becomes is decided by the field it fills (its annotation in the model) and then by
     its shape: a record is the state type with exactly its fields; ``#set`` fills a ``frozenset``
-    field, or a tuple field that stands for a set (sorted, as the model keeps it); ``#map`` with keys
-    0..n-1 fills a tuple indexed by broker id; ``#tup`` and arrays fill tuples; a string fills an
-    int field whose values have names (``"fetching"``, ``"FENCED_LEADER_EPOCH"``), and so does a
+    field, or a tuple field that stands for a set (sorted, as the model keeps it); ``#map`` with
+    keys 0..n-1 fills a tuple indexed by broker id; ``#tup`` and arrays fill tuples; a string fills
+    an int field whose values have names (``"fetching"``, ``"FENCED_LEADER_EPOCH"``), and so does a
     Quint variant with no payload (``{"tag": "fetching", "value": {"#tup": []}}``); a variant with a
     record payload is the record type its tag names.
     """
 
     def __init__(self, types: Iterable[type], sample: Any = None) -> None:
         self.types = collect_types(types, sample)
-        self.root: type | None = type(sample) if sample is not None and hasattr(sample, "_fields") else None
+        self.root: type | None = (type(sample) if sample is not None and hasattr(sample, "_fields")
+                                  else None)
         self._in_state = False
         self._by_fields: dict[frozenset[str], list[type]] = {}
         for cls in self.types.values():
@@ -261,10 +268,12 @@ class ValueDecoder:
         finally:
             self._in_state = False
         if self.root is not None and type(value) is not self.root:
-            raise ShapeError(path, f"is not a {self.root.__name__} (its variables are {', '.join(self.root._fields)})")
+            raise ShapeError(path, f"is not a {self.root.__name__} (its variables are "
+                             f"{', '.join(self.root._fields)})")
         return value
 
-    def value(self, data: Any, path: str, hint: Any = None, owner: type | None = None, field: str | None = None) -> Any:
+    def value(self, data: Any, path: str, hint: Any = None, owner: type | None = None, field: str
+              | None = None) -> Any:
         if isinstance(data, bool):
             return data
         if isinstance(data, int):
@@ -284,18 +293,22 @@ class ValueDecoder:
         if table is None and not self._in_state:
             return text  # an action parameter may be a string
         if table is None:
-            raise ShapeError(path, f"the string {text[:40]!r} is not a value a state can hold (states hold no "
+            raise ShapeError(path, f"the string {text[:40]!r} is not a value a state can hold "
+                             "(states hold no "
                                    "strings; named values only in fields that have names)")
         for number, name in table.items():
             if name == text:
                 return number
-        raise ShapeError(path, f"{text!r} is not a {field} of this model (known: {', '.join(table.values())})")
+        raise ShapeError(path, f"{text!r} is not a {field} of this model (known: "
+                         f"{', '.join(table.values())})")
 
     def _items(self, items: list, path: str, hint: Any, as_set: bool, fixed: bool = False) -> Any:
-        decoded = [self.value(item, f"{path}[{i}]", item_hint(hint, i) if fixed else item_hint(hint))
+        decoded = [self.value(item, f"{path}[{i}]", item_hint(hint, i) if fixed
+                              else item_hint(hint))
                    for i, item in enumerate(items)]
         wants_set = typing.get_origin(hint) in (frozenset, set) or hint in (frozenset, set)
-        if wants_set or (as_set and not is_sequence_hint(hint) and typing.get_origin(hint) is not tuple):
+        if (wants_set or (as_set and not is_sequence_hint(hint) and typing.get_origin(hint)
+                          is not tuple)):
             try:
                 return frozenset(decoded)
             except TypeError:
@@ -307,7 +320,8 @@ class ValueDecoder:
                 raise ShapeError(path, "a set whose items do not compare") from None
         return tuple(decoded)
 
-    def _object(self, data: dict, path: str, hint: Any, owner: type | None, field: str | None) -> Any:
+    def _object(self, data: dict, path: str, hint: Any, owner: type | None, field: str
+                | None) -> Any:
         keys = set(data)
         if keys == {"#bigint"}:
             text = data["#bigint"]
@@ -322,7 +336,8 @@ class ValueDecoder:
             if not isinstance(data[tag], list):
                 raise ShapeError(path, f"{tag} must hold an array")
             if tag == "#tup":
-                return self._items(data[tag], path, hint, as_set=False, fixed=not is_sequence_hint(hint))
+                return self._items(data[tag], path, hint, as_set=False,
+                                   fixed=not is_sequence_hint(hint))
             return self._items(data[tag], path, hint, as_set=True)
         if keys == {"#map"}:
             return self._map(data["#map"], path, hint)
@@ -332,15 +347,18 @@ class ValueDecoder:
             raise ShapeError(path, f"unsupported ITF form {sorted(keys)}")
         candidates = self._by_fields.get(frozenset(keys), [])
         if not candidates:
-            # a trace written before a state type gained a field with a default (a newer model's inert field): the
-            # fields it names are the type's required ones plus some of its defaulted ones
+            # a trace written before a state type gained a field with a default (a newer model's
+            # inert field): the fields it names are the type's required ones plus some of its
+            # defaulted ones
             candidates = [cls for fields, classes in self._by_fields.items() for cls in classes
-                          if keys < fields and fields - keys <= set(getattr(cls, "_field_defaults", {}))]
+                          if keys < fields and fields - keys
+                          <= set(getattr(cls, "_field_defaults", {}))]
         if len(candidates) > 1:
             allowed = _record_classes(hint)
             candidates = [c for c in candidates if c in allowed] or candidates
         if not candidates:
-            raise ShapeError(path, f"no state type of this model has exactly the fields {sorted(keys)}")
+            raise ShapeError(path, "no state type of this model has exactly the fields "
+                             f"{sorted(keys)}")
         if len(candidates) > 1:
             names = ", ".join(c.__name__ for c in candidates)
             raise ShapeError(path, f"the fields {sorted(keys)} fit several state types ({names})")
@@ -349,7 +367,8 @@ class ValueDecoder:
     def _record(self, cls: type, data: dict, path: str) -> Any:
         hints = field_hints(cls)
         defaults = getattr(cls, "_field_defaults", {})
-        fields = [self.value(data[name], f"{path}.{name}", hints.get(name), cls, name) if name in data else defaults[name]
+        fields = [self.value(data[name], f"{path}.{name}", hints.get(name), cls, name) if name
+                  in data else defaults[name]
                   for name in cls._fields]
         try:
             return cls(*fields)
@@ -357,18 +376,23 @@ class ValueDecoder:
             raise ShapeError(path, f"cannot build {cls.__name__}: {exc}") from None
 
     def _map(self, pairs: Any, path: str, hint: Any) -> Any:
-        """A function from broker ids 0..n-1 (``#map``) read into the tuple the model indexes by id."""
-        if not isinstance(pairs, list) or not all(isinstance(p, list) and len(p) == 2 for p in pairs):
+        """A function from broker ids 0..n-1 (``#map``) read into the tuple the model indexes by
+        id."""
+        if (not isinstance(pairs, list) or not all(isinstance(p, list) and len(p) == 2
+                                                   for p in pairs)):
             raise ShapeError(path, "#map must hold an array of [key, value] pairs")
         keys = [self.value(k, f"{path}.key", None) for k, _ in pairs]
         if not all(type(k) is int for k in keys) or sorted(keys) != list(range(len(pairs))):
-            raise ShapeError(path, f"kmc reads a #map only as a tuple indexed by broker id 0..n-1; the keys are {keys}")
+            raise ShapeError(path, "kmc reads a #map only as a tuple indexed by broker id 0..n-1; "
+                             f"the keys are {keys}")
         values = dict(zip(keys, (v for _, v in pairs), strict=True))
         inner = item_hint(hint)
         return tuple(self.value(values[i], f"{path}[{i}]", inner) for i in range(len(pairs)))
 
-    def _variant(self, tag: str, payload: Any, path: str, hint: Any, owner: type | None, field: str | None) -> Any:
-        if _unit(payload) and owner is not None and field is not None and name_table(owner, field) is not None:
+    def _variant(self, tag: str, payload: Any, path: str, hint: Any, owner: type | None, field: str
+                 | None) -> Any:
+        if (_unit(payload) and owner is not None and field is not None and name_table(owner, field)
+            is not None):
             return self._name(tag, path, owner, field)
         cls = self.types.get(tag)
         if cls is not None and isinstance(payload, dict) and set(payload) <= set(cls._fields) and \

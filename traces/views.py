@@ -16,7 +16,8 @@ from traces.values import value_name
 
 
 class Named(int):
-    """An integer state value shown by its name (``FENCED_LEADER_EPOCH``, ``truncating``); equal to the int."""
+    """An integer state value shown by its name (``FENCED_LEADER_EPOCH``, ``truncating``); equal to
+    the int."""
 
     name: str
 
@@ -32,7 +33,8 @@ class Named(int):
 
 
 def named(record_type: type, field: str, value: Any) -> Any:
-    """``value`` with its name if the module defining ``record_type`` has a table of names for ``field``."""
+    """``value`` with its name if the module defining ``record_type`` has a table of names for
+    ``field``."""
     name = value_name(record_type, field, value)
     return value if name is None else Named(value, name)
 
@@ -59,7 +61,8 @@ class BrokerView:
     epoch_cache: tuple[tuple[int, int], ...] = ()
     #: position of this broker in the state's per-broker tuples
     index: int = 0
-    #: the fetcher's state for the partition by name ("none", "truncating", "fetching"), when the model has one
+    #: the fetcher's state for the partition by name ("none", "truncating", "fetching"), when the
+    #: model has one
     fetcher: str = ""
     #: the broker epoch (KIP-380 generation) of its current registration, when the model has one
     broker_epoch: int | None = None
@@ -86,8 +89,8 @@ class Divergence:
             return view.log[self.offset].label() if self.offset < view.leo else "nothing"
 
         return (f"brokers {self.a.broker} and {self.b.broker} differ at offset {self.offset} "
-                f"(broker {self.a.broker} has {at(self.a)}, broker {self.b.broker} has {at(self.b)}; "
-                f"HW {self.a.hw} and {self.b.hw}, LEO {self.a.leo} and {self.b.leo})")
+                f"(broker {self.a.broker} has {at(self.a)}, broker {self.b.broker} has "
+                f"{at(self.b)}; HW {self.a.hw} and {self.b.hw}, LEO {self.a.leo} and {self.b.leo})")
 
 
 def _field(value: Any, *names: str) -> Any:
@@ -114,7 +117,8 @@ def _reference_views(state: Any) -> list[BrokerView] | None:
     views = []
     for i, (log, rs) in enumerate(zip(logs, replicas, strict=True), start=1):
         leader = _field(rs, "leader")
-        role = "leader" if leader == i else ("follower" if leader is not None and leader >= 1 else "")
+        role = ("leader" if leader == i else ("follower" if leader is not None and leader >= 1
+                                              else ""))
         views.append(BrokerView(i, tuple(_entry(r) for r in log), int(_field(rs, "hw") or 0),
                                 _field(rs, "leader_epoch"), role, index=i - 1))
     return views
@@ -142,7 +146,8 @@ def _broker_tuple_views(state: Any) -> list[BrokerView] | None:
             records, cache = log, _field(b, "epoch_cache", "cache", "epochs") or ()
         alive = _field(b, "alive", "up", "online")
         leader = _field(b, "leader")
-        role = "offline" if alive is False else ("leader" if leader == i else "follower" if (leader or 0) >= 0 else "no leader")
+        role = ("offline" if alive is False else ("leader" if leader == i else "follower"
+                                                  if (leader or 0) >= 0 else "no leader"))
         if alive is not False and _field(b, "stopping") is True:
             role += ", stopping"
         hw = _field(b, "hw", "high_watermark")
@@ -151,7 +156,8 @@ def _broker_tuple_views(state: Any) -> list[BrokerView] | None:
         fetcher = "" if fetch is None else str(named(type(b), "fetch", fetch))
         generation = _field(b, "broker_epoch")
         views.append(BrokerView(i, tuple(_entry(r) for r in records), int(hw or 0), epoch, role,
-                                tuple(tuple(c) for c in cache if isinstance(c, tuple)), index=i - first,
+                                tuple(tuple(c) for c in cache if isinstance(c, tuple)), index=i
+                                - first,
                                 fetcher=fetcher if alive is not False and leader != i else "",
                                 broker_epoch=generation))
     return views

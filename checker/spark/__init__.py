@@ -9,13 +9,12 @@ Start small, grow large
     states (``--spark-threshold``, default 10,000) and move to Spark from the first level whose
     frontier reaches it. A search that never gets there never starts Spark.
 
-Two transports
-    ``arrow`` (the default when PyArrow, pandas and PySpark 4 are installed; ``arrow_step``):
-    DataFrames, states as compact msgpack in a binary column, successors over Arrow batches
-    (``mapInArrow``), dedup and the anti-join against the visited set in the JVM; its design is
-    in ``arrow_step``. ``blocks`` (``--spark-transport blocks``): RDDs of columnar blocks, described
-    below. Both write resumable run directories (``--checkpoint DIR``); ``--resume DIR`` continues in
-    the transport that wrote it (run.json's ``transport``).
+Two transports ``arrow`` (the default when PyArrow, pandas and PySpark 4 are installed;
+    ``arrow_step``): DataFrames, states as compact msgpack in a binary column, successors over Arrow
+    batches (``mapInArrow``), dedup and the anti-join against the visited set in the JVM; its design
+    is in ``arrow_step``. ``blocks`` (``--spark-transport blocks``): RDDs of columnar blocks,
+    described below. Both write resumable run directories (``--checkpoint DIR``); ``--resume DIR``
+    continues in the transport that wrote it (run.json's ``transport``).
 
 One level on Spark with the blocks transport is one job (two for large or resumable levels)
     The frontier (the last level) and the visited set are pair RDDs partitioned by the 64-bit
@@ -55,16 +54,16 @@ Fault tolerance
     reads any (``resume``), and refuses with one line (exit 65). Ctrl-C cancels the running jobs and
     ends with one line (``session.SparkInterrupt``).
 
-Modules
-    ``engine`` the engine's options (``SparkOptions``) and its hooks into the one level loop of
-    ``checker.levels`` (``SparkBFS``: a level step that runs a local level below the threshold,
-    else starts Spark once and runs a Spark level; ``run_engine``); ``arrow_step`` one level on Spark
-    with the arrow transport; ``level_step`` one level with the blocks transport;
-    ``expand`` job 1 (expand, dedup, invariants); ``numbering`` global indices and parent pointers;
-    ``blocks`` the columnar blocks and record functions; ``driver_state`` the driver's bookkeeping;
-    ``rundir`` the run directory; ``resume`` run.json and ``--resume``; ``verdict`` traces and the
-    result; ``session`` the SparkSession and its environment. This package re-exports the names
-    the engine registry, the tests and the benchmarks import (``from checker.spark import SparkOptions, run_engine``).
+Modules ``engine`` the engine's options (``SparkOptions``) and its hooks into the one level loop of
+    ``checker.levels`` (``SparkBFS``: a level step that runs a local level below the threshold, else
+    starts Spark once and runs a Spark level; ``run_engine``); ``arrow_step`` one level on Spark
+    with the arrow transport; ``level_step`` one level with the blocks transport; ``expand`` job 1
+    (expand, dedup, invariants); ``numbering`` global indices and parent pointers; ``blocks`` the
+    columnar blocks and record functions; ``driver_state`` the driver's bookkeeping; ``rundir`` the
+    run directory; ``resume`` run.json and ``--resume``; ``verdict`` traces and the result;
+    ``session`` the SparkSession and its environment. This package re-exports the names the engine
+    registry, the tests and the benchmarks import
+    (``from checker.spark import SparkOptions, run_engine``).
 """
 
 from __future__ import annotations

@@ -1,5 +1,6 @@
 """One level of the search on Spark SQL: states as binary in Arrow batches, dedup and the anti-join
-against the visited set in the JVM (``--spark-transport arrow``; needs PyArrow, pandas and PySpark 4).
+against the visited set in the JVM (``--spark-transport arrow``; needs PyArrow, pandas and PySpark
+4).
 
 Per level
     The frontier is a DataFrame ``(fp long, state binary)``; the states are encoded with the model's
@@ -45,10 +46,11 @@ Per level
     shared successors before they are encoded and shuffled.
 
 Resumable runs (``--checkpoint DIR``): the local prefix is saved when Spark starts, and each level,
-once its job is in, is written as Parquet ``(fp, key, state)`` (one more job, which reads the level's
-checkpoint) and committed to run.json with its digest. ``--resume DIR`` reads every level's
-``(fp, key)`` back to the driver as its parent pointers (each checked to point into the level before),
-the visited fingerprints from every level and the last level as the frontier (``_arrow_resume``).
+once its job is in, is written as Parquet ``(fp, key, state)`` (one more job, which reads the
+level's checkpoint) and committed to run.json with its digest. ``--resume DIR`` reads every level's
+``(fp, key)`` back to the driver as its parent pointers (each checked to point into the level
+before), the visited fingerprints from every level and the last level as the frontier
+(``_arrow_resume``).
 
 Every task is deterministic (its input sorted by global index, minimum keys), so a retried task
 or a recomputed partition changes nothing.
@@ -85,9 +87,9 @@ from spec.model import Model
 #: bits of the order key that hold the successor position (a state has fewer than 2**20 successors)
 POSITION_BITS = 20
 POSITION_MASK = (1 << POSITION_BITS) - 1
-#: levels whose fingerprints the expansion gets (the frontier and the ones before it): a successor in
-#: one of them is known to be visited and is neither encoded nor checked (the anti-join in the JVM
-#: drops it anyway; on Kafka most successors already visited are one to three levels back)
+#: levels whose fingerprints the expansion gets (the frontier and the ones before it): a successor
+#: in one of them is known to be visited and is neither encoded nor checked (the anti-join in the
+#: JVM drops it anyway; on Kafka most successors already visited are one to three levels back)
 RECENT_LEVELS = 3
 #: rows per Arrow batch that ``ArrowExpand`` yields
 BATCH_ROWS = 8192
@@ -105,17 +107,21 @@ def arrow_available() -> bool:
 
 
 class ArrowExpand:
-    """``mapInArrow`` over one frontier partition: its candidates as Arrow batches, then one statistics row.
-    ``invariants`` are checked on the partition's own states (the frontier), not on the candidates."""
+    """``mapInArrow`` over one frontier partition: its candidates as Arrow batches, then one
+    statistics row. ``invariants`` are checked on the partition's own states (the frontier), not on
+    the candidates."""
 
-    def __init__(self, model: Model, symmetry: bool, check_deadlock: bool, invariants: list[Any], numbers: Any,
-                 codec: ModelStateCodec | CompactCodec, fail_once: str | None = None, canonical: Any = None) -> None:
+    def __init__(self, model: Model, symmetry: bool, check_deadlock: bool, invariants: list[Any],
+                 numbers: Any, codec: ModelStateCodec | CompactCodec, fail_once: str | None = None,
+                 canonical: Any = None) -> None:
         self.model = model
         self.symmetry = symmetry
-        self.canonical = canonical  # the stored form (``search_canonical``: --reduce dead, --symmetry)
+        # the stored form (``search_canonical``: --reduce dead, --symmetry)
+        self.canonical = canonical
         self.check_deadlock = check_deadlock
         self.invariants = invariants
-        self.numbers = numbers  # broadcast (fingerprints sorted, their global indices, recent levels' fingerprints)
+        # broadcast (fingerprints sorted, their global indices, recent levels' fingerprints)
+        self.numbers = numbers
         self.codec = codec
         self.fail_once = fail_once
 
@@ -133,9 +139,10 @@ class ArrowExpand:
         decode, encode = self.codec.decode, self.codec.encode
         view = SuccessorView(self.model, self.symmetry, self.canonical)
         successors_of = view.of
-        # --symmetry / --reduce dead without bounds: a successor whose own fingerprint is one ``seen`` holds is a
-        # canonical state found already (its canonical form is itself), so it is skipped before ``canonical``, as
-        # the local engine's loop does (``checker.bfs.LocalBFS._expand``); the candidates are the same
+        # --symmetry / --reduce dead without bounds: a successor whose own fingerprint is one
+        # ``seen`` holds is a canonical state found already (its canonical form is itself), so it is
+        # skipped before ``canonical``, as the local engine's loop does
+        # (``checker.bfs.LocalBFS._expand``); the candidates are the same
         only_canonical = view.within is None and view.canonical is not None
         successors, canonical = self.model.successors, view.canonical
         # the frontier's states are checked here, each once (they are the level's distinct states);
@@ -197,20 +204,23 @@ class ArrowExpand:
         if out_fp:
             yield _candidates(pa, out_fp, out_key, out_state)
         yield pa.RecordBatch.from_arrays(
-            [pa.array([None], pa.int64()), pa.array([None], pa.int64()), pa.array([None], pa.binary()),
-             pa.array([violated], pa.int64()), pa.array([generated], pa.int64()), pa.array([deadlock], pa.int64()),
+            [pa.array([None], pa.int64()), pa.array([None], pa.int64()),
+             pa.array([None], pa.binary()), pa.array([violated], pa.int64()),
+             pa.array([generated], pa.int64()), pa.array([deadlock], pa.int64()),
              pa.array([int((time.process_time() - cpu_started) * 1e6)], pa.int64())],
             names=["fp", "key", "state", "bad", "gen", "dead", "cpu"],
         )
 
 
 class FrontierCheck:
-    """``mapInArrow`` over one frontier partition: the invariants on its states in global-index order;
-    one row (global index, invariants violated) for each state that is the partition's first to
-    violate one of them. Run on a frontier that is not expanded (the search stops there) and to
-    find the first violating state once an expansion reported that some state violates an invariant."""
+    """``mapInArrow`` over one frontier partition: the invariants on its states in global-index
+    order; one row (global index, invariants violated) for each state that is the partition's first
+    to violate one of them. Run on a frontier that is not expanded (the search stops there) and to
+    find the first violating state once an expansion reported that some state violates an
+    invariant."""
 
-    def __init__(self, invariants: list[Any], numbers: Any, codec: ModelStateCodec | CompactCodec) -> None:
+    def __init__(self, invariants: list[Any], numbers: Any, codec: ModelStateCodec
+                 | CompactCodec) -> None:
         self.invariants = invariants
         self.numbers = numbers
         self.codec = codec
@@ -234,13 +244,14 @@ class FrontierCheck:
             if bad:
                 found_index.append(int(gidx[i]))
                 found_bad.append(bad)
-        yield pa.RecordBatch.from_arrays([pa.array(found_index, pa.int64()), pa.array(found_bad, pa.int64())],
+        yield pa.RecordBatch.from_arrays([pa.array(found_index, pa.int64()),
+                                          pa.array(found_bad, pa.int64())],
                                          names=["index", "bad"])
 
 
 def _check(state: Any, checks: list[tuple[int, Any]]) -> tuple[int, list[tuple[int, Any]]]:
-    """(the bits of the invariants in ``checks`` that ``state`` violates, the checks left to run on the next
-    states: a partition reports each invariant's first violation only)."""
+    """(the bits of the invariants in ``checks`` that ``state`` violates, the checks left to run on
+    the next states: a partition reports each invariant's first violation only)."""
     bad = 0
     for bit, holds in checks:
         if not holds(state):
@@ -250,9 +261,11 @@ def _check(state: Any, checks: list[tuple[int, Any]]) -> tuple[int, list[tuple[i
     return bad, checks
 
 
-def _frontier_in_order(batches: Iterator[Any], numbers: tuple) -> tuple[list[bytes], np.ndarray, np.ndarray]:
+def _frontier_in_order(batches: Iterator[Any], numbers: tuple) -> tuple[list[bytes], np.ndarray,
+                                                                        np.ndarray]:
     """A frontier partition's encoded states, their global indices (from the level's numbering) and
-    the order that sorts them by global index (every task is deterministic whatever its input order)."""
+    the order that sorts them by global index (every task is deterministic whatever its input
+    order)."""
     fps_in: list[np.ndarray] = []
     blobs: list[bytes] = []
     for batch in batches:
@@ -263,18 +276,21 @@ def _frontier_in_order(batches: Iterator[Any], numbers: tuple) -> tuple[list[byt
     at = np.searchsorted(known, fps)
     at[at >= known.size] = 0
     if fps.size and not np.array_equal(known[at], fps):
-        raise RuntimeError("a frontier state has no global index (the level's numbering was not broadcast)")
+        raise RuntimeError("a frontier state has no global index (the level's numbering was not "
+                           "broadcast)")
     gidx = indices[at]
     return blobs, gidx, np.argsort(gidx, kind="stable")
 
 
 def _candidates(pa: Any, fps: list[int], keys: list[int], states: list[bytes]) -> Any:
-    return _candidates_arrays(pa, pa.array(fps, pa.int64()), pa.array(keys, pa.int64()), pa.array(states, pa.binary()))
+    return _candidates_arrays(pa, pa.array(fps, pa.int64()), pa.array(keys, pa.int64()),
+                              pa.array(states, pa.binary()))
 
 
 
 def _arrow_conf(spark: SparkRun, model: Model) -> None:
-    """The session's settings for the arrow transport's plans, its state codec and its partition labels."""
+    """The session's settings for the arrow transport's plans, its state codec and its partition
+    labels."""
     session, parts = spark.session, spark.partitions
     conf = session.conf
     conf.set("spark.sql.shuffle.partitions", str(parts))
@@ -323,7 +339,8 @@ def _by_index_range(spark: SparkRun, frame: Any, ordered_keys: np.ndarray) -> An
     for j in range(parts - 1):
         bound = int(ordered_keys[ordered_keys.size * (j + 1) // parts]) if ordered_keys.size else 0
         test = F.col("key") < F.lit(bound)
-        label = F.when(test, F.lit(labels[j])) if label is None else label.when(test, F.lit(labels[j]))
+        label = (F.when(test, F.lit(labels[j])) if label is None
+                 else label.when(test, F.lit(labels[j])))
     last = F.lit(labels[-1])
     label = last if label is None else label.otherwise(last)
     return frame.repartition(parts, label.cast("long")).select("fp", "state")
@@ -348,7 +365,8 @@ class ArrowLevelStep:
     """The Spark levels of ``SparkBFS`` on DataFrames (the Arrow transport)."""
 
     def _arrow_switch(self, spark: SparkRun, st: Counters, levels: list[LevelInfo]) -> None:
-        """Move the local prefix to Spark: its visited fingerprints and its last level become DataFrames."""
+        """Move the local prefix to Spark: its visited fingerprints and its last level become
+        DataFrames."""
         import pyarrow as pa
 
         local = st.local
@@ -356,20 +374,26 @@ class ArrowLevelStep:
         _arrow_conf(spark, self.model)
         if not self._run_dir.temporary:
             save_local_prefix(self._run_dir, self.model, self.options, local)
-        if self._kernel is not None:  # packed states with the kernel's fingerprints (``kernel_step``)
+        # packed states with the kernel's fingerprints (``kernel_step``)
+        if self._kernel is not None:
             rows, kernel_fps, start = packed_prefix(self._kernel, self.model, self.symmetry, local)
-            visited_fps, fps, states = kernel_fps, kernel_fps[start:], binary_column(pa, rows[start:])
+            visited_fps, fps, states = kernel_fps, kernel_fps[start:], binary_column(
+                pa, rows[start:])
         else:
             visited_fps = np.asarray(local.visited.array, dtype=np.int64)
             fps = np.fromiter((hash(s) for s in local.frontier), np.int64, len(local.frontier))
             states = pa.array([spark.codec.encode(s) for s in local.frontier], pa.binary())
         visited = pa.table({"fp": pa.array(visited_fps)})
-        spark.visited = _cut(spark, session.createDataFrame(visited).repartition(parts, "fp").sortWithinPartitions("fp"))
+        spark.visited = _cut(spark,
+                             session.createDataFrame(visited).repartition(
+                                 parts, "fp").sortWithinPartitions("fp"))
         spark.runs = []
         indices = np.arange(fps.size, dtype=np.int64)
         table = pa.table({"fp": pa.array(fps), "key": pa.array(indices), "state": states})
-        spark.frontier = _cut(spark, _by_index_range(spark, session.createDataFrame(table), indices))
-        self._broadcast_numbers(spark, fps, np.arange(local.frontier_base, local.frontier_base + fps.size,
+        spark.frontier = _cut(spark, _by_index_range(spark, session.createDataFrame(table),
+                                                     indices))
+        self._broadcast_numbers(spark, fps, np.arange(local.frontier_base, local.frontier_base
+                                                      + fps.size,
                                                       dtype=np.int64))
         spark.frontier_checked = True  # the local engine checked its last level as it committed it
         st.spark_started = True
@@ -384,7 +408,8 @@ class ArrowLevelStep:
         for old in spark.broadcasts:
             old.unpersist()
         spark.recent = [*spark.recent[1 - RECENT_LEVELS:], fps]
-        spark.broadcasts.append(spark.sc.broadcast((fps[order], indices[order], np.concatenate(spark.recent))))
+        spark.broadcasts.append(spark.sc.broadcast((fps[order], indices[order],
+                                                    np.concatenate(spark.recent))))
 
     def _arrow_level(self, spark: SparkRun, st: Counters, levels: list[LevelInfo]) -> None:
         import pyarrow.compute as pc
@@ -404,13 +429,16 @@ class ArrowLevelStep:
         table = table.filter(pc.is_valid(table["fp"]))
         timing = LevelTiming(depth, frontier_size, table.num_rows, 0.0, job_expand=job_expand,
                              expand=(pc.sum(stats["cpu"]).as_py() or 0) / 1e6)
-        violated = int(pc.sum(stats["bad"]).as_py() or 0) if stats.num_rows else 0  # one row: the OR of the tasks'
+        # one row: the OR of the tasks'
+        violated = int(pc.sum(stats["bad"]).as_py() or 0) if stats.num_rows else 0
         spark.frontier_checked = True
         if violated:
-            found = self._first_violations(spark, st, [inv for bit, inv in enumerate(check) if violated >> bit & 1])
+            found = self._first_violations(spark, st,
+                                           [inv for bit, inv in enumerate(check) if violated >> bit
+                                            & 1])
             if found and self.options.stop_at_first:
-                # the local engine stops after the level where it finds a violation, before expanding
-                # it: the expansion's new level, successors and deadlock are not counted
+                # the local engine stops after the level where it finds a violation, before
+                # expanding it: the expansion's new level, successors and deadlock are not counted
                 timing.new = 0
                 self._commit(spark, st, levels, self._run_dir)
                 timing.seconds = time.monotonic() - level_started
@@ -435,11 +463,13 @@ class ArrowLevelStep:
         rank = np.empty(count, np.int64)
         rank[order] = np.arange(count, dtype=np.int64)
         info = LevelInfo(depth, base, count)
-        info.pointers = (fps[order], keys[order] >> POSITION_BITS, (keys[order] & POSITION_MASK).astype(np.int32))
+        info.pointers = (fps[order], keys[order] >> POSITION_BITS,
+                         (keys[order] & POSITION_MASK).astype(np.int32))
         self._broadcast_numbers(spark, fps, base + rank)
         states = level.where(F.col("fp").isNotNull())
         if not self._run_dir.temporary:
-            # the resume point: the level's (fp, key, state) as Parquet, and their digest in run.json below
+            # the resume point: the level's (fp, key, state) as Parquet, and their digest in
+            # run.json below
             spark.sc.setJobDescription(f"kmc level {depth}: write")
             info.path = self._run_dir.level_path(depth)
             states.select("fp", "key", "state").write.mode("overwrite").parquet(info.path)
@@ -447,7 +477,8 @@ class ArrowLevelStep:
         # the expansion's partitions are ranges of the level in global-index order (made by the next
         # level's job, its first stage): siblings and cousins, which share many successors, are then
         # expanded by one task, whose first-occurrence filter drops the duplicates before they are
-        # encoded and shuffled (Kafka 2.1.0, 612,834 states: about 625,000 candidates instead of 1,068,676)
+        # encoded and shuffled (Kafka 2.1.0, 612,834 states: about 625,000 candidates instead of
+        # 1,068,676)
         spark.frontier = _by_index_range(spark, states, keys[order])
         spark.frontier_checked = False
         spark.runs.append(states.select("fp"))
@@ -461,17 +492,21 @@ class ArrowLevelStep:
         self._level_done(timing, st)
 
     def _expanded(self, spark: SparkRun, depth: int, check: list) -> Any:
-        """The level's one job, as a plan: expand the frontier (checking ``check`` on it), shuffle, anti-join the
-        visited runs, keep the smallest key per fingerprint; cut so that the next level's job computes it."""
+        """The level's one job, as a plan: expand the frontier (checking ``check`` on it), shuffle,
+        anti-join the visited runs, keep the smallest key per fingerprint; cut so that the next
+        level's job computes it."""
         from pyspark.sql import functions as F  # noqa: N812
 
-        fail_once = self.fail_marker if self.fail_at_depth is not None and int(self.fail_at_depth) == depth else None
+        fail_once = (self.fail_marker if self.fail_at_depth is not None and int(self.fail_at_depth)
+                     == depth else None)
         if self._kernel is not None:  # packed states expanded in C (``kernel_step``)
             expand: Any = KernelExpand(self._shipment, self.symmetry, self.options.check_deadlock,
-                                       kernel_checks(self._kernel, check), spark.broadcasts[-1], fail_once)
+                                       kernel_checks(self._kernel, check), spark.broadcasts[-1],
+                                       fail_once)
         else:
-            expand = ArrowExpand(self.model, self.symmetry, self.options.check_deadlock, check, spark.broadcasts[-1],
-                                 spark.codec, fail_once, canonical=self.local.canonical)
+            expand = ArrowExpand(self.model, self.symmetry, self.options.check_deadlock, check,
+                                 spark.broadcasts[-1], spark.codec, fail_once,
+                                 canonical=self.local.canonical)
         spark.sc.setJobDescription(f"kmc level {depth}: expand")
         candidates = spark.frontier.mapInArrow(expand, CANDIDATES_SCHEMA)
         # shuffled to their fingerprint's partition and sorted there (the visited runs are
@@ -482,8 +517,9 @@ class ArrowLevelStep:
         for run in spark.runs:
             fresh = fresh.join(run, "fp", "left_anti")
         new = fresh.groupBy("fp").agg(
-            F.min("key").alias("key"), F.min_by("state", "key").alias("state"), F.bit_or("bad").alias("bad"),
-            F.sum("gen").alias("gen"), F.min("dead").alias("dead"), F.sum("cpu").alias("cpu"),
+            F.min("key").alias("key"), F.min_by("state", "key").alias("state"),
+            F.bit_or("bad").alias("bad"), F.sum("gen").alias("gen"), F.min("dead").alias("dead"),
+            F.sum("cpu").alias("cpu"),
         )
         # the level's one job: expand, shuffle, anti-joins, dedup; the new level stays in Spark (a
         # checkpoint made as the job computes it, the next level's leaf) and only its keys come
@@ -498,15 +534,18 @@ class ArrowLevelStep:
         for run in spark.runs:
             merged = merged.unionByName(run)
         # made by the next level's job (its first stage)
-        spark.visited = _cut(spark, merged.repartition(spark.partitions, "fp").sortWithinPartitions("fp"),
+        spark.visited = _cut(spark,
+                             merged.repartition(spark.partitions, "fp").sortWithinPartitions("fp"),
                              eager=False)
         spark.runs = []
 
-    def _arrow_resume(self, spark: SparkRun, st: Counters, levels: list[LevelInfo], run_dir: RunDir) -> None:
-        """A run directory the arrow transport wrote, back in Spark: the parent pointers of its levels on the
-        driver (each level's keys, checked to point into the level before), the visited fingerprints (the local
-        prefix's and every level's) and the last level as the frontier, numbered for its expansion. Its files
-        were checked against their digests and their row count against run.json's (``Resumable._resume``)."""
+    def _arrow_resume(self, spark: SparkRun, st: Counters, levels: list[LevelInfo],
+                      run_dir: RunDir) -> None:
+        """A run directory the arrow transport wrote, back in Spark: the parent pointers of its
+        levels on the driver (each level's keys, checked to point into the level before), the
+        visited fingerprints (the local prefix's and every level's) and the last level as the
+        frontier, numbered for its expansion. Its files were checked against their digests and their
+        row count against run.json's (``Resumable._resume``)."""
         from pyspark.sql import functions as F  # noqa: N812
 
         session, parts = spark.session, spark.partitions
@@ -522,10 +561,12 @@ class ArrowLevelStep:
             order = np.argsort(keys, kind="stable")
             fps, keys = table["fp"].to_numpy()[order], keys[order]
             parents = keys >> POSITION_BITS
-            if (table.num_rows != level.count or (keys.size and (keys[0] < 0 or np.any(keys[1:] == keys[:-1])))
+            if (table.num_rows != level.count
+                or (keys.size and (keys[0] < 0 or np.any(keys[1:] == keys[:-1])))
                     or previous is None or np.any(parents < previous.base)
                     or np.any(parents >= previous.base + previous.count)):
-                raise BadFileError(f"run directory {run_dir.path}: level {level.depth}'s parent pointers do not "
+                raise BadFileError(f"run directory {run_dir.path}: level {level.depth}'s parent "
+                                   "pointers do not "
                                    "point into the level before; it cannot be resumed")
             level.pointers = (fps, parents, (keys & POSITION_MASK).astype(np.int32))
             previous = level
@@ -535,7 +576,8 @@ class ArrowLevelStep:
         spark.visited = _cut(spark, merged.repartition(parts, "fp").sortWithinPartitions("fp"))
         spark.runs = []
         last = levels[-1]
-        spark.recent = [level.pointers[0] for level in levels[-RECENT_LEVELS:-1] if level.pointers is not None]
+        spark.recent = [level.pointers[0] for level in levels[-RECENT_LEVELS:-1] if level.pointers
+                        is not None]
         if st.frontier_size:
             fps, parents, positions = last.pointers
             keys = (parents << POSITION_BITS) | positions.astype(np.int64)
@@ -548,7 +590,8 @@ class ArrowLevelStep:
         """The invariants not violated yet (each gets a bit of a 64-bit mask)."""
         pending = [inv for inv in self.invariants if inv.name not in st.found]
         if len(pending) > 62:
-            raise UsageError("the arrow Spark transport checks at most 62 invariants at once; use --spark-transport blocks")
+            raise UsageError("the arrow Spark transport checks at most 62 invariants at once; use "
+                             "--spark-transport blocks")
         return pending
 
     def _first_violations(self, spark: SparkRun, st: Counters, invariants: list[Any]) -> bool:
@@ -560,7 +603,8 @@ class ArrowLevelStep:
             return False
         spark.sc.setJobDescription(f"kmc level {st.depth}: first violating states")
         if self._kernel is not None:
-            check: Any = KernelFrontierCheck(self._shipment, kernel_checks(self._kernel, invariants),
+            check: Any = KernelFrontierCheck(self._shipment,
+                                             kernel_checks(self._kernel, invariants),
                                              spark.broadcasts[-1])
         else:
             check = FrontierCheck(invariants, spark.broadcasts[-1], spark.codec)

@@ -46,7 +46,8 @@ def _merge_stats(a: tuple, b: tuple) -> tuple:
 
 def _gc_paused(records: Iterator[Any]) -> Iterator[Any]:
     """Run a partition with the cyclic garbage collector off: states hold no cycles, and collections
-    triggered by millions of freshly unpickled tuples cost more than the unpickling itself (3-6x)."""
+    triggered by millions of freshly unpickled tuples cost more than the unpickling itself
+    (3-6x)."""
     enabled = gc.isenabled()
     gc.disable()
     try:
@@ -67,7 +68,8 @@ def unpack_states(blob: bytes) -> list[Any]:
     does with every record; it is never applied to a file a user hands us (run directories are
     Parquet with states in the msgpack codec, see ``checker.spark.rundir``).
     """
-    return pickle.loads(blob)  # noqa: S301 - only blobs _dumps made in this job (Spark's transport), never a file
+    return pickle.loads(
+        blob)  # noqa: S301 - only blobs _dumps made in this job (Spark's transport), never a file
 
 
 def _by_partition(fps: np.ndarray, partitions: int) -> Iterator[tuple[int, np.ndarray]]:
@@ -99,7 +101,8 @@ def _visited_chunk(record: tuple[int, tuple]) -> tuple[int, np.ndarray]:
     return record[0], record[1][1]
 
 
-def _merge_chunks(split: int, records: Iterable[tuple[int, np.ndarray]]) -> Iterator[tuple[int, np.ndarray]]:
+def _merge_chunks(split: int,
+                  records: Iterable[tuple[int, np.ndarray]]) -> Iterator[tuple[int, np.ndarray]]:
     arrays = [value for _key, value in records if value.size]
     if len(arrays) == 1:
         yield split, arrays[0]
@@ -152,7 +155,8 @@ def _rows_to_block(split: int, records: Iterable[tuple[int, tuple]]) -> Iterator
     yield split, _level_block(fps, parents, positions, [r[1][3] for r in rows], indices)
 
 
-def _fps_to_chunk(split: int, records: Iterable[tuple[int, Any]]) -> Iterator[tuple[int, np.ndarray]]:
+def _fps_to_chunk(split: int,
+                  records: Iterable[tuple[int, Any]]) -> Iterator[tuple[int, np.ndarray]]:
     fps = np.fromiter((record[0] for record in records), dtype=np.int64)
     if fps.size:
         yield split, np.sort(fps)

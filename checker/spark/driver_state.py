@@ -16,8 +16,10 @@ class LevelInfo:
     depth: int
     base: int  # global index of the level's first state
     count: int
-    path: str | None = None  # Parquet directory (None: a level of the local prefix or kept on the driver)
-    #: the SHA-256 of the level's files as written (``RunDir.level_digest``), checked before a resume reads them
+    # Parquet directory (None: a level of the local prefix or kept on the driver)
+    path: str | None = None
+    #: the SHA-256 of the level's files as written (``RunDir.level_digest``), checked before a
+    #: resume reads them
     digest: str | None = None
     #: (fingerprints, parent indices, successor positions) of a small level kept on the driver
     pointers: tuple[np.ndarray, np.ndarray, np.ndarray] | None = None
@@ -25,7 +27,8 @@ class LevelInfo:
     rdd: Any = None
 
     def to_json(self) -> dict[str, Any]:
-        return {"depth": self.depth, "base": self.base, "count": self.count, "path": self.path, "digest": self.digest}
+        return {"depth": self.depth, "base": self.base, "count": self.count, "path": self.path,
+                "digest": self.digest}
 
 
 @dataclass
@@ -51,19 +54,22 @@ class SparkRun:
     sc: Any
     created: bool
     partitions: int
-    #: the last level: RDD (fp, (gidx, parent, pos, state)), or DataFrame (fp, state) with the Arrow transport
+    #: the last level: RDD (fp, (gidx, parent, pos, state)), or DataFrame (fp, state) with the Arrow
+    #: transport
     frontier: Any = None
-    #: RDD (fp, sorted int64 array), one record per partition, or DataFrame (fp) with the Arrow transport
+    #: RDD (fp, sorted int64 array), one record per partition, or DataFrame (fp) with the Arrow
+    #: transport
     visited: Any = None
-    #: the Arrow transport's visited fingerprints of the levels since the last merge into ``visited``
-    #: (DataFrames (fp), hash-partitioned and sorted like it)
+    #: the Arrow transport's visited fingerprints of the levels since the last merge into
+    #: ``visited`` (DataFrames (fp), hash-partitioned and sorted like it)
     runs: list[Any] = field(default_factory=list)
     #: the Arrow transport's fingerprints of the last levels (the newest last)
     recent: list[Any] = field(default_factory=list)
     retired: list[Any] = field(default_factory=list)  # RDDs to unpersist after the next level
     broadcasts: list[Any] = field(default_factory=list)
     pointers: list[Any] = field(default_factory=list)  # parent pointers of large levels
-    codec: Any = None  # the codec of the Arrow transport's state column (``checker.codec.state_column_codec``)
+    # the codec of the Arrow transport's state column (``checker.codec.state_column_codec``)
+    codec: Any = None
     #: the Arrow transport: the frontier's states were checked against the invariants (the local
     #: prefix's last level, or a level whose expansion or ``FrontierCheck`` checked them)
     frontier_checked: bool = False

@@ -1,9 +1,9 @@
 """The Spark engine's driver: its options (``SparkOptions``) and its place in the one level loop
 (``checker.levels.run_levels``), whose level step is a local level while the frontier is below the
 threshold, then, Spark started and the local prefix moved to it once, a Spark level with the arrow
-(``arrow_step``) or blocks (``level_step``) transport. The loop's budgets, stop conditions and Ctrl-C
-are the other engines'; its checkpoint is the run directory each Spark level commits (``resume``), so
-the loop writes none. The design is in ``checker.spark``."""
+(``arrow_step``) or blocks (``level_step``) transport. The loop's budgets, stop conditions and
+Ctrl-C are the other engines'; its checkpoint is the run directory each Spark level commits
+(``resume``), so the loop writes none. The design is in ``checker.spark``."""
 
 from __future__ import annotations
 
@@ -36,7 +36,8 @@ from spec.errors import EnvironmentMissingError, KmcError, ModelError, UsageErro
 from spec.model import Model
 
 DEFAULT_THRESHOLD = 10_000
-#: levels with at most this many new states are numbered on the driver (their keys come back with job 1)
+#: levels with at most this many new states are numbered on the driver (their keys come back with
+#: job 1)
 DEFAULT_DRIVER_INDEX_LIMIT = 50_000
 #: levels between two reliable checkpoints of the RDDs (cuts their lineage)
 DEFAULT_CHECKPOINT_LEVELS = 10
@@ -47,13 +48,15 @@ DEFAULT_MERGE_LEVELS = 8
 
 @dataclass(frozen=True)
 class SparkOptions:
-    """The Spark engine's options (master, threshold and transport are the command line's, named by the engine's
-    record in ``checker.engines``; the others are for tests and ``bench/spark_bench.py``)."""
+    """The Spark engine's options (master, threshold and transport are the command line's, named by
+    the engine's record in ``checker.engines``; the others are for tests and
+    ``bench/spark_bench.py``)."""
 
     master: str = DEFAULT_MASTER
     #: levels run on the driver with the local engine while the frontier has fewer states
     threshold: int = DEFAULT_THRESHOLD
-    #: "arrow", "blocks" or None (arrow when PyArrow and PySpark 4 are there, blocks for resumable runs)
+    #: "arrow", "blocks" or None (arrow when PyArrow and PySpark 4 are there, blocks for resumable
+    #: runs)
     transport: str | None = None
     partitions: int | None = None  # None: two a core (one with the arrow transport)
     checkpoint_levels: int = DEFAULT_CHECKPOINT_LEVELS
@@ -61,9 +64,11 @@ class SparkOptions:
     driver_index_limit: int = DEFAULT_DRIVER_INDEX_LIMIT
     driver_memory: str = "4g"
     verbose: bool = False  # a line a level on stderr
-    #: the driver JVM's own log and start-up lines on stderr (``kmc check --verbose``); else errors only
+    #: the driver JVM's own log and start-up lines on stderr (``kmc check --verbose``); else errors
+    #: only
     jvm_log: bool = False
-    fail_task_at_depth: int | None = None  # fault injection (tests): one expansion task at this depth fails once
+    # fault injection (tests): one expansion task at this depth fails once
+    fail_task_at_depth: int | None = None
     fail_marker: str = ""
 
     def __post_init__(self) -> None:
@@ -93,15 +98,17 @@ class SparkBFS(ArrowLevelStep, LevelStep, Resumable, Verdicts, LevelSearch):
         #: the transport of resumable runs) or None: arrow when available, else blocks
         self.transport = engine_options.transport
         if options.keep_graph:
-            raise UsageError("the spark engine does not keep the state graph (liveness); use --engine local")
+            raise UsageError("the spark engine does not keep the state graph (liveness); use "
+                             "--engine local")
         self.local = LocalBFS(model, options)
         self.symmetry = self.local.symmetry
         self.invariants = self.local.invariants
         self.timings: list[LevelTiming] = []
-        #: the transport that wrote the run directory a ``--resume`` continues ("arrow" or "blocks"), None otherwise
+        #: the transport that wrote the run directory a ``--resume`` continues ("arrow" or
+        #: "blocks"), None otherwise
         self._resumed_transport: str | None = None
-        #: the compiled kernel the executors expand with (``kernel_step``), its library as bytes, and what
-        #: ``--verbose`` and ``--json`` say of the path (``_choose_path``)
+        #: the compiled kernel the executors expand with (``kernel_step``), its library as bytes,
+        #: and what ``--verbose`` and ``--json`` say of the path (``_choose_path``)
         self._kernel: Any = None
         self._shipment: Any = None
         self._path: dict[str, Any] = {}
@@ -125,7 +132,8 @@ class SparkBFS(ArrowLevelStep, LevelStep, Resumable, Verdicts, LevelSearch):
         check_environment()
         opts = self.options
         if opts.checkpoint_path and not self.model.state_types():
-            raise UsageError(f"model {self.model.name} declares no state types, so its Spark runs cannot be resumed; "
+            raise UsageError(f"model {self.model.name} declares no state types, so its Spark runs "
+                             "cannot be resumed; "
                              "drop --checkpoint")
         started = time.monotonic()
         self.local._started = started
@@ -148,7 +156,8 @@ class SparkBFS(ArrowLevelStep, LevelStep, Resumable, Verdicts, LevelSearch):
             result = run_levels(self, st)
             self._raise_if_interrupted()
         except Exception:
-            self._raise_if_interrupted()  # a job cancelled by Ctrl-C (``SparkInterrupt``) ends as the Ctrl-C
+            # a job cancelled by Ctrl-C (``SparkInterrupt``) ends as the Ctrl-C
+            self._raise_if_interrupted()
             raise
         finally:
             if self._spark is not None:
@@ -192,7 +201,8 @@ class SparkBFS(ArrowLevelStep, LevelStep, Resumable, Verdicts, LevelSearch):
 
     def finish(self, st: Counters, reason: str | None, checkpoint_file: str | None) -> CheckResult:
         spark = self._spark
-        if spark is not None and self._arrow and st.frontier_size > 0 and not spark.frontier_checked:
+        if (spark is not None and self._arrow and st.frontier_size > 0
+            and not spark.frontier_checked):
             # a frontier the search stops at (a budget, a deadlock) is checked as the local engine
             # checks every level it commits
             self._first_violations(spark, st, self._pending(st))
@@ -223,37 +233,42 @@ class SparkBFS(ArrowLevelStep, LevelStep, Resumable, Verdicts, LevelSearch):
         self._switch(self._spark, st, self._levels, self._run_dir)
 
     def _use_arrow(self) -> bool:
-        """The Arrow transport unless blocks is asked for or PyArrow, pandas or PySpark 4 is missing; a
-        resumed run in the transport that wrote its run directory (both write resumable levels)."""
+        """The Arrow transport unless blocks is asked for or PyArrow, pandas or PySpark 4 is
+        missing; a resumed run in the transport that wrote its run directory (both write resumable
+        levels)."""
         written = self._resumed_transport
         if written is not None:
             if self.transport not in (None, written):
-                raise UsageError(f"run directory {self._run_dir.path} was written by the {written} Spark transport; "
-                                 f"resume it with --spark-transport {written} (or without --spark-transport)")
+                raise UsageError(f"run directory {self._run_dir.path} was written by the {written} "
+                                 f"Spark transport; resume it with --spark-transport {written} (or "
+                                 "without --spark-transport)")
             if written == "arrow" and not arrow_available():
-                raise EnvironmentMissingError("this run directory was written by the arrow Spark transport, which "
-                                              "needs PyArrow and PySpark 4: python3 -m pip install -e '.[spark]'")
+                raise EnvironmentMissingError("this run directory was written by the arrow Spark "
+                                              "transport, which needs PyArrow and PySpark 4: "
+                                              "python3 -m pip install -e '.[spark]'")
             return written == "arrow"
         if self.transport == "blocks":
             return False
         if self.transport == "arrow":
             if not arrow_available():
-                raise EnvironmentMissingError("the arrow Spark transport needs PyArrow and PySpark 4: "
-                                              "python3 -m pip install -e '.[spark]'")
+                raise EnvironmentMissingError("the arrow Spark transport needs PyArrow and PySpark "
+                                              "4: python3 -m pip install -e '.[spark]'")
             return True
         # measured side by side on Kafka 2.1.0 brokers=3 (612,834 states, bench/NOTES.md): arrow
         # 0.28x the local engine and 93 CPU seconds, blocks 0.24x and 136 (local: 25)
         return arrow_available()
 
     def _choose_path(self) -> None:
-        """The compiled kernel on the executors where ``checker.kernel.why_not`` allows it (``--kernel`` auto or
-        on), else the readable model; ``self._path`` says which, and why not the kernel."""
+        """The compiled kernel on the executors where ``checker.kernel.why_not`` allows it
+        (``--kernel`` auto or on), else the readable model; ``self._path`` says which, and why not
+        the kernel."""
         from checker import kernel as km
         from checker.kernel_batch import Shipment
 
         mode = self.options.kernel
         reason = "--kernel off" if mode == "off" else km.why_not(
-            self.model, self.options, engine="spark", spark_transport="arrow" if self._arrow else "blocks")
+            self.model, self.options, engine="spark", spark_transport="arrow" if self._arrow
+            else "blocks")
         if reason is None:
             try:
                 self._kernel = km.load(self.model.kernel())
@@ -265,16 +280,19 @@ class SparkBFS(ArrowLevelStep, LevelStep, Resumable, Verdicts, LevelSearch):
             self._path = {"path": "readable", "reason": reason}
             return
         self._shipment = Shipment.of(self._kernel)
-        self._path = {"path": "kernel", "engine": "spark", "kernel": os.path.basename(self._kernel.spec.source),
+        self._path = {"path": "kernel", "engine": "spark",
+                      "kernel": os.path.basename(self._kernel.spec.source),
                       "library": self._shipment.name, "state_bytes": self._kernel.state_bytes,
-                      "fingerprints": "the kernel's 64-bit hash of the packed state on Spark's levels"}
+                      "fingerprints": "the kernel's 64-bit hash of the packed state on Spark's "
+                                      "levels"}
 
     def _driver_only_note(self) -> str:
         """One line: why this run never used Spark (every level stayed below the threshold)."""
         largest = max((t.frontier for t in self.timings), default=0)
-        return (f"spark engine: every level ran on the driver with the local engine (largest frontier "
-                f"{largest:,} states, below --spark-threshold {self.threshold:,}, where a Spark job costs more "
-                f"than the level); no Spark application was started. Lower --spark-threshold to run levels on Spark.")
+        return ("spark engine: every level ran on the driver with the local engine (largest "
+                f"frontier {largest:,} states, below --spark-threshold {self.threshold:,}, where a "
+                "Spark job costs more than the level); no Spark application was started. Lower "
+                "--spark-threshold to run levels on Spark.")
 
     def _local_level(self, st: Counters) -> None:
         """A level on the driver with the local engine (the frontier is below the threshold)."""
@@ -286,7 +304,8 @@ class SparkBFS(ArrowLevelStep, LevelStep, Resumable, Verdicts, LevelSearch):
         st.sync_from_local()
         if local.depth > depth:
             self._levels.append(LevelInfo(local.depth, local.frontier_base, len(local.frontier)))
-        self._level_done(LevelTiming(local.depth, frontier, len(local.frontier) if local.depth > depth else 0,
+        self._level_done(LevelTiming(local.depth, frontier, len(local.frontier) if local.depth
+                                     > depth else 0,
                                      time.monotonic() - level_started, engine="local"), st)
 
     def _start(self, run_dir: RunDir, per_core: int = 2) -> SparkRun:
@@ -326,8 +345,9 @@ class SparkBFS(ArrowLevelStep, LevelStep, Resumable, Verdicts, LevelSearch):
         self.timings.append(timing)
         if self._console is not None:
             self._console.print(
-                f"[dim]{timing.engine:>5}[/] level {timing.depth:>3}: frontier {timing.frontier:>10,}  "
-                f"new {timing.new:>10,}  distinct {st.distinct:>12,}  {timing.seconds:7.2f} s",
+                f"[dim]{timing.engine:>5}[/] level {timing.depth:>3}: frontier "
+                f"{timing.frontier:>10,}  new {timing.new:>10,}  distinct {st.distinct:>12,}  "
+                f"{timing.seconds:7.2f} s",
                 highlight=False,
             )
         if self.options.progress:
@@ -350,8 +370,10 @@ def _stderr_merged_into_stdout() -> bool:
 def _explain_spark_failure(exc: Exception) -> KmcError:
     text = str(exc)
     lines = [line for line in text.splitlines() if line.strip()]
-    python_error = next((line for line in reversed(lines) if re.match(r"^\w*(Error|Exception)\b", line.strip())), None)
-    return ModelError(f"a Spark job failed: {python_error or (lines[0] if lines else type(exc).__name__)}")
+    python_error = next((line for line in reversed(lines)
+                         if re.match(r"^\w*(Error|Exception)\b", line.strip())), None)
+    return ModelError("a Spark job failed: "
+                      f"{python_error or (lines[0] if lines else type(exc).__name__)}")
 
 
 def run_engine(model: Model, options: SearchOptions, engine_options: SparkOptions) -> CheckResult:
@@ -363,16 +385,20 @@ def run_engine(model: Model, options: SearchOptions, engine_options: SparkOption
 
 
 def translate_spark_failure(exc: Exception) -> Exception:
-    """The exception to raise for ``exc`` from a Spark run: kmc's own errors as they are, a broken PySpark or a
-    Java that does not start as exit 69 with the fix, a failed Spark job as one line naming the Python error."""
+    """The exception to raise for ``exc`` from a Spark run: kmc's own errors as they are, a broken
+    PySpark or a Java that does not start as exit 69 with the fix, a failed Spark job as one line
+    naming the Python error."""
     if isinstance(exc, KmcError):
         return exc
     if isinstance(exc, ImportError):  # PySpark installed but broken
-        return EnvironmentMissingError(f"the spark engine cannot import PySpark ({exc}); reinstall it: "
+        return EnvironmentMissingError(f"the spark engine cannot import PySpark ({exc}); reinstall "
+                                       "it: "
                                        "python3 -m pip install --force-reinstall 'pyspark>=3.4'")
     if "JAVA_GATEWAY_EXITED" in str(exc) or "Java gateway process exited" in str(exc):
-        return EnvironmentMissingError("the spark engine could not start Java (the Java gateway exited): "
-                                       "check that 'java -version' runs and shows Java 17, or set JAVA_HOME")
-    if type(exc).__name__ in ("Py4JJavaError", "PythonException", "Py4JError", "PySparkRuntimeError"):
+        return EnvironmentMissingError("the spark engine could not start Java (the Java gateway "
+                                       "exited): check that 'java -version' runs and shows Java "
+                                       "17, or set JAVA_HOME")
+    if type(exc).__name__ in ("Py4JJavaError", "PythonException", "Py4JError",
+                              "PySparkRuntimeError"):
         return _explain_spark_failure(exc)
     return exc

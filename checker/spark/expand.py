@@ -10,7 +10,15 @@ from typing import Any
 import numpy as np
 
 from checker.search import SuccessorView
-from checker.spark.blocks import _by_partition, _dumps, _gc_paused, _level_block, _merge_stats, _stats, unpack_states
+from checker.spark.blocks import (
+    _by_partition,
+    _dumps,
+    _gc_paused,
+    _level_block,
+    _merge_stats,
+    _stats,
+    unpack_states,
+)
 from spec.model import Model
 
 
@@ -23,8 +31,9 @@ class _Expand:
                  fail_once: str | None = None, canonical: Any = None) -> None:
         self.model = model
         self.symmetry = symmetry
-        #: the form states are stored in (``checker.search.search_canonical``: ``--reduce dead`` drops dead
-        #: messages, ``--symmetry`` renames); None: the model's canonical form under symmetry
+        #: the form states are stored in (``checker.search.search_canonical``: ``--reduce dead``
+        #: drops dead messages, ``--symmetry`` renames); None: the model's canonical form under
+        #: symmetry
         self.canonical = canonical
         self.check_deadlock = check_deadlock
         self.partitions = partitions
@@ -64,7 +73,8 @@ class _Expand:
         packing = 0.0
         for part, idx in _by_partition(fps, self.partitions):
             packed = time.perf_counter()
-            block = ("c", fps[idx], parents[idx], positions[idx], _dumps([values[i][2] for i in idx.tolist()]))
+            block = ("c", fps[idx], parents[idx], positions[idx],
+                     _dumps([values[i][2] for i in idx.tolist()]))
             packing += time.perf_counter() - packed
             yield part, block
         # expansion includes reading the frontier; packing the candidates counts with the shuffle
@@ -113,7 +123,8 @@ class _Dedup:
         self.ranges = ranges
         self.key_limit = key_limit
 
-    def __call__(self, split: int, records: Iterable[tuple[int, Any]]) -> Iterator[tuple[int, tuple]]:
+    def __call__(self, split: int,
+                 records: Iterable[tuple[int, Any]]) -> Iterator[tuple[int, tuple]]:
         return _gc_paused(self._run(split, records))
 
     def _run(self, split: int, records: Iterable[tuple[int, Any]]) -> Iterator[tuple[int, tuple]]:
@@ -172,6 +183,7 @@ class _Dedup:
                 first_violation[inv.name] = best
         histogram = np.bincount(self.ranges.of(parents), minlength=self.ranges.buckets).tolist()
         keys = (fps, parents, positions) if fps.size <= self.key_limit else None
-        stats = _merge_stats(stats, _stats(dedup=deduped - started, invariants=time.perf_counter() - deduped))
+        stats = _merge_stats(stats, _stats(dedup=deduped - started, invariants=time.perf_counter()
+                                           - deduped))
         summary = (int(fps.size), histogram, first_violation, stats, keys)
         yield split, _level_block(fps, parents, positions, states, summary=summary)

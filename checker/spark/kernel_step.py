@@ -1,20 +1,21 @@
 """The arrow transport on a model's compiled kernel: packed states on the wire, the expansion in C.
 
-When ``checker.kernel.why_not(model, options, engine="spark")`` allows it, a Spark level carries each state as
-its packed bytes (``state_bytes`` each, the kernel's layout; no msgpack) and its fingerprint is the kernel's
-hash of those bytes (``km_hash``). The executors expand their partition with ``km_expand_batch``
-(``checker.kernel_batch``) a chunk of states at a time, in global-index order, keeping the first occurrence
-of each fingerprint not in the last levels (a C set), and check the compiled invariants on the frontier
-(each state's violation mask). Everything else is the arrow transport's (``arrow_step``): the shuffle, the
-anti-joins, ``min_by`` per fingerprint, the driver's numbering and the statistics row, so the counts, depths,
-verdicts and counterexamples are the local engine's.
+When ``checker.kernel.why_not(model, options, engine="spark")`` allows it, a Spark level carries
+each state as its packed bytes (``state_bytes`` each, the kernel's layout; no msgpack) and its
+fingerprint is the kernel's hash of those bytes (``km_hash``). The executors expand their partition
+with ``km_expand_batch`` (``checker.kernel_batch``) a chunk of states at a time, in global-index
+order, keeping the first occurrence of each fingerprint not in the last levels (a C set), and check
+the compiled invariants on the frontier (each state's violation mask). Everything else is the arrow
+transport's (``arrow_step``): the shuffle, the anti-joins, ``min_by`` per fingerprint, the driver's
+numbering and the statistics row, so the counts, depths, verdicts and counterexamples are the local
+engine's.
 
-The local prefix runs on the driver with the readable model (Python fingerprints). When Spark starts, the
-kernel's own search (``km_expand_level``) runs the same levels on the driver in C, which gives every state of
-the prefix packed, in the readable search's order (checked against the readable frontier), so the visited set
-and the frontier go to Spark with the kernel's fingerprints (``packed_prefix``). A counterexample is replayed on
-the readable model: its steps in the prefix by Python fingerprint, its Spark steps by the kernel's
-(``checker.spark.verdict``).
+The local prefix runs on the driver with the readable model (Python fingerprints). When Spark
+starts, the kernel's own search (``km_expand_level``) runs the same levels on the driver in C, which
+gives every state of the prefix packed, in the readable search's order (checked against the readable
+frontier), so the visited set and the frontier go to Spark with the kernel's fingerprints
+(``packed_prefix``). A counterexample is replayed on the readable model: its steps in the prefix by
+Python fingerprint, its Spark steps by the kernel's (``checker.spark.verdict``).
 """
 
 from __future__ import annotations
@@ -32,20 +33,24 @@ from checker.spark.blocks import _gc_paused
 from checker.spark.expand import _maybe_fail
 from spec.errors import ModelError
 
-#: the order key's bits for the successor position (``arrow_step.POSITION_BITS``, repeated: that module imports this)
+#: the order key's bits for the successor position (``arrow_step.POSITION_BITS``, repeated: that
+#: module imports this)
 POSITION_BITS = 20
 
 
 def binary_column(pa: Any, rows: np.ndarray) -> Any:
-    """``rows`` (one packed state a row) as an Arrow binary array, without a Python object a state."""
+    """``rows`` (one packed state a row) as an Arrow binary array, without a Python object a
+    state."""
     count, width = rows.shape
     offsets = np.arange(0, (count + 1) * width, width, dtype=np.int32)
     data = np.ascontiguousarray(rows).tobytes()
-    return pa.Array.from_buffers(pa.binary(), count, [None, pa.py_buffer(offsets), pa.py_buffer(data)])
+    return pa.Array.from_buffers(pa.binary(), count,
+                                 [None, pa.py_buffer(offsets), pa.py_buffer(data)])
 
 
 def packed_rows(column: Any, width: int) -> np.ndarray:
-    """An Arrow binary column of packed states as rows (a copy of its data buffer, not a Python object a state)."""
+    """An Arrow binary column of packed states as rows (a copy of its data buffer, not a Python
+    object a state)."""
     import pyarrow as pa
 
     count = len(column)
@@ -55,7 +60,8 @@ def packed_rows(column: Any, width: int) -> np.ndarray:
     kind = np.int64 if pa.types.is_large_binary(column.type) else np.int32
     offsets = np.frombuffer(buffers[1], kind, count + 1, column.offset * np.dtype(kind).itemsize)
     if np.any(np.diff(offsets) != width):
-        raise RuntimeError(f"a packed state is not {width} bytes (the frontier was not written by the kernel)")
+        raise RuntimeError(f"a packed state is not {width} bytes (the frontier was not written by "
+                           "the kernel)")
     data = np.frombuffer(buffers[2], np.uint8, int(offsets[-1] - offsets[0]), int(offsets[0]))
     return data.reshape(count, width)
 
@@ -73,22 +79,24 @@ def _in_order(batches: Iterator[Any], numbers: tuple, width: int) -> tuple[np.nd
     at = np.searchsorted(known, fps)
     at[at >= known.size] = 0
     if fps.size and not np.array_equal(known[at], fps):
-        raise RuntimeError("a frontier state has no global index (the level's numbering was not broadcast)")
+        raise RuntimeError("a frontier state has no global index (the level's numbering was not "
+                           "broadcast)")
     gidx = indices[at]
     order = np.argsort(gidx, kind="stable")
     return np.ascontiguousarray(rows[order]), gidx[order]
 
 
 def _candidates_arrays(pa: Any, fps: Any, keys: Any, states: Any) -> Any:
-    """A batch of candidates of the arrow transport (Arrow arrays of fingerprints, order keys and states, packed or
-    encoded), its statistics columns null."""
+    """A batch of candidates of the arrow transport (Arrow arrays of fingerprints, order keys and
+    states, packed or encoded), its statistics columns null."""
     nothing = pa.nulls(len(fps), pa.int64())
     return pa.RecordBatch.from_arrays([fps, keys, states, nothing, nothing, nothing, nothing],
                                       names=["fp", "key", "state", "bad", "gen", "dead", "cpu"])
 
 
 def _violated(masks: np.ndarray, checks: list[tuple[int, int]]) -> int:
-    """The bits (``checks``: (bit of the level's mask, bit of the kernel's)) that some state of ``masks`` violates."""
+    """The bits (``checks``: (bit of the level's mask, bit of the kernel's)) that some state of
+    ``masks`` violates."""
     bad = 0
     for bit, kernel_bit in checks:
         if np.any(masks >> kernel_bit & 1):
@@ -97,12 +105,13 @@ def _violated(masks: np.ndarray, checks: list[tuple[int, int]]) -> int:
 
 
 class KernelExpand:
-    """``mapInArrow`` over one frontier partition of packed states: ``arrow_step.ArrowExpand`` on the kernel.
-    ``checks``: (bit of the statistics row's mask, bit of the kernel's violation mask) of the invariants to check
-    on the partition's own states."""
+    """``mapInArrow`` over one frontier partition of packed states: ``arrow_step.ArrowExpand`` on
+    the kernel. ``checks``: (bit of the statistics row's mask, bit of the kernel's violation mask)
+    of the invariants to check on the partition's own states."""
 
-    def __init__(self, shipment: Shipment, symmetry: bool, check_deadlock: bool, checks: list[tuple[int, int]],
-                 numbers: Any, fail_once: str | None = None, chunk: int | None = None) -> None:
+    def __init__(self, shipment: Shipment, symmetry: bool, check_deadlock: bool,
+                 checks: list[tuple[int, int]], numbers: Any, fail_once: str | None = None,
+                 chunk: int | None = None) -> None:
         self.shipment = shipment
         self.chunk = chunk  # states a ``km_expand_batch`` call (None: the kernel's ``chunk()``)
         self.symmetry = symmetry
@@ -134,19 +143,24 @@ class KernelExpand:
                     if stuck.size:
                         deadlock = int(gidx[start + stuck[0]])
                 if got.fps.size:
-                    keys = gidx[start + got.parent.astype(np.int64)] << POSITION_BITS | got.position.astype(np.int64)
-                    yield _candidates_arrays(pa, pa.array(got.fps), pa.array(keys), binary_column(pa, got.states))
+                    keys = gidx[start
+                                + got.parent.astype(
+                                    np.int64)] << POSITION_BITS | got.position.astype(np.int64)
+                    yield _candidates_arrays(pa, pa.array(got.fps), pa.array(keys),
+                                             binary_column(pa, got.states))
         yield pa.RecordBatch.from_arrays(
-            [pa.array([None], pa.int64()), pa.array([None], pa.int64()), pa.array([None], pa.binary()),
-             pa.array([violated], pa.int64()), pa.array([generated], pa.int64()), pa.array([deadlock], pa.int64()),
+            [pa.array([None], pa.int64()), pa.array([None], pa.int64()),
+             pa.array([None], pa.binary()), pa.array([violated], pa.int64()),
+             pa.array([generated], pa.int64()), pa.array([deadlock], pa.int64()),
              pa.array([int((time.process_time() - cpu_started) * 1e6)], pa.int64())],
             names=["fp", "key", "state", "bad", "gen", "dead", "cpu"],
         )
 
 
 class KernelFrontierCheck:
-    """``arrow_step.FrontierCheck`` on packed states: for each invariant of ``checks``, the partition's first
-    state (in global-index order) that violates it, as rows (global index, the bits it violates)."""
+    """``arrow_step.FrontierCheck`` on packed states: for each invariant of ``checks``, the
+    partition's first state (in global-index order) that violates it, as rows (global index, the
+    bits it violates)."""
 
     def __init__(self, shipment: Shipment, checks: list[tuple[int, int]], numbers: Any) -> None:
         self.shipment = shipment
@@ -168,20 +182,24 @@ class KernelFrontierCheck:
             if hit.size:
                 index = int(gidx[hit[0]])
                 first[index] = first.get(index, 0) | 1 << bit
-        yield pa.RecordBatch.from_arrays([pa.array(list(first), pa.int64()), pa.array(list(first.values()), pa.int64())],
+        yield pa.RecordBatch.from_arrays([pa.array(list(first), pa.int64()),
+                                          pa.array(list(first.values()), pa.int64())],
                                          names=["index", "bad"])
 
 
 def kernel_checks(kernel: Kernel, invariants: list[Any]) -> list[tuple[int, int]]:
-    """(bit in the level's mask, bit in the kernel's) of ``invariants`` (all compiled: ``why_not`` said so)."""
+    """(bit in the level's mask, bit in the kernel's) of ``invariants`` (all compiled: ``why_not``
+    said so)."""
     names = kernel.spec.invariants
     return [(bit, names.index(inv.name)) for bit, inv in enumerate(invariants)]
 
 
-def packed_prefix(kernel: Kernel, model: Any, symmetry: bool, local: Any) -> tuple[np.ndarray, np.ndarray, int]:
-    """Every state of the readable local prefix ``local`` (a ``checker.bfs.SearchState``), packed in its global-index
-    order, with the kernel's fingerprints, and the first index of its last level: the kernel's own search of the
-    same levels, in C, checked to end where the readable one ends with the very same frontier."""
+def packed_prefix(kernel: Kernel, model: Any, symmetry: bool,
+                  local: Any) -> tuple[np.ndarray, np.ndarray, int]:
+    """Every state of the readable local prefix ``local`` (a ``checker.bfs.SearchState``), packed in
+    its global-index order, with the kernel's fingerprints, and the first index of its last level:
+    the kernel's own search of the same levels, in C, checked to end where the readable one ends
+    with the very same frontier."""
     lib, spec = kernel.lib, kernel.spec
     handle = lib.km_new(0, 0, int(symmetry))
     if not handle:
@@ -205,9 +223,11 @@ def packed_prefix(kernel: Kernel, model: Any, symmetry: bool, local: Any) -> tup
     finally:
         lib.km_free(handle)
     frontier = b"".join(spec.pack(s) for s in local.frontier)
-    if distinct != total or level_start != local.frontier_base or rows[level_start:].tobytes() != frontier:
-        raise ModelError(f"the compiled kernel ({kernel.spec.source}) and the readable model disagree on the first "
-                         f"{local.depth} levels ({distinct:,} states against {total:,}): run with --kernel off, and "
+    if (distinct != total or level_start != local.frontier_base or rows[level_start:].tobytes()
+        != frontier):
+        raise ModelError(f"the compiled kernel ({kernel.spec.source}) and the readable model "
+                         f"disagree on the first {local.depth} levels ({distinct:,} states against "
+                         f"{total:,}): run with --kernel off, and "
                          "run tests/test_kernel.py")
     batch = batch_kernel(Shipment.of(kernel))
     return rows, batch.fingerprints(rows), level_start

@@ -1,5 +1,6 @@
 """One level of the search on Spark: the move of the local prefix to RDDs, then per level job 1
-(expand, dedup, invariants), the numbering and job 2 (the parent pointers, the level's Parquet files).
+(expand, dedup, invariants), the numbering and job 2 (the parent pointers, the level's Parquet
+files).
 
 ``LevelStep`` is a mixin of ``checker.spark.engine.SparkBFS``."""
 
@@ -35,7 +36,8 @@ from checker.spark.session import storage_level
 class LevelStep:
     """The Spark levels of ``SparkBFS``."""
 
-    def _switch(self, spark: SparkRun, st: Counters, levels: list[LevelInfo], run_dir: RunDir) -> None:
+    def _switch(self, spark: SparkRun, st: Counters, levels: list[LevelInfo],
+                run_dir: RunDir) -> None:
         """Move the local prefix to Spark: its visited set and last level become RDDs."""
         local = st.local
         sc, parts = spark.sc, spark.partitions
@@ -44,18 +46,22 @@ class LevelStep:
         fps = local.visited.array.tolist()
         spark.visited = (
             sc.parallelize(fps, parts).map(_fp_record).partitionBy(parts, fingerprint_partition)
-            .mapPartitionsWithIndex(_fps_to_chunk, preservesPartitioning=True).persist(storage_level())
+            .mapPartitionsWithIndex(_fps_to_chunk,
+                                    preservesPartitioning=True).persist(storage_level())
         )
         items = list(enumerate(local.frontier, start=local.frontier_base))
         spark.frontier = (
-            sc.parallelize(items, parts).map(_frontier_record).partitionBy(parts, fingerprint_partition)
-            .mapPartitionsWithIndex(_rows_to_block, preservesPartitioning=True).persist(storage_level())
+            sc.parallelize(items,
+                           parts).map(_frontier_record).partitionBy(parts, fingerprint_partition)
+            .mapPartitionsWithIndex(_rows_to_block,
+                                    preservesPartitioning=True).persist(storage_level())
         )
         st.spark_started = True
         st.local_distinct = len(local.log)
         local.frontier = []
 
-    def _spark_level(self, spark: SparkRun, st: Counters, levels: list[LevelInfo], run_dir: RunDir) -> None:
+    def _spark_level(self, spark: SparkRun, st: Counters, levels: list[LevelInfo],
+                     run_dir: RunDir) -> None:
         parts = spark.partitions
         level_started = time.monotonic()
         depth = st.depth + 1
@@ -63,13 +69,15 @@ class LevelStep:
         resumable = not run_dir.temporary
         ranges = _ParentRange(st.frontier_base, frontier_size, parts)
         expand = _Expand(self.model, self.symmetry, self.options.check_deadlock, parts,
-                         fail_once=self.fail_marker if self.fail_at_depth is not None and int(self.fail_at_depth) == depth
+                         fail_once=self.fail_marker if self.fail_at_depth is not None
+                         and int(self.fail_at_depth) == depth
                          else None, canonical=self.local.canonical)
         candidates = spark.frontier.mapPartitions(expand).partitionBy(parts, fingerprint_partition)
         pending = [inv for inv in self.invariants if inv.name not in st.found]
         new = (
             spark.visited.union(candidates)
-            .mapPartitionsWithIndex(_Dedup(pending, ranges, self.driver_index_limit), preservesPartitioning=True)
+            .mapPartitionsWithIndex(_Dedup(pending, ranges, self.driver_index_limit),
+                                    preservesPartitioning=True)
             .persist(storage_level())
         )
         # job 1: expand, shuffle, dedup, invariants; only the summaries come back
@@ -106,7 +114,8 @@ class LevelStep:
             info.digest = run_dir.level_digest(info.path)
         elif info.pointers is None:
             # job 2: a large level's parent pointers stay on the executors, as arrays
-            info.rdd = level.map(_pointer_block, preservesPartitioning=True).persist(storage_level())
+            info.rdd = level.map(_pointer_block,
+                                 preservesPartitioning=True).persist(storage_level())
             info.rdd.count()
             spark.pointers.append(info.rdd)
         for name, (_key, fp) in first.items():
@@ -120,7 +129,8 @@ class LevelStep:
         )
         if checkpointing:
             visited.checkpoint()
-        spark.retired += [spark.visited, new]  # until job 1 of the next level has materialized their successors
+        # until job 1 of the next level has materialized their successors
+        spark.retired += [spark.visited, new]
         spark.visited = visited
         spark.frontier = level
         timing.job_index = time.monotonic() - index_started
@@ -130,10 +140,12 @@ class LevelStep:
         timing.seconds = time.monotonic() - level_started
         self._level_done(timing, st)
 
-    def _number_level(self, spark: SparkRun, new: Any, summaries: list, info: LevelInfo, histogram: list[int],
-                      ranges: _ParentRange, first: dict[str, tuple]) -> tuple[Any, dict[str, int]]:
-        """Job 2's first half: each new state's global index (parent order), attached to the level, and the indices
-        of the violations the driver can look up (a small level's); the level persisted."""
+    def _number_level(self, spark: SparkRun, new: Any, summaries: list, info: LevelInfo,
+                      histogram: list[int], ranges: _ParentRange,
+                      first: dict[str, tuple]) -> tuple[Any, dict[str, int]]:
+        """Job 2's first half: each new state's global index (parent order), attached to the level,
+        and the indices of the violations the driver can look up (a small level's); the level
+        persisted."""
         parts, count, base = spark.partitions, info.count, info.base
         keys = [summary[4] for summary in summaries]
         found: dict[str, int] = {}
@@ -154,14 +166,16 @@ class LevelStep:
             found = {name: lookup[fp] for name, (_key, fp) in first.items()}
         else:
             # a large level: order keys go to parent ranges, are sorted and numbered from per-range
-            # offsets (the histogram of job 1), and the indices come back to the fingerprint partitions
+            # offsets (the histogram of job 1), and the indices come back to the fingerprint
+            # partitions
             offsets, running = [], base
             for size in histogram:
                 offsets.append(running)
                 running += size
             numbers = (
                 new.flatMap(_OrderKeys(ranges)).partitionBy(parts, fingerprint_partition)
-                .mapPartitionsWithIndex(_Number(offsets, parts)).partitionBy(parts, fingerprint_partition)
+                .mapPartitionsWithIndex(_Number(offsets,
+                                                parts)).partitionBy(parts, fingerprint_partition)
             )
             level = (
                 new.union(numbers).mapPartitionsWithIndex(_join_numbers, preservesPartitioning=True)
@@ -182,13 +196,14 @@ class LevelStep:
         if resumable:
             fields.append(StructField("state", BinaryType(), False))
             codec = Codec(self.model.state_types())
-        frame = spark.session.createDataFrame(level.flatMap(_LevelRows(codec)), StructType(fields), verifySchema=False)
+        frame = spark.session.createDataFrame(level.flatMap(_LevelRows(codec)), StructType(fields),
+                                              verifySchema=False)
         frame.write.mode("overwrite").parquet(path)
 
 
 def _merge_summaries(summaries: list) -> tuple[int, list[int], Any, dict[str, tuple]]:
-    """Job 1's summaries merged: the level's new states, its histogram over the parent ranges, the statistics and
-    each invariant's first violation (the smallest order key)."""
+    """Job 1's summaries merged: the level's new states, its histogram over the parent ranges, the
+    statistics and each invariant's first violation (the smallest order key)."""
     count = sum(s[0] for s in summaries)
     histogram = [sum(column) for column in zip(*(s[1] for s in summaries), strict=True)]
     stats = _stats()

@@ -48,7 +48,8 @@ class _Number:
         self.offsets = offsets
         self.partitions = partitions
 
-    def __call__(self, split: int, records: Iterable[tuple[int, tuple]]) -> Iterator[tuple[int, tuple]]:
+    def __call__(self, split: int,
+                 records: Iterable[tuple[int, tuple]]) -> Iterator[tuple[int, tuple]]:
         blocks = [value for _key, value in records]
         if not blocks:
             return
@@ -63,7 +64,8 @@ class _Number:
 
 
 def _join_numbers(split: int, records: Iterable[tuple[int, tuple]]) -> Iterator[tuple[int, tuple]]:
-    """Large levels, step 3, on level block ∪ indices of one partition: the block with its indices."""
+    """Large levels, step 3, on level block ∪ indices of one partition: the block with its
+    indices."""
     level = None
     numbered: list[tuple] = []
     for _key, value in records:

@@ -1,5 +1,5 @@
-"""The resume point of a Spark run: ``run.json`` rewritten after each level, and a run rebuilt from it
-with ``--resume DIR``.
+"""The resume point of a Spark run: ``run.json`` rewritten after each level, and a run rebuilt from
+it with ``--resume DIR``.
 
 ``Resumable`` is a mixin of ``checker.spark.engine.SparkBFS``."""
 
@@ -14,7 +14,14 @@ from typing import Any
 from checker import checkpoint as ckpt
 from checker.codec import Codec
 from checker.safe_io import parse_json
-from checker.spark.blocks import _DecodeRow, _fp_of_row, _fp_record, _fps_to_chunk, _rows_to_block, fingerprint_partition
+from checker.spark.blocks import (
+    _DecodeRow,
+    _fp_of_row,
+    _fp_record,
+    _fps_to_chunk,
+    _rows_to_block,
+    fingerprint_partition,
+)
 from checker.spark.driver_state import Counters, LevelInfo, SparkRun
 from checker.spark.rundir import RUN_FORMAT, RUN_MAGIC, RunDir, load_local_prefix
 from checker.spark.session import storage_level
@@ -34,8 +41,9 @@ def _count(payload: dict[str, Any], key: str, where: str, low: int = 0) -> int:
     return value
 
 
-#: the most partitions a run directory may name: twice the cores of a 128-executor, 32-core cluster (a
-#: Spark job of more tasks than that on a local master takes minutes a stage and its driver's memory)
+#: the most partitions a run directory may name: twice the cores of a 128-executor, 32-core cluster
+#: (a Spark job of more tasks than that on a local master takes minutes a stage and its driver's
+#: memory)
 MAX_PARTITIONS = 16_384
 #: the longest a run may claim to have run, in seconds (a century)
 MAX_ELAPSED = 100 * 365 * 86_400
@@ -44,27 +52,32 @@ _HEX = frozenset("0123456789abcdef")
 
 def _checked_levels(payload: dict[str, Any], run_dir: RunDir, where: str, invariants: set[str],
                     check_deadlock: bool) -> list[LevelInfo]:
-    """run.json's counts and levels, bounded and checked to agree with each other and with the directory's
-    files, before any of them is used (a run directory is input: every refusal is one line, exit 65).
+    """run.json's counts and levels, bounded and checked to agree with each other and with the
+    directory's files, before any of them is used (a run directory is input: every refusal is one
+    line, exit 65).
 
-    Level files are looked for in this run directory (``levels/NNNN``) wherever it was written, so
-    a run directory that was moved or copied resumes; one whose level files are missing is refused.
-    Each level's files are checked against the digest run.json records for them (``RunDir.level_digest``)
-    by ``Resumable._resume`` (on Hadoop storage once Spark runs).
+    Level files are looked for in this run directory (``levels/NNNN``) wherever it was written, so a
+    run directory that was moved or copied resumes; one whose level files are missing is refused.
+    Each level's files are checked against the digest run.json records for them
+    (``RunDir.level_digest``) by ``Resumable._resume`` (on Hadoop storage once Spark runs).
     """
-    for key in ("depth", "generated", "distinct", "local_distinct", "frontier_base", "frontier_size"):
+    for key in ("depth", "generated", "distinct", "local_distinct", "frontier_base",
+                "frontier_size"):
         _count(payload, key, where)
     if payload.get("transport") not in ("arrow", "blocks"):
-        raise BadFileError(f"{where} names no Spark transport (arrow or blocks); it cannot be resumed")
+        raise BadFileError(f"{where} names no Spark transport (arrow or blocks); it cannot be "
+                           "resumed")
     elapsed = payload.get("elapsed")
     if (not isinstance(elapsed, int | float) or isinstance(elapsed, bool)
             or not (math.isfinite(elapsed) and 0 <= elapsed <= MAX_ELAPSED)):
-        raise BadFileError(f"{where} has an impossible elapsed time ({elapsed!r}); it cannot be resumed")
+        raise BadFileError(f"{where} has an impossible elapsed time ({elapsed!r}); it cannot be "
+                           "resumed")
     raw_levels = payload.get("levels")
     if not isinstance(raw_levels, list) or not raw_levels:
         raise BadFileError(f"{where} lists no levels; it cannot be resumed")
     if len(raw_levels) != payload["depth"]:
-        raise BadFileError(f"{where} is inconsistent (depth {payload['depth']}, {len(raw_levels)} levels); "
+        raise BadFileError(f"{where} is inconsistent (depth {payload['depth']}, {len(raw_levels)} "
+                           "levels); "
                            "it cannot be resumed")
     local_distinct = payload["local_distinct"]
     levels: list[LevelInfo] = []
@@ -72,59 +85,75 @@ def _checked_levels(payload: dict[str, Any], run_dir: RunDir, where: str, invari
     for i, item in enumerate(raw_levels, start=1):
         if not isinstance(item, dict) or set(item) != {"depth", "base", "count", "path", "digest"}:
             raise BadFileError(f"{where}: level {i} is malformed; it cannot be resumed")
-        depth, base, count = (_count(item, key, f"{where}: level {i}") for key in ("depth", "base", "count"))
+        depth, base, count = (_count(item, key, f"{where}: level {i}")
+                              for key in ("depth", "base", "count"))
         path, digest = item["path"], item["digest"]
         if depth != i or base != expected_base or count == 0:
-            raise BadFileError(f"{where}: level {i} is out of order (depth {depth}, first state {base}, "
-                               f"{count} states); it cannot be resumed")
-        on_spark = base >= local_distinct  # the levels before ran on the driver: their states are in local.ckpt
+            raise BadFileError(f"{where}: level {i} is out of order (depth {depth}, first state "
+                               f"{base}, {count} states); it cannot be resumed")
+        # the levels before ran on the driver: their states are in local.ckpt
+        on_spark = base >= local_distinct
         if on_spark != (path is not None) or (base < local_distinct < base + count):
-            raise BadFileError(f"{where}: level {i} is inconsistent (it {'has' if path is not None else 'has no'} "
-                               f"level files, and the driver ran the first {local_distinct} states); "
+            raise BadFileError(f"{where}: level {i} is inconsistent (it "
+                               f"{'has' if path is not None else 'has no'} level files, and the "
+                               f"driver ran the first {local_distinct} states); "
                                "it cannot be resumed")
         if path is not None:
             if not isinstance(path, str):
                 raise BadFileError(f"{where}: level {i} has a malformed path; it cannot be resumed")
             if not (isinstance(digest, str) and len(digest) == 64 and set(digest) <= _HEX):
-                raise BadFileError(f"{where}: level {i} has no digest of its files; it cannot be resumed")
+                raise BadFileError(f"{where}: level {i} has no digest of its files; it cannot be "
+                                   "resumed")
             path = run_dir.level_path(depth)  # here, even if the directory was moved since
             if run_dir.local and not os.path.isdir(path):
-                raise BadFileError(f"run directory {run_dir.path} has lost level {depth} ({path} is missing); "
+                raise BadFileError(f"run directory {run_dir.path} has lost level {depth} ({path} "
+                                   "is missing); "
                                    "it cannot be resumed")
         elif digest is not None:
-            raise BadFileError(f"{where}: level {i} has a digest but no files; it cannot be resumed")
+            raise BadFileError(f"{where}: level {i} has a digest but no files; it cannot be "
+                               "resumed")
         levels.append(LevelInfo(depth, base, count, path, digest))
         expected_base = base + count
     last = levels[-1]
     if (payload["distinct"] != expected_base or payload["depth"] != last.depth
-            or payload["frontier_base"] != last.base or payload["frontier_size"] not in (0, last.count)
-            or payload["generated"] < payload["distinct"] or not 0 < local_distinct <= payload["distinct"]):
-        raise BadFileError(f"{where} is inconsistent (its counts disagree with its levels); it cannot be resumed")
+            or payload["frontier_base"] != last.base or payload["frontier_size"]
+        not in (0, last.count)
+            or payload["generated"] < payload["distinct"] or not 0 < local_distinct
+        <= payload["distinct"]):
+        raise BadFileError(f"{where} is inconsistent (its counts disagree with its levels); it "
+                           "cannot be resumed")
     # a partition count beyond any cluster's, or beyond one partition a state, is not a run's
     partitions = _count(payload, "partitions", where, low=1)
     if partitions > min(MAX_PARTITIONS, max(2, payload["distinct"])):
-        raise BadFileError(f"{where} names {partitions:,} partitions for a run of {payload['distinct']:,} states "
-                           f"(at most {min(MAX_PARTITIONS, max(2, payload['distinct'])):,}); it cannot be resumed")
+        raise BadFileError(f"{where} names {partitions:,} partitions for a run of "
+                           f"{payload['distinct']:,} states (at most "
+                           f"{min(MAX_PARTITIONS, max(2, payload['distinct'])):,}); it cannot be "
+                           "resumed")
     found = payload.get("found")
     if not isinstance(found, dict) or not all(
         isinstance(k, str) and k in invariants and isinstance(v, int) and not isinstance(v, bool)
         and 0 <= v < expected_base
         for k, v in found.items()
     ):
-        raise BadFileError(f"{where} records violations of invariants this run does not check or at impossible "
+        raise BadFileError(f"{where} records violations of invariants this run does not check or "
+                           "at impossible "
                            "indexes; it cannot be resumed")
     deadlock = payload.get("deadlock")
-    if deadlock is not None and (not check_deadlock or not isinstance(deadlock, int) or isinstance(deadlock, bool)
+    if deadlock is not None and (not check_deadlock or not isinstance(deadlock, int)
+                                 or isinstance(deadlock, bool)
                                  or not 0 <= deadlock < expected_base):
-        raise BadFileError(f"{where} records a deadlock at an impossible index; it cannot be resumed")
+        raise BadFileError(f"{where} records a deadlock at an impossible index; it cannot be "
+                           "resumed")
     return levels
 
 
 def _check_digests(run_dir: RunDir, levels: list[LevelInfo]) -> None:
-    """Every level file is the one written: its digest is the one run.json recorded when the level committed."""
+    """Every level file is the one written: its digest is the one run.json recorded when the level
+    committed."""
     for level in levels:
         if level.path is not None and run_dir.level_digest(level.path) != level.digest:
-            raise BadFileError(f"run directory {run_dir.path}: the files of level {level.depth} ({level.path}) "
+            raise BadFileError(f"run directory {run_dir.path}: the files of level {level.depth} "
+                               f"({level.path}) "
                                "are not the ones written (their SHA-256 differs from run.json's); "
                                "it cannot be resumed")
 
@@ -132,7 +161,8 @@ def _check_digests(run_dir: RunDir, levels: list[LevelInfo]) -> None:
 class Resumable:
     """Commit and resume for ``SparkBFS``."""
 
-    def _commit(self, spark: SparkRun, st: Counters, levels: list[LevelInfo], run_dir: RunDir) -> None:
+    def _commit(self, spark: SparkRun, st: Counters, levels: list[LevelInfo],
+                run_dir: RunDir) -> None:
         """The level is complete: rewrite run.json (atomically), the resume point."""
         st.elapsed = time.monotonic() - self._started
         if run_dir.temporary:
@@ -157,7 +187,8 @@ class Resumable:
         run_dir.write_bytes("run.json", json.dumps(payload, indent=1).encode())
     def _resume(self, run_dir: RunDir) -> tuple[SparkRun | None, Counters, list[LevelInfo]]:
         if run_dir.local and not run_dir.exists():
-            raise BadFileError(f"run directory {run_dir.path} does not exist; check the path given to --resume")
+            raise BadFileError(f"run directory {run_dir.path} does not exist; check the path given "
+                               "to --resume")
         spark = None
         if not run_dir.local:
             spark = self._start(run_dir)
@@ -166,9 +197,12 @@ class Resumable:
             st = Counters(self.local._initial_level())
             return spark, st, [LevelInfo(1, 0, st.distinct)]
         where = run_dir.join("run.json")
-        payload = parse_json(where, raw, "Spark run.json") if run_dir.local else _remote_json(where, raw)
-        if not isinstance(payload, dict) or payload.get("magic") != RUN_MAGIC or payload.get("format") != RUN_FORMAT:
-            raise BadFileError(f"{where} is not a kmc Spark run of this version; start the run again without --resume")
+        payload = (parse_json(where, raw, "Spark run.json") if run_dir.local
+                   else _remote_json(where, raw))
+        if (not isinstance(payload, dict) or payload.get("magic") != RUN_MAGIC
+            or payload.get("format") != RUN_FORMAT):
+            raise BadFileError(f"{where} is not a kmc Spark run of this version; start the run "
+                               "again without --resume")
         want = json.loads(json.dumps(ckpt._identity(self.model, self.options)))
         if payload.get("identity") != want:
             raise WrongModelError(f"run directory {run_dir.path} was written for another run "
@@ -196,8 +230,9 @@ class Resumable:
         st.deadlock = payload["deadlock"]
         st.elapsed = float(payload["elapsed"])
         if st.local_distinct != len(local.log) or st.generated < local.generated:
-            raise BadFileError(f"{where} does not fit the run directory's local.ckpt (it counts {st.local_distinct} "
-                               f"states on the driver, local.ckpt has {len(local.log)}); it cannot be resumed")
+            raise BadFileError(f"{where} does not fit the run directory's local.ckpt (it counts "
+                               f"{st.local_distinct} states on the driver, local.ckpt has "
+                               f"{len(local.log)}); it cannot be resumed")
         st.spark_started = True
         local.frontier = []
         paths = [level.path for level in levels if level.path]
@@ -205,16 +240,20 @@ class Resumable:
             try:
                 frame = spark.session.read.parquet(*paths)
                 rows = frame.count()
-            except Exception as exc:  # files of the right digest Spark cannot read: run.json was rewritten to fit
-                raise BadFileError(f"run directory {run_dir.path}: its level files cannot be read as Parquet "
-                                   f"({type(exc).__name__}); it cannot be resumed") from None
+            # files of the right digest Spark cannot read: run.json was rewritten to fit
+            except Exception as exc:
+                raise BadFileError(f"run directory {run_dir.path}: its level files cannot be read "
+                                   f"as Parquet ({type(exc).__name__}); it cannot be "
+                                   "resumed") from None
             if rows != st.distinct - st.local_distinct:
-                raise BadFileError(f"run directory {run_dir.path}: its level files hold {rows:,} states, run.json "
-                                   f"counts {st.distinct - st.local_distinct:,}; it cannot be resumed")
+                raise BadFileError(f"run directory {run_dir.path}: its level files hold {rows:,} "
+                                   f"states, run.json counts {st.distinct - st.local_distinct:,}; "
+                                   "it cannot be resumed")
         self._resumed_transport = payload["transport"]
         return spark, st, levels
 
-    def _rebuild(self, spark: SparkRun, st: Counters, levels: list[LevelInfo], run_dir: RunDir) -> None:
+    def _rebuild(self, spark: SparkRun, st: Counters, levels: list[LevelInfo],
+                 run_dir: RunDir) -> None:
         """The resumed levels back in Spark, in the transport that wrote them."""
         if self._resumed_transport == "arrow":
             self._arrow_resume(spark, st, levels, run_dir)
@@ -228,15 +267,18 @@ class Resumable:
             local_fps = local_fps.union(read)
         spark.visited = (
             local_fps.partitionBy(parts, fingerprint_partition)
-            .mapPartitionsWithIndex(_fps_to_chunk, preservesPartitioning=True).persist(storage_level())
+            .mapPartitionsWithIndex(_fps_to_chunk,
+                                    preservesPartitioning=True).persist(storage_level())
         )
         if st.frontier_size:
             codec = Codec(self.model.state_types())
             last = levels[-1]
             if last.path is None:
-                raise BadFileError(f"{run_dir.join('run.json')} is inconsistent (its last level has no file)")
+                raise BadFileError(f"{run_dir.join('run.json')} is inconsistent (its last level "
+                                   "has no file)")
             spark.frontier = (
                 spark.session.read.parquet(last.path).rdd.map(_DecodeRow(codec))
                 .partitionBy(parts, fingerprint_partition)
-                .mapPartitionsWithIndex(_rows_to_block, preservesPartitioning=True).persist(storage_level())
+                .mapPartitionsWithIndex(_rows_to_block,
+                                        preservesPartitioning=True).persist(storage_level())
             )

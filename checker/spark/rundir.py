@@ -25,17 +25,20 @@ _CHUNK = 1 << 20
 
 
 def _data_file(name: str) -> bool:
-    """A file Spark's Parquet reader reads: not hidden (``.``, its checksums) nor metadata (``_SUCCESS``)."""
+    """A file Spark's Parquet reader reads: not hidden (``.``, its checksums) nor metadata
+    (``_SUCCESS``)."""
     return not name.startswith((".", "_"))
 
 
 class RunDir:
-    """Where levels, ``run.json`` and RDD checkpoints live: a local path or a Hadoop URI (hdfs://...)."""
+    """Where levels, ``run.json`` and RDD checkpoints live: a local path or a Hadoop URI
+    (hdfs://...)."""
 
     def __init__(self, path: str, temporary: bool = False) -> None:
         self.temporary = temporary
         self.local = "://" not in path or path.startswith("file://")
-        self.path = os.path.abspath(path.removeprefix("file://")) if self.local else path.rstrip("/")
+        self.path = (os.path.abspath(path.removeprefix("file://")) if self.local
+                     else path.rstrip("/"))
         self._sc: Any = None
 
     def attach(self, sc: Any) -> None:
@@ -84,9 +87,9 @@ class RunDir:
             stream.close()
 
     def level_digest(self, path: str) -> str:
-        """The SHA-256 of a level's Parquet directory as Spark reads it: each data file's name, size and
-        SHA-256, in name order (a file added, removed, emptied, truncated or changed changes it). On Hadoop
-        storage the JVM reads the files, so they do not cross to Python."""
+        """The SHA-256 of a level's Parquet directory as Spark reads it: each data file's name, size
+        and SHA-256, in name order (a file added, removed, emptied, truncated or changed changes
+        it). On Hadoop storage the JVM reads the files, so they do not cross to Python."""
         if not self.local:
             return self._hadoop_digest(path)
         digest = hashlib.sha256()
@@ -105,7 +108,8 @@ class RunDir:
             with os.fdopen(fd, "rb") as f:
                 info = os.fstat(f.fileno())
                 if not stat.S_ISREG(info.st_mode):
-                    raise BadFileError(f"level directory {path} holds {name}, which is not a regular file; "
+                    raise BadFileError(f"level directory {path} holds {name}, which is not a "
+                                       "regular file; "
                                        "the run directory cannot be resumed")
                 digest.update(f"{name}\0{info.st_size}\0".encode())
                 content = hashlib.sha256()
@@ -147,13 +151,16 @@ class RunDir:
             shutil.rmtree(self.path, ignore_errors=True)
 
 
-def save_local_prefix(run_dir: RunDir, model: Model, options: SearchOptions, local: SearchState) -> None:
-    """The levels run on the driver, as a checkpoint (``checker.checkpoint``'s format) in the run directory."""
+def save_local_prefix(run_dir: RunDir, model: Model, options: SearchOptions,
+                      local: SearchState) -> None:
+    """The levels run on the driver, as a checkpoint (``checker.checkpoint``'s format) in the run
+    directory."""
     run_dir.write_bytes("local.ckpt", ckpt.dumps(model, options, local))
 
 
 def load_local_prefix(run_dir: RunDir, model: Model, options: SearchOptions) -> SearchState:
     raw = run_dir.read_bytes("local.ckpt")
     if raw is None:
-        raise BadFileError(f"run directory {run_dir.path} has no local.ckpt; it is incomplete and cannot be resumed")
+        raise BadFileError(f"run directory {run_dir.path} has no local.ckpt; it is incomplete and "
+                           "cannot be resumed")
     return ckpt.loads(raw, model, options, run_dir.join("local.ckpt"))

@@ -6,8 +6,8 @@ Authentication (``spark.authenticate``): a standalone cluster started with a sec
 ``bench/spark-standalone.sh`` does) refuses a driver without it. kmc's driver takes the secret from
 the file named by ``KMC_SPARK_SECRET_FILE`` (only the owner may read it) and gives it to its JVM
 through Py4J once the JVM runs, never on a command line (PySpark passes the options it launches the
-JVM with as ``--conf`` arguments, which every local user can read in ``ps``). A driver that the master
-does not accept (no secret, a wrong one, no master there) is stopped after
+JVM with as ``--conf`` arguments, which every local user can read in ``ps``). A driver that the
+master does not accept (no secret, a wrong one, no master there) is stopped after
 ``KMC_SPARK_CONNECT_SECONDS`` (default 60) with one line naming the likely fix, instead of Spark's
 own retries and its log on stderr.
 """
@@ -31,12 +31,14 @@ from spec.errors import BadFileError, EnvironmentMissingError, UsageError
 _PACKAGES = ("spec", "checker", "invariants", "traces")
 #: the Spark master when none is given: every core of this machine
 DEFAULT_MASTER = "local[*]"
-#: the environment variables of the secret file and of the time a cluster's master has to accept the driver
+#: the environment variables of the secret file and of the time a cluster's master has to accept the
+#: driver
 SECRET_FILE_VARIABLE = "KMC_SPARK_SECRET_FILE"
 CONNECT_SECONDS_VARIABLE = "KMC_SPARK_CONNECT_SECONDS"
 DEFAULT_CONNECT_SECONDS = 60.0
 #: the driver JVM's log configuration unless ``--verbose`` (errors only, on stderr)
-LOG4J2_PROPERTIES = os.path.join(os.path.dirname(os.path.abspath(__file__)), "log4j2-kmc.properties")
+LOG4J2_PROPERTIES = os.path.join(os.path.dirname(os.path.abspath(__file__)),
+                                 "log4j2-kmc.properties")
 _SECRET = re.compile(r"[\x21-\x7e]{16,1024}")  # printable, no blanks: a properties value as it is
 
 
@@ -53,17 +55,20 @@ def check_environment() -> None:
         if not os.access(java, os.X_OK):
             raise EnvironmentMissingError(
                 f"the spark engine needs Java 17, but JAVA_HOME={java_home} has no bin/java: "
-                "point JAVA_HOME at a Java 17 installation or install one (e.g. apt-get install openjdk-17-jre-headless)"
+                "point JAVA_HOME at a Java 17 installation or install one (e.g. apt-get install "
+                "openjdk-17-jre-headless)"
             )
     elif shutil.which("java") is None:
         raise EnvironmentMissingError(
-            "the spark engine needs Java 17, which was not found (no java on PATH and JAVA_HOME unset): "
-            "install Java 17 (e.g. apt-get install openjdk-17-jre-headless) or set JAVA_HOME"
+            "the spark engine needs Java 17, which was not found (no java on PATH and JAVA_HOME "
+            "unset): install Java 17 (e.g. apt-get install openjdk-17-jre-headless) or set "
+            "JAVA_HOME"
         )
 
 
 def with_task_retries(master: str, attempts: int = 4) -> str:
-    """``local`` / ``local[N]`` / ``local[*]`` -> ``local[N,attempts]``: local Spark retries failed tasks too."""
+    """``local`` / ``local[N]`` / ``local[*]`` -> ``local[N,attempts]``: local Spark retries failed
+    tasks too."""
     if master == "local":
         return f"local[1,{attempts}]"
     match = re.fullmatch(r"local\[(\d+|\*)\]", master)
@@ -105,11 +110,12 @@ def _project_root() -> str:
 
 
 def auth_secret(env: MutableMapping[str, str] | None = None) -> str | None:
-    """The cluster's shared secret from the file ``KMC_SPARK_SECRET_FILE`` names, or None when it is unset.
+    """The cluster's shared secret from the file ``KMC_SPARK_SECRET_FILE`` names, or None when it is
+    unset.
 
-    The file must be a regular file only its owner can read, holding one word of 16 to 1024 printable
-    characters (``bench/spark-standalone.sh`` writes 64 hex digits); anything else is one line and exit 65
-    (66 for a file that is not there)."""
+    The file must be a regular file only its owner can read, holding one word of 16 to 1024
+    printable characters (``bench/spark-standalone.sh`` writes 64 hex digits); anything else is one
+    line and exit 65 (66 for a file that is not there)."""
     from checker.safe_io import read_file
 
     env = os.environ if env is None else env
@@ -117,23 +123,27 @@ def auth_secret(env: MutableMapping[str, str] | None = None) -> str | None:
     if path is None:
         return None
     if not path.strip():
-        raise UsageError(f"{SECRET_FILE_VARIABLE} is set but empty; give the path of the cluster's secret file or unset it")
+        raise UsageError(f"{SECRET_FILE_VARIABLE} is set but empty; give the path of the cluster's "
+                         "secret file or unset it")
     data = read_file(path, "Spark secret", 4096)
     mode = os.stat(path).st_mode & 0o777
     if mode & 0o077:
-        raise BadFileError(f"the Spark secret file {path} can be read by other users (mode {mode:04o}); chmod 600 {path}")
+        raise BadFileError(f"the Spark secret file {path} can be read by other users (mode "
+                           f"{mode:04o}); chmod 600 {path}")
     try:
         secret = data.decode("ascii").strip()
     except UnicodeDecodeError:
         secret = ""
     if not _SECRET.fullmatch(secret):
-        raise BadFileError(f"the Spark secret file {path} does not hold a secret (one word of 16 to 1024 printable "
+        raise BadFileError(f"the Spark secret file {path} does not hold a secret (one word of 16 "
+                           "to 1024 printable "
                            "ASCII characters); bench/spark-standalone.sh start writes one")
     return secret
 
 
 def connect_seconds(env: MutableMapping[str, str] | None = None) -> float:
-    """How long a cluster's master has to accept the driver (``KMC_SPARK_CONNECT_SECONDS``, default 60)."""
+    """How long a cluster's master has to accept the driver (``KMC_SPARK_CONNECT_SECONDS``, default
+    60)."""
     env = os.environ if env is None else env
     text = env.get(CONNECT_SECONDS_VARIABLE)
     if text is None:
@@ -143,21 +153,23 @@ def connect_seconds(env: MutableMapping[str, str] | None = None) -> float:
     except ValueError:
         value = float("nan")
     if not 0 < value < 1e6:
-        raise UsageError(f"{CONNECT_SECONDS_VARIABLE} must be a positive number of seconds, not {text!r}")
+        raise UsageError(f"{CONNECT_SECONDS_VARIABLE} must be a positive number of seconds, not "
+                         f"{text!r}")
     return value
 
 
 def _create(builder: Any, options: dict[str, str], master: str, secret: str | None, seconds: float,
             quiet: bool = True) -> Any:
-    """``builder.getOrCreate()`` with ``options``. The JVM is launched with the options alone (``launch_jvm``);
-    with ``secret``, the secret is set through Py4J after. On a cluster master, the SparkContext (whose creation
-    waits for the master to register the application) is made first under a watchdog that ends the JVM
-    when the master has not accepted the driver within ``seconds``: one line instead of Spark's minute
-    of retries. The session is built on it after."""
+    """``builder.getOrCreate()`` with ``options``. The JVM is launched with the options alone
+    (``launch_jvm``); with ``secret``, the secret is set through Py4J after. On a cluster master,
+    the SparkContext (whose creation waits for the master to register the application) is made first
+    under a watchdog that ends the JVM when the master has not accepted the driver within
+    ``seconds``: one line instead of Spark's minute of retries. The session is built on it after."""
     from pyspark import SparkConf, SparkContext
 
     local = master.startswith("local")
-    # the JVM first (the watchdog times the master, not Java's start-up), its stderr through ``_forward_jvm_stderr``
+    # the JVM first (the watchdog times the master, not Java's start-up), its stderr through
+    # ``_forward_jvm_stderr``
     launch_jvm(SparkConf(loadDefaults=False).setAll(list(options.items())), quiet=quiet)
     if secret is not None:
         options = {**options, "spark.authenticate": "true", "spark.authenticate.secret": secret}
@@ -182,26 +194,30 @@ def _create(builder: Any, options: dict[str, str], master: str, secret: str | No
     except Exception:
         if not expired:
             raise
-        how = ("with the secret of KMC_SPARK_SECRET_FILE: is it this cluster's?" if secret is not None else
-               "without a secret: if the cluster requires one (spark.authenticate), set KMC_SPARK_SECRET_FILE to "
-               "the file holding it (bench/spark-standalone.sh start names it)")
-        raise EnvironmentMissingError(f"the Spark master {master} did not accept kmc's driver within {seconds:g} s, "
-                                      f"which connected {how}; check the master URL and that the master runs") from None
+        how = ("with the secret of KMC_SPARK_SECRET_FILE: is it this cluster's?" if secret
+               is not None else
+               "without a secret: if the cluster requires one (spark.authenticate), set "
+               "KMC_SPARK_SECRET_FILE to the file holding it (bench/spark-standalone.sh start "
+               "names it)")
+        raise EnvironmentMissingError(f"the Spark master {master} did not accept kmc's driver "
+                                      f"within {seconds:g} s, which connected {how}; check the "
+                                      "master URL and that the master runs") from None
     finally:
         accepted.set()
     return builder.getOrCreate()
 
 
 def session_options(master: str, memory: str, ui: bool, jvm_log: bool) -> dict[str, str]:
-    """The configuration of a session kmc starts itself (not under spark-submit, whose ``--conf`` rule)."""
+    """The configuration of a session kmc starts itself (not under spark-submit, whose ``--conf``
+    rule)."""
     options = {
         "spark.master": with_task_retries(master),
         "spark.ui.enabled": "true" if ui else "false",
         "spark.ui.showConsoleProgress": "false",
         "spark.driver.memory": memory,
-        # a level's keys come back to the driver as one Arrow table, 48 bytes a new state (fingerprint, key and the
-        # four statistics columns, null on a state's row): Spark's default of 1g refuses a level of about 22 M
-        # states, which the driver's memory would hold
+        # a level's keys come back to the driver as one Arrow table, 48 bytes a new state
+        # (fingerprint, key and the four statistics columns, null on a state's row): Spark's default
+        # of 1g refuses a level of about 22 M states, which the driver's memory would hold
         "spark.driver.maxResultSize": memory,
         "spark.sql.shuffle.partitions": "8",
         # the Arrow transport checkpoints every level: the files of a level no longer referenced go
@@ -216,10 +232,12 @@ def session_options(master: str, memory: str, ui: bool, jvm_log: bool) -> dict[s
         # (bench/NOTES.md, "Issue 13 item 4: third round"). KMC_SPARK_FULL_JIT=1 keeps C2.
         java_options.append("-XX:TieredStopAtLevel=1")
     if jvm_log:
-        # as setLogLevel("ERROR") below, from the start: a master's refusals and retries are warnings
+        # as setLogLevel("ERROR") below, from the start: a master's refusals and retries are
+        # warnings
         options["spark.log.level"] = "ERROR"
     else:
-        # errors only from the first line: no default profile, so no banner (a file, as log4j2 reads it)
+        # errors only from the first line: no default profile, so no banner (a file, as log4j2 reads
+        # it)
         java_options.append(f"-Dlog4j2.configurationFile={LOG4J2_PROPERTIES}")
     if java_options:
         options["spark.driver.extraJavaOptions"] = " ".join(java_options)
@@ -231,9 +249,10 @@ def spark_session(master: str = DEFAULT_MASTER, memory: str = "4g", ui: bool = F
     """The active SparkSession, or a new one for ``master``; True when this call created it.
 
     ``ui``: keep Spark's web UI and its REST API (the benchmark reads the stages' metrics there).
-    ``jvm_log`` (``kmc check --verbose``): Spark's own log profile (info, then warnings once the session runs)
-    and the JVM's start-up lines; without it the JVM logs errors only (``log4j2-kmc.properties``) and its
-    start-up banner is dropped (``_forward_jvm_stderr``), so a run prints kmc's lines alone.
+    ``jvm_log`` (``kmc check --verbose``): Spark's own log profile (info, then warnings once the
+    session runs) and the JVM's start-up lines; without it the JVM logs errors only
+    (``log4j2-kmc.properties``) and its start-up banner is dropped (``_forward_jvm_stderr``), so a
+    run prints kmc's lines alone.
 
     Under ``spark-submit`` the master and the rest of the configuration come from spark-submit.
     """
@@ -256,8 +275,9 @@ def spark_session(master: str = DEFAULT_MASTER, memory: str = "4g", ui: bool = F
 
 
 def launch_jvm(conf: Any, quiet: bool) -> None:
-    """Start the driver's JVM (PySpark's ``launch_gateway``) with ``conf``, unless one runs; ``quiet``: its
-    stderr is piped through ``_forward_jvm_stderr`` (the start-up banner dropped, the rest as it comes)."""
+    """Start the driver's JVM (PySpark's ``launch_gateway``) with ``conf``, unless one runs;
+    ``quiet``: its stderr is piped through ``_forward_jvm_stderr`` (the start-up banner dropped, the
+    rest as it comes)."""
     import subprocess
 
     from pyspark import SparkContext
@@ -267,19 +287,20 @@ def launch_jvm(conf: Any, quiet: bool) -> None:
         return
     gateway = launch_gateway(conf, popen_kwargs={"stderr": subprocess.PIPE} if quiet else None)
     if quiet:
-        threading.Thread(target=_forward_jvm_stderr, args=(gateway.proc.stderr, sys.stderr), daemon=True,
-                         name="kmc-jvm-stderr").start()
+        threading.Thread(target=_forward_jvm_stderr, args=(gateway.proc.stderr, sys.stderr),
+                         daemon=True, name="kmc-jvm-stderr").start()
     SparkContext._ensure_initialized(gateway=gateway, conf=conf)
 
 
-#: the lines the driver's JVM prints at every start whatever its log level: the Java runtime's notice of the
-#: incubating module Spark's launcher adds (``--add-modules=jdk.incubator.vector``, spark-launcher's
-#: ``JavaModuleOptions``, Spark 4), which no option of the runtime turns off
+#: the lines the driver's JVM prints at every start whatever its log level: the Java runtime's
+#: notice of the incubating module Spark's launcher adds (``--add-modules=jdk.incubator.vector``,
+#: spark-launcher's ``JavaModuleOptions``, Spark 4), which no option of the runtime turns off
 JVM_BANNER = (b"WARNING: Using incubator modules:",)
 
 
 def _forward_jvm_stderr(source: Any, target: Any) -> None:
-    """Copy the JVM's stderr (bytes, a line at a time) to ``target`` as it comes, but the ``JVM_BANNER`` lines."""
+    """Copy the JVM's stderr (bytes, a line at a time) to ``target`` as it comes, but the
+    ``JVM_BANNER`` lines."""
     sink = getattr(target, "buffer", None)
     for line in iter(source.readline, b""):
         if line.startswith(JVM_BANNER):
@@ -297,7 +318,8 @@ def _forward_jvm_stderr(source: Any, target: Any) -> None:
 
 
 def _ship_packages(sc: Any, directory: str) -> None:
-    """Send this project's packages to the executors of a real cluster (local masters import them directly)."""
+    """Send this project's packages to the executors of a real cluster (local masters import them
+    directly)."""
     root = _project_root()
     target = os.path.join(directory, "kmc-packages.zip")
     with zipfile.ZipFile(target, "w", zipfile.ZIP_DEFLATED) as zf:
@@ -319,15 +341,16 @@ def storage_level() -> Any:
 class SparkInterrupt:
     """Ctrl-C during a Spark run: one line and exit 130, as on the local engines.
 
-    PySpark's own SIGINT handler (installed with the SparkContext) calls ``cancelAllJobs`` through Py4J from
-    inside the signal handler: when the signal lands while the driver waits for a Spark job, that is a
-    re-entrant call on the connection the driver waits on, and Py4J logs two tracebacks before the
-    ``KeyboardInterrupt``. This handler, in its place while a search runs, does not touch the connection:
-    when the driver is inside a Py4J call it cancels the jobs from a thread of its own (its own connection;
-    again every 0.2 s, so a job started after is cancelled too, and with Spark's log turned off, so the
-    Python workers that the terminal's Ctrl-C ended are not reported), and the search raises
-    ``KeyboardInterrupt`` as soon as the call returns (``raise_if_interrupted``, the engine's
-    ``run_engine``); elsewhere it raises ``KeyboardInterrupt`` at once. A second Ctrl-C raises at once."""
+    PySpark's own SIGINT handler (installed with the SparkContext) calls ``cancelAllJobs`` through
+    Py4J from inside the signal handler: when the signal lands while the driver waits for a Spark
+    job, that is a re-entrant call on the connection the driver waits on, and Py4J logs two
+    tracebacks before the ``KeyboardInterrupt``. This handler, in its place while a search runs,
+    does not touch the connection: when the driver is inside a Py4J call it cancels the jobs from a
+    thread of its own (its own connection; again every 0.2 s, so a job started after is cancelled
+    too, and with Spark's log turned off, so the Python workers that the terminal's Ctrl-C ended are
+    not reported), and the search raises ``KeyboardInterrupt`` as soon as the call returns
+    (``raise_if_interrupted``, the engine's ``run_engine``); elsewhere it raises
+    ``KeyboardInterrupt`` at once. A second Ctrl-C raises at once."""
 
     def __init__(self, sc: Any) -> None:
         self.sc = sc
@@ -374,7 +397,8 @@ class SparkInterrupt:
 
 
 def _inside_py4j(frame: Any) -> bool:
-    """True when ``frame`` (where the signal landed) is inside a Py4J call, i.e. the driver waits on the JVM."""
+    """True when ``frame`` (where the signal landed) is inside a Py4J call, i.e. the driver waits on
+    the JVM."""
     while frame is not None:
         if f"{os.sep}py4j{os.sep}" in frame.f_code.co_filename:
             return True

@@ -1,19 +1,22 @@
 """``kmc simulate --engine spark``: the swarm's batches of walks on Spark's executors.
 
-The walks are the local swarm's (``checker.simulate``): walk ``i`` is seeded from ``--seed`` and ``i``, a batch is
-``WALKS_A_BATCH`` consecutive walks, and a batch's result does not depend on where it ran. The driver hands the
-batches out in waves of twice the cluster's default parallelism, one Spark task a batch, and takes the results back
-in the batches' order; it stops after the wave holding the first batch that says the rest is not needed (a
-violation with stop-at-first, a time budget spent) and keeps the results up to that batch: the same list as
-``checker.pool.run_jobs`` gives on any number of local cores, so the same seed gives the same walks, counts, covered
-states and counterexample on Spark as on one core (without ``--max-seconds``).
+The walks are the local swarm's (``checker.simulate``): walk ``i`` is seeded from ``--seed`` and
+``i``, a batch is ``WALKS_A_BATCH`` consecutive walks, and a batch's result does not depend on where
+it ran. The driver hands the batches out in waves of twice the cluster's default parallelism, one
+Spark task a batch, and takes the results back in the batches' order; it stops after the wave
+holding the first batch that says the rest is not needed (a violation with stop-at-first, a time
+budget spent) and keeps the results up to that batch: the same list as ``checker.pool.run_jobs``
+gives on any number of local cores, so the same seed gives the same walks, counts, covered states
+and counterexample on Spark as on one core (without ``--max-seconds``).
 
-A time budget is a deadline on the driver's clock; each wave's tasks get the seconds left when it is submitted and
-count them on their own executor's clock (clocks of different machines are not compared).
+A time budget is a deadline on the driver's clock; each wave's tasks get the seconds left when it is
+submitted and count them on their own executor's clock (clocks of different machines are not
+compared).
 
-What travels: the walker (the model and the invariants, as the Spark engine ships them) to the executors, and each
-batch's result (counts, the sorted fingerprints its walks covered, the shortest violating walk per invariant) back,
-through Spark's own serialisation between this driver and the executors it started: never a file a user hands us.
+What travels: the walker (the model and the invariants, as the Spark engine ships them) to the
+executors, and each batch's result (counts, the sorted fingerprints its walks covered, the shortest
+violating walk per invariant) back, through Spark's own serialisation between this driver and the
+executors it started: never a file a user hands us.
 """
 
 from __future__ import annotations
@@ -28,12 +31,14 @@ from checker.spark.session import DEFAULT_MASTER, _ship_packages, check_environm
 
 
 def wave_size(sc: Any) -> int:
-    """Batches submitted at once: two tasks a core of the cluster, so a slow batch does not leave cores idle."""
+    """Batches submitted at once: two tasks a core of the cluster, so a slow batch does not leave
+    cores idle."""
     return max(2, 2 * int(sc.defaultParallelism))
 
 
 class _Task:
-    """One Spark task: one batch, with the seconds left of the run's budget counted from the task's start."""
+    """One Spark task: one batch, with the seconds left of the run's budget counted from the task's
+    start."""
 
     def __init__(self, work: Callable[[Any], Any], seconds_left: float | None) -> None:
         self.work = work
@@ -47,9 +52,10 @@ class _Task:
 
 
 def run_batches(work: Callable[[Any], Any], jobs: Sequence[Any], master: str | None,
-                finished: Callable[[int, Any], bool], deadline: float | None = None) -> tuple[list[Any], int]:
-    """``_run_batches`` with Spark's failures as the Spark engine reports them (one line; exit 69 when Java or
-    PySpark is missing or broken)."""
+                finished: Callable[[int, Any], bool], deadline: float
+                | None = None) -> tuple[list[Any], int]:
+    """``_run_batches`` with Spark's failures as the Spark engine reports them (one line; exit 69
+    when Java or PySpark is missing or broken)."""
     from checker.spark.engine import translate_spark_failure
 
     try:
@@ -59,10 +65,12 @@ def run_batches(work: Callable[[Any], Any], jobs: Sequence[Any], master: str | N
 
 
 def _run_batches(work: Callable[[Any], Any], jobs: Sequence[Any], master: str,
-                finished: Callable[[int, Any], bool], deadline: float | None = None) -> tuple[list[Any], int]:
-    """``[work(job) for job in jobs]`` on Spark, cut after the first job ``finished`` says ends the run (as
-    ``checker.pool.run_jobs``); ``deadline`` is the run's ``time.monotonic()`` deadline on this driver. Returns the
-    results and the cluster's default parallelism (the cores the walks ran on)."""
+                finished: Callable[[int, Any], bool], deadline: float
+                 | None = None) -> tuple[list[Any], int]:
+    """``[work(job) for job in jobs]`` on Spark, cut after the first job ``finished`` says ends the
+    run (as ``checker.pool.run_jobs``); ``deadline`` is the run's ``time.monotonic()`` deadline on
+    this driver. Returns the results and the cluster's default parallelism (the cores the walks ran
+    on)."""
     check_environment()
     session, _created = spark_session(master)
     sc = session.sparkContext

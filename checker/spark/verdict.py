@@ -1,5 +1,5 @@
-"""The result of a Spark run: the verdict and, for each violation, the counterexample rebuilt from the
-parent pointers by replay, exactly as the local engine rebuilds it.
+"""The result of a Spark run: the verdict and, for each violation, the counterexample rebuilt from
+the parent pointers by replay, exactly as the local engine rebuilds it.
 
 ``Verdicts`` is a mixin of ``checker.spark.engine.SparkBFS``."""
 
@@ -18,8 +18,10 @@ from spec.errors import BadFileError, ModelError
 class Verdicts:
     """Traces and the ``CheckResult`` of ``SparkBFS``."""
 
-    def _path_to(self, index: int, st: Counters, levels: list[LevelInfo], spark: SparkRun | None) -> list[tuple]:
-        """(fingerprint, ("pos", p) | ("action", id)) from an initial state down to global index ``index``."""
+    def _path_to(self, index: int, st: Counters, levels: list[LevelInfo], spark: SparkRun
+                 | None) -> list[tuple]:
+        """(fingerprint, ("pos", p) | ("action", id)) from an initial state down to global index
+        ``index``."""
         local = st.local
         steps: list[tuple] = []
         while index >= st.local_distinct:
@@ -42,7 +44,8 @@ class Verdicts:
             rows = (spark.session.read.parquet(level.path).where(F.col("gidx") == index)
                     .select("fp", "parent", "pos").collect())
             if len(rows) != 1:
-                raise BadFileError(f"the parent pointers of level {level.depth} are incomplete (state {index})")
+                raise BadFileError(f"the parent pointers of level {level.depth} are incomplete "
+                                   f"(state {index})")
             steps.append((int(rows[0].fp), ("pos", int(rows[0].pos))))
             index = int(rows[0].parent)
         for fp, action_id in reversed(local.log.path_to(index)):
@@ -50,22 +53,28 @@ class Verdicts:
         steps.reverse()
         return steps
 
-    def _trace(self, index: int, st: Counters, levels: list[LevelInfo], spark: SparkRun | None, name: str,
-               why: Any) -> Any:
-        """Turn successor positions into actions by replaying canonical states, then rebuild as the local engine."""
+    def _trace(self, index: int, st: Counters, levels: list[LevelInfo], spark: SparkRun | None,
+               name: str, why: Any) -> Any:
+        """Turn successor positions into actions by replaying canonical states, then rebuild as the
+        local engine."""
         if index < st.local_distinct:
             path = st.local.log.path_to(index)
-            return rebuild_trace(self.model, path, st.local.actions.actions, self.options, name, why)
+            return rebuild_trace(self.model, path, st.local.actions.actions, self.options, name,
+                                 why)
         steps = self._path_to(index, st, levels, spark)
-        # the stored form the search expanded (``search_canonical``: dead messages dropped, then renamed)
+        # the stored form the search expanded (``search_canonical``: dead messages dropped, then
+        # renamed)
         canonical = self.local.canonical or (lambda s: s)
         table = ActionTable(st.local.actions.actions)
         root_fp = steps[0][0]
-        current = next((canonical(s) for s in self.model.init_states() if hash(canonical(s)) == root_fp), None)
+        current = next((canonical(s) for s in self.model.init_states() if hash(canonical(s))
+                        == root_fp), None)
         if current is None:
-            raise ModelError("cannot rebuild a trace: no initial state has the recorded fingerprint")
+            raise ModelError("cannot rebuild a trace: no initial state has the recorded "
+                             "fingerprint")
         path = [(root_fp, -1)]
-        # the local prefix's steps carry Python's fingerprints, Spark's levels on the kernel the kernel's
+        # the local prefix's steps carry Python's fingerprints, Spark's levels on the kernel the
+        # kernel's
         spark_fp = self._kernel_fingerprint if getattr(self, "_kernel", None) is not None else hash
         for fp, (kind, value) in steps[1:]:
             fingerprint = spark_fp if kind == "pos" else hash
@@ -74,17 +83,21 @@ class Verdicts:
                 succ = canonical(succ)
                 if fingerprint(succ) != fp:
                     continue
-                if (kind == "pos" and pos == value) or (kind == "action" and act == st.local.actions.actions[value]):
+                if ((kind == "pos" and pos == value)
+                    or (kind == "action" and act == st.local.actions.actions[value])):
                     chosen = (act, succ)
                     break
             if chosen is None:
-                raise ModelError("cannot rebuild a trace: the recorded step is not deterministic in this model")
-            path.append((hash(chosen[1]), table.id(chosen[0])))  # rebuild_trace replays by Python fingerprint
+                raise ModelError("cannot rebuild a trace: the recorded step is not deterministic "
+                                 "in this model")
+            # rebuild_trace replays by Python fingerprint
+            path.append((hash(chosen[1]), table.id(chosen[0])))
             current = chosen[1]
         return rebuild_trace(self.model, path, table.actions, self.options, name, why)
 
     def _kernel_fingerprint(self, state: Any) -> int:
-        """The fingerprint a Spark level on the kernel gave ``state`` (a stored form): its packed bytes' hash."""
+        """The fingerprint a Spark level on the kernel gave ``state`` (a stored form): its packed
+        bytes' hash."""
         from checker.kernel_batch import batch_kernel
 
         batch = batch_kernel(self._shipment)
@@ -99,25 +112,28 @@ class Verdicts:
             extra["reduction"] = report(self.model)
         if getattr(self, "_path", None):
             extra["path"] = self._path
-            if spark is None and self._path["path"] == "kernel":  # no level reached Spark's executors
-                extra["path"] = {"path": "readable", "reason": "every level ran on the driver with the local engine "
-                                 "(below --spark-threshold), on the readable model"}
+            # no level reached Spark's executors
+            if spark is None and self._path["path"] == "kernel":
+                extra["path"] = {"path": "readable", "reason": "every level ran on the driver with "
+                                 "the local engine (below --spark-threshold), on the readable "
+                                 "model"}
         workers = spark.sc.defaultParallelism if spark is not None else 1
         checkpoint_file = run_dir.path if (reason and run_dir is not None and not run_dir.temporary
                                            and st.spark_started and st.frontier_size) else None
         return search_result(
             self.model, self.invariants, found=st.found, deadlock=st.deadlock,
             trace_of=lambda index, name, why: self._trace(index, st, levels, spark, name, why),
-            distinct_states=st.distinct, states_generated=st.generated, depth=st.depth, seconds=elapsed, reason=reason,
-            engine=self.engine, workers=workers, symmetry=self.symmetry, queue=st.frontier_size,
-            checkpoint_file=checkpoint_file,
+            distinct_states=st.distinct, states_generated=st.generated, depth=st.depth,
+            seconds=elapsed, reason=reason, engine=self.engine, workers=workers,
+            symmetry=self.symmetry, queue=st.frontier_size, checkpoint_file=checkpoint_file,
             extra={
                 **extra,
                 "spark": {
                     "master": spark.sc.master if spark is not None else None,
                     "partitions": spark.partitions if spark is not None else None,
                     "threshold": self.threshold,
-                    "transport": ("arrow" if getattr(spark, "codec", None) is not None else "blocks") if spark else None,
+                    "transport": ("arrow" if getattr(spark, "codec", None) is not None
+                                  else "blocks") if spark else None,
                     "levels": [t.to_json() for t in self.timings],
                 }
             },

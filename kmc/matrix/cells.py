@@ -1,5 +1,5 @@
-"""The matrix's cells: one invariant of one row, from a search that checks it (``check_cells``), or from
-stop-at-first rounds on an engine that does not record where each violation was found
+"""The matrix's cells: one invariant of one row, from a search that checks it (``check_cells``), or
+from stop-at-first rounds on an engine that does not record where each violation was found
 (``check_cells_by_rounds``)."""
 
 from __future__ import annotations
@@ -54,22 +54,26 @@ def cell_of(protocol: str, invariant: str, result: CheckResult) -> Cell:
     violation = next((v for v in result.violations if v.invariant == invariant), None)
     if violation is None:
         verdict, reason = result.verdict, result.reason
-        if verdict is Verdict.VIOLATED:  # other invariants broke; this one held on what was explored
+        # other invariants broke; this one held on what was explored
+        if verdict is Verdict.VIOLATED:
             complete = result.queue == 0
             verdict = Verdict.HOLDS if complete else Verdict.UNDETERMINED
-            reason = None if complete else f"a budget ran out with {result.queue:,} states unexplored"
-        return Cell(protocol, invariant, verdict.value, result.distinct_states, result.states_generated, result.depth,
-                    None, result.seconds, reason=reason, constants=dict(result.constants))
+            reason = (None if complete else f"a budget ran out with {result.queue:,} states "
+                                            "unexplored")
+        return Cell(protocol, invariant, verdict.value, result.distinct_states,
+                    result.states_generated, result.depth, None, result.seconds, reason=reason,
+                    constants=dict(result.constants))
     found = violation.discovered
-    distinct, generated, depth = (found.distinct_states, found.states_generated, found.depth) if found else (
+    distinct, generated, depth = (found.distinct_states, found.states_generated,
+                                  found.depth) if found else (
         result.distinct_states, result.states_generated, result.depth)
-    return Cell(protocol, invariant, Verdict.VIOLATED.value, distinct, generated, depth, violation.length,
-                result.seconds, explanation=violation.trace.explanation, constants=dict(result.constants),
-                trace=violation.trace)
+    return Cell(protocol, invariant, Verdict.VIOLATED.value, distinct, generated, depth,
+                violation.length, result.seconds, explanation=violation.trace.explanation,
+                constants=dict(result.constants), trace=violation.trace)
 
 
-def _search(model: Any, invariants: Sequence[Invariant], options: dict[str, Any], stop_at_first: bool,
-            engine: str, engine_options: Any) -> CheckResult:
+def _search(model: Any, invariants: Sequence[Invariant], options: dict[str, Any],
+            stop_at_first: bool, engine: str, engine_options: Any) -> CheckResult:
     search = SearchOptions(invariants=list(invariants), stop_at_first=stop_at_first,
                            stop_when_all_found=not stop_at_first, **options)
     return engines.run(model, search, engine, engine_options)
@@ -90,8 +94,9 @@ def check_cells(model: Any, protocol: str, invariants: Sequence[Invariant], opti
     return [cell_of(protocol, inv.name, result) for inv in invariants]
 
 
-def check_cells_by_rounds(model: Any, protocol: str, invariants: Sequence[Invariant], options: dict[str, Any],
-                          engine: str = "local", engine_options: Any = None) -> list[Cell]:
+def check_cells_by_rounds(model: Any, protocol: str, invariants: Sequence[Invariant],
+                          options: dict[str, Any], engine: str = "local",
+                          engine_options: Any = None) -> list[Cell]:
     """One cell per invariant from stop-at-first searches: each search checks the invariants still
     open and stops at the first level where one fails, which is exactly what a search for that one
     invariant alone would have explored; the others share the next search."""
@@ -104,6 +109,7 @@ def check_cells_by_rounds(model: Any, protocol: str, invariants: Sequence[Invari
             if inv.name in violated or not violated:
                 cell = cell_of(protocol, inv.name, result)
                 cells[inv.name] = replace(cell, distinct_states=result.distinct_states,
-                                          states_generated=result.states_generated, depth=result.depth)
+                                          states_generated=result.states_generated,
+                                          depth=result.depth)
         remaining = [inv for inv in remaining if inv.name not in cells]
     return [cells[inv.name] for inv in invariants]

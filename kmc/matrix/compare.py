@@ -18,30 +18,36 @@ def load_expectation(path: str) -> dict[tuple[str, str], dict[str, Any]]:
         with open(path, encoding="utf-8") as f:
             data = json.load(f)
     except FileNotFoundError:
-        raise NoInputError(f"expectation file {path} does not exist; create it with 'kmc matrix --json > {path}'") from None
+        raise NoInputError(f"expectation file {path} does not exist; create it with 'kmc matrix "
+                           f"--json > {path}'") from None
     except OSError as exc:
         raise NoInputError(f"cannot read expectation file {path}: {exc.strerror or exc}") from None
     except (ValueError, UnicodeDecodeError) as exc:
-        raise BadFileError(f"expectation file {path} is not JSON ({exc}); write it with 'kmc matrix --json'") from None
+        raise BadFileError(f"expectation file {path} is not JSON ({exc}); write it with 'kmc "
+                           "matrix --json'") from None
     if isinstance(data, dict) and isinstance(data.get("cells"), list):
         data = data["cells"]
     if not isinstance(data, list):
-        raise BadFileError(f"expectation file {path} is not a list of cells; write it with 'kmc matrix --json'")
+        raise BadFileError(f"expectation file {path} is not a list of cells; write it with 'kmc "
+                           "matrix --json'")
     out: dict[tuple[str, str], dict[str, Any]] = {}
     for i, item in enumerate(data):
-        if not (isinstance(item, dict) and isinstance(item.get("protocol"), str) and isinstance(item.get("invariant"), str)
+        if not (isinstance(item, dict) and isinstance(item.get("protocol"), str)
+                and isinstance(item.get("invariant"), str)
                 and item.get("verdict") in {v.value for v in Verdict}):
-            raise BadFileError(f"expectation file {path}: entry {i} lacks protocol, invariant or a verdict "
+            raise BadFileError(f"expectation file {path}: entry {i} lacks protocol, invariant or a "
+                               "verdict "
                                "(holds, violated, undetermined)")
         out[item["protocol"], item["invariant"]] = item
     return out
 
 
-def compare(cells: Sequence[Cell], expected: dict[tuple[str, str], dict[str, Any]], counts: bool = True,
-            lengths: bool = True) -> list[str]:
+def compare(cells: Sequence[Cell], expected: dict[tuple[str, str], dict[str, Any]],
+            counts: bool = True, lengths: bool = True) -> list[str]:
     """One line per cell that differs from the expectation (verdict, length, distinct states) or is
-    not in it; cells of the expectation this run did not check are not differences. Without ``counts`` the
-    distinct states are not compared, without ``lengths`` the counterexamples' lengths (a reduced search's)."""
+    not in it; cells of the expectation this run did not check are not differences. Without
+    ``counts`` the distinct states are not compared, without ``lengths`` the counterexamples'
+    lengths (a reduced search's)."""
     changes = []
     for cell in cells:
         want = expected.get((cell.protocol, cell.invariant))
@@ -52,9 +58,11 @@ def compare(cells: Sequence[Cell], expected: dict[tuple[str, str], dict[str, Any
         diffs = []
         if want["verdict"] != cell.verdict:
             diffs.append(f"verdict {want['verdict']} -> {cell.verdict}")
-        if lengths and cell.verdict == want["verdict"] == Verdict.VIOLATED.value and want.get("length") != cell.length:
+        if (lengths and cell.verdict == want["verdict"] == Verdict.VIOLATED.value
+            and want.get("length") != cell.length):
             diffs.append(f"length {want.get('length')} -> {cell.length}")
-        if (counts and cell.verdict == want["verdict"] and cell.verdict != Verdict.UNDETERMINED.value
+        if (counts and cell.verdict == want["verdict"] and cell.verdict
+            != Verdict.UNDETERMINED.value
                 and "distinct_states" in want and want["distinct_states"] != cell.distinct_states):
             diffs.append(f"distinct states {want['distinct_states']:,} -> {cell.distinct_states:,}"
                          if isinstance(want["distinct_states"], int) else

@@ -1,5 +1,5 @@
-"""The matrix as text: a grid that fits the terminal (or one line a cell), its notes (bounds, stories,
-reductions), Markdown and CSV (``--json`` is each cell's ``Cell.to_json``)."""
+"""The matrix as text: a grid that fits the terminal (or one line a cell), its notes (bounds,
+stories, reductions), Markdown and CSV (``--json`` is each cell's ``Cell.to_json``)."""
 
 from __future__ import annotations
 
@@ -28,16 +28,21 @@ def _text(cell: Cell | None, form: str) -> str:
         return ""
     violated, holds = cell.verdict == Verdict.VIOLATED.value, cell.verdict == Verdict.HOLDS.value
     if form == "wide":
-        return f"violated in {cell.length}" if violated else f"holds ({cell.distinct_states:,})" if holds else "undetermined"
+        return (f"violated in {cell.length}" if violated else f"holds ({cell.distinct_states:,})"
+                if holds else "undetermined")
     if form == "keyed":
-        return f"violated {cell.length}" if violated else f"holds {cell.distinct_states:,}" if holds else "undetermined"
+        return (f"violated {cell.length}" if violated else f"holds {cell.distinct_states:,}"
+                if holds else "undetermined")
     return f"✗ {cell.length}" if violated else f"✓ {cell.distinct_states:,}" if holds else "?"
 
 
 _CELL_LEGEND = {
-    "wide": "'violated in N': a shortest counterexample has N steps; 'holds (N)': N distinct states, all checked",
-    "keyed": "'violated N': a shortest counterexample has N steps; 'holds N': N distinct states, all checked",
-    "compact": "'✗ N': violated, a shortest counterexample has N steps; '✓ N': holds, N distinct states; '?': undetermined",
+    "wide": "'violated in N': a shortest counterexample has N steps; 'holds (N)': N distinct "
+            "states, all checked",
+    "keyed": "'violated N': a shortest counterexample has N steps; 'holds N': N distinct states, "
+             "all checked",
+    "compact": "'✗ N': violated, a shortest counterexample has N steps; '✓ N': holds, N distinct "
+               "states; '?': undetermined",
 }
 
 
@@ -49,7 +54,8 @@ def _grid(cells: Sequence[Cell], form: str) -> list[str]:
     invariants = list(dict.fromkeys(c.invariant for c in cells))
     protocols = list(dict.fromkeys(c.protocol for c in cells))
     by_key = {(c.protocol, c.invariant): c for c in cells}
-    headers = ["protocol"] + (invariants if form == "wide" else [_key(i) for i in range(len(invariants))])
+    headers = ["protocol"] + (invariants if form == "wide"
+                              else [_key(i) for i in range(len(invariants))])
     rows = [[p] + [_text(by_key.get((p, n)), form) for n in invariants] for p in protocols]
     widths = [max(len(r[i]) for r in [headers, *rows]) for i in range(len(headers))]
     lines = ["  ".join(h.ljust(w) for h, w in zip(headers, widths, strict=True)).rstrip()]
@@ -65,7 +71,8 @@ def _listing(cells: Sequence[Cell]) -> list[str]:
     lines: list[str] = []
     for protocol in dict.fromkeys(c.protocol for c in cells):
         lines.append(protocol)
-        lines += [f"  {c.invariant.ljust(width)}  {describe(c)}" for c in cells if c.protocol == protocol]
+        lines += [f"  {c.invariant.ljust(width)}  {describe(c)}" for c in cells if c.protocol
+                  == protocol]
     return lines
 
 
@@ -77,7 +84,8 @@ def layout(cells: Sequence[Cell], width: int) -> list[str]:
         return []
     for form in ("wide", "keyed", "compact"):
         lines = _grid(cells, form)
-        legend = textwrap.wrap(_CELL_LEGEND[form], width, break_long_words=False, break_on_hyphens=False)
+        legend = textwrap.wrap(_CELL_LEGEND[form], width, break_long_words=False,
+                               break_on_hyphens=False)
         if max(map(len, lines)) <= width and max(map(len, legend)) <= width:
             return lines + legend
     return _listing(cells)
@@ -88,26 +96,30 @@ def reduction_note(args: argparse.Namespace, width: int) -> list[str]:
     said = []
     if args.symmetry or args.reduce != "none":
         said.append("the states counted are the reduced search's (" + ", then ".join(
-            how for how, on in (("dead messages dropped", args.reduce == "dead"), ("one a symmetry orbit", args.symmetry))
+            how for how, on in (("dead messages dropped", args.reduce == "dead"),
+                                ("one a symmetry orbit", args.symmetry))
             if on) + ")")
     if args.reduce != "none" and not args.shortest:
-        said.append("a counterexample replays on the full model but need not be a shortest one, and a story is told of "
-                    "it: --shortest gives the full search's lengths and stories")
-    return textwrap.wrap("; ".join(said) + ".", width, break_long_words=False, break_on_hyphens=False) if said else []
+        said.append("a counterexample replays on the full model but need not be a shortest one, "
+                    "and a story is told of it: --shortest gives the full search's lengths and "
+                    "stories")
+    return (textwrap.wrap("; ".join(said) + ".", width, break_long_words=False,
+                          break_on_hyphens=False) if said else [])
 
 
 def notes(cells: Sequence[Cell], width: int) -> list[str]:
     """The bounds each invariant was checked at and each violation's story, wrapped at ``width``."""
     out = []
     for line in bounds_note(cells):
-        out += textwrap.wrap("bounds of " + line, width, subsequent_indent="    ", break_long_words=False,
-                             break_on_hyphens=False)
+        out += textwrap.wrap("bounds of " + line, width, subsequent_indent="    ",
+                             break_long_words=False, break_on_hyphens=False)
     stories = [c for c in cells if c.story]
     if stories:
         out.append("stories of the violations:")
         for c in stories:
-            out += textwrap.wrap(f"{c.protocol} / {c.invariant}: {c.story}", width, initial_indent="  ",
-                                 subsequent_indent="    ", break_long_words=False, break_on_hyphens=False)
+            out += textwrap.wrap(f"{c.protocol} / {c.invariant}: {c.story}", width,
+                                 initial_indent="  ", subsequent_indent="    ",
+                                 break_long_words=False, break_on_hyphens=False)
     return out
 
 
@@ -130,7 +142,8 @@ def to_markdown(cells: Sequence[Cell]) -> str:
         texts = []
         for name in invariants:
             cell = by_key.get((protocol, name))
-            texts.append("" if cell is None else f"**{_text(cell, 'wide')}**" if cell.verdict == "violated"
+            texts.append("" if cell is None else f"**{_text(cell, 'wide')}**" if cell.verdict
+                         == "violated"
                          else _text(cell, "wide"))
         lines.append(f"| `{protocol}` | " + " | ".join(texts) + " |")
     lines.append("")
@@ -143,8 +156,8 @@ def to_markdown(cells: Sequence[Cell]) -> str:
     return "\n".join(lines)
 
 
-CSV_FIELDS = ("protocol", "invariant", "verdict", "length", "distinct_states", "states_generated", "depth",
-              "seconds", "story", "trace_file", "constants")
+CSV_FIELDS = ("protocol", "invariant", "verdict", "length", "distinct_states", "states_generated",
+              "depth", "seconds", "story", "trace_file", "constants")
 
 
 def to_csv(cells: Sequence[Cell]) -> str:

@@ -1,22 +1,26 @@
-"""The compiled kernel of the Kafka model (``kernel.c``): how a ``KafkaState`` packs into fixed-width bytes and back,
-the action codes' names, and which configurations it compiles.
+"""The compiled kernel of the Kafka model (``kernel.c``): how a ``KafkaState`` packs into
+fixed-width bytes and back, the action codes' names, and which configurations it compiles.
 
-The layout (``kernel.c``'s ``km_state``, every field one byte, no padding), for ``n`` brokers, ``r`` records and
-``e`` epochs (the bounds size every array: ``KM_N``, ``KM_R``, ``KM_E``; a log holds at most ``records`` records,
-each produce's record sitting at the offset it was produced at, and an epoch cache at most ``epochs + 1`` entries):
+The layout (``kernel.c``'s ``km_state``, every field one byte, no padding), for ``n`` brokers, ``r``
+records and ``e`` epochs (the bounds size every array: ``KM_N``, ``KM_R``, ``KM_E``; a log holds at
+most ``records`` records, each produce's record sitting at the offset it was produced at, and an
+epoch cache at most ``epochs + 1`` entries):
 
-- each broker: alive, its log (length, then (epoch, ident) a record, zero past the end), HW, its epoch cache (length,
-  then (epoch, start offset) pairs), leader, leader epoch, ISR (a bit mask), fetcher state, whether it holds remote
-  LEOs and the ``n`` of them, broker epoch, stopping, and the ghosts incarnation, stale, reconciled, idle cause;
+- each broker: alive, its log (length, then (epoch, ident) a record, zero past the end), HW, its
+  epoch cache (length, then (epoch, start offset) pairs), leader, leader epoch, ISR (a bit mask),
+  fetcher state, whether it holds remote LEOs and the ``n`` of them, broker epoch, stopping, and the
+  ghosts incarnation, stale, reconciled, idle cause;
 - the controller: leader, epoch, ISR mask, each broker's registered broker epoch;
-- the network: a count and ``KM_NET`` slots, each message written order-preserving (every value ``v`` as the byte
-  ``v + 2``, a tuple as its items then 0), so the slots sorted bytewise are the readable model's sorted network and a
-  state's bytes compare as its tuple does (``km_serialize``, the canonical form's tie-break);
-- the bound counters (produced, crashes, bumps, shutdowns, bounces, losses), the committed ghost and the producer's
-  acknowledged records (each a count and (offset, epoch, ident) triples).
+- the network: a count and ``KM_NET`` slots, each message written order-preserving (every value
+  ``v`` as the byte ``v + 2``, a tuple as its items then 0), so the slots sorted bytewise are the
+  readable model's sorted network and a state's bytes compare as its tuple does (``km_serialize``,
+  the canonical form's tie-break);
+- the bound counters (produced, crashes, bumps, shutdowns, bounces, losses), the committed ghost and
+  the producer's acknowledged records (each a count and (offset, epoch, ident) triples).
 
-Signed values are stored as their low byte (-1 as 255). The fields the compiled rows never set (KRaft's, alter-isr's,
-truncate-on-fetch's pending diverging epoch, the consumers') are not stored: ``pack`` refuses a state where one is set.
+Signed values are stored as their low byte (-1 as 255). The fields the compiled rows never set
+(KRaft's, alter-isr's, truncate-on-fetch's pending diverging epoch, the consumers') are not stored:
+``pack`` refuses a state where one is set.
 """
 
 from __future__ import annotations
@@ -49,26 +53,31 @@ from spec.model import Action, KernelSource
 
 SOURCE = os.path.join(os.path.dirname(os.path.abspath(__file__)), "kernel.c")
 
-#: the C file's action kinds in order (code: kind << 24 | p1 << 16 | p2 << 8), each the model's table it names
-KINDS = ("_elect", "_preferred", "_unclean", "_crash", "_restart", "_bump", "_broker_failure", "_broker_change",
-         "_deliver", "_lose", "_produce", "_advance", "_trunc_hw", "_send_fetch", "_serve_fetch", "_receive_fetch",
-         "_send_offsets", "_serve_offsets", "_receive_offsets", "_shrink", "_expand", "_shutdown", "_bounce",
-         "_deliver_stop", "_process_shutdown")
+#: the C file's action kinds in order (code: kind << 24 | p1 << 16 | p2 << 8), each the model's
+#: table it names
+KINDS = ("_elect", "_preferred", "_unclean", "_crash", "_restart", "_bump", "_broker_failure",
+         "_broker_change", "_deliver", "_lose", "_produce", "_advance", "_trunc_hw", "_send_fetch",
+         "_serve_fetch", "_receive_fetch", "_send_offsets", "_serve_offsets", "_receive_offsets",
+         "_shrink", "_expand", "_shutdown", "_bounce", "_deliver_stop", "_process_shutdown")
 
-#: the feature flags the C file reads, each a ``KM_F_*`` define (``Features`` fields and derived switches)
-FLAGS = ("kafka_5642", "kafka_5163", "epoch_in_response", "kafka_7415", "kafka_7128", "kafka_7164", "kafka_7414",
-         "leader_epoch_fencing", "kafka_7152", "kafka_9654", "kafka_8400", "truncation_lowers_hw",
-         "reject_stale_broker_epoch", "detect_bounced_broker", "reject_stale_shutdown", "kafka_10706_fix",
-         "kafka_13141", "kafka_18991", "unclean", "epoch_cache", "hw_truncation", "uses_offsets_request",
-         "removes_fenced_partition", "checks_offsets_answer_epoch")
+#: the feature flags the C file reads, each a ``KM_F_*`` define (``Features`` fields and derived
+#: switches)
+FLAGS = ("kafka_5642", "kafka_5163", "epoch_in_response", "kafka_7415", "kafka_7128", "kafka_7164",
+         "kafka_7414", "leader_epoch_fencing", "kafka_7152", "kafka_9654", "kafka_8400",
+         "truncation_lowers_hw", "reject_stale_broker_epoch", "detect_bounced_broker",
+         "reject_stale_shutdown", "kafka_10706_fix", "kafka_13141", "kafka_18991", "unclean",
+         "epoch_cache", "hw_truncation", "uses_offsets_request", "removes_fenced_partition",
+         "checks_offsets_answer_epoch")
 #: flags whose rules the C file does not compile: a row with one on runs the readable model
-UNCOMPILED_FLAGS = ("truncate_on_fetch", "alter_isr", "kraft", "lossy_crash", "fetch_from_follower", "kafka_15583",
-                    "consumer_truncation_detection")
+UNCOMPILED_FLAGS = ("truncate_on_fetch", "alter_isr", "kraft", "lossy_crash", "fetch_from_follower",
+                    "kafka_15583", "consumer_truncation_detection")
 #: the compiled invariants, in the order of the violation mask's bits
-INVARIANTS = ("log-matching", "log-matching-all-pairs", "log-matching-raft", "committed-durable", "no-uncommitted-below-hw",
-              "replica-sanity", "no-stale-control-request", "no-fence-stall", "no-bounce-stall", "acknowledged-durable",
-              "no-silent-skip", "consumed-stays", "elr-safety")
-#: the rows the equivalence tests (tests/test_kafka_kernel.py) prove: ``--kernel auto`` picks the kernel only there
+INVARIANTS = ("log-matching", "log-matching-all-pairs", "log-matching-raft", "committed-durable",
+              "no-uncommitted-below-hw", "replica-sanity", "no-stale-control-request",
+              "no-fence-stall", "no-bounce-stall", "acknowledged-durable", "no-silent-skip",
+              "consumed-stays", "elr-safety")
+#: the rows the equivalence tests (tests/test_kafka_kernel.py) prove: ``--kernel auto`` picks the
+#: kernel only there
 PROVEN_ROWS = ("0.10.2", "0.11.0", "2.0.0", "2.0.1", "2.1.0", "2.1.1", "2.2.0")
 MAX_BROKERS = 5  # an ISR is one byte
 
@@ -100,7 +109,8 @@ def _enc(v: int) -> int:
 
 
 class Packing:
-    """The byte layout of ``km_state`` for one configuration (brokers, records, epochs, network slots)."""
+    """The byte layout of ``km_state`` for one configuration (brokers, records, epochs, network
+    slots)."""
 
     def __init__(self, brokers: int, records: int, epochs: int, net: int) -> None:
         self.n, self.r, self.e, self.net = brokers, records, epochs, net
@@ -111,7 +121,7 @@ class Packing:
         self.state_bytes = (brokers * self.broker_bytes + 3 + brokers + 1 + net * self.msg_bytes + 6
                             + 2 * (1 + 3 * self.log_cap))
 
-    # -- messages -----------------------------------------------------------------------------------------------
+    # -- messages ----------------------------------------------------------------------------------
     def _message(self, m: Any) -> bytes:
         kind = m.kind
         if kind == LEADER_AND_ISR:
@@ -131,7 +141,8 @@ class Packing:
         elif kind == OFFSETS_FOR_LEADER_EPOCH:
             body = [_enc(v) for v in (kind, m.src, m.dst, m.epoch, m.requested)]
         elif kind == OFFSETS_FOR_LEADER_EPOCH_RESPONSE:
-            body = [_enc(v) for v in (kind, m.src, m.dst, m.epoch, m.requested, m.error, m.answer_epoch, m.end_offset)]
+            body = [_enc(v) for v in (kind, m.src, m.dst, m.epoch, m.requested, m.error,
+                                      m.answer_epoch, m.end_offset)]
         elif kind == STOP_REPLICA:
             body = [_enc(v) for v in (kind, m.dst, m.epoch, m.broker_epoch, m.meant)]
         elif kind == CONTROLLED_SHUTDOWN:
@@ -166,12 +177,14 @@ class Packing:
             return ControlledShutdown(kind, *v[1:4])
         return OffsetsResponse(kind, *v[1:8])
 
-    # -- states -------------------------------------------------------------------------------------------------
+    # -- states ------------------------------------------------------------------------------------
     def _broker(self, b: Broker) -> list[int]:
-        if (b.pending_diverging or b.partition_epoch or b.alter_pending or b.committed_isr or b.remote_epochs
+        if (b.pending_diverging or b.partition_epoch or b.alter_pending or b.committed_isr
+            or b.remote_epochs
                 or b.replicas or b.hw_stale):
-            raise ValueError(f"the kernel stores none of pending_diverging, partition_epoch, alter_pending, "
-                             f"committed_isr, remote_epochs, replicas, hw_stale: {b}")
+            raise ValueError("the kernel stores none of pending_diverging, partition_epoch, "
+                             "alter_pending, committed_isr, remote_epochs, replicas, hw_stale: "
+                             f"{b}")
         if len(b.log) > self.log_cap or len(b.cache) > self.cache_cap:
             raise ValueError(f"a log or epoch cache past the kernel's bounds: {b}")
         out = [int(b.alive), len(b.log)]
@@ -187,8 +200,8 @@ class Packing:
             raise ValueError(f"remote LEOs of another width: {b}")
         out += [_s8(b.leader), _s8(b.epoch), _mask(b.isr), b.fetch, int(bool(remote)),
                 *(_s8(x) for x in (remote or (0,) * self.n)),
-                _s8(b.broker_epoch), int(b.stopping), _s8(b.incarnation), int(b.stale), _s8(b.reconciled),
-                b.idle_cause]
+                _s8(b.broker_epoch), int(b.stopping), _s8(b.incarnation), int(b.stale),
+                _s8(b.reconciled), b.idle_cause]
         return out
 
     def pack(self, s: KafkaState) -> bytes:
@@ -205,11 +218,13 @@ class Packing:
         if len(s.network) > self.net:
             raise ValueError(f"{len(s.network)} messages in flight, past the kernel's {self.net}")
         slots = sorted(self._message(m) for m in s.network)
-        packed = bytes(out) + bytes([len(slots)]) + b"".join(slots) + bytes(self.msg_bytes * (self.net - len(slots)))
+        packed = bytes(out) + bytes([len(slots)]) + b"".join(slots) + bytes(
+            self.msg_bytes * (self.net - len(slots)))
         tail = [s.produced, s.crashes, s.bumps, s.shutdowns, s.bounces, s.losses]
         for ghost in (s.committed, s.acked):
             if len(ghost) > self.log_cap:
-                raise ValueError(f"{len(ghost)} committed or acknowledged records, past the kernel's {self.log_cap}")
+                raise ValueError(f"{len(ghost)} committed or acknowledged records, past the "
+                                 f"kernel's {self.log_cap}")
             tail.append(len(ghost))
             for triple in ghost:
                 tail += [_s8(x) for x in triple]
@@ -224,20 +239,24 @@ class Packing:
             d = data[at:at + self.broker_bytes]
             at += self.broker_bytes
             log_len = d[1]
-            log = tuple(Record(_signed(d[2 + 2 * k]), _signed(d[3 + 2 * k])) for k in range(log_len))
+            log = tuple(Record(_signed(d[2 + 2 * k]), _signed(d[3 + 2 * k]))
+                        for k in range(log_len))
             p = 2 + 2 * self.log_cap
             hw, cache_len = _signed(d[p]), d[p + 1]
-            cache = tuple((_signed(d[p + 2 + 2 * k]), _signed(d[p + 3 + 2 * k])) for k in range(cache_len))
+            cache = tuple((_signed(d[p + 2 + 2 * k]), _signed(d[p + 3 + 2 * k]))
+                          for k in range(cache_len))
             p += 2 + 2 * self.cache_cap
-            leader, epoch, isr, fetch, has_remote = _signed(d[p]), _signed(d[p + 1]), d[p + 2], d[p + 3], d[p + 4]
+            leader, epoch, isr, fetch, has_remote = _signed(d[p]), _signed(d[p + 1]), d[p + 2], d[
+                p + 3], d[p + 4]
             remote = tuple(_signed(x) for x in d[p + 5:p + 5 + n]) if has_remote else ()
             p += 5 + n
             brokers.append(Broker(
-                alive=bool(d[0]), log=log, hw=hw, cache=cache, leader=leader, epoch=epoch, isr=_ids(isr, n),
-                fetch=fetch, remote=remote, broker_epoch=_signed(d[p]), stopping=bool(d[p + 1]),
-                incarnation=_signed(d[p + 2]), stale=bool(d[p + 3]), reconciled=_signed(d[p + 4]),
-                idle_cause=d[p + 5], pending_diverging=()))
-        controller = Controller(leader=_signed(data[at]), epoch=_signed(data[at + 1]), isr=_ids(data[at + 2], n),
+                alive=bool(d[0]), log=log, hw=hw, cache=cache, leader=leader, epoch=epoch,
+                isr=_ids(isr, n), fetch=fetch, remote=remote, broker_epoch=_signed(d[p]),
+                stopping=bool(d[p + 1]), incarnation=_signed(d[p + 2]), stale=bool(d[p + 3]),
+                reconciled=_signed(d[p + 4]), idle_cause=d[p + 5], pending_diverging=()))
+        controller = Controller(leader=_signed(data[at]), epoch=_signed(data[at + 1]),
+                                isr=_ids(data[at + 2], n),
                                 registered=tuple(_signed(x) for x in data[at + 3:at + 3 + n]))
         at += 3 + n
         count = data[at]
@@ -250,19 +269,21 @@ class Packing:
         ghosts = []
         for _ in range(2):  # committed, acked
             count = data[at]
-            ghosts.append(tuple(tuple(_signed(x) for x in data[at + 1 + 3 * k:at + 4 + 3 * k]) for k in range(count)))
+            ghosts.append(tuple(tuple(_signed(x) for x in data[at + 1 + 3 * k:at + 4 + 3 * k])
+                                for k in range(count)))
             at += 1 + 3 * self.log_cap
-        return KafkaState(brokers=tuple(brokers), controller=controller, network=network, produced=produced,
-                          crashes=crashes, bumps=bumps, shutdowns=shutdowns, bounces=bounces, losses=losses,
-                          committed=ghosts[0], acked=ghosts[1])
+        return KafkaState(brokers=tuple(brokers), controller=controller, network=network,
+                          produced=produced, crashes=crashes, bumps=bumps, shutdowns=shutdowns,
+                          bounces=bounces, losses=losses, committed=ghosts[0], acked=ghosts[1])
 
 
 def network_slots(brokers: int, epochs: int, crashes: int, bounces: int, shutdowns: int) -> int:
-    """The messages in flight at most (the network's slots): a request or its answer per (follower, leader) pair (a
-    follower sends only when none of the pair is in flight, ``actions_data.busy``); per broker a LeaderAndIsr for each
-    election (at most ``epochs``: bumps and controlled shutdowns among them), each restart's and each processed
-    bounce's, plus the initial epoch's; a ControlledShutdown and a StopReplica a shutdown. A state past them stops the
-    search (``KM_ERR_NETWORK``), never a silently different one."""
+    """The messages in flight at most (the network's slots): a request or its answer per (follower,
+    leader) pair (a follower sends only when none of the pair is in flight, ``actions_data.busy``);
+    per broker a LeaderAndIsr for each election (at most ``epochs``: bumps and controlled shutdowns
+    among them), each restart's and each processed bounce's, plus the initial epoch's; a
+    ControlledShutdown and a StopReplica a shutdown. A state past them stops the search
+    (``KM_ERR_NETWORK``), never a silently different one."""
     return brokers * (brokers - 1) + brokers * (epochs + crashes + bounces + 2) + 2 * shutdowns
 
 
@@ -276,14 +297,16 @@ def unsupported_reason(model: Any) -> str | None:
         if getattr(model, bound):
             return f"the kernel does not compile the bound {bound}={getattr(model, bound)}"
     if model.own_steps:
-        return "the kernel does not compile an action declared with its own function (Declared.steps)"
+        return ("the kernel does not compile an action declared with its own function "
+                "(Declared.steps)")
     if model.brokers > MAX_BROKERS:
         return f"brokers={model.brokers} is past the kernel's {MAX_BROKERS}"
     if model.protocol not in PROVEN_ROWS:
         return f"the kernel is proven on {', '.join(PROVEN_ROWS)} only, not {model.protocol}"
     changed = [name for name in FLAGS if getattr(f, name) != getattr(resolve(model.protocol), name)]
     if changed:
-        return f"the kernel is proven on the rows' own flags, not with {changed[0].replace('_', '-')} changed"
+        return ("the kernel is proven on the rows' own flags, not with "
+                f"{changed[0].replace('_', '-')} changed")
     return None
 
 
@@ -300,11 +323,13 @@ def kernel(model: Any) -> KernelSource:
         return entry if isinstance(entry, Action) else entry[params[1]]
 
     f = model.features
-    defines = [("KM_N", model.brokers), ("KM_R", model.records), ("KM_E", model.epochs), ("KM_C", model.crashes),
-               ("KM_BUMPS", model.bumps), ("KM_LOSSES", model.losses), ("KM_INFLIGHT", model.inflight),
-               ("KM_SHUTDOWNS", model.shutdowns), ("KM_BOUNCES", model.bounces), ("KM_NET", net),
-               ("KM_ACKS", model.acks), ("KM_MIN_ISR", model.min_isr)]
+    defines = [("KM_N", model.brokers), ("KM_R", model.records), ("KM_E", model.epochs),
+               ("KM_C", model.crashes), ("KM_BUMPS", model.bumps), ("KM_LOSSES", model.losses),
+               ("KM_INFLIGHT", model.inflight), ("KM_SHUTDOWNS", model.shutdowns),
+               ("KM_BOUNCES", model.bounces), ("KM_NET", net), ("KM_ACKS", model.acks),
+               ("KM_MIN_ISR", model.min_isr)]
     defines += [(f"KM_F_{flag.upper()}", int(bool(getattr(f, flag)))) for flag in FLAGS]
-    return KernelSource(source=SOURCE, defines=tuple(defines), state_bytes=packing.state_bytes, pack=packing.pack,
-                        unpack=packing.unpack, action=action, invariants=INVARIANTS, symmetry=True,
-                        unsupported=unsupported_reason(model), reductions=("dead",))
+    return KernelSource(source=SOURCE, defines=tuple(defines), state_bytes=packing.state_bytes,
+                        pack=packing.pack, unpack=packing.unpack, action=action,
+                        invariants=INVARIANTS, symmetry=True, unsupported=unsupported_reason(model),
+                        reductions=("dead",))

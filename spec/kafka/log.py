@@ -35,11 +35,11 @@ def latest_epoch(cache: Cache) -> int:
 def assign(cache: Cache, epoch: int, offset: int, kafka_7415: bool = True) -> Cache:
     """``LeaderEpochFileCache.assign(epoch, offset)`` as each release does it.
 
-    0.11.0 to 2.0.0: append (epoch, offset) only if the epoch is newer than the latest and the offset is
-    not below its start; anything else is ignored (``validateAndMaybeWarn``). 2.0.1+ (KAFKA-7415,
-    ``truncateAndAppend``): unless it repeats the latest entry (same epoch, offset not lower), drop every
-    entry whose epoch or start offset is not below the new one's, then append it: a lower epoch appended
-    after a higher one (a stale fetch answer) replaces the higher entry.
+    0.11.0 to 2.0.0: append (epoch, offset) only if the epoch is newer than the latest and the
+    offset is not below its start; anything else is ignored (``validateAndMaybeWarn``). 2.0.1+
+    (KAFKA-7415, ``truncateAndAppend``): unless it repeats the latest entry (same epoch, offset not
+    lower), drop every entry whose epoch or start offset is not below the new one's, then append it:
+    a lower epoch appended after a higher one (a stale fetch answer) replaces the higher entry.
     """
     if not kafka_7415:
         if cache and (epoch <= cache[-1][0] or offset < cache[-1][1]):
@@ -52,16 +52,16 @@ def assign(cache: Cache, epoch: int, offset: int, kafka_7415: bool = True) -> Ca
 
 
 def truncate_cache(cache: Cache, offset: int) -> Cache:
-    """``truncateFromEnd`` (``clearAndFlushLatest`` before 2.0.1): drop the epochs that start at or after
-    ``offset``."""
+    """``truncateFromEnd`` (``clearAndFlushLatest`` before 2.0.1): drop the epochs that start at or
+    after ``offset``."""
     while cache and cache[-1][1] >= offset:
         cache = cache[:-1]
     return cache
 
 
 def cache_after_append(cache: Cache, log: Log, start: int, kafka_7415: bool = True) -> Cache:
-    """The cache after ``log[start:]`` was appended (``Log.append`` assigns each batch's epoch at its base
-    offset; one record per batch here)."""
+    """The cache after ``log[start:]`` was appended (``Log.append`` assigns each batch's epoch at
+    its base offset; one record per batch here)."""
     for offset in range(start, len(log)):
         epoch = log[offset].epoch
         if not cache or epoch != cache[-1][0]:
@@ -92,7 +92,8 @@ def end_offset_kip101(cache: Cache, leo: int, requested: int) -> int:
     return UNDEFINED
 
 
-def end_offset_for(cache: Cache, leo: int, requested: int, kafka_7415: bool = True) -> tuple[int, int]:
+def end_offset_for(cache: Cache, leo: int, requested: int,
+                   kafka_7415: bool = True) -> tuple[int, int]:
     """2.0+ ``endOffsetFor(requested)``: (largest epoch <= requested, its end offset).
 
     If ``requested`` is the latest epoch: (requested, LEO). If no epoch is above it (or the cache
@@ -123,26 +124,29 @@ def end_offset_of(cache: Cache, leo: int, epoch: int) -> int:
 
 
 def epoch_start(cache: Cache, epoch: int, leo: int) -> int:
-    """The start offset of ``epoch`` in the cache (``leaderEpochStartOffsetOpt``), or the LEO if absent."""
+    """The start offset of ``epoch`` in the cache (``leaderEpochStartOffsetOpt``), or the LEO if
+    absent."""
     for e, start in cache:
         if e == epoch:
             return start
     return leo
 
 
-#: ``diverging_epoch``'s answer when the leader's lookup of the follower's last fetched epoch is undefined:
-#: 2.8+ ``Partition.readRecords`` throws OffsetOutOfRangeException (OFFSET_OUT_OF_RANGE to the follower)
+#: ``diverging_epoch``'s answer when the leader's lookup of the follower's last fetched epoch is
+#: undefined: 2.8+ ``Partition.readRecords`` throws OffsetOutOfRangeException (OFFSET_OUT_OF_RANGE
+#: to the follower)
 LOOKUP_UNDEFINED = (UNDEFINED, UNDEFINED)
 
 
-def diverging_epoch(cache: Cache, leo: int, fetch_offset: int, last_epoch: int) -> tuple[int, int] | None:
+def diverging_epoch(cache: Cache, leo: int, fetch_offset: int,
+                    last_epoch: int) -> tuple[int, int] | None:
     """The leader's check of a fetch (truncate-on-fetch, 2.8+ ``Partition.readRecords`` with
     ``lastFetchedEpoch``): the diverging (epoch, end offset), None if not diverged, or
     ``LOOKUP_UNDEFINED`` when the leader cannot look the epoch up.
 
-    Diverged when the lookup of ``last_epoch`` (``leaderEpochCache.endOffsetFor``) finds a lower epoch
-    or an end offset below the fetch offset. A follower with no epoch (``last_epoch`` UNDEFINED) sends
-    no ``lastFetchedEpoch`` (it truncated to its HW instead) and is not checked.
+    Diverged when the lookup of ``last_epoch`` (``leaderEpochCache.endOffsetFor``) finds a lower
+    epoch or an end offset below the fetch offset. A follower with no epoch (``last_epoch``
+    UNDEFINED) sends no ``lastFetchedEpoch`` (it truncated to its HW instead) and is not checked.
     """
     if last_epoch == UNDEFINED:
         return None

@@ -1,7 +1,7 @@
 """Run an explicit sequence of actions: the seeds' scenarios as steps, for tests and examples.
 
-    from spec.kafka.scenario import run_scenario
-    states = run_scenario(model, [("Produce", {"leader": 0}), ("SendFetch", {"follower": 1, "leader": 0})])
+    from spec.kafka.scenario import run_scenario states = run_scenario(model, [("Produce",
+    {"leader": 0}), ("SendFetch", {"follower": 1, "leader": 0})])
 
 Each step names an action of the table in ``spec.kafka.model`` and its parameters; the step takes
 the successor with exactly that action. A step that is not enabled raises ``ScenarioError`` naming
@@ -23,7 +23,8 @@ class ScenarioError(NotReplayableError):
     """A scenario step is not enabled in the state it is applied to."""
 
 
-def take(model: Model, state: Any, name: str, params: Mapping[str, Any] | None = None) -> tuple[Action, Any]:
+def take(model: Model, state: Any, name: str, params: Mapping[str, Any]
+         | None = None) -> tuple[Action, Any]:
     """The successor of ``state`` by the action ``name(params)``; ScenarioError if not enabled."""
     wanted = dict(params or {})
     enabled = []

@@ -4,11 +4,12 @@ Every value is a NamedTuple of ints, bools and tuples (see ``spec.model``): -1 s
 (no leader, no epoch yet, UNDEFINED offset). Brokers are numbered 0..n-1 and every broker holds
 a replica of the one partition.
 
-Messages are one NamedTuple class per request or response type. Each starts with a ``kind``
-field (a distinct small int), so two messages of different types never compare equal, and the
-network is a sorted tuple of them: a canonical set in which equal situations hash equal. The model builds a
-message with its fields named, the kind implied: ``FetchRequest.new(src=i, dst=leader, epoch=..., offset=...,
-last_epoch=...)``; every type has ``with_(**changes)`` for a copy with named fields changed.
+Messages are one NamedTuple class per request or response type. Each starts with a ``kind`` field (a
+distinct small int), so two messages of different types never compare equal, and the network is a
+sorted tuple of them: a canonical set in which equal situations hash equal. The model builds a
+message with its fields named, the kind implied:
+``FetchRequest.new(src=i, dst=leader, epoch=..., offset=..., last_epoch=...)``; every type has
+``with_(**changes)`` for a copy with named fields changed.
 """
 
 from __future__ import annotations
@@ -20,20 +21,22 @@ from spec.fields import checked_new, fast_fields
 from spec.kafka.log import Cache, Log, Record
 from spec.model import INLINE, StateParts
 
-# -- fetcher states ----------------------------------------------------------------------------------
+# -- fetcher states --------------------------------------------------------------------------------
 NO_FETCHER = 0  # leader, offline, or not told yet
 TRUNCATING = 1  # must find its truncation point (OffsetsForLeaderEpoch) before fetching
 FETCHING = 2  # fetching from its leader
-#: KIP-279 (2.0.0+): truncating again after an intermediate truncation (an answer with an epoch it did not know):
-#: the fetch state's offset is that truncation offset, its LEO, where TRUNCATING's is the HW it was created at
-#: (``AbstractFetcherThread.updateFetchOffsetAndMaybeMarkTruncationComplete``); what an UNDEFINED answer truncates to
+#: KIP-279 (2.0.0+): truncating again after an intermediate truncation (an answer with an epoch it
+#: did not know): the fetch state's offset is that truncation offset, its LEO, where TRUNCATING's is
+#: the HW it was created at
+#: (``AbstractFetcherThread.updateFetchOffsetAndMaybeMarkTruncationComplete``); what an UNDEFINED
+#: answer truncates to
 TRUNCATING_AGAIN = 3
 FETCHER_NAMES = ("none", "truncating", "fetching", "truncating-again")
 
 NO_LEADER = -1  # the partition's leader in an offline partition
 DEAD = -1  # Controller.registered of a broker whose death the controller has processed
 
-# -- message kinds -----------------------------------------------------------------------------------
+# -- message kinds ---------------------------------------------------------------------------------
 LEADER_AND_ISR = 1
 FETCH = 2
 FETCH_RESPONSE = 3
@@ -60,26 +63,31 @@ CONTROL_KINDS = (LEADER_AND_ISR, STOP_REPLICA)
 #: broker-to-broker requests and responses: lost when either end crashes or bounces
 DATA_KINDS = (FETCH, FETCH_RESPONSE, OFFSETS_FOR_LEADER_EPOCH, OFFSETS_FOR_LEADER_EPOCH_RESPONSE)
 
-# -- why a live replica has no fetcher state (ghost ``idle_cause``: read by invariants only) ----------
+# -- why a live replica has no fetcher state (ghost ``idle_cause``: read by invariants only) -------
 IDLE_NONE = 0  # it has a fetcher state, or leads, or is down
-IDLE_FENCED = 1  # a FENCED_LEADER_EPOCH answer removed the partition from its fetcher (KIP-320, 2.1.0)
+# a FENCED_LEADER_EPOCH answer removed the partition from its fetcher (KIP-320, 2.1.0)
+IDLE_FENCED = 1
 IDLE_STOPPED = 2  # a StopReplica removed it
 IDLE_RESTARTED = 3  # it (re)started and has not applied a LeaderAndIsr since
 IDLE_CAUSE_NAMES = ("none", "fenced", "stopped", "restarted")
 
-# -- error codes carried by responses -----------------------------------------------------------------
+# -- error codes carried by responses --------------------------------------------------------------
 NONE = 0
 NOT_LEADER = 1  # NOT_LEADER_FOR_PARTITION
 FENCED_LEADER_EPOCH = 2
 UNKNOWN_LEADER_EPOCH = 3
 OFFSET_OUT_OF_RANGE = 4
-INVALID_UPDATE_VERSION = 5  # KRaft AlterPartition: the request's partition epoch is older than the controller's
-INELIGIBLE_REPLICA = 6  # KRaft AlterPartition (KIP-841, 3.3.0+): a proposed ISR member is fenced or has another broker epoch
-#: ZooKeeper-mode AlterIsr (alter-isr, 2.7.0+): the top-level error when the sender's broker epoch is not the one the
-#: controller registered (``KafkaController.processAlterIsr``)
+# KRaft AlterPartition: the request's partition epoch is older than the controller's
+INVALID_UPDATE_VERSION = 5
+# KRaft AlterPartition (KIP-841, 3.3.0+): a proposed ISR member is fenced or has another broker
+# epoch
+INELIGIBLE_REPLICA = 6
+#: ZooKeeper-mode AlterIsr (alter-isr, 2.7.0+): the top-level error when the sender's broker epoch
+#: is not the one the controller registered (``KafkaController.processAlterIsr``)
 STALE_BROKER_EPOCH = 7
-ERROR_NAMES = ("NONE", "NOT_LEADER", "FENCED_LEADER_EPOCH", "UNKNOWN_LEADER_EPOCH", "OFFSET_OUT_OF_RANGE",
-               "INVALID_UPDATE_VERSION", "INELIGIBLE_REPLICA", "STALE_BROKER_EPOCH")
+ERROR_NAMES = ("NONE", "NOT_LEADER", "FENCED_LEADER_EPOCH", "UNKNOWN_LEADER_EPOCH",
+               "OFFSET_OUT_OF_RANGE", "INVALID_UPDATE_VERSION", "INELIGIBLE_REPLICA",
+               "STALE_BROKER_EPOCH")
 
 
 class Broker(NamedTuple):
@@ -90,42 +98,54 @@ class Broker(NamedTuple):
     # -- in memory: lost by a crash --
     leader: int  # the leader it last learned from a LeaderAndIsr (-1: none)
     epoch: int  # the leader epoch it last learned (-1: none)
-    isr: tuple[int, ...]  # the ISR it last learned (a leader keeps it current as it shrinks/expands)
+    # the ISR it last learned (a leader keeps it current as it shrinks/expands)
+    isr: tuple[int, ...]
     fetch: int  # NO_FETCHER, TRUNCATING, FETCHING or TRUNCATING_AGAIN
-    remote: tuple[int, ...]  # as leader: each replica's LEO from its last fetch (-1 unknown); () otherwise
-    broker_epoch: int  # KIP-380 generation: given by the registration of this incarnation, increases
-    stopping: bool  # it sent a ControlledShutdown in this incarnation (its replicas are being stopped)
-    # (KRaft rows: a dead broker with ``stopping`` stopped cleanly: its clean shutdown file holds its broker epoch)
+    # as leader: each replica's LEO from its last fetch (-1 unknown); () otherwise
+    remote: tuple[int, ...]
+    # KIP-380 generation: given by the registration of this incarnation, increases
+    broker_epoch: int
+    # it sent a ControlledShutdown in this incarnation (its replicas are being stopped)
+    stopping: bool
+    # (KRaft rows: a dead broker with ``stopping`` stopped cleanly: its clean shutdown file holds
+    # its broker epoch)
     # -- ghosts (read by invariants only, never by the protocol) --
     incarnation: int  # how many times it restarted
     stale: bool  # it applied a control request meant for an earlier incarnation of itself (sticky)
-    #: the leader epoch in which it last reconciled its log with its leader's: a leader in its own epoch
-    #: from becoming leader; a follower from the first fetch answer it appended from (no error, no
-    #: diverging epoch) in that epoch. -1: not since its last restart. Log Matching counts a follower
-    #: as the leader's follower only once it reconciled in the leader's epoch (the seed's "pairs")
+    #: the leader epoch in which it last reconciled its log with its leader's: a leader in its own
+    #: epoch from becoming leader; a follower from the first fetch answer it appended from (no
+    #: error, no diverging epoch) in that epoch. -1: not since its last restart. Log Matching counts
+    #: a follower as the leader's follower only once it reconciled in the leader's epoch (the seed's
+    #: "pairs")
     reconciled: int
     idle_cause: int  # why it has no fetcher state (IDLE_*): tells a fencing stall from other stalls
-    #: truncate-on-fetch (2.8+): a diverging epoch taken from a fetch answer under the fetcher's lock and
-    #: not yet applied: (the leader that answered, the request's leader epoch, diverging epoch, its end offset),
-    #: or (). The truncation is
-    #: a separate step (``AbstractFetcherThread.truncateOnFetchResponse``, after the lock was released)
+    #: truncate-on-fetch (2.8+): a diverging epoch taken from a fetch answer under the fetcher's
+    #: lock and not yet applied: (the leader that answered, the request's leader epoch, diverging
+    #: epoch, its end offset), or (). The truncation is a separate step
+    #: (``AbstractFetcherThread.truncateOnFetchResponse``, after the lock was released)
     pending_diverging: tuple[int, ...]
-    # -- KRaft rows and the ZooKeeper rows with alter-isr (``spec.kafka.actions_alter_partition``); inert elsewhere --
-    #: the partition epoch of the partition state it last learned (KRaft PartitionRecord; on a ZooKeeper row with
-    #: alter-isr the zkVersion of the partition state znode, which 2.7 to 3.2 call ``zkVersion`` and 3.3+ partitionEpoch)
+    # -- KRaft rows and the ZooKeeper rows with alter-isr (``spec.kafka.actions_alter_partition``);
+    # -- inert elsewhere --
+    #: the partition epoch of the partition state it last learned (KRaft PartitionRecord; on a
+    #: ZooKeeper row with alter-isr the zkVersion of the partition state znode, which 2.7 to 3.2
+    #: call ``zkVersion`` and 3.3+ partitionEpoch)
     partition_epoch: int = 0
-    #: as leader: an AlterPartition (AlterIsr) it sent is not answered yet (``PendingExpandIsr`` / ``PendingShrinkIsr``);
-    #: ``isr`` is then the maximal ISR and ``committed_isr`` the last committed one it reverts to
+    #: as leader: an AlterPartition (AlterIsr) it sent is not answered yet (``PendingExpandIsr`` /
+    #: ``PendingShrinkIsr``); ``isr`` is then the maximal ISR and ``committed_isr`` the last
+    #: committed one it reverts to
     alter_pending: bool = False
     committed_isr: tuple[int, ...] = ()
-    #: as leader (KIP-903, 3.5.0+): each replica's broker epoch from its last fetch (-1: unknown); () otherwise
+    #: as leader (KIP-903, 3.5.0+): each replica's broker epoch from its last fetch (-1: unknown);
+    #: () otherwise
     remote_epochs: tuple[int, ...] = ()
-    #: KRaft with ``reassignments`` (``spec.kafka.actions_reassignment``): the partition's replicas as the broker last
-    #: replayed them (``PartitionRegistration.replicas``, sorted); () while no reassignment ever changed them: every broker
+    #: KRaft with ``reassignments`` (``spec.kafka.actions_reassignment``): the partition's replicas
+    #: as the broker last replayed them (``PartitionRegistration.replicas``, sorted); () while no
+    #: reassignment ever changed them: every broker
     replicas: tuple[int, ...] = ()
-    #: as leader, with ``hw_events=1`` on a release without KAFKA-13091's fix (2.7 to 3.0): an AlterIsr committed an
-    #: ISR change and the leader has not recomputed its HW since (``handleAlterIsrResponse`` does not call
-    #: ``maybeIncrementLeaderHW``); its next append, a fetch that moves a follower's LEO or a LeaderAndIsr does
+    #: as leader, with ``hw_events=1`` on a release without KAFKA-13091's fix (2.7 to 3.0): an
+    #: AlterIsr committed an ISR change and the leader has not recomputed its HW since
+    #: (``handleAlterIsrResponse`` does not call ``maybeIncrementLeaderHW``); its next append, a
+    #: fetch that moves a follower's LEO or a LeaderAndIsr does
     hw_stale: bool = False
     #: how traces show and exchange the fields (read by ``traces`` only; see ``KafkaState``)
     GHOST_FIELDS = ("incarnation", "stale", "reconciled", "idle_cause")
@@ -139,20 +159,23 @@ class Controller(NamedTuple):
     leader: int
     epoch: int
     isr: tuple[int, ...]  # sorted
-    #: the broker epoch of each broker's registration the controller last processed, DEAD (-1) once it
-    #: processed the broker's death; a broker that re-registered (bounced) while the controller was not
-    #: looking has a newer one until the controller processes the broker change, and a broker that died
-    #: keeps its epoch here until the controller processes the failure
+    #: the broker epoch of each broker's registration the controller last processed, DEAD (-1) once
+    #: it processed the broker's death; a broker that re-registered (bounced) while the controller
+    #: was not looking has a newer one until the controller processes the broker change, and a
+    #: broker that died keeps its epoch here until the controller processes the failure
     registered: tuple[int, ...]
-    # -- KRaft rows only (``spec.kafka.actions_kraft``): on them ``registered`` is DEAD while the broker is
-    # -- fenced (its heartbeats stopped) and its registration's broker epoch while it is unfenced --
-    #: bumped by every partition change (PartitionChangeRecord); on a ZooKeeper row with alter-isr the zkVersion of the
-    #: partition state znode, bumped by every write of it (elections, ISR changes)
+    # -- KRaft rows only (``spec.kafka.actions_kraft``): on them ``registered`` is DEAD while the
+    # -- broker is fenced (its heartbeats stopped) and its registration's broker epoch while it is
+    # -- unfenced --
+    #: bumped by every partition change (PartitionChangeRecord); on a ZooKeeper row with alter-isr
+    #: the zkVersion of the partition state znode, bumped by every write of it (elections, ISR
+    #: changes)
     partition_epoch: int = 0
     elr: tuple[int, ...] = ()  # KIP-966 eligible leader replicas, sorted
-    #: KRaft with ``reassignments`` (``spec.kafka.actions_reassignment``): the partition's replicas, adding replicas and
-    #: removing replicas (``PartitionRegistration.replicas`` / ``addingReplicas`` / ``removingReplicas``), sorted;
-    #: ``replicas`` is () while no reassignment ever changed it: every broker
+    #: KRaft with ``reassignments`` (``spec.kafka.actions_reassignment``): the partition's replicas,
+    #: adding replicas and removing replicas (``PartitionRegistration.replicas`` /
+    #: ``addingReplicas`` / ``removingReplicas``), sorted; ``replicas`` is () while no reassignment
+    #: ever changed it: every broker
     replicas: tuple[int, ...] = ()
     adding: tuple[int, ...] = ()
     removing: tuple[int, ...] = ()
@@ -168,12 +191,14 @@ class LeaderAndIsr(NamedTuple):
     isr: tuple[int, ...]
     broker_epoch: int  # KIP-380: the destination's broker epoch as the controller knows it
     meant: int  # ghost: the incarnation of the destination the sender meant
-    #: KRaft rows: the partition epoch of the change (on KRaft a LeaderAndIsr stands for the PartitionRecord or
-    #: PartitionChangeRecord the broker replays from the metadata log); on the ZooKeeper rows with alter-isr the
-    #: zkVersion (``LeaderAndIsrPartitionState.zkVersion``); 0 on the other ZooKeeper rows
+    #: KRaft rows: the partition epoch of the change (on KRaft a LeaderAndIsr stands for the
+    #: PartitionRecord or PartitionChangeRecord the broker replays from the metadata log); on the
+    #: ZooKeeper rows with alter-isr the zkVersion (``LeaderAndIsrPartitionState.zkVersion``); 0 on
+    #: the other ZooKeeper rows
     partition_epoch: int = 0
-    #: KRaft with ``reassignments``: the partition's replicas after the change (() while no reassignment ever changed
-    #: them: every broker); a broker not among them deletes its replica (``spec.kafka.actions_reassignment``)
+    #: KRaft with ``reassignments``: the partition's replicas after the change (() while no
+    #: reassignment ever changed them: every broker); a broker not among them deletes its replica
+    #: (``spec.kafka.actions_reassignment``)
     replicas: tuple[int, ...] = ()
     GHOST_FIELDS = ("meant",)
     SET_FIELDS = ("isr", "replicas")
@@ -184,7 +209,8 @@ class StopReplica(NamedTuple):
 
     kind: int  # STOP_REPLICA
     dst: int
-    epoch: int  # the controller's leader epoch when sent: orders the channel (the broker does not read it)
+    # the controller's leader epoch when sent: orders the channel (the broker does not read it)
+    epoch: int
     broker_epoch: int  # KIP-380: the destination's broker epoch as the controller knows it
     meant: int  # ghost: the incarnation of the destination the sender meant
     GHOST_FIELDS = ("meant",)
@@ -207,7 +233,8 @@ class FetchRequest(NamedTuple):
     epoch: int  # its current leader epoch (KIP-320; -1 before)
     offset: int  # fetch offset (its LEO)
     last_epoch: int  # epoch of its last fetched record (truncate-on-fetch; -1 before)
-    broker_epoch: int = -1  # KIP-903 (3.5.0, FetchRequest v15 ReplicaState.ReplicaEpoch): the follower's broker epoch
+    # KIP-903 (3.5.0, FetchRequest v15 ReplicaState.ReplicaEpoch): the follower's broker epoch
+    broker_epoch: int = -1
 
 
 class FetchResponse(NamedTuple):
@@ -243,8 +270,8 @@ class OffsetsResponse(NamedTuple):
 
 
 class AlterPartition(NamedTuple):
-    """From a leader to the controller (``AlterPartitionManager``; on the ZooKeeper rows with alter-isr the AlterIsr
-    request of 2.7 to 3.2, ``AlterIsrManager``): the ISR it proposes."""
+    """From a leader to the controller (``AlterPartitionManager``; on the ZooKeeper rows with
+    alter-isr the AlterIsr request of 2.7 to 3.2, ``AlterIsrManager``): the ISR it proposes."""
 
     kind: int  # ALTER_PARTITION
     src: int  # the leader
@@ -252,8 +279,9 @@ class AlterPartition(NamedTuple):
     epoch: int  # the leader's leader epoch
     partition_epoch: int  # the partition epoch of the leader's last committed state
     isr: tuple[int, ...]  # the proposed ISR
-    #: KIP-903 (AlterPartition v3, 3.5.0): the broker epoch of each proposed member by broker id (-1: not checked);
-    #: on the ZooKeeper rows only the sender's own entry is set: the request's ``brokerEpoch`` (AlterIsrRequestData)
+    #: KIP-903 (AlterPartition v3, 3.5.0): the broker epoch of each proposed member by broker id
+    #: (-1: not checked); on the ZooKeeper rows only the sender's own entry is set: the request's
+    #: ``brokerEpoch`` (AlterIsrRequestData)
     broker_epochs: tuple[int, ...]
     SET_FIELDS = ("isr",)
     MAP_FIELDS = ("broker_epochs",)
@@ -267,14 +295,17 @@ class AlterPartitionResponse(NamedTuple):
     dst: int  # the leader
     epoch: int  # the request's leader epoch
     partition_epoch: int  # the request's partition epoch
-    error: int  # NONE, FENCED_LEADER_EPOCH, INVALID_UPDATE_VERSION, INELIGIBLE_REPLICA, STALE_BROKER_EPOCH (ZooKeeper)
+    # NONE, FENCED_LEADER_EPOCH, INVALID_UPDATE_VERSION, INELIGIBLE_REPLICA, STALE_BROKER_EPOCH
+    # (ZooKeeper)
+    error: int
     isr: tuple[int, ...]  # NONE: the committed ISR
     new_epoch: int  # NONE: the leader epoch after the change
     new_partition_epoch: int  # NONE: the partition epoch after the change
     SET_FIELDS = ("isr",)
 
 
-Message = (LeaderAndIsr | StopReplica | ControlledShutdown | FetchRequest | FetchResponse | OffsetsRequest | OffsetsResponse
+Message = (LeaderAndIsr | StopReplica | ControlledShutdown | FetchRequest | FetchResponse
+           | OffsetsRequest | OffsetsResponse
            | AlterPartition | AlterPartitionResponse)
 
 
@@ -286,17 +317,20 @@ class Consumer(NamedTuple):
     position: int  # the offset of the next record it reads
     last_epoch: int  # the epoch of the last record it consumed (-1: none); KIP-320's offsetEpoch
     validating: bool  # 2.3+ (KIP-320): its position awaits validation with OffsetsForLeaderEpoch
-    #: ghosts (read by invariants only): what it consumed, ((offset, epoch, ident), ...) in order; whether it
-    #: moved its position past records it did not read without a reset it knows of (a silent skip); whether
-    #: it surfaced a truncation or reset (LogTruncationException, or auto.offset.reset logged)
+    #: ghosts (read by invariants only): what it consumed, ((offset, epoch, ident), ...) in order;
+    #: whether it moved its position past records it did not read without a reset it knows of (a
+    #: silent skip); whether it surfaced a truncation or reset (LogTruncationException, or
+    #: auto.offset.reset logged)
     consumed: tuple[tuple[int, int, int], ...]
     skipped: bool
     surfaced: int
-    #: ghost: how many of ``consumed`` it had read when the last unclean election happened (0: none since it
-    #: started): those records may vanish from the log (the trade unclean election makes), the later ones not
+    #: ghost: how many of ``consumed`` it had read when the last unclean election happened (0: none
+    #: since it started): those records may vanish from the log (the trade unclean election makes),
+    #: the later ones not
     read_before_unclean: int = 0
-    #: with the constant consumer_inflight=1: its outstanding request or the answer to it, (broker, kind, the
-    #: broker's incarnation, ...) (``spec.kafka.clients``), or (); always () when requests and answers are one step
+    #: with the constant consumer_inflight=1: its outstanding request or the answer to it, (broker,
+    #: kind, the broker's incarnation, ...) (``spec.kafka.clients``), or (); always () when requests
+    #: and answers are one step
     inflight: tuple = ()
     GHOST_FIELDS = ("consumed", "skipped", "surfaced", "read_before_unclean")
 
@@ -313,26 +347,29 @@ class KafkaState(NamedTuple):
     losses: int  # control requests lost so far (bounded by max_losses)
     #: ghost: (offset, epoch, ident) of every record a leader's HW has passed, sorted
     committed: tuple[tuple[int, int, int], ...]
-    # -- clients (``spec.kafka.clients``; empty unless the bounds switch them on, so a state without clients
-    # -- is the replica-only state) --
-    #: ghost: (offset, epoch, ident) of every record a producer was told is written (acks=1: on append,
-    #: acks=all: once the HW passed it), sorted
+    # -- clients (``spec.kafka.clients``; empty unless the bounds switch them on, so a state without
+    # -- clients is the replica-only state) --
+    #: ghost: (offset, epoch, ident) of every record a producer was told is written (acks=1: on
+    #: append, acks=all: once the HW passed it), sorted
     acked: tuple[tuple[int, int, int], ...] = ()
     #: the consumers (bound ``consumers``), by id
     consumers: tuple[Consumer, ...] = ()
-    #: KRaft (``spec.kafka.actions_broker_lifecycle``): unclean shutdowns so far (bound ``unclean_shutdowns``; a disk loss is
-    #: one that keeps nothing)
+    #: KRaft (``spec.kafka.actions_broker_lifecycle``): unclean shutdowns so far (bound
+    #: ``unclean_shutdowns``; a disk loss is one that keeps nothing)
     unclean_shutdowns: int = 0
     alters: int = 0  # KRaft: AlterPartition requests sent so far (bound ``alters``)
-    alter_losses: int = 0  # KRaft: AlterPartition answers lost (the request sent again) so far (bound ``alter_losses``)
+    # KRaft: AlterPartition answers lost (the request sent again) so far (bound ``alter_losses``)
+    alter_losses: int = 0
     clean_shutdowns: int = 0  # KRaft: clean shutdowns so far (bound ``clean_shutdowns``)
     fences: int = 0  # KRaft: running brokers fenced for missed heartbeats so far (bound ``fences``)
-    reassignments: int = 0  # KRaft: partition reassignments started so far (bound ``reassignments``)
+    # KRaft: partition reassignments started so far (bound ``reassignments``)
+    reassignments: int = 0
     #: how traces show and exchange the fields (read by ``traces`` only, never by the checker):
-    #: ``kmc trace show`` hides bound counters and ghosts unless ``--all``; ITF writes a sorted tuple
-    #: that stands for a set as ``#set`` and a tuple indexed by broker id as ``#map``
-    BOOKKEEPING_FIELDS = ("produced", "crashes", "bumps", "shutdowns", "bounces", "losses", "unclean_shutdowns",
-                          "alters", "alter_losses", "clean_shutdowns", "fences", "reassignments")
+    #: ``kmc trace show`` hides bound counters and ghosts unless ``--all``; ITF writes a sorted
+    #: tuple that stands for a set as ``#set`` and a tuple indexed by broker id as ``#map``
+    BOOKKEEPING_FIELDS = ("produced", "crashes", "bumps", "shutdowns", "bounces", "losses",
+                          "unclean_shutdowns", "alters", "alter_losses", "clean_shutdowns",
+                          "fences", "reassignments")
     GHOST_FIELDS = ("committed", "acked")
     SET_FIELDS = ("network", "committed", "acked")
     MAP_FIELDS = ("brokers",)
@@ -354,7 +391,8 @@ STATE_TYPES: tuple[type, ...] = (
     AlterPartition,
     AlterPartitionResponse,
 )
-#: the model reads its fields by name at the cost of an index (``spec.fields``; CPython, else unchanged)
+#: the model reads its fields by name at the cost of an index (``spec.fields``; CPython, else
+#: unchanged)
 FAST_FIELDS = all([fast_fields(cls) for cls in STATE_TYPES])
 
 
@@ -376,8 +414,8 @@ _BROKERS_FIELD, _CONTROLLER_FIELD, _NETWORK_FIELD, _CONSUMERS_FIELD = (
 _RECORDS_FIELD = FetchResponse._fields.index("records")
 
 
-# (the rebuilt classes read their fields unchecked, ``spec.fields``: data from a file or a column is checked for
-# width as it is rebuilt, ``checked_new``)
+# (the rebuilt classes read their fields unchecked, ``spec.fields``: data from a file or a column is
+# checked for width as it is rebuilt, ``checked_new``)
 def _records(plain: tuple) -> Log:
     return tuple([checked_new(Record, r) for r in plain])
 
@@ -400,10 +438,10 @@ def _message(plain: tuple) -> Message:
 
 
 def decode_state(plain: tuple) -> KafkaState:
-    """A ``KafkaState`` from its msgpack form (the state packed as nested arrays, read back as tuples):
-    the frontier store's compact encoding, a few dozen bytes a state with no class names in it.
-    Message classes come from their ``kind``; the other fields are tuples of ints as they are. Data of
-    the wrong shape raises (ValueError, KeyError, TypeError or IndexError)."""
+    """A ``KafkaState`` from its msgpack form (the state packed as nested arrays, read back as
+    tuples): the frontier store's compact encoding, a few dozen bytes a state with no class names in
+    it. Message classes come from their ``kind``; the other fields are tuples of ints as they are.
+    Data of the wrong shape raises (ValueError, KeyError, TypeError or IndexError)."""
     fields = list(plain)
     fields[_BROKERS_FIELD] = tuple([_broker(b) for b in fields[_BROKERS_FIELD]])
     fields[_CONTROLLER_FIELD] = checked_new(Controller, fields[_CONTROLLER_FIELD])
@@ -431,8 +469,8 @@ def encode_states(states: list[KafkaState]) -> tuple:
 
 
 def _positions(values: tuple, at: dict[int, int], pool: list) -> list[int]:
-    """The position of each of ``values`` in ``pool``, appending the ones not there yet (by identity: the
-    objects a block's states share)."""
+    """The position of each of ``values`` in ``pool``, appending the ones not there yet (by
+    identity: the objects a block's states share)."""
     refs = []
     for value in values:
         position = at.get(id(value))
@@ -456,22 +494,24 @@ def decode_states(plain: tuple) -> list[KafkaState]:
         fields[_CONTROLLER_FIELD] = checked_new(Controller, fields[_CONTROLLER_FIELD])
         fields[_NETWORK_FIELD] = tuple([messages[i] for i in fields[_NETWORK_FIELD]])
         if fields[_CONSUMERS_FIELD]:
-            fields[_CONSUMERS_FIELD] = tuple([checked_new(Consumer, c) for c in fields[_CONSUMERS_FIELD]])
+            fields[_CONSUMERS_FIELD] = tuple([checked_new(Consumer, c)
+                                              for c in fields[_CONSUMERS_FIELD]])
         append(checked_new(KafkaState, fields))
     return states
 
 
 if (_BROKERS_FIELD, _CONTROLLER_FIELD, _NETWORK_FIELD) != (0, 1, 2):
-    raise ImportError("state_parts splits a KafkaState as brokers, controller, network, then the rest")
+    raise ImportError("state_parts splits a KafkaState as brokers, controller, network, then the "
+                      "rest")
 
 
 @functools.lru_cache(maxsize=8)
 def state_parts(brokers: int) -> StateParts:
-    """A state of ``brokers`` brokers as parts for the frontier store's pooled encoding: each broker, the
-    controller, the network, the ghosts and the consumers pooled (a level's states share few of them:
-    kip-380, a level of 7,942 states holds 501 distinct brokers, 15 controllers and 1,528 networks), the
-    bounds' counters inline. A state is then a row of ``brokers`` + 14 small ints, rebuilt sharing the
-    pooled parts as the states written did."""
+    """A state of ``brokers`` brokers as parts for the frontier store's pooled encoding: each
+    broker, the controller, the network, the ghosts and the consumers pooled (a level's states share
+    few of them: kip-380, a level of 7,942 states holds 501 distinct brokers, 15 controllers and
+    1,528 networks), the bounds' counters inline. A state is then a row of ``brokers`` + 14 small
+    ints, rebuilt sharing the pooled parts as the states written did."""
     kinds = []
     for name in KafkaState._fields:
         if name == "brokers":
@@ -483,9 +523,11 @@ def state_parts(brokers: int) -> StateParts:
         else:
             kinds.append(INLINE)  # a counter
     names = [f"b{i}" for i in range(brokers)]
-    rest = list(KafkaState._fields[1:])  # every other field, by name (no ``*rest`` tuple to build a state)
+    # every other field, by name (no ``*rest`` tuple to build a state)
+    rest = list(KafkaState._fields[1:])
     namespace = {"_new": _new, "KafkaState": KafkaState}
-    exec(f"def join({', '.join(names + rest)}):\n"  # noqa: S102 (generated from the broker count and field names)
+    exec("def "
+         f"join({', '.join(names + rest)}):\n"  # noqa: S102 (generated from the broker count and field names)
          f"    return _new(KafkaState, (({', '.join(names)},), {', '.join(rest)}))\n", namespace)
 
     def split(state: KafkaState) -> tuple:
@@ -499,11 +541,12 @@ def leo(broker: Broker) -> int:
 
 
 def _install_with(cls: type) -> None:
-    """Give ``cls`` a ``with_(**changes)``: a copy with the named fields changed, as ``_replace`` does.
+    """Give ``cls`` a ``with_(**changes)``: a copy with the named fields changed, as ``_replace``
+    does.
 
-    ``_replace`` goes through Python-level ``_make``; this copies the fields into a list, sets the named ones
-    by their position (one dictionary look-up each) and builds the tuple in C, and it runs several times per
-    successor. An unknown name is a TypeError, as for any function."""
+    ``_replace`` goes through Python-level ``_make``; this copies the fields into a list, sets the
+    named ones by their position (one dictionary look-up each) and builds the tuple in C, and it
+    runs several times per successor. An unknown name is a TypeError, as for any function."""
     positions = {name: position for position, name in enumerate(cls._fields)}
     new = tuple.__new__
 
@@ -513,7 +556,8 @@ def _install_with(cls: type) -> None:
             for name, value in changes.items():
                 values[positions[name]] = value
         except KeyError:
-            raise TypeError(f"{cls.__name__}.with_() got an unexpected keyword argument {name!r}") from None
+            raise TypeError(f"{cls.__name__}.with_() got an unexpected keyword argument "
+                            f"{name!r}") from None
         return new(cls, values)
 
     with_.__doc__ = f"A copy of this {cls.__name__} with the named fields changed."
@@ -526,21 +570,25 @@ for _cls in STATE_TYPES:
 
 
 def _install_new(cls: type, kind: int) -> None:
-    """Give the message class ``cls`` a ``new(**fields)``: the message built with every field named and its ``kind``
-    implied by the class, ``FetchRequest.new(src=i, dst=leader, epoch=..., offset=..., last_epoch=...)``.
+    """Give the message class ``cls`` a ``new(**fields)``: the message built with every field named
+    and its ``kind`` implied by the class,
+    ``FetchRequest.new(src=i, dst=leader, epoch=..., offset=..., last_epoch=...)``.
 
-    Calling the class with keywords goes through ``type.__call__`` with a keyword dictionary (about twice the cost of
-    positional arguments, and a message is built on most successors); this is generated once, from the field names,
-    as a function of keyword-only parameters (a field with a default keeps it) that builds the tuple directly, cheaper
-    than the class called positionally. An unknown or missing field is a TypeError, as for any function."""
+    Calling the class with keywords goes through ``type.__call__`` with a keyword dictionary (about
+    twice the cost of positional arguments, and a message is built on most successors); this is
+    generated once, from the field names, as a function of keyword-only parameters (a field with a
+    default keeps it) that builds the tuple directly, cheaper than the class called positionally. An
+    unknown or missing field is a TypeError, as for any function."""
     fields = cls._fields[1:]  # every message starts with its kind
     defaults = cls._field_defaults
-    parameters = ", ".join(f"{name}=_default_{name}" if name in defaults else name for name in fields)
+    parameters = ", ".join(f"{name}=_default_{name}" if name in defaults else name
+                           for name in fields)
     source = (f"def new(*, {parameters}):\n"
               f"    return _new(_cls, (_kind, {', '.join(fields)}))\n")
     namespace = {"_new": tuple.__new__, "_cls": cls, "_kind": kind,
                  **{f"_default_{name}": value for name, value in defaults.items()}}
-    exec(source, namespace)  # noqa: S102 (generated from the class's own field names, no outside input)
+    exec(source,
+         namespace)  # noqa: S102 (generated from the class's own field names, no outside input)
     new = namespace["new"]
     new.__qualname__ = f"{cls.__name__}.new"
     new.__doc__ = f"A {cls.__name__} (kind {kind}) with its fields named."
@@ -550,16 +598,19 @@ def _install_new(cls: type, kind: int) -> None:
 def updater(cls: type, *names: str, **constants: object):
     """A named update for the hot path: ``updater(Broker, "log", "cache")`` is a function
     ``(broker, log, cache) -> Broker``, the same copy as ``broker.with_(log=log, cache=cache)``;
-    ``updater(Broker, alive=False, leader=-1)`` sets fixed values (a crash's reset) and takes the record alone.
+    ``updater(Broker, alive=False, leader=-1)`` sets fixed values (a crash's reset) and takes the
+    record alone.
 
-    ``with_`` pays for a keyword dictionary and a loop on every call (about 490 ns for a 2-field update of a
-    20-field broker); this is generated once, from the field names, as a function that unpacks the record and
-    builds the copy in one tuple display (about 270 ns; slices joined by ``+`` cost more instructions). Callers
-    pass the fields by keyword, so they are named at the call as with ``with_``."""
+    ``with_`` pays for a keyword dictionary and a loop on every call (about 490 ns for a 2-field
+    update of a 20-field broker); this is generated once, from the field names, as a function that
+    unpacks the record and builds the copy in one tuple display (about 270 ns; slices joined by
+    ``+`` cost more instructions). Callers pass the fields by keyword, so they are named at the call
+    as with ``with_``."""
     fields = cls._fields
     unknown = [name for name in (*names, *constants) if name not in fields]
     if unknown or len(set(names) | set(constants)) != len(names) + len(constants):
-        raise TypeError(f"updater({cls.__name__}): unknown or repeated field(s) {unknown or list(names)}")
+        raise TypeError(f"updater({cls.__name__}): unknown or repeated field(s) "
+                        f"{unknown or list(names)}")
     slots = [f"_{position}" for position in range(len(fields))]
     items = []
     for position, name in enumerate(fields):
@@ -573,10 +624,13 @@ def updater(cls: type, *names: str, **constants: object):
     source = (f"def update({parameters}):\n"
               f"    {', '.join(slots)}, = self\n"
               f"    return _new(_cls, ({', '.join(items)},))\n")
-    namespace = {"_new": tuple.__new__, "_cls": cls, **{f"_fixed_{name}": value for name, value in constants.items()}}
-    exec(source, namespace)  # noqa: S102 (generated from the class's own field names, no outside input)
+    namespace = {"_new": tuple.__new__, "_cls": cls,
+                 **{f"_fixed_{name}": value for name, value in constants.items()}}
+    exec(source,
+         namespace)  # noqa: S102 (generated from the class's own field names, no outside input)
     update = namespace["update"]
-    changed = ", ".join([*(f"{name}=..." for name in names), *(f"{name}={value!r}" for name, value in constants.items())])
+    changed = ", ".join([*(f"{name}=..." for name in names),
+                         *(f"{name}={value!r}" for name, value in constants.items())])
     update.__qualname__ = update.__name__ = f"{cls.__name__}.with_({changed})"
     update.__doc__ = f"A copy of a {cls.__name__} with {changed}."
     return update

@@ -18,22 +18,28 @@ from spec.reference.truncate_to_hw import KafkaTruncateToHighWatermark
 from spec.registry import Constant, ModelInfo, register
 
 VARIANTS: dict[str, type[KafkaReplication]] = {
-    cls.module: cls for cls in (KafkaTruncateToHighWatermark, Kip101, Kip279, Kip320FirstTry, Kip320)
+    cls.module: cls for cls in (KafkaTruncateToHighWatermark, Kip101, Kip279, Kip320FirstTry,
+                                Kip320)
 }
 
 _DESCRIPTIONS = {
-    "KafkaTruncateToHighWatermark": "published TLA+ spec: followers truncate to their high watermark (pre KIP-101)",
+    "KafkaTruncateToHighWatermark": "published TLA+ spec: followers truncate to their high "
+                                    "watermark (pre KIP-101)",
     "Kip101": "published TLA+ spec: followers truncate using the leader epoch (KIP-101)",
     "Kip279": "published TLA+ spec: followers truncate to the last matching offset (KIP-279)",
-    "Kip320FirstTry": "published TLA+ spec: first attempt at epoch-fenced fetching (KIP-320, flawed)",
-    "Kip320": "published TLA+ spec: epoch-fenced fetch, high watermark, ISR and truncation (KIP-320)",
+    "Kip320FirstTry": "published TLA+ spec: first attempt at epoch-fenced fetching (KIP-320, "
+                      "flawed)",
+    "Kip320": "published TLA+ spec: epoch-fenced fetch, high watermark, ISR and truncation "
+              "(KIP-320)",
 }
 
 CONSTANTS = (
     Constant("Replicas", 2, "number of replicas (the set r1 .. rN)", int, minimum=1, maximum=9),
     Constant("LogSize", 2, "capacity of each replica's log", int, minimum=1, maximum=9),
-    Constant("MaxRecords", 2, "how many records producers may write in all", int, minimum=0, maximum=9),
-    Constant("MaxLeaderEpoch", 2, "the largest leader epoch the controller may use", int, minimum=0, maximum=9),
+    Constant("MaxRecords", 2, "how many records producers may write in all", int, minimum=0,
+             maximum=9),
+    Constant("MaxLeaderEpoch", 2, "the largest leader epoch the controller may use", int, minimum=0,
+             maximum=9),
 )
 
 

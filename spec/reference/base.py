@@ -124,7 +124,8 @@ class KafkaReplication(Model):
         self.family = family_for(self.module, self.constants)
         self.replicas = tuple(range(1, replicas + 1))
         self.all_replicas = frozenset(self.replicas)
-        self._next: list[Callable[[KafkaState], Successors]] = [getattr(self, a) for a in self.next_actions]
+        self._next: list[Callable[[KafkaState], Successors]] = [getattr(self, a)
+                                                                for a in self.next_actions]
 
     # -- Init and Next -----------------------------------------------------------------------------
     def init_states(self) -> list[KafkaState]:
@@ -151,12 +152,13 @@ class KafkaReplication(Model):
         return {"model": self.name, "constants": dict(self.constants), "tla_module": self.module}
 
     def kernel(self):
-        """The compiled kernel (``kernel.c``, which follows this module and the variants rule for rule), for the
-        modules it compiles (Kip101, Kip279, Kip320); None for the others."""
+        """The compiled kernel (``kernel.c``, which follows this module and the variants rule for
+        rule), for the modules it compiles (Kip101, Kip279, Kip320); None for the others."""
         from spec.reference.kernel import kernel
 
         return kernel(self.module, self.n, self.log_size, self.max_records, self.max_leader_epoch,
-                      self.controller_shrink_guard, (KafkaState, LogRecord, QuorumState, ReplicaState))
+                      self.controller_shrink_guard,
+                      (KafkaState, LogRecord, QuorumState, ReplicaState))
 
     # -- operators (FiniteReplicatedLog, KafkaReplication) -----------------------------------------
     @staticmethod
@@ -184,7 +186,8 @@ class KafkaReplication(Model):
         # orders and identifies them
         return sorted(s.leader_and_isr_requests)
 
-    def controller_update_isr(self, s: KafkaState, new_leader: int, new_isr: frozenset) -> KafkaState | None:
+    def controller_update_isr(self, s: KafkaState, new_leader: int,
+                              new_isr: frozenset) -> KafkaState | None:
         """ControllerUpdateIsr: \\E newLeaderEpoch \\in IdSet : NextId(newLeaderEpoch) /\\ ...
 
         Exactly one binding (the current nextLeaderEpoch) can satisfy NextId, so at most one
@@ -200,7 +203,8 @@ class KafkaReplication(Model):
             leader_and_isr_requests=s.leader_and_isr_requests | {quorum},
         )
 
-    def quorum_update_leader_and_isr(self, s: KafkaState, leader: int, new_isr: frozenset) -> KafkaState | None:
+    def quorum_update_leader_and_isr(self, s: KafkaState, leader: int,
+                                     new_isr: frozenset) -> KafkaState | None:
         """QuorumUpdateLeaderAndIsr: only the true leader writes the ISR, to ZK and locally."""
         if not self.is_true_leader(s, leader) or s.quorum_state.leader != leader:
             return None
@@ -222,7 +226,8 @@ class KafkaReplication(Model):
         if end_offset == 0:
             return True
         offset = end_offset - 1
-        return end_offset > 0 and offset < len(s.replica_log[leader - 1]) and offset < len(s.replica_log[follower - 1])
+        return (end_offset > 0 and offset < len(s.replica_log[leader - 1]) and offset
+                < len(s.replica_log[follower - 1]))
 
     def truncate_to(self, s: KafkaState, replica: int, new_end_offset: int) -> tuple | None:
         """FiniteReplicatedLog!TruncateTo: the new replicaLog, or None if disabled."""
@@ -232,8 +237,10 @@ class KafkaReplication(Model):
         return replace_at(s.replica_log, replica - 1, log[:new_end_offset])
 
     @staticmethod
-    def replicate_to(s: KafkaState, from_replica: int, to_replica: int, log_size: int) -> tuple | None:
-        """FiniteReplicatedLog!ReplicateTo: \\E offset, record : HasEntry(from, ..) /\\ Append(to, ..).
+    def replicate_to(s: KafkaState, from_replica: int, to_replica: int,
+                     log_size: int) -> tuple | None:
+        """FiniteReplicatedLog!ReplicateTo: \\E offset, record : HasEntry(from, ..) /\\ Append(to,
+        ..).
 
         Append forces offset = the end offset of ``to_replica`` and HasEntry forces the record, so
         at most one binding: the new replicaLog, or None if disabled.
@@ -248,7 +255,8 @@ class KafkaReplication(Model):
 
     @staticmethod
     def first_non_matching_offset_from_tail(s: KafkaState, leader: int, follower: int) -> int:
-        """Kip279's FirstNonMatchingOffsetFromTail (Max of MatchingOffsets(follower, leader), + 1)."""
+        """Kip279's FirstNonMatchingOffsetFromTail (Max of MatchingOffsets(follower, leader), +
+        1)."""
         leader_log = s.replica_log[leader - 1]
         if not leader_log:
             return 0
@@ -260,7 +268,8 @@ class KafkaReplication(Model):
 
     @staticmethod
     def has_high_watermark_reached_current_epoch(s: KafkaState, leader: int) -> bool:
-        """HasHighWatermarkReachedCurrentEpoch (LOCAL to Kip320FirstTry and to Kip320, same text)."""
+        """HasHighWatermarkReachedCurrentEpoch (LOCAL to Kip320FirstTry and to Kip320, same
+        text)."""
         mine = s.replica_state[leader - 1]
         log = s.replica_log[leader - 1]
         hw = mine.hw
@@ -315,8 +324,10 @@ class KafkaReplication(Model):
                 continue
             record = LogRecord(record_id, mine.leader_epoch)
             yield (
-                Action("LeaderWrite", (("replica", replica), ("id", record_id), ("offset", len(log)))),
-                s._replace(replica_log=replace_at(logs, replica - 1, log + (record,)), next_record_id=record_id + 1),
+                Action("LeaderWrite", (("replica", replica), ("id", record_id),
+                                       ("offset", len(log)))),
+                s._replace(replica_log=replace_at(logs, replica - 1, log + (record,)),
+                           next_record_id=record_id + 1),
             )
 
     def LeaderShrinkIsr(self, s: KafkaState) -> Successors:
@@ -355,13 +366,15 @@ class KafkaReplication(Model):
             if all(rs[f - 1].leader == leader and offset < len(logs[f - 1]) for f in mine.isr):
                 yield (
                     Action("LeaderIncHighWatermark", (("offset", offset), ("leader", leader))),
-                    s._replace(replica_state=replace_at(rs, leader - 1, mine._replace(hw=offset + 1))),
+                    s._replace(replica_state=replace_at(rs, leader - 1,
+                                                        mine._replace(hw=offset + 1))),
                 )
 
     def become_follower_and_truncate_to(
         self, s: KafkaState, name: str, leader: int, replica: int, truncation_offset: int
     ) -> Successors:
-        """BecomeFollowerAndTruncateTo(leader, replica, truncationOffset): one successor per request.
+        """BecomeFollowerAndTruncateTo(leader, replica, truncationOffset): one successor per
+        request.
 
         ``leader`` is always bound to a member of Replicas by the callers, so the ``leader = None``
         disjunct never holds.
@@ -378,9 +391,11 @@ class KafkaReplication(Model):
                 logs = self.truncate_to(s, replica, truncation_offset)
                 if logs is None:
                     return
-            new = ReplicaState(min(truncation_offset, mine.hw), request.leader_epoch, leader, request.isr)
+            new = ReplicaState(min(truncation_offset, mine.hw), request.leader_epoch, leader,
+                               request.isr)
             yield (
-                Action(name, (("leader", leader), ("replica", replica), ("epoch", request.leader_epoch))),
+                Action(name, (("leader", leader), ("replica", replica),
+                              ("epoch", request.leader_epoch))),
                 s._replace(replica_log=logs, replica_state=replace_at(rs, replica - 1, new)),
             )
 

@@ -46,4 +46,5 @@ class Kip101(KafkaReplication):
                     yield from self.become_follower_and_truncate_to(s, name, leader, replica, 0)
                 else:
                     offset = self.lookup_offset_for_epoch(s, leader, replica, log[-1].epoch)
-                    yield from self.become_follower_and_truncate_to(s, name, leader, replica, offset)
+                    yield from self.become_follower_and_truncate_to(s, name, leader, replica,
+                                                                    offset)

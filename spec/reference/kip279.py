@@ -22,7 +22,8 @@ class Kip279(KafkaReplication):
     next_actions = KIP279_NEXT
 
     def BecomeFollowerTruncateKip279(self, s: KafkaState) -> Successors:
-        """\\E leader, replica : (IsEmpty(replica) /\\ ..(0)) \\/ ..(FirstNonMatchingOffsetFromTail).
+        """\\E leader, replica : (IsEmpty(replica) /\\ ..(0)) \\/
+        ..(FirstNonMatchingOffsetFromTail).
 
         The disjuncts do not exclude each other: on an empty log both hold, both truncate to 0,
         and TLC generates that successor twice. So do we.

@@ -1,4 +1,5 @@
-"""Kip320.tla: fetches, high watermark, ISR changes and truncation all fenced by the leader epoch."""
+"""Kip320.tla: fetches, high watermark, ISR changes and truncation all fenced by the leader
+epoch."""
 
 from __future__ import annotations
 
@@ -25,7 +26,8 @@ class Kip320(Kip279):
     def is_following_leader_epoch(rs: tuple, leader: int, follower: int) -> bool:
         mine = rs[leader - 1]
         theirs = rs[follower - 1]
-        return mine.leader == leader and theirs.leader == leader and theirs.leader_epoch == mine.leader_epoch
+        return (mine.leader == leader and theirs.leader == leader and theirs.leader_epoch
+                == mine.leader_epoch)
 
     def FencedFollowerFetch(self, s: KafkaState) -> Successors:
         rs = s.replica_state
@@ -53,7 +55,8 @@ class Kip320(Kip279):
             hw = mine.hw
             if hw >= len(logs[leader - 1]):
                 continue
-            if all(self.is_following_leader_epoch(rs, leader, f) and hw < len(logs[f - 1]) for f in mine.isr):
+            if all(self.is_following_leader_epoch(rs, leader, f) and hw < len(logs[f - 1])
+                   for f in mine.isr):
                 yield (
                     Action("FencedLeaderIncHighWatermark", (("leader", leader),)),
                     s._replace(replica_state=replace_at(rs, leader - 1, mine._replace(hw=hw + 1))),
@@ -87,13 +90,15 @@ class Kip320(Kip279):
             for follower in sorted(self.all_replicas - isr):
                 if not self.is_following_leader_epoch(rs, leader, follower):
                     continue
-                if hw > 0 and hw - 1 >= len(s.replica_log[follower - 1]):  # HasFollowerReachedHighWatermark
+                # HasFollowerReachedHighWatermark
+                if hw > 0 and hw - 1 >= len(s.replica_log[follower - 1]):
                     continue
                 if not self.has_high_watermark_reached_current_epoch(s, leader):
                     continue
                 nxt = self.quorum_update_leader_and_isr(s, leader, isr | {follower})
                 if nxt is not None:
-                    yield Action("FencedLeaderExpandIsr", (("leader", leader), ("follower", follower))), nxt
+                    yield Action("FencedLeaderExpandIsr",
+                                 (("leader", leader), ("follower", follower))), nxt
 
     def FencedBecomeFollowerAndTruncate(self, s: KafkaState) -> Successors:
         """\\E leader, replica \\in Replicas, request: the leader must already be in the request's
@@ -118,9 +123,12 @@ class Kip320(Kip279):
                     logs = self.truncate_to(s, replica, offset)
                     if logs is None:
                         continue
-                    new = ReplicaState(min(offset, mine.hw), request.leader_epoch, leader, request.isr)
+                    new = ReplicaState(min(offset, mine.hw), request.leader_epoch, leader,
+                                       request.isr)
                     yield (
-                        Action("FencedBecomeFollowerAndTruncate", (("leader", leader), ("replica", replica),
-                                                                   ("epoch", request.leader_epoch))),
-                        s._replace(replica_log=logs, replica_state=replace_at(rs, replica - 1, new)),
+                        Action("FencedBecomeFollowerAndTruncate",
+                               (("leader", leader), ("replica", replica),
+                                ("epoch", request.leader_epoch))),
+                        s._replace(replica_log=logs,
+                                   replica_state=replace_at(rs, replica - 1, new)),
                     )

@@ -24,7 +24,8 @@ class Kip320FirstTry(Kip279):
 
     # -- operators ---------------------------------------------------------------------------------
     @staticmethod
-    def is_follower_caught_up_to_leader_epoch(s: KafkaState, leader: int, follower: int, end_offset: int) -> bool:
+    def is_follower_caught_up_to_leader_epoch(s: KafkaState, leader: int, follower: int,
+                                              end_offset: int) -> bool:
         """IsFollowerCaughtUpToLeaderEpoch: the record before ``end_offset`` has the leader's epoch.
 
         Its disjuncts (endOffset = 0, endOffset > 0) exclude each other and its ``\\E record`` has
@@ -65,7 +66,8 @@ class Kip320FirstTry(Kip279):
             if rs[leader - 1].leader != leader:
                 continue
             for follower in self.replicas:
-                if rs[follower - 1].leader != leader or not self.follower_needs_truncation(s, follower, leader):
+                if (rs[follower - 1].leader != leader
+                    or not self.follower_needs_truncation(s, follower, leader)):
                     continue
                 offset = self.first_non_matching_offset_from_tail(s, leader, follower)
                 logs = self.truncate_to(s, follower, offset)
@@ -76,7 +78,8 @@ class Kip320FirstTry(Kip279):
                     Action("FollowerTruncate", (("leader", leader), ("follower", follower))),
                     s._replace(
                         replica_log=logs,
-                        replica_state=replace_at(rs, follower - 1, mine._replace(hw=min(offset, mine.hw))),
+                        replica_state=replace_at(rs, follower - 1,
+                                                 mine._replace(hw=min(offset, mine.hw))),
                     ),
                 )
 
@@ -89,7 +92,8 @@ class Kip320FirstTry(Kip279):
             hw = mine.hw
             if hw >= len(s.replica_log[leader - 1]):  # \E record : HasEntry(leader, record, hw)
                 continue
-            if all(self.is_follower_caught_up_to_leader_epoch(s, leader, f, hw + 1) for f in mine.isr):
+            if all(self.is_follower_caught_up_to_leader_epoch(s, leader, f, hw + 1)
+                   for f in mine.isr):
                 yield (
                     Action("ImprovedLeaderIncHighWatermark", (("leader", leader),)),
                     s._replace(replica_state=replace_at(rs, leader - 1, mine._replace(hw=hw + 1))),
@@ -123,7 +127,8 @@ class Kip320FirstTry(Kip279):
                     continue
                 nxt = self.quorum_update_leader_and_isr(s, leader, isr - {replica})
                 if nxt is not None:
-                    yield Action("LeaderShrinkIsrBetterFencing", (("leader", leader), ("replica", replica))), nxt
+                    yield Action("LeaderShrinkIsrBetterFencing",
+                                 (("leader", leader), ("replica", replica))), nxt
 
     def LeaderExpandIsrBetterFencing(self, s: KafkaState) -> Successors:
         rs = s.replica_state
@@ -137,7 +142,8 @@ class Kip320FirstTry(Kip279):
                     continue
                 nxt = self.quorum_update_leader_and_isr(s, leader, isr | {replica})
                 if nxt is not None:
-                    yield Action("LeaderExpandIsrBetterFencing", (("leader", leader), ("replica", replica))), nxt
+                    yield Action("LeaderExpandIsrBetterFencing",
+                                 (("leader", leader), ("replica", replica))), nxt
 
     def BecomeFollower(self, s: KafkaState) -> Successors:
         """\\E leader, replica \\in Replicas, request \\in leaderAndIsrRequests: no truncation."""

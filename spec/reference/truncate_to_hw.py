@@ -1,4 +1,5 @@
-"""KafkaTruncateToHighWatermark.tla: before KIP-101 a new follower truncated to its high watermark."""
+"""KafkaTruncateToHighWatermark.tla: before KIP-101 a new follower truncated to its high
+watermark."""
 
 from __future__ import annotations
 

@@ -1,7 +1,8 @@
-"""Run to completion from the explorer's current state: the project's local breadth-first engine (``kmc check``'s
-``--engine local``, one process) on the model with that state as its only initial state, in a background thread, bounded
-by a distinct-state budget and cancellable; the page polls its progress. A counterexample it finds is a path
-from the current state, which the page appends to its own.
+"""Run to completion from the explorer's current state: the project's local breadth-first engine
+(``kmc check``'s ``--engine local``, one process) on the model with that state as its only initial
+state, in a background thread, bounded by a distinct-state budget and cancellable; the page polls
+its progress. A counterexample it finds is a path from the current state, which the page appends to
+its own.
 """
 
 from __future__ import annotations
@@ -25,9 +26,10 @@ CANCELLED = "cancelled from the page"
 
 
 class StartingAt(Model):
-    """``model`` with one initial state, ``state``; everything else is the model's own (its successors, bounds,
-    symmetry, encoding, description), so the engine searches exactly the states reachable from ``state``.
-    Each method of the interface is forwarded by name (the engine reads some of them from the class)."""
+    """``model`` with one initial state, ``state``; everything else is the model's own (its
+    successors, bounds, symmetry, encoding, description), so the engine searches exactly the states
+    reachable from ``state``. Each method of the interface is forwarded by name (the engine reads
+    some of them from the class)."""
 
     def __init__(self, model: Model, state: Any) -> None:
         self.model = model
@@ -99,31 +101,34 @@ class Run:
         p = self.progress
         out: dict[str, Any] = {
             "query": self.query, "max_states": self.max_states, "running": not self.done.is_set(),
-            "cancelled": CANCELLED in (self.error, getattr(self.result, "reason", None)), "error": self.error,
-            "found": self.found,
+            "cancelled": CANCELLED in (self.error, getattr(self.result, "reason", None)),
+            "error": self.error, "found": self.found,
             "progress": None if p is None else {"depth": p.depth, "generated": p.states_generated,
                                                 "distinct": p.distinct_states, "queue": p.queue,
                                                 "seconds": round(p.seconds, 2)},
         }
         r = self.result
         if r is not None:
-            out["result"] = {"verdict": r.verdict.value if hasattr(r.verdict, "value") else str(r.verdict),
-                             "distinct": r.distinct_states, "generated": r.states_generated, "depth": r.depth,
-                             "seconds": round(r.seconds, 2), "reason": r.reason,
+            out["result"] = {"verdict": r.verdict.value if hasattr(r.verdict, "value")
+                             else str(r.verdict),
+                             "distinct": r.distinct_states, "generated": r.states_generated,
+                             "depth": r.depth, "seconds": round(r.seconds, 2), "reason": r.reason,
                              "violations": [v.invariant for v in r.violations]}
         return out
 
 
 def start(model: Model, state: Any, query: str, max_states: int,
           on_trace: Callable[[Run, Any], None] | None = None) -> Run:
-    """Start a run from ``state`` in a daemon thread; ``on_trace(run, trace)`` gets the first counterexample."""
+    """Start a run from ``state`` in a daemon thread; ``on_trace(run, trace)`` gets the first
+    counterexample."""
     run = Run(query, max_states)
 
     raised = threading.Event()
 
     def progress(p: Progress) -> None:
         run.progress = p
-        if run.cancel.is_set() and not raised.is_set():  # once: the engine's final report comes after its loop
+        # once: the engine's final report comes after its loop
+        if run.cancel.is_set() and not raised.is_set():
             raised.set()
             raise BudgetExceeded(CANCELLED)
 

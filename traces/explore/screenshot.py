@@ -1,10 +1,11 @@
-"""Take the documentation's screenshot of ``kmc explore`` again (``docs/images/explorer.png``, shown by README and
-the explorer tutorial): ``python3 -m traces.explore.screenshot [OUT.png]``.
+"""Take the documentation's screenshot of ``kmc explore`` again (``docs/images/explorer.png``, shown
+by README and the explorer tutorial): ``python3 -m traces.explore.screenshot [OUT.png]``.
 
-It serves the explorer on a loopback port, opens it in headless Chromium (Playwright, with the system's browser:
-``KMC_CHROMIUM`` or ``chromium`` on the PATH; it never downloads one), loads the KAFKA-7786 scenario (the page opens the
-broker the last step changed), replays the path under every release (compare) and saves the whole
-page. Run it after the model or the page changes, so the picture shows what the program shows today."""
+It serves the explorer on a loopback port, opens it in headless Chromium (Playwright, with the
+system's browser: ``KMC_CHROMIUM`` or ``chromium`` on the PATH; it never downloads one), loads the
+KAFKA-7786 scenario (the page opens the broker the last step changed), replays the path under every
+release (compare) and saves the whole page. Run it after the model or the page changes, so the
+picture shows what the program shows today."""
 
 from __future__ import annotations
 
@@ -17,8 +18,8 @@ from pathlib import Path
 from traces.explore.server import ExplorerServer
 
 SCENARIO = "kafka-7786-fenced-answer-stalls-the-follower.json"
-FLAGS = ["--no-sandbox", "--disable-gpu", "--disable-background-networking", "--disable-component-update",
-         "--no-first-run"]
+FLAGS = ["--no-sandbox", "--disable-gpu", "--disable-background-networking",
+         "--disable-component-update", "--no-first-run"]
 #: the picture README and docs/tutorials/explorer.md show, in the documentation's images
 DEFAULT_OUT = Path(__file__).resolve().parents[2] / "docs" / "images" / "explorer.png"
 

@@ -1,4 +1,5 @@
-"""The explorer's web server: the standard library's ``ThreadingHTTPServer``, one static page and a JSON API.
+"""The explorer's web server: the standard library's ``ThreadingHTTPServer``, one static page and a
+JSON API.
 
     GET  /                        the page (``page.html``, vanilla JS and CSS, no build step)
     GET  /api/models              models, protocols, constants, flags; the shipped scenarios; the start position
@@ -9,11 +10,12 @@
     POST /api/run?POSITION[&max_states=N]             run to completion from the current state
     GET  /api/run                 the run's progress and result;  POST /api/run/cancel  stops it
 
-POSITION is the page's URL fragment (``model=kafka&protocol=2.1.0&path=3.0.7``, see ``traces.explore.session``).
-A request the explorer cannot answer gets a 4xx status and ``{"error": "one line"}``; an unexpected failure in
-one request is a 500 with the same shape, and the server goes on serving. Nothing a request names is read from
-the disk except the shipped scenarios, by their listed names.
-"""
+POSITION is the page's URL fragment (``model=kafka&protocol=2.1.0&path=3.0.7``, see
+``traces.explore.session``). A request the explorer cannot answer gets a 4xx status and
+``{"error": "one line"}``; an unexpected failure in one request is a 500 with the same shape, and
+the server goes on serving. Nothing a request names is read from the disk except the shipped
+scenarios, by their listed names.
+"""  # noqa: E501
 
 from __future__ import annotations
 
@@ -56,15 +58,18 @@ def _one(values: dict[str, list[str]], key: str, default: str | None = None) -> 
 def models_listing() -> list[dict[str, Any]]:
     out = []
     for info in all_models().values():
-        out.append({"name": info.name, "description": info.description, "protocols": dict(info.protocols),
-                    "default_protocol": info.default_protocol, "features": dict(info.features),
-                    "constants": [{"name": c.name, "default": c.default, "description": c.description}
-                                  for c in info.constants]})
+        out.append({"name": info.name, "description": info.description,
+                    "protocols": dict(info.protocols), "default_protocol": info.default_protocol,
+                    "features": dict(info.features),
+                    "constants": [{"name": c.name, "default": c.default,
+                                   "description": c.description}
+ for c in info.constants]})
     return out
 
 
 class ExplorerServer(ThreadingHTTPServer):
-    """The server and what its requests share: built models, the start position, the one run of the page."""
+    """The server and what its requests share: built models, the start position, the one run of the
+    page."""
 
     daemon_threads = True
     allow_reuse_address = True
@@ -95,12 +100,13 @@ class Handler(BaseHTTPRequestHandler):
     server: ExplorerServer
     protocol_version = "HTTP/1.1"
 
-    # -- plumbing ---------------------------------------------------------------------------------------
+    # -- plumbing ----------------------------------------------------------------------------------
     def log_message(self, format: str, *args: Any) -> None:  # noqa: A002 - the base class's name
         if self.server.log:
             super().log_message(format, *args)
 
-    def _send(self, status: int, body: bytes, content_type: str, extra: dict[str, str] | None = None) -> None:
+    def _send(self, status: int, body: bytes, content_type: str, extra: dict[str, str]
+              | None = None) -> None:
         try:
             self.send_response(status)
             self.send_header("Content-Type", content_type)
@@ -125,7 +131,8 @@ class Handler(BaseHTTPRequestHandler):
         try:
             length = int(self.headers.get("Content-Length") or 0)
             if length < 0 or length > MAX_BODY:
-                raise RequestError(f"a request body of {length} bytes; at most {MAX_BODY}", status=413)
+                raise RequestError(f"a request body of {length} bytes; at most {MAX_BODY}",
+                                   status=413)
             if length:
                 self.rfile.read(length)  # the API reads nothing from a body
             parts = urlsplit(self.path)
@@ -133,16 +140,19 @@ class Handler(BaseHTTPRequestHandler):
             if route is None:
                 known = any(path == parts.path for _, path in ROUTES)
                 raise RequestError(f"{method} {parts.path[:80]} is not allowed here" if known
-                                   else f"no such page: {parts.path[:80]}", status=405 if known else 404)
+                                   else f"no such page: {parts.path[:80]}", status=405 if known
+                                   else 404)
             route(self, parts.query)
         except RequestError as exc:
             self._error(exc.status, str(exc))
-        except KmcError as exc:  # a user error of the model, a trace or a scenario: one line, as the CLI says it
+        # a user error of the model, a trace or a scenario: one line, as the CLI says it
+        except KmcError as exc:
             self._error(400, str(exc))
         except RecursionError:
             self._error(400, "the request nests too deeply")
         except Exception as exc:  # noqa: BLE001 - one request fails, the server goes on
-            print(f"kmc explore: internal error on {method} {self.path[:200]}: {type(exc).__name__}: {exc}",
+            print(f"kmc explore: internal error on {method} {self.path[:200]}: "
+                  f"{type(exc).__name__}: {exc}",
                   file=sys.stderr)
             self._error(500, f"internal error: {type(exc).__name__}: {exc}")
 
@@ -161,7 +171,7 @@ class Handler(BaseHTTPRequestHandler):
     def do_DELETE(self) -> None:  # noqa: N802
         self._dispatch("DELETE")
 
-    # -- routes -----------------------------------------------------------------------------------------
+    # -- routes ------------------------------------------------------------------------------------
     def _walk(self, query: str) -> tuple[Any, session.Walk]:
         position = session.parse_position(query)
         info = session.info_of(position.config.model)
@@ -177,8 +187,9 @@ class Handler(BaseHTTPRequestHandler):
         self._json(200, {
             "models": models_listing(),
             "scenarios": session.shipped_scenarios(),
-            "start": None if start is None else {"query": start.position.query(), "title": start.title,
-                                                 "summary": start.summary, "expected": start.expected},
+            "start": None if start is None else {"query": start.position.query(),
+                                                 "title": start.title, "summary": start.summary,
+                                                 "expected": start.expected},
             "max_states": self.server.max_states,
         })
 
@@ -203,10 +214,12 @@ class Handler(BaseHTTPRequestHandler):
         trace = w.trace()
         data = trace_to_itf(trace) if fmt == "itf" else trace_to_data(trace)
         config = w.position.config
-        name = "-".join(p for p in (config.model, config.protocol or "", trace.invariant or "path") if p)
+        name = "-".join(p for p in (config.model, config.protocol or "", trace.invariant or "path")
+                        if p)
         name = "".join(ch if ch.isalnum() or ch in "._-" else "_" for ch in name)
         suffix = ".itf.json" if fmt == "itf" else ".json"
-        self._send(200, (json.dumps(data, indent=1) + "\n").encode(), "application/json; charset=utf-8",
+        self._send(200, (json.dumps(data, indent=1) + "\n").encode(),
+                   "application/json; charset=utf-8",
                    {"Content-Disposition": f'attachment; filename="{name}{suffix}"'})
 
     def favicon(self, query: str) -> None:
@@ -221,14 +234,15 @@ class Handler(BaseHTTPRequestHandler):
         if not name:
             raise RequestError("give name=FILE, one of GET /api/scenarios")
         loaded = session.load_scenario_file(session.scenario_file(name), _one(extra, "protocol"))
-        self._json(200, {"query": loaded.position.query(), "title": loaded.title, "summary": loaded.summary,
-                         "expected": loaded.expected})
+        self._json(200, {"query": loaded.position.query(), "title": loaded.title,
+                         "summary": loaded.summary, "expected": loaded.expected})
 
     def run_start(self, query: str) -> None:
         rest, extra = _split(query, ("max_states",))
         text = _one(extra, "max_states", str(self.server.max_states)) or ""
         if not text.isdigit() or not 0 < int(text) <= 10 * self.server.max_states:
-            raise RequestError(f"max_states={text[:20]!r}: give a positive number up to {10 * self.server.max_states}")
+            raise RequestError(f"max_states={text[:20]!r}: give a positive number up to "
+                               f"{10 * self.server.max_states}")
         _, w = self._walk(rest)
         position = w.position
 

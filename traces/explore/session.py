@@ -1,13 +1,13 @@
-"""What the explorer page shows, computed from the model: the state a path leads to, its enabled actions
-with the rules they follow, every safety property's status, the path as a sequence diagram, the path
-replayed under every release, and the path as a trace file.
+"""What the explorer page shows, computed from the model: the state a path leads to, its enabled
+actions with the rules they follow, every safety property's status, the path as a sequence diagram,
+the path replayed under every release, and the path as a trace file.
 
-A request names a configuration and a path the way the page's URL does (``model=kafka&protocol=2.1.0&
-const=records=1&feature=unclean=on&path=3.0.7&at=2``): ``path`` lists, step by step, the index of the
-action taken among the enabled actions of the state before it, in the model's own deterministic order
-(``Model.successors``); ``at`` is how many of those steps are taken (back and forward move it; the
-steps after it stay, as a browser's forward history). Nothing is kept between requests but built models:
-a reload or a shared link gives the same page.
+A request names a configuration and a path the way the page's URL does
+(``model=kafka&protocol=2.1.0& const=records=1&feature=unclean=on&path=3.0.7&at=2``): ``path``
+lists, step by step, the index of the action taken among the enabled actions of the state before it,
+in the model's own deterministic order (``Model.successors``); ``at`` is how many of those steps are
+taken (back and forward move it; the steps after it stay, as a browser's forward history). Nothing
+is kept between requests but built models: a reload or a shared link gives the same page.
 """
 
 from __future__ import annotations
@@ -35,19 +35,22 @@ from traces.views import broker_views, diverging_offsets
 MAX_PATH = 2000
 MAX_QUERY_CHARS = 20_000
 QUERY_KEYS = frozenset({"model", "protocol", "const", "feature", "init", "path", "at"})
-#: Kafka's words for the fields of a broker record (``spec.kafka.state.Broker``); other models keep their names
+#: Kafka's words for the fields of a broker record (``spec.kafka.state.Broker``); other models keep
+#: their names
 KAFKA_WORDS = {
-    "hw": "HW", "epoch": "leader epoch", "cache": "epoch cache", "isr": "ISR", "broker_epoch": "broker epoch",
-    "fetch": "fetcher", "leader": "leader", "log": "log", "alive": "alive", "remote": "followers' fetch offsets",
-    "stopping": "in controlled shutdown", "pending_diverging": "diverging epoch to apply",
-    "partition_epoch": "partition epoch", "alter_pending": "AlterPartition in flight",
-    "committed_isr": "committed ISR", "remote_epochs": "followers' broker epochs", "registered": "registered broker epochs",
+    "hw": "HW", "epoch": "leader epoch", "cache": "epoch cache", "isr": "ISR",
+    "broker_epoch": "broker epoch", "fetch": "fetcher", "leader": "leader", "log": "log",
+    "alive": "alive", "remote": "followers' fetch offsets", "stopping": "in controlled shutdown",
+    "pending_diverging": "diverging epoch to apply", "partition_epoch": "partition epoch",
+    "alter_pending": "AlterPartition in flight", "committed_isr": "committed ISR",
+    "remote_epochs": "followers' broker epochs", "registered": "registered broker epochs",
     "elr": "ELR", "leader_epoch": "leader epoch", "replica_log": "log",
 }
 
 
 class RequestError(KmcError):
-    """A request the explorer cannot answer: HTTP ``status`` (400 a bad request, 404 unknown) and one line."""
+    """A request the explorer cannot answer: HTTP ``status`` (400 a bad request, 404 unknown) and
+    one line."""
 
     def __init__(self, message: str, status: int = 400) -> None:
         super().__init__(message)
@@ -56,7 +59,8 @@ class RequestError(KmcError):
 
 @dataclass(frozen=True)
 class Config:
-    """A model configuration as ``kmc check`` takes it: ``MODEL --protocol P --const N=V --feature F=on``."""
+    """A model configuration as ``kmc check`` takes it:
+    ``MODEL --protocol P --const N=V --feature F=on``."""
 
     model: str
     protocol: str | None = None
@@ -79,7 +83,8 @@ class Config:
 
 @dataclass(frozen=True)
 class Position:
-    """A configuration, an initial state (by index), a path (action indices) and how much of it is taken."""
+    """A configuration, an initial state (by index), a path (action indices) and how much of it is
+    taken."""
 
     config: Config
     init: int = 0
@@ -109,16 +114,19 @@ def _int(text: str, what: str, low: int = 0) -> int:
 
 
 def parse_position(query: str) -> Position:
-    """A ``Position`` from a query string (the page's URL fragment); RequestError naming what is wrong."""
+    """A ``Position`` from a query string (the page's URL fragment); RequestError naming what is
+    wrong."""
     if len(query) > MAX_QUERY_CHARS:
-        raise RequestError(f"the request is {len(query)} characters long; at most {MAX_QUERY_CHARS}")
+        raise RequestError(f"the request is {len(query)} characters long; at most "
+                           f"{MAX_QUERY_CHARS}")
     try:
         fields = parse_qs(query, keep_blank_values=True, strict_parsing=False, max_num_fields=500)
     except ValueError as exc:
         raise RequestError(f"cannot read the request: {exc}") from None
     unknown = sorted(set(fields) - QUERY_KEYS)
     if unknown:
-        raise RequestError(f"unknown parameter {unknown[0]!r}; known: {', '.join(sorted(QUERY_KEYS))}")
+        raise RequestError(f"unknown parameter {unknown[0]!r}; known: "
+                           f"{', '.join(sorted(QUERY_KEYS))}")
     for key in ("model", "protocol", "init", "path", "at"):
         if len(fields.get(key, [])) > 1:
             raise RequestError(f"parameter {key!r} is given {len(fields[key])} times; give it once")
@@ -127,18 +135,20 @@ def parse_position(query: str) -> Position:
         raise RequestError("no model: give model=NAME (see 'kmc list')")
     protocol = (fields.get("protocol") or [""])[0] or None
     path_text = (fields.get("path") or [""])[0]
-    steps = tuple(_int(p, f"step {n} of the path") for n, p in enumerate(path_text.split("."), start=1)) if path_text else ()
+    steps = (tuple(_int(p, f"step {n} of the path")
+                   for n, p in enumerate(path_text.split("."), start=1)) if path_text else ())
     if len(steps) > MAX_PATH:
         raise RequestError(f"the path has {len(steps)} steps; at most {MAX_PATH}")
     at = _int(fields["at"][0], "at") if "at" in fields else len(steps)
     if at > len(steps):
         raise RequestError(f"at={at} is past the end of the path ({len(steps)} steps)")
     init = _int(fields["init"][0], "init") if "init" in fields else 0
-    config = Config(model, protocol, tuple(fields.get("const", [])), tuple(fields.get("feature", [])))
+    config = Config(model, protocol, tuple(fields.get("const", [])),
+                    tuple(fields.get("feature", [])))
     return Position(config, init, steps, at)
 
 
-# -- models ---------------------------------------------------------------------------------------------
+# -- models ----------------------------------------------------------------------------------------
 class Models:
     """Built models by configuration (building one parses its options and checks its bounds)."""
 
@@ -153,7 +163,8 @@ class Models:
         if found is not None:
             return found
         try:
-            model = build_model(config.model, list(config.consts), config.protocol, list(config.features))
+            model = build_model(config.model, list(config.consts), config.protocol,
+                                list(config.features))
         except KmcError as exc:
             raise RequestError(str(exc)) from None
         with self._lock:
@@ -164,20 +175,24 @@ class Models:
 
 
 def config_of(model: Model) -> Config:
-    """The configuration that builds ``model`` again: the constants that differ from their defaults, the protocol,
-    and the flags that differ from the protocol's own (a trace or a scenario names its model by its header)."""
+    """The configuration that builds ``model`` again: the constants that differ from their defaults,
+    the protocol, and the flags that differ from the protocol's own (a trace or a scenario names its
+    model by its header)."""
     defaults = {c.name: c.default for c in get_model_info(model.name).constants}
-    consts = tuple(f"{k}={_const_text(v)}" for k, v in model.constants.items() if k not in defaults or defaults[k] != v)
+    consts = tuple(f"{k}={_const_text(v)}" for k, v in model.constants.items() if k not in defaults
+                   or defaults[k] != v)
     protocol = model.protocol
     described = model.describe().get("features")
     features: tuple[str, ...] = ()
     if isinstance(described, dict):
         base = build_model(model.name, list(consts), protocol).describe().get("features") or {}
-        features = tuple(f"{k}={'on' if v else 'off'}" for k, v in described.items() if bool(base.get(k)) != bool(v))
+        features = tuple(f"{k}={'on' if v else 'off'}" for k, v in described.items()
+                         if bool(base.get(k)) != bool(v))
     config = Config(model.name, protocol, consts, features)
     again = build_model(config.model, list(config.consts), config.protocol, list(config.features))
     if again.describe() != model.describe():
-        raise UsageError(f"cannot name this configuration of model {model.name} by its options ({config.command()})")
+        raise UsageError(f"cannot name this configuration of model {model.name} by its options "
+                         f"({config.command()})")
     return config
 
 
@@ -187,7 +202,7 @@ def _const_text(value: Any) -> str:
     return str(value)
 
 
-# -- the path -------------------------------------------------------------------------------------------
+# -- the path --------------------------------------------------------------------------------------
 @dataclass
 class Walk:
     """The states a position's path goes through (all of the path, not only up to ``at``)."""
@@ -202,11 +217,13 @@ class Walk:
         return self.states[self.position.at]
 
     def trace(self, upto: int | None = None) -> Trace:
-        """The path up to step ``upto`` (default: ``at``) as a trace, naming the first property it breaks and the
-        step where it does (the steps after it stay: a reader who walked past a violation sees where they went)."""
+        """The path up to step ``upto`` (default: ``at``) as a trace, naming the first property it
+        breaks and the step where it does (the steps after it stay: a reader who walked past a
+        violation sees where they went)."""
         end = self.position.at if upto is None else upto
         header = {"checker": "kmc", "checker_version": CHECKER_VERSION, **self.model.describe()}
-        steps = tuple(Step(a, s) for a, s in zip(self.actions[:end], self.states[1:end + 1], strict=True))
+        steps = tuple(Step(a, s) for a, s in zip(self.actions[:end], self.states[1:end + 1],
+                                                 strict=True))
         trace = Trace(header, self.states[0], steps)
         first = first_violation(self.model, self.states[: end + 1])
         if first is None:
@@ -218,14 +235,17 @@ class Walk:
 def walk(model: Model, position: Position) -> Walk:
     inits = list(model.init_states())
     if position.init >= len(inits):
-        raise RequestError(f"init={position.init}: model {model.name} has {len(inits)} initial state(s)")
+        raise RequestError(f"init={position.init}: model {model.name} has {len(inits)} initial "
+                           "state(s)")
     states, actions = [inits[position.init]], []
     for number, index in enumerate(position.path, start=1):
         successors = list(model.successors(states[-1]))
         if index >= len(successors):
-            raise RequestError(f"step {number} of the path takes action {index}, but the state before it has "
-                               f"{len(successors)} enabled action(s) (0 to {len(successors) - 1})"
-                               if successors else f"step {number} of the path: no action is enabled in the state "
+            raise RequestError(f"step {number} of the path takes action {index}, but the state "
+                               f"before it has {len(successors)} enabled action(s) (0 to "
+                               f"{len(successors) - 1})"
+                               if successors else f"step {number} of the path: no action is "
+                                                  "enabled in the state "
                                                    "before it (a deadlock)")
         act, state = successors[index]
         actions.append(act)
@@ -234,24 +254,27 @@ def walk(model: Model, position: Position) -> Walk:
 
 
 def path_of(model: Model, trace: Trace) -> tuple[int, tuple[int, ...]]:
-    """(initial-state index, action indices) of a trace of ``model``: each step is the enabled action equal to
-    the recorded one whose successor is the recorded state."""
+    """(initial-state index, action indices) of a trace of ``model``: each step is the enabled
+    action equal to the recorded one whose successor is the recorded state."""
     inits = list(model.init_states())
     if trace.initial not in inits:
-        raise WrongModelError(f"the trace's initial state is not an initial state of model {model.name}")
+        raise WrongModelError("the trace's initial state is not an initial state of model "
+                              f"{model.name}")
     current, path = trace.initial, []
     for number, step in enumerate(trace.steps, start=1):
         found = next((i for i, (act, succ) in enumerate(model.successors(current))
                       if act == step.action and succ == step.state), None)
         if found is None:
-            raise NotReplayableError(f"step {number}, {step.action}, is not a step of model {model.name} here")
+            raise NotReplayableError(f"step {number}, {step.action}, is not a step of model "
+                                     f"{model.name} here")
         path.append(found)
         current = step.state
     return inits.index(trace.initial), tuple(path)
 
 
 def first_violation(model: Model, states: Sequence[Any]) -> tuple[int, Invariant] | None:
-    """(step, invariant) of the first state on ``states`` that breaks a safety invariant (registry order)."""
+    """(step, invariant) of the first state on ``states`` that breaks a safety invariant (registry
+    order)."""
     checks = safety_invariants(model)
     for step, state in enumerate(states):
         for inv in checks:
@@ -260,23 +283,27 @@ def first_violation(model: Model, states: Sequence[Any]) -> tuple[int, Invariant
     return None
 
 
-# -- the page's data ------------------------------------------------------------------------------------
-def _row(key: str, value: Any, changed: set[str], visible: set[str], word: str | None = None) -> dict[str, Any]:
-    return {"key": key, "word": word or "", "value": fmt(value, show_hidden=True), "changed": key in changed,
+# -- the page's data -------------------------------------------------------------------------------
+def _row(key: str, value: Any, changed: set[str], visible: set[str], word: str
+         | None = None) -> dict[str, Any]:
+    return {"key": key, "word": word or "", "value": fmt(value, show_hidden=True), "changed": key
+            in changed,
             "hidden": key not in visible}
 
 
-#: the per-broker variables the broker views read (``traces.views``): Kafka's ``brokers``, the TLA+ ``replica_*``;
-#: another indexed variable (``consumers[0]``) is not a broker's even when its index is a broker id
+#: the per-broker variables the broker views read (``traces.views``): Kafka's ``brokers``, the TLA+
+#: ``replica_*``; another indexed variable (``consumers[0]``) is not a broker's even when its index
+#: is a broker id
 BROKER_VARIABLES = frozenset({"brokers", "replicas", "broker"})
 #: ``brokers[0].hw`` (a field of a broker record) or ``replica_log[1]`` (a per-replica variable)
 _PER_BROKER = re.compile(r"^(\w+)\[(-?\d+)\](?:\.(.+))?$")
 
 
 def state_view(state: Any, before: Any | None) -> dict[str, Any]:
-    """The state broker by broker (role, leader epoch, LEO, HW, epoch cache, log cells and every field), the
-    messages in flight and the other variables; what the step into it changed is marked, and the ghost
-    variables and bound counters are marked hidden (the page shows them behind a toggle)."""
+    """The state broker by broker (role, leader epoch, LEO, HW, epoch cache, log cells and every
+    field), the messages in flight and the other variables; what the step into it changed is marked,
+    and the ghost variables and bound counters are marked hidden (the page shows them behind a
+    toggle)."""
     flat = flat_state(state, show_hidden=True)
     visible = set(flat_state(state, show_hidden=False))
     old = flat_state(before, show_hidden=True) if before is not None else {}
@@ -288,15 +315,19 @@ def state_view(state: Any, before: Any | None) -> dict[str, Any]:
     others, network = [], []
     for key, value in flat.items():
         match = _PER_BROKER.match(key)
-        if match and match.group(2) in ids and (match.group(1) in BROKER_VARIABLES or match.group(1).startswith("replica_")):
+        if (match and match.group(2) in ids and (match.group(1) in BROKER_VARIABLES
+                                                 or match.group(1).startswith("replica_"))):
             field = match.group(3) or match.group(1)
-            fields[match.group(2)].append(_row(key, value, changed, visible, KAFKA_WORDS.get(field)))
-        elif isinstance(value, tuple) and value and all(is_message(m) for m in value) or key == "network":
+            fields[match.group(2)].append(_row(key, value, changed, visible,
+                                               KAFKA_WORDS.get(field)))
+        elif (isinstance(value, tuple) and value and all(is_message(m) for m in value) or key
+              == "network"):
             network.append(key)
             others.append(_row(key, value, changed, visible))
         else:
             last = key.rsplit(".", 1)[-1]
-            others.append(_row(key, value, changed, visible, KAFKA_WORDS.get(last) if "." in key else None))
+            others.append(_row(key, value, changed, visible, KAFKA_WORDS.get(last) if "." in key
+                               else None))
     messages = []
     for key in network:
         now = Counter(flat[key] or ())
@@ -306,16 +337,18 @@ def state_view(state: Any, before: Any | None) -> dict[str, Any]:
             if fresh:
                 new[message] -= 1
             messages.append({"variable": key, "kind": type(message).__name__,
-                             "src": getattr(message, "src", None), "dst": getattr(message, "dst", None),
-                             "text": _message_label(message), "new": fresh})
+                             "src": getattr(message, "src", None),
+                             "dst": getattr(message, "dst", None), "text": _message_label(message),
+                             "new": fresh})
     brokers = []
     for view in views:
         brokers.append({
-            "id": view.broker, "role": view.role, "leader_epoch": view.leader_epoch, "leo": view.leo, "hw": view.hw,
-            "epoch_cache": " ".join(f"e{e}@{o}" for e, o in view.epoch_cache), "fetcher": view.fetcher,
-            "broker_epoch": view.broker_epoch,
+            "id": view.broker, "role": view.role, "leader_epoch": view.leader_epoch,
+            "leo": view.leo, "hw": view.hw,
+            "epoch_cache": " ".join(f"e{e}@{o}" for e, o in view.epoch_cache),
+            "fetcher": view.fetcher, "broker_epoch": view.broker_epoch,
             "log": [{"offset": off, "label": entry.label(), "committed": off < view.hw,
-                     "diverging": off in diverging.get(view.broker, set())} for off, entry in enumerate(view.log)],
+"diverging": off in diverging.get(view.broker, set())} for off, entry in enumerate(view.log)],
             "fields": fields[str(view.broker)],
         })
     return {"brokers": brokers, "messages": messages, "others": others, "changed": sorted(changed)}
@@ -329,27 +362,30 @@ def _rules(info: ModelInfo, model: Model, action: Action) -> list[dict[str, str]
 
 
 def actions_view(info: ModelInfo, w: Walk) -> list[dict[str, Any]]:
-    """The enabled actions of the current state in the model's order, each with its parameters, the rules it
-    follows, whether its successor is already on the path (up to the current step), is the state itself
-    (a stuttering step), lies outside the bounds, and which properties it breaks."""
+    """The enabled actions of the current state in the model's order, each with its parameters, the
+    rules it follows, whether its successor is already on the path (up to the current step), is the
+    state itself (a stuttering step), lies outside the bounds, and which properties it breaks."""
     current = w.current
-    on_path = {state: step for step, state in reversed(list(enumerate(w.states[: w.position.at + 1])))}
+    on_path = {state: step
+               for step, state in reversed(list(enumerate(w.states[: w.position.at + 1])))}
     checks = safety_invariants(w.model)
     broken_now = {inv.name for inv in checks if not inv.holds(current)}
     out = []
     for index, (act, succ) in enumerate(w.model.successors(current)):
         out.append({
-            "index": index, "label": str(act), "name": act.name, "params": {k: fmt(v) for k, v in act.params},
-            "rules": _rules(info, w.model, act), "seen": on_path.get(succ), "stutter": succ == current,
+            "index": index, "label": str(act), "name": act.name,
+            "params": {k: fmt(v) for k, v in act.params}, "rules": _rules(info, w.model, act),
+            "seen": on_path.get(succ), "stutter": succ == current,
             "beyond_bounds": not w.model.within_bounds(succ),
-            "breaks": [inv.name for inv in checks if inv.name not in broken_now and not inv.holds(succ)],
+            "breaks": [inv.name for inv in checks if inv.name not in broken_now
+                       and not inv.holds(succ)],
         })
     return out
 
 
 def properties_view(w: Walk) -> list[dict[str, Any]]:
-    """Every safety property: whether it holds in the current state (with the invariant's own explanation
-    when not) and the first step of the whole path where it breaks."""
+    """Every safety property: whether it holds in the current state (with the invariant's own
+    explanation when not) and the first step of the whole path where it breaks."""
     out = []
     for inv in safety_invariants(w.model):
         first = next((step for step, state in enumerate(w.states) if not inv.holds(state)), None)
@@ -366,7 +402,8 @@ def page_view(info: ModelInfo, w: Walk) -> dict[str, Any]:
     return {
         "query": position.query(),
         "config": {"model": position.config.model, "protocol": position.config.protocol,
-                   "consts": list(position.config.consts), "features": list(position.config.features),
+                   "consts": list(position.config.consts),
+                   "features": list(position.config.features),
                    "command": position.config.command()},
         "header": w.model.describe(),
         "init": position.init,
@@ -376,18 +413,19 @@ def page_view(info: ModelInfo, w: Walk) -> dict[str, Any]:
         "state": state_view(w.current, w.states[position.at - 1] if position.at else None),
         "actions": actions_view(info, w),
         "properties": properties_view(w),
-        "violation": None if trace.invariant is None else {"invariant": trace.invariant, "step": trace.violation_index,
-                                                           "why": trace.explanation},
+        "violation": None if trace.invariant is None
+        else {"invariant": trace.invariant, "step": trace.violation_index,
+              "why": trace.explanation},
         "diagram_svg": to_svg(trace),
         "mermaid": to_mermaid(trace),
     }
 
 
-# -- compare releases -----------------------------------------------------------------------------------
+# -- compare releases ------------------------------------------------------------------------------
 def compare(info: ModelInfo, w: Walk, features: Sequence[str] = ()) -> list[dict[str, Any]]:
-    """The path up to the current step replayed under every protocol of the model (as ``kmc trace replay
-    --all-protocols``), with ``features`` switched in each: where it is blocked, where it breaks an invariant,
-    where its states start to differ from the ones seen here."""
+    """The path up to the current step replayed under every protocol of the model (as
+    ``kmc trace replay --all-protocols``), with ``features`` switched in each: where it is blocked,
+    where it breaks an invariant, where its states start to differ from the ones seen here."""
     from traces.io import model_for_header
 
     trace = w.trace(upto=w.position.at)
@@ -418,10 +456,11 @@ def info_of(name: str) -> ModelInfo:
         raise RequestError(str(exc)) from None
 
 
-# -- traces and scenarios -------------------------------------------------------------------------------
+# -- traces and scenarios --------------------------------------------------------------------------
 @dataclass(frozen=True)
 class Loaded:
-    """A trace or a scenario opened in the explorer: where its path starts the page, and what it says."""
+    """A trace or a scenario opened in the explorer: where its path starts the page, and what it
+    says."""
 
     position: Position
     title: str
@@ -439,7 +478,8 @@ def shipped_scenarios() -> list[str]:
 
 
 def scenario_file(name: str) -> str:
-    """The path of a shipped scenario by its file name (only names from the listing: never a user's path)."""
+    """The path of a shipped scenario by its file name (only names from the listing: never a user's
+    path)."""
     from importlib.resources import files
 
     if name not in shipped_scenarios():
@@ -448,8 +488,8 @@ def scenario_file(name: str) -> str:
 
 
 def load_scenario_file(path: str, protocol: str | None = None) -> Loaded:
-    """A scenario replayed under its own configuration (or ``protocol``): the steps it takes up to the end,
-    the violation or the blocked step."""
+    """A scenario replayed under its own configuration (or ``protocol``): the steps it takes up to
+    the end, the violation or the blocked step."""
     from traces.replay import replay_scenario, scenario_model
     from traces.scenario import load_scenario
 
@@ -465,23 +505,28 @@ def load_scenario_file(path: str, protocol: str | None = None) -> Loaded:
 
 def load_trace_file(path: str, model_name: str | None = None, protocol: str | None = None,
                     constants: Sequence[str] = ()) -> Loaded:
-    """A trace file of any format kmc reads, under the configuration its header names (``model_name``,
-    ``protocol`` and ``constants`` for an ITF trace another tool wrote, as ``kmc trace show`` takes them)."""
+    """A trace file of any format kmc reads, under the configuration its header names
+    (``model_name``, ``protocol`` and ``constants`` for an ITF trace another tool wrote, as
+    ``kmc trace show`` takes them)."""
     from traces.io import load_trace, read_document
 
     if (protocol or constants) and read_document(path).header.get("model"):
-        raise UsageError("--protocol and --const are for ITF traces written by another tool; this trace names its own "
-                         "configuration (the page's 'compare releases' replays it under the others)")
-    trace, model = load_trace(path, model_name=model_name, protocol=protocol, constants=list(constants))
+        raise UsageError("--protocol and --const are for ITF traces written by another tool; this "
+                         "trace names its own configuration (the page's 'compare releases' replays "
+                         "it under the others)")
+    trace, model = load_trace(path, model_name=model_name, protocol=protocol,
+                              constants=list(constants))
     init, steps = path_of(model, trace)
     where = trace.violation_index if trace.violation_index is not None else trace.length
-    summary = f"{trace.invariant} violated at step {where}" if trace.invariant else f"a behaviour of {trace.length} steps"
+    summary = (f"{trace.invariant} violated at step {where}" if trace.invariant
+               else f"a behaviour of {trace.length} steps")
     return Loaded(Position(config_of(model), init, steps, len(steps)), path, summary)
 
 
 def load_file(path: str, model_name: str | None = None, protocol: str | None = None,
               constants: Sequence[str] = ()) -> Loaded:
-    """``kmc explore --trace FILE``: a trace or a hand-written scenario (``protocol``: replayed under another)."""
+    """``kmc explore --trace FILE``: a trace or a hand-written scenario (``protocol``: replayed
+    under another)."""
     from traces.io import parse_json, read_bytes
     from traces.scenario import is_scenario, load_scenario
 
@@ -490,6 +535,7 @@ def load_file(path: str, model_name: str | None = None, protocol: str | None = N
         if constants:
             raise UsageError("a scenario names its own constants; drop --const")
         if model_name is not None and load_scenario(path).model != model_name:
-            raise WrongModelError(f"the scenario is of model {load_scenario(path).model!r}, not {model_name!r}")
+            raise WrongModelError(f"the scenario is of model {load_scenario(path).model!r}, not "
+                                  f"{model_name!r}")
         return load_scenario_file(path, protocol)
     return load_trace_file(path, model_name, protocol, constants)
