@@ -464,7 +464,7 @@ def _family_of(info: ModelInfo) -> str:
 
 
 def cmd_list_rules(args: argparse.Namespace) -> int:
-    """``kmc list --rules [--model M] [--protocol P]``: the model's rule table (release, ticket,
+    """``kmc list --rules [--model M] [--protocol P]``: the model's rule table (id, release, ticket,
     source)."""
     info = get_model_info(args.model)
     if info.rules is None:
@@ -483,7 +483,8 @@ def cmd_list_rules(args: argparse.Namespace) -> int:
     for row in rows:
         on = {"yes": " [green]on[/]", "no": " [red]off[/]"}.get(row.get("on", ""), "")
         console.print(f"\n[bold]{row['rule']}[/]{on}")
-        console.print(f"  flag: {row['flag']}   ticket: {row['ticket']}   since: {row['release']}")
+        console.print(f"  id: {row['id']}   flag: {row['flag']}   ticket: {row['ticket']}   "
+                      f"since: {row['release']}")
         console.print(f"  releases: {row['releases']}")
         if "rows" in row:
             console.print(f"  protocol rows with it: {row['rows']}")
