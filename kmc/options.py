@@ -193,6 +193,21 @@ def select_invariants(model: Model, names: Sequence[str],
     return chosen + user
 
 
+def steerable_defaults(invariants: list[Invariant]) -> list[Invariant]:
+    """``--engine directed`` without ``--invariant``: the default invariants that declare a
+    distance to steer by (``Invariant.distance``), said in one line on stderr with the ones left
+    out; all of them when none declares one (the engine then refuses, naming one)."""
+    steerable = [inv for inv in invariants if inv.distance is not None]
+    left_out = [inv.name for inv in invariants if inv.distance is None]
+    if not steerable or not left_out:
+        return invariants
+    print(f"note: --engine directed checks the {len(steerable)} default invariants that declare "
+          f"a distance to steer by ({', '.join(inv.name for inv in steerable)}), not the "
+          f"{len(left_out)} that declare none ({', '.join(left_out)}): check those with the "
+          "breadth-first engine", file=sys.stderr)
+    return steerable
+
+
 def search_options(args: argparse.Namespace, model: Model, progress: Any = None) -> SearchOptions:
     checkpoint = args.checkpoint or args.resume
     if args.deadlock_flag and args.deadlock is False:
@@ -209,8 +224,11 @@ def search_options(args: argparse.Namespace, model: Model, progress: Any = None)
     if args.coverage and args.resume:
         raise UsageError("--coverage counts a whole run; it cannot continue a checkpoint's counts, "
                          "drop --resume")
+    invariants = select_invariants(model, args.invariant, args.property)
+    if not (args.invariant or args.property) and engines.get_engine(args.engine).directed:
+        invariants = steerable_defaults(invariants)
     return SearchOptions(
-        invariants=select_invariants(model, args.invariant, args.property),
+        invariants=invariants,
         stop_at_first=not args.keep_going,
         check_deadlock=check_deadlock,
         coverage=args.coverage,

@@ -195,3 +195,32 @@ def test_last_replica_standing_on_three_brokers_is_found_and_replays():
             < names.index("ElectLeader"))
     replayed = replay_trace(model, violation.trace, ["acknowledged-durable"])
     assert (replayed.outcome, replayed.step) == ("violated", violation.length)
+
+
+def test_without_invariant_it_checks_the_defaults_that_declare_a_distance_and_says_so(capsys,
+                                                                                       tmp_path):
+    """``--engine directed`` with no ``--invariant``: the default invariants with a distance, named
+    in one line on stderr with those left out; the search is the one that names them."""
+    bounds = [w for b in KAFKA_7786[0] for w in ("--const", b)]
+    argv = ["check", "kafka", "--protocol", KAFKA_7786[1], *bounds, "--engine", "directed",
+            "--trace-dir", str(tmp_path), "--json"]
+    code, out, err = _cli(capsys, *argv)
+    defaults = [inv for inv in for_family("kafka").values() if inv.kind == "safety" and inv.default]
+    steerable = [inv.name for inv in defaults if inv.distance is not None]
+    left_out = [inv.name for inv in defaults if inv.distance is None]
+    assert {"log-matching", "elr-safety"} <= set(left_out) and steerable
+    (line,) = err.strip().splitlines()
+    assert line.startswith(f"note: --engine directed checks the {len(steerable)} default")
+    assert all(name in line for name in steerable + left_out)
+    data = json.loads(out)
+    assert code == 12 and sorted(data["invariants"]) == sorted(steerable)
+    named = [w for name in steerable for w in ("--invariant", name)]
+    code, out, err = _cli(capsys, *argv, *named)
+    assert code == 12 and not err.strip()
+    again = json.loads(out)
+    assert ((again["distinct_states"], again["violations"][0]["invariant"])
+            == (data["distinct_states"], data["violations"][0]["invariant"]))
+    # the breadth-first engine checks every default invariant, without a word
+    code, out, err = _cli(capsys, *argv[:-5], "--trace-dir", str(tmp_path), "--json")
+    assert not err.strip() and sorted(json.loads(out)["invariants"]) == sorted(
+        inv.name for inv in defaults)
