@@ -141,6 +141,9 @@ KRAFT = ["check", "kafka", "--protocol", "kraft-3.5", "--const", "records=1"]
     (["--invariant", "acknowledged-durable", "--continue"], "drop --continue"),
     (["--invariant", "acknowledged-durable", "--directed-weight", "-1"],
      "--directed-weight must be"),
+    # without --invariant too: the line naming the invariants it would check is not said
+    (["--continue"], "drop --continue"),
+    (["--reduce", "dead"], "--reduce dead is not supported by --engine directed"),
 ])
 def test_what_it_cannot_honour_is_refused_with_one_line(capsys, tmp_path, extra, words):
     code, _, err = _cli(capsys, *KRAFT, "--engine", "directed", "--trace-dir", str(tmp_path),
@@ -224,3 +227,21 @@ def test_without_invariant_it_checks_the_defaults_that_declare_a_distance_and_sa
     code, out, err = _cli(capsys, *argv[:-5], "--trace-dir", str(tmp_path), "--json")
     assert not err.strip() and sorted(json.loads(out)["invariants"]) == sorted(
         inv.name for inv in defaults)
+
+
+def test_the_matrix_on_the_directed_engine_has_the_default_columns_with_a_distance(capsys):
+    """``kmc matrix --engine directed`` without ``--invariant``: its columns are the default columns
+    that declare a distance, said once for all its rows; the breadth-first matrix keeps them all."""
+    argv = ["matrix", "kafka", "--protocol", "2.1.0", "--protocol", "2.2.0", "--const", "records=1",
+            "--max-states", "20", "--json"]
+    code, out, err = _cli(capsys, *argv, "--engine", "directed")
+    notes = [line for line in err.splitlines() if line.startswith("note:")]
+    directed = {cell["invariant"] for cell in json.loads(out)}
+    code, out, err = _cli(capsys, *argv)
+    every = {cell["invariant"] for cell in json.loads(out)}
+    assert not any(line.startswith("note:") for line in err.splitlines())
+    family = for_family("kafka")
+    assert directed == {name for name in every if family[name].distance is not None}
+    assert {"log-matching"} <= every - directed and directed
+    (note,) = notes
+    assert all(name in note for name in every) and "--engine directed checks the" in note

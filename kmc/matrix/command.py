@@ -104,9 +104,12 @@ def cmd_matrix(args: argparse.Namespace) -> int:
         max_states=args.max_states, symmetry=args.symmetry, reduce=args.reduce,
         shortest=args.shortest, engine=args.engine, engine_options=engine_options,
         workers=args.workers if at_once else 1, trace_dir=args.trace_dir)
+    def on_note(line: str) -> None:
+        print(line, file=sys.stderr)
+
     observer = MatrixObserver(on_search=on_search, on_cell=lines.cell if lines else None,
                               progress=lines, running=lines.running if lines else None,
-                              running_every=args.progress_every)
+                              running_every=args.progress_every, on_note=on_note)
     cells = run_matrix(args.model, options, observer)
     elapsed = time.monotonic() - started
     if fmt == "json":
