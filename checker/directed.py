@@ -32,7 +32,9 @@ is the smallest.
 
 Not supported, each refused with one line (exit 64): worker processes and Spark (the order is one
 queue's), checkpoints, liveness properties, partial-order reduction, ``--coverage``, ``--continue``
-(it stops at its first violation) and an invariant without a distance.
+(it stops at its first violation) and an invariant without a distance. Without ``--invariant`` the
+command line gives it the default invariants that declare a distance, naming in one line those left
+out (``kmc.options.steerable_defaults``).
 """
 
 from __future__ import annotations

@@ -274,7 +274,8 @@ def page_protocols() -> str:
     parts += [f"## Rules ({len(rules)})", ""]
     for r in rules:
         parts += [f"### {r['rule']}", ""]
-        items = [("flag", f"`{r['flag']}`" if r["flag"] and not r["flag"].startswith("(")
+        items = [("id", f"`{r['id']}`"),
+                 ("flag", f"`{r['flag']}`" if r["flag"] and not r["flag"].startswith("(")
                   else r["flag"] or "none"),
                  ("ticket", r["ticket"]), ("since", r["release"]), ("releases", r["releases"]),
                  ("source", f"`{r['source']}`"), ("model", f"`{r['model']}`")]

@@ -45,6 +45,7 @@ from kmc.options import (
     positive_int,
     search_options,
     select_invariants,
+    steered_options,
     worker_count,
 )
 from kmc.progress import ProgressLines
@@ -290,7 +291,7 @@ def cmd_check(args: argparse.Namespace) -> int:
         # a log, not a terminal: a TLC-like line every minute
         if not (args.quiet or err.is_terminal):
             progress = ProgressLines(interval=PROGRESS_LINE_EVERY)
-        options = search_options(args, model, progress=progress)
+        options, note = steered_options(args, search_options(args, model, progress=progress))
         # a refused combination is one line on its own, before the header
         uses_symmetry(model, options)
         if runs and not args.json:
@@ -299,6 +300,8 @@ def cmd_check(args: argparse.Namespace) -> int:
         if why:  # decided from the model before the search: one line, and the search runs as asked
             print(f"warning: --symmetry reduces nothing here: {why}", file=sys.stderr)
         result = run_search(model, options, args.engine, engine_options)
+    if note:  # after the search: a refusal of the engine's stays one line
+        print(note, file=sys.stderr)
     record_property_forms(result, options)
     if args.kernel == "off":  # which path ran, whatever was asked (--json, --verbose)
         result.extra.setdefault("path", {"path": "readable", "reason": "--kernel off"})
@@ -464,7 +467,7 @@ def _family_of(info: ModelInfo) -> str:
 
 
 def cmd_list_rules(args: argparse.Namespace) -> int:
-    """``kmc list --rules [--model M] [--protocol P]``: the model's rule table (release, ticket,
+    """``kmc list --rules [--model M] [--protocol P]``: the model's rule table (id, release, ticket,
     source)."""
     info = get_model_info(args.model)
     if info.rules is None:
@@ -483,7 +486,8 @@ def cmd_list_rules(args: argparse.Namespace) -> int:
     for row in rows:
         on = {"yes": " [green]on[/]", "no": " [red]off[/]"}.get(row.get("on", ""), "")
         console.print(f"\n[bold]{row['rule']}[/]{on}")
-        console.print(f"  flag: {row['flag']}   ticket: {row['ticket']}   since: {row['release']}")
+        console.print(f"  id: {row['id']}   flag: {row['flag']}   ticket: {row['ticket']}   "
+                      f"since: {row['release']}")
         console.print(f"  releases: {row['releases']}")
         if "rows" in row:
             console.print(f"  protocol rows with it: {row['rows']}")

@@ -7,6 +7,7 @@ options."""
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import os
 import sys
 from collections.abc import Sequence
@@ -191,6 +192,33 @@ def select_invariants(model: Model, names: Sequence[str],
                              f"{known}")
         chosen.append(available[name])
     return chosen + user
+
+
+def steerable_defaults(invariants: list[Invariant]) -> tuple[list[Invariant], str | None]:
+    """``--engine directed`` without ``--invariant``: the default invariants that declare a
+    distance to steer by (``Invariant.distance``) and one line naming them and the ones left out;
+    all of them and no line when none declares one (the engine then refuses, naming one) or every
+    one does."""
+    steerable = [inv for inv in invariants if inv.distance is not None]
+    left_out = [inv.name for inv in invariants if inv.distance is None]
+    if not steerable or not left_out:
+        return invariants, None
+    return steerable, (f"note: --engine directed checks the {len(steerable)} default invariants "
+                       f"that declare a distance to steer by "
+                       f"({', '.join(inv.name for inv in steerable)}), not the {len(left_out)} "
+                       f"that declare none ({', '.join(left_out)}): check those with the "
+                       "breadth-first engine")
+
+
+def steered_options(args: argparse.Namespace,
+                    options: SearchOptions) -> tuple[SearchOptions, str | None]:
+    """``options`` for the engine ``args`` chose: on the directed engine without ``--invariant`` or
+    ``--property``, the default invariants that declare a distance (``steerable_defaults``), and
+    the line that says so, to print once the search has run (a refusal stays one line)."""
+    if args.invariant or args.property or not engines.get_engine(args.engine).directed:
+        return options, None
+    invariants, note = steerable_defaults(options.invariants)
+    return dataclasses.replace(options, invariants=invariants), note
 
 
 def search_options(args: argparse.Namespace, model: Model, progress: Any = None) -> SearchOptions:

@@ -141,6 +141,9 @@ KRAFT = ["check", "kafka", "--protocol", "kraft-3.5", "--const", "records=1"]
     (["--invariant", "acknowledged-durable", "--continue"], "drop --continue"),
     (["--invariant", "acknowledged-durable", "--directed-weight", "-1"],
      "--directed-weight must be"),
+    # without --invariant too: the line naming the invariants it would check is not said
+    (["--continue"], "drop --continue"),
+    (["--reduce", "dead"], "--reduce dead is not supported by --engine directed"),
 ])
 def test_what_it_cannot_honour_is_refused_with_one_line(capsys, tmp_path, extra, words):
     code, _, err = _cli(capsys, *KRAFT, "--engine", "directed", "--trace-dir", str(tmp_path),
@@ -195,3 +198,50 @@ def test_last_replica_standing_on_three_brokers_is_found_and_replays():
             < names.index("ElectLeader"))
     replayed = replay_trace(model, violation.trace, ["acknowledged-durable"])
     assert (replayed.outcome, replayed.step) == ("violated", violation.length)
+
+
+def test_without_invariant_it_checks_the_defaults_that_declare_a_distance_and_says_so(capsys,
+                                                                                       tmp_path):
+    """``--engine directed`` with no ``--invariant``: the default invariants with a distance, named
+    in one line on stderr with those left out; the search is the one that names them."""
+    bounds = [w for b in KAFKA_7786[0] for w in ("--const", b)]
+    argv = ["check", "kafka", "--protocol", KAFKA_7786[1], *bounds, "--engine", "directed",
+            "--trace-dir", str(tmp_path), "--json"]
+    code, out, err = _cli(capsys, *argv)
+    defaults = [inv for inv in for_family("kafka").values() if inv.kind == "safety" and inv.default]
+    steerable = [inv.name for inv in defaults if inv.distance is not None]
+    left_out = [inv.name for inv in defaults if inv.distance is None]
+    assert {"log-matching", "elr-safety"} <= set(left_out) and steerable
+    (line,) = err.strip().splitlines()
+    assert line.startswith(f"note: --engine directed checks the {len(steerable)} default")
+    assert all(name in line for name in steerable + left_out)
+    data = json.loads(out)
+    assert code == 12 and sorted(data["invariants"]) == sorted(steerable)
+    named = [w for name in steerable for w in ("--invariant", name)]
+    code, out, err = _cli(capsys, *argv, *named)
+    assert code == 12 and not err.strip()
+    again = json.loads(out)
+    assert ((again["distinct_states"], again["violations"][0]["invariant"])
+            == (data["distinct_states"], data["violations"][0]["invariant"]))
+    # the breadth-first engine checks every default invariant, without a word
+    code, out, err = _cli(capsys, *argv[:-5], "--trace-dir", str(tmp_path), "--json")
+    assert not err.strip() and sorted(json.loads(out)["invariants"]) == sorted(
+        inv.name for inv in defaults)
+
+
+def test_the_matrix_on_the_directed_engine_has_the_default_columns_with_a_distance(capsys):
+    """``kmc matrix --engine directed`` without ``--invariant``: its columns are the default columns
+    that declare a distance, said once for all its rows; the breadth-first matrix keeps them all."""
+    argv = ["matrix", "kafka", "--protocol", "2.1.0", "--protocol", "2.2.0", "--const", "records=1",
+            "--max-states", "20", "--json"]
+    code, out, err = _cli(capsys, *argv, "--engine", "directed")
+    notes = [line for line in err.splitlines() if line.startswith("note:")]
+    directed = {cell["invariant"] for cell in json.loads(out)}
+    code, out, err = _cli(capsys, *argv)
+    every = {cell["invariant"] for cell in json.loads(out)}
+    assert not any(line.startswith("note:") for line in err.splitlines())
+    family = for_family("kafka")
+    assert directed == {name for name in every if family[name].distance is not None}
+    assert {"log-matching"} <= every - directed and directed
+    (note,) = notes
+    assert all(name in note for name in every) and "--engine directed checks the" in note

@@ -14,11 +14,6 @@ EXEMPT = {
     "checker/bfs.py:LocalBFS._expand": "the readable path's hot loop: its locals are bound once a "
     "call and each successor costs one hash and one dict lookup; a helper a state would add a "
     "Python call per state expanded",
-    # over the limit only once wrapped at 100 characters a line (their length at 130 in brackets):
-    # to be split along what they do
-    "checker/spark/arrow_step.py:ArrowExpand._run": "wrapped at 100 characters (80 lines at 130)",
-    "checker/spark/resume.py:_checked_levels": "wrapped at 100 characters (76 lines at 130)",
-    "kmc/matrix/command.py:cmd_matrix": "wrapped at 100 characters (74 lines at 130)",
 }
 
 

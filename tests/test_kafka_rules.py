@@ -16,7 +16,7 @@ import pytest
 from kmc.cli import main
 from spec.errors import UsageError
 from spec.kafka.protocols import FLAG_ALIASES, FLAGS, PROTOCOL_ALIASES, RELEASES, resolve
-from spec.kafka.rules import RULES, flag_rules, releases_with, rule_rows
+from spec.kafka.rules import RULE_IDS, RULES, flag_rules, releases_with, rule_rows
 from spec.registry import build_model, get_model_info
 
 RELEASE_ORDER = [r.name for r in RELEASES]
@@ -154,9 +154,15 @@ def test_list_rules_prints_the_table(capsys):
     fenced = next(r for r in rows if r["flag"] == "fenced-removes-partition")
     assert fenced["on"] == "yes" and "onPartitionFenced" in fenced["source"]
     assert next(r for r in rows if r["flag"] == "kafka-7786-fix")["on"] == "no"
+    # each row names the id an action's declaration names it by: a flagged rule's flag, else its own
+    assert [r["id"] for r in rows] == [rule.id for rule in RULES]
+    assert set(RULE_IDS) == {r["id"] for r in rows}
+    unflagged = next(rule for rule in RULES if not rule.flag)
     assert main(["list", "--rules"]) == 0
     text = capsys.readouterr().out
     assert "KAFKA-7786" in text and "AbstractFetcherThread.scala" in text
+    assert f"id: {unflagged.id}   flag: (every release)" in text
+    assert "id: kafka-7786-fix   flag: kafka-7786-fix" in text
     assert main(["list", "--rules", "--protocol", "bogus"]) == 64
 
 

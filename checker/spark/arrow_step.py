@@ -136,15 +136,7 @@ class ArrowExpand:
         recent = self.numbers.value[2]
         if self.fail_once is not None:
             _maybe_fail(len(blobs), self.fail_once)
-        decode, encode = self.codec.decode, self.codec.encode
-        view = SuccessorView(self.model, self.symmetry, self.canonical)
-        successors_of = view.of
-        # --symmetry / --reduce dead without bounds: a successor whose own fingerprint is one
-        # ``seen`` holds is a canonical state found already (its canonical form is itself), so it is
-        # skipped before ``canonical``, as the local engine's loop does
-        # (``checker.bfs.LocalBFS._expand``); the candidates are the same
-        only_canonical = view.within is None and view.canonical is not None
-        successors, canonical = self.model.successors, view.canonical
+        decode = self.codec.decode
         # the frontier's states are checked here, each once (they are the level's distinct states);
         # an invariant violated in this partition is not checked again in it (``FrontierCheck``
         # finds the first violating state when the driver sees the bit)
@@ -154,6 +146,7 @@ class ArrowExpand:
         out_fp: list[int] = []
         out_key: list[int] = []
         out_state: list[bytes] = []
+        expand = self._expander(seen, out_fp, out_key, out_state)
         generated = 0
         deadlock = None
         for i in order.tolist():
@@ -162,54 +155,86 @@ class ArrowExpand:
             if checks:
                 bad, checks = _check(state, checks)
                 violated |= bad
-            base_key = index << POSITION_BITS
-            if only_canonical:
-                succs = successors(state)
-                if type(succs) is not list:
-                    succs = list(succs)
-                count = len(succs)
-                if count > POSITION_MASK + 1:
-                    raise RuntimeError(f"a state with more than {POSITION_MASK + 1} successors")
-                for pos, pair in enumerate(succs):
-                    succ = pair[1]
-                    raw = hash(succ)
-                    if raw in seen:
-                        continue
-                    image = canonical(succ)
-                    fp = raw if image is succ else hash(image)
-                    if fp in seen:
-                        continue
-                    seen.add(fp)
-                    out_fp.append(fp)
-                    out_key.append(base_key | pos)
-                    out_state.append(encode(image))
-            else:
-                count, kept = successors_of(state)
-                if count > POSITION_MASK + 1:
-                    raise RuntimeError(f"a state with more than {POSITION_MASK + 1} successors")
-                for pos, _act, succ in kept:
-                    fp = hash(succ)
-                    if fp in seen:
-                        continue
-                    seen.add(fp)
-                    out_fp.append(fp)
-                    out_key.append(base_key | pos)
-                    out_state.append(encode(succ))
+            count = expand(state, index << POSITION_BITS)
             generated += count
             if not count and self.check_deadlock and deadlock is None:
                 deadlock = index
             if len(out_fp) >= BATCH_ROWS:
                 yield _candidates(pa, out_fp, out_key, out_state)
-                out_fp, out_key, out_state = [], [], []
+                out_fp.clear()
+                out_key.clear()
+                out_state.clear()
         if out_fp:
             yield _candidates(pa, out_fp, out_key, out_state)
-        yield pa.RecordBatch.from_arrays(
-            [pa.array([None], pa.int64()), pa.array([None], pa.int64()),
-             pa.array([None], pa.binary()), pa.array([violated], pa.int64()),
-             pa.array([generated], pa.int64()), pa.array([deadlock], pa.int64()),
-             pa.array([int((time.process_time() - cpu_started) * 1e6)], pa.int64())],
-            names=["fp", "key", "state", "bad", "gen", "dead", "cpu"],
-        )
+        yield _statistics(pa, violated, generated, deadlock,
+                          int((time.process_time() - cpu_started) * 1e6))
+
+    def _expander(self, seen: set[int], out_fp: list[int], out_key: list[int],
+                  out_state: list[bytes]) -> Any:
+        """``expand(state, base_key)``: appends the state's successors not in ``seen`` (adding
+        them) to the three columns, each with its order key ``base_key | position``, and returns
+        the number of successors it generated; chosen once a partition."""
+        encode = self.codec.encode
+        view = SuccessorView(self.model, self.symmetry, self.canonical)
+        successors_of = view.of
+        successors, canonical = self.model.successors, view.canonical
+
+        def too_many(count: int) -> None:
+            if count > POSITION_MASK + 1:
+                raise RuntimeError(f"a state with more than {POSITION_MASK + 1} successors")
+
+        def expand_canonical(state: Any, base_key: int) -> int:
+            succs = successors(state)
+            if type(succs) is not list:
+                succs = list(succs)
+            count = len(succs)
+            too_many(count)
+            for pos, pair in enumerate(succs):
+                succ = pair[1]
+                raw = hash(succ)
+                if raw in seen:
+                    continue
+                image = canonical(succ)
+                fp = raw if image is succ else hash(image)
+                if fp in seen:
+                    continue
+                seen.add(fp)
+                out_fp.append(fp)
+                out_key.append(base_key | pos)
+                out_state.append(encode(image))
+            return count
+
+        def expand_viewed(state: Any, base_key: int) -> int:
+            count, kept = successors_of(state)
+            too_many(count)
+            for pos, _act, succ in kept:
+                fp = hash(succ)
+                if fp in seen:
+                    continue
+                seen.add(fp)
+                out_fp.append(fp)
+                out_key.append(base_key | pos)
+                out_state.append(encode(succ))
+            return count
+
+        # --symmetry / --reduce dead without bounds: a successor whose own fingerprint is one
+        # ``seen`` holds is a canonical state found already (its canonical form is itself), so it is
+        # skipped before ``canonical``, as the local engine's loop does
+        # (``checker.bfs.LocalBFS._expand``); the candidates are the same
+        only_canonical = view.within is None and view.canonical is not None
+        return expand_canonical if only_canonical else expand_viewed
+
+
+def _statistics(pa: Any, violated: int, generated: int, deadlock: int | None,
+                cpu_micros: int) -> Any:
+    """A partition's last row: its statistics with a null fingerprint."""
+    return pa.RecordBatch.from_arrays(
+        [pa.array([None], pa.int64()), pa.array([None], pa.int64()),
+         pa.array([None], pa.binary()), pa.array([violated], pa.int64()),
+         pa.array([generated], pa.int64()), pa.array([deadlock], pa.int64()),
+         pa.array([cpu_micros], pa.int64())],
+        names=["fp", "key", "state", "bad", "gen", "dead", "cpu"],
+    )
 
 
 class FrontierCheck:

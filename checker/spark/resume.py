@@ -61,6 +61,20 @@ def _checked_levels(payload: dict[str, Any], run_dir: RunDir, where: str, invari
     Each level's files are checked against the digest run.json records for them
     (``RunDir.level_digest``) by ``Resumable._resume`` (on Hadoop storage once Spark runs).
     """
+    raw_levels = _checked_header(payload, where)
+    levels: list[LevelInfo] = []
+    expected_base = 0
+    for i, item in enumerate(raw_levels, start=1):
+        level = _checked_level(item, i, expected_base, payload["local_distinct"], run_dir, where)
+        levels.append(level)
+        expected_base = level.base + level.count
+    _check_totals(payload, levels[-1], expected_base, where)
+    _check_found(payload, expected_base, where, invariants, check_deadlock)
+    return levels
+
+
+def _checked_header(payload: dict[str, Any], where: str) -> list[Any]:
+    """run.json's counts, transport and elapsed time bounded; its list of levels, one a depth."""
     for key in ("depth", "generated", "distinct", "local_distinct", "frontier_base",
                 "frontier_size"):
         _count(payload, key, where)
@@ -79,42 +93,49 @@ def _checked_levels(payload: dict[str, Any], run_dir: RunDir, where: str, invari
         raise BadFileError(f"{where} is inconsistent (depth {payload['depth']}, {len(raw_levels)} "
                            "levels); "
                            "it cannot be resumed")
-    local_distinct = payload["local_distinct"]
-    levels: list[LevelInfo] = []
-    expected_base = 0
-    for i, item in enumerate(raw_levels, start=1):
-        if not isinstance(item, dict) or set(item) != {"depth", "base", "count", "path", "digest"}:
-            raise BadFileError(f"{where}: level {i} is malformed; it cannot be resumed")
-        depth, base, count = (_count(item, key, f"{where}: level {i}")
-                              for key in ("depth", "base", "count"))
-        path, digest = item["path"], item["digest"]
-        if depth != i or base != expected_base or count == 0:
-            raise BadFileError(f"{where}: level {i} is out of order (depth {depth}, first state "
-                               f"{base}, {count} states); it cannot be resumed")
-        # the levels before ran on the driver: their states are in local.ckpt
-        on_spark = base >= local_distinct
-        if on_spark != (path is not None) or (base < local_distinct < base + count):
-            raise BadFileError(f"{where}: level {i} is inconsistent (it "
-                               f"{'has' if path is not None else 'has no'} level files, and the "
-                               f"driver ran the first {local_distinct} states); "
-                               "it cannot be resumed")
-        if path is not None:
-            if not isinstance(path, str):
-                raise BadFileError(f"{where}: level {i} has a malformed path; it cannot be resumed")
-            if not (isinstance(digest, str) and len(digest) == 64 and set(digest) <= _HEX):
-                raise BadFileError(f"{where}: level {i} has no digest of its files; it cannot be "
-                                   "resumed")
-            path = run_dir.level_path(depth)  # here, even if the directory was moved since
-            if run_dir.local and not os.path.isdir(path):
-                raise BadFileError(f"run directory {run_dir.path} has lost level {depth} ({path} "
-                                   "is missing); "
-                                   "it cannot be resumed")
-        elif digest is not None:
-            raise BadFileError(f"{where}: level {i} has a digest but no files; it cannot be "
+    return raw_levels
+
+
+def _checked_level(item: Any, i: int, expected_base: int, local_distinct: int, run_dir: RunDir,
+                   where: str) -> LevelInfo:
+    """Level ``i`` of run.json: in order after the one before, with files and a digest exactly when
+    it ran on Spark, its files in this run directory."""
+    if not isinstance(item, dict) or set(item) != {"depth", "base", "count", "path", "digest"}:
+        raise BadFileError(f"{where}: level {i} is malformed; it cannot be resumed")
+    depth, base, count = (_count(item, key, f"{where}: level {i}")
+                          for key in ("depth", "base", "count"))
+    path, digest = item["path"], item["digest"]
+    if depth != i or base != expected_base or count == 0:
+        raise BadFileError(f"{where}: level {i} is out of order (depth {depth}, first state "
+                           f"{base}, {count} states); it cannot be resumed")
+    # the levels before ran on the driver: their states are in local.ckpt
+    on_spark = base >= local_distinct
+    if on_spark != (path is not None) or (base < local_distinct < base + count):
+        raise BadFileError(f"{where}: level {i} is inconsistent (it "
+                           f"{'has' if path is not None else 'has no'} level files, and the "
+                           f"driver ran the first {local_distinct} states); "
+                           "it cannot be resumed")
+    if path is not None:
+        if not isinstance(path, str):
+            raise BadFileError(f"{where}: level {i} has a malformed path; it cannot be resumed")
+        if not (isinstance(digest, str) and len(digest) == 64 and set(digest) <= _HEX):
+            raise BadFileError(f"{where}: level {i} has no digest of its files; it cannot be "
                                "resumed")
-        levels.append(LevelInfo(depth, base, count, path, digest))
-        expected_base = base + count
-    last = levels[-1]
+        path = run_dir.level_path(depth)  # here, even if the directory was moved since
+        if run_dir.local and not os.path.isdir(path):
+            raise BadFileError(f"run directory {run_dir.path} has lost level {depth} ({path} "
+                               "is missing); "
+                               "it cannot be resumed")
+    elif digest is not None:
+        raise BadFileError(f"{where}: level {i} has a digest but no files; it cannot be "
+                           "resumed")
+    return LevelInfo(depth, base, count, path, digest)
+
+
+def _check_totals(payload: dict[str, Any], last: LevelInfo, expected_base: int,
+                  where: str) -> None:
+    """run.json's totals agree with its levels; its partition count is one a cluster could have."""
+    local_distinct = payload["local_distinct"]
     if (payload["distinct"] != expected_base or payload["depth"] != last.depth
             or payload["frontier_base"] != last.base or payload["frontier_size"]
         not in (0, last.count)
@@ -129,6 +150,11 @@ def _checked_levels(payload: dict[str, Any], run_dir: RunDir, where: str, invari
                            f"{payload['distinct']:,} states (at most "
                            f"{min(MAX_PARTITIONS, max(2, payload['distinct'])):,}); it cannot be "
                            "resumed")
+
+
+def _check_found(payload: dict[str, Any], expected_base: int, where: str, invariants: set[str],
+                 check_deadlock: bool) -> None:
+    """The violations and deadlock run.json records are of this run's checks, at states it has."""
     found = payload.get("found")
     if not isinstance(found, dict) or not all(
         isinstance(k, str) and k in invariants and isinstance(v, int) and not isinstance(v, bool)
@@ -144,7 +170,6 @@ def _checked_levels(payload: dict[str, Any], run_dir: RunDir, where: str, invari
                                  or not 0 <= deadlock < expected_base):
         raise BadFileError(f"{where} records a deadlock at an impossible index; it cannot be "
                            "resumed")
-    return levels
 
 
 def _check_digests(run_dir: RunDir, levels: list[LevelInfo]) -> None:

@@ -104,12 +104,14 @@ def cmd_matrix(args: argparse.Namespace) -> int:
         max_states=args.max_states, symmetry=args.symmetry, reduce=args.reduce,
         shortest=args.shortest, engine=args.engine, engine_options=engine_options,
         workers=args.workers if at_once else 1, trace_dir=args.trace_dir)
+    def on_note(line: str) -> None:
+        print(line, file=sys.stderr)
+
     observer = MatrixObserver(on_search=on_search, on_cell=lines.cell if lines else None,
                               progress=lines, running=lines.running if lines else None,
-                              running_every=args.progress_every)
+                              running_every=args.progress_every, on_note=on_note)
     cells = run_matrix(args.model, options, observer)
     elapsed = time.monotonic() - started
-    console = Console(highlight=False)
     if fmt == "json":
         print(json.dumps([c.to_json() for c in cells], indent=2))
     elif fmt == "csv":
@@ -117,44 +119,57 @@ def cmd_matrix(args: argparse.Namespace) -> int:
     elif fmt == "markdown":
         print(to_markdown(cells))
     else:
-        width = console.width
-        bounds = ", ".join(args.const) or "model bounds"
-        extra = f"; features {', '.join(args.feature)}" if args.feature else ""
-        extra += "".join(f"; {how}" for how, on in (("symmetry", args.symmetry),
-                                                    (f"reduce {args.reduce}", args.reduce
-                                                     != "none"), ("shortest", args.shortest)) if on)
-        title = f"{args.model}: every protocol against every invariant ({bounds}{extra})"
-        for line in textwrap.wrap(title, width, break_long_words=False, break_on_hyphens=False):
-            console.print(Text(line, style="bold"), soft_wrap=True)
-        for line in layout(cells, width) + notes(cells, width) + reduction_note(args, width):
-            text = Text(line)
-            text.highlight_regex(r"\bviolated\b|✗", "red")
-            text.highlight_regex(r"\bholds\b|✓", "green")
-            text.highlight_regex(r"\bundetermined\b", "yellow")
-            console.print(text, soft_wrap=True)
-        how = ("one search each" if engines.get_engine(args.engine).first_violations
-               else "stop-at-first searches")
-        if at_once and min(args.workers, len(configurations)) > 1 and can_fork():
-            how += f", {min(args.workers, len(configurations))} at once"
-        console.print(f"{len(cells)} cells from {len(configurations)} configurations ({how}) in "
-                      f"{elapsed:.1f} s",
-                      soft_wrap=True)
+        _print_table(args, cells, len(configurations), elapsed, at_once)
     if expected is not None:
-        # a reduced search's states are not the full search's, nor (without --shortest) its lengths:
-        # an expectation written by the full search is compared on what the reduction keeps
-        changes = compare(cells, expected, counts=not args.symmetry and args.reduce == "none",
-                          lengths=args.reduce == "none" or args.shortest)
-        out = sys.stderr if fmt in ("json", "csv") else sys.stdout
-        if changes:
-            print(f"{len(changes)} cell{'s' if len(changes) != 1 else ''} differ from "
-                  f"{args.expect}:", file=out)
-            for change in changes:
-                print(f"  {change}", file=out)
-            return CELLS_CHANGED
-        print(f"every cell matches {args.expect}", file=out)
-        return 0
+        return _compared(args, cells, expected, fmt)
     if any(c.verdict == Verdict.UNDETERMINED.value for c in cells):
         return 20
+    return 0
+
+
+def _print_table(args: argparse.Namespace, cells: list[Any], configurations: int, elapsed: float,
+                 at_once: bool) -> None:
+    """The matrix as a table for the terminal: a title, the cells, their notes and one line of how
+    many searches ran and how long they took."""
+    console = Console(highlight=False)
+    width = console.width
+    bounds = ", ".join(args.const) or "model bounds"
+    extra = f"; features {', '.join(args.feature)}" if args.feature else ""
+    extra += "".join(f"; {how}" for how, on in (("symmetry", args.symmetry),
+                                                (f"reduce {args.reduce}", args.reduce
+                                                 != "none"), ("shortest", args.shortest)) if on)
+    title = f"{args.model}: every protocol against every invariant ({bounds}{extra})"
+    for line in textwrap.wrap(title, width, break_long_words=False, break_on_hyphens=False):
+        console.print(Text(line, style="bold"), soft_wrap=True)
+    for line in layout(cells, width) + notes(cells, width) + reduction_note(args, width):
+        text = Text(line)
+        text.highlight_regex(r"\bviolated\b|✗", "red")
+        text.highlight_regex(r"\bholds\b|✓", "green")
+        text.highlight_regex(r"\bundetermined\b", "yellow")
+        console.print(text, soft_wrap=True)
+    how = ("one search each" if engines.get_engine(args.engine).first_violations
+           else "stop-at-first searches")
+    if at_once and min(args.workers, configurations) > 1 and can_fork():
+        how += f", {min(args.workers, configurations)} at once"
+    console.print(f"{len(cells)} cells from {configurations} configurations ({how}) in "
+                  f"{elapsed:.1f} s",
+                  soft_wrap=True)
+
+
+def _compared(args: argparse.Namespace, cells: list[Any], expected: Any, fmt: str) -> int:
+    """The cells against ``--expect``: each change a line, exit ``CELLS_CHANGED`` when any."""
+    # a reduced search's states are not the full search's, nor (without --shortest) its lengths:
+    # an expectation written by the full search is compared on what the reduction keeps
+    changes = compare(cells, expected, counts=not args.symmetry and args.reduce == "none",
+                      lengths=args.reduce == "none" or args.shortest)
+    out = sys.stderr if fmt in ("json", "csv") else sys.stdout
+    if changes:
+        print(f"{len(changes)} cell{'s' if len(changes) != 1 else ''} differ from "
+              f"{args.expect}:", file=out)
+        for change in changes:
+            print(f"  {change}", file=out)
+        return CELLS_CHANGED
+    print(f"every cell matches {args.expect}", file=out)
     return 0
 
 

@@ -15,6 +15,7 @@ from checker.pool import can_fork, run_jobs
 from checker.search import Progress, SearchOptions, search_canonical
 from invariants.registry import for_family
 from kmc.matrix.cells import Cell, check_cells
+from kmc.options import steerable_defaults
 from spec.errors import ModelError, UsageError
 from spec.registry import build_model, get_model_info
 
@@ -142,13 +143,15 @@ class MatrixObserver:
     each search (with several workers: as it is handed to one), ``on_cell`` after each cell,
     ``progress`` during the searches in this process; with several workers, every ``running_every``
     seconds ``running`` instead: (row, invariants, seconds so far) of each search running, the
-    searches done, all of them."""
+    searches done, all of them; ``on_note`` a line about what a row checks."""
 
     on_search: Callable[[str, Sequence[str], dict[str, Any]], None] | None = None
     on_cell: Callable[[Cell], None] | None = None
     progress: Callable[[Progress], None] | None = None
     running: Callable[[list[tuple[str, list[str], float]], int, int], None] | None = None
     running_every: float = 10.0
+    #: a line about what the rows check, each once, before the first search
+    on_note: Callable[[str], None] | None = None
 
 
 def run_matrix(model_name: str, options: MatrixOptions = MatrixOptions(),
@@ -164,20 +167,26 @@ def run_matrix(model_name: str, options: MatrixOptions = MatrixOptions(),
     jobs: list[_Job] = []
     # each row's cells: (its job, its invariant), in column order
     order: list[list[tuple[int, str]]] = []
+    notes: list[str] = []
     for row in rows:
-        order.append(_add_jobs(model_name, row, options, observer, jobs))
+        order.append(_add_jobs(model_name, row, options, observer, jobs, notes))
     if options.symmetry or options.reduce != "none" or options.shortest:
         for job in jobs:  # every refusal before the first search, not after the rows before it
             _check_reduction(job)
+    if observer.on_note is not None:
+        for note in dict.fromkeys(notes):  # each once, after every refusal, before any search
+            observer.on_note(note)
     found = _run_jobs(model_name, jobs, options, observer)
     by_job = [{cell.invariant: cell for cell in done} for done in found]
     return [by_job[index][name] for row_cells in order for index, name in row_cells]
 
 
-def _columns(model_name: str, model: Any,
-             options: MatrixOptions) -> tuple[list[str], dict[str, Invariant]]:
-    """The row's columns (invariant names) and the safety invariants they may name; a name the model
-    lacks, or a property named as a built-in invariant, refused."""
+def _columns(model_name: str, model: Any, options: MatrixOptions
+             ) -> tuple[list[str], dict[str, Invariant], str | None]:
+    """The row's columns (invariant names), the safety invariants they may name and a line about
+    the columns, if any; a name the model lacks, or a property named as a built-in invariant,
+    refused. The directed engine's default columns are the default invariants that declare a
+    distance (``kmc.options.steerable_defaults``)."""
     available = {k: v for k, v in for_family(model.family).items() if v.kind == SAFETY}
     for name in options.invariants:
         if name not in available:
@@ -194,17 +203,25 @@ def _columns(model_name: str, model: Any,
     excluded = set(model.matrix_excluded)
     names = list(options.invariants) or ([] if options.properties else [
         k for k, v in available.items() if v.default and k not in excluded])
-    return names + [p.name for p in options.properties], available
+    note = None
+    if not (options.invariants or options.properties) and engines.get_engine(
+            options.engine).directed:
+        kept, note = steerable_defaults([available[name] for name in names])
+        names = [inv.name for inv in kept]
+    return names + [p.name for p in options.properties], available, note
 
 
 def _add_jobs(model_name: str, row: Row, options: MatrixOptions, observer: MatrixObserver,
-              jobs: list[_Job]) -> list[tuple[int, str]]:
+              jobs: list[_Job], notes: list[str]) -> list[tuple[int, str]]:
     """The row's searches, one for each set of bounds its columns are checked at, appended to
-    ``jobs``; the row's cells as (its job, its invariant), in column order."""
+    ``jobs``, and a line about its columns to ``notes``; the row's cells as (its job, its
+    invariant), in column order."""
     flags = list(options.features) + list(row.features)
     constants = list(options.constants)
     model = build_model(model_name, constants, row.protocol, flags)
-    names, available = _columns(model_name, model, options)
+    names, available, note = _columns(model_name, model, options)
+    if note:
+        notes.append(note)
     sets = bound_sets(model)
     if options.bounds not in sets:
         raise UsageError(f"model {model_name} has no bound set {options.bounds!r}; its bound sets: "

@@ -1113,11 +1113,12 @@ def on_by_default(rule: Rule) -> str:
 
 
 def rule_rows(features: Features | None = None) -> list[dict[str, str]]:
-    """The table as rows for ``kmc list --rules`` (``on`` is "yes"/"no" for a flag under
-    ``features``, a protocol's)."""
+    """The table as rows for ``kmc list --rules`` (``id`` is what an action's declaration names the
+    rule by; ``on`` is "yes"/"no" for a flag under ``features``, a protocol's)."""
     rows = []
     for rule, on in rules_for(features):
-        row = {"rule": rule.name, "flag": rule.flag or "(every release)", "ticket": rule.ticket,
+        row = {"rule": rule.name, "id": rule.id, "flag": rule.flag or "(every release)",
+               "ticket": rule.ticket,
                "release": rule.introduced, "releases": rule.releases, "source": rule.source,
                "model": rule.model, "abstraction": rule.abstraction}
         if rule.flag:
