@@ -154,28 +154,32 @@ class Packing:
         return bytes(body + [0] * (self.msg_bytes - len(body)))
 
     def _unmessage(self, b: bytes) -> Any:
+        """The message ``_message`` packed, each field named as ``_message`` wrote it."""
         v = [x - 2 for x in b]
         kind = v[0]
         if kind == LEADER_AND_ISR:
             end = b.index(0, 4)
-            isr = tuple(v[4:end])
-            return LeaderAndIsr(kind, v[1], v[2], v[3], isr, v[end + 1], v[end + 2])
+            return LeaderAndIsr.new(dst=v[1], epoch=v[2], leader=v[3], isr=tuple(v[4:end]),
+                                    broker_epoch=v[end + 1], meant=v[end + 2])
         if kind == FETCH:
-            return FetchRequest(kind, *v[1:6])
+            return FetchRequest.new(src=v[1], dst=v[2], epoch=v[3], offset=v[4], last_epoch=v[5])
         if kind == FETCH_RESPONSE:
             end = 6
             records = []
             while b[end]:
-                records.append(Record(v[end], v[end + 1]))
+                records.append(Record(epoch=v[end], ident=v[end + 1]))
                 end += 2
-            return FetchResponse(kind, *v[1:6], tuple(records), v[end + 1], v[end + 2], v[end + 3])
+            return FetchResponse.new(src=v[1], dst=v[2], epoch=v[3], offset=v[4], error=v[5],
+                                     records=tuple(records), hw=v[end + 1],
+                                     diverging_epoch=v[end + 2], diverging_offset=v[end + 3])
         if kind == OFFSETS_FOR_LEADER_EPOCH:
-            return OffsetsRequest(kind, *v[1:5])
+            return OffsetsRequest.new(src=v[1], dst=v[2], epoch=v[3], requested=v[4])
         if kind == STOP_REPLICA:
-            return StopReplica(kind, *v[1:5])
+            return StopReplica.new(dst=v[1], epoch=v[2], broker_epoch=v[3], meant=v[4])
         if kind == CONTROLLED_SHUTDOWN:
-            return ControlledShutdown(kind, *v[1:4])
-        return OffsetsResponse(kind, *v[1:8])
+            return ControlledShutdown.new(src=v[1], broker_epoch=v[2], incarnation=v[3])
+        return OffsetsResponse.new(src=v[1], dst=v[2], epoch=v[3], requested=v[4], error=v[5],
+                                   answer_epoch=v[6], end_offset=v[7])
 
     # -- states ------------------------------------------------------------------------------------
     def _broker(self, b: Broker) -> list[int]:
