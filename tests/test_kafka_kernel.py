@@ -26,7 +26,6 @@ from kmc.cli import main
 from spec.errors import UsageError
 from spec.kafka.dead import DeadMessages
 from spec.kafka.kernel import PROVEN_ROWS, UNCOMPILED_FLAGS, Packing, switchable_flags
-from spec.kafka.protocols import FLAGS as ALL_FLAGS
 from spec.kafka.releases import resolve
 from spec.registry import build_model
 from tests.test_kernel import needs_cc
@@ -304,16 +303,16 @@ def flipped(row: str, name: str) -> dict[str, bool]:
 
 def combinations(row: str, count: int, seed: int) -> list[dict[str, bool]]:
     """``count`` seeded random combinations of switched flags that ``row`` accepts and the kernel
-    compiles (each flag of the table switched with probability 1/4; a flag that needs another, such
-    as kafka-5163 on 0.10.2, comes in with it)."""
+    compiles (each flag any proven row can switch, switched with probability 1/4; a flag that needs
+    another, such as kafka-5163 on 0.10.2, comes in with it)."""
     import random
 
     rng = random.Random(seed)
     base = resolve(row)
+    pool = sorted(set().union(*(switchable_flags(other) for other in PROVEN_ROWS)))
     out: list[dict[str, bool]] = []
     while len(out) < count:
-        flags = {name: not base.flag(name) for name in ALL_FLAGS
-                 if name != "kraft" and rng.random() < 0.25}
+        flags = {name: not base.flag(name) for name in pool if rng.random() < 0.25}
         try:
             features = resolve(row, flags)
         except UsageError:
@@ -341,22 +340,30 @@ def test_each_switched_flag_is_the_readable_model_state_for_state(name):
     assert disagreements(model, kernel, reachable(model, 150)) == []
 
 
+def _switch_cases() -> list:
+    """(row, flags, bounds, limit): every other proven row's flags alone on the first 400 states of
+    the switch bounds, and 4 seeded random combinations a row (flags that need another come in with
+    it: 0.10.2 with offsets-for-leader-epoch and kafka-5163) on those, and on 300 of three
+    brokers."""
+    three = {"brokers": 3, "records": 1, "epochs": 1, "crashes": 1}
+    cases = []
+    for row in PROVEN_ROWS:
+        if row != "2.1.0":  # the fast tier's
+            cases += [(row, flipped(row, name), SWITCH_BOUNDS, 400)
+                      for name in switchable_flags(row)]
+        for flags in combinations(row, 4, seed=sum(map(ord, row))):
+            cases += [(row, flags, SWITCH_BOUNDS, 400), (row, flags, three, 300)]
+    return cases
+
+
 @pytest.mark.slow
 @needs_cc
-@pytest.mark.parametrize("row", PROVEN_ROWS)
-def test_every_switched_flag_and_combinations_of_each_row(row):
-    """Every flag each proven row can switch, alone, and 12 seeded random combinations (flags that
-    need another come in with it: 0.10.2 with offsets-for-leader-epoch and kafka-5163), on the first
-    1,500 states of the switch bounds and the first 1,000 of three brokers."""
-    cases = [flipped(row, name) for name in switchable_flags(row)]
-    cases += combinations(row, 12, seed=len(row) + sum(map(ord, row)))
-    for flags in cases:
-        for bounds, limit in ((SWITCH_BOUNDS, 1_500),
-                              ({"brokers": 3, "records": 1, "epochs": 1, "crashes": 1}, 1_000)):
-            model = switched(row, flags, **bounds)
-            assert km.why_not(model, SearchOptions()) is None
-            kernel = km.load(model.kernel())
-            assert disagreements(model, kernel, reachable(model, limit)) == [], (flags, bounds)
+@pytest.mark.parametrize(("row", "flags", "bounds", "limit"), _switch_cases(), ids=_id)
+def test_every_switched_flag_and_combinations_of_each_row(row, flags, bounds, limit):
+    model = switched(row, flags, **bounds)
+    assert km.why_not(model, SearchOptions()) is None
+    kernel = km.load(model.kernel())
+    assert disagreements(model, kernel, reachable(model, limit)) == []
 
 
 #: (row, switched flags, bounds, options): searches with flags switched, --kernel on against off
