@@ -229,7 +229,7 @@ def test_auto_picks_the_kernel_where_it_is_proven_only(capsys):
     code, data = check_json(capsys, "--protocol", "2.8.0", *small)
     assert (data["path"] == {"path": "readable", "reason": "the kernel does not compile "
                                                            "truncate-on-fetch"})
-    # a switched flag is compiled (each proven: test_each_switched_flag_...), an uncompiled one not
+    # a switched flag is compiled (each proven: test_switched_flags_...), an uncompiled one not
     code, data = check_json(capsys, "--protocol", "2.1.0", "--feature", "unclean=on", *small)
     assert data["path"]["path"] == "kernel"
     code, data = check_json(capsys, "--protocol", "2.1.0", "--feature", "truncate-on-fetch=on",
@@ -330,27 +330,29 @@ SWITCH_BOUNDS = {"brokers": 2, "records": 1, "epochs": 2, "crashes": 1, "bumps":
 
 
 @needs_cc
-@pytest.mark.parametrize("name", switchable_flags("2.1.0"))
-def test_each_switched_flag_is_the_readable_model_state_for_state(name):
-    """Every flag 2.1.0 can switch, alone (the matrix's stories switch one fix at a time); the slow
-    tier takes every proven row, more states and combinations."""
-    model = switched("2.1.0", flipped("2.1.0", name), **SWITCH_BOUNDS)
+@pytest.mark.parametrize("value", [True, False], ids=["every-missing-flag-on", "every-flag-off"])
+def test_switched_flags_are_the_readable_model_state_for_state(value):
+    """2.1.0 with every flag it can switch and lacks switched on, and with every one it has switched
+    off: with the row's own flags, each compiled branch both ways, in two libraries (a library a
+    flag set: the C compiler's time is most of a case's). The slow tier takes each flag alone on
+    every proven row, and combinations."""
+    base = resolve("2.1.0")
+    flags = {name: value for name in switchable_flags("2.1.0") if base.flag(name) != value}
+    model = switched("2.1.0", flags, **SWITCH_BOUNDS)
     assert km.why_not(model, SearchOptions()) is None
     kernel = km.load(model.kernel())
-    assert disagreements(model, kernel, reachable(model, 150)) == []
+    assert disagreements(model, kernel, reachable(model, 400)) == []
 
 
 def _switch_cases() -> list:
-    """(row, flags, bounds, limit): every other proven row's flags alone on the first 400 states of
+    """(row, flags, bounds, limit): every proven row's flags alone on the first 400 states of
     the switch bounds, and 4 seeded random combinations a row (flags that need another come in with
     it: 0.10.2 with offsets-for-leader-epoch and kafka-5163) on those, and on 300 of three
     brokers."""
     three = {"brokers": 3, "records": 1, "epochs": 1, "crashes": 1}
     cases = []
     for row in PROVEN_ROWS:
-        if row != "2.1.0":  # the fast tier's
-            cases += [(row, flipped(row, name), SWITCH_BOUNDS, 400)
-                      for name in switchable_flags(row)]
+        cases += [(row, flipped(row, name), SWITCH_BOUNDS, 400) for name in switchable_flags(row)]
         for flags in combinations(row, 4, seed=sum(map(ord, row))):
             cases += [(row, flags, SWITCH_BOUNDS, 400), (row, flags, three, 300)]
     return cases
