@@ -99,16 +99,18 @@ def _removed(model: Any, trace: Any, invariant: Any) -> bool:
     searched to the trace's length: the fix is credited only if no counterexample of that length or
     shorter remains (a longer one is another story: 2.8.0's KAFKA-13207 loss outlives KAFKA-13141's
     fix, which removes the shorter KAFKA-13141 trace). A search that reaches ``CONFIRM_MAX_STATES``
-    first credits nothing."""
+    first credits nothing. The search runs on the model's compiled kernel where it is proven for the
+    switched flags (``kernel="auto"``: the same states, depth and verdict), else on the readable
+    model."""
     if _replay(model, trace, invariant) == "violated":
         return False
-    from checker.bfs import check
+    from checker.engines import run
     from checker.search import SearchOptions
 
     # a depth bound counts states, the initial one included: a counterexample of L steps ends at
     # depth L + 1
-    result = check(model, SearchOptions(invariants=[invariant], max_depth=len(trace.steps) + 1,
-                                        max_states=CONFIRM_MAX_STATES))
+    result = run(model, SearchOptions(invariants=[invariant], max_depth=len(trace.steps) + 1,
+                                      max_states=CONFIRM_MAX_STATES, kernel="auto"))
     if result.violations:
         return False
     return result.reason is None or result.reason.startswith("depth bound")

@@ -1,14 +1,15 @@
 """The Kafka model's compiled kernel (``spec/kafka/kernel.c``) and the readable model are one model.
 
 State for state: on the reachable states of small configurations of each row the kernel compiles
-(the ZooKeeper rows 0.10.2 to 2.2.0), packing is exact, the kernel's (action, successor) list equals
-the readable model's in order, and its canonical form (``--symmetry``), its state without dead
-answers (``--reduce dead``) and its invariant verdicts equal the readable ones. Search for search:
-``--kernel on`` and ``--kernel off`` give the same distinct states, states generated, depth,
-verdict, out-degrees and counterexamples (the kernel's replayed on the readable model), with and
-without ``--symmetry`` and ``--reduce dead``. A kernel with one rule changed (``-DKM_MUTANT=1``:
-ExpandIsr without its guard that the follower's fetch is being answered) fails the state-for-state
-check. Without a C compiler these skip.
+(the ZooKeeper rows 0.10.2 to 2.2.0, at their own flags and with every flag a ``--feature`` or a
+matrix story can switch there, alone and in seeded combinations), packing is exact, the kernel's
+(action, successor) list equals the readable model's in order, and its canonical form
+(``--symmetry``), its state without dead answers (``--reduce dead``) and its invariant verdicts
+equal the readable ones. Search for search: ``--kernel on`` and ``--kernel off`` give the same
+distinct states, states generated, depth, verdict, out-degrees and counterexamples (the kernel's
+replayed on the readable model), with and without ``--symmetry`` and ``--reduce dead``. A kernel
+with one rule changed (``-DKM_MUTANT=1``: ExpandIsr without its guard that the follower's fetch is
+being answered) fails the state-for-state check. Without a C compiler these skip.
 """
 
 from __future__ import annotations
@@ -22,8 +23,10 @@ from checker.engines import run
 from checker.search import SearchOptions
 from invariants.registry import for_family
 from kmc.cli import main
+from spec.errors import UsageError
 from spec.kafka.dead import DeadMessages
-from spec.kafka.kernel import PROVEN_ROWS, Packing
+from spec.kafka.kernel import PROVEN_ROWS, UNCOMPILED_FLAGS, Packing, switchable_flags
+from spec.kafka.releases import resolve
 from spec.registry import build_model
 from tests.test_kernel import needs_cc
 
@@ -226,9 +229,12 @@ def test_auto_picks_the_kernel_where_it_is_proven_only(capsys):
     code, data = check_json(capsys, "--protocol", "2.8.0", *small)
     assert (data["path"] == {"path": "readable", "reason": "the kernel does not compile "
                                                            "truncate-on-fetch"})
+    # a switched flag is compiled (each proven: test_switched_flags_...), an uncompiled one not
     code, data = check_json(capsys, "--protocol", "2.1.0", "--feature", "unclean=on", *small)
-    assert (data["path"]["reason"] == "the kernel is proven on the rows' own flags, not with "
-                                      "unclean changed")
+    assert data["path"]["path"] == "kernel"
+    code, data = check_json(capsys, "--protocol", "2.1.0", "--feature", "truncate-on-fetch=on",
+                            *small)
+    assert data["path"]["reason"] == "the kernel does not compile truncate-on-fetch"
     code, data = check_json(capsys, "--protocol", "2.1.0", "--const", "consumers=1", *small)
     assert data["path"]["reason"] == "the kernel does not compile the bound consumers=1"
     code, data = check_json(capsys, "--protocol", "2.1.0", "--const", "records=1", "--const",
@@ -282,3 +288,111 @@ def test_a_batch_past_the_kernels_capacity_stops_and_other_engines_do_not_reduce
     assert km.why_not(wide, SearchOptions(reduce="dead"), engine="parallel") is None
     assert ("local engine's kernel only" in km.why_not(wide, SearchOptions(reduce="dead"),
                                                        engine="spark"))
+
+
+# -- switched flags: a matrix story's fix or a --feature, compiled like the row's own --------------
+def switched(row: str, flags: dict[str, bool], **bounds: int):
+    return build_model("kafka", [f"{k}={v}" for k, v in bounds.items()], protocol=row,
+                       feature_assignments=[f"{name}={'on' if on else 'off'}"
+                                            for name, on in flags.items()])
+
+
+def flipped(row: str, name: str) -> dict[str, bool]:
+    return {name: not resolve(row).flag(name)}
+
+
+def combinations(row: str, count: int, seed: int) -> list[dict[str, bool]]:
+    """``count`` seeded random combinations of switched flags that ``row`` accepts and the kernel
+    compiles (each flag any proven row can switch, switched with probability 1/4; a flag that needs
+    another, such as kafka-5163 on 0.10.2, comes in with it)."""
+    import random
+
+    rng = random.Random(seed)
+    base = resolve(row)
+    pool = sorted(set().union(*(switchable_flags(other) for other in PROVEN_ROWS)))
+    out: list[dict[str, bool]] = []
+    while len(out) < count:
+        flags = {name: not base.flag(name) for name in pool if rng.random() < 0.25}
+        try:
+            features = resolve(row, flags)
+        except UsageError:
+            continue
+        if not any(getattr(features, flag) for flag in UNCOMPILED_FLAGS):
+            out.append(flags)
+    return out
+
+
+#: the bounds every switched flag's rule is reached at: a crash and a bump (elections, fencing,
+#: truncation), a controlled shutdown and a bounce (KIP-380's flags), acks=all below a min ISR past
+#: the brokers (effective-min-isr)
+SWITCH_BOUNDS = {"brokers": 2, "records": 1, "epochs": 2, "crashes": 1, "bumps": 1, "shutdowns": 1,
+                 "bounces": 1, "acks": -1, "min_isr": 3}
+
+
+@needs_cc
+@pytest.mark.parametrize("value", [True, False], ids=["every-missing-flag-on", "every-flag-off"])
+def test_switched_flags_are_the_readable_model_state_for_state(value):
+    """2.1.0 with every flag it can switch and lacks switched on, and with every one it has switched
+    off: with the row's own flags, each compiled branch both ways, in two libraries (a library a
+    flag set: the C compiler's time is most of a case's). The slow tier takes each flag alone on
+    every proven row, and combinations."""
+    base = resolve("2.1.0")
+    flags = {name: value for name in switchable_flags("2.1.0") if base.flag(name) != value}
+    model = switched("2.1.0", flags, **SWITCH_BOUNDS)
+    assert km.why_not(model, SearchOptions()) is None
+    kernel = km.load(model.kernel())
+    assert disagreements(model, kernel, reachable(model, 400)) == []
+
+
+def _switch_cases() -> list:
+    """(row, flags, bounds, limit): each flag alone on the first 400 states of the switch bounds on
+    2.1.0 (the most switchable flags) and on 0.10.2 (the fewest the row has), and two seeded random
+    combinations a row (flags that need another come in with it: 0.10.2 with
+    offsets-for-leader-epoch and kafka-5163) on those, the first also on 300 of three brokers. A
+    case is a library (about 1.4 s of the C compiler's time on a cold cache): every flag alone on
+    every row, 182 cases, was four minutes of the suite's CPU for flags whose C is one branch."""
+    three = {"brokers": 3, "records": 1, "epochs": 1, "crashes": 1}
+    cases = []
+    for row in PROVEN_ROWS:
+        if row in ("2.1.0", "0.10.2"):
+            cases += [(row, flipped(row, name), SWITCH_BOUNDS, 400)
+                      for name in switchable_flags(row)]
+        first, second = combinations(row, 2, seed=sum(map(ord, row)))
+        cases += [(row, first, SWITCH_BOUNDS, 400), (row, first, three, 300),
+                  (row, second, SWITCH_BOUNDS, 400)]
+    return cases
+
+
+@pytest.mark.slow
+@needs_cc
+@pytest.mark.parametrize(("row", "flags", "bounds", "limit"), _switch_cases(), ids=_id)
+def test_every_switched_flag_and_combinations_of_each_row(row, flags, bounds, limit):
+    model = switched(row, flags, **bounds)
+    assert km.why_not(model, SearchOptions()) is None
+    kernel = km.load(model.kernel())
+    assert disagreements(model, kernel, reachable(model, limit)) == []
+
+
+#: (row, switched flags, bounds, options): searches with flags switched, --kernel on against off
+SWITCHED_SEARCHES = [
+    ("2.1.0", {"unclean": True}, {"brokers": 2, "records": 1, "epochs": 2, "crashes": 1},
+     {"invariants": DEFAULT, "symmetry": True, "reduce": "dead"}),
+    ("0.10.2", {"offsets-for-leader-epoch": True, "kafka-5163": True},
+     {"brokers": 2, "records": 2, "epochs": 1, "crashes": 1}, {}),
+    ("2.0.0", {"leader-epoch-fencing": True, "kafka-7415": True},
+     {"brokers": 2, "records": 1, "epochs": 2, "crashes": 1}, {"reduce": "dead"}),
+    ("2.1.0", {"reject-stale-broker-epoch": True, "detect-bounced-broker": True}, CONTROL,
+     {"invariants": DEFAULT}),
+    ("2.2.0", {"effective-min-isr": True}, {"brokers": 2, "records": 1, "epochs": 1, "crashes": 1,
+                                            "acks": -1, "min_isr": 3},
+     {"invariants": DEFAULT, "stop_at_first": False}),
+]
+
+
+@needs_cc
+@pytest.mark.parametrize(("row", "flags", "bounds", "options"), SWITCHED_SEARCHES, ids=_id)
+def test_searches_with_switched_flags_agree(row, flags, bounds, options):
+    model = switched(row, flags, **bounds)
+    compiled = search(model, "on", **options)
+    assert compiled.extra["path"]["path"] == "kernel"
+    assert summary(compiled) == summary(search(model, "off", **options))

@@ -618,11 +618,15 @@ static int isr_size(int isr) {
     return n;
 }
 
+/* AllAcks.required (clients.leader_min_isr): with effective-min-isr (3.7.0 Partition.effectiveMinIsr, KAFKA-15583)
+   min.insync.replicas capped by the leader's replicas, every broker here (the compiled rows keep no replica list) */
+#define KM_REQUIRED_ISR (KM_F_EFFECTIVE_MIN_ISR && KM_N < KM_MIN_ISR ? KM_N : KM_MIN_ISR)
+
 /* _produce_action; the producer (clients.producer_for): acks=all refuses below min.insync.replicas (AllAcks.accepts),
    acks=1 is told on append (LeaderAcks.appended) */
 static void produce_action(const km_state *s, km_succ *out, int i) {
     const km_broker *leader = &s->b[i];
-    if (s->produced >= KM_R || (KM_ACKS == -1 && isr_size(leader->isr) < KM_MIN_ISR)) return;
+    if (s->produced >= KM_R || (KM_ACKS == -1 && isr_size(leader->isr) < KM_REQUIRED_ISR)) return;
     int ident = s->produced + 1, leo = leader->log_len;
     if (leo >= KM_LOG) { out->error = KM_ERR_LOG; return; }
     km_state *t = km_emit(out, s, CODE(A_PRODUCE, i, 0));
@@ -645,7 +649,7 @@ static void advance_hw_action(const km_state *s, km_succ *out, int i) {
     km_state *t = km_emit(out, s, CODE(A_ADVANCE, i, 0));
     for (int o = 0; o < hw; o++) add_entry(out, &t->committed_len, t->committed, o, leader->log[o][0], leader->log[o][1]);
     t->b[i].hw = (int8_t)hw;
-    if (KM_ACKS == -1 && isr_size(leader->isr) >= KM_MIN_ISR) /* AllAcks.advanced: the leader's epoch's records */
+    if (KM_ACKS == -1 && isr_size(leader->isr) >= KM_REQUIRED_ISR) /* AllAcks.advanced: the leader's epoch's records */
         for (int o = leader->hw; o < hw; o++)
             if (leader->log[o][0] == leader->epoch)
                 add_entry(out, &t->acked_len, t->acked, o, leader->log[o][0], leader->log[o][1]);

@@ -67,7 +67,7 @@ FLAGS = ("kafka_5642", "kafka_5163", "epoch_in_response", "kafka_7415", "kafka_7
          "truncation_lowers_hw", "reject_stale_broker_epoch", "detect_bounced_broker",
          "reject_stale_shutdown", "kafka_10706_fix", "kafka_13141", "kafka_18991", "unclean",
          "epoch_cache", "hw_truncation", "uses_offsets_request", "removes_fenced_partition",
-         "checks_offsets_answer_epoch")
+         "checks_offsets_answer_epoch", "effective_min_isr")
 #: flags whose rules the C file does not compile: a row with one on runs the readable model
 UNCOMPILED_FLAGS = ("truncate_on_fetch", "alter_isr", "kraft", "lossy_crash", "fetch_from_follower",
                     "kafka_15583", "consumer_truncation_detection")
@@ -307,11 +307,29 @@ def unsupported_reason(model: Any) -> str | None:
         return f"brokers={model.brokers} is past the kernel's {MAX_BROKERS}"
     if model.protocol not in PROVEN_ROWS:
         return f"the kernel is proven on {', '.join(PROVEN_ROWS)} only, not {model.protocol}"
-    changed = [name for name in FLAGS if getattr(f, name) != getattr(resolve(model.protocol), name)]
-    if changed:
-        return ("the kernel is proven on the rows' own flags, not with "
-                f"{changed[0].replace('_', '-')} changed")
+    # a switched flag (a matrix story's fix, a --feature) is compiled like the row's own: every flag
+    # a proven row can switch, alone and in combinations, is proven (tests/test_kafka_kernel.py,
+    # switchable_flags)
     return None
+
+
+def switchable_flags(protocol: str) -> tuple[str, ...]:
+    """The flags (``-`` names) a ``--feature`` or a matrix story can switch on ``protocol`` (each
+    against its value there) that keep the configuration compiled: every flag the row accepts
+    switched (``protocols.resolve``), less those whose rules the C file does not compile."""
+    from spec.errors import UsageError
+    from spec.kafka.protocols import FLAGS as ALL_FLAGS
+
+    base = resolve(protocol)
+    out = []
+    for name in ALL_FLAGS:
+        try:
+            switched = resolve(protocol, {name: not base.flag(name)})
+        except UsageError:  # its mechanism is absent on this row
+            continue
+        if not any(getattr(switched, flag) for flag in UNCOMPILED_FLAGS):
+            out.append(name)
+    return tuple(out)
 
 
 def kernel(model: Any) -> KernelSource:
