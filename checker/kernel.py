@@ -225,9 +225,6 @@ def why_not(model: Model, options: SearchOptions, engine: str = "local",
                 "transport)")
     if engine == "spark" and (options.resume_from or options.checkpoint_path):
         return "a Spark run directory (--checkpoint, --resume) holds readable states"
-    if engine == "spark" and options.reduce != "none":
-        return (f"--reduce {options.reduce} runs on the local engine's kernel only (Spark's batch "
-                "expansion does not reduce)")
     spec = model.kernel()
     if spec is None:
         return f"model {model.name} has no compiled kernel"

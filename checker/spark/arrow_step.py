@@ -376,7 +376,8 @@ class ArrowLevelStep:
             save_local_prefix(self._run_dir, self.model, self.options, local)
         # packed states with the kernel's fingerprints (``kernel_step``)
         if self._kernel is not None:
-            rows, kernel_fps, start = packed_prefix(self._kernel, self.model, self.symmetry, local)
+            rows, kernel_fps, start = packed_prefix(self._kernel, self.model, self.symmetry, local,
+                                                 self.options.reduce == "dead")
             visited_fps, fps, states = kernel_fps, kernel_fps[start:], binary_column(
                 pa, rows[start:])
         else:
@@ -502,7 +503,7 @@ class ArrowLevelStep:
         if self._kernel is not None:  # packed states expanded in C (``kernel_step``)
             expand: Any = KernelExpand(self._shipment, self.symmetry, self.options.check_deadlock,
                                        kernel_checks(self._kernel, check), spark.broadcasts[-1],
-                                       fail_once)
+                                       fail_once, reduce=self.options.reduce == "dead")
         else:
             expand = ArrowExpand(self.model, self.symmetry, self.options.check_deadlock, check,
                                  spark.broadcasts[-1], spark.codec, fail_once,
