@@ -76,3 +76,37 @@ def test_kernel_off_and_the_blocks_transport_run_the_readable_model():
     below = spark_run(model, SearchOptions(kernel="auto"), threshold=10_000)  # Spark never starts
     assert (below.extra["path"]["path"] == "readable" and "--spark-threshold"
             in below.extra["path"]["reason"])
+
+
+REDUCED = [
+    # (protocol, bounds, search options, threshold, verdict): --reduce dead on the executors'
+    # batch expansion and on the packed prefix (issue 39's done-when configuration at two brokers,
+    # its three-broker goal configuration to a depth, and a violation found through the reduction)
+    ("2.1.0", {"brokers": 2, "records": 1, "crashes": 0}, {"symmetry": True}, 20, Verdict.HOLDS),
+    ("2.1.0", {"brokers": 3, "records": 1, "crashes": 0}, {"symmetry": True, "max_depth": 11}, 50,
+     Verdict.UNDETERMINED),
+    ("0.10.2", {"brokers": 2, "records": 2, "epochs": 1, "crashes": 1, "acks": 1},
+     {"symmetry": True, "stop_at_first": False}, 0, Verdict.VIOLATED),
+]
+
+
+@pytest.mark.parametrize(("protocol", "bounds", "options", "threshold", "verdict"), REDUCED,
+                         ids=["2.1.0-brokers=2", "2.1.0-brokers=3-depth-11", "0.10.2-acks=1"])
+@pytest.mark.usefixtures("spark")
+def test_reduce_dead_on_the_kernel_is_the_local_engine(protocol, bounds, options, threshold,
+                                                        verdict):
+    """--reduce dead on Spark's kernel path: the readable local engine's counts, depth, verdict and
+    counterexamples."""
+    from spec.registry import build_model
+
+    model = build_model("kafka", [f"{k}={v}" for k, v in bounds.items()], protocol=protocol)
+    invariants = [inv for inv in for_family(model.family).values()
+                  if inv.default and inv.holds is not None]  # the safety defaults
+    reference = summary(check(model, SearchOptions(invariants=invariants, reduce="dead",
+                                                   **options)))
+    result = spark_run(model, SearchOptions(invariants=invariants, reduce="dead", kernel="auto",
+                                            **options), threshold=threshold)
+    assert result.extra["path"]["path"] == "kernel"
+    assert any(level["engine"] == "spark" for level in result.extra["spark"]["levels"])
+    assert summary(result) == reference
+    assert reference["verdict"] is verdict
