@@ -150,7 +150,8 @@ class BatchKernel:
                                                                  np.uint32), np.empty(
                                                                      cap, np.uint32)
         written = self.lib.km_expand_batch(
-            states.ctypes.data, n, int(symmetry) | int(reduce) << 1, seen.handle if seen is not None else None,
+            states.ctypes.data, n, int(symmetry) | int(reduce) << 1,
+            seen.handle if seen is not None else None,
             masks.ctypes.data, degrees.ctypes.data, out.ctypes.data, fps.ctypes.data,
             parent.ctypes.data, pos.ctypes.data, action.ctypes.data, cap)
         if written == -2:

@@ -572,7 +572,15 @@ class ArrowLevelStep:
             level.pointers = (fps, parents, (keys & POSITION_MASK).astype(np.int32))
             previous = level
         paths = [level.path for level in levels if level.path is not None]
-        local_fps = session.createDataFrame(_fp_table(local.visited.array))
+        prefix_fps = local.visited.array
+        if self._kernel is not None:  # the prefix's fingerprints on this path are the kernel's
+            local.frontier = self._resumed_frontier
+            try:
+                prefix_fps = packed_prefix(self._kernel, self.model, self.symmetry, local,
+                                           self.options.reduce == "dead")[1]
+            finally:
+                local.frontier = []
+        local_fps = session.createDataFrame(_fp_table(prefix_fps))
         merged = session.read.parquet(*paths).select("fp").unionByName(local_fps)
         spark.visited = _cut(spark, merged.repartition(parts, "fp").sortWithinPartitions("fp"))
         spark.runs = []

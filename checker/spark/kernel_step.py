@@ -5,11 +5,11 @@ each state as its packed bytes (``state_bytes`` each, the kernel's layout; no ms
 fingerprint is the kernel's hash of those bytes (``km_hash``). The executors expand their partition
 with ``km_expand_batch`` (``checker.kernel_batch``) a chunk of states at a time (under ``--reduce
 dead`` each successor reduced before its canonical form, as the local engine's kernel does), in
-global-index order, keeping the first occurrence of each fingerprint not in the last levels (a C set), and check
-the compiled invariants on the frontier (each state's violation mask). Everything else is the arrow
-transport's (``arrow_step``): the shuffle, the anti-joins, ``min_by`` per fingerprint, the driver's
-numbering and the statistics row, so the counts, depths, verdicts and counterexamples are the local
-engine's.
+global-index order, keeping the first occurrence of each fingerprint not in the last levels (a C
+set), and check the compiled invariants on the frontier (each state's violation mask). Everything
+else is the arrow transport's (``arrow_step``): the shuffle, the anti-joins, ``min_by`` per
+fingerprint, the driver's numbering and the statistics row, so the counts, depths, verdicts and
+counterexamples are the local engine's.
 
 The local prefix runs on the driver with the readable model (Python fingerprints). When Spark
 starts, the kernel's own search (``km_expand_level``) runs the same levels on the driver in C, which
@@ -17,6 +17,11 @@ gives every state of the prefix packed, in the readable search's order (checked 
 frontier), so the visited set and the frontier go to Spark with the kernel's fingerprints
 (``packed_prefix``). A counterexample is replayed on the readable model: its steps in the prefix by
 Python fingerprint, its Spark steps by the kernel's (``checker.spark.verdict``).
+
+A run directory (``--checkpoint``) holds the kernel's packed states and fingerprints in its level
+files, and run.json names the kernel's library and state width (``checker.spark.resume``); a
+``--resume`` packs the saved local prefix again for its fingerprints and refuses a directory written
+on the other path or by another kernel.
 """
 
 from __future__ import annotations
