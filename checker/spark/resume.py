@@ -295,9 +295,10 @@ class Resumable:
                     "state)")
 
         why = f" ({self._path['reason']})" if self._path.get("reason") else ""
+        hint = ("resume it with --kernel off" if written["path"] == "readable" else
+                "resume it on the kernel that wrote it, with the same sources and constants")
         raise BadFileError(f"run directory {where} holds the states of {said(written)}, this run "
-                           f"is on {said(now)}{why}; it cannot be resumed (resume on the path and "
-                           "kernel that wrote it)")
+                           f"is on {said(now)}{why}; it cannot be resumed ({hint})")
 
     def _rebuild(self, spark: SparkRun, st: Counters, levels: list[LevelInfo],
                  run_dir: RunDir) -> None:
