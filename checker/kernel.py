@@ -218,16 +218,11 @@ def why_not(model: Model, options: SearchOptions, engine: str = "local",
     """Why this search must run on the readable model (one phrase), or None: the kernel can run it
     on ``engine`` (local: ``KernelBFS``; parallel: ``KernelBFS`` too, in one process,
     ``checker.parallel.run_engine``; spark: the executors expand packed states,
-    ``checker.spark.kernel_step``, on the arrow transport only; its run directories hold readable
-    states)."""
+    ``checker.spark.kernel_step``, on the arrow transport only; its run directories hold packed
+    states, and record the kernel that wrote them)."""
     if engine == "spark" and spark_transport != "arrow":
         return ("the Spark blocks transport carries readable states (the kernel runs on the arrow "
                 "transport)")
-    if engine == "spark" and (options.resume_from or options.checkpoint_path):
-        return "a Spark run directory (--checkpoint, --resume) holds readable states"
-    if engine == "spark" and options.reduce != "none":
-        return (f"--reduce {options.reduce} runs on the local engine's kernel only (Spark's batch "
-                "expansion does not reduce)")
     spec = model.kernel()
     if spec is None:
         return f"model {model.name} has no compiled kernel"
@@ -242,7 +237,9 @@ def why_not(model: Model, options: SearchOptions, engine: str = "local",
         return "the kernel has no --symmetry"
     reduce_other = options.reduce != "none" and options.reduce not in spec.reductions
     for wanted, what in ((reduce_other, f"--reduce {options.reduce}"),
-                         (options.resume_from or options.checkpoint_path, "checkpoints"),
+                         # a Spark run directory holds the path's states (``checker.spark.resume``)
+                         (engine != "spark" and (options.resume_from or options.checkpoint_path),
+                          "checkpoints"),
                          (options.max_memory_mb is not None,
                           "--max-memory (a checkpoint when it runs out)"),
                          (options.coverage, "--coverage"), (options.keep_graph, "the state graph")):

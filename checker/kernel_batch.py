@@ -4,7 +4,8 @@
 ``km_expand_batch`` (``checker/kernel_search.h``) expands an array of packed states (one row of
 ``state_bytes`` a state) in order and gives back, for each, its violation mask and its successor
 count, and the successors in the readable model's order (canonical under ``--symmetry``) with their
-fingerprints, their parent's row, their position and action code; with a fingerprint set
+fingerprints, their parent's row, their position and action code (under ``--reduce dead`` in
+the reduced form, ``km_reduce`` before the canonical form); with a fingerprint set
 (``FingerprintSet``), only the first occurrence of each fingerprint not in it. A fingerprint is the
 kernel's 64-bit hash of the packed bytes (``km_hash``), not Python's ``hash`` of the readable state:
 a search that mixes the two (the Spark engine's local prefix) says which it compares
@@ -134,10 +135,11 @@ class BatchKernel:
         self.lib.km_violations_batch(states.ctypes.data, states.shape[0], out.ctypes.data)
         return out
 
-    def expand(self, states: np.ndarray, symmetry: bool, seen: FingerprintSet
-               | None = None) -> Expansion:
+    def expand(self, states: np.ndarray, symmetry: bool, seen: FingerprintSet | None = None,
+               reduce: bool = False) -> Expansion:
         """The successors of ``states`` (rows; ``chunk()`` of them or fewer), as ``km_expand_batch``
-        gives them."""
+        gives them: with ``reduce``, in the form ``--reduce dead`` stores (``km_reduce``, before the
+        canonical form, as the local engine's level search applies it)."""
         states = np.ascontiguousarray(states, dtype=np.uint8)
         n = states.shape[0]
         cap = max(1, n * self.max_successors)
@@ -148,7 +150,8 @@ class BatchKernel:
                                                                  np.uint32), np.empty(
                                                                      cap, np.uint32)
         written = self.lib.km_expand_batch(
-            states.ctypes.data, n, int(symmetry), seen.handle if seen is not None else None,
+            states.ctypes.data, n, int(symmetry) | int(reduce) << 1,
+            seen.handle if seen is not None else None,
             masks.ctypes.data, degrees.ctypes.data, out.ctypes.data, fps.ctypes.data,
             parent.ctypes.data, pos.ctypes.data, action.ctypes.data, cap)
         if written == -2:
@@ -158,6 +161,8 @@ class BatchKernel:
             raise KernelCapacityError("the compiled kernel stopped: "
                                       f"{CAPACITY.get(code, f'capacity code {code}')}; "
                                       "run this configuration with --kernel off")
+        if written == -4:
+            raise ValueError("this kernel does not compile --reduce dead (km_reduce)")
         if written < 0:
             raise RuntimeError("km_expand_batch: its output was too small")
         return Expansion(masks, degrees, out[:written], fps[:written].view(np.int64),

@@ -376,12 +376,17 @@ uint32_t km_batch_error_code(void) { return km_batch_error; }
    written out in order (at most `cap`): the packed state, its fingerprint, the expanded state's offset i
    in this batch, its position among i's successors and the action code; with `seen`, only those whose
    fingerprint is not in it, each then added (an expansion's first occurrences, across its batches).
+   `symmetry` is a set of flags: bit 0 --symmetry (km_canonical), bit 1 --reduce dead (km_reduce, before
+   km_canonical, as km_expand_level applies them; -4 when the kernel does not compile it).
    Returns how many were written; -2 out of memory; -3 a state past the kernel's capacity
    (km_batch_error_code); -1 when `cap` is short (the caller passes at least
    n * KM_MAX_SUCC: on -1, `seen` holds fingerprints not written, and the batch is spoiled). */
 int64_t km_expand_batch(const uint8_t *states, uint64_t n, int symmetry, km_fpset *seen, uint32_t *masks,
                         uint32_t *degrees, uint8_t *out_states, uint64_t *out_fps, uint32_t *out_parent,
                         uint32_t *out_pos, uint32_t *out_action, uint64_t cap) {
+#ifndef KM_HAS_REDUCE
+    if (symmetry & 2) return -4;
+#endif
     km_succ *out = malloc(sizeof(km_succ));
     if (!out) return -2;
     uint64_t w = 0;
@@ -396,7 +401,10 @@ int64_t km_expand_batch(const uint8_t *states, uint64_t n, int symmetry, km_fpse
         degrees[i] = out->n;
         for (uint32_t j = 0; j < out->n; j++) {
             km_state *t = &out->st[j];
-            if (symmetry) km_canonical(t);
+#ifdef KM_HAS_REDUCE
+            if (symmetry & 2) km_reduce(t);
+#endif
+            if (symmetry & 1) km_canonical(t);
             uint64_t fp = km_hash((const uint8_t *)t);
             if (seen) {
                 int added = km_fpset_add(seen, fp);

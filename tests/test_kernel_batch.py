@@ -241,15 +241,17 @@ def test_the_prefix_moves_to_spark_packed_in_the_readable_order():
 
 
 def test_the_readable_model_runs_on_spark_where_the_kernel_cannot():
-    """``why_not`` per engine: Spark's blocks transport and run directories hold readable states."""
+    """``why_not`` per engine: Spark's blocks transport holds readable states; a Spark run directory
+    holds the kernel's packed states (``checker.spark.resume`` records which), the local engine's
+    checkpoints readable ones."""
     from checker.search import SearchOptions
 
     model = model_of("two-phase", {"RM": 3})
     assert km.why_not(model, SearchOptions(), engine="spark") is None
     assert "blocks" in km.why_not(model, SearchOptions(), engine="spark", spark_transport="blocks")
-    assert ("run directory" in km.why_not(model, SearchOptions(checkpoint_path="run"),
-                                          engine="spark"))
-    assert "run directory" in km.why_not(model, SearchOptions(resume_from="run"), engine="spark")
+    assert km.why_not(model, SearchOptions(checkpoint_path="run"), engine="spark") is None
+    assert km.why_not(model, SearchOptions(resume_from="run"), engine="spark") is None
+    assert "checkpoints" in km.why_not(model, SearchOptions(checkpoint_path="run"))
 
 
 def test_verbose_names_the_kernel_on_the_spark_executors():

@@ -76,3 +76,101 @@ def test_kernel_off_and_the_blocks_transport_run_the_readable_model():
     below = spark_run(model, SearchOptions(kernel="auto"), threshold=10_000)  # Spark never starts
     assert (below.extra["path"]["path"] == "readable" and "--spark-threshold"
             in below.extra["path"]["reason"])
+
+
+REDUCED = [
+    # (protocol, bounds, search options, threshold, verdict): --reduce dead on the executors'
+    # batch expansion and on the packed prefix (issue 39's done-when configuration at two brokers,
+    # its three-broker goal configuration to a depth, and a violation found through the reduction)
+    ("2.1.0", {"brokers": 2, "records": 1, "crashes": 0}, {"symmetry": True}, 20, Verdict.HOLDS),
+    ("2.1.0", {"brokers": 3, "records": 1, "crashes": 0}, {"symmetry": True, "max_depth": 11}, 50,
+     Verdict.UNDETERMINED),
+    ("0.10.2", {"brokers": 2, "records": 2, "epochs": 1, "crashes": 1, "acks": 1},
+     {"symmetry": True, "stop_at_first": False}, 0, Verdict.VIOLATED),
+]
+
+
+@pytest.mark.parametrize(("protocol", "bounds", "options", "threshold", "verdict"), REDUCED,
+                         ids=["2.1.0-brokers=2", "2.1.0-brokers=3-depth-11", "0.10.2-acks=1"])
+@pytest.mark.usefixtures("spark")
+def test_reduce_dead_on_the_kernel_is_the_local_engine(protocol, bounds, options, threshold,
+                                                        verdict):
+    """--reduce dead on Spark's kernel path: the readable local engine's counts, depth, verdict and
+    counterexamples."""
+    from spec.registry import build_model
+
+    model = build_model("kafka", [f"{k}={v}" for k, v in bounds.items()], protocol=protocol)
+    invariants = [inv for inv in for_family(model.family).values()
+                  if inv.default and inv.holds is not None]  # the safety defaults
+    reference = summary(check(model, SearchOptions(invariants=invariants, reduce="dead",
+                                                   **options)))
+    result = spark_run(model, SearchOptions(invariants=invariants, reduce="dead", kernel="auto",
+                                            **options), threshold=threshold)
+    assert result.extra["path"]["path"] == "kernel"
+    assert any(level["engine"] == "spark" for level in result.extra["spark"]["levels"])
+    assert summary(result) == reference
+    assert reference["verdict"] is verdict
+
+
+@pytest.mark.usefixtures("spark")
+def test_a_run_on_the_kernel_killed_and_resumed_is_the_whole_run(tmp_path, capsys):
+    """Issue 39's done-when configuration at two brokers with --checkpoint on the kernel path: the
+    driver killed (SIGKILL to its process group, JVM included) after a Spark level committed, then
+    --resume gives the readable local engine's counts and verdict. run.json names the kernel, its
+    level files hold packed states; the same directory resumed with --kernel off is refused (exit
+    65, one line)."""
+    import json
+    import os
+    import signal
+    import subprocess
+    import sys
+    import time
+
+    import pyarrow.parquet as pq
+
+    from kmc.cli import main
+    from spec.registry import build_model
+
+    bounds = ["brokers=2", "records=1", "crashes=0"]
+    command = ["check", "kafka", "--protocol", "2.1.0",
+               *(x for b in bounds for x in ("--const", b)), "--symmetry", "--reduce", "dead",
+               "--engine", "spark", "--master", "local[2]", "--spark-threshold", "20", "--quiet"]
+    run_dir = tmp_path / "run"
+    root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    child = subprocess.Popen([sys.executable, "-m", "kmc", *command, "--checkpoint", str(run_dir)],
+                             cwd=root, env={**os.environ, "PYTHONPATH": root},
+                             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                             start_new_session=True)
+    try:
+        deadline = time.monotonic() + 300
+        while child.poll() is None and time.monotonic() < deadline:
+            try:
+                if json.loads((run_dir / "run.json").read_text())["depth"] >= 14:
+                    break
+            except (OSError, ValueError):
+                pass
+            time.sleep(0.05)
+    finally:
+        if child.poll() is None:
+            os.killpg(child.pid, signal.SIGKILL)
+        child.wait()
+    saved = json.loads((run_dir / "run.json").read_text())
+    assert saved["path"]["path"] == "kernel" and saved["depth"] < 28, saved["depth"]
+    level = next(item for item in saved["levels"] if item["path"])
+    states = pq.read_table(run_dir / "levels" / f"{level['depth']:04d}", columns=["state"])
+    assert {len(raw) for raw in states["state"].to_pylist()} == {saved["path"]["state_bytes"]}
+
+    capsys.readouterr()
+    assert main([*command, "--kernel", "off", "--resume", str(run_dir)]) == 65
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "holds the states of the compiled kernel" in err, err
+    assert main([*command, "--json", "--resume", str(run_dir)]) == 0
+    resumed = json.loads(capsys.readouterr().out)
+    model = build_model("kafka", bounds, protocol="2.1.0")
+    invariants = [inv for inv in for_family("kafka").values()
+                  if inv.default and inv.holds is not None]
+    full = check(model, SearchOptions(invariants=invariants, symmetry=True, reduce="dead"))
+    assert (resumed["distinct_states"], resumed["states_generated"], resumed["depth"],
+            resumed["verdict"]) == (full.distinct_states, full.states_generated, full.depth,
+                                    full.verdict.value)
+    assert resumed["path"]["path"] == "kernel"

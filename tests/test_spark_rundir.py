@@ -151,6 +151,60 @@ def test_a_run_directory_resumes_in_the_transport_that_wrote_it(tmp_path):
     assert search._use_arrow() is False
 
 
+KERNEL_PATH = {"path": "kernel", "engine": "spark", "kernel": "kernel.c",
+               "library": "kernel-0123456789abcdef.so", "state_bytes": 12,
+               "fingerprints": "the kernel's 64-bit hash"}
+
+
+@pytest.mark.parametrize(("written", "now", "why"), [
+    (KERNEL_PATH, {"path": "readable", "reason": "--kernel off"},
+     r"holds the states of the compiled kernel kernel-0123456789abcdef.so \(12 bytes a state\), "
+     r"this run is on the readable model \(--kernel off\)"),
+    ({"path": "readable"}, KERNEL_PATH, "holds the states of the readable model, this run is on "
+                                        "the compiled kernel kernel-0123456789abcdef.so"),
+    ({**KERNEL_PATH, "library": "kernel-fedcba9876543210.so"}, KERNEL_PATH,
+     "holds the states of the compiled kernel kernel-fedcba9876543210.so"),
+    ({**KERNEL_PATH, "state_bytes": 13}, KERNEL_PATH,
+     r"holds the states of the compiled kernel kernel-0123456789abcdef.so \(13 bytes a state\)"),
+], ids=["kernel-then-readable", "readable-then-kernel", "another-kernel", "another-width"])
+def test_a_run_directory_resumes_on_the_path_and_kernel_that_wrote_it(tmp_path, written, now,
+                                                                      why):
+    """run.json records the path (the kernel's library and state width, or readable); a resume on
+    another path or kernel is refused with one line (exit 65): its level files hold other states
+    and fingerprints."""
+    from checker.spark import SparkBFS, SparkOptions
+    from checker.spark.resume import _checked_path, _path_record
+
+    search = SparkBFS(TwoPhase(3), SearchOptions(invariants=[]), SparkOptions())
+    search._run_dir = RunDir(str(tmp_path))
+    search._resumed_path = _checked_path({"path": _path_record(written)}, WHERE)
+    search._path = now
+    with pytest.raises(BadFileError, match=f"run directory {tmp_path} {why}") as refused:
+        search._check_resumed_path()
+    assert refused.value.code == ExitCode.BAD_FILE and "\n" not in str(refused.value)
+    search._path = written  # the same path and kernel resume
+    search._check_resumed_path()
+
+
+@pytest.mark.parametrize("path", [
+    {"path": "kernel", "library": "k.so"}, {"path": "kernel", "library": "", "state_bytes": 12},
+    {"path": "kernel", "library": "k" * 256, "state_bytes": 12},
+    {"path": "kernel", "library": "k.so", "state_bytes": True},
+    {"path": "kernel", "library": "k.so", "state_bytes": 0},
+    {"path": "kernel", "library": "k.so", "state_bytes": 2**40},
+    {"path": "kernel", "library": 7, "state_bytes": 12},
+    {"path": "other", "library": "k.so", "state_bytes": 12},
+    {"path": "readable", "reason": "x"}, "kernel", None,
+])
+def test_run_jsons_path_is_bounded(path):
+    from checker.spark.resume import _checked_path
+
+    with pytest.raises(BadFileError, match="names an impossible path"):
+        _checked_path({"path": path}, WHERE)
+    # a run directory written before the path was recorded holds readable states
+    assert _checked_path({}, WHERE) == {"path": "readable"}
+
+
 def test_a_level_digest_on_a_fifo_is_refused_not_waited_on(tmp_path):
     run_dir, payload = handmade(tmp_path)
     os.mkfifo(os.path.join(run_dir.level_path(4), "part-00009.snappy.parquet"))

@@ -401,7 +401,8 @@ class ArrowLevelStep:
             save_local_prefix(self._run_dir, self.model, self.options, local)
         # packed states with the kernel's fingerprints (``kernel_step``)
         if self._kernel is not None:
-            rows, kernel_fps, start = packed_prefix(self._kernel, self.model, self.symmetry, local)
+            rows, kernel_fps, start = packed_prefix(self._kernel, self.model, self.symmetry, local,
+                                                 self.options.reduce == "dead")
             visited_fps, fps, states = kernel_fps, kernel_fps[start:], binary_column(
                 pa, rows[start:])
         else:
@@ -527,7 +528,7 @@ class ArrowLevelStep:
         if self._kernel is not None:  # packed states expanded in C (``kernel_step``)
             expand: Any = KernelExpand(self._shipment, self.symmetry, self.options.check_deadlock,
                                        kernel_checks(self._kernel, check), spark.broadcasts[-1],
-                                       fail_once)
+                                       fail_once, reduce=self.options.reduce == "dead")
         else:
             expand = ArrowExpand(self.model, self.symmetry, self.options.check_deadlock, check,
                                  spark.broadcasts[-1], spark.codec, fail_once,
@@ -596,7 +597,15 @@ class ArrowLevelStep:
             level.pointers = (fps, parents, (keys & POSITION_MASK).astype(np.int32))
             previous = level
         paths = [level.path for level in levels if level.path is not None]
-        local_fps = session.createDataFrame(_fp_table(local.visited.array))
+        prefix_fps = local.visited.array
+        if self._kernel is not None:  # the prefix's fingerprints on this path are the kernel's
+            local.frontier = self._resumed_frontier
+            try:
+                prefix_fps = packed_prefix(self._kernel, self.model, self.symmetry, local,
+                                           self.options.reduce == "dead")[1]
+            finally:
+                local.frontier = []
+        local_fps = session.createDataFrame(_fp_table(prefix_fps))
         merged = session.read.parquet(*paths).select("fp").unionByName(local_fps)
         spark.visited = _cut(spark, merged.repartition(parts, "fp").sortWithinPartitions("fp"))
         spark.runs = []

@@ -107,6 +107,9 @@ class SparkBFS(ArrowLevelStep, LevelStep, Resumable, Verdicts, LevelSearch):
         #: the transport that wrote the run directory a ``--resume`` continues ("arrow" or
         #: "blocks"), None otherwise
         self._resumed_transport: str | None = None
+        #: the path that wrote it (run.json's ``path``) and the local prefix's last level
+        self._resumed_path: dict[str, Any] | None = None
+        self._resumed_frontier: list[Any] = []
         #: the compiled kernel the executors expand with (``kernel_step``), its library as bytes,
         #: and what ``--verbose`` and ``--json`` say of the path (``_choose_path``)
         self._kernel: Any = None
@@ -151,6 +154,8 @@ class SparkBFS(ArrowLevelStep, LevelStep, Resumable, Verdicts, LevelSearch):
             self._started = self.local._started
             self._arrow = self._use_arrow()
             self._choose_path()
+            if self._resumed_path is not None:  # the level files hold the states of this path
+                self._check_resumed_path()
             if self._resumed_transport is not None:  # the resumed levels, in their transport
                 self._rebuild(self._spark, st, self._levels, self._run_dir)
             result = run_levels(self, st)

@@ -3,12 +3,13 @@
 When ``checker.kernel.why_not(model, options, engine="spark")`` allows it, a Spark level carries
 each state as its packed bytes (``state_bytes`` each, the kernel's layout; no msgpack) and its
 fingerprint is the kernel's hash of those bytes (``km_hash``). The executors expand their partition
-with ``km_expand_batch`` (``checker.kernel_batch``) a chunk of states at a time, in global-index
-order, keeping the first occurrence of each fingerprint not in the last levels (a C set), and check
-the compiled invariants on the frontier (each state's violation mask). Everything else is the arrow
-transport's (``arrow_step``): the shuffle, the anti-joins, ``min_by`` per fingerprint, the driver's
-numbering and the statistics row, so the counts, depths, verdicts and counterexamples are the local
-engine's.
+with ``km_expand_batch`` (``checker.kernel_batch``) a chunk of states at a time (under ``--reduce
+dead`` each successor reduced before its canonical form, as the local engine's kernel does), in
+global-index order, keeping the first occurrence of each fingerprint not in the last levels (a C
+set), and check the compiled invariants on the frontier (each state's violation mask). Everything
+else is the arrow transport's (``arrow_step``): the shuffle, the anti-joins, ``min_by`` per
+fingerprint, the driver's numbering and the statistics row, so the counts, depths, verdicts and
+counterexamples are the local engine's.
 
 The local prefix runs on the driver with the readable model (Python fingerprints). When Spark
 starts, the kernel's own search (``km_expand_level``) runs the same levels on the driver in C, which
@@ -16,6 +17,11 @@ gives every state of the prefix packed, in the readable search's order (checked 
 frontier), so the visited set and the frontier go to Spark with the kernel's fingerprints
 (``packed_prefix``). A counterexample is replayed on the readable model: its steps in the prefix by
 Python fingerprint, its Spark steps by the kernel's (``checker.spark.verdict``).
+
+A run directory (``--checkpoint``) holds the kernel's packed states and fingerprints in its level
+files, and run.json names the kernel's library and state width (``checker.spark.resume``); a
+``--resume`` packs the saved local prefix again for its fingerprints and refuses a directory written
+on the other path or by another kernel.
 """
 
 from __future__ import annotations
@@ -111,8 +117,9 @@ class KernelExpand:
 
     def __init__(self, shipment: Shipment, symmetry: bool, check_deadlock: bool,
                  checks: list[tuple[int, int]], numbers: Any, fail_once: str | None = None,
-                 chunk: int | None = None) -> None:
+                 chunk: int | None = None, reduce: bool = False) -> None:
         self.shipment = shipment
+        self.reduce = reduce  # --reduce dead: successors in the stored form (``km_reduce``)
         self.chunk = chunk  # states a ``km_expand_batch`` call (None: the kernel's ``chunk()``)
         self.symmetry = symmetry
         self.check_deadlock = check_deadlock
@@ -135,7 +142,7 @@ class KernelExpand:
         with FingerprintSet(kernel, self.numbers.value[2]) as seen:
             chunk = self.chunk or kernel.chunk()
             for start in range(0, rows.shape[0], chunk):
-                got = kernel.expand(rows[start:start + chunk], self.symmetry, seen)
+                got = kernel.expand(rows[start:start + chunk], self.symmetry, seen, self.reduce)
                 violated |= _violated(got.masks, self.checks)
                 generated += int(got.degrees.sum())
                 if self.check_deadlock and deadlock is None:
@@ -194,17 +201,20 @@ def kernel_checks(kernel: Kernel, invariants: list[Any]) -> list[tuple[int, int]
     return [(bit, names.index(inv.name)) for bit, inv in enumerate(invariants)]
 
 
-def packed_prefix(kernel: Kernel, model: Any, symmetry: bool,
-                  local: Any) -> tuple[np.ndarray, np.ndarray, int]:
+def packed_prefix(kernel: Kernel, model: Any, symmetry: bool, local: Any,
+                  reduce: bool = False) -> tuple[np.ndarray, np.ndarray, int]:
     """Every state of the readable local prefix ``local`` (a ``checker.bfs.SearchState``), packed in
     its global-index order, with the kernel's fingerprints, and the first index of its last level:
-    the kernel's own search of the same levels, in C, checked to end where the readable one ends
-    with the very same frontier."""
+    the kernel's own search of the same levels, in C (under ``reduce``, ``--reduce dead``'s stored
+    form, ``km_set_reduce``), checked to end where the readable one ends with the very same
+    frontier."""
     lib, spec = kernel.lib, kernel.spec
     handle = lib.km_new(0, 0, int(symmetry))
     if not handle:
         raise MemoryError("the kernel could not allocate its search")
     try:
+        if not lib.km_set_reduce(handle, int(reduce)):
+            raise ModelError(f"kernel {spec.source} does not compile --reduce dead")
         for state in model.init_states():
             if lib.km_add_initial(handle, spec.pack(state)) == -2:
                 raise MemoryError("the kernel ran out of memory")

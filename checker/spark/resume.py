@@ -172,6 +172,28 @@ def _check_found(payload: dict[str, Any], expected_base: int, where: str, invari
                            "resumed")
 
 
+def _path_record(path: dict[str, Any] | None) -> dict[str, Any]:
+    """The path run.json records: the kernel's library and state width, or readable."""
+    if path is None or path.get("path") != "kernel":
+        return {"path": "readable"}
+    return {"path": "kernel", "library": path["library"], "state_bytes": path["state_bytes"]}
+
+
+def _checked_path(payload: dict[str, Any], where: str) -> dict[str, Any]:
+    """run.json's path, bounded (a run directory written before it was recorded holds readable
+    states)."""
+    path = payload.get("path", {"path": "readable"})
+    if path == {"path": "readable"}:
+        return path
+    if (not isinstance(path, dict) or set(path) != {"path", "library", "state_bytes"}
+            or path["path"] != "kernel" or not isinstance(path["library"], str)
+            or not 0 < len(path["library"]) <= 255 or isinstance(path["state_bytes"], bool)
+            or not isinstance(path["state_bytes"], int) or not 0 < path["state_bytes"] <= 1 << 16):
+        raise BadFileError(f"{where} names an impossible path (the kernel's or the readable "
+                           "model's); it cannot be resumed")
+    return path
+
+
 def _check_digests(run_dir: RunDir, levels: list[LevelInfo]) -> None:
     """Every level file is the one written: its digest is the one run.json recorded when the level
     committed."""
@@ -208,6 +230,9 @@ class Resumable:
             "deadlock": st.deadlock,
             "elapsed": st.elapsed,
             "levels": [level.to_json() for level in levels],
+            # what the level files hold: the kernel's packed states and fingerprints (its library,
+            # a digest of its sources and constants, and its state width), or readable states
+            "path": _path_record(getattr(self, "_path", None)),
         }
         run_dir.write_bytes("run.json", json.dumps(payload, indent=1).encode())
     def _resume(self, run_dir: RunDir) -> tuple[SparkRun | None, Counters, list[LevelInfo]]:
@@ -259,6 +284,8 @@ class Resumable:
                                f"{st.local_distinct} states on the driver, local.ckpt has "
                                f"{len(local.log)}); it cannot be resumed")
         st.spark_started = True
+        # the local prefix's last level, which the kernel path packs again (``packed_prefix``)
+        self._resumed_frontier = local.frontier
         local.frontier = []
         paths = [level.path for level in levels if level.path]
         if paths:
@@ -275,7 +302,28 @@ class Resumable:
                                    f"states, run.json counts {st.distinct - st.local_distinct:,}; "
                                    "it cannot be resumed")
         self._resumed_transport = payload["transport"]
+        self._resumed_path = _checked_path(payload, where)
         return spark, st, levels
+
+    def _check_resumed_path(self) -> None:
+        """The path this run takes (``_choose_path``) is the one that wrote the run directory: its
+        level files hold that path's states and fingerprints (exit 65, one line, if not)."""
+        written, now = self._resumed_path, _path_record(self._path)
+        if written == now:
+            return
+        where = self._run_dir.path
+
+        def said(record: dict[str, Any]) -> str:
+            if record["path"] == "readable":
+                return "the readable model"
+            return (f"the compiled kernel {record['library']} ({record['state_bytes']} bytes a "
+                    "state)")
+
+        why = f" ({self._path['reason']})" if self._path.get("reason") else ""
+        hint = ("resume it with --kernel off" if written["path"] == "readable" else
+                "resume it on the kernel that wrote it, with the same sources and constants")
+        raise BadFileError(f"run directory {where} holds the states of {said(written)}, this run "
+                           f"is on {said(now)}{why}; it cannot be resumed ({hint})")
 
     def _rebuild(self, spark: SparkRun, st: Counters, levels: list[LevelInfo],
                  run_dir: RunDir) -> None:
