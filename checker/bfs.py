@@ -454,34 +454,11 @@ class LocalBFS(LevelSearch):
             degree = len(succs)
             degrees.append(degree)
             if every:
-                for act, succ in succs:
-                    fp = hash(succ)
-                    if fp not in seen:
-                        fresh[fp] = (succ, index, act)
-                        if mark:
-                            seen[fp] = None
-            # --symmetry without bounds or a graph: 10% fewer instructions than kept (SuccessorView)
+                _keep_every(succs, index, seen, fresh, mark)
             elif only_canonical:
-                for pair in succs:
-                    succ = pair[1]
-                    raw = hash(succ)
-                    if raw in seen:  # a canonical state found already: its canonical form is itself
-                        continue
-                    image = canonical(succ)
-                    fp = raw if image is succ else hash(image)
-                    if fp not in seen:
-                        fresh[fp] = (image, index, pair[0])
-                        if mark:
-                            seen[fp] = None
-            else:  # the successors every search keeps (checker.search.SuccessorView)
-                for act, succ in kept(succs):
-                    fp = hash(succ)
-                    if edges is not None:
-                        edges.append((index, fp, st.actions.id(act)))
-                    if fp not in seen:
-                        fresh[fp] = (succ, index, act)
-                        if mark:
-                            seen[fp] = None
+                _keep_canonical(succs, index, seen, fresh, mark, canonical)
+            else:
+                _keep_viewed(kept(succs), index, seen, fresh, mark, edges, st.actions)
             generated += degree
             if check_deadlock and not succs:
                 st.deadlock = index
@@ -671,3 +648,48 @@ def run_engine(model: Model, options: SearchOptions, engine_options: LocalOption
     result = check(model, options)
     result.extra["path"] = {"path": "readable", "reason": outcome}
     return result
+
+
+# -- the three ways ``LocalBFS._expand`` keeps one state's successors (one call a state expanded:
+# -- 1.9% more instructions a state on two-phase's readable path, 0.4% on the Kafka model's) --
+def _keep_every(succs: list, index: int, seen: dict, fresh: dict, mark: bool) -> None:
+    """No bounds, symmetry or graph: every successor as it is, one hash and one look-up each; a new
+    fingerprint goes into ``fresh`` (and into ``seen`` when ``mark``)."""
+    for act, succ in succs:
+        fp = hash(succ)
+        if fp not in seen:
+            fresh[fp] = (succ, index, act)
+            if mark:
+                seen[fp] = None
+
+
+def _keep_canonical(succs: list, index: int, seen: dict, fresh: dict, mark: bool,
+                    canonical: Any) -> None:
+    """--symmetry without bounds or a graph (10% fewer instructions than ``_keep_viewed``): a
+    successor whose own fingerprint is known is a canonical state found already, its canonical form
+    itself."""
+    for pair in succs:
+        succ = pair[1]
+        raw = hash(succ)
+        if raw in seen:
+            continue
+        image = canonical(succ)
+        fp = raw if image is succ else hash(image)
+        if fp not in seen:
+            fresh[fp] = (image, index, pair[0])
+            if mark:
+                seen[fp] = None
+
+
+def _keep_viewed(succs: Any, index: int, seen: dict, fresh: dict, mark: bool, edges: list | None,
+                 actions: Any) -> None:
+    """The successors every search keeps (``checker.search.SuccessorView``: bounds, symmetry), each
+    an edge of the state graph when one is kept."""
+    for act, succ in succs:
+        fp = hash(succ)
+        if edges is not None:
+            edges.append((index, fp, actions.id(act)))
+        if fp not in seen:
+            fresh[fp] = (succ, index, act)
+            if mark:
+                seen[fp] = None
