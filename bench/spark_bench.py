@@ -112,8 +112,9 @@ def stage_profile(sc: Any) -> dict[str, dict[str, float]]:
         return datetime.strptime(text.replace("GMT", "+0000"), "%Y-%m-%dT%H:%M:%S.%f%z").timestamp()
 
     url = f"{sc.uiWebUrl}/api/v1/applications/{sc.applicationId}/stages?status=complete"
-    with urllib.request.urlopen(url,
-                                timeout=60) as response:  # noqa: S310 - Spark's own UI on this machine
+    # Spark's own UI on this machine
+    with urllib.request.urlopen(url,  # noqa: S310
+                                timeout=60) as response:
         stages = json.load(response)
     kinds: dict[str, dict[str, float]] = {}
     for stage in stages:

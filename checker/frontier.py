@@ -122,10 +122,8 @@ class StatePools:
         rows = f"zip({', '.join(['indices'] * self.width)})"
         source += ("def decode(row):\n    indices = iter(row)\n"
                    f"    return [join({', '.join(parts_of)}) for {', '.join(names)}, in {rows}]\n")
-        exec(
-            _compiled(
-                source),
-            namespace)  # noqa: S102 (generated from the model's part kinds, no outside input)
+        # generated from the model's part kinds, no outside input
+        exec(_compiled(source), namespace)  # noqa: S102
         # popped: a function in its own globals is a reference cycle, and the search runs with the
         # collector off
         self._encode, self._decode = namespace.pop("encode"), namespace.pop("decode")

@@ -121,8 +121,9 @@ def test_the_attribute_check_fails_on_a_rebound_method(rebind: str) -> None:
     built."""
     model = KafkaModel(protocol="2.8.0", acks=1)
     assert not functions_on(model)
-    exec(rebind,
-         {"model": model})  # noqa: S102 (a fixed statement: the rebinding the check must catch)
+    # a fixed statement: the rebinding the check must catch
+    exec(rebind,  # noqa: S102
+         {"model": model})
     assert functions_on(model)
 
 

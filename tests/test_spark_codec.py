@@ -57,8 +57,8 @@ def test_compact_codec_rejects_what_it_did_not_write():
                          [TwoPhase(3), build_model("kafka", ["records=1", "consumers=1"], "2.1.0")],
                          ids=["two-phase", "kafka"])
 def test_model_state_codec_round_trips_states_in_fewer_bytes(model):
-    codec = pickle.loads(
-        pickle.dumps(state_column_codec(model)))  # noqa: S301 (our own object, as Spark ships it)
+    # our own object, as Spark ships it
+    codec = pickle.loads(pickle.dumps(state_column_codec(model)))  # noqa: S301
     assert isinstance(codec, ModelStateCodec)
     compact = CompactCodec(model.state_types())
     for state in _states(model):

@@ -68,8 +68,8 @@ def unpack_states(blob: bytes) -> list[Any]:
     does with every record; it is never applied to a file a user hands us (run directories are
     Parquet with states in the msgpack codec, see ``checker.spark.rundir``).
     """
-    return pickle.loads(
-        blob)  # noqa: S301 - only blobs _dumps made in this job (Spark's transport), never a file
+    # only blobs _dumps made in this job (Spark's transport), never a file
+    return pickle.loads(blob)  # noqa: S301
 
 
 def _by_partition(fps: np.ndarray, partitions: int) -> Iterator[tuple[int, np.ndarray]]:

@@ -526,8 +526,9 @@ def state_parts(brokers: int) -> StateParts:
     # every other field, by name (no ``*rest`` tuple to build a state)
     rest = list(KafkaState._fields[1:])
     namespace = {"_new": _new, "KafkaState": KafkaState}
-    exec("def "
-         f"join({', '.join(names + rest)}):\n"  # noqa: S102 (generated from the broker count and field names)
+    # generated from the broker count and field names
+    exec("def "  # noqa: S102
+         f"join({', '.join(names + rest)}):\n"
          f"    return _new(KafkaState, (({', '.join(names)},), {', '.join(rest)}))\n", namespace)
 
     def split(state: KafkaState) -> tuple:
@@ -587,8 +588,8 @@ def _install_new(cls: type, kind: int) -> None:
               f"    return _new(_cls, (_kind, {', '.join(fields)}))\n")
     namespace = {"_new": tuple.__new__, "_cls": cls, "_kind": kind,
                  **{f"_default_{name}": value for name, value in defaults.items()}}
-    exec(source,
-         namespace)  # noqa: S102 (generated from the class's own field names, no outside input)
+    # generated from the class's own field names, no outside input
+    exec(source, namespace)  # noqa: S102
     new = namespace["new"]
     new.__qualname__ = f"{cls.__name__}.new"
     new.__doc__ = f"A {cls.__name__} (kind {kind}) with its fields named."
@@ -626,8 +627,8 @@ def updater(cls: type, *names: str, **constants: object):
               f"    return _new(_cls, ({', '.join(items)},))\n")
     namespace = {"_new": tuple.__new__, "_cls": cls,
                  **{f"_fixed_{name}": value for name, value in constants.items()}}
-    exec(source,
-         namespace)  # noqa: S102 (generated from the class's own field names, no outside input)
+    # generated from the class's own field names, no outside input
+    exec(source, namespace)  # noqa: S102
     update = namespace["update"]
     changed = ", ".join([*(f"{name}=..." for name in names),
                          *(f"{name}={value!r}" for name, value in constants.items())])

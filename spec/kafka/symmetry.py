@@ -130,8 +130,8 @@ def _renamer(cls: type) -> Any:
     if not bearing:
         return None
     namespace = {"_new": _new, "cls": cls, "_id_set": _id_set}
-    exec(f"def rename(v, p, inv):\n    return _new(cls, ({', '.join(parts)},))\n",
-         namespace)  # noqa: S102
+    exec(f"def rename(v, p, inv):\n    return _new(cls, ({', '.join(parts)},))\n",  # noqa: S102
+         namespace)
     return namespace["rename"]
 
 
