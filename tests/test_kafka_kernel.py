@@ -229,6 +229,10 @@ def test_auto_picks_the_kernel_where_it_is_proven_only(capsys):
     code, data = check_json(capsys, "--protocol", "2.8.0", *small)
     assert (data["path"] == {"path": "readable", "reason": "the kernel does not compile "
                                                            "truncate-on-fetch"})
+    # an alias is its row's (kip-320 is 2.1.0), as is a release number whose flags are compiled
+    for name in ("kip-320", "1.1.0", "2.2.1"):
+        code, data = check_json(capsys, "--protocol", name, *small)
+        assert code == 0 and data["path"]["path"] == "kernel", name
     # a switched flag is compiled (each proven: test_switched_flags_...), an uncompiled one not
     code, data = check_json(capsys, "--protocol", "2.1.0", "--feature", "unclean=on", *small)
     assert data["path"]["path"] == "kernel"

@@ -305,8 +305,9 @@ def unsupported_reason(model: Any) -> str | None:
                 "(Declared.steps)")
     if model.brokers > MAX_BROKERS:
         return f"brokers={model.brokers} is past the kernel's {MAX_BROKERS}"
-    if model.protocol not in PROVEN_ROWS:
-        return f"the kernel is proven on {', '.join(PROVEN_ROWS)} only, not {model.protocol}"
+    row = model.what_runs()["row"]  # an alias (kip-320) or a release number (2.3.1) is its row's
+    if row not in PROVEN_ROWS:
+        return f"the kernel is proven on {', '.join(PROVEN_ROWS)} only, not {row}"
     # a switched flag (a matrix story's fix, a --feature) is compiled like the row's own: every flag
     # a proven row can switch, alone and in combinations, is proven (tests/test_kafka_kernel.py,
     # switchable_flags)
