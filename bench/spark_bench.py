@@ -223,13 +223,16 @@ def main(argv: list[str] | None = None) -> int:
                         help="kmc check --reduce")
     parser.add_argument("--max-depth", type=int, help="stop after this many levels (a rate on a "
                                                       "search's first levels)")
+    parser.add_argument("--invariant", action="append", default=None, metavar="NAME",
+                        help="check only these invariants (kmc check --invariant; default all)")
     parser.add_argument("--json", metavar="FILE", help="also write the figures here")
     args = parser.parse_args(argv)
     consts = (args.const if args.const is not None
               else (["RM=8"] if args.model == "two-phase" else []))
     model = build_model(args.model, consts, args.protocol)
-    invariants = [inv for inv in for_family(model.family).values() if not args.symmetry or inv.kind
-                  == SAFETY]
+    invariants = [inv for inv in for_family(model.family).values()
+                  if (not args.symmetry or inv.kind == SAFETY)
+                  and (args.invariant is None or inv.name in args.invariant)]
     options = SearchOptions(invariants=invariants, symmetry=args.symmetry,
                             reduce=args.reduce, max_depth=args.max_depth)
     print(f"{args.model} {' '.join(consts)}: local engine, then Spark {args.masters} (threshold "

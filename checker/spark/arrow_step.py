@@ -577,25 +577,7 @@ class ArrowLevelStep:
         session, parts = spark.session, spark.partitions
         _arrow_conf(spark, self.model)
         local = st.local
-        previous = None
-        for level in levels:
-            if level.path is None:
-                previous = level
-                continue
-            table = session.read.parquet(level.path).select("fp", "key").toArrow()
-            keys = table["key"].to_numpy()
-            order = np.argsort(keys, kind="stable")
-            fps, keys = table["fp"].to_numpy()[order], keys[order]
-            parents = keys >> POSITION_BITS
-            if (table.num_rows != level.count
-                or (keys.size and (keys[0] < 0 or np.any(keys[1:] == keys[:-1])))
-                    or previous is None or np.any(parents < previous.base)
-                    or np.any(parents >= previous.base + previous.count)):
-                raise BadFileError(f"run directory {run_dir.path}: level {level.depth}'s parent "
-                                   "pointers do not "
-                                   "point into the level before; it cannot be resumed")
-            level.pointers = (fps, parents, (keys & POSITION_MASK).astype(np.int32))
-            previous = level
+        self._resumed_pointers(spark, levels)
         paths = [level.path for level in levels if level.path is not None]
         prefix_fps = local.visited.array
         if self._kernel is not None:  # the prefix's fingerprints on this path are the kernel's
@@ -619,6 +601,29 @@ class ArrowLevelStep:
             spark.frontier = _cut(spark, _by_index_range(spark, frame, keys))
             self._broadcast_numbers(spark, fps, last.base + np.arange(fps.size, dtype=np.int64))
         spark.frontier_checked = False  # the last level's states are checked as they are expanded
+
+    def _resumed_pointers(self, spark: SparkRun, levels: list[LevelInfo]) -> None:
+        """The parent pointers of a run directory's levels on the driver: each level's keys, read
+        back and checked to point into the level before (one line, exit 65, if not)."""
+        previous = None
+        for level in levels:
+            if level.path is None:
+                previous = level
+                continue
+            table = spark.session.read.parquet(level.path).select("fp", "key").toArrow()
+            keys = table["key"].to_numpy()
+            order = np.argsort(keys, kind="stable")
+            fps, keys = table["fp"].to_numpy()[order], keys[order]
+            parents = keys >> POSITION_BITS
+            if (table.num_rows != level.count
+                or (keys.size and (keys[0] < 0 or np.any(keys[1:] == keys[:-1])))
+                    or previous is None or np.any(parents < previous.base)
+                    or np.any(parents >= previous.base + previous.count)):
+                raise BadFileError(f"run directory {self._run_dir.path}: level {level.depth}'s "
+                                   "parent pointers do not "
+                                   "point into the level before; it cannot be resumed")
+            level.pointers = (fps, parents, (keys & POSITION_MASK).astype(np.int32))
+            previous = level
 
     def _pending(self, st: Counters) -> list[Any]:
         """The invariants not violated yet (each gets a bit of a 64-bit mask)."""

@@ -328,6 +328,9 @@ class Resumable:
     def _rebuild(self, spark: SparkRun, st: Counters, levels: list[LevelInfo],
                  run_dir: RunDir) -> None:
         """The resumed levels back in Spark, in the transport that wrote them."""
+        if self._resumed_transport == "arrow" and self._packed:
+            self._packed_resume(spark, st, levels)
+            return
         if self._resumed_transport == "arrow":
             self._arrow_resume(spark, st, levels, run_dir)
             return
