@@ -205,6 +205,33 @@ def test_run_jsons_path_is_bounded(path):
     assert _checked_path({}, WHERE) == {"path": "readable"}
 
 
+def test_a_run_directory_of_the_other_path_is_refused_before_spark_starts(tmp_path, monkeypatch):
+    """A run directory whose run.json names the kernel, resumed with --kernel off: refused (exit
+    65, one line) from run.json alone, before the JVM would start (a minute of a cluster's
+    time) and before local.ckpt is read (the handmade directory has none)."""
+    from checker import checkpoint as ckpt
+    from checker.spark import SparkBFS, SparkOptions
+    from checker.spark.rundir import RUN_FORMAT, RUN_MAGIC
+
+    run_dir, payload = handmade(tmp_path)
+    options = SearchOptions(invariants=[for_family("two-phase")["TCConsistent"]], kernel="off",
+                            resume_from=run_dir.path)
+    payload.update(magic=RUN_MAGIC, format=RUN_FORMAT, transport="arrow",
+                   identity=ckpt._identity(TwoPhase(3), options),
+                   path={"path": "kernel", "library": "kernel-0123456789abcdef.so",
+                         "state_bytes": 2})
+    run_dir.write_bytes("run.json", json.dumps(payload).encode())
+
+    def no_spark(*_args, **_kwargs):
+        raise AssertionError("Spark started before the run directory's path was checked")
+
+    monkeypatch.setattr(SparkBFS, "_start", no_spark)
+    with pytest.raises(BadFileError, match="holds the states of the compiled kernel "
+                                           r"kernel-0123456789abcdef.so \(2 bytes a state\), this "
+                                           r"run is on the readable model \(--kernel off\)"):
+        SparkBFS(TwoPhase(3), options, SparkOptions(transport="arrow")).run()
+
+
 def test_a_level_digest_on_a_fifo_is_refused_not_waited_on(tmp_path):
     run_dir, payload = handmade(tmp_path)
     os.mkfifo(os.path.join(run_dir.level_path(4), "part-00009.snappy.parquet"))

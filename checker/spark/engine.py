@@ -159,12 +159,7 @@ class SparkBFS(PackedLevelStep, ArrowLevelStep, LevelStep, Resumable, Verdicts, 
                 st = Counters(self.local._initial_level())
                 self._levels = [LevelInfo(1, 0, st.distinct)]
             self._started = self.local._started
-            self._arrow = self._use_arrow()
-            self._choose_path()
-            self._packed = (self._arrow and self._kernel is not None and self.packed_allowed
-                            and packed_available(self._run_dir))
-            if self._resumed_path is not None:  # the level files hold the states of this path
-                self._check_resumed_path()
+            self._take_path()
             if self._resumed_transport is not None:  # the resumed levels, in their transport
                 self._rebuild(self._spark, st, self._levels, self._run_dir)
             result = run_levels(self, st)
@@ -181,6 +176,19 @@ class SparkBFS(PackedLevelStep, ArrowLevelStep, LevelStep, Resumable, Verdicts, 
             if self._interrupt is not None:
                 self._interrupt.uninstall()
         return result
+
+    def _take_path(self) -> None:
+        """The transport and the path (the kernel's, in blocks or DataFrames, or the readable
+        model's), chosen once; a resumed run's checked to be the one that wrote its run directory
+        (``_resume`` calls this before Spark starts when the directory is on this machine)."""
+        if self._path:
+            return
+        self._arrow = self._use_arrow()
+        self._choose_path()
+        self._packed = (self._arrow and self._kernel is not None and self.packed_allowed
+                        and packed_available(self._run_dir))
+        if self._resumed_path is not None:  # the level files hold the states of this path
+            self._check_resumed_path()
 
     def _raise_if_interrupted(self) -> None:
         if self._interrupt is not None:

@@ -260,8 +260,11 @@ class Resumable:
                                   "resume with the same model, constants and options")
         levels = _checked_levels(payload, run_dir, where, {inv.name for inv in self.invariants},
                                  self.options.check_deadlock)
+        self._resumed_transport = payload["transport"]
+        self._resumed_path = _checked_path(payload, where)
         if run_dir.local:  # before Spark starts; on Hadoop storage once it runs
             _check_digests(run_dir, levels)
+            self._take_path()
         local = load_local_prefix(run_dir, self.model, self.options)
         if spark is None:
             spark = self._start(run_dir)
@@ -301,8 +304,6 @@ class Resumable:
                 raise BadFileError(f"run directory {run_dir.path}: its level files hold {rows:,} "
                                    f"states, run.json counts {st.distinct - st.local_distinct:,}; "
                                    "it cannot be resumed")
-        self._resumed_transport = payload["transport"]
-        self._resumed_path = _checked_path(payload, where)
         return spark, st, levels
 
     def _check_resumed_path(self) -> None:
