@@ -71,14 +71,15 @@ from checker.codec import CompactCodec, ModelStateCodec, state_column_codec
 from checker.search import SuccessorView
 from checker.spark.blocks import _gc_paused
 from checker.spark.driver_state import Counters, LevelInfo, LevelTiming, SparkRun
-from checker.spark.expand import _maybe_fail
 from checker.spark.kernel_step import (
     KernelExpand,
     KernelFrontierCheck,
+    PartitionExpand,
     _candidates_arrays,
     binary_column,
     kernel_checks,
     packed_prefix,
+    statistics_batch,
 )
 from checker.spark.rundir import RunDir, save_local_prefix
 from spec.errors import BadFileError, UsageError
@@ -106,7 +107,7 @@ def arrow_available() -> bool:
     return hasattr(DataFrame, "toArrow") and hasattr(DataFrame, "mapInArrow")
 
 
-class ArrowExpand:
+class ArrowExpand(PartitionExpand):
     """``mapInArrow`` over one frontier partition: its candidates as Arrow batches, then one
     statistics row. ``invariants`` are checked on the partition's own states (the frontier), not on
     the candidates."""
@@ -114,19 +115,12 @@ class ArrowExpand:
     def __init__(self, model: Model, symmetry: bool, check_deadlock: bool, invariants: list[Any],
                  numbers: Any, codec: ModelStateCodec | CompactCodec, fail_once: str | None = None,
                  canonical: Any = None) -> None:
+        super().__init__(symmetry, check_deadlock, numbers, fail_once)
         self.model = model
-        self.symmetry = symmetry
         # the stored form (``search_canonical``: --reduce dead, --symmetry)
         self.canonical = canonical
-        self.check_deadlock = check_deadlock
         self.invariants = invariants
-        # broadcast (fingerprints sorted, their global indices, recent levels' fingerprints)
-        self.numbers = numbers
         self.codec = codec
-        self.fail_once = fail_once
-
-    def __call__(self, batches: Iterator[Any]) -> Iterator[Any]:
-        return _gc_paused(self._run(batches))
 
     def _run(self, batches: Iterator[Any]) -> Iterator[Any]:
         import pyarrow as pa
@@ -134,8 +128,7 @@ class ArrowExpand:
         cpu_started = time.process_time()
         blobs, gidx, order = _frontier_in_order(batches, self.numbers.value)
         recent = self.numbers.value[2]
-        if self.fail_once is not None:
-            _maybe_fail(len(blobs), self.fail_once)
+        self._fail_once(len(blobs))
         decode = self.codec.decode
         # the frontier's states are checked here, each once (they are the level's distinct states);
         # an invariant violated in this partition is not checked again in it (``FrontierCheck``
@@ -166,8 +159,8 @@ class ArrowExpand:
                 out_state.clear()
         if out_fp:
             yield _candidates(pa, out_fp, out_key, out_state)
-        yield _statistics(pa, violated, generated, deadlock,
-                          int((time.process_time() - cpu_started) * 1e6))
+        yield statistics_batch(pa, violated, generated, deadlock,
+                               int((time.process_time() - cpu_started) * 1e6))
 
     def _expander(self, seen: set[int], out_fp: list[int], out_key: list[int],
                   out_state: list[bytes]) -> Any:
@@ -223,18 +216,6 @@ class ArrowExpand:
         # (``checker.bfs.LocalBFS._expand``); the candidates are the same
         only_canonical = view.within is None and view.canonical is not None
         return expand_canonical if only_canonical else expand_viewed
-
-
-def _statistics(pa: Any, violated: int, generated: int, deadlock: int | None,
-                cpu_micros: int) -> Any:
-    """A partition's last row: its statistics with a null fingerprint."""
-    return pa.RecordBatch.from_arrays(
-        [pa.array([None], pa.int64()), pa.array([None], pa.int64()),
-         pa.array([None], pa.binary()), pa.array([violated], pa.int64()),
-         pa.array([generated], pa.int64()), pa.array([deadlock], pa.int64()),
-         pa.array([cpu_micros], pa.int64())],
-        names=["fp", "key", "state", "bad", "gen", "dead", "cpu"],
-    )
 
 
 class FrontierCheck:
