@@ -289,7 +289,9 @@ class _WriteLevel:
                               "state": binary_column(pa, rows)})
             target = os.path.join(self.path, f"part-{j:05d}.parquet")
             tmp = os.path.join(self.path, f".part-{j:05d}.parquet.tmp")
-            pq.write_table(table, tmp)
+            # no dictionary: a level's states and fingerprints are distinct (PyArrow would try
+            # one a column, then fall back, a page at a time)
+            pq.write_table(table, tmp, use_dictionary=False)
             os.replace(tmp, target)
         yield int(gidx.size)
 
