@@ -355,7 +355,7 @@ class SparkBFS(PackedLevelStep, ArrowLevelStep, LevelStep, Resumable, Verdicts, 
         return SparkRun(session, sc, created, partitions)
 
     def _stop(self, spark: SparkRun, run_dir: RunDir | None) -> None:
-        for rdd in (spark.frontier, spark.visited, *spark.retired, *spark.pointers):
+        for rdd in (spark.frontier, spark.visited, *spark.retired, *spark.keep, *spark.pointers):
             if rdd is not None:
                 try:
                     rdd.unpersist(False)
