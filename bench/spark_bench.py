@@ -153,15 +153,18 @@ def run_spark(model: Any, options: SearchOptions, master: str, threshold: int, p
     sc.parallelize(range(4 * warm), warm).map(lambda x: __import__("checker.spark") and x).count()
     startup = time.monotonic() - started
     name = transport
-    transport, _, variant = transport.partition("+")
-    run_dir = tempfile.mkdtemp(prefix="kmc-bench-run-") if variant == "checkpoint" else None
-    # +kernel: the executors expand packed states with the compiled kernel; else the readable model
-    options = dataclasses.replace(options, kernel="on" if variant == "kernel" else "off")
+    transport, *variants = transport.split("+")
+    run_dir = tempfile.mkdtemp(prefix="kmc-bench-run-") if "checkpoint" in variants else None
+    # +kernel: the executors expand packed states with the compiled kernel, in blocks
+    # (``packed_step``); +frames: in the arrow transport's DataFrames (``kernel_step``); else the
+    # readable model
+    kernel = "kernel" in variants or "frames" in variants
+    options = dataclasses.replace(options, kernel="on" if kernel else "off")
     # a resumable run: every level written to the run directory, run.json after each
     if run_dir is not None:
         options = dataclasses.replace(options, checkpoint_path=os.path.join(run_dir, "run"))
     spark_options = SparkOptions(master=master, threshold=threshold, transport=transport,
-                                 partitions=partitions or None)
+                                 partitions=partitions or None, packed="frames" not in variants)
     before = tree_cpu_by_kind()
     result = run_engine(model, options, spark_options)
     after = tree_cpu_by_kind()
@@ -206,7 +209,8 @@ def main(argv: list[str] | None = None) -> int:
                                                                        "masters")
     parser.add_argument("--transports", default="arrow", help="comma-separated Spark transports: "
                         "arrow, blocks, each with +checkpoint for a resumable run (a run "
-                        "directory)")
+                        "directory), arrow with +kernel (the compiled kernel in blocks) or +frames "
+                        "(the compiled kernel in DataFrames)")
     parser.add_argument("--threshold", type=int, default=10_000, help="--spark-threshold of the "
                                                                       "Spark runs")
     parser.add_argument("--partitions", type=int, help="Spark partitions (default the engine's: a "
@@ -223,13 +227,16 @@ def main(argv: list[str] | None = None) -> int:
                         help="kmc check --reduce")
     parser.add_argument("--max-depth", type=int, help="stop after this many levels (a rate on a "
                                                       "search's first levels)")
+    parser.add_argument("--invariant", action="append", default=None, metavar="NAME",
+                        help="check only these invariants (kmc check --invariant; default all)")
     parser.add_argument("--json", metavar="FILE", help="also write the figures here")
     args = parser.parse_args(argv)
     consts = (args.const if args.const is not None
               else (["RM=8"] if args.model == "two-phase" else []))
     model = build_model(args.model, consts, args.protocol)
-    invariants = [inv for inv in for_family(model.family).values() if not args.symmetry or inv.kind
-                  == SAFETY]
+    invariants = [inv for inv in for_family(model.family).values()
+                  if (not args.symmetry or inv.kind == SAFETY)
+                  and (args.invariant is None or inv.name in args.invariant)]
     options = SearchOptions(invariants=invariants, symmetry=args.symmetry,
                             reduce=args.reduce, max_depth=args.max_depth)
     print(f"{args.model} {' '.join(consts)}: local engine, then Spark {args.masters} (threshold "

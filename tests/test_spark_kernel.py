@@ -174,3 +174,64 @@ def test_a_run_on_the_kernel_killed_and_resumed_is_the_whole_run(tmp_path, capsy
             resumed["verdict"]) == (full.distinct_states, full.states_generated, full.depth,
                                     full.verdict.value)
     assert resumed["path"]["path"] == "kernel"
+
+
+@pytest.mark.parametrize("packed", [True, False], ids=["blocks", "frames"])
+@pytest.mark.usefixtures("spark")
+def test_a_resume_rebuilds_the_prefixs_kernel_fingerprints(tmp_path, monkeypatch, packed):
+    """A resumed run on the kernel path holds, as visited, the kernel's fingerprints of every state
+    found so far, the local prefix's included: packed again on the driver (``packed_prefix``), since
+    local.ckpt holds Python's. Compared with the kernel's fingerprints of the states of an
+    independent breadth-first walk of the readable model to the run directory's depth; fails if the
+    resume used local.ckpt's fingerprints or left the prefix out."""
+    import json
+
+    from checker import engines
+    from checker.kernel import load
+    from checker.kernel_batch import Shipment, batch_kernel
+    from checker.spark import SparkBFS, SparkOptions
+    from checker.spark import engine as spark_engine
+    from spec.two_phase import TwoPhase
+
+    model = TwoPhase(3)
+    invariants = [inv for inv in for_family(model.family).values() if inv.default]
+    run_dir = tmp_path / "run"
+    spark_options = SparkOptions(master="local[2]", partitions=2, threshold=30, transport="arrow",
+                                 packed=packed)
+    engines.run(model, SearchOptions(invariants=invariants, kernel="auto", max_depth=8,
+                                     checkpoint_path=str(run_dir)), "spark", spark_options)
+    saved = json.loads((run_dir / "run.json").read_text())
+    assert saved["path"]["path"] == "kernel" and saved["depth"] == 8
+    assert saved["local_distinct"] < saved["distinct"]  # a prefix, then levels on Spark
+
+    seen, level = set(), list(model.init_states())
+    for _ in range(saved["depth"]):
+        seen.update(level)
+        level = list(dict.fromkeys(s for state in level for _a, s in model.successors(state)
+                                   if s not in seen))
+    kernel = load(model.kernel())
+    batch = batch_kernel(Shipment.of(kernel))
+    want = set(batch.fingerprints(batch.rows(b"".join(kernel.spec.pack(s) for s in seen)))
+               .tolist())
+    assert len(want) == saved["distinct"]
+
+    held = {}
+
+    class Stop(Exception):
+        pass
+
+    def visited_then_stop(search, st):
+        spark = search._spark
+        if packed:
+            held["fps"] = [fp for _q, (_v, fps) in spark.visited.collect() for fp in fps.tolist()]
+        else:
+            frames = [spark.visited, *spark.runs]
+            held["fps"] = [row.fp for frame in frames for row in frame.select("fp").collect()]
+        raise Stop
+
+    monkeypatch.setattr(spark_engine, "run_levels", visited_then_stop)
+    search = SparkBFS(model, SearchOptions(invariants=invariants, kernel="auto",
+                                           resume_from=str(run_dir)), spark_options)
+    with pytest.raises(Stop):
+        search.run()
+    assert len(held["fps"]) == len(want) and set(held["fps"]) == want

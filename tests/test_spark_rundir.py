@@ -205,6 +205,33 @@ def test_run_jsons_path_is_bounded(path):
     assert _checked_path({}, WHERE) == {"path": "readable"}
 
 
+def test_a_run_directory_of_the_other_path_is_refused_before_spark_starts(tmp_path, monkeypatch):
+    """A run directory whose run.json names the kernel, resumed with --kernel off: refused (exit
+    65, one line) from run.json alone, before the JVM would start (a minute of a cluster's
+    time) and before local.ckpt is read (the handmade directory has none)."""
+    from checker import checkpoint as ckpt
+    from checker.spark import SparkBFS, SparkOptions
+    from checker.spark.rundir import RUN_FORMAT, RUN_MAGIC
+
+    run_dir, payload = handmade(tmp_path)
+    options = SearchOptions(invariants=[for_family("two-phase")["TCConsistent"]], kernel="off",
+                            resume_from=run_dir.path)
+    payload.update(magic=RUN_MAGIC, format=RUN_FORMAT, transport="arrow",
+                   identity=ckpt._identity(TwoPhase(3), options),
+                   path={"path": "kernel", "library": "kernel-0123456789abcdef.so",
+                         "state_bytes": 2})
+    run_dir.write_bytes("run.json", json.dumps(payload).encode())
+
+    def no_spark(*_args, **_kwargs):
+        raise AssertionError("Spark started before the run directory's path was checked")
+
+    monkeypatch.setattr(SparkBFS, "_start", no_spark)
+    with pytest.raises(BadFileError, match="holds the states of the compiled kernel "
+                                           r"kernel-0123456789abcdef.so \(2 bytes a state\), this "
+                                           r"run is on the readable model \(--kernel off\)"):
+        SparkBFS(TwoPhase(3), options, SparkOptions(transport="arrow")).run()
+
+
 def test_a_level_digest_on_a_fifo_is_refused_not_waited_on(tmp_path):
     run_dir, payload = handmade(tmp_path)
     os.mkfifo(os.path.join(run_dir.level_path(4), "part-00009.snappy.parquet"))
@@ -216,25 +243,32 @@ def test_a_level_digest_on_a_fifo_is_refused_not_waited_on(tmp_path):
 
 COMMAND = ["check", "two-phase", "--const", "RM=3", "--engine", "spark", "--master", "local[2]",
            "--spark-threshold", "30", "--quiet"]
+#: both paths' run directories: the compiled kernel's (``--kernel auto``: packed states in the
+#: level files, written by the executors) and the readable model's (msgpack states, by Spark)
+PATHS = {"kernel": [], "readable": ["--kernel", "off"]}
 
 
-@pytest.fixture(scope="module")
-def real_run(spark_local, tmp_path_factory):
+@pytest.fixture(scope="module", params=list(PATHS))
+def real_run(spark_local, tmp_path_factory, request):
     """A two-phase RM=3 run directory whose levels 6 to 11 ran on Spark (the suite's session, in
-    this process)."""
+    this process), on each path; (its directory, the path's flags)."""
     from kmc.cli import main
 
+    flags = PATHS[request.param]
     run_dir = tmp_path_factory.mktemp("spark-run") / "run"
-    assert main([*COMMAND, "--checkpoint", str(run_dir)]) == 0
-    return run_dir
+    assert main([*COMMAND, *flags, "--checkpoint", str(run_dir)]) == 0
+    written = json.loads((run_dir / "run.json").read_text())["path"]["path"]
+    assert written == request.param, written
+    return run_dir, flags
 
 
-def resume(run_dir):
+def resume(run_dir, flags=()):
     """``kmc check --resume`` in a process of its own (a refusal comes before its JVM would
     start)."""
     env = {**os.environ, "PYTHONPATH": ROOT}
-    done = subprocess.run([sys.executable, "-m", "kmc", *COMMAND, "--resume", str(run_dir)],
-                          cwd=ROOT, env=env, capture_output=True, text=True, timeout=300)
+    done = subprocess.run([sys.executable, "-m", "kmc", *COMMAND, *flags, "--resume",
+                           str(run_dir)], cwd=ROOT, env=env, capture_output=True, text=True,
+                          timeout=300)
     return done.returncode, done.stdout, done.stderr
 
 
@@ -248,8 +282,9 @@ def _first_part(run_dir, depth):
 @pytest.mark.spark
 @pytest.mark.parametrize("corruption", ["emptied", "truncated", "partitions"])
 def test_the_issues_corruptions_of_a_real_run_directory_are_refused(real_run, tmp_path, corruption):
+    written, flags = real_run
     run_dir = tmp_path / "run"
-    shutil.copytree(real_run, run_dir)
+    shutil.copytree(written, run_dir)
     if corruption == "partitions":
         saved = json.loads((run_dir / "run.json").read_text())
         saved["partitions"] = 2**40
@@ -257,7 +292,7 @@ def test_the_issues_corruptions_of_a_real_run_directory_are_refused(real_run, tm
     else:
         part = _first_part(run_dir, 7)
         os.truncate(part, 0 if corruption == "emptied" else part.stat().st_size // 2)
-    code, out, err = resume(run_dir)
+    code, out, err = resume(run_dir, flags)
     assert code == 65, (code, err)
     assert err.count("\n") == 1 and err.startswith("kmc: error: ") and "Exception" not in err, err
 
@@ -266,7 +301,8 @@ def test_the_issues_corruptions_of_a_real_run_directory_are_refused(real_run, tm
 
 @pytest.mark.slow  # a kmc process with its own JVM, then a resume in this one
 @pytest.mark.spark
-def test_ctrl_c_during_a_spark_level_is_one_line_and_resumes(spark_local, tmp_path, capsys):
+@pytest.mark.parametrize("path", list(PATHS))
+def test_ctrl_c_during_a_spark_level_is_one_line_and_resumes(spark_local, tmp_path, capsys, path):
     """The terminal's Ctrl-C (SIGINT to the process group: driver, JVM, Python workers) while a
     Spark level runs: exit 130, one line naming the run directory (PySpark's handler printed two
     Py4J tracebacks, and the JVM the workers' deaths), then ``--resume`` counts what an
@@ -275,9 +311,9 @@ def test_ctrl_c_during_a_spark_level_is_one_line_and_resumes(spark_local, tmp_pa
 
     run_dir = tmp_path / "run"
     env = {**os.environ, "PYTHONPATH": ROOT}
-    child = subprocess.Popen([sys.executable, "-m", "kmc", *COMMAND, "--checkpoint", str(run_dir)],
-                             cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                             text=True, start_new_session=True)
+    child = subprocess.Popen([sys.executable, "-m", "kmc", *COMMAND, *PATHS[path], "--checkpoint",
+                              str(run_dir)], cwd=ROOT, env=env, stdout=subprocess.PIPE,
+                             stderr=subprocess.PIPE, text=True, start_new_session=True)
     try:
         deadline = time.monotonic() + 240
         while child.poll() is None and time.monotonic() < deadline:
@@ -302,8 +338,9 @@ def test_ctrl_c_during_a_spark_level_is_one_line_and_resumes(spark_local, tmp_pa
     assert "Traceback" not in err and " ERROR " not in err, err
     assert json.loads((run_dir / "run.json").read_text())["depth"] < 11  # stopped mid-way
     capsys.readouterr()
-    assert main([*COMMAND, "--json", "--resume", str(run_dir)]) == 0
+    assert main([*COMMAND, *PATHS[path], "--json", "--resume", str(run_dir)]) == 0
     resumed = json.loads(capsys.readouterr().out)
+    assert resumed["path"]["path"] == path
     full = bfs_check(TwoPhase(3), SearchOptions(invariants=list(for_family("two-phase").values()),
                                                 check_deadlock=True))
     assert (resumed["distinct_states"], resumed["states_generated"], resumed["depth"]) == (

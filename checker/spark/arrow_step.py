@@ -71,14 +71,15 @@ from checker.codec import CompactCodec, ModelStateCodec, state_column_codec
 from checker.search import SuccessorView
 from checker.spark.blocks import _gc_paused
 from checker.spark.driver_state import Counters, LevelInfo, LevelTiming, SparkRun
-from checker.spark.expand import _maybe_fail
 from checker.spark.kernel_step import (
     KernelExpand,
     KernelFrontierCheck,
+    PartitionExpand,
     _candidates_arrays,
     binary_column,
     kernel_checks,
     packed_prefix,
+    statistics_batch,
 )
 from checker.spark.rundir import RunDir, save_local_prefix
 from spec.errors import BadFileError, UsageError
@@ -106,7 +107,7 @@ def arrow_available() -> bool:
     return hasattr(DataFrame, "toArrow") and hasattr(DataFrame, "mapInArrow")
 
 
-class ArrowExpand:
+class ArrowExpand(PartitionExpand):
     """``mapInArrow`` over one frontier partition: its candidates as Arrow batches, then one
     statistics row. ``invariants`` are checked on the partition's own states (the frontier), not on
     the candidates."""
@@ -114,19 +115,12 @@ class ArrowExpand:
     def __init__(self, model: Model, symmetry: bool, check_deadlock: bool, invariants: list[Any],
                  numbers: Any, codec: ModelStateCodec | CompactCodec, fail_once: str | None = None,
                  canonical: Any = None) -> None:
+        super().__init__(symmetry, check_deadlock, numbers, fail_once)
         self.model = model
-        self.symmetry = symmetry
         # the stored form (``search_canonical``: --reduce dead, --symmetry)
         self.canonical = canonical
-        self.check_deadlock = check_deadlock
         self.invariants = invariants
-        # broadcast (fingerprints sorted, their global indices, recent levels' fingerprints)
-        self.numbers = numbers
         self.codec = codec
-        self.fail_once = fail_once
-
-    def __call__(self, batches: Iterator[Any]) -> Iterator[Any]:
-        return _gc_paused(self._run(batches))
 
     def _run(self, batches: Iterator[Any]) -> Iterator[Any]:
         import pyarrow as pa
@@ -134,8 +128,7 @@ class ArrowExpand:
         cpu_started = time.process_time()
         blobs, gidx, order = _frontier_in_order(batches, self.numbers.value)
         recent = self.numbers.value[2]
-        if self.fail_once is not None:
-            _maybe_fail(len(blobs), self.fail_once)
+        self._fail_once(len(blobs))
         decode = self.codec.decode
         # the frontier's states are checked here, each once (they are the level's distinct states);
         # an invariant violated in this partition is not checked again in it (``FrontierCheck``
@@ -166,8 +159,8 @@ class ArrowExpand:
                 out_state.clear()
         if out_fp:
             yield _candidates(pa, out_fp, out_key, out_state)
-        yield _statistics(pa, violated, generated, deadlock,
-                          int((time.process_time() - cpu_started) * 1e6))
+        yield statistics_batch(pa, violated, generated, deadlock,
+                               int((time.process_time() - cpu_started) * 1e6))
 
     def _expander(self, seen: set[int], out_fp: list[int], out_key: list[int],
                   out_state: list[bytes]) -> Any:
@@ -223,18 +216,6 @@ class ArrowExpand:
         # (``checker.bfs.LocalBFS._expand``); the candidates are the same
         only_canonical = view.within is None and view.canonical is not None
         return expand_canonical if only_canonical else expand_viewed
-
-
-def _statistics(pa: Any, violated: int, generated: int, deadlock: int | None,
-                cpu_micros: int) -> Any:
-    """A partition's last row: its statistics with a null fingerprint."""
-    return pa.RecordBatch.from_arrays(
-        [pa.array([None], pa.int64()), pa.array([None], pa.int64()),
-         pa.array([None], pa.binary()), pa.array([violated], pa.int64()),
-         pa.array([generated], pa.int64()), pa.array([deadlock], pa.int64()),
-         pa.array([cpu_micros], pa.int64())],
-        names=["fp", "key", "state", "bad", "gen", "dead", "cpu"],
-    )
 
 
 class FrontierCheck:
@@ -577,25 +558,7 @@ class ArrowLevelStep:
         session, parts = spark.session, spark.partitions
         _arrow_conf(spark, self.model)
         local = st.local
-        previous = None
-        for level in levels:
-            if level.path is None:
-                previous = level
-                continue
-            table = session.read.parquet(level.path).select("fp", "key").toArrow()
-            keys = table["key"].to_numpy()
-            order = np.argsort(keys, kind="stable")
-            fps, keys = table["fp"].to_numpy()[order], keys[order]
-            parents = keys >> POSITION_BITS
-            if (table.num_rows != level.count
-                or (keys.size and (keys[0] < 0 or np.any(keys[1:] == keys[:-1])))
-                    or previous is None or np.any(parents < previous.base)
-                    or np.any(parents >= previous.base + previous.count)):
-                raise BadFileError(f"run directory {run_dir.path}: level {level.depth}'s parent "
-                                   "pointers do not "
-                                   "point into the level before; it cannot be resumed")
-            level.pointers = (fps, parents, (keys & POSITION_MASK).astype(np.int32))
-            previous = level
+        self._resumed_pointers(spark, levels)
         paths = [level.path for level in levels if level.path is not None]
         prefix_fps = local.visited.array
         if self._kernel is not None:  # the prefix's fingerprints on this path are the kernel's
@@ -619,6 +582,29 @@ class ArrowLevelStep:
             spark.frontier = _cut(spark, _by_index_range(spark, frame, keys))
             self._broadcast_numbers(spark, fps, last.base + np.arange(fps.size, dtype=np.int64))
         spark.frontier_checked = False  # the last level's states are checked as they are expanded
+
+    def _resumed_pointers(self, spark: SparkRun, levels: list[LevelInfo]) -> None:
+        """The parent pointers of a run directory's levels on the driver: each level's keys, read
+        back and checked to point into the level before (one line, exit 65, if not)."""
+        previous = None
+        for level in levels:
+            if level.path is None:
+                previous = level
+                continue
+            table = spark.session.read.parquet(level.path).select("fp", "key").toArrow()
+            keys = table["key"].to_numpy()
+            order = np.argsort(keys, kind="stable")
+            fps, keys = table["fp"].to_numpy()[order], keys[order]
+            parents = keys >> POSITION_BITS
+            if (table.num_rows != level.count
+                or (keys.size and (keys[0] < 0 or np.any(keys[1:] == keys[:-1])))
+                    or previous is None or np.any(parents < previous.base)
+                    or np.any(parents >= previous.base + previous.count)):
+                raise BadFileError(f"run directory {self._run_dir.path}: level {level.depth}'s "
+                                   "parent pointers do not "
+                                   "point into the level before; it cannot be resumed")
+            level.pointers = (fps, parents, (keys & POSITION_MASK).astype(np.int32))
+            previous = level
 
     def _pending(self, st: Counters) -> list[Any]:
         """The invariants not violated yet (each gets a bit of a 64-bit mask)."""

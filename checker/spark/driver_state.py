@@ -75,6 +75,10 @@ class SparkRun:
     frontier_checked: bool = False
     #: the Arrow transport: for each partition, the long that Spark's hash partitioning sends there
     labels: list[int] = field(default_factory=list)
+    #: the kernel's blocks (``packed_step``): the level's RDDs to release once the next level is in,
+    #: and the first global index of each frontier partition (None: not known)
+    keep: list[Any] = field(default_factory=list)
+    ranges: Any = None
 
 
 class Counters:

@@ -22,6 +22,7 @@ from checker.search import Progress, SearchOptions
 from checker.spark.arrow_step import ArrowLevelStep, arrow_available
 from checker.spark.driver_state import Counters, LevelInfo, LevelTiming, SparkRun
 from checker.spark.level_step import LevelStep
+from checker.spark.packed_step import PackedLevelStep, packed_available
 from checker.spark.resume import Resumable
 from checker.spark.rundir import RunDir
 from checker.spark.session import (
@@ -70,13 +71,16 @@ class SparkOptions:
     # fault injection (tests): one expansion task at this depth fails once
     fail_task_at_depth: int | None = None
     fail_marker: str = ""
+    #: the kernel's levels in blocks (``packed_step``) where they can run; False: the arrow
+    #: transport's DataFrames of packed rows (``kernel_step``), for cross-checks and measures
+    packed: bool = True
 
     def __post_init__(self) -> None:
         if self.transport not in (None, "arrow", "blocks"):
             raise UsageError(f"unknown Spark transport {self.transport!r}: arrow or blocks")
 
 
-class SparkBFS(ArrowLevelStep, LevelStep, Resumable, Verdicts, LevelSearch):
+class SparkBFS(PackedLevelStep, ArrowLevelStep, LevelStep, Resumable, Verdicts, LevelSearch):
     engine = "spark"
 
     def __init__(self, model: Model, options: SearchOptions, engine_options: SparkOptions) -> None:
@@ -97,6 +101,9 @@ class SparkBFS(ArrowLevelStep, LevelStep, Resumable, Verdicts, LevelSearch):
         #: "arrow" (DataFrames, Arrow batches, dedup in the JVM), "blocks" (RDDs of columnar blocks,
         #: the transport of resumable runs) or None: arrow when available, else blocks
         self.transport = engine_options.transport
+        self.packed_allowed = engine_options.packed
+        #: the levels run in the kernel's blocks (``packed_step``), set once the path is chosen
+        self._packed = False
         if options.keep_graph:
             raise UsageError("the spark engine does not keep the state graph (liveness); use "
                              "--engine local")
@@ -152,10 +159,7 @@ class SparkBFS(ArrowLevelStep, LevelStep, Resumable, Verdicts, LevelSearch):
                 st = Counters(self.local._initial_level())
                 self._levels = [LevelInfo(1, 0, st.distinct)]
             self._started = self.local._started
-            self._arrow = self._use_arrow()
-            self._choose_path()
-            if self._resumed_path is not None:  # the level files hold the states of this path
-                self._check_resumed_path()
+            self._take_path()
             if self._resumed_transport is not None:  # the resumed levels, in their transport
                 self._rebuild(self._spark, st, self._levels, self._run_dir)
             result = run_levels(self, st)
@@ -172,6 +176,19 @@ class SparkBFS(ArrowLevelStep, LevelStep, Resumable, Verdicts, LevelSearch):
             if self._interrupt is not None:
                 self._interrupt.uninstall()
         return result
+
+    def _take_path(self) -> None:
+        """The transport and the path (the kernel's, in blocks or DataFrames, or the readable
+        model's), chosen once; a resumed run's checked to be the one that wrote its run directory
+        (``_resume`` calls this before Spark starts when the directory is on this machine)."""
+        if self._path:
+            return
+        self._arrow = self._use_arrow()
+        self._choose_path()
+        self._packed = (self._arrow and self._kernel is not None and self.packed_allowed
+                        and packed_available(self._run_dir))
+        if self._resumed_path is not None:  # the level files hold the states of this path
+            self._check_resumed_path()
 
     def _raise_if_interrupted(self) -> None:
         if self._interrupt is not None:
@@ -199,7 +216,9 @@ class SparkBFS(ArrowLevelStep, LevelStep, Resumable, Verdicts, LevelSearch):
             return
         if not st.spark_started:
             self._start_spark(st)
-        if self._arrow:
+        if self._packed:
+            self._packed_level(self._spark, st, self._levels)
+        elif self._arrow:
             self._arrow_level(self._spark, st, self._levels)
         else:
             self._spark_level(self._spark, st, self._levels, self._run_dir)
@@ -210,7 +229,10 @@ class SparkBFS(ArrowLevelStep, LevelStep, Resumable, Verdicts, LevelSearch):
             and not spark.frontier_checked):
             # a frontier the search stops at (a budget, a deadlock) is checked as the local engine
             # checks every level it commits
-            self._first_violations(spark, st, self._pending(st))
+            if self._packed:
+                self._packed_first_violations(spark, st, self._pending(st))
+            else:
+                self._first_violations(spark, st, self._pending(st))
             spark.frontier_checked = True
         result = self._result(st, self._levels, self.elapsed(), reason, spark, self._run_dir)
         if spark is None:
@@ -226,7 +248,10 @@ class SparkBFS(ArrowLevelStep, LevelStep, Resumable, Verdicts, LevelSearch):
             if self._run_dir is None:
                 self._run_dir = RunDir(tempfile.mkdtemp(prefix="kmc-spark-"), temporary=True)
             self._spark = self._start(self._run_dir, per_core=1)
-            self._arrow_switch(self._spark, st, self._levels)
+            if self._packed:
+                self._packed_switch(self._spark, st)
+            else:
+                self._arrow_switch(self._spark, st, self._levels)
             return
         if self._spark is None:
             if self._run_dir is None:
@@ -330,7 +355,7 @@ class SparkBFS(ArrowLevelStep, LevelStep, Resumable, Verdicts, LevelSearch):
         return SparkRun(session, sc, created, partitions)
 
     def _stop(self, spark: SparkRun, run_dir: RunDir | None) -> None:
-        for rdd in (spark.frontier, spark.visited, *spark.retired, *spark.pointers):
+        for rdd in (spark.frontier, spark.visited, *spark.retired, *spark.keep, *spark.pointers):
             if rdd is not None:
                 try:
                     rdd.unpersist(False)

@@ -110,20 +110,28 @@ def _violated(masks: np.ndarray, checks: list[tuple[int, int]]) -> int:
     return bad
 
 
-class KernelExpand:
-    """``mapInArrow`` over one frontier partition of packed states: ``arrow_step.ArrowExpand`` on
-    the kernel. ``checks``: (bit of the statistics row's mask, bit of the kernel's violation mask)
-    of the invariants to check on the partition's own states."""
+def statistics_batch(pa: Any, violated: int, generated: int, deadlock: int | None,
+                     cpu_micros: int) -> Any:
+    """A partition's last row in the arrow transport: its statistics with a null fingerprint."""
+    return pa.RecordBatch.from_arrays(
+        [pa.array([None], pa.int64()), pa.array([None], pa.int64()),
+         pa.array([None], pa.binary()), pa.array([violated], pa.int64()),
+         pa.array([generated], pa.int64()), pa.array([deadlock], pa.int64()),
+         pa.array([cpu_micros], pa.int64())],
+        names=["fp", "key", "state", "bad", "gen", "dead", "cpu"],
+    )
 
-    def __init__(self, shipment: Shipment, symmetry: bool, check_deadlock: bool,
-                 checks: list[tuple[int, int]], numbers: Any, fail_once: str | None = None,
-                 chunk: int | None = None, reduce: bool = False) -> None:
-        self.shipment = shipment
-        self.reduce = reduce  # --reduce dead: successors in the stored form (``km_reduce``)
-        self.chunk = chunk  # states a ``km_expand_batch`` call (None: the kernel's ``chunk()``)
+
+class PartitionExpand:
+    """What the arrow transport's expansions share (``arrow_step.ArrowExpand`` on readable states,
+    ``KernelExpand`` on packed ones): ``mapInArrow`` over one frontier partition, its candidates as
+    Arrow batches, then one statistics row (``statistics_batch``)."""
+
+    def __init__(self, symmetry: bool, check_deadlock: bool, numbers: Any,
+                 fail_once: str | None) -> None:
         self.symmetry = symmetry
         self.check_deadlock = check_deadlock
-        self.checks = checks
+        # broadcast (fingerprints sorted, their global indices, recent levels' fingerprints)
         self.numbers = numbers
         self.fail_once = fail_once
 
@@ -131,13 +139,35 @@ class KernelExpand:
         return _gc_paused(self._run(batches))
 
     def _run(self, batches: Iterator[Any]) -> Iterator[Any]:
+        raise NotImplementedError
+
+    def _fail_once(self, size: int) -> None:
+        """Fault injection (tests): the first attempt of partition 0 dies."""
+        if self.fail_once is not None:
+            _maybe_fail(size, self.fail_once)
+
+
+class KernelExpand(PartitionExpand):
+    """``mapInArrow`` over one frontier partition of packed states: ``arrow_step.ArrowExpand`` on
+    the kernel. ``checks``: (bit of the statistics row's mask, bit of the kernel's violation mask)
+    of the invariants to check on the partition's own states."""
+
+    def __init__(self, shipment: Shipment, symmetry: bool, check_deadlock: bool,
+                 checks: list[tuple[int, int]], numbers: Any, fail_once: str | None = None,
+                 chunk: int | None = None, reduce: bool = False) -> None:
+        super().__init__(symmetry, check_deadlock, numbers, fail_once)
+        self.shipment = shipment
+        self.reduce = reduce  # --reduce dead: successors in the stored form (``km_reduce``)
+        self.chunk = chunk  # states a ``km_expand_batch`` call (None: the kernel's ``chunk()``)
+        self.checks = checks
+
+    def _run(self, batches: Iterator[Any]) -> Iterator[Any]:
         import pyarrow as pa
 
         cpu_started = time.process_time()
         kernel = batch_kernel(self.shipment)
         rows, gidx = _in_order(batches, self.numbers.value, kernel.state_bytes)
-        if self.fail_once is not None:
-            _maybe_fail(rows.shape[0], self.fail_once)
+        self._fail_once(rows.shape[0])
         violated, generated, deadlock = 0, 0, None
         with FingerprintSet(kernel, self.numbers.value[2]) as seen:
             chunk = self.chunk or kernel.chunk()
@@ -155,13 +185,8 @@ class KernelExpand:
                                     np.int64)] << POSITION_BITS | got.position.astype(np.int64)
                     yield _candidates_arrays(pa, pa.array(got.fps), pa.array(keys),
                                              binary_column(pa, got.states))
-        yield pa.RecordBatch.from_arrays(
-            [pa.array([None], pa.int64()), pa.array([None], pa.int64()),
-             pa.array([None], pa.binary()), pa.array([violated], pa.int64()),
-             pa.array([generated], pa.int64()), pa.array([deadlock], pa.int64()),
-             pa.array([int((time.process_time() - cpu_started) * 1e6)], pa.int64())],
-            names=["fp", "key", "state", "bad", "gen", "dead", "cpu"],
-        )
+        yield statistics_batch(pa, violated, generated, deadlock,
+                               int((time.process_time() - cpu_started) * 1e6))
 
 
 class KernelFrontierCheck:

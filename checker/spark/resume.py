@@ -260,8 +260,11 @@ class Resumable:
                                   "resume with the same model, constants and options")
         levels = _checked_levels(payload, run_dir, where, {inv.name for inv in self.invariants},
                                  self.options.check_deadlock)
+        self._resumed_transport = payload["transport"]
+        self._resumed_path = _checked_path(payload, where)
         if run_dir.local:  # before Spark starts; on Hadoop storage once it runs
             _check_digests(run_dir, levels)
+            self._take_path()
         local = load_local_prefix(run_dir, self.model, self.options)
         if spark is None:
             spark = self._start(run_dir)
@@ -301,8 +304,6 @@ class Resumable:
                 raise BadFileError(f"run directory {run_dir.path}: its level files hold {rows:,} "
                                    f"states, run.json counts {st.distinct - st.local_distinct:,}; "
                                    "it cannot be resumed")
-        self._resumed_transport = payload["transport"]
-        self._resumed_path = _checked_path(payload, where)
         return spark, st, levels
 
     def _check_resumed_path(self) -> None:
@@ -328,6 +329,9 @@ class Resumable:
     def _rebuild(self, spark: SparkRun, st: Counters, levels: list[LevelInfo],
                  run_dir: RunDir) -> None:
         """The resumed levels back in Spark, in the transport that wrote them."""
+        if self._resumed_transport == "arrow" and self._packed:
+            self._packed_resume(spark, st, levels)
+            return
         if self._resumed_transport == "arrow":
             self._arrow_resume(spark, st, levels, run_dir)
             return
