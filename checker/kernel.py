@@ -121,6 +121,7 @@ class Kernel:
             "km_set_spill": ([p, ctypes.c_char_p, ctypes.c_uint64], ctypes.c_int),
             "km_memory": ([p, ctypes.POINTER(ctypes.c_uint64)], None),
             "km_smallest_gap": ([p], ctypes.c_uint64),
+            "km_parallel_seconds": ([p], ctypes.c_double),
             "km_get_states": ([p, ctypes.c_uint64, ctypes.c_uint64, p], None),
             "km_successors_of": ([u8p, ctypes.POINTER(ctypes.c_uint32), ctypes.c_char_p],
                                  ctypes.c_uint32),
@@ -295,6 +296,7 @@ class KernelBFS(LevelSearch):
 
     def run(self) -> CheckResult:
         self._started = time.monotonic()
+        self._cpu_started = time.process_time()  # every thread's
         lib = self.kernel.lib
         handle = lib.km_new(self.checked, int(self.options.check_deadlock), int(self.symmetry))
         if not handle:
@@ -431,6 +433,7 @@ class KernelBFS(LevelSearch):
             from checker.dead import report
 
             result.extra["reduction"] = report(self.model)
+        self._add_serial_share(result)
         memory = (ctypes.c_uint64 * 5)()
         self.kernel.lib.km_memory(self.handle, memory)
         # TLC's estimates; the smallest gap sorts the visited set: after the traces
@@ -445,6 +448,20 @@ class KernelBFS(LevelSearch):
                                 "frontier_bytes": int(memory[2]),
                                 "spilled_bytes": int(memory[4])}
         return result
+
+
+    def _add_serial_share(self, result: CheckResult) -> None:
+        """The share of the search's CPU time outside the threads' parts (the merges in frontier
+        order, the level's reads, Python), and what Amdahl's law predicts from it (as
+        ``checker.parallel`` reports its workers')."""
+        from checker.parallel import amdahl_speedup
+
+        total = time.process_time() - self._cpu_started
+        parallel = float(self.kernel.lib.km_parallel_seconds(self.handle))
+        share = round(min(1.0, max(0.0, (total - parallel) / total)), 5) if total > 0 else 1.0
+        result.extra["serial_share"] = share
+        result.extra["amdahl_speedup"] = {str(n): round(amdahl_speedup(share, n), 2)
+                                          for n in (2, 16, 64)}
 
 
 class _Counters:

@@ -29,6 +29,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 #define KM_BYTES (sizeof(km_state))
@@ -222,6 +223,7 @@ typedef struct {
     uint64_t nc, capc;
     uint32_t error;
     int nomem;
+    uint64_t cpu_ns;       /* the CPU time of its part (CLOCK_THREAD_CPUTIME_ID) */
 } km_worker;
 
 struct km_search {
@@ -251,6 +253,7 @@ struct km_search {
     uint64_t degrees[KM_MAX_SUCC + 1];
     int reduce;          /* --reduce dead: km_reduce before km_canonical (KM_HAS_REDUCE) */
     uint32_t error;      /* the kernel's capacity code that stopped the search, 0: none */
+    uint64_t parallel_ns; /* the CPU time of the threads' parts, summed: the rest is serial */
 };
 
 _Static_assert(KM_MAX_SUCC < 65536, "a successor's position is 16 bits (km_search.pos)");
@@ -299,7 +302,7 @@ static int64_t km_record(km_search *k, km_level *level, const uint8_t *p, uint32
     uint64_t index = k->n++;
     k->parent[index] = parent;
     k->pos[index] = pos;
-    uint32_t bad = mask & km_open(k);
+    uint32_t bad = mask ? mask & km_open(k) : 0;
     for (int i = 0; i < KM_INVARIANTS; i++)
         if (bad >> i & 1) k->found[i] = (int64_t)index;
     return (int64_t)index;
@@ -324,8 +327,7 @@ static int km_worker_grow(km_worker *w) {
 
 /* A thread's part of a batch: successors, their stored form, fingerprints and (while an invariant
    is open) violation masks. It reads the visited set and writes only its own buffers. */
-static void *km_work(void *arg) {
-    km_worker *w = arg;
+static void km_work_part(km_worker *w) {
     const km_search *k = w->k;
     km_succ *out = w->out;
     w->nc = 0;
@@ -337,14 +339,14 @@ static void *km_work(void *arg) {
         out->n = 0;
         out->error = 0;
         km_successors(&s, out);
-        if (out->error) { w->error = out->error; w->n = i; return NULL; }
+        if (out->error) { w->error = out->error; w->n = i; return; }
         w->degree[i] = out->n;
         for (uint32_t j = 0; j < out->n; j++) {
             km_state *t = &out->st[j];
             km_store_form(k, t);
             uint64_t fp = km_hash((const uint8_t *)t);
             if (km_visited_has(&k->seen, fp)) continue;
-            if (w->nc == w->capc && km_worker_grow(w)) { w->nomem = 1; return NULL; }
+            if (w->nc == w->capc && km_worker_grow(w)) { w->nomem = 1; return; }
             memcpy(w->cand + w->nc * KM_BYTES, t, KM_BYTES);
             w->fp[w->nc] = fp;
             w->from[w->nc] = (uint32_t)i;
@@ -353,11 +355,25 @@ static void *km_work(void *arg) {
             w->nc++;
         }
     }
+}
+
+static uint64_t km_thread_cpu_ns(void) {
+    struct timespec t;
+    return clock_gettime(CLOCK_THREAD_CPUTIME_ID, &t) ? 0
+           : (uint64_t)t.tv_sec * 1000000000u + (uint64_t)t.tv_nsec;
+}
+
+static void *km_work(void *arg) {
+    km_worker *w = arg;
+    uint64_t start = km_thread_cpu_ns();
+    km_work_part(w);
+    w->cpu_ns = km_thread_cpu_ns() - start;
     return NULL;
 }
 
 /* A thread's findings added in order: -2 out of memory, -3 a capacity error, -4 a spill failed. */
 static int km_merge(km_search *k, km_worker *w, uint64_t first) {
+    k->parallel_ns += w->cpu_ns;
     if (w->nomem) return -2;
     for (uint64_t i = 0; i < w->n; i++) {
         uint32_t n = w->degree[i];
@@ -584,6 +600,9 @@ int64_t km_replay(const km_search *k, int64_t index, uint8_t *states, uint32_t *
     free(out);
     return result;
 }
+
+/* The CPU seconds the threads spent in their parts (the search's parallel share). */
+double km_parallel_seconds(const km_search *k) { return (double)k->parallel_ns / 1e9; }
 
 static int km_compare(const void *a, const void *b) {
     uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
