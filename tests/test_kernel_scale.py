@@ -18,6 +18,7 @@ from checker import kernel as km
 from checker.engines import run
 from checker.search import SearchOptions
 from invariants.registry import for_family
+from spec.errors import OutputError
 from tests.test_kafka_kernel import summary
 from tests.test_kernel import TLA_SMALL, model_of, needs_cc
 
@@ -86,3 +87,27 @@ def test_a_state_costs_at_most_40_bytes_beyond_the_frontier():
     assert result.distinct_states > 10_000 and path["state_bytes"] > 40
     assert (path["visited_bytes"] + path["link_bytes"]) / result.distinct_states <= 40
     assert result.collision.observed is not None and result.collision.optimistic > 0
+
+
+@needs_cc
+def test_a_frontier_that_cannot_spill_is_one_line(monkeypatch, tmp_path):
+    monkeypatch.setattr(km.KernelBFS, "spill_bytes", 1)
+    monkeypatch.setattr(km.tempfile, "tempdir", str(tmp_path / "missing"))
+    with pytest.raises(OutputError, match="could not spill its next level to .*missing"):
+        lean("two-phase", {"RM": 6}, 1)
+
+
+@pytest.mark.slow
+@needs_cc
+@pytest.mark.parametrize(("name", "constants", "options"), [
+    ("two-phase", {"RM": 7}, {}),
+    ("kafka", {"brokers": 3, "records": 1, "epochs": 1, "crashes": 1, "protocol": "2.1.0"},
+     {"symmetry": True, "reduce": "dead", "max_depth": 12, "stop_at_first": False}),
+], ids=lambda c: str(c)[:20])
+def test_bigger_searches_at_any_thread_count_with_spills(monkeypatch, name, constants, options):
+    readable = summary(run(*model_and_options(name, constants, "off", options)))
+    monkeypatch.setattr(km.KernelBFS, "spill_bytes", 1 << 16)
+    for threads in (1, 2, 3):
+        result = lean(name, constants, threads, **options)
+        assert result.extra["path"]["spilled_bytes"] > 0
+        assert summary(result) == readable, threads
