@@ -141,7 +141,8 @@ static uint64_t km_level_size(const km_level *l) { return l->n_file + l->n_mem; 
 /* Append a state: 0, -2 out of memory, -4 the file could not be written. */
 static int km_level_push(km_level *l, const uint8_t *p, uint64_t spill, const char *dir) {
     if (l->n_mem == l->cap) {
-        if (spill && l->cap * KM_BYTES >= spill) {
+        uint64_t most = spill / KM_BYTES > 1 ? spill / KM_BYTES : 1; /* states held before a spill */
+        if (spill && l->cap >= most) {
             if (!l->file) {
                 char name[4096];
                 snprintf(name, sizeof name, "%s/kmc-frontier-XXXXXX", dir ? dir : ".");
@@ -157,6 +158,7 @@ static int km_level_push(km_level *l, const uint8_t *p, uint64_t spill, const ch
             l->n_mem = 0;
         } else {
             uint64_t cap = l->cap ? l->cap * 2 : 1024;
+            if (spill && cap > most) cap = most > l->cap ? most : l->cap + 1;
             uint8_t *mem = realloc(l->mem, cap * KM_BYTES);
             if (!mem) return -2;
             l->mem = mem;

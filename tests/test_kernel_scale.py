@@ -67,7 +67,7 @@ def test_any_thread_count_is_the_readable_search(name, constants, options):
 
 @needs_cc
 def test_a_spilled_frontier_is_the_same_search(monkeypatch):
-    """Every level past 1,024 states goes to the file (two-phase RM=6 has such levels)."""
+    """Every state of every level goes to the file (`spill_bytes` 1: one state in memory)."""
     name, constants, options = "two-phase", {"RM": 6}, {}
     whole = lean(name, constants, 2)
     assert whole.extra["path"]["spilled_bytes"] == 0
