@@ -611,14 +611,43 @@ static int km_compare(const void *a, const void *b) {
     return (x > y) - (x < y);
 }
 
+/* a sorted in place: a radix sort by 16 bits in 4 passes (qsort if its buffers cannot be had) */
+static void km_sort(uint64_t *a, uint64_t n) {
+    uint64_t *b = malloc((n ? n : 1) * sizeof(uint64_t)), *count = malloc(65536 * sizeof(uint64_t));
+    if (!b || !count) {
+        free(b); free(count);
+        qsort(a, n, sizeof(uint64_t), km_compare);
+        return;
+    }
+    uint64_t *src = a, *dst = b;
+    for (int shift = 0; shift < 64; shift += 16) {
+        memset(count, 0, 65536 * sizeof(uint64_t));
+        for (uint64_t i = 0; i < n; i++) count[src[i] >> shift & 0xFFFF]++;
+        for (uint64_t d = 0, at = 0; d < 65536; d++) {
+            uint64_t c = count[d];
+            count[d] = at;
+            at += c;
+        }
+        for (uint64_t i = 0; i < n; i++) dst[count[src[i] >> shift & 0xFFFF]++] = src[i];
+        uint64_t *t = src; src = dst; dst = t;
+    }
+    free(b); /* four passes: the sorted values are back in a */
+    free(count);
+}
+
 /* TLC's observed estimate: the smallest distance between two fingerprints of the visited set (0 if
-   it holds fewer than two). It sorts the set in place: the search is over (no replay after it). */
+   it holds fewer than two). It sorts the set in place and frees the frontier: the search is over
+   (no replay after it). */
 uint64_t km_smallest_gap(km_search *k) {
+    for (int i = 0; i < 2; i++) {
+        km_level_free(&k->level[i]);
+        memset(&k->level[i], 0, sizeof(km_level));
+    }
     uint64_t *fps = k->seen.slots, n = 0;
     for (uint64_t i = 0; i <= k->seen.mask; i++)  /* moved down, over slots already read */
         if (fps[i]) fps[n++] = fps[i];
     if (k->seen.has_zero) fps[n++] = 0;  /* the set is at most 3/4 full: there is room */
-    qsort(fps, n, sizeof(uint64_t), km_compare);
+    km_sort(fps, n);
     uint64_t smallest = 0;
     for (uint64_t i = 1; i < n; i++)
         if (!smallest || fps[i] - fps[i - 1] < smallest) smallest = fps[i] - fps[i - 1];
