@@ -433,7 +433,8 @@ class KernelBFS(LevelSearch):
             from checker.dead import report
 
             result.extra["reduction"] = report(self.model)
-        self._add_serial_share(result)
+        if self.threads > 1:
+            self._add_serial_share(result)
         memory = (ctypes.c_uint64 * 5)()
         self.kernel.lib.km_memory(self.handle, memory)
         # TLC's estimates; the smallest gap sorts the visited set: after the traces
