@@ -7,10 +7,11 @@ compiler at first use (``$KMC_CC``, else ``$CC``, else ``cc``), caches the share
 (``$XDG_CACHE_HOME/kmc/kernels``, else ``~/.cache/kmc/kernels``) under a hash of both sources, the
 configuration's constants, the compiler and its flags, and loads it with ctypes (the standard
 library: no new dependency). ``KernelBFS`` then runs the level loop of ``checker.levels`` with a
-level step in C, so budgets, progress and the result are the local engine's; a counterexample is
-rebuilt from the kernel's parent indices, its states unpacked into the readable model's, and
-replayed on the readable model (``checker.search.rebuild_trace``): it is printed and saved as the
-readable path prints it.
+level step in C (in ``--workers N`` threads), so budgets, progress and the result are the local
+engine's. The search keeps 64-bit fingerprints, parent links and the frontier, not every state; a
+counterexample is replayed on the kernel from its initial state by the links (``km_replay``), its
+states unpacked into the readable model's, and replayed on the readable model
+(``checker.search.rebuild_trace``): it is printed and saved as the readable path prints it.
 
 ``why_not(model, options)`` says why a search cannot take this path (the caller then runs the
 readable model): a model without a kernel, an option the kernel does not honour, a user
@@ -229,7 +230,7 @@ def _compiled_invariant(inv: Any, names: tuple[str, ...]) -> bool:
 def why_not(model: Model, options: SearchOptions, engine: str = "local",
             spark_transport: str = "arrow") -> str | None:
     """Why this search must run on the readable model (one phrase), or None: the kernel can run it
-    on ``engine`` (local: ``KernelBFS``; parallel: ``KernelBFS`` too, in one process,
+    on ``engine`` (local: ``KernelBFS``; parallel: ``KernelBFS`` too, in N threads of one process,
     ``checker.parallel.run_engine``; spark: the executors expand packed states,
     ``checker.spark.kernel_step``, on the arrow transport only; its run directories hold packed
     states, and record the kernel that wrote them)."""

@@ -355,7 +355,7 @@ def print_path(console: Console, result: CheckResult) -> None:
         console.print(f"Path: the compiled kernel ({path['kernel']}, {path['state_bytes']} bytes a "
                       f"state, {path['kernel_bytes'] / 2**20:.1f} MB; library {path['library']})",
                       highlight=False)
-        # --workers N on the kernel: the local engine's search, one process
+        # --workers N on the kernel: the local engine's search, N threads of one process
         if "workers_asked" in path:
             console.print(f"--workers {path['workers_asked']}: {path['reason']}", highlight=False)
     else:
