@@ -152,8 +152,9 @@ def _not_supported(what: str, engine: str, supports: Callable[[Engine], bool]) -
     return f"{what} is not supported by --engine {engine}{where}"
 
 
-WORKERS = EngineFlag("--workers", "workers", "worker processes (parallel engine): a number (at "
-                     "most the cores this process may use), or auto for one a core", kind="workers")
+WORKERS = EngineFlag("--workers", "workers", "worker processes (parallel engine; threads of one "
+                     "process on the compiled kernel): a number (at most the cores this process "
+                     "may use), or auto for one a core", kind="workers")
 
 ENGINES: dict[str, Engine] = {
     engine.name: engine for engine in (

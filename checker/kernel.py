@@ -7,10 +7,11 @@ compiler at first use (``$KMC_CC``, else ``$CC``, else ``cc``), caches the share
 (``$XDG_CACHE_HOME/kmc/kernels``, else ``~/.cache/kmc/kernels``) under a hash of both sources, the
 configuration's constants, the compiler and its flags, and loads it with ctypes (the standard
 library: no new dependency). ``KernelBFS`` then runs the level loop of ``checker.levels`` with a
-level step in C, so budgets, progress and the result are the local engine's; a counterexample is
-rebuilt from the kernel's parent indices, its states unpacked into the readable model's, and
-replayed on the readable model (``checker.search.rebuild_trace``): it is printed and saved as the
-readable path prints it.
+level step in C (in ``--workers N`` threads), so budgets, progress and the result are the local
+engine's. The search keeps 64-bit fingerprints, parent links and the frontier, not every state; a
+counterexample is replayed on the kernel from its initial state by the links (``km_replay``), its
+states unpacked into the readable model's, and replayed on the readable model
+(``checker.search.rebuild_trace``): it is printed and saved as the readable path prints it.
 
 ``why_not(model, options)`` says why a search cannot take this path (the caller then runs the
 readable model): a model without a kernel, an option the kernel does not honour, a user
@@ -37,7 +38,15 @@ from functools import partial
 from typing import Any
 
 from checker.levels import MEMORY_BUDGET, LevelSearch, run_levels
-from checker.result import CheckResult, Collision, Discovery, OutDegree, Verdict, Violation
+from checker.result import (
+    CheckResult,
+    Collision,
+    Discovery,
+    OutDegree,
+    Verdict,
+    Violation,
+    collision_estimates,
+)
 from checker.search import (
     Progress,
     SearchOptions,
@@ -47,12 +56,12 @@ from checker.search import (
     validate_initial,
     verdict_of,
 )
-from spec.errors import EnvironmentMissingError, ModelError
+from spec.errors import EnvironmentMissingError, ModelError, OutputError
 from spec.model import Action, KernelSource, Model
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 SEARCH_HEADER = os.path.join(HERE, "kernel_search.h")
-CFLAGS = ("-O2", "-shared", "-fPIC", "-std=c11")
+CFLAGS = ("-O2", "-shared", "-fPIC", "-std=c11", "-pthread", "-D_POSIX_C_SOURCE=200809L")
 #: ``--kernel``: auto (the kernel where it applies, else the readable model), on (the kernel or an
 #: error), off
 MODES = ("auto", "on", "off")
@@ -106,9 +115,14 @@ class Kernel:
             "km_add_initial": ([p, u8p], ctypes.c_int64), "km_expand_level": ([p], ctypes.c_int),
             "km_counts": ([p, i64p], None), "km_found": ([p, i64p], None),
             "km_degrees": ([p, ctypes.POINTER(ctypes.c_uint64)], None),
-            "km_path": ([p, ctypes.c_int64, i64p, ctypes.POINTER(ctypes.c_uint32), ctypes.c_int64],
-                        ctypes.c_int64),
-            "km_get_state": ([p, ctypes.c_int64, ctypes.c_char_p], None),
+            "km_replay": ([p, ctypes.c_int64, ctypes.c_char_p, ctypes.POINTER(ctypes.c_uint32),
+                           ctypes.c_int64], ctypes.c_int64),
+            "km_set_keep": ([p, ctypes.c_int], ctypes.c_int),
+            "km_set_threads": ([p, ctypes.c_int], ctypes.c_int),
+            "km_set_spill": ([p, ctypes.c_char_p, ctypes.c_uint64], ctypes.c_int),
+            "km_memory": ([p, ctypes.POINTER(ctypes.c_uint64)], None),
+            "km_smallest_gap": ([p], ctypes.c_uint64),
+            "km_parallel_seconds": ([p], ctypes.c_double),
             "km_get_states": ([p, ctypes.c_uint64, ctypes.c_uint64, p], None),
             "km_successors_of": ([u8p, ctypes.POINTER(ctypes.c_uint32), ctypes.c_char_p],
                                  ctypes.c_uint32),
@@ -216,7 +230,7 @@ def _compiled_invariant(inv: Any, names: tuple[str, ...]) -> bool:
 def why_not(model: Model, options: SearchOptions, engine: str = "local",
             spark_transport: str = "arrow") -> str | None:
     """Why this search must run on the readable model (one phrase), or None: the kernel can run it
-    on ``engine`` (local: ``KernelBFS``; parallel: ``KernelBFS`` too, in one process,
+    on ``engine`` (local: ``KernelBFS``; parallel: ``KernelBFS`` too, in N threads of one process,
     ``checker.parallel.run_engine``; spark: the executors expand packed states,
     ``checker.spark.kernel_step``, on the arrow transport only; its run directories hold packed
     states, and record the kernel that wrote them)."""
@@ -250,12 +264,23 @@ def why_not(model: Model, options: SearchOptions, engine: str = "local",
 
 class KernelBFS(LevelSearch):
     """The local engine's search with the level step in C (``km_expand_level``); the same figures,
-    verdicts and counterexamples as ``checker.bfs.LocalBFS``."""
+    verdicts and counterexamples as ``checker.bfs.LocalBFS``, in ``threads`` threads (the same at
+    any count).
+
+    It stores what TLC stores (``checker/kernel_search.h``): a 64-bit fingerprint of each state,
+    its parent's index and its position among the parent's successors, and the frontier whole; a
+    counterexample is replayed on the kernel from its initial state (``km_replay``), then on the
+    readable model. The next level goes on to an unlinked file in the temporary directory
+    (``tempfile.gettempdir()``: ``$TMPDIR``) past ``spill_bytes``."""
 
     engine = "local"
+    #: bytes of the next level held in memory before it spills to a file
+    spill_bytes = 1 << 30
 
-    def __init__(self, model: Model, options: SearchOptions, kernel: Kernel) -> None:
+    def __init__(self, model: Model, options: SearchOptions, kernel: Kernel,
+                 threads: int = 1) -> None:
         self.model = model
+        self.threads = threads
         self.options = options
         self.kernel = kernel
         self.spec = kernel.spec
@@ -272,12 +297,17 @@ class KernelBFS(LevelSearch):
 
     def run(self) -> CheckResult:
         self._started = time.monotonic()
+        self._cpu_started = time.process_time()  # every thread's
         lib = self.kernel.lib
         handle = lib.km_new(self.checked, int(self.options.check_deadlock), int(self.symmetry))
         if not handle:
             raise MemoryError("the kernel could not allocate its search")
         try:
             self.handle = handle
+            self.spill_dir = tempfile.gettempdir()
+            if not (lib.km_set_keep(handle, 0) and lib.km_set_threads(handle, self.threads)
+                    and lib.km_set_spill(handle, os.fsencode(self.spill_dir), self.spill_bytes)):
+                raise MemoryError(f"the kernel could not set up {self.threads} threads")
             if not lib.km_set_reduce(handle, int(self.options.reduce == "dead")):
                 raise ModelError(f"kernel {self.spec.source} does not compile --reduce "
                                  f"{self.options.reduce}")
@@ -333,6 +363,9 @@ class KernelBFS(LevelSearch):
         if status == -3:
             raise KernelCapacityError(capacity_message(self.spec,
                                                        self.kernel.lib.km_error(self.handle)))
+        if status == -4:
+            raise OutputError(f"the kernel could not spill its next level to {self.spill_dir} "
+                              "(set TMPDIR to a directory with room)", cannot_create=False)
         self._refresh(st)
         if st.distinct > before:
             st.depth += 1
@@ -354,23 +387,20 @@ class KernelBFS(LevelSearch):
 
     # -- the result --------------------------------------------------------------------------------
     def _trace(self, index: int, name: str, explanation: Any) -> Any:
-        """The path to state ``index`` unpacked and replayed on the readable model
-        (``rebuild_trace``)."""
-        room = 1 << 16
-        indices = (ctypes.c_int64 * room)()
+        """The path to state ``index``, replayed on the kernel from its initial state
+        (``km_replay``), unpacked and replayed on the readable model (``rebuild_trace``)."""
+        room, size = 1 << 16, self.kernel.state_bytes
+        states = ctypes.create_string_buffer(room * size)
         codes = (ctypes.c_uint32 * room)()
-        length = self.kernel.lib.km_path(self.handle, index, indices, codes, room)
-        buf = ctypes.create_string_buffer(self.kernel.state_bytes)
-        actions: list[Action] = []
-        path = []
-        for k in reversed(range(length)):
-            self.kernel.lib.km_get_state(self.handle, indices[k], buf)
-            state = self.spec.unpack(buf.raw)
-            if k == length - 1:
-                path.append((hash(state), -1))
-            else:
-                path.append((hash(state), len(actions)))
-                actions.append(self.spec.action(codes[k]))
+        length = self.kernel.lib.km_replay(self.handle, index, states, codes, room)
+        if length < 0:
+            raise ModelError(f"the compiled kernel {os.path.basename(self.spec.source)} could not "
+                             f"replay the path to state {index} ({length}): its search and its "
+                             "successors disagree; run with --kernel off")
+        raw = states.raw
+        path = [(hash(self.spec.unpack(raw[k * size:(k + 1) * size])), k - 1)
+                for k in range(length)]
+        actions = [self.spec.action(codes[k]) for k in range(length - 1)]
         return rebuild_trace(self.model, path, actions, self.options, name, explanation)
 
     def finish(self, st: _Counters, reason: str | None, checkpoint_file: str | None) -> CheckResult:
@@ -393,7 +423,7 @@ class KernelBFS(LevelSearch):
             seconds=elapsed, violations=violations,
             invariants=[inv.name for inv in self.invariants], engine=self.engine,
             symmetry=self.symmetry, reason=reason if verdict is Verdict.UNDETERMINED else None,
-            queue=st.queue, checkpoint_file=checkpoint_file,
+            queue=st.queue, checkpoint_file=checkpoint_file, workers=self.threads,
         )
         degrees = (ctypes.c_uint64 * (self.kernel.max_successors + 1))()
         self.kernel.lib.km_degrees(self.handle, degrees)
@@ -404,12 +434,36 @@ class KernelBFS(LevelSearch):
             from checker.dead import report
 
             result.extra["reduction"] = report(self.model)
-        # whole states are stored, not fingerprints: two distinct states never merge
-        result.collision = Collision(0.0, 0.0)
+        if self.threads > 1:
+            self._add_serial_share(result)
+        memory = (ctypes.c_uint64 * 5)()
+        self.kernel.lib.km_memory(self.handle, memory)
+        # TLC's estimates; the smallest gap sorts the visited set: after the traces
+        gap = int(self.kernel.lib.km_smallest_gap(self.handle))
+        optimistic = collision_estimates(st.distinct, st.generated).optimistic
+        result.collision = Collision(optimistic, 1.0 / gap if gap else None)
         result.extra["path"] = {"path": "kernel", "kernel": os.path.basename(self.spec.source),
                                 "library": os.path.basename(self.kernel.library),
-                                "state_bytes": self.kernel.state_bytes, "kernel_bytes": st.bytes}
+                                "state_bytes": self.kernel.state_bytes, "kernel_bytes": st.bytes,
+                                "fingerprints": True, "threads": self.threads,
+                                "visited_bytes": int(memory[0]), "link_bytes": int(memory[1]),
+                                "frontier_bytes": int(memory[2]),
+                                "spilled_bytes": int(memory[4])}
         return result
+
+
+    def _add_serial_share(self, result: CheckResult) -> None:
+        """The share of the search's CPU time outside the threads' parts (the merges in frontier
+        order, the level's reads, Python), and what Amdahl's law predicts from it (as
+        ``checker.parallel`` reports its workers')."""
+        from checker.parallel import amdahl_speedup
+
+        total = time.process_time() - self._cpu_started
+        parallel = float(self.kernel.lib.km_parallel_seconds(self.handle))
+        share = round(min(1.0, max(0.0, (total - parallel) / total)), 5) if total > 0 else 1.0
+        result.extra["serial_share"] = share
+        result.extra["amdahl_speedup"] = {str(n): round(amdahl_speedup(share, n), 2)
+                                          for n in (2, 16, 64)}
 
 
 class _Counters:
@@ -428,11 +482,11 @@ class _Counters:
 
 
 def run(model: Model, options: SearchOptions, mode: str = "auto",
-        engine: str = "local") -> CheckResult | str:
+        engine: str = "local", threads: int = 1) -> CheckResult | str:
     """The search on the kernel, or why not (a phrase: the caller runs the readable model). ``mode``
     on: a reason is an error (``KernelUnavailable``, one line). ``engine``: the engine asked for
-    (``why_not``); the search runs in this process either way (``checker.parallel.run_engine`` says
-    why for ``--workers N``)."""
+    (``why_not``); the search runs in this process either way, in ``threads`` threads
+    (``checker.parallel.run_engine`` passes ``--workers N``)."""
     reason = why_not(model, options, engine)
     kernel = None
     if reason is None:
@@ -444,4 +498,4 @@ def run(model: Model, options: SearchOptions, mode: str = "auto",
         if mode == "on":
             raise KernelUnavailable(f"--kernel on: {reason}")
         return reason
-    return KernelBFS(model, options, kernel).run()
+    return KernelBFS(model, options, kernel, threads).run()

@@ -1009,10 +1009,9 @@ class ParallelOptions:
                              "processes, or auto")
 
 
-#: why ``--workers N`` runs the local kernel search: the readable workers' figures against it
-#: (bench/NOTES.md)
-ONE_C_PROCESS = ("one process on the compiled kernel is faster than {workers} readable workers "
-                 "(the kernel's search is C; the parallel engine's workers run the readable model)")
+#: what ``--workers N`` does on the compiled kernel (bench/NOTES.md)
+KERNEL_THREADS = ("{workers} threads in the compiled kernel's level search, in this process (the "
+                  "same counts, depth and counterexamples as one thread)")
 
 
 def run_engine(model: Model, options: SearchOptions,
@@ -1022,18 +1021,18 @@ def run_engine(model: Model, options: SearchOptions,
 
     Where the model's compiled kernel can run the search (``checker.kernel.why_not``: no checkpoint,
     ``--max-memory``, ``--reduce``, user property, ...), it runs the local engine's search on the
-    kernel in this process (``KernelBFS``) instead of N readable workers: the same figures, verdicts
-    and counterexamples, and ``result.extra["path"]`` says so (the workers asked for and why); else
-    the readable workers, with the reason."""
+    kernel in this process (``KernelBFS``) in N threads instead of N readable workers: the same
+    figures, verdicts and counterexamples, and ``result.extra["path"]`` says so (the workers asked
+    for and what they became); else the readable workers, with the reason."""
     workers = resolve_workers(engine_options.workers)
     reason = None
     if options.kernel != "off":
         from checker import kernel
 
-        outcome = kernel.run(model, options, options.kernel, engine="parallel")
+        outcome = kernel.run(model, options, options.kernel, engine="parallel", threads=workers)
         if isinstance(outcome, CheckResult):
             outcome.extra["path"].update(engine="local", workers_asked=workers,
-                                         reason=ONE_C_PROCESS.format(workers=workers))
+                                         reason=KERNEL_THREADS.format(workers=workers))
             return outcome
         reason = outcome
     if options.keep_graph or "fork" not in mp.get_all_start_methods():

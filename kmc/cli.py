@@ -152,11 +152,7 @@ def print_summary(console: Console, result: CheckResult) -> None:
                       f"generated, {result.distinct_states:,} distinct states covered, deepest "
                       f"walk {result.depth} states.")
     else:
-        path = result.extra.get("path", {})
-        if path.get("path") == "kernel" and not path.get("fingerprints"):
-            console.print("The compiled kernel stores every state whole (no fingerprints): no two "
-                          "distinct states can have been taken for one.", highlight=False)
-        elif result.collision is not None:
+        if result.collision is not None:
             console.print(statistics_lines(result), highlight=False)
         console.print(
             f"{result.states_generated:,} states generated, {result.distinct_states:,} distinct "
@@ -359,7 +355,7 @@ def print_path(console: Console, result: CheckResult) -> None:
         console.print(f"Path: the compiled kernel ({path['kernel']}, {path['state_bytes']} bytes a "
                       f"state, {path['kernel_bytes'] / 2**20:.1f} MB; library {path['library']})",
                       highlight=False)
-        # --workers N on the kernel: the local engine's search, one process
+        # --workers N on the kernel: the local engine's search, N threads of one process
         if "workers_asked" in path:
             console.print(f"--workers {path['workers_asked']}: {path['reason']}", highlight=False)
     else:

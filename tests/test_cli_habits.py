@@ -167,13 +167,16 @@ def test_collision_estimates_are_tlcs(capsys):
     code, out, _ = run(capsys, "check", "two-phase", "--const", "RM=3", "--kernel", "off")
     assert ("calculated (optimistic):  val = " in out and "based on the actual fingerprints:  val "
                                                           "= " in out)
-    # the kernel keeps whole states: no estimate, a sentence saying why
+    # the kernel keeps 64-bit fingerprints of its own (km_hash): both estimates
     if shutil.which(kernel_compiler()):
         code, out, _ = run(capsys, "check", "two-phase", "--const", "RM=3", "--kernel", "on")
-        assert "calculated (optimistic)" not in out and "stores every state whole" in out
+        assert ("calculated (optimistic):  val = " in out and "based on the actual fingerprints:  "
+                                                              "val = " in out)
         code, out, _ = run(capsys, "check", "two-phase", "--const", "RM=3", "--kernel", "on",
                            "--json")
-        assert json.loads(out)["fingerprint_collision"] == {"optimistic": 0.0, "observed": 0.0}
+        estimates = json.loads(out)["fingerprint_collision"]
+        assert estimates["optimistic"] == pytest.approx(n * (g - n) / 2**64)
+        assert 0 < estimates["observed"] < 1e-6
     # the parallel engine keeps no fingerprint set in one place: the optimistic estimate only
     code, out, _ = run(capsys, "check", "two-phase", "--const", "RM=3", "--workers", "2", "--json",
                        "--kernel", "off")

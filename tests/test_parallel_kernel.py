@@ -1,9 +1,9 @@
 """``--workers N`` on the compiled kernel (``checker.parallel.run_engine``).
 
 Where ``checker.kernel.why_not(..., engine="parallel")`` allows it, the parallel engine runs the
-local engine's search on the kernel in one process (one C process is faster than N readable workers:
-bench/NOTES.md): the same distinct, generated, depth, verdict, out-degrees and counterexamples as
-the local engine on the readable model at any worker count, and ``--verbose``/``--json`` say so.
+local engine's search on the kernel in one process, in N threads (``km_set_threads``): the same
+distinct, generated, depth, verdict, out-degrees and counterexamples as the local engine on the
+readable model at any worker count, and ``--verbose``/``--json`` say so.
 What the kernel cannot do (a checkpoint, ...) runs the readable workers, with the reason. A mutant
 kernel (``-DKM_MUTANT=1``) on this path is caught by the comparison.
 """
@@ -46,7 +46,8 @@ def test_workers_on_the_kernel_equal_the_local_readable_search(name, constants, 
     for workers in (1, 2):
         compiled = on_workers(model, workers, **more)
         path = compiled.extra["path"]
-        assert (path["path"], path["engine"], path["workers_asked"]) == ("kernel", "local", workers)
+        assert ((path["path"], path["engine"], path["workers_asked"], path["threads"])
+                == ("kernel", "local", workers, workers))
         assert summary(compiled) == summary(readable)
 
 
@@ -84,8 +85,7 @@ def test_the_command_line_says_the_path(capsys):
                   "--quiet"]) == 0)
     out = " ".join(capsys.readouterr().out.split())
     assert "Path: the compiled kernel (two_phase_kernel.c" in out
-    assert ("--workers 2: one process on the compiled kernel is faster than 2 readable workers"
-            in out)
+    assert "--workers 2: 2 threads in the compiled kernel's level search" in out
     assert (main(["check", "two-phase", "--const", "RM=3", "--engine", "directed", "--kernel", "on",
                   "--quiet"]) == 69)
     assert ("runs on the local, parallel and spark engines, not --engine directed"
