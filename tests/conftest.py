@@ -2,13 +2,22 @@
 
 ``spark_local`` is the one SparkSession (``local[2,2]``: two cores, a failed task tried twice) that
 every in-process Spark test uses: a JVM starts once a suite run, not once a module. Tests that start
-kmc in a subprocess get a JVM of their own, as a user's run does.
+kmc in a subprocess get a JVM of their own, as a user's run does. ``spark_standalone`` is the one
+standalone cluster (``bench/spark-standalone.sh``: a master and two workers, three JVMs) that the
+standalone tests share: one start a suite run, not one a module.
 """
 
 from __future__ import annotations
 
+import os
 import shutil
+import socket
+import subprocess
 import sys
+from collections.abc import Callable
+from functools import partial
+from pathlib import Path
+from typing import NamedTuple
 
 import pytest
 
@@ -24,6 +33,48 @@ def spark_local():
     yield session
     if created:
         session.stop()
+
+
+def free_port() -> int:
+    """A loopback port free now."""
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return probe.getsockname()[1]
+
+
+class StandaloneCluster(NamedTuple):
+    """A standalone cluster started by ``bench/spark-standalone.sh``."""
+
+    master: str  # its URL, spark://127.0.0.1:PORT
+    run_dir: Path  # its secret, logs and pid files
+    note: str  # what "start" wrote on stderr
+    stop: Callable[[], object]  # stops it (again: a no-op)
+
+
+@pytest.fixture(scope="session")
+def spark_standalone(tmp_path_factory):
+    """The standalone cluster of ``bench/spark-standalone.sh`` on a free port, started once for the
+    standalone tests (tests/test_spark_standalone_auth.py, then
+    tests/test_spark_standalone_resume.py, which kills one of its workers and stops it:
+    ``pytest_collection_modifyitems`` runs it after the others). A start is three JVMs, about 31 s
+    of their CPU; the workers get 240 s to register on a loaded machine."""
+    pytest.importorskip("pyspark")
+    if shutil.which("java") is None and not os.environ.get("JAVA_HOME"):
+        pytest.skip("the standalone cluster needs Java")
+    script = Path(__file__).resolve().parent.parent / "bench" / "spark-standalone.sh"
+    run_dir = tmp_path_factory.mktemp("spark-standalone")
+    env = dict(os.environ, KMC_SPARK_DIR=str(run_dir), KMC_SPARK_PORT=str(free_port()),
+               KMC_SPARK_REGISTER_SECONDS="240")
+    stop = partial(subprocess.run, ["bash", str(script), "stop"], env=env, capture_output=True,
+                   timeout=120)
+    started = subprocess.run(["bash", str(script), "start"], env=env, capture_output=True,
+                             text=True, timeout=360)
+    try:
+        assert started.returncode == 0, started.stderr
+        yield StandaloneCluster(started.stdout.strip().splitlines()[-1], run_dir, started.stderr,
+                                stop)
+    finally:
+        stop()
 
 
 @pytest.fixture(scope="module")
@@ -54,6 +105,8 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
             item.add_marker(pytest.mark.xdist_group("spark-local"))
     if hasattr(config, "workerinput"):
         items.sort(key=lambda item: item.get_closest_marker("slow") is None)
+    # the standalone cluster's kill-and-resume test kills one of its workers: after the others
+    items.sort(key=lambda item: item.nodeid.startswith("tests/test_spark_standalone_resume.py"))
     last = [item for item in items if item.name == "test_every_module_is_imported_by_the_tier"]
     items[:] = [item for item in items if item not in last] + last
 

@@ -13,8 +13,6 @@ from __future__ import annotations
 
 import json
 import os
-import shutil
-import socket
 import stat
 import subprocess
 import sys
@@ -24,33 +22,17 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parent.parent
-SCRIPT = ROOT / "bench" / "spark-standalone.sh"
 CONNECT_SECONDS = 20
 #: under ``pytest -n N --dist loadgroup`` the standalone clusters' tests share one worker: one
 #: cluster of three JVMs at a time on a two-core machine
 pytestmark = pytest.mark.xdist_group("spark-standalone")
 
 
-def _free_port() -> int:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        return probe.getsockname()[1]
-
-
 @pytest.fixture(scope="module")
-def cluster(tmp_path_factory):
-    pytest.importorskip("pyspark")
-    if shutil.which("java") is None and not os.environ.get("JAVA_HOME"):
-        pytest.skip("the standalone cluster needs Java")
-    run_dir = tmp_path_factory.mktemp("spark-standalone")
-    env = dict(os.environ, KMC_SPARK_DIR=str(run_dir), KMC_SPARK_PORT=str(_free_port()))
-    started = subprocess.run(["bash", str(SCRIPT), "start"], env=env, capture_output=True,
-                             text=True, timeout=180)
-    try:
-        assert started.returncode == 0, started.stderr
-        yield started.stdout.strip().splitlines()[-1], run_dir, started.stderr
-    finally:
-        subprocess.run(["bash", str(SCRIPT), "stop"], env=env, capture_output=True, timeout=120)
+def cluster(spark_standalone):
+    """The suite's standalone cluster (tests/conftest.py): master URL, run directory, the start's
+    stderr."""
+    return spark_standalone[:3]
 
 
 def _command_lines() -> list[str]:

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import json
 import os
-import shutil
 import signal
 import subprocess
 import sys
@@ -17,8 +16,6 @@ import time
 from pathlib import Path
 
 import pytest
-
-from tests.test_spark_standalone_auth import SCRIPT, _free_port
 
 ROOT = Path(__file__).resolve().parent.parent
 CONSTS = ["brokers=3", "records=1", "crashes=0", "epochs=0"]
@@ -28,20 +25,11 @@ pytestmark = pytest.mark.xdist_group("spark-standalone")
 
 
 @pytest.fixture(scope="module")
-def cluster(tmp_path_factory):
-    pytest.importorskip("pyspark")
-    if shutil.which("java") is None and not os.environ.get("JAVA_HOME"):
-        pytest.skip("the standalone cluster needs Java")
-    run_dir = tmp_path_factory.mktemp("spark-standalone")
-    env = dict(os.environ, KMC_SPARK_DIR=str(run_dir), KMC_SPARK_PORT=str(_free_port()),
-               KMC_SPARK_REGISTER_SECONDS="240")
-    started = subprocess.run(["bash", str(SCRIPT), "start"], env=env, capture_output=True,
-                             text=True, timeout=360)
-    try:
-        assert started.returncode == 0, started.stderr
-        yield started.stdout.strip().splitlines()[-1], run_dir
-    finally:
-        subprocess.run(["bash", str(SCRIPT), "stop"], env=env, capture_output=True, timeout=120)
+def cluster(spark_standalone):
+    """The suite's standalone cluster (tests/conftest.py), which the auth tests ran on first; this
+    test kills one of its workers, so it stops the cluster when done."""
+    yield spark_standalone.master, spark_standalone.run_dir
+    spark_standalone.stop()
 
 
 def _command(master: str, *extra: str) -> list[str]:
