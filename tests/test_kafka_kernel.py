@@ -230,7 +230,8 @@ def test_auto_picks_the_kernel_where_it_is_proven_only(capsys):
     assert (data["path"] == {"path": "readable", "reason": "the kernel does not compile "
                                                            "truncate-on-fetch"})
     # an alias is its row's (kip-320 is 2.1.0), as is a release number whose flags are compiled
-    for name in ("kip-320", "1.1.0", "2.2.1"):
+    # 2.3.0 to 2.6.x: the consumer's flags act on no rule without consumers (CONSUMER_FLAGS)
+    for name in ("kip-320", "1.1.0", "2.2.1", "2.3.0", "2.6.1"):
         code, data = check_json(capsys, "--protocol", name, *small)
         assert code == 0 and data["path"]["path"] == "kernel", name
     # a switched flag is compiled (each proven: test_switched_flags_...), an uncompiled one not
@@ -429,6 +430,39 @@ SWITCHED_SEARCHES = [
 @pytest.mark.parametrize(("row", "flags", "bounds", "options"), SWITCHED_SEARCHES, ids=_id)
 def test_searches_with_switched_flags_agree(row, flags, bounds, options):
     model = switched(row, flags, **bounds)
+    compiled = search(model, "on", **options)
+    assert compiled.extra["path"]["path"] == "kernel"
+    assert summary(compiled) == summary(search(model, "off", **options))
+
+
+# -- the consumers' flags: no rule without consumers -----------------------------------------------
+@pytest.mark.parametrize("flags", [{"consumer-truncation-detection": True},
+                                   {"consumer-truncation-detection": True,
+                                    "fetch-from-follower": True}], ids=_id)
+def test_the_consumers_flags_change_no_rule_without_consumers(flags):
+    """What lets the kernel accept ``CONSUMER_FLAGS`` at consumers=0: on 2.2.0 with the flags on,
+    the first 5,000 reachable states (breadth first: elections, truncations, shutdowns, bounces)
+    and each one's (action, successor) list, in order, are those with them off. With consumers=1
+    the same comparison differs within 2,000 states (a consumer validates its position after a
+    leader change): the check sees a flag that acts."""
+    bounds = {"brokers": 2, "records": 1, "epochs": 2, "crashes": 1, "shutdowns": 1, "bounces": 1}
+    off = kafka("2.2.0", **bounds)
+    on = switched("2.2.0", flags, **bounds)
+    states = reachable(off, 5000)
+    assert reachable(on, 5000) == states
+    assert all(list(on.successors(state)) == list(off.successors(state)) for state in states)
+    with_consumer = {"brokers": 2, "records": 1, "epochs": 1, "crashes": 0, "consumers": 1}
+    off, on = kafka("2.2.0", **with_consumer), switched("2.2.0", flags, **with_consumer)
+    assert reachable(on, 2000) != reachable(off, 2000)
+
+
+@needs_cc
+@pytest.mark.parametrize("release", ["2.3.0", "2.6.1"])
+def test_the_releases_with_the_consumers_flags_search_as_the_readable_model(release):
+    """2.3.0 (+consumer-truncation-detection) and 2.6.1 (+kafka-8400 +truncation-lowers-hw
+    +kafka-10706-fix too) by number, on the kernel and off: equal searches."""
+    model = kafka(release, brokers=2, records=1, epochs=2, crashes=1)
+    options = {"invariants": DEFAULT, "symmetry": True, "reduce": "dead"}
     compiled = search(model, "on", **options)
     assert compiled.extra["path"]["path"] == "kernel"
     assert summary(compiled) == summary(search(model, "off", **options))
