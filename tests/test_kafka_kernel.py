@@ -27,6 +27,7 @@ from spec.errors import UsageError
 from spec.kafka.dead import DeadMessages
 from spec.kafka.kernel import PROVEN_ROWS, UNCOMPILED_FLAGS, Packing, switchable_flags
 from spec.kafka.releases import resolve
+from spec.kafka.state import FETCH_RESPONSE
 from spec.registry import build_model
 from tests.test_kernel import needs_cc
 
@@ -466,3 +467,53 @@ def test_the_releases_with_the_consumers_flags_search_as_the_readable_model(rele
     compiled = search(model, "on", **options)
     assert compiled.extra["path"]["path"] == "kernel"
     assert summary(compiled) == summary(search(model, "off", **options))
+
+
+# -- truncate-on-fetch (KAFKA-10554 and its fixes), on the ZooKeeper rows' controller --------------
+#: the fixes of truncate-on-fetch (each needs it: protocols.resolve)
+TOF_FIXES = {"kafka-13141": True, "kafka-13207": True, "kafka-14704": True, "kafka-18991": True}
+#: (row, switched flags, bounds): 2.2.0 with truncate-on-fetch switched on, without and with every
+#: fix; 2.8.1 (KAFKA-13141's and KAFKA-13207's fixes) and 3.9.1 (all four, effective-min-isr) with
+#: the ZooKeeper controller writing the ISR itself (alter-isr off: an inter-broker protocol below
+#: 2.7-IV2) and 3.9.1 without kafka-15583
+TOF = [
+    ("2.2.0", {"truncate-on-fetch": True}, {"brokers": 2, "records": 1, "epochs": 2, "crashes": 1}),
+    ("2.2.0", {"truncate-on-fetch": True, **TOF_FIXES},
+     {"brokers": 2, "records": 1, "epochs": 2, "crashes": 1}),
+    ("2.8.1", {"alter-isr": False}, {"brokers": 2, "records": 2, "epochs": 1, "crashes": 1}),
+    ("3.9.1", {"alter-isr": False, "kafka-15583": False},
+     {"brokers": 2, "records": 1, "epochs": 2, "crashes": 1, "acks": -1, "min_isr": 2}),
+]
+
+
+def diverging_sample(model, pending: int = 400, stride: int = 50) -> list:
+    """The first ``pending`` reachable states of ``model`` (breadth first) where a diverging epoch
+    is on its way (a fetch answer carries one) or pending (a follower's TruncateOnDivergingEpoch is
+    enabled), and every ``stride``-th state (0: none)."""
+    states = reachable(model)
+    diverged = [s for s in states
+                if any(b.pending_diverging for b in s.brokers)
+                or any(m.kind == FETCH_RESPONSE and m.diverging_epoch != -1 for m in s.network)]
+    diverged = diverged[:pending]
+    assert diverged, "no diverging epoch reached: the sample would not see truncate-on-fetch"
+    return diverged + (states[::stride] if stride else [])
+
+
+@needs_cc
+@pytest.mark.parametrize(("row", "flags", "bounds"), TOF, ids=_id)
+def test_truncate_on_fetch_is_the_readable_model_state_for_state(row, flags, bounds):
+    model = switched(row, flags, **bounds)
+    kernel = km.load(model.kernel())
+    assert disagreements(model, kernel, diverging_sample(model)) == []
+
+
+@needs_cc
+@pytest.mark.parametrize(("mutant", "row", "flags"),
+                         [(2, "2.2.0", {"truncate-on-fetch": True, **TOF_FIXES}),
+                          (3, "2.2.0", {"truncate-on-fetch": True, **TOF_FIXES})])
+def test_a_truncate_on_fetch_rule_changed_fails_the_check(mutant, row, flags):
+    """-DKM_MUTANT=2 drops KAFKA-13207's skip, 3 takes a diverging answer's HW despite
+    KAFKA-14704's fix: each disagrees on the sample."""
+    model = switched(row, flags, **TOF[1][2])
+    kernel = km.load(model.kernel(), extra_flags=(f"-DKM_MUTANT={mutant}",))
+    assert disagreements(model, kernel, diverging_sample(model, stride=0)) != []

@@ -15,8 +15,10 @@
      KM_ACKS, KM_MIN_ISR        the producer's acks (0, 1, -1: all) and min.insync.replicas (clients.producer_for)
      KM_NET                     the network's slots (a message past them stops the search: KM_ERR_NETWORK)
      KM_F_*                     each feature flag the rules read (spec.kafka.protocols.Features), 0 or 1
-     KM_MUTANT                  1: a deliberate change (ExpandIsr without its guard that the follower's fetch is
-                                being answered, _fetch_being_answered), which the equivalence test must catch */
+     KM_MUTANT                  a deliberate change, which the equivalence test must catch: 1 ExpandIsr without its
+                                guard that the follower's fetch is being answered (_fetch_being_answered); 2
+                                TruncateOnDivergingEpoch without KAFKA-13207's skip of a partition that left the
+                                fetcher; 3 a diverging answer's HW taken despite KAFKA-14704's fix */
 
 #include <stdint.h>
 #include <string.h>
@@ -50,6 +52,15 @@ typedef struct {
     uint8_t idle_cause;
 } km_broker;
 
+/* truncate-on-fetch (2.8+): Broker.pending_diverging, a diverging epoch a follower read from a fetch answer and has
+   not applied yet (source -1: none, the other fields 0) */
+typedef struct {
+    int8_t source;        /* the leader that answered */
+    int8_t request_epoch; /* the request's leader epoch */
+    int8_t epoch;         /* the diverging epoch */
+    int8_t end;           /* its end offset */
+} km_pending;
+
 typedef struct {
     km_broker b[KM_N];
     int8_t c_leader;
@@ -63,12 +74,14 @@ typedef struct {
     int8_t committed[KM_LOG][3]; /* (offset, epoch, ident), sorted */
     uint8_t acked_len;
     int8_t acked[KM_LOG][3]; /* the producer's acknowledged records (offset, epoch, ident), sorted */
+    km_pending pending[KM_N]; /* each broker's pending diverging epoch (truncate-on-fetch) */
 } km_state;
 
 /* a bound on one state's successors: the controller's (an election per live ISR member for each death), each broker's
-   own (produce, HW, an ISR change per follower, a request, truncations, shutdown, crash, bounce), a delivery and a
+   own (produce, HW, an ISR change per follower, a request, truncations (to the HW, to a diverging epoch), shutdown,
+   crash, bounce), a delivery and a
    loss per control channel, and per message in flight one step (a ControlledShutdown one per new leader) */
-#define KM_MAX_SUCC (8 * KM_N + 4 * KM_N * KM_N + KM_NET * KM_N + 8)
+#define KM_MAX_SUCC (9 * KM_N + 4 * KM_N * KM_N + KM_NET * KM_N + 8)
 #define KM_INVARIANTS 13 /* spec/kafka/kernel.py INVARIANTS */
 #define KM_HAS_REDUCE 1
 
@@ -95,7 +108,7 @@ enum { E_NONE, E_NOT_LEADER, E_FENCED_LEADER_EPOCH, E_UNKNOWN_LEADER_EPOCH, E_OF
 enum { A_ELECT, A_PREFERRED, A_UNCLEAN, A_CRASH, A_RESTART, A_BUMP, A_BROKER_FAILURE, A_BROKER_CHANGE, A_DELIVER,
        A_LOSE, A_PRODUCE, A_ADVANCE, A_TRUNC_HW, A_SEND_FETCH, A_SERVE_FETCH, A_RECEIVE_FETCH, A_SEND_OFFSETS,
        A_SERVE_OFFSETS, A_RECEIVE_OFFSETS, A_SHRINK, A_EXPAND, A_SHUTDOWN, A_BOUNCE, A_DELIVER_STOP,
-       A_PROCESS_SHUTDOWN };
+       A_PROCESS_SHUTDOWN, A_TRUNCATE_DIVERGING };
 #define CODE(kind, a, b) ((uint32_t)(kind) << 24 | (uint32_t)(a) << 16 | (uint32_t)(b) << 8)
 
 #define MIN(a, b) ((a) < (b) ? (a) : (b))
@@ -320,6 +333,43 @@ static void truncate_broker(km_broker *b, int offset, int clean_cache, int lower
     truncate_cache(b, offset);
 }
 
+/* -- truncate-on-fetch (KAFKA-10554, 2.8+; KM_F_TRUNCATE_ON_FETCH and its fixes) ---------------------------------- */
+
+static int has_pending(const km_state *s, int i) { return s->pending[i].source >= 0; }
+
+/* the pending diverging epoch dropped: () */
+static void clear_pending(km_state *t, int i) {
+    t->pending[i].source = -1;
+    t->pending[i].request_epoch = t->pending[i].epoch = t->pending[i].end = 0;
+}
+
+/* log.diverging_epoch: 0 not diverged, 1 diverged at (*epoch, *end), 2 LOOKUP_UNDEFINED (the leader cannot look the
+   follower's last fetched epoch up: OFFSET_OUT_OF_RANGE) */
+#define NOT_DIVERGED 0
+#define DIVERGED 1
+#define LOOKUP_UNDEFINED 2
+static int diverging_epoch(const km_broker *leader, int fetch_offset, int last_epoch, int *epoch, int *end) {
+    if (last_epoch == UNDEFINED) return NOT_DIVERGED;
+    end_offset_for(leader, last_epoch, 1, epoch, end);
+    if (*epoch == UNDEFINED || *end == UNDEFINED) return LOOKUP_UNDEFINED;
+    return *epoch < last_epoch || *end < fetch_offset ? DIVERGED : NOT_DIVERGED;
+}
+
+/* DataPlaneActions._truncate_on_diverging_action (TruncateOnDivergingEpoch): the follower truncates to its pending
+   diverging epoch; with KM_F_KAFKA_13207 a partition that left the fetcher (or follows another leader) is skipped */
+static void truncate_on_diverging_action(const km_state *s, km_succ *out, int i) {
+    const km_broker *follower = &s->b[i];
+    const km_pending *p = &s->pending[i];
+    int in_fetcher = follower->fetch != NO_FETCHER && follower->leader == p->source;
+    km_state *t = km_emit(out, s, CODE(A_TRUNCATE_DIVERGING, i, 0));
+    clear_pending(t, i);
+    if (KM_F_KAFKA_13207 && !in_fetcher && KM_MUTANT != 2) return;
+    int done;
+    int offset = follower_truncation(follower, follower->hw, p->epoch, p->end, 1, &done);
+    truncate_broker(&t->b[i], offset, KM_F_KAFKA_10706_FIX, KM_F_TRUNCATION_LOWERS_HW);
+    if (in_fetcher) t->b[i].fetch = FETCHING;
+}
+
 /* -- the control plane (actions_control.py) ---------------------------------------------------------------- */
 
 /* _elect_state: the controller writes (leader, epoch + 1, isr) and sends a LeaderAndIsr to every live replica */
@@ -430,6 +480,7 @@ static void crash_broker(km_state *t, int i) {
     b->alive = 0; b->leader = -1; b->epoch = -1; b->isr = 0; b->fetch = NO_FETCHER;
     b->has_remote = 0; memset(b->remote, 0, sizeof b->remote);
     b->stopping = 0; b->reconciled = -1; b->idle_cause = IDLE_NONE;
+    clear_pending(t, i);
     /* its messages are lost: a control request to it and a data message to or from it */
     for (int k = 0; k < t->net_len;) {
         km_msg m;
@@ -454,6 +505,7 @@ static void reborn(km_broker *b) {
 static void bounce_state(const km_state *s, km_succ *out, int i) {
     km_state *t = km_emit(out, s, CODE(A_BOUNCE, i, 0));
     reborn(&t->b[i]);
+    clear_pending(t, i);
     for (int k = 0; k < t->net_len;) {
         km_msg m;
         msg_decode(t->net[k], &m);
@@ -468,6 +520,7 @@ static void restart_state(const km_state *s, km_succ *out, int i) {
     km_state *t = km_emit(out, s, CODE(A_RESTART, i, 0));
     km_broker *b = &t->b[i];
     reborn(b);
+    clear_pending(t, i);
     t->registered[i] = b->broker_epoch;
     km_msg m;
     memset(&m, 0, sizeof m);
@@ -687,7 +740,7 @@ static void isr_change_action(const km_state *s, km_succ *out, int i, int f) {
     int fetched = leader->remote[f];
     if (fetched < 0 || fetched < leader->hw) return;
     if (KM_F_KAFKA_7128 && fetched < epoch_start(leader, leader->epoch)) return;
-    if (!fetch_being_answered(s, i, leader, f) && !KM_MUTANT) return;
+    if (!fetch_being_answered(s, i, leader, f) && KM_MUTANT != 1) return;
     with_isr(s, out, CODE(A_EXPAND, i, f), i, isr | 1 << f);
 }
 
@@ -714,14 +767,15 @@ static int in_flight(const km_state *s) {
 static void follower_actions(const km_state *s, km_succ *out, int i) {
     const km_broker *follower = &s->b[i];
     int leader = follower->leader;
-    if (follower->fetch == NO_FETCHER || busy(s, i, leader)) return;
+    if (follower->fetch == NO_FETCHER || has_pending(s, i) || busy(s, i, leader)) return;
     if (KM_INFLIGHT && in_flight(s) >= KM_INFLIGHT) return;
     km_msg m;
     memset(&m, 0, sizeof m);
     m.src = i; m.dst = leader;
     m.epoch = KM_F_LEADER_EPOCH_FENCING ? follower->epoch : UNDEFINED; /* KIP-320: currentLeaderEpoch */
     if (follower->fetch == FETCHING) {
-        m.kind = FETCH; m.offset = follower->log_len; m.last_epoch = UNDEFINED;
+        m.kind = FETCH; m.offset = follower->log_len;
+        m.last_epoch = KM_F_TRUNCATE_ON_FETCH ? latest_epoch(follower) : UNDEFINED; /* KAFKA-10554: lastFetchedEpoch */
         km_state *t = km_emit(out, s, CODE(A_SEND_FETCH, i, leader));
         net_add(out, t, &m);
     } else if ((follower->fetch == TRUNCATING || follower->fetch == TRUNCATING_AGAIN) && follower->cache_len) {
@@ -735,6 +789,7 @@ static void follower_actions(const km_state *s, km_succ *out, int i) {
 static void replica_actions(const km_state *s, km_succ *out, int i) {
     const km_broker *b = &s->b[i];
     int leader = b->leader;
+    if (KM_F_TRUNCATE_ON_FETCH && has_pending(s, i)) truncate_on_diverging_action(s, out, i);
     if (leader == i) leader_actions(s, out, i);
     else if (leader >= 0 && s->b[leader].alive) follower_actions(s, out, i);
     if (b->fetch == TRUNCATING && !b->cache_len && leader != i && !busy(s, i, leader)) {
@@ -775,7 +830,7 @@ static int request_error(const km_broker *leader, int i, int request_epoch) {
     return E_NONE;
 }
 
-/* _serve_fetch_state (no truncate-on-fetch: no diverging epoch; no reassignment) */
+/* _serve_fetch_state (no reassignment); with KM_F_TRUNCATE_ON_FETCH the leader checks the last fetched epoch */
 static void serve_fetch(const km_state *s, km_succ *out, int k, const km_msg *m) {
     int i = m->dst, f = m->src;
     const km_broker *leader = &s->b[i];
@@ -793,7 +848,15 @@ static void serve_fetch(const km_state *s, km_succ *out, int k, const km_msg *m)
         return;
     }
     int leo = leader->log_len;
-    if (m->offset > leo) { /* _answered_out_of_range */
+    int divergence = NOT_DIVERGED, epoch = UNDEFINED, end = UNDEFINED;
+    if (KM_F_TRUNCATE_ON_FETCH) divergence = diverging_epoch(leader, m->offset, m->last_epoch, &epoch, &end);
+    if (divergence == DIVERGED) { /* no records, the diverging epoch */
+        r.error = E_NONE; r.hw = leader->hw; r.diverging_epoch = epoch; r.diverging_offset = end;
+        if (!KM_F_KAFKA_13141) t->b[i].remote[f] = (int8_t)m->offset; /* _recorded, also beyond its LEO */
+        net_add(out, t, &r);
+        return;
+    }
+    if (m->offset > leo || divergence == LOOKUP_UNDEFINED) { /* _answered_out_of_range */
         r.error = E_OFFSET_OUT_OF_RANGE; r.hw = leo;
         if (!KM_F_KAFKA_8400 && leader->remote[f] != -1) t->b[i].remote[f] = -1;
         net_add(out, t, &r);
@@ -862,8 +925,11 @@ static void receive_fetch(km_succ *out, km_state *t, const km_msg *m) {
         if (KM_F_EPOCH_CACHE) cache_after_append(follower, leo, KM_F_KAFKA_7415);
         follower->hw = (int8_t)MIN(m->hw, follower->log_len);
         follower->reconciled = follower->epoch;
-    } else if (m->error == E_NONE) {
-        out->error = KM_ERR_UNCOMPILED; /* a diverging epoch: truncate-on-fetch */
+    } else if (m->error == E_NONE) { /* a diverging epoch, noted (truncate-on-fetch) */
+        km_pending *p = &t->pending[i];
+        p->source = (int8_t)m->src; p->request_epoch = (int8_t)m->epoch;
+        p->epoch = (int8_t)m->diverging_epoch; p->end = (int8_t)m->diverging_offset;
+        if (!KM_F_KAFKA_14704 || KM_MUTANT == 3) follower->hw = (int8_t)MIN(m->hw, leo); /* before KAFKA-14704's fix */
     } else if (m->error == E_OFFSET_OUT_OF_RANGE && m->hw < leo) {
         if (!KM_F_KAFKA_7414 && !KM_F_UNCLEAN) {
             crash_broker(t, i); /* before 2.0.1 a follower ahead of its leader halts */
@@ -988,7 +1054,8 @@ static int delivery_noop(const km_state *s, int k, const km_msg *m) {
     if (m->kind == FETCH_RESPONSE) receive_fetch(&scratch, &t, m);
     else receive_offsets(&t, m);
     (void)k;
-    return memcmp(t.b, s->b, sizeof s->b) == 0 && t.crashes == s->crashes && !scratch.error;
+    return memcmp(t.b, s->b, sizeof s->b) == 0 && memcmp(t.pending, s->pending, sizeof s->pending) == 0 &&
+           t.crashes == s->crashes && !scratch.error;
 }
 
 /* DeadMessages._may_expand */
@@ -1089,6 +1156,11 @@ static int serialize(const km_state *s, uint8_t *p) {
         p[at++] = 0;
         PUT(b->broker_epoch); PUT(b->stopping); PUT(b->incarnation); PUT(b->stale); PUT(b->reconciled);
         PUT(b->idle_cause);
+        if (has_pending(s, i)) {
+            const km_pending *q = &s->pending[i];
+            PUT(q->source); PUT(q->request_epoch); PUT(q->epoch); PUT(q->end);
+        }
+        p[at++] = 0;
     }
     PUT(s->c_leader); PUT(s->c_epoch);
     for (int r = 0; r < KM_N; r++)
@@ -1109,7 +1181,7 @@ static int serialize(const km_state *s, uint8_t *p) {
     return at;
 }
 
-#define SER_BYTES (KM_N * (2 * KM_LOG + 2 * KM_CACHE + 3 * KM_N + 20) + 2 * KM_N + 8 + KM_NET * KM_MSG + 6 * KM_LOG + 12)
+#define SER_BYTES (KM_N * (2 * KM_LOG + 2 * KM_CACHE + 3 * KM_N + 25) + 2 * KM_N + 8 + KM_NET * KM_MSG + 6 * KM_LOG + 12)
 
 static int rename_id(const int *p, int id) { return id < 0 ? id : p[id]; }
 
@@ -1131,6 +1203,8 @@ static void permute(const km_state *s, const int *p, km_state *t) {
         if (b->has_remote)
             for (int k = 0; k < KM_N; k++) b->remote[p[k]] = s->b[i].remote[k];
         t->registered[p[i]] = s->registered[i];
+        t->pending[p[i]] = s->pending[i];
+        t->pending[p[i]].source = (int8_t)rename_id(p, s->pending[i].source);
     }
     t->c_leader = (int8_t)rename_id(p, s->c_leader);
     t->c_isr = (uint8_t)rename_mask(p, s->c_isr);

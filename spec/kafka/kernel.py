@@ -16,11 +16,12 @@ epoch cache at most ``epochs + 1`` entries):
   readable model's sorted network and a state's bytes compare as its tuple does (``km_serialize``,
   the canonical form's tie-break);
 - the bound counters (produced, crashes, bumps, shutdowns, bounces, losses), the committed ghost and
-  the producer's acknowledged records (each a count and (offset, epoch, ident) triples).
+  the producer's acknowledged records (each a count and (offset, epoch, ident) triples);
+- truncate-on-fetch: each broker's ``pending_diverging`` (``km_pending``: the source, -1 for none,
+  then the request's leader epoch, the diverging epoch and its end offset; zeros for none).
 
 Signed values are stored as their low byte (-1 as 255). The fields the compiled rows never set
-(KRaft's, alter-isr's, truncate-on-fetch's pending diverging epoch, the consumers') are not stored:
-``pack`` refuses a state where one is set.
+(KRaft's, alter-isr's, the consumers') are not stored: ``pack`` refuses a state where one is set.
 """
 
 from __future__ import annotations
@@ -58,7 +59,8 @@ SOURCE = os.path.join(os.path.dirname(os.path.abspath(__file__)), "kernel.c")
 KINDS = ("_elect", "_preferred", "_unclean", "_crash", "_restart", "_bump", "_broker_failure",
          "_broker_change", "_deliver", "_lose", "_produce", "_advance", "_trunc_hw", "_send_fetch",
          "_serve_fetch", "_receive_fetch", "_send_offsets", "_serve_offsets", "_receive_offsets",
-         "_shrink", "_expand", "_shutdown", "_bounce", "_deliver_stop", "_process_shutdown")
+         "_shrink", "_expand", "_shutdown", "_bounce", "_deliver_stop", "_process_shutdown",
+         "_truncate_diverging")
 
 #: the feature flags the C file reads, each a ``KM_F_*`` define (``Features`` fields and derived
 #: switches)
@@ -67,9 +69,10 @@ FLAGS = ("kafka_5642", "kafka_5163", "epoch_in_response", "kafka_7415", "kafka_7
          "truncation_lowers_hw", "reject_stale_broker_epoch", "detect_bounced_broker",
          "reject_stale_shutdown", "kafka_10706_fix", "kafka_13141", "kafka_18991", "unclean",
          "epoch_cache", "hw_truncation", "uses_offsets_request", "removes_fenced_partition",
-         "checks_offsets_answer_epoch", "effective_min_isr")
+         "checks_offsets_answer_epoch", "effective_min_isr", "truncate_on_fetch", "kafka_13207",
+         "kafka_14704")
 #: flags whose rules the C file does not compile: a row with one on runs the readable model
-UNCOMPILED_FLAGS = ("truncate_on_fetch", "alter_isr", "kraft", "lossy_crash", "kafka_15583")
+UNCOMPILED_FLAGS = ("alter_isr", "kraft", "lossy_crash", "kafka_15583")
 #: flags that only the consumers read (``clients.ConsumerActions``: ``_consumer_actions``,
 #: ``_metadata_state``, ``_serve_consumer_fetch``, ``_fetch_from_follower_actions``, all reached
 #: only from ``KafkaModel.successors``' ``if self.consumers``): with ``consumers=0`` they change no
@@ -125,7 +128,7 @@ class Packing:
         self.msg_bytes = max(10 + 2 * records, 7 + brokers)
         self.broker_bytes = 15 + 2 * self.log_cap + 2 * self.cache_cap + brokers
         self.state_bytes = (brokers * self.broker_bytes + 3 + brokers + 1 + net * self.msg_bytes + 6
-                            + 2 * (1 + 3 * self.log_cap))
+                            + 2 * (1 + 3 * self.log_cap) + 4 * brokers)
 
     # -- messages ----------------------------------------------------------------------------------
     def _message(self, m: Any) -> bytes:
@@ -189,12 +192,10 @@ class Packing:
 
     # -- states ------------------------------------------------------------------------------------
     def _broker(self, b: Broker) -> list[int]:
-        if (b.pending_diverging or b.partition_epoch or b.alter_pending or b.committed_isr
-            or b.remote_epochs
+        if (b.partition_epoch or b.alter_pending or b.committed_isr or b.remote_epochs
                 or b.replicas or b.hw_stale):
-            raise ValueError("the kernel stores none of pending_diverging, partition_epoch, "
-                             "alter_pending, committed_isr, remote_epochs, replicas, hw_stale: "
-                             f"{b}")
+            raise ValueError("the kernel stores none of partition_epoch, alter_pending, "
+                             f"committed_isr, remote_epochs, replicas, hw_stale: {b}")
         if len(b.log) > self.log_cap or len(b.cache) > self.cache_cap:
             raise ValueError(f"a log or epoch cache past the kernel's bounds: {b}")
         out = [int(b.alive), len(b.log)]
@@ -239,6 +240,8 @@ class Packing:
             for triple in ghost:
                 tail += [_s8(x) for x in triple]
             tail += [0, 0, 0] * (self.log_cap - len(ghost))
+        for b in s.brokers:  # km_pending: (source, request epoch, epoch, end), source -1: none
+            tail += [_s8(x) for x in b.pending_diverging or (-1, 0, 0, 0)]
         return packed + bytes(tail)
 
     def unpack(self, data: bytes) -> KafkaState:
@@ -282,6 +285,9 @@ class Packing:
             ghosts.append(tuple(tuple(_signed(x) for x in data[at + 1 + 3 * k:at + 4 + 3 * k])
                                 for k in range(count)))
             at += 1 + 3 * self.log_cap
+        pending = [tuple(_signed(x) for x in data[at + 4 * i:at + 4 * i + 4]) for i in range(n)]
+        brokers = [b._replace(pending_diverging=p if p[0] >= 0 else ())
+                   for b, p in zip(brokers, pending, strict=True)]
         return KafkaState(brokers=tuple(brokers), controller=controller, network=network,
                           produced=produced, crashes=crashes, bumps=bumps, shutdowns=shutdowns,
                           bounces=bounces, losses=losses, committed=ghosts[0], acked=ghosts[1])
