@@ -229,7 +229,7 @@ def test_auto_picks_the_kernel_where_it_is_proven_only(capsys):
     assert code == 0 and data["path"]["path"] == "kernel"
     code, data = check_json(capsys, "--protocol", "2.8.0", *small)
     assert (data["path"] == {"path": "readable", "reason": "the kernel does not compile "
-                                                           "truncate-on-fetch"})
+                                                           "alter-isr"})
     # an alias is its row's (kip-320 is 2.1.0), as is a release number whose flags are compiled
     # 2.3.0 to 2.6.x: the consumer's flags act on no rule without consumers (CONSUMER_FLAGS)
     for name in ("kip-320", "1.1.0", "2.2.1", "2.3.0", "2.6.1"):
@@ -240,7 +240,9 @@ def test_auto_picks_the_kernel_where_it_is_proven_only(capsys):
     assert data["path"]["path"] == "kernel"
     code, data = check_json(capsys, "--protocol", "2.1.0", "--feature", "truncate-on-fetch=on",
                             *small)
-    assert data["path"]["reason"] == "the kernel does not compile truncate-on-fetch"
+    assert code == 0 and data["path"]["path"] == "kernel"
+    code, data = check_json(capsys, "--protocol", "2.2.0", "--feature", "alter-isr=on", *small)
+    assert data["path"]["reason"] == "the kernel does not compile alter-isr"
     code, data = check_json(capsys, "--protocol", "2.1.0", "--const", "consumers=1", *small)
     assert data["path"]["reason"] == "the kernel does not compile the bound consumers=1"
     code, data = check_json(capsys, "--protocol", "2.1.0", "--const", "records=1", "--const",
@@ -517,3 +519,30 @@ def test_a_truncate_on_fetch_rule_changed_fails_the_check(mutant, row, flags):
     model = switched(row, flags, **TOF[1][2])
     kernel = km.load(model.kernel(), extra_flags=(f"-DKM_MUTANT={mutant}",))
     assert disagreements(model, kernel, diverging_sample(model, stride=0)) != []
+
+
+#: 2.8.1's flags but alter-isr on 2.2.0 (the row it is built from): truncate-on-fetch with
+#: KAFKA-13141's and KAFKA-13207's fixes, kafka-8400, truncation-lowers-hw, kafka-9654,
+#: kafka-10706-fix
+AS_2_8_1 = {"truncate-on-fetch": True, "kafka-13141": True, "kafka-13207": True, "kafka-8400": True,
+            "truncation-lowers-hw": True, "kafka-9654": True, "kafka-10706-fix": True}
+TOF_SEARCHES = [
+    ("2.2.0", {"truncate-on-fetch": True}, {"brokers": 2, "records": 2, "epochs": 1, "crashes": 1},
+     {"invariants": DEFAULT, "stop_at_first": False}),
+    ("2.2.0", AS_2_8_1, {"brokers": 2, "records": 1, "epochs": 2, "crashes": 1},
+     {"invariants": DEFAULT, "symmetry": True, "reduce": "dead"}),
+    pytest.param("2.2.0", {**AS_2_8_1, "kafka-14704": True, "kafka-18991": True},
+                 {"brokers": 3, "records": 1, "epochs": 1, "crashes": 1},
+                 {"invariants": DEFAULT, "symmetry": True, "reduce": "dead", "max_depth": 12},
+                 marks=pytest.mark.slow),
+]
+
+
+@needs_cc
+@pytest.mark.parametrize(("row", "flags", "bounds", "options"), TOF_SEARCHES, ids=_id)
+def test_truncate_on_fetch_searches_agree(row, flags, bounds, options):
+    model = switched(row, flags, **bounds)
+    compiled = search(model, "on", **options)
+    assert compiled.extra["path"]["path"] == "kernel"
+    readable = search(model, "off", **options)
+    assert summary(compiled) == summary(readable)
