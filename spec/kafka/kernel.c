@@ -19,7 +19,8 @@
      KM_MUTANT                  a deliberate change, which the equivalence test must catch: 1 ExpandIsr without its
                                 guard that the follower's fetch is being answered (_fetch_being_answered); 2
                                 TruncateOnDivergingEpoch without KAFKA-13207's skip of a partition that left the
-                                fetcher; 3 a diverging answer's HW taken despite KAFKA-14704's fix */
+                                fetcher; 3 a diverging answer's HW taken despite KAFKA-14704's fix; 4 the ZooKeeper
+                                controller's AlterIsr without KAFKA-14140's liveness check */
 
 #include <stdint.h>
 #include <string.h>
@@ -925,7 +926,7 @@ static void process_alter_isr(const km_state *s, km_succ *out, int k, const km_m
         return;
     } else if (m->partition_epoch != s->c_partition_epoch) {
         error = E_INVALID_UPDATE_VERSION;
-    } else if (KM_F_KAFKA_14140) {
+    } else if (KM_F_KAFKA_14140 && KM_MUTANT != 4) {
         for (int b = 0; b < KM_N; b++)
             if (IN(m->isr, b) && !zookeeper_live(s, b)) error = E_INELIGIBLE_REPLICA;
     }
