@@ -612,7 +612,7 @@ ALTER_SEARCHES = [
     ("2.8.1", {"brokers": 2, "records": 1, "epochs": 2, "crashes": 1},
      {"invariants": DEFAULT, "symmetry": True, "reduce": "dead", "max_depth": 14}),
     ("3.4.1", ALTER_BOUNDS, {"invariants": DEFAULT, "symmetry": True, "reduce": "dead",
-                             "max_depth": 12}),
+                             "max_depth": 10}),
     ("3.9.1", {"brokers": 2, "records": 1, "epochs": 2, "crashes": 1, "acks": -1, "min_isr": 2},
      {"invariants": DEFAULT, "stop_at_first": False, "max_depth": 14}),
 ]

@@ -1,7 +1,8 @@
-/* The compiled successor kernel of the Kafka model, the ZooKeeper rows without AlterIsr and truncate-on-fetch:
-   spec/kafka/model.py (successors, _replica_actions, _deliveries), actions_control.py, actions_data.py, log.py,
-   updates.py and controllers.py (ZooKeeperController) in C, with the canonical form of symmetry.py, the dead
-   answers of dead.py and the invariants of invariants/kafka_log_matching.py.
+/* The compiled successor kernel of the Kafka model, the ZooKeeper rows (0.10.2 to 3.9.1, without consumers):
+   spec/kafka/model.py (successors, _replica_actions, _deliveries), actions_control.py, actions_data.py (with
+   truncate-on-fetch), log.py, updates.py, controllers.py (ZooKeeperController, AlterIsrController),
+   actions_alter_partition.py (the leader's AlterIsr) and actions_alter_isr.py in C, with the canonical form of
+   symmetry.py, the dead answers of dead.py and the invariants of invariants/kafka_log_matching.py.
 
    The readable model is the reference: a rule changes there first, then here, and tests/test_kafka_kernel.py shows
    the two agree. Each function below names the readable function it follows; the successors come in the readable
