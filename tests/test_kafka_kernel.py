@@ -605,7 +605,9 @@ def test_an_alter_isr_rule_changed_fails_the_check():
     assert disagreements(model, kernel, alter_sample(model, stride=0)) != []
 
 
-#: each row exhaustively in the slow tier, the first levels in the fast tier
+#: the first levels in the fast tier, exhaustively in the slow tier (but 3.4.1 at ALTER_BOUNDS,
+#: about five minutes of the readable model's CPU: the row is searched exhaustively at the
+#: control-plane bounds by test_big_searches_agree)
 ALTER_SEARCHES = [
     ("2.8.0", {"brokers": 2, "records": 2, "epochs": 1, "crashes": 1},
      {"invariants": DEFAULT, "stop_at_first": False, "max_depth": 14}),
@@ -617,7 +619,8 @@ ALTER_SEARCHES = [
      {"invariants": DEFAULT, "stop_at_first": False, "max_depth": 14}),
 ]
 ALTER_SEARCHES += [pytest.param(row, bounds, {k: v for k, v in options.items() if k != "max_depth"},
-                                marks=pytest.mark.slow) for row, bounds, options in ALTER_SEARCHES]
+                                marks=pytest.mark.slow) for row, bounds, options in ALTER_SEARCHES
+                   if row != "3.4.1"]
 
 
 @needs_cc
