@@ -21,7 +21,8 @@
                                 guard that the follower's fetch is being answered (_fetch_being_answered); 2
                                 TruncateOnDivergingEpoch without KAFKA-13207's skip of a partition that left the
                                 fetcher; 3 a diverging answer's HW taken despite KAFKA-14704's fix; 4 the ZooKeeper
-                                controller's AlterIsr without KAFKA-14140's liveness check */
+                                controller's AlterIsr without KAFKA-14140's liveness check; 5 an AlterIsr answered
+                                STALE_BROKER_EPOCH not sent again */
 
 #include <stdint.h>
 #include <string.h>
@@ -966,7 +967,7 @@ static void receive_alter_isr_response(const km_state *s, km_succ *out, int k, c
     } else if (m->error == E_INELIGIBLE_REPLICA) { /* KAFKA-14140: back to the last committed ISR */
         t->b[i].isr = a->committed_isr;
         a->alter_pending = 0; a->committed_isr = 0;
-    } else if (m->error == E_STALE_BROKER_EPOCH) { /* the item stays queued: sent again with its broker epoch */
+    } else if (m->error == E_STALE_BROKER_EPOCH && KM_MUTANT != 5) { /* the item stays queued: sent again */
         send_alter_isr(out, t, i, m->isr);
     }
 }
