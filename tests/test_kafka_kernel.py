@@ -109,7 +109,9 @@ FAST = [
     ("2.8.1", {"brokers": 3, "records": 1, "epochs": 1, "crashes": 1}, 500),
     ("3.4.1", {"brokers": 2, "records": 1, "epochs": 2, "crashes": 1, "shutdowns": 1, "bounces": 1,
                "alter_losses": 1}, 500),
-    ("3.9.1", {"brokers": 3, "records": 1, "epochs": 1, "crashes": 1, "acks": -1, "min_isr": 2},
+    # KAFKA-15583: the HW held while the ISR is below min.insync.replicas (dropping the check: 4
+    # disagreements here, none on three brokers' first 3,000 states)
+    ("3.9.1", {"brokers": 2, "records": 1, "epochs": 2, "crashes": 1, "acks": -1, "min_isr": 2},
      500),
 ]
 
