@@ -16,11 +16,19 @@ epoch cache at most ``epochs + 1`` entries):
   readable model's sorted network and a state's bytes compare as its tuple does (``km_serialize``,
   the canonical form's tie-break);
 - the bound counters (produced, crashes, bumps, shutdowns, bounces, losses), the committed ghost and
-  the producer's acknowledged records (each a count and (offset, epoch, ident) triples).
+  the producer's acknowledged records (each a count and (offset, epoch, ident) triples);
+- truncate-on-fetch: each broker's ``pending_diverging`` (``km_pending``: the source, -1 for none,
+  then the request's leader epoch, the diverging epoch and its end offset; zeros for none);
+- alter-isr (the ZooKeeper rows' AlterIsr): each broker's ``partition_epoch`` (its zkVersion),
+  ``alter_pending`` and ``committed_isr`` (a mask) (``km_alter``), the controller's
+  ``partition_epoch``, and the counters ``alters`` and ``alter_losses``. With alter-isr a
+  LeaderAndIsr carries its zkVersion after ``meant``, and the network holds AlterIsr requests (src,
+  dst -1, epoch, zkVersion, ISR, each broker's epoch) and answers (src -1, dst, epoch, zkVersion,
+  error, ISR, new epoch, new zkVersion).
 
 Signed values are stored as their low byte (-1 as 255). The fields the compiled rows never set
-(KRaft's, alter-isr's, truncate-on-fetch's pending diverging epoch, the consumers') are not stored:
-``pack`` refuses a state where one is set.
+(KRaft's, the consumers', KAFKA-13091's ``hw_stale``) are not stored: ``pack`` refuses a state where
+one is set.
 """
 
 from __future__ import annotations
@@ -31,6 +39,8 @@ from typing import Any
 from spec.kafka.log import Record
 from spec.kafka.releases import resolve
 from spec.kafka.state import (
+    ALTER_PARTITION,
+    ALTER_PARTITION_RESPONSE,
     CONTROLLED_SHUTDOWN,
     FETCH,
     FETCH_RESPONSE,
@@ -38,6 +48,8 @@ from spec.kafka.state import (
     OFFSETS_FOR_LEADER_EPOCH,
     OFFSETS_FOR_LEADER_EPOCH_RESPONSE,
     STOP_REPLICA,
+    AlterPartition,
+    AlterPartitionResponse,
     Broker,
     ControlledShutdown,
     Controller,
@@ -58,7 +70,8 @@ SOURCE = os.path.join(os.path.dirname(os.path.abspath(__file__)), "kernel.c")
 KINDS = ("_elect", "_preferred", "_unclean", "_crash", "_restart", "_bump", "_broker_failure",
          "_broker_change", "_deliver", "_lose", "_produce", "_advance", "_trunc_hw", "_send_fetch",
          "_serve_fetch", "_receive_fetch", "_send_offsets", "_serve_offsets", "_receive_offsets",
-         "_shrink", "_expand", "_shutdown", "_bounce", "_deliver_stop", "_process_shutdown")
+         "_shrink", "_expand", "_shutdown", "_bounce", "_deliver_stop", "_process_shutdown",
+         "_truncate_diverging", "_process_alter", "_receive_alter", "_lose_alter")
 
 #: the feature flags the C file reads, each a ``KM_F_*`` define (``Features`` fields and derived
 #: switches)
@@ -67,10 +80,17 @@ FLAGS = ("kafka_5642", "kafka_5163", "epoch_in_response", "kafka_7415", "kafka_7
          "truncation_lowers_hw", "reject_stale_broker_epoch", "detect_bounced_broker",
          "reject_stale_shutdown", "kafka_10706_fix", "kafka_13141", "kafka_18991", "unclean",
          "epoch_cache", "hw_truncation", "uses_offsets_request", "removes_fenced_partition",
-         "checks_offsets_answer_epoch", "effective_min_isr")
+         "checks_offsets_answer_epoch", "effective_min_isr", "truncate_on_fetch", "kafka_13207",
+         "kafka_14704", "zookeeper_alter_isr", "kafka_14140", "kafka_15583")
 #: flags whose rules the C file does not compile: a row with one on runs the readable model
-UNCOMPILED_FLAGS = ("truncate_on_fetch", "alter_isr", "kraft", "lossy_crash", "fetch_from_follower",
-                    "kafka_15583", "consumer_truncation_detection")
+UNCOMPILED_FLAGS = ("kraft", "lossy_crash")
+#: flags that only the consumers read (``clients.ConsumerActions``: ``_consumer_actions``,
+#: ``_metadata_state``, ``_serve_consumer_fetch``, ``_fetch_from_follower_actions``, all reached
+#: only from ``KafkaModel.successors``' ``if self.consumers``): with ``consumers=0`` they change no
+#: rule, so the kernel, which compiles no consumer, accepts them there (tests/test_kafka_kernel.py:
+#: the state spaces with each on and off are equal at consumers=0); with consumers the bound
+#: ``consumers`` already falls back
+CONSUMER_FLAGS = ("consumer_truncation_detection", "fetch_from_follower")
 #: the compiled invariants, in the order of the violation mask's bits
 INVARIANTS = ("log-matching", "log-matching-all-pairs", "log-matching-raft", "committed-durable",
               "no-uncommitted-below-hw", "replica-sanity", "no-stale-control-request",
@@ -78,7 +98,8 @@ INVARIANTS = ("log-matching", "log-matching-all-pairs", "log-matching-raft", "co
               "consumed-stays", "elr-safety")
 #: the rows the equivalence tests (tests/test_kafka_kernel.py) prove: ``--kernel auto`` picks the
 #: kernel only there
-PROVEN_ROWS = ("0.10.2", "0.11.0", "2.0.0", "2.0.1", "2.1.0", "2.1.1", "2.2.0")
+PROVEN_ROWS = ("0.10.2", "0.11.0", "2.0.0", "2.0.1", "2.1.0", "2.1.1", "2.2.0", "2.8.0", "2.8.1",
+               "3.4.1", "3.9.1")
 MAX_BROKERS = 5  # an ISR is one byte
 
 
@@ -112,23 +133,35 @@ class Packing:
     """The byte layout of ``km_state`` for one configuration (brokers, records, epochs, network
     slots)."""
 
-    def __init__(self, brokers: int, records: int, epochs: int, net: int) -> None:
+    def __init__(self, brokers: int, records: int, epochs: int, net: int,
+                 alter_isr: bool = False) -> None:
         self.n, self.r, self.e, self.net = brokers, records, epochs, net
+        self.alter_isr = alter_isr
         self.log_cap = max(records, 1)
         self.cache_cap = epochs + 1
-        self.msg_bytes = max(10 + 2 * records, 7 + brokers)
+        self.msg_bytes = max(10 + 2 * records, 7 + brokers,
+                             *((7 + 2 * brokers, 9 + brokers) if alter_isr else ()))
         self.broker_bytes = 15 + 2 * self.log_cap + 2 * self.cache_cap + brokers
         self.state_bytes = (brokers * self.broker_bytes + 3 + brokers + 1 + net * self.msg_bytes + 6
-                            + 2 * (1 + 3 * self.log_cap))
+                            + 2 * (1 + 3 * self.log_cap) + 4 * brokers + 3 * brokers + 3)
 
     # -- messages ----------------------------------------------------------------------------------
     def _message(self, m: Any) -> bytes:
         kind = m.kind
         if kind == LEADER_AND_ISR:
-            if m.partition_epoch != 0 or m.replicas:
+            if (m.partition_epoch != 0 and not self.alter_isr) or m.replicas:
                 raise ValueError(f"the kernel stores no partition epoch or replicas: {m}")
             out = [kind, m.dst, m.epoch, m.leader, *m.isr]
             body = [_enc(v) for v in out] + [0] + [_enc(v) for v in (m.broker_epoch, m.meant)]
+            if self.alter_isr:
+                body.append(_enc(m.partition_epoch))
+        elif kind == ALTER_PARTITION and self.alter_isr:
+            body = ([_enc(v) for v in (kind, m.src, m.dst, m.epoch, m.partition_epoch, *m.isr)]
+                    + [0] + [_enc(v) for v in m.broker_epochs] + [0])
+        elif kind == ALTER_PARTITION_RESPONSE and self.alter_isr:
+            body = ([_enc(v) for v in (kind, m.src, m.dst, m.epoch, m.partition_epoch, m.error,
+                                       *m.isr)]
+                    + [0] + [_enc(v) for v in (m.new_epoch, m.new_partition_epoch)])
         elif kind == FETCH:
             if m.broker_epoch != -1:
                 raise ValueError(f"the kernel stores no broker epoch in a Fetch: {m}")
@@ -160,7 +193,19 @@ class Packing:
         if kind == LEADER_AND_ISR:
             end = b.index(0, 4)
             return LeaderAndIsr.new(dst=v[1], epoch=v[2], leader=v[3], isr=tuple(v[4:end]),
-                                    broker_epoch=v[end + 1], meant=v[end + 2])
+                                    broker_epoch=v[end + 1], meant=v[end + 2],
+                                    partition_epoch=v[end + 3] if self.alter_isr else 0)
+        if kind == ALTER_PARTITION:
+            end = b.index(0, 5)
+            return AlterPartition.new(src=v[1], dst=v[2], epoch=v[3], partition_epoch=v[4],
+                                      isr=tuple(v[5:end]),
+                                      broker_epochs=tuple(v[end + 1:end + 1 + self.n]))
+        if kind == ALTER_PARTITION_RESPONSE:
+            end = b.index(0, 6)
+            return AlterPartitionResponse.new(src=v[1], dst=v[2], epoch=v[3], partition_epoch=v[4],
+                                              error=v[5], isr=tuple(v[6:end]),
+                                              new_epoch=v[end + 1],
+                                              new_partition_epoch=v[end + 2])
         if kind == FETCH:
             return FetchRequest.new(src=v[1], dst=v[2], epoch=v[3], offset=v[4], last_epoch=v[5])
         if kind == FETCH_RESPONSE:
@@ -183,11 +228,10 @@ class Packing:
 
     # -- states ------------------------------------------------------------------------------------
     def _broker(self, b: Broker) -> list[int]:
-        if (b.pending_diverging or b.partition_epoch or b.alter_pending or b.committed_isr
-            or b.remote_epochs
-                or b.replicas or b.hw_stale):
-            raise ValueError("the kernel stores none of pending_diverging, partition_epoch, "
-                             "alter_pending, committed_isr, remote_epochs, replicas, hw_stale: "
+        if ((not self.alter_isr and (b.partition_epoch or b.alter_pending or b.committed_isr))
+                or b.remote_epochs or b.replicas or b.hw_stale):
+            raise ValueError("the kernel stores none of remote_epochs, replicas, hw_stale, nor "
+                             "without alter-isr partition_epoch, alter_pending, committed_isr: "
                              f"{b}")
         if len(b.log) > self.log_cap or len(b.cache) > self.cache_cap:
             raise ValueError(f"a log or epoch cache past the kernel's bounds: {b}")
@@ -210,10 +254,11 @@ class Packing:
 
     def pack(self, s: KafkaState) -> bytes:
         c = s.controller
-        if c.partition_epoch or c.elr or c.replicas or c.adding or c.removing:
+        if ((c.partition_epoch and not self.alter_isr) or c.elr or c.replicas or c.adding
+                or c.removing):
             raise ValueError(f"the kernel stores no KRaft controller field: {c}")
-        if (s.consumers or s.unclean_shutdowns or s.alters or s.alter_losses or s.clean_shutdowns
-                or s.fences or s.reassignments):
+        if (s.consumers or s.unclean_shutdowns or s.clean_shutdowns or s.fences or s.reassignments
+                or (not self.alter_isr and (s.alters or s.alter_losses))):
             raise ValueError("the kernel stores no client or KRaft counter")
         out: list[int] = []
         for b in s.brokers:
@@ -233,6 +278,11 @@ class Packing:
             for triple in ghost:
                 tail += [_s8(x) for x in triple]
             tail += [0, 0, 0] * (self.log_cap - len(ghost))
+        for b in s.brokers:  # km_pending: (source, request epoch, epoch, end), source -1: none
+            tail += [_s8(x) for x in b.pending_diverging or (-1, 0, 0, 0)]
+        for b in s.brokers:  # km_alter
+            tail += [_s8(b.partition_epoch), int(b.alter_pending), _mask(b.committed_isr)]
+        tail += [_s8(c.partition_epoch), s.alters, s.alter_losses]
         return packed + bytes(tail)
 
     def unpack(self, data: bytes) -> KafkaState:
@@ -276,19 +326,33 @@ class Packing:
             ghosts.append(tuple(tuple(_signed(x) for x in data[at + 1 + 3 * k:at + 4 + 3 * k])
                                 for k in range(count)))
             at += 1 + 3 * self.log_cap
+        pending = [tuple(_signed(x) for x in data[at + 4 * i:at + 4 * i + 4]) for i in range(n)]
+        at += 4 * n
+        alter = [data[at + 3 * i:at + 3 * i + 3] for i in range(n)]
+        at += 3 * n
+        brokers = [b._replace(pending_diverging=p if p[0] >= 0 else (),
+                              partition_epoch=_signed(a[0]), alter_pending=bool(a[1]),
+                              committed_isr=_ids(a[2], n))
+                   for b, p, a in zip(brokers, pending, alter, strict=True)]
+        controller = controller._replace(partition_epoch=_signed(data[at]))
+        alters, alter_losses = data[at + 1], data[at + 2]
         return KafkaState(brokers=tuple(brokers), controller=controller, network=network,
                           produced=produced, crashes=crashes, bumps=bumps, shutdowns=shutdowns,
-                          bounces=bounces, losses=losses, committed=ghosts[0], acked=ghosts[1])
+                          bounces=bounces, losses=losses, committed=ghosts[0], acked=ghosts[1],
+                          alters=alters, alter_losses=alter_losses)
 
 
-def network_slots(brokers: int, epochs: int, crashes: int, bounces: int, shutdowns: int) -> int:
+def network_slots(brokers: int, epochs: int, crashes: int, bounces: int, shutdowns: int,
+                  alter_isr: bool = False) -> int:
     """The messages in flight at most (the network's slots): a request or its answer per (follower,
     leader) pair (a follower sends only when none of the pair is in flight, ``actions_data.busy``);
     per broker a LeaderAndIsr for each election (at most ``epochs``: bumps and controlled shutdowns
     among them), each restart's and each processed bounce's, plus the initial epoch's; a
-    ControlledShutdown and a StopReplica a shutdown. A state past them stops the search
+    ControlledShutdown and a StopReplica a shutdown; with alter-isr an AlterIsr or its answer a
+    leader (one at a time: ``_alter_in_flight``). A state past them stops the search
     (``KM_ERR_NETWORK``), never a silently different one."""
-    return brokers * (brokers - 1) + brokers * (epochs + crashes + bounces + 2) + 2 * shutdowns
+    return (brokers * (brokers - 1) + brokers * (epochs + crashes + bounces + 2) + 2 * shutdowns
+            + (brokers if alter_isr else 0))
 
 
 def unsupported_reason(model: Any) -> str | None:
@@ -300,6 +364,8 @@ def unsupported_reason(model: Any) -> str | None:
     for bound in ("consumers",):
         if getattr(model, bound):
             return f"the kernel does not compile the bound {bound}={getattr(model, bound)}"
+    if model.hw_events:
+        return "the kernel does not compile hw_events=1 (KAFKA-13091's stale HW)"
     if model.own_steps:
         return ("the kernel does not compile an action declared with its own function "
                 "(Declared.steps)")
@@ -335,8 +401,10 @@ def switchable_flags(protocol: str) -> tuple[str, ...]:
 
 def kernel(model: Any) -> KernelSource:
     """The Kafka model's kernel at ``model``'s bounds and flags."""
-    net = network_slots(model.brokers, model.epochs, model.crashes, model.bounces, model.shutdowns)
-    packing = Packing(model.brokers, model.records, model.epochs, net)
+    f = model.features
+    net = network_slots(model.brokers, model.epochs, model.crashes, model.bounces, model.shutdowns,
+                        f.zookeeper_alter_isr)
+    packing = Packing(model.brokers, model.records, model.epochs, net, f.zookeeper_alter_isr)
     tables = [getattr(model, name) for name in KINDS]
 
     def action(code: int) -> Action:
@@ -345,12 +413,12 @@ def kernel(model: Any) -> KernelSource:
         entry = table[params[0]]
         return entry if isinstance(entry, Action) else entry[params[1]]
 
-    f = model.features
     defines = [("KM_N", model.brokers), ("KM_R", model.records), ("KM_E", model.epochs),
                ("KM_C", model.crashes), ("KM_BUMPS", model.bumps), ("KM_LOSSES", model.losses),
                ("KM_INFLIGHT", model.inflight), ("KM_SHUTDOWNS", model.shutdowns),
                ("KM_BOUNCES", model.bounces), ("KM_NET", net), ("KM_ACKS", model.acks),
-               ("KM_MIN_ISR", model.min_isr)]
+               ("KM_MIN_ISR", model.min_isr), ("KM_ALTERS", model.alters),
+               ("KM_ALTER_LOSSES", model.alter_losses)]
     defines += [(f"KM_F_{flag.upper()}", int(bool(getattr(f, flag)))) for flag in FLAGS]
     return KernelSource(source=SOURCE, defines=tuple(defines), state_bytes=packing.state_bytes,
                         pack=packing.pack, unpack=packing.unpack, action=action,
