@@ -432,3 +432,71 @@ def test_searches_with_switched_flags_agree(row, flags, bounds, options):
     compiled = search(model, "on", **options)
     assert compiled.extra["path"]["path"] == "kernel"
     assert summary(compiled) == summary(search(model, "off", **options))
+
+
+# -- the KRaft rows' control plane (kernel.c's KRaft section) --------------------------------------
+def kraft_model(row: str, tof: bool = False, **bounds: int):
+    """A KRaft row; ``tof=False``: with truncate-on-fetch switched off in a ``Features`` built
+    directly (no ``--feature`` turns it off on a KRaft row), so the KRaft control plane is checked
+    on its own: the controller, AlterPartition, the broker lifecycle, KIP-966's ELR and strict min
+    ISR."""
+    from dataclasses import replace
+
+    from spec.kafka.model import KafkaModel
+
+    features = resolve(row) if tof else replace(resolve(row), truncate_on_fetch=False)
+    return KafkaModel(row, features=features, **bounds)
+
+
+#: the Last Replica Standing story's bounds (``kmc stories``): the issue's goal configuration
+LRS = {"brokers": 3, "acks": -1, "min_isr": 2, "unclean_shutdowns": 1}
+
+#: (row, bounds, how many reachable states) checked state for state, truncate-on-fetch off: each
+#: KRaft bound the kernel compiles (unclean shutdowns, AlterPartition and its lost answers, fences
+#: of running brokers, metadata lag, bumps, acks=all under min ISR) on the row whose flags it needs
+KRAFT_FAST = [
+    ("kraft-4.1", LRS, 1200),
+    ("kraft-4.1", {"brokers": 2, "records": 1, "epochs": 1, "crashes": 0, "unclean_shutdowns": 1,
+                   "alters": 1, "min_isr": 2}, 1500),
+    ("kraft-3.3", {"brokers": 2, "records": 2, "epochs": 2, "crashes": 1, "unclean_shutdowns": 1,
+                   "alters": 1}, 800),
+    ("kraft-3.5", {"brokers": 3, "records": 1, "epochs": 2, "crashes": 1, "fences": 1,
+                   "alter_losses": 1}, 800),
+    ("kraft-4.0", {"brokers": 2, "records": 1, "epochs": 2, "crashes": 1, "unclean_shutdowns": 1,
+                   "min_isr": 2, "acks": -1, "bumps": 1, "metadata_lag": 1}, 800),
+]
+
+
+@needs_cc
+@pytest.mark.parametrize(("row", "bounds", "limit"), KRAFT_FAST, ids=_id)
+def test_the_kraft_control_plane_is_the_readable_model_state_for_state(row, bounds, limit):
+    model = kraft_model(row, **bounds)
+    kernel = km.load(model.kernel())
+    assert disagreements(model, kernel, reachable(model, limit)) == []
+
+
+@pytest.mark.slow
+@needs_cc
+@pytest.mark.parametrize(("row", "bounds"),
+                         [("kraft-4.1", {"brokers": 2, "records": 1, "epochs": 1, "crashes": 0,
+                                         "unclean_shutdowns": 1, "alters": 1, "min_isr": 2}),
+                          ("kraft-3.5", {"brokers": 2, "records": 1, "epochs": 1, "crashes": 0,
+                                         "fences": 1, "alters": 1}),
+                          ("kraft-3.3", {"brokers": 2, "records": 1, "epochs": 1, "crashes": 1,
+                                         "alters": 1})],
+                         ids=_id)
+def test_every_reachable_state_of_small_kraft_configurations(row, bounds):
+    model = kraft_model(row, **bounds)
+    kernel = km.load(model.kernel())
+    assert disagreements(model, kernel, reachable(model)) == []
+
+
+@needs_cc
+def test_a_kraft_kernel_without_kip_841_903s_eligibility_check_fails_the_check():
+    """``-DKM_MUTANT=2``: ExpandIsr's AlterPartition sent for a follower the leader must not find
+    eligible (a running broker fenced for missed heartbeats, KIP-841)."""
+    model = kraft_model("kraft-3.5", brokers=2, records=1, epochs=1, crashes=0, fences=1, alters=1)
+    states = reachable(model)
+    assert disagreements(model, km.load(model.kernel()), states) == []
+    mutant = km.load(model.kernel(), extra_flags=("-DKM_MUTANT=2",))
+    assert disagreements(model, mutant, states) != []

@@ -1,4 +1,5 @@
-/* The compiled successor kernel of the Kafka model, the ZooKeeper rows without AlterIsr and truncate-on-fetch:
+/* The compiled successor kernel of the Kafka model, the ZooKeeper rows without AlterIsr and truncate-on-fetch and
+   (KM_F_KRAFT, the section "the KRaft control plane") the KRaft rows' controller, AlterPartition and broker lifecycle:
    spec/kafka/model.py (successors, _replica_actions, _deliveries), actions_control.py, actions_data.py, log.py,
    updates.py and controllers.py (ZooKeeperController) in C, with the canonical form of symmetry.py, the dead
    answers of dead.py and the invariants of invariants/kafka_log_matching.py.
@@ -16,7 +17,11 @@
      KM_NET                     the network's slots (a message past them stops the search: KM_ERR_NETWORK)
      KM_F_*                     each feature flag the rules read (spec.kafka.protocols.Features), 0 or 1
      KM_MUTANT                  1: a deliberate change (ExpandIsr without its guard that the follower's fetch is
-                                being answered, _fetch_being_answered), which the equivalence test must catch */
+                                being answered, _fetch_being_answered), which the equivalence test must catch;
+                                2: on the KRaft rows, ExpandIsr's AlterPartition without KIP-841/903's eligibility
+                                check (_eligible)
+     KM_ALTERS, KM_UNCLEAN_SHUTDOWNS, KM_ALTER_LOSSES, KM_METADATA_LAG, KM_FENCES
+                                the KRaft bounds (actions_kraft._init_kraft) */
 
 #include <stdint.h>
 #include <string.h>
@@ -27,7 +32,16 @@
 
 #define KM_LOG (KM_R > 0 ? KM_R : 1)
 #define KM_CACHE (KM_E + 1)
-#define KM_MSG ((10 + 2 * KM_R) > (7 + KM_N) ? (10 + 2 * KM_R) : (7 + KM_N))
+#ifndef KM_F_KRAFT
+#define KM_F_KRAFT 0
+#endif
+#define KM_MAX2(a, b) ((a) > (b) ? (a) : (b))
+/* a FetchResponse, a LeaderAndIsr; on KRaft an AlterPartition (6 + 2n) and its answer (10 + n) */
+#if KM_F_KRAFT
+#define KM_MSG KM_MAX2(KM_MAX2(10 + 2 * KM_R, 8 + KM_N), KM_MAX2(6 + 2 * KM_N, 10 + KM_N))
+#else
+#define KM_MSG KM_MAX2(10 + 2 * KM_R, 8 + KM_N)
+#endif
 
 typedef struct {
     uint8_t alive;
@@ -63,12 +77,27 @@ typedef struct {
     int8_t committed[KM_LOG][3]; /* (offset, epoch, ident), sorted */
     uint8_t acked_len;
     int8_t acked[KM_LOG][3]; /* the producer's acknowledged records (offset, epoch, ident), sorted */
+#if KM_F_KRAFT
+    /* the KRaft section (spec/kafka/kernel.py Packing._kraft_tail): each broker's partition epoch, pending
+       AlterPartition, committed ISR and (KIP-903) followers' broker epochs; the controller's partition epoch and
+       ELR; the KRaft bounds' counters */
+    struct {
+        int8_t partition_epoch;
+        uint8_t alter_pending;
+        uint8_t committed_isr; /* bit mask */
+        uint8_t has_remote_epochs;
+        int8_t remote_epochs[KM_N];
+    } k[KM_N];
+    int8_t c_partition_epoch;
+    uint8_t c_elr; /* bit mask */
+    int8_t unclean_shutdowns, alters, alter_losses, clean_shutdowns, fences;
+#endif
 } km_state;
 
 /* a bound on one state's successors: the controller's (an election per live ISR member for each death), each broker's
    own (produce, HW, an ISR change per follower, a request, truncations, shutdown, crash, bounce), a delivery and a
    loss per control channel, and per message in flight one step (a ControlledShutdown one per new leader) */
-#define KM_MAX_SUCC (8 * KM_N + 4 * KM_N * KM_N + KM_NET * KM_N + 8)
+#define KM_MAX_SUCC (8 * KM_N + 4 * KM_N * KM_N + KM_NET * KM_N + 8 + KM_F_KRAFT * KM_N * (KM_R + 4 * KM_N + 8))
 #define KM_INVARIANTS 13 /* spec/kafka/kernel.py INVARIANTS */
 #define KM_HAS_REDUCE 1
 
@@ -83,10 +112,11 @@ typedef struct {
 enum { NO_FETCHER, TRUNCATING, FETCHING, TRUNCATING_AGAIN };
 enum { IDLE_NONE, IDLE_FENCED, IDLE_STOPPED, IDLE_RESTARTED };
 enum { LEADER_AND_ISR = 1, FETCH, FETCH_RESPONSE, OFFSETS_FOR_LEADER_EPOCH, OFFSETS_FOR_LEADER_EPOCH_RESPONSE,
-       STOP_REPLICA, CONTROLLED_SHUTDOWN };
+       STOP_REPLICA, CONTROLLED_SHUTDOWN, ALTER_PARTITION, ALTER_PARTITION_RESPONSE };
 #define IS_DATA(kind) ((kind) >= FETCH && (kind) <= OFFSETS_FOR_LEADER_EPOCH_RESPONSE) /* DATA_KINDS */
 #define IS_CONTROL(kind) ((kind) == LEADER_AND_ISR || (kind) == STOP_REPLICA) /* CONTROL_KINDS */
-enum { E_NONE, E_NOT_LEADER, E_FENCED_LEADER_EPOCH, E_UNKNOWN_LEADER_EPOCH, E_OFFSET_OUT_OF_RANGE };
+enum { E_NONE, E_NOT_LEADER, E_FENCED_LEADER_EPOCH, E_UNKNOWN_LEADER_EPOCH, E_OFFSET_OUT_OF_RANGE,
+       E_INVALID_UPDATE_VERSION, E_INELIGIBLE_REPLICA };
 #define UNDEFINED (-1)
 #define DEAD (-1)
 #define NO_LEADER (-1)
@@ -95,7 +125,7 @@ enum { E_NONE, E_NOT_LEADER, E_FENCED_LEADER_EPOCH, E_UNKNOWN_LEADER_EPOCH, E_OF
 enum { A_ELECT, A_PREFERRED, A_UNCLEAN, A_CRASH, A_RESTART, A_BUMP, A_BROKER_FAILURE, A_BROKER_CHANGE, A_DELIVER,
        A_LOSE, A_PRODUCE, A_ADVANCE, A_TRUNC_HW, A_SEND_FETCH, A_SERVE_FETCH, A_RECEIVE_FETCH, A_SEND_OFFSETS,
        A_SERVE_OFFSETS, A_RECEIVE_OFFSETS, A_SHRINK, A_EXPAND, A_SHUTDOWN, A_BOUNCE, A_DELIVER_STOP,
-       A_PROCESS_SHUTDOWN };
+       A_PROCESS_SHUTDOWN, A_FENCE, A_UNFENCE, A_UNCLEAN_SHUTDOWN, A_PROCESS_ALTER, A_RECEIVE_ALTER, A_LOSE_ALTER };
 #define CODE(kind, a, b) ((uint32_t)(kind) << 24 | (uint32_t)(a) << 16 | (uint32_t)(b) << 8)
 
 #define MIN(a, b) ((a) < (b) ? (a) : (b))
@@ -108,6 +138,9 @@ typedef struct {
     int error, nrec, hw, diverging_epoch, diverging_offset;       /* FetchResponse */
     int8_t rec[KM_LOG][2];
     int requested, answer_epoch, end_offset; /* OffsetsForLeaderEpoch and its answer */
+    int partition_epoch;                     /* LeaderAndIsr, AlterPartition and its answer */
+    int broker_epochs[KM_N];                 /* AlterPartition (KIP-903), -1: not checked */
+    int new_epoch, new_partition_epoch;      /* AlterPartitionResponse */
 } km_msg;
 
 static void msg_decode(const uint8_t *p, km_msg *m) {
@@ -118,13 +151,30 @@ static void msg_decode(const uint8_t *p, km_msg *m) {
         int at = 4;
         m->isr = 0;
         while (p[at]) m->isr |= 1 << (p[at++] - 2);
-        m->broker_epoch = p[at + 1] - 2; m->meant = p[at + 2] - 2;
+        m->broker_epoch = p[at + 1] - 2; m->meant = p[at + 2] - 2; m->partition_epoch = p[at + 3] - 2;
         m->src = UNDEFINED;
         break;
     }
     case FETCH:
         m->src = p[1] - 2; m->dst = p[2] - 2; m->epoch = p[3] - 2; m->offset = p[4] - 2; m->last_epoch = p[5] - 2;
+        m->broker_epoch = p[6] - 2;
         break;
+    case ALTER_PARTITION: {
+        m->src = p[1] - 2; m->dst = p[2] - 2; m->epoch = p[3] - 2; m->partition_epoch = p[4] - 2;
+        int at = 5;
+        m->isr = 0;
+        while (p[at]) m->isr |= 1 << (p[at++] - 2);
+        for (int r = 0; r < KM_N; r++) m->broker_epochs[r] = p[at + 1 + r] - 2;
+        break;
+    }
+    case ALTER_PARTITION_RESPONSE: {
+        m->src = p[1] - 2; m->dst = p[2] - 2; m->epoch = p[3] - 2; m->partition_epoch = p[4] - 2; m->error = p[5] - 2;
+        int at = 6;
+        m->isr = 0;
+        while (p[at]) m->isr |= 1 << (p[at++] - 2);
+        m->new_epoch = p[at + 1] - 2; m->new_partition_epoch = p[at + 2] - 2;
+        break;
+    }
     case FETCH_RESPONSE: {
         m->src = p[1] - 2; m->dst = p[2] - 2; m->epoch = p[3] - 2; m->offset = p[4] - 2; m->error = p[5] - 2;
         int at = 6;
@@ -167,10 +217,24 @@ static void msg_encode(const km_msg *m, uint8_t *p) {
         for (int i = 0; i < KM_N; i++)
             if (IN(m->isr, i)) PUT(i);
         p[at++] = 0;
-        PUT(m->broker_epoch); PUT(m->meant);
+        PUT(m->broker_epoch); PUT(m->meant); PUT(m->partition_epoch);
         break;
     case FETCH:
-        PUT(m->src); PUT(m->dst); PUT(m->epoch); PUT(m->offset); PUT(m->last_epoch);
+        PUT(m->src); PUT(m->dst); PUT(m->epoch); PUT(m->offset); PUT(m->last_epoch); PUT(m->broker_epoch);
+        break;
+    case ALTER_PARTITION:
+        PUT(m->src); PUT(m->dst); PUT(m->epoch); PUT(m->partition_epoch);
+        for (int i = 0; i < KM_N; i++)
+            if (IN(m->isr, i)) PUT(i);
+        p[at++] = 0;
+        for (int r = 0; r < KM_N; r++) PUT(m->broker_epochs[r]);
+        break;
+    case ALTER_PARTITION_RESPONSE:
+        PUT(m->src); PUT(m->dst); PUT(m->epoch); PUT(m->partition_epoch); PUT(m->error);
+        for (int i = 0; i < KM_N; i++)
+            if (IN(m->isr, i)) PUT(i);
+        p[at++] = 0;
+        PUT(m->new_epoch); PUT(m->new_partition_epoch);
         break;
     case FETCH_RESPONSE:
         PUT(m->src); PUT(m->dst); PUT(m->epoch); PUT(m->offset); PUT(m->error);
@@ -430,6 +494,10 @@ static void crash_broker(km_state *t, int i) {
     b->alive = 0; b->leader = -1; b->epoch = -1; b->isr = 0; b->fetch = NO_FETCHER;
     b->has_remote = 0; memset(b->remote, 0, sizeof b->remote);
     b->stopping = 0; b->reconciled = -1; b->idle_cause = IDLE_NONE;
+#if KM_F_KRAFT /* _crashed and actions_broker_lifecycle._kraft_crash: the KRaft in-memory state */
+    t->k[i].partition_epoch = 0; t->k[i].alter_pending = 0; t->k[i].committed_isr = 0;
+    t->k[i].has_remote_epochs = 0; memset(t->k[i].remote_epochs, 0, sizeof t->k[i].remote_epochs);
+#endif
     /* its messages are lost: a control request to it and a data message to or from it */
     for (int k = 0; k < t->net_len;) {
         km_msg m;
@@ -449,6 +517,13 @@ static void reborn(km_broker *b) {
     b->has_remote = 0; memset(b->remote, 0, sizeof b->remote);
     b->stopping = 0; b->reconciled = -1; b->idle_cause = IDLE_RESTARTED;
 }
+
+#if KM_F_KRAFT
+/* _restarted's KRaft fields: no partition epoch, no pending AlterPartition */
+static void reborn_kraft(km_state *t, int i) {
+    t->k[i].partition_epoch = 0; t->k[i].alter_pending = 0; t->k[i].committed_isr = 0;
+}
+#endif
 
 /* _bounce_state: a crash and re-registration the controller has not processed; broker-to-broker messages lost */
 static void bounce_state(const km_state *s, km_succ *out, int i) {
@@ -493,8 +568,12 @@ static void apply_leader_and_isr(km_state *t, const km_msg *m) {
     int i = m->dst;
     km_broker *b = &t->b[i];
     if (m->epoch <= b->epoch || stale_generation(b, m)) return;
-    if (m->leader == NO_LEADER) return; /* makeFollowers: only when the leader is available */
+    /* makeFollowers: only when the leader is available (KRaft's applyLocalFollowersDelta calls makeFollower anyway) */
+    if (m->leader == NO_LEADER && !KM_F_KRAFT) return;
     int stale = b->stale || m->meant != b->incarnation;
+#if KM_F_KRAFT
+    int was_leader = b->leader == i;
+#endif
     if (m->leader == i) {
         if (KM_F_KAFKA_7415) assign(b, m->epoch, b->log_len, 1);
         if (b->leader != i) {
@@ -522,6 +601,18 @@ static void apply_leader_and_isr(km_state *t, const km_msg *m) {
         b->has_remote = 0; memset(b->remote, 0, sizeof b->remote);
         b->reconciled = -1; b->idle_cause = IDLE_NONE;
     }
+#if KM_F_KRAFT
+    if (m->leader == i && !was_leader && KM_F_KIP_903) { /* KIP-903: a new leader knows no follower's broker epoch */
+        t->k[i].has_remote_epochs = 1;
+        memset(t->k[i].remote_epochs, -1, sizeof t->k[i].remote_epochs);
+    }
+    if (m->leader != i && t->k[i].has_remote_epochs) { /* a follower keeps none */
+        t->k[i].has_remote_epochs = 0;
+        memset(t->k[i].remote_epochs, 0, sizeof t->k[i].remote_epochs);
+    }
+    /* alter_by_request: the partition epoch taken, a pending AlterPartition dropped (_committed_version) */
+    t->k[i].partition_epoch = (int8_t)m->partition_epoch; t->k[i].alter_pending = 0; t->k[i].committed_isr = 0;
+#endif
 }
 
 /* _apply_stop_replica: t already has the message removed */
@@ -618,6 +709,15 @@ static int isr_size(int isr) {
     return n;
 }
 
+/* the ISR a leader's partition state has committed (AllAcks.accepts, kafka-15583): on KRaft the last committed one
+   while an AlterPartition is pending (Broker.committed_isr), else its ISR */
+static int committed_isr(const km_state *s, int i) {
+#if KM_F_KRAFT
+    if (s->k[i].alter_pending) return s->k[i].committed_isr;
+#endif
+    return s->b[i].isr;
+}
+
 /* AllAcks.required (clients.leader_min_isr): with effective-min-isr (3.7.0 Partition.effectiveMinIsr, KAFKA-15583)
    min.insync.replicas capped by the leader's replicas, every broker here (the compiled rows keep no replica list) */
 #define KM_REQUIRED_ISR (KM_F_EFFECTIVE_MIN_ISR && KM_N < KM_MIN_ISR ? KM_N : KM_MIN_ISR)
@@ -626,7 +726,7 @@ static int isr_size(int isr) {
    acks=1 is told on append (LeaderAcks.appended) */
 static void produce_action(const km_state *s, km_succ *out, int i) {
     const km_broker *leader = &s->b[i];
-    if (s->produced >= KM_R || (KM_ACKS == -1 && isr_size(leader->isr) < KM_REQUIRED_ISR)) return;
+    if (s->produced >= KM_R || (KM_ACKS == -1 && isr_size(committed_isr(s, i)) < KM_REQUIRED_ISR)) return;
     int ident = s->produced + 1, leo = leader->log_len;
     if (leo >= KM_LOG) { out->error = KM_ERR_LOG; return; }
     km_state *t = km_emit(out, s, CODE(A_PRODUCE, i, 0));
@@ -639,9 +739,12 @@ static void produce_action(const km_state *s, km_succ *out, int i) {
     if (KM_ACKS == 1) add_entry(out, &t->acked_len, t->acked, leo, leader->epoch, ident);
 }
 
-/* _advance_hw_action (kafka-15583 and the acks are not compiled) */
+/* _advance_hw_action; with kafka-15583 (KM_F_KAFKA_15583, 3.7.0 maybeIncrementLeaderHW: isUnderMinIsr) not while
+   the committed ISR is below the (effective-min-isr: capped) min ISR */
 static void advance_hw_action(const km_state *s, km_succ *out, int i) {
     const km_broker *leader = &s->b[i];
+    if (KM_F_KAFKA_15583 && isr_size(committed_isr(s, i)) < (KM_F_EFFECTIVE_MIN_ISR ? KM_REQUIRED_ISR : KM_MIN_ISR))
+        return;
     int hw = leader->log_len;
     for (int r = 0; r < KM_N; r++)
         if (IN(leader->isr, r) && r != i && leader->remote[r] < hw) hw = leader->remote[r];
@@ -687,12 +790,20 @@ static void isr_change_action(const km_state *s, km_succ *out, int i, int f) {
     int fetched = leader->remote[f];
     if (fetched < 0 || fetched < leader->hw) return;
     if (KM_F_KAFKA_7128 && fetched < epoch_start(leader, leader->epoch)) return;
-    if (!fetch_being_answered(s, i, leader, f) && !KM_MUTANT) return;
+    if (!fetch_being_answered(s, i, leader, f) && KM_MUTANT != 1) return;
     with_isr(s, out, CODE(A_EXPAND, i, f), i, isr | 1 << f);
 }
 
-/* _leader_actions (ZooKeeperController.leader_actions) */
+#if KM_F_KRAFT
+static void alter_leader_actions(const km_state *s, km_succ *out, int i);
+#endif
+
+/* _leader_actions (ZooKeeperController.leader_actions; KRaftController.leader_actions: alter_leader_actions) */
 static void leader_actions(const km_state *s, km_succ *out, int i) {
+#if KM_F_KRAFT
+    alter_leader_actions(s, out, i);
+    return;
+#endif
     produce_action(s, out, i);
     advance_hw_action(s, out, i);
     if (s->c_leader != i || s->c_epoch != s->b[i].epoch) return;
@@ -722,6 +833,8 @@ static void follower_actions(const km_state *s, km_succ *out, int i) {
     m.epoch = KM_F_LEADER_EPOCH_FENCING ? follower->epoch : UNDEFINED; /* KIP-320: currentLeaderEpoch */
     if (follower->fetch == FETCHING) {
         m.kind = FETCH; m.offset = follower->log_len; m.last_epoch = UNDEFINED;
+        /* KIP-903 on KRaft (fetch_carries_broker_epoch): the follower's broker epoch */
+        m.broker_epoch = KM_F_FETCH_CARRIES_BROKER_EPOCH ? follower->broker_epoch : UNDEFINED;
         km_state *t = km_emit(out, s, CODE(A_SEND_FETCH, i, leader));
         net_add(out, t, &m);
     } else if ((follower->fetch == TRUNCATING || follower->fetch == TRUNCATING_AGAIN) && follower->cache_len) {
@@ -800,6 +913,10 @@ static void serve_fetch(const km_state *s, km_succ *out, int k, const km_msg *m)
         return;
     }
     t->b[i].remote[f] = (int8_t)m->offset; /* _recorded */
+#if KM_F_KRAFT /* KIP-903 (fetch_carries_broker_epoch): the follower's broker epoch recorded with its fetch offset */
+    if (KM_F_FETCH_CARRIES_BROKER_EPOCH && t->k[i].has_remote_epochs && t->k[i].remote_epochs[f] != m->broker_epoch)
+        t->k[i].remote_epochs[f] = (int8_t)m->broker_epoch;
+#endif
     r.error = E_NONE; r.hw = leader->hw;
     r.nrec = leo - m->offset;
     for (int o = m->offset; o < leo; o++) {
@@ -904,11 +1021,365 @@ static void receive_offsets(km_state *t, const km_msg *m) {
     follower->fetch = done ? FETCHING : TRUNCATING_AGAIN;
 }
 
-/* channel_order: (leader epoch, broker epoch, kind, partition epoch: 0 on these rows) */
+#if KM_F_KRAFT
+/* -- the KRaft control plane (controllers.py KRaftController: actions_kraft.py, actions_broker_lifecycle.py,
+   actions_alter_partition.py), the rows kraft-3.3 to kraft-4.1 without reassignments, controlled and clean
+   shutdowns (spec/kafka/kernel.py KRAFT_UNCOMPILED_BOUNDS refuses them) ------------------------------------- */
+
+#define CONTROLLER (-1) /* actions_alter_partition.CONTROLLER: the src / dst of a message to or from the controller */
+
+/* actions_kraft._unfenced: registered, not fenced, not in controlled shutdown */
+static int unfenced(const km_state *s, int b) { return s->registered[b] != DEAD && !s->b[b].stopping; }
+
+/* actions_kraft._controller_min_isr: with effective-min-isr capped by the replicas (every broker: no reassignment) */
+#define KM_CONTROLLER_MIN_ISR (KM_F_EFFECTIVE_MIN_ISR && KM_N < KM_MIN_ISR ? KM_N : KM_MIN_ISR)
+
+/* a successor the readable model does not emit (a partition change beyond the epoch bound): taken back */
+static void retract(km_succ *out) { out->n--; }
+
+/* actions_kraft._partition_change (no reassignment): the change built on t, which holds the readable model's s and
+   becomes its successor; 0 beyond the epoch bound (the caller retracts t). unclean_replica, restarted: -1 none */
+static int partition_change(km_succ *out, km_state *t, int leader, int isr, int bump, int unclean_replica,
+                            int restarted, int unclean) {
+    int elr = t->c_elr;
+    if (KM_F_KIP_966_ELR) { /* maybePopulateTargetElr */
+        if (isr_size(isr) >= KM_CONTROLLER_MIN_ISR) {
+            elr = 0;
+        } else {
+            elr = (t->c_elr | t->c_isr) & ~isr;
+            if (unclean_replica >= 0) elr &= ~(1 << unclean_replica);
+            if (leader >= 0) elr &= ~(1 << leader);
+        }
+        if (unclean && KM_F_UNCLEAN_ELECTION_CLEARS_ELR) elr = 0;
+        /* elr-filtered-by-replicas keeps every replica while no reassignment changed them */
+    }
+    int shrink = (t->c_isr & ~isr) != 0;
+    int new_epoch = t->c_epoch;
+    if (leader != t->c_leader || bump || (shrink && !KM_F_KAFKA_15021)) new_epoch++;
+    if (new_epoch > KM_E) return 0;
+    int every = new_epoch != t->c_epoch; /* a new leader epoch is replayed by every live broker, else by the leader */
+    t->c_leader = (int8_t)leader; t->c_epoch = (int8_t)new_epoch; t->c_isr = (uint8_t)isr;
+    t->c_partition_epoch = (int8_t)(t->c_partition_epoch + 1); t->c_elr = (uint8_t)elr;
+    km_msg m;
+    memset(&m, 0, sizeof m);
+    m.kind = LEADER_AND_ISR; m.epoch = new_epoch; m.leader = leader; m.isr = isr;
+    m.partition_epoch = t->c_partition_epoch;
+    for (int r = 0; r < KM_N; r++) {
+        int to = every || r == leader || r == restarted;
+        if (!to || !t->b[r].alive) continue;
+        m.dst = r; m.broker_epoch = t->b[r].broker_epoch; m.meant = t->b[r].incarnation;
+        net_add(out, t, &m);
+    }
+    return 1;
+}
+
+/* actions_kraft._candidates: unfenced ISR members; with kip-966-elr unfenced ELR members when the ISR is empty */
+static int candidates(const km_state *s, int isr, int elr, int excluded) {
+    int found = 0;
+    for (int r = 0; r < KM_N; r++)
+        if (IN(isr, r) && r != excluded && unfenced(s, r)) found |= 1 << r;
+    if (!found && !isr && KM_F_KIP_966_ELR)
+        for (int r = 0; r < KM_N; r++)
+            if (IN(elr, r) && r != excluded && unfenced(s, r)) found |= 1 << r;
+    return found;
+}
+
+/* a successor by code whose partition change is (leader, isr); retracted beyond the epoch bound */
+static km_state *changed(const km_state *s, km_succ *out, uint32_t code, int leader, int isr, int bump) {
+    km_state *t = km_emit(out, s, code);
+    if (partition_change(out, t, leader, isr, bump, -1, -1, 0)) return t;
+    retract(out);
+    return 0;
+}
+
+/* actions_kraft._fence_actions (running: _fence_running_actions, bound fences) */
+static void fence_actions(const km_state *s, km_succ *out, int i, int running) {
+    km_state fenced = *s;
+    fenced.registered[i] = DEAD;
+    if (running) fenced.fences = (int8_t)(s->fences + 1);
+    int c_isr = s->c_isr, leader = s->c_leader;
+#define ACT(l) CODE(A_FENCE, i, (l) + 1)
+    if (!IN(c_isr, i) && leader != i) {
+        km_emit(out, &fenced, ACT(leader));
+        return;
+    }
+    int isr = c_isr & ~(1 << i);
+    if (!isr && !KM_F_KIP_966_ELR) isr = c_isr; /* PartitionChangeBuilder.build writes no empty ISR */
+    if (leader == i || leader == NO_LEADER) {
+        int elr_after = s->c_elr;
+        if (KM_F_KIP_966_ELR && isr_size(isr) < KM_CONTROLLER_MIN_ISR) elr_after = (s->c_elr | c_isr) & ~isr;
+        int found = candidates(&fenced, isr, elr_after, i);
+        if (found) {
+            for (int b = 0; b < KM_N; b++)
+                if (IN(found, b)) changed(&fenced, out, ACT(b), b, IN(isr, b) ? isr : 1 << b, 0);
+            return;
+        }
+        changed(&fenced, out, ACT(NO_LEADER), NO_LEADER, isr, 0);
+    } else {
+        changed(&fenced, out, ACT(leader), leader, isr, 0);
+    }
+#undef ACT
+}
+
+/* actions_kraft._unfence_actions */
+static void unfence_actions(const km_state *s, km_succ *out, int i) {
+    km_state up = *s;
+    up.registered[i] = s->b[i].broker_epoch;
+    int found = s->c_leader == NO_LEADER ? candidates(&up, s->c_isr, s->c_elr, -1) : 0;
+    if (!found) {
+        km_emit(out, &up, CODE(A_UNFENCE, i, s->c_leader + 1));
+        return;
+    }
+    for (int r = 0; r < KM_N; r++)
+        if (IN(found, r)) changed(&up, out, CODE(A_UNFENCE, i, r + 1), r, IN(s->c_isr, r) ? s->c_isr : 1 << r, 0);
+}
+
+/* actions_kraft._kraft_controller_actions (KRaftController.actions) */
+static void kraft_controller_actions(const km_state *s, km_succ *out) {
+    for (int b = 0; b < KM_N; b++) {
+        if (!s->b[b].alive && s->registered[b] != DEAD) fence_actions(s, out, b, 0);
+        else if (s->registered[b] != DEAD) {
+            if (s->fences < KM_FENCES) fence_actions(s, out, b, 1);
+        } else if (s->b[b].alive) unfence_actions(s, out, b);
+    }
+    int leader = s->c_leader, isr = s->c_isr;
+    if (leader == NO_LEADER) {
+        int found = candidates(s, isr, s->c_elr, -1);
+        for (int b = 0; b < KM_N; b++) /* _elect_from: an ELR member becomes the ISR */
+            if (IN(found, b)) changed(s, out, CODE(A_ELECT, b, 0), b, IN(isr, b) ? isr : 1 << b, 0);
+        if (KM_F_UNCLEAN && !found) /* unclean_noted: no consumers, the state itself */
+            for (int b = 0; b < KM_N; b++) {
+                if (!unfenced(s, b)) continue;
+                km_state *t = km_emit(out, s, CODE(A_UNCLEAN, b, 0));
+                if (!partition_change(out, t, b, 1 << b, 0, -1, -1, 1)) retract(out);
+            }
+    } else if (s->b[leader].alive && unfenced(s, leader)) {
+        for (int b = 0; b < KM_N; b++)
+            if (IN(isr, b) && b != leader && unfenced(s, b)) changed(s, out, CODE(A_PREFERRED, b, 0), b, isr, 0);
+        if (s->bumps < KM_BUMPS) {
+            km_state *t = changed(s, out, CODE(A_BUMP, leader, 0), leader, isr, 1);
+            if (t) t->bumps = (int8_t)(s->bumps + 1);
+        }
+    }
+}
+
+/* actions_broker_lifecycle._kraft_restart_state (no reassignment: the broker hosts the partition) */
+static void kraft_restart(const km_state *s, km_succ *out, int i) {
+    int clean = !s->b[i].alive && s->b[i].stopping; /* its clean shutdown file holds the registered broker epoch */
+    km_state *t = km_emit(out, s, CODE(A_RESTART, i, 0));
+    reborn(&t->b[i]);
+    reborn_kraft(t, i);
+    t->registered[i] = t->b[i].broker_epoch;
+    int unclean = !(clean && KM_F_KAFKA_18635);
+    if (KM_F_DETECTS_UNCLEAN_SHUTDOWN && unclean && (IN(t->c_isr, i) || IN(t->c_elr, i))) {
+        /* handleBrokerUncleanShutdown: out of the ISR and the ELR, the change replayed by the restarted broker too */
+        int isr = t->c_isr & ~(1 << i);
+        t->c_elr = (uint8_t)(t->c_elr & ~(1 << i));
+        if (!partition_change(out, t, t->c_leader != i ? t->c_leader : NO_LEADER, isr, 0, i, i, 0)) retract(out);
+        return;
+    }
+    km_msg m;
+    memset(&m, 0, sizeof m);
+    m.kind = LEADER_AND_ISR; m.dst = i; m.epoch = t->c_epoch; m.leader = t->c_leader; m.isr = t->c_isr;
+    m.broker_epoch = t->b[i].broker_epoch; m.meant = t->b[i].incarnation; m.partition_epoch = t->c_partition_epoch;
+    net_add(out, t, &m);
+}
+
+/* actions_broker_lifecycle._kraft_crash: _crash_state keeping keep records (Log.truncateTo, the HW clamped), the
+   KRaft in-memory state with it (crash_broker) */
+static km_state *kraft_crash(const km_state *s, km_succ *out, uint32_t code, int i, int keep) {
+    km_state *t = km_emit(out, s, code);
+    truncate_broker(&t->b[i], keep, 0, 1);
+    crash_broker(t, i);
+    return t;
+}
+
+/* actions_broker_lifecycle._kraft_broker_actions (KRaftController.broker_actions) */
+static void kraft_broker_actions(const km_state *s, km_succ *out, int i) {
+    const km_broker *b = &s->b[i];
+    if (!b->alive) {
+        if (s->registered[i] == DEAD) kraft_restart(s, out, i); /* re-registration waits for the session to expire */
+        return;
+    }
+    replica_actions(s, out, i);
+    if (s->crashes < KM_C) kraft_crash(s, out, CODE(A_CRASH, i, 0), i, b->log_len);
+    if (s->unclean_shutdowns < KM_UNCLEAN_SHUTDOWNS)
+        for (int keep = 0; keep < b->log_len; keep++) {
+            km_state *t = kraft_crash(s, out, CODE(A_UNCLEAN_SHUTDOWN, i, keep), i, keep);
+            t->crashes = s->crashes;
+            t->unclean_shutdowns = (int8_t)(s->unclean_shutdowns + 1);
+        }
+}
+
+/* actions_kraft._kraft_apply_leader_and_isr (KRaftController.apply_leader_and_isr): t is s with m removed */
+static void kraft_apply_leader_and_isr(const km_state *s, km_state *t, const km_msg *m) {
+    int i = m->dst;
+    const km_broker *b = &s->b[i];
+    if (m->epoch == b->epoch && m->partition_epoch > s->k[i].partition_epoch) {
+        /* the same leader epoch, a newer partition epoch: only the ISR (makeLeader sets a committed state) */
+        t->b[i].isr = (uint8_t)m->isr;
+        t->k[i].partition_epoch = (int8_t)m->partition_epoch; t->k[i].alter_pending = 0; t->k[i].committed_isr = 0;
+    } else {
+        apply_leader_and_isr(t, m);
+    }
+    if (KM_F_KRAFT_SHUTDOWN_STOPS_FETCHER && b->stopping && m->leader != i) {
+        km_broker *after = &t->b[i];
+        int applied = t->k[i].partition_epoch == m->partition_epoch && after->epoch == m->epoch;
+        if (applied && (m->leader == NO_LEADER || !IN(m->isr, i)) && after->fetch != NO_FETCHER) {
+            after->fetch = NO_FETCHER;
+            after->idle_cause = IDLE_STOPPED;
+        }
+    }
+}
+
+/* -- AlterPartition (actions_alter_partition.py) -- */
+
+/* _alter_in_flight: an AlterPartition of the leader or the answer to it */
+static int alter_in_flight(const km_state *s, int leader) {
+    for (int k = 0; k < s->net_len; k++) {
+        int kind = msg_kind(s, k);
+        if ((kind == ALTER_PARTITION && s->net[k][1] - 2 == leader) ||
+            (kind == ALTER_PARTITION_RESPONSE && s->net[k][2] - 2 == leader))
+            return 1;
+    }
+    return 0;
+}
+
+/* _eligible: Partition.isReplicaIsrEligible (KIP-841: not fenced, not shutting down; KIP-903: the broker epoch of its
+   last fetch is the registered one); with metadata_lag the leader's own check passes on any older view */
+static int eligible(const km_state *s, int leader, int f) {
+    int registered = s->registered[f], lagging = KM_METADATA_LAG > 0;
+    if (KM_F_KIP_841 && !lagging && (registered == DEAD || s->b[f].stopping)) return 0;
+    if (KM_F_KIP_903) {
+        int stored = s->k[leader].has_remote_epochs ? s->k[leader].remote_epochs[f] : UNDEFINED;
+        return stored != UNDEFINED && (lagging || stored == registered);
+    }
+    return 1;
+}
+
+/* _isr_change_request_action: ShrinkIsr / ExpandIsr as an AlterPartition; the leader works with the maximal ISR */
+static void isr_change_request(const km_state *s, km_succ *out, int i, int f) {
+    const km_broker *leader = &s->b[i];
+    int isr = leader->isr, proposed;
+    uint32_t code;
+    if (IN(isr, f)) {
+        if (KM_F_KAFKA_7152 && leader->remote[f] == leader->log_len) return;
+        proposed = isr & ~(1 << f);
+        code = CODE(A_SHRINK, i, f);
+    } else {
+        int fetched = leader->remote[f];
+        if (fetched < 0 || fetched < leader->hw) return;
+        if (KM_F_KAFKA_7128 && fetched < epoch_start(leader, leader->epoch)) return;
+        if (!eligible(s, i, f) && KM_MUTANT != 2) return;
+        if (!fetch_being_answered(s, i, leader, f)) return;
+        proposed = isr | 1 << f;
+        code = CODE(A_EXPAND, i, f);
+    }
+    km_state *t = km_emit(out, s, code);
+    km_msg m;
+    memset(&m, 0, sizeof m);
+    m.kind = ALTER_PARTITION; m.src = i; m.dst = CONTROLLER; m.epoch = leader->epoch;
+    m.partition_epoch = s->k[i].partition_epoch; m.isr = proposed;
+    for (int r = 0; r < KM_N; r++) /* KIP-903: each proposed member's broker epoch (addBrokerEpochToIsr) */
+        m.broker_epochs[r] = KM_F_KIP_903 && IN(proposed, r)
+                                 ? (r == i ? leader->broker_epoch : s->k[i].remote_epochs[r]) : UNDEFINED;
+    t->b[i].isr = (uint8_t)(isr | proposed); /* the maximal ISR: an expansion counts the new member */
+    t->k[i].alter_pending = 1; t->k[i].committed_isr = (uint8_t)isr;
+    t->alters = (int8_t)(s->alters + 1);
+    net_add(out, t, &m);
+}
+
+/* _alter_leader_actions (KRaftController.leader_actions) */
+static void alter_leader_actions(const km_state *s, km_succ *out, int i) {
+    produce_action(s, out, i);
+    advance_hw_action(s, out, i);
+    if (s->k[i].alter_pending || s->alters >= KM_ALTERS || alter_in_flight(s, i)) return;
+    for (int f = 0; f < KM_N; f++)
+        if (f != i) isr_change_request(s, out, i, f);
+}
+
+/* _ineligible: ineligibleReplicasForIsr (KIP-841: fenced or shutting down; KIP-903: another broker epoch) */
+static int ineligible(const km_state *s, const km_msg *m) {
+    for (int r = 0; r < KM_N; r++) {
+        if (!IN(m->isr, r)) continue;
+        if (KM_F_KIP_841 && (s->registered[r] == DEAD || s->b[r].stopping)) return 1;
+        if (KM_F_KIP_903 && m->broker_epochs[r] != UNDEFINED && m->broker_epochs[r] != s->registered[r]) return 1;
+    }
+    return 0;
+}
+
+/* _process_alter_partition (and _lose_alter_response, bound alter_losses) of the AlterPartition in slot k */
+static void process_alter_partition(const km_state *s, km_succ *out, int k, const km_msg *m) {
+    int error = E_NONE;
+    if (m->epoch < s->c_epoch || m->src != s->c_leader) error = E_FENCED_LEADER_EPOCH;
+    else if (m->partition_epoch < s->c_partition_epoch) error = E_INVALID_UPDATE_VERSION;
+    else if (ineligible(s, m)) error = E_INELIGIBLE_REPLICA;
+    km_state *t = km_emit(out, s, CODE(A_PROCESS_ALTER, m->src, 0));
+    net_remove(t, k);
+    km_msg r;
+    memset(&r, 0, sizeof r);
+    r.kind = ALTER_PARTITION_RESPONSE; r.src = CONTROLLER; r.dst = m->src; r.epoch = m->epoch;
+    r.partition_epoch = m->partition_epoch; r.error = error;
+    if (error != E_NONE) {
+        r.new_epoch = r.new_partition_epoch = UNDEFINED;
+        net_add(out, t, &r);
+        return;
+    }
+    if (!partition_change(out, t, s->c_leader, m->isr, 0, -1, -1, 0)) {
+        retract(out);
+        return;
+    }
+    const km_state after = *t;
+    r.isr = after.c_isr; r.new_epoch = after.c_epoch; r.new_partition_epoch = after.c_partition_epoch;
+    net_add(out, t, &r);
+    if (s->alter_losses < KM_ALTER_LOSSES) { /* the change written, its answer lost: the request in flight again */
+        km_state *u = km_emit(out, &after, CODE(A_LOSE_ALTER, m->src, 0));
+        net_add(out, u, m);
+        u->alter_losses = (int8_t)(s->alter_losses + 1);
+    }
+}
+
+/* _receive_alter_response's effect on t (the answer removed): answers_pending, then NONE commits the ISR unless the
+   leader epoch moved, INELIGIBLE_REPLICA reverts to the committed ISR, the other errors wait */
+static void receive_alter_response(km_state *t, const km_msg *m) {
+    int i = m->dst;
+    km_broker *b = &t->b[i];
+    if (!(t->k[i].alter_pending && b->epoch == m->epoch && t->k[i].partition_epoch == m->partition_epoch)) return;
+    if (m->error == E_NONE && m->new_epoch == b->epoch) {
+        b->isr = (uint8_t)m->isr;
+        t->k[i].alter_pending = 0; t->k[i].committed_isr = 0;
+        t->k[i].partition_epoch = (int8_t)m->new_partition_epoch;
+    } else if (m->error == E_INELIGIBLE_REPLICA) {
+        b->isr = t->k[i].committed_isr;
+        t->k[i].alter_pending = 0; t->k[i].committed_isr = 0;
+    }
+}
+
+/* _alter_partition_deliveries (KRaftController.deliveries) */
+static void alter_partition_deliveries(const km_state *s, km_succ *out) {
+    for (int k = 0; k < s->net_len; k++) {
+        int kind = msg_kind(s, k);
+        if (kind != ALTER_PARTITION && kind != ALTER_PARTITION_RESPONSE) continue;
+        km_msg m;
+        msg_decode(s->net[k], &m);
+        if (kind == ALTER_PARTITION) {
+            process_alter_partition(s, out, k, &m);
+        } else {
+            km_state *t = km_emit(out, s, CODE(A_RECEIVE_ALTER, m.dst, 0));
+            net_remove(t, k);
+            receive_alter_response(t, &m);
+        }
+    }
+}
+#endif
+
+/* channel_order: (leader epoch, broker epoch, kind, partition epoch of a LeaderAndIsr: 0 on the ZooKeeper rows) */
 static int channel_before(const km_msg *a, const km_msg *b) {
     if (a->epoch != b->epoch) return a->epoch < b->epoch;
     if (a->broker_epoch != b->broker_epoch) return a->broker_epoch < b->broker_epoch;
-    return a->kind < b->kind;
+    if (a->kind != b->kind) return a->kind < b->kind;
+    int pa = a->kind == LEADER_AND_ISR ? a->partition_epoch : 0, pb = b->kind == LEADER_AND_ISR ? b->partition_epoch : 0;
+    return pa < pb;
 }
 
 /* KafkaModel._deliveries */
@@ -932,7 +1403,11 @@ static void deliveries(const km_state *s, km_succ *out) {
         if (first[d].kind == LEADER_AND_ISR) {
             t = km_emit(out, s, CODE(A_DELIVER, d, first[d].epoch));
             net_remove(t, oldest[d]);
+#if KM_F_KRAFT
+            kraft_apply_leader_and_isr(s, t, &first[d]);
+#else
             apply_leader_and_isr(t, &first[d]);
+#endif
         } else {
             t = km_emit(out, s, CODE(A_DELIVER_STOP, d, 0));
             net_remove(t, oldest[d]);
@@ -947,7 +1422,7 @@ static void deliveries(const km_state *s, km_succ *out) {
     int last_src = -1;
     for (int k = 0; k < s->net_len; k++) {
         int kind = msg_kind(s, k);
-        if (IS_CONTROL(kind)) continue;
+        if (IS_CONTROL(kind) || kind == ALTER_PARTITION || kind == ALTER_PARTITION_RESPONSE) continue;
         km_msg m;
         msg_decode(s->net[k], &m);
         if (kind == CONTROLLED_SHUTDOWN) {
@@ -969,12 +1444,20 @@ static void deliveries(const km_state *s, km_succ *out) {
             receive_offsets(t, &m);
         }
     }
+#if KM_F_KRAFT
+    alter_partition_deliveries(s, out);
+#endif
 }
 
 /* KafkaModel.successors: the controller, each broker, the deliveries */
 static void km_successors(const km_state *s, km_succ *out) {
+#if KM_F_KRAFT /* KRaftController: actions_kraft, actions_broker_lifecycle */
+    kraft_controller_actions(s, out);
+    for (int i = 0; i < KM_N; i++) kraft_broker_actions(s, out, i);
+#else
     controller_actions(s, out);
     for (int i = 0; i < KM_N; i++) broker_actions(s, out, i);
+#endif
     deliveries(s, out);
 }
 
@@ -986,6 +1469,12 @@ static int delivery_noop(const km_state *s, int k, const km_msg *m) {
     km_succ scratch;
     scratch.error = 0;
     if (m->kind == FETCH_RESPONSE) receive_fetch(&scratch, &t, m);
+#if KM_F_KRAFT
+    else if (m->kind == ALTER_PARTITION_RESPONSE) { /* the leader's partition state unchanged */
+        receive_alter_response(&t, m);
+        return memcmp(t.b, s->b, sizeof s->b) == 0 && memcmp(t.k, s->k, sizeof s->k) == 0;
+    }
+#endif
     else receive_offsets(&t, m);
     (void)k;
     return memcmp(t.b, s->b, sizeof s->b) == 0 && t.crashes == s->crashes && !scratch.error;
@@ -1007,6 +1496,8 @@ static int may_expand(const km_state *s, const km_msg *m) {
 
 /* DeadMessages.dead */
 static int dead(const km_state *s, int k, const km_msg *m) {
+    /* 5: the KRaft rows' AlterPartition answers that are no-ops now */
+    if (m->kind == ALTER_PARTITION_RESPONSE) return KM_F_KRAFT && delivery_noop(s, k, m);
     int error = m->error;
     if (error == E_NOT_LEADER || error == E_UNKNOWN_LEADER_EPOCH) return 1;
     const km_broker *follower = &s->b[m->dst];
@@ -1031,7 +1522,8 @@ static void km_reduce(km_state *s) {
     int kept = 0;
     for (int k = 0; k < before.net_len; k++) {
         int kind = msg_kind(&before, k);
-        if (kind == FETCH_RESPONSE || kind == OFFSETS_FOR_LEADER_EPOCH_RESPONSE) {
+        if (kind == FETCH_RESPONSE || kind == OFFSETS_FOR_LEADER_EPOCH_RESPONSE ||
+            (KM_F_KRAFT && kind == ALTER_PARTITION_RESPONSE)) {
             km_msg m;
             msg_decode(before.net[k], &m);
             if (dead(&before, k, &m)) continue;
@@ -1059,12 +1551,15 @@ static int signature(const km_state *s, int i, uint8_t *p) {
     p[at++] = 0;
     PUT(b->epoch); PUT(b->fetch); PUT(b->broker_epoch); PUT(b->stopping); PUT(b->incarnation); PUT(b->stale);
     PUT(b->reconciled); PUT(b->idle_cause);
+#if KM_F_KRAFT /* partition_epoch, alter_pending, hw_stale (never set here) */
+    PUT(s->k[i].partition_epoch); PUT(s->k[i].alter_pending); PUT(0);
+#endif
     PUT(b->leader == i); PUT(s->c_leader == i); PUT(s->registered[i]); PUT(IN(s->c_isr, i));
 #undef PUT
     return at;
 }
 
-#define SIG_BYTES (2 * KM_LOG + 2 * KM_CACHE + 20)
+#define SIG_BYTES (2 * KM_LOG + 2 * KM_CACHE + 23)
 
 /* the state's tuple, order-preserving (KafkaState compared as Python compares it): the tie-break of the canonical
    form, the least image */
@@ -1089,12 +1584,27 @@ static int serialize(const km_state *s, uint8_t *p) {
         p[at++] = 0;
         PUT(b->broker_epoch); PUT(b->stopping); PUT(b->incarnation); PUT(b->stale); PUT(b->reconciled);
         PUT(b->idle_cause);
+#if KM_F_KRAFT /* partition_epoch, alter_pending, committed_isr, remote_epochs (replicas, hw_stale: constant here) */
+        PUT(s->k[i].partition_epoch); PUT(s->k[i].alter_pending);
+        for (int r = 0; r < KM_N; r++)
+            if (IN(s->k[i].committed_isr, r)) PUT(r);
+        p[at++] = 0;
+        if (s->k[i].has_remote_epochs)
+            for (int r = 0; r < KM_N; r++) PUT(s->k[i].remote_epochs[r]);
+        p[at++] = 0;
+#endif
     }
     PUT(s->c_leader); PUT(s->c_epoch);
     for (int r = 0; r < KM_N; r++)
         if (IN(s->c_isr, r)) PUT(r);
     p[at++] = 0;
     for (int r = 0; r < KM_N; r++) PUT(s->registered[r]);
+#if KM_F_KRAFT /* the controller's partition_epoch and elr */
+    PUT(s->c_partition_epoch);
+    for (int r = 0; r < KM_N; r++)
+        if (IN(s->c_elr, r)) PUT(r);
+    p[at++] = 0;
+#endif
     for (int k = 0; k < s->net_len; k++) {
         memcpy(p + at, s->net[k], KM_MSG); /* a message's encoding ends before the next begins: its own zeros */
         at += KM_MSG;
@@ -1105,11 +1615,14 @@ static int serialize(const km_state *s, uint8_t *p) {
     p[at++] = 0;
     for (int k = 0; k < s->acked_len; k++) { PUT(s->acked[k][0]); PUT(s->acked[k][1]); PUT(s->acked[k][2]); }
     p[at++] = 0;
+#if KM_F_KRAFT /* the KRaft counters after the (empty) consumers */
+    PUT(s->unclean_shutdowns); PUT(s->alters); PUT(s->alter_losses); PUT(s->clean_shutdowns); PUT(s->fences);
+#endif
 #undef PUT
     return at;
 }
 
-#define SER_BYTES (KM_N * (2 * KM_LOG + 2 * KM_CACHE + 3 * KM_N + 20) + 2 * KM_N + 8 + KM_NET * KM_MSG + 6 * KM_LOG + 12)
+#define SER_BYTES (KM_N * (2 * KM_LOG + 2 * KM_CACHE + 5 * KM_N + 24) + 3 * KM_N + 8 + KM_NET * KM_MSG + 6 * KM_LOG + 24)
 
 static int rename_id(const int *p, int id) { return id < 0 ? id : p[id]; }
 
@@ -1131,9 +1644,18 @@ static void permute(const km_state *s, const int *p, km_state *t) {
         if (b->has_remote)
             for (int k = 0; k < KM_N; k++) b->remote[p[k]] = s->b[i].remote[k];
         t->registered[p[i]] = s->registered[i];
+#if KM_F_KRAFT
+        t->k[p[i]] = s->k[i];
+        t->k[p[i]].committed_isr = (uint8_t)rename_mask(p, s->k[i].committed_isr);
+        if (s->k[i].has_remote_epochs)
+            for (int k = 0; k < KM_N; k++) t->k[p[i]].remote_epochs[p[k]] = s->k[i].remote_epochs[k];
+#endif
     }
     t->c_leader = (int8_t)rename_id(p, s->c_leader);
     t->c_isr = (uint8_t)rename_mask(p, s->c_isr);
+#if KM_F_KRAFT
+    t->c_elr = (uint8_t)rename_mask(p, s->c_elr);
+#endif
     t->net_len = 0;
     memset(t->net, 0, sizeof t->net);
     km_succ scratch;
@@ -1145,6 +1667,13 @@ static void permute(const km_state *s, const int *p, km_state *t) {
         m.dst = rename_id(p, m.dst);
         if (m.kind == LEADER_AND_ISR) {
             m.leader = rename_id(p, m.leader);
+            m.isr = rename_mask(p, m.isr);
+        } else if (m.kind == ALTER_PARTITION) {
+            m.isr = rename_mask(p, m.isr);
+            int epochs[KM_N];
+            for (int r = 0; r < KM_N; r++) epochs[p[r]] = m.broker_epochs[r];
+            memcpy(m.broker_epochs, epochs, sizeof epochs);
+        } else if (m.kind == ALTER_PARTITION_RESPONSE) {
             m.isr = rename_mask(p, m.isr);
         }
         net_add(&scratch, t, &m);
@@ -1362,13 +1891,31 @@ static int stalled(const km_state *s, int cause) {
     return 0;
 }
 
-/* the invariants of invariants/kafka*.py in spec/kafka/kernel.py INVARIANTS' order; no-silent-skip, consumed-stays
-   and elr-safety read the consumers and the ELR, which a compiled state has none of (no consumers, a ZooKeeper
-   controller): they hold on it */
+/* invariants/kafka_kraft.elr_safety: while no ISR member is alive, every electable ELR member (alive, unfenced)
+   holds every committed record */
+static int elr_safety(const km_state *s) {
+#if KM_F_KRAFT
+    if (!s->c_elr) return 1;
+    for (int r = 0; r < KM_N; r++)
+        if (IN(s->c_isr, r) && s->b[r].alive) return 1;
+    for (int b = 0; b < KM_N; b++) {
+        if (!IN(s->c_elr, b) || !s->b[b].alive || s->registered[b] == DEAD) continue;
+        for (int k = 0; k < s->committed_len; k++)
+            if (!holds_entry(&s->b[b], s->committed[k])) return 0;
+    }
+#endif
+    (void)s;
+    return 1;
+}
+
+/* the invariants of invariants/kafka*.py in spec/kafka/kernel.py INVARIANTS' order; no-silent-skip and
+   consumed-stays read the consumers, which a compiled state has none of: they hold on it; elr-safety reads the ELR,
+   which only the KRaft rows keep */
 static uint32_t km_violations(const km_state *s) {
     return (uint32_t)!log_matching(s) | (uint32_t)!log_matching_all_pairs(s) << 1 |
            (uint32_t)!log_matching_raft(s) << 2 | (uint32_t)!committed_durable(s) << 3 |
            (uint32_t)!no_uncommitted_below_hw(s) << 4 | (uint32_t)!replica_sanity(s) << 5 |
            (uint32_t)!no_stale_control_request(s) << 6 | (uint32_t)stalled(s, IDLE_FENCED) << 7 |
-           (uint32_t)stalled(s, IDLE_RESTARTED) << 8 | (uint32_t)!acknowledged_durable(s) << 9;
+           (uint32_t)stalled(s, IDLE_RESTARTED) << 8 | (uint32_t)!acknowledged_durable(s) << 9 |
+           (uint32_t)!elr_safety(s) << 12;
 }

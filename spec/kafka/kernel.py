@@ -31,6 +31,8 @@ from typing import Any
 from spec.kafka.log import Record
 from spec.kafka.releases import resolve
 from spec.kafka.state import (
+    ALTER_PARTITION,
+    ALTER_PARTITION_RESPONSE,
     CONTROLLED_SHUTDOWN,
     FETCH,
     FETCH_RESPONSE,
@@ -38,6 +40,8 @@ from spec.kafka.state import (
     OFFSETS_FOR_LEADER_EPOCH,
     OFFSETS_FOR_LEADER_EPOCH_RESPONSE,
     STOP_REPLICA,
+    AlterPartition,
+    AlterPartitionResponse,
     Broker,
     ControlledShutdown,
     Controller,
@@ -58,7 +62,10 @@ SOURCE = os.path.join(os.path.dirname(os.path.abspath(__file__)), "kernel.c")
 KINDS = ("_elect", "_preferred", "_unclean", "_crash", "_restart", "_bump", "_broker_failure",
          "_broker_change", "_deliver", "_lose", "_produce", "_advance", "_trunc_hw", "_send_fetch",
          "_serve_fetch", "_receive_fetch", "_send_offsets", "_serve_offsets", "_receive_offsets",
-         "_shrink", "_expand", "_shutdown", "_bounce", "_deliver_stop", "_process_shutdown")
+         "_shrink", "_expand", "_shutdown", "_bounce", "_deliver_stop", "_process_shutdown",
+         # the KRaft rows (kernel.c's KRaft section)
+         "_fence", "_unfence", "_unclean_shutdown", "_process_alter", "_receive_alter",
+         "_lose_alter")
 
 #: the feature flags the C file reads, each a ``KM_F_*`` define (``Features`` fields and derived
 #: switches)
@@ -67,10 +74,24 @@ FLAGS = ("kafka_5642", "kafka_5163", "epoch_in_response", "kafka_7415", "kafka_7
          "truncation_lowers_hw", "reject_stale_broker_epoch", "detect_bounced_broker",
          "reject_stale_shutdown", "kafka_10706_fix", "kafka_13141", "kafka_18991", "unclean",
          "epoch_cache", "hw_truncation", "uses_offsets_request", "removes_fenced_partition",
-         "checks_offsets_answer_epoch", "effective_min_isr")
+         "checks_offsets_answer_epoch", "effective_min_isr",
+         # the KRaft rows (kernel.c's KRaft section; ``kraft`` switches the section on)
+         "kraft", "kip_841", "kip_903", "fetch_carries_broker_epoch", "kafka_15021", "kip_966_elr",
+         "detects_unclean_shutdown", "kafka_18635", "unclean_election_clears_elr",
+         "kraft_shutdown_stops_fetcher", "fenced_broker_clean_shutdown", "kafka_15583")
 #: flags whose rules the C file does not compile: a row with one on runs the readable model
-UNCOMPILED_FLAGS = ("truncate_on_fetch", "alter_isr", "kraft", "lossy_crash", "fetch_from_follower",
-                    "kafka_15583", "consumer_truncation_detection")
+#: (``zookeeper_alter_isr``: the ZooKeeper rows' AlterIsr; the KRaft rows' AlterPartition is
+#: compiled)
+UNCOMPILED_FLAGS = ("truncate_on_fetch", "zookeeper_alter_isr", "lossy_crash",
+                    "fetch_from_follower")
+#: the KRaft rows' bounds the C file does not compile: a configuration with one above 0 runs the
+#: readable model, saying why
+KRAFT_UNCOMPILED_BOUNDS = {
+    "shutdowns": "KRaft's controlled shutdown (ProcessControlledShutdown) is not compiled",
+    "clean_shutdowns": "KRaft's clean shutdown (CleanShutdown) is not compiled",
+    "reassignments": "partition reassignment (the replica lists) is not compiled",
+    "hw_events": "KAFKA-13091's stale HW (hw_events) is not compiled",
+}
 #: the compiled invariants, in the order of the violation mask's bits
 INVARIANTS = ("log-matching", "log-matching-all-pairs", "log-matching-raft", "committed-durable",
               "no-uncommitted-below-hw", "replica-sanity", "no-stale-control-request",
@@ -112,27 +133,37 @@ class Packing:
     """The byte layout of ``km_state`` for one configuration (brokers, records, epochs, network
     slots)."""
 
-    def __init__(self, brokers: int, records: int, epochs: int, net: int) -> None:
+    def __init__(self, brokers: int, records: int, epochs: int, net: int,
+                 kraft: bool = False) -> None:
         self.n, self.r, self.e, self.net = brokers, records, epochs, net
+        self.kraft = kraft
         self.log_cap = max(records, 1)
         self.cache_cap = epochs + 1
-        self.msg_bytes = max(10 + 2 * records, 7 + brokers)
+        # a FetchResponse, a LeaderAndIsr; on KRaft an AlterPartition and its answer
+        self.msg_bytes = max(10 + 2 * records, 8 + brokers,
+                             *((6 + 2 * brokers, 10 + brokers) if kraft else ()))
         self.broker_bytes = 15 + 2 * self.log_cap + 2 * self.cache_cap + brokers
         self.state_bytes = (brokers * self.broker_bytes + 3 + brokers + 1 + net * self.msg_bytes + 6
                             + 2 * (1 + 3 * self.log_cap))
+        #: the KRaft section (``km_state``'s fields after ``acked``): each broker's partition epoch,
+        #: pending AlterPartition, committed ISR and (KIP-903) followers' broker epochs, then the
+        #: controller's partition epoch and ELR and the KRaft bounds' counters
+        self.kraft_broker_bytes = 4 + brokers
+        if kraft:
+            self.state_bytes += brokers * self.kraft_broker_bytes + 2 + 5
 
     # -- messages ----------------------------------------------------------------------------------
     def _message(self, m: Any) -> bytes:
         kind = m.kind
         if kind == LEADER_AND_ISR:
-            if m.partition_epoch != 0 or m.replicas:
-                raise ValueError(f"the kernel stores no partition epoch or replicas: {m}")
+            if m.replicas:
+                raise ValueError(f"the kernel stores no replicas: {m}")
             out = [kind, m.dst, m.epoch, m.leader, *m.isr]
-            body = [_enc(v) for v in out] + [0] + [_enc(v) for v in (m.broker_epoch, m.meant)]
+            body = [_enc(v) for v in out] + [0] + [_enc(v) for v in (m.broker_epoch, m.meant,
+                                                                     m.partition_epoch)]
         elif kind == FETCH:
-            if m.broker_epoch != -1:
-                raise ValueError(f"the kernel stores no broker epoch in a Fetch: {m}")
-            body = [_enc(v) for v in (kind, m.src, m.dst, m.epoch, m.offset, m.last_epoch)]
+            body = [_enc(v) for v in (kind, m.src, m.dst, m.epoch, m.offset, m.last_epoch,
+                                      m.broker_epoch)]
         elif kind == FETCH_RESPONSE:
             body = [_enc(v) for v in (kind, m.src, m.dst, m.epoch, m.offset, m.error)]
             for rec in m.records:
@@ -147,6 +178,13 @@ class Packing:
             body = [_enc(v) for v in (kind, m.dst, m.epoch, m.broker_epoch, m.meant)]
         elif kind == CONTROLLED_SHUTDOWN:
             body = [_enc(v) for v in (kind, m.src, m.broker_epoch, m.incarnation)]
+        elif kind == ALTER_PARTITION and self.kraft:
+            body = ([_enc(v) for v in (kind, m.src, m.dst, m.epoch, m.partition_epoch, *m.isr)]
+                    + [0] + [_enc(v) for v in m.broker_epochs])
+        elif kind == ALTER_PARTITION_RESPONSE and self.kraft:
+            body = ([_enc(v) for v in (kind, m.src, m.dst, m.epoch, m.partition_epoch, m.error,
+                                       *m.isr)]
+                    + [0] + [_enc(v) for v in (m.new_epoch, m.new_partition_epoch)])
         else:
             raise ValueError(f"the kernel compiles no message of kind {kind}: {m}")
         if len(body) > self.msg_bytes:
@@ -160,9 +198,11 @@ class Packing:
         if kind == LEADER_AND_ISR:
             end = b.index(0, 4)
             return LeaderAndIsr.new(dst=v[1], epoch=v[2], leader=v[3], isr=tuple(v[4:end]),
-                                    broker_epoch=v[end + 1], meant=v[end + 2])
+                                    broker_epoch=v[end + 1], meant=v[end + 2],
+                                    partition_epoch=v[end + 3])
         if kind == FETCH:
-            return FetchRequest.new(src=v[1], dst=v[2], epoch=v[3], offset=v[4], last_epoch=v[5])
+            return FetchRequest.new(src=v[1], dst=v[2], epoch=v[3], offset=v[4], last_epoch=v[5],
+                                    broker_epoch=v[6])
         if kind == FETCH_RESPONSE:
             end = 6
             records = []
@@ -178,17 +218,28 @@ class Packing:
             return StopReplica.new(dst=v[1], epoch=v[2], broker_epoch=v[3], meant=v[4])
         if kind == CONTROLLED_SHUTDOWN:
             return ControlledShutdown.new(src=v[1], broker_epoch=v[2], incarnation=v[3])
+        if kind == ALTER_PARTITION:
+            end = b.index(0, 5)
+            return AlterPartition.new(src=v[1], dst=v[2], epoch=v[3], partition_epoch=v[4],
+                                      isr=tuple(v[5:end]),
+                                      broker_epochs=tuple(v[end + 1:end + 1 + self.n]))
+        if kind == ALTER_PARTITION_RESPONSE:
+            end = b.index(0, 6)
+            return AlterPartitionResponse.new(src=v[1], dst=v[2], epoch=v[3], partition_epoch=v[4],
+                                              error=v[5], isr=tuple(v[6:end]),
+                                              new_epoch=v[end + 1],
+                                              new_partition_epoch=v[end + 2])
         return OffsetsResponse.new(src=v[1], dst=v[2], epoch=v[3], requested=v[4], error=v[5],
                                    answer_epoch=v[6], end_offset=v[7])
 
     # -- states ------------------------------------------------------------------------------------
     def _broker(self, b: Broker) -> list[int]:
-        if (b.pending_diverging or b.partition_epoch or b.alter_pending or b.committed_isr
-            or b.remote_epochs
-                or b.replicas or b.hw_stale):
-            raise ValueError("the kernel stores none of pending_diverging, partition_epoch, "
-                             "alter_pending, committed_isr, remote_epochs, replicas, hw_stale: "
-                             f"{b}")
+        if b.pending_diverging or b.replicas or b.hw_stale or (
+                not self.kraft and (b.partition_epoch or b.alter_pending or b.committed_isr
+                                    or b.remote_epochs)):
+            raise ValueError("the kernel stores none of pending_diverging, replicas, hw_stale "
+                             "(nor, off the KRaft rows, partition_epoch, alter_pending, "
+                             f"committed_isr, remote_epochs): {b}")
         if len(b.log) > self.log_cap or len(b.cache) > self.cache_cap:
             raise ValueError(f"a log or epoch cache past the kernel's bounds: {b}")
         out = [int(b.alive), len(b.log)]
@@ -208,13 +259,32 @@ class Packing:
                 _s8(b.reconciled), b.idle_cause]
         return out
 
+    def _kraft_tail(self, s: KafkaState) -> list[int]:
+        """The KRaft section: each broker's (partition epoch, pending AlterPartition, committed
+        ISR, whether it holds followers' broker epochs and the ``n`` of them), the controller's
+        partition epoch and ELR, the KRaft bounds' counters."""
+        out: list[int] = []
+        for b in s.brokers:
+            epochs = b.remote_epochs
+            if epochs and len(epochs) != self.n:
+                raise ValueError(f"followers' broker epochs of another width: {b}")
+            out += [_s8(b.partition_epoch), int(b.alter_pending), _mask(b.committed_isr),
+                    int(bool(epochs)), *(_s8(x) for x in (epochs or (0,) * self.n))]
+        c = s.controller
+        out += [_s8(c.partition_epoch), _mask(c.elr), s.unclean_shutdowns, s.alters,
+                s.alter_losses, s.clean_shutdowns, s.fences]
+        return out
+
     def pack(self, s: KafkaState) -> bytes:
         c = s.controller
-        if c.partition_epoch or c.elr or c.replicas or c.adding or c.removing:
-            raise ValueError(f"the kernel stores no KRaft controller field: {c}")
-        if (s.consumers or s.unclean_shutdowns or s.alters or s.alter_losses or s.clean_shutdowns
-                or s.fences or s.reassignments):
-            raise ValueError("the kernel stores no client or KRaft counter")
+        if c.replicas or c.adding or c.removing or (not self.kraft and (c.partition_epoch
+                                                                         or c.elr)):
+            raise ValueError(f"the kernel stores no such controller field here: {c}")
+        if s.consumers or s.reassignments or (not self.kraft and (
+                s.unclean_shutdowns or s.alters or s.alter_losses or s.clean_shutdowns
+                or s.fences)):
+            raise ValueError("the kernel stores no client or reassignment counter (nor, off the "
+                             "KRaft rows, a KRaft counter)")
         out: list[int] = []
         for b in s.brokers:
             out += self._broker(b)
@@ -233,6 +303,8 @@ class Packing:
             for triple in ghost:
                 tail += [_s8(x) for x in triple]
             tail += [0, 0, 0] * (self.log_cap - len(ghost))
+        if self.kraft:
+            tail += self._kraft_tail(s)
         return packed + bytes(tail)
 
     def unpack(self, data: bytes) -> KafkaState:
@@ -276,9 +348,26 @@ class Packing:
             ghosts.append(tuple(tuple(_signed(x) for x in data[at + 1 + 3 * k:at + 4 + 3 * k])
                                 for k in range(count)))
             at += 1 + 3 * self.log_cap
-        return KafkaState(brokers=tuple(brokers), controller=controller, network=network,
-                          produced=produced, crashes=crashes, bumps=bumps, shutdowns=shutdowns,
-                          bounces=bounces, losses=losses, committed=ghosts[0], acked=ghosts[1])
+        state = KafkaState(brokers=tuple(brokers), controller=controller, network=network,
+                           produced=produced, crashes=crashes, bumps=bumps, shutdowns=shutdowns,
+                           bounces=bounces, losses=losses, committed=ghosts[0], acked=ghosts[1])
+        return self._kraft_unpack(state, data[at:]) if self.kraft else state
+
+    def _kraft_unpack(self, state: KafkaState, d: bytes) -> KafkaState:
+        """``state`` with the KRaft section ``d`` (``_kraft_tail``) read back."""
+        n, at = self.n, 0
+        brokers = []
+        for b in state.brokers:
+            epochs = tuple(_signed(x) for x in d[at + 4:at + 4 + n]) if d[at + 3] else ()
+            brokers.append(b.with_(partition_epoch=_signed(d[at]), alter_pending=bool(d[at + 1]),
+                                   committed_isr=_ids(d[at + 2], n), remote_epochs=epochs))
+            at += self.kraft_broker_bytes
+        controller = state.controller.with_(partition_epoch=_signed(d[at]),
+                                            elr=_ids(d[at + 1], n))
+        unclean, alters, losses, clean, fences = d[at + 2:at + 7]
+        return state.with_(brokers=tuple(brokers), controller=controller,
+                           unclean_shutdowns=unclean, alters=alters, alter_losses=losses,
+                           clean_shutdowns=clean, fences=fences)
 
 
 def network_slots(brokers: int, epochs: int, crashes: int, bounces: int, shutdowns: int) -> int:
@@ -291,6 +380,19 @@ def network_slots(brokers: int, epochs: int, crashes: int, bounces: int, shutdow
     return brokers * (brokers - 1) + brokers * (epochs + crashes + bounces + 2) + 2 * shutdowns
 
 
+def kraft_network_slots(model: Any) -> int:
+    """The messages in flight at most on a KRaft row: a request or its answer per (follower, leader)
+    pair; per broker a LeaderAndIsr for each partition change (at most ``epochs`` elections, one an
+    AlterPartition, three a death, a fence or a restart: the fencing, the unclean restart's change
+    and the restart's own), plus the initial epoch's; an AlterPartition or its answer per leader
+    (``_alter_in_flight``: one at a time). A state past them stops the search
+    (``KM_ERR_NETWORK``)."""
+    n = model.brokers
+    deaths = model.crashes + model.unclean_shutdowns + model.fences
+    changes = model.epochs + model.alters + 3 * deaths + 2
+    return n * (n - 1) + n * changes + n
+
+
 def unsupported_reason(model: Any) -> str | None:
     """Why this configuration of the Kafka model is out of the kernel's reach, or None."""
     f = model.features
@@ -300,6 +402,11 @@ def unsupported_reason(model: Any) -> str | None:
     for bound in ("consumers",):
         if getattr(model, bound):
             return f"the kernel does not compile the bound {bound}={getattr(model, bound)}"
+    if f.kraft:
+        for bound, why in KRAFT_UNCOMPILED_BOUNDS.items():
+            value = getattr(model, bound)
+            if value:
+                return f"the kernel does not compile the bound {bound}={value}: {why}"
     if model.own_steps:
         return ("the kernel does not compile an action declared with its own function "
                 "(Declared.steps)")
@@ -335,9 +442,13 @@ def switchable_flags(protocol: str) -> tuple[str, ...]:
 
 def kernel(model: Any) -> KernelSource:
     """The Kafka model's kernel at ``model``'s bounds and flags."""
-    net = network_slots(model.brokers, model.epochs, model.crashes, model.bounces, model.shutdowns)
-    packing = Packing(model.brokers, model.records, model.epochs, net)
-    tables = [getattr(model, name) for name in KINDS]
+    f = model.features
+    kraft = bool(f.kraft)
+    net = (kraft_network_slots(model) if kraft else
+           network_slots(model.brokers, model.epochs, model.crashes, model.bounces,
+                         model.shutdowns))
+    packing = Packing(model.brokers, model.records, model.epochs, net, kraft=kraft)
+    tables = [getattr(model, name, None) for name in KINDS]
 
     def action(code: int) -> Action:
         table = tables[code >> 24]
@@ -345,12 +456,15 @@ def kernel(model: Any) -> KernelSource:
         entry = table[params[0]]
         return entry if isinstance(entry, Action) else entry[params[1]]
 
-    f = model.features
     defines = [("KM_N", model.brokers), ("KM_R", model.records), ("KM_E", model.epochs),
                ("KM_C", model.crashes), ("KM_BUMPS", model.bumps), ("KM_LOSSES", model.losses),
                ("KM_INFLIGHT", model.inflight), ("KM_SHUTDOWNS", model.shutdowns),
                ("KM_BOUNCES", model.bounces), ("KM_NET", net), ("KM_ACKS", model.acks),
                ("KM_MIN_ISR", model.min_isr)]
+    # the KRaft bounds (actions_kraft.KRaftControllerActions._init_kraft)
+    defines += [("KM_ALTERS", model.alters), ("KM_UNCLEAN_SHUTDOWNS", model.unclean_shutdowns),
+                ("KM_ALTER_LOSSES", model.alter_losses), ("KM_METADATA_LAG", model.metadata_lag),
+                ("KM_FENCES", model.fences)]
     defines += [(f"KM_F_{flag.upper()}", int(bool(getattr(f, flag)))) for flag in FLAGS]
     return KernelSource(source=SOURCE, defines=tuple(defines), state_bytes=packing.state_bytes,
                         pack=packing.pack, unpack=packing.unpack, action=action,
