@@ -20,7 +20,7 @@
                                 being answered, _fetch_being_answered), which the equivalence test must catch;
                                 2: on the KRaft rows, ExpandIsr's AlterPartition without KIP-841/903's eligibility
                                 check (_eligible)
-     KM_ALTERS, KM_UNCLEAN_SHUTDOWNS, KM_ALTER_LOSSES, KM_METADATA_LAG, KM_FENCES
+     KM_ALTERS, KM_UNCLEAN_SHUTDOWNS, KM_ALTER_LOSSES, KM_METADATA_LAG, KM_FENCES, KM_CLEAN_SHUTDOWNS
                                 the KRaft bounds (actions_kraft._init_kraft) */
 
 #include <stdint.h>
@@ -125,7 +125,8 @@ enum { E_NONE, E_NOT_LEADER, E_FENCED_LEADER_EPOCH, E_UNKNOWN_LEADER_EPOCH, E_OF
 enum { A_ELECT, A_PREFERRED, A_UNCLEAN, A_CRASH, A_RESTART, A_BUMP, A_BROKER_FAILURE, A_BROKER_CHANGE, A_DELIVER,
        A_LOSE, A_PRODUCE, A_ADVANCE, A_TRUNC_HW, A_SEND_FETCH, A_SERVE_FETCH, A_RECEIVE_FETCH, A_SEND_OFFSETS,
        A_SERVE_OFFSETS, A_RECEIVE_OFFSETS, A_SHRINK, A_EXPAND, A_SHUTDOWN, A_BOUNCE, A_DELIVER_STOP,
-       A_PROCESS_SHUTDOWN, A_FENCE, A_UNFENCE, A_UNCLEAN_SHUTDOWN, A_PROCESS_ALTER, A_RECEIVE_ALTER, A_LOSE_ALTER };
+       A_PROCESS_SHUTDOWN, A_FENCE, A_UNFENCE, A_UNCLEAN_SHUTDOWN, A_PROCESS_ALTER, A_RECEIVE_ALTER, A_LOSE_ALTER,
+       A_KRAFT_SHUTDOWN, A_CLEAN_SHUTDOWN };
 #define CODE(kind, a, b) ((uint32_t)(kind) << 24 | (uint32_t)(a) << 16 | (uint32_t)(b) << 8)
 
 #define MIN(a, b) ((a) < (b) ? (a) : (b))
@@ -1023,8 +1024,8 @@ static void receive_offsets(km_state *t, const km_msg *m) {
 
 #if KM_F_KRAFT
 /* -- the KRaft control plane (controllers.py KRaftController: actions_kraft.py, actions_broker_lifecycle.py,
-   actions_alter_partition.py), the rows kraft-3.3 to kraft-4.1 without reassignments, controlled and clean
-   shutdowns (spec/kafka/kernel.py KRAFT_UNCOMPILED_BOUNDS refuses them) ------------------------------------- */
+   actions_alter_partition.py), the rows kraft-3.3 to kraft-4.1 without reassignments (spec/kafka/kernel.py
+   KRAFT_UNCOMPILED_BOUNDS refuses them) ---------------------------------------------------------------------- */
 
 #define CONTROLLER (-1) /* actions_alter_partition.CONTROLLER: the src / dst of a message to or from the controller */
 
@@ -1092,13 +1093,14 @@ static km_state *changed(const km_state *s, km_succ *out, uint32_t code, int lea
     return 0;
 }
 
-/* actions_kraft._fence_actions (running: _fence_running_actions, bound fences) */
-static void fence_actions(const km_state *s, km_succ *out, int i, int running) {
+/* actions_kraft._fence_actions (running: _fence_running_actions, bound fences); kind: A_FENCE, or A_CLEAN_SHUTDOWN
+   (_clean_shutdown_actions names FenceBroker's successors by its own table) */
+static void fence_actions(const km_state *s, km_succ *out, int i, int running, int kind) {
     km_state fenced = *s;
     fenced.registered[i] = DEAD;
     if (running) fenced.fences = (int8_t)(s->fences + 1);
     int c_isr = s->c_isr, leader = s->c_leader;
-#define ACT(l) CODE(A_FENCE, i, (l) + 1)
+#define ACT(l) CODE(kind, i, (l) + 1)
     if (!IN(c_isr, i) && leader != i) {
         km_emit(out, &fenced, ACT(leader));
         return;
@@ -1137,9 +1139,9 @@ static void unfence_actions(const km_state *s, km_succ *out, int i) {
 /* actions_kraft._kraft_controller_actions (KRaftController.actions) */
 static void kraft_controller_actions(const km_state *s, km_succ *out) {
     for (int b = 0; b < KM_N; b++) {
-        if (!s->b[b].alive && s->registered[b] != DEAD) fence_actions(s, out, b, 0);
+        if (!s->b[b].alive && s->registered[b] != DEAD) fence_actions(s, out, b, 0, A_FENCE);
         else if (s->registered[b] != DEAD) {
-            if (s->fences < KM_FENCES) fence_actions(s, out, b, 1);
+            if (s->fences < KM_FENCES) fence_actions(s, out, b, 1, A_FENCE);
         } else if (s->b[b].alive) unfence_actions(s, out, b);
     }
     int leader = s->c_leader, isr = s->c_isr;
@@ -1194,6 +1196,43 @@ static km_state *kraft_crash(const km_state *s, km_succ *out, uint32_t code, int
     return t;
 }
 
+/* actions_broker_lifecycle._controlled_shutdown_actions: ProcessControlledShutdown of the leader (KIP-841's
+   shutting-down half): out of the ISR, leadership to an active ISR (or ELR) member, else offline */
+static void kraft_controlled_shutdown(const km_state *s, km_succ *out, int i) {
+    if (s->registered[i] == DEAD) return; /* a fenced broker's heartbeat is refused */
+    km_state shutting = *s;
+    shutting.b[i].stopping = 1;
+    shutting.shutdowns = (int8_t)(s->shutdowns + 1);
+    int isr = s->c_isr & ~(1 << i);
+    if (!isr && !KM_F_KIP_966_ELR) isr = s->c_isr;
+    int elr_after = s->c_elr;
+    if (KM_F_KIP_966_ELR && isr_size(isr) < KM_CONTROLLER_MIN_ISR) elr_after = (s->c_elr | s->c_isr) & ~isr;
+    int found = candidates(&shutting, isr, elr_after, i);
+    for (int r = 0; r < KM_N; r++)
+        if (IN(found, r)) changed(&shutting, out, CODE(A_KRAFT_SHUTDOWN, i, r + 1), r, IN(isr, r) ? isr : 1 << r, 0);
+    if (!found) changed(&shutting, out, CODE(A_KRAFT_SHUTDOWN, i, 0), NO_LEADER, isr, 0);
+}
+
+/* actions_broker_lifecycle._clean_shutdown_actions: CleanShutdown of a broker that leads nothing (SHUTDOWN_NOW:
+   fenced, its clean shutdown file written: dead with stopping); a fenced running broker with
+   fenced-broker-clean-shutdown writes no partition change */
+static void kraft_clean_shutdown(const km_state *s, km_succ *out, int i) {
+    int fenced = s->registered[i] == DEAD;
+    if (fenced && !KM_F_FENCED_BROKER_CLEAN_SHUTDOWN) return; /* without the flag its shutdown is a Crash */
+    if (s->c_leader == i) return;                              /* a leader is moved first */
+    km_state stopped = *s;
+    truncate_broker(&stopped.b[i], s->b[i].log_len, 0, 1);
+    crash_broker(&stopped, i);
+    stopped.b[i].stopping = 1;
+    stopped.crashes = s->crashes;
+    stopped.clean_shutdowns = (int8_t)(s->clean_shutdowns + 1);
+    if (fenced) {
+        km_emit(out, &stopped, CODE(A_CLEAN_SHUTDOWN, i, s->c_leader + 1));
+        return;
+    }
+    fence_actions(&stopped, out, i, 0, A_CLEAN_SHUTDOWN);
+}
+
 /* actions_broker_lifecycle._kraft_broker_actions (KRaftController.broker_actions) */
 static void kraft_broker_actions(const km_state *s, km_succ *out, int i) {
     const km_broker *b = &s->b[i];
@@ -1202,6 +1241,8 @@ static void kraft_broker_actions(const km_state *s, km_succ *out, int i) {
         return;
     }
     replica_actions(s, out, i);
+    if (s->shutdowns < KM_SHUTDOWNS && !b->stopping && s->c_leader == i) kraft_controlled_shutdown(s, out, i);
+    if (s->clean_shutdowns < KM_CLEAN_SHUTDOWNS) kraft_clean_shutdown(s, out, i);
     if (s->crashes < KM_C) kraft_crash(s, out, CODE(A_CRASH, i, 0), i, b->log_len);
     if (s->unclean_shutdowns < KM_UNCLEAN_SHUTDOWNS)
         for (int keep = 0; keep < b->log_len; keep++) {

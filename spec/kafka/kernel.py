@@ -65,7 +65,7 @@ KINDS = ("_elect", "_preferred", "_unclean", "_crash", "_restart", "_bump", "_br
          "_shrink", "_expand", "_shutdown", "_bounce", "_deliver_stop", "_process_shutdown",
          # the KRaft rows (kernel.c's KRaft section)
          "_fence", "_unfence", "_unclean_shutdown", "_process_alter", "_receive_alter",
-         "_lose_alter")
+         "_lose_alter", "_kraft_shutdown", "_clean_shutdown")
 
 #: the feature flags the C file reads, each a ``KM_F_*`` define (``Features`` fields and derived
 #: switches)
@@ -87,8 +87,6 @@ UNCOMPILED_FLAGS = ("truncate_on_fetch", "zookeeper_alter_isr", "lossy_crash",
 #: the KRaft rows' bounds the C file does not compile: a configuration with one above 0 runs the
 #: readable model, saying why
 KRAFT_UNCOMPILED_BOUNDS = {
-    "shutdowns": "KRaft's controlled shutdown (ProcessControlledShutdown) is not compiled",
-    "clean_shutdowns": "KRaft's clean shutdown (CleanShutdown) is not compiled",
     "reassignments": "partition reassignment (the replica lists) is not compiled",
     "hw_events": "KAFKA-13091's stale HW (hw_events) is not compiled",
 }
@@ -388,8 +386,9 @@ def kraft_network_slots(model: Any) -> int:
     (``_alter_in_flight``: one at a time). A state past them stops the search
     (``KM_ERR_NETWORK``)."""
     n = model.brokers
-    deaths = model.crashes + model.unclean_shutdowns + model.fences
-    changes = model.epochs + model.alters + 3 * deaths + 2
+    deaths = model.crashes + model.unclean_shutdowns + model.fences + model.clean_shutdowns
+    # a controlled shutdown is one partition change (its LeaderAndIsr counted with the elections')
+    changes = model.epochs + model.alters + model.shutdowns + 3 * deaths + 2
     return n * (n - 1) + n * changes + n
 
 
@@ -464,7 +463,7 @@ def kernel(model: Any) -> KernelSource:
     # the KRaft bounds (actions_kraft.KRaftControllerActions._init_kraft)
     defines += [("KM_ALTERS", model.alters), ("KM_UNCLEAN_SHUTDOWNS", model.unclean_shutdowns),
                 ("KM_ALTER_LOSSES", model.alter_losses), ("KM_METADATA_LAG", model.metadata_lag),
-                ("KM_FENCES", model.fences)]
+                ("KM_FENCES", model.fences), ("KM_CLEAN_SHUTDOWNS", model.clean_shutdowns)]
     defines += [(f"KM_F_{flag.upper()}", int(bool(getattr(f, flag)))) for flag in FLAGS]
     return KernelSource(source=SOURCE, defines=tuple(defines), state_bytes=packing.state_bytes,
                         pack=packing.pack, unpack=packing.unpack, action=action,
