@@ -27,6 +27,7 @@ from spec.errors import UsageError
 from spec.kafka.dead import DeadMessages
 from spec.kafka.kernel import PROVEN_ROWS, UNCOMPILED_FLAGS, Packing, switchable_flags
 from spec.kafka.releases import resolve
+from spec.kafka.state import FETCH_RESPONSE
 from spec.registry import build_model
 from tests.test_kernel import needs_cc
 
@@ -228,9 +229,10 @@ def test_auto_picks_the_kernel_where_it_is_proven_only(capsys):
     assert code == 0 and data["path"]["path"] == "kernel"
     code, data = check_json(capsys, "--protocol", "2.8.0", *small)
     assert (data["path"] == {"path": "readable", "reason": "the kernel does not compile "
-                                                           "truncate-on-fetch"})
+                                                           "alter-isr"})
     # an alias is its row's (kip-320 is 2.1.0), as is a release number whose flags are compiled
-    for name in ("kip-320", "1.1.0", "2.2.1"):
+    # 2.3.0 to 2.6.x: the consumer's flags act on no rule without consumers (CONSUMER_FLAGS)
+    for name in ("kip-320", "1.1.0", "2.2.1", "2.3.0", "2.6.1"):
         code, data = check_json(capsys, "--protocol", name, *small)
         assert code == 0 and data["path"]["path"] == "kernel", name
     # a switched flag is compiled (each proven: test_switched_flags_...), an uncompiled one not
@@ -238,7 +240,9 @@ def test_auto_picks_the_kernel_where_it_is_proven_only(capsys):
     assert data["path"]["path"] == "kernel"
     code, data = check_json(capsys, "--protocol", "2.1.0", "--feature", "truncate-on-fetch=on",
                             *small)
-    assert data["path"]["reason"] == "the kernel does not compile truncate-on-fetch"
+    assert code == 0 and data["path"]["path"] == "kernel"
+    code, data = check_json(capsys, "--protocol", "2.2.0", "--feature", "alter-isr=on", *small)
+    assert data["path"]["reason"] == "the kernel does not compile alter-isr"
     code, data = check_json(capsys, "--protocol", "2.1.0", "--const", "consumers=1", *small)
     assert data["path"]["reason"] == "the kernel does not compile the bound consumers=1"
     code, data = check_json(capsys, "--protocol", "2.1.0", "--const", "records=1", "--const",
@@ -434,6 +438,116 @@ def test_searches_with_switched_flags_agree(row, flags, bounds, options):
     assert summary(compiled) == summary(search(model, "off", **options))
 
 
+# -- the consumers' flags: no rule without consumers -----------------------------------------------
+@pytest.mark.parametrize("flags", [{"consumer-truncation-detection": True},
+                                   {"consumer-truncation-detection": True,
+                                    "fetch-from-follower": True}], ids=_id)
+def test_the_consumers_flags_change_no_rule_without_consumers(flags):
+    """What lets the kernel accept ``CONSUMER_FLAGS`` at consumers=0: on 2.2.0 with the flags on,
+    the first 5,000 reachable states (breadth first: elections, truncations, shutdowns, bounces)
+    and each one's (action, successor) list, in order, are those with them off. With consumers=1
+    the same comparison differs within 2,000 states (a consumer validates its position after a
+    leader change): the check sees a flag that acts."""
+    bounds = {"brokers": 2, "records": 1, "epochs": 2, "crashes": 1, "shutdowns": 1, "bounces": 1}
+    off = kafka("2.2.0", **bounds)
+    on = switched("2.2.0", flags, **bounds)
+    states = reachable(off, 5000)
+    assert reachable(on, 5000) == states
+    assert all(list(on.successors(state)) == list(off.successors(state)) for state in states)
+    with_consumer = {"brokers": 2, "records": 1, "epochs": 1, "crashes": 0, "consumers": 1}
+    off, on = kafka("2.2.0", **with_consumer), switched("2.2.0", flags, **with_consumer)
+    assert reachable(on, 2000) != reachable(off, 2000)
+
+
+@needs_cc
+@pytest.mark.parametrize("release", ["2.3.0", "2.6.1"])
+def test_the_releases_with_the_consumers_flags_search_as_the_readable_model(release):
+    """2.3.0 (+consumer-truncation-detection) and 2.6.1 (+kafka-8400 +truncation-lowers-hw
+    +kafka-10706-fix too) by number, on the kernel and off: equal searches."""
+    model = kafka(release, brokers=2, records=1, epochs=2, crashes=1)
+    options = {"invariants": DEFAULT, "symmetry": True, "reduce": "dead"}
+    compiled = search(model, "on", **options)
+    assert compiled.extra["path"]["path"] == "kernel"
+    assert summary(compiled) == summary(search(model, "off", **options))
+
+
+# -- truncate-on-fetch (KAFKA-10554 and its fixes), on the ZooKeeper rows' controller --------------
+#: the fixes of truncate-on-fetch (each needs it: protocols.resolve)
+TOF_FIXES = {"kafka-13141": True, "kafka-13207": True, "kafka-14704": True, "kafka-18991": True}
+#: (row, switched flags, bounds): 2.2.0 with truncate-on-fetch switched on, without and with every
+#: fix; 2.8.1 (KAFKA-13141's and KAFKA-13207's fixes) and 3.9.1 (all four, effective-min-isr) with
+#: the ZooKeeper controller writing the ISR itself (alter-isr off: an inter-broker protocol below
+#: 2.7-IV2) and 3.9.1 without kafka-15583
+TOF = [
+    ("2.2.0", {"truncate-on-fetch": True}, {"brokers": 2, "records": 1, "epochs": 2, "crashes": 1}),
+    ("2.2.0", {"truncate-on-fetch": True, **TOF_FIXES},
+     {"brokers": 2, "records": 1, "epochs": 2, "crashes": 1}),
+    ("2.8.1", {"alter-isr": False}, {"brokers": 2, "records": 2, "epochs": 1, "crashes": 1}),
+    ("3.9.1", {"alter-isr": False, "kafka-15583": False},
+     {"brokers": 2, "records": 1, "epochs": 2, "crashes": 1, "acks": -1, "min_isr": 2}),
+]
+
+
+def diverging_sample(model, pending: int = 400, stride: int = 50) -> list:
+    """The first ``pending`` reachable states of ``model`` (breadth first) where a diverging epoch
+    is on its way (a fetch answer carries one) or pending (a follower's TruncateOnDivergingEpoch is
+    enabled), and every ``stride``-th state (0: none)."""
+    states = reachable(model)
+    diverged = [s for s in states
+                if any(b.pending_diverging for b in s.brokers)
+                or any(m.kind == FETCH_RESPONSE and m.diverging_epoch != -1 for m in s.network)]
+    diverged = diverged[:pending]
+    assert diverged, "no diverging epoch reached: the sample would not see truncate-on-fetch"
+    return diverged + (states[::stride] if stride else [])
+
+
+@needs_cc
+@pytest.mark.parametrize(("row", "flags", "bounds"), TOF, ids=_id)
+def test_truncate_on_fetch_is_the_readable_model_state_for_state(row, flags, bounds):
+    model = switched(row, flags, **bounds)
+    kernel = km.load(model.kernel())
+    assert disagreements(model, kernel, diverging_sample(model)) == []
+
+
+@needs_cc
+@pytest.mark.parametrize(("mutant", "row", "flags"),
+                         [(2, "2.2.0", {"truncate-on-fetch": True, **TOF_FIXES}),
+                          (3, "2.2.0", {"truncate-on-fetch": True, **TOF_FIXES})])
+def test_a_truncate_on_fetch_rule_changed_fails_the_check(mutant, row, flags):
+    """-DKM_MUTANT=2 drops KAFKA-13207's skip, 3 takes a diverging answer's HW despite
+    KAFKA-14704's fix: each disagrees on the sample."""
+    model = switched(row, flags, **TOF[1][2])
+    kernel = km.load(model.kernel(), extra_flags=(f"-DKM_MUTANT={mutant}",))
+    assert disagreements(model, kernel, diverging_sample(model, stride=0)) != []
+
+
+#: 2.8.1's flags but alter-isr on 2.2.0 (the row it is built from): truncate-on-fetch with
+#: KAFKA-13141's and KAFKA-13207's fixes, kafka-8400, truncation-lowers-hw, kafka-9654,
+#: kafka-10706-fix
+AS_2_8_1 = {"truncate-on-fetch": True, "kafka-13141": True, "kafka-13207": True, "kafka-8400": True,
+            "truncation-lowers-hw": True, "kafka-9654": True, "kafka-10706-fix": True}
+TOF_SEARCHES = [
+    ("2.2.0", {"truncate-on-fetch": True}, {"brokers": 2, "records": 2, "epochs": 1, "crashes": 1},
+     {"invariants": DEFAULT, "stop_at_first": False}),
+    ("2.2.0", AS_2_8_1, {"brokers": 2, "records": 1, "epochs": 2, "crashes": 1},
+     {"invariants": DEFAULT, "symmetry": True, "reduce": "dead"}),
+    pytest.param("2.2.0", {**AS_2_8_1, "kafka-14704": True, "kafka-18991": True},
+                 {"brokers": 3, "records": 1, "epochs": 1, "crashes": 1},
+                 {"invariants": DEFAULT, "symmetry": True, "reduce": "dead", "max_depth": 12},
+                 marks=pytest.mark.slow),
+]
+
+
+@needs_cc
+@pytest.mark.parametrize(("row", "flags", "bounds", "options"), TOF_SEARCHES, ids=_id)
+def test_truncate_on_fetch_searches_agree(row, flags, bounds, options):
+    model = switched(row, flags, **bounds)
+    compiled = search(model, "on", **options)
+    assert compiled.extra["path"]["path"] == "kernel"
+    readable = search(model, "off", **options)
+    assert summary(compiled) == summary(readable)
+
+
 # -- the KRaft rows' control plane (kernel.c's KRaft section) --------------------------------------
 def kraft_model(row: str, tof: bool = False, **bounds: int):
     """A KRaft row; ``tof=False``: with truncate-on-fetch switched off in a ``Features`` built
@@ -500,12 +614,12 @@ def test_every_reachable_state_of_small_kraft_configurations(row, bounds):
 
 @needs_cc
 def test_a_kraft_kernel_without_kip_841_903s_eligibility_check_fails_the_check():
-    """``-DKM_MUTANT=2``: ExpandIsr's AlterPartition sent for a follower the leader must not find
+    """``-DKM_MUTANT=4``: ExpandIsr's AlterPartition sent for a follower the leader must not find
     eligible (a running broker fenced for missed heartbeats, KIP-841)."""
     model = kraft_model("kraft-3.5", brokers=2, records=1, epochs=1, crashes=0, fences=1, alters=1)
     states = reachable(model)
     assert disagreements(model, km.load(model.kernel()), states) == []
-    mutant = km.load(model.kernel(), extra_flags=("-DKM_MUTANT=2",))
+    mutant = km.load(model.kernel(), extra_flags=("-DKM_MUTANT=4",))
     assert disagreements(model, mutant, states) != []
 
 

@@ -1,5 +1,5 @@
-/* The compiled successor kernel of the Kafka model, the ZooKeeper rows without AlterIsr and truncate-on-fetch and
-   (KM_F_KRAFT, the section "the KRaft control plane") the KRaft rows' controller, AlterPartition and broker lifecycle:
+/* The compiled successor kernel of the Kafka model, the ZooKeeper rows and (KM_F_KRAFT, the section "the KRaft
+   control plane") the KRaft rows' controller, AlterPartition and broker lifecycle:
    spec/kafka/model.py (successors, _replica_actions, _deliveries), actions_control.py, actions_data.py, log.py,
    updates.py and controllers.py (ZooKeeperController) in C, with the canonical form of symmetry.py, the dead
    answers of dead.py and the invariants of invariants/kafka_log_matching.py.
@@ -13,14 +13,16 @@
      KM_BUMPS, KM_LOSSES        bumps, losses (bounds)
      KM_INFLIGHT                inflight (bound; 0: none)
      KM_SHUTDOWNS, KM_BOUNCES   shutdowns, bounces (bounds)
+     KM_ALTERS, KM_ALTER_LOSSES alters, alter_losses (bounds: AlterIsr requests, their answers lost)
      KM_ACKS, KM_MIN_ISR        the producer's acks (0, 1, -1: all) and min.insync.replicas (clients.producer_for)
      KM_NET                     the network's slots (a message past them stops the search: KM_ERR_NETWORK)
      KM_F_*                     each feature flag the rules read (spec.kafka.protocols.Features), 0 or 1
-     KM_MUTANT                  1: a deliberate change (ExpandIsr without its guard that the follower's fetch is
-                                being answered, _fetch_being_answered), which the equivalence test must catch;
-                                2: on the KRaft rows, ExpandIsr's AlterPartition without KIP-841/903's eligibility
-                                check (_eligible)
-     KM_ALTERS, KM_UNCLEAN_SHUTDOWNS, KM_ALTER_LOSSES, KM_METADATA_LAG, KM_FENCES, KM_CLEAN_SHUTDOWNS
+     KM_MUTANT                  a deliberate change, which the equivalence test must catch: 1 ExpandIsr without its
+                                guard that the follower's fetch is being answered (_fetch_being_answered); 2
+                                TruncateOnDivergingEpoch without KAFKA-13207's skip of a partition that left the
+                                fetcher; 3 a diverging answer's HW taken despite KAFKA-14704's fix; 4 on the KRaft
+                                rows, ExpandIsr's AlterPartition without KIP-841/903's eligibility check (_eligible)
+     KM_UNCLEAN_SHUTDOWNS, KM_METADATA_LAG, KM_FENCES, KM_CLEAN_SHUTDOWNS
                                 the KRaft bounds (actions_kraft._init_kraft) */
 
 #include <stdint.h>
@@ -32,16 +34,17 @@
 
 #define KM_LOG (KM_R > 0 ? KM_R : 1)
 #define KM_CACHE (KM_E + 1)
+/* a message's bytes: a FetchResponse's, a LeaderAndIsr's, and with alter-isr an AlterIsr's (7 + 2N) or its answer's
+   (9 + N) and a LeaderAndIsr's zkVersion */
+#define KM_DATA_MSG ((10 + 2 * KM_R) > (7 + KM_N) ? (10 + 2 * KM_R) : (7 + KM_N))
+#define KM_ALTER_MSG ((7 + 2 * KM_N) > (9 + KM_N) ? (7 + 2 * KM_N) : (9 + KM_N))
 #ifndef KM_F_KRAFT
 #define KM_F_KRAFT 0
 #endif
-#define KM_MAX2(a, b) ((a) > (b) ? (a) : (b))
-/* a FetchResponse, a LeaderAndIsr; on KRaft an AlterPartition (6 + 2n) and its answer (10 + n) */
-#if KM_F_KRAFT
-#define KM_MSG KM_MAX2(KM_MAX2(10 + 2 * KM_R, 8 + KM_N), KM_MAX2(6 + 2 * KM_N, 10 + KM_N))
-#else
-#define KM_MSG KM_MAX2(10 + 2 * KM_R, 8 + KM_N)
-#endif
+/* a LeaderAndIsr carries a partition epoch and the network holds AlterPartition (AlterIsr) requests and answers:
+   alter-isr's zkVersion, the KRaft rows' partition epoch */
+#define KM_VERSIONED (KM_F_ZOOKEEPER_ALTER_ISR || KM_F_KRAFT)
+#define KM_MSG (KM_VERSIONED && KM_ALTER_MSG > KM_DATA_MSG ? KM_ALTER_MSG : KM_DATA_MSG)
 
 typedef struct {
     uint8_t alive;
@@ -64,6 +67,23 @@ typedef struct {
     uint8_t idle_cause;
 } km_broker;
 
+/* truncate-on-fetch (2.8+): Broker.pending_diverging, a diverging epoch a follower read from a fetch answer and has
+   not applied yet (source -1: none, the other fields 0) */
+typedef struct {
+    int8_t source;        /* the leader that answered */
+    int8_t request_epoch; /* the request's leader epoch */
+    int8_t epoch;         /* the diverging epoch */
+    int8_t end;           /* its end offset */
+} km_pending;
+
+/* alter-isr (KIP-497, 2.7.0+ ZooKeeper rows): Broker.partition_epoch (the zkVersion it last learned),
+   alter_pending (an AlterIsr not answered yet: isr is the maximal ISR) and committed_isr (a mask) */
+typedef struct {
+    int8_t partition_epoch;
+    uint8_t alter_pending;
+    uint8_t committed_isr;
+} km_alter;
+
 typedef struct {
     km_broker b[KM_N];
     int8_t c_leader;
@@ -77,27 +97,28 @@ typedef struct {
     int8_t committed[KM_LOG][3]; /* (offset, epoch, ident), sorted */
     uint8_t acked_len;
     int8_t acked[KM_LOG][3]; /* the producer's acknowledged records (offset, epoch, ident), sorted */
+    km_pending pending[KM_N]; /* each broker's pending diverging epoch (truncate-on-fetch) */
+    km_alter alter[KM_N];     /* alter-isr: each broker's zkVersion and pending AlterIsr */
+    int8_t c_partition_epoch; /* alter-isr: Controller.partition_epoch, the partition state znode's zkVersion */
+    int8_t alters, alter_losses; /* alter-isr: the bound counters */
 #if KM_F_KRAFT
-    /* the KRaft section (spec/kafka/kernel.py Packing._kraft_tail): each broker's partition epoch, pending
-       AlterPartition, committed ISR and (KIP-903) followers' broker epochs; the controller's partition epoch and
-       ELR; the KRaft bounds' counters */
+    /* the KRaft rows (spec/kafka/kernel.py Packing._kraft_tail): each broker's followers' broker epochs as a leader
+       (KIP-903; has_remote_epochs 0: ()), the controller's ELR (KIP-966), the KRaft bounds' counters; the partition
+       epochs, pending AlterPartition and committed ISR are alter[] and c_partition_epoch, as alter-isr's */
     struct {
-        int8_t partition_epoch;
-        uint8_t alter_pending;
-        uint8_t committed_isr; /* bit mask */
         uint8_t has_remote_epochs;
         int8_t remote_epochs[KM_N];
     } k[KM_N];
-    int8_t c_partition_epoch;
     uint8_t c_elr; /* bit mask */
-    int8_t unclean_shutdowns, alters, alter_losses, clean_shutdowns, fences;
+    int8_t unclean_shutdowns, clean_shutdowns, fences;
 #endif
 } km_state;
 
 /* a bound on one state's successors: the controller's (an election per live ISR member for each death), each broker's
-   own (produce, HW, an ISR change per follower, a request, truncations, shutdown, crash, bounce), a delivery and a
+   own (produce, HW, an ISR change per follower, a request, truncations (to the HW, to a diverging epoch), shutdown,
+   crash, bounce), a delivery and a
    loss per control channel, and per message in flight one step (a ControlledShutdown one per new leader) */
-#define KM_MAX_SUCC (8 * KM_N + 4 * KM_N * KM_N + KM_NET * KM_N + 8 + KM_F_KRAFT * KM_N * (KM_R + 4 * KM_N + 8))
+#define KM_MAX_SUCC (11 * KM_N + 4 * KM_N * KM_N + 2 * KM_NET * KM_N + 8 + KM_F_KRAFT * KM_N * (KM_R + 4 * KM_N + 8))
 #define KM_INVARIANTS 13 /* spec/kafka/kernel.py INVARIANTS */
 #define KM_HAS_REDUCE 1
 
@@ -116,7 +137,7 @@ enum { LEADER_AND_ISR = 1, FETCH, FETCH_RESPONSE, OFFSETS_FOR_LEADER_EPOCH, OFFS
 #define IS_DATA(kind) ((kind) >= FETCH && (kind) <= OFFSETS_FOR_LEADER_EPOCH_RESPONSE) /* DATA_KINDS */
 #define IS_CONTROL(kind) ((kind) == LEADER_AND_ISR || (kind) == STOP_REPLICA) /* CONTROL_KINDS */
 enum { E_NONE, E_NOT_LEADER, E_FENCED_LEADER_EPOCH, E_UNKNOWN_LEADER_EPOCH, E_OFFSET_OUT_OF_RANGE,
-       E_INVALID_UPDATE_VERSION, E_INELIGIBLE_REPLICA };
+       E_INVALID_UPDATE_VERSION, E_INELIGIBLE_REPLICA, E_STALE_BROKER_EPOCH };
 #define UNDEFINED (-1)
 #define DEAD (-1)
 #define NO_LEADER (-1)
@@ -125,8 +146,8 @@ enum { E_NONE, E_NOT_LEADER, E_FENCED_LEADER_EPOCH, E_UNKNOWN_LEADER_EPOCH, E_OF
 enum { A_ELECT, A_PREFERRED, A_UNCLEAN, A_CRASH, A_RESTART, A_BUMP, A_BROKER_FAILURE, A_BROKER_CHANGE, A_DELIVER,
        A_LOSE, A_PRODUCE, A_ADVANCE, A_TRUNC_HW, A_SEND_FETCH, A_SERVE_FETCH, A_RECEIVE_FETCH, A_SEND_OFFSETS,
        A_SERVE_OFFSETS, A_RECEIVE_OFFSETS, A_SHRINK, A_EXPAND, A_SHUTDOWN, A_BOUNCE, A_DELIVER_STOP,
-       A_PROCESS_SHUTDOWN, A_FENCE, A_UNFENCE, A_UNCLEAN_SHUTDOWN, A_PROCESS_ALTER, A_RECEIVE_ALTER, A_LOSE_ALTER,
-       A_KRAFT_SHUTDOWN, A_CLEAN_SHUTDOWN };
+       A_PROCESS_SHUTDOWN, A_TRUNCATE_DIVERGING, A_PROCESS_ALTER, A_RECEIVE_ALTER, A_LOSE_ALTER,
+       A_FENCE, A_UNFENCE, A_UNCLEAN_SHUTDOWN, A_KRAFT_SHUTDOWN, A_CLEAN_SHUTDOWN };
 #define CODE(kind, a, b) ((uint32_t)(kind) << 24 | (uint32_t)(a) << 16 | (uint32_t)(b) << 8)
 
 #define MIN(a, b) ((a) < (b) ? (a) : (b))
@@ -139,9 +160,9 @@ typedef struct {
     int error, nrec, hw, diverging_epoch, diverging_offset;       /* FetchResponse */
     int8_t rec[KM_LOG][2];
     int requested, answer_epoch, end_offset; /* OffsetsForLeaderEpoch and its answer */
-    int partition_epoch;                     /* LeaderAndIsr, AlterPartition and its answer */
-    int broker_epochs[KM_N];                 /* AlterPartition (KIP-903), -1: not checked */
-    int new_epoch, new_partition_epoch;      /* AlterPartitionResponse */
+    int partition_epoch;                      /* alter-isr: a LeaderAndIsr's zkVersion, an AlterIsr's and its answer's */
+    int broker_epochs[KM_N];                  /* AlterIsr */
+    int new_epoch, new_partition_epoch;       /* its answer */
 } km_msg;
 
 static void msg_decode(const uint8_t *p, km_msg *m) {
@@ -152,20 +173,18 @@ static void msg_decode(const uint8_t *p, km_msg *m) {
         int at = 4;
         m->isr = 0;
         while (p[at]) m->isr |= 1 << (p[at++] - 2);
-        m->broker_epoch = p[at + 1] - 2; m->meant = p[at + 2] - 2; m->partition_epoch = p[at + 3] - 2;
+        m->broker_epoch = p[at + 1] - 2; m->meant = p[at + 2] - 2;
+        m->partition_epoch = KM_VERSIONED ? p[at + 3] - 2 : 0;
         m->src = UNDEFINED;
         break;
     }
-    case FETCH:
-        m->src = p[1] - 2; m->dst = p[2] - 2; m->epoch = p[3] - 2; m->offset = p[4] - 2; m->last_epoch = p[5] - 2;
-        m->broker_epoch = p[6] - 2;
-        break;
     case ALTER_PARTITION: {
         m->src = p[1] - 2; m->dst = p[2] - 2; m->epoch = p[3] - 2; m->partition_epoch = p[4] - 2;
         int at = 5;
         m->isr = 0;
         while (p[at]) m->isr |= 1 << (p[at++] - 2);
-        for (int r = 0; r < KM_N; r++) m->broker_epochs[r] = p[at + 1 + r] - 2;
+        at++;
+        for (int r = 0; r < KM_N; r++) m->broker_epochs[r] = p[at + r] - 2;
         break;
     }
     case ALTER_PARTITION_RESPONSE: {
@@ -176,6 +195,10 @@ static void msg_decode(const uint8_t *p, km_msg *m) {
         m->new_epoch = p[at + 1] - 2; m->new_partition_epoch = p[at + 2] - 2;
         break;
     }
+    case FETCH:
+        m->src = p[1] - 2; m->dst = p[2] - 2; m->epoch = p[3] - 2; m->offset = p[4] - 2; m->last_epoch = p[5] - 2;
+        m->broker_epoch = KM_F_KRAFT ? p[6] - 2 : UNDEFINED; /* KIP-903 on KRaft */
+        break;
     case FETCH_RESPONSE: {
         m->src = p[1] - 2; m->dst = p[2] - 2; m->epoch = p[3] - 2; m->offset = p[4] - 2; m->error = p[5] - 2;
         int at = 6;
@@ -218,10 +241,8 @@ static void msg_encode(const km_msg *m, uint8_t *p) {
         for (int i = 0; i < KM_N; i++)
             if (IN(m->isr, i)) PUT(i);
         p[at++] = 0;
-        PUT(m->broker_epoch); PUT(m->meant); PUT(m->partition_epoch);
-        break;
-    case FETCH:
-        PUT(m->src); PUT(m->dst); PUT(m->epoch); PUT(m->offset); PUT(m->last_epoch); PUT(m->broker_epoch);
+        PUT(m->broker_epoch); PUT(m->meant);
+        if (KM_VERSIONED) PUT(m->partition_epoch);
         break;
     case ALTER_PARTITION:
         PUT(m->src); PUT(m->dst); PUT(m->epoch); PUT(m->partition_epoch);
@@ -229,6 +250,7 @@ static void msg_encode(const km_msg *m, uint8_t *p) {
             if (IN(m->isr, i)) PUT(i);
         p[at++] = 0;
         for (int r = 0; r < KM_N; r++) PUT(m->broker_epochs[r]);
+        p[at++] = 0;
         break;
     case ALTER_PARTITION_RESPONSE:
         PUT(m->src); PUT(m->dst); PUT(m->epoch); PUT(m->partition_epoch); PUT(m->error);
@@ -236,6 +258,10 @@ static void msg_encode(const km_msg *m, uint8_t *p) {
             if (IN(m->isr, i)) PUT(i);
         p[at++] = 0;
         PUT(m->new_epoch); PUT(m->new_partition_epoch);
+        break;
+    case FETCH:
+        PUT(m->src); PUT(m->dst); PUT(m->epoch); PUT(m->offset); PUT(m->last_epoch);
+        if (KM_F_KRAFT) PUT(m->broker_epoch);
         break;
     case FETCH_RESPONSE:
         PUT(m->src); PUT(m->dst); PUT(m->epoch); PUT(m->offset); PUT(m->error);
@@ -385,6 +411,52 @@ static void truncate_broker(km_broker *b, int offset, int clean_cache, int lower
     truncate_cache(b, offset);
 }
 
+/* -- truncate-on-fetch (KAFKA-10554, 2.8+; KM_F_TRUNCATE_ON_FETCH and its fixes) ---------------------------------- */
+
+static int has_pending(const km_state *s, int i) { return s->pending[i].source >= 0; }
+
+/* the pending diverging epoch dropped: () */
+static void clear_pending(km_state *t, int i) {
+    t->pending[i].source = -1;
+    t->pending[i].request_epoch = t->pending[i].epoch = t->pending[i].end = 0;
+}
+
+/* log.diverging_epoch: 0 not diverged, 1 diverged at (*epoch, *end), 2 LOOKUP_UNDEFINED (the leader cannot look the
+   follower's last fetched epoch up: OFFSET_OUT_OF_RANGE) */
+#define NOT_DIVERGED 0
+#define DIVERGED 1
+#define LOOKUP_UNDEFINED 2
+static int diverging_epoch(const km_broker *leader, int fetch_offset, int last_epoch, int *epoch, int *end) {
+    if (last_epoch == UNDEFINED) return NOT_DIVERGED;
+    end_offset_for(leader, last_epoch, 1, epoch, end);
+    if (*epoch == UNDEFINED || *end == UNDEFINED) return LOOKUP_UNDEFINED;
+    return *epoch < last_epoch || *end < fetch_offset ? DIVERGED : NOT_DIVERGED;
+}
+
+/* DataPlaneActions._truncate_on_diverging_action (TruncateOnDivergingEpoch): the follower truncates to its pending
+   diverging epoch; with KM_F_KAFKA_13207 a partition that left the fetcher (or follows another leader) is skipped */
+static void truncate_on_diverging_action(const km_state *s, km_succ *out, int i) {
+    const km_broker *follower = &s->b[i];
+    const km_pending *p = &s->pending[i];
+    int in_fetcher = follower->fetch != NO_FETCHER && follower->leader == p->source;
+    km_state *t = km_emit(out, s, CODE(A_TRUNCATE_DIVERGING, i, 0));
+    clear_pending(t, i);
+    if (KM_F_KAFKA_13207 && !in_fetcher && KM_MUTANT != 2) return;
+    int done;
+    int offset = follower_truncation(follower, follower->hw, p->epoch, p->end, 1, &done);
+    truncate_broker(&t->b[i], offset, KM_F_KAFKA_10706_FIX, KM_F_TRUNCATION_LOWERS_HW);
+    if (in_fetcher) t->b[i].fetch = FETCHING;
+}
+
+/* -- alter-isr's broker fields (KIP-497; the rules: the AlterIsr section below) ---------------------------------- */
+
+/* a crash or restart: partition_epoch 0, alter_pending false, committed_isr () (actions_control._crashed, _restarted) */
+static void clear_alter(km_state *t, int i) {
+    t->alter[i].partition_epoch = 0;
+    t->alter[i].alter_pending = 0;
+    t->alter[i].committed_isr = 0;
+}
+
 /* -- the control plane (actions_control.py) ---------------------------------------------------------------- */
 
 /* _elect_state: the controller writes (leader, epoch + 1, isr) and sends a LeaderAndIsr to every live replica */
@@ -392,9 +464,11 @@ static void elect_state(km_succ *out, km_state *t, int leader, int isr, int skip
     t->c_leader = (int8_t)leader;
     t->c_epoch = (int8_t)(t->c_epoch + 1);
     t->c_isr = (uint8_t)isr;
+    if (KM_F_ZOOKEEPER_ALTER_ISR) t->c_partition_epoch = (int8_t)(t->c_partition_epoch + 1); /* the write moves the zkVersion */
     km_msg m;
     memset(&m, 0, sizeof m);
     m.kind = LEADER_AND_ISR; m.epoch = t->c_epoch; m.leader = leader; m.isr = isr;
+    m.partition_epoch = t->c_partition_epoch;
     for (int r = 0; r < KM_N; r++) {
         if (!t->b[r].alive || r == skip) continue;
         m.dst = r; m.broker_epoch = t->registered[r]; m.meant = t->b[r].incarnation;
@@ -457,7 +531,7 @@ static void broker_change(const km_state *s, km_succ *out, int i) {
     km_msg m;
     memset(&m, 0, sizeof m);
     m.kind = LEADER_AND_ISR; m.dst = i; m.epoch = t->c_epoch; m.leader = t->c_leader; m.isr = t->c_isr;
-    m.broker_epoch = t->registered[i]; m.meant = t->b[i].incarnation;
+    m.broker_epoch = t->registered[i]; m.meant = t->b[i].incarnation; m.partition_epoch = t->c_partition_epoch;
     net_add(out, t, &m);
 }
 
@@ -495,8 +569,9 @@ static void crash_broker(km_state *t, int i) {
     b->alive = 0; b->leader = -1; b->epoch = -1; b->isr = 0; b->fetch = NO_FETCHER;
     b->has_remote = 0; memset(b->remote, 0, sizeof b->remote);
     b->stopping = 0; b->reconciled = -1; b->idle_cause = IDLE_NONE;
-#if KM_F_KRAFT /* _crashed and actions_broker_lifecycle._kraft_crash: the KRaft in-memory state */
-    t->k[i].partition_epoch = 0; t->k[i].alter_pending = 0; t->k[i].committed_isr = 0;
+    clear_pending(t, i);
+    clear_alter(t, i);
+#if KM_F_KRAFT /* actions_broker_lifecycle._kraft_crash: the followers' broker epochs too */
     t->k[i].has_remote_epochs = 0; memset(t->k[i].remote_epochs, 0, sizeof t->k[i].remote_epochs);
 #endif
     /* its messages are lost: a control request to it and a data message to or from it */
@@ -519,17 +594,12 @@ static void reborn(km_broker *b) {
     b->stopping = 0; b->reconciled = -1; b->idle_cause = IDLE_RESTARTED;
 }
 
-#if KM_F_KRAFT
-/* _restarted's KRaft fields: no partition epoch, no pending AlterPartition */
-static void reborn_kraft(km_state *t, int i) {
-    t->k[i].partition_epoch = 0; t->k[i].alter_pending = 0; t->k[i].committed_isr = 0;
-}
-#endif
-
 /* _bounce_state: a crash and re-registration the controller has not processed; broker-to-broker messages lost */
 static void bounce_state(const km_state *s, km_succ *out, int i) {
     km_state *t = km_emit(out, s, CODE(A_BOUNCE, i, 0));
     reborn(&t->b[i]);
+    clear_pending(t, i);
+    clear_alter(t, i);
     for (int k = 0; k < t->net_len;) {
         km_msg m;
         msg_decode(t->net[k], &m);
@@ -544,11 +614,13 @@ static void restart_state(const km_state *s, km_succ *out, int i) {
     km_state *t = km_emit(out, s, CODE(A_RESTART, i, 0));
     km_broker *b = &t->b[i];
     reborn(b);
+    clear_pending(t, i);
+    clear_alter(t, i);
     t->registered[i] = b->broker_epoch;
     km_msg m;
     memset(&m, 0, sizeof m);
     m.kind = LEADER_AND_ISR; m.dst = i; m.epoch = t->c_epoch; m.leader = t->c_leader; m.isr = t->c_isr;
-    m.broker_epoch = b->broker_epoch; m.meant = b->incarnation;
+    m.broker_epoch = b->broker_epoch; m.meant = b->incarnation; m.partition_epoch = t->c_partition_epoch;
     net_add(out, t, &m);
 }
 
@@ -611,9 +683,12 @@ static void apply_leader_and_isr(km_state *t, const km_msg *m) {
         t->k[i].has_remote_epochs = 0;
         memset(t->k[i].remote_epochs, 0, sizeof t->k[i].remote_epochs);
     }
-    /* alter_by_request: the partition epoch taken, a pending AlterPartition dropped (_committed_version) */
-    t->k[i].partition_epoch = (int8_t)m->partition_epoch; t->k[i].alter_pending = 0; t->k[i].committed_isr = 0;
 #endif
+    if (KM_VERSIONED) { /* _committed_version (alter_by_request): the partition epoch it carries, a committed ISR (a pending AlterIsr dropped) */
+        t->alter[i].partition_epoch = (int8_t)m->partition_epoch;
+        t->alter[i].alter_pending = 0;
+        t->alter[i].committed_isr = 0;
+    }
 }
 
 /* _apply_stop_replica: t already has the message removed */
@@ -710,13 +785,10 @@ static int isr_size(int isr) {
     return n;
 }
 
-/* the ISR a leader's partition state has committed (AllAcks.accepts, kafka-15583): on KRaft the last committed one
-   while an AlterPartition is pending (Broker.committed_isr), else its ISR */
+/* the last committed ISR: alter-isr's while an AlterIsr is pending, the ISR otherwise (AllAcks.accepts,
+   _advance_hw_action with kafka-15583) */
 static int committed_isr(const km_state *s, int i) {
-#if KM_F_KRAFT
-    if (s->k[i].alter_pending) return s->k[i].committed_isr;
-#endif
-    return s->b[i].isr;
+    return s->alter[i].alter_pending ? s->alter[i].committed_isr : s->b[i].isr;
 }
 
 /* AllAcks.required (clients.leader_min_isr): with effective-min-isr (3.7.0 Partition.effectiveMinIsr, KAFKA-15583)
@@ -740,12 +812,11 @@ static void produce_action(const km_state *s, km_succ *out, int i) {
     if (KM_ACKS == 1) add_entry(out, &t->acked_len, t->acked, leo, leader->epoch, ident);
 }
 
-/* _advance_hw_action; with kafka-15583 (KM_F_KAFKA_15583, 3.7.0 maybeIncrementLeaderHW: isUnderMinIsr) not while
-   the committed ISR is below the (effective-min-isr: capped) min ISR */
+/* _advance_hw_action (hw_events, KAFKA-13091's stale HW, is not compiled) */
 static void advance_hw_action(const km_state *s, km_succ *out, int i) {
     const km_broker *leader = &s->b[i];
-    if (KM_F_KAFKA_15583 && isr_size(committed_isr(s, i)) < (KM_F_EFFECTIVE_MIN_ISR ? KM_REQUIRED_ISR : KM_MIN_ISR))
-        return;
+    /* KAFKA-15583 (3.7.0 maybeIncrementLeaderHW: isUnderMinIsr, the committed ISR against the (effective) min ISR) */
+    if (KM_F_KAFKA_15583 && isr_size(committed_isr(s, i)) < KM_REQUIRED_ISR) return;
     int hw = leader->log_len;
     for (int r = 0; r < KM_N; r++)
         if (IN(leader->isr, r) && r != i && leader->remote[r] < hw) hw = leader->remote[r];
@@ -795,14 +866,14 @@ static void isr_change_action(const km_state *s, km_succ *out, int i, int f) {
     with_isr(s, out, CODE(A_EXPAND, i, f), i, isr | 1 << f);
 }
 
+/* _leader_actions (ZooKeeperController.leader_actions) */
 #if KM_F_KRAFT
-static void alter_leader_actions(const km_state *s, km_succ *out, int i);
+static void kraft_alter_leader_actions(const km_state *s, km_succ *out, int i);
 #endif
 
-/* _leader_actions (ZooKeeperController.leader_actions; KRaftController.leader_actions: alter_leader_actions) */
 static void leader_actions(const km_state *s, km_succ *out, int i) {
-#if KM_F_KRAFT
-    alter_leader_actions(s, out, i);
+#if KM_F_KRAFT /* KRaftController.leader_actions: _alter_leader_actions */
+    kraft_alter_leader_actions(s, out, i);
     return;
 #endif
     produce_action(s, out, i);
@@ -810,6 +881,153 @@ static void leader_actions(const km_state *s, km_succ *out, int i) {
     if (s->c_leader != i || s->c_epoch != s->b[i].epoch) return;
     for (int f = 0; f < KM_N; f++)
         if (f != i) isr_change_action(s, out, i, f);
+}
+
+/* -- AlterIsr (KIP-497, 2.7.0+ ZooKeeper rows; KM_F_ZOOKEEPER_ALTER_ISR): actions_alter_partition.py (the leader's request),
+   actions_alter_isr.py (the ZooKeeper controller's answer, the leader's handling of it) --------------------------- */
+#define CONTROLLER (-1) /* actions_alter_partition.CONTROLLER: the src or dst of a message to or from the controller */
+
+/* _alter_in_flight: an AlterIsr of the leader or its answer is in flight */
+static int alter_in_flight(const km_state *s, int leader) {
+    for (int k = 0; k < s->net_len; k++) {
+        int kind = msg_kind(s, k), src = s->net[k][1] - 2, dst = s->net[k][2] - 2;
+        if ((kind == ALTER_PARTITION && src == leader) || (kind == ALTER_PARTITION_RESPONSE && dst == leader)) return 1;
+    }
+    return 0;
+}
+
+/* an AlterIsr from leader i with its zkVersion, proposing isr; on a ZooKeeper row only the sender's broker epoch is
+   set (AlterIsrRequestData.brokerEpoch) */
+static void send_alter_isr(km_succ *out, km_state *t, int i, int isr) {
+    const km_broker *b = &t->b[i];
+    km_msg m;
+    memset(&m, 0, sizeof m);
+    m.kind = ALTER_PARTITION; m.src = i; m.dst = CONTROLLER; m.epoch = b->epoch;
+    m.partition_epoch = t->alter[i].partition_epoch; m.isr = isr;
+    for (int r = 0; r < KM_N; r++) m.broker_epochs[r] = r == i ? b->broker_epoch : UNDEFINED;
+    net_add(out, t, &m);
+}
+
+/* AlterPartitionActions._isr_change_request_action (ZooKeeper rows: no eligibility check) */
+static void isr_change_request_action(const km_state *s, km_succ *out, int i, int f) {
+    const km_broker *leader = &s->b[i];
+    int isr = leader->isr, proposed, maximal;
+    uint32_t code;
+    if (IN(isr, f)) {
+        if (KM_F_KAFKA_7152 && leader->remote[f] == leader->log_len) return;
+        proposed = isr & ~(1 << f); maximal = isr; code = CODE(A_SHRINK, i, f);
+    } else {
+        int fetched = leader->remote[f];
+        if (fetched < 0 || fetched < leader->hw) return;
+        if (KM_F_KAFKA_7128 && fetched < epoch_start(leader, leader->epoch)) return;
+        if (!fetch_being_answered(s, i, leader, f)) return;
+        proposed = maximal = isr | 1 << f; code = CODE(A_EXPAND, i, f);
+    }
+    km_state *t = km_emit(out, s, code);
+    send_alter_isr(out, t, i, proposed);
+    t->b[i].isr = (uint8_t)maximal;
+    t->alter[i].alter_pending = 1;
+    t->alter[i].committed_isr = (uint8_t)isr;
+    t->alters = (int8_t)(s->alters + 1);
+}
+
+/* AlterPartitionActions._alter_leader_actions: produce, the HW, and one ISR change at a time by request */
+static void alter_leader_actions(const km_state *s, km_succ *out, int i) {
+    produce_action(s, out, i);
+    advance_hw_action(s, out, i);
+    if (s->alter[i].alter_pending || s->alters >= KM_ALTERS || alter_in_flight(s, i)) return;
+    for (int f = 0; f < KM_N; f++)
+        if (f != i) isr_change_request_action(s, out, i, f);
+}
+
+/* actions_alter_isr._zookeeper_live: the controller counts broker r live (its death not processed, not in controlled
+   shutdown: a ControlledShutdown of its incarnation still in flight counts as not yet processed) */
+static int zookeeper_live(const km_state *s, int r) {
+    if (s->registered[r] == DEAD) return 0;
+    const km_broker *b = &s->b[r];
+    if (!b->alive || !b->stopping) return 1;
+    for (int k = 0; k < s->net_len; k++) {
+        if (msg_kind(s, k) != CONTROLLED_SHUTDOWN) continue;
+        km_msg m;
+        msg_decode(s->net[k], &m);
+        if (m.src == r && m.meant == b->incarnation) return 1;
+    }
+    return 0;
+}
+
+/* AlterIsrActions._process_alter_isr (slot k holds m) */
+static void process_alter_isr(const km_state *s, km_succ *out, int k, const km_msg *m) {
+    km_state *t = km_emit(out, s, CODE(A_PROCESS_ALTER, m->src, 0));
+    net_remove(t, k);
+    km_msg r;
+    memset(&r, 0, sizeof r);
+    r.kind = ALTER_PARTITION_RESPONSE; r.src = CONTROLLER; r.dst = m->src; r.epoch = m->epoch;
+    r.partition_epoch = m->partition_epoch;
+    int error = E_NONE;
+    if (m->broker_epochs[m->src] != s->registered[m->src]) {
+        error = E_STALE_BROKER_EPOCH;
+    } else if (m->epoch < s->c_epoch) {
+        error = E_FENCED_LEADER_EPOCH;
+    } else if (m->src == s->c_leader && m->epoch == s->c_epoch && m->isr == s->c_isr) {
+        r.error = E_NONE; r.isr = s->c_isr; r.new_epoch = s->c_epoch; r.new_partition_epoch = s->c_partition_epoch;
+        net_add(out, t, &r); /* already written: answered with the current state */
+        return;
+    } else if (m->partition_epoch != s->c_partition_epoch) {
+        error = E_INVALID_UPDATE_VERSION;
+    } else if (KM_F_KAFKA_14140) {
+        for (int b = 0; b < KM_N; b++)
+            if (IN(m->isr, b) && !zookeeper_live(s, b)) error = E_INELIGIBLE_REPLICA;
+    }
+    if (error != E_NONE) {
+        r.error = error; r.isr = error == E_STALE_BROKER_EPOCH ? m->isr : 0;
+        r.new_epoch = r.new_partition_epoch = UNDEFINED;
+        net_add(out, t, &r);
+        return;
+    }
+    t->c_isr = (uint8_t)m->isr;
+    t->c_partition_epoch = (int8_t)(s->c_partition_epoch + 1);
+    if (s->alter_losses < KM_ALTER_LOSSES) { /* _lose_alter_response: written, the answer lost, the request again */
+        km_state *u = km_emit(out, t, CODE(A_LOSE_ALTER, m->src, 0)); /* after t, before t's answer is added */
+        net_add(out, u, m);
+        u->alter_losses = (int8_t)(s->alter_losses + 1);
+    }
+    r.error = E_NONE; r.isr = m->isr; r.new_epoch = s->c_epoch; r.new_partition_epoch = t->c_partition_epoch;
+    net_add(out, t, &r);
+}
+
+/* actions_alter_partition.answers_pending: the answer is to the AlterIsr the leader still waits for */
+static int answers_pending(const km_state *s, int i, const km_msg *m) {
+    return s->alter[i].alter_pending && s->b[i].epoch == m->epoch && s->alter[i].partition_epoch == m->partition_epoch;
+}
+
+/* AlterIsrActions._receive_alter_isr_response (slot k holds m; hw_events, KAFKA-13091's stale HW, is not compiled) */
+static void receive_alter_isr_response(const km_state *s, km_succ *out, int k, const km_msg *m) {
+    int i = m->dst;
+    km_state *t = km_emit(out, s, CODE(A_RECEIVE_ALTER, i, 0));
+    net_remove(t, k);
+    if (!answers_pending(s, i, m)) return;
+    km_alter *a = &t->alter[i];
+    if (m->error == E_NONE && m->new_epoch == s->b[i].epoch && m->new_partition_epoch > a->partition_epoch) {
+        t->b[i].isr = (uint8_t)m->isr; /* committed */
+        a->alter_pending = 0; a->committed_isr = 0; a->partition_epoch = (int8_t)m->new_partition_epoch;
+    } else if (m->error == E_INELIGIBLE_REPLICA) { /* KAFKA-14140: back to the last committed ISR */
+        t->b[i].isr = a->committed_isr;
+        a->alter_pending = 0; a->committed_isr = 0;
+    } else if (m->error == E_STALE_BROKER_EPOCH) { /* the item stays queued: sent again with its broker epoch */
+        send_alter_isr(out, t, i, m->isr);
+    }
+}
+
+/* AlterIsrActions._alter_isr_deliveries */
+static void alter_isr_deliveries(const km_state *s, km_succ *out) {
+    for (int k = 0; k < s->net_len; k++) {
+        int kind = msg_kind(s, k);
+        if (kind != ALTER_PARTITION && kind != ALTER_PARTITION_RESPONSE) continue;
+        km_msg m;
+        msg_decode(s->net[k], &m);
+        if (kind == ALTER_PARTITION) process_alter_isr(s, out, k, &m);
+        else receive_alter_isr_response(s, out, k, &m);
+    }
 }
 
 /* in_flight: broker-to-broker requests and responses in flight (what the bound inflight counts) */
@@ -826,14 +1044,15 @@ static int in_flight(const km_state *s) {
 static void follower_actions(const km_state *s, km_succ *out, int i) {
     const km_broker *follower = &s->b[i];
     int leader = follower->leader;
-    if (follower->fetch == NO_FETCHER || busy(s, i, leader)) return;
+    if (follower->fetch == NO_FETCHER || has_pending(s, i) || busy(s, i, leader)) return;
     if (KM_INFLIGHT && in_flight(s) >= KM_INFLIGHT) return;
     km_msg m;
     memset(&m, 0, sizeof m);
     m.src = i; m.dst = leader;
     m.epoch = KM_F_LEADER_EPOCH_FENCING ? follower->epoch : UNDEFINED; /* KIP-320: currentLeaderEpoch */
     if (follower->fetch == FETCHING) {
-        m.kind = FETCH; m.offset = follower->log_len; m.last_epoch = UNDEFINED;
+        m.kind = FETCH; m.offset = follower->log_len;
+        m.last_epoch = KM_F_TRUNCATE_ON_FETCH ? latest_epoch(follower) : UNDEFINED; /* KAFKA-10554: lastFetchedEpoch */
         /* KIP-903 on KRaft (fetch_carries_broker_epoch): the follower's broker epoch */
         m.broker_epoch = KM_F_FETCH_CARRIES_BROKER_EPOCH ? follower->broker_epoch : UNDEFINED;
         km_state *t = km_emit(out, s, CODE(A_SEND_FETCH, i, leader));
@@ -849,7 +1068,9 @@ static void follower_actions(const km_state *s, km_succ *out, int i) {
 static void replica_actions(const km_state *s, km_succ *out, int i) {
     const km_broker *b = &s->b[i];
     int leader = b->leader;
-    if (leader == i) leader_actions(s, out, i);
+    if (KM_F_TRUNCATE_ON_FETCH && has_pending(s, i)) truncate_on_diverging_action(s, out, i);
+    if (leader == i && KM_F_ZOOKEEPER_ALTER_ISR) alter_leader_actions(s, out, i); /* AlterIsrController.leader_actions */
+    else if (leader == i) leader_actions(s, out, i);
     else if (leader >= 0 && s->b[leader].alive) follower_actions(s, out, i);
     if (b->fetch == TRUNCATING && !b->cache_len && leader != i && !busy(s, i, leader)) {
         km_state *t = km_emit(out, s, CODE(A_TRUNC_HW, i, 0));
@@ -889,7 +1110,7 @@ static int request_error(const km_broker *leader, int i, int request_epoch) {
     return E_NONE;
 }
 
-/* _serve_fetch_state (no truncate-on-fetch: no diverging epoch; no reassignment) */
+/* _serve_fetch_state (no reassignment); with KM_F_TRUNCATE_ON_FETCH the leader checks the last fetched epoch */
 static void serve_fetch(const km_state *s, km_succ *out, int k, const km_msg *m) {
     int i = m->dst, f = m->src;
     const km_broker *leader = &s->b[i];
@@ -907,7 +1128,15 @@ static void serve_fetch(const km_state *s, km_succ *out, int k, const km_msg *m)
         return;
     }
     int leo = leader->log_len;
-    if (m->offset > leo) { /* _answered_out_of_range */
+    int divergence = NOT_DIVERGED, epoch = UNDEFINED, end = UNDEFINED;
+    if (KM_F_TRUNCATE_ON_FETCH) divergence = diverging_epoch(leader, m->offset, m->last_epoch, &epoch, &end);
+    if (divergence == DIVERGED) { /* no records, the diverging epoch */
+        r.error = E_NONE; r.hw = leader->hw; r.diverging_epoch = epoch; r.diverging_offset = end;
+        if (!KM_F_KAFKA_13141) t->b[i].remote[f] = (int8_t)m->offset; /* _recorded, also beyond its LEO */
+        net_add(out, t, &r);
+        return;
+    }
+    if (m->offset > leo || divergence == LOOKUP_UNDEFINED) { /* _answered_out_of_range */
         r.error = E_OFFSET_OUT_OF_RANGE; r.hw = leo;
         if (!KM_F_KAFKA_8400 && leader->remote[f] != -1) t->b[i].remote[f] = -1;
         net_add(out, t, &r);
@@ -980,8 +1209,11 @@ static void receive_fetch(km_succ *out, km_state *t, const km_msg *m) {
         if (KM_F_EPOCH_CACHE) cache_after_append(follower, leo, KM_F_KAFKA_7415);
         follower->hw = (int8_t)MIN(m->hw, follower->log_len);
         follower->reconciled = follower->epoch;
-    } else if (m->error == E_NONE) {
-        out->error = KM_ERR_UNCOMPILED; /* a diverging epoch: truncate-on-fetch */
+    } else if (m->error == E_NONE) { /* a diverging epoch, noted (truncate-on-fetch) */
+        km_pending *p = &t->pending[i];
+        p->source = (int8_t)m->src; p->request_epoch = (int8_t)m->epoch;
+        p->epoch = (int8_t)m->diverging_epoch; p->end = (int8_t)m->diverging_offset;
+        if (!KM_F_KAFKA_14704 || KM_MUTANT == 3) follower->hw = (int8_t)MIN(m->hw, leo); /* before KAFKA-14704's fix */
     } else if (m->error == E_OFFSET_OUT_OF_RANGE && m->hw < leo) {
         if (!KM_F_KAFKA_7414 && !KM_F_UNCLEAN) {
             crash_broker(t, i); /* before 2.0.1 a follower ahead of its leader halts */
@@ -1026,8 +1258,6 @@ static void receive_offsets(km_state *t, const km_msg *m) {
 /* -- the KRaft control plane (controllers.py KRaftController: actions_kraft.py, actions_broker_lifecycle.py,
    actions_alter_partition.py), the rows kraft-3.3 to kraft-4.1 without reassignments (spec/kafka/kernel.py
    KRAFT_UNCOMPILED_BOUNDS refuses them) ---------------------------------------------------------------------- */
-
-#define CONTROLLER (-1) /* actions_alter_partition.CONTROLLER: the src / dst of a message to or from the controller */
 
 /* actions_kraft._unfenced: registered, not fenced, not in controlled shutdown */
 static int unfenced(const km_state *s, int b) { return s->registered[b] != DEAD && !s->b[b].stopping; }
@@ -1170,7 +1400,8 @@ static void kraft_restart(const km_state *s, km_succ *out, int i) {
     int clean = !s->b[i].alive && s->b[i].stopping; /* its clean shutdown file holds the registered broker epoch */
     km_state *t = km_emit(out, s, CODE(A_RESTART, i, 0));
     reborn(&t->b[i]);
-    reborn_kraft(t, i);
+    clear_pending(t, i);
+    clear_alter(t, i);
     t->registered[i] = t->b[i].broker_epoch;
     int unclean = !(clean && KM_F_KAFKA_18635);
     if (KM_F_DETECTS_UNCLEAN_SHUTDOWN && unclean && (IN(t->c_isr, i) || IN(t->c_elr, i))) {
@@ -1256,16 +1487,16 @@ static void kraft_broker_actions(const km_state *s, km_succ *out, int i) {
 static void kraft_apply_leader_and_isr(const km_state *s, km_state *t, const km_msg *m) {
     int i = m->dst;
     const km_broker *b = &s->b[i];
-    if (m->epoch == b->epoch && m->partition_epoch > s->k[i].partition_epoch) {
+    if (m->epoch == b->epoch && m->partition_epoch > s->alter[i].partition_epoch) {
         /* the same leader epoch, a newer partition epoch: only the ISR (makeLeader sets a committed state) */
         t->b[i].isr = (uint8_t)m->isr;
-        t->k[i].partition_epoch = (int8_t)m->partition_epoch; t->k[i].alter_pending = 0; t->k[i].committed_isr = 0;
+        t->alter[i].partition_epoch = (int8_t)m->partition_epoch; t->alter[i].alter_pending = 0; t->alter[i].committed_isr = 0;
     } else {
         apply_leader_and_isr(t, m);
     }
     if (KM_F_KRAFT_SHUTDOWN_STOPS_FETCHER && b->stopping && m->leader != i) {
         km_broker *after = &t->b[i];
-        int applied = t->k[i].partition_epoch == m->partition_epoch && after->epoch == m->epoch;
+        int applied = t->alter[i].partition_epoch == m->partition_epoch && after->epoch == m->epoch;
         if (applied && (m->leader == NO_LEADER || !IN(m->isr, i)) && after->fetch != NO_FETCHER) {
             after->fetch = NO_FETCHER;
             after->idle_cause = IDLE_STOPPED;
@@ -1276,7 +1507,7 @@ static void kraft_apply_leader_and_isr(const km_state *s, km_state *t, const km_
 /* -- AlterPartition (actions_alter_partition.py) -- */
 
 /* _alter_in_flight: an AlterPartition of the leader or the answer to it */
-static int alter_in_flight(const km_state *s, int leader) {
+static int kraft_alter_in_flight(const km_state *s, int leader) {
     for (int k = 0; k < s->net_len; k++) {
         int kind = msg_kind(s, k);
         if ((kind == ALTER_PARTITION && s->net[k][1] - 2 == leader) ||
@@ -1288,7 +1519,7 @@ static int alter_in_flight(const km_state *s, int leader) {
 
 /* _eligible: Partition.isReplicaIsrEligible (KIP-841: not fenced, not shutting down; KIP-903: the broker epoch of its
    last fetch is the registered one); with metadata_lag the leader's own check passes on any older view */
-static int eligible(const km_state *s, int leader, int f) {
+static int kraft_eligible(const km_state *s, int leader, int f) {
     int registered = s->registered[f], lagging = KM_METADATA_LAG > 0;
     if (KM_F_KIP_841 && !lagging && (registered == DEAD || s->b[f].stopping)) return 0;
     if (KM_F_KIP_903) {
@@ -1299,7 +1530,7 @@ static int eligible(const km_state *s, int leader, int f) {
 }
 
 /* _isr_change_request_action: ShrinkIsr / ExpandIsr as an AlterPartition; the leader works with the maximal ISR */
-static void isr_change_request(const km_state *s, km_succ *out, int i, int f) {
+static void kraft_isr_change_request(const km_state *s, km_succ *out, int i, int f) {
     const km_broker *leader = &s->b[i];
     int isr = leader->isr, proposed;
     uint32_t code;
@@ -1311,7 +1542,7 @@ static void isr_change_request(const km_state *s, km_succ *out, int i, int f) {
         int fetched = leader->remote[f];
         if (fetched < 0 || fetched < leader->hw) return;
         if (KM_F_KAFKA_7128 && fetched < epoch_start(leader, leader->epoch)) return;
-        if (!eligible(s, i, f) && KM_MUTANT != 2) return;
+        if (!kraft_eligible(s, i, f) && KM_MUTANT != 4) return;
         if (!fetch_being_answered(s, i, leader, f)) return;
         proposed = isr | 1 << f;
         code = CODE(A_EXPAND, i, f);
@@ -1320,27 +1551,27 @@ static void isr_change_request(const km_state *s, km_succ *out, int i, int f) {
     km_msg m;
     memset(&m, 0, sizeof m);
     m.kind = ALTER_PARTITION; m.src = i; m.dst = CONTROLLER; m.epoch = leader->epoch;
-    m.partition_epoch = s->k[i].partition_epoch; m.isr = proposed;
+    m.partition_epoch = s->alter[i].partition_epoch; m.isr = proposed;
     for (int r = 0; r < KM_N; r++) /* KIP-903: each proposed member's broker epoch (addBrokerEpochToIsr) */
         m.broker_epochs[r] = KM_F_KIP_903 && IN(proposed, r)
                                  ? (r == i ? leader->broker_epoch : s->k[i].remote_epochs[r]) : UNDEFINED;
     t->b[i].isr = (uint8_t)(isr | proposed); /* the maximal ISR: an expansion counts the new member */
-    t->k[i].alter_pending = 1; t->k[i].committed_isr = (uint8_t)isr;
+    t->alter[i].alter_pending = 1; t->alter[i].committed_isr = (uint8_t)isr;
     t->alters = (int8_t)(s->alters + 1);
     net_add(out, t, &m);
 }
 
-/* _alter_leader_actions (KRaftController.leader_actions) */
-static void alter_leader_actions(const km_state *s, km_succ *out, int i) {
+/* _alter_leader_actions (KRaftController.leader_actions) on KRaft (KIP-841/903 eligibility, no leader check) */
+static void kraft_alter_leader_actions(const km_state *s, km_succ *out, int i) {
     produce_action(s, out, i);
     advance_hw_action(s, out, i);
-    if (s->k[i].alter_pending || s->alters >= KM_ALTERS || alter_in_flight(s, i)) return;
+    if (s->alter[i].alter_pending || s->alters >= KM_ALTERS || kraft_alter_in_flight(s, i)) return;
     for (int f = 0; f < KM_N; f++)
-        if (f != i) isr_change_request(s, out, i, f);
+        if (f != i) kraft_isr_change_request(s, out, i, f);
 }
 
 /* _ineligible: ineligibleReplicasForIsr (KIP-841: fenced or shutting down; KIP-903: another broker epoch) */
-static int ineligible(const km_state *s, const km_msg *m) {
+static int kraft_ineligible(const km_state *s, const km_msg *m) {
     for (int r = 0; r < KM_N; r++) {
         if (!IN(m->isr, r)) continue;
         if (KM_F_KIP_841 && (s->registered[r] == DEAD || s->b[r].stopping)) return 1;
@@ -1350,11 +1581,11 @@ static int ineligible(const km_state *s, const km_msg *m) {
 }
 
 /* _process_alter_partition (and _lose_alter_response, bound alter_losses) of the AlterPartition in slot k */
-static void process_alter_partition(const km_state *s, km_succ *out, int k, const km_msg *m) {
+static void kraft_process_alter_partition(const km_state *s, km_succ *out, int k, const km_msg *m) {
     int error = E_NONE;
     if (m->epoch < s->c_epoch || m->src != s->c_leader) error = E_FENCED_LEADER_EPOCH;
     else if (m->partition_epoch < s->c_partition_epoch) error = E_INVALID_UPDATE_VERSION;
-    else if (ineligible(s, m)) error = E_INELIGIBLE_REPLICA;
+    else if (kraft_ineligible(s, m)) error = E_INELIGIBLE_REPLICA;
     km_state *t = km_emit(out, s, CODE(A_PROCESS_ALTER, m->src, 0));
     net_remove(t, k);
     km_msg r;
@@ -1382,45 +1613,44 @@ static void process_alter_partition(const km_state *s, km_succ *out, int k, cons
 
 /* _receive_alter_response's effect on t (the answer removed): answers_pending, then NONE commits the ISR unless the
    leader epoch moved, INELIGIBLE_REPLICA reverts to the committed ISR, the other errors wait */
-static void receive_alter_response(km_state *t, const km_msg *m) {
+static void kraft_receive_alter_response(km_state *t, const km_msg *m) {
     int i = m->dst;
     km_broker *b = &t->b[i];
-    if (!(t->k[i].alter_pending && b->epoch == m->epoch && t->k[i].partition_epoch == m->partition_epoch)) return;
+    if (!(t->alter[i].alter_pending && b->epoch == m->epoch && t->alter[i].partition_epoch == m->partition_epoch)) return;
     if (m->error == E_NONE && m->new_epoch == b->epoch) {
         b->isr = (uint8_t)m->isr;
-        t->k[i].alter_pending = 0; t->k[i].committed_isr = 0;
-        t->k[i].partition_epoch = (int8_t)m->new_partition_epoch;
+        t->alter[i].alter_pending = 0; t->alter[i].committed_isr = 0;
+        t->alter[i].partition_epoch = (int8_t)m->new_partition_epoch;
     } else if (m->error == E_INELIGIBLE_REPLICA) {
-        b->isr = t->k[i].committed_isr;
-        t->k[i].alter_pending = 0; t->k[i].committed_isr = 0;
+        b->isr = t->alter[i].committed_isr;
+        t->alter[i].alter_pending = 0; t->alter[i].committed_isr = 0;
     }
 }
 
 /* _alter_partition_deliveries (KRaftController.deliveries) */
-static void alter_partition_deliveries(const km_state *s, km_succ *out) {
+static void kraft_alter_partition_deliveries(const km_state *s, km_succ *out) {
     for (int k = 0; k < s->net_len; k++) {
         int kind = msg_kind(s, k);
         if (kind != ALTER_PARTITION && kind != ALTER_PARTITION_RESPONSE) continue;
         km_msg m;
         msg_decode(s->net[k], &m);
         if (kind == ALTER_PARTITION) {
-            process_alter_partition(s, out, k, &m);
+            kraft_process_alter_partition(s, out, k, &m);
         } else {
             km_state *t = km_emit(out, s, CODE(A_RECEIVE_ALTER, m.dst, 0));
             net_remove(t, k);
-            receive_alter_response(t, &m);
+            kraft_receive_alter_response(t, &m);
         }
     }
 }
 #endif
 
-/* channel_order: (leader epoch, broker epoch, kind, partition epoch of a LeaderAndIsr: 0 on the ZooKeeper rows) */
+/* channel_order: (leader epoch, broker epoch, kind, a LeaderAndIsr's partition epoch: alter-isr's zkVersion) */
 static int channel_before(const km_msg *a, const km_msg *b) {
     if (a->epoch != b->epoch) return a->epoch < b->epoch;
     if (a->broker_epoch != b->broker_epoch) return a->broker_epoch < b->broker_epoch;
     if (a->kind != b->kind) return a->kind < b->kind;
-    int pa = a->kind == LEADER_AND_ISR ? a->partition_epoch : 0, pb = b->kind == LEADER_AND_ISR ? b->partition_epoch : 0;
-    return pa < pb;
+    return (a->kind == LEADER_AND_ISR ? a->partition_epoch : 0) < (b->kind == LEADER_AND_ISR ? b->partition_epoch : 0);
 }
 
 /* KafkaModel._deliveries */
@@ -1463,7 +1693,7 @@ static void deliveries(const km_state *s, km_succ *out) {
     int last_src = -1;
     for (int k = 0; k < s->net_len; k++) {
         int kind = msg_kind(s, k);
-        if (IS_CONTROL(kind) || kind == ALTER_PARTITION || kind == ALTER_PARTITION_RESPONSE) continue;
+        if (IS_CONTROL(kind)) continue;
         km_msg m;
         msg_decode(s->net[k], &m);
         if (kind == CONTROLLED_SHUTDOWN) {
@@ -1479,14 +1709,15 @@ static void deliveries(const km_state *s, km_succ *out) {
             receive_fetch(out, t, &m);
         } else if (kind == OFFSETS_FOR_LEADER_EPOCH) {
             serve_offsets(s, out, k, &m);
-        } else {
+        } else if (kind == OFFSETS_FOR_LEADER_EPOCH_RESPONSE) {
             km_state *t = km_emit(out, s, CODE(A_RECEIVE_OFFSETS, m.dst, m.src));
             net_remove(t, k);
             receive_offsets(t, &m);
         }
     }
+    if (KM_F_ZOOKEEPER_ALTER_ISR) alter_isr_deliveries(s, out); /* AlterIsrController.deliveries */
 #if KM_F_KRAFT
-    alter_partition_deliveries(s, out);
+    kraft_alter_partition_deliveries(s, out); /* KRaftController.deliveries */
 #endif
 }
 
@@ -1512,13 +1743,16 @@ static int delivery_noop(const km_state *s, int k, const km_msg *m) {
     if (m->kind == FETCH_RESPONSE) receive_fetch(&scratch, &t, m);
 #if KM_F_KRAFT
     else if (m->kind == ALTER_PARTITION_RESPONSE) { /* the leader's partition state unchanged */
-        receive_alter_response(&t, m);
-        return memcmp(t.b, s->b, sizeof s->b) == 0 && memcmp(t.k, s->k, sizeof s->k) == 0;
+        kraft_receive_alter_response(&t, m);
+        return memcmp(t.b, s->b, sizeof s->b) == 0 && memcmp(t.alter, s->alter, sizeof s->alter) == 0 &&
+               memcmp(t.k, s->k, sizeof s->k) == 0;
     }
 #endif
     else receive_offsets(&t, m);
     (void)k;
-    return memcmp(t.b, s->b, sizeof s->b) == 0 && t.crashes == s->crashes && !scratch.error;
+    return memcmp(t.b, s->b, sizeof s->b) == 0 && memcmp(t.pending, s->pending, sizeof s->pending) == 0 &&
+           memcmp(t.alter, s->alter, sizeof s->alter) == 0 &&
+           t.crashes == s->crashes && !scratch.error;
 }
 
 /* DeadMessages._may_expand */
@@ -1592,15 +1826,13 @@ static int signature(const km_state *s, int i, uint8_t *p) {
     p[at++] = 0;
     PUT(b->epoch); PUT(b->fetch); PUT(b->broker_epoch); PUT(b->stopping); PUT(b->incarnation); PUT(b->stale);
     PUT(b->reconciled); PUT(b->idle_cause);
-#if KM_F_KRAFT /* partition_epoch, alter_pending, hw_stale (never set here) */
-    PUT(s->k[i].partition_epoch); PUT(s->k[i].alter_pending); PUT(0);
-#endif
+    PUT(s->alter[i].partition_epoch); PUT(s->alter[i].alter_pending); /* alter-isr's id-free fields */
     PUT(b->leader == i); PUT(s->c_leader == i); PUT(s->registered[i]); PUT(IN(s->c_isr, i));
 #undef PUT
     return at;
 }
 
-#define SIG_BYTES (2 * KM_LOG + 2 * KM_CACHE + 23)
+#define SIG_BYTES (2 * KM_LOG + 2 * KM_CACHE + 22)
 
 /* the state's tuple, order-preserving (KafkaState compared as Python compares it): the tie-break of the canonical
    form, the least image */
@@ -1625,11 +1857,17 @@ static int serialize(const km_state *s, uint8_t *p) {
         p[at++] = 0;
         PUT(b->broker_epoch); PUT(b->stopping); PUT(b->incarnation); PUT(b->stale); PUT(b->reconciled);
         PUT(b->idle_cause);
-#if KM_F_KRAFT /* partition_epoch, alter_pending, committed_isr, remote_epochs (replicas, hw_stale: constant here) */
-        PUT(s->k[i].partition_epoch); PUT(s->k[i].alter_pending);
-        for (int r = 0; r < KM_N; r++)
-            if (IN(s->k[i].committed_isr, r)) PUT(r);
+        if (has_pending(s, i)) {
+            const km_pending *q = &s->pending[i];
+            PUT(q->source); PUT(q->request_epoch); PUT(q->epoch); PUT(q->end);
+        }
         p[at++] = 0;
+        /* alter-isr: partition_epoch, alter_pending, committed_isr (the fields after it are never set here) */
+        PUT(s->alter[i].partition_epoch); PUT(s->alter[i].alter_pending);
+        for (int r = 0; r < KM_N; r++)
+            if (IN(s->alter[i].committed_isr, r)) PUT(r);
+        p[at++] = 0;
+#if KM_F_KRAFT /* remote_epochs (replicas, hw_stale: constant here) */
         if (s->k[i].has_remote_epochs)
             for (int r = 0; r < KM_N; r++) PUT(s->k[i].remote_epochs[r]);
         p[at++] = 0;
@@ -1640,7 +1878,7 @@ static int serialize(const km_state *s, uint8_t *p) {
         if (IN(s->c_isr, r)) PUT(r);
     p[at++] = 0;
     for (int r = 0; r < KM_N; r++) PUT(s->registered[r]);
-#if KM_F_KRAFT /* the controller's partition_epoch and elr */
+#if KM_F_KRAFT /* the controller's partition_epoch (id-free: equal in every image) and elr */
     PUT(s->c_partition_epoch);
     for (int r = 0; r < KM_N; r++)
         if (IN(s->c_elr, r)) PUT(r);
@@ -1656,14 +1894,11 @@ static int serialize(const km_state *s, uint8_t *p) {
     p[at++] = 0;
     for (int k = 0; k < s->acked_len; k++) { PUT(s->acked[k][0]); PUT(s->acked[k][1]); PUT(s->acked[k][2]); }
     p[at++] = 0;
-#if KM_F_KRAFT /* the KRaft counters after the (empty) consumers */
-    PUT(s->unclean_shutdowns); PUT(s->alters); PUT(s->alter_losses); PUT(s->clean_shutdowns); PUT(s->fences);
-#endif
 #undef PUT
     return at;
 }
 
-#define SER_BYTES (KM_N * (2 * KM_LOG + 2 * KM_CACHE + 5 * KM_N + 24) + 3 * KM_N + 8 + KM_NET * KM_MSG + 6 * KM_LOG + 24)
+#define SER_BYTES (KM_N * (2 * KM_LOG + 2 * KM_CACHE + 5 * KM_N + 29) + 3 * KM_N + 10 + KM_NET * KM_MSG + 6 * KM_LOG + 12)
 
 static int rename_id(const int *p, int id) { return id < 0 ? id : p[id]; }
 
@@ -1685,9 +1920,12 @@ static void permute(const km_state *s, const int *p, km_state *t) {
         if (b->has_remote)
             for (int k = 0; k < KM_N; k++) b->remote[p[k]] = s->b[i].remote[k];
         t->registered[p[i]] = s->registered[i];
+        t->pending[p[i]] = s->pending[i];
+        t->pending[p[i]].source = (int8_t)rename_id(p, s->pending[i].source);
+        t->alter[p[i]] = s->alter[i];
+        t->alter[p[i]].committed_isr = (uint8_t)rename_mask(p, s->alter[i].committed_isr);
 #if KM_F_KRAFT
         t->k[p[i]] = s->k[i];
-        t->k[p[i]].committed_isr = (uint8_t)rename_mask(p, s->k[i].committed_isr);
         if (s->k[i].has_remote_epochs)
             for (int k = 0; k < KM_N; k++) t->k[p[i]].remote_epochs[p[k]] = s->k[i].remote_epochs[k];
 #endif
@@ -1709,13 +1947,13 @@ static void permute(const km_state *s, const int *p, km_state *t) {
         if (m.kind == LEADER_AND_ISR) {
             m.leader = rename_id(p, m.leader);
             m.isr = rename_mask(p, m.isr);
+        } else if (m.kind == ALTER_PARTITION_RESPONSE) {
+            m.isr = rename_mask(p, m.isr);
         } else if (m.kind == ALTER_PARTITION) {
             m.isr = rename_mask(p, m.isr);
             int epochs[KM_N];
-            for (int r = 0; r < KM_N; r++) epochs[p[r]] = m.broker_epochs[r];
-            memcpy(m.broker_epochs, epochs, sizeof epochs);
-        } else if (m.kind == ALTER_PARTITION_RESPONSE) {
-            m.isr = rename_mask(p, m.isr);
+            for (int r = 0; r < KM_N; r++) epochs[r] = m.broker_epochs[r];
+            for (int r = 0; r < KM_N; r++) m.broker_epochs[p[r]] = epochs[r];
         }
         net_add(&scratch, t, &m);
     }

@@ -16,11 +16,19 @@ epoch cache at most ``epochs + 1`` entries):
   readable model's sorted network and a state's bytes compare as its tuple does (``km_serialize``,
   the canonical form's tie-break);
 - the bound counters (produced, crashes, bumps, shutdowns, bounces, losses), the committed ghost and
-  the producer's acknowledged records (each a count and (offset, epoch, ident) triples).
+  the producer's acknowledged records (each a count and (offset, epoch, ident) triples);
+- truncate-on-fetch: each broker's ``pending_diverging`` (``km_pending``: the source, -1 for none,
+  then the request's leader epoch, the diverging epoch and its end offset; zeros for none);
+- alter-isr (the ZooKeeper rows' AlterIsr): each broker's ``partition_epoch`` (its zkVersion),
+  ``alter_pending`` and ``committed_isr`` (a mask) (``km_alter``), the controller's
+  ``partition_epoch``, and the counters ``alters`` and ``alter_losses``. With alter-isr a
+  LeaderAndIsr carries its zkVersion after ``meant``, and the network holds AlterIsr requests (src,
+  dst -1, epoch, zkVersion, ISR, each broker's epoch) and answers (src -1, dst, epoch, zkVersion,
+  error, ISR, new epoch, new zkVersion).
 
 Signed values are stored as their low byte (-1 as 255). The fields the compiled rows never set
-(KRaft's, alter-isr's, truncate-on-fetch's pending diverging epoch, the consumers') are not stored:
-``pack`` refuses a state where one is set.
+(KRaft's, the consumers', KAFKA-13091's ``hw_stale``) are not stored: ``pack`` refuses a state where
+one is set.
 """
 
 from __future__ import annotations
@@ -63,9 +71,9 @@ KINDS = ("_elect", "_preferred", "_unclean", "_crash", "_restart", "_bump", "_br
          "_broker_change", "_deliver", "_lose", "_produce", "_advance", "_trunc_hw", "_send_fetch",
          "_serve_fetch", "_receive_fetch", "_send_offsets", "_serve_offsets", "_receive_offsets",
          "_shrink", "_expand", "_shutdown", "_bounce", "_deliver_stop", "_process_shutdown",
+         "_truncate_diverging", "_process_alter", "_receive_alter", "_lose_alter",
          # the KRaft rows (kernel.c's KRaft section)
-         "_fence", "_unfence", "_unclean_shutdown", "_process_alter", "_receive_alter",
-         "_lose_alter", "_kraft_shutdown", "_clean_shutdown")
+         "_fence", "_unfence", "_unclean_shutdown", "_kraft_shutdown", "_clean_shutdown")
 
 #: the feature flags the C file reads, each a ``KM_F_*`` define (``Features`` fields and derived
 #: switches)
@@ -74,22 +82,26 @@ FLAGS = ("kafka_5642", "kafka_5163", "epoch_in_response", "kafka_7415", "kafka_7
          "truncation_lowers_hw", "reject_stale_broker_epoch", "detect_bounced_broker",
          "reject_stale_shutdown", "kafka_10706_fix", "kafka_13141", "kafka_18991", "unclean",
          "epoch_cache", "hw_truncation", "uses_offsets_request", "removes_fenced_partition",
-         "checks_offsets_answer_epoch", "effective_min_isr",
+         "checks_offsets_answer_epoch", "effective_min_isr", "truncate_on_fetch", "kafka_13207",
+         "kafka_14704", "zookeeper_alter_isr", "kafka_14140", "kafka_15583",
          # the KRaft rows (kernel.c's KRaft section; ``kraft`` switches the section on)
          "kraft", "kip_841", "kip_903", "fetch_carries_broker_epoch", "kafka_15021", "kip_966_elr",
          "detects_unclean_shutdown", "kafka_18635", "unclean_election_clears_elr",
-         "kraft_shutdown_stops_fetcher", "fenced_broker_clean_shutdown", "kafka_15583")
+         "kraft_shutdown_stops_fetcher", "fenced_broker_clean_shutdown")
 #: flags whose rules the C file does not compile: a row with one on runs the readable model
-#: (``zookeeper_alter_isr``: the ZooKeeper rows' AlterIsr; the KRaft rows' AlterPartition is
-#: compiled)
-UNCOMPILED_FLAGS = ("truncate_on_fetch", "zookeeper_alter_isr", "lossy_crash",
-                    "fetch_from_follower")
+UNCOMPILED_FLAGS = ("lossy_crash",)
 #: the KRaft rows' bounds the C file does not compile: a configuration with one above 0 runs the
 #: readable model, saying why
 KRAFT_UNCOMPILED_BOUNDS = {
     "reassignments": "partition reassignment (the replica lists) is not compiled",
-    "hw_events": "KAFKA-13091's stale HW (hw_events) is not compiled",
 }
+#: flags that only the consumers read (``clients.ConsumerActions``: ``_consumer_actions``,
+#: ``_metadata_state``, ``_serve_consumer_fetch``, ``_fetch_from_follower_actions``, all reached
+#: only from ``KafkaModel.successors``' ``if self.consumers``): with ``consumers=0`` they change no
+#: rule, so the kernel, which compiles no consumer, accepts them there (tests/test_kafka_kernel.py:
+#: the state spaces with each on and off are equal at consumers=0); with consumers the bound
+#: ``consumers`` already falls back
+CONSUMER_FLAGS = ("consumer_truncation_detection", "fetch_from_follower")
 #: the compiled invariants, in the order of the violation mask's bits
 INVARIANTS = ("log-matching", "log-matching-all-pairs", "log-matching-raft", "committed-durable",
               "no-uncommitted-below-hw", "replica-sanity", "no-stale-control-request",
@@ -132,36 +144,49 @@ class Packing:
     slots)."""
 
     def __init__(self, brokers: int, records: int, epochs: int, net: int,
-                 kraft: bool = False) -> None:
+                 alter_isr: bool = False, kraft: bool = False) -> None:
         self.n, self.r, self.e, self.net = brokers, records, epochs, net
+        #: a LeaderAndIsr's partition epoch, AlterPartition and the ``km_alter`` fields: alter-isr's
+        #: and the KRaft rows'
+        self.alter_isr = alter_isr or kraft
         self.kraft = kraft
+        alter_isr = self.alter_isr
         self.log_cap = max(records, 1)
         self.cache_cap = epochs + 1
-        # a FetchResponse, a LeaderAndIsr; on KRaft an AlterPartition and its answer
-        self.msg_bytes = max(10 + 2 * records, 8 + brokers,
-                             *((6 + 2 * brokers, 10 + brokers) if kraft else ()))
+        self.msg_bytes = max(10 + 2 * records, 7 + brokers,
+                             *((7 + 2 * brokers, 9 + brokers) if alter_isr else ()))
         self.broker_bytes = 15 + 2 * self.log_cap + 2 * self.cache_cap + brokers
         self.state_bytes = (brokers * self.broker_bytes + 3 + brokers + 1 + net * self.msg_bytes + 6
-                            + 2 * (1 + 3 * self.log_cap))
-        #: the KRaft section (``km_state``'s fields after ``acked``): each broker's partition epoch,
-        #: pending AlterPartition, committed ISR and (KIP-903) followers' broker epochs, then the
-        #: controller's partition epoch and ELR and the KRaft bounds' counters
-        self.kraft_broker_bytes = 4 + brokers
+                            + 2 * (1 + 3 * self.log_cap) + 4 * brokers + 3 * brokers + 3)
+        #: the KRaft section (``km_state``'s last fields): each broker's followers' broker epochs
+        #: (KIP-903: whether it holds them, the ``n`` of them), the controller's ELR, the KRaft
+        #: bounds' counters (``_kraft_tail``)
+        self.kraft_broker_bytes = 1 + brokers
         if kraft:
-            self.state_bytes += brokers * self.kraft_broker_bytes + 2 + 5
+            self.state_bytes += brokers * self.kraft_broker_bytes + 1 + 3
 
     # -- messages ----------------------------------------------------------------------------------
     def _message(self, m: Any) -> bytes:
         kind = m.kind
         if kind == LEADER_AND_ISR:
-            if m.replicas:
-                raise ValueError(f"the kernel stores no replicas: {m}")
+            if (m.partition_epoch != 0 and not self.alter_isr) or m.replicas:
+                raise ValueError(f"the kernel stores no partition epoch or replicas: {m}")
             out = [kind, m.dst, m.epoch, m.leader, *m.isr]
-            body = [_enc(v) for v in out] + [0] + [_enc(v) for v in (m.broker_epoch, m.meant,
-                                                                     m.partition_epoch)]
+            body = [_enc(v) for v in out] + [0] + [_enc(v) for v in (m.broker_epoch, m.meant)]
+            if self.alter_isr:
+                body.append(_enc(m.partition_epoch))
+        elif kind == ALTER_PARTITION and self.alter_isr:
+            body = ([_enc(v) for v in (kind, m.src, m.dst, m.epoch, m.partition_epoch, *m.isr)]
+                    + [0] + [_enc(v) for v in m.broker_epochs] + [0])
+        elif kind == ALTER_PARTITION_RESPONSE and self.alter_isr:
+            body = ([_enc(v) for v in (kind, m.src, m.dst, m.epoch, m.partition_epoch, m.error,
+                                       *m.isr)]
+                    + [0] + [_enc(v) for v in (m.new_epoch, m.new_partition_epoch)])
         elif kind == FETCH:
+            if m.broker_epoch != -1 and not self.kraft:
+                raise ValueError(f"the kernel stores no broker epoch in a Fetch here: {m}")
             body = [_enc(v) for v in (kind, m.src, m.dst, m.epoch, m.offset, m.last_epoch,
-                                      m.broker_epoch)]
+                                      *((m.broker_epoch,) if self.kraft else ()))]
         elif kind == FETCH_RESPONSE:
             body = [_enc(v) for v in (kind, m.src, m.dst, m.epoch, m.offset, m.error)]
             for rec in m.records:
@@ -176,13 +201,6 @@ class Packing:
             body = [_enc(v) for v in (kind, m.dst, m.epoch, m.broker_epoch, m.meant)]
         elif kind == CONTROLLED_SHUTDOWN:
             body = [_enc(v) for v in (kind, m.src, m.broker_epoch, m.incarnation)]
-        elif kind == ALTER_PARTITION and self.kraft:
-            body = ([_enc(v) for v in (kind, m.src, m.dst, m.epoch, m.partition_epoch, *m.isr)]
-                    + [0] + [_enc(v) for v in m.broker_epochs])
-        elif kind == ALTER_PARTITION_RESPONSE and self.kraft:
-            body = ([_enc(v) for v in (kind, m.src, m.dst, m.epoch, m.partition_epoch, m.error,
-                                       *m.isr)]
-                    + [0] + [_enc(v) for v in (m.new_epoch, m.new_partition_epoch)])
         else:
             raise ValueError(f"the kernel compiles no message of kind {kind}: {m}")
         if len(body) > self.msg_bytes:
@@ -197,10 +215,21 @@ class Packing:
             end = b.index(0, 4)
             return LeaderAndIsr.new(dst=v[1], epoch=v[2], leader=v[3], isr=tuple(v[4:end]),
                                     broker_epoch=v[end + 1], meant=v[end + 2],
-                                    partition_epoch=v[end + 3])
+                                    partition_epoch=v[end + 3] if self.alter_isr else 0)
+        if kind == ALTER_PARTITION:
+            end = b.index(0, 5)
+            return AlterPartition.new(src=v[1], dst=v[2], epoch=v[3], partition_epoch=v[4],
+                                      isr=tuple(v[5:end]),
+                                      broker_epochs=tuple(v[end + 1:end + 1 + self.n]))
+        if kind == ALTER_PARTITION_RESPONSE:
+            end = b.index(0, 6)
+            return AlterPartitionResponse.new(src=v[1], dst=v[2], epoch=v[3], partition_epoch=v[4],
+                                              error=v[5], isr=tuple(v[6:end]),
+                                              new_epoch=v[end + 1],
+                                              new_partition_epoch=v[end + 2])
         if kind == FETCH:
             return FetchRequest.new(src=v[1], dst=v[2], epoch=v[3], offset=v[4], last_epoch=v[5],
-                                    broker_epoch=v[6])
+                                    broker_epoch=v[6] if self.kraft else -1)
         if kind == FETCH_RESPONSE:
             end = 6
             records = []
@@ -216,28 +245,16 @@ class Packing:
             return StopReplica.new(dst=v[1], epoch=v[2], broker_epoch=v[3], meant=v[4])
         if kind == CONTROLLED_SHUTDOWN:
             return ControlledShutdown.new(src=v[1], broker_epoch=v[2], incarnation=v[3])
-        if kind == ALTER_PARTITION:
-            end = b.index(0, 5)
-            return AlterPartition.new(src=v[1], dst=v[2], epoch=v[3], partition_epoch=v[4],
-                                      isr=tuple(v[5:end]),
-                                      broker_epochs=tuple(v[end + 1:end + 1 + self.n]))
-        if kind == ALTER_PARTITION_RESPONSE:
-            end = b.index(0, 6)
-            return AlterPartitionResponse.new(src=v[1], dst=v[2], epoch=v[3], partition_epoch=v[4],
-                                              error=v[5], isr=tuple(v[6:end]),
-                                              new_epoch=v[end + 1],
-                                              new_partition_epoch=v[end + 2])
         return OffsetsResponse.new(src=v[1], dst=v[2], epoch=v[3], requested=v[4], error=v[5],
                                    answer_epoch=v[6], end_offset=v[7])
 
     # -- states ------------------------------------------------------------------------------------
     def _broker(self, b: Broker) -> list[int]:
-        if b.pending_diverging or b.replicas or b.hw_stale or (
-                not self.kraft and (b.partition_epoch or b.alter_pending or b.committed_isr
-                                    or b.remote_epochs)):
-            raise ValueError("the kernel stores none of pending_diverging, replicas, hw_stale "
-                             "(nor, off the KRaft rows, partition_epoch, alter_pending, "
-                             f"committed_isr, remote_epochs): {b}")
+        if ((not self.alter_isr and (b.partition_epoch or b.alter_pending or b.committed_isr))
+                or (b.remote_epochs and not self.kraft) or b.replicas or b.hw_stale):
+            raise ValueError("the kernel stores none of remote_epochs, replicas, hw_stale, nor "
+                             "without alter-isr partition_epoch, alter_pending, committed_isr: "
+                             f"{b}")
         if len(b.log) > self.log_cap or len(b.cache) > self.cache_cap:
             raise ValueError(f"a log or epoch cache past the kernel's bounds: {b}")
         out = [int(b.alive), len(b.log)]
@@ -257,32 +274,15 @@ class Packing:
                 _s8(b.reconciled), b.idle_cause]
         return out
 
-    def _kraft_tail(self, s: KafkaState) -> list[int]:
-        """The KRaft section: each broker's (partition epoch, pending AlterPartition, committed
-        ISR, whether it holds followers' broker epochs and the ``n`` of them), the controller's
-        partition epoch and ELR, the KRaft bounds' counters."""
-        out: list[int] = []
-        for b in s.brokers:
-            epochs = b.remote_epochs
-            if epochs and len(epochs) != self.n:
-                raise ValueError(f"followers' broker epochs of another width: {b}")
-            out += [_s8(b.partition_epoch), int(b.alter_pending), _mask(b.committed_isr),
-                    int(bool(epochs)), *(_s8(x) for x in (epochs or (0,) * self.n))]
-        c = s.controller
-        out += [_s8(c.partition_epoch), _mask(c.elr), s.unclean_shutdowns, s.alters,
-                s.alter_losses, s.clean_shutdowns, s.fences]
-        return out
-
     def pack(self, s: KafkaState) -> bytes:
         c = s.controller
-        if c.replicas or c.adding or c.removing or (not self.kraft and (c.partition_epoch
-                                                                         or c.elr)):
+        if ((c.partition_epoch and not self.alter_isr) or (c.elr and not self.kraft) or c.replicas
+                or c.adding or c.removing):
             raise ValueError(f"the kernel stores no such controller field here: {c}")
-        if s.consumers or s.reassignments or (not self.kraft and (
-                s.unclean_shutdowns or s.alters or s.alter_losses or s.clean_shutdowns
-                or s.fences)):
-            raise ValueError("the kernel stores no client or reassignment counter (nor, off the "
-                             "KRaft rows, a KRaft counter)")
+        if (s.consumers or s.reassignments
+                or (not self.kraft and (s.unclean_shutdowns or s.clean_shutdowns or s.fences))
+                or (not self.alter_isr and (s.alters or s.alter_losses))):
+            raise ValueError("the kernel stores no client or KRaft counter")
         out: list[int] = []
         for b in s.brokers:
             out += self._broker(b)
@@ -301,9 +301,26 @@ class Packing:
             for triple in ghost:
                 tail += [_s8(x) for x in triple]
             tail += [0, 0, 0] * (self.log_cap - len(ghost))
+        for b in s.brokers:  # km_pending: (source, request epoch, epoch, end), source -1: none
+            tail += [_s8(x) for x in b.pending_diverging or (-1, 0, 0, 0)]
+        for b in s.brokers:  # km_alter
+            tail += [_s8(b.partition_epoch), int(b.alter_pending), _mask(b.committed_isr)]
+        tail += [_s8(c.partition_epoch), s.alters, s.alter_losses]
         if self.kraft:
             tail += self._kraft_tail(s)
         return packed + bytes(tail)
+
+    def _kraft_tail(self, s: KafkaState) -> list[int]:
+        """The KRaft section: each broker's followers' broker epochs (whether it holds them, the
+        ``n`` of them), the controller's ELR, the counters unclean_shutdowns, clean_shutdowns,
+        fences."""
+        out: list[int] = []
+        for b in s.brokers:
+            epochs = b.remote_epochs
+            if epochs and len(epochs) != self.n:
+                raise ValueError(f"followers' broker epochs of another width: {b}")
+            out += [int(bool(epochs)), *(_s8(x) for x in (epochs or (0,) * self.n))]
+        return out + [_mask(s.controller.elr), s.unclean_shutdowns, s.clean_shutdowns, s.fences]
 
     def unpack(self, data: bytes) -> KafkaState:
         n = self.n
@@ -346,48 +363,58 @@ class Packing:
             ghosts.append(tuple(tuple(_signed(x) for x in data[at + 1 + 3 * k:at + 4 + 3 * k])
                                 for k in range(count)))
             at += 1 + 3 * self.log_cap
+        pending = [tuple(_signed(x) for x in data[at + 4 * i:at + 4 * i + 4]) for i in range(n)]
+        at += 4 * n
+        alter = [data[at + 3 * i:at + 3 * i + 3] for i in range(n)]
+        at += 3 * n
+        brokers = [b._replace(pending_diverging=p if p[0] >= 0 else (),
+                              partition_epoch=_signed(a[0]), alter_pending=bool(a[1]),
+                              committed_isr=_ids(a[2], n))
+                   for b, p, a in zip(brokers, pending, alter, strict=True)]
+        controller = controller._replace(partition_epoch=_signed(data[at]))
+        alters, alter_losses = data[at + 1], data[at + 2]
         state = KafkaState(brokers=tuple(brokers), controller=controller, network=network,
                            produced=produced, crashes=crashes, bumps=bumps, shutdowns=shutdowns,
-                           bounces=bounces, losses=losses, committed=ghosts[0], acked=ghosts[1])
-        return self._kraft_unpack(state, data[at:]) if self.kraft else state
+                           bounces=bounces, losses=losses, committed=ghosts[0], acked=ghosts[1],
+                           alters=alters, alter_losses=alter_losses)
+        return self._kraft_unpack(state, data[at + 3:]) if self.kraft else state
 
     def _kraft_unpack(self, state: KafkaState, d: bytes) -> KafkaState:
         """``state`` with the KRaft section ``d`` (``_kraft_tail``) read back."""
         n, at = self.n, 0
         brokers = []
         for b in state.brokers:
-            epochs = tuple(_signed(x) for x in d[at + 4:at + 4 + n]) if d[at + 3] else ()
-            brokers.append(b.with_(partition_epoch=_signed(d[at]), alter_pending=bool(d[at + 1]),
-                                   committed_isr=_ids(d[at + 2], n), remote_epochs=epochs))
+            epochs = tuple(_signed(x) for x in d[at + 1:at + 1 + n]) if d[at] else ()
+            brokers.append(b._replace(remote_epochs=epochs))
             at += self.kraft_broker_bytes
-        controller = state.controller.with_(partition_epoch=_signed(d[at]),
-                                            elr=_ids(d[at + 1], n))
-        unclean, alters, losses, clean, fences = d[at + 2:at + 7]
-        return state.with_(brokers=tuple(brokers), controller=controller,
-                           unclean_shutdowns=unclean, alters=alters, alter_losses=losses,
-                           clean_shutdowns=clean, fences=fences)
+        elr, unclean, clean, fences = d[at:at + 4]
+        return state._replace(brokers=tuple(brokers),
+                              controller=state.controller._replace(elr=_ids(elr, n)),
+                              unclean_shutdowns=unclean, clean_shutdowns=clean, fences=fences)
 
 
-def network_slots(brokers: int, epochs: int, crashes: int, bounces: int, shutdowns: int) -> int:
+def network_slots(brokers: int, epochs: int, crashes: int, bounces: int, shutdowns: int,
+                  alter_isr: bool = False) -> int:
     """The messages in flight at most (the network's slots): a request or its answer per (follower,
     leader) pair (a follower sends only when none of the pair is in flight, ``actions_data.busy``);
     per broker a LeaderAndIsr for each election (at most ``epochs``: bumps and controlled shutdowns
     among them), each restart's and each processed bounce's, plus the initial epoch's; a
-    ControlledShutdown and a StopReplica a shutdown. A state past them stops the search
+    ControlledShutdown and a StopReplica a shutdown; with alter-isr an AlterIsr or its answer a
+    leader (one at a time: ``_alter_in_flight``). A state past them stops the search
     (``KM_ERR_NETWORK``), never a silently different one."""
-    return brokers * (brokers - 1) + brokers * (epochs + crashes + bounces + 2) + 2 * shutdowns
+    return (brokers * (brokers - 1) + brokers * (epochs + crashes + bounces + 2) + 2 * shutdowns
+            + (brokers if alter_isr else 0))
 
 
 def kraft_network_slots(model: Any) -> int:
     """The messages in flight at most on a KRaft row: a request or its answer per (follower, leader)
     pair; per broker a LeaderAndIsr for each partition change (at most ``epochs`` elections, one an
-    AlterPartition, three a death, a fence or a restart: the fencing, the unclean restart's change
-    and the restart's own), plus the initial epoch's; an AlterPartition or its answer per leader
-    (``_alter_in_flight``: one at a time). A state past them stops the search
-    (``KM_ERR_NETWORK``)."""
+    AlterPartition or a controlled shutdown, three a death or a fence: the fencing, the unclean
+    restart's change and the restart's own), plus the initial epoch's; an AlterPartition or its
+    answer per leader (``_alter_in_flight``: one at a time). A state past them stops the search
+    (``KM_ERR_NETWORK``), never a silently different one."""
     n = model.brokers
     deaths = model.crashes + model.unclean_shutdowns + model.fences + model.clean_shutdowns
-    # a controlled shutdown is one partition change (its LeaderAndIsr counted with the elections')
     changes = model.epochs + model.alters + model.shutdowns + 3 * deaths + 2
     return n * (n - 1) + n * changes + n
 
@@ -401,6 +428,8 @@ def unsupported_reason(model: Any) -> str | None:
     for bound in ("consumers",):
         if getattr(model, bound):
             return f"the kernel does not compile the bound {bound}={getattr(model, bound)}"
+    if model.hw_events:
+        return "the kernel does not compile hw_events=1 (KAFKA-13091's stale HW)"
     if f.kraft:
         for bound, why in KRAFT_UNCOMPILED_BOUNDS.items():
             value = getattr(model, bound)
@@ -444,9 +473,10 @@ def kernel(model: Any) -> KernelSource:
     f = model.features
     kraft = bool(f.kraft)
     net = (kraft_network_slots(model) if kraft else
-           network_slots(model.brokers, model.epochs, model.crashes, model.bounces,
-                         model.shutdowns))
-    packing = Packing(model.brokers, model.records, model.epochs, net, kraft=kraft)
+           network_slots(model.brokers, model.epochs, model.crashes, model.bounces, model.shutdowns,
+                         f.zookeeper_alter_isr))
+    packing = Packing(model.brokers, model.records, model.epochs, net, f.zookeeper_alter_isr,
+                      kraft=kraft)
     tables = [getattr(model, name, None) for name in KINDS]
 
     def action(code: int) -> Action:
@@ -459,11 +489,12 @@ def kernel(model: Any) -> KernelSource:
                ("KM_C", model.crashes), ("KM_BUMPS", model.bumps), ("KM_LOSSES", model.losses),
                ("KM_INFLIGHT", model.inflight), ("KM_SHUTDOWNS", model.shutdowns),
                ("KM_BOUNCES", model.bounces), ("KM_NET", net), ("KM_ACKS", model.acks),
-               ("KM_MIN_ISR", model.min_isr)]
-    # the KRaft bounds (actions_kraft.KRaftControllerActions._init_kraft)
-    defines += [("KM_ALTERS", model.alters), ("KM_UNCLEAN_SHUTDOWNS", model.unclean_shutdowns),
-                ("KM_ALTER_LOSSES", model.alter_losses), ("KM_METADATA_LAG", model.metadata_lag),
-                ("KM_FENCES", model.fences), ("KM_CLEAN_SHUTDOWNS", model.clean_shutdowns)]
+               ("KM_MIN_ISR", model.min_isr), ("KM_ALTERS", model.alters),
+               ("KM_ALTER_LOSSES", model.alter_losses),
+               # the KRaft bounds (actions_kraft.KRaftControllerActions._init_kraft)
+               ("KM_UNCLEAN_SHUTDOWNS", model.unclean_shutdowns),
+               ("KM_METADATA_LAG", model.metadata_lag), ("KM_FENCES", model.fences),
+               ("KM_CLEAN_SHUTDOWNS", model.clean_shutdowns)]
     defines += [(f"KM_F_{flag.upper()}", int(bool(getattr(f, flag)))) for flag in FLAGS]
     return KernelSource(source=SOURCE, defines=tuple(defines), state_bytes=packing.state_bytes,
                         pack=packing.pack, unpack=packing.unpack, action=action,
