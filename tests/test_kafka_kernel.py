@@ -228,8 +228,14 @@ def test_auto_picks_the_kernel_where_it_is_proven_only(capsys):
     code, data = check_json(capsys, "--protocol", "2.1.0", *small)
     assert code == 0 and data["path"]["path"] == "kernel"
     code, data = check_json(capsys, "--protocol", "2.8.0", *small)
-    assert (data["path"] == {"path": "readable", "reason": "the kernel does not compile "
-                                                           "alter-isr"})
+    assert data["path"]["path"] == "readable" and data["path"]["reason"].endswith("not 2.8.0")
+    # the KRaft rows are proven (their control plane, truncate-on-fetch); a reassignment is not
+    code, data = check_json(capsys, "--protocol", "kraft-4.1", *small)
+    assert code == 0 and data["path"]["path"] == "kernel"
+    code, data = check_json(capsys, "--protocol", "kraft-4.1", "--const", "reassignments=1",
+                            *small)
+    assert data["path"]["reason"] == ("the kernel does not compile the bound reassignments=1: "
+                                      "partition reassignment (the replica lists) is not compiled")
     # an alias is its row's (kip-320 is 2.1.0), as is a release number whose flags are compiled
     # 2.3.0 to 2.6.x: the consumer's flags act on no rule without consumers (CONSUMER_FLAGS)
     for name in ("kip-320", "1.1.0", "2.2.1", "2.3.0", "2.6.1"):
@@ -242,7 +248,7 @@ def test_auto_picks_the_kernel_where_it_is_proven_only(capsys):
                             *small)
     assert code == 0 and data["path"]["path"] == "kernel"
     code, data = check_json(capsys, "--protocol", "2.2.0", "--feature", "alter-isr=on", *small)
-    assert data["path"]["reason"] == "the kernel does not compile alter-isr"
+    assert data["path"]["path"] == "kernel"  # AlterIsr is compiled (stop43-tof's a0aa59d)
     code, data = check_json(capsys, "--protocol", "2.1.0", "--const", "consumers=1", *small)
     assert data["path"]["reason"] == "the kernel does not compile the bound consumers=1"
     code, data = check_json(capsys, "--protocol", "2.1.0", "--const", "records=1", "--const",
@@ -349,7 +355,9 @@ def combinations(row: str, count: int, seed: int) -> list[dict[str, bool]]:
 
     rng = random.Random(seed)
     base = resolve(row)
-    pool = sorted(set().union(*(switchable_flags(other) for other in PROVEN_ROWS)))
+    kraft = base.kraft  # a KRaft row's pool is the KRaft rows' flags, a ZooKeeper row's theirs
+    pool = sorted(set().union(*(switchable_flags(other) for other in PROVEN_ROWS
+                                if resolve(other).kraft == kraft)))
     out: list[dict[str, bool]] = []
     while len(out) < count:
         flags = {name: not base.flag(name) for name in pool if rng.random() < 0.25}
@@ -551,7 +559,7 @@ def test_truncate_on_fetch_searches_agree(row, flags, bounds, options):
 # -- the KRaft rows' control plane (kernel.c's KRaft section) --------------------------------------
 def kraft_model(row: str, tof: bool = False, **bounds: int):
     """A KRaft row; ``tof=False``: with truncate-on-fetch switched off in a ``Features`` built
-    directly (no ``--feature`` turns it off on a KRaft row), so the KRaft control plane is checked
+    directly (as ``--feature truncate-on-fetch=off`` does), so the KRaft control plane is checked
     on its own: the controller, AlterPartition, the broker lifecycle, KIP-966's ELR and strict min
     ISR."""
     from dataclasses import replace
@@ -565,30 +573,33 @@ def kraft_model(row: str, tof: bool = False, **bounds: int):
 #: the Last Replica Standing story's bounds (``kmc stories``): the issue's goal configuration
 LRS = {"brokers": 3, "acks": -1, "min_isr": 2, "unclean_shutdowns": 1}
 
-#: (row, bounds, how many reachable states) checked state for state, truncate-on-fetch off: each
-#: KRaft bound the kernel compiles (unclean shutdowns, AlterPartition and its lost answers, fences
-#: of running brokers, metadata lag, bumps, acks=all under min ISR) on the row whose flags it needs
+#: (row, truncate-on-fetch, bounds, how many reachable states) checked state for state: each KRaft
+#: bound the kernel compiles (unclean shutdowns, AlterPartition and its lost answers, fences of
+#: running brokers, metadata lag, bumps, acks=all under min ISR) on the row whose flags it needs,
+#: the rows as they are (truncate-on-fetch on) and the control plane alone (off)
 KRAFT_FAST = [
-    ("kraft-4.1", LRS, 1200),
-    ("kraft-4.1", {"brokers": 2, "records": 1, "epochs": 1, "crashes": 0, "unclean_shutdowns": 1,
-                   "alters": 1, "min_isr": 2}, 1500),
-    ("kraft-3.3", {"brokers": 2, "records": 2, "epochs": 2, "crashes": 1, "unclean_shutdowns": 1,
-                   "alters": 1}, 800),
-    ("kraft-3.5", {"brokers": 3, "records": 1, "epochs": 2, "crashes": 1, "fences": 1,
-                   "alter_losses": 1}, 800),
-    ("kraft-4.0", {"brokers": 2, "records": 1, "epochs": 2, "crashes": 1, "unclean_shutdowns": 1,
-                   "min_isr": 2, "acks": -1, "bumps": 1, "metadata_lag": 1}, 800),
+    ("kraft-4.1", True, LRS, 1200),
+    ("kraft-4.1", False, LRS, 600),
+    ("kraft-4.1", True, {"brokers": 2, "records": 1, "epochs": 1, "crashes": 0,
+                         "unclean_shutdowns": 1, "alters": 1, "min_isr": 2}, 1000),
+    ("kraft-3.3", True, {"brokers": 2, "records": 2, "epochs": 2, "crashes": 1,
+                         "unclean_shutdowns": 1, "alters": 1}, 800),
+    ("kraft-3.5", True, {"brokers": 3, "records": 1, "epochs": 2, "crashes": 1, "fences": 1,
+                         "alter_losses": 1}, 800),
+    ("kraft-4.0", True, {"brokers": 2, "records": 2, "epochs": 2, "crashes": 1,
+                         "unclean_shutdowns": 1, "min_isr": 2, "acks": -1, "bumps": 1,
+                         "metadata_lag": 1}, 800),
     # KRaft's controlled shutdown (KIP-841, kraft-shutdown-stops-fetcher) and clean shutdown
     # (kafka-18635's clean shutdown file, fenced-broker-clean-shutdown with a fence)
-    ("kraft-4.1", {"brokers": 3, "records": 1, "epochs": 2, "crashes": 0, "shutdowns": 1,
-                   "clean_shutdowns": 1, "fences": 1}, 800),
+    ("kraft-4.1", True, {"brokers": 3, "records": 1, "epochs": 2, "crashes": 0, "shutdowns": 1,
+                         "clean_shutdowns": 1, "fences": 1}, 800),
 ]
 
 
 @needs_cc
-@pytest.mark.parametrize(("row", "bounds", "limit"), KRAFT_FAST, ids=_id)
-def test_the_kraft_control_plane_is_the_readable_model_state_for_state(row, bounds, limit):
-    model = kraft_model(row, **bounds)
+@pytest.mark.parametrize(("row", "tof", "bounds", "limit"), KRAFT_FAST, ids=_id)
+def test_the_kraft_rows_are_the_readable_model_state_for_state(row, tof, bounds, limit):
+    model = kraft_model(row, tof=tof, **bounds)
     kernel = km.load(model.kernel())
     assert disagreements(model, kernel, reachable(model, limit)) == []
 
@@ -606,8 +617,9 @@ def test_the_kraft_control_plane_is_the_readable_model_state_for_state(row, boun
                                          "shutdowns": 1, "clean_shutdowns": 1, "fences": 1,
                                          "min_isr": 2})],
                          ids=_id)
-def test_every_reachable_state_of_small_kraft_configurations(row, bounds):
-    model = kraft_model(row, **bounds)
+@pytest.mark.parametrize("tof", [True, False], ids=["rows", "without-truncate-on-fetch"])
+def test_every_reachable_state_of_small_kraft_configurations(row, bounds, tof):
+    model = kraft_model(row, tof=tof, **bounds)
     kernel = km.load(model.kernel())
     assert disagreements(model, kernel, reachable(model)) == []
 
@@ -663,7 +675,7 @@ def kernel_search(model, invariants: tuple[str, ...] = DEFAULT, **options):
     return km.KernelBFS(model, opts, km.load(model.kernel())).run()
 
 
-#: (row, bounds, options): KRaft searches, truncate-on-fetch off, the kernel's against the readable
+#: (row, bounds, options): KRaft searches, the kernel's (``--kernel on``) against the readable
 #: model's (kraft-3.3's committed-durable counterexample, KIP-903's story, replayed on the readable
 #: model)
 KRAFT_SEARCHES = [
@@ -679,18 +691,44 @@ KRAFT_SEARCHES = [
 @needs_cc
 @pytest.mark.parametrize(("row", "bounds", "options"), KRAFT_SEARCHES, ids=_id)
 def test_kraft_searches_agree(row, bounds, options):
-    model = kraft_model(row, **bounds)
-    compiled = kernel_search(model, **options)
+    model = kafka(row, **bounds)
+    compiled = search(model, "on", invariants=DEFAULT, **options)
+    assert compiled.extra["path"]["path"] == "kernel"
     assert summary(compiled) == summary(search(model, "off", invariants=DEFAULT, **options))
+    # the control plane alone (truncate-on-fetch off), on KernelBFS
+    alone = kraft_model(row, tof=False, **bounds)
+    assert summary(kernel_search(alone, **options)) == summary(search(alone, "off",
+                                                                     invariants=DEFAULT,
+                                                                     **options))
 
 
 @pytest.mark.slow
 @needs_cc
 def test_the_lrs_search_to_depth_12_agrees():
-    """Last Replica Standing's bounds to depth 12 under --symmetry --reduce dead (608,842 orbits,
-    truncate-on-fetch off): about 90 s of the readable model's CPU."""
-    model = kraft_model("kraft-4.1", **LRS)
+    """Last Replica Standing's bounds to depth 12 under --symmetry --reduce dead: about 90 s of the
+    readable model's CPU."""
+    model = kafka("kraft-4.1", **LRS)
     options = {"symmetry": True, "reduce": "dead", "max_depth": 12}
-    assert summary(kernel_search(model, **options)) == summary(search(model, "off",
-                                                                      invariants=DEFAULT,
-                                                                      **options))
+    compiled = search(model, "on", invariants=DEFAULT, **options)
+    assert compiled.extra["path"]["path"] == "kernel"
+    assert summary(compiled) == summary(search(model, "off", invariants=DEFAULT, **options))
+
+
+#: every KRaft bound the kernel compiles, at once, and acks=all below a min ISR past the brokers
+KRAFT_SWITCH_BOUNDS = {"brokers": 2, "records": 1, "epochs": 2, "crashes": 1, "bumps": 1,
+                       "shutdowns": 1, "acks": -1, "min_isr": 3, "unclean_shutdowns": 1,
+                       "alters": 1, "fences": 1, "clean_shutdowns": 1}
+
+
+@needs_cc
+@pytest.mark.parametrize(("row", "value"), [("kraft-3.3", True), ("kraft-4.1", False)],
+                         ids=["kraft-3.3-every-missing-flag-on", "kraft-4.1-every-flag-off"])
+def test_switched_flags_of_the_kraft_rows_are_the_readable_model_state_for_state(row, value):
+    """The oldest KRaft row with every flag it can switch and lacks switched on, the newest with
+    every one it has switched off (truncate-on-fetch, the ELR, KIP-841/903 among them): each
+    compiled KRaft branch both ways."""
+    base = resolve(row)
+    flags = {name: value for name in switchable_flags(row) if base.flag(name) != value}
+    model = switched(row, flags, **KRAFT_SWITCH_BOUNDS)
+    assert km.why_not(model, SearchOptions()) is None
+    assert disagreements(model, km.load(model.kernel()), reachable(model, 400)) == []
