@@ -628,8 +628,8 @@ def test_every_reachable_state_of_small_kraft_configurations(row, bounds, tof):
 def test_a_kraft_kernel_without_kip_841_903s_eligibility_check_fails_the_check():
     """``-DKM_MUTANT=4``: ExpandIsr's AlterPartition sent for a follower the leader must not find
     eligible (a running broker fenced for missed heartbeats, KIP-841)."""
-    model = kraft_model("kraft-3.5", brokers=2, records=1, epochs=1, crashes=0, fences=1, alters=1)
-    states = reachable(model)
+    model = kafka("kraft-3.5", brokers=2, records=1, epochs=1, crashes=0, fences=1, alters=1)
+    states = reachable(model, 400)  # the 328th is the first the mutant gets wrong
     assert disagreements(model, km.load(model.kernel()), states) == []
     mutant = km.load(model.kernel(), extra_flags=("-DKM_MUTANT=4",))
     assert disagreements(model, mutant, states) != []
@@ -695,7 +695,9 @@ def test_kraft_searches_agree(row, bounds, options):
     compiled = search(model, "on", invariants=DEFAULT, **options)
     assert compiled.extra["path"]["path"] == "kernel"
     assert summary(compiled) == summary(search(model, "off", invariants=DEFAULT, **options))
-    # the control plane alone (truncate-on-fetch off), on KernelBFS
+    if options.get("symmetry"):
+        return
+    # the control plane alone (truncate-on-fetch off)
     alone = kraft_model(row, tof=False, **bounds)
     assert summary(kernel_search(alone, **options)) == summary(search(alone, "off",
                                                                      invariants=DEFAULT,
