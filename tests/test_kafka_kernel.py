@@ -1,8 +1,9 @@
 """The Kafka model's compiled kernel (``spec/kafka/kernel.c``) and the readable model are one model.
 
 State for state: on the reachable states of small configurations of each row the kernel compiles
-(the ZooKeeper rows 0.10.2 to 2.2.0, at their own flags and with every flag a ``--feature`` or a
-matrix story can switch there, alone and in seeded combinations), packing is exact, the kernel's
+(the ZooKeeper rows 0.10.2 to 2.2.0 and the KRaft rows, at their own flags and with every flag a
+``--feature`` or a matrix story can switch there, alone and in seeded combinations), packing is
+exact, the kernel's
 (action, successor) list equals the readable model's in order, and its canonical form
 (``--symmetry``), its state without dead answers (``--reduce dead``) and its invariant verdicts
 equal the readable ones. Search for search: ``--kernel on`` and ``--kernel off`` give the same
@@ -275,8 +276,12 @@ def test_a_state_past_the_kernels_capacity_stops_the_search():
 
 
 @needs_cc
+@pytest.mark.parametrize(("row", "bounds"),
+                         [("2.1.0", {"brokers": 3, "records": 1, "epochs": 1, "crashes": 1}),
+                          ("kraft-4.1", {"brokers": 3, "records": 1, "epochs": 1, "crashes": 1,
+                                         "unclean_shutdowns": 1, "min_isr": 2})], ids=_id)
 @pytest.mark.parametrize("symmetry", [False, True], ids=["plain", "symmetry"])
-def test_the_batch_expansion_reduces_as_the_readable_model(symmetry):
+def test_the_batch_expansion_reduces_as_the_readable_model(symmetry, row, bounds):
     """``km_expand_batch`` under --reduce dead (the Spark executors' expansion): each successor in
     the form the local engine stores (``DeadMessages.reduce``, then the canonical form under
     --symmetry), state for state, in the readable order; fingerprints of those forms. Without the
@@ -285,7 +290,7 @@ def test_the_batch_expansion_reduces_as_the_readable_model(symmetry):
 
     from checker.kernel_batch import BatchKernel, FingerprintSet
 
-    model = kafka("2.1.0", brokers=3, records=1, epochs=1, crashes=1)
+    model = kafka(row, **bounds)
     dead = DeadMessages(model)
     kernel = km.load(model.kernel())
     spec = kernel.spec
