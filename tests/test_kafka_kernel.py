@@ -1,7 +1,8 @@
 """The Kafka model's compiled kernel (``spec/kafka/kernel.c``) and the readable model are one model.
 
 State for state: on the reachable states of small configurations of each row the kernel compiles
-(the ZooKeeper rows 0.10.2 to 2.2.0 and the KRaft rows, at their own flags and with every flag a
+(the ZooKeeper rows 0.10.2 to 2.2.0, 2.8.0, 2.8.1, 3.4.1 and 3.9.1 with truncate-on-fetch and the
+ZooKeeper controller's AlterIsr, and the KRaft rows, at their own flags and with every flag a
 ``--feature`` or a matrix story can switch there, alone and in seeded combinations), packing is
 exact, the kernel's
 (action, successor) list equals the readable model's in order, and its canonical form
@@ -10,7 +11,8 @@ equal the readable ones. Search for search: ``--kernel on`` and ``--kernel off``
 distinct states, states generated, depth, verdict, out-degrees and counterexamples (the kernel's
 replayed on the readable model), with and without ``--symmetry`` and ``--reduce dead``. A kernel
 with one rule changed (``-DKM_MUTANT=1``: ExpandIsr without its guard that the follower's fetch is
-being answered) fails the state-for-state check. Without a C compiler these skip.
+being answered; 2 and 3 truncate-on-fetch's, 4 AlterIsr's) fails the state-for-state check.
+Without a C compiler these skip.
 """
 
 from __future__ import annotations
@@ -28,7 +30,7 @@ from spec.errors import UsageError
 from spec.kafka.dead import DeadMessages
 from spec.kafka.kernel import PROVEN_ROWS, UNCOMPILED_FLAGS, Packing, switchable_flags
 from spec.kafka.releases import resolve
-from spec.kafka.state import FETCH_RESPONSE
+from spec.kafka.state import ALTER_PARTITION, ALTER_PARTITION_RESPONSE, FETCH_RESPONSE
 from spec.registry import build_model
 from tests.test_kernel import needs_cc
 
@@ -103,6 +105,13 @@ FAST = [
                "bounces": 1}, 500),
     ("2.2.0", {"brokers": 3, "records": 1, "epochs": 2, "crashes": 1, "shutdowns": 1, "bounces": 1,
                "losses": 1}, 500),
+    # truncate-on-fetch and the ZooKeeper controller's AlterIsr (2.8.0+)
+    ("2.8.0", {"brokers": 2, "records": 2, "epochs": 1, "crashes": 1}, 500),
+    ("2.8.1", {"brokers": 3, "records": 1, "epochs": 1, "crashes": 1}, 500),
+    ("3.4.1", {"brokers": 2, "records": 1, "epochs": 2, "crashes": 1, "shutdowns": 1, "bounces": 1,
+               "alter_losses": 1}, 500),
+    ("3.9.1", {"brokers": 3, "records": 1, "epochs": 1, "crashes": 1, "acks": -1, "min_isr": 2},
+     500),
 ]
 
 
@@ -229,7 +238,10 @@ def test_auto_picks_the_kernel_where_it_is_proven_only(capsys):
     code, data = check_json(capsys, "--protocol", "2.1.0", *small)
     assert code == 0 and data["path"]["path"] == "kernel"
     code, data = check_json(capsys, "--protocol", "2.8.0", *small)
-    assert data["path"]["path"] == "readable" and data["path"]["reason"].endswith("not 2.8.0")
+    assert code == 0 and data["path"]["path"] == "kernel"
+    code, data = check_json(capsys, "--protocol", "2.8.0", "--const", "hw_events=1", *small)
+    assert (data["path"] == {"path": "readable", "reason": "the kernel does not compile "
+                                                           "hw_events=1 (KAFKA-13091's stale HW)"})
     # the KRaft rows are proven (their control plane, truncate-on-fetch); a reassignment is not
     code, data = check_json(capsys, "--protocol", "kraft-4.1", *small)
     assert code == 0 and data["path"]["path"] == "kernel"
@@ -249,7 +261,9 @@ def test_auto_picks_the_kernel_where_it_is_proven_only(capsys):
                             *small)
     assert code == 0 and data["path"]["path"] == "kernel"
     code, data = check_json(capsys, "--protocol", "2.2.0", "--feature", "alter-isr=on", *small)
-    assert data["path"]["path"] == "kernel"  # AlterIsr is compiled (stop43-tof's a0aa59d)
+    assert code == 0 and data["path"]["path"] == "kernel"
+    code, data = check_json(capsys, "--protocol", "2.1.0", "--feature", "lossy-crash=on", *small)
+    assert data["path"]["reason"] == "the kernel does not compile lossy-crash"
     code, data = check_json(capsys, "--protocol", "2.1.0", "--const", "consumers=1", *small)
     assert data["path"]["reason"] == "the kernel does not compile the bound consumers=1"
     code, data = check_json(capsys, "--protocol", "2.1.0", "--const", "records=1", "--const",
@@ -561,6 +575,72 @@ def test_truncate_on_fetch_searches_agree(row, flags, bounds, options):
     assert summary(compiled) == summary(readable)
 
 
+# -- the ZooKeeper controller's AlterIsr (KIP-497, 2.7.0+: the rows 2.8.0 to 3.9.1) ----------------
+def alter_sample(model, answers: int = 300, stride: int = 40) -> list:
+    """Of the first 20,000 reachable states (breadth first), the first ``answers`` where the
+    controller has an AlterIsr to answer that proposes a member it does not count live
+    (KAFKA-14140's INELIGIBLE_REPLICA) or the leader has an answer other than NONE or
+    FENCED_LEADER_EPOCH to handle (STALE_BROKER_EPOCH, INELIGIBLE_REPLICA, INVALID_UPDATE_VERSION),
+    and every ``stride``-th state (0: none)."""
+    from spec.kafka.actions_alter_isr import _zookeeper_live
+
+    def rare_branch(s) -> bool:
+        return any((m.kind == ALTER_PARTITION_RESPONSE and m.error > 2)
+                   or (m.kind == ALTER_PARTITION
+                       and not all(_zookeeper_live(s, r) for r in m.isr)) for m in s.network)
+
+    states = reachable(model, 20_000)
+    rare = [s for s in states if rare_branch(s)][:answers]
+    assert rare, "no rare AlterIsr answer reached: the sample would not see their branches"
+    return rare + (states[::stride] if stride else [])
+
+
+#: 3.4.1 (KAFKA-14140's INELIGIBLE_REPLICA) with a controlled shutdown, a bounce
+#: (STALE_BROKER_EPOCH) and a lost answer
+ALTER_BOUNDS = {"brokers": 2, "records": 1, "epochs": 1, "crashes": 1, "shutdowns": 1, "bounces": 1,
+                "alter_losses": 1}
+
+
+@needs_cc
+@pytest.mark.parametrize("row", ["3.4.1", "2.8.0"])
+def test_alter_isr_is_the_readable_model_state_for_state(row):
+    model = kafka(row, **ALTER_BOUNDS)
+    kernel = km.load(model.kernel())
+    assert disagreements(model, kernel, alter_sample(model)) == []
+
+
+@needs_cc
+def test_an_alter_isr_rule_changed_fails_the_check():
+    """-DKM_MUTANT=4 drops KAFKA-14140's liveness check: it disagrees on the sample."""
+    model = kafka("3.4.1", **ALTER_BOUNDS)
+    kernel = km.load(model.kernel(), extra_flags=("-DKM_MUTANT=4",))
+    assert disagreements(model, kernel, alter_sample(model, stride=0)) != []
+
+
+#: each row exhaustively in the slow tier, the first levels in the fast tier
+ALTER_SEARCHES = [
+    ("2.8.0", {"brokers": 2, "records": 2, "epochs": 1, "crashes": 1},
+     {"invariants": DEFAULT, "stop_at_first": False, "max_depth": 14}),
+    ("2.8.1", {"brokers": 2, "records": 1, "epochs": 2, "crashes": 1},
+     {"invariants": DEFAULT, "symmetry": True, "reduce": "dead", "max_depth": 14}),
+    ("3.4.1", ALTER_BOUNDS, {"invariants": DEFAULT, "symmetry": True, "reduce": "dead",
+                             "max_depth": 10}),
+    ("3.9.1", {"brokers": 2, "records": 1, "epochs": 2, "crashes": 1, "acks": -1, "min_isr": 2},
+     {"invariants": DEFAULT, "stop_at_first": False, "max_depth": 14}),
+]
+ALTER_SEARCHES += [pytest.param(row, bounds, {k: v for k, v in options.items() if k != "max_depth"},
+                                marks=pytest.mark.slow) for row, bounds, options in ALTER_SEARCHES]
+
+
+@needs_cc
+@pytest.mark.parametrize(("row", "bounds", "options"), ALTER_SEARCHES, ids=_id)
+def test_alter_isr_searches_agree(row, bounds, options):
+    model = kafka(row, **bounds)
+    compiled = search(model, "on", **options)
+    assert compiled.extra["path"]["path"] == "kernel"
+    assert summary(compiled) == summary(search(model, "off", **options))
+
+
 # -- the KRaft rows' control plane (kernel.c's KRaft section) --------------------------------------
 def kraft_model(row: str, tof: bool = False, **bounds: int):
     """A KRaft row; ``tof=False``: with truncate-on-fetch switched off in a ``Features`` built
@@ -631,12 +711,12 @@ def test_every_reachable_state_of_small_kraft_configurations(row, bounds, tof):
 
 @needs_cc
 def test_a_kraft_kernel_without_kip_841_903s_eligibility_check_fails_the_check():
-    """``-DKM_MUTANT=4``: ExpandIsr's AlterPartition sent for a follower the leader must not find
+    """``-DKM_MUTANT=5``: ExpandIsr's AlterPartition sent for a follower the leader must not find
     eligible (a running broker fenced for missed heartbeats, KIP-841)."""
     model = kafka("kraft-3.5", brokers=2, records=1, epochs=1, crashes=0, fences=1, alters=1)
     states = reachable(model, 400)  # the 328th is the first the mutant gets wrong
     assert disagreements(model, km.load(model.kernel()), states) == []
-    mutant = km.load(model.kernel(), extra_flags=("-DKM_MUTANT=4",))
+    mutant = km.load(model.kernel(), extra_flags=("-DKM_MUTANT=5",))
     assert disagreements(model, mutant, states) != []
 
 

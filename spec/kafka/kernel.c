@@ -1,8 +1,10 @@
-/* The compiled successor kernel of the Kafka model, the ZooKeeper rows and (KM_F_KRAFT, the section "the KRaft
-   control plane") the KRaft rows' controller, AlterPartition and broker lifecycle:
-   spec/kafka/model.py (successors, _replica_actions, _deliveries), actions_control.py, actions_data.py, log.py,
-   updates.py and controllers.py (ZooKeeperController) in C, with the canonical form of symmetry.py, the dead
-   answers of dead.py and the invariants of invariants/kafka_log_matching.py.
+/* The compiled successor kernel of the Kafka model, the ZooKeeper rows (0.10.2 to 3.9.1, without consumers) and
+   (KM_F_KRAFT, the section "the KRaft control plane") the KRaft rows kraft-3.3 to kraft-4.1:
+   spec/kafka/model.py (successors, _replica_actions, _deliveries), actions_control.py, actions_data.py (with
+   truncate-on-fetch), log.py, updates.py, controllers.py (ZooKeeperController, AlterIsrController,
+   KRaftController), actions_alter_partition.py (the leader's AlterIsr and AlterPartition), actions_alter_isr.py,
+   actions_kraft.py and actions_broker_lifecycle.py in C, with the canonical form of symmetry.py, the dead answers
+   of dead.py and the invariants of invariants/kafka_log_matching.py and kafka_kraft.py.
 
    The readable model is the reference: a rule changes there first, then here, and tests/test_kafka_kernel.py shows
    the two agree. Each function below names the readable function it follows; the successors come in the readable
@@ -20,8 +22,9 @@
      KM_MUTANT                  a deliberate change, which the equivalence test must catch: 1 ExpandIsr without its
                                 guard that the follower's fetch is being answered (_fetch_being_answered); 2
                                 TruncateOnDivergingEpoch without KAFKA-13207's skip of a partition that left the
-                                fetcher; 3 a diverging answer's HW taken despite KAFKA-14704's fix; 4 on the KRaft
-                                rows, ExpandIsr's AlterPartition without KIP-841/903's eligibility check (_eligible)
+                                fetcher; 3 a diverging answer's HW taken despite KAFKA-14704's fix; 4 the ZooKeeper
+                                controller's AlterIsr without KAFKA-14140's liveness check; 5 on the KRaft rows,
+                                ExpandIsr's AlterPartition without KIP-841/903's eligibility check (_eligible)
      KM_UNCLEAN_SHUTDOWNS, KM_METADATA_LAG, KM_FENCES, KM_CLEAN_SHUTDOWNS
                                 the KRaft bounds (actions_kraft._init_kraft) */
 
@@ -974,7 +977,7 @@ static void process_alter_isr(const km_state *s, km_succ *out, int k, const km_m
         return;
     } else if (m->partition_epoch != s->c_partition_epoch) {
         error = E_INVALID_UPDATE_VERSION;
-    } else if (KM_F_KAFKA_14140) {
+    } else if (KM_F_KAFKA_14140 && KM_MUTANT != 4) {
         for (int b = 0; b < KM_N; b++)
             if (IN(m->isr, b) && !zookeeper_live(s, b)) error = E_INELIGIBLE_REPLICA;
     }
@@ -1542,7 +1545,7 @@ static void kraft_isr_change_request(const km_state *s, km_succ *out, int i, int
         int fetched = leader->remote[f];
         if (fetched < 0 || fetched < leader->hw) return;
         if (KM_F_KAFKA_7128 && fetched < epoch_start(leader, leader->epoch)) return;
-        if (!kraft_eligible(s, i, f) && KM_MUTANT != 4) return;
+        if (!kraft_eligible(s, i, f) && KM_MUTANT != 5) return;
         if (!fetch_being_answered(s, i, leader, f)) return;
         proposed = isr | 1 << f;
         code = CODE(A_EXPAND, i, f);

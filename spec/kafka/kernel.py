@@ -109,8 +109,8 @@ INVARIANTS = ("log-matching", "log-matching-all-pairs", "log-matching-raft", "co
               "consumed-stays", "elr-safety")
 #: the rows the equivalence tests (tests/test_kafka_kernel.py) prove: ``--kernel auto`` picks the
 #: kernel only there
-PROVEN_ROWS = ("0.10.2", "0.11.0", "2.0.0", "2.0.1", "2.1.0", "2.1.1", "2.2.0", "kraft-3.3",
-               "kraft-3.5", "kraft-4.0", "kraft-4.1")
+PROVEN_ROWS = ("0.10.2", "0.11.0", "2.0.0", "2.0.1", "2.1.0", "2.1.1", "2.2.0", "2.8.0", "2.8.1",
+               "3.4.1", "3.9.1", "kraft-3.3", "kraft-3.5", "kraft-4.0", "kraft-4.1")
 MAX_BROKERS = 5  # an ISR is one byte
 
 
