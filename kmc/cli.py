@@ -612,8 +612,8 @@ def build_parser() -> argparse.ArgumentParser:
     check.add_argument("--kernel", choices=("auto", "on", "off"), default="auto",
                        help="the compiled successor kernel (local, parallel and spark engines; "
                             "models that have one: two-phase, tla:Kip101, tla:Kip279, tla:Kip320, "
-                            "kafka on the ZooKeeper rows 0.10.2 to 3.9.1 without consumers): "
-                            "auto where it applies "
+                            "kafka on the ZooKeeper rows 0.10.2 to 3.9.1 without consumers and "
+                            "the KRaft rows kraft-3.3 to kraft-4.1): auto where it applies "
                             "(the default), on (else exit 69), off (the readable model); the same "
                             "counts, depth, verdict and traces either way")
     check.add_argument("--verbose", action="store_true",

@@ -1,8 +1,10 @@
-/* The compiled successor kernel of the Kafka model, the ZooKeeper rows (0.10.2 to 3.9.1, without consumers):
+/* The compiled successor kernel of the Kafka model, the ZooKeeper rows (0.10.2 to 3.9.1, without consumers) and
+   (KM_F_KRAFT, the section "the KRaft control plane") the KRaft rows kraft-3.3 to kraft-4.1:
    spec/kafka/model.py (successors, _replica_actions, _deliveries), actions_control.py, actions_data.py (with
-   truncate-on-fetch), log.py, updates.py, controllers.py (ZooKeeperController, AlterIsrController),
-   actions_alter_partition.py (the leader's AlterIsr) and actions_alter_isr.py in C, with the canonical form of
-   symmetry.py, the dead answers of dead.py and the invariants of invariants/kafka_log_matching.py.
+   truncate-on-fetch), log.py, updates.py, controllers.py (ZooKeeperController, AlterIsrController,
+   KRaftController), actions_alter_partition.py (the leader's AlterIsr and AlterPartition), actions_alter_isr.py,
+   actions_kraft.py and actions_broker_lifecycle.py in C, with the canonical form of symmetry.py, the dead answers
+   of dead.py and the invariants of invariants/kafka_log_matching.py and kafka_kraft.py.
 
    The readable model is the reference: a rule changes there first, then here, and tests/test_kafka_kernel.py shows
    the two agree. Each function below names the readable function it follows; the successors come in the readable
@@ -22,7 +24,10 @@
                                 TruncateOnDivergingEpoch without KAFKA-13207's skip of a partition that left the
                                 fetcher; 3 a diverging answer's HW taken despite KAFKA-14704's fix; 4 the ZooKeeper
                                 controller's AlterIsr without KAFKA-14140's liveness check; 5 an AlterIsr answered
-                                STALE_BROKER_EPOCH not sent again */
+                                STALE_BROKER_EPOCH not sent again; 6 on the KRaft rows, ExpandIsr's AlterPartition
+                                without KIP-841/903's eligibility check (_eligible)
+     KM_UNCLEAN_SHUTDOWNS, KM_METADATA_LAG, KM_FENCES, KM_CLEAN_SHUTDOWNS
+                                the KRaft bounds (actions_kraft._init_kraft) */
 
 #include <stdint.h>
 #include <string.h>
@@ -37,7 +42,13 @@
    (9 + N) and a LeaderAndIsr's zkVersion */
 #define KM_DATA_MSG ((10 + 2 * KM_R) > (7 + KM_N) ? (10 + 2 * KM_R) : (7 + KM_N))
 #define KM_ALTER_MSG ((7 + 2 * KM_N) > (9 + KM_N) ? (7 + 2 * KM_N) : (9 + KM_N))
-#define KM_MSG (KM_F_ZOOKEEPER_ALTER_ISR && KM_ALTER_MSG > KM_DATA_MSG ? KM_ALTER_MSG : KM_DATA_MSG)
+#ifndef KM_F_KRAFT
+#define KM_F_KRAFT 0
+#endif
+/* a LeaderAndIsr carries a partition epoch and the network holds AlterPartition (AlterIsr) requests and answers:
+   alter-isr's zkVersion, the KRaft rows' partition epoch */
+#define KM_VERSIONED (KM_F_ZOOKEEPER_ALTER_ISR || KM_F_KRAFT)
+#define KM_MSG (KM_VERSIONED && KM_ALTER_MSG > KM_DATA_MSG ? KM_ALTER_MSG : KM_DATA_MSG)
 
 typedef struct {
     uint8_t alive;
@@ -94,13 +105,24 @@ typedef struct {
     km_alter alter[KM_N];     /* alter-isr: each broker's zkVersion and pending AlterIsr */
     int8_t c_partition_epoch; /* alter-isr: Controller.partition_epoch, the partition state znode's zkVersion */
     int8_t alters, alter_losses; /* alter-isr: the bound counters */
+#if KM_F_KRAFT
+    /* the KRaft rows (spec/kafka/kernel.py Packing._kraft_tail): each broker's followers' broker epochs as a leader
+       (KIP-903; has_remote_epochs 0: ()), the controller's ELR (KIP-966), the KRaft bounds' counters; the partition
+       epochs, pending AlterPartition and committed ISR are alter[] and c_partition_epoch, as alter-isr's */
+    struct {
+        uint8_t has_remote_epochs;
+        int8_t remote_epochs[KM_N];
+    } k[KM_N];
+    uint8_t c_elr; /* bit mask */
+    int8_t unclean_shutdowns, clean_shutdowns, fences;
+#endif
 } km_state;
 
 /* a bound on one state's successors: the controller's (an election per live ISR member for each death), each broker's
    own (produce, HW, an ISR change per follower, a request, truncations (to the HW, to a diverging epoch), shutdown,
    crash, bounce), a delivery and a
    loss per control channel, and per message in flight one step (a ControlledShutdown one per new leader) */
-#define KM_MAX_SUCC (11 * KM_N + 4 * KM_N * KM_N + 2 * KM_NET * KM_N + 8)
+#define KM_MAX_SUCC (11 * KM_N + 4 * KM_N * KM_N + 2 * KM_NET * KM_N + 8 + KM_F_KRAFT * KM_N * (KM_R + 4 * KM_N + 8))
 #define KM_INVARIANTS 13 /* spec/kafka/kernel.py INVARIANTS */
 #define KM_HAS_REDUCE 1
 
@@ -128,7 +150,8 @@ enum { E_NONE, E_NOT_LEADER, E_FENCED_LEADER_EPOCH, E_UNKNOWN_LEADER_EPOCH, E_OF
 enum { A_ELECT, A_PREFERRED, A_UNCLEAN, A_CRASH, A_RESTART, A_BUMP, A_BROKER_FAILURE, A_BROKER_CHANGE, A_DELIVER,
        A_LOSE, A_PRODUCE, A_ADVANCE, A_TRUNC_HW, A_SEND_FETCH, A_SERVE_FETCH, A_RECEIVE_FETCH, A_SEND_OFFSETS,
        A_SERVE_OFFSETS, A_RECEIVE_OFFSETS, A_SHRINK, A_EXPAND, A_SHUTDOWN, A_BOUNCE, A_DELIVER_STOP,
-       A_PROCESS_SHUTDOWN, A_TRUNCATE_DIVERGING, A_PROCESS_ALTER, A_RECEIVE_ALTER, A_LOSE_ALTER };
+       A_PROCESS_SHUTDOWN, A_TRUNCATE_DIVERGING, A_PROCESS_ALTER, A_RECEIVE_ALTER, A_LOSE_ALTER,
+       A_FENCE, A_UNFENCE, A_UNCLEAN_SHUTDOWN, A_KRAFT_SHUTDOWN, A_CLEAN_SHUTDOWN };
 #define CODE(kind, a, b) ((uint32_t)(kind) << 24 | (uint32_t)(a) << 16 | (uint32_t)(b) << 8)
 
 #define MIN(a, b) ((a) < (b) ? (a) : (b))
@@ -155,7 +178,7 @@ static void msg_decode(const uint8_t *p, km_msg *m) {
         m->isr = 0;
         while (p[at]) m->isr |= 1 << (p[at++] - 2);
         m->broker_epoch = p[at + 1] - 2; m->meant = p[at + 2] - 2;
-        m->partition_epoch = KM_F_ZOOKEEPER_ALTER_ISR ? p[at + 3] - 2 : 0;
+        m->partition_epoch = KM_VERSIONED ? p[at + 3] - 2 : 0;
         m->src = UNDEFINED;
         break;
     }
@@ -178,6 +201,7 @@ static void msg_decode(const uint8_t *p, km_msg *m) {
     }
     case FETCH:
         m->src = p[1] - 2; m->dst = p[2] - 2; m->epoch = p[3] - 2; m->offset = p[4] - 2; m->last_epoch = p[5] - 2;
+        m->broker_epoch = KM_F_KRAFT ? p[6] - 2 : UNDEFINED; /* KIP-903 on KRaft */
         break;
     case FETCH_RESPONSE: {
         m->src = p[1] - 2; m->dst = p[2] - 2; m->epoch = p[3] - 2; m->offset = p[4] - 2; m->error = p[5] - 2;
@@ -222,7 +246,7 @@ static void msg_encode(const km_msg *m, uint8_t *p) {
             if (IN(m->isr, i)) PUT(i);
         p[at++] = 0;
         PUT(m->broker_epoch); PUT(m->meant);
-        if (KM_F_ZOOKEEPER_ALTER_ISR) PUT(m->partition_epoch);
+        if (KM_VERSIONED) PUT(m->partition_epoch);
         break;
     case ALTER_PARTITION:
         PUT(m->src); PUT(m->dst); PUT(m->epoch); PUT(m->partition_epoch);
@@ -241,6 +265,7 @@ static void msg_encode(const km_msg *m, uint8_t *p) {
         break;
     case FETCH:
         PUT(m->src); PUT(m->dst); PUT(m->epoch); PUT(m->offset); PUT(m->last_epoch);
+        if (KM_F_KRAFT) PUT(m->broker_epoch);
         break;
     case FETCH_RESPONSE:
         PUT(m->src); PUT(m->dst); PUT(m->epoch); PUT(m->offset); PUT(m->error);
@@ -550,6 +575,9 @@ static void crash_broker(km_state *t, int i) {
     b->stopping = 0; b->reconciled = -1; b->idle_cause = IDLE_NONE;
     clear_pending(t, i);
     clear_alter(t, i);
+#if KM_F_KRAFT /* actions_broker_lifecycle._kraft_crash: the followers' broker epochs too */
+    t->k[i].has_remote_epochs = 0; memset(t->k[i].remote_epochs, 0, sizeof t->k[i].remote_epochs);
+#endif
     /* its messages are lost: a control request to it and a data message to or from it */
     for (int k = 0; k < t->net_len;) {
         km_msg m;
@@ -617,8 +645,12 @@ static void apply_leader_and_isr(km_state *t, const km_msg *m) {
     int i = m->dst;
     km_broker *b = &t->b[i];
     if (m->epoch <= b->epoch || stale_generation(b, m)) return;
-    if (m->leader == NO_LEADER) return; /* makeFollowers: only when the leader is available */
+    /* makeFollowers: only when the leader is available (KRaft's applyLocalFollowersDelta calls makeFollower anyway) */
+    if (m->leader == NO_LEADER && !KM_F_KRAFT) return;
     int stale = b->stale || m->meant != b->incarnation;
+#if KM_F_KRAFT
+    int was_leader = b->leader == i;
+#endif
     if (m->leader == i) {
         if (KM_F_KAFKA_7415) assign(b, m->epoch, b->log_len, 1);
         if (b->leader != i) {
@@ -646,7 +678,17 @@ static void apply_leader_and_isr(km_state *t, const km_msg *m) {
         b->has_remote = 0; memset(b->remote, 0, sizeof b->remote);
         b->reconciled = -1; b->idle_cause = IDLE_NONE;
     }
-    if (KM_F_ZOOKEEPER_ALTER_ISR) { /* _committed_version: the zkVersion it carries, a committed ISR (a pending AlterIsr dropped) */
+#if KM_F_KRAFT
+    if (m->leader == i && !was_leader && KM_F_KIP_903) { /* KIP-903: a new leader knows no follower's broker epoch */
+        t->k[i].has_remote_epochs = 1;
+        memset(t->k[i].remote_epochs, -1, sizeof t->k[i].remote_epochs);
+    }
+    if (m->leader != i && t->k[i].has_remote_epochs) { /* a follower keeps none */
+        t->k[i].has_remote_epochs = 0;
+        memset(t->k[i].remote_epochs, 0, sizeof t->k[i].remote_epochs);
+    }
+#endif
+    if (KM_VERSIONED) { /* _committed_version (alter_by_request): the partition epoch it carries, a committed ISR (a pending AlterIsr dropped) */
         t->alter[i].partition_epoch = (int8_t)m->partition_epoch;
         t->alter[i].alter_pending = 0;
         t->alter[i].committed_isr = 0;
@@ -829,7 +871,15 @@ static void isr_change_action(const km_state *s, km_succ *out, int i, int f) {
 }
 
 /* _leader_actions (ZooKeeperController.leader_actions) */
+#if KM_F_KRAFT
+static void kraft_alter_leader_actions(const km_state *s, km_succ *out, int i);
+#endif
+
 static void leader_actions(const km_state *s, km_succ *out, int i) {
+#if KM_F_KRAFT /* KRaftController.leader_actions: _alter_leader_actions */
+    kraft_alter_leader_actions(s, out, i);
+    return;
+#endif
     produce_action(s, out, i);
     advance_hw_action(s, out, i);
     if (s->c_leader != i || s->c_epoch != s->b[i].epoch) return;
@@ -1007,6 +1057,8 @@ static void follower_actions(const km_state *s, km_succ *out, int i) {
     if (follower->fetch == FETCHING) {
         m.kind = FETCH; m.offset = follower->log_len;
         m.last_epoch = KM_F_TRUNCATE_ON_FETCH ? latest_epoch(follower) : UNDEFINED; /* KAFKA-10554: lastFetchedEpoch */
+        /* KIP-903 on KRaft (fetch_carries_broker_epoch): the follower's broker epoch */
+        m.broker_epoch = KM_F_FETCH_CARRIES_BROKER_EPOCH ? follower->broker_epoch : UNDEFINED;
         km_state *t = km_emit(out, s, CODE(A_SEND_FETCH, i, leader));
         net_add(out, t, &m);
     } else if ((follower->fetch == TRUNCATING || follower->fetch == TRUNCATING_AGAIN) && follower->cache_len) {
@@ -1095,6 +1147,10 @@ static void serve_fetch(const km_state *s, km_succ *out, int k, const km_msg *m)
         return;
     }
     t->b[i].remote[f] = (int8_t)m->offset; /* _recorded */
+#if KM_F_KRAFT /* KIP-903 (fetch_carries_broker_epoch): the follower's broker epoch recorded with its fetch offset */
+    if (KM_F_FETCH_CARRIES_BROKER_EPOCH && t->k[i].has_remote_epochs && t->k[i].remote_epochs[f] != m->broker_epoch)
+        t->k[i].remote_epochs[f] = (int8_t)m->broker_epoch;
+#endif
     r.error = E_NONE; r.hw = leader->hw;
     r.nrec = leo - m->offset;
     for (int o = m->offset; o < leo; o++) {
@@ -1202,6 +1258,397 @@ static void receive_offsets(km_state *t, const km_msg *m) {
     follower->fetch = done ? FETCHING : TRUNCATING_AGAIN;
 }
 
+#if KM_F_KRAFT
+/* -- the KRaft control plane (controllers.py KRaftController: actions_kraft.py, actions_broker_lifecycle.py,
+   actions_alter_partition.py), the rows kraft-3.3 to kraft-4.1 without reassignments (spec/kafka/kernel.py
+   KRAFT_UNCOMPILED_BOUNDS refuses them) ---------------------------------------------------------------------- */
+
+/* actions_kraft._unfenced: registered, not fenced, not in controlled shutdown */
+static int unfenced(const km_state *s, int b) { return s->registered[b] != DEAD && !s->b[b].stopping; }
+
+/* actions_kraft._controller_min_isr: with effective-min-isr capped by the replicas (every broker: no reassignment) */
+#define KM_CONTROLLER_MIN_ISR (KM_F_EFFECTIVE_MIN_ISR && KM_N < KM_MIN_ISR ? KM_N : KM_MIN_ISR)
+
+/* a successor the readable model does not emit (a partition change beyond the epoch bound): taken back */
+static void retract(km_succ *out) { out->n--; }
+
+/* actions_kraft._partition_change (no reassignment): the change built on t, which holds the readable model's s and
+   becomes its successor; 0 beyond the epoch bound (the caller retracts t). unclean_replica, restarted: -1 none */
+static int partition_change(km_succ *out, km_state *t, int leader, int isr, int bump, int unclean_replica,
+                            int restarted, int unclean) {
+    int elr = t->c_elr;
+    if (KM_F_KIP_966_ELR) { /* maybePopulateTargetElr */
+        if (isr_size(isr) >= KM_CONTROLLER_MIN_ISR) {
+            elr = 0;
+        } else {
+            elr = (t->c_elr | t->c_isr) & ~isr;
+            if (unclean_replica >= 0) elr &= ~(1 << unclean_replica);
+            if (leader >= 0) elr &= ~(1 << leader);
+        }
+        if (unclean && KM_F_UNCLEAN_ELECTION_CLEARS_ELR) elr = 0;
+        /* elr-filtered-by-replicas keeps every replica while no reassignment changed them */
+    }
+    int shrink = (t->c_isr & ~isr) != 0;
+    int new_epoch = t->c_epoch;
+    if (leader != t->c_leader || bump || (shrink && !KM_F_KAFKA_15021)) new_epoch++;
+    if (new_epoch > KM_E) return 0;
+    int every = new_epoch != t->c_epoch; /* a new leader epoch is replayed by every live broker, else by the leader */
+    t->c_leader = (int8_t)leader; t->c_epoch = (int8_t)new_epoch; t->c_isr = (uint8_t)isr;
+    t->c_partition_epoch = (int8_t)(t->c_partition_epoch + 1); t->c_elr = (uint8_t)elr;
+    km_msg m;
+    memset(&m, 0, sizeof m);
+    m.kind = LEADER_AND_ISR; m.epoch = new_epoch; m.leader = leader; m.isr = isr;
+    m.partition_epoch = t->c_partition_epoch;
+    for (int r = 0; r < KM_N; r++) {
+        int to = every || r == leader || r == restarted;
+        if (!to || !t->b[r].alive) continue;
+        m.dst = r; m.broker_epoch = t->b[r].broker_epoch; m.meant = t->b[r].incarnation;
+        net_add(out, t, &m);
+    }
+    return 1;
+}
+
+/* actions_kraft._candidates: unfenced ISR members; with kip-966-elr unfenced ELR members when the ISR is empty */
+static int candidates(const km_state *s, int isr, int elr, int excluded) {
+    int found = 0;
+    for (int r = 0; r < KM_N; r++)
+        if (IN(isr, r) && r != excluded && unfenced(s, r)) found |= 1 << r;
+    if (!found && !isr && KM_F_KIP_966_ELR)
+        for (int r = 0; r < KM_N; r++)
+            if (IN(elr, r) && r != excluded && unfenced(s, r)) found |= 1 << r;
+    return found;
+}
+
+/* a successor by code whose partition change is (leader, isr); retracted beyond the epoch bound */
+static km_state *changed(const km_state *s, km_succ *out, uint32_t code, int leader, int isr, int bump) {
+    km_state *t = km_emit(out, s, code);
+    if (partition_change(out, t, leader, isr, bump, -1, -1, 0)) return t;
+    retract(out);
+    return 0;
+}
+
+/* actions_kraft._fence_actions (running: _fence_running_actions, bound fences); kind: A_FENCE, or A_CLEAN_SHUTDOWN
+   (_clean_shutdown_actions names FenceBroker's successors by its own table) */
+static void fence_actions(const km_state *s, km_succ *out, int i, int running, int kind) {
+    km_state fenced = *s;
+    fenced.registered[i] = DEAD;
+    if (running) fenced.fences = (int8_t)(s->fences + 1);
+    int c_isr = s->c_isr, leader = s->c_leader;
+#define ACT(l) CODE(kind, i, (l) + 1)
+    if (!IN(c_isr, i) && leader != i) {
+        km_emit(out, &fenced, ACT(leader));
+        return;
+    }
+    int isr = c_isr & ~(1 << i);
+    if (!isr && !KM_F_KIP_966_ELR) isr = c_isr; /* PartitionChangeBuilder.build writes no empty ISR */
+    if (leader == i || leader == NO_LEADER) {
+        int elr_after = s->c_elr;
+        if (KM_F_KIP_966_ELR && isr_size(isr) < KM_CONTROLLER_MIN_ISR) elr_after = (s->c_elr | c_isr) & ~isr;
+        int found = candidates(&fenced, isr, elr_after, i);
+        if (found) {
+            for (int b = 0; b < KM_N; b++)
+                if (IN(found, b)) changed(&fenced, out, ACT(b), b, IN(isr, b) ? isr : 1 << b, 0);
+            return;
+        }
+        changed(&fenced, out, ACT(NO_LEADER), NO_LEADER, isr, 0);
+    } else {
+        changed(&fenced, out, ACT(leader), leader, isr, 0);
+    }
+#undef ACT
+}
+
+/* actions_kraft._unfence_actions */
+static void unfence_actions(const km_state *s, km_succ *out, int i) {
+    km_state up = *s;
+    up.registered[i] = s->b[i].broker_epoch;
+    int found = s->c_leader == NO_LEADER ? candidates(&up, s->c_isr, s->c_elr, -1) : 0;
+    if (!found) {
+        km_emit(out, &up, CODE(A_UNFENCE, i, s->c_leader + 1));
+        return;
+    }
+    for (int r = 0; r < KM_N; r++)
+        if (IN(found, r)) changed(&up, out, CODE(A_UNFENCE, i, r + 1), r, IN(s->c_isr, r) ? s->c_isr : 1 << r, 0);
+}
+
+/* actions_kraft._kraft_controller_actions (KRaftController.actions) */
+static void kraft_controller_actions(const km_state *s, km_succ *out) {
+    for (int b = 0; b < KM_N; b++) {
+        if (!s->b[b].alive && s->registered[b] != DEAD) fence_actions(s, out, b, 0, A_FENCE);
+        else if (s->registered[b] != DEAD) {
+            if (s->fences < KM_FENCES) fence_actions(s, out, b, 1, A_FENCE);
+        } else if (s->b[b].alive) unfence_actions(s, out, b);
+    }
+    int leader = s->c_leader, isr = s->c_isr;
+    if (leader == NO_LEADER) {
+        int found = candidates(s, isr, s->c_elr, -1);
+        for (int b = 0; b < KM_N; b++) /* _elect_from: an ELR member becomes the ISR */
+            if (IN(found, b)) changed(s, out, CODE(A_ELECT, b, 0), b, IN(isr, b) ? isr : 1 << b, 0);
+        if (KM_F_UNCLEAN && !found) /* unclean_noted: no consumers, the state itself */
+            for (int b = 0; b < KM_N; b++) {
+                if (!unfenced(s, b)) continue;
+                km_state *t = km_emit(out, s, CODE(A_UNCLEAN, b, 0));
+                if (!partition_change(out, t, b, 1 << b, 0, -1, -1, 1)) retract(out);
+            }
+    } else if (s->b[leader].alive && unfenced(s, leader)) {
+        for (int b = 0; b < KM_N; b++)
+            if (IN(isr, b) && b != leader && unfenced(s, b)) changed(s, out, CODE(A_PREFERRED, b, 0), b, isr, 0);
+        if (s->bumps < KM_BUMPS) {
+            km_state *t = changed(s, out, CODE(A_BUMP, leader, 0), leader, isr, 1);
+            if (t) t->bumps = (int8_t)(s->bumps + 1);
+        }
+    }
+}
+
+/* actions_broker_lifecycle._kraft_restart_state (no reassignment: the broker hosts the partition) */
+static void kraft_restart(const km_state *s, km_succ *out, int i) {
+    int clean = !s->b[i].alive && s->b[i].stopping; /* its clean shutdown file holds the registered broker epoch */
+    km_state *t = km_emit(out, s, CODE(A_RESTART, i, 0));
+    reborn(&t->b[i]);
+    clear_pending(t, i);
+    clear_alter(t, i);
+    t->registered[i] = t->b[i].broker_epoch;
+    int unclean = !(clean && KM_F_KAFKA_18635);
+    if (KM_F_DETECTS_UNCLEAN_SHUTDOWN && unclean && (IN(t->c_isr, i) || IN(t->c_elr, i))) {
+        /* handleBrokerUncleanShutdown: out of the ISR and the ELR, the change replayed by the restarted broker too */
+        int isr = t->c_isr & ~(1 << i);
+        t->c_elr = (uint8_t)(t->c_elr & ~(1 << i));
+        if (!partition_change(out, t, t->c_leader != i ? t->c_leader : NO_LEADER, isr, 0, i, i, 0)) retract(out);
+        return;
+    }
+    km_msg m;
+    memset(&m, 0, sizeof m);
+    m.kind = LEADER_AND_ISR; m.dst = i; m.epoch = t->c_epoch; m.leader = t->c_leader; m.isr = t->c_isr;
+    m.broker_epoch = t->b[i].broker_epoch; m.meant = t->b[i].incarnation; m.partition_epoch = t->c_partition_epoch;
+    net_add(out, t, &m);
+}
+
+/* actions_broker_lifecycle._kraft_crash: _crash_state keeping keep records (Log.truncateTo, the HW clamped), the
+   KRaft in-memory state with it (crash_broker) */
+static km_state *kraft_crash(const km_state *s, km_succ *out, uint32_t code, int i, int keep) {
+    km_state *t = km_emit(out, s, code);
+    truncate_broker(&t->b[i], keep, 0, 1);
+    crash_broker(t, i);
+    return t;
+}
+
+/* actions_broker_lifecycle._controlled_shutdown_actions: ProcessControlledShutdown of the leader (KIP-841's
+   shutting-down half): out of the ISR, leadership to an active ISR (or ELR) member, else offline */
+static void kraft_controlled_shutdown(const km_state *s, km_succ *out, int i) {
+    if (s->registered[i] == DEAD) return; /* a fenced broker's heartbeat is refused */
+    km_state shutting = *s;
+    shutting.b[i].stopping = 1;
+    shutting.shutdowns = (int8_t)(s->shutdowns + 1);
+    int isr = s->c_isr & ~(1 << i);
+    if (!isr && !KM_F_KIP_966_ELR) isr = s->c_isr;
+    int elr_after = s->c_elr;
+    if (KM_F_KIP_966_ELR && isr_size(isr) < KM_CONTROLLER_MIN_ISR) elr_after = (s->c_elr | s->c_isr) & ~isr;
+    int found = candidates(&shutting, isr, elr_after, i);
+    for (int r = 0; r < KM_N; r++)
+        if (IN(found, r)) changed(&shutting, out, CODE(A_KRAFT_SHUTDOWN, i, r + 1), r, IN(isr, r) ? isr : 1 << r, 0);
+    if (!found) changed(&shutting, out, CODE(A_KRAFT_SHUTDOWN, i, 0), NO_LEADER, isr, 0);
+}
+
+/* actions_broker_lifecycle._clean_shutdown_actions: CleanShutdown of a broker that leads nothing (SHUTDOWN_NOW:
+   fenced, its clean shutdown file written: dead with stopping); a fenced running broker with
+   fenced-broker-clean-shutdown writes no partition change */
+static void kraft_clean_shutdown(const km_state *s, km_succ *out, int i) {
+    int fenced = s->registered[i] == DEAD;
+    if (fenced && !KM_F_FENCED_BROKER_CLEAN_SHUTDOWN) return; /* without the flag its shutdown is a Crash */
+    if (s->c_leader == i) return;                              /* a leader is moved first */
+    km_state stopped = *s;
+    truncate_broker(&stopped.b[i], s->b[i].log_len, 0, 1);
+    crash_broker(&stopped, i);
+    stopped.b[i].stopping = 1;
+    stopped.crashes = s->crashes;
+    stopped.clean_shutdowns = (int8_t)(s->clean_shutdowns + 1);
+    if (fenced) {
+        km_emit(out, &stopped, CODE(A_CLEAN_SHUTDOWN, i, s->c_leader + 1));
+        return;
+    }
+    fence_actions(&stopped, out, i, 0, A_CLEAN_SHUTDOWN);
+}
+
+/* actions_broker_lifecycle._kraft_broker_actions (KRaftController.broker_actions) */
+static void kraft_broker_actions(const km_state *s, km_succ *out, int i) {
+    const km_broker *b = &s->b[i];
+    if (!b->alive) {
+        if (s->registered[i] == DEAD) kraft_restart(s, out, i); /* re-registration waits for the session to expire */
+        return;
+    }
+    replica_actions(s, out, i);
+    if (s->shutdowns < KM_SHUTDOWNS && !b->stopping && s->c_leader == i) kraft_controlled_shutdown(s, out, i);
+    if (s->clean_shutdowns < KM_CLEAN_SHUTDOWNS) kraft_clean_shutdown(s, out, i);
+    if (s->crashes < KM_C) kraft_crash(s, out, CODE(A_CRASH, i, 0), i, b->log_len);
+    if (s->unclean_shutdowns < KM_UNCLEAN_SHUTDOWNS)
+        for (int keep = 0; keep < b->log_len; keep++) {
+            km_state *t = kraft_crash(s, out, CODE(A_UNCLEAN_SHUTDOWN, i, keep), i, keep);
+            t->crashes = s->crashes;
+            t->unclean_shutdowns = (int8_t)(s->unclean_shutdowns + 1);
+        }
+}
+
+/* actions_kraft._kraft_apply_leader_and_isr (KRaftController.apply_leader_and_isr): t is s with m removed */
+static void kraft_apply_leader_and_isr(const km_state *s, km_state *t, const km_msg *m) {
+    int i = m->dst;
+    const km_broker *b = &s->b[i];
+    if (m->epoch == b->epoch && m->partition_epoch > s->alter[i].partition_epoch) {
+        /* the same leader epoch, a newer partition epoch: only the ISR (makeLeader sets a committed state) */
+        t->b[i].isr = (uint8_t)m->isr;
+        t->alter[i].partition_epoch = (int8_t)m->partition_epoch; t->alter[i].alter_pending = 0; t->alter[i].committed_isr = 0;
+    } else {
+        apply_leader_and_isr(t, m);
+    }
+    if (KM_F_KRAFT_SHUTDOWN_STOPS_FETCHER && b->stopping && m->leader != i) {
+        km_broker *after = &t->b[i];
+        int applied = t->alter[i].partition_epoch == m->partition_epoch && after->epoch == m->epoch;
+        if (applied && (m->leader == NO_LEADER || !IN(m->isr, i)) && after->fetch != NO_FETCHER) {
+            after->fetch = NO_FETCHER;
+            after->idle_cause = IDLE_STOPPED;
+        }
+    }
+}
+
+/* -- AlterPartition (actions_alter_partition.py) -- */
+
+/* _alter_in_flight: an AlterPartition of the leader or the answer to it */
+static int kraft_alter_in_flight(const km_state *s, int leader) {
+    for (int k = 0; k < s->net_len; k++) {
+        int kind = msg_kind(s, k);
+        if ((kind == ALTER_PARTITION && s->net[k][1] - 2 == leader) ||
+            (kind == ALTER_PARTITION_RESPONSE && s->net[k][2] - 2 == leader))
+            return 1;
+    }
+    return 0;
+}
+
+/* _eligible: Partition.isReplicaIsrEligible (KIP-841: not fenced, not shutting down; KIP-903: the broker epoch of its
+   last fetch is the registered one); with metadata_lag the leader's own check passes on any older view */
+static int kraft_eligible(const km_state *s, int leader, int f) {
+    int registered = s->registered[f], lagging = KM_METADATA_LAG > 0;
+    if (KM_F_KIP_841 && !lagging && (registered == DEAD || s->b[f].stopping)) return 0;
+    if (KM_F_KIP_903) {
+        int stored = s->k[leader].has_remote_epochs ? s->k[leader].remote_epochs[f] : UNDEFINED;
+        return stored != UNDEFINED && (lagging || stored == registered);
+    }
+    return 1;
+}
+
+/* _isr_change_request_action: ShrinkIsr / ExpandIsr as an AlterPartition; the leader works with the maximal ISR */
+static void kraft_isr_change_request(const km_state *s, km_succ *out, int i, int f) {
+    const km_broker *leader = &s->b[i];
+    int isr = leader->isr, proposed;
+    uint32_t code;
+    if (IN(isr, f)) {
+        if (KM_F_KAFKA_7152 && leader->remote[f] == leader->log_len) return;
+        proposed = isr & ~(1 << f);
+        code = CODE(A_SHRINK, i, f);
+    } else {
+        int fetched = leader->remote[f];
+        if (fetched < 0 || fetched < leader->hw) return;
+        if (KM_F_KAFKA_7128 && fetched < epoch_start(leader, leader->epoch)) return;
+        if (!kraft_eligible(s, i, f) && KM_MUTANT != 6) return;
+        if (!fetch_being_answered(s, i, leader, f)) return;
+        proposed = isr | 1 << f;
+        code = CODE(A_EXPAND, i, f);
+    }
+    km_state *t = km_emit(out, s, code);
+    km_msg m;
+    memset(&m, 0, sizeof m);
+    m.kind = ALTER_PARTITION; m.src = i; m.dst = CONTROLLER; m.epoch = leader->epoch;
+    m.partition_epoch = s->alter[i].partition_epoch; m.isr = proposed;
+    for (int r = 0; r < KM_N; r++) /* KIP-903: each proposed member's broker epoch (addBrokerEpochToIsr) */
+        m.broker_epochs[r] = KM_F_KIP_903 && IN(proposed, r)
+                                 ? (r == i ? leader->broker_epoch : s->k[i].remote_epochs[r]) : UNDEFINED;
+    t->b[i].isr = (uint8_t)(isr | proposed); /* the maximal ISR: an expansion counts the new member */
+    t->alter[i].alter_pending = 1; t->alter[i].committed_isr = (uint8_t)isr;
+    t->alters = (int8_t)(s->alters + 1);
+    net_add(out, t, &m);
+}
+
+/* _alter_leader_actions (KRaftController.leader_actions) on KRaft (KIP-841/903 eligibility, no leader check) */
+static void kraft_alter_leader_actions(const km_state *s, km_succ *out, int i) {
+    produce_action(s, out, i);
+    advance_hw_action(s, out, i);
+    if (s->alter[i].alter_pending || s->alters >= KM_ALTERS || kraft_alter_in_flight(s, i)) return;
+    for (int f = 0; f < KM_N; f++)
+        if (f != i) kraft_isr_change_request(s, out, i, f);
+}
+
+/* _ineligible: ineligibleReplicasForIsr (KIP-841: fenced or shutting down; KIP-903: another broker epoch) */
+static int kraft_ineligible(const km_state *s, const km_msg *m) {
+    for (int r = 0; r < KM_N; r++) {
+        if (!IN(m->isr, r)) continue;
+        if (KM_F_KIP_841 && (s->registered[r] == DEAD || s->b[r].stopping)) return 1;
+        if (KM_F_KIP_903 && m->broker_epochs[r] != UNDEFINED && m->broker_epochs[r] != s->registered[r]) return 1;
+    }
+    return 0;
+}
+
+/* _process_alter_partition (and _lose_alter_response, bound alter_losses) of the AlterPartition in slot k */
+static void kraft_process_alter_partition(const km_state *s, km_succ *out, int k, const km_msg *m) {
+    int error = E_NONE;
+    if (m->epoch < s->c_epoch || m->src != s->c_leader) error = E_FENCED_LEADER_EPOCH;
+    else if (m->partition_epoch < s->c_partition_epoch) error = E_INVALID_UPDATE_VERSION;
+    else if (kraft_ineligible(s, m)) error = E_INELIGIBLE_REPLICA;
+    km_state *t = km_emit(out, s, CODE(A_PROCESS_ALTER, m->src, 0));
+    net_remove(t, k);
+    km_msg r;
+    memset(&r, 0, sizeof r);
+    r.kind = ALTER_PARTITION_RESPONSE; r.src = CONTROLLER; r.dst = m->src; r.epoch = m->epoch;
+    r.partition_epoch = m->partition_epoch; r.error = error;
+    if (error != E_NONE) {
+        r.new_epoch = r.new_partition_epoch = UNDEFINED;
+        net_add(out, t, &r);
+        return;
+    }
+    if (!partition_change(out, t, s->c_leader, m->isr, 0, -1, -1, 0)) {
+        retract(out);
+        return;
+    }
+    const km_state after = *t;
+    r.isr = after.c_isr; r.new_epoch = after.c_epoch; r.new_partition_epoch = after.c_partition_epoch;
+    net_add(out, t, &r);
+    if (s->alter_losses < KM_ALTER_LOSSES) { /* the change written, its answer lost: the request in flight again */
+        km_state *u = km_emit(out, &after, CODE(A_LOSE_ALTER, m->src, 0));
+        net_add(out, u, m);
+        u->alter_losses = (int8_t)(s->alter_losses + 1);
+    }
+}
+
+/* _receive_alter_response's effect on t (the answer removed): answers_pending, then NONE commits the ISR unless the
+   leader epoch moved, INELIGIBLE_REPLICA reverts to the committed ISR, the other errors wait */
+static void kraft_receive_alter_response(km_state *t, const km_msg *m) {
+    int i = m->dst;
+    km_broker *b = &t->b[i];
+    if (!(t->alter[i].alter_pending && b->epoch == m->epoch && t->alter[i].partition_epoch == m->partition_epoch)) return;
+    if (m->error == E_NONE && m->new_epoch == b->epoch) {
+        b->isr = (uint8_t)m->isr;
+        t->alter[i].alter_pending = 0; t->alter[i].committed_isr = 0;
+        t->alter[i].partition_epoch = (int8_t)m->new_partition_epoch;
+    } else if (m->error == E_INELIGIBLE_REPLICA) {
+        b->isr = t->alter[i].committed_isr;
+        t->alter[i].alter_pending = 0; t->alter[i].committed_isr = 0;
+    }
+}
+
+/* _alter_partition_deliveries (KRaftController.deliveries) */
+static void kraft_alter_partition_deliveries(const km_state *s, km_succ *out) {
+    for (int k = 0; k < s->net_len; k++) {
+        int kind = msg_kind(s, k);
+        if (kind != ALTER_PARTITION && kind != ALTER_PARTITION_RESPONSE) continue;
+        km_msg m;
+        msg_decode(s->net[k], &m);
+        if (kind == ALTER_PARTITION) {
+            kraft_process_alter_partition(s, out, k, &m);
+        } else {
+            km_state *t = km_emit(out, s, CODE(A_RECEIVE_ALTER, m.dst, 0));
+            net_remove(t, k);
+            kraft_receive_alter_response(t, &m);
+        }
+    }
+}
+#endif
+
 /* channel_order: (leader epoch, broker epoch, kind, a LeaderAndIsr's partition epoch: alter-isr's zkVersion) */
 static int channel_before(const km_msg *a, const km_msg *b) {
     if (a->epoch != b->epoch) return a->epoch < b->epoch;
@@ -1231,7 +1678,11 @@ static void deliveries(const km_state *s, km_succ *out) {
         if (first[d].kind == LEADER_AND_ISR) {
             t = km_emit(out, s, CODE(A_DELIVER, d, first[d].epoch));
             net_remove(t, oldest[d]);
+#if KM_F_KRAFT
+            kraft_apply_leader_and_isr(s, t, &first[d]);
+#else
             apply_leader_and_isr(t, &first[d]);
+#endif
         } else {
             t = km_emit(out, s, CODE(A_DELIVER_STOP, d, 0));
             net_remove(t, oldest[d]);
@@ -1269,12 +1720,20 @@ static void deliveries(const km_state *s, km_succ *out) {
         }
     }
     if (KM_F_ZOOKEEPER_ALTER_ISR) alter_isr_deliveries(s, out); /* AlterIsrController.deliveries */
+#if KM_F_KRAFT
+    kraft_alter_partition_deliveries(s, out); /* KRaftController.deliveries */
+#endif
 }
 
 /* KafkaModel.successors: the controller, each broker, the deliveries */
 static void km_successors(const km_state *s, km_succ *out) {
+#if KM_F_KRAFT /* KRaftController: actions_kraft, actions_broker_lifecycle */
+    kraft_controller_actions(s, out);
+    for (int i = 0; i < KM_N; i++) kraft_broker_actions(s, out, i);
+#else
     controller_actions(s, out);
     for (int i = 0; i < KM_N; i++) broker_actions(s, out, i);
+#endif
     deliveries(s, out);
 }
 
@@ -1286,6 +1745,13 @@ static int delivery_noop(const km_state *s, int k, const km_msg *m) {
     km_succ scratch;
     scratch.error = 0;
     if (m->kind == FETCH_RESPONSE) receive_fetch(&scratch, &t, m);
+#if KM_F_KRAFT
+    else if (m->kind == ALTER_PARTITION_RESPONSE) { /* the leader's partition state unchanged */
+        kraft_receive_alter_response(&t, m);
+        return memcmp(t.b, s->b, sizeof s->b) == 0 && memcmp(t.alter, s->alter, sizeof s->alter) == 0 &&
+               memcmp(t.k, s->k, sizeof s->k) == 0;
+    }
+#endif
     else receive_offsets(&t, m);
     (void)k;
     return memcmp(t.b, s->b, sizeof s->b) == 0 && memcmp(t.pending, s->pending, sizeof s->pending) == 0 &&
@@ -1309,6 +1775,8 @@ static int may_expand(const km_state *s, const km_msg *m) {
 
 /* DeadMessages.dead */
 static int dead(const km_state *s, int k, const km_msg *m) {
+    /* 5: the KRaft rows' AlterPartition answers that are no-ops now */
+    if (m->kind == ALTER_PARTITION_RESPONSE) return KM_F_KRAFT && delivery_noop(s, k, m);
     int error = m->error;
     if (error == E_NOT_LEADER || error == E_UNKNOWN_LEADER_EPOCH) return 1;
     const km_broker *follower = &s->b[m->dst];
@@ -1333,7 +1801,8 @@ static void km_reduce(km_state *s) {
     int kept = 0;
     for (int k = 0; k < before.net_len; k++) {
         int kind = msg_kind(&before, k);
-        if (kind == FETCH_RESPONSE || kind == OFFSETS_FOR_LEADER_EPOCH_RESPONSE) {
+        if (kind == FETCH_RESPONSE || kind == OFFSETS_FOR_LEADER_EPOCH_RESPONSE ||
+            (KM_F_KRAFT && kind == ALTER_PARTITION_RESPONSE)) {
             km_msg m;
             msg_decode(before.net[k], &m);
             if (dead(&before, k, &m)) continue;
@@ -1402,12 +1871,23 @@ static int serialize(const km_state *s, uint8_t *p) {
         for (int r = 0; r < KM_N; r++)
             if (IN(s->alter[i].committed_isr, r)) PUT(r);
         p[at++] = 0;
+#if KM_F_KRAFT /* remote_epochs (replicas, hw_stale: constant here) */
+        if (s->k[i].has_remote_epochs)
+            for (int r = 0; r < KM_N; r++) PUT(s->k[i].remote_epochs[r]);
+        p[at++] = 0;
+#endif
     }
     PUT(s->c_leader); PUT(s->c_epoch);
     for (int r = 0; r < KM_N; r++)
         if (IN(s->c_isr, r)) PUT(r);
     p[at++] = 0;
     for (int r = 0; r < KM_N; r++) PUT(s->registered[r]);
+#if KM_F_KRAFT /* the controller's partition_epoch (id-free: equal in every image) and elr */
+    PUT(s->c_partition_epoch);
+    for (int r = 0; r < KM_N; r++)
+        if (IN(s->c_elr, r)) PUT(r);
+    p[at++] = 0;
+#endif
     for (int k = 0; k < s->net_len; k++) {
         memcpy(p + at, s->net[k], KM_MSG); /* a message's encoding ends before the next begins: its own zeros */
         at += KM_MSG;
@@ -1422,7 +1902,7 @@ static int serialize(const km_state *s, uint8_t *p) {
     return at;
 }
 
-#define SER_BYTES (KM_N * (2 * KM_LOG + 2 * KM_CACHE + 4 * KM_N + 28) + 2 * KM_N + 8 + KM_NET * KM_MSG + 6 * KM_LOG + 12)
+#define SER_BYTES (KM_N * (2 * KM_LOG + 2 * KM_CACHE + 5 * KM_N + 29) + 3 * KM_N + 10 + KM_NET * KM_MSG + 6 * KM_LOG + 12)
 
 static int rename_id(const int *p, int id) { return id < 0 ? id : p[id]; }
 
@@ -1448,9 +1928,17 @@ static void permute(const km_state *s, const int *p, km_state *t) {
         t->pending[p[i]].source = (int8_t)rename_id(p, s->pending[i].source);
         t->alter[p[i]] = s->alter[i];
         t->alter[p[i]].committed_isr = (uint8_t)rename_mask(p, s->alter[i].committed_isr);
+#if KM_F_KRAFT
+        t->k[p[i]] = s->k[i];
+        if (s->k[i].has_remote_epochs)
+            for (int k = 0; k < KM_N; k++) t->k[p[i]].remote_epochs[p[k]] = s->k[i].remote_epochs[k];
+#endif
     }
     t->c_leader = (int8_t)rename_id(p, s->c_leader);
     t->c_isr = (uint8_t)rename_mask(p, s->c_isr);
+#if KM_F_KRAFT
+    t->c_elr = (uint8_t)rename_mask(p, s->c_elr);
+#endif
     t->net_len = 0;
     memset(t->net, 0, sizeof t->net);
     km_succ scratch;
@@ -1686,13 +2174,31 @@ static int stalled(const km_state *s, int cause) {
     return 0;
 }
 
-/* the invariants of invariants/kafka*.py in spec/kafka/kernel.py INVARIANTS' order; no-silent-skip, consumed-stays
-   and elr-safety read the consumers and the ELR, which a compiled state has none of (no consumers, a ZooKeeper
-   controller): they hold on it */
+/* invariants/kafka_kraft.elr_safety: while no ISR member is alive, every electable ELR member (alive, unfenced)
+   holds every committed record */
+static int elr_safety(const km_state *s) {
+#if KM_F_KRAFT
+    if (!s->c_elr) return 1;
+    for (int r = 0; r < KM_N; r++)
+        if (IN(s->c_isr, r) && s->b[r].alive) return 1;
+    for (int b = 0; b < KM_N; b++) {
+        if (!IN(s->c_elr, b) || !s->b[b].alive || s->registered[b] == DEAD) continue;
+        for (int k = 0; k < s->committed_len; k++)
+            if (!holds_entry(&s->b[b], s->committed[k])) return 0;
+    }
+#endif
+    (void)s;
+    return 1;
+}
+
+/* the invariants of invariants/kafka*.py in spec/kafka/kernel.py INVARIANTS' order; no-silent-skip and
+   consumed-stays read the consumers, which a compiled state has none of: they hold on it; elr-safety reads the ELR,
+   which only the KRaft rows keep */
 static uint32_t km_violations(const km_state *s) {
     return (uint32_t)!log_matching(s) | (uint32_t)!log_matching_all_pairs(s) << 1 |
            (uint32_t)!log_matching_raft(s) << 2 | (uint32_t)!committed_durable(s) << 3 |
            (uint32_t)!no_uncommitted_below_hw(s) << 4 | (uint32_t)!replica_sanity(s) << 5 |
            (uint32_t)!no_stale_control_request(s) << 6 | (uint32_t)stalled(s, IDLE_FENCED) << 7 |
-           (uint32_t)stalled(s, IDLE_RESTARTED) << 8 | (uint32_t)!acknowledged_durable(s) << 9;
+           (uint32_t)stalled(s, IDLE_RESTARTED) << 8 | (uint32_t)!acknowledged_durable(s) << 9 |
+           (uint32_t)!elr_safety(s) << 12;
 }

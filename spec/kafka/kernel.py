@@ -71,7 +71,9 @@ KINDS = ("_elect", "_preferred", "_unclean", "_crash", "_restart", "_bump", "_br
          "_broker_change", "_deliver", "_lose", "_produce", "_advance", "_trunc_hw", "_send_fetch",
          "_serve_fetch", "_receive_fetch", "_send_offsets", "_serve_offsets", "_receive_offsets",
          "_shrink", "_expand", "_shutdown", "_bounce", "_deliver_stop", "_process_shutdown",
-         "_truncate_diverging", "_process_alter", "_receive_alter", "_lose_alter")
+         "_truncate_diverging", "_process_alter", "_receive_alter", "_lose_alter",
+         # the KRaft rows (kernel.c's KRaft section)
+         "_fence", "_unfence", "_unclean_shutdown", "_kraft_shutdown", "_clean_shutdown")
 
 #: the feature flags the C file reads, each a ``KM_F_*`` define (``Features`` fields and derived
 #: switches)
@@ -81,9 +83,18 @@ FLAGS = ("kafka_5642", "kafka_5163", "epoch_in_response", "kafka_7415", "kafka_7
          "reject_stale_shutdown", "kafka_10706_fix", "kafka_13141", "kafka_18991", "unclean",
          "epoch_cache", "hw_truncation", "uses_offsets_request", "removes_fenced_partition",
          "checks_offsets_answer_epoch", "effective_min_isr", "truncate_on_fetch", "kafka_13207",
-         "kafka_14704", "zookeeper_alter_isr", "kafka_14140", "kafka_15583")
+         "kafka_14704", "zookeeper_alter_isr", "kafka_14140", "kafka_15583",
+         # the KRaft rows (kernel.c's KRaft section; ``kraft`` switches the section on)
+         "kraft", "kip_841", "kip_903", "fetch_carries_broker_epoch", "kafka_15021", "kip_966_elr",
+         "detects_unclean_shutdown", "kafka_18635", "unclean_election_clears_elr",
+         "kraft_shutdown_stops_fetcher", "fenced_broker_clean_shutdown")
 #: flags whose rules the C file does not compile: a row with one on runs the readable model
-UNCOMPILED_FLAGS = ("kraft", "lossy_crash")
+UNCOMPILED_FLAGS = ("lossy_crash",)
+#: the KRaft rows' bounds the C file does not compile: a configuration with one above 0 runs the
+#: readable model, saying why
+KRAFT_UNCOMPILED_BOUNDS = {
+    "reassignments": "partition reassignment (the replica lists) is not compiled",
+}
 #: flags that only the consumers read (``clients.ConsumerActions``: ``_consumer_actions``,
 #: ``_metadata_state``, ``_serve_consumer_fetch``, ``_fetch_from_follower_actions``, all reached
 #: only from ``KafkaModel.successors``' ``if self.consumers``): with ``consumers=0`` they change no
@@ -99,7 +110,7 @@ INVARIANTS = ("log-matching", "log-matching-all-pairs", "log-matching-raft", "co
 #: the rows the equivalence tests (tests/test_kafka_kernel.py) prove: ``--kernel auto`` picks the
 #: kernel only there
 PROVEN_ROWS = ("0.10.2", "0.11.0", "2.0.0", "2.0.1", "2.1.0", "2.1.1", "2.2.0", "2.8.0", "2.8.1",
-               "3.4.1", "3.9.1")
+               "3.4.1", "3.9.1", "kraft-3.3", "kraft-3.5", "kraft-4.0", "kraft-4.1")
 MAX_BROKERS = 5  # an ISR is one byte
 
 
@@ -134,9 +145,13 @@ class Packing:
     slots)."""
 
     def __init__(self, brokers: int, records: int, epochs: int, net: int,
-                 alter_isr: bool = False) -> None:
+                 alter_isr: bool = False, kraft: bool = False) -> None:
         self.n, self.r, self.e, self.net = brokers, records, epochs, net
-        self.alter_isr = alter_isr
+        #: a LeaderAndIsr's partition epoch, AlterPartition and the ``km_alter`` fields: alter-isr's
+        #: and the KRaft rows'
+        self.alter_isr = alter_isr or kraft
+        self.kraft = kraft
+        alter_isr = self.alter_isr
         self.log_cap = max(records, 1)
         self.cache_cap = epochs + 1
         self.msg_bytes = max(10 + 2 * records, 7 + brokers,
@@ -144,6 +159,12 @@ class Packing:
         self.broker_bytes = 15 + 2 * self.log_cap + 2 * self.cache_cap + brokers
         self.state_bytes = (brokers * self.broker_bytes + 3 + brokers + 1 + net * self.msg_bytes + 6
                             + 2 * (1 + 3 * self.log_cap) + 4 * brokers + 3 * brokers + 3)
+        #: the KRaft section (``km_state``'s last fields): each broker's followers' broker epochs
+        #: (KIP-903: whether it holds them, the ``n`` of them), the controller's ELR, the KRaft
+        #: bounds' counters (``_kraft_tail``)
+        self.kraft_broker_bytes = 1 + brokers
+        if kraft:
+            self.state_bytes += brokers * self.kraft_broker_bytes + 1 + 3
 
     # -- messages ----------------------------------------------------------------------------------
     def _message(self, m: Any) -> bytes:
@@ -163,9 +184,10 @@ class Packing:
                                        *m.isr)]
                     + [0] + [_enc(v) for v in (m.new_epoch, m.new_partition_epoch)])
         elif kind == FETCH:
-            if m.broker_epoch != -1:
-                raise ValueError(f"the kernel stores no broker epoch in a Fetch: {m}")
-            body = [_enc(v) for v in (kind, m.src, m.dst, m.epoch, m.offset, m.last_epoch)]
+            if m.broker_epoch != -1 and not self.kraft:
+                raise ValueError(f"the kernel stores no broker epoch in a Fetch here: {m}")
+            body = [_enc(v) for v in (kind, m.src, m.dst, m.epoch, m.offset, m.last_epoch,
+                                      *((m.broker_epoch,) if self.kraft else ()))]
         elif kind == FETCH_RESPONSE:
             body = [_enc(v) for v in (kind, m.src, m.dst, m.epoch, m.offset, m.error)]
             for rec in m.records:
@@ -207,7 +229,8 @@ class Packing:
                                               new_epoch=v[end + 1],
                                               new_partition_epoch=v[end + 2])
         if kind == FETCH:
-            return FetchRequest.new(src=v[1], dst=v[2], epoch=v[3], offset=v[4], last_epoch=v[5])
+            return FetchRequest.new(src=v[1], dst=v[2], epoch=v[3], offset=v[4], last_epoch=v[5],
+                                    broker_epoch=v[6] if self.kraft else -1)
         if kind == FETCH_RESPONSE:
             end = 6
             records = []
@@ -229,7 +252,7 @@ class Packing:
     # -- states ------------------------------------------------------------------------------------
     def _broker(self, b: Broker) -> list[int]:
         if ((not self.alter_isr and (b.partition_epoch or b.alter_pending or b.committed_isr))
-                or b.remote_epochs or b.replicas or b.hw_stale):
+                or (b.remote_epochs and not self.kraft) or b.replicas or b.hw_stale):
             raise ValueError("the kernel stores none of remote_epochs, replicas, hw_stale, nor "
                              "without alter-isr partition_epoch, alter_pending, committed_isr: "
                              f"{b}")
@@ -254,10 +277,11 @@ class Packing:
 
     def pack(self, s: KafkaState) -> bytes:
         c = s.controller
-        if ((c.partition_epoch and not self.alter_isr) or c.elr or c.replicas or c.adding
-                or c.removing):
-            raise ValueError(f"the kernel stores no KRaft controller field: {c}")
-        if (s.consumers or s.unclean_shutdowns or s.clean_shutdowns or s.fences or s.reassignments
+        if ((c.partition_epoch and not self.alter_isr) or (c.elr and not self.kraft) or c.replicas
+                or c.adding or c.removing):
+            raise ValueError(f"the kernel stores no such controller field here: {c}")
+        if (s.consumers or s.reassignments
+                or (not self.kraft and (s.unclean_shutdowns or s.clean_shutdowns or s.fences))
                 or (not self.alter_isr and (s.alters or s.alter_losses))):
             raise ValueError("the kernel stores no client or KRaft counter")
         out: list[int] = []
@@ -283,7 +307,21 @@ class Packing:
         for b in s.brokers:  # km_alter
             tail += [_s8(b.partition_epoch), int(b.alter_pending), _mask(b.committed_isr)]
         tail += [_s8(c.partition_epoch), s.alters, s.alter_losses]
+        if self.kraft:
+            tail += self._kraft_tail(s)
         return packed + bytes(tail)
+
+    def _kraft_tail(self, s: KafkaState) -> list[int]:
+        """The KRaft section: each broker's followers' broker epochs (whether it holds them, the
+        ``n`` of them), the controller's ELR, the counters unclean_shutdowns, clean_shutdowns,
+        fences."""
+        out: list[int] = []
+        for b in s.brokers:
+            epochs = b.remote_epochs
+            if epochs and len(epochs) != self.n:
+                raise ValueError(f"followers' broker epochs of another width: {b}")
+            out += [int(bool(epochs)), *(_s8(x) for x in (epochs or (0,) * self.n))]
+        return out + [_mask(s.controller.elr), s.unclean_shutdowns, s.clean_shutdowns, s.fences]
 
     def unpack(self, data: bytes) -> KafkaState:
         n = self.n
@@ -336,10 +374,24 @@ class Packing:
                    for b, p, a in zip(brokers, pending, alter, strict=True)]
         controller = controller._replace(partition_epoch=_signed(data[at]))
         alters, alter_losses = data[at + 1], data[at + 2]
-        return KafkaState(brokers=tuple(brokers), controller=controller, network=network,
-                          produced=produced, crashes=crashes, bumps=bumps, shutdowns=shutdowns,
-                          bounces=bounces, losses=losses, committed=ghosts[0], acked=ghosts[1],
-                          alters=alters, alter_losses=alter_losses)
+        state = KafkaState(brokers=tuple(brokers), controller=controller, network=network,
+                           produced=produced, crashes=crashes, bumps=bumps, shutdowns=shutdowns,
+                           bounces=bounces, losses=losses, committed=ghosts[0], acked=ghosts[1],
+                           alters=alters, alter_losses=alter_losses)
+        return self._kraft_unpack(state, data[at + 3:]) if self.kraft else state
+
+    def _kraft_unpack(self, state: KafkaState, d: bytes) -> KafkaState:
+        """``state`` with the KRaft section ``d`` (``_kraft_tail``) read back."""
+        n, at = self.n, 0
+        brokers = []
+        for b in state.brokers:
+            epochs = tuple(_signed(x) for x in d[at + 1:at + 1 + n]) if d[at] else ()
+            brokers.append(b._replace(remote_epochs=epochs))
+            at += self.kraft_broker_bytes
+        elr, unclean, clean, fences = d[at:at + 4]
+        return state._replace(brokers=tuple(brokers),
+                              controller=state.controller._replace(elr=_ids(elr, n)),
+                              unclean_shutdowns=unclean, clean_shutdowns=clean, fences=fences)
 
 
 def network_slots(brokers: int, epochs: int, crashes: int, bounces: int, shutdowns: int,
@@ -355,6 +407,19 @@ def network_slots(brokers: int, epochs: int, crashes: int, bounces: int, shutdow
             + (brokers if alter_isr else 0))
 
 
+def kraft_network_slots(model: Any) -> int:
+    """The messages in flight at most on a KRaft row: a request or its answer per (follower, leader)
+    pair; per broker a LeaderAndIsr for each partition change (at most ``epochs`` elections, one an
+    AlterPartition or a controlled shutdown, three a death or a fence: the fencing, the unclean
+    restart's change and the restart's own), plus the initial epoch's; an AlterPartition or its
+    answer per leader (``_alter_in_flight``: one at a time). A state past them stops the search
+    (``KM_ERR_NETWORK``), never a silently different one."""
+    n = model.brokers
+    deaths = model.crashes + model.unclean_shutdowns + model.fences + model.clean_shutdowns
+    changes = model.epochs + model.alters + model.shutdowns + 3 * deaths + 2
+    return n * (n - 1) + n * changes + n
+
+
 def unsupported_reason(model: Any) -> str | None:
     """Why this configuration of the Kafka model is out of the kernel's reach, or None."""
     f = model.features
@@ -366,6 +431,11 @@ def unsupported_reason(model: Any) -> str | None:
             return f"the kernel does not compile the bound {bound}={getattr(model, bound)}"
     if model.hw_events:
         return "the kernel does not compile hw_events=1 (KAFKA-13091's stale HW)"
+    if f.kraft:
+        for bound, why in KRAFT_UNCOMPILED_BOUNDS.items():
+            value = getattr(model, bound)
+            if value:
+                return f"the kernel does not compile the bound {bound}={value}: {why}"
     if model.own_steps:
         return ("the kernel does not compile an action declared with its own function "
                 "(Declared.steps)")
@@ -402,10 +472,13 @@ def switchable_flags(protocol: str) -> tuple[str, ...]:
 def kernel(model: Any) -> KernelSource:
     """The Kafka model's kernel at ``model``'s bounds and flags."""
     f = model.features
-    net = network_slots(model.brokers, model.epochs, model.crashes, model.bounces, model.shutdowns,
-                        f.zookeeper_alter_isr)
-    packing = Packing(model.brokers, model.records, model.epochs, net, f.zookeeper_alter_isr)
-    tables = [getattr(model, name) for name in KINDS]
+    kraft = bool(f.kraft)
+    net = (kraft_network_slots(model) if kraft else
+           network_slots(model.brokers, model.epochs, model.crashes, model.bounces, model.shutdowns,
+                         f.zookeeper_alter_isr))
+    packing = Packing(model.brokers, model.records, model.epochs, net, f.zookeeper_alter_isr,
+                      kraft=kraft)
+    tables = [getattr(model, name, None) for name in KINDS]
 
     def action(code: int) -> Action:
         table = tables[code >> 24]
@@ -418,7 +491,11 @@ def kernel(model: Any) -> KernelSource:
                ("KM_INFLIGHT", model.inflight), ("KM_SHUTDOWNS", model.shutdowns),
                ("KM_BOUNCES", model.bounces), ("KM_NET", net), ("KM_ACKS", model.acks),
                ("KM_MIN_ISR", model.min_isr), ("KM_ALTERS", model.alters),
-               ("KM_ALTER_LOSSES", model.alter_losses)]
+               ("KM_ALTER_LOSSES", model.alter_losses),
+               # the KRaft bounds (actions_kraft.KRaftControllerActions._init_kraft)
+               ("KM_UNCLEAN_SHUTDOWNS", model.unclean_shutdowns),
+               ("KM_METADATA_LAG", model.metadata_lag), ("KM_FENCES", model.fences),
+               ("KM_CLEAN_SHUTDOWNS", model.clean_shutdowns)]
     defines += [(f"KM_F_{flag.upper()}", int(bool(getattr(f, flag)))) for flag in FLAGS]
     return KernelSource(source=SOURCE, defines=tuple(defines), state_bytes=packing.state_bytes,
                         pack=packing.pack, unpack=packing.unpack, action=action,
