@@ -45,6 +45,7 @@ from checker.result import (
     OutDegree,
     Verdict,
     Violation,
+    amdahl_speedup,
     collision_estimates,
 )
 from checker.search import (
@@ -456,7 +457,6 @@ class KernelBFS(LevelSearch):
         """The share of the search's CPU time outside the threads' parts (the merges in frontier
         order, the level's reads, Python), and what Amdahl's law predicts from it (as
         ``checker.parallel`` reports its workers')."""
-        from checker.parallel import amdahl_speedup
 
         total = time.process_time() - self._cpu_started
         parallel = float(self.kernel.lib.km_parallel_seconds(self.handle))

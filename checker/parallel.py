@@ -73,7 +73,7 @@ from checker import checkpoint as ckpt
 from checker.bfs import SPILL_AT, LocalBFS, first_false
 from checker.frontier import FrontierStore, state_codec
 from checker.levels import MEMORY_BUDGET, BudgetExceeded, run_levels
-from checker.result import CheckResult
+from checker.result import CheckResult, amdahl_speedup
 from checker.search import ActionTable, Progress, SearchOptions, SearchState
 from checker.visited import LOG_RECORD, FingerprintSet, LevelFingerprints
 from spec.errors import CorruptDataError, UsageError
@@ -111,11 +111,6 @@ def available_cores() -> int:
         return max(1, len(os.sched_getaffinity(0)))
     except (AttributeError, OSError):
         return os.cpu_count() or 1
-
-
-def amdahl_speedup(serial_share: float, cores: int) -> float:
-    """The speed-up Amdahl's law predicts on ``cores`` cores for a run with this serial share."""
-    return 1.0 / (serial_share + (1.0 - serial_share) / cores)
 
 
 def _rss_mb_of(pids: list[int]) -> float:

@@ -179,3 +179,8 @@ class CheckResult:
             out["coverage"] = [{"action": str(act), "count": n} for act, n in self.coverage.items()]
         out.update(self.extra)
         return out
+
+
+def amdahl_speedup(serial_share: float, cores: int) -> float:
+    """The speed-up Amdahl's law predicts on ``cores`` cores for a run with this serial share."""
+    return 1.0 / (serial_share + (1.0 - serial_share) / cores)

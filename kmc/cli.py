@@ -599,30 +599,8 @@ def _top_level(parser: argparse.ArgumentParser) -> Any:
 SIMULATE_ENGINES = ("local", "spark")
 
 
-def build_parser() -> argparse.ArgumentParser:
-    parser = KmcParser(prog="kmc", description="An explicit-state model checker for the Kafka "
-                                               "replication protocol.")
-    parser.add_argument("--version", action="store_true", help="print kmc's version and exit")
-    parser.set_defaults(func=_top_level(parser))
-    sub = parser.add_subparsers(dest="command", parser_class=KmcParser)
-
-    check = sub.add_parser("check", help="exhaustive breadth-first check of a model")
-    add_model_options(check)
-    add_search_options(check)
-    check.add_argument("--kernel", choices=("auto", "on", "off"), default="auto",
-                       help="the compiled successor kernel (local, parallel and spark engines; "
-                            "models that have one: two-phase, tla:Kip101, tla:Kip279, tla:Kip320, "
-                            "kafka on the ZooKeeper rows 0.10.2 to 3.9.1 without consumers and "
-                            "the KRaft rows kraft-3.3 to kraft-4.1): auto where it applies "
-                            "(the default), on (else exit 69), off (the readable model); the same "
-                            "counts, depth, verdict and traces either way")
-    check.add_argument("--verbose", action="store_true",
-                       help="the header also lists every feature flag that is on in the run, and "
-                            "the run says which path ran (the compiled kernel or the readable "
-                            "model, and why); a Spark run also shows its JVM's start-up lines and "
-                            "Spark's log (else only errors)")
-    check.set_defaults(func=cmd_check)
-
+def add_simulate_parser(sub: Any) -> None:
+    """``kmc simulate``: random walks, for configurations too big to exhaust."""
     simulate = sub.add_parser("simulate", help="random walks, for configurations too big to "
                                                "exhaust")
     add_model_options(simulate)
@@ -653,6 +631,32 @@ def build_parser() -> argparse.ArgumentParser:
     simulate.add_argument("--quiet", action="store_true", help="no live progress display (as for "
                                                                "check)")
     simulate.set_defaults(func=cmd_simulate)
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = KmcParser(prog="kmc", description="An explicit-state model checker for the Kafka "
+                                               "replication protocol.")
+    parser.add_argument("--version", action="store_true", help="print kmc's version and exit")
+    parser.set_defaults(func=_top_level(parser))
+    sub = parser.add_subparsers(dest="command", parser_class=KmcParser)
+
+    check = sub.add_parser("check", help="exhaustive breadth-first check of a model")
+    add_model_options(check)
+    add_search_options(check)
+    check.add_argument("--kernel", choices=("auto", "on", "off"), default="auto",
+                       help="the compiled successor kernel (local, parallel and spark engines; "
+                            "models that have one: two-phase, tla:Kip101, tla:Kip279, tla:Kip320, "
+                            "kafka on every row without consumers or reassignments): auto where "
+                            "it applies (the default), on (else exit 69), off (the readable "
+                            "model); the same counts, depth, verdict and traces either way")
+    check.add_argument("--verbose", action="store_true",
+                       help="the header also lists every feature flag that is on in the run, and "
+                            "the run says which path ran (the compiled kernel or the readable "
+                            "model, and why); a Spark run also shows its JVM's start-up lines and "
+                            "Spark's log (else only errors)")
+    check.set_defaults(func=cmd_check)
+
+    add_simulate_parser(sub)
 
     listing = sub.add_parser("list", help="models, protocol versions, invariants and engines")
     listing.add_argument("--json", action="store_true")
