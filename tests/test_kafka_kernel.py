@@ -718,15 +718,18 @@ def test_the_kraft_rows_are_the_readable_model_state_for_state(row, tof, bounds,
                                          "fences": 1, "alters": 1}),
                           ("kraft-3.3", {"brokers": 2, "records": 1, "epochs": 1, "crashes": 1,
                                          "alters": 1}),
+                          # 232,708 states, 431 s of CPU for both variants: its first 60,000
                           ("kraft-4.0", {"brokers": 2, "records": 1, "epochs": 1, "crashes": 0,
                                          "shutdowns": 1, "clean_shutdowns": 1, "fences": 1,
-                                         "min_isr": 2})],
+                                         "min_isr": 2, "limit": 60_000})],
                          ids=_id)
 @pytest.mark.parametrize("tof", [True, False], ids=["rows", "without-truncate-on-fetch"])
 def test_every_reachable_state_of_small_kraft_configurations(row, bounds, tof):
+    bounds = dict(bounds)
+    limit = bounds.pop("limit", None)
     model = kraft_model(row, tof=tof, **bounds)
     kernel = km.load(model.kernel())
-    assert disagreements(model, kernel, reachable(model)) == []
+    assert disagreements(model, kernel, reachable(model, limit)) == []
 
 
 @needs_cc
