@@ -348,9 +348,11 @@ def print_path(console: Console, result: CheckResult) -> None:
     kernel)."""
     path = result.extra["path"]
     if path["path"] == "kernel" and path.get("engine") == "spark":
+        levels = {"blocks": "; levels in blocks", "dataframes": "; levels in DataFrames"}
         console.print(f"Path: the compiled kernel on the Spark executors ({path['kernel']}, "
-                      f"{path['state_bytes']} bytes a state on the wire; library "
-                      f"{path['library']})", highlight=False)
+                      f"{path['state_bytes']} bytes a state on the wire"
+                      f"{levels.get(path.get('levels'), '')}; library {path['library']})",
+                      highlight=False)
     elif path["path"] == "kernel":
         console.print(f"Path: the compiled kernel ({path['kernel']}, {path['state_bytes']} bytes a "
                       f"state, {path['kernel_bytes'] / 2**20:.1f} MB; library {path['library']})",

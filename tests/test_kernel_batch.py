@@ -268,6 +268,11 @@ def test_verbose_names_the_kernel_on_the_spark_executors():
     print_path(console, SimpleNamespace(extra={"path": path}))
     assert ("the compiled kernel on the Spark executors (kernel.c, 43 bytes a state"
             in console.export_text())
+    # how the levels moved: the executors' blocks (packed_step) or the arrow transport's DataFrames
+    for levels, words in (("blocks", "levels in blocks"), ("dataframes", "levels in DataFrames")):
+        console = Console(record=True, width=200)
+        print_path(console, SimpleNamespace(extra={"path": {**path, "levels": levels}}))
+        assert f"on the wire; {words}; library kernel-0123.so" in console.export_text()
 
 
 @needs_cc

@@ -187,6 +187,8 @@ class SparkBFS(PackedLevelStep, ArrowLevelStep, LevelStep, Resumable, Verdicts, 
         self._choose_path()
         self._packed = (self._arrow and self._kernel is not None and self.packed_allowed
                         and packed_available(self._run_dir))
+        if self._path.get("path") == "kernel":  # --verbose and --json say how its levels move
+            self._path["levels"] = "blocks" if self._packed else "dataframes"
         if self._resumed_path is not None:  # the level files hold the states of this path
             self._check_resumed_path()
 
