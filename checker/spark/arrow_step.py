@@ -560,14 +560,9 @@ class ArrowLevelStep:
         local = st.local
         self._resumed_pointers(spark, levels)
         paths = [level.path for level in levels if level.path is not None]
-        prefix_fps = local.visited.array
-        if self._kernel is not None:  # the prefix's fingerprints on this path are the kernel's
-            local.frontier = self._resumed_frontier
-            try:
-                prefix_fps = packed_prefix(self._kernel, self.model, self.symmetry, local,
-                                           self.options.reduce == "dead")[1]
-            finally:
-                local.frontier = []
+        # the prefix's fingerprints on the kernel's path are the kernel's
+        prefix_fps = (local.visited.array if self._kernel is None
+                      else self._kernel_prefix_fps(local))
         local_fps = session.createDataFrame(_fp_table(prefix_fps))
         merged = session.read.parquet(*paths).select("fp").unionByName(local_fps)
         spark.visited = _cut(spark, merged.repartition(parts, "fp").sortWithinPartitions("fp"))
@@ -582,6 +577,16 @@ class ArrowLevelStep:
             spark.frontier = _cut(spark, _by_index_range(spark, frame, keys))
             self._broadcast_numbers(spark, fps, last.base + np.arange(fps.size, dtype=np.int64))
         spark.frontier_checked = False  # the last level's states are checked as they are expanded
+
+    def _kernel_prefix_fps(self, local: Any) -> np.ndarray:
+        """The kernel's fingerprints of a resumed run's local prefix (``local``, whose frontier is
+        the prefix's last level while they are taken): the kernel's search of the same levels."""
+        local.frontier = self._resumed_frontier
+        try:
+            return packed_prefix(self._kernel, self.model, self.symmetry, local,
+                                 self.options.reduce == "dead")[1]
+        finally:
+            local.frontier = []
 
     def _resumed_pointers(self, spark: SparkRun, levels: list[LevelInfo]) -> None:
         """The parent pointers of a run directory's levels on the driver: each level's keys, read

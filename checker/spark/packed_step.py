@@ -531,13 +531,8 @@ class PackedLevelStep:
         spark.codec = state_column_codec(self.model)
         local = st.local
         self._resumed_pointers(spark, levels)
-        local.frontier = self._resumed_frontier
-        try:
-            prefix_fps = packed_prefix(self._kernel, self.model, self.symmetry, local,
-                                       self.options.reduce == "dead")[1]
-        finally:
-            local.frontier = []
-        visited = [prefix_fps] + [lv.pointers[0] for lv in levels if lv.path is not None]
+        visited = ([self._kernel_prefix_fps(local)]
+                   + [lv.pointers[0] for lv in levels if lv.path is not None])
         spark.visited = self._packed_visited(spark, np.concatenate(visited))
         spark.recent = []
         for level in levels[-RECENT_LEVELS:-1]:
