@@ -90,7 +90,7 @@ def _still_violates(model: Any, trace: Any, invariant: Any) -> bool:
     return _replay(model, trace, invariant) == "violated"
 
 
-def _removed(model: Any, trace: Any, invariant: Any) -> bool:
+def _removed(model: Any, trace: Any, invariant: Any, kernel: str = "auto") -> bool:
     """Whether ``model`` (a fix switched on) removes the counterexample. The trace must no longer
     break the invariant (a step is no longer enabled, or every state satisfies it), and that is not
     enough: a fix may only renumber or reshape what the trace names (KAFKA-15021 keeps the leader
@@ -101,7 +101,7 @@ def _removed(model: Any, trace: Any, invariant: Any) -> bool:
     fix, which removes the shorter KAFKA-13141 trace). A search that reaches ``CONFIRM_MAX_STATES``
     first credits nothing. The search runs on the model's compiled kernel where it is proven for the
     switched flags (``kernel="auto"``: the same states, depth and verdict), else on the readable
-    model."""
+    model; ``kernel="off"`` (``kmc matrix --kernel off``) always on the readable model."""
     if _replay(model, trace, invariant) == "violated":
         return False
     from checker.engines import run
@@ -110,16 +110,16 @@ def _removed(model: Any, trace: Any, invariant: Any) -> bool:
     # a depth bound counts states, the initial one included: a counterexample of L steps ends at
     # depth L + 1
     result = run(model, SearchOptions(invariants=[invariant], max_depth=len(trace.steps) + 1,
-                                      max_states=CONFIRM_MAX_STATES, kernel="auto"))
+                                      max_states=CONFIRM_MAX_STATES, kernel=kernel))
     if result.violations:
         return False
     return result.reason is None or result.reason.startswith("depth bound")
 
 
 def story_of(model_name: str, protocol: str, flags: Sequence[str], constants: Sequence[str],
-             invariant: Any, trace: Any) -> Story | None:
+             invariant: Any, trace: Any, kernel: str = "auto") -> Story | None:
     """The story of a counterexample of ``invariant`` found under ``protocol`` with ``flags``
-    (NAME=on|off)."""
+    (NAME=on|off); ``kernel``: the confirming searches' path (``_removed``)."""
     info = get_model_info(model_name)
     if info.rules is None or not info.protocols:
         return None
@@ -144,7 +144,7 @@ def story_of(model_name: str, protocol: str, flags: Sequence[str], constants: Se
             fixed = build_model(model_name, list(constants), protocol, list(flags) + [f"{flag}=on"])
         except UsageError:  # a flag that does not exist with this row's mechanisms is no candidate
             continue
-        if _removed(fixed, trace, invariant):
+        if _removed(fixed, trace, invariant, kernel):
             row = rows[flag]
             return Story(flag, row["ticket"],
                          f"{row['ticket']}: {row['rule']} (fixed in "
@@ -156,10 +156,11 @@ def story_of(model_name: str, protocol: str, flags: Sequence[str], constants: Se
             fixed = build_model(model_name, list(constants), later_protocol, list(flags))
         except UsageError:
             continue
-        if _removed(fixed, trace, invariant):
+        if _removed(fixed, trace, invariant, kernel):
             added = [f for f, on in _features_of(model_name, later_protocol, [], constants).items()
                      if on and not here.get(f, False) and f in rows]
-            needed = _minimal_fixes(model_name, protocol, flags, constants, invariant, trace, added)
+            needed = _minimal_fixes(model_name, protocol, flags, constants, invariant, trace, added,
+                                    kernel)
             tickets = ", ".join(dict.fromkeys(rows[f]["ticket"] for f in needed)) or "its changes"
             return Story(None, tickets, f"{tickets} together (fixed in {later_protocol}; no one of "
                          "them alone removes it)")
@@ -173,7 +174,8 @@ def story_of(model_name: str, protocol: str, flags: Sequence[str], constants: Se
 
 
 def _minimal_fixes(model_name: str, protocol: str, flags: Sequence[str], constants: Sequence[str],
-                   invariant: Any, trace: Any, added: list[str]) -> list[str]:
+                   invariant: Any, trace: Any, added: list[str], kernel: str = "auto"
+                   ) -> list[str]:
     """A smallest-by-removal subset of ``added`` that, switched on together in ``protocol``, still
     removes the counterexample (each flag dropped in turn if the rest still remove it); ``added`` if
     none combines."""
@@ -183,7 +185,7 @@ def _minimal_fixes(model_name: str, protocol: str, flags: Sequence[str], constan
                                 + [f"{f}=on" for f in subset])
         except UsageError:
             return False
-        return _removed(model, trace, invariant)
+        return _removed(model, trace, invariant, kernel)
 
     if not removes(added):
         return added

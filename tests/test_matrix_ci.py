@@ -386,3 +386,23 @@ def test_the_cost_estimate_is_the_sum_of_the_numeric_bounds():
                                      "mode": "x"})) == 6)
     assert (matrix_run.dispatch_order([Job({"N": 1}), Job({"N": 3}), Job({"N": 1, "M": 2}),
                                        Job({})]) == [1, 2, 0, 3])
+
+
+def test_kernel_off_runs_every_search_and_story_on_the_readable_model(capsys, monkeypatch):
+    """``kmc matrix --kernel off`` (how the documented table is made): no search of a cell or of
+    its story runs on the compiled kernel, and the cells and stories are the kernel's."""
+    from checker import kernel
+
+    command = ["matrix", "kafka", "--protocol", "2.1.0", "--invariant", "no-fence-stall",
+               "--const", "records=1", "--const", "epochs=2", "--json", "--quiet"]
+    calls = []
+    real = kernel.run
+    monkeypatch.setattr(kernel, "run", lambda *a, **k: calls.append(a) or real(*a, **k))
+    code, auto, _ = run(capsys, *command)
+    assert code == 0 and calls, "auto: the kernel runs the cell and its story's searches"
+    calls.clear()
+    code, off, _ = run(capsys, *command, "--kernel", "off")
+    assert code == 0 and not calls
+    cells = [{k: v for k, v in c.items() if k != "seconds"} for c in json.loads(off)]
+    assert cells == [{k: v for k, v in c.items() if k != "seconds"} for c in json.loads(auto)]
+    assert cells[0]["verdict"] == "violated" and cells[0]["story"].startswith("KAFKA-7786")

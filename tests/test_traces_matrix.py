@@ -1,31 +1,45 @@
-"""Every counterexample ``kmc matrix`` finds, shown, exported to ITF and read back, drawn and
-replayed under every protocol version; and the control-plane messages drawn readably.
+"""Every cell of ``kmc matrix`` searched on the compiled kernel against the matrix table, and every
+counterexample it finds shown, exported to ITF and read back, drawn and replayed under every
+protocol version; and the control-plane messages drawn readably.
 
-The matrix is run in process with ``kmc.matrix.run``'s own rows (every version and the variants the
-model declares) and per-invariant bounds, keeping each violation's trace (``run_matrix`` keeps only
-the figures). The matrix table (docs/tutorials/matrix.md, ``kmc matrix``'s output) says which cells
-are violated and in how many steps, so only the searches with a violated cell run, each to the depth
-of its longest shortest counterexample (a counterexample of N steps ends at depth N + 1): that finds
-every violated cell's shortest counterexample, and no search explores what could only end in
-"holds". Every violated cell of the table must be collected, with the table's length.
+The matrix table (docs/tutorials/matrix.md) is the readable model's: ``kmc matrix --kernel off``
+made it, and the page records the digest of the readable model's source that did
+(``tests.matrix_table.readable_digest``). A fast test here fails when that source changes and the
+table was not re-run. The slow tests run each row of the default matrix as ``kmc matrix`` runs it
+(``kmc.matrix.run.run_matrix``: its per-invariant bounds, one search a set of bounds, stories), on
+the row's compiled kernel (``kernel="on"``: a search the kernel cannot run is an error, not the
+readable model), and every cell must be the table's: its verdict, and the shortest counterexample's
+length or the distinct states. The cells whose search the kernel cannot run yet (the consumers are
+not compiled: the consumed-stays column) are left to the readable table. So CI proves the kernel
+against the readable model's table at every cell it compiles, every run, and a rule change cannot
+land without the readable matrix re-run.
 """
 
 from __future__ import annotations
 
 import io
 import re
+from typing import NamedTuple
 
 import pytest
 from rich.console import Console
 
-from checker.bfs import check
+from checker import kernel
 from checker.invariant import SAFETY
 from checker.search import CHECKER_VERSION, SearchOptions
 from invariants.registry import for_family
-from kmc.matrix.run import Row, default_rows
+from kmc.matrix.cells import Cell
+from kmc.matrix.run import MatrixOptions, Row, default_rows, run_matrix
 from spec.errors import NotReplayableError
 from spec.registry import build_model, get_model_info
-from tests.matrix_table import documented_lengths
+from tests.matrix_table import (
+    READABLE_MATRIX,
+    documented_cells,
+    documented_digest,
+    documented_lengths,
+    readable_digest,
+    readable_sources,
+)
 from traces.diagram import to_dot, to_mermaid, to_svg
 from traces.io import load_trace, model_for_header, save_trace
 from traces.render import print_trace
@@ -39,6 +53,9 @@ KNOWN = {
     ("2.8.0", "committed-durable"), ("2.8.1", "no-uncommitted-below-hw"),
     ("2.8.0,kafka-9654=off", "no-fence-stall"),
 }
+#: the columns whose searches the kernel may not run yet: the consumers are not compiled (a row's
+#: consumed-stays search runs the readable model, the kernel says why: ``checker.kernel.why_not``)
+READABLE_ONLY = {"consumed-stays"}
 #: the message a request kind is drawn as, and the action that sends it
 MESSAGES = {"LeaderAndIsr": "LeaderAndIsr(", "StopReplica": "StopReplica(",
             "ControlledShutdown": "ControlledShutdown(", "Fetch": "FetchRequest(",
@@ -51,72 +68,128 @@ SENDERS = {"SendFetch": "FetchRequest(", "SendOffsetsForLeaderEpoch": "OffsetsRe
            "ControlledShutdown": "ControlledShutdown("}
 
 
-def row_violations(row: Row, model_name: str = "kafka") -> list[tuple[str, object]]:
-    """(row label, violation) for every violated cell of one row of the default matrix, as
-    ``run_matrix`` groups its searches: per set of bounds, the invariants sharing one search until
-    each is decided. A group with no violated cell in the matrix table is not searched; the others
-    stop at the depth of their longest counterexample in the table."""
-    lengths = documented_lengths()
-    found = []
-    model = build_model(model_name, [], row.protocol, list(row.features))
-    # the matrix's own columns, as run_matrix picks them
+def test_the_table_is_the_readable_models_of_this_source():
+    """The table was made by the readable model as it is: a change to a rule, a state or an
+    invariant (``tests.matrix_table.readable_sources``) fails here until the readable matrix is
+    re-run and its table and digest are on the page."""
+    recorded, now = documented_digest(), readable_digest()
+    assert recorded == now, (
+        f"the readable Kafka model changed since docs/tutorials/matrix.md's table was made "
+        f"(recorded sha256:{recorded}, now sha256:{now}; {len(readable_sources())} files of "
+        f"spec/kafka and invariants/kafka_*.py): re-run `{READABLE_MATRIX}`, paste its table "
+        f"into the page and set the line 'Made by the readable model of source digest "
+        f"`sha256:{now}`'; the slow tier then proves the kernel against it "
+        f"(tests/test_traces_matrix.py)")
+
+
+def test_the_digest_covers_the_readable_model_and_not_the_kernel(tmp_path):
+    """A byte of a rule's module or of an invariant's changes the digest; the kernel's files and
+    other modules do not."""
+    for name in ("spec/kafka/actions_data.py", "spec/kafka/kernel.py", "spec/kafka/kernel.c",
+                 "spec/fields.py", "invariants/kafka_sanity.py", "invariants/registry.py"):
+        (tmp_path / name).parent.mkdir(parents=True, exist_ok=True)
+        (tmp_path / name).write_text("x = 1\n")
+    before = readable_digest(tmp_path)
+    assert ([p.relative_to(tmp_path).as_posix() for p in readable_sources(tmp_path)]
+            == ["invariants/kafka_sanity.py", "spec/kafka/actions_data.py"])
+    for name, moves in (("spec/kafka/kernel.py", False), ("spec/kafka/kernel.c", False),
+                        ("invariants/registry.py", False), ("spec/kafka/actions_data.py", True),
+                        ("invariants/kafka_sanity.py", True)):
+        (tmp_path / name).write_text("x = 2\n")
+        assert (readable_digest(tmp_path) != before) is moves, name
+        before = readable_digest(tmp_path)
+
+
+class MatrixRow(NamedTuple):
+    """One row of the default matrix searched on the kernel."""
+
+    label: str
+    cells: list[Cell]  # the cells of ``kernel_columns``'s first list, in column order
+    refused: dict[str, str]  # the row's other columns: why the kernel cannot run their search
+
+
+def kernel_columns(row: Row) -> tuple[list[str], dict[str, str]]:
+    """The row's default matrix columns whose search the compiled kernel runs, and the others with
+    the kernel's reason: the columns and bounds ``kmc matrix`` checks the row at
+    (``kmc.matrix.run``), each set of bounds one search."""
+    model = build_model("kafka", [], row.protocol, list(row.features))
     excluded = set(getattr(model, "matrix_excluded", ()))
-    available = {k: v for k, v in for_family(model.family).items()
-                 if v.kind == SAFETY and v.default and k not in excluded}
+    columns = {k: v for k, v in for_family(model.family).items()
+               if v.kind == SAFETY and v.default and k not in excluded}
     bounds = dict(getattr(model, "matrix_bounds", {}))
     groups: dict[tuple[str, ...], list[str]] = {}
-    for name in available:
+    for name in columns:
         groups.setdefault(tuple(bounds.get(name, ())), []).append(name)
-    header = {"protocol": row.protocol, **({"row": row.label} if row.features else {})}
+    on, refused = [], {}
     for profile, names in groups.items():
-        steps = [lengths[row.label, n] for n in names if (row.label, n) in lengths]
-        if not steps:
-            continue  # every cell of the group holds: nothing to collect
-        checked = (model if not profile else build_model(model_name, list(profile), row.protocol,
+        checked = (model if not profile else build_model("kafka", list(profile), row.protocol,
                                                          list(row.features)))
-        # one search a group, as ``kmc matrix`` runs it: on until each invariant is violated or the
-        # depth where the table's longest counterexample of the group ends
-        result = check(checked, SearchOptions(invariants=[available[n] for n in names],
-                                              header=header, max_depth=max(steps) + 1,
-                                              stop_at_first=False, stop_when_all_found=True))
-        found.extend((row.label, v) for v in result.violations)
-    return found
+        why = kernel.why_not(checked, SearchOptions(invariants=[columns[n] for n in names]))
+        if why is None:
+            on.extend(names)
+        else:
+            refused.update(dict.fromkeys(names, why))
+    return [name for name in columns if name in on], refused
 
 
-#: the default matrix's rows with a violated cell in the table, each its own group under
-#: ``pytest -n N --dist loadgroup``: a row's tests share one worker, so that its searches (the
-#: module fixture below) run once, and the rows' searches (minutes in all, 0 to about 40 s a row)
-#: are shared between the workers
-VIOLATED_ROWS = [row for row in default_rows("kafka")
-                 if any(label == row.label for label, _ in documented_lengths())]
+#: every row of the default matrix, each its own group under ``pytest -n N --dist loadgroup``: a
+#: row's tests share one worker, so that its searches (the module fixture below) run once, and the
+#: rows' searches (0 to about 15 s of CPU a row on the kernel) are shared between the workers
+ROWS = default_rows("kafka")
 
 
 @pytest.fixture(scope="module",
-                params=[pytest.param(row, id=row.label, marks=pytest.mark.xdist_group(
-    f"traces-matrix-{row.label}")) for row in VIOLATED_ROWS])
-def violations(request):
-    """The row's violated cells, searched once for the module's tests of that row."""
-    return row_violations(request.param)
+                params=[pytest.param(row, id=row.label,
+                                     marks=pytest.mark.xdist_group(f"traces-matrix-{row.label}"))
+                        for row in ROWS])
+def matrix_row(request) -> MatrixRow:
+    """The row's matrix on the compiled kernel, searched once for the module's tests of that row."""
+    row = request.param
+    on, refused = kernel_columns(row)
+    cells = run_matrix("kafka", MatrixOptions(protocols=[row.label], invariants=on, kernel="on"))
+    return MatrixRow(row.label, cells, refused)
 
 
-def test_every_row_of_the_table_with_a_violated_cell_is_searched():
-    """The slow tests below take the table's rows one at a time: none of its violated cells, and
-    none of the cells every run must find violated, is left out."""
-    rows = {row.label for row in VIOLATED_ROWS}
-    assert {label for label, _ in documented_lengths()} == rows
+@pytest.fixture
+def violations(matrix_row) -> list[tuple[str, Cell]]:
+    """(row label, cell) for every violated cell of the row, with its counterexample."""
+    return [(matrix_row.label, c) for c in matrix_row.cells if c.verdict == "violated"]
+
+
+def test_every_row_of_the_table_is_searched():
+    """The slow tests below take the table's rows one at a time: none of its rows, and none of the
+    cells every run must find violated, is left out."""
+    rows = {row.label for row in ROWS}
+    assert {label for label, _ in documented_cells()} == rows
     assert {label for label, _ in KNOWN} <= rows and EVERY_KIND_ROW in rows
 
 
-# the searches of a row's violated cells of the default matrix (one fixture a row)
+# the searches of a row of the default matrix on the kernel (one fixture a row)
 @pytest.mark.slow
-def test_the_matrix_counterexamples_are_collected(violations):
-    (label,) = {row for row, _ in violations}
+def test_every_cell_on_the_kernel_is_the_readable_tables(matrix_row):
+    assert set(matrix_row.refused) <= READABLE_ONLY, matrix_row.refused
+    table = {cell: found for cell, found in documented_cells().items()
+             if cell[0] == matrix_row.label}
+    searched = {(matrix_row.label, c.invariant): (c.verdict, c.length if c.verdict == "violated"
+                                                  else c.distinct_states)
+                for c in matrix_row.cells}
+    assert searched == {cell: found for cell, found in table.items()
+                        if cell[1] not in matrix_row.refused}
+    assert {invariant for _, invariant in table} == {c.invariant for c in matrix_row.cells} | set(
+        matrix_row.refused)
+
+
+# the searches of a row of the default matrix on the kernel (one fixture a row)
+@pytest.mark.slow
+def test_the_matrix_counterexamples_are_collected(matrix_row, violations):
+    label = matrix_row.label
     cells = {(row, v.invariant) for row, v in violations}
     assert {cell for cell in KNOWN if cell[0] == label} <= cells
-    assert len(cells) == len(violations), "one trace per violated cell"
+    assert all(v.trace is not None for _, v in violations), "one trace per violated cell"
     # every violated cell of the row in the table, with the table's length
     assert {(row, v.invariant): v.length for row, v in violations} == {
-        cell: length for cell, length in documented_lengths().items() if cell[0] == label}
+        cell: length for cell, length in documented_lengths().items()
+        if cell[0] == label and cell[1] not in matrix_row.refused}
     for row, v in violations:
         trace = v.trace
         assert trace.invariant == v.invariant and trace.length == v.length == trace.violation_index
@@ -136,7 +209,7 @@ def test_the_matrix_counterexamples_are_collected(violations):
                 assert features[name] is (value == "on"), (row, name)
 
 
-# the searches of a row's violated cells of the default matrix (one fixture a row)
+# the searches of a row of the default matrix on the kernel (one fixture a row)
 @pytest.mark.slow
 def test_every_counterexample_is_shown(violations):
     for row, v in violations:
@@ -151,7 +224,7 @@ def test_every_counterexample_is_shown(violations):
             assert flag in text, (row, "the trace header names the switched flag")
 
 
-# the searches of a row's violated cells of the default matrix (one fixture a row)
+# the searches of a row of the default matrix on the kernel (one fixture a row)
 @pytest.mark.slow
 def test_every_counterexample_reads_back_identical_from_itf(violations, tmp_path):
     for i, (_, v) in enumerate(violations):
@@ -166,10 +239,9 @@ def _arrows(mermaid: str) -> list[str]:
     return [line for line in mermaid.splitlines() if "->>" in line]
 
 
-# the searches of a row's violated cells of the default matrix (one fixture a row)
+# the searches of a row of the default matrix on the kernel (one fixture a row)
 @pytest.mark.slow
-def test_every_counterexample_is_drawn(violations):
-    (label,) = {row for row, _ in violations}
+def test_every_counterexample_is_drawn(matrix_row, violations):
     drawn: set[str] = set()
     for row, v in violations:
         mermaid = to_mermaid(v.trace)
@@ -190,11 +262,11 @@ def test_every_counterexample_is_drawn(violations):
             if "Response(" in a:
                 assert not re.search(r"error=\d", a), "error codes are drawn by name"
         assert to_dot(v.trace).rstrip().endswith("}") and to_svg(v.trace).startswith("<svg")
-    if label == EVERY_KIND_ROW:
+    if matrix_row.label == EVERY_KIND_ROW:
         assert {"LeaderAndIsr", "Fetch", "OffsetsForLeaderEpoch"} <= drawn
 
 
-# the searches of a row's violated cells of the default matrix (one fixture a row)
+# the searches of a row of the default matrix on the kernel (one fixture a row)
 @pytest.mark.slow
 def test_every_counterexample_replays_under_every_protocol(violations):
     protocols = list(get_model_info("kafka").protocols)

@@ -103,7 +103,7 @@ def cmd_matrix(args: argparse.Namespace) -> int:
         uniform_bounds=args.uniform_bounds, max_seconds=args.max_seconds,
         max_states=args.max_states, symmetry=args.symmetry, reduce=args.reduce,
         shortest=args.shortest, engine=args.engine, engine_options=engine_options,
-        workers=args.workers if at_once else 1, trace_dir=args.trace_dir)
+        workers=args.workers if at_once else 1, trace_dir=args.trace_dir, kernel=args.kernel)
     def on_note(line: str) -> None:
         print(line, file=sys.stderr)
 
@@ -225,6 +225,10 @@ def add_parser(subparsers: Any, *_: Any) -> argparse.ArgumentParser:
     parser.add_argument("--shortest", action="store_true",
                         help="with --reduce: a shortest counterexample for each violated cell (a "
                              "full search bounded by the reduced one's length)")
+    parser.add_argument("--kernel", choices=("auto", "off"), default="auto",
+                        help="auto: each search on the row's compiled kernel where it is proven "
+                             "equal to the readable model (default); off: the readable model "
+                             "everywhere, as the documented table is made after a rule changes")
     add_engine_options(parser, default="local", workers_help="searches run at once, each in its "
                        "own process (a number, or auto: one a core, the default; at most the "
                        "cores); with --engine parallel, the worker processes of each search")

@@ -75,7 +75,8 @@ def story_of(model: Any, protocol: str, invariant: str, trace: Any, replay: dict
              | None = None) -> str | None:
     """The one-line story of a violated cell. For a model with a rule table (``ModelInfo.rules``) it
     is computed (``checker.stories``: the oldest later fix whose replay removes the counterexample;
-    ``replay`` holds what that needs: model name, protocol, flags, constants and the invariant);
+    ``replay`` holds what that needs: model name, protocol, flags, constants, the invariant and the
+    searches' path, ``kernel``);
     otherwise the model's own ``matrix_story`` hook, if any."""
     if trace is None:
         return None
@@ -84,7 +85,8 @@ def story_of(model: Any, protocol: str, invariant: str, trace: Any, replay: dict
         from checker.stories import story_of as computed_story
 
         found = computed_story(replay["model"], replay["protocol"], replay["flags"],
-                               replay["constants"], replay["invariant"], trace)
+                               replay["constants"], replay["invariant"], trace,
+                               replay.get("kernel", "auto"))
         return found.text if found is not None else None
     story = model.matrix_story(protocol, invariant, trace)
     if not story:
@@ -113,6 +115,10 @@ class MatrixOptions:
     (each search is the same search), and come back in the same order. The workers take the searches
     largest first (``dispatch_order``); one worker runs them here in their own order.
 
+    ``kernel``: "auto" runs each search on the row's compiled kernel where it is proven equal to
+    the readable model (``checker.kernel``), "off" on the readable model everywhere: the table of
+    docs/tutorials/matrix.md is the readable model's, made with "off".
+
     ``symmetry``, ``reduce`` and ``shortest`` are the search's own options
     (``kmc check --symmetry --reduce dead --shortest``), applied to every search; a row where one
     cannot apply is refused (one line) before any search runs. A cell's states are then the reduced
@@ -135,6 +141,7 @@ class MatrixOptions:
     engine_options: Any = None
     workers: int = 1
     trace_dir: str | None = None
+    kernel: str = "auto"
 
 
 @dataclass(frozen=True)
@@ -233,8 +240,8 @@ def _add_jobs(model_name: str, row: Row, options: MatrixOptions, observer: Matri
     search = {"max_seconds": options.max_seconds, "max_states": options.max_states,
               "header": header, "progress": observer.progress, "symmetry": options.symmetry,
               "reduce": options.reduce,
-              # a row's compiled kernel where it is proven equal
-              "shortest": options.shortest, "kernel": "auto"}
+              # a row's compiled kernel where it is proven equal (auto), or the readable model
+              "shortest": options.shortest, "kernel": options.kernel}
     groups: dict[tuple[str, ...], list[str]] = {}
     for name in names:
         groups.setdefault(tuple(profile_of.get(name, ())), []).append(name)
@@ -359,7 +366,9 @@ def _check_job(job: _Job) -> list[Cell]:
             replay = {"model": job.model_name, "protocol": job.row.protocol, "flags": job.flags,
                       "constants": [*job.profile, *job.constants],
                       "invariant": next(inv for inv in job.invariants if inv.name
-                                        == cell.invariant)}
+                                        == cell.invariant),
+                      # a story's searches switch flags the kernel may not be proven on
+                      "kernel": "off" if job.options["kernel"] == "off" else "auto"}
             cell = replace(cell, story=story_of(job.model, job.row.label, cell.invariant,
                                                 cell.trace, replay))
         cells.append(cell)
