@@ -6,7 +6,7 @@ The matrix table (docs/tutorials/matrix.md) is the readable model's: ``kmc matri
 made it, and the page records the digest of the readable model's source that did
 (``tests.matrix_table.readable_digest``). A fast test here fails when that source changes and the
 table was not re-run. The slow tests run each row of the default matrix as ``kmc matrix`` runs it
-(``kmc.matrix.run.run_matrix``: its per-invariant bounds, one search a set of bounds, stories), on
+(``kmc.matrix.run.run_matrix``: its per-invariant bounds, one search a set of bounds), on
 the row's compiled kernel (``kernel="on"``: a search the kernel cannot run is an error, not the
 readable model), and every cell must be the table's: its verdict, and the shortest counterexample's
 length or the distinct states. The cells whose search the kernel cannot run yet (the consumers are
@@ -28,6 +28,7 @@ from checker import kernel
 from checker.invariant import SAFETY
 from checker.search import CHECKER_VERSION, SearchOptions
 from invariants.registry import for_family
+from kmc.matrix import run as matrix_run
 from kmc.matrix.cells import Cell
 from kmc.matrix.run import MatrixOptions, Row, default_rows, run_matrix
 from spec.errors import NotReplayableError
@@ -143,10 +144,16 @@ ROWS = default_rows("kafka")
                                      marks=pytest.mark.xdist_group(f"traces-matrix-{row.label}"))
                         for row in ROWS])
 def matrix_row(request) -> MatrixRow:
-    """The row's matrix on the compiled kernel, searched once for the module's tests of that row."""
+    """The row's matrix on the compiled kernel, searched once for the module's tests of that row.
+    Without the stories: their searches switch a fix's flags, a kernel library each (63 more
+    compiles of the 135 on a cold cache, about 80 s of CPU); tests/test_matrix_stories.py checks
+    them."""
     row = request.param
     on, refused = kernel_columns(row)
-    cells = run_matrix("kafka", MatrixOptions(protocols=[row.label], invariants=on, kernel="on"))
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(matrix_run, "story_of", lambda *args: None)
+        cells = run_matrix("kafka", MatrixOptions(protocols=[row.label], invariants=on,
+                                                  kernel="on"))
     return MatrixRow(row.label, cells, refused)
 
 
