@@ -145,8 +145,8 @@ ROWS = default_rows("kafka")
                         for row in ROWS])
 def matrix_row(request) -> MatrixRow:
     """The row's matrix on the compiled kernel, searched once for the module's tests of that row.
-    Without the stories: their searches switch a fix's flags, a kernel library each (63 more
-    compiles of the 135 on a cold cache, about 80 s of CPU); tests/test_matrix_stories.py checks
+    Without the stories: their searches switch a fix's flags, a kernel library each (46 more
+    compiles beside the 89 on a cold cache, about 58 s of CPU); tests/test_matrix_stories.py checks
     them."""
     row = request.param
     on, refused = kernel_columns(row)
