@@ -24,8 +24,8 @@ ROOT = MATRIX_PAGE.parents[2]
 #: the command that makes the table on the readable model
 READABLE_MATRIX = "COLUMNS=140 kmc matrix --kernel off --quiet --workers 2"
 #: the line of the page that records the digest (``readable_digest``) of the model that made it
-DIGEST_LINE = re.compile(r"^Made by the readable model of source digest `sha256:([0-9a-f]{64})`",
-                         re.M)
+DIGEST_LINE = re.compile(r"^The readable model's source for this table: digest "
+                         r"`sha256:([0-9a-f]{64})`", re.M)
 
 
 def readable_sources(root: Path = ROOT) -> list[Path]:

@@ -78,7 +78,7 @@ def test_the_table_is_the_readable_models_of_this_source():
         f"the readable Kafka model changed since docs/tutorials/matrix.md's table was made "
         f"(recorded sha256:{recorded}, now sha256:{now}; {len(readable_sources())} files of "
         f"spec/kafka and invariants/kafka_*.py): re-run `{READABLE_MATRIX}`, paste its table "
-        f"into the page and set the line 'Made by the readable model of source digest "
+        f"into the page and set the line 'The readable model's source for this table: digest "
         f"`sha256:{now}`'; the slow tier then proves the kernel against it "
         f"(tests/test_traces_matrix.py)")
 
