@@ -193,10 +193,18 @@ class FingerprintSet:
         self.handle = kernel.lib.km_fpset_new()
         if not self.handle:
             raise MemoryError("the kernel could not allocate a fingerprint set")
-        if known is not None and known.size:
-            known = np.ascontiguousarray(known, dtype=np.int64)
-            if kernel.lib.km_fpset_add_many(self.handle, known.ctypes.data, known.size) == -2:
+        if known is not None:
+            try:
+                self.add(known)
+            except MemoryError:
                 self.close()
+                raise
+
+    def add(self, fps: np.ndarray) -> None:
+        """Put ``fps`` in the set."""
+        if fps.size:
+            fps = np.ascontiguousarray(fps, dtype=np.int64)
+            if self.kernel.lib.km_fpset_add_many(self.handle, fps.ctypes.data, fps.size) == -2:
                 raise MemoryError("the kernel ran out of memory filling a fingerprint set")
 
     def close(self) -> None:
