@@ -98,6 +98,9 @@ class BatchKernel:
             "km_fpset_add_many": ([p, p, n], ctypes.c_int),
             "km_fingerprints": ([p, n, p], None), "km_violations_batch": ([p, n, p], None),
             "km_expand_batch": ([p, n, ctypes.c_int, p, p, p, p, p, p, p, p, n], ctypes.c_int64),
+            "km_expand_batch_known": ([p, n, ctypes.c_int, p, p, p, p, p, p, p, p, p, n],
+                                      ctypes.c_int64),
+            "km_fpset_has_many": ([p, p, n, p], None),
             "km_batch_error_code": ([], ctypes.c_uint32),
         }
         for name, (args, res) in sig.items():
@@ -136,10 +139,11 @@ class BatchKernel:
         return out
 
     def expand(self, states: np.ndarray, symmetry: bool, seen: FingerprintSet | None = None,
-               reduce: bool = False) -> Expansion:
+               reduce: bool = False, known: FingerprintSet | None = None) -> Expansion:
         """The successors of ``states`` (rows; ``chunk()`` of them or fewer), as ``km_expand_batch``
         gives them: with ``reduce``, in the form ``--reduce dead`` stores (``km_reduce``, before the
-        canonical form, as the local engine's level search applies it)."""
+        canonical form, as the local engine's level search applies it); with ``known``, a set this
+        call only reads (``km_expand_batch_known``), without the successors it holds."""
         states = np.ascontiguousarray(states, dtype=np.uint8)
         n = states.shape[0]
         cap = max(1, n * self.max_successors)
@@ -149,9 +153,14 @@ class BatchKernel:
         parent, pos, action = np.empty(cap, np.uint32), np.empty(cap,
                                                                  np.uint32), np.empty(
                                                                      cap, np.uint32)
-        written = self.lib.km_expand_batch(
-            states.ctypes.data, n, int(symmetry) | int(reduce) << 1,
-            seen.handle if seen is not None else None,
+        flags = int(symmetry) | int(reduce) << 1
+        head = ((states.ctypes.data, n, flags, seen.handle if seen is not None else None)
+                if known is None else
+                (states.ctypes.data, n, flags, known.handle,
+                 seen.handle if seen is not None else None))
+        expand = self.lib.km_expand_batch if known is None else self.lib.km_expand_batch_known
+        written = expand(
+            *head,
             masks.ctypes.data, degrees.ctypes.data, out.ctypes.data, fps.ctypes.data,
             parent.ctypes.data, pos.ctypes.data, action.ctypes.data, cap)
         if written == -2:
@@ -206,6 +215,13 @@ class FingerprintSet:
             fps = np.ascontiguousarray(fps, dtype=np.int64)
             if self.kernel.lib.km_fpset_add_many(self.handle, fps.ctypes.data, fps.size) == -2:
                 raise MemoryError("the kernel ran out of memory filling a fingerprint set")
+
+    def has_many(self, fps: np.ndarray) -> np.ndarray:
+        """For each of ``fps``, whether the set holds it."""
+        fps = np.ascontiguousarray(fps, dtype=np.int64)
+        out = np.empty(fps.size, np.uint8)
+        self.kernel.lib.km_fpset_has_many(self.handle, fps.ctypes.data, fps.size, out.ctypes.data)
+        return out.view(bool)
 
     def close(self) -> None:
         if self.handle:

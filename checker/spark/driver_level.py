@@ -57,6 +57,79 @@ class _CollectFrontier:
         yield _frontier_of(records, self.numbers.value)
 
 
+def driver_threads() -> int:
+    """Threads a driver level expands with: the cores this process may use (the executors wait
+    while the driver expands)."""
+    try:
+        return max(1, len(os.sched_getaffinity(0)))
+    except AttributeError:  # not Linux
+        return max(1, os.cpu_count() or 1)
+
+
+def expand_level(kernel: Any, gidx: np.ndarray, rows: np.ndarray, visited: FingerprintSet,
+                 threads: int, symmetry: bool, reduce: bool, check_deadlock: bool,
+                 checks: list[tuple[int, int]], stats: ExpandStats) -> list[Any]:
+    """A level's new states (blocks ``("k", keys, fps, states)`` in key order) from its frontier
+    ``rows`` (sorted by global index ``gidx``), each the first occurrence of a fingerprint not in
+    ``visited``, which then holds them.
+
+    With ``threads`` > 1 the frontier is cut into that many ranges expanded side by side (ctypes
+    lets go of the GIL in C): each range against ``visited``, read only, and its own set of first
+    occurrences; then, in range order, a range's successors made by an earlier range too are
+    dropped (the earlier range's key is smaller). The blocks are those of one thread."""
+    size = rows.shape[0]
+    threads = max(1, min(threads, size // kernel.chunk()))
+    if threads == 1:
+        return list(expand_rows(kernel, gidx, rows, visited, symmetry, reduce, check_deadlock,
+                                checks, stats))
+    import threading
+
+    cuts = [size * k // threads for k in range(threads + 1)]
+    parts: list[list[Any]] = [[] for _ in range(threads)]
+    part_stats = [ExpandStats() for _ in range(threads)]
+    seens = [FingerprintSet(kernel) for _ in range(threads)]
+    errors: list[BaseException] = []
+
+    def work(k: int) -> None:
+        try:
+            lo, hi = cuts[k], cuts[k + 1]
+            parts[k] = list(expand_rows(kernel, gidx[lo:hi], rows[lo:hi], seens[k], symmetry,
+                                        reduce, check_deadlock, checks, part_stats[k],
+                                        known=visited))
+        except BaseException as exc:  # raised again in the caller's thread
+            errors.append(exc)
+
+    try:
+        workers = [threading.Thread(target=work, args=(k,)) for k in range(threads)]
+        for worker in workers:
+            worker.start()
+        for worker in workers:
+            worker.join()
+        if errors:
+            raise errors[0]
+        blocks: list[Any] = []
+        for k in range(threads):
+            for block in parts[k]:
+                keep = np.ones(block[2].size, bool)
+                for earlier in seens[:k]:
+                    keep &= ~earlier.has_many(block[2])
+                if not keep.all():
+                    block = (block[0], block[1][keep], block[2][keep], block[3][keep])
+                if block[2].size:
+                    visited.add(block[2])
+                    blocks.append(block)
+    finally:
+        for seen in seens:
+            seen.close()
+    for part in part_stats:  # ranges in order: the first found is the smallest index
+        stats.generated += part.generated
+        if stats.deadlock is None:
+            stats.deadlock = part.deadlock
+        for bit, index in part.first.items():
+            stats.first.setdefault(bit, index)
+    return blocks
+
+
 def visited_fingerprints(spark: SparkRun, levels: list[LevelInfo], after: int = 0) -> np.ndarray:
     """The kernel fingerprints of every state found (the prefix's when ``after`` is 0, and those of
     each level deeper than ``after`` whose parent pointers the driver keeps)."""
@@ -112,9 +185,9 @@ class DriverLevelStep:
         seen = self._driver_seen(spark, levels, kernel)
         cpu_started = time.process_time()
         stats = ExpandStats()
-        blocks = list(expand_rows(kernel, gidx, rows, seen, self.symmetry,
-                                  self.options.reduce == "dead", self.options.check_deadlock,
-                                  kernel_checks(self._kernel, check), stats))
+        blocks = expand_level(kernel, gidx, rows, seen, driver_threads(), self.symmetry,
+                              self.options.reduce == "dead", self.options.check_deadlock,
+                              kernel_checks(self._kernel, check), stats)
         timing = LevelTiming(depth, st.frontier_size, 0, 0.0,
                              expand=time.process_time() - cpu_started, engine="driver")
         spark.frontier_checked = True
