@@ -240,7 +240,7 @@ def test_a_resume_rebuilds_the_prefixs_kernel_fingerprints(tmp_path, monkeypatch
 
 
 @pytest.mark.usefixtures("spark")
-def test_levels_on_the_driver_or_the_executors_are_the_same_search(tmp_path):
+def test_levels_on_the_driver_or_the_executors_are_the_same_search(tmp_path, monkeypatch):
     """``--spark-driver-below``: every kernel level on the executors (0), every one on the driver
     (a billion), or the small ones on the driver (400: Kip101's frontier passes it at level 8 and
     falls below it at level 16, so the frontier moves to the executors and back) gives the local
@@ -248,10 +248,17 @@ def test_levels_on_the_driver_or_the_executors_are_the_same_search(tmp_path):
     not. A run directory resumes across each switch (kip-320 at two brokers, whose crashes lead
     back to states many levels old): written to level 9 on the driver, resumed to level 19 (the
     executors read the driver's file and get its levels' visited fingerprints), then to the end
-    (the driver collects their frontier and takes their levels' fingerprints)."""
+    (the driver collects their frontier and takes their levels' fingerprints). The driver expands
+    a level in three threads (16 states a batch, so every level past 48 states is cut in three
+    ranges): their merge keeps the numbering."""
+    import checker.kernel_batch
+    import checker.spark.driver_level
     from checker import engines
     from checker.spark import SparkOptions
     from spec.registry import build_model
+
+    monkeypatch.setattr(checker.kernel_batch, "CHUNK", 16)  # the driver's; not the executors'
+    monkeypatch.setattr(checker.spark.driver_level, "driver_threads", lambda: 3)
 
     def where(result):
         return "".join(level["engine"][0] for level in result.extra["spark"]["levels"])
