@@ -292,5 +292,19 @@ def test_levels_on_the_driver_or_the_executors_are_the_same_search(tmp_path, mon
                                                   checkpoint_path=None if resume else run_dir,
                                                   resume_from=resume), "spark", spark_options)
         ran += where(result)
+        if bound == 9:  # a level file the driver wrote is input too: its digest is checked
+            import shutil
+            from pathlib import Path
+
+            from spec.errors import BadFileError
+
+            spoiled = tmp_path / "spoiled"
+            shutil.copytree(run_dir, spoiled)
+            part = Path(spoiled, "levels", "0009", "part-00000.parquet")
+            part.write_bytes(part.read_bytes()[:-100])
+            with pytest.raises(BadFileError, match="digest|changed|corrupt"):
+                engines.run(model, SearchOptions(invariants=invariants, kernel="auto",
+                                                 resume_from=str(spoiled)), "spark",
+                            spark_options)
     assert ran == "lll" + "d" * 6 + "s" * 10 + "d" * 11, ran
     assert summary(result) == full
