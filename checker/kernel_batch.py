@@ -20,6 +20,7 @@ from __future__ import annotations
 import ctypes
 import os
 import tempfile
+import threading
 from dataclasses import dataclass
 
 import numpy as np
@@ -106,6 +107,7 @@ class BatchKernel:
         for name, (args, res) in sig.items():
             fn = getattr(lib, name)
             fn.argtypes, fn.restype = args, res
+        self._local = threading.local()
         self.state_bytes = int(lib.km_state_bytes())
         self.max_successors = int(lib.km_max_successors())
         if self.state_bytes != state_bytes:
@@ -148,11 +150,7 @@ class BatchKernel:
         n = states.shape[0]
         cap = max(1, n * self.max_successors)
         masks, degrees = np.empty(n, np.uint32), np.empty(n, np.uint32)
-        out = np.empty((cap, self.state_bytes), np.uint8)
-        fps = np.empty(cap, np.uint64)
-        parent, pos, action = np.empty(cap, np.uint32), np.empty(cap,
-                                                                 np.uint32), np.empty(
-                                                                     cap, np.uint32)
+        out, fps, parent, pos, action = self._buffers(cap)
         flags = int(symmetry) | int(reduce) << 1
         head = ((states.ctypes.data, n, flags, seen.handle if seen is not None else None)
                 if known is None else
@@ -174,8 +172,20 @@ class BatchKernel:
             raise ValueError("this kernel does not compile --reduce dead (km_reduce)")
         if written < 0:
             raise RuntimeError("km_expand_batch: its output was too small")
-        return Expansion(masks, degrees, out[:written], fps[:written].view(np.int64),
-                         parent[:written], pos[:written], action[:written])
+        # copies: the buffers are this thread's next call's
+        return Expansion(masks, degrees, out[:written].copy(), fps[:written].view(np.int64).copy(),
+                         parent[:written].copy(), pos[:written].copy(), action[:written].copy())
+
+    def _buffers(self, cap: int) -> tuple[np.ndarray, ...]:
+        """This thread's output buffers for ``cap`` successors, kept from call to call: a fresh
+        buffer of a few MB a call was mapped and zeroed by the system each time, 2 MB pages at a
+        time, which took most of an expansion's CPU (bench/NOTES.md, issue 39)."""
+        held = getattr(self._local, "buffers", None)
+        if held is None or held[1].size < cap:
+            held = (np.empty((cap, self.state_bytes), np.uint8), np.empty(cap, np.uint64),
+                    np.empty(cap, np.uint32), np.empty(cap, np.uint32), np.empty(cap, np.uint32))
+            self._local.buffers = held
+        return held
 
 
 @dataclass

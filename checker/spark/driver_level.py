@@ -77,13 +77,10 @@ def expand_level(kernel: Any, gidx: np.ndarray, rows: np.ndarray, visited: Finge
     lets go of the GIL in C): each range against ``visited``, read only, and its own set of first
     occurrences; then, in range order, a range's successors made by an earlier range too are
     dropped (the earlier range's key is smaller). The blocks are those of one thread."""
-    size = rows.shape[0]
-    threads = max(1, min(threads, size // kernel.chunk()))
-    if threads == 1:
-        return list(expand_rows(kernel, gidx, rows, visited, symmetry, reduce, check_deadlock,
-                                checks, stats))
     import threading
 
+    size = rows.shape[0]
+    threads = max(1, min(threads, size // kernel.chunk()))
     cuts = [size * k // threads for k in range(threads + 1)]
     parts: list[list[Any]] = [[] for _ in range(threads)]
     part_stats = [ExpandStats() for _ in range(threads)]
@@ -100,9 +97,12 @@ def expand_level(kernel: Any, gidx: np.ndarray, rows: np.ndarray, visited: Finge
             errors.append(exc)
 
     try:
-        workers = [threading.Thread(target=work, args=(k,)) for k in range(threads)]
+        # one thread: in this one. Even so the visited set is only read while the level expands:
+        # adding each new fingerprint to it as it is made took twice the CPU (bench/NOTES.md)
+        workers = [threading.Thread(target=work, args=(k,)) for k in range(1, threads)]
         for worker in workers:
             worker.start()
+        work(0)
         for worker in workers:
             worker.join()
         if errors:
