@@ -304,11 +304,11 @@ def main(argv: list[str] | None = None) -> int:
     # the first row is the local process (the compiled kernel's with --skip-local --local-kernel):
     # "speed vs first" is its wall (CPU) seconds over the row's, 1.00x or more at least as fast
     base = rows[0]
-    print(f"{'engine':<34}{'seconds':>9}{'states/s':>11}{'CPU s':>8}{'speed vs first':>16}"
+    print(f"{'engine':<40}{'seconds':>9}{'states/s':>11}{'CPU s':>8}{'speed vs first':>16}"
           f"{'per CPU s vs first':>20}")
     for row in rows:
         r = row["result"]
-        print(f"{row['engine']:<34}{r.seconds:>9.1f}{r.distinct_states / r.seconds:>11,.0f}"
+        print(f"{row['engine']:<40}{r.seconds:>9.1f}{r.distinct_states / r.seconds:>11,.0f}"
               f"{row['cpu_seconds']:>8.1f}{base['result'].seconds / r.seconds:>15.2f}x"
               f"{base['cpu_seconds'] / row['cpu_seconds']:>19.2f}x")
     for row in rows[1:] if not args.skip_local else rows:
