@@ -8,6 +8,11 @@
     python3 bench/spark_bench.py --transports arrow,arrow+checkpoint   # also with a run directory (resumable)
     python3 bench/spark_bench.py --const RM=7 --masters 'local[2]' --transports arrow,arrow+kernel --local-kernel
         # the compiled kernel (checker.spark.kernel_step) on the executors, and on the local engine
+    python3 bench/spark_bench.py --model kafka --protocol kip-320 --invariant log-matching \
+        --const brokers=3 --const records=1 --const epochs=1 --const crashes=1 --masters 'local[2]' \
+        --skip-local --local-kernel --transports arrow+kernel,arrow+kernel+checkpoint
+        # issue 39's configuration: Spark local[2] on the kernel, with and without a run directory,
+        # beside the local process on the kernel (the ratios: its wall and CPU over Spark's)
 
 Besides wall seconds it reports CPU seconds of the whole process tree (the driver, Spark's JVM and
 its Python workers, read from /proc on Linux): on a shared machine the wall-clock ratio depends
@@ -39,6 +44,7 @@ from checker.bfs import check  # noqa: E402
 from checker.invariant import SAFETY  # noqa: E402
 from checker.search import SearchOptions  # noqa: E402
 from checker.spark import SparkOptions  # noqa: E402
+from checker.spark.engine import DEFAULT_DRIVER_BELOW  # noqa: E402
 from invariants.registry import for_family  # noqa: E402
 from spec.registry import build_model  # noqa: E402
 
@@ -142,7 +148,8 @@ def stage_profile(sc: Any) -> dict[str, dict[str, float]]:
 
 def run_spark(model: Any, options: SearchOptions, master: str, threshold: int, partitions: int
               | None,
-              transport: str, stages: bool = False) -> dict[str, Any]:
+              transport: str, stages: bool = False,
+              driver_below: int = DEFAULT_DRIVER_BELOW) -> dict[str, Any]:
     from checker.spark import run_engine, spark_session
 
     started = time.monotonic()
@@ -164,7 +171,8 @@ def run_spark(model: Any, options: SearchOptions, master: str, threshold: int, p
     if run_dir is not None:
         options = dataclasses.replace(options, checkpoint_path=os.path.join(run_dir, "run"))
     spark_options = SparkOptions(master=master, threshold=threshold, transport=transport,
-                                 partitions=partitions or None, packed="frames" not in variants)
+                                 partitions=partitions or None, packed="frames" not in variants,
+                                 driver_below=driver_below)
     before = tree_cpu_by_kind()
     result = run_engine(model, options, spark_options)
     after = tree_cpu_by_kind()
@@ -178,6 +186,7 @@ def run_spark(model: Any, options: SearchOptions, master: str, threshold: int, p
     session.stop()
     levels = result.extra["spark"]["levels"]
     spark_levels = [lv for lv in levels if lv["engine"] == "spark"]
+    driver_levels = [lv for lv in levels if lv["engine"] == "driver"]
     return {
         "engine": f"spark {master} {name}",
         "result": result,
@@ -185,7 +194,13 @@ def run_spark(model: Any, options: SearchOptions, master: str, threshold: int, p
         "cpu_by_process": cpu_by_kind,
         "startup": startup,
         "partitions": parts,
-        "local_levels": len(levels) - len(spark_levels),
+        "local_levels": len(levels) - len(spark_levels) - len(driver_levels),
+        "driver_levels": len(driver_levels),
+        "driver_seconds": sum(lv["seconds"] for lv in driver_levels),
+        "driver_cpu": sum(lv["expand"] for lv in driver_levels),
+        "driver_expanded": sum(lv["frontier"] for lv in driver_levels),
+        "spark_expanded": sum(lv["frontier"] for lv in spark_levels),
+        "spark_seconds": sum(lv["seconds"] for lv in spark_levels),
         "local_seconds": sum(lv["seconds"] for lv in levels if lv["engine"] == "local"),
         "spark_levels": len(spark_levels),
         "job_expand": sum(lv["job_expand"] for lv in spark_levels),
@@ -213,6 +228,9 @@ def main(argv: list[str] | None = None) -> int:
                         "(the compiled kernel in DataFrames)")
     parser.add_argument("--threshold", type=int, default=10_000, help="--spark-threshold of the "
                                                                       "Spark runs")
+    parser.add_argument("--driver-below", type=int, default=DEFAULT_DRIVER_BELOW,
+                        help="--spark-driver-below of the Spark runs on the kernel (levels with a "
+                             "smaller frontier on the driver in C; 0: all on the executors)")
     parser.add_argument("--partitions", type=int, help="Spark partitions (default the engine's: a "
                         "core each with the arrow transport, two with blocks)")
     parser.add_argument("--skip-local", action="store_true")
@@ -261,7 +279,7 @@ def main(argv: list[str] | None = None) -> int:
     for master in [m.strip() for m in args.masters.split(",") if m.strip()]:
         for transport in [t.strip() for t in args.transports.split(",") if t.strip()]:
             row = run_spark(model, options, master, args.threshold, args.partitions, transport,
-                            args.stages)
+                            args.stages, args.driver_below)
             rows.append(row)
             print(f"  {row['engine']}: {row['result'].seconds:.1f} s", flush=True)
     load_after = os.getloadavg()
@@ -283,13 +301,16 @@ def main(argv: list[str] | None = None) -> int:
           f"depth {reference.depth}, verdict {reference.verdict.value} (identical for every "
           "engine)")
     print(f"load average {load_before[0]:.1f} before, {load_after[0]:.1f} after (1 min)")
+    # the first row is the local process (the compiled kernel's with --skip-local --local-kernel):
+    # "speed vs first" is its wall (CPU) seconds over the row's, 1.00x or more at least as fast
     base = rows[0]
-    print(f"{'engine':<26}{'seconds':>10}{'states/s':>12}{'CPU s':>10}{'wall vs first':>15}")
+    print(f"{'engine':<40}{'seconds':>9}{'states/s':>11}{'CPU s':>8}{'speed vs first':>16}"
+          f"{'per CPU s vs first':>20}")
     for row in rows:
         r = row["result"]
-        print(
-            f"{row['engine']:<26}{r.seconds:>10.1f}{r.distinct_states / r.seconds:>12,.0f}{row['cpu_seconds']:>10.1f}"  # noqa: E501
-            f"{base['result'].seconds / r.seconds:>14.2f}x")
+        print(f"{row['engine']:<40}{r.seconds:>9.1f}{r.distinct_states / r.seconds:>11,.0f}"
+              f"{row['cpu_seconds']:>8.1f}{base['result'].seconds / r.seconds:>15.2f}x"
+              f"{base['cpu_seconds'] / row['cpu_seconds']:>19.2f}x")
     for row in rows[1:] if not args.skip_local else rows:
         if "startup" not in row:  # the local engine on the kernel
             continue
@@ -300,6 +321,18 @@ def main(argv: list[str] | None = None) -> int:
                   f"Spark: the level's job {row['job_expand']:.1f} s wall, numbering and the rest "
                   f"{row['job_index']:.1f} s wall, {row['local_levels']} levels on the driver "
                   f"{row['local_seconds']:.1f} s")
+            if row["driver_levels"]:
+                print(f"  {row['driver_levels']} kernel levels on the driver in C (frontier below "
+                      f"{args.driver_below:,}): {row['driver_expanded']:,} states expanded in "
+                      f"{row['driver_seconds']:.1f} s wall, {row['driver_cpu']:.1f} s CPU")
+            if row["spark_levels"] and row["expand"] > 0:
+                rest = (row["cpu_seconds"] - row["driver_cpu"]
+                        - row["local_seconds"])  # the readable prefix's levels: their wall
+                print(f"  levels on the executors: {row['spark_expanded']:,} states expanded; "
+                      f"{row['spark_expanded'] / (row['expand'] + row['dedup']):,.0f} a CPU second "
+                      "of the executors' own tasks (expansion and dedup), "
+                      f"{row['spark_expanded'] / max(rest, 1e-9):,.0f} a CPU second of every "
+                      "process (the driver, the JVM, the workers) besides the driver's levels")
             print("  CPU seconds by process: "
                   + ", ".join(f"{k} {v:.1f}" for k, v in sorted(row["cpu_by_process"].items())))
             print("  Python workers' CPU in the expansion (decode, successors, invariants, "

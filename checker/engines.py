@@ -174,6 +174,11 @@ ENGINES: dict[str, Engine] = {
                                  "spark engine: run levels locally while the "
                                  "frontier has fewer than N states (default 10000)", kind="int",
                                  metavar="N"),
+                      EngineFlag("--spark-driver-below", "driver_below",
+                                 "spark engine, compiled kernel: run a level on the driver in C "
+                                 "when its frontier has fewer than N states, where a Spark job "
+                                 "costs more than the level (default 300000; 0: every level on "
+                                 "the executors)", kind="int", metavar="N"),
                       EngineFlag("--spark-transport", "transport",
                                  "spark engine: arrow (DataFrames, Arrow batches, "
                                  "dedup in the JVM; the default with PyArrow and PySpark 4) or "

@@ -20,6 +20,7 @@ from __future__ import annotations
 import ctypes
 import os
 import tempfile
+import threading
 from dataclasses import dataclass
 
 import numpy as np
@@ -98,11 +99,15 @@ class BatchKernel:
             "km_fpset_add_many": ([p, p, n], ctypes.c_int),
             "km_fingerprints": ([p, n, p], None), "km_violations_batch": ([p, n, p], None),
             "km_expand_batch": ([p, n, ctypes.c_int, p, p, p, p, p, p, p, p, n], ctypes.c_int64),
+            "km_expand_batch_known": ([p, n, ctypes.c_int, p, p, p, p, p, p, p, p, p, n],
+                                      ctypes.c_int64),
+            "km_fpset_has_many": ([p, p, n, p], None),
             "km_batch_error_code": ([], ctypes.c_uint32),
         }
         for name, (args, res) in sig.items():
             fn = getattr(lib, name)
             fn.argtypes, fn.restype = args, res
+        self._local = threading.local()
         self.state_bytes = int(lib.km_state_bytes())
         self.max_successors = int(lib.km_max_successors())
         if self.state_bytes != state_bytes:
@@ -136,22 +141,24 @@ class BatchKernel:
         return out
 
     def expand(self, states: np.ndarray, symmetry: bool, seen: FingerprintSet | None = None,
-               reduce: bool = False) -> Expansion:
+               reduce: bool = False, known: FingerprintSet | None = None) -> Expansion:
         """The successors of ``states`` (rows; ``chunk()`` of them or fewer), as ``km_expand_batch``
         gives them: with ``reduce``, in the form ``--reduce dead`` stores (``km_reduce``, before the
-        canonical form, as the local engine's level search applies it)."""
+        canonical form, as the local engine's level search applies it); with ``known``, a set this
+        call only reads (``km_expand_batch_known``), without the successors it holds."""
         states = np.ascontiguousarray(states, dtype=np.uint8)
         n = states.shape[0]
         cap = max(1, n * self.max_successors)
         masks, degrees = np.empty(n, np.uint32), np.empty(n, np.uint32)
-        out = np.empty((cap, self.state_bytes), np.uint8)
-        fps = np.empty(cap, np.uint64)
-        parent, pos, action = np.empty(cap, np.uint32), np.empty(cap,
-                                                                 np.uint32), np.empty(
-                                                                     cap, np.uint32)
-        written = self.lib.km_expand_batch(
-            states.ctypes.data, n, int(symmetry) | int(reduce) << 1,
-            seen.handle if seen is not None else None,
+        out, fps, parent, pos, action = self._buffers(cap)
+        flags = int(symmetry) | int(reduce) << 1
+        head = ((states.ctypes.data, n, flags, seen.handle if seen is not None else None)
+                if known is None else
+                (states.ctypes.data, n, flags, known.handle,
+                 seen.handle if seen is not None else None))
+        expand = self.lib.km_expand_batch if known is None else self.lib.km_expand_batch_known
+        written = expand(
+            *head,
             masks.ctypes.data, degrees.ctypes.data, out.ctypes.data, fps.ctypes.data,
             parent.ctypes.data, pos.ctypes.data, action.ctypes.data, cap)
         if written == -2:
@@ -165,8 +172,20 @@ class BatchKernel:
             raise ValueError("this kernel does not compile --reduce dead (km_reduce)")
         if written < 0:
             raise RuntimeError("km_expand_batch: its output was too small")
-        return Expansion(masks, degrees, out[:written], fps[:written].view(np.int64),
-                         parent[:written], pos[:written], action[:written])
+        # copies: the buffers are this thread's next call's
+        return Expansion(masks, degrees, out[:written].copy(), fps[:written].view(np.int64).copy(),
+                         parent[:written].copy(), pos[:written].copy(), action[:written].copy())
+
+    def _buffers(self, cap: int) -> tuple[np.ndarray, ...]:
+        """This thread's output buffers for ``cap`` successors, kept from call to call: a fresh
+        buffer of a few MB a call was mapped and zeroed by the system each time, 2 MB pages at a
+        time, which took most of an expansion's CPU (bench/NOTES.md, issue 39)."""
+        held = getattr(self._local, "buffers", None)
+        if held is None or held[1].size < cap:
+            held = (np.empty((cap, self.state_bytes), np.uint8), np.empty(cap, np.uint64),
+                    np.empty(cap, np.uint32), np.empty(cap, np.uint32), np.empty(cap, np.uint32))
+            self._local.buffers = held
+        return held
 
 
 @dataclass
@@ -193,11 +212,26 @@ class FingerprintSet:
         self.handle = kernel.lib.km_fpset_new()
         if not self.handle:
             raise MemoryError("the kernel could not allocate a fingerprint set")
-        if known is not None and known.size:
-            known = np.ascontiguousarray(known, dtype=np.int64)
-            if kernel.lib.km_fpset_add_many(self.handle, known.ctypes.data, known.size) == -2:
+        if known is not None:
+            try:
+                self.add(known)
+            except MemoryError:
                 self.close()
+                raise
+
+    def add(self, fps: np.ndarray) -> None:
+        """Put ``fps`` in the set."""
+        if fps.size:
+            fps = np.ascontiguousarray(fps, dtype=np.int64)
+            if self.kernel.lib.km_fpset_add_many(self.handle, fps.ctypes.data, fps.size) == -2:
                 raise MemoryError("the kernel ran out of memory filling a fingerprint set")
+
+    def has_many(self, fps: np.ndarray) -> np.ndarray:
+        """For each of ``fps``, whether the set holds it."""
+        fps = np.ascontiguousarray(fps, dtype=np.int64)
+        out = np.empty(fps.size, np.uint8)
+        self.kernel.lib.km_fpset_has_many(self.handle, fps.ctypes.data, fps.size, out.ctypes.data)
+        return out.view(bool)
 
     def close(self) -> None:
         if self.handle:

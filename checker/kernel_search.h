@@ -746,6 +746,22 @@ static int km_fpset_add(km_fpset *set, uint64_t fp) {
     return 1;
 }
 
+/* 1 when the set holds fp (a read: threads may share a set none of them adds to). */
+static int km_fpset_has(const km_fpset *set, uint64_t fp) {
+    if (fp == 0) return set->has_zero;
+    uint64_t h = (fp ^ fp >> 29) & set->mask;
+    while (set->slots[h]) {
+        if (set->slots[h] == fp) return 1;
+        h = (h + 1) & set->mask;
+    }
+    return 0;
+}
+
+/* For each of n fingerprints, out[i] = 1 when the set holds it, else 0. */
+void km_fpset_has_many(const km_fpset *set, const uint64_t *fps, uint64_t n, uint8_t *out) {
+    for (uint64_t i = 0; i < n; i++) out[i] = (uint8_t)km_fpset_has(set, fps[i]);
+}
+
 /* Add n fingerprints (the levels known visited): 0, or -2 out of memory. */
 int km_fpset_add_many(km_fpset *set, const uint64_t *fps, uint64_t n) {
     for (uint64_t i = 0; i < n; i++)
@@ -781,9 +797,33 @@ uint32_t km_batch_error_code(void) { return km_batch_error; }
    Returns how many were written; -2 out of memory; -3 a state past the kernel's capacity
    (km_batch_error_code); -1 when `cap` is short (the caller passes at least
    n * KM_MAX_SUCC: on -1, `seen` holds fingerprints not written, and the batch is spoiled). */
+static int64_t km_expand_batch_in(const uint8_t *states, uint64_t n, int symmetry, const km_fpset *known,
+                                  km_fpset *seen, uint32_t *masks, uint32_t *degrees, uint8_t *out_states,
+                                  uint64_t *out_fps, uint32_t *out_parent, uint32_t *out_pos,
+                                  uint32_t *out_action, uint64_t cap);
+
 int64_t km_expand_batch(const uint8_t *states, uint64_t n, int symmetry, km_fpset *seen, uint32_t *masks,
                         uint32_t *degrees, uint8_t *out_states, uint64_t *out_fps, uint32_t *out_parent,
                         uint32_t *out_pos, uint32_t *out_action, uint64_t cap) {
+    return km_expand_batch_in(states, n, symmetry, NULL, seen, masks, degrees, out_states, out_fps, out_parent,
+                              out_pos, out_action, cap);
+}
+
+/* km_expand_batch, dropping first the successors whose fingerprint is in `known`, a set this call only
+   reads: threads expanding parts of one level share the visited set, each with its own `seen` (the
+   Spark driver's levels, checker/spark/driver_level.py). */
+int64_t km_expand_batch_known(const uint8_t *states, uint64_t n, int symmetry, const km_fpset *known,
+                              km_fpset *seen, uint32_t *masks, uint32_t *degrees, uint8_t *out_states,
+                              uint64_t *out_fps, uint32_t *out_parent, uint32_t *out_pos,
+                              uint32_t *out_action, uint64_t cap) {
+    return km_expand_batch_in(states, n, symmetry, known, seen, masks, degrees, out_states, out_fps,
+                              out_parent, out_pos, out_action, cap);
+}
+
+static int64_t km_expand_batch_in(const uint8_t *states, uint64_t n, int symmetry, const km_fpset *known,
+                                  km_fpset *seen, uint32_t *masks, uint32_t *degrees, uint8_t *out_states,
+                                  uint64_t *out_fps, uint32_t *out_parent, uint32_t *out_pos,
+                                  uint32_t *out_action, uint64_t cap) {
 #ifndef KM_HAS_REDUCE
     if (symmetry & 2) return -4;
 #endif
@@ -806,6 +846,7 @@ int64_t km_expand_batch(const uint8_t *states, uint64_t n, int symmetry, km_fpse
 #endif
             if (symmetry & 1) km_canonical(t);
             uint64_t fp = km_hash((const uint8_t *)t);
+            if (known && km_fpset_has(known, fp)) continue;
             if (seen) {
                 int added = km_fpset_add(seen, fp);
                 if (added == -2) { free(out); return -2; }

@@ -353,6 +353,9 @@ def print_path(console: Console, result: CheckResult) -> None:
                       f"{path['state_bytes']} bytes a state on the wire"
                       f"{levels.get(path.get('levels'), '')}; library {path['library']})",
                       highlight=False)
+        places = level_places(result.extra.get("spark", {}))
+        if places:
+            console.print(f"Levels: {places}", highlight=False)
     elif path["path"] == "kernel":
         console.print(f"Path: the compiled kernel ({path['kernel']}, {path['state_bytes']} bytes a "
                       f"state, {path['kernel_bytes'] / 2**20:.1f} MB; library {path['library']})",
@@ -362,6 +365,19 @@ def print_path(console: Console, result: CheckResult) -> None:
             console.print(f"--workers {path['workers_asked']}: {path['reason']}", highlight=False)
     else:
         console.print(f"Path: the readable model ({path['reason']})", highlight=False)
+
+
+def level_places(spark: dict[str, Any]) -> str:
+    """Where a Spark run's levels ran, as runs of depths: "1-3 local, 4-9 driver, 10-19 spark"
+    (local: the readable model below --spark-threshold; driver: the kernel in C below
+    --spark-driver-below; spark: the executors)."""
+    runs: list[list[Any]] = []
+    for level in spark.get("levels", []):
+        if runs and runs[-1][0] == level["engine"] and runs[-1][2] + 1 == level["depth"]:
+            runs[-1][2] = level["depth"]
+        else:
+            runs.append([level["engine"], level["depth"], level["depth"]])
+    return ", ".join(f"{lo}{'' if lo == hi else f'-{hi}'} {engine}" for engine, lo, hi in runs)
 
 
 def print_reduction(console: Console, result: CheckResult) -> None:

@@ -312,6 +312,7 @@ def test_each_engine_takes_its_own_options_type():
                                                   "DirectedOptions"]
     assert engines.get_engine("spark").flag_fields() == {"--master": "master",
                                                          "--spark-threshold": "threshold",
+                                                         "--spark-driver-below": "driver_below",
                                                    "--spark-transport": "transport"}
     with pytest.raises(TypeError, match="engine local takes LocalOptions, not ParallelOptions"):
         engines.run(build_model("two-phase", []), SearchOptions(), "local",

@@ -273,6 +273,29 @@ def test_verbose_names_the_kernel_on_the_spark_executors():
         console = Console(record=True, width=200)
         print_path(console, SimpleNamespace(extra={"path": {**path, "levels": levels}}))
         assert f"on the wire; {words}; library kernel-0123.so" in console.export_text()
+    # where each level ran: the readable prefix, the driver's kernel (--spark-driver-below), Spark
+    places = ["local"] * 3 + ["driver"] * 2 + ["spark"] * 4 + ["driver"]
+    spark = {"levels": [{"engine": engine, "depth": depth}
+                        for depth, engine in enumerate(places, start=2)]}
+    console = Console(record=True, width=200)
+    print_path(console, SimpleNamespace(extra={"path": path, "spark": spark}))
+    assert "Levels: 2-4 local, 5-6 driver, 7-10 spark, 11 driver" in console.export_text()
+
+
+@needs_cc
+def test_an_expansion_does_not_hand_out_the_buffers_its_next_call_writes():
+    """The output buffers are kept from call to call (a fresh one a call was zeroed by the system):
+    what a call gave back stays as it was after the next call."""
+    model = model_of("tla:Kip320", TLA_SMALL)
+    kernel = km.load(model.kernel())
+    batch = BatchKernel(kernel.library, kernel.state_bytes)
+    rows = batch.rows(b"".join(kernel.spec.pack(s) for s in model.init_states()))
+    first = batch.expand(rows, False)
+    kept = (first.states.copy(), first.fps.copy(), first.parent.copy(), first.position.copy())
+    second = batch.expand(first.states[:rows.shape[0]], False)  # as many states: the same buffers
+    assert second.fps.size and not np.array_equal(second.fps[:kept[1].size], kept[1])
+    assert np.array_equal(first.states, kept[0]) and np.array_equal(first.fps, kept[1])
+    assert np.array_equal(first.parent, kept[2]) and np.array_equal(first.position, kept[3])
 
 
 @needs_cc

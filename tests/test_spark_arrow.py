@@ -67,6 +67,7 @@ def spark_run(model, options, transport="arrow", threshold=0, **extra):
     extra.update(partitions=2, threshold=threshold)
     if transport is not None:
         extra["transport"] = transport
+    extra.setdefault("driver_below", 0)  # every kernel level on the executors unless asked
     return run_engine(model, options, SparkOptions(master="local[2]", **extra))
 
 

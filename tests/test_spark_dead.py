@@ -135,7 +135,7 @@ def run_spark(model, options, **extra):
     from checker.spark import SparkOptions
 
     return engines.run(model, options, "spark",
-                       SparkOptions(master="local[2]", partitions=2, **extra))
+                       SparkOptions(master="local[2]", partitions=2, driver_below=0, **extra))
 
 
 needs_spark = pytest.mark.skipif(shutil.which("java") is None or importlib.util.find_spec("pyspark")

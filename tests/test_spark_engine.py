@@ -41,6 +41,7 @@ def run_spark(model, options, **extra):
     extra.setdefault("partitions", 2)
     # this module's transport (the arrow one: tests/test_spark_arrow.py)
     extra.setdefault("transport", "blocks")
+    extra.setdefault("driver_below", 0)  # every kernel level on the executors unless asked
     return run_engine(model, options, SparkOptions(master="local[2]", **extra))
 
 
@@ -126,6 +127,7 @@ def test_killed_driver_resumes_from_the_last_completed_level(spark, tmp_path):
     root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
     command = [sys.executable, "-m", "kmc.cli", "check", "two-phase", "--const", "RM=3",
                "--engine", "spark", "--master", "local[1]", "--spark-threshold", "30",
+               "--spark-driver-below", "0",
                "--spark-transport", "blocks", "--checkpoint", str(run_dir), "--json", "--quiet",
                "--trace-dir", str(tmp_path / "traces"),
                "-deadlock"]  # resumed below with SearchOptions' default: no deadlock check
@@ -217,7 +219,8 @@ def test_command_line(spark, capsys, tmp_path):
     from kmc.cli import main
 
     code = main(["check", "two-phase", "--const", "commit_guard=off", "--engine", "spark",
-                 "--spark-threshold", "0", "--json", "--quiet", "--trace-dir", str(tmp_path)])
+                 "--spark-threshold", "0",
+                 "--spark-driver-below", "0", "--json", "--quiet", "--trace-dir", str(tmp_path)])
     out = json.loads(capsys.readouterr().out)
     assert code == 12 and out["engine"] == "spark" and out["violations"][0]["length"] == 3
     assert (out["distinct_states"], out["depth"]) == (110, 4)

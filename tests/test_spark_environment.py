@@ -127,7 +127,8 @@ def test_a_spark_run_prints_only_kmcs_lines_unless_verbose():
 
     root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
     command = [sys.executable, "-m", "kmc", "check", "two-phase", "--const", "RM=3", "--engine",
-               "spark", "--master", "local[1]", "--spark-threshold", "54", "--quiet"]
+               "spark", "--master", "local[1]", "--spark-threshold", "54",
+               "--spark-driver-below", "0", "--quiet"]
     env = {**os.environ, "PYTHONPATH": root}
     quiet = subprocess.run(command, cwd=root, env=env, capture_output=True, text=True, timeout=600)
     assert quiet.returncode == 0 and quiet.stderr == "", quiet.stderr

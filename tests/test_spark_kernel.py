@@ -134,7 +134,8 @@ def test_a_run_on_the_kernel_killed_and_resumed_is_the_whole_run(tmp_path, capsy
     bounds = ["brokers=2", "records=1", "crashes=0"]
     command = ["check", "kafka", "--protocol", "2.1.0",
                *(x for b in bounds for x in ("--const", b)), "--symmetry", "--reduce", "dead",
-               "--engine", "spark", "--master", "local[2]", "--spark-threshold", "20", "--quiet"]
+               "--engine", "spark", "--master", "local[2]", "--spark-threshold", "20",
+               "--spark-driver-below", "0", "--quiet"]
     run_dir = tmp_path / "run"
     root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
     child = subprocess.Popen([sys.executable, "-m", "kmc", *command, "--checkpoint", str(run_dir)],
@@ -197,6 +198,7 @@ def test_a_resume_rebuilds_the_prefixs_kernel_fingerprints(tmp_path, monkeypatch
     invariants = [inv for inv in for_family(model.family).values() if inv.default]
     run_dir = tmp_path / "run"
     spark_options = SparkOptions(master="local[2]", partitions=2, threshold=30, transport="arrow",
+                                 driver_below=0,
                                  packed=packed)
     engines.run(model, SearchOptions(invariants=invariants, kernel="auto", max_depth=8,
                                      checkpoint_path=str(run_dir)), "spark", spark_options)
@@ -235,3 +237,76 @@ def test_a_resume_rebuilds_the_prefixs_kernel_fingerprints(tmp_path, monkeypatch
     with pytest.raises(Stop):
         search.run()
     assert len(held["fps"]) == len(want) and set(held["fps"]) == want
+
+
+@pytest.mark.usefixtures("spark")
+def test_levels_on_the_driver_or_the_executors_are_the_same_search(tmp_path, monkeypatch):
+    """``--spark-driver-below``: every kernel level on the executors (0), every one on the driver
+    (a billion), or the small ones on the driver (400: Kip101's frontier passes it at level 8 and
+    falls below it at level 16, so the frontier moves to the executors and back) gives the local
+    engine's counts, depth, verdict and every counterexample, stopping at the first violation or
+    not. A run directory resumes across each switch (kip-320 at two brokers, whose crashes lead
+    back to states many levels old): written to level 9 on the driver, resumed to level 19 (the
+    executors read the driver's file and get its levels' visited fingerprints), then to the end
+    (the driver collects their frontier and takes their levels' fingerprints). The driver expands
+    a level in three threads (16 states a batch, so every level past 48 states is cut in three
+    ranges): their merge keeps the numbering."""
+    import checker.kernel_batch
+    import checker.spark.driver_level
+    from checker import engines
+    from checker.spark import SparkOptions
+    from spec.registry import build_model
+
+    monkeypatch.setattr(checker.kernel_batch, "CHUNK", 16)  # the driver's; not the executors'
+    monkeypatch.setattr(checker.spark.driver_level, "driver_threads", lambda: 3)
+
+    def where(result):
+        return "".join(level["engine"][0] for level in result.extra["spark"]["levels"])
+
+    model = model_of("tla:Kip101", TLA_SMALL)
+    invariants = [inv for inv in for_family(model.family).values() if inv.default]
+    for options, runs in (({"stop_at_first": False}, ((0, "lll" + "s" * 15),
+                                                      (10**9, "lll" + "d" * 15),
+                                                      (400, "lll" + "d" * 4 + "s" * 8 + "d" * 3))),
+                          ({}, ((400, "lll" + "d" * 4 + "s" * 5),)),
+                          # a frontier the search stops at, checked on the driver
+                          ({"max_depth": 12}, ((10**9, "lll" + "d" * 8),))):
+        reference = summary(check(model, SearchOptions(invariants=invariants, **options)))
+        assert reference["verdict"] is Verdict.VIOLATED
+        for below, ran in runs:
+            result = spark_run(model, SearchOptions(invariants=invariants, kernel="auto",
+                                                    **options), threshold=30, driver_below=below)
+            assert summary(result) == reference, (options, below)
+            assert where(result) == ran, (options, below, where(result))
+
+    model = build_model("kafka", ["brokers=2", "records=1", "crashes=1", "epochs=1"],
+                        protocol="kip-320")
+    invariants = [inv for inv in for_family("kafka").values()
+                  if inv.default and inv.holds is not None]
+    full = summary(check(model, SearchOptions(invariants=invariants)))
+    run_dir = str(tmp_path / "run")
+    spark_options = SparkOptions(master="local[2]", partitions=2, threshold=20, transport="arrow",
+                                 driver_below=176)
+    ran = ""
+    for bound, resume in ((9, None), (19, run_dir), (None, run_dir)):
+        result = engines.run(model, SearchOptions(invariants=invariants, kernel="auto",
+                                                  max_depth=bound,
+                                                  checkpoint_path=None if resume else run_dir,
+                                                  resume_from=resume), "spark", spark_options)
+        ran += where(result)
+        if bound == 9:  # a level file the driver wrote is input too: its digest is checked
+            import shutil
+            from pathlib import Path
+
+            from spec.errors import BadFileError
+
+            spoiled = tmp_path / "spoiled"
+            shutil.copytree(run_dir, spoiled)
+            part = Path(spoiled, "levels", "0009", "part-00000.parquet")
+            part.write_bytes(part.read_bytes()[:-100])
+            with pytest.raises(BadFileError, match="files of level 9 .* are not the ones written"):
+                engines.run(model, SearchOptions(invariants=invariants, kernel="auto",
+                                                 resume_from=str(spoiled)), "spark",
+                            spark_options)
+    assert ran == "lll" + "d" * 6 + "s" * 10 + "d" * 11, ran
+    assert summary(result) == full

@@ -242,7 +242,7 @@ def test_a_level_digest_on_a_fifo_is_refused_not_waited_on(tmp_path):
 # -- a real run directory, corrupted and resumed on the command line -------------------------------
 
 COMMAND = ["check", "two-phase", "--const", "RM=3", "--engine", "spark", "--master", "local[2]",
-           "--spark-threshold", "30", "--quiet"]
+           "--spark-threshold", "30", "--spark-driver-below", "0", "--quiet"]
 #: both paths' run directories: the compiled kernel's (``--kernel auto``: packed states in the
 #: level files, written by the executors) and the readable model's (msgpack states, by Spark)
 PATHS = {"kernel": [], "readable": ["--kernel", "off"]}

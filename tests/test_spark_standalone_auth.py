@@ -56,6 +56,7 @@ def _kmc(master: str, cwd: Path, secret_file: str | None, timeout: float = 300,
     started = time.monotonic()
     with subprocess.Popen([sys.executable, "-m", "kmc", "check", "two-phase", "--const", "RM=3",
                            "--engine", "spark", "--master", master, "--spark-threshold", "54",
+                           "--spark-driver-below", "0",
                            "--quiet", "--json"],
                           cwd=cwd, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                           text=True) as run:

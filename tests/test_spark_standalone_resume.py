@@ -36,7 +36,7 @@ def _command(master: str, *extra: str) -> list[str]:
     consts = [word for c in CONSTS for word in ("--const", c)]
     return [sys.executable, "-m", "kmc", "check", "kafka", "--protocol", "2.1.0", *consts,
             "--symmetry", "--reduce", "dead", "--engine", "spark", "--master", master,
-            "--spark-threshold", "30", "--quiet", *extra]
+            "--spark-threshold", "30", "--spark-driver-below", "0", "--quiet", *extra]
 
 
 @pytest.mark.slow  # a cluster of three JVMs, a run killed and resumed on it: minutes

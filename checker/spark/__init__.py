@@ -7,7 +7,11 @@ Start small, grow large
     Shallow levels are tiny and a Spark job costs 0.1-0.3 s however small its input, so levels
     run on the driver with the local engine while the frontier holds fewer than ``threshold``
     states (``--spark-threshold``, default 10,000) and move to Spark from the first level whose
-    frontier reaches it. A search that never gets there never starts Spark.
+    frontier reaches it. A search that never gets there never starts Spark. On the compiled
+    kernel, a level whose frontier has fewer than ``--spark-driver-below`` states (default
+    300,000: what the driver's kernel expands in a Spark level's fixed cost) runs on the driver in
+    C with the executors' batch functions and numbering (``driver_level``), and the frontier moves
+    to the executors when a level passes it and back when levels shrink.
 
 Two transports ``arrow`` (the default when PyArrow, pandas and PySpark 4 are installed;
     ``arrow_step``): DataFrames, states as compact msgpack in a binary column, successors over Arrow

@@ -79,6 +79,16 @@ class SparkRun:
     #: and the first global index of each frontier partition (None: not known)
     keep: list[Any] = field(default_factory=list)
     ranges: Any = None
+    #: the kernel's levels on the driver (``driver_level``): the frontier there (global indices,
+    #: fingerprints, packed rows; None: on the executors) and its keys, the driver's C set of
+    #: visited fingerprints and the depth it is complete to, the depth the executors' visited
+    #: fingerprints are complete to, and the local prefix's kernel fingerprints
+    driver_frontier: Any = None
+    driver_keys: Any = None
+    driver_seen: Any = None
+    driver_seen_depth: int = 0
+    visited_depth: int = 0
+    prefix_fps: Any = None
 
 
 class Counters:

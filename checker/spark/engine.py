@@ -20,6 +20,7 @@ from checker.levels import LevelSearch, run_levels
 from checker.result import CheckResult
 from checker.search import Progress, SearchOptions
 from checker.spark.arrow_step import ArrowLevelStep, arrow_available
+from checker.spark.driver_level import DriverLevelStep
 from checker.spark.driver_state import Counters, LevelInfo, LevelTiming, SparkRun
 from checker.spark.level_step import LevelStep
 from checker.spark.packed_step import PackedLevelStep, packed_available
@@ -37,6 +38,10 @@ from spec.errors import EnvironmentMissingError, KmcError, ModelError, UsageErro
 from spec.model import Model
 
 DEFAULT_THRESHOLD = 10_000
+#: the kernel's levels whose frontier has fewer states run on the driver in C (``driver_level``):
+#: a Spark level's fixed cost, 0.6-1.0 s of wall and 1.1 s of CPU on local[2] (bench/NOTES.md,
+#: issue 39), is what the driver's kernel takes to expand about 300,000 states
+DEFAULT_DRIVER_BELOW = 300_000
 #: levels with at most this many new states are numbered on the driver (their keys come back with
 #: job 1)
 DEFAULT_DRIVER_INDEX_LIMIT = 50_000
@@ -56,6 +61,9 @@ class SparkOptions:
     master: str = DEFAULT_MASTER
     #: levels run on the driver with the local engine while the frontier has fewer states
     threshold: int = DEFAULT_THRESHOLD
+    #: the kernel's levels run on the driver in C when the frontier has fewer states (0: every
+    #: level on the executors)
+    driver_below: int = DEFAULT_DRIVER_BELOW
     #: "arrow", "blocks" or None (arrow when PyArrow and PySpark 4 are there, blocks for resumable
     #: runs)
     transport: str | None = None
@@ -76,11 +84,14 @@ class SparkOptions:
     packed: bool = True
 
     def __post_init__(self) -> None:
+        if self.driver_below < 0:
+            raise UsageError(f"--spark-driver-below must be 0 or more, not {self.driver_below}")
         if self.transport not in (None, "arrow", "blocks"):
             raise UsageError(f"unknown Spark transport {self.transport!r}: arrow or blocks")
 
 
-class SparkBFS(PackedLevelStep, ArrowLevelStep, LevelStep, Resumable, Verdicts, LevelSearch):
+class SparkBFS(DriverLevelStep, PackedLevelStep, ArrowLevelStep, LevelStep, Resumable, Verdicts,
+               LevelSearch):
     engine = "spark"
 
     def __init__(self, model: Model, options: SearchOptions, engine_options: SparkOptions) -> None:
@@ -88,6 +99,7 @@ class SparkBFS(PackedLevelStep, ArrowLevelStep, LevelStep, Resumable, Verdicts, 
         self.options = options
         self.master = engine_options.master
         self.threshold = engine_options.threshold
+        self.driver_below = engine_options.driver_below
         self.partitions = engine_options.partitions
         self.checkpoint_levels = engine_options.checkpoint_levels
         self.merge_levels = max(1, engine_options.merge_levels)
@@ -218,7 +230,9 @@ class SparkBFS(PackedLevelStep, ArrowLevelStep, LevelStep, Resumable, Verdicts, 
             return
         if not st.spark_started:
             self._start_spark(st)
-        if self._packed:
+        if self._packed and self._on_driver(st):
+            self._driver_level(self._spark, st, self._levels)
+        elif self._packed:
             self._packed_level(self._spark, st, self._levels)
         elif self._arrow:
             self._arrow_level(self._spark, st, self._levels)
@@ -363,6 +377,9 @@ class SparkBFS(PackedLevelStep, ArrowLevelStep, LevelStep, Resumable, Verdicts, 
                     rdd.unpersist(False)
                 except Exception:  # the context may already be gone
                     pass
+        if spark.driver_seen is not None:
+            spark.driver_seen.close()
+            spark.driver_seen = None
         for broadcast in spark.broadcasts:
             try:
                 broadcast.unpersist()
@@ -377,7 +394,7 @@ class SparkBFS(PackedLevelStep, ArrowLevelStep, LevelStep, Resumable, Verdicts, 
         self.timings.append(timing)
         if self._console is not None:
             self._console.print(
-                f"[dim]{timing.engine:>5}[/] level {timing.depth:>3}: frontier "
+                f"[dim]{timing.engine:>6}[/] level {timing.depth:>3}: frontier "
                 f"{timing.frontier:>10,}  new {timing.new:>10,}  distinct {st.distinct:>12,}  "
                 f"{timing.seconds:7.2f} s",
                 highlight=False,

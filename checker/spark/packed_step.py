@@ -111,6 +111,46 @@ def _frontier_of(records: Iterable[Any], numbers: tuple) -> tuple[np.ndarray, np
     return gidx, fps, np.ascontiguousarray(rows)
 
 
+class ExpandStats:
+    """What an expansion of a frontier found besides its successors: states generated, the first
+    deadlocked state and, for each checked invariant's bit, the first violating state (global
+    indices)."""
+
+    def __init__(self) -> None:
+        self.generated = 0
+        self.deadlock: int | None = None
+        self.first: dict[int, int] = {}
+
+
+def expand_rows(kernel: Any, gidx: np.ndarray, rows: np.ndarray, seen: FingerprintSet,
+                symmetry: bool, reduce: bool, check_deadlock: bool,
+                checks: list[tuple[int, int]], stats: ExpandStats,
+                known: FingerprintSet | None = None) -> Iterator[Any]:
+    """Expand ``rows`` (states sorted by global index ``gidx``) with ``km_expand_batch`` a chunk at
+    a time, each successor whose fingerprint is not in ``seen`` once (then added): blocks
+    ``("k", keys, fps, states)`` in the order of their keys (``parent index << POSITION_BITS |
+    position``); ``stats`` counts. With ``known``, a set only read (``km_expand_batch_known``),
+    without the successors it holds. The executors' map task and the driver's small levels
+    (``driver_level``) both expand with it."""
+    chunk = kernel.chunk()
+    for start in range(0, rows.shape[0], chunk):
+        got = kernel.expand(rows[start:start + chunk], symmetry, seen, reduce, known)
+        for bit, kernel_bit in checks:
+            if bit not in stats.first:
+                hit = np.flatnonzero(got.masks >> kernel_bit & 1)
+                if hit.size:
+                    stats.first[bit] = int(gidx[start + hit[0]])
+        stats.generated += int(got.degrees.sum())
+        if check_deadlock and stats.deadlock is None:
+            stuck = np.flatnonzero(got.degrees == 0)
+            if stuck.size:
+                stats.deadlock = int(gidx[start + stuck[0]])
+        if got.fps.size:
+            keys = (gidx[start + got.parent.astype(np.int64)] << POSITION_BITS
+                    | got.position.astype(np.int64))
+            yield ("k", keys, got.fps, got.states)
+
+
 class _ExpandPacked:
     """The map side of a level: expand one frontier partition in C; keep the candidates' states
     here, send their ``(fp, key)`` to their fingerprint partitions and the statistics to one."""
@@ -137,30 +177,16 @@ class _ExpandPacked:
         gidx, _fps, rows = _frontier_of(records, numbers)
         if self.fail_once is not None:
             _maybe_fail(rows.shape[0], self.fail_once)
-        generated, deadlock = 0, None
-        first: dict[int, int] = {}  # bit -> the partition's first violating state
+        stats = ExpandStats()
         out_fps: list[np.ndarray] = []
         out_keys: list[np.ndarray] = []
         with FingerprintSet(kernel, numbers[2]) as seen:
-            chunk = kernel.chunk()
-            for start in range(0, rows.shape[0], chunk):
-                got = kernel.expand(rows[start:start + chunk], self.symmetry, seen, self.reduce)
-                for bit, kernel_bit in self.checks:
-                    if bit not in first:
-                        hit = np.flatnonzero(got.masks >> kernel_bit & 1)
-                        if hit.size:
-                            first[bit] = int(gidx[start + hit[0]])
-                generated += int(got.degrees.sum())
-                if self.check_deadlock and deadlock is None:
-                    stuck = np.flatnonzero(got.degrees == 0)
-                    if stuck.size:
-                        deadlock = int(gidx[start + stuck[0]])
-                if got.fps.size:
-                    keys = (gidx[start + got.parent.astype(np.int64)] << POSITION_BITS
-                            | got.position.astype(np.int64))
-                    out_fps.append(got.fps)
-                    out_keys.append(keys)
-                    yield ("k", keys, got.fps, got.states)
+            for block in expand_rows(kernel, gidx, rows, seen, self.symmetry, self.reduce,
+                                     self.check_deadlock, self.checks, stats):
+                out_keys.append(block[1])
+                out_fps.append(block[2])
+                yield block
+        generated, deadlock, first = stats.generated, stats.deadlock, stats.first
         fps = np.concatenate(out_fps) if out_fps else np.zeros(0, np.int64)
         keys = np.concatenate(out_keys) if out_keys else np.zeros(0, np.int64)
         dest = fps % self.partitions
@@ -246,13 +272,19 @@ class _FrontierViolations:
     def __call__(self, records: Iterator[Any]) -> Iterator[Any]:
         kernel = batch_kernel(self.shipment)
         gidx, _fps, rows = _frontier_of(records, self.numbers.value)
-        masks = kernel.violations(rows)
-        first: dict[int, int] = {}
-        for bit, kernel_bit in self.checks:
-            hit = np.flatnonzero(masks >> kernel_bit & 1)
-            if hit.size:
-                first[bit] = int(gidx[hit[0]])
-        yield first
+        yield _first_violating(kernel.violations(rows), gidx, self.checks)
+
+
+def _first_violating(masks: np.ndarray, gidx: np.ndarray,
+                     checks: list[tuple[int, int]]) -> dict[int, int]:
+    """For each check's bit, the first state (global index) whose violation mask has its kernel
+    bit."""
+    first: dict[int, int] = {}
+    for bit, kernel_bit in checks:
+        hit = np.flatnonzero(masks >> kernel_bit & 1)
+        if hit.size:
+            first[bit] = int(gidx[hit[0]])
+    return first
 
 
 class _ByIndexRange:
@@ -283,25 +315,31 @@ class _WriteLevel:
         self.numbers = numbers  # the level's keys sorted and its first index
 
     def __call__(self, j: int, records: Iterator[Any]) -> Iterator[int]:
-        import pyarrow as pa
-        import pyarrow.parquet as pq
-
-        from checker.spark.kernel_step import binary_column
-
         gidx, fps, rows = _frontier_of(records, self.numbers.value)
         if gidx.size:
             keys_sorted, base = self.numbers.value[0], self.numbers.value[1]
-            keys = keys_sorted[gidx - base]
-            table = pa.table({"fp": pa.array(fps), "key": pa.array(keys),
-                              "state": binary_column(pa, rows)})
-            target = os.path.join(self.path, f"part-{j:05d}.parquet")
-            tmp = os.path.join(self.path, f".part-{j:05d}.parquet.tmp")
-            # no dictionary: a level's states and fingerprints are distinct (PyArrow would try
-            # one a column, then fall back, a page at a time); LZ4: 0.7 us a 309-byte Kafka state
-            # and 22 bytes on disk, where Snappy took 3.4 us and 31 bytes (bench/NOTES.md)
-            pq.write_table(table, tmp, use_dictionary=False, compression="lz4")
-            os.replace(tmp, target)
+            write_level_file(self.path, j, fps, keys_sorted[gidx - base], rows)
         yield int(gidx.size)
+
+
+def write_level_file(path: str, j: int, fps: np.ndarray, keys: np.ndarray,
+                     rows: np.ndarray) -> None:
+    """States of a level as the Parquet file ``part-j`` ``(fp, key, state)`` of its directory,
+    atomically (a retried task rewrites it whole)."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    from checker.spark.kernel_step import binary_column
+
+    table = pa.table({"fp": pa.array(fps), "key": pa.array(keys),
+                      "state": binary_column(pa, rows)})
+    target = os.path.join(path, f"part-{j:05d}.parquet")
+    tmp = os.path.join(path, f".part-{j:05d}.parquet.tmp")
+    # no dictionary: a level's states and fingerprints are distinct (PyArrow would try one a
+    # column, then fall back, a page at a time); LZ4: 0.7 us a 309-byte Kafka state and 22 bytes
+    # on disk, where Snappy took 3.4 us and 31 bytes (bench/NOTES.md)
+    pq.write_table(table, tmp, use_dictionary=False, compression="lz4")
+    os.replace(tmp, target)
 
 
 class _ReadLevel:
@@ -380,6 +418,8 @@ class PackedLevelStep:
         rows, kernel_fps, start = packed_prefix(self._kernel, self.model, self.symmetry, local,
                                                 self.options.reduce == "dead")
         spark.visited = self._packed_visited(spark, kernel_fps)
+        spark.prefix_fps = kernel_fps
+        spark.visited_depth = local.depth
         gidx = np.arange(local.frontier_base, local.frontier_base + rows.shape[0] - start,
                          dtype=np.int64)
         spark.frontier = self._packed_frontier(spark, gidx, kernel_fps[start:], rows[start:])
@@ -392,6 +432,8 @@ class PackedLevelStep:
 
     def _packed_level(self, spark: SparkRun, st: Counters, levels: list[LevelInfo]) -> None:
         level_started = time.monotonic()
+        if spark.driver_frontier is not None:  # the last levels ran on the driver
+            self._to_executors(spark, st, levels)
         depth = st.depth + 1
         parts = spark.partitions
         check = [] if spark.frontier_checked else self._pending(st)
@@ -454,6 +496,7 @@ class PackedLevelStep:
         self._packed_numbers(spark, keys, base, fps)
         frontier = expanded.filter(_is_kept)
         spark.visited = reduced.filter(_is_visited)
+        spark.visited_depth = depth
         spark.frontier = self._rebalanced(spark, frontier, keys, base)
         spark.frontier_checked = False
         if not self._run_dir.temporary:
@@ -508,13 +551,19 @@ class PackedLevelStep:
                                  invariants: list[Any]) -> None:
         """A frontier the search stops at without expanding it: each invariant's first violating
         state, recorded as the local engine does."""
-        if not invariants or spark.frontier is None:
+        if not invariants or (spark.frontier is None and spark.driver_frontier is None):
             return
-        spark.sc.setJobDescription(f"kmc level {st.depth}: first violating states")
-        check = _FrontierViolations(self._shipment, kernel_checks(self._kernel, invariants),
-                                    spark.broadcasts[-1])
+        checks = kernel_checks(self._kernel, invariants)
+        if spark.driver_frontier is not None:  # the level ran on the driver (``driver_level``)
+            gidx, _fps, rows = spark.driver_frontier
+            parts = [_first_violating(batch_kernel(self._shipment).violations(rows), gidx,
+                                      checks)]
+        else:
+            spark.sc.setJobDescription(f"kmc level {st.depth}: first violating states")
+            check = _FrontierViolations(self._shipment, checks, spark.broadcasts[-1])
+            parts = spark.frontier.mapPartitions(check).collect()
         found: dict[int, int] = {}
-        for part in spark.frontier.mapPartitions(check).collect():
+        for part in parts:
             for bit, index in part.items():
                 found[bit] = min(found.get(bit, index), index)
         for bit, inv in enumerate(invariants):
@@ -531,9 +580,10 @@ class PackedLevelStep:
         spark.codec = state_column_codec(self.model)
         local = st.local
         self._resumed_pointers(spark, levels)
-        visited = ([self._kernel_prefix_fps(local)]
-                   + [lv.pointers[0] for lv in levels if lv.path is not None])
+        spark.prefix_fps = self._kernel_prefix_fps(local)
+        visited = [spark.prefix_fps] + [lv.pointers[0] for lv in levels if lv.path is not None]
         spark.visited = self._packed_visited(spark, np.concatenate(visited))
+        spark.visited_depth = st.depth
         spark.recent = []
         for level in levels[-RECENT_LEVELS:-1]:
             if level.pointers is not None:

@@ -132,6 +132,9 @@ class Verdicts:
                     "master": spark.sc.master if spark is not None else None,
                     "partitions": spark.partitions if spark is not None else None,
                     "threshold": self.threshold,
+                    # the compiled kernel's levels with a smaller frontier ran on the driver in C
+                    # (each level's "engine": "driver"; ``checker.spark.driver_level``)
+                    "driver_below": self.driver_below,
                     "transport": ("arrow" if getattr(spark, "codec", None) is not None
                                   else "blocks") if spark else None,
                     "levels": [t.to_json() for t in self.timings],

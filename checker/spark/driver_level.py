@@ -1,0 +1,245 @@
+"""Levels of Spark's kernel path too small to be worth distributing, run on the driver in C.
+
+A Spark level pays a fixed cost however few its states (two stages, a shuffle, the block manager,
+a collect: bench/NOTES.md measures it), which the compiled kernel on the driver spends expanding
+hundreds of thousands of states. So a level whose frontier has fewer states than
+``--spark-driver-below`` is expanded on the driver, by the batch functions the executors run
+(``packed_step.expand_rows``, ``km_expand_batch``), with a C set of every visited fingerprint:
+each successor not visited, the first time it is made, is new. The frontier is expanded in global
+index order and each state's successors in order, so the first time a fingerprint is made is its
+smallest key (``parent index << POSITION_BITS | position``), the one the executors' fingerprint
+partitions keep, and the new states come out in key order: numbered ``base + i`` exactly as a
+distributed level numbers them. The counts, the depth, the verdict and the counterexamples are the
+same wherever each level ran.
+
+Moving between the two
+    To the driver: the executors send their frontier partitions (``_frontier_of``, the states in
+    global index order); the driver's set is built once from the prefix's kernel fingerprints and
+    every level's (the parent pointers it keeps), and then takes each level's as it is numbered.
+    To the executors: the driver's frontier is cut into equal ranges of global index
+    (``_packed_frontier``), and the executors' visited fingerprints are built again when levels ran
+    on the driver since they were last complete.
+A run directory (``--checkpoint``) gets the driver's level as one Parquet file of the executors'
+schema ``(fp, key, state)``, with its digest in run.json: ``--resume`` reads it as it reads theirs.
+
+``DriverLevelStep`` is a mixin of ``checker.spark.engine.SparkBFS``.
+"""
+
+from __future__ import annotations
+
+import os
+import time
+from collections.abc import Iterator
+from typing import Any
+
+import numpy as np
+
+from checker.kernel_batch import FingerprintSet, batch_kernel
+from checker.spark.driver_state import Counters, LevelInfo, LevelTiming, SparkRun
+from checker.spark.kernel_step import POSITION_BITS, kernel_checks
+from checker.spark.packed_step import (
+    POSITION_MASK,
+    RECENT_LEVELS,
+    ExpandStats,
+    _frontier_of,
+    expand_rows,
+    write_level_file,
+)
+
+
+class _CollectFrontier:
+    """A frontier partition's states, sorted by global index, for the driver (executor side)."""
+
+    def __init__(self, numbers: Any) -> None:
+        self.numbers = numbers
+
+    def __call__(self, records: Iterator[Any]) -> Iterator[Any]:
+        yield _frontier_of(records, self.numbers.value)
+
+
+def driver_threads() -> int:
+    """Threads a driver level expands with: the cores this process may use (the executors wait
+    while the driver expands)."""
+    try:
+        return max(1, len(os.sched_getaffinity(0)))
+    except AttributeError:  # not Linux
+        return max(1, os.cpu_count() or 1)
+
+
+def expand_level(kernel: Any, gidx: np.ndarray, rows: np.ndarray, visited: FingerprintSet,
+                 threads: int, symmetry: bool, reduce: bool, check_deadlock: bool,
+                 checks: list[tuple[int, int]], stats: ExpandStats) -> list[Any]:
+    """A level's new states (blocks ``("k", keys, fps, states)`` in key order) from its frontier
+    ``rows`` (sorted by global index ``gidx``), each the first occurrence of a fingerprint not in
+    ``visited``, which then holds them.
+
+    With ``threads`` > 1 the frontier is cut into that many ranges expanded side by side (ctypes
+    lets go of the GIL in C): each range against ``visited``, read only, and its own set of first
+    occurrences; then, in range order, a range's successors made by an earlier range too are
+    dropped (the earlier range's key is smaller). The blocks are those of one thread."""
+    import threading
+
+    size = rows.shape[0]
+    threads = max(1, min(threads, size // kernel.chunk()))
+    cuts = [size * k // threads for k in range(threads + 1)]
+    parts: list[list[Any]] = [[] for _ in range(threads)]
+    part_stats = [ExpandStats() for _ in range(threads)]
+    seens = [FingerprintSet(kernel) for _ in range(threads)]
+    errors: list[BaseException] = []
+
+    def work(k: int) -> None:
+        try:
+            lo, hi = cuts[k], cuts[k + 1]
+            parts[k] = list(expand_rows(kernel, gidx[lo:hi], rows[lo:hi], seens[k], symmetry,
+                                        reduce, check_deadlock, checks, part_stats[k],
+                                        known=visited))
+        except BaseException as exc:  # raised again in the caller's thread
+            errors.append(exc)
+
+    try:
+        # one thread: in this one. Even so the visited set is only read while the level expands:
+        # adding each new fingerprint to it as it is made took twice the CPU (bench/NOTES.md)
+        workers = [threading.Thread(target=work, args=(k,)) for k in range(1, threads)]
+        for worker in workers:
+            worker.start()
+        work(0)
+        for worker in workers:
+            worker.join()
+        if errors:
+            raise errors[0]
+        blocks: list[Any] = []
+        for k in range(threads):
+            for block in parts[k]:
+                keep = np.ones(block[2].size, bool)
+                for earlier in seens[:k]:
+                    keep &= ~earlier.has_many(block[2])
+                if not keep.all():
+                    block = (block[0], block[1][keep], block[2][keep], block[3][keep])
+                if block[2].size:
+                    visited.add(block[2])
+                    blocks.append(block)
+    finally:
+        for seen in seens:
+            seen.close()
+    for part in part_stats:  # ranges in order: the first found is the smallest index
+        stats.generated += part.generated
+        if stats.deadlock is None:
+            stats.deadlock = part.deadlock
+        for bit, index in part.first.items():
+            stats.first.setdefault(bit, index)
+    return blocks
+
+
+def visited_fingerprints(spark: SparkRun, levels: list[LevelInfo], after: int = 0) -> np.ndarray:
+    """The kernel fingerprints of every state found (the prefix's when ``after`` is 0, and those of
+    each level deeper than ``after`` whose parent pointers the driver keeps)."""
+    parts = [spark.prefix_fps] if after == 0 and spark.prefix_fps is not None else []
+    parts += [level.pointers[0] for level in levels
+              if level.pointers is not None and level.depth > after]
+    return np.concatenate(parts) if parts else np.zeros(0, np.int64)
+
+
+class DriverLevelStep:
+    """The kernel path's small levels on the driver, and the frontier's moves to and from the
+    executors."""
+
+    def _on_driver(self, st: Counters) -> bool:
+        """The next level runs on the driver: its frontier has fewer than ``--spark-driver-below``
+        states."""
+        return st.frontier_size < self.driver_below
+
+    def _driver_frontier(self, spark: SparkRun) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """The frontier on the driver (global indices, fingerprints, packed rows), collected from
+        the executors if it is there."""
+        if spark.driver_frontier is None:
+            spark.sc.setJobDescription("kmc: the frontier to the driver")
+            parts = [part for part in spark.frontier.mapPartitions(
+                _CollectFrontier(spark.broadcasts[-1])).collect() if part[0].size]
+            width = self._kernel.state_bytes
+            if not parts:
+                parts = [(np.zeros(0, np.int64), np.zeros(0, np.int64),
+                          np.zeros((0, width), np.uint8))]
+            gidx, fps, rows = (np.concatenate([part[i] for part in parts]) for i in range(3))
+            order = np.argsort(gidx, kind="stable")
+            spark.driver_frontier = (gidx[order], fps[order], np.ascontiguousarray(rows[order]))
+            spark.retired.append(spark.frontier)
+            spark.frontier = None
+        return spark.driver_frontier
+
+    def _driver_seen(self, spark: SparkRun, levels: list[LevelInfo], kernel: Any) -> Any:
+        """The driver's C set of every visited fingerprint, brought up to the last level."""
+        if spark.driver_seen is None:
+            spark.driver_seen = FingerprintSet(kernel, visited_fingerprints(spark, levels))
+        elif spark.driver_seen_depth < levels[-1].depth:
+            spark.driver_seen.add(visited_fingerprints(spark, levels, spark.driver_seen_depth))
+        spark.driver_seen_depth = levels[-1].depth
+        return spark.driver_seen
+
+    def _driver_level(self, spark: SparkRun, st: Counters, levels: list[LevelInfo]) -> None:
+        """One level on the driver (the frontier is below ``--spark-driver-below``)."""
+        level_started = time.monotonic()
+        depth = st.depth + 1
+        check = [] if spark.frontier_checked else self._pending(st)
+        kernel = batch_kernel(self._shipment)
+        gidx, _fps, rows = self._driver_frontier(spark)
+        seen = self._driver_seen(spark, levels, kernel)
+        cpu_started = time.process_time()
+        stats = ExpandStats()
+        blocks = expand_level(kernel, gidx, rows, seen, driver_threads(), self.symmetry,
+                              self.options.reduce == "dead", self.options.check_deadlock,
+                              kernel_checks(self._kernel, check), stats)
+        timing = LevelTiming(depth, st.frontier_size, 0, 0.0,
+                             expand=time.process_time() - cpu_started, engine="driver")
+        spark.frontier_checked = True
+        for bit, inv in enumerate(check):
+            if bit in stats.first:
+                st.found.setdefault(inv.name, stats.first[bit])
+        if stats.first and self.options.stop_at_first:
+            # the local engine stops before expanding a level where it finds a violation: the set
+            # now holds successors that are not counted
+            spark.driver_seen.close()
+            spark.driver_seen = None
+            self._packed_done(spark, st, levels, timing, level_started)
+            return
+        st.generated += stats.generated
+        if stats.deadlock is not None and st.deadlock is None:
+            st.deadlock = stats.deadlock
+        spark.driver_seen_depth = depth  # the set took this level's fingerprints as it made them
+        count = sum(block[1].size for block in blocks)
+        timing.new = count
+        if count == 0:
+            st.frontier_size = 0
+            spark.driver_frontier = None
+            self._packed_done(spark, st, levels, timing, level_started)
+            return
+        keys, fps, states = (np.concatenate([block[i] for block in blocks]) for i in (1, 2, 3))
+        base = st.distinct
+        info = LevelInfo(depth, base, count)
+        info.pointers = (fps, keys >> POSITION_BITS, (keys & POSITION_MASK).astype(np.int32))
+        spark.recent = [*spark.recent[1 - RECENT_LEVELS:], fps]
+        spark.driver_frontier = (base + np.arange(count, dtype=np.int64), fps, states)
+        spark.driver_keys = keys
+        spark.frontier_checked = False
+        if not self._run_dir.temporary:
+            info.path = self._run_dir.level_path(depth)
+            os.makedirs(info.path, exist_ok=True)
+            write_level_file(info.path, 0, fps, keys, states)
+            info.digest = self._run_dir.level_digest(info.path)
+        st.level_done(depth, base, count)
+        levels.append(info)
+        self._packed_done(spark, st, levels, timing, level_started)
+
+    def _to_executors(self, spark: SparkRun, st: Counters, levels: list[LevelInfo]) -> None:
+        """The driver's frontier back to the executors, in equal ranges of global index, with their
+        visited fingerprints made complete again and the level's numbering broadcast."""
+        gidx, fps, rows = spark.driver_frontier
+        if spark.visited_depth < st.depth:
+            spark.retired.append(spark.visited)
+            spark.visited = self._packed_visited(spark, visited_fingerprints(spark, levels))
+            spark.visited_depth = st.depth
+        spark.frontier = self._packed_frontier(spark, gidx, fps, rows)
+        for old in spark.broadcasts:
+            old.unpersist()
+        spark.broadcasts.append(spark.sc.broadcast((spark.driver_keys, st.frontier_base,
+                                                    np.concatenate(spark.recent))))
+        spark.driver_frontier = None
