@@ -166,7 +166,8 @@ class Packing:
     slots)."""
 
     def __init__(self, brokers: int, records: int, epochs: int, net: int,
-                 alter_isr: bool = False, kraft: bool = False, consumers: int = 0) -> None:
+                 alter_isr: bool = False, kraft: bool = False, consumers: int = 0,
+                 consumed: int | None = None) -> None:
         self.n, self.r, self.e, self.net = brokers, records, epochs, net
         #: a LeaderAndIsr's partition epoch, AlterPartition and the ``km_alter`` fields: alter-isr's
         #: and the KRaft rows'
@@ -188,7 +189,7 @@ class Packing:
             self.state_bytes += brokers * self.kraft_broker_bytes + 1 + 3
         #: the consumers (``km_consumer``): its consumed ghost's slots (``consumed_slots``)
         self.consumers = consumers
-        self.consumed_cap = consumed_slots(records, epochs)
+        self.consumed_cap = consumed_slots(records, epochs) if consumed is None else consumed
         self.consumer_bytes = 23 + 3 * self.consumed_cap + 3 * self.log_cap
         self.state_bytes += consumers * self.consumer_bytes
 
