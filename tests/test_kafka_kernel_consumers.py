@@ -41,10 +41,15 @@ from tests.test_kafka_kernel import (
 )
 from tests.test_kernel import needs_cc
 
+#: what the walks favour (half their steps where one is enabled): the consumers' actions and an
+#: unclean election (which sets their ghost read_before_unclean)
+FAVOURED = ("Consumer", "ServeConsumer", "ReceiveConsumer", "Unclean")
+
 
 def walks(model, count: int, depth: int, seed: int) -> list:
     """The distinct states of ``count`` seeded random walks of at most ``depth`` steps from the
-    initial states (deep states a breadth-first prefix does not reach), in the order met."""
+    initial states (deep states a breadth-first prefix does not reach), in the order met; half the
+    steps that can take a ``FAVOURED`` action take one."""
     rng = random.Random(seed)
     seen: dict = {}
     for _ in range(count):
@@ -54,28 +59,33 @@ def walks(model, count: int, depth: int, seed: int) -> list:
             successors = model.successors(state)
             if not successors:
                 break
-            state = rng.choice(successors)[1]
+            favoured = [x for x in successors if str(x[0]).startswith(FAVOURED)]
+            state = rng.choice(favoured if favoured and rng.random() < 0.5 else successors)[1]
     return list(seen)
 
 
-def sample(model, prefix: int = 1500, count: int = 60, depth: int = 50, seed: int = 7) -> list:
+def sample(model, prefix: int = 1500, count: int = 60, depth: int = 200, seed: int = 7) -> list:
     return list(dict.fromkeys(reachable(model, prefix) + walks(model, count, depth, seed)))
 
 
 #: one consumer, the matrix's consumed-stays bounds less a record where two are not needed
 SMALL = {"brokers": 2, "records": 1, "epochs": 2, "crashes": 1, "consumers": 1}
-#: (row, switched flags, bounds)
+#: (row, switched flags, bounds): the fast tier's, each flag and mode once (a smaller sample)
 STATE_FOR_STATE = [
     ("2.1.0", {}, SMALL),
+    ("3.4.1", {"fetch-from-follower": True}, {**SMALL, "consumer_inflight": 1}),
+    ("2.8.0", {"fetch-from-follower": True}, {**SMALL, "records": 2}),
+    ("kraft-3.3", {}, {**SMALL, "consumer_inflight": 1}),
+]
+#: the slow tier's: every combination above and more, with the full sample
+MORE_STATE_FOR_STATE = [
     ("2.1.0", {}, {**SMALL, "consumer_inflight": 1}),
     ("3.4.1", {}, {**SMALL, "records": 2}),
     ("3.4.1", {}, {**SMALL, "consumer_inflight": 1}),
     ("3.4.1", {"consumer-truncation-detection": False}, SMALL),
     ("3.4.1", {"fetch-from-follower": True}, {**SMALL, "records": 2}),
-    ("3.4.1", {"fetch-from-follower": True}, {**SMALL, "consumer_inflight": 1}),
     ("2.8.0", {}, {**SMALL, "records": 2, "consumer_inflight": 1}),
     ("3.9.1", {"unclean": True}, SMALL),
-    ("kraft-3.3", {}, {**SMALL, "consumer_inflight": 1}),
     ("kraft-4.1", {}, {**SMALL, "min_isr": 2, "alters": 1, "unclean_shutdowns": 1}),
     ("kraft-4.1", {"fetch-from-follower": True},
      {**SMALL, "records": 2, "consumer_inflight": 1}),
@@ -86,13 +96,11 @@ def _model(row: str, flags: dict, bounds: dict):
     return switched(row, flags, **bounds) if flags else kafka(row, **bounds)
 
 
-@needs_cc
-@pytest.mark.parametrize(("row", "flags", "bounds"), STATE_FOR_STATE, ids=_id)
-def test_the_consumers_are_the_readable_model_state_for_state(row, flags, bounds):
+def _state_for_state(row: str, flags: dict, bounds: dict, **size: int) -> None:
     model = _model(row, flags, bounds)
     spec = model.kernel()
     assert spec.unsupported is None
-    states = sample(model)
+    states = sample(model, **size)
     assert disagreements(model, km.load(spec), states) == []
     # the sample reaches what the consumers' rules act on: records read, and with
     # consumer_inflight each kind of request and answer in flight
@@ -108,12 +116,41 @@ def test_the_consumers_are_the_readable_model_state_for_state(row, flags, bounds
 
 
 @needs_cc
+@pytest.mark.parametrize(("row", "flags", "bounds"), STATE_FOR_STATE, ids=_id)
+def test_the_consumers_are_the_readable_model_state_for_state(row, flags, bounds):
+    _state_for_state(row, flags, bounds, prefix=600, count=30, depth=150)
+
+
+@pytest.mark.slow
+@needs_cc
+@pytest.mark.parametrize(("row", "flags", "bounds"), STATE_FOR_STATE + MORE_STATE_FOR_STATE,
+                         ids=_id)
+def test_more_consumer_states_of_each_row(row, flags, bounds):
+    _state_for_state(row, flags, bounds)
+
+
+@needs_cc
+@pytest.mark.parametrize("row", ["0.10.2", "2.8.0", "kraft-3.3", "kraft-4.0"])
+def test_the_consumed_stays_counterexamples_are_the_readable_model_state_for_state(row):
+    """The states of each violated consumed-stays cell's counterexample (found by the kernel; a
+    record read, then lost with an unclean election or a truncation) and every successor of each:
+    the deep states the walks rarely reach."""
+    model = kafka(row, **_cell(row))
+    result = search(model, "on", ("consumed-stays",))
+    assert result.extra["path"]["path"] == "kernel" and result.violations
+    trace = list(result.violations[0].trace.states)
+    states = list(dict.fromkeys(trace + [t for s in trace for _, t in model.successors(s)]))
+    assert any(c.consumed for s in states for c in s.consumers)
+    assert disagreements(model, km.load(model.kernel()), states) == []
+
+
+@needs_cc
 def test_a_consumer_rule_changed_fails_the_check():
     """``-DKM_MUTANT=7``: ConsumerMetadata without KIP-320's validation of the position
     (``_metadata_state``)."""
     model = kafka("3.4.1", **SMALL)
     mutant = km.load(model.kernel(), extra_flags=("-DKM_MUTANT=7",))
-    assert disagreements(model, mutant, sample(model, count=20)) != []
+    assert disagreements(model, mutant, sample(model, prefix=600, count=10, depth=150)) != []
 
 
 @needs_cc
@@ -142,9 +179,9 @@ def _cell(row: str) -> dict:
     return {k: int(v) for k, v in (b.split("=") for b in bounds)}
 
 
-#: the rows whose consumed-stays cell the readable model searches in a few seconds (a violation
-#: found early); the others, 30 to 100 s of readable CPU each, are slow
-FAST_CELLS = ("0.10.2", "2.8.0", "kraft-4.0")
+#: the row whose consumed-stays cell the readable model searches in a few seconds (a violation
+#: found early); the others, 10 to 100 s of readable CPU each, are slow
+FAST_CELLS = ("0.10.2",)
 
 
 def _cell_search(row: str) -> None:
@@ -168,16 +205,38 @@ def test_every_consumed_stays_cell_searches_as_the_readable_model(row):
     _cell_search(row)
 
 
-@needs_cc
-@pytest.mark.parametrize(("row", "flags", "bounds", "options"), [
+#: (row, switched flags, bounds, search options): with requests in flight, symmetry and the dead
+#: reduction
+INFLIGHT_SEARCHES = [
+    ("3.4.1", {"fetch-from-follower": True},
+     {**SMALL, "epochs": 1, "crashes": 0, "consumer_inflight": 1},
+     {"invariants": ("consumed-stays", "no-silent-skip"), "symmetry": True, "reduce": "dead",
+      "stop_at_first": False, "max_depth": 14}),
+]
+MORE_INFLIGHT_SEARCHES = [
     ("3.4.1", {"fetch-from-follower": True}, {**SMALL, "epochs": 1, "consumer_inflight": 1},
      {"invariants": ("consumed-stays", "no-silent-skip"), "symmetry": True, "reduce": "dead",
       "stop_at_first": False}),
     ("kraft-3.3", {}, {**SMALL, "epochs": 1, "consumer_inflight": 1},
      {"invariants": ("consumed-stays", "no-silent-skip"), "symmetry": True,
       "stop_at_first": False}),
-], ids=_id)
+]
+
+
+@needs_cc
+@pytest.mark.parametrize(("row", "flags", "bounds", "options"), INFLIGHT_SEARCHES, ids=_id)
 def test_consumer_searches_with_requests_in_flight_agree(row, flags, bounds, options):
+    _inflight_search(row, flags, bounds, options)
+
+
+@pytest.mark.slow
+@needs_cc
+@pytest.mark.parametrize(("row", "flags", "bounds", "options"), MORE_INFLIGHT_SEARCHES, ids=_id)
+def test_more_consumer_searches_with_requests_in_flight_agree(row, flags, bounds, options):
+    _inflight_search(row, flags, bounds, options)
+
+
+def _inflight_search(row: str, flags: dict, bounds: dict, options: dict) -> None:
     model = _model(row, flags, bounds)
     compiled = search(model, "on", **options)
     assert compiled.extra["path"]["path"] == "kernel"
