@@ -21,7 +21,10 @@ import random
 import pytest
 
 from checker import kernel as km
+from checker.engines import run
+from checker.invariant import Invariant
 from checker.search import SearchOptions
+from invariants.kafka_durability import current_leader
 from invariants.registry import for_family
 from spec.kafka.clients import (
     CONSUMER_FETCH,
@@ -141,6 +144,59 @@ def test_the_consumed_stays_counterexamples_are_the_readable_model_state_for_sta
     trace = list(result.violations[0].trace.states)
     states = list(dict.fromkeys(trace + [t for s in trace for _, t in model.successors(s)]))
     assert any(c.consumed for s in states for c in s.consumers)
+    assert disagreements(model, km.load(model.kernel()), states) == []
+
+
+def _noted(state) -> bool:
+    """No record a consumer read before an unclean election (``unclean_noted``'s ghost) is missing
+    from the current leader's log (the loss consumed-stays excuses)."""
+    i = current_leader(state)
+    if i < 0:
+        return True
+    log = state.brokers[i].log
+    for c in state.consumers:
+        for offset, epoch, ident in c.consumed[:c.read_before_unclean]:
+            if offset >= len(log) or (log[offset].epoch, log[offset].ident) != (epoch, ident):
+                return False
+    return True
+
+
+def _no_stale_serve(state) -> bool:
+    """No consumer's fetch in flight is at a live broker of the same incarnation that leads in
+    another epoch than the request's, with records below its HW from the request's position (what
+    ServeConsumerFetch fences with truncation detection)."""
+    for c in state.consumers:
+        if c.inflight and c.inflight[1] == CONSUMER_FETCH:
+            b = state.brokers[c.inflight[0]]
+            if (b.alive and b.incarnation == c.inflight[2] and b.leader == c.inflight[0]
+                    and b.epoch != c.inflight[3] and b.hw > c.inflight[4]):
+                return False
+    return True
+
+
+#: (row, switched flags, bounds, a predicate whose first violation the readable model finds)
+TARGETS = [
+    ("3.9.1", {"unclean": True}, SMALL, _noted),
+    ("kraft-4.1", {"unclean": True}, SMALL, _noted),
+    ("3.4.1", {}, {**SMALL, "crashes": 0, "consumer_inflight": 1}, _no_stale_serve),
+    ("kraft-4.1", {}, {**SMALL, "crashes": 0, "consumer_inflight": 1}, _no_stale_serve),
+]
+
+
+@needs_cc
+@pytest.mark.parametrize(("row", "flags", "bounds", "target"), TARGETS,
+                         ids=lambda v: v.__name__.strip("_") if callable(v) else _id(v))
+def test_rare_consumer_states_are_the_readable_model_state_for_state(row, flags, bounds, target):
+    """The states on a shortest path (the readable model's search) to a state the walks seldom
+    reach, and every successor of each: a consumer that read before an unclean election (its ghost
+    ``read_before_unclean``, which consumed-stays reads), a fetch in flight to a broker that leads
+    in a newer epoch."""
+    model = _model(row, flags, bounds)
+    goal = Invariant("target", target.__doc__ or "", target)
+    result = run(model, SearchOptions(invariants=[goal], kernel="off"))
+    assert result.violations
+    trace = list(result.violations[0].trace.states)
+    states = list(dict.fromkeys(trace + [t for s in trace for _, t in model.successors(s)]))
     assert disagreements(model, km.load(model.kernel()), states) == []
 
 
