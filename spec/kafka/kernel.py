@@ -607,11 +607,15 @@ def kernel(model: Any) -> KernelSource:
                ("KM_UNCLEAN_SHUTDOWNS", model.unclean_shutdowns),
                ("KM_METADATA_LAG", model.metadata_lag), ("KM_FENCES", model.fences),
                ("KM_CLEAN_SHUTDOWNS", model.clean_shutdowns),
-               # the consumers (clients.ClientActions._init_clients)
+               # the consumers (clients.ClientActions._init_clients); without one, neutral values
+               # (as the consumer flags below): a row's kernels then differ only where a rule does
                ("KM_CONSUMERS", model.consumers),
-               ("KM_CONSUMER_INFLIGHT", model.consumer_inflight),
-               ("KM_CONSUMED", packing.consumed_cap)]
-    defines += [(f"KM_F_{flag.upper()}", int(bool(getattr(f, flag)))) for flag in FLAGS]
+               ("KM_CONSUMER_INFLIGHT", model.consumer_inflight if model.consumers else 0),
+               ("KM_CONSUMED", packing.consumed_cap if model.consumers else 1)]
+    defines += [(f"KM_F_{flag.upper()}",
+                 int(bool(getattr(f, flag))
+                     and (model.consumers > 0 or flag not in CONSUMER_FLAGS)))
+                for flag in FLAGS]
     return KernelSource(source=SOURCE, defines=tuple(defines), state_bytes=packing.state_bytes,
                         pack=packing.pack, unpack=packing.unpack, action=action,
                         invariants=INVARIANTS, symmetry=True, unsupported=unsupported_reason(model),
