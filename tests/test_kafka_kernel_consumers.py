@@ -121,7 +121,7 @@ def _state_for_state(row: str, flags: dict, bounds: dict, **size: int) -> None:
 @needs_cc
 @pytest.mark.parametrize(("row", "flags", "bounds"), STATE_FOR_STATE, ids=_id)
 def test_the_consumers_are_the_readable_model_state_for_state(row, flags, bounds):
-    _state_for_state(row, flags, bounds, prefix=600, count=30, depth=150)
+    _state_for_state(row, flags, bounds, prefix=400, count=20, depth=120)
 
 
 @pytest.mark.slow
