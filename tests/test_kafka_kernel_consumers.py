@@ -89,7 +89,9 @@ MORE_STATE_FOR_STATE = [
     ("3.4.1", {"fetch-from-follower": True}, {**SMALL, "records": 2}),
     ("2.8.0", {}, {**SMALL, "records": 2, "consumer_inflight": 1}),
     ("3.9.1", {"unclean": True}, SMALL),
-    ("kraft-4.1", {}, {**SMALL, "min_isr": 2, "alters": 1, "unclean_shutdowns": 1}),
+    # (the matrix's kraft-4.1 bounds, min_isr=2, are searched both ways below: the walks seldom
+    # reach a read there)
+    ("kraft-4.1", {}, {**SMALL, "alters": 1}),
     ("kraft-4.1", {"fetch-from-follower": True},
      {**SMALL, "records": 2, "consumer_inflight": 1}),
 ]
