@@ -81,7 +81,8 @@ class KernelCapacityError(ModelError):
 #: a kernel's capacity codes (``out->error`` in its C file), what each means
 CAPACITY = {1: "more messages in flight than the network's slots", 2: "a log longer than the "
                                                                       "records bound",
-            3: "a message or branch it does not compile"}
+            3: "a message or branch it does not compile",
+            4: "a consumer's consumed records past its slots"}
 
 
 def capacity_message(spec: KernelSource, code: int) -> str:

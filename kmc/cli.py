@@ -664,7 +664,7 @@ def build_parser() -> argparse.ArgumentParser:
     check.add_argument("--kernel", choices=("auto", "on", "off"), default="auto",
                        help="the compiled successor kernel (local, parallel and spark engines; "
                             "models that have one: two-phase, tla:Kip101, tla:Kip279, tla:Kip320, "
-                            "kafka on every row without consumers or reassignments): auto where "
+                            "kafka on every row without reassignments): auto where "
                             "it applies (the default), on (else exit 69), off (the readable "
                             "model); the same counts, depth, verdict and traces either way")
     check.add_argument("--verbose", action="store_true",

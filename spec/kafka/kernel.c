@@ -1,10 +1,11 @@
-/* The compiled successor kernel of the Kafka model, the ZooKeeper rows (0.10.2 to 3.9.1, without consumers) and
+/* The compiled successor kernel of the Kafka model, the ZooKeeper rows (0.10.2 to 3.9.1) and
    (KM_F_KRAFT, the section "the KRaft control plane") the KRaft rows kraft-3.3 to kraft-4.1:
    spec/kafka/model.py (successors, _replica_actions, _deliveries), actions_control.py, actions_data.py (with
    truncate-on-fetch), log.py, updates.py, controllers.py (ZooKeeperController, AlterIsrController,
    KRaftController), actions_alter_partition.py (the leader's AlterIsr and AlterPartition), actions_alter_isr.py,
-   actions_kraft.py and actions_broker_lifecycle.py in C, with the canonical form of symmetry.py, the dead answers
-   of dead.py and the invariants of invariants/kafka_log_matching.py and kafka_kraft.py.
+   actions_kraft.py, actions_broker_lifecycle.py and (KM_CONSUMERS, the section "the consumers") clients.py in C,
+   with the canonical form of symmetry.py, the dead answers of dead.py and the invariants of
+   invariants/kafka_log_matching.py, kafka_clients.py and kafka_kraft.py.
 
    The readable model is the reference: a rule changes there first, then here, and tests/test_kafka_kernel.py shows
    the two agree. Each function below names the readable function it follows; the successors come in the readable
@@ -25,9 +26,14 @@
                                 fetcher; 3 a diverging answer's HW taken despite KAFKA-14704's fix; 4 the ZooKeeper
                                 controller's AlterIsr without KAFKA-14140's liveness check; 5 an AlterIsr answered
                                 STALE_BROKER_EPOCH not sent again; 6 on the KRaft rows, ExpandIsr's AlterPartition
-                                without KIP-841/903's eligibility check (_eligible)
+                                without KIP-841/903's eligibility check (_eligible); 7 a consumer's metadata update
+                                that does not put its position into validation (KIP-320's truncation detection
+                                skipped, ClientActions._metadata_state)
      KM_UNCLEAN_SHUTDOWNS, KM_METADATA_LAG, KM_FENCES, KM_CLEAN_SHUTDOWNS
-                                the KRaft bounds (actions_kraft._init_kraft) */
+                                the KRaft bounds (actions_kraft._init_kraft)
+     KM_CONSUMERS, KM_CONSUMER_INFLIGHT
+                                the bound consumers and the constant consumer_inflight (clients.ClientActions)
+     KM_CONSUMED                a consumer's consumed ghost's slots (past them: KM_ERR_CONSUMED) */
 
 #include <stdint.h>
 #include <string.h>
@@ -88,6 +94,42 @@ typedef struct {
     uint8_t committed_isr;
 } km_alter;
 
+#ifndef KM_CONSUMERS
+#define KM_CONSUMERS 0
+#endif
+#ifndef KM_CONSUMER_INFLIGHT
+#define KM_CONSUMER_INFLIGHT 0
+#endif
+#ifndef KM_CONSUMED
+#define KM_CONSUMED 1
+#endif
+/* clients._fetch_answer: what a fetch at a consumer's position does to it (position, last epoch, the records read
+   as (offset, epoch, ident), a silent skip, a reset surfaced) */
+typedef struct {
+    int8_t position, last_epoch;
+    uint8_t read_len;
+    int8_t read[KM_LOG][3];
+    uint8_t skip, reset;
+} km_fetch_answer;
+
+/* clients.py's Consumer (state.py): what it believes, its ghosts (consumed: at most KM_CONSUMED entries, past them
+   the search stops: KM_ERR_CONSUMED) and, with consumer_inflight=1, its request or answer in flight (q_kind 0:
+   none, every q_ and a_ field then 0): FETCH (q_epoch, q_position), FETCH_RESPONSE (q_position, q_answered and
+   answer), VALIDATE (q_epoch, q_last_epoch), VALIDATE_RESPONSE (q_epoch, q_last_epoch, q_answered, a_epoch, a_end) */
+typedef struct {
+    int8_t leader, epoch, position, last_epoch;
+    uint8_t validating;
+    uint8_t consumed_len;
+    int8_t consumed[KM_CONSUMED][3];
+    uint8_t skipped, surfaced, read_before_unclean;
+    int8_t q_broker;
+    uint8_t q_kind;
+    int8_t q_incarnation, q_epoch, q_position, q_last_epoch;
+    uint8_t q_answered;
+    km_fetch_answer answer;
+    int8_t a_epoch, a_end;
+} km_consumer;
+
 typedef struct {
     km_broker b[KM_N];
     int8_t c_leader;
@@ -116,13 +158,17 @@ typedef struct {
     uint8_t c_elr; /* bit mask */
     int8_t unclean_shutdowns, clean_shutdowns, fences;
 #endif
+#if KM_CONSUMERS
+    km_consumer cons[KM_CONSUMERS]; /* clients.py: KafkaState.consumers (spec/kafka/kernel.py Packing._consumer) */
+#endif
 } km_state;
 
 /* a bound on one state's successors: the controller's (an election per live ISR member for each death), each broker's
    own (produce, HW, an ISR change per follower, a request, truncations (to the HW, to a diverging epoch), shutdown,
    crash, bounce), a delivery and a
    loss per control channel, and per message in flight one step (a ControlledShutdown one per new leader) */
-#define KM_MAX_SUCC (11 * KM_N + 4 * KM_N * KM_N + 2 * KM_NET * KM_N + 8 + KM_F_KRAFT * KM_N * (KM_R + 4 * KM_N + 8))
+#define KM_MAX_SUCC (11 * KM_N + 4 * KM_N * KM_N + 2 * KM_NET * KM_N + 8 + KM_F_KRAFT * KM_N * (KM_R + 4 * KM_N + 8) + \
+                     KM_CONSUMERS * (KM_N + 2))
 #define KM_INVARIANTS 13 /* spec/kafka/kernel.py INVARIANTS */
 #define KM_HAS_REDUCE 1
 
@@ -132,6 +178,7 @@ typedef struct {
 #define KM_ERR_NETWORK 1 /* more messages in flight than KM_NET */
 #define KM_ERR_LOG 2     /* a log or the committed ghost past KM_R records */
 #define KM_ERR_UNCOMPILED 3 /* a message or branch the kernel does not compile */
+#define KM_ERR_CONSUMED 4 /* a consumer's consumed ghost past KM_CONSUMED records */
 
 /* spec/kafka/state.py */
 enum { NO_FETCHER, TRUNCATING, FETCHING, TRUNCATING_AGAIN };
@@ -151,7 +198,10 @@ enum { A_ELECT, A_PREFERRED, A_UNCLEAN, A_CRASH, A_RESTART, A_BUMP, A_BROKER_FAI
        A_LOSE, A_PRODUCE, A_ADVANCE, A_TRUNC_HW, A_SEND_FETCH, A_SERVE_FETCH, A_RECEIVE_FETCH, A_SEND_OFFSETS,
        A_SERVE_OFFSETS, A_RECEIVE_OFFSETS, A_SHRINK, A_EXPAND, A_SHUTDOWN, A_BOUNCE, A_DELIVER_STOP,
        A_PROCESS_SHUTDOWN, A_TRUNCATE_DIVERGING, A_PROCESS_ALTER, A_RECEIVE_ALTER, A_LOSE_ALTER,
-       A_FENCE, A_UNFENCE, A_UNCLEAN_SHUTDOWN, A_KRAFT_SHUTDOWN, A_CLEAN_SHUTDOWN };
+       A_FENCE, A_UNFENCE, A_UNCLEAN_SHUTDOWN, A_KRAFT_SHUTDOWN, A_CLEAN_SHUTDOWN,
+       A_CONSUMER_METADATA, A_CONSUMER_FETCH, A_CONSUMER_VALIDATE, A_CONSUMER_FETCH_FOLLOWER, A_CONSUMER_SEND_FETCH,
+       A_CONSUMER_SERVE_FETCH, A_CONSUMER_RECEIVE_FETCH, A_CONSUMER_SEND_VALIDATE, A_CONSUMER_SERVE_VALIDATE,
+       A_CONSUMER_RECEIVE_VALIDATE, A_CONSUMER_DISCONNECT };
 #define CODE(kind, a, b) ((uint32_t)(kind) << 24 | (uint32_t)(a) << 16 | (uint32_t)(b) << 8)
 
 #define MIN(a, b) ((a) < (b) ? (a) : (b))
@@ -461,6 +511,14 @@ static void clear_alter(km_state *t, int i) {
     t->alter[i].committed_isr = 0;
 }
 
+/* clients.unclean_noted: each consumer's ghost read_before_unclean set to what it has read */
+static void unclean_noted(km_state *t) {
+#if KM_CONSUMERS
+    for (int c = 0; c < KM_CONSUMERS; c++) t->cons[c].read_before_unclean = t->cons[c].consumed_len;
+#endif
+    (void)t;
+}
+
 /* -- the control plane (actions_control.py) ---------------------------------------------------------------- */
 
 /* _elect_state: the controller writes (leader, epoch + 1, isr) and sends a LeaderAndIsr to every live replica */
@@ -552,9 +610,13 @@ static void controller_actions(const km_state *s, km_succ *out) {
     if (leader == NO_LEADER) {
         for (int b = 0; b < KM_N; b++)
             if (IN(live, b)) elect_state(out, km_emit(out, s, CODE(A_ELECT, b, 0)), b, live, -1);
-        if (KM_F_UNCLEAN && !live) /* unclean_noted: no consumers, the state itself */
-            for (int b = 0; b < KM_N; b++)
-                if (s->b[b].alive) elect_state(out, km_emit(out, s, CODE(A_UNCLEAN, b, 0)), b, 1 << b, -1);
+        if (KM_F_UNCLEAN && !live)
+            for (int b = 0; b < KM_N; b++) {
+                if (!s->b[b].alive) continue;
+                km_state *t = km_emit(out, s, CODE(A_UNCLEAN, b, 0));
+                unclean_noted(t);
+                elect_state(out, t, b, 1 << b, -1);
+            }
     } else if (s->b[leader].alive) {
         for (int b = 0; b < KM_N; b++)
             if (IN(live, b) && b != leader)
@@ -1383,10 +1445,11 @@ static void kraft_controller_actions(const km_state *s, km_succ *out) {
         int found = candidates(s, isr, s->c_elr, -1);
         for (int b = 0; b < KM_N; b++) /* _elect_from: an ELR member becomes the ISR */
             if (IN(found, b)) changed(s, out, CODE(A_ELECT, b, 0), b, IN(isr, b) ? isr : 1 << b, 0);
-        if (KM_F_UNCLEAN && !found) /* unclean_noted: no consumers, the state itself */
+        if (KM_F_UNCLEAN && !found)
             for (int b = 0; b < KM_N; b++) {
                 if (!unfenced(s, b)) continue;
                 km_state *t = km_emit(out, s, CODE(A_UNCLEAN, b, 0));
+                unclean_noted(t);
                 if (!partition_change(out, t, b, 1 << b, 0, -1, -1, 1)) retract(out);
             }
     } else if (s->b[leader].alive && unfenced(s, leader)) {
@@ -1725,7 +1788,188 @@ static void deliveries(const km_state *s, km_succ *out) {
 #endif
 }
 
-/* KafkaModel.successors: the controller, each broker, the deliveries */
+#if KM_CONSUMERS
+/* -- the consumers (clients.py ClientActions; bound consumers, constant consumer_inflight) ----------------------- */
+
+enum { CONSUMER_FETCH = 1, CONSUMER_FETCH_RESPONSE, CONSUMER_VALIDATE, CONSUMER_VALIDATE_RESPONSE };
+
+/* clients._fetch_answer: the answer of broker b to a fetch at `position` by consumer c (0: None, an empty answer);
+   a read past b's log (an HW above its LEO) the readable model cannot index: KM_ERR_UNCOMPILED */
+static int fetch_answer(km_succ *out, const km_consumer *c, int position, const km_broker *b, km_fetch_answer *a) {
+    memset(a, 0, sizeof *a);
+    if (b->hw > b->log_len && (position > b->log_len || position < b->hw)) { out->error = KM_ERR_UNCOMPILED; return 0; }
+    if (position > b->log_len) { /* OFFSET_OUT_OF_RANGE: a reset to the HW, surfaced */
+        a->position = b->hw;
+        a->last_epoch = (int8_t)(b->hw > 0 ? b->log[b->hw - 1][0] : UNDEFINED);
+        a->reset = 1;
+        return 1;
+    }
+    int skip = 0;
+    if (c->consumed_len && c->consumed[c->consumed_len - 1][0] == position - 1) {
+        const int8_t *e = c->consumed[c->consumed_len - 1];
+        skip = b->log[e[0]][0] != e[1] || b->log[e[0]][1] != e[2];
+    }
+    if (position >= b->hw) { /* an empty answer: a step only when it is a silent skip */
+        if (!skip || c->skipped) return 0;
+        a->position = (int8_t)position; a->last_epoch = c->last_epoch; a->skip = 1;
+        return 1;
+    }
+    for (int o = position; o < b->hw; o++) {
+        int8_t *r = a->read[a->read_len++];
+        r[0] = (int8_t)o; r[1] = b->log[o][0]; r[2] = b->log[o][1];
+    }
+    a->position = b->hw; a->last_epoch = b->log[b->hw - 1][0]; a->skip = (uint8_t)skip;
+    return 1;
+}
+
+/* clients._apply_fetch_answer */
+static void apply_fetch_answer(km_succ *out, km_consumer *c, const km_fetch_answer *a) {
+    if (c->consumed_len + a->read_len > KM_CONSUMED) { out->error = KM_ERR_CONSUMED; return; }
+    c->position = a->position; c->last_epoch = a->last_epoch;
+    memcpy(c->consumed[c->consumed_len], a->read, (size_t)a->read_len * 3);
+    c->consumed_len = (uint8_t)(c->consumed_len + a->read_len);
+    c->skipped = c->skipped || a->skip;
+    c->surfaced = (uint8_t)(c->surfaced + a->reset);
+}
+
+/* clients._apply_validate_answer: an end offset below the position is a truncation, surfaced */
+static void apply_validate_answer(km_consumer *c, int answer_epoch, int end) {
+    if (end != UNDEFINED && end < c->position) {
+        c->position = (int8_t)end; c->last_epoch = (int8_t)answer_epoch; c->surfaced = (uint8_t)(c->surfaced + 1);
+    }
+    c->validating = 0;
+}
+
+static void clear_inflight(km_consumer *c) {
+    c->q_broker = 0; c->q_kind = 0; c->q_incarnation = c->q_epoch = c->q_position = c->q_last_epoch = 0;
+    c->q_answered = 0; memset(&c->answer, 0, sizeof c->answer); c->a_epoch = c->a_end = 0;
+}
+
+/* ClientActions._consumer_fetch_state: the answer applied at once (no successor if None) */
+static void consumer_fetch(const km_state *s, km_succ *out, uint32_t code, int c, const km_broker *b) {
+    km_fetch_answer a;
+    if (!fetch_answer(out, &s->cons[c], s->cons[c].position, b, &a)) return;
+    km_state *t = km_emit(out, s, code);
+    apply_fetch_answer(out, &t->cons[c], &a);
+}
+
+/* ClientActions._fetch_from_follower_actions (KIP-392): any live follower of the consumer's leader in its epoch whose
+   LEO reaches its position */
+static void fetch_from_follower_actions(const km_state *s, km_succ *out, int c) {
+    const km_consumer *k = &s->cons[c];
+    for (int r = 0; r < KM_N; r++) {
+        if (r == k->leader) continue;
+        const km_broker *replica = &s->b[r];
+        if (!replica->alive || replica->leader != k->leader || replica->epoch != k->epoch ||
+            replica->log_len < k->position)
+            continue;
+        consumer_fetch(s, out, CODE(A_CONSUMER_FETCH_FOLLOWER, c, r), c, replica);
+    }
+}
+
+/* ClientActions._serve_consumer_fetch: the broker answers as it is now (None: it does not lead, or 2.3+ the
+   request's epoch is not its own) */
+static void serve_consumer_fetch(km_succ *out, km_state *t, int c, const km_broker *b) {
+    km_consumer *k = &t->cons[c];
+    int i = k->q_broker;
+    km_fetch_answer a;
+    memset(&a, 0, sizeof a);
+    int answered = 0;
+    if (!(b->leader != i || (KM_F_CONSUMER_TRUNCATION_DETECTION && b->epoch != k->q_epoch)))
+        answered = fetch_answer(out, k, k->q_position, b, &a);
+    k->q_kind = CONSUMER_FETCH_RESPONSE; k->q_epoch = 0; k->q_answered = (uint8_t)answered; k->answer = a;
+}
+
+/* clients._receive_consumer_fetch: applied unless an error, awaiting validation, or the position moved */
+static void receive_consumer_fetch(km_succ *out, km_consumer *k) {
+    km_fetch_answer a = k->answer;
+    int apply = k->q_answered && !k->validating && k->position == k->q_position;
+    clear_inflight(k);
+    if (apply) apply_fetch_answer(out, k, &a);
+}
+
+/* clients._receive_consumer_validate: applied only if the position awaits validation with the same last epoch,
+   leader and epoch */
+static void receive_consumer_validate(km_consumer *k) {
+    int apply = k->q_answered && k->validating && k->last_epoch == k->q_last_epoch && k->leader == k->q_broker &&
+                k->epoch == k->q_epoch;
+    int answer_epoch = k->a_epoch, end = k->a_end;
+    clear_inflight(k);
+    if (apply) apply_validate_answer(k, answer_epoch, end);
+}
+
+/* ClientActions._delayed_consumer_actions (consumer_inflight=1): one request outstanding, served, received, or lost
+   with its broker's connection */
+static void delayed_consumer_actions(const km_state *s, km_succ *out, int c) {
+    const km_consumer *k = &s->cons[c];
+    if (k->q_kind) {
+        int i = k->q_broker;
+        const km_broker *b = &s->b[i];
+        if (!b->alive || b->incarnation != k->q_incarnation) {
+            clear_inflight(&km_emit(out, s, CODE(A_CONSUMER_DISCONNECT, c, i))->cons[c]);
+            return;
+        }
+        if (k->q_kind == CONSUMER_FETCH) {
+            serve_consumer_fetch(out, km_emit(out, s, CODE(A_CONSUMER_SERVE_FETCH, c, i)), c, b);
+        } else if (k->q_kind == CONSUMER_FETCH_RESPONSE) {
+            receive_consumer_fetch(out, &km_emit(out, s, CODE(A_CONSUMER_RECEIVE_FETCH, c, i))->cons[c]);
+        } else if (k->q_kind == CONSUMER_VALIDATE) { /* NOT_LEADER / FENCED / UNKNOWN_LEADER_EPOCH: no answer */
+            km_consumer *u = &km_emit(out, s, CODE(A_CONSUMER_SERVE_VALIDATE, c, i))->cons[c];
+            u->q_kind = CONSUMER_VALIDATE_RESPONSE;
+            if (!(b->leader != i || b->epoch != k->q_epoch)) { /* ClientActions._validate_answer */
+                int epoch, end;
+                end_offset_for(b, k->q_last_epoch, KM_F_KAFKA_7415, &epoch, &end);
+                u->q_answered = 1; u->a_epoch = (int8_t)epoch; u->a_end = (int8_t)end;
+            }
+        } else {
+            receive_consumer_validate(&km_emit(out, s, CODE(A_CONSUMER_RECEIVE_VALIDATE, c, i))->cons[c]);
+        }
+        return;
+    }
+    int i = k->leader;
+    if (i < 0 || !s->b[i].alive) return;
+    const km_broker *b = &s->b[i];
+    km_consumer *u = &km_emit(out, s, CODE(k->validating ? A_CONSUMER_SEND_VALIDATE : A_CONSUMER_SEND_FETCH, c, i))
+                          ->cons[c];
+    u->q_broker = (int8_t)i; u->q_incarnation = b->incarnation; u->q_epoch = k->epoch;
+    if (k->validating) { u->q_kind = CONSUMER_VALIDATE; u->q_last_epoch = k->last_epoch; }
+    else { u->q_kind = CONSUMER_FETCH; u->q_position = k->position; }
+}
+
+/* ClientActions._consumer_actions: each consumer's metadata update, then its fetch or validation (or, with
+   consumer_inflight=1, its request's next step) */
+static void consumer_actions(const km_state *s, km_succ *out) {
+    for (int c = 0; c < KM_CONSUMERS; c++) {
+        const km_consumer *k = &s->cons[c];
+        int known = s->c_leader;
+        if (known >= 0 && (known != k->leader || s->c_epoch != k->epoch)) { /* ClientActions._metadata_state */
+            km_consumer *u = &km_emit(out, s, CODE(A_CONSUMER_METADATA, c, known))->cons[c];
+            u->validating = k->validating || (KM_F_CONSUMER_TRUNCATION_DETECTION && k->last_epoch != UNDEFINED &&
+                                              KM_MUTANT != 7);
+            u->leader = (int8_t)known; u->epoch = s->c_epoch;
+        }
+        if (KM_CONSUMER_INFLIGHT) {
+            delayed_consumer_actions(s, out, c);
+            continue;
+        }
+        int i = k->leader;
+        if (i < 0 || !s->b[i].alive) continue;
+        const km_broker *b = &s->b[i];
+        /* NOT_LEADER / FENCED_LEADER_EPOCH / UNKNOWN_LEADER_EPOCH: a metadata update first */
+        if (b->leader != i || (KM_F_CONSUMER_TRUNCATION_DETECTION && b->epoch != k->epoch)) continue;
+        if (k->validating) { /* ClientActions._validate_state */
+            int epoch, end;
+            end_offset_for(b, k->last_epoch, KM_F_KAFKA_7415, &epoch, &end);
+            apply_validate_answer(&km_emit(out, s, CODE(A_CONSUMER_VALIDATE, c, i))->cons[c], epoch, end);
+            continue;
+        }
+        consumer_fetch(s, out, CODE(A_CONSUMER_FETCH, c, i), c, b);
+        if (KM_F_FETCH_FROM_FOLLOWER) fetch_from_follower_actions(s, out, c);
+    }
+}
+#endif
+
+/* KafkaModel.successors: the controller, each broker, the deliveries, the consumers */
 static void km_successors(const km_state *s, km_succ *out) {
 #if KM_F_KRAFT /* KRaftController: actions_kraft, actions_broker_lifecycle */
     kraft_controller_actions(s, out);
@@ -1735,6 +1979,9 @@ static void km_successors(const km_state *s, km_succ *out) {
     for (int i = 0; i < KM_N; i++) broker_actions(s, out, i);
 #endif
     deliveries(s, out);
+#if KM_CONSUMERS
+    consumer_actions(s, out);
+#endif
 }
 
 /* -- the dead answers (dead.py DeadMessages) --------------------------------------------------------------- */
@@ -1898,11 +2145,30 @@ static int serialize(const km_state *s, uint8_t *p) {
     p[at++] = 0;
     for (int k = 0; k < s->acked_len; k++) { PUT(s->acked[k][0]); PUT(s->acked[k][1]); PUT(s->acked[k][2]); }
     p[at++] = 0;
+#if KM_CONSUMERS /* KafkaState.consumers, each Consumer's fields in order (the inflight tuple's ids first) */
+    for (int c = 0; c < KM_CONSUMERS; c++) {
+        const km_consumer *k = &s->cons[c];
+        PUT(k->leader); PUT(k->epoch); PUT(k->position); PUT(k->last_epoch); PUT(k->validating);
+        for (int e = 0; e < k->consumed_len; e++) { PUT(k->consumed[e][0]); PUT(k->consumed[e][1]); PUT(k->consumed[e][2]); }
+        p[at++] = 0;
+        PUT(k->skipped); PUT(k->surfaced); PUT(k->read_before_unclean);
+        if (k->q_kind) {
+            PUT(k->q_broker); PUT(k->q_kind); PUT(k->q_incarnation); PUT(k->q_epoch); PUT(k->q_position);
+            PUT(k->q_last_epoch); PUT(k->q_answered);
+            const km_fetch_answer *a = &k->answer; /* id-free: equal in every image */
+            PUT(a->position); PUT(a->last_epoch); PUT(a->read_len);
+            for (int e = 0; e < a->read_len; e++) { PUT(a->read[e][0]); PUT(a->read[e][1]); PUT(a->read[e][2]); }
+            PUT(a->skip); PUT(a->reset); PUT(k->a_epoch); PUT(k->a_end);
+        }
+        p[at++] = 0;
+    }
+#endif
 #undef PUT
     return at;
 }
 
-#define SER_BYTES (KM_N * (2 * KM_LOG + 2 * KM_CACHE + 5 * KM_N + 29) + 3 * KM_N + 10 + KM_NET * KM_MSG + 6 * KM_LOG + 12)
+#define SER_BYTES (KM_N * (2 * KM_LOG + 2 * KM_CACHE + 5 * KM_N + 29) + 3 * KM_N + 10 + KM_NET * KM_MSG + 6 * KM_LOG + 12 + \
+                   KM_CONSUMERS * (3 * KM_CONSUMED + 3 * KM_LOG + 24))
 
 static int rename_id(const int *p, int id) { return id < 0 ? id : p[id]; }
 
@@ -1938,6 +2204,12 @@ static void permute(const km_state *s, const int *p, km_state *t) {
     t->c_isr = (uint8_t)rename_mask(p, s->c_isr);
 #if KM_F_KRAFT
     t->c_elr = (uint8_t)rename_mask(p, s->c_elr);
+#endif
+#if KM_CONSUMERS /* a consumer's leader and its request's broker (consumers themselves are not permuted) */
+    for (int c = 0; c < KM_CONSUMERS; c++) {
+        t->cons[c].leader = (int8_t)rename_id(p, s->cons[c].leader);
+        if (s->cons[c].q_kind) t->cons[c].q_broker = (int8_t)rename_id(p, s->cons[c].q_broker);
+    }
 #endif
     t->net_len = 0;
     memset(t->net, 0, sizeof t->net);
@@ -2191,14 +2463,39 @@ static int elr_safety(const km_state *s) {
     return 1;
 }
 
-/* the invariants of invariants/kafka*.py in spec/kafka/kernel.py INVARIANTS' order; no-silent-skip and
-   consumed-stays read the consumers, which a compiled state has none of: they hold on it; elr-safety reads the ELR,
-   which only the KRaft rows keep */
+/* invariants/kafka_clients.no_silent_skip */
+static int no_silent_skip(const km_state *s) {
+#if KM_CONSUMERS
+    for (int c = 0; c < KM_CONSUMERS; c++)
+        if (s->cons[c].skipped) return 0;
+#endif
+    (void)s;
+    return 1;
+}
+
+/* invariants/kafka_clients.consumed_stays: every record a consumer read (but those read before the last unclean
+   election, unless it read on silently) is at its offset in the current leader's log */
+static int consumed_stays(const km_state *s) {
+#if KM_CONSUMERS
+    int i = current_leader(s);
+    if (i < 0) return 1;
+    for (int c = 0; c < KM_CONSUMERS; c++) {
+        const km_consumer *k = &s->cons[c];
+        for (int e = k->skipped ? 0 : k->read_before_unclean; e < k->consumed_len; e++)
+            if (!holds_entry(&s->b[i], k->consumed[e])) return 0;
+    }
+#endif
+    (void)s;
+    return 1;
+}
+
+/* the invariants of invariants/kafka*.py in spec/kafka/kernel.py INVARIANTS' order; elr-safety reads the ELR, which
+   only the KRaft rows keep */
 static uint32_t km_violations(const km_state *s) {
     return (uint32_t)!log_matching(s) | (uint32_t)!log_matching_all_pairs(s) << 1 |
            (uint32_t)!log_matching_raft(s) << 2 | (uint32_t)!committed_durable(s) << 3 |
            (uint32_t)!no_uncommitted_below_hw(s) << 4 | (uint32_t)!replica_sanity(s) << 5 |
            (uint32_t)!no_stale_control_request(s) << 6 | (uint32_t)stalled(s, IDLE_FENCED) << 7 |
            (uint32_t)stalled(s, IDLE_RESTARTED) << 8 | (uint32_t)!acknowledged_durable(s) << 9 |
-           (uint32_t)!elr_safety(s) << 12;
+           (uint32_t)!no_silent_skip(s) << 10 | (uint32_t)!consumed_stays(s) << 11 | (uint32_t)!elr_safety(s) << 12;
 }

@@ -26,8 +26,15 @@ epoch cache at most ``epochs + 1`` entries):
   dst -1, epoch, zkVersion, ISR, each broker's epoch) and answers (src -1, dst, epoch, zkVersion,
   error, ISR, new epoch, new zkVersion).
 
+- the KRaft section (``_kraft_tail``), then the consumers (``_consumer``), each: leader, epoch,
+  position, last epoch, validating, its consumed ghost (a count and ``consumed_cap`` (offset, epoch,
+  ident) triples), skipped, surfaced, read_before_unclean, then its request or answer in flight
+  (``consumer_inflight=1``; kind 0 and zeros for none: broker, kind, incarnation, epoch, position,
+  last epoch, whether answered, a fetch answer (position, last epoch, a count and ``records``
+  triples, skip, reset), a validation answer (epoch, end offset)).
+
 Signed values are stored as their low byte (-1 as 255). The fields the compiled rows never set
-(KRaft's, the consumers', KAFKA-13091's ``hw_stale``) are not stored: ``pack`` refuses a state where
+(the reassignments', KAFKA-13091's ``hw_stale``) are not stored: ``pack`` refuses a state where
 one is set.
 """
 
@@ -36,6 +43,12 @@ from __future__ import annotations
 import os
 from typing import Any
 
+from spec.kafka.clients import (
+    CONSUMER_FETCH,
+    CONSUMER_FETCH_RESPONSE,
+    CONSUMER_VALIDATE,
+    CONSUMER_VALIDATE_RESPONSE,
+)
 from spec.kafka.log import Record
 from spec.kafka.releases import resolve
 from spec.kafka.state import (
@@ -51,6 +64,7 @@ from spec.kafka.state import (
     AlterPartition,
     AlterPartitionResponse,
     Broker,
+    Consumer,
     ControlledShutdown,
     Controller,
     FetchRequest,
@@ -73,7 +87,12 @@ KINDS = ("_elect", "_preferred", "_unclean", "_crash", "_restart", "_bump", "_br
          "_shrink", "_expand", "_shutdown", "_bounce", "_deliver_stop", "_process_shutdown",
          "_truncate_diverging", "_process_alter", "_receive_alter", "_lose_alter",
          # the KRaft rows (kernel.c's KRaft section)
-         "_fence", "_unfence", "_unclean_shutdown", "_kraft_shutdown", "_clean_shutdown")
+         "_fence", "_unfence", "_unclean_shutdown", "_kraft_shutdown", "_clean_shutdown",
+         # the consumers (kernel.c's consumers section, clients.ClientActions)
+         "_consumer_metadata", "_consumer_fetch", "_consumer_validate", "_consumer_fetch_follower",
+         "_consumer_send_fetch", "_consumer_serve_fetch", "_consumer_receive_fetch",
+         "_consumer_send_validate", "_consumer_serve_validate", "_consumer_receive_validate",
+         "_consumer_disconnect")
 
 #: the feature flags the C file reads, each a ``KM_F_*`` define (``Features`` fields and derived
 #: switches)
@@ -87,7 +106,10 @@ FLAGS = ("kafka_5642", "kafka_5163", "epoch_in_response", "kafka_7415", "kafka_7
          # the KRaft rows (kernel.c's KRaft section; ``kraft`` switches the section on)
          "kraft", "kip_841", "kip_903", "fetch_carries_broker_epoch", "kafka_15021", "kip_966_elr",
          "detects_unclean_shutdown", "kafka_18635", "unclean_election_clears_elr",
-         "kraft_shutdown_stops_fetcher", "fenced_broker_clean_shutdown")
+         "kraft_shutdown_stops_fetcher", "fenced_broker_clean_shutdown",
+         # the consumers (clients.ClientActions: _consumer_actions, _metadata_state,
+         # _serve_consumer_fetch, _fetch_from_follower_actions); they act on no rule at consumers=0
+         "consumer_truncation_detection", "fetch_from_follower")
 #: flags whose rules the C file does not compile: a row with one on runs the readable model
 UNCOMPILED_FLAGS = ("lossy_crash",)
 #: the KRaft rows' bounds the C file does not compile: a configuration with one above 0 runs the
@@ -95,12 +117,11 @@ UNCOMPILED_FLAGS = ("lossy_crash",)
 KRAFT_UNCOMPILED_BOUNDS = {
     "reassignments": "partition reassignment (the replica lists) is not compiled",
 }
-#: flags that only the consumers read (``clients.ConsumerActions``: ``_consumer_actions``,
+#: flags that only the consumers read (``clients.ClientActions``: ``_consumer_actions``,
 #: ``_metadata_state``, ``_serve_consumer_fetch``, ``_fetch_from_follower_actions``, all reached
 #: only from ``KafkaModel.successors``' ``if self.consumers``): with ``consumers=0`` they change no
-#: rule, so the kernel, which compiles no consumer, accepts them there (tests/test_kafka_kernel.py:
-#: the state spaces with each on and off are equal at consumers=0); with consumers the bound
-#: ``consumers`` already falls back
+#: rule (tests/test_kafka_kernel.py: the state spaces with each on and off are equal there); the
+#: kernel's consumers section compiles them (tests/test_kafka_kernel_consumers.py)
 CONSUMER_FLAGS = ("consumer_truncation_detection", "fetch_from_follower")
 #: the compiled invariants, in the order of the violation mask's bits
 INVARIANTS = ("log-matching", "log-matching-all-pairs", "log-matching-raft", "committed-durable",
@@ -145,7 +166,8 @@ class Packing:
     slots)."""
 
     def __init__(self, brokers: int, records: int, epochs: int, net: int,
-                 alter_isr: bool = False, kraft: bool = False) -> None:
+                 alter_isr: bool = False, kraft: bool = False, consumers: int = 0,
+                 consumed: int | None = None) -> None:
         self.n, self.r, self.e, self.net = brokers, records, epochs, net
         #: a LeaderAndIsr's partition epoch, AlterPartition and the ``km_alter`` fields: alter-isr's
         #: and the KRaft rows'
@@ -165,6 +187,11 @@ class Packing:
         self.kraft_broker_bytes = 1 + brokers
         if kraft:
             self.state_bytes += brokers * self.kraft_broker_bytes + 1 + 3
+        #: the consumers (``km_consumer``): its consumed ghost's slots (``consumed_slots``)
+        self.consumers = consumers
+        self.consumed_cap = consumed_slots(records, epochs) if consumed is None else consumed
+        self.consumer_bytes = 23 + 3 * self.consumed_cap + 3 * self.log_cap
+        self.state_bytes += consumers * self.consumer_bytes
 
     # -- messages ----------------------------------------------------------------------------------
     def _message(self, m: Any) -> bytes:
@@ -280,10 +307,10 @@ class Packing:
         if ((c.partition_epoch and not self.alter_isr) or (c.elr and not self.kraft) or c.replicas
                 or c.adding or c.removing):
             raise ValueError(f"the kernel stores no such controller field here: {c}")
-        if (s.consumers or s.reassignments
+        if (len(s.consumers) != self.consumers or s.reassignments
                 or (not self.kraft and (s.unclean_shutdowns or s.clean_shutdowns or s.fences))
                 or (not self.alter_isr and (s.alters or s.alter_losses))):
-            raise ValueError("the kernel stores no client or KRaft counter")
+            raise ValueError("the kernel stores no reassignment, KRaft counter or other consumers")
         out: list[int] = []
         for b in s.brokers:
             out += self._broker(b)
@@ -309,7 +336,78 @@ class Packing:
         tail += [_s8(c.partition_epoch), s.alters, s.alter_losses]
         if self.kraft:
             tail += self._kraft_tail(s)
+        for consumer in s.consumers:
+            tail += self._consumer(consumer)
         return packed + bytes(tail)
+
+    def _consumer(self, c: Any) -> list[int]:
+        """A consumer (``km_consumer``): its fields, its consumed ghost, its request or answer in
+        flight."""
+        if len(c.consumed) > self.consumed_cap:
+            raise ValueError(f"{len(c.consumed)} consumed records, past the kernel's "
+                             f"{self.consumed_cap}")
+        out = [_s8(c.leader), _s8(c.epoch), _s8(c.position), _s8(c.last_epoch), int(c.validating),
+               len(c.consumed)]
+        for triple in c.consumed:
+            out += [_s8(x) for x in triple]
+        out += [0, 0, 0] * (self.consumed_cap - len(c.consumed))
+        out += [int(c.skipped), c.surfaced, c.read_before_unclean]
+        # broker, kind, incarnation, epoch, position, last epoch, answered
+        request = [0, 0, 0, 0, 0, 0, 0]
+        fetch_answer: tuple | None = None
+        validate_answer = (0, 0)
+        if c.inflight:
+            b, kind, incarnation = c.inflight[:3]
+            request[:3] = [b, kind, incarnation]
+            if kind == CONSUMER_FETCH:
+                request[3:5] = c.inflight[3:5]
+            elif kind == CONSUMER_FETCH_RESPONSE:
+                request[4] = c.inflight[3]
+                fetch_answer = c.inflight[4]
+                request[6] = int(fetch_answer is not None)
+            else:  # CONSUMER_VALIDATE, CONSUMER_VALIDATE_RESPONSE
+                request[3], request[5] = c.inflight[3:5]
+                if kind == CONSUMER_VALIDATE_RESPONSE and c.inflight[5] is not None:
+                    request[6] = 1
+                    validate_answer = c.inflight[5]
+        out += [_s8(x) for x in request]
+        position, last_epoch, read, skip, reset = fetch_answer or (0, 0, (), False, 0)
+        out += [_s8(position), _s8(last_epoch), len(read)]
+        for triple in read:
+            out += [_s8(x) for x in triple]
+        out += [0, 0, 0] * (self.log_cap - len(read))
+        return out + [int(skip), reset, *(_s8(x) for x in validate_answer)]
+
+    def _unconsumer(self, d: bytes) -> Consumer:
+        """The consumer ``_consumer`` packed."""
+        count = d[5]
+        consumed = tuple(tuple(_signed(x) for x in d[6 + 3 * k:9 + 3 * k]) for k in range(count))
+        at = 6 + 3 * self.consumed_cap
+        skipped, surfaced, read_before_unclean = bool(d[at]), d[at + 1], d[at + 2]
+        q = [_signed(x) for x in d[at + 3:at + 10]]
+        at += 10
+        b, kind, incarnation, epoch, position, last_epoch, answered = q
+        inflight: tuple = ()
+        if kind == CONSUMER_FETCH:
+            inflight = (b, kind, incarnation, epoch, position)
+        elif kind == CONSUMER_FETCH_RESPONSE:
+            count = d[at + 2]
+            read = tuple(tuple(_signed(x) for x in d[at + 3 + 3 * k:at + 6 + 3 * k])
+                         for k in range(count))
+            tail = at + 3 + 3 * self.log_cap
+            answer = ((_signed(d[at]), _signed(d[at + 1]), read, bool(d[tail]), d[tail + 1])
+                      if answered else None)
+            inflight = (b, kind, incarnation, position, answer)
+        elif kind == CONSUMER_VALIDATE:
+            inflight = (b, kind, incarnation, epoch, last_epoch)
+        elif kind == CONSUMER_VALIDATE_RESPONSE:
+            tail = at + 5 + 3 * self.log_cap
+            answer = (_signed(d[tail]), _signed(d[tail + 1])) if answered else None
+            inflight = (b, kind, incarnation, epoch, last_epoch, answer)
+        return Consumer(leader=_signed(d[0]), epoch=_signed(d[1]), position=_signed(d[2]),
+                        last_epoch=_signed(d[3]), validating=bool(d[4]), consumed=consumed,
+                        skipped=skipped, surfaced=surfaced,
+                        read_before_unclean=read_before_unclean, inflight=inflight)
 
     def _kraft_tail(self, s: KafkaState) -> list[int]:
         """The KRaft section: each broker's followers' broker epochs (whether it holds them, the
@@ -378,7 +476,16 @@ class Packing:
                            produced=produced, crashes=crashes, bumps=bumps, shutdowns=shutdowns,
                            bounces=bounces, losses=losses, committed=ghosts[0], acked=ghosts[1],
                            alters=alters, alter_losses=alter_losses)
-        return self._kraft_unpack(state, data[at + 3:]) if self.kraft else state
+        at += 3
+        if self.kraft:
+            state = self._kraft_unpack(state, data[at:])
+            at += self.n * self.kraft_broker_bytes + 4
+        if self.consumers:
+            cb = self.consumer_bytes
+            state = state._replace(consumers=tuple(
+                self._unconsumer(data[at + k * cb:at + (k + 1) * cb])
+                for k in range(self.consumers)))
+        return state
 
     def _kraft_unpack(self, state: KafkaState, d: bytes) -> KafkaState:
         """``state`` with the KRaft section ``d`` (``_kraft_tail``) read back."""
@@ -392,6 +499,13 @@ class Packing:
         return state._replace(brokers=tuple(brokers),
                               controller=state.controller._replace(elr=_ids(elr, n)),
                               unclean_shutdowns=unclean, clean_shutdowns=clean, fences=fences)
+
+
+def consumed_slots(records: int, epochs: int) -> int:
+    """A consumer's consumed ghost's slots: every record again after each truncation or reset it
+    surfaced (a position moves back only to a log that a new leader epoch changed). A consumer past
+    them stops the search (``KM_ERR_CONSUMED``), never a silently different one."""
+    return max(records, 1) * (epochs + 2)
 
 
 def network_slots(brokers: int, epochs: int, crashes: int, bounces: int, shutdowns: int,
@@ -426,9 +540,6 @@ def unsupported_reason(model: Any) -> str | None:
     for flag in UNCOMPILED_FLAGS:
         if getattr(f, flag):
             return f"the kernel does not compile {flag.replace('_', '-')}"
-    for bound in ("consumers",):
-        if getattr(model, bound):
-            return f"the kernel does not compile the bound {bound}={getattr(model, bound)}"
     if model.hw_events:
         return "the kernel does not compile hw_events=1 (KAFKA-13091's stale HW)"
     if f.kraft:
@@ -477,7 +588,7 @@ def kernel(model: Any) -> KernelSource:
            network_slots(model.brokers, model.epochs, model.crashes, model.bounces, model.shutdowns,
                          f.zookeeper_alter_isr))
     packing = Packing(model.brokers, model.records, model.epochs, net, f.zookeeper_alter_isr,
-                      kraft=kraft)
+                      kraft=kraft, consumers=model.consumers)
     tables = [getattr(model, name, None) for name in KINDS]
 
     def action(code: int) -> Action:
@@ -495,8 +606,16 @@ def kernel(model: Any) -> KernelSource:
                # the KRaft bounds (actions_kraft.KRaftControllerActions._init_kraft)
                ("KM_UNCLEAN_SHUTDOWNS", model.unclean_shutdowns),
                ("KM_METADATA_LAG", model.metadata_lag), ("KM_FENCES", model.fences),
-               ("KM_CLEAN_SHUTDOWNS", model.clean_shutdowns)]
-    defines += [(f"KM_F_{flag.upper()}", int(bool(getattr(f, flag)))) for flag in FLAGS]
+               ("KM_CLEAN_SHUTDOWNS", model.clean_shutdowns),
+               # the consumers (clients.ClientActions._init_clients); without one, neutral values
+               # (as the consumer flags below): a row's kernels then differ only where a rule does
+               ("KM_CONSUMERS", model.consumers),
+               ("KM_CONSUMER_INFLIGHT", model.consumer_inflight if model.consumers else 0),
+               ("KM_CONSUMED", packing.consumed_cap if model.consumers else 1)]
+    defines += [(f"KM_F_{flag.upper()}",
+                 int(bool(getattr(f, flag))
+                     and (model.consumers > 0 or flag not in CONSUMER_FLAGS)))
+                for flag in FLAGS]
     return KernelSource(source=SOURCE, defines=tuple(defines), state_bytes=packing.state_bytes,
                         pack=packing.pack, unpack=packing.unpack, action=action,
                         invariants=INVARIANTS, symmetry=True, unsupported=unsupported_reason(model),
