@@ -500,19 +500,25 @@ class PackedLevelStep:
         spark.frontier = self._rebalanced(spark, frontier, keys, base)
         spark.frontier_checked = False
         if not self._run_dir.temporary:
-            spark.sc.setJobDescription(f"kmc level {depth}: write")
-            info.path = self._run_dir.level_path(depth)
-            os.makedirs(info.path, exist_ok=True)
-            written = sum(spark.frontier.mapPartitionsWithIndex(
-                _WriteLevel(info.path, spark.broadcasts[-1])).collect())
-            if written != count:
-                raise RuntimeError(f"level {depth}: {written} states written, {count} numbered")
-            info.digest = self._run_dir.level_digest(info.path)
+            self._write_packed_level(spark, info)
         spark.keep = [expanded, reduced]
         timing.job_index = time.monotonic() - index_started
         st.level_done(depth, base, count)
         levels.append(info)
         self._packed_done(spark, st, levels, timing, level_started)
+
+    def _write_packed_level(self, spark: SparkRun, info: LevelInfo) -> None:
+        """Write the new frontier (``spark.frontier``, ``info.count`` states) as the run
+        directory's level file, by the executors that hold it, and record its digest."""
+        depth = info.depth
+        spark.sc.setJobDescription(f"kmc level {depth}: write")
+        info.path = self._run_dir.level_path(depth)
+        os.makedirs(info.path, exist_ok=True)
+        written = sum(spark.frontier.mapPartitionsWithIndex(
+            _WriteLevel(info.path, spark.broadcasts[-1])).collect())
+        if written != info.count:
+            raise RuntimeError(f"level {depth}: {written} states written, {info.count} numbered")
+        info.digest = self._run_dir.level_digest(info.path)
 
     def _rebalanced(self, spark: SparkRun, frontier: Any, keys: np.ndarray, base: int) -> Any:
         """The next frontier where its states are (``frontier``, the kept candidates, selected in
