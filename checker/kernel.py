@@ -57,12 +57,17 @@ from checker.search import (
     validate_initial,
     verdict_of,
 )
-from spec.errors import EnvironmentMissingError, ModelError, OutputError
+from spec.errors import EnvironmentMissingError, ModelError, OutputError, UsageError
 from spec.model import Action, KernelSource, Model
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 SEARCH_HEADER = os.path.join(HERE, "kernel_search.h")
-CFLAGS = ("-O2", "-shared", "-fPIC", "-std=c11", "-pthread", "-D_POSIX_C_SOURCE=200809L")
+CFLAGS = ("-shared", "-fPIC", "-std=c11", "-pthread", "-D_POSIX_C_SOURCE=200809L")
+#: the optimisation levels ``$KMC_KERNEL_OPT`` may name; unset, a kernel is compiled at -O2. The
+#: test suite compiles a few hundred small configurations once each and sets -O1
+#: (tests/conftest.py): 1.17 s of CPU a Kafka kernel against 1.83 s, for 9% more instructions a
+#: state (bench/NOTES.md)
+OPT_LEVELS = ("-O0", "-O1", "-O2", "-O3")
 #: ``--kernel``: auto (the kernel where it applies, else the readable model), on (the kernel or an
 #: error), off
 MODES = ("auto", "on", "off")
@@ -93,6 +98,16 @@ def capacity_message(spec: KernelSource, code: int) -> str:
 
 def compiler() -> str:
     return os.environ.get("KMC_CC") or os.environ.get("CC") or "cc"
+
+
+def optimisation() -> str:
+    """The compiler's optimisation level: ``$KMC_KERNEL_OPT`` or -O2; anything else is refused with
+    one line (exit 64)."""
+    level = os.environ.get("KMC_KERNEL_OPT") or "-O2"
+    if level not in OPT_LEVELS:
+        raise UsageError(f"KMC_KERNEL_OPT={level!r} is not an optimisation level: set it to one of "
+                         f"{', '.join(OPT_LEVELS)}, or unset it for -O2")
+    return level
 
 
 def cache_dir() -> str:
@@ -178,7 +193,7 @@ class Kernel:
 def build_command(spec: KernelSource, cc: str, output: str,
                   extra: tuple[str, ...] = ()) -> list[str]:
     defines = [f"-D{name}={value}" for name, value in spec.defines] + list(extra)
-    return [cc, *CFLAGS, f"-I{HERE}", *defines, spec.source, "-o", output]
+    return [cc, optimisation(), *CFLAGS, f"-I{HERE}", *defines, spec.source, "-o", output]
 
 
 def load(spec: KernelSource, extra_flags: tuple[str, ...] = ()) -> Kernel:
@@ -194,7 +209,7 @@ def load(spec: KernelSource, extra_flags: tuple[str, ...] = ()) -> Kernel:
     for path in (spec.source, SEARCH_HEADER):
         with open(path, "rb") as f:
             key.update(f.read())
-    key.update(repr((found, CFLAGS, spec.defines, extra_flags)).encode())
+    key.update(repr((found, optimisation(), CFLAGS, spec.defines, extra_flags)).encode())
     directory = cache_dir()
     library = os.path.join(directory,
                            f"{os.path.splitext(os.path.basename(spec.source))[0]}-{key.hexdigest()[:24]}.so")  # noqa: E501

@@ -21,6 +21,10 @@ from typing import NamedTuple
 
 import pytest
 
+#: the suite compiles a few hundred small kernels once each: at -O1, not a search's -O2 (about a
+#: third less compile CPU; checker/kernel.py's OPT_LEVELS). A test that needs -O2 sets it itself.
+os.environ.setdefault("KMC_KERNEL_OPT", "-O1")
+
 
 @pytest.fixture(scope="session")
 def spark_local():

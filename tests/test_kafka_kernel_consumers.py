@@ -256,9 +256,19 @@ def test_the_consumed_stays_cells_search_as_the_readable_model(row):
     _cell_search(row)
 
 
+#: the cells whose readable search costs 28-55 s of CPU each (about 200 s together, a quarter of
+#: the suite's budget): their readable side is the matrix table, made by ``kmc matrix --kernel off``
+#: and held to the readable source by its digest (tests/test_traces_matrix.py's fast digest test),
+#: and their kernel side is searched against that table, cell by cell, by
+#: ``test_every_cell_on_the_kernel_is_the_readable_tables``; the other rows are searched both ways
+#: here, with every count, depth, out-degree and counterexample compared
+TABLE_CELLS = ("2.8.1", "3.4.1", "3.9.1", "kraft-3.5", "kraft-4.1")
+
+
 @pytest.mark.slow
 @needs_cc
-@pytest.mark.parametrize("row", [r for r in PROVEN_ROWS if r not in FAST_CELLS])
+@pytest.mark.parametrize("row", [r for r in PROVEN_ROWS
+                                 if r not in FAST_CELLS and r not in TABLE_CELLS])
 def test_every_consumed_stays_cell_searches_as_the_readable_model(row):
     _cell_search(row)
 

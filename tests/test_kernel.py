@@ -229,3 +229,27 @@ def test_a_failing_compiler_is_one_line(monkeypatch, tmp_path):
         km.load(model_of("two-phase", {"RM": 3}).kernel())
     # no half-written library left
     assert list((tmp_path / "cache" / "kmc" / "kernels").iterdir()) == []
+
+
+def test_the_optimisation_level_is_checked_and_keys_the_cache(capsys, monkeypatch, tmp_path):
+    """``$KMC_KERNEL_OPT`` (the suite sets -O1) picks the level the kernel is compiled at: a level
+    is part of the cache's key, so -O1 and -O2 are two libraries, and anything but -O0..-O3 is one
+    line, exit 64."""
+    spec = model_of("two-phase", {"RM": 3}).kernel()
+    monkeypatch.setenv("KMC_CC", "cc")
+    monkeypatch.setenv("KMC_KERNEL_OPT", "-O1")
+    assert km.build_command(spec, "cc", "out.so")[1] == "-O1"
+    monkeypatch.delenv("KMC_KERNEL_OPT")
+    assert km.build_command(spec, "cc", "out.so")[1] == "-O2"
+    if shutil.which(km.compiler()) is not None:
+        monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
+        libraries = set()
+        for level in ("-O1", "-O2"):
+            monkeypatch.setenv("KMC_KERNEL_OPT", level)
+            libraries.add(km.load(spec).library)
+        assert len(libraries) == 2
+    monkeypatch.setenv("KMC_KERNEL_OPT", "-Ofast; rm -rf /")
+    assert main(["check", "two-phase", "--kernel", "on", "--quiet"]) == 64
+    err = capsys.readouterr().err.strip()
+    assert err.count("\n") == 0
+    assert "KMC_KERNEL_OPT='-Ofast; rm -rf /' is not an optimisation level" in err
