@@ -160,6 +160,14 @@ def search(model, kernel: str, invariants: tuple[str, ...] = ("log-matching",), 
                                     **options))
 
 
+def searches_agree(model, **options) -> None:
+    """``model`` searched on the kernel (which must be the path taken) and on the readable model:
+    verdict, counts, depth, out-degrees and every counterexample equal."""
+    compiled = search(model, "on", **options)
+    assert compiled.extra["path"]["path"] == "kernel"
+    assert summary(compiled) == summary(search(model, "off", **options))
+
+
 def summary(result) -> tuple:
     violations = [(v.invariant, v.length, tuple(map(str, (s.action for s in v.trace.steps))),
                    v.trace.states, v.discovered) for v in result.violations]
@@ -224,9 +232,7 @@ def test_big_searches_agree(row):
     model = kafka(row, brokers=3, records=1, epochs=1, crashes=1)
     options = {"symmetry": True, "reduce": "dead", "max_depth": 12, "stop_at_first": False,
                "invariants": ("log-matching", "log-matching-all-pairs", "log-matching-raft")}
-    compiled = search(model, "on", **options)
-    assert compiled.extra["path"]["path"] == "kernel"
-    assert summary(compiled) == summary(search(model, "off", **options))
+    searches_agree(model, **options)
     control = kafka(row, **CONTROL)
     options = {"invariants": DEFAULT, "stop_at_first": False}
     assert summary(search(control, "on", **options)) == summary(search(control, "off", **options))
@@ -466,9 +472,7 @@ SWITCHED_SEARCHES = [
 @pytest.mark.parametrize(("row", "flags", "bounds", "options"), SWITCHED_SEARCHES, ids=_id)
 def test_searches_with_switched_flags_agree(row, flags, bounds, options):
     model = switched(row, flags, **bounds)
-    compiled = search(model, "on", **options)
-    assert compiled.extra["path"]["path"] == "kernel"
-    assert summary(compiled) == summary(search(model, "off", **options))
+    searches_agree(model, **options)
 
 
 # -- the consumers' flags: no rule without consumers -----------------------------------------------
@@ -499,9 +503,7 @@ def test_the_releases_with_the_consumers_flags_search_as_the_readable_model(rele
     +kafka-10706-fix too) by number, on the kernel and off: equal searches."""
     model = kafka(release, brokers=2, records=1, epochs=2, crashes=1)
     options = {"invariants": DEFAULT, "symmetry": True, "reduce": "dead"}
-    compiled = search(model, "on", **options)
-    assert compiled.extra["path"]["path"] == "kernel"
-    assert summary(compiled) == summary(search(model, "off", **options))
+    searches_agree(model, **options)
 
 
 # -- truncate-on-fetch (KAFKA-10554 and its fixes), on the ZooKeeper rows' controller --------------
@@ -656,9 +658,7 @@ ALTER_SEARCHES += [pytest.param(row, bounds, {k: v for k, v in options.items() i
 @pytest.mark.parametrize(("row", "bounds", "options"), ALTER_SEARCHES, ids=_id)
 def test_alter_isr_searches_agree(row, bounds, options):
     model = kafka(row, **bounds)
-    compiled = search(model, "on", **options)
-    assert compiled.extra["path"]["path"] == "kernel"
-    assert summary(compiled) == summary(search(model, "off", **options))
+    searches_agree(model, **options)
 
 
 # -- the KRaft rows' control plane (kernel.c's KRaft section) --------------------------------------

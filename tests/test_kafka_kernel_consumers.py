@@ -39,7 +39,7 @@ from tests.test_kafka_kernel import (
     kafka,
     reachable,
     search,
-    summary,
+    searches_agree,
     switched,
 )
 from tests.test_kernel import needs_cc
@@ -245,9 +245,7 @@ FAST_CELLS = ("0.10.2",)
 def _cell_search(row: str) -> None:
     model = kafka(row, **_cell(row))
     options = {"invariants": ("consumed-stays",)}
-    compiled = search(model, "on", **options)
-    assert compiled.extra["path"]["path"] == "kernel"
-    assert summary(compiled) == summary(search(model, "off", **options))
+    searches_agree(model, **options)
 
 
 @needs_cc
@@ -306,9 +304,7 @@ def test_more_consumer_searches_with_requests_in_flight_agree(row, flags, bounds
 
 def _inflight_search(row: str, flags: dict, bounds: dict, options: dict) -> None:
     model = _model(row, flags, bounds)
-    compiled = search(model, "on", **options)
-    assert compiled.extra["path"]["path"] == "kernel"
-    assert summary(compiled) == summary(search(model, "off", **options))
+    searches_agree(model, **options)
 
 
 @pytest.mark.parametrize("flags", [{"consumer-truncation-detection": True},
