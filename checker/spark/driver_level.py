@@ -19,6 +19,13 @@ Moving between the two
     To the executors: the driver's frontier is cut into equal ranges of global index
     (``_packed_frontier``), and the executors' visited fingerprints are built again when levels ran
     on the driver since they were last complete.
+From the start
+    The kernel path begins on the driver at the first level (``_driver_switch``): the readable
+    local engine makes the initial states only, and every level runs in C on the driver while its
+    frontier is below ``--spark-driver-below`` or, until a level has gone to the executors, below
+    ``--spark-threshold``. On a local master the JVM starts at the first level that goes to the
+    executors (``_executors_started``), so a search that never needs them starts no Spark
+    application.
 A run directory (``--checkpoint``) gets the driver's level as one Parquet file of the executors'
 schema ``(fp, key, state)``, with its digest in run.json: ``--resume`` reads it as it reads theirs.
 
@@ -28,6 +35,8 @@ schema ``(fp, key, state)``, with its digest in run.json: ``--resume`` reads it 
 from __future__ import annotations
 
 import os
+import re
+import tempfile
 import time
 from collections.abc import Iterator
 from typing import Any
@@ -45,6 +54,27 @@ from checker.spark.packed_step import (
     expand_rows,
     write_level_file,
 )
+from checker.spark.rundir import RunDir, save_local_prefix
+
+#: a local master's URL (``local``, ``local[N]``, ``local[*]``, ``local[N,F]``, ``local[*,F]``):
+#: checked before its JVM starts, which is then left to the first level on the executors
+LOCAL_MASTER = re.compile(r"local(\[(\*|[1-9][0-9]*)(,[1-9][0-9]*)?\])?")
+
+
+def lazy_master(master: str) -> bool:
+    """True when a run on ``master`` may start its JVM late: a well-formed local master, not under
+    spark-submit (whose session exists already). Any other master starts at the first level, where
+    Spark refuses a bad one in one line, as before."""
+    return bool(LOCAL_MASTER.fullmatch(master)) and "PYSPARK_GATEWAY_PORT" not in os.environ
+
+
+def local_partitions(master: str) -> int:
+    """The partitions ``SparkBFS._start`` gives a local master (one a core, at least two)."""
+    cores = re.match(r"local\[(\*|[0-9]+)", master)
+    if cores is None:
+        return 2
+    count = (os.cpu_count() or 1) if cores.group(1) == "*" else int(cores.group(1))
+    return max(2, count)
 
 
 class _CollectFrontier:
@@ -145,8 +175,48 @@ class DriverLevelStep:
 
     def _on_driver(self, st: Counters) -> bool:
         """The next level runs on the driver: its frontier has fewer than ``--spark-driver-below``
-        states."""
-        return st.frontier_size < self.driver_below
+        states, or fewer than ``--spark-threshold`` and no level has gone to the executors."""
+        return st.frontier_size < self.driver_below or (
+            not self._spark.executors_used and st.frontier_size < self.threshold)
+
+    def _driver_switch(self, st: Counters) -> None:
+        """The kernel path from the first level: the local prefix (the initial states) packed and
+        kept on the driver as its frontier (``packed_prefix``), Spark started only if the master is
+        not a local one (``lazy_master``)."""
+        from checker.codec import state_column_codec
+        from checker.spark.kernel_step import packed_prefix
+
+        local = st.local
+        if self._run_dir is None:
+            self._run_dir = RunDir(tempfile.mkdtemp(prefix="kmc-spark-"), temporary=True)
+        spark = SparkRun(None, None, False, self.partitions or local_partitions(self.master))
+        spark.codec = state_column_codec(self.model)  # run.json's transport: "arrow"
+        if not self._run_dir.temporary:
+            save_local_prefix(self._run_dir, self.model, self.options, local)
+        rows, kernel_fps, start = packed_prefix(self._kernel, self.model, self.symmetry, local,
+                                                self.options.reduce == "dead")
+        spark.prefix_fps = kernel_fps
+        gidx = np.arange(local.frontier_base, local.frontier_base + rows.shape[0] - start,
+                         dtype=np.int64)
+        spark.driver_frontier = (gidx, kernel_fps[start:], rows[start:])
+        spark.driver_keys = np.zeros(0, np.int64)
+        spark.recent = [kernel_fps[start:]]
+        spark.frontier_checked = True  # the local engine checked its last level as it committed it
+        st.spark_started = True
+        st.local_distinct = len(local.log)
+        local.frontier = []
+        self._spark = spark
+        if not lazy_master(self.master):
+            self._executors_started()
+
+    def _executors_started(self) -> None:
+        """Spark's session for a run whose levels so far ran on the driver (its JVM, its Python
+        workers), the first time a level goes to the executors."""
+        spark = self._spark
+        if spark.sc is None:
+            started = self._start(self._run_dir, per_core=1)
+            spark.session, spark.sc, spark.created = started.session, started.sc, started.created
+            spark.partitions = started.partitions
 
     def _driver_frontier(self, spark: SparkRun) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """The frontier on the driver (global indices, fingerprints, packed rows), collected from
@@ -233,8 +303,10 @@ class DriverLevelStep:
         """The driver's frontier back to the executors, in equal ranges of global index, with their
         visited fingerprints made complete again and the level's numbering broadcast."""
         gidx, fps, rows = spark.driver_frontier
+        spark.executors_used = True
         if spark.visited_depth < st.depth:
-            spark.retired.append(spark.visited)
+            if spark.visited is not None:
+                spark.retired.append(spark.visited)
             spark.visited = self._packed_visited(spark, visited_fingerprints(spark, levels))
             spark.visited_depth = st.depth
         spark.frontier = self._packed_frontier(spark, gidx, fps, rows)

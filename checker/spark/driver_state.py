@@ -89,6 +89,9 @@ class SparkRun:
     driver_seen_depth: int = 0
     visited_depth: int = 0
     prefix_fps: Any = None
+    #: a level has gone to the executors (``--spark-threshold`` no longer keeps levels on the
+    #: driver)
+    executors_used: bool = False
 
 
 class Counters:
