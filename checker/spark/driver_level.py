@@ -26,8 +26,13 @@ From the start
     ``--spark-threshold``. On a local master the JVM starts at the first level that goes to the
     executors (``_executors_started``), so a search that never needs them starts no Spark
     application.
-A run directory (``--checkpoint``) gets the driver's level as one Parquet file of the executors'
-schema ``(fp, key, state)``, with its digest in run.json: ``--resume`` reads it as it reads theirs.
+A run directory (``--checkpoint``) gets the driver's levels as Parquet files of the executors'
+schema ``(fp, key, state)``, with their digests in run.json: ``--resume`` reads them as it reads
+theirs. They are written as the local engine writes its checkpoints, every ``--checkpoint-every``
+seconds, and before a level goes to the executors and when the search ends (its budget, its end):
+the levels since the last write at once, each one's ``(fp, key)`` and only the last one's states
+(the frontier a resume expands; a level behind it is read for its parent pointers only). Writing
+every state of every level took a quarter of the run's CPU (bench/NOTES.md, issue 39).
 
 ``DriverLevelStep`` is a mixin of ``checker.spark.engine.SparkBFS``.
 """
@@ -312,19 +317,38 @@ class DriverLevelStep:
         spark.driver_keys = keys
         spark.frontier_checked = False
         if not self._run_dir.temporary:
-            info.path = self._run_dir.level_path(depth)
-            os.makedirs(info.path, exist_ok=True)
-            write_level_file(info.path, 0, fps, keys, states)
-            info.digest = self._run_dir.level_digest(info.path)
+            spark.unwritten.append(info)
         st.level_done(depth, base, count)
         levels.append(info)
         self._packed_done(spark, st, levels, timing, level_started)
+
+    def _commit_due(self, spark: SparkRun) -> bool:
+        """run.json is written after this level: it ran on the executors, or the driver's levels
+        have waited ``--checkpoint-every`` seconds."""
+        return (not spark.unwritten
+                or time.monotonic() - spark.committed_at >= self.options.checkpoint_every)
+
+    def _write_driver_levels(self, spark: SparkRun, st: Counters, levels: list[LevelInfo]) -> None:
+        """The driver's levels since run.json was last written, as level files: each one's
+        fingerprints and keys, and the states of the last one if it is the frontier."""
+        for info in spark.unwritten:
+            info.path = self._run_dir.level_path(info.depth)
+            os.makedirs(info.path, exist_ok=True)
+            fps, parents, positions = info.pointers
+            keys = parents << POSITION_BITS | positions.astype(np.int64)
+            frontier = (info is levels[-1] and st.frontier_size > 0
+                        and spark.driver_frontier is not None)
+            states = spark.driver_frontier[2] if frontier else np.zeros((info.count, 0), np.uint8)
+            write_level_file(info.path, 0, fps, keys, states)
+            info.digest = self._run_dir.level_digest(info.path)
+        spark.unwritten = []
 
     def _to_executors(self, spark: SparkRun, st: Counters, levels: list[LevelInfo]) -> None:
         """The driver's frontier back to the executors, in equal ranges of global index, with their
         visited fingerprints made complete again and the level's numbering broadcast."""
         gidx, fps, rows = spark.driver_frontier
         spark.executors_used = True
+        self._write_driver_levels(spark, st, levels)  # the executors' level commits them
         if spark.visited_depth < st.depth:
             if spark.visited is not None:
                 spark.retired.append(spark.visited)

@@ -3,6 +3,7 @@ RDDs and broadcasts alive, and the counts of the search."""
 
 from __future__ import annotations
 
+import time
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -92,6 +93,10 @@ class SparkRun:
     #: a level has gone to the executors (``--spark-threshold`` no longer keeps levels on the
     #: driver)
     executors_used: bool = False
+    #: the driver's levels not yet in the run directory (``DriverLevelStep._write_driver_levels``)
+    #: and when run.json was last written
+    unwritten: list[Any] = field(default_factory=list)
+    committed_at: float = field(default_factory=time.monotonic)
 
 
 class Counters:

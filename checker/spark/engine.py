@@ -253,6 +253,9 @@ class SparkBFS(DriverLevelStep, PackedLevelStep, ArrowLevelStep, LevelStep, Resu
             else:
                 self._first_violations(spark, st, self._pending(st))
             spark.frontier_checked = True
+        if spark is not None and spark.unwritten:  # the driver's last levels, the resume point
+            self._write_driver_levels(spark, st, self._levels)
+            self._commit(spark, st, self._levels, self._run_dir)
         result = self._result(st, self._levels, self.elapsed(), reason, spark, self._run_dir)
         if spark is None or spark.sc is None:
             note = self._driver_only_note()

@@ -554,7 +554,9 @@ class PackedLevelStep:
         for rdd in spark.retired:
             rdd.unpersist(False)
         spark.retired, spark.keep = spark.keep, []
-        self._commit(spark, st, levels, self._run_dir)
+        if self._commit_due(spark):
+            self._write_driver_levels(spark, st, levels)
+            self._commit(spark, st, levels, self._run_dir)
         timing.seconds = time.monotonic() - level_started
         self._level_done(timing, st)
 
