@@ -73,6 +73,16 @@ def test_a_run_on_the_driver_starts_no_spark_and_writes_the_frontiers_states_onl
     assert set(widths) == set(range(2, 12)) and all(w == {0} for w in widths.values())
 
 
+@pytest.mark.parametrize("master", ["local[x]", "local[0]", "local[2", "locally"])
+def test_a_malformed_local_master_is_refused_in_one_line(master):
+    from checker.spark import SparkOptions
+    from spec.errors import UsageError
+
+    with pytest.raises(UsageError, match="a local master is local, local"):
+        SparkOptions(master=master)
+    SparkOptions(master="local[2,4]")  # well formed: no JVM needed to tell
+
+
 def test_checkpoint_every_zero_writes_run_json_after_every_level(tmp_path, monkeypatch):
     _result, saved, commits = driver_run(tmp_path, monkeypatch, checkpoint_every=0)
     assert commits == 11 and saved["depth"] == 12  # levels 2 to 12

@@ -20,7 +20,7 @@ from checker.levels import LevelSearch, run_levels
 from checker.result import CheckResult
 from checker.search import Progress, SearchOptions
 from checker.spark.arrow_step import ArrowLevelStep, arrow_available
-from checker.spark.driver_level import DriverLevelStep
+from checker.spark.driver_level import LOCAL_MASTER, DriverLevelStep
 from checker.spark.driver_state import Counters, LevelInfo, LevelTiming, SparkRun
 from checker.spark.level_step import LevelStep
 from checker.spark.packed_step import PackedLevelStep, packed_available
@@ -86,6 +86,11 @@ class SparkOptions:
     def __post_init__(self) -> None:
         if self.driver_below < 0:
             raise UsageError(f"--spark-driver-below must be 0 or more, not {self.driver_below}")
+        if (self.master.startswith("local") and not self.master.startswith("local-cluster[")
+                and not LOCAL_MASTER.fullmatch(self.master)):
+            # Spark's own refusal is a JVM trace on stderr
+            raise UsageError(f"--master {self.master}: a local master is local, local[N], "
+                             "local[*], local[N,F] or local[*,F]")
         if self.transport not in (None, "arrow", "blocks"):
             raise UsageError(f"unknown Spark transport {self.transport!r}: arrow or blocks")
 
