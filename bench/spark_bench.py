@@ -188,21 +188,20 @@ def run_spark(model: Any, options: SearchOptions, master: str, threshold: int, p
     result = run_engine(model, options, spark_options)
     after = tree_cpu_by_kind()
     application = result.extra["spark"]["master"] is not None
-    if not prestart:  # for the figures below (an empty level's cost, the stages)
-        start_session(master, stages)
-    from checker.spark import spark_session
-
-    session, _ = spark_session(master, ui=stages)
-    sc = session.sparkContext
-    warm = max(2, 2 * sc.defaultParallelism)
     if run_dir is not None:
         shutil.rmtree(run_dir, ignore_errors=True)
     cpu_by_kind = {kind: after[kind] - before.get(kind, 0.0) for kind in after}
     cpu = sum(cpu_by_kind.values())
-    parts = result.extra["spark"]["partitions"] or warm
-    fixed = empty_level_cost(sc, parts)
-    profile = stage_profile(sc) if stages else {}
-    session.stop()
+    parts = result.extra["spark"]["partitions"]
+    fixed, profile = 0.0, {}
+    if prestart or application:  # an empty level's cost and the stages: on the run's session
+        from checker.spark import spark_session
+
+        session, _ = spark_session(master, ui=stages)
+        sc = session.sparkContext
+        fixed = empty_level_cost(sc, parts or max(2, 2 * sc.defaultParallelism))
+        profile = stage_profile(sc) if stages else {}
+        session.stop()
     levels = result.extra["spark"]["levels"]
     spark_levels = [lv for lv in levels if lv["engine"] == "spark"]
     driver_levels = [lv for lv in levels if lv["engine"] == "driver"]
