@@ -101,31 +101,11 @@ def driver_threads() -> int:
         return max(1, os.cpu_count() or 1)
 
 
-def joined(rows: list[np.ndarray]) -> np.ndarray:
-    """A frontier's rows held as consecutive blocks, as one array."""
-    return rows[0] if len(rows) == 1 else np.concatenate(rows)
-
-
-def row_pieces(rows: list[np.ndarray], lo: int, hi: int) -> Iterator[tuple[int, np.ndarray]]:
-    """Rows ``lo`` to ``hi`` of a frontier held as consecutive blocks: (the first row's index, a
-    view of a block), in order."""
-    at = 0
-    for block in rows:
-        end = at + block.shape[0]
-        if end > lo and at < hi:
-            first, last = max(lo, at), min(hi, end)
-            yield first, block[first - at:last - at]
-        if end >= hi:
-            return
-        at = end
-
-
-def expand_level(kernel: Any, gidx: np.ndarray, rows: list[np.ndarray], visited: FingerprintSet,
+def expand_level(kernel: Any, gidx: np.ndarray, rows: np.ndarray, visited: FingerprintSet,
                  threads: int, symmetry: bool, reduce: bool, check_deadlock: bool,
                  checks: list[tuple[int, int]], stats: ExpandStats) -> list[Any]:
     """A level's new states (blocks ``("k", keys, fps, states)`` in key order) from its frontier
-    ``rows`` (consecutive blocks of states sorted by global index ``gidx``: the blocks a level
-    made, never copied into one array), each the first occurrence of a fingerprint not in
+    ``rows`` (sorted by global index ``gidx``), each the first occurrence of a fingerprint not in
     ``visited``, which then holds them.
 
     With ``threads`` > 1 the frontier is cut into that many ranges expanded side by side (ctypes
@@ -134,7 +114,7 @@ def expand_level(kernel: Any, gidx: np.ndarray, rows: list[np.ndarray], visited:
     dropped (the earlier range's key is smaller). The blocks are those of one thread."""
     import threading
 
-    size = gidx.size
+    size = rows.shape[0]
     threads = max(1, min(threads, size // kernel.chunk()))
     cuts = [size * k // threads for k in range(threads + 1)]
     parts: list[list[Any]] = [[] for _ in range(threads)]
@@ -144,10 +124,10 @@ def expand_level(kernel: Any, gidx: np.ndarray, rows: list[np.ndarray], visited:
 
     def work(k: int) -> None:
         try:
-            for first, piece in row_pieces(rows, cuts[k], cuts[k + 1]):
-                parts[k] += expand_rows(kernel, gidx[first:first + piece.shape[0]], piece,
-                                        seens[k], symmetry, reduce, check_deadlock, checks,
-                                        part_stats[k], known=visited)
+            lo, hi = cuts[k], cuts[k + 1]
+            parts[k] = list(expand_rows(kernel, gidx[lo:hi], rows[lo:hi], seens[k], symmetry,
+                                        reduce, check_deadlock, checks, part_stats[k],
+                                        known=visited))
         except BaseException as exc:  # raised again in the caller's thread
             errors.append(exc)
 
@@ -223,7 +203,7 @@ class DriverLevelStep:
         spark.prefix_fps = kernel_fps
         gidx = np.arange(local.frontier_base, local.frontier_base + rows.shape[0] - start,
                          dtype=np.int64)
-        spark.driver_frontier = (gidx, kernel_fps[start:], [rows[start:]])
+        spark.driver_frontier = (gidx, kernel_fps[start:], rows[start:])
         spark.driver_keys = np.zeros(0, np.int64)
         spark.recent = [kernel_fps[start:]]
         spark.frontier_checked = True  # the local engine checked its last level as it committed it
@@ -256,7 +236,7 @@ class DriverLevelStep:
                           np.zeros((0, width), np.uint8))]
             gidx, fps, rows = (np.concatenate([part[i] for part in parts]) for i in range(3))
             order = np.argsort(gidx, kind="stable")
-            spark.driver_frontier = (gidx[order], fps[order], [np.ascontiguousarray(rows[order])])
+            spark.driver_frontier = (gidx[order], fps[order], np.ascontiguousarray(rows[order]))
             spark.retired.append(spark.frontier)
             spark.frontier = None
         return spark.driver_frontier
@@ -307,8 +287,7 @@ class DriverLevelStep:
             spark.driver_frontier = None
             self._packed_done(spark, st, levels, timing, level_started)
             return
-        keys, fps = (np.concatenate([block[i] for block in blocks]) for i in (1, 2))
-        states = [block[3] for block in blocks]  # not joined: 0.3 ns a byte (bench/NOTES.md)
+        keys, fps, states = (np.concatenate([block[i] for block in blocks]) for i in (1, 2, 3))
         base = st.distinct
         info = LevelInfo(depth, base, count)
         info.pointers = (fps, keys >> POSITION_BITS, (keys & POSITION_MASK).astype(np.int32))
@@ -354,7 +333,7 @@ class DriverLevelStep:
                 spark.retired.append(spark.visited)
             spark.visited = self._packed_visited(spark, visited_fingerprints(spark, levels))
             spark.visited_depth = st.depth
-        spark.frontier = self._packed_frontier(spark, gidx, fps, joined(rows))
+        spark.frontier = self._packed_frontier(spark, gidx, fps, rows)
         for old in spark.broadcasts:
             old.unpersist()
         spark.broadcasts.append(spark.sc.broadcast((spark.driver_keys, st.frontier_base,

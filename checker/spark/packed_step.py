@@ -323,18 +323,16 @@ class _WriteLevel:
 
 
 def write_level_file(path: str, j: int, fps: np.ndarray, keys: np.ndarray,
-                     rows: np.ndarray | list[np.ndarray]) -> None:
+                     rows: np.ndarray) -> None:
     """States of a level as the Parquet file ``part-j`` ``(fp, key, state)`` of its directory,
-    atomically (a retried task rewrites it whole); ``rows`` one array or consecutive blocks."""
+    atomically (a retried task rewrites it whole)."""
     import pyarrow as pa
     import pyarrow.parquet as pq
 
     from checker.spark.kernel_step import binary_column
 
     table = pa.table({"fp": pa.array(fps), "key": pa.array(keys),
-                      "state": pa.chunked_array([binary_column(pa, block, copy=False) for block
-                                                 in (rows if isinstance(rows, list) else [rows])],
-                                                pa.binary())})
+                      "state": binary_column(pa, rows, copy=False)})
     target = os.path.join(path, f"part-{j:05d}.parquet")
     tmp = os.path.join(path, f".part-{j:05d}.parquet.tmp")
     # no dictionary: a level's states and fingerprints are distinct (PyArrow would try one a
@@ -569,9 +567,8 @@ class PackedLevelStep:
         checks = kernel_checks(self._kernel, invariants)
         if spark.driver_frontier is not None:  # the level ran on the driver (``driver_level``)
             gidx, _fps, rows = spark.driver_frontier
-            masks = np.concatenate([batch_kernel(self._shipment).violations(block)
-                                    for block in rows])
-            parts = [_first_violating(masks, gidx, checks)]
+            parts = [_first_violating(batch_kernel(self._shipment).violations(rows), gidx,
+                                      checks)]
         else:
             spark.sc.setJobDescription(f"kmc level {st.depth}: first violating states")
             check = _FrontierViolations(self._shipment, checks, spark.broadcasts[-1])
