@@ -131,10 +131,10 @@ def expand_level(kernel: Any, gidx: np.ndarray, rows: np.ndarray, visited: Finge
         except BaseException as exc:  # raised again in the caller's thread
             errors.append(exc)
 
+    workers = [threading.Thread(target=work, args=(k,)) for k in range(1, threads)]
     try:
         # one thread: in this one. Even so the visited set is only read while the level expands:
         # adding each new fingerprint to it as it is made took twice the CPU (bench/NOTES.md)
-        workers = [threading.Thread(target=work, args=(k,)) for k in range(1, threads)]
         for worker in workers:
             worker.start()
         work(0)
@@ -154,6 +154,11 @@ def expand_level(kernel: Any, gidx: np.ndarray, rows: np.ndarray, visited: Finge
                     visited.add(block[2])
                     blocks.append(block)
     finally:
+        # a Ctrl-C in the joins above (no Spark, so no SparkInterrupt) leaves threads in C reading
+        # the sets: they are freed, here and by the caller, once no thread runs
+        for worker in workers:
+            if worker.ident is not None:
+                worker.join()
         for seen in seens:
             seen.close()
     for part in part_stats:  # ranges in order: the first found is the smallest index
