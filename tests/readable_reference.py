@@ -135,27 +135,32 @@ def _write_part() -> None:
 
 
 def main(argv: list[str] | None = None) -> int:
-    """Run the kernel's proofs with the readable searches live (both tiers, two workers) and, when
-    every test passes, write what the readable model found and the digest of its source."""
+    """Run the kernel's proofs with the readable searches live (both tiers; extra arguments go to
+    pytest, e.g. ``-n 2``) and, when every test passes, write what the readable model found and the
+    digest of its source."""
     extra = list(sys.argv[1:] if argv is None else argv)
     with tempfile.TemporaryDirectory() as parts:
-        env = {**os.environ, RECORDING: parts}
         command = [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-m", "",
                    *extra, *MODULES]
-        code = subprocess.call(command, env=env)
+        code = subprocess.call(command, env={**os.environ, RECORDING: parts})
         if code != 0:
             print(f"the proofs failed (pytest exit {code}): {REFERENCE.name} left as it was",
                   file=sys.stderr)
             return 1
-        searches: dict[str, Any] = {}
-        for part in sorted(Path(parts).glob("part-*.json")):
-            for key, held in json.loads(part.read_text(encoding="utf-8")).items():
-                if searches.setdefault(key, held) != held:
-                    print(f"two readable searches of {held['label']} differ", file=sys.stderr)
-                    return 1
+        return write(Path(parts))
+
+
+def write(parts: Path) -> int:
+    """Write the data file from the searches a recording run's processes wrote into ``parts``."""
+    searches: dict[str, Any] = {}
+    for part in sorted(parts.glob("part-*.json")):
+        for key, held in json.loads(part.read_text(encoding="utf-8")).items():
+            if searches.setdefault(key, held) != held:
+                print(f"two readable searches of {held['label']} differ", file=sys.stderr)
+                return 1
     data = {"digest": readable_digest(), "command": REMAKE,
             "searches": dict(sorted(searches.items(), key=lambda kv: kv[1]["label"]))}
-    REFERENCE.write_text(json.dumps(data, indent=1, sort_keys=False) + "\n", encoding="utf-8")
+    REFERENCE.write_text(json.dumps(data, indent=1) + "\n", encoding="utf-8")
     print(f"{REFERENCE.name}: {len(searches)} readable searches, source digest "
           f"sha256:{data['digest']}")
     return 0

@@ -63,7 +63,18 @@ def reachable(model, limit: int | None = None) -> list:
 
 def disagreements(model, kernel: km.Kernel, states: list) -> list[str]:
     """Where the kernel and the readable model differ on ``states`` (empty: they are one model
-    there)."""
+    there): compared in bulk on packed states (``differs_in_bulk``), then, where that finds a
+    difference, state by state in the readable model's terms, to name it."""
+    found = differs_in_bulk(model, kernel, states)
+    if found is None:
+        return []
+    return one_by_one(model, kernel, states) or [found]
+
+
+def one_by_one(model, kernel: km.Kernel, states: list) -> list[str]:
+    """Where the kernel and the readable model differ on ``states``, state by state: packing, the
+    (action, successor) list in order, the invariants' verdicts, the canonical form and the state
+    without dead answers (the first few differences)."""
     invariants = [inv for inv in for_family("kafka").values() if inv.name in kernel.spec.invariants]
     dead = DeadMessages(model)
     problems = []
@@ -87,6 +98,63 @@ def disagreements(model, kernel: km.Kernel, states: list) -> list[str]:
         if len(problems) > 3:
             break
     return problems
+
+
+def differs_in_bulk(model, kernel: km.Kernel, states: list) -> str | None:
+    """What differs between the kernel and the readable model on ``states`` (None: nothing), the
+    kernel's side in bulk (``km_expand_batch``, ``km_violations_batch``) on packed states: packing
+    is exact on ``states``; each one's successors, in order, are the readable model's packed, with
+    the same actions; its violated invariants are the readable ones; each successor's canonical form
+    (``--symmetry``) and its form without dead answers (``--reduce dead``) are the readable ones,
+    packed. The kernel's one-state calls unpack every successor, four times the readable model's
+    CPU (bench/NOTES.md, 2026-12-02 stop45-pin): compared packed, the readable model's side is most
+    of the cost."""
+    from checker.kernel_batch import BatchKernel
+
+    spec = kernel.spec
+    memo: dict = {}
+
+    def pack(state) -> bytes:
+        packed = memo.get(state)
+        if packed is None:
+            packed = memo[state] = spec.pack(state)
+        return packed
+
+    if any(spec.unpack(pack(state)) != state for state in states):
+        return "packing is not exact on a sampled state"
+    batch = BatchKernel(kernel.library, kernel.state_bytes)
+    step = batch.chunk()
+    for start in range(0, len(states), step):
+        found = _differs_in_chunk(model, spec, batch, states[start:start + step], pack)
+        if found:
+            return found
+    return None
+
+
+def _differs_in_chunk(model, spec, batch, states: list, pack) -> str | None:
+    rows = batch.rows(b"".join(pack(state) for state in states))
+    readable = [model.successors(state) for state in states]
+    successors = [succ for out in readable for _, succ in out]
+    plain = batch.expand(rows, symmetry=False)
+    if (plain.degrees.tolist() != [len(out) for out in readable]
+            or plain.states.tobytes() != b"".join(map(pack, successors))):
+        return "the successors (batch expansion)"
+    actions = {code: spec.action(code) for code in set(plain.action.tolist())}
+    if [actions[code] for code in plain.action.tolist()] != [a for out in readable for a, _ in out]:
+        return "the successors' actions (batch expansion)"
+    checks = [inv for inv in for_family("kafka").values() if inv.name in spec.invariants]
+    bit = {name: 1 << i for i, name in enumerate(spec.invariants)}
+    masks = [sum(bit[inv.name] for inv in checks if not inv.holds(state)) for state in states]
+    if batch.violations(rows).tolist() != masks:
+        return "the invariants' verdicts (batch)"
+    if (batch.expand(rows, symmetry=True).states.tobytes()
+            != b"".join(pack(model.canonical(succ)) for succ in successors)):
+        return "a successor's canonical form (batch expansion with symmetry)"
+    dead = DeadMessages(model)
+    if (batch.expand(rows, symmetry=False, reduce=True).states.tobytes()
+            != b"".join(pack(dead.reduce(succ)) for succ in successors)):
+        return "a successor's form without dead answers (batch expansion with --reduce dead)"
+    return None
 
 
 #: (row, bounds, how many reachable states: None every one) checked state for state in the fast tier
