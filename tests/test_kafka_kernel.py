@@ -46,9 +46,21 @@ def kafka(protocol: str, **bounds: int):
     return build_model("kafka", [f"{k}={v}" for k, v in bounds.items()], protocol=protocol)
 
 
+#: the reachable prefixes computed in this process, by configuration and limit (``reachable``)
+_REACHED: dict[tuple[str, int | None], list] = {}
+
+
 def reachable(model, limit: int | None = None) -> list:
     """The reachable states of ``model`` in breadth-first order (every one, or the first
-    ``limit``)."""
+    ``limit``), computed once a process for a configuration (``model.describe()``) and limit: the
+    tests of a row and flag set, the mutants' among them, share the prefix."""
+    key = (json.dumps(model.describe(), sort_keys=True, default=list), limit)
+    if key not in _REACHED:
+        _REACHED[key] = _breadth_first(model, limit)
+    return list(_REACHED[key])
+
+
+def _breadth_first(model, limit: int | None) -> list:
     seen = dict.fromkeys(model.init_states())
     order = list(seen)
     for state in order:
@@ -319,6 +331,40 @@ def test_the_readable_reference_is_this_readable_sources():
     model as it is: a change to a rule, a state or an invariant fails here until `python3 -m
     tests.readable_reference` re-makes them."""
     assert stale_reason() is None, stale_reason()
+
+
+def test_a_stale_or_incomplete_reference_fails_naming_the_command(monkeypatch):
+    """Outside ``python3 -m tests.readable_reference``, a record made by another readable source,
+    or one without the search a test asks for, fails that test (never a skip, never a live search
+    in its place), naming the command that re-makes it."""
+    import tests.readable_reference as reference
+
+    def live():
+        raise AssertionError("the readable model searched live outside the recording run")
+
+    model = kafka("2.1.0", brokers=2, records=1, epochs=1, crashes=1)
+    options = {"invariants": ("log-matching",)}
+    monkeypatch.delenv(reference.RECORDING, raising=False)
+    monkeypatch.setattr(reference, "reference", lambda: {"digest": "0" * 64, "searches": {}})
+    with pytest.raises(AssertionError, match="readable Kafka model changed.*tests.readable_ref"):
+        readable_search(model, options, live)
+    monkeypatch.setattr(reference, "reference",
+                        lambda: {"digest": reference.readable_digest(), "searches": {}})
+    with pytest.raises(AssertionError, match="reference lacks; re-make it with `python3 -m tests"):
+        readable_search(model, options, live)
+
+
+@needs_cc
+def test_a_kernel_with_one_rule_changed_fails_the_recorded_search():
+    """``-DKM_MUTANT=1`` (ExpandIsr without its guard) searched against the recorded readable
+    search of the fast tier's first configuration: the records differ."""
+    row, bounds, options = FAST_SEARCHES[0]
+    model = kafka(row, **bounds)
+    mutant = km.load(model.kernel(), extra_flags=("-DKM_MUTANT=1",))
+    opts = SearchOptions(invariants=[for_family("kafka")["log-matching"]], kernel="on")
+    recorded = readable_search(model, {"invariants": ("log-matching",), **options},
+                               lambda: search(model, "off", **options))
+    assert search_record(km.KernelBFS(model, opts, mutant).run()) != recorded
 
 
 #: the fast tier's searches kept live on the readable model too: the record, and so the mechanism
