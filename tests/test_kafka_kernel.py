@@ -42,6 +42,22 @@ from tests.readable_reference import (
 from tests.test_kernel import needs_cc
 
 
+def unoptimised():
+    """``KMC_KERNEL_OPT=-O0`` while a module of the kernel's proofs runs: they compile a library a
+    row, flag set and bounds (about 200 on a cold cache), 0.30-0.37 s of the compiler's CPU each at
+    -O0 against 0.70-0.77 s at -O1, and run little C (a batch of 10,000 states compared, or a search
+    of thousands of states: the same CPU within noise at either level; bench/NOTES.md, 2026-12-02
+    stop45-pin). The rest of the suite keeps the level tests/conftest.py sets."""
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setenv("KMC_KERNEL_OPT", "-O0")
+        yield
+
+
+@pytest.fixture(autouse=True, scope="module")
+def _unoptimised_kernels():
+    yield from unoptimised()
+
+
 def kafka(protocol: str, **bounds: int):
     return build_model("kafka", [f"{k}={v}" for k, v in bounds.items()], protocol=protocol)
 

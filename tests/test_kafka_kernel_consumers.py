@@ -42,8 +42,16 @@ from tests.test_kafka_kernel import (
     search,
     searches_agree,
     switched,
+    unoptimised,
 )
 from tests.test_kernel import needs_cc
+
+
+@pytest.fixture(autouse=True, scope="module")
+def _unoptimised_kernels():
+    """The proofs' kernels at -O0 (``tests.test_kafka_kernel.unoptimised``)."""
+    yield from unoptimised()
+
 
 #: what the walks favour (half their steps where one is enabled): the consumers' actions and an
 #: unclean election (which sets their ghost read_before_unclean)
