@@ -9,9 +9,10 @@ consumer flag on and off: packing is exact, and the (action, successor) lists in
 canonical form, the dead reduction and the invariant verdicts equal the readable model's
 (``tests.test_kafka_kernel.disagreements``). Search for search: the matrix's consumed-stays cell
 of each row (fast where the readable search is cheap, the rest slow) with ``--kernel on`` and
-``off``: verdict, counts, depth, out-degrees and counterexamples (the kernel's replayed on the
-readable model). A kernel with one consumer rule changed (``-DKM_MUTANT=7``: a metadata update that
-does not put the position into validation) fails the check. Without a C compiler these skip.
+``off`` (recorded: ``tests.readable_reference``): verdict, counts, depth, out-degrees and
+counterexamples (the kernel's replayed on the readable model). A kernel with one consumer rule
+changed (``-DKM_MUTANT=7``: a metadata update that does not put the position into validation)
+fails the check. Without a C compiler these skip.
 """
 
 from __future__ import annotations
