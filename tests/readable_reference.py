@@ -148,6 +148,10 @@ def main(argv: list[str] | None = None) -> int:
     e.g. ``-n 2``) with the readable searches live and, when every one passes, write what the
     readable model found and the digest of its source."""
     extra = list(sys.argv[1:] if argv is None else argv)
+    if any(arg.startswith(("-k", "-m")) or "::" in arg for arg in extra):
+        print(f"{REMAKE} records every searching test: a choice of tests ({' '.join(extra)}) "
+              f"would write a partial reference", file=sys.stderr)
+        return 64
     with tempfile.TemporaryDirectory() as parts:
         command = [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-m", "",
                    "-k", SEARCHING, *extra, *MODULES]
