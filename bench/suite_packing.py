@@ -10,13 +10,13 @@ The scheduler (pytest-xdist 3.8, ``xdist/scheduler/loadscope.py``): a work unit 
 ``xdist_group`` (all its tests) or a single test; the units are queued in collection order (xdist
 then sorts them by their number of tests, most first, unless ``--no-loadscope-reorder``:
 tests/conftest.py turns that off and orders the collection itself; ``--reorder`` here for a tree
-that leaves it on); each worker gets one unit at the start, and another each time it finishes a
-test with at most two of its tests left to run; when the queue is empty a worker finishes what
-it holds. The collection is the workers' (tests/conftest.py sorts it on a worker): this script
-collects the suite (``pytest --collect-only``) as a worker would, in a child process, and reads the
-order and the groups. A test's time is its CPU seconds in the report (a test missing from it counts
-0 and is counted); time spent waiting (a cluster's start, a sleep) is not in the report, so the
-prediction is a lower bound for a quiet machine.
+that leaves it on); each worker gets one unit at the start (a second if it holds two tests or
+fewer), and another each time it finishes a test with at most two of its tests left to run; when the
+queue is empty a worker finishes what it holds. The collection is the workers' (tests/conftest.py
+sorts it on a worker): this script collects the suite (``pytest --collect-only``) as a worker would,
+in a child process, and reads the order and the groups. A test's time is its CPU seconds in the
+report (a test missing from it counts 0 and is counted); time spent waiting (a cluster's start, a
+sleep) is not in the report, so the prediction is a lower bound for a quiet machine.
 """
 
 from __future__ import annotations
@@ -101,18 +101,23 @@ def replay(units, cpu: dict[str, float], workers: int = 2):
     held: list[list[str]] = [[] for _ in range(workers)]
     clock = [0.0] * workers
     ran: list[list[str]] = [[] for _ in range(workers)]
-    for w in range(workers):
+
+    def give(w: int) -> None:
+        name, tests = queue.pop(0)
+        held[w].extend(tests)
+        ran[w].append(name)
+
+    for w in range(workers):  # one unit each, then a second to a worker holding two or fewer
         if queue:
-            name, tests = queue.pop(0)
-            held[w].extend(tests)
-            ran[w].append(name)
+            give(w)
+    for w in range(workers):
+        if queue and len(held[w]) <= PREFETCH:
+            give(w)
     while any(held):
         w = min((w for w in range(workers) if held[w]), key=lambda w: clock[w])
         clock[w] += cpu.get(held[w].pop(0), 0.0)
         if queue and len(held[w]) <= PREFETCH:
-            name, tests = queue.pop(0)
-            held[w].extend(tests)
-            ran[w].append(name)
+            give(w)
     return clock, ran
 
 
