@@ -102,12 +102,14 @@ def explorer_server():
 @pytest.hookimpl(tryfirst=True)  # before pytest-xdist's worker reads the groups
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     """The tier's module check (tests/test_fast_tier.py) runs after every other test: it reads what
-    they imported. Under ``pytest -n N`` the tests of ``spark_local`` form a group a module, and the
-    work units go out in the order of ``unit_rank`` (below)."""
+    they imported. Under ``pytest -n N`` the fast tests of ``spark_local`` form one group, its slow
+    ones a group a module, and the work units go out in the order of ``sort_units`` (below)."""
     for item in items:
         if ("spark_local" in getattr(item, "fixturenames", ())
             and not item.get_closest_marker("xdist_group")):
-            item.add_marker(pytest.mark.xdist_group(f"spark-local-{item.path.stem}"))
+            slow = item.get_closest_marker("slow") is not None
+            item.add_marker(pytest.mark.xdist_group(f"spark-local-{item.path.stem}" if slow
+                                                     else "spark-local"))
     if hasattr(config, "workerinput"):
         sort_units(items)
     # the standalone cluster's kill-and-resume test kills one of its workers: after the others
@@ -126,10 +128,11 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
 # as far as markers tell.
 # - The standalone cluster's group (three JVMs: minutes of starting, waiting and a kill-and-resume,
 #   much of it waiting) first, so that its waits overlap the other worker's work.
-# - The in-process Spark tests: a group a module (``spark-local-<module>``), not one group: the
-#   module groups spread over both workers, so each worker may start a JVM of its own (about 10 s
-#   of CPU more than one), against one worker running all of them (about 430 s of CPU) while the
-#   other runs out of work; a module's tests share its module fixtures' runs.
+# - The in-process Spark tests: the fast ones one group (``spark-local``: the fast tier starts one
+#   JVM), the slow ones a group a module (``spark-local-<module>``), not one group: the module
+#   groups spread over both workers, so each worker may start a JVM of its own (about 10 s of CPU
+#   more than one), against one worker running all of them (about 430 s of CPU) while the other
+#   runs out of work; a module's slow tests share its module fixtures' runs.
 # - The other groups (the collected matrix's rows), then the slow single tests, then the fast ones,
 #   which fill the end (a stable sort: the tests of a module keep their order).
 # The groups are kept whenever no ``--dist`` is named, so that README's fast tier (``pytest -n 2 -m

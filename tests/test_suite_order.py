@@ -15,18 +15,25 @@ BENCH = Path(__file__).resolve().parents[1] / "bench" / "suite_packing.py"
 
 
 class Item:
-    """The part of a collected test ``sort_units`` reads."""
+    """The part of a collected test that tests/conftest.py reads."""
 
-    def __init__(self, name: str, group: str | None = None, slow: bool = False) -> None:
+    def __init__(self, name: str, group: str | None = None, slow: bool = False,
+                 module: str = "test_x", fixtures: tuple[str, ...] = ()) -> None:
         self.name = name
+        self.nodeid = f"tests/{module}.py::{name}"
+        self.path = Path(f"tests/{module}.py")
+        self.fixturenames = fixtures
         self.marks = {}
         if group:
-            self.marks["xdist_group"] = pytest.mark.xdist_group(group).mark
+            self.add_marker(pytest.mark.xdist_group(group))
         if slow:
-            self.marks["slow"] = pytest.mark.slow.mark
+            self.add_marker(pytest.mark.slow)
 
     def get_closest_marker(self, name: str):
         return self.marks.get(name)
+
+    def add_marker(self, marker) -> None:
+        self.marks[marker.mark.name] = marker.mark
 
 
 def test_units_go_out_cluster_spark_modules_by_size_groups_slow_fast():
@@ -40,6 +47,24 @@ def test_units_go_out_cluster_spark_modules_by_size_groups_slow_fast():
     assert [item.name for item in items] == [
         "auth", "kernel-1", "kernel-2", "arrow-1", "row-a", "row-b", "slow-1", "slow-2", "fast-1",
         "fast-2"]
+
+
+def test_the_in_process_spark_tests_are_one_group_fast_and_a_group_a_module_slow():
+    """The fast tier starts one JVM; the suite's slow Spark modules spread over the workers."""
+    from types import SimpleNamespace
+
+    from tests.conftest import group_of, pytest_collection_modifyitems
+
+    spark = ("spark_local",)
+    items = [Item("a-slow", slow=True, module="test_spark_a", fixtures=spark),
+             Item("a-fast", module="test_spark_a", fixtures=spark),
+             Item("b-slow", slow=True, module="test_spark_b", fixtures=spark),
+             Item("b-fast", module="test_spark_b", fixtures=spark),
+             Item("own", "spark-standalone", slow=True, fixtures=spark), Item("other")]
+    pytest_collection_modifyitems(SimpleNamespace(), items)
+    assert [group_of(item) for item in items] == [
+        "spark-local-test_spark_a", "spark-local", "spark-local-test_spark_b", "spark-local",
+        "spark-standalone", None]
 
 
 def _bench(source: str | None = None):
