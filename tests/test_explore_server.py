@@ -398,6 +398,7 @@ def start_cli(*argv):
     return proc, line
 
 
+@pytest.mark.slow  # every line it runs, cheaper fast tests run too (coverage by test)
 def test_cli_serves_on_loopback_and_ctrl_c_stops_it(tmp_path):
     trace_path = tmp_path / "t.json"
     loaded = session.load_scenario_file(session.scenario_file(STALL))
