@@ -1,7 +1,8 @@
 """Fixtures shared by the whole suite.
 
-``spark_local`` is the one SparkSession (``local[2,2]``: two cores, a failed task tried twice) that
-every in-process Spark test uses: a JVM starts once a suite run, not once a module. Tests that start
+``spark_local`` is the one SparkSession (``local[2,2]``: two cores, a failed task tried twice) of a
+process that every in-process Spark test uses: a JVM starts once a process (under ``pytest -n 2``
+at most two a run: the Spark groups below), not once a module. Tests that start
 kmc in a subprocess get a JVM of their own, as a user's run does. ``spark_standalone`` is the one
 standalone cluster (``bench/spark-standalone.sh``: a master and two workers, three JVMs) that the
 standalone tests share: one start a suite run, not one a module.
