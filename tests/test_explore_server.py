@@ -398,6 +398,7 @@ def start_cli(*argv):
     return proc, line
 
 
+@pytest.mark.slow  # every line it runs, cheaper fast tests run too (coverage by test)
 def test_cli_serves_on_loopback_and_ctrl_c_stops_it(tmp_path):
     trace_path = tmp_path / "t.json"
     loaded = session.load_scenario_file(session.scenario_file(STALL))
@@ -449,3 +450,13 @@ def test_cli_warns_for_another_host_and_refuses_bad_options(capsys):
         err = capsys.readouterr().err
         assert len(err.strip().splitlines()) == 1 and "Traceback" not in err, (argv, err)
     assert not tmp_missing.exists()
+
+
+def test_the_screenshot_script_saves_the_documentations_picture():
+    """``python3 -m traces.explore.screenshot`` needs Playwright and Chromium only when it runs (the
+    browser tests run it); its import and its target need neither, so the fast tier imports it on
+    a machine without Chromium too (tests/test_fast_tier.py)."""
+    from traces.explore import screenshot
+
+    assert screenshot.DEFAULT_OUT == ROOT / "docs" / "images" / "explorer.png"
+    assert "playwright" not in {name.split(".")[0] for name in vars(screenshot)}
