@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import os
+import selectors
 import signal
 import socket
 import subprocess
@@ -394,8 +395,15 @@ def start_cli(*argv):
     env = dict(os.environ, PYTHONPATH=str(ROOT))
     proc = subprocess.Popen([sys.executable, "-m", "kmc", "explore", *argv], stdout=subprocess.PIPE,
                             stderr=subprocess.PIPE, text=True, env=env, cwd=ROOT)
-    line = proc.stdout.readline()
-    return proc, line
+    # the first line within two minutes (a loaded machine), else the server is stopped: never a hang
+    with selectors.DefaultSelector() as waiting:
+        waiting.register(proc.stdout, selectors.EVENT_READ)
+        ready = waiting.select(timeout=120)
+    if not ready:
+        proc.kill()
+        proc.communicate()
+        return proc, "(kmc explore printed nothing in 120 s)"
+    return proc, proc.stdout.readline()
 
 
 @pytest.mark.slow  # every line it runs, cheaper fast tests run too (coverage by test)
