@@ -20,7 +20,7 @@ from checker.levels import LevelSearch, run_levels
 from checker.result import CheckResult
 from checker.search import Progress, SearchOptions
 from checker.spark.arrow_step import ArrowLevelStep, arrow_available
-from checker.spark.driver_level import LOCAL_MASTER, DriverLevelStep
+from checker.spark.driver_level import LOCAL_MASTER, DriverLevelStep, lazy_master
 from checker.spark.driver_state import Counters, LevelInfo, LevelTiming, SparkRun
 from checker.spark.level_step import LevelStep
 from checker.spark.packed_step import PackedLevelStep, packed_available
@@ -31,6 +31,7 @@ from checker.spark.session import (
     SparkInterrupt,
     _ship_packages,
     check_environment,
+    check_java_runs,
     spark_session,
 )
 from checker.spark.verdict import Verdicts
@@ -157,6 +158,8 @@ class SparkBFS(DriverLevelStep, PackedLevelStep, ArrowLevelStep, LevelStep, Resu
         level step is a local level while the frontier is below the threshold, else a Spark level
         (Spark started, and the local prefix moved to it, before the first one)."""
         check_environment()
+        if lazy_master(self.master):  # its JVM may start late, or never: is Java there at all?
+            check_java_runs()
         opts = self.options
         if opts.checkpoint_path and not self.model.state_types():
             raise UsageError(f"model {self.model.name} declares no state types, so its Spark runs "

@@ -20,6 +20,7 @@ import os
 import re
 import shutil
 import signal
+import subprocess
 import sys
 import threading
 import zipfile
@@ -64,6 +65,23 @@ def check_environment() -> None:
             "unset): install Java 17 (e.g. apt-get install openjdk-17-jre-headless) or set "
             "JAVA_HOME"
         )
+
+
+def check_java_runs() -> None:
+    """Raise ``EnvironmentMissingError`` when ``java -version`` does not run: a run whose JVM starts
+    late (a local master, ``driver_level.lazy_master``) learns of a broken Java before its search,
+    as a run whose JVM starts first does (``engine.translate_spark_failure``)."""
+    java_home = os.environ.get("JAVA_HOME")
+    java = os.path.join(java_home, "bin", "java") if java_home else shutil.which("java") or "java"
+    try:
+        probe = subprocess.run([java, "-version"], capture_output=True, text=True, timeout=120,
+                               check=False)
+        failure = None if probe.returncode == 0 else (probe.stderr.strip().splitlines() or [""])[0]
+    except (OSError, subprocess.TimeoutExpired) as exc:
+        failure = type(exc).__name__
+    if failure is not None:
+        raise EnvironmentMissingError(f"the spark engine could not start Java ('{java} -version' "
+                                      f"failed: {failure[:200]}): install Java 17 or set JAVA_HOME")
 
 
 def with_task_retries(master: str, attempts: int = 4) -> str:
