@@ -5,8 +5,11 @@ A model that has a kernel keeps a C file beside its readable model, rule for rul
 the engine's search (``checker/kernel_search.h``). This module compiles it with the system C
 compiler at first use (``$KMC_CC``, else ``$CC``, else ``cc``), caches the shared library per user
 (``$XDG_CACHE_HOME/kmc/kernels``, else ``~/.cache/kmc/kernels``) under a hash of both sources, the
-configuration's constants, the compiler and its flags, and loads it with ctypes (the standard
-library: no new dependency). ``KernelBFS`` then runs the level loop of ``checker.levels`` with a
+configuration's compile-time constants (those that shape the state: ``KernelSource.defines``), the
+compiler and its flags, and loads it with ctypes (the standard library: no new dependency). The
+configuration's other bounds and flags are run-time constants (``KernelSource.config``): written
+into a copy of the library beside it (``configured``, no compile), so one compile serves every
+value of them. ``KernelBFS`` then runs the level loop of ``checker.levels`` with a
 level step in C (in ``--workers N`` threads), so budgets, progress and the result are the local
 engine's. The search keeps 64-bit fingerprints, parent links and the frontier, not every state; a
 counterexample is replayed on the kernel from its initial state by the links (``km_replay``), its
