@@ -2,8 +2,8 @@
 the bounds and feature flags that only guard rules, ``KM_CONFIG`` in ``spec/kafka/kernel.c``).
 
 The cache key (``checker.kernel.cache_key``) holds the constants that shape the state
-(``KernelSource.defines``: brokers, records, epochs, the network's slots, the consumers, the KRaft and
-alter-isr layouts) and none of the run-time ones; each configuration loads its own copy of the
+(``KernelSource.defines``: brokers, records, epochs, the network's slots, the consumers, the KRaft
+and alter-isr layouts) and none of the run-time ones; each configuration loads its own copy of the
 library with its constants written in (``checker.kernel.configured``), so two configurations in one
 process never see each other's, and each gives the readable model's counts. Without a C compiler
 the searches skip.
@@ -107,7 +107,7 @@ def test_two_configurations_in_threads_keep_their_own_constants():
                 return
 
     threads = [threading.Thread(target=expand, args=(m, k))
-               for m, k in zip((first, second), kernels)]
+               for m, k in zip((first, second), kernels, strict=True)]
     for t in threads:
         t.start()
     for t in threads:
