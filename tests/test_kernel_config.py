@@ -40,7 +40,7 @@ def counts(model, kernel: str) -> tuple:
     invariants = [inv for inv in for_family("kafka").values() if inv.default]
     result = run(model, SearchOptions(invariants=invariants, stop_at_first=False,
                                       check_deadlock=False, kernel=kernel))
-    assert result.extra["path"]["path"] == ("kernel" if kernel == "on" else "readable")
+    assert (result.extra.get("path", {}).get("path") == "kernel") == (kernel == "on")
     found = sorted(v.invariant for v in result.violations)
     return result.distinct_states, result.states_generated, result.depth, found
 
