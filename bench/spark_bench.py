@@ -12,7 +12,8 @@
         --const brokers=3 --const records=1 --const epochs=1 --const crashes=1 --masters 'local[2]' \
         --skip-local --local-kernel --transports arrow+kernel,arrow+kernel+checkpoint
         # issue 39's configuration: Spark local[2] on the kernel, with and without a run directory,
-        # beside the local process on the kernel (the ratios: its wall and CPU over Spark's)
+        # beside the local process on the kernel (the ratios: its wall and CPU over Spark's); with
+        # --no-prestart, Spark started as the engine starts it (here: never, every level on the driver)
 
 Besides wall seconds it reports CPU seconds of the whole process tree (the driver, Spark's JVM and
 its Python workers, read from /proc on Linux): on a shared machine the wall-clock ratio depends
@@ -146,19 +147,29 @@ def stage_profile(sc: Any) -> dict[str, dict[str, float]]:
     return kinds
 
 
-def run_spark(model: Any, options: SearchOptions, master: str, threshold: int, partitions: int
-              | None,
-              transport: str, stages: bool = False,
-              driver_below: int = DEFAULT_DRIVER_BELOW) -> dict[str, Any]:
-    from checker.spark import run_engine, spark_session
+def start_session(master: str, stages: bool) -> float:
+    """Start Spark (or take the running session) and its Python workers, the engine imported in
+    them; the wall seconds it took."""
+    from checker.spark import spark_session
 
     started = time.monotonic()
     session, _ = spark_session(master, ui=stages)
     sc = session.sparkContext
     warm = max(2, 2 * sc.defaultParallelism)
-    # start the Python workers and import the engine in them (startup, not search)
     sc.parallelize(range(4 * warm), warm).map(lambda x: __import__("checker.spark") and x).count()
-    startup = time.monotonic() - started
+    return time.monotonic() - started
+
+
+def run_spark(model: Any, options: SearchOptions, master: str, threshold: int, partitions: int
+              | None,
+              transport: str, stages: bool = False,
+              driver_below: int = DEFAULT_DRIVER_BELOW, prestart: bool = True) -> dict[str, Any]:
+    """One Spark run; ``prestart``: Spark and its Python workers started before it (their start
+    not counted), else as the engine starts them (a run whose levels all stay on the driver
+    starts no JVM; one that reaches the executors counts their start)."""
+    from checker.spark import run_engine
+
+    startup = start_session(master, stages) if prestart else 0.0
     name = transport
     transport, *variants = transport.split("+")
     run_dir = tempfile.mkdtemp(prefix="kmc-bench-run-") if "checkpoint" in variants else None
@@ -176,14 +187,21 @@ def run_spark(model: Any, options: SearchOptions, master: str, threshold: int, p
     before = tree_cpu_by_kind()
     result = run_engine(model, options, spark_options)
     after = tree_cpu_by_kind()
+    application = result.extra["spark"]["master"] is not None
     if run_dir is not None:
         shutil.rmtree(run_dir, ignore_errors=True)
     cpu_by_kind = {kind: after[kind] - before.get(kind, 0.0) for kind in after}
     cpu = sum(cpu_by_kind.values())
-    parts = result.extra["spark"]["partitions"] or warm
-    fixed = empty_level_cost(sc, parts)
-    profile = stage_profile(sc) if stages else {}
-    session.stop()
+    parts = result.extra["spark"]["partitions"]
+    fixed, profile = 0.0, {}
+    if prestart or application:  # an empty level's cost and the stages: on the run's session
+        from checker.spark import spark_session
+
+        session, _ = spark_session(master, ui=stages)
+        sc = session.sparkContext
+        fixed = empty_level_cost(sc, parts or max(2, 2 * sc.defaultParallelism))
+        profile = stage_profile(sc) if stages else {}
+        session.stop()
     levels = result.extra["spark"]["levels"]
     spark_levels = [lv for lv in levels if lv["engine"] == "spark"]
     driver_levels = [lv for lv in levels if lv["engine"] == "driver"]
@@ -193,6 +211,8 @@ def run_spark(model: Any, options: SearchOptions, master: str, threshold: int, p
         "cpu_seconds": cpu,
         "cpu_by_process": cpu_by_kind,
         "startup": startup,
+        "application": application,
+        "prestart": prestart,
         "partitions": parts,
         "local_levels": len(levels) - len(spark_levels) - len(driver_levels),
         "driver_levels": len(driver_levels),
@@ -234,6 +254,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--partitions", type=int, help="Spark partitions (default the engine's: a "
                         "core each with the arrow transport, two with blocks)")
     parser.add_argument("--skip-local", action="store_true")
+    parser.add_argument("--no-prestart", action="store_true", help="start Spark as the engine does "
+                        "(a run whose levels all stay on the driver starts no JVM; one that "
+                        "reaches the executors counts their start), not before each Spark run")
     parser.add_argument("--local-kernel", action="store_true", help="also the local engine on the "
                         "compiled kernel (kmc check --kernel on)")
     parser.add_argument("--stages", action="store_true",
@@ -279,7 +302,7 @@ def main(argv: list[str] | None = None) -> int:
     for master in [m.strip() for m in args.masters.split(",") if m.strip()]:
         for transport in [t.strip() for t in args.transports.split(",") if t.strip()]:
             row = run_spark(model, options, master, args.threshold, args.partitions, transport,
-                            args.stages, args.driver_below)
+                            args.stages, args.driver_below, not args.no_prestart)
             rows.append(row)
             print(f"  {row['engine']}: {row['result'].seconds:.1f} s", flush=True)
     load_after = os.getloadavg()
@@ -316,9 +339,12 @@ def main(argv: list[str] | None = None) -> int:
             continue
         print()
         if " arrow" in row["engine"]:
-            print(f"{row['engine']}: Spark and worker startup {row['startup']:.1f} s (not "
-                  f"counted), {row['partitions']} partitions, {row['spark_levels']} levels on "
-                  f"Spark: the level's job {row['job_expand']:.1f} s wall, numbering and the rest "
+            start = (f"Spark and worker startup {row['startup']:.1f} s (not counted)"
+                     if row["prestart"] else "Spark started by the engine ("
+                     + ("counted" if row["application"] else "no application: no JVM") + ")")
+            print(f"{row['engine']}: {start}, {row['partitions']} partitions, "
+                  f"{row['spark_levels']} levels on Spark: the level's job "
+                  f"{row['job_expand']:.1f} s wall, numbering and the rest "
                   f"{row['job_index']:.1f} s wall, {row['local_levels']} levels on the driver "
                   f"{row['local_seconds']:.1f} s")
             if row["driver_levels"]:

@@ -172,8 +172,9 @@ ENGINES: dict[str, Engine] = {
                                  "Spark master URL (spark engine; default local[*])"),
                       EngineFlag("--spark-threshold", "threshold",
                                  "spark engine: run levels locally while the "
-                                 "frontier has fewer than N states (default 10000)", kind="int",
-                                 metavar="N"),
+                                 "frontier has fewer than N states (default 10000; on the "
+                                 "compiled kernel, in C on the driver until a level has gone to "
+                                 "the executors)", kind="int", metavar="N"),
                       EngineFlag("--spark-driver-below", "driver_below",
                                  "spark engine, compiled kernel: run a level on the driver in C "
                                  "when its frontier has fewer than N states, where a Spark job "

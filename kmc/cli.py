@@ -734,7 +734,9 @@ def _interrupted_message(args: argparse.Namespace | None) -> str:
     # level committed
     if (checkpoint and (os.path.isfile(checkpoint)
                         or os.path.isfile(os.path.join(checkpoint, "run.json")))):
-        return (f"interrupted; the last complete level is saved in {checkpoint}: "
+        saved = ("the last complete level is saved" if os.path.isfile(checkpoint) else
+                 "the run is saved up to its last written level")  # spark: --checkpoint-every
+        return (f"interrupted; {saved} in {checkpoint}: "
                 f"run the same command with --resume {checkpoint} to continue")
     return "interrupted (give --checkpoint FILE to be able to continue a run later)"
 

@@ -109,7 +109,9 @@ def add_search_options(parser: argparse.ArgumentParser) -> None:
                                    "engine's former name)")
     parser.add_argument("--checkpoint", metavar="FILE", help="write a checkpoint here "
                                                              "(periodically, on Ctrl-C, on budget)")
-    parser.add_argument("--checkpoint-every", type=positive_float, default=300.0, metavar="SECONDS")
+    parser.add_argument("--checkpoint-every", type=positive_float, default=300.0, metavar="SECONDS",
+                        help="seconds between checkpoints (spark: between writes of the levels run "
+                             "on the driver; the executors' levels are written as they end)")
     parser.add_argument("--resume", metavar="FILE",
                         help="continue the run saved in this checkpoint").complete = FILE_COMPLETION
     parser.add_argument("--trace-dir", default=DEFAULT_TRACE_DIR, help="where counterexample "

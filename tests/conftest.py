@@ -1,7 +1,8 @@
 """Fixtures shared by the whole suite.
 
-``spark_local`` is the one SparkSession (``local[2,2]``: two cores, a failed task tried twice) that
-every in-process Spark test uses: a JVM starts once a suite run, not once a module. Tests that start
+``spark_local`` is the one SparkSession (``local[2,2]``: two cores, a failed task tried twice) of a
+process that every in-process Spark test uses: a JVM starts once a process (under ``pytest -n 2``
+at most two a run: the Spark groups below), not once a module. Tests that start
 kmc in a subprocess get a JVM of their own, as a user's run does. ``spark_standalone`` is the one
 standalone cluster (``bench/spark-standalone.sh``: a master and two workers, three JVMs) that the
 standalone tests share: one start a suite run, not one a module.
@@ -14,6 +15,7 @@ import shutil
 import socket
 import subprocess
 import sys
+from collections import Counter
 from collections.abc import Callable
 from functools import partial
 from pathlib import Path
@@ -101,14 +103,16 @@ def explorer_server():
 @pytest.hookimpl(tryfirst=True)  # before pytest-xdist's worker reads the groups
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     """The tier's module check (tests/test_fast_tier.py) runs after every other test: it reads what
-    they imported. Under ``pytest -n N`` the tests of ``spark_local`` share one worker, and the slow
-    tests are handed out first (below)."""
+    they imported. Under ``pytest -n N`` the fast tests of ``spark_local`` form one group, its slow
+    ones a group a module, and the work units go out in the order of ``sort_units`` (below)."""
     for item in items:
         if ("spark_local" in getattr(item, "fixturenames", ())
             and not item.get_closest_marker("xdist_group")):
-            item.add_marker(pytest.mark.xdist_group("spark-local"))
+            slow = item.get_closest_marker("slow") is not None
+            item.add_marker(pytest.mark.xdist_group(f"spark-local-{item.path.stem}" if slow
+                                                     else "spark-local"))
     if hasattr(config, "workerinput"):
-        items.sort(key=lambda item: item.get_closest_marker("slow") is None)
+        sort_units(items)
     # the standalone cluster's kill-and-resume test kills one of its workers: after the others
     items.sort(key=lambda item: item.nodeid.startswith("tests/test_spark_standalone_resume.py"))
     last = [item for item in items if item.name == "test_every_module_is_imported_by_the_tier"]
@@ -116,14 +120,46 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
 
 
 # -- the workers of ``pytest -n N`` (pytest-xdist) -------------------------------------------------
-# The in-process Spark tests (the ``spark_local`` fixture) form one group: one worker starts the
-# JVM, not both (about 10 s of CPU a start and its first jobs). The tests are handed to the workers
-# in the order of the workers' collection (pytest_collection_modifyitems above: each worker sorts
-# its collection the same way), a group of ``xdist_group`` tests before single tests: the slow tests
-# first, the fast ones last, so that no worker starts a test of minutes while the other has seconds
-# of work left (the sort is stable: the tests of a module keep their order). The groups are kept
-# whenever no ``--dist`` is named, so that README's fast tier (``pytest -n 2 -m "not slow"``) keeps
-# them as README's suite command (``--dist loadgroup``) does.
+# pytest-xdist's loadgroup scheduler (xdist/scheduler/loadscope.py) hands out work units: an
+# ``xdist_group`` (all its tests, on one worker) or a single test. A worker gets one unit at the
+# start and another whenever it has finished a test and holds at most two; when none is left it
+# finishes what it holds, so the last units decide how far apart the two workers end. The units go
+# out in the order of the workers' collection (each worker sorts it the same way, above; xdist's own
+# reordering by a unit's number of tests is turned off, pytest_configure below): the longest first,
+# as far as markers tell.
+# - The standalone cluster's group (three JVMs: minutes of starting, waiting and a kill-and-resume,
+#   much of it waiting) first, so that its waits overlap the other worker's work.
+# - The in-process Spark tests: the fast ones one group (``spark-local``: the fast tier starts one
+#   JVM), the slow ones a group a module (``spark-local-<module>``), not one group: the module
+#   groups spread over both workers, so each worker may start a JVM of its own (about 10 s of CPU
+#   more than one), against one worker running all of them (about 430 s of CPU) while the other
+#   runs out of work; a module's slow tests share its module fixtures' runs.
+# - The other groups (the collected matrix's rows), then the slow single tests, then the fast ones,
+#   which fill the end (a stable sort: the tests of a module keep their order).
+# The groups are kept whenever no ``--dist`` is named, so that README's fast tier (``pytest -n 2 -m
+# "not slow"``) keeps them as README's suite command (``--dist loadgroup``) does.
+
+
+def group_of(item: pytest.Item) -> str | None:
+    """The name of ``item``'s ``xdist_group``, or None."""
+    group = item.get_closest_marker("xdist_group")
+    return str(group.args[0] if group.args else group.kwargs.get("name")) if group else None
+
+
+def unit_rank(item: pytest.Item) -> int:
+    """Where ``item``'s work unit goes in the workers' queue: lower first (above)."""
+    name = group_of(item)
+    if name is not None:
+        return 0 if name == "spark-standalone" else 1 if name.startswith("spark-local") else 2
+    return 3 if item.get_closest_marker("slow") else 4
+
+
+def sort_units(items: list[pytest.Item]) -> None:
+    """The workers' order: by ``unit_rank``, the groups of a rank with the most tests first (the
+    Spark modules with the most runs), each group's tests together in their order."""
+    sizes = Counter(group_of(item) for item in items)
+    items.sort(key=lambda item: (unit_rank(item), -sizes[group_of(item)] if group_of(item) else 0,
+                                 group_of(item) or ""))
 
 
 #: the project modules the workers imported (the fast tier's module check, below)
@@ -137,6 +173,8 @@ def _dist_named(config: pytest.Config) -> bool:
 @pytest.hookimpl(tryfirst=True)
 def pytest_configure(config: pytest.Config) -> None:
     config.stash[_WORKER_MODULES] = set()
+    if hasattr(config.option, "loadscopereorder") and not hasattr(config, "workerinput"):
+        config.option.loadscopereorder = False  # the controller: the units in the workers' order
     if _dist_named(config) or not hasattr(config.option, "dist"):
         return
     # a worker: tag each grouped test's id with its group, as --dist loadgroup does

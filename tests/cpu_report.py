@@ -17,7 +17,9 @@ negative time, so the CPU such a child spent after the previous test is lost (sm
 spends about 0.1 s a minute).
 
 The report is one line a test, most expensive first: CPU seconds, the marker tier (``slow`` or
-``fast``) and the test id; the last lines give the totals of each tier. Under ``pytest -n N``
+``fast``), the test id, its wall seconds and when it started (wall seconds after the session
+started: where a process waited, and where the two processes of ``-n 2`` ran side by side,
+``bench/suite_packing.py``); the last lines give the totals of each tier. Under ``pytest -n N``
 (pytest-xdist) each worker writes its own report, FILE.gw0, FILE.gw1, ... (the controller runs no
 test and writes none). Linux only (``/proc``).
 """
@@ -79,12 +81,16 @@ class _Recorder:
         self.path = path
         self.cpu: dict[str, float] = {}
         self.tier: dict[str, str] = {}
+        self.wall: dict[str, tuple[float, float]] = {}  # (wall seconds, start after the session's)
         self.start = 0.0
+        self.wall_start = 0.0
 
     @pytest.hookimpl(hookwrapper=True)
     def pytest_runtest_protocol(self, item: pytest.Item, nextitem: pytest.Item | None):
         before = _cpu_now()
+        started = time.monotonic()
         yield
+        self.wall[item.nodeid] = (time.monotonic() - started, started - self.wall_start)
         # a child that ends without this process waiting for it (the Spark JVM at the session's end,
         # a browser) takes the CPU it was charged while it lived out of the sum: that test is
         # charged nothing, not a negative time
@@ -93,13 +99,15 @@ class _Recorder:
 
     def pytest_sessionstart(self, session: pytest.Session) -> None:
         self.start = _cpu_now()
+        self.wall_start = time.monotonic()
 
     def pytest_sessionfinish(self, session: pytest.Session) -> None:
         whole = _cpu_now() - self.start
         rows = sorted(self.cpu.items(), key=lambda kv: -kv[1])
         with open(self.path, "w") as fh:
             for nodeid, seconds in rows:
-                fh.write(f"{seconds:.2f}\t{self.tier[nodeid]}\t{nodeid}\n")
+                wall, start = self.wall[nodeid]
+                fh.write(f"{seconds:.2f}\t{self.tier[nodeid]}\t{nodeid}\t{wall:.2f}\t{start:.1f}\n")
             for tier in ("fast", "slow"):
                 total = sum(s for n, s in self.cpu.items() if self.tier[n] == tier)
                 count = sum(1 for n in self.cpu if self.tier[n] == tier)

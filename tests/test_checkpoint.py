@@ -180,6 +180,7 @@ def test_a_three_step_violation_never_resumes_to_holds(tmp_path):
                                                        for v in result.violations] == [3], name
 
 
+@pytest.mark.slow  # every line it runs, cheaper fast tests run too (coverage by test)
 def test_refused_checkpoint_is_one_line_and_exit_65(tmp_path):
     path = _tampered(_partial(tmp_path), MUTATIONS["visited reordered"])
     run = subprocess.run([sys.executable, "-m", "kmc.cli", "check", "two-phase", "--const", "RM=4",

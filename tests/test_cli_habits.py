@@ -269,6 +269,7 @@ def test_check_writes_progress_lines_when_stderr_is_not_a_terminal(capsys, monke
     assert err == ""
 
 
+@pytest.mark.slow  # every line it runs, cheaper fast tests run too (coverage by test)
 def test_a_model_whose_bounds_end_in_idle_states_checks_deadlock_only_when_asked(capsys):
     """The Kafka model's bounded runs end in states with nothing left to do (every record produced,
     a broker down past the crash bound): deadlock is not checked unless --deadlock."""

@@ -142,6 +142,7 @@ OBLIGATION_ROWS += [
 
 
 @pytest.mark.parametrize("protocol,consts", OBLIGATION_ROWS)
+@pytest.mark.slow  # every line it runs, cheaper fast tests run too (coverage by test)
 def test_dead_messages_keep_the_reductions_obligations(protocol, consts):
     model = build_model("kafka", consts, protocol)
     states = reachable(model, 6000)
@@ -190,6 +191,7 @@ def _kraft_18991_mutant(monkeypatch):
     monkeypatch.setattr(dead_module.DeadMessages, "dead", dead)
 
 
+@pytest.mark.slow  # every line it runs, cheaper fast tests run too (coverage by test)
 def test_the_obligations_and_the_verdicts_catch_a_live_kraft_answer_called_dead(monkeypatch):
     """KAFKA-18991's stale append on kraft-3.5 (replica-sanity, the matrix's bounds) is found by the
     reduced search; the mutant's dead answers come back to life after a partition change, which the
@@ -206,6 +208,7 @@ def test_the_obligations_and_the_verdicts_catch_a_live_kraft_answer_called_dead(
     assert obligations(fixed, reachable(fixed, 6000)) == []
 
 
+@pytest.mark.slow  # every line it runs, cheaper fast tests run too (coverage by test)
 def test_the_obligations_catch_a_kraft_fetch_answer_that_enables_an_expansion_called_dead(
     monkeypatch):
     """On the KRaft rows too the leader's ExpandIsr needs the answer of the fetch it records on the
@@ -219,6 +222,7 @@ def test_the_obligations_catch_a_kraft_fetch_answer_that_enables_an_expansion_ca
     assert any("ExpandIsr" in f and "no counterpart" in f for f in obligations(model, states))
 
 
+@pytest.mark.slow  # every line it runs, cheaper fast tests run too (coverage by test)
 def test_the_obligations_catch_a_live_alter_partition_answer_called_dead(monkeypatch):
     """An AlterPartition answer the leader still waits for (NONE in its epochs: it commits the ISR)
     is live."""
@@ -276,6 +280,7 @@ def test_the_full_verdict_on_every_cell_of_representative_rows(monkeypatch):
 KRAFT_FAST = ["replica-sanity", "no-fence-stall", "no-stale-control-request"]
 
 
+@pytest.mark.slow  # every line it runs, cheaper fast tests run too (coverage by test)
 def test_the_full_verdict_on_kraft_cells(monkeypatch):
     """kraft-3.5's and kraft-4.1's replica-sanity (KAFKA-18991: violated, then fixed) and two
     control-plane cells, reduced, against the docs' matrix table of the full search; each reduced
@@ -336,6 +341,7 @@ def test_a_reduced_counterexample_replays_and_shortest_finds_the_full_length(
     assert shortest.extra["shortest"]["depth_bound"] == len(trace.steps)
 
 
+@pytest.mark.slow  # every line it runs, cheaper fast tests run too (coverage by test)
 def test_the_parallel_engine_gives_the_local_counts():
     model = build_model("kafka", ["brokers=3", "records=1", "epochs=1", "crashes=0"], "2.1.0")
     options = SearchOptions(invariants=[KAFKA["no-stale-control-request"]], reduce="dead",

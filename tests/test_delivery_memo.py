@@ -42,6 +42,7 @@ def _load(source: str | None = None) -> types.ModuleType:
 
 
 @pytest.mark.parametrize("protocol, constants, depth", ROWS, ids=[row[0] for row in ROWS])
+@pytest.mark.slow  # every line it runs, cheaper fast tests run too (coverage by test)
 def test_memoised_deliveries_equal_the_model(protocol, constants, depth):
     compared, entries, fallbacks = _load().verify((protocol, constants, depth))
     assert compared > 100 and entries > 20  # the memo was used, not only filled

@@ -47,6 +47,7 @@ def test_finds_a_known_violation_whose_trace_replays(bounds, protocol, invariant
 
 
 @pytest.mark.parametrize("symmetry, counts", [(False, (3835, 10977)), (True, (3743, 10846))])
+@pytest.mark.slow  # every line it runs, cheaper fast tests run too (coverage by test)
 def test_exhausts_a_space_that_holds_with_the_breadth_first_counts(symmetry, counts):
     _, directed = _run(*HOLDS, ["acknowledged-durable", "committed-durable"], symmetry=symmetry)
     _, bfs = _run(*HOLDS, ["acknowledged-durable", "committed-durable"], engine="local",
@@ -200,6 +201,7 @@ def test_last_replica_standing_on_three_brokers_is_found_and_replays():
     assert (replayed.outcome, replayed.step) == ("violated", violation.length)
 
 
+@pytest.mark.slow  # every line it runs, cheaper fast tests run too (coverage by test)
 def test_without_invariant_it_checks_the_defaults_that_declare_a_distance_and_says_so(capsys,
                                                                                        tmp_path):
     """``--engine directed`` with no ``--invariant``: the default invariants with a distance, named
@@ -229,6 +231,7 @@ def test_without_invariant_it_checks_the_defaults_that_declare_a_distance_and_sa
         inv.name for inv in defaults)
 
 
+@pytest.mark.slow  # every line it runs, cheaper fast tests run too (coverage by test)
 def test_the_matrix_on_the_directed_engine_has_the_default_columns_with_a_distance(capsys):
     """``kmc matrix --engine directed`` without ``--invariant``: its columns are the default columns
     that declare a distance, said once for all its rows; the breadth-first matrix keeps them all."""

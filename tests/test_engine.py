@@ -119,6 +119,7 @@ def test_action_rendering():
     assert str(Action("TMCommit")) == "TMCommit"
 
 
+@pytest.mark.slow  # every line it runs, cheaper fast tests run too (coverage by test)
 def test_fingerprints_are_stable_across_processes():
     state = Counter(3, frozenset({(1, 2), (3, -1)}))
     code = (

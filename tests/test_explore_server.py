@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import os
+import selectors
 import signal
 import socket
 import subprocess
@@ -394,10 +395,18 @@ def start_cli(*argv):
     env = dict(os.environ, PYTHONPATH=str(ROOT))
     proc = subprocess.Popen([sys.executable, "-m", "kmc", "explore", *argv], stdout=subprocess.PIPE,
                             stderr=subprocess.PIPE, text=True, env=env, cwd=ROOT)
-    line = proc.stdout.readline()
-    return proc, line
+    # the first line within two minutes (a loaded machine), else the server is stopped: never a hang
+    with selectors.DefaultSelector() as waiting:
+        waiting.register(proc.stdout, selectors.EVENT_READ)
+        ready = waiting.select(timeout=120)
+    if not ready:
+        proc.kill()
+        proc.communicate()
+        return proc, "(kmc explore printed nothing in 120 s)"
+    return proc, proc.stdout.readline()
 
 
+@pytest.mark.slow  # every line it runs, cheaper fast tests run too (coverage by test)
 def test_cli_serves_on_loopback_and_ctrl_c_stops_it(tmp_path):
     trace_path = tmp_path / "t.json"
     loaded = session.load_scenario_file(session.scenario_file(STALL))
@@ -449,3 +458,13 @@ def test_cli_warns_for_another_host_and_refuses_bad_options(capsys):
         err = capsys.readouterr().err
         assert len(err.strip().splitlines()) == 1 and "Traceback" not in err, (argv, err)
     assert not tmp_missing.exists()
+
+
+def test_the_screenshot_script_saves_the_documentations_picture():
+    """``python3 -m traces.explore.screenshot`` needs Playwright and Chromium only when it runs (the
+    browser tests run it); its import and its target need neither, so the fast tier imports it on
+    a machine without Chromium too (tests/test_fast_tier.py)."""
+    from traces.explore import screenshot
+
+    assert screenshot.DEFAULT_OUT == ROOT / "docs" / "images" / "explorer.png"
+    assert "playwright" not in {name.split(".")[0] for name in vars(screenshot)}

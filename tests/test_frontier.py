@@ -85,6 +85,7 @@ KAFKA_MODELS = {
 
 
 @pytest.mark.parametrize("which", list(KAFKA_MODELS))
+@pytest.mark.slow  # every line it runs, cheaper fast tests run too (coverage by test)
 def test_the_pooled_encoding_gives_back_equal_states_sharing_their_parts(which):
     model = KAFKA_MODELS[which]()
     states = _reachable(model, 3000)
@@ -106,6 +107,7 @@ def test_the_pooled_encoding_gives_back_equal_states_sharing_their_parts(which):
     assert pools.entries < len(states)  # the states share their parts, or pooling would not pay
 
 
+@pytest.mark.slow  # every line it runs, cheaper fast tests run too (coverage by test)
 def test_a_level_finds_the_parts_of_the_level_it_expands_by_identity():
     """The next level's pools keep the parts of the frontier's pools that successors share with
     their parents and find them by id after; what is read back is the same either way, and
@@ -261,6 +263,7 @@ def _encoded_states_of_a_run(monkeypatch, model, options):
     return result, sum(encoded)
 
 
+@pytest.mark.slow  # every line it runs, cheaper fast tests run too (coverage by test)
 def test_the_objects_a_store_keeps_are_a_share_of_the_memory_budget(monkeypatch):
     """Pooling and encoding are for runs whose memory needs them: a run whose levels fit the object
     share of its memory budget encodes nothing; with a share of 64 states a store, the same run
@@ -340,6 +343,7 @@ def _plain_run(which):
 
 @pytest.mark.parametrize("setting", list(SETTINGS))
 @pytest.mark.parametrize("which", ["two-phase", "kafka"])
+@pytest.mark.slow  # every line it runs, cheaper fast tests run too (coverage by test)
 def test_same_counts_log_and_traces_at_any_block_size_and_budget(setting, which):
     model, options = _same_counts_case(which)
     plain, plain_log, plain_traces, plain_spilled = _plain_run(which)
@@ -364,6 +368,7 @@ def _open_frontier_files():
 
 
 @pytest.mark.skipif(not os.path.isdir("/proc/self/fd"), reason="reads /proc")
+@pytest.mark.slow  # every line it runs, cheaper fast tests run too (coverage by test)
 def test_a_checkpoint_holds_a_frontier_that_is_on_disk_and_resumes(tmp_path, monkeypatch):
     """Every frontier block on disk; the run stops on a state budget mid-search: the checkpoint
     holds the frontier itself (it resumes after the store is gone) and no spill file stays open."""

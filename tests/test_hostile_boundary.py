@@ -87,6 +87,7 @@ def test_the_walk_sees_every_subcommand():
 
 
 @pytest.mark.parametrize(("name", "argv"), CASES, ids=[" ".join(argv) + "|" for _, argv in CASES])
+@pytest.mark.slow  # every line it runs, cheaper fast tests run too (coverage by test)
 def test_an_empty_value_is_refused(capsys, name, argv):
     code = main(argv)
     out, err = capsys.readouterr()

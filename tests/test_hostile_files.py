@@ -101,6 +101,7 @@ def _nested_ext(depth):
     return b"".join(b"\xc9" + size.to_bytes(4, "big") + b"\x03" for size in reversed(sizes)) + inner
 
 
+@pytest.mark.slow  # every line it runs, cheaper fast tests run too (coverage by test)
 def test_deeply_nested_msgpack_extensions_do_not_crash(tmp_path):
     """A trace whose state nests 200,000 extensions used to overflow the C stack (exit -11)."""
     doc = {"format": "kmc-trace-msgpack", "version": 1,

@@ -58,6 +58,7 @@ def _with_leader(tmp_path, trace_path, leader, name="hostile.json"):
 @pytest.mark.parametrize("value", TOO_BIG, ids=lambda v: f"{len(str(v))}-digits")
 @pytest.mark.parametrize("form", ["bigint", "number"])
 @pytest.mark.parametrize("argv", READERS, ids=" ".join)
+@pytest.mark.slow  # every line it runs, cheaper fast tests run too (coverage by test)
 def test_an_integer_out_of_range_in_a_json_trace_is_65(tmp_path, capsys, kafka_trace, argv, form,
                                                        value):
     leader = {"#bigint": str(value)} if form == "bigint" else value

@@ -82,6 +82,7 @@ def _checkpoint_bytes(tmp_path: Path, max_states: int) -> bytes:
     return path.read_bytes()
 
 
+@pytest.mark.slow  # every line it runs, cheaper fast tests run too (coverage by test)
 def test_two_checkpoint_writers_at_once_leave_a_whole_checkpoint(tmp_path):
     small, large = _checkpoint_bytes(tmp_path, 200), _checkpoint_bytes(tmp_path, 3000)
     assert len(large) > 4 * len(small)  # the larger write takes longer: the two overlap
@@ -117,6 +118,7 @@ def two_traces(tmp_path_factory):
 
 
 @pytest.mark.parametrize("suffix", [".json", ".itf.json", ".msgpack"])
+@pytest.mark.slow  # every line it runs, cheaper fast tests run too (coverage by test)
 def test_two_trace_writers_at_once_leave_a_whole_trace(tmp_path, two_traces, suffix):
     """``kmc trace export -o PATH`` (and every trace kmc saves with a chosen name) twice at once."""
     path = str(tmp_path / f"shared{suffix}")

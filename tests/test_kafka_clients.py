@@ -198,6 +198,7 @@ PINNED_DELAYED_CONSUMER = {"0.10.2": (10122, 40717, 27), "2.2.0": (12283, 46989,
 #: shares its client code; the fast tier searches 2.8.1, the whole suite both
 @pytest.mark.parametrize("protocol", [p if p != "3.9.1" else pytest.param(p, marks=pytest.mark.slow)
                                       for p in sorted(PINNED_CLIENTS)])
+@pytest.mark.slow  # every line it runs, cheaper fast tests run too (coverage by test)
 def test_pinned_state_counts_with_clients(protocol):
     model = build_model("kafka", ["records=1", "epochs=1", "crashes=1", "acks=-1", "consumers=1"],
                         protocol)
@@ -214,6 +215,7 @@ def test_pinned_state_counts_with_clients(protocol):
 #: test_pinned_state_counts_with_clients
 @pytest.mark.parametrize("protocol", [p if p != "2.8.1" else pytest.param(p, marks=pytest.mark.slow)
                                       for p in sorted(PINNED_DELAYED_CONSUMER)])
+@pytest.mark.slow  # every line it runs, cheaper fast tests run too (coverage by test)
 def test_pinned_state_counts_with_delayed_consumer_requests(protocol):
     model = build_model("kafka", ["records=1", "epochs=1", "crashes=0", "consumers=1",
                                   "consumer_inflight=1"], protocol)

@@ -313,6 +313,7 @@ PINNED = {"kip-320": (12933, 35960, 25), "kip-380": (10624, 29003, 27),
 
 
 @pytest.mark.parametrize("protocol", sorted(PINNED))
+@pytest.mark.slow  # every line it runs, cheaper fast tests run too (coverage by test)
 def test_pinned_control_counts(protocol: str) -> None:
     m = model(protocol, "records=1", "epochs=1", "crashes=0", "bumps=1", "shutdowns=0", "bounces=1")
     result = check(m, SearchOptions())
@@ -364,6 +365,7 @@ def test_kafka10706_epoch_registered_as_leader_outlives_truncation(fix: str) -> 
 
 @pytest.mark.parametrize("fix, verdict, states",
                          [("off", "violated", 3501), ("on", "holds", 22662)])
+@pytest.mark.slow  # every line it runs, cheaper fast tests run too (coverage by test)
 def test_kafka7786_fix_alone_on_the_same_configuration(fix: str, verdict: str, states: int) -> None:
     """Epoch bumps only (no bounce, shutdown or crash): kip-320 stalls in the seed's story, in 9
     steps (leadership moves to 1, then a bump with the same leader overtakes 0's

@@ -73,6 +73,7 @@ def test_a_follower_with_its_hw_above_its_leo_becomes_leader_from_the_log_start(
 
 
 @pytest.mark.parametrize("lowers_hw", [True, False])  # two searches of about a second each
+@pytest.mark.slow  # every line it runs, cheaper fast tests run too (coverage by test)
 def test_from_2_4_0_every_replica_keeps_its_hw_at_or_below_its_leo(lowers_hw):
     """replica-sanity checks HW <= LEO on leaders only (a 2.3.x follower may be above); on the rows
     with ``truncation-lowers-hw`` every replica holds it, which this exhaustive search checks apart

@@ -130,6 +130,7 @@ def _reached_tables() -> tuple[set[str], list[str]]:
     return reached, undeclared
 
 
+@pytest.mark.slow  # every line it runs, cheaper fast tests run too (coverage by test)
 def test_every_action_computed_is_declared_and_every_declared_table_is_reached() -> None:
     reached, undeclared = _reached_tables()
     assert not undeclared, f"computed but declared by no family: {sorted(undeclared)[:5]}"

@@ -50,6 +50,7 @@ def test_reduce_with_its_memory_drops_what_dead_drops_afresh(protocol, consts):
 
 
 @pytest.mark.parametrize("protocol,consts", ROWS[:2])
+@pytest.mark.slow  # every line it runs, cheaper fast tests run too (coverage by test)
 def test_the_renaming_cache_gives_the_renaming_made_afresh(protocol, consts):
     model = build_model("kafka", consts, protocol)
     rng = random.Random(36)

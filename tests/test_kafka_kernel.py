@@ -7,9 +7,13 @@ ZooKeeper controller's AlterIsr, and the KRaft rows, at their own flags and with
 exact, the kernel's
 (action, successor) list equals the readable model's in order, and its canonical form
 (``--symmetry``), its state without dead answers (``--reduce dead``) and its invariant verdicts
-equal the readable ones. Search for search: ``--kernel on`` and ``--kernel off`` give the same
-distinct states, states generated, depth, verdict, out-degrees and counterexamples (the kernel's
-replayed on the readable model), with and without ``--symmetry`` and ``--reduce dead``. A kernel
+equal the readable ones (compared in bulk on packed states, state by state to name a difference).
+Search for search: ``--kernel on`` and ``--kernel off`` give the same distinct states, states
+generated, depth, verdict, out-degrees and counterexamples (the kernel's replayed on the readable
+model), with and without ``--symmetry`` and ``--reduce dead``: the kernel searched live, the
+readable model's search recorded in tests/readable_reference.json by ``python3 -m
+tests.readable_reference`` and held to the readable source by its digest (a few searched live both
+ways in the fast tier too). A kernel
 with one rule changed (``-DKM_MUTANT=1``: ExpandIsr without its guard that the follower's fetch is
 being answered; 2 and 3 truncate-on-fetch's, 4 and 5 AlterIsr's) fails the state-for-state check.
 Without a C compiler these skip.
@@ -32,16 +36,51 @@ from spec.kafka.kernel import PROVEN_ROWS, UNCOMPILED_FLAGS, Packing, switchable
 from spec.kafka.releases import resolve
 from spec.kafka.state import ALTER_PARTITION, ALTER_PARTITION_RESPONSE, FETCH_RESPONSE
 from spec.registry import build_model
+from tests.readable_reference import (
+    REFERENCE,
+    REMAKE,
+    readable_search,
+    search_record,
+    stale_reason,
+)
 from tests.test_kernel import needs_cc
+
+
+def unoptimised():
+    """``KMC_KERNEL_OPT=-O0`` while a module of the kernel's proofs runs: they compile a library a
+    row, flag set and bounds (about 200 on a cold cache), 0.30-0.37 s of the compiler's CPU each at
+    -O0 against 0.70-0.77 s at -O1, and run little C (a batch of 10,000 states compared, or a search
+    of thousands of states: the same CPU within noise at either level; bench/NOTES.md, 2026-12-02
+    stop45-pin). The rest of the suite keeps the level tests/conftest.py sets."""
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setenv("KMC_KERNEL_OPT", "-O0")
+        yield
+
+
+@pytest.fixture(autouse=True, scope="module")
+def _unoptimised_kernels():
+    yield from unoptimised()
 
 
 def kafka(protocol: str, **bounds: int):
     return build_model("kafka", [f"{k}={v}" for k, v in bounds.items()], protocol=protocol)
 
 
+#: the reachable prefixes computed in this process, by configuration and limit (``reachable``)
+_REACHED: dict[tuple[str, int | None], list] = {}
+
+
 def reachable(model, limit: int | None = None) -> list:
     """The reachable states of ``model`` in breadth-first order (every one, or the first
-    ``limit``)."""
+    ``limit``), computed once a process for a configuration (``model.describe()``) and limit: the
+    tests of a row and flag set, the mutants' among them, share the prefix."""
+    key = (json.dumps(model.describe(), sort_keys=True, default=list), limit)
+    if key not in _REACHED:
+        _REACHED[key] = _breadth_first(model, limit)
+    return list(_REACHED[key])
+
+
+def _breadth_first(model, limit: int | None) -> list:
     seen = dict.fromkeys(model.init_states())
     order = list(seen)
     for state in order:
@@ -56,7 +95,18 @@ def reachable(model, limit: int | None = None) -> list:
 
 def disagreements(model, kernel: km.Kernel, states: list) -> list[str]:
     """Where the kernel and the readable model differ on ``states`` (empty: they are one model
-    there)."""
+    there): compared in bulk on packed states (``differs_in_bulk``), then, where that finds a
+    difference, state by state in the readable model's terms, to name it."""
+    found = differs_in_bulk(model, kernel, states)
+    if found is None:
+        return []
+    return one_by_one(model, kernel, states) or [found]
+
+
+def one_by_one(model, kernel: km.Kernel, states: list) -> list[str]:
+    """Where the kernel and the readable model differ on ``states``, state by state: packing, the
+    (action, successor) list in order, the invariants' verdicts, the canonical form and the state
+    without dead answers (the first few differences)."""
     invariants = [inv for inv in for_family("kafka").values() if inv.name in kernel.spec.invariants]
     dead = DeadMessages(model)
     problems = []
@@ -80,6 +130,63 @@ def disagreements(model, kernel: km.Kernel, states: list) -> list[str]:
         if len(problems) > 3:
             break
     return problems
+
+
+def differs_in_bulk(model, kernel: km.Kernel, states: list) -> str | None:
+    """What differs between the kernel and the readable model on ``states`` (None: nothing), the
+    kernel's side in bulk (``km_expand_batch``, ``km_violations_batch``) on packed states: packing
+    is exact on ``states``; each one's successors, in order, are the readable model's packed, with
+    the same actions; its violated invariants are the readable ones; each successor's canonical form
+    (``--symmetry``) and its form without dead answers (``--reduce dead``) are the readable ones,
+    packed. The kernel's one-state calls unpack every successor, four times the readable model's
+    CPU (bench/NOTES.md, 2026-12-02 stop45-pin): compared packed, the readable model's side is most
+    of the cost."""
+    from checker.kernel_batch import BatchKernel
+
+    spec = kernel.spec
+    memo: dict = {}
+
+    def pack(state) -> bytes:
+        packed = memo.get(state)
+        if packed is None:
+            packed = memo[state] = spec.pack(state)
+        return packed
+
+    if any(spec.unpack(pack(state)) != state for state in states):
+        return "packing is not exact on a sampled state"
+    batch = BatchKernel(kernel.library, kernel.state_bytes)
+    step = batch.chunk()
+    for start in range(0, len(states), step):
+        found = _differs_in_chunk(model, spec, batch, states[start:start + step], pack)
+        if found:
+            return found
+    return None
+
+
+def _differs_in_chunk(model, spec, batch, states: list, pack) -> str | None:
+    rows = batch.rows(b"".join(pack(state) for state in states))
+    readable = [model.successors(state) for state in states]
+    successors = [succ for out in readable for _, succ in out]
+    plain = batch.expand(rows, symmetry=False)
+    if (plain.degrees.tolist() != [len(out) for out in readable]
+            or plain.states.tobytes() != b"".join(map(pack, successors))):
+        return "the successors (batch expansion)"
+    actions = {code: spec.action(code) for code in set(plain.action.tolist())}
+    if [actions[code] for code in plain.action.tolist()] != [a for out in readable for a, _ in out]:
+        return "the successors' actions (batch expansion)"
+    checks = [inv for inv in for_family("kafka").values() if inv.name in spec.invariants]
+    bit = {name: 1 << i for i, name in enumerate(spec.invariants)}
+    masks = [sum(bit[inv.name] for inv in checks if not inv.holds(state)) for state in states]
+    if batch.violations(rows).tolist() != masks:
+        return "the invariants' verdicts (batch)"
+    if (batch.expand(rows, symmetry=True).states.tobytes()
+            != b"".join(pack(model.canonical(succ)) for succ in successors)):
+        return "a successor's canonical form (batch expansion with symmetry)"
+    dead = DeadMessages(model)
+    if (batch.expand(rows, symmetry=False, reduce=True).states.tobytes()
+            != b"".join(pack(dead.reduce(succ)) for succ in successors)):
+        return "a successor's form without dead answers (batch expansion with --reduce dead)"
+    return None
 
 
 #: (row, bounds, how many reachable states: None every one) checked state for state in the fast tier
@@ -161,11 +268,26 @@ def search(model, kernel: str, invariants: tuple[str, ...] = ("log-matching",), 
 
 
 def searches_agree(model, **options) -> None:
-    """``model`` searched on the kernel (which must be the path taken) and on the readable model:
-    verdict, counts, depth, out-degrees and every counterexample equal."""
+    """``model`` searched on the kernel (which must be the path taken) against the readable model's
+    search (``tests.readable_reference``: recorded, or live while it is re-made): verdict, counts,
+    depth, out-degrees and every counterexample equal."""
     compiled = search(model, "on", **options)
     assert compiled.extra["path"]["path"] == "kernel"
-    assert summary(compiled) == summary(search(model, "off", **options))
+    agrees_with_the_readable_search(model, compiled, lambda: search(model, "off", **options),
+                                    **options)
+
+
+def agrees_with_the_readable_search(model, compiled, live, **options) -> None:
+    """The kernel's search ``compiled`` of ``model`` equals the readable model's recorded one; on a
+    mismatch the readable model searches live (``live()``) and the failure shows both searches."""
+    options = {"invariants": ("log-matching",), **options}
+    want = readable_search(model, options, live)
+    if search_record(compiled) == want:
+        return
+    readable = live()
+    assert summary(compiled) == summary(readable), "the kernel's search is not the readable one"
+    raise AssertionError(f"the kernel's search equals the live readable one but not the record in "
+                         f"tests/{REFERENCE.name} (an engine change?): re-make it with `{REMAKE}`")
 
 
 def summary(result) -> tuple:
@@ -218,10 +340,68 @@ def test_searches_agree(row, bounds, options):
     model = kafka(row, **bounds)
     compiled = search(model, "on", **options)
     assert compiled.extra["path"]["path"] == "kernel"
-    readable = search(model, "off", **options)
-    assert summary(compiled) == summary(readable)
+    agrees_with_the_readable_search(model, compiled, lambda: search(model, "off", **options),
+                                    **options)
     if (row, bounds) == KIP101_DIVERGENCE:
         assert compiled.violations, "the KIP-101 case is meant to compare a counterexample"
+
+
+def test_the_readable_reference_is_this_readable_sources():
+    """The recorded readable searches (``tests.readable_reference``) were made by the readable
+    model as it is: a change to a rule, a state or an invariant fails here until `python3 -m
+    tests.readable_reference` re-makes them."""
+    assert stale_reason() is None, stale_reason()
+
+
+def test_a_stale_or_incomplete_reference_fails_naming_the_command(monkeypatch):
+    """Outside ``python3 -m tests.readable_reference``, a record made by another readable source,
+    or one without the search a test asks for, fails that test (never a skip, never a live search
+    in its place), naming the command that re-makes it."""
+    import tests.readable_reference as reference
+
+    def live():
+        raise AssertionError("the readable model searched live outside the recording run")
+
+    model = kafka("2.1.0", brokers=2, records=1, epochs=1, crashes=1)
+    options = {"invariants": ("log-matching",)}
+    monkeypatch.delenv(reference.RECORDING, raising=False)
+    monkeypatch.setattr(reference, "reference", lambda: {"digest": "0" * 64, "searches": {}})
+    with pytest.raises(AssertionError, match="readable Kafka model changed.*tests.readable_ref"):
+        readable_search(model, options, live)
+    monkeypatch.setattr(reference, "reference",
+                        lambda: {"digest": reference.readable_digest(), "searches": {}})
+    with pytest.raises(AssertionError, match="reference lacks; re-make it with `python3 -m tests"):
+        readable_search(model, options, live)
+
+
+@needs_cc
+def test_a_kernel_with_one_rule_changed_fails_the_recorded_search():
+    """``-DKM_MUTANT=1`` (ExpandIsr without its guard) searched against the recorded readable
+    search of the fast tier's first configuration: the records differ."""
+    row, bounds, options = FAST_SEARCHES[0]
+    model = kafka(row, **bounds)
+    mutant = km.load(model.kernel(), extra_flags=("-DKM_MUTANT=1",))
+    opts = SearchOptions(invariants=[for_family("kafka")["log-matching"]], kernel="on")
+    recorded = readable_search(model, {"invariants": ("log-matching",), **options},
+                               lambda: search(model, "off", **options))
+    assert search_record(km.KernelBFS(model, opts, mutant).run()) != recorded
+
+
+#: the fast tier's searches kept live on the readable model too: the record, and so the mechanism
+#: that makes it, against a live readable search (a counterexample among them)
+LIVE_SEARCHES = [FAST_SEARCHES[0], FAST_SEARCHES[4]]
+
+
+@needs_cc
+@pytest.mark.parametrize(("row", "bounds", "options"), LIVE_SEARCHES, ids=_id)
+def test_the_recorded_searches_are_the_live_readable_ones(row, bounds, options):
+    model = kafka(row, **bounds)
+    readable = search(model, "off", **options)
+    compiled = search(model, "on", **options)
+    assert summary(compiled) == summary(readable)
+    recorded = readable_search(model, {"invariants": ("log-matching",), **options},
+                               lambda: readable)
+    assert recorded == search_record(readable) == search_record(compiled)
 
 
 @pytest.mark.slow
@@ -233,9 +413,7 @@ def test_big_searches_agree(row):
     options = {"symmetry": True, "reduce": "dead", "max_depth": 12, "stop_at_first": False,
                "invariants": ("log-matching", "log-matching-all-pairs", "log-matching-raft")}
     searches_agree(model, **options)
-    control = kafka(row, **CONTROL)
-    options = {"invariants": DEFAULT, "stop_at_first": False}
-    assert summary(search(control, "on", **options)) == summary(search(control, "off", **options))
+    searches_agree(kafka(row, **CONTROL), invariants=DEFAULT, stop_at_first=False)
 
 
 # -- which path runs -------------------------------------------------------------------------------
@@ -576,11 +754,7 @@ TOF_SEARCHES = [
 @needs_cc
 @pytest.mark.parametrize(("row", "flags", "bounds", "options"), TOF_SEARCHES, ids=_id)
 def test_truncate_on_fetch_searches_agree(row, flags, bounds, options):
-    model = switched(row, flags, **bounds)
-    compiled = search(model, "on", **options)
-    assert compiled.extra["path"]["path"] == "kernel"
-    readable = search(model, "off", **options)
-    assert summary(compiled) == summary(readable)
+    searches_agree(switched(row, flags, **bounds), **options)
 
 
 # -- the ZooKeeper controller's AlterIsr (KIP-497, 2.7.0+: the rows 2.8.0 to 3.9.1) ----------------
@@ -799,17 +973,14 @@ KRAFT_SEARCHES = [
 @needs_cc
 @pytest.mark.parametrize(("row", "bounds", "options"), KRAFT_SEARCHES, ids=_id)
 def test_kraft_searches_agree(row, bounds, options):
-    model = kafka(row, **bounds)
-    compiled = search(model, "on", invariants=DEFAULT, **options)
-    assert compiled.extra["path"]["path"] == "kernel"
-    assert summary(compiled) == summary(search(model, "off", invariants=DEFAULT, **options))
+    searches_agree(kafka(row, **bounds), invariants=DEFAULT, **options)
     if options.get("symmetry"):
         return
     # the control plane alone (truncate-on-fetch off)
     alone = kraft_model(row, tof=False, **bounds)
-    assert summary(kernel_search(alone, **options)) == summary(search(alone, "off",
-                                                                     invariants=DEFAULT,
-                                                                     **options))
+    agrees_with_the_readable_search(
+        alone, kernel_search(alone, **options),
+        lambda: search(alone, "off", invariants=DEFAULT, **options), invariants=DEFAULT, **options)
 
 
 @pytest.mark.slow
@@ -817,11 +988,8 @@ def test_kraft_searches_agree(row, bounds, options):
 def test_the_lrs_search_to_depth_12_agrees():
     """Last Replica Standing's bounds to depth 12 under --symmetry --reduce dead: about 90 s of the
     readable model's CPU."""
-    model = kafka("kraft-4.1", **LRS)
-    options = {"symmetry": True, "reduce": "dead", "max_depth": 12}
-    compiled = search(model, "on", invariants=DEFAULT, **options)
-    assert compiled.extra["path"]["path"] == "kernel"
-    assert summary(compiled) == summary(search(model, "off", invariants=DEFAULT, **options))
+    searches_agree(kafka("kraft-4.1", **LRS), invariants=DEFAULT, symmetry=True, reduce="dead",
+                   max_depth=12)
 
 
 #: every KRaft bound the kernel compiles, at once, and acks=all below a min ISR past the brokers

@@ -9,9 +9,10 @@ consumer flag on and off: packing is exact, and the (action, successor) lists in
 canonical form, the dead reduction and the invariant verdicts equal the readable model's
 (``tests.test_kafka_kernel.disagreements``). Search for search: the matrix's consumed-stays cell
 of each row (fast where the readable search is cheap, the rest slow) with ``--kernel on`` and
-``off``: verdict, counts, depth, out-degrees and counterexamples (the kernel's replayed on the
-readable model). A kernel with one consumer rule changed (``-DKM_MUTANT=7``: a metadata update that
-does not put the position into validation) fails the check. Without a C compiler these skip.
+``off`` (recorded: ``tests.readable_reference``): verdict, counts, depth, out-degrees and
+counterexamples (the kernel's replayed on the readable model). A kernel with one consumer rule
+changed (``-DKM_MUTANT=7``: a metadata update that does not put the position into validation)
+fails the check. Without a C compiler these skip.
 """
 
 from __future__ import annotations
@@ -33,6 +34,7 @@ from spec.kafka.clients import (
     CONSUMER_VALIDATE_RESPONSE,
 )
 from spec.kafka.kernel import PROVEN_ROWS, Packing
+from tests.readable_reference import readable_record
 from tests.test_kafka_kernel import (
     _id,
     disagreements,
@@ -41,8 +43,16 @@ from tests.test_kafka_kernel import (
     search,
     searches_agree,
     switched,
+    unoptimised,
 )
 from tests.test_kernel import needs_cc
+
+
+@pytest.fixture(autouse=True, scope="module")
+def _unoptimised_kernels():
+    """The proofs' kernels at -O0 (``tests.test_kafka_kernel.unoptimised``)."""
+    yield from unoptimised()
+
 
 #: what the walks favour (half their steps where one is enabled): the consumers' actions and an
 #: unclean election (which sets their ghost read_before_unclean)
@@ -194,12 +204,32 @@ def test_rare_consumer_states_are_the_readable_model_state_for_state(row, flags,
     ``read_before_unclean``, which consumed-stays reads), a fetch in flight to a broker that leads
     in a newer epoch."""
     model = _model(row, flags, bounds)
+    trace = replay(model, readable_record(model, {"target": target.__name__},
+                                          lambda: _shortest_path(model, target)))
+    states = list(dict.fromkeys(trace + [t for s in trace for _, t in model.successors(s)]))
+    assert disagreements(model, km.load(model.kernel()), states) == []
+
+
+def _shortest_path(model, target) -> list[str]:
+    """The actions of the readable model's shortest path to a state that violates ``target`` (its
+    search, breadth first: ``tests.readable_reference`` records them)."""
     goal = Invariant("target", target.__doc__ or "", target)
     result = run(model, SearchOptions(invariants=[goal], kernel="off"))
     assert result.violations
-    trace = list(result.violations[0].trace.states)
-    states = list(dict.fromkeys(trace + [t for s in trace for _, t in model.successors(s)]))
-    assert disagreements(model, km.load(model.kernel()), states) == []
+    trace = result.violations[0].trace
+    actions = [str(step.action) for step in trace.steps]
+    assert replay(model, actions) == trace.states, "an action's name does not name one successor"
+    return actions
+
+
+def replay(model, actions: list[str]) -> list:
+    """The readable states of the path that takes ``actions`` (by name) from the initial state."""
+    (state,) = model.init_states()
+    trace = [state]
+    for name in actions:
+        state = next(succ for action, succ in model.successors(state) if str(action) == name)
+        trace.append(state)
+    return trace
 
 
 @needs_cc

@@ -276,6 +276,7 @@ def test_acknowledged_durable_on_the_last_replica_standing(protocol):
 @pytest.mark.parametrize("protocol,states,depth",
                          [("kraft-3.3", 11286, 30), ("kraft-3.5", 11156, 30),
                           ("kraft-4.1", 41687, 37)])
+@pytest.mark.slow  # every line it runs, cheaper fast tests run too (coverage by test)
 def test_state_counts_of_each_kraft_line(protocol, states, depth):
     """records=1, epochs=1, one crash, one unclean shutdown, one AlterPartition,
     min.insync.replicas=2: every line holds committed-durable and elr-safety there (the stories need
@@ -337,6 +338,7 @@ _SLOW = pytest.mark.slow
     ("fences=1", "kraft-3.5", 37263, 30), pytest.param("fences=1", "kraft-4.1", 181788, 40,
                                                        marks=_SLOW),
 ])
+@pytest.mark.slow  # every line it runs, cheaper fast tests run too (coverage by test)
 def test_state_counts_with_each_new_kraft_bound(extra, protocol, states, depth):
     """The configuration of ``test_state_counts_of_each_kraft_line`` with one of the bounds that are
     0 by default: every line still holds."""

@@ -293,6 +293,7 @@ SMALL = ("records=1", "epochs=1", "crashes=0", "alters=1", "reassignments=1")
 
 @pytest.mark.parametrize("protocol,states,depth", [("kraft-3.3", 5002, 25), ("kraft-3.5", 5002, 25),
                                                    ("kraft-4.1", 8016, 26)])
+@pytest.mark.slow  # every line it runs, cheaper fast tests run too (coverage by test)
 def test_state_counts_with_one_reassignment(protocol, states, depth):
     """Two brokers, one record, one leader epoch (a removal takes it), one AlterPartition: every
     line holds (3.3 and 3.5 alike: with no crash KIP-903's broker epochs never differ)."""
@@ -320,6 +321,7 @@ def test_remove_and_add_back_under_min_isr_2(protocol, epochs, verdict):
 FIX_BOUNDS = ("records=1", "epochs=3", "crashes=1", "alters=0", "reassignments=2", "min_isr=2")
 
 
+@pytest.mark.slow  # every line it runs, cheaper fast tests run too (coverage by test)
 def test_the_proposed_fix_holds_where_the_row_loses_a_committed_record():
     """kraft-4.1 at ``FIX_BOUNDS`` violates committed-durable (the leader-moved order); with
     elr-filtered-by-replicas the whole space holds elr-safety and committed-durable (344,036 states:

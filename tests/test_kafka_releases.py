@@ -203,6 +203,7 @@ def test_list_releases_shows_every_release_with_its_row_and_flags(capsys):
     assert main(["list", "--releases", "--rules"]) == 64
 
 
+@pytest.mark.slow  # every line it runs, cheaper fast tests run too (coverage by test)
 def test_check_says_what_it_checked(capsys):
     """--json names the protocol asked for, the release, the row and the flags that ran (it had no
     protocol); the text output starts with the same as a header line, --verbose adds every flag that
@@ -297,6 +298,7 @@ def test_a_scenario_expects_of_a_release_what_it_expects_of_its_row_when_the_fla
     assert json.loads(capsys.readouterr().out)["expected"] is None
 
 
+@pytest.mark.slow  # every line it runs, cheaper fast tests run too (coverage by test)
 def test_simulate_says_what_it_ran(capsys):
     assert (main(["simulate", "kafka", "--protocol", "4.0.1", "--walks", "2", "--depth", "4",
                   "--json"]) == 20)

@@ -55,6 +55,7 @@ _SLOW_PINS = {("2.8.1", SMALL_B), ("3.9.1", SMALL_B)}
                  marks=[pytest.mark.slow] if (protocol, consts) in _SLOW_PINS else [])
     for consts, name in ((SMALL_A, "1rec-1epoch-1crash"), (SMALL_B, "2rec-1epoch-0crash"))
     for protocol in sorted(PINNED)])
+@pytest.mark.slow  # every line it runs, cheaper fast tests run too (coverage by test)
 def test_pinned_state_counts(protocol: str, consts: tuple[str, ...]) -> None:
     result = check(build_model("kafka", list(consts), protocol=protocol), SearchOptions())
     assert result.verdict.value == "holds"
@@ -62,6 +63,7 @@ def test_pinned_state_counts(protocol: str, consts: tuple[str, ...]) -> None:
             == PINNED[protocol][consts])
 
 
+@pytest.mark.slow  # every line it runs, cheaper fast tests run too (coverage by test)
 def test_states_are_valid_and_successors_deterministic() -> None:
     model = build_model("kafka", ["brokers=3", "records=1", "epochs=1"],
                         protocol="truncate-on-fetch")
@@ -92,6 +94,7 @@ def test_default_bounds_newest_release_holds() -> None:
     assert (result.distinct_states, result.depth) == (809390, 43)
 
 
+@pytest.mark.slow  # every line it runs, cheaper fast tests run too (coverage by test)
 def test_kip_279_scenario_1_is_the_shortest_0_11_0_divergence() -> None:
     """At records=3 without crashes, 0.11.0's shortest Log Matching counterexample is KIP-279's
     scenario 1: a preferred election, the old leader back at once, and the follower that led in
@@ -138,6 +141,7 @@ def test_matrix_cells() -> None:
         assert (alone.violations[0].length if alone.violations else None) == cell.length
 
 
+@pytest.mark.slow  # every line it runs, cheaper fast tests run too (coverage by test)
 def test_matrix_json_command(capsys) -> None:
     # two epochs: KIP-101's first scenario needs the restarted follower to fetch its way back into
     # the ISR (the leader adds a follower only as it records its fetch) before the election that

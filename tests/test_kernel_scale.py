@@ -55,6 +55,7 @@ def lean(name: str, constants: dict, threads: int, chunk: int | None = None, **o
 
 @needs_cc
 @pytest.mark.parametrize(("name", "constants", "options"), CASES, ids=lambda c: str(c)[:20])
+@pytest.mark.slow  # every line it runs, cheaper fast tests run too (coverage by test)
 def test_any_thread_count_is_the_readable_search(name, constants, options):
     model, opts = model_and_options(name, constants, "off", options)
     readable = summary(run(model, opts))
@@ -66,6 +67,7 @@ def test_any_thread_count_is_the_readable_search(name, constants, options):
 
 
 @needs_cc
+@pytest.mark.slow  # every line it runs, cheaper fast tests run too (coverage by test)
 def test_a_spilled_frontier_is_the_same_search(monkeypatch):
     """Every state of every level goes to the file (`spill_bytes` 1: one state in memory)."""
     name, constants, options = "two-phase", {"RM": 6}, {}

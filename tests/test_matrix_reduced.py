@@ -48,6 +48,7 @@ def test_reduced_matrix_keeps_every_verdict_and_shortest_gives_the_lengths(capsy
     assert main(["matrix", *CELLS, "--reduce", "dead", "--shortest", "--expect", str(expect)]) == 0
 
 
+@pytest.mark.slow  # every line it runs, cheaper fast tests run too (coverage by test)
 def test_expect_under_a_reduction_still_catches_a_changed_verdict(capsys, tmp_path):
     full = _json(capsys)
     flipped = [{**c, "verdict": "holds" if c["verdict"] == "violated" else c["verdict"]}

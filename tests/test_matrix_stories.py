@@ -75,6 +75,7 @@ def test_a_counterexample_two_fixes_remove_together_names_both():
     ("2.8.0", [], "acknowledged-durable", "KAFKA-13141"),
     ("2.2.0", ["unclean=on"], "no-silent-skip", "KIP-320 (KAFKA-7747)"),
 ])
+@pytest.mark.slow  # every line it runs, cheaper fast tests run too (coverage by test)
 def test_client_cells_at_their_matrix_bounds_name_the_fix(protocol, flags, invariant, ticket):
     """The client columns at the bounds ``kmc matrix`` checks them at: a consumed or acknowledged
     record is lost where replication loses it (KIP-101, KAFKA-13141, KAFKA-13207), and before 2.3.0
@@ -116,6 +117,7 @@ def test_client_columns_of_the_matrix():
                                               # in 4.0.1
                           ("4.0.0", "violated"),
                           pytest.param("4.0.1", "holds", marks=pytest.mark.slow)])
+@pytest.mark.slow  # every line it runs, cheaper fast tests run too (coverage by test)
 def test_kraft_rows_break_replica_sanity_by_kafka_18991_until_it_is_fixed(protocol, verdict):
     """The KRaft rows' fetch path is the ZooKeeper row's of the same release, so KAFKA-18991's stale
     append (fixed in 3.9.1, 4.0.1 and 4.1.0) breaks replica-sanity on kraft-3.3 and kraft-3.5 at the

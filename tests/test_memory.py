@@ -75,6 +75,7 @@ def test_memory_budget_uses_the_checkpoint_option(tmp_path, capsys):
 
 
 @pytest.mark.parametrize("guard", [True, False])
+@pytest.mark.slow  # every line it runs, cheaper fast tests run too (coverage by test)
 def test_dropping_visited_candidates_early_changes_nothing(monkeypatch, guard):
     """The level dictionary sheds already-visited successors as it grows: same counts, same log."""
     model = TwoPhase(5, commit_guard=guard)
@@ -113,6 +114,7 @@ def test_parent_log_spills_to_disk_with_the_same_records():
 
 
 @pytest.mark.parametrize("guard", [True, False])
+@pytest.mark.slow  # every line it runs, cheaper fast tests run too (coverage by test)
 def test_a_run_past_half_its_memory_budget_spills_and_gives_the_same_result(monkeypatch, guard):
     """The parent log on disk from the first level on: same counts, parent log and traces."""
     model = TwoPhase(5, commit_guard=guard)

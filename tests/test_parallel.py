@@ -31,6 +31,7 @@ def _same(a, b):
 # RM=6: about 1 s a worker count
 @pytest.mark.parametrize("rm", [3, 4, 5, pytest.param(6, marks=pytest.mark.slow)])
 @pytest.mark.parametrize("workers", [2, 3])
+@pytest.mark.slow  # every line it runs, cheaper fast tests run too (coverage by test)
 def test_two_phase_counts_match(rm, workers):
     options = SearchOptions(invariants=INVARIANTS)
     single = bfs.check(TwoPhase(rm), options)
@@ -49,6 +50,7 @@ def test_seeded_bug_same_shortest_trace(stop_at_first):
     _same(single, multi)
 
 
+@pytest.mark.slow  # every line it runs, cheaper fast tests run too (coverage by test)
 def test_parent_log_is_identical():
     """Not only the counts: every state gets the same global index, parent and action."""
     model = TwoPhase(5)
@@ -78,6 +80,7 @@ def _kafka_protocols():
 
 
 @pytest.mark.parametrize("protocol", _kafka_protocols())
+@pytest.mark.slow  # every line it runs, cheaper fast tests run too (coverage by test)
 def test_kafka_counts_match(protocol):
     model = build_model("kafka", ["records=1", "epochs=1"], protocol)
     # a depth bound keeps the test short whatever the model's current bounds are (the space is
@@ -87,6 +90,7 @@ def test_kafka_counts_match(protocol):
     _same(bfs.check(model, options), parallel.check(model, options, 2))
 
 
+@pytest.mark.slow  # every line it runs, cheaper fast tests run too (coverage by test)
 def test_budget_checkpoint_and_resume(tmp_path):
     path = str(tmp_path / "run.ckpt")
     full = bfs.check(TwoPhase(5), SearchOptions(invariants=INVARIANTS))
@@ -146,6 +150,7 @@ def test_workers_option_without_an_engine_is_the_parallel_engine():
 
 
 @pytest.mark.parametrize("workers", [1, 4])
+@pytest.mark.slow  # every line it runs, cheaper fast tests run too (coverage by test)
 def test_any_worker_count_gives_the_same_parent_log(workers):
     """One worker (the sharded engine alone) and more workers than cores: same log as bfs."""
     model = TwoPhase(4, commit_guard=False)
@@ -156,6 +161,7 @@ def test_any_worker_count_gives_the_same_parent_log(workers):
     _same(single, multi)
 
 
+@pytest.mark.slow  # every line it runs, cheaper fast tests run too (coverage by test)
 def test_serial_share_is_measured_and_gives_amdahl_predictions():
     result = parallel.check(TwoPhase(5), SearchOptions(invariants=INVARIANTS), 2)
     share = result.extra["serial_share"]
@@ -167,6 +173,7 @@ def test_serial_share_is_measured_and_gives_amdahl_predictions():
 
 
 
+@pytest.mark.slow  # every line it runs, cheaper fast tests run too (coverage by test)
 def test_rounds_are_timed_per_worker():
     """Where a level's wall time went: every round's wall time, each worker's CPU time in it (no
     more than the worker's whole CPU time) and what the worker spent idle at the rounds' ends."""
@@ -199,6 +206,7 @@ def test_fingerprint_owners_spread_evenly():
         assert counts.min() > 0.9 * fps.size / workers
 
 
+@pytest.mark.slow  # every line it runs, cheaper fast tests run too (coverage by test)
 def test_auto_workers_use_the_cores_there_are(monkeypatch):
     monkeypatch.setattr(parallel, "available_cores", lambda: 3)
     assert parallel.resolve_workers(0) == 3 and parallel.resolve_workers(2) == 2
@@ -285,6 +293,7 @@ def test_states_moved_between_workers_go_through_the_model_codec_not_pickle(tmp_
 
 
 @pytest.mark.parametrize("workers", [2, 3])
+@pytest.mark.slow  # every line it runs, cheaper fast tests run too (coverage by test)
 def test_parts_moved_between_workers_every_level_change_nothing(monkeypatch, workers):
     """Rebalancing cuts a worker's part at either end and puts the states before or after its
     neighbour's. Forced at every level on a Kafka configuration with counterexamples: the same
@@ -309,6 +318,7 @@ def test_parts_moved_between_workers_every_level_change_nothing(monkeypatch, wor
     _same(single, multi)
 
 
+@pytest.mark.slow  # every line it runs, cheaper fast tests run too (coverage by test)
 def test_invariants_checked_in_small_blocks_find_the_same_first_violations(monkeypatch):
     """A worker checks its part a block at a time: with blocks of 3 states the first violation of an
     invariant sits past the first block, and its global index (so the trace) must still be the

@@ -40,6 +40,7 @@ def on_workers(model, workers: int, kernel: str = "auto", **more):
     ("tla:Kip320", TLA_SMALL, {}),  # a deadlock, found and replayed
     ("tla:Kip320", TLA_SMALL, {"check_deadlock": False, "max_depth": 9}),  # undetermined
 ])
+@pytest.mark.slow  # every line it runs, cheaper fast tests run too (coverage by test)
 def test_workers_on_the_kernel_equal_the_local_readable_search(name, constants, more):
     model = model_of(name, constants)
     readable = run(model, options(model, "off", **more))

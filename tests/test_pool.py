@@ -108,6 +108,7 @@ def test_a_job_that_says_stop_gives_the_same_results_in_any_order(workers, order
 
 @pytest.mark.parametrize("workers", [1, 2, 3])
 @pytest.mark.parametrize("order", [None, list(range(7, -1, -1)), [5, 7, 3, 6, 0, 4, 1, 2]])
+@pytest.mark.slow  # every line it runs, cheaper fast tests run too (coverage by test)
 def test_a_job_that_raises_waits_for_the_earlier_jobs_in_any_order(workers, order):
     ran = []
     with pytest.raises(UsageError, match="job 3 is refused"):

@@ -46,6 +46,7 @@ CONFIGS = [(2, 3, 2, 1), (1, 3, 3, 3), (2, 1, 1, 2)]
     pytest.param(module, config, id=f"{module}-config{i}",
                  marks=[pytest.mark.slow] if i == 2 and module != "Kip320" else [])
     for module in sorted(VARIANTS) for i, config in enumerate(CONFIGS)])
+@pytest.mark.slow  # every line it runs, cheaper fast tests run too (coverage by test)
 def test_literal_encoding_agrees_state_for_state(module, config):
     literal = LiteralSpec(module, *config)
     lit_level, lit_generated, lit_depth = explore(literal)
@@ -106,6 +107,7 @@ SYMMETRIC_FAST = {"Kip320"}
 @pytest.mark.parametrize("module",
                          [m if m in SYMMETRIC_FAST else pytest.param(m, marks=pytest.mark.slow)
                           for m in sorted(VARIANTS)])
+@pytest.mark.slow  # every line it runs, cheaper fast tests run too (coverage by test)
 def test_reachable_states_are_symmetric_in_the_replicas(module):
     states = set(reachable(VARIANTS[module](3, 1, 1, 1)))
     # a transposition and a 3-cycle generate them all

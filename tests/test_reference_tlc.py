@@ -45,6 +45,7 @@ def run(module, consts, invariants=()):
 
 
 @pytest.mark.parametrize("module", sorted(TLC))
+@pytest.mark.slow  # every line it runs, cheaper fast tests run too (coverage by test)
 def test_counts_equal_tlc_and_every_invariant_but_the_isr_ones_holds(module):
     _, result = run(module, TWO, ["TypeOk", "LogMatching"])
     assert result.verdict is Verdict.HOLDS
@@ -52,6 +53,7 @@ def test_counts_equal_tlc_and_every_invariant_but_the_isr_ones_holds(module):
 
 
 @pytest.mark.parametrize("module", ["Kip279", "Kip320FirstTry", "Kip320"])
+@pytest.mark.slow  # every line it runs, cheaper fast tests run too (coverage by test)
 def test_strong_and_weak_isr_hold_where_tlc_says_so(module):
     _, result = run(module, TWO, ["StrongIsr", "WeakIsr"])
     assert result.verdict is Verdict.HOLDS
@@ -64,6 +66,7 @@ def test_strong_and_weak_isr_hold_where_tlc_says_so(module):
     ("KafkaTruncateToHighWatermark", 3, 8),
     pytest.param("Kip279", 3, 10, marks=pytest.mark.slow),  # about 12 s
 ])
+@pytest.mark.slow  # every line it runs, cheaper fast tests run too (coverage by test)
 def test_strong_isr_violated_with_a_shortest_counterexample(module, replicas, length):
     consts = [f"Replicas={replicas}", "LogSize=2", "MaxRecords=2", "MaxLeaderEpoch=2"]
     model, result = run(module, consts, ["StrongIsr"])
@@ -88,6 +91,7 @@ def test_kip320_first_try_violates_strong_isr_with_three_replicas():
 
 
 @pytest.mark.parametrize("module", sorted(SECOND))
+@pytest.mark.slow  # every line it runs, cheaper fast tests run too (coverage by test)
 def test_pinned_counts_at_a_second_configuration(module):
     _, result = run(module, ["Replicas=3", "LogSize=1", "MaxRecords=1", "MaxLeaderEpoch=1"],
                     ["TypeOk"])

@@ -30,6 +30,7 @@ def _figures(result):
 
 
 @pytest.mark.parametrize("stop_at_first", [True, False])
+@pytest.mark.slow  # every line it runs, cheaper fast tests run too (coverage by test)
 def test_the_same_walks_at_any_worker_count_and_batch_size(monkeypatch, stop_at_first):
     model = TwoPhase(4, commit_guard=False)
     options = SearchOptions(invariants=list(for_family("two-phase").values()),
@@ -84,6 +85,7 @@ def test_shortening_drops_loops_and_steps_while_the_violation_persists():
     assert replay_trace(model, shortened).outcome == "violated"
 
 
+@pytest.mark.slow  # every line it runs, cheaper fast tests run too (coverage by test)
 def test_a_time_budget_ends_the_walks(capsys):
     code = main(["simulate", "two-phase", "--const", "RM=6", "--walks", "10000000", "--depth", "30",
                  "--max-seconds", "1", "--workers", "2", "--json"])
@@ -124,6 +126,7 @@ def test_spark_runs_the_same_walks_as_one_core(spark_local, monkeypatch, stop_at
 
 
 @pytest.mark.spark
+@pytest.mark.slow  # every line it runs, cheaper fast tests run too (coverage by test)
 def test_spark_swarm_from_the_command_line_finds_kafka_7786(spark_local, tmp_path, capsys):
     name, constants, protocol = KAFKA_7786
     argv = ["simulate", name, "--protocol", protocol, *[f"--const={c}" for c in constants],

@@ -79,12 +79,14 @@ def spark_run(model, options, transport="arrow", threshold=0, **extra):
 @pytest.mark.slow
 @pytest.mark.usefixtures("spark")
 def test_every_engine_gives_the_same_counts_and_shortest_counterexamples(name, consts, protocol):
-    """local, parallel with 1, 2 and auto workers, and spark local[2] with both transports."""
+    """local, parallel with 1 and 2 workers, and spark local[2] with both transports (auto workers
+    are the cores there are: tests/test_parallel.py's test_auto_workers_use_the_cores_there_are;
+    on CI's two cores a run with auto workers was the run with 2 again)."""
     model = build_model(name, consts, protocol)
     options = SearchOptions(invariants=list(for_family(model.family).values()), stop_at_first=False)
     reference = summary(check(model, options))
     assert reference["verdict"] is Verdict.VIOLATED and reference["violations"]
-    for workers in (1, 2, 0):
+    for workers in (1, 2):
         result = engines.run(model, options, "parallel", ParallelOptions(workers=workers))
         assert summary(result) == reference, f"parallel, {workers or 'auto'} workers"
     # the visited set's runs merged every 3 levels: both the anti-joins against runs and the merge

@@ -73,9 +73,11 @@ def test_kernel_off_and_the_blocks_transport_run_the_readable_model():
     blocks = spark_run(model, SearchOptions(kernel="auto"), transport="blocks")
     assert "blocks transport" in blocks.extra["path"]["reason"]
     assert summary(off) == summary(blocks)
-    below = spark_run(model, SearchOptions(kernel="auto"), threshold=10_000)  # Spark never starts
-    assert (below.extra["path"]["path"] == "readable" and "--spark-threshold"
-            in below.extra["path"]["reason"])
+    # below the threshold the kernel path runs every level on the driver in C, Spark never starts
+    below = spark_run(model, SearchOptions(kernel="auto"), threshold=10_000)
+    assert below.extra["path"]["path"] == "kernel" and below.extra["spark"]["master"] is None
+    assert {level["engine"] for level in below.extra["spark"]["levels"]} == {"driver"}
+    assert summary(below) == summary(off)
 
 
 REDUCED = [
@@ -157,7 +159,7 @@ def test_a_run_on_the_kernel_killed_and_resumed_is_the_whole_run(tmp_path, capsy
         child.wait()
     saved = json.loads((run_dir / "run.json").read_text())
     assert saved["path"]["path"] == "kernel" and saved["depth"] < 28, saved["depth"]
-    level = next(item for item in saved["levels"] if item["path"])
+    level = saved["levels"][-1]  # the frontier: a driver's earlier level has its pointers only
     states = pq.read_table(run_dir / "levels" / f"{level['depth']:04d}", columns=["state"])
     assert {len(raw) for raw in states["state"].to_pylist()} == {saved["path"]["state_bytes"]}
 
@@ -265,12 +267,12 @@ def test_levels_on_the_driver_or_the_executors_are_the_same_search(tmp_path, mon
 
     model = model_of("tla:Kip101", TLA_SMALL)
     invariants = [inv for inv in for_family(model.family).values() if inv.default]
-    for options, runs in (({"stop_at_first": False}, ((0, "lll" + "s" * 15),
-                                                      (10**9, "lll" + "d" * 15),
-                                                      (400, "lll" + "d" * 4 + "s" * 8 + "d" * 3))),
-                          ({}, ((400, "lll" + "d" * 4 + "s" * 5),)),
+    for options, runs in (({"stop_at_first": False}, ((0, "ddd" + "s" * 15),
+                                                      (10**9, "ddd" + "d" * 15),
+                                                      (400, "ddd" + "d" * 4 + "s" * 8 + "d" * 3))),
+                          ({}, ((400, "ddd" + "d" * 4 + "s" * 5),)),
                           # a frontier the search stops at, checked on the driver
-                          ({"max_depth": 12}, ((10**9, "lll" + "d" * 8),))):
+                          ({"max_depth": 12}, ((10**9, "ddd" + "d" * 8),))):
         reference = summary(check(model, SearchOptions(invariants=invariants, **options)))
         assert reference["verdict"] is Verdict.VIOLATED
         for below, ran in runs:
@@ -308,5 +310,5 @@ def test_levels_on_the_driver_or_the_executors_are_the_same_search(tmp_path, mon
                 engines.run(model, SearchOptions(invariants=invariants, kernel="auto",
                                                  resume_from=str(spoiled)), "spark",
                             spark_options)
-    assert ran == "lll" + "d" * 6 + "s" * 10 + "d" * 11, ran
+    assert ran == "ddd" + "d" * 6 + "s" * 10 + "d" * 11, ran
     assert summary(result) == full

@@ -332,8 +332,8 @@ def test_ctrl_c_during_a_spark_level_is_one_line_and_resumes(spark_local, tmp_pa
             child.wait()
     assert child.returncode == 130, err
     ours = [line for line in err.splitlines() if line.startswith("kmc:")]
-    assert ours == [f"kmc: error: interrupted; the last complete level is saved in {run_dir}: run "
-                    f"the same command with --resume {run_dir} to continue"], err
+    assert ours == [f"kmc: error: interrupted; the run is saved up to its last written level in "
+                    f"{run_dir}: run the same command with --resume {run_dir} to continue"], err
     # no Python traceback, no JVM error line
     assert "Traceback" not in err and " ERROR " not in err, err
     assert json.loads((run_dir / "run.json").read_text())["depth"] < 11  # stopped mid-way

@@ -52,6 +52,7 @@ def test_two_phase_canonical_is_exact():
 
 
 @pytest.mark.parametrize("brokers", [2, 3])
+@pytest.mark.slow  # every line it runs, cheaper fast tests run too (coverage by test)
 def test_kafka_canonical_is_exact(brokers):
     model = build_model("kafka", [f"brokers={brokers}", "records=1", "epochs=2"], "kip-101")
     rng = random.Random(brokers)
@@ -65,6 +66,7 @@ def test_kafka_canonical_is_exact(brokers):
 
 
 @pytest.mark.parametrize("brokers", [2, 3])
+@pytest.mark.slow  # every line it runs, cheaper fast tests run too (coverage by test)
 def test_kafka_transitions_commute_with_renaming(brokers):
     """The symmetry is real: the successors of a renamed state are the renamed successors (this
     also catches a broker id kept in a field that ``spec.kafka.symmetry`` does not rename)."""
@@ -79,6 +81,7 @@ def test_kafka_transitions_commute_with_renaming(brokers):
 
 
 @pytest.mark.parametrize("rm", [3, 5])
+@pytest.mark.slow  # every line it runs, cheaper fast tests run too (coverage by test)
 def test_two_phase_reduction(rm):
     full = bfs.check(TwoPhase(rm), SearchOptions(invariants=TWO_PHASE))
     reduced = bfs.check(TwoPhase(rm), SearchOptions(invariants=TWO_PHASE, symmetry=True))
@@ -144,6 +147,7 @@ SYMMETRY_FAST = {"0.10.2", "kraft-4.1"}
 @pytest.mark.parametrize("protocol",
                          [p if p in SYMMETRY_FAST else pytest.param(p, marks=pytest.mark.slow)
                           for p in _protocols()])
+@pytest.mark.slow  # every line it runs, cheaper fast tests run too (coverage by test)
 def test_kafka_same_verdicts_under_symmetry(protocol, bounds):
     model = _kafka(protocol, **bounds)
     safety = [inv for inv in KAFKA if inv.holds is not None and inv.kind == "safety"]
@@ -159,6 +163,7 @@ def test_kafka_same_verdicts_under_symmetry(protocol, bounds):
         _check_real_trace(model, violation)
 
 
+@pytest.mark.slow  # every line it runs, cheaper fast tests run too (coverage by test)
 def test_kafka_three_broker_counterexample_replays_to_a_concrete_trace():
     """KAFKA-7786's fence stall with three brokers: the same shortest length with and without
     symmetry, and the trace found under symmetry is a real run of the model whose last state is a
@@ -237,6 +242,7 @@ def test_liveness_under_symmetry_is_refused_in_one_line(capsys, tmp_path):
 
 
 @pytest.mark.parametrize("which", ["kafka", "two-phase"])
+@pytest.mark.slow  # every line it runs, cheaper fast tests run too (coverage by test)
 def test_the_symmetry_loop_keeps_the_first_occurrence_of_every_canonical_successor(which):
     """The engine's --symmetry loop skips canonicalising a successor whose own fingerprint is
     already in the level's dictionary; its dictionary must be the plain one: every successor

@@ -73,6 +73,7 @@ def test_show_kafka_draws_broker_logs(capsys, kafka_trace_file):
     assert code == 64 and "no broker 7" in one_line_error(err)
 
 
+@pytest.mark.slow  # every line it runs, cheaper fast tests run too (coverage by test)
 def test_show_hides_ghosts_and_counters_unless_all(capsys, kafka_trace_file):
     """Issue 14: bound counters and ghost variables are bookkeeping; the legend names what is
     hidden."""

@@ -54,6 +54,7 @@ def test_two_phase_trace_reads_back_identical(tmp_path, two_phase_trace, suffix)
 
 
 @pytest.mark.parametrize("suffix", FORMATS)
+@pytest.mark.slow  # every line it runs, cheaper fast tests run too (coverage by test)
 def test_kafka_counterexamples_read_back_identical(tmp_path, kafka_traces, suffix):
     for i, original in enumerate(kafka_traces):
         path = save_trace(original, str(tmp_path / f"k{i}{suffix}"))

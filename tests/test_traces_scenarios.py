@@ -64,6 +64,7 @@ def test_scenario_reaches_its_expected_outcome_under_every_release(path, protoco
         f"{path} under {protocol}: {result.summary()}, expected {expected.describe()}")
 
 
+@pytest.mark.slow  # every line it runs, cheaper fast tests run too (coverage by test)
 def test_every_scenario_names_every_release_in_expect():
     releases = list(get_model_info("kafka").protocols)
     for path in SCENARIOS:
@@ -117,6 +118,7 @@ def test_two_phase_counterexample_is_blocked_by_the_commit_guard():
     assert int(fixed.exit_code) == 67 and "TMAbort" in fixed.summary()
 
 
+@pytest.mark.slow  # every line it runs, cheaper fast tests run too (coverage by test)
 def test_recorded_kafka_counterexamples_replay_under_every_protocol():
     from tests.test_traces_io import kafka_counterexamples
 

@@ -19,8 +19,20 @@ Moving between the two
     To the executors: the driver's frontier is cut into equal ranges of global index
     (``_packed_frontier``), and the executors' visited fingerprints are built again when levels ran
     on the driver since they were last complete.
-A run directory (``--checkpoint``) gets the driver's level as one Parquet file of the executors'
-schema ``(fp, key, state)``, with its digest in run.json: ``--resume`` reads it as it reads theirs.
+From the start
+    The kernel path begins on the driver at the first level (``_driver_switch``): the readable
+    local engine makes the initial states only, and every level runs in C on the driver while its
+    frontier is below ``--spark-driver-below`` or, until a level has gone to the executors, below
+    ``--spark-threshold``. On a local master the JVM starts at the first level that goes to the
+    executors (``_executors_started``), so a search that never needs them starts no Spark
+    application.
+A run directory (``--checkpoint``) gets the driver's levels as Parquet files of the executors'
+schema ``(fp, key, state)``, with their digests in run.json: ``--resume`` reads them as it reads
+theirs. They are written as the local engine writes its checkpoints, every ``--checkpoint-every``
+seconds, and before a level goes to the executors and when the search ends (its budget, its end):
+the levels since the last write at once, each one's ``(fp, key)`` and only the last one's states
+(the frontier a resume expands; a level behind it is read for its parent pointers only). Writing
+every state of every level took a quarter of the run's CPU (bench/NOTES.md, issue 39).
 
 ``DriverLevelStep`` is a mixin of ``checker.spark.engine.SparkBFS``.
 """
@@ -28,6 +40,8 @@ schema ``(fp, key, state)``, with its digest in run.json: ``--resume`` reads it 
 from __future__ import annotations
 
 import os
+import re
+import tempfile
 import time
 from collections.abc import Iterator
 from typing import Any
@@ -45,6 +59,27 @@ from checker.spark.packed_step import (
     expand_rows,
     write_level_file,
 )
+from checker.spark.rundir import RunDir, save_local_prefix
+
+#: a local master's URL (``local``, ``local[N]``, ``local[*]``, ``local[N,F]``, ``local[*,F]``):
+#: checked before its JVM starts, which is then left to the first level on the executors
+LOCAL_MASTER = re.compile(r"local(\[(\*|[1-9][0-9]*)(,[1-9][0-9]*)?\])?")
+
+
+def lazy_master(master: str) -> bool:
+    """True when a run on ``master`` may start its JVM late: a well-formed local master, not under
+    spark-submit (whose session exists already). Any other master starts at the first level, where
+    Spark refuses a bad one in one line, as before."""
+    return bool(LOCAL_MASTER.fullmatch(master)) and "PYSPARK_GATEWAY_PORT" not in os.environ
+
+
+def local_partitions(master: str) -> int:
+    """The partitions ``SparkBFS._start`` gives a local master (one a core, at least two)."""
+    cores = re.match(r"local\[(\*|[0-9]+)", master)
+    if cores is None:
+        return 2
+    count = (os.cpu_count() or 1) if cores.group(1) == "*" else int(cores.group(1))
+    return max(2, count)
 
 
 class _CollectFrontier:
@@ -96,10 +131,10 @@ def expand_level(kernel: Any, gidx: np.ndarray, rows: np.ndarray, visited: Finge
         except BaseException as exc:  # raised again in the caller's thread
             errors.append(exc)
 
+    workers = [threading.Thread(target=work, args=(k,)) for k in range(1, threads)]
     try:
         # one thread: in this one. Even so the visited set is only read while the level expands:
         # adding each new fingerprint to it as it is made took twice the CPU (bench/NOTES.md)
-        workers = [threading.Thread(target=work, args=(k,)) for k in range(1, threads)]
         for worker in workers:
             worker.start()
         work(0)
@@ -119,6 +154,11 @@ def expand_level(kernel: Any, gidx: np.ndarray, rows: np.ndarray, visited: Finge
                     visited.add(block[2])
                     blocks.append(block)
     finally:
+        # a Ctrl-C in the joins above (no Spark, so no SparkInterrupt) leaves threads in C reading
+        # the sets: they are freed, here and by the caller, once no thread runs
+        for worker in workers:
+            if worker.ident is not None:
+                worker.join()
         for seen in seens:
             seen.close()
     for part in part_stats:  # ranges in order: the first found is the smallest index
@@ -145,8 +185,48 @@ class DriverLevelStep:
 
     def _on_driver(self, st: Counters) -> bool:
         """The next level runs on the driver: its frontier has fewer than ``--spark-driver-below``
-        states."""
-        return st.frontier_size < self.driver_below
+        states, or fewer than ``--spark-threshold`` and no level has gone to the executors."""
+        return st.frontier_size < self.driver_below or (
+            not self._spark.executors_used and st.frontier_size < self.threshold)
+
+    def _driver_switch(self, st: Counters) -> None:
+        """The kernel path from the first level: the local prefix (the initial states) packed and
+        kept on the driver as its frontier (``packed_prefix``), Spark started only if the master is
+        not a local one (``lazy_master``)."""
+        from checker.codec import state_column_codec
+        from checker.spark.kernel_step import packed_prefix
+
+        local = st.local
+        if self._run_dir is None:
+            self._run_dir = RunDir(tempfile.mkdtemp(prefix="kmc-spark-"), temporary=True)
+        spark = SparkRun(None, None, False, self.partitions or local_partitions(self.master))
+        spark.codec = state_column_codec(self.model)  # run.json's transport: "arrow"
+        if not self._run_dir.temporary:
+            save_local_prefix(self._run_dir, self.model, self.options, local)
+        rows, kernel_fps, start = packed_prefix(self._kernel, self.model, self.symmetry, local,
+                                                self.options.reduce == "dead")
+        spark.prefix_fps = kernel_fps
+        gidx = np.arange(local.frontier_base, local.frontier_base + rows.shape[0] - start,
+                         dtype=np.int64)
+        spark.driver_frontier = (gidx, kernel_fps[start:], rows[start:])
+        spark.driver_keys = np.zeros(0, np.int64)
+        spark.recent = [kernel_fps[start:]]
+        spark.frontier_checked = True  # the local engine checked its last level as it committed it
+        st.spark_started = True
+        st.local_distinct = len(local.log)
+        local.frontier = []
+        self._spark = spark
+        if not lazy_master(self.master):
+            self._executors_started()
+
+    def _executors_started(self) -> None:
+        """Spark's session for a run whose levels so far ran on the driver (its JVM, its Python
+        workers), the first time a level goes to the executors."""
+        spark = self._spark
+        if spark.sc is None:
+            started = self._start(self._run_dir, per_core=1)
+            spark.session, spark.sc, spark.created = started.session, started.sc, started.created
+            spark.partitions = started.partitions
 
     def _driver_frontier(self, spark: SparkRun) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """The frontier on the driver (global indices, fingerprints, packed rows), collected from
@@ -221,20 +301,41 @@ class DriverLevelStep:
         spark.driver_keys = keys
         spark.frontier_checked = False
         if not self._run_dir.temporary:
-            info.path = self._run_dir.level_path(depth)
-            os.makedirs(info.path, exist_ok=True)
-            write_level_file(info.path, 0, fps, keys, states)
-            info.digest = self._run_dir.level_digest(info.path)
+            spark.unwritten.append(info)
         st.level_done(depth, base, count)
         levels.append(info)
         self._packed_done(spark, st, levels, timing, level_started)
+
+    def _commit_due(self, spark: SparkRun) -> bool:
+        """run.json is written after this level: it ran on the executors, or the driver's levels
+        have waited ``--checkpoint-every`` seconds."""
+        return (not spark.unwritten
+                or time.monotonic() - spark.committed_at >= self.options.checkpoint_every)
+
+    def _write_driver_levels(self, spark: SparkRun, st: Counters, levels: list[LevelInfo]) -> None:
+        """The driver's levels since run.json was last written, as level files: each one's
+        fingerprints and keys, and the states of the last one if it is the frontier."""
+        for info in spark.unwritten:
+            info.path = self._run_dir.level_path(info.depth)
+            os.makedirs(info.path, exist_ok=True)
+            fps, parents, positions = info.pointers
+            keys = parents << POSITION_BITS | positions.astype(np.int64)
+            frontier = (info is levels[-1] and st.frontier_size > 0
+                        and spark.driver_frontier is not None)
+            states = spark.driver_frontier[2] if frontier else np.zeros((info.count, 0), np.uint8)
+            write_level_file(info.path, 0, fps, keys, states)
+            info.digest = self._run_dir.level_digest(info.path)
+        spark.unwritten = []
 
     def _to_executors(self, spark: SparkRun, st: Counters, levels: list[LevelInfo]) -> None:
         """The driver's frontier back to the executors, in equal ranges of global index, with their
         visited fingerprints made complete again and the level's numbering broadcast."""
         gidx, fps, rows = spark.driver_frontier
+        spark.executors_used = True
+        self._write_driver_levels(spark, st, levels)  # the executors' level commits them
         if spark.visited_depth < st.depth:
-            spark.retired.append(spark.visited)
+            if spark.visited is not None:
+                spark.retired.append(spark.visited)
             spark.visited = self._packed_visited(spark, visited_fingerprints(spark, levels))
             spark.visited_depth = st.depth
         spark.frontier = self._packed_frontier(spark, gidx, fps, rows)

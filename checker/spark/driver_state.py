@@ -3,6 +3,7 @@ RDDs and broadcasts alive, and the counts of the search."""
 
 from __future__ import annotations
 
+import time
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -89,6 +90,13 @@ class SparkRun:
     driver_seen_depth: int = 0
     visited_depth: int = 0
     prefix_fps: Any = None
+    #: a level has gone to the executors (``--spark-threshold`` no longer keeps levels on the
+    #: driver)
+    executors_used: bool = False
+    #: the driver's levels not yet in the run directory (``DriverLevelStep._write_driver_levels``)
+    #: and when run.json was last written
+    unwritten: list[Any] = field(default_factory=list)
+    committed_at: float = field(default_factory=time.monotonic)
 
 
 class Counters:

@@ -20,7 +20,7 @@ from checker.levels import LevelSearch, run_levels
 from checker.result import CheckResult
 from checker.search import Progress, SearchOptions
 from checker.spark.arrow_step import ArrowLevelStep, arrow_available
-from checker.spark.driver_level import DriverLevelStep
+from checker.spark.driver_level import LOCAL_MASTER, DriverLevelStep
 from checker.spark.driver_state import Counters, LevelInfo, LevelTiming, SparkRun
 from checker.spark.level_step import LevelStep
 from checker.spark.packed_step import PackedLevelStep, packed_available
@@ -86,6 +86,11 @@ class SparkOptions:
     def __post_init__(self) -> None:
         if self.driver_below < 0:
             raise UsageError(f"--spark-driver-below must be 0 or more, not {self.driver_below}")
+        if (self.master.startswith("local") and not self.master.startswith("local-cluster[")
+                and not LOCAL_MASTER.fullmatch(self.master)):
+            # Spark's own refusal is a JVM trace on stderr
+            raise UsageError(f"--master {self.master}: a local master is local, local[N], "
+                             "local[*], local[N,F] or local[*,F]")
         if self.transport not in (None, "arrow", "blocks"):
             raise UsageError(f"unknown Spark transport {self.transport!r}: arrow or blocks")
 
@@ -225,6 +230,8 @@ class SparkBFS(DriverLevelStep, PackedLevelStep, ArrowLevelStep, LevelStep, Resu
         """One level: on the driver with the local engine while the frontier is below the threshold
         (and Spark has not started), else on Spark with the arrow or the blocks transport."""
         self._raise_if_interrupted()
+        if self._packed and not st.spark_started:  # the kernel path from the first level
+            self._driver_switch(st)
         if not st.spark_started and len(st.local.frontier) < self.threshold:
             self._local_level(st)
             return
@@ -233,6 +240,7 @@ class SparkBFS(DriverLevelStep, PackedLevelStep, ArrowLevelStep, LevelStep, Resu
         if self._packed and self._on_driver(st):
             self._driver_level(self._spark, st, self._levels)
         elif self._packed:
+            self._executors_started()
             self._packed_level(self._spark, st, self._levels)
         elif self._arrow:
             self._arrow_level(self._spark, st, self._levels)
@@ -250,8 +258,11 @@ class SparkBFS(DriverLevelStep, PackedLevelStep, ArrowLevelStep, LevelStep, Resu
             else:
                 self._first_violations(spark, st, self._pending(st))
             spark.frontier_checked = True
+        if spark is not None and spark.unwritten:  # the driver's last levels, the resume point
+            self._write_driver_levels(spark, st, self._levels)
+            self._commit(spark, st, self._levels, self._run_dir)
         result = self._result(st, self._levels, self.elapsed(), reason, spark, self._run_dir)
-        if spark is None:
+        if spark is None or spark.sc is None:
             note = self._driver_only_note()
             result.extra["spark"]["driver_only"] = note
             if not _stderr_merged_into_stdout():
@@ -335,6 +346,12 @@ class SparkBFS(DriverLevelStep, PackedLevelStep, ArrowLevelStep, LevelStep, Resu
     def _driver_only_note(self) -> str:
         """One line: why this run never used Spark (every level stayed below the threshold)."""
         largest = max((t.frontier for t in self.timings), default=0)
+        if self._packed:
+            return ("spark engine: every level ran on the driver in C (largest frontier "
+                    f"{largest:,} states, below --spark-driver-below {self.driver_below:,} or "
+                    f"--spark-threshold {self.threshold:,}, where a level on the executors costs "
+                    "more than on the driver); no Spark application was started. Lower them to "
+                    "run levels on the executors.")
         return ("spark engine: every level ran on the driver with the local engine (largest "
                 f"frontier {largest:,} states, below --spark-threshold {self.threshold:,}, where a "
                 "Spark job costs more than the level); no Spark application was started. Lower "

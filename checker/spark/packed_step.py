@@ -332,13 +332,16 @@ def write_level_file(path: str, j: int, fps: np.ndarray, keys: np.ndarray,
     from checker.spark.kernel_step import binary_column
 
     table = pa.table({"fp": pa.array(fps), "key": pa.array(keys),
-                      "state": binary_column(pa, rows)})
+                      "state": binary_column(pa, rows, copy=False)})
     target = os.path.join(path, f"part-{j:05d}.parquet")
     tmp = os.path.join(path, f".part-{j:05d}.parquet.tmp")
     # no dictionary: a level's states and fingerprints are distinct (PyArrow would try one a
     # column, then fall back, a page at a time); LZ4: 0.7 us a 309-byte Kafka state and 22 bytes
     # on disk, where Snappy took 3.4 us and 31 bytes (bench/NOTES.md)
-    pq.write_table(table, tmp, use_dictionary=False, compression="lz4")
+    # (no statistics of the state column: nothing filters on it, and its minimum and maximum cost
+    # a comparison of 300-byte values a row)
+    pq.write_table(table, tmp, use_dictionary=False, compression="lz4",
+                   write_statistics=["fp", "key"])
     os.replace(tmp, target)
 
 
@@ -549,7 +552,9 @@ class PackedLevelStep:
         for rdd in spark.retired:
             rdd.unpersist(False)
         spark.retired, spark.keep = spark.keep, []
-        self._commit(spark, st, levels, self._run_dir)
+        if self._commit_due(spark):
+            self._write_driver_levels(spark, st, levels)
+            self._commit(spark, st, levels, self._run_dir)
         timing.seconds = time.monotonic() - level_started
         self._level_done(timing, st)
 

@@ -235,6 +235,7 @@ class Resumable:
             "path": _path_record(getattr(self, "_path", None)),
         }
         run_dir.write_bytes("run.json", json.dumps(payload, indent=1).encode())
+        spark.committed_at = time.monotonic()
     def _resume(self, run_dir: RunDir) -> tuple[SparkRun | None, Counters, list[LevelInfo]]:
         if run_dir.local and not run_dir.exists():
             raise BadFileError(f"run directory {run_dir.path} does not exist; check the path given "

@@ -117,7 +117,8 @@ class Verdicts:
                 extra["path"] = {"path": "readable", "reason": "every level ran on the driver with "
                                  "the local engine (below --spark-threshold), on the readable "
                                  "model"}
-        workers = spark.sc.defaultParallelism if spark is not None else 1
+        context = spark.sc if spark is not None else None  # None: no Spark application started
+        workers = context.defaultParallelism if context is not None else 1
         checkpoint_file = run_dir.path if (reason and run_dir is not None and not run_dir.temporary
                                            and st.spark_started and st.frontier_size) else None
         return search_result(
@@ -129,7 +130,7 @@ class Verdicts:
             extra={
                 **extra,
                 "spark": {
-                    "master": spark.sc.master if spark is not None else None,
+                    "master": context.master if context is not None else None,
                     "partitions": spark.partitions if spark is not None else None,
                     "threshold": self.threshold,
                     # the compiled kernel's levels with a smaller frontier ran on the driver in C

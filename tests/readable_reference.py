@@ -1,0 +1,183 @@
+"""The readable model's side of the kernel's proofs (tests/test_kafka_kernel*.py), recorded once.
+
+A search on the readable model (``--kernel off``) costs 10 to 100 times the kernel's, and it only
+changes when the readable model's source does. So each both-way search of the kernel's proofs is
+searched on the readable model by one command,
+
+    python3 -m tests.readable_reference
+
+which runs the tests of those two modules that search (both tiers) with every readable search
+live, checks the kernel against each as it goes, and writes what the readable model found to
+``readable_reference.json`` beside this file, with the digest of the readable source that found it
+(``tests.matrix_table.readable_digest``, the matrix table's). A test then searches only on the
+kernel and compares with the record; on a mismatch it searches the readable model live, so the
+failure shows both searches side by side. A test fails, naming that command, when the readable
+source changed since the record was made or when it asks for a search the record lacks; a fast
+test (tests/test_kafka_kernel.py) keeps a few searches live both ways and compares them with the
+record too.
+
+A record is packing-independent: the verdict, distinct and generated states, depth, out-degrees
+and each counterexample's invariant, length, actions, discovery figures and states, the states as
+a SHA-256 of their readable form (``repr`` of the readable state, field by field), so a change to
+the kernel's packing does not stale it.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import subprocess
+import sys
+import tempfile
+from dataclasses import asdict
+from functools import cache
+from pathlib import Path
+from typing import Any
+
+from tests.matrix_table import readable_digest
+
+#: the data file: the readable model's searches
+REFERENCE = Path(__file__).with_name("readable_reference.json")
+#: the command that re-makes it
+REMAKE = "python3 -m tests.readable_reference"
+#: the test modules whose readable searches it holds
+MODULES = ("tests/test_kafka_kernel.py", "tests/test_kafka_kernel_consumers.py")
+#: the tests that search the readable model (both ways, or for a path to rare states); the others,
+#: state for state, stay live: there the readable model is the cheap side
+SEARCHING = "search or agree or rare"
+#: set by ``REMAKE`` for the test run: a directory where each process writes what it recorded
+RECORDING = "KMC_RECORD_READABLE_REFERENCE"
+
+_recorded: dict[str, dict[str, Any]] = {}
+
+
+def states_digest(states: Any) -> str:
+    """The SHA-256 of readable states, each by its ``repr`` (its fields, by name, in order)."""
+    digest = hashlib.sha256()
+    for state in states:
+        digest.update(repr(state).encode() + b"\n")
+    return digest.hexdigest()
+
+
+def search_record(result: Any) -> dict[str, Any]:
+    """What a search found, as JSON: the figures the proofs compare (``summary`` of
+    tests/test_kafka_kernel.py), a counterexample's states as their ``states_digest``."""
+    return {
+        "verdict": result.verdict.value, "distinct": result.distinct_states,
+        "generated": result.states_generated, "depth": result.depth,
+        "out_degree": asdict(result.out_degree) if result.out_degree else None,
+        "violations": [{"invariant": v.invariant, "length": v.length,
+                        "actions": [str(step.action) for step in v.trace.steps],
+                        "states": states_digest(v.trace.states),
+                        "discovered": asdict(v.discovered) if v.discovered else None}
+                       for v in result.violations],
+    }
+
+
+def search_key(model: Any, options: dict[str, Any]) -> tuple[str, str]:
+    """(key, label) of a search: the key a SHA-256 of the model's ``describe()`` (its row, every
+    flag, its bounds) and the search options; the label the same in words, for a reader."""
+    described = json.dumps({"model": model.describe(), "options": options}, sort_keys=True,
+                           default=list)
+    constants = ",".join(f"{k}={v}" for k, v in sorted(model.constants.items()))
+    named = json.dumps(options, default=list)
+    label = f"{getattr(model, 'protocol', model.name)} {constants} {named}"
+    return hashlib.sha256(described.encode()).hexdigest()[:24], label
+
+
+def recording() -> bool:
+    return bool(os.environ.get(RECORDING))
+
+
+@cache
+def reference() -> dict[str, Any]:
+    """The data file, read once a process (empty when there is none)."""
+    if not REFERENCE.exists():
+        return {"digest": None, "searches": {}}
+    return json.loads(REFERENCE.read_text(encoding="utf-8"))
+
+
+def stale_reason() -> str | None:
+    """Why the record cannot be used (None: it can): missing, or made by another readable
+    source."""
+    recorded, now = reference().get("digest"), readable_digest()
+    if recorded is None:
+        return f"there is no readable reference ({REFERENCE.name}): make it with `{REMAKE}`"
+    if recorded != now:
+        return (f"the readable Kafka model changed since {REFERENCE.name} was made (recorded "
+                f"sha256:{recorded}, now sha256:{now}): re-make it with `{REMAKE}` (it searches "
+                f"the readable model again and checks the kernel against it)")
+    return None
+
+
+def readable_search(model: Any, options: dict[str, Any], live: Any) -> dict[str, Any]:
+    """The readable model's record of searching ``model`` with ``options``: from the data file, or,
+    while ``REMAKE`` runs, ``live()`` (the readable search's result), recorded. Fails (an
+    AssertionError naming ``REMAKE``) when the file is stale or lacks this search."""
+    return readable_record(model, options, lambda: search_record(live()))
+
+
+def readable_record(model: Any, options: dict[str, Any], compute: Any) -> Any:
+    """What the readable model gives for ``model`` and ``options`` (JSON): from the data file, or,
+    while ``REMAKE`` runs, ``compute()``, recorded."""
+    key, label = search_key(model, options)
+    if recording():
+        record = compute()
+        held = _recorded.setdefault(key, {"label": label, "record": record})
+        assert held["record"] == record, f"two readable searches of {label} differ"
+        _write_part()
+        return record
+    reason = stale_reason()
+    assert reason is None, reason
+    held = reference()["searches"].get(key)
+    assert held is not None, (f"{REFERENCE.name} has no readable search of {label}: a test asks "
+                              f"for a search the reference lacks; re-make it with `{REMAKE}`")
+    return held["record"]
+
+
+def _write_part() -> None:
+    """While recording: what this process recorded so far, into the run's directory (a pytest-xdist
+    worker may end without running ``atexit``)."""
+    part = Path(os.environ[RECORDING]) / f"part-{os.getpid()}.json"
+    part.write_text(json.dumps(_recorded), encoding="utf-8")
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Run the kernel's proofs that search (``SEARCHING``, both tiers; extra arguments go to pytest,
+    e.g. ``-n 2``) with the readable searches live and, when every one passes, write what the
+    readable model found and the digest of its source."""
+    extra = list(sys.argv[1:] if argv is None else argv)
+    if any(arg.startswith(("-k", "-m")) or "::" in arg for arg in extra):
+        print(f"{REMAKE} records every searching test: a choice of tests ({' '.join(extra)}) "
+              f"would write a partial reference", file=sys.stderr)
+        return 64
+    with tempfile.TemporaryDirectory() as parts:
+        command = [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-m", "",
+                   "-k", SEARCHING, *extra, *MODULES]
+        code = subprocess.call(command, env={**os.environ, RECORDING: parts})
+        if code != 0:
+            print(f"the proofs failed (pytest exit {code}): {REFERENCE.name} left as it was",
+                  file=sys.stderr)
+            return 1
+        return write(Path(parts))
+
+
+def write(parts: Path) -> int:
+    """Write the data file from the searches a recording run's processes wrote into ``parts``."""
+    searches: dict[str, Any] = {}
+    for part in sorted(parts.glob("part-*.json")):
+        for key, held in json.loads(part.read_text(encoding="utf-8")).items():
+            if searches.setdefault(key, held) != held:
+                print(f"two readable searches of {held['label']} differ", file=sys.stderr)
+                return 1
+    data = {"digest": readable_digest(), "command": REMAKE,
+            "searches": dict(sorted(searches.items(), key=lambda kv: kv[1]["label"]))}
+    REFERENCE.write_text(json.dumps(data, indent=1) + "\n", encoding="utf-8")
+    print(f"{REFERENCE.name}: {len(searches)} readable searches, source digest "
+          f"sha256:{data['digest']}")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,117 @@
+"""The order the suite's work units go out in under ``pytest -n N`` (tests/conftest.py), and
+``bench/suite_packing.py``'s replay of pytest-xdist's scheduler, which predicts the suite's wall
+from a per-test CPU report."""
+
+from __future__ import annotations
+
+import importlib.util
+from pathlib import Path
+
+import pytest
+
+from tests.conftest import sort_units
+
+BENCH = Path(__file__).resolve().parents[1] / "bench" / "suite_packing.py"
+
+
+class Item:
+    """The part of a collected test that tests/conftest.py reads."""
+
+    def __init__(self, name: str, group: str | None = None, slow: bool = False,
+                 module: str = "test_x", fixtures: tuple[str, ...] = ()) -> None:
+        self.name = name
+        self.nodeid = f"tests/{module}.py::{name}"
+        self.path = Path(f"tests/{module}.py")
+        self.fixturenames = fixtures
+        self.marks = {}
+        if group:
+            self.add_marker(pytest.mark.xdist_group(group))
+        if slow:
+            self.add_marker(pytest.mark.slow)
+
+    def get_closest_marker(self, name: str):
+        return self.marks.get(name)
+
+    def add_marker(self, marker) -> None:
+        self.marks[marker.mark.name] = marker.mark
+
+
+def test_units_go_out_cluster_spark_modules_by_size_groups_slow_fast():
+    items = [Item("fast-1"), Item("slow-1", slow=True),
+             Item("row-a", "traces-matrix-2.1.0", slow=True),
+             Item("arrow-1", "spark-local-test_spark_arrow"), Item("auth", "spark-standalone"),
+             Item("kernel-1", "spark-local-test_spark_kernel", slow=True), Item("fast-2"),
+             Item("kernel-2", "spark-local-test_spark_kernel"), Item("slow-2", slow=True),
+             Item("row-b", "traces-matrix-2.1.0")]
+    sort_units(items)
+    assert [item.name for item in items] == [
+        "auth", "kernel-1", "kernel-2", "arrow-1", "row-a", "row-b", "slow-1", "slow-2", "fast-1",
+        "fast-2"]
+
+
+def test_the_in_process_spark_tests_are_one_group_fast_and_a_group_a_module_slow():
+    """The fast tier starts one JVM; the suite's slow Spark modules spread over the workers."""
+    from types import SimpleNamespace
+
+    from tests.conftest import group_of, pytest_collection_modifyitems
+
+    spark = ("spark_local",)
+    items = [Item("a-slow", slow=True, module="test_spark_a", fixtures=spark),
+             Item("a-fast", module="test_spark_a", fixtures=spark),
+             Item("b-slow", slow=True, module="test_spark_b", fixtures=spark),
+             Item("b-fast", module="test_spark_b", fixtures=spark),
+             Item("own", "spark-standalone", slow=True, fixtures=spark), Item("other")]
+    pytest_collection_modifyitems(SimpleNamespace(), items)
+    assert [group_of(item) for item in items] == [
+        "spark-local-test_spark_a", "spark-local", "spark-local-test_spark_b", "spark-local",
+        "spark-standalone", None]
+
+
+def _bench(source: str | None = None):
+    spec = importlib.util.spec_from_file_location("suite_packing", BENCH)
+    module = importlib.util.module_from_spec(spec)
+    if source is None:
+        spec.loader.exec_module(module)
+    else:
+        exec(compile(source, str(BENCH), "exec"), module.__dict__)
+    return module
+
+
+def test_the_replay_hands_out_units_as_xdist_does():
+    """A group of four tests (40 s), then single tests: the other worker takes the singles, two
+    ahead (the first two at the start, then one each time it finishes a test holding two or
+    fewer); the group's worker gets the last single once its group is down to two tests."""
+    bench = _bench()
+    cpu = {"g1": 10.0, "g2": 10.0, "g3": 10.0, "g4": 10.0, "a": 12.0, "b": 12.0, "c": 12.0,
+           "d": 1.0}
+    collection = [("g1", "big", True), ("g2", "big", True), ("g3", "big", True),
+                  ("g4", "big", True), ("a", None, True), ("b", None, True), ("c", None, False),
+                  ("d", None, False)]
+    units = bench.work_units(collection)
+    assert [name for name, _ in units] == ["big", "a", "b", "c", "d"]
+    clock, ran = bench.replay(units, cpu)
+    assert ran == [["big", "d"], ["a", "b", "c"]] and clock == [41.0, 36.0]
+    # xdist's own reordering (most tests first) keeps the group first here
+    assert [name for name, _ in bench.work_units(collection[4:] + collection[:4], True)][0] == "big"
+
+
+def test_a_report_with_wall_columns_and_group_suffixes_is_read(tmp_path):
+    report = tmp_path / "cpu.tsv.gw0"
+    report.write_text("3.50\tslow\ttests/t.py::x[a@b]@spark-standalone\t9.00\t1.0\n"
+                      "0.25\tfast\ttests/t.py::y\n# fast: 1 tests, 0.2 s CPU\n")
+    assert _bench().read_reports([str(report)]) == {"tests/t.py::x[a@b]": 3.5,
+                                                    "tests/t.py::y": 0.25}
+
+
+def test_the_controller_turns_xdists_reordering_off():
+    """Left on, xdist would hand the units out by their number of tests, not in the order above."""
+    from types import SimpleNamespace
+
+    from tests.conftest import pytest_configure
+
+    for args in (["-n", "2", "--dist", "loadgroup"], ["-n", "2"]):
+        option = SimpleNamespace(loadscopereorder=True, dist="load", numprocesses=2)
+        config = SimpleNamespace(option=option, stash={},
+                                 invocation_params=SimpleNamespace(args=args))
+        pytest_configure(config)
+        assert option.loadscopereorder is False
