@@ -5,8 +5,11 @@ A model that has a kernel keeps a C file beside its readable model, rule for rul
 the engine's search (``checker/kernel_search.h``). This module compiles it with the system C
 compiler at first use (``$KMC_CC``, else ``$CC``, else ``cc``), caches the shared library per user
 (``$XDG_CACHE_HOME/kmc/kernels``, else ``~/.cache/kmc/kernels``) under a hash of both sources, the
-configuration's constants, the compiler and its flags, and loads it with ctypes (the standard
-library: no new dependency). ``KernelBFS`` then runs the level loop of ``checker.levels`` with a
+configuration's compile-time constants (those that shape the state: ``KernelSource.defines``), the
+compiler and its flags, and loads it with ctypes (the standard library: no new dependency). The
+configuration's other bounds and flags are run-time constants (``KernelSource.config``): written
+into a copy of the library beside it (``configured``, no compile), so one compile serves every
+value of them. ``KernelBFS`` then runs the level loop of ``checker.levels`` with a
 level step in C (in ``--workers N`` threads), so budgets, progress and the result are the local
 engine's. The search keeps 64-bit fingerprints, parent links and the frontier, not every state; a
 counterexample is replayed on the kernel from its initial state by the links (``km_replay``), its
@@ -31,6 +34,7 @@ import ctypes
 import hashlib
 import os
 import shutil
+import struct
 import subprocess
 import tempfile
 import time
@@ -146,11 +150,16 @@ class Kernel:
             "km_violations_of": ([u8p], ctypes.c_uint32),
             "km_canonical_of": ([ctypes.c_char_p], None),
             "km_set_reduce": ([p, ctypes.c_int], ctypes.c_int), "km_error": ([p], ctypes.c_uint32),
-            "km_reduce_of": ([ctypes.c_char_p], None),
+            "km_reduce_of": ([ctypes.c_char_p], None), "km_config_names": ([], ctypes.c_char_p),
         }
         for name, (args, res) in sig.items():
             fn = getattr(lib, name)
             fn.argtypes, fn.restype = args, res
+        names = " ".join(name for name, _ in spec.config)
+        if lib.km_config_names().decode().strip() != names:
+            raise ModelError(f"kernel {spec.source}: the C file's run-time constants are "
+                             f"{lib.km_config_names().decode().strip()!r}, its Python side says "
+                             f"{names!r}: make them agree (KM_CONFIG)")
         self.state_bytes = int(lib.km_state_bytes())
         self.max_successors = int(lib.km_max_successors())
         self.invariant_count = int(lib.km_invariant_count())
@@ -196,45 +205,99 @@ def build_command(spec: KernelSource, cc: str, output: str,
     return [cc, optimisation(), *CFLAGS, f"-I{HERE}", *defines, spec.source, "-o", output]
 
 
+def cache_key(spec: KernelSource, extra_flags: tuple[str, ...] = ()) -> str:
+    """The compiled library's key: a hash of both sources, the compiler, its flags and the
+    configuration's compile-time constants (``spec.defines``); never its run-time constants
+    (``spec.config``: one library serves every value of them)."""
+    key = hashlib.sha256()
+    for path in (spec.source, SEARCH_HEADER):
+        with open(path, "rb") as f:
+            key.update(f.read())
+    found = shutil.which(compiler())
+    key.update(repr((found, optimisation(), CFLAGS, spec.defines, extra_flags)).encode())
+    return key.hexdigest()[:24]
+
+
 def load(spec: KernelSource, extra_flags: tuple[str, ...] = ()) -> Kernel:
-    """The kernel of ``spec``, compiled now or taken from the cache; ``KernelUnavailable`` (one
-    line) when there is no C compiler or it fails. ``extra_flags``: more compiler flags (the tests'
-    mutants: ``-DKM_MUTANT=1``)."""
+    """The kernel of ``spec``, compiled now or taken from the cache, in the copy that holds its
+    run-time constants (``configured``); ``KernelUnavailable`` (one line) when there is no C
+    compiler or it fails. ``extra_flags``: more compiler flags (the tests' mutants:
+    ``-DKM_MUTANT=1``)."""
     cc = compiler()
     found = shutil.which(cc)
     if found is None:
         raise KernelUnavailable(f"no C compiler: {cc!r} is not on the PATH (set KMC_CC to one, or "
                                 "use --kernel off)")
-    key = hashlib.sha256()
-    for path in (spec.source, SEARCH_HEADER):
-        with open(path, "rb") as f:
-            key.update(f.read())
-    key.update(repr((found, optimisation(), CFLAGS, spec.defines, extra_flags)).encode())
     directory = cache_dir()
-    library = os.path.join(directory,
-                           f"{os.path.splitext(os.path.basename(spec.source))[0]}-{key.hexdigest()[:24]}.so")  # noqa: E501
+    stem = os.path.splitext(os.path.basename(spec.source))[0]
+    library = os.path.join(directory, f"{stem}-{cache_key(spec, extra_flags)}.so")
     if not os.path.exists(library):
-        try:
-            os.makedirs(directory, exist_ok=True)
-            fd, tmp = tempfile.mkstemp(suffix=".so", dir=directory)
-            os.close(fd)
-        except OSError as exc:
-            raise KernelUnavailable(f"cannot write the kernel cache {directory}: "
-                                    f"{exc.strerror}") from None
-        try:
-            done = subprocess.run(build_command(spec, found, tmp, extra_flags), capture_output=True,
-                                  text=True)
-            if done.returncode != 0:
-                lines = done.stderr.strip().splitlines() or ["no message"]
-                # the error, not its context
-                first = next((line for line in lines if "error" in line), lines[0])
-                raise KernelUnavailable(f"the C compiler {cc} failed on "
-                                        f"{os.path.basename(spec.source)}: {first}")
-            os.replace(tmp, library)  # atomic: a concurrent run sees the whole library or none
-        finally:
-            if os.path.exists(tmp):
-                os.unlink(tmp)
-    return Kernel(spec, library)
+        _cache_write(directory, library, lambda tmp: _compile(spec, cc, found, tmp, extra_flags))
+    return Kernel(spec, configured(spec, library))
+
+
+def _cache_write(directory: str, path: str, write: Any) -> None:
+    """``path`` in the kernel cache, made by ``write(tmp)`` on a temporary file and renamed
+    (atomic: a concurrent run sees the whole library or none)."""
+    try:
+        os.makedirs(directory, exist_ok=True)
+        fd, tmp = tempfile.mkstemp(suffix=".so", dir=directory)
+        os.close(fd)
+    except OSError as exc:
+        raise KernelUnavailable(f"cannot write the kernel cache {directory}: "
+                                f"{exc.strerror}") from None
+    try:
+        write(tmp)
+        os.replace(tmp, path)
+    finally:
+        if os.path.exists(tmp):
+            os.unlink(tmp)
+
+
+def _compile(spec: KernelSource, cc: str, found: str, output: str,
+             extra_flags: tuple[str, ...]) -> None:
+    done = subprocess.run(build_command(spec, found, output, extra_flags), capture_output=True,
+                          text=True)
+    if done.returncode != 0:
+        lines = done.stderr.strip().splitlines() or ["no message"]
+        # the error, not its context
+        first = next((line for line in lines if "error" in line), lines[0])
+        raise KernelUnavailable(f"the C compiler {cc} failed on "
+                                f"{os.path.basename(spec.source)}: {first}")
+
+
+#: the mark before the run-time constants in a compiled library (``checker/kernel_search.h``,
+#: ``KM_CONFIG_MARK``, 16 bytes)
+CONFIG_MARK = b"kmc config v1".ljust(16, b"\0")
+
+
+def configured(spec: KernelSource, library: str) -> str:
+    """The copy of ``library`` that holds ``spec``'s run-time constants (``spec.config``, written
+    after ``CONFIG_MARK``), in the cache beside it; ``library`` itself when it has none. Each
+    configuration's copy is a library of its own, loaded on its own: two configurations in one
+    process (threads, the Spark driver, a story's replay) never see each other's constants, and a
+    Spark executor gets them with the library's bytes."""
+    if not spec.config:
+        return library
+    values = struct.pack(f"<{len(spec.config)}i", *(value for _, value in spec.config))
+    digest = hashlib.sha256(repr(spec.config).encode()).hexdigest()[:12]
+    copy = f"{os.path.splitext(library)[0]}-{digest}.so"
+    if os.path.exists(copy):
+        return copy
+    with open(library, "rb") as f:
+        data = f.read()
+    at = data.find(CONFIG_MARK)
+    if at < 0 or data.find(CONFIG_MARK, at + 1) >= 0:
+        raise KernelUnavailable(f"the compiled kernel {os.path.basename(library)} has "
+                                f"{'no' if at < 0 else 'more than one'} run-time constants' mark")
+    data = data[:at + 16] + values + data[at + 16 + len(values):]
+
+    def write(tmp: str) -> None:
+        with open(tmp, "wb") as f:
+            f.write(data)
+
+    _cache_write(os.path.dirname(library), copy, write)
+    return copy
 
 
 def _compiled_invariant(inv: Any, names: tuple[str, ...]) -> bool:

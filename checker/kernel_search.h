@@ -9,6 +9,11 @@
      km_canonical(s)             s in place in the readable model's canonical form (--symmetry)
    and after it the three functions (km_successors emits each successor with km_emit).
    Optional hooks, where the local engine (checker/bfs.py) applies the model's:
+     KM_CONFIG(X)                the configuration's run-time constants, X(name) each, in the order of
+                                 spec.model.KernelSource.config: the bounds and flags that only guard rules (a
+                                 state's layout stays compile-time). The rules read them as config.name; one
+                                 compiled library serves every value (checker/kernel.py writes them into the
+                                 copy of the library it loads for a configuration: km_config_image)
      KM_HAS_REDUCE, km_reduce(s) s in place in the form --reduce dead stores (spec.model.KernelSource.reductions),
                                  applied before km_canonical, to every successor and initial state
    A kernel that meets a state past its fixed capacity sets out->error (nonzero: its own code) in km_successors;
@@ -33,6 +38,22 @@
 #include <unistd.h>
 
 #define KM_BYTES (sizeof(km_state))
+
+/* The run-time constants (KM_CONFIG): one int32 each after a mark that checker/kernel.py finds in the library's
+   bytes and overwrites in a configuration's copy of the library, so that each loaded copy holds its own and two
+   configurations in one process (threads, the Spark driver, a story's replay) never see each other's. Hidden, not
+   static: the compiler cannot take them for constants. */
+#define KM_CONFIG_MARK "kmc config v1"
+#define KM_CONFIG_FIELD(name) int32_t name;
+#define KM_CONFIG_NAME(name) #name " "
+#ifndef KM_CONFIG
+#define KM_CONFIG(X)
+#endif
+typedef struct {
+    char mark[16];
+    KM_CONFIG(KM_CONFIG_FIELD)
+} km_config_image;
+__attribute__((visibility("hidden"))) km_config_image config = {KM_CONFIG_MARK};
 
 typedef struct {
     uint32_t n;
@@ -399,6 +420,8 @@ static int km_merge(km_search *k, km_worker *w, uint64_t first) {
 uint64_t km_state_bytes(void) { return KM_BYTES; }
 uint64_t km_max_successors(void) { return KM_MAX_SUCC; }
 uint64_t km_invariant_count(void) { return KM_INVARIANTS; }
+/* the run-time constants' names in order, each followed by a space (checker/kernel.py checks its config against it) */
+const char *km_config_names(void) { return "" KM_CONFIG(KM_CONFIG_NAME); }
 
 void km_free(km_search *k) {
     if (!k) return;

@@ -86,7 +86,9 @@ class KernelSource(NamedTuple):
     kernel's canonical form is the model's ``canonical``."""
 
     source: str  # the C file's path
-    defines: tuple[tuple[str, int], ...]  # compile-time constants (the configuration)
+    #: compile-time constants: the configuration's that shape the state (part of the library's
+    #: cache key)
+    defines: tuple[tuple[str, int], ...]
     state_bytes: int
     pack: Callable[[Any], bytes]
     unpack: Callable[[bytes], Any]
@@ -98,6 +100,10 @@ class KernelSource(NamedTuple):
     #: the ``--reduce`` methods the C file compiles (``km_reduce``: the state the search stores, as
     #: the model's ``dead_messages().reduce``), applied where the local engine applies them
     reductions: tuple[str, ...] = ()
+    #: run-time constants: the configuration's bounds and flags that only guard rules, in the order
+    #: of the C file's ``KM_CONFIG`` (``checker/kernel_search.h``); not in the cache key, one
+    #: compiled library serves every value of them
+    config: tuple[tuple[str, int], ...] = ()
 
 
 class DeadMessages(Protocol):

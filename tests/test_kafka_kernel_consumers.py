@@ -342,10 +342,11 @@ def _inflight_search(row: str, flags: dict, bounds: dict, options: dict) -> None
                                     "fetch-from-follower": True}], ids=_id)
 def test_without_consumers_the_consumer_flags_compile_the_same_kernel(flags):
     """At consumers=0 the consumer flags act on no rule (tests/test_kafka_kernel.py), so they are
-    passed to the C file as 0 there and a story's replay with one switched shares the row's
-    compiled library; with a consumer they are the row's."""
+    passed to the C file as 0 there (run-time constants, ``KernelSource.config``) and a story's
+    replay with one switched loads the row's configured library; with a consumer they are the
+    row's."""
     bounds = {"brokers": 2, "records": 1, "epochs": 2, "crashes": 1}
-    assert (switched("2.2.0", flags, **bounds).kernel().defines
-            == kafka("2.2.0", **bounds).kernel().defines)
-    assert (switched("2.2.0", flags, **bounds, consumers=1).kernel().defines
-            != kafka("2.2.0", **bounds, consumers=1).kernel().defines)
+    assert (switched("2.2.0", flags, **bounds).kernel().config
+            == kafka("2.2.0", **bounds).kernel().config)
+    assert (switched("2.2.0", flags, **bounds, consumers=1).kernel().config
+            != kafka("2.2.0", **bounds, consumers=1).kernel().config)

@@ -11,15 +11,11 @@
    the two agree. Each function below names the readable function it follows; the successors come in the readable
    model's order. spec/kafka/kernel.py documents the state layout and packs states into it.
 
-   Compile-time constants (spec/kafka/kernel.py passes them):
-     KM_N, KM_R, KM_E, KM_C     brokers, records, epochs, crashes (the bounds)
-     KM_BUMPS, KM_LOSSES        bumps, losses (bounds)
-     KM_INFLIGHT                inflight (bound; 0: none)
-     KM_SHUTDOWNS, KM_BOUNCES   shutdowns, bounces (bounds)
-     KM_ALTERS, KM_ALTER_LOSSES alters, alter_losses (bounds: AlterIsr requests, their answers lost)
-     KM_ACKS, KM_MIN_ISR        the producer's acks (0, 1, -1: all) and min.insync.replicas (clients.producer_for)
+   Compile-time constants (spec/kafka/kernel.py passes them; they shape the state, or choose a section):
+     KM_N, KM_R, KM_E           brokers, records, epochs (the bounds that size the logs, the epoch cache, the ISR)
      KM_NET                     the network's slots (a message past them stops the search: KM_ERR_NETWORK)
-     KM_F_*                     each feature flag the rules read (spec.kafka.protocols.Features), 0 or 1
+     KM_F_KRAFT                 the KRaft rows (the section "the KRaft control plane" and its fields)
+     KM_F_ZOOKEEPER_ALTER_ISR   alter-isr (KIP-497): the AlterIsr messages and fields
      KM_MUTANT                  a deliberate change, which the equivalence test must catch: 1 ExpandIsr without its
                                 guard that the follower's fetch is being answered (_fetch_being_answered); 2
                                 TruncateOnDivergingEpoch without KAFKA-13207's skip of a partition that left the
@@ -29,11 +25,10 @@
                                 without KIP-841/903's eligibility check (_eligible); 7 a consumer's metadata update
                                 that does not put its position into validation (KIP-320's truncation detection
                                 skipped, ClientActions._metadata_state)
-     KM_UNCLEAN_SHUTDOWNS, KM_METADATA_LAG, KM_FENCES, KM_CLEAN_SHUTDOWNS
-                                the KRaft bounds (actions_kraft._init_kraft)
-     KM_CONSUMERS, KM_CONSUMER_INFLIGHT
-                                the bound consumers and the constant consumer_inflight (clients.ClientActions)
-     KM_CONSUMED                a consumer's consumed ghost's slots (past them: KM_ERR_CONSUMED) */
+     KM_CONSUMERS               the bound consumers (clients.ClientActions)
+     KM_CONSUMED                a consumer's consumed ghost's slots (past them: KM_ERR_CONSUMED)
+   Every other bound and feature flag is a run-time constant, config.<name> (KM_CONFIG below): one compiled
+   library serves every value of them (checker/kernel.py). */
 
 #include <stdint.h>
 #include <string.h>
@@ -96,9 +91,6 @@ typedef struct {
 
 #ifndef KM_CONSUMERS
 #define KM_CONSUMERS 0
-#endif
-#ifndef KM_CONSUMER_INFLIGHT
-#define KM_CONSUMER_INFLIGHT 0
 #endif
 #ifndef KM_CONSUMED
 #define KM_CONSUMED 1
@@ -172,6 +164,23 @@ typedef struct {
 #define KM_INVARIANTS 13 /* spec/kafka/kernel.py INVARIANTS */
 #define KM_HAS_REDUCE 1
 
+/* The run-time constants (checker/kernel_search.h KM_CONFIG; spec/kafka/kernel.py passes them in this order,
+   RUNTIME_BOUNDS then RUNTIME_FLAGS): the bounds that only guard actions, the producer's acks (0, 1, -1: all) and
+   min.insync.replicas (clients.producer_for), consumer_inflight (clients.ClientActions), and every feature flag
+   (spec.kafka.protocols.Features, 0 or 1) but the two that shape the state (KM_F_KRAFT, KM_F_ZOOKEEPER_ALTER_ISR).
+   The rules read them as config.crashes, config.kafka_7415, ... */
+#define KM_CONFIG(X) \
+    X(crashes) X(bumps) X(losses) X(inflight) X(shutdowns) X(bounces) X(acks) X(min_isr) X(alters) X(alter_losses) \
+    X(unclean_shutdowns) X(metadata_lag) X(fences) X(clean_shutdowns) X(consumer_inflight) \
+    X(kafka_5642) X(kafka_5163) X(epoch_in_response) X(kafka_7415) X(kafka_7128) X(kafka_7164) X(kafka_7414) \
+    X(leader_epoch_fencing) X(kafka_7152) X(kafka_9654) X(kafka_8400) X(truncation_lowers_hw) \
+    X(reject_stale_broker_epoch) X(detect_bounced_broker) X(reject_stale_shutdown) X(kafka_10706_fix) \
+    X(kafka_13141) X(kafka_18991) X(unclean) X(epoch_cache) X(hw_truncation) X(uses_offsets_request) \
+    X(removes_fenced_partition) X(checks_offsets_answer_epoch) X(effective_min_isr) X(truncate_on_fetch) \
+    X(kafka_13207) X(kafka_14704) X(kafka_14140) X(kafka_15583) X(kip_841) X(kip_903) \
+    X(fetch_carries_broker_epoch) X(kafka_15021) X(kip_966_elr) X(detects_unclean_shutdown) X(kafka_18635) \
+    X(unclean_election_clears_elr) X(kraft_shutdown_stops_fetcher) X(fenced_broker_clean_shutdown) \
+    X(consumer_truncation_detection) X(fetch_from_follower)
 #include "kernel_search.h" /* checker/kernel_search.h: km_succ, km_emit and the search */
 
 /* errors that stop the search (never a silently different one): km_succ.error */
@@ -465,7 +474,7 @@ static void truncate_broker(km_broker *b, int offset, int clean_cache, int lower
     truncate_cache(b, offset);
 }
 
-/* -- truncate-on-fetch (KAFKA-10554, 2.8+; KM_F_TRUNCATE_ON_FETCH and its fixes) ---------------------------------- */
+/* -- truncate-on-fetch (KAFKA-10554, 2.8+; config.truncate_on_fetch and its fixes) ---------------------------------- */
 
 static int has_pending(const km_state *s, int i) { return s->pending[i].source >= 0; }
 
@@ -488,17 +497,17 @@ static int diverging_epoch(const km_broker *leader, int fetch_offset, int last_e
 }
 
 /* DataPlaneActions._truncate_on_diverging_action (TruncateOnDivergingEpoch): the follower truncates to its pending
-   diverging epoch; with KM_F_KAFKA_13207 a partition that left the fetcher (or follows another leader) is skipped */
+   diverging epoch; with config.kafka_13207 a partition that left the fetcher (or follows another leader) is skipped */
 static void truncate_on_diverging_action(const km_state *s, km_succ *out, int i) {
     const km_broker *follower = &s->b[i];
     const km_pending *p = &s->pending[i];
     int in_fetcher = follower->fetch != NO_FETCHER && follower->leader == p->source;
     km_state *t = km_emit(out, s, CODE(A_TRUNCATE_DIVERGING, i, 0));
     clear_pending(t, i);
-    if (KM_F_KAFKA_13207 && !in_fetcher && KM_MUTANT != 2) return;
+    if (config.kafka_13207 && !in_fetcher && KM_MUTANT != 2) return;
     int done;
     int offset = follower_truncation(follower, follower->hw, p->epoch, p->end, 1, &done);
-    truncate_broker(&t->b[i], offset, KM_F_KAFKA_10706_FIX, KM_F_TRUNCATION_LOWERS_HW);
+    truncate_broker(&t->b[i], offset, config.kafka_10706_fix, config.truncation_lowers_hw);
     if (in_fetcher) t->b[i].fetch = FETCHING;
 }
 
@@ -555,7 +564,7 @@ static void broker_failure_actions(const km_state *s, km_succ *out, int i) {
     }
     if (s->c_epoch >= KM_E) return;
     int remaining = isr & ~(1 << i);
-    if (!remaining && (KM_F_KAFKA_5642 || !KM_F_UNCLEAN)) remaining = isr;
+    if (!remaining && (config.kafka_5642 || !config.unclean)) remaining = isr;
     if (leader == i) {
         int live = live_members(s, remaining);
         for (int b = 0; b < KM_N; b++) {
@@ -581,7 +590,7 @@ static void broker_failure_actions(const km_state *s, km_succ *out, int i) {
 static void broker_change(const km_state *s, km_succ *out, int i) {
     km_state *t = km_emit(out, s, CODE(A_BROKER_CHANGE, i, 0));
     t->registered[i] = s->b[i].broker_epoch;
-    if (!KM_F_DETECT_BOUNCED_BROKER) return;
+    if (!config.detect_bounced_broker) return;
     for (int k = 0; k < t->net_len;) {
         if (IS_CONTROL(msg_kind(t, k)) && t->net[k][1] - 2 == i) net_remove(t, k);
         else k++;
@@ -610,7 +619,7 @@ static void controller_actions(const km_state *s, km_succ *out) {
     if (leader == NO_LEADER) {
         for (int b = 0; b < KM_N; b++)
             if (IN(live, b)) elect_state(out, km_emit(out, s, CODE(A_ELECT, b, 0)), b, live, -1);
-        if (KM_F_UNCLEAN && !live)
+        if (config.unclean && !live)
             for (int b = 0; b < KM_N; b++) {
                 if (!s->b[b].alive) continue;
                 km_state *t = km_emit(out, s, CODE(A_UNCLEAN, b, 0));
@@ -621,7 +630,7 @@ static void controller_actions(const km_state *s, km_succ *out) {
         for (int b = 0; b < KM_N; b++)
             if (IN(live, b) && b != leader)
                 elect_state(out, km_emit(out, s, CODE(A_PREFERRED, b, 0)), b, s->c_isr, -1);
-        if (s->bumps < KM_BUMPS) {
+        if (s->bumps < config.bumps) {
             km_state *t = km_emit(out, s, CODE(A_BUMP, leader, 0));
             elect_state(out, t, leader, s->c_isr, -1);
             t->bumps = (int8_t)(s->bumps + 1);
@@ -692,13 +701,13 @@ static void restart_state(const km_state *s, km_succ *out, int i) {
 
 /* _stale_generation */
 static int stale_generation(const km_broker *b, const km_msg *m) {
-    return KM_F_REJECT_STALE_BROKER_EPOCH && m->broker_epoch < b->broker_epoch;
+    return config.reject_stale_broker_epoch && m->broker_epoch < b->broker_epoch;
 }
 
 /* _restarts_truncation */
 static int restarts_truncation(const km_broker *b, const km_msg *m) {
-    if (KM_F_LEADER_EPOCH_FENCING) return 1;
-    if (KM_F_KAFKA_7164) return m->epoch > b->epoch + 1;
+    if (config.leader_epoch_fencing) return 1;
+    if (config.kafka_7164) return m->epoch > b->epoch + 1;
     return 0;
 }
 
@@ -714,11 +723,11 @@ static void apply_leader_and_isr(km_state *t, const km_msg *m) {
     int was_leader = b->leader == i;
 #endif
     if (m->leader == i) {
-        if (KM_F_KAFKA_7415) assign(b, m->epoch, b->log_len, 1);
+        if (config.kafka_7415) assign(b, m->epoch, b->log_len, 1);
         if (b->leader != i) {
             b->has_remote = 1;
             memset(b->remote, -1, sizeof b->remote);
-            if (!KM_F_TRUNCATION_LOWERS_HW && b->hw > b->log_len) b->hw = 0; /* new_leader_hw */
+            if (!config.truncation_lowers_hw && b->hw > b->log_len) b->hw = 0; /* new_leader_hw */
         }
         b->leader = (int8_t)i; b->epoch = (int8_t)m->epoch; b->isr = (uint8_t)m->isr;
         b->stale = (uint8_t)stale; b->reconciled = (int8_t)m->epoch;
@@ -727,10 +736,10 @@ static void apply_leader_and_isr(km_state *t, const km_msg *m) {
         b->epoch = (int8_t)m->epoch; b->isr = (uint8_t)m->isr; b->stale = (uint8_t)stale;
     } else {
         int fetch;
-        if (KM_F_HW_TRUNCATION) {
-            truncate_broker(b, b->hw, KM_F_KAFKA_10706_FIX, 1);
+        if (config.hw_truncation) {
+            truncate_broker(b, b->hw, config.kafka_10706_fix, 1);
             fetch = FETCHING;
-        } else if (KM_F_USES_OFFSETS_REQUEST || !b->cache_len) {
+        } else if (config.uses_offsets_request || !b->cache_len) {
             fetch = TRUNCATING;
         } else {
             fetch = FETCHING;
@@ -741,7 +750,7 @@ static void apply_leader_and_isr(km_state *t, const km_msg *m) {
         b->reconciled = -1; b->idle_cause = IDLE_NONE;
     }
 #if KM_F_KRAFT
-    if (m->leader == i && !was_leader && KM_F_KIP_903) { /* KIP-903: a new leader knows no follower's broker epoch */
+    if (m->leader == i && !was_leader && config.kip_903) { /* KIP-903: a new leader knows no follower's broker epoch */
         t->k[i].has_remote_epochs = 1;
         memset(t->k[i].remote_epochs, -1, sizeof t->k[i].remote_epochs);
     }
@@ -781,7 +790,7 @@ static void send_stop(km_succ *out, km_state *t, int i, int meant) {
 static void controlled_shutdowns(const km_state *s, km_succ *out, int k, const km_msg *m) {
     int i = m->src, leader = s->c_leader;
 #define ACT(l) CODE(A_PROCESS_SHUTDOWN, i, LEADER_INDEX(l))
-    if (!s->b[i].alive || (KM_F_REJECT_STALE_SHUTDOWN && m->broker_epoch < s->registered[i])) {
+    if (!s->b[i].alive || (config.reject_stale_shutdown && m->broker_epoch < s->registered[i])) {
         net_remove(km_emit(out, s, ACT(leader)), k);
         return;
     }
@@ -859,30 +868,30 @@ static int committed_isr(const km_state *s, int i) {
 
 /* AllAcks.required (clients.leader_min_isr): with effective-min-isr (3.7.0 Partition.effectiveMinIsr, KAFKA-15583)
    min.insync.replicas capped by the leader's replicas, every broker here (the compiled rows keep no replica list) */
-#define KM_REQUIRED_ISR (KM_F_EFFECTIVE_MIN_ISR && KM_N < KM_MIN_ISR ? KM_N : KM_MIN_ISR)
+#define KM_REQUIRED_ISR (config.effective_min_isr && KM_N < config.min_isr ? KM_N : config.min_isr)
 
 /* _produce_action; the producer (clients.producer_for): acks=all refuses below min.insync.replicas (AllAcks.accepts),
    acks=1 is told on append (LeaderAcks.appended) */
 static void produce_action(const km_state *s, km_succ *out, int i) {
     const km_broker *leader = &s->b[i];
-    if (s->produced >= KM_R || (KM_ACKS == -1 && isr_size(committed_isr(s, i)) < KM_REQUIRED_ISR)) return;
+    if (s->produced >= KM_R || (config.acks == -1 && isr_size(committed_isr(s, i)) < KM_REQUIRED_ISR)) return;
     int ident = s->produced + 1, leo = leader->log_len;
     if (leo >= KM_LOG) { out->error = KM_ERR_LOG; return; }
     km_state *t = km_emit(out, s, CODE(A_PRODUCE, i, 0));
     km_broker *b = &t->b[i];
-    if (KM_F_EPOCH_CACHE) assign(b, leader->epoch, leo, KM_F_KAFKA_7415);
+    if (config.epoch_cache) assign(b, leader->epoch, leo, config.kafka_7415);
     b->log[leo][0] = leader->epoch;
     b->log[leo][1] = (int8_t)ident;
     b->log_len = (uint8_t)(leo + 1);
     t->produced = (int8_t)ident;
-    if (KM_ACKS == 1) add_entry(out, &t->acked_len, t->acked, leo, leader->epoch, ident);
+    if (config.acks == 1) add_entry(out, &t->acked_len, t->acked, leo, leader->epoch, ident);
 }
 
 /* _advance_hw_action (hw_events, KAFKA-13091's stale HW, is not compiled) */
 static void advance_hw_action(const km_state *s, km_succ *out, int i) {
     const km_broker *leader = &s->b[i];
     /* KAFKA-15583 (3.7.0 maybeIncrementLeaderHW: isUnderMinIsr, the committed ISR against the (effective) min ISR) */
-    if (KM_F_KAFKA_15583 && isr_size(committed_isr(s, i)) < KM_REQUIRED_ISR) return;
+    if (config.kafka_15583 && isr_size(committed_isr(s, i)) < KM_REQUIRED_ISR) return;
     int hw = leader->log_len;
     for (int r = 0; r < KM_N; r++)
         if (IN(leader->isr, r) && r != i && leader->remote[r] < hw) hw = leader->remote[r];
@@ -890,7 +899,7 @@ static void advance_hw_action(const km_state *s, km_succ *out, int i) {
     km_state *t = km_emit(out, s, CODE(A_ADVANCE, i, 0));
     for (int o = 0; o < hw; o++) add_entry(out, &t->committed_len, t->committed, o, leader->log[o][0], leader->log[o][1]);
     t->b[i].hw = (int8_t)hw;
-    if (KM_ACKS == -1 && isr_size(leader->isr) >= KM_REQUIRED_ISR) /* AllAcks.advanced: the leader's epoch's records */
+    if (config.acks == -1 && isr_size(leader->isr) >= KM_REQUIRED_ISR) /* AllAcks.advanced: the leader's epoch's records */
         for (int o = leader->hw; o < hw; o++)
             if (leader->log[o][0] == leader->epoch)
                 add_entry(out, &t->acked_len, t->acked, o, leader->log[o][0], leader->log[o][1]);
@@ -902,8 +911,8 @@ static int fetch_being_answered(const km_state *s, int i, const km_broker *leade
         if (msg_kind(s, k) != FETCH_RESPONSE) continue;
         km_msg m;
         msg_decode(s->net[k], &m);
-        if (m.src == i && m.dst == f && m.error == E_NONE && (!KM_F_KAFKA_13141 || m.diverging_epoch == UNDEFINED) &&
-            (!KM_F_LEADER_EPOCH_FENCING || m.epoch == leader->epoch))
+        if (m.src == i && m.dst == f && m.error == E_NONE && (!config.kafka_13141 || m.diverging_epoch == UNDEFINED) &&
+            (!config.leader_epoch_fencing || m.epoch == leader->epoch))
             return 1;
     }
     return 0;
@@ -921,13 +930,13 @@ static void isr_change_action(const km_state *s, km_succ *out, int i, int f) {
     const km_broker *leader = &s->b[i];
     int isr = leader->isr;
     if (IN(isr, f)) {
-        if (KM_F_KAFKA_7152 && leader->remote[f] == leader->log_len) return;
+        if (config.kafka_7152 && leader->remote[f] == leader->log_len) return;
         with_isr(s, out, CODE(A_SHRINK, i, f), i, isr & ~(1 << f));
         return;
     }
     int fetched = leader->remote[f];
     if (fetched < 0 || fetched < leader->hw) return;
-    if (KM_F_KAFKA_7128 && fetched < epoch_start(leader, leader->epoch)) return;
+    if (config.kafka_7128 && fetched < epoch_start(leader, leader->epoch)) return;
     if (!fetch_being_answered(s, i, leader, f) && KM_MUTANT != 1) return;
     with_isr(s, out, CODE(A_EXPAND, i, f), i, isr | 1 << f);
 }
@@ -980,12 +989,12 @@ static void isr_change_request_action(const km_state *s, km_succ *out, int i, in
     int isr = leader->isr, proposed, maximal;
     uint32_t code;
     if (IN(isr, f)) {
-        if (KM_F_KAFKA_7152 && leader->remote[f] == leader->log_len) return;
+        if (config.kafka_7152 && leader->remote[f] == leader->log_len) return;
         proposed = isr & ~(1 << f); maximal = isr; code = CODE(A_SHRINK, i, f);
     } else {
         int fetched = leader->remote[f];
         if (fetched < 0 || fetched < leader->hw) return;
-        if (KM_F_KAFKA_7128 && fetched < epoch_start(leader, leader->epoch)) return;
+        if (config.kafka_7128 && fetched < epoch_start(leader, leader->epoch)) return;
         if (!fetch_being_answered(s, i, leader, f)) return;
         proposed = maximal = isr | 1 << f; code = CODE(A_EXPAND, i, f);
     }
@@ -1001,7 +1010,7 @@ static void isr_change_request_action(const km_state *s, km_succ *out, int i, in
 static void alter_leader_actions(const km_state *s, km_succ *out, int i) {
     produce_action(s, out, i);
     advance_hw_action(s, out, i);
-    if (s->alter[i].alter_pending || s->alters >= KM_ALTERS || alter_in_flight(s, i)) return;
+    if (s->alter[i].alter_pending || s->alters >= config.alters || alter_in_flight(s, i)) return;
     for (int f = 0; f < KM_N; f++)
         if (f != i) isr_change_request_action(s, out, i, f);
 }
@@ -1040,7 +1049,7 @@ static void process_alter_isr(const km_state *s, km_succ *out, int k, const km_m
         return;
     } else if (m->partition_epoch != s->c_partition_epoch) {
         error = E_INVALID_UPDATE_VERSION;
-    } else if (KM_F_KAFKA_14140 && KM_MUTANT != 4) {
+    } else if (config.kafka_14140 && KM_MUTANT != 4) {
         for (int b = 0; b < KM_N; b++)
             if (IN(m->isr, b) && !zookeeper_live(s, b)) error = E_INELIGIBLE_REPLICA;
     }
@@ -1052,7 +1061,7 @@ static void process_alter_isr(const km_state *s, km_succ *out, int k, const km_m
     }
     t->c_isr = (uint8_t)m->isr;
     t->c_partition_epoch = (int8_t)(s->c_partition_epoch + 1);
-    if (s->alter_losses < KM_ALTER_LOSSES) { /* _lose_alter_response: written, the answer lost, the request again */
+    if (s->alter_losses < config.alter_losses) { /* _lose_alter_response: written, the answer lost, the request again */
         km_state *u = km_emit(out, t, CODE(A_LOSE_ALTER, m->src, 0)); /* after t, before t's answer is added */
         net_add(out, u, m);
         u->alter_losses = (int8_t)(s->alter_losses + 1);
@@ -1111,16 +1120,16 @@ static void follower_actions(const km_state *s, km_succ *out, int i) {
     const km_broker *follower = &s->b[i];
     int leader = follower->leader;
     if (follower->fetch == NO_FETCHER || has_pending(s, i) || busy(s, i, leader)) return;
-    if (KM_INFLIGHT && in_flight(s) >= KM_INFLIGHT) return;
+    if (config.inflight && in_flight(s) >= config.inflight) return;
     km_msg m;
     memset(&m, 0, sizeof m);
     m.src = i; m.dst = leader;
-    m.epoch = KM_F_LEADER_EPOCH_FENCING ? follower->epoch : UNDEFINED; /* KIP-320: currentLeaderEpoch */
+    m.epoch = config.leader_epoch_fencing ? follower->epoch : UNDEFINED; /* KIP-320: currentLeaderEpoch */
     if (follower->fetch == FETCHING) {
         m.kind = FETCH; m.offset = follower->log_len;
-        m.last_epoch = KM_F_TRUNCATE_ON_FETCH ? latest_epoch(follower) : UNDEFINED; /* KAFKA-10554: lastFetchedEpoch */
+        m.last_epoch = config.truncate_on_fetch ? latest_epoch(follower) : UNDEFINED; /* KAFKA-10554: lastFetchedEpoch */
         /* KIP-903 on KRaft (fetch_carries_broker_epoch): the follower's broker epoch */
-        m.broker_epoch = KM_F_FETCH_CARRIES_BROKER_EPOCH ? follower->broker_epoch : UNDEFINED;
+        m.broker_epoch = config.fetch_carries_broker_epoch ? follower->broker_epoch : UNDEFINED;
         km_state *t = km_emit(out, s, CODE(A_SEND_FETCH, i, leader));
         net_add(out, t, &m);
     } else if ((follower->fetch == TRUNCATING || follower->fetch == TRUNCATING_AGAIN) && follower->cache_len) {
@@ -1134,13 +1143,13 @@ static void follower_actions(const km_state *s, km_succ *out, int i) {
 static void replica_actions(const km_state *s, km_succ *out, int i) {
     const km_broker *b = &s->b[i];
     int leader = b->leader;
-    if (KM_F_TRUNCATE_ON_FETCH && has_pending(s, i)) truncate_on_diverging_action(s, out, i);
+    if (config.truncate_on_fetch && has_pending(s, i)) truncate_on_diverging_action(s, out, i);
     if (leader == i && KM_F_ZOOKEEPER_ALTER_ISR) alter_leader_actions(s, out, i); /* AlterIsrController.leader_actions */
     else if (leader == i) leader_actions(s, out, i);
     else if (leader >= 0 && s->b[leader].alive) follower_actions(s, out, i);
     if (b->fetch == TRUNCATING && !b->cache_len && leader != i && !busy(s, i, leader)) {
         km_state *t = km_emit(out, s, CODE(A_TRUNC_HW, i, 0));
-        truncate_broker(&t->b[i], b->hw, KM_F_KAFKA_10706_FIX, 1);
+        truncate_broker(&t->b[i], b->hw, config.kafka_10706_fix, 1);
         t->b[i].fetch = FETCHING;
     }
 }
@@ -1149,11 +1158,11 @@ static void replica_actions(const km_state *s, km_succ *out, int i) {
 static void broker_actions(const km_state *s, km_succ *out, int i) {
     const km_broker *b = &s->b[i];
     if (!b->alive) {
-        if (s->registered[i] == DEAD && s->crashes <= KM_C) restart_state(s, out, i);
+        if (s->registered[i] == DEAD && s->crashes <= config.crashes) restart_state(s, out, i);
         return;
     }
     replica_actions(s, out, i);
-    if (s->shutdowns < KM_SHUTDOWNS && !b->stopping) { /* ControlledShutdown: the broker asks to shut down */
+    if (s->shutdowns < config.shutdowns && !b->stopping) { /* ControlledShutdown: the broker asks to shut down */
         km_state *t = km_emit(out, s, CODE(A_SHUTDOWN, i, 0));
         t->b[i].stopping = 1;
         km_msg m;
@@ -1162,13 +1171,13 @@ static void broker_actions(const km_state *s, km_succ *out, int i) {
         net_add(out, t, &m);
         t->shutdowns = (int8_t)(s->shutdowns + 1);
     }
-    if (s->crashes < KM_C) crash_broker(km_emit(out, s, CODE(A_CRASH, i, 0)), i);
-    if (s->bounces < KM_BOUNCES) bounce_state(s, out, i);
+    if (s->crashes < config.crashes) crash_broker(km_emit(out, s, CODE(A_CRASH, i, 0)), i);
+    if (s->bounces < config.bounces) bounce_state(s, out, i);
 }
 
 /* _error: the leader's check of a request */
 static int request_error(const km_broker *leader, int i, int request_epoch) {
-    if (KM_F_LEADER_EPOCH_FENCING) {
+    if (config.leader_epoch_fencing) {
         if (request_epoch < leader->epoch) return E_FENCED_LEADER_EPOCH;
         if (request_epoch > leader->epoch) return E_UNKNOWN_LEADER_EPOCH;
     }
@@ -1176,7 +1185,7 @@ static int request_error(const km_broker *leader, int i, int request_epoch) {
     return E_NONE;
 }
 
-/* _serve_fetch_state (no reassignment); with KM_F_TRUNCATE_ON_FETCH the leader checks the last fetched epoch */
+/* _serve_fetch_state (no reassignment); with config.truncate_on_fetch the leader checks the last fetched epoch */
 static void serve_fetch(const km_state *s, km_succ *out, int k, const km_msg *m) {
     int i = m->dst, f = m->src;
     const km_broker *leader = &s->b[i];
@@ -1189,28 +1198,28 @@ static void serve_fetch(const km_state *s, km_succ *out, int k, const km_msg *m)
     int error = request_error(leader, i, m->epoch);
     if (error != E_NONE) {
         r.error = error; r.hw = UNDEFINED;
-        if (!KM_F_KAFKA_8400 && leader->leader == i && leader->remote[f] != -1) t->b[i].remote[f] = -1;
+        if (!config.kafka_8400 && leader->leader == i && leader->remote[f] != -1) t->b[i].remote[f] = -1;
         net_add(out, t, &r);
         return;
     }
     int leo = leader->log_len;
     int divergence = NOT_DIVERGED, epoch = UNDEFINED, end = UNDEFINED;
-    if (KM_F_TRUNCATE_ON_FETCH) divergence = diverging_epoch(leader, m->offset, m->last_epoch, &epoch, &end);
+    if (config.truncate_on_fetch) divergence = diverging_epoch(leader, m->offset, m->last_epoch, &epoch, &end);
     if (divergence == DIVERGED) { /* no records, the diverging epoch */
         r.error = E_NONE; r.hw = leader->hw; r.diverging_epoch = epoch; r.diverging_offset = end;
-        if (!KM_F_KAFKA_13141) t->b[i].remote[f] = (int8_t)m->offset; /* _recorded, also beyond its LEO */
+        if (!config.kafka_13141) t->b[i].remote[f] = (int8_t)m->offset; /* _recorded, also beyond its LEO */
         net_add(out, t, &r);
         return;
     }
     if (m->offset > leo || divergence == LOOKUP_UNDEFINED) { /* _answered_out_of_range */
         r.error = E_OFFSET_OUT_OF_RANGE; r.hw = leo;
-        if (!KM_F_KAFKA_8400 && leader->remote[f] != -1) t->b[i].remote[f] = -1;
+        if (!config.kafka_8400 && leader->remote[f] != -1) t->b[i].remote[f] = -1;
         net_add(out, t, &r);
         return;
     }
     t->b[i].remote[f] = (int8_t)m->offset; /* _recorded */
 #if KM_F_KRAFT /* KIP-903 (fetch_carries_broker_epoch): the follower's broker epoch recorded with its fetch offset */
-    if (KM_F_FETCH_CARRIES_BROKER_EPOCH && t->k[i].has_remote_epochs && t->k[i].remote_epochs[f] != m->broker_epoch)
+    if (config.fetch_carries_broker_epoch && t->k[i].has_remote_epochs && t->k[i].remote_epochs[f] != m->broker_epoch)
         t->k[i].remote_epochs[f] = (int8_t)m->broker_epoch;
 #endif
     r.error = E_NONE; r.hw = leader->hw;
@@ -1234,8 +1243,8 @@ static void serve_offsets(const km_state *s, km_succ *out, int k, const km_msg *
     r.error = request_error(leader, i, m->epoch);
     if (r.error != E_NONE) {
         r.answer_epoch = r.end_offset = UNDEFINED;
-    } else if (KM_F_EPOCH_IN_RESPONSE) {
-        end_offset_for(leader, m->requested, KM_F_KAFKA_7415, &r.answer_epoch, &r.end_offset);
+    } else if (config.epoch_in_response) {
+        end_offset_for(leader, m->requested, config.kafka_7415, &r.answer_epoch, &r.end_offset);
     } else {
         r.answer_epoch = UNDEFINED;
         r.end_offset = end_offset_kip101(leader, m->requested);
@@ -1245,8 +1254,8 @@ static void serve_offsets(const km_state *s, km_succ *out, int k, const km_msg *
 
 /* _removes_on_fenced */
 static int removes_on_fenced(int request_epoch, const km_broker *follower) {
-    if (!KM_F_REMOVES_FENCED_PARTITION) return 0;
-    return !KM_F_KAFKA_9654 || request_epoch == follower->epoch;
+    if (!config.removes_fenced_partition) return 0;
+    return !config.kafka_9654 || request_epoch == follower->epoch;
 }
 
 /* _receive_fetch_state, applied to t (the message already removed) */
@@ -1255,9 +1264,9 @@ static void receive_fetch(km_succ *out, km_state *t, const km_msg *m) {
     km_broker *follower = &t->b[i];
     int leo = follower->log_len;
     int truncating = follower->fetch == TRUNCATING || follower->fetch == TRUNCATING_AGAIN;
-    if (follower->fetch != FETCHING && !(truncating && !KM_F_KAFKA_5163)) return;
+    if (follower->fetch != FETCHING && !(truncating && !config.kafka_5163)) return;
     if (follower->leader != m->src || leo != m->offset) return;
-    if (KM_F_KAFKA_18991 && m->epoch != follower->epoch) return;
+    if (config.kafka_18991 && m->epoch != follower->epoch) return;
     if (m->error == E_NONE && m->diverging_epoch == UNDEFINED && m->diverging_offset == UNDEFINED) {
         if (leo + m->nrec > KM_LOG) { out->error = KM_ERR_LOG; return; }
         if (truncating) {
@@ -1272,20 +1281,20 @@ static void receive_fetch(km_succ *out, km_state *t, const km_msg *m) {
             follower->log[leo + k][1] = m->rec[k][1];
         }
         follower->log_len = (uint8_t)(leo + m->nrec);
-        if (KM_F_EPOCH_CACHE) cache_after_append(follower, leo, KM_F_KAFKA_7415);
+        if (config.epoch_cache) cache_after_append(follower, leo, config.kafka_7415);
         follower->hw = (int8_t)MIN(m->hw, follower->log_len);
         follower->reconciled = follower->epoch;
     } else if (m->error == E_NONE) { /* a diverging epoch, noted (truncate-on-fetch) */
         km_pending *p = &t->pending[i];
         p->source = (int8_t)m->src; p->request_epoch = (int8_t)m->epoch;
         p->epoch = (int8_t)m->diverging_epoch; p->end = (int8_t)m->diverging_offset;
-        if (!KM_F_KAFKA_14704 || KM_MUTANT == 3) follower->hw = (int8_t)MIN(m->hw, leo); /* before KAFKA-14704's fix */
+        if (!config.kafka_14704 || KM_MUTANT == 3) follower->hw = (int8_t)MIN(m->hw, leo); /* before KAFKA-14704's fix */
     } else if (m->error == E_OFFSET_OUT_OF_RANGE && m->hw < leo) {
-        if (!KM_F_KAFKA_7414 && !KM_F_UNCLEAN) {
+        if (!config.kafka_7414 && !config.unclean) {
             crash_broker(t, i); /* before 2.0.1 a follower ahead of its leader halts */
             return;
         }
-        truncate_broker(follower, m->hw, KM_F_KAFKA_10706_FIX, KM_F_TRUNCATION_LOWERS_HW);
+        truncate_broker(follower, m->hw, config.kafka_10706_fix, config.truncation_lowers_hw);
         if (truncating) follower->fetch = FETCHING;
     } else if (m->error == E_FENCED_LEADER_EPOCH && removes_on_fenced(m->epoch, follower)) {
         follower->fetch = NO_FETCHER;
@@ -1298,7 +1307,7 @@ static void receive_offsets(km_state *t, const km_msg *m) {
     int i = m->dst;
     km_broker *follower = &t->b[i];
     if ((follower->fetch != TRUNCATING && follower->fetch != TRUNCATING_AGAIN) || follower->leader != m->src) return;
-    if (KM_F_CHECKS_OFFSETS_ANSWER_EPOCH && m->epoch != follower->epoch) return;
+    if (config.checks_offsets_answer_epoch && m->epoch != follower->epoch) return;
     int leo = follower->log_len, done = 1, offset;
     if (m->error != E_NONE) {
         if (m->error == E_FENCED_LEADER_EPOCH && removes_on_fenced(m->epoch, follower)) {
@@ -1307,16 +1316,16 @@ static void receive_offsets(km_state *t, const km_msg *m) {
         }
         return;
     }
-    if (KM_F_EPOCH_IN_RESPONSE) {
-        int at_leo = follower->fetch == TRUNCATING_AGAIN || !KM_F_KAFKA_5163;
+    if (config.epoch_in_response) {
+        int at_leo = follower->fetch == TRUNCATING_AGAIN || !config.kafka_5163;
         int fetch_offset = at_leo ? leo : follower->hw;
-        offset = follower_truncation(follower, fetch_offset, m->answer_epoch, m->end_offset, KM_F_KAFKA_7415, &done);
+        offset = follower_truncation(follower, fetch_offset, m->answer_epoch, m->end_offset, config.kafka_7415, &done);
     } else if (m->end_offset == UNDEFINED) {
         offset = follower->hw;
     } else {
         offset = MIN(m->end_offset, leo);
     }
-    truncate_broker(follower, offset, KM_F_KAFKA_10706_FIX, KM_F_TRUNCATION_LOWERS_HW);
+    truncate_broker(follower, offset, config.kafka_10706_fix, config.truncation_lowers_hw);
     follower->fetch = done ? FETCHING : TRUNCATING_AGAIN;
 }
 
@@ -1329,7 +1338,7 @@ static void receive_offsets(km_state *t, const km_msg *m) {
 static int unfenced(const km_state *s, int b) { return s->registered[b] != DEAD && !s->b[b].stopping; }
 
 /* actions_kraft._controller_min_isr: with effective-min-isr capped by the replicas (every broker: no reassignment) */
-#define KM_CONTROLLER_MIN_ISR (KM_F_EFFECTIVE_MIN_ISR && KM_N < KM_MIN_ISR ? KM_N : KM_MIN_ISR)
+#define KM_CONTROLLER_MIN_ISR (config.effective_min_isr && KM_N < config.min_isr ? KM_N : config.min_isr)
 
 /* a successor the readable model does not emit (a partition change beyond the epoch bound): taken back */
 static void retract(km_succ *out) { out->n--; }
@@ -1339,7 +1348,7 @@ static void retract(km_succ *out) { out->n--; }
 static int partition_change(km_succ *out, km_state *t, int leader, int isr, int bump, int unclean_replica,
                             int restarted, int unclean) {
     int elr = t->c_elr;
-    if (KM_F_KIP_966_ELR) { /* maybePopulateTargetElr */
+    if (config.kip_966_elr) { /* maybePopulateTargetElr */
         if (isr_size(isr) >= KM_CONTROLLER_MIN_ISR) {
             elr = 0;
         } else {
@@ -1347,12 +1356,12 @@ static int partition_change(km_succ *out, km_state *t, int leader, int isr, int 
             if (unclean_replica >= 0) elr &= ~(1 << unclean_replica);
             if (leader >= 0) elr &= ~(1 << leader);
         }
-        if (unclean && KM_F_UNCLEAN_ELECTION_CLEARS_ELR) elr = 0;
+        if (unclean && config.unclean_election_clears_elr) elr = 0;
         /* elr-filtered-by-replicas keeps every replica while no reassignment changed them */
     }
     int shrink = (t->c_isr & ~isr) != 0;
     int new_epoch = t->c_epoch;
-    if (leader != t->c_leader || bump || (shrink && !KM_F_KAFKA_15021)) new_epoch++;
+    if (leader != t->c_leader || bump || (shrink && !config.kafka_15021)) new_epoch++;
     if (new_epoch > KM_E) return 0;
     int every = new_epoch != t->c_epoch; /* a new leader epoch is replayed by every live broker, else by the leader */
     t->c_leader = (int8_t)leader; t->c_epoch = (int8_t)new_epoch; t->c_isr = (uint8_t)isr;
@@ -1375,7 +1384,7 @@ static int candidates(const km_state *s, int isr, int elr, int excluded) {
     int found = 0;
     for (int r = 0; r < KM_N; r++)
         if (IN(isr, r) && r != excluded && unfenced(s, r)) found |= 1 << r;
-    if (!found && !isr && KM_F_KIP_966_ELR)
+    if (!found && !isr && config.kip_966_elr)
         for (int r = 0; r < KM_N; r++)
             if (IN(elr, r) && r != excluded && unfenced(s, r)) found |= 1 << r;
     return found;
@@ -1402,10 +1411,10 @@ static void fence_actions(const km_state *s, km_succ *out, int i, int running, i
         return;
     }
     int isr = c_isr & ~(1 << i);
-    if (!isr && !KM_F_KIP_966_ELR) isr = c_isr; /* PartitionChangeBuilder.build writes no empty ISR */
+    if (!isr && !config.kip_966_elr) isr = c_isr; /* PartitionChangeBuilder.build writes no empty ISR */
     if (leader == i || leader == NO_LEADER) {
         int elr_after = s->c_elr;
-        if (KM_F_KIP_966_ELR && isr_size(isr) < KM_CONTROLLER_MIN_ISR) elr_after = (s->c_elr | c_isr) & ~isr;
+        if (config.kip_966_elr && isr_size(isr) < KM_CONTROLLER_MIN_ISR) elr_after = (s->c_elr | c_isr) & ~isr;
         int found = candidates(&fenced, isr, elr_after, i);
         if (found) {
             for (int b = 0; b < KM_N; b++)
@@ -1437,7 +1446,7 @@ static void kraft_controller_actions(const km_state *s, km_succ *out) {
     for (int b = 0; b < KM_N; b++) {
         if (!s->b[b].alive && s->registered[b] != DEAD) fence_actions(s, out, b, 0, A_FENCE);
         else if (s->registered[b] != DEAD) {
-            if (s->fences < KM_FENCES) fence_actions(s, out, b, 1, A_FENCE);
+            if (s->fences < config.fences) fence_actions(s, out, b, 1, A_FENCE);
         } else if (s->b[b].alive) unfence_actions(s, out, b);
     }
     int leader = s->c_leader, isr = s->c_isr;
@@ -1445,7 +1454,7 @@ static void kraft_controller_actions(const km_state *s, km_succ *out) {
         int found = candidates(s, isr, s->c_elr, -1);
         for (int b = 0; b < KM_N; b++) /* _elect_from: an ELR member becomes the ISR */
             if (IN(found, b)) changed(s, out, CODE(A_ELECT, b, 0), b, IN(isr, b) ? isr : 1 << b, 0);
-        if (KM_F_UNCLEAN && !found)
+        if (config.unclean && !found)
             for (int b = 0; b < KM_N; b++) {
                 if (!unfenced(s, b)) continue;
                 km_state *t = km_emit(out, s, CODE(A_UNCLEAN, b, 0));
@@ -1455,7 +1464,7 @@ static void kraft_controller_actions(const km_state *s, km_succ *out) {
     } else if (s->b[leader].alive && unfenced(s, leader)) {
         for (int b = 0; b < KM_N; b++)
             if (IN(isr, b) && b != leader && unfenced(s, b)) changed(s, out, CODE(A_PREFERRED, b, 0), b, isr, 0);
-        if (s->bumps < KM_BUMPS) {
+        if (s->bumps < config.bumps) {
             km_state *t = changed(s, out, CODE(A_BUMP, leader, 0), leader, isr, 1);
             if (t) t->bumps = (int8_t)(s->bumps + 1);
         }
@@ -1470,8 +1479,8 @@ static void kraft_restart(const km_state *s, km_succ *out, int i) {
     clear_pending(t, i);
     clear_alter(t, i);
     t->registered[i] = t->b[i].broker_epoch;
-    int unclean = !(clean && KM_F_KAFKA_18635);
-    if (KM_F_DETECTS_UNCLEAN_SHUTDOWN && unclean && (IN(t->c_isr, i) || IN(t->c_elr, i))) {
+    int unclean = !(clean && config.kafka_18635);
+    if (config.detects_unclean_shutdown && unclean && (IN(t->c_isr, i) || IN(t->c_elr, i))) {
         /* handleBrokerUncleanShutdown: out of the ISR and the ELR, the change replayed by the restarted broker too */
         int isr = t->c_isr & ~(1 << i);
         t->c_elr = (uint8_t)(t->c_elr & ~(1 << i));
@@ -1502,9 +1511,9 @@ static void kraft_controlled_shutdown(const km_state *s, km_succ *out, int i) {
     shutting.b[i].stopping = 1;
     shutting.shutdowns = (int8_t)(s->shutdowns + 1);
     int isr = s->c_isr & ~(1 << i);
-    if (!isr && !KM_F_KIP_966_ELR) isr = s->c_isr;
+    if (!isr && !config.kip_966_elr) isr = s->c_isr;
     int elr_after = s->c_elr;
-    if (KM_F_KIP_966_ELR && isr_size(isr) < KM_CONTROLLER_MIN_ISR) elr_after = (s->c_elr | s->c_isr) & ~isr;
+    if (config.kip_966_elr && isr_size(isr) < KM_CONTROLLER_MIN_ISR) elr_after = (s->c_elr | s->c_isr) & ~isr;
     int found = candidates(&shutting, isr, elr_after, i);
     for (int r = 0; r < KM_N; r++)
         if (IN(found, r)) changed(&shutting, out, CODE(A_KRAFT_SHUTDOWN, i, r + 1), r, IN(isr, r) ? isr : 1 << r, 0);
@@ -1516,7 +1525,7 @@ static void kraft_controlled_shutdown(const km_state *s, km_succ *out, int i) {
    fenced-broker-clean-shutdown writes no partition change */
 static void kraft_clean_shutdown(const km_state *s, km_succ *out, int i) {
     int fenced = s->registered[i] == DEAD;
-    if (fenced && !KM_F_FENCED_BROKER_CLEAN_SHUTDOWN) return; /* without the flag its shutdown is a Crash */
+    if (fenced && !config.fenced_broker_clean_shutdown) return; /* without the flag its shutdown is a Crash */
     if (s->c_leader == i) return;                              /* a leader is moved first */
     km_state stopped = *s;
     truncate_broker(&stopped.b[i], s->b[i].log_len, 0, 1);
@@ -1539,10 +1548,10 @@ static void kraft_broker_actions(const km_state *s, km_succ *out, int i) {
         return;
     }
     replica_actions(s, out, i);
-    if (s->shutdowns < KM_SHUTDOWNS && !b->stopping && s->c_leader == i) kraft_controlled_shutdown(s, out, i);
-    if (s->clean_shutdowns < KM_CLEAN_SHUTDOWNS) kraft_clean_shutdown(s, out, i);
-    if (s->crashes < KM_C) kraft_crash(s, out, CODE(A_CRASH, i, 0), i, b->log_len);
-    if (s->unclean_shutdowns < KM_UNCLEAN_SHUTDOWNS)
+    if (s->shutdowns < config.shutdowns && !b->stopping && s->c_leader == i) kraft_controlled_shutdown(s, out, i);
+    if (s->clean_shutdowns < config.clean_shutdowns) kraft_clean_shutdown(s, out, i);
+    if (s->crashes < config.crashes) kraft_crash(s, out, CODE(A_CRASH, i, 0), i, b->log_len);
+    if (s->unclean_shutdowns < config.unclean_shutdowns)
         for (int keep = 0; keep < b->log_len; keep++) {
             km_state *t = kraft_crash(s, out, CODE(A_UNCLEAN_SHUTDOWN, i, keep), i, keep);
             t->crashes = s->crashes;
@@ -1561,7 +1570,7 @@ static void kraft_apply_leader_and_isr(const km_state *s, km_state *t, const km_
     } else {
         apply_leader_and_isr(t, m);
     }
-    if (KM_F_KRAFT_SHUTDOWN_STOPS_FETCHER && b->stopping && m->leader != i) {
+    if (config.kraft_shutdown_stops_fetcher && b->stopping && m->leader != i) {
         km_broker *after = &t->b[i];
         int applied = t->alter[i].partition_epoch == m->partition_epoch && after->epoch == m->epoch;
         if (applied && (m->leader == NO_LEADER || !IN(m->isr, i)) && after->fetch != NO_FETCHER) {
@@ -1587,9 +1596,9 @@ static int kraft_alter_in_flight(const km_state *s, int leader) {
 /* _eligible: Partition.isReplicaIsrEligible (KIP-841: not fenced, not shutting down; KIP-903: the broker epoch of its
    last fetch is the registered one); with metadata_lag the leader's own check passes on any older view */
 static int kraft_eligible(const km_state *s, int leader, int f) {
-    int registered = s->registered[f], lagging = KM_METADATA_LAG > 0;
-    if (KM_F_KIP_841 && !lagging && (registered == DEAD || s->b[f].stopping)) return 0;
-    if (KM_F_KIP_903) {
+    int registered = s->registered[f], lagging = config.metadata_lag > 0;
+    if (config.kip_841 && !lagging && (registered == DEAD || s->b[f].stopping)) return 0;
+    if (config.kip_903) {
         int stored = s->k[leader].has_remote_epochs ? s->k[leader].remote_epochs[f] : UNDEFINED;
         return stored != UNDEFINED && (lagging || stored == registered);
     }
@@ -1602,13 +1611,13 @@ static void kraft_isr_change_request(const km_state *s, km_succ *out, int i, int
     int isr = leader->isr, proposed;
     uint32_t code;
     if (IN(isr, f)) {
-        if (KM_F_KAFKA_7152 && leader->remote[f] == leader->log_len) return;
+        if (config.kafka_7152 && leader->remote[f] == leader->log_len) return;
         proposed = isr & ~(1 << f);
         code = CODE(A_SHRINK, i, f);
     } else {
         int fetched = leader->remote[f];
         if (fetched < 0 || fetched < leader->hw) return;
-        if (KM_F_KAFKA_7128 && fetched < epoch_start(leader, leader->epoch)) return;
+        if (config.kafka_7128 && fetched < epoch_start(leader, leader->epoch)) return;
         if (!kraft_eligible(s, i, f) && KM_MUTANT != 6) return;
         if (!fetch_being_answered(s, i, leader, f)) return;
         proposed = isr | 1 << f;
@@ -1620,7 +1629,7 @@ static void kraft_isr_change_request(const km_state *s, km_succ *out, int i, int
     m.kind = ALTER_PARTITION; m.src = i; m.dst = CONTROLLER; m.epoch = leader->epoch;
     m.partition_epoch = s->alter[i].partition_epoch; m.isr = proposed;
     for (int r = 0; r < KM_N; r++) /* KIP-903: each proposed member's broker epoch (addBrokerEpochToIsr) */
-        m.broker_epochs[r] = KM_F_KIP_903 && IN(proposed, r)
+        m.broker_epochs[r] = config.kip_903 && IN(proposed, r)
                                  ? (r == i ? leader->broker_epoch : s->k[i].remote_epochs[r]) : UNDEFINED;
     t->b[i].isr = (uint8_t)(isr | proposed); /* the maximal ISR: an expansion counts the new member */
     t->alter[i].alter_pending = 1; t->alter[i].committed_isr = (uint8_t)isr;
@@ -1632,7 +1641,7 @@ static void kraft_isr_change_request(const km_state *s, km_succ *out, int i, int
 static void kraft_alter_leader_actions(const km_state *s, km_succ *out, int i) {
     produce_action(s, out, i);
     advance_hw_action(s, out, i);
-    if (s->alter[i].alter_pending || s->alters >= KM_ALTERS || kraft_alter_in_flight(s, i)) return;
+    if (s->alter[i].alter_pending || s->alters >= config.alters || kraft_alter_in_flight(s, i)) return;
     for (int f = 0; f < KM_N; f++)
         if (f != i) kraft_isr_change_request(s, out, i, f);
 }
@@ -1641,8 +1650,8 @@ static void kraft_alter_leader_actions(const km_state *s, km_succ *out, int i) {
 static int kraft_ineligible(const km_state *s, const km_msg *m) {
     for (int r = 0; r < KM_N; r++) {
         if (!IN(m->isr, r)) continue;
-        if (KM_F_KIP_841 && (s->registered[r] == DEAD || s->b[r].stopping)) return 1;
-        if (KM_F_KIP_903 && m->broker_epochs[r] != UNDEFINED && m->broker_epochs[r] != s->registered[r]) return 1;
+        if (config.kip_841 && (s->registered[r] == DEAD || s->b[r].stopping)) return 1;
+        if (config.kip_903 && m->broker_epochs[r] != UNDEFINED && m->broker_epochs[r] != s->registered[r]) return 1;
     }
     return 0;
 }
@@ -1671,7 +1680,7 @@ static void kraft_process_alter_partition(const km_state *s, km_succ *out, int k
     const km_state after = *t;
     r.isr = after.c_isr; r.new_epoch = after.c_epoch; r.new_partition_epoch = after.c_partition_epoch;
     net_add(out, t, &r);
-    if (s->alter_losses < KM_ALTER_LOSSES) { /* the change written, its answer lost: the request in flight again */
+    if (s->alter_losses < config.alter_losses) { /* the change written, its answer lost: the request in flight again */
         km_state *u = km_emit(out, &after, CODE(A_LOSE_ALTER, m->src, 0));
         net_add(out, u, m);
         u->alter_losses = (int8_t)(s->alter_losses + 1);
@@ -1751,7 +1760,7 @@ static void deliveries(const km_state *s, km_succ *out) {
             net_remove(t, oldest[d]);
             apply_stop_replica(t, &first[d]);
         }
-        if (s->losses < KM_LOSSES && queued[d] > 1) {
+        if (s->losses < config.losses && queued[d] > 1) {
             km_state *u = km_emit(out, s, CODE(A_LOSE, d, 0));
             net_remove(u, oldest[d]);
             u->losses = (int8_t)(s->losses + 1);
@@ -1875,7 +1884,7 @@ static void serve_consumer_fetch(km_succ *out, km_state *t, int c, const km_brok
     km_fetch_answer a;
     memset(&a, 0, sizeof a);
     int answered = 0;
-    if (!(b->leader != i || (KM_F_CONSUMER_TRUNCATION_DETECTION && b->epoch != k->q_epoch)))
+    if (!(b->leader != i || (config.consumer_truncation_detection && b->epoch != k->q_epoch)))
         answered = fetch_answer(out, k, k->q_position, b, &a);
     k->q_kind = CONSUMER_FETCH_RESPONSE; k->q_epoch = 0; k->q_answered = (uint8_t)answered; k->answer = a;
 }
@@ -1918,7 +1927,7 @@ static void delayed_consumer_actions(const km_state *s, km_succ *out, int c) {
             u->q_kind = CONSUMER_VALIDATE_RESPONSE;
             if (!(b->leader != i || b->epoch != k->q_epoch)) { /* ClientActions._validate_answer */
                 int epoch, end;
-                end_offset_for(b, k->q_last_epoch, KM_F_KAFKA_7415, &epoch, &end);
+                end_offset_for(b, k->q_last_epoch, config.kafka_7415, &epoch, &end);
                 u->q_answered = 1; u->a_epoch = (int8_t)epoch; u->a_end = (int8_t)end;
             }
         } else {
@@ -1944,11 +1953,11 @@ static void consumer_actions(const km_state *s, km_succ *out) {
         int known = s->c_leader;
         if (known >= 0 && (known != k->leader || s->c_epoch != k->epoch)) { /* ClientActions._metadata_state */
             km_consumer *u = &km_emit(out, s, CODE(A_CONSUMER_METADATA, c, known))->cons[c];
-            u->validating = k->validating || (KM_F_CONSUMER_TRUNCATION_DETECTION && k->last_epoch != UNDEFINED &&
+            u->validating = k->validating || (config.consumer_truncation_detection && k->last_epoch != UNDEFINED &&
                                               KM_MUTANT != 7);
             u->leader = (int8_t)known; u->epoch = s->c_epoch;
         }
-        if (KM_CONSUMER_INFLIGHT) {
+        if (config.consumer_inflight) {
             delayed_consumer_actions(s, out, c);
             continue;
         }
@@ -1956,15 +1965,15 @@ static void consumer_actions(const km_state *s, km_succ *out) {
         if (i < 0 || !s->b[i].alive) continue;
         const km_broker *b = &s->b[i];
         /* NOT_LEADER / FENCED_LEADER_EPOCH / UNKNOWN_LEADER_EPOCH: a metadata update first */
-        if (b->leader != i || (KM_F_CONSUMER_TRUNCATION_DETECTION && b->epoch != k->epoch)) continue;
+        if (b->leader != i || (config.consumer_truncation_detection && b->epoch != k->epoch)) continue;
         if (k->validating) { /* ClientActions._validate_state */
             int epoch, end;
-            end_offset_for(b, k->last_epoch, KM_F_KAFKA_7415, &epoch, &end);
+            end_offset_for(b, k->last_epoch, config.kafka_7415, &epoch, &end);
             apply_validate_answer(&km_emit(out, s, CODE(A_CONSUMER_VALIDATE, c, i))->cons[c], epoch, end);
             continue;
         }
         consumer_fetch(s, out, CODE(A_CONSUMER_FETCH, c, i), c, b);
-        if (KM_F_FETCH_FROM_FOLLOWER) fetch_from_follower_actions(s, out, c);
+        if (config.fetch_from_follower) fetch_from_follower_actions(s, out, c);
     }
 }
 #endif
@@ -2010,15 +2019,15 @@ static int delivery_noop(const km_state *s, int k, const km_msg *m) {
 static int may_expand(const km_state *s, const km_msg *m) {
     const km_broker *leader = &s->b[m->src];
     return leader->alive && leader->leader == m->src && m->error == E_NONE &&
-           (!KM_F_KAFKA_13141 || m->diverging_epoch == UNDEFINED) &&
-           (!KM_F_LEADER_EPOCH_FENCING || m->epoch == leader->epoch);
+           (!config.kafka_13141 || m->diverging_epoch == UNDEFINED) &&
+           (!config.leader_epoch_fencing || m->epoch == leader->epoch);
 }
 
-#define FENCED_RETRIED (!(KM_F_LEADER_EPOCH_FENCING && KM_F_REMOVES_FENCED_PARTITION))
-#define FENCED_BY_EPOCH (KM_F_LEADER_EPOCH_FENCING && KM_F_REMOVES_FENCED_PARTITION && KM_F_KAFKA_9654)
-#define FETCH_NOOP_DEAD (KM_F_LEADER_EPOCH_FENCING && KM_F_USES_OFFSETS_REQUEST && KM_F_KAFKA_5163 && \
-                         !KM_F_HW_TRUNCATION)
-#define OFFSETS_EPOCH_DEAD (KM_F_CHECKS_OFFSETS_ANSWER_EPOCH && KM_F_USES_OFFSETS_REQUEST)
+#define FENCED_RETRIED (!(config.leader_epoch_fencing && config.removes_fenced_partition))
+#define FENCED_BY_EPOCH (config.leader_epoch_fencing && config.removes_fenced_partition && config.kafka_9654)
+#define FETCH_NOOP_DEAD (config.leader_epoch_fencing && config.uses_offsets_request && config.kafka_5163 && \
+                         !config.hw_truncation)
+#define OFFSETS_EPOCH_DEAD (config.checks_offsets_answer_epoch && config.uses_offsets_request)
 
 /* DeadMessages.dead */
 static int dead(const km_state *s, int k, const km_msg *m) {
@@ -2035,7 +2044,7 @@ static int dead(const km_state *s, int k, const km_msg *m) {
             if (follower->fetch != FETCHING || follower->leader != m->src || follower->log_len != m->offset) return 1;
             return !m->nrec && delivery_noop(s, k, m);
         }
-        if (KM_F_KAFKA_18991) return m->epoch != follower->epoch || delivery_noop(s, k, m);
+        if (config.kafka_18991) return m->epoch != follower->epoch || delivery_noop(s, k, m);
         return 0;
     }
     if (OFFSETS_EPOCH_DEAD) return m->epoch != follower->epoch || delivery_noop(s, k, m);

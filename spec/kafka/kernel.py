@@ -94,8 +94,8 @@ KINDS = ("_elect", "_preferred", "_unclean", "_crash", "_restart", "_bump", "_br
          "_consumer_send_validate", "_consumer_serve_validate", "_consumer_receive_validate",
          "_consumer_disconnect")
 
-#: the feature flags the C file reads, each a ``KM_F_*`` define (``Features`` fields and derived
-#: switches)
+#: the feature flags the C file reads (``Features`` fields and derived switches): ``LAYOUT_FLAGS``
+#: as ``KM_F_*`` defines, the others as run-time constants
 FLAGS = ("kafka_5642", "kafka_5163", "epoch_in_response", "kafka_7415", "kafka_7128", "kafka_7164",
          "kafka_7414", "leader_epoch_fencing", "kafka_7152", "kafka_9654", "kafka_8400",
          "truncation_lowers_hw", "reject_stale_broker_epoch", "detect_bounced_broker",
@@ -110,6 +110,17 @@ FLAGS = ("kafka_5642", "kafka_5163", "epoch_in_response", "kafka_7415", "kafka_7
          # the consumers (clients.ClientActions: _consumer_actions, _metadata_state,
          # _serve_consumer_fetch, _fetch_from_follower_actions); they act on no rule at consumers=0
          "consumer_truncation_detection", "fetch_from_follower")
+#: the flags that shape the state or choose a section of the C file: compile-time ``KM_F_*``
+#: defines; every other flag is a run-time constant (kernel.c's ``KM_CONFIG``, ``config.<flag>``)
+LAYOUT_FLAGS = ("kraft", "zookeeper_alter_isr")
+#: the bounds and constants that only guard rules, run-time constants of the C file in this order
+#: (kernel.c's ``KM_CONFIG``, before the flags): the crash, bump, loss, inflight, shutdown and
+#: bounce bounds, the producer's acks and min.insync.replicas (``clients.producer_for``), the
+#: AlterIsr bounds, the KRaft bounds (``actions_kraft._init_kraft``) and consumer_inflight
+#: (``clients.ClientActions``)
+RUNTIME_BOUNDS = ("crashes", "bumps", "losses", "inflight", "shutdowns", "bounces", "acks",
+                  "min_isr", "alters", "alter_losses", "unclean_shutdowns", "metadata_lag",
+                  "fences", "clean_shutdowns", "consumer_inflight")
 #: flags whose rules the C file does not compile: a row with one on runs the readable model
 UNCOMPILED_FLAGS = ("lossy_crash",)
 #: the KRaft rows' bounds the C file does not compile: a configuration with one above 0 runs the
@@ -597,26 +608,20 @@ def kernel(model: Any) -> KernelSource:
         entry = table[params[0]]
         return entry if isinstance(entry, Action) else entry[params[1]]
 
+    # the compiled constants shape the state (or choose the KRaft section); the rest are run-time
+    # constants (kernel.c's KM_CONFIG): one compiled library serves all their values
     defines = [("KM_N", model.brokers), ("KM_R", model.records), ("KM_E", model.epochs),
-               ("KM_C", model.crashes), ("KM_BUMPS", model.bumps), ("KM_LOSSES", model.losses),
-               ("KM_INFLIGHT", model.inflight), ("KM_SHUTDOWNS", model.shutdowns),
-               ("KM_BOUNCES", model.bounces), ("KM_NET", net), ("KM_ACKS", model.acks),
-               ("KM_MIN_ISR", model.min_isr), ("KM_ALTERS", model.alters),
-               ("KM_ALTER_LOSSES", model.alter_losses),
-               # the KRaft bounds (actions_kraft.KRaftControllerActions._init_kraft)
-               ("KM_UNCLEAN_SHUTDOWNS", model.unclean_shutdowns),
-               ("KM_METADATA_LAG", model.metadata_lag), ("KM_FENCES", model.fences),
-               ("KM_CLEAN_SHUTDOWNS", model.clean_shutdowns),
-               # the consumers (clients.ClientActions._init_clients); without one, neutral values
-               # (as the consumer flags below): a row's kernels then differ only where a rule does
-               ("KM_CONSUMERS", model.consumers),
-               ("KM_CONSUMER_INFLIGHT", model.consumer_inflight if model.consumers else 0),
+               ("KM_NET", net), ("KM_CONSUMERS", model.consumers),
                ("KM_CONSUMED", packing.consumed_cap if model.consumers else 1)]
-    defines += [(f"KM_F_{flag.upper()}",
-                 int(bool(getattr(f, flag))
-                     and (model.consumers > 0 or flag not in CONSUMER_FLAGS)))
-                for flag in FLAGS]
-    return KernelSource(source=SOURCE, defines=tuple(defines), state_bytes=packing.state_bytes,
+    defines += [(f"KM_F_{flag.upper()}", int(bool(getattr(f, flag)))) for flag in LAYOUT_FLAGS]
+    config = [(name, int(getattr(model, name))) for name in RUNTIME_BOUNDS[:-1]]
+    # without a consumer, neutral values (as the consumer flags below)
+    config.append(("consumer_inflight", model.consumer_inflight if model.consumers else 0))
+    config += [(flag, int(bool(getattr(f, flag))
+                          and (model.consumers > 0 or flag not in CONSUMER_FLAGS)))
+               for flag in FLAGS if flag not in LAYOUT_FLAGS]
+    return KernelSource(source=SOURCE, defines=tuple(defines), config=tuple(config),
+                        state_bytes=packing.state_bytes,
                         pack=packing.pack, unpack=packing.unpack, action=action,
                         invariants=INVARIANTS, symmetry=True, unsupported=unsupported_reason(model),
                         reductions=("dead",))
