@@ -1,4 +1,4 @@
-"""Predict the wall of README's suite on two processes (``pytest -n 2 --dist loadgroup``) from a
+"""Predict the wall of README's suite on N processes (``pytest -n 3 --dist loadgroup``) from a
 per-test CPU report (``tests/cpu_report.py``), by replaying pytest-xdist's ``loadgroup`` scheduler
 over the suite's collection as the workers see it.
 
@@ -132,6 +132,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--root", type=Path, default=ROOT, help="the checkout to collect")
     parser.add_argument("-m", dest="markexpr", default="", help="pytest's marker expression")
     parser.add_argument("--top", type=int, default=12, help="the costliest units to list")
+    parser.add_argument("--workers", type=int, default=3, help="pytest's -n (README's: 3)")
     parser.add_argument("--reorder", action="store_true",
                         help="xdist's reordering by a unit's number of tests (a tree whose "
                              "tests/conftest.py leaves it on)")
@@ -139,7 +140,7 @@ def main(argv: list[str] | None = None) -> int:
     cpu = read_reports(args.reports)
     collection = collect(args.root.resolve(), args.markexpr)
     units = work_units(collection, args.reorder)
-    clock, ran = replay(units, cpu)
+    clock, ran = replay(units, cpu, args.workers)
     missing = [nodeid for nodeid, _g, _s in collection if nodeid not in cpu]
     total = sum(cpu.get(nodeid, 0.0) for nodeid, _g, _s in collection)
     print(f"{len(collection)} tests, {len(units)} units, {total:.1f} s of CPU; "

@@ -20,7 +20,7 @@ from tests.matrix_table import MATRIX_PAGE, documented_matrix
 
 ROOT = Path(__file__).resolve().parents[1]
 README = ROOT / "README.md"
-TEST_COMMAND = "python3 -m pip install -e '.[test]' && python3 -m pytest -n 2 --dist loadgroup"
+TEST_COMMAND = "python3 -m pip install -e '.[test]' && python3 -m pytest -n 3 --dist loadgroup"
 FAST_TIER_COMMAND = 'python3 -m pytest -n 2 -m "not slow"'
 
 
