@@ -61,6 +61,9 @@ def page(browser):
     errors: list[str] = []
     pg.on("pageerror", lambda exc: errors.append(str(exc)))
     pg.set_default_timeout(20_000)
+    # the assertions' wait too (Playwright's expect has its own 5 s default: too short for a loaded
+    # machine, where the README suite runs three processes on two cores)
+    sync_api.expect.set_options(timeout=20_000)
     yield pg
     context.close()
     assert not errors, errors

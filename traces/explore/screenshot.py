@@ -37,6 +37,7 @@ def take(out: Path) -> None:
             browser = p.chromium.launch(executable_path=chromium, args=FLAGS)
             page = browser.new_page(viewport={"width": 1280, "height": 1000})
             page.set_default_timeout(60_000)
+            expect.set_options(timeout=60_000)  # its assertions' own default is 5 s
             page.goto(srv.url)
             page.select_option("#scenario-select", SCENARIO)
             page.click("#load-scenario")
