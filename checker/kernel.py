@@ -41,6 +41,7 @@ import time
 from functools import partial
 from typing import Any
 
+from checker.kernel_cache import cache_dir, mark_used, prune, write_atomically
 from checker.levels import MEMORY_BUDGET, LevelSearch, run_levels
 from checker.result import (
     CheckResult,
@@ -112,11 +113,6 @@ def optimisation() -> str:
         raise UsageError(f"KMC_KERNEL_OPT={level!r} is not an optimisation level: set it to one of "
                          f"{', '.join(OPT_LEVELS)}, or unset it for -O2")
     return level
-
-
-def cache_dir() -> str:
-    base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
-    return os.path.join(base, "kmc", "kernels")
 
 
 class Kernel:
@@ -228,30 +224,37 @@ def load(spec: KernelSource, extra_flags: tuple[str, ...] = ()) -> Kernel:
     if found is None:
         raise KernelUnavailable(f"no C compiler: {cc!r} is not on the PATH (set KMC_CC to one, or "
                                 "use --kernel off)")
-    directory = cache_dir()
     stem = os.path.splitext(os.path.basename(spec.source))[0]
-    library = os.path.join(directory, f"{stem}-{cache_key(spec, extra_flags)}.so")
-    if not os.path.exists(library):
+    library = os.path.join(cache_dir(), f"{stem}-{cache_key(spec, extra_flags)}.so")
+    try:
+        return Kernel(spec, _cached(spec, cc, found, library, extra_flags))
+    except OSError:
+        # pruned by another run between the check and the load (checker.kernel_cache): compiled
+        # again, once
+        return Kernel(spec, _cached(spec, cc, found, library, extra_flags))
+
+
+def _cached(spec: KernelSource, cc: str, found: str, library: str,
+            extra_flags: tuple[str, ...]) -> str:
+    """The path of ``spec``'s configured library, ``library`` compiled into the cache first when it
+    is not there (then the cache is pruned: ``checker.kernel_cache``)."""
+    directory = os.path.dirname(library)
+    if os.path.exists(library):
+        mark_used(library)
+    else:
         _cache_write(directory, library, lambda tmp: _compile(spec, cc, found, tmp, extra_flags))
-    return Kernel(spec, configured(spec, library))
+        prune(directory)
+    return configured(spec, library)
 
 
 def _cache_write(directory: str, path: str, write: Any) -> None:
-    """``path`` in the kernel cache, made by ``write(tmp)`` on a temporary file and renamed
-    (atomic: a concurrent run sees the whole library or none)."""
+    """``path`` in the kernel cache, made by ``write(tmp)`` (``kernel_cache.write_atomically``);
+    ``KernelUnavailable`` (one line) when the cache cannot be written."""
     try:
-        os.makedirs(directory, exist_ok=True)
-        fd, tmp = tempfile.mkstemp(suffix=".so", dir=directory)
-        os.close(fd)
+        write_atomically(directory, path, write)
     except OSError as exc:
         raise KernelUnavailable(f"cannot write the kernel cache {directory}: "
                                 f"{exc.strerror}") from None
-    try:
-        write(tmp)
-        os.replace(tmp, path)
-    finally:
-        if os.path.exists(tmp):
-            os.unlink(tmp)
 
 
 def _compile(spec: KernelSource, cc: str, found: str, output: str,
@@ -283,6 +286,7 @@ def configured(spec: KernelSource, library: str) -> str:
     digest = hashlib.sha256(repr(spec.config).encode()).hexdigest()[:12]
     copy = f"{os.path.splitext(library)[0]}-{digest}.so"
     if os.path.exists(copy):
+        mark_used(copy)
         return copy
     with open(library, "rb") as f:
         data = f.read()

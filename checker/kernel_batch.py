@@ -25,7 +25,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from checker.kernel import CAPACITY, Kernel, KernelCapacityError, cache_dir
+from checker.kernel import CAPACITY, Kernel, KernelCapacityError
+from checker.kernel_cache import cache_dir, mark_used, write_atomically
 
 #: states expanded a call at most (the output buffers hold this many times the kernel's successor
 #: bound)
@@ -62,7 +63,9 @@ def batch_kernel(shipment: Shipment) -> BatchKernel:
     if loaded is not None:
         return loaded
     path = os.path.join(cache_dir(), shipment.name)
-    if not os.path.exists(path):
+    if os.path.exists(path):
+        mark_used(path)
+    else:
         try:
             path = _write_library(cache_dir(), shipment)
         except OSError:  # a cache this process cannot write: a directory of its own
@@ -74,16 +77,13 @@ def batch_kernel(shipment: Shipment) -> BatchKernel:
 def _write_library(directory: str, shipment: Shipment) -> str:
     """``shipment``'s library written into ``directory`` under its name, atomically (a concurrent
     worker sees the whole file or none); its path."""
-    os.makedirs(directory, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(suffix=".so", dir=directory)
-    try:
-        with os.fdopen(fd, "wb") as f:
+    path = os.path.join(directory, shipment.name)
+
+    def write(tmp: str) -> None:
+        with open(tmp, "wb") as f:
             f.write(shipment.data)
-        path = os.path.join(directory, shipment.name)
-        os.replace(tmp, path)
-    finally:
-        if os.path.exists(tmp):
-            os.unlink(tmp)
+
+    write_atomically(directory, path, write)
     return path
 
 
