@@ -24,7 +24,7 @@ import subprocess
 import sys
 import threading
 import zipfile
-from collections.abc import MutableMapping
+from collections.abc import Iterator, MutableMapping
 from typing import Any
 
 from spec.errors import BadFileError, EnvironmentMissingError, UsageError
@@ -281,15 +281,35 @@ def spark_session(master: str = DEFAULT_MASTER, memory: str = "4g", ui: bool = F
         return active, False
     submitted = "PYSPARK_GATEWAY_PORT" in os.environ  # launched by spark-submit or a pyspark shell
     builder = SparkSession.builder.appName("kmc")
-    if submitted:
-        session = builder.getOrCreate()
-    else:
-        prepare_environment(master, os.environ)
-        secret, seconds = auth_secret(), connect_seconds()
-        options = session_options(master, memory, ui, jvm_log)
-        session = _create(builder, options, master, secret, seconds, quiet=not jvm_log)
+    with _sigint_kept():
+        if submitted:
+            session = builder.getOrCreate()
+        else:
+            prepare_environment(master, os.environ)
+            secret, seconds = auth_secret(), connect_seconds()
+            options = session_options(master, memory, ui, jvm_log)
+            session = _create(builder, options, master, secret, seconds, quiet=not jvm_log)
     session.sparkContext.setLogLevel("ERROR")
     return session, True
+
+
+@contextlib.contextmanager
+def _sigint_kept() -> Iterator[None]:
+    """The caller's SIGINT handler, put back after the block: a ``SparkContext`` created in the main
+    thread installs PySpark's own (it cancels the jobs and raises ``KeyboardInterrupt``, and after
+    the context stops it fails on the stopped context), and keeps it for the life of the process.
+    kmc's runs handle Ctrl-C themselves while Spark runs (``SparkInterrupt``); the rest of the
+    process (a program calling kmc, the level commits' ``safe_io.interrupts_deferred``, which acts
+    only under Python's default handler) keeps its own."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    previous = signal.getsignal(signal.SIGINT)
+    try:
+        yield
+    finally:
+        if previous is not None:
+            signal.signal(signal.SIGINT, previous)
 
 
 def launch_jvm(conf: Any, quiet: bool) -> None:
