@@ -50,16 +50,15 @@ def check_environment() -> None:
             "the spark engine needs PySpark, which is not installed: "
             "run python3 -m pip install 'pyspark>=3.4' (or pip install -e '.[spark]')"
         )
-    java_home = os.environ.get("JAVA_HOME")
+    java_home, java = _java()
     if java_home:
-        java = os.path.join(java_home, "bin", "java")
         if not os.access(java, os.X_OK):
             raise EnvironmentMissingError(
                 f"the spark engine needs Java 17, but JAVA_HOME={java_home} has no bin/java: "
                 "point JAVA_HOME at a Java 17 installation or install one (e.g. apt-get install "
                 "openjdk-17-jre-headless)"
             )
-    elif shutil.which("java") is None:
+    elif java is None:
         raise EnvironmentMissingError(
             "the spark engine needs Java 17, which was not found (no java on PATH and JAVA_HOME "
             "unset): install Java 17 (e.g. apt-get install openjdk-17-jre-headless) or set "
@@ -67,12 +66,20 @@ def check_environment() -> None:
         )
 
 
+def _java() -> tuple[str | None, str | None]:
+    """``$JAVA_HOME`` and the java it names, else (None, the java on the PATH or None): the one Java
+    Spark's launcher starts."""
+    java_home = os.environ.get("JAVA_HOME")
+    if java_home:
+        return java_home, os.path.join(java_home, "bin", "java")
+    return None, shutil.which("java")
+
+
 def check_java_runs() -> None:
     """Raise ``EnvironmentMissingError`` when ``java -version`` does not run: a run whose JVM starts
     late (a local master, ``driver_level.lazy_master``) learns of a broken Java before its search,
     as a run whose JVM starts first does (``engine.translate_spark_failure``)."""
-    java_home = os.environ.get("JAVA_HOME")
-    java = os.path.join(java_home, "bin", "java") if java_home else shutil.which("java") or "java"
+    java = _java()[1] or "java"
     try:
         probe = subprocess.run([java, "-version"], capture_output=True, text=True, timeout=120,
                                check=False)
