@@ -1,4 +1,5 @@
-"""The readable model's side of the kernel's proofs (tests/test_kafka_kernel*.py), recorded once.
+"""The readable model's side of the kernel's proofs (tests/test_kafka_kernel*.py, and the reduced
+searches of tests/test_dead.py's verdicts), recorded once.
 
 A search on the readable model (``--kernel off``) costs 10 to 100 times the kernel's, and it only
 changes when the readable model's source does. So each both-way search of the kernel's proofs is
@@ -42,10 +43,12 @@ REFERENCE = Path(__file__).with_name("readable_reference.json")
 #: the command that re-makes it
 REMAKE = "python3 -m tests.readable_reference"
 #: the test modules whose readable searches it holds
-MODULES = ("tests/test_kafka_kernel.py", "tests/test_kafka_kernel_consumers.py")
-#: the tests that search the readable model (both ways, or for a path to rare states); the others,
-#: state for state, stay live: there the readable model is the cheap side
-SEARCHING = "search or agree or rare"
+MODULES = ("tests/test_kafka_kernel.py", "tests/test_kafka_kernel_consumers.py",
+           "tests/test_dead.py")
+#: the tests that search the readable model (both ways, or for a path to rare states; test_dead's
+#: reduced searches of matrix cells, ``full_verdict``); the others, state for state, stay live:
+#: there the readable model is the cheap side
+SEARCHING = "search or agree or rare or full_verdict"
 #: set by ``REMAKE`` for the test run: a directory where each process writes what it recorded
 RECORDING = "KMC_RECORD_READABLE_REFERENCE"
 

@@ -31,6 +31,8 @@ from spec.registry import build_model
 
 # the docs' matrix table: kmc matrix's output
 from tests.matrix_table import documented_matrix as readme_matrix
+from tests.test_kafka_kernel import agrees_with_the_readable_search
+from tests.test_kernel import needs_cc
 from tests.test_symmetry import _reachable
 from traces.replay import replay_trace
 
@@ -234,28 +236,56 @@ def test_the_obligations_catch_a_live_alter_partition_answer_called_dead(monkeyp
     assert any("not delivered as a no-op" in f for f in obligations(model, reachable(model, 6000)))
 
 
+#: the options that change what a search finds (the rest: budgets of time and memory, progress,
+#: headers and the path, kernel or readable model)
+_SEARCH_FIELDS = ("stop_at_first", "check_deadlock", "max_states", "max_depth", "symmetry",
+                  "stop_when_all_found", "reduce", "shortest")
+
+
+def _on_the_kernel(model, search: SearchOptions, run=engines.run):
+    """``search`` of ``model`` on its compiled kernel (which must be the path taken), equal to the
+    readable model's (``tests.readable_reference``: recorded once a readable source, live while
+    it is re-made; on a mismatch searched live beside it): verdict, counts, depth, out-degrees and
+    every counterexample. The kernel's ``--reduce dead`` is ``spec.kafka.dead``'s, proven state for
+    state in tests/test_kafka_kernel.py (``differs_in_bulk``: each successor's reduced form); the
+    record proves the two reduced searches equal at these bounds, so a verdict compared here is the
+    readable reduction's."""
+    default = SearchOptions()
+    key = {name: getattr(search, name) for name in _SEARCH_FIELDS
+           if getattr(search, name) != getattr(default, name)}
+    compiled = run(model, dataclasses.replace(search, kernel="on"))
+    assert compiled.extra["path"]["path"] == "kernel"
+    agrees_with_the_readable_search(
+        model, compiled, lambda: bfs.check(model, dataclasses.replace(search, kernel="off")),
+        invariants=tuple(inv.name for inv in search.invariants), **key)
+    return compiled
+
+
 def _cells(monkeypatch, rows: list[str], invariants: list[str], reduce: str) -> dict:
     """The default matrix's cells of ``rows`` (its own bounds per invariant), searched with
-    ``reduce``; each reduced counterexample replayed on the unreduced model."""
-    plain = bfs.check
+    ``reduce`` (``_on_the_kernel``: the readable model's search, recorded); each reduced
+    counterexample replayed on the unreduced model."""
+    plain = engines.run
 
     def reduced(model, search, *engine):
-        result = plain(model, dataclasses.replace(search, reduce=reduce))
+        result = _on_the_kernel(model, dataclasses.replace(search, reduce=reduce), plain)
         for v in result.violations:
             replayed = replay_trace(model, v.trace, [v.invariant])
             assert replayed.outcome == "violated" and replayed.invariant.name == v.invariant
             assert replayed.step == len(v.trace.steps)
         return result
 
-    monkeypatch.setattr(engines, "run", reduced)
-    return {(c.protocol, c.invariant): c.verdict
-            for c in run_matrix("kafka", MatrixOptions(rows, invariants))}
+    with monkeypatch.context() as patch:  # undone before another call takes ``engines.run``
+        patch.setattr(engines, "run", reduced)
+        return {(c.protocol, c.invariant): c.verdict
+                for c in run_matrix("kafka", MatrixOptions(rows, invariants))}
 
 
 FAST_INVARIANTS = ["no-fence-stall", "no-stale-control-request", "no-bounce-stall", "log-matching"]
 
 
 @pytest.mark.slow
+@needs_cc
 def test_the_full_verdict_on_part_of_the_matrix(monkeypatch):
     """2.1.0's control-plane and Log Matching cells (2.2.0's, which cost five times as much, are in
     the slow test below; the fast tier compares a verdict and its shortest length in the rebuild
@@ -267,6 +297,7 @@ def test_the_full_verdict_on_part_of_the_matrix(monkeypatch):
 
 
 @pytest.mark.slow
+@needs_cc
 def test_the_full_verdict_on_every_cell_of_representative_rows(monkeypatch):
     """Every default column of the rows of each class of ``spec.kafka.dead`` but the AlterIsr ones,
     at the matrix's bounds, against the docs' matrix table of the full search (as ``test_por``
@@ -281,6 +312,7 @@ KRAFT_FAST = ["replica-sanity", "no-fence-stall", "no-stale-control-request"]
 
 
 @pytest.mark.slow  # every line it runs, cheaper fast tests run too (coverage by test)
+@needs_cc
 def test_the_full_verdict_on_kraft_cells(monkeypatch):
     """kraft-3.5's and kraft-4.1's replica-sanity (KAFKA-18991: violated, then fixed) and two
     control-plane cells, reduced, against the docs' matrix table of the full search; each reduced
@@ -293,6 +325,7 @@ def test_the_full_verdict_on_kraft_cells(monkeypatch):
 
 
 @pytest.mark.slow
+@needs_cc
 def test_the_full_verdict_on_every_kraft_cell(monkeypatch):
     """Every default column of the three KRaft rows at the matrix's bounds, reduced, against the
     docs' matrix table, but kraft-4.1's consumed-stays (861,238 states unreduced, a client column
@@ -310,12 +343,16 @@ def test_the_full_verdict_on_every_kraft_cell(monkeypatch):
 
 @pytest.mark.slow
 @pytest.mark.parametrize("protocol", ["2.8.0", "3.9.1"])
+@needs_cc
 def test_the_full_verdicts_on_the_alter_isr_rows_at_small_bounds(protocol):
     model = build_model("kafka", ["records=1", "epochs=2", "crashes=1"], protocol)
-    invariants = [inv for name, inv in KAFKA.items() if name not in model.matrix_excluded]
-    full = bfs.check(model, SearchOptions(invariants=invariants, stop_at_first=False))
-    reduced = bfs.check(model, SearchOptions(invariants=invariants, stop_at_first=False,
-                                             reduce="dead"))
+    # the safety invariants (what ``bfs.check`` checks of them: the liveness ones are the graph's)
+    invariants = SearchOptions(invariants=[inv for name, inv in KAFKA.items()
+                                           if name not in model.matrix_excluded]
+                               ).safety_invariants()
+    full = _on_the_kernel(model, SearchOptions(invariants=invariants, stop_at_first=False))
+    reduced = _on_the_kernel(model, SearchOptions(invariants=invariants, stop_at_first=False,
+                                                  reduce="dead"))
     assert {v.invariant for v in reduced.violations} == {v.invariant for v in full.violations}
     assert reduced.verdict == full.verdict and reduced.distinct_states < full.distinct_states
     for v in reduced.violations:
