@@ -254,6 +254,24 @@ def test_more_reachable_states_of_each_row(row, bounds, limit):
     assert disagreements(model, kernel, reachable(model, limit)) == []
 
 
+def test_the_packings_memo_changes_no_byte(monkeypatch):
+    """``Packing`` memoises what it packs and unpacks of a broker or a message: each state packs
+    and unpacks as without the memo, also once a memo fills and starts again (a few entries
+    here)."""
+    model = kafka("2.1.0", brokers=3, records=1, epochs=1, crashes=1)
+    states = reachable(model, 400)
+    fresh = model.kernel()
+    monkeypatch.setattr(Packing, "_memo", lambda self, which, key, compute, value: compute(value))
+    packed = [fresh.pack(state) for state in states]
+    unpacked = [fresh.unpack(data) for data in packed]
+    monkeypatch.undo()
+    memoised = model.kernel()
+    monkeypatch.setattr(memoised.pack.__self__, "MEMO_ENTRIES", 7)
+    for _ in range(2):  # the second time from the memo
+        assert [memoised.pack(state) for state in states] == packed
+        assert [memoised.unpack(data) for data in packed] == unpacked == states
+
+
 @needs_cc
 def test_a_kernel_with_one_rule_changed_fails_the_check():
     model = kafka("2.1.0", brokers=2, records=1, epochs=1, crashes=0)
