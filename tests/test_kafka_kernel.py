@@ -902,6 +902,14 @@ def test_the_kraft_rows_are_the_readable_model_state_for_state(row, tof, bounds,
     assert disagreements(model, kernel, reachable(model, limit)) == []
 
 
+#: how many of kraft-4.0's first states the test below compares, with truncate-on-fetch (True) and
+#: without: with it 30,000 run every line and branch of the kernel (gcov) and of the readable model
+#: (spec/, invariants/: coverage.py) that 60,000 do but a cache's clearing; without it a record
+#: already in a ghost set (``add_entry``) first comes past 50,000 (bench/NOTES.md, 2026-12-02,
+#: stop46-proofs)
+KRAFT_4_0_STATES = {True: 30_000, False: 60_000}
+
+
 @pytest.mark.slow
 @needs_cc
 @pytest.mark.parametrize(("row", "bounds"),
@@ -911,15 +919,16 @@ def test_the_kraft_rows_are_the_readable_model_state_for_state(row, tof, bounds,
                                          "fences": 1, "alters": 1}),
                           ("kraft-3.3", {"brokers": 2, "records": 1, "epochs": 1, "crashes": 1,
                                          "alters": 1}),
-                          # 232,708 states, 431 s of CPU for both variants: its first 60,000
+                          # 232,708 states, 431 s of CPU for both variants: its first states,
+                          # ``KRAFT_4_0_STATES``
                           ("kraft-4.0", {"brokers": 2, "records": 1, "epochs": 1, "crashes": 0,
                                          "shutdowns": 1, "clean_shutdowns": 1, "fences": 1,
-                                         "min_isr": 2, "limit": 60_000})],
+                                         "min_isr": 2, "limit": "first"})],
                          ids=_id)
 @pytest.mark.parametrize("tof", [True, False], ids=["rows", "without-truncate-on-fetch"])
 def test_every_reachable_state_of_small_kraft_configurations(row, bounds, tof):
     bounds = dict(bounds)
-    limit = bounds.pop("limit", None)
+    limit = KRAFT_4_0_STATES[tof] if bounds.pop("limit", None) else None
     model = kraft_model(row, tof=tof, **bounds)
     kernel = km.load(model.kernel())
     assert disagreements(model, kernel, reachable(model, limit)) == []
