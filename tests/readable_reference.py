@@ -7,7 +7,7 @@ searched on the readable model by one command,
 
     python3 -m tests.readable_reference
 
-which runs the tests of those two modules that search (both tiers) with every readable search
+which runs the tests of those modules that search (both tiers) with every readable search
 live, checks the kernel against each as it goes, and writes what the readable model found to
 ``readable_reference.json`` beside this file, with the digest of the readable source that found it
 (``tests.matrix_table.readable_digest``, the matrix table's). A test then searches only on the

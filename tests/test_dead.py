@@ -1,8 +1,9 @@
 """Dead-message reduction (``--reduce dead``, ``checker.dead``, ``spec.kafka.dead``): the proof
 obligations of the reduction checked on every reachable state of small configurations of each kind
 of row, a mutant that drops a live answer caught by them and by the verdicts, the full search's
-verdict on matrix cells, counterexamples that replay on the unreduced model, ``--shortest``, the
-engines and the refusals."""
+verdict on matrix cells (the reduced searches on the kernel, each equal to the readable model's,
+recorded by ``python3 -m tests.readable_reference``), counterexamples that replay on the unreduced
+model, ``--shortest``, the engines and the refusals."""
 
 from __future__ import annotations
 
