@@ -32,7 +32,7 @@ from spec.registry import build_model
 
 # the docs' matrix table: kmc matrix's output
 from tests.matrix_table import documented_matrix as readme_matrix
-from tests.test_kafka_kernel import agrees_with_the_readable_search
+from tests.test_kafka_kernel import searched_on_the_kernel
 from tests.test_kernel import needs_cc
 from tests.test_symmetry import _reachable
 from traces.replay import replay_trace
@@ -237,39 +237,14 @@ def test_the_obligations_catch_a_live_alter_partition_answer_called_dead(monkeyp
     assert any("not delivered as a no-op" in f for f in obligations(model, reachable(model, 6000)))
 
 
-#: the options that change what a search finds (the rest: budgets of time and memory, progress,
-#: headers and the path, kernel or readable model)
-_SEARCH_FIELDS = ("stop_at_first", "check_deadlock", "max_states", "max_depth", "symmetry",
-                  "stop_when_all_found", "reduce", "shortest")
-
-
-def _on_the_kernel(model, search: SearchOptions, run=engines.run):
-    """``search`` of ``model`` on its compiled kernel (which must be the path taken), equal to the
-    readable model's (``tests.readable_reference``: recorded once a readable source, live while
-    it is re-made; on a mismatch searched live beside it): verdict, counts, depth, out-degrees and
-    every counterexample. The kernel's ``--reduce dead`` is ``spec.kafka.dead``'s, proven state for
-    state in tests/test_kafka_kernel.py (``differs_in_bulk``: each successor's reduced form); the
-    record proves the two reduced searches equal at these bounds, so a verdict compared here is the
-    readable reduction's."""
-    default = SearchOptions()
-    key = {name: getattr(search, name) for name in _SEARCH_FIELDS
-           if getattr(search, name) != getattr(default, name)}
-    compiled = run(model, dataclasses.replace(search, kernel="on"))
-    assert compiled.extra["path"]["path"] == "kernel"
-    agrees_with_the_readable_search(
-        model, compiled, lambda: bfs.check(model, dataclasses.replace(search, kernel="off")),
-        invariants=tuple(inv.name for inv in search.invariants), **key)
-    return compiled
-
-
 def _cells(monkeypatch, rows: list[str], invariants: list[str], reduce: str) -> dict:
     """The default matrix's cells of ``rows`` (its own bounds per invariant), searched with
-    ``reduce`` (``_on_the_kernel``: the readable model's search, recorded); each reduced
+    ``reduce`` (``searched_on_the_kernel``: the readable model's search, recorded); each reduced
     counterexample replayed on the unreduced model."""
     plain = engines.run
 
     def reduced(model, search, *engine):
-        result = _on_the_kernel(model, dataclasses.replace(search, reduce=reduce), plain)
+        result = searched_on_the_kernel(model, dataclasses.replace(search, reduce=reduce), plain)
         for v in result.violations:
             replayed = replay_trace(model, v.trace, [v.invariant])
             assert replayed.outcome == "violated" and replayed.invariant.name == v.invariant
@@ -351,9 +326,9 @@ def test_the_full_verdicts_on_the_alter_isr_rows_at_small_bounds(protocol):
     invariants = SearchOptions(invariants=[inv for name, inv in KAFKA.items()
                                            if name not in model.matrix_excluded]
                                ).safety_invariants()
-    full = _on_the_kernel(model, SearchOptions(invariants=invariants, stop_at_first=False))
-    reduced = _on_the_kernel(model, SearchOptions(invariants=invariants, stop_at_first=False,
-                                                  reduce="dead"))
+    full = searched_on_the_kernel(model, SearchOptions(invariants=invariants, stop_at_first=False))
+    reduced = searched_on_the_kernel(
+        model, SearchOptions(invariants=invariants, stop_at_first=False, reduce="dead"))
     assert {v.invariant for v in reduced.violations} == {v.invariant for v in full.violations}
     assert reduced.verdict == full.verdict and reduced.distinct_states < full.distinct_states
     for v in reduced.violations:

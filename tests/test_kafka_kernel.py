@@ -22,10 +22,12 @@ Without a C compiler these skip.
 from __future__ import annotations
 
 import json
+from dataclasses import replace
 
 import pytest
 
 from checker import kernel as km
+from checker.bfs import check
 from checker.engines import run
 from checker.search import SearchOptions
 from invariants.registry import for_family
@@ -306,6 +308,29 @@ def agrees_with_the_readable_search(model, compiled, live, **options) -> None:
     assert summary(compiled) == summary(readable), "the kernel's search is not the readable one"
     raise AssertionError(f"the kernel's search equals the live readable one but not the record in "
                          f"tests/{REFERENCE.name} (an engine change?): re-make it with `{REMAKE}`")
+
+
+#: the options that change what a search finds (the rest: budgets of time and memory, progress,
+#: headers and the path, kernel or readable model)
+_SEARCH_FIELDS = ("stop_at_first", "check_deadlock", "max_states", "max_depth", "symmetry",
+                  "stop_when_all_found", "reduce", "shortest")
+
+
+def searched_on_the_kernel(model, search: SearchOptions, run=run):
+    """``search`` of ``model`` on its compiled kernel (which must be the path taken), equal to the
+    readable model's (``tests.readable_reference``: recorded once a readable source, live while
+    it is re-made; on a mismatch searched live beside it): verdict, counts, depth, out-degrees and
+    every counterexample (tests/test_dead.py's reduced matrix cells: a verdict compared there is the
+    readable reduction's; tests/test_kafka_state_space.py's searches of one invariant)."""
+    default = SearchOptions()
+    key = {name: getattr(search, name) for name in _SEARCH_FIELDS
+           if getattr(search, name) != getattr(default, name)}
+    compiled = run(model, replace(search, kernel="on"))
+    assert compiled.extra["path"]["path"] == "kernel"
+    agrees_with_the_readable_search(
+        model, compiled, lambda: check(model, replace(search, kernel="off")),
+        invariants=tuple(inv.name for inv in search.invariants), **key)
+    return compiled
 
 
 def summary(result) -> tuple:
