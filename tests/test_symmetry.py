@@ -1,6 +1,8 @@
 """Symmetry reduction: canonical forms are exact (every renaming of a state has the same one), the
-verdicts and shortest counterexample lengths are those of the unreduced search, and the traces
-found under symmetry are real behaviours of the model."""
+verdicts and shortest counterexample lengths are those of the unreduced search (the Kafka model's
+on its kernel, each search equal to the readable model's recorded one:
+``tests.readable_reference``), and the traces found under symmetry are real behaviours of the
+model."""
 
 import random
 from itertools import permutations
