@@ -1,6 +1,7 @@
 """The readable model's side of the kernel's proofs (tests/test_kafka_kernel*.py, the reduced
 searches of tests/test_dead.py's verdicts, tests/test_kafka_state_space.py's matrix cells searched
-alone, tests/test_symmetry.py's searches with and without symmetry), recorded once.
+alone, tests/test_symmetry.py's searches with and without symmetry, tests/test_kernel_config.py's
+pairs of configurations), recorded once.
 
 A search on the readable model (``--kernel off``) costs 10 to 100 times the kernel's, and it only
 changes when the readable model's source does. So each both-way search of the kernel's proofs is
@@ -45,13 +46,15 @@ REFERENCE = Path(__file__).with_name("readable_reference.json")
 REMAKE = "python3 -m tests.readable_reference"
 #: the test modules whose readable searches it holds
 MODULES = ("tests/test_kafka_kernel.py", "tests/test_kafka_kernel_consumers.py",
-           "tests/test_dead.py", "tests/test_kafka_state_space.py", "tests/test_symmetry.py")
+           "tests/test_dead.py", "tests/test_kafka_state_space.py", "tests/test_symmetry.py",
+           "tests/test_kernel_config.py")
 #: the tests that search the readable model (both ways, or for a path to rare states; test_dead's
 #: reduced searches of matrix cells, ``full_verdict``; test_kafka_state_space's searches of one
 #: invariant, ``matrix_cells``; test_symmetry's searches with and without ``--symmetry``,
-#: ``same_verdicts``); the others, state for state, stay live: there the readable model is the
-#: cheap side
-SEARCHING = "search or agree or rare or full_verdict or matrix_cells or same_verdicts"
+#: ``same_verdicts``; test_kernel_config's configurations of one library, ``one_library``); the
+#: others, state for state, stay live: there the readable model is the cheap side
+SEARCHING = ("search or agree or rare or full_verdict or matrix_cells or same_verdicts or "
+             "one_library")
 #: set by ``REMAKE`` for the test run: a directory where each process writes what it recorded
 RECORDING = "KMC_RECORD_READABLE_REFERENCE"
 
