@@ -1,4 +1,7 @@
-"""The readable model's side of the kernel's proofs (tests/test_kafka_kernel*.py), recorded once.
+"""The readable model's side of the kernel's proofs (tests/test_kafka_kernel*.py, the reduced
+searches of tests/test_dead.py's verdicts, tests/test_kafka_state_space.py's matrix cells searched
+alone, tests/test_symmetry.py's searches with and without symmetry, tests/test_kernel_config.py's
+pairs of configurations), recorded once.
 
 A search on the readable model (``--kernel off``) costs 10 to 100 times the kernel's, and it only
 changes when the readable model's source does. So each both-way search of the kernel's proofs is
@@ -6,7 +9,7 @@ searched on the readable model by one command,
 
     python3 -m tests.readable_reference
 
-which runs the tests of those two modules that search (both tiers) with every readable search
+which runs the tests of those modules that search (both tiers) with every readable search
 live, checks the kernel against each as it goes, and writes what the readable model found to
 ``readable_reference.json`` beside this file, with the digest of the readable source that found it
 (``tests.matrix_table.readable_digest``, the matrix table's). A test then searches only on the
@@ -42,10 +45,16 @@ REFERENCE = Path(__file__).with_name("readable_reference.json")
 #: the command that re-makes it
 REMAKE = "python3 -m tests.readable_reference"
 #: the test modules whose readable searches it holds
-MODULES = ("tests/test_kafka_kernel.py", "tests/test_kafka_kernel_consumers.py")
-#: the tests that search the readable model (both ways, or for a path to rare states); the others,
-#: state for state, stay live: there the readable model is the cheap side
-SEARCHING = "search or agree or rare"
+MODULES = ("tests/test_kafka_kernel.py", "tests/test_kafka_kernel_consumers.py",
+           "tests/test_dead.py", "tests/test_kafka_state_space.py", "tests/test_symmetry.py",
+           "tests/test_kernel_config.py")
+#: the tests that search the readable model (both ways, or for a path to rare states; test_dead's
+#: reduced searches of matrix cells, ``full_verdict``; test_kafka_state_space's searches of one
+#: invariant, ``matrix_cells``; test_symmetry's searches with and without ``--symmetry``,
+#: ``same_verdicts``; test_kernel_config's configurations of one library, ``one_library``); the
+#: others, state for state, stay live: there the readable model is the cheap side
+SEARCHING = ("search or agree or rare or full_verdict or matrix_cells or same_verdicts or "
+             "one_library")
 #: set by ``REMAKE`` for the test run: a directory where each process writes what it recorded
 RECORDING = "KMC_RECORD_READABLE_REFERENCE"
 

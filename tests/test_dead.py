@@ -1,8 +1,9 @@
 """Dead-message reduction (``--reduce dead``, ``checker.dead``, ``spec.kafka.dead``): the proof
 obligations of the reduction checked on every reachable state of small configurations of each kind
 of row, a mutant that drops a live answer caught by them and by the verdicts, the full search's
-verdict on matrix cells, counterexamples that replay on the unreduced model, ``--shortest``, the
-engines and the refusals."""
+verdict on matrix cells (the reduced searches on the kernel, each equal to the readable model's,
+recorded by ``python3 -m tests.readable_reference``), counterexamples that replay on the unreduced
+model, ``--shortest``, the engines and the refusals."""
 
 from __future__ import annotations
 
@@ -31,6 +32,8 @@ from spec.registry import build_model
 
 # the docs' matrix table: kmc matrix's output
 from tests.matrix_table import documented_matrix as readme_matrix
+from tests.test_kafka_kernel import searched_on_the_kernel
+from tests.test_kernel import needs_cc
 from tests.test_symmetry import _reachable
 from traces.replay import replay_trace
 
@@ -236,26 +239,29 @@ def test_the_obligations_catch_a_live_alter_partition_answer_called_dead(monkeyp
 
 def _cells(monkeypatch, rows: list[str], invariants: list[str], reduce: str) -> dict:
     """The default matrix's cells of ``rows`` (its own bounds per invariant), searched with
-    ``reduce``; each reduced counterexample replayed on the unreduced model."""
-    plain = bfs.check
+    ``reduce`` (``searched_on_the_kernel``: the readable model's search, recorded); each reduced
+    counterexample replayed on the unreduced model."""
+    plain = engines.run
 
     def reduced(model, search, *engine):
-        result = plain(model, dataclasses.replace(search, reduce=reduce))
+        result = searched_on_the_kernel(model, dataclasses.replace(search, reduce=reduce), plain)
         for v in result.violations:
             replayed = replay_trace(model, v.trace, [v.invariant])
             assert replayed.outcome == "violated" and replayed.invariant.name == v.invariant
             assert replayed.step == len(v.trace.steps)
         return result
 
-    monkeypatch.setattr(engines, "run", reduced)
-    return {(c.protocol, c.invariant): c.verdict
-            for c in run_matrix("kafka", MatrixOptions(rows, invariants))}
+    with monkeypatch.context() as patch:  # undone before another call takes ``engines.run``
+        patch.setattr(engines, "run", reduced)
+        return {(c.protocol, c.invariant): c.verdict
+                for c in run_matrix("kafka", MatrixOptions(rows, invariants))}
 
 
 FAST_INVARIANTS = ["no-fence-stall", "no-stale-control-request", "no-bounce-stall", "log-matching"]
 
 
 @pytest.mark.slow
+@needs_cc
 def test_the_full_verdict_on_part_of_the_matrix(monkeypatch):
     """2.1.0's control-plane and Log Matching cells (2.2.0's, which cost five times as much, are in
     the slow test below; the fast tier compares a verdict and its shortest length in the rebuild
@@ -267,6 +273,7 @@ def test_the_full_verdict_on_part_of_the_matrix(monkeypatch):
 
 
 @pytest.mark.slow
+@needs_cc
 def test_the_full_verdict_on_every_cell_of_representative_rows(monkeypatch):
     """Every default column of the rows of each class of ``spec.kafka.dead`` but the AlterIsr ones,
     at the matrix's bounds, against the docs' matrix table of the full search (as ``test_por``
@@ -281,6 +288,7 @@ KRAFT_FAST = ["replica-sanity", "no-fence-stall", "no-stale-control-request"]
 
 
 @pytest.mark.slow  # every line it runs, cheaper fast tests run too (coverage by test)
+@needs_cc
 def test_the_full_verdict_on_kraft_cells(monkeypatch):
     """kraft-3.5's and kraft-4.1's replica-sanity (KAFKA-18991: violated, then fixed) and two
     control-plane cells, reduced, against the docs' matrix table of the full search; each reduced
@@ -293,6 +301,7 @@ def test_the_full_verdict_on_kraft_cells(monkeypatch):
 
 
 @pytest.mark.slow
+@needs_cc
 def test_the_full_verdict_on_every_kraft_cell(monkeypatch):
     """Every default column of the three KRaft rows at the matrix's bounds, reduced, against the
     docs' matrix table, but kraft-4.1's consumed-stays (861,238 states unreduced, a client column
@@ -310,12 +319,16 @@ def test_the_full_verdict_on_every_kraft_cell(monkeypatch):
 
 @pytest.mark.slow
 @pytest.mark.parametrize("protocol", ["2.8.0", "3.9.1"])
+@needs_cc
 def test_the_full_verdicts_on_the_alter_isr_rows_at_small_bounds(protocol):
     model = build_model("kafka", ["records=1", "epochs=2", "crashes=1"], protocol)
-    invariants = [inv for name, inv in KAFKA.items() if name not in model.matrix_excluded]
-    full = bfs.check(model, SearchOptions(invariants=invariants, stop_at_first=False))
-    reduced = bfs.check(model, SearchOptions(invariants=invariants, stop_at_first=False,
-                                             reduce="dead"))
+    # the safety invariants (what ``bfs.check`` checks of them: the liveness ones are the graph's)
+    invariants = SearchOptions(invariants=[inv for name, inv in KAFKA.items()
+                                           if name not in model.matrix_excluded]
+                               ).safety_invariants()
+    full = searched_on_the_kernel(model, SearchOptions(invariants=invariants, stop_at_first=False))
+    reduced = searched_on_the_kernel(
+        model, SearchOptions(invariants=invariants, stop_at_first=False, reduce="dead"))
     assert {v.invariant for v in reduced.violations} == {v.invariant for v in full.violations}
     assert reduced.verdict == full.verdict and reduced.distinct_states < full.distinct_states
     for v in reduced.violations:

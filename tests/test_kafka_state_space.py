@@ -8,12 +8,16 @@ import json
 import pytest
 
 from checker.bfs import check
+from checker.engines import run
 from checker.fingerprint import validate_state
 from checker.search import SearchOptions
 from invariants.registry import for_family
 from kmc.cli import main
 from kmc.matrix.run import MatrixOptions, parse_row, run_matrix
 from spec.registry import build_model
+from tests.matrix_table import documented_cells
+from tests.test_kafka_kernel import searched_on_the_kernel
+from tests.test_kernel import needs_cc
 
 SMALL_A = ("records=1", "epochs=1", "crashes=1")
 SMALL_B = ("records=2", "epochs=1", "crashes=0")
@@ -81,17 +85,26 @@ def test_states_are_valid_and_successors_deterministic() -> None:
         frontier = nxt[:200]
 
 
-# about a minute: the newest ZooKeeper row's ISR changes are AlterIsr round trips (alter-isr)
+# the newest ZooKeeper row's ISR changes are AlterIsr round trips (alter-isr): 809,390 states, about
+# 22 s of CPU on the readable model, under a second on the kernel. It is the state space of the
+# matrix's 3.9.1 committed-durable cell (truncate-on-fetch is 3.9.1's flag set, the cell's bounds
+# the defaults; a search that holds counts every reachable state, whatever it checks): the docs'
+# matrix table holds the readable model's count, pinned to its source by a digest, and
+# tests/test_traces_matrix.py::test_every_cell_on_the_kernel_is_the_readable_tables[3.9.1] proves
+# the kernel's search of that cell equal to it; so it is searched here on the kernel
 @pytest.mark.slow
+@needs_cc
 def test_default_bounds_newest_release_holds() -> None:
     inv = for_family("kafka")["log-matching"]
-    result = check(build_model("kafka", [], protocol="truncate-on-fetch"),
-                   SearchOptions(invariants=[inv]))
+    model = build_model("kafka", [], protocol="truncate-on-fetch")
+    result = run(model, SearchOptions(invariants=[inv], kernel="on"))
+    assert result.extra["path"]["path"] == "kernel"
     assert result.verdict.value == "holds"
     # (135117, 37) when the leader wrote the ISR to ZooKeeper itself; alter-isr (2.7.0's AlterIsr)
     # multiplies it (839777, 43) before ExpandIsr waited for the answer of the fetch it records and
-    # kafka-14140 (3.4.0) refused a dead follower (the matrix's 3.9.1 log-matching cell)
+    # kafka-14140 (3.4.0) refused a dead follower
     assert (result.distinct_states, result.depth) == (809390, 43)
+    assert documented_cells()[("3.9.1", "committed-durable")] == ("holds", result.distinct_states)
 
 
 @pytest.mark.slow  # every line it runs, cheaper fast tests run too (coverage by test)
@@ -112,6 +125,7 @@ def test_kip_279_scenario_1_is_the_shortest_0_11_0_divergence() -> None:
 
 
 @pytest.mark.slow  # matrix cells at the model bounds: about 10 s
+@needs_cc
 def test_matrix_cells() -> None:
     cells = run_matrix("kafka", MatrixOptions(constants=["records=1", "epochs=1"],
                                               uniform_bounds=True,
@@ -131,10 +145,12 @@ def test_matrix_cells() -> None:
         assert (cell.length is None) == (cell.verdict != "violated")
         assert cell.constants["records"] == 1 and cell.constants["bumps"] == 0
         # sharing searches between invariants changes no figure: compare with a search of its own
+        # (on the kernel, equal to the readable model's recorded one: tests.readable_reference)
         row = parse_row(cell.protocol)
-        alone = check(build_model("kafka", ["records=1", "epochs=1"], protocol=row.protocol,
-                                  feature_assignments=list(row.features)),
-                      SearchOptions(invariants=[for_family("kafka")[cell.invariant]]))
+        alone = searched_on_the_kernel(
+            build_model("kafka", ["records=1", "epochs=1"], protocol=row.protocol,
+                        feature_assignments=list(row.features)),
+            SearchOptions(invariants=[for_family("kafka")[cell.invariant]]))
         assert (alone.verdict.value, alone.distinct_states,
                 alone.depth) == (cell.verdict, cell.distinct_states,
                                 cell.depth)

@@ -22,6 +22,7 @@ from invariants.registry import for_family
 from spec.errors import ModelError
 from spec.kafka.kernel import LAYOUT_FLAGS, RUNTIME_BOUNDS
 from spec.registry import build_model
+from tests.readable_reference import readable_search
 from tests.test_kernel import needs_cc
 
 #: the compile-time constants: each must stay in the cache key
@@ -36,15 +37,28 @@ def kafka(protocol: str = "2.2.0", features: tuple[str, ...] = (), **bounds: int
                        feature_assignments=list(features))
 
 
+def _default_invariants() -> list:
+    """The default safety invariants (every one compiled)."""
+    return [inv for inv in for_family("kafka").values() if inv.default and inv.holds is not None]
+
+
 def counts(model, kernel: str) -> tuple:
-    # the default safety invariants (every one compiled)
-    invariants = [inv for inv in for_family("kafka").values()
-                  if inv.default and inv.holds is not None]
-    result = run(model, SearchOptions(invariants=invariants, stop_at_first=False,
+    result = run(model, SearchOptions(invariants=_default_invariants(), stop_at_first=False,
                                       check_deadlock=False, kernel=kernel))
     assert (result.extra.get("path", {}).get("path") == "kernel") == (kernel == "on")
     found = sorted(v.invariant for v in result.violations)
     return result.distinct_states, result.states_generated, result.depth, found
+
+
+def readable_counts(model) -> tuple:
+    """``counts(model, "off")`` from the readable model's search as ``tests.readable_reference``
+    recorded it (live while it is re-made)."""
+    invariants = tuple(inv.name for inv in _default_invariants())
+    record = readable_search(model, {"invariants": invariants, "stop_at_first": False},
+                             lambda: run(model, SearchOptions(invariants=_default_invariants(),
+                                                              stop_at_first=False, kernel="off")))
+    return (record["distinct"], record["generated"], record["depth"],
+            sorted(v["invariant"] for v in record["violations"]))
 
 
 #: pairs of configurations of one layout that differ in run-time constants only: guard bounds
@@ -83,11 +97,12 @@ def test_the_compile_time_constants_are_the_layout_and_the_cache_key_holds_no_ru
 @pytest.mark.parametrize("pair", range(len(PAIRS)))
 def test_one_library_serves_two_configurations(pair):
     """Both configurations of a pair from one compiled library, loaded together in one process and
-    searched alternately: each gives the readable model's counts, depth and violations."""
+    searched alternately: each gives the readable model's counts, depth and violations (its search
+    recorded: ``tests.readable_reference``)."""
     first, second = PAIRS[pair]
     a, b = km.load(first.kernel()), km.load(second.kernel())
     assert a.library != b.library
-    readable = [counts(first, "off"), counts(second, "off")]
+    readable = [readable_counts(first), readable_counts(second)]
     assert readable[0] != readable[1]  # the constants matter: a shared copy could not pass
     assert [counts(first, "on"), counts(second, "on"), counts(first, "on")] == [
         readable[0], readable[1], readable[0]]

@@ -203,6 +203,24 @@ class Packing:
         self.consumed_cap = consumed_slots(records, epochs) if consumed is None else consumed
         self.consumer_bytes = 23 + 3 * self.consumed_cap + 3 * self.log_cap
         self.state_bytes += consumers * self.consumer_bytes
+        #: what ``_broker``, ``_message``, ``_unbroker`` and ``_unmessage`` gave for a value already
+        #: seen: a state's successors share all but a field or two of it (``_memo``)
+        self._memos: tuple[dict, dict, dict, dict] = ({}, {}, {}, {})
+
+    #: the entries a memo holds before it starts again (a few MB)
+    MEMO_ENTRIES = 1 << 15
+
+    def _memo(self, which: int, key: Any, compute: Any, value: Any) -> Any:
+        """``compute(value)``, once for each ``key`` while it stays in memo ``which``: ``key`` is
+        ``value`` itself (a broker; bytes) or with its type (a message: NamedTuples of two kinds
+        could be equal as tuples); what is computed is a pure function of it."""
+        memo = self._memos[which]
+        found = memo.get(key)
+        if found is None:
+            if len(memo) >= self.MEMO_ENTRIES:
+                memo.clear()
+            found = memo[key] = compute(value)
+        return found
 
     # -- messages ----------------------------------------------------------------------------------
     def _message(self, m: Any) -> bytes:
@@ -324,11 +342,11 @@ class Packing:
             raise ValueError("the kernel stores no reassignment, KRaft counter or other consumers")
         out: list[int] = []
         for b in s.brokers:
-            out += self._broker(b)
+            out += self._memo(0, b, self._broker, b)
         out += [_s8(c.leader), _s8(c.epoch), _mask(c.isr), *(_s8(x) for x in c.registered)]
         if len(s.network) > self.net:
             raise ValueError(f"{len(s.network)} messages in flight, past the kernel's {self.net}")
-        slots = sorted(self._message(m) for m in s.network)
+        slots = sorted(self._memo(1, (type(m), m), self._message, m) for m in s.network)
         packed = bytes(out) + bytes([len(slots)]) + b"".join(slots) + bytes(
             self.msg_bytes * (self.net - len(slots)))
         tail = [s.produced, s.crashes, s.bumps, s.shutdowns, s.bounces, s.losses]
@@ -432,30 +450,36 @@ class Packing:
             out += [int(bool(epochs)), *(_s8(x) for x in (epochs or (0,) * self.n))]
         return out + [_mask(s.controller.elr), s.unclean_shutdowns, s.clean_shutdowns, s.fences]
 
+    def _unbroker(self, d: bytes) -> Broker:
+        """The broker ``_broker`` packed (its ``km_pending``, ``km_alter`` and KRaft fields, in the
+        state's tail, are ``unpack``'s)."""
+        n = self.n
+        log_len = d[1]
+        log = tuple(Record(_signed(d[2 + 2 * k]), _signed(d[3 + 2 * k]))
+                    for k in range(log_len))
+        p = 2 + 2 * self.log_cap
+        hw, cache_len = _signed(d[p]), d[p + 1]
+        cache = tuple((_signed(d[p + 2 + 2 * k]), _signed(d[p + 3 + 2 * k]))
+                      for k in range(cache_len))
+        p += 2 + 2 * self.cache_cap
+        leader, epoch, isr, fetch, has_remote = _signed(d[p]), _signed(d[p + 1]), d[p + 2], d[
+            p + 3], d[p + 4]
+        remote = tuple(_signed(x) for x in d[p + 5:p + 5 + n]) if has_remote else ()
+        p += 5 + n
+        return Broker(
+            alive=bool(d[0]), log=log, hw=hw, cache=cache, leader=leader, epoch=epoch,
+            isr=_ids(isr, n), fetch=fetch, remote=remote, broker_epoch=_signed(d[p]),
+            stopping=bool(d[p + 1]), incarnation=_signed(d[p + 2]), stale=bool(d[p + 3]),
+            reconciled=_signed(d[p + 4]), idle_cause=d[p + 5], pending_diverging=())
+
     def unpack(self, data: bytes) -> KafkaState:
         n = self.n
         at = 0
         brokers = []
         for _ in range(n):
             d = data[at:at + self.broker_bytes]
+            brokers.append(self._memo(2, d, self._unbroker, d))
             at += self.broker_bytes
-            log_len = d[1]
-            log = tuple(Record(_signed(d[2 + 2 * k]), _signed(d[3 + 2 * k]))
-                        for k in range(log_len))
-            p = 2 + 2 * self.log_cap
-            hw, cache_len = _signed(d[p]), d[p + 1]
-            cache = tuple((_signed(d[p + 2 + 2 * k]), _signed(d[p + 3 + 2 * k]))
-                          for k in range(cache_len))
-            p += 2 + 2 * self.cache_cap
-            leader, epoch, isr, fetch, has_remote = _signed(d[p]), _signed(d[p + 1]), d[p + 2], d[
-                p + 3], d[p + 4]
-            remote = tuple(_signed(x) for x in d[p + 5:p + 5 + n]) if has_remote else ()
-            p += 5 + n
-            brokers.append(Broker(
-                alive=bool(d[0]), log=log, hw=hw, cache=cache, leader=leader, epoch=epoch,
-                isr=_ids(isr, n), fetch=fetch, remote=remote, broker_epoch=_signed(d[p]),
-                stopping=bool(d[p + 1]), incarnation=_signed(d[p + 2]), stale=bool(d[p + 3]),
-                reconciled=_signed(d[p + 4]), idle_cause=d[p + 5], pending_diverging=()))
         controller = Controller(leader=_signed(data[at]), epoch=_signed(data[at + 1]),
                                 isr=_ids(data[at + 2], n),
                                 registered=tuple(_signed(x) for x in data[at + 3:at + 3 + n]))
@@ -463,7 +487,8 @@ class Packing:
         count = data[at]
         at += 1
         mb = self.msg_bytes
-        network = tuple(self._unmessage(data[at + k * mb:at + (k + 1) * mb]) for k in range(count))
+        slots = [data[at + k * mb:at + (k + 1) * mb] for k in range(count)]
+        network = tuple(self._memo(3, d, self._unmessage, d) for d in slots)
         at += self.net * mb
         produced, crashes, bumps, shutdowns, bounces, losses = data[at:at + 6]
         at += 6
