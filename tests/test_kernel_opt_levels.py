@@ -25,7 +25,7 @@ from tests.test_traces_matrix import READABLE_ONLY, ROWS, kernel_columns
 ROWS_AT_O2 = ("2.1.0", "kraft-4.1")
 
 
-@pytest.mark.slow  # two compiles of each row's libraries at -O2: about 17 s of CPU on an empty cache
+@pytest.mark.slow  # each row's libraries compiled at -O2: about 17 s of CPU, empty cache
 @pytest.mark.skipif(shutil.which(kernel.compiler()) is None, reason="no C compiler")
 @pytest.mark.parametrize("label", ROWS_AT_O2)
 def test_a_row_at_users_optimisation_level_is_the_readable_table(label, monkeypatch):
