@@ -22,6 +22,7 @@ from invariants.registry import for_family
 from spec.errors import WrongModelError
 from spec.registry import build_model
 from spec.two_phase import TwoPhase
+from tests.test_kernel import needs_cc
 
 pytest.importorskip("pyspark")
 pytestmark = [pytest.mark.spark, pytest.mark.skipif(shutil.which("java") is None,
@@ -60,9 +61,9 @@ def summary(result):
     }
 
 
-# about 6 s; the fast tier runs the blocks transport on the seeded bug (below): the counts,
+# about 6 s; the fast tier runs the seeded bug on the driver (below, no JVM): the counts, the
 @pytest.mark.slow
-# the depth and the trace of the local engine
+# depth and the trace of the local engine
 def test_two_phase_matches_tlc_and_the_local_engine(spark):
     result = run_spark(TwoPhase(3), SearchOptions(invariants=INVARIANTS), threshold=0)
     assert (result.distinct_states, result.states_generated, result.depth) == (288, 1146, 11)
@@ -88,9 +89,26 @@ def test_threshold_keeps_small_levels_local(spark):
     assert result.extra["spark"]["levels"][first_spark]["frontier"] >= 1000
 
 
+@pytest.mark.slow  # a JVM: the fast tier runs the same search on the driver (below)
 def test_seeded_bug_gives_the_same_shortest_trace(spark):
     model = TwoPhase(3, commit_guard=False)
     result = run_spark(model, SearchOptions(invariants=INVARIANTS), threshold=0)
+    assert result.verdict is Verdict.VIOLATED and result.violations[0].length == 3
+    assert summary(result) == summary(check(model, SearchOptions(invariants=INVARIANTS)))
+
+
+@needs_cc
+def test_seeded_bug_on_the_driver_gives_the_same_shortest_trace():
+    """The fast tier's Spark engine, with no JVM: on the kernel path every level below
+    ``--spark-driver-below`` runs on the driver in C and no Spark application starts; the counts,
+    the depth and the very trace of the local engine on the readable model. The executors' levels
+    are the slow tests' (above, test_large_levels_numbered_and_written_on_the_executors: the same
+    seeded bug on the blocks transport; tests/test_spark_kernel.py: the kernel path)."""
+    model = TwoPhase(3, commit_guard=False)
+    result = run_spark(model, SearchOptions(invariants=INVARIANTS, kernel="auto"), threshold=0,
+                       transport="arrow", driver_below=300_000)
+    assert result.extra["path"]["path"] == "kernel" and result.extra["spark"]["master"] is None
+    assert {level["engine"] for level in result.extra["spark"]["levels"]} == {"driver"}
     assert result.verdict is Verdict.VIOLATED and result.violations[0].length == 3
     assert summary(result) == summary(check(model, SearchOptions(invariants=INVARIANTS)))
 
