@@ -41,7 +41,8 @@ CASES = [
     ("two-phase", {"RM": 3, "commit_guard": False},
      {"stop_at_first": False, "check_deadlock": True}, 0, Verdict.VIOLATED),
     ("two-phase", {"RM": 5}, {"symmetry": True, "check_deadlock": True}, 20, Verdict.HOLDS),
-    ("tla:Kip101", TLA_SMALL, {"stop_at_first": False}, 30, Verdict.VIOLATED),
+    # tla:Kip101 with every violation (threshold 30, every level past the prefix on the
+    # executors): test_levels_on_the_driver_or_the_executors_are_the_same_search's first run
     ("tla:Kip320", TLA_SMALL, {}, 0, Verdict.HOLDS),
     # the search stops at a frontier it does not expand, whose states violate: KernelFrontierCheck
     # finds the first
@@ -50,7 +51,7 @@ CASES = [
 
 
 @pytest.mark.parametrize(("name", "constants", "options", "threshold", "verdict"), CASES,
-                         ids=["two-phase-violated", "two-phase-symmetry", "Kip101", "Kip320",
+                         ids=["two-phase-violated", "two-phase-symmetry", "Kip320",
                               "Kip101-depth-bound"])
 @pytest.mark.usefixtures("spark")
 def test_spark_on_the_kernel_is_the_local_engine(name, constants, options, threshold, verdict):
@@ -278,6 +279,7 @@ def test_levels_on_the_driver_or_the_executors_are_the_same_search(tmp_path, mon
         for below, ran in runs:
             result = spark_run(model, SearchOptions(invariants=invariants, kernel="auto",
                                                     **options), threshold=30, driver_below=below)
+            assert result.extra["path"]["path"] == "kernel"
             assert summary(result) == reference, (options, below)
             assert where(result) == ran, (options, below, where(result))
 
