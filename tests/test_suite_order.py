@@ -50,7 +50,8 @@ def test_units_go_out_cluster_spark_modules_by_size_groups_slow_fast():
 
 
 def test_the_in_process_spark_tests_are_one_group_fast_and_a_group_a_module_slow():
-    """The fast tier starts one JVM; the suite's slow Spark modules spread over the workers."""
+    """A fast Spark test run by hand shares one JVM (the fast tier has none:
+    tests/test_fast_tier.py); the suite's slow Spark modules spread over the workers."""
     from types import SimpleNamespace
 
     from tests.conftest import group_of, pytest_collection_modifyitems
