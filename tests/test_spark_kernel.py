@@ -69,10 +69,14 @@ def test_spark_on_the_kernel_is_the_local_engine(name, constants, options, thres
 @pytest.mark.usefixtures("spark")
 def test_kernel_off_and_the_blocks_transport_run_the_readable_model():
     model = model_of("two-phase", {"RM": 3})
-    off = spark_run(model, SearchOptions(kernel="off"))
+    # levels 6 to 11 on Spark (a frontier of 30 states or more), the first five local: each level
+    # on Spark is a few jobs
+    off = spark_run(model, SearchOptions(kernel="off"), threshold=30)
     assert off.extra["path"] == {"path": "readable", "reason": "--kernel off"}
-    blocks = spark_run(model, SearchOptions(kernel="auto"), transport="blocks")
+    blocks = spark_run(model, SearchOptions(kernel="auto"), transport="blocks", threshold=30)
     assert "blocks transport" in blocks.extra["path"]["reason"]
+    for run in (off, blocks):
+        assert [lv["engine"] for lv in run.extra["spark"]["levels"]].count("spark") >= 5
     assert summary(off) == summary(blocks)
     # below the threshold the kernel path runs every level on the driver in C, Spark never starts
     below = spark_run(model, SearchOptions(kernel="auto"), threshold=10_000)
