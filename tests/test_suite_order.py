@@ -102,6 +102,9 @@ def test_a_report_with_wall_columns_and_group_suffixes_is_read(tmp_path):
                       "0.25\tfast\ttests/t.py::y\n# fast: 1 tests, 0.2 s CPU\n")
     assert _bench().read_reports([str(report)]) == {"tests/t.py::x[a@b]": 3.5,
                                                     "tests/t.py::y": 0.25}
+    # --time held: a test holds its worker for its wall when it waits longer than it computes
+    assert _bench().read_reports([str(report)], "held") == {"tests/t.py::x[a@b]": 9.0,
+                                                            "tests/t.py::y": 0.25}
 
 
 def test_the_controller_turns_xdists_reordering_off():
