@@ -5,6 +5,7 @@ One SparkSession (``local[2,2]``: two cores, a failed task is tried twice) serve
 (tests/conftest.py).
 """
 
+import importlib.util
 import json
 import os
 import shutil
@@ -104,6 +105,9 @@ def test_seeded_bug_gives_the_same_shortest_trace(spark):
 
 
 @needs_cc
+@pytest.mark.skipif(importlib.util.find_spec("pandas") is None
+                    or importlib.util.find_spec("pyarrow") is None,
+                    reason="the kernel's driver path is the arrow transport's: PyArrow and pandas")
 def test_seeded_bug_on_the_driver_gives_the_same_shortest_trace():
     """The fast tier's Spark engine, with no JVM: on the kernel path every level below
     ``--spark-driver-below`` runs on the driver in C and no Spark application starts; the counts,
