@@ -63,16 +63,30 @@ make_secret() {
     )
 }
 
+wait_for_master() {
+    # the master's log says when it leads (its RPC port is bound): a worker started before that is
+    # refused and retries only after 5 to 15 s
+    local seconds=${KMC_SPARK_REGISTER_SECONDS:-60}
+    for _ in $(seq $((seconds * 10))); do
+        if grep -qs 'New state: ALIVE' "$SPARK_LOG_DIR"/*"$master_class"*.out; then
+            return 0
+        fi
+        sleep 0.1
+    done
+    echo "spark-standalone.sh: the master did not start within $seconds s; see $SPARK_LOG_DIR" >&2
+    return 1
+}
+
 wait_for_workers() {
     # the master's log names each worker it registers; give them KMC_SPARK_REGISTER_SECONDS (60 s; more on a
     # loaded machine, where three JVMs start slowly)
     local log seconds=${KMC_SPARK_REGISTER_SECONDS:-60}
-    for _ in $(seq $((seconds * 2))); do
+    for _ in $(seq $((seconds * 10))); do
         log=$(cat "$SPARK_LOG_DIR"/*"$master_class"*.out 2>/dev/null || true)
         if [ "$(grep -c 'Registering worker' <<<"$log")" -ge 2 ]; then
             return 0
         fi
-        sleep 0.5
+        sleep 0.1
     done
     echo "spark-standalone.sh: the workers did not register with $master_url within $seconds s; see $SPARK_LOG_DIR" >&2
     return 1
@@ -84,10 +98,13 @@ start)
     make_secret
     "$daemon" start "$master_class" 1 --host 127.0.0.1 --port "$port" --webui-port 0 \
         --properties-file "$auth_conf" >/dev/null
+    wait_for_master
+    # the two workers side by side (spark-daemon.sh waits about 2.5 s after each start)
     for i in 1 2; do
         "$daemon" start "$worker_class" "$i" --host 127.0.0.1 --webui-port 0 --cores "$cores" \
-            --memory "$memory" --work-dir "$run_dir/worker-$i" --properties-file "$auth_conf" "$master_url" >/dev/null
+            --memory "$memory" --work-dir "$run_dir/worker-$i" --properties-file "$auth_conf" "$master_url" >/dev/null &
     done
+    wait
     wait_for_workers
     echo "$master_url"
     echo "clients need its secret: export KMC_SPARK_SECRET_FILE=$secret_file" >&2

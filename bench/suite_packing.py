@@ -16,7 +16,9 @@ queue is empty a worker finishes what it holds. The collection is the workers' (
 sorts it on a worker): this script collects the suite (``pytest --collect-only``) as a worker would,
 in a child process, and reads the order and the groups. A test's time is its CPU seconds in the
 report (a test missing from it counts 0 and is counted); time spent waiting (a cluster's start, a
-sleep) is not in the report, so the prediction is a lower bound for a quiet machine.
+sleep) is not in its CPU, so the prediction is a lower bound for a quiet machine; ``--time held``
+takes each test's wall where it is larger (a wait holds its worker; but a wall measured with the
+other workers on the same cores counts their share too: an upper bound of a sort).
 """
 
 from __future__ import annotations
@@ -68,18 +70,23 @@ def collect(root: Path, markexpr: str) -> list[tuple[str, str | None, bool]]:
 
 
 # -- the parent: the report, the units, the replay -------------------------------------------------
-def read_reports(paths: list[str]) -> dict[str, float]:
-    """Test id -> CPU seconds, from ``tests/cpu_report.py``'s files (a group's ``@name`` suffix,
-    which the workers of ``--dist loadgroup`` add, dropped)."""
+def read_reports(paths: list[str], time: str = "cpu") -> dict[str, float]:
+    """Test id -> CPU seconds (``time="cpu"``), or the larger of its CPU and its wall seconds
+    (``"held"``: how long it held its worker, its waits included), from ``tests/cpu_report.py``'s
+    files (a group's ``@name`` suffix, which the workers of ``--dist loadgroup`` add, dropped; a
+    report without wall columns gives CPU)."""
     cpu = {}
     for path in paths:
         for line in Path(path).read_text().splitlines():
             if line.startswith("#") or not line.strip():
                 continue
-            seconds, _tier, nodeid = line.split("\t")[:3]  # then wall and start, if written
+            fields = line.split("\t")
+            seconds, _tier, nodeid = fields[:3]  # then wall and start, if written
             if nodeid.rfind("@") > nodeid.rfind("]"):
                 nodeid = nodeid.rsplit("@", 1)[0]
             cpu[nodeid] = float(seconds)
+            if time == "held" and len(fields) > 3:
+                cpu[nodeid] = max(cpu[nodeid], float(fields[3]))
     return cpu
 
 
@@ -136,14 +143,18 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--reorder", action="store_true",
                         help="xdist's reordering by a unit's number of tests (a tree whose "
                              "tests/conftest.py leaves it on)")
+    parser.add_argument("--time", choices=("cpu", "held"), default="cpu",
+                        help="a test's time: its CPU (a lower bound), or the larger of its CPU "
+                             "and wall (held: its waits count; its wall is the report's load's)")
     args = parser.parse_args(argv)
-    cpu = read_reports(args.reports)
+    cpu = read_reports(args.reports, args.time)
     collection = collect(args.root.resolve(), args.markexpr)
     units = work_units(collection, args.reorder)
     clock, ran = replay(units, cpu, args.workers)
     missing = [nodeid for nodeid, _g, _s in collection if nodeid not in cpu]
     total = sum(cpu.get(nodeid, 0.0) for nodeid, _g, _s in collection)
-    print(f"{len(collection)} tests, {len(units)} units, {total:.1f} s of CPU; "
+    what = "CPU" if args.time == "cpu" else "CPU or wall, the larger"
+    print(f"{len(collection)} tests, {len(units)} units, {total:.1f} s of {what}; "
           f"{len(missing)} tests not in the report (counted 0)")
     for w, seconds in enumerate(clock):
         print(f"worker {w}: {seconds:.1f} s, {len(ran[w])} units, last {ran[w][-3:]}")

@@ -1,8 +1,9 @@
 """Fixtures shared by the whole suite.
 
 ``spark_local`` is the one SparkSession (``local[2,2]``: two cores, a failed task tried twice) of a
-process that every in-process Spark test uses: a JVM starts once a process (under ``pytest -n 2``
-at most two a run: the Spark groups below), not once a module. Tests that start
+process that every in-process Spark test uses: a JVM starts once a process (under ``pytest -n N``
+at most one a worker: the Spark groups below), not once a module; every such test is slow (the fast
+tier starts no JVM: tests/test_fast_tier.py's test_no_fast_test_starts_a_jvm). Tests that start
 kmc in a subprocess get a JVM of their own, as a user's run does. ``spark_standalone`` is the one
 standalone cluster (``bench/spark-standalone.sh``: a master and two workers, three JVMs) that the
 standalone tests share: one start a suite run, not one a module.
@@ -129,11 +130,11 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
 # as far as markers tell.
 # - The standalone cluster's group (three JVMs: minutes of starting, waiting and a kill-and-resume,
 #   much of it waiting) first, so that its waits overlap the other worker's work.
-# - The in-process Spark tests: the fast ones one group (``spark-local``: the fast tier starts one
-#   JVM), the slow ones a group a module (``spark-local-<module>``), not one group: the module
-#   groups spread over both workers, so each worker may start a JVM of its own (about 10 s of CPU
-#   more than one), against one worker running all of them (about 430 s of CPU) while the other
-#   runs out of work; a module's slow tests share its module fixtures' runs.
+# - The in-process Spark tests: a fast one (none now: the fast tier starts no JVM) in one group
+#   (``spark-local``), the slow ones a group a module (``spark-local-<module>``), not one group:
+#   the module groups spread over the workers, so each worker may start a JVM of its own (about
+#   10 s of CPU more than one), against one worker running all of them (about 430 s of CPU) while
+#   the others run out of work; a module's slow tests share its module fixtures' runs.
 # - The other groups (the collected matrix's rows), then the slow single tests, then the fast ones,
 #   which fill the end (a stable sort: the tests of a module keep their order).
 # The groups are kept whenever no ``--dist`` is named, so that README's fast tier (``pytest -n 2 -m

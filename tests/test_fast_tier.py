@@ -101,3 +101,15 @@ def test_every_module_is_imported_by_the_tier(request):
                     "workers' modules together (tests/conftest.py, pytest_sessionfinish)")
     missing = not_imported(project_modules(), set(sys.modules), spark_available())
     assert not missing, missing_message(missing)
+
+
+def test_no_fast_test_starts_a_jvm(request):
+    """The fast tier starts no Spark JVM (about 15 s of CPU, a quarter of the tier's Spark share):
+    a test on the suite's SparkSession (``spark_local``, tests/conftest.py) is slow; the fast tier
+    proves the Spark engine on the driver's path, which needs none (tests/test_spark_engine.py's
+    seeded bug on the driver, tests/test_spark_driver_only.py, tests/test_simulate.py's swarm
+    waves). Looks at the tests this run collected."""
+    fast = [item.nodeid for item in request.session.items
+            if "spark_local" in getattr(item, "fixturenames", ())
+            and item.get_closest_marker("slow") is None]
+    assert not fast, f"fast tests that start Spark's JVM (mark them slow): {fast}"

@@ -6,6 +6,7 @@ on 2.1.0, README's tour)."""
 from __future__ import annotations
 
 import json
+import pickle
 
 import pytest
 
@@ -104,13 +105,59 @@ def test_engine_options_that_would_be_ignored_are_refused(capsys, argv, named):
     assert code == 64 and len(err.strip().splitlines()) == 1 and named in err, err
 
 
+class _TasksHere:
+    """Spark's ``sc.parallelize(items, n).map(task).collect()`` without a JVM: each task pickled
+    as Spark ships it (cloudpickle) and run here, the results in reverse order (as tasks may
+    finish)."""
+
+    master, defaultParallelism = "local[2,2]", 2
+
+    def __init__(self, items=None, task=None):
+        self.items, self.task = items, task
+
+    @property
+    def sparkContext(self):  # noqa: N802 (SparkSession's name)
+        return self
+
+    def parallelize(self, items, _slices):
+        return _TasksHere(list(items))
+
+    def map(self, task):
+        from pyspark import cloudpickle
+
+        return _TasksHere(self.items, pickle.loads(cloudpickle.dumps(task)))
+
+    def collect(self):
+        return [self.task(item) for item in reversed(self.items)]
+
+
 @pytest.mark.spark
+@pytest.mark.parametrize("stop_at_first", [True, False])
+def test_the_swarms_waves_on_spark_are_the_walks_of_one_core(monkeypatch, stop_at_first):
+    """The fast tier's Spark swarm, with no JVM: the driver's waves (``checker.spark.swarm``) over
+    a stand-in for Spark's tasks; the same walks, counts, covered states and counterexample as one
+    local core, cut after the first violating batch across waves. On a real ``local[2,2]``
+    session: test_spark_runs_the_same_walks_as_one_core (slow, below)."""
+    pytest.importorskip("pyspark")
+    from checker.spark import swarm
+
+    monkeypatch.setattr(swarm, "check_environment", lambda: None)
+    monkeypatch.setattr(swarm, "spark_session", lambda master: (_TasksHere(), False))
+    _same_walks_on_spark_as_one_core(monkeypatch, stop_at_first)
+
+
+@pytest.mark.spark
+@pytest.mark.slow  # a JVM; the fast tier runs the driver's waves without one (above)
 @pytest.mark.parametrize("stop_at_first", [True, False])
 def test_spark_runs_the_same_walks_as_one_core(spark_local, monkeypatch, stop_at_first):
     """The batches on Spark's executors (``checker.spark.swarm``): the same walks, counts, covered
     states and counterexample as one local core; 9 batches of 5 walks make several waves on
     ``local[2,2]`` (4 batches a wave), so cutting after the first violating batch is tested across
     waves."""
+    _same_walks_on_spark_as_one_core(monkeypatch, stop_at_first)
+
+
+def _same_walks_on_spark_as_one_core(monkeypatch, stop_at_first):
     monkeypatch.setattr(simulate_module, "WALKS_A_BATCH", 5)
     model = TwoPhase(4, commit_guard=False)
     options = SearchOptions(invariants=list(for_family("two-phase").values()),

@@ -39,8 +39,8 @@ def spark(spark_local):
     return spark_local  # the suite's one session (tests/conftest.py)
 
 
-#: the fast tier keeps one case of a parametrized Spark test (each costs 3 to 9 s); the whole suite
-#: runs them all
+#: the cases of a parametrized Spark test (each costs 3 to 9 s and needs the JVM): the whole suite
+#: runs them all, the fast tier none (it starts no JVM: tests/test_spark_engine.py's driver case)
 SLOW = pytest.mark.slow
 
 #: Spark gets the widest levels and the rest (a level costs a job)
@@ -130,8 +130,9 @@ def _grid_invariants(*names):
     "invariants, options",
     [
         pytest.param(("sum<3",), {}, marks=SLOW),  # the first violation, in a level Spark expands
-        # several invariants, violated at several levels
-        (("sum<3", "x<2", "y<3"), {"stop_at_first": False}),
+        # several invariants, violated at several levels (a JVM: slow, as the other cases; the
+        # fast tier's Spark engine runs on the driver, tests/test_spark_engine.py)
+        pytest.param(("sum<3", "x<2", "y<3"), {"stop_at_first": False}, marks=SLOW),
         pytest.param(("x<2", "y<3"), {}, marks=SLOW),
         # violated on the last level only (no successors)
         pytest.param(("sum<8",), {"stop_at_first": False}, marks=SLOW),
@@ -179,6 +180,7 @@ def test_kafka_stops_at_its_first_violation_as_the_local_engine():
     assert summary(result) == reference
 
 
+@pytest.mark.slow  # a JVM (Spark's own partitioning): the fast tier starts none
 @pytest.mark.parametrize("partitions", [2, 3, 5])
 def test_the_frontier_is_split_in_ranges_of_global_indices(spark, partitions):
     """Partition j of the frontier holds the j-th of equal ranges of keys (global-index order), so

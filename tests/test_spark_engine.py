@@ -5,6 +5,7 @@ One SparkSession (``local[2,2]``: two cores, a failed task is tried twice) serve
 (tests/conftest.py).
 """
 
+import importlib.util
 import json
 import os
 import shutil
@@ -22,6 +23,7 @@ from invariants.registry import for_family
 from spec.errors import WrongModelError
 from spec.registry import build_model
 from spec.two_phase import TwoPhase
+from tests.test_kernel import needs_cc
 
 pytest.importorskip("pyspark")
 pytestmark = [pytest.mark.spark, pytest.mark.skipif(shutil.which("java") is None,
@@ -60,11 +62,17 @@ def summary(result):
     }
 
 
-# about 6 s; the fast tier runs the blocks transport on the seeded bug (below): the counts,
+# about 6 s; the fast tier runs the seeded bug on the driver (below, no JVM): the counts, the
 @pytest.mark.slow
-# the depth and the trace of the local engine
-def test_two_phase_matches_tlc_and_the_local_engine(spark):
-    result = run_spark(TwoPhase(3), SearchOptions(invariants=INVARIANTS), threshold=0)
+# depth and the trace of the local engine
+def test_two_phase_matches_tlc_and_the_local_engine_with_a_failed_task_retried(spark, tmp_path):
+    """TLC's counts and the local engine's search, every level on Spark; a task of level 4 dies
+    once and is retried with no change (one search for both: they were two tests of the same
+    run)."""
+    marker = tmp_path / "failures"
+    result = run_spark(TwoPhase(3), SearchOptions(invariants=INVARIANTS), threshold=0,
+                       fail_task_at_depth=4, fail_marker=str(marker))
+    assert marker.read_text().count("failed") == 1  # the task really died once, and was retried
     assert (result.distinct_states, result.states_generated, result.depth) == (288, 1146, 11)
     assert result.verdict is Verdict.HOLDS and result.engine == "spark"
     assert result.extra["spark"]["transport"] == "blocks"
@@ -88,9 +96,29 @@ def test_threshold_keeps_small_levels_local(spark):
     assert result.extra["spark"]["levels"][first_spark]["frontier"] >= 1000
 
 
+@pytest.mark.slow  # a JVM: the fast tier runs the same search on the driver (below)
 def test_seeded_bug_gives_the_same_shortest_trace(spark):
     model = TwoPhase(3, commit_guard=False)
     result = run_spark(model, SearchOptions(invariants=INVARIANTS), threshold=0)
+    assert result.verdict is Verdict.VIOLATED and result.violations[0].length == 3
+    assert summary(result) == summary(check(model, SearchOptions(invariants=INVARIANTS)))
+
+
+@needs_cc
+@pytest.mark.skipif(importlib.util.find_spec("pandas") is None
+                    or importlib.util.find_spec("pyarrow") is None,
+                    reason="the kernel's driver path is the arrow transport's: PyArrow and pandas")
+def test_seeded_bug_on_the_driver_gives_the_same_shortest_trace():
+    """The fast tier's Spark engine, with no JVM: on the kernel path every level below
+    ``--spark-driver-below`` runs on the driver in C and no Spark application starts; the counts,
+    the depth and the very trace of the local engine on the readable model. The executors' levels
+    are the slow tests' (above, test_large_levels_numbered_and_written_on_the_executors: the same
+    seeded bug on the blocks transport; tests/test_spark_kernel.py: the kernel path)."""
+    model = TwoPhase(3, commit_guard=False)
+    result = run_spark(model, SearchOptions(invariants=INVARIANTS, kernel="auto"), threshold=0,
+                       transport="arrow", driver_below=300_000)
+    assert result.extra["path"]["path"] == "kernel" and result.extra["spark"]["master"] is None
+    assert {level["engine"] for level in result.extra["spark"]["levels"]} == {"driver"}
     assert result.verdict is Verdict.VIOLATED and result.violations[0].length == 3
     assert summary(result) == summary(check(model, SearchOptions(invariants=INVARIANTS)))
 
@@ -108,16 +136,6 @@ def test_large_levels_numbered_and_written_on_the_executors(spark):
     local = check(model, options)
     assert summary(result) == summary(local)
     assert [v.length for v in result.violations] == [3]
-
-
-@pytest.mark.slow  # Kafka on Spark, or a run of its own: 9 to 47 s each
-def test_a_failed_task_is_retried_with_no_change(spark, tmp_path):
-    marker = tmp_path / "failures"
-    options = SearchOptions(invariants=INVARIANTS)
-    result = run_spark(TwoPhase(3), options, threshold=0, fail_task_at_depth=4,
-                       fail_marker=str(marker))
-    assert marker.read_text().count("failed") == 1  # the task really died once, and was retried
-    assert summary(result) == summary(check(TwoPhase(3), options))
 
 
 @pytest.mark.slow

@@ -41,7 +41,8 @@ CASES = [
     ("two-phase", {"RM": 3, "commit_guard": False},
      {"stop_at_first": False, "check_deadlock": True}, 0, Verdict.VIOLATED),
     ("two-phase", {"RM": 5}, {"symmetry": True, "check_deadlock": True}, 20, Verdict.HOLDS),
-    ("tla:Kip101", TLA_SMALL, {"stop_at_first": False}, 30, Verdict.VIOLATED),
+    # tla:Kip101 with every violation (threshold 30, every level past the prefix on the
+    # executors): test_levels_on_the_driver_or_the_executors_are_the_same_search's first run
     ("tla:Kip320", TLA_SMALL, {}, 0, Verdict.HOLDS),
     # the search stops at a frontier it does not expand, whose states violate: KernelFrontierCheck
     # finds the first
@@ -50,7 +51,7 @@ CASES = [
 
 
 @pytest.mark.parametrize(("name", "constants", "options", "threshold", "verdict"), CASES,
-                         ids=["two-phase-violated", "two-phase-symmetry", "Kip101", "Kip320",
+                         ids=["two-phase-violated", "two-phase-symmetry", "Kip320",
                               "Kip101-depth-bound"])
 @pytest.mark.usefixtures("spark")
 def test_spark_on_the_kernel_is_the_local_engine(name, constants, options, threshold, verdict):
@@ -68,10 +69,14 @@ def test_spark_on_the_kernel_is_the_local_engine(name, constants, options, thres
 @pytest.mark.usefixtures("spark")
 def test_kernel_off_and_the_blocks_transport_run_the_readable_model():
     model = model_of("two-phase", {"RM": 3})
-    off = spark_run(model, SearchOptions(kernel="off"))
+    # levels 6 to 11 on Spark (a frontier of 30 states or more), the first five local: each level
+    # on Spark is a few jobs
+    off = spark_run(model, SearchOptions(kernel="off"), threshold=30)
     assert off.extra["path"] == {"path": "readable", "reason": "--kernel off"}
-    blocks = spark_run(model, SearchOptions(kernel="auto"), transport="blocks")
+    blocks = spark_run(model, SearchOptions(kernel="auto"), transport="blocks", threshold=30)
     assert "blocks transport" in blocks.extra["path"]["reason"]
+    for run in (off, blocks):
+        assert [lv["engine"] for lv in run.extra["spark"]["levels"]].count("spark") >= 5
     assert summary(off) == summary(blocks)
     # below the threshold the kernel path runs every level on the driver in C, Spark never starts
     below = spark_run(model, SearchOptions(kernel="auto"), threshold=10_000)
@@ -278,6 +283,7 @@ def test_levels_on_the_driver_or_the_executors_are_the_same_search(tmp_path, mon
         for below, ran in runs:
             result = spark_run(model, SearchOptions(invariants=invariants, kernel="auto",
                                                     **options), threshold=30, driver_below=below)
+            assert result.extra["path"]["path"] == "kernel"
             assert summary(result) == reference, (options, below)
             assert where(result) == ran, (options, below, where(result))
 

@@ -50,7 +50,8 @@ def test_units_go_out_cluster_spark_modules_by_size_groups_slow_fast():
 
 
 def test_the_in_process_spark_tests_are_one_group_fast_and_a_group_a_module_slow():
-    """The fast tier starts one JVM; the suite's slow Spark modules spread over the workers."""
+    """A fast Spark test run by hand shares one JVM (the fast tier has none:
+    tests/test_fast_tier.py); the suite's slow Spark modules spread over the workers."""
     from types import SimpleNamespace
 
     from tests.conftest import group_of, pytest_collection_modifyitems
@@ -101,6 +102,9 @@ def test_a_report_with_wall_columns_and_group_suffixes_is_read(tmp_path):
                       "0.25\tfast\ttests/t.py::y\n# fast: 1 tests, 0.2 s CPU\n")
     assert _bench().read_reports([str(report)]) == {"tests/t.py::x[a@b]": 3.5,
                                                     "tests/t.py::y": 0.25}
+    # --time held: a test holds its worker for its wall when it waits longer than it computes
+    assert _bench().read_reports([str(report)], "held") == {"tests/t.py::x[a@b]": 9.0,
+                                                            "tests/t.py::y": 0.25}
 
 
 def test_the_controller_turns_xdists_reordering_off():
