@@ -309,3 +309,57 @@ def test_a_kernel_of_large_successor_buffers_expands_fewer_states_a_call(monkeyp
     monkeypatch.setattr("checker.kernel_batch.OUTPUT_BUDGET", 10 * batch.max_successors
                         * batch.state_bytes)
     assert batch.chunk() == 10
+
+
+@needs_cc
+@pytest.mark.parametrize(("name", "constants", "depth"),
+                         [("tla:Kip101", TLA_SMALL, 12), ("two-phase", {"RM": 4, "commit_guard":
+                                                                        False}, 6)],
+                         ids=["Kip101", "two-phase"])
+def test_the_kernel_frontier_check_of_a_partition_is_the_readable_one(name, constants, depth):
+    """``KernelFrontierCheck`` (packed states) and ``FrontierCheck`` (the readable invariants) over
+    the same frontier partition, given in scrambled batches: for each invariant the partition's
+    first violating state in global-index order, the same rows. The frontiers have several
+    violating states of an invariant, and two-phase's states violating each of its two invariants
+    (asserted), so a check that reports the last violating state, or loses an invariant's bit,
+    fails."""
+    pa = pytest.importorskip("pyarrow")
+    from checker.codec import state_column_codec
+    from checker.spark.arrow_step import FrontierCheck
+    from checker.spark.kernel_step import KernelFrontierCheck, kernel_checks
+
+    model = model_of(name, constants)
+    kernel = km.load(model.kernel())
+    shipment = Shipment.of(kernel)
+    batch = batch_kernel(shipment)
+    frontier = _levels(model, False, depth)[-1]
+    gidx = np.arange(1000, 1000 + len(frontier), dtype=np.int64)
+    invariants = [inv for inv in for_family(model.family).values()
+                  if inv.name in kernel.spec.invariants]
+    violating = [[i for i, s in enumerate(frontier) if not inv.holds(s)] for inv in invariants]
+    assert max(len(v) for v in violating) >= 2
+    assert sum(bool(v) for v in violating) >= min(2, len(invariants))
+    codec = state_column_codec(model)
+    packed = [kernel.spec.pack(s) for s in frontier]
+    fps = batch.fingerprints(batch.rows(b"".join(packed)))
+
+    def rows(check, states):
+        order = np.random.default_rng(7).permutation(len(states))
+        known = np.argsort(fps, kind="stable")
+        check.numbers = _Broadcast((fps[known], gidx[known], np.zeros(0, np.int64)))
+        half = len(order) // 2
+        batches = [pa.RecordBatch.from_arrays([pa.array(fps[part]),
+                                               pa.array([states[i] for i in part], pa.binary())],
+                                              names=["fp", "state"])
+                   for part in (order[:half], order[half:])]
+        found = {}
+        for out in check(iter(batches)):
+            for row in out.to_pylist():
+                found[row["index"]] = found.get(row["index"], 0) | row["bad"]
+        return found
+
+    want = rows(FrontierCheck(invariants, None, codec), [codec.encode(s) for s in frontier])
+    got = rows(KernelFrontierCheck(shipment, kernel_checks(kernel, invariants), None), packed)
+    assert got == want
+    assert want == {int(gidx[v[0]]): sum(1 << b for b, w in enumerate(violating) if w and w[0]
+                                         == v[0]) for v in violating if v}
