@@ -99,10 +99,11 @@ class BatchKernel:
             "km_fpset_add_many": ([p, p, n], ctypes.c_int),
             "km_fingerprints": ([p, n, p], None), "km_violations_batch": ([p, n, p], None),
             "km_expand_batch": ([p, n, ctypes.c_int, p, p, p, p, p, p, p, p, n], ctypes.c_int64),
-            "km_expand_batch_known": ([p, n, ctypes.c_int, p, p, p, p, p, p, p, p, p, n],
-                                      ctypes.c_int64),
             "km_fpset_has_many": ([p, p, n, p], None),
             "km_batch_error_code": ([], ctypes.c_uint32),
+            "km_driver_new": ([], p), "km_driver_free": ([p], None),
+            "km_driver_level": ([p, p, n, ctypes.c_int, p, ctypes.c_int, p, p, p, p, p, p, p],
+                                ctypes.c_int),
         }
         for name, (args, res) in sig.items():
             fn = getattr(lib, name)
@@ -141,40 +142,73 @@ class BatchKernel:
         return out
 
     def expand(self, states: np.ndarray, symmetry: bool, seen: FingerprintSet | None = None,
-               reduce: bool = False, known: FingerprintSet | None = None) -> Expansion:
+               reduce: bool = False) -> Expansion:
         """The successors of ``states`` (rows; ``chunk()`` of them or fewer), as ``km_expand_batch``
         gives them: with ``reduce``, in the form ``--reduce dead`` stores (``km_reduce``, before the
-        canonical form, as the local engine's level search applies it); with ``known``, a set this
-        call only reads (``km_expand_batch_known``), without the successors it holds."""
+        canonical form, as the local engine's level search applies it)."""
         states = np.ascontiguousarray(states, dtype=np.uint8)
         n = states.shape[0]
         cap = max(1, n * self.max_successors)
         masks, degrees = np.empty(n, np.uint32), np.empty(n, np.uint32)
         out, fps, parent, pos, action = self._buffers(cap)
         flags = int(symmetry) | int(reduce) << 1
-        head = ((states.ctypes.data, n, flags, seen.handle if seen is not None else None)
-                if known is None else
-                (states.ctypes.data, n, flags, known.handle,
-                 seen.handle if seen is not None else None))
-        expand = self.lib.km_expand_batch if known is None else self.lib.km_expand_batch_known
-        written = expand(
-            *head,
+        written = self.lib.km_expand_batch(
+            states.ctypes.data, n, flags, seen.handle if seen is not None else None,
             masks.ctypes.data, degrees.ctypes.data, out.ctypes.data, fps.ctypes.data,
             parent.ctypes.data, pos.ctypes.data, action.ctypes.data, cap)
-        if written == -2:
+        if written < 0:
+            self._raise(written, "km_expand_batch: its output was too small")
+        # copies: the buffers are this thread's next call's
+        return Expansion(masks, degrees, out[:written].copy(), fps[:written].view(np.int64).copy(),
+                         parent[:written].copy(), pos[:written].copy(), action[:written].copy())
+
+    def _raise(self, status: int, short: str) -> None:
+        """The error of a batch function's negative ``status``."""
+        if status == -2:
             raise MemoryError("the kernel ran out of memory expanding a batch")
-        if written == -3:
+        if status == -3:
             code = int(self.lib.km_batch_error_code())
             raise KernelCapacityError("the compiled kernel stopped: "
                                       f"{CAPACITY.get(code, f'capacity code {code}')}; "
                                       "run this configuration with --kernel off")
-        if written == -4:
+        if status == -4:
             raise ValueError("this kernel does not compile --reduce dead (km_reduce)")
-        if written < 0:
-            raise RuntimeError("km_expand_batch: its output was too small")
-        # copies: the buffers are this thread's next call's
-        return Expansion(masks, degrees, out[:written].copy(), fps[:written].view(np.int64).copy(),
-                         parent[:written].copy(), pos[:written].copy(), action[:written].copy())
+        raise RuntimeError(short)
+
+    def expand_level(self, states: np.ndarray, visited: FingerprintSet, threads: int,
+                     symmetry: bool, reduce: bool, masks: bool) -> LevelExpansion:
+        """A whole level from the frontier ``states`` (rows) as the local engine's search expands
+        one (``km_driver_level``: parts of each batch in ``threads`` threads against ``visited``,
+        merged in order, each new fingerprint added to ``visited`` once, each new state copied once
+        into the level's rows); ``masks``: the frontier's violation masks too."""
+        states = np.ascontiguousarray(states, dtype=np.uint8)
+        n = states.shape[0]
+        handle = getattr(self._local, "driver", None)
+        if handle is None:
+            handle = self._local.driver = self.lib.km_driver_new()
+            if not handle:
+                raise MemoryError("the kernel could not allocate a level search")
+        level_masks, degrees = np.zeros(n, np.uint32), np.empty(n, np.uint32)
+        growth = getattr(self._local, "growth", float(self.max_successors))
+        out = _LevelRows.empty(int(n * min(growth * 1.25, self.max_successors)) + 1024,
+                               self.state_bytes)
+        io = np.array([0, 0, out.cap, 0], np.uint64)
+        flags = int(symmetry) | int(reduce) << 1 | int(masks) << 2
+        while True:
+            status = self.lib.km_driver_level(
+                handle, states.ctypes.data, n, flags, visited.handle, threads,
+                level_masks.ctypes.data, degrees.ctypes.data, *out.pointers(), io.ctypes.data)
+            if status != -1:
+                break
+            out = out.grown(max(2 * out.cap, int(io[1] + io[3])), int(io[1]))
+            io[2] = out.cap
+        if status < 0:
+            self._raise(status, "km_driver_level failed")
+        written = int(io[1])
+        self._local.growth = written / n if n else growth
+        return LevelExpansion(level_masks, degrees, out.states[:written],
+                              out.fps[:written].view(np.int64), out.parent[:written],
+                              out.position[:written])
 
     def _buffers(self, cap: int) -> tuple[np.ndarray, ...]:
         """This thread's output buffers for ``cap`` successors, kept from call to call: a fresh
@@ -201,6 +235,51 @@ class Expansion:
     parent: np.ndarray
     position: np.ndarray
     action: np.ndarray
+
+
+@dataclass
+class LevelExpansion:
+    """What ``km_driver_level`` gives for a level: per frontier state its violation mask (0 unless
+    asked) and successor count; per new state its row, fingerprint, parent's row in the frontier
+    and position among the parent's successors, in the order of their keys."""
+
+    masks: np.ndarray
+    degrees: np.ndarray
+    states: np.ndarray
+    fps: np.ndarray
+    parent: np.ndarray
+    position: np.ndarray
+
+
+@dataclass
+class _LevelRows:
+    """A level's output arrays, ``cap`` rows (views of the first rows written are its result)."""
+
+    states: np.ndarray
+    fps: np.ndarray
+    parent: np.ndarray
+    position: np.ndarray
+
+    @classmethod
+    def empty(cls, cap: int, width: int) -> _LevelRows:
+        return cls(np.empty((cap, width), np.uint8), np.empty(cap, np.uint64),
+                   np.empty(cap, np.uint32), np.empty(cap, np.uint16))
+
+    @property
+    def cap(self) -> int:
+        return self.fps.size
+
+    def pointers(self) -> tuple[int, ...]:
+        return (self.states.ctypes.data, self.fps.ctypes.data, self.parent.ctypes.data,
+                self.position.ctypes.data)
+
+    def grown(self, cap: int, written: int) -> _LevelRows:
+        """``cap`` rows, the first ``written`` copied over."""
+        more = _LevelRows.empty(cap, self.states.shape[1])
+        for new, old in zip((more.states, more.fps, more.parent, more.position),
+                            (self.states, self.fps, self.parent, self.position), strict=True):
+            new[:written] = old[:written]
+        return more
 
 
 class FingerprintSet:
