@@ -19,9 +19,11 @@ from __future__ import annotations
 
 import ctypes
 import os
+import sys
 import tempfile
 import threading
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 
@@ -33,6 +35,13 @@ CHUNK = 4096
 #: bytes of successor buffers a call may take: a kernel of large states or many successors a state
 #: (the Kafka model's) expands fewer states a call
 OUTPUT_BUDGET = 32 << 20
+#: levels' state arrays a thread keeps for the next levels (the frontier, the level it makes, and
+#: one a caller may still hold)
+SPARE_LEVELS = 3
+
+#: ``sys.getrefcount`` of an array held by a list only (a view of it holds it too)
+_PROBE = [np.empty(0)]
+_HELD_BY_A_LIST = sys.getrefcount(_PROBE[0])
 
 
 @dataclass(frozen=True)
@@ -191,7 +200,7 @@ class BatchKernel:
         level_masks, degrees = np.zeros(n, np.uint32), np.empty(n, np.uint32)
         growth = getattr(self._local, "growth", float(self.max_successors))
         out = _LevelRows.empty(int(n * min(growth * 1.25, self.max_successors)) + 1024,
-                               self.state_bytes)
+                               self.state_bytes, self._spare_rows)
         io = np.array([0, 0, out.cap, 0], np.uint64)
         flags = int(symmetry) | int(reduce) << 1 | int(masks) << 2
         while True:
@@ -200,7 +209,7 @@ class BatchKernel:
                 level_masks.ctypes.data, degrees.ctypes.data, *out.pointers(), io.ctypes.data)
             if status != -1:
                 break
-            out = out.grown(max(2 * out.cap, int(io[1] + io[3])), int(io[1]))
+            out = out.grown(max(2 * out.cap, int(io[1] + io[3])), int(io[1]), self._spare_rows)
             io[2] = out.cap
         if status < 0:
             self._raise(status, "km_driver_level failed")
@@ -209,6 +218,21 @@ class BatchKernel:
         return LevelExpansion(level_masks, degrees, out.states[:written],
                               out.fps[:written].view(np.int64), out.parent[:written],
                               out.position[:written])
+
+    def _spare_rows(self, cap: int) -> np.ndarray:
+        """Rows for a level's new states, at least ``cap``: an earlier level's array nothing holds
+        any more (no view of it is alive) when there is one, as the local engine's search fills its
+        two levels' buffers in turn; fresh memory is zeroed by the system, 2 MB pages at a time,
+        which took a tenth of the driver's levels' CPU (bench/NOTES.md, issue 39)."""
+        pool = self._local.__dict__.setdefault("rows", [])
+        free = [i for i in range(len(pool)) if sys.getrefcount(pool[i]) <= _HELD_BY_A_LIST]
+        for i in free:
+            if pool[i].shape[0] >= cap:
+                return pool[i]
+        if len(pool) >= SPARE_LEVELS and free:
+            del pool[free[0]]
+        pool.append(np.empty((cap, self.state_bytes), np.uint8))
+        return pool[-1]
 
     def _buffers(self, cap: int) -> tuple[np.ndarray, ...]:
         """This thread's output buffers for ``cap`` successors, kept from call to call: a fresh
@@ -261,9 +285,11 @@ class _LevelRows:
     position: np.ndarray
 
     @classmethod
-    def empty(cls, cap: int, width: int) -> _LevelRows:
-        return cls(np.empty((cap, width), np.uint8), np.empty(cap, np.uint64),
-                   np.empty(cap, np.uint32), np.empty(cap, np.uint16))
+    def empty(cls, cap: int, width: int, spare: Any) -> _LevelRows:
+        """``cap`` rows: the states' from ``spare(cap)``, the rest fresh (a level's fingerprints
+        and links are kept, its states only while they are the frontier)."""
+        return cls(spare(cap)[:cap], np.empty(cap, np.uint64), np.empty(cap, np.uint32),
+                   np.empty(cap, np.uint16))
 
     @property
     def cap(self) -> int:
@@ -273,9 +299,9 @@ class _LevelRows:
         return (self.states.ctypes.data, self.fps.ctypes.data, self.parent.ctypes.data,
                 self.position.ctypes.data)
 
-    def grown(self, cap: int, written: int) -> _LevelRows:
+    def grown(self, cap: int, written: int, spare: Any) -> _LevelRows:
         """``cap`` rows, the first ``written`` copied over."""
-        more = _LevelRows.empty(cap, self.states.shape[1])
+        more = _LevelRows.empty(cap, self.states.shape[1], spare)
         for new, old in zip((more.states, more.fps, more.parent, more.position),
                             (self.states, self.fps, self.parent, self.position), strict=True):
             new[:written] = old[:written]

@@ -875,7 +875,7 @@ typedef struct {
     const km_fpset *known;   /* the visited set, read only while the threads run */
     int flags;               /* bit 0 --symmetry, bit 1 --reduce dead, bit 2 the frontier's violation masks */
     uint32_t *masks;         /* its part's violation masks (bit 2) */
-} km_known_worker;
+} __attribute__((aligned(128))) km_known_worker; /* no two threads' counters on one cache line */
 
 typedef struct {
     km_known_worker workers[KM_MAX_THREADS]; /* kept from level to level, their buffers grown once */
@@ -896,13 +896,15 @@ void km_driver_free(km_driver *d) {
 static void km_known_part(km_known_worker *kw) {
     km_worker *w = &kw->w;
     km_succ *out = w->out;
+    const km_fpset *known = kw->known;
+    const int flags = kw->flags;
     w->nc = 0;
     w->error = 0;
     w->nomem = 0;
     for (uint64_t i = 0; i < w->n; i++) {
         km_state s;
         memcpy(&s, w->states + i * KM_BYTES, KM_BYTES);
-        if (kw->flags & 4) kw->masks[i] = km_violations(&s);
+        if (flags & 4) kw->masks[i] = km_violations(&s);
         out->n = 0;
         out->error = 0;
         km_successors(&s, out);
@@ -911,11 +913,11 @@ static void km_known_part(km_known_worker *kw) {
         for (uint32_t j = 0; j < out->n; j++) {
             km_state *t = &out->st[j];
 #ifdef KM_HAS_REDUCE
-            if (kw->flags & 2) km_reduce(t);
+            if (flags & 2) km_reduce(t);
 #endif
-            if (kw->flags & 1) km_canonical(t);
+            if (flags & 1) km_canonical(t);
             uint64_t fp = km_hash((const uint8_t *)t);
-            if (km_fpset_has(kw->known, fp)) continue;
+            if (km_fpset_has(known, fp)) continue;
             if (w->nc == w->capc && km_worker_grow(w)) { w->nomem = 1; return; }
             memcpy(w->cand + w->nc * KM_BYTES, t, KM_BYTES);
             w->fp[w->nc] = fp;
