@@ -38,6 +38,9 @@ OUTPUT_BUDGET = 32 << 20
 #: levels' state arrays a thread keeps for the next levels (the frontier, the level it makes, and
 #: one a caller may still hold)
 SPARE_LEVELS = 3
+#: a level's rows beyond its estimate (its frontier times the last level's growth, and a quarter):
+#: a level that passes them is grown and its last batch expanded again
+ROWS_MARGIN = 1024
 
 #: ``sys.getrefcount`` of an array held by a list only (a view of it holds it too)
 _PROBE = [np.empty(0)]
@@ -199,7 +202,7 @@ class BatchKernel:
                 raise MemoryError("the kernel could not allocate a level search")
         level_masks, degrees = np.zeros(n, np.uint32), np.empty(n, np.uint32)
         growth = getattr(self._local, "growth", float(self.max_successors))
-        out = _LevelRows.empty(int(n * min(growth * 1.25, self.max_successors)) + 1024,
+        out = _LevelRows.empty(int(n * min(growth * 1.25, self.max_successors)) + ROWS_MARGIN,
                                self.state_bytes, self._spare_rows)
         io = np.array([0, 0, out.cap, 0], np.uint64)
         flags = int(symmetry) | int(reduce) << 1 | int(masks) << 2
