@@ -237,6 +237,10 @@ class BatchKernel:
         pool.append(np.empty((cap, self.state_bytes), np.uint8))
         return pool[-1]
 
+    def release_rows(self) -> None:
+        """This thread's spare level rows (``_spare_rows``) given back: the search is over."""
+        self._local.__dict__.pop("rows", None)
+
     def _buffers(self, cap: int) -> tuple[np.ndarray, ...]:
         """This thread's output buffers for ``cap`` successors, kept from call to call: a fresh
         buffer of a few MB a call was mapped and zeroed by the system each time, 2 MB pages at a
