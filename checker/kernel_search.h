@@ -879,6 +879,8 @@ typedef struct {
 
 typedef struct {
     km_known_worker workers[KM_MAX_THREADS]; /* kept from level to level, their buffers grown once */
+    const uint8_t *pending;  /* a batch expanded but not merged for want of room: its first state */
+    uint64_t pending_n;
 } km_driver;
 
 km_driver *km_driver_new(void) { return calloc(1, sizeof(km_driver)); }
@@ -956,13 +958,38 @@ static int64_t km_known_merge(km_driver *d, int parts, uint64_t first, km_fpset 
     return (int64_t)written;
 }
 
+/* A batch's parts expanded side by side, `threads` of them (km_expand_level's). */
+static void km_known_batch(km_driver *d, const uint8_t *states, uint64_t batch, int flags, const km_fpset *visited,
+                           int threads, uint32_t *masks, uint32_t *degrees) {
+    uint64_t each = (batch + (uint64_t)threads - 1) / (uint64_t)threads;
+    pthread_t ids[KM_MAX_THREADS];
+    int started[KM_MAX_THREADS] = {0};
+    for (int t = 0; t < threads; t++) {
+        km_known_worker *kw = &d->workers[t];
+        uint64_t lo = (uint64_t)t * each < batch ? (uint64_t)t * each : batch;
+        uint64_t hi = lo + each < batch ? lo + each : batch;
+        kw->known = visited;
+        kw->flags = flags;
+        kw->masks = masks + lo;
+        kw->w.states = states + lo * KM_BYTES;
+        kw->w.n = hi - lo;
+        kw->w.degree = degrees + lo;
+        if (t > 0 && kw->w.n && pthread_create(&ids[t], NULL, km_known_work, kw) == 0) started[t] = 1;
+    }
+    for (int t = 0; t < threads; t++)  /* the first part here, and any a thread was refused */
+        if (!started[t]) km_known_part(&d->workers[t]);
+    for (int t = 1; t < threads; t++)
+        if (started[t]) pthread_join(ids[t], NULL);
+}
+
 /* Expand the frontier `states` (n rows) into the next level: each new state's row, fingerprint (added to
    `visited`), its parent's row in the frontier and its position among the parent's successors, in the order a
    distributed level numbers them; degrees[i] each frontier state's successor count, masks[i] its violation mask
    (flags bit 2; flags as km_expand_batch's `symmetry`, bit 2 added). io[0] the frontier rows done, io[1] the rows
    written, io[2] the output's capacity, io[3] set to the rows a batch needs when it stops for room: 0 the level
-   done; -1 the output is short (grow it past io[1] + io[3] and call again: the batch is expanded again); -2 out of
-   memory; -3 a state past the kernel's capacity (km_batch_error_code); -4 --reduce dead not compiled. */
+   done; -1 the output is short (grow it past io[1] + io[3] and call again with the same frontier and io: the
+   batch expanded is merged then, not expanded again; io[3] is 0 on a level's first call); -2 out of memory; -3 a state past the kernel's capacity
+   (km_batch_error_code); -4 --reduce dead not compiled. */
 int km_driver_level(km_driver *d, const uint8_t *states, uint64_t n, int flags, km_fpset *visited, int threads,
                     uint32_t *masks, uint32_t *degrees, uint8_t *out_states, uint64_t *out_fps,
                     uint32_t *out_parent, uint16_t *out_pos, uint64_t *io) {
@@ -975,28 +1002,20 @@ int km_driver_level(km_driver *d, const uint8_t *states, uint64_t n, int flags, 
         if (!d->workers[t].w.out && !(d->workers[t].w.out = malloc(sizeof(km_succ)))) return -2;
     for (uint64_t at = io[0]; at < n; at = io[0]) {
         uint64_t batch = n - at < (uint64_t)threads * KM_CHUNK ? n - at : (uint64_t)threads * KM_CHUNK;
-        uint64_t each = (batch + (uint64_t)threads - 1) / (uint64_t)threads;
-        pthread_t ids[KM_MAX_THREADS];
-        int started[KM_MAX_THREADS] = {0};
-        for (int t = 0; t < threads; t++) {
-            km_known_worker *kw = &d->workers[t];
-            uint64_t lo = (uint64_t)t * each < batch ? (uint64_t)t * each : batch;
-            uint64_t hi = lo + each < batch ? lo + each : batch;
-            kw->known = visited;
-            kw->flags = flags;
-            kw->masks = masks + at + lo;
-            kw->w.states = states + (at + lo) * KM_BYTES;
-            kw->w.n = hi - lo;
-            kw->w.degree = degrees + at + lo;
-            if (t > 0 && kw->w.n && pthread_create(&ids[t], NULL, km_known_work, kw) == 0) started[t] = 1;
+        if (io[3] && d->pending == states + at * KM_BYTES && d->pending_n == batch) {
+            d->pending = NULL;  /* expanded by the call that stopped for room */
+            io[3] = 0;
+        } else {
+            km_known_batch(d, states + at * KM_BYTES, batch, flags, visited, threads, masks + at, degrees + at);
         }
-        for (int t = 0; t < threads; t++)  /* the first part here, and any a thread was refused */
-            if (!started[t]) km_known_part(&d->workers[t]);
-        for (int t = 1; t < threads; t++)
-            if (started[t]) pthread_join(ids[t], NULL);
         uint64_t need = 0;
         for (int t = 0; t < threads; t++) need += d->workers[t].w.nc;
-        if (io[1] + need > io[2]) { io[3] = need; return -1; }
+        if (io[1] + need > io[2]) {
+            d->pending = states + at * KM_BYTES;
+            d->pending_n = batch;
+            io[3] = need;
+            return -1;
+        }
         int64_t written = km_known_merge(d, threads, at, visited, out_states, out_fps, out_parent, out_pos, io[1]);
         if (written < 0) return (int)written;
         io[1] = (uint64_t)written;
