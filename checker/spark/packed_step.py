@@ -326,9 +326,9 @@ def write_level_file(path: str, j: int, fps: np.ndarray, keys: np.ndarray,
     import pyarrow as pa
     import pyarrow.parquet as pq
 
-    from checker.spark.kernel_step import binary_column
+    from checker.spark.kernel_step import binary_column, long_column
 
-    table = pa.table({"fp": pa.array(fps), "key": pa.array(keys),
+    table = pa.table({"fp": long_column(pa, fps), "key": long_column(pa, keys),
                       "state": binary_column(pa, rows, copy=False)})
     target = os.path.join(path, f"part-{j:05d}.parquet")
     tmp = os.path.join(path, f".part-{j:05d}.parquet.tmp")
