@@ -166,3 +166,32 @@ def test_a_level_file_is_written_without_pandas(tmp_path):
     assert table.column("fp").to_pylist() == [2, 3, 4, 5]
     assert table.column("key").to_pylist() == [0, 7, 14, 21]
     assert table.column("state").to_pylist() == [b"\t\t\t"] * 4
+
+
+def test_a_reused_workers_heap_is_frozen_after_its_task_and_thawed_every_so_often(monkeypatch):
+    """PySpark's daemon collects a reused worker's whole heap after every task: a level's task
+    freezes what survives it (``gc.freeze``), in a reused worker only (never the driver), and
+    every ``FROZEN_TASKS``-th task thaws it so that a frozen cycle is still freed."""
+    import gc
+
+    from checker.spark import blocks
+
+    def task():
+        yield from range(3)
+
+    assert gc.get_freeze_count() == 0
+    try:
+        monkeypatch.delenv("SPARK_REUSE_WORKER", raising=False)
+        assert list(blocks._gc_paused(task())) == [0, 1, 2]
+        assert gc.get_freeze_count() == 0 and gc.isenabled()
+        monkeypatch.setenv("SPARK_REUSE_WORKER", "1")
+        monkeypatch.setattr(blocks, "_tasks_frozen", 0)
+        monkeypatch.setattr(blocks, "FROZEN_TASKS", 3)
+        thawed = []
+        for _ in range(6):
+            assert list(blocks._gc_paused(task())) == [0, 1, 2]
+            thawed.append(gc.get_freeze_count() == 0)
+            assert gc.isenabled()
+        assert thawed == [False, False, True, False, False, True]
+    finally:
+        gc.unfreeze()
