@@ -301,3 +301,4 @@ class DriverLevelStep:
         spark.broadcasts.append(spark.sc.broadcast((spark.driver_keys, st.frontier_base,
                                                     np.concatenate(spark.recent))))
         spark.driver_frontier = None
+        batch_kernel(self._shipment).release_rows()  # not held while the executors run levels
