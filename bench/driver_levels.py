@@ -48,12 +48,11 @@ def driver_search(model: object, invariants: list, threads: int, symmetry: bool,
         while rows.shape[0]:
             gidx = np.arange(distinct - rows.shape[0], distinct, dtype=np.int64)
             stats = ExpandStats()
-            blocks = expand_level(batch, gidx, rows, visited, threads, symmetry, reduce, False,
-                                  checks, stats)
+            _keys, _fps, rows = expand_level(batch, gidx, rows, visited, threads, symmetry,
+                                             reduce, False, checks, stats)
             generated += stats.generated
-            if not blocks:
+            if not rows.shape[0]:
                 break
-            rows = np.concatenate([block[3] for block in blocks])
             distinct += rows.shape[0]
             depth += 1
     return distinct, generated, depth

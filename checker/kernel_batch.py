@@ -19,9 +19,11 @@ from __future__ import annotations
 
 import ctypes
 import os
+import sys
 import tempfile
 import threading
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 
@@ -34,6 +36,16 @@ CHUNK = 4096
 #: bytes of successor buffers a call may take: a kernel of large states or many successors a state
 #: (the Kafka model's) expands fewer states a call
 OUTPUT_BUDGET = 32 << 20
+#: levels' state arrays a thread keeps for the next levels (the frontier, the level it makes, and
+#: one a caller may still hold)
+SPARE_LEVELS = 3
+#: a level's rows beyond its estimate (its frontier times the last level's growth, and a quarter):
+#: a level that passes them is grown and its last batch expanded again
+ROWS_MARGIN = 1024
+
+#: ``sys.getrefcount`` of an array held by a list only (a view of it holds it too)
+_PROBE = [np.empty(0)]
+_HELD_BY_A_LIST = sys.getrefcount(_PROBE[0])
 
 
 @dataclass(frozen=True)
@@ -99,10 +111,11 @@ class BatchKernel:
             "km_fpset_add_many": ([p, p, n], ctypes.c_int),
             "km_fingerprints": ([p, n, p], None), "km_violations_batch": ([p, n, p], None),
             "km_expand_batch": ([p, n, ctypes.c_int, p, p, p, p, p, p, p, p, n], ctypes.c_int64),
-            "km_expand_batch_known": ([p, n, ctypes.c_int, p, p, p, p, p, p, p, p, p, n],
-                                      ctypes.c_int64),
             "km_fpset_has_many": ([p, p, n, p], None),
             "km_batch_error_code": ([], ctypes.c_uint32),
+            "km_driver_new": ([], p), "km_driver_free": ([p], None),
+            "km_driver_level": ([p, p, n, ctypes.c_int, p, ctypes.c_int, p, p, p, p, p, p, p],
+                                ctypes.c_int),
         }
         for name, (args, res) in sig.items():
             fn = getattr(lib, name)
@@ -141,40 +154,92 @@ class BatchKernel:
         return out
 
     def expand(self, states: np.ndarray, symmetry: bool, seen: FingerprintSet | None = None,
-               reduce: bool = False, known: FingerprintSet | None = None) -> Expansion:
+               reduce: bool = False) -> Expansion:
         """The successors of ``states`` (rows; ``chunk()`` of them or fewer), as ``km_expand_batch``
         gives them: with ``reduce``, in the form ``--reduce dead`` stores (``km_reduce``, before the
-        canonical form, as the local engine's level search applies it); with ``known``, a set this
-        call only reads (``km_expand_batch_known``), without the successors it holds."""
+        canonical form, as the local engine's level search applies it)."""
         states = np.ascontiguousarray(states, dtype=np.uint8)
         n = states.shape[0]
         cap = max(1, n * self.max_successors)
         masks, degrees = np.empty(n, np.uint32), np.empty(n, np.uint32)
         out, fps, parent, pos, action = self._buffers(cap)
         flags = int(symmetry) | int(reduce) << 1
-        head = ((states.ctypes.data, n, flags, seen.handle if seen is not None else None)
-                if known is None else
-                (states.ctypes.data, n, flags, known.handle,
-                 seen.handle if seen is not None else None))
-        expand = self.lib.km_expand_batch if known is None else self.lib.km_expand_batch_known
-        written = expand(
-            *head,
+        written = self.lib.km_expand_batch(
+            states.ctypes.data, n, flags, seen.handle if seen is not None else None,
             masks.ctypes.data, degrees.ctypes.data, out.ctypes.data, fps.ctypes.data,
             parent.ctypes.data, pos.ctypes.data, action.ctypes.data, cap)
-        if written == -2:
+        if written < 0:
+            self._raise(written, "km_expand_batch: its output was too small")
+        # copies: the buffers are this thread's next call's
+        return Expansion(masks, degrees, out[:written].copy(), fps[:written].view(np.int64).copy(),
+                         parent[:written].copy(), pos[:written].copy(), action[:written].copy())
+
+    def _raise(self, status: int, short: str) -> None:
+        """The error of a batch function's negative ``status``."""
+        if status == -2:
             raise MemoryError("the kernel ran out of memory expanding a batch")
-        if written == -3:
+        if status == -3:
             code = int(self.lib.km_batch_error_code())
             raise KernelCapacityError("the compiled kernel stopped: "
                                       f"{CAPACITY.get(code, f'capacity code {code}')}; "
                                       "run this configuration with --kernel off")
-        if written == -4:
+        if status == -4:
             raise ValueError("this kernel does not compile --reduce dead (km_reduce)")
-        if written < 0:
-            raise RuntimeError("km_expand_batch: its output was too small")
-        # copies: the buffers are this thread's next call's
-        return Expansion(masks, degrees, out[:written].copy(), fps[:written].view(np.int64).copy(),
-                         parent[:written].copy(), pos[:written].copy(), action[:written].copy())
+        raise RuntimeError(short)
+
+    def expand_level(self, states: np.ndarray, visited: FingerprintSet, threads: int,
+                     symmetry: bool, reduce: bool, masks: bool) -> LevelExpansion:
+        """A whole level from the frontier ``states`` (rows) as the local engine's search expands
+        one (``km_driver_level``: parts of each batch in ``threads`` threads against ``visited``,
+        merged in order, each new fingerprint added to ``visited`` once, each new state copied once
+        into the level's rows); ``masks``: the frontier's violation masks too."""
+        states = np.ascontiguousarray(states, dtype=np.uint8)
+        n = states.shape[0]
+        handle = getattr(self._local, "driver", None)
+        if handle is None:
+            handle = self._local.driver = self.lib.km_driver_new()
+            if not handle:
+                raise MemoryError("the kernel could not allocate a level search")
+        level_masks, degrees = np.zeros(n, np.uint32), np.empty(n, np.uint32)
+        growth = getattr(self._local, "growth", float(self.max_successors))
+        out = _LevelRows.empty(int(n * min(growth * 1.25, self.max_successors)) + ROWS_MARGIN,
+                               self.state_bytes, self._spare_rows)
+        io = np.array([0, 0, out.cap, 0], np.uint64)
+        flags = int(symmetry) | int(reduce) << 1 | int(masks) << 2
+        while True:
+            status = self.lib.km_driver_level(
+                handle, states.ctypes.data, n, flags, visited.handle, threads,
+                level_masks.ctypes.data, degrees.ctypes.data, *out.pointers(), io.ctypes.data)
+            if status != -1:
+                break
+            out = out.grown(max(2 * out.cap, int(io[1] + io[3])), int(io[1]), self._spare_rows)
+            io[2] = out.cap
+        if status < 0:
+            self._raise(status, "km_driver_level failed")
+        written = int(io[1])
+        self._local.growth = written / n if n else growth
+        return LevelExpansion(level_masks, degrees, out.states[:written],
+                              out.fps[:written].view(np.int64), out.parent[:written],
+                              out.position[:written])
+
+    def _spare_rows(self, cap: int) -> np.ndarray:
+        """Rows for a level's new states, at least ``cap``: an earlier level's array nothing holds
+        any more (no view of it is alive) when there is one, as the local engine's search fills its
+        two levels' buffers in turn; fresh memory is zeroed by the system, 2 MB pages at a time,
+        which took a tenth of the driver's levels' CPU (bench/NOTES.md, issue 39)."""
+        pool = self._local.__dict__.setdefault("rows", [])
+        free = [i for i in range(len(pool)) if sys.getrefcount(pool[i]) <= _HELD_BY_A_LIST]
+        for i in free:
+            if pool[i].shape[0] >= cap:
+                return pool[i]
+        if len(pool) >= SPARE_LEVELS and free:
+            del pool[free[0]]
+        pool.append(np.empty((cap, self.state_bytes), np.uint8))
+        return pool[-1]
+
+    def release_rows(self) -> None:
+        """This thread's spare level rows (``_spare_rows``) given back: the search is over."""
+        self._local.__dict__.pop("rows", None)
 
     def _buffers(self, cap: int) -> tuple[np.ndarray, ...]:
         """This thread's output buffers for ``cap`` successors, kept from call to call: a fresh
@@ -201,6 +266,53 @@ class Expansion:
     parent: np.ndarray
     position: np.ndarray
     action: np.ndarray
+
+
+@dataclass
+class LevelExpansion:
+    """What ``km_driver_level`` gives for a level: per frontier state its violation mask (0 unless
+    asked) and successor count; per new state its row, fingerprint, parent's row in the frontier
+    and position among the parent's successors, in the order of their keys."""
+
+    masks: np.ndarray
+    degrees: np.ndarray
+    states: np.ndarray
+    fps: np.ndarray
+    parent: np.ndarray
+    position: np.ndarray
+
+
+@dataclass
+class _LevelRows:
+    """A level's output arrays, ``cap`` rows (views of the first rows written are its result)."""
+
+    states: np.ndarray
+    fps: np.ndarray
+    parent: np.ndarray
+    position: np.ndarray
+
+    @classmethod
+    def empty(cls, cap: int, width: int, spare: Any) -> _LevelRows:
+        """``cap`` rows: the states' from ``spare(cap)``, the rest fresh (a level's fingerprints
+        and links are kept, its states only while they are the frontier)."""
+        return cls(spare(cap)[:cap], np.empty(cap, np.uint64), np.empty(cap, np.uint32),
+                   np.empty(cap, np.uint16))
+
+    @property
+    def cap(self) -> int:
+        return self.fps.size
+
+    def pointers(self) -> tuple[int, ...]:
+        return (self.states.ctypes.data, self.fps.ctypes.data, self.parent.ctypes.data,
+                self.position.ctypes.data)
+
+    def grown(self, cap: int, written: int, spare: Any) -> _LevelRows:
+        """``cap`` rows, the first ``written`` copied over."""
+        more = _LevelRows.empty(cap, self.states.shape[1], spare)
+        for new, old in zip((more.states, more.fps, more.parent, more.position),
+                            (self.states, self.fps, self.parent, self.position), strict=True):
+            new[:written] = old[:written]
+        return more
 
 
 class FingerprintSet:

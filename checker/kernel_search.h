@@ -820,33 +820,9 @@ uint32_t km_batch_error_code(void) { return km_batch_error; }
    Returns how many were written; -2 out of memory; -3 a state past the kernel's capacity
    (km_batch_error_code); -1 when `cap` is short (the caller passes at least
    n * KM_MAX_SUCC: on -1, `seen` holds fingerprints not written, and the batch is spoiled). */
-static int64_t km_expand_batch_in(const uint8_t *states, uint64_t n, int symmetry, const km_fpset *known,
-                                  km_fpset *seen, uint32_t *masks, uint32_t *degrees, uint8_t *out_states,
-                                  uint64_t *out_fps, uint32_t *out_parent, uint32_t *out_pos,
-                                  uint32_t *out_action, uint64_t cap);
-
 int64_t km_expand_batch(const uint8_t *states, uint64_t n, int symmetry, km_fpset *seen, uint32_t *masks,
                         uint32_t *degrees, uint8_t *out_states, uint64_t *out_fps, uint32_t *out_parent,
                         uint32_t *out_pos, uint32_t *out_action, uint64_t cap) {
-    return km_expand_batch_in(states, n, symmetry, NULL, seen, masks, degrees, out_states, out_fps, out_parent,
-                              out_pos, out_action, cap);
-}
-
-/* km_expand_batch, dropping first the successors whose fingerprint is in `known`, a set this call only
-   reads: threads expanding parts of one level share the visited set, each with its own `seen` (the
-   Spark driver's levels, checker/spark/driver_level.py). */
-int64_t km_expand_batch_known(const uint8_t *states, uint64_t n, int symmetry, const km_fpset *known,
-                              km_fpset *seen, uint32_t *masks, uint32_t *degrees, uint8_t *out_states,
-                              uint64_t *out_fps, uint32_t *out_parent, uint32_t *out_pos,
-                              uint32_t *out_action, uint64_t cap) {
-    return km_expand_batch_in(states, n, symmetry, known, seen, masks, degrees, out_states, out_fps,
-                              out_parent, out_pos, out_action, cap);
-}
-
-static int64_t km_expand_batch_in(const uint8_t *states, uint64_t n, int symmetry, const km_fpset *known,
-                                  km_fpset *seen, uint32_t *masks, uint32_t *degrees, uint8_t *out_states,
-                                  uint64_t *out_fps, uint32_t *out_parent, uint32_t *out_pos,
-                                  uint32_t *out_action, uint64_t cap) {
 #ifndef KM_HAS_REDUCE
     if (symmetry & 2) return -4;
 #endif
@@ -869,7 +845,6 @@ static int64_t km_expand_batch_in(const uint8_t *states, uint64_t n, int symmetr
 #endif
             if (symmetry & 1) km_canonical(t);
             uint64_t fp = km_hash((const uint8_t *)t);
-            if (known && km_fpset_has(known, fp)) continue;
             if (seen) {
                 int added = km_fpset_add(seen, fp);
                 if (added == -2) { free(out); return -2; }
@@ -886,6 +861,167 @@ static int64_t km_expand_batch_in(const uint8_t *states, uint64_t n, int symmetr
     }
     free(out);
     return (int64_t)w;
+}
+
+/* -- a level of the Spark driver's search, as km_expand_level runs one --------------------------------------------
+   The Spark driver keeps its visited set (a km_fpset: it moves to and from the executors) and its frontier (one row a
+   state, by global index), and expands a level with km_driver_level the way the local engine's search expands one
+   (km_expand_level): batches of `threads` x KM_CHUNK states, each thread's part of a batch against the visited set
+   read only, then the parts merged in the frontier's order, each candidate's fingerprint added to the set once and,
+   when new, its state copied once into the level's output. So the first time a fingerprint is made is its smallest
+   key, the order a distributed level numbers (checker/spark/driver_level.py). */
+typedef struct {
+    km_worker w;             /* its candidates, successors buffer and part of the batch (km_work_part's) */
+    const km_fpset *known;   /* the visited set, read only while the threads run */
+    int flags;               /* bit 0 --symmetry, bit 1 --reduce dead, bit 2 the frontier's violation masks */
+    uint32_t *masks;         /* its part's violation masks (bit 2) */
+} __attribute__((aligned(128))) km_known_worker; /* no two threads' counters on one cache line */
+
+typedef struct {
+    km_known_worker workers[KM_MAX_THREADS]; /* kept from level to level, their buffers grown once */
+    const uint8_t *pending;  /* a batch expanded but not merged for want of room: its first state */
+    uint64_t pending_n;
+} km_driver;
+
+km_driver *km_driver_new(void) { return calloc(1, sizeof(km_driver)); }
+
+void km_driver_free(km_driver *d) {
+    if (!d) return;
+    for (int t = 0; t < KM_MAX_THREADS; t++) {
+        km_worker *w = &d->workers[t].w;
+        free(w->out); free(w->cand); free(w->fp); free(w->from); free(w->pos); free(w->mask);
+    }
+    free(d);
+}
+
+/* A thread's part of a batch: km_work_part's, against a km_fpset, the frontier's masks when asked. */
+static void km_known_part(km_known_worker *kw) {
+    km_worker *w = &kw->w;
+    km_succ *out = w->out;
+    const km_fpset *known = kw->known;
+    const int flags = kw->flags;
+    w->nc = 0;
+    w->error = 0;
+    w->nomem = 0;
+    for (uint64_t i = 0; i < w->n; i++) {
+        km_state s;
+        memcpy(&s, w->states + i * KM_BYTES, KM_BYTES);
+        if (flags & 4) kw->masks[i] = km_violations(&s);
+        out->n = 0;
+        out->error = 0;
+        km_successors(&s, out);
+        if (out->error) { w->error = out->error; w->n = i; return; }
+        w->degree[i] = out->n;
+        for (uint32_t j = 0; j < out->n; j++) {
+            km_state *t = &out->st[j];
+#ifdef KM_HAS_REDUCE
+            if (flags & 2) km_reduce(t);
+#endif
+            if (flags & 1) km_canonical(t);
+            uint64_t fp = km_hash((const uint8_t *)t);
+            if (km_fpset_has(known, fp)) continue;
+            if (w->nc == w->capc && km_worker_grow(w)) { w->nomem = 1; return; }
+            memcpy(w->cand + w->nc * KM_BYTES, t, KM_BYTES);
+            w->fp[w->nc] = fp;
+            w->from[w->nc] = (uint32_t)i;
+            w->pos[w->nc] = (uint16_t)j;
+            w->nc++;
+        }
+    }
+}
+
+static void *km_known_work(void *arg) {
+    km_known_part(arg);
+    return NULL;
+}
+
+/* A batch's parts merged in order into the output from row `written`: its new row count, -2 out of memory,
+   -3 a capacity error (km_batch_error_code). The caller made room for every candidate. */
+static int64_t km_known_merge(km_driver *d, int parts, uint64_t first, km_fpset *visited,
+                              uint8_t *out_states, uint64_t *out_fps, uint32_t *out_parent, uint16_t *out_pos,
+                              uint64_t written) {
+    for (int t = 0; t < parts; t++) {
+        km_worker *w = &d->workers[t].w;
+        if (w->nomem) return -2;
+        for (uint64_t c = 0; c < w->nc; c++) {
+            int added = km_fpset_add(visited, w->fp[c]);
+            if (added == -2) return -2;
+            if (!added) continue;
+            memcpy(out_states + written * KM_BYTES, w->cand + c * KM_BYTES, KM_BYTES);
+            out_fps[written] = w->fp[c];
+            out_parent[written] = (uint32_t)(first + (uint64_t)(w->states - d->workers[0].w.states) / KM_BYTES
+                                             + w->from[c]);
+            out_pos[written++] = w->pos[c];
+        }
+        if (w->error) { km_batch_error = w->error; return -3; }
+    }
+    return (int64_t)written;
+}
+
+/* A batch's parts expanded side by side, `threads` of them (km_expand_level's). */
+static void km_known_batch(km_driver *d, const uint8_t *states, uint64_t batch, int flags, const km_fpset *visited,
+                           int threads, uint32_t *masks, uint32_t *degrees) {
+    uint64_t each = (batch + (uint64_t)threads - 1) / (uint64_t)threads;
+    pthread_t ids[KM_MAX_THREADS];
+    int started[KM_MAX_THREADS] = {0};
+    for (int t = 0; t < threads; t++) {
+        km_known_worker *kw = &d->workers[t];
+        uint64_t lo = (uint64_t)t * each < batch ? (uint64_t)t * each : batch;
+        uint64_t hi = lo + each < batch ? lo + each : batch;
+        kw->known = visited;
+        kw->flags = flags;
+        kw->masks = masks + lo;
+        kw->w.states = states + lo * KM_BYTES;
+        kw->w.n = hi - lo;
+        kw->w.degree = degrees + lo;
+        if (t > 0 && kw->w.n && pthread_create(&ids[t], NULL, km_known_work, kw) == 0) started[t] = 1;
+    }
+    for (int t = 0; t < threads; t++)  /* the first part here, and any a thread was refused */
+        if (!started[t]) km_known_part(&d->workers[t]);
+    for (int t = 1; t < threads; t++)
+        if (started[t]) pthread_join(ids[t], NULL);
+}
+
+/* Expand the frontier `states` (n rows) into the next level: each new state's row, fingerprint (added to
+   `visited`), its parent's row in the frontier and its position among the parent's successors, in the order a
+   distributed level numbers them; degrees[i] each frontier state's successor count, masks[i] its violation mask
+   (flags bit 2; flags as km_expand_batch's `symmetry`, bit 2 added). io[0] the frontier rows done, io[1] the rows
+   written, io[2] the output's capacity, io[3] set to the rows a batch needs when it stops for room: 0 the level
+   done; -1 the output is short (grow it past io[1] + io[3] and call again with the same frontier and io: the
+   batch expanded is merged then, not expanded again; io[3] is 0 on a level's first call); -2 out of memory; -3 a state past the kernel's capacity
+   (km_batch_error_code); -4 --reduce dead not compiled. */
+int km_driver_level(km_driver *d, const uint8_t *states, uint64_t n, int flags, km_fpset *visited, int threads,
+                    uint32_t *masks, uint32_t *degrees, uint8_t *out_states, uint64_t *out_fps,
+                    uint32_t *out_parent, uint16_t *out_pos, uint64_t *io) {
+#ifndef KM_HAS_REDUCE
+    if (flags & 2) return -4;
+#endif
+    if (threads < 1) threads = 1;
+    if (threads > KM_MAX_THREADS) threads = KM_MAX_THREADS;
+    for (int t = 0; t < threads; t++)
+        if (!d->workers[t].w.out && !(d->workers[t].w.out = malloc(sizeof(km_succ)))) return -2;
+    for (uint64_t at = io[0]; at < n; at = io[0]) {
+        uint64_t batch = n - at < (uint64_t)threads * KM_CHUNK ? n - at : (uint64_t)threads * KM_CHUNK;
+        if (io[3] && d->pending == states + at * KM_BYTES && d->pending_n == batch) {
+            d->pending = NULL;  /* expanded by the call that stopped for room */
+            io[3] = 0;
+        } else {
+            km_known_batch(d, states + at * KM_BYTES, batch, flags, visited, threads, masks + at, degrees + at);
+        }
+        uint64_t need = 0;
+        for (int t = 0; t < threads; t++) need += d->workers[t].w.nc;
+        if (io[1] + need > io[2]) {
+            d->pending = states + at * KM_BYTES;
+            d->pending_n = batch;
+            io[3] = need;
+            return -1;
+        }
+        int64_t written = km_known_merge(d, threads, at, visited, out_states, out_fps, out_parent, out_pos, io[1]);
+        if (written < 0) return (int)written;
+        io[1] = (uint64_t)written;
+        io[0] = at + batch;
+    }
+    return 0;
 }
 
 /* States [start, start + n) of a search, packed, in discovery order (the prefix a Spark run moves over). */

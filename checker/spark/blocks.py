@@ -4,6 +4,7 @@ that build, convert and merge them (executor side, module level: pickled by refe
 from __future__ import annotations
 
 import gc
+import os
 import pickle
 from collections.abc import Iterable, Iterator
 from typing import Any
@@ -44,6 +45,12 @@ def _merge_stats(a: tuple, b: tuple) -> tuple:
     return (None, a[1] + b[1], deadlock, a[3] + b[3], a[4] + b[4], a[5] + b[5])
 
 
+#: tasks a reused Python worker runs with its heap frozen (``_frozen_after_task``) before one
+#: whose end leaves it to PySpark's full collection, which frees any cycle frozen meanwhile
+FROZEN_TASKS = 64
+_tasks_frozen = 0
+
+
 def _gc_paused(records: Iterator[Any]) -> Iterator[Any]:
     """Run a partition with the cyclic garbage collector off: states hold no cycles, and collections
     triggered by millions of freshly unpickled tuples cost more than the unpickling itself
@@ -53,8 +60,27 @@ def _gc_paused(records: Iterator[Any]) -> Iterator[Any]:
     try:
         yield from records
     finally:
+        _frozen_after_task()
         if enabled:
             gc.enable()
+
+
+def _frozen_after_task() -> None:
+    """In a reused PySpark worker, the task's young garbage collected and every object left frozen
+    out of later collections (``gc.freeze``). PySpark's daemon runs a full collection after every
+    task of a reused worker, over every module a level's task imported: 28 ms of CPU a task here,
+    against 1 ms once they are frozen (bench/NOTES.md, issue 39), where a level on the executors is
+    two or three stages of a task a partition. Every ``FROZEN_TASKS``-th task unfreezes instead,
+    so a garbage cycle frozen meanwhile is still freed."""
+    global _tasks_frozen
+    if not os.environ.get("SPARK_REUSE_WORKER"):  # the driver, or a worker used once
+        return
+    _tasks_frozen += 1
+    if _tasks_frozen % FROZEN_TASKS == 0:
+        gc.unfreeze()
+        return
+    gc.collect(0)
+    gc.freeze()
 
 
 def _dumps(states: list[Any]) -> bytes:

@@ -3,13 +3,14 @@
 A Spark level pays a fixed cost however few its states (two stages, a shuffle, the block manager,
 a collect: bench/NOTES.md measures it), which the compiled kernel on the driver spends expanding
 hundreds of thousands of states. So a level whose frontier has fewer states than
-``--spark-driver-below`` is expanded on the driver, by the batch functions the executors run
-(``packed_step.expand_rows``, ``km_expand_batch``), with a C set of every visited fingerprint:
-each successor not visited, the first time it is made, is new. The frontier is expanded in global
-index order and each state's successors in order, so the first time a fingerprint is made is its
-smallest key (``parent index << POSITION_BITS | position``), the one the executors' fingerprint
-partitions keep, and the new states come out in key order: numbered ``base + i`` exactly as a
-distributed level numbers them. The counts, the depth, the verdict and the counterexamples are the
+``--spark-driver-below`` is expanded on the driver by the local engine's level search on the
+kernel (``km_driver_level``, the batches and threads of ``km_expand_level``) against a C set of
+every visited fingerprint: each successor not visited, the first time it is made, is new. The
+frontier is expanded in global index order and each state's successors in order (the threads'
+parts of a batch merged in order), so the first time a fingerprint is made is its smallest key
+(``parent index << POSITION_BITS | position``), the one the executors' fingerprint partitions
+keep, and the new states come out in key order: numbered ``base + i`` exactly as a distributed
+level numbers them. The counts, the depth, the verdict and the counterexamples are the
 same wherever each level ran.
 
 Moving between the two
@@ -56,7 +57,6 @@ from checker.spark.packed_step import (
     RECENT_LEVELS,
     ExpandStats,
     _frontier_of,
-    expand_rows,
     write_level_file,
 )
 from checker.spark.rundir import RunDir, save_local_prefix
@@ -103,71 +103,28 @@ def driver_threads() -> int:
 
 def expand_level(kernel: Any, gidx: np.ndarray, rows: np.ndarray, visited: FingerprintSet,
                  threads: int, symmetry: bool, reduce: bool, check_deadlock: bool,
-                 checks: list[tuple[int, int]], stats: ExpandStats) -> list[Any]:
-    """A level's new states (blocks ``("k", keys, fps, states)`` in key order) from its frontier
-    ``rows`` (sorted by global index ``gidx``), each the first occurrence of a fingerprint not in
-    ``visited``, which then holds them.
+                 checks: list[tuple[int, int]], stats: ExpandStats,
+                 ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """A level's new states ``(keys, fps, states)`` in key order from its frontier ``rows`` (sorted
+    by global index ``gidx``), each the first occurrence of a fingerprint not in ``visited``, which
+    then holds them; ``stats`` counts.
 
-    With ``threads`` > 1 the frontier is cut into that many ranges expanded side by side (ctypes
-    lets go of the GIL in C): each range against ``visited``, read only, and its own set of first
-    occurrences; then, in range order, a range's successors made by an earlier range too are
-    dropped (the earlier range's key is smaller). The blocks are those of one thread."""
-    import threading
-
-    size = rows.shape[0]
-    threads = max(1, min(threads, size // kernel.chunk()))
-    cuts = [size * k // threads for k in range(threads + 1)]
-    parts: list[list[Any]] = [[] for _ in range(threads)]
-    part_stats = [ExpandStats() for _ in range(threads)]
-    seens = [FingerprintSet(kernel) for _ in range(threads)]
-    errors: list[BaseException] = []
-
-    def work(k: int) -> None:
-        try:
-            lo, hi = cuts[k], cuts[k + 1]
-            parts[k] = list(expand_rows(kernel, gidx[lo:hi], rows[lo:hi], seens[k], symmetry,
-                                        reduce, check_deadlock, checks, part_stats[k],
-                                        known=visited))
-        except BaseException as exc:  # raised again in the caller's thread
-            errors.append(exc)
-
-    workers = [threading.Thread(target=work, args=(k,)) for k in range(1, threads)]
-    try:
-        # one thread: in this one. Even so the visited set is only read while the level expands:
-        # adding each new fingerprint to it as it is made took twice the CPU (bench/NOTES.md)
-        for worker in workers:
-            worker.start()
-        work(0)
-        for worker in workers:
-            worker.join()
-        if errors:
-            raise errors[0]
-        blocks: list[Any] = []
-        for k in range(threads):
-            for block in parts[k]:
-                keep = np.ones(block[2].size, bool)
-                for earlier in seens[:k]:
-                    keep &= ~earlier.has_many(block[2])
-                if not keep.all():
-                    block = (block[0], block[1][keep], block[2][keep], block[3][keep])
-                if block[2].size:
-                    visited.add(block[2])
-                    blocks.append(block)
-    finally:
-        # a Ctrl-C in the joins above (no Spark, so no SparkInterrupt) leaves threads in C reading
-        # the sets: they are freed, here and by the caller, once no thread runs
-        for worker in workers:
-            if worker.ident is not None:
-                worker.join()
-        for seen in seens:
-            seen.close()
-    for part in part_stats:  # ranges in order: the first found is the smallest index
-        stats.generated += part.generated
-        if stats.deadlock is None:
-            stats.deadlock = part.deadlock
-        for bit, index in part.first.items():
-            stats.first.setdefault(bit, index)
-    return blocks
+    The local engine's level search on the kernel (``km_driver_level``, as ``km_expand_level``):
+    each batch's parts in ``threads`` threads (ctypes lets go of the GIL) against ``visited`` read
+    only, merged in the frontier's order, so a fingerprint's first occurrence is its smallest key;
+    each new fingerprint added once, each new state copied once."""
+    got = kernel.expand_level(rows, visited, threads, symmetry, reduce, bool(checks))
+    for bit, kernel_bit in checks:
+        hit = np.flatnonzero(got.masks >> kernel_bit & 1)
+        if hit.size:
+            stats.first[bit] = int(gidx[hit[0]])
+    stats.generated += int(got.degrees.sum(dtype=np.int64))
+    if check_deadlock:
+        stuck = np.flatnonzero(got.degrees == 0)
+        if stuck.size:
+            stats.deadlock = int(gidx[stuck[0]])
+    keys = gidx[got.parent] << POSITION_BITS | got.position.astype(np.int64)
+    return keys, got.fps, got.states
 
 
 def visited_fingerprints(spark: SparkRun, levels: list[LevelInfo], after: int = 0) -> np.ndarray:
@@ -265,9 +222,10 @@ class DriverLevelStep:
         seen = self._driver_seen(spark, levels, kernel)
         cpu_started = time.process_time()
         stats = ExpandStats()
-        blocks = expand_level(kernel, gidx, rows, seen, driver_threads(), self.symmetry,
-                              self.options.reduce == "dead", self.options.check_deadlock,
-                              kernel_checks(self._kernel, check), stats)
+        keys, fps, states = expand_level(kernel, gidx, rows, seen, driver_threads(),
+                                         self.symmetry, self.options.reduce == "dead",
+                                         self.options.check_deadlock,
+                                         kernel_checks(self._kernel, check), stats)
         timing = LevelTiming(depth, st.frontier_size, 0, 0.0,
                              expand=time.process_time() - cpu_started, engine="driver")
         spark.frontier_checked = True
@@ -285,14 +243,13 @@ class DriverLevelStep:
         if stats.deadlock is not None and st.deadlock is None:
             st.deadlock = stats.deadlock
         spark.driver_seen_depth = depth  # the set took this level's fingerprints as it made them
-        count = sum(block[1].size for block in blocks)
+        count = keys.size
         timing.new = count
         if count == 0:
             st.frontier_size = 0
             spark.driver_frontier = None
             self._packed_done(spark, st, levels, timing, level_started)
             return
-        keys, fps, states = (np.concatenate([block[i] for block in blocks]) for i in (1, 2, 3))
         base = st.distinct
         info = LevelInfo(depth, base, count)
         info.pointers = (fps, keys >> POSITION_BITS, (keys & POSITION_MASK).astype(np.int32))
@@ -344,3 +301,4 @@ class DriverLevelStep:
         spark.broadcasts.append(spark.sc.broadcast((spark.driver_keys, st.frontier_base,
                                                     np.concatenate(spark.recent))))
         spark.driver_frontier = None
+        batch_kernel(self._shipment).release_rows()  # not held while the executors run levels

@@ -400,6 +400,9 @@ class SparkBFS(DriverLevelStep, PackedLevelStep, ArrowLevelStep, LevelStep, Resu
         if spark.driver_seen is not None:
             spark.driver_seen.close()
             spark.driver_seen = None
+            from checker.kernel_batch import batch_kernel
+
+            batch_kernel(self._shipment).release_rows()  # the driver's levels' spare rows
         for broadcast in spark.broadcasts:
             try:
                 broadcast.unpersist()

@@ -57,6 +57,14 @@ def binary_column(pa: Any, rows: np.ndarray, copy: bool = True) -> Any:
                                  [None, pa.py_buffer(offsets), pa.py_buffer(data)])
 
 
+def long_column(pa: Any, values: np.ndarray) -> Any:
+    """``values`` as an Arrow int64 array over their own memory. ``pa.array`` of a NumPy array
+    imports pandas the first time a process calls it (0.25 s of CPU here: a run directory's whole
+    cost on a search whose levels all ran on the driver, bench/NOTES.md)."""
+    values = np.ascontiguousarray(values, dtype=np.int64)
+    return pa.Array.from_buffers(pa.int64(), values.size, [None, pa.py_buffer(values)])
+
+
 def packed_rows(column: Any, width: int) -> np.ndarray:
     """An Arrow binary column of packed states as rows (a copy of its data buffer, not a Python
     object a state)."""
@@ -186,7 +194,7 @@ class KernelExpand(PartitionExpand):
                     keys = gidx[start
                                 + got.parent.astype(
                                     np.int64)] << POSITION_BITS | got.position.astype(np.int64)
-                    yield _candidates_arrays(pa, pa.array(got.fps), pa.array(keys),
+                    yield _candidates_arrays(pa, long_column(pa, got.fps), long_column(pa, keys),
                                              binary_column(pa, got.states))
         yield statistics_batch(pa, violated, generated, deadlock,
                                int((time.process_time() - cpu_started) * 1e6))

@@ -124,17 +124,14 @@ class ExpandStats:
 
 def expand_rows(kernel: Any, gidx: np.ndarray, rows: np.ndarray, seen: FingerprintSet,
                 symmetry: bool, reduce: bool, check_deadlock: bool,
-                checks: list[tuple[int, int]], stats: ExpandStats,
-                known: FingerprintSet | None = None) -> Iterator[Any]:
+                checks: list[tuple[int, int]], stats: ExpandStats) -> Iterator[Any]:
     """Expand ``rows`` (states sorted by global index ``gidx``) with ``km_expand_batch`` a chunk at
     a time, each successor whose fingerprint is not in ``seen`` once (then added): blocks
     ``("k", keys, fps, states)`` in the order of their keys (``parent index << POSITION_BITS |
-    position``); ``stats`` counts. With ``known``, a set only read (``km_expand_batch_known``),
-    without the successors it holds. The executors' map task and the driver's small levels
-    (``driver_level``) both expand with it."""
+    position``); ``stats`` counts. The executors' map task expands with it."""
     chunk = kernel.chunk()
     for start in range(0, rows.shape[0], chunk):
-        got = kernel.expand(rows[start:start + chunk], symmetry, seen, reduce, known)
+        got = kernel.expand(rows[start:start + chunk], symmetry, seen, reduce)
         for bit, kernel_bit in checks:
             if bit not in stats.first:
                 hit = np.flatnonzero(got.masks >> kernel_bit & 1)
@@ -329,9 +326,9 @@ def write_level_file(path: str, j: int, fps: np.ndarray, keys: np.ndarray,
     import pyarrow as pa
     import pyarrow.parquet as pq
 
-    from checker.spark.kernel_step import binary_column
+    from checker.spark.kernel_step import binary_column, long_column
 
-    table = pa.table({"fp": pa.array(fps), "key": pa.array(keys),
+    table = pa.table({"fp": long_column(pa, fps), "key": long_column(pa, keys),
                       "state": binary_column(pa, rows, copy=False)})
     target = os.path.join(path, f"part-{j:05d}.parquet")
     tmp = os.path.join(path, f".part-{j:05d}.parquet.tmp")
