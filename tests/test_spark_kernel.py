@@ -256,15 +256,14 @@ def test_levels_on_the_driver_or_the_executors_are_the_same_search(tmp_path, mon
     back to states many levels old): written to level 9 on the driver, resumed to level 19 (the
     executors read the driver's file and get its levels' visited fingerprints), then to the end
     (the driver collects their frontier and takes their levels' fingerprints). The driver expands
-    a level in three threads (16 states a batch, so every level past 48 states is cut in three
-    ranges): their merge keeps the numbering."""
-    import checker.kernel_batch
+    a level in three threads here; a level cut between the threads at many small batches, and
+    their merge's numbering, are tests/test_spark_driver_level.py's (a kernel of three states a
+    batch)."""
     import checker.spark.driver_level
     from checker import engines
     from checker.spark import SparkOptions
     from spec.registry import build_model
 
-    monkeypatch.setattr(checker.kernel_batch, "CHUNK", 16)  # the driver's; not the executors'
     monkeypatch.setattr(checker.spark.driver_level, "driver_threads", lambda: 3)
 
     def where(result):
