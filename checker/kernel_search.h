@@ -348,6 +348,18 @@ static int km_worker_grow(km_worker *w) {
     return 0;
 }
 
+/* Keep the candidate `t` (fingerprint `fp`), successor `j` of the part's state `i`, in the part's
+   buffers: 0, or -1 when they cannot grow. */
+static inline int km_keep(km_worker *w, const km_state *t, uint64_t fp, uint64_t i, uint32_t j) {
+    if (w->nc == w->capc && km_worker_grow(w)) return -1;
+    memcpy(w->cand + w->nc * KM_BYTES, t, KM_BYTES);
+    w->fp[w->nc] = fp;
+    w->from[w->nc] = (uint32_t)i;
+    w->pos[w->nc] = (uint16_t)j;
+    w->nc++;
+    return 0;
+}
+
 /* A thread's part of a batch: successors, their stored form, fingerprints and (while an invariant
    is open) violation masks. It reads the visited set and writes only its own buffers. */
 static void km_work_part(km_worker *w) {
@@ -369,13 +381,8 @@ static void km_work_part(km_worker *w) {
             km_store_form(k, t);
             uint64_t fp = km_hash((const uint8_t *)t);
             if (km_visited_has(&k->seen, fp)) continue;
-            if (w->nc == w->capc && km_worker_grow(w)) { w->nomem = 1; return; }
-            memcpy(w->cand + w->nc * KM_BYTES, t, KM_BYTES);
-            w->fp[w->nc] = fp;
-            w->from[w->nc] = (uint32_t)i;
-            w->pos[w->nc] = (uint16_t)j;
-            w->mask[w->nc] = w->open ? km_violations(t) : 0;
-            w->nc++;
+            if (km_keep(w, t, fp, i, j)) { w->nomem = 1; return; }
+            w->mask[w->nc - 1] = w->open ? km_violations(t) : 0;
         }
     }
 }
@@ -920,12 +927,7 @@ static void km_known_part(km_known_worker *kw) {
             if (flags & 1) km_canonical(t);
             uint64_t fp = km_hash((const uint8_t *)t);
             if (km_fpset_has(known, fp)) continue;
-            if (w->nc == w->capc && km_worker_grow(w)) { w->nomem = 1; return; }
-            memcpy(w->cand + w->nc * KM_BYTES, t, KM_BYTES);
-            w->fp[w->nc] = fp;
-            w->from[w->nc] = (uint32_t)i;
-            w->pos[w->nc] = (uint16_t)j;
-            w->nc++;
+            if (km_keep(w, t, fp, i, j)) { w->nomem = 1; return; }
         }
     }
 }
