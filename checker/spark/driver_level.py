@@ -51,7 +51,7 @@ import numpy as np
 
 from checker.kernel_batch import FingerprintSet, batch_kernel
 from checker.spark.driver_state import Counters, LevelInfo, LevelTiming, SparkRun
-from checker.spark.kernel_step import POSITION_BITS, kernel_checks
+from checker.spark.kernel_step import POSITION_BITS, first_violations, kernel_checks
 from checker.spark.packed_step import (
     POSITION_MASK,
     RECENT_LEVELS,
@@ -114,10 +114,7 @@ def expand_level(kernel: Any, gidx: np.ndarray, rows: np.ndarray, visited: Finge
     only, merged in the frontier's order, so a fingerprint's first occurrence is its smallest key;
     each new fingerprint added once, each new state copied once."""
     got = kernel.expand_level(rows, visited, threads, symmetry, reduce, bool(checks))
-    for bit, kernel_bit in checks:
-        hit = np.flatnonzero(got.masks >> kernel_bit & 1)
-        if hit.size:
-            stats.first[bit] = int(gidx[hit[0]])
+    stats.first.update(first_violations(got.masks, gidx, checks))
     stats.generated += int(got.degrees.sum(dtype=np.int64))
     if check_deadlock:
         stuck = np.flatnonzero(got.degrees == 0)

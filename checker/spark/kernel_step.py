@@ -121,6 +121,18 @@ def _violated(masks: np.ndarray, checks: list[tuple[int, int]]) -> int:
     return bad
 
 
+def first_violations(masks: np.ndarray, gidx: np.ndarray,
+                     checks: list[tuple[int, int]]) -> dict[int, int]:
+    """For each bit of ``checks`` ((bit of the level's mask, bit of the kernel's)) that some state
+    of ``masks`` violates, the global index (``gidx``, ascending) of the first such state."""
+    first = {}
+    for bit, kernel_bit in checks:
+        hit = np.flatnonzero(masks >> kernel_bit & 1)
+        if hit.size:
+            first[bit] = int(gidx[hit[0]])
+    return first
+
+
 def statistics_batch(pa: Any, violated: int, generated: int, deadlock: int | None,
                      cpu_micros: int) -> Any:
     """A partition's last row in the arrow transport: its statistics with a null fingerprint."""
@@ -218,13 +230,9 @@ class KernelFrontierCheck:
 
         kernel = batch_kernel(self.shipment)
         rows, gidx = _in_order(batches, self.numbers.value, kernel.state_bytes)
-        masks = kernel.violations(rows)
-        first: dict[int, int] = {}
-        for bit, kernel_bit in self.checks:
-            hit = np.flatnonzero(masks >> kernel_bit & 1)
-            if hit.size:
-                index = int(gidx[hit[0]])
-                first[index] = first.get(index, 0) | 1 << bit
+        first: dict[int, int] = {}  # a state's global index -> the bits it is the first to violate
+        for bit, index in first_violations(kernel.violations(rows), gidx, self.checks).items():
+            first[index] = first.get(index, 0) | 1 << bit
         yield pa.RecordBatch.from_arrays([pa.array(list(first), pa.int64()),
                                           pa.array(list(first.values()), pa.int64())],
                                          names=["index", "bad"])
