@@ -43,7 +43,8 @@ def _full_two_phase_6():
     return bfs.check(TwoPhase(6), SearchOptions(invariants=INVARIANTS))
 
 
-@pytest.mark.parametrize("engine", ["local", "parallel"])
+# the local engine's budget: every line it runs, cheaper fast tests run too (coverage by test)
+@pytest.mark.parametrize("engine", [pytest.param("local", marks=pytest.mark.slow), "parallel"])
 def test_tiny_memory_budget_gives_undetermined_and_a_checkpoint(tmp_path, monkeypatch, engine):
     monkeypatch.chdir(tmp_path)
     options = SearchOptions(invariants=INVARIANTS, max_memory_mb=1)
