@@ -2,7 +2,7 @@
 
 ``spark_local`` is the one SparkSession (``local[2,2]``: two cores, a failed task tried twice) of a
 process that every in-process Spark test uses: a JVM starts once a process (under ``pytest -n N``
-at most one a worker: the Spark groups below), not once a module; every such test is slow (the fast
+at most one a worker: the Spark lanes below), not once a module; every such test is slow (the fast
 tier starts no JVM: tests/test_fast_tier.py's test_no_fast_test_starts_a_jvm). Tests that start
 kmc in a subprocess get a JVM of their own, as a user's run does. ``spark_standalone`` is the one
 standalone cluster (``bench/spark-standalone.sh``: a master and two workers, three JVMs) that the
@@ -16,7 +16,6 @@ import shutil
 import socket
 import subprocess
 import sys
-from collections import Counter
 from collections.abc import Callable
 from functools import partial
 from pathlib import Path
@@ -101,17 +100,46 @@ def explorer_server():
     srv.server_close()
 
 
+#: the suite's Spark modules in two lanes (``xdist_group``s), each on one worker of README's
+#: ``pytest -n 4``: a Spark test mostly waits (a JVM's start, a standalone cluster's registration, a
+#: run paced to be killed), so the two other workers compute beside the lanes and the cores stay
+#: busy; with a group a module, three or four workers started in Spark modules at once and the cores
+#: idled (stop 46's report: for the first 250 s, every worker in a Spark module, 260 s of CPU in
+#: 500 core-seconds). The lanes are balanced by the modules' measured wall (bench/NOTES.md); a
+#: Spark module not listed goes to the second lane (tests/test_suite_order.py lists them all)
+SPARK_LANES = {
+    "test_spark_standalone_auth": "spark-1", "test_spark_standalone_resume": "spark-1",
+    "test_spark_kernel": "spark-1",
+    "test_spark_arrow": "spark-2", "test_spark_engine": "spark-2", "test_spark_rundir": "spark-2",
+    "test_spark_dead": "spark-2", "test_simulate": "spark-2",
+}
+
+
+def spark_lane(item: pytest.Item) -> str | None:
+    """The Spark lane of a slow test that starts a JVM in the worker or uses the standalone
+    cluster, or None."""
+    if item.get_closest_marker("slow") is None and group_of(item) != "spark-standalone":
+        return None
+    fixtures = getattr(item, "fixturenames", ())
+    if ("spark_local" in fixtures or "spark_standalone" in fixtures
+            or group_of(item) == "spark-standalone"):
+        return SPARK_LANES.get(item.path.stem, "spark-2")
+    return None
+
+
 @pytest.hookimpl(tryfirst=True)  # before pytest-xdist's worker reads the groups
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     """The tier's module check (tests/test_fast_tier.py) runs after every other test: it reads what
-    they imported. Under ``pytest -n N`` the fast tests of ``spark_local`` form one group, its slow
-    ones a group a module, and the work units go out in the order of ``sort_units`` (below)."""
+    they imported. Under ``pytest -n N`` the slow Spark tests go to their lanes (above), a fast
+    test of ``spark_local`` (none now) to one group, and the work units go out in the order of
+    ``sort_units`` (below)."""
     for item in items:
-        if ("spark_local" in getattr(item, "fixturenames", ())
-            and not item.get_closest_marker("xdist_group")):
-            slow = item.get_closest_marker("slow") is not None
-            item.add_marker(pytest.mark.xdist_group(f"spark-local-{item.path.stem}" if slow
-                                                     else "spark-local"))
+        lane = spark_lane(item)
+        if lane is not None:
+            item.add_marker(pytest.mark.xdist_group(lane), append=False)
+        elif ("spark_local" in getattr(item, "fixturenames", ())
+              and not item.get_closest_marker("xdist_group")):
+            item.add_marker(pytest.mark.xdist_group("spark-local"))
     if hasattr(config, "workerinput"):
         sort_units(items)
     # the standalone cluster's kill-and-resume test kills one of its workers: after the others
@@ -124,21 +152,18 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
 # pytest-xdist's loadgroup scheduler (xdist/scheduler/loadscope.py) hands out work units: an
 # ``xdist_group`` (all its tests, on one worker) or a single test. A worker gets one unit at the
 # start and another whenever it has finished a test and holds at most two; when none is left it
-# finishes what it holds, so the last units decide how far apart the two workers end. The units go
-# out in the order of the workers' collection (each worker sorts it the same way, above; xdist's own
+# finishes what it holds, so the last units decide how far apart the workers end. The units go out
+# in the order of the workers' collection (each worker sorts it the same way, above; xdist's own
 # reordering by a unit's number of tests is turned off, pytest_configure below): the longest first,
 # as far as markers tell.
-# - The standalone cluster's group (three JVMs: minutes of starting, waiting and a kill-and-resume,
-#   much of it waiting) first, so that its waits overlap the other worker's work.
-# - The in-process Spark tests: a fast one (none now: the fast tier starts no JVM) in one group
-#   (``spark-local``), the slow ones a group a module (``spark-local-<module>``), not one group:
-#   the module groups spread over the workers, so each worker may start a JVM of its own (about
-#   10 s of CPU more than one), against one worker running all of them (about 430 s of CPU) while
-#   the others run out of work; a module's slow tests share its module fixtures' runs.
-# - The other groups (the collected matrix's rows), then the slow single tests, then the fast ones,
-#   which fill the end (a stable sort: the tests of a module keep their order).
+# - The two Spark lanes first (``spark-1``: the standalone cluster's tests, three JVMs, then a
+#   module; ``spark-2``: the other modules): on README's four workers, two start in the lanes and
+#   two compute; a lane's worker takes the other units once its lane is done.
+# - The other groups (the collected matrix's rows, a fast Spark group if one comes back), then the
+#   slow single tests, then the fast ones, which fill the end (a stable sort: the tests of a module
+#   keep their order).
 # The groups are kept whenever no ``--dist`` is named, so that README's fast tier (``pytest -n 2 -m
-# "not slow"``) keeps them as README's suite command (``--dist loadgroup``) does.
+# "not slow"``, no Spark test) keeps them as README's suite command (``--dist loadgroup``) does.
 
 
 def group_of(item: pytest.Item) -> str | None:
@@ -151,16 +176,14 @@ def unit_rank(item: pytest.Item) -> int:
     """Where ``item``'s work unit goes in the workers' queue: lower first (above)."""
     name = group_of(item)
     if name is not None:
-        return 0 if name == "spark-standalone" else 1 if name.startswith("spark-local") else 2
-    return 3 if item.get_closest_marker("slow") else 4
+        return 0 if name in SPARK_LANES.values() else 1
+    return 2 if item.get_closest_marker("slow") else 3
 
 
 def sort_units(items: list[pytest.Item]) -> None:
-    """The workers' order: by ``unit_rank``, the groups of a rank with the most tests first (the
-    Spark modules with the most runs), each group's tests together in their order."""
-    sizes = Counter(group_of(item) for item in items)
-    items.sort(key=lambda item: (unit_rank(item), -sizes[group_of(item)] if group_of(item) else 0,
-                                 group_of(item) or ""))
+    """The workers' order: by ``unit_rank``, the groups of a rank in their name's order (the
+    lanes: ``spark-1`` first), each group's tests together in their order."""
+    items.sort(key=lambda item: (unit_rank(item), group_of(item) or ""))
 
 
 #: the project modules the workers imported (the fast tier's module check, below)

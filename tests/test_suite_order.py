@@ -5,6 +5,7 @@ from a per-test CPU report."""
 from __future__ import annotations
 
 import importlib.util
+import re
 from pathlib import Path
 
 import pytest
@@ -32,16 +33,19 @@ class Item:
     def get_closest_marker(self, name: str):
         return self.marks.get(name)
 
-    def add_marker(self, marker) -> None:
-        self.marks[marker.mark.name] = marker.mark
+    def add_marker(self, marker, append: bool = True) -> None:
+        if append:
+            self.marks.setdefault(marker.mark.name, marker.mark)
+        else:  # pytest's append=False: the closest marker
+            self.marks[marker.mark.name] = marker.mark
 
 
-def test_units_go_out_cluster_spark_modules_by_size_groups_slow_fast():
+def test_units_go_out_spark_lanes_groups_slow_fast():
     items = [Item("fast-1"), Item("slow-1", slow=True),
              Item("row-a", "traces-matrix-2.1.0", slow=True),
-             Item("arrow-1", "spark-local-test_spark_arrow"), Item("auth", "spark-standalone"),
-             Item("kernel-1", "spark-local-test_spark_kernel", slow=True), Item("fast-2"),
-             Item("kernel-2", "spark-local-test_spark_kernel"), Item("slow-2", slow=True),
+             Item("arrow-1", "spark-2"), Item("auth", "spark-1"),
+             Item("kernel-1", "spark-1", slow=True), Item("fast-2"),
+             Item("kernel-2", "spark-1"), Item("slow-2", slow=True),
              Item("row-b", "traces-matrix-2.1.0")]
     sort_units(items)
     assert [item.name for item in items] == [
@@ -49,23 +53,37 @@ def test_units_go_out_cluster_spark_modules_by_size_groups_slow_fast():
         "fast-2"]
 
 
-def test_the_in_process_spark_tests_are_one_group_fast_and_a_group_a_module_slow():
-    """A fast Spark test run by hand shares one JVM (the fast tier has none:
-    tests/test_fast_tier.py); the suite's slow Spark modules spread over the workers."""
+def test_the_slow_spark_tests_go_to_their_lanes_and_a_fast_one_to_one_group():
+    """The standalone cluster's tests and the slow in-process Spark tests go to the two lanes (a
+    module not listed to the second); a fast Spark test run by hand shares one JVM (the fast tier
+    has none: tests/test_fast_tier.py); a test without Spark keeps its group or none."""
     from types import SimpleNamespace
 
     from tests.conftest import group_of, pytest_collection_modifyitems
 
     spark = ("spark_local",)
-    items = [Item("a-slow", slow=True, module="test_spark_a", fixtures=spark),
-             Item("a-fast", module="test_spark_a", fixtures=spark),
-             Item("b-slow", slow=True, module="test_spark_b", fixtures=spark),
+    items = [Item("k-slow", slow=True, module="test_spark_kernel", fixtures=spark),
+             Item("a-slow", slow=True, module="test_spark_arrow", fixtures=spark),
+             Item("new-slow", slow=True, module="test_spark_new", fixtures=spark),
              Item("b-fast", module="test_spark_b", fixtures=spark),
-             Item("own", "spark-standalone", slow=True, fixtures=spark), Item("other")]
+             Item("own", "spark-standalone", slow=True, module="test_spark_standalone_auth"),
+             Item("row", "traces-matrix-2.1.0", slow=True), Item("other")]
     pytest_collection_modifyitems(SimpleNamespace(), items)
     assert [group_of(item) for item in items] == [
-        "spark-local-test_spark_a", "spark-local", "spark-local-test_spark_b", "spark-local",
-        "spark-standalone", None]
+        "spark-1", "spark-2", "spark-2", "spark-local", "spark-1", "traces-matrix-2.1.0", None]
+
+
+def test_every_spark_module_has_its_lane():
+    """The lanes are balanced by hand (tests/conftest.py): a new Spark module is placed, not
+    defaulted."""
+    from tests.conftest import SPARK_LANES
+
+    tests = Path(__file__).resolve().parent
+    fixture = re.compile(r"^(?:\s*def \w+\([^)]*\bspark_(?:local|standalone)\b|pytestmark = pytest"
+                         r"\.mark\.xdist_group\(\"spark-standalone\"\))", re.M)
+    uses = {path.stem for path in tests.glob("test_*.py")
+            if fixture.search(path.read_text(encoding="utf-8"))}
+    assert "test_spark_kernel" in uses and uses == set(SPARK_LANES)
 
 
 def _bench(source: str | None = None):
