@@ -21,6 +21,7 @@ Without a C compiler these skip.
 
 from __future__ import annotations
 
+import hashlib
 import json
 from dataclasses import replace
 
@@ -41,7 +42,9 @@ from spec.registry import build_model
 from tests.readable_reference import (
     REFERENCE,
     REMAKE,
+    readable_record,
     readable_search,
+    recording,
     search_record,
     stale_reason,
 )
@@ -134,7 +137,8 @@ def one_by_one(model, kernel: km.Kernel, states: list) -> list[str]:
     return problems
 
 
-def differs_in_bulk(model, kernel: km.Kernel, states: list) -> str | None:
+def differs_in_bulk(model, kernel: km.Kernel, states: list,
+                    digest: StateDigest | None = None) -> str | None:
     """What differs between the kernel and the readable model on ``states`` (None: nothing), the
     kernel's side in bulk (``km_expand_batch``, ``km_violations_batch``) on packed states: packing
     is exact on ``states``; each one's successors, in order, are the readable model's packed, with
@@ -142,7 +146,7 @@ def differs_in_bulk(model, kernel: km.Kernel, states: list) -> str | None:
     (``--symmetry``) and its form without dead answers (``--reduce dead``) are the readable ones,
     packed. The kernel's one-state calls unpack every successor, four times the readable model's
     CPU (bench/NOTES.md, 2026-12-02 stop45-pin): compared packed, the readable model's side is most
-    of the cost."""
+    of the cost. ``digest``, when given, takes in the readable side (``StateDigest``)."""
     from checker.kernel_batch import BatchKernel
 
     spec = kernel.spec
@@ -159,36 +163,154 @@ def differs_in_bulk(model, kernel: km.Kernel, states: list) -> str | None:
     batch = BatchKernel(kernel.library, kernel.state_bytes)
     step = batch.chunk()
     for start in range(0, len(states), step):
-        found = _differs_in_chunk(model, spec, batch, states[start:start + step], pack)
+        chunk = states[start:start + step]
+        readable = _readable_parts(model, spec, chunk, pack)
+        if digest is not None:
+            digest.update(readable)
+        compiled = _kernel_parts(spec, batch, batch.rows(readable["states"]))
+        found = next((what for part, what in PARTS.items() if readable[part] != compiled[part]),
+                     None)
         if found:
             return found
     return None
 
 
-def _differs_in_chunk(model, spec, batch, states: list, pack) -> str | None:
-    rows = batch.rows(b"".join(pack(state) for state in states))
+#: what a state-for-state comparison compares, a part a kind, and what differs when it differs:
+#: the sample packed, each one's successor count, (action, successor) list in order, violated
+#: invariants (the kernel's mask), and each successor's canonical form and form without dead
+#: answers, packed
+PARTS = {
+    "states": "packing (the sample packed)",
+    "degrees": "the successors (batch expansion)",
+    "successors": "the successors (batch expansion)",
+    "actions": "the successors' actions (batch expansion)",
+    "violations": "the invariants' verdicts (batch)",
+    "canonical": "a successor's canonical form (batch expansion with symmetry)",
+    "reduced": "a successor's form without dead answers (batch expansion with --reduce dead)",
+}
+
+
+def _readable_parts(model, spec, states: list, pack) -> dict[str, bytes]:
+    """``PARTS`` of ``states`` as the readable model gives them (``model.successors``, the
+    invariants, ``model.canonical``, ``DeadMessages.reduce``), packed."""
+    import numpy as np
+
     readable = [model.successors(state) for state in states]
     successors = [succ for out in readable for _, succ in out]
-    plain = batch.expand(rows, symmetry=False)
-    if (plain.degrees.tolist() != [len(out) for out in readable]
-            or plain.states.tobytes() != b"".join(map(pack, successors))):
-        return "the successors (batch expansion)"
-    actions = {code: spec.action(code) for code in set(plain.action.tolist())}
-    if [actions[code] for code in plain.action.tolist()] != [a for out in readable for a, _ in out]:
-        return "the successors' actions (batch expansion)"
     checks = [inv for inv in for_family("kafka").values() if inv.name in spec.invariants]
     bit = {name: 1 << i for i, name in enumerate(spec.invariants)}
     masks = [sum(bit[inv.name] for inv in checks if not inv.holds(state)) for state in states]
-    if batch.violations(rows).tolist() != masks:
-        return "the invariants' verdicts (batch)"
-    if (batch.expand(rows, symmetry=True).states.tobytes()
-            != b"".join(pack(model.canonical(succ)) for succ in successors)):
-        return "a successor's canonical form (batch expansion with symmetry)"
     dead = DeadMessages(model)
-    if (batch.expand(rows, symmetry=False, reduce=True).states.tobytes()
-            != b"".join(pack(dead.reduce(succ)) for succ in successors)):
-        return "a successor's form without dead answers (batch expansion with --reduce dead)"
-    return None
+    return {
+        "states": b"".join(map(pack, states)),
+        "degrees": np.array([len(out) for out in readable], np.uint32).tobytes(),
+        "successors": b"".join(map(pack, successors)),
+        "actions": "".join(f"{a}\n" for out in readable for a, _ in out).encode(),
+        "violations": np.array(masks, np.uint32).tobytes(),
+        "canonical": b"".join(pack(model.canonical(succ)) for succ in successors),
+        "reduced": b"".join(pack(dead.reduce(succ)) for succ in successors),
+    }
+
+
+def _kernel_parts(spec, batch, rows) -> dict[str, bytes]:
+    """``PARTS`` of ``rows`` (packed states) as the kernel gives them, in bulk."""
+    import numpy as np
+
+    plain = batch.expand(rows, symmetry=False)
+    codes = plain.action.tolist()
+    names = {code: f"{spec.action(code)}\n" for code in set(codes)}
+    return {
+        "states": rows.tobytes(),
+        "degrees": plain.degrees.astype(np.uint32).tobytes(),
+        "successors": plain.states.tobytes(),
+        "actions": "".join(names[code] for code in codes).encode(),
+        "violations": batch.violations(rows).astype(np.uint32).tobytes(),
+        "canonical": batch.expand(rows, symmetry=True).states.tobytes(),
+        "reduced": batch.expand(rows, symmetry=False, reduce=True).states.tobytes(),
+    }
+
+
+class StateDigest:
+    """A SHA-256 a kind of ``PARTS`` over a sample, chunk after chunk (a part's chunks end to end:
+    the same digest at any chunk size), and the count of states: a state-for-state record."""
+
+    def __init__(self) -> None:
+        self.parts = {part: hashlib.sha256() for part in PARTS}
+        self.count = 0
+
+    def update(self, parts: dict[str, bytes]) -> None:
+        for part, data in parts.items():
+            self.parts[part].update(data)
+        self.count += len(parts["degrees"]) // 4
+
+    def record(self) -> dict:
+        whole = hashlib.sha256("".join(f"{part}:{h.hexdigest()}\n"
+                                       for part, h in self.parts.items()).encode())
+        return {"states": self.count, "sha256": whole.hexdigest()}
+
+
+def kernel_breadth_first(model, kernel: km.Kernel, limit: int | None = None) -> list[bytes]:
+    """``reachable(model, limit)`` on the kernel: its initial states packed, then each state's
+    successors from the batch expansion, new ones (by their bytes) appended, until ``limit`` states
+    are met before an expansion (as ``_breadth_first``). Equal packed when the kernel is the
+    readable model."""
+    from checker.kernel_batch import BatchKernel
+
+    batch = BatchKernel(kernel.library, kernel.state_bytes)
+    width, step = kernel.state_bytes, batch.chunk()
+    order = list(dict.fromkeys(map(kernel.spec.pack, model.init_states())))
+    seen, done = set(order), 0
+    while done < len(order):
+        out = batch.expand(batch.rows(b"".join(order[done:done + step])), symmetry=False)
+        blob, at = out.states.tobytes(), 0
+        for degree in out.degrees.tolist():
+            if limit is not None and len(order) >= limit:
+                return order
+            for i in range(at, at + degree):
+                succ = blob[i * width:(i + 1) * width]
+                if succ not in seen:
+                    seen.add(succ)
+                    order.append(succ)
+            at += degree
+            done += 1
+    return order
+
+
+def kernel_record(kernel: km.Kernel, packed: list[bytes]) -> dict:
+    """The state-for-state record (``StateDigest``) of the sample ``packed`` on the kernel alone."""
+    from checker.kernel_batch import BatchKernel
+
+    batch = BatchKernel(kernel.library, kernel.state_bytes)
+    digest, step = StateDigest(), batch.chunk()
+    for start in range(0, len(packed), step):
+        rows = batch.rows(b"".join(packed[start:start + step]))
+        digest.update(_kernel_parts(kernel.spec, batch, rows))
+    return digest.record()
+
+
+def state_for_state(model, limit: int | None, live: bool = False) -> None:
+    """The kernel is the readable model on the first ``limit`` reachable states of ``model``
+    (breadth first; None: every one), by the record (``tests.readable_reference``): the kernel's
+    own breadth-first sample and its ``kernel_record`` against the readable model's, recorded once
+    a readable source and packing. ``live`` (and while the record is re-made): the readable side
+    too, compared in bulk (``disagreements``) and with the record. On a mismatch the comparison runs
+    live, so the failure names the state and the difference."""
+    kernel = km.load(model.kernel())
+    compiled = kernel_record(kernel, kernel_breadth_first(model, kernel, limit))
+    options = {"state_for_state": {"breadth_first": limit}}
+    if live or recording():
+        digest = StateDigest()
+        states = reachable(model, limit)
+        assert differs_in_bulk(model, kernel, states, digest) is None, \
+            disagreements(model, kernel, states)
+        recorded = readable_record(model, options, digest.record, packed=True)
+        assert recorded == digest.record() == compiled
+        return
+    if readable_record(model, options, None, packed=True) == compiled:
+        return
+    assert disagreements(model, kernel, reachable(model, limit)) == []
+    raise AssertionError(f"the kernel is the live readable model state for state but not the "
+                         f"record in tests/{REFERENCE.name}: re-make it with `{REMAKE}`")
 
 
 #: (row, bounds, how many reachable states: None every one) checked state for state in the fast tier
@@ -235,9 +357,13 @@ def _id(value):
 @needs_cc
 @pytest.mark.parametrize(("row", "bounds", "limit"), FAST, ids=_id)
 def test_the_kernel_is_the_readable_model_state_for_state(row, bounds, limit):
-    model = kafka(row, **bounds)
-    kernel = km.load(model.kernel())
-    assert disagreements(model, kernel, reachable(model, limit)) == []
+    """By the record; ``LIVE`` both ways too."""
+    state_for_state(kafka(row, **bounds), limit, live=(row, bounds, limit) in LIVE)
+
+
+#: the fast tier's configurations compared live both ways too (and with the record, so a stale or
+#: wrong record fails fast): the base rows exhaustively, truncate-on-fetch with AlterIsr (2.8.0)
+LIVE = [FAST[0], FAST[15]]
 
 
 @pytest.mark.slow
@@ -251,9 +377,7 @@ def test_more_reachable_states_of_each_row(row, bounds, limit):
     """The first 10,000 states of the default bounds catch what the fast tier's 500 do not (a dead
     answer's no-op branch of ``km_reduce`` dropped: 105 disagreements there, none in the fast
     tier's)."""
-    model = kafka(row, **bounds)
-    kernel = km.load(model.kernel())
-    assert disagreements(model, kernel, reachable(model, limit)) == []
+    state_for_state(kafka(row, **bounds), limit)
 
 
 def test_the_packings_memo_changes_no_byte(monkeypatch):
@@ -641,8 +765,7 @@ def test_switched_flags_are_the_readable_model_state_for_state(value):
     flags = {name: value for name in switchable_flags("2.1.0") if base.flag(name) != value}
     model = switched("2.1.0", flags, **SWITCH_BOUNDS)
     assert km.why_not(model, SearchOptions()) is None
-    kernel = km.load(model.kernel())
-    assert disagreements(model, kernel, reachable(model, 400)) == []
+    state_for_state(model, 400)
 
 
 def _switch_cases() -> list:
@@ -670,8 +793,7 @@ def _switch_cases() -> list:
 def test_every_switched_flag_and_combinations_of_each_row(row, flags, bounds, limit):
     model = switched(row, flags, **bounds)
     assert km.why_not(model, SearchOptions()) is None
-    kernel = km.load(model.kernel())
-    assert disagreements(model, kernel, reachable(model, limit)) == []
+    state_for_state(model, limit)
 
 
 #: (row, switched flags, bounds, options): searches with flags switched, --kernel on against off
@@ -922,9 +1044,8 @@ KRAFT_FAST = [
 @needs_cc
 @pytest.mark.parametrize(("row", "tof", "bounds", "limit"), KRAFT_FAST, ids=_id)
 def test_the_kraft_rows_are_the_readable_model_state_for_state(row, tof, bounds, limit):
-    model = kraft_model(row, tof=tof, **bounds)
-    kernel = km.load(model.kernel())
-    assert disagreements(model, kernel, reachable(model, limit)) == []
+    """By the record; the control plane alone at Last Replica Standing's bounds live too."""
+    state_for_state(kraft_model(row, tof=tof, **bounds), limit, live=(tof, limit) == (False, 600))
 
 
 #: how many of kraft-4.0's first states the test below compares, with truncate-on-fetch (True) and
@@ -954,9 +1075,7 @@ KRAFT_4_0_STATES = {True: 30_000, False: 60_000}
 def test_every_reachable_state_of_small_kraft_configurations(row, bounds, tof):
     bounds = dict(bounds)
     limit = KRAFT_4_0_STATES[tof] if bounds.pop("limit", None) else None
-    model = kraft_model(row, tof=tof, **bounds)
-    kernel = km.load(model.kernel())
-    assert disagreements(model, kernel, reachable(model, limit)) == []
+    state_for_state(kraft_model(row, tof=tof, **bounds), limit)
 
 
 @needs_cc
@@ -1062,4 +1181,4 @@ def test_switched_flags_of_the_kraft_rows_are_the_readable_model_state_for_state
     flags = {name: value for name in switchable_flags(row) if base.flag(name) != value}
     model = switched(row, flags, **KRAFT_SWITCH_BOUNDS)
     assert km.why_not(model, SearchOptions()) is None
-    assert disagreements(model, km.load(model.kernel()), reachable(model, 400)) == []
+    state_for_state(model, 400)
