@@ -23,6 +23,16 @@ A record is packing-independent: the verdict, distinct and generated states, dep
 and each counterexample's invariant, length, actions, discovery figures and states, the states as
 a SHA-256 of their readable form (``repr`` of the readable state, field by field), so a change to
 the kernel's packing does not stale it.
+
+The state-for-state proofs on a breadth-first prefix (``tests.test_kafka_kernel.state_for_state``)
+are recorded by the same command, through the same ``readable_record``: per configuration and
+prefix, the count of states and one SHA-256 of what the readable model says there, packed (each
+state, its successor count, (action, successor) list in order, violated invariants, and each
+successor's canonical form and form without dead answers). Packed bytes are the kernel's packing's
+(``spec/kafka/kernel.py``, outside the readable digest): the file records that source's digest too
+(``packing_digest``), and a state-for-state record fails, saying the packing changed, when it
+differs. Unpacking every successor to hash a readable form instead would cost the kernel's side
+more than the readable model's successors (bench/NOTES.md, 2026-12-02 stop45-pin).
 """
 
 from __future__ import annotations
@@ -54,8 +64,8 @@ MODULES = ("tests/test_kafka_kernel.py", "tests/test_kafka_kernel_consumers.py",
 #: ``same_verdicts``; test_kernel_config's configurations of one library, ``one_library``) and
 #: that compare state for state on a breadth-first prefix (tests/test_kafka_kernel.py's
 #: ``state_for_state``: ``..._state_for_state``, ``..._reachable_state...``,
-#: ``...switched_flag...``); the samples chosen by what the readable states hold (truncate-on-fetch's
-#: diverging epochs, AlterIsr's rare answers, the consumers' walks) stay live
+#: ``...switched_flag...``); the samples chosen by what the readable states hold
+#: (truncate-on-fetch's diverging epochs, AlterIsr's rare answers, the consumers' walks) stay live
 SEARCHING = ("search or agree or rare or full_verdict or matrix_cells or same_verdicts or "
              "one_library or state_for_state or reachable_state or switched_flag")
 #: the kernel's packing (``spec/kafka/kernel.py``, outside ``readable_digest``): a state-for-state

@@ -8,6 +8,12 @@ exact, the kernel's
 (action, successor) list equals the readable model's in order, and its canonical form
 (``--symmetry``), its state without dead answers (``--reduce dead``) and its invariant verdicts
 equal the readable ones (compared in bulk on packed states, state by state to name a difference).
+On a breadth-first prefix the readable side is recorded (``state_for_state``): a SHA-256 of all
+that on the prefix, packed, in tests/readable_reference.json, held to the readable source and the
+kernel's packing; the test runs the kernel's own breadth-first prefix and the same digest in bulk,
+and on a mismatch the live comparison, which names the state (``LIVE`` and one KRaft configuration
+stay live both ways in the fast tier; the samples chosen by what readable states hold, diverging
+epochs and rare AlterIsr answers, stay live).
 Search for search: ``--kernel on`` and ``--kernel off`` give the same distinct states, states
 generated, depth, verdict, out-degrees and counterexamples (the kernel's replayed on the readable
 model), with and without ``--symmetry`` and ``--reduce dead``: the kernel searched live, the
@@ -297,20 +303,35 @@ def state_for_state(model, limit: int | None, live: bool = False) -> None:
     live, so the failure names the state and the difference."""
     kernel = km.load(model.kernel())
     compiled = kernel_record(kernel, kernel_breadth_first(model, kernel, limit))
-    options = {"state_for_state": {"breadth_first": limit}}
     if live or recording():
-        digest = StateDigest()
-        states = reachable(model, limit)
-        assert differs_in_bulk(model, kernel, states, digest) is None, \
-            disagreements(model, kernel, states)
-        recorded = readable_record(model, options, digest.record, packed=True)
-        assert recorded == digest.record() == compiled
+        readable = live_record(model, kernel, limit)
+        assert recorded_prefix(model, limit, lambda: readable) == readable == compiled
         return
-    if readable_record(model, options, None, packed=True) == compiled:
+    if recorded_prefix(model, limit) == compiled:
         return
     assert disagreements(model, kernel, reachable(model, limit)) == []
     raise AssertionError(f"the kernel is the live readable model state for state but not the "
                          f"record in tests/{REFERENCE.name}: re-make it with `{REMAKE}`")
+
+
+def live_record(model, kernel: km.Kernel, limit: int | None) -> dict:
+    """The readable model's state-for-state record of its first ``limit`` reachable states, the
+    kernel compared with it on the way (``differs_in_bulk``; ``disagreements`` names a
+    difference)."""
+    digest, states = StateDigest(), reachable(model, limit)
+    assert differs_in_bulk(model, kernel, states, digest) is None, \
+        disagreements(model, kernel, states)
+    return digest.record()
+
+
+def recorded_prefix(model, limit: int | None, compute=None) -> dict:
+    """The recorded state-for-state record of ``model``'s first ``limit`` reachable states
+    (``compute()`` while the record is re-made: by default ``live_record``)."""
+    def live() -> dict:
+        return live_record(model, km.load(model.kernel()), limit)
+
+    return readable_record(model, {"state_for_state": {"breadth_first": limit}}, compute or live,
+                           packed=True)
 
 
 #: (row, bounds, how many reachable states: None every one) checked state for state in the fast tier
@@ -403,6 +424,18 @@ def test_a_kernel_with_one_rule_changed_fails_the_check():
     model = kafka("2.1.0", brokers=2, records=1, epochs=1, crashes=0)
     mutant = km.load(model.kernel(), extra_flags=("-DKM_MUTANT=1",))
     assert disagreements(model, mutant, reachable(model)) != []
+
+
+@needs_cc
+def test_a_kernel_with_one_rule_changed_differs_from_the_recorded_prefix():
+    """``-DKM_MUTANT=1`` (ExpandIsr without its guard): its breadth-first prefix's record is not
+    the readable model's recorded one, which the correct kernel's is."""
+    model = kafka("2.1.0", brokers=2, records=1, epochs=1, crashes=0)
+    correct = km.load(model.kernel())
+    mutant = km.load(model.kernel(), extra_flags=("-DKM_MUTANT=1",))
+    recorded = recorded_prefix(model, None)
+    assert kernel_record(correct, kernel_breadth_first(model, correct)) == recorded
+    assert kernel_record(mutant, kernel_breadth_first(model, mutant)) != recorded
 
 
 def search(model, kernel: str, invariants: tuple[str, ...] = ("log-matching",), **options):
@@ -539,6 +572,22 @@ def test_a_stale_or_incomplete_reference_fails_naming_the_command(monkeypatch):
                         lambda: {"digest": reference.readable_digest(), "searches": {}})
     with pytest.raises(AssertionError, match="reference lacks; re-make it with `python3 -m tests"):
         readable_search(model, options, live)
+
+
+def test_a_changed_packing_stales_the_state_for_state_records_only(monkeypatch):
+    """A record made with another packing (``spec/kafka/kernel.py``) fails a state-for-state test,
+    saying the packing changed and naming the command; a search's record (packing-independent)
+    still holds."""
+    import tests.readable_reference as reference
+
+    monkeypatch.delenv(reference.RECORDING, raising=False)
+    held = reference.reference()
+    monkeypatch.setattr(reference, "reference", lambda: {**held, "packing": "0" * 64})
+    model = kafka(*FAST[0][:1], **FAST[0][1])
+    with pytest.raises(AssertionError, match="kernel's packing .*kernel.py. changed.*the readable "
+                                             "model did not.*python3 -m tests.readable_ref"):
+        recorded_prefix(model, None)
+    assert stale_reason() is None
 
 
 @needs_cc
