@@ -294,44 +294,88 @@ def kernel_record(kernel: km.Kernel, packed: list[bytes]) -> dict:
     return digest.record()
 
 
-def state_for_state(model, limit: int | None, live: bool = False) -> None:
+def state_for_state(model, limit: int | None, live: bool = False, pick=None) -> None:
     """The kernel is the readable model on the first ``limit`` reachable states of ``model``
-    (breadth first; None: every one), by the record (``tests.readable_reference``): the kernel's
-    own breadth-first sample and its ``kernel_record`` against the readable model's, recorded once
-    a readable source and packing. ``live`` (and while the record is re-made): the readable side
-    too, compared in bulk (``disagreements``) and with the record. On a mismatch the comparison runs
-    live, so the failure names the state and the difference."""
+    (breadth first; None: every one), or on those of them ``pick`` chooses, by the record
+    (``tests.readable_reference``): the kernel's own breadth-first prefix, the same states chosen,
+    and their ``kernel_record`` against the readable model's, recorded once a readable source and
+    packing. ``live`` (and while the record is re-made): the readable side too, compared in bulk
+    (``differs_in_bulk``) and with the record. On a mismatch the comparison runs live, so the
+    failure names the state and the difference. ``pick``: (name, a function of the readable
+    prefix that gives the indices chosen by what the states hold and a stride, ``Picked``)."""
     kernel = km.load(model.kernel())
-    compiled = kernel_record(kernel, kernel_breadth_first(model, kernel, limit))
+    order = kernel_breadth_first(model, kernel, limit)
     if live or recording():
-        readable = live_record(model, kernel, limit)
-        assert recorded_prefix(model, limit, lambda: readable) == readable == compiled
+        readable = live_record(model, kernel, limit, pick)
+        assert recorded_prefix(model, limit, pick, lambda: readable) == readable
+        assert compiled_record(kernel, order, readable) == readable
         return
-    if recorded_prefix(model, limit) == compiled:
+    recorded = recorded_prefix(model, limit, pick)
+    if compiled_record(kernel, order, recorded) == recorded:
         return
-    assert disagreements(model, kernel, reachable(model, limit)) == []
+    assert disagreements(model, kernel, chosen(reachable(model, limit), pick)) == []
     raise AssertionError(f"the kernel is the live readable model state for state but not the "
                          f"record in tests/{REFERENCE.name}: re-make it with `{REMAKE}`")
 
 
-def live_record(model, kernel: km.Kernel, limit: int | None) -> dict:
-    """The readable model's state-for-state record of its first ``limit`` reachable states, the
-    kernel compared with it on the way (``differs_in_bulk``; ``disagreements`` names a
-    difference)."""
+def chosen(states: list, pick=None, picked: dict | None = None) -> list:
+    """The states of the prefix ``states`` that ``pick`` chooses (or the record's ``picked``: its
+    indices, then every ``stride``-th state), every one without ``pick``."""
+    if picked is None:
+        if pick is None:
+            return states
+        picked = pick[1](states)
+    stride = picked["stride"]
+    return [states[i] for i in indices(picked)] + (states[::stride] if stride else [])
+
+
+def deltas(picked: list[int]) -> str:
+    """Ascending indices as the record keeps them: each one's distance from the one before (from
+    0), comma-separated (a few hundred characters a record, not a line an index)."""
+    return ",".join(str(b - a) for a, b in zip([0, *picked], picked, strict=False))
+
+
+def indices(picked: dict) -> list[int]:
+    """The indices of a choice (``deltas``)."""
+    import itertools
+
+    return list(itertools.accumulate(int(d) for d in picked["picked"].split(",")))
+
+
+def compiled_record(kernel: km.Kernel, order: list[bytes], recorded: dict) -> dict:
+    """The kernel's record of its breadth-first prefix ``order`` (packed), choosing what the
+    ``recorded`` one chose: its count of states met, its indices and stride."""
+    if "picked" not in recorded:
+        return kernel_record(kernel, order)
+    picked = {key: recorded[key] for key in ("picked", "stride")}
+    if len(order) != recorded["reached"]:
+        return {"reached": len(order)}
+    return {"reached": len(order), **picked,
+            **kernel_record(kernel, chosen(order, picked=picked))}
+
+
+def live_record(model, kernel: km.Kernel, limit: int | None, pick=None) -> dict:
+    """The readable model's state-for-state record of its first ``limit`` reachable states (those
+    ``pick`` chooses), the kernel compared with it on the way (``differs_in_bulk``;
+    ``disagreements`` names a difference)."""
     digest, states = StateDigest(), reachable(model, limit)
-    assert differs_in_bulk(model, kernel, states, digest) is None, \
-        disagreements(model, kernel, states)
-    return digest.record()
+    picked = pick[1](states) if pick else None
+    sample = chosen(states, picked=picked) if picked else states
+    assert differs_in_bulk(model, kernel, sample, digest) is None, \
+        disagreements(model, kernel, sample)
+    if picked is None:
+        return digest.record()
+    return {"reached": len(states), **picked, **digest.record()}
 
 
-def recorded_prefix(model, limit: int | None, compute=None) -> dict:
-    """The recorded state-for-state record of ``model``'s first ``limit`` reachable states
-    (``compute()`` while the record is re-made: by default ``live_record``)."""
+def recorded_prefix(model, limit: int | None, pick=None, compute=None) -> dict:
+    """The recorded state-for-state record of ``model``'s first ``limit`` reachable states (those
+    ``pick`` chooses; ``compute()`` while the record is re-made: by default ``live_record``)."""
     def live() -> dict:
-        return live_record(model, km.load(model.kernel()), limit)
+        return live_record(model, km.load(model.kernel()), limit, pick)
 
-    return readable_record(model, {"state_for_state": {"breadth_first": limit}}, compute or live,
-                           packed=True)
+    options = {"breadth_first": limit, **({"picked": pick[0]} if pick else {})}
+    return readable_record(model, {"state_for_state": options}, compute or live, packed=True)
 
 
 #: (row, bounds, how many reachable states: None every one) checked state for state in the fast tier
@@ -424,18 +468,6 @@ def test_a_kernel_with_one_rule_changed_fails_the_check():
     model = kafka("2.1.0", brokers=2, records=1, epochs=1, crashes=0)
     mutant = km.load(model.kernel(), extra_flags=("-DKM_MUTANT=1",))
     assert disagreements(model, mutant, reachable(model)) != []
-
-
-@needs_cc
-def test_a_kernel_with_one_rule_changed_differs_from_the_recorded_prefix():
-    """``-DKM_MUTANT=1`` (ExpandIsr without its guard): its breadth-first prefix's record is not
-    the readable model's recorded one, which the correct kernel's is."""
-    model = kafka("2.1.0", brokers=2, records=1, epochs=1, crashes=0)
-    correct = km.load(model.kernel())
-    mutant = km.load(model.kernel(), extra_flags=("-DKM_MUTANT=1",))
-    recorded = recorded_prefix(model, None)
-    assert kernel_record(correct, kernel_breadth_first(model, correct)) == recorded
-    assert kernel_record(mutant, kernel_breadth_first(model, mutant)) != recorded
 
 
 def search(model, kernel: str, invariants: tuple[str, ...] = ("log-matching",), **options):
@@ -920,21 +952,25 @@ def diverging_sample(model, pending: int = 400, stride: int = 50) -> list:
     """The first ``pending`` reachable states of ``model`` (breadth first) where a diverging epoch
     is on its way (a fetch answer carries one) or pending (a follower's TruncateOnDivergingEpoch is
     enabled), and every ``stride``-th state (0: none)."""
-    states = reachable(model)
-    diverged = [s for s in states
-                if any(b.pending_diverging for b in s.brokers)
-                or any(m.kind == FETCH_RESPONSE and m.diverging_epoch != -1 for m in s.network)]
-    diverged = diverged[:pending]
-    assert diverged, "no diverging epoch reached: the sample would not see truncate-on-fetch"
-    return diverged + (states[::stride] if stride else [])
+    return chosen(reachable(model), picked=diverging(reachable(model), pending, stride))
+
+
+def diverging(states: list, pending: int = 400, stride: int = 50) -> dict:
+    """``diverging_sample``'s choice of ``states`` (the breadth-first prefix): the indices of the
+    first ``pending`` with a diverging epoch on its way or pending, and the stride."""
+    picked = [i for i, s in enumerate(states)
+              if any(b.pending_diverging for b in s.brokers)
+              or any(m.kind == FETCH_RESPONSE and m.diverging_epoch != -1 for m in s.network)]
+    assert picked, "no diverging epoch reached: the sample would not see truncate-on-fetch"
+    return {"picked": deltas(picked[:pending]), "stride": stride}
 
 
 @needs_cc
 @pytest.mark.parametrize(("row", "flags", "bounds"), TOF, ids=_id)
 def test_truncate_on_fetch_is_the_readable_model_state_for_state(row, flags, bounds):
-    model = switched(row, flags, **bounds)
-    kernel = km.load(model.kernel())
-    assert disagreements(model, kernel, diverging_sample(model)) == []
+    """By the record (the states chosen: ``diverging``); the first live both ways too."""
+    state_for_state(switched(row, flags, **bounds), None, live=(row, flags, bounds) == TOF[0],
+                    pick=("diverging", diverging))
 
 
 @needs_cc
@@ -979,6 +1015,17 @@ def alter_sample(model, answers: int = 300, stride: int = 40) -> list:
     (KAFKA-14140's INELIGIBLE_REPLICA) or the leader has an answer other than NONE or
     FENCED_LEADER_EPOCH to handle (STALE_BROKER_EPOCH, INELIGIBLE_REPLICA, INVALID_UPDATE_VERSION),
     and every ``stride``-th state (0: none)."""
+    states = reachable(model, ALTER_PREFIX)
+    return chosen(states, picked=rare_alter_answers(states, answers, stride))
+
+
+#: how many reachable states ``alter_sample`` chooses from
+ALTER_PREFIX = 20_000
+
+
+def rare_alter_answers(states: list, answers: int = 300, stride: int = 40) -> dict:
+    """``alter_sample``'s choice of ``states`` (the breadth-first prefix): the indices of the first
+    ``answers`` with a rare AlterIsr answer to give or handle, and the stride."""
     from spec.kafka.actions_alter_isr import _zookeeper_live
 
     def rare_branch(s) -> bool:
@@ -986,10 +1033,9 @@ def alter_sample(model, answers: int = 300, stride: int = 40) -> list:
                    or (m.kind == ALTER_PARTITION
                        and not all(_zookeeper_live(s, r) for r in m.isr)) for m in s.network)
 
-    states = reachable(model, 20_000)
-    rare = [s for s in states if rare_branch(s)][:answers]
+    rare = [i for i, s in enumerate(states) if rare_branch(s)][:answers]
     assert rare, "no rare AlterIsr answer reached: the sample would not see their branches"
-    return rare + (states[::stride] if stride else [])
+    return {"picked": deltas(rare), "stride": stride}
 
 
 #: 3.4.1 (KAFKA-14140's INELIGIBLE_REPLICA) with a controlled shutdown, a bounce
@@ -1009,9 +1055,10 @@ STALE = ("3.4.1", {"reject-stale-broker-epoch": False},
 @pytest.mark.parametrize(("row", "flags", "bounds"),
                          [("3.4.1", {}, ALTER_BOUNDS), ("2.8.0", {}, ALTER_BOUNDS), STALE], ids=_id)
 def test_alter_isr_is_the_readable_model_state_for_state(row, flags, bounds):
-    model = switched(row, flags, **bounds)
-    kernel = km.load(model.kernel())
-    assert disagreements(model, kernel, alter_sample(model)) == []
+    """By the record (the states chosen: ``rare_alter_answers``); ``STALE`` live both ways too."""
+    state_for_state(switched(row, flags, **bounds), ALTER_PREFIX,
+                    live=(row, flags, bounds) == STALE,
+                    pick=("rare AlterIsr answers", rare_alter_answers))
 
 
 @needs_cc
@@ -1231,3 +1278,35 @@ def test_switched_flags_of_the_kraft_rows_are_the_readable_model_state_for_state
     model = switched(row, flags, **KRAFT_SWITCH_BOUNDS)
     assert km.why_not(model, SearchOptions()) is None
     state_for_state(model, 400)
+
+
+def recorded_mutants() -> list:
+    """(mutant, model, prefix, choice): each ``-DKM_MUTANT`` of the Kafka rules on a configuration
+    whose state-for-state record it must fail (the consumers' 7 is compared live only)."""
+    return [
+        (1, lambda: kafka(*FAST[0][:1], **FAST[0][1]), None, None),
+        (2, lambda: switched(*TOF[1][:2], **TOF[1][2]), None, ("diverging", diverging)),
+        (3, lambda: switched(*TOF[1][:2], **TOF[1][2]), None, ("diverging", diverging)),
+        (4, lambda: switched("3.4.1", {}, **ALTER_BOUNDS), ALTER_PREFIX,
+         ("rare AlterIsr answers", rare_alter_answers)),
+        (5, lambda: switched(STALE[0], STALE[1], **STALE[2]), ALTER_PREFIX,
+         ("rare AlterIsr answers", rare_alter_answers)),
+        (6, lambda: kraft_model("kraft-3.5", **KRAFT_FAST[4][2]), KRAFT_FAST[4][3], None),
+    ]
+
+
+@needs_cc
+@pytest.mark.parametrize(("mutant", "model", "limit", "pick"),
+                         [pytest.param(*case, id=f"KM_MUTANT={case[0]}")
+                          for case in recorded_mutants()])
+def test_a_kernel_with_one_rule_changed_differs_from_the_recorded_prefix(mutant, model, limit,
+                                                                         pick):
+    """Each mutant's breadth-first prefix (the states the record chose) is not the readable
+    model's recorded one, which the correct kernel's is: the record catches what the live
+    comparison catches."""
+    model = model()
+    recorded = recorded_prefix(model, limit, pick)
+    for flags, equal in (((), True), ((f"-DKM_MUTANT={mutant}",), False)):
+        kernel = km.load(model.kernel(), extra_flags=flags)
+        compiled = compiled_record(kernel, kernel_breadth_first(model, kernel, limit), recorded)
+        assert (compiled == recorded) == equal, flags
