@@ -64,10 +64,10 @@ MODULES = ("tests/test_kafka_kernel.py", "tests/test_kafka_kernel_consumers.py",
 #: ``same_verdicts``; test_kernel_config's configurations of one library, ``one_library``) and
 #: that compare state for state on a breadth-first prefix (tests/test_kafka_kernel.py's
 #: ``state_for_state``: ``..._state_for_state``, ``..._reachable_state...``,
-#: ``...switched_flag...``); the samples chosen by what the readable states hold
-#: (truncate-on-fetch's diverging epochs, AlterIsr's rare answers, the consumers' walks) stay live
+#: ``...switched_flag...``, tests/test_kafka_kernel_consumers.py's ``..._consumer_states...``)
 SEARCHING = ("search or agree or rare or full_verdict or matrix_cells or same_verdicts or "
-             "one_library or state_for_state or reachable_state or switched_flag")
+             "one_library or state_for_state or reachable_state or switched_flag or "
+             "consumer_states")
 #: the kernel's packing (``spec/kafka/kernel.py``, outside ``readable_digest``): a state-for-state
 #: record hashes packed states, so it is held to this source too
 PACKING = ROOT / "spec" / "kafka" / "kernel.py"
