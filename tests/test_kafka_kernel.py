@@ -10,10 +10,11 @@ exact, the kernel's
 equal the readable ones (compared in bulk on packed states, state by state to name a difference).
 On a breadth-first prefix the readable side is recorded (``state_for_state``): a SHA-256 of all
 that on the prefix, packed, in tests/readable_reference.json, held to the readable source and the
-kernel's packing; the test runs the kernel's own breadth-first prefix and the same digest in bulk,
-and on a mismatch the live comparison, which names the state (``LIVE`` and one KRaft configuration
-stay live both ways in the fast tier; the samples chosen by what readable states hold, diverging
-epochs and rare AlterIsr answers, stay live).
+kernel's packing (a sample chosen by what readable states hold, diverging epochs or rare AlterIsr
+answers, records the indices chosen); the test runs the kernel's own breadth-first prefix, the
+same states chosen, and the same digest in bulk, and on a mismatch the live comparison, which names
+the state. One configuration of each family (``LIVE``, a KRaft one, a truncate-on-fetch one, an
+AlterIsr one) stays live both ways in the fast tier and is compared with the record too.
 Search for search: ``--kernel on`` and ``--kernel off`` give the same distinct states, states
 generated, depth, verdict, out-degrees and counterexamples (the kernel's replayed on the readable
 model), with and without ``--symmetry`` and ``--reduce dead``: the kernel searched live, the

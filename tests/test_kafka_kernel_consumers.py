@@ -7,7 +7,10 @@ a ZooKeeper row without and with KIP-320's truncation detection (2.1.0, 3.4.1), 
 row (2.8.0) and the KRaft rows (kraft-3.3, kraft-4.1), with ``consumer_inflight`` 0 and 1 and each
 consumer flag on and off: packing is exact, and the (action, successor) lists in order, the
 canonical form, the dead reduction and the invariant verdicts equal the readable model's
-(``tests.test_kafka_kernel.disagreements``). Search for search: the matrix's consumed-stays cell
+(``tests.test_kafka_kernel.disagreements``), by the record of the readable side
+(``tests.readable_reference``; the kernel walks the same seeded walks on its own successors and
+hashes its sample as ``tests.test_kafka_kernel.state_for_state`` does; the first fast configuration
+live both ways too). Search for search: the matrix's consumed-stays cell
 of each row (fast where the readable search is cheap, the rest slow) with ``--kernel on`` and
 ``off`` (recorded: ``tests.readable_reference``): verdict, counts, depth, out-degrees and
 counterexamples (the kernel's replayed on the readable model). A kernel with one consumer rule
