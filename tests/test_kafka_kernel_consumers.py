@@ -159,29 +159,37 @@ def kernel_sample(model, kernel: km.Kernel, prefix: int, count: int, depth: int,
 
 
 def kernel_walks(model, kernel: km.Kernel, count: int, depth: int, seed: int) -> list[bytes]:
-    """``walks`` on the kernel (packed states, one batch expansion a step): the same random choices
-    among the same successors in the same order, so the same states when the kernel is the readable
-    model."""
+    """``walks`` on the kernel (packed states, one batch expansion a state met): the same random
+    choices among the same successors in the same order, so the same states when the kernel is the
+    readable model."""
     from checker.kernel_batch import BatchKernel
 
     batch = BatchKernel(kernel.library, kernel.state_bytes)
     names: dict[int, str] = {}
     rng = random.Random(seed)
-    seen: dict = {}
+    seen: dict = {}  # state -> (its successors, the positions of the favoured ones)
+
+    def expand(state: bytes) -> tuple[list[bytes], list[int]]:
+        out = batch.expand(batch.rows(state), symmetry=False)
+        codes = out.action.tolist()
+        for code in set(codes) - names.keys():
+            names[code] = str(kernel.spec.action(code))
+        blob, width = out.states.tobytes(), kernel.state_bytes
+        return ([blob[i * width:(i + 1) * width] for i in range(len(codes))],
+                [i for i, code in enumerate(codes) if names[code].startswith(FAVOURED)])
+
     initial = [kernel.spec.pack(state) for state in model.init_states()]
     for _ in range(count):
         state = rng.choice(initial)
         for _ in range(depth):
-            seen.setdefault(state, None)
-            out = batch.expand(batch.rows(state), symmetry=False)
-            codes = out.action.tolist()
-            if not codes:
+            if state not in seen:
+                seen[state] = expand(state)
+            successors, favoured = seen[state]
+            if not successors:
                 break
-            for code in set(codes) - names.keys():
-                names[code] = str(kernel.spec.action(code))
-            favoured = [i for i, code in enumerate(codes) if names[code].startswith(FAVOURED)]
-            step = rng.choice(favoured if favoured and rng.random() < 0.5 else range(len(codes)))
-            state = out.states[step].tobytes()
+            step = rng.choice(favoured if favoured and rng.random() < 0.5
+                              else range(len(successors)))
+            state = successors[step]
     return list(seen)
 
 
