@@ -202,7 +202,9 @@ def main(argv: list[str] | None = None) -> int:
 
 
 def write(parts: Path) -> int:
-    """Write the data file from the searches a recording run's processes wrote into ``parts``."""
+    """Write the data file from the searches a recording run's processes wrote into ``parts``, in
+    the order of their labels (then keys: configurations with other switched flags share a label),
+    the same file whatever order the processes ran them in."""
     searches: dict[str, Any] = {}
     for part in sorted(parts.glob("part-*.json")):
         for key, held in json.loads(part.read_text(encoding="utf-8")).items():
@@ -210,7 +212,7 @@ def write(parts: Path) -> int:
                 print(f"two readable searches of {held['label']} differ", file=sys.stderr)
                 return 1
     data = {"digest": readable_digest(), "packing": packing_digest(), "command": REMAKE,
-            "searches": dict(sorted(searches.items(), key=lambda kv: kv[1]["label"]))}
+            "searches": dict(sorted(searches.items(), key=lambda kv: (kv[1]["label"], kv[0])))}
     REFERENCE.write_text(json.dumps(data, indent=1) + "\n", encoding="utf-8")
     print(f"{REFERENCE.name}: {len(searches)} readable searches, source digest "
           f"sha256:{data['digest']}")
