@@ -23,6 +23,16 @@ A record is packing-independent: the verdict, distinct and generated states, dep
 and each counterexample's invariant, length, actions, discovery figures and states, the states as
 a SHA-256 of their readable form (``repr`` of the readable state, field by field), so a change to
 the kernel's packing does not stale it.
+
+The state-for-state proofs on a breadth-first prefix (``tests.test_kafka_kernel.state_for_state``)
+are recorded by the same command, through the same ``readable_record``: per configuration and
+prefix, the count of states and one SHA-256 of what the readable model says there, packed (each
+state, its successor count, (action, successor) list in order, violated invariants, and each
+successor's canonical form and form without dead answers). Packed bytes are the kernel's packing's
+(``spec/kafka/kernel.py``, outside the readable digest): the file records that source's digest too
+(``packing_digest``), and a state-for-state record fails, saying the packing changed, when it
+differs. Unpacking every successor to hash a readable form instead would cost the kernel's side
+more than the readable model's successors (bench/NOTES.md, 2026-12-02 stop45-pin).
 """
 
 from __future__ import annotations
@@ -38,7 +48,7 @@ from functools import cache
 from pathlib import Path
 from typing import Any
 
-from tests.matrix_table import readable_digest
+from tests.matrix_table import ROOT, readable_digest
 
 #: the data file: the readable model's searches
 REFERENCE = Path(__file__).with_name("readable_reference.json")
@@ -51,10 +61,16 @@ MODULES = ("tests/test_kafka_kernel.py", "tests/test_kafka_kernel_consumers.py",
 #: the tests that search the readable model (both ways, or for a path to rare states; test_dead's
 #: reduced searches of matrix cells, ``full_verdict``; test_kafka_state_space's searches of one
 #: invariant, ``matrix_cells``; test_symmetry's searches with and without ``--symmetry``,
-#: ``same_verdicts``; test_kernel_config's configurations of one library, ``one_library``); the
-#: others, state for state, stay live: there the readable model is the cheap side
+#: ``same_verdicts``; test_kernel_config's configurations of one library, ``one_library``) and
+#: that compare state for state on a breadth-first prefix (tests/test_kafka_kernel.py's
+#: ``state_for_state``: ``..._state_for_state``, ``..._reachable_state...``,
+#: ``...switched_flag...``, tests/test_kafka_kernel_consumers.py's ``..._consumer_states...``)
 SEARCHING = ("search or agree or rare or full_verdict or matrix_cells or same_verdicts or "
-             "one_library")
+             "one_library or state_for_state or reachable_state or switched_flag or "
+             "consumer_states")
+#: the kernel's packing (``spec/kafka/kernel.py``, outside ``readable_digest``): a state-for-state
+#: record hashes packed states, so it is held to this source too
+PACKING = ROOT / "spec" / "kafka" / "kernel.py"
 #: set by ``REMAKE`` for the test run: a directory where each process writes what it recorded
 RECORDING = "KMC_RECORD_READABLE_REFERENCE"
 
@@ -107,9 +123,14 @@ def reference() -> dict[str, Any]:
     return json.loads(REFERENCE.read_text(encoding="utf-8"))
 
 
-def stale_reason() -> str | None:
+def packing_digest() -> str:
+    """The SHA-256 of the kernel's packing's source (``PACKING``)."""
+    return hashlib.sha256(PACKING.read_bytes()).hexdigest()
+
+
+def stale_reason(packed: bool = False) -> str | None:
     """Why the record cannot be used (None: it can): missing, or made by another readable
-    source."""
+    source, or (``packed``: a state-for-state record, of packed states) by another packing."""
     recorded, now = reference().get("digest"), readable_digest()
     if recorded is None:
         return f"there is no readable reference ({REFERENCE.name}): make it with `{REMAKE}`"
@@ -117,6 +138,12 @@ def stale_reason() -> str | None:
         return (f"the readable Kafka model changed since {REFERENCE.name} was made (recorded "
                 f"sha256:{recorded}, now sha256:{now}): re-make it with `{REMAKE}` (it searches "
                 f"the readable model again and checks the kernel against it)")
+    recorded, now = reference().get("packing"), packing_digest()
+    if packed and recorded != now:
+        return (f"the kernel's packing ({PACKING.relative_to(ROOT)}) changed since "
+                f"{REFERENCE.name} was made (recorded sha256:{recorded}, now sha256:{now}; the "
+                f"readable model did not): re-make it with `{REMAKE}` (its state-for-state "
+                f"records hash packed states)")
     return None
 
 
@@ -127,9 +154,11 @@ def readable_search(model: Any, options: dict[str, Any], live: Any) -> dict[str,
     return readable_record(model, options, lambda: search_record(live()))
 
 
-def readable_record(model: Any, options: dict[str, Any], compute: Any) -> Any:
+def readable_record(model: Any, options: dict[str, Any], compute: Any,
+                    packed: bool = False) -> Any:
     """What the readable model gives for ``model`` and ``options`` (JSON): from the data file, or,
-    while ``REMAKE`` runs, ``compute()``, recorded."""
+    while ``REMAKE`` runs, ``compute()``, recorded; ``packed``: a record of packed states, held to
+    the packing's source too (``stale_reason``)."""
     key, label = search_key(model, options)
     if recording():
         record = compute()
@@ -137,7 +166,7 @@ def readable_record(model: Any, options: dict[str, Any], compute: Any) -> Any:
         assert held["record"] == record, f"two readable searches of {label} differ"
         _write_part()
         return record
-    reason = stale_reason()
+    reason = stale_reason(packed)
     assert reason is None, reason
     held = reference()["searches"].get(key)
     assert held is not None, (f"{REFERENCE.name} has no readable search of {label}: a test asks "
@@ -173,15 +202,17 @@ def main(argv: list[str] | None = None) -> int:
 
 
 def write(parts: Path) -> int:
-    """Write the data file from the searches a recording run's processes wrote into ``parts``."""
+    """Write the data file from the searches a recording run's processes wrote into ``parts``, in
+    the order of their labels (then keys: configurations with other switched flags share a label),
+    the same file whatever order the processes ran them in."""
     searches: dict[str, Any] = {}
     for part in sorted(parts.glob("part-*.json")):
         for key, held in json.loads(part.read_text(encoding="utf-8")).items():
             if searches.setdefault(key, held) != held:
                 print(f"two readable searches of {held['label']} differ", file=sys.stderr)
                 return 1
-    data = {"digest": readable_digest(), "command": REMAKE,
-            "searches": dict(sorted(searches.items(), key=lambda kv: kv[1]["label"]))}
+    data = {"digest": readable_digest(), "packing": packing_digest(), "command": REMAKE,
+            "searches": dict(sorted(searches.items(), key=lambda kv: (kv[1]["label"], kv[0])))}
     REFERENCE.write_text(json.dumps(data, indent=1) + "\n", encoding="utf-8")
     print(f"{REFERENCE.name}: {len(searches)} readable searches, source digest "
           f"sha256:{data['digest']}")

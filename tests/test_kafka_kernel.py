@@ -8,6 +8,13 @@ exact, the kernel's
 (action, successor) list equals the readable model's in order, and its canonical form
 (``--symmetry``), its state without dead answers (``--reduce dead``) and its invariant verdicts
 equal the readable ones (compared in bulk on packed states, state by state to name a difference).
+On a breadth-first prefix the readable side is recorded (``state_for_state``): a SHA-256 of all
+that on the prefix, packed, in tests/readable_reference.json, held to the readable source and the
+kernel's packing (a sample chosen by what readable states hold, diverging epochs or rare AlterIsr
+answers, records the indices chosen); the test runs the kernel's own breadth-first prefix, the
+same states chosen, and the same digest in bulk, and on a mismatch the live comparison, which names
+the state. One configuration of each family (``LIVE``, a KRaft one, a truncate-on-fetch one, an
+AlterIsr one) stays live both ways in the fast tier and is compared with the record too.
 Search for search: ``--kernel on`` and ``--kernel off`` give the same distinct states, states
 generated, depth, verdict, out-degrees and counterexamples (the kernel's replayed on the readable
 model), with and without ``--symmetry`` and ``--reduce dead``: the kernel searched live, the
@@ -21,6 +28,7 @@ Without a C compiler these skip.
 
 from __future__ import annotations
 
+import hashlib
 import json
 from dataclasses import replace
 
@@ -41,7 +49,9 @@ from spec.registry import build_model
 from tests.readable_reference import (
     REFERENCE,
     REMAKE,
+    readable_record,
     readable_search,
+    recording,
     search_record,
     stale_reason,
 )
@@ -134,7 +144,8 @@ def one_by_one(model, kernel: km.Kernel, states: list) -> list[str]:
     return problems
 
 
-def differs_in_bulk(model, kernel: km.Kernel, states: list) -> str | None:
+def differs_in_bulk(model, kernel: km.Kernel, states: list,
+                    digest: StateDigest | None = None) -> str | None:
     """What differs between the kernel and the readable model on ``states`` (None: nothing), the
     kernel's side in bulk (``km_expand_batch``, ``km_violations_batch``) on packed states: packing
     is exact on ``states``; each one's successors, in order, are the readable model's packed, with
@@ -142,7 +153,7 @@ def differs_in_bulk(model, kernel: km.Kernel, states: list) -> str | None:
     (``--symmetry``) and its form without dead answers (``--reduce dead``) are the readable ones,
     packed. The kernel's one-state calls unpack every successor, four times the readable model's
     CPU (bench/NOTES.md, 2026-12-02 stop45-pin): compared packed, the readable model's side is most
-    of the cost."""
+    of the cost. ``digest``, when given, takes in the readable side (``StateDigest``)."""
     from checker.kernel_batch import BatchKernel
 
     spec = kernel.spec
@@ -159,36 +170,213 @@ def differs_in_bulk(model, kernel: km.Kernel, states: list) -> str | None:
     batch = BatchKernel(kernel.library, kernel.state_bytes)
     step = batch.chunk()
     for start in range(0, len(states), step):
-        found = _differs_in_chunk(model, spec, batch, states[start:start + step], pack)
+        chunk = states[start:start + step]
+        readable = _readable_parts(model, spec, chunk, pack)
+        if digest is not None:
+            digest.update(readable)
+        compiled = _kernel_parts(spec, batch, batch.rows(readable["states"]))
+        found = next((what for part, what in PARTS.items() if readable[part] != compiled[part]),
+                     None)
         if found:
             return found
     return None
 
 
-def _differs_in_chunk(model, spec, batch, states: list, pack) -> str | None:
-    rows = batch.rows(b"".join(pack(state) for state in states))
+#: what a state-for-state comparison compares, a part a kind, and what differs when it differs:
+#: the sample packed, each one's successor count, (action, successor) list in order, violated
+#: invariants (the kernel's mask), and each successor's canonical form and form without dead
+#: answers, packed
+PARTS = {
+    "states": "packing (the sample packed)",
+    "degrees": "the successors (batch expansion)",
+    "successors": "the successors (batch expansion)",
+    "actions": "the successors' actions (batch expansion)",
+    "violations": "the invariants' verdicts (batch)",
+    "canonical": "a successor's canonical form (batch expansion with symmetry)",
+    "reduced": "a successor's form without dead answers (batch expansion with --reduce dead)",
+}
+
+
+def _readable_parts(model, spec, states: list, pack) -> dict[str, bytes]:
+    """``PARTS`` of ``states`` as the readable model gives them (``model.successors``, the
+    invariants, ``model.canonical``, ``DeadMessages.reduce``), packed."""
+    import numpy as np
+
     readable = [model.successors(state) for state in states]
     successors = [succ for out in readable for _, succ in out]
-    plain = batch.expand(rows, symmetry=False)
-    if (plain.degrees.tolist() != [len(out) for out in readable]
-            or plain.states.tobytes() != b"".join(map(pack, successors))):
-        return "the successors (batch expansion)"
-    actions = {code: spec.action(code) for code in set(plain.action.tolist())}
-    if [actions[code] for code in plain.action.tolist()] != [a for out in readable for a, _ in out]:
-        return "the successors' actions (batch expansion)"
     checks = [inv for inv in for_family("kafka").values() if inv.name in spec.invariants]
     bit = {name: 1 << i for i, name in enumerate(spec.invariants)}
     masks = [sum(bit[inv.name] for inv in checks if not inv.holds(state)) for state in states]
-    if batch.violations(rows).tolist() != masks:
-        return "the invariants' verdicts (batch)"
-    if (batch.expand(rows, symmetry=True).states.tobytes()
-            != b"".join(pack(model.canonical(succ)) for succ in successors)):
-        return "a successor's canonical form (batch expansion with symmetry)"
     dead = DeadMessages(model)
-    if (batch.expand(rows, symmetry=False, reduce=True).states.tobytes()
-            != b"".join(pack(dead.reduce(succ)) for succ in successors)):
-        return "a successor's form without dead answers (batch expansion with --reduce dead)"
-    return None
+    return {
+        "states": b"".join(map(pack, states)),
+        "degrees": np.array([len(out) for out in readable], np.uint32).tobytes(),
+        "successors": b"".join(map(pack, successors)),
+        "actions": "".join(f"{a}\n" for out in readable for a, _ in out).encode(),
+        "violations": np.array(masks, np.uint32).tobytes(),
+        "canonical": b"".join(pack(model.canonical(succ)) for succ in successors),
+        "reduced": b"".join(pack(dead.reduce(succ)) for succ in successors),
+    }
+
+
+def _kernel_parts(spec, batch, rows) -> dict[str, bytes]:
+    """``PARTS`` of ``rows`` (packed states) as the kernel gives them, in bulk."""
+    import numpy as np
+
+    plain = batch.expand(rows, symmetry=False)
+    codes = plain.action.tolist()
+    names = {code: f"{spec.action(code)}\n" for code in set(codes)}
+    return {
+        "states": rows.tobytes(),
+        "degrees": plain.degrees.astype(np.uint32).tobytes(),
+        "successors": plain.states.tobytes(),
+        "actions": "".join(names[code] for code in codes).encode(),
+        "violations": batch.violations(rows).astype(np.uint32).tobytes(),
+        "canonical": batch.expand(rows, symmetry=True).states.tobytes(),
+        "reduced": batch.expand(rows, symmetry=False, reduce=True).states.tobytes(),
+    }
+
+
+class StateDigest:
+    """A SHA-256 a kind of ``PARTS`` over a sample, chunk after chunk (a part's chunks end to end:
+    the same digest at any chunk size), and the count of states: a state-for-state record."""
+
+    def __init__(self) -> None:
+        self.parts = {part: hashlib.sha256() for part in PARTS}
+        self.count = 0
+
+    def update(self, parts: dict[str, bytes]) -> None:
+        for part, data in parts.items():
+            self.parts[part].update(data)
+        self.count += len(parts["degrees"]) // 4
+
+    def record(self) -> dict:
+        whole = hashlib.sha256("".join(f"{part}:{h.hexdigest()}\n"
+                                       for part, h in self.parts.items()).encode())
+        return {"states": self.count, "sha256": whole.hexdigest()}
+
+
+def kernel_breadth_first(model, kernel: km.Kernel, limit: int | None = None) -> list[bytes]:
+    """``reachable(model, limit)`` on the kernel: its initial states packed, then each state's
+    successors from the batch expansion, new ones (by their bytes) appended, until ``limit`` states
+    are met before an expansion (as ``_breadth_first``). Equal packed when the kernel is the
+    readable model."""
+    from checker.kernel_batch import BatchKernel
+
+    batch = BatchKernel(kernel.library, kernel.state_bytes)
+    width, step = kernel.state_bytes, batch.chunk()
+    order = list(dict.fromkeys(map(kernel.spec.pack, model.init_states())))
+    seen, done = set(order), 0
+    while done < len(order):
+        out = batch.expand(batch.rows(b"".join(order[done:done + step])), symmetry=False)
+        blob, at = out.states.tobytes(), 0
+        for degree in out.degrees.tolist():
+            if limit is not None and len(order) >= limit:
+                return order
+            for i in range(at, at + degree):
+                succ = blob[i * width:(i + 1) * width]
+                if succ not in seen:
+                    seen.add(succ)
+                    order.append(succ)
+            at += degree
+            done += 1
+    return order
+
+
+def kernel_record(kernel: km.Kernel, packed: list[bytes]) -> dict:
+    """The state-for-state record (``StateDigest``) of the sample ``packed`` on the kernel alone."""
+    from checker.kernel_batch import BatchKernel
+
+    batch = BatchKernel(kernel.library, kernel.state_bytes)
+    digest, step = StateDigest(), batch.chunk()
+    for start in range(0, len(packed), step):
+        rows = batch.rows(b"".join(packed[start:start + step]))
+        digest.update(_kernel_parts(kernel.spec, batch, rows))
+    return digest.record()
+
+
+def state_for_state(model, limit: int | None, live: bool = False, pick=None) -> None:
+    """The kernel is the readable model on the first ``limit`` reachable states of ``model``
+    (breadth first; None: every one), or on those of them ``pick`` chooses, by the record
+    (``tests.readable_reference``): the kernel's own breadth-first prefix, the same states chosen,
+    and their ``kernel_record`` against the readable model's, recorded once a readable source and
+    packing. ``live`` (and while the record is re-made): the readable side too, compared in bulk
+    (``differs_in_bulk``) and with the record. On a mismatch the comparison runs live, so the
+    failure names the state and the difference. ``pick``: (name, a function of the readable
+    prefix that gives the indices chosen by what the states hold and a stride, ``Picked``)."""
+    kernel = km.load(model.kernel())
+    order = kernel_breadth_first(model, kernel, limit)
+    if live or recording():
+        readable = live_record(model, kernel, limit, pick)
+        assert recorded_prefix(model, limit, pick, lambda: readable) == readable
+        assert compiled_record(kernel, order, readable) == readable
+        return
+    recorded = recorded_prefix(model, limit, pick)
+    if compiled_record(kernel, order, recorded) == recorded:
+        return
+    assert disagreements(model, kernel, chosen(reachable(model, limit), pick)) == []
+    raise AssertionError(f"the kernel is the live readable model state for state but not the "
+                         f"record in tests/{REFERENCE.name}: re-make it with `{REMAKE}`")
+
+
+def chosen(states: list, pick=None, picked: dict | None = None) -> list:
+    """The states of the prefix ``states`` that ``pick`` chooses (or the record's ``picked``: its
+    indices, then every ``stride``-th state), every one without ``pick``."""
+    if picked is None:
+        if pick is None:
+            return states
+        picked = pick[1](states)
+    stride = picked["stride"]
+    return [states[i] for i in indices(picked)] + (states[::stride] if stride else [])
+
+
+def deltas(picked: list[int]) -> str:
+    """Ascending indices as the record keeps them: each one's distance from the one before (from
+    0), comma-separated (a few hundred characters a record, not a line an index)."""
+    return ",".join(str(b - a) for a, b in zip([0, *picked], picked, strict=False))
+
+
+def indices(picked: dict) -> list[int]:
+    """The indices of a choice (``deltas``)."""
+    import itertools
+
+    return list(itertools.accumulate(int(d) for d in picked["picked"].split(",")))
+
+
+def compiled_record(kernel: km.Kernel, order: list[bytes], recorded: dict) -> dict:
+    """The kernel's record of its breadth-first prefix ``order`` (packed), choosing what the
+    ``recorded`` one chose: its count of states met, its indices and stride."""
+    if "picked" not in recorded:
+        return kernel_record(kernel, order)
+    picked = {key: recorded[key] for key in ("picked", "stride")}
+    if len(order) != recorded["reached"]:
+        return {"reached": len(order)}
+    return {"reached": len(order), **picked,
+            **kernel_record(kernel, chosen(order, picked=picked))}
+
+
+def live_record(model, kernel: km.Kernel, limit: int | None, pick=None) -> dict:
+    """The readable model's state-for-state record of its first ``limit`` reachable states (those
+    ``pick`` chooses), the kernel compared with it on the way (``differs_in_bulk``;
+    ``disagreements`` names a difference)."""
+    digest, states = StateDigest(), reachable(model, limit)
+    picked = pick[1](states) if pick else None
+    sample = chosen(states, picked=picked) if picked else states
+    assert differs_in_bulk(model, kernel, sample, digest) is None, \
+        disagreements(model, kernel, sample)
+    if picked is None:
+        return digest.record()
+    return {"reached": len(states), **picked, **digest.record()}
+
+
+def recorded_prefix(model, limit: int | None, pick=None, compute=None) -> dict:
+    """The recorded state-for-state record of ``model``'s first ``limit`` reachable states (those
+    ``pick`` chooses; ``compute()`` while the record is re-made: by default ``live_record``)."""
+    def live() -> dict:
+        return live_record(model, km.load(model.kernel()), limit, pick)
+
+    options = {"breadth_first": limit, **({"picked": pick[0]} if pick else {})}
+    return readable_record(model, {"state_for_state": options}, compute or live, packed=True)
 
 
 #: (row, bounds, how many reachable states: None every one) checked state for state in the fast tier
@@ -235,9 +423,13 @@ def _id(value):
 @needs_cc
 @pytest.mark.parametrize(("row", "bounds", "limit"), FAST, ids=_id)
 def test_the_kernel_is_the_readable_model_state_for_state(row, bounds, limit):
-    model = kafka(row, **bounds)
-    kernel = km.load(model.kernel())
-    assert disagreements(model, kernel, reachable(model, limit)) == []
+    """By the record; ``LIVE`` both ways too."""
+    state_for_state(kafka(row, **bounds), limit, live=(row, bounds, limit) in LIVE)
+
+
+#: the fast tier's configurations compared live both ways too (and with the record, so a stale or
+#: wrong record fails fast): the base rows exhaustively, truncate-on-fetch with AlterIsr (2.8.0)
+LIVE = [FAST[0], FAST[15]]
 
 
 @pytest.mark.slow
@@ -251,9 +443,7 @@ def test_more_reachable_states_of_each_row(row, bounds, limit):
     """The first 10,000 states of the default bounds catch what the fast tier's 500 do not (a dead
     answer's no-op branch of ``km_reduce`` dropped: 105 disagreements there, none in the fast
     tier's)."""
-    model = kafka(row, **bounds)
-    kernel = km.load(model.kernel())
-    assert disagreements(model, kernel, reachable(model, limit)) == []
+    state_for_state(kafka(row, **bounds), limit)
 
 
 def test_the_packings_memo_changes_no_byte(monkeypatch):
@@ -415,6 +605,22 @@ def test_a_stale_or_incomplete_reference_fails_naming_the_command(monkeypatch):
                         lambda: {"digest": reference.readable_digest(), "searches": {}})
     with pytest.raises(AssertionError, match="reference lacks; re-make it with `python3 -m tests"):
         readable_search(model, options, live)
+
+
+def test_a_changed_packing_stales_the_state_for_state_records_only(monkeypatch):
+    """A record made with another packing (``spec/kafka/kernel.py``) fails a state-for-state test,
+    saying the packing changed and naming the command; a search's record (packing-independent)
+    still holds."""
+    import tests.readable_reference as reference
+
+    monkeypatch.delenv(reference.RECORDING, raising=False)
+    held = reference.reference()
+    monkeypatch.setattr(reference, "reference", lambda: {**held, "packing": "0" * 64})
+    model = kafka(*FAST[0][:1], **FAST[0][1])
+    with pytest.raises(AssertionError, match="kernel's packing .*kernel.py. changed.*the readable "
+                                             "model did not.*python3 -m tests.readable_ref"):
+        recorded_prefix(model, None)
+    assert stale_reason() is None
 
 
 @needs_cc
@@ -641,8 +847,7 @@ def test_switched_flags_are_the_readable_model_state_for_state(value):
     flags = {name: value for name in switchable_flags("2.1.0") if base.flag(name) != value}
     model = switched("2.1.0", flags, **SWITCH_BOUNDS)
     assert km.why_not(model, SearchOptions()) is None
-    kernel = km.load(model.kernel())
-    assert disagreements(model, kernel, reachable(model, 400)) == []
+    state_for_state(model, 400)
 
 
 def _switch_cases() -> list:
@@ -670,8 +875,7 @@ def _switch_cases() -> list:
 def test_every_switched_flag_and_combinations_of_each_row(row, flags, bounds, limit):
     model = switched(row, flags, **bounds)
     assert km.why_not(model, SearchOptions()) is None
-    kernel = km.load(model.kernel())
-    assert disagreements(model, kernel, reachable(model, limit)) == []
+    state_for_state(model, limit)
 
 
 #: (row, switched flags, bounds, options): searches with flags switched, --kernel on against off
@@ -749,21 +953,26 @@ def diverging_sample(model, pending: int = 400, stride: int = 50) -> list:
     """The first ``pending`` reachable states of ``model`` (breadth first) where a diverging epoch
     is on its way (a fetch answer carries one) or pending (a follower's TruncateOnDivergingEpoch is
     enabled), and every ``stride``-th state (0: none)."""
-    states = reachable(model)
-    diverged = [s for s in states
-                if any(b.pending_diverging for b in s.brokers)
-                or any(m.kind == FETCH_RESPONSE and m.diverging_epoch != -1 for m in s.network)]
-    diverged = diverged[:pending]
-    assert diverged, "no diverging epoch reached: the sample would not see truncate-on-fetch"
-    return diverged + (states[::stride] if stride else [])
+    return chosen(reachable(model), picked=diverging(reachable(model), pending, stride))
+
+
+def diverging(states: list, pending: int = 400, stride: int = 50) -> dict:
+    """``diverging_sample``'s choice of ``states`` (the breadth-first prefix): the indices of the
+    first ``pending`` with a diverging epoch on its way or pending, and the stride."""
+    picked = [i for i, s in enumerate(states)
+              if any(b.pending_diverging for b in s.brokers)
+              or any(m.kind == FETCH_RESPONSE and m.diverging_epoch != -1 for m in s.network)]
+    assert picked, "no diverging epoch reached: the sample would not see truncate-on-fetch"
+    return {"picked": deltas(picked[:pending]), "stride": stride}
 
 
 @needs_cc
 @pytest.mark.parametrize(("row", "flags", "bounds"), TOF, ids=_id)
 def test_truncate_on_fetch_is_the_readable_model_state_for_state(row, flags, bounds):
-    model = switched(row, flags, **bounds)
-    kernel = km.load(model.kernel())
-    assert disagreements(model, kernel, diverging_sample(model)) == []
+    """By the record (the states chosen: ``diverging``); the second (every fix, the mutants'
+    configuration: one readable prefix for both) live both ways too."""
+    state_for_state(switched(row, flags, **bounds), None, live=(row, flags, bounds) == TOF[1],
+                    pick=("diverging", diverging))
 
 
 @needs_cc
@@ -808,6 +1017,17 @@ def alter_sample(model, answers: int = 300, stride: int = 40) -> list:
     (KAFKA-14140's INELIGIBLE_REPLICA) or the leader has an answer other than NONE or
     FENCED_LEADER_EPOCH to handle (STALE_BROKER_EPOCH, INELIGIBLE_REPLICA, INVALID_UPDATE_VERSION),
     and every ``stride``-th state (0: none)."""
+    states = reachable(model, ALTER_PREFIX)
+    return chosen(states, picked=rare_alter_answers(states, answers, stride))
+
+
+#: how many reachable states ``alter_sample`` chooses from
+ALTER_PREFIX = 20_000
+
+
+def rare_alter_answers(states: list, answers: int = 300, stride: int = 40) -> dict:
+    """``alter_sample``'s choice of ``states`` (the breadth-first prefix): the indices of the first
+    ``answers`` with a rare AlterIsr answer to give or handle, and the stride."""
     from spec.kafka.actions_alter_isr import _zookeeper_live
 
     def rare_branch(s) -> bool:
@@ -815,10 +1035,9 @@ def alter_sample(model, answers: int = 300, stride: int = 40) -> list:
                    or (m.kind == ALTER_PARTITION
                        and not all(_zookeeper_live(s, r) for r in m.isr)) for m in s.network)
 
-    states = reachable(model, 20_000)
-    rare = [s for s in states if rare_branch(s)][:answers]
+    rare = [i for i, s in enumerate(states) if rare_branch(s)][:answers]
     assert rare, "no rare AlterIsr answer reached: the sample would not see their branches"
-    return rare + (states[::stride] if stride else [])
+    return {"picked": deltas(rare), "stride": stride}
 
 
 #: 3.4.1 (KAFKA-14140's INELIGIBLE_REPLICA) with a controlled shutdown, a bounce
@@ -838,9 +1057,10 @@ STALE = ("3.4.1", {"reject-stale-broker-epoch": False},
 @pytest.mark.parametrize(("row", "flags", "bounds"),
                          [("3.4.1", {}, ALTER_BOUNDS), ("2.8.0", {}, ALTER_BOUNDS), STALE], ids=_id)
 def test_alter_isr_is_the_readable_model_state_for_state(row, flags, bounds):
-    model = switched(row, flags, **bounds)
-    kernel = km.load(model.kernel())
-    assert disagreements(model, kernel, alter_sample(model)) == []
+    """By the record (the states chosen: ``rare_alter_answers``); ``STALE`` live both ways too."""
+    state_for_state(switched(row, flags, **bounds), ALTER_PREFIX,
+                    live=(row, flags, bounds) == STALE,
+                    pick=("rare AlterIsr answers", rare_alter_answers))
 
 
 @needs_cc
@@ -922,9 +1142,8 @@ KRAFT_FAST = [
 @needs_cc
 @pytest.mark.parametrize(("row", "tof", "bounds", "limit"), KRAFT_FAST, ids=_id)
 def test_the_kraft_rows_are_the_readable_model_state_for_state(row, tof, bounds, limit):
-    model = kraft_model(row, tof=tof, **bounds)
-    kernel = km.load(model.kernel())
-    assert disagreements(model, kernel, reachable(model, limit)) == []
+    """By the record; the control plane alone at Last Replica Standing's bounds live too."""
+    state_for_state(kraft_model(row, tof=tof, **bounds), limit, live=(tof, limit) == (False, 600))
 
 
 #: how many of kraft-4.0's first states the test below compares, with truncate-on-fetch (True) and
@@ -954,9 +1173,7 @@ KRAFT_4_0_STATES = {True: 30_000, False: 60_000}
 def test_every_reachable_state_of_small_kraft_configurations(row, bounds, tof):
     bounds = dict(bounds)
     limit = KRAFT_4_0_STATES[tof] if bounds.pop("limit", None) else None
-    model = kraft_model(row, tof=tof, **bounds)
-    kernel = km.load(model.kernel())
-    assert disagreements(model, kernel, reachable(model, limit)) == []
+    state_for_state(kraft_model(row, tof=tof, **bounds), limit)
 
 
 @needs_cc
@@ -1062,4 +1279,37 @@ def test_switched_flags_of_the_kraft_rows_are_the_readable_model_state_for_state
     flags = {name: value for name in switchable_flags(row) if base.flag(name) != value}
     model = switched(row, flags, **KRAFT_SWITCH_BOUNDS)
     assert km.why_not(model, SearchOptions()) is None
-    assert disagreements(model, km.load(model.kernel()), reachable(model, 400)) == []
+    state_for_state(model, 400)
+
+
+def recorded_mutants() -> list:
+    """(mutant, model, prefix, choice): each ``-DKM_MUTANT`` of the Kafka rules on a configuration
+    whose state-for-state record it must fail (the consumers' 7 is compared live only)."""
+    return [
+        (1, lambda: kafka(*FAST[0][:1], **FAST[0][1]), None, None),
+        (2, lambda: switched(*TOF[1][:2], **TOF[1][2]), None, ("diverging", diverging)),
+        (3, lambda: switched(*TOF[1][:2], **TOF[1][2]), None, ("diverging", diverging)),
+        (4, lambda: switched("3.4.1", {}, **ALTER_BOUNDS), ALTER_PREFIX,
+         ("rare AlterIsr answers", rare_alter_answers)),
+        (5, lambda: switched(STALE[0], STALE[1], **STALE[2]), ALTER_PREFIX,
+         ("rare AlterIsr answers", rare_alter_answers)),
+        (6, lambda: kraft_model("kraft-3.5", tof=True, brokers=2, records=1, epochs=1, crashes=0,
+                                fences=1, alters=1), None, None),
+    ]
+
+
+@needs_cc
+@pytest.mark.parametrize(("mutant", "model", "limit", "pick"),
+                         [pytest.param(*case, id=f"KM_MUTANT={case[0]}")
+                          for case in recorded_mutants()])
+def test_a_kernel_with_one_rule_changed_differs_from_the_recorded_prefix(mutant, model, limit,
+                                                                         pick):
+    """Each mutant's breadth-first prefix (the states the record chose) is not the readable
+    model's recorded one, which the correct kernel's is: the record catches what the live
+    comparison catches."""
+    model = model()
+    recorded = recorded_prefix(model, limit, pick)
+    for flags, equal in (((), True), ((f"-DKM_MUTANT={mutant}",), False)):
+        kernel = km.load(model.kernel(), extra_flags=flags)
+        compiled = compiled_record(kernel, kernel_breadth_first(model, kernel, limit), recorded)
+        assert (compiled == recorded) == equal, flags

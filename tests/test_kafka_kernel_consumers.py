@@ -7,7 +7,10 @@ a ZooKeeper row without and with KIP-320's truncation detection (2.1.0, 3.4.1), 
 row (2.8.0) and the KRaft rows (kraft-3.3, kraft-4.1), with ``consumer_inflight`` 0 and 1 and each
 consumer flag on and off: packing is exact, and the (action, successor) lists in order, the
 canonical form, the dead reduction and the invariant verdicts equal the readable model's
-(``tests.test_kafka_kernel.disagreements``). Search for search: the matrix's consumed-stays cell
+(``tests.test_kafka_kernel.disagreements``), by the record of the readable side
+(``tests.readable_reference``; the kernel walks the same seeded walks on its own successors and
+hashes its sample as ``tests.test_kafka_kernel.state_for_state`` does; the first fast configuration
+live both ways too). Search for search: the matrix's consumed-stays cell
 of each row (fast where the readable search is cheap, the rest slow) with ``--kernel on`` and
 ``off`` (recorded: ``tests.readable_reference``): verdict, counts, depth, out-degrees and
 counterexamples (the kernel's replayed on the readable model). A kernel with one consumer rule
@@ -34,11 +37,15 @@ from spec.kafka.clients import (
     CONSUMER_VALIDATE_RESPONSE,
 )
 from spec.kafka.kernel import PROVEN_ROWS, Packing
-from tests.readable_reference import readable_record
+from tests.readable_reference import REFERENCE, REMAKE, readable_record, recording
 from tests.test_kafka_kernel import (
+    StateDigest,
     _id,
+    differs_in_bulk,
     disagreements,
     kafka,
+    kernel_breadth_first,
+    kernel_record,
     reachable,
     search,
     searches_agree,
@@ -111,14 +118,84 @@ def _model(row: str, flags: dict, bounds: dict):
     return switched(row, flags, **bounds) if flags else kafka(row, **bounds)
 
 
-def _state_for_state(row: str, flags: dict, bounds: dict, **size: int) -> None:
+def _state_for_state(row: str, flags: dict, bounds: dict, live: bool = False, **size: int) -> None:
+    """The kernel is the readable model on ``sample``, by the record (``tests.readable_reference``):
+    the kernel's own sample (``kernel_sample``) and its record against the readable model's;
+    ``live`` (and while the record is re-made) the readable side too, compared in bulk and with
+    the record, and what the sample reaches asserted (the record holds it otherwise: the same
+    states). On a mismatch the comparison runs live, naming the state."""
     model = _model(row, flags, bounds)
     spec = model.kernel()
     assert spec.unsupported is None
-    states = sample(model, **size)
-    assert disagreements(model, km.load(spec), states) == []
-    # the sample reaches what the consumers' rules act on: records read, and with
-    # consumer_inflight each kind of request and answer in flight
+    kernel = km.load(spec)
+    size = {"prefix": 1500, "count": 60, "depth": 200, "seed": 7, **size}
+    compiled = kernel_record(kernel, kernel_sample(model, kernel, **size))
+    if live or recording():
+        digest = StateDigest()
+        states = sample(model, **size)
+        assert differs_in_bulk(model, kernel, states, digest) is None, \
+            disagreements(model, kernel, states)
+        assert _recorded(model, size, digest.record) == digest.record() == compiled
+        _reaches_the_consumers_rules(model, bounds, states)
+        return
+    if _recorded(model, size) == compiled:
+        return
+    assert disagreements(model, kernel, sample(model, **size)) == []
+    raise AssertionError(f"the kernel is the live readable model state for state but not the "
+                         f"record in tests/{REFERENCE.name}: re-make it with `{REMAKE}`")
+
+
+def _recorded(model, size: dict, compute=None) -> dict:
+    """The recorded state-for-state record of ``sample(model, **size)``."""
+    return readable_record(model, {"state_for_state": {"sample": size}}, compute, packed=True)
+
+
+def kernel_sample(model, kernel: km.Kernel, prefix: int, count: int, depth: int,
+                  seed: int) -> list[bytes]:
+    """``sample`` on the kernel, packed: its breadth-first prefix and its walks (``kernel_walks``),
+    each state once in the order met."""
+    return list(dict.fromkeys(kernel_breadth_first(model, kernel, prefix)
+                              + kernel_walks(model, kernel, count, depth, seed)))
+
+
+def kernel_walks(model, kernel: km.Kernel, count: int, depth: int, seed: int) -> list[bytes]:
+    """``walks`` on the kernel (packed states, one batch expansion a state met): the same random
+    choices among the same successors in the same order, so the same states when the kernel is the
+    readable model."""
+    from checker.kernel_batch import BatchKernel
+
+    batch = BatchKernel(kernel.library, kernel.state_bytes)
+    names: dict[int, str] = {}
+    rng = random.Random(seed)
+    seen: dict = {}  # state -> (its successors, the positions of the favoured ones)
+
+    def expand(state: bytes) -> tuple[list[bytes], list[int]]:
+        out = batch.expand(batch.rows(state), symmetry=False)
+        codes = out.action.tolist()
+        for code in set(codes) - names.keys():
+            names[code] = str(kernel.spec.action(code))
+        blob, width = out.states.tobytes(), kernel.state_bytes
+        return ([blob[i * width:(i + 1) * width] for i in range(len(codes))],
+                [i for i, code in enumerate(codes) if names[code].startswith(FAVOURED)])
+
+    initial = [kernel.spec.pack(state) for state in model.init_states()]
+    for _ in range(count):
+        state = rng.choice(initial)
+        for _ in range(depth):
+            if state not in seen:
+                seen[state] = expand(state)
+            successors, favoured = seen[state]
+            if not successors:
+                break
+            step = rng.choice(favoured if favoured and rng.random() < 0.5
+                              else range(len(successors)))
+            state = successors[step]
+    return list(seen)
+
+
+def _reaches_the_consumers_rules(model, bounds: dict, states: list) -> None:
+    """The sample reaches what the consumers' rules act on: records read, and with
+    consumer_inflight each kind of request and answer in flight."""
     consumers = [c for s in states for c in s.consumers]
     assert any(c.consumed for c in consumers)
     if bounds.get("consumer_inflight"):
@@ -133,7 +210,9 @@ def _state_for_state(row: str, flags: dict, bounds: dict, **size: int) -> None:
 @needs_cc
 @pytest.mark.parametrize(("row", "flags", "bounds"), STATE_FOR_STATE, ids=_id)
 def test_the_consumers_are_the_readable_model_state_for_state(row, flags, bounds):
-    _state_for_state(row, flags, bounds, prefix=400, count=20, depth=120)
+    """By the record; the first configuration live both ways too."""
+    _state_for_state(row, flags, bounds, live=(row, flags, bounds) == STATE_FOR_STATE[0],
+                     prefix=400, count=20, depth=120)
 
 
 @pytest.mark.slow
