@@ -24,9 +24,10 @@ from typing import NamedTuple
 import pytest
 
 ROOT = Path(__file__).resolve().parent.parent
-#: the time the master has to accept the client with the secret, and the refused ones (each waits
-#: it out after its JVM's start: short, as the test checks the one line, not the wait)
-CONNECT_SECONDS = 20
+#: the time the master has to accept the client with the secret (generous: two other clients' JVMs
+#: start beside it), and the refused ones (each waits it out after its JVM's start: short, as the
+#: test checks the one line, not the wait)
+CONNECT_SECONDS = 60
 REFUSED_SECONDS = 5
 #: under ``pytest -n N --dist loadgroup`` the standalone clusters' tests share one worker: one
 #: cluster of three JVMs at a time on a two-core machine
