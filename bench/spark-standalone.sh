@@ -96,10 +96,11 @@ case "${1:-}" in
 start)
     mkdir -p "$SPARK_LOG_DIR" "$SPARK_PID_DIR"
     make_secret
+    # spark-daemon.sh waits about 2.5 s after each start before it returns: the master's log is
+    # watched meanwhile (its JVM starts in that time or later), and the two workers start side by side
     "$daemon" start "$master_class" 1 --host 127.0.0.1 --port "$port" --webui-port 0 \
-        --properties-file "$auth_conf" >/dev/null
+        --properties-file "$auth_conf" >/dev/null &
     wait_for_master
-    # the two workers side by side (spark-daemon.sh waits about 2.5 s after each start)
     for i in 1 2; do
         "$daemon" start "$worker_class" "$i" --host 127.0.0.1 --webui-port 0 --cores "$cores" \
             --memory "$memory" --work-dir "$run_dir/worker-$i" --properties-file "$auth_conf" "$master_url" >/dev/null &

@@ -155,7 +155,7 @@ def test_killed_driver_resumes_from_the_last_completed_level(spark, tmp_path):
         deadline = time.monotonic() + 150
         depth = 0
         while depth < 6 and child.poll() is None and time.monotonic() < deadline:
-            time.sleep(0.2)
+            time.sleep(0.05)
             try:
                 depth = json.loads((run_dir / "run.json").read_text())["depth"]
             except (OSError, ValueError):

@@ -15,6 +15,8 @@ import signal
 import subprocess
 import sys
 import time
+from pathlib import Path
+from typing import NamedTuple
 
 import pytest
 
@@ -248,18 +250,47 @@ COMMAND = ["check", "two-phase", "--const", "RM=3", "--engine", "spark", "--mast
 PATHS = {"kernel": [], "readable": ["--kernel", "off"]}
 
 
-@pytest.fixture(scope="module", params=list(PATHS))
-def real_run(spark_local, tmp_path_factory, request):
-    """A two-phase RM=3 run directory whose levels 6 to 11 ran on Spark (the suite's session, in
-    this process), on each path; (its directory, the path's flags)."""
-    from kmc.cli import main
+class Interrupted(NamedTuple):
+    """A run interrupted by the terminal's Ctrl-C: its run directory as the interrupt left it, the
+    path's name, the exit code and stderr."""
 
-    flags = PATHS[request.param]
+    run_dir: Path
+    path: str
+    code: int
+    err: str
+
+
+@pytest.fixture(scope="module", params=list(PATHS))
+def interrupted_run(spark_local, tmp_path_factory, request):
+    """A two-phase RM=3 run in a kmc process of its own (its own JVM), levels 6 to 11 on Spark, on
+    each path, interrupted by the terminal's Ctrl-C (SIGINT to the process group: driver, JVM,
+    Python workers) while level 8's Spark jobs run, after level 7 was written. Its run directory is
+    the Ctrl-C test's, resumed, and the corruption tests' real run directory (a copy of it each)."""
+    path = request.param
     run_dir = tmp_path_factory.mktemp("spark-run") / "run"
-    assert main([*COMMAND, *flags, "--checkpoint", str(run_dir)]) == 0
+    env = {**os.environ, "PYTHONPATH": ROOT}
+    child = subprocess.Popen([sys.executable, "-m", "kmc", *COMMAND, *PATHS[path], "--checkpoint",
+                              str(run_dir)], cwd=ROOT, env=env, stdout=subprocess.PIPE,
+                             stderr=subprocess.PIPE, text=True, start_new_session=True)
+    try:
+        deadline = time.monotonic() + 240
+        while child.poll() is None and time.monotonic() < deadline:
+            try:
+                if json.loads((run_dir / "run.json").read_text())["depth"] >= 7:
+                    break
+            except (OSError, ValueError):
+                pass
+            time.sleep(0.05)
+        time.sleep(0.3)  # inside level 8's Spark jobs
+        os.killpg(child.pid, signal.SIGINT)
+        _out, err = child.communicate(timeout=120)
+    finally:
+        if child.poll() is None:
+            os.killpg(child.pid, signal.SIGKILL)
+            child.wait()
     written = json.loads((run_dir / "run.json").read_text())["path"]["path"]
-    assert written == request.param, written
-    return run_dir, flags
+    assert written == path, written
+    return Interrupted(run_dir, path, child.returncode, err)
 
 
 def resume(run_dir, flags=()):
@@ -278,13 +309,14 @@ def _first_part(run_dir, depth):
                 and p.stat().st_size)
 
 
-@pytest.mark.slow  # a Spark run (about 10 s on a quiet machine) and three kmc processes
+@pytest.mark.slow  # the interrupted run (a kmc process with its own JVM) and three kmc processes
 @pytest.mark.spark
 @pytest.mark.parametrize("corruption", ["emptied", "truncated", "partitions"])
-def test_the_issues_corruptions_of_a_real_run_directory_are_refused(real_run, tmp_path, corruption):
-    written, flags = real_run
+def test_the_issues_corruptions_of_a_real_run_directory_are_refused(interrupted_run, tmp_path,
+                                                                   corruption):
     run_dir = tmp_path / "run"
-    shutil.copytree(written, run_dir)
+    shutil.copytree(interrupted_run.run_dir, run_dir)
+    flags = PATHS[interrupted_run.path]
     if corruption == "partitions":
         saved = json.loads((run_dir / "run.json").read_text())
         saved["partitions"] = 2**40
@@ -301,39 +333,20 @@ def test_the_issues_corruptions_of_a_real_run_directory_are_refused(real_run, tm
 
 @pytest.mark.slow  # a kmc process with its own JVM, then a resume in this one
 @pytest.mark.spark
-@pytest.mark.parametrize("path", list(PATHS))
-def test_ctrl_c_during_a_spark_level_is_one_line_and_resumes(spark_local, tmp_path, capsys, path):
-    """The terminal's Ctrl-C (SIGINT to the process group: driver, JVM, Python workers) while a
-    Spark level runs: exit 130, one line naming the run directory (PySpark's handler printed two
-    Py4J tracebacks, and the JVM the workers' deaths), then ``--resume`` counts what an
-    uninterrupted run counts."""
+def test_ctrl_c_during_a_spark_level_is_one_line_and_resumes(interrupted_run, tmp_path, capsys):
+    """The terminal's Ctrl-C while a Spark level runs: exit 130, one line naming the run directory
+    (PySpark's handler printed two Py4J tracebacks, and the JVM the workers' deaths), then
+    ``--resume`` (in this process, on a copy of the run directory) counts what an uninterrupted run
+    counts."""
     from kmc.cli import main
 
+    written, path, code, err = interrupted_run
     run_dir = tmp_path / "run"
-    env = {**os.environ, "PYTHONPATH": ROOT}
-    child = subprocess.Popen([sys.executable, "-m", "kmc", *COMMAND, *PATHS[path], "--checkpoint",
-                              str(run_dir)], cwd=ROOT, env=env, stdout=subprocess.PIPE,
-                             stderr=subprocess.PIPE, text=True, start_new_session=True)
-    try:
-        deadline = time.monotonic() + 240
-        while child.poll() is None and time.monotonic() < deadline:
-            try:
-                if json.loads((run_dir / "run.json").read_text())["depth"] >= 7:
-                    break
-            except (OSError, ValueError):
-                pass
-            time.sleep(0.05)
-        time.sleep(0.3)  # inside level 8's Spark jobs
-        os.killpg(child.pid, signal.SIGINT)
-        out, err = child.communicate(timeout=120)
-    finally:
-        if child.poll() is None:
-            os.killpg(child.pid, signal.SIGKILL)
-            child.wait()
-    assert child.returncode == 130, err
+    shutil.copytree(written, run_dir)
+    assert code == 130, err
     ours = [line for line in err.splitlines() if line.startswith("kmc:")]
     assert ours == [f"kmc: error: interrupted; the run is saved up to its last written level in "
-                    f"{run_dir}: run the same command with --resume {run_dir} to continue"], err
+                    f"{written}: run the same command with --resume {written} to continue"], err
     # no Python traceback, no JVM error line
     assert "Traceback" not in err and " ERROR " not in err, err
     assert json.loads((run_dir / "run.json").read_text())["depth"] < 11  # stopped mid-way

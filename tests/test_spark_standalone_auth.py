@@ -6,7 +6,8 @@ and starts the master and the workers with ``spark.authenticate``; kmc's driver 
 from the file ``KMC_SPARK_SECRET_FILE`` names. This test starts the cluster with the script, runs
 kmc on it with the secret (it runs), without it and with a wrong one (refused: one line from kmc,
 exit 69, within the connect timeout, not Spark's minute of retries), and checks that the secret is
-on no command line.
+on no command line. The three clients run side by side (one module fixture): their JVMs' starts and
+the refused ones' connect timeout overlap the accepted one's run, one wait, not three.
 """
 
 from __future__ import annotations
@@ -18,11 +19,16 @@ import subprocess
 import sys
 import time
 from pathlib import Path
+from typing import NamedTuple
 
 import pytest
 
 ROOT = Path(__file__).resolve().parent.parent
-CONNECT_SECONDS = 20
+#: the time the master has to accept the client with the secret (generous: two other clients' JVMs
+#: start beside it), and the refused ones (each waits it out after its JVM's start: short, as the
+#: test checks the one line, not the wait)
+CONNECT_SECONDS = 60
+REFUSED_SECONDS = 5
 #: under ``pytest -n N --dist loadgroup`` the standalone clusters' tests share one worker: one
 #: cluster of three JVMs at a time on a two-core machine
 pytestmark = pytest.mark.xdist_group("spark-standalone")
@@ -45,10 +51,12 @@ def _command_lines() -> list[str]:
     return lines
 
 
-def _start_kmc(master: str, cwd: Path, secret_file: str | None) -> subprocess.Popen:
-    """kmc on the cluster, a two-phase search whose levels past 54 states are Spark's."""
+def _start_kmc(master: str, cwd: Path, secret_file: str | None,
+               seconds: float) -> subprocess.Popen:
+    """kmc on the cluster, a two-phase search whose levels past 54 states are Spark's; the master
+    has ``seconds`` to accept it."""
     env = {k: v for k, v in os.environ.items() if k != "KMC_SPARK_SECRET_FILE"}
-    env.update(PYTHONPATH=str(ROOT), KMC_SPARK_CONNECT_SECONDS=str(CONNECT_SECONDS))
+    env.update(PYTHONPATH=str(ROOT), KMC_SPARK_CONNECT_SECONDS=str(seconds))
     if secret_file is not None:
         env["KMC_SPARK_SECRET_FILE"] = secret_file
     return subprocess.Popen([sys.executable, "-m", "kmc", "check", "two-phase", "--const", "RM=3",
@@ -58,17 +66,44 @@ def _start_kmc(master: str, cwd: Path, secret_file: str | None) -> subprocess.Po
                             text=True)
 
 
-def _kmc(master: str, cwd: Path, secret_file: str | None, timeout: float = 300,
-         seen: list[str] | None = None) -> tuple[int, str, str, float]:
-    """Run kmc on the cluster; with ``seen``, collect every process's command line while it runs
-    (the driver's JVM and the executors the workers start for it included)."""
+class Ended(NamedTuple):
+    """A client's run: its exit code, stdout, stderr and seconds from the clients' start."""
+
+    code: int
+    out: str
+    err: str
+    seconds: float
+
+
+@pytest.fixture(scope="module")
+def clients(cluster, tmp_path_factory):
+    """kmc on the cluster with its secret, without one and with a wrong one, side by side; (what
+    each did, every process's command line seen while the one with the secret ran: the driver's
+    JVM and the executors the workers started for it included)."""
+    master, run_dir, _ = cluster
+    cwd = tmp_path_factory.mktemp("spark-clients")
+    wrong = cwd / "wrong-secret"
+    wrong.write_text("0" * 64)
+    wrong.chmod(0o600)
     started = time.monotonic()
-    with _start_kmc(master, cwd, secret_file) as run:
-        while seen is not None and run.poll() is None and time.monotonic() - started < timeout:
+    runs = {"secret": _start_kmc(master, cwd, str(run_dir / "secret"), CONNECT_SECONDS),
+            "none": _start_kmc(master, cwd, None, REFUSED_SECONDS),
+            "wrong": _start_kmc(master, cwd, str(wrong), REFUSED_SECONDS)}
+    seen: list[str] = []
+    ended = {}
+    try:
+        while runs["secret"].poll() is None and time.monotonic() - started < 300:
             seen.extend(_command_lines())
-            time.sleep(0.5)
-        out, err = run.communicate(timeout=timeout)
-    return run.returncode, out, err, time.monotonic() - started
+            time.sleep(0.25)
+        for name, run in runs.items():
+            out, err = run.communicate(timeout=300)
+            ended[name] = Ended(run.returncode, out, err, time.monotonic() - started)
+    finally:
+        for run in runs.values():
+            if run.poll() is None:
+                run.kill()
+                run.communicate()
+    return ended, seen
 
 
 @pytest.mark.slow
@@ -84,10 +119,10 @@ def test_the_secret_is_private_and_named(cluster):
 
 @pytest.mark.slow
 @pytest.mark.spark
-def test_a_client_with_the_secret_runs_and_the_secret_is_on_no_command_line(cluster, tmp_path):
-    master, run_dir, _ = cluster
-    seen: list[str] = []
-    code, out, err, _ = _kmc(master, tmp_path, str(run_dir / "secret"), seen=seen)
+def test_a_client_with_the_secret_runs_and_the_secret_is_on_no_command_line(cluster, clients):
+    _, run_dir, _ = cluster
+    ended, seen = clients
+    code, out, err, _ = ended["secret"]
     assert code == 0, err[-2000:]
     assert json.loads(out)["distinct_states"] == 288
     secret = (run_dir / "secret").read_text().strip()
@@ -98,35 +133,19 @@ def test_a_client_with_the_secret_runs_and_the_secret_is_on_no_command_line(clus
 
 @pytest.mark.slow
 @pytest.mark.spark
-def test_a_client_without_the_secret_is_refused_with_one_line(cluster, tmp_path):
+def test_a_client_without_the_secret_is_refused_with_one_line(clients):
     """No secret, and a wrong one: each refused with kmc's one line (exit 69) within the connect
-    timeout. The two clients run side by side: each waits out the timeout (20 s) after its JVM's
-    start, so together they take one wait, not two."""
-    master, _, _ = cluster
-    wrong = tmp_path / "wrong-secret"
-    wrong.write_text("0" * 64)
-    wrong.chmod(0o600)
-    started = time.monotonic()
-    runs = {"none": _start_kmc(master, tmp_path, None),
-            "wrong": _start_kmc(master, tmp_path, str(wrong))}
-    ended = {}
-    try:
-        for secret, run in runs.items():
-            ended[secret] = (*run.communicate(timeout=CONNECT_SECONDS + 120),
-                             time.monotonic() - started)
-    finally:
-        for run in runs.values():
-            if run.poll() is None:
-                run.kill()
-                run.communicate()
-    for secret, (out, err, seconds) in ended.items():
-        run = runs[secret]
+    timeout (each waits it out after its JVM's start)."""
+    ended, _ = clients
+    for secret in ("none", "wrong"):
+        code, out, err, seconds = ended[secret]
         kmc_lines = [line for line in err.splitlines() if line.startswith("kmc:")]
-        assert run.returncode == 69, (secret, err[-2000:])
+        assert code == 69, (secret, err[-2000:])
         assert len(kmc_lines) == 1 and "did not accept kmc's driver" in kmc_lines[0], err[-2000:]
         assert (("set KMC_SPARK_SECRET_FILE" if secret == "none" else "is it this cluster's?")
                 in kmc_lines[0])
-        assert "Traceback" not in err and seconds < CONNECT_SECONDS + 60
+        assert f"within {REFUSED_SECONDS:g} s" in kmc_lines[0]
+        assert "Traceback" not in err and seconds < REFUSED_SECONDS + 60
         assert '"exit_code": 69' in out  # --json: the error as a JSON object too
 
 
