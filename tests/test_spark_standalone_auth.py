@@ -51,23 +51,27 @@ def _command_lines() -> list[str]:
     return lines
 
 
-def _start_kmc(master: str, cwd: Path, secret_file: str | None,
-               seconds: float) -> subprocess.Popen:
+def _start_kmc(master: str, cwd: Path, secret_file: str | None, seconds: float,
+               out: Path) -> subprocess.Popen:
     """kmc on the cluster, a two-phase search whose levels past 54 states are Spark's; the master
-    has ``seconds`` to accept it."""
+    has ``seconds`` to accept it. Its stdout and stderr go to ``out``.stdout and .stderr (files: a
+    pipe not read while the others run could fill and stall it)."""
     env = {k: v for k, v in os.environ.items() if k != "KMC_SPARK_SECRET_FILE"}
     env.update(PYTHONPATH=str(ROOT), KMC_SPARK_CONNECT_SECONDS=str(seconds))
     if secret_file is not None:
         env["KMC_SPARK_SECRET_FILE"] = secret_file
-    return subprocess.Popen([sys.executable, "-m", "kmc", "check", "two-phase", "--const", "RM=3",
-                             "--engine", "spark", "--master", master, "--spark-threshold", "54",
-                             "--spark-driver-below", "0", "--quiet", "--json"],
-                            cwd=cwd, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                            text=True)
+    with open(out.with_suffix(".stdout"), "w") as stdout, \
+            open(out.with_suffix(".stderr"), "w") as stderr:
+        return subprocess.Popen([sys.executable, "-m", "kmc", "check", "two-phase", "--const",
+                                 "RM=3", "--engine", "spark", "--master", master,
+                                 "--spark-threshold", "54", "--spark-driver-below", "0",
+                                 "--quiet", "--json"],
+                                cwd=cwd, env=env, stdout=stdout, stderr=stderr, text=True)
 
 
 class Ended(NamedTuple):
-    """A client's run: its exit code, stdout, stderr and seconds from the clients' start."""
+    """A client's run: its exit code, stdout, stderr and seconds from the clients' start to its
+    own end (each client's end is seen by a poll every 0.25 s, not after the others')."""
 
     code: int
     out: str
@@ -86,23 +90,29 @@ def clients(cluster, tmp_path_factory):
     wrong.write_text("0" * 64)
     wrong.chmod(0o600)
     started = time.monotonic()
-    runs = {"secret": _start_kmc(master, cwd, str(run_dir / "secret"), CONNECT_SECONDS),
-            "none": _start_kmc(master, cwd, None, REFUSED_SECONDS),
-            "wrong": _start_kmc(master, cwd, str(wrong), REFUSED_SECONDS)}
+    runs = {"secret": _start_kmc(master, cwd, str(run_dir / "secret"), CONNECT_SECONDS,
+                                 cwd / "secret"),
+            "none": _start_kmc(master, cwd, None, REFUSED_SECONDS, cwd / "none"),
+            "wrong": _start_kmc(master, cwd, str(wrong), REFUSED_SECONDS, cwd / "wrong")}
     seen: list[str] = []
-    ended = {}
+    ends: dict[str, float] = {}
     try:
-        while runs["secret"].poll() is None and time.monotonic() - started < 300:
-            seen.extend(_command_lines())
+        while len(ends) < len(runs) and time.monotonic() - started < 300:
+            if runs["secret"].poll() is None:
+                seen.extend(_command_lines())
+            for name, run in runs.items():
+                if name not in ends and run.poll() is not None:
+                    ends[name] = time.monotonic() - started
             time.sleep(0.25)
-        for name, run in runs.items():
-            out, err = run.communicate(timeout=300)
-            ended[name] = Ended(run.returncode, out, err, time.monotonic() - started)
     finally:
         for run in runs.values():
             if run.poll() is None:
                 run.kill()
-                run.communicate()
+            run.wait()
+    ended = {name: Ended(run.returncode, (cwd / name).with_suffix(".stdout").read_text(),
+                         (cwd / name).with_suffix(".stderr").read_text(),
+                         ends.get(name, float("inf")))
+             for name, run in runs.items()}
     return ended, seen
 
 
@@ -145,7 +155,9 @@ def test_a_client_without_the_secret_is_refused_with_one_line(clients):
         assert (("set KMC_SPARK_SECRET_FILE" if secret == "none" else "is it this cluster's?")
                 in kmc_lines[0])
         assert f"within {REFUSED_SECONDS:g} s" in kmc_lines[0]
-        assert "Traceback" not in err and seconds < REFUSED_SECONDS + 60
+        assert "Traceback" not in err
+        # its JVM's start (three start side by side on two cores) and the connect timeout
+        assert seconds < REFUSED_SECONDS + 90, (secret, seconds)
         assert '"exit_code": 69' in out  # --json: the error as a JSON object too
 
 
