@@ -133,10 +133,11 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
     they imported. Under ``pytest -n N`` the slow Spark tests go to their lanes (above), a fast
     test of ``spark_local`` (none now) to one group, and the work units go out in the order of
     ``sort_units`` (below)."""
-    for item in items:
-        lane = spark_lane(item)
+    lanes = [spark_lane(item) for item in items]  # before a lane drops a module's group
+    for item, lane in zip(items, lanes, strict=True):
         if lane is not None:
-            item.add_marker(pytest.mark.xdist_group(lane), append=False)
+            _drop_groups(item)
+            item.add_marker(pytest.mark.xdist_group(lane))
         elif ("spark_local" in getattr(item, "fixturenames", ())
               and not item.get_closest_marker("xdist_group")):
             item.add_marker(pytest.mark.xdist_group("spark-local"))
@@ -156,9 +157,11 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
 # in the order of the workers' collection (each worker sorts it the same way, above; xdist's own
 # reordering by a unit's number of tests is turned off, pytest_configure below): the longest first,
 # as far as markers tell.
-# - The two Spark lanes first (``spark-1``: the standalone cluster's tests, three JVMs, then a
-#   module; ``spark-2``: the other modules): on README's four workers, two start in the lanes and
-#   two compute; a lane's worker takes the other units once its lane is done.
+# - The two Spark lanes first (``spark-1``: test_spark_kernel, then the standalone cluster's tests,
+#   three JVMs; ``spark-2``: the other modules), each one unit: on README's three workers two start
+#   in the lanes, where they mostly wait on JVMs, and one computes; a lane's worker takes the other
+#   units once its lane is done. (Measured, bench/NOTES.md, stop 48: a third Spark unit at the start
+#   left the two cores a third idle for the first 150 s.)
 # - The other groups (the collected matrix's rows, a fast Spark group if one comes back), then the
 #   slow single tests, then the fast ones, which fill the end (a stable sort: the tests of a module
 #   keep their order).
@@ -167,9 +170,20 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
 
 
 def group_of(item: pytest.Item) -> str | None:
-    """The name of ``item``'s ``xdist_group``, or None."""
-    group = item.get_closest_marker("xdist_group")
-    return str(group.args[0] if group.args else group.kwargs.get("name")) if group else None
+    """The name of ``item``'s work unit under ``--dist loadgroup``, or None: as pytest-xdist 3.8
+    names it (``xdist/remote.py``, ``pytest_collection_modifyitems``), every ``xdist_group`` of the
+    item and of its module and class, sorted and joined by ``_``."""
+    names = {str(mark.args[0] if mark.args else mark.kwargs.get("name", "default"))
+             for mark in item.iter_markers("xdist_group")}
+    return "_".join(sorted(names)) if names else None
+
+
+def _drop_groups(item: pytest.Item) -> None:
+    """Drop the ``xdist_group`` markers of ``item`` and of the nodes above it (a module's
+    ``pytestmark``): its lane is its one group (a second name would make a unit of its own, a third
+    Spark lane at the suite's start)."""
+    for node in item.listchain():
+        node.own_markers[:] = [mark for mark in node.own_markers if mark.name != "xdist_group"]
 
 
 def unit_rank(item: pytest.Item) -> int:

@@ -15,29 +15,46 @@ from tests.conftest import sort_units
 BENCH = Path(__file__).resolve().parents[1] / "bench" / "suite_packing.py"
 
 
-class Item:
-    """The part of a collected test that tests/conftest.py reads."""
+class Node:
+    """A collection node's markers (a test module's ``pytestmark``)."""
+
+    def __init__(self, marks=()) -> None:
+        self.own_markers = [mark.mark for mark in marks]
+
+
+class Item(Node):
+    """The part of a collected test that tests/conftest.py reads: its own markers and its module's
+    (``module_group``: the module's ``pytestmark = pytest.mark.xdist_group(...)``)."""
 
     def __init__(self, name: str, group: str | None = None, slow: bool = False,
-                 module: str = "test_x", fixtures: tuple[str, ...] = ()) -> None:
+                 module: str = "test_x", fixtures: tuple[str, ...] = (),
+                 module_group: str | None = None) -> None:
+        super().__init__()
         self.name = name
         self.nodeid = f"tests/{module}.py::{name}"
         self.path = Path(f"tests/{module}.py")
         self.fixturenames = fixtures
-        self.marks = {}
+        self.module = Node([pytest.mark.xdist_group(module_group)] if module_group else [])
         if group:
             self.add_marker(pytest.mark.xdist_group(group))
         if slow:
             self.add_marker(pytest.mark.slow)
 
+    def listchain(self):
+        return [self.module, self]
+
+    def iter_markers(self, name: str):
+        return (mark for node in reversed(self.listchain()) for mark in node.own_markers
+                if mark.name == name)
+
     def get_closest_marker(self, name: str):
-        return self.marks.get(name)
+        return next(self.iter_markers(name), None)
 
     def add_marker(self, marker, append: bool = True) -> None:
         if append:
-            self.marks.setdefault(marker.mark.name, marker.mark)
-        else:  # pytest's append=False: the closest marker
-            self.marks[marker.mark.name] = marker.mark
+            self.own_markers.append(marker.mark)
+        else:
+            self.own_markers.insert(0, marker.mark)
 
 
 def test_units_go_out_spark_lanes_groups_slow_fast():
@@ -66,11 +83,16 @@ def test_the_slow_spark_tests_go_to_their_lanes_and_a_fast_one_to_one_group():
              Item("a-slow", slow=True, module="test_spark_arrow", fixtures=spark),
              Item("new-slow", slow=True, module="test_spark_new", fixtures=spark),
              Item("b-fast", module="test_spark_b", fixtures=spark),
-             Item("own", "spark-standalone", slow=True, module="test_spark_standalone_auth"),
+             Item("own", slow=True, module="test_spark_standalone_auth",
+                  module_group="spark-standalone"),
+             Item("own-fast", module="test_spark_standalone_auth",
+                  module_group="spark-standalone"),
              Item("row", "traces-matrix-2.1.0", slow=True), Item("other")]
     pytest_collection_modifyitems(SimpleNamespace(), items)
+    # the lane is the unit's one name: not spark-1_spark-standalone, a third Spark unit
     assert [group_of(item) for item in items] == [
-        "spark-1", "spark-2", "spark-2", "spark-local", "spark-1", "traces-matrix-2.1.0", None]
+        "spark-1", "spark-2", "spark-2", "spark-local", "spark-1", "spark-1",
+        "traces-matrix-2.1.0", None]
 
 
 def test_every_spark_module_has_its_lane():
