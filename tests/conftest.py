@@ -107,11 +107,14 @@ def explorer_server():
 #: idled (stop 46's report: for the first 250 s, every worker in a Spark module, 260 s of CPU in
 #: 500 core-seconds). The lanes are balanced by the modules' measured wall (bench/NOTES.md); a
 #: Spark module not listed goes to the second lane (tests/test_suite_order.py lists them all)
+#: each slow Spark module's lane, in the order the lane runs them: the standalone cluster's tests
+#: (three JVMs, most of their wall a wait) beside the second lane's busiest module, then
+#: test_spark_kernel beside the second lane's waits; the kill-and-resume test after the auth tests
 SPARK_LANES = {
     "test_spark_standalone_auth": "spark-1", "test_spark_standalone_resume": "spark-1",
     "test_spark_kernel": "spark-1",
-    "test_spark_arrow": "spark-2", "test_spark_engine": "spark-2", "test_spark_rundir": "spark-2",
-    "test_spark_dead": "spark-2", "test_simulate": "spark-2",
+    "test_spark_arrow": "spark-2", "test_spark_dead": "spark-2", "test_spark_engine": "spark-2",
+    "test_spark_rundir": "spark-2", "test_simulate": "spark-2",
 }
 
 
@@ -142,9 +145,9 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
               and not item.get_closest_marker("xdist_group")):
             item.add_marker(pytest.mark.xdist_group("spark-local"))
     if hasattr(config, "workerinput"):
-        sort_units(items)
-    # the standalone cluster's kill-and-resume test kills one of its workers: after the others
-    items.sort(key=lambda item: item.nodeid.startswith("tests/test_spark_standalone_resume.py"))
+        sort_units(items)  # a lane's modules in SPARK_LANES's order: resume after auth
+    else:  # the standalone cluster's kill-and-resume test kills one of its workers: after the rest
+        items.sort(key=lambda item: item.nodeid.startswith("tests/test_spark_standalone_resume.py"))
     last = [item for item in items if item.name == "test_every_module_is_imported_by_the_tier"]
     items[:] = [item for item in items if item not in last] + last
 
@@ -196,8 +199,12 @@ def unit_rank(item: pytest.Item) -> int:
 
 def sort_units(items: list[pytest.Item]) -> None:
     """The workers' order: by ``unit_rank``, the groups of a rank in their name's order (the
-    lanes: ``spark-1`` first), each group's tests together in their order."""
-    items.sort(key=lambda item: (unit_rank(item), group_of(item) or ""))
+    lanes: ``spark-1`` first), each group's tests together in their order, a lane's modules in
+    ``SPARK_LANES``'s order."""
+    lane_order = {module: rank for rank, module in enumerate(SPARK_LANES)}
+    items.sort(key=lambda item: (unit_rank(item), group_of(item) or "",
+                                 lane_order.get(item.path.stem, -1)
+                                 if group_of(item) in SPARK_LANES.values() else -1))
 
 
 #: the project modules the workers imported (the fast tier's module check, below)

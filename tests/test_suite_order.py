@@ -70,6 +70,19 @@ def test_units_go_out_spark_lanes_groups_slow_fast():
         "fast-2"]
 
 
+def test_a_lane_runs_its_modules_in_the_lanes_order():
+    """spark-1: the standalone cluster's auth tests, its kill-and-resume test, then
+    test_spark_kernel (the cluster's waits beside the second lane's busiest module)."""
+    items = [Item("k", "spark-1", slow=True, module="test_spark_kernel"),
+             Item("resume", "spark-1", slow=True, module="test_spark_standalone_resume"),
+             Item("other", slow=True),
+             Item("auth", "spark-1", slow=True, module="test_spark_standalone_auth"),
+             Item("engine", "spark-2", slow=True, module="test_spark_engine"),
+             Item("arrow", "spark-2", slow=True, module="test_spark_arrow")]
+    sort_units(items)
+    assert [item.name for item in items] == ["auth", "resume", "k", "arrow", "engine", "other"]
+
+
 def test_the_slow_spark_tests_go_to_their_lanes_and_a_fast_one_to_one_group():
     """The standalone cluster's tests and the slow in-process Spark tests go to the two lanes (a
     module not listed to the second); a fast Spark test run by hand shares one JVM (the fast tier
