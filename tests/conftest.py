@@ -101,15 +101,17 @@ def explorer_server():
 
 
 #: the suite's Spark modules in two lanes (``xdist_group``s), each on one worker of README's
-#: ``pytest -n 4``: a Spark test mostly waits (a JVM's start, a standalone cluster's registration, a
-#: run paced to be killed), so the two other workers compute beside the lanes and the cores stay
-#: busy; with a group a module, three or four workers started in Spark modules at once and the cores
-#: idled (stop 46's report: for the first 250 s, every worker in a Spark module, 260 s of CPU in
-#: 500 core-seconds). The lanes are balanced by the modules' measured wall (bench/NOTES.md); a
-#: Spark module not listed goes to the second lane (tests/test_suite_order.py lists them all)
-#: each slow Spark module's lane, in the order the lane runs them: the standalone cluster's tests
-#: (three JVMs, most of their wall a wait) beside the second lane's busiest module, then
-#: test_spark_kernel beside the second lane's waits; the kill-and-resume test after the auth tests
+#: ``pytest -n 3``: a Spark test mostly waits in its own process (a JVM's start, a standalone
+#: cluster's registration, a run paced to be killed), so the third worker computes beside the lanes;
+#: with a group a module, every worker started in a Spark module at once (stop 46's report: for the
+#: first 250 s, 260 s of CPU in 500 core-seconds). The lanes are balanced by the modules' measured
+#: wall (bench/NOTES.md); a Spark module not listed goes to the second lane
+#: (tests/test_suite_order.py lists them all). Measured (bench/NOTES.md, stop 48): the standalone
+#: cluster's own JVMs, which no test's CPU report sees, keep the cores busy while its tests wait,
+#: so the lanes' order moves the suite's wall by less than its noise; ``-n 4`` was 23% slower.
+#: Each slow Spark module's lane, in the order the lane runs them: the standalone cluster's tests
+#: (three JVMs) beside the second lane's busiest module, then test_spark_kernel beside the second
+#: lane's waits; the kill-and-resume test after the auth tests.
 SPARK_LANES = {
     "test_spark_standalone_auth": "spark-1", "test_spark_standalone_resume": "spark-1",
     "test_spark_kernel": "spark-1",
