@@ -162,11 +162,10 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
 # in the order of the workers' collection (each worker sorts it the same way, above; xdist's own
 # reordering by a unit's number of tests is turned off, pytest_configure below): the longest first,
 # as far as markers tell.
-# - The two Spark lanes first (``spark-1``: test_spark_kernel, then the standalone cluster's tests,
-#   three JVMs; ``spark-2``: the other modules), each one unit: on README's three workers two start
-#   in the lanes, where they mostly wait on JVMs, and one computes; a lane's worker takes the other
-#   units once its lane is done. (Measured, bench/NOTES.md, stop 48: a third Spark unit at the start
-#   left the two cores a third idle for the first 150 s.)
+# - The two Spark lanes first (``spark-1``: the standalone cluster's tests, three JVMs, then
+#   test_spark_kernel; ``spark-2``: the other modules), each one unit: on README's three workers two
+#   start in the lanes, where they mostly wait on JVMs, and one computes; a lane's worker takes the
+#   other units once its lane is done.
 # - The other groups (the collected matrix's rows, a fast Spark group if one comes back), then the
 #   slow single tests, then the fast ones, which fill the end (a stable sort: the tests of a module
 #   keep their order).
