@@ -203,9 +203,13 @@ def sort_units(items: list[pytest.Item]) -> None:
     lanes: ``spark-1`` first), each group's tests together in their order, a lane's modules in
     ``SPARK_LANES``'s order."""
     lane_order = {module: rank for rank, module in enumerate(SPARK_LANES)}
-    items.sort(key=lambda item: (unit_rank(item), group_of(item) or "",
-                                 lane_order.get(item.path.stem, -1)
-                                 if group_of(item) in SPARK_LANES.values() else -1))
+
+    def key(item: pytest.Item) -> tuple[int, str, int]:
+        group = group_of(item)
+        in_lane = lane_order.get(item.path.stem, -1) if group in SPARK_LANES.values() else -1
+        return unit_rank(item), group or "", in_lane
+
+    items.sort(key=key)
 
 
 #: the project modules the workers imported (the fast tier's module check, below)

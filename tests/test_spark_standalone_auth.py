@@ -66,7 +66,7 @@ def _start_kmc(master: str, cwd: Path, secret_file: str | None, seconds: float,
                                  "RM=3", "--engine", "spark", "--master", master,
                                  "--spark-threshold", "54", "--spark-driver-below", "0",
                                  "--quiet", "--json"],
-                                cwd=cwd, env=env, stdout=stdout, stderr=stderr, text=True)
+                                cwd=cwd, env=env, stdout=stdout, stderr=stderr)
 
 
 class Ended(NamedTuple):
