@@ -365,6 +365,12 @@ def print_path(console: Console, result: CheckResult) -> None:
             console.print(f"--workers {path['workers_asked']}: {path['reason']}", highlight=False)
     else:
         console.print(f"Path: the readable model ({path['reason']})", highlight=False)
+    archive = result.extra.get("spark", {}).get("class_archive")
+    if archive is not None:
+        from checker.spark.class_archive import WORDS
+
+        console.print(f"Spark driver's class archive: {WORDS.get(archive, archive)}",
+                      highlight=False)
 
 
 def level_places(spark: dict[str, Any]) -> str:

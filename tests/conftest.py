@@ -29,7 +29,36 @@ os.environ.setdefault("KMC_KERNEL_OPT", "-O1")
 
 
 @pytest.fixture(scope="session")
-def spark_local():
+def spark_class_archive(tmp_path_factory):
+    """The Spark driver's class archive (``checker.spark.class_archive``), made before the suite's
+    first Spark session by one small kmc run, as a user's first Spark run makes it: the lanes'
+    sessions and every later kmc run's driver map Spark's classes instead of loading them (about 6
+    s of CPU and 5 s of wall a JVM start). The other lane waits on the lock while the first makes
+    it."""
+    pytest.importorskip("pyspark")
+    if shutil.which("java") is None and not os.environ.get("JAVA_HOME"):
+        pytest.skip("needs Java")
+    import fcntl
+
+    from checker.spark import class_archive
+    from checker.spark.session import class_archive_of
+
+    directory = class_archive.archive_dir()
+    os.makedirs(directory, mode=0o700, exist_ok=True)
+    with open(os.path.join(directory, "suite.lock"), "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        if class_archive.kept(*class_archive_of("1g")) is None:
+            subprocess.run([sys.executable, "-m", "kmc", "check", "two-phase", "--const", "RM=3",
+                            "--engine", "spark", "--master", "local[2]", "--spark-threshold", "1",
+                            "--spark-driver-below", "0", "--quiet"],
+                           cwd=tmp_path_factory.mktemp("class-archive"), capture_output=True,
+                           env={**os.environ, "PYTHONPATH": str(Path(__file__).parent.parent)},
+                           timeout=600, check=False)
+    return class_archive.kept(*class_archive_of("1g"))
+
+
+@pytest.fixture(scope="session")
+def spark_local(spark_class_archive):
     pytest.importorskip("pyspark")
     if shutil.which("java") is None:
         pytest.skip("needs Java")
@@ -58,7 +87,7 @@ class StandaloneCluster(NamedTuple):
 
 
 @pytest.fixture(scope="session")
-def spark_standalone(tmp_path_factory):
+def spark_standalone(tmp_path_factory, spark_class_archive):
     """The standalone cluster of ``bench/spark-standalone.sh`` on a free port, started once for the
     standalone tests (tests/test_spark_standalone_auth.py, then
     tests/test_spark_standalone_resume.py, which kills one of its workers and stops it:
@@ -117,6 +146,7 @@ SPARK_LANES = {
     "test_spark_kernel": "spark-1",
     "test_spark_arrow": "spark-2", "test_spark_dead": "spark-2", "test_spark_engine": "spark-2",
     "test_spark_rundir": "spark-2", "test_simulate": "spark-2",
+    "test_spark_class_archive": "spark-2",
 }
 
 
@@ -127,7 +157,7 @@ def spark_lane(item: pytest.Item) -> str | None:
         return None
     fixtures = getattr(item, "fixturenames", ())
     if ("spark_local" in fixtures or "spark_standalone" in fixtures
-            or group_of(item) == "spark-standalone"):
+            or "spark_class_archive" in fixtures or group_of(item) == "spark-standalone"):
         return SPARK_LANES.get(item.path.stem, "spark-2")
     return None
 

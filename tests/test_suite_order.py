@@ -114,8 +114,9 @@ def test_every_spark_module_has_its_lane():
     from tests.conftest import SPARK_LANES
 
     tests = Path(__file__).resolve().parent
-    fixture = re.compile(r"^(?:\s*def \w+\([^)]*\bspark_(?:local|standalone)\b|pytestmark = pytest"
-                         r"\.mark\.xdist_group\(\"spark-standalone\"\))", re.M)
+    fixture = re.compile(r"^(?:\s*def \w+\([^)]*\bspark_(?:local|standalone|class_archive)\b"
+                         r"|pytestmark = pytest\.mark\.xdist_group\(\"spark-standalone\"\))",
+                         re.M)
     uses = {path.stem for path in tests.glob("test_*.py")
             if fixture.search(path.read_text(encoding="utf-8"))}
     assert "test_spark_kernel" in uses and uses == set(SPARK_LANES)

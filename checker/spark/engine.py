@@ -19,6 +19,7 @@ from checker.bfs import LocalBFS
 from checker.levels import LevelSearch, run_levels
 from checker.result import CheckResult
 from checker.search import Progress, SearchOptions
+from checker.spark import class_archive
 from checker.spark.arrow_step import ArrowLevelStep, arrow_available
 from checker.spark.driver_level import LOCAL_MASTER, DriverLevelStep, lazy_master
 from checker.spark.driver_state import Counters, LevelInfo, LevelTiming, SparkRun
@@ -184,6 +185,7 @@ class SparkBFS(DriverLevelStep, PackedLevelStep, ArrowLevelStep, LevelStep, Resu
                 self._rebuild(self._spark, st, self._levels, self._run_dir)
             result = run_levels(self, st)
             self._raise_if_interrupted()
+            class_archive.run_completed()  # its JVM may keep its class archive as it exits
         except Exception:
             # a job cancelled by Ctrl-C (``SparkInterrupt``) ends as the Ctrl-C
             self._raise_if_interrupted()

@@ -27,6 +27,7 @@ import zipfile
 from collections.abc import Iterator, MutableMapping
 from typing import Any
 
+from checker.spark import class_archive
 from spec.errors import BadFileError, EnvironmentMissingError, UsageError
 
 _PACKAGES = ("spec", "checker", "invariants", "traces")
@@ -269,6 +270,24 @@ def session_options(master: str, memory: str, ui: bool, jvm_log: bool) -> dict[s
     return options
 
 
+def class_archive_of(memory: str) -> tuple[str | None, str, float]:
+    """What a driver's class archive is keyed by (``class_archive.archive_key``): the Java Spark's
+    launcher starts, the Spark home and the heap in GiB."""
+    from pyspark.find_spark_home import _find_spark_home
+
+    return _java()[1], _find_spark_home(), class_archive.memory_gib(memory)
+
+
+def with_class_archive(options: dict[str, str], memory: str) -> dict[str, str]:
+    """``options`` with the driver JVM's class archive (``checker.spark.class_archive``: used when
+    kept, else made as this run's JVM exits) among its Java options."""
+    java_options = class_archive.driver_options(*class_archive_of(memory))
+    if not java_options:
+        return options
+    kept = options.get("spark.driver.extraJavaOptions", "")
+    return {**options, "spark.driver.extraJavaOptions": " ".join([*kept.split(), *java_options])}
+
+
 def spark_session(master: str = DEFAULT_MASTER, memory: str = "4g", ui: bool = False,
                   jvm_log: bool = False) -> tuple[Any, bool]:
     """The active SparkSession, or a new one for ``master``; True when this call created it.
@@ -294,8 +313,15 @@ def spark_session(master: str = DEFAULT_MASTER, memory: str = "4g", ui: bool = F
         else:
             prepare_environment(master, os.environ)
             secret, seconds = auth_secret(), connect_seconds()
-            options = session_options(master, memory, ui, jvm_log)
-            session = _create(builder, options, master, secret, seconds, quiet=not jvm_log)
+            options = with_class_archive(session_options(master, memory, ui, jvm_log), memory)
+            try:
+                session = _create(builder, options, master, secret, seconds, quiet=not jvm_log)
+            except BaseException:
+                class_archive.abandon()
+                raise
+            from pyspark import SparkContext
+
+            class_archive.started(getattr(SparkContext._gateway, "proc", None))
     session.sparkContext.setLogLevel("ERROR")
     return session, True
 

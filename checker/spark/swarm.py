@@ -27,6 +27,7 @@ import time
 from collections.abc import Callable, Sequence
 from typing import Any
 
+from checker.spark import class_archive
 from checker.spark.session import DEFAULT_MASTER, _ship_packages, check_environment, spark_session
 
 
@@ -82,11 +83,21 @@ def _run_batches(work: Callable[[Any], Any], jobs: Sequence[Any], master: str,
         left = None if deadline is None else max(0.0, deadline - time.monotonic())
         chunk = list(enumerate(jobs[start:start + wave], start))
         done = sc.parallelize(chunk, len(chunk)).map(_Task(work, left)).collect()
-        for index, result in sorted(done, key=_first):
-            results.append(result)
-            if finished(index, result):
-                return results, int(sc.defaultParallelism)
+        if _finished_in(done, results, finished):
+            break
+    class_archive.run_completed()  # its JVM may keep its class archive as it exits
     return results, int(sc.defaultParallelism)
+
+
+def _finished_in(done: list[tuple[int, Any]], results: list[Any],
+                 finished: Callable[[int, Any], bool]) -> bool:
+    """Append a wave's results in job order to ``results``, up to the first that ``finished`` says
+    ends the run; True when one did."""
+    for index, result in sorted(done, key=_first):
+        results.append(result)
+        if finished(index, result):
+            return True
+    return False
 
 
 def _first(item: tuple[int, Any]) -> int:

@@ -9,6 +9,7 @@ from typing import Any
 
 from checker.result import CheckResult
 from checker.search import ActionTable, rebuild_trace, search_result
+from checker.spark import class_archive
 from checker.spark.driver_state import Counters, LevelInfo, SparkRun
 from checker.spark.numbering import _PointerAt
 from checker.spark.rundir import RunDir
@@ -139,6 +140,9 @@ class Verdicts:
                     "transport": ("arrow" if getattr(spark, "codec", None) is not None
                                   else "blocks") if spark else None,
                     "levels": [t.to_json() for t in self.timings],
+                    # the driver JVM's class archive (checker.spark.class_archive): used, making,
+                    # busy, failed or off; None when no Spark application started
+                    "class_archive": class_archive.state if context is not None else None,
                 }
             },
         )
