@@ -40,6 +40,9 @@ master_class=org.apache.spark.deploy.master.Master
 worker_class=org.apache.spark.deploy.worker.Worker
 export SPARK_LOG_DIR="$run_dir/logs" SPARK_PID_DIR="$run_dir/pids" SPARK_LOCAL_IP=127.0.0.1
 export SPARK_IDENT_STRING="kmc-$port"
+# the master and the workers keep a few RPC endpoints and start executors: HotSpot's quick compiler
+# serves them (its optimizing one would spend its CPU on start-up code; bench/NOTES.md, stop 49)
+export SPARK_DAEMON_JAVA_OPTS="${SPARK_DAEMON_JAVA_OPTS:--XX:TieredStopAtLevel=1}"
 daemon="$SPARK_HOME/sbin/spark-daemon.sh"
 secret_file="$run_dir/secret"
 auth_conf="$run_dir/auth.conf"

@@ -58,6 +58,27 @@ def test_the_driver_takes_a_levels_keys_as_large_as_its_memory():
             == "6g")
 
 
+@pytest.mark.parametrize("master, driver, executors", [
+    ("local[2]", True, False),  # the executors are the driver's JVM
+    ("spark://127.0.0.1:7077", True, True),  # a cluster on this machine
+    ("spark://spark-master.example:7077", False, False),  # a real cluster's JVMs are its own
+])
+def test_jvms_on_this_machine_get_the_quick_compiler_alone(monkeypatch, master, driver, executors):
+    """C1 alone (``-XX:TieredStopAtLevel=1``) for a local master and for a cluster on the loopback
+    interface, driver and executors (bench/NOTES.md: the standalone tests' machine CPU 160-169 s
+    with C2, 102 s without); ``KMC_SPARK_FULL_JIT=1`` keeps C2."""
+    from checker.spark.session import session_options
+
+    monkeypatch.delenv("KMC_SPARK_FULL_JIT", raising=False)
+    options = session_options(master, "1g", ui=False, jvm_log=False)
+    assert ("-XX:TieredStopAtLevel=1" in options["spark.driver.extraJavaOptions"]) is driver
+    executor_options = options.get("spark.executor.extraJavaOptions")
+    assert (executor_options == "-XX:TieredStopAtLevel=1") is executors
+    monkeypatch.setenv("KMC_SPARK_FULL_JIT", "1")
+    options = session_options(master, "1g", ui=False, jvm_log=False)
+    assert "TieredStopAtLevel" not in str(options)
+
+
 def test_executors_use_the_clusters_interpreter_and_loopback_needs_no_setting():
     from checker.spark.session import prepare_environment
 

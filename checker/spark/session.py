@@ -250,13 +250,17 @@ def session_options(master: str, memory: str, ui: bool, jvm_log: bool) -> dict[s
         "spark.cleaner.referenceTracking.cleanCheckpoints": "true",
     }
     java_options: list[str] = []
-    if master.startswith("local") and not os.environ.get("KMC_SPARK_FULL_JIT"):
+    if on_loopback(master) and not os.environ.get("KMC_SPARK_FULL_JIT"):
         # A local master's executors are this JVM, and a search makes a few dozen short jobs of
         # new query plans: HotSpot's optimizing compiler (C2) then spends more CPU compiling
         # Spark's code than the jobs spend running it (22 of 40 JVM CPU seconds on Kafka 2.1.0,
         # 612,834 states); its quick compiler alone costs a little speed and saves most of that
-        # (bench/NOTES.md, "Issue 13 item 4: third round"). KMC_SPARK_FULL_JIT=1 keeps C2.
+        # (bench/NOTES.md, "Issue 13 item 4: third round"). A cluster on this machine
+        # (spark://127.0.0.1, bench/spark-standalone.sh) runs the same jobs in executors of its
+        # own: they get it too. KMC_SPARK_FULL_JIT=1 keeps C2.
         java_options.append("-XX:TieredStopAtLevel=1")
+        if not master.startswith("local"):
+            options["spark.executor.extraJavaOptions"] = "-XX:TieredStopAtLevel=1"
     if jvm_log:
         # as setLogLevel("ERROR") below, from the start: a master's refusals and retries are
         # warnings
