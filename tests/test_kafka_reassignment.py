@@ -302,18 +302,17 @@ def test_state_counts_with_one_reassignment(protocol, states, depth):
 
 @pytest.mark.slow
 @pytest.mark.parametrize("protocol,epochs,verdict",
-                         [("kraft-3.5", 2, "holds"), ("kraft-4.1", 2, "holds"),
-                         ("kraft-4.1", 3, "violated")])
+                         [("kraft-4.1", 2, "holds"), ("kraft-4.1", 3, "violated")])
 def test_remove_and_add_back_under_min_isr_2(protocol, epochs, verdict):
     """A replica removed and added back (reassignments=2) with min.insync.replicas=2, a crash: the
     KIP-966 row loses a committed record once a third leader epoch allows the add-back's ELR
     election (the report's leader-moved order: the removal, the fencing and the election each take
     one); two epochs hold since the min ISR is capped by the replicas (effective-min-isr: the
-    ``ELR_STORY`` add-back clears the ELR). 3.5 holds."""
+    ``ELR_STORY`` add-back clears the ELR). (kraft-3.5 is not searched here: it has no ELR, so
+    elr-safety is vacuous there and the search could not fail.)"""
     bounds = ("records=1", f"epochs={epochs}", "crashes=1", "alters=1", "reassignments=2",
               "min_isr=2")
-    invariants = ("elr-safety",) if protocol == "kraft-3.5" else ("committed-durable", "elr-safety")
-    assert _search(protocol, *bounds, invariants=invariants)[0] == verdict
+    assert _search(protocol, *bounds)[0] == verdict
 
 
 #: the bounds at which the report's fix is searched: the unfixed row violates (16,489 states to the
