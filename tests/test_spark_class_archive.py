@@ -15,6 +15,7 @@ from pathlib import Path
 import pytest
 
 from checker.spark import class_archive as ca
+from spec.errors import UsageError
 
 
 @pytest.fixture
@@ -58,9 +59,13 @@ def test_the_key_follows_the_java_the_jars_and_the_pointer_width(cache):
     assert ca.archive_key(java + "-other", spark_home, 4) != key
 
 
-def test_off_gives_no_option(cache, monkeypatch):
-    monkeypatch.setenv(ca.VARIABLE, "off")
+def test_off_gives_no_option_and_a_setting_it_does_not_know_is_one_line(cache, monkeypatch):
+    monkeypatch.setenv(ca.VARIABLE, "OFF")
     assert ca.driver_options(*cache, 1.0) == [] and ca.state == "off"
+    monkeypatch.setenv(ca.VARIABLE, "sometimes")
+    with pytest.raises(UsageError, match="^KMC_SPARK_CLASS_ARCHIVE must be on or off, not "
+                                         "'sometimes'$"):
+        ca.driver_options(*cache, 1.0)
 
 
 def test_a_kept_archive_is_used_and_one_maker_at_a_time(cache):

@@ -35,6 +35,7 @@ import time
 from typing import Any
 
 from checker.kernel_cache import cache_dir
+from spec.errors import UsageError
 
 VARIABLE = "KMC_SPARK_CLASS_ARCHIVE"
 #: the JVM's CDS log lines (a skipped signed jar while dumping, an archive it cannot map) go
@@ -160,7 +161,10 @@ def driver_options(java: str | None, spark_home: str | None, memory_gib: float,
     global state, _maker
     env = os.environ if env is None else env
     _maker = None
-    if env.get(VARIABLE, "on").lower() in ("off", "0", "no", "false"):
+    setting = env.get(VARIABLE, "on").strip().lower()
+    if setting not in ("on", "off"):
+        raise UsageError(f"{VARIABLE} must be on or off, not {env[VARIABLE]!r}")
+    if setting == "off":
         state = "off"
         return []
     directory = archive_dir()
