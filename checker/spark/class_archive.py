@@ -68,7 +68,7 @@ def archive_dir() -> str:
     return os.path.join(os.path.dirname(cache_dir()), "jvm")
 
 
-def archive_key(java: str | None, spark_home: str | None, memory_gib: float) -> str:
+def archive_key(java: str | None, spark_home: str | None, heap_gib: float) -> str:
     """A key of what an archive depends on: the Java binary (its real path, size and time), the
     Spark jars (names, sizes and times) and whether the heap is small enough for compressed
     pointers (an archive made with them is of no use without)."""
@@ -79,7 +79,7 @@ def archive_key(java: str | None, spark_home: str | None, memory_gib: float) -> 
             key.update(f"{os.path.realpath(path)}\0{info.st_size}\0{info.st_mtime_ns}\n".encode())
         except OSError:
             key.update(f"{path}\0missing\n".encode())
-    key.update(b"compressed" if memory_gib < 31 else b"wide")
+    key.update(b"compressed" if heap_gib < 31 else b"wide")
     return key.hexdigest()[:20]
 
 
@@ -98,9 +98,9 @@ def _digest(path: str) -> str | None:
         return hashlib.file_digest(f, "sha256").hexdigest()[:16]
 
 
-def kept(java: str | None, spark_home: str | None, memory_gib: float) -> str | None:
+def kept(java: str | None, spark_home: str | None, heap_gib: float) -> str | None:
     """The archive kept for this Java and Spark, checked, or None."""
-    return _valid_archive(archive_dir(), archive_key(java, spark_home, memory_gib))
+    return _valid_archive(archive_dir(), archive_key(java, spark_home, heap_gib))
 
 
 def _valid_archive(directory: str, key: str) -> str | None:
@@ -154,7 +154,7 @@ def _stale(path: str) -> bool:
     return False
 
 
-def driver_options(java: str | None, spark_home: str | None, memory_gib: float,
+def driver_options(java: str | None, spark_home: str | None, heap_gib: float,
                    env: dict[str, str] | None = None) -> list[str]:
     """The driver JVM's options for the archive (using it, or making it as the JVM exits); sets
     ``state``."""
@@ -168,7 +168,7 @@ def driver_options(java: str | None, spark_home: str | None, memory_gib: float,
         state = "off"
         return []
     directory = archive_dir()
-    key = archive_key(java, spark_home, memory_gib)
+    key = archive_key(java, spark_home, heap_gib)
     try:
         os.makedirs(directory, mode=0o700, exist_ok=True)
     except OSError:
