@@ -34,7 +34,7 @@ import sys
 import time
 from typing import Any
 
-from checker.kernel_cache import cache_dir
+from checker.kernel_cache import cache_dir, mark_used
 from spec.errors import UsageError
 
 VARIABLE = "KMC_SPARK_CLASS_ARCHIVE"
@@ -108,8 +108,7 @@ def _valid_archive(directory: str, key: str) -> str | None:
     for path in sorted(glob.glob(os.path.join(directory, f"driver-{key}-*.jsa"))):
         name = os.path.basename(path)
         if _digest(path) == name[len(f"driver-{key}-"):-len(".jsa")]:
-            with contextlib.suppress(OSError):
-                os.utime(path)  # used now: pruning keeps the most recently used
+            mark_used(path)  # pruning keeps the most recently used
             return path
         with contextlib.suppress(OSError):
             os.unlink(path)
