@@ -19,7 +19,9 @@ spends about 0.1 s a minute).
 The report is one line a test, most expensive first: CPU seconds, the marker tier (``slow`` or
 ``fast``), the test id, its wall seconds and when it started (wall seconds after the session
 started: where a process waited, and where the two processes of ``-n 2`` ran side by side,
-``bench/suite_packing.py``); the last lines give the totals of each tier. Under ``pytest -n N``
+``bench/suite_packing.py``); the last lines give the totals of each tier, and the machine's CPU
+over the session (``machine_cpu``: the JVMs no test waits for are in it, and so is anything else
+that ran). Under ``pytest -n N``
 (pytest-xdist) each worker writes its own report, FILE.gw0, FILE.gw1, ... (the controller runs no
 test and writes none). Linux only (``/proc``).
 """
@@ -65,6 +67,15 @@ def _live_descendants_cpu(pid: int) -> float:
     return total
 
 
+def machine_cpu() -> float:
+    """CPU seconds every process of the machine has spent since boot (``/proc/stat``: user, nice,
+    system, irq and softirq): around a session it counts what no test's figure can, the processes
+    no test waits for (a standalone cluster's daemons and executors) and whatever else ran."""
+    with open("/proc/stat") as fh:
+        fields = fh.readline().split()
+    return sum(int(fields[i]) for i in (1, 2, 3, 6, 7)) / _TICK
+
+
 def _cpu_now() -> float:
     children = resource.getrusage(resource.RUSAGE_CHILDREN)
     return time.process_time() + children.ru_utime + children.ru_stime + _live_descendants_cpu(
@@ -84,6 +95,7 @@ class _Recorder:
         self.wall: dict[str, tuple[float, float]] = {}  # (wall seconds, start after the session's)
         self.start = 0.0
         self.wall_start = 0.0
+        self.machine_start = 0.0
 
     @pytest.hookimpl(hookwrapper=True)
     def pytest_runtest_protocol(self, item: pytest.Item, nextitem: pytest.Item | None):
@@ -100,9 +112,12 @@ class _Recorder:
     def pytest_sessionstart(self, session: pytest.Session) -> None:
         self.start = _cpu_now()
         self.wall_start = time.monotonic()
+        self.machine_start = machine_cpu()
 
     def pytest_sessionfinish(self, session: pytest.Session) -> None:
         whole = _cpu_now() - self.start
+        machine = machine_cpu() - self.machine_start
+        session_wall = time.monotonic() - self.wall_start
         rows = sorted(self.cpu.items(), key=lambda kv: -kv[1])
         with open(self.path, "w") as fh:
             for nodeid, seconds in rows:
@@ -113,6 +128,8 @@ class _Recorder:
                 count = sum(1 for n in self.cpu if self.tier[n] == tier)
                 fh.write(f"# {tier}: {count} tests, {total:.1f} s CPU\n")
             fh.write(f"# session (collection and all tests): {whole:.1f} s CPU\n")
+            fh.write(f"# the machine (every process) during this session: {machine:.1f} s CPU in "
+                     f"{session_wall:.1f} s of wall\n")
 
 
 def pytest_configure(config: pytest.Config) -> None:

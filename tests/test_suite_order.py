@@ -6,6 +6,9 @@ from __future__ import annotations
 
 import importlib.util
 import re
+import subprocess
+import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -159,6 +162,23 @@ def test_a_report_with_wall_columns_and_group_suffixes_is_read(tmp_path):
     # --time held: a test holds its worker for its wall when it waits longer than it computes
     assert _bench().read_reports([str(report)], "held") == {"tests/t.py::x[a@b]": 9.0,
                                                             "tests/t.py::y": 0.25}
+
+
+def test_the_machines_cpu_counts_a_child_no_one_waits_for(tmp_path):
+    """The CPU report's machine line sees a process this one never waits for (as the standalone
+    cluster's daemons are), which the per-test figures cannot."""
+    from tests.cpu_report import machine_cpu
+
+    before = machine_cpu()
+    child = subprocess.Popen([sys.executable, "-c", "import time\nend = time.process_time() + "
+                              "0.5\nwhile time.process_time() < end: pass"])
+    while child.poll() is None:  # poll reaps it: counted below before anything waits for it
+        time.sleep(0.05)
+    assert machine_cpu() - before >= 0.45
+    report = tmp_path / "cpu.tsv.gw0"
+    report.write_text("0.25\tfast\ttests/t.py::y\t0.30\t1.0\n# the machine (every process) "
+                      "during this session: 9.0 s CPU in 5.0 s of wall\n")
+    assert _bench().read_reports([str(report)]) == {"tests/t.py::y": 0.25}
 
 
 def test_the_controller_turns_xdists_reordering_off():
