@@ -24,9 +24,11 @@ from typing import NamedTuple
 
 import pytest
 
-#: the suite compiles a few hundred small kernels once each: at -O1, not a search's -O2 (about a
-#: third less compile CPU; checker/kernel.py's OPT_LEVELS). A test that needs -O2 sets it itself.
-os.environ.setdefault("KMC_KERNEL_OPT", "-O1")
+#: the suite compiles a few hundred small kernels once each: at -Og, not a search's -O2 (a Kafka
+#: kernel's compile 0.49 s of CPU against 0.69 s at -O1 and 1.17 s at -O2; the kernel-heavy modules
+#: took 146 s of the machine's CPU against 154 s at -O1: bench/NOTES.md, stop 50). A test that
+#: needs -O2 sets it itself (tests/test_kernel_opt_levels.py).
+os.environ.setdefault("KMC_KERNEL_OPT", "-Og")
 #: the suite starts some hundreds of Python processes (kmc runs, the parallel engine's workers,
 #: Spark's Python workers, xdist's workers): where the environment turns Python's bytecode cache
 #: off (PYTHONDONTWRITEBYTECODE=1), each compiled the project's modules from source again. The

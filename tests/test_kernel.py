@@ -232,9 +232,9 @@ def test_a_failing_compiler_is_one_line(monkeypatch, tmp_path):
 
 
 def test_the_optimisation_level_is_checked_and_keys_the_cache(capsys, monkeypatch, tmp_path):
-    """``$KMC_KERNEL_OPT`` (the suite sets -O1) picks the level the kernel is compiled at: a level
-    is part of the cache's key, so -O1 and -O2 are two libraries, and anything but -O0..-O3 is one
-    line, exit 64."""
+    """``$KMC_KERNEL_OPT`` (the suite sets -Og) picks the level the kernel is compiled at: a level
+    is part of the cache's key, so -O1 and -O2 are two libraries, and anything but -O0, -Og and
+    -O1..-O3 is one line, exit 64."""
     spec = model_of("two-phase", {"RM": 3}).kernel()
     monkeypatch.setenv("KMC_CC", "cc")
     monkeypatch.setenv("KMC_KERNEL_OPT", "-O1")

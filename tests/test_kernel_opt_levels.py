@@ -1,13 +1,13 @@
 """The kernel at the optimisation level users get (-O2) gives the readable model's matrix cells.
 
-The suite compiles its kernels at -O1 (tests/conftest.py: cheaper compiles) and the kernel proofs'
+The suite compiles its kernels at -Og (tests/conftest.py: cheaper compiles) and the kernel proofs'
 two modules at -O0; a user's kernel is compiled at -O2 (``checker.kernel.optimisation``). A C
 construct whose meaning the optimiser may change (undefined behaviour: an overflow, an
 uninitialised field, an aliasing cast) would pass the suite and differ for users. So two rows of
 the default matrix, one ZooKeeper row and one KRaft row (between them the fetcher's epoch
 validation, the ISR's controller, ELR, the clients), are searched here at -O2, every cell the
 kernel runs, and compared with the readable model's table (docs/tutorials/matrix.md), as
-tests/test_traces_matrix.py compares every row at -O1.
+tests/test_traces_matrix.py compares every row at -Og.
 """
 
 from __future__ import annotations
