@@ -278,13 +278,15 @@ def test_the_zookeeper_rows_have_no_reassignment(protocol):
 
 
 # -- small exhaustive searches ---------------------------------------------------------------------
-def _search(protocol: str, *bounds: str, invariants=("committed-durable", "elr-safety")):
+def _search(protocol: str, *bounds: str, invariants=("committed-durable", "elr-safety"),
+            features=()):
     from checker.bfs import check
     from checker.search import SearchOptions
     from invariants.registry import for_family
 
     checks = [for_family("kafka")[name] for name in invariants]
-    result = check(build_model("kafka", list(bounds), protocol), SearchOptions(invariants=checks))
+    result = check(build_model("kafka", list(bounds), protocol, list(features)),
+                   SearchOptions(invariants=checks))
     return result.verdict.value, result.distinct_states, result.depth
 
 
@@ -313,15 +315,9 @@ def test_remove_and_add_back_under_min_isr_2(epochs, alters, flags, verdict):
     searched with no AlterPartition (116,184 states on the readable model, which does not compile
     reassignment; alters=1 holds too, at 887,005 states and 35 s). (kraft-3.5 is not searched here:
     it has no ELR, so elr-safety is vacuous there and the search could not fail.)"""
-    from checker.bfs import check
-    from checker.search import SearchOptions
-    from invariants.registry import for_family
-
-    bounds = ["records=1", f"epochs={epochs}", "crashes=1", f"alters={alters}", "reassignments=2",
-              "min_isr=2"]
-    checks = [for_family("kafka")[name] for name in ("committed-durable", "elr-safety")]
-    model = build_model("kafka", bounds, "kraft-4.1", list(flags))
-    assert check(model, SearchOptions(invariants=checks)).verdict.value == verdict
+    bounds = ("records=1", f"epochs={epochs}", "crashes=1", f"alters={alters}", "reassignments=2",
+              "min_isr=2")
+    assert _search("kraft-4.1", *bounds, features=flags)[0] == verdict
 
 
 #: the bounds at which the report's fix is searched: the unfixed row violates (16,489 states to the
@@ -340,14 +336,8 @@ def test_the_proposed_fix_holds_where_the_row_loses_a_committed_record():
 
 @pytest.mark.slow
 def test_the_proposed_fix_holds_the_search():
-    from checker.bfs import check
-    from checker.search import SearchOptions
-    from invariants.registry import for_family
-
-    checks = [for_family("kafka")[name] for name in ("committed-durable", "elr-safety")]
-    model = build_model("kafka", list(FIX_BOUNDS), "kraft-4.1", ["elr-filtered-by-replicas=on"])
-    result = check(model, SearchOptions(invariants=checks))
-    assert (result.verdict.value, result.distinct_states, result.depth) == ("holds", 344036, 44)
+    assert _search("kraft-4.1", *FIX_BOUNDS, features=("elr-filtered-by-replicas=on",)) == (
+        "holds", 344036, 44)
 
 
 def test_an_alter_partition_that_completes_a_move_of_the_leader_answers_a_new_leader():
