@@ -166,15 +166,31 @@ def test_a_report_with_wall_columns_and_group_suffixes_is_read(tmp_path):
 
 def test_the_machines_cpu_counts_a_child_no_one_waits_for(tmp_path):
     """The CPU report's machine line sees a process this one never waits for (as the standalone
-    cluster's daemons are), which the per-test figures cannot."""
+    cluster's daemons are: started by a shell that exits at once), which the per-test figures (this
+    process and the children it waited for) cannot."""
+    import resource
+
     from tests.cpu_report import machine_cpu
 
-    before = machine_cpu()
-    child = subprocess.Popen([sys.executable, "-c", "import time\nend = time.process_time() + "
-                              "0.5\nwhile time.process_time() < end: pass"])
-    while child.poll() is None:  # poll reaps it: counted below before anything waits for it
+    def waited_for() -> float:
+        usage = resource.getrusage(resource.RUSAGE_CHILDREN)
+        return usage.ru_utime + usage.ru_stime
+
+    before, before_waited = machine_cpu(), waited_for()
+    burn = "import time\nend = time.process_time() + 0.5\nwhile time.process_time() < end: pass"
+    shell = subprocess.run(["sh", "-c", '"$0" -c "$1" >/dev/null 2>&1 & echo $!', sys.executable,
+                            burn], capture_output=True, text=True, check=True)
+    orphan = Path(f"/proc/{shell.stdout.strip()}/stat")
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline:  # until it ends (gone, or a zombie of its new parent)
+        try:
+            if orphan.read_text().rsplit(")", 1)[1].split()[0] == "Z":
+                break
+        except OSError:
+            break
         time.sleep(0.05)
     assert machine_cpu() - before >= 0.45
+    assert waited_for() - before_waited < 0.45  # the shell's own time only
     report = tmp_path / "cpu.tsv.gw0"
     report.write_text("0.25\tfast\ttests/t.py::y\t0.30\t1.0\n# the machine (every process) "
                       "during this session: 9.0 s CPU in 5.0 s of wall\n")
